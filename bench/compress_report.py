@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Turn bench/compress.sh's hyperfine JSON into the markdown report.
+
+Usage: compress_report.py META.tsv CHECK.tsv COMPRESS.json DECOMPRESS.json TITLE
+(called by bench/compress.sh; standard library only).
+"""
+import json
+import sys
+
+
+def read_tsv(path, ncols):
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line:
+                rows.append(line.split("\t", ncols - 1))
+    return rows
+
+
+def load_results(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    out = {}
+    for r in data["results"]:
+        out[r["command"]] = r  # hyperfine stores the --command-name here
+    return out
+
+
+def cpu(r):
+    # hyperfine reports mean user and system CPU time (shell startup included)
+    return f"{r['user'] + r['system']:.2f}"
+
+
+def fmt_s(x):
+    return f"{x:.3f}"
+
+
+def main():
+    meta_path, check_path, cjson, djson, title = sys.argv[1:6]
+    meta = dict(read_tsv(meta_path, 2))
+    checks = {name: (int(size), ok, cmd) for name, size, ok, cmd in read_tsv(check_path, 4)}
+    comp = load_results(cjson)
+    decomp = load_results(djson)
+    n = int(meta["nproc"])
+    in_bytes = int(meta["input_bytes"])
+    pp_ran = f"peerpath --threads {n}" in comp
+
+    def mbps(name, table):
+        return in_bytes / table[name]["median"] / 1e6
+
+    L = []
+    w = L.append
+    w(f"# Compression benchmark {title}")
+    w("")
+    w(f"Produced by (run in {meta['cwd']}):")
+    w("")
+    w("```sh")
+    w(meta["cmdline"])
+    w("```")
+    w("")
+    w(f"Date: {meta['date']}. Each command: 1 warm-up run + {meta['runs']} timed runs with "
+      f"hyperfine; `sync` (untimed, `--prepare`) before every run. Times are wall-clock seconds; "
+      f"MB/s = uncompressed bytes / median time / 10^6 (decimal), for compression and "
+      f"decompression alike; ratio = input bytes / compressed bytes. Ratios between tools below are "
+      f"computed from medians of this one run.")
+    w("")
+    w("## Machine")
+    w("")
+    w("| item | value |")
+    w("|---|---|")
+    w(f"| host (label) | {meta['hostname']} ({meta['label']}) |")
+    w(f"| CPUs (nproc) | {meta['nproc']} |")
+    w(f"| CPU model (/proc/cpuinfo) | {meta['cpu']} |")
+    w(f"| kernel | {meta['kernel']} |")
+    w(f"| OS | {meta['os']} |")
+    w(f"| memory | {meta['mem']} |")
+    w(f"| scratch filesystem | {meta['fs']} |")
+    w("")
+    w("## Tools")
+    w("")
+    w("| tool | version |")
+    w("|---|---|")
+    for key in ("gzip", "pigz", "igzip", "zstd", "hyperfine"):
+        w(f"| {key} | {meta['ver_' + key]} |")
+    if pp_ran:
+        w(f"| peerpath | {meta.get('ver_peerpath', '?')} (`{meta['peerpath']}`) |")
+    else:
+        w(f"| peerpath | **{meta['peerpath']}** |")
+    w("")
+    w("## Input")
+    w("")
+    note = f" ({meta['corpus_note']})" if meta.get("corpus_note") else ""
+    w(f"`{meta['input']}`: {in_bytes:,} bytes ({in_bytes / 1e6:.1f} MB), "
+      f"SHA-256 `{meta['input_sha256']}`{note}. Read from the page cache "
+      f"(warm after the warm-up run).")
+    w("")
+    w("## Compression (level 1)")
+    w("")
+    w("| command | median s | min s | max s | MB/s (median) | CPU s (user+sys, mean) | compressed bytes | ratio | round trip |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for name, r in comp.items():
+        size, ok, _ = checks[name]
+        w(f"| `{name}` | {fmt_s(r['median'])} | {fmt_s(r['min'])} | {fmt_s(r['max'])} | "
+          f"{mbps(name, comp):.1f} | {cpu(r)} | {size:,} | {in_bytes / size:.3f} | {ok} |")
+    w("")
+    w("## Decompression")
+    w("")
+    w("gzip, pigz and igzip decompress the `igzip -1 -T1` output (single member); peerpath "
+      f"decompresses its own `--threads {n}` output (multi-member with size subfields).")
+    w("")
+    w("| command | median s | min s | max s | MB/s (median, uncompressed) | CPU s (user+sys, mean) | output = input |")
+    w("|---|---|---|---|---|---|---|")
+    for name, r in decomp.items():
+        _, ok, _ = checks[name]
+        w(f"| `{name}` | {fmt_s(r['median'])} | {fmt_s(r['min'])} | {fmt_s(r['max'])} | "
+          f"{mbps(name, decomp):.1f} | {cpu(r)} | {ok} |")
+    w("")
+    w(f"## Targets of issue #2 (ratios of medians, this run, N = {n})")
+    w("")
+    w("| target | measured | goal | met |")
+    w("|---|---|---|---|")
+
+    def row(label, value, goal, met):
+        w(f"| {label} | {value} | {goal} | {met} |")
+
+    ppc = f"peerpath --threads {n}"
+    ppd = f"peerpath decompress --threads {n}"
+    if pp_ran:
+        t_pp = comp[ppc]["median"]
+        x = comp[f"igzip -1 -T{n}"]["median"] / t_pp
+        row(f"compression throughput, peerpath (N={n}) / `igzip -1 -T{n}`", f"{x:.2f}x", ">= 1.6x",
+            "yes" if x >= 1.6 else "**no**")
+        x = comp[f"pigz -1 -p{n}"]["median"] / t_pp
+        row(f"compression throughput, peerpath (N={n}) / `pigz -1 -p{n}`", f"{x:.2f}x", ">= 4x",
+            "yes" if x >= 4.0 else "**no**")
+        s_pp = checks[ppc][0]
+        s_ig = checks["igzip -1 -T1"][0]
+        d = (s_pp / s_ig - 1) * 100
+        row(f"compressed size, peerpath (N={n}) vs `igzip -1` ({s_pp:,} vs {s_ig:,} B)", f"{d:+.2f}%",
+            "<= +3%", "yes" if d <= 3.0 else "**no**")
+        x = decomp["igzip -d"]["median"] / decomp[ppd]["median"]
+        row(f"decompression throughput, peerpath (N={n}) / `igzip -d` (1 thread)", f"{x:.2f}x", ">= 1.7x",
+            "yes" if x >= 1.7 else "**no**")
+    else:
+        for label, goal in (
+            (f"compression throughput, peerpath (N={n}) / `igzip -1 -T{n}`", ">= 1.6x"),
+            (f"compression throughput, peerpath (N={n}) / `pigz -1 -p{n}`", ">= 4x"),
+            ("compressed size, peerpath vs `igzip -1`", "<= +3%"),
+            (f"decompression throughput, peerpath (N={n}) / `igzip -d` (1 thread)", ">= 1.7x"),
+        ):
+            row(label, "n/a (peerpath skipped)", goal, "n/a")
+    w("")
+    w("For reference, same run: "
+      f"`igzip -1 -T{n}` / `pigz -1 -p{n}` = "
+      f"{comp[f'pigz -1 -p{n}']['median'] / comp[f'igzip -1 -T{n}']['median']:.2f}x; "
+      f"`igzip -1 -T{n}` / `igzip -1 -T1` = "
+      f"{comp['igzip -1 -T1']['median'] / comp[f'igzip -1 -T{n}']['median']:.2f}x; "
+      f"`pigz -1 -p{n}` / `pigz -1 -p1` = "
+      f"{comp['pigz -1 -p1']['median'] / comp[f'pigz -1 -p{n}']['median']:.2f}x; "
+      f"`igzip -d` / `gzip -d` = {decomp['gzip -d']['median'] / decomp['igzip -d']['median']:.2f}x.")
+    w("")
+    w("## What each command does")
+    w("")
+    w("All commands read the same input file and write a regular file in the same scratch "
+      "directory (`$SCRATCH`, a temporary directory next to the input, removed afterwards); "
+      "no output goes to /dev/null. The tools other than peerpath write through a shell "
+      "redirect and leave the data in the page cache"
+      + (", followed by `sync OUT` (fsync of that file, timed)" if meta["fsync_others"] == "1" else
+         " (no fsync; run with `--fsync-others` to make them fsync the output too)")
+      + ". peerpath writes the target itself (by its design in issue #2: temporary name, "
+        "sync, rename), so its time includes making the output durable. `gzip`, `igzip -T1`, "
+        "`zstd -T1` and `pigz -p1` compress on one thread (zstd -T1 may add an I/O thread); "
+        "`pigz -d` inflates on one thread plus helper threads for reading, writing and the "
+        "check value. Processes are not pinned to CPUs. The round-trip column decompresses "
+        "each output (gzip -d or zstd -d, untimed) and compares it with the input.")
+    w("")
+    w("```sh")
+    for name in list(comp) + list(decomp):
+        w(checks[name][2])
+    w("```")
+    w("")
+    if not pp_ran:
+        w(f"**peerpath was not measured**: {meta['peerpath']}.")
+        w("")
+    sys.stdout.write("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
