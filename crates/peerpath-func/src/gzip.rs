@@ -1,0 +1,639 @@
+//! gzip members (RFC 1952), as peerpath writes and reads them.
+//!
+//! The header and the stored-block fallback are written by hand: they are a
+//! few fixed bytes, and no maintained crate both writes a custom FEXTRA
+//! subfield and parses headers with the byte offsets our errors report.
+//!
+//! ```text
+//! peerpath member (default format)            BGZF member (htslib)
+//! +----+----+----+-----+-------+-----+----+   +--------------------+----------+
+//! | 1f | 8b | 08 | FLG | MTIME | XFL | OS |   | same, FLG = FEXTRA | XLEN = 6 |
+//! +----+----+----+-----+-------+-----+----+   +--------------------+----------+
+//! | XLEN=12 | 'P' 'P' | LEN=8 |                | 'B' 'C' | LEN=2 | BSIZE (u16) |
+//! | member_bytes (u32 LE) | isize (u32 LE) |  | deflate data ...               |
+//! | deflate data ...                       |  | CRC-32 | ISIZE                 |
+//! | CRC-32 (LE) | ISIZE (LE)               |  +--------------------------------+
+//! +----------------------------------------+  BSIZE = member bytes - 1
+//! ```
+//! `member_bytes` counts the whole member, header to trailer; with it a
+//! reader can split a file into members without inflating, and decompress
+//! them on all cores.
+
+use crate::isal::{inflate_stateless, InflateOutcome, IsalDeflater, StepError, StreamInflater};
+use serde::Serialize;
+use std::io::{self, Read};
+
+const ID1: u8 = 0x1f;
+const ID2: u8 = 0x8b;
+const CM_DEFLATE: u8 = 8;
+const FTEXT: u8 = 0x01;
+const FHCRC: u8 = 0x02;
+const FEXTRA: u8 = 0x04;
+const FNAME: u8 = 0x08;
+const FCOMMENT: u8 = 0x10;
+const FRESERVED: u8 = 0xe0;
+const OS_UNIX: u8 = 3;
+const TRAILER_BYTES: usize = 8;
+
+/// The peerpath subfield ID ('P', 'P').
+pub const PEERPATH_SUBFIELD: [u8; 2] = *b"PP";
+const PEERPATH_HEADER_BYTES: usize = 10 + 2 + 4 + 8;
+const BGZF_HEADER_BYTES: usize = 18;
+
+/// The largest input of one BGZF member (htslib's BGZF_BLOCK_SIZE = 0xff00),
+/// chosen so that even stored (incompressible) data fits the 64 KiB limit.
+pub const BGZF_MAX_INPUT_BYTES: usize = 0xff00;
+/// htslib's end-of-file marker: an empty BGZF member.
+pub const BGZF_EOF_BLOCK: [u8; 28] = [
+    0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, b'B', b'C', 0x02, 0, 0x1b, 0, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+];
+/// Members declaring more than this many uncompressed bytes are refused
+/// before any allocation (a lying size field must not exhaust memory).
+pub const MAX_MEMBER_UNCOMPRESSED_BYTES: usize = 256 << 20;
+/// Headers (with FNAME/FCOMMENT/FEXTRA) longer than this are refused.
+const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// Output layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// Multi-member gzip, each member with a 'PP' size subfield.
+    Gzip,
+    /// BGZF: 64 KiB members with a 'BC' subfield and an EOF marker block.
+    Bgzf,
+}
+
+/// A compression level and the library that implements it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Level(u32);
+
+impl Level {
+    pub const MAX: u32 = 12;
+
+    pub fn new(level: u32) -> Result<Self, String> {
+        if level > Self::MAX {
+            return Err(format!("level {level} is out of range 0-{}", Self::MAX));
+        }
+        Ok(Level(level))
+    }
+    pub fn get(&self) -> u32 {
+        self.0
+    }
+    /// Which library compresses at this level.
+    pub fn library(&self) -> &'static str {
+        if self.0 <= 3 {
+            "ISA-L igzip"
+        } else {
+            "libdeflate"
+        }
+    }
+    fn xfl(&self) -> u8 {
+        match self.0 {
+            0..=1 => 4, // fastest
+            9.. => 2,   // maximum compression
+            _ => 0,
+        }
+    }
+}
+
+/// Bytes of output that always suffice for one member of `input_bytes`
+/// (the data stored uncompressed, plus header, block headers and trailer).
+pub fn member_bound_bytes(input_bytes: usize) -> usize {
+    PEERPATH_HEADER_BYTES + stored_deflate_bytes(input_bytes) + TRAILER_BYTES
+}
+
+fn stored_deflate_bytes(input_bytes: usize) -> usize {
+    input_bytes + 5 * input_bytes.div_ceil(0xffff).max(1)
+}
+
+/// Writes `input` as stored deflate blocks (used when compression would
+/// expand the data, as gzip and pigz do).
+fn write_stored(input: &[u8], out: &mut [u8]) -> usize {
+    let mut pos = 0;
+    let mut chunks = input.chunks(0xffff).peekable();
+    if chunks.peek().is_none() {
+        out[..5].copy_from_slice(&[0x01, 0x00, 0x00, 0xff, 0xff]);
+        return 5;
+    }
+    while let Some(chunk) = chunks.next() {
+        let last = chunks.peek().is_none();
+        let len = chunk.len() as u16;
+        out[pos] = u8::from(last);
+        out[pos + 1..pos + 3].copy_from_slice(&len.to_le_bytes());
+        out[pos + 3..pos + 5].copy_from_slice(&(!len).to_le_bytes());
+        out[pos + 5..pos + 5 + chunk.len()].copy_from_slice(chunk);
+        pos += 5 + chunk.len();
+    }
+    pos
+}
+
+/// Reusable compression state for one worker thread.
+pub struct MemberEncoder {
+    level: Level,
+    isal: Option<IsalDeflater>,
+    libdeflate: Option<libdeflater::Compressor>,
+}
+
+impl MemberEncoder {
+    pub fn new(level: Level) -> Self {
+        let (isal, libdeflate) = if level.0 <= 3 {
+            (Some(IsalDeflater::new(level.0)), None)
+        } else {
+            let lvl = libdeflater::CompressionLvl::new(level.0 as i32).expect("level checked by Level::new");
+            (None, Some(libdeflater::Compressor::new(lvl)))
+        };
+        MemberEncoder { level, isal, libdeflate }
+    }
+
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// Writes deflate data + trailer for `input` into `out`, returning its length.
+    fn deflate_and_trailer(&mut self, input: &[u8], out: &mut [u8]) -> usize {
+        let stored_total = stored_deflate_bytes(input.len()) + TRAILER_BYTES;
+        let limit = stored_total.min(out.len());
+        if let Some(isal) = &mut self.isal {
+            if let Some(n) = isal.deflate_with_gzip_trailer(input, &mut out[..limit]) {
+                if n < stored_total {
+                    return n;
+                }
+            }
+        } else if let Some(c) = &mut self.libdeflate {
+            let room = limit - TRAILER_BYTES;
+            if let Ok(n) = c.deflate_compress(input, &mut out[..room]) {
+                if n + TRAILER_BYTES < stored_total {
+                    write_trailer(&mut out[n..], libdeflater::crc32(input), input.len());
+                    return n + TRAILER_BYTES;
+                }
+            }
+        }
+        let n = write_stored(input, out);
+        let crc = libdeflater::crc32(input);
+        write_trailer(&mut out[n..], crc, input.len());
+        n + TRAILER_BYTES
+    }
+}
+
+fn write_trailer(out: &mut [u8], crc32: u32, input_bytes: usize) {
+    out[..4].copy_from_slice(&crc32.to_le_bytes());
+    out[4..8].copy_from_slice(&(input_bytes as u32).to_le_bytes());
+}
+
+fn write_fixed_header(out: &mut [u8], xfl: u8) {
+    out[..10].copy_from_slice(&[ID1, ID2, CM_DEFLATE, FEXTRA, 0, 0, 0, 0, xfl, OS_UNIX]);
+}
+
+/// Compresses `input` into one complete member in `out` (which must hold
+/// [`member_bound_bytes`]) and returns the member's length. Deterministic:
+/// the same input, level and format give the same bytes on every device.
+pub fn encode_member(enc: &mut MemberEncoder, format: Format, input: &[u8], out: &mut [u8]) -> usize {
+    assert!(out.len() >= member_bound_bytes(input.len()), "output buffer below member_bound_bytes");
+    match format {
+        Format::Gzip => {
+            assert!(input.len() <= MAX_MEMBER_UNCOMPRESSED_BYTES, "block larger than the member limit");
+            let body = enc.deflate_and_trailer(input, &mut out[PEERPATH_HEADER_BYTES..]);
+            let total = PEERPATH_HEADER_BYTES + body;
+            write_fixed_header(out, enc.level.xfl());
+            out[10..12].copy_from_slice(&12u16.to_le_bytes());
+            out[12..14].copy_from_slice(&PEERPATH_SUBFIELD);
+            out[14..16].copy_from_slice(&8u16.to_le_bytes());
+            out[16..20].copy_from_slice(&(total as u32).to_le_bytes());
+            out[20..24].copy_from_slice(&(input.len() as u32).to_le_bytes());
+            total
+        }
+        Format::Bgzf => {
+            assert!(input.len() <= BGZF_MAX_INPUT_BYTES, "BGZF members hold at most 0xff00 input bytes");
+            let body = enc.deflate_and_trailer(input, &mut out[BGZF_HEADER_BYTES..]);
+            let total = BGZF_HEADER_BYTES + body;
+            debug_assert!(total <= 65536, "stored fallback keeps BGZF members within 64 KiB");
+            write_fixed_header(out, enc.level.xfl());
+            out[9] = 0xff; // htslib writes OS = unknown
+            out[10..12].copy_from_slice(&6u16.to_le_bytes());
+            out[12..14].copy_from_slice(b"BC");
+            out[14..16].copy_from_slice(&2u16.to_le_bytes());
+            out[16..18].copy_from_slice(&((total - 1) as u16).to_le_bytes());
+            total
+        }
+    }
+}
+
+/// Sizes a member declares about itself in its extra field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeclaredSizes {
+    /// peerpath's 'PP' subfield.
+    Peerpath { member_bytes: u32, uncompressed_bytes: u32 },
+    /// BGZF's 'BC' subfield (the uncompressed size is in the trailer).
+    Bgzf { member_bytes: u32 },
+}
+
+impl DeclaredSizes {
+    pub fn member_bytes(&self) -> usize {
+        match *self {
+            DeclaredSizes::Peerpath { member_bytes, .. } | DeclaredSizes::Bgzf { member_bytes } => member_bytes as usize,
+        }
+    }
+}
+
+/// A parsed member header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberHeader {
+    pub header_bytes: usize,
+    pub flags: u8,
+    pub mtime: u32,
+    pub name: Option<Vec<u8>>,
+    pub comment: Option<Vec<u8>>,
+    pub sizes: Option<DeclaredSizes>,
+}
+
+/// Why a header could not be parsed. Offsets are relative to the member start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("header is cut short (needs more than {available} bytes)")]
+    Truncated { available: usize },
+    #[error("not gzip data (magic bytes {0:02x} {1:02x}, expected 1f 8b)")]
+    NotGzip(u8, u8),
+    #[error("corrupt header at byte {offset}: {reason}")]
+    Corrupt { offset: usize, reason: String },
+}
+
+fn corrupt(offset: usize, reason: impl Into<String>) -> HeaderError {
+    HeaderError::Corrupt { offset, reason: reason.into() }
+}
+
+fn take_zstring(data: &[u8], pos: usize) -> Result<(Vec<u8>, usize), HeaderError> {
+    let limit = data.len().min(MAX_HEADER_BYTES);
+    match data[pos..limit].iter().position(|&b| b == 0) {
+        Some(n) => Ok((data[pos..pos + n].to_vec(), pos + n + 1)),
+        None if data.len() >= MAX_HEADER_BYTES => Err(corrupt(pos, "unterminated name or comment longer than 1 MiB")),
+        None => Err(HeaderError::Truncated { available: data.len() }),
+    }
+}
+
+impl MemberHeader {
+    /// Parses the header at the start of `data`.
+    pub fn parse(data: &[u8]) -> Result<MemberHeader, HeaderError> {
+        if data.len() >= 2 && (data[0] != ID1 || data[1] != ID2) {
+            return Err(HeaderError::NotGzip(data[0], data[1]));
+        }
+        if data.len() < 10 {
+            return Err(HeaderError::Truncated { available: data.len() });
+        }
+        if data[2] != CM_DEFLATE {
+            return Err(corrupt(2, format!("compression method {} (only 8, deflate, exists)", data[2])));
+        }
+        let flags = data[3];
+        if flags & FRESERVED != 0 {
+            return Err(corrupt(3, format!("reserved flag bits set ({flags:#04x})")));
+        }
+        let mtime = u32::from_le_bytes(data[4..8].try_into().expect("4 bytes"));
+        let mut pos = 10;
+        let mut sizes = None;
+        if flags & FEXTRA != 0 {
+            if data.len() < pos + 2 {
+                return Err(HeaderError::Truncated { available: data.len() });
+            }
+            let xlen = u16::from_le_bytes([data[pos], data[pos + 1]]) as usize;
+            pos += 2;
+            if data.len() < pos + xlen {
+                return Err(HeaderError::Truncated { available: data.len() });
+            }
+            sizes = parse_extra(&data[pos..pos + xlen], pos)?;
+            pos += xlen;
+        }
+        let name = if flags & FNAME != 0 {
+            let (s, p) = take_zstring(data, pos)?;
+            pos = p;
+            Some(s)
+        } else {
+            None
+        };
+        let comment = if flags & FCOMMENT != 0 {
+            let (s, p) = take_zstring(data, pos)?;
+            pos = p;
+            Some(s)
+        } else {
+            None
+        };
+        if flags & FHCRC != 0 {
+            if data.len() < pos + 2 {
+                return Err(HeaderError::Truncated { available: data.len() });
+            }
+            let stored = u16::from_le_bytes([data[pos], data[pos + 1]]);
+            let actual = (libdeflater::crc32(&data[..pos]) & 0xffff) as u16;
+            if stored != actual {
+                return Err(corrupt(pos, format!("header CRC {stored:#06x} does not match {actual:#06x}")));
+            }
+            pos += 2;
+        }
+        let _ = FTEXT; // FTEXT is a hint only
+        Ok(MemberHeader { header_bytes: pos, flags, mtime, name, comment, sizes })
+    }
+}
+
+/// Walks the FEXTRA subfields (`base` is the offset of the first one).
+fn parse_extra(extra: &[u8], base: usize) -> Result<Option<DeclaredSizes>, HeaderError> {
+    let mut sizes = None;
+    let mut p = 0;
+    while p < extra.len() {
+        if extra.len() - p < 4 {
+            return Err(corrupt(base + p, "extra field ends inside a subfield header"));
+        }
+        let id = [extra[p], extra[p + 1]];
+        let len = u16::from_le_bytes([extra[p + 2], extra[p + 3]]) as usize;
+        let body_start = p + 4;
+        if extra.len() - body_start < len {
+            return Err(corrupt(base + p, format!("subfield of {len} bytes runs past the extra field")));
+        }
+        let body = &extra[body_start..body_start + len];
+        match (&id, len) {
+            (b"PP", 8) => {
+                sizes = Some(DeclaredSizes::Peerpath {
+                    member_bytes: u32::from_le_bytes(body[..4].try_into().expect("4 bytes")),
+                    uncompressed_bytes: u32::from_le_bytes(body[4..].try_into().expect("4 bytes")),
+                })
+            }
+            (b"BC", 2) => {
+                sizes = Some(DeclaredSizes::Bgzf { member_bytes: u16::from_le_bytes([body[0], body[1]]) as u32 + 1 })
+            }
+            _ => {}
+        }
+        p = body_start + len;
+    }
+    Ok(sizes)
+}
+
+/// Why a member failed to decode.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemberError {
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    #[error("member is cut short: {declared} bytes declared, {available} present")]
+    Truncated { declared: usize, available: usize },
+    #[error("size field is inconsistent: {0}")]
+    SizeField(String),
+    #[error("corrupt deflate data: {0}")]
+    Deflate(String),
+    #[error("CRC-32 mismatch: trailer says {expected:#010x}, data gives {actual:#010x}")]
+    Crc { expected: u32, actual: u32 },
+    #[error("length mismatch: trailer says {expected} bytes, data gives {actual}")]
+    Length { expected: u32, actual: u32 },
+    #[error("trailer does not match the data (data has CRC-32 {actual_crc:#010x}, length {actual_length})")]
+    Trailer { actual_crc: u32, actual_length: u32 },
+    #[error("input ends inside the member (at byte {at})")]
+    CutShort { at: u64 },
+}
+
+/// The uncompressed size a member with known sizes will produce (checked
+/// against [`MAX_MEMBER_UNCOMPRESSED_BYTES`] before anyone allocates it).
+pub fn declared_output_bytes(header: &MemberHeader, member: &[u8]) -> Result<usize, MemberError> {
+    let sizes = header.sizes.ok_or_else(|| MemberError::SizeField("member has no size subfield".into()))?;
+    let member_bytes = sizes.member_bytes();
+    if member_bytes < header.header_bytes + TRAILER_BYTES {
+        return Err(MemberError::SizeField(format!(
+            "declares {member_bytes} bytes, less than its own header and trailer"
+        )));
+    }
+    if member.len() < member_bytes {
+        return Err(MemberError::Truncated { declared: member_bytes, available: member.len() });
+    }
+    let trailer_isize = u32::from_le_bytes(member[member_bytes - 4..member_bytes].try_into().expect("4 bytes"));
+    let out = match sizes {
+        DeclaredSizes::Peerpath { uncompressed_bytes, .. } => {
+            if uncompressed_bytes != trailer_isize {
+                return Err(MemberError::SizeField(format!(
+                    "declares {uncompressed_bytes} uncompressed bytes, trailer says {trailer_isize}"
+                )));
+            }
+            uncompressed_bytes as usize
+        }
+        DeclaredSizes::Bgzf { .. } => trailer_isize as usize,
+    };
+    if out > MAX_MEMBER_UNCOMPRESSED_BYTES {
+        return Err(MemberError::SizeField(format!(
+            "declares {out} uncompressed bytes, above the {MAX_MEMBER_UNCOMPRESSED_BYTES}-byte member limit"
+        )));
+    }
+    Ok(out)
+}
+
+/// Decodes one member whose sizes are declared in its header. `member`
+/// holds at least the declared member bytes; `out` at least the declared
+/// output. Returns bytes produced. Never reads or writes past either.
+pub fn decode_member(header: &MemberHeader, member: &[u8], out: &mut [u8]) -> Result<usize, MemberError> {
+    let expected_out = declared_output_bytes(header, member)?;
+    let member_bytes = header.sizes.expect("checked above").member_bytes();
+    assert!(out.len() >= expected_out, "output buffer below the declared size");
+    let deflate = &member[header.header_bytes..member_bytes - TRAILER_BYTES];
+    let trailer = &member[member_bytes - TRAILER_BYTES..member_bytes];
+    let crc_expected = u32::from_le_bytes(trailer[..4].try_into().expect("4 bytes"));
+    match inflate_stateless(deflate, &mut out[..expected_out]) {
+        InflateOutcome::Finished { consumed, produced, crc32 } => {
+            if consumed != deflate.len() {
+                return Err(MemberError::SizeField(format!(
+                    "deflate data ends {} bytes before the declared member end",
+                    deflate.len() - consumed
+                )));
+            }
+            if crc32 != crc_expected {
+                return Err(MemberError::Crc { expected: crc_expected, actual: crc32 });
+            }
+            if produced != expected_out {
+                return Err(MemberError::Length { expected: expected_out as u32, actual: produced as u32 });
+            }
+            Ok(produced)
+        }
+        InflateOutcome::OutputFull => Err(MemberError::SizeField(format!(
+            "data inflates to more than the declared {expected_out} bytes"
+        ))),
+        InflateOutcome::InputEnded => Err(MemberError::Deflate(
+            "deflate stream does not end within the declared member size".into(),
+        )),
+        InflateOutcome::Invalid(why) => Err(MemberError::Deflate(why.into())),
+    }
+}
+
+/// An error of the streaming decoder, placed in the input.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("member {member} at byte {offset}: {error}")]
+    Member { member: u64, offset: u64, error: MemberError },
+    #[error("empty input: a gzip file holds at least one member")]
+    Empty,
+    #[error("trailing garbage after the last member, at byte {offset}")]
+    TrailingGarbage { offset: u64 },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl StreamError {
+    fn at(member: u64, offset: u64, error: impl Into<MemberError>) -> Self {
+        StreamError::Member { member, offset, error: error.into() }
+    }
+}
+
+/// Decodes any valid gzip stream (one or many members, any header fields)
+/// one member after another, on one thread.
+pub struct StreamDecoder<R> {
+    reader: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// Offset in the input of buf[start].
+    offset: u64,
+    inflater: StreamInflater,
+    out: Vec<u8>,
+    pub members: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl<R: Read> StreamDecoder<R> {
+    /// `offset` is where `reader` starts in the file (for error messages);
+    /// `members_before` how many members precede it.
+    pub fn new(reader: R, offset: u64, members_before: u64) -> Self {
+        StreamDecoder {
+            reader,
+            buf: vec![0u8; 1 << 20],
+            start: 0,
+            end: 0,
+            eof: false,
+            offset,
+            inflater: StreamInflater::new(),
+            out: vec![0u8; 1 << 20],
+            members: members_before,
+            bytes_in: 0,
+            bytes_out: 0,
+        }
+    }
+
+    /// Reads more input after what is buffered; false at end of input.
+    fn fill(&mut self) -> io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            let n = self.buf.len() * 2;
+            self.buf.resize(n, 0);
+        }
+        loop {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        self.offset += n as u64;
+        self.bytes_in += n as u64;
+    }
+
+    /// Decodes everything, handing output to `sink`. `first_is_required`
+    /// makes an empty input an error (true for whole files).
+    pub fn run(&mut self, first_is_required: bool, mut sink: impl FnMut(&[u8]) -> io::Result<()>) -> Result<(), StreamError> {
+        let mut first = first_is_required;
+        loop {
+            // Is there another member?
+            while self.end - self.start < 2 && self.fill()? {}
+            if self.end == self.start {
+                return if first { Err(StreamError::Empty) } else { Ok(()) };
+            }
+            let avail = &self.buf[self.start..self.end];
+            if !(avail[0] == ID1 && (avail.len() < 2 || avail[1] == ID2)) {
+                if first {
+                    let b1 = avail.get(1).copied().unwrap_or(0);
+                    return Err(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], b1)));
+                }
+                // gzip ignores trailing zero padding (tar blocks); so do we.
+                if self.rest_is_zero()? {
+                    return Ok(());
+                }
+                return Err(StreamError::TrailingGarbage { offset: self.offset });
+            }
+            first = false;
+            self.member(&mut sink)?;
+        }
+    }
+
+    fn rest_is_zero(&mut self) -> io::Result<bool> {
+        loop {
+            if self.buf[self.start..self.end].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            self.consume(self.end - self.start);
+            if !self.fill()? {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn member(&mut self, sink: &mut impl FnMut(&[u8]) -> io::Result<()>) -> Result<(), StreamError> {
+        let (index, member_offset) = (self.members, self.offset);
+        let header = loop {
+            match MemberHeader::parse(&self.buf[self.start..self.end]) {
+                Ok(h) => break h,
+                Err(HeaderError::Truncated { .. }) => {
+                    if !self.fill()? {
+                        return Err(StreamError::at(index, member_offset, self.cut_short()));
+                    }
+                }
+                Err(e) => return Err(StreamError::at(index, member_offset, e)),
+            }
+        };
+        self.consume(header.header_bytes);
+        self.inflater.reset();
+        let mut produced: u64 = 0;
+        loop {
+            if self.start == self.end && !self.fill()? {
+                return Err(StreamError::at(index, member_offset, self.cut_short()));
+            }
+            let step = match self.inflater.step(&self.buf[self.start..self.end], &mut self.out) {
+                Ok(step) => step,
+                Err(StepError::Invalid(why)) => return Err(StreamError::at(index, member_offset, MemberError::Deflate(why.into()))),
+                Err(StepError::TrailerMismatch) => return Err(StreamError::at(index, member_offset, self.trailer_mismatch())),
+            };
+            self.consume(step.consumed);
+            if step.produced > 0 {
+                sink(&self.out[..step.produced])?;
+                produced += step.produced as u64;
+            }
+            if step.finished {
+                break;
+            }
+            if step.consumed == 0 && step.produced == 0 && self.start < self.end && !self.fill()? {
+                // No progress with input and output room: ISA-L wants more
+                // input than is left.
+                return Err(StreamError::at(index, member_offset, self.cut_short()));
+            }
+        }
+        self.members += 1;
+        self.bytes_out += produced;
+        Ok(())
+    }
+
+    /// The input ended inside a member: where it ended.
+    fn cut_short(&self) -> MemberError {
+        MemberError::CutShort { at: self.offset + (self.end - self.start) as u64 }
+    }
+
+    fn trailer_mismatch(&self) -> MemberError {
+        let (actual_crc, actual_length) = self.inflater.crc32_and_length();
+        MemberError::Trailer { actual_crc, actual_length }
+    }
+}

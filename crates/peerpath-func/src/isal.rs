@@ -1,0 +1,188 @@
+//! The few ISA-L calls peerpath makes, wrapped. `isal-rs` offers one-shot
+//! helpers that allocate per call and hide the CRC; we need reusable state,
+//! the gzip trailer without a header, and the inflate CRC, so we call the
+//! raw bindings it re-exports.
+
+use isal::isal_sys::igzip_lib as ffi;
+use std::mem::MaybeUninit;
+
+/// Reusable ISA-L deflate state for one compression level (0-3).
+pub struct IsalDeflater {
+    level: u32,
+    level_buf: Vec<u8>,
+}
+
+impl IsalDeflater {
+    pub fn new(level: u32) -> Self {
+        assert!(level <= 3, "ISA-L levels are 0-3");
+        let size = match level {
+            0 => ffi::ISAL_DEF_LVL0_DEFAULT,
+            1 => ffi::ISAL_DEF_LVL1_DEFAULT,
+            2 => ffi::ISAL_DEF_LVL2_DEFAULT,
+            _ => ffi::ISAL_DEF_LVL3_DEFAULT,
+        } as usize;
+        IsalDeflater { level, level_buf: vec![0u8; size.max(1)] }
+    }
+
+    /// Compresses all of `input` into `output` as raw deflate followed by the
+    /// gzip trailer (CRC-32, ISIZE). Returns bytes written, or `None` when
+    /// the output would not fit.
+    pub fn deflate_with_gzip_trailer(&mut self, input: &[u8], output: &mut [u8]) -> Option<usize> {
+        let mut s = MaybeUninit::<ffi::isal_zstream>::uninit();
+        // SAFETY: isal_deflate_stateless_init initialises the whole struct.
+        let mut s = unsafe {
+            ffi::isal_deflate_stateless_init(s.as_mut_ptr());
+            s.assume_init()
+        };
+        s.level = self.level;
+        s.level_buf = if self.level == 0 { std::ptr::null_mut() } else { self.level_buf.as_mut_ptr() };
+        s.level_buf_size = if self.level == 0 { 0 } else { self.level_buf.len() as u32 };
+        s.gzip_flag = ffi::IGZIP_GZIP_NO_HDR as u16;
+        s.end_of_stream = 1;
+        s.flush = ffi::NO_FLUSH as u16;
+        s.next_in = input.as_ptr() as *mut u8;
+        s.avail_in = u32::try_from(input.len()).expect("block fits in u32");
+        s.next_out = output.as_mut_ptr();
+        s.avail_out = u32::try_from(output.len()).unwrap_or(u32::MAX);
+        // SAFETY: next_in/next_out point to live slices of the stated lengths
+        // (ISA-L only reads the input), level_buf is ours and sized for the
+        // level; the stream does not outlive this call.
+        let rc = unsafe { ffi::isal_deflate_stateless(&mut s) };
+        match rc {
+            x if x == ffi::COMP_OK as i32 => Some(s.total_out as usize),
+            x if x == ffi::STATELESS_OVERFLOW => None,
+            other => panic!("isal_deflate_stateless failed with {other} (a bug: parameters are fixed)"),
+        }
+    }
+}
+
+/// Outcome of inflating one deflate stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum InflateOutcome {
+    /// The stream ended: bytes of input consumed, bytes produced, CRC-32 of the output.
+    Finished { consumed: usize, produced: usize, crc32: u32 },
+    /// The output buffer filled before the stream ended.
+    OutputFull,
+    /// The input ended before the stream did.
+    InputEnded,
+    /// The deflate data is invalid.
+    Invalid(&'static str),
+}
+
+fn invalid_reason(rc: i32) -> &'static str {
+    match rc {
+        ffi::ISAL_INVALID_BLOCK => "invalid deflate block",
+        ffi::ISAL_INVALID_SYMBOL => "invalid deflate symbol",
+        ffi::ISAL_INVALID_LOOKBACK => "deflate distance reaches before the start of the data",
+        _ => "invalid deflate data",
+    }
+}
+
+fn new_inflate_state() -> Box<ffi::inflate_state> {
+    let mut st = Box::<ffi::inflate_state>::new_uninit();
+    // SAFETY: isal_inflate_init initialises the whole struct.
+    unsafe {
+        ffi::isal_inflate_init(st.as_mut_ptr());
+        st.assume_init()
+    }
+}
+
+/// Inflates one whole raw deflate stream from `input` into `output` in one call.
+pub fn inflate_stateless(input: &[u8], output: &mut [u8]) -> InflateOutcome {
+    let mut st = new_inflate_state();
+    st.crc_flag = ffi::ISAL_GZIP_NO_HDR; // raw deflate, but compute the CRC-32
+    st.next_in = input.as_ptr() as *mut u8;
+    st.avail_in = u32::try_from(input.len()).unwrap_or(u32::MAX);
+    st.next_out = output.as_mut_ptr();
+    st.avail_out = u32::try_from(output.len()).unwrap_or(u32::MAX);
+    // SAFETY: the pointers cover live slices of the stated lengths; ISA-L
+    // reads only the input and writes at most avail_out bytes of output.
+    let rc = unsafe { ffi::isal_inflate_stateless(&mut *st) };
+    match rc {
+        0 => InflateOutcome::Finished {
+            consumed: input.len() - st.avail_in as usize,
+            produced: st.total_out as usize,
+            crc32: st.crc,
+        },
+        x if x == ffi::ISAL_END_INPUT as i32 => InflateOutcome::InputEnded,
+        x if x == ffi::ISAL_OUT_OVERFLOW as i32 => InflateOutcome::OutputFull,
+        other => InflateOutcome::Invalid(invalid_reason(other)),
+    }
+}
+
+/// Stateful inflate for streams whose length is not known in advance.
+///
+/// ISA-L reads and checks the gzip trailer itself (`ISAL_GZIP_NO_HDR_VER`):
+/// only then does it hand back the input it read ahead into its 64-bit bit
+/// buffer, so that `consumed` ends exactly after the trailer and the next
+/// member starts at the right byte. In plain `ISAL_GZIP_NO_HDR` mode the
+/// read-ahead bytes are lost.
+pub struct StreamInflater {
+    st: Box<ffi::inflate_state>,
+}
+
+// SAFETY: the state holds pointers only during a `step` call; between calls
+// it is plain data owned by this struct.
+unsafe impl Send for StreamInflater {}
+
+/// Result of one streaming step.
+#[derive(Debug)]
+pub struct Step {
+    pub consumed: usize,
+    pub produced: usize,
+    /// The deflate data and the trailer have been read and the trailer matched.
+    pub finished: bool,
+}
+
+/// Why a streaming step failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StepError {
+    Invalid(&'static str),
+    /// The trailer's CRC-32 or length does not match the data.
+    TrailerMismatch,
+}
+
+impl StreamInflater {
+    pub fn new() -> Self {
+        let mut st = new_inflate_state();
+        st.crc_flag = ffi::ISAL_GZIP_NO_HDR_VER;
+        StreamInflater { st }
+    }
+
+    /// Starts a new member.
+    pub fn reset(&mut self) {
+        // SAFETY: the state was initialised by isal_inflate_init.
+        unsafe { ffi::isal_inflate_reset(&mut *self.st) };
+        self.st.crc_flag = ffi::ISAL_GZIP_NO_HDR_VER;
+    }
+
+    /// CRC-32 and length (mod 2^32) of everything produced since the last reset.
+    pub fn crc32_and_length(&self) -> (u32, u32) {
+        (self.st.crc, self.st.total_out)
+    }
+
+    /// Inflates from `input` into `output` as far as both allow.
+    pub fn step(&mut self, input: &[u8], output: &mut [u8]) -> Result<Step, StepError> {
+        self.st.next_in = input.as_ptr() as *mut u8;
+        self.st.avail_in = u32::try_from(input.len()).unwrap_or(u32::MAX);
+        self.st.next_out = output.as_mut_ptr();
+        self.st.avail_out = u32::try_from(output.len()).unwrap_or(u32::MAX);
+        // SAFETY: the pointers cover live slices for the duration of the call
+        // and are cleared below before the slices' borrows end.
+        let rc = unsafe { ffi::isal_inflate(&mut *self.st) };
+        let step = Step {
+            consumed: input.len().min(u32::MAX as usize) - self.st.avail_in as usize,
+            produced: output.len().min(u32::MAX as usize) - self.st.avail_out as usize,
+            finished: self.st.block_state == ffi::isal_block_state_ISAL_BLOCK_FINISH,
+        };
+        self.st.next_in = std::ptr::null_mut();
+        self.st.next_out = std::ptr::null_mut();
+        self.st.avail_in = 0;
+        self.st.avail_out = 0;
+        match rc {
+            ffi::ISAL_INCORRECT_CHECKSUM => Err(StepError::TrailerMismatch),
+            x if x < 0 => Err(StepError::Invalid(invalid_reason(x))),
+            _ => Ok(step),
+        }
+    }
+}

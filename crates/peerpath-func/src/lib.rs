@@ -1,0 +1,15 @@
+//! Functions on blocks of bytes (layer 1): the reference (CPU) implementation
+//! that every device must match byte for byte.
+//!
+//! Today: gzip members (RFC 1952) in two layouts, peerpath's multi-member
+//! gzip with a size subfield and BGZF, compressed with ISA-L (levels 0-3)
+//! or libdeflate (levels 4-12), and decoded with ISA-L's inflate.
+
+pub mod gzip;
+mod isal;
+
+pub use gzip::{
+    decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberError, MemberHeader,
+    DeclaredSizes, HeaderError, StreamDecoder, StreamError, BGZF_EOF_BLOCK, BGZF_MAX_INPUT_BYTES,
+    MAX_MEMBER_UNCOMPRESSED_BYTES,
+};

@@ -1,0 +1,268 @@
+use peerpath_func::gzip::{declared_output_bytes, BGZF_EOF_BLOCK};
+use peerpath_func::*;
+use proptest::prelude::*;
+use std::io::Read;
+
+fn sample(len: usize, seed: u64) -> Vec<u8> {
+    // Protein-like text: compressible but not trivially.
+    let alphabet = b"ACDEFGHIKLMNPQRSTVWY\n";
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            alphabet[(x % alphabet.len() as u64) as usize]
+        })
+        .collect()
+}
+
+fn encode(level: u32, format: Format, input: &[u8]) -> Vec<u8> {
+    let mut enc = MemberEncoder::new(Level::new(level).unwrap());
+    let mut out = vec![0u8; member_bound_bytes(input.len())];
+    let n = encode_member(&mut enc, format, input, &mut out);
+    out.truncate(n);
+    out
+}
+
+/// A reader that hands out at most `step` bytes per call.
+struct Dribble<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+impl Read for Dribble<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+fn stream_decode(data: &[u8], step: usize) -> Result<Vec<u8>, StreamError> {
+    let mut out = Vec::new();
+    let mut d = StreamDecoder::new(Dribble { data, step }, 0, 0);
+    d.run(true, |b| {
+        out.extend_from_slice(b);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[test]
+fn every_level_round_trips_through_both_decoders() {
+    let input = sample(300_000, 1);
+    for level in 0..=Level::MAX {
+        let member = encode(level, Format::Gzip, &input);
+        let header = MemberHeader::parse(&member).unwrap();
+        assert_eq!(header.sizes.unwrap().member_bytes(), member.len(), "level {level}");
+        let mut out = vec![0u8; declared_output_bytes(&header, &member).unwrap()];
+        assert_eq!(decode_member(&header, &member, &mut out).unwrap(), input.len());
+        assert_eq!(out, input, "level {level}");
+        assert_eq!(stream_decode(&member, 1 << 20).unwrap(), input, "level {level} streaming");
+    }
+}
+
+#[test]
+fn levels_0_to_3_use_isal_and_compress() {
+    let input = sample(1 << 20, 2);
+    for level in 1..=3 {
+        assert_eq!(Level::new(level).unwrap().library(), "ISA-L igzip");
+        let m = encode(level, Format::Gzip, &input);
+        assert!(m.len() < input.len() * 7 / 10, "level {level} gave {}", m.len());
+    }
+    assert_eq!(Level::new(6).unwrap().library(), "libdeflate");
+    assert!(Level::new(13).is_err());
+}
+
+#[test]
+fn incompressible_data_is_stored_and_never_expands_past_the_bound() {
+    let mut x = 0x9e3779b97f4a7c15u64;
+    let input: Vec<u8> = (0..200_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    for level in [1, 6] {
+        let m = encode(level, Format::Gzip, &input);
+        assert!(m.len() <= member_bound_bytes(input.len()));
+        assert_eq!(stream_decode(&m, 4096).unwrap(), input);
+    }
+}
+
+#[test]
+fn empty_block_is_a_valid_member() {
+    for format in [Format::Gzip, Format::Bgzf] {
+        let m = encode(1, format, &[]);
+        assert_eq!(stream_decode(&m, 7).unwrap(), Vec::<u8>::new());
+    }
+}
+
+#[test]
+fn bgzf_members_carry_bsize_and_the_eof_block_parses() {
+    let input = sample(BGZF_MAX_INPUT_BYTES, 3);
+    let m = encode(1, Format::Bgzf, &input);
+    let h = MemberHeader::parse(&m).unwrap();
+    assert_eq!(h.sizes, Some(DeclaredSizes::Bgzf { member_bytes: m.len() as u32 }));
+    let mut out = vec![0u8; BGZF_MAX_INPUT_BYTES];
+    assert_eq!(decode_member(&h, &m, &mut out).unwrap(), input.len());
+    let eof = MemberHeader::parse(&BGZF_EOF_BLOCK).unwrap();
+    let mut none = [0u8; 0];
+    assert_eq!(decode_member(&eof, &BGZF_EOF_BLOCK, &mut none).unwrap(), 0);
+}
+
+#[test]
+fn output_is_deterministic() {
+    let input = sample(123_457, 4);
+    for level in [0, 1, 3, 9] {
+        assert_eq!(encode(level, Format::Gzip, &input), encode(level, Format::Gzip, &input));
+    }
+}
+
+#[test]
+fn stream_decoder_handles_multi_member_and_optional_header_fields() {
+    // Hand-built member with FNAME, FCOMMENT, FHCRC and a foreign FEXTRA.
+    let payload = sample(50_000, 5);
+    let plain = encode(1, Format::Gzip, &payload);
+    let header = MemberHeader::parse(&plain).unwrap();
+    let body = &plain[header.header_bytes..];
+    let mut h = vec![0x1f, 0x8b, 8, 0x04 | 0x08 | 0x10 | 0x02, 1, 2, 3, 4, 0, 3];
+    h.extend_from_slice(&6u16.to_le_bytes());
+    h.extend_from_slice(b"XY\x02\x00ab");
+    h.extend_from_slice(b"name.txt\0a comment\0");
+    let crc = (libdeflater::crc32(&h) & 0xffff) as u16;
+    h.extend_from_slice(&crc.to_le_bytes());
+    h.extend_from_slice(body);
+    let parsed = MemberHeader::parse(&h).unwrap();
+    assert_eq!(parsed.name.as_deref(), Some(&b"name.txt"[..]));
+    assert_eq!(parsed.comment.as_deref(), Some(&b"a comment"[..]));
+    assert_eq!(parsed.sizes, None);
+    let mut two = h.clone();
+    two.extend_from_slice(&plain);
+    let mut expect = payload.clone();
+    expect.extend_from_slice(&payload);
+    for step in [1, 3, 4096, 1 << 20] {
+        assert_eq!(stream_decode(&two, step).unwrap(), expect, "step {step}");
+    }
+    // A wrong header CRC is caught.
+    let mut bad = h.clone();
+    let at = parsed.header_bytes - 1;
+    bad[at] ^= 1;
+    assert!(matches!(MemberHeader::parse(&bad), Err(HeaderError::Corrupt { .. })));
+}
+
+#[test]
+fn stream_errors_name_member_and_offset() {
+    let input = sample(100_000, 6);
+    let m = encode(1, Format::Gzip, &input);
+    let mut two = m.clone();
+    two.extend_from_slice(&m);
+    // Flip a bit in the second member's CRC.
+    let mut crc_bad = two.clone();
+    let pos = 2 * m.len() - 6;
+    crc_bad[pos] ^= 0x10;
+    match stream_decode(&crc_bad, 1 << 16) {
+        Err(StreamError::Member { member: 1, offset, error: MemberError::Trailer { .. } }) => assert_eq!(offset, m.len() as u64),
+        other => panic!("{other:?}"),
+    }
+    // Truncation inside the second member.
+    match stream_decode(&two[..m.len() + 100], 1 << 16) {
+        Err(StreamError::Member { member: 1, error: MemberError::CutShort { at }, .. }) => assert_eq!(at, m.len() as u64 + 100),
+        other => panic!("{other:?}"),
+    }
+    // Trailing garbage and trailing zeros.
+    let mut garbage = m.clone();
+    garbage.extend_from_slice(b"hello");
+    assert!(matches!(stream_decode(&garbage, 99), Err(StreamError::TrailingGarbage { offset }) if offset == m.len() as u64));
+    let mut zeros = m.clone();
+    zeros.extend_from_slice(&[0u8; 512]);
+    assert_eq!(stream_decode(&zeros, 99).unwrap(), input);
+    assert!(matches!(stream_decode(b"", 1), Err(StreamError::Empty)));
+    assert!(matches!(
+        stream_decode(b"plain text", 1),
+        Err(StreamError::Member { error: MemberError::Header(HeaderError::NotGzip(b'p', b'l')), .. })
+    ));
+}
+
+#[test]
+fn lying_size_fields_are_caught_without_overreading() {
+    let input = sample(70_000, 7);
+    let m = encode(1, Format::Gzip, &input);
+    let h = MemberHeader::parse(&m).unwrap();
+    // Declared member size larger than the data present.
+    let mut big = m.clone();
+    big[16..20].copy_from_slice(&((m.len() + 10) as u32).to_le_bytes());
+    let hb = MemberHeader::parse(&big).unwrap();
+    assert!(matches!(declared_output_bytes(&hb, &big), Err(MemberError::Truncated { .. })));
+    // Declared uncompressed size disagreeing with the trailer.
+    let mut lie = m.clone();
+    lie[20..24].copy_from_slice(&1u32.to_le_bytes());
+    let hl = MemberHeader::parse(&lie).unwrap();
+    assert!(matches!(declared_output_bytes(&hl, &lie), Err(MemberError::SizeField(_))));
+    // Both sizes lie consistently (trailer rewritten too): the data is longer.
+    let mut both = m.clone();
+    both[20..24].copy_from_slice(&1000u32.to_le_bytes());
+    let n = both.len();
+    both[n - 4..].copy_from_slice(&1000u32.to_le_bytes());
+    let hb2 = MemberHeader::parse(&both).unwrap();
+    let mut out = vec![0u8; 1000];
+    assert!(matches!(decode_member(&hb2, &both, &mut out), Err(MemberError::SizeField(_))));
+    // A huge declared size is refused before allocation.
+    let mut huge = m.clone();
+    huge[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
+    let n = huge.len();
+    huge[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+    let hh = MemberHeader::parse(&huge).unwrap();
+    assert!(matches!(declared_output_bytes(&hh, &huge), Err(MemberError::SizeField(_))));
+    // Member size shorter than the real deflate data.
+    let mut short = m.clone();
+    short[16..20].copy_from_slice(&((m.len() - 100) as u32).to_le_bytes());
+    let hs = MemberHeader::parse(&short).unwrap();
+    let mut out = vec![0u8; input.len()];
+    assert!(decode_member(&hs, &short, &mut out).is_err());
+    let _ = h;
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    #[test]
+    fn round_trip_any_bytes(data in proptest::collection::vec(any::<u8>(), 0..20_000), level in 0u32..=12, step in 1usize..5000) {
+        let m = encode(level, Format::Gzip, &data);
+        prop_assert_eq!(stream_decode(&m, step).unwrap(), data.clone());
+        let h = MemberHeader::parse(&m).unwrap();
+        let mut out = vec![0u8; data.len()];
+        prop_assert_eq!(decode_member(&h, &m, &mut out).unwrap(), data.len());
+        prop_assert_eq!(out, data);
+    }
+
+    #[test]
+    fn garbage_never_panics(data in proptest::collection::vec(any::<u8>(), 0..4000)) {
+        let _ = stream_decode(&data, 17);
+        if let Ok(h) = MemberHeader::parse(&data) {
+            if let Ok(n) = declared_output_bytes(&h, &data) {
+                let mut out = vec![0u8; n];
+                let _ = decode_member(&h, &data, &mut out);
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_members_never_panic(seed in any::<u64>(), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
+        let mut m = encode(1, Format::Gzip, &sample(5000, seed));
+        for (pos, bits) in flips {
+            let i = pos % m.len();
+            m[i] ^= bits;
+        }
+        let _ = stream_decode(&m, 333);
+        if let Ok(h) = MemberHeader::parse(&m) {
+            if let Ok(n) = declared_output_bytes(&h, &m) {
+                let mut out = vec![0u8; n];
+                let _ = decode_member(&h, &m, &mut out);
+            }
+        }
+    }
+}

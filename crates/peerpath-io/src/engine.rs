@@ -1,0 +1,101 @@
+use serde::Serialize;
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+
+/// A buffer an engine can read into or write from. Implemented by the
+/// memory layer's buffers; the engine never looks at the bytes.
+pub trait IoBuf: Send + 'static {
+    /// Start of the buffer.
+    fn io_ptr(&mut self) -> *mut u8;
+    /// Bytes the buffer can hold.
+    fn io_capacity(&self) -> usize;
+}
+
+impl IoBuf for peerpath_mem::AlignedBuf {
+    fn io_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+    fn io_capacity(&self) -> usize {
+        self.capacity()
+    }
+}
+
+impl IoBuf for peerpath_mem::PooledBuf {
+    fn io_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+    fn io_capacity(&self) -> usize {
+        self.capacity()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    Read,
+    Write,
+}
+
+/// A finished request: the buffer comes back whatever happened.
+#[derive(Debug)]
+pub struct Completion<B> {
+    pub token: u64,
+    pub op: IoOp,
+    pub buf: B,
+    /// Bytes transferred. A read shorter than asked means end of file.
+    pub result: io::Result<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    IoUring,
+    Syscalls,
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Syscalls => "pread/pwrite",
+        })
+    }
+}
+
+/// The I/O path one file took, for the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IoPath {
+    pub engine: EngineKind,
+    pub direct: bool,
+    /// Why this is not io_uring + O_DIRECT, if it is not.
+    pub fallback_reason: Option<String>,
+}
+
+impl fmt::Display for IoPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.engine, if self.direct { "+ O_DIRECT" } else { "(buffered)" })?;
+        if let Some(r) = &self.fallback_reason {
+            write!(f, " [{r}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// An I/O engine: a fixed-depth queue of reads and writes.
+pub trait IoEngine<B: IoBuf>: Send {
+    fn kind(&self) -> EngineKind;
+
+    /// Queues a request for `len` bytes at `offset` (`None`: the file's
+    /// current position, for pipes). `len` must fit in the buffer. The
+    /// engine retries short transfers itself; a read completes short only
+    /// at end of file. On a submission error the buffer comes back.
+    fn submit(&mut self, op: IoOp, fd: RawFd, offset: Option<u64>, len: usize, buf: B, token: u64)
+        -> Result<(), (B, io::Error)>;
+
+    /// Requests submitted and not yet returned by `wait`.
+    fn in_flight(&self) -> usize;
+
+    /// Blocks until at least one request completes or `waker` fires, and
+    /// appends what completed to `out`.
+    fn wait(&mut self, out: &mut Vec<Completion<B>>, waker: &crate::Waker) -> io::Result<()>;
+}

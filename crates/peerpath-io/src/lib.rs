@@ -1,0 +1,39 @@
+//! I/O engines (layer 1).
+//!
+//! Two engines implement one trait, [`IoEngine`]: [`UringEngine`] (io_uring)
+//! and [`SyncEngine`] (pread/pwrite, or read/write for pipes). Buffers move
+//! by ownership: an engine takes a buffer with each request and hands it
+//! back in the [`Completion`], also on error. A [`Waker`] (an eventfd) lets
+//! other threads interrupt [`IoEngine::wait`], so one orchestration thread
+//! can sleep on I/O completions and worker results at the same time.
+//!
+//! Which engine and whether O_DIRECT ran is always reported ([`IoPath`]);
+//! a fallback carries its reason.
+
+mod engine;
+mod file;
+mod sync;
+mod uring;
+mod waker;
+
+pub use engine::{Completion, EngineKind, IoBuf, IoEngine, IoOp, IoPath};
+pub use file::{open_source, open_target_tmp, OpenedFile, SourceKind};
+pub use sync::SyncEngine;
+pub use uring::UringEngine;
+pub use waker::Waker;
+
+/// Picks the engine: io_uring unless `force_sync`, falling back to plain
+/// syscalls (with the reason) where the kernel refuses io_uring
+/// (seccomp, `kernel.io_uring_disabled`, old kernels).
+pub fn choose_engine<B: IoBuf>(queue_depth: u32, force_sync: bool) -> (Box<dyn IoEngine<B>>, Option<String>) {
+    if force_sync {
+        return (Box::new(SyncEngine::new()), Some("plain syscalls requested (--io sync)".into()));
+    }
+    match UringEngine::new(queue_depth) {
+        Ok(e) => (Box::new(e), None),
+        Err(err) => (
+            Box::new(SyncEngine::new()),
+            Some(format!("io_uring unavailable ({err}); using pread/pwrite")),
+        ),
+    }
+}

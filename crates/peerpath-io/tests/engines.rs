@@ -1,0 +1,101 @@
+//! Both engines against the same files: round trips, short reads at end of
+//! file, errors handed back with the buffer, and the waker.
+
+use peerpath_io::{open_source, open_target_tmp, IoEngine, IoOp, SyncEngine, UringEngine, Waker};
+use peerpath_mem::AlignedBuf;
+use std::os::fd::AsRawFd;
+
+fn engines() -> Vec<(&'static str, Box<dyn IoEngine<AlignedBuf>>)> {
+    let mut v: Vec<(&'static str, Box<dyn IoEngine<AlignedBuf>>)> = vec![("sync", Box::new(SyncEngine::new()))];
+    match UringEngine::new(8) {
+        Ok(e) => v.push(("uring", Box::new(e))),
+        Err(e) => eprintln!("skipping io_uring engine: kernel refused io_uring ({e})"),
+    }
+    v
+}
+
+fn wait_one(engine: &mut dyn IoEngine<AlignedBuf>, waker: &Waker) -> peerpath_io::Completion<AlignedBuf> {
+    let mut out = Vec::new();
+    while out.is_empty() {
+        engine.wait(&mut out, waker).unwrap();
+    }
+    assert_eq!(out.len(), 1);
+    out.pop().unwrap()
+}
+
+#[test]
+fn read_whole_blocks_and_a_short_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("src");
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let waker = Waker::new().unwrap();
+    for (name, mut engine) in engines() {
+        let src = open_source(&path, true).unwrap();
+        let fd = src.file.as_raw_fd();
+        engine.submit(IoOp::Read, fd, Some(0), 8192, AlignedBuf::new(8192), 1).map_err(|e| e.1).unwrap();
+        let c = wait_one(engine.as_mut(), &waker);
+        assert_eq!(c.token, 1);
+        assert_eq!(*c.result.as_ref().unwrap(), 8192, "{name}");
+        let mut buf = c.buf;
+        buf.set_len(8192);
+        assert_eq!(&buf[..], &data[..8192], "{name}");
+        engine.submit(IoOp::Read, fd, Some(8192), 8192, buf, 2).map_err(|e| e.1).unwrap();
+        let c = wait_one(engine.as_mut(), &waker);
+        assert_eq!(*c.result.as_ref().unwrap(), 10_000 - 8192, "{name}: short read at end of file");
+    }
+}
+
+#[test]
+fn write_then_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let waker = Waker::new().unwrap();
+    for (name, mut engine) in engines() {
+        let target = open_target_tmp(&dir.path().join(format!("t-{name}")), true).unwrap();
+        let mut buf = AlignedBuf::new(4096 * 3);
+        buf.set_len(buf.capacity());
+        buf.iter_mut().enumerate().for_each(|(i, b)| *b = (i % 13) as u8);
+        engine.submit(IoOp::Write, target.file.as_raw_fd(), Some(4096), buf.len(), buf, 9).map_err(|e| e.1).unwrap();
+        let c = wait_one(engine.as_mut(), &waker);
+        assert_eq!(*c.result.as_ref().unwrap(), 4096 * 3);
+        let back = std::fs::read(&target.path).unwrap();
+        assert_eq!(back.len(), 4096 * 4);
+        assert!(back[..4096].iter().all(|&b| b == 0));
+        assert_eq!(&back[4096..], &c.buf[..]);
+    }
+}
+
+#[test]
+fn errors_come_back_with_the_buffer() {
+    let waker = Waker::new().unwrap();
+    for (name, mut engine) in engines() {
+        // A read from a bad descriptor fails either at submit or at completion;
+        // either way the buffer comes back.
+        let buf = AlignedBuf::new(4096);
+        let cap = buf.capacity();
+        match engine.submit(IoOp::Read, 987_654, Some(0), 4096, buf, 3) {
+            Err((buf, _)) => assert_eq!(buf.capacity(), cap),
+            Ok(()) => {
+                let c = wait_one(engine.as_mut(), &waker);
+                assert!(c.result.is_err(), "{name}");
+                assert_eq!(c.buf.capacity(), cap);
+            }
+        }
+    }
+}
+
+#[test]
+fn waker_interrupts_a_wait_with_nothing_in_flight() {
+    for (_, mut engine) in engines() {
+        let waker = Waker::new().unwrap();
+        let w = waker.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            w.wake();
+        });
+        let mut out = Vec::new();
+        engine.wait(&mut out, &waker).unwrap();
+        assert!(out.is_empty());
+        t.join().unwrap();
+    }
+}

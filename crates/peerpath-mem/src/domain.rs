@@ -1,0 +1,57 @@
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Where a buffer's bytes physically live.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MemoryDomain {
+    /// Host DRAM on a NUMA node (`None` when the kernel would not say).
+    Host { numa_node: Option<u32> },
+    /// P2P memory exposed by a PCIe device (`p2pmem/allocate`), named by BDF.
+    P2p { device: String },
+    /// Memory owned by an emulated device process, mapped by the host.
+    Emulated { device: String },
+}
+
+impl MemoryDomain {
+    pub fn is_host(&self) -> bool {
+        matches!(self, MemoryDomain::Host { .. })
+    }
+}
+
+impl fmt::Display for MemoryDomain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemoryDomain::Host { numa_node: Some(n) } => write!(f, "host memory (node {n})"),
+            MemoryDomain::Host { numa_node: None } => write!(f, "host memory (node unknown)"),
+            MemoryDomain::P2p { device } => write!(f, "p2p memory of {device}"),
+            MemoryDomain::Emulated { device } => write!(f, "emulated device memory of {device}"),
+        }
+    }
+}
+
+/// Asks the kernel which NUMA node backs the page at `addr` (the page must
+/// have been touched). Returns `None` where the kernel has no NUMA support.
+pub fn host_numa_node_of(addr: *const u8) -> Option<u32> {
+    const MPOL_F_NODE: libc::c_ulong = 1;
+    const MPOL_F_ADDR: libc::c_ulong = 2;
+    let mut node: libc::c_int = -1;
+    // SAFETY: get_mempolicy with MPOL_F_NODE|MPOL_F_ADDR only reads the
+    // policy of the page at `addr` and writes one int into `node`; a null
+    // nodemask with maxnode 0 is allowed. An unmapped address yields EFAULT.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut node as *mut libc::c_int,
+            std::ptr::null_mut::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            addr,
+            MPOL_F_NODE | MPOL_F_ADDR,
+        )
+    };
+    if rc == 0 && node >= 0 {
+        Some(node as u32)
+    } else {
+        None
+    }
+}

@@ -1,0 +1,239 @@
+use crate::{align_up, host_numa_node_of, MemoryDomain, DIRECT_IO_ALIGN_BYTES};
+use std::alloc::{self, Layout};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A heap buffer aligned to [`DIRECT_IO_ALIGN_BYTES`], with a capacity fixed
+/// at allocation and a length (`len`) of valid bytes.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    capacity_bytes: usize,
+    len: usize,
+    domain: MemoryDomain,
+}
+
+// SAFETY: AlignedBuf owns its allocation exclusively (like Vec<u8>); moving
+// it to another thread moves that ownership.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared references only allow reads of the owned bytes.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// Allocates `capacity_bytes` (rounded up to the alignment) of zeroed,
+    /// aligned host memory.
+    pub fn new(capacity_bytes: usize) -> Self {
+        let capacity_bytes = align_up(capacity_bytes.max(1), DIRECT_IO_ALIGN_BYTES);
+        let layout = Self::layout(capacity_bytes);
+        // SAFETY: the layout has a non-zero size and a power-of-two alignment.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        // The pages are touched (zeroed), so the kernel can tell their node.
+        let domain = MemoryDomain::Host { numa_node: host_numa_node_of(ptr.as_ptr()) };
+        AlignedBuf { ptr, capacity_bytes, len: 0, domain }
+    }
+
+    fn layout(capacity_bytes: usize) -> Layout {
+        Layout::from_size_align(capacity_bytes, DIRECT_IO_ALIGN_BYTES)
+            .expect("buffer capacity overflows a Layout")
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity_bytes
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn domain(&self) -> &MemoryDomain {
+        &self.domain
+    }
+
+    /// Sets the number of valid bytes. Panics if beyond capacity (a bug).
+    pub fn set_len(&mut self, len: usize) {
+        assert!(len <= self.capacity_bytes, "set_len {len} beyond capacity {}", self.capacity_bytes);
+        self.len = len;
+    }
+
+    /// The whole capacity as a mutable slice (for reads and encoders).
+    pub fn spare_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for capacity_bytes initialised (zeroed) bytes,
+        // and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity_bytes) }
+    }
+
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes are initialised and owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for Deref, with exclusive access through &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: ptr was allocated with exactly this layout in `new`.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.capacity_bytes)) }
+    }
+}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlignedBuf")
+            .field("len", &self.len)
+            .field("capacity", &self.capacity_bytes)
+            .field("domain", &self.domain)
+            .finish()
+    }
+}
+
+struct PoolInner {
+    free: Mutex<Vec<AlignedBuf>>,
+    available: Condvar,
+    buffer_bytes: usize,
+    count: usize,
+}
+
+/// A fixed set of equal, aligned buffers. `get` blocks while all are in use
+/// (back-pressure); a [`PooledBuf`] returns itself to the pool when dropped.
+#[derive(Clone)]
+pub struct BufferPool {
+    inner: Arc<PoolInner>,
+}
+
+/// What a pool holds, for the report.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct PoolStats {
+    pub buffer_count: usize,
+    pub buffer_bytes: usize,
+    pub total_bytes: usize,
+}
+
+impl BufferPool {
+    pub fn new(count: usize, buffer_bytes: usize) -> Self {
+        assert!(count > 0, "a buffer pool needs at least one buffer");
+        let free: Vec<AlignedBuf> = (0..count).map(|_| AlignedBuf::new(buffer_bytes)).collect();
+        let buffer_bytes = free[0].capacity();
+        BufferPool {
+            inner: Arc::new(PoolInner {
+                free: Mutex::new(free),
+                available: Condvar::new(),
+                buffer_bytes,
+                count,
+            }),
+        }
+    }
+
+    /// Takes a buffer, waiting for one to be returned if none is free.
+    pub fn get(&self) -> PooledBuf {
+        let mut free = self.inner.free.lock().expect("pool lock poisoned");
+        loop {
+            if let Some(mut buf) = free.pop() {
+                buf.set_len(0);
+                return PooledBuf { buf: Some(buf), pool: self.inner.clone() };
+            }
+            free = self.inner.available.wait(free).expect("pool lock poisoned");
+        }
+    }
+
+    /// Takes a buffer if one is free, without waiting.
+    pub fn try_get(&self) -> Option<PooledBuf> {
+        let mut free = self.inner.free.lock().expect("pool lock poisoned");
+        free.pop().map(|mut buf| {
+            buf.set_len(0);
+            PooledBuf { buf: Some(buf), pool: self.inner.clone() }
+        })
+    }
+
+    pub fn free_count(&self) -> usize {
+        self.inner.free.lock().expect("pool lock poisoned").len()
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            buffer_count: self.inner.count,
+            buffer_bytes: self.inner.buffer_bytes,
+            total_bytes: self.inner.count * self.inner.buffer_bytes,
+        }
+    }
+}
+
+/// A buffer on loan from a [`BufferPool`].
+pub struct PooledBuf {
+    buf: Option<AlignedBuf>,
+    pool: Arc<PoolInner>,
+}
+
+impl Deref for PooledBuf {
+    type Target = AlignedBuf;
+    fn deref(&self) -> &AlignedBuf {
+        self.buf.as_ref().expect("buffer present until drop")
+    }
+}
+
+impl DerefMut for PooledBuf {
+    fn deref_mut(&mut self) -> &mut AlignedBuf {
+        self.buf.as_mut().expect("buffer present until drop")
+    }
+}
+
+impl Drop for PooledBuf {
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            self.pool.free.lock().expect("pool lock poisoned").push(buf);
+            self.pool.available.notify_one();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_aligned_and_zeroed() {
+        let mut b = AlignedBuf::new(5000);
+        assert_eq!(b.as_ptr() as usize % DIRECT_IO_ALIGN_BYTES, 0);
+        assert_eq!(b.capacity(), 8192);
+        assert!(b.spare_mut().iter().all(|&x| x == 0));
+        assert!(b.domain().is_host());
+    }
+
+    #[test]
+    fn pool_recycles_and_blocks_when_empty() {
+        let pool = BufferPool::new(2, 4096);
+        let a = pool.get();
+        let _b = pool.get();
+        assert!(pool.try_get().is_none());
+        let pool2 = pool.clone();
+        let waiter = std::thread::spawn(move || pool2.get().capacity());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(a);
+        assert_eq!(waiter.join().unwrap(), 4096);
+        assert_eq!(pool.free_count(), 1);
+        assert_eq!(pool.stats().total_bytes, 8192);
+    }
+
+    #[test]
+    #[should_panic(expected = "beyond capacity")]
+    fn set_len_beyond_capacity_is_a_bug() {
+        AlignedBuf::new(4096).set_len(4097);
+    }
+}

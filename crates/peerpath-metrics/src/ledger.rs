@@ -1,0 +1,236 @@
+use crate::CpuRole;
+use peerpath_mem::MemoryDomain;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// One end of a data movement.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Location {
+    /// A file or block device (named by path).
+    Storage { name: String },
+    /// A memory domain (host NUMA node, P2P memory, emulated device memory).
+    Memory { domain: MemoryDomain },
+}
+
+impl Location {
+    pub fn storage(name: impl Into<String>) -> Self {
+        Location::Storage { name: name.into() }
+    }
+    pub fn memory(domain: &MemoryDomain) -> Self {
+        Location::Memory { domain: domain.clone() }
+    }
+    fn is_host_memory(&self) -> bool {
+        matches!(self, Location::Memory { domain } if domain.is_host())
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Storage { name } => write!(f, "storage {name}"),
+            Location::Memory { domain } => write!(f, "{domain}"),
+        }
+    }
+}
+
+/// Who moved the bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Mover {
+    /// A device's DMA engine (storage controller for file I/O).
+    Dma { engine: String },
+    /// Host CPU threads of a role.
+    Cpu { role: CpuRole },
+}
+
+impl fmt::Display for Mover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mover::Dma { engine } => write!(f, "DMA ({engine})"),
+            Mover::Cpu { role } => write!(f, "CPU ({role})"),
+        }
+    }
+}
+
+/// Why the bytes moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    ReadSource,
+    WriteTarget,
+    /// A function (compress, decompress, verify) read its input and wrote its output.
+    Function,
+    /// A copy that packs variable-length output into aligned extents for O_DIRECT.
+    PackForDirectIo,
+    /// A copy of metadata (headers, queue entries).
+    Metadata,
+}
+
+impl fmt::Display for Purpose {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Purpose::ReadSource => "read source",
+            Purpose::WriteTarget => "write target",
+            Purpose::Function => "function",
+            Purpose::PackForDirectIo => "pack for O_DIRECT",
+            Purpose::Metadata => "metadata",
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Key {
+    source: Location,
+    target: Location,
+    mover: Mover,
+    purpose: Purpose,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
+    operations: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+}
+
+/// The exact byte ledger. Cheap to clone (a shared handle); every thread
+/// records into it. A movement reads `bytes_read` from its source and
+/// writes `bytes_written` to its target: equal for DMA and copies, input
+/// and output sizes for a function.
+#[derive(Clone, Default)]
+pub struct Ledger {
+    entries: Arc<Mutex<BTreeMap<Key, Totals>>>,
+}
+
+/// One aggregated row of the ledger.
+#[derive(Clone, Debug, Serialize)]
+pub struct LedgerEntry {
+    pub source: Location,
+    pub target: Location,
+    pub mover: Mover,
+    pub purpose: Purpose,
+    pub operations: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+/// The ledger, summed.
+#[derive(Clone, Debug, Serialize)]
+pub struct LedgerSummary {
+    pub entries: Vec<LedgerEntry>,
+    /// Bytes read from plus bytes written to host memory, by anyone.
+    pub host_memory_traffic_bytes: u64,
+    /// Of which moved by DMA engines.
+    pub host_memory_dma_bytes: u64,
+    /// Of which moved by CPU threads.
+    pub host_memory_cpu_bytes: u64,
+}
+
+impl Ledger {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records one movement.
+    pub fn record(
+        &self,
+        source: Location,
+        target: Location,
+        mover: Mover,
+        purpose: Purpose,
+        bytes_read: u64,
+        bytes_written: u64,
+    ) {
+        let key = Key { source, target, mover, purpose };
+        let mut entries = self.entries.lock().expect("ledger lock poisoned");
+        let t = entries.entry(key).or_default();
+        t.operations += 1;
+        t.bytes_read += bytes_read;
+        t.bytes_written += bytes_written;
+    }
+
+    /// Records a copy (bytes read == bytes written).
+    pub fn record_copy(&self, source: Location, target: Location, mover: Mover, purpose: Purpose, bytes: u64) {
+        self.record(source, target, mover, purpose, bytes, bytes);
+    }
+
+    pub fn summary(&self) -> LedgerSummary {
+        let entries = self.entries.lock().expect("ledger lock poisoned");
+        let mut out = Vec::with_capacity(entries.len());
+        let (mut dma, mut cpu) = (0u64, 0u64);
+        for (k, t) in entries.iter() {
+            let mut host = 0;
+            if k.source.is_host_memory() {
+                host += t.bytes_read;
+            }
+            if k.target.is_host_memory() {
+                host += t.bytes_written;
+            }
+            match k.mover {
+                Mover::Dma { .. } => dma += host,
+                Mover::Cpu { .. } => cpu += host,
+            }
+            out.push(LedgerEntry {
+                source: k.source.clone(),
+                target: k.target.clone(),
+                mover: k.mover.clone(),
+                purpose: k.purpose,
+                operations: t.operations,
+                bytes_read: t.bytes_read,
+                bytes_written: t.bytes_written,
+            });
+        }
+        LedgerSummary {
+            entries: out,
+            host_memory_traffic_bytes: dma + cpu,
+            host_memory_dma_bytes: dma,
+            host_memory_cpu_bytes: cpu,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> Location {
+        Location::memory(&MemoryDomain::Host { numa_node: Some(0) })
+    }
+
+    #[test]
+    fn host_traffic_counts_each_side_that_touches_host_memory() {
+        let l = Ledger::new();
+        let dma = Mover::Dma { engine: "storage".into() };
+        let cpu = Mover::Cpu { role: CpuRole::Compute };
+        l.record_copy(Location::storage("in"), host(), dma.clone(), Purpose::ReadSource, 100);
+        l.record(host(), host(), cpu, Purpose::Function, 100, 50);
+        l.record_copy(host(), Location::storage("out"), dma, Purpose::WriteTarget, 50);
+        let s = l.summary();
+        assert_eq!(s.host_memory_dma_bytes, 150);
+        assert_eq!(s.host_memory_cpu_bytes, 150);
+        assert_eq!(s.host_memory_traffic_bytes, 300);
+        assert_eq!(s.entries.len(), 3);
+    }
+
+    #[test]
+    fn device_memory_is_not_host_traffic() {
+        let l = Ledger::new();
+        let dev = Location::memory(&MemoryDomain::Emulated { device: "csp0".into() });
+        l.record_copy(Location::storage("in"), dev, Mover::Dma { engine: "nvme".into() }, Purpose::ReadSource, 4096);
+        assert_eq!(l.summary().host_memory_traffic_bytes, 0);
+    }
+
+    #[test]
+    fn repeated_movements_aggregate() {
+        let l = Ledger::new();
+        for _ in 0..3 {
+            l.record_copy(host(), host(), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::PackForDirectIo, 10);
+        }
+        let s = l.summary();
+        assert_eq!(s.entries[0].operations, 3);
+        assert_eq!(s.entries[0].bytes_read, 30);
+    }
+}

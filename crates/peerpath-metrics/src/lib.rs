@@ -1,0 +1,8 @@
+//! Measurement: an exact byte ledger of every data movement, and host CPU
+//! time per thread role from the kernel's per-thread accounting.
+
+mod cpu;
+mod ledger;
+
+pub use cpu::{thread_cpu_now, CpuAccount, CpuRole, CpuSummary, CpuTime, RoleCpu};
+pub use ledger::{Ledger, LedgerEntry, LedgerSummary, Location, Mover, Purpose};
