@@ -1,0 +1,135 @@
+//! peerpath-topo: the PCIe topology of a machine, and the Linux kernel's P2PDMA verdict for any
+//! pair of its devices, with the reason in words and what to change.
+//!
+//! - [`Topology::from_sysfs`] reads a sysfs tree (root path is a parameter; `/sys` normally).
+//!   Reading (files -> records, [`sysfs::read_records`]) is separate from deriving
+//!   (records -> model, [`sysfs::derive`]) and from the verdicts (model -> answers).
+//! - [`Topology::from_toml_str`] / [`Topology::to_toml_string`]: the same model as a hand-writable
+//!   topology file.
+//! - [`Topology::verdict`], [`Topology::verdict_many`]: the kernel's rules (`calc_map_type_and_dist`,
+//!   the host-bridge allow-list, ACS) plus the block layer's and the provider's, and peerpath's
+//!   no-P2P-across-sockets rule.
+//! - [`Topology::render_tree`], [`Topology::render_matrix`], [`Topology::explain`],
+//!   [`Topology::to_json_string`], [`Topology::render_svg`]: what `peerpath topo` prints.
+//! - [`fixture`]: a builder of fake sysfs trees (real symlinks, nested device paths) and the
+//!   canned machines of the seeds.
+
+pub mod allowlist;
+pub mod bdf;
+pub mod cmb;
+pub mod error;
+pub mod fixture;
+mod hexnum;
+pub mod model;
+pub mod pcicfg;
+pub mod render;
+pub mod sysfs;
+pub mod verdict;
+
+use std::path::Path;
+
+pub use bdf::Bdf;
+pub use cmb::Cmb;
+pub use error::{Result, TopoError};
+pub use model::{
+    BlockDevice, BlockKind, Cpu, CpuVendor, DeviceKind, Endpoint, HostBridge, Iommu, IommuStatus, Link, LinkSpeed,
+    NumaNode, NvmeController, P2pProvider, PciDevice, PortRole, Topology,
+};
+pub use pcicfg::AcsState;
+pub use verdict::{KernelMap, ManyVerdict, Matrix, P2pPath, Reason, Severity, Verdict};
+
+/// The default sysfs root.
+pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
+
+impl Topology {
+    /// Reads the machine described by the sysfs tree at `root` (normally `/sys`).
+    pub fn from_sysfs(root: impl AsRef<Path>) -> Result<Topology> {
+        sysfs::read_topology(root.as_ref())
+    }
+
+    /// Parses a topology file. Fields left out take their documented defaults; `kind` and `role`
+    /// left out (or `auto`) are derived from class codes and the tree.
+    pub fn from_toml_str(text: &str) -> Result<Topology> {
+        let mut t: Topology = toml::from_str(text).map_err(|e| TopoError::TomlParse {
+            path: None,
+            source: Box::new(e),
+        })?;
+        t.normalize()?;
+        Ok(t)
+    }
+
+    /// Reads a topology file.
+    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Topology> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| TopoError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        let mut t: Topology = toml::from_str(&text).map_err(|e| TopoError::TomlParse {
+            path: Some(path.to_path_buf()),
+            source: Box::new(e),
+        })?;
+        t.normalize()?;
+        Ok(t)
+    }
+
+    /// Writes the model as a topology file (what `peerpath topo --export` writes).
+    pub fn to_toml_string(&self) -> Result<String> {
+        let body = toml::to_string(self)?;
+        Ok(format!(
+            "# peerpath topology file (schema {}); see docs/topology.md\n{body}",
+            model::SCHEMA_VERSION
+        ))
+    }
+
+    /// The model as pretty JSON.
+    pub fn to_json_string(&self) -> Result<String> {
+        render::render_json(self)
+    }
+
+    /// peerpath's verdict for P2P between the memory of `provider` and the device `client`
+    /// (names: `0000:41:00.0`, a label, `nvme3`, `nvme3n1`, `md0`).
+    pub fn verdict(&self, provider: &str, client: &str) -> Result<Verdict> {
+        verdict::verdict(self, provider, client)
+    }
+
+    /// The verdict for one provider and several clients (`pci_p2pdma_distance_many`).
+    pub fn verdict_many(&self, provider: &str, clients: &[&str]) -> Result<ManyVerdict> {
+        verdict::verdict_many(self, provider, clients)
+    }
+
+    /// The kernel's topology answer only (`calc_map_type_and_dist`) for two PCI functions.
+    pub fn kernel_map(&self, provider: Bdf, client: Bdf) -> Result<KernelMap> {
+        verdict::kernel_map(self, provider, client)
+    }
+
+    /// The providers with published memory nearest to all `clients` (`pci_p2pmem_find_many`).
+    pub fn find_providers(&self, clients: &[&str]) -> Result<Vec<(Bdf, u32)>> {
+        verdict::find_providers(self, clients)
+    }
+
+    /// The P2P matrix of the devices that matter.
+    pub fn matrix(&self) -> Result<Matrix> {
+        verdict::matrix(self)
+    }
+
+    /// The annotated tree.
+    pub fn render_tree(&self) -> String {
+        render::render_tree(self)
+    }
+
+    /// The P2P matrix as a table.
+    pub fn render_matrix(&self) -> Result<String> {
+        render::render_matrix(self)
+    }
+
+    /// The explanation for one pair.
+    pub fn explain(&self, provider: &str, client: &str) -> Result<String> {
+        render::explain(self, provider, client)
+    }
+
+    /// The SVG picture.
+    pub fn render_svg(&self) -> Result<String> {
+        render::render_svg(self)
+    }
+}

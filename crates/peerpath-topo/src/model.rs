@@ -1,0 +1,1040 @@
+//! The topology model: what a machine's PCIe tree, NVMe controllers and block devices look like,
+//! independent of where the description came from (sysfs, a topology file, the fixture builder).
+//!
+//! Records reference each other by name (PCI address, controller name, block device name), never
+//! by pointer, so the model serializes as it is. [`Topology::normalize`] checks the references
+//! and fills in what can be derived (device kinds, port roles, host bridges).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bdf::{parse_root_bus_name, Bdf};
+use crate::cmb::Cmb;
+use crate::error::{Result, TopoError};
+use crate::pcicfg::AcsState;
+
+/// The topology file format version written by this crate.
+pub const SCHEMA_VERSION: u32 = 1;
+
+fn schema_version_default() -> u32 {
+    SCHEMA_VERSION
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A whole machine (or an emulated one).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Topology file format version ([`SCHEMA_VERSION`]).
+    #[serde(default = "schema_version_default")]
+    pub schema_version: u32,
+    /// Free text: what this machine is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Where this description came from, e.g. `sysfs:/sys` or `builder:epyc-case-study`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub cpu: Cpu,
+    #[serde(default)]
+    pub iommu: Iommu,
+    #[serde(default, rename = "numa_node", skip_serializing_if = "Vec::is_empty")]
+    pub numa_nodes: Vec<NumaNode>,
+    #[serde(default, rename = "host_bridge", skip_serializing_if = "Vec::is_empty")]
+    pub host_bridges: Vec<HostBridge>,
+    /// Every PCI function, sorted by address.
+    #[serde(default, rename = "device", skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<PciDevice>,
+    #[serde(default, rename = "nvme", skip_serializing_if = "Vec::is_empty")]
+    pub nvme_controllers: Vec<NvmeController>,
+    #[serde(default, rename = "block", skip_serializing_if = "Vec::is_empty")]
+    pub block_devices: Vec<BlockDevice>,
+}
+
+/// The boot CPU, as far as the P2P rules care.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// `x86`, `aarch64`, ... or `unknown`.
+    pub arch: String,
+    pub vendor: CpuVendor,
+    /// x86 family (`cpu family` in /proc/cpuinfo), e.g. 0x17 for Zen/Zen 2, 0x19 for Zen 3/4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<u32>,
+    /// Number of CPU packages, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sockets: Option<u32>,
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Cpu {
+            arch: "unknown".to_string(),
+            vendor: CpuVendor::Unknown,
+            family: None,
+            model: None,
+            sockets: None,
+        }
+    }
+}
+
+impl fmt::Display for Cpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.arch, self.vendor)?;
+        if let Some(fam) = self.family {
+            write!(f, " family {fam:#x}")?;
+            if let Some(zen) = zen_name(self) {
+                write!(f, " ({zen})")?;
+            }
+        }
+        if let Some(m) = self.model {
+            write!(f, " model {m:#x}")?;
+        }
+        if let Some(s) = self.sockets {
+            write!(f, ", {s} socket{}", if s == 1 { "" } else { "s" })?;
+        }
+        Ok(())
+    }
+}
+
+fn zen_name(cpu: &Cpu) -> Option<&'static str> {
+    if cpu.vendor != CpuVendor::Amd {
+        return None;
+    }
+    match cpu.family? {
+        0x17 => Some("Zen/Zen 2"),
+        0x19 => Some("Zen 3/Zen 4"),
+        0x1a => Some("Zen 5"),
+        f if f < 0x17 => Some("pre-Zen"),
+        _ => Some("Zen or newer"),
+    }
+}
+
+/// CPU vendor, as the x86 modalias codes them (`X86_VENDOR_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuVendor {
+    Intel,
+    Amd,
+    Hygon,
+    Zhaoxin,
+    Centaur,
+    Arm,
+    Other,
+    Unknown,
+}
+
+impl CpuVendor {
+    /// From the `ven` field of `/sys/devices/system/cpu/modalias` on x86.
+    pub fn from_x86_code(code: u32) -> CpuVendor {
+        match code {
+            0 => CpuVendor::Intel,
+            2 => CpuVendor::Amd,
+            5 => CpuVendor::Centaur,
+            9 => CpuVendor::Hygon,
+            10 => CpuVendor::Zhaoxin,
+            _ => CpuVendor::Other,
+        }
+    }
+}
+
+impl fmt::Display for CpuVendor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            CpuVendor::Intel => "Intel",
+            CpuVendor::Amd => "AMD",
+            CpuVendor::Hygon => "Hygon",
+            CpuVendor::Zhaoxin => "Zhaoxin",
+            CpuVendor::Centaur => "Centaur",
+            CpuVendor::Arm => "Arm",
+            CpuVendor::Other => "other vendor",
+            CpuVendor::Unknown => "unknown vendor",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Whether an IOMMU driver is active.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IommuStatus {
+    On,
+    Off,
+    Unknown,
+}
+
+/// IOMMU state. An active IOMMU driver makes the kernel enable ACS redirect on every bridge
+/// that supports it (`pci_request_acs()`), whatever its DMA domain type (even `iommu=pt`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Iommu {
+    pub status: IommuStatus,
+    /// IOMMU units (`/sys/class/iommu/*`: `dmar0`, `ivhd0`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<String>,
+    /// Default DMA domain type of the IOMMU groups (`DMA`, `DMA-FQ`, `identity`), if uniform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_domain: Option<String>,
+    /// Why the status is unknown, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Default for Iommu {
+    fn default() -> Self {
+        Iommu {
+            status: IommuStatus::Unknown,
+            units: Vec::new(),
+            default_domain: None,
+            note: Some("not given in the topology file".to_string()),
+        }
+    }
+}
+
+/// A NUMA node and the socket it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaNode {
+    pub id: u32,
+    /// CPU list as sysfs prints it (`0-31,64-95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpulist: Option<String>,
+    /// Physical package (socket) of the node's CPUs, when they agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<u32>,
+}
+
+/// A host bridge (root complex): one PCI root bus, `pciDDDD:BB` in sysfs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostBridge {
+    /// `pci0000:00`
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// What a PCI function is in the tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PortRole {
+    /// Derive from the class code and the position in the tree when loading.
+    #[default]
+    Auto,
+    /// The host bridge function itself (class 0x0600, usually 00.0 on the root bus).
+    HostBridge,
+    RootPort,
+    SwitchUpstream,
+    SwitchDownstream,
+    PcieToPciBridge,
+    /// A bridge of another or unknown kind.
+    Bridge,
+    Endpoint,
+    /// A root-complex integrated endpoint.
+    IntegratedEndpoint,
+}
+
+impl PortRole {
+    /// Bridges forward TLPs and are checked for ACS redirect.
+    pub fn is_bridge(self) -> bool {
+        matches!(
+            self,
+            PortRole::RootPort
+                | PortRole::SwitchUpstream
+                | PortRole::SwitchDownstream
+                | PortRole::PcieToPciBridge
+                | PortRole::Bridge
+        )
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            PortRole::Auto => "?",
+            PortRole::HostBridge => "host bridge",
+            PortRole::RootPort => "root port",
+            PortRole::SwitchUpstream => "switch upstream port",
+            PortRole::SwitchDownstream => "switch downstream port",
+            PortRole::PcieToPciBridge => "PCIe-to-PCI bridge",
+            PortRole::Bridge => "bridge",
+            PortRole::Endpoint => "endpoint",
+            PortRole::IntegratedEndpoint => "integrated endpoint",
+        }
+    }
+}
+
+/// What an endpoint is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// Derive from the class code and vendor when loading.
+    #[default]
+    Auto,
+    NvmeSsd,
+    /// A computational storage processor/device (e.g. Eideticom NoLoad): NVMe class, own functions.
+    Csp,
+    Gpu,
+    Nic,
+    Bridge,
+    Other,
+}
+
+impl DeviceKind {
+    /// Derives the kind from the class code and vendor.
+    pub fn classify(vendor: u16, class: u32) -> DeviceKind {
+        let base = class >> 16;
+        let sub = (class >> 8) & 0xff;
+        match (base, sub) {
+            (0x01, 0x08) if CSP_VENDORS.iter().any(|(v, _)| *v == vendor) => DeviceKind::Csp,
+            (0x01, 0x08) => DeviceKind::NvmeSsd,
+            (0x12, _) if CSP_VENDORS.iter().any(|(v, _)| *v == vendor) => DeviceKind::Csp,
+            (0x03, _) => DeviceKind::Gpu,
+            (0x02, _) => DeviceKind::Nic,
+            (0x06, _) => DeviceKind::Bridge,
+            _ => DeviceKind::Other,
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            DeviceKind::Auto => "?",
+            DeviceKind::NvmeSsd => "NVMe SSD",
+            DeviceKind::Csp => "CSP",
+            DeviceKind::Gpu => "GPU",
+            DeviceKind::Nic => "NIC",
+            DeviceKind::Bridge => "bridge",
+            DeviceKind::Other => "other",
+        }
+    }
+}
+
+/// Vendors whose NVMe-class functions are computational storage processors.
+pub const CSP_VENDORS: &[(u16, &str)] = &[
+    // Eideticom NoLoad: NVMe interface, accelerator namespaces, large CMB.
+    (0x1de5, "Eideticom"),
+];
+
+/// PCI vendor names used in renderings (a short list; unknown vendors print as hex).
+pub const VENDOR_NAMES: &[(u16, &str)] = &[
+    (0x8086, "Intel"),
+    (0x1022, "AMD"),
+    (0x1af4, "Red Hat virtio"),
+    (0x1b36, "Red Hat QEMU"),
+    (0x144d, "Samsung"),
+    (0x1de5, "Eideticom"),
+    (0x10de, "NVIDIA"),
+    (0x15b3, "Mellanox"),
+    (0x11f8, "Microchip"),
+    (0x10b5, "Broadcom/PLX"),
+    (0x1000, "Broadcom/LSI"),
+    (0x10ee, "Xilinx"),
+    (0x1344, "Micron"),
+    (0x1e0f, "Kioxia"),
+    (0x15b7, "Sandisk/WD"),
+    (0x025e, "Solidigm"),
+    (0x1c5c, "SK hynix"),
+    (0x1987, "Phison"),
+    (0x1ae0, "Google"),
+    (0x1d17, "Zhaoxin"),
+];
+
+/// Vendors whose devices are emulated (QEMU, virtio, bochs).
+pub const EMULATED_VENDORS: &[u16] = &[0x1af4, 0x1b36, 0x1234];
+
+/// A product name for the few devices worth naming: virtio (modern ids 0x1040 + virtio device
+/// id, transitional 0x1000..0x103f) and QEMU's NVMe.
+pub fn device_name(vendor: u16, device: u16) -> Option<&'static str> {
+    match (vendor, device) {
+        (0x1af4, 0x1000) | (0x1af4, 0x1041) => Some("virtio-net"),
+        (0x1af4, 0x1001) | (0x1af4, 0x1042) => Some("virtio-blk"),
+        (0x1af4, 0x1003) | (0x1af4, 0x1043) => Some("virtio-console"),
+        (0x1af4, 0x1005) | (0x1af4, 0x1044) => Some("virtio-rng"),
+        (0x1af4, 0x1002) | (0x1af4, 0x1045) => Some("virtio-balloon"),
+        (0x1af4, 0x1004) | (0x1af4, 0x1048) => Some("virtio-scsi"),
+        (0x1af4, 0x1049) => Some("virtio-9p"),
+        (0x1af4, 0x1050) => Some("virtio-gpu"),
+        (0x1af4, 0x1052) => Some("virtio-input"),
+        (0x1af4, 0x1053) => Some("virtio-vsock"),
+        (0x1af4, 0x105a) => Some("virtio-fs"),
+        (0x1b36, 0x0010) => Some("QEMU NVMe"),
+        (0x1de5, _) => Some("NoLoad CSP"),
+        _ => None,
+    }
+}
+
+/// A vendor's name, or its id in hex.
+pub fn vendor_name(vendor: u16) -> String {
+    VENDOR_NAMES
+        .iter()
+        .find(|(v, _)| *v == vendor)
+        .map(|(_, n)| n.to_string())
+        .unwrap_or_else(|| format!("{vendor:04x}"))
+}
+
+/// A PCIe link speed in MT/s per lane; `None` = sysfs said "Unknown" or the value is unusual.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(try_from = "String", into = "String")]
+pub struct LinkSpeed {
+    pub mt_per_s: Option<u32>,
+}
+
+impl LinkSpeed {
+    pub const UNKNOWN: LinkSpeed = LinkSpeed { mt_per_s: None };
+
+    pub fn from_gts(gts: f64) -> LinkSpeed {
+        LinkSpeed {
+            mt_per_s: Some((gts * 1000.0).round() as u32),
+        }
+    }
+
+    /// Parses what `current_link_speed` prints: `8.0 GT/s PCIe`, `8 GT/s`, `2.5 GT/s`, `Unknown`.
+    pub fn parse(s: &str) -> Option<LinkSpeed> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("unknown") {
+            return Some(LinkSpeed::UNKNOWN);
+        }
+        let num = t.split_whitespace().next()?;
+        let rest = t[num.len()..].trim_start();
+        if !rest.starts_with("GT/s") {
+            return None;
+        }
+        let v: f64 = num.parse().ok()?;
+        if !(0.0..=1000.0).contains(&v) {
+            return None;
+        }
+        Some(LinkSpeed::from_gts(v))
+    }
+
+    /// PCIe generation (1..6) for the standard rates.
+    pub fn generation(&self) -> Option<u8> {
+        match self.mt_per_s? {
+            2500 => Some(1),
+            5000 => Some(2),
+            8000 => Some(3),
+            16000 => Some(4),
+            32000 => Some(5),
+            64000 => Some(6),
+            _ => None,
+        }
+    }
+
+    /// Usable bytes per second per lane and direction after line encoding
+    /// (8b/10b for Gen1/2, 128b/130b for Gen3-5, 242/256 FLIT for Gen6); no protocol overhead.
+    pub fn lane_bytes_per_s(&self) -> Option<f64> {
+        let mt = self.mt_per_s? as f64 * 1e6;
+        let eff = match self.generation() {
+            Some(1) | Some(2) => 0.8,
+            Some(6) => 242.0 / 256.0,
+            _ => 128.0 / 130.0,
+        };
+        Some(mt * eff / 8.0)
+    }
+}
+
+impl fmt::Display for LinkSpeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.mt_per_s {
+            None => f.write_str("unknown"),
+            Some(mt) => write!(f, "{}.{} GT/s", mt / 1000, (mt % 1000) / 100),
+        }
+    }
+}
+
+impl TryFrom<String> for LinkSpeed {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<LinkSpeed, String> {
+        LinkSpeed::parse(&s).ok_or_else(|| format!("{s:?} is not a link speed like \"8.0 GT/s\" or \"unknown\""))
+    }
+}
+
+impl From<LinkSpeed> for String {
+    fn from(l: LinkSpeed) -> String {
+        l.to_string()
+    }
+}
+
+/// A PCIe link (the link between this function and its upstream port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    pub current_speed: LinkSpeed,
+    pub max_speed: LinkSpeed,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_width: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_width: Option<u8>,
+}
+
+impl Link {
+    pub fn new(speed_gts: f64, width: u8) -> Link {
+        Link {
+            current_speed: LinkSpeed::from_gts(speed_gts),
+            max_speed: LinkSpeed::from_gts(speed_gts),
+            current_width: Some(width),
+            max_width: Some(width),
+        }
+    }
+
+    /// Per-direction bytes/s of the link as trained.
+    pub fn bytes_per_s(&self) -> Option<f64> {
+        Some(self.current_speed.lane_bytes_per_s()? * self.current_width? as f64)
+    }
+
+    /// True when the link trained below its capability (speed or width).
+    pub fn degraded(&self) -> bool {
+        let speed = matches!((self.current_speed.mt_per_s, self.max_speed.mt_per_s), (Some(c), Some(m)) if c < m);
+        let width = matches!((self.current_width, self.max_width), (Some(c), Some(m)) if c < m);
+        speed || width
+    }
+
+    /// `x4 Gen3 8.0 GT/s` (and `(max x8 16.0 GT/s)` when degraded).
+    pub fn describe(&self) -> String {
+        let w = self.current_width.map(|w| format!("x{w}")).unwrap_or_else(|| "x?".into());
+        let gen = self
+            .current_speed
+            .generation()
+            .map(|g| format!(" Gen{g}"))
+            .unwrap_or_default();
+        let mut s = format!("{w}{gen} {}", self.current_speed);
+        if self.degraded() {
+            let mw = self.max_width.map(|w| format!("x{w}")).unwrap_or_else(|| "x?".into());
+            s.push_str(&format!(" (capable of {mw} {})", self.max_speed));
+        }
+        s
+    }
+}
+
+/// A memory BAR, from the `resource` file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bar {
+    pub index: u8,
+    #[serde(with = "crate::hexnum::u64_hex")]
+    pub start: u64,
+    #[serde(with = "crate::hexnum::u64_hex")]
+    pub size: u64,
+}
+
+/// A P2P memory provider: the `p2pmem/` directory of a PCI function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct P2pProvider {
+    /// `p2pmem/size`: all registered ranges.
+    pub size_bytes: u64,
+    /// `p2pmem/available`: free bytes (a sum, not the largest contiguous run).
+    pub available_bytes: u64,
+    /// `p2pmem/published`: only published memory is found by in-kernel users.
+    pub published: bool,
+    /// `p2pmem/allocate` exists (kernel 6.2+): user space can mmap it.
+    #[serde(default)]
+    pub allocate: bool,
+}
+
+/// One PCI function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PciDevice {
+    pub bdf: Bdf,
+    /// The upstream bridge; `None` on a root bus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Bdf>,
+    #[serde(default)]
+    pub role: PortRole,
+    #[serde(default)]
+    pub kind: DeviceKind,
+    #[serde(with = "crate::hexnum::u16_hex")]
+    pub vendor: u16,
+    #[serde(with = "crate::hexnum::u16_hex")]
+    pub device: u16,
+    #[serde(with = "crate::hexnum::class_hex")]
+    pub class: u32,
+    /// A human name: a bay, a slot, a function ("bay 7", "csp0").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// An emulated device (QEMU, virtio, the peerpath emulated CSP).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub emulated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<Link>,
+    /// `numa_node`; sysfs -1 (no affinity or unknown) is `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_cpus: Option<String>,
+    #[serde(default)]
+    pub acs: AcsState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p2pmem: Option<P2pProvider>,
+    /// For an SR-IOV virtual function: its physical function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physfn: Option<Bdf>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bars: Vec<Bar>,
+}
+
+impl PciDevice {
+    /// A minimal record; every optional field empty, ACS unknown.
+    pub fn new(bdf: Bdf, vendor: u16, device: u16, class: u32) -> PciDevice {
+        PciDevice {
+            bdf,
+            upstream: None,
+            role: PortRole::Auto,
+            kind: DeviceKind::Auto,
+            vendor,
+            device,
+            class,
+            label: None,
+            driver: None,
+            emulated: EMULATED_VENDORS.contains(&vendor),
+            link: None,
+            numa_node: None,
+            local_cpus: None,
+            acs: AcsState::default(),
+            p2pmem: None,
+            physfn: None,
+            bars: Vec::new(),
+        }
+    }
+
+    pub fn is_bridge_class(&self) -> bool {
+        self.class >> 8 == 0x0604 || self.class >> 8 == 0x0609
+    }
+
+    /// `label (bdf)` or just the address.
+    pub fn display_name(&self) -> String {
+        match &self.label {
+            Some(l) => format!("{l} ({})", self.bdf),
+            None => self.bdf.to_string(),
+        }
+    }
+}
+
+/// An NVMe controller (`/sys/class/nvme/nvmeX`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvmeController {
+    /// `nvme0`
+    pub name: String,
+    /// The PCI function; `None` for fabrics controllers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci: Option<Bdf>,
+    /// `pcie`, `tcp`, `rdma`, `fc`, `loop`.
+    #[serde(default = "transport_default")]
+    pub transport: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// `nvme-subsys0`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subsystem: Option<String>,
+    /// The CMB registers, when the controller has a CMB (CMBSZ != 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmb: Option<Cmb>,
+    /// Block devices of this controller: `nvme0n1`, or the hidden per-path `nvme0c0n1` under a
+    /// multipath head.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+}
+
+fn transport_default() -> String {
+    "pcie".to_string()
+}
+
+/// What a block device is, as far as P2P goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    /// `nvmeXnY` of one controller, no multipath head: the queue supports P2P.
+    NvmeNamespace,
+    /// `nvmeXcYnZ`: one path of a multipath namespace (hidden, no /dev node).
+    NvmeNamespacePath,
+    /// `nvmeXnY` on `nvme-subsysN`: the multipath head; lacks the P2P queue feature.
+    NvmeMultipathHead,
+    /// Linux software RAID; lacks the P2P queue feature.
+    Md,
+    /// Device mapper (LVM, dm-crypt, ...); lacks the P2P queue feature.
+    Dm,
+    Virtio,
+    Other,
+}
+
+impl BlockKind {
+    /// The block layer answers EREMOTEIO for P2P pages on these (`BLK_FEAT_PCI_P2PDMA` is not
+    /// inherited by stacking drivers).
+    pub fn rejects_p2p(self) -> bool {
+        matches!(self, BlockKind::NvmeMultipathHead | BlockKind::Md | BlockKind::Dm)
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            BlockKind::NvmeNamespace => "NVMe namespace",
+            BlockKind::NvmeNamespacePath => "NVMe namespace path (hidden)",
+            BlockKind::NvmeMultipathHead => "NVMe multipath head",
+            BlockKind::Md => "md RAID",
+            BlockKind::Dm => "device mapper",
+            BlockKind::Virtio => "virtio block",
+            BlockKind::Other => "block device",
+        }
+    }
+}
+
+/// A block device (`/sys/class/block/<name>`, partitions left out).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockDevice {
+    pub name: String,
+    pub kind: BlockKind,
+    /// The PCI functions that carry its I/O (through members, for stacked devices).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci: Vec<Bdf>,
+    /// Stacked devices: the member block devices (`slaves/`, or the paths of a multipath head).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Device-mapper name (`dm/name`) or md level, for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A name resolved against the model: the PCI function(s) behind it and, when it names a block
+/// device, that device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    /// What the user typed.
+    pub name: String,
+    /// The PCI functions behind it (one for a function or controller; members' for md/dm/heads).
+    pub pci: Vec<Bdf>,
+    pub block: Option<BlockDevice>,
+    pub controller: Option<String>,
+}
+
+impl Topology {
+    /// An empty topology (no devices), CPU and IOMMU unknown.
+    pub fn empty() -> Topology {
+        Topology {
+            schema_version: SCHEMA_VERSION,
+            description: None,
+            source: None,
+            cpu: Cpu::default(),
+            iommu: Iommu::default(),
+            numa_nodes: Vec::new(),
+            host_bridges: Vec::new(),
+            devices: Vec::new(),
+            nvme_controllers: Vec::new(),
+            block_devices: Vec::new(),
+        }
+    }
+
+    /// The function at `bdf`.
+    pub fn device(&self, bdf: Bdf) -> Option<&PciDevice> {
+        self.devices.iter().find(|d| d.bdf == bdf)
+    }
+
+    /// `bdf` and then each upstream bridge up to the root bus (the kernel's
+    /// `pci_upstream_bridge()` walk). Bounded by the number of devices.
+    pub fn upstream_chain(&self, bdf: Bdf) -> Vec<Bdf> {
+        let mut chain = vec![bdf];
+        let mut cur = bdf;
+        for _ in 0..=self.devices.len() {
+            let next = self
+                .device(cur)
+                .and_then(|d| d.physfn.and_then(|pf| self.device(pf)).unwrap_or(d).upstream);
+            match next {
+                Some(up) if !chain.contains(&up) => {
+                    chain.push(up);
+                    cur = up;
+                }
+                _ => break,
+            }
+        }
+        chain
+    }
+
+    /// The host bridge (`pciDDDD:BB`) above `bdf`.
+    pub fn host_bridge_of(&self, bdf: Bdf) -> String {
+        let chain = self.upstream_chain(bdf);
+        chain.last().copied().unwrap_or(bdf).root_bus_name()
+    }
+
+    /// The devices on the root bus of host bridge `name`, by devfn.
+    pub fn root_bus_devices(&self, name: &str) -> Vec<&PciDevice> {
+        let mut v: Vec<&PciDevice> = self
+            .devices
+            .iter()
+            .filter(|d| d.upstream.is_none() && d.bdf.root_bus_name() == name)
+            .collect();
+        v.sort_by_key(|d| d.bdf.devfn());
+        v
+    }
+
+    /// The device the kernel compares with the allow-list for host bridge `name`
+    /// (`pci_host_bridge_dev()`): the first device on the root bus if it is devfn 00.0 or a
+    /// Root Port. sysfs does not show the kernel's list order; the lowest devfn stands in.
+    pub fn host_bridge_device(&self, name: &str) -> Option<&PciDevice> {
+        let first = *self.root_bus_devices(name).first()?;
+        if first.bdf.devfn() == 0 || first.role == PortRole::RootPort {
+            Some(first)
+        } else {
+            None
+        }
+    }
+
+    /// The socket of a NUMA node, when known.
+    pub fn socket_of_node(&self, node: u32) -> Option<u32> {
+        self.numa_nodes.iter().find(|n| n.id == node).and_then(|n| n.socket)
+    }
+
+    /// The NVMe controller on PCI function `bdf`.
+    pub fn nvme_for_pci(&self, bdf: Bdf) -> Option<&NvmeController> {
+        self.nvme_controllers.iter().find(|c| c.pci == Some(bdf))
+    }
+
+    /// The children of `bdf` (devices whose upstream is `bdf`), by address.
+    pub fn children(&self, bdf: Option<Bdf>, host_bridge: &str) -> Vec<&PciDevice> {
+        self.devices
+            .iter()
+            .filter(|d| match bdf {
+                Some(b) => d.upstream == Some(b),
+                None => d.upstream.is_none() && d.bdf.root_bus_name() == host_bridge,
+            })
+            .collect()
+    }
+
+    /// Endpoints worth a row in a P2P matrix: NVMe SSDs, CSPs, GPUs, NICs, other storage
+    /// controllers (class 0x01), and every P2P provider.
+    pub fn devices_that_matter(&self) -> Vec<&PciDevice> {
+        self.devices
+            .iter()
+            .filter(|d| {
+                d.p2pmem.is_some()
+                    || matches!(
+                        d.kind,
+                        DeviceKind::NvmeSsd | DeviceKind::Csp | DeviceKind::Gpu | DeviceKind::Nic
+                    )
+                    || (d.class >> 16 == 0x01 && !d.role.is_bridge())
+            })
+            .collect()
+    }
+
+    /// Resolves what a user typed: a PCI address (`0000:01:00.0` or `01:00.0`), a label, an
+    /// NVMe controller (`nvme0`), or a block device (`nvme0n1`, `/dev/md0`, `dm-0`).
+    pub fn resolve(&self, name: &str) -> Result<Endpoint> {
+        let n = name.trim();
+        let n = n.strip_prefix("/dev/").unwrap_or(n);
+        let unknown = || TopoError::UnknownDevice { name: name.to_string() };
+        if let Ok(bdf) = n.parse::<Bdf>() {
+            if self.device(bdf).is_some() {
+                return Ok(Endpoint {
+                    name: name.to_string(),
+                    pci: vec![bdf],
+                    block: None,
+                    controller: self.nvme_for_pci(bdf).map(|c| c.name.clone()),
+                });
+            }
+            return Err(unknown());
+        }
+        if let Some(d) = self.devices.iter().find(|d| d.label.as_deref() == Some(n)) {
+            return Ok(Endpoint {
+                name: name.to_string(),
+                pci: vec![d.bdf],
+                block: None,
+                controller: self.nvme_for_pci(d.bdf).map(|c| c.name.clone()),
+            });
+        }
+        if let Some(c) = self.nvme_controllers.iter().find(|c| c.name == n) {
+            return Ok(Endpoint {
+                name: name.to_string(),
+                pci: c.pci.into_iter().collect(),
+                block: None,
+                controller: Some(c.name.clone()),
+            });
+        }
+        if let Some(b) = self.block_devices.iter().find(|b| b.name == n) {
+            let controller = self
+                .nvme_controllers
+                .iter()
+                .find(|c| c.namespaces.iter().any(|ns| ns == &b.name))
+                .map(|c| c.name.clone());
+            return Ok(Endpoint {
+                name: name.to_string(),
+                pci: b.pci.clone(),
+                block: Some(b.clone()),
+                controller,
+            });
+        }
+        Err(unknown())
+    }
+
+    /// Checks references and fills in derived fields: device kinds and port roles left as
+    /// `auto`, missing host bridges, sort orders. Called by every constructor.
+    pub fn normalize(&mut self) -> Result<()> {
+        if self.schema_version > SCHEMA_VERSION {
+            return Err(TopoError::Invalid(format!(
+                "schema_version {} is newer than this peerpath understands ({SCHEMA_VERSION})",
+                self.schema_version
+            )));
+        }
+        self.devices.sort_by_key(|d| d.bdf);
+        let mut seen = HashSet::new();
+        for d in &self.devices {
+            if !seen.insert(d.bdf) {
+                return Err(TopoError::Invalid(format!("device {} is listed twice", d.bdf)));
+            }
+        }
+        for d in &self.devices {
+            if let Some(up) = d.upstream {
+                if up == d.bdf {
+                    return Err(TopoError::Invalid(format!("device {} is its own upstream bridge", d.bdf)));
+                }
+                if self.device(up).is_none() {
+                    return Err(TopoError::Invalid(format!(
+                        "device {} names upstream bridge {up}, which is not in the topology",
+                        d.bdf
+                    )));
+                }
+            }
+            if let Some(pf) = d.physfn {
+                if self.device(pf).is_none() {
+                    return Err(TopoError::Invalid(format!(
+                        "virtual function {} names physical function {pf}, which is not in the topology",
+                        d.bdf
+                    )));
+                }
+            }
+        }
+        // Loops: every chain must reach a root bus within N steps.
+        let index: BTreeMap<Bdf, Option<Bdf>> = self.devices.iter().map(|d| (d.bdf, d.upstream)).collect();
+        let mut depth: BTreeMap<Bdf, usize> = BTreeMap::new();
+        for d in &self.devices {
+            let mut cur = d.bdf;
+            let mut steps = 0usize;
+            let mut path = vec![cur];
+            while let Some(Some(up)) = index.get(&cur) {
+                steps += 1;
+                if steps > self.devices.len() {
+                    let shown: Vec<String> = path.iter().take(8).map(|b| b.to_string()).collect();
+                    return Err(TopoError::Invalid(format!(
+                        "loop in upstream chain: {} -> ...",
+                        shown.join(" -> ")
+                    )));
+                }
+                cur = *up;
+                path.push(cur);
+            }
+            depth.insert(d.bdf, steps);
+        }
+        // Kinds.
+        for d in &mut self.devices {
+            if d.kind == DeviceKind::Auto {
+                d.kind = DeviceKind::classify(d.vendor, d.class);
+            }
+        }
+        // Roles, parents before children.
+        let mut order: Vec<usize> = (0..self.devices.len()).collect();
+        order.sort_by_key(|&i| depth.get(&self.devices[i].bdf).copied().unwrap_or(0));
+        for i in order {
+            if self.devices[i].role != PortRole::Auto {
+                continue;
+            }
+            let parent_role = self.devices[i]
+                .upstream
+                .and_then(|u| self.device(u))
+                .map(|p| p.role);
+            let d = &self.devices[i];
+            let role = if d.class >> 8 == 0x0600 {
+                PortRole::HostBridge
+            } else if d.is_bridge_class() {
+                match parent_role {
+                    None => PortRole::RootPort,
+                    Some(PortRole::RootPort) | Some(PortRole::SwitchDownstream) => PortRole::SwitchUpstream,
+                    Some(PortRole::SwitchUpstream) => PortRole::SwitchDownstream,
+                    Some(_) => PortRole::Bridge,
+                }
+            } else {
+                PortRole::Endpoint
+            };
+            self.devices[i].role = role;
+        }
+        // Host bridges.
+        let mut hbs: BTreeSet<String> = self.host_bridges.iter().map(|h| h.name.clone()).collect();
+        for h in &self.host_bridges {
+            if parse_root_bus_name(&h.name).is_none() {
+                return Err(TopoError::Invalid(format!(
+                    "host bridge name {:?} is not of the form pciDDDD:BB",
+                    h.name
+                )));
+            }
+        }
+        let roots: Vec<(String, Option<u32>)> = self
+            .devices
+            .iter()
+            .filter(|d| d.upstream.is_none())
+            .map(|d| (d.bdf.root_bus_name(), d.numa_node))
+            .collect();
+        for (name, node) in roots {
+            if hbs.insert(name.clone()) {
+                self.host_bridges.push(HostBridge {
+                    name,
+                    numa_node: node,
+                    label: None,
+                });
+            }
+        }
+        self.host_bridges.sort_by(|a, b| {
+            parse_root_bus_name(&a.name).cmp(&parse_root_bus_name(&b.name))
+        });
+        // NVMe and block references.
+        for c in &self.nvme_controllers {
+            if let Some(p) = c.pci {
+                if self.device(p).is_none() {
+                    return Err(TopoError::Invalid(format!(
+                        "NVMe controller {} names PCI function {p}, which is not in the topology",
+                        c.name
+                    )));
+                }
+            }
+        }
+        let block_names: HashSet<&str> = self.block_devices.iter().map(|b| b.name.as_str()).collect();
+        for b in &self.block_devices {
+            for p in &b.pci {
+                if self.device(*p).is_none() {
+                    return Err(TopoError::Invalid(format!(
+                        "block device {} names PCI function {p}, which is not in the topology",
+                        b.name
+                    )));
+                }
+            }
+            for m in &b.members {
+                if !block_names.contains(m.as_str()) {
+                    return Err(TopoError::Invalid(format!(
+                        "block device {} names member {m}, which is not in the topology",
+                        b.name
+                    )));
+                }
+            }
+        }
+        self.nvme_controllers.sort_by_key(|a| natural_key(&a.name));
+        self.block_devices.sort_by_key(|a| natural_key(&a.name));
+        self.numa_nodes.sort_by_key(|n| n.id);
+        Ok(())
+    }
+}
+
+/// Sort key that orders `nvme2` before `nvme10`.
+pub(crate) fn natural_key(s: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut num = String::new();
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+        } else {
+            if !num.is_empty() {
+                out.push((std::mem::take(&mut text), num.parse().unwrap_or(u64::MAX)));
+                num.clear();
+            }
+            text.push(c);
+        }
+    }
+    out.push((text, if num.is_empty() { 0 } else { num.parse().unwrap_or(u64::MAX) }));
+    out
+}

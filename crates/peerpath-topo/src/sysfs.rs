@@ -1,0 +1,905 @@
+//! Reading a sysfs tree: files -> records ([`read_records`]), then records -> model
+//! ([`derive`]). The root is a parameter, so fake trees (see [`crate::fixture`]) test it.
+//!
+//! What is read (all relative to the root, normally `/sys`):
+//! - `bus/pci/devices/<BDF>`: symlinks into `devices/pciDDDD:BB/.../<BDF>`; the parent directory
+//!   of the real path is the upstream bridge (or the root bus). Files: `vendor`, `device`,
+//!   `class` (required), `numa_node`, `local_cpulist`, `*_link_speed`, `*_link_width`, `label`,
+//!   `driver` (link), `physfn` (link), `config` (binary), `resource`, `p2pmem/{size,available,published,allocate}`.
+//! - `class/nvme/*`, `class/nvme-subsystem/*`: controllers, CMB registers, subsystems, heads.
+//! - `class/block/*`: namespaces, md/dm stacks (`slaves/`), multipath heads.
+//! - `devices/system/cpu/modalias`, `cpu*/topology/physical_package_id`, `devices/system/node/node*/cpulist`.
+//! - `class/iommu/*`, `kernel/iommu_groups/*/type`.
+//!
+//! A required file that is missing or malformed is an error naming it; an optional one that is
+//! missing is `None` (rendered "unknown"); one that is present but malformed is an error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::bdf::{parse_root_bus_name, Bdf};
+use crate::cmb::Cmb;
+use crate::error::{Result, TopoError};
+use crate::model::*;
+use crate::pcicfg::{self, AcsState, PcieType};
+
+/// No sysfs attribute is larger than a page; config space is 4 KiB. Anything bigger is garbage.
+const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// No real PCIe hierarchy is deeper than this (bus numbers alone limit it to 256).
+pub const MAX_TREE_DEPTH: usize = 256;
+/// Cap on CPU ids expanded from a cpulist, so a garbage `0-4294967295` cannot exhaust memory.
+const MAX_CPUS: usize = 65_536;
+
+/// Where the parent of a PCI function is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParentRef {
+    /// The function sits on a root bus (`pciDDDD:BB`).
+    RootBus(String),
+    /// The function sits below this bridge.
+    Bridge(Bdf),
+}
+
+/// One PCI function as read from its sysfs directory, before interpretation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PciRecord {
+    pub bdf: Bdf,
+    /// The real (symlink-resolved) directory.
+    pub real_path: PathBuf,
+    pub parent: ParentRef,
+    pub vendor: u16,
+    pub device: u16,
+    pub class: u32,
+    pub numa_node: Option<i32>,
+    pub local_cpulist: Option<String>,
+    pub current_link_speed: Option<LinkSpeed>,
+    pub max_link_speed: Option<LinkSpeed>,
+    pub current_link_width: Option<u8>,
+    pub max_link_width: Option<u8>,
+    pub label: Option<String>,
+    pub driver: Option<String>,
+    pub physfn: Option<Bdf>,
+    /// Config space bytes, or why they could not be read.
+    pub config: std::result::Result<Vec<u8>, String>,
+    pub bars: Vec<Bar>,
+    pub p2pmem: Option<P2pProvider>,
+}
+
+/// An NVMe controller as read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NvmeRecord {
+    pub name: String,
+    pub real_path: PathBuf,
+    pub pci: Option<Bdf>,
+    pub transport: Option<String>,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub cmbsz: Option<u32>,
+    pub cmbloc: Option<u32>,
+    pub namespaces: Vec<String>,
+}
+
+/// A block device as read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockRecord {
+    pub name: String,
+    pub real_path: PathBuf,
+    pub is_partition: bool,
+    pub has_md: bool,
+    pub has_dm: bool,
+    pub detail: Option<String>,
+    pub slaves: Vec<String>,
+    /// Nearest PCI function among the real path's ancestors.
+    pub pci: Option<Bdf>,
+}
+
+/// Everything read from one sysfs root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SysfsRecords {
+    pub root: PathBuf,
+    pub pci: Vec<PciRecord>,
+    pub nvme: Vec<NvmeRecord>,
+    /// subsystem name -> controller names
+    pub nvme_subsystems: BTreeMap<String, Vec<String>>,
+    pub block: Vec<BlockRecord>,
+    pub cpu: Cpu,
+    pub numa_nodes: Vec<NumaNode>,
+    pub iommu: Iommu,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small readers.
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let f = fs::File::open(path).map_err(|e| TopoError::io(path, e))?;
+    let mut buf = Vec::new();
+    f.take(MAX_FILE_BYTES)
+        .read_to_end(&mut buf)
+        .map_err(|e| TopoError::io(path, e))?;
+    Ok(buf)
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = read_bytes(path)?;
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => Err(TopoError::parse(path, "text", e.as_bytes())),
+    }
+}
+
+/// `None` if the file does not exist.
+fn read_opt_text(path: &Path) -> Result<Option<String>> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(TopoError::io(path, e)),
+        Ok(_) => read_text(path).map(Some),
+    }
+}
+
+fn parse_hex_prefixed(path: &Path, text: &str, max: u64, expected: &'static str) -> Result<u64> {
+    let t = text.trim();
+    let digits = t
+        .strip_prefix("0x")
+        .ok_or_else(|| TopoError::parse(path, expected, text.as_bytes()))?;
+    if digits.is_empty() || digits.len() > 16 {
+        return Err(TopoError::parse(path, expected, text.as_bytes()));
+    }
+    let v = u64::from_str_radix(digits, 16).map_err(|_| TopoError::parse(path, expected, text.as_bytes()))?;
+    if v > max {
+        return Err(TopoError::parse(path, expected, text.as_bytes()));
+    }
+    Ok(v)
+}
+
+fn read_hex(path: &Path, max: u64, expected: &'static str) -> Result<u64> {
+    let t = read_text(path)?;
+    parse_hex_prefixed(path, &t, max, expected)
+}
+
+fn parse_dec<T: std::str::FromStr>(path: &Path, text: &str, expected: &'static str) -> Result<T> {
+    text.trim()
+        .parse::<T>()
+        .map_err(|_| TopoError::parse(path, expected, text.as_bytes()))
+}
+
+fn read_opt_dec<T: std::str::FromStr>(path: &Path, expected: &'static str) -> Result<Option<T>> {
+    match read_opt_text(path)? {
+        None => Ok(None),
+        Some(t) => parse_dec(path, &t, expected).map(Some),
+    }
+}
+
+fn list_dir(path: &Path) -> Result<Vec<String>> {
+    let rd = fs::read_dir(path).map_err(|e| TopoError::io(path, e))?;
+    let mut names = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| TopoError::io(path, e))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort_by_key(|a| natural_key(a));
+    Ok(names)
+}
+
+fn list_dir_opt(path: &Path) -> Result<Option<Vec<String>>> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(TopoError::io(path, e)),
+        Ok(_) => list_dir(path).map(Some),
+    }
+}
+
+/// Resolves a symlink (or path) to its real location inside `root_real`, with precise errors
+/// for dangling links, loops and escapes.
+fn resolve_inside(path: &Path, root_real: &Path) -> Result<PathBuf> {
+    match fs::canonicalize(path) {
+        Ok(real) => {
+            if !real.starts_with(root_real) {
+                return Err(TopoError::BadLink {
+                    path: path.to_path_buf(),
+                    what: format!("resolves to {}, outside the sysfs root {}", real.display(), root_real.display()),
+                });
+            }
+            Ok(real)
+        }
+        Err(e) => {
+            if e.raw_os_error() == Some(40) {
+                // ELOOP
+                return Err(TopoError::BadLink {
+                    path: path.to_path_buf(),
+                    what: "symlink loop (too many levels of symbolic links)".to_string(),
+                });
+            }
+            if e.kind() == std::io::ErrorKind::NotFound {
+                if let Ok(target) = fs::read_link(path) {
+                    return Err(TopoError::DanglingSymlink {
+                        path: path.to_path_buf(),
+                        target,
+                    });
+                }
+            }
+            Err(TopoError::io(path, e))
+        }
+    }
+}
+
+/// The last component of a symlink's target (`driver` -> `nvme`), `None` if absent.
+fn link_name(path: &Path) -> Result<Option<String>> {
+    match fs::read_link(path) {
+        Ok(t) => Ok(t.file_name().map(|n| n.to_string_lossy().into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            Err(TopoError::parse(path, "a symlink", b"(a regular file)"))
+        }
+        Err(e) => Err(TopoError::io(path, e)),
+    }
+}
+
+fn nearest_bdf_ancestor(path: &Path, stop: &Path) -> Option<Bdf> {
+    let mut cur = path;
+    for _ in 0..MAX_TREE_DEPTH {
+        if cur == stop {
+            return None;
+        }
+        if let Some(b) = cur.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<Bdf>().ok()) {
+            return Some(b);
+        }
+        cur = cur.parent()?;
+    }
+    None
+}
+
+/// Expands a cpulist (`0-3,8,10-11`) with bounds; `None` if malformed.
+pub fn parse_cpulist(s: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    let t = s.trim();
+    if t.is_empty() {
+        return Some(out);
+    }
+    for part in t.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
+            None => {
+                let v = part.trim().parse::<u32>().ok()?;
+                (v, v)
+            }
+        };
+        if b < a || (b - a) as usize >= MAX_CPUS || out.len() + ((b - a) as usize) >= MAX_CPUS {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// PCI.
+
+fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRecord> {
+    let bdf: Bdf = name
+        .parse()
+        .map_err(|_| TopoError::parse(entry, "a directory entry named DDDD:BB:DD.F", name.as_bytes()))?;
+    let real = resolve_inside(entry, root_real)?;
+    if real.file_name().and_then(|n| n.to_str()) != Some(name) {
+        return Err(TopoError::BadLink {
+            path: entry.to_path_buf(),
+            what: format!("points to {}, whose name is not {name}", real.display()),
+        });
+    }
+    if !real.is_dir() {
+        return Err(TopoError::BadLink {
+            path: entry.to_path_buf(),
+            what: format!("points to {}, which is not a directory", real.display()),
+        });
+    }
+    // Parent: walk up the real path to the first bridge function or root bus.
+    let mut parent = None;
+    let mut cur = real.parent();
+    for _ in 0..MAX_TREE_DEPTH {
+        let Some(p) = cur else { break };
+        if p == root_real {
+            break;
+        }
+        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Ok(b) = n.parse::<Bdf>() {
+            parent = Some(ParentRef::Bridge(b));
+            break;
+        }
+        if parse_root_bus_name(n).is_some() {
+            parent = Some(ParentRef::RootBus(n.to_string()));
+            break;
+        }
+        cur = p.parent();
+    }
+    let parent = parent.ok_or_else(|| TopoError::ParentLoop {
+        device: bdf.to_string(),
+        path: real.clone(),
+        limit: MAX_TREE_DEPTH,
+    })?;
+
+    let vendor = read_hex(&real.join("vendor"), 0xffff, "a vendor id like 0x8086")? as u16;
+    let device = read_hex(&real.join("device"), 0xffff, "a device id like 0x1234")? as u16;
+    let class = read_hex(&real.join("class"), 0xff_ffff, "a class code like 0x010802")? as u32;
+    let numa_node = read_opt_dec::<i32>(&real.join("numa_node"), "a NUMA node number or -1")?;
+    let local_cpulist = match read_opt_text(&real.join("local_cpulist"))? {
+        None => None,
+        Some(t) => {
+            if parse_cpulist(&t).is_none() {
+                return Err(TopoError::parse(real.join("local_cpulist"), "a CPU list like 0-7,16-23", t.as_bytes()));
+            }
+            Some(t.trim().to_string())
+        }
+    };
+    let speed = |file: &str| -> Result<Option<LinkSpeed>> {
+        let p = real.join(file);
+        match read_opt_text(&p)? {
+            None => Ok(None),
+            Some(t) => LinkSpeed::parse(&t)
+                .map(Some)
+                .ok_or_else(|| TopoError::parse(&p, "a link speed like \"8.0 GT/s PCIe\" or \"Unknown\"", t.as_bytes())),
+        }
+    };
+    let current_link_speed = speed("current_link_speed")?;
+    let max_link_speed = speed("max_link_speed")?;
+    let current_link_width = read_opt_dec::<u8>(&real.join("current_link_width"), "a link width like 4")?;
+    let max_link_width = read_opt_dec::<u8>(&real.join("max_link_width"), "a link width like 4")?;
+    let label = read_opt_text(&real.join("label"))?
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let driver = link_name(&real.join("driver"))?;
+    let physfn = match fs::symlink_metadata(real.join("physfn")) {
+        Ok(_) => {
+            let p = resolve_inside(&real.join("physfn"), root_real)?;
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            Some(n.parse::<Bdf>().map_err(|_| {
+                TopoError::parse(real.join("physfn"), "a link to a PCI function", n.as_bytes())
+            })?)
+        }
+        Err(_) => None,
+    };
+    let config_path = real.join("config");
+    let config = match read_bytes(&config_path) {
+        Ok(b) => Ok(b),
+        Err(TopoError::Io { source, .. }) => Err(format!("{}: {source}", config_path.display())),
+        Err(e) => Err(e.to_string()),
+    };
+    let bars = match read_opt_text(&real.join("resource"))? {
+        None => Vec::new(),
+        Some(t) => parse_resource(&real.join("resource"), &t)?,
+    };
+    let p2p_dir = real.join("p2pmem");
+    let p2pmem = if p2p_dir.is_dir() {
+        let size_bytes = parse_dec::<u64>(&p2p_dir.join("size"), &read_text(&p2p_dir.join("size"))?, "a byte count")?;
+        let available_bytes = parse_dec::<u64>(
+            &p2p_dir.join("available"),
+            &read_text(&p2p_dir.join("available"))?,
+            "a byte count",
+        )?;
+        let published_text = read_text(&p2p_dir.join("published"))?;
+        let published = match published_text.trim() {
+            "0" => false,
+            "1" => true,
+            _ => {
+                return Err(TopoError::parse(p2p_dir.join("published"), "0 or 1", published_text.as_bytes()));
+            }
+        };
+        if available_bytes > size_bytes {
+            return Err(TopoError::parse(
+                p2p_dir.join("available"),
+                "a byte count no larger than p2pmem/size",
+                available_bytes.to_string().as_bytes(),
+            ));
+        }
+        Some(P2pProvider {
+            size_bytes,
+            available_bytes,
+            published,
+            allocate: p2p_dir.join("allocate").exists(),
+        })
+    } else {
+        None
+    };
+    Ok(PciRecord {
+        bdf,
+        real_path: real,
+        parent,
+        vendor,
+        device,
+        class,
+        numa_node,
+        local_cpulist,
+        current_link_speed,
+        max_link_speed,
+        current_link_width,
+        max_link_width,
+        label,
+        driver,
+        physfn,
+        config,
+        bars,
+        p2pmem,
+    })
+}
+
+/// Parses the `resource` file: one `start end flags` line (hex) per resource; BARs are lines 0-5.
+fn parse_resource(path: &Path, text: &str) -> Result<Vec<Bar>> {
+    let mut bars = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() != 3 {
+            return Err(TopoError::parse(path, "lines of three hex numbers (start end flags)", line.as_bytes()));
+        }
+        let start = parse_hex_prefixed(path, fields[0], u64::MAX, "a hex address")?;
+        let end = parse_hex_prefixed(path, fields[1], u64::MAX, "a hex address")?;
+        let _flags = parse_hex_prefixed(path, fields[2], u64::MAX, "hex flags")?;
+        if i < 6 && (start != 0 || end != 0) {
+            if end < start {
+                return Err(TopoError::parse(path, "end >= start", line.as_bytes()));
+            }
+            bars.push(Bar {
+                index: i as u8,
+                start,
+                size: (end - start).saturating_add(1),
+            });
+        }
+    }
+    Ok(bars)
+}
+
+// ---------------------------------------------------------------------------------------------
+// NVMe, block, CPU, NUMA, IOMMU.
+
+fn is_nvme_ns_name(n: &str) -> bool {
+    // nvmeXnY or nvmeXcYnZ
+    let Some(rest) = n.strip_prefix("nvme") else { return false };
+    let mut parts = rest.split(['c', 'n']);
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let first = parts.next().unwrap_or("");
+    let others: Vec<&str> = parts.collect();
+    all_digits(first) && (others.len() == 1 || others.len() == 2) && others.iter().all(|s| all_digits(s))
+}
+
+fn is_nvme_path_name(n: &str) -> bool {
+    is_nvme_ns_name(n) && n["nvme".len()..].contains('c')
+}
+
+/// Controllers, and subsystem name -> controller names.
+type NvmeRead = (Vec<NvmeRecord>, BTreeMap<String, Vec<String>>);
+
+fn read_nvme(root: &Path, root_real: &Path, pci: &BTreeSet<Bdf>) -> Result<NvmeRead> {
+    let mut out = Vec::new();
+    let class_dir = root.join("class/nvme");
+    for name in list_dir_opt(&class_dir)?.unwrap_or_default() {
+        let entry = class_dir.join(&name);
+        let real = resolve_inside(&entry, root_real)?;
+        let pci_fn = match fs::symlink_metadata(real.join("device")) {
+            Ok(_) => {
+                let dev = resolve_inside(&real.join("device"), root_real)?;
+                dev.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.parse::<Bdf>().ok())
+                    .filter(|b| pci.contains(b))
+            }
+            Err(_) => None,
+        };
+        let trimmed = |f: &str| -> Result<Option<String>> {
+            Ok(read_opt_text(&real.join(f))?.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+        };
+        let mut namespaces: Vec<String> = list_dir(&real)?
+            .into_iter()
+            .filter(|n| is_nvme_ns_name(n) && real.join(n).is_dir())
+            .collect();
+        namespaces.sort_by_key(|a| natural_key(a));
+        out.push(NvmeRecord {
+            name: name.clone(),
+            pci: pci_fn,
+            transport: trimmed("transport")?,
+            model: trimmed("model")?,
+            serial: trimmed("serial")?,
+            cmbsz: read_opt_dec::<u32>(&real.join("cmbsz"), "CMBSZ as a decimal number")?,
+            cmbloc: read_opt_dec::<u32>(&real.join("cmbloc"), "CMBLOC as a decimal number")?,
+            namespaces,
+            real_path: real,
+        });
+    }
+    let mut subsystems = BTreeMap::new();
+    let sub_dir = root.join("class/nvme-subsystem");
+    for sname in list_dir_opt(&sub_dir)?.unwrap_or_default() {
+        let sreal = resolve_inside(&sub_dir.join(&sname), root_real)?;
+        let mut ctrls = Vec::new();
+        for n in list_dir(&sreal)? {
+            let p = sreal.join(&n);
+            let is_link = fs::symlink_metadata(&p).map(|m| m.file_type().is_symlink()).unwrap_or(false);
+            if is_link && n.starts_with("nvme") && n[4..].bytes().all(|b| b.is_ascii_digit()) && n.len() > 4 {
+                ctrls.push(n);
+            }
+        }
+        subsystems.insert(sname, ctrls);
+    }
+    Ok((out, subsystems))
+}
+
+fn read_block(root: &Path, root_real: &Path) -> Result<Vec<BlockRecord>> {
+    let mut out = Vec::new();
+    let class_dir = root.join("class/block");
+    let devices_dir = root_real.join("devices");
+    for name in list_dir_opt(&class_dir)?.unwrap_or_default() {
+        let entry = class_dir.join(&name);
+        let real = resolve_inside(&entry, root_real)?;
+        let is_partition = real.join("partition").exists();
+        let has_md = real.join("md").is_dir();
+        let has_dm = real.join("dm").is_dir();
+        let detail = if has_dm {
+            read_opt_text(&real.join("dm/name"))?.map(|s| s.trim().to_string())
+        } else if has_md {
+            read_opt_text(&real.join("md/level"))?.map(|s| s.trim().to_string())
+        } else {
+            None
+        };
+        let slaves = list_dir_opt(&real.join("slaves"))?.unwrap_or_default();
+        let pci = nearest_bdf_ancestor(&real, &devices_dir);
+        out.push(BlockRecord {
+            name,
+            real_path: real,
+            is_partition,
+            has_md,
+            has_dm,
+            detail,
+            slaves,
+            pci,
+        });
+    }
+    Ok(out)
+}
+
+/// Parses `/sys/devices/system/cpu/modalias`: `cpu:type:x86,ven0002fam0019mod0001:feature:...`.
+pub fn parse_cpu_modalias(text: &str) -> Option<Cpu> {
+    let t = text.trim();
+    let rest = t.strip_prefix("cpu:type:")?;
+    let typ = rest.split(":feature:").next()?;
+    let mut cpu = Cpu::default();
+    if let Some(x86) = typ.strip_prefix("x86,") {
+        cpu.arch = "x86".to_string();
+        let ven = x86.strip_prefix("ven")?;
+        let (ven, rest) = (ven.get(..4)?, ven.get(4..)?);
+        let fam = rest.strip_prefix("fam")?;
+        let (fam, rest) = (fam.get(..4)?, fam.get(4..)?);
+        let model = rest.strip_prefix("mod")?.get(..4)?;
+        cpu.vendor = CpuVendor::from_x86_code(u32::from_str_radix(ven, 16).ok()?);
+        cpu.family = Some(u32::from_str_radix(fam, 16).ok()?);
+        cpu.model = Some(u32::from_str_radix(model, 16).ok()?);
+    } else {
+        if typ.is_empty() || !typ.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return None;
+        }
+        cpu.arch = typ.to_string();
+        cpu.vendor = if typ.starts_with("aarch64") || typ.starts_with("arm") {
+            CpuVendor::Arm
+        } else {
+            CpuVendor::Unknown
+        };
+    }
+    Some(cpu)
+}
+
+fn read_cpu_and_numa(root_real: &Path) -> Result<(Cpu, Vec<NumaNode>)> {
+    let cpu_dir = root_real.join("devices/system/cpu");
+    let mut cpu = match read_opt_text(&cpu_dir.join("modalias"))? {
+        None => Cpu::default(),
+        Some(t) => parse_cpu_modalias(&t).ok_or_else(|| {
+            TopoError::parse(cpu_dir.join("modalias"), "cpu:type:<arch>[,venXXXXfamXXXXmodXXXX]:feature:...", t.as_bytes())
+        })?,
+    };
+    let mut package_of: BTreeMap<u32, u32> = BTreeMap::new();
+    for n in list_dir_opt(&cpu_dir)?.unwrap_or_default() {
+        let Some(id) = n.strip_prefix("cpu").and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let p = cpu_dir.join(&n).join("topology/physical_package_id");
+        if let Some(pkg) = read_opt_dec::<i64>(&p, "a package number")? {
+            if pkg >= 0 {
+                package_of.insert(id, pkg as u32);
+            }
+        }
+    }
+    let sockets: BTreeSet<u32> = package_of.values().copied().collect();
+    if !sockets.is_empty() {
+        cpu.sockets = Some(sockets.len() as u32);
+    }
+    let node_dir = root_real.join("devices/system/node");
+    let mut nodes = Vec::new();
+    for n in list_dir_opt(&node_dir)?.unwrap_or_default() {
+        let Some(id) = n.strip_prefix("node").and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let cl_path = node_dir.join(&n).join("cpulist");
+        let cpulist = read_opt_text(&cl_path)?.map(|s| s.trim().to_string());
+        let mut socket = None;
+        if let Some(cl) = &cpulist {
+            let cpus = parse_cpulist(cl).ok_or_else(|| TopoError::parse(&cl_path, "a CPU list like 0-7,16-23", cl.as_bytes()))?;
+            let pk: BTreeSet<u32> = cpus.iter().filter_map(|c| package_of.get(c).copied()).collect();
+            if pk.len() == 1 {
+                socket = pk.into_iter().next();
+            }
+        }
+        nodes.push(NumaNode {
+            id,
+            cpulist: cpulist.filter(|s| !s.is_empty()),
+            socket,
+        });
+    }
+    Ok((cpu, nodes))
+}
+
+fn read_iommu(root_real: &Path) -> Result<Iommu> {
+    let class = root_real.join("class/iommu");
+    let Some(units) = list_dir_opt(&class)? else {
+        return Ok(Iommu {
+            status: IommuStatus::Unknown,
+            units: Vec::new(),
+            default_domain: None,
+            note: Some(format!("{} does not exist (kernel without IOMMU sysfs support?)", class.display())),
+        });
+    };
+    let mut domains = BTreeSet::new();
+    let groups = root_real.join("kernel/iommu_groups");
+    for g in list_dir_opt(&groups)?.unwrap_or_default() {
+        if let Some(t) = read_opt_text(&groups.join(&g).join("type"))? {
+            domains.insert(t.trim().to_string());
+        }
+    }
+    Ok(Iommu {
+        status: if units.is_empty() { IommuStatus::Off } else { IommuStatus::On },
+        default_domain: if domains.len() == 1 { domains.into_iter().next() } else { None },
+        units,
+        note: None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public entry points.
+
+/// Reads every record under `root` (normally `/sys`). Files -> records; no interpretation.
+pub fn read_records(root: &Path) -> Result<SysfsRecords> {
+    let root_real = fs::canonicalize(root).map_err(|e| TopoError::io(root, e))?;
+    let pci_dir = root_real.join("bus/pci/devices");
+    if !pci_dir.is_dir() {
+        return Err(TopoError::NotSysfs {
+            path: root.to_path_buf(),
+            what: format!("{} is not a directory", pci_dir.display()),
+        });
+    }
+    let mut pci = Vec::new();
+    for name in list_dir(&pci_dir)? {
+        pci.push(read_pci_function(&pci_dir.join(&name), &name, &root_real)?);
+    }
+    pci.sort_by_key(|r| r.bdf);
+    let known: BTreeSet<Bdf> = pci.iter().map(|r| r.bdf).collect();
+    for r in &pci {
+        if let ParentRef::Bridge(b) = r.parent {
+            if !known.contains(&b) {
+                return Err(TopoError::BadLink {
+                    path: r.real_path.clone(),
+                    what: format!("parent directory {b} is not listed in {}", pci_dir.display()),
+                });
+            }
+        }
+    }
+    let (nvme, nvme_subsystems) = read_nvme(&root_real, &root_real, &known)?;
+    let block = read_block(&root_real, &root_real)?;
+    let (cpu, numa_nodes) = read_cpu_and_numa(&root_real)?;
+    let iommu = read_iommu(&root_real)?;
+    Ok(SysfsRecords {
+        root: root.to_path_buf(),
+        pci,
+        nvme,
+        nvme_subsystems,
+        block,
+        cpu,
+        numa_nodes,
+        iommu,
+    })
+}
+
+/// Records -> model: upstream bridges from the real paths, port roles from config space (or the
+/// tree), ACS from config space, kinds from class codes, stacked block devices resolved.
+pub fn derive(records: &SysfsRecords) -> Result<Topology> {
+    let mut topo = Topology::empty();
+    topo.source = Some(format!("sysfs:{}", records.root.display()));
+    topo.cpu = records.cpu.clone();
+    topo.iommu = records.iommu.clone();
+    topo.numa_nodes = records.numa_nodes.clone();
+    for r in &records.pci {
+        let mut d = PciDevice::new(r.bdf, r.vendor, r.device, r.class);
+        d.upstream = match &r.parent {
+            ParentRef::Bridge(b) => Some(*b),
+            ParentRef::RootBus(_) => None,
+        };
+        if let ParentRef::RootBus(name) = &r.parent {
+            // A function on a root bus must carry that bus's number.
+            if *name != r.bdf.root_bus_name() {
+                return Err(TopoError::BadLink {
+                    path: r.real_path.clone(),
+                    what: format!("function {} sits directly under root bus {name}", r.bdf),
+                });
+            }
+        }
+        d.label = r.label.clone();
+        d.driver = r.driver.clone();
+        d.numa_node = r.numa_node.and_then(|n| u32::try_from(n).ok());
+        d.local_cpus = r.local_cpulist.clone();
+        d.physfn = r.physfn;
+        d.bars = r.bars.clone();
+        d.p2pmem = r.p2pmem;
+        if r.current_link_speed.is_some() || r.current_link_width.is_some() || r.max_link_speed.is_some() {
+            d.link = Some(Link {
+                current_speed: r.current_link_speed.unwrap_or(LinkSpeed::UNKNOWN),
+                max_speed: r.max_link_speed.unwrap_or(LinkSpeed::UNKNOWN),
+                current_width: r.current_link_width,
+                max_width: r.max_link_width,
+            });
+        }
+        match &r.config {
+            Ok(cfg) => {
+                d.acs = pcicfg::acs_state(cfg);
+                d.role = match pcicfg::pcie_type(cfg) {
+                    Some(PcieType::RootPort) => PortRole::RootPort,
+                    Some(PcieType::SwitchUpstream) => PortRole::SwitchUpstream,
+                    Some(PcieType::SwitchDownstream) => PortRole::SwitchDownstream,
+                    Some(PcieType::PcieToPciBridge) | Some(PcieType::PciToPcieBridge) => PortRole::PcieToPciBridge,
+                    Some(PcieType::RootComplexIntegrated) => PortRole::IntegratedEndpoint,
+                    Some(PcieType::Endpoint) | Some(PcieType::LegacyEndpoint) if !d.is_bridge_class() => {
+                        if d.class >> 8 == 0x0600 {
+                            PortRole::HostBridge
+                        } else {
+                            PortRole::Endpoint
+                        }
+                    }
+                    _ => PortRole::Auto,
+                };
+            }
+            Err(why) => {
+                d.acs = AcsState::Unknown {
+                    reason: format!("config space not readable: {why}"),
+                };
+            }
+        }
+        topo.devices.push(d);
+    }
+    // Host bridges, with the NUMA node of their functions when they agree.
+    let mut hb_nodes: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for r in &records.pci {
+        let chain_root = root_of(records, r.bdf);
+        let e = hb_nodes.entry(chain_root).or_default();
+        if let Some(n) = r.numa_node.and_then(|n| u32::try_from(n).ok()) {
+            e.insert(n);
+        }
+    }
+    for (name, nodes) in hb_nodes {
+        topo.host_bridges.push(HostBridge {
+            name,
+            numa_node: if nodes.len() == 1 { nodes.into_iter().next() } else { None },
+            label: None,
+        });
+    }
+    // NVMe controllers.
+    for n in &records.nvme {
+        let cmb = match (n.cmbsz, n.cmbloc) {
+            (Some(sz), loc) if sz != 0 => Some(Cmb {
+                cmbsz: sz,
+                cmbloc: loc.unwrap_or(0),
+            }),
+            _ => None,
+        };
+        let subsystem = records
+            .nvme_subsystems
+            .iter()
+            .find(|(_, ctrls)| ctrls.contains(&n.name))
+            .map(|(s, _)| s.clone());
+        topo.nvme_controllers.push(NvmeController {
+            name: n.name.clone(),
+            pci: n.pci,
+            transport: n.transport.clone().unwrap_or_else(|| "unknown".to_string()),
+            model: n.model.clone(),
+            serial: n.serial.clone(),
+            subsystem,
+            cmb,
+            namespaces: n.namespaces.clone(),
+        });
+    }
+    // Block devices (partitions left out; a stacked device on a partition names its disk).
+    let names: BTreeSet<&str> = records.block.iter().filter(|b| !b.is_partition).map(|b| b.name.as_str()).collect();
+    let partition_parent: BTreeMap<&str, String> = records
+        .block
+        .iter()
+        .filter(|b| b.is_partition)
+        .filter_map(|b| {
+            let parent = b.real_path.parent()?.file_name()?.to_str()?.to_string();
+            Some((b.name.as_str(), parent))
+        })
+        .collect();
+    let mut blocks = Vec::new();
+    for b in records.block.iter().filter(|b| !b.is_partition) {
+        let in_subsys = b
+            .real_path
+            .components()
+            .any(|c| c.as_os_str() == "nvme-subsystem");
+        let kind = if b.has_md {
+            BlockKind::Md
+        } else if b.has_dm {
+            BlockKind::Dm
+        } else if is_nvme_path_name(&b.name) {
+            BlockKind::NvmeNamespacePath
+        } else if is_nvme_ns_name(&b.name) && in_subsys {
+            BlockKind::NvmeMultipathHead
+        } else if is_nvme_ns_name(&b.name) {
+            BlockKind::NvmeNamespace
+        } else if b.real_path.components().any(|c| c.as_os_str().to_string_lossy().starts_with("virtio")) {
+            BlockKind::Virtio
+        } else {
+            BlockKind::Other
+        };
+        let mut members: Vec<String> = b
+            .slaves
+            .iter()
+            .map(|s| partition_parent.get(s.as_str()).cloned().unwrap_or_else(|| s.clone()))
+            .filter(|s| names.contains(s.as_str()))
+            .collect();
+        if kind == BlockKind::NvmeMultipathHead {
+            // nvme<subsys>n<nsid> has paths nvme<subsys>c<ctrl>n<nsid>.
+            if let Some((sub, nsid)) = b.name["nvme".len()..].split_once('n') {
+                for other in &names {
+                    if let Some(rest) = other.strip_prefix(&format!("nvme{sub}c")) {
+                        if rest.split_once('n').map(|(_, ns)| ns) == Some(nsid) {
+                            members.push(other.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        members.sort_by_key(|a| natural_key(a));
+        members.dedup();
+        blocks.push(BlockDevice {
+            name: b.name.clone(),
+            kind,
+            pci: b.pci.into_iter().collect(),
+            members,
+            detail: b.detail.clone(),
+        });
+    }
+    // Stacked devices carry their members' PCI functions (bounded passes for nested stacks).
+    for _ in 0..8 {
+        let snapshot: BTreeMap<String, Vec<Bdf>> = blocks.iter().map(|b| (b.name.clone(), b.pci.clone())).collect();
+        let mut changed = false;
+        for b in blocks.iter_mut() {
+            for m in b.members.clone() {
+                for p in snapshot.get(&m).cloned().unwrap_or_default() {
+                    if !b.pci.contains(&p) {
+                        b.pci.push(p);
+                        changed = true;
+                    }
+                }
+            }
+            b.pci.sort();
+        }
+        if !changed {
+            break;
+        }
+    }
+    topo.block_devices = blocks;
+    topo.normalize()?;
+    Ok(topo)
+}
+
+fn root_of(records: &SysfsRecords, bdf: Bdf) -> String {
+    let mut cur = bdf;
+    for _ in 0..=records.pci.len() {
+        match records.pci.iter().find(|r| r.bdf == cur).map(|r| &r.parent) {
+            Some(ParentRef::Bridge(b)) => cur = *b,
+            Some(ParentRef::RootBus(name)) => return name.clone(),
+            None => break,
+        }
+    }
+    cur.root_bus_name()
+}
+
+/// Reads and derives in one step.
+pub fn read_topology(root: &Path) -> Result<Topology> {
+    derive(&read_records(root)?)
+}

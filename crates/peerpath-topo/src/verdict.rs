@@ -1,0 +1,864 @@
+//! The kernel's P2PDMA verdict, re-implemented from the model, and peerpath's own conclusion
+//! with reasons in words and remedies.
+//!
+//! [`kernel_map`] follows `calc_map_type_and_dist()` in `drivers/pci/p2pdma.c` step by step:
+//!
+//! ```text
+//!                 [host bridge pci0000:00]            <- allow-list / AMD Zen decides here
+//!                    |                 |
+//!               root port A       root port B         distance counts functions walked:
+//!                    |                 |                provider, its bridges, ... up to the
+//!            switch upstream port   SSD 3              first common upstream bridge, and the
+//!              |            |                          same on the client side.
+//!      downstream 1   downstream 2   <- ACS RR/CR/EC here turns a switch-local path into one
+//!          |              |             through the host bridge
+//!        CSP 0          SSD 1        CSP0 <-> SSD1: BUS_ADDR, distance 4
+//!                                    CSP0 <-> SSD3: no common bridge: THRU_HOST_BRIDGE if
+//!                                                  allowed, else NOT_SUPPORTED
+//! ```
+//!
+//! [`verdict`] adds what the kernel checks elsewhere (the block layer's P2P queue feature, the
+//! provider's published memory, CMB registration) and peerpath's placement rule (no P2P across
+//! sockets).
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::allowlist;
+use crate::bdf::Bdf;
+use crate::error::{Result, TopoError};
+use crate::model::*;
+
+/// The kernel's answer for one provider/client pair (`enum pci_p2pdma_map_type`), and
+/// peerpath's conclusion when it is not the kernel's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "path", rename_all = "snake_case")]
+pub enum P2pPath {
+    /// `PCI_P2PDMA_MAP_BUS_ADDR`: TLPs stay below a common switch; bus addresses.
+    BusAddress { distance: u32 },
+    /// `PCI_P2PDMA_MAP_THRU_HOST_BRIDGE`: TLPs go up to the root complex and back down.
+    ThroughHostBridge { distance: u32 },
+    /// `PCI_P2PDMA_MAP_NOT_SUPPORTED`, or peerpath refuses for the given reason.
+    NotSupported { reason: Reason },
+}
+
+impl P2pPath {
+    pub fn is_supported(&self) -> bool {
+        !matches!(self, P2pPath::NotSupported { .. })
+    }
+
+    pub fn distance(&self) -> Option<u32> {
+        match self {
+            P2pPath::BusAddress { distance } | P2pPath::ThroughHostBridge { distance } => Some(*distance),
+            P2pPath::NotSupported { .. } => None,
+        }
+    }
+
+    /// A matrix cell: `B4`, `H6`, `--`.
+    pub fn short(&self) -> String {
+        match self {
+            P2pPath::BusAddress { distance } => format!("B{distance}"),
+            P2pPath::ThroughHostBridge { distance } => format!("H{distance}"),
+            P2pPath::NotSupported { reason } => format!("x{}", reason.code()),
+        }
+    }
+}
+
+impl fmt::Display for P2pPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            P2pPath::BusAddress { distance } => write!(f, "bus address (below a common switch), distance {distance}"),
+            P2pPath::ThroughHostBridge { distance } => write!(f, "through the host bridge, distance {distance}"),
+            P2pPath::NotSupported { reason } => write!(f, "not supported: {}", reason.describe()),
+        }
+    }
+}
+
+/// A host bridge as the allow-list sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostBridgeId {
+    /// `pci0000:00`
+    pub name: String,
+    /// The function compared with the allow-list, with its ids; `None` if the first function
+    /// on the root bus is neither 00.0 nor a root port.
+    pub device: Option<(Bdf, u16, u16)>,
+    /// The allow-list family it matched, if any.
+    pub allow_listed: Option<&'static str>,
+    pub same_host_bridge_only: bool,
+}
+
+impl fmt::Display for HostBridgeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.device {
+            Some((bdf, v, d)) => write!(f, "{} ({bdf} {v:04x}:{d:04x})", self.name),
+            None => write!(f, "{} (no 00.0 function or root port first on the root bus)", self.name),
+        }
+    }
+}
+
+/// Why the ACS bits on a path are set, as far as we can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AcsCause {
+    /// An IOMMU driver is active: the kernel enabled ACS on every capable bridge.
+    Iommu,
+    /// Firmware or a kernel parameter (`pci=config_acs=`) set them.
+    FirmwareOrBootParameter,
+    /// Not read (config space not readable) but assumed set because the IOMMU is on.
+    AssumedFromIommu,
+}
+
+/// One reason, in a form that renders to words and a remedy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Reason {
+    /// ACS redirect (RR/CR/EC) on bridges between the two: TLPs go to the root complex.
+    AcsRedirect { bridges: Vec<Bdf>, cause: AcsCause },
+    /// No common switch (or ACS sent it up) and the root complex may not route P2P:
+    /// host bridge not on the allow-list and the CPU not AMD Zen.
+    HostBridgeNotAllowed {
+        provider_host_bridge: HostBridgeId,
+        client_host_bridge: HostBridgeId,
+        cpu: String,
+    },
+    /// The client is a block device whose queue lacks the P2P feature (md, dm, multipath head).
+    StackedBlockDevice { device: String, kind: BlockKind, members: Vec<String> },
+    /// The client is not a PCI device (virtual, fabrics).
+    NotPci { device: String },
+    /// The provider has no P2P memory at all.
+    NoP2pMemory { device: Bdf, detail: String },
+    /// The provider is an NVMe controller whose CMB the driver did not register.
+    CmbNotRegistered { device: Bdf, controller: String, problem: String },
+    /// The provider's CMB is registered but not published: CMBSZ lacks RDS and/or WDS.
+    CmbNotPublished { device: Bdf, controller: String, missing: Vec<String> },
+    /// The provider's memory (not a CMB) is registered but not published.
+    ProviderNotPublished { device: Bdf },
+    /// The provider has no free P2P memory left.
+    ProviderExhausted { device: Bdf, size_bytes: u64 },
+    /// The two devices hang off different CPU sockets (peerpath never plans P2P across them).
+    CrossSocket { provider_node: u32, client_node: u32, provider_socket: u32, client_socket: u32 },
+    /// Different NUMA nodes on one socket, or sockets unknown.
+    DifferentNumaNodes { provider_node: u32, client_node: u32 },
+    /// ACS on these functions could not be read; the verdict assumes no redirect.
+    AcsUnknown { devices: Vec<Bdf>, why: String },
+    /// The CPU is AMD Zen, so the kernel allows P2P through the root complex without the allow-list.
+    CpuAllowsRootComplex { cpu: String },
+    /// The host bridge is on the allow-list.
+    HostBridgeAllowListed { host_bridge: HostBridgeId },
+    /// The IOMMU is on: THRU_HOST_BRIDGE pages are mapped through it (IOVA), kernel 6.0+.
+    IommuMapsP2p { units: Vec<String> },
+    /// An emulated device: functional only (QEMU bounces peer DMA).
+    Emulated { devices: Vec<Bdf> },
+}
+
+/// How much a reason matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// P2P will fail.
+    Blocks,
+    /// P2P works, but through the root complex instead of below a switch.
+    Reroutes,
+    /// Worth knowing; the verdict may be wrong or slow because of it.
+    Caveat,
+    /// Explains the verdict.
+    Info,
+}
+
+impl Reason {
+    /// A short code for matrix cells.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reason::AcsRedirect { .. } => "acs",
+            Reason::HostBridgeNotAllowed { .. } => "hb",
+            Reason::StackedBlockDevice { .. } => "blk",
+            Reason::NotPci { .. } => "pci",
+            Reason::NoP2pMemory { .. } => "mem",
+            Reason::CmbNotRegistered { .. } => "cmb",
+            Reason::CmbNotPublished { .. } => "pub",
+            Reason::ProviderNotPublished { .. } => "pub",
+            Reason::ProviderExhausted { .. } => "full",
+            Reason::CrossSocket { .. } => "numa",
+            Reason::DifferentNumaNodes { .. } => "node",
+            Reason::AcsUnknown { .. } => "acs?",
+            Reason::CpuAllowsRootComplex { .. } => "zen",
+            Reason::HostBridgeAllowListed { .. } => "list",
+            Reason::IommuMapsP2p { .. } => "iommu",
+            Reason::Emulated { .. } => "emu",
+        }
+    }
+
+    /// What happens, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Reason::AcsRedirect { bridges, cause } => {
+                let list = join_bdfs(bridges);
+                match cause {
+                    AcsCause::Iommu => format!(
+                        "the IOMMU is on, so the kernel enabled ACS redirect (RR/CR) on {list}: P2P TLPs are sent up to the root complex instead of across the switch"
+                    ),
+                    AcsCause::AssumedFromIommu => format!(
+                        "the IOMMU is on and ACS could not be read on {list}; the kernel enables ACS redirect when an IOMMU is active, so P2P TLPs are assumed to go up to the root complex"
+                    ),
+                    AcsCause::FirmwareOrBootParameter => format!(
+                        "ACS redirect (RR/CR/EC) is set on {list}: P2P TLPs are sent up to the root complex instead of across the switch"
+                    ),
+                }
+            }
+            Reason::HostBridgeNotAllowed {
+                provider_host_bridge,
+                client_host_bridge,
+                cpu,
+            } => {
+                let same = provider_host_bridge.name == client_host_bridge.name;
+                let hb = if same {
+                    format!("host bridge {provider_host_bridge}")
+                } else {
+                    format!("host bridges {provider_host_bridge} and {client_host_bridge}")
+                };
+                let why = if same {
+                    "is not on the kernel's P2PDMA allow-list".to_string()
+                } else if provider_host_bridge.allow_listed.is_some()
+                    && client_host_bridge.allow_listed.is_some()
+                    && (provider_host_bridge.same_host_bridge_only || client_host_bridge.same_host_bridge_only)
+                {
+                    "are allow-listed only for P2P within one host bridge".to_string()
+                } else {
+                    "are not both on the kernel's P2PDMA allow-list".to_string()
+                };
+                format!(
+                    "the path must cross the root complex, and {hb} {why}; the CPU ({cpu}) is not AMD Zen or newer, so the kernel refuses (\"do not share an upstream bridge or whitelisted host bridge\")"
+                )
+            }
+            Reason::StackedBlockDevice { device, kind, members } => {
+                let m = if members.is_empty() {
+                    String::new()
+                } else {
+                    format!(" over {}", members.join(", "))
+                };
+                format!(
+                    "{device} is an {}{m}; its queue does not advertise P2P (BLK_FEAT_PCI_P2PDMA is not inherited), so O_DIRECT I/O with P2P pages fails with EREMOTEIO (121, Remote I/O error)",
+                    kind.short()
+                )
+            }
+            Reason::NotPci { device } => format!(
+                "{device} is not backed by a PCI function (virtual or fabrics device): the kernel cannot do P2P DMA with it"
+            ),
+            Reason::NoP2pMemory { device, detail } => {
+                format!("{device} exposes no P2P memory (no p2pmem/ directory): {detail}")
+            }
+            Reason::CmbNotRegistered {
+                device,
+                controller,
+                problem,
+            } => format!("{controller} ({device}) has a CMB but the nvme driver did not register it as P2P memory: {problem}"),
+            Reason::CmbNotPublished {
+                device,
+                controller,
+                missing,
+            } => format!(
+                "the CMB of {controller} ({device}) is registered but not published: CMBSZ lacks {} (nvme publishes only with both RDS and WDS). In-kernel users (nvmet) will not find it, and the controller may reject data pointers into its own CMB; a user-space mmap of p2pmem/allocate still succeeds",
+                missing.join(" and ")
+            ),
+            Reason::ProviderNotPublished { device } => format!(
+                "{device} registered P2P memory but did not publish it: it is reserved for its own driver"
+            ),
+            Reason::ProviderExhausted { device, size_bytes } => format!(
+                "{device} has no free P2P memory ({} registered, 0 available): allocations fail with ENOMEM",
+                crate::render::human_bytes(*size_bytes)
+            ),
+            Reason::CrossSocket {
+                provider_node,
+                client_node,
+                provider_socket,
+                client_socket,
+            } => format!(
+                "the devices are on different sockets (NUMA node {provider_node} on socket {provider_socket}, node {client_node} on socket {client_socket}): the kernel would route it through both root complexes and the inter-socket link; peerpath never plans P2P across sockets"
+            ),
+            Reason::DifferentNumaNodes {
+                provider_node,
+                client_node,
+            } => format!("the devices are on different NUMA nodes ({provider_node} and {client_node})"),
+            Reason::AcsUnknown { devices, why } => format!(
+                "ACS could not be read on {} ({why}); the verdict assumes no ACS redirect there",
+                join_bdfs(devices)
+            ),
+            Reason::CpuAllowsRootComplex { cpu } => format!(
+                "no common switch, but the CPU ({cpu}) is AMD Zen or newer, so the kernel allows P2P through the root complex (cpu_supports_p2pdma)"
+            ),
+            Reason::HostBridgeAllowListed { host_bridge } => format!(
+                "no common switch, but host bridge {host_bridge} is on the kernel's allow-list ({})",
+                host_bridge.allow_listed.unwrap_or("?")
+            ),
+            Reason::IommuMapsP2p { units } => format!(
+                "the IOMMU is on ({}): P2P through the host bridge is mapped through it (IOVA, kernel 6.0+)",
+                units.join(", ")
+            ),
+            Reason::Emulated { devices } => format!(
+                "{} emulated: QEMU bounces peer DMA through its own buffers, so this path is functional but not fast",
+                if devices.len() == 1 {
+                    format!("{} is", devices[0])
+                } else {
+                    format!("{} are", join_bdfs(devices))
+                }
+            ),
+        }
+    }
+
+    /// What to change, or `None` when nothing needs changing.
+    pub fn remedy(&self) -> Option<String> {
+        match self {
+            Reason::AcsRedirect { bridges, cause } => {
+                let param = disable_acs_redir_param(bridges);
+                Some(match cause {
+                    AcsCause::Iommu | AcsCause::AssumedFromIommu => format!(
+                        "boot with `{param}` to clear ACS redirect on these bridges (the IOMMU stays on, but their devices share an IOMMU group), or turn the IOMMU off (intel_iommu=off / amd_iommu=off); `iommu=pt` does not help, ACS stays on"
+                    ),
+                    AcsCause::FirmwareOrBootParameter => format!(
+                        "boot with `{param}` (or turn ACS off for these ports in the firmware setup)"
+                    ),
+                })
+            }
+            Reason::HostBridgeNotAllowed { .. } => Some(
+                "put both devices below one PCIe switch (with ACS redirect off), or use a platform whose host bridge is on the allow-list (see peerpath_topo::allowlist) or an AMD Zen CPU; otherwise use a host bounce buffer".to_string(),
+            ),
+            Reason::StackedBlockDevice { kind, members, .. } => Some(match kind {
+                BlockKind::NvmeMultipathHead => format!(
+                    "boot with nvme_core.multipath=N so each controller exposes its own namespace{}, or use NVMe passthrough on the per-controller char device (/dev/ngXnY, untested)",
+                    if members.is_empty() { String::new() } else { format!(" (today's paths: {})", members.join(", ")) }
+                ),
+                _ => format!(
+                    "do P2P I/O to the member devices directly{} and do the striping/mapping in peerpath, or use a host bounce buffer",
+                    if members.is_empty() { String::new() } else { format!(" ({})", members.join(", ")) }
+                ),
+            }),
+            Reason::NotPci { .. } => Some("use a host bounce buffer for this device".to_string()),
+            Reason::NoP2pMemory { .. } => Some(
+                "pick a provider with P2P memory (an NVMe CMB of 2 MiB or more with RDS and WDS, or a device whose driver registers a BAR); the kernel needs CONFIG_PCI_P2PDMA".to_string(),
+            ),
+            Reason::CmbNotRegistered { .. } => Some(
+                "use a controller whose CMB size and BAR start are 2 MiB aligned (QEMU: cmb_size_mb >= 2)".to_string(),
+            ),
+            Reason::CmbNotPublished { .. } => Some(
+                "use a provider whose CMBSZ has both RDS and WDS (a CSP or CMB-capable SSD), or a host bounce buffer".to_string(),
+            ),
+            Reason::ProviderNotPublished { .. } => Some("pick a provider that publishes its memory".to_string()),
+            Reason::ProviderExhausted { .. } => Some(
+                "free allocations (munmap), or boot with nvme.use_cmb_sqes=0 if the driver's queues took the CMB".to_string(),
+            ),
+            Reason::CrossSocket { .. } => Some(
+                "pair the device with a provider on its own socket, or stage through a host buffer on the target's NUMA node".to_string(),
+            ),
+            Reason::AcsUnknown { .. } => Some(
+                "run as root (config space beyond 64 bytes needs CAP_SYS_ADMIN) or check `lspci -vvv` ACSCtl".to_string(),
+            ),
+            _ => None,
+        }
+    }
+
+    pub fn severity(&self) -> Severity {
+        match self {
+            Reason::AcsRedirect { .. } => Severity::Reroutes,
+            Reason::HostBridgeNotAllowed { .. }
+            | Reason::StackedBlockDevice { .. }
+            | Reason::NotPci { .. }
+            | Reason::NoP2pMemory { .. }
+            | Reason::CmbNotRegistered { .. }
+            | Reason::CmbNotPublished { .. }
+            | Reason::ProviderNotPublished { .. }
+            | Reason::CrossSocket { .. } => Severity::Blocks,
+            Reason::ProviderExhausted { .. } | Reason::DifferentNumaNodes { .. } | Reason::AcsUnknown { .. } => {
+                Severity::Caveat
+            }
+            Reason::CpuAllowsRootComplex { .. }
+            | Reason::HostBridgeAllowListed { .. }
+            | Reason::IommuMapsP2p { .. }
+            | Reason::Emulated { .. } => Severity::Info,
+        }
+    }
+}
+
+fn join_bdfs(v: &[Bdf]) -> String {
+    v.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The boot parameter that clears ACS redirect on `bridges`, as the kernel prints it.
+pub fn disable_acs_redir_param(bridges: &[Bdf]) -> String {
+    format!(
+        "pci=disable_acs_redir={}",
+        bridges.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(";")
+    )
+}
+
+/// The topology part of the verdict: exactly what `calc_map_type_and_dist()` computes, plus
+/// what it looked at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KernelMap {
+    pub provider: Bdf,
+    pub client: Bdf,
+    /// The kernel's map type and distance.
+    pub path: P2pPath,
+    /// The distance the kernel computes (also for NOT_SUPPORTED).
+    pub distance: u32,
+    /// The first common upstream function, if any.
+    pub common_upstream: Option<Bdf>,
+    /// The functions walked from the provider up to (including) the common upstream bridge,
+    /// then down to the client (the TLP route when it stays below a switch).
+    pub route: Vec<Bdf>,
+    /// Functions on the checked path with ACS redirect set, in the kernel's order.
+    pub acs_redirect: Vec<Bdf>,
+    /// Functions on the checked path whose ACS could not be read.
+    pub acs_unknown: Vec<Bdf>,
+    /// Whether unknown ACS was counted as redirect (IOMMU on).
+    pub acs_unknown_assumed_redirect: bool,
+    pub provider_host_bridge: HostBridgeId,
+    pub client_host_bridge: HostBridgeId,
+    /// `cpu_supports_p2pdma()`.
+    pub cpu_allows_root_complex: bool,
+}
+
+fn host_bridge_id(topo: &Topology, name: &str) -> HostBridgeId {
+    let dev = topo.host_bridge_device(name);
+    let entry = dev.and_then(|d| allowlist::lookup(d.vendor, d.device));
+    HostBridgeId {
+        name: name.to_string(),
+        device: dev.map(|d| (d.bdf, d.vendor, d.device)),
+        allow_listed: entry.map(|e| e.family),
+        same_host_bridge_only: entry.is_some_and(|e| e.same_host_bridge_only),
+    }
+}
+
+/// `host_bridge_whitelist()`.
+fn host_bridges_allowed(a: &HostBridgeId, b: &HostBridgeId) -> bool {
+    let ok = |h: &HostBridgeId, same: bool| h.allow_listed.is_some() && (same || !h.same_host_bridge_only);
+    if a.name == b.name {
+        ok(a, true)
+    } else {
+        ok(a, false) && ok(b, false)
+    }
+}
+
+/// Re-implements `calc_map_type_and_dist(provider, client)` on the model.
+///
+/// ACS that could not be read counts as redirect when the IOMMU is on (the kernel then enables
+/// it on every capable bridge), and as no redirect otherwise; either way it is listed in
+/// `acs_unknown`.
+pub fn kernel_map(topo: &Topology, provider: Bdf, client: Bdf) -> Result<KernelMap> {
+    for b in [provider, client] {
+        if topo.device(b).is_none() {
+            return Err(TopoError::UnknownDevice { name: b.to_string() });
+        }
+    }
+    let iommu_on = topo.iommu.status == IommuStatus::On;
+    let a_chain = topo.upstream_chain(provider);
+    let b_chain = topo.upstream_chain(client);
+    let mut acs_redirect = Vec::new();
+    let mut acs_unknown = Vec::new();
+    let check = |bdf: Bdf, redirect: &mut Vec<Bdf>, unknown: &mut Vec<Bdf>| {
+        match topo.device(bdf).map(|d| d.acs.redirects()) {
+            Some(Some(true)) => redirect.push(bdf),
+            Some(None) => {
+                unknown.push(bdf);
+                if iommu_on {
+                    redirect.push(bdf);
+                }
+            }
+            _ => {}
+        }
+    };
+    let mut found: Option<(usize, usize)> = None;
+    let mut dist_b = 0usize;
+    for (ia, a) in a_chain.iter().enumerate() {
+        check(*a, &mut acs_redirect, &mut acs_unknown);
+        if let Some(ib) = b_chain.iter().position(|bb| bb == a) {
+            found = Some((ia, ib));
+            break;
+        }
+        dist_b = b_chain.len();
+    }
+    let provider_host_bridge = host_bridge_id(topo, &topo.host_bridge_of(provider));
+    let client_host_bridge = host_bridge_id(topo, &topo.host_bridge_of(client));
+    let cpu_ok = allowlist::cpu_supports_p2pdma(&topo.cpu);
+    let (distance, common_upstream, route, acs_redirects) = match found {
+        Some((ia, ib)) => {
+            // check_b_path_acs: the client's chain below the common ancestor.
+            for bb in &b_chain[..ib] {
+                check(*bb, &mut acs_redirect, &mut acs_unknown);
+            }
+            let mut route: Vec<Bdf> = a_chain[..=ia].to_vec();
+            route.extend(b_chain[..ib].iter().rev());
+            ((ia + ib) as u32, Some(a_chain[ia]), route, !acs_redirect.is_empty())
+        }
+        None => {
+            let mut route = a_chain.clone();
+            route.extend(b_chain.iter().rev());
+            // The kernel reports ACS only when a common bridge exists.
+            acs_redirect.clear();
+            ((a_chain.len() + dist_b) as u32, None, route, false)
+        }
+    };
+    let path = if common_upstream.is_some() && !acs_redirects {
+        P2pPath::BusAddress { distance }
+    } else if cpu_ok || host_bridges_allowed(&provider_host_bridge, &client_host_bridge) {
+        P2pPath::ThroughHostBridge { distance }
+    } else {
+        P2pPath::NotSupported {
+            reason: Reason::HostBridgeNotAllowed {
+                provider_host_bridge: provider_host_bridge.clone(),
+                client_host_bridge: client_host_bridge.clone(),
+                cpu: topo.cpu.to_string(),
+            },
+        }
+    };
+    Ok(KernelMap {
+        provider,
+        client,
+        path,
+        distance,
+        common_upstream,
+        route,
+        acs_redirect,
+        acs_unknown,
+        acs_unknown_assumed_redirect: iommu_on,
+        provider_host_bridge,
+        client_host_bridge,
+        cpu_allows_root_complex: cpu_ok,
+    })
+}
+
+/// The full answer for one provider and one client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The provider as named by the caller, and its PCI function.
+    pub provider_name: String,
+    pub provider: Bdf,
+    /// The client as named by the caller.
+    pub client_name: String,
+    /// The kernel's topology answer; `None` when the client is not a PCI device.
+    pub kernel: Option<KernelMap>,
+    /// peerpath's conclusion: the kernel's, unless something else blocks the path.
+    pub path: P2pPath,
+    /// Every reason found, most severe first.
+    pub reasons: Vec<Reason>,
+}
+
+impl Verdict {
+    pub fn is_supported(&self) -> bool {
+        self.path.is_supported()
+    }
+
+    /// The reasons that block the path.
+    pub fn blocking(&self) -> impl Iterator<Item = &Reason> {
+        self.reasons.iter().filter(|r| r.severity() == Severity::Blocks)
+    }
+}
+
+fn provider_bdf(topo: &Topology, name: &str) -> Result<Bdf> {
+    let ep = topo.resolve(name)?;
+    if let Some(b) = &ep.block {
+        if b.kind.rejects_p2p() || b.pci.len() != 1 {
+            return Err(TopoError::Invalid(format!(
+                "{name} is a {} and cannot be a P2P memory provider; name a PCI function or NVMe controller",
+                b.kind.short()
+            )));
+        }
+    }
+    match ep.pci.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(TopoError::Invalid(format!("{name} is not backed by a PCI function and cannot provide P2P memory"))),
+        _ => Err(TopoError::Invalid(format!("{name} spans several PCI functions; name one"))),
+    }
+}
+
+/// Provider-side reasons: does `provider` have usable P2P memory?
+fn provider_reasons(topo: &Topology, provider: Bdf) -> Vec<Reason> {
+    let mut out = Vec::new();
+    let Some(dev) = topo.device(provider) else { return out };
+    let ctrl = topo.nvme_for_pci(provider);
+    match (&dev.p2pmem, ctrl.and_then(|c| c.cmb.map(|cmb| (c, cmb)))) {
+        (None, Some((c, cmb))) => {
+            let bar = dev.bars.iter().find(|b| b.index == cmb.bar());
+            let problem = cmb
+                .registration_problem(bar.map(|b| b.start), bar.map(|b| b.size))
+                .unwrap_or_else(|| {
+                    "the CMB looks registrable (size and BAR 2 MiB aligned); is the kernel built with CONFIG_PCI_P2PDMA (4.20+)?".to_string()
+                });
+            out.push(Reason::CmbNotRegistered {
+                device: provider,
+                controller: c.name.clone(),
+                problem,
+            });
+        }
+        (None, None) => out.push(Reason::NoP2pMemory {
+            device: provider,
+            detail: match ctrl {
+                Some(c) => format!("{} has no controller memory buffer (CMBSZ is 0)", c.name),
+                None => "no driver registered P2P memory for it".to_string(),
+            },
+        }),
+        (Some(p), cmb) => {
+            if !p.published {
+                match cmb {
+                    Some((c, cmb)) if !cmb.publishable() => out.push(Reason::CmbNotPublished {
+                        device: provider,
+                        controller: c.name.clone(),
+                        missing: cmb.missing_for_publish().into_iter().map(String::from).collect(),
+                    }),
+                    _ => out.push(Reason::ProviderNotPublished { device: provider }),
+                }
+            }
+            if p.available_bytes == 0 {
+                out.push(Reason::ProviderExhausted {
+                    device: provider,
+                    size_bytes: p.size_bytes,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// peerpath's verdict for P2P DMA between the memory of `provider` and the device `client`.
+///
+/// Both are names as [`Topology::resolve`] takes them: `0000:41:00.0`, `csp0` (a label),
+/// `nvme3`, `nvme3n1`, `md0`. The provider must be one PCI function.
+pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict> {
+    let p = provider_bdf(topo, provider)?;
+    let client_ep = topo.resolve(client)?;
+    let mut reasons: Vec<Reason> = Vec::new();
+
+    // Client: a block device whose queue rejects P2P pages, or no PCI function at all.
+    if let Some(b) = &client_ep.block {
+        let stacked = stacked_kind(topo, b);
+        if let Some(kind_dev) = stacked {
+            reasons.push(Reason::StackedBlockDevice {
+                device: kind_dev.name.clone(),
+                kind: kind_dev.kind,
+                members: kind_dev.members.clone(),
+            });
+        }
+    }
+    if client_ep.pci.is_empty() {
+        reasons.push(Reason::NotPci {
+            device: client.to_string(),
+        });
+    }
+    reasons.extend(provider_reasons(topo, p));
+
+    // Topology: the kernel's map for the (first) PCI function behind the client.
+    let kernel = match client_ep.pci.first() {
+        Some(c) => Some(kernel_map(topo, p, *c)?),
+        None => None,
+    };
+    if let Some(k) = &kernel {
+        if !k.acs_redirect.is_empty() {
+            let cause = if topo.iommu.status == IommuStatus::On {
+                if k.acs_redirect.iter().all(|b| k.acs_unknown.contains(b)) {
+                    AcsCause::AssumedFromIommu
+                } else {
+                    AcsCause::Iommu
+                }
+            } else {
+                AcsCause::FirmwareOrBootParameter
+            };
+            reasons.push(Reason::AcsRedirect {
+                bridges: k.acs_redirect.clone(),
+                cause,
+            });
+        }
+        match &k.path {
+            P2pPath::NotSupported { reason } => reasons.push(reason.clone()),
+            P2pPath::ThroughHostBridge { .. } => {
+                if k.cpu_allows_root_complex {
+                    reasons.push(Reason::CpuAllowsRootComplex {
+                        cpu: topo.cpu.to_string(),
+                    });
+                } else {
+                    reasons.push(Reason::HostBridgeAllowListed {
+                        host_bridge: k.provider_host_bridge.clone(),
+                    });
+                }
+                if topo.iommu.status == IommuStatus::On {
+                    reasons.push(Reason::IommuMapsP2p {
+                        units: topo.iommu.units.clone(),
+                    });
+                }
+            }
+            P2pPath::BusAddress { .. } => {}
+        }
+        let unknown_not_assumed: Vec<Bdf> = if k.acs_unknown_assumed_redirect {
+            Vec::new()
+        } else {
+            k.acs_unknown.clone()
+        };
+        if !unknown_not_assumed.is_empty() && k.common_upstream.is_some() {
+            let why = topo
+                .device(unknown_not_assumed[0])
+                .map(|d| match &d.acs {
+                    crate::pcicfg::AcsState::Unknown { reason } => reason.clone(),
+                    _ => String::new(),
+                })
+                .unwrap_or_default();
+            reasons.push(Reason::AcsUnknown {
+                devices: unknown_not_assumed,
+                why,
+            });
+        }
+        // NUMA and sockets.
+        let pn = topo.device(p).and_then(|d| d.numa_node);
+        let cn = topo.device(k.client).and_then(|d| d.numa_node);
+        if let (Some(pn), Some(cn)) = (pn, cn) {
+            if pn != cn {
+                match (topo.socket_of_node(pn), topo.socket_of_node(cn)) {
+                    (Some(ps), Some(cs)) if ps != cs => reasons.push(Reason::CrossSocket {
+                        provider_node: pn,
+                        client_node: cn,
+                        provider_socket: ps,
+                        client_socket: cs,
+                    }),
+                    _ => reasons.push(Reason::DifferentNumaNodes {
+                        provider_node: pn,
+                        client_node: cn,
+                    }),
+                }
+            }
+        }
+        let emulated: Vec<Bdf> = [p, k.client]
+            .into_iter()
+            .filter(|b| topo.device(*b).is_some_and(|d| d.emulated))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !emulated.is_empty() {
+            reasons.push(Reason::Emulated { devices: emulated });
+        }
+    }
+    reasons.sort_by_key(|r| r.severity());
+    let path = match reasons.iter().find(|r| r.severity() == Severity::Blocks) {
+        Some(first) => {
+            // Where ACS redirect caused the refusal, it is the reason to fix first.
+            let primary = match (first, reasons.iter().find(|r| matches!(r, Reason::AcsRedirect { .. }))) {
+                (Reason::HostBridgeNotAllowed { .. }, Some(acs)) => acs.clone(),
+                _ => first.clone(),
+            };
+            P2pPath::NotSupported { reason: primary }
+        }
+        None => kernel
+            .as_ref()
+            .map(|k| k.path.clone())
+            .unwrap_or(P2pPath::NotSupported {
+                reason: Reason::NotPci {
+                    device: client.to_string(),
+                },
+            }),
+    };
+    Ok(Verdict {
+        provider_name: provider.to_string(),
+        provider: p,
+        client_name: client.to_string(),
+        kernel,
+        path,
+        reasons,
+    })
+}
+
+/// The stacked block device (itself, or the disk a partition belongs to) that rejects P2P.
+fn stacked_kind<'a>(topo: &'a Topology, b: &'a BlockDevice) -> Option<&'a BlockDevice> {
+    let mut cur = b;
+    for _ in 0..16 {
+        if cur.kind.rejects_p2p() {
+            return Some(cur);
+        }
+        let parent = cur.members.first().and_then(|m| topo.block_devices.iter().find(|x| &x.name == m));
+        match (cur.kind, parent) {
+            (BlockKind::Other, Some(p)) => cur = p,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The answer for one provider and a set of clients (`pci_p2pdma_distance_many()`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ManyVerdict {
+    pub provider: Bdf,
+    pub clients: Vec<Verdict>,
+    /// Sum of the distances; `None` if any client is not supported (the kernel's -1).
+    pub total_distance: Option<u32>,
+}
+
+/// `pci_p2pdma_distance_many()` with peerpath's reasons per client.
+pub fn verdict_many(topo: &Topology, provider: &str, clients: &[&str]) -> Result<ManyVerdict> {
+    let p = provider_bdf(topo, provider)?;
+    let mut out = Vec::new();
+    for c in clients {
+        out.push(verdict(topo, provider, c)?);
+    }
+    let total_distance = if out.is_empty() {
+        None
+    } else {
+        out.iter().map(|v| v.path.distance()).sum::<Option<u32>>()
+    };
+    Ok(ManyVerdict {
+        provider: p,
+        clients: out,
+        total_distance,
+    })
+}
+
+/// `pci_p2pmem_find_many()`: the providers with published memory nearest to all `clients`,
+/// all those at the minimum total distance (the kernel picks one of them at random).
+pub fn find_providers(topo: &Topology, clients: &[&str]) -> Result<Vec<(Bdf, u32)>> {
+    let mut best: Vec<(Bdf, u32)> = Vec::new();
+    for d in topo.devices.iter().filter(|d| d.p2pmem.is_some_and(|p| p.published)) {
+        let name = d.bdf.to_string();
+        let m = verdict_many(topo, &name, clients)?;
+        if let Some(total) = m.total_distance {
+            match best.first() {
+                Some((_, b)) if total > *b => {}
+                Some((_, b)) if total == *b => best.push((d.bdf, total)),
+                _ => best = vec![(d.bdf, total)],
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// A P2P matrix: one row per provider (or per device that matters when there is none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Matrix {
+    pub rows: Vec<Bdf>,
+    pub columns: Vec<Bdf>,
+    /// `cells[row][col]`
+    pub cells: Vec<Vec<P2pPath>>,
+    /// True when no device has P2P memory and cells show the kernel's topology answer only.
+    pub topology_only: bool,
+}
+
+/// Computes the matrix of the devices that matter.
+pub fn matrix(topo: &Topology) -> Result<Matrix> {
+    let columns: Vec<Bdf> = topo.devices_that_matter().iter().map(|d| d.bdf).collect();
+    let providers: Vec<Bdf> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).map(|d| d.bdf).collect();
+    let topology_only = providers.is_empty();
+    let rows = if topology_only { columns.clone() } else { providers };
+    let mut cells = Vec::new();
+    for r in &rows {
+        let mut row = Vec::new();
+        for c in &columns {
+            let cell = if topology_only {
+                kernel_map(topo, *r, *c)?.path
+            } else {
+                verdict(topo, &r.to_string(), &c.to_string())?.path
+            };
+            row.push(cell);
+        }
+        cells.push(row);
+    }
+    Ok(Matrix {
+        rows,
+        columns,
+        cells,
+        topology_only,
+    })
+}
