@@ -65,6 +65,8 @@ pub enum Purpose {
     Function,
     /// A copy that packs variable-length output into aligned extents for O_DIRECT.
     PackForDirectIo,
+    /// A copy that joins a member split across two read buffers.
+    Reassemble,
     /// A copy of metadata (headers, queue entries).
     Metadata,
 }
@@ -76,6 +78,7 @@ impl fmt::Display for Purpose {
             Purpose::WriteTarget => "write target",
             Purpose::Function => "function",
             Purpose::PackForDirectIo => "pack for O_DIRECT",
+            Purpose::Reassemble => "join split member",
             Purpose::Metadata => "metadata",
         })
     }

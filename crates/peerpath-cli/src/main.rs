@@ -1,0 +1,318 @@
+//! `peerpath`: the command line. Parses what the user typed, turns it into
+//! job options, runs the job, prints the report. Errors exit with the code
+//! of their class (see README).
+
+mod demo;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use peerpath_func::{Format, Level};
+use peerpath_runtime::{CommonOptions, CompressOptions, DecompressOptions, JobError, JobReport, Progress};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "peerpath", version, about = "Peer-to-peer computational storage: move data SSD -> device memory -> function -> SSD, and measure every byte")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compress files or block devices into gzip (multi-member) or BGZF.
+    Compress(CompressArgs),
+    /// Restore the input of gzip files (parallel for peerpath and BGZF files).
+    Decompress(DecompressArgs),
+    /// Check every member (CRC-32 and length) of gzip files without writing anything.
+    Verify(VerifyArgs),
+    /// Run the main job on the bundled sample: compress, verify, decompress, compare.
+    Demo(DemoArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// Multi-member gzip with a size subfield per member (readable by gzip, pigz, zcat).
+    Gzip,
+    /// BGZF (htslib/bgzip): 64 KiB members and an EOF marker.
+    Bgzf,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum IoArg {
+    /// io_uring, falling back to plain syscalls if the kernel refuses it.
+    Auto,
+    /// pread/pwrite only.
+    Sync,
+}
+
+#[derive(Args)]
+struct CommonArgs {
+    /// Compute worker threads [default: all cores].
+    #[arg(long, short = 'T')]
+    threads: Option<usize>,
+    /// Reads in flight per source.
+    #[arg(long, default_value_t = 8)]
+    queue_depth: u32,
+    /// Do not use O_DIRECT (go through the page cache).
+    #[arg(long)]
+    no_direct: bool,
+    /// I/O engine.
+    #[arg(long, value_enum, default_value_t = IoArg::Auto)]
+    io: IoArg,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Print no report.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Say which path every file took, and every fallback, on stderr as it happens.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct CompressArgs {
+    /// Files or block devices to compress ("-" for standard input).
+    #[arg(required = true)]
+    sources: Vec<PathBuf>,
+    /// Target file (one source) or directory (one .gz per source) ["-": standard output; default: SOURCE.gz].
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Compression level: 0-3 use ISA-L igzip (fastest deflate on x86), 4-12 use libdeflate.
+    #[arg(long, short, default_value_t = 1)]
+    level: u32,
+    /// Uncompressed bytes per gzip member (K, M, G suffixes; powers of two). BGZF always uses 65280.
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    block_size: usize,
+    /// Output layout.
+    #[arg(long, value_enum, default_value_t = FormatArg::Gzip)]
+    format: FormatArg,
+    /// Overwrite existing targets.
+    #[arg(long, short)]
+    force: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct DecompressArgs {
+    /// gzip files to restore ("-" for standard input).
+    #[arg(required = true)]
+    sources: Vec<PathBuf>,
+    /// Target file (one source) or directory ["-": standard output; default: SOURCE without .gz].
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Overwrite existing targets.
+    #[arg(long, short)]
+    force: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// gzip files to check.
+    #[arg(required = true)]
+    sources: Vec<PathBuf>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Keep the demo's files in this directory (default: a temporary directory, removed afterwards).
+    #[arg(long)]
+    workdir: Option<PathBuf>,
+    /// Print the reports as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Compute worker threads [default: all cores].
+    #[arg(long, short = 'T')]
+    threads: Option<usize>,
+}
+
+/// Parses "65536", "64K", "1M", "1MiB", "2G".
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: usize = num.parse().map_err(|_| format!("'{s}' is not a size (try 65536, 64K or 1M)"))?;
+    let mult: usize = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit '{other}' (use K, M or G)")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("'{s}' is too large"))
+}
+
+fn progress_bar(common: &CommonArgs, to_stdout: bool) -> (Option<Progress>, Option<ProgressBar>) {
+    if common.quiet || common.json || !std::io::stderr().is_terminal() {
+        return (None, None);
+    }
+    let _ = to_stdout;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
+            .expect("valid template"),
+    );
+    let b = bar.clone();
+    let cb: Progress = Arc::new(move |done, total| {
+        if let Some(t) = total {
+            b.set_length(t);
+        }
+        b.set_position(done);
+    });
+    (Some(cb), Some(bar))
+}
+
+fn common_options(a: &CommonArgs, force: bool, progress: Option<Progress>) -> CommonOptions {
+    let mut c = CommonOptions::default();
+    if let Some(t) = a.threads {
+        c.threads = t.max(1);
+    }
+    c.queue_depth = a.queue_depth.max(1);
+    c.direct = !a.no_direct;
+    c.sync_io = a.io == IoArg::Sync;
+    c.force = force;
+    c.progress = progress;
+    c
+}
+
+fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
+    if common.verbose {
+        for f in &report.files {
+            eprintln!("peerpath: {}: read via {}", f.source, f.read_path);
+            if let Some(m) = &f.decode_mode {
+                eprintln!("peerpath: {}: {m}", f.source);
+            }
+        }
+        for f in &report.fallbacks {
+            eprintln!("peerpath: fallback: {f}");
+        }
+    }
+    if common.quiet {
+        return;
+    }
+    let text = if common.json { report.to_json() } else { report.render() };
+    if data_on_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+fn compressed_name(source: &Path) -> Result<PathBuf, JobError> {
+    let mut s = source.as_os_str().to_owned();
+    s.push(".gz");
+    Ok(PathBuf::from(s))
+}
+
+fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
+    let name = source.to_string_lossy();
+    for (suffix, replacement) in [(".gz", ""), (".bgz", ""), (".gzip", ""), (".tgz", ".tar")] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            if !stem.is_empty() && !stem.ends_with('/') {
+                return Ok(PathBuf::from(format!("{stem}{replacement}")));
+            }
+        }
+    }
+    Err(JobError::Usage(format!("{name}: unknown suffix, cannot name the output; use --output")))
+}
+
+fn run(cli: Cli) -> Result<(), JobError> {
+    match cli.command {
+        Command::Compress(a) => {
+            let level = Level::new(a.level).map_err(JobError::Usage)?;
+            let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), compressed_name)?;
+            let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
+            let (progress, bar) = progress_bar(&a.common, to_stdout);
+            let opts = CompressOptions {
+                common: common_options(&a.common, a.force, progress),
+                level,
+                format: match a.format {
+                    FormatArg::Gzip => Format::Gzip,
+                    FormatArg::Bgzf => Format::Bgzf,
+                },
+                block_size: a.block_size,
+            };
+            let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
+            let r = peerpath_runtime::compress(&pairs, &opts);
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            emit(&r?, &a.common, to_stdout);
+        }
+        Command::Decompress(a) => {
+            let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
+            let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
+            let (progress, bar) = progress_bar(&a.common, to_stdout);
+            let opts = DecompressOptions { common: common_options(&a.common, a.force, progress) };
+            let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
+            let r = peerpath_runtime::decompress(&pairs, &opts);
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            emit(&r?, &a.common, to_stdout);
+        }
+        Command::Verify(a) => {
+            let (progress, bar) = progress_bar(&a.common, false);
+            let opts = DecompressOptions { common: common_options(&a.common, false, progress) };
+            let r = peerpath_runtime::verify(&a.sources, &opts);
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            let report = r?;
+            emit(&report, &a.common, false);
+            if !a.common.quiet && !a.common.json {
+                println!("OK: {} file(s), {} members, all CRC-32 and lengths match", report.files.len(), report.files.iter().map(|f| f.members).sum::<u64>());
+            }
+        }
+        Command::Demo(a) => demo::run(a.workdir, a.json, a.threads)?,
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("peerpath: error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("M").is_err());
+    }
+
+    #[test]
+    fn decompressed_names_strip_known_suffixes() {
+        assert_eq!(decompressed_name(Path::new("a/b.fa.gz")).unwrap(), PathBuf::from("a/b.fa"));
+        assert_eq!(decompressed_name(Path::new("x.tgz")).unwrap(), PathBuf::from("x.tar"));
+        assert!(decompressed_name(Path::new("x.txt")).is_err());
+        assert!(decompressed_name(Path::new(".gz")).is_err());
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,74 @@
+use peerpath_io::IoBuf;
+use peerpath_mem::{AlignedBuf, PooledBuf};
+use std::ops::{Deref, DerefMut};
+
+/// A buffer an I/O engine of a job carries: on loan from a fixed pool, or
+/// owned (from a [`BufferCache`]).
+pub enum JobBuf {
+    Pooled(PooledBuf),
+    Owned(AlignedBuf),
+}
+
+impl Deref for JobBuf {
+    type Target = AlignedBuf;
+    fn deref(&self) -> &AlignedBuf {
+        match self {
+            JobBuf::Pooled(b) => b,
+            JobBuf::Owned(b) => b,
+        }
+    }
+}
+
+impl DerefMut for JobBuf {
+    fn deref_mut(&mut self) -> &mut AlignedBuf {
+        match self {
+            JobBuf::Pooled(b) => b,
+            JobBuf::Owned(b) => b,
+        }
+    }
+}
+
+impl IoBuf for JobBuf {
+    fn io_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+    fn io_capacity(&self) -> usize {
+        self.capacity()
+    }
+}
+
+/// Reuses owned buffers of varying sizes (allocating and zeroing a fresh
+/// MiB per block would add page faults and memory traffic the ledger does
+/// not see). Keeps at most `keep` buffers; reports the peak it held.
+pub struct BufferCache {
+    free: Vec<AlignedBuf>,
+    keep: usize,
+    pub allocated_bytes: usize,
+    pub peak_allocated_bytes: usize,
+}
+
+impl BufferCache {
+    pub fn new(keep: usize) -> Self {
+        BufferCache { free: Vec::new(), keep, allocated_bytes: 0, peak_allocated_bytes: 0 }
+    }
+
+    pub fn get(&mut self, min_capacity: usize) -> AlignedBuf {
+        if let Some(i) = self.free.iter().position(|b| b.capacity() >= min_capacity) {
+            let mut b = self.free.swap_remove(i);
+            b.set_len(0);
+            return b;
+        }
+        let b = AlignedBuf::new(min_capacity);
+        self.allocated_bytes += b.capacity();
+        self.peak_allocated_bytes = self.peak_allocated_bytes.max(self.allocated_bytes);
+        b
+    }
+
+    pub fn put(&mut self, buf: AlignedBuf) {
+        if self.free.len() < self.keep {
+            self.free.push(buf);
+        } else {
+            self.allocated_bytes -= buf.capacity();
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! Decompression and verification.
+//!
+//! Files whose members declare their sizes (peerpath's 'PP' subfield,
+//! BGZF's 'BC') are split into members without inflating and decoded on
+//! all cores; a member that lies inside one read buffer is decoded in place
+//! (no copy). Any other valid gzip falls back to the one-thread streaming
+//! decoder from the first member without sizes, and the report says so.
+
+use crate::buf::{BufferCache, JobBuf};
+use crate::compress::{open_source_checked, open_target, set_engine};
+use crate::error::{JobError, Result};
+use crate::job::{check_target, CommonOptions};
+use crate::report::{FileReport, JobReport, MemoryReport, Provenance};
+use crate::workers::WorkerPool;
+use crate::writer::TargetWriter;
+use peerpath_func::gzip::declared_output_bytes;
+use peerpath_func::{decode_member, HeaderError, MemberError, MemberHeader, StreamDecoder, StreamError};
+use peerpath_io::{choose_engine, Completion, IoEngine, IoOp, IoPath, SourceKind, Waker};
+use peerpath_mem::{AlignedBuf, BufferPool, MemoryDomain, PooledBuf};
+use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{Seek, SeekFrom};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Clone, Default)]
+pub struct DecompressOptions {
+    pub common: CommonOptions,
+}
+
+const READ_BYTES: usize = 4 << 20;
+const WINDOW_BUFFERS: usize = 16;
+const WRITE_BIT: u64 = 1 << 63;
+const HEADER_PEEK_BYTES: usize = 1024;
+
+/// The member bytes a task decodes: in place in a read buffer, or a copy.
+enum MemberBytes {
+    InPlace(Arc<PooledBuf>, std::ops::Range<usize>),
+    Copied(Vec<u8>),
+}
+
+impl MemberBytes {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            MemberBytes::InPlace(b, r) => &b[r.clone()],
+            MemberBytes::Copied(v) => v,
+        }
+    }
+}
+
+struct Decoded {
+    index: u64,
+    offset: u64,
+    member_bytes: usize,
+    result: std::result::Result<AlignedBuf, (MemberError, AlignedBuf)>,
+}
+
+/// Shared by every file of a job.
+struct Ctx<'a> {
+    engine: &'a mut dyn IoEngine<JobBuf>,
+    workers: WorkerPool<Decoded>,
+    waker: Waker,
+    ledger: Ledger,
+    cache: BufferCache,
+    pool: BufferPool,
+    common: &'a CommonOptions,
+    done_bytes: u64,
+}
+
+fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobError {
+    let path = path.to_path_buf();
+    match e {
+        MemberError::Header(HeaderError::NotGzip(a, b)) if member == 0 => {
+            JobError::NotGzip { path, detail: format!("starts with bytes {a:02x} {b:02x}, not 1f 8b") }
+        }
+        MemberError::Header(HeaderError::NotGzip(..)) => JobError::TrailingGarbage { path, offset },
+        MemberError::Header(HeaderError::Truncated { .. }) | MemberError::Truncated { .. } | MemberError::CutShort { .. } => {
+            JobError::Truncated { path, member, offset, detail: e.to_string() }
+        }
+        other => JobError::Corrupt { path, member, offset, detail: other.to_string() },
+    }
+}
+
+fn stream_error(path: &Path, e: StreamError) -> JobError {
+    match e {
+        StreamError::Member { member, offset, error } => member_error(path, member, offset, error),
+        StreamError::Empty => JobError::EmptyArchive { path: path.to_path_buf() },
+        StreamError::TrailingGarbage { offset } => JobError::TrailingGarbage { path: path.to_path_buf(), offset },
+        StreamError::Io(e) => JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() },
+    }
+}
+
+/// Decompresses each source into its target.
+pub fn decompress(pairs: &[(PathBuf, PathBuf)], opts: &DecompressOptions) -> Result<JobReport> {
+    for (s, t) in pairs {
+        check_target(s, t, opts.common.force)?;
+    }
+    let items: Vec<(PathBuf, Option<PathBuf>)> = pairs.iter().map(|(s, t)| (s.clone(), Some(t.clone()))).collect();
+    run_job("decompress", &items, opts)
+}
+
+/// Checks every member of each source (CRC-32 and length) without writing.
+pub fn verify(sources: &[PathBuf], opts: &DecompressOptions) -> Result<JobReport> {
+    let items: Vec<(PathBuf, Option<PathBuf>)> = sources.iter().map(|s| (s.clone(), None)).collect();
+    run_job("verify", &items, opts)
+}
+
+fn run_job(operation: &str, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
+    let start = Instant::now();
+    let cpu = CpuAccount::start();
+    let orchestration_start = thread_cpu_now();
+    let pipes = items.iter().any(|(s, t)| crate::job::is_std_stream(s) || t.as_deref().is_some_and(crate::job::is_std_stream));
+    let qd = opts.common.queue_depth.max(1);
+    let (mut engine, note) = choose_engine::<JobBuf>(qd + 8, opts.common.sync_io || pipes);
+    let note = if pipes && !opts.common.sync_io { Some("pipes need ordered reads and writes; using read/write".into()) } else { note };
+    let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
+    let threads = opts.common.threads.max(1);
+    let mut ctx = Ctx {
+        engine: engine.as_mut(),
+        workers: WorkerPool::new(threads, waker.clone(), cpu.clone()),
+        waker,
+        ledger: Ledger::new(),
+        cache: BufferCache::new(threads * 4 + 8),
+        pool: BufferPool::new(WINDOW_BUFFERS.max(qd as usize + 2), READ_BYTES),
+        common: &opts.common,
+        done_bytes: 0,
+    };
+    let mut fallbacks: Vec<String> = note.iter().map(|n| format!("I/O engine: {n}")).collect();
+    let mut files = Vec::new();
+    for (source, target) in items {
+        let mut f = run_file(&mut ctx, source, target.as_ref())?;
+        set_engine(&mut f.read_path, ctx.engine.kind(), &note);
+        if let Some(w) = f.write_path.as_mut() {
+            set_engine(w, ctx.engine.kind(), &note);
+        }
+        if let Some(r) = &f.read_path.fallback_reason {
+            if !f.read_path.direct {
+                fallbacks.push(format!("{}: reads without O_DIRECT: {r}", f.source));
+            }
+        }
+        if let Some(w) = &f.write_path {
+            if let (false, Some(r)) = (w.direct, &w.fallback_reason) {
+                fallbacks.push(format!("{}: writes without O_DIRECT: {r}", f.target.as_deref().unwrap_or("-")));
+            }
+        }
+        if let Some(m) = &f.decode_mode {
+            if m.starts_with("streaming") {
+                fallbacks.push(format!("{}: {m}", f.source));
+            }
+        }
+        files.push(f);
+    }
+    cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
+    let pool_stats = ctx.pool.stats();
+    let peak = ctx.cache.peak_allocated_bytes;
+    let ledger = ctx.ledger.clone();
+    drop(ctx); // joins the workers
+    drop(engine);
+    let wall = start.elapsed();
+    let bytes_in: u64 = files.iter().map(|f| f.bytes_in).sum();
+    let bytes_out: u64 = files.iter().map(|f| f.bytes_out).sum();
+    let mut report = JobReport {
+        operation: operation.into(),
+        provenance: Provenance::MeasuredHost,
+        provenance_text: Provenance::MeasuredHost.describe().into(),
+        engine: "host CPU, ISA-L inflate".into(),
+        format: "gzip".into(),
+        level: None,
+        block_size_bytes: None,
+        threads,
+        queue_depth: qd,
+        files,
+        bytes_in,
+        bytes_out,
+        ratio: 0.0,
+        wall_s: wall.as_secs_f64(),
+        throughput_gb_per_s: 0.0,
+        throughput_gbit_per_s: 0.0,
+        cpu: cpu.summary(wall),
+        ledger: ledger.summary(),
+        host_memory_traffic_per_input_byte: 0.0,
+        host_memory_traffic_gbit_per_s: 0.0,
+        memory: MemoryReport { read_pool_bytes: pool_stats.total_bytes, read_pool_buffers: pool_stats.buffer_count, peak_owned_buffer_bytes: peak },
+        fallbacks,
+    };
+    report.finish_figures(bytes_out);
+    Ok(report)
+}
+
+/// Contiguous read buffers covering [start, end) of the file.
+struct Window {
+    chunks: VecDeque<(u64, Arc<PooledBuf>)>,
+    end: u64,
+}
+
+impl Window {
+    fn start(&self) -> u64 {
+        self.chunks.front().map(|c| c.0).unwrap_or(self.end)
+    }
+    /// The member [pos, pos+len) in place if one buffer holds it.
+    fn in_place(&self, pos: u64, len: usize) -> Option<MemberBytes> {
+        self.chunks.iter().find_map(|(off, b)| {
+            let end = off + b.len() as u64;
+            (pos >= *off && pos + len as u64 <= end).then(|| {
+                let s = (pos - off) as usize;
+                MemberBytes::InPlace(b.clone(), s..s + len)
+            })
+        })
+    }
+    fn copy(&self, pos: u64, len: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(len);
+        for (off, b) in &self.chunks {
+            let end = off + b.len() as u64;
+            if end <= pos || v.len() == len {
+                continue;
+            }
+            let s = (pos + v.len() as u64 - off) as usize;
+            let take = (b.len() - s).min(len - v.len());
+            v.extend_from_slice(&b[s..s + take]);
+        }
+        v
+    }
+    /// Drops buffers wholly before `pos`.
+    fn release_before(&mut self, pos: u64) {
+        while let Some((off, b)) = self.chunks.front() {
+            if off + b.len() as u64 <= pos {
+                self.chunks.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+struct FileState<'p> {
+    path: &'p Path,
+    writer: Option<TargetWriter>,
+    next_write: u64,
+    ready: BTreeMap<u64, AlignedBuf>,
+    first_error: Option<(u64, JobError)>,
+    bytes_out: u64,
+    members: u64,
+}
+
+impl FileState<'_> {
+    fn fail(&mut self, index: u64, e: JobError) {
+        if self.first_error.as_ref().is_none_or(|(i, _)| index < *i) {
+            self.first_error = Some((index, e));
+        }
+    }
+}
+
+fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<FileReport> {
+    let src = open_source_checked(source, ctx.common.direct)?;
+    let read_path = IoPath { engine: ctx.engine.kind(), direct: src.direct, fallback_reason: src.direct_refused.clone() };
+    let (writer, write_path) = match target {
+        Some(t) => {
+            let (w, p) = open_target(t, ctx.common.direct)?;
+            (Some(w), Some(p))
+        }
+        None => (None, None),
+    };
+    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), first_error: None, bytes_out: 0, members: 0 };
+    let result = decode_file(ctx, &src, &mut st);
+    // Drain: every task and write in flight finishes before we decide.
+    let drained = drain(ctx, &mut st);
+    let outcome = match (result, drained) {
+        (Ok(mode), Ok(())) => Ok(mode),
+        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+    };
+    let outcome = match (outcome, st.first_error.take()) {
+        (_, Some((_, e))) => Err(e),
+        (r, None) => r,
+    };
+    let bytes_in = match src.kind {
+        SourceKind::Regular { size_bytes } | SourceKind::BlockDevice { size_bytes } => size_bytes,
+        SourceKind::Stream => 0,
+    };
+    match outcome {
+        Ok(mode) => {
+            let target_name = st.writer.as_ref().map(|w| w.final_path.display().to_string());
+            if let Some(w) = st.writer.take() {
+                w.complete()?;
+            }
+            Ok(FileReport {
+                source: source.display().to_string(),
+                target: target_name,
+                bytes_in,
+                bytes_out: st.bytes_out,
+                members: st.members,
+                read_path,
+                write_path,
+                decode_mode: Some(mode),
+            })
+        }
+        Err(e) => {
+            if let Some(w) = st.writer.take() {
+                w.abandon();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Waits for I/O or worker results and handles them.
+fn pump(ctx: &mut Ctx, st: &mut FileState, arrived: &mut BTreeMap<u64, PooledBuf>, reads_in_flight: &mut usize, block: bool) -> Result<()> {
+    if block {
+        let mut completions: Vec<Completion<JobBuf>> = Vec::new();
+        ctx.engine.wait(&mut completions, &ctx.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
+        for c in completions {
+            if c.token & WRITE_BIT != 0 {
+                let w = st.writer.as_mut().expect("writes only with a writer");
+                if let Err(e) = w.on_write_complete(c.result, c.buf, &mut ctx.cache) {
+                    st.fail(0, e);
+                }
+                continue;
+            }
+            *reads_in_flight -= 1;
+            let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
+            match c.result {
+                Ok(n) => {
+                    buf.set_len(n);
+                    crate::record_read(&ctx.ledger, &st.path.display().to_string(), true, buf.domain(), n as u64);
+                    arrived.insert(c.token, buf);
+                }
+                Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
+            }
+        }
+    }
+    for d in ctx.workers.try_results() {
+        ctx.members_done(st, d);
+    }
+    write_ready(ctx, st)
+}
+
+impl Ctx<'_> {
+    fn members_done(&mut self, st: &mut FileState, d: Decoded) {
+        match d.result {
+            Ok(out) => {
+                self.ledger.record(
+                    Location::memory(out.domain()),
+                    Location::memory(out.domain()),
+                    Mover::Cpu { role: CpuRole::Compute },
+                    Purpose::Function,
+                    d.member_bytes as u64,
+                    out.len() as u64,
+                );
+                st.ready.insert(d.index, out);
+            }
+            Err((e, out)) => {
+                self.cache.put(out);
+                st.fail(d.index, member_error(st.path, d.index, d.offset, e));
+            }
+        }
+    }
+}
+
+fn write_ready(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
+    while let Some(out) = st.ready.remove(&st.next_write) {
+        st.next_write += 1;
+        st.members += 1;
+        st.bytes_out += out.len() as u64;
+        ctx.done_bytes += out.len() as u64;
+        match st.writer.as_mut() {
+            Some(w) if st.first_error.is_none() => w.push_owned(out, ctx.engine, &mut ctx.cache, WRITE_BIT, &ctx.ledger)?,
+            _ => ctx.cache.put(out),
+        }
+    }
+    if let Some(p) = &ctx.common.progress {
+        p(ctx.done_bytes, None);
+    }
+    Ok(())
+}
+
+fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
+    let mut arrived = BTreeMap::new();
+    let mut reads = 0usize;
+    while let Some(d) = ctx.workers.recv() {
+        ctx.members_done(st, d);
+        write_ready(ctx, st)?;
+    }
+    if let Some(w) = st.writer.as_mut() {
+        if st.first_error.is_none() {
+            w.finish(ctx.engine, WRITE_BIT, &ctx.ledger)?;
+        }
+    }
+    while ctx.engine.in_flight() > 0 {
+        pump(ctx, st, &mut arrived, &mut reads, true)?;
+    }
+    Ok(())
+}
+
+/// Decodes one file, parallel while members declare their sizes. Returns
+/// how it decoded, for the report.
+fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState) -> Result<String> {
+    let Some(size) = src.kind.size_bytes() else {
+        let reader = src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
+        return stream_from(ctx, st, reader, 0, 0, "streaming: the source is a pipe");
+    };
+    let fd = src.file.as_raw_fd();
+    let mut window = Window { chunks: VecDeque::new(), end: 0 };
+    let mut arrived: BTreeMap<u64, PooledBuf> = BTreeMap::new();
+    let mut next_read = 0u64;
+    let mut reads_in_flight = 0usize;
+    let (mut pos, mut index) = (0u64, 0u64);
+    let max_tasks = ctx.workers.threads() * 3 + 2;
+    loop {
+        if st.first_error.is_some() {
+            return Ok(String::new());
+        }
+        // Reads, in order, as buffers allow.
+        while next_read < size {
+            let Some(buf) = ctx.pool.try_get() else { break };
+            let len = READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES));
+            let at = next_read;
+            ctx.engine
+                .submit(IoOp::Read, fd, Some(at), len, JobBuf::Pooled(buf), at)
+                .map_err(|(_, e)| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
+            reads_in_flight += 1;
+            next_read += READ_BYTES as u64;
+        }
+        while let Some(buf) = arrived.remove(&window.end) {
+            let expected = (size - window.end).min(READ_BYTES as u64) as usize;
+            if buf.len() != expected {
+                return Err(JobError::SourceIo {
+                    path: st.path.to_path_buf(),
+                    detail: format!("read {} bytes at offset {}, expected {expected}: did the file shrink?", buf.len(), window.end),
+                });
+            }
+            window.end += buf.len() as u64;
+            window.chunks.push_back((window.end - buf.len() as u64, Arc::new(buf)));
+        }
+        // Members, as far as the window reaches.
+        let mut blocked = false;
+        while !blocked && ctx.workers.in_flight() < max_tasks {
+            let avail = window.end - pos;
+            let at_eof = window.end == size;
+            if avail == 0 {
+                if at_eof {
+                    if index == 0 {
+                        return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
+                    }
+                    return Ok(format!("parallel: {index} members with declared sizes, on {} threads", ctx.workers.threads()));
+                }
+                blocked = true;
+                continue;
+            }
+            let head = window.copy(pos, (avail as usize).min(HEADER_PEEK_BYTES));
+            let header = match MemberHeader::parse(&head) {
+                Ok(h) => h,
+                Err(HeaderError::Truncated { .. }) if head.len() < avail as usize || !at_eof => {
+                    // A long name or comment: let the streaming decoder read it.
+                    return switch_to_stream(ctx, st, src, pos, index, "a header longer than the parallel reader peeks");
+                }
+                Err(HeaderError::NotGzip(..)) if index > 0 => {
+                    return switch_to_stream(ctx, st, src, pos, index, "data after the last member");
+                }
+                Err(e) => return Err(member_error(st.path, index, pos, e.into())),
+            };
+            let Some(sizes) = header.sizes else {
+                let why = if index == 0 { "members do not declare their sizes (not made by peerpath or bgzip)" } else { "a member without a size field" };
+                return switch_to_stream(ctx, st, src, pos, index, why);
+            };
+            let member_bytes = sizes.member_bytes();
+            if member_bytes as u64 > avail {
+                if at_eof {
+                    let e = MemberError::Truncated { declared: member_bytes, available: avail as usize };
+                    return Err(member_error(st.path, index, pos, e));
+                }
+                let window_full = ctx.pool.free_count() == 0 && reads_in_flight == 0;
+                if window_full || member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) {
+                    return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
+                }
+                blocked = true;
+                continue;
+            }
+            let bytes = window.in_place(pos, member_bytes).unwrap_or_else(|| {
+                let v = window.copy(pos, member_bytes);
+                let host = Location::memory(&MemoryDomain::Host { numa_node: None });
+                ctx.ledger.record_copy(host.clone(), host, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Reassemble, v.len() as u64);
+                MemberBytes::Copied(v)
+            });
+            let out_len = declared_output_bytes(&header, bytes.bytes()).map_err(|e| member_error(st.path, index, pos, e))?;
+            let mut out = ctx.cache.get(out_len);
+            let (i, offset) = (index, pos);
+            ctx.workers.submit(move |_| {
+                let r = decode_member(&header, bytes.bytes(), out.spare_mut());
+                let result = match r {
+                    Ok(n) => {
+                        out.set_len(n);
+                        Ok(out)
+                    }
+                    Err(e) => Err((e, out)),
+                };
+                Decoded { index: i, offset, member_bytes, result }
+            });
+            pos += member_bytes as u64;
+            index += 1;
+            window.release_before(pos);
+        }
+        let _ = window.start();
+        pump(ctx, st, &mut arrived, &mut reads_in_flight, true)?;
+    }
+}
+
+fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::OpenedFile, pos: u64, index: u64, why: &str) -> Result<String> {
+    // Finish what the parallel part started, in order, first.
+    while let Some(d) = ctx.workers.recv() {
+        ctx.members_done(st, d);
+    }
+    write_ready(ctx, st)?;
+    if st.first_error.is_some() {
+        return Ok(String::new());
+    }
+    let mut reader = std::fs::File::open(&src.path).map_err(|e| JobError::SourceUnreadable { path: src.path.clone(), source: e })?;
+    reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
+    let mode = if index == 0 {
+        format!("streaming on one thread: {why}")
+    } else {
+        format!("parallel for {index} members, then streaming on one thread from byte {pos}: {why}")
+    };
+    stream_from(ctx, st, reader, pos, index, &mode)
+}
+
+fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u64, index: u64, mode: &str) -> Result<String> {
+    let path = st.path.to_path_buf();
+    let host = MemoryDomain::Host { numa_node: None };
+    let mut decoder = StreamDecoder::new(reader, pos, index);
+    let mut arrived = BTreeMap::new();
+    let mut reads = 0usize;
+    let mut sink_error: Option<JobError> = None;
+    let result = decoder.run(index == 0, |data| {
+        ctx.ledger.record(
+            Location::memory(&host),
+            Location::memory(&host),
+            Mover::Cpu { role: CpuRole::Compute },
+            Purpose::Function,
+            0,
+            data.len() as u64,
+        );
+        st.bytes_out += data.len() as u64;
+        if let Some(w) = st.writer.as_mut() {
+            let r = w.push(data, ctx.engine, &mut ctx.cache, WRITE_BIT, &ctx.ledger, &host);
+            if let Err(e) = r {
+                sink_error = Some(e);
+                return Err(std::io::Error::other("write failed"));
+            }
+            while ctx.engine.in_flight() > 2 {
+                if let Err(e) = pump(ctx, st, &mut arrived, &mut reads, true) {
+                    sink_error = Some(e);
+                    return Err(std::io::Error::other("write failed"));
+                }
+            }
+        }
+        Ok(())
+    });
+    if let Some(e) = sink_error {
+        return Err(e);
+    }
+    // The streaming decoder's input is read with plain reads; count it.
+    let compressed = decoder.bytes_in;
+    crate::record_read(&ctx.ledger, &path.display().to_string(), false, &host, compressed);
+    st.members = decoder.members;
+    result.map_err(|e| stream_error(&path, e))?;
+    Ok(mode.to_string())
+}

@@ -1,0 +1,61 @@
+use std::io;
+use std::path::PathBuf;
+
+/// Why a job failed. Each class has its own exit code (see [`JobError::exit_code`]).
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot read source {path}: {source}")]
+    SourceUnreadable { path: PathBuf, source: io::Error },
+    #[error("target {path} exists (use --force to overwrite)")]
+    TargetExists { path: PathBuf },
+    #[error("source and target are the same file: {path}")]
+    SameFile { path: PathBuf },
+    #[error("{path}: member {member} at byte {offset}: {detail}")]
+    Corrupt { path: PathBuf, member: u64, offset: u64, detail: String },
+    #[error("{path}: truncated: member {member} at byte {offset}: {detail}")]
+    Truncated { path: PathBuf, member: u64, offset: u64, detail: String },
+    #[error("{path}: not a gzip file: {detail}")]
+    NotGzip { path: PathBuf, detail: String },
+    #[error("{path}: trailing garbage after the last member, at byte {offset}")]
+    TrailingGarbage { path: PathBuf, offset: u64 },
+    #[error("{path}: empty file (a gzip file holds at least one member)")]
+    EmptyArchive { path: PathBuf },
+    #[error("cannot write {path}: {source}{hint}", hint = enospc_hint(source))]
+    TargetIo { path: PathBuf, source: io::Error },
+    #[error("error reading {path}: {detail}")]
+    SourceIo { path: PathBuf, detail: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+fn enospc_hint(e: &io::Error) -> &'static str {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        " (no space left on the target's file system; nothing was kept)"
+    } else {
+        ""
+    }
+}
+
+impl JobError {
+    /// Distinct non-zero exit codes per class of failure, documented in the README.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            JobError::Internal(_) => 1,
+            JobError::Usage(_) => 2,
+            JobError::SourceUnreadable { .. } => 3,
+            JobError::TargetExists { .. } => 4,
+            JobError::SameFile { .. } => 5,
+            JobError::Corrupt { .. } => 6,
+            JobError::Truncated { .. } => 7,
+            JobError::NotGzip { .. } => 8,
+            JobError::TrailingGarbage { .. } => 9,
+            JobError::EmptyArchive { .. } => 10,
+            JobError::TargetIo { .. } => 11,
+            JobError::SourceIo { .. } => 12,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, JobError>;

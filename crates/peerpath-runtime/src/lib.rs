@@ -1,0 +1,35 @@
+//! Jobs (layer 2): compress, decompress and verify, each an orchestration
+//! thread driving one I/O engine plus a pool of compute workers, and the
+//! report every job produces.
+
+mod buf;
+pub mod compress;
+pub mod decompress;
+pub mod error;
+pub mod job;
+pub mod report;
+mod workers;
+mod writer;
+
+pub use compress::{compress, CompressOptions, DEFAULT_BLOCK_BYTES};
+pub use decompress::{decompress, verify, DecompressOptions};
+pub use error::{JobError, Result};
+pub use job::{plan_targets, CommonOptions, Progress};
+pub use report::{JobReport, Provenance};
+
+use peerpath_mem::MemoryDomain;
+use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};
+
+/// Records a read of `bytes` from `source` into a buffer in `domain`: one
+/// DMA with O_DIRECT; through the page cache, a DMA into the cache and the
+/// kernel's CPU copy out of it.
+pub(crate) fn record_read(ledger: &Ledger, source: &str, direct: bool, domain: &MemoryDomain, bytes: u64) {
+    let dma = Mover::Dma { engine: "storage controller".into() };
+    if direct {
+        ledger.record_copy(Location::storage(source), Location::memory(domain), dma, Purpose::ReadSource, bytes);
+    } else {
+        let cache = Location::memory(&MemoryDomain::Host { numa_node: None });
+        ledger.record_copy(Location::storage(source), cache.clone(), dma, Purpose::ReadSource, bytes);
+        ledger.record_copy(cache, Location::memory(domain), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::ReadSource, bytes);
+    }
+}

@@ -1,0 +1,204 @@
+//! The job report: one structure, printed as a table or as JSON.
+
+use peerpath_io::IoPath;
+use peerpath_metrics::{CpuSummary, LedgerSummary};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Where a figure comes from. Every report says it.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Provenance {
+    /// Measured on this machine, with real files and the host CPU.
+    MeasuredHost,
+    /// Measured on this machine, with emulated devices doing the work.
+    MeasuredEmulated,
+    /// Predicted by the simulator.
+    Simulated,
+}
+
+impl Provenance {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Provenance::MeasuredHost => "measured on this machine (real files, host CPU; no offload device)",
+            Provenance::MeasuredEmulated => "measured on this machine with emulated devices (not hardware speed)",
+            Provenance::Simulated => "simulated (a model, not a measurement)",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FileReport {
+    pub source: String,
+    pub target: Option<String>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub members: u64,
+    pub read_path: IoPath,
+    pub write_path: Option<IoPath>,
+    /// How members were decoded (decompress/verify): parallel or streaming, and why.
+    pub decode_mode: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryReport {
+    /// Fixed pool of aligned read buffers.
+    pub read_pool_bytes: usize,
+    pub read_pool_buffers: usize,
+    /// Peak of owned buffers (compressed output, staging for O_DIRECT).
+    pub peak_owned_buffer_bytes: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct JobReport {
+    pub operation: String,
+    pub provenance: Provenance,
+    pub provenance_text: String,
+    /// The compute engine (device and library).
+    pub engine: String,
+    pub format: String,
+    pub level: Option<u32>,
+    pub block_size_bytes: Option<usize>,
+    pub threads: usize,
+    pub queue_depth: u32,
+    pub files: Vec<FileReport>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Uncompressed / compressed.
+    pub ratio: f64,
+    pub wall_s: f64,
+    /// Uncompressed bytes per second, decimal.
+    pub throughput_gb_per_s: f64,
+    pub throughput_gbit_per_s: f64,
+    pub cpu: CpuSummary,
+    pub ledger: LedgerSummary,
+    /// Host memory traffic divided by the uncompressed bytes.
+    pub host_memory_traffic_per_input_byte: f64,
+    pub host_memory_traffic_gbit_per_s: f64,
+    pub memory: MemoryReport,
+    /// Every fallback taken, with its reason. Never silent.
+    pub fallbacks: Vec<String>,
+}
+
+fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.2} {} ({b} B)", UNITS[u])
+    }
+}
+
+impl JobReport {
+    /// Fills the derived fields.
+    pub fn finish_figures(&mut self, uncompressed_bytes: u64) {
+        self.ratio = if self.bytes_out == 0 || self.bytes_in == 0 {
+            0.0
+        } else if self.operation == "compress" {
+            self.bytes_in as f64 / self.bytes_out as f64
+        } else {
+            self.bytes_out as f64 / self.bytes_in as f64
+        };
+        let wall = self.wall_s.max(1e-9);
+        self.throughput_gb_per_s = uncompressed_bytes as f64 / wall / 1e9;
+        self.throughput_gbit_per_s = self.throughput_gb_per_s * 8.0;
+        let traffic = self.ledger.host_memory_traffic_bytes as f64;
+        self.host_memory_traffic_per_input_byte = if uncompressed_bytes == 0 { 0.0 } else { traffic / uncompressed_bytes as f64 };
+        self.host_memory_traffic_gbit_per_s = traffic * 8.0 / wall / 1e9;
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serialises")
+    }
+
+    /// The human-readable table.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "peerpath {} — {}", self.operation, self.provenance_text);
+        let _ = writeln!(s, "  engine        {}", self.engine);
+        let mut fmt = format!("  format        {}", self.format);
+        if let Some(l) = self.level {
+            fmt += &format!(", level {l}");
+        }
+        if let Some(b) = self.block_size_bytes {
+            fmt += &format!(", block {}", human_bytes(b as u64));
+        }
+        let _ = writeln!(s, "{fmt}");
+        let _ = writeln!(s, "  threads       {} compute + 1 I/O orchestration, queue depth {}", self.threads, self.queue_depth);
+        for f in &self.files {
+            let _ = writeln!(s, "  file          {} -> {}", f.source, f.target.as_deref().unwrap_or("(nothing written)"));
+            let _ = writeln!(s, "    read        {}", f.read_path);
+            if let Some(w) = &f.write_path {
+                let _ = writeln!(s, "    write       {w}");
+            }
+            if let Some(m) = &f.decode_mode {
+                let _ = writeln!(s, "    decode      {m}");
+            }
+            let _ = writeln!(s, "    bytes       {} in, {} out, {} members", f.bytes_in, f.bytes_out, f.members);
+        }
+        let _ = writeln!(s, "  bytes in      {}", human_bytes(self.bytes_in));
+        let _ = writeln!(s, "  bytes out     {}", human_bytes(self.bytes_out));
+        let _ = writeln!(s, "  ratio         {:.3}", self.ratio);
+        let _ = writeln!(s, "  wall time     {:.3} s", self.wall_s);
+        let _ = writeln!(s, "  throughput    {:.3} GB/s = {:.2} Gb/s (uncompressed bytes)", self.throughput_gb_per_s, self.throughput_gbit_per_s);
+        let c = &self.cpu;
+        let _ = writeln!(
+            s,
+            "  host CPU      {:.2} s user + {:.2} s system = {:.1}% of {} cores",
+            c.total_user_s, c.total_system_s, c.total_utilisation_pct, c.cores
+        );
+        for r in &c.roles {
+            let _ = writeln!(
+                s,
+                "    {:<20} {:>2} threads  {:.2} s user + {:.2} s system = {:.1}%",
+                r.role.to_string(),
+                r.threads,
+                r.user_s,
+                r.system_s,
+                r.utilisation_pct
+            );
+        }
+        let _ = writeln!(s, "    {:<20} {:.2} s (main thread, kernel I/O workers)", "other", c.other_s);
+        let l = &self.ledger;
+        let _ = writeln!(
+            s,
+            "  host memory   {} moved = {:.2}x the uncompressed bytes, {:.2} Gb/s (DMA {}, CPU {})",
+            human_bytes(l.host_memory_traffic_bytes),
+            self.host_memory_traffic_per_input_byte,
+            self.host_memory_traffic_gbit_per_s,
+            human_bytes(l.host_memory_dma_bytes),
+            human_bytes(l.host_memory_cpu_bytes)
+        );
+        let _ = writeln!(s, "  ledger (source -> target, mover, purpose: bytes read / written)");
+        for e in &l.entries {
+            let _ = writeln!(
+                s,
+                "    {} -> {}, {}, {}: {} / {} in {} ops",
+                e.source, e.target, e.mover, e.purpose, e.bytes_read, e.bytes_written, e.operations
+            );
+        }
+        let m = &self.memory;
+        let _ = writeln!(
+            s,
+            "  buffers       read pool {} x {} = {}; peak other buffers {}",
+            m.read_pool_buffers,
+            human_bytes((m.read_pool_bytes / m.read_pool_buffers.max(1)) as u64),
+            human_bytes(m.read_pool_bytes as u64),
+            human_bytes(m.peak_owned_buffer_bytes as u64)
+        );
+        if self.fallbacks.is_empty() {
+            let _ = writeln!(s, "  fallbacks     none");
+        } else {
+            for f in &self.fallbacks {
+                let _ = writeln!(s, "  FALLBACK      {f}");
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what peerpath needs to build and test on Debian 12: the tool
+# chain for ISA-L's bundled source (nasm, autotools), and the reference
+# tools the interoperability tests compare against (gzip, pigz, bgzip).
+set -euo pipefail
+need_apt=()
+for pkg_bin in nasm:nasm autoconf:autoconf automake:automake libtool:libtoolize pigz:pigz tabix:bgzip gzip:gzip make:make gcc:gcc; do
+  pkg=${pkg_bin%%:*}; bin=${pkg_bin##*:}
+  command -v "$bin" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "peerpath: installing with apt-get: ${need_apt[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "peerpath: installing Rust with rustup (stable)" >&2
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >/dev/null
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+fi
