@@ -322,7 +322,7 @@ pub const VENDOR_NAMES: &[(u16, &str)] = &[
     (0x8086, "Intel"),
     (0x1022, "AMD"),
     (0x1af4, "Red Hat virtio"),
-    (0x1b36, "Red Hat QEMU"),
+    (0x1b36, "Red Hat"),
     (0x144d, "Samsung"),
     (0x1de5, "Eideticom"),
     (0x10de, "NVIDIA"),

@@ -1,0 +1,210 @@
+//! The verdicts each fixture's README states, checked against the builder's trees read back
+//! through the sysfs reader.
+
+mod common;
+
+use common::{bdf, load};
+use peerpath_topo::fixture;
+use peerpath_topo::verdict::AcsCause;
+use peerpath_topo::{AcsState, BlockKind, P2pPath, Reason, Topology};
+
+fn has(reasons: &[Reason], pred: impl Fn(&Reason) -> bool) -> bool {
+    reasons.iter().any(pred)
+}
+
+#[test]
+fn epyc_case_study_verdicts() {
+    let (_dir, t) = load(&fixture::epyc_case_study());
+    let csps: Vec<String> = (0..6).map(|i| format!("csp{i}")).collect();
+    let ssds: Vec<String> = (0..18).map(|i| format!("ssd{i}")).collect();
+    assert_eq!(t.devices.iter().filter(|d| d.p2pmem.is_some()).count(), 6);
+    assert_eq!(t.host_bridges.len(), 8);
+    let socket = |label: &str| t.device(bdf(&t, label)).unwrap().numa_node.unwrap();
+    for c in &csps {
+        for s in &ssds {
+            let v = t.verdict(c, s).unwrap();
+            let k = v.kernel.as_ref().unwrap();
+            assert_eq!(k.path, P2pPath::ThroughHostBridge { distance: 4 }, "{c} {s}");
+            assert!(k.common_upstream.is_none());
+            if socket(c) == socket(s) {
+                assert_eq!(v.path, P2pPath::ThroughHostBridge { distance: 4 }, "{c} {s}");
+                assert!(has(&v.reasons, |r| matches!(r, Reason::CpuAllowsRootComplex { .. })));
+            } else {
+                assert!(
+                    matches!(&v.path, P2pPath::NotSupported { reason: Reason::CrossSocket { provider_socket, client_socket, .. } } if provider_socket != client_socket),
+                    "{c} {s}: {:?}",
+                    v.path
+                );
+            }
+        }
+        assert_eq!(t.verdict(c, c).unwrap().path, P2pPath::BusAddress { distance: 0 });
+    }
+    // Nine SSDs per socket, three CSPs per socket: each CSP can serve every SSD of its node.
+    for s in &ssds {
+        let near = t.find_providers(&[s.as_str()]).unwrap();
+        assert_eq!(near.len(), 3, "{s}");
+        assert!(near.iter().all(|(b, d)| *d == 4 && t.device(*b).unwrap().numa_node == Some(socket(s))));
+    }
+    let v = t.verdict("ssd0", "ssd1").unwrap();
+    assert!(matches!(v.path, P2pPath::NotSupported { reason: Reason::NoP2pMemory { .. } }));
+    // Groups in the picture: one per socket.
+    let groups = peerpath_topo::render::p2p_groups(&t).unwrap();
+    assert_eq!(groups.len(), 2);
+    assert!(groups.iter().all(|(g, bus)| g.len() == 12 && !bus));
+}
+
+#[test]
+fn intel_switch_acs_verdicts() {
+    let (_dir, t) = load(&fixture::intel_switch_acs());
+    for ssd in ["ssd0", "ssd1", "ssd3"] {
+        let v = t.verdict("csp0", ssd).unwrap();
+        assert_eq!(v.path, P2pPath::BusAddress { distance: 4 }, "{ssd}");
+        assert_eq!(v.kernel.unwrap().common_upstream, Some("0000:01:00.0".parse().unwrap()));
+    }
+    let v = t.verdict("csp0", "ssd2").unwrap();
+    match &v.path {
+        P2pPath::NotSupported {
+            reason: r @ Reason::AcsRedirect { bridges, cause },
+        } => {
+            assert_eq!(bridges, &vec!["0000:02:03.0".parse().unwrap()]);
+            assert_eq!(*cause, AcsCause::FirmwareOrBootParameter);
+            assert!(r.remedy().unwrap().contains("pci=disable_acs_redir=0000:02:03.0"));
+        }
+        other => panic!("csp0 -> ssd2: {other:?}"),
+    }
+    assert!(matches!(v.kernel.as_ref().unwrap().path, P2pPath::NotSupported { .. }));
+    assert!(has(&v.reasons, |r| matches!(r, Reason::HostBridgeNotAllowed { .. })));
+    let text = t.explain("csp0", "ssd2").unwrap();
+    assert!(text.contains("pci=disable_acs_redir=0000:02:03.0"), "{text}");
+    assert!(text.contains("NOT SUPPORTED"));
+
+    for other in ["ssd4", "nic0"] {
+        let v = t.verdict("csp0", other).unwrap();
+        assert!(
+            matches!(&v.path, P2pPath::NotSupported { reason: Reason::HostBridgeNotAllowed { provider_host_bridge, .. } } if provider_host_bridge.device.map(|d| (d.1, d.2)) == Some((0x8086, 0x6f00))),
+            "{other}: {:?}",
+            v.path
+        );
+    }
+    assert_eq!(t.kernel_map(bdf(&t, "csp0"), bdf(&t, "ssd4")).unwrap().distance, 6);
+
+    // Applying the remedy in the model turns it into a switch-local path.
+    let mut fixed = t.clone();
+    let port = "0000:02:03.0".parse().unwrap();
+    fixed.devices.iter_mut().find(|d| d.bdf == port).unwrap().acs = AcsState::Control { ctrl: 0x11 };
+    assert_eq!(fixed.verdict("csp0", "ssd2").unwrap().path, P2pPath::BusAddress { distance: 4 });
+}
+
+#[test]
+fn fpga_cascade_verdicts() {
+    let (_dir, t) = load(&fixture::fpga_cascade());
+    let ssds: Vec<_> = (0..32).map(|i| bdf(&t, &format!("ssd{i}"))).collect();
+    assert_eq!(ssds.len(), 32);
+    assert!(t.devices.iter().all(|d| d.p2pmem.is_none()));
+    assert!(t.host_bridge_device("pci0000:00").is_some());
+    assert!(peerpath_topo::allowlist::lookup(0x10ee, 0xd021).is_none());
+    for (i, a) in ssds.iter().enumerate() {
+        for (j, b) in ssds.iter().enumerate() {
+            let k = t.kernel_map(*a, *b).unwrap();
+            let expected = if i == j { 0 } else { 4 + 2 * (i / 4).abs_diff(j / 4) as u32 };
+            assert_eq!(k.path, P2pPath::BusAddress { distance: expected }, "ssd{i} ssd{j}");
+        }
+    }
+    // No SSD has a CMB: every pair is refused for want of P2P memory, not for topology.
+    let v = t.verdict("ssd0", "ssd31").unwrap();
+    assert!(matches!(v.path, P2pPath::NotSupported { reason: Reason::NoP2pMemory { .. } }));
+    assert!(t.matrix().unwrap().topology_only);
+    assert_eq!(t.upstream_chain(ssds[31]).len(), 18);
+    // Were ssd0 a provider, the deepest SSD would still be reached below the switches.
+    let mut with_cmb = t.clone();
+    with_cmb.devices.iter_mut().find(|d| d.bdf == ssds[0]).unwrap().p2pmem = Some(peerpath_topo::P2pProvider {
+        size_bytes: 64 << 20,
+        available_bytes: 64 << 20,
+        published: true,
+        allocate: true,
+    });
+    assert_eq!(with_cmb.verdict("ssd0", "ssd31").unwrap().path, P2pPath::BusAddress { distance: 18 });
+}
+
+#[test]
+fn iommu_multipath_verdicts() {
+    let (_dir, t) = load(&fixture::iommu_multipath());
+    for client in ["ssd0", "nvme1", "nvme1n1", "0000:1b:00.0"] {
+        let v = t.verdict("csp0", client).unwrap();
+        assert_eq!(v.path, P2pPath::ThroughHostBridge { distance: 4 }, "{client}");
+        let acs = v.reasons.iter().find(|r| matches!(r, Reason::AcsRedirect { .. })).unwrap();
+        match acs {
+            Reason::AcsRedirect { bridges, cause } => {
+                assert_eq!(*cause, AcsCause::Iommu);
+                let b: Vec<String> = bridges.iter().map(|b| b.to_string()).collect();
+                assert_eq!(b, vec!["0000:19:00.0", "0000:19:01.0"]);
+            }
+            _ => unreachable!(),
+        }
+        assert!(acs.remedy().unwrap().contains("pci=disable_acs_redir=0000:19:00.0;0000:19:01.0"));
+        assert!(has(&v.reasons, |r| matches!(r, Reason::HostBridgeAllowListed { .. })));
+    }
+    let v = t.verdict("csp0", "md0").unwrap();
+    assert!(matches!(
+        &v.path,
+        P2pPath::NotSupported { reason: Reason::StackedBlockDevice { kind: BlockKind::Md, members, .. } } if members == &vec!["nvme1n1".to_string(), "nvme2n1".to_string()]
+    ));
+    let v = t.verdict("csp0", "/dev/nvme3n1").unwrap();
+    assert!(matches!(
+        &v.path,
+        P2pPath::NotSupported { reason: Reason::StackedBlockDevice { kind: BlockKind::NvmeMultipathHead, members, .. } } if members == &vec!["nvme3c3n1".to_string(), "nvme3c4n1".to_string()]
+    ));
+    assert!(t.explain("csp0", "nvme3n1").unwrap().contains("EREMOTEIO"));
+    // The controllers behind the head are fine as PCI functions: different host bridges, both allow-listed.
+    assert_eq!(t.verdict("csp0", "nvme3").unwrap().path, P2pPath::ThroughHostBridge { distance: 6 });
+    assert_eq!(t.verdict("csp0", "dual-b").unwrap().path, P2pPath::ThroughHostBridge { distance: 6 });
+    let v = t.verdict("nvme5", "ssd0").unwrap();
+    assert!(matches!(
+        &v.path,
+        P2pPath::NotSupported { reason: Reason::CmbNotPublished { missing, .. } } if missing == &vec!["RDS".to_string(), "WDS".to_string()]
+    ));
+    let v = t.verdict("nvme6", "ssd0").unwrap();
+    assert!(matches!(&v.path, P2pPath::NotSupported { reason: Reason::CmbNotRegistered { problem, .. } } if problem.contains("2 MiB")));
+    assert!(t.verdict("md0", "ssd0").is_err());
+    let many = t.verdict_many("csp0", &["ssd0", "ssd1"]).unwrap();
+    assert_eq!(many.total_distance, Some(8));
+    let many = t.verdict_many("csp0", &["ssd0", "md0"]).unwrap();
+    assert_eq!(many.total_distance, None);
+}
+
+#[test]
+fn unreadable_acs_is_unknown_and_said_so() {
+    let mut spec = fixture::intel_switch_acs();
+    for f in &mut spec.functions {
+        f.config_len = Some(64);
+    }
+    let (_dir, t) = load(&spec);
+    assert!(t.devices.iter().all(|d| matches!(d.acs, AcsState::Unknown { .. })));
+    let v = t.verdict("csp0", "ssd2").unwrap();
+    assert_eq!(v.path, P2pPath::BusAddress { distance: 4 });
+    assert!(has(&v.reasons, |r| matches!(r, Reason::AcsUnknown { .. })));
+    assert!(t.render_tree().contains("ACS: unknown on"));
+    // With the IOMMU on, unreadable ACS is assumed set (the kernel enables it).
+    let mut on = spec.clone();
+    on.iommu_units = Some(vec!["dmar0".into()]);
+    let (_dir2, t2) = load(&on);
+    let v = t2.verdict("csp0", "ssd0").unwrap();
+    assert!(has(&v.reasons, |r| matches!(r, Reason::AcsRedirect { cause: AcsCause::AssumedFromIommu, .. })));
+}
+
+#[test]
+fn renderings_of_every_fixture() {
+    for spec in fixture::all() {
+        let (_dir, t) = load(&spec);
+        let tree = t.render_tree();
+        assert!(tree.contains("pci0000:00"), "{}", spec.name);
+        let m = t.render_matrix().unwrap();
+        assert!(m.contains("[1]"));
+        let svg = t.render_svg().unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        let json: serde_json::Value = serde_json::from_str(&t.to_json_string().unwrap()).unwrap();
+        assert_eq!(json["device"].as_array().unwrap().len(), t.devices.len());
+        let back = Topology::from_toml_str(&t.to_toml_string().unwrap()).unwrap();
+        assert_eq!(back, t, "{}", spec.name);
+    }
+}
