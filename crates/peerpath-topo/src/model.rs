@@ -922,8 +922,9 @@ impl Topology {
             }
             depth.insert(d.bdf, steps);
         }
-        // Kinds.
+        // Kinds; emulated vendors are emulated whatever the file says.
         for d in &mut self.devices {
+            d.emulated |= EMULATED_VENDORS.contains(&d.vendor);
             if d.kind == DeviceKind::Auto {
                 d.kind = DeviceKind::classify(d.vendor, d.class);
             }

@@ -1,0 +1,182 @@
+//! Malformed and missing sysfs files: an error naming the path, or an explicit unknown field;
+//! never a panic.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use peerpath_topo::fixture::{self, symlink};
+use peerpath_topo::{LinkSpeed, TopoError, Topology};
+
+fn tree() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::intel_switch_acs().write(dir.path()).unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap();
+    (dir, root)
+}
+
+fn dev(root: &Path, bdf: &str) -> PathBuf {
+    fs::canonicalize(root.join("bus/pci/devices").join(bdf)).unwrap()
+}
+
+fn err_names(e: &TopoError, file: &str) {
+    let text = e.to_string();
+    assert!(text.contains(file), "error {text:?} should name {file}");
+}
+
+#[test]
+fn missing_required_file_names_it() {
+    let (_d, root) = tree();
+    let f = dev(&root, "0000:04:00.0").join("vendor");
+    fs::remove_file(&f).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(matches!(e, TopoError::Io { .. }));
+    err_names(&e, &f.display().to_string());
+}
+
+#[test]
+fn non_numeric_class_names_it() {
+    let (_d, root) = tree();
+    let f = dev(&root, "0000:04:00.0").join("class");
+    fs::write(&f, "nvme\n").unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(matches!(e, TopoError::Parse { .. }), "{e}");
+    err_names(&e, &f.display().to_string());
+}
+
+#[test]
+fn non_numeric_p2pmem_size_names_it() {
+    let (_d, root) = tree();
+    let f = dev(&root, "0000:03:00.0").join("p2pmem/size");
+    fs::write(&f, "lots\n").unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    err_names(&e, &f.display().to_string());
+    let f = dev(&root, "0000:03:00.0").join("p2pmem/size");
+    fs::write(&f, "268435456\n").unwrap();
+    let p = dev(&root, "0000:03:00.0").join("p2pmem/published");
+    fs::write(&p, "yes\n").unwrap();
+    err_names(&Topology::from_sysfs(&root).unwrap_err(), &p.display().to_string());
+    fs::write(&p, "1\n").unwrap();
+    fs::remove_file(dev(&root, "0000:03:00.0").join("p2pmem/available")).unwrap();
+    err_names(&Topology::from_sysfs(&root).unwrap_err(), "p2pmem/available");
+}
+
+#[test]
+fn missing_link_files_are_unknown_not_errors() {
+    let (_d, root) = tree();
+    let d = dev(&root, "0000:05:00.0");
+    for f in ["current_link_speed", "max_link_speed", "current_link_width", "max_link_width", "numa_node", "local_cpulist", "config", "resource", "label"] {
+        fs::remove_file(d.join(f)).unwrap();
+    }
+    let t = Topology::from_sysfs(&root).unwrap();
+    let x = t.device("0000:05:00.0".parse().unwrap()).unwrap();
+    assert!(x.link.is_none() && x.numa_node.is_none() && x.label.is_none());
+    assert!(matches!(x.acs, peerpath_topo::AcsState::Unknown { .. }));
+    // "Unknown" as the kernel prints it for a link that is down.
+    let d = dev(&root, "0000:04:00.0");
+    fs::write(d.join("current_link_speed"), "Unknown\n").unwrap();
+    let t = Topology::from_sysfs(&root).unwrap();
+    let l = t.device("0000:04:00.0".parse().unwrap()).unwrap().link.unwrap();
+    assert_eq!(l.current_speed, LinkSpeed::UNKNOWN);
+    // Garbage is an error naming the file.
+    fs::write(d.join("current_link_speed"), "fast\n").unwrap();
+    err_names(&Topology::from_sysfs(&root).unwrap_err(), "current_link_speed");
+    fs::write(d.join("current_link_speed"), "8.0 GT/s PCIe\n").unwrap();
+    fs::write(d.join("max_link_width"), "x4\n").unwrap();
+    err_names(&Topology::from_sysfs(&root).unwrap_err(), "max_link_width");
+}
+
+#[test]
+fn numa_minus_one_is_none() {
+    let (_d, root) = tree();
+    fs::write(dev(&root, "0000:04:00.0").join("numa_node"), "-1\n").unwrap();
+    let t = Topology::from_sysfs(&root).unwrap();
+    assert_eq!(t.device("0000:04:00.0".parse().unwrap()).unwrap().numa_node, None);
+    fs::write(dev(&root, "0000:04:00.0").join("numa_node"), "zero\n").unwrap();
+    err_names(&Topology::from_sysfs(&root).unwrap_err(), "numa_node");
+}
+
+#[test]
+fn dangling_symlink_names_it() {
+    let (_d, root) = tree();
+    let link = root.join("bus/pci/devices/0000:0a:00.0");
+    std::os::unix::fs::symlink("../../../devices/pci0000:00/0000:00:03.0/0000:0a:00.0", &link).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(matches!(e, TopoError::DanglingSymlink { .. }), "{e}");
+    err_names(&e, "0000:0a:00.0");
+}
+
+#[test]
+fn symlink_loop_names_it() {
+    let (_d, root) = tree();
+    let a = root.join("bus/pci/devices/0000:0b:00.0");
+    let b = root.join("devices/pci0000:00/0000:0b:00.0");
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(matches!(e, TopoError::BadLink { .. }), "{e}");
+    err_names(&e, "0000:0b:00.0");
+}
+
+#[test]
+fn symlink_outside_the_root_is_refused() {
+    let (_d, root) = tree();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("0000:0c:00.0");
+    fs::create_dir(&target).unwrap();
+    std::os::unix::fs::symlink(&target, root.join("bus/pci/devices/0000:0c:00.0")).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(e.to_string().contains("outside the sysfs root"), "{e}");
+}
+
+#[test]
+fn parent_not_listed_is_an_error() {
+    let (_d, root) = tree();
+    // A function nested under a bridge directory that /sys/bus/pci/devices does not list.
+    let ghost = root.join("devices/pci0000:00/0000:00:1f.0/0000:0d:00.0");
+    fs::create_dir_all(&ghost).unwrap();
+    for (f, v) in [("vendor", "0x8086"), ("device", "0x1234"), ("class", "0x010802")] {
+        fs::write(ghost.join(f), format!("{v}\n")).unwrap();
+    }
+    symlink(&root.join("bus/pci/devices/0000:0d:00.0"), &ghost).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(e.to_string().contains("0000:00:1f.0"), "{e}");
+}
+
+#[test]
+fn not_a_sysfs_root() {
+    let d = tempfile::tempdir().unwrap();
+    let e = Topology::from_sysfs(d.path()).unwrap_err();
+    assert!(matches!(e, TopoError::NotSysfs { .. }));
+    let e = Topology::from_sysfs(d.path().join("nope")).unwrap_err();
+    assert!(matches!(e, TopoError::Io { .. }));
+}
+
+#[test]
+fn garbage_cmbsz_names_it() {
+    let (_d, root) = tree();
+    let f = fs::canonicalize(root.join("class/nvme/nvme0")).unwrap().join("cmbsz");
+    fs::write(&f, "0x20000018\n").unwrap();
+    err_names(&Topology::from_sysfs(&root).unwrap_err(), "cmbsz");
+}
+
+#[test]
+fn garbage_cpu_modalias_names_it() {
+    let (_d, root) = tree();
+    let f = root.join("devices/system/cpu/modalias");
+    fs::write(&f, "cpu:type:x86,venZZZZ\n").unwrap();
+    err_names(&Topology::from_sysfs(&root).unwrap_err(), "modalias");
+    fs::remove_file(&f).unwrap();
+    let t = Topology::from_sysfs(&root).unwrap();
+    assert_eq!(t.cpu.vendor, peerpath_topo::CpuVendor::Unknown);
+}
+
+#[test]
+fn iommu_missing_class_dir_is_unknown() {
+    let (_d, root) = tree();
+    fs::remove_dir_all(root.join("class/iommu")).unwrap();
+    let t = Topology::from_sysfs(&root).unwrap();
+    assert_eq!(t.iommu.status, peerpath_topo::IommuStatus::Unknown);
+    assert!(t.iommu.note.as_ref().unwrap().contains("class/iommu"));
+}
