@@ -295,7 +295,9 @@ impl FakeSysfs {
             }
             if let Some(d) = &f.driver {
                 let drv = root.join("bus/pci/drivers").join(d);
-                mkdir(&drv)?;
+                for file in ["bind", "unbind", "uevent"] {
+                    write(&drv.join(file), "")?;
+                }
                 symlink(&dir.join("driver"), &drv)?;
             }
             symlink(&root.join("bus/pci/devices").join(f.bdf.to_string()), dir)?;
@@ -328,11 +330,13 @@ impl FakeSysfs {
         for (node, list) in &self.numa {
             write(&root.join(format!("devices/system/node/node{node}/cpulist")), format!("{list}\n"))?;
         }
-        if let Some(units) = &self.iommu_units {
+        // An empty `class/iommu` is left out: git cannot keep an empty directory, and the reader
+        // takes a missing one as "off" (the kernel has no IOMMU support) just as an empty one.
+        if let Some(units) = self.iommu_units.as_ref().filter(|u| !u.is_empty()) {
             mkdir(&root.join("class/iommu"))?;
             for u in units {
                 let dir = root.join("devices/virtual/iommu").join(u);
-                mkdir(&dir)?;
+                write(&dir.join("uevent"), format!("DEVNAME={u}\n"))?;
                 symlink(&root.join("class/iommu").join(u), &dir)?;
             }
             if let Some(t) = &self.iommu_domain {

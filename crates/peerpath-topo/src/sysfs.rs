@@ -630,11 +630,13 @@ fn read_cpu_and_numa(root_real: &Path) -> Result<(Cpu, Vec<NumaNode>)> {
 fn read_iommu(root_real: &Path) -> Result<Iommu> {
     let class = root_real.join("class/iommu");
     let Some(units) = list_dir_opt(&class)? else {
+        // The kernel registers the iommu class whenever it is built with IOMMU support
+        // (CONFIG_IOMMU_API); without it no IOMMU driver can be active.
         return Ok(Iommu {
-            status: IommuStatus::Unknown,
+            status: IommuStatus::Off,
             units: Vec::new(),
             default_domain: None,
-            note: Some(format!("{} does not exist (kernel without IOMMU sysfs support?)", class.display())),
+            note: None,
         });
     };
     let mut domains = BTreeSet::new();

@@ -173,10 +173,18 @@ fn garbage_cpu_modalias_names_it() {
 }
 
 #[test]
-fn iommu_missing_class_dir_is_unknown() {
+fn iommu_class_dir_decides_the_iommu_state() {
     let (_d, root) = tree();
-    fs::remove_dir_all(root.join("class/iommu")).unwrap();
+    // No class/iommu: a kernel without IOMMU support, so no IOMMU driver is active.
+    assert!(!root.join("class/iommu").exists());
     let t = Topology::from_sysfs(&root).unwrap();
-    assert_eq!(t.iommu.status, peerpath_topo::IommuStatus::Unknown);
-    assert!(t.iommu.note.as_ref().unwrap().contains("class/iommu"));
+    assert_eq!(t.iommu.status, peerpath_topo::IommuStatus::Off);
+    fs::create_dir_all(root.join("class/iommu")).unwrap();
+    assert_eq!(Topology::from_sysfs(&root).unwrap().iommu.status, peerpath_topo::IommuStatus::Off);
+    let unit = root.join("devices/virtual/iommu/ivhd0");
+    fs::create_dir_all(&unit).unwrap();
+    symlink(&root.join("class/iommu/ivhd0"), &unit).unwrap();
+    let t = Topology::from_sysfs(&root).unwrap();
+    assert_eq!(t.iommu.status, peerpath_topo::IommuStatus::On);
+    assert_eq!(t.iommu.units, vec!["ivhd0".to_string()]);
 }
