@@ -446,6 +446,23 @@ pub fn p2p_groups(topo: &Topology) -> Result<Vec<(Vec<Bdf>, bool)>> {
     Ok(out)
 }
 
+fn svg_title(topo: &Topology) -> String {
+    format!(
+        "{}  |  {}  |  {}",
+        topo.description.clone().unwrap_or_else(|| "PCIe topology".into()),
+        topo.cpu,
+        match topo.iommu.status {
+            IommuStatus::On => "IOMMU on",
+            IommuStatus::Off => "IOMMU off",
+            IommuStatus::Unknown => "IOMMU unknown",
+        }
+    )
+}
+
+fn title_chars(topo: &Topology) -> usize {
+    svg_title(topo).chars().count()
+}
+
 /// An SVG picture of the tree: one row per function, indented by depth, P2P groups coloured,
 /// bridges with ACS redirect outlined red, P2P providers marked.
 pub fn render_svg(topo: &Topology) -> Result<String> {
@@ -485,6 +502,9 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
             if let Some(p) = &d.p2pmem {
                 text.push_str(&format!("  P2P {}", human_bytes(p.size_bytes)));
             }
+            if d.acs.redirects() == Some(true) {
+                text.push_str("  ACS redirect");
+            }
             rows.push(Row {
                 depth,
                 text,
@@ -509,9 +529,9 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
     let indent = 24usize;
     let max_depth = rows.iter().map(|r| r.depth).max().unwrap_or(0);
     let max_text = rows.iter().map(|r| r.text.chars().count()).max().unwrap_or(10);
-    let box_w = max_text * 7 + 16;
+    let box_w = max_text * 15 / 2 + 16;
     let legend_rows = groups.len() + 3;
-    let width = 20 + max_depth * indent + box_w + 20;
+    let width = (20 + max_depth * indent + box_w + 20).max(title_chars(topo) * 7 + 30);
     let height = 40 + rows.len() * row_h + legend_rows * row_h + 20;
     let mut s = String::new();
     let _ = writeln!(
@@ -519,16 +539,7 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="monospace" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let title = format!(
-        "{}  |  {}  |  {}",
-        topo.description.clone().unwrap_or_else(|| "PCIe topology".into()),
-        topo.cpu,
-        match topo.iommu.status {
-            IommuStatus::On => "IOMMU on",
-            IommuStatus::Off => "IOMMU off",
-            IommuStatus::Unknown => "IOMMU unknown",
-        }
-    );
+    let title = svg_title(topo);
     let _ = writeln!(s, r#"<text x="10" y="20" font-weight="bold">{}</text>"#, xml_escape(&title));
     let mut last_at_depth: BTreeMap<usize, usize> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
@@ -565,11 +576,7 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
             r#"<rect x="{x}" y="{y}" width="{box_w}" height="{}" rx="3" fill="{fill}" stroke="{stroke}" stroke-width="{sw}"/>"#,
             row_h - 4
         );
-        let mut text = r.text.clone();
-        if acs {
-            text.push_str("  ACS redirect");
-        }
-        let _ = writeln!(s, r#"<text x="{}" y="{}">{}</text>"#, x + 6, y + 13, xml_escape(&text));
+        let _ = writeln!(s, r#"<text x="{}" y="{}">{}</text>"#, x + 6, y + 13, xml_escape(&r.text));
     }
     let mut y = 40 + rows.len() * row_h + row_h;
     let _ = writeln!(s, r#"<text x="10" y="{y}" font-weight="bold">P2P groups (supported by topology, same socket):</text>"#);
