@@ -148,3 +148,16 @@ class = 0x060400
     let future = "schema_version = 99\n";
     assert!(Topology::from_toml_str(future).unwrap_err().to_string().contains("newer"));
 }
+
+#[test]
+fn the_example_in_docs_topology_md_loads() {
+    let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/topology.md");
+    let Ok(text) = std::fs::read_to_string(&doc) else {
+        eprintln!("skipped: {} not found", doc.display());
+        return;
+    };
+    let start = text.find("```toml\n").expect("a toml block in docs/topology.md") + "```toml\n".len();
+    let end = start + text[start..].find("```").unwrap();
+    let t = Topology::from_toml_str(&text[start..end]).unwrap();
+    assert_eq!(t.verdict("cmb0", "nvm1").unwrap().path, P2pPath::BusAddress { distance: 4 });
+}
