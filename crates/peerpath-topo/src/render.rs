@@ -311,14 +311,16 @@ pub fn explain(topo: &Topology, provider: &str, client: &str) -> Result<String> 
         out,
         "P2P between the memory of {} and {}",
         name_of(topo, v.provider),
-        if client_desc == client { client.to_string() } else { format!("{client} = {client_desc}") }
+        if client_desc.starts_with(client) { client_desc.clone() } else { format!("{client} = {client_desc}") }
     );
-    let verdict_word = match &v.path {
-        P2pPath::BusAddress { .. } => "SUPPORTED",
-        P2pPath::ThroughHostBridge { .. } => "SUPPORTED",
-        P2pPath::NotSupported { .. } => "NOT SUPPORTED",
-    };
-    let _ = writeln!(out, "Verdict: {verdict_word}: {}", v.path);
+    match &v.path {
+        P2pPath::NotSupported { reason } => {
+            let _ = writeln!(out, "Verdict: NOT SUPPORTED: {}", reason.describe());
+        }
+        supported => {
+            let _ = writeln!(out, "Verdict: SUPPORTED: {supported}");
+        }
+    }
     if let Some(k) = &v.kernel {
         let kernel_word = match &k.path {
             P2pPath::BusAddress { distance } => format!("PCI_P2PDMA_MAP_BUS_ADDR, distance {distance}"),

@@ -285,10 +285,10 @@ impl Reason {
                 join_bdfs(devices)
             ),
             Reason::CpuAllowsRootComplex { cpu } => format!(
-                "no common switch, but the CPU ({cpu}) is AMD Zen or newer, so the kernel allows P2P through the root complex (cpu_supports_p2pdma)"
+                "the path goes through the root complex, which the kernel allows because the CPU ({cpu}) is AMD Zen or newer (cpu_supports_p2pdma)"
             ),
             Reason::HostBridgeAllowListed { host_bridge } => format!(
-                "no common switch, but host bridge {host_bridge} is on the kernel's allow-list ({})",
+                "the path goes through the root complex, which the kernel allows because host bridge {host_bridge} is on its allow-list ({})",
                 host_bridge.allow_listed.unwrap_or("?")
             ),
             Reason::IommuMapsP2p { units } => format!(
@@ -296,7 +296,7 @@ impl Reason {
                 units.join(", ")
             ),
             Reason::Emulated { devices } => format!(
-                "{} emulated: QEMU bounces peer DMA through its own buffers, so this path is functional but not fast",
+                "{} emulated: the virtual machine monitor (e.g. QEMU) carries peer DMA through its own buffers, so this path is functional but not fast",
                 if devices.len() == 1 {
                     format!("{} is", devices[0])
                 } else {
@@ -410,7 +410,7 @@ pub struct KernelMap {
     pub acs_redirect: Vec<Bdf>,
     /// Functions on the checked path whose ACS could not be read.
     pub acs_unknown: Vec<Bdf>,
-    /// Whether unknown ACS was counted as redirect (IOMMU on).
+    /// Whether unknown ACS on bridges was counted as redirect (IOMMU on).
     pub acs_unknown_assumed_redirect: bool,
     pub provider_host_bridge: HostBridgeId,
     pub client_host_bridge: HostBridgeId,
@@ -455,16 +455,19 @@ pub fn kernel_map(topo: &Topology, provider: Bdf, client: Bdf) -> Result<KernelM
     let b_chain = topo.upstream_chain(client);
     let mut acs_redirect = Vec::new();
     let mut acs_unknown = Vec::new();
+    // Unreadable ACS on a bridge counts as redirect when the IOMMU is on (the kernel enables it
+    // on every capable bridge); on an endpoint, or with the IOMMU off, as clear.
     let check = |bdf: Bdf, redirect: &mut Vec<Bdf>, unknown: &mut Vec<Bdf>| {
-        match topo.device(bdf).map(|d| d.acs.redirects()) {
-            Some(Some(true)) => redirect.push(bdf),
-            Some(None) => {
+        let Some(d) = topo.device(bdf) else { return };
+        match d.acs.redirects() {
+            Some(true) => redirect.push(bdf),
+            None => {
                 unknown.push(bdf);
-                if iommu_on {
+                if iommu_on && d.role.is_bridge() {
                     redirect.push(bdf);
                 }
             }
-            _ => {}
+            Some(false) => {}
         }
     };
     let mut found: Option<(usize, usize)> = None;
@@ -687,11 +690,12 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
             }
             P2pPath::BusAddress { .. } => {}
         }
-        let unknown_not_assumed: Vec<Bdf> = if k.acs_unknown_assumed_redirect {
-            Vec::new()
-        } else {
-            k.acs_unknown.clone()
-        };
+        let unknown_not_assumed: Vec<Bdf> = k
+            .acs_unknown
+            .iter()
+            .filter(|b| !k.acs_redirect.contains(b))
+            .copied()
+            .collect();
         if !unknown_not_assumed.is_empty() && k.common_upstream.is_some() {
             let why = topo
                 .device(unknown_not_assumed[0])

@@ -42,7 +42,7 @@ fn text_or_bytes() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn garbage_in_any_sysfs_file_never_panics(which in 0usize..64, content in text_or_bytes()) {
