@@ -34,6 +34,8 @@ const FCOMMENT: u8 = 0x10;
 const FRESERVED: u8 = 0xe0;
 const OS_UNIX: u8 = 3;
 const TRAILER_BYTES: usize = 8;
+/// Bytes kept before the read position for ISA-L's rewinds (its bit buffer is 64 bits).
+const REWIND_BYTES: usize = 16;
 
 /// The peerpath subfield ID ('P', 'P').
 pub const PEERPATH_SUBFIELD: [u8; 2] = *b"PP";
@@ -50,6 +52,9 @@ pub const BGZF_EOF_BLOCK: [u8; 28] = [
 /// Members declaring more than this many uncompressed bytes are refused
 /// before any allocation (a lying size field must not exhaust memory).
 pub const MAX_MEMBER_UNCOMPRESSED_BYTES: usize = 256 << 20;
+/// The most output one byte of deflate data can produce (a 258-byte match
+/// coded in 2 bits: 258 * 8 / 2).
+const MAX_DEFLATE_EXPANSION: usize = 1032;
 /// Headers (with FNAME/FCOMMENT/FEXTRA) longer than this are refused.
 const MAX_HEADER_BYTES: usize = 1 << 20;
 
@@ -414,6 +419,18 @@ pub fn declared_output_bytes(header: &MemberHeader, member: &[u8]) -> Result<usi
             "declares {out} uncompressed bytes, above the {MAX_MEMBER_UNCOMPRESSED_BYTES}-byte member limit"
         )));
     }
+    // Bug fix (found by the CLI's bad-input tests): without this check a
+    // few dozen tiny members each declaring 256 MiB made the parallel
+    // decoder allocate (and zero) 256 MiB per member in flight, gigabytes
+    // for a 2 KiB file. Deflate cannot expand more than 1032:1 (a 258-byte
+    // match in 2 bits), so a member declaring more than that from its own
+    // deflate bytes is lying, and is refused before anyone allocates.
+    let deflate_bytes = member_bytes - header.header_bytes - TRAILER_BYTES;
+    if out > deflate_bytes.saturating_mul(MAX_DEFLATE_EXPANSION) {
+        return Err(MemberError::SizeField(format!(
+            "declares {out} uncompressed bytes from {deflate_bytes} bytes of deflate data, more than deflate can expand to"
+        )));
+    }
     Ok(out)
 }
 
@@ -513,10 +530,13 @@ impl<R: Read> StreamDecoder<R> {
         if self.eof {
             return Ok(false);
         }
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
+        // Keep a few bytes before `start`: ISA-L may hand back up to 8 bytes
+        // of read-ahead from an earlier call (see `Step::consumed`).
+        let keep = self.start.min(REWIND_BYTES);
+        if self.start > keep {
+            self.buf.copy_within(self.start - keep..self.end, 0);
+            self.end -= self.start - keep;
+            self.start = keep;
         }
         if self.end == self.buf.len() {
             let n = self.buf.len() * 2;
@@ -608,7 +628,17 @@ impl<R: Read> StreamDecoder<R> {
                 Err(StepError::Invalid(why)) => return Err(StreamError::at(index, member_offset, MemberError::Deflate(why.into()))),
                 Err(StepError::TrailerMismatch) => return Err(StreamError::at(index, member_offset, self.trailer_mismatch())),
             };
-            self.consume(step.consumed);
+            if step.consumed >= 0 {
+                self.consume(step.consumed as usize);
+            } else {
+                let back = step.consumed.unsigned_abs();
+                if back > self.start || back as u64 > self.bytes_in {
+                    return Err(StreamError::at(index, member_offset, MemberError::Deflate("decoder stepped back past the buffered input".into())));
+                }
+                self.start -= back;
+                self.offset -= back as u64;
+                self.bytes_in -= back as u64;
+            }
             if step.produced > 0 {
                 sink(&self.out[..step.produced])?;
                 produced += step.produced as u64;
@@ -616,7 +646,7 @@ impl<R: Read> StreamDecoder<R> {
             if step.finished {
                 break;
             }
-            if step.consumed == 0 && step.produced == 0 && self.start < self.end && !self.fill()? {
+            if step.consumed <= 0 && step.produced == 0 && self.start < self.end && !self.fill()? {
                 // No progress with input and output room: ISA-L wants more
                 // input than is left.
                 return Err(StreamError::at(index, member_offset, self.cut_short()));

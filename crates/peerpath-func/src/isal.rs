@@ -128,7 +128,10 @@ unsafe impl Send for StreamInflater {}
 /// Result of one streaming step.
 #[derive(Debug)]
 pub struct Step {
-    pub consumed: usize,
+    /// Input bytes used. Negative when ISA-L hands back bytes it had read
+    /// ahead into its bit buffer during an earlier call (it does so before a
+    /// stored block, for instance): the caller must step back that far.
+    pub consumed: isize,
     pub produced: usize,
     /// The deflate data and the trailer have been read and the trailer matched.
     pub finished: bool,
@@ -171,7 +174,7 @@ impl StreamInflater {
         // and are cleared below before the slices' borrows end.
         let rc = unsafe { ffi::isal_inflate(&mut *self.st) };
         let step = Step {
-            consumed: input.len().min(u32::MAX as usize) - self.st.avail_in as usize,
+            consumed: input.len().min(u32::MAX as usize) as isize - self.st.avail_in as isize,
             produced: output.len().min(u32::MAX as usize) - self.st.avail_out as usize,
             finished: self.st.block_state == ffi::isal_block_state_ISAL_BLOCK_FINISH,
         };
