@@ -30,6 +30,62 @@ enum Command {
     Verify(VerifyArgs),
     /// Run the main job on the bundled sample: compress, verify, decompress, compare.
     Demo(DemoArgs),
+    /// Show the PCIe topology and whether P2P DMA works between devices, and why.
+    Topo(TopoArgs),
+}
+
+#[derive(Args)]
+struct TopoArgs {
+    /// Read this sysfs root (a real /sys or a fixture tree).
+    #[arg(long, default_value = "/sys", conflicts_with = "file")]
+    sysfs: PathBuf,
+    /// Read a topology file (TOML) instead of sysfs.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Explain the verdict for one pair: PROVIDER (the memory's owner) and CLIENT.
+    #[arg(long, num_args = 2, value_names = ["PROVIDER", "CLIENT"])]
+    explain: Option<Vec<String>>,
+    /// Print JSON (the model, or the verdict with --explain).
+    #[arg(long)]
+    json: bool,
+    /// Write the model to this topology file (TOML).
+    #[arg(long)]
+    export: Option<PathBuf>,
+    /// Write a picture of the tree (SVG), P2P groups coloured.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+/// `peerpath topo`. Topology errors (a malformed sysfs or topology file, an
+/// unknown device name) exit with code 13.
+fn topo(a: TopoArgs) -> Result<(), String> {
+    use peerpath_topo::Topology;
+    let e = |e: peerpath_topo::TopoError| e.to_string();
+    let t = match &a.file {
+        Some(f) => Topology::from_toml_file(f).map_err(e)?,
+        None => Topology::from_sysfs(&a.sysfs).map_err(e)?,
+    };
+    let write = |path: &Path, text: String| std::fs::write(path, text).map_err(|err| format!("cannot write {}: {err}", path.display()));
+    if let Some(p) = &a.export {
+        write(p, t.to_toml_string().map_err(e)?)?;
+    }
+    if let Some(p) = &a.svg {
+        write(p, t.render_svg().map_err(e)?)?;
+    }
+    match (&a.explain, a.json) {
+        (Some(pair), true) => {
+            let v = t.verdict(&pair[0], &pair[1]).map_err(e)?;
+            println!("{}", serde_json::to_string_pretty(&v).map_err(|err| err.to_string())?);
+        }
+        (Some(pair), false) => print!("{}", t.explain(&pair[0], &pair[1]).map_err(e)?),
+        (None, true) => println!("{}", t.to_json_string().map_err(e)?),
+        (None, false) => {
+            print!("{}", t.render_tree());
+            println!();
+            print!("{}", t.render_matrix().map_err(e)?);
+        }
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -273,12 +329,22 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
         }
         Command::Demo(a) => demo::run(a.workdir, a.json, a.threads)?,
+        Command::Topo(_) => unreachable!("handled in main"),
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Topo(a) = cli.command {
+        return match topo(a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("peerpath: error: {e}");
+                ExitCode::from(13)
+            }
+        };
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -30,9 +30,10 @@ impl fmt::Display for MemoryDomain {
     }
 }
 
-/// Asks the kernel which NUMA node backs the page at `addr` (the page must
-/// have been touched). Returns `None` where the kernel has no NUMA support.
-pub fn host_numa_node_of(addr: *const u8) -> Option<u32> {
+/// Asks the kernel which NUMA node backs the page holding `byte` (the page
+/// must have been touched). Returns `None` where the kernel has no NUMA support.
+pub fn host_numa_node_of(byte: &u8) -> Option<u32> {
+    let addr = byte as *const u8;
     const MPOL_F_NODE: libc::c_ulong = 1;
     const MPOL_F_ADDR: libc::c_ulong = 2;
     let mut node: libc::c_int = -1;

@@ -28,8 +28,10 @@ impl AlignedBuf {
         // SAFETY: the layout has a non-zero size and a power-of-two alignment.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        // The pages are touched (zeroed), so the kernel can tell their node.
-        let domain = MemoryDomain::Host { numa_node: host_numa_node_of(ptr.as_ptr()) };
+        // SAFETY: the allocation is at least one byte and was zeroed above.
+        let first = unsafe { &*ptr.as_ptr() };
+        // The first page is touched (zeroed), so the kernel can tell its node.
+        let domain = MemoryDomain::Host { numa_node: host_numa_node_of(first) };
         AlignedBuf { ptr, capacity_bytes, len: 0, domain }
     }
 

@@ -19,7 +19,7 @@ use peerpath_mem::{align_up, AlignedBuf, BufferPool, PooledBuf, DIRECT_IO_ALIGN_
 use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Clone)]
@@ -110,23 +110,23 @@ fn open_stdout() -> OpenedFile {
 }
 
 /// Opens a target: a temporary file next to its final name, or stdout.
-pub(crate) fn open_target(final_path: &PathBuf, direct: bool) -> Result<(TargetWriter, IoPath)> {
+pub(crate) fn open_target(final_path: &Path, direct: bool) -> Result<(TargetWriter, IoPath)> {
     if is_std_stream(final_path) {
         let t = open_stdout();
         let path = IoPath { engine: peerpath_io::EngineKind::Syscalls, direct: false, fallback_reason: t.direct_refused.clone() };
-        return Ok((TargetWriter::new(t, final_path.clone(), true), path));
+        return Ok((TargetWriter::new(t, final_path.to_path_buf(), true), path));
     }
-    let t = open_target_tmp(final_path, direct).map_err(|e| JobError::TargetIo { path: final_path.clone(), source: e })?;
+    let t = open_target_tmp(final_path, direct).map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
     let path = IoPath { engine: peerpath_io::EngineKind::IoUring, direct: t.direct, fallback_reason: t.direct_refused.clone() };
-    Ok((TargetWriter::new(t, final_path.clone(), false), path))
+    Ok((TargetWriter::new(t, final_path.to_path_buf(), false), path))
 }
 
 /// Opens a source read-only, or stdin.
-pub(crate) fn open_source_checked(path: &PathBuf, direct: bool) -> Result<OpenedFile> {
+pub(crate) fn open_source_checked(path: &Path, direct: bool) -> Result<OpenedFile> {
     if is_std_stream(path) {
         return Ok(open_stdin());
     }
-    open_source(path, direct).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })
+    open_source(path, direct).map_err(|e| JobError::SourceUnreadable { path: path.to_path_buf(), source: e })
 }
 
 /// Fixes up the engine field of reported paths once the engine is chosen.

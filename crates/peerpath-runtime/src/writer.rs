@@ -100,8 +100,8 @@ impl TargetWriter {
     /// Appends an owned buffer: written as is when aligned, else packed.
     pub fn push_owned(&mut self, buf: AlignedBuf, engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: u64, ledger: &Ledger) -> Result<()> {
         let aligned = self.staging.is_none()
-            && self.logical_len % DIRECT_IO_ALIGN_BYTES as u64 == 0
-            && buf.len() % DIRECT_IO_ALIGN_BYTES == 0
+            && self.logical_len.is_multiple_of(DIRECT_IO_ALIGN_BYTES as u64)
+            && buf.len().is_multiple_of(DIRECT_IO_ALIGN_BYTES)
             && !buf.is_empty();
         if aligned || (!self.target.direct && !buf.is_empty() && self.staging.is_none()) {
             let len = buf.len();
