@@ -281,6 +281,13 @@ impl MemberHeader {
         if data.len() >= 2 && (data[0] != ID1 || data[1] != ID2) {
             return Err(HeaderError::NotGzip(data[0], data[1]));
         }
+        // Bug fix (found by the CLI's bad-input tests): a lone byte that is
+        // not 1f (a 1-byte non-gzip file, or 1 byte of trailing garbage)
+        // was reported as a truncated header (exit 7) instead of "not gzip"
+        // (exit 8) or trailing garbage (exit 9), unlike the streaming decoder.
+        if data.len() == 1 && data[0] != ID1 {
+            return Err(HeaderError::NotGzip(data[0], 0));
+        }
         if data.len() < 10 {
             return Err(HeaderError::Truncated { available: data.len() });
         }

@@ -242,6 +242,8 @@ struct FileState<'p> {
     first_error: Option<(u64, JobError)>,
     bytes_out: u64,
     members: u64,
+    /// Whether the source was opened with O_DIRECT (for the ledger).
+    direct: bool,
 }
 
 impl FileState<'_> {
@@ -262,7 +264,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         }
         None => (None, None),
     };
-    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), first_error: None, bytes_out: 0, members: 0 };
+    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), first_error: None, bytes_out: 0, members: 0, direct: src.direct };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
     let drained = drain(ctx, &mut st);
@@ -317,12 +319,22 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, arrived: &mut BTreeMap<u64, PooledBuf
                 }
                 continue;
             }
-            *reads_in_flight -= 1;
+            // Bug fix (found by the CLI's interop tests): drain() and
+            // stream_from() pass a fresh counter of 0 while reads issued by
+            // decode_file() may still be in flight (a file that switches to
+            // streaming with more than one 4 MiB read out); `-= 1` then
+            // overflowed (a panic in debug builds). The count only matters
+            // to decode_file's own window check, so saturate.
+            *reads_in_flight = reads_in_flight.saturating_sub(1);
             let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
             match c.result {
                 Ok(n) => {
                     buf.set_len(n);
-                    crate::record_read(&ctx.ledger, &st.path.display().to_string(), true, buf.domain(), n as u64);
+                    // Bug fix (found by the CLI's JSON report tests): this
+                    // passed `true` (O_DIRECT) always, so reads through the
+                    // page cache (--no-direct, or a file system refusing
+                    // O_DIRECT) missed the kernel's CPU copy in the ledger.
+                    crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.direct, buf.domain(), n as u64);
                     arrived.insert(c.token, buf);
                 }
                 Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),

@@ -1,0 +1,463 @@
+//! Bad input, one class per test: the exit code the README documents, an
+//! error message naming the file (and the member index and byte offset
+//! where there is one), nothing left behind, and the source unchanged.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::time::Duration;
+
+const BLOCK: usize = 64 << 10;
+
+/// A peerpath archive of `data` (64 KiB members) and its member layout.
+struct Archive {
+    packed: Vec<u8>,
+    members: Vec<Member>,
+}
+
+fn archive(dir: &Path, data: &[u8], extra: &[&str]) -> Archive {
+    let mut a = vec!["--block-size", "64K"];
+    a.extend_from_slice(extra);
+    let sub = tempfile::Builder::new().prefix("archive").tempdir_in(dir).unwrap().keep();
+    let packed = compress_bytes(&sub, "original", data, &a);
+    let members = members(&packed);
+    Archive { packed, members }
+}
+
+/// 300,000 bytes of protein text: five members (four full, one partial).
+fn protein_archive(dir: &Path) -> Archive {
+    let a = archive(dir, &sample()[..300_000], &[]);
+    assert_eq!(a.members.len(), 5);
+    a
+}
+
+/// Incompressible data: stored deflate blocks, so a flipped data bit
+/// decodes fine and only the CRC-32 catches it.
+fn random_archive(dir: &Path) -> (Vec<u8>, Archive) {
+    let data = random_bytes(5 * BLOCK, 77);
+    let a = archive(dir, &data, &[]);
+    assert_eq!(a.members.len(), 5);
+    (data, a)
+}
+
+fn put_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Runs `verify` and `decompress` (default target name) on `bytes` saved as
+/// `name` in a directory of its own; both must fail with `code` and a
+/// message holding `needles` and the file name, within `deadline`; the
+/// directory must hold only the unchanged source afterwards.
+#[track_caller]
+fn expect_bad(dir: &Path, name: &str, bytes: &[u8], code: i32, needles: &[&str], deadline: Duration) {
+    let case = dir.join(format!("case-{name}"));
+    std::fs::create_dir(&case).unwrap();
+    let src = case.join(name);
+    std::fs::write(&src, bytes).unwrap();
+    let mut n = needles.to_vec();
+    n.push(name);
+    run_full(&mut pp(args!["verify", &src]), None, deadline).fails(code, &n);
+    run_full(&mut pp(args!["decompress", &src]), None, deadline).fails(code, &n);
+    // Also with --io sync and an explicit target, the other decoder set-up.
+    let target = case.join("explicit-target");
+    run_full(&mut pp(args!["decompress", &src, "-o", &target, "--io", "sync"]), None, deadline).fails(code, &n);
+    assert_dir_holds(&case, &[name]);
+    assert_eq!(std::fs::read(&src).unwrap(), bytes, "{name}: the source was modified");
+}
+
+fn bad(dir: &Path, name: &str, bytes: &[u8], code: i32, needles: &[&str]) {
+    expect_bad(dir, name, bytes, code, needles, DEADLINE);
+}
+
+#[test]
+fn archive_truncated_inside_a_member_is_exit_7() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let m2 = a.members[2];
+    let at = format!("member 2 at byte {}", m2.offset);
+    bad(dir.path(), "cut-mid-member.gz", &a.packed[..m2.offset + m2.len / 2], 7, &["truncated", &at]);
+    let m3 = a.members[3];
+    let at3 = format!("member 3 at byte {}", m3.offset);
+    bad(dir.path(), "cut-in-header.gz", &a.packed[..m3.offset + 7], 7, &["truncated", &at3]);
+    bad(dir.path(), "cut-in-extra-field.gz", &a.packed[..m3.offset + 18], 7, &["truncated", &at3]);
+}
+
+#[test]
+fn archive_truncated_inside_the_trailer_is_exit_7() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let last = a.members[4];
+    let at = format!("member 4 at byte {}", last.offset);
+    for cut in [1, 3, 4, 7] {
+        bad(dir.path(), &format!("cut-trailer-{cut}.gz"), &a.packed[..a.packed.len() - cut], 7, &["truncated", &at]);
+    }
+}
+
+#[test]
+fn flipped_bit_in_member_data_is_a_crc_mismatch_exit_6() {
+    let dir = scratch();
+    let (_, a) = random_archive(dir.path());
+    let m2 = a.members[2];
+    let mut b = a.packed.clone();
+    b[m2.offset + m2.len / 2] ^= 0x20;
+    let at = format!("member 2 at byte {}", m2.offset);
+    bad(dir.path(), "flipped.gz", &b, 6, &[&at, "CRC-32 mismatch"]);
+    // A flipped bit in Huffman-coded data: corrupt, whatever the decoder notices first.
+    let p = protein_archive(dir.path());
+    let m1 = p.members[1];
+    let mut b = p.packed.clone();
+    b[m1.offset + m1.len / 3] ^= 0x01;
+    bad(dir.path(), "flipped-huffman.gz", &b, 6, &[&format!("member 1 at byte {}", m1.offset)]);
+    // A flipped bit in the stored CRC itself.
+    let mut b = a.packed.clone();
+    b[m2.offset + m2.len - 6] ^= 0x80;
+    bad(dir.path(), "flipped-crc.gz", &b, 6, &[&at, "CRC-32 mismatch"]);
+}
+
+#[test]
+fn verify_reports_the_first_bad_member_with_index_and_offset() {
+    let dir = scratch();
+    let (_, a) = random_archive(dir.path());
+    let mut b = a.packed.clone();
+    for i in [1, 3, 4] {
+        let m = a.members[i];
+        b[m.offset + 100 + i] ^= 0x04;
+    }
+    let p = dir.path().join("three-bad-members.gz");
+    std::fs::write(&p, &b).unwrap();
+    let first = format!("three-bad-members.gz: member 1 at byte {}: CRC-32 mismatch", a.members[1].offset);
+    // The decode is parallel; the report must not depend on which worker finishes first.
+    for threads in ["1", "2", "4"] {
+        let out = run(&mut pp(args!["verify", &p, "-T", threads])).fails(6, &[&first]);
+        assert!(!out.stderr.contains("member 3") && !out.stderr.contains("member 4"), "only the first bad member: {}", out.stderr);
+        assert!(out.stdout.is_empty() || !out.stdout_str().contains("OK"), "verify must not say OK: {}", out.stdout_str());
+    }
+    // The good archive verifies.
+    let good = dir.path().join("good.gz");
+    std::fs::write(&good, &a.packed).unwrap();
+    run(&mut pp(args!["verify", &good])).ok();
+}
+
+#[test]
+fn corrupt_header_is_exit_6() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let mut b = a.packed.clone();
+    b[2] = 7;
+    bad(dir.path(), "cm7.gz", &b, 6, &["member 0 at byte 0", "compression method 7"]);
+    let m3 = a.members[3];
+    let mut b = a.packed.clone();
+    b[m3.offset + 2] = 9;
+    bad(dir.path(), "cm9-member3.gz", &b, 6, &[&format!("member 3 at byte {}", m3.offset), "compression method 9"]);
+    let mut b = a.packed.clone();
+    b[m3.offset + 3] |= 0x80;
+    bad(dir.path(), "reserved-flag.gz", &b, 6, &[&format!("member 3 at byte {}", m3.offset), "reserved flag"]);
+    // An extra field whose subfield runs past XLEN.
+    let mut b = a.packed.clone();
+    b[14] = 200;
+    bad(dir.path(), "subfield-overrun.gz", &b, 6, &["member 0 at byte 0", "subfield"]);
+}
+
+/// Lying size fields: each run under a 60 s deadline (a hang fails), and
+/// the decoder must refuse them without reading past the data.
+#[test]
+fn lying_member_sizes_are_refused_without_hanging() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let m0 = a.members[0];
+    let lie = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = a.packed.clone();
+        f(&mut b);
+        b
+    };
+    let hang = HANG_DEADLINE;
+    let at0 = "member 0 at byte 0";
+    // Declared member size too big (still inside the file).
+    let b = lie(&|b| put_u32(b, 16, (m0.len + 5000) as u32));
+    expect_bad(dir.path(), "member-too-big.gz", &b, 6, &[at0, "size field"], hang);
+    // Too small: the declared end falls inside the deflate data.
+    let b = lie(&|b| put_u32(b, 16, (m0.len - 5000) as u32));
+    expect_bad(dir.path(), "member-too-small.gz", &b, 6, &[at0, "size field"], hang);
+    // Smaller than its own header and trailer.
+    let b = lie(&|b| put_u32(b, 16, 10));
+    expect_bad(dir.path(), "member-tiny.gz", &b, 6, &[at0, "less than its own header"], hang);
+    // Too big by far: past the end of the file. Without inflating, this is
+    // indistinguishable from a file cut inside its first member: truncated.
+    let b = lie(&|b| put_u32(b, 16, u32::MAX));
+    expect_bad(dir.path(), "member-huge.gz", &b, 7, &[at0, "4294967295 bytes declared"], hang);
+    // The same lie in a later member.
+    let m2 = a.members[2];
+    let b = lie(&|b| put_u32(b, m2.offset + 16, (m2.len + 777) as u32));
+    expect_bad(dir.path(), "member2-too-big.gz", &b, 6, &[&format!("member 2 at byte {}", m2.offset)], hang);
+}
+
+#[test]
+fn lying_uncompressed_sizes_are_refused_without_over_allocating() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let m0 = a.members[0];
+    let hang = HANG_DEADLINE;
+    let at0 = "member 0 at byte 0";
+    // Declared uncompressed size huge, trailer changed to match: refused
+    // before anything is allocated.
+    let both = |isize: u32| {
+        let mut b = a.packed.clone();
+        put_u32(&mut b, 20, isize);
+        put_u32(&mut b, m0.len - 4, isize);
+        b
+    };
+    expect_bad(dir.path(), "isize-ffffffff.gz", &both(u32::MAX), 6, &[at0, "4294967295"], hang);
+    // Smaller than the data: must stop at the declared size, not overflow it.
+    expect_bad(dir.path(), "isize-small.gz", &both(1000), 6, &[at0, "more than the declared 1000 bytes"], hang);
+    // Larger than the data (but plausible).
+    expect_bad(dir.path(), "isize-large.gz", &both(BLOCK as u32 + 1000), 6, &[at0, "length mismatch"], hang);
+    // Size subfield and trailer disagree.
+    let mut b = a.packed.clone();
+    put_u32(&mut b, 20, 12345);
+    expect_bad(dir.path(), "isize-disagree.gz", &b, 6, &[at0, "declares 12345 uncompressed bytes, trailer says"], hang);
+
+    // A decompression bomb by declaration: 64 members of 34 bytes, each
+    // claiming 256 MiB. Run under a 1 GiB address-space limit: allocating
+    // what they declare (8 members in flight) would abort the process.
+    let u: u32 = 256 << 20;
+    let mut member = vec![0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 4, 3, 12, 0, b'P', b'P', 8, 0];
+    member.extend_from_slice(&34u32.to_le_bytes());
+    member.extend_from_slice(&u.to_le_bytes());
+    member.extend_from_slice(&[0x03, 0x00]); // an empty final fixed-Huffman block
+    member.extend_from_slice(&0u32.to_le_bytes());
+    member.extend_from_slice(&u.to_le_bytes());
+    assert_eq!(member.len(), 34);
+    let bomb = dir.path().join("bomb.gz");
+    std::fs::write(&bomb, member.repeat(64)).unwrap();
+    for verb in ["verify", "decompress"] {
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg("ulimit -v 1048576 && exec \"$0\" \"$@\"").arg(bin()).arg(verb).arg(&bomb).args(["-T", "8"]);
+        run_full(&mut c, None, hang).fails(6, &["bomb.gz", at0, "declares 268435456 uncompressed bytes"]);
+    }
+    let left: Vec<String> = names_in(dir.path()).into_iter().filter(|n| !n.starts_with("case-") && !n.starts_with("archive")).collect();
+    assert_eq!(left, ["bomb.gz"], "the bomb left output behind");
+}
+
+#[test]
+fn lying_bgzf_block_sizes_are_refused_without_hanging() {
+    let dir = scratch();
+    let a = archive(dir.path(), &sample()[..300_000], &["--format", "bgzf"]);
+    let m0 = a.members[0];
+    for (name, bsize) in [("bsize-small.gz", m0.len - 1000), ("bsize-big.gz", m0.len + 1000), ("bsize-tiny.gz", 5)] {
+        let mut b = a.packed.clone();
+        b[16..18].copy_from_slice(&((bsize - 1) as u16).to_le_bytes());
+        expect_bad(dir.path(), name, &b, 6, &["member 0 at byte 0"], HANG_DEADLINE);
+    }
+}
+
+#[test]
+fn trailing_garbage_after_the_last_member_is_exit_9() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let at = format!("trailing garbage after the last member, at byte {}", a.packed.len());
+    bad(dir.path(), "garbage.gz", &[&a.packed[..], b"garbage!"].concat(), 9, &[&at]);
+    bad(dir.path(), "one-byte-garbage.gz", &[&a.packed[..], b"x"].concat(), 9, &[&at]);
+    // BGZF too.
+    let b = archive(dir.path(), &sample()[..100_000], &["--format", "bgzf"]);
+    let at = format!("at byte {}", b.packed.len());
+    bad(dir.path(), "bgzf-garbage.gz", &[&b.packed[..], &[0xde, 0xad, 0xbe, 0xef][..]].concat(), 9, &[&at]);
+    // Trailing zeros (tar padding) are not garbage: gzip ignores them too.
+    let padded = dir.path().join("padded.gz");
+    std::fs::write(&padded, [&a.packed[..], &[0u8; 4096][..]].concat()).unwrap();
+    run(&mut pp(args!["decompress", &padded, "-q"])).ok();
+    assert_file_eq(&dir.path().join("padded"), &sample()[..300_000], "zero-padded archive");
+}
+
+#[test]
+fn non_gzip_file_is_exit_8() {
+    let dir = scratch();
+    bad(dir.path(), "text.gz", b">sp|P12345| a FASTA header, not gzip\nMKV\n", 8, &["not a gzip file", "3e 73"]);
+    bad(dir.path(), "zip.gz", b"PK\x03\x04 a zip file, not gzip", 8, &["not a gzip file"]);
+    bad(dir.path(), "one-byte.gz", b"x", 8, &["not a gzip file"]);
+    // The same through standard input.
+    run_full(&mut pp(args!["decompress", "-", "-o", "-"]), Some(b"plain text".to_vec()), DEADLINE).fails(8, &["not a gzip file"]);
+}
+
+#[test]
+fn empty_file_is_exit_10() {
+    let dir = scratch();
+    bad(dir.path(), "empty.gz", b"", 10, &["empty file"]);
+    run_full(&mut pp(args!["decompress", "-", "-o", "-"]), Some(Vec::new()), DEADLINE).fails(10, &["empty"]);
+}
+
+/// An empty input is not an error to compress: it gives a valid .gz (one
+/// empty member) that gzip restores to zero bytes.
+#[test]
+fn empty_input_compresses_to_a_valid_gzip_file() {
+    let dir = scratch();
+    let src = dir.path().join("nothing");
+    std::fs::write(&src, b"").unwrap();
+    for format in ["gzip", "bgzf"] {
+        let gz = dir.path().join(format!("nothing.{format}.gz"));
+        run(&mut pp(args!["compress", &src, "-o", &gz, "--format", format, "-q"])).ok();
+        let packed = std::fs::read(&gz).unwrap();
+        assert!(packed.len() >= 20, "{format}: an empty input still gives a gzip member");
+        if let Some(gzip) = tool("gzip") {
+            assert!(sys(&gzip, &[std::ffi::OsStr::new("-dc"), gz.as_os_str()], None).is_empty(), "{format}: gzip -d gives 0 bytes");
+        } else {
+            eprintln!("note: gzip not installed; checked the empty .gz with peerpath only");
+        }
+        run(&mut pp(args!["verify", &gz, "-q"])).ok();
+        let back = dir.path().join(format!("back.{format}"));
+        run(&mut pp(args!["decompress", &gz, "-o", &back, "-q"])).ok();
+        assert_file_eq(&back, b"", "empty round trip");
+    }
+    // An empty standard input too.
+    let out = run_full(&mut pp(args!["compress", "-", "-o", "-", "-q"]), Some(Vec::new()), DEADLINE).ok();
+    assert!(!out.stdout.is_empty(), "empty stdin still gives a gzip member");
+    if let Some(gzip) = tool("gzip") {
+        assert!(sys(&gzip, &[std::ffi::OsStr::new("-d")], Some(out.stdout)).is_empty());
+    }
+}
+
+#[test]
+fn missing_source_is_exit_3_and_leaves_nothing() {
+    let dir = scratch();
+    let missing = dir.path().join("no-such-file");
+    run(&mut pp(args!["compress", &missing])).fails(3, &["no-such-file", "No such file"]);
+    run(&mut pp(args!["decompress", dir.path().join("no-such-file.gz")])).fails(3, &["no-such-file.gz"]);
+    run(&mut pp(args!["verify", dir.path().join("no-such-file.gz")])).fails(3, &["no-such-file.gz"]);
+    // Several sources, one missing: no target of any of them is kept.
+    let out = dir.path().join("out");
+    std::fs::write(dir.path().join("a"), &sample()[..100_000]).unwrap();
+    std::fs::write(dir.path().join("c"), &sample()[..200_000]).unwrap();
+    run(&mut pp(args!["compress", dir.path().join("a"), &missing, dir.path().join("c"), "-o", &out])).fails(3, &["no-such-file"]);
+    assert!(!out.exists() || names_in(&out).is_empty(), "targets left in {}: {:?}", out.display(), names_in(&out));
+    assert_dir_holds(dir.path(), &if out.exists() { vec!["a", "c", "out"] } else { vec!["a", "c"] });
+}
+
+#[test]
+fn unreadable_source_is_exit_3() {
+    let dir = scratch();
+    // A directory is never a readable source, root or not.
+    let d = dir.path().join("a-directory");
+    std::fs::create_dir(&d).unwrap();
+    run(&mut pp(args!["compress", &d, "-o", dir.path().join("d.gz")])).fails(3, &["a-directory", "is a directory"]);
+    run(&mut pp(args!["decompress", &d, "-o", dir.path().join("d")])).fails(3, &["a-directory"]);
+    assert_dir_holds(dir.path(), &["a-directory"]);
+    // chmod 000 stops reads, except for root.
+    let f = dir.path().join("locked");
+    std::fs::write(&f, b"secret").unwrap();
+    if running_as_root(dir.path()) {
+        eprintln!("SKIPPED the chmod 000 case of unreadable_source_is_exit_3: running as root, which reads any file");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o000)).unwrap();
+    run(&mut pp(args!["compress", &f])).fails(3, &["locked", "Permission denied"]);
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_dir_holds(dir.path(), &["a-directory", "locked"]);
+}
+
+#[test]
+fn source_equal_to_target_is_exit_5_and_leaves_the_source_intact() {
+    let dir = scratch();
+    let data = &sample()[..250_000];
+    let src = dir.path().join("data.fa");
+    std::fs::write(&src, data).unwrap();
+    std::fs::hard_link(&src, dir.path().join("hardlink")).unwrap();
+    std::os::unix::fs::symlink(&src, dir.path().join("symlink")).unwrap();
+    for target in [src.clone(), dir.path().join("hardlink"), dir.path().join("symlink"), dir.path().join(".").join("data.fa")] {
+        for force in [false, true] {
+            let mut a = args!["compress", &src, "-o", &target];
+            if force {
+                a.push("--force".into());
+            }
+            run(&mut pp(a)).fails(5, &["same file"]);
+            assert_file_eq(&src, data, &format!("source after -o {} (force {force})", target.display()));
+        }
+    }
+    // decompress too.
+    let gz = dir.path().join("data.fa.gz");
+    run(&mut pp(args!["compress", &src, "-q"])).ok();
+    let packed = std::fs::read(&gz).unwrap();
+    for force in [false, true] {
+        let mut a = args!["decompress", &gz, "-o", &gz];
+        if force {
+            a.push("-f".into());
+        }
+        run(&mut pp(a)).fails(5, &["same file", "data.fa.gz"]);
+        assert_file_eq(&gz, &packed, "compressed source after decompress -o itself");
+    }
+    assert_dir_holds(dir.path(), &["data.fa", "data.fa.gz", "hardlink", "symlink"]);
+}
+
+#[test]
+fn existing_target_is_exit_4_without_force_and_replaced_with_force() {
+    let dir = scratch();
+    let data = &sample()[..123_457];
+    let src = dir.path().join("x");
+    let gz = dir.path().join("x.gz");
+    std::fs::write(&src, data).unwrap();
+    std::fs::write(&gz, b"precious").unwrap();
+    run(&mut pp(args!["compress", &src])).fails(4, &["x.gz", "--force"]);
+    assert_file_eq(&gz, b"precious", "the existing target without --force");
+    assert_dir_holds(dir.path(), &["x", "x.gz"]);
+    run(&mut pp(args!["compress", &src, "--force", "-q"])).ok();
+    assert_ne!(std::fs::read(&gz).unwrap(), b"precious");
+    run(&mut pp(args!["verify", &gz, "-q"])).ok();
+    // decompress: the target is the source without .gz, which exists.
+    std::fs::write(&src, b"also precious").unwrap();
+    run(&mut pp(args!["decompress", &gz])).fails(4, &["x", "--force"]);
+    assert_file_eq(&src, b"also precious", "the existing target of decompress");
+    run(&mut pp(args!["decompress", &gz, "-f", "-q"])).ok();
+    assert_file_eq(&src, data, "decompress --force");
+    assert_dir_holds(dir.path(), &["x", "x.gz"]);
+}
+
+#[test]
+fn full_target_file_system_is_exit_11_and_keeps_nothing() {
+    let test = "full_target_file_system_is_exit_11_and_keeps_nothing";
+    let Some(fs) = TmpfsMount::new(test, "1m") else { return };
+    let dir = scratch();
+    let big = dir.path().join("big");
+    let data = random_bytes(3_000_000, 5); // incompressible: 3 MB of output for 1 MB of space
+    std::fs::write(&big, &data).unwrap();
+    let small = dir.path().join("small");
+    std::fs::write(&small, &sample()[..10_000]).unwrap();
+    let target = fs.dir.join("big.gz");
+    for io in [vec![], vec!["--io", "sync"], vec!["--no-direct"]] {
+        let mut a = args!["compress", &big, "-o", &target];
+        a.extend(io.iter().map(std::ffi::OsString::from));
+        run(&mut pp(a)).fails(11, &["big.gz", "No space left", "nothing was kept"]);
+        assert_dir_holds(&fs.dir, &[]);
+    }
+    // Several targets, the small one would fit: none is kept.
+    // Which of the two writes meets ENOSPC first depends on timing; the
+    // message names that one.
+    let out = run(&mut pp(args!["compress", &small, &big, "-o", &fs.dir])).fails(11, &["No space left", "nothing was kept"]);
+    assert!(out.stderr.contains("big.gz") || out.stderr.contains("small.gz"), "the message names no target: {}", out.stderr);
+    assert_dir_holds(&fs.dir, &[]);
+    // decompress into the full file system.
+    let gz = dir.path().join("big.gz");
+    run(&mut pp(args!["compress", &big, "-o", &gz, "-q"])).ok();
+    run(&mut pp(args!["decompress", &gz, "-o", fs.dir.join("big")])).fails(11, &["No space left"]);
+    assert_dir_holds(&fs.dir, &[]);
+    assert_file_eq(&big, &data, "the source after ENOSPC");
+    // A target that fits still works there (the mount is usable).
+    run(&mut pp(args!["compress", &small, "-o", fs.dir.join("small.gz"), "-q"])).ok();
+    assert_dir_holds(&fs.dir, &["small.gz"]);
+    drop(fs);
+}
+
+#[test]
+fn usage_errors_are_exit_2() {
+    let dir = scratch();
+    let a = dir.path().join("a");
+    let b = dir.path().join("sub").join("a");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(&a, b"1").unwrap();
+    std::fs::write(&b, b"2").unwrap();
+    let out = dir.path().join("out");
+    run(&mut pp(args!["compress", &a, &b, "-o", &out])).fails(2, &["both write"]);
+    run(&mut pp(args!["compress", "-"])).fails(2, &["--output"]);
+    run(&mut pp(args!["decompress", &a])).fails(2, &["unknown suffix"]);
+    let o = run(&mut pp(args!["compress", "--level", "x", &a]));
+    assert_eq!(o.code(), Some(2), "clap usage error: {}", o.stderr);
+}

@@ -1,0 +1,313 @@
+//! The command as a user drives it: several sources into a directory, the
+//! JSON report and its byte ledger, standard input and output, the demo.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+#[test]
+fn several_sources_into_a_directory_give_one_gz_each() {
+    let dir = scratch();
+    let inputs: Vec<(&str, Vec<u8>)> = vec![
+        ("a.fa", sample().to_vec()),
+        ("b.bin", mixed_data(1_000_003, 2)),
+        ("c.empty", Vec::new()),
+        ("d.one", b"x".to_vec()),
+    ];
+    let mut srcs = Vec::new();
+    for (name, data) in &inputs {
+        let p = dir.path().join(name);
+        std::fs::write(&p, data).unwrap();
+        srcs.push(p);
+    }
+    // The directory does not exist yet ("dir/"): it is created.
+    let out = dir.path().join("packed");
+    let mut a = args!["compress"];
+    a.extend(srcs.iter().map(|p| p.as_os_str().to_owned()));
+    a.extend(args!["-o", format!("{}/", out.display()), "--json", "--block-size", "256K"]);
+    let report = run(&mut pp(a)).ok().json();
+    let files = report["files"].as_array().unwrap();
+    assert_eq!(files.len(), inputs.len());
+    assert_dir_holds(&out, &["a.fa.gz", "b.bin.gz", "c.empty.gz", "d.one.gz"]);
+    let gzip = tool("gzip");
+    for ((name, data), f) in inputs.iter().zip(files) {
+        let gz = out.join(format!("{name}.gz"));
+        assert!(f["target"].as_str().unwrap().ends_with(&format!("{name}.gz")), "report target {}", f["target"]);
+        assert_eq!(f["bytes_in"].as_u64(), Some(data.len() as u64), "{name}: bytes_in");
+        assert_eq!(f["bytes_out"].as_u64(), Some(std::fs::metadata(&gz).unwrap().len()), "{name}: bytes_out");
+        if let Some(g) = &gzip {
+            assert_bytes_eq(&sys(g, &[OsStr::new("-dc"), gz.as_os_str()], None), data, &format!("gzip -d {name}.gz"));
+        }
+    }
+    let total: u64 = inputs.iter().map(|(_, d)| d.len() as u64).sum();
+    assert_eq!(report["bytes_in"].as_u64(), Some(total));
+
+    // And back: several .gz into another directory, in one job.
+    let back = dir.path().join("restored");
+    std::fs::create_dir(&back).unwrap();
+    let mut d = args!["decompress"];
+    d.extend(inputs.iter().map(|(n, _)| out.join(format!("{n}.gz")).into_os_string()));
+    d.extend(args!["-o", &back, "-q"]);
+    run(&mut pp(d)).ok();
+    for (name, data) in &inputs {
+        assert_file_eq(&back.join(name), data, &format!("restored {name}"));
+    }
+    // One source into an existing directory lands inside it.
+    run(&mut pp(args!["compress", &srcs[3], "-o", &back, "-q"])).ok();
+    assert!(back.join("d.one.gz").is_file());
+    for (p, (_, data)) in srcs.iter().zip(&inputs) {
+        assert_file_eq(p, data, "a source after compressing");
+    }
+}
+
+fn entries<'a>(report: &'a Value, purpose: &str) -> Vec<&'a Value> {
+    report["ledger"]["entries"].as_array().expect("ledger entries").iter().filter(|e| e["purpose"] == purpose).collect()
+}
+
+fn is_host_memory(loc: &Value) -> bool {
+    loc["kind"] == "memory" && loc["domain"]["kind"] == "host"
+}
+
+/// What every report must say, whatever the job.
+fn check_common(r: &Value, what: &str) {
+    assert_eq!(r["provenance"], "measured_host", "{what}");
+    for key in ["bytes_in", "bytes_out", "wall_s", "ratio", "throughput_gb_per_s", "throughput_gbit_per_s"] {
+        assert!(r[key].is_number(), "{what}: {key} missing: {r}");
+    }
+    let roles: Vec<&str> = r["cpu"]["roles"].as_array().unwrap().iter().map(|x| x["role"].as_str().unwrap()).collect();
+    assert!(roles.contains(&"orchestration") && roles.contains(&"compute"), "{what}: CPU roles {roles:?}");
+    for role in r["cpu"]["roles"].as_array().unwrap() {
+        assert!(role["user_s"].as_f64().unwrap() >= 0.0 && role["system_s"].as_f64().unwrap() >= 0.0);
+    }
+    assert!(r["cpu"]["cores"].as_u64().unwrap() >= 1);
+    for f in r["files"].as_array().unwrap() {
+        assert!(f["read_path"]["engine"].is_string() && f["read_path"]["direct"].is_boolean(), "{what}: read_path {}", f["read_path"]);
+    }
+    assert!(r["fallbacks"].is_array());
+    assert!(r["memory"]["read_pool_bytes"].as_u64().unwrap() > 0);
+    // The ledger's totals are its entries, summed.
+    let l = &r["ledger"];
+    let (mut traffic, mut dma, mut cpu) = (0u64, 0u64, 0u64);
+    for e in l["entries"].as_array().unwrap() {
+        let mut n = 0;
+        if is_host_memory(&e["source"]) {
+            n += e["bytes_read"].as_u64().unwrap();
+        }
+        if is_host_memory(&e["target"]) {
+            n += e["bytes_written"].as_u64().unwrap();
+        }
+        traffic += n;
+        if e["mover"]["kind"] == "dma" {
+            dma += n;
+        } else {
+            cpu += n;
+        }
+    }
+    assert!(traffic > 0, "{what}: no host memory traffic");
+    assert_eq!(l["host_memory_traffic_bytes"].as_u64(), Some(traffic), "{what}: traffic is the sum of the entries");
+    assert_eq!(l["host_memory_dma_bytes"].as_u64(), Some(dma), "{what}: DMA share");
+    assert_eq!(l["host_memory_cpu_bytes"].as_u64(), Some(cpu), "{what}: CPU share");
+}
+
+/// Reads of the source: one DMA with O_DIRECT; through the page cache, a
+/// DMA into the cache and a CPU copy out of it. Each moves `bytes`.
+fn check_reads(r: &Value, source: &str, bytes: u64, direct: bool, what: &str) {
+    let reads = entries(r, "read_source");
+    let dma: Vec<_> = reads.iter().filter(|e| e["mover"]["kind"] == "dma").collect();
+    let cpu: Vec<_> = reads.iter().filter(|e| e["mover"]["kind"] == "cpu").collect();
+    assert_eq!(dma.len(), 1, "{what}: one DMA read entry: {reads:?}");
+    assert_eq!(dma[0]["source"]["name"], source, "{what}");
+    assert_eq!(dma[0]["bytes_read"].as_u64(), Some(bytes), "{what}: DMA read bytes");
+    assert_eq!(dma[0]["bytes_written"].as_u64(), Some(bytes), "{what}: DMA read bytes");
+    if direct {
+        assert!(cpu.is_empty(), "{what}: O_DIRECT reads involve no CPU copy: {cpu:?}");
+    } else {
+        assert_eq!(cpu.len(), 1, "{what}: page-cache reads have a CPU copy: {reads:?}");
+        assert_eq!(cpu[0]["bytes_read"].as_u64(), Some(bytes), "{what}: page cache copy");
+    }
+}
+
+#[test]
+fn json_report_parses_and_its_ledger_is_consistent_for_compress() {
+    let dir = scratch();
+    let src = dir.path().join("protein.fasta");
+    std::fs::write(&src, sample()).unwrap();
+    for (i, extra) in [vec![], vec!["--no-direct"], vec!["--io", "sync"]].into_iter().enumerate() {
+        let what = format!("compress {extra:?}");
+        let gz = dir.path().join(format!("p{i}.gz"));
+        let mut a = args!["compress", &src, "-o", &gz, "--json", "-T", "2"];
+        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let r = run(&mut pp(a)).ok().json();
+        check_common(&r, &what);
+        let (bytes_in, bytes_out) = (r["bytes_in"].as_u64().unwrap(), r["bytes_out"].as_u64().unwrap());
+        assert_eq!(bytes_in, sample().len() as u64, "{what}");
+        assert_eq!(bytes_out, std::fs::metadata(&gz).unwrap().len(), "{what}");
+        let ratio = r["ratio"].as_f64().unwrap();
+        assert!((ratio - bytes_in as f64 / bytes_out as f64).abs() < 1e-9, "{what}: ratio {ratio}");
+        assert_eq!(r["operation"], "compress");
+        let roles = r["cpu"]["roles"].as_array().unwrap();
+        let compute = roles.iter().find(|x| x["role"] == "compute").unwrap();
+        assert_eq!(compute["threads"].as_u64(), Some(2), "{what}: -T 2 compute workers");
+        let f = &r["files"][0];
+        let read_direct = f["read_path"]["direct"].as_bool().unwrap();
+        let write_direct = f["write_path"]["direct"].as_bool().unwrap();
+        if extra.is_empty() && !read_direct {
+            eprintln!("note: {what}: this file system refused O_DIRECT ({}); checked the page-cache ledger instead", f["read_path"]["fallback_reason"]);
+        }
+        check_reads(&r, src.to_str().unwrap(), bytes_in, read_direct, &what);
+        // The compression itself read the input and wrote the output.
+        let func = entries(&r, "function");
+        assert_eq!(func.len(), 1, "{what}: {func:?}");
+        assert_eq!(func[0]["mover"]["role"], "compute");
+        assert_eq!(func[0]["bytes_read"].as_u64(), Some(bytes_in), "{what}: function bytes_read");
+        assert_eq!(func[0]["bytes_written"].as_u64(), Some(bytes_out), "{what}: function bytes_written");
+        // Packing for aligned writes copies the output once.
+        let pack = entries(&r, "pack_for_direct_io");
+        assert_eq!(pack.iter().map(|e| e["bytes_read"].as_u64().unwrap()).sum::<u64>(), bytes_out, "{what}: packing");
+        // The target's DMA: the output, its last buffer padded to 4 KiB with O_DIRECT.
+        let writes = entries(&r, "write_target");
+        assert_eq!(writes.len(), 1, "{what}: {writes:?}");
+        assert_eq!(writes[0]["target"]["name"], gz.to_str().unwrap());
+        let expected_write = if write_direct { bytes_out.div_ceil(4096) * 4096 } else { bytes_out };
+        assert_eq!(writes[0]["bytes_written"].as_u64(), Some(expected_write), "{what}: write DMA");
+        let per_byte = r["host_memory_traffic_per_input_byte"].as_f64().unwrap();
+        let traffic = r["ledger"]["host_memory_traffic_bytes"].as_u64().unwrap();
+        assert!((per_byte - traffic as f64 / bytes_in as f64).abs() < 1e-9, "{what}: traffic per byte");
+    }
+}
+
+#[test]
+fn json_report_ledger_is_consistent_for_decompress_and_verify() {
+    let dir = scratch();
+    let src = dir.path().join("protein.fasta");
+    std::fs::write(&src, sample()).unwrap();
+    let gz = dir.path().join("protein.fasta.gz");
+    run(&mut pp(args!["compress", &src, "-q", "--block-size", "256K"])).ok();
+    let gz_len = std::fs::metadata(&gz).unwrap().len();
+    for (i, extra) in [vec![], vec!["--no-direct"], vec!["--io", "sync"]].into_iter().enumerate() {
+        let what = format!("decompress {extra:?}");
+        let back = dir.path().join(format!("back{i}"));
+        let mut a = args!["decompress", &gz, "-o", &back, "--json", "-T", "2"];
+        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let r = run(&mut pp(a)).ok().json();
+        check_common(&r, &what);
+        assert_eq!(r["bytes_in"].as_u64(), Some(gz_len), "{what}");
+        assert_eq!(r["bytes_out"].as_u64(), Some(sample().len() as u64), "{what}");
+        let f = &r["files"][0];
+        check_reads(&r, gz.to_str().unwrap(), gz_len, f["read_path"]["direct"].as_bool().unwrap(), &what);
+        let func = entries(&r, "function");
+        assert_eq!(func.iter().map(|e| e["bytes_read"].as_u64().unwrap()).sum::<u64>(), gz_len, "{what}: function input");
+        assert_eq!(func.iter().map(|e| e["bytes_written"].as_u64().unwrap()).sum::<u64>(), sample().len() as u64, "{what}: function output");
+        assert!(f["decode_mode"].as_str().unwrap().starts_with("parallel"), "{what}: {}", f["decode_mode"]);
+        assert_file_eq(&back, sample(), &what);
+
+        let mut v = args!["verify", &gz, "--json"];
+        v.extend(extra.iter().map(std::ffi::OsString::from));
+        let r = run(&mut pp(v)).ok().json();
+        check_common(&r, &format!("verify {extra:?}"));
+        assert_eq!(r["operation"], "verify");
+        assert!(entries(&r, "write_target").is_empty(), "verify writes nothing");
+        assert_eq!(r["files"][0]["target"], Value::Null);
+    }
+}
+
+/// `cat FILE | peerpath compress - -o - | gzip -d`, with the processes
+/// joined by real pipes.
+#[test]
+fn stdin_to_stdout_round_trips_through_gzip_and_reports_the_pipe_fallback() {
+    let data = mixed_data(5_000_000, 21);
+    let mut c = Command::new(bin());
+    c.args(["compress", "-", "-o", "-", "--verbose", "-T", "2"]);
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut packer = c.spawn().expect("start peerpath");
+    let gzip = tool("gzip");
+    let mut unpack = match &gzip {
+        Some(g) => {
+            let mut d = Command::new(g);
+            d.arg("-d");
+            d
+        }
+        None => {
+            eprintln!("note: gzip not installed; restoring with `peerpath decompress - -o -` instead");
+            let mut d = Command::new(bin());
+            d.args(["decompress", "-", "-o", "-", "-q"]);
+            d
+        }
+    };
+    let mut unpacker = unpack
+    .stdin(packer.stdout.take().unwrap())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start the decompressor");
+    let mut w = packer.stdin.take().unwrap();
+    let feed = data.clone();
+    let writer = std::thread::spawn(move || {
+        w.write_all(&feed).expect("feed peerpath's stdin");
+    });
+    let err = {
+        let mut e = packer.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut e, &mut s).unwrap();
+            s
+        })
+    };
+    let restored = {
+        let mut o = unpacker.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut o, &mut v).unwrap();
+            v
+        })
+    };
+    let st1 = wait_deadline(&mut packer, DEADLINE, "peerpath compress - -o -");
+    let st2 = wait_deadline(&mut unpacker, DEADLINE, "gzip -d");
+    writer.join().unwrap();
+    let stderr = err.join().unwrap();
+    assert!(st1.success(), "peerpath failed: {stderr}");
+    assert!(st2.success(), "the decompressor failed");
+    assert_bytes_eq(&restored.join().unwrap(), &data, "cat | peerpath compress - -o - | gzip -d");
+    // The report goes to stderr (stdout holds the data) and names the fallback.
+    assert!(stderr.contains("fallback: I/O engine: pipes need ordered reads and writes"), "{stderr}");
+    assert!(stderr.contains("-: read via") && stderr.contains("standard input"), "{stderr}");
+    assert!(stderr.contains("peerpath compress") && stderr.contains("FALLBACK"), "the report should be on stderr: {stderr}");
+
+    // And decompress from a pipe to a pipe: streaming, and --verbose says so.
+    let dir = scratch();
+    let packed = compress_bytes(dir.path(), "d", &data, &["--block-size", "64K"]);
+    let out = run_full(&mut pp(args!["decompress", "-", "-o", "-", "--verbose"]), Some(packed), DEADLINE).ok();
+    assert_bytes_eq(&out.stdout, &data, "peerpath decompress - -o -");
+    assert!(out.stderr.contains("streaming: the source is a pipe"), "{}", out.stderr);
+    // A file to stdout, stdin to a file.
+    let out = run(&mut pp(args!["decompress", dir.path().join("d.gz"), "-o", "-", "-q"])).ok();
+    assert_bytes_eq(&out.stdout, &data, "file to stdout");
+    let t = dir.path().join("from-stdin.gz");
+    run_full(&mut pp(args!["compress", "-", "-o", &t, "-q"]), Some(data.clone()), DEADLINE).ok();
+    let back = dir.path().join("from-stdin");
+    run(&mut pp(args!["decompress", &t, "-q"])).ok();
+    assert_file_eq(&back, &data, "stdin to a file");
+}
+
+#[test]
+fn demo_with_two_threads_round_trips_the_bundled_sample() {
+    let out = run(&mut pp(["demo", "--threads", "2"])).ok();
+    let s = out.stdout_str();
+    assert!(s.contains("round trip OK"), "demo output:\n{s}");
+    assert!(s.contains(&format!("{} bytes restored", sample().len())), "demo output:\n{s}");
+    for title in ["== compress ==", "== verify ==", "== decompress =="] {
+        assert!(s.contains(title), "demo output lacks {title}:\n{s}");
+    }
+    // --workdir keeps the files, and --json prints three parseable reports.
+    let dir = scratch();
+    let wd = dir.path().join("demo");
+    let out = run(&mut pp(args!["demo", "--threads", "2", "--workdir", &wd, "--json"])).ok();
+    let reports: Vec<Value> = serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>().map(|v| v.expect("a JSON report")).collect();
+    assert_eq!(reports.iter().map(|r| r["operation"].as_str().unwrap()).collect::<Vec<_>>(), ["compress", "verify", "decompress"]);
+    assert_file_eq(&wd.join("protein.restored.fasta"), sample(), "demo workdir");
+    assert!(wd.join("protein.fasta.gz").is_file());
+}

@@ -1,0 +1,245 @@
+//! Round trips through the real binary: compress, verify, decompress, and
+//! compare byte for byte, at the sizes where block and alignment arithmetic
+//! goes wrong, over every I/O path and both formats.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::ffi::OsString;
+
+const BLOCK: usize = 64 << 10;
+const BGZF_BLOCK: usize = 0xff00;
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Io {
+    /// The default: io_uring with O_DIRECT.
+    UringDirect,
+    /// `--io sync`: pread/pwrite (still O_DIRECT).
+    Sync,
+    /// `--no-direct`: io_uring through the page cache.
+    NoDirect,
+    /// Both.
+    SyncNoDirect,
+}
+
+impl Io {
+    fn args(self) -> Vec<&'static str> {
+        match self {
+            Io::UringDirect => vec![],
+            Io::Sync => vec!["--io", "sync"],
+            Io::NoDirect => vec!["--no-direct"],
+            Io::SyncNoDirect => vec!["--io", "sync", "--no-direct"],
+        }
+    }
+}
+
+fn sizes(block: usize) -> Vec<usize> {
+    vec![0, 1, block - 1, block, block + 1, 4095, 4096, 4097, 1_000_003, (4 << 20) + 12_345]
+}
+
+/// Checks that the reported I/O path is the one asked for, and that any
+/// other path is a reported fallback (never silent).
+fn check_path(report: &Value, key: &str, io: Io, what: &str) {
+    let fallbacks: Vec<String> = report["fallbacks"].as_array().expect("fallbacks").iter().map(|f| f.as_str().unwrap().to_string()).collect();
+    for f in report["files"].as_array().expect("files") {
+        let p = &f[key];
+        let engine = p["engine"].as_str().expect("engine");
+        let direct = p["direct"].as_bool().expect("direct");
+        let reason = p["fallback_reason"].as_str().unwrap_or("");
+        match io {
+            Io::Sync | Io::SyncNoDirect => assert_eq!(engine, "syscalls", "{what}: --io sync must use plain syscalls"),
+            Io::UringDirect | Io::NoDirect => {
+                if engine != "io_uring" {
+                    assert!(
+                        fallbacks.iter().any(|f| f.contains("io_uring unavailable")),
+                        "{what}: {key} ran on {engine} without a reported fallback: {fallbacks:?}"
+                    );
+                    eprintln!("note: {what}: io_uring is unavailable here; only the fallback path was tested");
+                }
+            }
+        }
+        match io {
+            Io::NoDirect | Io::SyncNoDirect => {
+                assert!(!direct, "{what}: --no-direct but {key} used O_DIRECT");
+                assert!(reason.contains("--no-direct"), "{what}: {key} fallback reason {reason:?}");
+            }
+            Io::UringDirect | Io::Sync => {
+                // O_DIRECT unless the file system refused it, and then it says so.
+                assert!(direct || reason.contains("refused"), "{what}: {key} without O_DIRECT and no reason: {p}");
+                if !direct {
+                    assert!(fallbacks.iter().any(|f| f.contains("without O_DIRECT")), "{what}: silent O_DIRECT fallback: {fallbacks:?}");
+                }
+            }
+        }
+    }
+}
+
+fn round_trip_sizes(format: &str, io: Io) {
+    let dir = scratch();
+    let block = if format == "bgzf" { BGZF_BLOCK } else { BLOCK };
+    for (i, size) in sizes(block).into_iter().enumerate() {
+        let what = format!("{format}, {io:?}, {size} bytes");
+        let data = mixed_data(size, i as u64 + 11);
+        let src = dir.path().join(format!("in-{size}"));
+        let gz = dir.path().join(format!("in-{size}.gz"));
+        let back = dir.path().join(format!("back-{size}"));
+        std::fs::write(&src, &data).unwrap();
+
+        let mut a = args!["compress", &src, "-o", &gz, "--format", format, "--json", "-T", "2"];
+        if format == "gzip" {
+            a.extend(args!["--block-size", "64K"]);
+        }
+        a.extend(io.args().into_iter().map(OsString::from));
+        let report = run(&mut pp(a)).ok().json();
+        let packed = std::fs::read(&gz).unwrap();
+        assert_eq!(report["bytes_in"].as_u64(), Some(size as u64), "{what}: bytes_in");
+        assert_eq!(report["bytes_out"].as_u64(), Some(packed.len() as u64), "{what}: bytes_out");
+        check_path(&report, "read_path", io, &what);
+        check_path(&report, "write_path", io, &what);
+
+        // The layout: one member per block (an empty member for no input),
+        // plus the EOF marker block for BGZF.
+        let data_members = size.div_ceil(block).max(1);
+        assert_eq!(report["files"][0]["members"].as_u64(), Some(data_members as u64), "{what}: members in the report");
+        let walked = members(&packed);
+        let eof = usize::from(format == "bgzf");
+        assert_eq!(walked.len(), data_members + eof, "{what}: members in the file");
+        if format == "bgzf" {
+            assert!(walked.iter().all(|m| m.len <= 65536), "{what}: a BGZF member above 64 KiB");
+            assert_eq!(walked.last().unwrap().len, 28, "{what}: BGZF must end with the EOF marker block");
+        }
+
+        let mut v = args!["verify", &gz];
+        v.extend(io.args().into_iter().map(OsString::from));
+        let out = run(&mut pp(v)).ok();
+        assert!(out.stdout_str().contains("all CRC-32 and lengths match"), "{what}: verify says {}", out.stdout_str());
+
+        let mut d = args!["decompress", &gz, "-o", &back, "--json", "-T", "2"];
+        d.extend(io.args().into_iter().map(OsString::from));
+        let dreport = run(&mut pp(d)).ok().json();
+        assert_file_eq(&back, &data, &format!("{what}: restored bytes"));
+        assert_eq!(dreport["bytes_out"].as_u64(), Some(size as u64), "{what}: decompress bytes_out");
+        let mode = dreport["files"][0]["decode_mode"].as_str().unwrap_or("");
+        assert!(mode.starts_with("parallel"), "{what}: peerpath files decode in parallel, got {mode:?}");
+        check_path(&dreport, "read_path", io, &format!("{what} (decompress)"));
+        check_path(&dreport, "write_path", io, &format!("{what} (decompress)"));
+
+        assert_file_eq(&src, &data, &format!("{what}: the source must be unchanged"));
+    }
+    let names = names_in(dir.path());
+    assert!(!names.iter().any(|n| n.contains(".peerpath-tmp.")), "temporary files left: {names:?}");
+}
+
+#[test]
+fn gzip_round_trips_at_block_edges_over_io_uring_with_o_direct() {
+    round_trip_sizes("gzip", Io::UringDirect);
+}
+
+#[test]
+fn gzip_round_trips_at_block_edges_over_sync_io() {
+    round_trip_sizes("gzip", Io::Sync);
+}
+
+#[test]
+fn gzip_round_trips_at_block_edges_without_o_direct() {
+    round_trip_sizes("gzip", Io::NoDirect);
+}
+
+#[test]
+fn gzip_round_trips_at_block_edges_over_sync_io_without_o_direct() {
+    round_trip_sizes("gzip", Io::SyncNoDirect);
+}
+
+#[test]
+fn bgzf_round_trips_at_block_edges_over_io_uring_with_o_direct() {
+    round_trip_sizes("bgzf", Io::UringDirect);
+}
+
+#[test]
+fn bgzf_round_trips_at_block_edges_over_sync_io() {
+    round_trip_sizes("bgzf", Io::Sync);
+}
+
+#[test]
+fn bgzf_round_trips_at_block_edges_without_o_direct() {
+    round_trip_sizes("bgzf", Io::NoDirect);
+}
+
+#[test]
+fn every_level_round_trips_on_both_libraries() {
+    let dir = scratch();
+    let data = mixed_data(1_000_003, 5);
+    let src = dir.path().join("src");
+    std::fs::write(&src, &data).unwrap();
+    for level in [0, 1, 2, 3, 4, 6, 9, 12] {
+        let gz = dir.path().join(format!("l{level}.gz"));
+        let back = dir.path().join(format!("l{level}"));
+        let report = run(&mut pp(args!["compress", &src, "-o", &gz, "-l", level.to_string(), "--block-size", "256K", "--json"])).ok().json();
+        let engine = report["engine"].as_str().unwrap();
+        let lib = if level <= 3 { "ISA-L" } else { "libdeflate" };
+        assert!(engine.contains(lib), "level {level} should use {lib}, report says {engine}");
+        run(&mut pp(args!["verify", &gz, "-q"])).ok();
+        run(&mut pp(args!["decompress", &gz, "-o", &back, "-q"])).ok();
+        assert_file_eq(&back, &data, &format!("level {level}"));
+    }
+    run(&mut pp(args!["compress", &src, "-o", dir.path().join("x.gz"), "-l", "13"])).fails(2, &["13"]);
+}
+
+/// The CPU path is the oracle later devices are compared with: its bytes
+/// must not depend on the I/O path or the number of workers.
+#[test]
+fn compressed_bytes_are_identical_across_io_paths_and_thread_counts() {
+    let dir = scratch();
+    let data = mixed_data(3_000_017, 9);
+    let src = dir.path().join("src");
+    std::fs::write(&src, &data).unwrap();
+    let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for (i, extra) in [vec![], vec!["--io", "sync"], vec!["--no-direct"], vec!["-T", "1"], vec!["-T", "3", "--queue-depth", "1"]].into_iter().enumerate() {
+        let gz = dir.path().join(format!("{i}.gz"));
+        let mut a = args!["compress", &src, "-o", &gz, "-q", "--block-size", "128K"];
+        a.extend(extra.iter().map(OsString::from));
+        run(&mut pp(a)).ok();
+        outputs.push((format!("{extra:?}"), std::fs::read(&gz).unwrap()));
+    }
+    for (name, bytes) in &outputs[1..] {
+        assert!(bytes == &outputs[0].1, "output with {name} differs from the default ({} vs {} bytes)", bytes.len(), outputs[0].1.len());
+    }
+}
+
+/// A block size that no aligned read of at most 64 MiB holds a whole
+/// number of: reads fall back to the page cache, and the report says why.
+#[test]
+fn odd_block_size_falls_back_to_buffered_reads_and_round_trips() {
+    let dir = scratch();
+    let data = mixed_data(2_500_000, 3);
+    let src = dir.path().join("src");
+    let gz = dir.path().join("src.gz");
+    let back = dir.path().join("back");
+    std::fs::write(&src, &data).unwrap();
+    let report = run(&mut pp(args!["compress", &src, "-o", &gz, "--block-size", "1000003", "--json"])).ok().json();
+    assert_eq!(report["files"][0]["members"].as_u64(), Some(3));
+    assert_eq!(report["files"][0]["read_path"]["direct"].as_bool(), Some(false));
+    let fb = report["fallbacks"].to_string();
+    assert!(fb.contains("block size 1000003"), "the fallback must be reported: {fb}");
+    run(&mut pp(args!["decompress", &gz, "-o", &back, "-q"])).ok();
+    assert_file_eq(&back, &data, "odd block size");
+    run(&mut pp(args!["compress", &src, "-o", dir.path().join("zero.gz"), "--block-size", "0"])).fails(2, &["block size"]);
+}
+
+/// The bundled sample at the default block size (1 MiB), the case the
+/// demo and the benchmark run.
+#[test]
+fn bundled_sample_round_trips_at_the_default_block_size() {
+    let dir = scratch();
+    let gz = dir.path().join("protein.fasta.gz");
+    let back = dir.path().join("protein.fasta");
+    let report = run(&mut pp(args!["compress", sample_path(), "-o", &gz, "--json"])).ok().json();
+    assert_eq!(report["bytes_in"].as_u64(), Some(sample().len() as u64));
+    assert_eq!(report["block_size_bytes"].as_u64(), Some(1 << 20));
+    let ratio = report["ratio"].as_f64().unwrap();
+    assert!(ratio > 1.5, "protein FASTA compresses well, ratio {ratio}");
+    run(&mut pp(args!["decompress", &gz, "-o", &back, "-q"])).ok();
+    assert_file_eq(&back, sample(), "bundled sample");
+    assert_eq!(std::fs::read(sample_path()).unwrap(), sample(), "the bundled sample must be unchanged");
+}
