@@ -281,10 +281,7 @@ impl MemberHeader {
         if data.len() >= 2 && (data[0] != ID1 || data[1] != ID2) {
             return Err(HeaderError::NotGzip(data[0], data[1]));
         }
-        // Bug fix (found by the CLI's bad-input tests): a lone byte that is
-        // not 1f (a 1-byte non-gzip file, or 1 byte of trailing garbage)
-        // was reported as a truncated header (exit 7) instead of "not gzip"
-        // (exit 8) or trailing garbage (exit 9), unlike the streaming decoder.
+        // One byte that is not 1f is already not gzip (not a cut-short header).
         if data.len() == 1 && data[0] != ID1 {
             return Err(HeaderError::NotGzip(data[0], 0));
         }

@@ -196,9 +196,6 @@ struct Window {
 }
 
 impl Window {
-    fn start(&self) -> u64 {
-        self.chunks.front().map(|c| c.0).unwrap_or(self.end)
-    }
     /// The member [pos, pos+len) in place if one buffer holds it.
     fn in_place(&self, pos: u64, len: usize) -> Option<MemberBytes> {
         self.chunks.iter().find_map(|(off, b)| {
@@ -244,6 +241,11 @@ struct FileState<'p> {
     members: u64,
     /// Whether the source was opened with O_DIRECT (for the ledger).
     direct: bool,
+    /// Reads of this file in flight, and completed reads not yet in the
+    /// window (they may complete out of order). Reads still in flight when
+    /// decoding switches to streaming complete into `arrived` and are dropped.
+    reads_in_flight: usize,
+    arrived: BTreeMap<u64, PooledBuf>,
 }
 
 impl FileState<'_> {
@@ -264,7 +266,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         }
         None => (None, None),
     };
-    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), first_error: None, bytes_out: 0, members: 0, direct: src.direct };
+    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), first_error: None, bytes_out: 0, members: 0, direct: src.direct, reads_in_flight: 0, arrived: BTreeMap::new() };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
     let drained = drain(ctx, &mut st);
@@ -307,38 +309,26 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
 }
 
 /// Waits for I/O or worker results and handles them.
-fn pump(ctx: &mut Ctx, st: &mut FileState, arrived: &mut BTreeMap<u64, PooledBuf>, reads_in_flight: &mut usize, block: bool) -> Result<()> {
-    if block {
-        let mut completions: Vec<Completion<JobBuf>> = Vec::new();
-        ctx.engine.wait(&mut completions, &ctx.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
-        for c in completions {
-            if c.token & WRITE_BIT != 0 {
-                let w = st.writer.as_mut().expect("writes only with a writer");
-                if let Err(e) = w.on_write_complete(c.result, c.buf, &mut ctx.cache) {
-                    st.fail(0, e);
-                }
-                continue;
+fn pump(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
+    let mut completions: Vec<Completion<JobBuf>> = Vec::new();
+    ctx.engine.wait(&mut completions, &ctx.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
+    for c in completions {
+        if c.token & WRITE_BIT != 0 {
+            let w = st.writer.as_mut().expect("writes only with a writer");
+            if let Err(e) = w.on_write_complete(c.result, c.buf, &mut ctx.cache) {
+                st.fail(0, e);
             }
-            // Bug fix (found by the CLI's interop tests): drain() and
-            // stream_from() pass a fresh counter of 0 while reads issued by
-            // decode_file() may still be in flight (a file that switches to
-            // streaming with more than one 4 MiB read out); `-= 1` then
-            // overflowed (a panic in debug builds). The count only matters
-            // to decode_file's own window check, so saturate.
-            *reads_in_flight = reads_in_flight.saturating_sub(1);
-            let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
-            match c.result {
-                Ok(n) => {
-                    buf.set_len(n);
-                    // Bug fix (found by the CLI's JSON report tests): this
-                    // passed `true` (O_DIRECT) always, so reads through the
-                    // page cache (--no-direct, or a file system refusing
-                    // O_DIRECT) missed the kernel's CPU copy in the ledger.
-                    crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.direct, buf.domain(), n as u64);
-                    arrived.insert(c.token, buf);
-                }
-                Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
+            continue;
+        }
+        st.reads_in_flight -= 1;
+        let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
+        match c.result {
+            Ok(n) => {
+                buf.set_len(n);
+                crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.direct, buf.domain(), n as u64);
+                st.arrived.insert(c.token, buf);
             }
+            Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
         }
     }
     for d in ctx.workers.try_results() {
@@ -387,8 +377,6 @@ fn write_ready(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
 }
 
 fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
-    let mut arrived = BTreeMap::new();
-    let mut reads = 0usize;
     while let Some(d) = ctx.workers.recv() {
         ctx.members_done(st, d);
         write_ready(ctx, st)?;
@@ -399,8 +387,9 @@ fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
         }
     }
     while ctx.engine.in_flight() > 0 {
-        pump(ctx, st, &mut arrived, &mut reads, true)?;
+        pump(ctx, st)?;
     }
+    st.arrived.clear();
     Ok(())
 }
 
@@ -413,9 +402,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     };
     let fd = src.file.as_raw_fd();
     let mut window = Window { chunks: VecDeque::new(), end: 0 };
-    let mut arrived: BTreeMap<u64, PooledBuf> = BTreeMap::new();
     let mut next_read = 0u64;
-    let mut reads_in_flight = 0usize;
     let (mut pos, mut index) = (0u64, 0u64);
     let max_tasks = ctx.workers.threads() * 3 + 2;
     loop {
@@ -430,10 +417,10 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             ctx.engine
                 .submit(IoOp::Read, fd, Some(at), len, JobBuf::Pooled(buf), at)
                 .map_err(|(_, e)| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
-            reads_in_flight += 1;
+            st.reads_in_flight += 1;
             next_read += READ_BYTES as u64;
         }
-        while let Some(buf) = arrived.remove(&window.end) {
+        while let Some(buf) = st.arrived.remove(&window.end) {
             let expected = (size - window.end).min(READ_BYTES as u64) as usize;
             if buf.len() != expected {
                 return Err(JobError::SourceIo {
@@ -481,7 +468,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                     let e = MemberError::Truncated { declared: member_bytes, available: avail as usize };
                     return Err(member_error(st.path, index, pos, e));
                 }
-                let window_full = ctx.pool.free_count() == 0 && reads_in_flight == 0;
+                let window_full = ctx.pool.free_count() == 0 && st.reads_in_flight == 0;
                 if window_full || member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) {
                     return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
                 }
@@ -512,8 +499,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             index += 1;
             window.release_before(pos);
         }
-        let _ = window.start();
-        pump(ctx, st, &mut arrived, &mut reads_in_flight, true)?;
+        pump(ctx, st)?;
     }
 }
 
@@ -540,8 +526,6 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u6
     let path = st.path.to_path_buf();
     let host = MemoryDomain::Host { numa_node: None };
     let mut decoder = StreamDecoder::new(reader, pos, index);
-    let mut arrived = BTreeMap::new();
-    let mut reads = 0usize;
     let mut sink_error: Option<JobError> = None;
     let result = decoder.run(index == 0, |data| {
         ctx.ledger.record(
@@ -560,7 +544,7 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u6
                 return Err(std::io::Error::other("write failed"));
             }
             while ctx.engine.in_flight() > 2 {
-                if let Err(e) = pump(ctx, st, &mut arrived, &mut reads, true) {
+                if let Err(e) = pump(ctx, st) {
                     sink_error = Some(e);
                     return Err(std::io::Error::other("write failed"));
                 }

@@ -57,6 +57,14 @@ pub fn check_target(source: &Path, target: &Path, force: bool) -> Result<()> {
     if tmeta.is_dir() {
         return Err(JobError::Usage(format!("target {} is a directory", target.display())));
     }
+    // Targets are replaced by renaming a finished temporary file over them;
+    // doing that to /dev/null or a FIFO would replace the device node.
+    if !tmeta.is_file() {
+        return Err(JobError::Usage(format!(
+            "target {} is not a regular file; write to standard output with -o - and redirect it",
+            target.display()
+        )));
+    }
     if !force {
         return Err(JobError::TargetExists { path: target.to_path_buf() });
     }
