@@ -218,8 +218,9 @@ fn lying_uncompressed_sizes_are_refused_without_over_allocating() {
     expect_bad(dir.path(), "isize-disagree.gz", &b, 6, &[at0, "declares 12345 uncompressed bytes, trailer says"], hang);
 
     // A decompression bomb by declaration: 64 members of 34 bytes, each
-    // claiming 256 MiB. Run under a 1 GiB address-space limit: allocating
-    // what they declare (8 members in flight) would abort the process.
+    // claiming 256 MiB. Run under a 1 GiB address-space limit (a normal
+    // run with 2 workers needs under 0.5 GiB): allocating what they
+    // declare (8 members in flight, 2 GiB) would abort the process.
     let u: u32 = 256 << 20;
     let mut member = vec![0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 4, 3, 12, 0, b'P', b'P', 8, 0];
     member.extend_from_slice(&34u32.to_le_bytes());
@@ -232,7 +233,7 @@ fn lying_uncompressed_sizes_are_refused_without_over_allocating() {
     std::fs::write(&bomb, member.repeat(64)).unwrap();
     for verb in ["verify", "decompress"] {
         let mut c = std::process::Command::new("sh");
-        c.arg("-c").arg("ulimit -v 1048576 && exec \"$0\" \"$@\"").arg(bin()).arg(verb).arg(&bomb).args(["-T", "8"]);
+        c.arg("-c").arg("ulimit -v 1048576 && exec \"$0\" \"$@\"").arg(bin()).arg(verb).arg(&bomb).args(["-T", "2"]);
         run_full(&mut c, None, hang).fails(6, &["bomb.gz", at0, "declares 268435456 uncompressed bytes"]);
     }
     let left: Vec<String> = names_in(dir.path()).into_iter().filter(|n| !n.starts_with("case-") && !n.starts_with("archive")).collect();
@@ -460,4 +461,47 @@ fn usage_errors_are_exit_2() {
     run(&mut pp(args!["decompress", &a])).fails(2, &["unknown suffix"]);
     let o = run(&mut pp(args!["compress", "--level", "x", &a]));
     assert_eq!(o.code(), Some(2), "clap usage error: {}", o.stderr);
+}
+
+/// The same member without its extra field: a valid gzip member that
+/// declares no sizes ("foreign"), so the decoder streams from there on.
+fn without_sizes(member: &[u8]) -> Vec<u8> {
+    let xlen = u16::from_le_bytes([member[10], member[11]]) as usize;
+    let mut m = member[..10].to_vec();
+    m[3] &= !0x04;
+    m.extend_from_slice(&member[12 + xlen..]);
+    m
+}
+
+/// Size fields are checked in the streaming path too (a file that starts
+/// with a foreign member, or has a member larger than the read window,
+/// is decoded by the streaming decoder): a lie must not pass there.
+#[test]
+fn lying_sizes_are_refused_by_the_streaming_decoder_too() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let m = |i: usize| &a.packed[a.members[i].offset..a.members[i].offset + a.members[i].len];
+    let foreign = without_sizes(m(0));
+    // Sanity: foreign + the rest is a valid file, decoded by streaming.
+    let good: Vec<u8> = [&foreign[..], &a.packed[a.members[1].offset..]].concat();
+    let p = dir.path().join("foreign-first.gz");
+    std::fs::write(&p, &good).unwrap();
+    let out = run(&mut pp(args!["decompress", &p, "--verbose", "-q"])).ok();
+    assert!(out.stderr.contains("streaming"), "{}", out.stderr);
+    assert_file_eq(&dir.path().join("foreign-first"), &sample()[..300_000], "foreign first member");
+
+    let m2 = a.members[2];
+    let shift = foreign.len() as isize - a.members[0].len as isize;
+    let at2 = format!("member 2 at byte {}", m2.offset as isize + shift);
+    let lie = |f: &dyn Fn(&mut [u8])| {
+        let mut b = good.clone();
+        let start = (m2.offset as isize + shift) as usize;
+        f(&mut b[start..]);
+        b
+    };
+    let hang = HANG_DEADLINE;
+    expect_bad(dir.path(), "stream-member-too-big.gz", &lie(&|b| put_u32(b, 16, (m2.len + 777) as u32)), 6, &[&at2, "size field"], hang);
+    expect_bad(dir.path(), "stream-member-too-small.gz", &lie(&|b| put_u32(b, 16, (m2.len - 777) as u32)), 6, &[&at2, "size field"], hang);
+    expect_bad(dir.path(), "stream-isize-disagree.gz", &lie(&|b| put_u32(b, 20, 12345)), 6, &[&at2, "size field"], hang);
+    let _ = m;
 }

@@ -243,3 +243,20 @@ fn bundled_sample_round_trips_at_the_default_block_size() {
     assert_file_eq(&back, sample(), "bundled sample");
     assert_eq!(std::fs::read(sample_path()).unwrap(), sample(), "the bundled sample must be unchanged");
 }
+
+/// Members larger than the parallel reader's window (56 MiB) are decoded
+/// by the streaming decoder, which still checks their declared sizes.
+#[test]
+fn members_larger_than_the_read_window_stream_and_round_trip() {
+    let dir = scratch();
+    let data = random_bytes((64 << 20) + 12_345, 64); // stored: members of ~64 MiB
+    let src = dir.path().join("big");
+    let gz = dir.path().join("big.gz");
+    let back = dir.path().join("back");
+    std::fs::write(&src, &data).unwrap();
+    run(&mut pp(args!["compress", &src, "-o", &gz, "--block-size", "64M", "-q"])).ok();
+    let out = run(&mut pp(args!["verify", &gz, "--verbose", "-q"])).ok();
+    assert!(out.stderr.contains("a member larger than the read window"), "{}", out.stderr);
+    run(&mut pp(args!["decompress", &gz, "-o", &back, "-q"])).ok();
+    assert_file_eq(&back, &data, "64 MiB members");
+}

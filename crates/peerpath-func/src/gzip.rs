@@ -656,6 +656,24 @@ impl<R: Read> StreamDecoder<R> {
                 return Err(StreamError::at(index, member_offset, self.cut_short()));
             }
         }
+        // Bug fix (found by the CLI's bad-input tests): the parallel reader
+        // refuses members whose size subfield lies, but members it hands to
+        // this decoder (after a member without sizes, or one larger than its
+        // read window) passed whatever their sizes said. Check them here too.
+        if let Some(sizes) = header.sizes {
+            let actual = self.offset - member_offset;
+            let lie = if sizes.member_bytes() as u64 != actual {
+                Some(format!("declares {} member bytes, the member has {actual}", sizes.member_bytes()))
+            } else if let DeclaredSizes::Peerpath { uncompressed_bytes, .. } = sizes {
+                (uncompressed_bytes as u64 != produced)
+                    .then(|| format!("declares {uncompressed_bytes} uncompressed bytes, the data gives {produced}"))
+            } else {
+                None
+            };
+            if let Some(why) = lie {
+                return Err(StreamError::at(index, member_offset, MemberError::SizeField(why)));
+            }
+        }
         self.members += 1;
         self.bytes_out += produced;
         Ok(())
