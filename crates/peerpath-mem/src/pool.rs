@@ -1,11 +1,15 @@
 use crate::{align_up, host_numa_node_of, MemoryDomain, DIRECT_IO_ALIGN_BYTES};
-use std::alloc::{self, Layout};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex};
 
-/// A heap buffer aligned to [`DIRECT_IO_ALIGN_BYTES`], with a capacity fixed
-/// at allocation and a length (`len`) of valid bytes.
+/// A buffer of anonymous, page-aligned memory (so aligned for O_DIRECT),
+/// with a capacity fixed at allocation and a length (`len`) of valid bytes.
+///
+/// It is mapped with `mmap` rather than taken from the allocator: an
+/// aligned zeroed allocation is `posix_memalign` plus a `memset` in user
+/// space, then page faults again in whoever writes it; fresh anonymous
+/// pages come zeroed from the kernel, once, on first touch.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     capacity_bytes: usize,
@@ -24,20 +28,32 @@ impl AlignedBuf {
     /// aligned host memory.
     pub fn new(capacity_bytes: usize) -> Self {
         let capacity_bytes = align_up(capacity_bytes.max(1), DIRECT_IO_ALIGN_BYTES);
-        let layout = Self::layout(capacity_bytes);
-        // SAFETY: the layout has a non-zero size and a power-of-two alignment.
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        // SAFETY: the allocation is at least one byte and was zeroed above.
-        let first = unsafe { &*ptr.as_ptr() };
-        // The first page is touched (zeroed), so the kernel can tell its node.
+        // SAFETY: an anonymous private mapping of a non-zero length at an
+        // address of the kernel's choosing touches no existing memory.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                capacity_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            panic!("out of memory: mmap of {capacity_bytes} bytes failed: {}", std::io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(raw as *mut u8).expect("mmap never returns null on success");
+        // SAFETY: the mapping is at least one page of writable memory that
+        // nothing else references yet; writing its (already zero) first byte
+        // faults in a real page (a read would map the shared zero page), so
+        // the kernel can tell which node the buffer's memory comes from.
+        let first = unsafe {
+            ptr.as_ptr().write_volatile(0);
+            &*ptr.as_ptr()
+        };
         let domain = MemoryDomain::Host { numa_node: host_numa_node_of(first) };
         AlignedBuf { ptr, capacity_bytes, len: 0, domain }
-    }
-
-    fn layout(capacity_bytes: usize) -> Layout {
-        Layout::from_size_align(capacity_bytes, DIRECT_IO_ALIGN_BYTES)
-            .expect("buffer capacity overflows a Layout")
     }
 
     pub fn capacity(&self) -> usize {
@@ -61,7 +77,7 @@ impl AlignedBuf {
 
     /// The whole capacity as a mutable slice (for reads and encoders).
     pub fn spare_mut(&mut self) -> &mut [u8] {
-        // SAFETY: ptr is valid for capacity_bytes initialised (zeroed) bytes,
+        // SAFETY: ptr is valid for capacity_bytes initialised (zero-filled) bytes,
         // and &mut self guarantees exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity_bytes) }
     }
@@ -91,8 +107,9 @@ impl DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        // SAFETY: ptr was allocated with exactly this layout in `new`.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.capacity_bytes)) }
+        // SAFETY: ptr and capacity_bytes are exactly the mapping made in `new`,
+        // and no reference into it outlives self.
+        unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.capacity_bytes) };
     }
 }
 

@@ -50,11 +50,35 @@ impl MemberBytes {
     }
 }
 
-struct Decoded {
-    index: u64,
-    offset: u64,
+/// A batch of consecutive members, decoded by one task into one contiguous
+/// output buffer: decompressed blocks land back to back, so the writer gets
+/// ~4 MiB aligned pieces it writes in place (one large write instead of
+/// several small ones, and no packing copy).
+struct Batch {
+    first_index: u64,
+    members: Vec<(MemberHeader, MemberBytes, u64, usize)>,
     member_bytes: usize,
-    result: std::result::Result<AlignedBuf, (MemberError, AlignedBuf)>,
+    out_bytes: usize,
+}
+
+const BATCH_OUTPUT_BYTES: usize = 4 << 20;
+/// Declared output bytes allowed in flight (decoding or awaiting their
+/// turn), so sizes that claim the maximum cannot exhaust memory.
+const MAX_OUTSTANDING_OUTPUT_BYTES: usize = 64 << 20;
+
+impl Batch {
+    fn new(first_index: u64) -> Self {
+        Batch { first_index, members: Vec::new(), member_bytes: 0, out_bytes: 0 }
+    }
+}
+
+struct Decoded {
+    first_index: u64,
+    count: u64,
+    member_bytes: usize,
+    declared_out_bytes: usize,
+    /// On failure: the error, the failing member's index and offset.
+    result: std::result::Result<AlignedBuf, (MemberError, u64, u64, AlignedBuf)>,
 }
 
 /// Shared by every file of a job.
@@ -234,8 +258,11 @@ impl Window {
 struct FileState<'p> {
     path: &'p Path,
     writer: Option<TargetWriter>,
+    /// Index of the next member to write.
     next_write: u64,
-    ready: BTreeMap<u64, AlignedBuf>,
+    /// Decoded batches by first member index: (output, members, declared bytes).
+    ready: BTreeMap<u64, (AlignedBuf, u64, usize)>,
+    outstanding_out_bytes: usize,
     first_error: Option<(u64, JobError)>,
     bytes_out: u64,
     members: u64,
@@ -266,7 +293,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         }
         None => (None, None),
     };
-    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), first_error: None, bytes_out: 0, members: 0, direct: src.direct, reads_in_flight: 0, arrived: BTreeMap::new() };
+    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), outstanding_out_bytes: 0, first_error: None, bytes_out: 0, members: 0, direct: src.direct, reads_in_flight: 0, arrived: BTreeMap::new() };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
     let drained = drain(ctx, &mut st);
@@ -349,20 +376,47 @@ impl Ctx<'_> {
                     d.member_bytes as u64,
                     out.len() as u64,
                 );
-                st.ready.insert(d.index, out);
+                st.ready.insert(d.first_index, (out, d.count, d.declared_out_bytes));
             }
-            Err((e, out)) => {
+            Err((e, index, offset, out)) => {
                 self.cache.put(out);
-                st.fail(d.index, member_error(st.path, d.index, d.offset, e));
+                st.outstanding_out_bytes -= d.declared_out_bytes;
+                st.fail(index, member_error(st.path, index, offset, e));
             }
         }
+    }
+
+    /// Hands a batch to a worker.
+    fn submit_batch(&mut self, st: &mut FileState, batch: Batch) {
+        if batch.members.is_empty() {
+            return;
+        }
+        let mut out = self.cache.get(batch.out_bytes.max(1));
+        st.outstanding_out_bytes += batch.out_bytes;
+        self.workers.submit(move |_| {
+            let Batch { first_index, members, member_bytes, out_bytes } = batch;
+            let count = members.len() as u64;
+            let mut pos = 0;
+            for (k, (header, bytes, offset, out_len)) in members.iter().enumerate() {
+                match decode_member(header, bytes.bytes(), &mut out.spare_mut()[pos..pos + out_len]) {
+                    Ok(n) => pos += n,
+                    Err(e) => {
+                        let index = first_index + k as u64;
+                        return Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Err((e, index, *offset, out)) };
+                    }
+                }
+            }
+            out.set_len(pos);
+            Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Ok(out) }
+        });
     }
 }
 
 fn write_ready(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
-    while let Some(out) = st.ready.remove(&st.next_write) {
-        st.next_write += 1;
-        st.members += 1;
+    while let Some((out, count, declared)) = st.ready.remove(&st.next_write) {
+        st.next_write += count;
+        st.members += count;
+        st.outstanding_out_bytes -= declared;
         st.bytes_out += out.len() as u64;
         ctx.done_bytes += out.len() as u64;
         match st.writer.as_mut() {
@@ -405,6 +459,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let mut next_read = 0u64;
     let (mut pos, mut index) = (0u64, 0u64);
     let max_tasks = ctx.workers.threads() * 3 + 2;
+    let mut batch = Batch::new(0);
     loop {
         if st.first_error.is_some() {
             return Ok(String::new());
@@ -433,7 +488,12 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         }
         // Members, as far as the window reaches.
         let mut blocked = false;
-        while !blocked && ctx.workers.in_flight() < max_tasks {
+        let writes_in_flight = |st: &FileState| st.writer.as_ref().map_or(0, |w| w.writes_in_flight);
+        while !blocked
+            && ctx.workers.in_flight() < max_tasks
+            && st.outstanding_out_bytes < MAX_OUTSTANDING_OUTPUT_BYTES
+            && writes_in_flight(st) < max_tasks
+        {
             let avail = window.end - pos;
             let at_eof = window.end == size;
             if avail == 0 {
@@ -441,6 +501,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                     if index == 0 {
                         return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
                     }
+                    ctx.submit_batch(st, batch);
                     return Ok(format!("parallel: {index} members with declared sizes, on {} threads", ctx.workers.threads()));
                 }
                 blocked = true;
@@ -451,25 +512,29 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 Ok(h) => h,
                 Err(HeaderError::Truncated { .. }) if head.len() < avail as usize || !at_eof => {
                     // A long name or comment: let the streaming decoder read it.
+                    ctx.submit_batch(st, batch);
                     return switch_to_stream(ctx, st, src, pos, index, "a header longer than the parallel reader peeks");
                 }
                 Err(HeaderError::NotGzip(..)) if index > 0 => {
+                    ctx.submit_batch(st, batch);
                     return switch_to_stream(ctx, st, src, pos, index, "data after the last member");
                 }
-                Err(e) => return Err(member_error(st.path, index, pos, e.into())),
+                Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e.into())),
             };
             let Some(sizes) = header.sizes else {
                 let why = if index == 0 { "members do not declare their sizes (not made by peerpath or bgzip)" } else { "a member without a size field" };
+                ctx.submit_batch(st, batch);
                 return switch_to_stream(ctx, st, src, pos, index, why);
             };
             let member_bytes = sizes.member_bytes();
             if member_bytes as u64 > avail {
                 if at_eof {
                     let e = MemberError::Truncated { declared: member_bytes, available: avail as usize };
-                    return Err(member_error(st.path, index, pos, e));
+                    return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e));
                 }
                 let window_full = ctx.pool.free_count() == 0 && st.reads_in_flight == 0;
                 if window_full || member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) {
+                    ctx.submit_batch(st, batch);
                     return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
                 }
                 blocked = true;
@@ -481,26 +546,34 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 ctx.ledger.record_copy(host.clone(), host, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Reassemble, v.len() as u64);
                 MemberBytes::Copied(v)
             });
-            let out_len = declared_output_bytes(&header, bytes.bytes()).map_err(|e| member_error(st.path, index, pos, e))?;
-            let mut out = ctx.cache.get(out_len);
-            let (i, offset) = (index, pos);
-            ctx.workers.submit(move |_| {
-                let r = decode_member(&header, bytes.bytes(), out.spare_mut());
-                let result = match r {
-                    Ok(n) => {
-                        out.set_len(n);
-                        Ok(out)
-                    }
-                    Err(e) => Err((e, out)),
-                };
-                Decoded { index: i, offset, member_bytes, result }
-            });
+            let out_len = match declared_output_bytes(&header, bytes.bytes()) {
+                Ok(n) => n,
+                Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
+            };
+            batch.members.push((header, bytes, pos, out_len));
+            batch.member_bytes += member_bytes;
+            batch.out_bytes += out_len;
             pos += member_bytes as u64;
             index += 1;
+            if batch.out_bytes >= BATCH_OUTPUT_BYTES {
+                ctx.submit_batch(st, std::mem::replace(&mut batch, Batch::new(index)));
+            }
             window.release_before(pos);
+        }
+        // Waiting for data: do not let workers idle on a half-full batch.
+        if blocked && ctx.workers.in_flight() < ctx.workers.threads() {
+            ctx.submit_batch(st, std::mem::replace(&mut batch, Batch::new(index)));
         }
         pump(ctx, st)?;
     }
+}
+
+/// A member-level error found while splitting: members before it still get
+/// decoded (so the report names the first bad member), then the file fails.
+fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: JobError) -> Result<String> {
+    ctx.submit_batch(st, batch);
+    st.fail(index, error);
+    Ok(String::new())
 }
 
 fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::OpenedFile, pos: u64, index: u64, why: &str) -> Result<String> {
