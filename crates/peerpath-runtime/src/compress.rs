@@ -365,9 +365,8 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
         for (i, s) in streams.iter_mut().enumerate() {
             while let Some((out, members)) = s.ready.remove(&s.next_write_seq) {
                 let w = s.writer.as_mut().expect("writer open");
-                let domain = out.domain().clone();
-                w.push(&out, engine, &mut cache, WRITE_BIT | i as u64, &ledger, &domain)?;
-                cache.put(out);
+                // Packed into aligned staging for O_DIRECT; written as is otherwise.
+                w.push_owned(out, engine, &mut cache, WRITE_BIT | i as u64, &ledger)?;
                 s.members += members;
                 s.next_write_seq += 1;
                 in_pipeline -= 1;

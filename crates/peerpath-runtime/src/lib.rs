@@ -33,3 +33,17 @@ pub(crate) fn record_read(ledger: &Ledger, source: &str, direct: bool, domain: &
         ledger.record_copy(cache, Location::memory(domain), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::ReadSource, bytes);
     }
 }
+
+/// Records a write of `bytes` from a buffer in `domain` to `target`: one DMA
+/// with O_DIRECT; through the page cache, the kernel's CPU copy into the
+/// cache and the writeback DMA out of it.
+pub(crate) fn record_write(ledger: &Ledger, target: &Location, direct: bool, domain: &MemoryDomain, bytes: u64) {
+    let dma = Mover::Dma { engine: "storage controller".into() };
+    if direct {
+        ledger.record_copy(Location::memory(domain), target.clone(), dma, Purpose::WriteTarget, bytes);
+    } else {
+        let cache = Location::memory(&MemoryDomain::Host { numa_node: None });
+        ledger.record_copy(Location::memory(domain), cache.clone(), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::WriteTarget, bytes);
+        ledger.record_copy(cache, target.clone(), dma, Purpose::WriteTarget, bytes);
+    }
+}

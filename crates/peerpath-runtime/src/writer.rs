@@ -51,13 +51,7 @@ impl TargetWriter {
 
     fn submit(&mut self, engine: &mut dyn IoEngine<JobBuf>, buf: JobBuf, at: u64, len: usize, token: u64, ledger: &Ledger) -> Result<()> {
         let fd = self.target.file.as_raw_fd();
-        ledger.record_copy(
-            Location::memory(buf.domain()),
-            self.target_location.clone(),
-            Mover::Dma { engine: "storage controller".into() },
-            Purpose::WriteTarget,
-            len as u64,
-        );
+        crate::record_write(ledger, &self.target_location, self.target.direct, buf.domain(), len as u64);
         let offset = self.offset(at);
         engine.submit(IoOp::Write, fd, offset, len, buf, token).map_err(|(_, e)| self.io_error(e))?;
         self.writes_in_flight += 1;
