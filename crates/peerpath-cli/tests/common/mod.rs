@@ -363,9 +363,14 @@ pub struct TmpfsMount {
 
 impl TmpfsMount {
     pub fn new(test: &str, size: &str) -> Option<TmpfsMount> {
+        Self::mount(test, "tmpfs", &format!("size={size}"))
+    }
+
+    /// Mounts a memory file system of type `fstype` ("tmpfs", "ramfs").
+    pub fn mount(test: &str, fstype: &str, options: &str) -> Option<TmpfsMount> {
         let parent = scratch();
         if !running_as_root(parent.path()) {
-            eprintln!("SKIPPED {test}: mounting a tmpfs needs root");
+            eprintln!("SKIPPED {test}: mounting a {fstype} needs root");
             return None;
         }
         if tool("mount").is_none() || tool("umount").is_none() {
@@ -374,9 +379,9 @@ impl TmpfsMount {
         }
         let dir = parent.path().join("small-fs");
         std::fs::create_dir(&dir).expect("create the mount point");
-        let out = run(Command::new("mount").args([OsStr::new("-t"), OsStr::new("tmpfs"), OsStr::new("-o")]).arg(format!("size={size}")).arg("tmpfs").arg(&dir));
+        let out = run(Command::new("mount").args(["-t", fstype, "-o", options, fstype]).arg(&dir));
         if !out.status.success() {
-            eprintln!("SKIPPED {test}: cannot mount a tmpfs here: {}", out.stderr.trim());
+            eprintln!("SKIPPED {test}: cannot mount a {fstype} here: {}", out.stderr.trim());
             return None;
         }
         Some(TmpfsMount { dir, _parent: parent })
