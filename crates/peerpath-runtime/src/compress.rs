@@ -10,7 +10,7 @@
 use crate::buf::{BufferCache, JobBuf};
 use crate::error::{JobError, Result};
 use crate::job::{check_target, is_std_stream, CommonOptions};
-use crate::report::{FileReport, JobReport, MemoryReport, Provenance};
+use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, BGZF_EOF_BLOCK, BGZF_MAX_INPUT_BYTES};
@@ -140,6 +140,7 @@ pub(crate) fn set_engine(p: &mut IoPath, kind: peerpath_io::EngineKind, note: &O
 /// Compresses each source into its target. On failure every partial target
 /// is removed and no source is touched.
 pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<JobReport> {
+    let start = Instant::now();
     let member_bytes = match opts.format {
         Format::Gzip => opts.block_size,
         Format::Bgzf => BGZF_MAX_INPUT_BYTES,
@@ -224,48 +225,40 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
         }
     }
     let result = run(&mut streams, engine.as_mut(), opts, member_bytes, chunk_bytes);
-    match result {
-        Ok(mut report) => {
-            // All I/O is done; make the targets durable and visible.
-            drop(engine);
-            let mut files = Vec::new();
-            for s in streams.iter_mut() {
-                let w = s.writer.take().expect("writer present");
-                let target = w.final_path.display().to_string();
-                let bytes_out = w.logical_len;
-                if let Err(e) = w.complete() {
-                    abandon(&mut streams);
-                    return Err(e);
-                }
-                files.push(FileReport {
-                    source: s.source_name.clone(),
-                    target: Some(target),
-                    bytes_in: s.bytes_in,
-                    bytes_out,
-                    members: s.members,
-                    read_path: s.read_path.clone(),
-                    write_path: Some(s.write_path.clone()),
-                    decode_mode: None,
-                });
-            }
-            report.bytes_in = files.iter().map(|f| f.bytes_in).sum();
-            report.bytes_out = files.iter().map(|f| f.bytes_out).sum();
-            report.files = files;
-            report.fallbacks = fallbacks;
-            let uncompressed = report.bytes_in;
-            report.finish_figures(uncompressed);
-            Ok(report)
-        }
+    drop(engine); // all I/O is done (or, on error, waited for)
+    let mut job = match result {
+        Ok(job) => job,
         Err(e) => {
-            drop(engine); // waits for in-flight I/O
             abandon(&mut streams);
-            Err(e)
+            return Err(e);
         }
+    };
+    // Make the targets durable and visible.
+    for s in streams.iter_mut() {
+        let w = s.writer.take().expect("writer present");
+        let target = w.final_path.display().to_string();
+        let bytes_out = w.logical_len;
+        if let Err(e) = w.complete() {
+            abandon(&mut streams);
+            return Err(e);
+        }
+        job.files.push(FileReport {
+            source: s.source_name.clone(),
+            target: Some(target),
+            bytes_in: s.bytes_in,
+            bytes_out,
+            members: s.members,
+            read_path: s.read_path.clone(),
+            write_path: Some(s.write_path.clone()),
+            decode_mode: None,
+        });
     }
+    job.fallbacks = fallbacks;
+    job.wall = start.elapsed();
+    Ok(JobReport::measured_host(job))
 }
 
-fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &CompressOptions, member_bytes: usize, chunk_bytes: usize) -> Result<JobReport> {
-    let start = Instant::now();
+fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &CompressOptions, member_bytes: usize, chunk_bytes: usize) -> Result<JobSummary> {
     let cpu = CpuAccount::start();
     let orchestration_start = thread_cpu_now();
     let ledger = Ledger::new();
@@ -429,12 +422,9 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
     }
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
     drop(workers); // joins the workers, which charge their CPU time
-    let wall = start.elapsed();
     let pool_stats = pool.stats();
-    Ok(JobReport {
-        operation: "compress".into(),
-        provenance: Provenance::MeasuredHost,
-        provenance_text: Provenance::MeasuredHost.describe().into(),
+    Ok(JobSummary {
+        operation: "compress",
         engine: format!("host CPU, {} (level {})", level.library(), level.get()),
         format: match format {
             Format::Gzip => "gzip (multi-member, 'PP' size subfield)".into(),
@@ -445,21 +435,14 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
         threads,
         queue_depth: qd as u32,
         files: Vec::new(),
-        bytes_in: 0,
-        bytes_out: 0,
-        ratio: 0.0,
-        wall_s: wall.as_secs_f64(),
-        throughput_gb_per_s: 0.0,
-        throughput_gbit_per_s: 0.0,
-        cpu: cpu.summary(wall),
+        fallbacks: Vec::new(),
+        wall: std::time::Duration::ZERO, // set by the caller once the targets are in place
+        cpu,
         ledger: ledger.summary(),
-        host_memory_traffic_per_input_byte: 0.0,
-        host_memory_traffic_gbit_per_s: 0.0,
         memory: MemoryReport {
             read_pool_bytes: pool_stats.total_bytes,
             read_pool_buffers: pool_stats.buffer_count,
             peak_owned_buffer_bytes: cache.peak_allocated_bytes,
         },
-        fallbacks: Vec::new(),
     })
 }

@@ -10,7 +10,7 @@ use crate::buf::{BufferCache, JobBuf};
 use crate::compress::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
 use crate::job::{check_target, CommonOptions};
-use crate::report::{FileReport, JobReport, MemoryReport, Provenance};
+use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::gzip::declared_output_bytes;
@@ -131,7 +131,7 @@ pub fn verify(sources: &[PathBuf], opts: &DecompressOptions) -> Result<JobReport
     run_job("verify", &items, opts)
 }
 
-fn run_job(operation: &str, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
+fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
     let start = Instant::now();
     let cpu = CpuAccount::start();
     let orchestration_start = thread_cpu_now();
@@ -183,12 +183,8 @@ fn run_job(operation: &str, items: &[(PathBuf, Option<PathBuf>)], opts: &Decompr
     drop(ctx); // joins the workers
     drop(engine);
     let wall = start.elapsed();
-    let bytes_in: u64 = files.iter().map(|f| f.bytes_in).sum();
-    let bytes_out: u64 = files.iter().map(|f| f.bytes_out).sum();
-    let mut report = JobReport {
-        operation: operation.into(),
-        provenance: Provenance::MeasuredHost,
-        provenance_text: Provenance::MeasuredHost.describe().into(),
+    Ok(JobReport::measured_host(JobSummary {
+        operation,
         engine: "host CPU, ISA-L inflate".into(),
         format: "gzip".into(),
         level: None,
@@ -196,21 +192,12 @@ fn run_job(operation: &str, items: &[(PathBuf, Option<PathBuf>)], opts: &Decompr
         threads,
         queue_depth: qd,
         files,
-        bytes_in,
-        bytes_out,
-        ratio: 0.0,
-        wall_s: wall.as_secs_f64(),
-        throughput_gb_per_s: 0.0,
-        throughput_gbit_per_s: 0.0,
-        cpu: cpu.summary(wall),
-        ledger: ledger.summary(),
-        host_memory_traffic_per_input_byte: 0.0,
-        host_memory_traffic_gbit_per_s: 0.0,
-        memory: MemoryReport { read_pool_bytes: pool_stats.total_bytes, read_pool_buffers: pool_stats.buffer_count, peak_owned_buffer_bytes: peak },
         fallbacks,
-    };
-    report.finish_figures(bytes_out);
-    Ok(report)
+        wall,
+        cpu,
+        ledger: ledger.summary(),
+        memory: MemoryReport { read_pool_bytes: pool_stats.total_bytes, read_pool_buffers: pool_stats.buffer_count, peak_owned_buffer_bytes: peak },
+    }))
 }
 
 /// Contiguous read buffers covering [start, end) of the file.

@@ -95,9 +95,62 @@ fn human_bytes(b: u64) -> String {
     }
 }
 
+/// What a job knows about itself; the figures are derived from it.
+pub struct JobSummary {
+    pub operation: &'static str,
+    pub engine: String,
+    pub format: String,
+    pub level: Option<u32>,
+    pub block_size_bytes: Option<usize>,
+    pub threads: usize,
+    pub queue_depth: u32,
+    pub files: Vec<FileReport>,
+    pub fallbacks: Vec<String>,
+    /// From the job's start until its targets are durable and in place.
+    pub wall: std::time::Duration,
+    pub cpu: peerpath_metrics::CpuAccount,
+    pub ledger: LedgerSummary,
+    pub memory: MemoryReport,
+}
+
 impl JobReport {
+    /// A report of a job measured on this host. Bytes in and out are summed
+    /// over the files; the uncompressed side is the input when compressing
+    /// and the output otherwise.
+    pub fn measured_host(j: JobSummary) -> JobReport {
+        let bytes_in = j.files.iter().map(|f| f.bytes_in).sum();
+        let bytes_out = j.files.iter().map(|f| f.bytes_out).sum();
+        let mut r = JobReport {
+            operation: j.operation.into(),
+            provenance: Provenance::MeasuredHost,
+            provenance_text: Provenance::MeasuredHost.describe().into(),
+            engine: j.engine,
+            format: j.format,
+            level: j.level,
+            block_size_bytes: j.block_size_bytes,
+            threads: j.threads,
+            queue_depth: j.queue_depth,
+            files: j.files,
+            bytes_in,
+            bytes_out,
+            ratio: 0.0,
+            wall_s: j.wall.as_secs_f64(),
+            throughput_gb_per_s: 0.0,
+            throughput_gbit_per_s: 0.0,
+            cpu: j.cpu.summary(j.wall),
+            ledger: j.ledger,
+            host_memory_traffic_per_input_byte: 0.0,
+            host_memory_traffic_gbit_per_s: 0.0,
+            memory: j.memory,
+            fallbacks: j.fallbacks,
+        };
+        let uncompressed = if j.operation == "compress" { bytes_in } else { bytes_out };
+        r.finish_figures(uncompressed);
+        r
+    }
+
     /// Fills the derived fields.
-    pub fn finish_figures(&mut self, uncompressed_bytes: u64) {
+    fn finish_figures(&mut self, uncompressed_bytes: u64) {
         self.ratio = if self.bytes_out == 0 || self.bytes_in == 0 {
             0.0
         } else if self.operation == "compress" {
