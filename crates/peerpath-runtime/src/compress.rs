@@ -9,17 +9,17 @@
 
 use crate::buf::{BufferCache, JobBuf};
 use crate::error::{JobError, Result};
-use crate::job::{check_target, is_std_stream, CommonOptions};
+use crate::job::{check_target, is_std_stream, open_source_checked, open_target, set_engine, CommonOptions};
 use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, BGZF_EOF_BLOCK, BGZF_MAX_INPUT_BYTES};
-use peerpath_io::{choose_engine, open_source, open_target_tmp, Completion, IoEngine, IoOp, IoPath, OpenedFile, SourceKind, Waker};
+use peerpath_io::{choose_engine, Completion, IoEngine, IoOp, IoPath, OpenedFile, SourceKind, Waker};
 use peerpath_mem::{align_up, AlignedBuf, BufferPool, PooledBuf, DIRECT_IO_ALIGN_BYTES};
 use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::path::{Path, PathBuf};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(Clone)]
@@ -88,52 +88,6 @@ impl Stream {
     }
     fn finished(&self) -> bool {
         self.writer_finished && self.writer.as_ref().is_none_or(|w| w.writes_in_flight == 0)
-    }
-}
-
-fn open_stdin() -> OpenedFile {
-    // SAFETY: fd 0 is open for the life of the process; the File we make
-    // must not close it, so it is wrapped in ManuallyDrop below by the caller
-    // contract: we dup it first and own the duplicate.
-    let fd = unsafe { libc::dup(0) };
-    // SAFETY: dup returned a new descriptor that we own (or -1, checked).
-    let file = unsafe { std::fs::File::from_raw_fd(if fd < 0 { 0 } else { fd }) };
-    OpenedFile { file, path: PathBuf::from("-"), kind: SourceKind::Stream, direct: false, direct_refused: Some("standard input".into()) }
-}
-
-fn open_stdout() -> OpenedFile {
-    // SAFETY: as for stdin; we own the duplicate of fd 1.
-    let fd = unsafe { libc::dup(1) };
-    // SAFETY: dup returned a new descriptor that we own.
-    let file = unsafe { std::fs::File::from_raw_fd(fd) };
-    OpenedFile { file, path: PathBuf::from("-"), kind: SourceKind::Stream, direct: false, direct_refused: Some("standard output".into()) }
-}
-
-/// Opens a target: a temporary file next to its final name, or stdout.
-pub(crate) fn open_target(final_path: &Path, direct: bool) -> Result<(TargetWriter, IoPath)> {
-    if is_std_stream(final_path) {
-        let t = open_stdout();
-        let path = IoPath { engine: peerpath_io::EngineKind::Syscalls, direct: false, fallback_reason: t.direct_refused.clone() };
-        return Ok((TargetWriter::new(t, final_path.to_path_buf(), true), path));
-    }
-    let t = open_target_tmp(final_path, direct).map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
-    let path = IoPath { engine: peerpath_io::EngineKind::IoUring, direct: t.direct, fallback_reason: t.direct_refused.clone() };
-    Ok((TargetWriter::new(t, final_path.to_path_buf(), false), path))
-}
-
-/// Opens a source read-only, or stdin.
-pub(crate) fn open_source_checked(path: &Path, direct: bool) -> Result<OpenedFile> {
-    if is_std_stream(path) {
-        return Ok(open_stdin());
-    }
-    open_source(path, direct).map_err(|e| JobError::SourceUnreadable { path: path.to_path_buf(), source: e })
-}
-
-/// Fixes up the engine field of reported paths once the engine is chosen.
-pub(crate) fn set_engine(p: &mut IoPath, kind: peerpath_io::EngineKind, note: &Option<String>) {
-    p.engine = kind;
-    if kind == peerpath_io::EngineKind::Syscalls && p.fallback_reason.is_none() {
-        p.fallback_reason = note.clone();
     }
 }
 

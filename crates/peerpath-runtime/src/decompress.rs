@@ -7,7 +7,7 @@
 //! decoder from the first member without sizes, and the report says so.
 
 use crate::buf::{BufferCache, JobBuf};
-use crate::compress::{open_source_checked, open_target, set_engine};
+use crate::job::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
 use crate::job::{check_target, CommonOptions};
 use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};

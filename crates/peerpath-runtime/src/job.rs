@@ -1,6 +1,9 @@
 //! What every job shares: options, source/target checks, naming.
 
 use crate::error::{JobError, Result};
+use crate::writer::TargetWriter;
+use peerpath_io::{open_source, open_target_tmp, IoPath, OpenedFile, SourceKind};
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -117,3 +120,41 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
     check_distinct_targets(&targets)?;
     Ok(targets)
 }
+
+/// A duplicate of standard input or output, owned by the job (closing it
+/// leaves the process's own descriptor open).
+fn std_stream(fd: std::os::fd::BorrowedFd<'_>, what: &str) -> std::io::Result<OpenedFile> {
+    let file = std::fs::File::from(fd.try_clone_to_owned()?);
+    Ok(OpenedFile { file, path: PathBuf::from("-"), kind: SourceKind::Stream, direct: false, direct_refused: Some(what.into()) })
+}
+
+/// Opens a target: a temporary file next to its final name, or stdout.
+pub(crate) fn open_target(final_path: &Path, direct: bool) -> Result<(TargetWriter, IoPath)> {
+    if is_std_stream(final_path) {
+        let t = std_stream(std::io::stdout().as_fd(), "standard output")
+            .map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
+        let path = IoPath { engine: peerpath_io::EngineKind::Syscalls, direct: false, fallback_reason: t.direct_refused.clone() };
+        return Ok((TargetWriter::new(t, final_path.to_path_buf(), true), path));
+    }
+    let t = open_target_tmp(final_path, direct).map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
+    let path = IoPath { engine: peerpath_io::EngineKind::IoUring, direct: t.direct, fallback_reason: t.direct_refused.clone() };
+    Ok((TargetWriter::new(t, final_path.to_path_buf(), false), path))
+}
+
+/// Opens a source read-only, or stdin.
+pub(crate) fn open_source_checked(path: &Path, direct: bool) -> Result<OpenedFile> {
+    if is_std_stream(path) {
+        return std_stream(std::io::stdin().as_fd(), "standard input")
+            .map_err(|e| JobError::SourceUnreadable { path: path.to_path_buf(), source: e });
+    }
+    open_source(path, direct).map_err(|e| JobError::SourceUnreadable { path: path.to_path_buf(), source: e })
+}
+
+/// Fixes up the engine field of reported paths once the engine is chosen.
+pub(crate) fn set_engine(p: &mut IoPath, kind: peerpath_io::EngineKind, note: &Option<String>) {
+    p.engine = kind;
+    if kind == peerpath_io::EngineKind::Syscalls && p.fallback_reason.is_none() {
+        p.fallback_reason = note.clone();
+    }
+}
+
