@@ -656,10 +656,9 @@ impl<R: Read> StreamDecoder<R> {
                 return Err(StreamError::at(index, member_offset, self.cut_short()));
             }
         }
-        // Bug fix (found by the CLI's bad-input tests): the parallel reader
-        // refuses members whose size subfield lies, but members it hands to
-        // this decoder (after a member without sizes, or one larger than its
-        // read window) passed whatever their sizes said. Check them here too.
+        // A member with a size subfield must match it here as it must in the
+        // parallel reader (which hands this decoder the members it cannot
+        // take: after one without sizes, or larger than its read window).
         if let Some(sizes) = header.sizes {
             let actual = self.offset - member_offset;
             let lie = if sizes.member_bytes() as u64 != actual {
