@@ -423,12 +423,11 @@ pub fn declared_output_bytes(header: &MemberHeader, member: &[u8]) -> Result<usi
             "declares {out} uncompressed bytes, above the {MAX_MEMBER_UNCOMPRESSED_BYTES}-byte member limit"
         )));
     }
-    // Bug fix (found by the CLI's bad-input tests): without this check a
-    // few dozen tiny members each declaring 256 MiB made the parallel
-    // decoder allocate (and zero) 256 MiB per member in flight, gigabytes
-    // for a 2 KiB file. Deflate cannot expand more than 1032:1 (a 258-byte
-    // match in 2 bits), so a member declaring more than that from its own
-    // deflate bytes is lying, and is refused before anyone allocates.
+    // Deflate cannot expand more than 1032:1 (a 258-byte match in 2 bits of
+    // a dynamic block), so a member declaring more than that from its own
+    // deflate bytes is lying, and is refused before anyone allocates: else a
+    // 2 KiB file of tiny members each claiming 256 MiB makes the parallel
+    // decoder reserve gigabytes.
     let deflate_bytes = member_bytes - header.header_bytes - TRAILER_BYTES;
     if out > deflate_bytes.saturating_mul(MAX_DEFLATE_EXPANSION) {
         return Err(MemberError::SizeField(format!(
