@@ -30,6 +30,18 @@ impl IoBuf for peerpath_mem::PooledBuf {
     }
 }
 
+/// Device memory (P2P or emulated): the engine hands the range's address to
+/// the kernel for DMA and never touches the bytes. Never registered with
+/// io_uring (P2P pages cannot be long-term pinned).
+impl IoBuf for peerpath_mem::RegionBuf {
+    fn io_ptr(&mut self) -> *mut u8 {
+        peerpath_mem::RegionBuf::io_ptr(self)
+    }
+    fn io_capacity(&self) -> usize {
+        self.capacity()
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoOp {
     Read,

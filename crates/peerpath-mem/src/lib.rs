@@ -8,9 +8,11 @@
 
 mod domain;
 mod pool;
+mod region;
 
 pub use domain::{host_numa_node_of, MemoryDomain};
 pub use pool::{AlignedBuf, BufferPool, PoolStats, PooledBuf};
+pub use region::{MappedRegion, P2pMemInfo, RegionAllocator, RegionBuf, RegionError, REGION_PAGE_BYTES};
 
 /// The alignment peerpath uses for every I/O buffer and every O_DIRECT
 /// offset and length: the page size, which covers the logical block size

@@ -1,0 +1,747 @@
+//! Device memory regions: P2P memory mapped from `p2pmem/allocate`, and
+//! shared-memory files standing in for an emulated device's memory.
+//!
+//! A [`MappedRegion`] is one `mmap(MAP_SHARED)`; a [`RegionAllocator`] hands
+//! out page-aligned ranges of it as [`RegionBuf`]s, blocking when full
+//! (back-pressure, like [`crate::BufferPool`]). A `RegionBuf` gives the host
+//! no access to its bytes: the host never reads or writes payload in device
+//! memory (P2P BARs are uncached MMIO; CPU loads and stores there are slow
+//! and, on some platforms, unsafe). Only the I/O engine takes its raw
+//! pointer, and hands it to the kernel for O_DIRECT DMA.
+//!
+//! ```text
+//!   MappedRegion (one mmap, MAP_SHARED)
+//!   +---------+-----------+-------------------+---------+
+//!   | buf A   | free      | buf B             | free    |   RegionAllocator: first fit,
+//!   +---------+-----------+-------------------+---------+   page-aligned, coalescing
+//!   0         offset(A)+cap                                  free ranges
+//! ```
+//!
+//! The kernel side (`drivers/pci/p2pdma.c`, `p2pmem_alloc_mmap`; see
+//! `shared/docs/p2pdma-reference.md` §1): each `mmap` of `allocate` is a
+//! new allocation of one bus-contiguous chunk, MAP_SHARED and offset 0 only,
+//! ENOMEM when no contiguous free range is large enough, ENODEV when the
+//! provider is gone. Pages go back to the pool at `munmap` (or when the last
+//! O_DIRECT pin drops); `close` alone frees nothing.
+
+use crate::{align_up, MemoryDomain, DIRECT_IO_ALIGN_BYTES};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// The granule of every mapping and every range handed out: P2P memory
+/// comes in 4 KiB ZONE_DEVICE pages, and O_DIRECT wants page-aligned buffers.
+pub const REGION_PAGE_BYTES: usize = DIRECT_IO_ALIGN_BYTES;
+
+/// `statfs` magic of sysfs (`include/uapi/linux/magic.h`).
+const SYSFS_MAGIC: i64 = 0x6265_6572;
+
+/// Why a region could not be mapped. Every variant names the path and
+/// says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RegionError {
+    #[error("cannot {operation} {path}: {source}{hint}")]
+    Io { operation: &'static str, path: PathBuf, source: io::Error, hint: &'static str },
+    #[error("{path}: expected {expected}, found {found:?}")]
+    Malformed { path: PathBuf, expected: &'static str, found: String },
+    #[error("{path} does not exist: this PCI function is not a P2P memory provider (no driver registered P2P memory for it; nvme does so only for a CMB, on a kernel with CONFIG_PCI_P2PDMA)")]
+    NotAProvider { path: PathBuf },
+    #[error("{path} does not exist: the kernel is older than 6.2 (user-space P2P mappings arrived in 6.2) or the provider is going away; use a newer kernel, or the out-of-tree p2pmem-pci driver's /dev/p2pmemX")]
+    NoAllocate { path: PathBuf },
+    #[error("cannot map {requested_bytes} bytes of P2P memory: {path} says only {available_bytes} of {size_bytes} bytes are available; unmap other P2P buffers (nvme also keeps its submission queues in the CMB unless booted with nvme.use_cmb_sqes=0) or ask for less")]
+    NotEnoughAvailable { path: PathBuf, requested_bytes: usize, available_bytes: u64, size_bytes: u64 },
+    #[error("cannot map {requested_bytes} bytes of P2P memory from {path}: ENOMEM. p2pmem/available said {available_bytes} bytes are free, but that is a sum: each mmap of allocate needs one contiguous free range, and none of {requested_bytes} bytes exists (fragmentation), or the request exceeds the provider's memory. Map smaller regions, or unmap others first")]
+    P2pNoMemory { path: PathBuf, requested_bytes: usize, available_bytes: u64 },
+    #[error("cannot map P2P memory from {path}: ENODEV, the provider is gone (its driver was unbound or the device was removed); probe the machine again")]
+    P2pProviderGone { path: PathBuf },
+    #[error("cannot map {requested_bytes} bytes of {path}: {source}{hint}")]
+    Map { path: PathBuf, requested_bytes: usize, source: io::Error, hint: &'static str },
+    #[error("{path}: a region of zero bytes cannot be mapped")]
+    Empty { path: PathBuf },
+}
+
+fn io_error(operation: &'static str, path: &Path, source: io::Error) -> RegionError {
+    let hint = match source.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => " (p2pmem/allocate is mode 0660 and /dev/shm files 0600: run as their owner or group)",
+        _ => "",
+    };
+    RegionError::Io { operation, path: path.to_path_buf(), source, hint }
+}
+
+/// What `p2pmem/` said when a P2P region was mapped.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct P2pMemInfo {
+    /// `p2pmem/size`: all registered ranges of the provider.
+    pub size_bytes: u64,
+    /// `p2pmem/available` before the mapping (a sum of free ranges).
+    pub available_bytes: u64,
+    /// `p2pmem/published`: only published memory is found by in-kernel
+    /// users (nvmet); user space can map unpublished memory all the same.
+    pub published: bool,
+    /// `allocate` lives on sysfs (the kernel's attribute). False for a
+    /// fixture's plain file, where a mapping says nothing about P2P.
+    pub allocate_on_sysfs: bool,
+}
+
+/// One shared mapping of device memory (P2P or emulated).
+///
+/// The mapping is unmapped on drop; for P2P memory that returns the pages
+/// to the provider (once no O_DIRECT request pins them any more).
+pub struct MappedRegion {
+    ptr: NonNull<u8>,
+    len: usize,
+    domain: MemoryDomain,
+    path: PathBuf,
+    p2p: Option<P2pMemInfo>,
+}
+
+// SAFETY: MappedRegion owns a MAP_SHARED mapping that it never dereferences;
+// it only hands out its address. Which thread holds it does not matter.
+unsafe impl Send for MappedRegion {}
+// SAFETY: no method reads or writes through the pointer; sharing the region
+// shares only its address, length and domain.
+unsafe impl Sync for MappedRegion {}
+
+fn read_trimmed(path: &Path) -> Result<String, RegionError> {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).map_err(|source| io_error("read", path, source))
+}
+
+fn read_u64(path: &Path) -> Result<u64, RegionError> {
+    let text = read_trimmed(path)?;
+    text.parse().map_err(|_| RegionError::Malformed { path: path.to_path_buf(), expected: "a decimal number of bytes", found: text })
+}
+
+fn read_bool(path: &Path) -> Result<bool, RegionError> {
+    let text = read_trimmed(path)?;
+    match text.as_str() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(RegionError::Malformed { path: path.to_path_buf(), expected: "0 or 1", found: text }),
+    }
+}
+
+fn is_on_sysfs(file: &File) -> bool {
+    // SAFETY: statfs is plain data; all-zero is a valid value to overwrite.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes one statfs struct into `st`, which we own; the
+    // descriptor is open for the duration of the call.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    rc == 0 && st.f_type as i64 == SYSFS_MAGIC
+}
+
+/// `mmap(NULL, len, RW, MAP_SHARED, fd, 0)`.
+fn map_shared(file: &File, len: usize) -> io::Result<NonNull<u8>> {
+    // SAFETY: a new shared mapping at an address of the kernel's choosing
+    // touches no existing memory; `file` is open for reading and writing.
+    let raw = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0)
+    };
+    if raw == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(NonNull::new(raw as *mut u8).expect("mmap never returns null on success"))
+}
+
+
+impl MappedRegion {
+    /// Maps `len` bytes (rounded up to 4 KiB pages) of the P2P memory of the
+    /// PCI function at `device_dir` (`/sys/bus/pci/devices/<BDF>`):
+    /// `mmap(MAP_SHARED, offset 0)` of `p2pmem/allocate`, after checking
+    /// `p2pmem/size`, `available` (the request must fit) and `published`.
+    /// The domain is `MemoryDomain::P2p { device: <BDF> }`, the BDF being the
+    /// directory's name. Each call is a new allocation on the provider.
+    ///
+    /// Unpublished memory is mapped all the same (the kernel allows it); the
+    /// caller finds `published` in [`MappedRegion::p2p_info`].
+    pub fn map_p2pmem(device_dir: &Path, len: usize) -> Result<MappedRegion, RegionError> {
+        let dir = device_dir.join("p2pmem");
+        let allocate = dir.join("allocate");
+        if !dir.is_dir() {
+            return Err(RegionError::NotAProvider { path: dir });
+        }
+        if len == 0 {
+            return Err(RegionError::Empty { path: allocate });
+        }
+        let len = align_up(len, REGION_PAGE_BYTES);
+        let size_bytes = read_u64(&dir.join("size"))?;
+        let available_bytes = read_u64(&dir.join("available"))?;
+        let published = read_bool(&dir.join("published"))?;
+        if len as u64 > available_bytes {
+            return Err(RegionError::NotEnoughAvailable {
+                path: dir.join("available"),
+                requested_bytes: len,
+                available_bytes,
+                size_bytes,
+            });
+        }
+        let file = match OpenOptions::new().read(true).write(true).open(&allocate) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(RegionError::NoAllocate { path: allocate }),
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Err(RegionError::P2pProviderGone { path: allocate }),
+            Err(e) => return Err(io_error("open", &allocate, e)),
+        };
+        let allocate_on_sysfs = is_on_sysfs(&file);
+        let ptr = map_shared(&file, len).map_err(|source| match source.raw_os_error() {
+            Some(libc::ENOMEM) => RegionError::P2pNoMemory { path: allocate.clone(), requested_bytes: len, available_bytes },
+            Some(libc::ENODEV) => RegionError::P2pProviderGone { path: allocate.clone() },
+            Some(libc::EINVAL) => RegionError::Map {
+                path: allocate.clone(),
+                requested_bytes: len,
+                source,
+                hint: " (the kernel maps allocate only MAP_SHARED at offset 0; this is a bug in peerpath)",
+            },
+            _ => RegionError::Map { path: allocate.clone(), requested_bytes: len, source, hint: "" },
+        })?;
+        // The mapping holds the allocation; closing the file frees nothing.
+        drop(file);
+        let device = device_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| device_dir.display().to_string());
+        Ok(MappedRegion {
+            ptr,
+            len,
+            domain: MemoryDomain::P2p { device },
+            path: allocate,
+            p2p: Some(P2pMemInfo { size_bytes, available_bytes, published, allocate_on_sysfs }),
+        })
+    }
+
+    /// Creates a shared-memory file (`O_CREAT | O_EXCL`, mode 0600) of `len`
+    /// bytes (rounded up to 4 KiB pages) and maps it MAP_SHARED: the memory
+    /// of an emulated device. The domain is `MemoryDomain::Emulated { device }`.
+    /// Removing the file is the creator's business (the mapping outlives it).
+    pub fn create_shared(path: &Path, len: usize, device: &str) -> Result<MappedRegion, RegionError> {
+        if len == 0 {
+            return Err(RegionError::Empty { path: path.to_path_buf() });
+        }
+        let len = align_up(len, REGION_PAGE_BYTES);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| io_error("create", path, e))?;
+        let mapped = file
+            .set_len(len as u64)
+            .map_err(|e| io_error("size", path, e))
+            .and_then(|()| map_shared(&file, len).map_err(|source| RegionError::Map { path: path.to_path_buf(), requested_bytes: len, source, hint: "" }));
+        match mapped {
+            Ok(ptr) => Ok(MappedRegion { ptr, len, domain: MemoryDomain::Emulated { device: device.to_string() }, path: path.to_path_buf(), p2p: None }),
+            Err(e) => {
+                // We created it; leave nothing half-made behind.
+                let _ = std::fs::remove_file(path);
+                Err(e)
+            }
+        }
+    }
+
+    /// Maps an existing shared-memory file, all of it, MAP_SHARED: the host's
+    /// view of an emulated device's memory.
+    pub fn open_shared(path: &Path, device: &str) -> Result<MappedRegion, RegionError> {
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| io_error("open", path, e))?;
+        let len = file.metadata().map_err(|e| io_error("stat", path, e))?.len();
+        let len = usize::try_from(len).map_err(|_| RegionError::Malformed { path: path.to_path_buf(), expected: "a size that fits in memory", found: len.to_string() })?;
+        if len == 0 {
+            return Err(RegionError::Empty { path: path.to_path_buf() });
+        }
+        let ptr = map_shared(&file, len).map_err(|source| RegionError::Map { path: path.to_path_buf(), requested_bytes: len, source, hint: "" })?;
+        Ok(MappedRegion { ptr, len, domain: MemoryDomain::Emulated { device: device.to_string() }, path: path.to_path_buf(), p2p: None })
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Never true (empty regions are refused); for clippy's sake.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn domain(&self) -> &MemoryDomain {
+        &self.domain
+    }
+    /// Start of the mapping. The host must not read or write payload through
+    /// it (that is the device's memory); it is for the device side of an
+    /// emulated device and for I/O engines.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    /// The file that was mapped (`.../p2pmem/allocate` or the shm file).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// What `p2pmem/` said, for P2P regions.
+    pub fn p2p_info(&self) -> Option<&P2pMemInfo> {
+        self.p2p.as_ref()
+    }
+}
+
+impl Drop for MappedRegion {
+    fn drop(&mut self) {
+        // SAFETY: ptr and len are exactly the mapping made by the constructor,
+        // and every RegionBuf into it holds an Arc to this region, so none
+        // outlives it. (In-flight O_DIRECT pins keep P2P pages alive in the
+        // kernel; the engine waits for its requests before buffers drop.)
+        unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.len) };
+    }
+}
+
+impl std::fmt::Debug for MappedRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedRegion")
+            .field("len", &self.len)
+            .field("domain", &self.domain)
+            .field("path", &self.path)
+            .field("p2p", &self.p2p)
+            .finish()
+    }
+}
+
+/// Free ranges of a region, sorted by offset, never adjacent (coalesced).
+struct FreeList {
+    ranges: Vec<(usize, usize)>,
+    available_bytes: usize,
+}
+
+impl FreeList {
+    /// First fit: the lowest free range that holds `bytes`.
+    fn take(&mut self, bytes: usize) -> Option<usize> {
+        let i = self.ranges.iter().position(|&(_, len)| len >= bytes)?;
+        let (offset, len) = self.ranges[i];
+        if len == bytes {
+            self.ranges.remove(i);
+        } else {
+            self.ranges[i] = (offset + bytes, len - bytes);
+        }
+        self.available_bytes -= bytes;
+        Some(offset)
+    }
+
+    fn give_back(&mut self, offset: usize, bytes: usize) {
+        let i = self.ranges.partition_point(|&(o, _)| o < offset);
+        debug_assert!(i == 0 || self.ranges[i - 1].0 + self.ranges[i - 1].1 <= offset, "double free or overlap at {offset}");
+        debug_assert!(i == self.ranges.len() || offset + bytes <= self.ranges[i].0, "double free or overlap at {offset}");
+        self.ranges.insert(i, (offset, bytes));
+        // Merge with the next range, then with the previous one.
+        if i + 1 < self.ranges.len() && offset + bytes == self.ranges[i + 1].0 {
+            self.ranges[i].1 += self.ranges[i + 1].1;
+            self.ranges.remove(i + 1);
+        }
+        if i > 0 && self.ranges[i - 1].0 + self.ranges[i - 1].1 == offset {
+            self.ranges[i - 1].1 += self.ranges[i].1;
+            self.ranges.remove(i);
+        }
+        self.available_bytes += bytes;
+    }
+}
+
+struct AllocatorInner {
+    region: Arc<MappedRegion>,
+    free: Mutex<FreeList>,
+    freed: Condvar,
+    usable_bytes: usize,
+}
+
+/// A bounded first-fit allocator of page-aligned ranges of one region.
+/// `alloc` blocks while no free range fits (back-pressure); `try_alloc`
+/// does not; dropping a [`RegionBuf`] frees its range and wakes waiters.
+#[derive(Clone)]
+pub struct RegionAllocator {
+    inner: Arc<AllocatorInner>,
+}
+
+impl RegionAllocator {
+    pub fn new(region: Arc<MappedRegion>) -> Self {
+        // Ranges are whole pages; a tail shorter than a page is never handed out.
+        let usable_bytes = crate::align_down(region.len(), REGION_PAGE_BYTES);
+        let ranges = if usable_bytes > 0 { vec![(0, usable_bytes)] } else { Vec::new() };
+        RegionAllocator {
+            inner: Arc::new(AllocatorInner {
+                region,
+                free: Mutex::new(FreeList { ranges, available_bytes: usable_bytes }),
+                freed: Condvar::new(),
+                usable_bytes,
+            }),
+        }
+    }
+
+    fn capacity_for(&self, len: usize) -> usize {
+        let capacity = align_up(len.max(1), REGION_PAGE_BYTES);
+        assert!(
+            capacity <= self.inner.usable_bytes,
+            "a {len}-byte buffer can never fit in a region of {} usable bytes",
+            self.inner.usable_bytes
+        );
+        capacity
+    }
+
+    fn buf(&self, offset: usize, capacity: usize, len: usize) -> RegionBuf {
+        RegionBuf { allocator: self.inner.clone(), offset, capacity, len }
+    }
+
+    /// A buffer of `len` bytes (capacity rounded up to whole pages), waiting
+    /// for others to be dropped while none fits. Panics if `len` exceeds the
+    /// region (it would wait forever: a bug).
+    pub fn alloc(&self, len: usize) -> RegionBuf {
+        let capacity = self.capacity_for(len);
+        let mut free = self.inner.free.lock().expect("region allocator lock poisoned");
+        loop {
+            if let Some(offset) = free.take(capacity) {
+                return self.buf(offset, capacity, len);
+            }
+            free = self.inner.freed.wait(free).expect("region allocator lock poisoned");
+        }
+    }
+
+    /// A buffer of `len` bytes if a free range fits now.
+    pub fn try_alloc(&self, len: usize) -> Option<RegionBuf> {
+        let capacity = align_up(len.max(1), REGION_PAGE_BYTES);
+        if capacity > self.inner.usable_bytes {
+            return None;
+        }
+        let offset = self.inner.free.lock().expect("region allocator lock poisoned").take(capacity)?;
+        Some(self.buf(offset, capacity, len))
+    }
+
+    /// Free bytes (a sum; the largest free range may be smaller).
+    pub fn available(&self) -> usize {
+        self.inner.free.lock().expect("region allocator lock poisoned").available_bytes
+    }
+
+    /// The region ranges are taken from.
+    pub fn region(&self) -> &Arc<MappedRegion> {
+        &self.inner.region
+    }
+}
+
+/// A page-aligned range of a region, on loan from a [`RegionAllocator`] and
+/// returned to it on drop.
+///
+/// It gives the host no access to the bytes: the host never reads or writes
+/// payload in device memory. What it offers is where the range is
+/// (`offset`, `len`, `capacity`, `domain`) and, for the I/O engine, the raw
+/// pointer to hand to the kernel.
+pub struct RegionBuf {
+    allocator: Arc<AllocatorInner>,
+    offset: usize,
+    capacity: usize,
+    len: usize,
+}
+
+impl RegionBuf {
+    /// Offset of the range in its region.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    /// Valid bytes: what was asked for at allocation, or set since.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Sets the number of valid bytes. Panics if beyond capacity (a bug).
+    pub fn set_len(&mut self, n: usize) {
+        assert!(n <= self.capacity, "set_len {n} beyond capacity {}", self.capacity);
+        self.len = n;
+    }
+    /// Bytes of the range (whole pages).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    pub fn domain(&self) -> &MemoryDomain {
+        self.allocator.region.domain()
+    }
+    /// The region this range belongs to.
+    pub fn region(&self) -> &Arc<MappedRegion> {
+        &self.allocator.region
+    }
+    /// Start of the range, for the I/O engine only (DMA by the kernel).
+    pub fn io_ptr(&mut self) -> *mut u8 {
+        // SAFETY: offset + capacity <= the region's length (the allocator
+        // hands out ranges inside it), so the result stays in the mapping.
+        unsafe { self.allocator.region.as_ptr().add(self.offset) }
+    }
+}
+
+impl Drop for RegionBuf {
+    fn drop(&mut self) {
+        self.allocator.free.lock().expect("region allocator lock poisoned").give_back(self.offset, self.capacity);
+        // Ranges differ in size: every waiter re-checks whether it fits now.
+        self.allocator.freed.notify_all();
+    }
+}
+
+impl std::fmt::Debug for RegionBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionBuf")
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .field("capacity", &self.capacity)
+            .field("domain", self.domain())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    const PAGE: usize = REGION_PAGE_BYTES;
+
+    /// A fake provider directory `<tmp>/0000:03:00.0/p2pmem/` with `size`,
+    /// `available`, `published` and an `allocate` that is a plain file of
+    /// `allocate_bytes`.
+    ///
+    /// The real `allocate` is a sysfs binary attribute with other semantics:
+    /// it reports 1 TiB, takes only MAP_SHARED at offset 0, and every mmap is
+    /// a new allocation from the provider's pool (so ENOMEM and ENODEV come
+    /// from the kernel). A plain file just maps its own bytes; these tests
+    /// cover the checks around the mmap and the error wording, not the kernel.
+    fn fake_provider(size: &str, available: &str, published: &str, allocate_bytes: Option<u64>) -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dev = tmp.path().join("0000:03:00.0");
+        let p2p = dev.join("p2pmem");
+        std::fs::create_dir_all(&p2p).unwrap();
+        std::fs::write(p2p.join("size"), format!("{size}\n")).unwrap();
+        std::fs::write(p2p.join("available"), format!("{available}\n")).unwrap();
+        std::fs::write(p2p.join("published"), format!("{published}\n")).unwrap();
+        if let Some(n) = allocate_bytes {
+            File::create(p2p.join("allocate")).unwrap().set_len(n).unwrap();
+        }
+        (tmp, dev)
+    }
+
+    fn shm_path(tag: &str) -> PathBuf {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        dir.join(format!("peerpath-test-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// Removes the shm file when the test ends, also on failure.
+    struct Unlink(PathBuf);
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn shm_region(pages: usize) -> (Unlink, Arc<MappedRegion>) {
+        let path = shm_path("alloc");
+        let r = MappedRegion::create_shared(&path, pages * PAGE, "emu0").unwrap();
+        (Unlink(path), Arc::new(r))
+    }
+
+    #[test]
+    fn p2pmem_maps_whole_pages_with_the_provider_domain() {
+        let (_tmp, dev) = fake_provider("268435456", "268435456", "1", Some(1 << 20));
+        let r = MappedRegion::map_p2pmem(&dev, 5000).unwrap();
+        assert_eq!(r.len(), 2 * PAGE);
+        assert_eq!(r.domain(), &MemoryDomain::P2p { device: "0000:03:00.0".into() });
+        assert_eq!(r.as_ptr() as usize % PAGE, 0);
+        let info = r.p2p_info().unwrap();
+        assert_eq!((info.size_bytes, info.available_bytes, info.published), (268435456, 268435456, true));
+        assert!(!info.allocate_on_sysfs, "a temp dir is not sysfs");
+        assert!(r.path().ends_with("p2pmem/allocate"));
+    }
+
+    #[test]
+    fn unpublished_memory_still_maps_and_says_so() {
+        let (_tmp, dev) = fake_provider("65536", "65536", "0", Some(65536));
+        let r = MappedRegion::map_p2pmem(&dev, PAGE).unwrap();
+        assert!(!r.p2p_info().unwrap().published);
+    }
+
+    #[test]
+    fn more_than_available_is_refused_before_mapping() {
+        let (_tmp, dev) = fake_provider("1048576", "8192", "1", Some(1 << 20));
+        let e = MappedRegion::map_p2pmem(&dev, 3 * PAGE).unwrap_err();
+        assert!(matches!(e, RegionError::NotEnoughAvailable { requested_bytes: 12288, available_bytes: 8192, .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("p2pmem/available") && msg.contains("only 8192 of 1048576 bytes are available"), "{msg}");
+    }
+
+    #[test]
+    fn non_numeric_size_is_an_error_naming_the_path() {
+        let (_tmp, dev) = fake_provider("lots", "4096", "1", Some(4096));
+        let e = MappedRegion::map_p2pmem(&dev, PAGE).unwrap_err();
+        assert!(matches!(e, RegionError::Malformed { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("p2pmem/size") && msg.contains("\"lots\""), "{msg}");
+    }
+
+    #[test]
+    fn bad_published_flag_is_an_error_naming_the_path() {
+        let (_tmp, dev) = fake_provider("4096", "4096", "yes", Some(4096));
+        let msg = MappedRegion::map_p2pmem(&dev, PAGE).unwrap_err().to_string();
+        assert!(msg.contains("p2pmem/published") && msg.contains("0 or 1"), "{msg}");
+    }
+
+    #[test]
+    fn missing_files_are_errors_naming_the_path() {
+        let (_tmp, dev) = fake_provider("4096", "4096", "1", Some(4096));
+        std::fs::remove_file(dev.join("p2pmem/available")).unwrap();
+        let msg = MappedRegion::map_p2pmem(&dev, PAGE).unwrap_err().to_string();
+        assert!(msg.contains("cannot read") && msg.contains("p2pmem/available"), "{msg}");
+
+        let (_tmp, dev) = fake_provider("4096", "4096", "1", None);
+        let e = MappedRegion::map_p2pmem(&dev, PAGE).unwrap_err();
+        assert!(matches!(e, RegionError::NoAllocate { .. }), "{e:?}");
+        assert!(e.to_string().contains("p2pmem/allocate") && e.to_string().contains("6.2"));
+
+        let tmp = tempfile::tempdir().unwrap();
+        let e = MappedRegion::map_p2pmem(tmp.path(), PAGE).unwrap_err();
+        assert!(matches!(e, RegionError::NotAProvider { .. }), "{e:?}");
+        assert!(e.to_string().contains("not a P2P memory provider"));
+    }
+
+    #[test]
+    fn zero_bytes_is_refused() {
+        let (_tmp, dev) = fake_provider("4096", "4096", "1", Some(4096));
+        assert!(matches!(MappedRegion::map_p2pmem(&dev, 0), Err(RegionError::Empty { .. })));
+        assert!(matches!(MappedRegion::create_shared(&shm_path("zero"), 0, "emu0"), Err(RegionError::Empty { .. })));
+    }
+
+    #[test]
+    fn shared_files_are_created_once_and_seen_by_both_sides() {
+        let path = shm_path("shared");
+        let _cleanup = Unlink(path.clone());
+        let device_side = MappedRegion::create_shared(&path, 10_000, "emu0").unwrap();
+        assert_eq!(device_side.len(), 3 * PAGE);
+        assert_eq!(device_side.domain(), &MemoryDomain::Emulated { device: "emu0".into() });
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(meta.len(), 3 * PAGE as u64);
+
+        // O_EXCL: a second device cannot take the same file.
+        let e = MappedRegion::create_shared(&path, PAGE, "emu1").unwrap_err();
+        assert!(matches!(&e, RegionError::Io { operation: "create", source, .. } if source.kind() == io::ErrorKind::AlreadyExists), "{e:?}");
+        assert!(path.exists(), "a refused create must not remove the other's file");
+
+        let host_side = MappedRegion::open_shared(&path, "emu0").unwrap();
+        assert_eq!(host_side.len(), device_side.len());
+        // The device (not the host) writes its own memory; the host's mapping sees it.
+        // SAFETY: both mappings are 3 pages of the same file; offset 5000 is inside.
+        unsafe {
+            device_side.as_ptr().add(5000).write_volatile(0xA5);
+            assert_eq!(host_side.as_ptr().add(5000).read_volatile(), 0xA5);
+        }
+    }
+
+    #[test]
+    fn open_shared_errors_name_the_path() {
+        let path = shm_path("missing");
+        let msg = MappedRegion::open_shared(&path, "emu0").unwrap_err().to_string();
+        assert!(msg.contains("cannot open") && msg.contains(&*path.to_string_lossy()), "{msg}");
+        let _cleanup = Unlink(path.clone());
+        File::create(&path).unwrap();
+        assert!(matches!(MappedRegion::open_shared(&path, "emu0"), Err(RegionError::Empty { .. })));
+    }
+
+    #[test]
+    fn allocator_is_first_fit_page_aligned_and_coalesces() {
+        let (_f, region) = shm_region(4);
+        let a = RegionAllocator::new(region.clone());
+        assert_eq!(a.available(), 4 * PAGE);
+        let b0 = a.alloc(100);
+        assert_eq!((b0.offset(), b0.len(), b0.capacity()), (0, 100, PAGE));
+        let b1 = a.alloc(PAGE + 1);
+        assert_eq!((b1.offset(), b1.capacity()), (PAGE, 2 * PAGE));
+        let b2 = a.alloc(PAGE);
+        assert_eq!(b2.offset(), 3 * PAGE);
+        assert_eq!(a.available(), 0);
+        assert!(a.try_alloc(1).is_none());
+        assert_eq!(b2.domain(), &MemoryDomain::Emulated { device: "emu0".into() });
+
+        // Free the first and last pages: 2 pages free, but not contiguous.
+        drop(b0);
+        drop(b2);
+        assert_eq!(a.available(), 2 * PAGE);
+        assert!(a.try_alloc(2 * PAGE).is_none(), "fragmented: no contiguous 2 pages");
+        // Freeing the middle merges all into one range.
+        drop(b1);
+        let mut all = a.try_alloc(4 * PAGE).expect("coalesced");
+        assert_eq!(all.offset(), 0);
+        assert_eq!(all.io_ptr(), region.as_ptr());
+        all.set_len(4 * PAGE);
+        assert_eq!(all.len(), 4 * PAGE);
+    }
+
+    #[test]
+    fn alloc_blocks_until_a_buffer_is_dropped() {
+        let (_f, region) = shm_region(2);
+        let a = RegionAllocator::new(region);
+        let first = a.alloc(PAGE);
+        let second = a.alloc(PAGE);
+        let a2 = a.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let b = a2.alloc(2 * PAGE);
+            tx.send(b.offset()).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "must wait while the region is full");
+        drop(first);
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(rx.try_recv().is_err(), "one free page is not enough for two");
+        drop(second);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 0);
+        waiter.join().unwrap();
+        assert_eq!(a.available(), 2 * PAGE);
+    }
+
+    #[test]
+    fn concurrent_buffers_never_overlap() {
+        let (_f, region) = shm_region(16);
+        let a = RegionAllocator::new(region);
+        let owners: Arc<Mutex<Vec<u8>>> = Arc::new(Mutex::new(vec![0; 16]));
+        let threads: Vec<_> = (1..=4u8)
+            .map(|t| {
+                let (a, owners) = (a.clone(), owners.clone());
+                std::thread::spawn(move || {
+                    for i in 0..300usize {
+                        let pages = 1 + (i * t as usize) % 5;
+                        let b = a.alloc(pages * PAGE);
+                        let first = b.offset() / PAGE;
+                        {
+                            let mut o = owners.lock().unwrap();
+                            for p in first..first + pages {
+                                assert_eq!(o[p], 0, "page {p} handed out twice");
+                                o[p] = t;
+                            }
+                        }
+                        std::thread::yield_now();
+                        let mut o = owners.lock().unwrap();
+                        for slot in o.iter_mut().skip(first).take(pages) {
+                            *slot = 0;
+                        }
+                        drop(o);
+                        drop(b);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(a.available(), 16 * PAGE);
+    }
+
+    #[test]
+    #[should_panic(expected = "can never fit")]
+    fn a_buffer_larger_than_the_region_is_a_bug() {
+        let (_f, region) = shm_region(1);
+        RegionAllocator::new(region).alloc(PAGE + 1);
+    }
+
+    #[test]
+    fn try_alloc_larger_than_the_region_is_none() {
+        let (_f, region) = shm_region(1);
+        assert!(RegionAllocator::new(region).try_alloc(2 * PAGE).is_none());
+    }
+}
