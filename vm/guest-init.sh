@@ -1,0 +1,151 @@
+#!/bin/sh
+# /init of the peerpath test VM (busybox sh). Runs peerpath and the kernel
+# probes on the guest's real sysfs, writes every result to the second serial
+# port (/dev/ttyS1, free of kernel messages) between markers:
+#
+#   ===PEERPATH-BEGIN <name>===
+#   ...
+#   ===PEERPATH-END <name> rc=<exit status>===
+#
+# and powers off. vm/check.py reads those sections on the host. Progress
+# lines go to the console (ttyS0). Nothing here knows the topology: it finds
+# the P2P providers (p2pmem/) and NVMe namespaces itself.
+export PATH=/bin:/sbin
+/bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sysfs /sys
+/bin/busybox mount -t devtmpfs devtmpfs /dev 2>/dev/null
+# No /dev/console node in the archive: take stdio from devtmpfs's.
+exec < /dev/console > /dev/console 2>&1
+/bin/busybox mount -t tmpfs tmpfs /tmp
+/bin/busybox --install -s
+
+LABEL="VM (QEMU TCG): function, not speed"
+OUT=/dev/ttyS1
+[ -c "$OUT" ] || OUT=/dev/console
+stty -F "$OUT" raw -echo 2>/dev/null
+# Keep kernel messages off the console while we print; dmesg is collected whole.
+dmesg -n 1
+
+say() { echo "guest: $*" > /dev/console; }
+
+# section NAME COMMAND...: runs COMMAND, its stdout and stderr between markers.
+section() {
+    name=$1
+    shift
+    {
+        echo "===PEERPATH-BEGIN $name==="
+        "$@" 2>&1
+        rc=$?
+        echo "===PEERPATH-END $name rc=$rc==="
+    } > "$OUT"
+}
+
+say "up; topology $(sed -n 's/.*peerpath\.topology=\([^ ]*\).*/\1/p' /proc/cmdline)"
+
+section meta sh -c '
+    echo "label: '"$LABEL"'"
+    echo "kernel: $(uname -r) $(uname -v)"
+    echo "cmdline: $(cat /proc/cmdline)"
+    grep -m1 "^vendor_id" /proc/cpuinfo
+    grep -m1 "^cpu family" /proc/cpuinfo
+    grep -m1 "^model name" /proc/cpuinfo
+    echo "modalias: $(cat /sys/devices/system/cpu/modalias 2>/dev/null | cut -c1-48)"
+    echo "peerpath: $(peerpath --version 2>&1)"
+    echo "uptime: $(cut -d" " -f1 /proc/uptime)"'
+
+# The PCI functions: BDF, ids, class, where they sit, P2P memory.
+pci_inventory() {
+    for d in /sys/bus/pci/devices/*; do
+        b=$(basename "$d")
+        real=$(readlink -f "$d")
+        line="pci $b vendor=$(cat "$d/vendor") device=$(cat "$d/device") class=$(cat "$d/class") path=${real#/sys/devices/}"
+        if [ -d "$d/p2pmem" ]; then
+            line="$line p2pmem.size=$(cat "$d/p2pmem/size") p2pmem.available=$(cat "$d/p2pmem/available") p2pmem.published=$(cat "$d/p2pmem/published")"
+            [ -e "$d/p2pmem/allocate" ] && line="$line p2pmem.allocate=yes"
+        fi
+        echo "$line"
+    done
+    for c in /sys/class/nvme/nvme*; do
+        [ -e "$c" ] || continue
+        n=$(basename "$c")
+        pci=$(basename "$(readlink -f "$c/device")")
+        ns=$(cd "$c" && ls -d nvme*n* 2>/dev/null | tr '\n' ',' | sed 's/,$//')
+        cmb=""
+        [ -e "$c/cmbsz" ] && cmb=" cmbsz=$(cat "$c/cmbsz") cmbloc=$(cat "$c/cmbloc")"
+        echo "nvme $n serial=$(cat "$c/serial" | tr -d ' ') pci=$pci namespaces=$ns$cmb"
+    done
+}
+section inventory pci_inventory
+# The boot log (the CMB registration is in it) before any probe clears the ring.
+section dmesg-boot dmesg
+
+# peerpath on the real sysfs.
+section topo peerpath topo
+section topo-json peerpath topo --json
+
+PROVIDERS=""
+for d in /sys/bus/pci/devices/*; do
+    [ -e "$d/p2pmem/allocate" ] && PROVIDERS="$PROVIDERS $(basename "$d")"
+done
+NAMESPACES=""
+for c in /sys/class/nvme/nvme*; do
+    [ -e "$c" ] || continue
+    for ns in $(cd "$c" && ls -d nvme*n* 2>/dev/null); do
+        [ -b "/dev/$ns" ] && NAMESPACES="$NAMESPACES $ns"
+    done
+done
+say "providers:$PROVIDERS namespaces:$NAMESPACES"
+
+# peerpath's verdict for every provider and client namespace, then the kernel's
+# own answer: a 1 MiB O_DIRECT read from the namespace into the provider's
+# memory and a write back out of it (p2ptest, which uses no peerpath code).
+# If this peerpath has a `probe` command, its answer is collected as well.
+HAS_PROBE=no
+peerpath probe --help > /dev/null 2>&1 && HAS_PROBE=yes
+for p in $PROVIDERS; do
+    alloc=/sys/bus/pci/devices/$p/p2pmem/allocate
+    ok=""
+    for ns in $NAMESPACES; do
+        section "verdict $p $ns" peerpath topo --explain "$p" "$ns" --json
+        section "explain $p $ns" peerpath topo --explain "$p" "$ns"
+        dmesg -c > /dev/null # the next dmesg section holds what this probe made the kernel say
+        section "kprobe $p $ns" p2ptest probe "$alloc" "/dev/$ns" 1048576 && ok="$ok $ns"
+        section "kprobe-dmesg $p $ns" dmesg
+        if [ "$HAS_PROBE" = yes ]; then
+            section "peerpath-probe $p $ns" peerpath probe --json "$p" "/dev/$ns"
+        fi
+    done
+    say "provider $p: O_DIRECT P2P works with:$ok"
+    # The data path end to end: two namespaces the kernel accepted, other than
+    # the provider's own when there are enough.
+    set -- $ok
+    if [ $# -ge 2 ]; then
+        src=""; dst=""
+        for ns in $ok; do
+            own=$(basename "$(readlink -f /sys/block/$ns/device/device 2>/dev/null)")
+            [ "$own" = "$p" ] && [ $# -ge 3 ] && continue
+            if [ -z "$src" ]; then src=$ns; elif [ -z "$dst" ]; then dst=$ns; fi
+        done
+        section "copy $p $src $dst" p2ptest copy "$alloc" "/dev/$src" "/dev/$dst" 4194304
+    fi
+    # Failures to provoke: buffered I/O into P2P memory (the kernel lets the CPU
+    # copy: peerpath must refuse it itself), an allocation larger than what is
+    # free (ENOMEM), a private mapping (EINVAL).
+    set -- $NAMESPACES
+    [ $# -ge 1 ] && section "buffered $p $1" p2ptest buffered "$alloc" "/dev/$1" 1048576
+    section "toolarge $p" p2ptest toolarge "$alloc"
+    section "private $p" p2ptest private "$alloc"
+    section "p2pmem-after $p" sh -c "cd /sys/bus/pci/devices/$p/p2pmem && echo size=\$(cat size) available=\$(cat available) published=\$(cat published)"
+done
+
+section dmesg-rest dmesg
+
+# The guest's sysfs, trimmed to what peerpath-topo reads (crates/peerpath-topo/src/sysfs.rs),
+# symlinks kept, as a base64 tar.gz: vm/check.py unpacks it into the fixture.
+section sysfs-capture sh -c 'capture-sysfs /tmp/cap && tar -czf - -C /tmp/cap sys | base64'
+
+say "done"
+sync
+echo "===PEERPATH-DONE===" > "$OUT"
+poweroff -f
