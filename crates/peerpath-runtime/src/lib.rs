@@ -6,6 +6,7 @@ mod buf;
 pub mod compress;
 pub mod decompress;
 pub mod error;
+pub mod iobench;
 pub mod job;
 pub mod report;
 mod workers;
