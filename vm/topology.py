@@ -98,7 +98,8 @@ def argv(t, kernel, initrd, disks, console, results, append_extra=""):
          "-cpu", t.get("cpu", "qemu64"),
          "-m", str(t.get("memory", "512M")),
          "-smp", str(t.get("smp", 1)),
-         "-nographic", "-no-reboot",
+         # No default NIC, VGA or drives: the PCI tree is what the file says.
+         "-nodefaults", "-nographic", "-no-reboot",
          "-monitor", "none",
          # ttyS0: the kernel console (and the guest's progress lines);
          # ttyS1: the results, free of kernel messages.
