@@ -52,6 +52,10 @@ gcc -O2 -Wall -static -o "$root/bin/p2ptest" "$here/p2ptest.c" || die "cannot bu
 
 # 3. The tree.
 cp "$busybox" "$root/bin/busybox"
+# Applet links (/bin/sh first of all: /init's interpreter) made here, not at boot.
+for app in $("$busybox" --list); do
+    [ -e "$root/bin/$app" ] || ln -s busybox "$root/bin/$app"
+done
 cp "$pp" "$root/bin/peerpath"
 strip "$root/bin/peerpath" 2>/dev/null || true
 install -m 0755 "$here/guest-init.sh" "$root/init"

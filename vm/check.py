@@ -252,7 +252,12 @@ def main():
                 j.get("errno_name") or "mapped!")
         report["failures_provoked"].append({"case": "private mapping", "result": j})
     for key in sorted(k for k in sec if k.startswith("p2pmem-after ")):
-        print(f"      {key}: {sec[key][1].strip()} (every allocation returned)")
+        bdf = key.split()[1]
+        after = dict(x.split("=", 1) for x in sec[key][1].split() if "=" in x)
+        before = pci.get(bdf, {}).get("p2pmem.available")
+        c.check(after.get("available") == before,
+                f"{key}: every allocation went back to the pool (munmap)",
+                f"available before the tests {before}, after {after.get('available')}")
     for key in sorted(k for k in sec if k.startswith("peerpath-probe ")):
         report.setdefault("peerpath_probe", {})[key] = sec[key][1]
     if not any(k.startswith("peerpath-probe ") for k in sec):

@@ -39,9 +39,26 @@ section() {
         rc=$?
         echo "===PEERPATH-END $name rc=$rc==="
     } > "$OUT"
+    return $rc
 }
 
 say "up; topology $(sed -n 's/.*peerpath\.topology=\([^ ]*\).*/\1/p' /proc/cmdline)"
+
+# The nvme driver brings controllers up asynchronously (reset work): wait until
+# every controller is live and has its namespaces (the CMB is registered on the way).
+i=0
+while [ $i -lt 120 ]; do
+    ready=yes
+    for c in /sys/class/nvme/nvme*; do
+        [ -e "$c" ] || continue
+        [ "$(cat "$c/state" 2>/dev/null)" = live ] || ready=no
+        ls -d "$c"/nvme*n* > /dev/null 2>&1 || ready=no
+    done
+    [ $ready = yes ] && break
+    sleep 0.5
+    i=$((i + 1))
+done
+say "nvme controllers ready after $((i / 2)) s: $(ls /sys/class/nvme 2>/dev/null | tr '\n' ' ')"
 
 section meta sh -c '
     echo "label: '"$LABEL"'"
