@@ -233,7 +233,7 @@ def main():
                 f"{key}: SRC -> P2P memory -> DST with O_DIRECT, data verified",
                 f"{j.get('bytes')} bytes, {', '.join(s['op'] + '=' + (s.get('errno_name') or 'ok') for s in j.get('steps', []))}; "
                 f"P2P legs {secs:.3f} s ({LABEL})")
-        report["copy"] = j
+        report.setdefault("copies", []).append(j)
     for key in sorted(k for k in sec if k.startswith("buffered ")):
         j = json_of(sec, key) or {}
         st = (j.get("steps") or [{}])[0]

@@ -134,17 +134,21 @@ for p in $PROVIDERS; do
         fi
     done
     say "provider $p: O_DIRECT P2P works with:$ok"
-    # The data path end to end: two namespaces the kernel accepted, other than
-    # the provider's own when there are enough.
-    set -- $ok
+    # The data path end to end, between namespaces the kernel accepted (other
+    # than the provider's own): the first to the second, and the first to the
+    # last when there are more (on the Zen guest, through the host bridge).
+    others=""
+    for ns in $ok; do
+        own=$(basename "$(readlink -f /sys/block/$ns/device/device 2>/dev/null)")
+        [ "$own" = "$p" ] || others="$others $ns"
+    done
+    set -- $others
     if [ $# -ge 2 ]; then
-        src=""; dst=""
-        for ns in $ok; do
-            own=$(basename "$(readlink -f /sys/block/$ns/device/device 2>/dev/null)")
-            [ "$own" = "$p" ] && [ $# -ge 3 ] && continue
-            if [ -z "$src" ]; then src=$ns; elif [ -z "$dst" ]; then dst=$ns; fi
-        done
-        section "copy $p $src $dst" p2ptest copy "$alloc" "/dev/$src" "/dev/$dst" 4194304
+        first=$1 second=$2
+        eval "last=\${$#}"
+        section "copy $p $first $second" p2ptest copy "$alloc" "/dev/$first" "/dev/$second" 4194304
+        [ "$last" != "$second" ] \
+            && section "copy $p $first $last" p2ptest copy "$alloc" "/dev/$first" "/dev/$last" 4194304
     fi
     # Failures to provoke: buffered I/O into P2P memory (the kernel lets the CPU
     # copy: peerpath must refuse it itself), an allocation larger than what is
