@@ -3,6 +3,8 @@
 //! of their class (see README).
 
 mod demo;
+mod iobench;
+mod probe;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -32,6 +34,10 @@ enum Command {
     Demo(DemoArgs),
     /// Show the PCIe topology and whether P2P DMA works between devices, and why.
     Topo(TopoArgs),
+    /// P2P pre-flight: find P2P memory providers, map 4 KiB of each, read 4 KiB into it with O_DIRECT.
+    Probe(probe::ProbeArgs),
+    /// Sweep O_DIRECT I/O over block sizes and queue depths into host or device memory (GB/s, IOPS, latency).
+    BenchIo(iobench::BenchIoArgs),
 }
 
 #[derive(Args)]
@@ -330,12 +336,19 @@ fn run(cli: Cli) -> Result<(), JobError> {
         }
         Command::Demo(a) => demo::run(a.workdir, a.json, a.threads)?,
         Command::Topo(_) => unreachable!("handled in main"),
+        Command::Probe(_) | Command::BenchIo(_) => unreachable!("handled in main"),
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Probe(a) = cli.command {
+        return probe::main(a);
+    }
+    if let Command::BenchIo(a) = cli.command {
+        return iobench::main(a);
+    }
     if let Command::Topo(a) = cli.command {
         return match topo(a) {
             Ok(()) => ExitCode::SUCCESS,

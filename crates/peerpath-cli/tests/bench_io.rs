@@ -1,0 +1,66 @@
+//! `peerpath bench-io`: a tiny sweep through the real binary.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn tiny_sweep_reports_consistent_numbers_and_an_svg() {
+    let dir = scratch();
+    let file = dir.path().join("bench.dat");
+    let svg = dir.path().join("sweep.svg");
+    let out = run(&mut pp(args![
+        "bench-io", "--file", &file, "--size", "512K", "--sweep-bs", "4K..64K", "--sweep-qd", "1,4",
+        "--runtime-s", "0.2", "--json", "--svg", &svg
+    ]))
+    .ok();
+    let v = out.json();
+    assert_eq!(v["provenance_text"], "measured on this machine");
+    assert_eq!(v["memory_domain"]["kind"], "host");
+    let points = v["points"].as_array().unwrap();
+    // 5 sizes x 2 depths x 2 directions + random read and write.
+    assert_eq!(points.len(), 5 * 2 * 2 + 2);
+    for p in points {
+        let (ops, bytes, bs) = (p["ops"].as_u64().unwrap(), p["bytes"].as_u64().unwrap(), p["block_size_bytes"].as_u64().unwrap());
+        assert!(ops > 0);
+        assert_eq!(bytes, ops * bs, "{p}");
+        let l = &p["latency"];
+        let f = |k: &str| l[k].as_f64().unwrap();
+        assert!(f("p50_us") <= f("p99_us") && f("p99_us") <= f("p99_9_us") && f("p99_9_us") <= f("max_us"), "{p}");
+        assert!(p["throughput_gb_per_s"].as_f64().unwrap() > 0.0);
+    }
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg") && picture.contains("seq read") && picture.contains("seq write"));
+}
+
+#[test]
+fn shm_memory_and_text_output() {
+    let dir = scratch();
+    let file = dir.path().join("bench.dat");
+    let out = run(&mut pp(args![
+        "bench-io", "--file", &file, "--size", "256K", "--sweep-bs", "16K", "--sweep-qd", "2", "--rw", "read",
+        "--random", "skip", "--memory", "shm", "--runtime-s", "0.1"
+    ]))
+    .ok();
+    let text = out.stdout_str();
+    assert!(text.contains("measured on this machine"), "{text}");
+    assert!(text.contains("emulated device memory of shm"), "{text}");
+    assert!(text.contains("seq read") && !text.contains("seq write") && !text.contains("rand"), "{text}");
+}
+
+#[test]
+fn p2p_memory_that_is_absent_exits_14_and_bad_flags_exit_2() {
+    let dir = scratch();
+    let file = dir.path().join("bench.dat");
+    let out = run(&mut pp(args![
+        "bench-io", "--file", &file, "--size", "64K", "--sweep-bs", "4K", "--sweep-qd", "1", "--memory", "p2p:0000:7f:00.0",
+        "--sysfs", dir.path()
+    ]));
+    out.fails(14, &["not a P2P memory provider", "peerpath probe"]);
+    let out = run(&mut pp(args!["bench-io", "--file", &file, "--sweep-bs", "1000"]));
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    let out = run(&mut pp(args!["bench-io", "--file", &file, "--memory", "gpu"]));
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    let out = run(&mut pp(args!["bench-io", "--file", &file, "--size", "6K"]));
+    out.fails(2, &["multiple of 4096"]);
+}

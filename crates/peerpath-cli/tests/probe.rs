@@ -1,0 +1,139 @@
+//! `peerpath probe`: the P2P pre-flight, on the real /sys and on fixture trees.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+fn machine_has_providers() -> bool {
+    std::fs::read_dir("/sys/bus/pci/devices")
+        .map(|rd| rd.filter_map(|e| e.ok()).any(|e| e.path().join("p2pmem").is_dir()))
+        .unwrap_or(false)
+}
+
+#[test]
+fn real_sys_without_providers_says_so_and_exits_14() {
+    if machine_has_providers() {
+        eprintln!("skipped: this machine has P2P providers (the no-provider message is tested on machines without)");
+        return;
+    }
+    let out = run(&mut pp(["probe"]));
+    assert_eq!(out.code(), Some(14), "{}\n{}", out.stdout_str(), out.stderr);
+    let text = out.stdout_str();
+    assert!(text.contains("no P2P provider"), "{text}");
+    assert!(text.contains("That is expected here"), "{text}");
+    // Why: the kernel's configuration (where readable) and the absence of CMBs.
+    assert!(text.contains("CONFIG_PCI_P2PDMA"), "{text}");
+    assert!(text.contains("Controller Memory Buffer"), "{text}");
+    assert!(!out.stderr.contains("panicked"));
+
+    let out = run(&mut pp(["probe", "--json"]));
+    assert_eq!(out.code(), Some(14));
+    let v = out.json();
+    assert_eq!(v["providers_found"], 0);
+    assert_eq!(v["passed"], false);
+    assert_eq!(v["exit_code"], 14);
+    assert!(v["summary"].as_str().unwrap().contains("no P2P provider"));
+}
+
+/// The committed fixture, read in place: the provider is found and its
+/// (empty, plain-file) allocate is mapped without writing anything.
+#[test]
+fn committed_fixture_provider_is_found_and_mapped() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/intel-switch-acs/sys");
+    let out = run(&mut pp(args!["probe", "--sysfs", &root, "--json"]));
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["providers_found"], 1);
+    let p = &v["providers"][0];
+    assert_eq!(p["device"], "0000:03:00.0");
+    assert_eq!(p["size_bytes"], 268435456u64);
+    assert_eq!(p["published"], true);
+    // Mapping a plain file may work or not (permissions); either way there is a reason.
+    assert!(!p["map"]["detail"].as_str().unwrap().is_empty());
+    assert_eq!(p["allocate_on_sysfs"], false);
+    // A fixture never passes: a plain file proves nothing about P2P.
+    assert_eq!(v["passed"], false);
+    assert_eq!(out.code(), Some(14));
+    if p["map"]["ok"] == true {
+        assert!(v["summary"].as_str().unwrap().contains("fixture"), "{v}");
+    }
+}
+
+/// A fixture written fresh into a scratch directory, probed with a target:
+/// the read into the fake memory fails (the mapping of an empty file has no
+/// pages) and says why; nothing panics.
+#[test]
+fn fixture_probe_with_a_target_reports_the_read_with_a_reason() {
+    let dir = scratch();
+    peerpath_topo::fixture::intel_switch_acs().write(&dir.path().join("sys")).unwrap();
+    let target = dir.path().join("target.dat");
+    std::fs::write(&target, random_bytes(64 << 10, 4)).unwrap();
+    let out = run(&mut pp(args!["probe", "--sysfs", dir.path().join("sys"), "--target", &target]));
+    assert_eq!(out.code(), Some(14), "{}\n{}", out.stdout_str(), out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let text = out.stdout_str();
+    assert!(text.contains("csp0 (0000:03:00.0)"), "{text}");
+    assert!(text.contains("not on sysfs but a plain file"), "{text}");
+    let read_line = text.lines().find(|l| l.trim_start().starts_with("read")).expect("a read line");
+    // Whatever the kernel answered, it comes with words (EFAULT on an empty mapping, here).
+    assert!(read_line.contains("FAIL") || read_line.contains("ok"), "{read_line}");
+    assert!(read_line.len() > 40, "{read_line}");
+    // The target is untouched (a read).
+    assert_eq!(std::fs::read(&target).unwrap(), random_bytes(64 << 10, 4));
+
+    let out = run(&mut pp(args!["probe", "--sysfs", dir.path().join("sys"), "--target", &target, "--json"]));
+    let v = out.json();
+    let read = &v["providers"][0]["read"];
+    assert!(read.is_object(), "{v}");
+    if read["ok"] == false {
+        assert!(!read["detail"].as_str().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn fixture_probe_errors_are_reasons() {
+    let dir = scratch();
+    let sys = dir.path().join("sys");
+    peerpath_topo::fixture::intel_switch_acs().write(&sys).unwrap();
+    // A device that is not a provider.
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", "0000:04:00.0"]));
+    assert_eq!(out.code(), Some(14));
+    assert!(out.stdout_str().contains("is not a P2P memory provider"), "{}", out.stdout_str());
+    // A device that does not exist is a topology error.
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", "0000:44:00.0"]));
+    assert_eq!(out.code(), Some(13));
+    assert!(out.stderr.contains("no such PCI function"), "{}", out.stderr);
+    // A target that does not exist.
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--target", dir.path().join("nope")]));
+    assert_eq!(out.code(), Some(14));
+    assert!(out.stdout_str().contains("cannot stat target"), "{}", out.stdout_str());
+    // A target shorter than the probe's read.
+    let short = dir.path().join("short");
+    std::fs::write(&short, b"tiny").unwrap();
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--target", &short]));
+    assert_eq!(out.code(), Some(14));
+    let text = out.stdout_str();
+    assert!(text.contains("needs at least that") || text.contains("O_DIRECT"), "{text}");
+    // More than available: the fixture's provider with nothing free.
+    std::fs::write(sys.join("bus/pci/devices/0000:03:00.0/p2pmem/available"), "0\n").unwrap();
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--json"]));
+    let v = out.json();
+    let map = &v["providers"][0]["map"];
+    assert_eq!(map["ok"], false, "{v}");
+    assert!(map["detail"].as_str().unwrap().contains("available"), "{v}");
+    // A malformed size is a topology error naming the path (the topology reader sees it first).
+    std::fs::write(sys.join("bus/pci/devices/0000:03:00.0/p2pmem/size"), "big\n").unwrap();
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys]));
+    assert!(matches!(out.code(), Some(13) | Some(14)), "{}", out.stderr);
+    assert!(out.stderr.contains("p2pmem/size") || out.stdout_str().contains("p2pmem/size"), "{}\n{}", out.stderr, out.stdout_str());
+    assert!(!out.stderr.contains("panicked"));
+}
+
+#[test]
+fn unknown_device_argument_is_a_usage_error() {
+    let out = run(&mut pp(["probe", "--device", "not-a-bdf"]));
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    let out = run(&mut pp(["probe", "--device", "0000:00:00.0", "--all"]));
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+}
