@@ -1,0 +1,376 @@
+//! The device catalog (`sim/catalog.toml`): every number with its source.
+//!
+//! A [`Figure`] is a value (or an explicit unknown) plus where it comes from and what kind of
+//! number it is. Unknown figures make the component unlimited in the model, and the report says
+//! so. Calibrations (figures taken from a result the simulator also predicts) are marked, so the
+//! reproduction can label the predictions that depend on them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::SimError;
+
+/// The catalog shipped with peerpath (`sim/catalog.toml`).
+pub const DEFAULT_CATALOG: &str = include_str!("../../../sim/catalog.toml");
+
+/// What kind of number a figure is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    Datasheet,
+    Spec,
+    Seed,
+    MeasuredHere,
+    Derived,
+    Assumption,
+    Calibration,
+    StandIn,
+}
+
+/// One number and its provenance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// `None`: unknown (the component is unlimited in the model).
+    #[serde(default)]
+    pub value: Option<f64>,
+    #[serde(default)]
+    pub unit: String,
+    pub kind: SourceKind,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Figure {
+    pub fn known(&self) -> Option<f64> {
+        self.value
+    }
+    pub fn is_calibration(&self) -> bool {
+        self.kind == SourceKind::Calibration
+    }
+    /// A figure made up in code (tests, what-if edits), with its reason as the source.
+    pub fn assumed(value: f64, why: &str) -> Figure {
+        Figure { value: Some(value), unit: String::new(), kind: SourceKind::Assumption, source: why.to_string(), note: None }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Pcie {
+    pub framing_bytes: Figure,
+    pub header_3dw_bytes: Figure,
+    pub header_4dw_bytes: Figure,
+    pub dllp_bytes: Figure,
+    pub dllps_per_tlp: Figure,
+    pub read_request_bytes: Figure,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CpuMatch {
+    #[serde(default)]
+    pub vendor: Option<String>,
+    #[serde(default)]
+    pub family: Option<u32>,
+    #[serde(default)]
+    pub model: Option<u32>,
+    #[serde(default)]
+    pub arch: Option<String>,
+    #[serde(default)]
+    pub sockets: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Platform {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub match_cpu: Option<CpuMatch>,
+    pub sockets: Figure,
+    pub cores_per_socket: Figure,
+    pub memory_bytes_per_s_per_socket: Figure,
+    pub max_payload_bytes: Figure,
+    pub addr64: Figure,
+    #[serde(default)]
+    pub orchestration_core_s_per_gb: Option<Figure>,
+    /// Per-core rate of each function (`compress-zlib-1`, ...), bytes of input per second.
+    #[serde(default)]
+    pub functions: BTreeMap<String, Figure>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SsdSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub pci_ids: Vec<String>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    pub seq_read_bytes_per_s: Figure,
+    pub seq_write_bytes_per_s: Figure,
+    #[serde(default)]
+    pub seq_write_after_cache_bytes_per_s: Option<Figure>,
+    pub read_4k_latency_us: Figure,
+    pub write_4k_latency_us: Figure,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CspSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub pci_ids: Vec<String>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Engine throughput per function (input bytes per second, all engines of the device).
+    #[serde(default)]
+    pub functions: BTreeMap<String, Figure>,
+    /// The CMB's memory bandwidth given directly...
+    #[serde(default)]
+    pub cmb_memory_bytes_per_s: Option<Figure>,
+    /// ... or from its DRAM banks (banks x data bits / 8 x MT/s x efficiency).
+    #[serde(default)]
+    pub cmb_banks: Option<Figure>,
+    #[serde(default)]
+    pub cmb_bank_data_bits: Option<Figure>,
+    #[serde(default)]
+    pub cmb_bank_mt_per_s: Option<Figure>,
+    #[serde(default)]
+    pub cmb_efficiency: Option<Figure>,
+}
+
+impl CspSpec {
+    /// Bytes per second the CMB's memory moves (reads and writes share it), and how it was
+    /// obtained; `None` when unknown.
+    pub fn cmb_bandwidth(&self) -> Option<(f64, String)> {
+        if let Some(v) = self.cmb_memory_bytes_per_s.as_ref().and_then(|f| f.value) {
+            return Some((v, "catalog figure".into()));
+        }
+        let banks = self.cmb_banks.as_ref()?.value?;
+        let bits = self.cmb_bank_data_bits.as_ref()?.value?;
+        let mts = self.cmb_bank_mt_per_s.as_ref()?.value?;
+        let eff = self.cmb_efficiency.as_ref().and_then(|f| f.value).unwrap_or(1.0);
+        let bw = banks * bits / 8.0 * mts * 1e6 * eff;
+        Some((bw, format!("{banks} DDR banks x {bits} bit x {mts} MT/s x efficiency {eff}")))
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SwitchSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub pci_ids: Vec<String>,
+    pub crossing_latency_ns: Figure,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Nvme {
+    pub read_crossings: Figure,
+    pub write_crossings: Figure,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Data {
+    pub compress_ratio_zlib_1: Figure,
+}
+
+/// The whole catalog.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Catalog {
+    pub schema: u32,
+    pub pcie: Pcie,
+    #[serde(rename = "platform")]
+    pub platforms: Vec<Platform>,
+    #[serde(rename = "ssd", default)]
+    pub ssds: Vec<SsdSpec>,
+    #[serde(rename = "csp", default)]
+    pub csps: Vec<CspSpec>,
+    #[serde(rename = "switch", default)]
+    pub switches: Vec<SwitchSpec>,
+    pub nvme: Nvme,
+    pub data: Data,
+}
+
+fn id_matches(ids: &[String], vendor: u16, device: u16) -> bool {
+    let want = format!("{vendor:04x}:{device:04x}");
+    ids.iter().any(|i| i.eq_ignore_ascii_case(&want))
+}
+
+fn model_matches(models: &[String], model: Option<&str>) -> bool {
+    match model {
+        Some(m) => models.iter().any(|x| m.to_ascii_lowercase().contains(&x.to_ascii_lowercase())),
+        None => false,
+    }
+}
+
+impl Catalog {
+    pub fn default_catalog() -> Catalog {
+        Catalog::from_toml_str(DEFAULT_CATALOG).expect("the shipped catalog parses (tested)")
+    }
+
+    pub fn from_toml_str(text: &str) -> Result<Catalog, SimError> {
+        let c: Catalog = toml::from_str(text).map_err(|e| SimError::Catalog(e.to_string()))?;
+        c.check()?;
+        Ok(c)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Catalog, SimError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SimError::Catalog(format!("{}: {e}", path.display())))?;
+        Catalog::from_toml_str(&text)
+    }
+
+    /// Every figure with its path, for checks and listings.
+    pub fn figures(&self) -> Vec<(String, &Figure)> {
+        let mut v: Vec<(String, &Figure)> = Vec::new();
+        let p = &self.pcie;
+        for (n, f) in [
+            ("framing_bytes", &p.framing_bytes),
+            ("header_3dw_bytes", &p.header_3dw_bytes),
+            ("header_4dw_bytes", &p.header_4dw_bytes),
+            ("dllp_bytes", &p.dllp_bytes),
+            ("dllps_per_tlp", &p.dllps_per_tlp),
+            ("read_request_bytes", &p.read_request_bytes),
+        ] {
+            v.push((format!("pcie.{n}"), f));
+        }
+        for pl in &self.platforms {
+            for (n, f) in [
+                ("sockets", &pl.sockets),
+                ("cores_per_socket", &pl.cores_per_socket),
+                ("memory_bytes_per_s_per_socket", &pl.memory_bytes_per_s_per_socket),
+                ("max_payload_bytes", &pl.max_payload_bytes),
+                ("addr64", &pl.addr64),
+            ] {
+                v.push((format!("platform {}.{n}", pl.name), f));
+            }
+            if let Some(f) = &pl.orchestration_core_s_per_gb {
+                v.push((format!("platform {}.orchestration_core_s_per_gb", pl.name), f));
+            }
+            for (k, f) in &pl.functions {
+                v.push((format!("platform {}.functions.{k}", pl.name), f));
+            }
+        }
+        for s in &self.ssds {
+            v.push((format!("ssd {}.seq_read_bytes_per_s", s.name), &s.seq_read_bytes_per_s));
+            v.push((format!("ssd {}.seq_write_bytes_per_s", s.name), &s.seq_write_bytes_per_s));
+            if let Some(f) = &s.seq_write_after_cache_bytes_per_s {
+                v.push((format!("ssd {}.seq_write_after_cache_bytes_per_s", s.name), f));
+            }
+            v.push((format!("ssd {}.read_4k_latency_us", s.name), &s.read_4k_latency_us));
+            v.push((format!("ssd {}.write_4k_latency_us", s.name), &s.write_4k_latency_us));
+        }
+        for c in &self.csps {
+            for (k, f) in &c.functions {
+                v.push((format!("csp {}.functions.{k}", c.name), f));
+            }
+            for (n, f) in [
+                ("cmb_memory_bytes_per_s", &c.cmb_memory_bytes_per_s),
+                ("cmb_banks", &c.cmb_banks),
+                ("cmb_bank_data_bits", &c.cmb_bank_data_bits),
+                ("cmb_bank_mt_per_s", &c.cmb_bank_mt_per_s),
+                ("cmb_efficiency", &c.cmb_efficiency),
+            ] {
+                if let Some(f) = f {
+                    v.push((format!("csp {}.{n}", c.name), f));
+                }
+            }
+        }
+        for s in &self.switches {
+            v.push((format!("switch {}.crossing_latency_ns", s.name), &s.crossing_latency_ns));
+        }
+        v.push(("nvme.read_crossings".into(), &self.nvme.read_crossings));
+        v.push(("nvme.write_crossings".into(), &self.nvme.write_crossings));
+        v.push(("data.compress_ratio_zlib_1".into(), &self.data.compress_ratio_zlib_1));
+        v
+    }
+
+    /// Every figure has a source; unknowns say why; values are finite and positive (addr64 may be 0).
+    fn check(&self) -> Result<(), SimError> {
+        for (path, f) in self.figures() {
+            if f.source.trim().is_empty() {
+                return Err(SimError::Catalog(format!("{path}: no source")));
+            }
+            match f.value {
+                None if f.note.as_deref().unwrap_or("").is_empty() => {
+                    return Err(SimError::Catalog(format!("{path}: unknown value without a note saying why")));
+                }
+                Some(x) if !x.is_finite() || x < 0.0 => {
+                    return Err(SimError::Catalog(format!("{path}: {x} is not a usable value")));
+                }
+                _ => {}
+            }
+        }
+        if self.platforms.is_empty() {
+            return Err(SimError::Catalog("no [[platform]]".into()));
+        }
+        Ok(())
+    }
+
+    pub fn platform(&self, name: &str) -> Result<&Platform, SimError> {
+        self.platforms.iter().find(|p| p.name == name).ok_or_else(|| {
+            SimError::Catalog(format!(
+                "no platform '{name}' in the catalog (have: {})",
+                self.platforms.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    /// The platform whose `match_cpu` fits the topology's CPU best (most fields matched), else
+    /// `measured-here`.
+    pub fn platform_for(&self, cpu: &peerpath_topo::Cpu) -> &Platform {
+        let vendor = cpu.vendor.to_string().to_ascii_lowercase();
+        let mut best: Option<(usize, &Platform)> = None;
+        for p in &self.platforms {
+            let Some(m) = &p.match_cpu else { continue };
+            let mut score = 0;
+            let mut ok = true;
+            if let Some(v) = &m.vendor {
+                if vendor == v.to_ascii_lowercase() { score += 1 } else { ok = false }
+            }
+            if let Some(f) = m.family {
+                if cpu.family == Some(f) { score += 1 } else { ok = false }
+            }
+            if let Some(md) = m.model {
+                if cpu.model == Some(md) { score += 1 } else { ok = false }
+            }
+            if let Some(n) = m.sockets {
+                if cpu.sockets == Some(n) { score += 1 } else { ok = false }
+            }
+            if let Some(a) = &m.arch {
+                if cpu.arch.eq_ignore_ascii_case(a) { score += 1 } else { ok = false }
+            }
+            if ok && score > 0 && best.map(|(s, _)| score > s).unwrap_or(true) {
+                best = Some((score, p));
+            }
+        }
+        best.map(|(_, p)| p)
+            .or_else(|| self.platforms.iter().find(|p| p.name == "measured-here"))
+            .unwrap_or(&self.platforms[0])
+    }
+
+    pub fn ssd_for(&self, vendor: u16, device: u16, model: Option<&str>) -> Option<&SsdSpec> {
+        self.ssds
+            .iter()
+            .find(|s| model_matches(&s.models, model))
+            .or_else(|| self.ssds.iter().find(|s| id_matches(&s.pci_ids, vendor, device)))
+    }
+
+    pub fn csp_for(&self, vendor: u16, device: u16, model: Option<&str>) -> Option<&CspSpec> {
+        self.csps
+            .iter()
+            .find(|s| model_matches(&s.models, model))
+            .or_else(|| self.csps.iter().find(|s| id_matches(&s.pci_ids, vendor, device)))
+    }
+
+    pub fn switch_for(&self, vendor: u16, device: u16) -> Option<&SwitchSpec> {
+        self.switches
+            .iter()
+            .find(|s| id_matches(&s.pci_ids, vendor, device))
+            .or_else(|| self.switches.iter().find(|s| s.pci_ids.is_empty()))
+    }
+}

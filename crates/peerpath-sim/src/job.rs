@@ -1,0 +1,396 @@
+//! Jobs: what moves where, as flows whose every byte loads links, devices, memory and cores.
+//!
+//! A flow's rate is counted in *input* bytes per second (uncompressed bytes for compression);
+//! each load is "units of the resource per input byte":
+//!
+//! ```text
+//!  compress-p2p, one flow per source SSD s in a group (CSP c, destination SSD d), ratio r:
+//!    flash reads of s 1 | links s -> c: posted writes | CMB memory of c: 1 in + 1 engine read
+//!    + 1/r engine write + 1/r out | engines of c 1 | links c -> d: DMA read of 1/r
+//!    | flash writes of d 1/r | CPU cores: orchestration | host memory: NVMe queue entries only
+//!  compress-cpu, one flow per source SSD s on socket k (destination d on the same socket):
+//!    flash reads of s 1 | links s -> root: posted writes | host memory of k: 1 DMA in
+//!    + 1 compression read + 1/r compression write + 1/r DMA out | CPU cores of k: 1/rate
+//!    | links root -> d: DMA read of 1/r | flash writes of d 1/r
+//!  read / write: an SSD reading into (writing from) host memory or a CSP's CMB.
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::machine::{Dir, Machine, ResKey, Resource, Route};
+use crate::pcie::WireCost;
+use crate::SimError;
+
+/// Where a read lands or a write comes from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Memory {
+    Host,
+    /// The CMB of this CSP (a label or address); `None`: the first CSP.
+    Cmb(Option<String>),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum JobKind {
+    /// Compression on CSPs, data moved by P2P DMA: sources -> CMB -> engine -> CMB -> target.
+    CompressP2p,
+    /// Compression on the host CPU: sources -> host memory -> cores -> host memory -> targets.
+    CompressCpu,
+    /// SSDs read sequentially into memory (fio `rw=read`).
+    Read { into: Memory },
+    /// SSDs write sequentially from memory (fio `rw=write`).
+    Write { from: Memory },
+}
+
+/// A job: the kind and its knobs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Job {
+    pub kind: JobKind,
+    /// Function name as the catalog has it (`compress-zlib-1`).
+    pub function: String,
+    /// Compression ratio (input / output); `None`: the catalog's figure.
+    pub ratio: Option<f64>,
+    /// Use at most this many SSDs / CSPs (in address order, spread over sockets as they come).
+    pub ssds: Option<usize>,
+    pub csps: Option<usize>,
+    /// Source SSDs per CSP (seed 003: two sources and one target per CSP).
+    pub sources_per_csp: usize,
+    /// Input bytes per source SSD.
+    pub bytes_per_source: f64,
+    /// Bytes per NVMe command (for the NVMe queue entries in host memory).
+    pub chunk_bytes: f64,
+}
+
+impl Job {
+    pub fn new(kind: JobKind) -> Job {
+        Job {
+            kind,
+            function: "compress-zlib-1".into(),
+            ratio: None,
+            ssds: None,
+            csps: None,
+            sources_per_csp: 2,
+            bytes_per_source: 64e9,
+            chunk_bytes: 1048576.0,
+        }
+    }
+
+    /// Parses `compress-p2p`, `compress-cpu`, `read`, `read-cmb[:CSP]`, `write`, `write-cmb[:CSP]`.
+    pub fn parse(s: &str) -> Result<Job, SimError> {
+        let (head, arg) = match s.split_once(':') {
+            Some((h, a)) => (h, Some(a.to_string())),
+            None => (s, None),
+        };
+        let kind = match head {
+            "compress-p2p" => JobKind::CompressP2p,
+            "compress-cpu" => JobKind::CompressCpu,
+            "read" => JobKind::Read { into: Memory::Host },
+            "write" => JobKind::Write { from: Memory::Host },
+            "read-cmb" => JobKind::Read { into: Memory::Cmb(arg) },
+            "write-cmb" => JobKind::Write { from: Memory::Cmb(arg) },
+            other => {
+                return Err(SimError::Job(format!(
+                    "unknown job '{other}' (compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP])"
+                )))
+            }
+        };
+        Ok(Job::new(kind))
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            JobKind::CompressP2p => format!("{} on CSPs over P2P DMA ({} sources + 1 target per CSP)", self.function, self.sources_per_csp),
+            JobKind::CompressCpu => format!("{} on the host CPU (SSD -> host memory -> cores -> host memory -> SSD)", self.function),
+            JobKind::Read { into: Memory::Host } => "sequential reads from SSDs into host memory".into(),
+            JobKind::Read { into: Memory::Cmb(c) } => format!("sequential reads from SSDs into the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
+            JobKind::Write { from: Memory::Host } => "sequential writes to SSDs from host memory".into(),
+            JobKind::Write { from: Memory::Cmb(c) } => format!("sequential writes to SSDs from the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
+        }
+    }
+}
+
+/// One flow: its loads per input byte and its size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Flow {
+    pub name: String,
+    pub loads: Vec<(ResKey, f64)>,
+    pub bytes: f64,
+    /// Host memory bytes per input byte, by purpose (a subset of `loads`, for the report).
+    pub memory: Vec<(String, f64)>,
+    /// Where the flow's CPU time goes, core-seconds per input byte, by role.
+    pub cpu: Vec<(String, f64)>,
+    /// Switches crossed by the flow's data (for latency).
+    pub route_switches: usize,
+}
+
+/// A planned job: flows, the resources they use, and the plan in words.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub flows: Vec<Flow>,
+    pub resources: BTreeMap<ResKey, Resource>,
+    pub groups: Vec<String>,
+    pub notes: Vec<String>,
+    /// Calibrated figures the result depends on.
+    pub calibrations: Vec<String>,
+}
+
+struct Builder<'m> {
+    _machine: &'m Machine,
+    loads: Vec<(ResKey, f64)>,
+    memory: Vec<(String, f64)>,
+    cpu: Vec<(String, f64)>,
+    switches: usize,
+}
+
+impl<'m> Builder<'m> {
+    fn new(m: &'m Machine) -> Self {
+        Builder { _machine: m, loads: Vec::new(), memory: Vec::new(), cpu: Vec::new(), switches: 0 }
+    }
+    fn load(&mut self, k: ResKey, x: f64) {
+        if x == 0.0 {
+            return;
+        }
+        match self.loads.iter_mut().find(|(kk, _)| *kk == k) {
+            Some((_, v)) => *v += x,
+            None => self.loads.push((k, x)),
+        }
+    }
+    fn transfer(&mut self, route: &Route, cost: WireCost, scale: f64) {
+        for &(n, dir) in &route.hops {
+            let rev = if dir == Dir::Up { Dir::Down } else { Dir::Up };
+            self.load(ResKey::Link(n, dir), cost.data_direction * scale);
+            self.load(ResKey::Link(n, rev), cost.reverse_direction * scale);
+        }
+        self.switches = self.switches.max(route.switches.len());
+    }
+    fn host_memory(&mut self, socket: u32, purpose: &str, x: f64) {
+        self.load(ResKey::HostMemory(socket), x);
+        self.memory.push((purpose.to_string(), x));
+    }
+    fn cores(&mut self, socket: u32, role: &str, core_s_per_byte: f64) {
+        self.load(ResKey::CpuCores(socket), core_s_per_byte);
+        self.cpu.push((role.to_string(), core_s_per_byte));
+    }
+    fn flow(self, name: String, bytes: f64) -> Flow {
+        Flow { name, loads: self.loads, bytes, memory: self.memory, cpu: self.cpu, route_switches: self.switches }
+    }
+}
+
+fn supported(m: &Machine, provider: usize, client: usize) -> Result<bool, SimError> {
+    let (Some(p), Some(c)) = (m.topo_name(provider), m.topo_name(client)) else { return Ok(false) };
+    Ok(m.topology.verdict(&p, &c)?.is_supported())
+}
+
+impl Job {
+    fn ratio_value(&self, m: &Machine) -> f64 {
+        self.ratio.or(m.catalog.data.compress_ratio_zlib_1.value).unwrap_or(1.0).max(1e-6)
+    }
+
+    fn pick_csp(&self, m: &Machine, name: &Option<String>) -> Result<usize, SimError> {
+        match name {
+            Some(n) => m.find(n),
+            None => m.csps().first().copied().ok_or_else(|| SimError::Job("the machine has no CSP".into())),
+        }
+    }
+
+    /// Plans the job on machine `m`: groups SSDs with CSPs (compress-p2p: only pairs whose P2P
+    /// verdict is supported), builds the flows and collects the resources they touch.
+    pub fn plan(&self, m: &Machine) -> Result<Plan, SimError> {
+        let mut flows = Vec::new();
+        let mut groups = Vec::new();
+        let mut notes = Vec::new();
+        let mut calibrations = Vec::new();
+        let mut ssds = m.ssds();
+        if let Some(n) = self.ssds {
+            ssds.truncate(n);
+        }
+        let r = self.ratio_value(m);
+        let tlp = m.tlp;
+        match &self.kind {
+            JobKind::CompressP2p => {
+                let mut csps = m.csps();
+                if let Some(n) = self.csps {
+                    csps.truncate(n);
+                }
+                if csps.is_empty() {
+                    return Err(SimError::Job("compress-p2p needs a CSP; the machine has none".into()));
+                }
+                let orch = m.platform.orchestration_core_s_per_gb.clone();
+                if let Some(f) = &orch {
+                    if f.is_calibration() {
+                        calibrations.push(format!("host CPU per GB orchestrated: {} ({})", f.value.unwrap_or(0.0), f.source));
+                    }
+                }
+                let mut used = vec![false; m.nodes.len()];
+                for &c in &csps {
+                    let take = |want: usize, used: &mut Vec<bool>| -> Result<Vec<usize>, SimError> {
+                        let mut got = Vec::new();
+                        // Same socket first, then any; only pairs the kernel (and peerpath) allow.
+                        for pass in 0..2 {
+                            for &s in &ssds {
+                                if got.len() == want {
+                                    break;
+                                }
+                                if used[s] || (pass == 0 && m.nodes[s].socket != m.nodes[c].socket) {
+                                    continue;
+                                }
+                                if supported(m, c, s)? {
+                                    used[s] = true;
+                                    got.push(s);
+                                }
+                            }
+                        }
+                        Ok(got)
+                    };
+                    let sources = take(self.sources_per_csp, &mut used)?;
+                    let target = take(1, &mut used)?;
+                    let (Some(&d), false) = (target.first(), sources.is_empty()) else {
+                        notes.push(format!("{} idle: no SSD left that it can reach by P2P", m.nodes[c].name));
+                        for s in sources.into_iter().chain(target) {
+                            used[s] = false;
+                        }
+                        continue;
+                    };
+                    groups.push(format!(
+                        "{}: sources {} -> target {} ({})",
+                        m.nodes[c].name,
+                        sources.iter().map(|&s| m.nodes[s].name.as_str()).collect::<Vec<_>>().join(", "),
+                        m.nodes[d].name,
+                        m.topology.verdict(&m.topo_name(c).unwrap_or_default(), &m.topo_name(d).unwrap_or_default())?.path
+                    ));
+                    if m.engine_resource(c, &self.function).is_none() {
+                        notes.push(format!("{}: {} engine throughput unknown (unlimited)", m.nodes[c].name, self.function));
+                    }
+                    for &s in &sources {
+                        let mut b = Builder::new(m);
+                        b.load(ResKey::FlashRead(s), 1.0);
+                        b.transfer(&m.route(s, c), tlp.posted_write(), 1.0);
+                        b.load(ResKey::CmbMemory(c), 2.0 + 2.0 / r);
+                        b.load(ResKey::Engine(c), 1.0);
+                        b.transfer(&m.route(c, d), tlp.dma_read(), 1.0 / r);
+                        b.load(ResKey::FlashWrite(d), 1.0 / r);
+                        let socket = m.nodes[c].socket;
+                        if let Some(v) = orch.as_ref().and_then(|f| f.value) {
+                            b.cores(socket, "orchestration", v / 1e9);
+                        }
+                        // Submission (64 B) and completion (16 B) entries of the read, compress and
+                        // write commands live in host memory.
+                        let per_cmd = 80.0 / self.chunk_bytes;
+                        b.host_memory(socket, "NVMe submission/completion entries", per_cmd * (2.0 + 1.0 / r));
+                        flows.push(b.flow(format!("{} -> {} -> {}", m.nodes[s].name, m.nodes[c].name, m.nodes[d].name), self.bytes_per_source));
+                    }
+                }
+            }
+            JobKind::CompressCpu => {
+                let f = m.platform.functions.get(&self.function).ok_or_else(|| {
+                    SimError::Job(format!("platform {} has no per-core rate for {}", m.platform.name, self.function))
+                })?;
+                let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;
+                if f.is_calibration() {
+                    calibrations.push(format!("{} per core on {}: {} B/s ({})", self.function, m.platform.name, rate, f.source));
+                }
+                // Per socket: two thirds of the SSDs are sources, one third targets (as in seed 003).
+                for socket in 0..m.sockets {
+                    let on: Vec<usize> = ssds.iter().copied().filter(|&s| m.nodes[s].socket == socket).collect();
+                    if on.is_empty() {
+                        continue;
+                    }
+                    let n_targets = (on.len() / (self.sources_per_csp + 1)).max(1).min(on.len());
+                    let n_sources = on.len() - n_targets;
+                    let (sources, targets) = on.split_at(n_sources.max(1).min(on.len()));
+                    let targets: Vec<usize> = if targets.is_empty() { sources.to_vec() } else { targets.to_vec() };
+                    groups.push(format!(
+                        "socket {socket}: sources {} -> targets {}",
+                        sources.iter().map(|&s| m.nodes[s].name.as_str()).collect::<Vec<_>>().join(", "),
+                        targets.iter().map(|&s| m.nodes[s].name.as_str()).collect::<Vec<_>>().join(", ")
+                    ));
+                    for (i, &s) in sources.iter().enumerate() {
+                        let d = targets[i % targets.len()];
+                        let mut b = Builder::new(m);
+                        b.load(ResKey::FlashRead(s), 1.0);
+                        b.transfer(&m.route_to_memory(s, socket), tlp.posted_write(), 1.0);
+                        b.host_memory(socket, "DMA from source SSDs", 1.0);
+                        b.host_memory(socket, "compression reads its input", 1.0);
+                        b.host_memory(socket, "compression writes its output", 1.0 / r);
+                        b.cores(socket, "compute", 1.0 / rate);
+                        let rc = m.root_of(d);
+                        b.transfer(&m.route(rc, d), tlp.dma_read(), 1.0 / r);
+                        b.host_memory(socket, "DMA to target SSDs", 1.0 / r);
+                        b.load(ResKey::FlashWrite(d), 1.0 / r);
+                        flows.push(b.flow(format!("{} -> cores of socket {socket} -> {}", m.nodes[s].name, m.nodes[d].name), self.bytes_per_source));
+                    }
+                }
+            }
+            JobKind::Read { into } => {
+                let place = match into {
+                    Memory::Host => None,
+                    Memory::Cmb(c) => Some(self.pick_csp(m, c)?),
+                };
+                for &s in &ssds {
+                    let mut b = Builder::new(m);
+                    b.load(ResKey::FlashRead(s), 1.0);
+                    match place {
+                        None => {
+                            let socket = m.nodes[s].socket;
+                            b.transfer(&m.route_to_memory(s, socket), tlp.posted_write(), 1.0);
+                            b.host_memory(socket, "DMA from SSDs", 1.0);
+                        }
+                        Some(c) => {
+                            b.transfer(&m.route(s, c), tlp.posted_write(), 1.0);
+                            b.load(ResKey::CmbMemory(c), 1.0);
+                        }
+                    }
+                    let to = place.map(|c| m.nodes[c].name.clone()).unwrap_or_else(|| "host memory".into());
+                    flows.push(b.flow(format!("{} -> {to}", m.nodes[s].name), self.bytes_per_source));
+                }
+                groups.push(format!("{} SSD(s) reading", flows.len()));
+            }
+            JobKind::Write { from } => {
+                let place = match from {
+                    Memory::Host => None,
+                    Memory::Cmb(c) => Some(self.pick_csp(m, c)?),
+                };
+                for &s in &ssds {
+                    let mut b = Builder::new(m);
+                    match place {
+                        None => {
+                            let socket = m.nodes[s].socket;
+                            b.transfer(&m.route(m.root_of(s), s), tlp.dma_read(), 1.0);
+                            b.host_memory(socket, "DMA to SSDs", 1.0);
+                        }
+                        Some(c) => {
+                            b.transfer(&m.route(c, s), tlp.dma_read(), 1.0);
+                            b.load(ResKey::CmbMemory(c), 1.0);
+                        }
+                    }
+                    b.load(ResKey::FlashWrite(s), 1.0);
+                    let from = place.map(|c| m.nodes[c].name.clone()).unwrap_or_else(|| "host memory".into());
+                    flows.push(b.flow(format!("{from} -> {}", m.nodes[s].name), self.bytes_per_source));
+                }
+                groups.push(format!("{} SSD(s) writing", flows.len()));
+            }
+        }
+        if flows.is_empty() {
+            return Err(SimError::Job(format!("{}: nothing to do on this machine ({} SSDs)", self.describe(), ssds.len())));
+        }
+        let mut resources = BTreeMap::new();
+        for f in &flows {
+            for (k, _) in &f.loads {
+                if resources.contains_key(k) {
+                    continue;
+                }
+                let res = match k {
+                    ResKey::Engine(n) => m.engine_resource(*n, &self.function),
+                    _ => m.resource(*k),
+                };
+                if let Some(res) = res {
+                    resources.insert(*k, res);
+                }
+            }
+        }
+        Ok(Plan { flows, resources, groups, notes, calibrations })
+    }
+}

@@ -1,0 +1,1 @@
+//! SVG line plots for sweeps (no dependencies).

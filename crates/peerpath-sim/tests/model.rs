@@ -1,0 +1,173 @@
+//! Properties of the model: conservation, saturation at the modelled link rate, linear scaling
+//! until a shared link fills, determinism, and a source for every catalog number.
+
+use peerpath_sim::engine::{allocate, simulate, SimOptions};
+use peerpath_sim::job::{Job, JobKind, Memory};
+use peerpath_sim::machine::{Dir, Machine, ResKey};
+use peerpath_sim::reproduce::{EPYC_CASE_STUDY, FPGA_CASCADE, SEED004_SR635};
+use peerpath_sim::{Catalog, Figure};
+use peerpath_topo::Topology;
+
+fn cascade() -> Machine {
+    Machine::new(Topology::from_toml_str(FPGA_CASCADE).unwrap(), &Catalog::default_catalog(), Some("zynq-us-plus-xdma")).unwrap()
+}
+
+fn epyc() -> Machine {
+    Machine::new(Topology::from_toml_str(EPYC_CASE_STUDY).unwrap(), &Catalog::default_catalog(), Some("amd-epyc-7501-2s")).unwrap()
+}
+
+fn exact() -> SimOptions {
+    SimOptions { seed: 7, size_jitter: 0.0 }
+}
+
+#[test]
+fn every_catalog_number_has_a_source() {
+    let c = Catalog::default_catalog();
+    let figs = c.figures();
+    assert!(figs.len() > 40);
+    for (path, f) in figs {
+        assert!(!f.source.trim().is_empty(), "{path}");
+        if f.value.is_none() {
+            assert!(f.note.as_deref().is_some_and(|n| !n.is_empty()), "{path}: unknown without a reason");
+        }
+    }
+    // A figure without a source is refused.
+    let bad = peerpath_sim::catalog::DEFAULT_CATALOG.replacen("source = \"seed 003: 'two AMD", "source = \"\" , x = \"", 1);
+    assert!(Catalog::from_toml_str(&bad).is_err());
+}
+
+#[test]
+fn a_single_link_saturates_at_its_modelled_rate() {
+    // Make the SSD's flash far faster than its x4 Gen3 link: the link must be the limit, at
+    // exactly its encoded rate times the posted-write efficiency (MPS 128, 3-dword headers).
+    let mut m = cascade();
+    for n in &mut m.nodes {
+        if let peerpath_sim::machine::NodeKind::Ssd(s) = &mut n.kind {
+            s.seq_read_bytes_per_s = Figure::assumed(100e9, "test: unlimited flash");
+        }
+    }
+    let mut job = Job::new(JobKind::Read { into: Memory::Host });
+    job.ssds = Some(1);
+    let r = simulate(&m, &job, &exact()).unwrap();
+    let link = 8e9 * 128.0 / 130.0 / 8.0 * 4.0;
+    let eff = 128.0 / (128.0 + 8.0 + 12.0);
+    assert!((r.throughput_bytes_per_s - link * eff).abs() < 1.0, "{} vs {}", r.throughput_bytes_per_s, link * eff);
+    assert!(r.bottleneck.starts_with("PCIe link ssd0 -> "), "{}", r.bottleneck);
+    assert!(r.bottleneck.ends_with("at 100%"));
+    assert_eq!(r.label, "simulated");
+}
+
+#[test]
+fn scaling_is_linear_until_the_shared_up_link_fills() {
+    let m = cascade();
+    let mut rates = Vec::new();
+    let mut bottlenecks = Vec::new();
+    for n in 1..=8 {
+        let mut job = Job::new(JobKind::Read { into: Memory::Host });
+        job.ssds = Some(n);
+        let r = simulate(&m, &job, &exact()).unwrap();
+        rates.push(r.throughput_bytes_per_s);
+        bottlenecks.push(r.bottleneck);
+    }
+    let one = rates[0];
+    let uplink = m.resource(ResKey::Link(m.find("card0").unwrap(), Dir::Up)).unwrap().capacity * m.tlp.posted_write_efficiency();
+    for (i, r) in rates.iter().enumerate() {
+        let n = (i + 1) as f64;
+        let expect = (n * one).min(uplink);
+        assert!((r - expect).abs() / expect < 1e-9, "{n} SSDs: {r} vs {expect}");
+    }
+    assert!(bottlenecks[0].contains("ssd0"));
+    assert!(bottlenecks[7].contains("card0 -> fpga-root-port"), "{}", bottlenecks[7]);
+
+    // P2P groups on the EPYC share nothing: linear in the number of CSPs.
+    let e = epyc();
+    let t: Vec<f64> = (1..=6)
+        .map(|k| {
+            let mut j = Job::new(JobKind::CompressP2p);
+            j.csps = Some(k);
+            simulate(&e, &j, &exact()).unwrap().throughput_bytes_per_s
+        })
+        .collect();
+    for (i, x) in t.iter().enumerate() {
+        assert!((x - t[0] * (i + 1) as f64).abs() / x < 1e-9);
+    }
+}
+
+#[test]
+fn bytes_are_conserved_per_component() {
+    // Reading into a CMB: what leaves the flash is what the CMB memory takes in, and every link
+    // on the way carries it (times its wire overhead).
+    let m = Machine::new(Topology::from_toml_str(SEED004_SR635).unwrap(), &Catalog::default_catalog(), Some("amd-epyc-7302p-1s")).unwrap();
+    let job = Job::parse("read-cmb:noload").unwrap();
+    let plan = job.plan(&m).unwrap();
+    let alloc = allocate(&plan, &vec![true; plan.flows.len()]).unwrap();
+    let w = m.tlp.posted_write();
+    let mut cmb_in = 0.0;
+    let mut flash_out = 0.0;
+    for (f, x) in plan.flows.iter().zip(&alloc.rates) {
+        for (k, a) in &f.loads {
+            match k {
+                ResKey::FlashRead(_) => flash_out += a * x,
+                ResKey::CmbMemory(_) => cmb_in += a * x,
+                ResKey::Link(_, _) => {
+                    let payload = a / w.data_direction;
+                    let ack = a / w.reverse_direction;
+                    assert!((payload - 1.0).abs() < 1e-12 || (ack - 1.0).abs() < 1e-12, "{k:?}: {a}");
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!((cmb_in - flash_out).abs() < 1e-3);
+
+    // Compression on CSPs: per input byte the CMB sees in + engine read + engine write + out,
+    // and the target SSD writes exactly input / ratio.
+    let e = epyc();
+    let mut job = Job::new(JobKind::CompressP2p);
+    job.ratio = Some(2.0);
+    let r = simulate(&e, &job, &exact()).unwrap();
+    let writes: f64 = r.utilisation.iter().filter(|u| u.resource.starts_with("flash writes")).map(|u| u.used).sum();
+    let reads: f64 = r.utilisation.iter().filter(|u| u.resource.starts_with("flash reads")).map(|u| u.used).sum();
+    assert!((reads - r.throughput_bytes_per_s).abs() < 1.0);
+    assert!((writes - r.throughput_bytes_per_s / 2.0).abs() < 1.0);
+
+    // Compression on the CPU: host memory = (1 + 1 + 1/r + 1/r) x input, by purpose.
+    let mut job = Job::new(JobKind::CompressCpu);
+    job.ratio = Some(2.0);
+    let r = simulate(&e, &job, &exact()).unwrap();
+    assert!((r.host_memory_bytes_per_s - 3.0 * r.throughput_bytes_per_s).abs() / r.host_memory_bytes_per_s < 1e-9);
+    // The whole job moves exactly the bytes its flows hold.
+    let avg = r.job_average_bytes_per_s * r.job_seconds;
+    let total: f64 = 12.0 * job.bytes_per_source;
+    assert!((avg - total).abs() / total < 1e-9, "{avg} vs {total}");
+}
+
+#[test]
+fn same_seed_same_result() {
+    let e = epyc();
+    let job = Job::new(JobKind::CompressP2p);
+    let a = simulate(&e, &job, &SimOptions { seed: 42, size_jitter: 0.1 }).unwrap().to_json();
+    let b = simulate(&e, &job, &SimOptions { seed: 42, size_jitter: 0.1 }).unwrap().to_json();
+    assert_eq!(a, b);
+    let c = simulate(&e, &job, &SimOptions { seed: 43, size_jitter: 0.1 }).unwrap();
+    let a: serde_json::Value = serde_json::from_str(&a).unwrap();
+    // The seed moves the job's length (flow sizes), not the steady state.
+    assert_eq!(a["throughput_bytes_per_s"].as_f64().unwrap(), c.throughput_bytes_per_s);
+    assert_ne!(a["job_seconds"].as_f64().unwrap(), c.job_seconds);
+}
+
+#[test]
+fn p2p_planner_follows_the_verdicts() {
+    // On the EPYC, each CSP gets SSDs of its own socket (cross-socket P2P is refused).
+    let e = epyc();
+    let plan = Job::new(JobKind::CompressP2p).plan(&e).unwrap();
+    assert_eq!(plan.groups.len(), 6);
+    for f in &plan.flows {
+        let names: Vec<&str> = f.name.split(" -> ").collect();
+        let socket: Vec<u32> = names.iter().map(|n| e.nodes[e.find(n).unwrap()].socket).collect();
+        assert!(socket.iter().all(|s| *s == socket[0]), "{}", f.name);
+    }
+    // The cascade has no CSP: compress-p2p is refused with a reason.
+    let err = Job::new(JobKind::CompressP2p).plan(&cascade()).unwrap_err().to_string();
+    assert!(err.contains("CSP"), "{err}");
+}
