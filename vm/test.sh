@@ -67,9 +67,12 @@ if [ "$update_fixture" = yes ]; then
         rm -rf "$fx/sys"
         mkdir -p "$fx"
         cp -a "$src" "$fx/sys"
-        "$pp" topo --sysfs "$fx/sys" --export "$fx/topology.toml" --svg "$fx/topology.svg" > "$fx/topo.txt"
+        # The Zen guest's sysfs differs only in the CPU: keep its modalias beside the tree.
+        zen=$repo/target/vm/runs/switch-cmb-zen/sysfs/sys/devices/system/cpu/modalias
+        [ -f "$zen" ] && cp "$zen" "$fx/zen-cpu-modalias"
+        "$pp" topo --sysfs "$fx/sys" --export "$fx/topology.toml" --svg "$fx/topology.svg" > "$repo/target/vm/fixture-topo.txt"
         # The model says where it was read from; make that path repository-relative.
-        sed -i "s#$fx/#crates/peerpath-topo/fixtures/qemu-switch-cmb/#g" "$fx/topology.toml" "$fx/topo.txt"
+        sed -i "s#$fx/#crates/peerpath-topo/fixtures/qemu-switch-cmb/#g" "$fx/topology.toml" "$repo/target/vm/fixture-topo.txt"
         echo "vm/test.sh: fixture updated: $fx"
     else
         echo "vm/test.sh: no switch-cmb capture to make a fixture from" >&2
