@@ -217,13 +217,23 @@ def main():
         if "distance" in e:
             c.check(km.get("distance") == e["distance"], f"{tag}: peerpath's kernel distance is {e['distance']}",
                     f"{km.get('distance')}")
+        pprobe = json_of(sec, f"peerpath-probe {pb} {ns}")
+        if pprobe is not None:
+            prov_j = (pprobe.get("providers") or [{}])[0]
+            rd = prov_j.get("read") or {}
+            print(f"      peerpath probe: passed={pprobe.get('passed')} exit={pprobe.get('exit_code')} "
+                  f"read ok={rd.get('ok')} errno={rd.get('errno')}: {rd.get('detail', '')[:160]}")
+            c.check(bool(pprobe.get("passed")) == kernel_ok and bool(rd.get("ok")) == kernel_ok,
+                    f"{tag}: peerpath probe agrees with the kernel", f"probe passed={pprobe.get('passed')}, kernel {kernel_says}")
+            if not kernel_ok:
+                c.check(rd.get("errno") == 121, f"{tag}: peerpath probe reports EREMOTEIO (121)", f"errno {rd.get('errno')}")
         report["pairs"].append({"provider": e["provider"], "provider_pci": pb, "client": e["client"],
                                 "client_namespace": ns, "expected": exp, "expected_distance": e.get("distance"),
                                 "kernel_probe": probe, "kernel_dmesg": warned, "kernel_says": kernel_says,
                                 "peerpath_path": verdict.get("path"), "peerpath_kernel_map": km.get("path"),
                                 "peerpath_kernel_distance": km.get("distance"),
                                 "peerpath_reasons": [r.get("reason") for r in verdict.get("reasons", [])],
-                                "peerpath_explain": explain})
+                                "peerpath_explain": explain, "peerpath_probe": pprobe})
 
     # The data path end to end, and the failures provoked on purpose.
     for key in sorted(k for k in sec if k.startswith("copy ")):
@@ -258,8 +268,6 @@ def main():
         c.check(after.get("available") == before,
                 f"{key}: every allocation went back to the pool (munmap)",
                 f"available before the tests {before}, after {after.get('available')}")
-    for key in sorted(k for k in sec if k.startswith("peerpath-probe ")):
-        report.setdefault("peerpath_probe", {})[key] = sec[key][1]
     if not any(k.startswith("peerpath-probe ") for k in sec):
         c.note("this peerpath has no `probe` command: the kernel's answer came from vm/p2ptest.c only")
 

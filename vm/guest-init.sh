@@ -117,7 +117,8 @@ say "providers:$PROVIDERS namespaces:$NAMESPACES"
 # peerpath's verdict for every provider and client namespace, then the kernel's
 # own answer: a 1 MiB O_DIRECT read from the namespace into the provider's
 # memory and a write back out of it (p2ptest, which uses no peerpath code).
-# If this peerpath has a `probe` command, its answer is collected as well.
+# If this peerpath has a `probe` command (the P2P pre-flight: 4 KiB O_DIRECT read
+# into 4 KiB of the provider's memory), its answer is collected and checked too.
 HAS_PROBE=no
 peerpath probe --help > /dev/null 2>&1 && HAS_PROBE=yes
 for p in $PROVIDERS; do
@@ -130,7 +131,7 @@ for p in $PROVIDERS; do
         section "kprobe $p $ns" p2ptest probe "$alloc" "/dev/$ns" 1048576 && ok="$ok $ns"
         section "kprobe-dmesg $p $ns" dmesg
         if [ "$HAS_PROBE" = yes ]; then
-            section "peerpath-probe $p $ns" peerpath probe --json "$p" "/dev/$ns"
+            section "peerpath-probe $p $ns" peerpath probe --device "$p" --target "/dev/$ns" --json
         fi
     done
     say "provider $p: O_DIRECT P2P works with:$ok"
