@@ -1,0 +1,301 @@
+//! The CPU device: every function, on host memory, on its own worker
+//! threads, with `peerpath-func` (the oracle). Hardware is always optional.
+
+use crate::device::{Crash, Device};
+use crate::exec::{self, Encoders, Outcome};
+use crate::function::FunctionSet;
+use crate::memory::{DeviceMemory, RangeTable};
+use crate::request::{Completion, DeviceError, FailureKind, Request, Submit};
+use crate::stats::{DeviceStats, StatsCounters};
+use crate::sys::{poll_fds, EventFd};
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::RawFd;
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How to build a [`CpuDevice`].
+#[derive(Clone, Debug)]
+pub struct CpuDeviceConfig {
+    pub name: String,
+    /// Host memory the device's ranges address (rounded up to a page).
+    pub memory_bytes: usize,
+    /// Worker threads; 0 runs every request inside `submit` (deterministic,
+    /// for tests and single-threaded callers).
+    pub workers: usize,
+    /// Requests in flight at most; `submit` answers Busy beyond.
+    pub queue_depth: usize,
+}
+
+impl CpuDeviceConfig {
+    /// `memory_bytes` of memory, one worker per core, depth 64.
+    pub fn new(memory_bytes: usize) -> CpuDeviceConfig {
+        CpuDeviceConfig {
+            name: "cpu".into(),
+            memory_bytes,
+            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            queue_depth: 64,
+        }
+    }
+}
+
+struct Job {
+    id: u64,
+    request: Request,
+}
+
+struct Done {
+    id: u64,
+    outcome: Outcome,
+}
+
+/// Shared between the device and its workers.
+struct Shared {
+    memory: DeviceMemory,
+    stats: StatsCounters,
+    wake: EventFd,
+    /// Set by the host before it sleeps on `wake`; a worker that finds it
+    /// set clears it and signals (so busy hosts get no wake-ups).
+    sleeping: AtomicBool,
+}
+
+/// The CPU device (see the module docs).
+pub struct CpuDevice {
+    name: String,
+    shared: Arc<Shared>,
+    depth: usize,
+    ranges: RangeTable,
+    in_flight: HashMap<u64, Request>,
+    next_id: u64,
+    jobs: Option<Sender<Job>>,
+    done: Receiver<Done>,
+    ready: VecDeque<Completion>,
+    workers: Vec<JoinHandle<()>>,
+    inline: Option<Encoders>,
+    failed: Option<DeviceError>,
+    /// A failure found outside poll and wait (a crash), with its requests,
+    /// for the next poll or wait to return.
+    unreported: Option<DeviceError>,
+}
+
+impl CpuDevice {
+    pub fn new(config: CpuDeviceConfig) -> std::io::Result<CpuDevice> {
+        assert!(config.queue_depth > 0, "a device takes at least one request");
+        let shared = Arc::new(Shared {
+            memory: DeviceMemory::host(config.memory_bytes),
+            stats: StatsCounters::default(),
+            wake: EventFd::new()?,
+            sleeping: AtomicBool::new(false),
+        });
+        let (job_tx, job_rx) = crossbeam_channel::bounded::<Job>(config.queue_depth);
+        let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
+        let mut workers = Vec::new();
+        for i in 0..config.workers {
+            let (rx, tx, shared) = (job_rx.clone(), done_tx.clone(), shared.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("{}-worker-{i}", config.name))
+                .spawn(move || worker(&shared, &rx, &tx))?;
+            workers.push(handle);
+        }
+        Ok(CpuDevice {
+            name: config.name,
+            shared,
+            depth: config.queue_depth,
+            ranges: RangeTable::default(),
+            in_flight: HashMap::new(),
+            next_id: 0,
+            jobs: if config.workers > 0 { Some(job_tx) } else { None },
+            done: done_rx,
+            ready: VecDeque::new(),
+            workers,
+            inline: if config.workers == 0 { Some(Encoders::default()) } else { None },
+            failed: None,
+            unreported: None,
+        })
+    }
+
+    /// The device's statistics (also through [`Device::stats`]).
+    pub fn device_stats(&self) -> DeviceStats {
+        self.shared.stats.snapshot()
+    }
+
+    fn complete(&mut self, request: Request, outcome: Outcome) -> Completion {
+        Completion {
+            request,
+            status: outcome.status,
+            output_bytes: outcome.output_bytes,
+            input_crc32: outcome.input_crc32,
+            device_time_us: outcome.device_time_us,
+        }
+    }
+
+    fn fail(&mut self, kind: FailureKind, detail: String) -> DeviceError {
+        self.jobs = None; // workers finish what they hold, then exit
+        let mut in_flight: Vec<(u64, Request)> = self.in_flight.drain().collect();
+        in_flight.sort_by_key(|(id, _)| *id);
+        for (id, _) in &in_flight {
+            self.ranges.release(*id);
+        }
+        let e = DeviceError { device: self.name.clone(), kind, detail, in_flight: in_flight.into_iter().map(|(_, r)| r).collect() };
+        self.failed = Some(e.without_requests());
+        e
+    }
+}
+
+fn worker(shared: &Shared, jobs: &Receiver<Job>, done: &Sender<Done>) {
+    let mut encoders = Encoders::default();
+    for job in jobs {
+        // SAFETY: the device checked the request against this memory and
+        // claimed its ranges before sending it; they stay claimed until the
+        // host has taken the completion.
+        let outcome = unsafe { exec::run(&shared.memory, &job.request, &mut encoders) };
+        shared.stats.record(job.request.function.kind(), job.request.input_bytes(), &outcome);
+        if done.send(Done { id: job.id, outcome }).is_err() {
+            return; // the device is gone
+        }
+        fence(Ordering::SeqCst);
+        if shared.sleeping.swap(false, Ordering::SeqCst) {
+            shared.wake.signal();
+        }
+    }
+}
+
+impl Device for CpuDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn functions(&self) -> FunctionSet {
+        FunctionSet::all()
+    }
+
+    fn memory(&self) -> &DeviceMemory {
+        &self.shared.memory
+    }
+
+    fn queue_depth(&self) -> usize {
+        self.depth
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.len() + self.ready.len()
+    }
+
+    fn submit(&mut self, request: Request) -> Submit {
+        if let Some(f) = &self.failed {
+            return Submit::Refused(request, f.clone());
+        }
+        if self.in_flight.len() >= self.depth {
+            return Submit::Busy(request);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let checked = exec::check(&request, self.shared.memory.len() as u64, FunctionSet::all())
+            .and_then(|()| self.ranges.claim(id, &request));
+        if let Err(status) = checked {
+            let outcome = Outcome::failed(status);
+            self.shared.stats.record(request.function.kind(), 0, &outcome);
+            let c = self.complete(request, outcome);
+            self.ready.push_back(c);
+            return Submit::Queued;
+        }
+        if let Some(encoders) = &mut self.inline {
+            // SAFETY: checked against this memory and claimed just above.
+            let outcome = unsafe { exec::run(&self.shared.memory, &request, encoders) };
+            self.shared.stats.record(request.function.kind(), request.input_bytes(), &outcome);
+            self.ranges.release(id);
+            let c = self.complete(request, outcome);
+            self.ready.push_back(c);
+            return Submit::Queued;
+        }
+        let jobs = self.jobs.as_ref().expect("workers run while the device has not failed");
+        if jobs.send(Job { id, request: request.clone() }).is_err() {
+            self.ranges.release(id);
+            let e = self.fail(FailureKind::Lost, "its worker threads are gone".into());
+            return Submit::Refused(request, e);
+        }
+        self.in_flight.insert(id, request);
+        Submit::Queued
+    }
+
+    fn poll(&mut self, completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
+        if let Some(e) = self.unreported.take() {
+            return Err(e);
+        }
+        let mut n = 0;
+        while let Some(c) = self.ready.pop_front() {
+            completions.push(c);
+            n += 1;
+        }
+        if let Some(f) = &self.failed {
+            return if n > 0 { Ok(n) } else { Err(f.clone()) };
+        }
+        while let Ok(done) = self.done.try_recv() {
+            self.ranges.release(done.id);
+            let request = self.in_flight.remove(&done.id).expect("a completion for a request in flight");
+            let c = self.complete(request, done.outcome);
+            completions.push(c);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn wait(&mut self, timeout: Duration) -> Result<(), DeviceError> {
+        if let Some(e) = self.unreported.take() {
+            return Err(e);
+        }
+        if let Some(f) = &self.failed {
+            return Err(f.clone());
+        }
+        if self.in_flight.is_empty() || !self.arm_wake() {
+            return Ok(());
+        }
+        let waited = poll_fds(&[(self.shared.wake.raw(), libc::POLLIN)], Some(timeout));
+        self.shared.sleeping.store(false, Ordering::SeqCst);
+        self.shared.wake.drain();
+        waited.map(|_| ()).map_err(|e| self.fail(FailureKind::Lost, format!("cannot wait for completions: {e}")))
+    }
+
+    fn wake_fd(&self) -> Option<RawFd> {
+        Some(self.shared.wake.raw())
+    }
+
+    fn arm_wake(&mut self) -> bool {
+        self.shared.sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !self.ready.is_empty() || !self.done.is_empty() || self.failed.is_some() {
+            self.shared.sleeping.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    fn stats(&mut self) -> Option<DeviceStats> {
+        Some(self.device_stats())
+    }
+}
+
+impl Crash for CpuDevice {
+    /// Stops the device as a crash would: completions not yet taken are
+    /// lost, and the next poll or wait reports the device lost with the
+    /// requests that were in flight.
+    fn crash(&mut self) {
+        if self.failed.is_none() {
+            let untaken: Vec<Request> = self.ready.drain(..).map(|c| c.request).collect();
+            let mut e = self.fail(FailureKind::Lost, "crashed (simulated)".into());
+            e.in_flight.extend(untaken);
+            self.unreported = Some(e);
+        }
+    }
+}
+
+impl Drop for CpuDevice {
+    fn drop(&mut self) {
+        self.jobs = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The device trait: a small, fixed set of methods (SPDK accel-module
+//! style). Everything else is a default method or a free function.
+
+use crate::function::{Function, FunctionSet};
+use crate::memory::DeviceMemory;
+use crate::request::{Completion, DeviceError, Request, Submit};
+use crate::stats::DeviceStats;
+use peerpath_mem::MemoryDomain;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+/// A compute device: it runs [`Function`]s on ranges of its own memory.
+///
+/// The contract, paired on both sides:
+/// - `submit` never blocks. It answers [`Submit::Queued`] (a completion
+///   will come from `poll`), [`Submit::Busy`] (queue full: the request is
+///   handed back; poll and retry) or [`Submit::Refused`] (the device has
+///   failed: the request is handed back with the reason).
+/// - Every queued request comes back exactly once: in a [`Completion`]
+///   from `poll`, or inside the [`DeviceError`] that reports the device's
+///   failure (its `in_flight`). The first error carries them; later calls
+///   return the same failure without requests.
+/// - Ranges are offsets in [`Device::memory`]. A device checks every range
+///   and refuses what lies outside its memory or clashes with a command in
+///   flight, with an error status in the completion; it never touches
+///   memory outside its own.
+/// - `poll` never blocks; `wait` blocks until a completion may be ready,
+///   the device fails, or the timeout passes (spurious returns allowed).
+pub trait Device: Send {
+    /// The device's name, as reports show it.
+    fn name(&self) -> &str;
+    /// The functions it runs.
+    fn functions(&self) -> FunctionSet;
+    /// The memory its requests address.
+    fn memory(&self) -> &DeviceMemory;
+    /// The most requests it takes in flight at once.
+    fn queue_depth(&self) -> usize;
+    /// Requests queued and not yet completed.
+    fn in_flight(&self) -> usize;
+    /// Queues a request (never blocks).
+    fn submit(&mut self, request: Request) -> Submit;
+    /// Appends the completions that are ready to `completions` and returns
+    /// how many (never blocks). On `Err`, completions pushed before the
+    /// failure was found are in `completions` all the same.
+    fn poll(&mut self, completions: &mut Vec<Completion>) -> Result<usize, DeviceError>;
+    /// Blocks until `poll` may find something, the device fails, or
+    /// `timeout` passes. Returns at once when nothing is in flight.
+    fn wait(&mut self, timeout: Duration) -> Result<(), DeviceError>;
+
+    /// Whether the device runs `function`.
+    fn supports(&self, function: &Function) -> bool {
+        self.functions().contains(function.kind())
+    }
+    /// The memory domains its requests may address (today: its own memory).
+    fn memory_domains(&self) -> Vec<MemoryDomain> {
+        vec![self.memory().domain().clone()]
+    }
+    /// A descriptor that becomes readable when completions may be ready,
+    /// once [`Device::arm_wake`] has returned true: for an event loop that
+    /// sleeps on I/O and devices at once (arm a read of it in io_uring).
+    /// Reading it (8 bytes) resets it.
+    fn wake_fd(&self) -> Option<RawFd> {
+        None
+    }
+    /// Asks the device to signal [`Device::wake_fd`] at its next
+    /// completion. Returns false when there is no such descriptor or
+    /// completions are already waiting (poll instead of sleeping).
+    fn arm_wake(&mut self) -> bool {
+        false
+    }
+    /// The device's own statistics, where it keeps them.
+    fn stats(&mut self) -> Option<DeviceStats> {
+        None
+    }
+}
+
+/// A device that can be made to fail on purpose, as a crash would: the
+/// faulty-device wrapper's "crash" fault. The device must then report
+/// [`crate::FailureKind::Lost`] through its ordinary detection paths.
+pub trait Crash {
+    fn crash(&mut self);
+}
+
+/// Runs `requests` to completion on `device`: submits them (waiting while
+/// it is busy) and collects every completion, in the order the device
+/// finished them. Stops early, with fewer completions than requests, if
+/// nothing completes for `timeout` (the device's own timeout normally
+/// reports such a hang first).
+pub fn run_to_completion<D: Device + ?Sized>(
+    device: &mut D,
+    requests: impl IntoIterator<Item = Request>,
+    timeout: Duration,
+) -> Result<Vec<Completion>, DeviceError> {
+    let mut done = Vec::new();
+    let mut last_progress = Instant::now();
+    let mut step = |device: &mut D, done: &mut Vec<Completion>| -> Result<bool, DeviceError> {
+        if device.poll(done)? > 0 {
+            last_progress = Instant::now();
+            return Ok(true);
+        }
+        let idle = last_progress.elapsed();
+        if idle >= timeout {
+            return Ok(false);
+        }
+        device.wait(timeout - idle)?;
+        Ok(true)
+    };
+    for mut request in requests {
+        loop {
+            match device.submit(request) {
+                Submit::Queued => break,
+                Submit::Busy(r) => {
+                    request = r;
+                    if !step(device, &mut done)? {
+                        return Ok(done);
+                    }
+                }
+                Submit::Refused(_, e) => return Err(e),
+            }
+        }
+    }
+    while device.in_flight() > 0 {
+        if !step(device, &mut done)? {
+            break;
+        }
+    }
+    device.poll(&mut done)?;
+    Ok(done)
+}

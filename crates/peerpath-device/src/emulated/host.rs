@@ -1,0 +1,746 @@
+//! The host side: an [`EmulatedCsp`] is one claimed queue pair of a device
+//! process, plus the host's mapping of that device's memory.
+
+use super::layout::{
+    self, cqe_phase, decode_cqe, decode_identify, decode_stats, encode_admin, encode_sqe, header, set_sqe_cid, Geometry, Identify, Sqe,
+    OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, STATE_READY,
+};
+use super::server::{default_dir, ServeOptions, READY_LINE_PREFIX};
+use super::shared::{QueueFile, QueuePair};
+use super::{CspError, CspPaths, CLAIM_ANY, CLAIM_MAGIC, CLAIM_NO_FREE_QUEUE, CLAIM_OK};
+use crate::device::{Crash, Device};
+use crate::function::{Function, FunctionSet};
+use crate::memory::DeviceMemory;
+use crate::request::{Completion, DeviceError, DeviceRange, FailureKind, Request, Status, Submit, MAX_INPUT_RANGES};
+use crate::stats::DeviceStats;
+use crate::sys::{self, peer_closed, poll_fds, EventFd};
+use peerpath_mem::MappedRegion;
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often an idle `poll` looks at the connection for a dead device.
+const LIVENESS_CHECK_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How to start a device process ([`EmulatedCsp::spawn`]).
+#[derive(Clone, Debug)]
+pub struct SpawnOptions {
+    pub serve: ServeOptions,
+    /// The program to run: default, this program (`std::env::current_exe`,
+    /// the `peerpath` binary).
+    pub program: Option<PathBuf>,
+    /// Arguments before the serve options: default `csp serve`.
+    pub program_args: Vec<String>,
+    /// How long the device may take to say it is ready.
+    pub start_timeout: Duration,
+    /// Commands in flight with none completing for this long: the device
+    /// is declared hung ([`FailureKind::Timeout`]).
+    pub command_timeout: Duration,
+}
+
+impl SpawnOptions {
+    pub fn new(serve: ServeOptions) -> SpawnOptions {
+        SpawnOptions {
+            serve,
+            program: None,
+            program_args: vec!["csp".into(), "serve".into()],
+            start_timeout: Duration::from_secs(10),
+            command_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How to reach a device started by hand ([`EmulatedCsp::connect`]).
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    pub name: String,
+    pub dir: PathBuf,
+    /// A queue pair by index; `None` takes any free one.
+    pub queue: Option<u32>,
+    pub command_timeout: Duration,
+}
+
+impl ConnectOptions {
+    pub fn new(name: &str) -> ConnectOptions {
+        ConnectOptions { name: name.to_string(), dir: default_dir(), queue: None, command_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// What a command id is used for.
+enum Slot {
+    Io(Request),
+    Admin,
+}
+
+/// One queue pair of an emulated CSP, as a [`Device`].
+///
+/// Each handle claims its own queue pair; open several (several
+/// [`EmulatedCsp::connect`]s) to drive one device from several threads.
+/// The handle that spawned the device stops it when dropped.
+pub struct EmulatedCsp {
+    name: String,
+    paths: CspPaths,
+    memory: DeviceMemory,
+    qp: QueuePair,
+    queue_index: u32,
+    socket: UnixStream,
+    sq_efd: EventFd,
+    cq_efd: EventFd,
+    sq_tail: u32,
+    cq_head: u32,
+    phase: bool,
+    slots: Vec<Option<Slot>>,
+    free: Vec<u16>,
+    in_flight: usize,
+    admin_done: Option<(u16, Status, u64)>,
+    pending: VecDeque<Completion>,
+    last_progress: Instant,
+    last_liveness_check: Instant,
+    command_timeout: Duration,
+    failed: Option<DeviceError>,
+    child: Option<Child>,
+    identify: Identify,
+}
+
+impl EmulatedCsp {
+    /// Starts a device process (`<program> csp serve ...`, by default this
+    /// very binary) and connects to it. The device exits with this process.
+    pub fn spawn(options: &SpawnOptions) -> Result<EmulatedCsp, CspError> {
+        let program = match &options.program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|source| CspError::Spawn { program: PathBuf::from("(current executable)"), source })?,
+        };
+        let mut serve = options.serve.clone();
+        serve.parent_pid = Some(std::process::id());
+        let name = serve.name.clone();
+        let paths = CspPaths::new(&serve.dir, &name)?;
+        let mut child = Command::new(&program)
+            .args(&options.program_args)
+            .args(serve.to_args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|source| CspError::Spawn { program: program.clone(), source })?;
+        if let Err(e) = wait_ready(&mut child, &name, options.start_timeout) {
+            if matches!(e, CspError::StartTimeout { .. }) {
+                let _ = child.kill();
+                let _ = child.wait();
+                paths.remove_all(); // ours: the child got far enough to make them, maybe
+            }
+            return Err(e);
+        }
+        let connect = ConnectOptions { name, dir: serve.dir.clone(), queue: None, command_timeout: options.command_timeout };
+        match EmulatedCsp::connect_with(&connect, Some(child)) {
+            Ok(d) => Ok(d),
+            Err((e, child)) => {
+                if let Some(mut c) = child {
+                    let _ = sys::kill(c.id(), libc::SIGTERM);
+                    let _ = c.wait();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Connects to a device started by hand (`peerpath csp serve --name N`),
+    /// claiming a queue pair.
+    pub fn connect(options: &ConnectOptions) -> Result<EmulatedCsp, CspError> {
+        EmulatedCsp::connect_with(options, None).map_err(|(e, _)| e)
+    }
+
+    fn connect_with(o: &ConnectOptions, child: Option<Child>) -> Result<EmulatedCsp, (CspError, Option<Child>)> {
+        let paths = match CspPaths::new(&o.dir, &o.name) {
+            Ok(p) => p,
+            Err(e) => return Err((e, child)),
+        };
+        let claimed = claim(&paths, &o.name, o.queue);
+        let (socket, index, sq_efd, cq_efd) = match claimed {
+            Ok(c) => c,
+            Err(e) => return Err((e, child)),
+        };
+        let mapped = (|| {
+            let qregion = Arc::new(MappedRegion::open_shared(&paths.queues, &o.name)?);
+            let qfile = Arc::new(QueueFile::new(qregion));
+            let geometry = check_header(&qfile, &paths.queues)?;
+            let memory = Arc::new(MappedRegion::open_shared(&paths.memory, &o.name)?);
+            let memory_bytes = qfile.u64_at(header::MEMORY_BYTES).load(Ordering::Relaxed);
+            if memory.len() as u64 != memory_bytes {
+                return Err(CspError::BadQueueFile {
+                    path: paths.memory.clone(),
+                    detail: format!("memory file holds {} bytes, the header says {memory_bytes}", memory.len()),
+                });
+            }
+            if index >= geometry.queue_count {
+                return Err(CspError::BadQueueFile { path: paths.queues.clone(), detail: format!("queue pair {index} granted, only {} exist", geometry.queue_count) });
+            }
+            Ok((QueuePair::new(qfile, geometry, index), geometry, memory))
+        })();
+        let (qp, geometry, memory) = match mapped {
+            Ok(m) => m,
+            Err(e) => return Err((e, child)),
+        };
+        let depth = geometry.queue_depth;
+        let now = Instant::now();
+        let mut device = EmulatedCsp {
+            name: o.name.clone(),
+            paths,
+            memory: DeviceMemory::region(memory),
+            qp,
+            queue_index: index,
+            socket,
+            sq_efd,
+            cq_efd,
+            sq_tail: 0,
+            cq_head: 0,
+            phase: true,
+            slots: (0..depth).map(|_| None).collect(),
+            // One slot short of the depth: the SQ and the CQ can never fill.
+            free: (0..depth as u16 - 1).rev().collect(),
+            in_flight: 0,
+            admin_done: None,
+            pending: VecDeque::new(),
+            last_progress: now,
+            last_liveness_check: now,
+            command_timeout: o.command_timeout,
+            failed: None,
+            child,
+            identify: Identify {
+                name: o.name.clone(),
+                version: QUEUE_VERSION,
+                pid: 0,
+                memory_bytes: 0,
+                queue_count: geometry.queue_count,
+                queue_depth: depth,
+                max_input_ranges: MAX_INPUT_RANGES as u32,
+                workers: 0,
+                functions: FunctionSet::EMPTY,
+            },
+        };
+        match device.identify() {
+            Ok(id) => {
+                device.identify = id;
+                Ok(device)
+            }
+            Err(e) => {
+                let child = device.child.take();
+                Err((CspError::Device(e), child))
+            }
+        }
+    }
+
+    /// Asks the device what it is (the identify command).
+    pub fn identify(&mut self) -> Result<Identify, DeviceError> {
+        let (status, bytes) = self.admin(OPCODE_IDENTIFY)?;
+        let words = self.qp.read_data(10);
+        match (status, decode_identify(&words)) {
+            (Status::Success, Some(id)) if bytes == 80 => Ok(id),
+            (status, _) => Err(self.fail(FailureKind::MalformedCompletion, format!("identify answered {status} with {bytes} bytes of unreadable data"))),
+        }
+    }
+
+    /// The device's own statistics (the get-stats command).
+    pub fn device_stats(&mut self) -> Result<DeviceStats, DeviceError> {
+        let (status, bytes) = self.admin(OPCODE_GET_STATS)?;
+        let words = self.qp.read_data(layout::stats_words(crate::function::FunctionKind::ALL.len()));
+        match (status, decode_stats(&words)) {
+            (Status::Success, Some(s)) if bytes as usize == layout::stats_words(s.functions.len()) * 8 => Ok(s),
+            (status, _) => Err(self.fail(FailureKind::MalformedCompletion, format!("get stats answered {status} with {bytes} bytes of unreadable data"))),
+        }
+    }
+
+    /// What identify said when the handle connected.
+    pub fn identity(&self) -> &Identify {
+        &self.identify
+    }
+
+    /// The device's files.
+    pub fn paths(&self) -> &CspPaths {
+        &self.paths
+    }
+
+    /// The queue pair this handle drives.
+    pub fn queue_index(&self) -> u32 {
+        self.queue_index
+    }
+
+    /// The device process.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(self.identify.pid)
+    }
+
+    /// A descriptor that becomes readable (hang-up) when the device process
+    /// dies or closes the connection: arm it next to [`Device::wake_fd`] so
+    /// that an event loop also wakes for a dead device.
+    pub fn failure_fd(&self) -> RawFd {
+        self.socket.as_raw_fd()
+    }
+
+    /// Puts a raw 64-byte entry on the queue (its command id is replaced by
+    /// a free one): for conformance tests of malformed entries. Its
+    /// completion comes back with a placeholder request carrying `tag`.
+    pub fn submit_raw(&mut self, tag: u64, mut entry: Sqe) -> Submit {
+        let placeholder = Request { tag, function: Function::Copy, inputs: Vec::new(), output: DeviceRange::EMPTY };
+        if let Some(f) = &self.failed {
+            return Submit::Refused(placeholder, f.clone());
+        }
+        let Some(cid) = self.free.pop() else {
+            return Submit::Busy(placeholder);
+        };
+        set_sqe_cid(&mut entry, cid);
+        self.push_entry(cid, &entry, Slot::Io(placeholder));
+        Submit::Queued
+    }
+
+    /// Stops a device this handle spawned (SIGTERM, then waits for it to
+    /// remove its files) and returns how it exited; for a device started by
+    /// hand, just disconnects.
+    pub fn shutdown(mut self) -> Result<Option<std::process::ExitStatus>, CspError> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(None);
+        };
+        stop_child(&mut child, &self.paths).map(Some).map_err(|source| CspError::Io { operation: "stop the device process for", path: self.paths.socket.clone(), source })
+    }
+
+    fn push_entry(&mut self, cid: u16, entry: &Sqe, slot: Slot) {
+        let depth = self.qp.depth();
+        self.qp.write_sqe(self.sq_tail, entry);
+        self.sq_tail = (self.sq_tail + 1) % depth;
+        self.qp.sq_tail().store(self.sq_tail, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let need = self.qp.sq_need_wake();
+        if need.load(Ordering::SeqCst) == 1 && need.swap(0, Ordering::SeqCst) == 1 {
+            self.sq_efd.signal();
+        }
+        if self.in_flight == 0 {
+            self.last_progress = Instant::now();
+        }
+        self.slots[cid as usize] = Some(slot);
+        self.in_flight += 1;
+    }
+
+    /// Marks the device failed; returns the error with every request in
+    /// flight (in command id order), once.
+    fn fail(&mut self, kind: FailureKind, detail: String) -> DeviceError {
+        let in_flight = self
+            .slots
+            .iter_mut()
+            .filter_map(|s| match s.take() {
+                Some(Slot::Io(r)) => Some(r),
+                _ => None,
+            })
+            .collect();
+        self.in_flight = 0;
+        self.free.clear();
+        let e = DeviceError { device: self.name.clone(), kind, detail, in_flight };
+        self.failed = Some(e.without_requests());
+        e
+    }
+
+    fn lost(&mut self) -> DeviceError {
+        let detail = match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(Some(status))) => format!("the device process exited ({status})"),
+            _ => "the device closed its connection (its process died or stopped)".to_string(),
+        };
+        self.fail(FailureKind::Lost, detail)
+    }
+
+    /// Takes every completion the device has posted; checks each one.
+    fn reap(&mut self, out: &mut Vec<Completion>) -> Result<usize, DeviceError> {
+        let depth = self.qp.depth();
+        let mut n = 0;
+        let mut progressed = false;
+        loop {
+            let word3 = self.qp.cqe_status_word(self.cq_head);
+            if cqe_phase(word3) != self.phase {
+                break;
+            }
+            let f = decode_cqe(&self.qp.read_cqe(self.cq_head, word3));
+            self.cq_head += 1;
+            if self.cq_head == depth {
+                self.cq_head = 0;
+                self.phase = !self.phase;
+            }
+            self.qp.cq_head().store(self.cq_head, Ordering::Release);
+            progressed = true;
+            let Some(status) = Status::from_code(f.status_code) else {
+                return Err(self.fail(FailureKind::MalformedCompletion, format!("completion for command {} with unknown status code {}", f.cid, f.status_code)));
+            };
+            let Some(slot) = self.slots.get_mut(f.cid as usize).and_then(Option::take) else {
+                return Err(self.fail(
+                    FailureKind::MalformedCompletion,
+                    format!("completion for command id {}, which is not in flight (a duplicate or corrupt completion)", f.cid),
+                ));
+            };
+            self.free.push(f.cid);
+            self.in_flight -= 1;
+            match slot {
+                Slot::Admin => self.admin_done = Some((f.cid, status, f.output_bytes)),
+                Slot::Io(request) => {
+                    if f.output_bytes > request.output.len || (!status.is_success() && f.output_bytes != 0) {
+                        let detail = format!(
+                            "completion for command {} says {status} with {} output bytes, for an output range of {}",
+                            f.cid, f.output_bytes, request.output.len
+                        );
+                        let mut e = self.fail(FailureKind::MalformedCompletion, detail);
+                        e.in_flight.push(request);
+                        self.failed = Some(e.without_requests());
+                        return Err(e);
+                    }
+                    out.push(Completion {
+                        request,
+                        status,
+                        output_bytes: f.output_bytes,
+                        input_crc32: f.input_crc32,
+                        device_time_us: f.device_time_us,
+                    });
+                    n += 1;
+                }
+            }
+        }
+        if progressed {
+            self.last_progress = Instant::now();
+        }
+        Ok(n)
+    }
+
+    /// Is the device alive, and is it making progress? Called when a poll
+    /// found nothing.
+    fn check_health(&mut self) -> Result<(), DeviceError> {
+        let now = Instant::now();
+        if now.duration_since(self.last_liveness_check) >= LIVENESS_CHECK_INTERVAL {
+            self.last_liveness_check = now;
+            if peer_closed(&self.socket) {
+                return Err(self.lost_after_final_reap());
+            }
+        }
+        if self.in_flight > 0 && now.duration_since(self.last_progress) > self.command_timeout {
+            let detail = format!(
+                "{} command(s) in flight and none completed for {} ms",
+                self.in_flight,
+                now.duration_since(self.last_progress).as_millis()
+            );
+            return Err(self.fail(FailureKind::Timeout, detail));
+        }
+        Ok(())
+    }
+
+    /// The device is gone: keep what it completed before it went (for the
+    /// next polls), and report the rest lost.
+    fn lost_after_final_reap(&mut self) -> DeviceError {
+        let mut last = Vec::new();
+        if let Err(e) = self.reap(&mut last) {
+            self.pending.extend(last);
+            return e;
+        }
+        self.pending.extend(last);
+        self.lost()
+    }
+
+    /// Sets the CQ need-wake word; false if a completion is already there.
+    fn arm_cq(&mut self) -> bool {
+        let need = self.qp.cq_need_wake();
+        need.store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if cqe_phase(self.qp.cqe_status_word(self.cq_head)) == self.phase {
+            need.store(0, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Sleeps until the device posts a completion, dies, or `timeout`.
+    fn sleep_on_cq(&mut self, timeout: Duration) -> Result<(), DeviceError> {
+        if !self.arm_cq() {
+            return Ok(());
+        }
+        let to_hang = self.command_timeout.saturating_sub(self.last_progress.elapsed()) + Duration::from_millis(1);
+        let fds = [(self.cq_efd.raw(), libc::POLLIN), (self.socket.as_raw_fd(), libc::POLLIN)];
+        let ev = poll_fds(&fds, Some(timeout.min(to_hang)));
+        self.qp.cq_need_wake().store(0, Ordering::SeqCst);
+        self.cq_efd.drain();
+        let ev = ev.map_err(|e| self.fail(FailureKind::Lost, format!("cannot wait for completions: {e}")))?;
+        if ev[1] != 0 && peer_closed(&self.socket) {
+            return Err(self.lost_after_final_reap());
+        }
+        if self.in_flight > 0 && self.last_progress.elapsed() > self.command_timeout {
+            let mut last = Vec::new();
+            let n = self.reap(&mut last)?;
+            self.pending.extend(last);
+            if n == 0 {
+                self.check_health()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs an admin command and waits for it (I/O completions that arrive
+    /// meanwhile are kept for the next poll).
+    fn admin(&mut self, opcode: u8) -> Result<(Status, u64), DeviceError> {
+        if let Some(f) = &self.failed {
+            return Err(f.clone());
+        }
+        let cid = loop {
+            if let Some(cid) = self.free.pop() {
+                break cid;
+            }
+            self.reap_into_pending()?;
+            if self.free.is_empty() {
+                self.check_health()?;
+                self.sleep_on_cq(self.command_timeout)?;
+            }
+        };
+        self.push_entry(cid, &encode_admin(cid, opcode), Slot::Admin);
+        loop {
+            self.reap_into_pending()?;
+            if let Some((done_cid, status, bytes)) = self.admin_done.take() {
+                if done_cid == cid {
+                    return Ok((status, bytes));
+                }
+            }
+            self.check_health()?;
+            self.sleep_on_cq(self.command_timeout)?;
+        }
+    }
+
+    fn reap_into_pending(&mut self) -> Result<(), DeviceError> {
+        let mut got = Vec::new();
+        let r = self.reap(&mut got);
+        self.pending.extend(got);
+        r.map(|_| ())
+    }
+}
+
+impl Device for EmulatedCsp {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn functions(&self) -> FunctionSet {
+        self.identify.functions
+    }
+
+    fn memory(&self) -> &DeviceMemory {
+        &self.memory
+    }
+
+    fn queue_depth(&self) -> usize {
+        self.qp.depth() as usize - 1
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight + self.pending.len()
+    }
+
+    fn submit(&mut self, request: Request) -> Submit {
+        if let Some(f) = &self.failed {
+            return Submit::Refused(request, f.clone());
+        }
+        if request.inputs.len() > MAX_INPUT_RANGES {
+            // Cannot be written as an entry: refused here, as the device would.
+            self.pending.push_back(Completion { request, status: Status::InvalidField, output_bytes: 0, input_crc32: 0, device_time_us: 0 });
+            return Submit::Queued;
+        }
+        let Some(cid) = self.free.pop() else {
+            return Submit::Busy(request);
+        };
+        let entry = encode_sqe(cid, &request);
+        self.push_entry(cid, &entry, Slot::Io(request));
+        Submit::Queued
+    }
+
+    fn poll(&mut self, completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
+        let mut n = 0;
+        while let Some(c) = self.pending.pop_front() {
+            completions.push(c);
+            n += 1;
+        }
+        if let Some(f) = &self.failed {
+            return if n > 0 { Ok(n) } else { Err(f.clone()) };
+        }
+        n += self.reap(completions)?;
+        if n == 0 && self.in_flight > 0 {
+            self.check_health()?;
+            n += self.pending.len();
+            completions.extend(self.pending.drain(..));
+        }
+        Ok(n)
+    }
+
+    fn wait(&mut self, timeout: Duration) -> Result<(), DeviceError> {
+        if let Some(f) = &self.failed {
+            return if self.pending.is_empty() { Err(f.clone()) } else { Ok(()) };
+        }
+        if !self.pending.is_empty() || self.in_flight == 0 {
+            return Ok(());
+        }
+        self.sleep_on_cq(timeout)
+    }
+
+    fn wake_fd(&self) -> Option<RawFd> {
+        Some(self.cq_efd.raw())
+    }
+
+    fn arm_wake(&mut self) -> bool {
+        if self.failed.is_some() || !self.pending.is_empty() {
+            return false;
+        }
+        self.arm_cq()
+    }
+
+    fn stats(&mut self) -> Option<DeviceStats> {
+        self.device_stats().ok()
+    }
+}
+
+impl Crash for EmulatedCsp {
+    /// SIGKILLs the device process (a crash mid-job); the host side finds
+    /// out through its ordinary checks (the connection hangs up).
+    fn crash(&mut self) {
+        match &mut self.child {
+            Some(c) => {
+                let _ = c.kill();
+            }
+            None => {
+                let _ = sys::kill(self.identify.pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for EmulatedCsp {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = stop_child(&mut child, &self.paths);
+        }
+    }
+}
+
+/// SIGTERM, up to 5 s for the device to clean up, then SIGKILL. A device
+/// that did not remove its files (killed) has them removed here.
+fn stop_child(child: &mut Child, paths: &CspPaths) -> std::io::Result<std::process::ExitStatus> {
+    if let Some(status) = child.try_wait()? {
+        paths.remove_all();
+        return Ok(status);
+    }
+    let _ = sys::kill(child.id(), libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            break child.wait()?;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    paths.remove_all();
+    Ok(status)
+}
+
+/// Waits for the ready line on the child's standard output.
+fn wait_ready(child: &mut Child, name: &str, timeout: Duration) -> Result<(), CspError> {
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let start = Instant::now();
+    let mut line = Vec::new();
+    loop {
+        let left = timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Err(CspError::StartTimeout { name: name.to_string(), waited_ms: start.elapsed().as_millis() as u64 });
+        }
+        let ev = poll_fds(&[(stdout.as_raw_fd(), libc::POLLIN)], Some(left)).unwrap_or_default();
+        if ev.first().copied().unwrap_or(0) == 0 {
+            continue;
+        }
+        let mut buf = [0u8; 512];
+        let n = stdout.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            let status = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+            return Err(CspError::ExitedEarly { name: name.to_string(), status });
+        }
+        line.extend_from_slice(&buf[..n]);
+        if let Some(end) = line.iter().position(|b| *b == b'\n') {
+            if line[..end].starts_with(READY_LINE_PREFIX.as_bytes()) {
+                return Ok(());
+            }
+            line.drain(..=end);
+        }
+    }
+}
+
+/// Connects to the device's socket and claims a queue pair; returns the
+/// socket, the queue pair's index and its SQ and CQ eventfds.
+fn claim(paths: &CspPaths, name: &str, queue: Option<u32>) -> Result<(UnixStream, u32, EventFd, EventFd), CspError> {
+    let connect_err = |source| CspError::Connect { name: name.to_string(), socket: paths.socket.clone(), source };
+    let io_err = |source| CspError::Io { operation: "claim a queue pair on", path: paths.socket.clone(), source };
+    let mut sock = UnixStream::connect(&paths.socket).map_err(connect_err)?;
+    sock.set_read_timeout(Some(Duration::from_secs(10))).map_err(io_err)?;
+    let mut msg = [0u8; 8];
+    msg[0..4].copy_from_slice(&CLAIM_MAGIC.to_le_bytes());
+    msg[4..8].copy_from_slice(&queue.unwrap_or(CLAIM_ANY).to_le_bytes());
+    sock.write_all(&msg).map_err(io_err)?;
+    let mut answer = [0u8; 16];
+    let fds = sys::recv_with_fds(&sock, &mut answer, 2).map_err(io_err)?;
+    let word = |i: usize| u32::from_le_bytes(answer[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
+    let refused = |reason: String| CspError::Refused { name: name.to_string(), reason };
+    if word(0) != CLAIM_MAGIC {
+        return Err(refused("the socket answered something that is not a peerpath CSP".into()));
+    }
+    match word(1) {
+        CLAIM_OK => {}
+        CLAIM_NO_FREE_QUEUE => {
+            return Err(refused(match queue {
+                Some(q) => format!("queue pair {q} is taken or does not exist"),
+                None => "every queue pair is taken (start it with more --queues)".into(),
+            }))
+        }
+        other => return Err(refused(format!("claim refused with status {other}"))),
+    }
+    let mut fds = fds.into_iter();
+    let (Some(sq), Some(cq)) = (fds.next(), fds.next()) else {
+        return Err(refused("the reply carried no eventfds".into()));
+    };
+    sock.set_read_timeout(None).map_err(io_err)?;
+    Ok((sock, word(2), EventFd::from_owned(sq), EventFd::from_owned(cq)))
+}
+
+/// Checks the queue file's header; returns its geometry.
+fn check_header(q: &QueueFile, path: &Path) -> Result<Geometry, CspError> {
+    let bad = |detail: String| Err(CspError::BadQueueFile { path: path.to_path_buf(), detail });
+    if q.len() < layout::HEADER_BYTES {
+        return bad(format!("{} bytes, shorter than its header", q.len()));
+    }
+    let magic = q.u64_at(header::MAGIC).load(Ordering::Acquire);
+    if magic != QUEUE_MAGIC {
+        return bad(format!("magic {magic:#018x}, expected {QUEUE_MAGIC:#018x}"));
+    }
+    let version = q.u32_at(header::VERSION).load(Ordering::Acquire);
+    if version != QUEUE_VERSION {
+        return bad(format!("layout version {version}, this build reads {QUEUE_VERSION}"));
+    }
+    if q.u32_at(header::STATE).load(Ordering::Acquire) != STATE_READY {
+        return bad("the device is not ready (starting or stopping)".into());
+    }
+    let sqe = q.u32_at(header::SQE_BYTES).load(Ordering::Relaxed) as usize;
+    let cqe = q.u32_at(header::CQE_BYTES).load(Ordering::Relaxed) as usize;
+    if (sqe, cqe) != (layout::SQE_BYTES, layout::CQE_BYTES) {
+        return bad(format!("entries of {sqe} and {cqe} bytes, expected {} and {}", layout::SQE_BYTES, layout::CQE_BYTES));
+    }
+    let g = q.geometry();
+    if !g.is_valid() {
+        return bad(format!("{} queue pairs of depth {}", g.queue_count, g.queue_depth));
+    }
+    let stride = q.u64_at(header::QUEUE_STRIDE).load(Ordering::Relaxed);
+    if stride != g.queue_stride() as u64 || q.len() < g.total_bytes() {
+        return bad(format!("queue stride {stride} or file length {} does not match the geometry", q.len()));
+    }
+    Ok(g)
+}

@@ -1,0 +1,240 @@
+//! Checking and running one request on a device's memory: the code every
+//! device runs (the CPU device on its threads, the emulated CSP on its
+//! workers), built on `peerpath-func`, the oracle.
+
+use crate::function::{Function, FunctionSet};
+use crate::memory::DeviceMemory;
+use crate::request::{Request, Status, MAX_INPUT_RANGES};
+use peerpath_func::{
+    decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberHeader, BGZF_MAX_INPUT_BYTES,
+    MAX_MEMBER_UNCOMPRESSED_BYTES,
+};
+use std::time::Instant;
+
+/// What running a request gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub status: Status,
+    pub output_bytes: u64,
+    pub input_crc32: u32,
+    pub device_time_us: u32,
+    pub busy_ns: u64,
+}
+
+impl Outcome {
+    pub(crate) fn failed(status: Status) -> Outcome {
+        Outcome { status, output_bytes: 0, input_crc32: 0, device_time_us: 0, busy_ns: 0 }
+    }
+}
+
+/// Checks everything about `request` that can be checked without reading
+/// device memory: the function is supported, the number of inputs fits the
+/// function, every range lies inside `memory_bytes`, inputs do not overlap
+/// the output, and sizes suit the function.
+pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Result<(), Status> {
+    let f = request.function;
+    if !supported.contains(f.kind()) {
+        return Err(Status::Unsupported);
+    }
+    let n = request.inputs.len();
+    let count_ok = n <= MAX_INPUT_RANGES
+        && match f {
+            Function::Copy | Function::Crc32 => true,
+            Function::Fill { .. } => n == 0,
+            Function::GzipCompressMember { .. } | Function::GzipDecompressMember => n == 1,
+        };
+    if !count_ok {
+        return Err(Status::InvalidField);
+    }
+    if matches!(f, Function::Crc32) && request.output.len != 0 {
+        return Err(Status::InvalidField);
+    }
+    if !request.output.fits(memory_bytes) || request.inputs.iter().any(|r| !r.fits(memory_bytes)) {
+        return Err(Status::OutOfRange);
+    }
+    if request.inputs.iter().any(|r| r.overlaps(&request.output)) {
+        return Err(Status::RangeOverlap);
+    }
+    let input_bytes = request.input_bytes();
+    match f {
+        Function::Copy if request.output.len < input_bytes => Err(Status::OutputTooSmall),
+        Function::GzipCompressMember { format, .. } => {
+            let limit = match format {
+                Format::Gzip => MAX_MEMBER_UNCOMPRESSED_BYTES,
+                Format::Bgzf => BGZF_MAX_INPUT_BYTES,
+            };
+            if input_bytes > limit as u64 {
+                Err(Status::InputTooLarge)
+            } else if request.output.len < member_bound_bytes(input_bytes as usize) as u64 {
+                Err(Status::OutputTooSmall)
+            } else {
+                Ok(())
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Reusable compression state, one encoder per level, made on first use.
+#[derive(Default)]
+pub(crate) struct Encoders {
+    by_level: Vec<Option<MemberEncoder>>,
+}
+
+impl Encoders {
+    fn get(&mut self, level: Level) -> &mut MemberEncoder {
+        let i = level.get() as usize;
+        if self.by_level.len() <= i {
+            self.by_level.resize_with(i + 1, || None);
+        }
+        self.by_level[i].get_or_insert_with(|| MemberEncoder::new(level))
+    }
+}
+
+fn crc_of(inputs: &[&[u8]]) -> u32 {
+    let mut crc = libdeflater::Crc::new();
+    for i in inputs {
+        crc.update(i);
+    }
+    crc.sum()
+}
+
+/// Runs a request that passed [`check`]. A panic inside a function becomes
+/// [`Status::Internal`].
+///
+/// # Safety
+/// `request` passed [`check`] against this memory's length, and its ranges
+/// are claimed (a [`crate::memory::RangeTable`]) for the duration: nothing
+/// writes its inputs, nothing else touches its output.
+pub(crate) unsafe fn run(memory: &DeviceMemory, request: &Request, encoders: &mut Encoders) -> Outcome {
+    let start = Instant::now();
+    // SAFETY: the caller's contract: ranges fit and are exclusive as claimed.
+    let inputs: Vec<&[u8]> = request.inputs.iter().map(|r| unsafe { memory.input(*r) }).collect();
+    // SAFETY: as above; the output does not overlap the inputs (check).
+    let output = unsafe { memory.output(request.output) };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(request.function, &inputs, output, encoders)));
+    let (status, output_bytes, input_crc32) = match result {
+        Ok(Ok((n, crc))) => (Status::Success, n, crc),
+        Ok(Err(status)) => (status, 0, 0),
+        Err(_) => {
+            // The encoders may be mid-stream; start afresh.
+            *encoders = Encoders::default();
+            (Status::Internal, 0, 0)
+        }
+    };
+    let elapsed = start.elapsed();
+    Outcome {
+        status,
+        output_bytes,
+        input_crc32,
+        device_time_us: elapsed.as_micros().min(u32::MAX as u128) as u32,
+        busy_ns: elapsed.as_nanos().min(u64::MAX as u128) as u64,
+    }
+}
+
+/// The functions themselves, on plain slices. Returns (output bytes, CRC-32
+/// of the input read).
+fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &mut Encoders) -> Result<(u64, u32), Status> {
+    match function {
+        Function::Copy => {
+            let mut at = 0;
+            for i in inputs {
+                output[at..at + i.len()].copy_from_slice(i);
+                at += i.len();
+            }
+            Ok((at as u64, crc_of(inputs)))
+        }
+        Function::Fill { byte } => {
+            output.fill(byte);
+            Ok((output.len() as u64, 0))
+        }
+        Function::Crc32 => Ok((0, crc_of(inputs))),
+        Function::GzipCompressMember { level, format } => {
+            let input = inputs[0];
+            let n = encode_member(encoders.get(level), format, input, output);
+            // The trailer holds the CRC-32 of the input: no second pass.
+            let crc = u32::from_le_bytes(output[n - 8..n - 4].try_into().expect("4 bytes"));
+            Ok((n as u64, crc))
+        }
+        Function::GzipDecompressMember => {
+            let member = inputs[0];
+            let header = MemberHeader::parse(member).map_err(|_| Status::CorruptInput)?;
+            let declared = peerpath_func::gzip::declared_output_bytes(&header, member).map_err(|_| Status::CorruptInput)?;
+            let member_bytes = header.sizes.map(|s| s.member_bytes()).ok_or(Status::CorruptInput)?;
+            if member_bytes != member.len() {
+                return Err(Status::CorruptInput);
+            }
+            if output.len() < declared {
+                return Err(Status::OutputTooSmall);
+            }
+            let n = decode_member(&header, member, output).map_err(|_| Status::CorruptInput)?;
+            Ok((n as u64, crc_of(inputs)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::DeviceRange;
+
+    fn all() -> FunctionSet {
+        FunctionSet::all()
+    }
+
+    #[test]
+    fn checks_refuse_what_cannot_run() {
+        let r = DeviceRange::new;
+        let lvl = Level::new(1).unwrap();
+        let mem = 1 << 20;
+        assert_eq!(check(&Request::fill(0, 1, r(0, 10)), mem, FunctionSet::EMPTY), Err(Status::Unsupported));
+        assert_eq!(check(&Request::copy(0, &[r(0, 1), r(1, 1), r(2, 1)], r(100, 10)), mem, all()), Err(Status::InvalidField));
+        let mut fill_with_input = Request::fill(0, 1, r(0, 10));
+        fill_with_input.inputs.push(r(20, 1));
+        assert_eq!(check(&fill_with_input, mem, all()), Err(Status::InvalidField));
+        let mut crc_with_output = Request::crc32(0, &[r(0, 10)]);
+        crc_with_output.output = r(100, 1);
+        assert_eq!(check(&crc_with_output, mem, all()), Err(Status::InvalidField));
+        assert_eq!(check(&Request::fill(0, 1, r(mem - 1, 2)), mem, all()), Err(Status::OutOfRange));
+        assert_eq!(check(&Request::crc32(0, &[r(u64::MAX, 1)]), mem, all()), Err(Status::OutOfRange));
+        assert_eq!(check(&Request::copy(0, &[r(0, 10)], r(5, 10)), mem, all()), Err(Status::RangeOverlap));
+        assert_eq!(check(&Request::copy(0, &[r(0, 10)], r(10, 9)), mem, all()), Err(Status::OutputTooSmall));
+        assert_eq!(
+            check(&Request::compress(0, lvl, Format::Bgzf, r(0, 0xff01), r(0x10000, 0x20000)), mem, all()),
+            Err(Status::InputTooLarge)
+        );
+        assert_eq!(check(&Request::compress(0, lvl, Format::Gzip, r(0, 1000), r(1000, 1000)), mem, all()), Err(Status::OutputTooSmall));
+        assert_eq!(check(&Request::compress(0, lvl, Format::Gzip, r(0, 1000), r(1000, 2000)), mem, all()), Ok(()));
+        assert_eq!(check(&Request::crc32(0, &[]), mem, all()), Ok(()), "the CRC-32 of nothing is 0");
+    }
+
+    #[test]
+    fn compress_reports_the_crc_of_its_input_and_decompress_restores_it() {
+        let m = DeviceMemory::host(1 << 20);
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // SAFETY: nothing else uses this memory.
+        unsafe { m.host_write(0, &data) };
+        let mut enc = Encoders::default();
+        let req = Request::compress(1, Level::new(6).unwrap(), Format::Gzip, DeviceRange::new(0, data.len() as u64), DeviceRange::new(65536, 131072));
+        check(&req, m.len() as u64, all()).unwrap();
+        // SAFETY: checked, and nothing else runs on this memory.
+        let out = unsafe { run(&m, &req, &mut enc) };
+        assert_eq!(out.status, Status::Success);
+        assert_eq!(out.input_crc32, libdeflater::crc32(&data));
+        let member = DeviceRange::new(65536, out.output_bytes);
+        let back = Request::decompress(2, member, DeviceRange::new(262144, 65536));
+        check(&back, m.len() as u64, all()).unwrap();
+        // SAFETY: as above.
+        let out2 = unsafe { run(&m, &back, &mut enc) };
+        assert_eq!(out2.status, Status::Success);
+        assert_eq!(out2.output_bytes, data.len() as u64);
+        let mut restored = vec![0u8; data.len()];
+        // SAFETY: as above.
+        unsafe { m.host_read(262144, &mut restored) };
+        assert_eq!(restored, data);
+        // A member range one byte short is corrupt input.
+        let short = Request::decompress(3, DeviceRange::new(65536, out.output_bytes - 1), DeviceRange::new(262144, 65536));
+        // SAFETY: as above.
+        assert_eq!(unsafe { run(&m, &short, &mut enc) }.status, Status::CorruptInput);
+    }
+}

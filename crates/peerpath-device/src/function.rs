@@ -1,0 +1,228 @@
+//! The closed set of functions a device can run, numbered like opcodes.
+
+use peerpath_func::{Format, Level};
+use serde::Serialize;
+use std::fmt;
+
+/// One function with its parameters. The set is closed: a new function is a
+/// new variant here, a new [`FunctionKind`] opcode, a CPU implementation in
+/// `exec.rs`, and a row in `docs/queue-format.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "function", rename_all = "snake_case")]
+pub enum Function {
+    /// Gathers the input ranges, in order, into the start of the output
+    /// range. Output bytes: the sum of the input lengths.
+    Copy,
+    /// Writes `byte` over the whole output range (no inputs).
+    Fill { byte: u8 },
+    /// Computes the CRC-32 (gzip's, IEEE) of the input ranges; no output.
+    Crc32,
+    /// Compresses one input range into one complete gzip member (header,
+    /// deflate data, trailer) at the start of the output range, byte for
+    /// byte what [`peerpath_func::encode_member`] writes. The output range
+    /// must hold [`peerpath_func::member_bound_bytes`] of the input.
+    GzipCompressMember { level: Level, format: Format },
+    /// Decodes one input range holding exactly one member with declared
+    /// sizes (peerpath's 'PP' or BGZF's 'BC' subfield) into the output
+    /// range, checking its CRC-32 and length.
+    GzipDecompressMember,
+}
+
+impl Function {
+    pub fn kind(&self) -> FunctionKind {
+        match self {
+            Function::Copy => FunctionKind::Copy,
+            Function::Fill { .. } => FunctionKind::Fill,
+            Function::Crc32 => FunctionKind::Crc32,
+            Function::GzipCompressMember { .. } => FunctionKind::GzipCompressMember,
+            Function::GzipDecompressMember => FunctionKind::GzipDecompressMember,
+        }
+    }
+
+    /// The parameter word of a queue entry (`docs/queue-format.md`).
+    pub fn param_word(&self) -> u64 {
+        match *self {
+            Function::Fill { byte } => byte as u64,
+            Function::GzipCompressMember { level, format } => {
+                let format_code: u64 = match format {
+                    Format::Gzip => 0,
+                    Format::Bgzf => 1,
+                };
+                level.get() as u64 | (format_code << 8)
+            }
+            Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
+        }
+    }
+
+    /// Rebuilds a function from its opcode and parameter word; `None` for
+    /// an unknown opcode or a parameter word with bits that mean nothing.
+    pub fn from_opcode(opcode: u8, param: u64) -> Option<Result<Function, ()>> {
+        let kind = FunctionKind::from_opcode(opcode)?;
+        Some(match kind {
+            FunctionKind::Copy | FunctionKind::Crc32 | FunctionKind::GzipDecompressMember => {
+                if param != 0 {
+                    Err(())
+                } else {
+                    Ok(match kind {
+                        FunctionKind::Copy => Function::Copy,
+                        FunctionKind::Crc32 => Function::Crc32,
+                        _ => Function::GzipDecompressMember,
+                    })
+                }
+            }
+            FunctionKind::Fill => {
+                if param > 0xff {
+                    Err(())
+                } else {
+                    Ok(Function::Fill { byte: param as u8 })
+                }
+            }
+            FunctionKind::GzipCompressMember => {
+                let level = param & 0xff;
+                let format = (param >> 8) & 0xff;
+                let rest = param >> 16;
+                match (Level::new(level as u32), format, rest) {
+                    (Ok(level), 0, 0) => Ok(Function::GzipCompressMember { level, format: Format::Gzip }),
+                    (Ok(level), 1, 0) => Ok(Function::GzipCompressMember { level, format: Format::Bgzf }),
+                    _ => Err(()),
+                }
+            }
+        })
+    }
+}
+
+impl fmt::Display for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Function::Fill { byte } => write!(f, "fill {byte:#04x}"),
+            Function::GzipCompressMember { level, format } => {
+                write!(f, "gzip compress member (level {}, {format:?})", level.get())
+            }
+            other => f.write_str(other.kind().name()),
+        }
+    }
+}
+
+/// A function without its parameters: the opcode of a queue entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum FunctionKind {
+    Copy = 0x01,
+    Fill = 0x02,
+    Crc32 = 0x03,
+    GzipCompressMember = 0x10,
+    GzipDecompressMember = 0x11,
+}
+
+impl FunctionKind {
+    /// Every function, in opcode order.
+    pub const ALL: [FunctionKind; 5] = [
+        FunctionKind::Copy,
+        FunctionKind::Fill,
+        FunctionKind::Crc32,
+        FunctionKind::GzipCompressMember,
+        FunctionKind::GzipDecompressMember,
+    ];
+
+    pub fn opcode(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_opcode(opcode: u8) -> Option<FunctionKind> {
+        FunctionKind::ALL.into_iter().find(|k| k.opcode() == opcode)
+    }
+
+    /// Position in [`FunctionKind::ALL`] (and in statistics tables).
+    pub fn index(self) -> usize {
+        FunctionKind::ALL.iter().position(|k| *k == self).expect("ALL lists every kind")
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FunctionKind::Copy => "copy",
+            FunctionKind::Fill => "fill",
+            FunctionKind::Crc32 => "crc32",
+            FunctionKind::GzipCompressMember => "gzip compress member",
+            FunctionKind::GzipDecompressMember => "gzip decompress member",
+        }
+    }
+
+    /// Bit of this function in a [`FunctionSet`] (one bit per index).
+    fn bit(self) -> u32 {
+        1 << self.index()
+    }
+}
+
+/// The functions a device supports (a bit set over [`FunctionKind::ALL`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FunctionSet(u32);
+
+impl FunctionSet {
+    pub const EMPTY: FunctionSet = FunctionSet(0);
+
+    pub fn all() -> FunctionSet {
+        FunctionKind::ALL.into_iter().fold(FunctionSet::EMPTY, FunctionSet::with)
+    }
+    pub fn with(self, kind: FunctionKind) -> FunctionSet {
+        FunctionSet(self.0 | kind.bit())
+    }
+    pub fn contains(&self, kind: FunctionKind) -> bool {
+        self.0 & kind.bit() != 0
+    }
+    pub fn iter(&self) -> impl Iterator<Item = FunctionKind> + '_ {
+        FunctionKind::ALL.into_iter().filter(|k| self.contains(*k))
+    }
+    /// The wire form (identify data): bit `i` is `FunctionKind::ALL[i]`.
+    pub fn bits(&self) -> u32 {
+        self.0
+    }
+    /// From the wire form; bits for functions this build does not know are dropped.
+    pub fn from_bits(bits: u32) -> FunctionSet {
+        FunctionSet(bits & FunctionSet::all().0)
+    }
+}
+
+impl Serialize for FunctionSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_function_round_trips_through_opcode_and_param() {
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }];
+        for level in 0..=Level::MAX {
+            for format in [Format::Gzip, Format::Bgzf] {
+                functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
+            }
+        }
+        for f in functions {
+            assert_eq!(Function::from_opcode(f.kind().opcode(), f.param_word()), Some(Ok(f)));
+        }
+    }
+
+    #[test]
+    fn unknown_opcodes_and_bad_params_are_refused() {
+        assert_eq!(Function::from_opcode(0x00, 0), None);
+        assert_eq!(Function::from_opcode(0x7f, 0), None);
+        assert_eq!(Function::from_opcode(0x01, 1), Some(Err(())));
+        assert_eq!(Function::from_opcode(0x02, 0x100), Some(Err(())));
+        assert_eq!(Function::from_opcode(0x10, 13), Some(Err(())), "level 13 does not exist");
+        assert_eq!(Function::from_opcode(0x10, 2 << 8), Some(Err(())), "format 2 does not exist");
+        assert_eq!(Function::from_opcode(0x10, 1 << 16), Some(Err(())), "reserved bits");
+    }
+
+    #[test]
+    fn function_sets_hold_what_was_added() {
+        let s = FunctionSet::EMPTY.with(FunctionKind::Crc32);
+        assert!(s.contains(FunctionKind::Crc32));
+        assert!(!s.contains(FunctionKind::Copy));
+        assert_eq!(FunctionSet::from_bits(FunctionSet::all().bits() | 0x8000_0000), FunctionSet::all());
+        assert_eq!(FunctionSet::all().iter().count(), FunctionKind::ALL.len());
+    }
+}

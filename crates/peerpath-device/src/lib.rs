@@ -1,0 +1,38 @@
+//! Compute devices (layer 2): where functions run, on ranges of the
+//! device's own memory.
+//!
+//! - [`Device`]: the trait every device implements (what it supports, its
+//!   memory, submit, poll, wait), SPDK accel-module style.
+//! - [`Function`]: the closed set of functions, numbered like opcodes.
+//! - [`Request`] / [`Completion`]: typed commands over [`DeviceRange`]s
+//!   (offsets in device memory, never host pointers); a completion carries
+//!   its status, output length and the CRC-32 of the input read.
+//! - [`CpuDevice`]: every function on host memory with `peerpath-func`,
+//!   the oracle every other device is compared with byte for byte.
+//! - [`EmulatedCsp`]: a computational storage processor in another
+//!   process, with its memory in a shared-memory file and NVMe-style queue
+//!   pairs (`docs/queue-format.md`); `peerpath csp serve` runs one by hand.
+//! - [`FaultyDevice`]: wraps any device and injects seeded faults (errors,
+//!   corrupted output, latency, crash).
+//!
+//! See `README.md` in this crate for how a job drives a device.
+
+mod cpu;
+mod device;
+pub mod emulated;
+mod exec;
+mod faulty;
+mod function;
+mod memory;
+mod request;
+mod stats;
+mod sys;
+
+pub use cpu::{CpuDevice, CpuDeviceConfig};
+pub use device::{run_to_completion, Crash, Device};
+pub use emulated::{CspError, CspPaths, EmulatedCsp, Identify, ServeOptions, SpawnOptions};
+pub use faulty::{FaultConfig, FaultEvent, FaultKind, FaultyDevice};
+pub use function::{Function, FunctionKind, FunctionSet};
+pub use memory::DeviceMemory;
+pub use request::{Completion, DeviceError, DeviceRange, FailureKind, Request, Status, Submit, MAX_INPUT_RANGES};
+pub use stats::{DeviceStats, FunctionStats};

@@ -1,0 +1,229 @@
+//! A device's memory, addressed by offset, and the table of ranges that
+//! commands in flight are using.
+
+use crate::request::{DeviceRange, Request, Status};
+use peerpath_mem::{AlignedBuf, MappedRegion, MemoryDomain};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// The memory a device computes in. Requests name ranges of it by offset.
+///
+/// - The CPU device's memory is host memory (anonymous, page-aligned).
+/// - The emulated CSP's memory is a shared-memory file that the device
+///   process created and the host maps ([`MappedRegion::open_shared`]).
+/// - A real device's would be its P2P memory ([`MappedRegion::map_p2pmem`]).
+///
+/// The host moves payload in and out with the I/O engine
+/// ([`DeviceMemory::io_ptr`], O_DIRECT); the region is there for a
+/// [`peerpath_mem::RegionAllocator`]. [`DeviceMemory::host_write`] and
+/// [`DeviceMemory::host_read`] exist for tests, diagnostics and fault
+/// injection only: the offload path never touches payload from the host.
+pub struct DeviceMemory {
+    base: NonNull<u8>,
+    len: usize,
+    backing: Backing,
+}
+
+enum Backing {
+    Host(AlignedBuf),
+    Region(Arc<MappedRegion>),
+}
+
+// SAFETY: DeviceMemory only holds the address of a mapping it keeps alive
+// (an AlignedBuf or an Arc<MappedRegion>, both Send); all byte access goes
+// through unsafe functions whose callers guarantee exclusive ranges.
+unsafe impl Send for DeviceMemory {}
+// SAFETY: as above; shared references expose only the address and length.
+unsafe impl Sync for DeviceMemory {}
+
+impl DeviceMemory {
+    /// `bytes` (rounded up to a page) of zeroed host memory.
+    pub fn host(bytes: usize) -> DeviceMemory {
+        let mut buf = AlignedBuf::new(bytes);
+        let len = buf.capacity();
+        let base = NonNull::new(buf.as_mut_ptr()).expect("an allocation is never null");
+        DeviceMemory { base, len, backing: Backing::Host(buf) }
+    }
+
+    /// A mapped region (emulated device memory or P2P memory).
+    pub fn region(region: Arc<MappedRegion>) -> DeviceMemory {
+        let base = NonNull::new(region.as_ptr()).expect("a mapping is never null");
+        DeviceMemory { base, len: region.len(), backing: Backing::Region(region) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn domain(&self) -> &MemoryDomain {
+        match &self.backing {
+            Backing::Host(b) => b.domain(),
+            Backing::Region(r) => r.domain(),
+        }
+    }
+
+    /// The mapped region, for a [`peerpath_mem::RegionAllocator`] (`None`
+    /// for host memory).
+    pub fn mapped_region(&self) -> Option<&Arc<MappedRegion>> {
+        match &self.backing {
+            Backing::Host(_) => None,
+            Backing::Region(r) => Some(r),
+        }
+    }
+
+    /// The address of `range`, for an I/O engine to hand to the kernel
+    /// (O_DIRECT into or out of device memory). `None` if the range does
+    /// not lie inside this memory.
+    pub fn io_ptr(&self, range: DeviceRange) -> Option<*mut u8> {
+        if !range.fits(self.len as u64) {
+            return None;
+        }
+        // SAFETY: offset <= len (checked above), so the result stays inside
+        // (or one past the end of) the mapping.
+        Some(unsafe { self.base.as_ptr().add(range.offset as usize) })
+    }
+
+    /// Copies `data` into device memory at `offset`, from the host.
+    /// Panics if the range does not fit.
+    ///
+    /// # Safety
+    /// No command in flight may read or write these bytes, and no other
+    /// thread may access them during the call.
+    pub unsafe fn host_write(&self, offset: u64, data: &[u8]) {
+        let range = DeviceRange::new(offset, data.len() as u64);
+        let dst = self.io_ptr(range).unwrap_or_else(|| panic!("host_write {range} outside {} bytes", self.len));
+        // SAFETY: dst..dst+len lies in the mapping (io_ptr checked); the
+        // caller guarantees nobody else touches it; `data` is host memory
+        // that cannot overlap device memory we own.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+    }
+
+    /// Copies bytes of device memory at `offset` into `out`, to the host.
+    /// Panics if the range does not fit.
+    ///
+    /// # Safety
+    /// No command in flight may write these bytes during the call.
+    pub unsafe fn host_read(&self, offset: u64, out: &mut [u8]) {
+        let range = DeviceRange::new(offset, out.len() as u64);
+        let src = self.io_ptr(range).unwrap_or_else(|| panic!("host_read {range} outside {} bytes", self.len));
+        // SAFETY: as in host_write, for reading.
+        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+    }
+
+    /// The bytes of an input range.
+    ///
+    /// # Safety
+    /// The range fits (checked by the caller) and nothing writes it while
+    /// the slice lives.
+    pub(crate) unsafe fn input(&self, range: DeviceRange) -> &[u8] {
+        debug_assert!(range.fits(self.len as u64));
+        // SAFETY: the caller guarantees the range fits and is not written
+        // while the slice lives.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(range.offset as usize), range.len as usize) }
+    }
+
+    /// The bytes of an output range.
+    ///
+    /// # Safety
+    /// The range fits and nothing else reads or writes it while the slice
+    /// lives (the [`RangeTable`] guarantees this for commands).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn output(&self, range: DeviceRange) -> &mut [u8] {
+        debug_assert!(range.fits(self.len as u64));
+        // SAFETY: the caller guarantees the range fits and is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(range.offset as usize), range.len as usize) }
+    }
+}
+
+impl std::fmt::Debug for DeviceMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceMemory").field("len", &self.len).field("domain", self.domain()).finish()
+    }
+}
+
+/// The ranges that commands in flight read and write. A command may run
+/// only if what it writes is used by nobody in flight and what it reads is
+/// written by nobody in flight: that is what makes a device's slices of its
+/// memory exclusive (and the `unsafe` in [`DeviceMemory`] sound).
+#[derive(Default, Debug)]
+pub(crate) struct RangeTable {
+    entries: Vec<Claim>,
+}
+
+#[derive(Debug)]
+struct Claim {
+    id: u64,
+    reads: Vec<DeviceRange>,
+    write: DeviceRange,
+}
+
+impl RangeTable {
+    /// Claims the ranges of `request` under `id`, or says why not
+    /// ([`Status::RangeConflict`]).
+    pub(crate) fn claim(&mut self, id: u64, request: &Request) -> Result<(), Status> {
+        let write = request.output;
+        for c in &self.entries {
+            let write_clash = c.reads.iter().chain(std::iter::once(&c.write)).any(|r| r.overlaps(&write));
+            let read_clash = request.inputs.iter().any(|r| r.overlaps(&c.write));
+            if write_clash || read_clash {
+                return Err(Status::RangeConflict);
+            }
+        }
+        self.entries.push(Claim { id, reads: request.inputs.clone(), write });
+        Ok(())
+    }
+
+    pub(crate) fn release(&mut self, id: u64) {
+        if let Some(i) = self.entries.iter().position(|c| c.id == id) {
+            self.entries.swap_remove(i);
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_memory_is_page_sized_and_bounded() {
+        let m = DeviceMemory::host(5000);
+        assert_eq!(m.len(), 8192);
+        assert!(m.domain().is_host());
+        assert!(m.mapped_region().is_none());
+        assert!(m.io_ptr(DeviceRange::new(8192, 0)).is_some());
+        assert!(m.io_ptr(DeviceRange::new(8192, 1)).is_none());
+        assert!(m.io_ptr(DeviceRange::new(u64::MAX, 2)).is_none());
+        // SAFETY: nothing else uses this memory.
+        unsafe {
+            m.host_write(100, b"abc");
+            let mut out = [0u8; 3];
+            m.host_read(100, &mut out);
+            assert_eq!(&out, b"abc");
+        }
+    }
+
+    #[test]
+    fn claims_exclude_writers_from_everything_and_readers_from_writers() {
+        let mut t = RangeTable::default();
+        let r = |o, l| DeviceRange::new(o, l);
+        t.claim(1, &Request::copy(0, &[r(0, 100)], r(100, 100))).unwrap();
+        // Reading what 1 reads is fine.
+        t.claim(2, &Request::crc32(0, &[r(50, 10)])).unwrap();
+        // Reading what 1 writes is not; writing what 1 reads is not.
+        assert_eq!(t.claim(3, &Request::crc32(0, &[r(150, 10)])), Err(Status::RangeConflict));
+        assert_eq!(t.claim(3, &Request::fill(0, 0, r(99, 2))), Err(Status::RangeConflict));
+        assert_eq!(t.len(), 2);
+        t.release(1);
+        t.claim(3, &Request::fill(0, 0, r(100, 100))).unwrap();
+        assert_eq!(t.claim(4, &Request::fill(0, 0, r(55, 1))), Err(Status::RangeConflict), "2 still reads 50..60");
+    }
+}

@@ -1,0 +1,270 @@
+//! The few system calls the devices need: eventfds, poll with a timeout,
+//! descriptors over a Unix socket (SCM_RIGHTS), pidfds, signals.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+/// A non-blocking eventfd: one side signals, the other waits and drains.
+#[derive(Debug)]
+pub(crate) struct EventFd {
+    fd: OwnedFd,
+}
+
+impl EventFd {
+    pub(crate) fn new() -> io::Result<EventFd> {
+        // SAFETY: eventfd takes plain integers and returns a new fd or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a freshly created descriptor that nothing else owns.
+        Ok(EventFd { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    pub(crate) fn from_owned(fd: OwnedFd) -> EventFd {
+        EventFd { fd }
+    }
+
+    /// Adds one to the counter, waking a waiter. Cannot block: the counter
+    /// only overflows after 2^64 - 2 signals nobody drained.
+    pub(crate) fn signal(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to our eventfd.
+        unsafe { libc::write(self.fd.as_raw_fd(), &one as *const u64 as *const libc::c_void, 8) };
+    }
+
+    /// Resets the counter (non-blocking; nothing to read is fine).
+    pub(crate) fn drain(&self) {
+        let mut value: u64 = 0;
+        // SAFETY: reads at most 8 bytes into a valid u64 from our eventfd;
+        // EAGAIN (counter zero) is the expected answer when nothing came.
+        unsafe { libc::read(self.fd.as_raw_fd(), &mut value as *mut u64 as *mut libc::c_void, 8) };
+    }
+
+    pub(crate) fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// `poll(2)` on `fds` (descriptor, wanted events); returns the events seen
+/// for each, all zero on timeout. `None` waits forever. EINTR counts as a
+/// timeout (the callers loop).
+pub(crate) fn poll_fds(fds: &[(RawFd, i16)], timeout: Option<Duration>) -> io::Result<Vec<i16>> {
+    let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&(fd, events)| libc::pollfd { fd, events, revents: 0 }).collect();
+    let timeout_ms: libc::c_int = match timeout {
+        None => -1,
+        // Round up so that a short wait does not become a busy loop of 0 ms polls.
+        Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int,
+    };
+    // SAFETY: pfds is a valid array of pollfd of the given length, alive for the call.
+    let rc = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![0; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(pfds.iter().map(|p| p.revents).collect())
+}
+
+/// Whether the peer of a stream socket has closed it (or it failed):
+/// checked without blocking and without consuming data.
+pub(crate) fn peer_closed(sock: &UnixStream) -> bool {
+    let Ok(ev) = poll_fds(&[(sock.as_raw_fd(), libc::POLLIN)], Some(Duration::ZERO)) else {
+        return true;
+    };
+    if ev[0] & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        return true;
+    }
+    if ev[0] & libc::POLLIN != 0 {
+        let mut byte = 0u8;
+        // SAFETY: peeks at most one byte into a valid u8; the socket is open.
+        let n = unsafe {
+            libc::recv(sock.as_raw_fd(), &mut byte as *mut u8 as *mut libc::c_void, 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+        };
+        return n == 0 || (n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock);
+    }
+    false
+}
+
+/// Sends `data` and the descriptors `fds` (SCM_RIGHTS) in one message.
+pub(crate) fn send_with_fds(sock: &UnixStream, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    let fd_bytes = std::mem::size_of_val(fds);
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes as u32) } as usize;
+    let mut control = vec![0u64; space.div_ceil(8)]; // u64s: cmsghdr alignment
+    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+    // SAFETY: msghdr is plain data; zero is a valid starting value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = space as _;
+        // SAFETY: msg_control points at `space` bytes we own, enough for one
+        // header with `fd_bytes` of data (CMSG_SPACE); CMSG_FIRSTHDR is
+        // therefore non-null and CMSG_DATA has room for the descriptors.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(fd_bytes as u32) as _;
+            std::ptr::copy_nonoverlapping(fds.as_ptr() as *const u8, libc::CMSG_DATA(cmsg), fd_bytes);
+        }
+    }
+    // SAFETY: msg points at a valid iovec and control buffer, alive for the call.
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != data.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short send on the device socket"));
+    }
+    Ok(())
+}
+
+/// Receives exactly `data.len()` bytes and up to `max_fds` descriptors
+/// (close-on-exec) sent with them.
+pub(crate) fn recv_with_fds(sock: &UnixStream, data: &mut [u8], max_fds: usize) -> io::Result<Vec<OwnedFd>> {
+    let fd_bytes = max_fds * std::mem::size_of::<RawFd>();
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes as u32) } as usize;
+    let mut control = vec![0u64; space.div_ceil(8)];
+    let mut iov = libc::iovec { iov_base: data.as_mut_ptr() as *mut libc::c_void, iov_len: data.len() };
+    // SAFETY: msghdr is plain data; zero is a valid starting value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = space as _;
+    // SAFETY: msg points at a valid iovec and control buffer we own.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled msg_control with valid cmsg headers within
+    // msg_controllen; CMSG_FIRSTHDR/NXTHDR walk only inside it, and each
+    // SCM_RIGHTS payload holds (cmsg_len - CMSG_LEN(0)) / 4 new descriptors
+    // that this process now owns.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let payload = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let count = payload / std::mem::size_of::<RawFd>();
+                let first = libc::CMSG_DATA(cmsg) as *const RawFd;
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(first.add(i).read_unaligned()));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    if (n as usize) < data.len() {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the device closed its socket mid-message"));
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "more descriptors than expected on the device socket"));
+    }
+    Ok(fds)
+}
+
+/// A pidfd for `pid` (Linux 5.3+): readable once the process has exited.
+pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0 as libc::c_uint) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a freshly created descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Sends `signal` to process `pid`.
+pub(crate) fn kill(pid: u32, signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill takes plain integers; a wrong pid fails with ESRCH.
+    if unsafe { libc::kill(pid as libc::pid_t, signal) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Blocks `signals` in the calling thread (and every thread it starts
+/// afterwards) and returns a signalfd that reads them instead.
+pub(crate) fn block_into_signalfd(signals: &[libc::c_int]) -> io::Result<OwnedFd> {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t we own; sigaddset/pthread_sigmask/
+    // signalfd only read or write it and take plain integers.
+    let fd = unsafe {
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a freshly created descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets the process's file mode creation mask, returning the old one.
+pub(crate) fn set_umask(mask: u32) -> u32 {
+    // SAFETY: umask takes a plain integer and cannot fail.
+    unsafe { libc::umask(mask as libc::mode_t) as u32 }
+}
+
+/// This process's parent.
+pub(crate) fn parent_pid() -> u32 {
+    // SAFETY: getppid takes nothing and cannot fail.
+    unsafe { libc::getppid() as u32 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eventfd_wakes_poll_and_drains() {
+        let e = EventFd::new().unwrap();
+        assert_eq!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap(), vec![0]);
+        e.signal();
+        e.signal();
+        assert_ne!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap()[0] & libc::POLLIN, 0);
+        e.drain();
+        assert_eq!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::from_millis(1))).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn descriptors_cross_a_socket() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let e = EventFd::new().unwrap();
+        send_with_fds(&a, b"hello!!!", &[e.raw(), e.raw()]).unwrap();
+        let mut buf = [0u8; 8];
+        let fds = recv_with_fds(&b, &mut buf, 2).unwrap();
+        assert_eq!(&buf, b"hello!!!");
+        assert_eq!(fds.len(), 2);
+        // The received descriptor is the same eventfd.
+        let got = EventFd::from_owned(fds.into_iter().next().unwrap());
+        got.signal();
+        assert_ne!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap()[0] & libc::POLLIN, 0);
+    }
+
+    #[test]
+    fn a_closed_peer_is_seen() {
+        let (a, b) = UnixStream::pair().unwrap();
+        assert!(!peer_closed(&a));
+        drop(b);
+        assert!(peer_closed(&a));
+    }
+}

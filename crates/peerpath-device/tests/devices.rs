@@ -1,0 +1,351 @@
+//! The CPU device and the emulated CSP against each other and against the
+//! oracle, byte for byte; queue limits; what a device refuses.
+
+mod common;
+
+use common::*;
+use peerpath_device::emulated::{layout, OPCODE_IDENTIFY};
+use peerpath_device::{run_to_completion, Completion, Device, DeviceRange, Function, FunctionKind, Request, Status, Submit};
+use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, BGZF_MAX_INPUT_BYTES};
+
+const INPUT_AT: u64 = 0;
+const MEMBER_AT: u64 = 8 << 20;
+const OUTPUT_AT: u64 = 16 << 20;
+const OUTPUT_CAP: u64 = 8 << 20;
+
+fn run_one(device: &mut dyn Device, request: Request) -> Completion {
+    let mut done = run_to_completion(device, [request], TIMEOUT).expect("device works");
+    assert_eq!(done.len(), 1, "one request, one completion");
+    done.pop().unwrap()
+}
+
+/// What one device did with one request: completion fields and output bytes.
+#[derive(Debug, PartialEq, Eq)]
+struct Result1 {
+    status: Status,
+    output_bytes: u64,
+    input_crc32: u32,
+    output: Vec<u8>,
+}
+
+fn outcome(device: &mut dyn Device, request: Request) -> Result1 {
+    let out = request.output;
+    let c = run_one(device, request);
+    let output = read(device, out.offset, c.output_bytes as usize);
+    Result1 { status: c.status, output_bytes: c.output_bytes, input_crc32: c.input_crc32, output }
+}
+
+fn inputs() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("empty", Vec::new()),
+        ("one byte", vec![b'x']),
+        ("protein 100 KB", protein(100_000)),
+        ("protein 1 MiB", protein(1 << 20)),
+        ("incompressible 300 KB", incompressible(300_000, 7)),
+        ("zeros 1 MiB", vec![0; 1 << 20]),
+        ("bgzf-sized incompressible", incompressible(BGZF_MAX_INPUT_BYTES, 9)),
+    ]
+}
+
+fn requests_for(len: u64) -> Vec<Request> {
+    let input = DeviceRange::new(INPUT_AT, len);
+    let out = DeviceRange::new(OUTPUT_AT, OUTPUT_CAP);
+    let mut v = vec![
+        Request::crc32(1, &[input]),
+        Request::crc32(2, &[DeviceRange::new(INPUT_AT, len / 2), DeviceRange::new(INPUT_AT + len / 2, len - len / 2)]),
+        Request::copy(3, &[input], out),
+        Request::copy(4, &[DeviceRange::new(INPUT_AT, len / 3), DeviceRange::new(INPUT_AT + len / 2, len - len / 2)], out),
+        Request::fill(5, 0x5a, DeviceRange::new(OUTPUT_AT, len + 1)),
+    ];
+    for level in [0, 1, 3, 4, 6, 9, 12] {
+        let level = Level::new(level).unwrap();
+        v.push(Request::compress(10, level, Format::Gzip, input, out));
+        if len as usize <= BGZF_MAX_INPUT_BYTES {
+            v.push(Request::compress(11, level, Format::Bgzf, input, out));
+        }
+    }
+    v
+}
+
+fn oracle_member(level: Level, format: Format, data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; member_bound_bytes(data.len())];
+    let n = encode_member(&mut MemberEncoder::new(level), format, data, &mut out);
+    out.truncate(n);
+    out
+}
+
+#[test]
+fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
+    let mut cpu = cpu(2, 8);
+    let mut emu = spawn_csp("agree", 16);
+    for (what, data) in inputs() {
+        write(&cpu, INPUT_AT, &data);
+        write(&emu, INPUT_AT, &data);
+        let crc = libdeflater::crc32(&data);
+        for request in requests_for(data.len() as u64) {
+            let a = outcome(&mut cpu, request.clone());
+            let b = outcome(&mut emu, request.clone());
+            assert_eq!(a, b, "{what}: {} differs between the CPU and the emulated device", request.function);
+            assert_eq!(a.status, Status::Success, "{what}: {}", request.function);
+            let input_crc = match request.function {
+                Function::Fill { .. } => 0,
+                _ => libdeflater::crc32(&request.inputs.iter().flat_map(|r| data[r.offset as usize..(r.offset + r.len) as usize].to_vec()).collect::<Vec<u8>>()),
+            };
+            assert_eq!(a.input_crc32, input_crc, "{what}: {}: CRC-32 of the input read", request.function);
+            match request.function {
+                Function::GzipCompressMember { level, format } => {
+                    assert_eq!(a.output, oracle_member(level, format, &data), "{what}: {} differs from encode_member", request.function);
+                    assert_eq!(a.input_crc32, crc);
+                }
+                Function::Copy => {
+                    let expect: Vec<u8> = request.inputs.iter().flat_map(|r| data[r.offset as usize..(r.offset + r.len) as usize].to_vec()).collect();
+                    assert_eq!(a.output, expect);
+                }
+                Function::Fill { byte } => assert_eq!(a.output, vec![byte; data.len() + 1]),
+                Function::Crc32 => assert_eq!(a.output_bytes, 0),
+                Function::GzipDecompressMember => unreachable!(),
+            }
+        }
+        // Decompression: a member made by the oracle, back to the input.
+        for format in [Format::Gzip, Format::Bgzf] {
+            if format == Format::Bgzf && data.len() > BGZF_MAX_INPUT_BYTES {
+                continue;
+            }
+            let member = oracle_member(Level::new(6).unwrap(), format, &data);
+            write(&cpu, MEMBER_AT, &member);
+            write(&emu, MEMBER_AT, &member);
+            let req = Request::decompress(20, DeviceRange::new(MEMBER_AT, member.len() as u64), DeviceRange::new(OUTPUT_AT, OUTPUT_CAP));
+            let a = outcome(&mut cpu, req.clone());
+            let b = outcome(&mut emu, req);
+            assert_eq!(a, b, "{what}: decompression differs");
+            assert_eq!(a.status, Status::Success);
+            assert_eq!(a.output, data, "{what}: decompression restores the input");
+            assert_eq!(a.input_crc32, libdeflater::crc32(&member), "CRC-32 of the member bytes read");
+        }
+    }
+    // Both kept statistics of the same work.
+    let (s_cpu, s_emu) = (cpu.stats().unwrap(), emu.device_stats().unwrap());
+    for kind in FunctionKind::ALL {
+        let (a, b) = (s_cpu.function(kind), s_emu.function(kind));
+        assert_eq!((a.commands, a.errors, a.input_bytes, a.output_bytes), (b.commands, b.errors, b.input_bytes, b.output_bytes), "{kind:?}");
+    }
+    assert!(s_emu.total().busy_ns > 0 && s_emu.function(FunctionKind::GzipCompressMember).commands > 0);
+    emu.shutdown().unwrap();
+}
+
+#[test]
+fn corrupt_members_fail_the_same_way_on_both_devices() {
+    let mut cpu = cpu(0, 4);
+    let mut emu = spawn_csp("corrupt", 8);
+    let data = protein(200_000);
+    let good = oracle_member(Level::new(1).unwrap(), Format::Gzip, &data);
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x10;
+    let mut bad_crc = good.clone();
+    let n = bad_crc.len();
+    bad_crc[n - 8] ^= 1;
+    let plain_gzip = {
+        // A member without a size subfield (what `gzip` writes) is refused.
+        let mut m = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        m.extend_from_slice(&good[24..]);
+        m
+    };
+    for (what, member, expect) in [
+        ("flipped deflate byte", &flipped, Status::CorruptInput),
+        ("wrong CRC-32", &bad_crc, Status::CorruptInput),
+        ("no size subfield", &plain_gzip, Status::CorruptInput),
+        ("not gzip", &data[..1000].to_vec(), Status::CorruptInput),
+    ] {
+        write(&cpu, MEMBER_AT, member);
+        write(&emu, MEMBER_AT, member);
+        let req = Request::decompress(1, DeviceRange::new(MEMBER_AT, member.len() as u64), DeviceRange::new(OUTPUT_AT, OUTPUT_CAP));
+        let a = run_one(&mut cpu, req.clone());
+        let b = run_one(&mut emu, req);
+        assert_eq!((a.status, a.output_bytes), (expect, 0), "{what}");
+        assert_eq!((b.status, b.output_bytes), (expect, 0), "{what}");
+    }
+    // Too small an output for the declared size.
+    write(&emu, MEMBER_AT, &good);
+    let req = Request::decompress(2, DeviceRange::new(MEMBER_AT, good.len() as u64), DeviceRange::new(OUTPUT_AT, data.len() as u64 - 1));
+    assert_eq!(run_one(&mut emu, req).status, Status::OutputTooSmall);
+}
+
+#[test]
+fn many_requests_in_flight_complete_correctly_on_both_devices() {
+    let data = protein(4 << 20);
+    let block = 64 << 10;
+    let level = Level::new(4).unwrap();
+    let requests: Vec<Request> = (0..64u64)
+        .map(|i| {
+            let input = DeviceRange::new(i * block, block);
+            let output = DeviceRange::new(OUTPUT_AT + i * 2 * block, 2 * block);
+            Request::compress(i, level, Format::Gzip, input, output)
+        })
+        .collect();
+    let mut cpu = cpu(2, 8);
+    let mut emu = spawn_csp("many", 8);
+    for device in [&mut cpu as &mut dyn Device, &mut emu as &mut dyn Device] {
+        write(device, 0, &data);
+        let done = run_to_completion(device, requests.clone(), TIMEOUT).unwrap();
+        assert_eq!(done.len(), requests.len());
+        for c in done {
+            assert_eq!(c.status, Status::Success);
+            let i = c.tag();
+            let chunk = &data[(i * block) as usize..((i + 1) * block) as usize];
+            assert_eq!(read(device, c.request.output.offset, c.output_bytes as usize), oracle_member(level, Format::Gzip, chunk), "block {i}");
+            assert_eq!(c.input_crc32, libdeflater::crc32(chunk));
+        }
+        assert_eq!(device.in_flight(), 0);
+    }
+}
+
+#[test]
+fn a_full_queue_answers_busy_and_hands_the_request_back() {
+    // Big, slow requests so that the queue is still full when we look.
+    let data = protein(2 << 20);
+    let slow = |i: u64| {
+        Request::compress(i, Level::new(12).unwrap(), Format::Gzip, DeviceRange::new(0, data.len() as u64), DeviceRange::new(OUTPUT_AT + i * (3 << 20), 3 << 20))
+    };
+    let mut emu = spawn_csp("busy", 4);
+    let mut cpu = cpu(1, 3);
+    for device in [&mut emu as &mut dyn Device, &mut cpu as &mut dyn Device] {
+        write(device, 0, &data);
+        assert_eq!(device.queue_depth(), 3, "{}", device.name());
+        for i in 0..3 {
+            assert!(matches!(device.submit(slow(i)), Submit::Queued));
+        }
+        let fourth = slow(3);
+        match device.submit(fourth.clone()) {
+            Submit::Busy(r) => assert_eq!(r, fourth, "busy hands back the very request"),
+            other => panic!("{}: expected Busy, got {other:?}", device.name()),
+        }
+        // Once something completes there is room again.
+        let mut done = Vec::new();
+        while done.is_empty() {
+            device.poll(&mut done).unwrap();
+            if done.is_empty() {
+                device.wait(TIMEOUT).unwrap();
+            }
+        }
+        assert!(matches!(device.submit(fourth), Submit::Queued));
+        while device.in_flight() > 0 {
+            if device.poll(&mut done).unwrap() == 0 {
+                device.wait(TIMEOUT).unwrap();
+            }
+        }
+        assert_eq!(done.len(), 4);
+        assert!(done.iter().all(|c| c.status == Status::Success));
+    }
+}
+
+#[test]
+fn out_of_range_and_overlapping_requests_are_refused_without_touching_memory() {
+    let mut cpu = cpu(1, 8);
+    let mut emu = spawn_csp("range", 8);
+    for device in [&mut cpu as &mut dyn Device, &mut emu as &mut dyn Device] {
+        let mem = device.memory().len() as u64;
+        let canary = vec![0xc3u8; 4096];
+        write(device, mem - 4096, &canary);
+        write(device, 0, &canary);
+        let r = DeviceRange::new;
+        let cases = [
+            ("fill past the end", Request::fill(1, 0, r(mem - 4096, 4097)), Status::OutOfRange),
+            ("fill at the end", Request::fill(2, 0, r(mem, 1)), Status::OutOfRange),
+            ("offset overflows", Request::fill(3, 0, r(u64::MAX - 10, 100)), Status::OutOfRange),
+            ("input past the end", Request::copy(4, &[r(mem - 10, 11)], r(0, 4096)), Status::OutOfRange),
+            ("input overflows", Request::crc32(5, &[r(u64::MAX, 1)]), Status::OutOfRange),
+            ("compress output past the end", Request::compress(6, Level::new(1).unwrap(), Format::Gzip, r(0, 100), r(mem - 100, 4096)), Status::OutOfRange),
+            ("copy onto itself", Request::copy(7, &[r(0, 4096)], r(100, 4096)), Status::RangeOverlap),
+            ("output too small", Request::copy(8, &[r(0, 4096)], r(mem - 4096, 4095)), Status::OutputTooSmall),
+            ("fill with an input", Request { tag: 9, function: Function::Fill { byte: 0 }, inputs: vec![r(0, 1)], output: r(mem - 4096, 1) }, Status::InvalidField),
+            ("three inputs", Request::copy(10, &[r(0, 1), r(1, 1), r(2, 1)], r(mem - 4096, 3)), Status::InvalidField),
+            ("crc with an output", Request { tag: 11, function: Function::Crc32, inputs: vec![], output: r(mem - 4096, 1) }, Status::InvalidField),
+            ("bgzf input too large", Request::compress(12, Level::new(1).unwrap(), Format::Bgzf, r(0, 0xff01), r(1 << 20, 1 << 20)), Status::InputTooLarge),
+        ];
+        for (what, request, expect) in cases {
+            let c = run_one(device, request.clone());
+            assert_eq!((c.status, c.output_bytes), (expect, 0), "{}: {what}", device.name());
+            assert_eq!(c.request, request, "the request comes back");
+        }
+        assert_eq!(read(device, mem - 4096, 4096), canary, "{}: memory at the end untouched", device.name());
+        assert_eq!(read(device, 0, 4096), canary, "{}: memory at the start untouched", device.name());
+        // The emulated device never sees three inputs: an entry cannot hold them.
+        let expected_errors = if device.name() == "cpu" { 12 } else { 11 };
+        let stats = device.stats().unwrap();
+        assert_eq!(stats.total().errors, expected_errors, "{}: errors counted", device.name());
+    }
+}
+
+#[test]
+fn a_request_that_writes_what_another_in_flight_uses_is_refused() {
+    let data = protein(4 << 20);
+    for mut device in [Box::new(cpu(1, 8)) as Box<dyn Device>, Box::new(spawn_csp("conflict", 8))] {
+        write(&*device, 0, &data);
+        let long = Request::compress(1, Level::new(12).unwrap(), Format::Gzip, DeviceRange::new(0, data.len() as u64), DeviceRange::new(OUTPUT_AT, 5 << 20));
+        assert!(matches!(device.submit(long), Submit::Queued));
+        // Writes the running command's input; then reads its output.
+        assert!(matches!(device.submit(Request::fill(2, 0, DeviceRange::new(100, 10))), Submit::Queued));
+        assert!(matches!(device.submit(Request::crc32(3, &[DeviceRange::new(OUTPUT_AT + 10, 10)])), Submit::Queued));
+        // Reading the same input is fine.
+        assert!(matches!(device.submit(Request::crc32(4, &[DeviceRange::new(0, 1000)])), Submit::Queued));
+        let mut done = run_to_completion(&mut *device, [], TIMEOUT).unwrap();
+        done.sort_by_key(|c| c.tag());
+        let statuses: Vec<Status> = done.iter().map(|c| c.status).collect();
+        assert_eq!(statuses, [Status::Success, Status::RangeConflict, Status::RangeConflict, Status::Success], "{}", device.name());
+        assert_eq!(done[3].input_crc32, libdeflater::crc32(&data[..1000]));
+    }
+}
+
+#[test]
+fn malformed_queue_entries_are_refused_and_counted() {
+    let mut emu = spawn_csp("malformed", 8);
+    let good = layout::encode_sqe(0, &Request::fill(0, 1, DeviceRange::new(0, 10)));
+    let with = |f: &dyn Fn(&mut [u64; 8])| {
+        let mut e = good;
+        f(&mut e);
+        e
+    };
+    let mem = emu.memory().len() as u64;
+    let cases: Vec<(&str, [u64; 8], Status)> = vec![
+        ("unknown opcode", with(&|e| e[0] = (e[0] & !0xff) | 0x55), Status::InvalidOpcode),
+        ("opcode zero", [0; 8], Status::InvalidOpcode),
+        ("flags set", with(&|e| e[0] |= 0x80 << 8), Status::InvalidField),
+        ("reserved bytes set", with(&|e| e[0] |= 0xff << 48), Status::InvalidField),
+        ("three inputs", with(&|e| e[0] |= 3 << 32), Status::InvalidField),
+        ("fill byte above 255", with(&|e| e[1] = 0x1ff), Status::InvalidField),
+        ("stray input slot", with(&|e| e[7] = 5), Status::InvalidField),
+        ("level 13", {
+            let mut e = layout::encode_sqe(0, &Request::compress(0, Level::new(1).unwrap(), Format::Gzip, DeviceRange::new(0, 1), DeviceRange::new(4096, 4096)));
+            e[1] = 13;
+            e
+        }, Status::InvalidField),
+        ("admin with junk", { let mut e = layout::encode_admin(0, OPCODE_IDENTIFY); e[5] = 1; e }, Status::InvalidField),
+        ("output offset beyond memory", with(&|e| e[2] = mem + 4096), Status::OutOfRange),
+    ];
+    let stats_before = emu.device_stats().unwrap();
+    for (i, (what, entry, expect)) in cases.iter().enumerate() {
+        assert!(matches!(emu.submit_raw(i as u64, *entry), Submit::Queued));
+        let c = run_to_completion(&mut emu, [], TIMEOUT).unwrap();
+        assert_eq!(c.len(), 1, "{what}");
+        assert_eq!((c[0].tag(), c[0].status, c[0].output_bytes), (i as u64, *expect, 0), "{what}");
+    }
+    let after = emu.device_stats().unwrap();
+    assert_eq!(after.rejected_entries - stats_before.rejected_entries, 9, "entries refused before naming a function");
+    // The device still works.
+    write(&emu, 0, b"hello");
+    let c = run_one(&mut emu, Request::crc32(1, &[DeviceRange::new(0, 5)]));
+    assert_eq!((c.status, c.input_crc32), (Status::Success, libdeflater::crc32(b"hello")));
+}
+
+#[test]
+fn identify_reports_functions_memory_and_queue_limits() {
+    let mut emu = spawn_csp("identify", 32);
+    let id = emu.identify().unwrap();
+    assert!(id.name.starts_with('t'));
+    assert_eq!(id.memory_bytes, MEMORY_BYTES as u64);
+    assert_eq!((id.queue_count, id.queue_depth, id.max_input_ranges, id.workers), (2, 32, 2, 2));
+    assert!(FunctionKind::ALL.iter().all(|k| id.functions.contains(*k)));
+    assert_eq!(id.pid, emu.pid());
+    assert_eq!(emu.memory_domains(), vec![peerpath_mem::MemoryDomain::Emulated { device: id.name.clone() }]);
+    assert!(emu.memory().mapped_region().is_some(), "a region for the allocator");
+}

@@ -1,0 +1,286 @@
+//! Devices that die, hang or lie; the emulated device's files; the seeded
+//! faulty-device wrapper.
+
+mod common;
+
+use common::*;
+use peerpath_device::emulated::{ConnectOptions, ServeOptions};
+use peerpath_device::{
+    run_to_completion, Completion, Crash, Device, DeviceError, DeviceRange, EmulatedCsp, FailureKind, FaultConfig, FaultEvent, FaultKind,
+    FaultyDevice, Request, Status, Submit,
+};
+use peerpath_func::{Format, Level};
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+const OUTPUT_AT: u64 = 8 << 20;
+
+/// Slow compress requests (level 12 on 1 MiB each), on separate ranges.
+fn slow_requests(n: u64) -> Vec<Request> {
+    (0..n)
+        .map(|i| {
+            Request::compress(
+                i,
+                Level::new(12).unwrap(),
+                Format::Gzip,
+                DeviceRange::new(i * (1 << 20), 1 << 20),
+                DeviceRange::new(OUTPUT_AT + i * (2 << 20), 2 << 20),
+            )
+        })
+        .collect()
+}
+
+/// Polls and waits until the device reports a failure (or `limit` passes).
+fn until_failure(device: &mut dyn Device, limit: Duration) -> (Vec<Completion>, DeviceError, Duration) {
+    let start = Instant::now();
+    let mut done = Vec::new();
+    loop {
+        assert!(start.elapsed() < limit, "no failure reported within {limit:?}: the host side hangs");
+        match device.poll(&mut done) {
+            Err(e) => return (done, e, start.elapsed()),
+            Ok(0) => {
+                if let Err(e) = device.wait(Duration::from_millis(200)) {
+                    return (done, e, start.elapsed());
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+}
+
+#[test]
+fn a_device_killed_mid_job_is_detected_and_its_requests_come_back() {
+    let mut emu = spawn_csp("kill", 16);
+    let paths = emu.paths().clone();
+    write(&emu, 0, &protein(8 << 20));
+    let requests = slow_requests(6);
+    for r in requests.clone() {
+        assert!(matches!(emu.submit(r), Submit::Queued));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    // SIGKILL, as the OOM killer would.
+    // SAFETY: kill takes plain integers; the pid is our child's.
+    assert_eq!(unsafe { libc::kill(emu.pid() as libc::pid_t, libc::SIGKILL) }, 0);
+    let (done, e, took) = until_failure(&mut emu, Duration::from_secs(10));
+    assert_eq!(e.kind, FailureKind::Lost, "{e}");
+    assert!(e.detail.contains("SIGKILL") || e.detail.contains("closed its connection"), "{e}");
+    assert!(took < Duration::from_secs(2), "found out in {took:?}");
+    // Every request comes back exactly once: completed, or inside the error.
+    let mut tags: Vec<u64> = done.iter().map(|c| c.tag()).chain(e.in_flight.iter().map(|r| r.tag)).collect();
+    tags.sort();
+    assert_eq!(tags, (0..6).collect::<Vec<_>>());
+    // Afterwards: refused, and the same failure without requests.
+    match emu.submit(requests[0].clone()) {
+        Submit::Refused(r, e2) => {
+            assert_eq!(r, requests[0]);
+            assert_eq!((e2.kind, e2.in_flight.len()), (FailureKind::Lost, 0));
+        }
+        other => panic!("expected Refused, got {other:?}"),
+    }
+    assert!(emu.poll(&mut Vec::new()).is_err());
+    drop(emu);
+    for p in paths.all() {
+        assert!(!p.exists(), "{} left behind after a killed device", p.display());
+    }
+}
+
+#[test]
+fn a_device_that_stops_answering_times_out() {
+    let mut options = spawn_options("hang", 8);
+    options.command_timeout = Duration::from_millis(500);
+    let mut emu = EmulatedCsp::spawn(&options).unwrap();
+    write(&emu, 0, &protein(4 << 20));
+    let pid = emu.pid() as libc::pid_t;
+    // SAFETY: kill takes plain integers; the pid is our child's.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    for r in slow_requests(2) {
+        assert!(matches!(emu.submit(r), Submit::Queued));
+    }
+    let (_, e, took) = until_failure(&mut emu, Duration::from_secs(10));
+    assert_eq!(e.kind, FailureKind::Timeout, "{e}");
+    assert_eq!(e.in_flight.len(), 2);
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(3), "timed out after {took:?}");
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+}
+
+#[test]
+fn shared_memory_files_are_owner_only_and_removed_on_shutdown() {
+    let emu = spawn_csp("files", 8);
+    let paths = emu.paths().clone();
+    for p in paths.all() {
+        let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{} has mode {mode:o}", p.display());
+    }
+    assert!(paths.memory.starts_with("/dev/shm") || !std::path::Path::new("/dev/shm").is_dir());
+    let status = emu.shutdown().unwrap().expect("a spawned device has an exit status");
+    assert!(status.success(), "{status}");
+    for p in paths.all() {
+        assert!(!p.exists(), "{} left behind", p.display());
+    }
+}
+
+#[test]
+fn hosts_connect_by_name_each_on_its_own_queue_pair() {
+    let mut owner = spawn_csp("connect", 8);
+    let name = owner.identity().name.clone();
+    let mut second = EmulatedCsp::connect(&ConnectOptions::new(&name)).unwrap();
+    assert_ne!(owner.queue_index(), second.queue_index());
+    // Two queue pairs only: a third host is refused, and says why.
+    let e = EmulatedCsp::connect(&ConnectOptions::new(&name)).err().expect("no free queue pair");
+    assert!(e.to_string().contains("every queue pair is taken"), "{e}");
+    // Both see one memory: what one writes through the device, the other reads through it.
+    write(&owner, 0, b"shared bytes");
+    let c = run_to_completion(&mut owner, [Request::copy(1, &[DeviceRange::new(0, 12)], DeviceRange::new(4096, 12))], TIMEOUT).unwrap();
+    assert_eq!(c[0].status, Status::Success);
+    let c = run_to_completion(&mut second, [Request::crc32(2, &[DeviceRange::new(4096, 12)])], TIMEOUT).unwrap();
+    assert_eq!(c[0].input_crc32, libdeflater::crc32(b"shared bytes"));
+    // A host that leaves frees its queue pair for the next.
+    drop(second);
+    let mut third = None;
+    for _ in 0..100 {
+        match EmulatedCsp::connect(&ConnectOptions::new(&name)) {
+            Ok(d) => {
+                third = Some(d);
+                break;
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    let mut third = third.expect("the queue pair is free again");
+    let c = run_to_completion(&mut third, [Request::crc32(3, &[DeviceRange::new(4096, 12)])], TIMEOUT).unwrap();
+    assert_eq!(c[0].status, Status::Success);
+    drop(third);
+    owner.shutdown().unwrap();
+    // A second device cannot take a running device's name.
+    let running = spawn_csp("dup", 4);
+    let mut dup = spawn_options("unused", 4);
+    dup.serve.name = running.identity().name.clone();
+    let e = EmulatedCsp::spawn(&dup).err().expect("the name is taken");
+    assert!(e.to_string().contains("exited before it was ready"), "{e}");
+    assert!(running.paths().socket.exists(), "the running device's files stay");
+}
+
+#[test]
+fn bad_names_and_options_are_refused_before_starting() {
+    assert!(ServeOptions::parse_args(&["--queues".into(), "3".into()]).is_err(), "--name is required");
+    assert!(ServeOptions::parse_args(&["--name".into(), "a".into(), "--bogus".into(), "1".into()]).is_err());
+    let o = ServeOptions::parse_args(&["--name".into(), "csp0".into(), "--memory".into(), "4096".into()]).unwrap();
+    assert_eq!(ServeOptions::parse_args(&o.to_args()).unwrap(), o);
+    let mut bad = spawn_options("x", 4);
+    bad.serve.name = "../etc".into();
+    assert!(EmulatedCsp::spawn(&bad).err().unwrap().to_string().contains("invalid device name"));
+}
+
+/// Per tag: status and output bytes.
+type Outcomes = Vec<(u64, Status, Vec<u8>)>;
+
+/// One run of a seeded workload through a faulty CPU device: per tag,
+/// status and output bytes; and the faults injected.
+fn faulty_run(seed: u64) -> (Outcomes, Vec<FaultEvent>) {
+    let mut config = FaultConfig::seeded(seed);
+    config.error_probability = 0.2;
+    config.corrupt_probability = 0.2;
+    config.latency = Some((Duration::ZERO, Duration::from_millis(3)));
+    let mut device = FaultyDevice::new(cpu(2, 4), config);
+    let data = protein(1 << 20);
+    write(&device, 0, &data);
+    let requests: Vec<Request> = (0..40u64)
+        .map(|i| {
+            let input = DeviceRange::new(i * 16384, 16384);
+            let output = DeviceRange::new(OUTPUT_AT + i * 32768, 32768);
+            match i % 3 {
+                0 => Request::compress(i, Level::new(1).unwrap(), Format::Gzip, input, output),
+                1 => Request::copy(i, &[input], output),
+                _ => Request::fill(i, i as u8, DeviceRange::new(output.offset, 1000)),
+            }
+        })
+        .collect();
+    let done = run_to_completion(&mut device, requests, TIMEOUT).unwrap();
+    assert_eq!(done.len(), 40);
+    let mut results: Outcomes =
+        done.iter().map(|c| (c.tag(), c.status, read(&device, c.request.output.offset, c.output_bytes as usize))).collect();
+    results.sort_by_key(|r| r.0);
+    (results, device.events())
+}
+
+#[test]
+fn faulty_wrapper_faults_are_seeded_and_reproducible() {
+    let (results_a, events_a) = faulty_run(42);
+    let (results_b, events_b) = faulty_run(42);
+    assert_eq!(events_a, events_b, "same seed, same faults");
+    assert_eq!(results_a, results_b, "same seed, same outcomes");
+    let (_, events_c) = faulty_run(43);
+    assert_ne!(events_a, events_c, "another seed, other faults");
+    let errors: Vec<u64> = events_a.iter().filter(|e| e.fault == FaultKind::Error).map(|e| e.tag).collect();
+    let corrupted: Vec<u64> = events_a.iter().filter(|e| matches!(e.fault, FaultKind::Corrupt { .. })).map(|e| e.tag).collect();
+    assert!(!errors.is_empty() && !corrupted.is_empty(), "with p = 0.2 over 40 requests both happen: {events_a:?}");
+    assert!(events_a.iter().any(|e| matches!(e.fault, FaultKind::Latency { .. })));
+    for (tag, status, _) in &results_a {
+        assert_eq!(*status == Status::InjectedFault, errors.contains(tag), "tag {tag}");
+    }
+    // A corrupted output differs from what the device computed.
+    let clean = faulty_run_clean();
+    for tag in corrupted.iter().filter(|t| !errors.contains(t)) {
+        let (_, _, got) = &results_a[*tag as usize];
+        let (_, _, want) = &clean[*tag as usize];
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got.iter().zip(want).filter(|(a, b)| a != b).count(), 1, "tag {tag}: exactly one byte flipped");
+    }
+}
+
+/// The same workload without faults.
+fn faulty_run_clean() -> Outcomes {
+    let mut device = FaultyDevice::new(cpu(0, 4), FaultConfig::seeded(0));
+    let data = protein(1 << 20);
+    write(&device, 0, &data);
+    let requests: Vec<Request> = (0..40u64)
+        .map(|i| {
+            let input = DeviceRange::new(i * 16384, 16384);
+            let output = DeviceRange::new(OUTPUT_AT + i * 32768, 32768);
+            match i % 3 {
+                0 => Request::compress(i, Level::new(1).unwrap(), Format::Gzip, input, output),
+                1 => Request::copy(i, &[input], output),
+                _ => Request::fill(i, i as u8, DeviceRange::new(output.offset, 1000)),
+            }
+        })
+        .collect();
+    let mut done = run_to_completion(&mut device, requests, TIMEOUT).unwrap();
+    assert!(device.events().is_empty());
+    done.sort_by_key(|c| c.tag());
+    done.iter().map(|c| (c.tag(), c.status, read(&device, c.request.output.offset, c.output_bytes as usize))).collect()
+}
+
+#[test]
+fn faulty_wrapper_crash_kills_the_emulated_device() {
+    let mut config = FaultConfig::seeded(7);
+    config.crash_after_submissions = Some(3);
+    let mut device = FaultyDevice::new(spawn_csp("crash", 8), config);
+    write(&device, 0, &protein(4 << 20));
+    let requests = slow_requests(3);
+    for r in requests {
+        assert!(matches!(device.submit(r), Submit::Queued));
+    }
+    let (done, e, _) = until_failure(&mut device, Duration::from_secs(10));
+    assert_eq!(e.kind, FailureKind::Lost, "{e}");
+    let mut tags: Vec<u64> = done.iter().map(|c| c.tag()).chain(e.in_flight.iter().map(|r| r.tag)).collect();
+    tags.sort();
+    assert_eq!(tags, vec![0, 1, 2], "the caller's tags come back");
+    assert_eq!(device.events(), vec![FaultEvent { submission: 3, tag: 2, fault: FaultKind::Crash }]);
+}
+
+#[test]
+fn faulty_wrapper_crash_on_the_cpu_device_hands_back_everything() {
+    let mut config = FaultConfig::seeded(1);
+    config.crash_after_submissions = Some(2);
+    let mut device = FaultyDevice::new(cpu(0, 4), config);
+    assert!(matches!(device.submit(Request::fill(10, 1, DeviceRange::new(0, 10))), Submit::Queued));
+    assert!(matches!(device.submit(Request::fill(11, 1, DeviceRange::new(10, 10))), Submit::Queued));
+    let e = device.poll(&mut Vec::new()).unwrap_err();
+    assert_eq!(e.kind, FailureKind::Lost);
+    let mut tags: Vec<u64> = e.in_flight.iter().map(|r| r.tag).collect();
+    tags.sort();
+    assert_eq!(tags, vec![10, 11]);
+    assert!(matches!(device.submit(Request::fill(12, 1, DeviceRange::new(0, 10))), Submit::Refused(..)));
+    device.crash(); // crashing twice is harmless
+}
