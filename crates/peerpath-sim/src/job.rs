@@ -224,33 +224,32 @@ impl Job {
                         calibrations.push(format!("host CPU per GB orchestrated: {} ({})", f.value.unwrap_or(0.0), f.source));
                     }
                 }
-                let mut used = vec![false; m.nodes.len()];
+                // How many groups use each SSD: a free SSD is preferred, then the least used
+                // one (when CSPs outnumber SSDs / 3, sources and targets are shared).
+                let mut uses = vec![0usize; m.nodes.len()];
                 for &c in &csps {
-                    let take = |want: usize, used: &mut Vec<bool>| -> Result<Vec<usize>, SimError> {
+                    let take = |want: usize, uses: &mut Vec<usize>, taken: &[usize]| -> Result<Vec<usize>, SimError> {
+                        let mut cands: Vec<usize> = ssds.iter().copied().filter(|s| !taken.contains(s)).collect();
+                        cands.sort_by_key(|&s| (uses[s], m.nodes[s].socket != m.nodes[c].socket, s));
                         let mut got = Vec::new();
-                        // Same socket first, then any; only pairs the kernel (and peerpath) allow.
-                        for pass in 0..2 {
-                            for &s in &ssds {
-                                if got.len() == want {
-                                    break;
-                                }
-                                if used[s] || (pass == 0 && m.nodes[s].socket != m.nodes[c].socket) {
-                                    continue;
-                                }
-                                if supported(m, c, s)? {
-                                    used[s] = true;
-                                    got.push(s);
-                                }
+                        for s in cands {
+                            if got.len() == want {
+                                break;
+                            }
+                            // Only pairs the kernel (and peerpath's policy) allow.
+                            if supported(m, c, s)? {
+                                uses[s] += 1;
+                                got.push(s);
                             }
                         }
                         Ok(got)
                     };
-                    let sources = take(self.sources_per_csp, &mut used)?;
-                    let target = take(1, &mut used)?;
+                    let sources = take(self.sources_per_csp, &mut uses, &[])?;
+                    let target = take(1, &mut uses, &sources)?;
                     let (Some(&d), false) = (target.first(), sources.is_empty()) else {
-                        notes.push(format!("{} idle: no SSD left that it can reach by P2P", m.nodes[c].name));
+                        notes.push(format!("{} idle: no SSD it can reach by P2P", m.nodes[c].name));
                         for s in sources.into_iter().chain(target) {
-                            used[s] = false;
+                            uses[s] -= 1;
                         }
                         continue;
                     };

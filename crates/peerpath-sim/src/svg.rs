@@ -1,1 +1,97 @@
-//! SVG line plots for sweeps (no dependencies).
+//! SVG plot of a sweep: throughput and host memory traffic (Gb/s, left axis), host CPU (%,
+//! right axis) against the varied parameter; a dashed line where the bottleneck moves, labelled
+//! with the new one. No dependencies.
+
+use std::fmt::Write as _;
+
+use crate::sweep::{kind_of, Sweep};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn nice_max(x: f64) -> f64 {
+    if x <= 0.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if x <= m * p {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+pub fn render(sw: &Sweep) -> String {
+    let (w, h) = (860.0, 480.0);
+    let (l, r, t, b) = (70.0, 70.0, 60.0, 120.0);
+    let pw = w - l - r;
+    let ph = h - t - b;
+    let n = sw.points.len().max(1);
+    let ymax = nice_max(sw.points.iter().map(|p| p.throughput_gbit_per_s.max(p.host_memory_gbit_per_s)).fold(0.0, f64::max) * 1.05);
+    let cmax = nice_max((sw.points.iter().map(|p| p.host_cpu_share * 100.0).fold(0.0, f64::max) * 1.05).max(1.0)).min(100.0);
+    let x = |i: usize| if n == 1 { l + pw / 2.0 } else { l + pw * i as f64 / (n - 1) as f64 };
+    let y = |v: f64| t + ph - ph * v / ymax;
+    let yc = |v: f64| t + ph - ph * v / cmax;
+    let mut s = String::new();
+    let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#);
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(s, r#"<text x="{l}" y="22" font-size="15" font-weight="bold">{} varied: {} ({})</text>"#, sw.param.name(), esc(&sw.job), sw.label);
+    let _ = writeln!(s, r##"<text x="{l}" y="40" fill="#555">{}</text>"##, esc(&sw.machine));
+    // Axes and grid.
+    for k in 0..=5 {
+        let v = ymax * k as f64 / 5.0;
+        let yy = y(v);
+        let _ = writeln!(s, r##"<line x1="{l}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e5e5e5"/>"##, l + pw);
+        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, l - 6.0, yy + 4.0, fmt_num(v));
+        let c = cmax * k as f64 / 5.0;
+        let _ = writeln!(s, r##"<text x="{:.1}" y="{:.1}" fill="#b35900">{}%</text>"##, l + pw + 6.0, yc(c) + 4.0, fmt_num(c));
+    }
+    let _ = writeln!(s, r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{:.1}" stroke="black"/>"#, t + ph);
+    let _ = writeln!(s, r#"<line x1="{l}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"#, t + ph, l + pw, t + ph);
+    let _ = writeln!(s, r#"<text x="18" y="{:.1}" transform="rotate(-90 18 {:.1})" text-anchor="middle">Gb/s</text>"#, t + ph / 2.0, t + ph / 2.0);
+    for (i, p) in sw.points.iter().enumerate() {
+        if n <= 24 || i % (n / 12).max(1) == 0 {
+            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, x(i), t + ph + 16.0, p.value);
+        }
+    }
+    let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, l + pw / 2.0, t + ph + 34.0, sw.param.name());
+    // Bottleneck moves.
+    let mut label_row = 0;
+    for (i, p) in sw.points.iter().enumerate() {
+        if p.bottleneck_moved {
+            let xm = (x(i) + x(i.saturating_sub(1))) / 2.0;
+            let _ = writeln!(s, r##"<line x1="{xm:.1}" y1="{t}" x2="{xm:.1}" y2="{:.1}" stroke="#c00" stroke-dasharray="5,4"/>"##, t + ph);
+            let ly = t + ph + 52.0 + 16.0 * (label_row % 4) as f64;
+            let _ = writeln!(s, r##"<text x="{xm:.1}" y="{ly:.1}" fill="#c00">at {}: {}</text>"##, p.value, esc(&kind_of(&p.bottleneck)));
+            label_row += 1;
+        }
+    }
+    if let Some(p0) = sw.points.first() {
+        let _ = writeln!(s, r##"<text x="{l}" y="{:.1}" fill="#c00">first bottleneck: {}</text>"##, h - 8.0, esc(&p0.bottleneck));
+    }
+    let poly = |f: &dyn Fn(usize) -> f64| -> String { (0..sw.points.len()).map(|i| format!("{:.1},{:.1}", x(i), f(i))).collect::<Vec<_>>().join(" ") };
+    let pts = &sw.points;
+    let _ = writeln!(s, r##"<polyline fill="none" stroke="#1f5fbf" stroke-width="2.5" points="{}"/>"##, poly(&|i| y(pts[i].throughput_gbit_per_s)));
+    let _ = writeln!(s, r##"<polyline fill="none" stroke="#2a9d4b" stroke-width="2" stroke-dasharray="6,3" points="{}"/>"##, poly(&|i| y(pts[i].host_memory_gbit_per_s)));
+    let _ = writeln!(s, r##"<polyline fill="none" stroke="#b35900" stroke-width="1.5" points="{}"/>"##, poly(&|i| yc(pts[i].host_cpu_share * 100.0)));
+    for (i, p) in pts.iter().enumerate() {
+        let _ = writeln!(s, r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="#1f5fbf"><title>{} = {}: {:.1} Gb/s, {}</title></circle>"##, x(i), y(p.throughput_gbit_per_s), sw.param.name(), p.value, p.throughput_gbit_per_s, esc(&p.bottleneck));
+    }
+    // Legend.
+    let lx = l + 10.0;
+    let _ = writeln!(s, r##"<line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#1f5fbf" stroke-width="2.5"/><text x="{:.1}" y="{:.1}">throughput (Gb/s)</text>"##, t + 10.0, lx + 24.0, t + 10.0, lx + 30.0, t + 14.0);
+    let _ = writeln!(s, r##"<line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#2a9d4b" stroke-width="2" stroke-dasharray="6,3"/><text x="{:.1}" y="{:.1}">host memory (Gb/s)</text>"##, t + 26.0, lx + 24.0, t + 26.0, lx + 30.0, t + 30.0);
+    let _ = writeln!(s, r##"<line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#b35900" stroke-width="1.5"/><text x="{:.1}" y="{:.1}">host CPU (%, right axis)</text>"##, t + 42.0, lx + 24.0, t + 42.0, lx + 30.0, t + 46.0);
+    s.push_str("</svg>\n");
+    s
+}
+
+fn fmt_num(v: f64) -> String {
+    if v >= 100.0 || v == v.round() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}

@@ -1,1 +1,355 @@
-//! What-if sweeps.
+//! What-if: vary one parameter of a machine and a job, and see where the bottleneck moves.
+//!
+//! - `csp=A..B`, `ssd=A..B`: use that many CSPs / SSDs; beyond what the machine has, more are
+//!   added by cloning the existing ones (round robin), each on a new port beside its template's
+//!   (a new root port on the same root complex, or a new downstream port on the same switch),
+//!   so the P2P verdicts of the clones are those of their templates.
+//! - `gen=A..B`: every PCIe link trained at that generation (widths kept).
+//! - `mps=128,256,512`: the platform's Max_Payload_Size.
+//!
+//! [`plan`] adds CSPs (or SSDs) until a job reaches a target throughput.
+
+use serde::Serialize;
+
+use peerpath_topo::{Bdf, LinkSpeed, Topology};
+
+use crate::catalog::{Catalog, Figure};
+use crate::engine::{simulate, SimOptions};
+use crate::job::Job;
+use crate::machine::Machine;
+use crate::pcie::TlpModel;
+use crate::report::SimReport;
+use crate::SimError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Param {
+    Csp,
+    Ssd,
+    Gen,
+    Mps,
+}
+
+impl Param {
+    pub fn name(self) -> &'static str {
+        match self {
+            Param::Csp => "csp",
+            Param::Ssd => "ssd",
+            Param::Gen => "gen",
+            Param::Mps => "mps",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Vary {
+    pub param: Param,
+    pub values: Vec<u32>,
+}
+
+impl Vary {
+    /// `csp=1..12`, `ssd=3,6,9`, `gen=3..5`, `mps=128,256,512`.
+    pub fn parse(s: &str) -> Result<Vary, SimError> {
+        let (k, v) = s.split_once('=').ok_or_else(|| SimError::Vary(format!("'{s}': expected NAME=A..B or NAME=A,B,C")))?;
+        let param = match k.trim() {
+            "csp" | "csps" => Param::Csp,
+            "ssd" | "ssds" => Param::Ssd,
+            "gen" | "link" | "link-gen" => Param::Gen,
+            "mps" => Param::Mps,
+            other => return Err(SimError::Vary(format!("unknown parameter '{other}' (csp, ssd, gen, mps)"))),
+        };
+        let num = |x: &str| x.trim().parse::<u32>().map_err(|_| SimError::Vary(format!("'{x}' is not a number in '{s}'")));
+        let values: Vec<u32> = if let Some((a, b)) = v.split_once("..") {
+            let (a, b) = (num(a)?, num(b.trim_start_matches('='))?);
+            if a > b || b - a > 256 {
+                return Err(SimError::Vary(format!("'{s}': range must go up, at most 256 steps")));
+            }
+            (a..=b).collect()
+        } else {
+            v.split(',').map(num).collect::<Result<_, _>>()?
+        };
+        if values.is_empty() {
+            return Err(SimError::Vary(format!("'{s}': no values")));
+        }
+        match param {
+            Param::Gen if values.iter().any(|g| !(1..=6).contains(g)) => return Err(SimError::Vary("gen: 1 to 6".into())),
+            Param::Mps if values.iter().any(|m| ![128, 256, 512, 1024, 2048, 4096].contains(m)) => {
+                return Err(SimError::Vary("mps: 128, 256, 512, 1024, 2048 or 4096".into()))
+            }
+            Param::Csp | Param::Ssd if values.contains(&0) => return Err(SimError::Vary("counts start at 1".into())),
+            _ => {}
+        }
+        Ok(Vary { param, values })
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub value: u32,
+    pub throughput_gbit_per_s: f64,
+    pub host_cpu_share: f64,
+    pub host_memory_gbit_per_s: f64,
+    pub bottleneck: String,
+    /// The bottleneck changed at this point (not the first).
+    pub bottleneck_moved: bool,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Sweep {
+    pub label: &'static str,
+    pub machine: String,
+    pub job: String,
+    pub param: Param,
+    pub points: Vec<Point>,
+}
+
+fn gts_of_gen(g: u32) -> f64 {
+    match g {
+        1 => 2.5,
+        2 => 5.0,
+        3 => 8.0,
+        4 => 16.0,
+        5 => 32.0,
+        _ => 64.0,
+    }
+}
+
+/// Adds a device like `template` (same kind, link, NUMA node) on a new port beside the
+/// template's port; returns the new device's address.
+pub fn add_like(topo: &mut Topology, template: Bdf, label: &str) -> Result<Bdf, SimError> {
+    let t = topo.device(template).cloned().ok_or_else(|| SimError::Vary(format!("{template}: no such device")))?;
+    let port_bdf = t.upstream.ok_or_else(|| SimError::Vary(format!("{template} sits on a root bus: cannot add a sibling")))?;
+    let port = topo.device(port_bdf).cloned().ok_or_else(|| SimError::Vary(format!("{port_bdf}: missing")))?;
+    let used = |d: u8, f: u8, bus: u8, topo: &Topology| topo.devices.iter().any(|x| x.bdf.domain == port_bdf.domain && x.bdf.bus == bus && x.bdf.device == d && x.bdf.function == f);
+    let mut slot = None;
+    'outer: for d in 0..32u8 {
+        for f in 0..8u8 {
+            if d == 0 && f == 0 && port.upstream.is_none() {
+                continue; // 00.0 on a root bus is the host bridge's place
+            }
+            if !used(d, f, port_bdf.bus, topo) {
+                slot = Some((d, f));
+                break 'outer;
+            }
+        }
+    }
+    let (d, f) = slot.ok_or_else(|| SimError::Vary(format!("bus {:02x} is full", port_bdf.bus)))?;
+    let max_bus = topo.devices.iter().filter(|x| x.bdf.domain == port_bdf.domain).map(|x| x.bdf.bus).max().unwrap_or(0);
+    let bus = max_bus.checked_add(1).ok_or_else(|| SimError::Vary("no free bus number left".into()))?;
+    let new_port = Bdf::new(port_bdf.domain, port_bdf.bus, d, f).expect("valid slot");
+    let new_dev = Bdf::new(port_bdf.domain, bus, 0, 0).expect("valid");
+    let mut p = port.clone();
+    p.bdf = new_port;
+    p.label = None;
+    let mut e = t.clone();
+    e.bdf = new_dev;
+    e.upstream = Some(new_port);
+    e.label = Some(label.to_string());
+    topo.devices.push(p);
+    topo.devices.push(e);
+    if let Some(c) = topo.nvme_for_pci(template).cloned() {
+        let n = (0..).map(|i| format!("nvme{i}")).find(|n| !topo.nvme_controllers.iter().any(|c| &c.name == n)).expect("unbounded");
+        let mut c = c;
+        c.namespaces = vec![format!("{n}n1")];
+        c.name = n;
+        c.pci = Some(new_dev);
+        c.subsystem = None;
+        topo.nvme_controllers.push(c);
+    }
+    topo.devices.sort_by_key(|x| x.bdf);
+    Ok(new_dev)
+}
+
+fn grow(topo: &mut Topology, catalog: &Catalog, csp: bool, want: usize) -> Result<(), SimError> {
+    let m = Machine::new(topo.clone(), catalog, None)?;
+    let have: Vec<usize> = if csp { m.csps() } else { m.ssds() };
+    if have.is_empty() {
+        return Err(SimError::Vary(format!("the machine has no {} to clone", if csp { "CSP" } else { "SSD" })));
+    }
+    let templates: Vec<Bdf> = have.iter().filter_map(|&i| m.nodes[i].bdf).collect();
+    let prefix = if csp { "csp" } else { "ssd" };
+    let mut next = have.len();
+    let mut i = 0;
+    while next < want {
+        let mut label = format!("{prefix}{next}");
+        while m.nodes.iter().any(|n| n.name == label) {
+            label.push('+');
+        }
+        add_like(topo, templates[i % templates.len()], &label)?;
+        next += 1;
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The machine and job for one value of the varied parameter.
+pub fn apply(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Job, param: Param, value: u32) -> Result<(Machine, Job), SimError> {
+    let mut topo = topo.clone();
+    let mut job = job.clone();
+    match param {
+        Param::Csp => {
+            grow(&mut topo, catalog, true, value as usize)?;
+            job.csps = Some(value as usize);
+        }
+        Param::Ssd => {
+            grow(&mut topo, catalog, false, value as usize)?;
+            job.ssds = Some(value as usize);
+        }
+        Param::Gen => {
+            let s = LinkSpeed::from_gts(gts_of_gen(value));
+            for d in &mut topo.devices {
+                if let Some(l) = &mut d.link {
+                    l.current_speed = s;
+                    l.max_speed = s;
+                }
+            }
+        }
+        Param::Mps => {}
+    }
+    let mut m = Machine::new(topo, catalog, platform)?;
+    if param == Param::Mps {
+        m.platform.max_payload_bytes = Figure::assumed(value as f64, "what-if: --vary mps");
+        m.tlp = TlpModel::from_catalog(catalog, &m.platform);
+    }
+    Ok((m, job))
+}
+
+/// Runs the sweep.
+pub fn sweep(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Job, vary: &Vary, opts: &SimOptions) -> Result<Sweep, SimError> {
+    let mut points: Vec<Point> = Vec::new();
+    let mut machine = String::new();
+    for &v in &vary.values {
+        let (m, j) = apply(topo, catalog, platform, job, vary.param, v)?;
+        machine = m.description.clone();
+        let r: SimReport = simulate(&m, &j, opts)?;
+        let short = r.bottleneck.rsplit_once(" at ").map(|(a, _)| a.to_string()).unwrap_or_else(|| r.bottleneck.clone());
+        let moved = points.last().is_some_and(|p: &Point| {
+            let prev = p.bottleneck.rsplit_once(" at ").map(|(a, _)| a).unwrap_or(&p.bottleneck);
+            kind_of(prev) != kind_of(&short)
+        });
+        points.push(Point {
+            value: v,
+            throughput_gbit_per_s: r.throughput_gbit_per_s,
+            host_cpu_share: r.host_cpu_share,
+            host_memory_gbit_per_s: r.host_memory_gbit_per_s,
+            bottleneck: r.bottleneck.clone(),
+            bottleneck_moved: moved,
+            notes: r.notes.clone(),
+        });
+    }
+    Ok(Sweep { label: crate::LABEL, machine, job: job.describe(), param: vary.param, points })
+}
+
+/// What kind of resource a bottleneck is, without the device's name ("PCIe link x4 Gen3",
+/// "flash writes", "CMB memory", "CPU cores", "host memory"): a move between two CSPs' links
+/// is not a move.
+pub fn kind_of(bottleneck: &str) -> String {
+    if let Some(rest) = bottleneck.strip_prefix("PCIe link ") {
+        let link = rest.rsplit_once('(').map(|(_, l)| l.trim_end_matches(')')).unwrap_or("");
+        return format!("PCIe link {link}");
+    }
+    for k in ["flash reads", "flash writes", "CMB memory", "CPU cores", "host memory"] {
+        if bottleneck.starts_with(k) {
+            return k.to_string();
+        }
+    }
+    bottleneck.split(" of ").next().unwrap_or(bottleneck).to_string()
+}
+
+impl Sweep {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("serializes")
+    }
+
+    pub fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(s, "peerpath sim: {} varied ({})", self.param.name(), self.label);
+        let _ = writeln!(s, "machine: {}", self.machine);
+        let _ = writeln!(s, "job:     {}", self.job);
+        let _ = writeln!(s, "{:>5} {:>12} {:>9} {:>12}  bottleneck", self.param.name(), "Gb/s", "host CPU", "memory Gb/s");
+        for p in &self.points {
+            let mark = if p.bottleneck_moved { "  <- moves" } else { "" };
+            let _ = writeln!(
+                s,
+                "{:>5} {:>12.1} {:>8.1}% {:>12.2}  {}{mark}",
+                p.value,
+                p.throughput_gbit_per_s,
+                p.host_cpu_share * 100.0,
+                p.host_memory_gbit_per_s,
+                p.bottleneck
+            );
+        }
+        s
+    }
+}
+
+/// The result of [`plan`].
+#[derive(Clone, Debug, Serialize)]
+pub struct Proposal {
+    pub label: &'static str,
+    pub target_gbit_per_s: f64,
+    pub param: Param,
+    /// The smallest count that reaches the target, if any up to the limit.
+    pub count: Option<u32>,
+    pub throughput_gbit_per_s: f64,
+    pub bottleneck: String,
+    pub groups: Vec<String>,
+    pub why: String,
+}
+
+/// Adds CSPs (`Param::Csp`) or SSDs (`Param::Ssd`) one at a time until `job` reaches
+/// `target_gbit_per_s` or `limit` devices; proposes the count and the grouping.
+#[allow(clippy::too_many_arguments)]
+pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Job, param: Param, target_gbit_per_s: f64, limit: u32, opts: &SimOptions) -> Result<Proposal, SimError> {
+    let mut last: Option<(u32, SimReport)> = None;
+    for n in 1..=limit.max(1) {
+        let (m, j) = apply(topo, catalog, platform, job, param, n)?;
+        let r = simulate(&m, &j, opts)?;
+        let reached = r.throughput_gbit_per_s >= target_gbit_per_s;
+        let stalled = last.as_ref().is_some_and(|(_, p)| r.throughput_gbit_per_s <= p.throughput_gbit_per_s * 1.0001);
+        last = Some((n, r));
+        if reached {
+            let (n, r) = last.expect("just set");
+            return Ok(Proposal {
+                label: crate::LABEL,
+                target_gbit_per_s,
+                param,
+                count: Some(n),
+                throughput_gbit_per_s: r.throughput_gbit_per_s,
+                bottleneck: r.bottleneck,
+                groups: r.plan,
+                why: format!("{n} {}(s) reach {:.1} Gb/s (simulated)", param.name(), target_gbit_per_s),
+            });
+        }
+        if stalled && n > 2 {
+            break;
+        }
+    }
+    let (n, r) = last.expect("at least one point");
+    Ok(Proposal {
+        label: crate::LABEL,
+        target_gbit_per_s,
+        param,
+        count: None,
+        throughput_gbit_per_s: r.throughput_gbit_per_s,
+        why: format!("more {}s stop helping at {n}: {:.1} Gb/s, limited by {}", param.name(), r.throughput_gbit_per_s, r.bottleneck),
+        bottleneck: r.bottleneck,
+        groups: r.plan,
+    })
+}
+
+impl Proposal {
+    pub fn render(&self) -> String {
+        let mut s = format!("peerpath sim plan ({}): target {:.1} Gb/s\n", self.label, self.target_gbit_per_s);
+        match self.count {
+            Some(n) => s.push_str(&format!("proposal: {n} {}(s), {:.1} Gb/s, bottleneck {}\n", self.param.name(), self.throughput_gbit_per_s, self.bottleneck)),
+            None => s.push_str(&format!("not reachable: {}\n", self.why)),
+        }
+        for g in &self.groups {
+            s.push_str(&format!("  {g}\n"));
+        }
+        s
+    }
+}

@@ -171,3 +171,56 @@ fn p2p_planner_follows_the_verdicts() {
     let err = Job::new(JobKind::CompressP2p).plan(&cascade()).unwrap_err().to_string();
     assert!(err.contains("CSP"), "{err}");
 }
+
+#[test]
+fn what_if_csp_sweep_clones_devices_and_marks_the_bottleneck_move() {
+    use peerpath_sim::sweep::{sweep, Vary};
+    let topo = Topology::from_toml_str(EPYC_CASE_STUDY).unwrap();
+    let cat = Catalog::default_catalog();
+    let vary = Vary::parse("csp=1..12").unwrap();
+    let sw = sweep(&topo, &cat, Some("amd-epyc-7501-2s"), &Job::new(JobKind::CompressP2p), &vary, &exact()).unwrap();
+    assert_eq!(sw.points.len(), 12);
+    // Linear while each CSP's link is the limit...
+    let one = sw.points[0].throughput_gbit_per_s;
+    for p in &sw.points[..6] {
+        assert!((p.throughput_gbit_per_s - one * p.value as f64).abs() < 1e-6 * p.throughput_gbit_per_s);
+    }
+    // ... then SSDs are shared and the bottleneck moves off the CSP links.
+    assert!(sw.points.iter().any(|p| p.bottleneck_moved), "{}", sw.render());
+    assert!(sw.points[11].throughput_gbit_per_s >= sw.points[5].throughput_gbit_per_s);
+    let svg = peerpath_sim::svg::render(&sw);
+    assert!(svg.starts_with("<svg") && svg.contains("simulated") && svg.contains("stroke-dasharray=\"5,4\""));
+    let _: serde_json::Value = serde_json::from_str(&sw.to_json()).unwrap();
+}
+
+#[test]
+fn what_if_parameters_parse_and_change_the_machine() {
+    use peerpath_sim::sweep::{apply, Param, Vary};
+    assert_eq!(Vary::parse("gen=3..5").unwrap().values, vec![3, 4, 5]);
+    assert_eq!(Vary::parse("mps=128,256").unwrap().param, Param::Mps);
+    assert!(Vary::parse("csp=0..3").is_err());
+    assert!(Vary::parse("volts=1..2").is_err());
+    let topo = Topology::from_toml_str(FPGA_CASCADE).unwrap();
+    let cat = Catalog::default_catalog();
+    let mut job = Job::new(JobKind::Read { into: Memory::Host });
+    job.ssds = Some(1);
+    let t = |param, v| {
+        let (m, j) = apply(&topo, &cat, Some("zynq-us-plus-xdma"), &job, param, v).unwrap();
+        simulate(&m, &j, &exact()).unwrap().throughput_bytes_per_s
+    };
+    // A Gen4 link lifts the link limit: the SSD's own 3.5 GB/s is next.
+    assert!((t(Param::Gen, 4) - 3.5e9).abs() < 1.0);
+    assert!(t(Param::Mps, 256) > t(Param::Mps, 128));
+    // Cloned SSDs get new addresses and the planner uses them.
+    let (m, _) = apply(&topo, &cat, None, &job, Param::Ssd, 40).unwrap();
+    assert_eq!(m.ssds().len(), 40);
+}
+
+#[test]
+fn plan_proposes_a_csp_count_for_a_target() {
+    use peerpath_sim::sweep::{plan, Param};
+    let topo = Topology::from_toml_str(EPYC_CASE_STUDY).unwrap();
+    let p = plan(&topo, &Catalog::default_catalog(), Some("amd-epyc-7501-2s"), &Job::new(JobKind::CompressP2p), Param::Csp, 100.0, 24, &exact()).unwrap();
+    assert_eq!(p.count, Some(4), "{}", p.render());
+    assert_eq!(p.groups.len(), 4);
+}
