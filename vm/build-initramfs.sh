@@ -19,7 +19,9 @@ log() { echo "build-initramfs: $*" >&2; }
 die() { echo "build-initramfs: ERROR: $*" >&2; exit 1; }
 
 busybox=/bin/busybox
-[ -x "$busybox" ] && file -L "$busybox" 2>/dev/null | grep -q 'statically linked' \
+is_static() { ! readelf -l "$1" 2>/dev/null | grep -q 'Requesting program interpreter' && ! readelf -d "$1" 2>/dev/null | grep -q '(NEEDED)'; }
+command -v readelf > /dev/null || die "readelf missing (binutils; vm/build-kernel.sh --deps-only)"
+[ -x "$busybox" ] && is_static "$busybox" \
     || die "$busybox is missing or not static: install busybox-static (vm/build-kernel.sh --deps-only)"
 command -v cpio > /dev/null || die "cpio missing (vm/build-kernel.sh --deps-only)"
 
@@ -37,8 +39,7 @@ else
 fi
 [ -x "$pp" ] || die "no peerpath binary at $pp"
 # Static means: no program interpreter, no needed shared libraries.
-if readelf -l "$pp" 2>/dev/null | grep -q 'Requesting program interpreter' \
-   || readelf -d "$pp" 2>/dev/null | grep -q '(NEEDED)'; then
+if ! is_static "$pp"; then
     readelf -d "$pp" | grep NEEDED >&2 || true
     die "$pp is dynamically linked"
 fi

@@ -35,7 +35,7 @@ install_deps() {
     [ "$(id -u)" -ne 0 ] && sudo=sudo
     log "installing: ${missing[*]}"
     $sudo apt-get update -qq >&2 || true
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
 }
 
 pkg_version() {
