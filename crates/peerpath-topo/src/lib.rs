@@ -22,6 +22,7 @@ pub mod fixture;
 mod hexnum;
 pub mod model;
 pub mod pcicfg;
+pub mod plan;
 pub mod render;
 pub mod sysfs;
 pub mod verdict;
@@ -36,6 +37,7 @@ pub use model::{
     NumaNode, NvmeController, P2pProvider, PciDevice, PortRole, Topology,
 };
 pub use pcicfg::AcsState;
+pub use plan::{plan, DeviceSelection, Plan, PlanRequest};
 pub use verdict::{KernelMap, ManyVerdict, Matrix, P2pPath, Reason, Severity, Verdict};
 
 /// The default sysfs root.

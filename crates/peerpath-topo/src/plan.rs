@@ -1,0 +1,1394 @@
+//! The placement planner: which compute device serves which sources and targets, and how each
+//! byte gets there (peer-to-peer, through a host bounce buffer, or on the CPU), with every
+//! decision explained in words.
+//!
+//! A job is a list of *streams*: one source (read from) paired with one target (written to),
+//! both named as [`Topology::resolve`] takes them (`0000:41:00.0`, `ssd3`, `nvme3`, `nvme3n1`,
+//! `md0`). A compute device (a CSP with published P2P memory) reads the source into its memory
+//! and writes the result from its memory to the target; each of those two *legs* is either
+//! peer-to-peer (the kernel verdict of [`crate::verdict::verdict`] for the device's memory and
+//! the endpoint says so) or bounced through a host buffer on the endpoint's NUMA node (with the
+//! verdict's reason). The host CPU is always available and takes a stream that no device can
+//! reach peer-to-peer on either leg.
+//!
+//! ```text
+//!   1. devices   auto: every CSP, by address; or the named ones. Usable: published P2P
+//!                memory with free space (else: the verdict's reason, e.g. CMB not published).
+//!   2. pairing   (unless the request pairs them) each source, in order, writes to the target
+//!                with the best stream cost (below), then the nearer one (same node, same
+//!                socket), then the one with fewer sources so far, then the first listed.
+//!   3. streams   each stream, in order, goes to the device with the lowest cost:
+//!                  a. fewest legs through host memory (0, then 1; 2 = CPU path instead)
+//!                  b. smallest P2P distance (read + write; the kernel's distance)
+//!                  c. fewest legs whose endpoint is on another NUMA node than the device
+//!                and among those equally near (the balance step):
+//!                  d. below its fair share (streams of its class / devices in the class)
+//!                  e. already serving this target, then this source (keeps groups small)
+//!                  f. fewest streams so far, then the first listed.
+//! ```
+//!
+//! P2P across sockets never happens: the verdict refuses it (`Reason::CrossSocket`), so such a
+//! leg is bounced through a buffer on the endpoint's node. Same input, same plan: everything is
+//! ordered by the request and by PCI address, never by hash order.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bdf::Bdf;
+use crate::error::{Result, TopoError};
+use crate::model::{DeviceKind, Topology};
+use crate::render::human_bytes;
+use crate::verdict::{self, P2pPath, Reason, Severity};
+
+/// Which compute devices the planner may use. The host CPU is always available.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceSelection {
+    /// Every CSP in the topology (by PCI address); those without usable P2P memory are
+    /// listed with the reason and not used.
+    #[default]
+    Auto,
+    /// These devices (labels, PCI addresses, controllers), in this order of preference among
+    /// equals. Empty: the CPU only.
+    Named(Vec<String>),
+}
+
+impl DeviceSelection {
+    /// Parses the CLI form: `auto`, or a comma-separated list (`csp0,csp1`); `cpu` (the host,
+    /// always available) is accepted and dropped, so `cpu` alone plans the CPU path.
+    pub fn parse(s: &str) -> DeviceSelection {
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return DeviceSelection::Auto;
+        }
+        DeviceSelection::Named(
+            s.split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty() && !n.eq_ignore_ascii_case("cpu") && !n.eq_ignore_ascii_case("host"))
+                .map(String::from)
+                .collect(),
+        )
+    }
+}
+
+/// What a job asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanRequest {
+    /// Devices read from (a name may repeat: several files on one SSD are several streams).
+    pub sources: Vec<String>,
+    /// Devices written to.
+    pub targets: Vec<String>,
+    #[serde(default)]
+    pub devices: DeviceSelection,
+    /// Which source writes to which target, as (source index, target index); each source at
+    /// most once and every source in some pair. Empty: the planner pairs them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<(usize, usize)>,
+}
+
+impl PlanRequest {
+    /// Sources and targets, devices chosen automatically, pairing left to the planner.
+    pub fn new<S: Into<String>, T: Into<String>>(
+        sources: impl IntoIterator<Item = S>,
+        targets: impl IntoIterator<Item = T>,
+    ) -> PlanRequest {
+        PlanRequest {
+            sources: sources.into_iter().map(Into::into).collect(),
+            targets: targets.into_iter().map(Into::into).collect(),
+            devices: DeviceSelection::Auto,
+            pairs: Vec::new(),
+        }
+    }
+
+    /// Uses these devices only.
+    pub fn with_devices(mut self, devices: DeviceSelection) -> PlanRequest {
+        self.devices = devices;
+        self
+    }
+
+    /// Fixes which source writes to which target (indices into `sources` and `targets`).
+    pub fn with_pairs(mut self, pairs: Vec<(usize, usize)>) -> PlanRequest {
+        self.pairs = pairs;
+        self
+    }
+}
+
+/// A source or target as the planner sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Place {
+    /// As given in the request.
+    pub name: String,
+    /// The PCI functions behind it (several for md, dm and multipath heads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci: Vec<Bdf>,
+    /// Its NUMA node, when its functions agree on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<u32>,
+    /// What it is: `NVMe SSD`, `md RAID`, `NVMe multipath head`, ...
+    pub what: String,
+}
+
+impl Place {
+    fn describe(&self) -> String {
+        let mut s = self.name.clone();
+        let mut extra = Vec::new();
+        if let [one] = self.pci.as_slice() {
+            if one.to_string() != self.name {
+                extra.push(one.to_string());
+            }
+        }
+        extra.push(self.what.clone());
+        extra.push(node_words(self.node));
+        let _ = write!(s, " ({})", extra.join(", "));
+        s
+    }
+}
+
+/// A reason in words, as the verdict gave it (kept as text so plans round-trip through JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Why {
+    /// The verdict's short code (`acs`, `hb`, `blk`, `numa`, `mem`, ...).
+    pub code: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+impl From<&Reason> for Why {
+    fn from(r: &Reason) -> Why {
+        Why {
+            code: r.code().to_string(),
+            text: r.describe(),
+            remedy: r.remedy(),
+        }
+    }
+}
+
+/// How one leg of a stream (source -> memory, or memory -> target) moves its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "path", rename_all = "snake_case")]
+pub enum Leg {
+    /// Peer-to-peer below a common switch.
+    BusAddress { distance: u32 },
+    /// Peer-to-peer through the root complex.
+    ThroughHostBridge { distance: u32 },
+    /// Through a host bounce buffer on `node`, because P2P is refused for `why`.
+    Bounce {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+        why: Why,
+    },
+    /// The CPU path: a host buffer on `node`.
+    Host {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+    },
+}
+
+impl Leg {
+    pub fn is_p2p(&self) -> bool {
+        matches!(self, Leg::BusAddress { .. } | Leg::ThroughHostBridge { .. })
+    }
+
+    pub fn distance(&self) -> Option<u32> {
+        match self {
+            Leg::BusAddress { distance } | Leg::ThroughHostBridge { distance } => Some(*distance),
+            _ => None,
+        }
+    }
+
+    /// A table cell: `P2P bus 4`, `P2P host bridge 4`, `bounce node 0 (acs)`, `host node 0`.
+    pub fn short(&self) -> String {
+        match self {
+            Leg::BusAddress { distance } => format!("P2P bus {distance}"),
+            Leg::ThroughHostBridge { distance } => format!("P2P host bridge {distance}"),
+            Leg::Bounce { node, why } => format!("bounce {} ({})", node_short(*node), why.code),
+            Leg::Host { node } => format!("host {}", node_short(*node)),
+        }
+    }
+
+    fn words(&self) -> String {
+        match self {
+            Leg::BusAddress { distance } => {
+                format!("peer-to-peer below a common switch (bus address), distance {distance}")
+            }
+            Leg::ThroughHostBridge { distance } => {
+                format!("peer-to-peer through the host bridge (root complex), distance {distance}")
+            }
+            Leg::Bounce { node, why } => {
+                let mut s = format!("through a host bounce buffer on {}, because P2P is refused: {}", node_words(*node), why.text);
+                if let Some(r) = &why.remedy {
+                    let _ = write!(s, " (to get P2P: {r})");
+                }
+                s
+            }
+            Leg::Host { node } => format!("host memory on {}", node_words(*node)),
+        }
+    }
+}
+
+/// Who runs a stream's function.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Executor {
+    /// A compute device: its memory holds the data.
+    Device {
+        name: String,
+        bdf: Bdf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+    },
+    /// The host CPU, on the cores of `node`.
+    Cpu {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+    },
+}
+
+impl Executor {
+    pub fn name(&self) -> String {
+        match self {
+            Executor::Device { name, .. } => name.clone(),
+            Executor::Cpu { node } => format!("cpu ({})", node_short(*node)),
+        }
+    }
+
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, Executor::Cpu { .. })
+    }
+}
+
+/// One source paired with one target, and who serves it how.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stream {
+    /// Position in [`Plan::streams`] (the order of the sources in the request).
+    pub index: usize,
+    pub source_index: usize,
+    pub target_index: usize,
+    pub source: String,
+    pub target: String,
+    pub executor: Executor,
+    /// Source -> memory (device memory, or host memory on the CPU path).
+    pub read: Leg,
+    /// Memory -> target.
+    pub write: Leg,
+    /// Index of this stream's decision in [`Plan::decisions`].
+    pub decision: usize,
+}
+
+impl Stream {
+    /// Legs that move payload through host memory (bounce buffers or the CPU path).
+    pub fn host_legs(&self) -> usize {
+        [&self.read, &self.write].iter().filter(|l| !l.is_p2p()).count()
+    }
+}
+
+/// What one executor serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub executor: Executor,
+    /// Distinct source names, in stream order.
+    pub sources: Vec<String>,
+    /// Distinct target names, in stream order.
+    pub targets: Vec<String>,
+    /// Indices into [`Plan::streams`].
+    pub streams: Vec<usize>,
+    /// Legs that go peer-to-peer, and legs through host memory.
+    pub p2p_legs: usize,
+    pub host_legs: usize,
+}
+
+/// A compute device the planner looked at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceReport {
+    pub name: String,
+    pub bdf: Bdf,
+    pub kind: DeviceKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<u32>,
+    /// Registered P2P memory and its free part, when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p2p_memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p2p_available_bytes: Option<u64>,
+    pub usable: bool,
+    /// Why it is usable (its memory) or not (the provider-side reason).
+    pub why: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+    /// Streams it serves.
+    pub streams: usize,
+}
+
+/// What a decision was about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Whether a device can be used at all.
+    Device,
+    /// Which target a source writes to.
+    Pairing,
+    /// Which executor serves a stream, and how its legs go.
+    Stream,
+    /// A usable device that got no stream, or a target no source writes to.
+    Idle,
+}
+
+/// An option that was not taken, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejected {
+    pub option: String,
+    pub why: String,
+}
+
+/// One decision and its explanation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub kind: DecisionKind,
+    /// What was decided about: `ssd0 -> ssd6`, `csp3`, ...
+    pub subject: String,
+    /// What was chosen: a device, a target, `used`, `not used`, `idle`.
+    pub choice: String,
+    /// Why, one sentence per line.
+    pub why: Vec<String>,
+    /// The options not taken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<Rejected>,
+}
+
+/// The planner's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub request: PlanRequest,
+    pub sources: Vec<Place>,
+    pub targets: Vec<Place>,
+    /// Every compute device considered (the CPU is not listed: it is always there).
+    pub devices: Vec<DeviceReport>,
+    /// Devices in the order of [`Plan::devices`], then the CPU by NUMA node.
+    pub groups: Vec<Group>,
+    pub streams: Vec<Stream>,
+    /// Device, pairing, stream and idle decisions, in that order.
+    pub decisions: Vec<Decision>,
+    /// One line: how many streams on how many devices, how many legs through host memory.
+    pub summary: String,
+}
+
+/// Plans `request` on `topo`. Errors: an unknown name, a block device named as a compute
+/// device, no sources or targets, bad pairs.
+pub fn plan(topo: &Topology, request: &PlanRequest) -> Result<Plan> {
+    Planner::new(topo, request)?.run()
+}
+
+impl Topology {
+    /// The placement plan for a job (see [`plan()`]).
+    pub fn plan(&self, request: &PlanRequest) -> Result<Plan> {
+        plan(self, request)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+fn node_words(node: Option<u32>) -> String {
+    match node {
+        Some(n) => format!("NUMA node {n}"),
+        None => "an unknown NUMA node".to_string(),
+    }
+}
+
+fn node_short(node: Option<u32>) -> String {
+    match node {
+        Some(n) => format!("node {n}"),
+        None => "node ?".to_string(),
+    }
+}
+
+fn list(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// 0: same node (or unknown), 1: same socket (or socket unknown), 2: different sockets.
+fn locality(topo: &Topology, a: Option<u32>, b: Option<u32>) -> u8 {
+    match (a, b) {
+        (Some(a), Some(b)) if a == b => 0,
+        (Some(a), Some(b)) => match (topo.socket_of_node(a), topo.socket_of_node(b)) {
+            (Some(x), Some(y)) if x != y => 2,
+            _ => 1,
+        },
+        _ => 0,
+    }
+}
+
+struct Cand {
+    report: DeviceReport,
+}
+
+/// One leg evaluated against one device.
+#[derive(Clone)]
+struct LegEval {
+    leg: Leg,
+    /// Caveats and reroutes worth saying even when P2P works (ACS forced by the IOMMU, ...).
+    notes: Vec<String>,
+}
+
+/// A stream on one device.
+#[derive(Clone)]
+struct Opt {
+    cand: usize,
+    read: LegEval,
+    write: LegEval,
+    host_legs: u8,
+    distance: u32,
+    mismatch: u8,
+}
+
+impl Opt {
+    /// The "how near" part of the cost; eligible only below 2.
+    fn primary(&self) -> (u8, u32, u8) {
+        (self.host_legs, self.distance, self.mismatch)
+    }
+}
+
+const CPU_PRIMARY: (u8, u32, u8) = (2, 0, 0);
+
+struct Planner<'a> {
+    topo: &'a Topology,
+    request: &'a PlanRequest,
+    sources: Vec<Place>,
+    targets: Vec<Place>,
+    cands: Vec<Cand>,
+    /// (candidate, endpoint name) -> leg.
+    legs: BTreeMap<(usize, String), LegEval>,
+    decisions: Vec<Decision>,
+}
+
+impl<'a> Planner<'a> {
+    fn new(topo: &'a Topology, request: &'a PlanRequest) -> Result<Planner<'a>> {
+        if request.sources.is_empty() {
+            return Err(TopoError::Invalid("a plan needs at least one source".into()));
+        }
+        if request.targets.is_empty() {
+            return Err(TopoError::Invalid("a plan needs at least one target".into()));
+        }
+        let sources = request.sources.iter().map(|n| place(topo, n)).collect::<Result<Vec<_>>>()?;
+        let targets = request.targets.iter().map(|n| place(topo, n)).collect::<Result<Vec<_>>>()?;
+        if !request.pairs.is_empty() {
+            let mut seen = vec![false; sources.len()];
+            for &(s, t) in &request.pairs {
+                if s >= sources.len() || t >= targets.len() {
+                    return Err(TopoError::Invalid(format!(
+                        "pair ({s}, {t}) is out of range: {} source(s), {} target(s)",
+                        sources.len(),
+                        targets.len()
+                    )));
+                }
+                if std::mem::replace(&mut seen[s], true) {
+                    return Err(TopoError::Invalid(format!("source #{s} ({}) is in two pairs", sources[s].name)));
+                }
+            }
+            if let Some(s) = seen.iter().position(|x| !x) {
+                return Err(TopoError::Invalid(format!("source #{s} ({}) is in no pair", sources[s].name)));
+            }
+        }
+        let mut p = Planner {
+            topo,
+            request,
+            sources,
+            targets,
+            cands: Vec::new(),
+            legs: BTreeMap::new(),
+            decisions: Vec::new(),
+        };
+        p.select_devices()?;
+        Ok(p)
+    }
+
+    fn usable(&self) -> impl Iterator<Item = usize> + '_ {
+        self.cands.iter().enumerate().filter(|(_, c)| c.report.usable).map(|(i, _)| i)
+    }
+
+    fn select_devices(&mut self) -> Result<()> {
+        let topo = self.topo;
+        let (bdfs, explicit): (Vec<Bdf>, bool) = match &self.request.devices {
+            DeviceSelection::Auto => (
+                topo.devices.iter().filter(|d| d.kind == DeviceKind::Csp).map(|d| d.bdf).collect(),
+                false,
+            ),
+            DeviceSelection::Named(names) => {
+                let mut v: Vec<Bdf> = Vec::new();
+                for n in names {
+                    let b = compute_device_bdf(topo, n)?;
+                    if !v.contains(&b) {
+                        v.push(b);
+                    }
+                }
+                (v, true)
+            }
+        };
+        for b in bdfs {
+            let d = topo.device(b).ok_or_else(|| TopoError::UnknownDevice { name: b.to_string() })?;
+            let name = d
+                .label
+                .clone()
+                .or_else(|| topo.nvme_for_pci(b).map(|c| c.name.clone()))
+                .unwrap_or_else(|| b.to_string());
+            let node = d.numa_node;
+            let socket = node.and_then(|n| topo.socket_of_node(n));
+            // The provider-side reasons are those of the device's memory with itself.
+            let v = verdict::verdict(topo, &b.to_string(), &b.to_string())?;
+            let blocking = v
+                .reasons
+                .iter()
+                .find(|r| r.severity() == Severity::Blocks || matches!(r, Reason::ProviderExhausted { .. }));
+            let mut why_lines = Vec::new();
+            let (usable, why, remedy) = match blocking {
+                Some(r) => (false, r.describe(), r.remedy()),
+                None => {
+                    let p = d.p2pmem.expect("no blocking reason implies P2P memory");
+                    let mut w = format!(
+                        "{} of published P2P memory ({} free) on {}",
+                        human_bytes(p.size_bytes),
+                        human_bytes(p.available_bytes),
+                        node_words(node)
+                    );
+                    if let Some(s) = socket {
+                        let _ = write!(w, " (socket {s})");
+                    }
+                    if d.kind != DeviceKind::Csp {
+                        let _ = write!(w, "; it is a {}, not a CSP, but was named as a compute device", d.kind.short());
+                    }
+                    (true, w, None)
+                }
+            };
+            why_lines.push(why.clone());
+            if let Some(r) = &remedy {
+                why_lines.push(format!("remedy: {r}"));
+            }
+            if !explicit && usable {
+                why_lines.push("found automatically: a CSP (computational storage processor)".to_string());
+            }
+            self.decisions.push(Decision {
+                kind: DecisionKind::Device,
+                subject: format!("{name} ({b})"),
+                choice: if usable { "usable".into() } else { "not used".into() },
+                why: why_lines,
+                rejected: Vec::new(),
+            });
+            self.cands.push(Cand {
+                report: DeviceReport {
+                    name,
+                    bdf: b,
+                    kind: d.kind,
+                    node,
+                    socket,
+                    p2p_memory_bytes: d.p2pmem.map(|p| p.size_bytes),
+                    p2p_available_bytes: d.p2pmem.map(|p| p.available_bytes),
+                    usable,
+                    why,
+                    remedy,
+                    streams: 0,
+                },
+            });
+        }
+        if self.usable().next().is_none() {
+            let why = self.no_device_words();
+            self.decisions.push(Decision {
+                kind: DecisionKind::Device,
+                subject: "compute devices".into(),
+                choice: "CPU only".into(),
+                why: vec![why],
+                rejected: Vec::new(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Why there is no usable device, in words.
+    fn no_device_words(&self) -> String {
+        let topo = self.topo;
+        let published: Vec<String> = topo
+            .devices
+            .iter()
+            .filter(|d| d.p2pmem.is_some_and(|p| p.published))
+            .map(|d| d.display_name())
+            .collect();
+        let memory = if published.is_empty() {
+            "no device in this topology has published P2P memory".to_string()
+        } else {
+            format!("P2P memory is published by {} (not compute devices)", list(&published))
+        };
+        match &self.request.devices {
+            DeviceSelection::Named(n) if n.is_empty() => {
+                "no compute device was requested (CPU only): every stream runs on the host CPU".to_string()
+            }
+            DeviceSelection::Named(_) => format!(
+                "none of the named devices has usable P2P memory (see each one above); {memory}: every stream runs on the host CPU"
+            ),
+            DeviceSelection::Auto if self.cands.is_empty() => format!(
+                "no compute device: this topology has no CSP, and {memory}: every stream runs on the host CPU (to offload: a CSP whose P2P memory is published, e.g. a CMB of 2 MiB or more with RDS and WDS, on a kernel with CONFIG_PCI_P2PDMA)"
+            ),
+            DeviceSelection::Auto => format!(
+                "no CSP has usable P2P memory (see each one above); {memory}: every stream runs on the host CPU"
+            ),
+        }
+    }
+
+    fn leg(&mut self, cand: usize, place: &Place) -> Result<LegEval> {
+        let key = (cand, place.name.clone());
+        if let Some(l) = self.legs.get(&key) {
+            return Ok(l.clone());
+        }
+        let c = &self.cands[cand].report;
+        let v = verdict::verdict(self.topo, &c.bdf.to_string(), &place.name)?;
+        let notes: Vec<String> = v
+            .reasons
+            .iter()
+            .filter(|r| matches!(r.severity(), Severity::Reroutes | Severity::Caveat))
+            .map(|r| match r.remedy() {
+                Some(fix) => format!("{} (remedy: {fix})", r.describe()),
+                None => r.describe(),
+            })
+            .collect();
+        let leg = match &v.path {
+            P2pPath::BusAddress { distance } => Leg::BusAddress { distance: *distance },
+            P2pPath::ThroughHostBridge { distance } => Leg::ThroughHostBridge { distance: *distance },
+            P2pPath::NotSupported { reason } => Leg::Bounce {
+                node: place.node.or(c.node),
+                why: Why::from(reason),
+            },
+        };
+        let l = LegEval {
+            leg,
+            notes: if v.path.is_supported() { notes } else { Vec::new() },
+        };
+        self.legs.insert(key, l.clone());
+        Ok(l)
+    }
+
+    fn option(&mut self, cand: usize, s: usize, t: usize) -> Result<Opt> {
+        let src = self.sources[s].clone();
+        let tgt = self.targets[t].clone();
+        let read = self.leg(cand, &src)?;
+        let write = self.leg(cand, &tgt)?;
+        let host_legs = [&read, &write].iter().filter(|l| !l.leg.is_p2p()).count() as u8;
+        let distance = read.leg.distance().unwrap_or(0) + write.leg.distance().unwrap_or(0);
+        let dn = self.cands[cand].report.node;
+        let mismatch = [src.node, tgt.node]
+            .iter()
+            .filter(|n| matches!((n, dn), (Some(a), Some(b)) if *a != b))
+            .count() as u8;
+        Ok(Opt {
+            cand,
+            read,
+            write,
+            host_legs,
+            distance,
+            mismatch,
+        })
+    }
+
+    /// Every usable device's option for (s, t), in candidate order.
+    fn options(&mut self, s: usize, t: usize) -> Result<Vec<Opt>> {
+        let usable: Vec<usize> = self.usable().collect();
+        usable.into_iter().map(|c| self.option(c, s, t)).collect()
+    }
+
+    fn best_primary(opts: &[Opt]) -> (u8, u32, u8) {
+        opts.iter()
+            .filter(|o| o.host_legs < 2)
+            .map(Opt::primary)
+            .min()
+            .unwrap_or(CPU_PRIMARY)
+    }
+
+    fn cost_words(&self, opts: &[Opt], primary: (u8, u32, u8)) -> String {
+        let names: Vec<String> = opts
+            .iter()
+            .filter(|o| o.host_legs < 2 && o.primary() == primary)
+            .map(|o| self.cands[o.cand].report.name.clone())
+            .collect();
+        let (who, reach) = if names.len() == 1 { ("device", "reaches") } else { ("devices", "reach") };
+        match primary.0 {
+            0 => format!("{} can reach both peer-to-peer, total distance {}", list(&names), primary.1),
+            1 => format!(
+                "no device reaches both peer-to-peer: the nearest {who} ({}) {reach} one of them (distance {}), the other leg needs a host bounce buffer",
+                list(&names),
+                primary.1
+            ),
+            _ if opts.is_empty() => "there is no usable compute device: the CPU path".to_string(),
+            _ => "no device reaches either of them peer-to-peer: the CPU path".to_string(),
+        }
+    }
+
+    /// Step 2: which target each source writes to.
+    fn pair(&mut self) -> Result<Vec<(usize, usize)>> {
+        if !self.request.pairs.is_empty() {
+            let mut pairs = self.request.pairs.clone();
+            pairs.sort_by_key(|&(s, _)| s);
+            return Ok(pairs);
+        }
+        let mut load = vec![0usize; self.targets.len()];
+        let mut pairs = Vec::new();
+        for s in 0..self.sources.len() {
+            let mut keyed = Vec::new();
+            for (t, &tl) in load.iter().enumerate() {
+                let opts = self.options(s, t)?;
+                let primary = Self::best_primary(&opts);
+                let loc = locality(self.topo, self.sources[s].node, self.targets[t].node);
+                keyed.push(((primary, loc, tl, t), opts));
+            }
+            let best = keyed.iter().map(|(k, _)| *k).min().expect("at least one target");
+            let t = best.3;
+            load[t] += 1;
+            pairs.push((s, t));
+            let (src, tgt) = (&self.sources[s], &self.targets[t]);
+            let mut why = vec![
+                format!("{}: {}", tgt.name, self.cost_words(&keyed[t].1, best.0)),
+                match best.1 {
+                    0 if src.node.is_some() && tgt.node.is_some() => {
+                        format!("{} is on the source's NUMA node ({})", tgt.name, node_words(tgt.node))
+                    }
+                    0 => format!("the NUMA node of {} or {} is unknown", src.name, tgt.name),
+                    1 => format!("{} is on another NUMA node of the source's socket", tgt.name),
+                    _ => format!("{} is on another socket than the source: no target on the source's socket does better", tgt.name),
+                },
+            ];
+            let ties: Vec<String> = keyed
+                .iter()
+                .filter(|(k, _)| (k.0, k.1) == (best.0, best.1))
+                .map(|(k, _)| self.targets[k.3].name.clone())
+                .collect();
+            if ties.len() > 1 {
+                why.push(format!(
+                    "balance: {} are equally near; {} had the fewest sources so far ({})",
+                    list(&ties),
+                    tgt.name,
+                    best.2
+                ));
+            }
+            let rejected = keyed
+                .iter()
+                .filter(|(k, _)| k.3 != t)
+                .map(|(k, opts)| Rejected {
+                    option: self.targets[k.3].name.clone(),
+                    why: self.target_why_not(best, *k, opts),
+                })
+                .collect();
+            self.decisions.push(Decision {
+                kind: DecisionKind::Pairing,
+                subject: format!("source {}", src.name),
+                choice: tgt.name.clone(),
+                why,
+                rejected,
+            });
+        }
+        Ok(pairs)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn target_why_not(
+        &self,
+        chosen: ((u8, u32, u8), u8, usize, usize),
+        other: ((u8, u32, u8), u8, usize, usize),
+        opts: &[Opt],
+    ) -> String {
+        let (cp, op) = (chosen.0, other.0);
+        if op.0 > cp.0 {
+            if other.1 == 2 && op.0 == 1 {
+                return "on another socket than the source, and P2P never crosses sockets: one leg would need a host bounce buffer".to_string();
+            }
+            return self.cost_words(opts, op);
+        }
+        if op.1 > cp.1 {
+            return format!("farther: total distance {} against {}", op.1, cp.1);
+        }
+        if op.2 > cp.2 {
+            return "its nearest device is on another NUMA node than the source or target".to_string();
+        }
+        if other.1 > chosen.1 {
+            return match other.1 {
+                1 => "on another NUMA node than the source".to_string(),
+                _ => "on another socket than the source".to_string(),
+            };
+        }
+        if other.2 > chosen.2 {
+            return format!("equally near, but already had {} source(s) against {}", other.2, chosen.2);
+        }
+        format!("equally near and equally loaded; {} is listed first", self.targets[chosen.3].name)
+    }
+
+    /// Step 3: which executor serves each stream.
+    fn assign(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<Stream>> {
+        // Options and fair shares.
+        let mut all: Vec<Vec<Opt>> = Vec::new();
+        let mut share = vec![0f64; self.cands.len()];
+        for &(s, t) in pairs {
+            let opts = self.options(s, t)?;
+            let best = Self::best_primary(&opts);
+            if best != CPU_PRIMARY {
+                let set: Vec<usize> = opts.iter().filter(|o| o.host_legs < 2 && o.primary() == best).map(|o| o.cand).collect();
+                for c in &set {
+                    share[*c] += 1.0 / set.len() as f64;
+                }
+            }
+            all.push(opts);
+        }
+        let cap: Vec<usize> = share.iter().map(|x| (x - 1e-9).ceil().max(0.0) as usize).collect();
+        let mut load = vec![0usize; self.cands.len()];
+        let mut serves_t: Vec<Vec<String>> = vec![Vec::new(); self.cands.len()];
+        let mut serves_s: Vec<Vec<String>> = vec![Vec::new(); self.cands.len()];
+        let mut streams = Vec::new();
+        for (i, (&(s, t), opts)) in pairs.iter().zip(all).enumerate() {
+            let src = self.sources[s].clone();
+            let tgt = self.targets[t].clone();
+            let key = |o: &Opt| {
+                (
+                    o.primary(),
+                    load[o.cand] >= cap[o.cand],
+                    !serves_t[o.cand].contains(&tgt.name),
+                    !serves_s[o.cand].contains(&src.name),
+                    load[o.cand],
+                    o.cand,
+                )
+            };
+            let chosen = opts.iter().filter(|o| o.host_legs < 2).min_by_key(|o| key(o)).cloned();
+            let subject = format!("{} -> {}", src.name, tgt.name);
+            let decision = self.decisions.len();
+            let stream = match chosen {
+                Some(o) => {
+                    let c = self.cands[o.cand].report.clone();
+                    let mut why = vec![
+                        format!("read {}: {}", src.describe(), o.read.leg.words()),
+                        format!("write {}: {}", tgt.describe(), o.write.leg.words()),
+                    ];
+                    for n in o.read.notes.iter().chain(&o.write.notes) {
+                        if !why.iter().any(|w| w.ends_with(n.as_str())) {
+                            why.push(format!("note: {n}"));
+                        }
+                    }
+                    why.push(match o.mismatch {
+                        0 if c.node.is_some() && src.node.is_some() && tgt.node.is_some() => {
+                            format!("{} is on {}, the node of the source and the target", c.name, node_words(c.node))
+                        }
+                        0 => format!("{} is on {}; the node of the source or target is unknown", c.name, node_words(c.node)),
+                        _ => format!("{} is on {}; {} leg(s) reach another NUMA node of the same socket", c.name, node_words(c.node), o.mismatch),
+                    });
+                    let ties: Vec<&Opt> = opts.iter().filter(|x| x.host_legs < 2 && x.primary() == o.primary()).collect();
+                    if ties.len() > 1 {
+                        let names: Vec<String> = ties.iter().map(|x| self.cands[x.cand].report.name.clone()).collect();
+                        let mut b = format!(
+                            "balance: {} are equally near; {} had {} stream(s), its fair share is {}",
+                            list(&names),
+                            c.name,
+                            load[o.cand],
+                            cap[o.cand]
+                        );
+                        if serves_t[o.cand].contains(&tgt.name) {
+                            let _ = write!(b, ", and it already writes {} (a target stays with one device)", tgt.name);
+                        } else if serves_s[o.cand].contains(&src.name) {
+                            let _ = write!(b, ", and it already reads {}", src.name);
+                        }
+                        why.push(b);
+                    }
+                    let ck = key(&o);
+                    let mut rejected = Vec::new();
+                    for x in &opts {
+                        if x.cand == o.cand {
+                            continue;
+                        }
+                        rejected.push(Rejected {
+                            option: self.cands[x.cand].report.name.clone(),
+                            why: self.device_why_not(x, &o, key(x), ck, &src, &tgt, load[x.cand], cap[x.cand]),
+                        });
+                    }
+                    for c2 in self.cands.iter().filter(|c| !c.report.usable) {
+                        rejected.push(Rejected {
+                            option: c2.report.name.clone(),
+                            why: format!("not usable: {}", c2.report.why),
+                        });
+                    }
+                    rejected.push(Rejected {
+                        option: "host CPU".into(),
+                        why: "the CPU path is only for streams that no device reaches peer-to-peer on either leg".into(),
+                    });
+                    self.decisions.push(Decision {
+                        kind: DecisionKind::Stream,
+                        subject,
+                        choice: c.name.clone(),
+                        why,
+                        rejected,
+                    });
+                    load[o.cand] += 1;
+                    if !serves_t[o.cand].contains(&tgt.name) {
+                        serves_t[o.cand].push(tgt.name.clone());
+                    }
+                    if !serves_s[o.cand].contains(&src.name) {
+                        serves_s[o.cand].push(src.name.clone());
+                    }
+                    Stream {
+                        index: i,
+                        source_index: s,
+                        target_index: t,
+                        source: src.name.clone(),
+                        target: tgt.name.clone(),
+                        executor: Executor::Device {
+                            name: c.name.clone(),
+                            bdf: c.bdf,
+                            node: c.node,
+                        },
+                        read: o.read.leg.clone(),
+                        write: o.write.leg.clone(),
+                        decision,
+                    }
+                }
+                None => {
+                    let node = src.node.or(tgt.node);
+                    let mut why = Vec::new();
+                    if opts.is_empty() {
+                        why.push(self.no_device_words());
+                    } else {
+                        why.push(format!(
+                            "no device reaches {} or {} peer-to-peer: a device would move every byte through host memory on both legs, the CPU path moves it through host memory once",
+                            src.name, tgt.name
+                        ));
+                    }
+                    why.push(format!(
+                        "compute on the cores of {} (the source's node); read buffers on {}, write buffers on {} (the target's node)",
+                        node_words(node),
+                        node_words(src.node),
+                        node_words(tgt.node)
+                    ));
+                    let mut rejected = Vec::new();
+                    for x in &opts {
+                        rejected.push(Rejected {
+                            option: self.cands[x.cand].report.name.clone(),
+                            why: neither(&src, &tgt, x),
+                        });
+                    }
+                    for c2 in self.cands.iter().filter(|c| !c.report.usable) {
+                        rejected.push(Rejected {
+                            option: c2.report.name.clone(),
+                            why: format!("not usable: {}", c2.report.why),
+                        });
+                    }
+                    self.decisions.push(Decision {
+                        kind: DecisionKind::Stream,
+                        subject,
+                        choice: "host CPU".into(),
+                        why,
+                        rejected,
+                    });
+                    Stream {
+                        index: i,
+                        source_index: s,
+                        target_index: t,
+                        source: src.name.clone(),
+                        target: tgt.name.clone(),
+                        executor: Executor::Cpu { node },
+                        read: Leg::Host { node: src.node },
+                        write: Leg::Host { node: tgt.node },
+                        decision,
+                    }
+                }
+            };
+            streams.push(stream);
+        }
+        for (c, l) in load.iter().enumerate() {
+            self.cands[c].report.streams = *l;
+        }
+        Ok(streams)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn device_why_not<K: Ord>(
+        &self,
+        x: &Opt,
+        chosen: &Opt,
+        xk: (K, bool, bool, bool, usize, usize),
+        ck: (K, bool, bool, bool, usize, usize),
+        src: &Place,
+        tgt: &Place,
+        load: usize,
+        cap: usize,
+    ) -> String {
+        let cn = &self.cands[chosen.cand].report.name;
+        if x.host_legs >= 2 {
+            return neither(src, tgt, x);
+        }
+        if x.host_legs > chosen.host_legs {
+            let (which, leg) = if x.read.leg.is_p2p() { (format!("write {}", tgt.name), &x.write.leg) } else { (format!("read {}", src.name), &x.read.leg) };
+            return format!("{which} would need a host bounce buffer: {}", refusal(leg));
+        }
+        if x.distance > chosen.distance {
+            return format!("farther: total distance {} against {} for {cn}", x.distance, chosen.distance);
+        }
+        if x.mismatch > chosen.mismatch {
+            return format!(
+                "on {}, another NUMA node than {} of the stream's endpoints",
+                node_words(self.cands[x.cand].report.node),
+                x.mismatch
+            );
+        }
+        if xk.1 && !ck.1 {
+            return format!("equally near, but it already has its fair share ({cap} stream(s))");
+        }
+        if xk.2 && !ck.2 {
+            return format!("equally near, but {cn} already writes {} (a target stays with one device)", tgt.name);
+        }
+        if xk.3 && !ck.3 {
+            return format!("equally near, but {cn} already reads {}", src.name);
+        }
+        if xk.4 > ck.4 {
+            return format!("equally near, but it already has {load} stream(s) against {}", ck.4);
+        }
+        format!("equally near and equally loaded; {cn} is listed first")
+    }
+
+    fn run(mut self) -> Result<Plan> {
+        let pairs = self.pair()?;
+        let streams = self.assign(&pairs)?;
+        // Groups: devices in candidate order, then the CPU by node.
+        let mut groups: Vec<Group> = Vec::new();
+        let mut order: Vec<Executor> = self
+            .cands
+            .iter()
+            .filter(|c| c.report.streams > 0)
+            .map(|c| Executor::Device {
+                name: c.report.name.clone(),
+                bdf: c.report.bdf,
+                node: c.report.node,
+            })
+            .collect();
+        let mut cpu: Vec<Option<u32>> = streams
+            .iter()
+            .filter_map(|s| match s.executor {
+                Executor::Cpu { node } => Some(node),
+                _ => None,
+            })
+            .collect();
+        cpu.sort_by_key(|n| (n.is_none(), *n));
+        cpu.dedup();
+        order.extend(cpu.into_iter().map(|node| Executor::Cpu { node }));
+        for e in order {
+            let mut g = Group {
+                executor: e.clone(),
+                sources: Vec::new(),
+                targets: Vec::new(),
+                streams: Vec::new(),
+                p2p_legs: 0,
+                host_legs: 0,
+            };
+            for s in streams.iter().filter(|s| s.executor == e) {
+                if !g.sources.contains(&s.source) {
+                    g.sources.push(s.source.clone());
+                }
+                if !g.targets.contains(&s.target) {
+                    g.targets.push(s.target.clone());
+                }
+                g.streams.push(s.index);
+                g.host_legs += s.host_legs();
+                g.p2p_legs += 2 - s.host_legs();
+            }
+            groups.push(g);
+        }
+        // Idle devices and unused targets.
+        for c in self.cands.iter().filter(|c| c.report.usable && c.report.streams == 0) {
+            let ci = self.cands.iter().position(|x| x.report.bdf == c.report.bdf).expect("candidate");
+            let reachable = self
+                .legs
+                .iter()
+                .any(|((cand, _), l)| *cand == ci && l.leg.is_p2p());
+            let why = if reachable {
+                "equally near or nearer devices took every stream it could serve".to_string()
+            } else {
+                let first = self
+                    .legs
+                    .iter()
+                    .find(|((cand, _), _)| *cand == ci)
+                    .map(|((_, n), l)| format!(" (e.g. {n}: {})", refusal(&l.leg)))
+                    .unwrap_or_default();
+                format!("no source or target reaches it peer-to-peer{first}")
+            };
+            self.decisions.push(Decision {
+                kind: DecisionKind::Idle,
+                subject: c.report.name.clone(),
+                choice: "idle".into(),
+                why: vec![why],
+                rejected: Vec::new(),
+            });
+        }
+        for (t, tgt) in self.targets.iter().enumerate() {
+            if !pairs.iter().any(|&(_, pt)| pt == t) {
+                let why = if self.request.pairs.is_empty() {
+                    "every source found a nearer or less loaded target".to_string()
+                } else {
+                    "no pair in the request names it".to_string()
+                };
+                self.decisions.push(Decision {
+                    kind: DecisionKind::Idle,
+                    subject: format!("target {}", tgt.name),
+                    choice: "unused".into(),
+                    why: vec![why],
+                    rejected: Vec::new(),
+                });
+            }
+        }
+        let devices_used = groups.iter().filter(|g| !g.executor.is_cpu()).count();
+        let cpu_streams = streams.iter().filter(|s| s.executor.is_cpu()).count();
+        let bounced: usize = streams
+            .iter()
+            .filter(|s| !s.executor.is_cpu())
+            .map(|s| s.host_legs())
+            .sum();
+        let summary = format!(
+            "{} stream(s): {} on {} device(s) ({} leg(s) through a host bounce buffer), {} on the host CPU",
+            streams.len(),
+            streams.len() - cpu_streams,
+            devices_used,
+            bounced,
+            cpu_streams
+        );
+        Ok(Plan {
+            request: self.request.clone(),
+            sources: self.sources,
+            targets: self.targets,
+            devices: self.cands.into_iter().map(|c| c.report).collect(),
+            groups,
+            streams,
+            decisions: self.decisions,
+            summary,
+        })
+    }
+}
+
+/// Why neither leg of a stream goes peer-to-peer with a device (one sentence when both legs
+/// are refused for the same reason).
+fn neither(src: &Place, tgt: &Place, x: &Opt) -> String {
+    let (r, w) = (refusal(&x.read.leg), refusal(&x.write.leg));
+    if r == w {
+        format!("neither leg can go peer-to-peer (read {}, write {}): {r}", src.name, tgt.name)
+    } else {
+        format!("neither leg can go peer-to-peer: read {}: {r}; write {}: {w}", src.name, tgt.name)
+    }
+}
+
+/// The refusal in a bounced leg, or the leg's words.
+fn refusal(leg: &Leg) -> String {
+    match leg {
+        Leg::Bounce { why, .. } => why.text.clone(),
+        other => other.words(),
+    }
+}
+
+fn place(topo: &Topology, name: &str) -> Result<Place> {
+    let ep = topo.resolve(name)?;
+    let nodes: Vec<Option<u32>> = ep.pci.iter().map(|b| topo.device(*b).and_then(|d| d.numa_node)).collect();
+    let node = match nodes.first() {
+        Some(Some(n)) if nodes.iter().all(|x| *x == Some(*n)) => Some(*n),
+        _ => None,
+    };
+    let what = match (&ep.block, ep.pci.first().and_then(|b| topo.device(*b))) {
+        (Some(b), _) => b.kind.short().to_string(),
+        (None, Some(d)) => d.kind.short().to_string(),
+        (None, None) => "not a PCI device".to_string(),
+    };
+    Ok(Place {
+        name: name.to_string(),
+        pci: ep.pci,
+        node,
+        socket: node.and_then(|n| topo.socket_of_node(n)),
+        what,
+    })
+}
+
+fn compute_device_bdf(topo: &Topology, name: &str) -> Result<Bdf> {
+    let ep = topo.resolve(name)?;
+    if let Some(b) = &ep.block {
+        return Err(TopoError::Invalid(format!(
+            "{name} is a block device ({}), not a compute device; name a CSP by label, PCI address or controller",
+            b.kind.short()
+        )));
+    }
+    match ep.pci.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(TopoError::Invalid(format!("{name} is not a PCI device and cannot be a compute device"))),
+        _ => Err(TopoError::Invalid(format!("{name} spans several PCI functions; name one"))),
+    }
+}
+
+impl Plan {
+    /// The group served by the executor called `name` (`csp0`, `cpu (node 0)`).
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.executor.name() == name)
+    }
+
+    /// The plan as pretty JSON.
+    pub fn to_json_string(&self) -> Result<String> {
+        Ok(serde_json::to_string_pretty(self)?)
+    }
+
+    /// The groups and streams as tables (what `peerpath plan` prints).
+    pub fn render_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.summary);
+        out.push('\n');
+        let mut rows = vec![vec![
+            "executor".to_string(),
+            "address".to_string(),
+            "node".to_string(),
+            "sources".to_string(),
+            "targets".to_string(),
+            "streams".to_string(),
+            "P2P legs".to_string(),
+            "host legs".to_string(),
+        ]];
+        for g in &self.groups {
+            let (addr, node) = match &g.executor {
+                Executor::Device { bdf, node, .. } => (bdf.to_string(), *node),
+                Executor::Cpu { node } => ("-".to_string(), *node),
+            };
+            rows.push(vec![
+                g.executor.name(),
+                addr,
+                node.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+                g.sources.join(", "),
+                g.targets.join(", "),
+                g.streams.len().to_string(),
+                g.p2p_legs.to_string(),
+                g.host_legs.to_string(),
+            ]);
+        }
+        table(&mut out, &rows);
+        out.push('\n');
+        let mut rows = vec![vec![
+            "#".to_string(),
+            "source".to_string(),
+            "target".to_string(),
+            "executor".to_string(),
+            "read".to_string(),
+            "write".to_string(),
+        ]];
+        for s in &self.streams {
+            rows.push(vec![
+                s.index.to_string(),
+                s.source.clone(),
+                s.target.clone(),
+                s.executor.name(),
+                s.read.short(),
+                s.write.short(),
+            ]);
+        }
+        table(&mut out, &rows);
+        let unusable: Vec<&DeviceReport> = self.devices.iter().filter(|d| !d.usable).collect();
+        if !unusable.is_empty() {
+            out.push('\n');
+            for d in unusable {
+                let _ = writeln!(out, "not used: {} ({}): {}", d.name, d.bdf, d.why);
+            }
+        }
+        let notes: Vec<&Decision> = self.decisions.iter().filter(|d| d.kind == DecisionKind::Idle).collect();
+        if !notes.is_empty() {
+            out.push('\n');
+            for d in notes {
+                let _ = writeln!(out, "{}: {}: {}", d.subject, d.choice, d.why.join("; "));
+            }
+        }
+        out.push_str(
+            "\nP2P bus n: below a common switch, distance n.  P2P host bridge n: through the root complex.\n\
+             bounce node n (why): through a host buffer on NUMA node n.  host node n: the CPU path.  --explain says why.\n",
+        );
+        out
+    }
+
+    /// Every decision with its reasons: why each device, target and executor, and why not the
+    /// others.
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "Placement plan: {}", self.summary);
+        let sections = [
+            (DecisionKind::Device, "Compute devices (the host CPU is always available)"),
+            (DecisionKind::Pairing, "Pairing: which target each source writes to"),
+            (DecisionKind::Stream, "Streams: who serves each, and how the bytes move"),
+            (DecisionKind::Idle, "Idle devices and unused targets"),
+        ];
+        for (kind, title) in sections {
+            let ds: Vec<&Decision> = self.decisions.iter().filter(|d| d.kind == kind).collect();
+            if ds.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "\n{title}:");
+            for d in ds {
+                let _ = writeln!(out, "  {}: {}", d.subject, d.choice);
+                for w in &d.why {
+                    let _ = writeln!(out, "    - {w}");
+                }
+                for r in &d.rejected {
+                    let _ = writeln!(out, "    not {}: {}", r.option, r.why);
+                }
+            }
+        }
+        if self.request.pairs.is_empty() && !self.decisions.iter().any(|d| d.kind == DecisionKind::Pairing) {
+            out.push_str("\n(no pairing decisions)\n");
+        }
+        out
+    }
+}
+
+fn table(out: &mut String, rows: &[Vec<String>]) {
+    let cols = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c + 1 == cols {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<w$}  ", w = widths[c]);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_selection_parses() {
+        assert_eq!(DeviceSelection::parse("auto"), DeviceSelection::Auto);
+        assert_eq!(DeviceSelection::parse(" AUTO "), DeviceSelection::Auto);
+        assert_eq!(
+            DeviceSelection::parse("csp0, csp1,,cpu"),
+            DeviceSelection::Named(vec!["csp0".into(), "csp1".into()])
+        );
+        assert_eq!(DeviceSelection::parse("cpu"), DeviceSelection::Named(vec![]));
+    }
+
+    #[test]
+    fn lists_read_naturally() {
+        assert_eq!(list(&[]), "");
+        assert_eq!(list(&["a".into()]), "a");
+        assert_eq!(list(&["a".into(), "b".into(), "c".into()]), "a, b and c");
+    }
+
+    #[test]
+    fn empty_requests_are_refused() {
+        let t = Topology::empty();
+        assert!(matches!(plan(&t, &PlanRequest::default()), Err(TopoError::Invalid(_))));
+        let r = PlanRequest::new(["nvme0n1"], Vec::<String>::new());
+        assert!(matches!(plan(&t, &r), Err(TopoError::Invalid(_))));
+        let r = PlanRequest::new(["nvme0n1"], ["nvme1n1"]);
+        assert!(matches!(plan(&t, &r), Err(TopoError::UnknownDevice { .. })));
+    }
+}
