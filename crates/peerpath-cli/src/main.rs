@@ -2,6 +2,7 @@
 //! job options, runs the job, prints the report. Errors exit with the code
 //! of their class (see README).
 
+mod csp;
 mod demo;
 mod iobench;
 mod probe;
@@ -34,6 +35,8 @@ enum Command {
     Demo(DemoArgs),
     /// Show the PCIe topology and whether P2P DMA works between devices, and why.
     Topo(TopoArgs),
+    /// Run an emulated computational storage processor (CSP) by hand, or ask a running one what it is and did.
+    Csp(csp::CspArgs),
     /// P2P pre-flight: find P2P memory providers, map 4 KiB of each, read 4 KiB into it with O_DIRECT.
     Probe(probe::ProbeArgs),
     /// Sweep O_DIRECT I/O over block sizes and queue depths into host or device memory (GB/s, IOPS, latency).
@@ -336,6 +339,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         }
         Command::Demo(a) => demo::run(a.workdir, a.json, a.threads)?,
         Command::Topo(_) => unreachable!("handled in main"),
+        Command::Csp(_) => unreachable!("handled in main"),
         Command::Probe(_) | Command::BenchIo(_) => unreachable!("handled in main"),
     }
     Ok(())
@@ -343,6 +347,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Csp(a) = cli.command {
+        return csp::main(a);
+    }
     if let Command::Probe(a) = cli.command {
         return probe::main(a);
     }

@@ -1,0 +1,174 @@
+//! `peerpath csp`: run an emulated computational storage processor (CSP)
+//! by hand, and ask a running one what it is and what it has done.
+//!
+//! `peerpath csp serve` is also what the runtime starts as a child process
+//! (`peerpath_device::EmulatedCsp::spawn` runs this binary with
+//! `csp serve ...`), so the flags here must read what
+//! `ServeOptions::to_args` writes.
+
+use clap::{Args, Subcommand};
+use peerpath_device::emulated::{default_dir, serve, ConnectOptions, CspError, ServeOptions, READY_LINE_PREFIX};
+use peerpath_device::{DeviceStats, EmulatedCsp, Identify};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct CspArgs {
+    #[command(subcommand)]
+    command: CspCommand,
+}
+
+#[derive(Subcommand)]
+enum CspCommand {
+    /// Run an emulated CSP in this process until SIGTERM or Ctrl-C: its memory and queue pairs live in
+    /// shared-memory files (owner-only, removed when it stops); hosts connect to it by name.
+    Serve(ServeArgs),
+    /// Ask a running CSP what it is: functions, memory, queue limits.
+    Identify(QueryArgs),
+    /// A running CSP's own statistics: commands, errors, bytes and busy time per function.
+    Stats(QueryArgs),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// The device's name (1-32 letters, digits, '-' or '_'); hosts connect by it.
+    #[arg(long)]
+    name: String,
+    /// Device memory (K, M, G suffixes).
+    #[arg(long, default_value = "512M", value_parser = crate::parse_size)]
+    memory: usize,
+    /// Queue pairs: each connected host handle claims one.
+    #[arg(long, default_value_t = 4)]
+    queues: u32,
+    /// Entries per submission and completion queue (2-4096).
+    #[arg(long, default_value_t = 128)]
+    queue_depth: u32,
+    /// Worker threads running functions [default: all cores].
+    #[arg(long)]
+    workers: Option<u32>,
+    /// Directory of the device's files [default: /dev/shm].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Exit when this process exits (set by the runtime when it starts the device).
+    #[arg(long, hide = true)]
+    parent_pid: Option<u32>,
+}
+
+#[derive(Args)]
+struct QueryArgs {
+    /// The device's name.
+    #[arg(long)]
+    name: String,
+    /// Directory of the device's files [default: /dev/shm].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `peerpath csp ...`. Bad names or options exit with 2, anything
+/// else that fails with 1.
+pub fn main(a: CspArgs) -> ExitCode {
+    let result = match a.command {
+        CspCommand::Serve(s) => run_serve(s),
+        CspCommand::Identify(q) => query(q, |d, json| {
+            let id = d.identify()?;
+            Ok(render_identify(d, &id, json))
+        }),
+        CspCommand::Stats(q) => query(q, |d, json| {
+            let s = d.device_stats()?;
+            Ok(if json { serde_json::to_string_pretty(&s).expect("stats serialize") } else { render_stats(&s) })
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("peerpath: error: {e}");
+            match e {
+                CspError::BadName { .. } | CspError::BadOption(_) => ExitCode::from(2),
+                _ => ExitCode::from(1),
+            }
+        }
+    }
+}
+
+fn run_serve(s: ServeArgs) -> Result<(), CspError> {
+    let mut o = ServeOptions::new(&s.name);
+    o.memory_bytes = s.memory;
+    o.queues = s.queues;
+    o.queue_depth = s.queue_depth;
+    if let Some(w) = s.workers {
+        o.workers = w;
+    }
+    if let Some(d) = s.dir {
+        o.dir = d;
+    }
+    o.parent_pid = s.parent_pid;
+    serve(&o, |paths, id| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "{READY_LINE_PREFIX} {} ({} MiB of device memory, {} queue pairs of {} entries, {} workers) at {}",
+            id.name,
+            id.memory_bytes >> 20,
+            id.queue_count,
+            id.queue_depth,
+            id.workers,
+            paths.socket.display()
+        );
+        let _ = out.flush();
+    })
+}
+
+fn query(q: QueryArgs, answer: impl FnOnce(&mut EmulatedCsp, bool) -> Result<String, CspError>) -> Result<(), CspError> {
+    let mut o = ConnectOptions::new(&q.name);
+    o.dir = q.dir.unwrap_or_else(default_dir);
+    let mut device = EmulatedCsp::connect(&o)?;
+    println!("{}", answer(&mut device, q.json)?);
+    Ok(())
+}
+
+fn render_identify(device: &EmulatedCsp, id: &Identify, json: bool) -> String {
+    if json {
+        return serde_json::to_string_pretty(id).expect("identify serializes");
+    }
+    let functions: Vec<&str> = id.functions.iter().map(|k| k.name()).collect();
+    let p = device.paths();
+    format!(
+        "{}: pid {}, {} MiB of device memory, {} queue pairs of {} entries, {} workers, up to {} input ranges per command\n\
+         functions: {}\n\
+         files: {} {} {}",
+        id.name,
+        id.pid,
+        id.memory_bytes >> 20,
+        id.queue_count,
+        id.queue_depth,
+        id.workers,
+        id.max_input_ranges,
+        functions.join(", "),
+        p.memory.display(),
+        p.queues.display(),
+        p.socket.display()
+    )
+}
+
+fn render_stats(s: &DeviceStats) -> String {
+    let mut t = format!("{:<24} {:>10} {:>8} {:>16} {:>16} {:>12}\n", "function", "commands", "errors", "input bytes", "output bytes", "busy ms");
+    let total = s.total();
+    for f in s.functions.iter().chain(std::iter::once(&total)) {
+        let name = f.function.map(|k| k.name()).unwrap_or("total");
+        t.push_str(&format!(
+            "{:<24} {:>10} {:>8} {:>16} {:>16} {:>12.1}\n",
+            name,
+            f.commands,
+            f.errors,
+            f.input_bytes,
+            f.output_bytes,
+            f.busy_ns as f64 / 1e6
+        ));
+    }
+    t.push_str(&format!("entries refused before naming a function: {}; up {:.1} s", s.rejected_entries, s.uptime_ns as f64 / 1e9));
+    t
+}
