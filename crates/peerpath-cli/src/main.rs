@@ -5,6 +5,7 @@
 mod csp;
 mod demo;
 mod iobench;
+mod plan;
 mod probe;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -35,6 +36,8 @@ enum Command {
     Demo(DemoArgs),
     /// Show the PCIe topology and whether P2P DMA works between devices, and why.
     Topo(TopoArgs),
+    /// Plan which compute device serves which sources and targets (P2P, host bounce buffer or CPU), and why.
+    Plan(plan::PlanArgs),
     /// Run an emulated computational storage processor (CSP) by hand, or ask a running one what it is and did.
     Csp(csp::CspArgs),
     /// P2P pre-flight: find P2P memory providers, map 4 KiB of each, read 4 KiB into it with O_DIRECT.
@@ -339,6 +342,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         }
         Command::Demo(a) => demo::run(a.workdir, a.json, a.threads)?,
         Command::Topo(_) => unreachable!("handled in main"),
+        Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
         Command::Probe(_) | Command::BenchIo(_) => unreachable!("handled in main"),
     }
@@ -347,6 +351,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Plan(a) = cli.command {
+        return plan::main(a);
+    }
     if let Command::Csp(a) = cli.command {
         return csp::main(a);
     }

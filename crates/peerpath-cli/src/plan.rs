@@ -1,0 +1,135 @@
+//! `peerpath plan`: which compute device serves which sources and targets, and how each leg
+//! moves its bytes (peer-to-peer, a host bounce buffer, or the CPU path), from the topology of
+//! this machine or of a topology file. The planner is `peerpath_topo::plan`; this module turns
+//! flags into a `PlanRequest` and prints the plan. Topology errors (malformed sysfs or topology
+//! file, unknown device name) exit with code 13, as `peerpath topo` does.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use peerpath_topo::{DeviceSelection, PlanRequest, TopoError, Topology};
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Read this sysfs root (a real /sys or a fixture tree).
+    #[arg(long, default_value = "/sys", conflicts_with = "file")]
+    sysfs: PathBuf,
+    /// Read a topology file (TOML) instead of sysfs.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Devices read from: PCI address, label, controller (nvme3) or block device (nvme3n1, md0).
+    #[arg(long = "source", value_name = "DEV", required = true, num_args = 1.., value_delimiter = ',')]
+    sources: Vec<String>,
+    /// Devices written to (same names as --source); sources are paired with the nearest target.
+    #[arg(long = "target", value_name = "DEV", required = true, num_args = 1.., value_delimiter = ',')]
+    targets: Vec<String>,
+    /// Compute devices: `auto` (every CSP with published P2P memory), a list (`csp0,csp1`), or
+    /// `cpu` (the host only). The host CPU is always available.
+    #[arg(long, default_value = "auto", value_name = "csp0,csp1|auto")]
+    devices: String,
+    /// Print the plan as JSON (every decision and its reasons included).
+    #[arg(long)]
+    json: bool,
+    /// After the tables, every decision with its reasons: why this device, why not the others.
+    #[arg(long)]
+    explain: bool,
+}
+
+/// What `peerpath plan` prints for `a`.
+fn render(a: &PlanArgs) -> Result<String, TopoError> {
+    let topo = match &a.file {
+        Some(f) => Topology::from_toml_file(f)?,
+        None => Topology::from_sysfs(&a.sysfs)?,
+    };
+    let request = PlanRequest::new(a.sources.iter().cloned(), a.targets.iter().cloned())
+        .with_devices(DeviceSelection::parse(&a.devices));
+    let plan = peerpath_topo::plan(&topo, &request)?;
+    if a.json {
+        let mut s = plan.to_json_string()?;
+        s.push('\n');
+        return Ok(s);
+    }
+    let mut out = plan.render_table();
+    if a.explain {
+        out.push('\n');
+        out.push_str(&plan.explain());
+    }
+    Ok(out)
+}
+
+/// Runs `peerpath plan`: the plan on stdout, or the error on stderr and exit code 13.
+pub fn main(a: PlanArgs) -> ExitCode {
+    match render(&a) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("peerpath: error: {e}");
+            ExitCode::from(13)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PlanArgs,
+    }
+
+    fn args(fixture: &str, rest: &[&str]) -> PlanArgs {
+        let root = peerpath_topo::fixture::committed_fixtures_dir().join(fixture).join("sys");
+        let mut v = vec!["plan".to_string(), "--sysfs".into(), root.display().to_string()];
+        v.extend(rest.iter().map(|s| s.to_string()));
+        T::try_parse_from(v).expect("arguments parse").a
+    }
+
+    #[test]
+    fn case_study_table_groups_each_csp_with_three_ssds() {
+        let a = args(
+            "epyc-case-study",
+            &["--source", "ssd0", "ssd1", "ssd2", "ssd3", "ssd4", "ssd5", "--target", "ssd6,ssd7,ssd8"],
+        );
+        let out = render(&a).unwrap();
+        assert!(out.contains("6 stream(s): 6 on 3 device(s)"), "{out}");
+        let row = out.lines().find(|l| l.starts_with("csp0 ")).unwrap();
+        assert!(row.contains("ssd0, ssd3") && row.contains("ssd6"), "{row}");
+        assert!(!out.contains("Placement plan"), "no explanation without --explain");
+    }
+
+    #[test]
+    fn explain_and_json() {
+        let a = args("intel-switch-acs", &["--source", "ssd2", "--target", "ssd1", "--explain"]);
+        let out = render(&a).unwrap();
+        assert!(out.contains("bounce node 0 (acs)"), "{out}");
+        assert!(out.contains("pci=disable_acs_redir=0000:02:03.0"), "{out}");
+        let a = args("intel-switch-acs", &["--source", "ssd2", "--target", "ssd1", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&render(&a).unwrap()).unwrap();
+        assert_eq!(v["streams"][0]["read"]["path"], "bounce");
+        assert_eq!(v["streams"][0]["read"]["why"]["code"], "acs");
+    }
+
+    #[test]
+    fn devices_flag_and_file() {
+        let toml = peerpath_topo::fixture::committed_fixtures_dir().join("iommu-multipath/topology.toml");
+        let v = ["plan", "--file", toml.to_str().unwrap(), "--source", "md0", "--target", "ssd1", "--devices", "cpu"];
+        let a = T::try_parse_from(v).unwrap().a;
+        let out = render(&a).unwrap();
+        assert!(out.contains("cpu (node 0)"), "{out}");
+    }
+
+    #[test]
+    fn unknown_names_are_topology_errors() {
+        let a = args("fpga-cascade", &["--source", "ssd99", "--target", "ssd1"]);
+        assert!(matches!(render(&a), Err(TopoError::UnknownDevice { .. })));
+        let a = args("fpga-cascade", &["--source", "ssd0", "--target", "ssd1", "--devices", "nope"]);
+        assert!(matches!(render(&a), Err(TopoError::UnknownDevice { .. })));
+        assert!(T::try_parse_from(["plan", "--source", "ssd0"]).is_err(), "--target is required");
+    }
+}
