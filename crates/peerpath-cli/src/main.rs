@@ -7,6 +7,7 @@ mod demo;
 mod iobench;
 mod plan;
 mod probe;
+mod sim;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -44,6 +45,8 @@ enum Command {
     Probe(probe::ProbeArgs),
     /// Sweep O_DIRECT I/O over block sizes and queue depths into host or device memory (GB/s, IOPS, latency).
     BenchIo(iobench::BenchIoArgs),
+    /// Simulate a job on a topology (simulated figures): reproduce the seeds, what-if sweeps, plan.
+    Sim(sim::SimArgs),
 }
 
 #[derive(Args)]
@@ -344,7 +347,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) => unreachable!("handled in main"),
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) => unreachable!("handled in main"),
     }
     Ok(())
 }
@@ -362,6 +365,9 @@ fn main() -> ExitCode {
     }
     if let Command::BenchIo(a) = cli.command {
         return iobench::main(a);
+    }
+    if let Command::Sim(a) = cli.command {
+        return sim::run(a);
     }
     if let Command::Topo(a) = cli.command {
         return match topo(a) {

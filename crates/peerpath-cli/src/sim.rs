@@ -1,0 +1,193 @@
+//! `peerpath sim`: the fabric simulator (crates/peerpath-sim). Every figure it prints is
+//! simulated and says so.
+//!
+//!     peerpath sim reproduce [--json]
+//!     peerpath sim [--file F | --sysfs ROOT] [--job J] [--vary csp=1..12] [--json] [--svg F]
+//!     peerpath sim plan [--file F | --sysfs ROOT] --target 100 [--add csp|ssd] [--job J]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use peerpath_sim::sweep::{self, Param, Vary};
+use peerpath_sim::{reproduce, svg, Catalog, Job, Machine, SimError, SimOptions};
+use peerpath_topo::Topology;
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    action: Option<SimAction>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once
+enum SimAction {
+    /// Predict the published figures of the seeds (001, 003, 004) and print them side by side.
+    Reproduce {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Use this device catalog instead of the shipped sim/catalog.toml.
+        #[arg(long)]
+        catalog: Option<PathBuf>,
+    },
+    /// Propose how many devices a job needs for a target throughput, and how to group them.
+    Plan {
+        /// Target throughput in Gb/s.
+        #[arg(long)]
+        target: f64,
+        /// What to add: csp or ssd.
+        #[arg(long, default_value = "csp")]
+        add: String,
+        /// Give up after this many devices.
+        #[arg(long, default_value_t = 64)]
+        limit: u32,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Read a topology file (TOML; `peerpath topo --export` writes one).
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Read this sysfs root instead (a real /sys or a fixture tree).
+    #[arg(long, conflicts_with = "file")]
+    sysfs: Option<PathBuf>,
+    /// The job: compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP].
+    #[arg(long, default_value = "compress-p2p")]
+    job: String,
+    /// Vary one parameter: csp=1..12, ssd=3..18, gen=3..5, mps=128,256,512.
+    #[arg(long)]
+    vary: Option<String>,
+    /// Catalog platform (CPU, memory, PCIe settings) [default: matched from the CPU].
+    #[arg(long)]
+    platform: Option<String>,
+    /// Compression ratio (input / output) [default: the catalog's].
+    #[arg(long)]
+    ratio: Option<f64>,
+    /// Use at most this many CSPs / SSDs.
+    #[arg(long)]
+    csps: Option<usize>,
+    #[arg(long)]
+    ssds: Option<usize>,
+    /// Seed for the flow-size jitter (the steady state does not depend on it).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Use this device catalog instead of the shipped sim/catalog.toml.
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the sweep's plot here (SVG; with --vary).
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+fn catalog(path: &Option<PathBuf>) -> Result<Catalog, SimError> {
+    match path {
+        Some(p) => Catalog::from_file(p),
+        None => Ok(Catalog::default_catalog()),
+    }
+}
+
+fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), SimError> {
+    let topo = match (&a.file, &a.sysfs) {
+        (Some(f), _) => Topology::from_toml_file(f)?,
+        (None, Some(root)) => Topology::from_sysfs(root)?,
+        (None, None) => Topology::from_sysfs("/sys")?,
+    };
+    let cat = catalog(&a.catalog)?;
+    let mut job = Job::parse(&a.job)?;
+    job.ratio = a.ratio;
+    job.csps = a.csps;
+    job.ssds = a.ssds;
+    Ok((topo, cat, job))
+}
+
+fn opts(a: &RunArgs) -> SimOptions {
+    SimOptions { seed: a.seed, ..SimOptions::default() }
+}
+
+fn write(path: &PathBuf, text: &str) -> Result<(), SimError> {
+    std::fs::write(path, text).map_err(|e| SimError::Vary(format!("cannot write {}: {e}", path.display())))
+}
+
+fn run_inner(a: SimArgs) -> Result<(), SimError> {
+    match a.action {
+        Some(SimAction::Reproduce { json, catalog: c }) => {
+            let r = reproduce::reproduce(&catalog(&c)?)?;
+            if json {
+                println!("{}", r.to_json());
+            } else {
+                print!("{}", r.render());
+            }
+        }
+        Some(SimAction::Plan { target, add, limit, run }) => {
+            let (topo, cat, job) = setup(&run)?;
+            let param = match add.as_str() {
+                "csp" | "csps" => Param::Csp,
+                "ssd" | "ssds" => Param::Ssd,
+                other => return Err(SimError::Vary(format!("--add {other}: csp or ssd"))),
+            };
+            let p = sweep::plan(&topo, &cat, run.platform.as_deref(), &job, param, target, limit, &opts(&run))?;
+            if run.json {
+                println!("{}", serde_json::to_string_pretty(&p).map_err(|e| SimError::Vary(e.to_string()))?);
+            } else {
+                print!("{}", p.render());
+            }
+        }
+        None => {
+            let r = &a.run;
+            let (topo, cat, job) = setup(r)?;
+            match &r.vary {
+                Some(v) => {
+                    let vary = Vary::parse(v)?;
+                    let sw = sweep::sweep(&topo, &cat, r.platform.as_deref(), &job, &vary, &opts(r))?;
+                    if let Some(p) = &r.svg {
+                        write(p, &svg::render(&sw))?;
+                    }
+                    if r.json {
+                        println!("{}", sw.to_json());
+                    } else {
+                        print!("{}", sw.render());
+                    }
+                }
+                None => {
+                    if r.svg.is_some() {
+                        return Err(SimError::Vary("--svg plots a sweep: add --vary".into()));
+                    }
+                    let m = Machine::new(topo, &cat, r.platform.as_deref())?;
+                    let rep = peerpath_sim::simulate(&m, &job, &opts(r))?;
+                    if r.json {
+                        println!("{}", rep.to_json());
+                    } else {
+                        print!("{}", rep.render());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `peerpath sim`. Exit codes: 13 topology errors (as `peerpath topo`), 2 a bad job or
+/// parameter, 1 a catalog error.
+pub fn run(a: SimArgs) -> ExitCode {
+    match run_inner(a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("peerpath: error: {e}");
+            ExitCode::from(match e {
+                SimError::Topology(_) => 13,
+                SimError::Job(_) | SimError::Vary(_) => 2,
+                SimError::Catalog(_) => 1,
+            })
+        }
+    }
+}
