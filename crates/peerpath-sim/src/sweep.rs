@@ -241,13 +241,15 @@ pub fn sweep(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &J
     Ok(Sweep { label: crate::LABEL, machine, job: job.describe(), param: vary.param, points })
 }
 
-/// What kind of resource a bottleneck is, without the device's name ("PCIe link x4 Gen3",
+/// What kind of resource a bottleneck is, without the device's name ("PCIe link x4",
 /// "flash writes", "CMB memory", "CPU cores", "host memory"): a move between two CSPs' links
 /// is not a move.
 pub fn kind_of(bottleneck: &str) -> String {
     if let Some(rest) = bottleneck.strip_prefix("PCIe link ") {
-        let link = rest.rsplit_once('(').map(|(_, l)| l.trim_end_matches(')')).unwrap_or("");
-        return format!("PCIe link {link}");
+        // "ssd0 -> 0000:02:00.0 (x4 Gen3 8.0 GT/s)": the width says which kind of link it is;
+        // the generation may be what was varied.
+        let width = rest.rsplit_once('(').and_then(|(_, l)| l.split_whitespace().next()).unwrap_or("");
+        return format!("PCIe link {width}");
     }
     for k in ["flash reads", "flash writes", "CMB memory", "CPU cores", "host memory"] {
         if bottleneck.starts_with(k) {

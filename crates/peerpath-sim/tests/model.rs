@@ -224,3 +224,15 @@ fn plan_proposes_a_csp_count_for_a_target() {
     assert_eq!(p.count, Some(4), "{}", p.render());
     assert_eq!(p.groups.len(), 4);
 }
+
+#[test]
+fn a_link_generation_sweep_moves_the_bottleneck_once() {
+    use peerpath_sim::sweep::{sweep, Vary};
+    let topo = Topology::from_toml_str(FPGA_CASCADE).unwrap();
+    let mut job = Job::new(JobKind::Read { into: Memory::Host });
+    job.ssds = Some(4);
+    let sw = sweep(&topo, &Catalog::default_catalog(), Some("zynq-us-plus-xdma"), &job, &Vary::parse("gen=1..5").unwrap(), &exact()).unwrap();
+    let moves: Vec<u32> = sw.points.iter().filter(|p| p.bottleneck_moved).map(|p| p.value).collect();
+    assert_eq!(moves, vec![5], "{}", sw.render());
+    assert!(sw.points[4].bottleneck.starts_with("flash reads"));
+}
