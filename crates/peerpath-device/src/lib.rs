@@ -30,7 +30,7 @@ mod sys;
 
 pub use cpu::{CpuDevice, CpuDeviceConfig};
 pub use device::{run_to_completion, Crash, Device};
-pub use emulated::{CspError, CspPaths, EmulatedCsp, Identify, ServeOptions, SpawnOptions};
+pub use emulated::{ConnectOptions, CspError, CspPaths, EmulatedCsp, Identify, ServeOptions, SpawnOptions};
 pub use faulty::{FaultConfig, FaultEvent, FaultKind, FaultyDevice};
 pub use function::{Function, FunctionKind, FunctionSet};
 pub use memory::DeviceMemory;

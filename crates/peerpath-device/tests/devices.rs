@@ -349,3 +349,34 @@ fn identify_reports_functions_memory_and_queue_limits() {
     assert_eq!(emu.memory_domains(), vec![peerpath_mem::MemoryDomain::Emulated { device: id.name.clone() }]);
     assert!(emu.memory().mapped_region().is_some(), "a region for the allocator");
 }
+
+/// Not a benchmark of record (that is the runtime's job): a quick look at
+/// what the queue costs. `cargo test -p peerpath-device --release --test
+/// devices -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn throughput_of_the_emulated_device_against_the_cpu_device() {
+    let block: u64 = 1 << 20;
+    let blocks = 12u64;
+    let data = protein((block * blocks) as usize);
+    let level = Level::new(1).unwrap();
+    let requests = |round: u64| -> Vec<Request> {
+        (0..blocks)
+            .map(|i| Request::compress(round * blocks + i, level, Format::Gzip, DeviceRange::new(i * block, block), DeviceRange::new(OUTPUT_AT + i * (block + 4096), block + 4096)))
+            .collect()
+    };
+    let mut cpu = cpu(2, 16);
+    let mut emu = spawn_csp("speed", 16);
+    for device in [&mut cpu as &mut dyn Device, &mut emu as &mut dyn Device] {
+        write(device, 0, &data);
+        run_to_completion(device, requests(0), TIMEOUT).unwrap(); // warm up
+        let start = std::time::Instant::now();
+        let rounds = 8;
+        for round in 1..=rounds {
+            let done = run_to_completion(device, requests(round), TIMEOUT).unwrap();
+            assert!(done.iter().all(|c| c.status == Status::Success));
+        }
+        let secs = start.elapsed().as_secs_f64();
+        println!("{:>8}: {:.2} GB/s ({} x {} MiB blocks, level 1, 2 workers)", device.name(), (rounds * blocks * block) as f64 / secs / 1e9, rounds * blocks, block >> 20);
+    }
+}

@@ -36,14 +36,16 @@ fn until_failure(device: &mut dyn Device, limit: Duration) -> (Vec<Completion>, 
     let mut done = Vec::new();
     loop {
         assert!(start.elapsed() < limit, "no failure reported within {limit:?}: the host side hangs");
-        match device.poll(&mut done) {
-            Err(e) => return (done, e, start.elapsed()),
-            Ok(0) => {
-                if let Err(e) = device.wait(Duration::from_millis(200)) {
-                    return (done, e, start.elapsed());
-                }
-            }
-            Ok(_) => {}
+        let failure = match device.poll(&mut done) {
+            Err(e) => Some(e),
+            Ok(0) => device.wait(Duration::from_millis(200)).err(),
+            Ok(_) => None,
+        };
+        if let Some(e) = failure {
+            let took = start.elapsed();
+            // Completions the device posted before it failed still come out.
+            while device.poll(&mut done).is_ok() {}
+            return (done, e, took);
         }
     }
 }
@@ -53,11 +55,15 @@ fn a_device_killed_mid_job_is_detected_and_its_requests_come_back() {
     let mut emu = spawn_csp("kill", 16);
     let paths = emu.paths().clone();
     write(&emu, 0, &protein(8 << 20));
+    // Two quick commands that finish (posted, not yet reaped) before the kill.
+    for tag in [100, 101] {
+        assert!(matches!(emu.submit(Request::fill(tag, 1, DeviceRange::new(OUTPUT_AT - 8192 + (tag - 100) * 4096, 4096))), Submit::Queued));
+    }
     let requests = slow_requests(6);
     for r in requests.clone() {
         assert!(matches!(emu.submit(r), Submit::Queued));
     }
-    std::thread::sleep(Duration::from_millis(30));
+    std::thread::sleep(Duration::from_millis(50));
     // SIGKILL, as the OOM killer would.
     // SAFETY: kill takes plain integers; the pid is our child's.
     assert_eq!(unsafe { libc::kill(emu.pid() as libc::pid_t, libc::SIGKILL) }, 0);
@@ -68,7 +74,9 @@ fn a_device_killed_mid_job_is_detected_and_its_requests_come_back() {
     // Every request comes back exactly once: completed, or inside the error.
     let mut tags: Vec<u64> = done.iter().map(|c| c.tag()).chain(e.in_flight.iter().map(|r| r.tag)).collect();
     tags.sort();
-    assert_eq!(tags, (0..6).collect::<Vec<_>>());
+    assert_eq!(tags, vec![0, 1, 2, 3, 4, 5, 100, 101]);
+    let quick: Vec<(u64, Status)> = done.iter().filter(|c| c.tag() >= 100).map(|c| (c.tag(), c.status)).collect();
+    assert_eq!(quick, vec![(100, Status::Success), (101, Status::Success)], "completed before the kill, delivered after it");
     // Afterwards: refused, and the same failure without requests.
     match emu.submit(requests[0].clone()) {
         Submit::Refused(r, e2) => {
@@ -283,4 +291,46 @@ fn faulty_wrapper_crash_on_the_cpu_device_hands_back_everything() {
     assert_eq!(tags, vec![10, 11]);
     assert!(matches!(device.submit(Request::fill(12, 1, DeviceRange::new(0, 10))), Submit::Refused(..)));
     device.crash(); // crashing twice is harmless
+}
+
+fn thread_cpu() -> Duration {
+    // SAFETY: timespec is plain data; clock_gettime writes one into it.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid clock id and a pointer to a timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// utime + stime of a process, in clock ticks (/proc/PID/stat fields 14, 15).
+fn process_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn waiting_costs_the_host_no_cpu_and_an_idle_device_sleeps() {
+    let mut emu = spawn_csp("nospin", 8);
+    write(&emu, 0, &protein(8 << 20));
+    // An idle device: no polling loops anywhere.
+    let before = process_ticks(emu.pid());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(process_ticks(emu.pid()) - before <= 2, "an idle device must sleep");
+    // Slow commands (~0.5-1 s of level-12 compression): the host waits without spinning.
+    let requests = slow_requests(4);
+    for r in requests {
+        assert!(matches!(emu.submit(r), Submit::Queued));
+    }
+    let (cpu_start, wall_start) = (thread_cpu(), Instant::now());
+    let mut done = Vec::new();
+    while emu.in_flight() > 0 {
+        if emu.poll(&mut done).unwrap() == 0 {
+            emu.wait(TIMEOUT).unwrap();
+        }
+    }
+    let (cpu, wall) = (thread_cpu() - cpu_start, wall_start.elapsed());
+    assert_eq!(done.len(), 4);
+    assert!(wall > Duration::from_millis(100), "the commands were meant to be slow ({wall:?})");
+    assert!(cpu < wall / 20, "the host thread used {cpu:?} of CPU over {wall:?} of waiting");
 }

@@ -567,9 +567,11 @@ impl Device for EmulatedCsp {
         }
         n += self.reap(completions)?;
         if n == 0 && self.in_flight > 0 {
-            self.check_health()?;
+            let health = self.check_health();
+            // What a dying device completed before it went comes first.
             n += self.pending.len();
             completions.extend(self.pending.drain(..));
+            health?;
         }
         Ok(n)
     }
