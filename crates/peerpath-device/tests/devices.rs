@@ -380,3 +380,65 @@ fn throughput_of_the_emulated_device_against_the_cpu_device() {
         println!("{:>8}: {:.2} GB/s ({} x {} MiB blocks, level 1, 2 workers)", device.name(), (rounds * blocks * block) as f64 / secs / 1e9, rounds * blocks, block >> 20);
     }
 }
+
+#[test]
+fn random_entries_never_crash_the_device_and_each_gets_an_answer() {
+    let mut emu = spawn_csp("fuzz", 16);
+    let mem = emu.memory().len() as u64;
+    write(&emu, 0, &protein(1 << 20));
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let opcodes = [0x00, 0x01, 0x02, 0x03, 0x10, 0x11, 0x12, 0xC0, 0xC1, 0xff];
+    let mut statuses = std::collections::BTreeMap::new();
+    for tag in 0..300u64 {
+        let mut e = [0u64; 8];
+        let well_formed = next() % 10 < 7;
+        let opcode = opcodes[(next() % opcodes.len() as u64) as usize];
+        let n_inputs = if well_formed { next() % 3 } else { next() % 4 };
+        let flags = if well_formed { 0 } else { next() & 0xff00 };
+        e[0] = opcode | flags | n_inputs << 32;
+        e[1] = match (well_formed, opcode) {
+            (true, 0x02) => next() % 256,
+            (true, 0x10) => (next() % 13) | ((next() % 2) << 8),
+            (true, _) => 0,
+            (false, _) => next() % 4096,
+        };
+        for w in e.iter_mut().skip(2) {
+            *w = match next() % 6 {
+                0 => next(),
+                1 => mem - next() % 8192,
+                _ => next() % (1 << 20),
+            };
+        }
+        // Most outputs clear of the inputs' first megabyte, and large enough.
+        if next() % 4 != 0 {
+            e[2] = (2 << 20) + next() % (8 << 20);
+            e[3] = (1 << 20) + next() % (2 << 20);
+        }
+        if opcode == 0x03 && well_formed {
+            e[2] = 0;
+            e[3] = 0;
+        }
+        if n_inputs < 2 {
+            e[6] = 0;
+            e[7] = 0;
+        }
+        if n_inputs < 1 {
+            e[4] = 0;
+            e[5] = 0;
+        }
+        assert!(matches!(emu.submit_raw(tag, e), Submit::Queued));
+        let done = run_to_completion(&mut emu, [], TIMEOUT).expect("the device survives every entry");
+        assert_eq!(done.len(), 1, "entry {tag}: {e:x?}");
+        *statuses.entry(format!("{:?}", done[0].status)).or_insert(0) += 1;
+    }
+    println!("outcomes of 300 random entries: {statuses:?}");
+    assert!(statuses.len() >= 4, "a spread of outcomes: {statuses:?}");
+    let c = run_one(&mut emu, Request::crc32(1, &[DeviceRange::new(0, 100)]));
+    assert_eq!(c.status, Status::Success, "still working after: {statuses:?}");
+}

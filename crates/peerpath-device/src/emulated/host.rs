@@ -2,7 +2,8 @@
 //! process, plus the host's mapping of that device's memory.
 
 use super::layout::{
-    self, cqe_phase, decode_cqe, decode_identify, decode_stats, encode_admin, encode_sqe, header, set_sqe_cid, Geometry, Identify, Sqe,
+    self, cqe_phase, decode_cqe, decode_identify, decode_sqe, decode_stats, encode_admin, encode_sqe, header, set_sqe_cid, Command as Entry, Geometry,
+    Identify, Sqe,
     OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, STATE_READY,
 };
 use super::server::{default_dir, ServeOptions, READY_LINE_PREFIX};
@@ -285,9 +286,14 @@ impl EmulatedCsp {
 
     /// Puts a raw 64-byte entry on the queue (its command id is replaced by
     /// a free one): for conformance tests of malformed entries. Its
-    /// completion comes back with a placeholder request carrying `tag`.
+    /// completion comes back with the request the entry encodes, or, for an
+    /// entry that encodes none, a placeholder copy with the entry's output
+    /// range; either carries `tag`.
     pub fn submit_raw(&mut self, tag: u64, mut entry: Sqe) -> Submit {
-        let placeholder = Request { tag, function: Function::Copy, inputs: Vec::new(), output: DeviceRange::EMPTY };
+        let placeholder = match decode_sqe(&entry).1 {
+            Ok(Entry::Io(r)) => Request { tag, ..r },
+            _ => Request { tag, function: Function::Copy, inputs: Vec::new(), output: DeviceRange::new(entry[2], entry[3]) },
+        };
         if let Some(f) = &self.failed {
             return Submit::Refused(placeholder, f.clone());
         }

@@ -416,4 +416,40 @@ mod tests {
         assert_eq!(decode_stats(&encode_stats(&s)), Some(s));
         assert_eq!(decode_stats(&[0; 4]), None);
     }
+
+    proptest::proptest! {
+        /// Any 64 bytes decode without panicking.
+        #[test]
+        fn any_entry_decodes(words in proptest::array::uniform8(proptest::prelude::any::<u64>())) {
+            let (cid, _) = decode_sqe(&words);
+            proptest::prop_assert_eq!(cid, sqe_cid(&words));
+        }
+
+        /// An entry the device accepts is canonical: encoding what it
+        /// decoded gives back the same 64 bytes (nothing is ignored).
+        #[test]
+        fn accepted_entries_are_canonical(
+            words in proptest::array::uniform8(proptest::prelude::any::<u64>()),
+            opcode in 0u8..=0x12,
+            n_inputs in 0u64..4,
+            param in 0u64..0x300,
+        ) {
+            let mut e = words;
+            e[0] = opcode as u64 | (words[0] & 0xffff_0000) | n_inputs << 32;
+            e[1] = param;
+            for w in e.iter_mut().skip(4 + 2 * n_inputs.min(2) as usize) {
+                *w = 0;
+            }
+            if let (cid, Ok(Command::Io(request))) = decode_sqe(&e) {
+                proptest::prop_assert_eq!(encode_sqe(cid, &request), e);
+            }
+        }
+
+        /// Completions round-trip whatever their fields.
+        #[test]
+        fn any_completion_round_trips(output_bytes: u64, crc: u32, us: u32, head: u16, cid: u16, status in 0u16..0x8000, phase: bool) {
+            let f = CqeFields { output_bytes, input_crc32: crc, device_time_us: us, sq_head: head, cid, status_code: status, phase };
+            proptest::prop_assert_eq!(decode_cqe(&encode_cqe(&f)), f);
+        }
+    }
 }
