@@ -1321,6 +1321,10 @@ impl Plan {
         ];
         for (kind, title) in sections {
             let ds: Vec<&Decision> = self.decisions.iter().filter(|d| d.kind == kind).collect();
+            if kind == DecisionKind::Pairing && !self.request.pairs.is_empty() {
+                let _ = writeln!(out, "\nPairing: given by the request ({} pair(s)).", self.request.pairs.len());
+                continue;
+            }
             if ds.is_empty() {
                 continue;
             }
@@ -1334,9 +1338,6 @@ impl Plan {
                     let _ = writeln!(out, "    not {}: {}", r.option, r.why);
                 }
             }
-        }
-        if self.request.pairs.is_empty() && !self.decisions.iter().any(|d| d.kind == DecisionKind::Pairing) {
-            out.push_str("\n(no pairing decisions)\n");
         }
         out
     }
