@@ -549,10 +549,10 @@ impl<'a> Planner<'a> {
                 .iter()
                 .find(|r| r.severity() == Severity::Blocks || matches!(r, Reason::ProviderExhausted { .. }));
             let mut why_lines = Vec::new();
-            let (usable, why, remedy) = match blocking {
-                Some(r) => (false, r.describe(), r.remedy()),
-                None => {
-                    let p = d.p2pmem.expect("no blocking reason implies P2P memory");
+            let (usable, why, remedy) = match (blocking, d.p2pmem) {
+                (Some(r), _) => (false, r.describe(), r.remedy()),
+                (None, None) => (false, format!("{b} has no P2P memory"), None),
+                (None, Some(p)) => {
                     let mut w = format!(
                         "{} of published P2P memory ({} free) on {}",
                         human_bytes(p.size_bytes),

@@ -305,3 +305,27 @@ fn unknown_names_and_block_devices_as_devices_are_errors() {
     assert!(p.streams[0].executor.is_cpu());
     assert!(p.explain().contains("CPU only"));
 }
+
+#[test]
+fn idle_devices_and_unused_targets_are_explained() {
+    let t = sysfs("epyc-case-study");
+    // Socket 0 only, and one target more than the sources need.
+    let p = t.plan(&PlanRequest::new(["ssd0", "ssd1"], ["ssd6", "ssd7", "ssd8"])).unwrap();
+    assert_eq!(p.groups.len(), 2, "{}", p.render_table());
+    let idle: Vec<&str> = p
+        .decisions
+        .iter()
+        .filter(|d| d.kind == DecisionKind::Idle)
+        .map(|d| d.subject.as_str())
+        .collect();
+    assert_eq!(idle, vec!["csp2", "csp3", "csp4", "csp5", "target ssd8"]);
+    let why = |subject: &str| p.decisions.iter().find(|d| d.subject == subject).unwrap().why.join(" ");
+    assert!(why("csp2").contains("equally near"), "{}", why("csp2"));
+    assert!(why("csp3").contains("different sockets"), "{}", why("csp3"));
+    assert!(why("target ssd8").contains("nearer or less loaded"), "{}", why("target ssd8"));
+    let table = p.render_table();
+    assert!(table.contains("target ssd8: unused"), "{table}");
+    // Explicit pairs: the explanation says so.
+    let p = t.plan(&PlanRequest::new(["ssd0"], ["ssd6"]).with_pairs(vec![(0, 0)])).unwrap();
+    assert!(p.explain().contains("Pairing: given by the request (1 pair(s))"), "{}", p.explain());
+}
