@@ -49,7 +49,7 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
             dir.display()
         );
     }
-    let copts = CompressOptions { common: common.clone(), level: Level::new(1).expect("valid"), format: Format::Gzip, block_size: DEFAULT_BLOCK_BYTES };
+    let copts = CompressOptions { common: common.clone(), level: Level::new(1).expect("valid"), format: Format::Gzip, block_size: DEFAULT_BLOCK_BYTES, compute: peerpath_runtime::Compute::Cpu, no_fallback: false, verify: false };
     let r = peerpath_runtime::compress(&[(source.clone(), packed.clone())], &copts)?;
     say("compress", &r);
     let dopts = DecompressOptions { common };

@@ -164,8 +164,68 @@ struct CompressArgs {
     /// Overwrite existing targets.
     #[arg(long, short)]
     force: bool,
+    /// Where members are compressed: the host CPU, emulated CSP devices (each a process owning its
+    /// device memory; data goes SSD -> device memory -> device -> SSD by O_DIRECT), or auto (real
+    /// CSPs where the topology has them, else the host CPU).
+    #[arg(long, value_enum, default_value_t = EngineArg::Cpu)]
+    engine: EngineArg,
+    /// Emulated devices to start (each serves its own group of sources and targets).
+    #[arg(long, default_value_t = 1, help_heading = "Devices")]
+    devices: usize,
+    /// Memory of each emulated device (K, M, G suffixes) [default: 512M, the seed's CMB].
+    #[arg(long, default_value = "512M", value_parser = parse_size, help_heading = "Devices")]
+    device_memory: usize,
+    /// Worker threads of each emulated device [default: all cores].
+    #[arg(long, help_heading = "Devices")]
+    device_workers: Option<u32>,
+    /// Fail (exit 15, nothing kept) instead of letting the host CPU do what a device could not.
+    #[arg(long, help_heading = "Devices")]
+    no_fallback: bool,
+    /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
+    #[arg(long)]
+    verify: bool,
+    /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40".
+    #[arg(long, value_parser = parse_faults, help_heading = "Devices")]
+    inject_faults: Option<peerpath_device::FaultConfig>,
     #[command(flatten)]
     common: CommonArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum EngineArg {
+    /// Host CPU worker threads (--threads).
+    Cpu,
+    /// Emulated CSP device processes (--devices, --device-memory, --device-workers).
+    Emulated,
+    /// Real CSPs found in /sys where there are any, else the host CPU.
+    Auto,
+}
+
+/// "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40".
+fn parse_faults(spec: &str) -> Result<peerpath_device::FaultConfig, String> {
+    let mut f = peerpath_device::FaultConfig::seeded(0);
+    let ms = |v: &str| -> Result<std::time::Duration, String> {
+        let n = v.trim_end_matches("ms").parse::<f64>().map_err(|_| format!("bad latency {v:?} (milliseconds, e.g. 2ms)"))?;
+        Ok(std::time::Duration::from_secs_f64(n / 1000.0))
+    };
+    let p = |v: &str| -> Result<f64, String> {
+        v.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| format!("bad probability {v:?} (0 to 1)"))
+    };
+    for item in spec.split(',').filter(|i| !i.is_empty()) {
+        let (k, v) = item.split_once('=').ok_or_else(|| format!("{item:?}: expected key=value"))?;
+        match k {
+            "seed" => f.seed = v.parse().map_err(|_| format!("bad seed {v:?}"))?,
+            "error" => f.error_probability = p(v)?,
+            "corrupt" => f.corrupt_probability = p(v)?,
+            "latency" => {
+                let (a, b) = v.split_once('-').unwrap_or((v, v));
+                f.latency = Some((ms(a)?, ms(b)?));
+            }
+            "crash-after" => f.crash_after_submissions = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
+            _ => return Err(format!("unknown fault {k:?} (seed, error, corrupt, latency, crash-after)")),
+        }
+    }
+    Ok(f)
 }
 
 #[derive(Args)]
@@ -295,6 +355,42 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
     Err(JobError::Usage(format!("{name}: unknown suffix, cannot name the output; use --output")))
 }
 
+/// Where `compress` runs its function.
+fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobError> {
+    let emulated = || {
+        let mut spec = peerpath_runtime::EmulatedSpec::new();
+        spec.devices = a.devices.max(1);
+        spec.memory_bytes = a.device_memory;
+        if let Some(w) = a.device_workers {
+            spec.workers = w.max(1);
+        }
+        spec.faults = a.inject_faults.clone();
+        peerpath_runtime::Compute::Emulated(spec)
+    };
+    Ok(match a.engine {
+        EngineArg::Cpu => peerpath_runtime::Compute::Cpu,
+        EngineArg::Emulated => emulated(),
+        EngineArg::Auto => {
+            // No driver for real CSP hardware exists yet: say so rather than guess.
+            let csps = peerpath_topo::Topology::from_sysfs(Path::new("/sys"))
+                .map(|t| t.devices.iter().filter(|d| d.kind == peerpath_topo::DeviceKind::Csp).count())
+                .unwrap_or(0);
+            let why = if csps == 0 {
+                "no computational storage device in /sys".to_string()
+            } else {
+                format!("{csps} computational storage device(s) in /sys, but peerpath has no driver for real CSPs yet")
+            };
+            if a.no_fallback {
+                return Err(JobError::Device { detail: format!("--engine auto: {why} (--no-fallback)") });
+            }
+            if !a.common.quiet {
+                eprintln!("peerpath: --engine auto: {why}; compressing on the host CPU");
+            }
+            peerpath_runtime::Compute::Cpu
+        }
+    })
+}
+
 fn run(cli: Cli) -> Result<(), JobError> {
     match cli.command {
         Command::Compress(a) => {
@@ -310,6 +406,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     FormatArg::Bgzf => Format::Bgzf,
                 },
                 block_size: a.block_size,
+                compute: compute_choice(&a)?,
+                no_fallback: a.no_fallback,
+                verify: a.verify,
             };
             let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
             let r = peerpath_runtime::compress(&pairs, &opts);

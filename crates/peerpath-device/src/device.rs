@@ -68,6 +68,17 @@ pub trait Device: Send {
     fn arm_wake(&mut self) -> bool {
         false
     }
+    /// A descriptor that becomes readable when the device is gone (its
+    /// process died or closed the connection), for the same event loop.
+    fn hangup_fd(&self) -> Option<RawFd> {
+        None
+    }
+    /// The process that runs the device's functions on host cores, when it
+    /// is one (an emulated device): its CPU time is the device's, not the
+    /// host's orchestration.
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
     /// The device's own statistics, where it keeps them.
     fn stats(&mut self) -> Option<DeviceStats> {
         None

@@ -347,6 +347,14 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         self.inner.arm_wake()
     }
 
+    fn hangup_fd(&self) -> Option<RawFd> {
+        self.inner.hangup_fd()
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        self.inner.process_id()
+    }
+
     fn stats(&mut self) -> Option<DeviceStats> {
         self.inner.stats()
     }

@@ -27,6 +27,7 @@ mod memory;
 mod request;
 mod stats;
 mod sys;
+mod watch;
 
 pub use cpu::{CpuDevice, CpuDeviceConfig};
 pub use device::{run_to_completion, Crash, Device};
@@ -36,3 +37,4 @@ pub use function::{Function, FunctionKind, FunctionSet};
 pub use memory::DeviceMemory;
 pub use request::{Completion, DeviceError, DeviceRange, FailureKind, Request, Status, Submit, MAX_INPUT_RANGES};
 pub use stats::{DeviceStats, FunctionStats};
+pub use watch::Watcher;

@@ -46,6 +46,16 @@ impl EventFd {
     pub(crate) fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
+
+    /// Resets the counter of an eventfd known only by number (a device's
+    /// completion descriptor, watched by another thread).
+    pub(crate) fn drain_raw(fd: RawFd) {
+        let mut value: u64 = 0;
+        // SAFETY: reads at most 8 bytes into a valid u64; a descriptor that
+        // is not (or no longer) a non-blocking eventfd makes read fail or
+        // return at once, which is harmless.
+        unsafe { libc::read(fd, &mut value as *mut u64 as *mut libc::c_void, 8) };
+    }
 }
 
 /// `poll(2)` on `fds` (descriptor, wanted events); returns the events seen

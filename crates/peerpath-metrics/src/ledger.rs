@@ -44,6 +44,8 @@ pub enum Mover {
     Dma { engine: String },
     /// Host CPU threads of a role.
     Cpu { role: CpuRole },
+    /// A compute device, inside its own memory (a function, or a copy).
+    Device { name: String },
 }
 
 impl fmt::Display for Mover {
@@ -51,6 +53,7 @@ impl fmt::Display for Mover {
         match self {
             Mover::Dma { engine } => write!(f, "DMA ({engine})"),
             Mover::Cpu { role } => write!(f, "CPU ({role})"),
+            Mover::Device { name } => write!(f, "device {name}"),
         }
     }
 }
@@ -130,6 +133,13 @@ pub struct LedgerSummary {
     pub host_memory_dma_bytes: u64,
     /// Of which moved by CPU threads.
     pub host_memory_cpu_bytes: u64,
+    /// Host memory traffic carrying payload (everything but metadata).
+    pub host_memory_payload_bytes: u64,
+    /// Host memory traffic carrying metadata (markers, headers, entries).
+    pub host_memory_metadata_bytes: u64,
+    /// Bytes read plus written in each memory domain that is not host
+    /// memory (device memory), by domain.
+    pub device_memory_bytes: BTreeMap<String, u64>,
 }
 
 impl Ledger {
@@ -163,8 +173,19 @@ impl Ledger {
     pub fn summary(&self) -> LedgerSummary {
         let entries = self.entries.lock().expect("ledger lock poisoned");
         let mut out = Vec::with_capacity(entries.len());
-        let (mut dma, mut cpu) = (0u64, 0u64);
+        let (mut dma, mut cpu, mut metadata) = (0u64, 0u64, 0u64);
+        let mut device_memory: BTreeMap<String, u64> = BTreeMap::new();
         for (k, t) in entries.iter() {
+            if let Location::Memory { domain } = &k.source {
+                if !domain.is_host() {
+                    *device_memory.entry(domain.to_string()).or_default() += t.bytes_read;
+                }
+            }
+            if let Location::Memory { domain } = &k.target {
+                if !domain.is_host() {
+                    *device_memory.entry(domain.to_string()).or_default() += t.bytes_written;
+                }
+            }
             let mut host = 0;
             if k.source.is_host_memory() {
                 host += t.bytes_read;
@@ -173,8 +194,11 @@ impl Ledger {
                 host += t.bytes_written;
             }
             match k.mover {
-                Mover::Dma { .. } => dma += host,
+                Mover::Dma { .. } | Mover::Device { .. } => dma += host,
                 Mover::Cpu { .. } => cpu += host,
+            }
+            if k.purpose == Purpose::Metadata {
+                metadata += host;
             }
             out.push(LedgerEntry {
                 source: k.source.clone(),
@@ -191,6 +215,9 @@ impl Ledger {
             host_memory_traffic_bytes: dma + cpu,
             host_memory_dma_bytes: dma,
             host_memory_cpu_bytes: cpu,
+            host_memory_payload_bytes: dma + cpu - metadata,
+            host_memory_metadata_bytes: metadata,
+            device_memory_bytes: device_memory,
         }
     }
 }
@@ -222,8 +249,21 @@ mod tests {
     fn device_memory_is_not_host_traffic() {
         let l = Ledger::new();
         let dev = Location::memory(&MemoryDomain::Emulated { device: "csp0".into() });
-        l.record_copy(Location::storage("in"), dev, Mover::Dma { engine: "nvme".into() }, Purpose::ReadSource, 4096);
-        assert_eq!(l.summary().host_memory_traffic_bytes, 0);
+        l.record_copy(Location::storage("in"), dev.clone(), Mover::Dma { engine: "nvme".into() }, Purpose::ReadSource, 4096);
+        l.record(dev.clone(), dev, Mover::Device { name: "csp0".into() }, Purpose::Function, 4096, 1000);
+        let s = l.summary();
+        assert_eq!(s.host_memory_traffic_bytes, 0);
+        assert_eq!(s.device_memory_bytes.get("emulated device memory of csp0").copied(), Some(4096 + 4096 + 1000), "{:?}", s.device_memory_bytes);
+    }
+
+    #[test]
+    fn metadata_is_counted_apart_from_payload() {
+        let l = Ledger::new();
+        let dev = Location::memory(&MemoryDomain::Emulated { device: "csp0".into() });
+        l.record_copy(host(), dev, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Metadata, 28);
+        l.record_copy(Location::storage("in"), host(), Mover::Dma { engine: "nvme".into() }, Purpose::ReadSource, 100);
+        let s = l.summary();
+        assert_eq!((s.host_memory_metadata_bytes, s.host_memory_payload_bytes), (28, 100));
     }
 
     #[test]

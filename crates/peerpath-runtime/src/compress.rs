@@ -10,6 +10,7 @@
 use crate::buf::{BufferCache, JobBuf};
 use crate::error::{JobError, Result};
 use crate::job::{check_target, is_std_stream, open_source_checked, open_target, set_engine, CommonOptions};
+use crate::offload::DeviceReport;
 use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
@@ -29,6 +30,58 @@ pub struct CompressOptions {
     pub format: Format,
     /// Uncompressed bytes per member (gzip format; BGZF uses 0xff00).
     pub block_size: usize,
+    /// Where members are compressed.
+    pub compute: Compute,
+    /// Fail instead of running on the CPU when a device cannot do the work.
+    pub no_fallback: bool,
+    /// Check every member of each output before it is put in place.
+    pub verify: bool,
+}
+
+/// Where a compression job runs its function.
+#[derive(Clone, Debug)]
+pub enum Compute {
+    /// Host CPU worker threads (`--threads`), data in host memory.
+    Cpu,
+    /// Emulated CSP processes started for the job, each serving its own
+    /// group of sources and targets.
+    Emulated(EmulatedSpec),
+}
+
+/// How to start the emulated devices of a job.
+#[derive(Clone, Debug)]
+pub struct EmulatedSpec {
+    /// Devices, at most one per source.
+    pub devices: usize,
+    pub memory_bytes: usize,
+    /// Worker threads per device.
+    pub workers: u32,
+    /// The program that serves a device (`None`: this executable, `csp serve`).
+    pub program: Option<PathBuf>,
+    /// Seeded faults to inject (testing aid).
+    pub faults: Option<peerpath_device::FaultConfig>,
+    /// A device with commands in flight and none completing for this long is hung.
+    pub command_timeout: std::time::Duration,
+}
+
+impl EmulatedSpec {
+    /// One device with the seed's 512 MiB of memory and one worker per core.
+    pub fn new() -> EmulatedSpec {
+        EmulatedSpec {
+            devices: 1,
+            memory_bytes: 512 << 20,
+            workers: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+            program: None,
+            faults: None,
+            command_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+impl Default for EmulatedSpec {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 pub const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
@@ -60,33 +113,41 @@ struct Done {
     members: u64,
 }
 
-struct Stream {
-    source: OpenedFile,
-    source_name: String,
-    size: Option<u64>,
-    sequential_read: bool,
-    read_path: IoPath,
-    next_read_offset: u64,
-    next_seq: u64,
-    reads_in_flight: usize,
+pub(crate) struct Stream {
+    pub(crate) source: OpenedFile,
+    pub(crate) source_name: String,
+    pub(crate) size: Option<u64>,
+    pub(crate) sequential_read: bool,
+    pub(crate) read_path: IoPath,
+    pub(crate) next_read_offset: u64,
+    pub(crate) next_seq: u64,
+    pub(crate) reads_in_flight: usize,
     /// No more reads to issue.
-    read_done: bool,
+    pub(crate) read_done: bool,
     /// Number of chunks, once reading is done.
-    chunks: Option<u64>,
-    next_write_seq: u64,
+    pub(crate) chunks: Option<u64>,
+    pub(crate) next_write_seq: u64,
     ready: BTreeMap<u64, (AlignedBuf, u64)>,
-    writer: Option<TargetWriter>,
-    write_path: IoPath,
-    writer_finished: bool,
-    bytes_in: u64,
-    members: u64,
+    pub(crate) writer: Option<TargetWriter>,
+    pub(crate) write_path: IoPath,
+    pub(crate) writer_finished: bool,
+    pub(crate) bytes_in: u64,
+    pub(crate) members: u64,
+    /// Source offset of chunk 0 of this pass (the CPU going on after a device).
+    pub(crate) first_offset: u64,
+    /// Output bytes of the first chunk already written by a device.
+    pub(crate) skip_out: u64,
+    /// Which device served it (index into the job's devices).
+    pub(crate) device: Option<usize>,
+    pub(crate) members_on_device: u64,
+    pub(crate) handover: Option<crate::offload::Handover>,
 }
 
 impl Stream {
     fn can_read(&self, qd_per_stream: usize) -> bool {
         !self.read_done && self.reads_in_flight < if self.sequential_read { 1 } else { qd_per_stream }
     }
-    fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.writer_finished && self.writer.as_ref().is_none_or(|w| w.writes_in_flight == 0)
     }
 }
@@ -157,46 +218,54 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
             writer_finished: false,
             bytes_in: 0,
             members: 0,
+            first_offset: 0,
+            skip_out: 0,
+            device: None,
+            members_on_device: 0,
+            handover: None,
         });
     }
-    let any_pipe = streams.iter().any(|s| s.sequential_read || s.writer.as_ref().is_some_and(|w| is_std_stream(&w.final_path)));
-    let qd = opts.common.queue_depth.max(1);
-    let (mut engine, engine_note) = choose_engine::<JobBuf>(qd * pairs.len().max(1) as u32 + 4, opts.common.sync_io || any_pipe);
-    let engine_note = if any_pipe && !opts.common.sync_io { Some("pipes need ordered reads and writes; using read/write".into()) } else { engine_note };
-    if let Some(n) = &engine_note {
-        fallbacks.push(format!("I/O engine: {n}"));
-    }
-    for s in streams.iter_mut() {
-        set_engine(&mut s.read_path, engine.kind(), &engine_note);
-        set_engine(&mut s.write_path, engine.kind(), &engine_note);
-        if let Some(r) = &s.read_path.fallback_reason {
-            if s.read_path.engine == peerpath_io::EngineKind::IoUring || !s.read_path.direct {
-                fallbacks.push(format!("{}: reads without O_DIRECT: {r}", s.source_name));
-            }
-        }
-        if let (false, Some(r)) = (s.write_path.direct, &s.write_path.fallback_reason) {
-            fallbacks.push(format!("{}: writes without O_DIRECT: {r}", s.writer.as_ref().expect("open").final_path.display()));
-        }
-    }
-    let result = run(&mut streams, engine.as_mut(), opts, member_bytes, chunk_bytes);
-    drop(engine); // all I/O is done (or, on error, waited for)
-    let mut job = match result {
-        Ok(job) => job,
+    let cpu = CpuAccount::start();
+    let orchestration_start = thread_cpu_now();
+    let ledger = Ledger::new();
+    let outcome = run_job(&mut streams, opts, member_bytes, chunk_bytes, chunk_aligned, &ledger, &cpu, &mut fallbacks);
+    cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
+    let ran = match outcome {
+        Ok(r) => r,
         Err(e) => {
             abandon(&mut streams);
             return Err(e);
         }
     };
-    // Make the targets durable and visible.
-    for s in streams.iter_mut() {
-        let w = s.writer.take().expect("writer present");
-        let target = w.final_path.display().to_string();
-        let bytes_out = w.logical_len;
-        if let Err(e) = w.complete() {
+    // Make every target durable (and checked, with --verify), then put them
+    // all in place: a failure before the last rename keeps none.
+    let mut verify_wall = None;
+    for i in 0..streams.len() {
+        let checked = {
+            let w = streams[i].writer.as_mut().expect("writer present");
+            let t = Instant::now();
+            let r = w.finalize().and_then(|()| if opts.verify { verify_output(w) } else { Ok(()) });
+            if opts.verify {
+                *verify_wall.get_or_insert(std::time::Duration::ZERO) += t.elapsed();
+            }
+            r
+        };
+        if let Err(e) = checked {
             abandon(&mut streams);
             return Err(e);
         }
-        job.files.push(FileReport {
+    }
+    let mut files = Vec::new();
+    for i in 0..streams.len() {
+        let w = streams[i].writer.take().expect("writer present");
+        let target = w.final_path.display().to_string();
+        let bytes_out = w.logical_len;
+        if let Err(e) = w.rename_into_place() {
+            abandon(&mut streams);
+            return Err(e);
+        }
+        let s = &streams[i];
+        files.push(FileReport {
             source: s.source_name.clone(),
             target: Some(target),
             bytes_in: s.bytes_in,
@@ -205,17 +274,160 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
             read_path: s.read_path.clone(),
             write_path: Some(s.write_path.clone()),
             decode_mode: None,
+            device: s.device.map(|d| ran.devices[d].name.clone()),
+            members_on_device: s.device.map(|_| s.members_on_device),
         });
     }
-    job.fallbacks = fallbacks;
-    job.wall = start.elapsed();
-    Ok(JobReport::measured_host(job))
+    let offloaded = !ran.devices.is_empty();
+    let job = JobSummary {
+        operation: "compress",
+        engine: ran.engine,
+        format: match opts.format {
+            Format::Gzip => "gzip (multi-member, 'PP' size subfield)".into(),
+            Format::Bgzf => "BGZF (htslib)".into(),
+        },
+        level: Some(opts.level.get()),
+        block_size_bytes: Some(member_bytes),
+        threads: ran.threads,
+        queue_depth: opts.common.queue_depth.max(1),
+        files,
+        fallbacks,
+        wall: start.elapsed(),
+        cpu,
+        ledger: ledger.summary(),
+        memory: ran.memory,
+    };
+    let mut report = if offloaded { JobReport::measured_emulated(job) } else { JobReport::measured_host(job) };
+    report.devices = ran.devices;
+    report.verified_s = verify_wall.map(|t| t.as_secs_f64());
+    Ok(report)
 }
 
-fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &CompressOptions, member_bytes: usize, chunk_bytes: usize) -> Result<JobSummary> {
-    let cpu = CpuAccount::start();
-    let orchestration_start = thread_cpu_now();
-    let ledger = Ledger::new();
+/// Checks every member of a finished (not yet renamed) output.
+fn verify_output(w: &TargetWriter) -> Result<()> {
+    let opts = crate::DecompressOptions { common: CommonOptions { progress: None, force: false, ..CommonOptions::default() } };
+    crate::decompress::verify(std::slice::from_ref(&w.target.path), &opts).map(|_| ()).map_err(|e| {
+        JobError::Verify { path: w.final_path.clone(), detail: e.to_string() }
+    })
+}
+
+/// What the device pass ran on.
+pub(crate) struct OffloadRan {
+    pub engine: String,
+    pub threads: usize,
+    pub devices: Vec<DeviceReport>,
+}
+
+impl OffloadRan {
+    pub fn none() -> OffloadRan {
+        OffloadRan { engine: String::new(), threads: 0, devices: Vec::new() }
+    }
+}
+
+/// What the job's passes ran on, for the report.
+struct Ran {
+    engine: String,
+    threads: usize,
+    memory: MemoryReport,
+    devices: Vec<DeviceReport>,
+}
+
+/// Whether a stream can go through device memory: O_DIRECT both ways and a
+/// known size. Otherwise, why not.
+fn offload_refusal(s: &Stream, chunk_aligned: bool) -> Option<String> {
+    let w = s.writer.as_ref().expect("writer open");
+    if s.sequential_read || w.is_sequential() {
+        Some("pipes and standard streams cannot move data by DMA into device memory".into())
+    } else if !chunk_aligned {
+        Some("the block size cannot be grouped into aligned reads".into())
+    } else if !s.source.direct {
+        Some(format!("the source refused O_DIRECT ({}), and device memory is only reached by DMA", s.source.direct_refused.as_deref().unwrap_or("no reason given")))
+    } else if !w.target.direct {
+        Some(format!("the target refused O_DIRECT ({}), and device memory is only reached by DMA", w.target.direct_refused.as_deref().unwrap_or("no reason given")))
+    } else if s.size.is_none() {
+        Some("the source's size is unknown".into())
+    } else {
+        None
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_job(
+    streams: &mut [Stream],
+    opts: &CompressOptions,
+    member_bytes: usize,
+    chunk_bytes: usize,
+    chunk_aligned: bool,
+    ledger: &Ledger,
+    cpu: &CpuAccount,
+    fallbacks: &mut Vec<String>,
+) -> Result<Ran> {
+    let qd = opts.common.queue_depth.max(1);
+    let mut device_reports = Vec::new();
+    let mut engine_text = format!("host CPU, {} (level {})", opts.level.library(), opts.level.get());
+    let mut threads = opts.common.threads.max(1);
+    if let Compute::Emulated(spec) = &opts.compute {
+        let mut eligible = Vec::new();
+        for (i, s) in streams.iter_mut().enumerate() {
+            match offload_refusal(s, chunk_aligned) {
+                None => eligible.push(i),
+                Some(why) if opts.no_fallback => {
+                    return Err(JobError::Device { detail: format!("{}: cannot offload: {why} (--no-fallback)", s.source_name) });
+                }
+                Some(why) => fallbacks.push(format!("{}: compressed on the host CPU, not on a device: {why}", s.source_name)),
+            }
+        }
+        if !eligible.is_empty() {
+            let ran = crate::offload::run_emulated(streams, &eligible, spec, opts, member_bytes, chunk_bytes, ledger, fallbacks)?;
+            if !ran.devices.is_empty() {
+                engine_text = ran.engine;
+                threads = ran.threads;
+                device_reports = ran.devices;
+            }
+        }
+    }
+    // The CPU pass: every stream no device finished.
+    let mut memory = MemoryReport { read_pool_bytes: 0, read_pool_buffers: 0, peak_owned_buffer_bytes: 0 };
+    if streams.iter().any(|s| !s.finished()) {
+        let any_pipe = streams.iter().any(|s| !s.finished() && (s.sequential_read || s.writer.as_ref().is_some_and(|w| is_std_stream(&w.final_path))));
+        let (mut engine, engine_note) = choose_engine::<JobBuf>(qd * streams.len().max(1) as u32 + 4, opts.common.sync_io || any_pipe);
+        let engine_note = if any_pipe && !opts.common.sync_io { Some("pipes need ordered reads and writes; using read/write".into()) } else { engine_note };
+        if let Some(n) = &engine_note {
+            fallbacks.push(format!("I/O engine: {n}"));
+        }
+        for s in streams.iter_mut().filter(|s| s.device.is_none()) {
+            set_engine(&mut s.read_path, engine.kind(), &engine_note);
+            set_engine(&mut s.write_path, engine.kind(), &engine_note);
+            if let Some(r) = &s.read_path.fallback_reason {
+                if s.read_path.engine == peerpath_io::EngineKind::IoUring || !s.read_path.direct {
+                    fallbacks.push(format!("{}: reads without O_DIRECT: {r}", s.source_name));
+                }
+            }
+            if let (false, Some(r)) = (s.write_path.direct, &s.write_path.fallback_reason) {
+                fallbacks.push(format!("{}: writes without O_DIRECT: {r}", s.writer.as_ref().expect("open").final_path.display()));
+            }
+        }
+        let result = run(streams, engine.as_mut(), opts, member_bytes, chunk_bytes, ledger, cpu);
+        drop(engine); // all I/O is done (or, on error, waited for)
+        memory = result?;
+        if !device_reports.is_empty() {
+            engine_text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
+        }
+    }
+    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports })
+}
+
+/// The CPU pass over every stream not finished yet (all of them, or those
+/// a device handed over: they start at `first_offset`).
+fn run(
+    streams: &mut [Stream],
+    engine: &mut dyn IoEngine<JobBuf>,
+    opts: &CompressOptions,
+    member_bytes: usize,
+    chunk_bytes: usize,
+    ledger: &Ledger,
+    cpu: &CpuAccount,
+) -> Result<MemoryReport> {
     let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
     let threads = opts.common.threads.max(1);
     let mut workers: WorkerPool<Done> = WorkerPool::new(threads, waker.clone(), cpu.clone());
@@ -252,7 +464,7 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
 
     // Empty regular files still get one (empty) member.
     for (i, s) in streams.iter_mut().enumerate() {
-        if s.size == Some(0) {
+        if s.size == Some(0) && !s.finished() {
             s.read_done = true;
             s.chunks = Some(1);
             s.next_seq = 1;
@@ -312,8 +524,17 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
         for (i, s) in streams.iter_mut().enumerate() {
             while let Some((out, members)) = s.ready.remove(&s.next_write_seq) {
                 let w = s.writer.as_mut().expect("writer open");
-                // Packed into aligned staging for O_DIRECT; written as is otherwise.
-                w.push_owned(out, engine, &mut cache, WRITE_BIT | i as u64, &ledger)?;
+                if s.skip_out > 0 {
+                    // A device wrote the start of this chunk's output already.
+                    let skip = s.skip_out as usize;
+                    s.skip_out = 0;
+                    let domain = out.domain().clone();
+                    w.push(&out[skip..], engine, &mut cache, WRITE_BIT | i as u64, ledger, &domain)?;
+                    cache.put(out);
+                } else {
+                    // Packed into aligned staging for O_DIRECT; written as is otherwise.
+                    w.push_owned(out, engine, &mut cache, WRITE_BIT | i as u64, ledger)?;
+                }
                 s.members += members;
                 s.next_write_seq += 1;
                 in_pipeline -= 1;
@@ -322,9 +543,9 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
                 let w = s.writer.as_mut().expect("writer open");
                 if format == Format::Bgzf {
                     let host = peerpath_mem::MemoryDomain::Host { numa_node: None };
-                    w.push(&BGZF_EOF_BLOCK, engine, &mut cache, WRITE_BIT | i as u64, &ledger, &host)?;
+                    w.push(&BGZF_EOF_BLOCK, engine, &mut cache, WRITE_BIT | i as u64, ledger, &host)?;
                 }
-                w.finish(engine, WRITE_BIT | i as u64, &ledger)?;
+                w.finish(engine, WRITE_BIT | i as u64, ledger)?;
                 s.writer_finished = true;
             }
         }
@@ -349,7 +570,7 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
             let seq = c.token & 0xffff_ffff;
             let n = c.result.map_err(|e| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
             let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
-            let offset = seq * chunk_bytes as u64;
+            let offset = s.first_offset + seq * chunk_bytes as u64;
             if let Some(size) = s.size {
                 let expected = (size - offset).min(chunk_bytes as u64) as usize;
                 if n != expected {
@@ -361,7 +582,7 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
             }
             buf.set_len(n);
             s.bytes_in += n as u64;
-            crate::record_read(&ledger, &s.source_name, s.source.direct, buf.domain(), n as u64);
+            crate::record_read(ledger, &s.source_name, s.source.direct, buf.domain(), n as u64);
             if n < chunk_bytes && s.size.is_none() {
                 s.read_done = true; // a stream ended
                 if n == 0 && seq > 0 {
@@ -374,29 +595,11 @@ fn run(streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, opts: &Compres
             dispatch(&mut workers, &mut cache, stream, seq, buf);
         }
     }
-    cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
     drop(workers); // joins the workers, which charge their CPU time
     let pool_stats = pool.stats();
-    Ok(JobSummary {
-        operation: "compress",
-        engine: format!("host CPU, {} (level {})", level.library(), level.get()),
-        format: match format {
-            Format::Gzip => "gzip (multi-member, 'PP' size subfield)".into(),
-            Format::Bgzf => "BGZF (htslib)".into(),
-        },
-        level: Some(level.get()),
-        block_size_bytes: Some(member_bytes),
-        threads,
-        queue_depth: qd as u32,
-        files: Vec::new(),
-        fallbacks: Vec::new(),
-        wall: std::time::Duration::ZERO, // set by the caller once the targets are in place
-        cpu,
-        ledger: ledger.summary(),
-        memory: MemoryReport {
-            read_pool_bytes: pool_stats.total_bytes,
-            read_pool_buffers: pool_stats.buffer_count,
-            peak_owned_buffer_bytes: cache.peak_allocated_bytes,
-        },
+    Ok(MemoryReport {
+        read_pool_bytes: pool_stats.total_bytes,
+        read_pool_buffers: pool_stats.buffer_count,
+        peak_owned_buffer_bytes: cache.peak_allocated_bytes,
     })
 }

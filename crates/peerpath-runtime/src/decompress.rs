@@ -311,6 +311,8 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
                 read_path,
                 write_path,
                 decode_mode: Some(mode),
+                device: None,
+                members_on_device: None,
             })
         }
         Err(e) => {

@@ -26,6 +26,10 @@ pub enum JobError {
     TargetIo { path: PathBuf, source: io::Error },
     #[error("error reading {path}: {detail}")]
     SourceIo { path: PathBuf, detail: String },
+    #[error("{detail}")]
+    Device { detail: String },
+    #[error("{path}: the output failed its check and was not kept: {detail}")]
+    Verify { path: PathBuf, detail: String },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -54,6 +58,8 @@ impl JobError {
             JobError::EmptyArchive { .. } => 10,
             JobError::TargetIo { .. } => 11,
             JobError::SourceIo { .. } => 12,
+            JobError::Device { .. } => 15,
+            JobError::Verify { .. } => 16,
         }
     }
 }

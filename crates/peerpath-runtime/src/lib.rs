@@ -8,11 +8,12 @@ pub mod decompress;
 pub mod error;
 pub mod iobench;
 pub mod job;
+pub mod offload;
 pub mod report;
 mod workers;
 mod writer;
 
-pub use compress::{compress, CompressOptions, DEFAULT_BLOCK_BYTES};
+pub use compress::{compress, CompressOptions, Compute, EmulatedSpec, DEFAULT_BLOCK_BYTES};
 pub use decompress::{decompress, verify, DecompressOptions};
 pub use error::{JobError, Result};
 pub use job::{plan_targets, CommonOptions, Progress};

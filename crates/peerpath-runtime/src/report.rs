@@ -38,6 +38,10 @@ pub struct FileReport {
     pub write_path: Option<IoPath>,
     /// How members were decoded (decompress/verify): parallel or streaming, and why.
     pub decode_mode: Option<String>,
+    /// The device that compressed it (offload path).
+    pub device: Option<String>,
+    /// Of `members`, how many that device made (the rest: the host CPU).
+    pub members_on_device: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -78,6 +82,11 @@ pub struct JobReport {
     pub memory: MemoryReport,
     /// Every fallback taken, with its reason. Never silent.
     pub fallbacks: Vec<String>,
+    /// The compute devices of the job (offload path).
+    pub devices: Vec<crate::offload::DeviceReport>,
+    /// Seconds spent checking every output member before it was put in
+    /// place (`--verify`), included in `wall_s`.
+    pub verified_s: Option<f64>,
 }
 
 fn human_bytes(b: u64) -> String {
@@ -118,12 +127,21 @@ impl JobReport {
     /// over the files; the uncompressed side is the input when compressing
     /// and the output otherwise.
     pub fn measured_host(j: JobSummary) -> JobReport {
+        Self::measured(j, Provenance::MeasuredHost)
+    }
+
+    /// A report of a job whose functions ran on emulated devices.
+    pub fn measured_emulated(j: JobSummary) -> JobReport {
+        Self::measured(j, Provenance::MeasuredEmulated)
+    }
+
+    fn measured(j: JobSummary, provenance: Provenance) -> JobReport {
         let bytes_in = j.files.iter().map(|f| f.bytes_in).sum();
         let bytes_out = j.files.iter().map(|f| f.bytes_out).sum();
         let mut r = JobReport {
             operation: j.operation.into(),
-            provenance: Provenance::MeasuredHost,
-            provenance_text: Provenance::MeasuredHost.describe().into(),
+            provenance,
+            provenance_text: provenance.describe().into(),
             engine: j.engine,
             format: j.format,
             level: j.level,
@@ -143,6 +161,8 @@ impl JobReport {
             host_memory_traffic_gbit_per_s: 0.0,
             memory: j.memory,
             fallbacks: j.fallbacks,
+            devices: Vec::new(),
+            verified_s: None,
         };
         let uncompressed = if j.operation == "compress" { bytes_in } else { bytes_out };
         r.finish_figures(uncompressed);

@@ -148,14 +148,28 @@ impl TargetWriter {
     }
 
     /// Truncates to the exact length, syncs, and renames into place.
-    pub fn complete(self) -> Result<()> {
-        assert_eq!(self.writes_in_flight, 0, "complete with writes in flight");
+    pub fn complete(mut self) -> Result<()> {
+        self.finalize()?;
+        self.rename_into_place()
+    }
+
+    /// Truncates to the exact length and syncs (not yet visible).
+    pub fn finalize(&mut self) -> Result<()> {
+        assert_eq!(self.writes_in_flight, 0, "finalize with writes in flight");
         if self.sequential {
             return Ok(());
         }
         let file = &self.target.file;
         file.set_len(self.logical_len).map_err(|e| self.io_error(e))?;
-        file.sync_all().map_err(|e| self.io_error(e))?;
+        file.sync_all().map_err(|e| self.io_error(e))
+    }
+
+    /// Puts a finalized output in place (renames over the final name and
+    /// syncs the directory).
+    pub fn rename_into_place(self) -> Result<()> {
+        if self.sequential {
+            return Ok(());
+        }
         std::fs::rename(&self.target.path, &self.final_path).map_err(|e| self.io_error(e))?;
         if let Some(dir) = self.final_path.parent() {
             let dir = if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir };
@@ -164,6 +178,19 @@ impl TargetWriter {
             }
         }
         Ok(())
+    }
+
+    /// Writes to a pipe or standard output (in order, no renaming).
+    pub fn is_sequential(&self) -> bool {
+        self.sequential
+    }
+
+    /// Goes on at `len` bytes: what was written before (by a device) stays.
+    /// `len` is aligned when the target takes O_DIRECT.
+    pub fn resume_at(&mut self, len: u64) {
+        assert!(self.staging.is_none() && self.writes_in_flight == 0, "resume_at on a busy writer");
+        self.logical_len = len;
+        self.staging_offset = len;
     }
 
     /// Removes the partial output (on any failure).

@@ -603,6 +603,14 @@ impl Device for EmulatedCsp {
         self.arm_cq()
     }
 
+    fn hangup_fd(&self) -> Option<RawFd> {
+        Some(self.failure_fd())
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        Some(self.pid())
+    }
+
     fn stats(&mut self) -> Option<DeviceStats> {
         self.device_stats().ok()
     }
