@@ -307,7 +307,13 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
 fn verify_output(w: &TargetWriter) -> Result<()> {
     let opts = crate::DecompressOptions { common: CommonOptions { progress: None, force: false, ..CommonOptions::default() } };
     crate::decompress::verify(std::slice::from_ref(&w.target.path), &opts).map(|_| ()).map_err(|e| {
-        JobError::Verify { path: w.final_path.clone(), detail: e.to_string() }
+        let detail = match e {
+            JobError::Corrupt { member, offset, detail, .. } | JobError::Truncated { member, offset, detail, .. } => {
+                format!("member {member} at byte {offset}: {detail}")
+            }
+            other => other.to_string(),
+        };
+        JobError::Verify { path: w.final_path.clone(), detail }
     })
 }
 

@@ -305,7 +305,7 @@ fn drive(
                 }
             }
             if let Err(e) = polled {
-                fail_device(dev, format!("{} ({} command(s) lost)", e, e.in_flight.len()));
+                fail_device(dev, e.to_string());
             }
         }
 
@@ -831,12 +831,13 @@ pub(crate) fn run_emulated(
             }
             for &i in &od.streams {
                 if let Some(h) = &streams[i].handover {
-                    fallbacks.push(format!(
-                        "{}: device {name} failed ({why}); the host CPU compressed the rest from source byte {} (output byte {} was already on its way)",
-                        streams[i].source_name,
-                        h.chunk * chunk_bytes as u64,
-                        h.written
-                    ));
+                    let from = h.chunk * chunk_bytes as u64;
+                    let rest = if h.written == 0 {
+                        "the host CPU compressed all of it".to_string()
+                    } else {
+                        format!("the host CPU compressed it from source byte {from} on ({} output bytes from the device were kept)", h.written)
+                    };
+                    fallbacks.push(format!("{}: device {name} failed ({why}); {rest}", streams[i].source_name));
                 }
             }
         }

@@ -203,7 +203,17 @@ impl JobReport {
             fmt += &format!(", block {}", human_bytes(b as u64));
         }
         let _ = writeln!(s, "{fmt}");
-        let _ = writeln!(s, "  threads       {} compute + 1 I/O orchestration, queue depth {}", self.threads, self.queue_depth);
+        if self.devices.is_empty() {
+            let _ = writeln!(s, "  threads       {} compute + 1 I/O orchestration, queue depth {}", self.threads, self.queue_depth);
+        } else {
+            let _ = writeln!(
+                s,
+                "  threads       {} device(s) x {} worker(s) in the device processes + 1 host I/O orchestration, queue depth {}",
+                self.devices.len(),
+                self.threads,
+                self.queue_depth
+            );
+        }
         for f in &self.files {
             let _ = writeln!(s, "  file          {} -> {}", f.source, f.target.as_deref().unwrap_or("(nothing written)"));
             let _ = writeln!(s, "    read        {}", f.read_path);
@@ -255,6 +265,30 @@ impl JobReport {
                 "    {} -> {}, {}, {}: {} / {} in {} ops",
                 e.source, e.target, e.mover, e.purpose, e.bytes_read, e.bytes_written, e.operations
             );
+        }
+        if !self.devices.is_empty() {
+            let _ = writeln!(
+                s,
+                "  payload       {} of payload through host memory, {} of metadata",
+                human_bytes(l.host_memory_payload_bytes),
+                human_bytes(l.host_memory_metadata_bytes)
+            );
+        }
+        for d in &self.devices {
+            let _ = writeln!(s, "  device        {}: {}, {} of memory", d.name, d.kind, human_bytes(d.memory_bytes as u64));
+            let _ = writeln!(s, "    serves      {}", d.sources.join(", "));
+            let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
+            let _ = writeln!(s, "    memory      {} read + written in device memory", human_bytes(d.memory_traffic_bytes));
+            if let Some(c) = d.process_cpu_s {
+                let _ = writeln!(s, "    device CPU  {c:.2} s on host cores (the emulation's own work: not offloaded, not counted as saved)");
+            }
+            if let Some(f) = &d.failure {
+                let _ = writeln!(s, "    FAILED      {f}");
+            }
+        }
+        if let Some(v) = self.verified_s {
+            let _ = writeln!(s, "  verified      every member of every output, before it was put in place ({v:.3} s, host CPU)");
         }
         let m = &self.memory;
         let _ = writeln!(
