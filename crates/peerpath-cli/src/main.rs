@@ -184,7 +184,10 @@ struct CompressArgs {
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
-    /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40".
+    /// A device with commands in flight and none completing for this long (seconds) is declared hung.
+    #[arg(long, default_value_t = 10.0, help_heading = "Devices")]
+    device_timeout: f64,
+    /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40,hang-after=9".
     #[arg(long, value_parser = parse_faults, help_heading = "Devices")]
     inject_faults: Option<peerpath_device::FaultConfig>,
     #[command(flatten)]
@@ -222,7 +225,8 @@ fn parse_faults(spec: &str) -> Result<peerpath_device::FaultConfig, String> {
                 f.latency = Some((ms(a)?, ms(b)?));
             }
             "crash-after" => f.crash_after_submissions = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
-            _ => return Err(format!("unknown fault {k:?} (seed, error, corrupt, latency, crash-after)")),
+            "hang-after" => f.hang_after_submissions = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
+            _ => return Err(format!("unknown fault {k:?} (seed, error, corrupt, latency, crash-after, hang-after)")),
         }
     }
     Ok(f)
@@ -365,6 +369,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
             spec.workers = w.max(1);
         }
         spec.faults = a.inject_faults.clone();
+        spec.command_timeout = std::time::Duration::from_secs_f64(a.device_timeout.clamp(0.05, 3600.0));
         peerpath_runtime::Compute::Emulated(spec)
     };
     Ok(match a.engine {

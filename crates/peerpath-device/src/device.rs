@@ -90,6 +90,10 @@ pub trait Device: Send {
 /// [`crate::FailureKind::Lost`] through its ordinary detection paths.
 pub trait Crash {
     fn crash(&mut self);
+    /// Stops the device without killing it (it hangs: commands in flight
+    /// never complete), for the "hang" fault. The host must find out by
+    /// its command timeout. Default: nothing (the device cannot hang).
+    fn freeze(&mut self) {}
 }
 
 /// Runs `requests` to completion on `device`: submits them (waiting while

@@ -33,12 +33,15 @@ pub struct FaultConfig {
     /// last one is still in flight when it crashes). For the emulated CSP
     /// a crash is SIGKILL of its process.
     pub crash_after_submissions: Option<u64>,
+    /// Freeze the device (it stops answering, alive) right after this many
+    /// accepted submissions. For the emulated CSP: SIGSTOP.
+    pub hang_after_submissions: Option<u64>,
 }
 
 impl FaultConfig {
     /// No faults yet; add them with the fields.
     pub fn seeded(seed: u64) -> FaultConfig {
-        FaultConfig { seed, error_probability: 0.0, corrupt_probability: 0.0, latency: None, crash_after_submissions: None }
+        FaultConfig { seed, error_probability: 0.0, corrupt_probability: 0.0, latency: None, crash_after_submissions: None, hang_after_submissions: None }
     }
 }
 
@@ -54,6 +57,8 @@ pub enum FaultKind {
     Latency { micros: u64 },
     /// The device was crashed after this submission.
     Crash,
+    /// The device was frozen after this submission.
+    Hang,
 }
 
 impl FaultKind {
@@ -63,6 +68,7 @@ impl FaultKind {
             FaultKind::Corrupt { .. } => 1,
             FaultKind::Latency { .. } => 2,
             FaultKind::Crash => 3,
+            FaultKind::Hang => 4,
         }
     }
 }
@@ -282,6 +288,10 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
                 if self.config.crash_after_submissions == Some(self.submissions) {
                     self.events.push(FaultEvent { submission: self.submissions, tag, fault: FaultKind::Crash });
                     self.inner.crash();
+                }
+                if self.config.hang_after_submissions == Some(self.submissions) {
+                    self.events.push(FaultEvent { submission: self.submissions, tag, fault: FaultKind::Hang });
+                    self.inner.freeze();
                 }
                 Submit::Queued
             }

@@ -10,6 +10,8 @@ use std::mem::MaybeUninit;
 pub struct IsalDeflater {
     level: u32,
     level_buf: Vec<u8>,
+    /// The stream state (about 80 KiB: kept, not put on the stack per call).
+    stream: Box<ffi::isal_zstream>,
 }
 
 impl IsalDeflater {
@@ -21,19 +23,37 @@ impl IsalDeflater {
             2 => ffi::ISAL_DEF_LVL2_DEFAULT,
             _ => ffi::ISAL_DEF_LVL3_DEFAULT,
         } as usize;
-        IsalDeflater { level, level_buf: vec![0u8; size.max(1)] }
+        // SAFETY: isal_zstream holds only integers, pointers and arrays of
+        // them: all zero bytes is a valid value.
+        let stream = unsafe { Box::<ffi::isal_zstream>::new_zeroed().assume_init() };
+        IsalDeflater { level, level_buf: vec![0u8; size.max(1)], stream }
     }
 
     /// Compresses all of `input` into `output` as raw deflate followed by the
     /// gzip trailer (CRC-32, ISIZE). Returns bytes written, or `None` when
     /// the output would not fit.
     pub fn deflate_with_gzip_trailer(&mut self, input: &[u8], output: &mut [u8]) -> Option<usize> {
-        let mut s = MaybeUninit::<ffi::isal_zstream>::uninit();
-        // SAFETY: isal_deflate_stateless_init initialises the whole struct.
-        let mut s = unsafe {
-            ffi::isal_deflate_stateless_init(s.as_mut_ptr());
-            s.assume_init()
-        };
+        // isal_deflate_stateless_init sets only some fields; others (e.g.
+        // has_eob, tmp_out_*, b_bytes_*) would keep whatever the memory
+        // held before. Zero every field but the two large arrays that
+        // stateless deflate with a level buffer never reads (the internal
+        // history buffer and the level-0 hash heads, which
+        // reset_match_history clears itself), so that no output depends on
+        // history: members must be the same bytes on every worker and device.
+        let state_at = std::mem::offset_of!(ffi::isal_zstream, internal_state);
+        let buffer_at = state_at + std::mem::offset_of!(ffi::isal_zstate, buffer);
+        let arrays_end = state_at + std::mem::offset_of!(ffi::isal_zstate, head) + std::mem::size_of_val(&self.stream.internal_state.head);
+        let total = std::mem::size_of::<ffi::isal_zstream>();
+        let s = &mut *self.stream;
+        // SAFETY: both ranges lie inside the struct (offsets from offset_of!
+        // and size_of); every field is a plain integer, pointer or array of
+        // them, for which zero bytes are a valid value.
+        unsafe {
+            let base = s as *mut ffi::isal_zstream as *mut u8;
+            std::ptr::write_bytes(base, 0, buffer_at);
+            std::ptr::write_bytes(base.add(arrays_end), 0, total - arrays_end);
+            ffi::isal_deflate_stateless_init(s);
+        }
         s.level = self.level;
         s.level_buf = if self.level == 0 { std::ptr::null_mut() } else { self.level_buf.as_mut_ptr() };
         s.level_buf_size = if self.level == 0 { 0 } else { self.level_buf.len() as u32 };
@@ -46,8 +66,8 @@ impl IsalDeflater {
         s.avail_out = u32::try_from(output.len()).unwrap_or(u32::MAX);
         // SAFETY: next_in/next_out point to live slices of the stated lengths
         // (ISA-L only reads the input), level_buf is ours and sized for the
-        // level; the stream does not outlive this call.
-        let rc = unsafe { ffi::isal_deflate_stateless(&mut s) };
+        // level; the stream's pointers are set afresh on every call.
+        let rc = unsafe { ffi::isal_deflate_stateless(s) };
         match rc {
             x if x == ffi::COMP_OK as i32 => Some(s.total_out as usize),
             x if x == ffi::STATELESS_OVERFLOW => None,
@@ -186,6 +206,70 @@ impl StreamInflater {
             ffi::ISAL_INCORRECT_CHECKSUM => Err(StepError::TrailerMismatch),
             x if x < 0 => Err(StepError::Invalid(invalid_reason(x))),
             _ => Ok(step),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Leaves pseudo-random bytes where the next call's locals will live.
+    #[inline(never)]
+    fn dirty_stack(seed: u64) {
+        let mut junk = [0u64; 64 << 10];
+        let mut x = seed | 1;
+        for j in junk.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *j = x;
+        }
+        std::hint::black_box(&junk);
+    }
+
+    /// The output of one block must not depend on what the reused state
+    /// compressed before, nor on what was on the stack: members made by any
+    /// worker, CPU or device, must be the same bytes.
+    #[test]
+    fn reused_deflaters_are_deterministic() {
+        let sample = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/protein.fasta")).unwrap();
+        // Protein text, and incompressible bytes (ISA-L's stored-block path).
+        let mut noise = vec![0u8; 1 << 20];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for b in noise.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = (x >> 24) as u8;
+        }
+        let mut half = sample[..300_000].to_vec();
+        half.extend_from_slice(&noise[..200_000]);
+        let mut blocks: Vec<&[u8]> = sample.chunks(256 << 10).collect();
+        blocks.extend(noise.chunks(256 << 10));
+        blocks.push(&half);
+        for level in 1..=3 {
+            let expected: Vec<Vec<u8>> = blocks
+                .iter()
+                .map(|b| {
+                    let mut out = vec![0u8; b.len() * 2 + 1024];
+                    let n = IsalDeflater::new(level).deflate_with_gzip_trailer(b, &mut out).unwrap();
+                    out.truncate(n);
+                    out
+                })
+                .collect();
+            let mut reused = IsalDeflater::new(level);
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            for round in 0..400 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let i = (state % blocks.len() as u64) as usize;
+                let mut out = vec![0u8; blocks[i].len() * 2 + 1024];
+                dirty_stack(state);
+                let n = reused.deflate_with_gzip_trailer(blocks[i], &mut out).unwrap();
+                assert!(out[..n] == expected[i][..], "level {level}, round {round}: block {i} differs from a fresh deflater's");
+            }
         }
     }
 }

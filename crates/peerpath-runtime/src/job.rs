@@ -99,7 +99,8 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                 }
             })
             .collect::<Result<Vec<_>>>()?,
-        Some(o) if sources.len() == 1 && !o.is_dir() => vec![o.to_path_buf()],
+        // "DIR/" names a directory (created if need be) even for one source.
+        Some(o) if sources.len() == 1 && !o.is_dir() && !o.as_os_str().as_encoded_bytes().ends_with(b"/") => vec![o.to_path_buf()],
         Some(o) if is_std_stream(o) => return Err(JobError::Usage("several sources cannot all go to standard output".into())),
         Some(o) => {
             if !o.exists() {

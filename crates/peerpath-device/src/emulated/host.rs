@@ -629,6 +629,11 @@ impl Crash for EmulatedCsp {
             }
         }
     }
+
+    /// SIGSTOPs the device process: alive, answering nothing.
+    fn freeze(&mut self) {
+        let _ = sys::kill(self.pid(), libc::SIGSTOP);
+    }
 }
 
 impl Drop for EmulatedCsp {
@@ -647,6 +652,8 @@ fn stop_child(child: &mut Child, paths: &CspPaths) -> std::io::Result<std::proce
         return Ok(status);
     }
     let _ = sys::kill(child.id(), libc::SIGTERM);
+    // A stopped (frozen) device handles SIGTERM only once it runs again.
+    let _ = sys::kill(child.id(), libc::SIGCONT);
     let deadline = Instant::now() + Duration::from_secs(5);
     let status = loop {
         if let Some(s) = child.try_wait()? {

@@ -1,0 +1,265 @@
+//! The offload path: `compress --engine emulated`. Every output is
+//! compared byte for byte with the CPU path's (the oracle); the ledger must
+//! show no payload byte in host memory; faults (a killed device, error
+//! statuses, a hung device, corrupted output, memory too small) end in a
+//! complete, correct output or a clean failure that keeps nothing.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Device memory for tests: small, so parallel tests stay light.
+const MEMORY: &str = "64M";
+
+/// Compresses `sources` into `out` (a directory) with `extra` options.
+fn compress(sources: &[PathBuf], out: &Path, extra: &[&str]) -> Out {
+    let mut a = args!["compress"];
+    a.extend(sources.iter().map(|p| p.as_os_str().to_owned()));
+    a.extend(args!["-o", format!("{}/", out.display())]);
+    a.extend(extra.iter().map(OsString::from));
+    run(&mut pp(a))
+}
+
+fn emulated<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["--engine", "emulated", "--device-memory", MEMORY, "--device-workers", "2", "--json"];
+    v.extend_from_slice(extra);
+    v
+}
+
+fn write_inputs(dir: &Path, inputs: &[(&str, Vec<u8>)]) -> Vec<PathBuf> {
+    inputs
+        .iter()
+        .map(|(name, data)| {
+            let p = dir.join(name);
+            std::fs::write(&p, data).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// The same job on the CPU: the oracle's bytes.
+fn cpu_outputs(dir: &Path, sources: &[PathBuf], extra: &[&str]) -> PathBuf {
+    let out = dir.join(format!("cpu{}", extra.join("").replace('-', "")));
+    let mut a: Vec<&str> = vec!["-q", "--engine", "cpu"];
+    a.extend_from_slice(extra);
+    compress(sources, &out, &a).ok();
+    out
+}
+
+fn assert_same_outputs(cpu: &Path, dev: &Path, names: &[&str], what: &str) {
+    for n in names {
+        let want = std::fs::read(cpu.join(format!("{n}.gz"))).unwrap();
+        assert_file_eq(&dev.join(format!("{n}.gz")), &want, &format!("{what}: {n}.gz against the CPU path"));
+    }
+}
+
+fn check_offloaded(r: &Value, devices: usize, what: &str) {
+    assert_eq!(r["provenance"], "measured_emulated", "{what}");
+    let l = &r["ledger"];
+    assert_eq!(l["host_memory_payload_bytes"], 0, "{what}: payload crossed host memory: {l}");
+    assert_eq!(r["devices"].as_array().map(Vec::len), Some(devices), "{what}: devices");
+    let total: u64 = r["files"].as_array().unwrap().iter().map(|f| f["members"].as_u64().unwrap()).sum();
+    let on_devices: u64 = r["devices"].as_array().unwrap().iter().map(|d| d["members"].as_u64().unwrap()).sum();
+    assert_eq!(on_devices, total, "{what}: every member was made by a device");
+    for d in r["devices"].as_array().unwrap() {
+        assert!(d["failure"].is_null(), "{what}: {d}");
+        assert!(d["memory_traffic_bytes"].as_u64().unwrap() > 0, "{what}: {d}");
+        assert!(d["commands"]["GzipCompressMember"].as_u64().unwrap() > 0, "{what}: {d}");
+    }
+    // Every payload movement is storage <-> device memory, or inside it.
+    for e in l["entries"].as_array().unwrap() {
+        if e["purpose"] == "metadata" {
+            continue;
+        }
+        for side in ["source", "target"] {
+            let loc = &e[side];
+            assert!(loc["kind"] == "storage" || loc["domain"]["kind"] == "emulated", "{what}: payload in {loc}: {e}");
+        }
+    }
+    assert!(r["fallbacks"].as_array().unwrap().is_empty(), "{what}: {}", r["fallbacks"]);
+}
+
+#[test]
+fn emulated_devices_make_the_same_bytes_as_the_cpu_with_no_payload_in_host_memory() {
+    let dir = scratch();
+    let mib = 1 << 20;
+    let inputs: Vec<(&str, Vec<u8>)> = vec![
+        ("sample.fa", sample().to_vec()),
+        ("mixed", mixed_data(3 * mib + 12_345, 5)),
+        ("exact", mixed_data(2 * mib, 6)),
+        ("empty", Vec::new()),
+        ("one", b"x".to_vec()),
+    ];
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    let sources = write_inputs(dir.path(), &inputs);
+    for extra in [&["--block-size", "1M"][..], &["--block-size", "256K", "--level", "3"][..], &["--format", "bgzf"][..], &["--level", "6"][..]] {
+        let what = format!("{extra:?}");
+        let cpu = cpu_outputs(dir.path(), &sources, extra);
+        let dev = dir.path().join(format!("dev{}", what.len()));
+        let mut opts = emulated(&["--devices", "2"]);
+        opts.extend_from_slice(extra);
+        let r = compress(&sources, &dev, &opts).ok().json();
+        check_offloaded(&r, 2, &what);
+        assert_same_outputs(&cpu, &dev, &names, &what);
+        let bgzf = extra.contains(&"bgzf");
+        // BGZF: the end-of-file marker is the only thing the host puts in device memory.
+        let metadata = if bgzf { 2 * 28 } else { 0 };
+        assert_eq!(r["ledger"]["host_memory_metadata_bytes"], metadata, "{what}");
+        assert_eq!(r["ledger"]["host_memory_traffic_bytes"], metadata, "{what}");
+        for f in r["files"].as_array().unwrap() {
+            assert_eq!(f["members_on_device"], f["members"], "{what}: {f}");
+            assert!(f["device"].is_string(), "{what}: {f}");
+        }
+    }
+    if let Some(gzip) = tool("gzip") {
+        let dev = dir.path().join(format!("dev{}", format!("{:?}", &["--block-size", "1M"]).len()));
+        for (name, data) in &inputs {
+            let gz = dev.join(format!("{name}.gz"));
+            assert_bytes_eq(&sys(&gzip, &[std::ffi::OsStr::new("-dc"), gz.as_os_str()], None), data, &format!("gzip -d {name}.gz"));
+        }
+    }
+    for (p, (_, data)) in sources.iter().zip(&inputs) {
+        assert_file_eq(p, data, "a source after compressing");
+    }
+}
+
+#[test]
+fn small_device_memory_applies_back_pressure_and_too_small_is_refused() {
+    let dir = scratch();
+    let inputs: Vec<(&str, Vec<u8>)> = vec![("a", mixed_data(9 << 20, 1)), ("b", mixed_data(7 << 20, 2))];
+    let names = ["a", "b"];
+    let sources = write_inputs(dir.path(), &inputs);
+    let cpu = cpu_outputs(dir.path(), &sources, &[]);
+    // Two streams on one device: staging for both, room for one block or two.
+    let dev = dir.path().join("dev");
+    let r = compress(&sources, &dev, &["--engine", "emulated", "--device-memory", "36M", "--queue-depth", "16", "--json"]).ok().json();
+    check_offloaded(&r, 1, "36 MiB for two streams");
+    assert_same_outputs(&cpu, &dev, &names, "36 MiB for two streams");
+    // Too small for even that: refused before anything is written.
+    let none = dir.path().join("none");
+    compress(&sources, &none, &["--engine", "emulated", "--device-memory", "8M"]).fails(2, &["has 8 MiB of memory", "need at least"]);
+    assert!(names_in(&none).is_empty(), "{:?}", names_in(&none));
+}
+
+/// A job with faults: exits 0, its outputs equal the CPU path's, the
+/// report names the failure, and the output verifies.
+fn survives(faults: &str, extra: &[&str], failure_needle: &str) -> Value {
+    let dir = scratch();
+    let inputs: Vec<(&str, Vec<u8>)> = vec![("big", mixed_data(12 << 20, 3)), ("fa", sample().to_vec())];
+    let names = ["big", "fa"];
+    let sources = write_inputs(dir.path(), &inputs);
+    let cpu = cpu_outputs(dir.path(), &sources, &["--block-size", "256K"]);
+    let dev = dir.path().join("dev");
+    let mut opts = emulated(&["--block-size", "256K", "--inject-faults", faults]);
+    opts.extend_from_slice(extra);
+    let r = compress(&sources, &dev, &opts).ok().json();
+    assert_same_outputs(&cpu, &dev, &names, &format!("{faults}: report {}", r["fallbacks"]));
+    let d = &r["devices"][0];
+    if failure_needle.is_empty() {
+        assert!(d["failure"].is_null(), "{faults}: {d}");
+        assert!(r["fallbacks"].as_array().unwrap().is_empty(), "{faults}: {}", r["fallbacks"]);
+    } else {
+        let failure = d["failure"].as_str().unwrap_or_else(|| panic!("{faults}: no failure reported: {d}"));
+        assert!(failure.contains(failure_needle), "{faults}: {failure}");
+        let fallbacks = r["fallbacks"].to_string();
+        assert!(fallbacks.contains("the host CPU compressed"), "{faults}: {fallbacks}");
+        let members: u64 = r["files"].as_array().unwrap().iter().map(|f| f["members"].as_u64().unwrap()).sum();
+        let on_device: u64 = r["files"].as_array().unwrap().iter().map(|f| f["members_on_device"].as_u64().unwrap()).sum();
+        assert!(on_device < members, "{faults}: the CPU redid some members ({on_device} of {members} on the device)");
+    }
+    let mut v = args!["verify", "-q"];
+    v.extend(names.iter().map(|n| dev.join(format!("{n}.gz")).into_os_string()));
+    run(&mut pp(v)).ok();
+    r
+}
+
+#[test]
+fn a_device_killed_mid_job_is_replaced_by_the_cpu_and_the_output_is_exact() {
+    survives("seed=1,crash-after=12", &[], "lost");
+}
+
+#[test]
+fn a_device_answering_errors_is_retired_and_the_cpu_finishes() {
+    survives("seed=9,error=0.1", &[], "injected fault");
+}
+
+#[test]
+fn a_device_that_stops_answering_times_out_and_the_cpu_finishes() {
+    survives("seed=2,hang-after=10", &["--device-timeout", "0.5"], "timed out");
+}
+
+#[test]
+fn slow_completions_without_a_wake_descriptor_change_nothing() {
+    survives("seed=3,latency=0-2ms", &[], "");
+}
+
+#[test]
+fn with_no_fallback_a_failed_device_fails_the_job_and_keeps_nothing() {
+    let dir = scratch();
+    let sources = write_inputs(dir.path(), &[("big", mixed_data(12 << 20, 3)), ("small", mixed_data(100_000, 4))]);
+    let out = dir.path().join("out");
+    compress(&sources, &out, &["--engine", "emulated", "--device-memory", MEMORY, "--block-size", "256K", "--inject-faults", "seed=1,crash-after=12", "--no-fallback"])
+        .fails(15, &["lost", "--no-fallback"]);
+    assert!(names_in(&out).is_empty(), "left behind: {:?}", names_in(&out));
+}
+
+#[test]
+fn corrupted_device_output_is_caught_by_verify_before_anything_is_kept() {
+    let dir = scratch();
+    let sources = write_inputs(dir.path(), &[("big", mixed_data(6 << 20, 3))]);
+    let out = dir.path().join("out");
+    let faults = ["--engine", "emulated", "--device-memory", MEMORY, "--block-size", "256K", "--inject-faults", "seed=5,corrupt=0.5"];
+    let mut with_verify = faults.to_vec();
+    with_verify.push("--verify");
+    compress(&sources, &out, &with_verify).fails(16, &["failed its check and was not kept", "member"]);
+    assert!(names_in(&out).is_empty(), "left behind: {:?}", names_in(&out));
+    // Without --verify the host, which never reads payload, cannot see a
+    // byte flipped after a successful completion; `peerpath verify` can.
+    compress(&sources, &out, &faults).ok();
+    let r = run(&mut pp(args!["verify", out.join("big.gz")]));
+    assert!(matches!(r.code(), Some(6) | Some(7)), "verify of a corrupted output: {:?} {}", r.code(), r.stderr);
+}
+
+#[test]
+fn sources_that_cannot_reach_device_memory_run_on_the_cpu_and_say_why() {
+    let dir = scratch();
+    let data = mixed_data(300_000, 8);
+    let target = dir.path().join("from-stdin.gz");
+    let mut cmd = pp(args!["compress", "-", "-o", &target, "--engine", "emulated", "--device-memory", MEMORY, "--json"]);
+    let r = run_full(&mut cmd, Some(data.clone()), std::time::Duration::from_secs(120)).ok().json();
+    let fallbacks = r["fallbacks"].to_string();
+    assert!(fallbacks.contains("compressed on the host CPU, not on a device") && fallbacks.contains("pipes"), "{fallbacks}");
+    assert_eq!(r["provenance"], "measured_host");
+    assert_eq!(r["devices"].as_array().map(Vec::len), Some(0));
+    let mut d = pp(args!["decompress", &target, "-o", "-"]);
+    assert_bytes_eq(&run(&mut d).ok().stdout, &data, "stdin through the CPU path");
+    let refused = dir.path().join("refused.gz");
+    let mut cmd = pp(args!["compress", "-", "-o", &refused, "--engine", "emulated", "--no-fallback"]);
+    run_full(&mut cmd, Some(data), std::time::Duration::from_secs(120)).fails(15, &["cannot offload", "pipes"]);
+    assert!(!refused.exists());
+}
+
+#[test]
+fn a_device_killed_after_writing_part_of_the_output_is_resumed_mid_stream() {
+    // Enough blocks that the kill (after 150 submissions) comes after the
+    // device's first extents went to the target and well before the end:
+    // the CPU goes on from inside a block, and the bytes still match.
+    let dir = scratch();
+    let mut data = Vec::with_capacity(48 << 20);
+    while data.len() < 48 << 20 {
+        data.extend_from_slice(sample());
+    }
+    let sources = write_inputs(dir.path(), &[("big", data)]);
+    let cpu = cpu_outputs(dir.path(), &sources, &["--block-size", "256K"]);
+    let dev = dir.path().join("dev");
+    let r = compress(&sources, &dev, &emulated(&["--block-size", "256K", "--inject-faults", "seed=1,crash-after=150"])).ok().json();
+    assert_same_outputs(&cpu, &dev, &["big"], "killed mid-stream");
+    let f = &r["files"][0];
+    let (members, on_device) = (f["members"].as_u64().unwrap(), f["members_on_device"].as_u64().unwrap());
+    assert!(on_device > 0 && on_device < members, "{on_device} of {members} members on the device");
+    let fallbacks = r["fallbacks"].to_string();
+    assert!(fallbacks.contains("output bytes from the device were kept"), "{fallbacks}");
+}
