@@ -4,7 +4,7 @@
 //! raw bindings it re-exports.
 
 use isal::isal_sys::igzip_lib as ffi;
-use std::mem::MaybeUninit;
+
 
 /// Reusable ISA-L deflate state for one compression level (0-3).
 pub struct IsalDeflater {
@@ -13,6 +13,10 @@ pub struct IsalDeflater {
     /// The stream state (about 80 KiB: kept, not put on the stack per call).
     stream: Box<ffi::isal_zstream>,
 }
+
+// SAFETY: the raw pointers inside the boxed stream are set at the start of
+// every call and not used after it returns; the state moves with its owner.
+unsafe impl Send for IsalDeflater {}
 
 impl IsalDeflater {
     pub fn new(level: u32) -> Self {
