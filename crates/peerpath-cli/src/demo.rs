@@ -43,7 +43,7 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
     };
     if !json {
         println!(
-            "peerpath demo: the embedded default on this machine: bundled protein sample ({} bytes), host CPU engine, \
+            "peerpath demo: the embedded default on this machine: bundled protein sample ({} bytes), host CPU engine and an emulated CSP device, \
              real files in {}\n",
             SAMPLE.len(),
             dir.display()
@@ -51,7 +51,25 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
     }
     let copts = CompressOptions { common: common.clone(), level: Level::new(1).expect("valid"), format: Format::Gzip, block_size: DEFAULT_BLOCK_BYTES, compute: peerpath_runtime::Compute::Cpu, no_fallback: false, verify: false };
     let r = peerpath_runtime::compress(&[(source.clone(), packed.clone())], &copts)?;
-    say("compress", &r);
+    say("compress (host CPU, the reference)", &r);
+    // The offload path on the embedded default: an emulated CSP process
+    // owns device memory; the sample goes SSD -> device memory -> device
+    // -> SSD by O_DIRECT, and must come out as the very same bytes.
+    let offloaded = dir.join("protein.fasta.offload.gz");
+    let eopts = CompressOptions { compute: peerpath_runtime::Compute::Emulated(peerpath_runtime::EmulatedSpec::new()), ..copts.clone() };
+    let r = peerpath_runtime::compress(&[(source.clone(), offloaded.clone())], &eopts)?;
+    say("compress (emulated CSP device, the offload path)", &r);
+    let (a, b) = (std::fs::read(&packed).map_err(|e| io_err(&packed, e))?, std::fs::read(&offloaded).map_err(|e| io_err(&offloaded, e))?);
+    if a != b {
+        return Err(JobError::Internal("the emulated device's output differs from the CPU's".into()));
+    }
+    if !json {
+        println!(
+            "offload OK: the device's output is byte-identical to the CPU's ({} bytes); payload through host memory: {} bytes\n",
+            b.len(),
+            r.ledger.host_memory_payload_bytes
+        );
+    }
     let dopts = DecompressOptions { common };
     let r = peerpath_runtime::verify(std::slice::from_ref(&packed), &dopts)?;
     say("verify", &r);
