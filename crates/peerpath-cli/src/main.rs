@@ -8,6 +8,7 @@ mod iobench;
 mod plan;
 mod probe;
 mod sim;
+mod table1;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -47,6 +48,8 @@ enum Command {
     BenchIo(iobench::BenchIoArgs),
     /// Simulate a job on a topology (simulated figures): reproduce the seeds, what-if sweeps, plan.
     Sim(sim::SimArgs),
+    /// Table 1 on this machine: compress on the host CPU, then on 1..N emulated CSPs; throughput, host CPU, memory traffic.
+    BenchOffload(table1::BenchOffloadArgs),
 }
 
 #[derive(Args)]
@@ -451,7 +454,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) => unreachable!("handled in main"),
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) => unreachable!("handled in main"),
     }
     Ok(())
 }
@@ -472,6 +475,9 @@ fn main() -> ExitCode {
     }
     if let Command::Sim(a) = cli.command {
         return sim::run(a);
+    }
+    if let Command::BenchOffload(a) = cli.command {
+        return table1::main(a);
     }
     if let Command::Topo(a) = cli.command {
         return match topo(a) {

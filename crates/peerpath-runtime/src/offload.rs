@@ -717,6 +717,17 @@ fn handover_point(o: &OStream, chunk_members: u64) -> Handover {
     Handover { chunk, skip_bytes: w - o.chunk_starts[chunk as usize], written: w, members_before: chunk * chunk_members }
 }
 
+/// Free bytes of the file system holding `dir`.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: c is a valid C string and st a buffer statvfs fills.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    (rc == 0).then(|| unsafe { st.assume_init() }).map(|st| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
 /// CPU time (user + system) of a process so far, from /proc.
 fn process_cpu(pid: u32) -> Option<std::time::Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -754,6 +765,18 @@ pub(crate) fn run_emulated(
         let mut serve = ServeOptions::new(&name);
         serve.memory_bytes = spec.memory_bytes;
         serve.workers = spec.workers.max(1);
+        // /dev/shm is often small (containers: 64 MiB); the device's memory
+        // is backed at start, so put it where it fits.
+        if free_bytes(&serve.dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
+            let tmp = std::env::temp_dir();
+            fallbacks.push(format!(
+                "emulated device {d}: {} has less than {} MiB free; its memory is a file in {} instead",
+                serve.dir.display(),
+                spec.memory_bytes >> 20,
+                tmp.display()
+            ));
+            serve.dir = tmp;
+        }
         let mut so = SpawnOptions::new(serve);
         so.program = spec.program.clone();
         so.command_timeout = spec.command_timeout;

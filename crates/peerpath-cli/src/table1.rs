@@ -1,0 +1,211 @@
+//! `peerpath bench-offload`: the seed's Table 1 columns on this machine.
+//!
+//! Rows: the software path on all cores, then 1..N emulated devices, each
+//! serving its own group of sources and targets. Every row compresses the
+//! same sources with the same block size and level, `--runs` times; the
+//! table shows medians. Each row's outputs are compared byte for byte with
+//! the CPU row's. Emulated devices run on host cores: their CPU time is a
+//! column of its own and is never counted as saved.
+
+use clap::Args;
+use peerpath_func::{Format, Level};
+use peerpath_runtime::{CommonOptions, CompressOptions, Compute, EmulatedSpec, JobReport};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct BenchOffloadArgs {
+    /// Source files (each gets its own target; devices split them between them).
+    #[arg(required = true)]
+    sources: Vec<PathBuf>,
+    /// Rows with 1..N emulated devices (at most one device per source).
+    #[arg(long, default_value_t = 2)]
+    max_devices: usize,
+    /// Runs per row (the table shows medians).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Compression level.
+    #[arg(long, default_value_t = 1)]
+    level: u32,
+    /// Where the outputs go (must take O_DIRECT) [default: a new directory next to the first source].
+    #[arg(long)]
+    workdir: Option<PathBuf>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One row of the table (medians over the runs).
+#[derive(Serialize)]
+struct Row {
+    engine: String,
+    devices: usize,
+    sources: usize,
+    targets: usize,
+    /// Worker threads doing the compression (host threads, or device workers in all).
+    workers: usize,
+    wall_s: f64,
+    throughput_gb_per_s: f64,
+    /// CPU of the peerpath process (everything but the emulated devices).
+    host_process_cpu_pct_of_all_cores: f64,
+    host_process_cores_per_gb_per_s: f64,
+    /// CPU of the orchestration thread alone (user + system).
+    orchestration_cores_per_gb_per_s: f64,
+    /// Of which user space (the rest is the kernel setting up O_DIRECT
+    /// transfers inside io_uring_enter: pinning and mapping pages).
+    orchestration_user_cores_per_gb_per_s: f64,
+    /// CPU of the emulated device processes (host cores doing the device's work).
+    emulated_device_cpu_s: f64,
+    host_memory_traffic_per_input_byte: f64,
+    host_memory_payload_bytes: u64,
+    /// Outputs byte-identical to the CPU row's.
+    identical_to_cpu: bool,
+    fallbacks: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+pub fn main(a: BenchOffloadArgs) -> ExitCode {
+    match run(a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("peerpath: error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
+    use peerpath_runtime::JobError;
+    let level = Level::new(a.level).map_err(JobError::Usage)?;
+    let runs = a.runs.max(1);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let base = match &a.workdir {
+        Some(d) => d.clone(),
+        None => a.sources[0].parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }).unwrap_or_else(|| PathBuf::from(".")),
+    };
+    let dir = tempfile::Builder::new().prefix("peerpath-bench-offload").tempdir_in(&base).map_err(|e| JobError::TargetIo { path: base.clone(), source: e })?;
+    let mut configs: Vec<(String, Compute, usize)> = vec![("host CPU".into(), Compute::Cpu, cores)];
+    for d in 1..=a.max_devices.min(a.sources.len()).max(1) {
+        let mut spec = EmulatedSpec::new();
+        spec.devices = d;
+        // The same number of workers in all as the CPU row has threads.
+        spec.workers = (cores / d).max(1) as u32;
+        configs.push((format!("{d} emulated CSP"), Compute::Emulated(spec), (cores / d).max(1) * d));
+    }
+    let mut rows = Vec::new();
+    let mut reference: Option<Vec<Vec<u8>>> = None;
+    for (ci, (name, compute, workers)) in configs.into_iter().enumerate() {
+        let devices = match &compute {
+            Compute::Cpu => 0,
+            Compute::Emulated(s) => s.devices,
+        };
+        let mut reports: Vec<JobReport> = Vec::new();
+        let mut identical = true;
+        for r in 0..runs {
+            let out = dir.path().join(format!("row{ci}-run{r}"));
+            std::fs::create_dir_all(&out).map_err(|e| JobError::TargetIo { path: out.clone(), source: e })?;
+            let pairs: Vec<(PathBuf, PathBuf)> = a
+                .sources
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.clone(), out.join(format!("{i}.gz"))))
+                .collect();
+            let opts = CompressOptions {
+                common: CommonOptions { threads: cores, force: true, ..CommonOptions::default() },
+                level,
+                format: Format::Gzip,
+                block_size: peerpath_runtime::DEFAULT_BLOCK_BYTES,
+                compute: compute.clone(),
+                no_fallback: false,
+                verify: false,
+            };
+            reports.push(peerpath_runtime::compress(&pairs, &opts)?);
+            let bytes: Vec<Vec<u8>> = pairs.iter().map(|(_, t)| std::fs::read(t).unwrap_or_default()).collect();
+            match &reference {
+                None => reference = Some(bytes),
+                Some(want) => identical &= *want == bytes,
+            }
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        let wall: Vec<f64> = reports.iter().map(|r| r.wall_s).collect();
+        let gbps: Vec<f64> = reports.iter().map(|r| r.throughput_gb_per_s).collect();
+        let host_cpu: Vec<f64> = reports.iter().map(|r| r.cpu.total_user_s + r.cpu.total_system_s).collect();
+        let orch: Vec<f64> = reports
+            .iter()
+            .map(|r| r.cpu.roles.iter().filter(|x| x.role.to_string().contains("orchestration")).map(|x| x.user_s + x.system_s).sum())
+            .collect();
+        let orch_user: Vec<f64> = reports
+            .iter()
+            .map(|r| r.cpu.roles.iter().filter(|x| x.role.to_string().contains("orchestration")).map(|x| x.user_s).sum())
+            .collect();
+        let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().filter_map(|d| d.process_cpu_s).sum()).collect();
+        let per = |cpu: &[f64]| median(cpu.iter().zip(&wall).zip(&gbps).map(|((c, w), g)| c / w.max(1e-9) / g.max(1e-12)).collect());
+        let last = reports.last().expect("at least one run");
+        rows.push(Row {
+            engine: name,
+            devices,
+            sources: a.sources.len(),
+            targets: a.sources.len(),
+            workers,
+            wall_s: median(wall.clone()),
+            throughput_gb_per_s: median(gbps.clone()),
+            host_process_cpu_pct_of_all_cores: median(host_cpu.iter().zip(&wall).map(|(c, w)| 100.0 * c / (w.max(1e-9) * cores as f64)).collect()),
+            host_process_cores_per_gb_per_s: per(&host_cpu),
+            orchestration_cores_per_gb_per_s: per(&orch),
+            orchestration_user_cores_per_gb_per_s: per(&orch_user),
+            emulated_device_cpu_s: median(dev_cpu),
+            host_memory_traffic_per_input_byte: median(reports.iter().map(|r| r.host_memory_traffic_per_input_byte).collect()),
+            host_memory_payload_bytes: last.ledger.host_memory_payload_bytes,
+            identical_to_cpu: identical,
+            fallbacks: last.fallbacks.len(),
+        });
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+        return Ok(());
+    }
+    let input: u64 = a.sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();
+    println!(
+        "peerpath bench-offload: seed Table 1 columns, measured on this machine ({cores} cores); emulated devices run on host cores \
+         (not hardware speed). {} source(s), {input} bytes, level {}, 1 MiB blocks, median of {runs} run(s).",
+        a.sources.len(),
+        level.get()
+    );
+    println!(
+        "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8} {:>9} {:>11} {:>11} {:>11} {:>10} {:>9} {:>12} {:>5}",
+        "engine", "dev", "src", "tgt", "workers", "GB/s", "host CPU", "host c/GB/s", "orch c/GB/s", "orch user", "dev CPU s", "host mem", "payload@host", "same"
+    );
+    for r in &rows {
+        println!(
+            "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8.3} {:>8.1}% {:>11.3} {:>11.4} {:>11.4} {:>10} {:>8.2}x {:>12} {:>5}",
+            r.engine,
+            r.devices,
+            r.sources,
+            r.targets,
+            r.workers,
+            r.throughput_gb_per_s,
+            r.host_process_cpu_pct_of_all_cores,
+            r.host_process_cores_per_gb_per_s,
+            r.orchestration_cores_per_gb_per_s,
+            r.orchestration_user_cores_per_gb_per_s,
+            if r.devices == 0 { "-".to_string() } else { format!("{:.2}", r.emulated_device_cpu_s) },
+            r.host_memory_traffic_per_input_byte,
+            r.host_memory_payload_bytes,
+            if r.identical_to_cpu { "yes" } else { "NO" }
+        );
+    }
+    println!(
+        "host CPU: the peerpath process (orchestration, and on the CPU row the compression); orch: its orchestration thread (orch user: \
+         its user-space part; the rest is the kernel setting up O_DIRECT transfers); dev CPU: the emulated device processes' own CPU (the work a real CSP would do; not a saving here); host mem: host \
+         memory traffic per input byte (ledger); payload@host: payload bytes that crossed host memory."
+    );
+    if rows.iter().any(|r| r.fallbacks > 0) {
+        println!("some rows took fallbacks: run one row by hand with `peerpath compress --engine emulated` to see why");
+    }
+    Ok(())
+}
