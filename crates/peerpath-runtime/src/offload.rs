@@ -725,7 +725,7 @@ fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     // SAFETY: c is a valid C string and st a buffer statvfs fills.
     let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
     // SAFETY: statvfs returned 0, so it filled the struct.
-    (rc == 0).then(|| unsafe { st.assume_init() }).map(|st| st.f_bavail as u64 * st.f_frsize as u64)
+    (rc == 0).then(|| unsafe { st.assume_init() }).map(|st| st.f_bavail * st.f_frsize)
 }
 
 /// CPU time (user + system) of a process so far, from /proc.
