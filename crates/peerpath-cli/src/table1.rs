@@ -135,14 +135,12 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         let wall: Vec<f64> = reports.iter().map(|r| r.wall_s).collect();
         let gbps: Vec<f64> = reports.iter().map(|r| r.throughput_gb_per_s).collect();
         let host_cpu: Vec<f64> = reports.iter().map(|r| r.cpu.total_user_s + r.cpu.total_system_s).collect();
-        let orch: Vec<f64> = reports
-            .iter()
-            .map(|r| r.cpu.roles.iter().filter(|x| x.role.to_string().contains("orchestration")).map(|x| x.user_s + x.system_s).sum())
-            .collect();
-        let orch_user: Vec<f64> = reports
-            .iter()
-            .map(|r| r.cpu.roles.iter().filter(|x| x.role.to_string().contains("orchestration")).map(|x| x.user_s).sum())
-            .collect();
+        let orchestration = |r: &JobReport, with_system: bool| -> f64 {
+            let roles = r.cpu.roles.iter().filter(|x| x.role.to_string().contains("orchestration"));
+            roles.map(|x| x.user_s + if with_system { x.system_s } else { 0.0 }).sum()
+        };
+        let orch: Vec<f64> = reports.iter().map(|r| orchestration(r, true)).collect();
+        let orch_user: Vec<f64> = reports.iter().map(|r| orchestration(r, false)).collect();
         let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().filter_map(|d| d.process_cpu_s).sum()).collect();
         let per = |cpu: &[f64]| median(cpu.iter().zip(&wall).zip(&gbps).map(|((c, w), g)| c / w.max(1e-9) / g.max(1e-12)).collect());
         let last = reports.last().expect("at least one run");

@@ -320,11 +320,7 @@ fn drive(
             pack_ready(s, o, i, dev, params, staging_capacity);
             write_sealed(s, o, i, dev, engine, ledger)?;
             if o.final_written && o.writes_in_flight == 0 {
-                o.done = true;
-                s.writer_finished = true;
-                s.writer.as_mut().expect("writer open").resume_at(o.packed_bytes);
-                s.members = members_in(s.size.unwrap_or(0), params.member_bytes);
-                s.bytes_in = s.size.unwrap_or(0);
+                finish_stream(s, o, params.member_bytes);
             }
         }
 
@@ -337,11 +333,7 @@ fn drive(
             let s = &mut streams[i];
             if o.final_written {
                 // Everything was already on its way: nothing to redo.
-                o.done = true;
-                s.writer_finished = true;
-                s.writer.as_mut().expect("writer open").resume_at(o.packed_bytes);
-                s.members = members_in(s.size.unwrap_or(0), params.member_bytes);
-                s.bytes_in = s.size.unwrap_or(0);
+                finish_stream(s, o, params.member_bytes);
                 continue;
             }
             let h = handover_point(o, chunk_members as u64);
@@ -422,9 +414,16 @@ fn drive(
     }
 }
 
-/// Members in a source of `size` bytes (not counting a BGZF end marker).
-fn members_in(size: u64, member_bytes: usize) -> u64 {
-    size.div_ceil(member_bytes as u64).max(1)
+/// A stream whose every output byte was written from device memory: the
+/// writer's length is what was packed (the last extent was padded).
+fn finish_stream(s: &mut Stream, o: &mut OStream, member_bytes: usize) {
+    let size = s.size.unwrap_or(0);
+    o.done = true;
+    s.writer_finished = true;
+    s.writer.as_mut().expect("writer open").resume_at(o.packed_bytes);
+    // Members in the source (not counting a BGZF end marker).
+    s.members = size.div_ceil(member_bytes as u64).max(1);
+    s.bytes_in = size;
 }
 
 #[allow(clippy::too_many_arguments)]
