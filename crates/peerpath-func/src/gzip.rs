@@ -687,3 +687,60 @@ impl<R: Read> StreamDecoder<R> {
         MemberError::Trailer { actual_crc, actual_length }
     }
 }
+
+/// How two files of sized members (peerpath or BGZF) compare.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SameMembers {
+    /// The very same bytes.
+    Identical,
+    /// The same members holding the same data, with these (indices) a
+    /// different valid deflate encoding of it (ISA-L has been seen to
+    /// choose other matches for the same input, rarely).
+    Reencoded(Vec<usize>),
+}
+
+/// Compares two files of sized members: the same count, each member the
+/// same bytes or else decoding to the same data with the same CRC-32 and
+/// length. `Err` says where they first differ in content or layout.
+pub fn compare_members(a: &[u8], b: &[u8]) -> Result<SameMembers, String> {
+    if a == b {
+        return Ok(SameMembers::Identical);
+    }
+    let walk = |data: &[u8]| -> Result<Vec<(MemberHeader, usize, usize)>, String> {
+        let mut v = Vec::new();
+        let mut pos = 0;
+        while pos < data.len() {
+            let h = MemberHeader::parse(&data[pos..]).map_err(|e| format!("member {} at byte {pos}: {e}", v.len()))?;
+            let len = h.sizes.map(|s| s.member_bytes()).ok_or_else(|| format!("member {} at byte {pos} declares no size", v.len()))?;
+            if len < 18 || pos + len > data.len() {
+                return Err(format!("member {} at byte {pos} declares {len} bytes, past the end", v.len()));
+            }
+            v.push((h, pos, len));
+            pos += len;
+        }
+        Ok(v)
+    };
+    let (ma, mb) = (walk(a)?, walk(b)?);
+    if ma.len() != mb.len() {
+        return Err(format!("{} members against {}", ma.len(), mb.len()));
+    }
+    let decode = |h: &MemberHeader, m: &[u8]| -> Option<Vec<u8>> {
+        let mut out = vec![0u8; declared_output_bytes(h, m).ok()?];
+        let n = decode_member(h, m, &mut out).ok()?;
+        out.truncate(n);
+        Some(out)
+    };
+    let mut reencoded = Vec::new();
+    for (i, ((ha, pa, la), (hb, pb, lb))) in ma.iter().zip(&mb).enumerate() {
+        let (x, y) = (&a[*pa..pa + la], &b[*pb..pb + lb]);
+        if x == y {
+            continue;
+        }
+        let same = x[x.len() - 8..] == y[y.len() - 8..] && decode(ha, x).is_some_and(|dx| decode(hb, y).is_some_and(|dy| dx == dy));
+        if !same {
+            return Err(format!("member {i} (at bytes {pa} and {pb}) holds different data"));
+        }
+        reencoded.push(i);
+    }
+    Ok(SameMembers::Reencoded(reencoded))
+}

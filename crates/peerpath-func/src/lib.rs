@@ -9,7 +9,7 @@ pub mod gzip;
 mod isal;
 
 pub use gzip::{
-    decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberError, MemberHeader,
+    compare_members, decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberError, MemberHeader,
     DeclaredSizes, HeaderError, StreamDecoder, StreamError, BGZF_EOF_BLOCK, BGZF_MAX_INPUT_BYTES,
-    MAX_MEMBER_UNCOMPRESSED_BYTES,
+    MAX_MEMBER_UNCOMPRESSED_BYTES, SameMembers,
 };

@@ -766,14 +766,17 @@ pub(crate) fn run_emulated(
         serve.workers = spec.workers.max(1);
         // /dev/shm is often small (containers: 64 MiB); the device's memory
         // is backed at start, so put it where it fits.
+        // Where it went is part of what the device is (its report says so);
+        // it is not a fallback: the data path is the same.
+        let mut memory_at = format!("memory in {}", serve.dir.display());
         if free_bytes(&serve.dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
             let tmp = std::env::temp_dir();
-            fallbacks.push(format!(
-                "emulated device {d}: {} has less than {} MiB free; its memory is a file in {} instead",
+            memory_at = format!(
+                "memory in a file in {} ({} had less than {} MiB free)",
+                tmp.display(),
                 serve.dir.display(),
-                spec.memory_bytes >> 20,
-                tmp.display()
-            ));
+                (spec.memory_bytes >> 20) + 16
+            );
             serve.dir = tmp;
         }
         let mut so = SpawnOptions::new(serve);
@@ -792,7 +795,7 @@ pub(crate) fn run_emulated(
         };
         cpu_at_start.push(device.process_id().and_then(process_cpu));
         let kind = match device.process_id() {
-            Some(pid) => format!("emulated CSP process (pid {pid}), {} workers, memory in /dev/shm", spec.workers.max(1)),
+            Some(pid) => format!("emulated CSP process (pid {pid}), {} workers, {memory_at}", spec.workers.max(1)),
             None => "emulated CSP".into(),
         };
         devices.push(OffloadDevice { device, streams: Vec::new(), kind });
