@@ -100,6 +100,23 @@ pub(crate) fn peer_closed(sock: &UnixStream) -> bool {
     false
 }
 
+/// Calls a socket syscall again while it fails with EINTR. A socket with a
+/// receive timeout (SO_RCVTIMEO) is not restarted after a signal, nor after
+/// the process was stopped and continued, even without a handler
+/// (signal(7)); the device socket has one while a queue pair is claimed.
+fn retry_interrupted(mut call: impl FnMut() -> isize) -> io::Result<isize> {
+    loop {
+        let n = call();
+        if n >= 0 {
+            return Ok(n);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Sends `data` and the descriptors `fds` (SCM_RIGHTS) in one message.
 pub(crate) fn send_with_fds(sock: &UnixStream, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
     let fd_bytes = std::mem::size_of_val(fds);
@@ -125,17 +142,8 @@ pub(crate) fn send_with_fds(sock: &UnixStream, data: &[u8], fds: &[RawFd]) -> io
             std::ptr::copy_nonoverlapping(fds.as_ptr() as *const u8, libc::CMSG_DATA(cmsg), fd_bytes);
         }
     }
-    let n = loop {
-        // SAFETY: msg points at a valid iovec and control buffer, alive for the call.
-        let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-        if n >= 0 {
-            break n;
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    };
+    // SAFETY: msg points at a valid iovec and control buffer, alive for the call.
+    let n = retry_interrupted(|| unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) })?;
     if n as usize != data.len() {
         return Err(io::Error::new(io::ErrorKind::WriteZero, "short send on the device socket"));
     }
@@ -156,20 +164,8 @@ pub(crate) fn recv_with_fds(sock: &UnixStream, data: &mut [u8], max_fds: usize) 
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
     msg.msg_controllen = space as _;
-    // A socket with a receive timeout (SO_RCVTIMEO) is not restarted after
-    // a signal, nor after the process was stopped and continued, even
-    // without a handler (signal(7)): EINTR is seen in practice; try again.
-    let n = loop {
-        // SAFETY: msg points at a valid iovec and control buffer we own.
-        let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) };
-        if n >= 0 {
-            break n;
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    };
+    // SAFETY: msg points at a valid iovec and control buffer we own.
+    let n = retry_interrupted(|| unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) })?;
     let mut fds = Vec::new();
     // SAFETY: the kernel filled msg_control with valid cmsg headers within
     // msg_controllen; CMSG_FIRSTHDR/NXTHDR walk only inside it, and each

@@ -765,9 +765,9 @@ pub(crate) fn run_emulated(
         serve.memory_bytes = spec.memory_bytes;
         serve.workers = spec.workers.max(1);
         // /dev/shm is often small (containers: 64 MiB); the device's memory
-        // is backed at start, so put it where it fits.
-        // Where it went is part of what the device is (its report says so);
-        // it is not a fallback: the data path is the same.
+        // is backed at start, so put it where it fits. Where it went is part
+        // of what the device is (its report says so), not a fallback: the
+        // data path is the same.
         let mut memory_at = format!("memory in {}", serve.dir.display());
         if free_bytes(&serve.dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
             let tmp = std::env::temp_dir();
