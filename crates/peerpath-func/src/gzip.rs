@@ -706,16 +706,17 @@ pub fn compare_members(a: &[u8], b: &[u8]) -> Result<SameMembers, String> {
     if a == b {
         return Ok(SameMembers::Identical);
     }
-    let walk = |data: &[u8]| -> Result<Vec<(MemberHeader, usize, usize)>, String> {
+    // Each member: header, offset, length, uncompressed length (sizes
+    // checked against the data by declared_output_bytes).
+    let walk = |data: &[u8]| -> Result<Vec<(MemberHeader, usize, usize, usize)>, String> {
         let mut v = Vec::new();
         let mut pos = 0;
         while pos < data.len() {
-            let h = MemberHeader::parse(&data[pos..]).map_err(|e| format!("member {} at byte {pos}: {e}", v.len()))?;
-            let len = h.sizes.map(|s| s.member_bytes()).ok_or_else(|| format!("member {} at byte {pos} declares no size", v.len()))?;
-            if len < 18 || pos + len > data.len() {
-                return Err(format!("member {} at byte {pos} declares {len} bytes, past the end", v.len()));
-            }
-            v.push((h, pos, len));
+            let at = |e: &dyn std::fmt::Display| format!("member {} at byte {pos}: {e}", v.len());
+            let h = MemberHeader::parse(&data[pos..]).map_err(|e| at(&e))?;
+            let out = declared_output_bytes(&h, &data[pos..]).map_err(|e| at(&e))?;
+            let len = h.sizes.expect("declared_output_bytes checked the sizes").member_bytes();
+            v.push((h, pos, len, out));
             pos += len;
         }
         Ok(v)
@@ -724,19 +725,20 @@ pub fn compare_members(a: &[u8], b: &[u8]) -> Result<SameMembers, String> {
     if ma.len() != mb.len() {
         return Err(format!("{} members against {}", ma.len(), mb.len()));
     }
-    let decode = |h: &MemberHeader, m: &[u8]| -> Option<Vec<u8>> {
-        let mut out = vec![0u8; declared_output_bytes(h, m).ok()?];
+    let decode = |h: &MemberHeader, m: &[u8], out_bytes: usize| -> Option<Vec<u8>> {
+        let mut out = vec![0u8; out_bytes];
         let n = decode_member(h, m, &mut out).ok()?;
         out.truncate(n);
         Some(out)
     };
     let mut reencoded = Vec::new();
-    for (i, ((ha, pa, la), (hb, pb, lb))) in ma.iter().zip(&mb).enumerate() {
+    for (i, ((ha, pa, la, oa), (hb, pb, lb, ob))) in ma.iter().zip(&mb).enumerate() {
         let (x, y) = (&a[*pa..pa + la], &b[*pb..pb + lb]);
         if x == y {
             continue;
         }
-        let same = x[x.len() - 8..] == y[y.len() - 8..] && decode(ha, x).is_some_and(|dx| decode(hb, y).is_some_and(|dy| dx == dy));
+        let same = x[x.len() - TRAILER_BYTES..] == y[y.len() - TRAILER_BYTES..]
+            && decode(ha, x, *oa).is_some_and(|dx| decode(hb, y, *ob).is_some_and(|dy| dx == dy));
         if !same {
             return Err(format!("member {i} (at bytes {pa} and {pb}) holds different data"));
         }
