@@ -141,7 +141,7 @@ spec=$S/commands.tsv
 : >"$spec"
 add() { # name kind outfile command
     local cmd=$4
-    if [ "$fsync_others" -eq 1 ] && [[ $1 != peerpath* ]]; then
+    if [ "$fsync_others" -eq 1 ] && [[ $1 != peerpath* ]] && [ "$3" != /dev/null ]; then
         cmd="$cmd && sync $(q "$3")"
     fi
     printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$cmd" >>"$spec"
@@ -158,6 +158,14 @@ if [ "$use_pp" -eq 1 ]; then
     add "peerpath --threads 1" c "$S/pp_t1.gz" "$PPQ compress --level 1 --threads 1 --force $IN --output $SQ/pp_t1.gz"
     add "peerpath --threads $N" c "$S/pp_tN.gz" "$PPQ compress --level 1 --threads $N --force $IN --output $SQ/pp_tN.gz"
 fi
+# Compressing alone: the multi-threaded rows again with the output discarded, so the disk's
+# write speed (and peerpath's fsync) is out of the comparison. Not checked here: the rows
+# above run the same commands on the same input and are.
+add "igzip -1 -T$N > /dev/null" c /dev/null "igzip -1 -T$N -c $IN > /dev/null"
+add "pigz -1 -p$N > /dev/null" c /dev/null "pigz -1 -p$N -c $IN > /dev/null"
+if [ "$use_pp" -eq 1 ]; then
+    add "peerpath --threads $N > /dev/null" c /dev/null "$PPQ compress --level 1 --threads $N $IN --output - > /dev/null"
+fi
 # Decompression: gzip/pigz/igzip all read the igzip -1 -T1 output; peerpath reads its own
 # (multi-member, with size subfields) output of the all-cores run.
 add "gzip -d" d "$S/d_gzip.out" "gzip -d -c $SQ/igzip1_T1.gz > $SQ/d_gzip.out"
@@ -166,6 +174,13 @@ add "igzip -d" d "$S/d_igzip.out" "igzip -d -c $SQ/igzip1_T1.gz > $SQ/d_igzip.ou
 if [ "$use_pp" -eq 1 ]; then
     add "peerpath decompress --threads 1" d "$S/d_pp_t1.out" "$PPQ decompress --threads 1 --force $SQ/pp_tN.gz --output $SQ/d_pp_t1.out"
     add "peerpath decompress --threads $N" d "$S/d_pp_tN.out" "$PPQ decompress --threads $N --force $SQ/pp_tN.gz --output $SQ/d_pp_tN.out"
+fi
+# Decoding alone: the same decoders with the output discarded, so the disk's write speed
+# (and peerpath's fsync) is out of the comparison. Not checked here: the rows above run the
+# same decoders on the same input and are.
+add "igzip -d > /dev/null" d /dev/null "igzip -d -c $SQ/igzip1_T1.gz > /dev/null"
+if [ "$use_pp" -eq 1 ]; then
+    add "peerpath decompress --threads $N > /dev/null" d /dev/null "$PPQ decompress --threads $N $SQ/pp_tN.gz --output - > /dev/null"
 fi
 
 # --- machine and versions ---------------------------------------------------------------
@@ -252,6 +267,10 @@ log "checking outputs ..."
 check=$S/check.tsv
 : >"$check"
 while IFS=$'\t' read -r name kind out cmd; do
+    if [ "$out" = /dev/null ]; then
+        printf '%s\t0\t%s\t%s\n' "$name" "discarded" "$cmd" >>"$check"
+        continue
+    fi
     [ -f "$out" ] || die "$name produced no output file $out"
     size=$(stat -c %s -- "$out")
     if [ "$kind" = c ]; then

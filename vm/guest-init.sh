@@ -151,6 +151,17 @@ for p in $PROVIDERS; do
         [ "$last" != "$second" ] \
             && section "copy $p $first $last" p2ptest copy "$alloc" "/dev/$first" "/dev/$last" 4194304
     fi
+    # peerpath's I/O sweep with its buffers in this provider's memory (p2pmem/allocate):
+    # reads from every namespace, the accepted ones must run, the others must fail
+    # with the kernel's EREMOTEIO explained. Short points: TCG is slow.
+    for ns in $NAMESPACES; do
+        section "pp-bench-io $p $ns" peerpath bench-io --file "/dev/$ns" --size 16M --memory "p2p:$p" \
+            --sweep-bs 4K,128K,1M --sweep-qd 1,4 --rw read --random skip --runtime-s 0.5 --json
+    done
+    # peerpath refuses buffered I/O into P2P memory itself: a file on the initramfs
+    # (rootfs takes no O_DIRECT), where the kernel would let the CPU copy.
+    section "pp-buffered $p" peerpath bench-io --file /tmp/pp-buffered --size 1M --memory "p2p:$p" \
+        --sweep-bs 4K --sweep-qd 1 --rw both --random skip --runtime-s 0.5 --json
     # Failures to provoke: buffered I/O into P2P memory (the kernel lets the CPU
     # copy: peerpath must refuse it itself), an allocation larger than what is
     # free (ENOMEM), a private mapping (EINVAL).

@@ -98,7 +98,9 @@ pub fn parse_memory(s: &str) -> Result<MemoryArg, String> {
 
 #[derive(Args)]
 pub struct BenchIoArgs {
-    /// File (created and laid out if shorter than --size) or block device (reads only).
+    /// File or block device (reads only). A new or empty file is laid out
+    /// to --size first; an existing shorter one is refused, never extended;
+    /// write sweeps overwrite the file's first --size bytes.
     #[arg(long)]
     file: PathBuf,
     /// Bytes of the file to use; a sequential point stops after one pass over them.

@@ -116,6 +116,33 @@ fn flipped_bit_in_member_data_is_a_crc_mismatch_exit_6() {
 }
 
 #[test]
+fn a_bad_archive_among_several_keeps_no_decompressed_target() {
+    let dir = scratch();
+    let (_, a) = random_archive(dir.path());
+    let p = protein_archive(dir.path());
+    let mut flipped = a.packed.clone();
+    let m2 = a.members[2];
+    flipped[m2.offset + m2.len / 2] ^= 0x20;
+    let case = dir.path().join("several");
+    std::fs::create_dir(&case).unwrap();
+    std::fs::write(case.join("first.gz"), &p.packed).unwrap();
+    std::fs::write(case.join("second.gz"), &flipped).unwrap();
+    std::fs::write(case.join("third.gz"), &p.packed).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    // The first archive decodes completely before the second fails: it is
+    // not put in place either (like compress, a job keeps all or nothing).
+    run(&mut pp(args!["decompress", case.join("first.gz"), case.join("second.gz"), case.join("third.gz"), "-o", &out]))
+        .fails(6, &["second.gz", &format!("member 2 at byte {}", m2.offset), "CRC-32 mismatch"]);
+    assert!(names_in(&out).is_empty(), "targets left in {}: {:?}", out.display(), names_in(&out));
+    assert_dir_holds(&case, &["first.gz", "second.gz", "third.gz"]);
+    assert_eq!(std::fs::read(case.join("second.gz")).unwrap(), flipped, "a source was modified");
+    // Without the bad one, both are restored.
+    run(&mut pp(args!["decompress", case.join("first.gz"), case.join("third.gz"), "-o", &out, "-q"])).ok();
+    assert_dir_holds(&out, &["first", "third"]);
+}
+
+#[test]
 fn verify_reports_the_first_bad_member_with_index_and_offset() {
     let dir = scratch();
     let (_, a) = random_archive(dir.path());

@@ -10,7 +10,52 @@ pub trait IoBuf: Send + 'static {
     fn io_ptr(&mut self) -> *mut u8;
     /// Bytes the buffer can hold.
     fn io_capacity(&self) -> usize;
+    /// Whether only O_DIRECT transfers may touch it (P2P memory: buffered
+    /// I/O would have the CPU copy the payload through the device's BAR).
+    fn needs_direct_io(&self) -> bool {
+        false
+    }
 }
+
+/// Refuses a transfer into or out of a buffer that needs O_DIRECT on a file
+/// descriptor opened without it. The kernel would accept it (a buffered
+/// read into P2P memory succeeds: the page cache copies with the CPU), so
+/// the engine refuses it itself.
+pub(crate) fn check_direct_io<B: IoBuf>(fd: RawFd, buf: &B) -> io::Result<()> {
+    if !buf.needs_direct_io() {
+        return Ok(());
+    }
+    // SAFETY: F_GETFL reads the open file description's flags; no memory is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if flags & libc::O_DIRECT == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "refusing buffered I/O into or out of P2P memory: without O_DIRECT the page cache would copy \
+             the payload with the CPU through the device's BAR mapping (slow, and not peer to peer); \
+             open the file with O_DIRECT on a file system or block device that does DMA",
+        ));
+    }
+    // SAFETY: statfs is plain integers, for which all zero bytes is a valid value.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes one statfs struct, which we own, for an fd we were given.
+    let statfs_ok = unsafe { libc::fstatfs(fd, &mut fs) } == 0;
+    if statfs_ok && MEMORY_FILE_SYSTEMS.contains(&(fs.f_type as i64)) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "refusing I/O between a memory file system (tmpfs or ramfs) and P2P memory: they take O_DIRECT \
+             (tmpfs since Linux 6.6) but copy with the CPU, there is no DMA to go peer to peer; \
+             use a file on a block device",
+        ));
+    }
+    Ok(())
+}
+
+/// `statfs.f_type` of file systems whose pages are host memory: tmpfs
+/// (TMPFS_MAGIC) and ramfs (RAMFS_MAGIC), from `include/uapi/linux/magic.h`.
+const MEMORY_FILE_SYSTEMS: [i64; 2] = [0x0102_1994, 0x8584_58f6];
 
 impl IoBuf for peerpath_mem::AlignedBuf {
     fn io_ptr(&mut self) -> *mut u8 {
@@ -39,6 +84,9 @@ impl IoBuf for peerpath_mem::RegionBuf {
     }
     fn io_capacity(&self) -> usize {
         self.capacity()
+    }
+    fn needs_direct_io(&self) -> bool {
+        matches!(self.domain(), peerpath_mem::MemoryDomain::P2p { .. })
     }
 }
 

@@ -65,6 +65,9 @@ impl<B: IoBuf> IoEngine<B> for SyncEngine<B> {
     fn submit(&mut self, op: IoOp, fd: RawFd, offset: Option<u64>, len: usize, mut buf: B, token: u64)
         -> Result<(), (B, io::Error)> {
         assert!(len <= buf.io_capacity(), "request of {len} bytes into a {}-byte buffer", buf.io_capacity());
+        if let Err(e) = crate::engine::check_direct_io(fd, &buf) {
+            return Err((buf, e));
+        }
         let result = transfer_blocking(op, fd, offset, buf.io_ptr(), len);
         self.done.push_back(Completion { token, op, buf, result });
         Ok(())

@@ -90,6 +90,9 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
     fn submit(&mut self, op: IoOp, fd: RawFd, offset: Option<u64>, len: usize, buf: B, token: u64)
         -> Result<(), (B, io::Error)> {
         assert!(len <= buf.io_capacity(), "request of {len} bytes into a {}-byte buffer", buf.io_capacity());
+        if let Err(e) = crate::engine::check_direct_io(fd, &buf) {
+            return Err((buf, e));
+        }
         let pending = Pending { token, op, fd, offset, len, done: 0, buf };
         let slot = match self.free_slots.pop() {
             Some(s) => {

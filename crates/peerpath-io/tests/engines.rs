@@ -99,3 +99,67 @@ fn waker_interrupts_a_wait_with_nothing_in_flight() {
         t.join().unwrap();
     }
 }
+
+/// A fake P2P provider (the sysfs files `MappedRegion::map_p2pmem` reads,
+/// `allocate` a regular file) and one 4 KiB range of its memory.
+fn p2p_buffer(dir: &std::path::Path) -> peerpath_mem::RegionBuf {
+    let dev = dir.join("0000:03:00.0");
+    let p2pmem = dev.join("p2pmem");
+    std::fs::create_dir_all(&p2pmem).unwrap();
+    for (name, value) in [("size", "1048576"), ("available", "1048576"), ("published", "1")] {
+        std::fs::write(p2pmem.join(name), format!("{value}\n")).unwrap();
+    }
+    std::fs::File::create(p2pmem.join("allocate")).unwrap().set_len(1 << 20).unwrap();
+    let region = peerpath_mem::MappedRegion::map_p2pmem(&dev, 1 << 20).unwrap();
+    peerpath_mem::RegionAllocator::new(std::sync::Arc::new(region)).alloc(4096)
+}
+
+#[test]
+fn buffered_io_into_p2p_memory_is_refused_by_both_engines() {
+    // Not /tmp: it may be a tmpfs, which is refused for P2P memory even with O_DIRECT.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("src");
+    std::fs::write(&path, vec![7u8; 8192]).unwrap();
+    let waker = Waker::new().unwrap();
+    let mut engines: Vec<(&str, Box<dyn IoEngine<peerpath_mem::RegionBuf>>)> = vec![("sync", Box::new(SyncEngine::new()))];
+    if let Ok(e) = UringEngine::new(4) {
+        engines.push(("uring", Box::new(e)));
+    }
+    for (name, mut engine) in engines {
+        let buf = p2p_buffer(&dir.path().join(name));
+        // Buffered: refused before anything reaches the kernel, buffer handed back.
+        let buffered = std::fs::File::open(&path).unwrap();
+        let (buf, e) = engine.submit(IoOp::Read, buffered.as_raw_fd(), Some(0), 4096, buf, 1).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{name}: {e}");
+        assert!(e.to_string().contains("refusing buffered I/O into or out of P2P memory"), "{name}: {e}");
+        assert_eq!(engine.in_flight(), 0, "{name}");
+        let target = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(dir.path().join(format!("out-{name}"))).unwrap();
+        let (buf, e) = engine.submit(IoOp::Write, target.as_raw_fd(), Some(0), 4096, buf, 2).unwrap_err();
+        assert!(e.to_string().contains("refusing buffered I/O"), "{name}: write: {e}");
+        // With O_DIRECT (where the file system takes it) the same buffer goes through.
+        let src = open_source(&path, true).unwrap();
+        if !src.direct {
+            eprintln!("{name}: {} refuses O_DIRECT here; the accepted case is not checked", dir.path().display());
+            continue;
+        }
+        engine.submit(IoOp::Read, src.file.as_raw_fd(), Some(0), 4096, buf, 3).map_err(|e| e.1).unwrap();
+        let mut out = Vec::new();
+        while out.is_empty() {
+            engine.wait(&mut out, &waker).unwrap();
+        }
+        assert_eq!(*out[0].result.as_ref().unwrap(), 4096, "{name}: O_DIRECT read into P2P memory");
+        // tmpfs takes O_DIRECT since Linux 6.6 but copies with the CPU: refused too.
+        let buf = out.pop().unwrap().buf;
+        let Ok(shm) = tempfile::tempdir_in("/dev/shm") else { continue };
+        let shm_file = shm.path().join("f");
+        std::fs::write(&shm_file, vec![1u8; 4096]).unwrap();
+        use std::os::unix::fs::OpenOptionsExt;
+        match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&shm_file) {
+            Ok(f) => {
+                let (_, e) = engine.submit(IoOp::Read, f.as_raw_fd(), Some(0), 4096, buf, 4).unwrap_err();
+                assert!(e.to_string().contains("memory file system (tmpfs or ramfs)"), "{name}: tmpfs: {e}");
+            }
+            Err(e) => eprintln!("{name}: this kernel's tmpfs refuses O_DIRECT ({e}); nothing more to check"),
+        }
+    }
+}

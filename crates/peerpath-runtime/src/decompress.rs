@@ -15,7 +15,7 @@ use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::gzip::declared_output_bytes;
 use peerpath_func::{decode_member, HeaderError, MemberError, MemberHeader, StreamDecoder, StreamError};
-use peerpath_io::{choose_engine, Completion, IoEngine, IoOp, IoPath, SourceKind, Waker};
+use peerpath_io::{choose_engine, Completion, EngineKind, IoEngine, IoOp, IoPath, SourceKind, Waker};
 use peerpath_mem::{AlignedBuf, BufferPool, MemoryDomain, PooledBuf};
 use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
 use std::collections::{BTreeMap, VecDeque};
@@ -153,8 +153,19 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
     };
     let mut fallbacks: Vec<String> = note.iter().map(|n| format!("I/O engine: {n}")).collect();
     let mut files = Vec::new();
+    // Finished targets wait here, durable but under their temporary names,
+    // until every file has succeeded: like compress, a failure keeps none.
+    let mut finished: Vec<TargetWriter> = Vec::new();
+    let abandon_all = |finished: Vec<TargetWriter>| finished.into_iter().for_each(TargetWriter::abandon);
     for (source, target) in items {
-        let mut f = run_file(&mut ctx, source, target.as_ref())?;
+        let (mut f, writer) = match run_file(&mut ctx, source, target.as_ref()) {
+            Ok(done) => done,
+            Err(e) => {
+                abandon_all(finished);
+                return Err(e);
+            }
+        };
+        finished.extend(writer);
         set_engine(&mut f.read_path, ctx.engine.kind(), &note);
         if let Some(w) = f.write_path.as_mut() {
             set_engine(w, ctx.engine.kind(), &note);
@@ -175,6 +186,13 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
             }
         }
         files.push(f);
+    }
+    while !finished.is_empty() {
+        let w = finished.remove(0);
+        if let Err(e) = w.rename_into_place() {
+            abandon_all(finished);
+            return Err(e);
+        }
     }
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
     let pool_stats = ctx.pool.stats();
@@ -270,7 +288,9 @@ impl FileState<'_> {
     }
 }
 
-fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<FileReport> {
+/// Decodes one file. On success its target (if any) is durable under its
+/// temporary name; the caller puts it in place.
+fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<(FileReport, Option<TargetWriter>)> {
     let src = open_source_checked(source, ctx.common.direct)?;
     let read_path = IoPath { engine: ctx.engine.kind(), direct: src.direct, fallback_reason: src.direct_refused.clone() };
     let (writer, write_path) = match target {
@@ -299,10 +319,14 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     match outcome {
         Ok(mode) => {
             let target_name = st.writer.as_ref().map(|w| w.final_path.display().to_string());
-            if let Some(w) = st.writer.take() {
-                w.complete()?;
+            let mut writer = st.writer.take();
+            if let Some(w) = writer.as_mut() {
+                if let Err(e) = w.finalize() {
+                    writer.take().expect("just checked").abandon();
+                    return Err(e);
+                }
             }
-            Ok(FileReport {
+            let report = FileReport {
                 source: source.display().to_string(),
                 target: target_name,
                 bytes_in,
@@ -313,7 +337,8 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
                 decode_mode: Some(mode),
                 device: None,
                 members_on_device: None,
-            })
+            };
+            Ok((report, writer))
         }
         Err(e) => {
             if let Some(w) = st.writer.take() {
@@ -448,14 +473,19 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let mut next_read = 0u64;
     let (mut pos, mut index) = (0u64, 0u64);
     let max_tasks = ctx.workers.threads() * 3 + 2;
+    let blocking = ctx.engine.kind() == EngineKind::Syscalls;
     let mut batch = Batch::new(0);
     loop {
         if st.first_error.is_some() {
             return Ok(String::new());
         }
-        // Reads, in order, as buffers allow.
-        while next_read < size {
+        // Reads, in order, as buffers allow. A blocking engine reads at
+        // submit: one read a pass, so the workers get the first members
+        // without waiting for the whole window to fill.
+        let mut reads_this_pass = 0;
+        while next_read < size && !(blocking && reads_this_pass > 0) {
             let Some(buf) = ctx.pool.try_get() else { break };
+            reads_this_pass += 1;
             let len = READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES));
             let at = next_read;
             ctx.engine

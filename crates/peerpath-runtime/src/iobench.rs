@@ -640,8 +640,8 @@ fn open_bench_file(o: &IoBenchOptions, writes: bool) -> Result<OpenedBenchFile, 
     }
     let mut opts = OpenOptions::new();
     opts.read(true);
-    if !is_block {
-        // The file is laid out (written) if shorter than the sweep's size.
+    if !is_block && (writes || !exists) {
+        // Written by the sweep, or laid out because it is new.
         opts.write(true).create(true);
     }
     let mut direct_opts = opts.clone();
@@ -809,6 +809,17 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
                 o.file_size_bytes
             )));
         }
+        if opened.size_bytes > 0 {
+            // It may be data: never extended (an unaligned end would not
+            // take O_DIRECT writes either).
+            return Err(IoBenchError::Usage(format!(
+                "{} holds {} bytes, less than the {} asked for (--size); peerpath lays out only new or empty files and does not extend an existing one: give --size {} or less, or a new file",
+                o.file.display(),
+                opened.size_bytes,
+                o.file_size_bytes,
+                peerpath_mem::align_down(opened.size_bytes as usize, DIRECT_IO_ALIGN_BYTES)
+            )));
+        }
         laid_out_bytes = lay_out(fd, &o.file, opened.size_bytes, o.file_size_bytes, o.sync_io)?;
         notes.push(format!("laid out {} of the file first (pattern data, O_DIRECT writes) so every point reads written blocks", human_size(laid_out_bytes)));
     }
@@ -861,6 +872,11 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
                 if !i.allocate_on_sysfs {
                     notes.push(format!("{} is not on sysfs (a fixture?): these buffers are a plain file mapping, not P2P memory", region.path().display()));
                 }
+            }
+            // QEMU's PCI vendor id (Red Hat, 0x1b36): its emulated devices move
+            // peer DMA through bounce buffers in software.
+            if std::fs::read_to_string(device_dir.join("vendor")).is_ok_and(|v| v.trim() == "0x1b36") {
+                notes.push("the P2P memory belongs to a QEMU-emulated device (PCI vendor 0x1b36): QEMU moves peer DMA through bounce buffers, so these figures are VM (QEMU) figures: function, not speed".into());
             }
             let text = format!("{}: {} mapped from {}", region.domain(), human_size(region.len() as u64), region.path().display());
             (r, k, region.domain().clone(), text, "whatever the P2P memory holds (the host never writes device memory)".to_string())
@@ -1196,6 +1212,20 @@ mod tests {
         // A second run finds the file long enough.
         let again = small_sweep(dir.path(), BenchMemory::Host, false);
         assert_eq!(again.laid_out_bytes, 0);
+    }
+
+    #[test]
+    fn an_existing_shorter_file_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.txt");
+        let data = b"not a multiple of 4096 bytes of somebody's data\n".repeat(1000);
+        std::fs::write(&path, &data).unwrap();
+        let mut o = IoBenchOptions::new(path.clone(), 1 << 20);
+        o.sequential = vec![Pattern::SequentialRead];
+        o.random = vec![];
+        let e = run_io_bench(&o, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("does not extend an existing one") && e.contains("--size 45056"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), data, "the file was modified");
     }
 
     #[test]

@@ -142,15 +142,9 @@ impl TargetWriter {
         }
     }
 
-    /// Writes what is left in staging. Call `complete` once no writes are in flight.
+    /// Writes what is left in staging. Then, once no writes are in flight, `finalize` and `rename_into_place`.
     pub fn finish(&mut self, engine: &mut dyn IoEngine<JobBuf>, token: u64, ledger: &Ledger) -> Result<()> {
         self.flush_staging(engine, token, ledger)
-    }
-
-    /// Truncates to the exact length, syncs, and renames into place.
-    pub fn complete(mut self) -> Result<()> {
-        self.finalize()?;
-        self.rename_into_place()
     }
 
     /// Truncates to the exact length and syncs (not yet visible).
