@@ -250,6 +250,35 @@ def main():
         c.note(f"{key}: buffered read into P2P memory: {'accepted by the kernel (CPU copy through the mapping)' if j.get('ok') else 'failed: ' + str(st.get('errno_name'))}"
                " -> peerpath must refuse buffered I/O into P2P memory itself")
         report["failures_provoked"].append({"case": "buffered I/O into P2P memory", "result": j})
+    # peerpath's own I/O into P2P memory: the sweep where the kernel accepted the pair,
+    # EREMOTEIO explained where it did not, and its own refusal of buffered I/O.
+    for key in sorted(k for k in sec if k.startswith("pp-bench-io ")):
+        _, pb, ns = key.split()
+        rc, body = sec[key]
+        kernel_ok = bool((json_of(sec, f"kprobe {pb} {ns}") or {}).get("ok"))
+        if kernel_ok:
+            j = json_of(sec, key) or {}
+            pts = j.get("points") or []
+            moved = sum(p.get("bytes", 0) for p in pts)
+            best = max((p.get("throughput_gb_per_s", 0) for p in pts), default=0)
+            c.check(rc == 0 and pts and all(p.get("bytes", 0) > 0 for p in pts)
+                    and "p2p" in json.dumps(j.get("memory_domain")) and (j.get("io_path") or {}).get("direct"),
+                    f"{key}: peerpath bench-io reads with O_DIRECT into P2P memory from p2pmem/allocate",
+                    f"{len(pts)} points, {moved} bytes, best {best:.3f} GB/s ({LABEL})")
+            c.check(any("QEMU" in n for n in j.get("notes", [])),
+                    f"{key}: the report labels its figures as a QEMU device's (function, not speed)")
+            report.setdefault("peerpath_bench_io", []).append(j)
+        else:
+            c.check(rc != 0 and ("Remote I/O" in body or "EREMOTEIO" in body),
+                    f"{key}: peerpath bench-io into P2P memory fails with the kernel's EREMOTEIO",
+                    body.strip().splitlines()[-1][:200] if body.strip() else "")
+            report["failures_provoked"].append({"case": "peerpath bench-io, pair the kernel refuses", "output": body[-2000:]})
+    for key in sorted(k for k in sec if k.startswith("pp-buffered ")):
+        rc, body = sec[key]
+        c.check(rc != 0 and ("memory file system" in body or "buffered I/O into" in body),
+                f"{key}: peerpath refuses I/O between tmpfs and P2P memory (the kernel would copy with the CPU)",
+                body.strip().splitlines()[-1][:200] if body.strip() else "")
+        report["failures_provoked"].append({"case": "peerpath: buffered I/O into P2P memory", "output": body[-2000:]})
     for key in sorted(k for k in sec if k.startswith("toolarge ")):
         j = json_of(sec, key) or {}
         c.check(j.get("errno_name") == "ENOMEM",

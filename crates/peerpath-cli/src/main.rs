@@ -180,6 +180,14 @@ struct CompressArgs {
     /// Memory of each emulated device (K, M, G suffixes) [default: 512M, the seed's CMB].
     #[arg(long, default_value = "512M", value_parser = parse_size, help_heading = "Devices")]
     device_memory: usize,
+    /// Where each emulated device's memory comes from: "shm" (a shared-memory file the device
+    /// makes), or "p2p:BDF" (the P2P memory of a PCI function, e.g. an NVMe CMB, from
+    /// p2pmem/allocate: SSDs DMA into it peer to peer; --device-memory is capped at what it has).
+    #[arg(long, default_value = "shm", value_parser = parse_memory_from, help_heading = "Devices")]
+    device_memory_from: MemoryFrom,
+    /// sysfs root for --device-memory-from p2p:BDF.
+    #[arg(long, default_value = "/sys", help_heading = "Devices")]
+    sysfs: PathBuf,
     /// Worker threads of each emulated device [default: all cores].
     #[arg(long, help_heading = "Devices")]
     device_workers: Option<u32>,
@@ -207,6 +215,21 @@ enum EngineArg {
     Emulated,
     /// Real CSPs found in /sys where there are any, else the host CPU.
     Auto,
+}
+
+/// Where an emulated device's memory comes from (--device-memory-from).
+#[derive(Clone, Debug)]
+enum MemoryFrom {
+    Shm,
+    P2p(String),
+}
+
+fn parse_memory_from(v: &str) -> Result<MemoryFrom, String> {
+    match v.split_once(':') {
+        None if v == "shm" => Ok(MemoryFrom::Shm),
+        Some(("p2p", bdf)) if !bdf.is_empty() && !bdf.contains('/') => Ok(MemoryFrom::P2p(bdf.to_string())),
+        _ => Err(format!("'{v}': expected shm or p2p:BDF (a PCI function with p2pmem, e.g. p2p:0000:03:00.0)")),
+    }
 }
 
 /// "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40".
@@ -375,8 +398,14 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
         }
         spec.faults = a.inject_faults.clone();
         spec.command_timeout = std::time::Duration::from_secs_f64(a.device_timeout.clamp(0.05, 3600.0));
+        if let MemoryFrom::P2p(bdf) = &a.device_memory_from {
+            spec.memory_from = peerpath_runtime::DeviceMemoryFrom::P2p { device_dir: a.sysfs.join("bus/pci/devices").join(bdf) };
+        }
         peerpath_runtime::Compute::Emulated(spec)
     };
+    if matches!(a.device_memory_from, MemoryFrom::P2p(_)) && a.engine != EngineArg::Emulated {
+        return Err(JobError::Usage("--device-memory-from p2p:BDF is the memory of emulated devices: use it with --engine emulated".into()));
+    }
     Ok(match a.engine {
         EngineArg::Cpu => peerpath_runtime::Compute::Cpu,
         EngineArg::Emulated => emulated(),

@@ -57,6 +57,11 @@ fn assert_same_outputs(cpu: &Path, dev: &Path, names: &[&str], what: &str) {
 }
 
 fn check_offloaded(r: &Value, devices: usize, what: &str) {
+    check_offloaded_in(r, devices, what, "emulated");
+}
+
+/// `domain`: the kind of memory the devices compute in ("emulated", "p2p").
+fn check_offloaded_in(r: &Value, devices: usize, what: &str, domain: &str) {
     assert_eq!(r["provenance"], "measured_emulated", "{what}");
     let l = &r["ledger"];
     assert_eq!(l["host_memory_payload_bytes"], 0, "{what}: payload crossed host memory: {l}");
@@ -76,7 +81,7 @@ fn check_offloaded(r: &Value, devices: usize, what: &str) {
         }
         for side in ["source", "target"] {
             let loc = &e[side];
-            assert!(loc["kind"] == "storage" || loc["domain"]["kind"] == "emulated", "{what}: payload in {loc}: {e}");
+            assert!(loc["kind"] == "storage" || loc["domain"]["kind"] == domain, "{what}: payload in {loc}: {e}");
         }
     }
     assert!(r["fallbacks"].as_array().unwrap().is_empty(), "{what}: {}", r["fallbacks"]);
@@ -124,6 +129,46 @@ fn emulated_devices_make_the_same_bytes_as_the_cpu_with_no_payload_in_host_memor
     for (p, (_, data)) in sources.iter().zip(&inputs) {
         assert_file_eq(p, data, "a source after compressing");
     }
+}
+
+#[test]
+fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
+    let dir = scratch();
+    // A fake provider: the sysfs files peerpath reads, `allocate` a plain
+    // file (a real one is in the VM tests, vm/). 48 MiB available of 64.
+    let sys = dir.path().join("sys");
+    let p2pmem = sys.join("bus/pci/devices/0000:03:00.0/p2pmem");
+    std::fs::create_dir_all(&p2pmem).unwrap();
+    for (name, value) in [("size", "67108864"), ("available", "50331648"), ("published", "1")] {
+        std::fs::write(p2pmem.join(name), format!("{value}\n")).unwrap();
+    }
+    std::fs::File::create(p2pmem.join("allocate")).unwrap().set_len(64 << 20).unwrap();
+    let inputs: Vec<(&str, Vec<u8>)> =
+        vec![("sample.fa", sample().to_vec()), ("mixed", mixed_data(3 * (1 << 20) + 777, 9)), ("empty", Vec::new())];
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    let sources = write_inputs(dir.path(), &inputs);
+    let extra = ["--block-size", "256K"];
+    let cpu = cpu_outputs(dir.path(), &sources, &extra);
+    let dev = dir.path().join("dev-p2p");
+    let sysfs = sys.display().to_string();
+    let mut opts = emulated(&["--device-memory-from", "p2p:0000:03:00.0", "--sysfs", &sysfs]);
+    opts.extend_from_slice(&extra);
+    let r = compress(&sources, &dev, &opts).ok().json();
+    check_offloaded_in(&r, 1, "p2p", "p2p");
+    assert_same_outputs(&cpu, &dev, &names, "p2p");
+    let kind = r["devices"][0]["kind"].as_str().unwrap_or_default().to_string();
+    for needle in ["48 MiB of p2p memory of 0000:03:00.0", "capped at the 50331648 bytes available", "NOT on sysfs", "shared with the device by fork"] {
+        assert!(kind.contains(needle), "device kind lacks {needle:?}: {kind}");
+    }
+    // No such provider: said, and with --no-fallback an error that keeps nothing.
+    let missing = emulated(&["--device-memory-from", "p2p:0000:09:00.0", "--sysfs", &sysfs, "--no-fallback"]);
+    let out = dir.path().join("dev-missing");
+    compress(&sources, &out, &missing).fails(15, &["0000:09:00.0", "p2pmem"]);
+    assert!(!out.exists() || names_in(&out).is_empty(), "targets left in {}", out.display());
+    let o = run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "p2p:"]));
+    assert!(o.code() == Some(2) && o.stderr.contains("expected shm or p2p:BDF"), "clap usage error: {}", o.stderr);
+    run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "p2p:0000:03:00.0", "-o", dir.path().join("x.gz")]))
+        .fails(2, &["use it with --engine emulated"]);
 }
 
 #[test]

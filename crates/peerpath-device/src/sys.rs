@@ -289,3 +289,42 @@ mod tests {
         assert!(peer_closed(&a));
     }
 }
+
+/// A pipe, both ends close-on-exec: (read end, write end).
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we pass.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// waitpid on a child: its status once it has exited (`None` if it runs
+/// and `block` is false).
+pub(crate) fn wait_pid(pid: u32, block: bool) -> io::Result<Option<std::process::ExitStatus>> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes one int we own.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, if block { 0 } else { libc::WNOHANG }) };
+        match r {
+            0 => return Ok(None),
+            r if r > 0 => return Ok(Some(std::process::ExitStatus::from_raw(status))),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// One write(2) of a message to standard error, with no lock (for a forked
+/// child, where another thread of the parent may have held std's).
+pub(crate) fn write_stderr(msg: &str) {
+    // SAFETY: writes the bytes of a live string to fd 2.
+    let _ = unsafe { libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len()) };
+}

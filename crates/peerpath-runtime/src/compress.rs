@@ -62,6 +62,20 @@ pub struct EmulatedSpec {
     pub faults: Option<peerpath_device::FaultConfig>,
     /// A device with commands in flight and none completing for this long is hung.
     pub command_timeout: std::time::Duration,
+    /// Where each device's memory comes from.
+    pub memory_from: DeviceMemoryFrom,
+}
+
+/// Where an emulated device's memory comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceMemoryFrom {
+    /// A shared-memory file the device creates and the host maps.
+    Shm,
+    /// P2P memory of a PCI function (`<device_dir>/p2pmem/allocate`, e.g. an
+    /// NVMe CMB): mapped by the host, inherited by the device (a fork), so
+    /// SSDs DMA into it peer to peer. `memory_bytes` is capped at what the
+    /// provider has available.
+    P2p { device_dir: PathBuf },
 }
 
 impl EmulatedSpec {
@@ -74,6 +88,7 @@ impl EmulatedSpec {
             program: None,
             faults: None,
             command_timeout: std::time::Duration::from_secs(10),
+            memory_from: DeviceMemoryFrom::Shm,
         }
     }
 }

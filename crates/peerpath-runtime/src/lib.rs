@@ -13,7 +13,7 @@ pub mod report;
 mod workers;
 mod writer;
 
-pub use compress::{compress, CompressOptions, Compute, EmulatedSpec, DEFAULT_BLOCK_BYTES};
+pub use compress::{compress, CompressOptions, Compute, DeviceMemoryFrom, EmulatedSpec, DEFAULT_BLOCK_BYTES};
 pub use decompress::{decompress, verify, DecompressOptions};
 pub use error::{JobError, Result};
 pub use job::{plan_targets, CommonOptions, Progress};

@@ -739,6 +739,30 @@ fn process_cpu(pid: u32) -> Option<std::time::Duration> {
     (hz > 0).then(|| std::time::Duration::from_secs_f64((utime + stime) as f64 / hz as f64))
 }
 
+/// Maps P2P memory for one device: what was asked for, capped at what the
+/// provider has available (in whole MiB). Returns the region and where it is, in words.
+fn map_p2p_memory(device_dir: &std::path::Path, asked: usize) -> std::result::Result<(std::sync::Arc<peerpath_mem::MappedRegion>, String), String> {
+    let available = std::fs::read_to_string(device_dir.join("p2pmem/available"))
+        .map_err(|e| format!("{}: {e}", device_dir.join("p2pmem/available").display()))?;
+    let available: usize = available.trim().parse().map_err(|_| format!("{}: not a number: {}", device_dir.join("p2pmem/available").display(), available.trim()))?;
+    let bytes = asked.min(align_down(available, 1 << 20));
+    if bytes == 0 {
+        return Err(format!("{} has {available} bytes of P2P memory available, less than 1 MiB", device_dir.display()));
+    }
+    let region = peerpath_mem::MappedRegion::map_p2pmem(device_dir, bytes).map_err(|e| e.to_string())?;
+    let capped = if bytes < asked { format!(", capped at the {available} bytes available") } else { String::new() };
+    let fixture = match region.p2p_info() {
+        Some(i) if !i.allocate_on_sysfs => "; NOT on sysfs (a fixture?): a plain file mapping, not P2P memory",
+        _ => "",
+    };
+    let text = format!(
+        "memory: {} MiB of {} (p2pmem/allocate{capped}{fixture}), shared with the device by fork",
+        region.len() >> 20,
+        region.domain()
+    );
+    Ok((std::sync::Arc::new(region), text))
+}
+
 /// Starts the emulated devices of a job, runs the eligible streams on them,
 /// and prepares any stream a failed device leaves for the CPU pass.
 #[allow(clippy::too_many_arguments)]
@@ -779,10 +803,24 @@ pub(crate) fn run_emulated(
             );
             serve.dir = tmp;
         }
-        let mut so = SpawnOptions::new(serve);
-        so.program = spec.program.clone();
-        so.command_timeout = spec.command_timeout;
-        let device: Box<dyn Device> = match EmulatedCsp::spawn(&so) {
+        let started = match &spec.memory_from {
+            crate::compress::DeviceMemoryFrom::Shm => {
+                let mut so = SpawnOptions::new(serve);
+                so.program = spec.program.clone();
+                so.command_timeout = spec.command_timeout;
+                EmulatedCsp::spawn(&so).map_err(|e| e.to_string())
+            }
+            crate::compress::DeviceMemoryFrom::P2p { device_dir } => match map_p2p_memory(device_dir, spec.memory_bytes) {
+                Ok((region, text)) => {
+                    memory_at = text;
+                    let mut so = SpawnOptions::new(serve);
+                    so.command_timeout = spec.command_timeout;
+                    EmulatedCsp::fork_with_memory(&so, region).map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e),
+            },
+        };
+        let device: Box<dyn Device> = match started {
             Ok(emu) => match &spec.faults {
                 Some(f) => Box::new(FaultyDevice::new(emu, f.clone())),
                 None => Box::new(emu),

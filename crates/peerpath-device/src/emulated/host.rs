@@ -6,7 +6,7 @@ use super::layout::{
     Identify, Sqe,
     OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, STATE_READY,
 };
-use super::server::{default_dir, ServeOptions, READY_LINE_PREFIX};
+use super::server::{default_dir, serve_with_memory, ServeOptions, READY_LINE_PREFIX};
 use super::shared::{QueueFile, QueuePair};
 use super::{CspError, CspPaths, CLAIM_ANY, CLAIM_MAGIC, CLAIM_NO_FREE_QUEUE, CLAIM_OK};
 use crate::device::{Crash, Device};
@@ -21,7 +21,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -105,7 +105,7 @@ pub struct EmulatedCsp {
     last_liveness_check: Instant,
     command_timeout: Duration,
     failed: Option<DeviceError>,
-    child: Option<Child>,
+    child: Option<DeviceProcess>,
     identify: Identify,
 }
 
@@ -130,16 +130,57 @@ impl EmulatedCsp {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|source| CspError::Spawn { program: program.clone(), source })?;
-        if let Err(e) = wait_ready(&mut child, &name, options.start_timeout) {
-            if matches!(e, CspError::StartTimeout { .. }) {
-                let _ = child.kill();
-                let _ = child.wait();
-                paths.remove_all(); // ours: the child got far enough to make them, maybe
-            }
-            return Err(e);
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let mut process = DeviceProcess::Spawned(child);
+        start(&mut process, &mut stdout, &paths, &name, options.start_timeout)?;
+        EmulatedCsp::connect_started(options, &serve.dir, &name, process, None)
+    }
+
+    /// Starts a device whose memory the caller mapped (P2P memory from
+    /// `p2pmem/allocate`): a fork of this process, which inherits the
+    /// mapping and runs the device there without exec (each mmap of
+    /// `allocate` is a new allocation, so the memory cannot be shared
+    /// through a file as the shm memory is). `options.program` is not
+    /// used. Call it before this process starts threads that hold locks
+    /// (the child runs the device on the forking thread alone).
+    pub fn fork_with_memory(options: &SpawnOptions, memory: Arc<MappedRegion>) -> Result<EmulatedCsp, CspError> {
+        let mut serve = options.serve.clone();
+        serve.parent_pid = Some(std::process::id());
+        serve.memory_bytes = memory.len();
+        let name = serve.name.clone();
+        let paths = CspPaths::new(&serve.dir, &name)?;
+        let spawn_err = |source| CspError::Spawn { program: PathBuf::from("(fork of this process)"), source };
+        let (ready_r, ready_w) = sys::pipe().map_err(spawn_err)?;
+        // SAFETY: fork has no memory-safety preconditions; the child below
+        // only runs the device (no exec, no return into the caller's code)
+        // and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(spawn_err(std::io::Error::last_os_error()));
         }
-        let connect = ConnectOptions { name, dir: serve.dir.clone(), queue: None, command_timeout: options.command_timeout };
-        match EmulatedCsp::connect_with(&connect, Some(child)) {
+        if pid == 0 {
+            drop(ready_r);
+            let code = run_forked_device(&serve, memory, ready_w);
+            // SAFETY: ends the child without running the parent's exit
+            // handlers or destructors (they are the parent's business).
+            unsafe { libc::_exit(code) };
+        }
+        drop(ready_w);
+        let mut process = DeviceProcess::Forked { pid: pid as u32, status: None };
+        let mut ready = std::fs::File::from(ready_r);
+        start(&mut process, &mut ready, &paths, &name, options.start_timeout)?;
+        EmulatedCsp::connect_started(options, &serve.dir, &name, process, Some(memory))
+    }
+
+    fn connect_started(
+        options: &SpawnOptions,
+        dir: &Path,
+        name: &str,
+        process: DeviceProcess,
+        memory: Option<Arc<MappedRegion>>,
+    ) -> Result<EmulatedCsp, CspError> {
+        let connect = ConnectOptions { name: name.to_string(), dir: dir.to_path_buf(), queue: None, command_timeout: options.command_timeout };
+        match EmulatedCsp::connect_with(&connect, Some(process), memory) {
             Ok(d) => Ok(d),
             Err((e, child)) => {
                 if let Some(mut c) = child {
@@ -154,10 +195,16 @@ impl EmulatedCsp {
     /// Connects to a device started by hand (`peerpath csp serve --name N`),
     /// claiming a queue pair.
     pub fn connect(options: &ConnectOptions) -> Result<EmulatedCsp, CspError> {
-        EmulatedCsp::connect_with(options, None).map_err(|(e, _)| e)
+        EmulatedCsp::connect_with(options, None, None).map_err(|(e, _)| e)
     }
 
-    fn connect_with(o: &ConnectOptions, child: Option<Child>) -> Result<EmulatedCsp, (CspError, Option<Child>)> {
+    /// `memory`: the device's memory as this process already maps it (a
+    /// forked device); `None` maps the device's memory file.
+    fn connect_with(
+        o: &ConnectOptions,
+        child: Option<DeviceProcess>,
+        memory: Option<Arc<MappedRegion>>,
+    ) -> Result<EmulatedCsp, (CspError, Option<DeviceProcess>)> {
         let paths = match CspPaths::new(&o.dir, &o.name) {
             Ok(p) => p,
             Err(e) => return Err((e, child)),
@@ -171,7 +218,10 @@ impl EmulatedCsp {
             let qregion = Arc::new(MappedRegion::open_shared(&paths.queues, &o.name)?);
             let qfile = Arc::new(QueueFile::new(qregion));
             let geometry = check_header(&qfile, &paths.queues)?;
-            let memory = Arc::new(MappedRegion::open_shared(&paths.memory, &o.name)?);
+            let memory = match memory {
+                Some(m) => m,
+                None => Arc::new(MappedRegion::open_shared(&paths.memory, &o.name)?),
+            };
             let memory_bytes = qfile.u64_at(header::MEMORY_BYTES).load(Ordering::Relaxed);
             if memory.len() as u64 != memory_bytes {
                 return Err(CspError::BadQueueFile {
@@ -644,9 +694,78 @@ impl Drop for EmulatedCsp {
     }
 }
 
+/// The device process a handle started: by exec ([`EmulatedCsp::spawn`])
+/// or by fork ([`EmulatedCsp::fork_with_memory`]).
+enum DeviceProcess {
+    Spawned(Child),
+    Forked { pid: u32, status: Option<ExitStatus> },
+}
+
+impl DeviceProcess {
+    fn id(&self) -> u32 {
+        match self {
+            DeviceProcess::Spawned(c) => c.id(),
+            DeviceProcess::Forked { pid, .. } => *pid,
+        }
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        match self {
+            DeviceProcess::Spawned(c) => c.try_wait(),
+            DeviceProcess::Forked { pid, status } => {
+                if status.is_none() {
+                    *status = sys::wait_pid(*pid, false)?;
+                }
+                Ok(*status)
+            }
+        }
+    }
+
+    fn kill(&mut self) -> std::io::Result<()> {
+        match self {
+            DeviceProcess::Spawned(c) => c.kill(),
+            DeviceProcess::Forked { status: Some(_), .. } => Ok(()),
+            DeviceProcess::Forked { pid, .. } => sys::kill(*pid, libc::SIGKILL),
+        }
+    }
+
+    fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            DeviceProcess::Spawned(c) => c.wait(),
+            DeviceProcess::Forked { pid, status } => {
+                if status.is_none() {
+                    *status = sys::wait_pid(*pid, true)?;
+                }
+                Ok(status.expect("a blocking wait returns a status"))
+            }
+        }
+    }
+}
+
+/// The forked child's whole life: the device on `memory`, the ready line
+/// on `ready`, the exit code (0, 1 for an error, 101 for a panic).
+fn run_forked_device(serve: &ServeOptions, memory: Arc<MappedRegion>, ready: std::os::fd::OwnedFd) -> i32 {
+    let mut ready = std::fs::File::from(ready);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        serve_with_memory(serve, Some(memory), |paths, id| {
+            // Straight to the pipe: the parent's stdout lock may have been
+            // held by another thread at fork time.
+            let _ = writeln!(ready, "{READY_LINE_PREFIX} {} ({} bytes of {}) at {}", id.name, id.memory_bytes, "caller-mapped memory", paths.socket.display());
+        })
+    }));
+    match result {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            sys::write_stderr(&format!("peerpath: emulated device {}: {e}\n", serve.name));
+            1
+        }
+        Err(_) => 101,
+    }
+}
+
 /// SIGTERM, up to 5 s for the device to clean up, then SIGKILL. A device
 /// that did not remove its files (killed) has them removed here.
-fn stop_child(child: &mut Child, paths: &CspPaths) -> std::io::Result<std::process::ExitStatus> {
+fn stop_child(child: &mut DeviceProcess, paths: &CspPaths) -> std::io::Result<ExitStatus> {
     if let Some(status) = child.try_wait()? {
         paths.remove_all();
         return Ok(status);
@@ -669,9 +788,20 @@ fn stop_child(child: &mut Child, paths: &CspPaths) -> std::io::Result<std::proce
     Ok(status)
 }
 
-/// Waits for the ready line on the child's standard output.
-fn wait_ready(child: &mut Child, name: &str, timeout: Duration) -> Result<(), CspError> {
-    let mut stdout = child.stdout.take().expect("stdout is piped");
+/// Waits for the device's ready line; stops it if it does not come in time.
+fn start(process: &mut DeviceProcess, ready: &mut (impl Read + AsRawFd), paths: &CspPaths, name: &str, timeout: Duration) -> Result<(), CspError> {
+    let result = wait_ready(process, ready, name, timeout);
+    if let Err(CspError::StartTimeout { .. }) = &result {
+        let _ = process.kill();
+        let _ = process.wait();
+        paths.remove_all(); // ours: the child got far enough to make them, maybe
+    }
+    result
+}
+
+/// Waits for the ready line on `stdout` (the child's standard output, or
+/// the forked device's pipe).
+fn wait_ready(child: &mut DeviceProcess, stdout: &mut (impl Read + AsRawFd), name: &str, timeout: Duration) -> Result<(), CspError> {
     let start = Instant::now();
     let mut line = Vec::new();
     loop {

@@ -214,6 +214,19 @@ struct Job {
 /// the termination signals in the calling thread to read them from a
 /// signalfd), before any other thread starts.
 pub fn serve(options: &ServeOptions, on_ready: impl FnOnce(&CspPaths, &Identify)) -> Result<(), CspError> {
+    serve_with_memory(options, None, on_ready)
+}
+
+/// [`serve`], with device memory the caller mapped (`None`: a shm file
+/// of `memory_bytes` in `dir`, which hosts map). P2P memory cannot be
+/// shared through a file (each mmap of `p2pmem/allocate` is a new
+/// allocation): the host maps it and forks the device, which inherits the
+/// mapping ([`crate::emulated::EmulatedCsp::fork_with_memory`]).
+pub(crate) fn serve_with_memory(
+    options: &ServeOptions,
+    memory: Option<Arc<MappedRegion>>,
+    on_ready: impl FnOnce(&CspPaths, &Identify),
+) -> Result<(), CspError> {
     options.check()?;
     let paths = CspPaths::new(&options.dir, &options.name)?;
     sys::set_umask(0o077);
@@ -223,7 +236,10 @@ pub fn serve(options: &ServeOptions, on_ready: impl FnOnce(&CspPaths, &Identify)
     let _files = RemoveOnDrop(paths.clone());
 
     let geometry = options.geometry();
-    let memory_region = Arc::new(MappedRegion::create_shared(&paths.memory, options.memory_bytes, &options.name)?);
+    let memory_region = match memory {
+        Some(m) => m,
+        None => Arc::new(MappedRegion::create_shared(&paths.memory, options.memory_bytes, &options.name)?),
+    };
     let queue_region = Arc::new(MappedRegion::create_shared(&paths.queues, geometry.total_bytes(), &options.name)?);
     let qfile = Arc::new(QueueFile::new(queue_region));
     write_header(&qfile, geometry, memory_region.len() as u64);
