@@ -251,45 +251,6 @@ pub(crate) fn parent_pid() -> u32 {
     unsafe { libc::getppid() as u32 }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn eventfd_wakes_poll_and_drains() {
-        let e = EventFd::new().unwrap();
-        assert_eq!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap(), vec![0]);
-        e.signal();
-        e.signal();
-        assert_ne!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap()[0] & libc::POLLIN, 0);
-        e.drain();
-        assert_eq!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::from_millis(1))).unwrap(), vec![0]);
-    }
-
-    #[test]
-    fn descriptors_cross_a_socket() {
-        let (a, b) = UnixStream::pair().unwrap();
-        let e = EventFd::new().unwrap();
-        send_with_fds(&a, b"hello!!!", &[e.raw(), e.raw()]).unwrap();
-        let mut buf = [0u8; 8];
-        let fds = recv_with_fds(&b, &mut buf, 2).unwrap();
-        assert_eq!(&buf, b"hello!!!");
-        assert_eq!(fds.len(), 2);
-        // The received descriptor is the same eventfd.
-        let got = EventFd::from_owned(fds.into_iter().next().unwrap());
-        got.signal();
-        assert_ne!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap()[0] & libc::POLLIN, 0);
-    }
-
-    #[test]
-    fn a_closed_peer_is_seen() {
-        let (a, b) = UnixStream::pair().unwrap();
-        assert!(!peer_closed(&a));
-        drop(b);
-        assert!(peer_closed(&a));
-    }
-}
-
 /// A pipe, both ends close-on-exec: (read end, write end).
 pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -327,4 +288,43 @@ pub(crate) fn wait_pid(pid: u32, block: bool) -> io::Result<Option<std::process:
 pub(crate) fn write_stderr(msg: &str) {
     // SAFETY: writes the bytes of a live string to fd 2.
     let _ = unsafe { libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eventfd_wakes_poll_and_drains() {
+        let e = EventFd::new().unwrap();
+        assert_eq!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap(), vec![0]);
+        e.signal();
+        e.signal();
+        assert_ne!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap()[0] & libc::POLLIN, 0);
+        e.drain();
+        assert_eq!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::from_millis(1))).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn descriptors_cross_a_socket() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let e = EventFd::new().unwrap();
+        send_with_fds(&a, b"hello!!!", &[e.raw(), e.raw()]).unwrap();
+        let mut buf = [0u8; 8];
+        let fds = recv_with_fds(&b, &mut buf, 2).unwrap();
+        assert_eq!(&buf, b"hello!!!");
+        assert_eq!(fds.len(), 2);
+        // The received descriptor is the same eventfd.
+        let got = EventFd::from_owned(fds.into_iter().next().unwrap());
+        got.signal();
+        assert_ne!(poll_fds(&[(e.raw(), libc::POLLIN)], Some(Duration::ZERO)).unwrap()[0] & libc::POLLIN, 0);
+    }
+
+    #[test]
+    fn a_closed_peer_is_seen() {
+        let (a, b) = UnixStream::pair().unwrap();
+        assert!(!peer_closed(&a));
+        drop(b);
+        assert!(peer_closed(&a));
+    }
 }

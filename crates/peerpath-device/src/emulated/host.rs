@@ -750,7 +750,7 @@ fn run_forked_device(serve: &ServeOptions, memory: Arc<MappedRegion>, ready: std
         serve_with_memory(serve, Some(memory), |paths, id| {
             // Straight to the pipe: the parent's stdout lock may have been
             // held by another thread at fork time.
-            let _ = writeln!(ready, "{READY_LINE_PREFIX} {} ({} bytes of {}) at {}", id.name, id.memory_bytes, "caller-mapped memory", paths.socket.display());
+            let _ = writeln!(ready, "{READY_LINE_PREFIX} {} ({} bytes of caller-mapped memory) at {}", id.name, id.memory_bytes, paths.socket.display());
         })
     }));
     match result {
