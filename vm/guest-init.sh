@@ -114,6 +114,35 @@ for c in /sys/class/nvme/nvme*; do
 done
 say "providers:$PROVIDERS namespaces:$NAMESPACES"
 
+# The compress job with P2P memory as the device memory: the bundled sample on
+# sw1's ext2 file system, the output on sw2's, the emulated CSP computing in the
+# first provider's memory (the CMB). Run before the raw probes below, which
+# write to the drives. Checked in the guest: verify, decompress + cmp, and the
+# CPU path's output byte for byte.
+ns_of() {
+    for c in /sys/class/nvme/nvme*; do
+        [ "$(tr -d ' ' < "$c/serial")" = "$1" ] && (cd "$c" && ls -d nvme*n* 2>/dev/null | head -n 1)
+    done
+}
+SRC_NS=$(ns_of sw1)
+DST_NS=$(ns_of sw2)
+set -- $PROVIDERS
+CMB_PCI=${1:-}
+if [ -n "$SRC_NS" ] && [ -n "$DST_NS" ] && [ -n "$CMB_PCI" ] \
+    && mkdir -p /mnt/src /mnt/dst && mount -t ext2 -o ro "/dev/$SRC_NS" /mnt/src && mount -t ext2 "/dev/$DST_NS" /mnt/dst; then
+    section "compress-p2p $CMB_PCI $SRC_NS $DST_NS" sh -c "peerpath compress --engine emulated --device-memory-from p2p:$CMB_PCI \
+        --block-size 256K /mnt/src/protein.fasta -o /mnt/dst/ --json 2> /tmp/compress-p2p.err; rc=\$?; cat /tmp/compress-p2p.err >&2; exit \$rc"
+    section "compress-p2p-verify" peerpath verify /mnt/dst/protein.fasta.gz
+    section "compress-p2p-roundtrip" sh -c 'peerpath decompress -q /mnt/dst/protein.fasta.gz -o /tmp/restored \
+        && cmp /tmp/restored /mnt/src/protein.fasta && echo "restored = source"'
+    section "compress-p2p-vs-cpu" sh -c 'peerpath compress -q --engine cpu --block-size 256K /mnt/src/protein.fasta -o /tmp/cpu.gz \
+        && cmp /tmp/cpu.gz /mnt/dst/protein.fasta.gz && echo "byte-identical to the CPU path"'
+    umount /mnt/dst
+    umount /mnt/src
+else
+    say "compress with P2P device memory: skipped (sw1=$SRC_NS sw2=$DST_NS provider=$CMB_PCI, or mount failed)"
+fi
+
 # peerpath's verdict for every provider and client namespace, then the kernel's
 # own answer: a 1 MiB O_DIRECT read from the namespace into the provider's
 # memory and a write back out of it (p2ptest, which uses no peerpath code).

@@ -21,6 +21,7 @@ import sys
 import tomllib
 
 KINDS = {"bus_address", "through_host_bridge", "not_supported"}
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class TopologyError(Exception):
@@ -82,6 +83,13 @@ def validate(t, path):
         if port in used:
             raise TopologyError(f"{path}: port '{port}' holds two devices (PCIe ports have one slot)")
         used.add(port)
+        fs = n.get("filesystem")
+        if fs is not None:
+            if fs.get("type") != "ext2":
+                raise TopologyError(f"{path}: nvme {serial}: filesystem type must be \"ext2\" (the guest kernel has ext2 only)")
+            c = fs.get("contents")
+            if c is not None and not os.path.isdir(os.path.join(REPO, c)):
+                raise TopologyError(f"{path}: nvme {serial}: filesystem contents '{c}' is not a directory of the repository")
         if "cmb_size_mb" in n and int(n["cmb_size_mb"]) % 2:
             raise TopologyError(f"{path}: nvme {serial}: cmb_size_mb must be a multiple of 2 (Linux maps only 2 MiB-aligned CMBs)")
     for e in t.get("expect", []):
@@ -121,6 +129,13 @@ def argv(t, kernel, initrd, disks, console, results, append_extra=""):
         # Fresh sparse raw images every boot.
         subprocess.run(["truncate", "-s", "0", img], check=True)
         subprocess.run(["truncate", "-s", str(n.get("size", "64M")), img], check=True)
+        fs = n.get("filesystem")
+        if fs is not None:
+            # An ext2 file system (4 KiB blocks), filled from a directory of the repository.
+            mk = ["mke2fs", "-q", "-F", "-t", "ext2", "-b", "4096", "-L", n["serial"]]
+            if fs.get("contents"):
+                mk += ["-d", os.path.join(REPO, fs["contents"])]
+            subprocess.run(mk + [img], check=True)
         drive = f"d-{n['serial']}"
         a += ["-drive", f"file={img},if=none,id={drive},format=raw"]
         dev = f"nvme,serial={n['serial']},drive={drive},bus={n['port']}"
