@@ -262,6 +262,10 @@ def main():
         led = j.get("ledger") or {}
         f = (j.get("files") or [{}])[0]
         print(f"---- {key}: {dev.get('kind', '(no device)')}")
+        for line in sec.get("compress-p2p-stderr", (0, ""))[1].strip().splitlines():
+            print(f"      stderr: {line}")
+        for fb in j.get("fallbacks") or []:
+            print(f"      fallback: {fb}")
         c.check(rc == 0 and bool(j), f"{key}: peerpath compress --engine emulated --device-memory-from p2p:{pb} ran",
                 (body.strip().splitlines() or [""])[-1][:200] if rc else f"{f.get('bytes_in')} -> {f.get('bytes_out')} bytes")
         c.check(f"p2p memory of {pb}" in dev.get("kind", "") and "NOT on sysfs" not in dev.get("kind", ""),

@@ -38,10 +38,16 @@ pub(crate) fn check_direct_io<B: IoBuf>(fd: RawFd, buf: &B) -> io::Result<()> {
              open the file with O_DIRECT on a file system or block device that does DMA",
         ));
     }
+    // A block device's node lives on devtmpfs (a tmpfs): its statfs says
+    // nothing about where its data goes. Only regular files are checked.
+    // SAFETY: stat is plain integers, for which all zero bytes is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes one stat struct, which we own, for an fd we were given.
+    let is_regular = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG;
     // SAFETY: statfs is plain integers, for which all zero bytes is a valid value.
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: fstatfs writes one statfs struct, which we own, for an fd we were given.
-    let statfs_ok = unsafe { libc::fstatfs(fd, &mut fs) } == 0;
+    let statfs_ok = is_regular && unsafe { libc::fstatfs(fd, &mut fs) } == 0;
     if statfs_ok && MEMORY_FILE_SYSTEMS.contains(&(fs.f_type as i64)) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
