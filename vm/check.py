@@ -248,7 +248,7 @@ def main():
         j = json_of(sec, key) or {}
         st = (j.get("steps") or [{}])[0]
         c.note(f"{key}: buffered read into P2P memory: {'accepted by the kernel (CPU copy through the mapping)' if j.get('ok') else 'failed: ' + str(st.get('errno_name'))}"
-               " -> peerpath must refuse buffered I/O into P2P memory itself")
+               " -> peerpath refuses it itself (the pp-buffered check)")
         report["failures_provoked"].append({"case": "buffered I/O into P2P memory", "result": j})
     # The compress job with the CMB as the device memory.
     keys = [k for k in sec if k.startswith("compress-p2p ")]
@@ -315,6 +315,14 @@ def main():
                     f"{key}: peerpath bench-io into P2P memory fails with the kernel's EREMOTEIO",
                     body.strip().splitlines()[-1][:200] if body.strip() else "")
             report["failures_provoked"].append({"case": "peerpath bench-io, pair the kernel refuses", "output": body[-2000:]})
+    for key in sorted(k for k in sec if k.startswith("pp-bench-io-own-qd4 ") ):
+        rc, body = sec[key]
+        dm = sec.get(key.replace("pp-bench-io-own-qd4 ", "pp-bench-io-own-qd4-dmesg "), (0, ""))[1]
+        why = [l.strip() for l in dm.splitlines() if "I/O Error" in l or "I/O error" in l][:2]
+        c.note(f"{key}: reads at depth 4 from the CMB's own drive into its CMB: "
+               + ("worked" if rc == 0 else f"failed ({(body.strip().splitlines() or [''])[-1][:120]}); kernel: {' | '.join(why) or '(no dmesg line)'}")
+               + " -- QEMU 7.2's NVMe refuses merged multi-segment requests whose data is in its own CMB (sc 0x12)")
+        report["failures_provoked"].append({"case": "own-CMB reads at depth 4 (QEMU)", "rc": rc, "output": body[-1000:], "dmesg": why})
     for key in sorted(k for k in sec if k.startswith("pp-buffered ")):
         rc, body = sec[key]
         c.check(rc != 0 and ("memory file system" in body or "buffered I/O into" in body),
