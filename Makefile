@@ -1,0 +1,25 @@
+# Convenience targets; each is one of the repository's scripts.
+.PHONY: all demo test vm-kernel vm-initramfs vm-test bench-compress bench-io
+
+all: test
+
+demo:            ## install what is needed, build, run the main job on the bundled sample
+	scripts/demo.sh
+
+test:            ## the test command CI runs
+	scripts/test.sh
+
+vm-kernel:       ## Linux 6.12 with PCI_P2PDMA from Debian's linux-source-6.12, cached outside the repo
+	vm/build-kernel.sh
+
+vm-initramfs:    ## busybox + static peerpath + p2ptest + guest init
+	vm/build-initramfs.sh target/vm/initramfs.cpio.gz
+
+vm-test:         ## boot every topology in vm/topologies/ and check (VM (QEMU TCG): function, not speed)
+	vm/test.sh
+
+bench-compress:  ## peerpath vs gzip, pigz, igzip, zstd on the corpus (scripts/fetch-corpus.sh first)
+	cargo build --release --locked -p peerpath-cli && bench/compress.sh
+
+bench-io:        ## peerpath bench-io vs fio
+	cargo build --release --locked -p peerpath-cli && bench/io.sh
