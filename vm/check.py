@@ -285,7 +285,39 @@ def main():
         wr = moved("write_target", ("memory", "source"), ("storage", "source"))
         c.check(rd > 0 and wr > 0, f"{key}: the ledger has storage -> P2P memory (DMA) and P2P memory -> storage (DMA)",
                 f"read {rd} B, written {wr} B ({LABEL})")
+        pl = j.get("placement") or []
+        c.check(len(pl) == 1 and "peer to peer: read" in pl[0] and "P2P bus" in pl[0],
+                f"{key}: the placement (topology planner) routes both legs peer to peer", pl[0] if pl else "(none)")
         report.setdefault("compress_p2p", []).append(j)
+    # The same job from the drive on the other root port: routed as the kernel would.
+    rp_expect = next((e for e in topo.get("expect", []) if e.get("provider") == "cmb0" and e.get("client") == "rp0"), None)
+    for key in [k for k in sec if k.startswith("compress-p2p-rp ")]:
+        rc, body = sec[key]
+        j = json_of(sec, key) or {}
+        pl = (j.get("placement") or [""])[0]
+        fbs = j.get("fallbacks") or []
+        members_on_dev = sum(d.get("members", 0) for d in j.get("devices") or [])
+        print(f"---- {key}: placement: {pl}")
+        if rp_expect is None:
+            c.note(f"{key}: the topology file has no [[expect]] for cmb0 -> rp0; not checked")
+            continue
+        if rp_expect["kernel"] == "not_supported":
+            c.check(rc == 0 and pl.startswith("/mnt/rp/protein.fasta: host CPU: no peer-to-peer path") and "allow-list" in pl
+                    and any("no peer-to-peer path" in f for f in fbs) and members_on_dev == 0,
+                    f"{key}: a source the kernel cannot reach from the CMB runs on the host CPU, and the report says why (before any transfer)",
+                    pl[:220])
+        else:
+            c.check(rc == 0 and "peer to peer: read" in pl and "P2P host bridge" in pl and not fbs and members_on_dev > 0,
+                    f"{key}: a source reachable through the host bridge ({rp_expect['kernel']}) runs on the device",
+                    pl[:220])
+        report.setdefault("compress_p2p", []).append(j)
+    if "compress-p2p-rp-explain" in sec:
+        rc, body = sec["compress-p2p-rp-explain"]
+        c.check(rc == 0 and "Placement plan" in body, "compress --explain prints the planner's decisions for the job",
+                next((l.strip() for l in body.splitlines() if "read nvme" in l), "")[:200])
+    if "compress-p2p-rp-roundtrip" in sec:
+        rc, body = sec["compress-p2p-rp-roundtrip"]
+        c.check(rc == 0 and "restored = source" in body, "compress-p2p-rp: its output restores the source", body.strip()[-120:])
     for key, needle, what in (("compress-p2p-verify", None, "peerpath verify of the output (every member's CRC-32 and length)"),
                               ("compress-p2p-roundtrip", "restored = source", "decompressed output = the source file"),
                               ("compress-p2p-vs-cpu", "byte-identical to the CPU path", "output byte-identical to the CPU path's (the oracle)")):

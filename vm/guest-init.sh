@@ -138,6 +138,20 @@ if [ -n "$SRC_NS" ] && [ -n "$DST_NS" ] && [ -n "$CMB_PCI" ] \
         && cmp /tmp/restored /mnt/src/protein.fasta && echo "restored = source"'
     section "compress-p2p-vs-cpu" sh -c 'peerpath compress -q --engine cpu --block-size 256K /mnt/src/protein.fasta -o /tmp/cpu.gz \
         && cmp /tmp/cpu.gz /mnt/dst/protein.fasta.gz && echo "byte-identical to the CPU path"'
+    # The same job from the drive on the other root port: peerpath's placement (the
+    # topology planner) must route it as the kernel would: CPU with the reason on the
+    # Intel guest (no P2P across the q35 host bridge), the device on the Zen guest.
+    RP_NS=$(ns_of rp0)
+    if [ -n "$RP_NS" ] && mkdir -p /mnt/rp && mount -t ext2 -o ro "/dev/$RP_NS" /mnt/rp; then
+        section "compress-p2p-rp $CMB_PCI $RP_NS $DST_NS" sh -c "peerpath compress --engine emulated --device-memory-from p2p:$CMB_PCI \\
+            --block-size 256K /mnt/rp/protein.fasta -o /mnt/dst/rp.fasta.gz --json 2> /tmp/compress-rp.err"
+        section "compress-p2p-rp-stderr" cat /tmp/compress-rp.err
+        section "compress-p2p-rp-explain" peerpath compress -q --force --engine emulated --device-memory-from "p2p:$CMB_PCI" \
+            --block-size 256K /mnt/rp/protein.fasta -o /mnt/dst/rp.fasta.gz --explain
+        section "compress-p2p-rp-roundtrip" sh -c 'peerpath decompress -q --force /mnt/dst/rp.fasta.gz -o /tmp/restored-rp \
+            && cmp /tmp/restored-rp /mnt/rp/protein.fasta && echo "restored = source"'
+        umount /mnt/rp
+    fi
     umount /mnt/dst
     umount /mnt/src
 else

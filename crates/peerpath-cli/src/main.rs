@@ -197,6 +197,10 @@ struct CompressArgs {
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
+    /// After the report, why each stream went where it went: with --device-memory-from p2p:BDF,
+    /// the topology planner's verdict for every leg between the files' drives and that memory.
+    #[arg(long)]
+    explain: bool,
     /// A device with commands in flight and none completing for this long (seconds) is declared hung.
     #[arg(long, default_value_t = 10.0, help_heading = "Devices")]
     device_timeout: f64,
@@ -399,7 +403,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
         spec.faults = a.inject_faults.clone();
         spec.command_timeout = std::time::Duration::from_secs_f64(a.device_timeout.clamp(0.05, 3600.0));
         if let MemoryFrom::P2p(bdf) = &a.device_memory_from {
-            spec.memory_from = peerpath_runtime::DeviceMemoryFrom::P2p { device_dir: a.sysfs.join("bus/pci/devices").join(bdf) };
+            spec.memory_from = peerpath_runtime::DeviceMemoryFrom::P2p { sysfs: a.sysfs.clone(), bdf: bdf.clone() };
         }
         peerpath_runtime::Compute::Emulated(spec)
     };
@@ -454,7 +458,19 @@ fn run(cli: Cli) -> Result<(), JobError> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
-            emit(&r?, &a.common, to_stdout);
+            let report = r?;
+            emit(&report, &a.common, to_stdout);
+            if a.explain {
+                let text = match (&report.placement_explain, &opts.compute) {
+                    (Some(t), _) => t.clone(),
+                    (None, peerpath_runtime::Compute::Emulated(spec)) if spec.memory_from != peerpath_runtime::DeviceMemoryFrom::Shm => {
+                        format!("Placement: not planned:\n{}\n", report.placement.join("\n"))
+                    }
+                    (None, peerpath_runtime::Compute::Emulated(_)) => "Placement: the emulated devices' memory is a shared-memory file, not on PCIe: every stream that can do O_DIRECT both ways runs on a device (the others on the CPU, in the fallbacks above).\n".into(),
+                    (None, peerpath_runtime::Compute::Cpu) => "Placement: --engine cpu: every stream on the host CPU.\n".into(),
+                };
+                if to_stdout { eprint!("{text}") } else { print!("{text}") }
+            }
         }
         Command::Decompress(a) => {
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;

@@ -20,7 +20,7 @@ use peerpath_mem::{align_up, AlignedBuf, BufferPool, PooledBuf, DIRECT_IO_ALIGN_
 use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
 use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Clone)]
@@ -71,11 +71,22 @@ pub struct EmulatedSpec {
 pub enum DeviceMemoryFrom {
     /// A shared-memory file the device creates and the host maps.
     Shm,
-    /// P2P memory of a PCI function (`<device_dir>/p2pmem/allocate`, e.g. an
-    /// NVMe CMB): mapped by the host, inherited by the device (a fork), so
-    /// SSDs DMA into it peer to peer. `memory_bytes` is capped at what the
-    /// provider has available.
-    P2p { device_dir: PathBuf },
+    /// P2P memory of the PCI function `bdf` (`<sysfs>/bus/pci/devices/<bdf>/p2pmem/allocate`,
+    /// e.g. an NVMe CMB): mapped by the host, inherited by the device (a
+    /// fork), so SSDs DMA into it peer to peer. `memory_bytes` is capped at
+    /// what the provider has available. Streams the topology under `sysfs`
+    /// says cannot reach it peer to peer run on the CPU, said so.
+    P2p { sysfs: PathBuf, bdf: String },
+}
+
+impl DeviceMemoryFrom {
+    /// The provider's sysfs directory, for P2P memory.
+    pub fn p2p_device_dir(&self) -> Option<PathBuf> {
+        match self {
+            DeviceMemoryFrom::Shm => None,
+            DeviceMemoryFrom::P2p { sysfs, bdf } => Some(sysfs.join("bus/pci/devices").join(bdf)),
+        }
+    }
 }
 
 impl EmulatedSpec {
@@ -314,6 +325,8 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
     };
     let mut report = if offloaded { JobReport::measured_emulated(job) } else { JobReport::measured_host(job) };
     report.devices = ran.devices;
+    report.placement = ran.placement;
+    report.placement_explain = ran.placement_explain;
     report.verified_s = verify_wall.map(|t| t.as_secs_f64());
     Ok(report)
 }
@@ -351,6 +364,8 @@ struct Ran {
     threads: usize,
     memory: MemoryReport,
     devices: Vec<DeviceReport>,
+    placement: Vec<String>,
+    placement_explain: Option<String>,
 }
 
 /// Whether a stream can go through device memory: O_DIRECT both ways and a
@@ -387,6 +402,8 @@ fn run_job(
     let mut device_reports = Vec::new();
     let mut engine_text = format!("host CPU, {} (level {})", opts.level.library(), opts.level.get());
     let mut threads = opts.common.threads.max(1);
+    let mut placement = Vec::new();
+    let mut placement_explain = None;
     if let Compute::Emulated(spec) = &opts.compute {
         let mut eligible = Vec::new();
         for (i, s) in streams.iter_mut().enumerate() {
@@ -397,6 +414,9 @@ fn run_job(
                 }
                 Some(why) => fallbacks.push(format!("{}: compressed on the host CPU, not on a device: {why}", s.source_name)),
             }
+        }
+        if let DeviceMemoryFrom::P2p { sysfs, bdf } = &spec.memory_from {
+            eligible = p2p_routes(streams, eligible, sysfs, bdf, opts.no_fallback, fallbacks, &mut placement, &mut placement_explain)?;
         }
         if !eligible.is_empty() {
             let ran = crate::offload::run_emulated(streams, &eligible, spec, opts, member_bytes, chunk_bytes, ledger, fallbacks)?;
@@ -435,7 +455,55 @@ fn run_job(
             engine_text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
         }
     }
-    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports })
+    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports, placement, placement_explain })
+}
+
+/// The eligible streams whose source and target the topology says reach the
+/// P2P memory of `provider` peer to peer; the others go to the CPU (said
+/// in `fallbacks`), or fail the job with `no_fallback`. `placement` gets one
+/// line per stream.
+#[allow(clippy::too_many_arguments)]
+fn p2p_routes(
+    streams: &[Stream],
+    eligible: Vec<usize>,
+    sysfs: &Path,
+    provider: &str,
+    no_fallback: bool,
+    fallbacks: &mut Vec<String>,
+    placement: &mut Vec<String>,
+    placement_explain: &mut Option<String>,
+) -> Result<Vec<usize>> {
+    use crate::placement::Route;
+    let pairs: Vec<(PathBuf, PathBuf)> = eligible
+        .iter()
+        .map(|&i| (streams[i].source.path.clone(), streams[i].writer.as_ref().expect("writer open").target.path.clone()))
+        .collect();
+    let mut kept = Vec::new();
+    let (routes, explain) = crate::placement::routes(sysfs, provider, &pairs);
+    *placement_explain = explain.map(|e| {
+        format!("{e}\nThis job: the emulated device has no host bounce buffers: a stream with a leg that is not peer to peer runs on the host CPU instead (its placement line says so).\n")
+    });
+    for (&i, route) in eligible.iter().zip(routes) {
+        let name = &streams[i].source_name;
+        match route {
+            Route::P2p { what } => {
+                placement.push(format!("{name}: peer to peer: {what}"));
+                kept.push(i);
+            }
+            Route::Unchecked { why } => {
+                placement.push(format!("{name}: P2P path not checked ({why}); the kernel decides at the first transfer (a refusal retires the device and the CPU finishes, said so)"));
+                kept.push(i);
+            }
+            Route::Refused { why } if no_fallback => {
+                return Err(JobError::Device { detail: format!("{name}: cannot offload: {why} (--no-fallback)") });
+            }
+            Route::Refused { why } => {
+                placement.push(format!("{name}: host CPU: {why}"));
+                fallbacks.push(format!("{name}: compressed on the host CPU, not on a device: {why}"));
+            }
+        }
+    }
+    Ok(kept)
 }
 
 /// The CPU pass over every stream not finished yet (all of them, or those

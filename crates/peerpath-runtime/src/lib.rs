@@ -9,6 +9,7 @@ pub mod error;
 pub mod iobench;
 pub mod job;
 pub mod offload;
+mod placement;
 pub mod report;
 mod workers;
 mod writer;

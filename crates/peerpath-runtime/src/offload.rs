@@ -810,7 +810,7 @@ pub(crate) fn run_emulated(
                 so.command_timeout = spec.command_timeout;
                 EmulatedCsp::spawn(&so).map_err(|e| e.to_string())
             }
-            crate::compress::DeviceMemoryFrom::P2p { device_dir } => match map_p2p_memory(device_dir, spec.memory_bytes) {
+            from @ crate::compress::DeviceMemoryFrom::P2p { .. } => match map_p2p_memory(&from.p2p_device_dir().expect("P2P"), spec.memory_bytes) {
                 Ok((region, text)) => {
                     memory_at = text;
                     let mut so = SpawnOptions::new(serve);

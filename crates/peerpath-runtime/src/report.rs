@@ -84,6 +84,12 @@ pub struct JobReport {
     pub fallbacks: Vec<String>,
     /// The compute devices of the job (offload path).
     pub devices: Vec<crate::offload::DeviceReport>,
+    /// With P2P device memory: how each stream's legs reach it (the
+    /// topology planner's verdicts), one line per stream.
+    pub placement: Vec<String>,
+    /// The planner's explanation of every placement decision (`compress --explain` prints it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement_explain: Option<String>,
     /// Seconds spent checking every output member before it was put in
     /// place (`--verify`), included in `wall_s`.
     pub verified_s: Option<f64>,
@@ -163,6 +169,8 @@ impl JobReport {
             fallbacks: j.fallbacks,
             devices: Vec::new(),
             verified_s: None,
+            placement: Vec::new(),
+            placement_explain: None,
         };
         let uncompressed = if j.operation == "compress" { bytes_in } else { bytes_out };
         r.finish_figures(uncompressed);
@@ -299,6 +307,9 @@ impl JobReport {
             human_bytes(m.read_pool_bytes as u64),
             human_bytes(m.peak_owned_buffer_bytes as u64)
         );
+        for p in &self.placement {
+            let _ = writeln!(s, "  placement     {p}");
+        }
         if self.fallbacks.is_empty() {
             let _ = writeln!(s, "  fallbacks     none");
         } else {
