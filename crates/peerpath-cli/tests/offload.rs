@@ -160,6 +160,12 @@ fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
     for needle in ["48 MiB of p2p memory of 0000:03:00.0", "capped at the 50331648 bytes available", "NOT on sysfs", "shared with the device by fork"] {
         assert!(kind.contains(needle), "device kind lacks {needle:?}: {kind}");
     }
+    // The files are on this machine's disk, which the fake sysfs does not
+    // list: the placement says it could not check the path (the VM tests
+    // check a real one), one line per source.
+    let placement = r["placement"].as_array().unwrap();
+    assert_eq!(placement.len(), names.len(), "{placement:?}");
+    assert!(placement.iter().all(|p| p.as_str().unwrap().contains("P2P path not checked")), "{placement:?}");
     // No such provider: said, and with --no-fallback an error that keeps nothing.
     let missing = emulated(&["--device-memory-from", "p2p:0000:09:00.0", "--sysfs", &sysfs, "--no-fallback"]);
     let out = dir.path().join("dev-missing");
