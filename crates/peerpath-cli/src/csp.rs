@@ -53,6 +53,9 @@ struct ServeArgs {
     /// Exit when this process exits (set by the runtime when it starts the device).
     #[arg(long, hide = true)]
     parent_pid: Option<u32>,
+    /// Testing aid (a misbehaving device): post the Nth completion of a queue pair twice.
+    #[arg(long, hide = true)]
+    duplicate_completion_after: Option<u64>,
 }
 
 #[derive(Args)]
@@ -106,6 +109,7 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
         o.dir = d;
     }
     o.parent_pid = s.parent_pid;
+    o.duplicate_completion_after = s.duplicate_completion_after;
     serve(&o, |paths, id| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(

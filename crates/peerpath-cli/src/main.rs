@@ -204,7 +204,7 @@ struct CompressArgs {
     /// A device with commands in flight and none completing for this long (seconds) is declared hung.
     #[arg(long, default_value_t = 10.0, help_heading = "Devices")]
     device_timeout: f64,
-    /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40,hang-after=9".
+    /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40,hang-after=9,duplicate-after=5".
     #[arg(long, value_parser = parse_faults, help_heading = "Devices")]
     inject_faults: Option<peerpath_device::FaultConfig>,
     #[command(flatten)]
@@ -258,7 +258,8 @@ fn parse_faults(spec: &str) -> Result<peerpath_device::FaultConfig, String> {
             }
             "crash-after" => f.crash_after_submissions = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
             "hang-after" => f.hang_after_submissions = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
-            _ => return Err(format!("unknown fault {k:?} (seed, error, corrupt, latency, crash-after, hang-after)")),
+            "duplicate-after" => f.duplicate_completion_after = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
+            _ => return Err(format!("unknown fault {k:?} (seed, error, corrupt, latency, crash-after, hang-after, duplicate-after)")),
         }
     }
     Ok(f)

@@ -238,6 +238,11 @@ fn a_device_answering_errors_is_retired_and_the_cpu_finishes() {
 }
 
 #[test]
+fn a_device_posting_a_duplicate_completion_is_caught_and_the_cpu_finishes() {
+    survives("seed=4,duplicate-after=6", &[], "not in flight");
+}
+
+#[test]
 fn a_device_that_stops_answering_times_out_and_the_cpu_finishes() {
     survives("seed=2,hang-after=10", &["--device-timeout", "0.5"], "timed out");
 }

@@ -36,12 +36,25 @@ pub struct FaultConfig {
     /// Freeze the device (it stops answering, alive) right after this many
     /// accepted submissions. For the emulated CSP: SIGSTOP.
     pub hang_after_submissions: Option<u64>,
+    /// The device itself posts its Nth completion twice (a duplicate, which
+    /// the host must catch as malformed). Not done by this wrapper: the
+    /// emulated CSP does it (`ServeOptions::duplicate_completion_after`),
+    /// set by whoever starts the device from this config.
+    pub duplicate_completion_after: Option<u64>,
 }
 
 impl FaultConfig {
     /// No faults yet; add them with the fields.
     pub fn seeded(seed: u64) -> FaultConfig {
-        FaultConfig { seed, error_probability: 0.0, corrupt_probability: 0.0, latency: None, crash_after_submissions: None, hang_after_submissions: None }
+        FaultConfig {
+            seed,
+            error_probability: 0.0,
+            corrupt_probability: 0.0,
+            latency: None,
+            crash_after_submissions: None,
+            hang_after_submissions: None,
+            duplicate_completion_after: None,
+        }
     }
 }
 

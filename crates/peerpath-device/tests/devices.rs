@@ -442,3 +442,19 @@ fn random_entries_never_crash_the_device_and_each_gets_an_answer() {
     let c = run_one(&mut emu, Request::crc32(1, &[DeviceRange::new(0, 100)]));
     assert_eq!(c.status, Status::Success, "still working after: {statuses:?}");
 }
+
+#[test]
+fn a_duplicate_completion_is_caught_as_malformed_and_the_device_retired() {
+    let mut o = spawn_options("duplicate", 8);
+    // Completions of the queue pair: identify (at connect), crc 1, then crc 2 twice.
+    o.serve.duplicate_completion_after = Some(3);
+    let mut emu = peerpath_device::EmulatedCsp::spawn(&o).expect("the emulated CSP starts");
+    write(&emu, 0, b"hello");
+    let crc = |tag| Request::crc32(tag, &[DeviceRange::new(0, 5)]);
+    assert_eq!(run_one(&mut emu, crc(1)).status, Status::Success);
+    let e = run_to_completion(&mut emu, [crc(2), crc(3)], TIMEOUT).expect_err("the duplicate is caught");
+    assert_eq!(e.kind, peerpath_device::FailureKind::MalformedCompletion, "{e}");
+    assert!(e.detail.contains("not in flight"), "{e}");
+    // Retired: it takes nothing more.
+    assert!(matches!(emu.submit(crc(4)), Submit::Refused(..)));
+}

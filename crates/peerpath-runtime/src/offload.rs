@@ -788,6 +788,7 @@ pub(crate) fn run_emulated(
         let mut serve = ServeOptions::new(&name);
         serve.memory_bytes = spec.memory_bytes;
         serve.workers = spec.workers.max(1);
+        serve.duplicate_completion_after = spec.faults.as_ref().and_then(|f| f.duplicate_completion_after);
         // /dev/shm is often small (containers: 64 MiB); the device's memory
         // is backed at start, so put it where it fits. Where it went is part
         // of what the device is (its report says so), not a fallback: the

@@ -97,7 +97,10 @@ pub struct EmulatedCsp {
     cq_head: u32,
     phase: bool,
     slots: Vec<Option<Slot>>,
-    free: Vec<u16>,
+    /// Free command ids, reused oldest first: a late duplicate completion
+    /// then finds its id free (caught as malformed) rather than taken by a
+    /// new command.
+    free: VecDeque<u16>,
     in_flight: usize,
     admin_done: Option<(u16, Status, u64)>,
     pending: VecDeque<Completion>,
@@ -254,7 +257,7 @@ impl EmulatedCsp {
             phase: true,
             slots: (0..depth).map(|_| None).collect(),
             // One slot short of the depth: the SQ and the CQ can never fill.
-            free: (0..depth as u16 - 1).rev().collect(),
+            free: (0..depth as u16 - 1).collect(),
             in_flight: 0,
             admin_done: None,
             pending: VecDeque::new(),
@@ -347,7 +350,7 @@ impl EmulatedCsp {
         if let Some(f) = &self.failed {
             return Submit::Refused(placeholder, f.clone());
         }
-        let Some(cid) = self.free.pop() else {
+        let Some(cid) = self.free.pop_front() else {
             return Submit::Busy(placeholder);
         };
         set_sqe_cid(&mut entry, cid);
@@ -435,7 +438,7 @@ impl EmulatedCsp {
                     format!("completion for command id {}, which is not in flight (a duplicate or corrupt completion)", f.cid),
                 ));
             };
-            self.free.push(f.cid);
+            self.free.push_back(f.cid);
             self.in_flight -= 1;
             match slot {
                 Slot::Admin => self.admin_done = Some((f.cid, status, f.output_bytes)),
@@ -544,7 +547,7 @@ impl EmulatedCsp {
             return Err(f.clone());
         }
         let cid = loop {
-            if let Some(cid) = self.free.pop() {
+            if let Some(cid) = self.free.pop_front() {
                 break cid;
             }
             self.reap_into_pending()?;
@@ -604,7 +607,7 @@ impl Device for EmulatedCsp {
             self.pending.push_back(Completion { request, status: Status::InvalidField, output_bytes: 0, input_crc32: 0, device_time_us: 0 });
             return Submit::Queued;
         }
-        let Some(cid) = self.free.pop() else {
+        let Some(cid) = self.free.pop_front() else {
             return Submit::Busy(request);
         };
         let entry = encode_sqe(cid, &request);

@@ -56,6 +56,10 @@ pub struct ServeOptions {
     pub workers: u32,
     /// Exit when this process exits (set by `spawn`).
     pub parent_pid: Option<u32>,
+    /// Testing aid, a misbehaving device: after posting this many
+    /// completions on a queue pair, post the last one a second time (a
+    /// duplicate completion, which the host must catch).
+    pub duplicate_completion_after: Option<u64>,
 }
 
 /// /dev/shm where it exists, else the temporary directory.
@@ -80,6 +84,7 @@ impl ServeOptions {
             queue_depth: 128,
             workers: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
             parent_pid: None,
+            duplicate_completion_after: None,
         }
     }
 
@@ -102,11 +107,15 @@ impl ServeOptions {
         if let Some(p) = self.parent_pid {
             a.extend(["--parent-pid".into(), p.to_string()]);
         }
+        if let Some(n) = self.duplicate_completion_after {
+            a.extend(["--duplicate-completion-after".into(), n.to_string()]);
+        }
         a
     }
 
     /// Reads `--name N [--dir D] [--memory BYTES] [--queues N]
-    /// [--queue-depth N] [--workers N] [--parent-pid PID]` (plain numbers;
+    /// [--queue-depth N] [--workers N] [--parent-pid PID]
+    /// [--duplicate-completion-after N]` (plain numbers;
     /// the `peerpath` CLI takes sizes with units).
     pub fn parse_args(args: &[String]) -> Result<ServeOptions, String> {
         let mut o = ServeOptions::new("");
@@ -122,6 +131,7 @@ impl ServeOptions {
                 "--queue-depth" => o.queue_depth = num(value)? as u32,
                 "--workers" => o.workers = num(value)? as u32,
                 "--parent-pid" => o.parent_pid = Some(num(value)? as u32),
+                "--duplicate-completion-after" => o.duplicate_completion_after = Some(num(value)?),
                 other => return Err(format!("unknown option {other}")),
             }
         }
@@ -173,6 +183,7 @@ struct Core {
     ranges: Mutex<RangeTable>,
     next_claim: AtomicU64,
     identify: Identify,
+    duplicate_completion_after: Option<u64>,
 }
 
 /// Where the device writes its next completion.
@@ -191,6 +202,9 @@ struct Session {
     in_flight: AtomicUsize,
     cq: Mutex<CqWriter>,
     sq_head: AtomicU32,
+    /// Completions posted, and after how many to post one twice (testing).
+    posted: AtomicU64,
+    duplicate_after: Option<u64>,
 }
 
 struct Connection {
@@ -275,6 +289,7 @@ pub(crate) fn serve_with_memory(
         ranges: Mutex::new(RangeTable::default()),
         next_claim: AtomicU64::new(0),
         identify: identify.clone(),
+        duplicate_completion_after: options.duplicate_completion_after,
     });
     let (job_tx, job_rx) = crossbeam_channel::bounded::<Job>((options.queues * options.queue_depth) as usize);
     let mut workers = Vec::new();
@@ -443,6 +458,8 @@ fn claim(m: &MainLoop, sock: UnixStream, in_use: &mut [bool]) -> Option<Connecti
         in_flight: AtomicUsize::new(0),
         cq: Mutex::new(CqWriter { tail: 0, phase: true }),
         sq_head: AtomicU32::new(0),
+        posted: AtomicU64::new(0),
+        duplicate_after: m.core.duplicate_completion_after,
     });
     let (s, core, jobs) = (session.clone(), m.core.clone(), m.jobs.clone());
     let dispatcher = std::thread::Builder::new().name(format!("queue-{index}")).spawn(move || dispatch(&s, &core, &jobs)).ok()?;
@@ -584,6 +601,14 @@ fn worker(core: &Core, jobs: &Receiver<Job>) {
 /// none), writes the entry with the current phase, and wakes the host if
 /// it asked to be woken.
 fn post(s: &Session, cid: u16, o: &Outcome) {
+    post_once(s, cid, o);
+    let posted = s.posted.fetch_add(1, Ordering::Relaxed) + 1;
+    if s.duplicate_after == Some(posted) {
+        post_once(s, cid, o); // the testing fault: the same completion again
+    }
+}
+
+fn post_once(s: &Session, cid: u16, o: &Outcome) {
     let qp = &s.qp;
     let depth = qp.depth();
     let mut cq = s.cq.lock().expect("completion queue lock");
