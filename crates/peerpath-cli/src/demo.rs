@@ -56,7 +56,7 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
     // owns device memory; the sample goes SSD -> device memory -> device
     // -> SSD by O_DIRECT, and must come out as the very same bytes.
     let offloaded = dir.join("protein.fasta.offload.gz");
-    let eopts = CompressOptions { compute: peerpath_runtime::Compute::Emulated(peerpath_runtime::EmulatedSpec::new()), ..copts.clone() };
+    let eopts = CompressOptions { compute: peerpath_runtime::Compute::Emulated(Box::new(peerpath_runtime::EmulatedSpec::new())), ..copts.clone() };
     let r = peerpath_runtime::compress(&[(source.clone(), offloaded.clone())], &eopts)?;
     say("compress (emulated CSP device, the offload path)", &r);
     let (a, b) = (std::fs::read(&packed).map_err(|e| io_err(&packed, e))?, std::fs::read(&offloaded).map_err(|e| io_err(&offloaded, e))?);

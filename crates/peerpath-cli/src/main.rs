@@ -406,7 +406,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
         if let MemoryFrom::P2p(bdf) = &a.device_memory_from {
             spec.memory_from = peerpath_runtime::DeviceMemoryFrom::P2p { sysfs: a.sysfs.clone(), bdf: bdf.clone() };
         }
-        peerpath_runtime::Compute::Emulated(spec)
+        peerpath_runtime::Compute::Emulated(Box::new(spec))
     };
     if matches!(a.device_memory_from, MemoryFrom::P2p(_)) && a.engine != EngineArg::Emulated {
         return Err(JobError::Usage("--device-memory-from p2p:BDF is the memory of emulated devices: use it with --engine emulated".into()));

@@ -95,7 +95,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         spec.devices = d;
         // The same number of workers in all as the CPU row has threads.
         spec.workers = (cores / d).max(1) as u32;
-        configs.push((format!("{d} emulated CSP"), Compute::Emulated(spec), (cores / d).max(1) * d));
+        configs.push((format!("{d} emulated CSP"), Compute::Emulated(Box::new(spec)), (cores / d).max(1) * d));
     }
     let mut rows = Vec::new();
     let mut reference: Option<Vec<Vec<u8>>> = None;

@@ -45,7 +45,7 @@ pub enum Compute {
     Cpu,
     /// Emulated CSP processes started for the job, each serving its own
     /// group of sources and targets.
-    Emulated(EmulatedSpec),
+    Emulated(Box<EmulatedSpec>),
 }
 
 /// How to start the emulated devices of a job.
