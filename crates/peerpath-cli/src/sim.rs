@@ -75,6 +75,10 @@ struct RunArgs {
     csps: Option<usize>,
     #[arg(long)]
     ssds: Option<usize>,
+    /// Chunks each flow keeps in flight (for the chunk latency: mean by Little's law, percentiles
+    /// under an exponential-service assumption, both labelled).
+    #[arg(long, default_value_t = 8)]
+    queue_depth: u32,
     /// Seed for the flow-size jitter (the steady state does not depend on it).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -107,6 +111,10 @@ fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), SimError> {
     job.ratio = a.ratio;
     job.csps = a.csps;
     job.ssds = a.ssds;
+    if a.queue_depth == 0 {
+        return Err(SimError::Job("--queue-depth must be at least 1".into()));
+    }
+    job.queue_depth = a.queue_depth;
     Ok((topo, cat, job))
 }
 

@@ -55,3 +55,26 @@ fn refusals_have_their_exit_codes() {
     let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--vary", "volts=1..2"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn chunk_latency_is_littles_law_on_the_slowest_flow_with_labelled_percentiles() {
+    let f = fixture("epyc-case-study");
+    let run = |qd: &str| -> serde_json::Value {
+        let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--queue-depth", qd, "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for qd in [1u32, 8, 32] {
+        let v = run(&qd.to_string());
+        let l = &v["chunk_latency"];
+        let slowest = v["flows"].as_array().unwrap().iter().map(|f| f["bytes_per_s"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
+        let mean = l["mean_us"].as_f64().unwrap();
+        let want = qd as f64 * l["chunk_bytes"].as_f64().unwrap() / slowest * 1e6;
+        assert!((mean - want).abs() / want < 1e-9, "qd {qd}: {mean} vs {want}");
+        let (p50, p99, p999) = (l["p50_us"].as_f64().unwrap(), l["p99_us"].as_f64().unwrap(), l["p999_us"].as_f64().unwrap());
+        assert!(p50 < mean && mean < p99 && p99 < p999, "qd {qd}: {l}");
+        assert!(l["assumption"].as_str().unwrap().contains("exponential"), "{l}");
+    }
+    let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--queue-depth", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}

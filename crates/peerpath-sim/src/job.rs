@@ -62,6 +62,9 @@ pub struct Job {
     pub bytes_per_source: f64,
     /// Bytes per NVMe command (for the NVMe queue entries in host memory).
     pub chunk_bytes: f64,
+    /// Chunks each flow keeps in flight (peerpath's default queue depth is 8): with the flow's
+    /// rate, how long a chunk takes through it (the report's chunk latency).
+    pub queue_depth: u32,
 }
 
 impl Job {
@@ -75,6 +78,7 @@ impl Job {
             sources_per_csp: 2,
             bytes_per_source: 64e9,
             chunk_bytes: 1048576.0,
+            queue_depth: 8,
         }
     }
 

@@ -53,6 +53,9 @@ pub struct SimReport {
     pub bottleneck: String,
     pub bottleneck_share: f64,
     pub flows: Vec<FlowRate>,
+    /// How long a chunk takes through the slowest flow (mean exact; percentiles under a stated
+    /// assumption). `None` when no flow moves.
+    pub chunk_latency: Option<crate::latency::ChunkLatency>,
     pub plan: Vec<String>,
     pub notes: Vec<String>,
     pub unknowns: Vec<String>,
@@ -134,6 +137,13 @@ pub(crate) fn build(
         bottleneck,
         bottleneck_share: share,
         flows: plan.flows.iter().zip(&steady.rates).map(|(f, r)| FlowRate { flow: f.name.clone(), bytes_per_s: *r }).collect(),
+        chunk_latency: plan
+            .flows
+            .iter()
+            .zip(&steady.rates)
+            .filter(|(_, r)| **r > 0.0)
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .and_then(|(f, r)| crate::latency::chunk_latency(&f.name, *r, job.chunk_bytes, job.queue_depth)),
         plan: plan.groups.clone(),
         notes: plan.notes.clone(),
         unknowns: m.unknowns.clone(),
@@ -184,6 +194,20 @@ impl SimReport {
             let _ = writeln!(s, "  {p}: {}", gbps(*v));
         }
         let _ = writeln!(s, "bottleneck: {}", self.bottleneck);
+        if let Some(l) = &self.chunk_latency {
+            let _ = writeln!(
+                s,
+                "chunk latency: {} chunks of {:.0} KiB in flight, slowest flow {}: mean {:.0} us; p50 {:.0} / p99 {:.0} / p99.9 {:.0} us [simulated; {}]",
+                l.queue_depth,
+                l.chunk_bytes / 1024.0,
+                l.flow,
+                l.mean_us,
+                l.p50_us,
+                l.p99_us,
+                l.p999_us,
+                l.assumption
+            );
+        }
         let _ = writeln!(s, "utilisation (busiest first):");
         for u in self.utilisation.iter().take(12) {
             let (used, cap) = if u.unit == "cores" {
