@@ -58,7 +58,7 @@ struct RunArgs {
     /// Read this sysfs root instead (a real /sys or a fixture tree).
     #[arg(long, conflicts_with = "file")]
     sysfs: Option<PathBuf>,
-    /// The job: compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP].
+    /// The job: compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP], send.
     #[arg(long, default_value = "compress-p2p")]
     job: String,
     /// Vary one parameter: csp=1..12, ssd=3..18, gen=3..5, mps=128,256,512.

@@ -179,6 +179,29 @@ pub struct Data {
     pub compress_ratio_zlib_1: Figure,
 }
 
+/// A network adapter: what its ports can carry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NicSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub pci_ids: Vec<String>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// All ports together, one direction, in bits per second on the wire.
+    pub line_rate_bits_per_s: Figure,
+    /// Payload bytes per wire byte (headers, framing, gaps).
+    pub payload_efficiency: Figure,
+}
+
+impl NicSpec {
+    /// Payload bytes per second one direction, when both figures are known.
+    pub fn payload_bytes_per_s(&self) -> Option<f64> {
+        Some(self.line_rate_bits_per_s.value? / 8.0 * self.payload_efficiency.value?)
+    }
+}
+
 /// The whole catalog.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Catalog {
@@ -192,6 +215,8 @@ pub struct Catalog {
     pub csps: Vec<CspSpec>,
     #[serde(rename = "switch", default)]
     pub switches: Vec<SwitchSpec>,
+    #[serde(rename = "nic", default)]
+    pub nics: Vec<NicSpec>,
     pub nvme: Nvme,
     pub data: Data,
 }
@@ -263,6 +288,10 @@ impl Catalog {
             }
             v.push((format!("ssd {}.read_4k_latency_us", s.name), &s.read_4k_latency_us));
             v.push((format!("ssd {}.write_4k_latency_us", s.name), &s.write_4k_latency_us));
+        }
+        for n in &self.nics {
+            v.push((format!("nic {}.line_rate_bits_per_s", n.name), &n.line_rate_bits_per_s));
+            v.push((format!("nic {}.payload_efficiency", n.name), &n.payload_efficiency));
         }
         for c in &self.csps {
             for (k, f) in &c.functions {
@@ -365,6 +394,10 @@ impl Catalog {
             .iter()
             .find(|s| model_matches(&s.models, model))
             .or_else(|| self.csps.iter().find(|s| id_matches(&s.pci_ids, vendor, device)))
+    }
+
+    pub fn nic_for(&self, vendor: u16, device: u16) -> Option<&NicSpec> {
+        self.nics.iter().find(|s| id_matches(&s.pci_ids, vendor, device))
     }
 
     pub fn switch_for(&self, vendor: u16, device: u16) -> Option<&SwitchSpec> {

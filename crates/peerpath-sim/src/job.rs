@@ -43,6 +43,9 @@ pub enum JobKind {
     Read { into: Memory },
     /// SSDs write sequentially from memory (fio `rw=write`).
     Write { from: Memory },
+    /// SSDs read into host memory and the NICs send it (a file server): each SSD's flow goes
+    /// out through a NIC of its socket when there is one (round robin).
+    Send,
 }
 
 /// A job: the kind and its knobs.
@@ -82,7 +85,7 @@ impl Job {
         }
     }
 
-    /// Parses `compress-p2p`, `compress-cpu`, `read`, `read-cmb[:CSP]`, `write`, `write-cmb[:CSP]`.
+    /// Parses `compress-p2p`, `compress-cpu`, `read`, `read-cmb[:CSP]`, `write`, `write-cmb[:CSP]`, `send`.
     pub fn parse(s: &str) -> Result<Job, SimError> {
         let (head, arg) = match s.split_once(':') {
             Some((h, a)) => (h, Some(a.to_string())),
@@ -95,9 +98,10 @@ impl Job {
             "write" => JobKind::Write { from: Memory::Host },
             "read-cmb" => JobKind::Read { into: Memory::Cmb(arg) },
             "write-cmb" => JobKind::Write { from: Memory::Cmb(arg) },
+            "send" => JobKind::Send,
             other => {
                 return Err(SimError::Job(format!(
-                    "unknown job '{other}' (compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP])"
+                    "unknown job '{other}' (compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP], send)"
                 )))
             }
         };
@@ -112,6 +116,7 @@ impl Job {
             JobKind::Read { into: Memory::Cmb(c) } => format!("sequential reads from SSDs into the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
             JobKind::Write { from: Memory::Host } => "sequential writes to SSDs from host memory".into(),
             JobKind::Write { from: Memory::Cmb(c) } => format!("sequential writes to SSDs from the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
+            JobKind::Send => "SSDs read into host memory, NICs send it (SSD -> host memory -> NIC)".into(),
         }
     }
 }
@@ -374,6 +379,30 @@ impl Job {
                     flows.push(b.flow(format!("{from} -> {}", m.nodes[s].name), self.bytes_per_source));
                 }
                 groups.push(format!("{} SSD(s) writing", flows.len()));
+            }
+            JobKind::Send => {
+                let nics = m.nics();
+                if nics.is_empty() {
+                    return Err(SimError::Job("send needs a NIC; the machine has none".into()));
+                }
+                let mut next = vec![0usize; m.sockets as usize + 1];
+                for &s in &ssds {
+                    let socket = m.nodes[s].socket;
+                    let local: Vec<usize> = nics.iter().copied().filter(|&n| m.nodes[n].socket == socket).collect();
+                    let pool = if local.is_empty() { &nics } else { &local };
+                    let slot = (socket as usize).min(next.len() - 1);
+                    let n = pool[next[slot] % pool.len()];
+                    next[slot] += 1;
+                    let mut b = Builder::new(m);
+                    b.load(ResKey::FlashRead(s), 1.0);
+                    b.transfer(&m.route_to_memory(s, socket), tlp.posted_write(), 1.0);
+                    b.host_memory(socket, "DMA from SSDs", 1.0);
+                    b.transfer(&m.route(m.root_of(n), n), tlp.dma_read(), 1.0);
+                    b.host_memory(m.nodes[n].socket, "DMA to NICs", 1.0);
+                    b.load(ResKey::NicSend(n), 1.0);
+                    flows.push(b.flow(format!("{} -> host memory -> {}", m.nodes[s].name, m.nodes[n].name), self.bytes_per_source));
+                }
+                groups.push(format!("{} SSD(s) sending through {} NIC(s)", flows.len(), nics.len()));
             }
         }
         if flows.is_empty() {

@@ -18,7 +18,7 @@ use std::fmt;
 use peerpath_topo::{Bdf, DeviceKind, Link, PortRole, Topology};
 use serde::Serialize;
 
-use crate::catalog::{Catalog, CspSpec, Platform, SsdSpec};
+use crate::catalog::{Catalog, CspSpec, NicSpec, Platform, SsdSpec};
 use crate::pcie::TlpModel;
 use crate::SimError;
 
@@ -29,7 +29,8 @@ pub enum NodeKind {
     Port { role: PortRole, switch_crossing_ns: Option<f64>, switch_model: Option<String> },
     Ssd(Box<SsdSpec>),
     Csp(Box<CspSpec>),
-    /// An SSD or CSP with no catalog entry, or any other function.
+    Nic(Box<NicSpec>),
+    /// An SSD, CSP or NIC with no catalog entry, or any other function.
     Unknown { kind: DeviceKind },
 }
 
@@ -73,6 +74,8 @@ pub enum ResKey {
     FlashWrite(usize),
     Engine(usize),
     CmbMemory(usize),
+    /// Payload a NIC sends (all ports, one direction).
+    NicSend(usize),
 }
 
 /// What a resource is, in words, and its capacity (bytes/s, or cores for CPU).
@@ -187,6 +190,13 @@ impl Machine {
                         NodeKind::Unknown { kind: d.kind }
                     }
                 },
+                DeviceKind::Nic => match catalog.nic_for(d.vendor, d.device) {
+                    Some(s) => NodeKind::Nic(Box::new(s.clone())),
+                    None => {
+                        unknowns.push(format!("{name}: NIC {:04x}:{:04x} not in the catalog (unlimited)", d.vendor, d.device));
+                        NodeKind::Unknown { kind: d.kind }
+                    }
+                },
                 _ if d.role.is_bridge() => {
                     let sw = if d.role == PortRole::SwitchUpstream { catalog.switch_for(d.vendor, d.device) } else { None };
                     NodeKind::Port {
@@ -249,6 +259,13 @@ impl Machine {
 
     pub fn csps(&self) -> Vec<usize> {
         (0..self.nodes.len()).filter(|&i| self.nodes[i].is_csp()).collect()
+    }
+
+    /// NICs, known to the catalog or not (an unknown one is unlimited).
+    pub fn nics(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| matches!(self.nodes[i].kind, NodeKind::Nic(_) | NodeKind::Unknown { kind: DeviceKind::Nic }))
+            .collect()
     }
 
     fn chain(&self, mut i: usize) -> Vec<usize> {
@@ -355,6 +372,10 @@ impl Machine {
             ResKey::Engine(_) => None,
             ResKey::CmbMemory(n) => match &self.nodes[n].kind {
                 NodeKind::Csp(c) => mk(format!("CMB memory of {}", self.nodes[n].name), c.cmb_bandwidth()?.0, "B/s"),
+                _ => None,
+            },
+            ResKey::NicSend(n) => match &self.nodes[n].kind {
+                NodeKind::Nic(c) => mk(format!("network ports of {} (payload)", self.nodes[n].name), c.payload_bytes_per_s()?, "B/s"),
                 _ => None,
             },
         }

@@ -236,3 +236,70 @@ fn a_link_generation_sweep_moves_the_bottleneck_once() {
     assert_eq!(moves, vec![5], "{}", sw.render());
     assert!(sw.points[4].bottleneck.starts_with("flash reads"));
 }
+
+/// The seed 003 server with a ConnectX-5 (2 x 25 GbE in the catalog) on its own x8 Gen3 root port.
+fn epyc_with_nic() -> Machine {
+    let extra = r#"
+[[device]]
+bdf = "0000:00:08.1"
+role = "root_port"
+kind = "bridge"
+vendor = "0x1022"
+device = "0x1484"
+class = "0x060400"
+numa_node = 0
+local_cpus = "0-31"
+
+[device.link]
+current_speed = "8.0 GT/s"
+max_speed = "8.0 GT/s"
+current_width = 8
+max_width = 8
+
+[[device]]
+bdf = "0000:0b:00.0"
+upstream = "0000:00:08.1"
+role = "endpoint"
+kind = "nic"
+vendor = "0x15b3"
+device = "0x1017"
+class = "0x020000"
+label = "nic0"
+numa_node = 0
+local_cpus = "0-31"
+
+[device.link]
+current_speed = "8.0 GT/s"
+max_speed = "8.0 GT/s"
+current_width = 8
+max_width = 8
+"#;
+    let text = format!("{EPYC_CASE_STUDY}\n{extra}");
+    Machine::new(Topology::from_toml_str(&text).unwrap(), &Catalog::default_catalog(), Some("amd-epyc-7501-2s")).unwrap()
+}
+
+#[test]
+fn a_nic_saturates_at_its_line_rate_times_payload_efficiency() {
+    let m = epyc_with_nic();
+    let nic = m.nics()[0];
+    let mut job = Job::parse("send").unwrap();
+    job.ssds = Some(3); // several GB/s of flash each: more than two 25 GbE ports carry
+    let plan = job.plan(&m).unwrap();
+    let alloc = allocate(&plan, &vec![true; plan.flows.len()]).unwrap();
+    let total: f64 = alloc.rates.iter().sum();
+    let line = 50e9 / 8.0 * 0.9415;
+    assert!((total - line).abs() / line < 1e-9, "{total} vs {line}");
+    assert!(alloc.saturated.contains(&ResKey::NicSend(nic)), "{:?}", alloc.saturated);
+    // Every byte sent crossed host memory twice (DMA in from the SSD, DMA out to the NIC).
+    let memory: f64 = plan.flows.iter().zip(&alloc.rates).map(|(f, x)| f.memory.iter().map(|(_, a)| a * x).sum::<f64>()).sum();
+    assert!((memory - 2.0 * total).abs() / total < 1e-9, "{memory} vs 2 x {total}");
+    // A slower NIC link than its ports (x1 Gen3, ~0.9 GB/s): the link is the limit, not the ports.
+    let mut slow = epyc_with_nic();
+    slow.nodes[nic].link.as_mut().unwrap().current_width = Some(1);
+    let plan = job.plan(&slow).unwrap();
+    let alloc = allocate(&plan, &vec![true; plan.flows.len()]).unwrap();
+    let total: f64 = alloc.rates.iter().sum();
+    assert!(total < 1e9 && !alloc.saturated.contains(&ResKey::NicSend(nic)), "{total}: {:?}", alloc.saturated);
+    // No NIC: said.
+    assert!(Job::parse("send").unwrap().plan(&epyc()).unwrap_err().to_string().contains("needs a NIC"));
+}
