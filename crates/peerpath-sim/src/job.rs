@@ -188,11 +188,6 @@ impl<'m> Builder<'m> {
     }
 }
 
-fn supported(m: &Machine, provider: usize, client: usize) -> Result<bool, SimError> {
-    let (Some(p), Some(c)) = (m.topo_name(provider), m.topo_name(client)) else { return Ok(false) };
-    Ok(m.topology.verdict(&p, &c)?.is_supported())
-}
-
 impl Job {
     fn ratio_value(&self, m: &Machine) -> f64 {
         self.ratio.or(m.catalog.data.compress_ratio_zlib_1.value).unwrap_or(1.0).max(1e-6)
@@ -233,46 +228,67 @@ impl Job {
                         calibrations.push(format!("host CPU per GB orchestrated: {} ({})", f.value.unwrap_or(0.0), f.source));
                     }
                 }
-                // How many groups use each SSD: a free SSD is preferred, then the least used
-                // one (when CSPs outnumber SSDs / 3, sources and targets are shared).
+                // Sources and targets as a job would name them: for each CSP (in address
+                // order) its sources and its target, the least used SSDs first, preferring the
+                // CSP's socket (when CSPs outnumber SSDs / 3 an SSD serves several streams, as
+                // several files on one SSD would). Then the same planner as real runs
+                // (`peerpath_topo::plan`) gives each stream its CSP: nearest by P2P distance,
+                // same NUMA node, never P2P where the kernel would refuse.
                 let mut uses = vec![0usize; m.nodes.len()];
+                let (mut sources, mut targets, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
                 for &c in &csps {
-                    let take = |want: usize, uses: &mut Vec<usize>, taken: &[usize]| -> Result<Vec<usize>, SimError> {
+                    let mut take = |want: usize, taken: &[usize]| -> Vec<usize> {
                         let mut cands: Vec<usize> = ssds.iter().copied().filter(|s| !taken.contains(s)).collect();
                         cands.sort_by_key(|&s| (uses[s], m.nodes[s].socket != m.nodes[c].socket, s));
-                        let mut got = Vec::new();
-                        for s in cands {
-                            if got.len() == want {
-                                break;
-                            }
-                            // Only pairs the kernel (and peerpath's policy) allow.
-                            if supported(m, c, s)? {
-                                uses[s] += 1;
-                                got.push(s);
-                            }
+                        let got: Vec<usize> = cands.into_iter().take(want).collect();
+                        for &s in &got {
+                            uses[s] += 1;
                         }
-                        Ok(got)
+                        got
                     };
-                    let sources = take(self.sources_per_csp, &mut uses, &[])?;
-                    let target = take(1, &mut uses, &sources)?;
-                    let (Some(&d), false) = (target.first(), sources.is_empty()) else {
-                        notes.push(format!("{} idle: no SSD it can reach by P2P", m.nodes[c].name));
-                        for s in sources.into_iter().chain(target) {
-                            uses[s] -= 1;
-                        }
+                    let srcs = take(self.sources_per_csp, &[]);
+                    let tgt = take(1, &srcs);
+                    let Some(&d) = tgt.first() else { continue };
+                    targets.push(d);
+                    for s in srcs {
+                        pairs.push((sources.len(), targets.len() - 1));
+                        sources.push(s);
+                    }
+                }
+                if sources.is_empty() {
+                    return Err(SimError::Job("compress-p2p needs at least two SSDs (a source and a target)".into()));
+                }
+                let name = |i: usize| m.topo_name(i).unwrap_or_else(|| m.nodes[i].name.clone());
+                let request = peerpath_topo::PlanRequest::new(sources.iter().map(|&i| name(i)), targets.iter().map(|&i| name(i)))
+                    .with_devices(peerpath_topo::DeviceSelection::Named(csps.iter().map(|&c| name(c)).collect()))
+                    .with_pairs(pairs);
+                let placed = peerpath_topo::plan(&m.topology, &request).map_err(|e| SimError::Job(format!("placement: {e}")))?;
+                for &c in &csps {
+                    let streams: Vec<&peerpath_topo::plan::Stream> = placed
+                        .streams
+                        .iter()
+                        .filter(|st| matches!(&st.executor, peerpath_topo::plan::Executor::Device { bdf, .. } if m.nodes[c].bdf == Some(*bdf)))
+                        .filter(|st| st.read.is_p2p() && st.write.is_p2p())
+                        .collect();
+                    if streams.is_empty() {
+                        notes.push(format!("{} idle: the planner gave it no stream it reaches by P2P", m.nodes[c].name));
                         continue;
-                    };
+                    }
+                    let srcs: Vec<usize> = streams.iter().map(|st| sources[st.source_index]).collect();
+                    let mut tgts: Vec<usize> = streams.iter().map(|st| targets[st.target_index]).collect();
+                    tgts.dedup();
                     groups.push(format!(
                         "{}: sources {} -> target {} ({})",
                         m.nodes[c].name,
-                        sources.iter().map(|&s| m.nodes[s].name.as_str()).collect::<Vec<_>>().join(", "),
-                        m.nodes[d].name,
-                        m.topology.verdict(&m.topo_name(c).unwrap_or_default(), &m.topo_name(d).unwrap_or_default())?.path
+                        srcs.iter().map(|&s| m.nodes[s].name.as_str()).collect::<Vec<_>>().join(", "),
+                        tgts.iter().map(|&d| m.nodes[d].name.as_str()).collect::<Vec<_>>().join(", "),
+                        m.topology.verdict(&name(c), &name(tgts[0]))?.path
                     ));
                     if m.engine_resource(c, &self.function).is_none() {
                         notes.push(format!("{}: {} engine throughput unknown (unlimited)", m.nodes[c].name, self.function));
                     }
-                    for &s in &sources {
+                    for st in streams {
+                        let (s, d) = (sources[st.source_index], targets[st.target_index]);
                         let mut b = Builder::new(m);
                         b.load(ResKey::FlashRead(s), 1.0);
                         b.transfer(&m.route(s, c), tlp.posted_write(), 1.0);
