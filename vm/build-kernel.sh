@@ -22,7 +22,7 @@ log() { echo "build-kernel: $*" >&2; }
 die() { echo "build-kernel: ERROR: $*" >&2; exit 1; }
 
 need_pkgs=(build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils
-           kmod python3 qemu-system-x86 busybox-static "$src_pkg")
+           kmod python3 qemu-system-x86 busybox-static e2fsprogs "$src_pkg")
 
 install_deps() {
     local missing=()
