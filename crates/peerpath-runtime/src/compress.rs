@@ -424,7 +424,8 @@ fn run_job(
             }
         }
         if let DeviceMemoryFrom::P2p { sysfs, bdf } = &spec.memory_from {
-            eligible = p2p_routes(streams, eligible, sysfs, bdf, opts.no_fallback, fallbacks, &mut placement, &mut placement_explain)?;
+            let routed = p2p_routes(streams, &eligible, sysfs, bdf, opts.no_fallback, fallbacks)?;
+            (eligible, placement, placement_explain) = (routed.kept, routed.placement, routed.explain);
         }
         if !eligible.is_empty() {
             let ran = crate::offload::run_emulated(streams, &eligible, spec, opts, member_bytes, chunk_bytes, ledger, fallbacks)?;
@@ -466,29 +467,35 @@ fn run_job(
     Ok(Ran { engine: engine_text, threads, memory, devices: device_reports, placement, placement_explain })
 }
 
-/// The eligible streams whose source and target the topology says reach the
-/// P2P memory of `provider` peer to peer; the others go to the CPU (said
-/// in `fallbacks`), or fail the job with `no_fallback`. `placement` gets one
-/// line per stream.
-#[allow(clippy::too_many_arguments)]
+/// What the topology says of the streams of a job with P2P device memory.
+struct P2pRoutes {
+    /// The eligible streams that stay on the device.
+    kept: Vec<usize>,
+    /// One line per stream, for the report.
+    placement: Vec<String>,
+    /// The planner's explanation of every decision.
+    explain: Option<String>,
+}
+
+/// Keeps the eligible streams whose source and target the topology says
+/// reach the P2P memory of `provider` peer to peer; the others go to the CPU
+/// (said in `fallbacks`), or fail the job with `no_fallback`.
 fn p2p_routes(
     streams: &[Stream],
-    eligible: Vec<usize>,
+    eligible: &[usize],
     sysfs: &Path,
     provider: &str,
     no_fallback: bool,
     fallbacks: &mut Vec<String>,
-    placement: &mut Vec<String>,
-    placement_explain: &mut Option<String>,
-) -> Result<Vec<usize>> {
+) -> Result<P2pRoutes> {
     use crate::placement::Route;
     let pairs: Vec<(PathBuf, PathBuf)> = eligible
         .iter()
         .map(|&i| (streams[i].source.path.clone(), streams[i].writer.as_ref().expect("writer open").target.path.clone()))
         .collect();
-    let mut kept = Vec::new();
+    let (mut kept, mut placement) = (Vec::new(), Vec::new());
     let (routes, explain) = crate::placement::routes(sysfs, provider, &pairs);
-    *placement_explain = explain.map(|e| {
+    let explain = explain.map(|e| {
         format!("{e}\nThis job: the emulated device has no host bounce buffers: a stream with a leg that is not peer to peer runs on the host CPU instead (its placement line says so).\n")
     });
     for (&i, route) in eligible.iter().zip(routes) {
@@ -511,7 +518,7 @@ fn p2p_routes(
             }
         }
     }
-    Ok(kept)
+    Ok(P2pRoutes { kept, placement, explain })
 }
 
 /// The CPU pass over every stream not finished yet (all of them, or those

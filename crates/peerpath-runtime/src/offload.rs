@@ -789,37 +789,34 @@ pub(crate) fn run_emulated(
         serve.memory_bytes = spec.memory_bytes;
         serve.workers = spec.workers.max(1);
         serve.duplicate_completion_after = spec.faults.as_ref().and_then(|f| f.duplicate_completion_after);
-        // /dev/shm is often small (containers: 64 MiB); the device's memory
-        // is backed at start, so put it where it fits. Where it went is part
-        // of what the device is (its report says so), not a fallback: the
-        // data path is the same.
-        let mut memory_at = format!("memory in {}", serve.dir.display());
-        if free_bytes(&serve.dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
-            let tmp = std::env::temp_dir();
-            memory_at = format!(
-                "memory in a file in {} ({} had less than {} MiB free)",
-                tmp.display(),
-                serve.dir.display(),
-                (spec.memory_bytes >> 20) + 16
-            );
-            serve.dir = tmp;
-        }
-        let started = match &spec.memory_from {
+        let mut so = SpawnOptions::new(serve);
+        so.program = spec.program.clone();
+        so.command_timeout = spec.command_timeout;
+        let (started, memory_at) = match &spec.memory_from {
             crate::compress::DeviceMemoryFrom::Shm => {
-                let mut so = SpawnOptions::new(serve);
-                so.program = spec.program.clone();
-                so.command_timeout = spec.command_timeout;
-                EmulatedCsp::spawn(&so).map_err(|e| e.to_string())
-            }
-            from @ crate::compress::DeviceMemoryFrom::P2p { .. } => match map_p2p_memory(&from.p2p_device_dir().expect("P2P"), spec.memory_bytes) {
-                Ok((region, text)) => {
-                    memory_at = text;
-                    let mut so = SpawnOptions::new(serve);
-                    so.command_timeout = spec.command_timeout;
-                    EmulatedCsp::fork_with_memory(&so, region).map_err(|e| e.to_string())
+                // /dev/shm is often small (containers: 64 MiB); the device's memory
+                // is backed at start, so put it where it fits. Where it went is part
+                // of what the device is (its report says so), not a fallback: the
+                // data path is the same.
+                let mut memory_at = format!("memory in {}", so.serve.dir.display());
+                if free_bytes(&so.serve.dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
+                    let tmp = std::env::temp_dir();
+                    memory_at = format!(
+                        "memory in a file in {} ({} had less than {} MiB free)",
+                        tmp.display(),
+                        so.serve.dir.display(),
+                        (spec.memory_bytes >> 20) + 16
+                    );
+                    so.serve.dir = tmp;
                 }
-                Err(e) => Err(e),
-            },
+                (EmulatedCsp::spawn(&so).map_err(|e| e.to_string()), memory_at)
+            }
+            from @ crate::compress::DeviceMemoryFrom::P2p { .. } => {
+                match map_p2p_memory(&from.p2p_device_dir().expect("P2P"), spec.memory_bytes) {
+                    Ok((region, memory_at)) => (EmulatedCsp::fork_with_memory(&so, region).map_err(|e| e.to_string()), memory_at),
+                    Err(e) => (Err(e), String::new()),
+                }
+            }
         };
         let device: Box<dyn Device> = match started {
             Ok(emu) => match &spec.faults {
