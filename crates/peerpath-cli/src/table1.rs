@@ -34,6 +34,64 @@ pub struct BenchOffloadArgs {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Skip the platform floor (fio moving the same bytes with io_uring,
+    /// O_DIRECT and fixed buffers, measured after the rows).
+    #[arg(long)]
+    no_fio: bool,
+}
+
+/// What fio's own CPU costs to read the sources and write as many bytes as
+/// the outputs, with io_uring, O_DIRECT and registered buffers: the floor
+/// the orchestration columns compare with, measured on the same files.
+#[derive(Serialize)]
+struct FioFloor {
+    command: String,
+    /// fio's CPU (user + system, all its jobs) per GB of input, median.
+    cores_per_gb_per_s: f64,
+    runs: usize,
+}
+
+/// Runs fio `runs` times over the sources (reads, 1 MiB, depth 8) and
+/// writes of `write_bytes` into `dir` (4 MiB, depth 4), the block sizes the
+/// offload path uses. `Err` says why there is no floor.
+fn fio_floor(sources: &[PathBuf], write_bytes: u64, dir: &std::path::Path, runs: usize) -> Result<FioFloor, String> {
+    let input: u64 = sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();
+    let mut args: Vec<String> = vec!["--output-format=json".into()];
+    let common = "--direct=1 --ioengine=io_uring --fixedbufs=1";
+    for (i, s) in sources.iter().enumerate() {
+        // fio reads whole blocks: the aligned part of each source.
+        let size = std::fs::metadata(s).map(|m| m.len() / (1 << 20) * (1 << 20)).unwrap_or(0);
+        if size == 0 {
+            continue;
+        }
+        args.push(format!("--name=read{i}"));
+        args.push(format!("--filename={}", s.display()));
+        args.extend(format!("--rw=read --bs=1M --iodepth=8 --size={size} {common}").split(' ').map(String::from));
+    }
+    let per_target = (write_bytes / sources.len().max(1) as u64).div_ceil(4 << 20) * (4 << 20);
+    for i in 0..sources.len() {
+        args.push(format!("--name=write{i}"));
+        args.push(format!("--filename={}", dir.join(format!("fio-{i}")).display()));
+        args.extend(format!("--rw=write --bs=4M --iodepth=4 --size={per_target} {common}").split(' ').map(String::from));
+    }
+    let mut per_gb = Vec::new();
+    for _ in 0..runs {
+        let out = std::process::Command::new("fio").args(&args).output().map_err(|e| format!("fio did not run ({e}); install it (apt install fio) or pass --no-fio"))?;
+        for i in 0..sources.len() {
+            let _ = std::fs::remove_file(dir.join(format!("fio-{i}")));
+        }
+        if !out.status.success() {
+            return Err(format!("fio failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("fio's JSON: {e}"))?;
+        let jobs = v["jobs"].as_array().ok_or("fio's JSON has no jobs")?;
+        let cpu_s: f64 = jobs
+            .iter()
+            .map(|j| (j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0)) / 100.0 * j["job_runtime"].as_f64().unwrap_or(0.0) / 1000.0)
+            .sum();
+        per_gb.push(cpu_s / (input as f64 / 1e9));
+    }
+    Ok(FioFloor { command: format!("fio {}", args.join(" ")), cores_per_gb_per_s: median(per_gb), runs })
 }
 
 /// One row of the table (medians over the runs).
@@ -53,8 +111,12 @@ struct Row {
     /// CPU of the orchestration thread alone (user + system).
     orchestration_cores_per_gb_per_s: f64,
     /// Of which user space (the rest is the kernel setting up O_DIRECT
-    /// transfers inside io_uring_enter: pinning and mapping pages).
+    /// transfers inside io_uring_enter).
     orchestration_user_cores_per_gb_per_s: f64,
+    /// Offload rows: the orchestration thread's CPU while transfers and
+    /// commands were in flight (without starting devices and registering
+    /// their memory, which a job does once).
+    orchestration_steady_cores_per_gb_per_s: Option<f64>,
     /// CPU of the emulated device processes (host cores doing the device's work).
     emulated_device_cpu_s: f64,
     host_memory_traffic_per_input_byte: f64,
@@ -98,6 +160,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         configs.push((format!("{d} emulated CSP"), Compute::Emulated(Box::new(spec)), (cores / d).max(1) * d));
     }
     let mut rows = Vec::new();
+    let mut cpu_output_bytes = 0u64;
     let mut reference: Option<Vec<Vec<u8>>> = None;
     for (ci, (name, compute, workers)) in configs.into_iter().enumerate() {
         let devices = match &compute {
@@ -126,6 +189,9 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
             };
             reports.push(peerpath_runtime::compress(&pairs, &opts)?);
             let bytes: Vec<Vec<u8>> = pairs.iter().map(|(_, t)| std::fs::read(t).unwrap_or_default()).collect();
+            if ci == 0 {
+                cpu_output_bytes = bytes.iter().map(|b| b.len() as u64).sum();
+            }
             match &reference {
                 None => reference = Some(bytes),
                 Some(want) => identical &= *want == bytes,
@@ -141,6 +207,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         };
         let orch: Vec<f64> = reports.iter().map(|r| orchestration(r, true)).collect();
         let orch_user: Vec<f64> = reports.iter().map(|r| orchestration(r, false)).collect();
+        let steady: Option<Vec<f64>> = reports.iter().map(|r| r.offload_transfers_cpu_s).collect();
         let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().filter_map(|d| d.process_cpu_s).sum()).collect();
         let per = |cpu: &[f64]| median(cpu.iter().zip(&wall).zip(&gbps).map(|((c, w), g)| c / w.max(1e-9) / g.max(1e-12)).collect());
         let last = reports.last().expect("at least one run");
@@ -156,6 +223,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
             host_process_cores_per_gb_per_s: per(&host_cpu),
             orchestration_cores_per_gb_per_s: per(&orch),
             orchestration_user_cores_per_gb_per_s: per(&orch_user),
+            orchestration_steady_cores_per_gb_per_s: steady.map(|s| per(&s)),
             emulated_device_cpu_s: median(dev_cpu),
             host_memory_traffic_per_input_byte: median(reports.iter().map(|r| r.host_memory_traffic_per_input_byte).collect()),
             host_memory_payload_bytes: last.ledger.host_memory_payload_bytes,
@@ -163,8 +231,16 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
             fallbacks: last.fallbacks.len(),
         });
     }
+    let floor = if a.no_fio { Err("not measured (--no-fio)".to_string()) } else { fio_floor(&a.sources, cpu_output_bytes, dir.path(), runs) };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+        #[derive(Serialize)]
+        struct Out<'a> {
+            rows: &'a [Row],
+            fio_floor: Option<&'a FioFloor>,
+            fio_floor_missing: Option<&'a str>,
+        }
+        let out = Out { rows: &rows, fio_floor: floor.as_ref().ok(), fio_floor_missing: floor.as_ref().err().map(String::as_str) };
+        println!("{}", serde_json::to_string_pretty(&out).expect("rows serialise"));
         return Ok(());
     }
     let input: u64 = a.sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();
@@ -175,12 +251,12 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         level.get()
     );
     println!(
-        "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8} {:>9} {:>11} {:>11} {:>11} {:>10} {:>9} {:>12} {:>5}",
-        "engine", "dev", "src", "tgt", "workers", "GB/s", "host CPU", "host c/GB/s", "orch c/GB/s", "orch user", "dev CPU s", "host mem", "payload@host", "same"
+        "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8} {:>9} {:>11} {:>11} {:>11} {:>11} {:>10} {:>9} {:>12} {:>5}",
+        "engine", "dev", "src", "tgt", "workers", "GB/s", "host CPU", "host c/GB/s", "orch c/GB/s", "orch user", "orch steady", "dev CPU s", "host mem", "payload@host", "same"
     );
     for r in &rows {
         println!(
-            "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8.3} {:>8.1}% {:>11.3} {:>11.4} {:>11.4} {:>10} {:>8.2}x {:>12} {:>5}",
+            "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8.3} {:>8.1}% {:>11.3} {:>11.4} {:>11.4} {:>11} {:>10} {:>8.2}x {:>12} {:>5}",
             r.engine,
             r.devices,
             r.sources,
@@ -191,6 +267,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
             r.host_process_cores_per_gb_per_s,
             r.orchestration_cores_per_gb_per_s,
             r.orchestration_user_cores_per_gb_per_s,
+            r.orchestration_steady_cores_per_gb_per_s.map_or("-".to_string(), |s| format!("{s:.4}")),
             if r.devices == 0 { "-".to_string() } else { format!("{:.2}", r.emulated_device_cpu_s) },
             r.host_memory_traffic_per_input_byte,
             r.host_memory_payload_bytes,
@@ -199,9 +276,19 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     }
     println!(
         "host CPU: the peerpath process (orchestration, and on the CPU row the compression); orch: its orchestration thread (orch user: \
-         its user-space part; the rest is the kernel setting up O_DIRECT transfers); dev CPU: the emulated device processes' own CPU (the work a real CSP would do; not a saving here); host mem: host \
+         its user-space part; the rest is the kernel setting up O_DIRECT transfers; orch steady: while transfers and commands were in flight, \
+         without starting the devices and registering their memory, done once per job); dev CPU: the emulated device processes' own CPU (the work a real CSP would do; not a saving here); host mem: host \
          memory traffic per input byte (ledger); payload@host: payload bytes that crossed host memory."
     );
+    match &floor {
+        Ok(f) => println!(
+            "platform floor: fio's own CPU to read the sources and write as many bytes as the outputs (io_uring, O_DIRECT, fixed buffers, \
+             1 MiB reads at depth 8, 4 MiB writes at depth 4): {:.4} cores per GB/s of input, median of {} run(s); compare with orch steady. \
+             Command: {}",
+            f.cores_per_gb_per_s, f.runs, f.command
+        ),
+        Err(why) => println!("platform floor (fio): {why}"),
+    }
     if rows.iter().any(|r| r.fallbacks > 0) {
         println!("some rows took fallbacks: run one row by hand with `peerpath compress --engine emulated` to see why");
     }

@@ -2,6 +2,7 @@ use serde::Serialize;
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 
 /// A buffer an engine can read into or write from. Implemented by the
 /// memory layer's buffers; the engine never looks at the bytes.
@@ -14,6 +15,52 @@ pub trait IoBuf: Send + 'static {
     /// I/O would have the CPU copy the payload through the device's BAR).
     fn needs_direct_io(&self) -> bool {
         false
+    }
+    /// The long-lived mapping this buffer lies in, if the engine may
+    /// register it with the kernel once and reuse it (io_uring fixed
+    /// buffers: the pages are pinned at registration instead of at every
+    /// transfer). `None` for memory that may be unmapped while the engine
+    /// lives, and for P2P memory.
+    fn fixed_span(&self) -> Option<FixedSpan> {
+        None
+    }
+}
+
+/// A mapping an engine may register whole or by prefix: `base..base + len`,
+/// kept mapped by `owner` for as long as the engine holds it, so the
+/// address cannot be reused by another mapping while it is registered.
+pub struct FixedSpan {
+    pub base: *const u8,
+    pub len: usize,
+    pub owner: Arc<dyn std::any::Any + Send + Sync>,
+}
+
+/// What an engine did with fixed (registered) buffers, for the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FixedBufferStats {
+    /// Bytes of memory registered (prefixes of one mapping counted once each).
+    pub registered_bytes: u64,
+    /// Transfers that used a registered buffer.
+    pub fixed_transfers: u64,
+    /// Transfers that did not (buffers without a span, or after a refusal).
+    pub other_transfers: u64,
+    /// CPU time (user + system, of the thread that registered) spent
+    /// registering: pinning pages, and faulting in those never touched.
+    pub registration_cpu_s: f64,
+    /// Why registration was refused or is unavailable, if it was.
+    pub refused: Option<String>,
+}
+
+impl FixedBufferStats {
+    /// Adds another engine's figures (the first refusal is kept).
+    pub fn merge(&mut self, other: &FixedBufferStats) {
+        self.registered_bytes += other.registered_bytes;
+        self.fixed_transfers += other.fixed_transfers;
+        self.other_transfers += other.other_transfers;
+        self.registration_cpu_s += other.registration_cpu_s;
+        if self.refused.is_none() {
+            self.refused.clone_from(&other.refused);
+        }
     }
 }
 
@@ -79,11 +126,13 @@ impl IoBuf for peerpath_mem::PooledBuf {
     fn io_capacity(&self) -> usize {
         self.capacity()
     }
+    fn fixed_span(&self) -> Option<FixedSpan> {
+        Some(FixedSpan { base: self.as_ptr(), len: self.capacity(), owner: self.pool_keep_alive() })
+    }
 }
 
 /// Device memory (P2P or emulated): the engine hands the range's address to
-/// the kernel for DMA and never touches the bytes. Never registered with
-/// io_uring (P2P pages cannot be long-term pinned).
+/// the kernel for DMA and never touches the bytes.
 impl IoBuf for peerpath_mem::RegionBuf {
     fn io_ptr(&mut self) -> *mut u8 {
         peerpath_mem::RegionBuf::io_ptr(self)
@@ -94,6 +143,20 @@ impl IoBuf for peerpath_mem::RegionBuf {
     fn needs_direct_io(&self) -> bool {
         matches!(self.domain(), peerpath_mem::MemoryDomain::P2p { .. })
     }
+    fn fixed_span(&self) -> Option<FixedSpan> {
+        region_fixed_span(self.region())
+    }
+}
+
+/// A device-memory region as a fixed span: all of it, kept mapped by the
+/// region itself. `None` for P2P memory: registration pins pages with
+/// FOLL_LONGTERM, which the kernel refuses for ZONE_DEVICE (P2PDMA) pages;
+/// those take the per-transfer FOLL_PCI_P2PDMA path of O_DIRECT.
+pub fn region_fixed_span(region: &Arc<peerpath_mem::MappedRegion>) -> Option<FixedSpan> {
+    if matches!(region.domain(), peerpath_mem::MemoryDomain::P2p { .. }) {
+        return None;
+    }
+    Some(FixedSpan { base: region.as_ptr(), len: region.len(), owner: region.clone() })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,4 +227,16 @@ pub trait IoEngine<B: IoBuf>: Send {
     /// Blocks until at least one request completes or `waker` fires, and
     /// appends what completed to `out`.
     fn wait(&mut self, out: &mut Vec<Completion<B>>, waker: &crate::Waker) -> io::Result<()>;
+
+    /// Registers the first `bytes` of `span` now (fixed buffers), so the
+    /// pages are pinned, and faulted in if new, at setup rather than in the
+    /// middle of the transfers. A no-op for engines without fixed buffers;
+    /// a refusal is kept in [`IoEngine::fixed_buffers`].
+    fn register_ahead(&mut self, _span: FixedSpan, _bytes: usize) {}
+
+    /// Its use of fixed (registered) buffers; `None` for an engine that has
+    /// no such thing (plain syscalls).
+    fn fixed_buffers(&self) -> Option<FixedBufferStats> {
+        None
+    }
 }

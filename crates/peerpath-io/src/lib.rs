@@ -16,7 +16,7 @@ mod sync;
 mod uring;
 mod waker;
 
-pub use engine::{Completion, EngineKind, IoBuf, IoEngine, IoOp, IoPath};
+pub use engine::{region_fixed_span, Completion, EngineKind, FixedBufferStats, FixedSpan, IoBuf, IoEngine, IoOp, IoPath};
 pub use file::{open_source, open_target_tmp, OpenedFile, SourceKind};
 pub use sync::SyncEngine;
 pub use uring::UringEngine;

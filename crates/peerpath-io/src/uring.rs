@@ -1,9 +1,24 @@
-use crate::{Completion, EngineKind, IoBuf, IoEngine, IoOp, Waker};
-use io_uring::{opcode, types, IoUring};
+use crate::{Completion, EngineKind, FixedBufferStats, FixedSpan, IoBuf, IoEngine, IoOp, Waker};
+use io_uring::{opcode, types, IoUring, Submitter};
+use std::any::Any;
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 
 const WAKER_TOKEN: u64 = u64::MAX;
+
+/// Slots of the (sparse) fixed-buffer table: a pool's buffers take one
+/// each, a large region a few (its doubling prefixes).
+const FIXED_SLOTS: u32 = 256;
+/// A large mapping is registered by prefixes, the first this long and each
+/// next twice the last (capped at the mapping): pinning faults pages in, and
+/// a job that uses the first tens of MiB of a 512 MiB device memory should
+/// not allocate all of it. Prefixes overlap; a transfer takes the shortest
+/// that covers it, so no slot is ever replaced while requests use it.
+const MIN_FIXED_PREFIX: usize = 8 << 20;
+/// The kernel's limit on one registered buffer (`io_buffer_validate`: 1 GiB).
+const MAX_FIXED_BYTES: usize = 1 << 30;
 
 struct Pending<B> {
     token: u64,
@@ -12,14 +27,123 @@ struct Pending<B> {
     offset: Option<u64>,
     len: usize,
     done: usize,
+    /// Index of the registered buffer the transfer lies in, if any.
+    fixed: Option<u16>,
     buf: B,
 }
 
-/// io_uring engine. Buffers are never registered with the ring (P2P memory
-/// cannot be: `IORING_REGISTER_BUFFERS` pins with FOLL_LONGTERM), so the
-/// same engine serves host and device memory.
+/// The ring's fixed-buffer table: mappings registered on first use (pages
+/// pinned once, not at every transfer, as SPDK and fio's `fixedbufs` do).
+struct FixedTable {
+    /// Whether the kernel gave us a sparse table (Linux 5.19+).
+    enabled: bool,
+    next_slot: u32,
+    /// Registered prefixes by mapping start address: (bytes, slot).
+    spans: HashMap<usize, Vec<(usize, u16)>>,
+    /// Mappings the kernel refused to register; not tried again.
+    refused_bases: Vec<usize>,
+    /// Keeps registered mappings mapped until the ring (declared before this
+    /// table in the engine, so dropped first) has released them.
+    owners: Vec<Arc<dyn Any + Send + Sync>>,
+    stats: FixedBufferStats,
+}
+
+impl FixedTable {
+    fn new(ring: &IoUring) -> Self {
+        let mut stats = FixedBufferStats::default();
+        let enabled = match ring.submitter().register_buffers_sparse(FIXED_SLOTS) {
+            Ok(()) => true,
+            Err(e) => {
+                stats.refused = Some(format!("no sparse fixed-buffer table (Linux 5.19+): {e}"));
+                false
+            }
+        };
+        FixedTable { enabled, next_slot: 0, spans: HashMap::new(), refused_bases: Vec::new(), owners: Vec::new(), stats }
+    }
+
+    /// The registered buffer that `ptr..ptr + len` lies in, registering a
+    /// prefix of its mapping first if none covers it yet.
+    fn slot_for(&mut self, submitter: &Submitter<'_>, span: Option<FixedSpan>, ptr: *const u8, len: usize) -> Option<u16> {
+        let slot = self.lookup(submitter, span, ptr, len);
+        if slot.is_some() {
+            self.stats.fixed_transfers += 1;
+        } else {
+            self.stats.other_transfers += 1;
+        }
+        slot
+    }
+
+    fn lookup(&mut self, submitter: &Submitter<'_>, span: Option<FixedSpan>, ptr: *const u8, len: usize) -> Option<u16> {
+        let span = span?;
+        let end = (ptr as usize).checked_sub(span.base as usize)? + len;
+        let mut prefix = MIN_FIXED_PREFIX;
+        while prefix < end {
+            prefix *= 2;
+        }
+        self.covering(submitter, span, end, prefix)
+    }
+
+    /// A registered prefix of `span` covering its first `end` bytes:
+    /// registers the first `prefix` bytes if none does yet.
+    fn covering(&mut self, submitter: &Submitter<'_>, span: FixedSpan, end: usize, prefix: usize) -> Option<u16> {
+        if !self.enabled || end > span.len || end > MAX_FIXED_BYTES {
+            return None;
+        }
+        let base = span.base as usize;
+        if let Some(&(_, slot)) = self.spans.get(&base).and_then(|list| list.iter().find(|(l, _)| *l >= end)) {
+            return Some(slot);
+        }
+        if self.refused_bases.contains(&base) || self.next_slot == FIXED_SLOTS {
+            return None;
+        }
+        let prefix = prefix.max(end).min(span.len).min(MAX_FIXED_BYTES);
+        let iov = libc::iovec { iov_base: span.base as *mut libc::c_void, iov_len: prefix };
+        let started = thread_cpu_s();
+        // SAFETY: base..base + prefix lies in a mapping that span.owner keeps
+        // mapped; the owner is stored below and outlives the ring, which
+        // unpins the pages when it is dropped.
+        let registered = unsafe { submitter.register_buffers_update(self.next_slot, &[iov], None) };
+        self.stats.registration_cpu_s += thread_cpu_s() - started;
+        match registered {
+            Ok(()) => {
+                let slot = self.next_slot as u16;
+                self.next_slot += 1;
+                let list = self.spans.entry(base).or_default();
+                list.push((prefix, slot));
+                list.sort_unstable();
+                self.owners.push(span.owner);
+                self.stats.registered_bytes += prefix as u64;
+                Some(slot)
+            }
+            Err(e) => {
+                self.refused_bases.push(base);
+                let why = if e.raw_os_error() == Some(libc::ENOMEM) {
+                    format!("{e}: pinned memory is over RLIMIT_MEMLOCK (ulimit -l); transfers pin pages one by one instead")
+                } else {
+                    format!("{e}: the kernel would not pin this memory; transfers pin pages one by one instead")
+                };
+                self.stats.refused.get_or_insert(format!("registering {} MiB failed: {why}", prefix >> 20));
+                None
+            }
+        }
+    }
+}
+
+/// CPU time of the calling thread, in seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, which we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// io_uring engine. Buffers that offer a [`FixedSpan`] (pool buffers,
+/// emulated device memory) are registered with the ring on first use and
+/// moved with READ_FIXED/WRITE_FIXED; others (P2P memory, which cannot be
+/// long-term pinned, and one-off buffers) with plain READ/WRITE.
 pub struct UringEngine<B> {
     ring: IoUring,
+    fixed: FixedTable,
     slots: Vec<Option<Pending<B>>>,
     free_slots: Vec<usize>,
     unsubmitted: usize,
@@ -37,6 +161,7 @@ impl<B: IoBuf> UringEngine<B> {
         // One extra entry for the armed waker read.
         let ring = IoUring::new((queue_depth + 1).next_power_of_two())?;
         Ok(UringEngine {
+            fixed: FixedTable::new(&ring),
             ring,
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -63,9 +188,12 @@ impl<B: IoBuf> UringEngine<B> {
         let ptr = unsafe { p.buf.io_ptr().add(p.done) };
         let len = (p.len - p.done) as u32;
         let offset = p.offset.map(|o| o + p.done as u64).unwrap_or(u64::MAX); // -1: current position
-        let entry = match p.op {
-            IoOp::Read => opcode::Read::new(types::Fd(p.fd), ptr, len).offset(offset).build(),
-            IoOp::Write => opcode::Write::new(types::Fd(p.fd), ptr, len).offset(offset).build(),
+        let fd = types::Fd(p.fd);
+        let entry = match (p.op, p.fixed) {
+            (IoOp::Read, None) => opcode::Read::new(fd, ptr, len).offset(offset).build(),
+            (IoOp::Write, None) => opcode::Write::new(fd, ptr, len).offset(offset).build(),
+            (IoOp::Read, Some(index)) => opcode::ReadFixed::new(fd, ptr, len, index).offset(offset).build(),
+            (IoOp::Write, Some(index)) => opcode::WriteFixed::new(fd, ptr, len, index).offset(offset).build(),
         }
         .user_data(slot as u64);
         self.push(entry)
@@ -93,7 +221,10 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
         if let Err(e) = crate::engine::check_direct_io(fd, &buf) {
             return Err((buf, e));
         }
-        let pending = Pending { token, op, fd, offset, len, done: 0, buf };
+        let mut buf = buf;
+        let ptr = buf.io_ptr();
+        let fixed = self.fixed.slot_for(&self.ring.submitter(), buf.fixed_span(), ptr, len);
+        let pending = Pending { token, op, fd, offset, len, done: 0, fixed, buf };
         let slot = match self.free_slots.pop() {
             Some(s) => {
                 self.slots[s] = Some(pending);
@@ -165,6 +296,15 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
             }
         }
         Ok(())
+    }
+
+    fn register_ahead(&mut self, span: FixedSpan, bytes: usize) {
+        let bytes = bytes.min(span.len);
+        self.fixed.covering(&self.ring.submitter(), span, bytes, bytes);
+    }
+
+    fn fixed_buffers(&self) -> Option<FixedBufferStats> {
+        Some(self.fixed.stats.clone())
     }
 }
 

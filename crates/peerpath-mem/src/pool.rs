@@ -133,8 +133,16 @@ impl std::fmt::Debug for AlignedBuf {
     }
 }
 
+/// The pool's idle buffers, and how many threads wait for one (a returned
+/// buffer wakes someone only if someone waits: a condvar notify is a futex
+/// system call even when no one does).
+struct Free {
+    buffers: Vec<AlignedBuf>,
+    waiters: usize,
+}
+
 struct PoolInner {
-    free: Mutex<Vec<AlignedBuf>>,
+    free: Mutex<Free>,
     available: Condvar,
     buffer_bytes: usize,
     count: usize,
@@ -162,7 +170,7 @@ impl BufferPool {
         let buffer_bytes = free[0].capacity();
         BufferPool {
             inner: Arc::new(PoolInner {
-                free: Mutex::new(free),
+                free: Mutex::new(Free { buffers: free, waiters: 0 }),
                 available: Condvar::new(),
                 buffer_bytes,
                 count,
@@ -174,25 +182,27 @@ impl BufferPool {
     pub fn get(&self) -> PooledBuf {
         let mut free = self.inner.free.lock().expect("pool lock poisoned");
         loop {
-            if let Some(mut buf) = free.pop() {
+            if let Some(mut buf) = free.buffers.pop() {
                 buf.set_len(0);
                 return PooledBuf { buf: Some(buf), pool: self.inner.clone() };
             }
+            free.waiters += 1;
             free = self.inner.available.wait(free).expect("pool lock poisoned");
+            free.waiters -= 1;
         }
     }
 
     /// Takes a buffer if one is free, without waiting.
     pub fn try_get(&self) -> Option<PooledBuf> {
         let mut free = self.inner.free.lock().expect("pool lock poisoned");
-        free.pop().map(|mut buf| {
+        free.buffers.pop().map(|mut buf| {
             buf.set_len(0);
             PooledBuf { buf: Some(buf), pool: self.inner.clone() }
         })
     }
 
     pub fn free_count(&self) -> usize {
-        self.inner.free.lock().expect("pool lock poisoned").len()
+        self.inner.free.lock().expect("pool lock poisoned").buffers.len()
     }
 
     pub fn stats(&self) -> PoolStats {
@@ -223,11 +233,23 @@ impl DerefMut for PooledBuf {
     }
 }
 
+impl PooledBuf {
+    /// A handle that keeps every buffer of this buffer's pool mapped (the
+    /// pool never unmaps a buffer while it lives), for an I/O engine that
+    /// registers pool buffers with the kernel once and reuses them.
+    pub fn pool_keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        self.pool.clone()
+    }
+}
+
 impl Drop for PooledBuf {
     fn drop(&mut self) {
         if let Some(buf) = self.buf.take() {
-            self.pool.free.lock().expect("pool lock poisoned").push(buf);
-            self.pool.available.notify_one();
+            let mut free = self.pool.free.lock().expect("pool lock poisoned");
+            free.buffers.push(buf);
+            if free.waiters > 0 {
+                self.pool.available.notify_one();
+            }
         }
     }
 }

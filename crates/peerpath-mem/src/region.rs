@@ -303,6 +303,10 @@ impl std::fmt::Debug for MappedRegion {
 struct FreeList {
     ranges: Vec<(usize, usize)>,
     available_bytes: usize,
+    /// Threads blocked in `alloc`: a freed range wakes them only if there
+    /// are any (a condvar's notify is a futex system call even when no one
+    /// waits, and the offload path frees hundreds of ranges a second).
+    waiters: usize,
 }
 
 impl FreeList {
@@ -360,7 +364,7 @@ impl RegionAllocator {
         RegionAllocator {
             inner: Arc::new(AllocatorInner {
                 region,
-                free: Mutex::new(FreeList { ranges, available_bytes: usable_bytes }),
+                free: Mutex::new(FreeList { ranges, available_bytes: usable_bytes, waiters: 0 }),
                 freed: Condvar::new(),
                 usable_bytes,
             }),
@@ -391,7 +395,9 @@ impl RegionAllocator {
             if let Some(offset) = free.take(capacity) {
                 return self.buf(offset, capacity, len);
             }
+            free.waiters += 1;
             free = self.inner.freed.wait(free).expect("region allocator lock poisoned");
+            free.waiters -= 1;
         }
     }
 
@@ -468,9 +474,12 @@ impl RegionBuf {
 
 impl Drop for RegionBuf {
     fn drop(&mut self) {
-        self.allocator.free.lock().expect("region allocator lock poisoned").give_back(self.offset, self.capacity);
-        // Ranges differ in size: every waiter re-checks whether it fits now.
-        self.allocator.freed.notify_all();
+        let mut free = self.allocator.free.lock().expect("region allocator lock poisoned");
+        free.give_back(self.offset, self.capacity);
+        if free.waiters > 0 {
+            // Ranges differ in size: every waiter re-checks whether it fits now.
+            self.allocator.freed.notify_all();
+        }
     }
 }
 

@@ -34,7 +34,7 @@ impl CpuTime {
     pub fn total_s(&self) -> f64 {
         self.user_s + self.system_s
     }
-    fn minus(&self, other: &CpuTime) -> CpuTime {
+    pub fn minus(&self, other: &CpuTime) -> CpuTime {
         CpuTime { user_s: (self.user_s - other.user_s).max(0.0), system_s: (self.system_s - other.system_s).max(0.0) }
     }
     fn plus(&self, other: &CpuTime) -> CpuTime {

@@ -35,6 +35,12 @@ impl IoBuf for JobBuf {
     fn io_capacity(&self) -> usize {
         self.capacity()
     }
+    fn fixed_span(&self) -> Option<peerpath_io::FixedSpan> {
+        match self {
+            JobBuf::Pooled(b) => b.fixed_span(),
+            JobBuf::Owned(_) => None,
+        }
+    }
 }
 
 /// Reuses owned buffers of varying sizes (allocating and zeroing a fresh

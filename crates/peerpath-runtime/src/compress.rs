@@ -335,6 +335,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
     report.devices = ran.devices;
     report.placement = ran.placement;
     report.placement_explain = ran.placement_explain;
+    report.offload_transfers_cpu_s = ran.offload_transfers_cpu_s;
     report.verified_s = verify_wall.map(|t| t.as_secs_f64());
     Ok(report)
 }
@@ -358,11 +359,15 @@ pub(crate) struct OffloadRan {
     pub engine: String,
     pub threads: usize,
     pub devices: Vec<DeviceReport>,
+    /// The device-memory engine's fixed buffers.
+    pub fixed_buffers: Option<peerpath_io::FixedBufferStats>,
+    /// Orchestration CPU while transfers and commands were in flight.
+    pub transfers_cpu_s: Option<f64>,
 }
 
 impl OffloadRan {
     pub fn none() -> OffloadRan {
-        OffloadRan { engine: String::new(), threads: 0, devices: Vec::new() }
+        OffloadRan { engine: String::new(), threads: 0, devices: Vec::new(), fixed_buffers: None, transfers_cpu_s: None }
     }
 }
 
@@ -374,6 +379,7 @@ struct Ran {
     devices: Vec<DeviceReport>,
     placement: Vec<String>,
     placement_explain: Option<String>,
+    offload_transfers_cpu_s: Option<f64>,
 }
 
 /// Whether a stream can go through device memory: O_DIRECT both ways and a
@@ -408,6 +414,8 @@ fn run_job(
 ) -> Result<Ran> {
     let qd = opts.common.queue_depth.max(1);
     let mut device_reports = Vec::new();
+    let mut offload_fixed = None;
+    let mut offload_transfers_cpu_s = None;
     let mut engine_text = format!("host CPU, {} (level {})", opts.level.library(), opts.level.get());
     let mut threads = opts.common.threads.max(1);
     let mut placement = Vec::new();
@@ -429,6 +437,8 @@ fn run_job(
         }
         if !eligible.is_empty() {
             let ran = crate::offload::run_emulated(streams, &eligible, spec, opts, member_bytes, chunk_bytes, ledger, fallbacks)?;
+            offload_fixed = ran.fixed_buffers;
+            offload_transfers_cpu_s = ran.transfers_cpu_s;
             if !ran.devices.is_empty() {
                 engine_text = ran.engine;
                 threads = ran.threads;
@@ -437,7 +447,7 @@ fn run_job(
         }
     }
     // The CPU pass: every stream no device finished.
-    let mut memory = MemoryReport { read_pool_bytes: 0, read_pool_buffers: 0, peak_owned_buffer_bytes: 0 };
+    let mut memory = MemoryReport { read_pool_bytes: 0, read_pool_buffers: 0, peak_owned_buffer_bytes: 0, fixed_buffers: offload_fixed };
     if streams.iter().any(|s| !s.finished()) {
         let any_pipe = streams.iter().any(|s| !s.finished() && (s.sequential_read || s.writer.as_ref().is_some_and(|w| is_std_stream(&w.final_path))));
         let (mut engine, engine_note) = choose_engine::<JobBuf>(qd * streams.len().max(1) as u32 + 4, opts.common.sync_io || any_pipe);
@@ -458,13 +468,17 @@ fn run_job(
             }
         }
         let result = run(streams, engine.as_mut(), opts, member_bytes, chunk_bytes, ledger, cpu);
+        memory.add_engine(engine.as_ref());
         drop(engine); // all I/O is done (or, on error, waited for)
-        memory = result?;
+        let pool = result?;
+        memory.read_pool_bytes = pool.read_pool_bytes;
+        memory.read_pool_buffers = pool.read_pool_buffers;
+        memory.peak_owned_buffer_bytes = pool.peak_owned_buffer_bytes;
         if !device_reports.is_empty() {
             engine_text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
         }
     }
-    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports, placement, placement_explain })
+    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports, placement, placement_explain, offload_transfers_cpu_s })
 }
 
 /// What the topology says of the streams of a job with P2P device memory.
@@ -709,5 +723,6 @@ fn run(
         read_pool_bytes: pool_stats.total_bytes,
         read_pool_buffers: pool_stats.buffer_count,
         peak_owned_buffer_bytes: cache.peak_allocated_bytes,
+        fixed_buffers: None,
     })
 }

@@ -199,6 +199,8 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
     let peak = ctx.cache.peak_allocated_bytes;
     let ledger = ctx.ledger.clone();
     drop(ctx); // joins the workers
+    let mut memory = MemoryReport { read_pool_bytes: pool_stats.total_bytes, read_pool_buffers: pool_stats.buffer_count, peak_owned_buffer_bytes: peak, fixed_buffers: None };
+    memory.add_engine(engine.as_ref());
     drop(engine);
     let wall = start.elapsed();
     Ok(JobReport::measured_host(JobSummary {
@@ -214,7 +216,7 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
         wall,
         cpu,
         ledger: ledger.summary(),
-        memory: MemoryReport { read_pool_bytes: pool_stats.total_bytes, read_pool_buffers: pool_stats.buffer_count, peak_owned_buffer_bytes: peak },
+        memory,
     }))
 }
 

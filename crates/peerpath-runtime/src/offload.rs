@@ -162,7 +162,7 @@ pub(crate) fn run(
     params: &Params,
     ledger: &Ledger,
     progress: &mut dyn FnMut(u64),
-) -> Result<Vec<Option<String>>> {
+) -> Result<Driven> {
     let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
     let out_chunk_bytes = params.chunk_bytes.div_ceil(params.member_bytes) * member_bound_bytes(params.member_bytes);
     let staging_capacity = STAGING_BYTES + out_chunk_bytes + BGZF_EOF_BLOCK.len() + DIRECT_IO_ALIGN_BYTES;
@@ -208,6 +208,16 @@ pub(crate) fn run(
             }
             os.insert(i, o);
         }
+        // What the device's streams hold at their peak (stagings, and up to
+        // 2 x queue depth chunks, input and output), registered with the
+        // I/O engine up front: first-fit keeps the ranges in use at the
+        // start of the region.
+        let peak = align_up(BGZF_EOF_BLOCK.len(), 4096)
+            + od.streams.len() * (STAGINGS_PER_STREAM * align_up(staging_capacity, 4096)
+                + 2 * params.queue_depth * (align_up(params.chunk_bytes, 4096) + align_up(out_chunk_bytes, 4096)));
+        if let Some(span) = peerpath_io::region_fixed_span(alloc.region()) {
+            engine.register_ahead(span, align_up(peak, 2 << 20));
+        }
         devs.push(DevState { failure: None, backlog: VecDeque::new(), ops: HashMap::new(), next_tag: 1, alloc, eof });
     }
     // Watchers turn device signals into wake-ups of the I/O engine's wait.
@@ -216,7 +226,9 @@ pub(crate) fn run(
         let w = waker.clone();
         watchers.push(Watcher::start(od.device.as_ref(), move || w.wake()).map_err(|e| JobError::Internal(format!("device watcher: {e}")))?);
     }
+    let driving = peerpath_metrics::thread_cpu_now();
     let result = drive(streams, devices, &mut devs, &mut os, engine, params, ledger, &waker, staging_capacity, progress);
+    let transfers_cpu_s = peerpath_metrics::thread_cpu_now().minus(&driving).total_s();
     drop(watchers);
     result?;
     for (i, o) in os {
@@ -224,7 +236,15 @@ pub(crate) fn run(
         s.members_on_device = s.members;
         s.handover = o.handover;
     }
-    Ok(devs.into_iter().map(|d| d.failure).collect())
+    Ok(Driven { failures: devs.into_iter().map(|d| d.failure).collect(), transfers_cpu_s })
+}
+
+/// How `run` ended: each device's failure, if any, and the orchestrating
+/// thread's CPU time while transfers and commands were in flight (after
+/// the devices were up and their memory registered).
+pub(crate) struct Driven {
+    pub failures: Vec<Option<String>>,
+    pub transfers_cpu_s: f64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -864,8 +884,9 @@ pub(crate) fn run_emulated(
         }
     };
     let result = run(streams, &mut devices, engine.as_mut(), &params, ledger, &mut report_progress);
+    let fixed_buffers = engine.fixed_buffers();
     drop(engine); // every transfer into or out of device memory has finished
-    let failures = result?;
+    let Driven { failures, transfers_cpu_s } = result?;
     let summary = ledger.summary();
     let mut reports = Vec::new();
     for (d, od) in devices.iter_mut().enumerate() {
@@ -939,5 +960,7 @@ pub(crate) fn run_emulated(
         ),
         threads,
         devices: reports,
+        fixed_buffers,
+        transfers_cpu_s: Some(transfers_cpu_s),
     })
 }

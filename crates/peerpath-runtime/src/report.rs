@@ -51,6 +51,18 @@ pub struct MemoryReport {
     pub read_pool_buffers: usize,
     /// Peak of owned buffers (compressed output, staging for O_DIRECT).
     pub peak_owned_buffer_bytes: usize,
+    /// What the io_uring engines registered with the kernel once (`None`:
+    /// no io_uring engine ran).
+    pub fixed_buffers: Option<peerpath_io::FixedBufferStats>,
+}
+
+impl MemoryReport {
+    /// Counts an engine's fixed buffers in.
+    pub(crate) fn add_engine<B: peerpath_io::IoBuf>(&mut self, engine: &dyn peerpath_io::IoEngine<B>) {
+        if let Some(f) = engine.fixed_buffers() {
+            self.fixed_buffers.get_or_insert_with(Default::default).merge(&f);
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -93,6 +105,10 @@ pub struct JobReport {
     /// Seconds spent checking every output member before it was put in
     /// place (`--verify`), included in `wall_s`.
     pub verified_s: Option<f64>,
+    /// Offload path: the orchestration thread's CPU while transfers and
+    /// device commands were in flight (the steady state; the rest of its
+    /// CPU is starting and stopping devices and registering their memory).
+    pub offload_transfers_cpu_s: Option<f64>,
 }
 
 fn human_bytes(b: u64) -> String {
@@ -171,6 +187,7 @@ impl JobReport {
             verified_s: None,
             placement: Vec::new(),
             placement_explain: None,
+            offload_transfers_cpu_s: None,
         };
         let uncompressed = if j.operation == "compress" { bytes_in } else { bytes_out };
         r.finish_figures(uncompressed);
@@ -255,6 +272,14 @@ impl JobReport {
                 r.utilisation_pct
             );
         }
+        if let Some(t) = self.offload_transfers_cpu_s {
+            let registering = self.memory.fixed_buffers.as_ref().map_or(0.0, |f| f.registration_cpu_s);
+            let _ = writeln!(
+                s,
+                "      of which {t:.3} s while transfers and commands were in flight ({:.3} cores per GB/s of input), {registering:.3} s registering device memory (once per job)",
+                t / (self.bytes_in as f64 / 1e9).max(1e-12)
+            );
+        }
         let _ = writeln!(s, "    {:<20} {:.2} s (main thread, kernel I/O workers)", "other", c.other_s);
         let l = &self.ledger;
         let _ = writeln!(
@@ -307,6 +332,22 @@ impl JobReport {
             human_bytes(m.read_pool_bytes as u64),
             human_bytes(m.peak_owned_buffer_bytes as u64)
         );
+        if let Some(f) = &m.fixed_buffers {
+            let transfers = f.fixed_transfers + f.other_transfers;
+            let _ = write!(
+                s,
+                "  registered    {} with io_uring once (fixed buffers), {} of {transfers} transfers used them; registering took {:.3} s of CPU",
+                human_bytes(f.registered_bytes),
+                f.fixed_transfers,
+                f.registration_cpu_s
+            );
+            match &f.refused {
+                Some(why) => {
+                    let _ = writeln!(s, "; NOT for the rest: {why}");
+                }
+                None => s.push('\n'),
+            }
+        }
         for p in &self.placement {
             let _ = writeln!(s, "  placement     {p}");
         }

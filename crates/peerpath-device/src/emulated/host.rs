@@ -87,7 +87,8 @@ enum Slot {
 pub struct EmulatedCsp {
     name: String,
     paths: CspPaths,
-    memory: DeviceMemory,
+    /// Dropped by hand in `Drop`, before the device process is stopped.
+    memory: std::mem::ManuallyDrop<DeviceMemory>,
     qp: QueuePair,
     queue_index: u32,
     socket: UnixStream,
@@ -246,7 +247,7 @@ impl EmulatedCsp {
         let mut device = EmulatedCsp {
             name: o.name.clone(),
             paths,
-            memory: DeviceMemory::region(memory),
+            memory: std::mem::ManuallyDrop::new(DeviceMemory::region(memory)),
             qp,
             queue_index: index,
             socket,
@@ -691,6 +692,12 @@ impl Crash for EmulatedCsp {
 
 impl Drop for EmulatedCsp {
     fn drop(&mut self) {
+        // The host's view of the device memory goes first: the device owns
+        // the memory, and when its process then exits it is the last user,
+        // so giving the pages back is its work (its CPU, in its report),
+        // as it would be a real device's business, not the host's.
+        // SAFETY: `memory` is never used again: this is the handle's drop.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.memory) };
         if let Some(mut child) = self.child.take() {
             let _ = stop_child(&mut child, &self.paths);
         }
