@@ -332,7 +332,13 @@ impl JobReport {
             human_bytes(m.read_pool_bytes as u64),
             human_bytes(m.peak_owned_buffer_bytes as u64)
         );
-        if let Some(f) = &m.fixed_buffers {
+        if let Some(f) = m.fixed_buffers.as_ref().filter(|f| f.registered_bytes == 0 && f.refused.is_none()) {
+            let _ = writeln!(
+                s,
+                "  registered    nothing with io_uring: the {} transfers moved memory that is never registered (P2P memory, one-off buffers)",
+                f.other_transfers
+            );
+        } else if let Some(f) = &m.fixed_buffers {
             let transfers = f.fixed_transfers + f.other_transfers;
             let _ = write!(
                 s,

@@ -87,8 +87,8 @@ enum Slot {
 pub struct EmulatedCsp {
     name: String,
     paths: CspPaths,
-    /// Dropped by hand in `Drop`, before the device process is stopped.
-    memory: std::mem::ManuallyDrop<DeviceMemory>,
+    /// `None` only inside `Drop`, which unmaps it before stopping the device.
+    memory: Option<DeviceMemory>,
     qp: QueuePair,
     queue_index: u32,
     socket: UnixStream,
@@ -247,7 +247,7 @@ impl EmulatedCsp {
         let mut device = EmulatedCsp {
             name: o.name.clone(),
             paths,
-            memory: std::mem::ManuallyDrop::new(DeviceMemory::region(memory)),
+            memory: Some(DeviceMemory::region(memory)),
             qp,
             queue_index: index,
             socket,
@@ -588,7 +588,7 @@ impl Device for EmulatedCsp {
     }
 
     fn memory(&self) -> &DeviceMemory {
-        &self.memory
+        self.memory.as_ref().expect("device memory stays mapped until the handle is dropped")
     }
 
     fn queue_depth(&self) -> usize {
@@ -696,8 +696,7 @@ impl Drop for EmulatedCsp {
         // the memory, and when its process then exits it is the last user,
         // so giving the pages back is its work (its CPU, in its report),
         // as it would be a real device's business, not the host's.
-        // SAFETY: `memory` is never used again: this is the handle's drop.
-        unsafe { std::mem::ManuallyDrop::drop(&mut self.memory) };
+        drop(self.memory.take());
         if let Some(mut child) = self.child.take() {
             let _ = stop_child(&mut child, &self.paths);
         }
