@@ -98,12 +98,12 @@ impl FixedTable {
         }
         let prefix = prefix.max(end).min(span.len).min(MAX_FIXED_BYTES);
         let iov = libc::iovec { iov_base: span.base as *mut libc::c_void, iov_len: prefix };
-        let started = thread_cpu_s();
+        let started = peerpath_metrics::thread_cpu_now();
         // SAFETY: base..base + prefix lies in a mapping that span.owner keeps
         // mapped; the owner is stored below and outlives the ring, which
         // unpins the pages when it is dropped.
         let registered = unsafe { submitter.register_buffers_update(self.next_slot, &[iov], None) };
-        self.stats.registration_cpu_s += thread_cpu_s() - started;
+        self.stats.registration_cpu_s += peerpath_metrics::thread_cpu_now().minus(&started).total_s();
         match registered {
             Ok(()) => {
                 let slot = self.next_slot as u16;
@@ -127,14 +127,6 @@ impl FixedTable {
             }
         }
     }
-}
-
-/// CPU time of the calling thread, in seconds.
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec, which we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// io_uring engine. Buffers that offer a [`FixedSpan`] (pool buffers,
