@@ -467,13 +467,13 @@ fn run_job(
                 fallbacks.push(format!("{}: writes without O_DIRECT: {r}", s.writer.as_ref().expect("open").final_path.display()));
             }
         }
-        let result = run(streams, engine.as_mut(), opts, member_bytes, chunk_bytes, ledger, cpu);
-        memory.add_engine(engine.as_ref());
+        let mut result = run(streams, engine.as_mut(), opts, member_bytes, chunk_bytes, ledger, cpu);
+        if let Ok(m) = &mut result {
+            m.fixed_buffers = memory.fixed_buffers.take();
+            m.add_engine(engine.as_ref());
+        }
         drop(engine); // all I/O is done (or, on error, waited for)
-        let pool = result?;
-        memory.read_pool_bytes = pool.read_pool_bytes;
-        memory.read_pool_buffers = pool.read_pool_buffers;
-        memory.peak_owned_buffer_bytes = pool.peak_owned_buffer_bytes;
+        memory = result?;
         if !device_reports.is_empty() {
             engine_text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
         }

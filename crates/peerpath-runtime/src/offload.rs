@@ -174,7 +174,8 @@ pub(crate) fn run(
             JobError::Usage(format!("device {name} has no mapped memory for the I/O engine to reach"))
         })?;
         let alloc = RegionAllocator::new(region);
-        let needed = od.streams.len() * STAGINGS_PER_STREAM * align_up(staging_capacity, 4096) + params.chunk_bytes + out_chunk_bytes + 8192;
+        let stagings = od.streams.len() * STAGINGS_PER_STREAM * align_up(staging_capacity, 4096);
+        let needed = stagings + params.chunk_bytes + out_chunk_bytes + 8192;
         if alloc.available() < needed {
             return Err(JobError::Usage(format!(
                 "device {name} has {} MiB of memory; {} stream(s) of {} KiB blocks need at least {} MiB (give the device more memory, or fewer sources per device)",
@@ -209,12 +210,15 @@ pub(crate) fn run(
             os.insert(i, o);
         }
         // What the device's streams hold at their peak (stagings, and up to
-        // 2 x queue depth chunks, input and output), registered with the
-        // I/O engine up front: first-fit keeps the ranges in use at the
-        // start of the region.
-        let peak = align_up(BGZF_EOF_BLOCK.len(), 4096)
-            + od.streams.len() * (STAGINGS_PER_STREAM * align_up(staging_capacity, 4096)
-                + 2 * params.queue_depth * (align_up(params.chunk_bytes, 4096) + align_up(out_chunk_bytes, 4096)));
+        // 2 x queue depth chunks, input and output, or as many as a small
+        // source has), registered with the I/O engine up front: first-fit
+        // keeps the ranges in use at the start of the region.
+        let chunks: usize = od
+            .streams
+            .iter()
+            .map(|&i| streams[i].size.map_or(1, |n| n.div_ceil(params.chunk_bytes as u64).max(1) as usize).min(2 * params.queue_depth))
+            .sum();
+        let peak = align_up(BGZF_EOF_BLOCK.len(), 4096) + stagings + chunks * (align_up(params.chunk_bytes, 4096) + align_up(out_chunk_bytes, 4096));
         if let Some(span) = peerpath_io::region_fixed_span(alloc.region()) {
             engine.register_ahead(span, align_up(peak, 2 << 20));
         }
