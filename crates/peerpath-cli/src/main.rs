@@ -129,7 +129,8 @@ struct CommonArgs {
     /// Compute worker threads [default: all cores].
     #[arg(long, short = 'T')]
     threads: Option<usize>,
-    /// Reads in flight per source.
+    /// Most reads in flight per source (reads run only as far ahead of the
+    /// workers as keeps them busy; buffers beyond that are never touched).
     #[arg(long, default_value_t = 8)]
     queue_depth: u32,
     /// Do not use O_DIRECT (go through the page cache).

@@ -56,3 +56,31 @@ pub fn host_numa_node_of(byte: &u8) -> Option<u32> {
         None
     }
 }
+
+/// The node of a machine with exactly one online NUMA node (read once from
+/// `/sys/devices/system/node/online`); `None` with several, or where the
+/// kernel has no NUMA support.
+pub(crate) fn single_numa_node() -> Option<u32> {
+    static NODE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *NODE.get_or_init(|| parse_single_node(&std::fs::read_to_string("/sys/devices/system/node/online").ok()?))
+}
+
+/// `Some(n)` when a node list (the kernel's `0`, `0-3`, `0,2-3` form) names
+/// exactly one node.
+fn parse_single_node(list: &str) -> Option<u32> {
+    list.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_single_node;
+
+    #[test]
+    fn node_lists() {
+        assert_eq!(parse_single_node("0\n"), Some(0));
+        assert_eq!(parse_single_node("1"), Some(1));
+        assert_eq!(parse_single_node("0-1\n"), None);
+        assert_eq!(parse_single_node("0,2"), None);
+        assert_eq!(parse_single_node(""), None);
+    }
+}

@@ -1,7 +1,7 @@
 use crate::{align_up, host_numa_node_of, MemoryDomain, DIRECT_IO_ALIGN_BYTES};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// A buffer of anonymous, page-aligned memory (so aligned for O_DIRECT),
 /// with a capacity fixed at allocation and a length (`len`) of valid bytes.
@@ -17,7 +17,8 @@ pub struct AlignedBuf {
     ptr: NonNull<u8>,
     capacity_bytes: usize,
     len: usize,
-    domain: MemoryDomain,
+    /// Found on first ask once the memory is touched (see [`AlignedBuf::domain`]).
+    domain: OnceLock<MemoryDomain>,
 }
 
 // SAFETY: AlignedBuf owns its allocation exclusively (like Vec<u8>); moving
@@ -54,16 +55,10 @@ impl AlignedBuf {
             // (THP disabled) leaves ordinary pages, which is fine.
             unsafe { libc::madvise(raw, capacity_bytes, libc::MADV_HUGEPAGE) };
         }
-        // SAFETY: the mapping is at least one page of writable memory that
-        // nothing else references yet; writing its (already zero) first byte
-        // faults in a real page (a read would map the shared zero page), so
-        // the kernel can tell which node the buffer's memory comes from.
-        let first = unsafe {
-            ptr.as_ptr().write_volatile(0);
-            &*ptr.as_ptr()
-        };
-        let domain = MemoryDomain::Host { numa_node: host_numa_node_of(first) };
-        AlignedBuf { ptr, capacity_bytes, len: 0, domain }
+        // The pages stay untouched until the buffer is used: a pool or cache
+        // sized for the worst case costs page faults and zeroing only for
+        // the buffers a job actually uses.
+        AlignedBuf { ptr, capacity_bytes, len: 0, domain: OnceLock::new() }
     }
 
     pub fn capacity(&self) -> usize {
@@ -75,8 +70,34 @@ impl AlignedBuf {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// Where the buffer's memory lives: the NUMA node of its first page, as
+    /// the kernel placed it on first touch. On a one-node machine that is
+    /// node 0 without asking; otherwise the kernel is asked once the first
+    /// page is resident, and until then the node is unknown (asking earlier
+    /// would fault the page in, or report the shared zero page's node).
     pub fn domain(&self) -> &MemoryDomain {
-        &self.domain
+        static UNKNOWN: MemoryDomain = MemoryDomain::Host { numa_node: None };
+        if let Some(d) = self.domain.get() {
+            return d;
+        }
+        if let Some(node) = crate::domain::single_numa_node() {
+            return self.domain.get_or_init(|| MemoryDomain::Host { numa_node: Some(node) });
+        }
+        if !self.first_page_resident() {
+            return &UNKNOWN;
+        }
+        // SAFETY: ptr is valid for capacity_bytes >= 1 bytes owned by self;
+        // the first page is resident, so this reads a real byte.
+        let first = unsafe { &*self.ptr.as_ptr() };
+        self.domain.get_or_init(|| MemoryDomain::Host { numa_node: host_numa_node_of(first) })
+    }
+
+    fn first_page_resident(&self) -> bool {
+        let mut vec = [0u8; 1];
+        // SAFETY: mincore reads the page table for one page of a mapping we
+        // own (ptr is page-aligned) and writes one byte into `vec`.
+        let rc = unsafe { libc::mincore(self.ptr.as_ptr() as *mut libc::c_void, 1, vec.as_mut_ptr()) };
+        rc == 0 && vec[0] & 1 == 1
     }
 
     /// Sets the number of valid bytes. Panics if beyond capacity (a bug).
@@ -139,6 +160,18 @@ impl std::fmt::Debug for AlignedBuf {
 struct Free {
     buffers: Vec<AlignedBuf>,
     waiters: usize,
+    /// Most buffers ever out at once: buffers go back on top of the stack
+    /// and come from there, so this is also how many were ever touched.
+    peak_in_use: usize,
+}
+
+impl Free {
+    fn take(&mut self, count: usize) -> Option<AlignedBuf> {
+        let mut buf = self.buffers.pop()?;
+        buf.set_len(0);
+        self.peak_in_use = self.peak_in_use.max(count - self.buffers.len());
+        Some(buf)
+    }
 }
 
 struct PoolInner {
@@ -161,6 +194,8 @@ pub struct PoolStats {
     pub buffer_count: usize,
     pub buffer_bytes: usize,
     pub total_bytes: usize,
+    /// Most buffers in use at once (the others were never touched).
+    pub peak_in_use: usize,
 }
 
 impl BufferPool {
@@ -170,7 +205,7 @@ impl BufferPool {
         let buffer_bytes = free[0].capacity();
         BufferPool {
             inner: Arc::new(PoolInner {
-                free: Mutex::new(Free { buffers: free, waiters: 0 }),
+                free: Mutex::new(Free { buffers: free, waiters: 0, peak_in_use: 0 }),
                 available: Condvar::new(),
                 buffer_bytes,
                 count,
@@ -182,8 +217,7 @@ impl BufferPool {
     pub fn get(&self) -> PooledBuf {
         let mut free = self.inner.free.lock().expect("pool lock poisoned");
         loop {
-            if let Some(mut buf) = free.buffers.pop() {
-                buf.set_len(0);
+            if let Some(buf) = free.take(self.inner.count) {
                 return PooledBuf { buf: Some(buf), pool: self.inner.clone() };
             }
             free.waiters += 1;
@@ -195,10 +229,7 @@ impl BufferPool {
     /// Takes a buffer if one is free, without waiting.
     pub fn try_get(&self) -> Option<PooledBuf> {
         let mut free = self.inner.free.lock().expect("pool lock poisoned");
-        free.buffers.pop().map(|mut buf| {
-            buf.set_len(0);
-            PooledBuf { buf: Some(buf), pool: self.inner.clone() }
-        })
+        free.take(self.inner.count).map(|buf| PooledBuf { buf: Some(buf), pool: self.inner.clone() })
     }
 
     pub fn free_count(&self) -> usize {
@@ -206,7 +237,9 @@ impl BufferPool {
     }
 
     pub fn stats(&self) -> PoolStats {
+        let peak_in_use = self.inner.free.lock().expect("pool lock poisoned").peak_in_use;
         PoolStats {
+            peak_in_use,
             buffer_count: self.inner.count,
             buffer_bytes: self.inner.buffer_bytes,
             total_bytes: self.inner.count * self.inner.buffer_bytes,
@@ -280,6 +313,29 @@ mod tests {
         assert_eq!(waiter.join().unwrap(), 4096);
         assert_eq!(pool.free_count(), 1);
         assert_eq!(pool.stats().total_bytes, 8192);
+        assert_eq!(pool.stats().peak_in_use, 2);
+    }
+
+    #[test]
+    fn pages_are_touched_only_when_used() {
+        let mut b = AlignedBuf::new(4 << 20);
+        assert!(!b.first_page_resident(), "a new buffer's pages are not faulted in");
+        b.spare_mut()[0] = 1;
+        assert!(b.first_page_resident());
+        assert!(b.domain().is_host());
+    }
+
+    #[test]
+    fn a_stack_of_buffers_touches_only_its_peak() {
+        let pool = BufferPool::new(8, 4096);
+        for _ in 0..10 {
+            let a = pool.get();
+            let b = pool.try_get().unwrap();
+            drop((a, b));
+        }
+        assert_eq!(pool.stats().peak_in_use, 2);
+        let untouched = pool.inner.free.lock().unwrap().buffers[..6].iter().filter(|b| !b.first_page_resident()).count();
+        assert_eq!(untouched, 6, "the bottom six buffers were never handed out");
     }
 
     #[test]

@@ -44,11 +44,13 @@ pub struct FileReport {
     pub members_on_device: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct MemoryReport {
     /// Fixed pool of aligned read buffers.
     pub read_pool_bytes: usize,
     pub read_pool_buffers: usize,
+    /// Most pool buffers in use at once: only these were ever touched.
+    pub read_pool_peak_buffers: usize,
     /// Peak of owned buffers (compressed output, staging for O_DIRECT).
     pub peak_owned_buffer_bytes: usize,
     /// What the io_uring engines registered with the kernel once (`None`:
@@ -57,6 +59,17 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
+    /// A read pool's figures and the peak of owned buffers.
+    pub(crate) fn new(pool: &peerpath_mem::PoolStats, peak_owned_buffer_bytes: usize) -> Self {
+        MemoryReport {
+            read_pool_bytes: pool.total_bytes,
+            read_pool_buffers: pool.buffer_count,
+            read_pool_peak_buffers: pool.peak_in_use,
+            peak_owned_buffer_bytes,
+            fixed_buffers: None,
+        }
+    }
+
     /// Counts an engine's fixed buffers in.
     pub(crate) fn add_engine<B: peerpath_io::IoBuf>(&mut self, engine: &dyn peerpath_io::IoEngine<B>) {
         if let Some(f) = engine.fixed_buffers() {
@@ -326,10 +339,11 @@ impl JobReport {
         let m = &self.memory;
         let _ = writeln!(
             s,
-            "  buffers       read pool {} x {} = {}; peak other buffers {}",
+            "  buffers       read pool {} x {} = {} (at most {} in use at once); peak other buffers {}",
             m.read_pool_buffers,
             human_bytes((m.read_pool_bytes / m.read_pool_buffers.max(1)) as u64),
             human_bytes(m.read_pool_bytes as u64),
+            m.read_pool_peak_buffers,
             human_bytes(m.peak_owned_buffer_bytes as u64)
         );
         if let Some(f) = m.fixed_buffers.as_ref().filter(|f| f.registered_bytes == 0 && f.refused.is_none()) {
