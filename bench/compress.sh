@@ -5,7 +5,8 @@
 #                          [--label NAME] [--scratch DIR] [--fsync-others]
 #                          [--no-peerpath] [--no-install]
 #
-#   --runs N         timed runs per command (default 5; 1 warm-up run is added)
+#   --runs N         timed runs per command, interleaved in N rounds (default 5; 1 warm-up
+#                    run of each command is added before the first round)
 #   --input FILE     uncompressed input (default data/corpus/metastudent_MFO_goasp.fasta,
 #                    made by scripts/fetch-corpus.sh)
 #   --peerpath PATH  peerpath binary (default target/release/peerpath); if it does
@@ -243,15 +244,27 @@ if [ -e "$base.md" ]; then
     base=$base-$i
 fi
 
+# Interleaved rounds: each round runs every command of a kind once (hyperfine --runs 1,
+# the first round after one warm-up run of each), so a slow stretch of a shared machine
+# hits every command alike instead of a few commands' blocks of runs. The rounds' JSON
+# files are merged into one in hyperfine's schema, with times in round order (the report
+# pairs run i of two commands).
 run_hyperfine() { # kind json
-    local args=(--runs "$runs" --warmup 1 --prepare sync --export-json "$2" --style basic)
-    local name kind out cmd
+    local name kind out cmd round
+    local args=(--runs 1 --prepare sync --style basic)
     while IFS=$'\t' read -r name kind out cmd; do
         [ "$kind" = "$1" ] || continue
         args+=(--command-name "$name" "$cmd")
     done <"$spec"
-    log "hyperfine ${args[*]:0:9} ..."
-    hyperfine "${args[@]}" >&2
+    for round in $(seq 1 "$runs"); do
+        log "round $round of $runs (hyperfine --runs 1, every command once) ..."
+        if [ "$round" -eq 1 ]; then
+            hyperfine --warmup 1 --export-json "$2.round$round" "${args[@]}" >&2
+        else
+            hyperfine --export-json "$2.round$round" "${args[@]}" >&2
+        fi
+    done
+    python3 "$SCRIPT_DIR/compress_report.py" --merge "$2" "$runs"
 }
 
 log "input $input ($in_bytes bytes, sha256 $in_sha)"

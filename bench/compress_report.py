@@ -2,10 +2,46 @@
 """Turn bench/compress.sh's hyperfine JSON into the markdown report.
 
 Usage: compress_report.py META.tsv CHECK.tsv COMPRESS.json DECOMPRESS.json TITLE
+       compress_report.py --merge OUT.json ROUNDS   (merges OUT.json.round1..ROUNDS)
 (called by bench/compress.sh; standard library only).
 """
 import json
+import statistics
 import sys
+
+
+def merge(out_path, rounds):
+    """One hyperfine JSON from `rounds` files of one run per command each:
+    times in round order, statistics recomputed, CPU times averaged."""
+    per_round = []
+    for i in range(1, rounds + 1):
+        with open(f"{out_path}.round{i}", encoding="utf-8") as f:
+            per_round.append(json.load(f)["results"])
+    merged = []
+    for k, first in enumerate(per_round[0]):
+        rs = [results[k] for results in per_round]
+        assert all(r["command"] == first["command"] for r in rs), "rounds ran different commands"
+        times = [t for r in rs for t in r["times"]]
+        merged.append({
+            "command": first["command"],
+            "mean": statistics.fmean(times),
+            "stddev": statistics.stdev(times) if len(times) > 1 else None,
+            "median": statistics.median(times),
+            "user": statistics.fmean(r["user"] for r in rs),
+            "system": statistics.fmean(r["system"] for r in rs),
+            "min": min(times),
+            "max": max(times),
+            "times": times,
+            "exit_codes": [c for r in rs for c in r.get("exit_codes", [])],
+            "rounds": rounds,
+        })
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump({"results": merged, "interleaved_rounds": rounds}, f, indent=2)
+
+
+def paired(a, b):
+    """Median over rounds of a's time over b's time in the same round."""
+    return statistics.median(x / y for x, y in zip(a["times"], b["times"]))
 
 
 def read_tsv(path, ncols):
@@ -37,6 +73,9 @@ def fmt_s(x):
 
 
 def main():
+    if sys.argv[1] == "--merge":
+        merge(sys.argv[2], int(sys.argv[3]))
+        return
     meta_path, check_path, cjson, djson, title = sys.argv[1:6]
     meta = dict(read_tsv(meta_path, 2))
     checks = {name: (int(size), ok, cmd) for name, size, ok, cmd in read_tsv(check_path, 4)}
@@ -59,11 +98,14 @@ def main():
     w(meta["cmdline"])
     w("```")
     w("")
-    w(f"Date: {meta['date']}. Each command: 1 warm-up run + {meta['runs']} timed runs with "
-      f"hyperfine; `sync` (untimed, `--prepare`) before every run. Times are wall-clock seconds; "
+    w(f"Date: {meta['date']}. Each command: 1 warm-up run, then {meta['runs']} timed runs with "
+      f"hyperfine, interleaved: {meta['runs']} rounds, each running every command once in turn, so a "
+      f"slow stretch of the machine falls on all commands alike; `sync` (untimed, `--prepare`) "
+      f"before every run. Times are wall-clock seconds; "
       f"MB/s = uncompressed bytes / median time / 10^6 (decimal), for compression and "
       f"decompression alike; ratio = input bytes / compressed bytes. Ratios between tools below are "
-      f"computed from medians of this one run.")
+      f"computed from medians of this one run; the paired column is the median over rounds of "
+      f"the two commands' ratio within a round.")
     w("")
     w("## Machine")
     w("")
@@ -119,41 +161,43 @@ def main():
     w("")
     w(f"## Targets of issue #2 (ratios of medians, this run, N = {n})")
     w("")
-    w("| target | measured | goal | met |")
-    w("|---|---|---|---|")
+    w("| target | measured (ratio of medians) | median of paired ratios | goal | met |")
+    w("|---|---|---|---|---|")
 
-    def row(label, value, goal, met):
-        w(f"| {label} | {value} | {goal} | {met} |")
+    def row(label, value, goal, met, pair="-"):
+        w(f"| {label} | {value} | {pair} | {goal} | {met} |")
 
     ppc = f"peerpath --threads {n}"
     ppd = f"peerpath decompress --threads {n}"
     if pp_ran:
         t_pp = comp[ppc]["median"]
-        x = comp[f"igzip -1 -T{n}"]["median"] / t_pp
+        def speedup(table, other, ours):
+            return table[other]["median"] / table[ours]["median"], f"{paired(table[other], table[ours]):.2f}x"
+
+        x, p = speedup(comp, f"igzip -1 -T{n}", ppc)
         row(f"compression throughput, file to file, peerpath (N={n}) / `igzip -1 -T{n}`", f"{x:.2f}x", ">= 1.6x",
-            "yes" if x >= 1.6 else "**no**")
-        x = comp[f"pigz -1 -p{n}"]["median"] / t_pp
+            "yes" if x >= 1.6 else "**no**", p)
+        x, p = speedup(comp, f"pigz -1 -p{n}", ppc)
         row(f"compression throughput, file to file, peerpath (N={n}) / `pigz -1 -p{n}`", f"{x:.2f}x", ">= 4x",
-            "yes" if x >= 4.0 else "**no**")
-        t_null = comp[f"{ppc} > /dev/null"]["median"]
-        x = comp[f"igzip -1 -T{n} > /dev/null"]["median"] / t_null
+            "yes" if x >= 4.0 else "**no**", p)
+        x, p = speedup(comp, f"igzip -1 -T{n} > /dev/null", f"{ppc} > /dev/null")
         row(f"compression throughput, compressing only (output to /dev/null), peerpath (N={n}) / `igzip -1 -T{n}`",
-            f"{x:.2f}x", ">= 1.6x", "yes" if x >= 1.6 else "**no**")
-        x = comp[f"pigz -1 -p{n} > /dev/null"]["median"] / t_null
+            f"{x:.2f}x", ">= 1.6x", "yes" if x >= 1.6 else "**no**", p)
+        x, p = speedup(comp, f"pigz -1 -p{n} > /dev/null", f"{ppc} > /dev/null")
         row(f"compression throughput, compressing only (output to /dev/null), peerpath (N={n}) / `pigz -1 -p{n}`",
-            f"{x:.2f}x", ">= 4x", "yes" if x >= 4.0 else "**no**")
+            f"{x:.2f}x", ">= 4x", "yes" if x >= 4.0 else "**no**", p)
         s_pp = checks[ppc][0]
         s_ig = checks["igzip -1 -T1"][0]
         d = (s_pp / s_ig - 1) * 100
         row(f"compressed size, peerpath (N={n}) vs `igzip -1` ({s_pp:,} vs {s_ig:,} B)", f"{d:+.2f}%",
             "<= +3%", "yes" if d <= 3.0 else "**no**")
-        x = decomp["igzip -d"]["median"] / decomp[ppd]["median"]
+        x, p = speedup(decomp, "igzip -d", ppd)
         row(f"decompression throughput, file to file, peerpath (N={n}, output synced) / `igzip -d` "
             f"(1 thread, output left in the page cache{', then synced' if meta['fsync_others'] == '1' else ''})",
-            f"{x:.2f}x", ">= 1.7x", "yes" if x >= 1.7 else "**no**")
-        x = decomp["igzip -d > /dev/null"]["median"] / decomp[f"{ppd} > /dev/null"]["median"]
+            f"{x:.2f}x", ">= 1.7x", "yes" if x >= 1.7 else "**no**", p)
+        x, p = speedup(decomp, "igzip -d > /dev/null", f"{ppd} > /dev/null")
         row(f"decompression throughput, decoding only (output to /dev/null), peerpath (N={n}) / `igzip -d` (1 thread)",
-            f"{x:.2f}x", ">= 1.7x", "yes" if x >= 1.7 else "**no**")
+            f"{x:.2f}x", ">= 1.7x", "yes" if x >= 1.7 else "**no**", p)
     else:
         for label, goal in (
             (f"compression throughput, file to file, peerpath (N={n}) / `igzip -1 -T{n}`", ">= 1.6x"),

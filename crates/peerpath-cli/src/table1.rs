@@ -2,8 +2,8 @@
 //!
 //! Rows: the software path on all cores, then 1..N emulated devices, each
 //! serving its own group of sources and targets. Every row compresses the
-//! same sources with the same block size and level, `--runs` times; the
-//! table shows medians. Each row's outputs are compared byte for byte with
+//! same sources with the same block size and level, `--runs` times in
+//! rounds (each round runs every row once); the table shows medians. Each row's outputs are compared byte for byte with
 //! the CPU row's. Emulated devices run on host cores: their CPU time is a
 //! column of its own and is never counted as saved.
 
@@ -105,6 +105,9 @@ struct Row {
     workers: usize,
     wall_s: f64,
     throughput_gb_per_s: f64,
+    /// Median over rounds of this row's throughput over the CPU row's in
+    /// the same round.
+    vs_cpu_paired: f64,
     /// CPU of the peerpath process (everything but the emulated devices).
     host_process_cpu_pct_of_all_cores: f64,
     host_process_cores_per_gb_per_s: f64,
@@ -159,17 +162,14 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         spec.workers = (cores / d).max(1) as u32;
         configs.push((format!("{d} emulated CSP"), Compute::Emulated(Box::new(spec)), (cores / d).max(1) * d));
     }
-    let mut rows = Vec::new();
+    // Rounds: each runs every row once, in order, so a slow stretch of a
+    // shared machine falls on all rows alike; a row's "vs CPU" is the median
+    // over rounds of its throughput over the CPU row's in the same round.
     let mut cpu_output_bytes = 0u64;
     let mut reference: Option<Vec<Vec<u8>>> = None;
-    for (ci, (name, compute, workers)) in configs.into_iter().enumerate() {
-        let devices = match &compute {
-            Compute::Cpu => 0,
-            Compute::Emulated(s) => s.devices,
-        };
-        let mut reports: Vec<JobReport> = Vec::new();
-        let mut identical = true;
-        for r in 0..runs {
+    let mut results: Vec<(Vec<JobReport>, bool)> = configs.iter().map(|_| (Vec::new(), true)).collect();
+    for r in 0..runs {
+        for (ci, (_, compute, _)) in configs.iter().enumerate() {
             let out = dir.path().join(format!("row{ci}-run{r}"));
             std::fs::create_dir_all(&out).map_err(|e| JobError::TargetIo { path: out.clone(), source: e })?;
             let pairs: Vec<(PathBuf, PathBuf)> = a
@@ -187,17 +187,25 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
                 no_fallback: false,
                 verify: false,
             };
-            reports.push(peerpath_runtime::compress(&pairs, &opts)?);
+            results[ci].0.push(peerpath_runtime::compress(&pairs, &opts)?);
             let bytes: Vec<Vec<u8>> = pairs.iter().map(|(_, t)| std::fs::read(t).unwrap_or_default()).collect();
             if ci == 0 {
                 cpu_output_bytes = bytes.iter().map(|b| b.len() as u64).sum();
             }
             match &reference {
                 None => reference = Some(bytes),
-                Some(want) => identical &= *want == bytes,
+                Some(want) => results[ci].1 &= *want == bytes,
             }
             let _ = std::fs::remove_dir_all(&out);
         }
+    }
+    let cpu_gbps: Vec<f64> = results[0].0.iter().map(|r| r.throughput_gb_per_s).collect();
+    let mut rows = Vec::new();
+    for ((name, compute, workers), (reports, identical)) in configs.into_iter().zip(results) {
+        let devices = match &compute {
+            Compute::Cpu => 0,
+            Compute::Emulated(s) => s.devices,
+        };
         let wall: Vec<f64> = reports.iter().map(|r| r.wall_s).collect();
         let gbps: Vec<f64> = reports.iter().map(|r| r.throughput_gb_per_s).collect();
         let host_cpu: Vec<f64> = reports.iter().map(|r| r.cpu.total_user_s + r.cpu.total_system_s).collect();
@@ -219,6 +227,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
             workers,
             wall_s: median(wall.clone()),
             throughput_gb_per_s: median(gbps.clone()),
+            vs_cpu_paired: median(gbps.iter().zip(&cpu_gbps).map(|(g, c)| g / c.max(1e-12)).collect()),
             host_process_cpu_pct_of_all_cores: median(host_cpu.iter().zip(&wall).map(|(c, w)| 100.0 * c / (w.max(1e-9) * cores as f64)).collect()),
             host_process_cores_per_gb_per_s: per(&host_cpu),
             orchestration_cores_per_gb_per_s: per(&orch),
@@ -246,23 +255,24 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     let input: u64 = a.sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();
     println!(
         "peerpath bench-offload: seed Table 1 columns, measured on this machine ({cores} cores); emulated devices run on host cores \
-         (not hardware speed). {} source(s), {input} bytes, level {}, 1 MiB blocks, median of {runs} run(s).",
+         (not hardware speed). {} source(s), {input} bytes, level {}, 1 MiB blocks, median of {runs} run(s) in rounds (each round runs every row once).",
         a.sources.len(),
         level.get()
     );
     println!(
-        "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8} {:>9} {:>11} {:>11} {:>11} {:>11} {:>10} {:>9} {:>12} {:>5}",
-        "engine", "dev", "src", "tgt", "workers", "GB/s", "host CPU", "host c/GB/s", "orch c/GB/s", "orch user", "orch steady", "dev CPU s", "host mem", "payload@host", "same"
+        "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8} {:>7} {:>9} {:>11} {:>11} {:>11} {:>11} {:>10} {:>9} {:>12} {:>5}",
+        "engine", "dev", "src", "tgt", "workers", "GB/s", "vs CPU", "host CPU", "host c/GB/s", "orch c/GB/s", "orch user", "orch steady", "dev CPU s", "host mem", "payload@host", "same"
     );
     for r in &rows {
         println!(
-            "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8.3} {:>8.1}% {:>11.3} {:>11.4} {:>11.4} {:>11} {:>10} {:>8.2}x {:>12} {:>5}",
+            "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8.3} {:>7.3} {:>8.1}% {:>11.3} {:>11.4} {:>11.4} {:>11} {:>10} {:>8.2}x {:>12} {:>5}",
             r.engine,
             r.devices,
             r.sources,
             r.targets,
             r.workers,
             r.throughput_gb_per_s,
+            r.vs_cpu_paired,
             r.host_process_cpu_pct_of_all_cores,
             r.host_process_cores_per_gb_per_s,
             r.orchestration_cores_per_gb_per_s,
@@ -275,7 +285,8 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         );
     }
     println!(
-        "host CPU: the peerpath process (orchestration, and on the CPU row the compression); orch: its orchestration thread (orch user: \
+        "vs CPU: median over rounds of the row's GB/s over the CPU row's in the same round; \
+         host CPU: the peerpath process (orchestration, and on the CPU row the compression); orch: its orchestration thread (orch user: \
          its user-space part; the rest is the kernel setting up O_DIRECT transfers; orch steady: while transfers and commands were in flight, \
          without starting the devices and registering their memory, done once per job); dev CPU: the emulated device processes' own CPU (the work a real CSP would do; not a saving here); host mem: host \
          memory traffic per input byte (ledger); payload@host: payload bytes that crossed host memory."

@@ -841,7 +841,12 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
                     })
                     .collect()
             };
-            let domain = AlignedBuf::new(DIRECT_IO_ALIGN_BYTES).domain().clone();
+            let domain = {
+                // A touched buffer: its node is where the sweep's buffers come from.
+                let mut b = AlignedBuf::new(DIRECT_IO_ALIGN_BYTES);
+                fill_pattern(&mut b, 0);
+                b.domain().clone()
+            };
             let (r, k) = sweep(o, fd, &points, &mut make, on_point, &mut notes)?;
             let text = format!("{domain}: a fixed set of aligned buffers per point (queue depth x block size)");
             (r, k, domain, text, "pseudo-random pattern (filled once per point, outside the timing)".to_string())
