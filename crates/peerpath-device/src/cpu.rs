@@ -179,6 +179,10 @@ impl Device for CpuDevice {
         self.depth
     }
 
+    fn parallelism(&self) -> Option<usize> {
+        Some(self.workers.len().max(1))
+    }
+
     fn in_flight(&self) -> usize {
         self.in_flight.len() + self.ready.len()
     }

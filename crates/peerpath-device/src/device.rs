@@ -83,6 +83,12 @@ pub trait Device: Send {
     fn stats(&mut self) -> Option<DeviceStats> {
         None
     }
+    /// How many commands it executes at once (engines, worker threads),
+    /// where it says: a host keeps about twice that many in flight, and
+    /// more only holds more device memory.
+    fn parallelism(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A device that can be made to fail on purpose, as a crash would: the

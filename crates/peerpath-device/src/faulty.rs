@@ -378,6 +378,10 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         self.inner.process_id()
     }
 
+    fn parallelism(&self) -> Option<usize> {
+        self.inner.parallelism()
+    }
+
     fn stats(&mut self) -> Option<DeviceStats> {
         self.inner.stats()
     }

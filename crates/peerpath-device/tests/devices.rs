@@ -344,6 +344,7 @@ fn identify_reports_functions_memory_and_queue_limits() {
     assert!(id.name.starts_with('t'));
     assert_eq!(id.memory_bytes, MEMORY_BYTES as u64);
     assert_eq!((id.queue_count, id.queue_depth, id.max_input_ranges, id.workers), (2, 32, 2, 2));
+    assert_eq!(emu.parallelism(), Some(2), "the host sizes its pipeline by the device's workers");
     assert!(FunctionKind::ALL.iter().all(|k| id.functions.contains(*k)));
     assert_eq!(id.pid, emu.pid());
     assert_eq!(emu.memory_domains(), vec![peerpath_mem::MemoryDomain::Emulated { device: id.name.clone() }]);

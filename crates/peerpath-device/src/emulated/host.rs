@@ -665,6 +665,10 @@ impl Device for EmulatedCsp {
         Some(self.pid())
     }
 
+    fn parallelism(&self) -> Option<usize> {
+        (self.identify.workers > 0).then_some(self.identify.workers as usize)
+    }
+
     fn stats(&mut self) -> Option<DeviceStats> {
         self.device_stats().ok()
     }
