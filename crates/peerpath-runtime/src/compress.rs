@@ -294,6 +294,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
         let w = streams[i].writer.take().expect("writer present");
         let target = w.final_path.display().to_string();
         let bytes_out = w.logical_len;
+        let durability = w.durability_report();
         if let Err(e) = w.rename_into_place() {
             abandon(&mut streams);
             return Err(e);
@@ -310,8 +311,10 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
             decode_mode: None,
             device: s.device.map(|d| ran.devices[d].name.clone()),
             members_on_device: s.device.map(|_| s.members_on_device),
+            durability,
         });
     }
+    crate::writer::sync_directories(files.iter().filter_map(|f| f.target.as_deref()).filter(|t| !is_std_stream(Path::new(t))).map(Path::new));
     let offloaded = !ran.devices.is_empty();
     let job = JobSummary {
         operation: "compress",

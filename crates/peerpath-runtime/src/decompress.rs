@@ -187,6 +187,7 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
         }
         files.push(f);
     }
+    let renamed: Vec<PathBuf> = finished.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
     while !finished.is_empty() {
         let w = finished.remove(0);
         if let Err(e) = w.rename_into_place() {
@@ -194,6 +195,7 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
             return Err(e);
         }
     }
+    crate::writer::sync_directories(renamed.iter().map(PathBuf::as_path));
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
     let pool_stats = ctx.pool.stats();
     let peak = ctx.cache.peak_allocated_bytes;
@@ -339,6 +341,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
                 decode_mode: Some(mode),
                 device: None,
                 members_on_device: None,
+                durability: writer.as_ref().and_then(|w| w.durability_report()),
             };
             Ok((report, writer))
         }

@@ -13,6 +13,7 @@ mod placement;
 pub mod report;
 mod workers;
 mod writer;
+pub use writer::DurabilityReport;
 
 pub use compress::{compress, CompressOptions, Compute, DeviceMemoryFrom, EmulatedSpec, DEFAULT_BLOCK_BYTES};
 pub use decompress::{decompress, verify, DecompressOptions};

@@ -416,7 +416,7 @@ fn drive(
                 let w = streams[i].writer.as_mut().expect("writer open");
                 let expected = c.buf.len();
                 match c.result {
-                    Ok(n) if n == expected => w.bytes_written += n as u64,
+                    Ok(n) if n == expected => w.note_written(n as u64),
                     Ok(n) => return Err(w.io_error(std::io::Error::other(format!("short write: {n} of {expected} bytes")))),
                     Err(e) => return Err(w.io_error(e)),
                 }

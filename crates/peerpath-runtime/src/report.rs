@@ -42,6 +42,9 @@ pub struct FileReport {
     pub device: Option<String>,
     /// Of `members`, how many that device made (the rest: the host CPU).
     pub members_on_device: Option<u64>,
+    /// How the target was made durable before it was put in place (`None`:
+    /// standard output, a pipe, or nothing written).
+    pub durability: Option<crate::writer::DurabilityReport>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -262,6 +265,13 @@ impl JobReport {
                 let _ = writeln!(s, "    decode      {m}");
             }
             let _ = writeln!(s, "    bytes       {} in, {} out, {} members", f.bytes_in, f.bytes_out, f.members);
+            if let Some(d) = &f.durability {
+                let _ = writeln!(
+                    s,
+                    "    synced      {} data sync(s) in the background while writing ({:.3} s), then {:.3} s for the last before the rename",
+                    d.background_syncs, d.background_sync_s, d.final_sync_s
+                );
+            }
         }
         let _ = writeln!(s, "  bytes in      {}", human_bytes(self.bytes_in));
         let _ = writeln!(s, "  bytes out     {}", human_bytes(self.bytes_out));

@@ -3,11 +3,97 @@ use crate::error::{JobError, Result};
 use peerpath_io::{IoEngine, IoOp, OpenedFile};
 use peerpath_mem::{align_up, AlignedBuf, DIRECT_IO_ALIGN_BYTES};
 use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};
+use serde::Serialize;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Bytes per write of packed output (a multiple of the O_DIRECT alignment).
 pub const STAGING_BYTES: usize = 4 << 20;
+
+/// Bytes written between background data syncs of a target.
+pub const WRITE_BEHIND_BYTES: u64 = 32 << 20;
+
+/// Write-behind: written data is made durable in the background while the
+/// job goes on, so the sync before the rename finds little left to do. On
+/// the 2-core VM's disk (a write-back cache on the host), syncing 200 MB
+/// at the end took 0.31-0.34 s; with a data sync every 32-64 MiB the same
+/// work happened during the writes and the last sync took 0.012-0.018 s.
+///
+/// A sync runs on its own thread against its own open file description of
+/// the temporary file: a write-back error it consumes is still reported to
+/// the writer's own description (errors are tracked per description), so
+/// the final sync never misses one.
+struct WriteBehind {
+    every_bytes: u64,
+    since: u64,
+    /// A separate description, opened at the first sync.
+    file: Option<Arc<std::fs::File>>,
+    busy: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Duration>>,
+    stats: DurabilityReport,
+}
+
+/// How a target was made durable: data syncs in the background while it
+/// was written, and the final sync (after truncating to its length).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DurabilityReport {
+    pub background_syncs: u32,
+    pub background_sync_s: f64,
+    pub final_sync_s: f64,
+}
+
+impl WriteBehind {
+    fn new(every_bytes: u64) -> Self {
+        WriteBehind { every_bytes, since: 0, file: None, busy: Arc::new(AtomicBool::new(false)), thread: None, stats: DurabilityReport::default() }
+    }
+
+    /// Counts written bytes; starts a background data sync every
+    /// `every_bytes` unless one is still running.
+    fn written(&mut self, n: u64, path: &std::path::Path) {
+        self.since += n;
+        if self.since < self.every_bytes || self.busy.load(Ordering::Acquire) {
+            return;
+        }
+        self.reap();
+        if self.file.is_none() {
+            match std::fs::File::open(path) {
+                Ok(f) => self.file = Some(Arc::new(f)),
+                Err(_) => {
+                    // Not worth failing for: the final sync does it all.
+                    self.every_bytes = u64::MAX;
+                    return;
+                }
+            }
+        }
+        let file = self.file.clone().expect("opened above");
+        let busy = self.busy.clone();
+        busy.store(true, Ordering::Release);
+        self.since = 0;
+        let spawned = std::thread::Builder::new().name("peerpath-sync".into()).spawn(move || {
+            let t = Instant::now();
+            let _ = file.sync_data(); // an error is seen again by the final sync
+            busy.store(false, Ordering::Release);
+            t.elapsed()
+        });
+        match spawned {
+            Ok(h) => self.thread = Some(h),
+            Err(_) => self.busy.store(false, Ordering::Release),
+        }
+    }
+
+    /// Waits for the sync in flight, if any, and counts it.
+    fn reap(&mut self) {
+        if let Some(h) = self.thread.take() {
+            if let Ok(took) = h.join() {
+                self.stats.background_syncs += 1;
+                self.stats.background_sync_s += took.as_secs_f64();
+            }
+        }
+    }
+}
 
 /// Writes a target in order. Output arrives as variable-length pieces;
 /// O_DIRECT wants aligned offsets and lengths, so pieces are packed into
@@ -27,6 +113,7 @@ pub struct TargetWriter {
     pub writes_in_flight: usize,
     pub bytes_written: u64,
     target_location: Location,
+    behind: WriteBehind,
 }
 
 impl TargetWriter {
@@ -42,8 +129,23 @@ impl TargetWriter {
             writes_in_flight: 0,
             bytes_written: 0,
             target_location,
+            behind: WriteBehind::new(if sequential { u64::MAX } else { WRITE_BEHIND_BYTES }),
         }
     }
+
+    /// Background data syncs every `bytes` written instead of
+    /// [`WRITE_BEHIND_BYTES`] (`u64::MAX`: none).
+    #[cfg(test)]
+    pub fn set_write_behind_bytes(&mut self, bytes: u64) {
+        self.behind.every_bytes = bytes;
+    }
+
+    /// Counts bytes a completed write put in the file.
+    pub fn note_written(&mut self, n: u64) {
+        self.bytes_written += n;
+        self.behind.written(n, &self.target.path);
+    }
+
 
     fn offset(&self, at: u64) -> Option<u64> {
         (!self.sequential).then_some(at)
@@ -134,7 +236,7 @@ impl TargetWriter {
         }
         match result {
             Ok(n) if n == expected => {
-                self.bytes_written += n as u64;
+                self.note_written(n as u64);
                 Ok(())
             }
             Ok(n) => Err(self.io_error(std::io::Error::other(format!("short write: {n} of {expected} bytes")))),
@@ -153,26 +255,52 @@ impl TargetWriter {
         if self.sequential {
             return Ok(());
         }
+        self.behind.reap();
+        let t = Instant::now();
         let file = &self.target.file;
         file.set_len(self.logical_len).map_err(|e| self.io_error(e))?;
-        file.sync_all().map_err(|e| self.io_error(e))
+        file.sync_all().map_err(|e| self.io_error(e))?;
+        self.behind.stats.final_sync_s = t.elapsed().as_secs_f64();
+        Ok(())
     }
 
-    /// Puts a finalized output in place (renames over the final name and
-    /// syncs the directory).
+    /// Puts a finalized output in place (renames over the final name); the
+    /// caller then syncs the directories ([`sync_directories`]), once for
+    /// all its outputs.
     pub fn rename_into_place(self) -> Result<()> {
         if self.sequential {
             return Ok(());
         }
-        std::fs::rename(&self.target.path, &self.final_path).map_err(|e| self.io_error(e))?;
-        if let Some(dir) = self.final_path.parent() {
-            let dir = if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir };
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
+        std::fs::rename(&self.target.path, &self.final_path).map_err(|e| self.io_error(e))
     }
+
+    /// How the output was made durable, where it was (not standard output).
+    pub fn durability_report(&self) -> Option<DurabilityReport> {
+        (!self.sequential).then(|| self.behind.stats.clone())
+    }
+}
+
+/// Syncs each directory the renamed `targets` are in, once: the renames
+/// become durable (each sync is a journal commit and a cache flush; one
+/// per target cost ~45 ms each on the VM's disk).
+pub fn sync_directories<'a>(targets: impl IntoIterator<Item = &'a std::path::Path>) {
+    let mut done: Vec<PathBuf> = Vec::new();
+    for t in targets {
+        let dir = match t.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if done.contains(&dir) {
+            continue;
+        }
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        done.push(dir);
+    }
+}
+
+impl TargetWriter {
 
     /// Writes to a pipe or standard output (in order, no renaming).
     pub fn is_sequential(&self) -> bool {
@@ -188,9 +316,67 @@ impl TargetWriter {
     }
 
     /// Removes the partial output (on any failure).
-    pub fn abandon(self) {
+    pub fn abandon(mut self) {
+        self.behind.reap();
         if !self.sequential {
             let _ = std::fs::remove_file(&self.target.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use peerpath_io::{Completion, SyncEngine, Waker};
+
+    /// Writes `data` through a writer in pieces, finalizes and renames it.
+    fn write_all(dir: &std::path::Path, data: &[u8], behind_bytes: u64) -> (PathBuf, DurabilityReport) {
+        let final_path = dir.join("out.bin");
+        let target = peerpath_io::open_target_tmp(&final_path, true).unwrap();
+        let mut w = TargetWriter::new(target, final_path.clone(), false);
+        w.set_write_behind_bytes(behind_bytes);
+        let mut engine = SyncEngine::<JobBuf>::new();
+        let (mut cache, ledger, waker) = (BufferCache::new(4), Ledger::new(), Waker::new().unwrap());
+        let host = peerpath_mem::MemoryDomain::Host { numa_node: None };
+        let mut done: Vec<Completion<JobBuf>> = Vec::new();
+        let mut drain = |w: &mut TargetWriter, engine: &mut SyncEngine<JobBuf>, cache: &mut BufferCache| {
+            while engine.in_flight() > 0 {
+                engine.wait(&mut done, &waker).unwrap();
+                for c in done.drain(..) {
+                    w.on_write_complete(c.result, c.buf, cache).unwrap();
+                }
+            }
+        };
+        for piece in data.chunks(300_001) {
+            w.push(piece, &mut engine, &mut cache, 1, &ledger, &host).unwrap();
+            drain(&mut w, &mut engine, &mut cache);
+        }
+        w.finish(&mut engine, 1, &ledger).unwrap();
+        drain(&mut w, &mut engine, &mut cache);
+        w.finalize().unwrap();
+        let report = w.durability_report().expect("a file target");
+        w.rename_into_place().unwrap();
+        sync_directories([final_path.as_path()]);
+        (final_path, report)
+    }
+
+    #[test]
+    fn write_behind_syncs_in_the_background_and_the_output_is_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..(20u32 << 20) + 12345).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let (path, report) = write_all(dir.path(), &data, 4 << 20);
+        assert_eq!(std::fs::read(&path).unwrap(), data, "the target holds exactly the bytes pushed");
+        // 20 MiB in 4 MiB writes, a sync every 4 MiB unless one still runs: at least one ran.
+        assert!(report.background_syncs >= 1, "{report:?}");
+        assert!(report.background_syncs <= 5, "{report:?}");
+    }
+
+    #[test]
+    fn without_write_behind_only_the_final_sync_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = vec![7u8; (9 << 20) + 1];
+        let (path, report) = write_all(dir.path(), &data, u64::MAX);
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+        assert_eq!(report.background_syncs, 0);
     }
 }
