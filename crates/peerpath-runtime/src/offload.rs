@@ -56,6 +56,11 @@ pub struct DeviceReport {
     /// CPU time of the device process (an emulated device runs on host
     /// cores: this is not offloaded work and is never counted as saved).
     pub process_cpu_s: Option<f64>,
+    /// Time its workers spent running this job's commands (its statistics).
+    pub busy_s: Option<f64>,
+    /// `busy_s` over its workers' time while the job drove it (from the
+    /// first transfer to the last completion), where it says how many.
+    pub utilisation_pct: Option<f64>,
     /// Why it was retired mid-job, if it was.
     pub failure: Option<String>,
 }
@@ -89,6 +94,13 @@ struct Chunk {
     copies: usize,
 }
 
+impl Chunk {
+    /// Being read, or being compressed: its input range is in use.
+    fn holds_input(&self) -> bool {
+        self.lens.is_empty() || self.outstanding > 0
+    }
+}
+
 struct Staging {
     /// `None` while the I/O engine holds it for the write.
     buf: Option<RegionBuf>,
@@ -114,9 +126,8 @@ enum Op {
 #[derive(Default)]
 struct OStream {
     dev: usize,
-    /// Chunks this stream may hold in device memory at once (read, being
-    /// compressed, or waiting to be packed).
-    max_chunks: usize,
+    /// Chunks this stream may have being read or compressed at once.
+    max_inputs: usize,
     reads_in_flight: usize,
     writes_in_flight: usize,
     chunks: BTreeMap<u64, Chunk>,
@@ -205,32 +216,35 @@ pub(crate) fn run(
         } else {
             None
         };
-        // Chunks in flight: two per command the device runs at once (one
-        // running, one queued), shared by its streams, plus two reads ahead
-        // per stream; at most two queue depths. More only holds device
-        // memory (all of it registered and faulted in up front): on the
+        // Chunks being read or compressed: two per command the device runs
+        // at once (one running, one queued), shared by its streams, plus
+        // two reads ahead per stream; at most two queue depths. Compressed
+        // chunks waiting to be packed do not count (a slow write must not
+        // starve the device), up to two queue depths in all. More inputs
+        // only hold device memory (registered and faulted in): on the
         // 2-core VM, 16 chunks a stream instead of 4 registered 96 MiB
-        // instead of 48 for the corpus, at 1 ms of host CPU per MiB.
-        let max_chunks = match od.device.parallelism() {
+        // instead of 48 for the corpus, at ~1 ms of host CPU per MiB.
+        let max_inputs = match od.device.parallelism() {
             Some(p) => (2 * p).div_ceil(od.streams.len().max(1)) + 2,
             None => 2 * params.queue_depth,
         }
         .clamp(2, 2 * params.queue_depth.max(1));
         for &i in &od.streams {
-            let mut o = OStream { dev: d, max_chunks, chunk_starts: vec![0], ..Default::default() };
+            let mut o = OStream { dev: d, max_inputs, chunk_starts: vec![0], ..Default::default() };
             for _ in 0..STAGINGS_PER_STREAM {
                 o.free_stagings.push(alloc.try_alloc(staging_capacity).expect("checked above"));
             }
             os.insert(i, o);
         }
-        // What the device's streams hold at their peak (stagings, and up to
-        // `max_chunks` chunks each, input and output, or as many as a small
-        // source has), registered with the I/O engine up front: first-fit
-        // keeps the ranges in use at the start of the region.
+        // What the device's streams usually hold at their peak (stagings,
+        // and `max_inputs` chunks each, input and output, plus two outputs
+        // waiting to be packed, or as many as a small source has): first-fit
+        // keeps the ranges in use at the start of the region; anything
+        // beyond is registered when first used.
         let chunks: usize = od
             .streams
             .iter()
-            .map(|&i| streams[i].size.map_or(1, |n| n.div_ceil(params.chunk_bytes as u64).max(1) as usize).min(max_chunks))
+            .map(|&i| streams[i].size.map_or(1, |n| n.div_ceil(params.chunk_bytes as u64).max(1) as usize).min(max_inputs + 2))
             .sum();
         let peak = align_up(BGZF_EOF_BLOCK.len(), 4096) + stagings + chunks * (align_up(params.chunk_bytes, 4096) + align_up(out_chunk_bytes, 4096));
         if let Some(span) = peerpath_io::region_fixed_span(alloc.region()) {
@@ -245,8 +259,10 @@ pub(crate) fn run(
         watchers.push(Watcher::start(od.device.as_ref(), move || w.wake()).map_err(|e| JobError::Internal(format!("device watcher: {e}")))?);
     }
     let driving = peerpath_metrics::thread_cpu_now();
+    let drive_start = std::time::Instant::now();
     let result = drive(streams, devices, &mut devs, &mut os, engine, params, ledger, &waker, staging_capacity, progress);
     let transfers_cpu_s = peerpath_metrics::thread_cpu_now().minus(&driving).total_s();
+    let drive_s = drive_start.elapsed().as_secs_f64();
     drop(watchers);
     result?;
     for (i, o) in os {
@@ -254,7 +270,7 @@ pub(crate) fn run(
         s.members_on_device = s.members;
         s.handover = o.handover;
     }
-    Ok(Driven { failures: devs.into_iter().map(|d| d.failure).collect(), transfers_cpu_s })
+    Ok(Driven { failures: devs.into_iter().map(|d| d.failure).collect(), transfers_cpu_s, drive_s })
 }
 
 /// How `run` ended: each device's failure, if any, and the orchestrating
@@ -263,6 +279,8 @@ pub(crate) fn run(
 pub(crate) struct Driven {
     pub failures: Vec<Option<String>>,
     pub transfers_cpu_s: f64,
+    /// Wall time from the first transfer to the last completion.
+    pub drive_s: f64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -305,7 +323,10 @@ fn drive(
             let o = os.get_mut(&i).expect("stream");
             let s = &mut streams[i];
             let dev = &mut devs[o.dev];
-            while dev.failure.is_none() && !s.read_done && o.reads_in_flight < params.queue_depth && o.chunks.len() < o.max_chunks {
+            while dev.failure.is_none() && !s.read_done && o.reads_in_flight < params.queue_depth
+                && o.chunks.len() < 2 * params.queue_depth
+                && o.chunks.values().filter(|c| c.holds_input()).count() < o.max_inputs
+            {
                 let size = s.size.expect("offloaded sources have a size");
                 let offset = s.next_read_offset;
                 let len = params.chunk_bytes.min(align_up((size - offset) as usize, DIRECT_IO_ALIGN_BYTES));
@@ -821,6 +842,7 @@ pub(crate) fn run_emulated(
     }
     let mut devices: Vec<OffloadDevice> = Vec::new();
     let mut cpu_at_start = Vec::new();
+    let mut busy_at_start = Vec::new();
     for d in 0..count {
         let name = format!("pp{}-csp{d}", std::process::id());
         let mut serve = ServeOptions::new(&name);
@@ -868,6 +890,8 @@ pub(crate) fn run_emulated(
             }
         };
         cpu_at_start.push(device.process_id().and_then(process_cpu));
+        let mut device = device;
+        busy_at_start.push(device.stats().map(|s| s.total().busy_ns));
         let kind = match device.process_id() {
             Some(pid) => format!("emulated CSP process (pid {pid}), {} workers, {memory_at}", spec.workers.max(1)),
             None => "emulated CSP".into(),
@@ -904,7 +928,7 @@ pub(crate) fn run_emulated(
     let result = run(streams, &mut devices, engine.as_mut(), &params, ledger, &mut report_progress);
     let fixed_buffers = engine.fixed_buffers();
     drop(engine); // every transfer into or out of device memory has finished
-    let Driven { failures, transfers_cpu_s } = result?;
+    let Driven { failures, transfers_cpu_s, drive_s } = result?;
     let summary = ledger.summary();
     let mut reports = Vec::new();
     for (d, od) in devices.iter_mut().enumerate() {
@@ -921,6 +945,13 @@ pub(crate) fn run_emulated(
             (Some(a), Some(b)) => Some((b.saturating_sub(a)).as_secs_f64()),
             _ => None,
         };
+        // Busy: time the device's workers spent running this job's commands;
+        // utilisation: of its workers' time while the job drove it.
+        let busy_s = match (busy_at_start[d], &stats) {
+            (Some(a), Some(st)) => Some(st.total().busy_ns.saturating_sub(a) as f64 / 1e9),
+            _ => None,
+        };
+        let utilisation_pct = busy_s.zip(od.device.parallelism()).map(|(b, p)| 100.0 * b / (p as f64 * drive_s.max(1e-9)));
         let domain = od.device.memory().domain().to_string();
         let name = od.device.name().to_string();
         let sources: Vec<String> = od.streams.iter().map(|&i| streams[i].source_name.clone()).collect();
@@ -950,6 +981,8 @@ pub(crate) fn run_emulated(
             commands,
             memory_traffic_bytes: summary.device_memory_bytes.get(&domain).copied().unwrap_or(0),
             process_cpu_s: cpu_s,
+            busy_s,
+            utilisation_pct,
             failure: failures[d].clone(),
         });
     }

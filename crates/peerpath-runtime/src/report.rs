@@ -339,6 +339,10 @@ impl JobReport {
             if let Some(c) = d.process_cpu_s {
                 let _ = writeln!(s, "    device CPU  {c:.2} s on host cores (the emulation's own work: not offloaded, not counted as saved)");
             }
+            if let Some(b) = d.busy_s {
+                let of = d.utilisation_pct.map_or(String::new(), |u| format!(" = {u:.0}% of its workers' time while the job drove it"));
+                let _ = writeln!(s, "    busy        {b:.2} s running commands{of}");
+            }
             if let Some(f) = &d.failure {
                 let _ = writeln!(s, "    FAILED      {f}");
             }
