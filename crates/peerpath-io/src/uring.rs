@@ -109,10 +109,13 @@ impl FixedTable {
                 let slot = self.next_slot as u16;
                 self.next_slot += 1;
                 let list = self.spans.entry(base).or_default();
+                // Bytes registered: each mapping's longest prefix (a longer
+                // prefix of the same mapping re-pins the shorter one's pages).
+                let before = list.iter().map(|(l, _)| *l).max().unwrap_or(0);
                 list.push((prefix, slot));
                 list.sort_unstable();
                 self.owners.push(span.owner);
-                self.stats.registered_bytes += prefix as u64;
+                self.stats.registered_bytes += prefix.saturating_sub(before) as u64;
                 Some(slot)
             }
             Err(e) => {
