@@ -31,6 +31,10 @@ pub struct BenchOffloadArgs {
     /// Where the outputs go (must take O_DIRECT) [default: a new directory next to the first source].
     #[arg(long)]
     workdir: Option<PathBuf>,
+    /// Directory for the emulated devices' memory files [default: /dev/shm]
+    /// (a tmpfs mounted with huge=within_size gives them 2 MiB pages).
+    #[arg(long)]
+    device_memory_dir: Option<PathBuf>,
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
@@ -160,6 +164,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         spec.devices = d;
         // The same number of workers in all as the CPU row has threads.
         spec.workers = (cores / d).max(1) as u32;
+        spec.memory_dir = a.device_memory_dir.clone();
         configs.push((format!("{d} emulated CSP"), Compute::Emulated(Box::new(spec)), (cores / d).max(1) * d));
     }
     // Rounds: each runs every row once, in order, so a slow stretch of a

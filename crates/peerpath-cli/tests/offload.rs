@@ -132,6 +132,30 @@ fn emulated_devices_make_the_same_bytes_as_the_cpu_with_no_payload_in_host_memor
 }
 
 #[test]
+fn device_memory_goes_in_the_directory_asked_and_the_report_says_how_it_is_paged() {
+    let dir = scratch();
+    let inputs: Vec<(&str, Vec<u8>)> = vec![("sample.fa", sample().to_vec())];
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    let sources = write_inputs(dir.path(), &inputs);
+    let cpu = cpu_outputs(dir.path(), &sources, &[]);
+    let mem_dir = dir.path().join("devmem");
+    std::fs::create_dir_all(&mem_dir).unwrap();
+    let from = format!("shm:{}", mem_dir.display());
+    let dev = dir.path().join("dev-dir");
+    let r = compress(&sources, &dev, &emulated(&["--device-memory-from", &from])).ok().json();
+    check_offloaded_in(&r, 1, "shm:DIR", "emulated");
+    assert_same_outputs(&cpu, &dev, &names, "shm:DIR");
+    let d = &r["devices"][0];
+    let kind = d["kind"].as_str().unwrap_or_default();
+    assert!(kind.contains(&format!("memory in {}", mem_dir.display())), "{kind}");
+    let (rss, huge) = (d["memory_resident_bytes"].as_u64().unwrap(), d["memory_huge_page_bytes"].as_u64().unwrap());
+    assert!(rss > 0 && huge <= rss, "resident {rss}, huge {huge}");
+    assert!(names_in(&mem_dir).is_empty(), "the device removes its memory file when it stops");
+    let o = run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "shm:/no/such/dir"]));
+    assert!(o.code() == Some(2) && o.stderr.contains("/no/such/dir is not a directory"), "clap usage error: {}", o.stderr);
+}
+
+#[test]
 fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
     let dir = scratch();
     // A fake provider: the sysfs files peerpath reads, `allocate` a plain
@@ -172,7 +196,7 @@ fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
     compress(&sources, &out, &missing).fails(15, &["0000:09:00.0", "p2pmem"]);
     assert!(!out.exists() || names_in(&out).is_empty(), "targets left in {}", out.display());
     let o = run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "p2p:"]));
-    assert!(o.code() == Some(2) && o.stderr.contains("expected shm or p2p:BDF"), "clap usage error: {}", o.stderr);
+    assert!(o.code() == Some(2) && o.stderr.contains("expected shm, shm:DIR or p2p:BDF"), "clap usage error: {}", o.stderr);
     run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "p2p:0000:03:00.0", "-o", dir.path().join("x.gz")]))
         .fails(2, &["use it with --engine emulated"]);
 }

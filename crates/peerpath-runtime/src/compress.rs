@@ -64,6 +64,10 @@ pub struct EmulatedSpec {
     pub command_timeout: std::time::Duration,
     /// Where each device's memory comes from.
     pub memory_from: DeviceMemoryFrom,
+    /// With shared memory: the directory its file goes in (`None`:
+    /// /dev/shm, or the temporary directory where /dev/shm is too small).
+    /// A tmpfs mounted with `huge=within_size` gives it 2 MiB pages.
+    pub memory_dir: Option<PathBuf>,
 }
 
 /// Where an emulated device's memory comes from.
@@ -100,6 +104,7 @@ impl EmulatedSpec {
             faults: None,
             command_timeout: std::time::Duration::from_secs(10),
             memory_from: DeviceMemoryFrom::Shm,
+            memory_dir: None,
         }
     }
 }

@@ -61,6 +61,10 @@ pub struct DeviceReport {
     /// `busy_s` over its workers' time while the job drove it (from the
     /// first transfer to the last completion), where it says how many.
     pub utilisation_pct: Option<f64>,
+    /// Of its memory (shared memory: not P2P memory), what the host's
+    /// mapping has resident and how much of that is in 2 MiB pages.
+    pub memory_resident_bytes: Option<u64>,
+    pub memory_huge_page_bytes: Option<u64>,
     /// Why it was retired mid-job, if it was.
     pub failure: Option<String>,
 }
@@ -858,8 +862,11 @@ pub(crate) fn run_emulated(
                 // is backed at start, so put it where it fits. Where it went is part
                 // of what the device is (its report says so), not a fallback: the
                 // data path is the same.
+                if let Some(dir) = &spec.memory_dir {
+                    so.serve.dir = dir.clone();
+                }
                 let mut memory_at = format!("memory in {}", so.serve.dir.display());
-                if free_bytes(&so.serve.dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
+                if spec.memory_dir.is_none() && free_bytes(&so.serve.dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
                     let tmp = std::env::temp_dir();
                     memory_at = format!(
                         "memory in a file in {} ({} had less than {} MiB free)",
@@ -952,6 +959,7 @@ pub(crate) fn run_emulated(
             _ => None,
         };
         let utilisation_pct = busy_s.zip(od.device.parallelism()).map(|(b, p)| 100.0 * b / (p as f64 * drive_s.max(1e-9)));
+        let pages = od.device.memory().mapped_region().filter(|r| r.p2p_info().is_none()).and_then(|r| r.huge_page_use());
         let domain = od.device.memory().domain().to_string();
         let name = od.device.name().to_string();
         let sources: Vec<String> = od.streams.iter().map(|&i| streams[i].source_name.clone()).collect();
@@ -983,6 +991,8 @@ pub(crate) fn run_emulated(
             process_cpu_s: cpu_s,
             busy_s,
             utilisation_pct,
+            memory_resident_bytes: pages.map(|p| p.0),
+            memory_huge_page_bytes: pages.map(|p| p.1),
             failure: failures[d].clone(),
         });
     }

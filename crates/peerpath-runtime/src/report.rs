@@ -336,6 +336,14 @@ impl JobReport {
             let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
             let _ = writeln!(s, "    memory      {} read + written in device memory", human_bytes(d.memory_traffic_bytes));
+            if let (Some(rss), Some(huge)) = (d.memory_resident_bytes, d.memory_huge_page_bytes) {
+                let why = if huge == 0 {
+                    " (4 KiB pages: the file system holding it gives no huge pages; a tmpfs mounted with huge=within_size does, see --device-memory-from shm:DIR)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(s, "    pages       {} of it in use, {} of that in 2 MiB pages{why}", human_bytes(rss), human_bytes(huge));
+            }
             if let Some(c) = d.process_cpu_s {
                 let _ = writeln!(s, "    device CPU  {c:.2} s on host cores (the emulation's own work: not offloaded, not counted as saved)");
             }
