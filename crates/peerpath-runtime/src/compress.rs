@@ -624,8 +624,8 @@ fn run(
                 if in_pipeline >= slots || !s.can_read(qd) || (blocking && reads_this_pass > 0) {
                     continue;
                 }
-                reads_this_pass += 1;
                 let Some(buf) = pool.try_get() else { break };
+                reads_this_pass += 1;
                 let offset = s.next_read_offset;
                 let mut len = chunk_bytes;
                 if let Some(size) = s.size {

@@ -227,7 +227,8 @@ pub(crate) fn run(
         // starve the device), up to two queue depths in all. More inputs
         // only hold device memory (registered and faulted in): on the
         // 2-core VM, 16 chunks a stream instead of 4 registered 96 MiB
-        // instead of 48 for the corpus, at ~1 ms of host CPU per MiB.
+        // instead of 56 for the corpus, at ~1 ms of host CPU per MiB of
+        // 4 KiB pages.
         let max_inputs = match od.device.parallelism() {
             Some(p) => (2 * p).div_ceil(od.streams.len().max(1)) + 2,
             None => 2 * params.queue_depth,

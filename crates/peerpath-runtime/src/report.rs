@@ -359,15 +359,18 @@ impl JobReport {
             let _ = writeln!(s, "  verified      every member of every output, before it was put in place ({v:.3} s, host CPU)");
         }
         let m = &self.memory;
-        let _ = writeln!(
-            s,
-            "  buffers       read pool {} x {} = {} (at most {} in use at once); peak other buffers {}",
-            m.read_pool_buffers,
-            human_bytes((m.read_pool_bytes / m.read_pool_buffers.max(1)) as u64),
-            human_bytes(m.read_pool_bytes as u64),
-            m.read_pool_peak_buffers,
-            human_bytes(m.peak_owned_buffer_bytes as u64)
-        );
+        // (Nothing to say when devices did all the work in their own memory.)
+        if m.read_pool_buffers > 0 || m.peak_owned_buffer_bytes > 0 {
+            let _ = writeln!(
+                s,
+                "  buffers       read pool {} x {} = {} (at most {} in use at once); peak other buffers {}",
+                m.read_pool_buffers,
+                human_bytes((m.read_pool_bytes / m.read_pool_buffers.max(1)) as u64),
+                human_bytes(m.read_pool_bytes as u64),
+                m.read_pool_peak_buffers,
+                human_bytes(m.peak_owned_buffer_bytes as u64)
+            );
+        }
         if let Some(f) = m.fixed_buffers.as_ref().filter(|f| f.registered_bytes == 0 && f.refused.is_none()) {
             let _ = writeln!(
                 s,
