@@ -38,7 +38,8 @@ pub struct FixedSpan {
 /// What an engine did with fixed (registered) buffers, for the report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FixedBufferStats {
-    /// Bytes of memory registered (prefixes of one mapping counted once each).
+    /// Bytes of memory registered (a mapping's overlapping prefixes count
+    /// once: its longest).
     pub registered_bytes: u64,
     /// Transfers that used a registered buffer.
     pub fixed_transfers: u64,

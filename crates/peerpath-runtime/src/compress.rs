@@ -613,15 +613,15 @@ fn run(
     // A blocking engine reads at submit: one read a pass, so the chunk just
     // read goes to a worker before the next read blocks (reading the whole
     // pipeline first left the workers idle behind ~6 ms O_DIRECT reads).
-    let blocking = engine.kind() == peerpath_io::EngineKind::Syscalls;
+    let reads_per_pass = if engine.kind() == peerpath_io::EngineKind::Syscalls { 1 } else { usize::MAX };
     loop {
         // 1. Keep reads going, round robin, within the pipeline bound.
         let mut progressed = true;
         let mut reads_this_pass = 0;
-        while progressed && in_pipeline < slots && !(blocking && reads_this_pass > 0) {
+        while progressed && in_pipeline < slots && reads_this_pass < reads_per_pass {
             progressed = false;
             for (i, s) in streams.iter_mut().enumerate() {
-                if in_pipeline >= slots || !s.can_read(qd) || (blocking && reads_this_pass > 0) {
+                if in_pipeline >= slots || !s.can_read(qd) || reads_this_pass == reads_per_pass {
                     continue;
                 }
                 let Some(buf) = pool.try_get() else { break };

@@ -86,6 +86,10 @@ pub(crate) struct OffloadDevice {
     /// The streams (indices into the job's streams) this device serves.
     pub streams: Vec<usize>,
     pub kind: String,
+    /// Its process's CPU time and its workers' busy time when the job
+    /// started with it, where it says (the report counts from there).
+    pub cpu_at_start: Option<std::time::Duration>,
+    pub busy_ns_at_start: Option<u64>,
 }
 
 struct Chunk {
@@ -846,8 +850,6 @@ pub(crate) fn run_emulated(
         fallbacks.push(format!("devices: {} asked for, {count} started (one per source at most)", spec.devices));
     }
     let mut devices: Vec<OffloadDevice> = Vec::new();
-    let mut cpu_at_start = Vec::new();
-    let mut busy_at_start = Vec::new();
     for d in 0..count {
         let name = format!("pp{}-csp{d}", std::process::id());
         let mut serve = ServeOptions::new(&name);
@@ -886,7 +888,7 @@ pub(crate) fn run_emulated(
                 }
             }
         };
-        let device: Box<dyn Device> = match started {
+        let mut device: Box<dyn Device> = match started {
             Ok(emu) => match &spec.faults {
                 Some(f) => Box::new(FaultyDevice::new(emu, f.clone())),
                 None => Box::new(emu),
@@ -897,14 +899,13 @@ pub(crate) fn run_emulated(
                 continue;
             }
         };
-        cpu_at_start.push(device.process_id().and_then(process_cpu));
-        let mut device = device;
-        busy_at_start.push(device.stats().map(|s| s.total().busy_ns));
+        let cpu_at_start = device.process_id().and_then(process_cpu);
+        let busy_ns_at_start = device.stats().map(|s| s.total().busy_ns);
         let kind = match device.process_id() {
             Some(pid) => format!("emulated CSP process (pid {pid}), {} workers, {memory_at}", spec.workers.max(1)),
             None => "emulated CSP".into(),
         };
-        devices.push(OffloadDevice { device, streams: Vec::new(), kind });
+        devices.push(OffloadDevice { device, streams: Vec::new(), kind, cpu_at_start, busy_ns_at_start });
     }
     if devices.is_empty() {
         return Ok(crate::compress::OffloadRan::none());
@@ -949,13 +950,13 @@ pub(crate) fn run_emulated(
                 }
             }
         }
-        let cpu_s = match (cpu_at_start[d], od.device.process_id().and_then(process_cpu)) {
+        let cpu_s = match (od.cpu_at_start, od.device.process_id().and_then(process_cpu)) {
             (Some(a), Some(b)) => Some((b.saturating_sub(a)).as_secs_f64()),
             _ => None,
         };
         // Busy: time the device's workers spent running this job's commands;
         // utilisation: of its workers' time while the job drove it.
-        let busy_s = match (busy_at_start[d], &stats) {
+        let busy_s = match (od.busy_ns_at_start, &stats) {
             (Some(a), Some(st)) => Some(st.total().busy_ns.saturating_sub(a) as f64 / 1e9),
             _ => None,
         };
