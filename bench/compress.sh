@@ -124,8 +124,8 @@ trap 'exit 130' INT TERM
 
 avail_kb=$(df -Pk -- "$S" | awk 'NR == 2 { print $4 }')
 in_bytes=$(stat -c %s -- "$input")
-need_kb=$((in_bytes * 4 / 1024))
-[ "$avail_kb" -ge "$need_kb" ] || die "scratch dir $S has ${avail_kb} KiB free, need about ${need_kb} KiB (4x the input)"
+need_kb=$((in_bytes * 12 / 1024)) # every output is kept until it is checked
+[ "$avail_kb" -ge "$need_kb" ] || die "scratch dir $S has ${avail_kb} KiB free, need about ${need_kb} KiB (12x the input)"
 
 # --- commands ------------------------------------------------------------------------
 # Each row: name <TAB> kind (c|d) <TAB> output file <TAB> shell command.
@@ -159,6 +159,12 @@ if [ "$use_pp" -eq 1 ]; then
     add "peerpath --threads 1" c "$S/pp_t1.gz" "$PPQ compress --level 1 --threads 1 --force $IN --output $SQ/pp_t1.gz"
     add "peerpath --threads $N" c "$S/pp_tN.gz" "$PPQ compress --level 1 --threads $N --force $IN --output $SQ/pp_tN.gz"
 fi
+# Durable output for everyone: the multi-threaded rows again, then `sync OUT` (timed), so they
+# pay for durable output as peerpath does (--fsync-others does this to every row instead).
+if [ "$fsync_others" -eq 0 ]; then
+    add "igzip -1 -T$N + sync" c "$S/igzip1_TN_sync.gz" "igzip -1 -T$N -c $IN > $SQ/igzip1_TN_sync.gz && sync $SQ/igzip1_TN_sync.gz"
+    add "pigz -1 -p$N + sync" c "$S/pigz1_pN_sync.gz" "pigz -1 -p$N -c $IN > $SQ/pigz1_pN_sync.gz && sync $SQ/pigz1_pN_sync.gz"
+fi
 # Compressing alone: the multi-threaded rows again with the output discarded, so the disk's
 # write speed (and peerpath's fsync) is out of the comparison. Not checked here: the rows
 # above run the same commands on the same input and are.
@@ -175,6 +181,9 @@ add "igzip -d" d "$S/d_igzip.out" "igzip -d -c $SQ/igzip1_T1.gz > $SQ/d_igzip.ou
 if [ "$use_pp" -eq 1 ]; then
     add "peerpath decompress --threads 1" d "$S/d_pp_t1.out" "$PPQ decompress --threads 1 --force $SQ/pp_tN.gz --output $SQ/d_pp_t1.out"
     add "peerpath decompress --threads $N" d "$S/d_pp_tN.out" "$PPQ decompress --threads $N --force $SQ/pp_tN.gz --output $SQ/d_pp_tN.out"
+fi
+if [ "$fsync_others" -eq 0 ]; then
+    add "igzip -d + sync" d "$S/d_igzip_sync.out" "igzip -d -c $SQ/igzip1_T1.gz > $SQ/d_igzip_sync.out && sync $SQ/d_igzip_sync.out"
 fi
 # Decoding alone: the same decoders with the output discarded, so the disk's write speed
 # (and peerpath's fsync) is out of the comparison. Not checked here: the rows above run the

@@ -118,12 +118,16 @@ impl Default for EmulatedSpec {
 pub const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
 /// Reads through device memory: at least 1 MiB (device memory is small).
 const DEVICE_READ_BYTES: usize = 1 << 20;
-/// Reads on the CPU path: at least 4 MiB, so read buffers are big enough for
-/// transparent huge pages: compressing out of them took 0.80-0.88 s of CPU
-/// for the 205 MB corpus instead of 1.05 s with 1 MiB buffers (fewer TLB
-/// misses; wall 0.55 s instead of 0.69-0.74 s). Many sources at once fall
-/// back to 1 MiB so the read pool stays near 64 MiB.
-const CPU_READ_BYTES: usize = 4 << 20;
+/// Reads on the CPU path: one transparent huge page (2 MiB), so a read
+/// buffer is one TLB entry: compressing out of such buffers took 0.80-0.88 s
+/// of CPU for the 205 MB corpus instead of 1.05 s with 1 MiB buffers (wall
+/// 0.55 s instead of 0.69-0.74 s). Not bigger: every buffer is memory the job
+/// touches once, and a fresh huge page is zeroed by the kernel (on the 2-core
+/// VM the host backs it at that moment too); 2 MiB instead of 4 MiB chunks
+/// took 6 % less wall and CPU compressing the corpus to /dev/null
+/// (interleaved, 20 runs each), and halve the last chunk's wait. Many sources
+/// at once fall back to 1 MiB so the read pool stays near 64 MiB.
+const CPU_READ_BYTES: usize = 2 << 20;
 const CPU_READ_POOL_BYTES: usize = 64 << 20;
 const MAX_READ_BYTES: usize = 64 << 20;
 const WRITE_BIT: u64 = 1 << 63;
@@ -560,12 +564,11 @@ fn run(
     let qd = opts.common.queue_depth.max(1) as usize;
     // Chunks in the pipeline (being read, compressed, or waiting their turn
     // to be written): two per worker keeps each busy with the next queued,
-    // plus at most two reads ahead (a 4 MiB read is already several requests
-    // to the disk: the block layer splits it). More only buffers, and every
-    // buffer is memory the job touches once (a fault and a zeroing per page):
-    // on the 2-core VM, 12 slots instead of 6 cost 13 % more CPU and 14 %
-    // more wall for the corpus.
-    let slots = (threads * 2 + qd.min(2)).max(streams.len() * 2);
+    // plus one read ahead (a 2 MiB read takes a fraction of the time its
+    // compression does). More only buffers, and every buffer is memory the
+    // job touches once (a fault and a zeroing per page): on the 2-core VM, 12
+    // slots instead of 6 cost 13 % more CPU and 14 % more wall for the corpus.
+    let slots = (threads * 2 + 1).max(streams.len() * 2);
     // `chunk_bytes` is the device path's; the CPU reads bigger chunks when the pool stays small.
     if slots * CPU_READ_BYTES <= CPU_READ_POOL_BYTES {
         chunk_bytes = read_chunk_bytes(member_bytes, CPU_READ_BYTES).0.max(chunk_bytes);
