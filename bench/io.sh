@@ -357,6 +357,7 @@ w("## Notes")
 w("")
 w("- Latency is from submission to completion as each tool sees it (peerpath: submit call to reaped completion; fio: `lat`, with `--lat_percentiles=1`). peerpath's percentiles come from a histogram with < 0.8 % bucket error, fio's from one with ~1.6 %.")
 w("- peerpath does one untimed transfer per buffer before timing each point (the first DMA into fresh pages faults them in); fio fills its buffers before starting.")
+w("- Random offsets are new in every run for both tools (fio `--randrepeat=0`; peerpath draws a fresh seed unless given `--seed`, and prints it). Until 2026-11-23 peerpath repeated one seed, so each of its runs rewrote the blocks its last run had written: on this VM that alone made its 4 KiB random writes ~10 % slower at p50 than with fresh offsets (5 paired runs against fio in between), which is where its write-latency rows had missed.")
 spread = []
 for name in ("seq_read_1M_qd16", "seq_write_1M_qd16"):
     xs = [x["gb_per_s"] for x in targets[name]["fio"]]

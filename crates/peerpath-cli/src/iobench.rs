@@ -133,6 +133,10 @@ pub struct BenchIoArgs {
     /// I/O engine.
     #[arg(long, value_enum, default_value_t = crate::IoArg::Auto)]
     io: crate::IoArg,
+    /// Seed of the random offsets [default: a new one each run, like fio's
+    /// randrepeat=0; the report prints it].
+    #[arg(long)]
+    seed: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -164,6 +168,9 @@ pub fn options(a: &BenchIoArgs) -> Result<IoBenchOptions, String> {
     };
     o.runtime_per_point = Duration::from_secs_f64(a.runtime_s);
     o.sync_io = a.io == crate::IoArg::Sync;
+    if let Some(seed) = a.seed {
+        o.seed = seed;
+    }
     Ok(o)
 }
 

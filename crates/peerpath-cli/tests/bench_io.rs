@@ -64,3 +64,21 @@ fn p2p_memory_that_is_absent_exits_14_and_bad_flags_exit_2() {
     let out = run(&mut pp(args!["bench-io", "--file", &file, "--size", "6K"]));
     out.fails(2, &["multiple of 4096"]);
 }
+
+#[test]
+fn random_offsets_come_from_a_fresh_seed_unless_one_is_given() {
+    let dir = scratch();
+    let file = dir.path().join("bench.dat");
+    let seed_of = |extra: &[&str]| {
+        let mut a = args!["bench-io", "--file", &file, "--size", "256K", "--random", "only", "--rw", "read", "--runtime-s", "0.05", "--json"];
+        a.extend(extra.iter().map(|s| s.into()));
+        run(&mut pp(a)).ok().json()["seed"].as_u64().expect("the report carries its seed")
+    };
+    assert_eq!(seed_of(&["--seed", "7"]), 7);
+    // Two runs without --seed draw different offsets (as fio's randrepeat=0), and say which.
+    assert_ne!(seed_of(&[]), seed_of(&[]));
+    let text = run(&mut pp(args!["bench-io", "--file", &file, "--size", "256K", "--random", "only", "--rw", "read", "--runtime-s", "0.05", "--seed", "99"]))
+        .ok()
+        .stdout_str();
+    assert!(text.contains("seed 99 (--seed 99 repeats them)"), "{text}");
+}

@@ -518,12 +518,22 @@ pub struct IoBenchOptions {
     pub runtime_per_point: Duration,
     /// pread/pwrite instead of io_uring (requests then do not overlap).
     pub sync_io: bool,
+    /// Seed of the random offsets.
     pub seed: u64,
+}
+
+/// A seed that differs from run to run (fio's `randrepeat=0`): a random
+/// pattern that repeats its offsets rewrites, run after run, the blocks the
+/// last run left in the disk's (or a VM host's) cache.
+pub fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    t ^ (u64::from(std::process::id()) << 40)
 }
 
 impl IoBenchOptions {
     /// The sweep: 4 KiB..16 MiB, depths 1, 4, 16, reads and writes,
-    /// random 4 KiB reads and writes, host memory, 1 s per point.
+    /// random 4 KiB reads and writes, host memory, 1 s per point, offsets
+    /// from a fresh seed.
     pub fn new(file: PathBuf, file_size_bytes: u64) -> Self {
         IoBenchOptions {
             file,
@@ -535,7 +545,7 @@ impl IoBenchOptions {
             memory: BenchMemory::Host,
             runtime_per_point: Duration::from_secs(1),
             sync_io: false,
-            seed: 0x5eed,
+            seed: fresh_seed(),
         }
     }
 }
@@ -569,6 +579,8 @@ pub struct IoBenchReport {
     /// What writes carry.
     pub write_payload: String,
     pub runtime_per_point_s: f64,
+    /// Seed of the random offsets (`--seed` repeats them).
+    pub seed: u64,
     pub points: Vec<PointResult>,
     pub notes: Vec<String>,
 }
@@ -908,6 +920,7 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
         memory_text,
         write_payload,
         runtime_per_point_s: o.runtime_per_point.as_secs_f64(),
+        seed: o.seed,
         points: results,
         notes,
     })
@@ -941,6 +954,9 @@ impl IoBenchReport {
         let _ = writeln!(s, "  buffers       {}", self.memory_text);
         let _ = writeln!(s, "  writes carry  {}", self.write_payload);
         let _ = writeln!(s, "  per point     at most {:.1} s or one pass over the file, after one untimed transfer per buffer", self.runtime_per_point_s);
+        if self.points.iter().any(|p| p.pattern.is_random()) {
+            let _ = writeln!(s, "  offsets       random, seed {} (--seed {} repeats them)", self.seed, self.seed);
+        }
         for n in &self.notes {
             let _ = writeln!(s, "  note          {n}");
         }
