@@ -1,13 +1,15 @@
 //! Sleeping on devices and storage at once.
 //!
 //! A job's orchestration thread sleeps in its I/O engine, which wakes on
-//! I/O completions and on one eventfd (the job's waker). A [`Watcher`] is
-//! a small thread per device that turns the device's own signals into
-//! that wake-up: its completion descriptor ([`Device::wake_fd`]), its
-//! hang-up descriptor ([`Device::hangup_fd`], a dead device process) and
-//! a periodic tick, so that the orchestration thread polls the device
-//! (which checks the device's health and command timeouts) even when
-//! nothing else happens. The watcher never touches the device itself.
+//! I/O completions, on one eventfd (the job's waker) and, where the engine
+//! can (io_uring: a poll in the same ring), on each device's completion
+//! descriptor ([`Device::wake_fd`]). A [`Watcher`] is a small thread per
+//! device that turns the device's other signals into that wake-up: its
+//! hang-up descriptor ([`Device::hangup_fd`], a dead device process), a
+//! periodic tick, so that the orchestration thread polls the device (which
+//! checks the device's health and command timeouts) even when nothing else
+//! happens, and the completion descriptor too when the engine cannot watch
+//! it. The watcher never touches the device itself.
 
 use crate::device::Device;
 use crate::sys::{poll_fds, EventFd};
@@ -30,10 +32,13 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    pub fn start<F: Fn() + Send + 'static>(device: &dyn Device, wake: F) -> io::Result<Watcher> {
+    /// `relay_completions`: also relay the device's completion descriptor
+    /// (false when the I/O engine watches it itself).
+    pub fn start<F: Fn() + Send + 'static>(device: &dyn Device, relay_completions: bool, wake: F) -> io::Result<Watcher> {
         let stop = std::sync::Arc::new(EventFd::new()?);
         let (wake_fd, hangup_fd) = (device.wake_fd(), device.hangup_fd());
         let tick = if wake_fd.is_some() { TICK_WITH_WAKE_FD } else { TICK_WITHOUT_WAKE_FD };
+        let wake_fd = wake_fd.filter(|_| relay_completions);
         let stop_fd = stop.raw();
         let thread = std::thread::Builder::new()
             .name(format!("watch-{}", device.name()))

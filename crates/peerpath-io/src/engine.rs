@@ -229,6 +229,18 @@ pub trait IoEngine<B: IoBuf>: Send {
     /// appends what completed to `out`.
     fn wait(&mut self, out: &mut Vec<Completion<B>>, waker: &crate::Waker) -> io::Result<()>;
 
+    /// Makes [`IoEngine::wait`] also return when the eventfd `fd` is
+    /// signalled, and consume the signal (read its counter), from now until
+    /// [`IoEngine::unwatch_eventfd`]: one sleep covers storage, workers and
+    /// devices, with no thread in between to relay a device's signal.
+    /// Returns false when this engine cannot (the caller then relays it).
+    fn watch_eventfd(&mut self, _fd: RawFd) -> bool {
+        false
+    }
+
+    /// Stops watching `fd` (call before it is closed).
+    fn unwatch_eventfd(&mut self, _fd: RawFd) {}
+
     /// Registers the first `bytes` of `span` now (fixed buffers), so the
     /// pages are pinned, and faulted in if new, at setup rather than in the
     /// middle of the transfers. A no-op for engines without fixed buffers;

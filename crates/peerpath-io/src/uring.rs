@@ -144,7 +144,24 @@ pub struct UringEngine<B> {
     unsubmitted: usize,
     waker_armed: bool,
     waker_value: Box<u64>,
+    /// Eventfds whose signal also ends a wait (devices' completion
+    /// signals), each with a one-shot poll in the ring while armed; user
+    /// data `WATCH_TOKEN_BASE - index`. Entries are never removed (an
+    /// index stays its token); an unwatched one keeps `fd` None.
+    watched: Vec<Watched>,
 }
+
+struct Watched {
+    fd: Option<RawFd>,
+    armed: bool,
+}
+
+/// User data of cancel requests (their own completions are ignored).
+const CANCEL_TOKEN: u64 = WAKER_TOKEN - 1;
+/// User data of the polls on watched eventfds count down from here.
+const WATCH_TOKEN_BASE: u64 = WAKER_TOKEN - 2;
+/// At most this many watched descriptors (devices of one job).
+const MAX_WATCHED: usize = 1 << 16;
 
 // SAFETY: the ring and the raw pointers it holds into our buffers are only
 // used by the thread that owns the engine; moving the whole engine to
@@ -163,6 +180,7 @@ impl<B: IoBuf> UringEngine<B> {
             unsubmitted: 0,
             waker_armed: false,
             waker_value: Box::new(0),
+            watched: Vec::new(),
         })
     }
 
@@ -201,7 +219,35 @@ impl<B: IoBuf> UringEngine<B> {
             self.push(entry)?;
             self.waker_armed = true;
         }
+        // Watched eventfds: a poll, not a read (a device's eventfd is
+        // non-blocking, and a read of it in the ring would end at once
+        // with EAGAIN); the signal is consumed when the poll fires.
+        for i in 0..self.watched.len() {
+            if let Watched { fd: Some(fd), armed: false } = self.watched[i] {
+                let entry = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build().user_data(WATCH_TOKEN_BASE - i as u64);
+                self.push(entry)?;
+                self.watched[i].armed = true;
+            }
+        }
         Ok(())
+    }
+
+    /// A completion of a watched eventfd's poll: consumes the signal.
+    /// Returns whether it should end the wait (false once unwatched).
+    fn on_watch_fired(&mut self, user_data: u64) -> bool {
+        let w = &mut self.watched[(WATCH_TOKEN_BASE - user_data) as usize];
+        w.armed = false;
+        let Some(fd) = w.fd else { return false };
+        let mut value: u64 = 0;
+        // SAFETY: reads at most 8 bytes into a valid u64 from a descriptor
+        // the caller keeps open while it is watched; an empty non-blocking
+        // eventfd just fails with EAGAIN.
+        unsafe { libc::read(fd, &mut value as *mut u64 as *mut libc::c_void, 8) };
+        true
+    }
+
+    fn is_watch_token(&self, user_data: u64) -> bool {
+        user_data <= WATCH_TOKEN_BASE && WATCH_TOKEN_BASE - user_data < self.watched.len() as u64
     }
 }
 
@@ -260,6 +306,13 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
                     woken = true;
                     continue;
                 }
+                if user_data == CANCEL_TOKEN {
+                    continue; // a cancel request's own completion
+                }
+                if self.is_watch_token(user_data) {
+                    woken |= self.on_watch_fired(user_data);
+                    continue;
+                }
                 let slot = user_data as usize;
                 let finished = {
                     let p = self.slots[slot].as_mut().expect("completion for a live slot");
@@ -293,6 +346,28 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
         Ok(())
     }
 
+    fn watch_eventfd(&mut self, fd: RawFd) -> bool {
+        if self.watched.len() >= MAX_WATCHED {
+            return false;
+        }
+        self.watched.push(Watched { fd: Some(fd), armed: false });
+        true
+    }
+
+    fn unwatch_eventfd(&mut self, fd: RawFd) {
+        for i in 0..self.watched.len() {
+            if self.watched[i].fd == Some(fd) {
+                self.watched[i].fd = None;
+                if self.watched[i].armed {
+                    // Its completion (cancelled, or fired meanwhile) is reaped
+                    // by a later wait or by drop, and ignored.
+                    let entry = opcode::PollRemove::new(WATCH_TOKEN_BASE - i as u64).build().user_data(CANCEL_TOKEN);
+                    let _ = self.push(entry);
+                }
+            }
+        }
+    }
+
     fn register_ahead(&mut self, span: FixedSpan, bytes: usize) {
         let bytes = bytes.min(span.len);
         self.fixed.covering(&self.ring.submitter(), span, bytes, bytes);
@@ -306,24 +381,40 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
 impl<B> Drop for UringEngine<B> {
     fn drop(&mut self) {
         // Requests still in flight point into buffers we are about to free:
-        // wait for the kernel to finish with them first.
-        let live = self.slots.iter().filter(|s| s.is_some()).count() + usize::from(self.waker_armed);
-        if live > 0 {
-            if self.waker_armed {
-                // Nothing will write the eventfd; cancel the armed read.
-                let entry = opcode::AsyncCancel::new(WAKER_TOKEN).build().user_data(WAKER_TOKEN - 1);
-                // SAFETY: a cancel entry references no memory.
-                let _ = unsafe { self.ring.submission().push(&entry) };
+        // wait for the kernel to finish with them first. The armed waker
+        // read and device polls would wait for a signal that may never
+        // come: cancel them (their completions count; the cancels' own do not).
+        let armed_watches = self.watched.iter().filter(|w| w.armed).count();
+        let live = self.slots.iter().filter(|s| s.is_some()).count() + usize::from(self.waker_armed) + armed_watches;
+        if live == 0 {
+            return;
+        }
+        let mut cancels = Vec::new();
+        if self.waker_armed {
+            cancels.push(opcode::AsyncCancel::new(WAKER_TOKEN).build().user_data(CANCEL_TOKEN));
+        }
+        for (i, w) in self.watched.iter().enumerate() {
+            // An unwatched one had its poll removed already.
+            if w.armed && w.fd.is_some() {
+                cancels.push(opcode::PollRemove::new(WATCH_TOKEN_BASE - i as u64).build().user_data(CANCEL_TOKEN));
             }
-            let mut remaining = live;
-            while remaining > 0 {
-                if self.ring.submit_and_wait(1).is_err() {
-                    break;
+        }
+        for entry in cancels {
+            // SAFETY: cancel and poll-remove entries reference no memory.
+            while unsafe { self.ring.submission().push(&entry) }.is_err() {
+                if self.ring.submit().is_err() {
+                    return; // the ring is broken: nothing more can complete
                 }
-                for c in self.ring.completion() {
-                    if c.user_data() != WAKER_TOKEN - 1 {
-                        remaining = remaining.saturating_sub(1);
-                    }
+            }
+        }
+        let mut remaining = live;
+        while remaining > 0 {
+            if self.ring.submit_and_wait(1).is_err() {
+                break;
+            }
+            for c in self.ring.completion() {
+                if c.user_data() != CANCEL_TOKEN {
+                    remaining = remaining.saturating_sub(1);
                 }
             }
         }

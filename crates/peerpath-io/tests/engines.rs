@@ -100,6 +100,70 @@ fn waker_interrupts_a_wait_with_nothing_in_flight() {
     }
 }
 
+/// A non-blocking eventfd, like a device's completion signal.
+fn device_signal() -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: eventfd takes plain integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    assert!(fd >= 0);
+    // SAFETY: a fresh descriptor nothing else owns.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+}
+
+fn signal(fd: i32) {
+    let one = 1u64;
+    // SAFETY: writes 8 bytes from a valid u64 to an eventfd.
+    assert_eq!(unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) }, 8);
+}
+
+fn is_signalled(fd: i32) -> bool {
+    let mut v = 0u64;
+    // SAFETY: reads at most 8 bytes into a valid u64.
+    unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) == 8 }
+}
+
+#[test]
+fn a_watched_eventfd_ends_a_wait_and_is_consumed() {
+    let Ok(mut engine) = UringEngine::<AlignedBuf>::new(4) else { return };
+    let waker = Waker::new().unwrap();
+    let dev = device_signal();
+    let fd = dev.as_raw_fd();
+    assert!(engine.watch_eventfd(fd));
+    // Signalled while the engine sleeps: the wait ends, with nothing completed.
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        signal(fd);
+    });
+    let mut out = Vec::new();
+    engine.wait(&mut out, &waker).unwrap();
+    t.join().unwrap();
+    assert!(out.is_empty());
+    assert!(!is_signalled(fd), "the engine consumed the signal");
+    // Signalled before the wait: it still ends (the poll is re-armed).
+    signal(fd);
+    engine.wait(&mut out, &waker).unwrap();
+    assert!(!is_signalled(fd));
+    // Unwatched: a signal stays for its owner, and the waker still works.
+    engine.unwatch_eventfd(fd);
+    signal(fd);
+    waker.wake();
+    engine.wait(&mut out, &waker).unwrap();
+    assert!(is_signalled(fd), "an unwatched eventfd is left alone");
+    // Armed polls do not hold up the engine's drop.
+    let other = device_signal();
+    assert!(engine.watch_eventfd(other.as_raw_fd()));
+    waker.wake();
+    engine.wait(&mut out, &waker).unwrap();
+    drop(engine);
+}
+
+#[test]
+fn the_syscall_engine_leaves_eventfds_to_the_caller() {
+    let mut engine = SyncEngine::new();
+    let dev = device_signal();
+    assert!(!IoEngine::<AlignedBuf>::watch_eventfd(&mut engine, dev.as_raw_fd()));
+}
+
 /// A fake P2P provider (the sysfs files `MappedRegion::map_p2pmem` reads,
 /// `allocate` a regular file) and one 4 KiB range of its memory.
 fn p2p_buffer(dir: &std::path::Path) -> peerpath_mem::RegionBuf {

@@ -261,11 +261,20 @@ pub(crate) fn run(
         }
         devs.push(DevState { failure: None, backlog: VecDeque::new(), ops: HashMap::new(), next_tag: 1, alloc, eof });
     }
-    // Watchers turn device signals into wake-ups of the I/O engine's wait.
+    // The engine's wait also ends on a device's completion signal where it
+    // can watch it (io_uring); watchers relay the rest (a device's death, a
+    // periodic tick for command timeouts, and completions otherwise). A
+    // relay costs a thread's wake-up per signal: on the 2-core VM the
+    // watcher thread took ~0.7 % of a one-device job's CPU samples.
+    let mut watched = Vec::new();
     let mut watchers = Vec::new();
     for od in devices.iter() {
+        let in_engine = od.device.wake_fd().is_some_and(|fd| engine.watch_eventfd(fd));
+        if in_engine {
+            watched.extend(od.device.wake_fd());
+        }
         let w = waker.clone();
-        watchers.push(Watcher::start(od.device.as_ref(), move || w.wake()).map_err(|e| JobError::Internal(format!("device watcher: {e}")))?);
+        watchers.push(Watcher::start(od.device.as_ref(), !in_engine, move || w.wake()).map_err(|e| JobError::Internal(format!("device watcher: {e}")))?);
     }
     let driving = peerpath_metrics::thread_cpu_now();
     let drive_start = std::time::Instant::now();
@@ -273,6 +282,9 @@ pub(crate) fn run(
     let transfers_cpu_s = peerpath_metrics::thread_cpu_now().minus(&driving).total_s();
     let drive_s = drive_start.elapsed().as_secs_f64();
     drop(watchers);
+    for fd in watched {
+        engine.unwatch_eventfd(fd);
+    }
     result?;
     for (i, o) in os {
         let s = &mut streams[i];
