@@ -23,7 +23,10 @@ impl IsalDeflater {
         assert!(level <= 3, "ISA-L levels are 0-3");
         let size = match level {
             0 => ffi::ISAL_DEF_LVL0_DEFAULT,
-            1 => ffi::ISAL_DEF_LVL1_DEFAULT,
+            // The largest level-1 buffer (a bigger hash table than igzip's
+            // default): on the corpus 3 % less CPU (24 interleaved runs) and
+            // 0.02 % smaller output; the smaller ones cost 5-80 % more CPU.
+            1 => ffi::ISAL_DEF_LVL1_EXTRA_LARGE,
             2 => ffi::ISAL_DEF_LVL2_DEFAULT,
             _ => ffi::ISAL_DEF_LVL3_DEFAULT,
         } as usize;
