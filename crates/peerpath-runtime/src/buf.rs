@@ -59,7 +59,13 @@ impl BufferCache {
     }
 
     pub fn get(&mut self, min_capacity: usize) -> AlignedBuf {
-        if let Some(i) = self.free.iter().position(|b| b.capacity() >= min_capacity) {
+        // Best fit: the smallest buffer that is big enough. First fit gave
+        // 4 MiB staging buffers to ~2 MiB compressed chunks and allocated
+        // staging afresh: compressing the corpus file to file peaked at
+        // 34 MiB of these buffers instead of 18 MiB, each new page faulted
+        // and zeroed (on the VM, first touch costs a host fault too).
+        let fit = self.free.iter().enumerate().filter(|(_, b)| b.capacity() >= min_capacity).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
+        if let Some(i) = fit {
             let mut b = self.free.swap_remove(i);
             b.set_len(0);
             return b;
@@ -76,5 +82,25 @@ impl BufferCache {
         } else {
             self.allocated_bytes -= buf.capacity();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_hands_out_the_smallest_buffer_that_fits() {
+        let mut cache = BufferCache::new(4);
+        let (big, small) = (AlignedBuf::new(4 << 20), AlignedBuf::new(1 << 20));
+        let (big_cap, small_cap) = (big.capacity(), small.capacity());
+        cache.put(big);
+        cache.put(small);
+        assert_eq!(cache.get(4096).capacity(), small_cap, "a small request takes the small buffer");
+        assert_eq!(cache.get(4096).capacity(), big_cap, "then the big one, being all that is left");
+        let before = cache.allocated_bytes;
+        let fresh = cache.get(8 << 20);
+        assert!(fresh.capacity() >= 8 << 20);
+        assert_eq!(cache.allocated_bytes, before + fresh.capacity(), "nothing big enough: a new buffer, counted");
     }
 }
