@@ -17,6 +17,13 @@ impl MemoryDomain {
     pub fn is_host(&self) -> bool {
         matches!(self, MemoryDomain::Host { .. })
     }
+
+    /// Host memory the job does not place itself (the page cache, a pipe's
+    /// buffers, a constant in the program): on a machine with one NUMA
+    /// node that node, else unknown.
+    pub fn host_unplaced() -> Self {
+        MemoryDomain::Host { numa_node: single_numa_node() }
+    }
 }
 
 impl fmt::Display for MemoryDomain {

@@ -688,7 +688,7 @@ fn run(
             if !s.writer_finished && s.chunks == Some(s.next_write_seq) {
                 let w = s.writer.as_mut().expect("writer open");
                 if format == Format::Bgzf {
-                    let host = peerpath_mem::MemoryDomain::Host { numa_node: None };
+                    let host = peerpath_mem::MemoryDomain::host_unplaced();
                     w.push(&BGZF_EOF_BLOCK, engine, &mut cache, WRITE_BIT | i as u64, ledger, &host)?;
                 }
                 w.finish(engine, WRITE_BIT | i as u64, ledger)?;

@@ -583,7 +583,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             }
             let bytes = window.in_place(pos, member_bytes).unwrap_or_else(|| {
                 let v = window.copy(pos, member_bytes);
-                let host = Location::memory(&MemoryDomain::Host { numa_node: None });
+                let host = Location::memory(&MemoryDomain::host_unplaced());
                 ctx.ledger.record_copy(host.clone(), host, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Reassemble, v.len() as u64);
                 MemberBytes::Copied(v)
             });
@@ -638,7 +638,7 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
 
 fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u64, index: u64, mode: &str) -> Result<String> {
     let path = st.path.to_path_buf();
-    let host = MemoryDomain::Host { numa_node: None };
+    let host = MemoryDomain::host_unplaced();
     let mut decoder = StreamDecoder::new(reader, pos, index);
     let mut sink_error: Option<JobError> = None;
     let result = decoder.run(index == 0, |data| {

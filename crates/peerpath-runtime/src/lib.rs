@@ -32,7 +32,7 @@ pub(crate) fn record_read(ledger: &Ledger, source: &str, direct: bool, domain: &
     if direct {
         ledger.record_copy(Location::storage(source), Location::memory(domain), dma, Purpose::ReadSource, bytes);
     } else {
-        let cache = Location::memory(&MemoryDomain::Host { numa_node: None });
+        let cache = Location::memory(&MemoryDomain::host_unplaced());
         ledger.record_copy(Location::storage(source), cache.clone(), dma, Purpose::ReadSource, bytes);
         ledger.record_copy(cache, Location::memory(domain), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::ReadSource, bytes);
     }
@@ -46,7 +46,7 @@ pub(crate) fn record_write(ledger: &Ledger, target: &Location, direct: bool, dom
     if direct {
         ledger.record_copy(Location::memory(domain), target.clone(), dma, Purpose::WriteTarget, bytes);
     } else {
-        let cache = Location::memory(&MemoryDomain::Host { numa_node: None });
+        let cache = Location::memory(&MemoryDomain::host_unplaced());
         ledger.record_copy(Location::memory(domain), cache.clone(), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::WriteTarget, bytes);
         ledger.record_copy(cache, target.clone(), dma, Purpose::WriteTarget, bytes);
     }

@@ -212,7 +212,7 @@ pub(crate) fn run(
             // SAFETY: the range was just allocated: no command uses it, and
             // no other thread touches device memory through this handle.
             unsafe { od.device.memory().host_write(buf.offset() as u64, &BGZF_EOF_BLOCK) };
-            let host = peerpath_mem::MemoryDomain::Host { numa_node: None };
+            let host = peerpath_mem::MemoryDomain::host_unplaced();
             ledger.record_copy(
                 Location::memory(&host),
                 Location::memory(buf.domain()),

@@ -340,7 +340,7 @@ mod tests {
         w.set_write_behind_bytes(behind_bytes);
         let mut engine = SyncEngine::<JobBuf>::new();
         let (mut cache, ledger, waker) = (BufferCache::new(4), Ledger::new(), Waker::new().unwrap());
-        let host = peerpath_mem::MemoryDomain::Host { numa_node: None };
+        let host = peerpath_mem::MemoryDomain::host_unplaced();
         let mut done: Vec<Completion<JobBuf>> = Vec::new();
         let mut drain = |w: &mut TargetWriter, engine: &mut SyncEngine<JobBuf>, cache: &mut BufferCache| {
             while engine.in_flight() > 0 {
