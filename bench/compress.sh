@@ -124,8 +124,8 @@ trap 'exit 130' INT TERM
 
 avail_kb=$(df -Pk -- "$S" | awk 'NR == 2 { print $4 }')
 in_bytes=$(stat -c %s -- "$input")
-need_kb=$((in_bytes * 12 / 1024)) # every output is kept until it is checked
-[ "$avail_kb" -ge "$need_kb" ] || die "scratch dir $S has ${avail_kb} KiB free, need about ${need_kb} KiB (12x the input)"
+need_kb=$((in_bytes * 14 / 1024)) # every output is kept until it is checked
+[ "$avail_kb" -ge "$need_kb" ] || die "scratch dir $S has ${avail_kb} KiB free, need about ${need_kb} KiB (14x the input)"
 
 # --- commands ------------------------------------------------------------------------
 # Each row: name <TAB> kind (c|d) <TAB> output file <TAB> shell command.
@@ -164,6 +164,10 @@ fi
 if [ "$fsync_others" -eq 0 ]; then
     add "igzip -1 -T$N + sync" c "$S/igzip1_TN_sync.gz" "igzip -1 -T$N -c $IN > $SQ/igzip1_TN_sync.gz && sync $SQ/igzip1_TN_sync.gz"
     add "pigz -1 -p$N + sync" c "$S/pigz1_pN_sync.gz" "pigz -1 -p$N -c $IN > $SQ/pigz1_pN_sync.gz && sync $SQ/pigz1_pN_sync.gz"
+    # And the other way round: peerpath leaving its output unsynced, as the others do.
+    if [ "$use_pp" -eq 1 ]; then
+        add "peerpath --threads $N --no-sync" c "$S/pp_tN_nosync.gz" "$PPQ compress --level 1 --threads $N --no-sync --force $IN --output $SQ/pp_tN_nosync.gz"
+    fi
 fi
 # Compressing alone: the multi-threaded rows again with the output discarded, so the disk's
 # write speed (and peerpath's fsync) is out of the comparison. Not checked here: the rows
@@ -184,6 +188,9 @@ if [ "$use_pp" -eq 1 ]; then
 fi
 if [ "$fsync_others" -eq 0 ]; then
     add "igzip -d + sync" d "$S/d_igzip_sync.out" "igzip -d -c $SQ/igzip1_T1.gz > $SQ/d_igzip_sync.out && sync $SQ/d_igzip_sync.out"
+    if [ "$use_pp" -eq 1 ]; then
+        add "peerpath decompress --threads $N --no-sync" d "$S/d_pp_tN_nosync.out" "$PPQ decompress --threads $N --no-sync --force $SQ/pp_tN.gz --output $SQ/d_pp_tN_nosync.out"
+    fi
 fi
 # Decoding alone: the same decoders with the output discarded, so the disk's write speed
 # (and peerpath's fsync) is out of the comparison. Not checked here: the rows above run the

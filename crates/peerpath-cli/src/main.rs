@@ -170,6 +170,12 @@ struct CompressArgs {
     /// Overwrite existing targets.
     #[arg(long, short)]
     force: bool,
+    /// Do not sync outputs (as gzip, pigz and igzip leave theirs): each still
+    /// appears whole, by rename, but a crash or power loss can lose what the
+    /// page cache or the drive's cache holds [default: data synced before the
+    /// rename, directory after].
+    #[arg(long)]
+    no_sync: bool,
     /// Where members are compressed: the host CPU, emulated CSP devices (each a process owning its
     /// device memory; data goes SSD -> device memory -> device -> SSD by O_DIRECT), or auto (real
     /// CSPs where the topology has them, else the host CPU).
@@ -281,6 +287,12 @@ struct DecompressArgs {
     /// Overwrite existing targets.
     #[arg(long, short)]
     force: bool,
+    /// Do not sync outputs (as gzip, pigz and igzip leave theirs): each still
+    /// appears whole, by rename, but a crash or power loss can lose what the
+    /// page cache or the drive's cache holds [default: data synced before the
+    /// rename, directory after].
+    #[arg(long)]
+    no_sync: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -343,7 +355,7 @@ fn progress_bar(common: &CommonArgs, to_stdout: bool) -> (Option<Progress>, Opti
     (Some(cb), Some(bar))
 }
 
-fn common_options(a: &CommonArgs, force: bool, progress: Option<Progress>) -> CommonOptions {
+fn common_options(a: &CommonArgs, force: bool, durable: bool, progress: Option<Progress>) -> CommonOptions {
     let mut c = CommonOptions::default();
     if let Some(t) = a.threads {
         c.threads = t.max(1);
@@ -352,6 +364,7 @@ fn common_options(a: &CommonArgs, force: bool, progress: Option<Progress>) -> Co
     c.direct = !a.no_direct;
     c.sync_io = a.io == IoArg::Sync;
     c.force = force;
+    c.durable = durable;
     c.progress = progress;
     c
 }
@@ -449,7 +462,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
             let opts = CompressOptions {
-                common: common_options(&a.common, a.force, progress),
+                common: common_options(&a.common, a.force, !a.no_sync, progress),
                 level,
                 format: match a.format {
                     FormatArg::Gzip => Format::Gzip,
@@ -483,7 +496,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
-            let opts = DecompressOptions { common: common_options(&a.common, a.force, progress) };
+            let opts = DecompressOptions { common: common_options(&a.common, a.force, !a.no_sync, progress) };
             let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
             let r = peerpath_runtime::decompress(&pairs, &opts);
             if let Some(b) = bar {
@@ -493,7 +506,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         }
         Command::Verify(a) => {
             let (progress, bar) = progress_bar(&a.common, false);
-            let opts = DecompressOptions { common: common_options(&a.common, false, progress) };
+            let opts = DecompressOptions { common: common_options(&a.common, false, true, progress) };
             let r = peerpath_runtime::verify(&a.sources, &opts);
             if let Some(b) = bar {
                 b.finish_and_clear();

@@ -131,12 +131,22 @@ fn check_reads(r: &Value, source: &str, bytes: u64, direct: bool, what: &str) {
     }
 }
 
+/// A file target is synced (data before the rename) unless `--no-sync` said not to.
+fn check_durability(file: &Value, synced: bool, what: &str) {
+    let d = &file["durability"];
+    assert_eq!(d["synced"].as_bool(), Some(synced), "{what}: {d}");
+    if !synced {
+        assert_eq!(d["background_syncs"].as_u64(), Some(0), "{what}: {d}");
+        assert_eq!(d["final_sync_s"].as_f64(), Some(0.0), "{what}: {d}");
+    }
+}
+
 #[test]
 fn json_report_parses_and_its_ledger_is_consistent_for_compress() {
     let dir = scratch();
     let src = dir.path().join("protein.fasta");
     std::fs::write(&src, sample()).unwrap();
-    for (i, extra) in [vec![], vec!["--no-direct"], vec!["--io", "sync"]].into_iter().enumerate() {
+    for (i, extra) in [vec![], vec!["--no-direct"], vec!["--io", "sync"], vec!["--no-sync"]].into_iter().enumerate() {
         let what = format!("compress {extra:?}");
         let gz = dir.path().join(format!("p{i}.gz"));
         let mut a = args!["compress", &src, "-o", &gz, "--json", "-T", "2"];
@@ -153,6 +163,7 @@ fn json_report_parses_and_its_ledger_is_consistent_for_compress() {
         let compute = roles.iter().find(|x| x["role"] == "compute").unwrap();
         assert_eq!(compute["threads"].as_u64(), Some(2), "{what}: -T 2 compute workers");
         let f = &r["files"][0];
+        check_durability(f, !extra.contains(&"--no-sync"), &what);
         let read_direct = f["read_path"]["direct"].as_bool().unwrap();
         let write_direct = f["write_path"]["direct"].as_bool().unwrap();
         if extra.is_empty() && !read_direct {
@@ -199,7 +210,7 @@ fn json_report_ledger_is_consistent_for_decompress_and_verify() {
     let gz = dir.path().join("protein.fasta.gz");
     run(&mut pp(args!["compress", &src, "-q", "--block-size", "256K"])).ok();
     let gz_len = std::fs::metadata(&gz).unwrap().len();
-    for (i, extra) in [vec![], vec!["--no-direct"], vec!["--io", "sync"]].into_iter().enumerate() {
+    for (i, extra) in [vec![], vec!["--no-direct"], vec!["--io", "sync"], vec!["--no-sync"]].into_iter().enumerate() {
         let what = format!("decompress {extra:?}");
         let back = dir.path().join(format!("back{i}"));
         let mut a = args!["decompress", &gz, "-o", &back, "--json", "-T", "2"];
@@ -209,6 +220,7 @@ fn json_report_ledger_is_consistent_for_decompress_and_verify() {
         assert_eq!(r["bytes_in"].as_u64(), Some(gz_len), "{what}");
         assert_eq!(r["bytes_out"].as_u64(), Some(sample().len() as u64), "{what}");
         let f = &r["files"][0];
+        check_durability(f, !extra.contains(&"--no-sync"), &what);
         check_reads(&r, gz.to_str().unwrap(), gz_len, f["read_path"]["direct"].as_bool().unwrap(), &what);
         let func = entries(&r, "function");
         assert_eq!(func.iter().map(|e| e["bytes_read"].as_u64().unwrap()).sum::<u64>(), gz_len, "{what}: function input");
@@ -217,7 +229,7 @@ fn json_report_ledger_is_consistent_for_decompress_and_verify() {
         assert_file_eq(&back, sample(), &what);
 
         let mut v = args!["verify", &gz, "--json"];
-        v.extend(extra.iter().map(std::ffi::OsString::from));
+        v.extend(extra.iter().filter(|x| **x != "--no-sync").map(std::ffi::OsString::from));
         let r = run(&mut pp(v)).ok().json();
         check_common(&r, &format!("verify {extra:?}"));
         assert_eq!(r["operation"], "verify");

@@ -235,7 +235,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
         if opts.common.direct && !chunk_aligned {
             refused = Some(format!("block size {member_bytes} B cannot be grouped into aligned reads of at most 64 MiB"));
         }
-        let (writer, write_path) = match open_target(target, opts.common.direct) {
+        let (writer, write_path) = match open_target(target, opts.common.direct, opts.common.durable) {
             Ok(w) => w,
             Err(e) => {
                 abandon(&mut streams);
@@ -323,7 +323,9 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
             durability,
         });
     }
-    crate::writer::sync_directories(files.iter().filter_map(|f| f.target.as_deref()).filter(|t| !is_std_stream(Path::new(t))).map(Path::new));
+    if opts.common.durable {
+        crate::writer::sync_directories(files.iter().filter_map(|f| f.target.as_deref()).filter(|t| !is_std_stream(Path::new(t))).map(Path::new));
+    }
     let offloaded = !ran.devices.is_empty();
     let job = JobSummary {
         operation: "compress",

@@ -195,7 +195,9 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
             return Err(e);
         }
     }
-    crate::writer::sync_directories(renamed.iter().map(PathBuf::as_path));
+    if opts.common.durable {
+        crate::writer::sync_directories(renamed.iter().map(PathBuf::as_path));
+    }
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
     let pool_stats = ctx.pool.stats();
     let peak = ctx.cache.peak_allocated_bytes;
@@ -299,7 +301,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     let read_path = IoPath { engine: ctx.engine.kind(), direct: src.direct, fallback_reason: src.direct_refused.clone() };
     let (writer, write_path) = match target {
         Some(t) => {
-            let (w, p) = open_target(t, ctx.common.direct)?;
+            let (w, p) = open_target(t, ctx.common.direct, ctx.common.durable)?;
             (Some(w), Some(p))
         }
         None => (None, None),

@@ -20,6 +20,11 @@ pub struct CommonOptions {
     pub direct: bool,
     /// Use pread/pwrite instead of io_uring.
     pub sync_io: bool,
+    /// Make each output durable: its data synced before the rename, its
+    /// directory synced after. Off (`--no-sync`), outputs are left as gzip,
+    /// pigz and igzip leave theirs (in the page cache or the drive's
+    /// volatile cache), still renamed into place only when complete.
+    pub durable: bool,
     /// Overwrite existing targets.
     pub force: bool,
     pub progress: Option<Progress>,
@@ -32,6 +37,7 @@ impl Default for CommonOptions {
             queue_depth: 8,
             direct: true,
             sync_io: false,
+            durable: true,
             force: false,
             progress: None,
         }
@@ -130,7 +136,7 @@ fn std_stream(fd: std::os::fd::BorrowedFd<'_>, what: &str) -> std::io::Result<Op
 }
 
 /// Opens a target: a temporary file next to its final name, or stdout.
-pub(crate) fn open_target(final_path: &Path, direct: bool) -> Result<(TargetWriter, IoPath)> {
+pub(crate) fn open_target(final_path: &Path, direct: bool, durable: bool) -> Result<(TargetWriter, IoPath)> {
     if is_std_stream(final_path) {
         let t = std_stream(std::io::stdout().as_fd(), "standard output")
             .map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
@@ -139,7 +145,11 @@ pub(crate) fn open_target(final_path: &Path, direct: bool) -> Result<(TargetWrit
     }
     let t = open_target_tmp(final_path, direct).map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
     let path = IoPath { engine: peerpath_io::EngineKind::IoUring, direct: t.direct, fallback_reason: t.direct_refused.clone() };
-    Ok((TargetWriter::new(t, final_path.to_path_buf(), false), path))
+    let mut w = TargetWriter::new(t, final_path.to_path_buf(), false);
+    if !durable {
+        w.skip_syncs();
+    }
+    Ok((w, path))
 }
 
 /// Opens a source read-only, or stdin.

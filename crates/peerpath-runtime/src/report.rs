@@ -265,12 +265,18 @@ impl JobReport {
                 let _ = writeln!(s, "    decode      {m}");
             }
             let _ = writeln!(s, "    bytes       {} in, {} out, {} members", f.bytes_in, f.bytes_out, f.members);
-            if let Some(d) = &f.durability {
-                let _ = writeln!(
-                    s,
-                    "    synced      {} data sync(s) in the background while writing ({:.3} s), then {:.3} s for the last before the rename",
-                    d.background_syncs, d.background_sync_s, d.final_sync_s
-                );
+            match &f.durability {
+                Some(d) if d.synced => {
+                    let _ = writeln!(
+                        s,
+                        "    synced      {} data sync(s) in the background while writing ({:.3} s), then {:.3} s for the last before the rename",
+                        d.background_syncs, d.background_sync_s, d.final_sync_s
+                    );
+                }
+                Some(_) => {
+                    let _ = writeln!(s, "    synced      no (--no-sync): renamed into place whole, but a crash or power loss can still lose what the page cache or the drive's cache holds");
+                }
+                None => {}
             }
         }
         let _ = writeln!(s, "  bytes in      {}", human_bytes(self.bytes_in));

@@ -43,6 +43,8 @@ struct WriteBehind {
 /// was written, and the final sync (after truncating to its length).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DurabilityReport {
+    /// False with `--no-sync`: no data or directory sync was asked for.
+    pub synced: bool,
     pub background_syncs: u32,
     pub background_sync_s: f64,
     pub final_sync_s: f64,
@@ -50,7 +52,8 @@ pub struct DurabilityReport {
 
 impl WriteBehind {
     fn new(every_bytes: u64) -> Self {
-        WriteBehind { every_bytes, since: 0, file: None, busy: Arc::new(AtomicBool::new(false)), thread: None, stats: DurabilityReport::default() }
+        let stats = DurabilityReport { synced: true, ..DurabilityReport::default() };
+        WriteBehind { every_bytes, since: 0, file: None, busy: Arc::new(AtomicBool::new(false)), thread: None, stats }
     }
 
     /// Counts written bytes; starts a background data sync every
@@ -141,6 +144,12 @@ impl TargetWriter {
     #[cfg(test)]
     pub fn set_write_behind_bytes(&mut self, bytes: u64) {
         self.behind.every_bytes = bytes;
+    }
+
+    /// No background syncs and no sync before the rename (`--no-sync`).
+    pub fn skip_syncs(&mut self) {
+        self.behind.every_bytes = u64::MAX;
+        self.behind.stats.synced = false;
     }
 
     /// Counts bytes a completed write put in the file.
@@ -252,7 +261,7 @@ impl TargetWriter {
         self.flush_staging(engine, token, ledger)
     }
 
-    /// Truncates to the exact length and syncs (not yet visible).
+    /// Truncates to the exact length and syncs unless told not to (not yet visible).
     pub fn finalize(&mut self) -> Result<()> {
         assert_eq!(self.writes_in_flight, 0, "finalize with writes in flight");
         if self.sequential {
@@ -262,8 +271,10 @@ impl TargetWriter {
         let t = Instant::now();
         let file = &self.target.file;
         file.set_len(self.logical_len).map_err(|e| self.io_error(e))?;
-        file.sync_all().map_err(|e| self.io_error(e))?;
-        self.behind.stats.final_sync_s = t.elapsed().as_secs_f64();
+        if self.behind.stats.synced {
+            file.sync_all().map_err(|e| self.io_error(e))?;
+            self.behind.stats.final_sync_s = t.elapsed().as_secs_f64();
+        }
         Ok(())
     }
 
