@@ -265,13 +265,24 @@ fi
 # hits every command alike instead of a few commands' blocks of runs. The rounds' JSON
 # files are merged into one in hyperfine's schema, with times in round order (the report
 # pairs run i of two commands).
+# Before every run (untimed): the command's output from the previous run is removed, then
+# `sync`. Every tool writes a new file, as a user's first run would: replacing a file costs
+# freeing its blocks (`>` truncates, a rename drops the old inode; on a file system mounted
+# with `discard` that is a synchronous discard, ~60 ms per 100 MB on the 2-core VM), and
+# that cost fell on whichever tool overwrote the biggest old output.
 run_hyperfine() { # kind json
     local name kind out cmd round
-    local args=(--runs 1 --prepare sync --style basic)
+    local args=(--runs 1 --style basic) prepares=() names=()
     while IFS=$'\t' read -r name kind out cmd; do
         [ "$kind" = "$1" ] || continue
-        args+=(--command-name "$name" "$cmd")
+        if [ "$out" = /dev/null ]; then
+            prepares+=(--prepare sync)
+        else
+            prepares+=(--prepare "rm -f $(q "$out") && sync")
+        fi
+        names+=(--command-name "$name" "$cmd")
     done <"$spec"
+    args+=("${prepares[@]}" "${names[@]}")
     for round in $(seq 1 "$runs"); do
         log "round $round of $runs (hyperfine --runs 1, every command once) ..."
         if [ "$round" -eq 1 ]; then

@@ -100,8 +100,8 @@ def main():
     w("")
     w(f"Date: {meta['date']}. Each command: 1 warm-up run, then {meta['runs']} timed runs with "
       f"hyperfine, interleaved: {meta['runs']} rounds, each running every command once in turn, so a "
-      f"slow stretch of the machine falls on all commands alike; `sync` (untimed, `--prepare`) "
-      f"before every run. Times are wall-clock seconds; "
+      f"slow stretch of the machine falls on all commands alike; before every run (untimed, "
+      f"`--prepare`) the command's previous output is removed and `sync` runs, so every run writes a new file. Times are wall-clock seconds; "
       f"MB/s = uncompressed bytes / median time / 10^6 (decimal), for compression and "
       f"decompression alike; ratio = input bytes / compressed bytes. Ratios between tools below are "
       f"computed from medians of this one run; the paired column is the median over rounds of "
