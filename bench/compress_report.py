@@ -192,6 +192,13 @@ def main():
                 x, p = speedup(comp, other, f"{ppc} --no-sync")
                 row(f"compression throughput, file to file, no output synced, peerpath (N={n}) `--no-sync` / `{other}`",
                     f"{x:.2f}x", f">= {goal:g}x", "yes" if x >= goal else "**no**", p)
+        if f"{ppc}, in memory" in comp:
+            for ours, what in ((ppc, "output synced"), (f"{ppc} --no-sync", "`--no-sync`")):
+                if ours in comp:
+                    x, p = speedup(comp, ours, f"{ppc}, in memory")
+                    row(f"compression throughput, file to file with O_DIRECT ({what}) / the same job in memory (tmpfs), peerpath (N={n})",
+                        f"{1 / x:.0%}", ">= 90%", "yes" if 1 / x >= 0.9 else "**no**",
+                        f"{1 / float(p.rstrip('x')):.0%}")
         x, p = speedup(comp, f"igzip -1 -T{n} > /dev/null", f"{ppc} > /dev/null")
         row(f"compression throughput, compressing only (output to /dev/null), peerpath (N={n}) / `igzip -1 -T{n}`",
             f"{x:.2f}x", ">= 1.6x", "yes" if x >= 1.6 else "**no**", p)
@@ -245,7 +252,9 @@ def main():
       "directory (`$SCRATCH`, a temporary directory next to the input, removed afterwards), "
       "except the rows marked `> /dev/null`, which measure compressing or decoding alone "
       "(their output is discarded, so it is not checked there; the rows above them run the "
-      "same decoders on the same input and are checked). The tools other than peerpath write through a shell "
+      "same decoders on the same input and are checked), and the row marked `in memory`, which "
+      "reads a copy of the input on tmpfs (/dev/shm, made once, untimed) and writes its output "
+      "there (the issue's overlap target compares it with the file-to-file row). The tools other than peerpath write through a shell "
       "redirect and leave the data in the page cache"
       + (", followed by `sync OUT` (fsync of that file, timed)" if meta["fsync_others"] == "1" else
          " (no fsync; run with `--fsync-others` to make them fsync the output too)")
