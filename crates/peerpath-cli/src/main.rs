@@ -150,6 +150,20 @@ struct CommonArgs {
     verbose: bool,
 }
 
+/// How targets are written (compress and decompress).
+#[derive(Args)]
+struct TargetArgs {
+    /// Overwrite existing targets.
+    #[arg(long, short)]
+    force: bool,
+    /// Do not sync outputs (as gzip, pigz and igzip leave theirs): each still
+    /// appears whole, by rename, but a crash or power loss can lose what the
+    /// page cache or the drive's cache holds [default: data synced before the
+    /// rename, directory after].
+    #[arg(long)]
+    no_sync: bool,
+}
+
 #[derive(Args)]
 struct CompressArgs {
     /// Files or block devices to compress ("-" for standard input).
@@ -167,15 +181,8 @@ struct CompressArgs {
     /// Output layout.
     #[arg(long, value_enum, default_value_t = FormatArg::Gzip)]
     format: FormatArg,
-    /// Overwrite existing targets.
-    #[arg(long, short)]
-    force: bool,
-    /// Do not sync outputs (as gzip, pigz and igzip leave theirs): each still
-    /// appears whole, by rename, but a crash or power loss can lose what the
-    /// page cache or the drive's cache holds [default: data synced before the
-    /// rename, directory after].
-    #[arg(long)]
-    no_sync: bool,
+    #[command(flatten)]
+    target: TargetArgs,
     /// Where members are compressed: the host CPU, emulated CSP devices (each a process owning its
     /// device memory; data goes SSD -> device memory -> device -> SSD by O_DIRECT), or auto (real
     /// CSPs where the topology has them, else the host CPU).
@@ -284,15 +291,8 @@ struct DecompressArgs {
     /// Target file (one source) or directory ["-": standard output; default: SOURCE without .gz].
     #[arg(long, short)]
     output: Option<PathBuf>,
-    /// Overwrite existing targets.
-    #[arg(long, short)]
-    force: bool,
-    /// Do not sync outputs (as gzip, pigz and igzip leave theirs): each still
-    /// appears whole, by rename, but a crash or power loss can lose what the
-    /// page cache or the drive's cache holds [default: data synced before the
-    /// rename, directory after].
-    #[arg(long)]
-    no_sync: bool,
+    #[command(flatten)]
+    target: TargetArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -462,7 +462,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
             let opts = CompressOptions {
-                common: common_options(&a.common, a.force, !a.no_sync, progress),
+                common: common_options(&a.common, a.target.force, !a.target.no_sync, progress),
                 level,
                 format: match a.format {
                     FormatArg::Gzip => Format::Gzip,
@@ -496,7 +496,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
-            let opts = DecompressOptions { common: common_options(&a.common, a.force, !a.no_sync, progress) };
+            let opts = DecompressOptions { common: common_options(&a.common, a.target.force, !a.target.no_sync, progress) };
             let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
             let r = peerpath_runtime::decompress(&pairs, &opts);
             if let Some(b) = bar {
