@@ -316,6 +316,46 @@ fn stdin_to_stdout_round_trips_through_gzip_and_reports_the_pipe_fallback() {
     assert_file_eq(&back, &data, "stdin to a file");
 }
 
+/// Pipes are not storage: reading standard input from a pipe and writing
+/// standard output to one is the kernel's CPU copy between its buffers and
+/// ours, with no storage DMA in the ledger; a regular file behind standard
+/// output does reach storage.
+#[test]
+fn the_ledger_of_pipe_to_pipe_jobs_has_no_storage_transfers() {
+    let data = sample().to_vec();
+    let storage = |r: &Value| -> Vec<Value> {
+        r["ledger"]["entries"].as_array().unwrap().iter().filter(|e| e["source"]["kind"] == "storage" || e["target"]["kind"] == "storage").cloned().collect()
+    };
+    // compress - -o - with both ends pipes: the JSON report goes to stderr.
+    let out = run_full(&mut pp(args!["compress", "-", "-o", "-", "--json", "-T", "2"]), Some(data.clone()), DEADLINE).ok();
+    let r: Value = serde_json::from_str(&out.stderr).expect("JSON report on stderr");
+    assert!(storage(&r).is_empty(), "pipes only, yet storage in the ledger: {:?}", storage(&r));
+    for purpose in ["read_source", "write_target"] {
+        let e = entries(&r, purpose);
+        assert_eq!(e.len(), 1, "{purpose}: {e:?}");
+        assert_eq!(e[0]["mover"]["kind"], "cpu", "{purpose}: {e:?}");
+        assert!(is_host_memory(&e[0]["source"]) && is_host_memory(&e[0]["target"]), "{purpose}: {e:?}");
+    }
+    assert_eq!(entries(&r, "read_source")[0]["bytes_read"].as_u64(), Some(data.len() as u64));
+    assert_eq!(entries(&r, "write_target")[0]["bytes_written"].as_u64(), Some(out.stdout.len() as u64));
+    // The same output to a regular file through standard output: storage, by DMA.
+    let dir = scratch();
+    let gz = dir.path().join("redirected.gz");
+    let mut c = pp(args!["compress", "-", "-o", "-", "--json", "-T", "2"]);
+    c.stdin(Stdio::piped()).stdout(std::fs::File::create(&gz).unwrap()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("start peerpath");
+    let mut w = child.stdin.take().unwrap();
+    let feed = std::thread::spawn(move || w.write_all(&data).expect("feed stdin"));
+    let out = child.wait_with_output().expect("peerpath runs");
+    feed.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stderr).expect("JSON report on stderr");
+    let to_storage: Vec<Value> = storage(&r).into_iter().filter(|e| e["target"]["kind"] == "storage").collect();
+    assert_eq!(to_storage.len(), 1, "{to_storage:?}");
+    assert_eq!(to_storage[0]["mover"]["kind"], "dma");
+    assert_eq!(to_storage[0]["bytes_written"].as_u64(), Some(std::fs::metadata(&gz).unwrap().len()));
+}
+
 #[test]
 fn demo_with_two_threads_round_trips_the_bundled_sample() {
     let out = run(&mut pp(["demo", "--threads", "2"])).ok();

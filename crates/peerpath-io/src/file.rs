@@ -34,6 +34,18 @@ pub struct OpenedFile {
     pub direct_refused: Option<String>,
 }
 
+impl OpenedFile {
+    /// Whether its bytes come from or go to storage (a regular file or a
+    /// block device, also behind standard input or output), rather than a
+    /// pipe, socket or character device.
+    pub fn reaches_storage(&self) -> bool {
+        match self.kind {
+            SourceKind::Regular { .. } | SourceKind::BlockDevice { .. } => true,
+            SourceKind::Stream => self.file.metadata().is_ok_and(|m| m.file_type().is_file() || m.file_type().is_block_device()),
+        }
+    }
+}
+
 fn open_with(path: &Path, opts: &OpenOptions, direct: bool) -> io::Result<File> {
     let mut o = opts.clone();
     if direct {

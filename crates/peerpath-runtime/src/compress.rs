@@ -730,7 +730,7 @@ fn run(
             }
             buf.set_len(n);
             s.bytes_in += n as u64;
-            crate::record_read(ledger, &s.source_name, s.source.direct, buf.domain(), n as u64);
+            crate::record_read(ledger, &s.source_name, crate::Via::of(&s.source), buf.domain(), n as u64);
             if n < chunk_bytes && s.size.is_none() {
                 s.read_done = true; // a stream ended
                 if n == 0 && seq > 0 {

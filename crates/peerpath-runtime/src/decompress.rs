@@ -277,8 +277,8 @@ struct FileState<'p> {
     first_error: Option<(u64, JobError)>,
     bytes_out: u64,
     members: u64,
-    /// Whether the source was opened with O_DIRECT (for the ledger).
-    direct: bool,
+    /// How the source's bytes arrive (for the ledger).
+    via: crate::Via,
     /// Reads of this file in flight, and completed reads not yet in the
     /// window (they may complete out of order). Reads still in flight when
     /// decoding switches to streaming complete into `arrived` and are dropped.
@@ -306,7 +306,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         }
         None => (None, None),
     };
-    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), outstanding_out_bytes: 0, first_error: None, bytes_out: 0, members: 0, direct: src.direct, reads_in_flight: 0, arrived: BTreeMap::new() };
+    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), outstanding_out_bytes: 0, first_error: None, bytes_out: 0, members: 0, via: crate::Via::of(&src), reads_in_flight: 0, arrived: BTreeMap::new() };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
     let drained = drain(ctx, &mut st);
@@ -373,7 +373,7 @@ fn pump(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
         match c.result {
             Ok(n) => {
                 buf.set_len(n);
-                crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.direct, buf.domain(), n as u64);
+                crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.via, buf.domain(), n as u64);
                 st.arrived.insert(c.token, buf);
             }
             Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
@@ -673,7 +673,8 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u6
     }
     // The streaming decoder's input is read with plain reads; count it.
     let compressed = decoder.bytes_in;
-    crate::record_read(&ctx.ledger, &path.display().to_string(), false, &host, compressed);
+    let via = if st.via == crate::Via::Pipe { crate::Via::Pipe } else { crate::Via::PageCache };
+    crate::record_read(&ctx.ledger, &path.display().to_string(), via, &host, compressed);
     st.members = decoder.members;
     result.map_err(|e| stream_error(&path, e))?;
     Ok(mode.to_string())

@@ -24,30 +24,57 @@ pub use report::{JobReport, Provenance};
 use peerpath_mem::MemoryDomain;
 use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};
 
-/// Records a read of `bytes` from `source` into a buffer in `domain`: one
-/// DMA with O_DIRECT; through the page cache, a DMA into the cache and the
-/// kernel's CPU copy out of it.
-pub(crate) fn record_read(ledger: &Ledger, source: &str, direct: bool, domain: &MemoryDomain, bytes: u64) {
-    let dma = Mover::Dma { engine: "storage controller".into() };
-    if direct {
-        ledger.record_copy(Location::storage(source), Location::memory(domain), dma, Purpose::ReadSource, bytes);
-    } else {
-        let cache = Location::memory(&MemoryDomain::host_unplaced());
-        ledger.record_copy(Location::storage(source), cache.clone(), dma, Purpose::ReadSource, bytes);
-        ledger.record_copy(cache, Location::memory(domain), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::ReadSource, bytes);
+/// How a file's bytes reach the job's buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// O_DIRECT: the storage controller's DMA, straight to or from the buffer.
+    Direct,
+    /// Through the page cache: a DMA to or from the cache, and the kernel's
+    /// CPU copy between the cache and the buffer.
+    PageCache,
+    /// A pipe, socket or character device: the kernel's CPU copy between
+    /// its buffers (host memory) and ours; no storage on this side.
+    Pipe,
+}
+
+impl Via {
+    pub(crate) fn of(f: &peerpath_io::OpenedFile) -> Via {
+        if f.direct {
+            Via::Direct
+        } else if f.reaches_storage() {
+            Via::PageCache
+        } else {
+            Via::Pipe
+        }
     }
 }
 
-/// Records a write of `bytes` from a buffer in `domain` to `target`: one DMA
-/// with O_DIRECT; through the page cache, the kernel's CPU copy into the
-/// cache and the writeback DMA out of it.
-pub(crate) fn record_write(ledger: &Ledger, target: &Location, direct: bool, domain: &MemoryDomain, bytes: u64) {
+/// Records a read of `bytes` from `source` into a buffer in `domain`.
+pub(crate) fn record_read(ledger: &Ledger, source: &str, via: Via, domain: &MemoryDomain, bytes: u64) {
     let dma = Mover::Dma { engine: "storage controller".into() };
-    if direct {
-        ledger.record_copy(Location::memory(domain), target.clone(), dma, Purpose::WriteTarget, bytes);
-    } else {
-        let cache = Location::memory(&MemoryDomain::host_unplaced());
-        ledger.record_copy(Location::memory(domain), cache.clone(), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::WriteTarget, bytes);
-        ledger.record_copy(cache, target.clone(), dma, Purpose::WriteTarget, bytes);
+    let kernel = Location::memory(&MemoryDomain::host_unplaced());
+    let copy = Mover::Cpu { role: CpuRole::Orchestration };
+    match via {
+        Via::Direct => ledger.record_copy(Location::storage(source), Location::memory(domain), dma, Purpose::ReadSource, bytes),
+        Via::PageCache => {
+            ledger.record_copy(Location::storage(source), kernel.clone(), dma, Purpose::ReadSource, bytes);
+            ledger.record_copy(kernel, Location::memory(domain), copy, Purpose::ReadSource, bytes);
+        }
+        Via::Pipe => ledger.record_copy(kernel, Location::memory(domain), copy, Purpose::ReadSource, bytes),
+    }
+}
+
+/// Records a write of `bytes` from a buffer in `domain` to `target`.
+pub(crate) fn record_write(ledger: &Ledger, target: &Location, via: Via, domain: &MemoryDomain, bytes: u64) {
+    let dma = Mover::Dma { engine: "storage controller".into() };
+    let kernel = Location::memory(&MemoryDomain::host_unplaced());
+    let copy = Mover::Cpu { role: CpuRole::Orchestration };
+    match via {
+        Via::Direct => ledger.record_copy(Location::memory(domain), target.clone(), dma, Purpose::WriteTarget, bytes),
+        Via::PageCache => {
+            ledger.record_copy(Location::memory(domain), kernel.clone(), copy, Purpose::WriteTarget, bytes);
+            ledger.record_copy(kernel, target.clone(), dma, Purpose::WriteTarget, bytes);
+        }
+        Via::Pipe => ledger.record_copy(Location::memory(domain), kernel, copy, Purpose::WriteTarget, bytes),
     }
 }

@@ -480,7 +480,7 @@ fn drive(
                     detail: format!("read {n} bytes at offset {offset}, expected {expected}: did the source shrink while being read?"),
                 });
             }
-            crate::record_read(ledger, &s.source_name, true, c.buf.domain(), n as u64);
+            crate::record_read(ledger, &s.source_name, crate::Via::Direct, c.buf.domain(), n as u64);
             let dev = &mut devs[o.dev];
             if dev.failure.is_some() {
                 o.chunks.remove(&seq);
@@ -737,7 +737,7 @@ fn write_sealed(s: &mut Stream, o: &mut OStream, stream: usize, dev: &mut DevSta
         if write_len > 0 {
             buf.set_len(write_len);
             let target = Location::storage(w.final_path.display().to_string());
-            crate::record_write(ledger, &target, true, buf.domain(), write_len as u64);
+            crate::record_write(ledger, &target, crate::Via::Direct, buf.domain(), write_len as u64);
             let token = WRITE_BIT | ((stream as u64) << 32) | u64::from(id);
             engine
                 .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), write_len, buf, token)

@@ -119,12 +119,14 @@ pub struct TargetWriter {
     pub writes_in_flight: usize,
     pub bytes_written: u64,
     target_location: Location,
+    via: crate::Via,
     behind: WriteBehind,
 }
 
 impl TargetWriter {
     pub fn new(target: OpenedFile, final_path: PathBuf, sequential: bool) -> Self {
         let target_location = Location::storage(final_path.display().to_string());
+        let via = crate::Via::of(&target);
         TargetWriter {
             target,
             final_path,
@@ -135,6 +137,7 @@ impl TargetWriter {
             writes_in_flight: 0,
             bytes_written: 0,
             target_location,
+            via,
             behind: WriteBehind::new(if sequential { u64::MAX } else { WRITE_BEHIND_BYTES }),
         }
     }
@@ -165,7 +168,7 @@ impl TargetWriter {
 
     fn submit(&mut self, engine: &mut dyn IoEngine<JobBuf>, buf: JobBuf, at: u64, len: usize, token: u64, ledger: &Ledger) -> Result<()> {
         let fd = self.target.file.as_raw_fd();
-        crate::record_write(ledger, &self.target_location, self.target.direct, buf.domain(), len as u64);
+        crate::record_write(ledger, &self.target_location, self.via, buf.domain(), len as u64);
         let offset = self.offset(at);
         engine.submit(IoOp::Write, fd, offset, len, buf, token).map_err(|(_, e)| self.io_error(e))?;
         self.writes_in_flight += 1;
