@@ -158,6 +158,8 @@ struct Done {
 
 pub(crate) struct Stream {
     pub(crate) source: OpenedFile,
+    /// How the source's bytes arrive (for the ledger).
+    pub(crate) source_via: crate::Via,
     pub(crate) source_name: String,
     pub(crate) size: Option<u64>,
     pub(crate) sequential_read: bool,
@@ -247,6 +249,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
             source_name: source.display().to_string(),
             size: src.kind.size_bytes(),
             read_path: IoPath { engine: peerpath_io::EngineKind::IoUring, direct: src.direct, fallback_reason: refused },
+            source_via: crate::Via::of(&src),
             source: src,
             sequential_read,
             next_read_offset: 0,
@@ -730,7 +733,7 @@ fn run(
             }
             buf.set_len(n);
             s.bytes_in += n as u64;
-            crate::record_read(ledger, &s.source_name, crate::Via::of(&s.source), buf.domain(), n as u64);
+            crate::record_read(ledger, &s.source_name, s.source_via, buf.domain(), n as u64);
             if n < chunk_bytes && s.size.is_none() {
                 s.read_done = true; // a stream ended
                 if n == 0 && seq > 0 {
