@@ -736,8 +736,7 @@ fn write_sealed(s: &mut Stream, o: &mut OStream, stream: usize, dev: &mut DevSta
         let (offset, filled, tail_to) = (st.offset, st.filled, st.tail_to);
         if write_len > 0 {
             buf.set_len(write_len);
-            let target = Location::storage(w.final_path.display().to_string());
-            crate::record_write(ledger, &target, crate::Via::Direct, buf.domain(), write_len as u64);
+            crate::record_write(ledger, w.target_location(), crate::Via::Direct, buf.domain(), write_len as u64);
             let token = WRITE_BIT | ((stream as u64) << 32) | u64::from(id);
             engine
                 .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), write_len, buf, token)

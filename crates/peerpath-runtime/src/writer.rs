@@ -161,6 +161,10 @@ impl TargetWriter {
         self.behind.written(n, &self.target.path);
     }
 
+    /// Where the target is, as the ledger names it.
+    pub fn target_location(&self) -> &Location {
+        &self.target_location
+    }
 
     fn offset(&self, at: u64) -> Option<u64> {
         (!self.sequential).then_some(at)
@@ -295,29 +299,6 @@ impl TargetWriter {
     pub fn durability_report(&self) -> Option<DurabilityReport> {
         (!self.sequential).then(|| self.behind.stats.clone())
     }
-}
-
-/// Syncs each directory the renamed `targets` are in, once: the renames
-/// become durable (each sync is a journal commit and a cache flush; one
-/// per target cost ~45 ms each on the VM's disk).
-pub fn sync_directories<'a>(targets: impl IntoIterator<Item = &'a std::path::Path>) {
-    let mut done: Vec<PathBuf> = Vec::new();
-    for t in targets {
-        let dir = match t.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        if done.contains(&dir) {
-            continue;
-        }
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        done.push(dir);
-    }
-}
-
-impl TargetWriter {
 
     /// Writes to a pipe or standard output (in order, no renaming).
     pub fn is_sequential(&self) -> bool {
@@ -338,6 +319,26 @@ impl TargetWriter {
         if !self.sequential {
             let _ = std::fs::remove_file(&self.target.path);
         }
+    }
+}
+
+/// Syncs each directory the renamed `targets` are in, once: the renames
+/// become durable (each sync is a journal commit and a cache flush; one
+/// per target cost ~45 ms each on the VM's disk).
+pub fn sync_directories<'a>(targets: impl IntoIterator<Item = &'a std::path::Path>) {
+    let mut done: Vec<PathBuf> = Vec::new();
+    for t in targets {
+        let dir = match t.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if done.contains(&dir) {
+            continue;
+        }
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        done.push(dir);
     }
 }
 
