@@ -50,6 +50,13 @@ struct ServeArgs {
     /// Directory of the device's files [default: /dev/shm].
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Make this much of the device memory resident before taking connections
+    /// (K, M, G suffixes; 0: pages are allocated on first touch, by whoever
+    /// touches them). The device pays for allocating and zeroing them, as a
+    /// real device's memory exists from power-on; a full file system is found
+    /// here instead of mid-job.
+    #[arg(long, default_value = "0", value_parser = crate::parse_size)]
+    populate: usize,
     /// Exit when this process exits (set by the runtime when it starts the device).
     #[arg(long, hide = true)]
     parent_pid: Option<u32>,
@@ -110,6 +117,7 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
     }
     o.parent_pid = s.parent_pid;
     o.duplicate_completion_after = s.duplicate_completion_after;
+    o.populate_bytes = s.populate;
     serve(&o, |paths, id| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(

@@ -221,7 +221,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         let orch: Vec<f64> = reports.iter().map(|r| orchestration(r, true)).collect();
         let orch_user: Vec<f64> = reports.iter().map(|r| orchestration(r, false)).collect();
         let steady: Option<Vec<f64>> = reports.iter().map(|r| r.offload_transfers_cpu_s).collect();
-        let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().filter_map(|d| d.process_cpu_s).sum()).collect();
+        let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().map(|d| d.process_cpu_s.unwrap_or(0.0) + d.start_cpu_s.unwrap_or(0.0)).sum()).collect();
         let per = |cpu: &[f64]| median(cpu.iter().zip(&wall).zip(&gbps).map(|((c, w), g)| c / w.max(1e-9) / g.max(1e-12)).collect());
         let last = reports.last().expect("at least one run");
         rows.push(Row {
@@ -293,7 +293,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         "vs CPU: median over rounds of the row's GB/s over the CPU row's in the same round; \
          host CPU: the peerpath process (orchestration, and on the CPU row the compression); orch: its orchestration thread (orch user: \
          its user-space part; the rest is the kernel setting up O_DIRECT transfers; orch steady: while transfers and commands were in flight, \
-         without starting the devices and registering their memory, done once per job); dev CPU: the emulated device processes' own CPU (the work a real CSP would do; not a saving here); host mem: host \
+         without starting the devices and registering their memory, done once per job); dev CPU: the emulated device processes' own CPU, their start included (making the memory the job uses resident, as a real device's memory exists from power-on; then the work a real CSP would do; not a saving here); host mem: host \
          memory traffic per input byte (ledger); payload@host: payload bytes that crossed host memory."
     );
     match &floor {

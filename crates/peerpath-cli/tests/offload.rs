@@ -118,6 +118,22 @@ fn emulated_devices_make_the_same_bytes_as_the_cpu_with_no_payload_in_host_memor
             assert_eq!(f["members_on_device"], f["members"], "{what}: {f}");
             assert!(f["device"].is_string(), "{what}: {f}");
         }
+        // A device with its memory on /dev/shm made what the job registers
+        // ahead resident when it started (its CPU, reported apart): the
+        // host's registration then only pins pages.
+        let mut populated = 0;
+        for d in r["devices"].as_array().unwrap() {
+            assert!(d["start_cpu_s"].as_f64().is_some(), "{what}: {d}");
+            if d["kind"].as_str().unwrap_or_default().contains("memory in /dev/shm") {
+                let n = d["populated_bytes"].as_u64().unwrap();
+                assert!(n >= 2 << 20 && n % (2 << 20) == 0, "{what}: whole 2 MiB pieces: {d}");
+                populated += n;
+            }
+        }
+        let fixed = &r["memory"]["fixed_buffers"];
+        if fixed["refused"].is_null() {
+            assert!(fixed["registered_bytes"].as_u64().unwrap() >= populated, "{what}: registered what was populated: {fixed}");
+        }
     }
     if let Some(gzip) = tool("gzip") {
         let dev = dir.path().join(format!("dev{}", format!("{:?}", &["--block-size", "1M"]).len()));
@@ -150,6 +166,8 @@ fn device_memory_goes_in_the_directory_asked_and_the_report_says_how_it_is_paged
     assert!(kind.contains(&format!("memory in {}", mem_dir.display())), "{kind}");
     let (rss, huge) = (d["memory_resident_bytes"].as_u64().unwrap(), d["memory_huge_page_bytes"].as_u64().unwrap());
     assert!(rss > 0 && huge <= rss, "resident {rss}, huge {huge}");
+    assert!(d["start_cpu_s"].as_f64().is_some(), "{d}");
+    assert_eq!(d["populated_bytes"].as_u64(), Some(0), "a file on a disk is not populated");
     assert!(names_in(&mem_dir).is_empty(), "the device removes its memory file when it stops");
     let o = run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "shm:/no/such/dir"]));
     assert!(o.code() == Some(2) && o.stderr.contains("/no/such/dir is not a directory"), "clap usage error: {}", o.stderr);

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use peerpath_device::emulated::{layout, OPCODE_IDENTIFY};
-use peerpath_device::{run_to_completion, Completion, Device, DeviceRange, Function, FunctionKind, Request, Status, Submit};
+use peerpath_device::{run_to_completion, Completion, Device, EmulatedCsp, DeviceRange, Function, FunctionKind, Request, Status, Submit};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, BGZF_MAX_INPUT_BYTES};
 
 const INPUT_AT: u64 = 0;
@@ -349,6 +349,25 @@ fn identify_reports_functions_memory_and_queue_limits() {
     assert_eq!(id.pid, emu.pid());
     assert_eq!(emu.memory_domains(), vec![peerpath_mem::MemoryDomain::Emulated { device: id.name.clone() }]);
     assert!(emu.memory().mapped_region().is_some(), "a region for the allocator");
+}
+
+#[test]
+fn a_device_asked_to_populate_its_memory_has_it_resident_when_it_starts() {
+    use std::os::unix::fs::MetadataExt;
+    let allocated = |emu: &EmulatedCsp| {
+        let path = emu.memory().mapped_region().expect("shm memory").path().to_path_buf();
+        std::fs::metadata(&path).expect("the device's memory file").blocks() * 512
+    };
+    let lazy = spawn_csp("lazy", 32);
+    let mut o = spawn_options("populate", 32);
+    o.serve.populate_bytes = 9 << 20; // not a whole number of 2 MiB pieces
+    let populated = EmulatedCsp::spawn(&o).expect("the emulated CSP starts");
+    assert!(allocated(&lazy) < 1 << 20, "without the option pages come on first touch: {}", allocated(&lazy));
+    let n = allocated(&populated);
+    assert!((9 << 20..MEMORY_BYTES as u64).contains(&n), "the first 9 MiB and not all 32 are allocated: {n}");
+    let mut all = spawn_options("populate-all", 32);
+    all.serve.populate_bytes = usize::MAX;
+    assert_eq!(allocated(&EmulatedCsp::spawn(&all).expect("starts")), MEMORY_BYTES as u64, "clamped to its memory");
 }
 
 /// Not a benchmark of record (that is the runtime's job): a quick look at

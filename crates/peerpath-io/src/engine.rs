@@ -92,11 +92,8 @@ pub(crate) fn check_direct_io<B: IoBuf>(fd: RawFd, buf: &B) -> io::Result<()> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat writes one stat struct, which we own, for an fd we were given.
     let is_regular = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG;
-    // SAFETY: statfs is plain integers, for which all zero bytes is a valid value.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatfs writes one statfs struct, which we own, for an fd we were given.
-    let statfs_ok = is_regular && unsafe { libc::fstatfs(fd, &mut fs) } == 0;
-    if statfs_ok && MEMORY_FILE_SYSTEMS.contains(&(fs.f_type as i64)) {
+    let fs_type = if is_regular { peerpath_mem::file_system_type(fd) } else { None };
+    if fs_type.is_some_and(|t| peerpath_mem::MEMORY_FILE_SYSTEMS.contains(&t)) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "refusing I/O between a memory file system (tmpfs or ramfs) and P2P memory: they take O_DIRECT \
@@ -107,9 +104,6 @@ pub(crate) fn check_direct_io<B: IoBuf>(fd: RawFd, buf: &B) -> io::Result<()> {
     Ok(())
 }
 
-/// `statfs.f_type` of file systems whose pages are host memory: tmpfs
-/// (TMPFS_MAGIC) and ramfs (RAMFS_MAGIC), from `include/uapi/linux/magic.h`.
-const MEMORY_FILE_SYSTEMS: [i64; 2] = [0x0102_1994, 0x8584_58f6];
 
 impl IoBuf for peerpath_mem::AlignedBuf {
     fn io_ptr(&mut self) -> *mut u8 {

@@ -24,7 +24,7 @@
 //! provider is gone. Pages go back to the pool at `munmap` (or when the last
 //! O_DIRECT pin drops); `close` alone frees nothing.
 
-use crate::{align_up, MemoryDomain, DIRECT_IO_ALIGN_BYTES};
+use crate::{align_down, align_up, MemoryDomain, DIRECT_IO_ALIGN_BYTES};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -124,13 +124,22 @@ fn read_bool(path: &Path) -> Result<bool, RegionError> {
     }
 }
 
-fn is_on_sysfs(file: &File) -> bool {
+/// `statfs.f_type` of the file system holding `fd`, if the kernel says.
+pub fn file_system_type(fd: std::os::fd::RawFd) -> Option<i64> {
     // SAFETY: statfs is plain data; all-zero is a valid value to overwrite.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: fstatfs writes one statfs struct into `st`, which we own; the
-    // descriptor is open for the duration of the call.
-    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
-    rc == 0 && st.f_type as i64 == SYSFS_MAGIC
+    // caller keeps the descriptor open for the duration of the call.
+    let rc = unsafe { libc::fstatfs(fd, &mut st) };
+    (rc == 0).then_some(st.f_type as i64)
+}
+
+/// `statfs.f_type` of file systems whose pages are host memory: tmpfs
+/// (TMPFS_MAGIC) and ramfs (RAMFS_MAGIC), from `include/uapi/linux/magic.h`.
+pub const MEMORY_FILE_SYSTEMS: [i64; 2] = [0x0102_1994, 0x8584_58f6];
+
+fn is_on_sysfs(file: &File) -> bool {
+    file_system_type(file.as_raw_fd()) == Some(SYSFS_MAGIC)
 }
 
 /// `mmap(NULL, len, RW, MAP_SHARED, fd, 0)`.
@@ -294,6 +303,49 @@ impl MappedRegion {
         let ptr = map_shared(&file, len).map_err(|source| RegionError::Map { path: path.to_path_buf(), requested_bytes: len, source, hint: "" })?;
         advise_huge_pages(ptr, len);
         Ok(MappedRegion { ptr, len, domain: MemoryDomain::Emulated { device: device.to_string() }, path: path.to_path_buf(), p2p: None })
+    }
+
+    /// Makes `offset..offset + len` (clamped to the region) resident and
+    /// writable in this mapping: `madvise(MADV_POPULATE_WRITE)` (Linux 5.14),
+    /// which allocates (and zeroes) the pages a first touch would, without
+    /// changing a byte. For shared memory this is where the pages' cost lands:
+    /// on the process that populates, not on whoever touches them first.
+    /// Returns the bytes populated: 0 for P2P memory (device memory, already
+    /// there) and for a file that is not on tmpfs or ramfs (its zeroed pages
+    /// would be written back to disk, and the kernel never long-term pins
+    /// file pages for io_uring, so there is no first touch to pay ahead).
+    pub fn populate(&self, offset: usize, len: usize) -> io::Result<usize> {
+        if self.p2p.is_some() || offset >= self.len {
+            return Ok(0);
+        }
+        let start = align_down(offset, REGION_PAGE_BYTES);
+        let end = align_up(offset.saturating_add(len).min(self.len), REGION_PAGE_BYTES).min(self.len);
+        let in_memory = File::open(&self.path)
+            .ok()
+            .and_then(|f| file_system_type(f.as_raw_fd()))
+            .is_some_and(|t| MEMORY_FILE_SYSTEMS.contains(&t));
+        if end <= start || !in_memory {
+            return Ok(0);
+        }
+        // SAFETY: start..end lies in our mapping (page aligned, clamped to
+        // its length), which stays mapped while `self` lives; populating
+        // faults pages in without writing to them.
+        let rc = unsafe { libc::madvise(self.ptr.as_ptr().add(start) as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(end - start)
+    }
+
+    /// Bytes of the file behind this region that hold pages (its allocated
+    /// blocks): what is resident of shared memory on tmpfs. `None` for P2P
+    /// memory or where the file cannot be asked.
+    pub fn allocated_bytes(&self) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        if self.p2p.is_some() {
+            return None;
+        }
+        std::fs::metadata(&self.path).ok().map(|m| m.blocks() * 512)
     }
 
     /// Of this mapping: (resident bytes, bytes in 2 MiB pages), as the
@@ -581,6 +633,34 @@ ShmemPmdMapped:     2048 kB
     }
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+
+    #[test]
+    fn populating_makes_a_range_resident_without_changing_it() {
+        // A file on a disk is left alone (where the temporary directory is
+        // on a disk; on a tmpfs it is populated like the one below).
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let r = MappedRegion::create_shared(&dir.path().join("m"), 8 << 20, "t").unwrap();
+        let fs = File::open(dir.path()).ok().and_then(|f| file_system_type(f.as_raw_fd()));
+        let on_disk = fs.is_some_and(|t| !MEMORY_FILE_SYSTEMS.contains(&t));
+        assert_eq!(r.populate(0, 4 << 20).unwrap(), if on_disk { 0 } else { 4 << 20 }, "file system {fs:x?}");
+        let shm = shm_path("populate");
+        let _unlink = Unlink(shm.clone());
+        let r = MappedRegion::create_shared(&shm, 8 << 20, "t").unwrap();
+        // SAFETY: the region is ours and 8 MiB long.
+        unsafe { r.as_ptr().add(4096).write(7) };
+        assert!(r.allocated_bytes().unwrap() < 4 << 20);
+        let (before, _) = r.huge_page_use().expect("smaps names the mapping");
+        assert!(before < 4 << 20, "only what was touched is resident: {before}");
+        assert_eq!(r.populate(0, 4 << 20).expect("MADV_POPULATE_WRITE (Linux 5.14+)"), 4 << 20);
+        assert!(r.allocated_bytes().unwrap() >= 4 << 20);
+        let (after, _) = r.huge_page_use().unwrap();
+        assert!(after >= 4 << 20, "the first 4 MiB are resident: {after}");
+        // SAFETY: as above.
+        let (kept, untouched) = unsafe { (r.as_ptr().add(4096).read(), r.as_ptr().add(3 << 20).read()) };
+        assert_eq!((kept, untouched), (7, 0), "populating writes nothing");
+        assert_eq!(r.populate(6 << 20, 100 << 20).unwrap(), 2 << 20, "clamped to the region");
+        assert_eq!(r.populate(64 << 20, 1).unwrap(), 0, "past the end: nothing to do");
+    }
 
     const PAGE: usize = REGION_PAGE_BYTES;
 

@@ -56,6 +56,14 @@ pub struct DeviceReport {
     /// CPU time of the device process (an emulated device runs on host
     /// cores: this is not offloaded work and is never counted as saved).
     pub process_cpu_s: Option<f64>,
+    /// CPU time the device process spent starting, before the job drove it:
+    /// mostly making `populated_bytes` of its memory resident (allocating
+    /// and zeroing pages the host would otherwise fault in when it
+    /// registers them). Work on host cores for this job, like `process_cpu_s`.
+    pub start_cpu_s: Option<f64>,
+    /// Bytes of its memory resident when it had started (its memory file's
+    /// allocated blocks), before the host touched any.
+    pub populated_bytes: usize,
     /// Time its workers spent running this job's commands (its statistics).
     pub busy_s: Option<f64>,
     /// `busy_s` over its workers' time while the job drove it (from the
@@ -90,6 +98,8 @@ pub(crate) struct OffloadDevice {
     /// started with it, where it says (the report counts from there).
     pub cpu_at_start: Option<std::time::Duration>,
     pub busy_ns_at_start: Option<u64>,
+    /// Bytes of its memory that were resident when it had started.
+    pub populated_bytes: usize,
 }
 
 struct Chunk {
@@ -175,6 +185,49 @@ pub(crate) struct Params {
     pub queue_depth: usize,
 }
 
+/// Device memory for the output of one chunk (its members' bound).
+fn out_chunk_bytes(params: &Params) -> usize {
+    params.chunk_bytes.div_ceil(params.member_bytes) * member_bound_bytes(params.member_bytes)
+}
+
+/// One staging range: packed output, one chunk's worth carried over, the
+/// BGZF end-of-file block, and the unaligned tail.
+fn staging_capacity(params: &Params) -> usize {
+    STAGING_BYTES + out_chunk_bytes(params) + BGZF_EOF_BLOCK.len() + DIRECT_IO_ALIGN_BYTES
+}
+
+/// Chunks a stream may have being read or compressed: two per command the
+/// device runs at once (one running, one queued), shared by its `streams`,
+/// plus two reads ahead per stream; at most two queue depths. Compressed
+/// chunks waiting to be packed do not count (a slow write must not starve
+/// the device), up to two queue depths in all. More inputs only hold device
+/// memory (registered and faulted in): on the 2-core VM, 16 chunks a stream
+/// instead of 4 registered 96 MiB instead of 56 for the corpus, at ~1 ms of
+/// host CPU per MiB of 4 KiB pages.
+fn max_inputs(parallelism: Option<usize>, streams: usize, params: &Params) -> usize {
+    match parallelism {
+        Some(p) => (2 * p).div_ceil(streams.max(1)) + 2,
+        None => 2 * params.queue_depth,
+    }
+    .clamp(2, 2 * params.queue_depth.max(1))
+}
+
+/// What a device's streams (of these source sizes) usually hold of its memory
+/// at their peak, in whole 2 MiB pages: the BGZF end-of-file block, the
+/// stagings, and per stream `max_inputs` chunks, input and output, plus two
+/// outputs waiting to be packed, or as many as a small source has. The job
+/// registers this much with io_uring ahead of the first transfer, and asks an
+/// emulated device to make it resident when it starts.
+fn usual_peak_bytes(sizes: &[Option<u64>], max_inputs: usize, params: &Params) -> usize {
+    let stagings = sizes.len() * STAGINGS_PER_STREAM * align_up(staging_capacity(params), 4096);
+    let chunks: usize = sizes
+        .iter()
+        .map(|size| size.map_or(1, |n| n.div_ceil(params.chunk_bytes as u64).max(1) as usize).min(max_inputs + 2))
+        .sum();
+    let per_chunk = align_up(params.chunk_bytes, 4096) + align_up(out_chunk_bytes(params), 4096);
+    align_up(align_up(BGZF_EOF_BLOCK.len(), 4096) + stagings + chunks * per_chunk, 2 << 20)
+}
+
 /// Runs every stream of `devices` to completion on its device, or to the
 /// point where it must go on on the CPU (`Stream::handover`).
 pub(crate) fn run(
@@ -186,8 +239,8 @@ pub(crate) fn run(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Driven> {
     let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
-    let out_chunk_bytes = params.chunk_bytes.div_ceil(params.member_bytes) * member_bound_bytes(params.member_bytes);
-    let staging_capacity = STAGING_BYTES + out_chunk_bytes + BGZF_EOF_BLOCK.len() + DIRECT_IO_ALIGN_BYTES;
+    let out_chunk_bytes = out_chunk_bytes(params);
+    let staging_capacity = staging_capacity(params);
     let mut os: HashMap<usize, OStream> = HashMap::new();
     let mut devs: Vec<DevState> = Vec::new();
     for (d, od) in devices.iter_mut().enumerate() {
@@ -224,20 +277,7 @@ pub(crate) fn run(
         } else {
             None
         };
-        // Chunks being read or compressed: two per command the device runs
-        // at once (one running, one queued), shared by its streams, plus
-        // two reads ahead per stream; at most two queue depths. Compressed
-        // chunks waiting to be packed do not count (a slow write must not
-        // starve the device), up to two queue depths in all. More inputs
-        // only hold device memory (registered and faulted in): on the
-        // 2-core VM, 16 chunks a stream instead of 4 registered 96 MiB
-        // instead of 56 for the corpus, at ~1 ms of host CPU per MiB of
-        // 4 KiB pages.
-        let max_inputs = match od.device.parallelism() {
-            Some(p) => (2 * p).div_ceil(od.streams.len().max(1)) + 2,
-            None => 2 * params.queue_depth,
-        }
-        .clamp(2, 2 * params.queue_depth.max(1));
+        let max_inputs = max_inputs(od.device.parallelism(), od.streams.len(), params);
         for &i in &od.streams {
             let mut o = OStream { dev: d, max_inputs, chunk_starts: vec![0], ..Default::default() };
             for _ in 0..STAGINGS_PER_STREAM {
@@ -245,19 +285,11 @@ pub(crate) fn run(
             }
             os.insert(i, o);
         }
-        // What the device's streams usually hold at their peak (stagings,
-        // and `max_inputs` chunks each, input and output, plus two outputs
-        // waiting to be packed, or as many as a small source has): first-fit
-        // keeps the ranges in use at the start of the region; anything
-        // beyond is registered when first used.
-        let chunks: usize = od
-            .streams
-            .iter()
-            .map(|&i| streams[i].size.map_or(1, |n| n.div_ceil(params.chunk_bytes as u64).max(1) as usize).min(max_inputs + 2))
-            .sum();
-        let peak = align_up(BGZF_EOF_BLOCK.len(), 4096) + stagings + chunks * (align_up(params.chunk_bytes, 4096) + align_up(out_chunk_bytes, 4096));
+        // First-fit keeps the ranges in use at the start of the region;
+        // anything beyond the usual peak is registered when first used.
+        let sizes: Vec<Option<u64>> = od.streams.iter().map(|&i| streams[i].size).collect();
         if let Some(span) = peerpath_io::region_fixed_span(alloc.region()) {
-            engine.register_ahead(span, align_up(peak, 2 << 20));
+            engine.register_ahead(span, usual_peak_bytes(&sizes, max_inputs, params));
         }
         devs.push(DevState { failure: None, backlog: VecDeque::new(), ops: HashMap::new(), next_tag: 1, alloc, eof });
     }
@@ -860,6 +892,8 @@ pub(crate) fn run_emulated(
     if count < spec.devices {
         fallbacks.push(format!("devices: {} asked for, {count} started (one per source at most)", spec.devices));
     }
+    let qd = opts.common.queue_depth.max(1);
+    let params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
     let mut devices: Vec<OffloadDevice> = Vec::new();
     for d in 0..count {
         let name = format!("pp{}-csp{d}", std::process::id());
@@ -867,6 +901,10 @@ pub(crate) fn run_emulated(
         serve.memory_bytes = spec.memory_bytes;
         serve.workers = spec.workers.max(1);
         serve.duplicate_completion_after = spec.faults.as_ref().and_then(|f| f.duplicate_completion_after);
+        // The memory this device's streams will use (the groups below, if
+        // every device starts): resident before the job registers it.
+        let sizes: Vec<Option<u64>> = eligible.iter().skip(d).step_by(count).map(|&i| streams[i].size).collect();
+        serve.populate_bytes = usual_peak_bytes(&sizes, max_inputs(Some(serve.workers as usize), sizes.len(), &params), &params);
         let mut so = SpawnOptions::new(serve);
         so.program = spec.program.clone();
         so.command_timeout = spec.command_timeout;
@@ -916,7 +954,9 @@ pub(crate) fn run_emulated(
             Some(pid) => format!("emulated CSP process (pid {pid}), {} workers, {memory_at}", spec.workers.max(1)),
             None => "emulated CSP".into(),
         };
-        devices.push(OffloadDevice { device, streams: Vec::new(), kind, cpu_at_start, busy_ns_at_start });
+        // What the device made resident (a file on a disk, or P2P memory: none).
+        let populated_bytes = device.memory().mapped_region().and_then(|r| r.allocated_bytes()).unwrap_or(0) as usize;
+        devices.push(OffloadDevice { device, streams: Vec::new(), kind, cpu_at_start, busy_ns_at_start, populated_bytes });
     }
     if devices.is_empty() {
         return Ok(crate::compress::OffloadRan::none());
@@ -927,7 +967,6 @@ pub(crate) fn run_emulated(
         devices[k % n].streams.push(i);
         streams[i].device = Some(k % n);
     }
-    let qd = opts.common.queue_depth.max(1);
     let (mut engine, note) = peerpath_io::choose_engine::<RegionBuf>(qd * eligible.len() as u32 * 2 + 8, opts.common.sync_io);
     if let Some(note) = &note {
         fallbacks.push(format!("I/O engine for device memory: {note}"));
@@ -937,7 +976,6 @@ pub(crate) fn run_emulated(
         s.read_path.engine = engine.kind();
         s.write_path.engine = engine.kind();
     }
-    let params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
     let total: Option<u64> = streams.iter().map(|s| s.size).sum();
     let progress = opts.common.progress.clone();
     let mut report_progress = |done: u64| {
@@ -1002,6 +1040,9 @@ pub(crate) fn run_emulated(
             commands,
             memory_traffic_bytes: summary.device_memory_bytes.get(&domain).copied().unwrap_or(0),
             process_cpu_s: cpu_s,
+            // A device started for this job: all it has spent is its start.
+            start_cpu_s: od.cpu_at_start.map(|c| c.as_secs_f64()),
+            populated_bytes: od.populated_bytes,
             busy_s,
             utilisation_pct,
             memory_resident_bytes: pages.map(|p| p.0),

@@ -351,7 +351,12 @@ impl JobReport {
                 let _ = writeln!(s, "    pages       {} of it in use, {} of that in 2 MiB pages{why}", human_bytes(rss), human_bytes(huge));
             }
             if let Some(c) = d.process_cpu_s {
-                let _ = writeln!(s, "    device CPU  {c:.2} s on host cores (the emulation's own work: not offloaded, not counted as saved)");
+                let start = match d.start_cpu_s {
+                    Some(st) if d.populated_bytes > 0 => format!(", and {st:.3} s starting (making {} of its memory resident)", human_bytes(d.populated_bytes as u64)),
+                    Some(st) => format!(", and {st:.3} s starting"),
+                    None => String::new(),
+                };
+                let _ = writeln!(s, "    device CPU  {c:.2} s on host cores{start} (the emulation's own work: not offloaded, not counted as saved)");
             }
             if let Some(b) = d.busy_s {
                 let of = d.utilisation_pct.map_or(String::new(), |u| format!(" = {u:.0}% of its workers' time while the job drove it"));

@@ -60,6 +60,14 @@ pub struct ServeOptions {
     /// completions on a queue pair, post the last one a second time (a
     /// duplicate completion, which the host must catch).
     pub duplicate_completion_after: Option<u64>,
+    /// Bytes at the start of its memory to make resident before it takes
+    /// connections (clamped to the memory; 0: pages come on first touch).
+    /// A real device's memory exists from power-on; a shared-memory file's
+    /// pages are allocated and zeroed by whoever touches them first, which
+    /// would otherwise be the host pinning them for io_uring (on the 2-core
+    /// VM ~2 ms of host CPU per MiB). The runtime asks for what its job
+    /// registers ahead; the device spends that time (its process CPU).
+    pub populate_bytes: usize,
 }
 
 /// /dev/shm where it exists, else the temporary directory.
@@ -85,6 +93,7 @@ impl ServeOptions {
             workers: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
             parent_pid: None,
             duplicate_completion_after: None,
+            populate_bytes: 0,
         }
     }
 
@@ -110,12 +119,15 @@ impl ServeOptions {
         if let Some(n) = self.duplicate_completion_after {
             a.extend(["--duplicate-completion-after".into(), n.to_string()]);
         }
+        if self.populate_bytes > 0 {
+            a.extend(["--populate".into(), self.populate_bytes.to_string()]);
+        }
         a
     }
 
     /// Reads `--name N [--dir D] [--memory BYTES] [--queues N]
     /// [--queue-depth N] [--workers N] [--parent-pid PID]
-    /// [--duplicate-completion-after N]` (plain numbers;
+    /// [--duplicate-completion-after N] [--populate BYTES]` (plain numbers;
     /// the `peerpath` CLI takes sizes with units).
     pub fn parse_args(args: &[String]) -> Result<ServeOptions, String> {
         let mut o = ServeOptions::new("");
@@ -132,6 +144,7 @@ impl ServeOptions {
                 "--workers" => o.workers = num(value)? as u32,
                 "--parent-pid" => o.parent_pid = Some(num(value)? as u32),
                 "--duplicate-completion-after" => o.duplicate_completion_after = Some(num(value)?),
+                "--populate" => o.populate_bytes = num(value)? as usize,
                 other => return Err(format!("unknown option {other}")),
             }
         }
@@ -252,7 +265,12 @@ pub(crate) fn serve_with_memory(
     let geometry = options.geometry();
     let memory_region = match memory {
         Some(m) => m,
-        None => Arc::new(MappedRegion::create_shared(&paths.memory, options.memory_bytes, &options.name)?),
+        None => {
+            let m = Arc::new(MappedRegion::create_shared(&paths.memory, options.memory_bytes, &options.name)?);
+            populate(&m, options.populate_bytes, options.workers)
+                .map_err(|source| CspError::Io { operation: "make resident the memory in", path: paths.memory.clone(), source })?;
+            m
+        }
     };
     let queue_region = Arc::new(MappedRegion::create_shared(&paths.queues, geometry.total_bytes(), &options.name)?);
     let qfile = Arc::new(QueueFile::new(queue_region));
@@ -312,6 +330,32 @@ pub(crate) fn serve_with_memory(
         let _ = w.join();
     }
     result
+}
+
+/// Makes the first `bytes` of the device's memory resident, split over up to
+/// `threads` threads (as many as the device has workers, which are idle
+/// before it starts): its pages are allocated and zeroed here, once, by the
+/// device. Pieces are whole 2 MiB pages, so each huge page is one thread's.
+fn populate(memory: &MappedRegion, bytes: usize, threads: u32) -> std::io::Result<()> {
+    const PIECE: usize = 2 << 20;
+    let bytes = bytes.min(memory.len());
+    if bytes == 0 {
+        return Ok(());
+    }
+    let pieces = bytes.div_ceil(PIECE);
+    let threads = (threads.max(1) as usize).min(pieces);
+    let per_thread = pieces.div_ceil(threads) * PIECE;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || memory.populate(t * per_thread, per_thread.min(bytes.saturating_sub(t * per_thread)))))
+            .collect();
+        handles.into_iter().try_for_each(|h| match h.join().expect("populating thread panicked") {
+            // Linux before 5.14 has no MADV_POPULATE_WRITE: pages come on
+            // first touch, as without the option.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            other => other.map(drop),
+        })
+    })
 }
 
 fn clear_stale(paths: &CspPaths) -> Result<(), CspError> {
