@@ -166,11 +166,15 @@ struct Free {
 }
 
 impl Free {
-    fn take(&mut self, count: usize) -> Option<AlignedBuf> {
+    /// A buffer, and whether this is its first use (it was never handed
+    /// out: its pages are not faulted in yet).
+    fn take(&mut self, count: usize) -> Option<(AlignedBuf, bool)> {
         let mut buf = self.buffers.pop()?;
         buf.set_len(0);
-        self.peak_in_use = self.peak_in_use.max(count - self.buffers.len());
-        Some(buf)
+        let in_use = count - self.buffers.len();
+        let first_use = in_use > self.peak_in_use;
+        self.peak_in_use = self.peak_in_use.max(in_use);
+        Some((buf, first_use))
     }
 }
 
@@ -217,8 +221,8 @@ impl BufferPool {
     pub fn get(&self) -> PooledBuf {
         let mut free = self.inner.free.lock().expect("pool lock poisoned");
         loop {
-            if let Some(buf) = free.take(self.inner.count) {
-                return PooledBuf { buf: Some(buf), pool: self.inner.clone() };
+            if let Some((buf, first_use)) = free.take(self.inner.count) {
+                return PooledBuf { buf: Some(buf), pool: self.inner.clone(), first_use };
             }
             free.waiters += 1;
             free = self.inner.available.wait(free).expect("pool lock poisoned");
@@ -229,7 +233,7 @@ impl BufferPool {
     /// Takes a buffer if one is free, without waiting.
     pub fn try_get(&self) -> Option<PooledBuf> {
         let mut free = self.inner.free.lock().expect("pool lock poisoned");
-        free.take(self.inner.count).map(|buf| PooledBuf { buf: Some(buf), pool: self.inner.clone() })
+        free.take(self.inner.count).map(|(buf, first_use)| PooledBuf { buf: Some(buf), pool: self.inner.clone(), first_use })
     }
 
     pub fn free_count(&self) -> usize {
@@ -251,6 +255,7 @@ impl BufferPool {
 pub struct PooledBuf {
     buf: Option<AlignedBuf>,
     pool: Arc<PoolInner>,
+    first_use: bool,
 }
 
 impl Deref for PooledBuf {
@@ -272,6 +277,13 @@ impl PooledBuf {
     /// registers pool buffers with the kernel once and reuses them.
     pub fn pool_keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
         self.pool.clone()
+    }
+
+    /// Whether this loan is the buffer's first: its pages are faulted in
+    /// (allocated and zeroed by the kernel) by whoever touches it first,
+    /// or pins it for I/O.
+    pub fn first_use(&self) -> bool {
+        self.first_use
     }
 }
 
@@ -336,6 +348,12 @@ mod tests {
         assert_eq!(pool.stats().peak_in_use, 2);
         let untouched = pool.inner.free.lock().unwrap().buffers[..6].iter().filter(|b| !b.first_page_resident()).count();
         assert_eq!(untouched, 6, "the bottom six buffers were never handed out");
+        let (a, b) = (pool.get(), pool.get());
+        assert!(!a.first_use() && !b.first_use(), "the two on top were used before");
+        let c = pool.get();
+        assert!(c.first_use(), "the third is a first use");
+        drop((a, b, c));
+        assert!(!pool.get().first_use(), "and the next loan of any is not");
     }
 
     #[test]

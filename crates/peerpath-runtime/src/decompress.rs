@@ -500,15 +500,16 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         }
         // Reads, in order, as buffers allow. A blocking engine reads at
         // submit: one read a pass, so the workers get the first members
-        // without waiting for the whole window to fill.
-        let mut reads_this_pass = 0;
+        // without waiting for the whole window to fill. So does a read into
+        // a buffer's first use (its pages are faulted in then, as compress).
+        let mut pass_over = false;
         while next_read < size
-            && !(blocking && reads_this_pass > 0)
+            && !pass_over
             && st.reads_in_flight < qd
             && next_read < (pos + read_ahead_bytes).max(need_until)
         {
             let Some(buf) = ctx.pool.try_get() else { break };
-            reads_this_pass += 1;
+            pass_over = blocking || buf.first_use();
             let len = READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES));
             let at = next_read;
             ctx.engine
