@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use peerpath_device::emulated::{layout, OPCODE_IDENTIFY};
-use peerpath_device::{run_to_completion, Completion, Device, EmulatedCsp, DeviceRange, Function, FunctionKind, Request, Status, Submit};
+use peerpath_device::{run_to_completion, Completion, Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, Status, Submit};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, BGZF_MAX_INPUT_BYTES};
 
 const INPUT_AT: u64 = 0;

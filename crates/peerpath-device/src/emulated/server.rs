@@ -268,7 +268,7 @@ pub(crate) fn serve_with_memory(
         None => {
             let m = Arc::new(MappedRegion::create_shared(&paths.memory, options.memory_bytes, &options.name)?);
             populate(&m, options.populate_bytes, options.workers)
-                .map_err(|source| CspError::Io { operation: "make resident the memory in", path: paths.memory.clone(), source })?;
+                .map_err(|source| CspError::Io { operation: "make resident (populate)", path: paths.memory.clone(), source })?;
             m
         }
     };
