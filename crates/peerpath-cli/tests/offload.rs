@@ -174,6 +174,30 @@ fn device_memory_goes_in_the_directory_asked_and_the_report_says_how_it_is_paged
 }
 
 #[test]
+fn device_memory_that_does_not_fit_its_file_system_is_found_when_the_device_starts() {
+    let test = "device_memory_that_does_not_fit_its_file_system_is_found_when_the_device_starts";
+    let Some(fs) = TmpfsMount::new(test, "8m") else { return };
+    let dir = scratch();
+    let data = mixed_data(3 << 20, 9);
+    let sources = write_inputs(dir.path(), &[("data", data.clone())]);
+    let from = format!("shm:{}", fs.dir.display());
+    let opts = ["--engine", "emulated", "--device-memory", "32M", "--device-memory-from", &from];
+    // Populating the memory the job needs meets the full tmpfs before the
+    // job starts (a first touch mid-job would have been a SIGBUS): the
+    // device says why, the host CPU does the work and says so.
+    let out = dir.path().join("fell-back");
+    let o = compress(&sources, &out, &[&opts[..], &["--json"]].concat()).ok();
+    assert!(o.stderr.contains("no room for") && o.stderr.contains("device memory in its file system"), "{}", o.stderr);
+    let r = o.json();
+    assert!(r["fallbacks"].to_string().contains("did not start"), "{}", r["fallbacks"]);
+    assert_same_members(&out.join("data.gz"), &std::fs::read(cpu_outputs(dir.path(), &sources, &[]).join("data.gz")).unwrap(), "CPU fallback");
+    let strict = dir.path().join("strict");
+    compress(&sources, &strict, &[&opts[..], &["--no-fallback"]].concat()).fails(15, &["did not start", "--no-fallback"]);
+    assert!(names_in(&strict).is_empty(), "left behind: {:?}", names_in(&strict));
+    assert!(names_in(&fs.dir).is_empty(), "the device removes its files: {:?}", names_in(&fs.dir));
+}
+
+#[test]
 fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
     let dir = scratch();
     // A fake provider: the sysfs files peerpath reads, `allocate` a plain

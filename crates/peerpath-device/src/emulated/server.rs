@@ -353,6 +353,12 @@ fn populate(memory: &MappedRegion, bytes: usize, threads: u32) -> std::io::Resul
             // Linux before 5.14 has no MADV_POPULATE_WRITE: pages come on
             // first touch, as without the option.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            // What a first touch would have met as SIGBUS: no room for the
+            // pages (a full tmpfs). Found here, before any job uses them.
+            Err(e) if e.raw_os_error() == Some(libc::EFAULT) => Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                format!("no room for {} MiB of device memory in its file system (is it full, or smaller than the memory?)", bytes.div_ceil(1 << 20)),
+            )),
             other => other.map(drop),
         })
     })
