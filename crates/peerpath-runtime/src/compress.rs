@@ -627,7 +627,7 @@ fn run(
     // a worker, before the next buffer is faulted in (filling the pipeline
     // at once left the workers idle ~25 ms behind the pool's faults; one a
     // pass: corpus file to file 2-5 % less wall, two sets of 12 interleaved
-    // runs; decompressing to stdout 7 % less).
+    // runs).
     let blocking = engine.kind() == peerpath_io::EngineKind::Syscalls;
     loop {
         // 1. Keep reads going, round robin, within the pipeline bound.
