@@ -189,10 +189,11 @@ fn device_memory_that_does_not_fit_its_file_system_is_found_when_the_device_star
     let o = compress(&sources, &out, &[&opts[..], &["--json"]].concat()).ok();
     assert!(o.stderr.contains("no room for") && o.stderr.contains("device memory in its file system"), "{}", o.stderr);
     let r = o.json();
-    assert!(r["fallbacks"].to_string().contains("did not start"), "{}", r["fallbacks"]);
+    let fallbacks = r["fallbacks"].to_string();
+    assert!(fallbacks.contains("did not start") && fallbacks.contains("no room for"), "the report says why: {fallbacks}");
     assert_same_members(&out.join("data.gz"), &std::fs::read(cpu_outputs(dir.path(), &sources, &[]).join("data.gz")).unwrap(), "CPU fallback");
     let strict = dir.path().join("strict");
-    compress(&sources, &strict, &[&opts[..], &["--no-fallback"]].concat()).fails(15, &["did not start", "--no-fallback"]);
+    compress(&sources, &strict, &[&opts[..], &["--no-fallback"]].concat()).fails(15, &["did not start", "no room for", "--no-fallback"]);
     assert!(names_in(&strict).is_empty(), "left behind: {:?}", names_in(&strict));
     assert!(names_in(&fs.dir).is_empty(), "the device removes its files: {:?}", names_in(&fs.dir));
 }

@@ -168,6 +168,7 @@ fn hosts_connect_by_name_each_on_its_own_queue_pair() {
     dup.serve.name = running.identity().name.clone();
     let e = EmulatedCsp::spawn(&dup).err().expect("the name is taken");
     assert!(e.to_string().contains("exited before it was ready"), "{e}");
+    assert!(e.to_string().contains("already running"), "the host is told why, not only the device's stderr: {e}");
     assert!(running.paths().socket.exists(), "the running device's files stay");
 }
 

@@ -6,7 +6,7 @@ use super::layout::{
     Identify, Sqe,
     OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, STATE_READY,
 };
-use super::server::{default_dir, serve_with_memory, ServeOptions, READY_LINE_PREFIX};
+use super::server::{default_dir, serve_with_memory, ServeOptions, FAILED_LINE_PREFIX, READY_LINE_PREFIX};
 use super::shared::{QueueFile, QueuePair};
 use super::{CspError, CspPaths, CLAIM_ANY, CLAIM_MAGIC, CLAIM_NO_FREE_QUEUE, CLAIM_OK};
 use crate::device::{Crash, Device};
@@ -770,6 +770,7 @@ fn run_forked_device(serve: &ServeOptions, memory: Arc<MappedRegion>, ready: std
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
             sys::write_stderr(&format!("peerpath: emulated device {}: {e}\n", serve.name));
+            let _ = writeln!(ready, "{FAILED_LINE_PREFIX} {e}");
             1
         }
         Err(_) => 101,
@@ -817,6 +818,7 @@ fn start(process: &mut DeviceProcess, ready: &mut (impl Read + AsRawFd), paths: 
 fn wait_ready(child: &mut DeviceProcess, stdout: &mut (impl Read + AsRawFd), name: &str, timeout: Duration) -> Result<(), CspError> {
     let start = Instant::now();
     let mut line = Vec::new();
+    let mut why = None;
     loop {
         let left = timeout.saturating_sub(start.elapsed());
         if left.is_zero() {
@@ -830,12 +832,16 @@ fn wait_ready(child: &mut DeviceProcess, stdout: &mut (impl Read + AsRawFd), nam
         let n = stdout.read(&mut buf).unwrap_or(0);
         if n == 0 {
             let status = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-            return Err(CspError::ExitedEarly { name: name.to_string(), status });
+            let why = why.unwrap_or_else(|| "it gave no reason here; its error, if any, is on standard error above".into());
+            return Err(CspError::ExitedEarly { name: name.to_string(), status, why });
         }
         line.extend_from_slice(&buf[..n]);
-        if let Some(end) = line.iter().position(|b| *b == b'\n') {
+        while let Some(end) = line.iter().position(|b| *b == b'\n') {
             if line[..end].starts_with(READY_LINE_PREFIX.as_bytes()) {
                 return Ok(());
+            }
+            if let Some(reason) = line[..end].strip_prefix(FAILED_LINE_PREFIX.as_bytes()) {
+                why = Some(String::from_utf8_lossy(reason).trim().to_string());
             }
             line.drain(..=end);
         }

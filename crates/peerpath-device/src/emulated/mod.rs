@@ -23,7 +23,7 @@ mod shared;
 
 pub use host::{ConnectOptions, EmulatedCsp, SpawnOptions};
 pub use layout::{Geometry, Identify, CQE_BYTES, OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, SQE_BYTES};
-pub use server::{default_dir, serve, ServeOptions, READY_LINE_PREFIX};
+pub use server::{default_dir, serve, ServeOptions, FAILED_LINE_PREFIX, READY_LINE_PREFIX};
 
 use crate::request::DeviceError;
 use peerpath_mem::RegionError;
@@ -93,8 +93,8 @@ pub enum CspError {
     Connect { name: String, socket: PathBuf, source: io::Error },
     #[error("cannot start the device process {}: {source}", program.display())]
     Spawn { program: PathBuf, source: io::Error },
-    #[error("the device process for {name} exited before it was ready ({status}); its error is on standard error above")]
-    ExitedEarly { name: String, status: String },
+    #[error("the device process for {name} exited before it was ready ({status}): {why}")]
+    ExitedEarly { name: String, status: String, why: String },
     #[error("the device process for {name} was not ready within {waited_ms} ms")]
     StartTimeout { name: String, waited_ms: u64 },
     #[error("{}: not a usable peerpath CSP queue file: {detail}", path.display())]

@@ -38,6 +38,10 @@ use std::time::{Duration, Instant};
 /// The line the device prints on standard output once it takes
 /// connections (what [`super::EmulatedCsp::spawn`] waits for).
 pub const READY_LINE_PREFIX: &str = "peerpath csp ready:";
+/// The line a device started by a host (`--parent-pid`) prints on the same
+/// channel instead when it cannot start, with the reason, so that the host
+/// can say why (its standard error may go nowhere a user reads).
+pub const FAILED_LINE_PREFIX: &str = "peerpath csp failed:";
 
 /// How to run an emulated CSP (`peerpath csp serve`).
 #[derive(Clone, Debug, PartialEq, Eq)]
