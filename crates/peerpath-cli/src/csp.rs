@@ -7,7 +7,7 @@
 //! `ServeOptions::to_args` writes.
 
 use clap::{Args, Subcommand};
-use peerpath_device::emulated::{default_dir, serve, ConnectOptions, CspError, ServeOptions, FAILED_LINE_PREFIX, READY_LINE_PREFIX};
+use peerpath_device::emulated::{default_dir, serve, ConnectOptions, CspError, ServeOptions, READY_LINE_PREFIX};
 use peerpath_device::{DeviceStats, EmulatedCsp, Identify};
 use std::io::Write;
 use std::path::PathBuf;
@@ -118,8 +118,7 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
     o.parent_pid = s.parent_pid;
     o.duplicate_completion_after = s.duplicate_completion_after;
     o.populate_bytes = s.populate;
-    let started_by_host = o.parent_pid.is_some();
-    let served = serve(&o, |paths, id| {
+    serve(&o, |paths, id| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
@@ -132,14 +131,7 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
             paths.socket.display()
         );
         let _ = out.flush();
-    });
-    if let (Err(e), true) = (&served, started_by_host) {
-        // The host reads this channel for the ready line: tell it why not.
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{FAILED_LINE_PREFIX} {e}");
-        let _ = out.flush();
-    }
-    served
+    })
 }
 
 fn query(q: QueryArgs, answer: impl FnOnce(&mut EmulatedCsp, bool) -> Result<String, CspError>) -> Result<(), CspError> {

@@ -2,7 +2,7 @@
 //! [--workers N] [--dir D]`: an emulated CSP without the rest of the CLI
 //! (the crate's tests spawn it; `peerpath csp serve` is the same device).
 
-use peerpath_device::emulated::{serve, ServeOptions, FAILED_LINE_PREFIX, READY_LINE_PREFIX};
+use peerpath_device::emulated::{serve, ServeOptions, READY_LINE_PREFIX};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -28,9 +28,6 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("peerpath-csp: {e}");
-            if options.parent_pid.is_some() {
-                println!("{FAILED_LINE_PREFIX} {e}");
-            }
             ExitCode::FAILURE
         }
     }

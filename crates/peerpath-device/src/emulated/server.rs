@@ -25,7 +25,7 @@ use crate::stats::StatsCounters;
 use crate::sys::{self, poll_fds, EventFd};
 use crossbeam_channel::{Receiver, Sender};
 use peerpath_mem::MappedRegion;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -239,13 +239,21 @@ struct Job {
 
 /// Runs an emulated CSP until SIGTERM, SIGINT or SIGHUP (or the death of
 /// `parent_pid`), then removes its files. `on_ready` runs once the device
-/// takes connections (the CLI prints [`READY_LINE_PREFIX`] there).
+/// takes connections (the CLI prints [`READY_LINE_PREFIX`] there). A device
+/// started by a host (`parent_pid`) that fails prints [`FAILED_LINE_PREFIX`]
+/// and the reason on standard output, where the host reads.
 ///
 /// Call it from a process of its own (it sets the umask to 077 and blocks
 /// the termination signals in the calling thread to read them from a
 /// signalfd), before any other thread starts.
 pub fn serve(options: &ServeOptions, on_ready: impl FnOnce(&CspPaths, &Identify)) -> Result<(), CspError> {
-    serve_with_memory(options, None, on_ready)
+    let served = serve_with_memory(options, None, on_ready);
+    if let (Err(e), Some(_)) = (&served, options.parent_pid) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{FAILED_LINE_PREFIX} {e}");
+        let _ = out.flush();
+    }
+    served
 }
 
 /// [`serve`], with device memory the caller mapped (`None`: a shm file
