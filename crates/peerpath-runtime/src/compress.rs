@@ -195,6 +195,30 @@ impl Stream {
     pub(crate) fn finished(&self) -> bool {
         self.writer_finished && self.writer.as_ref().is_none_or(|w| w.writes_in_flight == 0)
     }
+    /// Where the stream stands, for an error that must say it.
+    fn state(&self) -> String {
+        format!(
+            "{}: read to byte {} of {}, {} reads in flight, chunks {}, next to write {}, {} waiting, writer {}",
+            self.source_name,
+            self.next_read_offset,
+            self.size.map_or("unknown".into(), |n| n.to_string()),
+            self.reads_in_flight,
+            self.chunks.map_or("unknown".into(), |n| n.to_string()),
+            self.next_write_seq,
+            self.ready.len(),
+            match &self.writer {
+                Some(w) if self.writer_finished => format!("finished, {} writes in flight", w.writes_in_flight),
+                Some(w) => format!("open, {} writes in flight", w.writes_in_flight),
+                None => "closed".into(),
+            }
+        )
+    }
+}
+
+/// A job loop about to wait with nothing in flight would wait forever: a
+/// bug, turned into an error that says where the job stood.
+fn stalled(job: &str, streams: Vec<String>, in_pipeline: usize, slots: usize) -> JobError {
+    JobError::Internal(format!("{job} stalled with no I/O and no work in flight ({in_pipeline} of {slots} chunks in the pipeline): {}", streams.join("; ")))
 }
 
 /// Compresses each source into its target. On failure every partial target
@@ -630,42 +654,7 @@ fn run(
     // runs).
     let blocking = engine.kind() == peerpath_io::EngineKind::Syscalls;
     loop {
-        // 1. Keep reads going, round robin, within the pipeline bound.
-        let mut progressed = true;
-        let mut pass_over = false;
-        while progressed && in_pipeline < slots && !pass_over {
-            progressed = false;
-            for (i, s) in streams.iter_mut().enumerate() {
-                if in_pipeline >= slots || !s.can_read(qd) || pass_over {
-                    continue;
-                }
-                let Some(buf) = pool.try_get() else { break };
-                pass_over = blocking || buf.first_use();
-                let offset = s.next_read_offset;
-                let mut len = chunk_bytes;
-                if let Some(size) = s.size {
-                    let remaining = (size - offset) as usize;
-                    len = len.min(if s.source.direct { align_up(remaining, DIRECT_IO_ALIGN_BYTES) } else { remaining });
-                }
-                let token = ((i as u64) << 32) | s.next_seq;
-                let fd = s.source.file.as_raw_fd();
-                let at = (!s.sequential_read).then_some(offset);
-                engine
-                    .submit(IoOp::Read, fd, at, len, JobBuf::Pooled(buf), token)
-                    .map_err(|(_, e)| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
-                s.reads_in_flight += 1;
-                s.next_seq += 1;
-                s.next_read_offset += chunk_bytes as u64;
-                in_pipeline += 1;
-                progressed = true;
-                if s.size.is_some_and(|size| s.next_read_offset >= size) {
-                    s.read_done = true;
-                    s.chunks = Some(s.next_seq);
-                }
-            }
-        }
-
-        // 2. Compressed chunks back from the workers, written in order.
+        // 1. Compressed chunks back from the workers, written in order.
         for d in workers.try_results() {
             ledger.record(
                 Location::memory(d.input.domain()),
@@ -707,11 +696,52 @@ fn run(
                 s.writer_finished = true;
             }
         }
+        // 2. Keep reads going, round robin, within the pipeline bound.
+        let mut progressed = true;
+        let mut pass_over = false;
+        while progressed && in_pipeline < slots && !pass_over {
+            progressed = false;
+            for (i, s) in streams.iter_mut().enumerate() {
+                if in_pipeline >= slots || !s.can_read(qd) || pass_over {
+                    continue;
+                }
+                let Some(buf) = pool.try_get() else { break };
+                pass_over = blocking || buf.first_use();
+                let offset = s.next_read_offset;
+                let mut len = chunk_bytes;
+                if let Some(size) = s.size {
+                    let remaining = (size - offset) as usize;
+                    len = len.min(if s.source.direct { align_up(remaining, DIRECT_IO_ALIGN_BYTES) } else { remaining });
+                }
+                let token = ((i as u64) << 32) | s.next_seq;
+                let fd = s.source.file.as_raw_fd();
+                let at = (!s.sequential_read).then_some(offset);
+                engine
+                    .submit(IoOp::Read, fd, at, len, JobBuf::Pooled(buf), token)
+                    .map_err(|(_, e)| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
+                s.reads_in_flight += 1;
+                s.next_seq += 1;
+                s.next_read_offset += chunk_bytes as u64;
+                in_pipeline += 1;
+                progressed = true;
+                if s.size.is_some_and(|size| s.next_read_offset >= size) {
+                    s.read_done = true;
+                    s.chunks = Some(s.next_seq);
+                }
+            }
+        }
+
         if let Some(p) = &opts.common.progress {
             p(done_bytes, total_known);
         }
         if streams.iter().all(|s| s.finished()) {
             break;
+        }
+        // Results are taken before reads are issued, so every buffer they
+        // free is read into before the wait; with nothing in flight a wait
+        // could never end (it did, on input that compresses to nothing).
+        if engine.in_flight() == 0 && workers.in_flight() == 0 {
+            return Err(stalled("compress", streams.iter().map(Stream::state).collect(), in_pipeline, slots));
         }
 
         // 3. Sleep until I/O completes or a worker finishes.

@@ -358,6 +358,17 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
 
 /// Waits for I/O or worker results and handles them.
 fn pump(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
+    if ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 {
+        // Nothing could end the wait: a bug, said as an error, not a hang.
+        return Err(JobError::Internal(format!(
+            "decompress stalled with no I/O and no work in flight: {}: member {} next to write, {} batches waiting, {} reads arrived out of order, {} free read buffers",
+            st.path.display(),
+            st.next_write,
+            st.ready.len(),
+            st.arrived.len(),
+            ctx.pool.free_count()
+        )));
+    }
     let mut completions: Vec<Completion<JobBuf>> = Vec::new();
     ctx.engine.wait(&mut completions, &ctx.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
     for c in completions {
