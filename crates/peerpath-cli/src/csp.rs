@@ -105,6 +105,9 @@ pub fn main(a: CspArgs) -> ExitCode {
 }
 
 fn run_serve(s: ServeArgs) -> Result<(), CspError> {
+    if s.populate > s.memory {
+        return Err(CspError::BadOption(format!("--populate {} MiB is more than the device's --memory {} MiB", s.populate >> 20, s.memory >> 20)));
+    }
     let mut o = ServeOptions::new(&s.name);
     o.memory_bytes = s.memory;
     o.queues = s.queues;

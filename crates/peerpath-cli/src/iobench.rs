@@ -219,9 +219,10 @@ pub fn main(a: BenchIoArgs) -> ExitCode {
         }
     };
     if let Some(path) = &a.svg {
-        if let Err(e) = std::fs::write(path, report.render_svg()) {
-            eprintln!("peerpath: error: cannot write {}: {e}", path.display());
-            return ExitCode::from(11);
+        // A results picture is replaced when asked for again, but never left half-written.
+        if let Err(e) = crate::write_output(path, report.render_svg().as_bytes(), true) {
+            eprintln!("peerpath: error: {e}");
+            return ExitCode::from(e.exit_code() as u8);
         }
     }
     if a.json {

@@ -74,28 +74,52 @@ struct TopoArgs {
     /// Write a picture of the tree (SVG), P2P groups coloured.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Replace an existing --export or --svg file.
+    #[arg(long, short)]
+    force: bool,
+}
+
+/// Writes a small output whole or not at all, never over an existing file
+/// unless `replace`: the same rules as every job's targets (exit 4 for an
+/// existing file, 11 for a failed write).
+fn write_output(path: &Path, bytes: &[u8], replace: bool) -> Result<(), JobError> {
+    use std::io::Write;
+    let io = |source| JobError::TargetIo { path: path.to_path_buf(), source };
+    if !replace && std::fs::symlink_metadata(path).is_ok() {
+        return Err(JobError::TargetExists { path: path.to_path_buf() });
+    }
+    let (mut t, temporary) = peerpath_io::create_temporary(path, false).map_err(io)?;
+    let written = t
+        .file
+        .write_all(bytes)
+        .and_then(|()| peerpath_io::Inherited::default().apply(&t.file))
+        .and_then(|()| t.file.sync_all())
+        .and_then(|()| peerpath_io::publish(&t.file, &temporary, path, replace));
+    written.map_err(|e| {
+        peerpath_io::discard(&temporary);
+        if e.kind() == std::io::ErrorKind::AlreadyExists { JobError::TargetExists { path: path.to_path_buf() } } else { io(e) }
+    })
 }
 
 /// `peerpath topo`. Topology errors (a malformed sysfs or topology file, an
-/// unknown device name) exit with code 13.
-fn topo(a: TopoArgs) -> Result<(), String> {
+/// unknown device name) exit with code 13; its outputs fail as any job's do.
+fn topo(a: TopoArgs) -> Result<(), JobError> {
     use peerpath_topo::Topology;
-    let e = |e: peerpath_topo::TopoError| e.to_string();
+    let e = |e: peerpath_topo::TopoError| JobError::Topology(e.to_string());
     let t = match &a.file {
         Some(f) => Topology::from_toml_file(f).map_err(e)?,
         None => Topology::from_sysfs(&a.sysfs).map_err(e)?,
     };
-    let write = |path: &Path, text: String| std::fs::write(path, text).map_err(|err| format!("cannot write {}: {err}", path.display()));
     if let Some(p) = &a.export {
-        write(p, t.to_toml_string().map_err(e)?)?;
+        write_output(p, t.to_toml_string().map_err(e)?.as_bytes(), a.force)?;
     }
     if let Some(p) = &a.svg {
-        write(p, t.render_svg().map_err(e)?)?;
+        write_output(p, t.render_svg().map_err(e)?.as_bytes(), a.force)?;
     }
     match (&a.explain, a.json) {
         (Some(pair), true) => {
             let v = t.verdict(&pair[0], &pair[1]).map_err(e)?;
-            println!("{}", serde_json::to_string_pretty(&v).map_err(|err| err.to_string())?);
+            println!("{}", serde_json::to_string_pretty(&v).map_err(|err| JobError::Internal(err.to_string()))?);
         }
         (Some(pair), false) => print!("{}", t.explain(&pair[0], &pair[1]).map_err(e)?),
         (None, true) => println!("{}", t.to_json_string().map_err(e)?),
@@ -126,8 +150,8 @@ enum IoArg {
 
 #[derive(Args)]
 struct CommonArgs {
-    /// Compute worker threads [default: all cores].
-    #[arg(long, short = 'T')]
+    /// Compute worker threads, 1 to 1024 [default: all cores].
+    #[arg(long, short = 'T', value_parser = parse_threads)]
     threads: Option<usize>,
     /// Most reads in flight per source (reads run only as far ahead of the
     /// workers as keeps them busy; buffers beyond that are never touched).
@@ -188,11 +212,11 @@ struct CompressArgs {
     /// CSPs where the topology has them, else the host CPU).
     #[arg(long, value_enum, default_value_t = EngineArg::Cpu)]
     engine: EngineArg,
-    /// Emulated devices to start (each serves its own group of sources and targets).
-    #[arg(long, default_value_t = 1, help_heading = "Devices")]
+    /// Emulated devices to start, 1 to 1024 (each serves its own group of sources and targets).
+    #[arg(long, default_value_t = 1, value_parser = parse_threads, help_heading = "Devices")]
     devices: usize,
-    /// Memory of each emulated device (K, M, G suffixes) [default: 512M, the seed's CMB].
-    #[arg(long, default_value = "512M", value_parser = parse_size, help_heading = "Devices")]
+    /// Memory of each emulated device (K, M, G suffixes), from 4M to this machine's memory [default: 512M, the seed's CMB].
+    #[arg(long, default_value = "512M", value_parser = parse_device_memory, help_heading = "Devices")]
     device_memory: usize,
     /// Where each emulated device's memory comes from: "shm" (a shared-memory file the device
     /// makes in /dev/shm), "shm:DIR" (the same file in DIR: a tmpfs mounted with
@@ -204,8 +228,8 @@ struct CompressArgs {
     /// sysfs root for --device-memory-from p2p:BDF.
     #[arg(long, default_value = "/sys", help_heading = "Devices")]
     sysfs: PathBuf,
-    /// Worker threads of each emulated device [default: all cores].
-    #[arg(long, help_heading = "Devices")]
+    /// Worker threads of each emulated device, 1 to 1024 [default: all cores].
+    #[arg(long, value_parser = parse_workers, help_heading = "Devices")]
     device_workers: Option<u32>,
     /// Fail (exit 15, nothing kept) instead of letting the host CPU do what a device could not.
     #[arg(long, help_heading = "Devices")]
@@ -314,9 +338,46 @@ struct DemoArgs {
     /// Print the reports as JSON.
     #[arg(long)]
     json: bool,
-    /// Compute worker threads [default: all cores].
-    #[arg(long, short = 'T')]
+    /// Compute worker threads, 1 to 1024 [default: all cores].
+    #[arg(long, short = 'T', value_parser = parse_threads)]
     threads: Option<usize>,
+}
+
+/// The most worker threads (or devices) one job starts.
+const MAX_THREADS: usize = 1024;
+
+/// Parses a thread or device count: 0 and absurd counts are usage errors
+/// (as pigz refuses `-p 0`), not silently 1 or a failed thread spawn.
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        Ok(n) => Err(format!("{n} is not between 1 and {MAX_THREADS}")),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
+fn parse_workers(s: &str) -> Result<u32, String> {
+    parse_threads(s).map(|n| n as u32)
+}
+
+/// The least device memory a job can use: a read of 1 MiB, its output and staging.
+const MIN_DEVICE_MEMORY_BYTES: usize = 4 << 20;
+
+/// Parses `--device-memory`: at least 4 MiB, at most this machine's memory
+/// (each emulated device's memory is a file in memory).
+fn parse_device_memory(s: &str) -> Result<usize, String> {
+    let n = parse_size(s)?;
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())))
+        .map(|kib| kib << 10);
+    if n < MIN_DEVICE_MEMORY_BYTES {
+        return Err(format!("{s} is less than the {} MiB a device needs", MIN_DEVICE_MEMORY_BYTES >> 20));
+    }
+    match total {
+        Some(t) if n > t => Err(format!("{s} is more than this machine's memory ({} MiB)", t >> 20)),
+        _ => Ok(n),
+    }
 }
 
 /// Parses "65536", "64K", "1M", "1MiB", "2G".
@@ -358,7 +419,7 @@ fn progress_bar(common: &CommonArgs, to_stdout: bool) -> (Option<Progress>, Opti
 fn common_options(a: &CommonArgs, force: bool, durable: bool, progress: Option<Progress>) -> CommonOptions {
     let mut c = CommonOptions::default();
     if let Some(t) = a.threads {
-        c.threads = t.max(1);
+        c.threads = t;
     }
     c.queue_depth = a.queue_depth.max(1);
     c.direct = !a.no_direct;
@@ -398,26 +459,29 @@ fn compressed_name(source: &Path) -> Result<PathBuf, JobError> {
     Ok(PathBuf::from(s))
 }
 
+/// The target of decompressing `source`: its name without the gzip suffix,
+/// byte for byte (names need not be UTF-8).
 fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
-    let name = source.to_string_lossy();
-    for (suffix, replacement) in [(".gz", ""), (".bgz", ""), (".gzip", ""), (".tgz", ".tar")] {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let name = source.as_os_str().as_bytes();
+    for (suffix, replacement) in [(&b".gz"[..], &b""[..]), (b".bgz", b""), (b".gzip", b""), (b".tgz", b".tar")] {
         if let Some(stem) = name.strip_suffix(suffix) {
-            if !stem.is_empty() && !stem.ends_with('/') {
-                return Ok(PathBuf::from(format!("{stem}{replacement}")));
+            if !stem.is_empty() && !stem.ends_with(b"/") {
+                return Ok(PathBuf::from(std::ffi::OsString::from_vec([stem, replacement].concat())));
             }
         }
     }
-    Err(JobError::Usage(format!("{name}: unknown suffix, cannot name the output; use --output")))
+    Err(JobError::Usage(format!("{}: unknown suffix, cannot name the output; use --output", source.display())))
 }
 
 /// Where `compress` runs its function.
 fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobError> {
     let emulated = || {
         let mut spec = peerpath_runtime::EmulatedSpec::new();
-        spec.devices = a.devices.max(1);
+        spec.devices = a.devices;
         spec.memory_bytes = a.device_memory;
         if let Some(w) = a.device_workers {
-            spec.workers = w.max(1);
+            spec.workers = w;
         }
         spec.faults = a.inject_faults.clone();
         spec.command_timeout = std::time::Duration::from_secs_f64(a.device_timeout.clamp(0.05, 3600.0));
@@ -526,8 +590,27 @@ fn run(cli: Cli) -> Result<(), JobError> {
     Ok(())
 }
 
+/// A terminating signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT) removes the
+/// named temporary files of the outputs in progress before the process
+/// dies of it (an unnamed `O_TMPFILE` output needs nothing: it vanishes
+/// with the process, SIGKILL included). The handler only queues the signal;
+/// this thread does the removing, then lets the signal's default action
+/// end the process, so the exit status still says which signal it was.
+fn remove_temporaries_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT]) else { return };
+    let _ = std::thread::Builder::new().name("peerpath-signals".into()).spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            peerpath_io::remove_named_temporaries();
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    remove_temporaries_on_signals();
     if let Command::Plan(a) = cli.command {
         return plan::main(a);
     }
@@ -551,7 +634,7 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("peerpath: error: {e}");
-                ExitCode::from(13)
+                ExitCode::from(e.exit_code() as u8)
             }
         };
     }
@@ -584,6 +667,9 @@ mod tests {
         assert_eq!(decompressed_name(Path::new("x.tgz")).unwrap(), PathBuf::from("x.tar"));
         assert!(decompressed_name(Path::new("x.txt")).is_err());
         assert!(decompressed_name(Path::new(".gz")).is_err());
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new(std::ffi::OsStr::from_bytes(b"caf\xe9\xff\xfe.fa.gz"));
+        assert_eq!(decompressed_name(odd).unwrap().as_os_str().as_bytes(), b"caf\xe9\xff\xfe.fa", "not UTF-8: kept byte for byte");
     }
 
     #[test]

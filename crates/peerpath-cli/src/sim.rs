@@ -123,7 +123,8 @@ fn opts(a: &RunArgs) -> SimOptions {
 }
 
 fn write(path: &PathBuf, text: &str) -> Result<(), SimError> {
-    std::fs::write(path, text).map_err(|e| SimError::Vary(format!("cannot write {}: {e}", path.display())))
+    // Results are replaced when asked for again, but never left half-written.
+    crate::write_output(path, text.as_bytes(), true).map_err(|e| SimError::Vary(e.to_string()))
 }
 
 fn run_inner(a: SimArgs) -> Result<(), SimError> {

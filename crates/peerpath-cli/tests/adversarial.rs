@@ -34,3 +34,264 @@ fn assert_no_temporaries(dir: &Path) {
     let names = names_in(dir);
     assert!(!names.iter().any(|n| n.contains(".peerpath-tmp.")), "temporary files left: {names:?}");
 }
+
+fn sha(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Sends `sig` to a running child after `delay`, then reaps it.
+fn kill_after(child: &mut std::process::Child, delay: std::time::Duration, sig: i32) -> std::process::ExitStatus {
+    std::thread::sleep(delay);
+    // SAFETY (test): kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    wait_deadline(child, HANG_DEADLINE, "a killed job")
+}
+
+/// Kills compress and decompress (CPU and emulated engines) at several
+/// points with SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGKILL: nothing is left
+/// but the sources and the pre-existing target, unchanged. With unnamed
+/// temporaries (O_TMPFILE) even SIGKILL leaves nothing; with named ones
+/// (forced here, as on a file system without O_TMPFILE) the handled
+/// signals remove them.
+#[test]
+fn a_signal_at_any_point_leaves_only_the_sources_and_old_targets() {
+    let dir = scratch();
+    let src = dir.path().join("data.fa");
+    let data = mixed_data(24 << 20, 3);
+    std::fs::write(&src, &data).unwrap();
+    let gz = dir.path().join("data.fa.gz");
+    run(&mut pp(args!["compress", &src, "-o", &gz, "-q"])).ok();
+    let old_target = dir.path().join("old.gz");
+    std::fs::write(&old_target, b"an older target, kept unless the job succeeds").unwrap();
+    let (src_bytes, gz_bytes, old_bytes) = (sha(&src), sha(&gz), sha(&old_target));
+    let signals = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGKILL];
+    let delays_ms = [0u64, 15, 40, 90, 200];
+    let mut k = 0usize;
+    for named in [false, true] {
+        for job in ["compress", "compress-emulated", "decompress"] {
+            for (d, &delay) in delays_ms.iter().enumerate() {
+                let sig = signals[(k + d) % signals.len()];
+                k += 1;
+                if named && sig == libc::SIGKILL {
+                    continue; // a named file cannot outlive SIGKILL's no-handler death: that is why O_TMPFILE is first
+                }
+                let mut cmd = match job {
+                    "decompress" => pp(args!["decompress", &gz, "-o", &old_target, "-f", "-q"]),
+                    "compress-emulated" => pp(args!["compress", &src, "-o", &old_target, "-f", "-q", "--engine", "emulated", "--device-memory", "64M"]),
+                    _ => pp(args!["compress", &src, "-o", &old_target, "-f", "-q", "-T", "1"]),
+                };
+                if named {
+                    cmd.env("PEERPATH_NAMED_TEMPORARIES", "1");
+                }
+                let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+                let status = kill_after(&mut child, std::time::Duration::from_millis(delay), sig);
+                let what = format!("{job} (named temporaries: {named}) killed by signal {sig} after {delay} ms: {status}");
+                let mut names = names_in(dir.path());
+                names.sort();
+                assert_eq!(names, ["data.fa", "data.fa.gz", "old.gz"], "{what}: files left");
+                assert_eq!(sha(&src), src_bytes, "{what}: the source changed");
+                assert_eq!(sha(&gz), gz_bytes, "{what}: the archive changed");
+                if status.success() {
+                    // It finished before the signal: the target is the job's whole output.
+                    std::fs::write(&old_target, &old_bytes).unwrap();
+                } else {
+                    assert_eq!(sha(&old_target), old_bytes, "{what}: the old target changed");
+                }
+            }
+        }
+    }
+}
+
+/// Feeds `data` to a child's standard input in two halves, calling
+/// `between` after the first.
+fn feed(child: &mut std::process::Child, data: &[u8], between: impl FnOnce()) {
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data[..data.len() / 2]).unwrap();
+    stdin.flush().unwrap();
+    between();
+    stdin.write_all(&data[data.len() / 2..]).unwrap();
+}
+
+/// A target that appears while the job runs is not replaced without
+/// --force: the job fails (exit 4) and keeps nothing; with --force it is
+/// replaced. Deterministic: the source is a pipe this test feeds.
+#[test]
+fn a_target_that_appears_during_the_job_is_not_replaced_without_force() {
+    let dir = scratch();
+    let data = mixed_data(6 << 20, 9);
+    let target = dir.path().join("t.gz");
+    for force in [false, true] {
+        let _ = std::fs::remove_file(&target);
+        let mut a = args!["compress", "-", "-o", &target, "-q"];
+        if force {
+            a.push("-f".into());
+        }
+        let mut child = pp(a).stdin(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        feed(&mut child, &data, || std::fs::write(&target, b"precious").unwrap());
+        let status = wait_deadline(&mut child, HANG_DEADLINE, "compress from a pipe");
+        if force {
+            assert!(status.success(), "--force replaces it");
+            let back = run(&mut pp(args!["decompress", &target, "-o", "-", "-q"])).ok().stdout;
+            assert_bytes_eq(&back, &data, "the replaced target");
+        } else {
+            assert_eq!(status.code(), Some(4), "a target that appeared is an existing target");
+            assert_eq!(std::fs::read(&target).unwrap(), b"precious", "not replaced");
+        }
+        assert_no_temporaries(dir.path());
+    }
+}
+
+/// Two jobs writing one target at once: one wins, the other fails with
+/// exit 4 (was: both succeeded and the later one replaced the other).
+#[test]
+fn two_jobs_writing_one_target_do_not_both_succeed() {
+    let dir = scratch();
+    let target = dir.path().join("t.gz");
+    let (a, b) = (mixed_data(3 << 20, 1), mixed_data(3 << 20, 2));
+    let spawn = || pp(args!["compress", "-", "-o", &target, "-q"]).stdin(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let (mut first, mut second) = (spawn(), spawn());
+    feed(&mut first, &a, || {});
+    feed(&mut second, &b, || {});
+    let s1 = wait_deadline(&mut first, HANG_DEADLINE, "first");
+    let s2 = wait_deadline(&mut second, HANG_DEADLINE, "second");
+    let codes = [s1.code(), s2.code()];
+    assert!(codes.contains(&Some(0)) && codes.contains(&Some(4)), "one wins, one is refused: {codes:?}");
+    let back = run(&mut pp(args!["decompress", &target, "-o", "-", "-q"])).ok().stdout;
+    let winner = if s1.success() { &a } else { &b };
+    assert_bytes_eq(&back, winner, "the target is the winner's whole output");
+    assert_no_temporaries(dir.path());
+}
+
+/// File names are bytes: a name that is not UTF-8 keeps its bytes on
+/// decompress (was: lossy conversion to U+FFFD), and the existence check
+/// looks at that same name.
+#[test]
+fn names_that_are_not_utf8_are_kept_byte_for_byte() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9\xff\xfe.fa");
+    let src = dir.path().join(name);
+    std::fs::write(&src, &sample()[..100_000]).unwrap();
+    run(&mut pp(args!["compress", &src, "-q"])).ok();
+    std::fs::remove_file(&src).unwrap();
+    let gz = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9\xff\xfe.fa.gz"));
+    run(&mut pp(args!["decompress", &gz, "-q"])).ok();
+    assert_file_eq(&src, &sample()[..100_000], "the output under the source's own bytes");
+    run(&mut pp(args!["decompress", &gz, "-q"])).fails(4, &["exists"]);
+    let mut names = names_in(dir.path());
+    names.sort();
+    assert_eq!(names.len(), 2, "no mangled name beside them: {names:?}");
+}
+
+/// Outputs keep the source's permission bits and times, as gzip and pigz
+/// do: a private file stays private.
+#[test]
+fn outputs_keep_the_source_mode_and_modification_time() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let src = dir.path().join("private.fa");
+    std::fs::write(&src, &sample()[..200_000]).unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    std::fs::File::options().write(true).open(&src).unwrap().set_modified(then).unwrap();
+    for extra in [&[][..], &["--no-sync"][..], &["--no-direct"][..]] {
+        let gz = dir.path().join("private.fa.gz");
+        let mut a = args!["compress", &src, "-q", "-f"];
+        a.extend(extra.iter().map(std::ffi::OsString::from));
+        run(&mut pp(a)).ok();
+        let m = std::fs::metadata(&gz).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600, "{extra:?}: compressed output mode");
+        assert_eq!(m.modified().unwrap(), then, "{extra:?}: compressed output time");
+        let back = dir.path().join("back.fa");
+        std::fs::set_permissions(&gz, std::fs::Permissions::from_mode(0o640)).unwrap();
+        run(&mut pp(args!["decompress", &gz, "-o", &back, "-q", "-f"])).ok();
+        let m = std::fs::metadata(&back).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o640, "{extra:?}: decompressed output mode");
+    }
+    // Standard input has no mode: 0666 less the umask, as gzip.
+    let out = dir.path().join("stdin.gz");
+    run_full(&mut pp(args!["compress", "-", "-o", &out, "-q"]), Some(b"x".to_vec()), DEADLINE).ok();
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & 0o600, 0o600, "readable and writable by its owner: {mode:o}");
+}
+
+/// With --force, a source is still never a target.
+#[test]
+fn a_source_is_never_another_source_target_even_with_force() {
+    let dir = scratch();
+    let (x, out) = (dir.path().join("x"), dir.path().join("out"));
+    std::fs::create_dir_all(&x).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let a = x.join("a.fa");
+    std::fs::write(&a, &sample()[..50_000]).unwrap();
+    let second = out.join("a.fa.gz");
+    std::fs::write(&second, b"source number two").unwrap();
+    run(&mut pp(args!["compress", &a, &second, "-o", &out, "-f", "-q"])).fails(5, &["a.fa.gz"]);
+    assert_eq!(std::fs::read(&second).unwrap(), b"source number two");
+}
+
+/// Counts and sizes: clear usage errors, no panic, nothing left.
+#[test]
+fn absurd_counts_and_sizes_are_usage_errors() {
+    let dir = scratch();
+    let src = dir.path().join("s");
+    std::fs::write(&src, b"some bytes").unwrap();
+    for bad in [
+        args!["compress", &src, "-T", "100000"],
+        args!["compress", &src, "-T", "0"],
+        args!["decompress", &src, "-T", "0"],
+        args!["compress", &src, "--engine", "emulated", "--devices", "0"],
+        args!["compress", &src, "--engine", "emulated", "--device-workers", "0"],
+        args!["compress", &src, "--engine", "emulated", "--device-memory", "0"],
+        args!["compress", &src, "--engine", "emulated", "--device-memory", "1000000G"],
+        args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "1M", "--populate", "1G"],
+    ] {
+        let out = run_full(&mut pp(bad.clone()), None, HANG_DEADLINE);
+        assert_eq!(out.code(), Some(2), "{bad:?}: exit 2, got:\n{}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{bad:?} panicked:\n{}", out.stderr);
+    }
+    assert_dir_holds(dir.path(), &["s"]);
+}
+
+/// A legal target name whose temporary name would be too long.
+#[test]
+fn a_long_source_name_compresses() {
+    let dir = scratch();
+    let src = dir.path().join("n".repeat(230));
+    std::fs::write(&src, &sample()[..30_000]).unwrap();
+    for named in [false, true] {
+        let mut c = pp(args!["compress", &src, "-q", "-f"]);
+        if named {
+            c.env("PEERPATH_NAMED_TEMPORARIES", "1");
+        }
+        run(&mut c).ok();
+    }
+    let gz = dir.path().join(format!("{}.gz", "n".repeat(230)));
+    assert!(gz.exists());
+    assert_no_temporaries(dir.path());
+}
+
+/// topo --export and --svg: never a half-written file, never over an
+/// existing one without --force; a full file system is exit 11 (a write
+/// error), not 13 (a topology error), and the old file stays whole.
+#[test]
+fn topo_outputs_are_atomic_and_refuse_existing_files() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/qemu-switch-cmb/topology.toml");
+    let dir = scratch();
+    let out = dir.path().join("t.toml");
+    run(&mut pp(args!["topo", "--file", &file, "--export", &out])).ok();
+    let first = std::fs::read(&out).unwrap();
+    run(&mut pp(args!["topo", "--file", &file, "--export", &out])).fails(4, &["exists"]);
+    run(&mut pp(args!["topo", "--file", &file, "--export", &out, "--force"])).ok();
+    assert_eq!(std::fs::read(&out).unwrap(), first);
+    let Some(fs) = TmpfsMount::new("topo_outputs_are_atomic", "8k") else { return };
+    let (toml, svg) = (fs.dir.join("t.toml"), fs.dir.join("t.svg"));
+    std::fs::write(&toml, b"old model").unwrap();
+    std::fs::write(&svg, b"old picture").unwrap();
+    run(&mut pp(args!["topo", "--file", &file, "--svg", &svg, "--force"])).fails(11, &["t.svg"]);
+    run(&mut pp(args!["topo", "--file", &file, "--export", &toml, "--force"])).fails(11, &["t.toml"]);
+    assert_eq!(std::fs::read(&svg).unwrap(), b"old picture");
+    assert_eq!(std::fs::read(&toml).unwrap(), b"old model");
+    assert_dir_holds(&fs.dir, &["t.svg", "t.toml"]);
+}

@@ -46,7 +46,7 @@ impl OpenedFile {
     }
 }
 
-fn open_with(path: &Path, opts: &OpenOptions, direct: bool) -> io::Result<File> {
+pub(crate) fn open_with(path: &Path, opts: &OpenOptions, direct: bool) -> io::Result<File> {
     let mut o = opts.clone();
     if direct {
         o.custom_flags(libc::O_DIRECT);
@@ -87,47 +87,6 @@ pub fn open_source(path: &Path, want_direct: bool) -> io::Result<OpenedFile> {
     Ok(OpenedFile { file, path: path.to_path_buf(), kind, direct, direct_refused })
 }
 
-/// Creates a fresh temporary file next to `final_path` (same directory, so
-/// the final rename is atomic), with O_DIRECT where possible.
-pub fn open_target_tmp(final_path: &Path, want_direct: bool) -> io::Result<OpenedFile> {
-    let dir = match final_path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = final_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true).mode(0o644);
-    for attempt in 0..100u32 {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let tmp = dir.join(format!(".{name}.peerpath-tmp.{}.{:08x}{attempt}", std::process::id(), nanos));
-        let (file, direct, refused) = if want_direct {
-            match open_with(&tmp, &opts, true) {
-                Ok(f) => (f, true, None),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    // tmpfs and some FUSE file systems refuse O_DIRECT at open;
-                    // open_with may have created the file before refusing.
-                    let _ = std::fs::remove_file(&tmp);
-                    match open_with(&tmp, &opts, false) {
-                        Ok(f) => (f, false, Some(format!("file system refused O_DIRECT ({e})"))),
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                        Err(e) => return Err(e),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        } else {
-            match open_with(&tmp, &opts, false) {
-                Ok(f) => (f, false, Some("O_DIRECT disabled (--no-direct)".to_string())),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        };
-        return Ok(OpenedFile { file, path: tmp, kind: SourceKind::Regular { size_bytes: 0 }, direct, direct_refused: refused });
-    }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not find a free temporary name"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,13 +106,5 @@ mod tests {
     fn directory_source_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         assert!(open_source(dir.path(), true).is_err());
-    }
-
-    #[test]
-    fn temporary_target_lives_next_to_the_final_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let t = open_target_tmp(&dir.path().join("x.gz"), true).unwrap();
-        assert_eq!(t.path.parent().unwrap(), dir.path());
-        assert!(t.path.file_name().unwrap().to_string_lossy().starts_with(".x.gz.peerpath-tmp."));
     }
 }

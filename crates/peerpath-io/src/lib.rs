@@ -13,11 +13,13 @@
 mod engine;
 mod file;
 mod sync;
+mod target;
 mod uring;
 mod waker;
 
 pub use engine::{region_fixed_span, Completion, EngineKind, FixedBufferStats, FixedSpan, IoBuf, IoEngine, IoOp, IoPath};
-pub use file::{open_source, open_target_tmp, OpenedFile, SourceKind};
+pub use file::{open_source, OpenedFile, SourceKind};
+pub use target::{create_named, create_temporary, discard, parent_dir, publish, remove_named_temporaries, Inherited, Temporary, TEMPORARY_MARK};
 pub use sync::SyncEngine;
 pub use uring::UringEngine;
 pub use waker::Waker;

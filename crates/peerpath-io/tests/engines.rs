@@ -1,7 +1,7 @@
 //! Both engines against the same files: round trips, short reads at end of
 //! file, errors handed back with the buffer, and the waker.
 
-use peerpath_io::{open_source, open_target_tmp, IoEngine, IoOp, SyncEngine, UringEngine, Waker};
+use peerpath_io::{open_source, create_temporary, IoEngine, IoOp, SyncEngine, UringEngine, Waker};
 use peerpath_mem::AlignedBuf;
 use std::os::fd::AsRawFd;
 
@@ -51,7 +51,7 @@ fn write_then_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let waker = Waker::new().unwrap();
     for (name, mut engine) in engines() {
-        let target = open_target_tmp(&dir.path().join(format!("t-{name}")), true).unwrap();
+        let (target, _temporary) = create_temporary(&dir.path().join(format!("t-{name}")), true).unwrap();
         let mut buf = AlignedBuf::new(4096 * 3);
         buf.set_len(buf.capacity());
         buf.iter_mut().enumerate().for_each(|(i, b)| *b = (i % 13) as u8);

@@ -9,7 +9,7 @@
 
 use crate::buf::{BufferCache, JobBuf};
 use crate::error::{JobError, Result};
-use crate::job::{check_target, is_std_stream, open_source_checked, open_target, set_engine, CommonOptions};
+use crate::job::{check_sources_are_not_targets, check_target, is_std_stream, open_source_checked, open_target, put_all_in_place, set_engine, CommonOptions};
 use crate::offload::DeviceReport;
 use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
 use crate::workers::WorkerPool;
@@ -215,6 +215,13 @@ impl Stream {
     }
 }
 
+/// Says how a source changed size while being read: a read at `offset`
+/// returned `n` bytes where the size at open (`size`) gave `expected`.
+pub(crate) fn changed_size(n: usize, expected: usize, offset: u64, size: u64) -> String {
+    let how = if n > expected { "grew" } else { "shrank" };
+    format!("read {n} bytes at offset {offset}, expected {expected}: the source {how} while being read (it had {size} bytes when opened)")
+}
+
 /// A job loop about to wait with nothing in flight would wait forever: a
 /// bug, turned into an error that says where the job stood.
 fn stalled(job: &str, streams: Vec<String>, in_pipeline: usize, slots: usize) -> JobError {
@@ -240,6 +247,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
     for (s, t) in pairs {
         check_target(s, t, opts.common.force)?;
     }
+    check_sources_are_not_targets(pairs)?;
     let mut streams: Vec<Stream> = Vec::new();
     let abandon = |streams: &mut Vec<Stream>| {
         for s in streams.iter_mut() {
@@ -261,7 +269,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
         if opts.common.direct && !chunk_aligned {
             refused = Some(format!("block size {member_bytes} B cannot be grouped into aligned reads of at most 64 MiB"));
         }
-        let (writer, write_path) = match open_target(target, opts.common.direct, opts.common.durable) {
+        let (writer, write_path) = match open_target(target, &opts.common, &src) {
             Ok(w) => w,
             Err(e) => {
                 abandon(&mut streams);
@@ -326,32 +334,28 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
         }
     }
     let mut files = Vec::new();
-    for i in 0..streams.len() {
-        let w = streams[i].writer.take().expect("writer present");
-        let target = w.final_path.display().to_string();
-        let bytes_out = w.logical_len;
-        let durability = w.durability_report();
-        if let Err(e) = w.rename_into_place() {
-            abandon(&mut streams);
-            return Err(e);
-        }
-        let s = &streams[i];
+    let mut writers = Vec::new();
+    for s in streams.iter_mut() {
+        let w = s.writer.take().expect("writer present");
         files.push(FileReport {
             source: s.source_name.clone(),
-            target: Some(target),
+            target: Some(w.final_path.display().to_string()),
             bytes_in: s.bytes_in,
-            bytes_out,
+            bytes_out: w.logical_len,
             members: s.members,
             read_path: s.read_path.clone(),
             write_path: Some(s.write_path.clone()),
             decode_mode: None,
             device: s.device.map(|d| ran.devices[d].name.clone()),
             members_on_device: s.device.map(|_| s.members_on_device),
-            durability,
+            durability: w.durability_report(),
         });
+        writers.push(w);
     }
+    let renamed: Vec<PathBuf> = writers.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
+    put_all_in_place(writers)?;
     if opts.common.durable {
-        crate::writer::sync_directories(files.iter().filter_map(|f| f.target.as_deref()).filter(|t| !is_std_stream(Path::new(t))).map(Path::new));
+        crate::writer::sync_directories(renamed.iter().map(PathBuf::as_path));
     }
     let offloaded = !ran.devices.is_empty();
     let job = JobSummary {
@@ -762,10 +766,7 @@ fn run(
             if let Some(size) = s.size {
                 let expected = (size - offset).min(chunk_bytes as u64) as usize;
                 if n != expected {
-                    return Err(JobError::SourceIo {
-                        path: s.source.path.clone(),
-                        detail: format!("read {n} bytes at offset {offset}, expected {expected}: did the source shrink while being read?"),
-                    });
+                    return Err(JobError::SourceIo { path: s.source.path.clone(), detail: changed_size(n, expected, offset, size) });
                 }
             }
             buf.set_len(n);

@@ -9,7 +9,7 @@
 use crate::buf::{BufferCache, JobBuf};
 use crate::job::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
-use crate::job::{check_target, CommonOptions};
+use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions};
 use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
@@ -121,6 +121,7 @@ pub fn decompress(pairs: &[(PathBuf, PathBuf)], opts: &DecompressOptions) -> Res
     for (s, t) in pairs {
         check_target(s, t, opts.common.force)?;
     }
+    check_sources_are_not_targets(pairs)?;
     let items: Vec<(PathBuf, Option<PathBuf>)> = pairs.iter().map(|(s, t)| (s.clone(), Some(t.clone()))).collect();
     run_job("decompress", &items, opts)
 }
@@ -188,13 +189,7 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
         files.push(f);
     }
     let renamed: Vec<PathBuf> = finished.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
-    while !finished.is_empty() {
-        let w = finished.remove(0);
-        if let Err(e) = w.rename_into_place() {
-            abandon_all(finished);
-            return Err(e);
-        }
-    }
+    put_all_in_place(finished)?;
     if opts.common.durable {
         crate::writer::sync_directories(renamed.iter().map(PathBuf::as_path));
     }
@@ -301,7 +296,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     let read_path = IoPath { engine: ctx.engine.kind(), direct: src.direct, fallback_reason: src.direct_refused.clone() };
     let (writer, write_path) = match target {
         Some(t) => {
-            let (w, p) = open_target(t, ctx.common.direct, ctx.common.durable)?;
+            let (w, p) = open_target(t, ctx.common, &src)?;
             (Some(w), Some(p))
         }
         None => (None, None),
@@ -536,7 +531,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             if buf.len() != expected {
                 return Err(JobError::SourceIo {
                     path: st.path.to_path_buf(),
-                    detail: format!("read {} bytes at offset {}, expected {expected}: did the file shrink?", buf.len(), window.end),
+                    detail: crate::compress::changed_size(buf.len(), expected, window.end, size),
                 });
             }
             window.end += buf.len() as u64;

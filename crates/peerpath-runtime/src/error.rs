@@ -22,7 +22,7 @@ pub enum JobError {
     TrailingGarbage { path: PathBuf, offset: u64 },
     #[error("{path}: empty file (a gzip file holds at least one member)")]
     EmptyArchive { path: PathBuf },
-    #[error("cannot write {path}: {source}{hint}", hint = enospc_hint(source))]
+    #[error("cannot write {path}: {source}{hint}", hint = enospc_hint(path, source))]
     TargetIo { path: PathBuf, source: io::Error },
     #[error("error reading {path}: {detail}")]
     SourceIo { path: PathBuf, detail: String },
@@ -32,13 +32,19 @@ pub enum JobError {
     Verify { path: PathBuf, detail: String },
     #[error("internal error: {0}")]
     Internal(String),
+    /// A malformed sysfs tree or topology file, an unknown device name.
+    #[error("{0}")]
+    Topology(String),
 }
 
-fn enospc_hint(e: &io::Error) -> &'static str {
-    if e.raw_os_error() == Some(libc::ENOSPC) {
-        " (no space left on the target's file system; nothing was kept)"
-    } else {
+fn enospc_hint(path: &std::path::Path, e: &io::Error) -> &'static str {
+    if e.raw_os_error() != Some(libc::ENOSPC) {
         ""
+    } else if path.as_os_str() == "-" {
+        // Standard output cannot be taken back: say what is true.
+        " (no space left where standard output goes)"
+    } else {
+        " (no space left on the target's file system; nothing was kept)"
     }
 }
 
@@ -58,6 +64,7 @@ impl JobError {
             JobError::EmptyArchive { .. } => 10,
             JobError::TargetIo { .. } => 11,
             JobError::SourceIo { .. } => 12,
+            JobError::Topology(_) => 13,
             JobError::Device { .. } => 15,
             JobError::Verify { .. } => 16,
         }

@@ -2,7 +2,7 @@
 
 use crate::error::{JobError, Result};
 use crate::writer::TargetWriter;
-use peerpath_io::{open_source, open_target_tmp, IoPath, OpenedFile, SourceKind};
+use peerpath_io::{create_temporary, open_source, Inherited, IoPath, OpenedFile, SourceKind};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -135,21 +135,66 @@ fn std_stream(fd: std::os::fd::BorrowedFd<'_>, what: &str) -> std::io::Result<Op
     Ok(OpenedFile { file, path: PathBuf::from("-"), kind: SourceKind::Stream, direct: false, direct_refused: Some(what.into()) })
 }
 
-/// Opens a target: a temporary file next to its final name, or stdout.
-pub(crate) fn open_target(final_path: &Path, direct: bool, durable: bool) -> Result<(TargetWriter, IoPath)> {
+/// Opens a target: a temporary file in its final name's directory (with
+/// no name at all where the file system allows), or stdout. The output
+/// takes `source`'s mode and times when it is put in place.
+pub(crate) fn open_target(final_path: &Path, common: &CommonOptions, source: &OpenedFile) -> Result<(TargetWriter, IoPath)> {
     if is_std_stream(final_path) {
         let t = std_stream(std::io::stdout().as_fd(), "standard output")
             .map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
         let path = IoPath { engine: peerpath_io::EngineKind::Syscalls, direct: false, fallback_reason: t.direct_refused.clone() };
-        return Ok((TargetWriter::new(t, final_path.to_path_buf(), true), path));
+        return Ok((TargetWriter::to_stream(t, final_path.to_path_buf()), path));
     }
-    let t = open_target_tmp(final_path, direct).map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
+    let (t, temporary) = create_temporary(final_path, common.direct).map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
     let path = IoPath { engine: peerpath_io::EngineKind::IoUring, direct: t.direct, fallback_reason: t.direct_refused.clone() };
-    let mut w = TargetWriter::new(t, final_path.to_path_buf(), false);
-    if !durable {
+    let inherit = if source.path.as_os_str() == "-" { Inherited::default() } else { Inherited::of(source.file.metadata().ok().as_ref()) };
+    let mut w = TargetWriter::to_file(t, temporary, final_path.to_path_buf(), common.force, inherit);
+    if !common.durable {
         w.skip_syncs();
     }
     Ok((w, path))
+}
+
+/// Puts finished outputs in place, in order. If one cannot be (a file
+/// appeared under its name, say), the outputs put in place before it under
+/// new names are taken back and the rest removed: a failed job keeps none.
+pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>) -> Result<()> {
+    let mut placed: Vec<PathBuf> = Vec::new();
+    let mut rest = writers.into_iter();
+    while let Some(w) = rest.next() {
+        let name = w.final_path.clone();
+        match w.put_in_place() {
+            Ok(true) => placed.push(name),
+            Ok(false) => {}
+            Err(e) => {
+                rest.for_each(TargetWriter::abandon);
+                placed.iter().for_each(|p| {
+                    let _ = std::fs::remove_file(p);
+                });
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a job where a source would also be written as a target (with
+/// `--force`, `compress x/a out/a.gz -o out` would replace its own second
+/// source): a source is never a target.
+pub fn check_sources_are_not_targets(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
+    let ids: Vec<(u64, u64)> = pairs
+        .iter()
+        .filter(|(s, _)| !is_std_stream(s))
+        .filter_map(|(s, _)| std::fs::metadata(s).ok().map(|m| (m.dev(), m.ino())))
+        .collect();
+    for (_, t) in pairs.iter().filter(|(_, t)| !is_std_stream(t)) {
+        if let Ok(m) = std::fs::metadata(t) {
+            if ids.contains(&(m.dev(), m.ino())) {
+                return Err(JobError::SameFile { path: t.to_path_buf() });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Opens a source read-only, or stdin.

@@ -509,7 +509,7 @@ fn drive(
             if n != expected {
                 return Err(JobError::SourceIo {
                     path: s.source.path.clone(),
-                    detail: format!("read {n} bytes at offset {offset}, expected {expected}: did the source shrink while being read?"),
+                    detail: crate::compress::changed_size(n, expected, offset, size),
                 });
             }
             crate::record_read(ledger, &s.source_name, crate::Via::Direct, c.buf.domain(), n as u64);

@@ -1,6 +1,6 @@
 use crate::buf::{BufferCache, JobBuf};
 use crate::error::{JobError, Result};
-use peerpath_io::{IoEngine, IoOp, OpenedFile};
+use peerpath_io::{Inherited, IoEngine, IoOp, OpenedFile, Temporary};
 use peerpath_mem::{align_up, AlignedBuf, DIRECT_IO_ALIGN_BYTES};
 use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};
 use serde::Serialize;
@@ -111,6 +111,8 @@ pub struct TargetWriter {
     pub target: OpenedFile,
     pub final_path: PathBuf,
     sequential: bool,
+    /// How a file target is put in place (`None`: standard output or a pipe).
+    placing: Option<Placing>,
     staging: Option<AlignedBuf>,
     /// File offset where the current staging buffer starts.
     staging_offset: u64,
@@ -123,14 +125,36 @@ pub struct TargetWriter {
     behind: WriteBehind,
 }
 
+/// What putting a file target in place needs.
+struct Placing {
+    temporary: Temporary,
+    /// `--force`: an existing target is replaced (atomically).
+    replace: bool,
+    /// The source's mode and times, given to the output before it appears.
+    inherit: Inherited,
+}
+
 impl TargetWriter {
-    pub fn new(target: OpenedFile, final_path: PathBuf, sequential: bool) -> Self {
+    /// A writer to a temporary file that [`TargetWriter::put_in_place`] publishes as `final_path`.
+    pub fn to_file(target: OpenedFile, temporary: Temporary, final_path: PathBuf, replace: bool, inherit: Inherited) -> Self {
+        let mut w = TargetWriter::new(target, final_path, false);
+        w.placing = Some(Placing { temporary, replace, inherit });
+        w
+    }
+
+    /// A writer to standard output or a pipe, in order.
+    pub fn to_stream(target: OpenedFile, final_path: PathBuf) -> Self {
+        TargetWriter::new(target, final_path, true)
+    }
+
+    fn new(target: OpenedFile, final_path: PathBuf, sequential: bool) -> Self {
         let target_location = Location::storage(final_path.display().to_string());
         let via = crate::Via::of(&target);
         TargetWriter {
             target,
             final_path,
             sequential,
+            placing: None,
             staging: None,
             staging_offset: 0,
             logical_len: 0,
@@ -180,6 +204,12 @@ impl TargetWriter {
     }
 
     pub fn io_error(&self, source: std::io::Error) -> JobError {
+        let source = if self.placing.is_none() {
+            // Standard output keeps what reached it: say how much did.
+            std::io::Error::new(source.kind(), format!("{source}, after {} bytes had been written to it (they stay there)", self.bytes_written))
+        } else {
+            source
+        };
         JobError::TargetIo { path: self.final_path.clone(), source }
     }
 
@@ -268,16 +298,16 @@ impl TargetWriter {
         self.flush_staging(engine, token, ledger)
     }
 
-    /// Truncates to the exact length and syncs unless told not to (not yet visible).
+    /// Truncates to the exact length, gives it the source's mode and times,
+    /// and syncs unless told not to (not yet visible).
     pub fn finalize(&mut self) -> Result<()> {
         assert_eq!(self.writes_in_flight, 0, "finalize with writes in flight");
-        if self.sequential {
-            return Ok(());
-        }
+        let Some(placing) = &self.placing else { return Ok(()) };
         self.behind.reap();
         let t = Instant::now();
         let file = &self.target.file;
         file.set_len(self.logical_len).map_err(|e| self.io_error(e))?;
+        placing.inherit.apply(file).map_err(|e| self.io_error(e))?;
         if self.behind.stats.synced {
             file.sync_all().map_err(|e| self.io_error(e))?;
             self.behind.stats.final_sync_s = t.elapsed().as_secs_f64();
@@ -285,14 +315,25 @@ impl TargetWriter {
         Ok(())
     }
 
-    /// Puts a finalized output in place (renames over the final name); the
+    /// Puts a finalized output in place under its final name: never over
+    /// an existing file (not even one that appeared since the job started)
+    /// unless told to replace. Returns whether a new name was made (not
+    /// replaced), so a job that fails later can take its outputs back. The
     /// caller then syncs the directories ([`sync_directories`]), once for
-    /// all its outputs.
-    pub fn rename_into_place(self) -> Result<()> {
-        if self.sequential {
-            return Ok(());
+    /// all its outputs. On failure the temporary file is removed.
+    pub fn put_in_place(self) -> Result<bool> {
+        let Some(placing) = &self.placing else { return Ok(false) };
+        match peerpath_io::publish(&self.target.file, &placing.temporary, &self.final_path, placing.replace) {
+            Ok(()) => Ok(!placing.replace),
+            Err(e) => {
+                peerpath_io::discard(&placing.temporary);
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    Err(JobError::TargetExists { path: self.final_path.clone() })
+                } else {
+                    Err(self.io_error(e))
+                }
+            }
         }
-        std::fs::rename(&self.target.path, &self.final_path).map_err(|e| self.io_error(e))
     }
 
     /// How the output was made durable, where it was (not standard output).
@@ -316,8 +357,8 @@ impl TargetWriter {
     /// Removes the partial output (on any failure).
     pub fn abandon(mut self) {
         self.behind.reap();
-        if !self.sequential {
-            let _ = std::fs::remove_file(&self.target.path);
+        if let Some(p) = &self.placing {
+            peerpath_io::discard(&p.temporary);
         }
     }
 }
@@ -350,8 +391,8 @@ mod tests {
     /// Writes `data` through a writer in pieces, finalizes and renames it.
     fn write_all(dir: &std::path::Path, data: &[u8], behind_bytes: u64) -> (PathBuf, DurabilityReport) {
         let final_path = dir.join("out.bin");
-        let target = peerpath_io::open_target_tmp(&final_path, true).unwrap();
-        let mut w = TargetWriter::new(target, final_path.clone(), false);
+        let (target, temporary) = peerpath_io::create_temporary(&final_path, true).unwrap();
+        let mut w = TargetWriter::to_file(target, temporary, final_path.clone(), false, Inherited::default());
         w.set_write_behind_bytes(behind_bytes);
         let mut engine = SyncEngine::<JobBuf>::new();
         let (mut cache, ledger, waker) = (BufferCache::new(4), Ledger::new(), Waker::new().unwrap());
@@ -373,7 +414,7 @@ mod tests {
         drain(&mut w, &mut engine, &mut cache);
         w.finalize().unwrap();
         let report = w.durability_report().expect("a file target");
-        w.rename_into_place().unwrap();
+        assert!(w.put_in_place().unwrap(), "a new name");
         sync_directories([final_path.as_path()]);
         (final_path, report)
     }

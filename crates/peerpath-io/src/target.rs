@@ -1,0 +1,388 @@
+//! Outputs that appear whole or not at all, and never replace a file they
+//! were not told to.
+//!
+//! A target is written to a temporary file in its own directory. Where the
+//! file system takes `O_TMPFILE` that file has no name at all: a process
+//! killed by any signal, SIGKILL included, leaves nothing behind. It is
+//! linked to its final name at the end with `linkat`, which fails if the
+//! name exists (no replacing what appeared meanwhile). Elsewhere the
+//! temporary file has a name, registered here so a signal handler can
+//! remove it ([`remove_named_temporaries`]), and is renamed with
+//! `renameat2(RENAME_NOREPLACE)` (or `link` + `unlink` where that is not
+//! supported). With `replace` (`--force`) the final step is a plain
+//! `rename`, which replaces an existing file atomically.
+
+use crate::file::{open_with, OpenedFile, SourceKind};
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Marks a named temporary file (tests and users look for it).
+pub const TEMPORARY_MARK: &str = ".peerpath-tmp.";
+
+/// The longest file name most Linux file systems take (NAME_MAX).
+const NAME_MAX_BYTES: usize = 255;
+
+/// Named temporary files that exist now, for removal on a signal.
+static NAMED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn register(path: &Path) {
+    NAMED.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_path_buf());
+}
+
+fn unregister(path: &Path) {
+    NAMED.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| p != path);
+}
+
+/// Removes every named temporary file this process still has (called by a
+/// signal-handling thread before the process dies; unnamed ones need
+/// nothing). Returns how many were removed.
+pub fn remove_named_temporaries() -> usize {
+    let paths = std::mem::take(&mut *NAMED.lock().unwrap_or_else(|e| e.into_inner()));
+    paths.iter().filter(|p| std::fs::remove_file(p).is_ok()).count()
+}
+
+/// How a temporary target exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Temporary {
+    /// `O_TMPFILE`: no name until it is linked into place.
+    Unnamed,
+    /// A hidden name next to the final one.
+    Named(PathBuf),
+}
+
+/// The directory a target goes in.
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// A hidden name beside `final_path` that fits NAME_MAX: `.NAME.peerpath-tmp.PID.N`,
+/// with NAME cut short where the whole would be too long.
+fn temporary_name(final_path: &Path, attempt: u32) -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let suffix = format!("{TEMPORARY_MARK}{}.{:08x}{attempt}", std::process::id(), nanos);
+    let name = final_path.file_name().map(OsStr::as_bytes).unwrap_or(b"out");
+    let keep = name.len().min(NAME_MAX_BYTES - 1 - suffix.len());
+    let mut bytes = Vec::with_capacity(NAME_MAX_BYTES);
+    bytes.push(b'.');
+    bytes.extend_from_slice(&name[..keep]);
+    bytes.extend_from_slice(suffix.as_bytes());
+    parent_dir(final_path).join(OsString::from_vec(bytes))
+}
+
+/// The path through which an unnamed file can be reopened or linked.
+fn proc_fd_path(file: &File) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+fn o_tmpfile(dir: &Path, direct: bool) -> io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.write(true).mode(0o600).custom_flags(libc::O_TMPFILE | if direct { libc::O_DIRECT } else { 0 });
+    o.open(dir)
+}
+
+/// Whether an `O_TMPFILE` open failed because the file system (or kernel)
+/// does not do unnamed files, rather than for a reason a named file would
+/// meet too.
+fn tmpfile_unsupported(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::EINVAL) | Some(libc::ENOENT))
+}
+
+/// Creates the temporary file for `final_path` (mode 0600 until
+/// [`publish`]), unnamed where the file system allows, with O_DIRECT where
+/// possible and `want_direct`. `OpenedFile::path` is a path the file can be
+/// reopened through (`/proc/self/fd/N` for an unnamed one).
+///
+/// Testing aid: with `PEERPATH_NAMED_TEMPORARIES` set in the environment,
+/// every temporary file is named (as on a file system without `O_TMPFILE`),
+/// so the tests can check that signals remove them.
+pub fn create_temporary(final_path: &Path, want_direct: bool) -> io::Result<(OpenedFile, Temporary)> {
+    if std::env::var_os("PEERPATH_NAMED_TEMPORARIES").is_some() {
+        let opened = create_named(final_path, want_direct)?;
+        let temp = Temporary::Named(opened.path.clone());
+        return Ok((opened, temp));
+    }
+    let dir = parent_dir(final_path);
+    let refused_direct = |e: &io::Error| Some(format!("file system refused O_DIRECT ({e})"));
+    let disabled = || Some("O_DIRECT disabled (--no-direct)".to_string());
+    let unnamed = if want_direct {
+        match o_tmpfile(&dir, true) {
+            Ok(f) => Ok((f, true, None)),
+            // EINVAL: O_DIRECT refused, or no O_TMPFILE; try without O_DIRECT to tell.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => o_tmpfile(&dir, false).map(|f| (f, false, refused_direct(&e))),
+            Err(e) => Err(e),
+        }
+    } else {
+        o_tmpfile(&dir, false).map(|f| (f, false, disabled()))
+    };
+    match unnamed {
+        Ok((file, direct, direct_refused)) => {
+            let path = proc_fd_path(&file);
+            let opened = OpenedFile { file, path, kind: SourceKind::Regular { size_bytes: 0 }, direct, direct_refused };
+            return Ok((opened, Temporary::Unnamed));
+        }
+        Err(e) if tmpfile_unsupported(&e) => {}
+        Err(e) => return Err(e),
+    }
+    let opened = create_named(final_path, want_direct)?;
+    let temp = Temporary::Named(opened.path.clone());
+    Ok((opened, temp))
+}
+
+/// A named temporary file next to `final_path` (the fallback where there is no `O_TMPFILE`).
+pub fn create_named(final_path: &Path, want_direct: bool) -> io::Result<OpenedFile> {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true).mode(0o600);
+    for attempt in 0..100u32 {
+        let tmp = temporary_name(final_path, attempt);
+        let opened = if want_direct {
+            match open_with(&tmp, &opts, true) {
+                Ok(f) => Ok((f, true, None)),
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    // Some file systems refuse O_DIRECT at open, after creating the file.
+                    let _ = std::fs::remove_file(&tmp);
+                    open_with(&tmp, &opts, false).map(|f| (f, false, Some(format!("file system refused O_DIRECT ({e})"))))
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            open_with(&tmp, &opts, false).map(|f| (f, false, Some("O_DIRECT disabled (--no-direct)".to_string())))
+        };
+        match opened {
+            Ok((file, direct, direct_refused)) => {
+                register(&tmp);
+                return Ok(OpenedFile { file, path: tmp, kind: SourceKind::Regular { size_bytes: 0 }, direct, direct_refused });
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not find a free temporary name"))
+}
+
+fn cstring(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `renameat2(from, to, RENAME_NOREPLACE)`: fails with `AlreadyExists` if `to` exists.
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    let (f, t) = (cstring(from)?, cstring(to)?);
+    // SAFETY: both arguments are NUL-terminated strings that live across the call.
+    let rc = unsafe { libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE) };
+    match check(rc) {
+        // No RENAME_NOREPLACE on this file system: link() refuses an existing name too.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
+        }
+        r => r,
+    }
+}
+
+/// Gives an unnamed file the name `to` (fails with `AlreadyExists` if it exists).
+fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
+    let t = cstring(to)?;
+    let proc_path = cstring(&proc_fd_path(file))?;
+    // SAFETY: NUL-terminated strings that live across the call; the
+    // descriptor behind /proc/self/fd/N is open (we hold `file`).
+    let rc = unsafe { libc::linkat(libc::AT_FDCWD, proc_path.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::AT_SYMLINK_FOLLOW) };
+    match check(rc) {
+        // No /proc: AT_EMPTY_PATH does the same where the process may use it.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !Path::new("/proc/self/fd").exists() => {
+            // SAFETY: an empty NUL-terminated string and an open descriptor.
+            check(unsafe { libc::linkat(file.as_raw_fd(), c"".as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::AT_EMPTY_PATH) })
+        }
+        r => r,
+    }
+}
+
+/// Puts a finished temporary file in place as `final_path`. Without
+/// `replace`, an existing `final_path` (even one that appeared since the
+/// job started) is left alone and the result is an `AlreadyExists` error.
+/// On any error the temporary file is left for [`discard`].
+pub fn publish(file: &File, temp: &Temporary, final_path: &Path, replace: bool) -> io::Result<()> {
+    match temp {
+        Temporary::Unnamed if !replace => link_unnamed(file, final_path),
+        Temporary::Unnamed => {
+            // Link to a fresh hidden name, then rename over: an atomic replace.
+            for attempt in 0..100u32 {
+                let tmp = temporary_name(final_path, attempt);
+                register(&tmp);
+                match link_unnamed(file, &tmp) {
+                    Ok(()) => {
+                        let r = std::fs::rename(&tmp, final_path);
+                        if r.is_err() {
+                            let _ = std::fs::remove_file(&tmp);
+                        }
+                        unregister(&tmp);
+                        return r;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => unregister(&tmp),
+                    Err(e) => {
+                        unregister(&tmp);
+                        return Err(e);
+                    }
+                }
+            }
+            Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not find a free temporary name"))
+        }
+        Temporary::Named(tmp) => {
+            if replace { std::fs::rename(tmp, final_path) } else { rename_noreplace(tmp, final_path) }?;
+            unregister(tmp);
+            Ok(())
+        }
+    }
+}
+
+/// Removes a temporary file that will not be published (an unnamed one
+/// disappears with its descriptor).
+pub fn discard(temp: &Temporary) {
+    if let Temporary::Named(p) = temp {
+        let _ = std::fs::remove_file(p);
+        unregister(p);
+    }
+}
+
+/// What an output takes from its source, as gzip and pigz do: the
+/// permission bits and the access and modification times. `None` fields
+/// (standard input) leave the output's defaults: 0666 less the umask.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inherited {
+    pub mode: Option<u32>,
+    pub times: Option<(libc::timespec, libc::timespec)>,
+}
+
+impl Inherited {
+    /// Of a source file (nothing for standard input or a pipe).
+    pub fn of(meta: Option<&std::fs::Metadata>) -> Inherited {
+        use std::os::unix::fs::MetadataExt;
+        let Some(m) = meta.filter(|m| m.is_file()) else { return Inherited::default() };
+        let ts = |s: i64, ns: i64| libc::timespec { tv_sec: s as libc::time_t, tv_nsec: ns as _ };
+        Inherited { mode: Some(m.mode() & 0o777), times: Some((ts(m.atime(), m.atime_nsec()), ts(m.mtime(), m.mtime_nsec()))) }
+    }
+
+    /// Sets the output's mode and times (before it is published, so the
+    /// name never shows other permissions).
+    pub fn apply(&self, file: &File) -> io::Result<()> {
+        let mode = self.mode.unwrap_or(0o666 & !process_umask());
+        // SAFETY: fchmod on a descriptor we own.
+        check(unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) })?;
+        if let Some((atime, mtime)) = self.times {
+            let times = [atime, mtime];
+            // SAFETY: futimens reads two timespecs from a valid array.
+            check(unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) })?;
+        }
+        Ok(())
+    }
+}
+
+/// The process's umask, read without changing it (`/proc/self/status`,
+/// Linux 4.7+); 022 where that cannot be read.
+fn process_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok())))
+        .unwrap_or(0o022)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Tests that look at the registry of named temporaries run one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn an_unnamed_temporary_is_invisible_until_published_and_refuses_an_existing_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.gz");
+        let (mut t, temp) = create_temporary(&target, false).unwrap();
+        assert_eq!(temp, Temporary::Unnamed, "ext4 and tmpfs take O_TMPFILE");
+        t.file.write_all(b"new").unwrap();
+        assert!(names(dir.path()).is_empty(), "nothing visible before publishing");
+        std::fs::write(&target, b"precious").unwrap();
+        let e = publish(&t.file, &temp, &target, false).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        publish(&t.file, &temp, &target, true).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(names(dir.path()), ["out.gz"], "no temporary name left behind");
+    }
+
+    #[test]
+    fn a_named_temporary_is_registered_renamed_without_replacing_and_discarded() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("x".repeat(240));
+        let mut t = create_named(&target, false).unwrap();
+        let temp = Temporary::Named(t.path.clone());
+        assert!(t.path.file_name().unwrap().len() <= NAME_MAX_BYTES, "a long target name still gets a legal temporary name");
+        assert!(NAMED.lock().unwrap().contains(&t.path));
+        t.file.write_all(b"data").unwrap();
+        std::fs::write(&target, b"precious").unwrap();
+        assert_eq!(publish(&t.file, &temp, &target, false).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        discard(&temp);
+        assert!(!NAMED.lock().unwrap().contains(&t.path));
+        assert_eq!(names(dir.path()).len(), 1, "the temporary file is gone");
+
+        let other = dir.path().join("y");
+        let t = create_named(&other, false).unwrap();
+        let temp = Temporary::Named(t.path.clone());
+        publish(&t.file, &temp, &other, false).unwrap();
+        assert!(!NAMED.lock().unwrap().contains(&t.path));
+        assert_eq!(names(dir.path()).len(), 2);
+    }
+
+    #[test]
+    fn a_signal_handler_can_remove_named_temporaries() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let t = create_named(&dir.path().join("z"), false).unwrap();
+        assert!(t.path.exists());
+        assert!(remove_named_temporaries() >= 1);
+        assert!(!t.path.exists());
+    }
+
+    #[test]
+    fn outputs_take_the_source_mode_and_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("s");
+        std::fs::write(&src, b"x").unwrap();
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        std::fs::File::options().write(true).open(&src).unwrap().set_modified(old).unwrap();
+        let meta = std::fs::metadata(&src).unwrap();
+        let target = dir.path().join("s.gz");
+        let (t, temp) = create_temporary(&target, false).unwrap();
+        Inherited::of(Some(&meta)).apply(&t.file).unwrap();
+        publish(&t.file, &temp, &target, false).unwrap();
+        let out = std::fs::metadata(&target).unwrap();
+        assert_eq!(out.permissions().mode() & 0o777, 0o600);
+        assert_eq!(out.modified().unwrap(), old);
+    }
+}
