@@ -154,9 +154,10 @@ struct CommonArgs {
     #[arg(long, short = 'T', value_parser = parse_threads)]
     threads: Option<usize>,
     /// Most reads in flight per source (reads run only as far ahead of the
-    /// workers as keeps them busy; buffers beyond that are never touched).
-    #[arg(long, default_value_t = 8)]
-    queue_depth: u32,
+    /// workers as keeps them busy; buffers beyond that are never touched)
+    /// [default: 8, or the thread count where that is more].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    queue_depth: Option<u32>,
     /// Do not use O_DIRECT (go through the page cache).
     #[arg(long)]
     no_direct: bool,
@@ -421,7 +422,7 @@ fn common_options(a: &CommonArgs, force: bool, durable: bool, progress: Option<P
     if let Some(t) = a.threads {
         c.threads = t;
     }
-    c.queue_depth = a.queue_depth.max(1);
+    c.queue_depth = a.queue_depth.unwrap_or(c.queue_depth.max(c.threads as u32));
     c.direct = !a.no_direct;
     c.sync_io = a.io == IoArg::Sync;
     c.force = force;
@@ -610,7 +611,6 @@ fn remove_temporaries_on_signals() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    remove_temporaries_on_signals();
     if let Command::Plan(a) = cli.command {
         return plan::main(a);
     }
@@ -629,6 +629,8 @@ fn main() -> ExitCode {
     if let Command::BenchOffload(a) = cli.command {
         return table1::main(a);
     }
+    // Only the commands that write outputs: `csp serve` handles its own signals.
+    remove_temporaries_on_signals();
     if let Command::Topo(a) = cli.command {
         return match topo(a) {
             Ok(()) => ExitCode::SUCCESS,

@@ -122,7 +122,7 @@ fn opts(a: &RunArgs) -> SimOptions {
     SimOptions { seed: a.seed, ..SimOptions::default() }
 }
 
-fn write(path: &PathBuf, text: &str) -> Result<(), SimError> {
+fn write(path: &std::path::Path, text: &str) -> Result<(), SimError> {
     // Results are replaced when asked for again, but never left half-written.
     crate::write_output(path, text.as_bytes(), true).map_err(|e| SimError::Vary(e.to_string()))
 }

@@ -42,7 +42,7 @@ fn sha(path: &Path) -> Vec<u8> {
 /// Sends `sig` to a running child after `delay`, then reaps it.
 fn kill_after(child: &mut std::process::Child, delay: std::time::Duration, sig: i32) -> std::process::ExitStatus {
     std::thread::sleep(delay);
-    // SAFETY (test): kill(2) on our own child's pid.
+    // SAFETY: kill(2) takes plain integers: our own child's pid and a signal number.
     unsafe { libc::kill(child.id() as i32, sig) };
     wait_deadline(child, HANG_DEADLINE, "a killed job")
 }

@@ -235,6 +235,14 @@ pub trait IoEngine<B: IoBuf>: Send {
     /// Stops watching `fd` (call before it is closed).
     fn unwatch_eventfd(&mut self, _fd: RawFd) {}
 
+    /// Runs the requests on `fd` on the kernel's I/O worker threads rather
+    /// than in the submitting thread. For files whose I/O is a CPU copy
+    /// (memory file systems): io_uring completes such a read or write
+    /// inline, so one orchestrating thread would do every copy of the job
+    /// itself; on its workers, reads run in parallel and writes beside the
+    /// orchestrator. A no-op for engines that have no such workers.
+    fn copy_on_kernel_workers(&mut self, _fd: RawFd) {}
+
     /// Registers the first `bytes` of `span` now (fixed buffers), so the
     /// pages are pinned, and faulted in if new, at setup rather than in the
     /// middle of the transfers. A no-op for engines without fixed buffers;

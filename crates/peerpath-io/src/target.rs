@@ -113,8 +113,11 @@ pub fn create_temporary(final_path: &Path, want_direct: bool) -> io::Result<(Ope
     let dir = parent_dir(final_path);
     let refused_direct = |e: &io::Error| Some(format!("file system refused O_DIRECT ({e})"));
     let disabled = || Some("O_DIRECT disabled (--no-direct)".to_string());
+    let in_memory = want_direct && dir_in_memory(&dir);
     let unnamed = if want_direct {
         match o_tmpfile(&dir, true) {
+            // Taken (tmpfs, Linux 6.6+), but there it only adds a copy.
+            Ok(_) if in_memory => o_tmpfile(&dir, false).map(|f| (f, false, Some(IN_MEMORY.to_string()))),
             Ok(f) => Ok((f, true, None)),
             // EINVAL: O_DIRECT refused, or no O_TMPFILE; try without O_DIRECT to tell.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => o_tmpfile(&dir, false).map(|f| (f, false, refused_direct(&e))),
@@ -137,14 +140,28 @@ pub fn create_temporary(final_path: &Path, want_direct: bool) -> io::Result<(Ope
     Ok((opened, temp))
 }
 
+/// Why a target on a memory file system is written without O_DIRECT.
+const IN_MEMORY: &str = "a memory file system: its writes are CPU copies either way, and O_DIRECT would add one (packing into aligned buffers)";
+
+fn dir_in_memory(dir: &Path) -> bool {
+    File::open(dir).is_ok_and(|d| peerpath_mem::file_system_type(d.as_raw_fd()).is_some_and(|t| peerpath_mem::MEMORY_FILE_SYSTEMS.contains(&t)))
+}
+
 /// A named temporary file next to `final_path` (the fallback where there is no `O_TMPFILE`).
 pub fn create_named(final_path: &Path, want_direct: bool) -> io::Result<OpenedFile> {
+    let in_memory = want_direct && dir_in_memory(&parent_dir(final_path));
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true).mode(0o600);
     for attempt in 0..100u32 {
         let tmp = temporary_name(final_path, attempt);
         let opened = if want_direct {
             match open_with(&tmp, &opts, true) {
+                // Taken (tmpfs, Linux 6.6+), but there it only adds a copy: reopen without.
+                Ok(_) if in_memory => open_with(&tmp, OpenOptions::new().write(true), false)
+                    .inspect_err(|_| {
+                        let _ = std::fs::remove_file(&tmp);
+                    })
+                    .map(|f| (f, false, Some(IN_MEMORY.to_string()))),
                 Ok(f) => Ok((f, true, None)),
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     // Some file systems refuse O_DIRECT at open, after creating the file.

@@ -149,6 +149,8 @@ pub struct UringEngine<B> {
     /// data `WATCH_TOKEN_BASE - index`. Entries are never removed (an
     /// index stays its token); an unwatched one keeps `fd` None.
     watched: Vec<Watched>,
+    /// Descriptors whose requests go to io-wq (IOSQE_ASYNC).
+    kernel_workers: Vec<RawFd>,
 }
 
 struct Watched {
@@ -181,6 +183,7 @@ impl<B: IoBuf> UringEngine<B> {
             waker_armed: false,
             waker_value: Box::new(0),
             watched: Vec::new(),
+            kernel_workers: Vec::new(),
         })
     }
 
@@ -201,6 +204,7 @@ impl<B: IoBuf> UringEngine<B> {
         let ptr = unsafe { p.buf.io_ptr().add(p.done) };
         let len = (p.len - p.done) as u32;
         let offset = p.offset.map(|o| o + p.done as u64).unwrap_or(u64::MAX); // -1: current position
+        let flags = if self.kernel_workers.contains(&p.fd) { io_uring::squeue::Flags::ASYNC } else { io_uring::squeue::Flags::empty() };
         let fd = types::Fd(p.fd);
         let entry = match (p.op, p.fixed) {
             (IoOp::Read, None) => opcode::Read::new(fd, ptr, len).offset(offset).build(),
@@ -208,6 +212,7 @@ impl<B: IoBuf> UringEngine<B> {
             (IoOp::Read, Some(index)) => opcode::ReadFixed::new(fd, ptr, len, index).offset(offset).build(),
             (IoOp::Write, Some(index)) => opcode::WriteFixed::new(fd, ptr, len, index).offset(offset).build(),
         }
+        .flags(flags)
         .user_data(slot as u64);
         self.push(entry)
     }
@@ -286,6 +291,12 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
 
     fn in_flight(&self) -> usize {
         self.slots.len() - self.free_slots.len()
+    }
+
+    fn copy_on_kernel_workers(&mut self, fd: RawFd) {
+        if !self.kernel_workers.contains(&fd) {
+            self.kernel_workers.push(fd);
+        }
     }
 
     fn wait(&mut self, out: &mut Vec<Completion<B>>, waker: &Waker) -> io::Result<()> {

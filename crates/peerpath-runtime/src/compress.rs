@@ -602,8 +602,11 @@ fn run(
     // job touches once (a fault and a zeroing per page): on the 2-core VM, 12
     // slots instead of 6 cost 13 % more CPU and 14 % more wall for the corpus.
     let slots = (threads * 2 + 1).max(streams.len() * 2);
-    // `chunk_bytes` is the device path's; the CPU reads bigger chunks when the pool stays small.
-    if slots * CPU_READ_BYTES <= CPU_READ_POOL_BYTES {
+    // `chunk_bytes` is the device path's; the CPU reads bigger chunks when
+    // the pool stays small: within 64 MiB, or within what the workers need
+    // ((2T + 1) x 2 MiB: 66 MiB at 16 threads, 258 MiB at 64). Many sources
+    // at once, beyond that, read 1 MiB chunks.
+    if slots * CPU_READ_BYTES <= CPU_READ_POOL_BYTES.max((threads * 2 + 1) * CPU_READ_BYTES) {
         chunk_bytes = read_chunk_bytes(member_bytes, CPU_READ_BYTES).0.max(chunk_bytes);
     }
     let pool = BufferPool::new(slots, chunk_bytes);
@@ -657,6 +660,14 @@ fn run(
     // pass: corpus file to file 2-5 % less wall, two sets of 12 interleaved
     // runs).
     let blocking = engine.kind() == peerpath_io::EngineKind::Syscalls;
+    for s in streams.iter() {
+        if s.source.in_memory() {
+            engine.copy_on_kernel_workers(s.source.file.as_raw_fd());
+        }
+        if let Some(w) = s.writer.as_ref().filter(|w| !w.is_sequential() && w.target.in_memory()) {
+            engine.copy_on_kernel_workers(w.target.file.as_raw_fd());
+        }
+    }
     loop {
         // 1. Compressed chunks back from the workers, written in order.
         for d in workers.try_results() {

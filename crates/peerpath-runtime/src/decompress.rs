@@ -63,8 +63,12 @@ struct Batch {
 
 const BATCH_OUTPUT_BYTES: usize = 4 << 20;
 /// Declared output bytes allowed in flight (decoding or awaiting their
-/// turn), so sizes that claim the maximum cannot exhaust memory.
-const MAX_OUTSTANDING_OUTPUT_BYTES: usize = 64 << 20;
+/// turn), so sizes that claim the maximum cannot exhaust memory: 64 MiB,
+/// or two batches per worker and two awaiting their write where that is
+/// more (a fixed 64 MiB left 16 workers one batch each, idle between them).
+fn max_outstanding_output_bytes(threads: usize) -> usize {
+    (64 << 20).max((threads * 2 + 2) * BATCH_OUTPUT_BYTES)
+}
 
 impl Batch {
     fn new(first_index: u64) -> Self {
@@ -301,6 +305,12 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         }
         None => (None, None),
     };
+    if src.in_memory() {
+        ctx.engine.copy_on_kernel_workers(src.file.as_raw_fd());
+    }
+    if let Some(w) = writer.as_ref().filter(|w| !w.is_sequential() && w.target.in_memory()) {
+        ctx.engine.copy_on_kernel_workers(w.target.file.as_raw_fd());
+    }
     let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), outstanding_out_bytes: 0, first_error: None, bytes_out: 0, members: 0, via: crate::Via::of(&src), reads_in_flight: 0, arrived: BTreeMap::new() };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
@@ -542,7 +552,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         let writes_in_flight = |st: &FileState| st.writer.as_ref().map_or(0, |w| w.writes_in_flight);
         while !blocked
             && ctx.workers.in_flight() < max_tasks
-            && st.outstanding_out_bytes < MAX_OUTSTANDING_OUTPUT_BYTES
+            && st.outstanding_out_bytes < max_outstanding_output_bytes(ctx.workers.threads())
             && writes_in_flight(st) < max_tasks
         {
             let avail = window.end - pos;

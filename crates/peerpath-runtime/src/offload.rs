@@ -904,7 +904,7 @@ pub(crate) fn run_emulated(
         // The memory this device's streams will use (the groups below, if
         // every device starts): resident before the job registers it.
         let sizes: Vec<Option<u64>> = eligible.iter().skip(d).step_by(count).map(|&i| streams[i].size).collect();
-        serve.populate_bytes = usual_peak_bytes(&sizes, max_inputs(Some(serve.workers as usize), sizes.len(), &params), &params);
+        serve.populate_bytes = usual_peak_bytes(&sizes, max_inputs(Some(serve.workers as usize), sizes.len(), &params), &params).min(serve.memory_bytes);
         let mut so = SpawnOptions::new(serve);
         so.program = spec.program.clone();
         so.command_timeout = spec.command_timeout;

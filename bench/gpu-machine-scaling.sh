@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# bench/gpu-machine-scaling.sh - the one-shot thread-scaling run on the lent 16-core machine.
+#
+# Usage (from anywhere; runs in the repository root): bench/gpu-machine-scaling.sh
+#
+# Needs the carried, git-ignored folder .gpu/ (listed in .git/info/exclude):
+#   .gpu/peerpath          stripped release binary (built elsewhere: the machine has no Rust)
+#   .gpu/slice.fa.xz       first 48 MiB of data/corpus/metastudent_MFO_goasp.fasta, cut at a
+#                          newline, xz -9; .gpu/slice.fa.sha256 holds its SHA-256
+#   .gpu/*.deb             Debian 12 pigz, zlib1g, isal, libisal2 (apt-get download ...): the
+#                          machine has neither pigz nor igzip, and pigz needs Debian's own zlib
+#
+# Runs bench/scaling.sh on a 384 MiB input (the slice x 8) built on /dev/shm, thread counts
+# 1 2 4 8 ... nproc, 3 runs per cell, plus the disk rows in /var/tmp/ppdisk (root file
+# system); results go to $OUT (or ./scaling-out when OUT is unset), with the log in
+# $OUT/scaling.log; the markdown report is printed at the end. About 2 minutes on 16 cores;
+# after 170 s of measuring, the remaining cells get 1 run each (--deadline).
+set -euo pipefail
+
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+fail() {
+    printf '\n[gpu-machine-scaling] ERROR: %s\n\n' "$*" >&2
+    exit 2
+}
+case ${1:-} in -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
+
+[ -e .gpu/peerpath ] || fail ".gpu/peerpath is missing: copy a stripped release build there (strip -o .gpu/peerpath target/release/peerpath)"
+[ -x .gpu/peerpath ] || chmod +x .gpu/peerpath 2>/dev/null || fail ".gpu/peerpath is not executable"
+ver=$(.gpu/peerpath --version 2>&1) || fail ".gpu/peerpath does not run here: $ver"
+[ -f .gpu/slice.fa.xz ] || fail ".gpu/slice.fa.xz is missing"
+compgen -G '.gpu/*.deb' >/dev/null || fail ".gpu/ holds no .deb files (pigz, zlib1g, isal, libisal2)"
+
+OUT=${OUT:-$PWD/scaling-out}
+mkdir -p -- "$OUT"
+echo "[gpu-machine-scaling] $ver; results -> $OUT; $(nproc) CPUs; $(uname -r)" >&2
+
+rc=0
+bench/scaling.sh \
+    --peerpath .gpu/peerpath \
+    --slice .gpu/slice.fa.xz --repeat 8 \
+    --debs .gpu \
+    --scratch /dev/shm/ppscale \
+    --disk /var/tmp/ppdisk \
+    --runs 3 \
+    --deadline 170 \
+    --label "gpu-machine-$(nproc)cpu" \
+    --out "$OUT" 2> >(tee "$OUT/scaling.log" >&2) || rc=$?
+wait # for tee
+
+if [ -f "$OUT/scaling.md" ]; then
+    echo
+    cat -- "$OUT/scaling.md"
+    # The main table once more, last, so that a tail of the output shows it.
+    echo
+    sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling.md"
+fi
+echo "[gpu-machine-scaling] exit $rc; files in $OUT: $(cd -- "$OUT" && ls | tr '\n' ' ')" >&2
+exit "$rc"
