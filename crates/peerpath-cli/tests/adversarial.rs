@@ -295,3 +295,58 @@ fn topo_outputs_are_atomic_and_refuse_existing_files() {
     assert_eq!(std::fs::read(&toml).unwrap(), b"old model");
     assert_dir_holds(&fs.dir, &["t.svg", "t.toml"]);
 }
+
+/// Property test over the main job's input space: compressibility (zeros,
+/// one repeated line, protein text, random), sizes at every alignment and
+/// block boundary, engine, I/O mode, format and thread count. Each case
+/// runs under a watchdog (a hang fails with the command), round trips, and
+/// is checked by gzip -d where installed. `PEERPATH_PROPERTY_CASES` (default
+/// 40) and `PEERPATH_PROPERTY_SEED` widen or vary it (scripts/property.sh).
+#[test]
+fn the_main_job_round_trips_across_its_input_space_without_hanging() {
+    let cases: usize = std::env::var("PEERPATH_PROPERTY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    let seed: u64 = std::env::var("PEERPATH_PROPERTY_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let block = 64 << 10;
+    let sizes = [0usize, 1, 4095, 4096, 4097, block - 1, block, block + 1, 3 * block + 1, (2 << 20) + 1, (4 << 20) + 4097];
+    let kinds = ["zeros", "line", "protein", "random"];
+    let modes: [&[&str]; 4] = [&[], &["--io", "sync"], &["--no-direct"], &["--no-sync"]];
+    let gzip = tool("gzip");
+    let dir = scratch();
+    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    for case in 0..cases {
+        let (size, kind, mode) = (sizes[next(sizes.len())], kinds[next(kinds.len())], modes[next(modes.len())]);
+        let format = ["gzip", "bgzf"][next(2)];
+        let threads = ["1", "2", "3"][next(3)];
+        let emulated = next(5) == 0;
+        let data: Vec<u8> = match kind {
+            "zeros" => vec![0; size],
+            "line" => b"2026-11-25T00:00:00 peerpath: the same log line again\n".iter().copied().cycle().take(size).collect(),
+            "protein" => sample().iter().copied().cycle().take(size).collect(),
+            _ => random_bytes(size, case as u64),
+        };
+        let what = format!("case {case} (seed {seed}): {size} B of {kind}, {format}, -T {threads}, {mode:?}, emulated {emulated}");
+        let src = dir.path().join("in");
+        std::fs::write(&src, &data).unwrap();
+        let gz = dir.path().join("in.gz");
+        let mut a = args!["compress", &src, "-o", &gz, "-f", "-q", "--block-size", "64K", "--format", format, "-T", threads];
+        a.extend(mode.iter().map(std::ffi::OsString::from));
+        if emulated {
+            a.extend(args!["--engine", "emulated", "--device-memory", "64M", "--device-workers", "2"]);
+        }
+        let out = run_full(&mut pp(a), None, HANG_DEADLINE);
+        assert!(out.status.success(), "{what}: compress failed:\n{}", out.stderr);
+        let back = run_full(&mut pp(args!["decompress", &gz, "-o", "-", "-q", "-T", threads]), None, HANG_DEADLINE);
+        assert!(back.status.success(), "{what}: decompress failed:\n{}", back.stderr);
+        assert_bytes_eq(&back.stdout, &data, &what);
+        if let Some(g) = &gzip {
+            assert_bytes_eq(&sys(g, &[std::ffi::OsStr::new("-dc"), gz.as_os_str()], None), &data, &format!("{what}: gzip -d"));
+        }
+        assert_no_temporaries(dir.path());
+    }
+}
