@@ -798,3 +798,15 @@ fn run(
     drop(workers); // joins the workers, which charge their CPU time
     Ok(MemoryReport::new(&pool.stats(), cache.peak_allocated_bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_that_changed_size_is_said_to_have_grown_or_shrunk() {
+        let grew = changed_size(8192, 4096, 0, 4096);
+        assert!(grew.contains("grew") && grew.contains("4096 bytes when opened"), "{grew}");
+        assert!(changed_size(100, 4096, 0, 4096).contains("shrank"));
+    }
+}
