@@ -395,6 +395,18 @@ measure() {
     fi
     return "$rc"
 }
+# A cell's check: its command failed (FAILED non-empty), or its output is checked
+# (compressed outputs are decompressed first).
+check_cell() { # PHASE OP TOOL T FAILED FILE
+    if [ -n "$5" ]; then
+        printf '%s\t%s\t%s\t%s\tFAILED\tthe command failed\n' "$1" "$2" "$3" "$4" >>"$CHECKS"
+    elif [ "$2" = compress ]; then
+        check "$1" "$2" "$3" "$4" c "$6"
+    else
+        check "$1" "$2" "$3" "$4" d "$6"
+    fi
+}
+
 check() { # PHASE OP TOOL T KIND FILE  (KIND c: decompress and compare; d: compare)
     local res detail
     if [ ! -s "$6" ]; then
@@ -465,13 +477,7 @@ phase_loop() { # OP: every thread count, rounds of every tool (a failed cell is 
             done
         done
         for tool in "${tools[@]}"; do
-            if [ -n "${failed[$tool/$t]:-}" ]; then
-                printf 'mem\t%s\t%s\t%s\tFAILED\tthe command failed\n' "$op" "$tool" "$t" >>"$CHECKS"
-            elif [ "$op" = compress ]; then
-                check mem "$op" "$tool" "$t" c "$S/$op-$tool.out"
-            else
-                check mem "$op" "$tool" "$t" d "$S/$op-$tool.out"
-            fi
+            check_cell mem "$op" "$tool" "$t" "${failed[$tool/$t]:-}" "$S/$op-$tool.out"
             rm -f -- "$S/$op-$tool.out"
         done
         unset nruns
@@ -544,13 +550,7 @@ if [ -n "$disk" ]; then
             for v in peerpath peerpath-nosync; do
                 outf=$D/$op-$v.out
                 [ "$op" = compress ] || outf=$D/$op-$v.restored
-                if [ -n "${dfailed[$op/$v]:-}" ]; then
-                    printf 'disk\t%s\t%s\t%s\tFAILED\tthe command failed\n' "$op" "$v" "$tmax" >>"$CHECKS"
-                elif [ "$op" = compress ]; then
-                    check disk "$op" "$v" "$tmax" c "$outf"
-                else
-                    check disk "$op" "$v" "$tmax" d "$outf"
-                fi
+                check_cell disk "$op" "$v" "$tmax" "${dfailed[$op/$v]:-}" "$outf"
             done
             if [ "$op" = compress ]; then
                 # The decompression input: the synced compression's output (kept), else made now.

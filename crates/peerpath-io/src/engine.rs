@@ -92,8 +92,7 @@ pub(crate) fn check_direct_io<B: IoBuf>(fd: RawFd, buf: &B) -> io::Result<()> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat writes one stat struct, which we own, for an fd we were given.
     let is_regular = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG;
-    let fs_type = if is_regular { peerpath_mem::file_system_type(fd) } else { None };
-    if fs_type.is_some_and(|t| peerpath_mem::MEMORY_FILE_SYSTEMS.contains(&t)) {
+    if is_regular && peerpath_mem::on_memory_file_system(fd) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "refusing I/O between a memory file system (tmpfs or ramfs) and P2P memory: they take O_DIRECT \

@@ -35,16 +35,16 @@ pub struct OpenedFile {
 }
 
 impl OpenedFile {
-    /// Whether its bytes come from or go to storage (a regular file or a
-    /// block device, also behind standard input or output), rather than a
-    /// pipe, socket or character device.
     /// Whether it is a file of a memory file system (tmpfs, ramfs), whose
     /// reads and writes are CPU copies however it is opened.
     pub fn in_memory(&self) -> bool {
         use std::os::fd::AsRawFd;
-        peerpath_mem::file_system_type(self.file.as_raw_fd()).is_some_and(|t| peerpath_mem::MEMORY_FILE_SYSTEMS.contains(&t))
+        peerpath_mem::on_memory_file_system(self.file.as_raw_fd())
     }
 
+    /// Whether its bytes come from or go to storage (a regular file or a
+    /// block device, also behind standard input or output), rather than a
+    /// pipe, socket or character device.
     pub fn reaches_storage(&self) -> bool {
         match self.kind {
             SourceKind::Regular { .. } | SourceKind::BlockDevice { .. } => true,

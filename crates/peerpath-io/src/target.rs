@@ -144,7 +144,7 @@ pub fn create_temporary(final_path: &Path, want_direct: bool) -> io::Result<(Ope
 const IN_MEMORY: &str = "a memory file system: its writes are CPU copies either way, and O_DIRECT would add one (packing into aligned buffers)";
 
 fn dir_in_memory(dir: &Path) -> bool {
-    File::open(dir).is_ok_and(|d| peerpath_mem::file_system_type(d.as_raw_fd()).is_some_and(|t| peerpath_mem::MEMORY_FILE_SYSTEMS.contains(&t)))
+    File::open(dir).is_ok_and(|d| peerpath_mem::on_memory_file_system(d.as_raw_fd()))
 }
 
 /// A named temporary file next to `final_path` (the fallback where there is no `O_TMPFILE`).

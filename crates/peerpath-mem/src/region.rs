@@ -138,6 +138,12 @@ pub fn file_system_type(fd: std::os::fd::RawFd) -> Option<i64> {
 /// (TMPFS_MAGIC) and ramfs (RAMFS_MAGIC), from `include/uapi/linux/magic.h`.
 pub const MEMORY_FILE_SYSTEMS: [i64; 2] = [0x0102_1994, 0x8584_58f6];
 
+/// Whether `fd` is on a memory file system (tmpfs, ramfs): its pages are
+/// host memory, and its reads and writes CPU copies however it is opened.
+pub fn on_memory_file_system(fd: std::os::fd::RawFd) -> bool {
+    file_system_type(fd).is_some_and(|t| MEMORY_FILE_SYSTEMS.contains(&t))
+}
+
 fn is_on_sysfs(file: &File) -> bool {
     file_system_type(file.as_raw_fd()) == Some(SYSFS_MAGIC)
 }
@@ -320,10 +326,7 @@ impl MappedRegion {
         }
         let start = align_down(offset, REGION_PAGE_BYTES);
         let end = align_up(offset.saturating_add(len).min(self.len), REGION_PAGE_BYTES).min(self.len);
-        let in_memory = File::open(&self.path)
-            .ok()
-            .and_then(|f| file_system_type(f.as_raw_fd()))
-            .is_some_and(|t| MEMORY_FILE_SYSTEMS.contains(&t));
+        let in_memory = File::open(&self.path).is_ok_and(|f| on_memory_file_system(f.as_raw_fd()));
         if end <= start || !in_memory {
             return Ok(0);
         }

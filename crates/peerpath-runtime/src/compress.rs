@@ -215,13 +215,6 @@ impl Stream {
     }
 }
 
-/// Says how a source changed size while being read: a read at `offset`
-/// returned `n` bytes where the size at open (`size`) gave `expected`.
-pub(crate) fn changed_size(n: usize, expected: usize, offset: u64, size: u64) -> String {
-    let how = if n > expected { "grew" } else { "shrank" };
-    format!("read {n} bytes at offset {offset}, expected {expected}: the source {how} while being read (it had {size} bytes when opened)")
-}
-
 /// A job loop about to wait with nothing in flight would wait forever: a
 /// bug, turned into an error that says where the job stood.
 fn stalled(job: &str, streams: Vec<String>, in_pipeline: usize, slots: usize) -> JobError {
@@ -352,11 +345,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
         });
         writers.push(w);
     }
-    let renamed: Vec<PathBuf> = writers.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
-    put_all_in_place(writers)?;
-    if opts.common.durable {
-        crate::writer::sync_directories(renamed.iter().map(PathBuf::as_path));
-    }
+    put_all_in_place(writers, opts.common.durable)?;
     let offloaded = !ran.devices.is_empty();
     let job = JobSummary {
         operation: "compress",
@@ -661,12 +650,7 @@ fn run(
     // runs).
     let blocking = engine.kind() == peerpath_io::EngineKind::Syscalls;
     for s in streams.iter() {
-        if s.source.in_memory() {
-            engine.copy_on_kernel_workers(s.source.file.as_raw_fd());
-        }
-        if let Some(w) = s.writer.as_ref().filter(|w| !w.is_sequential() && w.target.in_memory()) {
-            engine.copy_on_kernel_workers(w.target.file.as_raw_fd());
-        }
+        crate::job::copy_memory_files_on_kernel_workers(engine, &s.source, s.writer.as_ref());
     }
     loop {
         // 1. Compressed chunks back from the workers, written in order.
@@ -777,7 +761,7 @@ fn run(
             if let Some(size) = s.size {
                 let expected = (size - offset).min(chunk_bytes as u64) as usize;
                 if n != expected {
-                    return Err(JobError::SourceIo { path: s.source.path.clone(), detail: changed_size(n, expected, offset, size) });
+                    return Err(JobError::SourceIo { path: s.source.path.clone(), detail: crate::job::changed_size(n, expected, offset, size) });
                 }
             }
             buf.set_len(n);
@@ -797,16 +781,4 @@ fn run(
     }
     drop(workers); // joins the workers, which charge their CPU time
     Ok(MemoryReport::new(&pool.stats(), cache.peak_allocated_bytes))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_source_that_changed_size_is_said_to_have_grown_or_shrunk() {
-        let grew = changed_size(8192, 4096, 0, 4096);
-        assert!(grew.contains("grew") && grew.contains("4096 bytes when opened"), "{grew}");
-        assert!(changed_size(100, 4096, 0, 4096).contains("shrank"));
-    }
 }

@@ -192,11 +192,7 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
         }
         files.push(f);
     }
-    let renamed: Vec<PathBuf> = finished.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
-    put_all_in_place(finished)?;
-    if opts.common.durable {
-        crate::writer::sync_directories(renamed.iter().map(PathBuf::as_path));
-    }
+    put_all_in_place(finished, opts.common.durable)?;
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
     let pool_stats = ctx.pool.stats();
     let peak = ctx.cache.peak_allocated_bytes;
@@ -305,12 +301,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         }
         None => (None, None),
     };
-    if src.in_memory() {
-        ctx.engine.copy_on_kernel_workers(src.file.as_raw_fd());
-    }
-    if let Some(w) = writer.as_ref().filter(|w| !w.is_sequential() && w.target.in_memory()) {
-        ctx.engine.copy_on_kernel_workers(w.target.file.as_raw_fd());
-    }
+    crate::job::copy_memory_files_on_kernel_workers(ctx.engine, &src, writer.as_ref());
     let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), outstanding_out_bytes: 0, first_error: None, bytes_out: 0, members: 0, via: crate::Via::of(&src), reads_in_flight: 0, arrived: BTreeMap::new() };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
@@ -541,7 +532,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             if buf.len() != expected {
                 return Err(JobError::SourceIo {
                     path: st.path.to_path_buf(),
-                    detail: crate::compress::changed_size(buf.len(), expected, window.end, size),
+                    detail: crate::job::changed_size(buf.len(), expected, window.end, size),
                 });
             }
             window.end += buf.len() as u64;

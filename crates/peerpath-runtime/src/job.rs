@@ -1,9 +1,10 @@
 //! What every job shares: options, source/target checks, naming.
 
 use crate::error::{JobError, Result};
+use crate::buf::JobBuf;
 use crate::writer::TargetWriter;
-use peerpath_io::{create_temporary, open_source, Inherited, IoPath, OpenedFile, SourceKind};
-use std::os::fd::AsFd;
+use peerpath_io::{create_temporary, open_source, Inherited, IoEngine, IoPath, OpenedFile, SourceKind};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -155,10 +156,12 @@ pub(crate) fn open_target(final_path: &Path, common: &CommonOptions, source: &Op
     Ok((w, path))
 }
 
-/// Puts finished outputs in place, in order. If one cannot be (a file
+/// Puts finished outputs in place, in order, then (if `durable`) syncs
+/// their directories once each. If one cannot be put in place (a file
 /// appeared under its name, say), the outputs put in place before it under
 /// new names are taken back and the rest removed: a failed job keeps none.
-pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>) -> Result<()> {
+pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Result<()> {
+    let names: Vec<PathBuf> = writers.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
     let mut placed: Vec<PathBuf> = Vec::new();
     let mut rest = writers.into_iter();
     while let Some(w) = rest.next() {
@@ -175,7 +178,27 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>) -> Result<()> {
             }
         }
     }
+    if durable {
+        crate::writer::sync_directories(names.iter().map(PathBuf::as_path));
+    }
     Ok(())
+}
+
+/// Has the engine run the copies of `source` and `writer`'s target on the
+/// kernel's workers where they are files of a memory file system
+/// ([`peerpath_io::IoEngine::copy_on_kernel_workers`]).
+pub(crate) fn copy_memory_files_on_kernel_workers(engine: &mut dyn IoEngine<JobBuf>, source: &OpenedFile, writer: Option<&TargetWriter>) {
+    let target = writer.filter(|w| !w.is_sequential()).map(|w| &w.target);
+    for f in std::iter::once(source).chain(target).filter(|f| f.in_memory()) {
+        engine.copy_on_kernel_workers(f.file.as_raw_fd());
+    }
+}
+
+/// Says how a source changed size while being read: a read at `offset`
+/// returned `n` bytes where the size at open (`size`) gave `expected`.
+pub(crate) fn changed_size(n: usize, expected: usize, offset: u64, size: u64) -> String {
+    let how = if n > expected { "grew" } else { "shrank" };
+    format!("read {n} bytes at offset {offset}, expected {expected}: the source {how} while being read (it had {size} bytes when opened)")
 }
 
 /// Refuses a job where a source would also be written as a target (with
@@ -214,3 +237,14 @@ pub(crate) fn set_engine(p: &mut IoPath, kind: peerpath_io::EngineKind, note: &O
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_that_changed_size_is_said_to_have_grown_or_shrunk() {
+        let grew = changed_size(8192, 4096, 0, 4096);
+        assert!(grew.contains("grew") && grew.contains("4096 bytes when opened"), "{grew}");
+        assert!(changed_size(100, 4096, 0, 4096).contains("shrank"));
+    }
+}

@@ -509,7 +509,7 @@ fn drive(
             if n != expected {
                 return Err(JobError::SourceIo {
                     path: s.source.path.clone(),
-                    detail: crate::compress::changed_size(n, expected, offset, size),
+                    detail: crate::job::changed_size(n, expected, offset, size),
                 });
             }
             crate::record_read(ledger, &s.source_name, crate::Via::Direct, c.buf.domain(), n as u64);
