@@ -216,9 +216,10 @@ struct CompressArgs {
     /// Emulated devices to start, 1 to 1024 (each serves its own group of sources and targets).
     #[arg(long, default_value_t = 1, value_parser = parse_threads, help_heading = "Devices")]
     devices: usize,
-    /// Memory of each emulated device (K, M, G suffixes), from 4M to this machine's memory [default: 512M, the seed's CMB].
-    #[arg(long, default_value = "512M", value_parser = parse_device_memory, help_heading = "Devices")]
-    device_memory: usize,
+    /// Memory of each emulated device (K, M, G suffixes), at least 4M; memory from "shm" is at most
+    /// this machine's memory [default: 512M, the seed's CMB; half the machine's memory where that is less].
+    #[arg(long, value_parser = parse_device_memory, help_heading = "Devices")]
+    device_memory: Option<usize>,
     /// Where each emulated device's memory comes from: "shm" (a shared-memory file the device
     /// makes in /dev/shm), "shm:DIR" (the same file in DIR: a tmpfs mounted with
     /// huge=within_size gives it 2 MiB pages, which the device computes faster out of), or
@@ -364,20 +365,45 @@ fn parse_workers(s: &str) -> Result<u32, String> {
 /// The least device memory a job can use: a read of 1 MiB, its output and staging.
 const MIN_DEVICE_MEMORY_BYTES: usize = 4 << 20;
 
-/// Parses `--device-memory`: at least 4 MiB, at most this machine's memory
-/// (each emulated device's memory is a file in memory).
+/// The default memory of an emulated device: the seed's 512 MiB CMB.
+const DEFAULT_DEVICE_MEMORY_BYTES: usize = 512 << 20;
+
+/// Parses `--device-memory`: at least 4 MiB. The upper bound depends on where the memory comes
+/// from (host memory or a PCI function's P2P memory), so `device_memory_bytes` checks it.
 fn parse_device_memory(s: &str) -> Result<usize, String> {
     let n = parse_size(s)?;
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())))
-        .map(|kib| kib << 10);
     if n < MIN_DEVICE_MEMORY_BYTES {
         return Err(format!("{s} is less than the {} MiB a device needs", MIN_DEVICE_MEMORY_BYTES >> 20));
     }
-    match total {
-        Some(t) if n > t => Err(format!("{s} is more than this machine's memory ({} MiB)", t >> 20)),
-        _ => Ok(n),
+    Ok(n)
+}
+
+/// This machine's memory (MemTotal), if /proc/meminfo says.
+fn machine_memory_bytes() -> Option<usize> {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok()))
+        .map(|kib| kib << 10)
+}
+
+/// Each emulated device's memory. Memory from "shm" is a file in host memory: asked for, it may
+/// not exceed the machine's memory (a usage error); by default it is 512 MiB or half the machine's
+/// memory, whichever is less. P2P memory is capped at what the PCI function has, when the device starts.
+fn device_memory_bytes(asked: Option<usize>, from: &MemoryFrom) -> Result<usize, JobError> {
+    let total = match from {
+        MemoryFrom::Shm(_) => machine_memory_bytes(),
+        MemoryFrom::P2p(_) => None,
+    };
+    match (asked, total) {
+        (Some(n), Some(t)) if n > t => Err(JobError::Usage(format!(
+            "--device-memory {} MiB is more than this machine's memory ({} MiB)",
+            n >> 20,
+            t >> 20
+        ))),
+        (Some(n), _) => Ok(n),
+        (None, Some(t)) => Ok(DEFAULT_DEVICE_MEMORY_BYTES.min(t / 2).max(MIN_DEVICE_MEMORY_BYTES)),
+        (None, None) => Ok(DEFAULT_DEVICE_MEMORY_BYTES),
     }
 }
 
@@ -477,10 +503,11 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
 
 /// Where `compress` runs its function.
 fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobError> {
+    let memory_bytes = device_memory_bytes(a.device_memory, &a.device_memory_from)?;
     let emulated = || {
         let mut spec = peerpath_runtime::EmulatedSpec::new();
         spec.devices = a.devices;
-        spec.memory_bytes = a.device_memory;
+        spec.memory_bytes = memory_bytes;
         if let Some(w) = a.device_workers {
             spec.workers = w;
         }
@@ -661,6 +688,24 @@ mod tests {
         assert_eq!(parse_size("1MiB"), Ok(1 << 20));
         assert!(parse_size("1X").is_err());
         assert!(parse_size("M").is_err());
+    }
+
+    /// The bound on device memory is the machine's only where the memory is the machine's: P2P
+    /// memory (a CMB) may be asked for in any size on a small machine (the VM has 493 MiB), and
+    /// the default fits a machine smaller than 512 MiB.
+    #[test]
+    fn device_memory_is_bounded_by_the_machine_only_when_it_is_host_memory() {
+        let total = machine_memory_bytes().expect("/proc/meminfo has MemTotal");
+        let shm = MemoryFrom::Shm(None);
+        let p2p = MemoryFrom::P2p("0000:03:00.0".into());
+        let huge = total * 2;
+        assert!(matches!(device_memory_bytes(Some(huge), &shm), Err(JobError::Usage(_))));
+        assert_eq!(device_memory_bytes(Some(huge), &p2p).unwrap(), huge);
+        assert_eq!(device_memory_bytes(None, &p2p).unwrap(), DEFAULT_DEVICE_MEMORY_BYTES);
+        let default = device_memory_bytes(None, &shm).unwrap();
+        assert!(default <= DEFAULT_DEVICE_MEMORY_BYTES && default <= total / 2 + MIN_DEVICE_MEMORY_BYTES);
+        assert!(parse_device_memory("3M").is_err());
+        assert_eq!(parse_device_memory("1000000G"), Ok(1_000_000 << 30));
     }
 
     #[test]
