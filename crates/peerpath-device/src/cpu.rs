@@ -82,9 +82,17 @@ pub struct CpuDevice {
 
 impl CpuDevice {
     pub fn new(config: CpuDeviceConfig) -> std::io::Result<CpuDevice> {
+        let memory = DeviceMemory::host(config.memory_bytes);
+        Self::with_memory(config, memory)
+    }
+
+    /// A CPU device computing in `memory` (`config.memory_bytes` is not
+    /// used): a mapped region makes it reachable by the I/O engine, so the
+    /// job's device executor can drive it like any other device.
+    pub fn with_memory(config: CpuDeviceConfig, memory: DeviceMemory) -> std::io::Result<CpuDevice> {
         assert!(config.queue_depth > 0, "a device takes at least one request");
         let shared = Arc::new(Shared {
-            memory: DeviceMemory::host(config.memory_bytes),
+            memory,
             stats: StatsCounters::default(),
             wake: EventFd::new()?,
             sleeping: AtomicBool::new(false),

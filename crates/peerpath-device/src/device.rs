@@ -89,6 +89,11 @@ pub trait Device: Send {
     fn parallelism(&self) -> Option<usize> {
         None
     }
+    /// How many input ranges one command may gather (a copy packing
+    /// several members into one range): the host builds commands to fit.
+    fn max_input_ranges(&self) -> usize {
+        crate::MAX_INPUT_RANGES
+    }
 }
 
 /// A device that can be made to fail on purpose, as a crash would: the

@@ -382,6 +382,10 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         self.inner.parallelism()
     }
 
+    fn max_input_ranges(&self) -> usize {
+        self.inner.max_input_ranges()
+    }
+
     fn stats(&mut self) -> Option<DeviceStats> {
         self.inner.stats()
     }

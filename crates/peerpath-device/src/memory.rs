@@ -13,11 +13,13 @@ use std::sync::Arc;
 ///   process created and the host maps ([`MappedRegion::open_shared`]).
 /// - A real device's would be its P2P memory ([`MappedRegion::map_p2pmem`]).
 ///
-/// The host moves payload in and out with the I/O engine
-/// ([`DeviceMemory::io_ptr`], O_DIRECT); the region is there for a
-/// [`peerpath_mem::RegionAllocator`]. [`DeviceMemory::host_write`] and
-/// [`DeviceMemory::host_read`] exist for tests, diagnostics and fault
-/// injection only: the offload path never touches payload from the host.
+/// How bytes get in and out is the memory's business: storage DMAs payload
+/// into and out of a mapped region ([`DeviceMemory::mapped_region`], for a
+/// [`peerpath_mem::RegionAllocator`] and the I/O engine, O_DIRECT); the host
+/// CPU places metadata with [`DeviceMemory::host_write`] (the BGZF end
+/// marker: 28 bytes, in the ledger as metadata). [`DeviceMemory::host_read`]
+/// is for tests, diagnostics and fault injection: the offload path never
+/// touches payload from the host.
 pub struct DeviceMemory {
     base: NonNull<u8>,
     len: usize,
@@ -87,7 +89,8 @@ impl DeviceMemory {
         Some(unsafe { self.base.as_ptr().add(range.offset as usize) })
     }
 
-    /// Copies `data` into device memory at `offset`, from the host.
+    /// Copies `data` into device memory at `offset`, from the host (a CPU
+    /// store through the mapping): metadata, tests and fault injection.
     /// Panics if the range does not fit.
     ///
     /// # Safety

@@ -134,6 +134,17 @@ pub fn file_system_type(fd: std::os::fd::RawFd) -> Option<i64> {
     (rc == 0).then_some(st.f_type as i64)
 }
 
+/// Free bytes (for an unprivileged writer) of the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: c is a valid C string and st a buffer statvfs fills.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    (rc == 0).then(|| unsafe { st.assume_init() }).map(|st| st.f_bavail * st.f_frsize)
+}
+
 /// `statfs.f_type` of file systems whose pages are host memory: tmpfs
 /// (TMPFS_MAGIC) and ramfs (RAMFS_MAGIC), from `include/uapi/linux/magic.h`.
 pub const MEMORY_FILE_SYSTEMS: [i64; 2] = [0x0102_1994, 0x8584_58f6];

@@ -133,6 +133,19 @@ impl CpuAccount {
     }
 }
 
+/// CPU time (user + system) of process `pid` so far, from /proc (an
+/// emulated device's process: its work on host cores).
+pub fn process_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let (utime, stime): (u64, u64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
+    // SAFETY: sysconf takes a plain integer.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| Duration::from_secs_f64((utime + stime) as f64 / hz as f64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,8 @@
 
 mod cpu;
 mod ledger;
+pub mod units;
 
-pub use cpu::{thread_cpu_now, CpuAccount, CpuRole, CpuSummary, CpuTime, RoleCpu};
+pub use cpu::{process_cpu, thread_cpu_now, CpuAccount, CpuRole, CpuSummary, CpuTime, RoleCpu};
 pub use ledger::{Ledger, LedgerEntry, LedgerSummary, Location, Mover, Purpose};
+pub use units::{human_bytes, human_bytes_exact};

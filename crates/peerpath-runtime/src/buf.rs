@@ -59,11 +59,8 @@ impl BufferCache {
     }
 
     pub fn get(&mut self, min_capacity: usize) -> AlignedBuf {
-        // Best fit: the smallest buffer that is big enough. First fit gave
-        // 4 MiB staging buffers to ~2 MiB compressed chunks and allocated
-        // staging afresh: compressing the corpus file to file peaked at
-        // 34 MiB of these buffers instead of 18 MiB, each new page faulted
-        // and zeroed (on the VM, first touch costs a host fault too).
+        // Best fit: the smallest buffer that is big enough, so fewer are
+        // allocated (docs/tuning.md#buffer-cache).
         let fit = self.free.iter().enumerate().filter(|(_, b)| b.capacity() >= min_capacity).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
         if let Some(i) = fit {
             let mut b = self.free.swap_remove(i);

@@ -8,10 +8,12 @@
 //! pipeline.
 
 use crate::buf::{BufferCache, JobBuf};
+use crate::devices::{Compute, DeviceMemoryFrom, DeviceSet};
+use crate::offload::{DeviceStream, Handover, OnDevices, Outcome, Params};
+use crate::token::Token;
 use crate::error::{JobError, Result};
 use crate::job::{check_sources_are_not_targets, check_target, is_std_stream, open_source_checked, open_target, put_all_in_place, set_engine, CommonOptions};
-use crate::offload::DeviceReport;
-use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
+use crate::report::{DeviceReport, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, BGZF_EOF_BLOCK, BGZF_MAX_INPUT_BYTES};
@@ -38,99 +40,15 @@ pub struct CompressOptions {
     pub verify: bool,
 }
 
-/// Where a compression job runs its function.
-#[derive(Clone, Debug)]
-pub enum Compute {
-    /// Host CPU worker threads (`--threads`), data in host memory.
-    Cpu,
-    /// Emulated CSP processes started for the job, each serving its own
-    /// group of sources and targets.
-    Emulated(Box<EmulatedSpec>),
-}
-
-/// How to start the emulated devices of a job.
-#[derive(Clone, Debug)]
-pub struct EmulatedSpec {
-    /// Devices, at most one per source.
-    pub devices: usize,
-    pub memory_bytes: usize,
-    /// Worker threads per device.
-    pub workers: u32,
-    /// The program that serves a device (`None`: this executable, `csp serve`).
-    pub program: Option<PathBuf>,
-    /// Seeded faults to inject (testing aid).
-    pub faults: Option<peerpath_device::FaultConfig>,
-    /// A device with commands in flight and none completing for this long is hung.
-    pub command_timeout: std::time::Duration,
-    /// Where each device's memory comes from.
-    pub memory_from: DeviceMemoryFrom,
-    /// With shared memory: the directory its file goes in (`None`:
-    /// /dev/shm, or the temporary directory where /dev/shm is too small).
-    /// A tmpfs mounted with `huge=within_size` gives it 2 MiB pages.
-    pub memory_dir: Option<PathBuf>,
-}
-
-/// Where an emulated device's memory comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceMemoryFrom {
-    /// A shared-memory file the device creates and the host maps.
-    Shm,
-    /// P2P memory of the PCI function `bdf` (`<sysfs>/bus/pci/devices/<bdf>/p2pmem/allocate`,
-    /// e.g. an NVMe CMB): mapped by the host, inherited by the device (a
-    /// fork), so SSDs DMA into it peer to peer. `memory_bytes` is capped at
-    /// what the provider has available. Streams the topology under `sysfs`
-    /// says cannot reach it peer to peer run on the CPU, said so.
-    P2p { sysfs: PathBuf, bdf: String },
-}
-
-impl DeviceMemoryFrom {
-    /// The provider's sysfs directory, for P2P memory.
-    pub fn p2p_device_dir(&self) -> Option<PathBuf> {
-        match self {
-            DeviceMemoryFrom::Shm => None,
-            DeviceMemoryFrom::P2p { sysfs, bdf } => Some(sysfs.join("bus/pci/devices").join(bdf)),
-        }
-    }
-}
-
-impl EmulatedSpec {
-    /// One device with the seed's 512 MiB of memory and one worker per core.
-    pub fn new() -> EmulatedSpec {
-        EmulatedSpec {
-            devices: 1,
-            memory_bytes: 512 << 20,
-            workers: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
-            program: None,
-            faults: None,
-            command_timeout: std::time::Duration::from_secs(10),
-            memory_from: DeviceMemoryFrom::Shm,
-            memory_dir: None,
-        }
-    }
-}
-
-impl Default for EmulatedSpec {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 pub const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
 /// Reads through device memory: at least 1 MiB (device memory is small).
 const DEVICE_READ_BYTES: usize = 1 << 20;
-/// Reads on the CPU path: one transparent huge page (2 MiB), so a read
-/// buffer is one TLB entry: compressing out of such buffers took 0.80-0.88 s
-/// of CPU for the 205 MB corpus instead of 1.05 s with 1 MiB buffers (wall
-/// 0.55 s instead of 0.69-0.74 s). Not bigger: every buffer is memory the job
-/// touches once, and a fresh huge page is zeroed by the kernel (on the 2-core
-/// VM the host backs it at that moment too); 2 MiB instead of 4 MiB chunks
-/// took 6 % less wall and CPU compressing the corpus to /dev/null
-/// (interleaved, 20 runs each), and halve the last chunk's wait. Many sources
-/// at once fall back to 1 MiB so the read pool stays near 64 MiB.
+/// Reads on the CPU path: one transparent huge page, so a read buffer is
+/// one TLB entry; not bigger, as every buffer is memory the job touches
+/// once (docs/tuning.md#cpu-read-size).
 const CPU_READ_BYTES: usize = 2 << 20;
 const CPU_READ_POOL_BYTES: usize = 64 << 20;
 const MAX_READ_BYTES: usize = 64 << 20;
-const WRITE_BIT: u64 = 1 << 63;
 
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
@@ -156,45 +74,71 @@ struct Done {
     members: u64,
 }
 
-pub(crate) struct Stream {
-    pub(crate) source: OpenedFile,
+/// One source and its target, as the CPU pass sees them; a device's
+/// outcome is applied by [`Stream::finished_on_device`] or [`Stream::resume_on_cpu`].
+struct Stream {
+    source: OpenedFile,
     /// How the source's bytes arrive (for the ledger).
-    pub(crate) source_via: crate::Via,
-    pub(crate) source_name: String,
-    pub(crate) size: Option<u64>,
-    pub(crate) sequential_read: bool,
-    pub(crate) read_path: IoPath,
-    pub(crate) next_read_offset: u64,
-    pub(crate) next_seq: u64,
-    pub(crate) reads_in_flight: usize,
+    source_via: crate::Via,
+    source_name: String,
+    size: Option<u64>,
+    sequential_read: bool,
+    read_path: IoPath,
+    next_read_offset: u64,
+    next_seq: u64,
+    reads_in_flight: usize,
     /// No more reads to issue.
-    pub(crate) read_done: bool,
+    read_done: bool,
     /// Number of chunks, once reading is done.
-    pub(crate) chunks: Option<u64>,
-    pub(crate) next_write_seq: u64,
+    chunks: Option<u64>,
+    next_write_seq: u64,
     ready: BTreeMap<u64, (AlignedBuf, u64)>,
-    pub(crate) writer: Option<TargetWriter>,
-    pub(crate) write_path: IoPath,
-    pub(crate) writer_finished: bool,
-    pub(crate) bytes_in: u64,
-    pub(crate) members: u64,
+    writer: Option<TargetWriter>,
+    write_path: IoPath,
+    writer_finished: bool,
+    bytes_in: u64,
+    members: u64,
     /// Source offset of chunk 0 of this pass (the CPU going on after a device).
-    pub(crate) first_offset: u64,
+    first_offset: u64,
     /// Output bytes of the first chunk already written by a device.
-    pub(crate) skip_out: u64,
+    skip_out: u64,
     /// Which device served it (index into the job's devices).
-    pub(crate) device: Option<usize>,
-    pub(crate) members_on_device: u64,
-    pub(crate) handover: Option<crate::offload::Handover>,
+    device: Option<usize>,
+    members_on_device: u64,
 }
 
 impl Stream {
     fn can_read(&self, qd_per_stream: usize) -> bool {
         !self.read_done && self.reads_in_flight < if self.sequential_read { 1 } else { qd_per_stream }
     }
-    pub(crate) fn finished(&self) -> bool {
+    fn finished(&self) -> bool {
         self.writer_finished && self.writer.as_ref().is_none_or(|w| w.writes_in_flight == 0)
     }
+    /// Its device wrote every output byte.
+    fn finished_on_device(&mut self, members: u64) {
+        self.writer_finished = true;
+        self.members = members;
+        self.members_on_device = members;
+        self.bytes_in = self.size.unwrap_or(0);
+    }
+
+    /// Its device failed: the CPU pass reads and compresses it again from
+    /// the block `h` names, skipping the output the device already sent.
+    fn resume_on_cpu(&mut self, h: &Handover, chunk_bytes: usize) {
+        let size = self.size.expect("streams on devices have a size");
+        self.first_offset = h.chunk * chunk_bytes as u64;
+        self.next_read_offset = self.first_offset;
+        self.next_seq = 0;
+        self.skip_out = h.skip_bytes;
+        self.read_done = self.first_offset >= size && size > 0;
+        self.chunks = self.read_done.then_some(0);
+        self.writer_finished = false;
+        self.bytes_in = self.first_offset;
+        self.members = h.members_before;
+        self.members_on_device = h.members_before;
+        self.writer.as_mut().expect("writer open").resume_at(h.written);
+    }
+
     /// Where the stream stands, for an error that must say it.
     fn state(&self) -> String {
         format!(
@@ -224,6 +168,15 @@ fn stalled(job: &str, streams: Vec<String>, in_pipeline: usize, slots: usize) ->
 /// Compresses each source into its target. On failure every partial target
 /// is removed and no source is touched.
 pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<JobReport> {
+    let devices = match &opts.compute {
+        Compute::Cpu => None,
+        Compute::Emulated(spec) => Some(DeviceSet::emulated(spec, opts.no_fallback)),
+    };
+    compress_on(pairs, opts, devices)
+}
+
+/// [`compress`], with streams placed on `devices` where they can go.
+pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, devices: Option<DeviceSet>) -> Result<JobReport> {
     let start = Instant::now();
     let member_bytes = match opts.format {
         Format::Gzip => opts.block_size,
@@ -293,13 +246,12 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
             skip_out: 0,
             device: None,
             members_on_device: 0,
-            handover: None,
         });
     }
     let cpu = CpuAccount::start();
     let orchestration_start = thread_cpu_now();
     let ledger = Ledger::new();
-    let outcome = run_job(&mut streams, opts, member_bytes, chunk_bytes, chunk_aligned, &ledger, &cpu, &mut fallbacks);
+    let outcome = run_job(&mut streams, opts, devices, member_bytes, chunk_bytes, chunk_aligned, &ledger, &cpu, &mut fallbacks);
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
     let ran = match outcome {
         Ok(r) => r,
@@ -348,7 +300,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
     put_all_in_place(writers, opts.common.durable)?;
     let offloaded = !ran.devices.is_empty();
     let job = JobSummary {
-        operation: "compress",
+        operation: Operation::Compress,
         engine: ran.engine,
         format: match opts.format {
             Format::Gzip => "gzip (multi-member, 'PP' size subfield)".into(),
@@ -388,23 +340,6 @@ fn verify_output(w: &TargetWriter) -> Result<()> {
     })
 }
 
-/// What the device pass ran on.
-pub(crate) struct OffloadRan {
-    pub engine: String,
-    pub threads: usize,
-    pub devices: Vec<DeviceReport>,
-    /// The device-memory engine's fixed buffers.
-    pub fixed_buffers: Option<peerpath_io::FixedBufferStats>,
-    /// Orchestration CPU while transfers and commands were in flight.
-    pub transfers_cpu_s: Option<f64>,
-}
-
-impl OffloadRan {
-    pub fn none() -> OffloadRan {
-        OffloadRan { engine: String::new(), threads: 0, devices: Vec::new(), fixed_buffers: None, transfers_cpu_s: None }
-    }
-}
-
 /// What the job's passes ran on, for the report.
 struct Ran {
     engine: String,
@@ -439,47 +374,38 @@ fn offload_refusal(s: &Stream, chunk_aligned: bool) -> Option<String> {
 fn run_job(
     streams: &mut [Stream],
     opts: &CompressOptions,
+    devices: Option<DeviceSet>,
     member_bytes: usize,
     chunk_bytes: usize,
     chunk_aligned: bool,
     ledger: &Ledger,
     cpu: &CpuAccount,
-    fallbacks: &mut Vec<String>,
+    fallbacks: &mut Vec<Fallback>,
 ) -> Result<Ran> {
     let qd = opts.common.queue_depth.max(1);
-    let mut device_reports = Vec::new();
-    let mut offload_fixed = None;
-    let mut offload_transfers_cpu_s = None;
     let mut engine_text = format!("host CPU, {} (level {})", opts.level.library(), opts.level.get());
     let mut threads = opts.common.threads.max(1);
-    let mut placement = Vec::new();
-    let mut placement_explain = None;
-    if let Compute::Emulated(spec) = &opts.compute {
-        let mut eligible = Vec::new();
-        for (i, s) in streams.iter_mut().enumerate() {
-            match offload_refusal(s, chunk_aligned) {
-                None => eligible.push(i),
-                Some(why) if opts.no_fallback => {
-                    return Err(JobError::Device { detail: format!("{}: cannot offload: {why} (--no-fallback)", s.source_name) });
-                }
-                Some(why) => fallbacks.push(format!("{}: compressed on the host CPU, not on a device: {why}", s.source_name)),
-            }
-        }
-        if let DeviceMemoryFrom::P2p { sysfs, bdf } = &spec.memory_from {
-            let routed = p2p_routes(streams, &eligible, sysfs, bdf, opts.no_fallback, fallbacks)?;
-            (eligible, placement, placement_explain) = (routed.kept, routed.placement, routed.explain);
-        }
-        if !eligible.is_empty() {
-            let ran = crate::offload::run_emulated(streams, &eligible, spec, opts, member_bytes, chunk_bytes, ledger, fallbacks)?;
-            offload_fixed = ran.fixed_buffers;
-            offload_transfers_cpu_s = ran.transfers_cpu_s;
-            if !ran.devices.is_empty() {
-                engine_text = ran.engine;
-                threads = ran.threads;
-                device_reports = ran.devices;
+    let mut placement = Placement::default();
+    let mut on_devices = None;
+    if let Some(set) = devices {
+        placement = place(streams, &set.memory_from, chunk_aligned, opts.no_fallback, fallbacks)?;
+        if !placement.on_device.is_empty() {
+            let params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
+            let sizes: Vec<Option<u64>> = placement.on_device.iter().map(|&i| streams[i].size).collect();
+            let started = (set.start)(&sizes, &params, fallbacks)?;
+            if !started.is_empty() {
+                let ran = run_on_devices(streams, &placement.on_device, started, &params, opts, ledger, fallbacks)?;
+                let library = format!("{} (level {})", opts.level.library(), opts.level.get());
+                engine_text = crate::devices::describe(set.what, set.workers, ran.reports.len(), &library);
+                threads = set.workers;
+                on_devices = Some(ran);
             }
         }
     }
+    let (device_reports, offload_fixed, offload_transfers_cpu_s) = match on_devices {
+        Some(r) => (r.reports, r.fixed_buffers, Some(r.transfers_cpu_s)),
+        None => (Vec::new(), None, None),
+    };
     // The CPU pass: every stream no device finished.
     let mut memory = MemoryReport { fixed_buffers: offload_fixed, ..Default::default() };
     if streams.iter().any(|s| !s.finished()) {
@@ -487,18 +413,18 @@ fn run_job(
         let (mut engine, engine_note) = choose_engine::<JobBuf>(qd * streams.len().max(1) as u32 + 4, opts.common.sync_io || any_pipe);
         let engine_note = if any_pipe && !opts.common.sync_io { Some("pipes need ordered reads and writes; using read/write".into()) } else { engine_note };
         if let Some(n) = &engine_note {
-            fallbacks.push(format!("I/O engine: {n}"));
+            fallbacks.push(Fallback::IoEngine { device_memory: false, why: n.clone() });
         }
         for s in streams.iter_mut().filter(|s| s.device.is_none()) {
             set_engine(&mut s.read_path, engine.kind(), &engine_note);
             set_engine(&mut s.write_path, engine.kind(), &engine_note);
             if let Some(r) = &s.read_path.fallback_reason {
                 if s.read_path.engine == peerpath_io::EngineKind::IoUring || !s.read_path.direct {
-                    fallbacks.push(format!("{}: reads without O_DIRECT: {r}", s.source_name));
+                    fallbacks.push(Fallback::ReadsNotDirect { source: s.source_name.clone(), why: r.clone() });
                 }
             }
             if let (false, Some(r)) = (s.write_path.direct, &s.write_path.fallback_reason) {
-                fallbacks.push(format!("{}: writes without O_DIRECT: {r}", s.writer.as_ref().expect("open").final_path.display()));
+                fallbacks.push(Fallback::WritesNotDirect { target: s.writer.as_ref().expect("open").final_path.display().to_string(), why: r.clone() });
             }
         }
         let mut result = run(streams, engine.as_mut(), opts, member_bytes, chunk_bytes, ledger, cpu);
@@ -512,7 +438,86 @@ fn run_job(
             engine_text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
         }
     }
-    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports, placement, placement_explain, offload_transfers_cpu_s })
+    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s })
+}
+
+/// Which streams go to devices, and what the report says of the choice.
+#[derive(Default)]
+struct Placement {
+    /// Streams (indices into the job's) placed on a device.
+    on_device: Vec<usize>,
+    /// With P2P device memory: one line per stream, for the report.
+    lines: Vec<String>,
+    /// The planner's explanation of every decision.
+    explain: Option<String>,
+}
+
+/// Places on a device every stream that can move its bytes by DMA (and,
+/// with P2P memory, whose legs the topology says reach it peer to peer);
+/// the others stay on the CPU, said in `fallbacks` (or the job fails, with
+/// `no_fallback`).
+fn place(streams: &[Stream], memory_from: &DeviceMemoryFrom, chunk_aligned: bool, no_fallback: bool, fallbacks: &mut Vec<Fallback>) -> Result<Placement> {
+    let mut eligible = Vec::new();
+    for (i, s) in streams.iter().enumerate() {
+        match offload_refusal(s, chunk_aligned) {
+            None => eligible.push(i),
+            Some(why) if no_fallback => {
+                return Err(JobError::Device { detail: format!("{}: cannot offload: {why} (--no-fallback)", s.source_name) });
+            }
+            Some(why) => fallbacks.push(Fallback::HostCpuNotDevice { source: s.source_name.clone(), why }),
+        }
+    }
+    match memory_from {
+        DeviceMemoryFrom::P2p { sysfs, bdf } => {
+            let routed = p2p_routes(streams, &eligible, sysfs, bdf, no_fallback, fallbacks)?;
+            Ok(Placement { on_device: routed.kept, lines: routed.placement, explain: routed.explain })
+        }
+        DeviceMemoryFrom::Shm => Ok(Placement { on_device: eligible, ..Default::default() }),
+    }
+}
+
+/// Runs the streams `on_device` on `devices` and applies each outcome to
+/// its stream: finished, or handed over to the CPU pass.
+fn run_on_devices(
+    streams: &mut [Stream],
+    on_device: &[usize],
+    devices: Vec<crate::devices::JobDevice>,
+    params: &Params,
+    opts: &CompressOptions,
+    ledger: &Ledger,
+    fallbacks: &mut Vec<Fallback>,
+) -> Result<OnDevices> {
+    let total: Option<u64> = streams.iter().map(|s| s.size).sum();
+    let progress = opts.common.progress.clone();
+    let mut report_progress = |done: u64| {
+        if let Some(p) = &progress {
+            p(done, total);
+        }
+    };
+    let mut device_streams: Vec<DeviceStream> = streams
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, _)| on_device.contains(i))
+        .map(|(_, s)| DeviceStream {
+            source: &s.source,
+            name: &s.source_name,
+            size: s.size.expect("streams on devices have a size"),
+            writer: s.writer.as_mut().expect("writer open"),
+        })
+        .collect();
+    let ran = crate::offload::run_on_devices(&mut device_streams, devices, params, opts.common.sync_io, opts.no_fallback, ledger, &mut report_progress, fallbacks)?;
+    drop(device_streams);
+    for (k, &i) in on_device.iter().enumerate() {
+        let s = &mut streams[i];
+        s.device = Some(ran.device_of[k]);
+        s.read_path.engine = ran.engine;
+        s.write_path.engine = ran.engine;
+        match &ran.outcomes[k] {
+            Outcome::Finished { members } => s.finished_on_device(*members),
+            Outcome::HandOver(h) => s.resume_on_cpu(h, params.chunk_bytes),
+        }
+    }
+    Ok(ran)
 }
 
 /// What the topology says of the streams of a job with P2P device memory.
@@ -534,7 +539,7 @@ fn p2p_routes(
     sysfs: &Path,
     provider: &str,
     no_fallback: bool,
-    fallbacks: &mut Vec<String>,
+    fallbacks: &mut Vec<Fallback>,
 ) -> Result<P2pRoutes> {
     use crate::placement::Route;
     let pairs: Vec<(PathBuf, PathBuf)> = eligible
@@ -562,7 +567,7 @@ fn p2p_routes(
             }
             Route::Refused { why } => {
                 placement.push(format!("{name}: host CPU: {why}"));
-                fallbacks.push(format!("{name}: compressed on the host CPU, not on a device: {why}"));
+                fallbacks.push(Fallback::HostCpuNotDevice { source: name.clone(), why });
             }
         }
     }
@@ -585,16 +590,11 @@ fn run(
     let mut workers: WorkerPool<Done> = WorkerPool::new(threads, waker.clone(), cpu.clone());
     let qd = opts.common.queue_depth.max(1) as usize;
     // Chunks in the pipeline (being read, compressed, or waiting their turn
-    // to be written): two per worker keeps each busy with the next queued,
-    // plus one read ahead (a 2 MiB read takes a fraction of the time its
-    // compression does). More only buffers, and every buffer is memory the
-    // job touches once (a fault and a zeroing per page): on the 2-core VM, 12
-    // slots instead of 6 cost 13 % more CPU and 14 % more wall for the corpus.
+    // to be written): two per worker and one read ahead; more only buffers
+    // (docs/tuning.md#pipeline-slots).
     let slots = (threads * 2 + 1).max(streams.len() * 2);
-    // `chunk_bytes` is the device path's; the CPU reads bigger chunks when
-    // the pool stays small: within 64 MiB, or within what the workers need
-    // ((2T + 1) x 2 MiB: 66 MiB at 16 threads, 258 MiB at 64). Many sources
-    // at once, beyond that, read 1 MiB chunks.
+    // `chunk_bytes` is the device path's; the CPU reads 2 MiB chunks while
+    // the pool stays within 64 MiB or (2T + 1) x 2 MiB, else 1 MiB.
     if slots * CPU_READ_BYTES <= CPU_READ_POOL_BYTES.max((threads * 2 + 1) * CPU_READ_BYTES) {
         chunk_bytes = read_chunk_bytes(member_bytes, CPU_READ_BYTES).0.max(chunk_bytes);
     }
@@ -638,16 +638,9 @@ fn run(
         }
     }
 
-    // A blocking engine reads at submit: one read a pass, so the chunk just
-    // read goes to a worker before the next read blocks (reading the whole
-    // pipeline first left the workers idle behind ~6 ms O_DIRECT reads).
-    // Likewise a read into a buffer's first use ends the pass: its pages are
-    // faulted in then (io_uring registers it whole), ~5 ms per 2 MiB of
-    // fresh memory on the 2-core VM, so each read goes out, and its chunk to
-    // a worker, before the next buffer is faulted in (filling the pipeline
-    // at once left the workers idle ~25 ms behind the pool's faults; one a
-    // pass: corpus file to file 2-5 % less wall, two sets of 12 interleaved
-    // runs).
+    // One read a pass where a read blocks (a blocking engine, or a buffer's
+    // first use, which faults its pages in): the chunk just read reaches a
+    // worker first (docs/tuning.md#one-read-a-pass).
     let blocking = engine.kind() == peerpath_io::EngineKind::Syscalls;
     for s in streams.iter() {
         crate::job::copy_memory_files_on_kernel_workers(engine, &s.source, s.writer.as_ref());
@@ -675,11 +668,11 @@ fn run(
                     let skip = s.skip_out as usize;
                     s.skip_out = 0;
                     let domain = out.domain().clone();
-                    w.push(&out[skip..], engine, &mut cache, WRITE_BIT | i as u64, ledger, &domain)?;
+                    w.push(&out[skip..], engine, &mut cache, Token::write(i), ledger, &domain)?;
                     cache.put(out);
                 } else {
                     // Packed into aligned staging for O_DIRECT; written as is otherwise.
-                    w.push_owned(out, engine, &mut cache, WRITE_BIT | i as u64, ledger)?;
+                    w.push_owned(out, engine, &mut cache, Token::write(i), ledger)?;
                 }
                 s.members += members;
                 s.next_write_seq += 1;
@@ -689,9 +682,9 @@ fn run(
                 let w = s.writer.as_mut().expect("writer open");
                 if format == Format::Bgzf {
                     let host = peerpath_mem::MemoryDomain::host_unplaced();
-                    w.push(&BGZF_EOF_BLOCK, engine, &mut cache, WRITE_BIT | i as u64, ledger, &host)?;
+                    w.push(&BGZF_EOF_BLOCK, engine, &mut cache, Token::write(i), ledger, &host)?;
                 }
-                w.finish(engine, WRITE_BIT | i as u64, ledger)?;
+                w.finish(engine, Token::write(i), ledger)?;
                 s.writer_finished = true;
             }
         }
@@ -712,7 +705,7 @@ fn run(
                     let remaining = (size - offset) as usize;
                     len = len.min(if s.source.direct { align_up(remaining, DIRECT_IO_ALIGN_BYTES) } else { remaining });
                 }
-                let token = ((i as u64) << 32) | s.next_seq;
+                let token = Token::Read { stream: i, seq: s.next_seq }.raw();
                 let fd = s.source.file.as_raw_fd();
                 let at = (!s.sequential_read).then_some(offset);
                 engine
@@ -747,23 +740,18 @@ fn run(
         completions.clear();
         engine.wait(&mut completions, &waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
         for c in completions.drain(..) {
-            let stream = if c.op == IoOp::Write { (c.token & !WRITE_BIT) as usize } else { (c.token >> 32) as usize };
-            let s = &mut streams[stream];
-            if c.op == IoOp::Write {
-                s.writer.as_mut().expect("writer open").on_write_complete(c.result, c.buf, &mut cache)?;
-                continue;
-            }
-            s.reads_in_flight -= 1;
-            let seq = c.token & 0xffff_ffff;
-            let n = c.result.map_err(|e| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
-            let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
-            let offset = s.first_offset + seq * chunk_bytes as u64;
-            if let Some(size) = s.size {
-                let expected = (size - offset).min(chunk_bytes as u64) as usize;
-                if n != expected {
-                    return Err(JobError::SourceIo { path: s.source.path.clone(), detail: crate::job::changed_size(n, expected, offset, size) });
+            let (stream, seq) = match Token::of(c.op, c.token) {
+                Token::Write { stream, .. } => {
+                    streams[stream].writer.as_mut().expect("writer open").on_write_complete(c.result, c.buf, &mut cache)?;
+                    continue;
                 }
-            }
+                Token::Read { stream, seq } => (stream, seq),
+            };
+            let s = &mut streams[stream];
+            s.reads_in_flight -= 1;
+            let offset = s.first_offset + seq * chunk_bytes as u64;
+            let n = crate::job::check_read(&s.source.path, c.result, offset, chunk_bytes, s.size)?;
+            let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
             buf.set_len(n);
             s.bytes_in += n as u64;
             crate::record_read(ledger, &s.source_name, s.source_via, buf.domain(), n as u64);

@@ -10,7 +10,8 @@ use crate::buf::{BufferCache, JobBuf};
 use crate::job::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
 use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions};
-use crate::report::{FileReport, JobReport, JobSummary, MemoryReport};
+use crate::token::Token;
+use crate::report::{DecodeMode, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::gzip::declared_output_bytes;
@@ -32,7 +33,6 @@ pub struct DecompressOptions {
 
 const READ_BYTES: usize = 4 << 20;
 const WINDOW_BUFFERS: usize = 16;
-const WRITE_BIT: u64 = 1 << 63;
 const HEADER_PEEK_BYTES: usize = 1024;
 
 /// The member bytes a task decodes: in place in a read buffer, or a copy.
@@ -127,16 +127,16 @@ pub fn decompress(pairs: &[(PathBuf, PathBuf)], opts: &DecompressOptions) -> Res
     }
     check_sources_are_not_targets(pairs)?;
     let items: Vec<(PathBuf, Option<PathBuf>)> = pairs.iter().map(|(s, t)| (s.clone(), Some(t.clone()))).collect();
-    run_job("decompress", &items, opts)
+    run_job(Operation::Decompress, &items, opts)
 }
 
 /// Checks every member of each source (CRC-32 and length) without writing.
 pub fn verify(sources: &[PathBuf], opts: &DecompressOptions) -> Result<JobReport> {
     let items: Vec<(PathBuf, Option<PathBuf>)> = sources.iter().map(|s| (s.clone(), None)).collect();
-    run_job("verify", &items, opts)
+    run_job(Operation::Verify, &items, opts)
 }
 
-fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
+fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
     let start = Instant::now();
     let cpu = CpuAccount::start();
     let orchestration_start = thread_cpu_now();
@@ -156,7 +156,7 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
         common: &opts.common,
         done_bytes: 0,
     };
-    let mut fallbacks: Vec<String> = note.iter().map(|n| format!("I/O engine: {n}")).collect();
+    let mut fallbacks: Vec<Fallback> = note.iter().map(|n| Fallback::IoEngine { device_memory: false, why: n.clone() }).collect();
     let mut files = Vec::new();
     // Finished targets wait here, durable but under their temporary names,
     // until every file has succeeded: like compress, a failure keeps none.
@@ -177,18 +177,16 @@ fn run_job(operation: &'static str, items: &[(PathBuf, Option<PathBuf>)], opts: 
         }
         if let Some(r) = &f.read_path.fallback_reason {
             if !f.read_path.direct {
-                fallbacks.push(format!("{}: reads without O_DIRECT: {r}", f.source));
+                fallbacks.push(Fallback::ReadsNotDirect { source: f.source.clone(), why: r.clone() });
             }
         }
         if let Some(w) = &f.write_path {
             if let (false, Some(r)) = (w.direct, &w.fallback_reason) {
-                fallbacks.push(format!("{}: writes without O_DIRECT: {r}", f.target.as_deref().unwrap_or("-")));
+                fallbacks.push(Fallback::WritesNotDirect { target: f.target.as_deref().unwrap_or("-").to_string(), why: r.clone() });
             }
         }
-        if let Some(m) = &f.decode_mode {
-            if m.starts_with("streaming") {
-                fallbacks.push(format!("{}: {m}", f.source));
-            }
+        if let Some(m) = f.decode_mode.as_ref().filter(|m| m.is_streaming()) {
+            fallbacks.push(Fallback::StreamingDecode { source: f.source.clone(), mode: m.clone() });
         }
         files.push(f);
     }
@@ -310,9 +308,12 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         (Ok(mode), Ok(())) => Ok(mode),
         (Err(e), _) | (Ok(_), Err(e)) => Err(e),
     };
+    // `Ok(None)`: decoding stopped at the member error kept in `first_error`.
     let outcome = match (outcome, st.first_error.take()) {
         (_, Some((_, e))) => Err(e),
-        (r, None) => r,
+        (Ok(Some(mode)), None) => Ok(mode),
+        (Ok(None), None) => Err(JobError::Internal(format!("{}: decoding stopped without an error", source.display()))),
+        (Err(e), None) => Err(e),
     };
     let bytes_in = match src.kind {
         SourceKind::Regular { size_bytes } | SourceKind::BlockDevice { size_bytes } => size_bytes,
@@ -368,20 +369,20 @@ fn pump(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
     let mut completions: Vec<Completion<JobBuf>> = Vec::new();
     ctx.engine.wait(&mut completions, &ctx.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
     for c in completions {
-        if c.token & WRITE_BIT != 0 {
+        let Token::Read { seq, .. } = Token::of(c.op, c.token) else {
             let w = st.writer.as_mut().expect("writes only with a writer");
             if let Err(e) = w.on_write_complete(c.result, c.buf, &mut ctx.cache) {
                 st.fail(0, e);
             }
             continue;
-        }
+        };
         st.reads_in_flight -= 1;
         let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
         match c.result {
             Ok(n) => {
                 buf.set_len(n);
                 crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.via, buf.domain(), n as u64);
-                st.arrived.insert(c.token, buf);
+                st.arrived.insert(seq * READ_BYTES as u64, buf);
             }
             Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
         }
@@ -448,7 +449,7 @@ fn write_ready(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
         st.bytes_out += out.len() as u64;
         ctx.done_bytes += out.len() as u64;
         match st.writer.as_mut() {
-            Some(w) if st.first_error.is_none() => w.push_owned(out, ctx.engine, &mut ctx.cache, WRITE_BIT, &ctx.ledger)?,
+            Some(w) if st.first_error.is_none() => w.push_owned(out, ctx.engine, &mut ctx.cache, Token::write(0), &ctx.ledger)?,
             _ => ctx.cache.put(out),
         }
     }
@@ -465,7 +466,7 @@ fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
     }
     if let Some(w) = st.writer.as_mut() {
         if st.first_error.is_none() {
-            w.finish(ctx.engine, WRITE_BIT, &ctx.ledger)?;
+            w.finish(ctx.engine, Token::write(0), &ctx.ledger)?;
         }
     }
     while ctx.engine.in_flight() > 0 {
@@ -477,10 +478,10 @@ fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
 
 /// Decodes one file, parallel while members declare their sizes. Returns
 /// how it decoded, for the report.
-fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState) -> Result<String> {
+fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState) -> Result<Option<DecodeMode>> {
     let Some(size) = src.kind.size_bytes() else {
         let reader = src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
-        return stream_from(ctx, st, reader, 0, 0, "streaming: the source is a pipe");
+        return stream_from(ctx, st, reader, 0, 0, DecodeMode::StreamingPipe);
     };
     let fd = src.file.as_raw_fd();
     let mut window = Window { chunks: VecDeque::new(), end: 0 };
@@ -492,10 +493,8 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let max_tasks = ctx.workers.threads() * 2 + 1;
     // Reads run this far ahead of the splitting position (or further, to
     // the end of a member waiting for its bytes), at most a queue depth at
-    // a time: enough to keep the workers fed, without filling the whole
-    // window (the pool's buffers are touched only when used). On the
-    // 2-core VM, 3 tasks per worker and reading the whole window ahead cost
-    // 16 % more CPU for the corpus (each fresh page is faulted and zeroed).
+    // a time: enough to keep the workers fed, without touching the whole
+    // window (docs/tuning.md#decompress-read-ahead).
     let qd = ctx.common.queue_depth.max(1) as usize;
     let read_ahead_bytes = (READ_BYTES * ctx.workers.threads().max(2)) as u64;
     let mut need_until = 0u64;
@@ -503,14 +502,10 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let mut batch = Batch::new(0);
     loop {
         if st.first_error.is_some() {
-            return Ok(String::new());
+            return Ok(None);
         }
-        // Reads, in order, as buffers allow. A blocking engine reads at
-        // submit: one read a pass, so the workers get the first members
-        // without waiting for the whole window to fill. So does a read into
-        // a buffer's first use (its pages are faulted in then, as compress;
-        // here only two reads start the window, and file to file the
-        // corpus showed no difference: 0.187 vs 0.191 s, 12 runs each).
+        // Reads, in order, as buffers allow; one a pass where a read blocks
+        // (docs/tuning.md#one-read-a-pass).
         let mut pass_over = false;
         while next_read < size
             && !pass_over
@@ -522,19 +517,13 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             let len = READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES));
             let at = next_read;
             ctx.engine
-                .submit(IoOp::Read, fd, Some(at), len, JobBuf::Pooled(buf), at)
+                .submit(IoOp::Read, fd, Some(at), len, JobBuf::Pooled(buf), Token::Read { stream: 0, seq: at / READ_BYTES as u64 }.raw())
                 .map_err(|(_, e)| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
             st.reads_in_flight += 1;
             next_read += READ_BYTES as u64;
         }
         while let Some(buf) = st.arrived.remove(&window.end) {
-            let expected = (size - window.end).min(READ_BYTES as u64) as usize;
-            if buf.len() != expected {
-                return Err(JobError::SourceIo {
-                    path: st.path.to_path_buf(),
-                    detail: crate::job::changed_size(buf.len(), expected, window.end, size),
-                });
-            }
+            crate::job::check_read(st.path, Ok(buf.len()), window.end, READ_BYTES, Some(size))?;
             window.end += buf.len() as u64;
             window.chunks.push_back((window.end - buf.len() as u64, Arc::new(buf)));
         }
@@ -554,7 +543,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                         return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
                     }
                     ctx.submit_batch(st, batch);
-                    return Ok(format!("parallel: {index} members with declared sizes, on {} threads", ctx.workers.threads()));
+                    return Ok(Some(DecodeMode::Parallel { members: index, threads: ctx.workers.threads() }));
                 }
                 blocked = true;
                 continue;
@@ -623,32 +612,28 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
 
 /// A member-level error found while splitting: members before it still get
 /// decoded (so the report names the first bad member), then the file fails.
-fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: JobError) -> Result<String> {
+fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: JobError) -> Result<Option<DecodeMode>> {
     ctx.submit_batch(st, batch);
     st.fail(index, error);
-    Ok(String::new())
+    Ok(None)
 }
 
-fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::OpenedFile, pos: u64, index: u64, why: &str) -> Result<String> {
+fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::OpenedFile, pos: u64, index: u64, why: &'static str) -> Result<Option<DecodeMode>> {
     // Finish what the parallel part started, in order, first.
     while let Some(d) = ctx.workers.recv() {
         ctx.members_done(st, d);
     }
     write_ready(ctx, st)?;
     if st.first_error.is_some() {
-        return Ok(String::new());
+        return Ok(None);
     }
     let mut reader = std::fs::File::open(&src.path).map_err(|e| JobError::SourceUnreadable { path: src.path.clone(), source: e })?;
     reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
-    let mode = if index == 0 {
-        format!("streaming on one thread: {why}")
-    } else {
-        format!("parallel for {index} members, then streaming on one thread from byte {pos}: {why}")
-    };
-    stream_from(ctx, st, reader, pos, index, &mode)
+    let mode = if index == 0 { DecodeMode::Streaming { why } } else { DecodeMode::ParallelThenStreaming { members: index, from: pos, why } };
+    stream_from(ctx, st, reader, pos, index, mode)
 }
 
-fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u64, index: u64, mode: &str) -> Result<String> {
+fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u64, index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
     let path = st.path.to_path_buf();
     let host = MemoryDomain::host_unplaced();
     let mut decoder = StreamDecoder::new(reader, pos, index);
@@ -664,7 +649,7 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u6
         );
         st.bytes_out += data.len() as u64;
         if let Some(w) = st.writer.as_mut() {
-            let r = w.push(data, ctx.engine, &mut ctx.cache, WRITE_BIT, &ctx.ledger, &host);
+            let r = w.push(data, ctx.engine, &mut ctx.cache, Token::write(0), &ctx.ledger, &host);
             if let Err(e) = r {
                 sink_error = Some(e);
                 return Err(std::io::Error::other("write failed"));
@@ -687,5 +672,5 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u6
     crate::record_read(&ctx.ledger, &path.display().to_string(), via, &host, compressed);
     st.members = decoder.members;
     result.map_err(|e| stream_error(&path, e))?;
-    Ok(mode.to_string())
+    Ok(Some(mode))
 }

@@ -196,9 +196,23 @@ pub(crate) fn copy_memory_files_on_kernel_workers(engine: &mut dyn IoEngine<JobB
 
 /// Says how a source changed size while being read: a read at `offset`
 /// returned `n` bytes where the size at open (`size`) gave `expected`.
-pub(crate) fn changed_size(n: usize, expected: usize, offset: u64, size: u64) -> String {
+fn changed_size(n: usize, expected: usize, offset: u64, size: u64) -> String {
     let how = if n > expected { "grew" } else { "shrank" };
     format!("read {n} bytes at offset {offset}, expected {expected}: the source {how} while being read (it had {size} bytes when opened)")
+}
+
+/// Checks a read of at most `len` bytes at `offset` of `path`: an error, or
+/// (where the size at open is known) a length other than what that size
+/// leaves, is the job's failure. Returns the bytes read.
+pub(crate) fn check_read(path: &Path, result: std::io::Result<usize>, offset: u64, len: usize, size: Option<u64>) -> Result<usize> {
+    let n = result.map_err(|e| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() })?;
+    if let Some(size) = size {
+        let expected = size.saturating_sub(offset).min(len as u64) as usize;
+        if n != expected {
+            return Err(JobError::SourceIo { path: path.to_path_buf(), detail: changed_size(n, expected, offset, size) });
+        }
+    }
+    Ok(n)
 }
 
 /// Refuses a job where a source would also be written as a target (with

@@ -4,18 +4,23 @@
 
 mod buf;
 pub mod compress;
+#[cfg(test)]
+mod conformance;
 pub mod decompress;
+mod devices;
 pub mod error;
 pub mod iobench;
 pub mod job;
 pub mod offload;
 mod placement;
 pub mod report;
+mod token;
 mod workers;
 mod writer;
 pub use writer::DurabilityReport;
 
-pub use compress::{compress, CompressOptions, Compute, DeviceMemoryFrom, EmulatedSpec, DEFAULT_BLOCK_BYTES};
+pub use compress::{compress, CompressOptions, DEFAULT_BLOCK_BYTES};
+pub use devices::{Compute, DeviceMemoryFrom, EmulatedSpec};
 pub use decompress::{decompress, verify, DecompressOptions};
 pub use error::{JobError, Result};
 pub use job::{plan_targets, CommonOptions, Progress};

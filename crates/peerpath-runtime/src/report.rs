@@ -1,9 +1,164 @@
-//! The job report: one structure, printed as a table or as JSON.
+//! The job report: one structure, printed as a table or as JSON. A leaf of
+//! the runtime: the jobs fill it, nothing here knows how they run.
 
 use peerpath_io::IoPath;
-use peerpath_metrics::{CpuSummary, LedgerSummary};
+use peerpath_metrics::{human_bytes_exact, CpuSummary, LedgerSummary};
 use serde::Serialize;
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+/// What a job did.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    Compress,
+    Decompress,
+    Verify,
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Operation::Compress => "compress",
+            Operation::Decompress => "decompress",
+            Operation::Verify => "verify",
+        })
+    }
+}
+
+/// How a file's members were decoded (serialised as its text).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(into = "String")]
+pub enum DecodeMode {
+    /// Every member declared its size: split without inflating, decoded on `threads`.
+    Parallel { members: u64, threads: usize },
+    /// A pipe: read in order, decoded on one thread.
+    StreamingPipe,
+    /// On one thread from the start, and why.
+    Streaming { why: &'static str },
+    /// In parallel for `members`, then on one thread from byte `from`, and why.
+    ParallelThenStreaming { members: u64, from: u64, why: &'static str },
+}
+
+impl DecodeMode {
+    /// Whether one thread decoded the whole file (listed as a fallback; a
+    /// file that switched midway says so in its decode line).
+    pub fn is_streaming(&self) -> bool {
+        matches!(self, DecodeMode::StreamingPipe | DecodeMode::Streaming { .. })
+    }
+}
+
+impl fmt::Display for DecodeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeMode::Parallel { members, threads } => write!(f, "parallel: {members} members with declared sizes, on {threads} threads"),
+            DecodeMode::StreamingPipe => f.write_str("streaming: the source is a pipe"),
+            DecodeMode::Streaming { why } => write!(f, "streaming on one thread: {why}"),
+            DecodeMode::ParallelThenStreaming { members, from, why } => {
+                write!(f, "parallel for {members} members, then streaming on one thread from byte {from}: {why}")
+            }
+        }
+    }
+}
+
+impl From<DecodeMode> for String {
+    fn from(m: DecodeMode) -> String {
+        m.to_string()
+    }
+}
+
+/// A fallback the job took, with its reason: never silent. Reports print
+/// (and serialise) each as one line of text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
+pub enum Fallback {
+    /// The I/O engine is not the one asked for (`device_memory`: the engine
+    /// moving device memory).
+    IoEngine { device_memory: bool, why: String },
+    /// A source read without O_DIRECT.
+    ReadsNotDirect { source: String, why: String },
+    /// A target written without O_DIRECT.
+    WritesNotDirect { target: String, why: String },
+    /// A source compressed on the host CPU instead of a device, before any device ran it.
+    HostCpuNotDevice { source: String, why: String },
+    /// Fewer devices than asked for.
+    FewerDevices { asked: usize, started: usize },
+    /// A device that did not start; its sources ran on the host CPU.
+    DeviceNotStarted { index: usize, why: String },
+    /// A device that failed mid-job; the host CPU compressed the source from `from` on
+    /// (`kept`: output bytes from the device that were kept).
+    DeviceFailed { source: String, device: String, why: String, from: u64, kept: u64 },
+    /// Members decoded on one thread.
+    StreamingDecode { source: String, mode: DecodeMode },
+}
+
+impl fmt::Display for Fallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fallback::IoEngine { device_memory: false, why } => write!(f, "I/O engine: {why}"),
+            Fallback::IoEngine { device_memory: true, why } => write!(f, "I/O engine for device memory: {why}"),
+            Fallback::ReadsNotDirect { source, why } => write!(f, "{source}: reads without O_DIRECT: {why}"),
+            Fallback::WritesNotDirect { target, why } => write!(f, "{target}: writes without O_DIRECT: {why}"),
+            Fallback::HostCpuNotDevice { source, why } => write!(f, "{source}: compressed on the host CPU, not on a device: {why}"),
+            Fallback::FewerDevices { asked, started } => write!(f, "devices: {asked} asked for, {started} started (one per source at most)"),
+            Fallback::DeviceNotStarted { index, why } => write!(f, "emulated device {index} did not start ({why}); its sources ran on the host CPU"),
+            Fallback::DeviceFailed { source, device, why, from, kept } => {
+                write!(f, "{source}: device {device} failed ({why}); ")?;
+                if *kept == 0 {
+                    f.write_str("the host CPU compressed all of it")
+                } else {
+                    write!(f, "the host CPU compressed it from source byte {from} on ({kept} output bytes from the device were kept)")
+                }
+            }
+            Fallback::StreamingDecode { source, mode } => write!(f, "{source}: {mode}"),
+        }
+    }
+}
+
+impl From<Fallback> for String {
+    fn from(f: Fallback) -> String {
+        f.to_string()
+    }
+}
+
+/// What the report says about one device of the job.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceReport {
+    pub name: String,
+    /// What it is: an emulated CSP process, with its pid.
+    pub kind: String,
+    pub memory_bytes: usize,
+    /// The sources it served.
+    pub sources: Vec<String>,
+    /// Members it compressed that went into the output.
+    pub members: u64,
+    /// Commands it completed, by function.
+    pub commands: BTreeMap<String, u64>,
+    /// Bytes read plus written in its memory (ledger).
+    pub memory_traffic_bytes: u64,
+    /// CPU time of the device process (an emulated device runs on host
+    /// cores: this is not offloaded work and is never counted as saved).
+    pub process_cpu_s: Option<f64>,
+    /// CPU time the device process spent starting, before the job drove it:
+    /// mostly making `populated_bytes` of its memory resident (allocating
+    /// and zeroing pages the host would otherwise fault in when it
+    /// registers them). Work on host cores for this job, like `process_cpu_s`.
+    pub start_cpu_s: Option<f64>,
+    /// Bytes of its memory resident when it had started (its memory file's
+    /// allocated blocks), before the host touched any.
+    pub populated_bytes: usize,
+    /// Time its workers spent running this job's commands (its statistics).
+    pub busy_s: Option<f64>,
+    /// `busy_s` over its workers' time while the job drove it (from the
+    /// first transfer to the last completion), where it says how many.
+    pub utilisation_pct: Option<f64>,
+    /// Of its memory (shared memory: not P2P memory), what the host's
+    /// mapping has resident and how much of that is in 2 MiB pages.
+    pub memory_resident_bytes: Option<u64>,
+    pub memory_huge_page_bytes: Option<u64>,
+    /// Why it was retired mid-job, if it was.
+    pub failure: Option<String>,
+}
 
 /// Where a figure comes from. Every report says it.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
@@ -37,7 +192,7 @@ pub struct FileReport {
     pub read_path: IoPath,
     pub write_path: Option<IoPath>,
     /// How members were decoded (decompress/verify): parallel or streaming, and why.
-    pub decode_mode: Option<String>,
+    pub decode_mode: Option<DecodeMode>,
     /// The device that compressed it (offload path).
     pub device: Option<String>,
     /// Of `members`, how many that device made (the rest: the host CPU).
@@ -83,7 +238,7 @@ impl MemoryReport {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct JobReport {
-    pub operation: String,
+    pub operation: Operation,
     pub provenance: Provenance,
     pub provenance_text: String,
     /// The compute engine (device and library).
@@ -109,9 +264,9 @@ pub struct JobReport {
     pub host_memory_traffic_gbit_per_s: f64,
     pub memory: MemoryReport,
     /// Every fallback taken, with its reason. Never silent.
-    pub fallbacks: Vec<String>,
+    pub fallbacks: Vec<Fallback>,
     /// The compute devices of the job (offload path).
-    pub devices: Vec<crate::offload::DeviceReport>,
+    pub devices: Vec<DeviceReport>,
     /// With P2P device memory: how each stream's legs reach it (the
     /// topology planner's verdicts), one line per stream.
     pub placement: Vec<String>,
@@ -127,24 +282,9 @@ pub struct JobReport {
     pub offload_transfers_cpu_s: Option<f64>,
 }
 
-fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.2} {} ({b} B)", UNITS[u])
-    }
-}
-
 /// What a job knows about itself; the figures are derived from it.
 pub struct JobSummary {
-    pub operation: &'static str,
+    pub operation: Operation,
     pub engine: String,
     pub format: String,
     pub level: Option<u32>,
@@ -152,7 +292,7 @@ pub struct JobSummary {
     pub threads: usize,
     pub queue_depth: u32,
     pub files: Vec<FileReport>,
-    pub fallbacks: Vec<String>,
+    pub fallbacks: Vec<Fallback>,
     /// From the job's start until its targets are durable and in place.
     pub wall: std::time::Duration,
     pub cpu: peerpath_metrics::CpuAccount,
@@ -177,7 +317,7 @@ impl JobReport {
         let bytes_in = j.files.iter().map(|f| f.bytes_in).sum();
         let bytes_out = j.files.iter().map(|f| f.bytes_out).sum();
         let mut r = JobReport {
-            operation: j.operation.into(),
+            operation: j.operation,
             provenance,
             provenance_text: provenance.describe().into(),
             engine: j.engine,
@@ -205,7 +345,7 @@ impl JobReport {
             placement_explain: None,
             offload_transfers_cpu_s: None,
         };
-        let uncompressed = if j.operation == "compress" { bytes_in } else { bytes_out };
+        let uncompressed = if j.operation == Operation::Compress { bytes_in } else { bytes_out };
         r.finish_figures(uncompressed);
         r
     }
@@ -214,7 +354,7 @@ impl JobReport {
     fn finish_figures(&mut self, uncompressed_bytes: u64) {
         self.ratio = if self.bytes_out == 0 || self.bytes_in == 0 {
             0.0
-        } else if self.operation == "compress" {
+        } else if self.operation == Operation::Compress {
             self.bytes_in as f64 / self.bytes_out as f64
         } else {
             self.bytes_out as f64 / self.bytes_in as f64
@@ -234,6 +374,32 @@ impl JobReport {
     /// The human-readable table.
     pub fn render(&self) -> String {
         let mut s = String::new();
+        self.render_job(&mut s);
+        self.render_files(&mut s);
+        self.render_figures(&mut s);
+        self.render_ledger(&mut s);
+        for d in &self.devices {
+            render_device(&mut s, d);
+        }
+        if let Some(v) = self.verified_s {
+            let _ = writeln!(s, "  verified      every member of every output, before it was put in place ({v:.3} s, host CPU)");
+        }
+        self.render_memory(&mut s);
+        for p in &self.placement {
+            let _ = writeln!(s, "  placement     {p}");
+        }
+        if self.fallbacks.is_empty() {
+            let _ = writeln!(s, "  fallbacks     none");
+        } else {
+            for f in &self.fallbacks {
+                let _ = writeln!(s, "  FALLBACK      {f}");
+            }
+        }
+        s
+    }
+
+    /// What ran: the operation, engine, format and threads.
+    fn render_job(&self, s: &mut String) {
         let _ = writeln!(s, "peerpath {} — {}", self.operation, self.provenance_text);
         let _ = writeln!(s, "  engine        {}", self.engine);
         let mut fmt = format!("  format        {}", self.format);
@@ -241,7 +407,7 @@ impl JobReport {
             fmt += &format!(", level {l}");
         }
         if let Some(b) = self.block_size_bytes {
-            fmt += &format!(", block {}", human_bytes(b as u64));
+            fmt += &format!(", block {}", human_bytes_exact(b as u64));
         }
         let _ = writeln!(s, "{fmt}");
         if self.devices.is_empty() {
@@ -255,6 +421,10 @@ impl JobReport {
                 self.queue_depth
             );
         }
+    }
+
+    /// Each file: its paths, decode mode, bytes and durability.
+    fn render_files(&self, s: &mut String) {
         for f in &self.files {
             let _ = writeln!(s, "  file          {} -> {}", f.source, f.target.as_deref().unwrap_or("(nothing written)"));
             let _ = writeln!(s, "    read        {}", f.read_path);
@@ -279,8 +449,12 @@ impl JobReport {
                 None => {}
             }
         }
-        let _ = writeln!(s, "  bytes in      {}", human_bytes(self.bytes_in));
-        let _ = writeln!(s, "  bytes out     {}", human_bytes(self.bytes_out));
+    }
+
+    /// Bytes, ratio, time, throughput and host CPU by role.
+    fn render_figures(&self, s: &mut String) {
+        let _ = writeln!(s, "  bytes in      {}", human_bytes_exact(self.bytes_in));
+        let _ = writeln!(s, "  bytes out     {}", human_bytes_exact(self.bytes_out));
         let _ = writeln!(s, "  ratio         {:.3}", self.ratio);
         let _ = writeln!(s, "  wall time     {:.3} s", self.wall_s);
         let _ = writeln!(s, "  throughput    {:.3} GB/s = {:.2} Gb/s (uncompressed bytes)", self.throughput_gb_per_s, self.throughput_gbit_per_s);
@@ -310,15 +484,19 @@ impl JobReport {
             );
         }
         let _ = writeln!(s, "    {:<20} {:.2} s (main thread, kernel I/O workers)", "other", c.other_s);
+    }
+
+    /// Host memory traffic and the ledger's entries.
+    fn render_ledger(&self, s: &mut String) {
         let l = &self.ledger;
         let _ = writeln!(
             s,
             "  host memory   {} moved = {:.2}x the uncompressed bytes, {:.2} Gb/s (DMA {}, CPU {})",
-            human_bytes(l.host_memory_traffic_bytes),
+            human_bytes_exact(l.host_memory_traffic_bytes),
             self.host_memory_traffic_per_input_byte,
             self.host_memory_traffic_gbit_per_s,
-            human_bytes(l.host_memory_dma_bytes),
-            human_bytes(l.host_memory_cpu_bytes)
+            human_bytes_exact(l.host_memory_dma_bytes),
+            human_bytes_exact(l.host_memory_cpu_bytes)
         );
         let _ = writeln!(s, "  ledger (source -> target, mover, purpose: bytes read / written)");
         for e in &l.entries {
@@ -332,43 +510,14 @@ impl JobReport {
             let _ = writeln!(
                 s,
                 "  payload       {} of payload through host memory, {} of metadata",
-                human_bytes(l.host_memory_payload_bytes),
-                human_bytes(l.host_memory_metadata_bytes)
+                human_bytes_exact(l.host_memory_payload_bytes),
+                human_bytes_exact(l.host_memory_metadata_bytes)
             );
         }
-        for d in &self.devices {
-            let _ = writeln!(s, "  device        {}: {}, {} of memory", d.name, d.kind, human_bytes(d.memory_bytes as u64));
-            let _ = writeln!(s, "    serves      {}", d.sources.join(", "));
-            let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
-            let _ = writeln!(s, "    memory      {} read + written in device memory", human_bytes(d.memory_traffic_bytes));
-            if let (Some(rss), Some(huge)) = (d.memory_resident_bytes, d.memory_huge_page_bytes) {
-                let why = if huge == 0 {
-                    " (4 KiB pages: the file system holding it gives no huge pages; a tmpfs mounted with huge=within_size does, see --device-memory-from shm:DIR)"
-                } else {
-                    ""
-                };
-                let _ = writeln!(s, "    pages       {} of it in use, {} of that in 2 MiB pages{why}", human_bytes(rss), human_bytes(huge));
-            }
-            if let Some(c) = d.process_cpu_s {
-                let start = match d.start_cpu_s {
-                    Some(st) if d.populated_bytes > 0 => format!(", and {st:.3} s starting (making {} of its memory resident)", human_bytes(d.populated_bytes as u64)),
-                    Some(st) => format!(", and {st:.3} s starting"),
-                    None => String::new(),
-                };
-                let _ = writeln!(s, "    device CPU  {c:.2} s on host cores{start} (the emulation's own work: not offloaded, not counted as saved)");
-            }
-            if let Some(b) = d.busy_s {
-                let of = d.utilisation_pct.map_or(String::new(), |u| format!(" = {u:.0}% of its workers' time while the job drove it"));
-                let _ = writeln!(s, "    busy        {b:.2} s running commands{of}");
-            }
-            if let Some(f) = &d.failure {
-                let _ = writeln!(s, "    FAILED      {f}");
-            }
-        }
-        if let Some(v) = self.verified_s {
-            let _ = writeln!(s, "  verified      every member of every output, before it was put in place ({v:.3} s, host CPU)");
-        }
+    }
+
+    /// Read pool, owned buffers and what io_uring registered.
+    fn render_memory(&self, s: &mut String) {
         let m = &self.memory;
         // (Nothing to say when devices did all the work in their own memory.)
         if m.read_pool_buffers > 0 || m.peak_owned_buffer_bytes > 0 {
@@ -376,10 +525,10 @@ impl JobReport {
                 s,
                 "  buffers       read pool {} x {} = {} (at most {} in use at once); peak other buffers {}",
                 m.read_pool_buffers,
-                human_bytes((m.read_pool_bytes / m.read_pool_buffers.max(1)) as u64),
-                human_bytes(m.read_pool_bytes as u64),
+                human_bytes_exact((m.read_pool_bytes / m.read_pool_buffers.max(1)) as u64),
+                human_bytes_exact(m.read_pool_bytes as u64),
                 m.read_pool_peak_buffers,
-                human_bytes(m.peak_owned_buffer_bytes as u64)
+                human_bytes_exact(m.peak_owned_buffer_bytes as u64)
             );
         }
         if let Some(f) = m.fixed_buffers.as_ref().filter(|f| f.registered_bytes == 0 && f.refused.is_none()) {
@@ -393,7 +542,7 @@ impl JobReport {
             let _ = write!(
                 s,
                 "  registered    {} with io_uring once (fixed buffers), {} of {transfers} transfers used them; registering took {:.3} s of CPU",
-                human_bytes(f.registered_bytes),
+                human_bytes_exact(f.registered_bytes),
                 f.fixed_transfers,
                 f.registration_cpu_s
             );
@@ -404,16 +553,37 @@ impl JobReport {
                 None => s.push('\n'),
             }
         }
-        for p in &self.placement {
-            let _ = writeln!(s, "  placement     {p}");
-        }
-        if self.fallbacks.is_empty() {
-            let _ = writeln!(s, "  fallbacks     none");
+    }
+}
+
+/// One device: what it is, what it did, its memory, CPU and failure.
+fn render_device(s: &mut String, d: &DeviceReport) {
+    let _ = writeln!(s, "  device        {}: {}, {} of memory", d.name, d.kind, human_bytes_exact(d.memory_bytes as u64));
+    let _ = writeln!(s, "    serves      {}", d.sources.join(", "));
+    let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
+    let _ = writeln!(s, "    memory      {} read + written in device memory", human_bytes_exact(d.memory_traffic_bytes));
+    if let (Some(rss), Some(huge)) = (d.memory_resident_bytes, d.memory_huge_page_bytes) {
+        let why = if huge == 0 {
+            " (4 KiB pages: the file system holding it gives no huge pages; a tmpfs mounted with huge=within_size does, see --device-memory-from shm:DIR)"
         } else {
-            for f in &self.fallbacks {
-                let _ = writeln!(s, "  FALLBACK      {f}");
-            }
-        }
-        s
+            ""
+        };
+        let _ = writeln!(s, "    pages       {} of it in use, {} of that in 2 MiB pages{why}", human_bytes_exact(rss), human_bytes_exact(huge));
+    }
+    if let Some(c) = d.process_cpu_s {
+        let start = match d.start_cpu_s {
+            Some(st) if d.populated_bytes > 0 => format!(", and {st:.3} s starting (making {} of its memory resident)", human_bytes_exact(d.populated_bytes as u64)),
+            Some(st) => format!(", and {st:.3} s starting"),
+            None => String::new(),
+        };
+        let _ = writeln!(s, "    device CPU  {c:.2} s on host cores{start} (the emulation's own work: not offloaded, not counted as saved)");
+    }
+    if let Some(b) = d.busy_s {
+        let of = d.utilisation_pct.map_or(String::new(), |u| format!(" = {u:.0}% of its workers' time while the job drove it"));
+        let _ = writeln!(s, "    busy        {b:.2} s running commands{of}");
+    }
+    if let Some(f) = &d.failure {
+        let _ = writeln!(s, "    FAILED      {f}");
     }
 }

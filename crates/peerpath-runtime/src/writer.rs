@@ -1,5 +1,6 @@
 use crate::buf::{BufferCache, JobBuf};
 use crate::error::{JobError, Result};
+use crate::token::Token;
 use peerpath_io::{Inherited, IoEngine, IoOp, OpenedFile, Temporary};
 use peerpath_mem::{align_up, AlignedBuf, DIRECT_IO_ALIGN_BYTES};
 use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};
@@ -17,13 +18,8 @@ pub const STAGING_BYTES: usize = 4 << 20;
 pub const WRITE_BEHIND_BYTES: u64 = 16 << 20;
 
 /// Write-behind: written data is made durable in the background while the
-/// job goes on, so the sync before the rename finds little left to do. On
-/// the 2-core VM's disk (a write-back cache on the host), syncing 200 MB
-/// at the end took 0.31-0.34 s; with a data sync every 32-64 MiB the same
-/// work happened during the writes and the last sync took 0.012-0.018 s.
-/// Every 16 MiB rather than 32 MiB: compressing the corpus file to file
-/// took 6-12 % less wall time (3 sets of 14-16 interleaved runs; 4, 8 and
-/// 12 MiB did as well, with more syncs); decompressing, no change.
+/// job goes on, so the sync before the rename finds little left to do
+/// (docs/tuning.md#write-behind).
 ///
 /// A sync runs on its own thread against its own open file description of
 /// the temporary file: a write-back error it consumes is still reported to
@@ -194,11 +190,11 @@ impl TargetWriter {
         (!self.sequential).then_some(at)
     }
 
-    fn submit(&mut self, engine: &mut dyn IoEngine<JobBuf>, buf: JobBuf, at: u64, len: usize, token: u64, ledger: &Ledger) -> Result<()> {
+    fn submit(&mut self, engine: &mut dyn IoEngine<JobBuf>, buf: JobBuf, at: u64, len: usize, token: Token, ledger: &Ledger) -> Result<()> {
         let fd = self.target.file.as_raw_fd();
         crate::record_write(ledger, &self.target_location, self.via, buf.domain(), len as u64);
         let offset = self.offset(at);
-        engine.submit(IoOp::Write, fd, offset, len, buf, token).map_err(|(_, e)| self.io_error(e))?;
+        engine.submit(IoOp::Write, fd, offset, len, buf, token.raw()).map_err(|(_, e)| self.io_error(e))?;
         self.writes_in_flight += 1;
         Ok(())
     }
@@ -214,7 +210,7 @@ impl TargetWriter {
     }
 
     /// Appends bytes by copying them into staging, writing full staging buffers.
-    pub fn push(&mut self, data: &[u8], engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: u64, ledger: &Ledger, source_domain: &peerpath_mem::MemoryDomain) -> Result<()> {
+    pub fn push(&mut self, data: &[u8], engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: Token, ledger: &Ledger, source_domain: &peerpath_mem::MemoryDomain) -> Result<()> {
         let mut rest = data;
         while !rest.is_empty() {
             if self.staging.is_none() {
@@ -243,7 +239,7 @@ impl TargetWriter {
     }
 
     /// Appends an owned buffer: written as is when aligned, else packed.
-    pub fn push_owned(&mut self, buf: AlignedBuf, engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: u64, ledger: &Ledger) -> Result<()> {
+    pub fn push_owned(&mut self, buf: AlignedBuf, engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: Token, ledger: &Ledger) -> Result<()> {
         let aligned = self.staging.is_none()
             && self.logical_len.is_multiple_of(DIRECT_IO_ALIGN_BYTES as u64)
             && buf.len().is_multiple_of(DIRECT_IO_ALIGN_BYTES)
@@ -260,7 +256,7 @@ impl TargetWriter {
         r
     }
 
-    fn flush_staging(&mut self, engine: &mut dyn IoEngine<JobBuf>, token: u64, ledger: &Ledger) -> Result<()> {
+    fn flush_staging(&mut self, engine: &mut dyn IoEngine<JobBuf>, token: Token, ledger: &Ledger) -> Result<()> {
         let Some(mut staging) = self.staging.take() else { return Ok(()) };
         let len = staging.len();
         if len == 0 {
@@ -294,7 +290,7 @@ impl TargetWriter {
     }
 
     /// Writes what is left in staging. Then, once no writes are in flight, `finalize` and `rename_into_place`.
-    pub fn finish(&mut self, engine: &mut dyn IoEngine<JobBuf>, token: u64, ledger: &Ledger) -> Result<()> {
+    pub fn finish(&mut self, engine: &mut dyn IoEngine<JobBuf>, token: Token, ledger: &Ledger) -> Result<()> {
         self.flush_staging(engine, token, ledger)
     }
 
@@ -364,8 +360,7 @@ impl TargetWriter {
 }
 
 /// Syncs each directory the renamed `targets` are in, once: the renames
-/// become durable (each sync is a journal commit and a cache flush; one
-/// per target cost ~45 ms each on the VM's disk).
+/// become durable (each sync is a journal commit and a cache flush).
 pub fn sync_directories<'a>(targets: impl IntoIterator<Item = &'a std::path::Path>) {
     let mut done: Vec<PathBuf> = Vec::new();
     for t in targets {
@@ -407,10 +402,10 @@ mod tests {
             }
         };
         for piece in data.chunks(300_001) {
-            w.push(piece, &mut engine, &mut cache, 1, &ledger, &host).unwrap();
+            w.push(piece, &mut engine, &mut cache, Token::write(1), &ledger, &host).unwrap();
             drain(&mut w, &mut engine, &mut cache);
         }
-        w.finish(&mut engine, 1, &ledger).unwrap();
+        w.finish(&mut engine, Token::write(1), &ledger).unwrap();
         drain(&mut w, &mut engine, &mut cache);
         w.finalize().unwrap();
         let report = w.durability_report().expect("a file target");

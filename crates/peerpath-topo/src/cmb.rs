@@ -147,7 +147,7 @@ impl Cmb {
         if size % CMB_REQUIRED_ALIGN_BYTES != 0 {
             return Some(format!(
                 "CMB size {} is not a multiple of 2 MiB (memremap_compat_align); the driver skips it silently",
-                crate::render::human_bytes(size)
+                peerpath_metrics::human_bytes(size)
             ));
         }
         if let Some(start) = bar_start {

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::bdf::Bdf;
 use crate::error::{Result, TopoError};
 use crate::model::{DeviceKind, Topology};
-use crate::render::human_bytes;
+use peerpath_metrics::human_bytes;
 use crate::verdict::{self, P2pPath, Reason, Severity};
 
 /// Which compute devices the planner may use. The host CPU is always available.

@@ -11,23 +11,7 @@ use crate::model::*;
 use crate::pcicfg::AcsState;
 use crate::verdict::{self, P2pPath, Reason, Severity};
 
-/// `512 MiB`, `1.5 GiB`, `4 KiB`, `100 B`.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else if (v - v.round()).abs() < 0.005 {
-        format!("{} {}", v.round() as u64, UNITS[u])
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+use peerpath_metrics::human_bytes;
 
 fn short_bdf(topo: &Topology, b: Bdf) -> String {
     // Omit the domain when every device is in domain 0, as lspci does.

@@ -266,7 +266,7 @@ impl Reason {
             ),
             Reason::ProviderExhausted { device, size_bytes } => format!(
                 "{device} has no free P2P memory ({} registered, 0 available): allocations fail with ENOMEM",
-                crate::render::human_bytes(*size_bytes)
+                peerpath_metrics::human_bytes(*size_bytes)
             ),
             Reason::CrossSocket {
                 provider_node,

@@ -669,6 +669,11 @@ impl Device for EmulatedCsp {
         (self.identify.workers > 0).then_some(self.identify.workers as usize)
     }
 
+    /// What the device said it takes (its queue entries hold a fixed number of ranges).
+    fn max_input_ranges(&self) -> usize {
+        self.identify.max_input_ranges.max(1) as usize
+    }
+
     fn stats(&mut self) -> Option<DeviceStats> {
         self.device_stats().ok()
     }

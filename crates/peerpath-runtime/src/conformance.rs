@@ -1,0 +1,160 @@
+//! The devices' conformance suite: every device runs through the job's real
+//! executor (placement, reads into its memory, commands, packing, tails,
+//! writes, handover) and must give the CPU oracle's bytes, keep payload out
+//! of host memory, and hand its streams to the CPU when it fails.
+//!
+//! Here: the CPU device in a mapped region, bare and behind the faulty
+//! wrapper. The emulated CSP runs the same executor from the CLI's tests
+//! (`peerpath-cli/tests/offload.rs`), which have its `peerpath` binary.
+
+use crate::compress::{compress, compress_on, CompressOptions};
+use crate::devices::{DeviceMemoryFrom, DeviceSet, JobDevice};
+use crate::job::CommonOptions;
+use crate::report::{Fallback, JobReport};
+use crate::Compute;
+use peerpath_device::{CpuDevice, CpuDeviceConfig, Device, DeviceMemory, FaultConfig, FaultyDevice};
+use peerpath_func::{Format, Level};
+use peerpath_mem::MappedRegion;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const DEVICE_MEMORY_BYTES: usize = 96 << 20;
+
+/// A directory on a file system that takes O_DIRECT for writes (devices
+/// are reached by DMA only): the temporary directory unless it is memory.
+fn scratch() -> tempfile::TempDir {
+    let tmp = std::env::temp_dir();
+    let on_memory = std::fs::File::open(&tmp).map(|f| peerpath_mem::on_memory_file_system(std::os::fd::AsRawFd::as_raw_fd(&f))).unwrap_or(true);
+    let base = if on_memory { PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")) } else { tmp };
+    tempfile::Builder::new().prefix("pp-conformance").tempdir_in(base).expect("scratch directory")
+}
+
+/// Protein-like text: 20 letters in lines of 60, from a seeded generator
+/// (compresses about as the corpus does, and differs in every block).
+fn protein(bytes: usize, seed: u64) -> Vec<u8> {
+    let letters = b"ACDEFGHIKLMNPQRSTVWY";
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..bytes)
+        .map(|i| {
+            if i % 61 == 60 {
+                return b'\n';
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            letters[(x % 11 + (x >> 40) % 9) as usize]
+        })
+        .collect()
+}
+
+/// CPU devices, each computing in its own shared-memory region (the
+/// executor reaches device memory by DMA only), optionally faulty.
+fn cpu_devices(dir: &Path, faults: Option<FaultConfig>) -> DeviceSet<'static> {
+    let dir = dir.to_path_buf();
+    DeviceSet {
+        memory_from: DeviceMemoryFrom::Shm,
+        workers: 2,
+        what: "CPU device(s), {workers} worker thread(s) each, {library}",
+        start: Box::new(move |sizes, _params, _fallbacks| {
+            let mut devices = Vec::new();
+            for d in 0..sizes.len().min(2) {
+                let name = format!("cpu{d}");
+                let path = dir.join(format!("{name}.mem"));
+                let region = MappedRegion::create_shared(&path, DEVICE_MEMORY_BYTES, &name).expect("device memory");
+                std::fs::remove_file(&path).expect("the mapping outlives its file");
+                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32 };
+                let cpu = CpuDevice::with_memory(config, DeviceMemory::region(Arc::new(region))).expect("CPU device");
+                let device: Box<dyn Device> = match &faults {
+                    Some(f) => Box::new(FaultyDevice::new(cpu, f.clone())),
+                    None => Box::new(cpu),
+                };
+                devices.push(JobDevice::new(device, "CPU device (conformance)".into()));
+            }
+            Ok(devices)
+        }),
+    }
+}
+
+fn options(format: Format, block_size: usize) -> CompressOptions {
+    CompressOptions {
+        common: CommonOptions { threads: 2, durable: false, force: true, ..CommonOptions::default() },
+        level: Level::new(1).expect("level 1"),
+        format,
+        block_size,
+        compute: Compute::Cpu,
+        no_fallback: false,
+        verify: false,
+    }
+}
+
+/// Compresses `sources` on the CPU (the oracle) and through `devices`;
+/// returns the device job's report after checking its outputs are the
+/// oracle's bytes.
+fn against_oracle(dir: &Path, sources: &[PathBuf], opts: &CompressOptions, devices: DeviceSet) -> JobReport {
+    let pairs = |tag: &str| -> Vec<(PathBuf, PathBuf)> {
+        sources.iter().map(|s| (s.clone(), dir.join(format!("{}.{tag}.gz", s.file_name().unwrap().to_string_lossy())))).collect()
+    };
+    let (oracle, device) = (pairs("cpu"), pairs("dev"));
+    compress(&oracle, opts).expect("the CPU oracle compresses");
+    let report = compress_on(&device, opts, Some(devices)).expect("the device job compresses");
+    for ((_, want), (src, got)) in oracle.iter().zip(&device) {
+        let (want, got) = (std::fs::read(want).unwrap(), std::fs::read(got).unwrap());
+        assert!(want == got, "{}: device output ({} bytes) differs from the oracle's ({} bytes)", src.display(), got.len(), want.len());
+    }
+    report
+}
+
+fn sources(dir: &Path, sizes: &[usize]) -> Vec<PathBuf> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let p = dir.join(format!("s{i}-{n}"));
+            std::fs::write(&p, protein(n, i as u64 + 1)).unwrap();
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn the_cpu_device_through_the_executor_gives_the_oracle_s_bytes() {
+    let dir = scratch();
+    // Empty, one byte, around a page, several blocks and a tail, two devices.
+    let srcs = sources(dir.path(), &[0, 1, 4097, (3 << 20) + 5, (5 << 20) - 4096]);
+    for (format, block) in [(Format::Gzip, 1 << 20), (Format::Gzip, 64 << 10), (Format::Bgzf, 0)] {
+        let report = against_oracle(dir.path(), &srcs, &options(format, block), cpu_devices(dir.path(), None));
+        assert_eq!(report.devices.len(), 2, "{format:?}: two devices ran");
+        assert!(report.fallbacks.is_empty(), "{format:?}: no fallback: {:?}", report.fallbacks);
+        assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: every member on a device");
+        assert_eq!(report.ledger.host_memory_payload_bytes, 0, "{format:?}: no payload through host memory");
+        let commands: u64 = report.devices.iter().flat_map(|d| d.commands.values()).sum();
+        assert!(commands > 0, "{format:?}: the devices counted their commands");
+    }
+}
+
+#[test]
+fn a_device_that_fails_hands_its_streams_to_the_cpu_and_the_bytes_do_not_change() {
+    let dir = scratch();
+    // Outputs of several 4 MiB staging extents, so a crash can come after some were written.
+    let srcs = sources(dir.path(), &[(24 << 20) + 123, 20 << 20]);
+    let mut kept_some = false;
+    // Crashes early (nothing written yet), and after some output was written.
+    for after in [1, 60, 100] {
+        let mut faults = FaultConfig::seeded(after);
+        faults.crash_after_submissions = Some(after);
+        let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), cpu_devices(dir.path(), Some(faults)));
+        assert!(report.devices.iter().all(|d| d.failure.is_some()), "crash after {after}: both devices failed: {:?}", report.devices);
+        let handed: Vec<&Fallback> = report.fallbacks.iter().filter(|f| matches!(f, Fallback::DeviceFailed { .. })).collect();
+        assert_eq!(handed.len(), 2, "crash after {after}: both streams handed over, said so: {:?}", report.fallbacks);
+        for f in &report.files {
+            assert!(f.members_on_device.unwrap() < f.members, "crash after {after}: the CPU made the rest of {}", f.source);
+        }
+        kept_some |= handed.iter().any(|f| matches!(f, Fallback::DeviceFailed { kept, .. } if *kept > 0));
+    }
+    assert!(kept_some, "some crash came after output was written: the CPU went on mid-stream, skipping what the device had sent");
+    // Errors in completions: the stream goes on from the first byte not on its way.
+    let mut faults = FaultConfig::seeded(7);
+    faults.error_probability = 0.05;
+    let report = against_oracle(dir.path(), &srcs, &options(Format::Bgzf, 0), cpu_devices(dir.path(), Some(faults)));
+    assert!(report.devices.iter().any(|d| d.failure.is_some()), "an injected error retires its device");
+}

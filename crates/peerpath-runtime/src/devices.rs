@@ -1,0 +1,283 @@
+//! The devices a job runs its function on: what to start ([`Compute`],
+//! [`EmulatedSpec`]), starting emulated CSPs, and what the report says of
+//! each device. The executor (`offload.rs`) drives any [`Device`]; nothing
+//! here is on its path.
+
+use crate::error::{JobError, Result};
+use crate::offload::{max_inputs, usual_peak_bytes, Params};
+use crate::report::{DeviceReport, Fallback};
+use peerpath_device::Device;
+use peerpath_mem::{align_down, free_bytes};
+use peerpath_metrics::{process_cpu, LedgerSummary};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where a compression job runs its function.
+#[derive(Clone, Debug)]
+pub enum Compute {
+    /// Host CPU worker threads (`--threads`), data in host memory.
+    Cpu,
+    /// Emulated CSP processes started for the job, each serving its own
+    /// group of sources and targets.
+    Emulated(Box<EmulatedSpec>),
+}
+
+/// How to start the emulated devices of a job.
+#[derive(Clone, Debug)]
+pub struct EmulatedSpec {
+    /// Devices, at most one per source.
+    pub devices: usize,
+    pub memory_bytes: usize,
+    /// Worker threads per device.
+    pub workers: u32,
+    /// The program that serves a device (`None`: this executable, `csp serve`).
+    pub program: Option<PathBuf>,
+    /// Seeded faults to inject (testing aid).
+    pub faults: Option<peerpath_device::FaultConfig>,
+    /// A device with commands in flight and none completing for this long is hung.
+    pub command_timeout: Duration,
+    /// Where each device's memory comes from.
+    pub memory_from: DeviceMemoryFrom,
+    /// With shared memory: the directory its file goes in (`None`:
+    /// /dev/shm, or the temporary directory where /dev/shm is too small).
+    /// A tmpfs mounted with `huge=within_size` gives it 2 MiB pages.
+    pub memory_dir: Option<PathBuf>,
+}
+
+/// Where an emulated device's memory comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceMemoryFrom {
+    /// A shared-memory file the device creates and the host maps.
+    Shm,
+    /// P2P memory of the PCI function `bdf` (`<sysfs>/bus/pci/devices/<bdf>/p2pmem/allocate`,
+    /// e.g. an NVMe CMB): mapped by the host, inherited by the device (a
+    /// fork), so SSDs DMA into it peer to peer. `memory_bytes` is capped at
+    /// what the provider has available. Streams the topology under `sysfs`
+    /// says cannot reach it peer to peer run on the CPU, said so.
+    P2p { sysfs: PathBuf, bdf: String },
+}
+
+impl DeviceMemoryFrom {
+    /// The provider's sysfs directory, for P2P memory.
+    pub fn p2p_device_dir(&self) -> Option<PathBuf> {
+        match self {
+            DeviceMemoryFrom::Shm => None,
+            DeviceMemoryFrom::P2p { sysfs, bdf } => Some(sysfs.join("bus/pci/devices").join(bdf)),
+        }
+    }
+}
+
+impl EmulatedSpec {
+    /// One device with the seed's 512 MiB of memory and one worker per core.
+    pub fn new() -> EmulatedSpec {
+        EmulatedSpec {
+            devices: 1,
+            memory_bytes: 512 << 20,
+            workers: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+            program: None,
+            faults: None,
+            command_timeout: Duration::from_secs(10),
+            memory_from: DeviceMemoryFrom::Shm,
+            memory_dir: None,
+        }
+    }
+}
+
+impl Default for EmulatedSpec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The devices a job may place streams on: started only once the job knows
+/// which streams go to them (and how big those are).
+pub(crate) struct DeviceSet<'a> {
+    /// Where their memory comes from (P2P memory: the topology decides
+    /// which streams may use it).
+    pub memory_from: DeviceMemoryFrom,
+    /// Worker threads in each, and where they run, for the report.
+    pub workers: usize,
+    pub what: &'static str,
+    /// Starts devices for streams of these sizes.
+    #[allow(clippy::type_complexity)]
+    pub start: Box<dyn FnOnce(&[Option<u64>], &Params, &mut Vec<Fallback>) -> Result<Vec<JobDevice>> + 'a>,
+}
+
+impl<'a> DeviceSet<'a> {
+    /// The emulated CSPs `spec` describes.
+    pub fn emulated(spec: &'a EmulatedSpec, no_fallback: bool) -> DeviceSet<'a> {
+        DeviceSet {
+            memory_from: spec.memory_from.clone(),
+            workers: spec.workers.max(1) as usize,
+            what: "emulated CSP device(s), {workers} worker thread(s) each, {library} inside the device process",
+            start: Box::new(move |sizes, params, fallbacks| start_emulated(spec, sizes, params, no_fallback, fallbacks)),
+        }
+    }
+}
+
+/// The report's engine line for `n` devices of a set (`what`, with its
+/// `{workers}` and `{library}` filled in).
+pub(crate) fn describe(what: &str, workers: usize, n: usize, library: &str) -> String {
+    format!("{n} {}", what.replace("{workers}", &workers.to_string()).replace("{library}", library))
+}
+
+/// A device the job drives, and what its report is measured from.
+pub(crate) struct JobDevice {
+    pub device: Box<dyn Device>,
+    /// The streams (indices into the executor's streams) it serves.
+    pub streams: Vec<usize>,
+    /// What it is, in words, for the report.
+    pub kind: String,
+    /// Its process's CPU time and its workers' busy time when the job
+    /// started with it, where it says (the report counts from there).
+    cpu_at_start: Option<Duration>,
+    busy_ns_at_start: Option<u64>,
+    /// Bytes of its memory that were resident when it had started.
+    populated_bytes: usize,
+}
+
+impl JobDevice {
+    /// A started device, with what it has spent so far.
+    pub fn new(mut device: Box<dyn Device>, kind: String) -> JobDevice {
+        let cpu_at_start = device.process_id().and_then(process_cpu);
+        let busy_ns_at_start = device.stats().map(|s| s.total().busy_ns);
+        // What the device made resident (a file on a disk, or P2P memory: none).
+        let populated_bytes = device.memory().mapped_region().and_then(|r| r.allocated_bytes()).unwrap_or(0) as usize;
+        JobDevice { device, streams: Vec::new(), kind, cpu_at_start, busy_ns_at_start, populated_bytes }
+    }
+
+    /// The report's entry: `sources` it served, `members` of theirs it
+    /// made, its `failure`, and the time the job drove it (`drive_s`).
+    pub fn report(&mut self, sources: Vec<String>, members: u64, failure: Option<String>, drive_s: f64, ledger: &LedgerSummary) -> DeviceReport {
+        let stats = if failure.is_none() { self.device.stats() } else { None };
+        let mut commands = BTreeMap::new();
+        for f in stats.iter().flat_map(|st| &st.functions) {
+            if let (Some(kind), true) = (f.function, f.commands > 0) {
+                commands.insert(format!("{kind:?}"), f.commands);
+            }
+        }
+        let process_cpu_s = match (self.cpu_at_start, self.device.process_id().and_then(process_cpu)) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
+            _ => None,
+        };
+        // Busy: time the device's workers spent running this job's commands;
+        // utilisation: of its workers' time while the job drove it.
+        let busy_s = match (self.busy_ns_at_start, &stats) {
+            (Some(a), Some(st)) => Some(st.total().busy_ns.saturating_sub(a) as f64 / 1e9),
+            _ => None,
+        };
+        let utilisation_pct = busy_s.zip(self.device.parallelism()).map(|(b, p)| 100.0 * b / (p as f64 * drive_s.max(1e-9)));
+        let memory = self.device.memory();
+        let pages = memory.mapped_region().filter(|r| r.p2p_info().is_none()).and_then(|r| r.huge_page_use());
+        DeviceReport {
+            name: self.device.name().to_string(),
+            kind: self.kind.clone(),
+            memory_bytes: memory.len(),
+            sources,
+            members,
+            commands,
+            memory_traffic_bytes: ledger.device_memory_bytes.get(&memory.domain().to_string()).copied().unwrap_or(0),
+            process_cpu_s,
+            // A device started for this job: all it has spent is its start.
+            start_cpu_s: self.cpu_at_start.map(|c| c.as_secs_f64()),
+            populated_bytes: self.populated_bytes,
+            busy_s,
+            utilisation_pct,
+            memory_resident_bytes: pages.map(|p| p.0),
+            memory_huge_page_bytes: pages.map(|p| p.1),
+            failure,
+        }
+    }
+}
+
+/// Starts the emulated devices of a job for streams of these `sizes`
+/// (device k will serve streams k, k + n, ...: its memory is made resident
+/// for them). A device that does not start is a fallback (its streams go to
+/// the others, or to the CPU), or the job's failure with `no_fallback`.
+pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params: &Params, no_fallback: bool, fallbacks: &mut Vec<Fallback>) -> Result<Vec<JobDevice>> {
+    use peerpath_device::{emulated::ServeOptions, EmulatedCsp, FaultyDevice, SpawnOptions};
+    let count = spec.devices.clamp(1, sizes.len().max(1));
+    if count < spec.devices {
+        fallbacks.push(Fallback::FewerDevices { asked: spec.devices, started: count });
+    }
+    let mut devices = Vec::new();
+    for d in 0..count {
+        let name = format!("pp{}-csp{d}", std::process::id());
+        let mut serve = ServeOptions::new(&name);
+        serve.memory_bytes = spec.memory_bytes;
+        serve.workers = spec.workers.max(1);
+        serve.duplicate_completion_after = spec.faults.as_ref().and_then(|f| f.duplicate_completion_after);
+        let group: Vec<Option<u64>> = sizes.iter().skip(d).step_by(count).copied().collect();
+        serve.populate_bytes = usual_peak_bytes(&group, max_inputs(Some(serve.workers as usize), group.len(), params), params).min(serve.memory_bytes);
+        let mut so = SpawnOptions::new(serve);
+        so.program = spec.program.clone();
+        so.command_timeout = spec.command_timeout;
+        let (started, memory_at) = match &spec.memory_from {
+            DeviceMemoryFrom::Shm => {
+                let memory_at = place_shared_memory(spec, &mut so.serve.dir);
+                (EmulatedCsp::spawn(&so).map_err(|e| e.to_string()), memory_at)
+            }
+            from @ DeviceMemoryFrom::P2p { .. } => match map_p2p_memory(&from.p2p_device_dir().expect("P2P"), spec.memory_bytes) {
+                Ok((region, memory_at)) => (EmulatedCsp::fork_with_memory(&so, region).map_err(|e| e.to_string()), memory_at),
+                Err(e) => (Err(e), String::new()),
+            },
+        };
+        let device: Box<dyn Device> = match started {
+            Ok(emu) => match &spec.faults {
+                Some(f) => Box::new(FaultyDevice::new(emu, f.clone())),
+                None => Box::new(emu),
+            },
+            Err(e) if no_fallback => return Err(JobError::Device { detail: format!("emulated device {d} did not start: {e} (--no-fallback)") }),
+            Err(why) => {
+                fallbacks.push(Fallback::DeviceNotStarted { index: d, why });
+                continue;
+            }
+        };
+        let kind = match device.process_id() {
+            Some(pid) => format!("emulated CSP process (pid {pid}), {} workers, {memory_at}", spec.workers.max(1)),
+            None => "emulated CSP".into(),
+        };
+        devices.push(JobDevice::new(device, kind));
+    }
+    Ok(devices)
+}
+
+/// Picks the directory of a device's shared-memory file and says where it
+/// went. /dev/shm is often small (containers: 64 MiB); the device's memory
+/// is backed at start, so it goes where it fits. Where it went is part of
+/// what the device is (its report says so), not a fallback: the data path
+/// is the same.
+fn place_shared_memory(spec: &EmulatedSpec, dir: &mut PathBuf) -> String {
+    if let Some(d) = &spec.memory_dir {
+        *dir = d.clone();
+    }
+    if spec.memory_dir.is_none() && free_bytes(dir).is_some_and(|free| free < spec.memory_bytes as u64 + (16 << 20)) {
+        let tmp = std::env::temp_dir();
+        let said = format!("memory in a file in {} ({} had less than {} MiB free)", tmp.display(), dir.display(), (spec.memory_bytes >> 20) + 16);
+        *dir = tmp;
+        return said;
+    }
+    format!("memory in {}", dir.display())
+}
+
+/// Maps P2P memory for one device: what was asked for, capped at what the
+/// provider has available (in whole MiB). Returns the region and where it is, in words.
+fn map_p2p_memory(device_dir: &Path, asked: usize) -> std::result::Result<(Arc<peerpath_mem::MappedRegion>, String), String> {
+    let path = device_dir.join("p2pmem/available");
+    let available = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let available: usize = available.trim().parse().map_err(|_| format!("{}: not a number: {}", path.display(), available.trim()))?;
+    let bytes = asked.min(align_down(available, 1 << 20));
+    if bytes == 0 {
+        return Err(format!("{} has {available} bytes of P2P memory available, less than 1 MiB", device_dir.display()));
+    }
+    let region = peerpath_mem::MappedRegion::map_p2pmem(device_dir, bytes).map_err(|e| e.to_string())?;
+    let capped = if bytes < asked { format!(", capped at the {available} bytes available") } else { String::new() };
+    let fixture = match region.p2p_info() {
+        Some(i) if !i.allocate_on_sysfs => "; NOT on sysfs (a fixture?): a plain file mapping, not P2P memory",
+        _ => "",
+    };
+    let text = format!("memory: {} MiB of {} (p2pmem/allocate{capped}{fixture}), shared with the device by fork", region.len() >> 20, region.domain());
+    Ok((Arc::new(region), text))
+}
