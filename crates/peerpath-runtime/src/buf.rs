@@ -1,44 +1,60 @@
 use peerpath_io::IoBuf;
-use peerpath_mem::{AlignedBuf, PooledBuf};
-use std::ops::{Deref, DerefMut};
+use peerpath_mem::{AlignedBuf, MemoryDomain, PooledBuf, RegionBuf};
 
-/// A buffer an I/O engine of a job carries: on loan from a fixed pool, or
-/// owned (from a [`BufferCache`]).
+/// A buffer an I/O engine of a job carries: host memory on loan from a
+/// fixed pool or owned (from a [`BufferCache`]), or a range of a device's
+/// memory (the device side of the compress executor).
 pub enum JobBuf {
     Pooled(PooledBuf),
     Owned(AlignedBuf),
+    Region(RegionBuf),
 }
 
-impl Deref for JobBuf {
-    type Target = AlignedBuf;
-    fn deref(&self) -> &AlignedBuf {
+impl JobBuf {
+    /// Bytes it holds (what a write sends).
+    pub fn len(&self) -> usize {
         match self {
-            JobBuf::Pooled(b) => b,
-            JobBuf::Owned(b) => b,
+            JobBuf::Pooled(b) => b.len(),
+            JobBuf::Owned(b) => b.len(),
+            JobBuf::Region(b) => b.len(),
         }
     }
-}
 
-impl DerefMut for JobBuf {
-    fn deref_mut(&mut self) -> &mut AlignedBuf {
+    pub fn domain(&self) -> &MemoryDomain {
         match self {
-            JobBuf::Pooled(b) => b,
-            JobBuf::Owned(b) => b,
+            JobBuf::Pooled(b) => b.domain(),
+            JobBuf::Owned(b) => b.domain(),
+            JobBuf::Region(b) => b.domain(),
         }
     }
 }
 
 impl IoBuf for JobBuf {
     fn io_ptr(&mut self) -> *mut u8 {
-        self.as_mut_ptr()
+        match self {
+            JobBuf::Pooled(b) => b.as_mut_ptr(),
+            JobBuf::Owned(b) => b.as_mut_ptr(),
+            JobBuf::Region(b) => b.io_ptr(),
+        }
     }
     fn io_capacity(&self) -> usize {
-        self.capacity()
+        match self {
+            JobBuf::Pooled(b) => b.capacity(),
+            JobBuf::Owned(b) => b.capacity(),
+            JobBuf::Region(b) => b.io_capacity(),
+        }
+    }
+    fn needs_direct_io(&self) -> bool {
+        match self {
+            JobBuf::Region(b) => b.needs_direct_io(),
+            _ => false,
+        }
     }
     fn fixed_span(&self) -> Option<peerpath_io::FixedSpan> {
         match self {
             JobBuf::Pooled(b) => b.fixed_span(),
             JobBuf::Owned(_) => None,
+            JobBuf::Region(b) => b.fixed_span(),
         }
     }
 }

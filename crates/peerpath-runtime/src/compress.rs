@@ -7,21 +7,20 @@
 //! pool of read buffers, and at most that many blocks anywhere in the
 //! pipeline.
 
-use crate::buf::{BufferCache, JobBuf};
+use crate::buf::JobBuf;
+use crate::cpu_pass::CpuParams;
 use crate::devices::{Compute, DeviceMemoryFrom, DeviceSet};
-use crate::offload::{DeviceStream, Handover, OnDevices, Outcome, Params};
-use crate::token::Token;
 use crate::error::{JobError, Result};
+use crate::executor::Executor;
 use crate::job::{check_sources_are_not_targets, check_target, is_std_stream, open_source_checked, open_target, put_all_in_place, set_engine, CommonOptions};
+use crate::offload::{DeviceSide, Params};
 use crate::report::{DeviceReport, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
-use crate::workers::WorkerPool;
+use crate::stream::{CpuState, Stream};
 use crate::writer::TargetWriter;
-use peerpath_func::{encode_member, member_bound_bytes, Format, Level, BGZF_EOF_BLOCK, BGZF_MAX_INPUT_BYTES};
-use peerpath_io::{choose_engine, Completion, IoEngine, IoOp, IoPath, OpenedFile, SourceKind, Waker};
-use peerpath_mem::{align_up, AlignedBuf, BufferPool, PooledBuf, DIRECT_IO_ALIGN_BYTES};
-use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
-use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
+use peerpath_func::{Format, Level, BGZF_MAX_INPUT_BYTES};
+use peerpath_io::{choose_engine, IoPath, SourceKind, Waker};
+use peerpath_mem::DIRECT_IO_ALIGN_BYTES;
+use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -43,11 +42,6 @@ pub struct CompressOptions {
 pub const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
 /// Reads through device memory: at least 1 MiB (device memory is small).
 const DEVICE_READ_BYTES: usize = 1 << 20;
-/// Reads on the CPU path: one transparent huge page, so a read buffer is
-/// one TLB entry; not bigger, as every buffer is memory the job touches
-/// once (docs/tuning.md#cpu-read-size).
-const CPU_READ_BYTES: usize = 2 << 20;
-const CPU_READ_POOL_BYTES: usize = 64 << 20;
 const MAX_READ_BYTES: usize = 64 << 20;
 
 fn gcd(a: usize, b: usize) -> usize {
@@ -64,105 +58,6 @@ pub fn read_chunk_bytes(member_bytes: usize, min_bytes: usize) -> (usize, bool) 
     } else {
         (member_bytes * min_bytes.div_ceil(member_bytes).max(1), false)
     }
-}
-
-struct Done {
-    stream: usize,
-    seq: u64,
-    input: PooledBuf,
-    output: AlignedBuf,
-    members: u64,
-}
-
-/// One source and its target, as the CPU pass sees them; a device's
-/// outcome is applied by [`Stream::finished_on_device`] or [`Stream::resume_on_cpu`].
-struct Stream {
-    source: OpenedFile,
-    /// How the source's bytes arrive (for the ledger).
-    source_via: crate::Via,
-    source_name: String,
-    size: Option<u64>,
-    sequential_read: bool,
-    read_path: IoPath,
-    next_read_offset: u64,
-    next_seq: u64,
-    reads_in_flight: usize,
-    /// No more reads to issue.
-    read_done: bool,
-    /// Number of chunks, once reading is done.
-    chunks: Option<u64>,
-    next_write_seq: u64,
-    ready: BTreeMap<u64, (AlignedBuf, u64)>,
-    writer: Option<TargetWriter>,
-    write_path: IoPath,
-    writer_finished: bool,
-    bytes_in: u64,
-    members: u64,
-    /// Source offset of chunk 0 of this pass (the CPU going on after a device).
-    first_offset: u64,
-    /// Output bytes of the first chunk already written by a device.
-    skip_out: u64,
-    /// Which device served it (index into the job's devices).
-    device: Option<usize>,
-    members_on_device: u64,
-}
-
-impl Stream {
-    fn can_read(&self, qd_per_stream: usize) -> bool {
-        !self.read_done && self.reads_in_flight < if self.sequential_read { 1 } else { qd_per_stream }
-    }
-    fn finished(&self) -> bool {
-        self.writer_finished && self.writer.as_ref().is_none_or(|w| w.writes_in_flight == 0)
-    }
-    /// Its device wrote every output byte.
-    fn finished_on_device(&mut self, members: u64) {
-        self.writer_finished = true;
-        self.members = members;
-        self.members_on_device = members;
-        self.bytes_in = self.size.unwrap_or(0);
-    }
-
-    /// Its device failed: the CPU pass reads and compresses it again from
-    /// the block `h` names, skipping the output the device already sent.
-    fn resume_on_cpu(&mut self, h: &Handover, chunk_bytes: usize) {
-        let size = self.size.expect("streams on devices have a size");
-        self.first_offset = h.chunk * chunk_bytes as u64;
-        self.next_read_offset = self.first_offset;
-        self.next_seq = 0;
-        self.skip_out = h.skip_bytes;
-        self.read_done = self.first_offset >= size && size > 0;
-        self.chunks = self.read_done.then_some(0);
-        self.writer_finished = false;
-        self.bytes_in = self.first_offset;
-        self.members = h.members_before;
-        self.members_on_device = h.members_before;
-        self.writer.as_mut().expect("writer open").resume_at(h.written);
-    }
-
-    /// Where the stream stands, for an error that must say it.
-    fn state(&self) -> String {
-        format!(
-            "{}: read to byte {} of {}, {} reads in flight, chunks {}, next to write {}, {} waiting, writer {}",
-            self.source_name,
-            self.next_read_offset,
-            self.size.map_or("unknown".into(), |n| n.to_string()),
-            self.reads_in_flight,
-            self.chunks.map_or("unknown".into(), |n| n.to_string()),
-            self.next_write_seq,
-            self.ready.len(),
-            match &self.writer {
-                Some(w) if self.writer_finished => format!("finished, {} writes in flight", w.writes_in_flight),
-                Some(w) => format!("open, {} writes in flight", w.writes_in_flight),
-                None => "closed".into(),
-            }
-        )
-    }
-}
-
-/// A job loop about to wait with nothing in flight would wait forever: a
-/// bug, turned into an error that says where the job stood.
-fn stalled(job: &str, streams: Vec<String>, in_pipeline: usize, slots: usize) -> JobError {
-    JobError::Internal(format!("{job} stalled with no I/O and no work in flight ({in_pipeline} of {slots} chunks in the pipeline): {}", streams.join("; ")))
 }
 
 /// Compresses each source into its target. On failure every partial target
@@ -230,22 +125,14 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
             source_via: crate::Via::of(&src),
             source: src,
             sequential_read,
-            next_read_offset: 0,
-            next_seq: 0,
-            reads_in_flight: 0,
-            read_done: false,
-            chunks: None,
-            next_write_seq: 0,
-            ready: BTreeMap::new(),
             writer: Some(writer),
             write_path,
-            writer_finished: false,
             bytes_in: 0,
             members: 0,
-            first_offset: 0,
-            skip_out: 0,
+            on_cpu: true,
             device: None,
             members_on_device: 0,
+            cpu: CpuState::default(),
         });
     }
     let cpu = CpuAccount::start();
@@ -383,62 +270,82 @@ fn run_job(
     fallbacks: &mut Vec<Fallback>,
 ) -> Result<Ran> {
     let qd = opts.common.queue_depth.max(1);
-    let mut engine_text = format!("host CPU, {} (level {})", opts.level.library(), opts.level.get());
-    let mut threads = opts.common.threads.max(1);
     let mut placement = Placement::default();
-    let mut on_devices = None;
+    let mut started = Vec::new();
+    let params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
+    let mut device_text = None;
     if let Some(set) = devices {
         placement = place(streams, &set.memory_from, chunk_aligned, opts.no_fallback, fallbacks)?;
         if !placement.on_device.is_empty() {
-            let params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
             let sizes: Vec<Option<u64>> = placement.on_device.iter().map(|&i| streams[i].size).collect();
-            let started = (set.start)(&sizes, &params, fallbacks)?;
-            if !started.is_empty() {
-                let ran = run_on_devices(streams, &placement.on_device, started, &params, opts, ledger, fallbacks)?;
-                let library = format!("{} (level {})", opts.level.library(), opts.level.get());
-                engine_text = crate::devices::describe(set.what, set.workers, ran.reports.len(), &library);
-                threads = set.workers;
-                on_devices = Some(ran);
-            }
+            started = (set.start)(&sizes, &params, fallbacks)?;
+            device_text = Some((set.what, set.workers));
         }
     }
-    let (device_reports, offload_fixed, offload_transfers_cpu_s) = match on_devices {
-        Some(r) => (r.reports, r.fixed_buffers, Some(r.transfers_cpu_s)),
-        None => (Vec::new(), None, None),
+    let on_device: &[usize] = if started.is_empty() { &[] } else { &placement.on_device };
+    for (i, s) in streams.iter_mut().enumerate() {
+        s.on_cpu = !on_device.contains(&i);
+    }
+    // One engine for every stream: read/write where a pipe needs ordered I/O.
+    let any_pipe = streams.iter().any(|s| s.sequential_read || s.writer.as_ref().is_some_and(|w| is_std_stream(&w.final_path)));
+    let entries = qd * streams.len() as u32 + 4 + qd * on_device.len() as u32 * 2 + 4;
+    let (mut engine, engine_note) = choose_engine::<JobBuf>(entries, opts.common.sync_io || any_pipe);
+    let engine_note = if any_pipe && !opts.common.sync_io { Some("pipes need ordered reads and writes; using read/write".into()) } else { engine_note };
+    if let Some(n) = &engine_note {
+        fallbacks.push(Fallback::IoEngine { why: n.clone() });
+    }
+    for (i, s) in streams.iter_mut().enumerate() {
+        set_engine(&mut s.read_path, engine.kind(), &engine_note);
+        set_engine(&mut s.write_path, engine.kind(), &engine_note);
+        if on_device.contains(&i) {
+            continue;
+        }
+        if let Some(r) = &s.read_path.fallback_reason {
+            if s.read_path.engine == peerpath_io::EngineKind::IoUring || !s.read_path.direct {
+                fallbacks.push(Fallback::ReadsNotDirect { source: s.source_name.clone(), why: r.clone() });
+            }
+        }
+        if let (false, Some(r)) = (s.write_path.direct, &s.write_path.fallback_reason) {
+            fallbacks.push(Fallback::WritesNotDirect { target: s.writer.as_ref().expect("open").final_path.display().to_string(), why: r.clone() });
+        }
+    }
+    let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
+    let device_side = match started.is_empty() {
+        true => None,
+        false => Some(DeviceSide::new(streams, on_device, started, params, engine.as_mut(), ledger, &waker)?),
     };
-    // The CPU pass: every stream no device finished.
-    let mut memory = MemoryReport { fixed_buffers: offload_fixed, ..Default::default() };
-    if streams.iter().any(|s| !s.finished()) {
-        let any_pipe = streams.iter().any(|s| !s.finished() && (s.sequential_read || s.writer.as_ref().is_some_and(|w| is_std_stream(&w.final_path))));
-        let (mut engine, engine_note) = choose_engine::<JobBuf>(qd * streams.len().max(1) as u32 + 4, opts.common.sync_io || any_pipe);
-        let engine_note = if any_pipe && !opts.common.sync_io { Some("pipes need ordered reads and writes; using read/write".into()) } else { engine_note };
-        if let Some(n) = &engine_note {
-            fallbacks.push(Fallback::IoEngine { device_memory: false, why: n.clone() });
+    let total: Option<u64> = streams.iter().map(|s| s.size).sum();
+    let progress = opts.common.progress.clone();
+    let mut report_progress = |done: u64| {
+        if let Some(p) = &progress {
+            p(done, total);
         }
-        for s in streams.iter_mut().filter(|s| s.device.is_none()) {
-            set_engine(&mut s.read_path, engine.kind(), &engine_note);
-            set_engine(&mut s.write_path, engine.kind(), &engine_note);
-            if let Some(r) = &s.read_path.fallback_reason {
-                if s.read_path.engine == peerpath_io::EngineKind::IoUring || !s.read_path.direct {
-                    fallbacks.push(Fallback::ReadsNotDirect { source: s.source_name.clone(), why: r.clone() });
-                }
-            }
-            if let (false, Some(r)) = (s.write_path.direct, &s.write_path.fallback_reason) {
-                fallbacks.push(Fallback::WritesNotDirect { target: s.writer.as_ref().expect("open").final_path.display().to_string(), why: r.clone() });
-            }
-        }
-        let mut result = run(streams, engine.as_mut(), opts, member_bytes, chunk_bytes, ledger, cpu);
-        if let Ok(m) = &mut result {
-            m.fixed_buffers = memory.fixed_buffers.take();
-            m.add_engine(engine.as_ref());
-        }
-        drop(engine); // all I/O is done (or, on error, waited for)
-        memory = result?;
-        if !device_reports.is_empty() {
-            engine_text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
-        }
+    };
+    let cpu_params = CpuParams { threads: opts.common.threads.max(1), queue_depth: qd as usize, member_bytes, device_chunk_bytes: chunk_bytes, format: opts.format, level: opts.level };
+    let executor = Executor { streams, engine: engine.as_mut(), ledger, cpu, cpu_params, no_fallback: opts.no_fallback, progress: &mut report_progress };
+    let result = executor.run(&waker, device_side, fallbacks);
+    let mut memory = MemoryReport::default();
+    if let Ok(ran) = &result {
+        memory = ran.cpu_memory.clone().unwrap_or_default();
+        memory.add_engine(engine.as_ref());
     }
-    Ok(Ran { engine: engine_text, threads, memory, devices: device_reports, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s })
+    drop(engine); // all I/O is done (or, on error, waited for)
+    let ran = result?;
+    let library = format!("{} (level {})", opts.level.library(), opts.level.get());
+    let (engine_text, threads, devices, transfers) = match (ran.devices, device_text) {
+        (Some(d), Some((what, workers))) => {
+            for &(i, k) in &d.device_of {
+                streams[i].device = Some(k);
+            }
+            let mut text = crate::devices::describe(what, workers, d.reports.len(), &library);
+            if ran.cpu_memory.is_some() {
+                text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
+            }
+            (text, workers, d.reports, Some(d.transfers_cpu_s))
+        }
+        _ => (format!("host CPU, {library}"), opts.common.threads.max(1), Vec::new(), None),
+    };
+    Ok(Ran { engine: engine_text, threads, memory, devices, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s: transfers })
 }
 
 /// Which streams go to devices, and what the report says of the choice.
@@ -476,49 +383,6 @@ fn place(streams: &[Stream], memory_from: &DeviceMemoryFrom, chunk_aligned: bool
     }
 }
 
-/// Runs the streams `on_device` on `devices` and applies each outcome to
-/// its stream: finished, or handed over to the CPU pass.
-fn run_on_devices(
-    streams: &mut [Stream],
-    on_device: &[usize],
-    devices: Vec<crate::devices::JobDevice>,
-    params: &Params,
-    opts: &CompressOptions,
-    ledger: &Ledger,
-    fallbacks: &mut Vec<Fallback>,
-) -> Result<OnDevices> {
-    let total: Option<u64> = streams.iter().map(|s| s.size).sum();
-    let progress = opts.common.progress.clone();
-    let mut report_progress = |done: u64| {
-        if let Some(p) = &progress {
-            p(done, total);
-        }
-    };
-    let mut device_streams: Vec<DeviceStream> = streams
-        .iter_mut()
-        .enumerate()
-        .filter(|(i, _)| on_device.contains(i))
-        .map(|(_, s)| DeviceStream {
-            source: &s.source,
-            name: &s.source_name,
-            size: s.size.expect("streams on devices have a size"),
-            writer: s.writer.as_mut().expect("writer open"),
-        })
-        .collect();
-    let ran = crate::offload::run_on_devices(&mut device_streams, devices, params, opts.common.sync_io, opts.no_fallback, ledger, &mut report_progress, fallbacks)?;
-    drop(device_streams);
-    for (k, &i) in on_device.iter().enumerate() {
-        let s = &mut streams[i];
-        s.device = Some(ran.device_of[k]);
-        s.read_path.engine = ran.engine;
-        s.write_path.engine = ran.engine;
-        match &ran.outcomes[k] {
-            Outcome::Finished { members } => s.finished_on_device(*members),
-            Outcome::HandOver(h) => s.resume_on_cpu(h, params.chunk_bytes),
-        }
-    }
-    Ok(ran)
-}
 
 /// What the topology says of the streams of a job with P2P device memory.
 struct P2pRoutes {
@@ -574,199 +438,3 @@ fn p2p_routes(
     Ok(P2pRoutes { kept, placement, explain })
 }
 
-/// The CPU pass over every stream not finished yet (all of them, or those
-/// a device handed over: they start at `first_offset`).
-fn run(
-    streams: &mut [Stream],
-    engine: &mut dyn IoEngine<JobBuf>,
-    opts: &CompressOptions,
-    member_bytes: usize,
-    mut chunk_bytes: usize,
-    ledger: &Ledger,
-    cpu: &CpuAccount,
-) -> Result<MemoryReport> {
-    let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
-    let threads = opts.common.threads.max(1);
-    let mut workers: WorkerPool<Done> = WorkerPool::new(threads, waker.clone(), cpu.clone());
-    let qd = opts.common.queue_depth.max(1) as usize;
-    // Chunks in the pipeline (being read, compressed, or waiting their turn
-    // to be written): two per worker and one read ahead; more only buffers
-    // (docs/tuning.md#pipeline-slots).
-    let slots = (threads * 2 + 1).max(streams.len() * 2);
-    // `chunk_bytes` is the device path's; the CPU reads 2 MiB chunks while
-    // the pool stays within 64 MiB or (2T + 1) x 2 MiB, else 1 MiB.
-    if slots * CPU_READ_BYTES <= CPU_READ_POOL_BYTES.max((threads * 2 + 1) * CPU_READ_BYTES) {
-        chunk_bytes = read_chunk_bytes(member_bytes, CPU_READ_BYTES).0.max(chunk_bytes);
-    }
-    let pool = BufferPool::new(slots, chunk_bytes);
-    let out_bytes = chunk_bytes.div_ceil(member_bytes) * member_bound_bytes(member_bytes);
-    let mut cache = BufferCache::new(slots * 2 + 4);
-    let total_known: Option<u64> = streams.iter().map(|s| s.size).sum();
-    let (format, level) = (opts.format, opts.level);
-    let mut in_pipeline = 0usize;
-    let mut done_bytes = 0u64;
-    let mut completions: Vec<Completion<JobBuf>> = Vec::new();
-
-    let dispatch = |workers: &mut WorkerPool<Done>, cache: &mut BufferCache, stream: usize, seq: u64, input: PooledBuf| {
-        let mut output = cache.get(out_bytes);
-        workers.submit(move |local| {
-            let enc = local.encoder(level);
-            let spare = output.spare_mut();
-            let mut pos = 0;
-            let mut members = 0;
-            if input.is_empty() {
-                pos += encode_member(enc, format, &[], &mut spare[pos..]);
-                members += 1;
-            }
-            for piece in input.chunks(member_bytes) {
-                pos += encode_member(enc, format, piece, &mut spare[pos..]);
-                members += 1;
-            }
-            output.set_len(pos);
-            Done { stream, seq, input, output, members }
-        });
-    };
-
-    // Empty regular files still get one (empty) member.
-    for (i, s) in streams.iter_mut().enumerate() {
-        if s.size == Some(0) && !s.finished() {
-            s.read_done = true;
-            s.chunks = Some(1);
-            s.next_seq = 1;
-            in_pipeline += 1;
-            dispatch(&mut workers, &mut cache, i, 0, pool.get());
-        }
-    }
-
-    // One read a pass where a read blocks (a blocking engine, or a buffer's
-    // first use, which faults its pages in): the chunk just read reaches a
-    // worker first (docs/tuning.md#one-read-a-pass).
-    let blocking = engine.kind() == peerpath_io::EngineKind::Syscalls;
-    for s in streams.iter() {
-        crate::job::copy_memory_files_on_kernel_workers(engine, &s.source, s.writer.as_ref());
-    }
-    loop {
-        // 1. Compressed chunks back from the workers, written in order.
-        for d in workers.try_results() {
-            ledger.record(
-                Location::memory(d.input.domain()),
-                Location::memory(d.output.domain()),
-                Mover::Cpu { role: CpuRole::Compute },
-                Purpose::Function,
-                d.input.len() as u64,
-                d.output.len() as u64,
-            );
-            done_bytes += d.input.len() as u64;
-            drop(d.input); // back to the pool: another read may start
-            streams[d.stream].ready.insert(d.seq, (d.output, d.members));
-        }
-        for (i, s) in streams.iter_mut().enumerate() {
-            while let Some((out, members)) = s.ready.remove(&s.next_write_seq) {
-                let w = s.writer.as_mut().expect("writer open");
-                if s.skip_out > 0 {
-                    // A device wrote the start of this chunk's output already.
-                    let skip = s.skip_out as usize;
-                    s.skip_out = 0;
-                    let domain = out.domain().clone();
-                    w.push(&out[skip..], engine, &mut cache, Token::write(i), ledger, &domain)?;
-                    cache.put(out);
-                } else {
-                    // Packed into aligned staging for O_DIRECT; written as is otherwise.
-                    w.push_owned(out, engine, &mut cache, Token::write(i), ledger)?;
-                }
-                s.members += members;
-                s.next_write_seq += 1;
-                in_pipeline -= 1;
-            }
-            if !s.writer_finished && s.chunks == Some(s.next_write_seq) {
-                let w = s.writer.as_mut().expect("writer open");
-                if format == Format::Bgzf {
-                    let host = peerpath_mem::MemoryDomain::host_unplaced();
-                    w.push(&BGZF_EOF_BLOCK, engine, &mut cache, Token::write(i), ledger, &host)?;
-                }
-                w.finish(engine, Token::write(i), ledger)?;
-                s.writer_finished = true;
-            }
-        }
-        // 2. Keep reads going, round robin, within the pipeline bound.
-        let mut progressed = true;
-        let mut pass_over = false;
-        while progressed && in_pipeline < slots && !pass_over {
-            progressed = false;
-            for (i, s) in streams.iter_mut().enumerate() {
-                if in_pipeline >= slots || !s.can_read(qd) || pass_over {
-                    continue;
-                }
-                let Some(buf) = pool.try_get() else { break };
-                pass_over = blocking || buf.first_use();
-                let offset = s.next_read_offset;
-                let mut len = chunk_bytes;
-                if let Some(size) = s.size {
-                    let remaining = (size - offset) as usize;
-                    len = len.min(if s.source.direct { align_up(remaining, DIRECT_IO_ALIGN_BYTES) } else { remaining });
-                }
-                let token = Token::Read { stream: i, seq: s.next_seq }.raw();
-                let fd = s.source.file.as_raw_fd();
-                let at = (!s.sequential_read).then_some(offset);
-                engine
-                    .submit(IoOp::Read, fd, at, len, JobBuf::Pooled(buf), token)
-                    .map_err(|(_, e)| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
-                s.reads_in_flight += 1;
-                s.next_seq += 1;
-                s.next_read_offset += chunk_bytes as u64;
-                in_pipeline += 1;
-                progressed = true;
-                if s.size.is_some_and(|size| s.next_read_offset >= size) {
-                    s.read_done = true;
-                    s.chunks = Some(s.next_seq);
-                }
-            }
-        }
-
-        if let Some(p) = &opts.common.progress {
-            p(done_bytes, total_known);
-        }
-        if streams.iter().all(|s| s.finished()) {
-            break;
-        }
-        // Results are taken before reads are issued, so every buffer they
-        // free is read into before the wait; with nothing in flight a wait
-        // could never end (it did, on input that compresses to nothing).
-        if engine.in_flight() == 0 && workers.in_flight() == 0 {
-            return Err(stalled("compress", streams.iter().map(Stream::state).collect(), in_pipeline, slots));
-        }
-
-        // 3. Sleep until I/O completes or a worker finishes.
-        completions.clear();
-        engine.wait(&mut completions, &waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
-        for c in completions.drain(..) {
-            let (stream, seq) = match Token::of(c.op, c.token) {
-                Token::Write { stream, .. } => {
-                    streams[stream].writer.as_mut().expect("writer open").on_write_complete(c.result, c.buf, &mut cache)?;
-                    continue;
-                }
-                Token::Read { stream, seq } => (stream, seq),
-            };
-            let s = &mut streams[stream];
-            s.reads_in_flight -= 1;
-            let offset = s.first_offset + seq * chunk_bytes as u64;
-            let n = crate::job::check_read(&s.source.path, c.result, offset, chunk_bytes, s.size)?;
-            let JobBuf::Pooled(mut buf) = c.buf else { unreachable!("reads use pool buffers") };
-            buf.set_len(n);
-            s.bytes_in += n as u64;
-            crate::record_read(ledger, &s.source_name, s.source_via, buf.domain(), n as u64);
-            if n < chunk_bytes && s.size.is_none() {
-                s.read_done = true; // a stream ended
-                if n == 0 && seq > 0 {
-                    s.chunks = Some(seq);
-                    in_pipeline -= 1;
-                    continue;
-                }
-                s.chunks = Some(seq + 1);
-            }
-            dispatch(&mut workers, &mut cache, stream, seq, buf);
-        }
-    }
-    drop(workers); // joins the workers, which charge their CPU time
-    Ok(MemoryReport::new(&pool.stats(), cache.peak_allocated_bytes))
-}

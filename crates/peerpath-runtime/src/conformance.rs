@@ -158,3 +158,31 @@ fn a_device_that_fails_hands_its_streams_to_the_cpu_and_the_bytes_do_not_change(
     let report = against_oracle(dir.path(), &srcs, &options(Format::Bgzf, 0), cpu_devices(dir.path(), Some(faults)));
     assert!(report.devices.iter().any(|d| d.failure.is_some()), "an injected error retires its device");
 }
+
+/// A job with streams on the CPU and on devices runs them in one loop: a
+/// target on a memory file system takes no O_DIRECT, so its stream stays
+/// on the CPU (said so) while the others run on the devices.
+#[test]
+fn streams_on_the_cpu_and_on_devices_run_in_one_job() {
+    let shm = Path::new("/dev/shm");
+    let on_memory = std::fs::File::open(shm).is_ok_and(|f| peerpath_mem::on_memory_file_system(std::os::fd::AsRawFd::as_raw_fd(&f)));
+    if !on_memory {
+        eprintln!("SKIPPED: /dev/shm is not a memory file system here");
+        return;
+    }
+    let dir = scratch();
+    let memory_dir = tempfile::Builder::new().prefix("pp-conformance").tempdir_in(shm).unwrap();
+    let srcs = sources(dir.path(), &[(3 << 20) + 7, 2 << 20, 5 << 20]);
+    let opts = options(Format::Gzip, 1 << 20);
+    let target = |i: usize, tag: &str| if i == 1 { memory_dir.path().join(format!("{i}.{tag}.gz")) } else { dir.path().join(format!("{i}.{tag}.gz")) };
+    let pairs = |tag: &str| -> Vec<(PathBuf, PathBuf)> { srcs.iter().enumerate().map(|(i, s)| (s.clone(), target(i, tag))).collect() };
+    compress(&pairs("cpu"), &opts).unwrap();
+    let report = compress_on(&pairs("dev"), &opts, Some(cpu_devices(dir.path(), None))).unwrap();
+    for i in 0..srcs.len() {
+        assert_eq!(std::fs::read(target(i, "cpu")).unwrap(), std::fs::read(target(i, "dev")).unwrap(), "stream {i}: the oracle's bytes");
+    }
+    let placed: Vec<bool> = report.files.iter().map(|f| f.device.is_some()).collect();
+    assert_eq!(placed, [true, false, true], "the memory-file-system target stays on the CPU");
+    assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::HostCpuNotDevice { .. })), "said so: {:?}", report.fallbacks);
+    assert!(report.engine.contains("for what the devices did not do"), "{}", report.engine);
+}

@@ -156,7 +156,7 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
         common: &opts.common,
         done_bytes: 0,
     };
-    let mut fallbacks: Vec<Fallback> = note.iter().map(|n| Fallback::IoEngine { device_memory: false, why: n.clone() }).collect();
+    let mut fallbacks: Vec<Fallback> = note.iter().map(|n| Fallback::IoEngine { why: n.clone() }).collect();
     let mut files = Vec::new();
     // Finished targets wait here, durable but under their temporary names,
     // until every file has succeeded: like compress, a failure keeps none.

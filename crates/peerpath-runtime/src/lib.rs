@@ -4,16 +4,19 @@
 
 mod buf;
 pub mod compress;
+mod cpu_pass;
 #[cfg(test)]
 mod conformance;
 pub mod decompress;
 mod devices;
+mod executor;
 pub mod error;
 pub mod iobench;
 pub mod job;
 pub mod offload;
 mod placement;
 pub mod report;
+mod stream;
 mod token;
 mod workers;
 mod writer;

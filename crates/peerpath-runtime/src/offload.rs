@@ -13,9 +13,10 @@
 //! into device memory are the 28 bytes of the BGZF end-of-file marker
 //! (metadata, counted as such).
 //!
-//! The executor drives any [`Device`]: it asks the device how many input
-//! ranges a command may gather ([`Device::max_input_ranges`]) and the
-//! device's memory how the I/O engine reaches it.
+//! The device side of the compress executor (`executor.rs` runs it beside
+//! the CPU's, in one loop on one I/O engine): it drives any [`Device`],
+//! asking the device how many input ranges a command may gather
+//! ([`Device::max_input_ranges`]) and its memory how the engine reaches it.
 //!
 //! Failure: a device that fails (an error status, a malformed completion,
 //! no answer, death) is retired for the rest of the job. Each of its
@@ -25,6 +26,7 @@
 //! the ones the device would have made) and the job goes on from there.
 //! With `--no-fallback` the job fails instead and leaves no output.
 
+use crate::buf::JobBuf;
 use crate::devices::JobDevice;
 use crate::error::{JobError, Result};
 use crate::report::{DeviceReport, Fallback};
@@ -34,20 +36,21 @@ use peerpath_device::{Completion, Device, DeviceRange, Request, Status, Submit, 
 use peerpath_func::{member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
 use peerpath_io::{IoEngine, IoOp, OpenedFile, Waker};
 use peerpath_mem::{align_down, align_up, RegionAllocator, RegionBuf, DIRECT_IO_ALIGN_BYTES};
-use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};
+use peerpath_metrics::{CpuRole, CpuTime, Ledger, Location, Mover, Purpose};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Instant;
 
 /// Staging ranges per stream: one filling, one or two being written.
 const STAGINGS_PER_STREAM: usize = 3;
 
-/// A stream the devices run: a source of known size (device memory is
-/// reached by DMA, so both files take O_DIRECT) and its target.
-pub(crate) struct DeviceStream<'a> {
-    pub source: &'a OpenedFile,
-    pub name: &'a str,
-    pub size: u64,
-    pub writer: &'a mut TargetWriter,
+/// What the device side needs of a stream: a source of known size (device
+/// memory is reached by DMA, so both files take O_DIRECT) and its target.
+pub(crate) trait DeviceStream {
+    fn source(&self) -> &OpenedFile;
+    fn name(&self) -> &str;
+    fn size(&self) -> u64;
+    fn writer(&mut self) -> &mut TargetWriter;
 }
 
 /// How a stream left the devices.
@@ -85,72 +88,11 @@ impl Outcome {
 
 /// What the devices did, for the job and its report.
 pub(crate) struct OnDevices {
-    /// Per stream, in the order given.
-    pub outcomes: Vec<Outcome>,
-    /// Per stream: the index of its device in `reports`.
-    pub device_of: Vec<usize>,
+    /// Per device stream (in the job's order): its device's index in `reports`.
+    pub device_of: Vec<(usize, usize)>,
     pub reports: Vec<DeviceReport>,
-    /// The engine that moved device memory.
-    pub engine: peerpath_io::EngineKind,
-    /// The device-memory engine's fixed buffers.
-    pub fixed_buffers: Option<peerpath_io::FixedBufferStats>,
     /// Orchestration CPU while transfers and commands were in flight.
     pub transfers_cpu_s: f64,
-}
-
-/// Runs `streams` on `devices` (device k serves streams k, k + n, ...):
-/// every stream to its end, or to where the CPU must go on. Device failures
-/// go in `fallbacks` (or fail the job with `no_fallback`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_on_devices(
-    streams: &mut [DeviceStream],
-    mut devices: Vec<JobDevice>,
-    params: &Params,
-    sync_io: bool,
-    no_fallback: bool,
-    ledger: &Ledger,
-    progress: &mut dyn FnMut(u64),
-    fallbacks: &mut Vec<Fallback>,
-) -> Result<OnDevices> {
-    let n = devices.len();
-    let device_of: Vec<usize> = (0..streams.len()).map(|k| k % n).collect();
-    for (k, &d) in device_of.iter().enumerate() {
-        devices[d].streams.push(k);
-    }
-    let entries = (params.queue_depth * streams.len() * 2 + 8) as u32;
-    let (mut engine, note) = peerpath_io::choose_engine::<RegionBuf>(entries, sync_io);
-    if let Some(why) = note {
-        fallbacks.push(Fallback::IoEngine { device_memory: true, why });
-    }
-    let result = Executor::new(streams, &mut devices, engine.as_mut(), params, ledger).and_then(|mut x| x.run(progress));
-    let (engine_kind, fixed_buffers) = (engine.kind(), engine.fixed_buffers());
-    drop(engine); // every transfer into or out of device memory has finished
-    let Driven { outcomes, failures, transfers_cpu_s, drive_s } = result?;
-    let summary = ledger.summary();
-    let mut reports = Vec::new();
-    for (d, jd) in devices.iter_mut().enumerate() {
-        let name = jd.device.name().to_string();
-        if let Some(why) = &failures[d] {
-            if no_fallback {
-                return Err(JobError::Device { detail: format!("device {name} failed: {why} (--no-fallback: nothing was kept)") });
-            }
-            for &k in &jd.streams {
-                if let Outcome::HandOver(h) = &outcomes[k] {
-                    fallbacks.push(Fallback::DeviceFailed {
-                        source: streams[k].name.to_string(),
-                        device: name.clone(),
-                        why: why.clone(),
-                        from: h.chunk * params.chunk_bytes as u64,
-                        kept: h.written,
-                    });
-                }
-            }
-        }
-        let sources = jd.streams.iter().map(|&k| streams[k].name.to_string()).collect();
-        let members = jd.streams.iter().map(|&k| outcomes[k].members_on_device()).sum();
-        reports.push(jd.report(sources, members, failures[d].clone(), drive_s, &summary));
-    }
-    Ok(OnDevices { outcomes, device_of, reports, engine: engine_kind, fixed_buffers, transfers_cpu_s })
 }
 
 struct Chunk {
@@ -227,10 +169,12 @@ struct OStream {
 impl OStream {
     /// Every output byte was written from device memory: the writer's
     /// length is what was packed (the last extent was padded).
-    fn finish(&mut self, s: &mut DeviceStream, member_bytes: usize) {
-        s.writer.resume_at(self.packed_bytes);
+    fn finish(&mut self, s: &mut impl DeviceStream, member_bytes: usize) -> Outcome {
+        s.writer().resume_at(self.packed_bytes);
         // Members in the source (not counting a BGZF end marker).
-        self.outcome = Some(Outcome::Finished { members: s.size.div_ceil(member_bytes as u64).max(1) });
+        let outcome = Outcome::Finished { members: s.size().div_ceil(member_bytes as u64).max(1) };
+        self.outcome = Some(outcome.clone());
+        outcome
     }
 }
 
@@ -295,153 +239,167 @@ pub(crate) fn usual_peak_bytes(sizes: &[Option<u64>], max_inputs: usize, params:
     align_up(align_up(BGZF_EOF_BLOCK.len(), 4096) + stagings + chunks * per_chunk, 2 << 20)
 }
 
-/// How the executor ended: each stream's outcome, each device's failure,
-/// and the orchestrating thread's CPU and wall time while transfers and
-/// commands were in flight (after the devices were up and their memory
-/// registered).
-struct Driven {
-    outcomes: Vec<Outcome>,
-    failures: Vec<Option<String>>,
-    transfers_cpu_s: f64,
-    /// Wall time from the first transfer to the last completion.
-    drive_s: f64,
-}
-
-/// The state of one run of the device executor.
-struct Executor<'s, 'a> {
-    streams: &'s mut [DeviceStream<'a>],
-    devices: &'s mut [JobDevice],
+/// The device side of one job: its devices, their memory carved into each
+/// stream's chunks and staging ranges, and each stream's progress.
+pub(crate) struct DeviceSide {
+    devices: Vec<JobDevice>,
     devs: Vec<DevState>,
-    /// Per stream.
-    os: Vec<OStream>,
-    engine: &'s mut dyn IoEngine<RegionBuf>,
-    params: &'s Params,
-    ledger: &'s Ledger,
-    waker: Waker,
+    /// Per stream of the job (`None`: not on a device).
+    os: Vec<Option<OStream>>,
+    /// The job's streams on devices, in order.
+    order: Vec<usize>,
+    params: Params,
     staging_capacity: usize,
-    done_bytes: u64,
+    pub done_bytes: u64,
+    watched: Vec<RawFd>,
+    watchers: Vec<Watcher>,
+    /// The orchestrating thread's CPU and the wall clock when the devices
+    /// started driving, and what they were when the last stream ended.
+    driving: (CpuTime, Instant),
+    ended: Option<(f64, f64)>,
 }
 
-impl<'s, 'a> Executor<'s, 'a> {
-    /// Carves each device's memory into its streams' staging ranges (and
-    /// the BGZF marker), and registers what they usually use with the engine.
-    fn new(streams: &'s mut [DeviceStream<'a>], devices: &'s mut [JobDevice], engine: &'s mut dyn IoEngine<RegionBuf>, params: &'s Params, ledger: &'s Ledger) -> Result<Self> {
-        let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
-        let staging_capacity = staging_capacity(params);
+impl DeviceSide {
+    /// Places stream `on_device[k]` on device `k % n`, carves each device's
+    /// memory into its streams' staging ranges (and the BGZF marker),
+    /// registers what they usually use with the engine, and starts watching
+    /// the devices (their completion signal in the engine where it can,
+    /// docs/tuning.md#device-wakeups; a watcher for the rest: a death, a
+    /// tick for command timeouts).
+    pub fn new(
+        streams: &[impl DeviceStream],
+        on_device: &[usize],
+        mut devices: Vec<JobDevice>,
+        params: Params,
+        engine: &mut dyn IoEngine<JobBuf>,
+        ledger: &Ledger,
+        waker: &Waker,
+    ) -> Result<DeviceSide> {
+        let n = devices.len();
+        for (k, &i) in on_device.iter().enumerate() {
+            devices[k % n].streams.push(i);
+        }
+        let staging_capacity = staging_capacity(&params);
         let mut os: Vec<Option<OStream>> = (0..streams.len()).map(|_| None).collect();
         let mut devs = Vec::new();
         for (d, jd) in devices.iter().enumerate() {
-            let alloc = device_allocator(jd, params)?;
-            let max_inputs = max_inputs(jd.device.parallelism(), jd.streams.len(), params);
-            for &k in &jd.streams {
+            let alloc = device_allocator(jd, &params)?;
+            let max_inputs = max_inputs(jd.device.parallelism(), jd.streams.len(), &params);
+            for &i in &jd.streams {
                 let mut o = OStream { dev: d, max_inputs, chunk_starts: vec![0], ..Default::default() };
                 for _ in 0..STAGINGS_PER_STREAM {
                     o.free_stagings.push(alloc.try_alloc(staging_capacity).expect("memory was checked"));
                 }
-                os[k] = Some(o);
+                os[i] = Some(o);
             }
             // First-fit keeps the ranges in use at the start of the region;
             // anything beyond the usual peak is registered when first used.
-            let sizes: Vec<Option<u64>> = jd.streams.iter().map(|&k| Some(streams[k].size)).collect();
+            let sizes: Vec<Option<u64>> = jd.streams.iter().map(|&i| Some(streams[i].size())).collect();
             if let Some(span) = peerpath_io::region_fixed_span(alloc.region()) {
-                engine.register_ahead(span, usual_peak_bytes(&sizes, max_inputs, params));
+                engine.register_ahead(span, usual_peak_bytes(&sizes, max_inputs, &params));
             }
             let eof = (params.format == Format::Bgzf).then(|| place_bgzf_marker(jd, &alloc, ledger));
             devs.push(DevState { failure: None, backlog: VecDeque::new(), ops: HashMap::new(), next_tag: 1, alloc, eof, max_input_ranges: jd.device.max_input_ranges().max(1) });
         }
-        let os = os.into_iter().map(|o| o.expect("every stream has a device")).collect();
-        Ok(Executor { streams, devices, devs, os, engine, params, ledger, waker, staging_capacity, done_bytes: 0 })
-    }
-
-    /// Drives every stream to its outcome, sleeping on the engine; devices
-    /// wake it through their completion signal (watched by the engine where
-    /// it can) or their watchers (a death, a tick for command timeouts).
-    fn run(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Driven> {
-        let mut watched = Vec::new();
-        let mut watchers = Vec::new();
-        for jd in self.devices.iter() {
-            let in_engine = jd.device.wake_fd().is_some_and(|fd| self.engine.watch_eventfd(fd));
+        let (mut watched, mut watchers) = (Vec::new(), Vec::new());
+        for jd in &devices {
+            let in_engine = jd.device.wake_fd().is_some_and(|fd| engine.watch_eventfd(fd));
             if in_engine {
                 watched.extend(jd.device.wake_fd());
             }
-            let w = self.waker.clone();
-            // The engine watches the completion signal itself where it can
-            // (docs/tuning.md#device-wakeups).
+            let w = waker.clone();
             watchers.push(Watcher::start(jd.device.as_ref(), !in_engine, move || w.wake()).map_err(|e| JobError::Internal(format!("device watcher: {e}")))?);
         }
-        let driving = peerpath_metrics::thread_cpu_now();
-        let drive_start = std::time::Instant::now();
-        let result = self.drive(progress);
-        let transfers_cpu_s = peerpath_metrics::thread_cpu_now().minus(&driving).total_s();
-        let drive_s = drive_start.elapsed().as_secs_f64();
-        drop(watchers);
-        for fd in watched {
-            self.engine.unwatch_eventfd(fd);
-        }
-        result?;
-        let outcomes = self.os.iter_mut().map(|o| o.outcome.take().expect("every stream ended")).collect();
-        let failures = self.devs.iter().map(|d| d.failure.clone()).collect();
-        Ok(Driven { outcomes, failures, transfers_cpu_s, drive_s })
+        let mut order = on_device.to_vec();
+        order.sort_unstable();
+        let mut side = DeviceSide {
+            devices,
+            devs,
+            os,
+            order,
+            params,
+            staging_capacity,
+            done_bytes: 0,
+            watched,
+            watchers,
+            driving: (peerpath_metrics::thread_cpu_now(), Instant::now()),
+            ended: None,
+        };
+        side.start_empty_sources(streams);
+        Ok(side)
     }
 
-    fn drive(&mut self, progress: &mut dyn FnMut(u64)) -> Result<()> {
-        self.start_empty_sources();
-        loop {
-            self.issue_reads()?;
-            self.poll_devices();
-            self.pack_and_write()?;
-            self.hand_over_quiesced();
-            progress(self.done_bytes);
-            if self.os.iter().all(|o| o.outcome.is_some()) {
-                return Ok(());
-            }
-            if self.flush_before_sleep() {
-                self.wait_and_complete()?;
-            }
+    /// Streams still on a device.
+    pub fn active(&self) -> bool {
+        self.ended.is_none()
+    }
+
+    /// Commands queued or in flight on devices that have not failed.
+    pub fn commands_pending(&self) -> usize {
+        self.devices.iter().zip(&self.devs).filter(|(_, d)| d.failure.is_none()).map(|(jd, d)| jd.device.in_flight() + d.backlog.len()).sum()
+    }
+
+    /// One turn: reads into device memory, device completions, packing and
+    /// writes, and streams of failed devices handed over once their I/O is
+    /// quiet. Returns the streams that ended in this turn.
+    pub fn step(&mut self, streams: &mut [impl DeviceStream], engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<Vec<(usize, Outcome)>> {
+        if self.ended.is_some() {
+            return Ok(Vec::new());
         }
+        self.issue_reads(streams, engine)?;
+        self.poll_devices(ledger);
+        let mut ended = self.pack_and_write(streams, engine, ledger)?;
+        ended.extend(self.hand_over_quiesced(streams));
+        if self.order.iter().all(|&i| self.os[i].as_ref().is_some_and(|o| o.outcome.is_some())) {
+            let (cpu, wall) = &self.driving;
+            self.ended = Some((peerpath_metrics::thread_cpu_now().minus(cpu).total_s(), wall.elapsed().as_secs_f64()));
+        }
+        Ok(ended)
     }
 
     /// Empty sources: one empty member, made by the device.
-    fn start_empty_sources(&mut self) {
-        for (k, o) in self.os.iter_mut().enumerate() {
-            if self.streams[k].size != 0 {
+    fn start_empty_sources(&mut self, streams: &[impl DeviceStream]) {
+        for &i in &self.order {
+            if streams[i].size() != 0 {
                 continue;
             }
+            let o = self.os[i].as_mut().expect("on a device");
             let dev = &mut self.devs[o.dev];
             let Some(input) = dev.alloc.try_alloc(0) else { continue };
             let output = dev.alloc.try_alloc(member_bound_bytes(0)).expect("memory was checked");
             o.read_done = true;
             o.chunk_count = Some(1);
             o.next_seq = 1;
-            start_chunk(dev, o, k, 0, input, output, 0, self.params);
+            start_chunk(dev, o, i, 0, input, output, 0, &self.params);
         }
     }
 
     /// Reads into device memory, while it has room (back-pressure).
-    fn issue_reads(&mut self) -> Result<()> {
-        let params = self.params;
+    fn issue_reads(&mut self, streams: &[impl DeviceStream], engine: &mut dyn IoEngine<JobBuf>) -> Result<()> {
+        let params = &self.params;
         let member_bound = member_bound_bytes(params.member_bytes);
-        for (k, o) in self.os.iter_mut().enumerate() {
-            let s = &self.streams[k];
+        for &i in &self.order {
+            let o = self.os[i].as_mut().expect("on a device");
+            let s = &streams[i];
             let dev = &mut self.devs[o.dev];
-            while dev.failure.is_none() && !o.read_done && o.reads_in_flight < params.queue_depth
+            while o.outcome.is_none() && dev.failure.is_none() && !o.read_done && o.reads_in_flight < params.queue_depth
                 && o.chunks.len() < 2 * params.queue_depth
                 && o.chunks.values().filter(|c| c.holds_input()).count() < o.max_inputs
             {
                 let offset = o.next_read_offset;
-                let len = params.chunk_bytes.min(align_up((s.size - offset) as usize, DIRECT_IO_ALIGN_BYTES));
+                let len = params.chunk_bytes.min(align_up((s.size() - offset) as usize, DIRECT_IO_ALIGN_BYTES));
                 let Some(input) = dev.alloc.try_alloc(len) else { break };
                 let bound = len.div_ceil(params.member_bytes) * member_bound;
                 let Some(output) = dev.alloc.try_alloc(bound.max(member_bound_bytes(0))) else { break };
                 o.chunks.insert(o.next_seq, Chunk { input: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
-                let token = Token::Read { stream: k, seq: o.next_seq }.raw();
-                self.engine
-                    .submit(IoOp::Read, s.source.file.as_raw_fd(), Some(offset), len, input, token)
-                    .map_err(|(_, e)| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
+                let token = Token::Read { stream: i, seq: o.next_seq }.raw();
+                engine
+                    .submit(IoOp::Read, s.source().file.as_raw_fd(), Some(offset), len, JobBuf::Region(input), token)
+                    .map_err(|(_, e)| JobError::SourceIo { path: s.source().path.clone(), detail: e.to_string() })?;
                 o.reads_in_flight += 1;
                 o.next_seq += 1;
                 o.next_read_offset += params.chunk_bytes as u64;
-                if o.next_read_offset >= s.size {
+                if o.next_read_offset >= s.size() {
                     o.read_done = true;
                     o.chunk_count = Some(o.next_seq);
                 }
@@ -451,7 +409,7 @@ impl<'s, 'a> Executor<'s, 'a> {
     }
 
     /// Device completions; a bad one retires its device.
-    fn poll_devices(&mut self) {
+    fn poll_devices(&mut self, ledger: &Ledger) {
         let mut done: Vec<Completion> = Vec::new();
         for (d, jd) in self.devices.iter_mut().enumerate() {
             let dev = &mut self.devs[d];
@@ -461,7 +419,7 @@ impl<'s, 'a> Executor<'s, 'a> {
             flush_backlog(jd.device.as_mut(), dev);
             let polled = jd.device.poll(&mut done);
             for c in done.drain(..) {
-                if let Err(why) = on_device_completion(c, jd.device.as_ref(), dev, &mut self.os, self.ledger, &mut self.done_bytes) {
+                if let Err(why) = on_device_completion(c, jd.device.as_ref(), dev, &mut self.os, ledger, &mut self.done_bytes) {
                     fail_device(dev, why);
                     break;
                 }
@@ -473,44 +431,50 @@ impl<'s, 'a> Executor<'s, 'a> {
     }
 
     /// Packs complete chunks in order; seals and writes staging ranges.
-    fn pack_and_write(&mut self) -> Result<()> {
-        for (k, o) in self.os.iter_mut().enumerate() {
+    fn pack_and_write(&mut self, streams: &mut [impl DeviceStream], engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<Vec<(usize, Outcome)>> {
+        let mut ended = Vec::new();
+        for &i in &self.order {
+            let o = self.os[i].as_mut().expect("on a device");
             let dev = &mut self.devs[o.dev];
             if dev.failure.is_some() || o.outcome.is_some() {
                 continue;
             }
-            pack_ready(o, k, dev, self.params, self.staging_capacity);
-            write_sealed(self.streams[k].writer, o, k, dev, self.engine, self.ledger)?;
+            pack_ready(o, i, dev, &self.params, self.staging_capacity);
+            write_sealed(streams[i].writer(), o, i, dev, engine, ledger)?;
             if o.final_written && o.writes_in_flight == 0 {
-                o.finish(&mut self.streams[k], self.params.member_bytes);
+                ended.push((i, o.finish(&mut streams[i], self.params.member_bytes)));
             }
         }
-        Ok(())
+        Ok(ended)
     }
 
     /// Streams of failed devices: once their I/O is quiet, hand them over.
-    fn hand_over_quiesced(&mut self) {
+    fn hand_over_quiesced(&mut self, streams: &mut [impl DeviceStream]) -> Vec<(usize, Outcome)> {
         let chunk_members = (self.params.chunk_bytes / self.params.member_bytes) as u64;
-        for (k, o) in self.os.iter_mut().enumerate() {
+        let mut ended = Vec::new();
+        for &i in &self.order {
+            let o = self.os[i].as_mut().expect("on a device");
             if o.outcome.is_some() || self.devs[o.dev].failure.is_none() || o.reads_in_flight > 0 || o.writes_in_flight > 0 {
                 continue;
             }
             if o.final_written {
                 // Everything was already on its way: nothing to redo.
-                o.finish(&mut self.streams[k], self.params.member_bytes);
+                ended.push((i, o.finish(&mut streams[i], self.params.member_bytes)));
                 continue;
             }
             let h = handover_point(&o.chunk_starts, o.written, o.next_pack_seq, chunk_members);
             o.chunks.clear();
             o.stagings.clear();
             o.free_stagings.clear();
-            o.outcome = Some(Outcome::HandOver(h));
+            o.outcome = Some(Outcome::HandOver(h.clone()));
+            ended.push((i, Outcome::HandOver(h)));
         }
+        ended
     }
 
-    /// Sends work queued since the last poll; whether to sleep (not when
-    /// completions or a failure are already waiting).
-    fn flush_before_sleep(&mut self) -> bool {
+    /// Sends work queued since the last poll; whether the job may sleep (not
+    /// when completions or a failure are already waiting).
+    pub fn flush_before_sleep(&mut self) -> bool {
         let mut sleep = true;
         for (d, jd) in self.devices.iter_mut().enumerate() {
             let dev = &mut self.devs[d];
@@ -525,46 +489,101 @@ impl<'s, 'a> Executor<'s, 'a> {
         sleep
     }
 
-    /// Sleeps until I/O completes or a device signals, and takes the I/O
-    /// completions: a write frees its staging range, a read starts its chunk.
-    fn wait_and_complete(&mut self) -> Result<()> {
-        let mut completions = Vec::new();
-        self.engine.wait(&mut completions, &self.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
-        for c in completions {
-            match Token::of(c.op, c.token) {
-                Token::Write { stream: k, id } => {
-                    let o = &mut self.os[k];
-                    o.writes_in_flight -= 1;
-                    let w = &mut self.streams[k].writer;
-                    let expected = c.buf.len();
-                    match c.result {
-                        Ok(n) if n == expected => w.note_written(n as u64),
-                        Ok(n) => return Err(w.io_error(std::io::Error::other(format!("short write: {n} of {expected} bytes")))),
-                        Err(e) => return Err(w.io_error(e)),
-                    }
-                    release_reader(o, id, Some(c.buf));
-                }
-                Token::Read { stream: k, seq } => {
-                    let o = &mut self.os[k];
-                    o.reads_in_flight -= 1;
-                    let s = &self.streams[k];
-                    let offset = seq * self.params.chunk_bytes as u64;
-                    let n = crate::job::check_read(&s.source.path, c.result, offset, self.params.chunk_bytes, Some(s.size))?;
-                    crate::record_read(self.ledger, s.name, crate::Via::Direct, c.buf.domain(), n as u64);
-                    let dev = &mut self.devs[o.dev];
-                    if dev.failure.is_some() {
-                        o.chunks.remove(&seq);
-                        continue; // dropped: the CPU will read it again
-                    }
-                    let mut input = c.buf;
-                    input.set_len(n);
-                    let output = o.chunks.remove(&seq).expect("chunk").output;
-                    start_chunk(dev, o, k, seq, input, output, n, self.params);
-                }
-            }
+    /// A write from a staging range of stream `i` completed: the range is free.
+    pub fn on_write(&mut self, streams: &mut [impl DeviceStream], i: usize, id: u32, result: std::io::Result<usize>, buf: RegionBuf) -> Result<()> {
+        let o = self.os[i].as_mut().expect("on a device");
+        o.writes_in_flight -= 1;
+        let w = streams[i].writer();
+        let expected = buf.len();
+        match result {
+            Ok(n) if n == expected => w.note_written(n as u64),
+            Ok(n) => return Err(w.io_error(std::io::Error::other(format!("short write: {n} of {expected} bytes")))),
+            Err(e) => return Err(w.io_error(e)),
         }
+        release_reader(o, id, Some(buf));
         Ok(())
     }
+
+    /// A read of stream `i` into device memory completed: its chunk starts.
+    pub fn on_read(&mut self, streams: &[impl DeviceStream], i: usize, seq: u64, result: std::io::Result<usize>, buf: RegionBuf, ledger: &Ledger) -> Result<()> {
+        let o = self.os[i].as_mut().expect("on a device");
+        o.reads_in_flight -= 1;
+        let s = &streams[i];
+        let offset = seq * self.params.chunk_bytes as u64;
+        let n = crate::job::check_read(&s.source().path, result, offset, self.params.chunk_bytes, Some(s.size()))?;
+        crate::record_read(ledger, s.name(), crate::Via::Direct, buf.domain(), n as u64);
+        let dev = &mut self.devs[o.dev];
+        if dev.failure.is_some() {
+            o.chunks.remove(&seq);
+            return Ok(()); // dropped: the CPU will read it again
+        }
+        let mut input = buf;
+        input.set_len(n);
+        let output = o.chunks.remove(&seq).expect("chunk").output;
+        start_chunk(dev, o, i, seq, input, output, n, &self.params);
+        Ok(())
+    }
+
+    /// Stops watching the devices and says what they did: each device's
+    /// report, and each failure in `fallbacks` (or the job's failure, with
+    /// `no_fallback`). Call once every stream has ended.
+    pub fn finish(mut self, streams: &[impl DeviceStream], engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger, no_fallback: bool, fallbacks: &mut Vec<Fallback>) -> Result<OnDevices> {
+        self.stop_watching(engine);
+        let (transfers_cpu_s, drive_s) = self.ended.expect("every device stream ended");
+        let summary = ledger.summary();
+        let mut reports = Vec::new();
+        let mut device_of = Vec::new();
+        for (d, jd) in self.devices.iter_mut().enumerate() {
+            let name = jd.device.name().to_string();
+            let failure = self.devs[d].failure.clone();
+            let outcome = |i: usize| self.os[i].as_ref().and_then(|o| o.outcome.clone()).expect("ended");
+            if let Some(why) = &failure {
+                if no_fallback {
+                    return Err(no_fallback_error(&name, why));
+                }
+                for &i in &jd.streams {
+                    if let Outcome::HandOver(h) = outcome(i) {
+                        fallbacks.push(Fallback::DeviceFailed {
+                            source: streams[i].name().to_string(),
+                            device: name.clone(),
+                            why: why.clone(),
+                            from: h.chunk * self.params.chunk_bytes as u64,
+                            kept: h.written,
+                        });
+                    }
+                }
+            }
+            device_of.extend(jd.streams.iter().map(|&i| (i, d)));
+            let sources = jd.streams.iter().map(|&i| streams[i].name().to_string()).collect();
+            let members = jd.streams.iter().map(|&i| outcome(i).members_on_device()).sum();
+            reports.push(jd.report(sources, members, failure, drive_s, &summary));
+        }
+        device_of.sort_unstable();
+        Ok(OnDevices { device_of, reports, transfers_cpu_s })
+    }
+
+    /// The failure of the job when a device failed under `--no-fallback`.
+    pub fn failure_error(&self, stream: usize) -> Option<JobError> {
+        let o = self.os[stream].as_ref()?;
+        let why = self.devs[o.dev].failure.as_ref()?;
+        Some(no_fallback_error(self.devices[o.dev].device.name(), why))
+    }
+
+    fn stop_watching(&mut self, engine: &mut dyn IoEngine<JobBuf>) {
+        self.watchers.clear();
+        for fd in self.watched.drain(..) {
+            engine.unwatch_eventfd(fd);
+        }
+    }
+
+    /// Stops watching the devices when the job fails (before the engine goes).
+    pub fn abandon(mut self, engine: &mut dyn IoEngine<JobBuf>) {
+        self.stop_watching(engine);
+    }
+}
+
+fn no_fallback_error(device: &str, why: &str) -> JobError {
+    JobError::Device { detail: format!("device {device} failed: {why} (--no-fallback: nothing was kept)") }
 }
 
 /// A device's memory as an allocator, checked to hold its streams' staging
@@ -650,7 +669,7 @@ fn on_device_completion(
     c: Completion,
     device: &dyn Device,
     dev: &mut DevState,
-    os: &mut [OStream],
+    os: &mut [Option<OStream>],
     ledger: &Ledger,
     done_bytes: &mut u64,
 ) -> std::result::Result<(), String> {
@@ -674,7 +693,7 @@ fn on_device_completion(
             }
             ledger.record(here.clone(), here, mover, Purpose::Function, input, c.output_bytes);
             *done_bytes += input;
-            let o = &mut os[stream];
+            let o = os[stream].as_mut().expect("on a device");
             let chunk = o.chunks.get_mut(&seq).expect("chunk in flight");
             chunk.lens[member] = Some(c.output_bytes as u32);
             chunk.outstanding -= 1;
@@ -687,7 +706,7 @@ fn on_device_completion(
                 return Err(format!("copied {} bytes of {bytes} into the output stream", c.output_bytes));
             }
             ledger.record_copy(here.clone(), here, mover, Purpose::PackForDirectIo, bytes);
-            let o = &mut os[stream];
+            let o = os[stream].as_mut().expect("on a device");
             if seq != u64::MAX {
                 let chunk = o.chunks.get_mut(&seq).expect("chunk being packed");
                 chunk.copies -= 1;
@@ -699,7 +718,7 @@ fn on_device_completion(
         }
         Op::Tail { stream, from, to } => {
             ledger.record_copy(here.clone(), here, mover, Purpose::PackForDirectIo, c.output_bytes);
-            let o = &mut os[stream];
+            let o = os[stream].as_mut().expect("on a device");
             o.stagings.get_mut(&to).expect("staging").copies -= 1;
             release_reader(o, from, None);
         }
@@ -817,7 +836,7 @@ fn new_staging(o: &mut OStream, buf: RegionBuf, reserved: usize) -> u32 {
 
 /// Writes sealed staging ranges whose copies are done, in order, and sends
 /// their unaligned tails on.
-fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut DevState, engine: &mut dyn IoEngine<RegionBuf>, ledger: &Ledger) -> Result<()> {
+fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut DevState, engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<()> {
     let mut ids: Vec<u32> = o.stagings.iter().filter(|(_, st)| st.sealed && !st.written).map(|(&id, _)| id).collect();
     ids.sort_unstable();
     for id in ids {
@@ -835,7 +854,7 @@ fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut 
             crate::record_write(ledger, w.target_location(), crate::Via::Direct, buf.domain(), write_len as u64);
             let token = Token::Write { stream, id }.raw();
             engine
-                .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), write_len, buf, token)
+                .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), write_len, JobBuf::Region(buf), token)
                 .map_err(|(_, e)| w.io_error(e))?;
             st.readers += 1;
             o.writes_in_flight += 1;

@@ -72,9 +72,8 @@ impl From<DecodeMode> for String {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(into = "String")]
 pub enum Fallback {
-    /// The I/O engine is not the one asked for (`device_memory`: the engine
-    /// moving device memory).
-    IoEngine { device_memory: bool, why: String },
+    /// The I/O engine is not the one asked for.
+    IoEngine { why: String },
     /// A source read without O_DIRECT.
     ReadsNotDirect { source: String, why: String },
     /// A target written without O_DIRECT.
@@ -95,8 +94,7 @@ pub enum Fallback {
 impl fmt::Display for Fallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Fallback::IoEngine { device_memory: false, why } => write!(f, "I/O engine: {why}"),
-            Fallback::IoEngine { device_memory: true, why } => write!(f, "I/O engine for device memory: {why}"),
+            Fallback::IoEngine { why } => write!(f, "I/O engine: {why}"),
             Fallback::ReadsNotDirect { source, why } => write!(f, "{source}: reads without O_DIRECT: {why}"),
             Fallback::WritesNotDirect { target, why } => write!(f, "{target}: writes without O_DIRECT: {why}"),
             Fallback::HostCpuNotDevice { source, why } => write!(f, "{source}: compressed on the host CPU, not on a device: {why}"),

@@ -1,0 +1,263 @@
+//! The CPU side of the compress executor: streams placed on the host CPU
+//! (or handed over by a failed device) are read into a bounded pool of
+//! aligned buffers, compressed into members by the worker threads, and
+//! written in order through each target's writer.
+
+use crate::buf::{BufferCache, JobBuf};
+use crate::error::Result;
+use crate::report::MemoryReport;
+use crate::stream::Stream;
+use crate::token::Token;
+use crate::workers::WorkerPool;
+use peerpath_func::{encode_member, member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
+use peerpath_io::{IoEngine, IoOp, Waker};
+use peerpath_mem::{align_up, AlignedBuf, BufferPool, PooledBuf, DIRECT_IO_ALIGN_BYTES};
+use peerpath_metrics::{CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
+use std::os::fd::AsRawFd;
+
+/// Reads on the CPU path: one transparent huge page, so a read buffer is
+/// one TLB entry; not bigger, as every buffer is memory the job touches
+/// once (docs/tuning.md#cpu-read-size).
+const CPU_READ_BYTES: usize = 2 << 20;
+const CPU_READ_POOL_BYTES: usize = 64 << 20;
+
+/// What the CPU pass needs to know of the job.
+pub(crate) struct CpuParams {
+    pub threads: usize,
+    pub queue_depth: usize,
+    pub member_bytes: usize,
+    /// The device path's read size: the CPU reads at least this much.
+    pub device_chunk_bytes: usize,
+    pub format: Format,
+    pub level: Level,
+}
+
+/// A chunk compressed by a worker.
+struct Done {
+    stream: usize,
+    seq: u64,
+    input: PooledBuf,
+    output: AlignedBuf,
+    members: u64,
+}
+
+pub(crate) struct CpuPass {
+    workers: WorkerPool<Done>,
+    pool: BufferPool,
+    cache: BufferCache,
+    /// Chunks anywhere in the pipeline, at most `slots`.
+    in_pipeline: usize,
+    slots: usize,
+    chunk_bytes: usize,
+    out_bytes: usize,
+    member_bytes: usize,
+    format: Format,
+    level: Level,
+    queue_depth: usize,
+    /// One read a pass (see `issue_reads`).
+    blocking: bool,
+    pub done_bytes: u64,
+}
+
+impl CpuPass {
+    /// Starts the workers and maps the read pool for a job of `stream_count`
+    /// streams.
+    pub fn new(p: &CpuParams, stream_count: usize, blocking: bool, waker: Waker, cpu: CpuAccount) -> CpuPass {
+        let threads = p.threads.max(1);
+        // Chunks in the pipeline (being read, compressed, or waiting their turn
+        // to be written): two per worker and one read ahead; more only buffers
+        // (docs/tuning.md#pipeline-slots).
+        let slots = (threads * 2 + 1).max(stream_count * 2);
+        // The CPU reads 2 MiB chunks while the pool stays within 64 MiB or
+        // (2T + 1) x 2 MiB, else the device path's size.
+        let mut chunk_bytes = p.device_chunk_bytes;
+        if slots * CPU_READ_BYTES <= CPU_READ_POOL_BYTES.max((threads * 2 + 1) * CPU_READ_BYTES) {
+            chunk_bytes = crate::compress::read_chunk_bytes(p.member_bytes, CPU_READ_BYTES).0.max(chunk_bytes);
+        }
+        CpuPass {
+            workers: WorkerPool::new(threads, waker, cpu),
+            pool: BufferPool::new(slots, chunk_bytes),
+            cache: BufferCache::new(slots * 2 + 4),
+            in_pipeline: 0,
+            slots,
+            chunk_bytes,
+            out_bytes: chunk_bytes.div_ceil(p.member_bytes) * member_bound_bytes(p.member_bytes),
+            member_bytes: p.member_bytes,
+            format: p.format,
+            level: p.level,
+            queue_depth: p.queue_depth.max(1),
+            blocking,
+            done_bytes: 0,
+        }
+    }
+
+    /// Tasks with the workers.
+    pub fn in_flight(&self) -> usize {
+        self.workers.in_flight()
+    }
+
+    /// Where the pipeline stands, for an error that must say it.
+    pub fn state(&self) -> String {
+        format!("{} of {} chunks in the pipeline", self.in_pipeline, self.slots)
+    }
+
+    /// A stream the CPU starts on: an empty source still gets one (empty) member.
+    pub fn start_stream(&mut self, streams: &mut [Stream], i: usize) {
+        let s = &mut streams[i];
+        if s.size == Some(0) && !s.finished() {
+            s.cpu.read_done = true;
+            s.cpu.chunks = Some(1);
+            s.cpu.next_seq = 1;
+            self.in_pipeline += 1;
+            let buf = self.pool.get();
+            self.dispatch(i, 0, buf);
+        }
+    }
+
+    fn dispatch(&mut self, stream: usize, seq: u64, input: PooledBuf) {
+        let mut output = self.cache.get(self.out_bytes);
+        let (format, level, member_bytes) = (self.format, self.level, self.member_bytes);
+        self.workers.submit(move |local| {
+            let enc = local.encoder(level);
+            let spare = output.spare_mut();
+            let mut pos = 0;
+            let mut members = 0;
+            if input.is_empty() {
+                pos += encode_member(enc, format, &[], &mut spare[pos..]);
+                members += 1;
+            }
+            for piece in input.chunks(member_bytes) {
+                pos += encode_member(enc, format, piece, &mut spare[pos..]);
+                members += 1;
+            }
+            output.set_len(pos);
+            Done { stream, seq, input, output, members }
+        });
+    }
+
+    /// Compressed chunks back from the workers, then every stream's chunks
+    /// written in order (and each finished stream's writer finished).
+    pub fn take_results(&mut self, streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<()> {
+        for d in self.workers.try_results() {
+            ledger.record(
+                Location::memory(d.input.domain()),
+                Location::memory(d.output.domain()),
+                Mover::Cpu { role: CpuRole::Compute },
+                Purpose::Function,
+                d.input.len() as u64,
+                d.output.len() as u64,
+            );
+            self.done_bytes += d.input.len() as u64;
+            drop(d.input); // back to the pool: another read may start
+            streams[d.stream].cpu.ready.insert(d.seq, (d.output, d.members));
+        }
+        for (i, s) in streams.iter_mut().enumerate().filter(|(_, s)| s.on_cpu) {
+            self.write_ready(s, i, engine, ledger)?;
+        }
+        Ok(())
+    }
+
+    fn write_ready(&mut self, s: &mut Stream, i: usize, engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<()> {
+        while let Some((out, members)) = s.cpu.ready.remove(&s.cpu.next_write_seq) {
+            let w = s.writer.as_mut().expect("writer open");
+            if s.cpu.skip_out > 0 {
+                // A device wrote the start of this chunk's output already.
+                let skip = s.cpu.skip_out as usize;
+                s.cpu.skip_out = 0;
+                let domain = out.domain().clone();
+                w.push(&out[skip..], engine, &mut self.cache, Token::write(i), ledger, &domain)?;
+                self.cache.put(out);
+            } else {
+                // Packed into aligned staging for O_DIRECT; written as is otherwise.
+                w.push_owned(out, engine, &mut self.cache, Token::write(i), ledger)?;
+            }
+            s.members += members;
+            s.cpu.next_write_seq += 1;
+            self.in_pipeline -= 1;
+        }
+        if !s.cpu.writer_finished && s.cpu.chunks == Some(s.cpu.next_write_seq) {
+            let w = s.writer.as_mut().expect("writer open");
+            if self.format == Format::Bgzf {
+                let host = peerpath_mem::MemoryDomain::host_unplaced();
+                w.push(&BGZF_EOF_BLOCK, engine, &mut self.cache, Token::write(i), ledger, &host)?;
+            }
+            w.finish(engine, Token::write(i), ledger)?;
+            s.cpu.writer_finished = true;
+        }
+        Ok(())
+    }
+
+    /// Keeps reads going, round robin over the CPU's streams, within the
+    /// pipeline bound; one read a pass where a read blocks (a blocking
+    /// engine, or a buffer's first use, which faults its pages in): the chunk
+    /// just read reaches a worker first (docs/tuning.md#one-read-a-pass).
+    pub fn issue_reads(&mut self, streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>) -> Result<()> {
+        let mut progressed = true;
+        let mut pass_over = false;
+        while progressed && self.in_pipeline < self.slots && !pass_over {
+            progressed = false;
+            for (i, s) in streams.iter_mut().enumerate() {
+                if !s.on_cpu || self.in_pipeline >= self.slots || !s.can_read(self.queue_depth) || pass_over {
+                    continue;
+                }
+                let Some(buf) = self.pool.try_get() else { break };
+                pass_over = self.blocking || buf.first_use();
+                let offset = s.cpu.next_read_offset;
+                let mut len = self.chunk_bytes;
+                if let Some(size) = s.size {
+                    let remaining = (size - offset) as usize;
+                    len = len.min(if s.source.direct { align_up(remaining, DIRECT_IO_ALIGN_BYTES) } else { remaining });
+                }
+                let token = Token::Read { stream: i, seq: s.cpu.next_seq }.raw();
+                let at = (!s.sequential_read).then_some(offset);
+                engine
+                    .submit(IoOp::Read, s.source.file.as_raw_fd(), at, len, JobBuf::Pooled(buf), token)
+                    .map_err(|(_, e)| crate::JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
+                s.cpu.reads_in_flight += 1;
+                s.cpu.next_seq += 1;
+                s.cpu.next_read_offset += self.chunk_bytes as u64;
+                self.in_pipeline += 1;
+                progressed = true;
+                if s.size.is_some_and(|size| s.cpu.next_read_offset >= size) {
+                    s.cpu.read_done = true;
+                    s.cpu.chunks = Some(s.cpu.next_seq);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A read of stream `i` completed: its chunk goes to a worker.
+    pub fn on_read(&mut self, s: &mut Stream, i: usize, seq: u64, result: std::io::Result<usize>, buf: JobBuf, ledger: &Ledger) -> Result<()> {
+        s.cpu.reads_in_flight -= 1;
+        let offset = s.cpu.first_offset + seq * self.chunk_bytes as u64;
+        let n = crate::job::check_read(&s.source.path, result, offset, self.chunk_bytes, s.size)?;
+        let JobBuf::Pooled(mut buf) = buf else { unreachable!("CPU reads use pool buffers") };
+        buf.set_len(n);
+        s.bytes_in += n as u64;
+        crate::record_read(ledger, &s.source_name, s.source_via, buf.domain(), n as u64);
+        if n < self.chunk_bytes && s.size.is_none() {
+            s.cpu.read_done = true; // a stream ended
+            if n == 0 && seq > 0 {
+                s.cpu.chunks = Some(seq);
+                self.in_pipeline -= 1;
+                return Ok(());
+            }
+            s.cpu.chunks = Some(seq + 1);
+        }
+        self.dispatch(i, seq, buf);
+        Ok(())
+    }
+
+    /// A write of stream `s` completed.
+    pub fn on_write(&mut self, s: &mut Stream, result: std::io::Result<usize>, buf: JobBuf) -> Result<()> {
+        s.writer.as_mut().expect("writer open").on_write_complete(result, buf, &mut self.cache)
+    }
+
+    /// Joins the workers (which charge their CPU time) and says what memory
+    /// the pass held.
+    pub fn finish(self) -> MemoryReport {
+        drop(self.workers);
+        MemoryReport::new(&self.pool.stats(), self.cache.peak_allocated_bytes)
+    }
+}
