@@ -204,7 +204,14 @@ impl Device for CpuDevice {
         }
         let id = self.next_id;
         self.next_id += 1;
-        let checked = exec::check(&request, self.shared.memory.len() as u64, FunctionSet::all())
+        let memory = &self.shared.memory;
+        // A range must lie in one part of a staged memory (its own, or its window).
+        let one_part = || match request.inputs.iter().chain(std::iter::once(&request.output)).all(|r| memory.io_ptr(*r).is_some()) {
+            true => Ok(()),
+            false => Err(crate::request::Status::OutOfRange),
+        };
+        let checked = exec::check(&request, memory.len() as u64, FunctionSet::all())
+            .and_then(|()| one_part())
             .and_then(|()| self.ranges.claim(id, &request));
         if let Err(status) = checked {
             let outcome = Outcome::failed(status);

@@ -29,6 +29,10 @@ pub struct DeviceMemory {
 enum Backing {
     Host(AlignedBuf),
     Region(Arc<MappedRegion>),
+    /// Memory the I/O engine cannot reach (`own`, offsets `[0, own)`), and
+    /// a host window it can (offsets `[own, own + window)`): storage DMAs
+    /// into the window and the device copies between it and its memory.
+    Staged { own: AlignedBuf, domain: MemoryDomain, window: Arc<MappedRegion> },
 }
 
 // SAFETY: DeviceMemory only holds the address of a mapping it keeps alive
@@ -47,6 +51,18 @@ impl DeviceMemory {
         DeviceMemory { base, len, backing: Backing::Host(buf) }
     }
 
+    /// Memory of `own_bytes` (rounded up to a page) that the I/O engine
+    /// cannot reach, in `domain`, and a host `window` it can: offsets
+    /// `[0, own)` are the device's own, `[own, own + window)` the window's.
+    /// (Its own memory is host memory here, computed in by the CPU device:
+    /// a device like a GPU keeps its own memory where the host cannot map it.)
+    pub fn staged(own_bytes: usize, domain: MemoryDomain, window: Arc<MappedRegion>) -> DeviceMemory {
+        let mut own = AlignedBuf::new(own_bytes);
+        let len = own.capacity() + window.len();
+        let base = NonNull::new(own.as_mut_ptr()).expect("an allocation is never null");
+        DeviceMemory { base, len, backing: Backing::Staged { own, domain, window } }
+    }
+
     /// A mapped region (emulated device memory or P2P memory).
     pub fn region(region: Arc<MappedRegion>) -> DeviceMemory {
         let base = NonNull::new(region.as_ptr()).expect("a mapping is never null");
@@ -61,28 +77,56 @@ impl DeviceMemory {
         self.len == 0
     }
 
+    /// Where the device computes (for a staged memory: its own part).
     pub fn domain(&self) -> &MemoryDomain {
         match &self.backing {
             Backing::Host(b) => b.domain(),
             Backing::Region(r) => r.domain(),
+            Backing::Staged { domain, .. } => domain,
         }
     }
 
-    /// The mapped region, for a [`peerpath_mem::RegionAllocator`] (`None`
-    /// for host memory).
+    /// The mapped region that is all of this memory (`None` for host
+    /// memory and for staged memory).
     pub fn mapped_region(&self) -> Option<&Arc<MappedRegion>> {
         match &self.backing {
-            Backing::Host(_) => None,
             Backing::Region(r) => Some(r),
+            Backing::Host(_) | Backing::Staged { .. } => None,
+        }
+    }
+
+    /// The part of this memory the I/O engine reaches by DMA: a mapped
+    /// region and the offset where it starts (0: all of the memory). `None`
+    /// for plain host memory (not registered as a device's memory).
+    pub fn dma_window(&self) -> Option<(u64, &Arc<MappedRegion>)> {
+        match &self.backing {
+            Backing::Host(_) => None,
+            Backing::Region(r) => Some((0, r)),
+            Backing::Staged { own, window, .. } => Some((own.capacity() as u64, window)),
         }
     }
 
     /// The address of `range`, for an I/O engine to hand to the kernel
     /// (O_DIRECT into or out of device memory). `None` if the range does
-    /// not lie inside this memory.
+    /// not lie inside this memory (or straddles a staged memory's own part
+    /// and its window).
     pub fn io_ptr(&self, range: DeviceRange) -> Option<*mut u8> {
         if !range.fits(self.len as u64) {
             return None;
+        }
+        if let Backing::Staged { own, window, .. } = &self.backing {
+            let own_len = own.capacity() as u64;
+            let end = range.offset + range.len;
+            return if end <= own_len {
+                // SAFETY: offset <= own's length (checked), inside its mapping.
+                Some(unsafe { self.base.as_ptr().add(range.offset as usize) })
+            } else if range.offset >= own_len {
+                // SAFETY: offset - own_len <= the window's length (the range
+                // fits the whole memory), inside the window's mapping.
+                Some(unsafe { window.as_ptr().add((range.offset - own_len) as usize) })
+            } else {
+                None
+            };
         }
         // SAFETY: offset <= len (checked above), so the result stays inside
         // (or one past the end of) the mapping.
@@ -123,10 +167,10 @@ impl DeviceMemory {
     /// The range fits (checked by the caller) and nothing writes it while
     /// the slice lives.
     pub(crate) unsafe fn input(&self, range: DeviceRange) -> &[u8] {
-        debug_assert!(range.fits(self.len as u64));
-        // SAFETY: the caller guarantees the range fits and is not written
-        // while the slice lives.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(range.offset as usize), range.len as usize) }
+        let ptr = self.io_ptr(range).expect("requests are checked against the memory");
+        // SAFETY: the caller guarantees the range fits (io_ptr found it in
+        // one mapping) and is not written while the slice lives.
+        unsafe { std::slice::from_raw_parts(ptr, range.len as usize) }
     }
 
     /// The bytes of an output range.
@@ -136,9 +180,10 @@ impl DeviceMemory {
     /// lives (the [`RangeTable`] guarantees this for commands).
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn output(&self, range: DeviceRange) -> &mut [u8] {
-        debug_assert!(range.fits(self.len as u64));
-        // SAFETY: the caller guarantees the range fits and is exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(range.offset as usize), range.len as usize) }
+        let ptr = self.io_ptr(range).expect("requests are checked against the memory");
+        // SAFETY: the caller guarantees the range fits (io_ptr found it in
+        // one mapping) and is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(ptr, range.len as usize) }
     }
 }
 

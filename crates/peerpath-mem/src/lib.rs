@@ -12,7 +12,7 @@ mod region;
 
 pub use domain::{host_numa_node_of, MemoryDomain};
 pub use pool::{AlignedBuf, BufferPool, PoolStats, PooledBuf};
-pub use region::{file_system_type, free_bytes, on_memory_file_system, MappedRegion, P2pMemInfo, RegionAllocator, RegionBuf, RegionError, MEMORY_FILE_SYSTEMS, REGION_PAGE_BYTES};
+pub use region::{file_system_type, free_bytes, on_memory_file_system, MappedRegion, P2pMemInfo, RangeAllocator, RangeBuf, RegionAllocator, RegionBuf, RegionError, MEMORY_FILE_SYSTEMS, REGION_PAGE_BYTES};
 
 /// The alignment peerpath uses for every I/O buffer and every O_DIRECT
 /// offset and length: the page size, which covers the logical block size

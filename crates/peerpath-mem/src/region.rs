@@ -308,6 +308,29 @@ impl MappedRegion {
         }
     }
 
+    /// `len` bytes (rounded up to pages) of anonymous host memory, mapped
+    /// whole: the host-side window of a device whose own memory the I/O
+    /// engine cannot reach (storage DMAs into the window, the device copies
+    /// between it and its memory). The domain is host memory.
+    pub fn host(len: usize) -> Result<MappedRegion, RegionError> {
+        let path = PathBuf::from("(anonymous host memory)");
+        if len == 0 {
+            return Err(RegionError::Empty { path });
+        }
+        let len = align_up(len, REGION_PAGE_BYTES);
+        // SAFETY: a new private anonymous mapping at an address of the
+        // kernel's choosing touches no existing memory.
+        let raw = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(RegionError::Map { path, requested_bytes: len, source: io::Error::last_os_error(), hint: "" });
+        }
+        let ptr = NonNull::new(raw as *mut u8).expect("mmap never returns null on success");
+        advise_huge_pages(ptr, len);
+        Ok(MappedRegion { ptr, len, domain: MemoryDomain::host_unplaced(), path, p2p: None })
+    }
+
     /// Maps an existing shared-memory file, all of it, MAP_SHARED: the host's
     /// view of an emulated device's memory.
     pub fn open_shared(path: &Path, device: &str) -> Result<MappedRegion, RegionError> {
@@ -455,6 +478,73 @@ impl FreeList {
             self.ranges.remove(i);
         }
         self.available_bytes += bytes;
+    }
+}
+
+/// A first-fit allocator of page-aligned ranges of an offset space the
+/// host does not map (a device's own memory): it hands out places, never
+/// bytes. Dropping a [`RangeBuf`] frees its range.
+#[derive(Clone)]
+pub struct RangeAllocator {
+    free: Arc<Mutex<FreeList>>,
+    usable_bytes: usize,
+}
+
+impl RangeAllocator {
+    /// Ranges of `[0, len)` (whole pages).
+    pub fn new(len: usize) -> Self {
+        let usable_bytes = crate::align_down(len, REGION_PAGE_BYTES);
+        let ranges = if usable_bytes > 0 { vec![(0, usable_bytes)] } else { Vec::new() };
+        RangeAllocator { free: Arc::new(Mutex::new(FreeList { ranges, available_bytes: usable_bytes, waiters: 0 })), usable_bytes }
+    }
+
+    /// A range of `len` bytes if a free one fits now.
+    pub fn try_alloc(&self, len: usize) -> Option<RangeBuf> {
+        let capacity = align_up(len.max(1), REGION_PAGE_BYTES);
+        if capacity > self.usable_bytes {
+            return None;
+        }
+        let offset = self.free.lock().expect("range allocator lock poisoned").take(capacity)?;
+        Some(RangeBuf { free: self.free.clone(), offset, capacity, len })
+    }
+
+    /// Free bytes (a sum; the largest free range may be smaller).
+    pub fn available(&self) -> usize {
+        self.free.lock().expect("range allocator lock poisoned").available_bytes
+    }
+}
+
+/// A range on loan from a [`RangeAllocator`], returned on drop.
+pub struct RangeBuf {
+    free: Arc<Mutex<FreeList>>,
+    offset: usize,
+    capacity: usize,
+    len: usize,
+}
+
+impl RangeBuf {
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Sets the number of valid bytes. Panics if beyond capacity (a bug).
+    pub fn set_len(&mut self, n: usize) {
+        assert!(n <= self.capacity, "set_len {n} beyond capacity {}", self.capacity);
+        self.len = n;
+    }
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+impl Drop for RangeBuf {
+    fn drop(&mut self) {
+        self.free.lock().expect("range allocator lock poisoned").give_back(self.offset, self.capacity);
     }
 }
 

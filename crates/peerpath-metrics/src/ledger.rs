@@ -72,6 +72,9 @@ pub enum Purpose {
     Reassemble,
     /// A copy of metadata (headers, queue entries).
     Metadata,
+    /// A copy between a device's own memory and the host buffers storage
+    /// DMAs into and out of (memory the I/O engine cannot reach).
+    Stage,
 }
 
 impl fmt::Display for Purpose {
@@ -83,6 +86,7 @@ impl fmt::Display for Purpose {
             Purpose::PackForDirectIo => "pack for O_DIRECT",
             Purpose::Reassemble => "join split member",
             Purpose::Metadata => "metadata",
+            Purpose::Stage => "stage through host memory",
         })
     }
 }

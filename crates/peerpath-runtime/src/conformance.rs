@@ -14,11 +14,13 @@ use crate::report::{Fallback, JobReport};
 use crate::Compute;
 use peerpath_device::{CpuDevice, CpuDeviceConfig, Device, DeviceMemory, FaultConfig, FaultyDevice};
 use peerpath_func::{Format, Level};
-use peerpath_mem::MappedRegion;
+use peerpath_mem::{MappedRegion, MemoryDomain};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const DEVICE_MEMORY_BYTES: usize = 96 << 20;
+/// The host window of a staged device: room for a few reads and writes.
+const WINDOW_BYTES: usize = 24 << 20;
 
 /// A directory on a file system that takes O_DIRECT for writes (devices
 /// are reached by DMA only): the temporary directory unless it is memory.
@@ -47,9 +49,23 @@ fn protein(bytes: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// CPU devices, each computing in its own shared-memory region (the
-/// executor reaches device memory by DMA only), optionally faulty.
+/// How a test device's memory is reached.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Reach {
+    /// All of it by DMA: a shared-memory region (as the emulated CSP's, or a CMB).
+    Mapped,
+    /// Its own memory the engine cannot reach, and a host window (as a GPU's
+    /// without GPUDirect Storage): every byte is staged through the window.
+    Staged,
+}
+
+/// CPU devices (the executor reaches device memory by DMA only),
+/// optionally faulty.
 fn cpu_devices(dir: &Path, faults: Option<FaultConfig>) -> DeviceSet<'static> {
+    devices_with(dir, faults, Reach::Mapped)
+}
+
+fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach) -> DeviceSet<'static> {
     let dir = dir.to_path_buf();
     DeviceSet {
         memory_from: DeviceMemoryFrom::Shm,
@@ -59,11 +75,20 @@ fn cpu_devices(dir: &Path, faults: Option<FaultConfig>) -> DeviceSet<'static> {
             let mut devices = Vec::new();
             for d in 0..sizes.len().min(2) {
                 let name = format!("cpu{d}");
-                let path = dir.join(format!("{name}.mem"));
-                let region = MappedRegion::create_shared(&path, DEVICE_MEMORY_BYTES, &name).expect("device memory");
-                std::fs::remove_file(&path).expect("the mapping outlives its file");
+                let memory = match reach {
+                    Reach::Mapped => {
+                        let path = dir.join(format!("{name}.mem"));
+                        let region = MappedRegion::create_shared(&path, DEVICE_MEMORY_BYTES, &name).expect("device memory");
+                        std::fs::remove_file(&path).expect("the mapping outlives its file");
+                        DeviceMemory::region(Arc::new(region))
+                    }
+                    Reach::Staged => {
+                        let window = MappedRegion::host(WINDOW_BYTES).expect("host window");
+                        DeviceMemory::staged(DEVICE_MEMORY_BYTES, MemoryDomain::Emulated { device: name.clone() }, Arc::new(window))
+                    }
+                };
                 let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32 };
-                let cpu = CpuDevice::with_memory(config, DeviceMemory::region(Arc::new(region))).expect("CPU device");
+                let cpu = CpuDevice::with_memory(config, memory).expect("CPU device");
                 let device: Box<dyn Device> = match &faults {
                     Some(f) => Box::new(FaultyDevice::new(cpu, f.clone())),
                     None => Box::new(cpu),
@@ -185,4 +210,29 @@ fn streams_on_the_cpu_and_on_devices_run_in_one_job() {
     assert_eq!(placed, [true, false, true], "the memory-file-system target stays on the CPU");
     assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::HostCpuNotDevice { .. })), "said so: {:?}", report.fallbacks);
     assert!(report.engine.contains("for what the devices did not do"), "{}", report.engine);
+}
+
+/// A device whose memory the I/O engine cannot reach (a GPU's, without
+/// GPUDirect Storage) gets every byte through its host window: reads land
+/// there, the device copies them in, computes in its own memory, and
+/// copies packed output out for the writes. Same bytes as the oracle; the
+/// ledger shows the staging; a failure mid-job still hands over cleanly.
+#[test]
+fn a_device_with_memory_the_engine_cannot_reach_is_staged_through_its_window() {
+    let dir = scratch();
+    let srcs = sources(dir.path(), &[0, 4097, (9 << 20) + 5, 12 << 20]);
+    for (format, block) in [(Format::Gzip, 1 << 20), (Format::Bgzf, 0)] {
+        let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, Reach::Staged));
+        assert!(report.fallbacks.is_empty(), "{format:?}: {:?}", report.fallbacks);
+        assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: all on devices");
+        let staged: u64 = report.ledger.entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::Stage).map(|e| e.bytes_read).sum();
+        let input: u64 = report.files.iter().map(|f| f.bytes_in).sum();
+        let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
+        assert!(staged >= input + output, "{format:?}: every input byte staged in and every output byte out ({staged} < {input} + {output})");
+        assert!(report.ledger.host_memory_payload_bytes > 0, "{format:?}: the window is host memory, and the ledger says so");
+    }
+    let mut faults = FaultConfig::seeded(3);
+    faults.crash_after_submissions = Some(40);
+    let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::Staged));
+    assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "{:?}", report.fallbacks);
 }

@@ -35,7 +35,7 @@ use crate::writer::{TargetWriter, STAGING_BYTES};
 use peerpath_device::{Completion, Device, DeviceRange, Request, Status, Submit, Watcher};
 use peerpath_func::{member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
 use peerpath_io::{IoEngine, IoOp, OpenedFile, Waker};
-use peerpath_mem::{align_down, align_up, RegionAllocator, RegionBuf, DIRECT_IO_ALIGN_BYTES};
+use peerpath_mem::{align_down, align_up, RangeAllocator, RangeBuf, RegionAllocator, RegionBuf, DIRECT_IO_ALIGN_BYTES};
 use peerpath_metrics::{CpuRole, CpuTime, Ledger, Location, Mover, Purpose};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::fd::{AsRawFd, RawFd};
@@ -95,9 +95,38 @@ pub(crate) struct OnDevices {
     pub transfers_cpu_s: f64,
 }
 
+/// A range of a device's memory the executor holds: in the part the I/O
+/// engine reaches by DMA (`Window`), or in the device's own memory, which
+/// only its commands reach (`Own`, staged memory).
+enum Place {
+    Window(RegionBuf),
+    Own(RangeBuf),
+}
+
+impl Place {
+    /// Its offset in the device's address space (the window starts at `window_at`).
+    fn at(&self, window_at: usize) -> usize {
+        match self {
+            Place::Window(b) => window_at + b.offset(),
+            Place::Own(b) => b.offset(),
+        }
+    }
+    fn set_len(&mut self, n: usize) {
+        match self {
+            Place::Window(b) => b.set_len(n),
+            Place::Own(b) => b.set_len(n),
+        }
+    }
+}
+
 struct Chunk {
-    input: Option<RegionBuf>,
-    output: RegionBuf,
+    /// Its input range: `None` while storage reads into it (direct), or
+    /// reserved in the device's own memory while the read lands in `bounce`.
+    input: Option<Place>,
+    /// Staged memory: the window range the read landed in, until the device
+    /// has copied it in.
+    bounce: Option<RegionBuf>,
+    output: Place,
     /// Member lengths as completions come in.
     lens: Vec<Option<u32>>,
     outstanding: usize,
@@ -114,7 +143,7 @@ impl Chunk {
 
 struct Staging {
     /// `None` while the I/O engine holds it for the write.
-    buf: Option<RegionBuf>,
+    buf: Option<Place>,
     offset: usize,
     filled: usize,
     /// Copies into this range in flight.
@@ -132,6 +161,22 @@ enum Op {
     Compress { stream: usize, seq: u64, member: usize },
     Pack { stream: usize, seq: u64, staging: u32, bytes: u64 },
     Tail { stream: usize, from: u32, to: u32 },
+    /// Staged memory: a chunk read into the window, copied into the device's own memory.
+    StageIn { stream: usize, seq: u64, bytes: u64 },
+    /// Staged memory: a sealed staging range copied out to the window for its write.
+    StageOut { stream: usize, staging: u32, bytes: u64 },
+}
+
+/// Staged memory: a sealed staging range on its way out through the
+/// window, written (in order) once the device has copied it there.
+struct StagedOut {
+    staging: u32,
+    /// The window range (none when there is nothing to write).
+    bounce: Option<RegionBuf>,
+    write_len: usize,
+    aligned: usize,
+    last: bool,
+    copied: bool,
 }
 
 #[derive(Default)]
@@ -155,8 +200,10 @@ struct OStream {
     packed_bytes: u64,
     /// Output bytes submitted for writing (aligned while not finished).
     written: u64,
-    free_stagings: Vec<RegionBuf>,
+    free_stagings: Vec<Place>,
     stagings: HashMap<u32, Staging>,
+    /// Staged memory: staging ranges being copied out, in order.
+    staged_out: VecDeque<StagedOut>,
     filling: Option<u32>,
     next_staging: u32,
     eof_packed: bool,
@@ -183,11 +230,29 @@ struct DevState {
     backlog: VecDeque<Request>,
     ops: HashMap<u64, Op>,
     next_tag: u64,
-    alloc: RegionAllocator,
-    /// Where the BGZF end-of-file marker sits in device memory.
+    /// The part of its memory the I/O engine reaches, and where it starts.
+    window: RegionAllocator,
+    window_at: usize,
+    /// Staged memory: its own memory, where it computes.
+    own: Option<RangeAllocator>,
+    /// Where the BGZF end-of-file marker sits (in the window).
     eof: Option<RegionBuf>,
     /// Input ranges one copy command may gather (the device says).
     max_input_ranges: usize,
+}
+
+impl DevState {
+    /// A range to compute in: the device's own memory where it has one
+    /// apart from the window, else the window.
+    fn alloc(&self, len: usize) -> Option<Place> {
+        match &self.own {
+            Some(own) => own.try_alloc(len).map(Place::Own),
+            None => self.window.try_alloc(len).map(Place::Window),
+        }
+    }
+    fn range(&self, p: &Place, len: u64) -> DeviceRange {
+        DeviceRange::new(p.at(self.window_at) as u64, len)
+    }
 }
 
 pub(crate) struct Params {
@@ -283,23 +348,25 @@ impl DeviceSide {
         let mut os: Vec<Option<OStream>> = (0..streams.len()).map(|_| None).collect();
         let mut devs = Vec::new();
         for (d, jd) in devices.iter().enumerate() {
-            let alloc = device_allocator(jd, &params)?;
+            let mut dev = device_memory(jd, &params)?;
             let max_inputs = max_inputs(jd.device.parallelism(), jd.streams.len(), &params);
             for &i in &jd.streams {
                 let mut o = OStream { dev: d, max_inputs, chunk_starts: vec![0], ..Default::default() };
                 for _ in 0..STAGINGS_PER_STREAM {
-                    o.free_stagings.push(alloc.try_alloc(staging_capacity).expect("memory was checked"));
+                    o.free_stagings.push(dev.alloc(staging_capacity).expect("memory was checked"));
                 }
                 os[i] = Some(o);
             }
             // First-fit keeps the ranges in use at the start of the region;
             // anything beyond the usual peak is registered when first used.
             let sizes: Vec<Option<u64>> = jd.streams.iter().map(|&i| Some(streams[i].size())).collect();
-            if let Some(span) = peerpath_io::region_fixed_span(alloc.region()) {
+            if let Some(span) = peerpath_io::region_fixed_span(dev.window.region()) {
                 engine.register_ahead(span, usual_peak_bytes(&sizes, max_inputs, &params));
             }
-            let eof = (params.format == Format::Bgzf).then(|| place_bgzf_marker(jd, &alloc, ledger));
-            devs.push(DevState { failure: None, backlog: VecDeque::new(), ops: HashMap::new(), next_tag: 1, alloc, eof, max_input_ranges: jd.device.max_input_ranges().max(1) });
+            if params.format == Format::Bgzf {
+                dev.eof = Some(place_bgzf_marker(jd, &dev, ledger));
+            }
+            devs.push(dev);
         }
         let (mut watched, mut watchers) = (Vec::new(), Vec::new());
         for jd in &devices {
@@ -365,8 +432,8 @@ impl DeviceSide {
             }
             let o = self.os[i].as_mut().expect("on a device");
             let dev = &mut self.devs[o.dev];
-            let Some(input) = dev.alloc.try_alloc(0) else { continue };
-            let output = dev.alloc.try_alloc(member_bound_bytes(0)).expect("memory was checked");
+            let Some(input) = dev.alloc(0) else { continue };
+            let output = dev.alloc(member_bound_bytes(0)).expect("memory was checked");
             o.read_done = true;
             o.chunk_count = Some(1);
             o.next_seq = 1;
@@ -388,13 +455,22 @@ impl DeviceSide {
             {
                 let offset = o.next_read_offset;
                 let len = params.chunk_bytes.min(align_up((s.size() - offset) as usize, DIRECT_IO_ALIGN_BYTES));
-                let Some(input) = dev.alloc.try_alloc(len) else { break };
+                // Storage reads into the window: the input range itself, or
+                // (staged memory) a window range the device copies in.
+                let Some(read_into) = dev.window.try_alloc(len) else { break };
+                let input = match &dev.own {
+                    Some(own) => match own.try_alloc(len) {
+                        Some(r) => Some(Place::Own(r)),
+                        None => break,
+                    },
+                    None => None,
+                };
                 let bound = len.div_ceil(params.member_bytes) * member_bound;
-                let Some(output) = dev.alloc.try_alloc(bound.max(member_bound_bytes(0))) else { break };
-                o.chunks.insert(o.next_seq, Chunk { input: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
+                let Some(output) = dev.alloc(bound.max(member_bound_bytes(0))) else { break };
+                o.chunks.insert(o.next_seq, Chunk { input, bounce: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
                 let token = Token::Read { stream: i, seq: o.next_seq }.raw();
                 engine
-                    .submit(IoOp::Read, s.source().file.as_raw_fd(), Some(offset), len, JobBuf::Region(input), token)
+                    .submit(IoOp::Read, s.source().file.as_raw_fd(), Some(offset), len, JobBuf::Region(read_into), token)
                     .map_err(|(_, e)| JobError::SourceIo { path: s.source().path.clone(), detail: e.to_string() })?;
                 o.reads_in_flight += 1;
                 o.next_seq += 1;
@@ -419,7 +495,7 @@ impl DeviceSide {
             flush_backlog(jd.device.as_mut(), dev);
             let polled = jd.device.poll(&mut done);
             for c in done.drain(..) {
-                if let Err(why) = on_device_completion(c, jd.device.as_ref(), dev, &mut self.os, ledger, &mut self.done_bytes) {
+                if let Err(why) = on_device_completion(c, jd.device.as_ref(), dev, &mut self.os, &self.params, ledger, &mut self.done_bytes) {
                     fail_device(dev, why);
                     break;
                 }
@@ -441,6 +517,7 @@ impl DeviceSide {
             }
             pack_ready(o, i, dev, &self.params, self.staging_capacity);
             write_sealed(streams[i].writer(), o, i, dev, engine, ledger)?;
+            write_staged_out(streams[i].writer(), o, i, engine, ledger)?;
             if o.final_written && o.writes_in_flight == 0 {
                 ended.push((i, o.finish(&mut streams[i], self.params.member_bytes)));
             }
@@ -466,6 +543,7 @@ impl DeviceSide {
             o.chunks.clear();
             o.stagings.clear();
             o.free_stagings.clear();
+            o.staged_out.clear();
             o.outcome = Some(Outcome::HandOver(h.clone()));
             ended.push((i, Outcome::HandOver(h)));
         }
@@ -492,6 +570,7 @@ impl DeviceSide {
     /// A write from a staging range of stream `i` completed: the range is free.
     pub fn on_write(&mut self, streams: &mut [impl DeviceStream], i: usize, id: u32, result: std::io::Result<usize>, buf: RegionBuf) -> Result<()> {
         let o = self.os[i].as_mut().expect("on a device");
+        let staged = self.devs[o.dev].own.is_some();
         o.writes_in_flight -= 1;
         let w = streams[i].writer();
         let expected = buf.len();
@@ -500,7 +579,9 @@ impl DeviceSide {
             Ok(n) => return Err(w.io_error(std::io::Error::other(format!("short write: {n} of {expected} bytes")))),
             Err(e) => return Err(w.io_error(e)),
         }
-        release_reader(o, id, Some(buf));
+        if !staged {
+            release_reader(o, id, Some(Place::Window(buf)));
+        } // (staged: the window range goes back; its staging range was released when copied out)
         Ok(())
     }
 
@@ -517,10 +598,20 @@ impl DeviceSide {
             o.chunks.remove(&seq);
             return Ok(()); // dropped: the CPU will read it again
         }
-        let mut input = buf;
-        input.set_len(n);
+        let mut read = buf;
+        read.set_len(n);
+        let chunk = o.chunks.get_mut(&seq).expect("chunk");
+        if let Some(input) = &chunk.input {
+            // Staged memory: the device copies the read in before it compresses.
+            let (from, to) = (DeviceRange::new((dev.window_at + read.offset()) as u64, n as u64), dev.range(input, n as u64));
+            chunk.bounce = Some(read);
+            let tag = next_tag(dev);
+            dev.ops.insert(tag, Op::StageIn { stream: i, seq, bytes: n as u64 });
+            dev.backlog.push_back(Request::copy(tag, &[from], to));
+            return Ok(());
+        }
         let output = o.chunks.remove(&seq).expect("chunk").output;
-        start_chunk(dev, o, i, seq, input, output, n, &self.params);
+        start_chunk(dev, o, i, seq, Place::Window(read), output, n, &self.params);
         Ok(())
     }
 
@@ -586,36 +677,54 @@ fn no_fallback_error(device: &str, why: &str) -> JobError {
     JobError::Device { detail: format!("device {device} failed: {why} (--no-fallback: nothing was kept)") }
 }
 
-/// A device's memory as an allocator, checked to hold its streams' staging
-/// ranges and one chunk. The engine reaches it by DMA: it must be mapped.
-fn device_allocator(jd: &JobDevice, params: &Params) -> Result<RegionAllocator> {
+/// How the executor reaches a device's memory: its DMA window (all of it,
+/// for host-mapped or P2P memory) and, for staged memory, its own part;
+/// checked to hold its streams' staging ranges and a chunk.
+fn device_memory(jd: &JobDevice, params: &Params) -> Result<DevState> {
     let name = jd.device.name();
-    let region = jd.device.memory().mapped_region().cloned().ok_or_else(|| {
-        JobError::Usage(format!("device {name} has no mapped memory for the I/O engine to reach"))
-    })?;
-    let alloc = RegionAllocator::new(region);
+    let memory = jd.device.memory();
+    let (window_at, region) = memory
+        .dma_window()
+        .ok_or_else(|| JobError::Usage(format!("device {name} has no memory the I/O engine can reach")))?;
+    let window = RegionAllocator::new(region.clone());
+    let own = (window_at > 0).then(|| RangeAllocator::new(window_at as usize));
     let stagings = jd.streams.len() * STAGINGS_PER_STREAM * align_up(staging_capacity(params), 4096);
-    let needed = stagings + params.chunk_bytes + out_chunk_bytes(params) + 8192;
-    if alloc.available() < needed {
+    let compute = stagings + params.chunk_bytes + out_chunk_bytes(params) + 8192;
+    // Staged: the window holds a read and a staging range on its way out.
+    let (compute_has, window_needs) = match &own {
+        Some(own) => (own.available(), params.chunk_bytes + staging_capacity(params) + 8192),
+        None => (window.available(), compute),
+    };
+    if compute_has < compute || window.available() < window_needs {
         return Err(JobError::Usage(format!(
             "device {name} has {} MiB of memory; {} stream(s) of {} KiB blocks need at least {} MiB (give the device more memory, or fewer sources per device)",
-            alloc.available() >> 20,
+            compute_has.min(window.available()) >> 20,
             jd.streams.len(),
             params.chunk_bytes >> 10,
-            needed.div_ceil(1 << 20)
+            compute.max(window_needs).div_ceil(1 << 20)
         )));
     }
-    Ok(alloc)
+    Ok(DevState {
+        failure: None,
+        backlog: VecDeque::new(),
+        ops: HashMap::new(),
+        next_tag: 1,
+        window,
+        window_at: window_at as usize,
+        own,
+        eof: None,
+        max_input_ranges: jd.device.max_input_ranges().max(1),
+    })
 }
 
 /// Puts the BGZF end-of-file marker in device memory, where packing copies
 /// it after each stream's last member: 28 bytes of metadata the host
 /// writes through the memory's own path (counted in the ledger as such).
-fn place_bgzf_marker(jd: &JobDevice, alloc: &RegionAllocator, ledger: &Ledger) -> RegionBuf {
-    let buf = alloc.try_alloc(BGZF_EOF_BLOCK.len()).expect("memory was checked");
+fn place_bgzf_marker(jd: &JobDevice, dev: &DevState, ledger: &Ledger) -> RegionBuf {
+    let buf = dev.window.try_alloc(BGZF_EOF_BLOCK.len()).expect("memory was checked");
     // SAFETY: the range was just allocated: no command uses it, and no
     // other thread touches device memory through this handle.
-    unsafe { jd.device.memory().host_write(buf.offset() as u64, &BGZF_EOF_BLOCK) };
+    unsafe { jd.device.memory().host_write((dev.window_at + buf.offset()) as u64, &BGZF_EOF_BLOCK) };
     let host = peerpath_mem::MemoryDomain::host_unplaced();
     ledger.record_copy(Location::memory(&host), Location::memory(buf.domain()), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Metadata, BGZF_EOF_BLOCK.len() as u64);
     buf
@@ -623,19 +732,19 @@ fn place_bgzf_marker(jd: &JobDevice, alloc: &RegionAllocator, ledger: &Ledger) -
 
 /// A chunk read into device memory: one compress command per member.
 #[allow(clippy::too_many_arguments)]
-fn start_chunk(dev: &mut DevState, o: &mut OStream, stream: usize, seq: u64, input: RegionBuf, output: RegionBuf, n: usize, params: &Params) {
+fn start_chunk(dev: &mut DevState, o: &mut OStream, stream: usize, seq: u64, input: Place, output: Place, n: usize, params: &Params) {
     let member_bound = member_bound_bytes(params.member_bytes);
     let members = n.div_ceil(params.member_bytes).max(1);
     for m in 0..members {
         let start = m * params.member_bytes;
         let len = params.member_bytes.min(n - start.min(n));
         let tag = next_tag(dev);
-        let in_range = DeviceRange::new((input.offset() + start) as u64, len as u64);
-        let out_range = DeviceRange::new((output.offset() + m * member_bound) as u64, member_bound_bytes(len) as u64);
+        let in_range = DeviceRange::new((input.at(dev.window_at) + start) as u64, len as u64);
+        let out_range = DeviceRange::new((output.at(dev.window_at) + m * member_bound) as u64, member_bound_bytes(len) as u64);
         dev.ops.insert(tag, Op::Compress { stream, seq, member: m });
         dev.backlog.push_back(Request::compress(tag, params.level, params.format, in_range, out_range));
     }
-    o.chunks.insert(seq, Chunk { input: Some(input), output, lens: vec![None; members], outstanding: members, copies: 0 });
+    o.chunks.insert(seq, Chunk { input: Some(input), bounce: None, output, lens: vec![None; members], outstanding: members, copies: 0 });
 }
 
 fn flush_backlog(device: &mut dyn Device, dev: &mut DevState) {
@@ -670,6 +779,7 @@ fn on_device_completion(
     device: &dyn Device,
     dev: &mut DevState,
     os: &mut [Option<OStream>],
+    params: &Params,
     ledger: &Ledger,
     done_bytes: &mut u64,
 ) -> std::result::Result<(), String> {
@@ -683,6 +793,7 @@ fn on_device_completion(
     let name = device.name().to_string();
     let domain = device.memory().domain().clone();
     let here = Location::memory(&domain);
+    let window = Location::memory(dev.window.region().domain());
     let mover = Mover::Device { name };
     match op {
         Op::Compress { stream, seq, member } => {
@@ -705,7 +816,9 @@ fn on_device_completion(
             if c.output_bytes != bytes {
                 return Err(format!("copied {} bytes of {bytes} into the output stream", c.output_bytes));
             }
-            ledger.record_copy(here.clone(), here, mover, Purpose::PackForDirectIo, bytes);
+            // (The BGZF marker, seq u64::MAX, comes from the window.)
+            let from = if seq == u64::MAX { window } else { here.clone() };
+            ledger.record_copy(from, here, mover, Purpose::PackForDirectIo, bytes);
             let o = os[stream].as_mut().expect("on a device");
             if seq != u64::MAX {
                 let chunk = o.chunks.get_mut(&seq).expect("chunk being packed");
@@ -722,6 +835,25 @@ fn on_device_completion(
             o.stagings.get_mut(&to).expect("staging").copies -= 1;
             release_reader(o, from, None);
         }
+        Op::StageIn { stream, seq, bytes } => {
+            if c.output_bytes != bytes {
+                return Err(format!("copied in {} bytes of {bytes} of block {seq}", c.output_bytes));
+            }
+            ledger.record_copy(window, here, mover, Purpose::Stage, bytes);
+            let o = os[stream].as_mut().expect("on a device");
+            let chunk = o.chunks.remove(&seq).expect("chunk being copied in");
+            let input = chunk.input.expect("staged chunks hold their input range");
+            start_chunk(dev, o, stream, seq, input, chunk.output, bytes as usize, params);
+        }
+        Op::StageOut { stream, staging, bytes } => {
+            if c.output_bytes != bytes {
+                return Err(format!("copied out {} bytes of {bytes} for writing", c.output_bytes));
+            }
+            ledger.record_copy(here, window, mover, Purpose::Stage, bytes);
+            let o = os[stream].as_mut().expect("on a device");
+            o.staged_out.iter_mut().find(|x| x.staging == staging).expect("staging being copied out").copied = true;
+            release_reader(o, staging, None);
+        }
     }
     Ok(())
 }
@@ -731,6 +863,8 @@ fn describe(op: &Op) -> String {
         Op::Compress { seq, member, .. } => format!("compressing member {member} of block {seq}"),
         Op::Pack { seq, .. } => format!("packing block {seq}"),
         Op::Tail { .. } => "carrying an unaligned tail".into(),
+        Op::StageIn { seq, .. } => format!("copying block {seq} in from the host window"),
+        Op::StageOut { .. } => "copying packed output out to the host window".into(),
     }
 }
 
@@ -762,7 +896,7 @@ fn pack_ready(o: &mut OStream, stream: usize, dev: &mut DevState, params: &Param
                     let st = o.stagings.get_mut(&id).expect("staging");
                     st.filled - align_down(st.filled, DIRECT_IO_ALIGN_BYTES)
                 };
-                let new_id = new_staging(o, next, tail);
+                let new_id = new_staging(o, next, tail, dev.window_at);
                 let st = o.stagings.get_mut(&id).expect("staging");
                 st.sealed = true;
                 if tail > 0 {
@@ -772,14 +906,14 @@ fn pack_ready(o: &mut OStream, stream: usize, dev: &mut DevState, params: &Param
             }
         } else {
             let Some(buf) = o.free_stagings.pop() else { return };
-            new_staging(o, buf, 0);
+            new_staging(o, buf, 0, dev.window_at);
         }
         let id = o.filling.expect("a staging range is filling");
         let st_offset = o.stagings[&id].offset;
         let mut at = o.stagings[&id].filled;
         if all_packed {
             // BGZF: the end-of-file marker after the last member.
-            let eof_at = dev.eof.as_ref().expect("BGZF jobs place the marker").offset() as u64;
+            let eof_at = (dev.window_at + dev.eof.as_ref().expect("BGZF jobs place the marker").offset()) as u64;
             let len = BGZF_EOF_BLOCK.len() as u64;
             let tag = next_tag(dev);
             dev.ops.insert(tag, Op::Pack { stream, seq: u64::MAX, staging: id, bytes: len });
@@ -798,7 +932,7 @@ fn pack_ready(o: &mut OStream, stream: usize, dev: &mut DevState, params: &Param
             .lens
             .iter()
             .enumerate()
-            .map(|(m, l)| DeviceRange::new((chunk.output.offset() + m * member_bound) as u64, u64::from(l.expect("compressed"))))
+            .map(|(m, l)| DeviceRange::new((chunk.output.at(dev.window_at) + m * member_bound) as u64, u64::from(l.expect("compressed"))))
             .collect();
         for gather in ranges.chunks(dev.max_input_ranges) {
             let bytes: u64 = gather.iter().map(|r| r.len).sum();
@@ -825,10 +959,10 @@ fn next_tag(dev: &mut DevState) -> u64 {
     t
 }
 
-fn new_staging(o: &mut OStream, buf: RegionBuf, reserved: usize) -> u32 {
+fn new_staging(o: &mut OStream, buf: Place, reserved: usize, window_at: usize) -> u32 {
     let id = o.next_staging;
     o.next_staging += 1;
-    let offset = buf.offset();
+    let offset = buf.at(window_at);
     o.stagings.insert(id, Staging { buf: Some(buf), offset, filled: reserved, copies: 0, sealed: false, last: false, tail_to: None, written: false, readers: 0 });
     o.filling = Some(id);
     id
@@ -846,22 +980,44 @@ fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut 
         }
         let aligned = align_down(st.filled, DIRECT_IO_ALIGN_BYTES);
         let write_len = if st.last { align_up(st.filled, DIRECT_IO_ALIGN_BYTES) } else { aligned };
-        st.written = true;
-        let mut buf = st.buf.take().expect("an unwritten staging range holds its buffer");
-        let (offset, filled, tail_to) = (st.offset, st.filled, st.tail_to);
-        if write_len > 0 {
-            buf.set_len(write_len);
-            crate::record_write(ledger, w.target_location(), crate::Via::Direct, buf.domain(), write_len as u64);
-            let token = Token::Write { stream, id }.raw();
-            engine
-                .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), write_len, JobBuf::Region(buf), token)
-                .map_err(|(_, e)| w.io_error(e))?;
-            st.readers += 1;
-            o.writes_in_flight += 1;
+        let (offset, filled, tail_to, last) = (st.offset, st.filled, st.tail_to, st.last);
+        if dev.own.is_some() {
+            // Staged memory: the device copies the range out to the window;
+            // `write_staged_out` writes it, in order, once it is there.
+            let bounce = match write_len {
+                0 => None,
+                n => match dev.window.try_alloc(n) {
+                    Some(b) => Some(b),
+                    None => return Ok(()), // the window is full: later
+                },
+            };
+            st.written = true;
+            if let Some(b) = &bounce {
+                st.readers += 1;
+                let tag = next_tag(dev);
+                dev.ops.insert(tag, Op::StageOut { stream, staging: id, bytes: write_len as u64 });
+                let to = DeviceRange::new((dev.window_at + b.offset()) as u64, write_len as u64);
+                dev.backlog.push_back(Request::copy(tag, &[DeviceRange::new(offset as u64, write_len as u64)], to));
+            }
+            o.staged_out.push_back(StagedOut { staging: id, bounce, write_len, aligned, last, copied: write_len == 0 });
         } else {
-            st.buf = Some(buf);
+            st.written = true;
+            let Some(Place::Window(mut buf)) = st.buf.take() else { unreachable!("an unwritten staging range holds its window range") };
+            if write_len > 0 {
+                buf.set_len(write_len);
+                crate::record_write(ledger, w.target_location(), crate::Via::Direct, buf.domain(), write_len as u64);
+                let token = Token::Write { stream, id }.raw();
+                engine
+                    .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), write_len, JobBuf::Region(buf), token)
+                    .map_err(|(_, e)| w.io_error(e))?;
+                st.readers += 1;
+                o.writes_in_flight += 1;
+            } else {
+                st.buf = Some(Place::Window(buf));
+            }
+            o.written += aligned as u64;
+            o.final_written |= last;
         }
-        o.written += aligned as u64;
         if let Some(to) = tail_to {
             let to_offset = o.stagings[&to].offset;
             let tail = (filled - aligned) as u64;
@@ -870,9 +1026,6 @@ fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut 
             dev.backlog.push_back(Request::copy(tag, &[DeviceRange::new((offset + aligned) as u64, tail)], DeviceRange::new(to_offset as u64, tail)));
             o.stagings.get_mut(&id).expect("staging").readers += 1;
         }
-        if o.stagings[&id].last {
-            o.final_written = true;
-        }
         if o.stagings[&id].readers == 0 {
             recycle(o, id);
         }
@@ -880,9 +1033,29 @@ fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut 
     Ok(())
 }
 
+/// Staged memory: writes the staging ranges copied out to the window, in
+/// order (what is written stays a prefix of the output, for a handover).
+fn write_staged_out(w: &mut TargetWriter, o: &mut OStream, stream: usize, engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<()> {
+    while o.staged_out.front().is_some_and(|x| x.copied) {
+        let x = o.staged_out.pop_front().expect("checked");
+        if let Some(mut b) = x.bounce {
+            b.set_len(x.write_len);
+            crate::record_write(ledger, w.target_location(), crate::Via::Direct, b.domain(), x.write_len as u64);
+            let token = Token::Write { stream, id: x.staging }.raw();
+            engine
+                .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), x.write_len, JobBuf::Region(b), token)
+                .map_err(|(_, e)| w.io_error(e))?;
+            o.writes_in_flight += 1;
+        }
+        o.written += x.aligned as u64;
+        o.final_written |= x.last;
+    }
+    Ok(())
+}
+
 /// One operation reading a sealed staging range is done (its write, which
 /// hands the buffer back, or its tail copy).
-fn release_reader(o: &mut OStream, id: u32, buf: Option<RegionBuf>) {
+fn release_reader(o: &mut OStream, id: u32, buf: Option<Place>) {
     let st = o.stagings.get_mut(&id).expect("staging being read");
     if let Some(b) = buf {
         st.buf = Some(b);
