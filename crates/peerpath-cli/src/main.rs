@@ -4,6 +4,7 @@
 
 mod csp;
 mod demo;
+mod gpu;
 mod iobench;
 mod plan;
 mod probe;
@@ -52,6 +53,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Table 1 on this machine: compress on the host CPU, then on 1..N emulated CSPs; throughput, host CPU, memory traffic.
     BenchOffload(table1::BenchOffloadArgs),
+    /// The GPU as a compute peer: can it compress for peerpath here (CUDA, nvCOMP), and how fast?
+    Gpu(gpu::GpuArgs),
 }
 
 #[derive(Args)]
@@ -613,7 +616,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) => unreachable!("handled in main"),
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) => unreachable!("handled in main"),
     }
     Ok(())
 }
@@ -655,6 +658,9 @@ fn main() -> ExitCode {
     }
     if let Command::BenchOffload(a) = cli.command {
         return table1::main(a);
+    }
+    if let Command::Gpu(a) = cli.command {
+        return gpu::main(a);
     }
     // Only the commands that write outputs: `csp serve` handles its own signals.
     remove_temporaries_on_signals();

@@ -379,3 +379,27 @@ fn demo_with_two_threads_round_trips_the_bundled_sample() {
     assert!(wd.join("protein.fasta.gz").is_file());
     assert_same_members(&wd.join("protein.fasta.offload.gz"), &std::fs::read(wd.join("protein.fasta.gz")).unwrap(), "offload output");
 }
+
+/// `peerpath gpu probe` says plainly why a GPU cannot be used here (no
+/// driver, no nvCOMP: exit 15), and never panics; where a GPU and nvCOMP
+/// are present it compresses a sample and checks every member on the CPU.
+#[test]
+fn the_gpu_probe_says_why_it_cannot_run_or_checks_every_member() {
+    let o = run(&mut pp(["gpu", "probe", "--bytes", "4M", "--algorithm", "1", "--repeat", "1"]));
+    assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+    match o.code() {
+        Some(0) => {
+            eprintln!("a GPU and nvCOMP are present: the probe ran");
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            assert!(stdout.contains("4 members checked on the CPU"), "{stdout}");
+        }
+        Some(15) => {
+            eprintln!("SKIPPED (no GPU here): {}", o.stderr.trim());
+            assert!(o.stderr.contains("GPU unavailable: "), "{}", o.stderr);
+        }
+        other => panic!("exit {other:?}: {}", o.stderr),
+    }
+    let o = run(&mut pp(["gpu", "probe", "--nvcomp", "/no/such/libnvcomp.so.6", "--bytes", "1M"]));
+    assert_eq!(o.code(), Some(15), "{}", o.stderr);
+    assert!(o.stderr.contains("GPU unavailable: "), "{}", o.stderr);
+}

@@ -39,7 +39,7 @@ const REWIND_BYTES: usize = 16;
 
 /// The peerpath subfield ID ('P', 'P').
 pub const PEERPATH_SUBFIELD: [u8; 2] = *b"PP";
-const PEERPATH_HEADER_BYTES: usize = 10 + 2 + 4 + 8;
+pub const PEERPATH_HEADER_BYTES: usize = 10 + 2 + 4 + 8;
 const BGZF_HEADER_BYTES: usize = 18;
 
 /// The largest input of one BGZF member (htslib's BGZF_BLOCK_SIZE = 0xff00),
@@ -189,6 +189,28 @@ fn write_fixed_header(out: &mut [u8], xfl: u8) {
     out[..10].copy_from_slice(&[ID1, ID2, CM_DEFLATE, FEXTRA, 0, 0, 0, 0, xfl, OS_UNIX]);
 }
 
+/// peerpath's member header: the fixed header with FEXTRA and the 'PP'
+/// subfield declaring the member's length (`member_bytes`, header
+/// included) and its uncompressed bytes. A device that makes deflate data
+/// and trailer puts this before them.
+pub fn peerpath_header(xfl: u8, member_bytes: u32, uncompressed_bytes: u32) -> [u8; PEERPATH_HEADER_BYTES] {
+    let mut h = [0u8; PEERPATH_HEADER_BYTES];
+    write_fixed_header(&mut h, xfl);
+    h[10..12].copy_from_slice(&12u16.to_le_bytes());
+    h[12..14].copy_from_slice(&PEERPATH_SUBFIELD);
+    h[14..16].copy_from_slice(&8u16.to_le_bytes());
+    h[16..20].copy_from_slice(&member_bytes.to_le_bytes());
+    h[20..24].copy_from_slice(&uncompressed_bytes.to_le_bytes());
+    h
+}
+
+/// The deflate data and trailer of a gzip member with the plain 10-byte
+/// header (no flags: no extra field, name or comment), as other encoders
+/// (nvCOMP) make them; `None` for anything else.
+pub fn plain_member_body(member: &[u8]) -> Option<&[u8]> {
+    (member.len() >= 18 && member[..3] == [ID1, ID2, CM_DEFLATE] && member[3] == 0).then(|| &member[10..])
+}
+
 /// Compresses `input` into one complete member in `out` (which must hold
 /// [`member_bound_bytes`]) and returns the member's length. Deterministic:
 /// the same input, level and format give the same bytes on every device.
@@ -199,12 +221,7 @@ pub fn encode_member(enc: &mut MemberEncoder, format: Format, input: &[u8], out:
             assert!(input.len() <= MAX_MEMBER_UNCOMPRESSED_BYTES, "block larger than the member limit");
             let body = enc.deflate_and_trailer(input, &mut out[PEERPATH_HEADER_BYTES..]);
             let total = PEERPATH_HEADER_BYTES + body;
-            write_fixed_header(out, enc.level.xfl());
-            out[10..12].copy_from_slice(&12u16.to_le_bytes());
-            out[12..14].copy_from_slice(&PEERPATH_SUBFIELD);
-            out[14..16].copy_from_slice(&8u16.to_le_bytes());
-            out[16..20].copy_from_slice(&(total as u32).to_le_bytes());
-            out[20..24].copy_from_slice(&(input.len() as u32).to_le_bytes());
+            out[..PEERPATH_HEADER_BYTES].copy_from_slice(&peerpath_header(enc.level.xfl(), total as u32, input.len() as u32));
             total
         }
         Format::Bgzf => {

@@ -1,0 +1,142 @@
+//! `peerpath gpu probe`: can this machine's GPU compress for peerpath, and
+//! how fast? Opens the GPU (CUDA's driver, loaded at run time), loads
+//! nvCOMP, compresses a sample with nvCOMP's batched gzip compressor, and
+//! checks every member on the CPU oracle.
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct GpuArgs {
+    #[command(subcommand)]
+    command: GpuCommand,
+}
+
+#[derive(Subcommand)]
+enum GpuCommand {
+    /// Open the GPU, load nvCOMP, compress a sample in GPU memory and check every member on the CPU.
+    Probe(ProbeArgs),
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    /// The data to compress (its first --bytes); default: a generated protein-like text.
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Bytes to compress (K, M, G suffixes).
+    #[arg(long, default_value = "64M", value_parser = crate::parse_size)]
+    bytes: usize,
+    /// Bytes per member (chunk).
+    #[arg(long, default_value = "1M", value_parser = crate::parse_size)]
+    chunk: usize,
+    /// nvCOMP gzip algorithms to run (0 fastest .. 5 best ratio), comma-separated.
+    #[arg(long, default_value = "0,1,2", value_delimiter = ',')]
+    algorithm: Vec<i32>,
+    /// Timed runs of each algorithm (the best is reported).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// nvCOMP's library (default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel).
+    #[arg(long)]
+    nvcomp: Option<PathBuf>,
+    /// Which GPU.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit status when no GPU (or no nvCOMP) can be used: the device class's (as --no-fallback).
+const UNAVAILABLE: u8 = 15;
+
+pub fn main(a: GpuArgs) -> ExitCode {
+    let GpuCommand::Probe(p) = a.command;
+    if p.chunk == 0 || p.bytes == 0 {
+        eprintln!("peerpath: error: --bytes and --chunk must be at least 1");
+        return ExitCode::from(2);
+    }
+    let data = match &p.input {
+        Some(path) => match read_prefix(path, p.bytes) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("peerpath: error: cannot read {}: {e}", path.display());
+                return ExitCode::from(3);
+            }
+        },
+        None => sample(p.bytes),
+    };
+    let gpu = match peerpath_gpu::Gpu::open(p.device) {
+        Ok(g) => g,
+        Err(why) => {
+            eprintln!("peerpath: GPU unavailable: {why}");
+            return ExitCode::from(UNAVAILABLE);
+        }
+    };
+    let nv = match peerpath_gpu::Nvcomp::load(p.nvcomp.as_deref()) {
+        Ok(n) => n,
+        Err(why) => {
+            eprintln!("peerpath: GPU unavailable: {why}");
+            return ExitCode::from(UNAVAILABLE);
+        }
+    };
+    match peerpath_gpu::probe(&gpu, &nv, &data, p.chunk, &p.algorithm, p.repeat) {
+        Ok(r) if p.json => {
+            println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+            ExitCode::SUCCESS
+        }
+        Ok(r) => {
+            println!("peerpath gpu probe — {}", r.provenance);
+            let g = &r.gpu;
+            println!(
+                "  GPU           {} (GPU {}), {:.1} GiB, compute {}.{}, CUDA driver {}",
+                g.name,
+                g.ordinal,
+                g.memory_bytes as f64 / (1u64 << 30) as f64,
+                g.compute_capability.0,
+                g.compute_capability.1,
+                g.driver_version
+            );
+            println!("  nvCOMP        {} (version {}, CUDA runtime {})", r.nvcomp_path, r.nvcomp_version, r.nvcomp_cudart_version);
+            println!("  copy in       {:.2} GB/s host -> GPU (pageable memory)", r.h2d_gb_per_s);
+            for run in &r.runs {
+                println!(
+                    "  algorithm {}   {} chunks of {} B: {:.2} GB/s (kernel {:.4} s), ratio {:.3}, {} members checked on the CPU",
+                    run.algorithm, run.chunks, r.chunk_bytes, run.kernel_gb_per_s, run.kernel_s, run.ratio, run.members_verified
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("peerpath: error: GPU probe failed: {e}");
+            ExitCode::from(UNAVAILABLE)
+        }
+    }
+}
+
+fn read_prefix(path: &std::path::Path, bytes: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut v = Vec::new();
+    std::fs::File::open(path)?.take(bytes as u64).read_to_end(&mut v)?;
+    if v.is_empty() {
+        return Err(std::io::Error::other("it is empty"));
+    }
+    Ok(v)
+}
+
+/// Protein-like text: 20 letters in lines of 60 from a fixed seed.
+fn sample(bytes: usize) -> Vec<u8> {
+    let letters = b"ACDEFGHIKLMNPQRSTVWY";
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..bytes)
+        .map(|i| {
+            if i % 61 == 60 {
+                return b'\n';
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            letters[(x % 11 + (x >> 40) % 9) as usize]
+        })
+        .collect()
+}

@@ -1,0 +1,219 @@
+//! The GPU as a compute peer (issue 17). CUDA's driver is reached through
+//! `cudarc` and nvCOMP through a small FFI, both loaded at run time: the
+//! project builds, tests and runs on machines without either, and says why
+//! the GPU cannot be used ([`Gpu::open`], [`Nvcomp::load`]).
+//!
+//! Today: [`probe`] runs nvCOMP's batched gzip compressor on real data in
+//! GPU memory and checks every member on the CPU oracle (`peerpath gpu
+//! probe`). The device the job executor drives comes next, on
+//! `peerpath_device::DeviceMemory::staged` (GPU memory plus a pinned window).
+
+mod nvcomp;
+
+pub use nvcomp::{CompressOpts, Nvcomp};
+
+use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
+use serde::Serialize;
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// An opened GPU: its context (the device's primary context) and a stream.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    pub info: GpuInfo,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub memory_bytes: usize,
+    /// CUDA driver version, e.g. 13000.
+    pub driver_version: i32,
+    pub compute_capability: (i32, i32),
+}
+
+impl Gpu {
+    /// Opens GPU `ordinal`, or says why it cannot (no driver, no device).
+    pub fn open(ordinal: usize) -> Result<Gpu, String> {
+        // SAFETY: only tries to load libcuda (cudarc's loader); no call into it.
+        if !unsafe { sys::is_culib_present() } {
+            return Err("no CUDA driver: libcuda.so.1 is not installed or not on the loader's path".into());
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| format!("CUDA cannot open GPU {ordinal}: {e}"))?;
+        let stream = ctx.new_stream().map_err(|e| format!("CUDA stream: {e}"))?;
+        let name = ctx.name().map_err(|e| e.to_string())?;
+        let mut driver_version = 0i32;
+        // SAFETY: writes one int we own.
+        unsafe { sys::cuDriverGetVersion(&mut driver_version) }.result().map_err(|e| e.to_string())?;
+        let mut memory_bytes = 0usize;
+        // SAFETY: writes one size_t we own; the context was made current by CudaContext::new.
+        unsafe { sys::cuDeviceTotalMem_v2(&mut memory_bytes, ctx.cu_device()) }.result().map_err(|e| e.to_string())?;
+        let attr = |a| ctx.attribute(a).map_err(|e| e.to_string());
+        let compute_capability = (
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        );
+        Ok(Gpu { ctx, stream, info: GpuInfo { ordinal, name, memory_bytes, driver_version, compute_capability } })
+    }
+}
+
+/// What one compression of the probe measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeRun {
+    pub algorithm: i32,
+    pub chunks: usize,
+    pub input_bytes: usize,
+    pub output_bytes: usize,
+    pub ratio: f64,
+    /// From the launch to the stream's completion (host clock), best of the runs.
+    pub kernel_s: f64,
+    pub kernel_gb_per_s: f64,
+    /// Members rewrapped with peerpath's header and decoded by the CPU oracle
+    /// to exactly their chunk (CRC-32 and length checked).
+    pub members_verified: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeReport {
+    /// Every figure here is measured on this machine's GPU.
+    pub provenance: &'static str,
+    pub gpu: GpuInfo,
+    pub nvcomp_path: String,
+    pub nvcomp_version: u32,
+    pub nvcomp_cudart_version: u32,
+    pub chunk_bytes: usize,
+    /// Host -> GPU copy of the input (pageable memory), GB/s.
+    pub h2d_gb_per_s: f64,
+    pub runs: Vec<ProbeRun>,
+}
+
+/// Compresses `data` in chunks of `chunk_bytes` with nvCOMP's batched gzip
+/// compressor on the GPU, once per algorithm (best of `repeat` timed runs),
+/// copies the members back and checks each on the CPU: rewrapped as
+/// peerpath members (the 'PP' size subfield), they decode to exactly their
+/// chunk. Any mismatch is an error.
+pub fn probe(gpu: &Gpu, nv: &Nvcomp, data: &[u8], chunk_bytes: usize, algorithms: &[i32], repeat: usize) -> Result<ProbeReport, String> {
+    let cuda = |what: &str, e: cudarc::driver::DriverError| format!("CUDA {what}: {e}");
+    let stream = &gpu.stream;
+    gpu.ctx.bind_to_thread().map_err(|e| cuda("bind", e))?;
+    let chunks = data.len().div_ceil(chunk_bytes).max(1);
+    let padded = chunks * chunk_bytes;
+    // SAFETY: device memory of `padded` bytes; fully written by the copy below before use.
+    let mut d_in = unsafe { stream.alloc::<u8>(padded) }.map_err(|e| cuda("alloc", e))?;
+    let t = Instant::now();
+    stream.memcpy_htod(data, &mut d_in).map_err(|e| cuda("copy in", e))?;
+    stream.synchronize().map_err(|e| cuda("sync", e))?;
+    let h2d_gb_per_s = data.len() as f64 / t.elapsed().as_secs_f64().max(1e-9) / 1e9;
+    let sizes: Vec<usize> = (0..chunks).map(|i| chunk_bytes.min(data.len() - (i * chunk_bytes).min(data.len()))).collect();
+    let mut runs = Vec::new();
+    for &algorithm in algorithms {
+        let opts = CompressOpts::new(algorithm);
+        // Output slots at multiples of 8 bytes (nvCOMP's compression alignment).
+        let slot = nv.max_output_chunk_bytes(chunk_bytes, opts)?.next_multiple_of(8);
+        let temp_bytes = nv.compress_temp_bytes(chunks, chunk_bytes, data.len(), opts)?;
+        // SAFETY: output slots nvCOMP writes before anything reads them.
+        let mut d_out = unsafe { stream.alloc::<u8>(chunks * slot) }.map_err(|e| cuda("alloc", e))?;
+        // SAFETY: nvCOMP's scratch memory: only nvCOMP reads what it wrote there.
+        let mut d_temp = unsafe { stream.alloc::<u8>(temp_bytes.max(1)) }.map_err(|e| cuda("alloc", e))?;
+        let (in_base, out_base) = {
+            let (a, _ga) = d_in.device_ptr(stream);
+            let (b, _gb) = d_out.device_ptr_mut(stream);
+            (a, b)
+        };
+        let in_ptrs: Vec<u64> = (0..chunks).map(|i| in_base + (i * chunk_bytes) as u64).collect();
+        let out_ptrs: Vec<u64> = (0..chunks).map(|i| out_base + (i * slot) as u64).collect();
+        let d_in_ptrs = stream.clone_htod(&in_ptrs).map_err(|e| cuda("copy", e))?;
+        let d_out_ptrs = stream.clone_htod(&out_ptrs).map_err(|e| cuda("copy", e))?;
+        let d_in_sizes = stream.clone_htod(&sizes).map_err(|e| cuda("copy", e))?;
+        let mut d_out_sizes = stream.alloc_zeros::<usize>(chunks).map_err(|e| cuda("alloc", e))?;
+        let mut d_status = stream.alloc_zeros::<i32>(chunks).map_err(|e| cuda("alloc", e))?;
+        let mut best = f64::INFINITY;
+        for _ in 0..repeat.max(1) {
+            stream.synchronize().map_err(|e| cuda("sync", e))?;
+            let t = Instant::now();
+            let st = {
+                let (ip, _g1) = d_in_ptrs.device_ptr(stream);
+                let (isz, _g2) = d_in_sizes.device_ptr(stream);
+                let (tp, _g3) = d_temp.device_ptr_mut(stream);
+                let (op, _g4) = d_out_ptrs.device_ptr(stream);
+                let (osz, _g5) = d_out_sizes.device_ptr_mut(stream);
+                let (sp, _g6) = d_status.device_ptr_mut(stream);
+                // SAFETY: every pointer is device memory of the sizes nvCOMP asks
+                // for (pointer and size arrays of `chunks` entries, slots of
+                // `slot` bytes at 8-byte multiples, `temp_bytes` of scratch);
+                // the stream is ours and the buffers outlive its completion.
+                unsafe {
+                    (nv.compress_async)(
+                        ip as usize as *const *const c_void,
+                        isz as usize as *const usize,
+                        chunk_bytes,
+                        chunks,
+                        tp as usize as *mut c_void,
+                        temp_bytes,
+                        op as usize as *const *mut c_void,
+                        osz as usize as *mut usize,
+                        opts,
+                        sp as usize as *mut i32,
+                        stream.cu_stream() as *mut c_void,
+                    )
+                }
+            };
+            if st != 0 {
+                return Err(format!("nvcompBatchedGzipCompressAsync (algorithm {algorithm}): {}", nv.describe(st)));
+            }
+            stream.synchronize().map_err(|e| cuda("compress", e))?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        let out_sizes: Vec<usize> = stream.clone_dtoh(&d_out_sizes).map_err(|e| cuda("copy out", e))?;
+        let statuses: Vec<i32> = stream.clone_dtoh(&d_status).map_err(|e| cuda("copy out", e))?;
+        if let Some((i, &s)) = statuses.iter().enumerate().find(|(_, &s)| s != 0) {
+            return Err(format!("algorithm {algorithm}: chunk {i}: {}", nv.describe(s)));
+        }
+        let out: Vec<u8> = stream.clone_dtoh(&d_out).map_err(|e| cuda("copy out", e))?;
+        let verified = verify(data, chunk_bytes, &out, slot, &out_sizes).map_err(|e| format!("algorithm {algorithm}: {e}"))?;
+        let output_bytes: usize = out_sizes.iter().map(|n| n - 10 + peerpath_func::PEERPATH_HEADER_BYTES).sum();
+        runs.push(ProbeRun {
+            algorithm,
+            chunks,
+            input_bytes: data.len(),
+            output_bytes,
+            ratio: data.len() as f64 / output_bytes.max(1) as f64,
+            kernel_s: best,
+            kernel_gb_per_s: data.len() as f64 / best.max(1e-9) / 1e9,
+            members_verified: verified,
+        });
+    }
+    Ok(ProbeReport {
+        provenance: "measured on this machine's GPU (nvCOMP kernels; copies in and out not included in kernel_s)",
+        gpu: gpu.info.clone(),
+        nvcomp_path: nv.path.display().to_string(),
+        nvcomp_version: nv.version,
+        nvcomp_cudart_version: nv.cudart_version,
+        chunk_bytes,
+        h2d_gb_per_s,
+        runs,
+    })
+}
+
+/// Rewraps each member nvCOMP made (plain 10-byte header) with peerpath's
+/// header and decodes it with the CPU oracle: it must give exactly its chunk.
+fn verify(data: &[u8], chunk_bytes: usize, out: &[u8], slot: usize, sizes: &[usize]) -> Result<usize, String> {
+    let mut decoded = vec![0u8; chunk_bytes];
+    for (i, &n) in sizes.iter().enumerate() {
+        let chunk = &data[(i * chunk_bytes).min(data.len())..((i + 1) * chunk_bytes).min(data.len())];
+        let member = out.get(i * slot..i * slot + n).ok_or(format!("chunk {i}: member of {n} bytes beyond its slot"))?;
+        let body = peerpath_func::plain_member_body(member).ok_or(format!("chunk {i}: not a plain gzip member"))?;
+        let total = peerpath_func::PEERPATH_HEADER_BYTES + body.len();
+        let mut pp = peerpath_func::peerpath_header(0, total as u32, chunk.len() as u32).to_vec();
+        pp.extend_from_slice(body);
+        let header = peerpath_func::MemberHeader::parse(&pp).map_err(|e| format!("chunk {i}: {e:?}"))?;
+        let got = peerpath_func::decode_member(&header, &pp, &mut decoded).map_err(|e| format!("chunk {i}: {e}"))?;
+        if decoded[..got] != *chunk {
+            return Err(format!("chunk {i}: decoded {got} bytes that differ from its {} input bytes", chunk.len()));
+        }
+    }
+    Ok(sizes.len())
+}

@@ -1,0 +1,221 @@
+//! nvCOMP's batched gzip compressor, loaded at run time (no Rust crate
+//! exposes nvCOMP: this is the handful of C functions peerpath calls, as
+//! declared by nvCOMP 6's headers; docs/gpu-nvcomp.md has them verbatim).
+
+use std::ffi::{c_char, c_void, CStr};
+use std::path::{Path, PathBuf};
+
+/// `nvcompBatchedGzipCompressOpts_t` (64 bytes): `algorithm` 0 (entropy
+/// coding only, fastest) to 5 (best ratio); the rest must be zero.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CompressOpts {
+    pub algorithm: i32,
+    reserved: [u8; 60],
+}
+
+impl CompressOpts {
+    pub fn new(algorithm: i32) -> CompressOpts {
+        CompressOpts { algorithm, reserved: [0; 60] }
+    }
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Properties {
+    version: u32,
+    cudart_version: u32,
+}
+
+/// `nvcompStatus_t`.
+pub type Status = i32;
+/// `cudaStream_t`, which is the driver API's `CUstream`.
+pub type Stream = *mut c_void;
+
+type GetProperties = unsafe extern "C" fn(*mut Properties) -> Status;
+type StatusString = unsafe extern "C" fn(Status) -> *const c_char;
+type CompressTempSize = unsafe extern "C" fn(usize, usize, CompressOpts, *mut usize, usize, Stream) -> Status;
+type MaxOutputChunkSize = unsafe extern "C" fn(usize, CompressOpts, *mut usize) -> Status;
+type CompressAsync = unsafe extern "C" fn(
+    *const *const c_void,
+    *const usize,
+    usize,
+    usize,
+    *mut c_void,
+    usize,
+    *const *mut c_void,
+    *mut usize,
+    CompressOpts,
+    *mut Status,
+    Stream,
+) -> Status;
+
+/// The library, where it was found, and its functions.
+pub struct Nvcomp {
+    pub path: PathBuf,
+    /// nvCOMP's version (e.g. 6000) and the CUDA runtime it was built with (e.g. 13040).
+    pub version: u32,
+    pub cudart_version: u32,
+    status_string: StatusString,
+    pub(crate) compress_temp_size: CompressTempSize,
+    pub(crate) max_output_chunk_size: MaxOutputChunkSize,
+    pub(crate) compress_async: CompressAsync,
+    // Last: the functions above point into it.
+    _lib: libloading::Library,
+}
+
+/// Where nvCOMP is looked for, in order.
+const ENV: &str = "PEERPATH_NVCOMP";
+const SONAME: &str = "libnvcomp.so.6";
+
+impl Nvcomp {
+    /// Loads nvCOMP from `explicit` (or `$PEERPATH_NVCOMP`), else by its
+    /// soname from the loader's path, else from a Python installation of
+    /// the `nvidia-libnvcomp-cu13` (or -cu12) wheel. The error says what
+    /// was tried and how to install it.
+    pub fn load(explicit: Option<&Path>) -> Result<Nvcomp, String> {
+        let from_env = std::env::var_os(ENV).map(PathBuf::from);
+        let mut tried = Vec::new();
+        let candidates: Vec<PathBuf> = match explicit.map(Path::to_path_buf).or(from_env) {
+            Some(p) => vec![p],
+            None => std::iter::once(PathBuf::from(SONAME)).chain(python_candidates()).collect(),
+        };
+        for path in candidates {
+            // SAFETY: loading a shared library runs its initialisers; nvCOMP's
+            // only set up its own state (its CUDA runtime loads libcuda lazily).
+            match unsafe { libloading::Library::new(&path) } {
+                Ok(lib) => return Self::resolve(lib, path),
+                Err(e) => tried.push(format!("{}: {e}", path.display())),
+            }
+        }
+        Err(format!(
+            "nvCOMP not found (tried {}): pip install nvidia-libnvcomp-cu13, or set {ENV}=/path/to/{SONAME}",
+            tried.join("; ")
+        ))
+    }
+
+    fn resolve(lib: libloading::Library, path: PathBuf) -> Result<Nvcomp, String> {
+        let missing = |name: &str, e: libloading::Error| format!("{}: no {name} ({e}): not nvCOMP 6?", path.display());
+        macro_rules! get {
+            ($t:ty, $name:literal) => {
+                // SAFETY: the symbol is nvCOMP 6's function of that name, whose
+                // C signature `$t` mirrors (docs/gpu-nvcomp.md); the library
+                // stays loaded as long as the struct that keeps the pointer.
+                *unsafe { lib.get::<$t>(concat!($name, "\0").as_bytes()) }.map_err(|e| missing($name, e))?
+            };
+        }
+        let get_properties = get!(GetProperties, "nvcompGetProperties");
+        let status_string = get!(StatusString, "nvcompGetStatusString");
+        let compress_temp_size = get!(CompressTempSize, "nvcompBatchedGzipCompressGetTempSize");
+        let max_output_chunk_size = get!(MaxOutputChunkSize, "nvcompBatchedGzipCompressGetMaxOutputChunkSize");
+        let compress_async = get!(CompressAsync, "nvcompBatchedGzipCompressAsync");
+        let mut props = Properties::default();
+        // SAFETY: writes one Properties struct (8 bytes) we own; host only.
+        let st = unsafe { get_properties(&mut props) };
+        let n = Nvcomp {
+            path,
+            version: props.version,
+            cudart_version: props.cudart_version,
+            status_string,
+            compress_temp_size,
+            max_output_chunk_size,
+            compress_async,
+            _lib: lib,
+        };
+        if st != 0 {
+            return Err(format!("{}: nvcompGetProperties failed: {}", n.path.display(), n.describe(st)));
+        }
+        Ok(n)
+    }
+
+    /// A status in words.
+    pub fn describe(&self, status: Status) -> String {
+        // SAFETY: nvCOMP returns a static C string (or null) for any status value.
+        let text = unsafe { (self.status_string)(status) };
+        let text = if text.is_null() {
+            "unknown".into()
+        } else {
+            // SAFETY: non-null, NUL-terminated and static (nvCOMP's table of messages).
+            unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+        };
+        format!("nvCOMP status {status} ({text})")
+    }
+
+    /// The largest compressed member of a chunk of `chunk_bytes`.
+    pub fn max_output_chunk_bytes(&self, chunk_bytes: usize, opts: CompressOpts) -> Result<usize, String> {
+        let mut n = 0usize;
+        // SAFETY: a host-only query writing one size_t we own.
+        let st = unsafe { (self.max_output_chunk_size)(chunk_bytes, opts, &mut n) };
+        if st != 0 {
+            return Err(format!("nvcompBatchedGzipCompressGetMaxOutputChunkSize: {}", self.describe(st)));
+        }
+        Ok(n)
+    }
+
+    /// Device scratch memory a compression of `chunks` chunks needs.
+    pub fn compress_temp_bytes(&self, chunks: usize, chunk_bytes: usize, total_bytes: usize, opts: CompressOpts) -> Result<usize, String> {
+        let mut n = 0usize;
+        // SAFETY: a query writing one size_t we own; a null stream is the default stream.
+        let st = unsafe { (self.compress_temp_size)(chunks, chunk_bytes, opts, &mut n, total_bytes, std::ptr::null_mut()) };
+        if st != 0 {
+            return Err(format!("nvcompBatchedGzipCompressGetTempSize: {}", self.describe(st)));
+        }
+        Ok(n)
+    }
+}
+
+/// Python installations of the nvCOMP wheel: `<lib>/python3*/{site,dist}-packages/nvidia/libnvcomp/lib64/`.
+fn python_candidates() -> Vec<PathBuf> {
+    let mut roots = vec![PathBuf::from("/usr/local/lib"), PathBuf::from("/usr/lib")];
+    if let Some(home) = std::env::var_os("HOME") {
+        roots.push(Path::new(&home).join(".local/lib"));
+    }
+    let mut found = Vec::new();
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(&root) else { continue };
+        for e in entries.flatten() {
+            if !e.file_name().to_string_lossy().starts_with("python3") {
+                continue;
+            }
+            for packages in ["site-packages", "dist-packages"] {
+                let p = e.path().join(packages).join("nvidia/libnvcomp/lib64").join(SONAME);
+                if p.exists() {
+                    found.push(p);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_option_structs_have_nvcomp_s_sizes() {
+        assert_eq!(std::mem::size_of::<CompressOpts>(), 64);
+        assert_eq!(std::mem::size_of::<Properties>(), 8);
+    }
+
+    /// With nvCOMP's library at hand (`PEERPATH_NVCOMP_TEST=/path/to/libnvcomp.so.6`; the
+    /// host-side queries need no GPU): it loads and answers as its headers say.
+    #[test]
+    fn nvcomp_loads_and_answers_host_queries_where_it_is_given() {
+        let Some(path) = std::env::var_os("PEERPATH_NVCOMP_TEST") else {
+            eprintln!("SKIPPED: set PEERPATH_NVCOMP_TEST to a libnvcomp.so.6 to run this test");
+            return;
+        };
+        let nv = Nvcomp::load(Some(Path::new(&path))).expect("loads");
+        assert!(nv.version >= 6000, "nvCOMP 6 or later: {}", nv.version);
+        let out = nv.max_output_chunk_bytes(1 << 20, CompressOpts::new(1)).expect("max output");
+        assert!(out > 1 << 20 && out < 3 << 20, "a 1 MiB chunk's bound: {out}");
+        assert!(nv.describe(11).contains("11"), "{}", nv.describe(11));
+    }
+
+    #[test]
+    fn a_missing_library_is_a_clear_error() {
+        let e = Nvcomp::load(Some(Path::new("/no/such/libnvcomp.so.6"))).err().expect("not there");
+        assert!(e.contains("nvCOMP not found") && e.contains("pip install nvidia-libnvcomp-cu13") && e.contains(ENV), "{e}");
+    }
+}
