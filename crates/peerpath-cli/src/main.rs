@@ -239,6 +239,15 @@ struct CompressArgs {
     /// Fail (exit 15, nothing kept) instead of letting the host CPU do what a device could not.
     #[arg(long, help_heading = "Devices")]
     no_fallback: bool,
+    /// With --engine gpu: which GPU.
+    #[arg(long, default_value_t = 0, help_heading = "Devices")]
+    gpu: usize,
+    /// With --engine gpu: nvCOMP's library [default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel].
+    #[arg(long, help_heading = "Devices")]
+    nvcomp: Option<PathBuf>,
+    /// With --engine gpu: nvCOMP's gzip algorithm, 0 (fastest) to 5 (best ratio); --level does not apply to it.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(i32).range(0..=5), help_heading = "Devices")]
+    gpu_algorithm: i32,
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
@@ -262,6 +271,8 @@ enum EngineArg {
     Cpu,
     /// Emulated CSP device processes (--devices, --device-memory, --device-workers).
     Emulated,
+    /// The GPU (CUDA and nvCOMP, found at run time; --gpu, --nvcomp, --gpu-algorithm, --device-memory).
+    Gpu,
     /// Real CSPs found in /sys where there are any, else the host CPU.
     Auto,
 }
@@ -528,6 +539,13 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
     Ok(match a.engine {
         EngineArg::Cpu => peerpath_runtime::Compute::Cpu,
         EngineArg::Emulated => emulated(),
+        EngineArg::Gpu => {
+            let mut spec = peerpath_runtime::GpuSpec { ordinal: a.gpu, algorithm: a.gpu_algorithm, nvcomp: a.nvcomp.clone(), ..Default::default() };
+            if let Some(m) = a.device_memory {
+                spec.memory_bytes = m;
+            }
+            peerpath_runtime::Compute::Gpu(Box::new(spec))
+        }
         EngineArg::Auto => {
             // No driver for real CSP hardware exists yet: say so rather than guess.
             let csps = peerpath_topo::Topology::from_sysfs(Path::new("/sys"))
@@ -556,8 +574,13 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), compressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
+            let mut common = common_options(&a.common, a.target.force, !a.target.no_sync, progress);
+            if a.engine == EngineArg::Gpu && a.common.queue_depth.is_none() {
+                // A GPU is filled by big batches: let each stream keep 64 chunks in flight.
+                common.queue_depth = common.queue_depth.max(32);
+            }
             let opts = CompressOptions {
-                common: common_options(&a.common, a.target.force, !a.target.no_sync, progress),
+                common,
                 level,
                 format: match a.format {
                     FormatArg::Gzip => Format::Gzip,
@@ -583,6 +606,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     }
                     (None, peerpath_runtime::Compute::Emulated(_)) => "Placement: the emulated devices' memory is a shared-memory file, not on PCIe: every stream that can do O_DIRECT both ways runs on a device (the others on the CPU, in the fallbacks above).\n".into(),
                     (None, peerpath_runtime::Compute::Cpu) => "Placement: --engine cpu: every stream on the host CPU.\n".into(),
+                    (None, peerpath_runtime::Compute::Gpu(_)) => "Placement: --engine gpu: every stream that can do O_DIRECT both ways runs on the GPU, staged through its pinned host window (no GPUDirect Storage path is checked yet); the others on the CPU, in the fallbacks above.\n".into(),
                 };
                 if to_stdout { eprint!("{text}") } else { print!("{text}") }
             }

@@ -210,6 +210,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         let devices = match &compute {
             Compute::Cpu => 0,
             Compute::Emulated(s) => s.devices,
+            Compute::Gpu(_) => 1,
         };
         let wall: Vec<f64> = reports.iter().map(|r| r.wall_s).collect();
         let gbps: Vec<f64> = reports.iter().map(|r| r.throughput_gb_per_s).collect();

@@ -403,3 +403,31 @@ fn the_gpu_probe_says_why_it_cannot_run_or_checks_every_member() {
     assert_eq!(o.code(), Some(15), "{}", o.stderr);
     assert!(o.stderr.contains("GPU unavailable: "), "{}", o.stderr);
 }
+
+/// `compress --engine gpu` where no GPU can be used: the CPU compresses,
+/// and the fallbacks say why; with --no-fallback, exit 15 and nothing kept.
+#[test]
+fn compress_on_a_gpu_that_is_not_there_falls_back_with_the_reason_or_fails_when_told() {
+    let dir = scratch();
+    let src = dir.path().join("s.fa");
+    std::fs::write(&src, b"ACDEFGHIKLMNPQRSTVWY\n".repeat(50_000)).unwrap();
+    let probe = run(&mut pp(["gpu", "probe", "--bytes", "1M", "--algorithm", "2", "--repeat", "1"]));
+    if probe.code() == Some(0) {
+        eprintln!("SKIPPED: a GPU is present here; this test is about machines without one");
+        return;
+    }
+    let out = dir.path().join("s.fa.gz");
+    let o = run(&mut pp(args!["compress", &src, "-o", &out, "--engine", "gpu", "--json"]));
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    let j = o.json();
+    let fallbacks = j["fallbacks"].to_string();
+    assert!(fallbacks.contains("GPU 0 did not start"), "{fallbacks}");
+    assert_eq!(j["provenance"], "measured_host");
+    let back = run(&mut pp(args!["decompress", &out, "-o", "-"]));
+    assert_eq!(back.stdout, std::fs::read(&src).unwrap());
+    std::fs::remove_file(&out).unwrap();
+    let o = run(&mut pp(args!["compress", &src, "-o", &out, "--engine", "gpu", "--no-fallback"]));
+    assert_eq!(o.code(), Some(15), "{}", o.stderr);
+    assert!(o.stderr.contains("GPU unavailable"), "{}", o.stderr);
+    assert!(!out.exists(), "nothing kept");
+}

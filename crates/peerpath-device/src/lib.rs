@@ -37,4 +37,5 @@ pub use function::{Function, FunctionKind, FunctionSet};
 pub use memory::DeviceMemory;
 pub use request::{Completion, DeviceError, DeviceRange, FailureKind, Request, Status, Submit, MAX_INPUT_RANGES};
 pub use stats::{DeviceStats, FunctionStats};
+pub use sys::{poll_fds, EventFd};
 pub use watch::Watcher;

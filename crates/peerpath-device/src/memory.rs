@@ -32,7 +32,8 @@ enum Backing {
     /// Memory the I/O engine cannot reach (`own`, offsets `[0, own)`), and
     /// a host window it can (offsets `[own, own + window)`): storage DMAs
     /// into the window and the device copies between it and its memory.
-    Staged { own: AlignedBuf, domain: MemoryDomain, window: Arc<MappedRegion> },
+    /// `own` is `None` where the host cannot address it (GPU memory).
+    Staged { own: Option<AlignedBuf>, own_len: usize, domain: MemoryDomain, window: Arc<MappedRegion> },
 }
 
 // SAFETY: DeviceMemory only holds the address of a mapping it keeps alive
@@ -58,9 +59,17 @@ impl DeviceMemory {
     /// a device like a GPU keeps its own memory where the host cannot map it.)
     pub fn staged(own_bytes: usize, domain: MemoryDomain, window: Arc<MappedRegion>) -> DeviceMemory {
         let mut own = AlignedBuf::new(own_bytes);
-        let len = own.capacity() + window.len();
+        let own_len = own.capacity();
         let base = NonNull::new(own.as_mut_ptr()).expect("an allocation is never null");
-        DeviceMemory { base, len, backing: Backing::Staged { own, domain, window } }
+        DeviceMemory { base, len: own_len + window.len(), backing: Backing::Staged { own: Some(own), own_len, domain, window } }
+    }
+
+    /// Staged memory whose own part (`own_bytes`, a whole number of pages)
+    /// the host cannot address at all (GPU memory): only the window has host
+    /// addresses; the device resolves its own offsets itself.
+    pub fn foreign(own_bytes: usize, domain: MemoryDomain, window: Arc<MappedRegion>) -> DeviceMemory {
+        let base = NonNull::new(window.as_ptr()).expect("a mapping is never null");
+        DeviceMemory { base, len: own_bytes + window.len(), backing: Backing::Staged { own: None, own_len: own_bytes, domain, window } }
     }
 
     /// A mapped region (emulated device memory or P2P memory).
@@ -102,7 +111,7 @@ impl DeviceMemory {
         match &self.backing {
             Backing::Host(_) => None,
             Backing::Region(r) => Some((0, r)),
-            Backing::Staged { own, window, .. } => Some((own.capacity() as u64, window)),
+            Backing::Staged { own_len, window, .. } => Some((*own_len as u64, window)),
         }
     }
 
@@ -114,10 +123,12 @@ impl DeviceMemory {
         if !range.fits(self.len as u64) {
             return None;
         }
-        if let Backing::Staged { own, window, .. } = &self.backing {
-            let own_len = own.capacity() as u64;
+        if let Backing::Staged { own, own_len, window, .. } = &self.backing {
+            let own_len = *own_len as u64;
             let end = range.offset + range.len;
             return if end <= own_len {
+                // Memory the host cannot address has no pointer to give.
+                own.as_ref()?;
                 // SAFETY: offset <= own's length (checked), inside its mapping.
                 Some(unsafe { self.base.as_ptr().add(range.offset as usize) })
             } else if range.offset >= own_len {

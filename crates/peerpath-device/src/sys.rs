@@ -8,12 +8,12 @@ use std::time::Duration;
 
 /// A non-blocking eventfd: one side signals, the other waits and drains.
 #[derive(Debug)]
-pub(crate) struct EventFd {
+pub struct EventFd {
     fd: OwnedFd,
 }
 
 impl EventFd {
-    pub(crate) fn new() -> io::Result<EventFd> {
+    pub fn new() -> io::Result<EventFd> {
         // SAFETY: eventfd takes plain integers and returns a new fd or -1.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -29,21 +29,21 @@ impl EventFd {
 
     /// Adds one to the counter, waking a waiter. Cannot block: the counter
     /// only overflows after 2^64 - 2 signals nobody drained.
-    pub(crate) fn signal(&self) {
+    pub fn signal(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a valid u64 to our eventfd.
         unsafe { libc::write(self.fd.as_raw_fd(), &one as *const u64 as *const libc::c_void, 8) };
     }
 
     /// Resets the counter (non-blocking; nothing to read is fine).
-    pub(crate) fn drain(&self) {
+    pub fn drain(&self) {
         let mut value: u64 = 0;
         // SAFETY: reads at most 8 bytes into a valid u64 from our eventfd;
         // EAGAIN (counter zero) is the expected answer when nothing came.
         unsafe { libc::read(self.fd.as_raw_fd(), &mut value as *mut u64 as *mut libc::c_void, 8) };
     }
 
-    pub(crate) fn raw(&self) -> RawFd {
+    pub fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
@@ -61,7 +61,7 @@ impl EventFd {
 /// `poll(2)` on `fds` (descriptor, wanted events); returns the events seen
 /// for each, all zero on timeout. `None` waits forever. EINTR counts as a
 /// timeout (the callers loop).
-pub(crate) fn poll_fds(fds: &[(RawFd, i16)], timeout: Option<Duration>) -> io::Result<Vec<i16>> {
+pub fn poll_fds(fds: &[(RawFd, i16)], timeout: Option<Duration>) -> io::Result<Vec<i16>> {
     let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&(fd, events)| libc::pollfd { fd, events, revents: 0 }).collect();
     let timeout_ms: libc::c_int = match timeout {
         None => -1,

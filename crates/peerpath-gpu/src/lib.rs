@@ -8,8 +8,10 @@
 //! probe`). The device the job executor drives comes next, on
 //! `peerpath_device::DeviceMemory::staged` (GPU memory plus a pinned window).
 
+mod device;
 mod nvcomp;
 
+pub use device::{GpuDevice, GpuDeviceConfig};
 pub use nvcomp::{CompressOpts, Nvcomp};
 
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};

@@ -11,6 +11,8 @@ pub enum MemoryDomain {
     P2p { device: String },
     /// Memory owned by an emulated device process, mapped by the host.
     Emulated { device: String },
+    /// A GPU's own memory (the host does not map it).
+    Gpu { device: String },
 }
 
 impl MemoryDomain {
@@ -33,6 +35,7 @@ impl fmt::Display for MemoryDomain {
             MemoryDomain::Host { numa_node: None } => write!(f, "host memory (node unknown)"),
             MemoryDomain::P2p { device } => write!(f, "p2p memory of {device}"),
             MemoryDomain::Emulated { device } => write!(f, "emulated device memory of {device}"),
+            MemoryDomain::Gpu { device } => write!(f, "GPU memory of {device}"),
         }
     }
 }

@@ -66,6 +66,7 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
     let devices = match &opts.compute {
         Compute::Cpu => None,
         Compute::Emulated(spec) => Some(DeviceSet::emulated(spec, opts.no_fallback)),
+        Compute::Gpu(spec) => Some(DeviceSet::gpu(spec, opts.no_fallback)),
     };
     compress_on(pairs, opts, devices)
 }
@@ -204,7 +205,10 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         ledger: ledger.summary(),
         memory: ran.memory,
     };
-    let mut report = if offloaded { JobReport::measured_emulated(job) } else { JobReport::measured_host(job) };
+    let mut report = match ran.provenance {
+        Some(p) if offloaded => JobReport::measured(job, p),
+        _ => JobReport::measured_host(job),
+    };
     report.devices = ran.devices;
     report.placement = ran.placement;
     report.placement_explain = ran.placement_explain;
@@ -236,6 +240,8 @@ struct Ran {
     placement: Vec<String>,
     placement_explain: Option<String>,
     offload_transfers_cpu_s: Option<f64>,
+    /// What the figures are when devices did the work.
+    provenance: Option<crate::report::Provenance>,
 }
 
 /// Whether a stream can go through device memory: O_DIRECT both ways and a
@@ -279,7 +285,7 @@ fn run_job(
         if !placement.on_device.is_empty() {
             let sizes: Vec<Option<u64>> = placement.on_device.iter().map(|&i| streams[i].size).collect();
             started = (set.start)(&sizes, &params, fallbacks)?;
-            device_text = Some((set.what, set.workers));
+            device_text = Some((set.what, set.workers, set.provenance));
         }
     }
     let on_device: &[usize] = if started.is_empty() { &[] } else { &placement.on_device };
@@ -332,8 +338,9 @@ fn run_job(
     drop(engine); // all I/O is done (or, on error, waited for)
     let ran = result?;
     let library = format!("{} (level {})", opts.level.library(), opts.level.get());
+    let provenance = device_text.map(|t| t.2);
     let (engine_text, threads, devices, transfers) = match (ran.devices, device_text) {
-        (Some(d), Some((what, workers))) => {
+        (Some(d), Some((what, workers, _))) => {
             for &(i, k) in &d.device_of {
                 streams[i].device = Some(k);
             }
@@ -345,7 +352,7 @@ fn run_job(
         }
         _ => (format!("host CPU, {library}"), opts.common.threads.max(1), Vec::new(), None),
     };
-    Ok(Ran { engine: engine_text, threads, memory, devices, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s: transfers })
+    Ok(Ran { engine: engine_text, threads, memory, devices, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s: transfers, provenance })
 }
 
 /// Which streams go to devices, and what the report says of the choice.

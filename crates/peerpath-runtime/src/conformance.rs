@@ -71,6 +71,7 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach) -> Device
         memory_from: DeviceMemoryFrom::Shm,
         workers: 2,
         what: "CPU device(s), {workers} worker thread(s) each, {library}",
+        provenance: crate::report::Provenance::MeasuredEmulated,
         start: Box::new(move |sizes, _params, _fallbacks| {
             let mut devices = Vec::new();
             for d in 0..sizes.len().min(2) {

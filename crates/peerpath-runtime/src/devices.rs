@@ -22,6 +22,33 @@ pub enum Compute {
     /// Emulated CSP processes started for the job, each serving its own
     /// group of sources and targets.
     Emulated(Box<EmulatedSpec>),
+    /// A GPU (CUDA and nvCOMP, loaded at run time), its memory staged
+    /// through a pinned host window.
+    Gpu(Box<GpuSpec>),
+}
+
+/// How to open the GPU device of a job.
+#[derive(Clone, Debug)]
+pub struct GpuSpec {
+    /// Which GPU.
+    pub ordinal: usize,
+    /// GPU memory the job computes in.
+    pub memory_bytes: usize,
+    /// Pinned host memory storage DMAs into and out of.
+    pub window_bytes: usize,
+    /// nvCOMP gzip algorithm (0 fastest .. 5 best ratio); 2 by default: a
+    /// better ratio than ISA-L's level 1 at about the same speed as 1.
+    pub algorithm: i32,
+    /// nvCOMP's library (`None`: $PEERPATH_NVCOMP, the loader's path, Python's wheel).
+    pub nvcomp: Option<PathBuf>,
+    /// Commands in flight at most (batches are what fill a GPU).
+    pub queue_depth: usize,
+}
+
+impl Default for GpuSpec {
+    fn default() -> Self {
+        GpuSpec { ordinal: 0, memory_bytes: 2 << 30, window_bytes: 256 << 20, algorithm: 2, nvcomp: None, queue_depth: 256 }
+    }
 }
 
 /// How to start the emulated devices of a job.
@@ -100,6 +127,8 @@ pub(crate) struct DeviceSet<'a> {
     /// Worker threads in each, and where they run, for the report.
     pub workers: usize,
     pub what: &'static str,
+    /// What the job's figures are when these devices did the work.
+    pub provenance: crate::report::Provenance,
     /// Starts devices for streams of these sizes.
     #[allow(clippy::type_complexity)]
     pub start: Box<dyn FnOnce(&[Option<u64>], &Params, &mut Vec<Fallback>) -> Result<Vec<JobDevice>> + 'a>,
@@ -112,7 +141,42 @@ impl<'a> DeviceSet<'a> {
             memory_from: spec.memory_from.clone(),
             workers: spec.workers.max(1) as usize,
             what: "emulated CSP device(s), {workers} worker thread(s) each, {library} inside the device process",
+            provenance: crate::report::Provenance::MeasuredEmulated,
             start: Box::new(move |sizes, params, fallbacks| start_emulated(spec, sizes, params, no_fallback, fallbacks)),
+        }
+    }
+
+    /// The GPU `spec` describes: one device for every placed stream. A GPU
+    /// that cannot be opened (no driver, no nvCOMP, no memory) is a fallback
+    /// with its reason, or the job's failure with `no_fallback`.
+    pub fn gpu(spec: &'a GpuSpec, no_fallback: bool) -> DeviceSet<'a> {
+        DeviceSet {
+            memory_from: DeviceMemoryFrom::Shm,
+            workers: 1,
+            what: "GPU device(s), nvCOMP batched gzip (peerpath's members; {library} asked: nvCOMP has its own algorithms)",
+            provenance: crate::report::Provenance::MeasuredDevice,
+            start: Box::new(move |_sizes, _params, fallbacks| {
+                let config = peerpath_gpu::GpuDeviceConfig {
+                    name: format!("gpu{}", spec.ordinal),
+                    ordinal: spec.ordinal,
+                    own_bytes: spec.memory_bytes,
+                    window_bytes: spec.window_bytes,
+                    algorithm: spec.algorithm,
+                    queue_depth: spec.queue_depth,
+                    nvcomp: spec.nvcomp.clone(),
+                };
+                match peerpath_gpu::GpuDevice::open(&config) {
+                    Ok(d) => {
+                        let kind = d.description.clone();
+                        Ok(vec![JobDevice::new(Box::new(d), kind)])
+                    }
+                    Err(why) if no_fallback => Err(JobError::Device { detail: format!("GPU unavailable: {why} (--no-fallback)") }),
+                    Err(why) => {
+                        fallbacks.push(Fallback::DeviceNotStarted { device: format!("GPU {}", spec.ordinal), why });
+                        Ok(Vec::new())
+                    }
+                }
+            }),
         }
     }
 }
@@ -231,7 +295,7 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
             },
             Err(e) if no_fallback => return Err(JobError::Device { detail: format!("emulated device {d} did not start: {e} (--no-fallback)") }),
             Err(why) => {
-                fallbacks.push(Fallback::DeviceNotStarted { index: d, why });
+                fallbacks.push(Fallback::DeviceNotStarted { device: format!("emulated device {d}"), why });
                 continue;
             }
         };

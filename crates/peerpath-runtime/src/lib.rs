@@ -23,7 +23,7 @@ mod writer;
 pub use writer::DurabilityReport;
 
 pub use compress::{compress, CompressOptions, DEFAULT_BLOCK_BYTES};
-pub use devices::{Compute, DeviceMemoryFrom, EmulatedSpec};
+pub use devices::{Compute, DeviceMemoryFrom, EmulatedSpec, GpuSpec};
 pub use decompress::{decompress, verify, DecompressOptions};
 pub use error::{JobError, Result};
 pub use job::{plan_targets, CommonOptions, Progress};

@@ -83,7 +83,7 @@ pub enum Fallback {
     /// Fewer devices than asked for.
     FewerDevices { asked: usize, started: usize },
     /// A device that did not start; its sources ran on the host CPU.
-    DeviceNotStarted { index: usize, why: String },
+    DeviceNotStarted { device: String, why: String },
     /// A device that failed mid-job; the host CPU compressed the source from `from` on
     /// (`kept`: output bytes from the device that were kept).
     DeviceFailed { source: String, device: String, why: String, from: u64, kept: u64 },
@@ -99,7 +99,7 @@ impl fmt::Display for Fallback {
             Fallback::WritesNotDirect { target, why } => write!(f, "{target}: writes without O_DIRECT: {why}"),
             Fallback::HostCpuNotDevice { source, why } => write!(f, "{source}: compressed on the host CPU, not on a device: {why}"),
             Fallback::FewerDevices { asked, started } => write!(f, "devices: {asked} asked for, {started} started (one per source at most)"),
-            Fallback::DeviceNotStarted { index, why } => write!(f, "emulated device {index} did not start ({why}); its sources ran on the host CPU"),
+            Fallback::DeviceNotStarted { device, why } => write!(f, "{device} did not start ({why}); its sources ran on the host CPU"),
             Fallback::DeviceFailed { source, device, why, from, kept } => {
                 write!(f, "{source}: device {device} failed ({why}); ")?;
                 if *kept == 0 {
@@ -166,6 +166,8 @@ pub enum Provenance {
     MeasuredHost,
     /// Measured on this machine, with emulated devices doing the work.
     MeasuredEmulated,
+    /// Measured on this machine, with a real accelerator (a GPU) doing the work.
+    MeasuredDevice,
     /// Predicted by the simulator.
     Simulated,
 }
@@ -175,6 +177,7 @@ impl Provenance {
         match self {
             Provenance::MeasuredHost => "measured on this machine (real files, host CPU; no offload device)",
             Provenance::MeasuredEmulated => "measured on this machine with emulated devices (not hardware speed)",
+            Provenance::MeasuredDevice => "measured on this machine with a real accelerator (GPU) doing the work",
             Provenance::Simulated => "simulated (a model, not a measurement)",
         }
     }
@@ -311,7 +314,8 @@ impl JobReport {
         Self::measured(j, Provenance::MeasuredEmulated)
     }
 
-    fn measured(j: JobSummary, provenance: Provenance) -> JobReport {
+    /// A report of a job measured on this machine, as `provenance` says.
+    pub fn measured(j: JobSummary, provenance: Provenance) -> JobReport {
         let bytes_in = j.files.iter().map(|f| f.bytes_in).sum();
         let bytes_out = j.files.iter().map(|f| f.bytes_out).sum();
         let mut r = JobReport {

@@ -1,0 +1,495 @@
+//! The GPU as a [`Device`] the job executor drives: its own memory is GPU
+//! memory (the host cannot address it) beside a pinned host window that
+//! storage DMAs into (`DeviceMemory::foreign`); the executor stages every
+//! byte through the window (GPUDirect Storage would make the window
+//! unnecessary: not on machines without P2PDMA or nvidia-fs).
+//!
+//! One worker thread owns the CUDA context. It takes every request queued
+//! since its last turn as one batch: copies (host window <-> GPU memory,
+//! GPU <-> GPU) on the copy engines, and all compress requests in one
+//! nvCOMP launch. nvCOMP's members (plain gzip: CRC-32 and size computed on
+//! the GPU) are rewrapped on the GPU with peerpath's header (the 'PP' size
+//! subfield), so `peerpath decompress` stays parallel on its output.
+
+use crate::nvcomp::{CompressOpts, Nvcomp};
+use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, Status, Submit};
+use peerpath_func::{Format, PEERPATH_HEADER_BYTES};
+use peerpath_mem::{MappedRegion, MemoryDomain};
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How to open a GPU device.
+#[derive(Clone, Debug)]
+pub struct GpuDeviceConfig {
+    pub name: String,
+    pub ordinal: usize,
+    /// GPU memory the executor computes in (rounded to pages).
+    pub own_bytes: usize,
+    /// Pinned host memory storage DMAs into and out of.
+    pub window_bytes: usize,
+    /// nvCOMP gzip algorithm (0 fastest .. 5 best ratio).
+    pub algorithm: i32,
+    pub queue_depth: usize,
+    pub nvcomp: Option<std::path::PathBuf>,
+}
+
+struct Job {
+    id: u64,
+    request: Request,
+}
+
+struct Done {
+    id: u64,
+    status: Status,
+    output_bytes: u64,
+    device_time_us: u32,
+}
+
+/// What the worker needs to turn offsets into addresses.
+#[derive(Clone, Copy)]
+struct Layout {
+    own_base: u64,
+    own_len: u64,
+    window_host: usize,
+    window_len: u64,
+}
+
+pub struct GpuDevice {
+    name: String,
+    memory: DeviceMemory,
+    depth: usize,
+    in_flight: HashMap<u64, Request>,
+    next_id: u64,
+    jobs: Option<crossbeam_channel::Sender<Job>>,
+    done: crossbeam_channel::Receiver<Result<Done, String>>,
+    ready: VecDeque<Completion>,
+    wake: Arc<EventFd>,
+    sleeping: Arc<AtomicBool>,
+    worker: Option<std::thread::JoinHandle<()>>,
+    failed: Option<DeviceError>,
+    /// What it is, for the report.
+    pub description: String,
+}
+
+impl GpuDevice {
+    /// Opens the GPU and nvCOMP, allocates its memory and pins its window,
+    /// or says why it cannot.
+    pub fn open(config: &GpuDeviceConfig) -> Result<GpuDevice, String> {
+        let gpu = crate::Gpu::open(config.ordinal)?;
+        let nv = Arc::new(Nvcomp::load(config.nvcomp.as_deref())?);
+        let own_bytes = config.own_bytes.next_multiple_of(peerpath_mem::REGION_PAGE_BYTES);
+        let window = Arc::new(MappedRegion::host(config.window_bytes).map_err(|e| e.to_string())?);
+        gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
+        // SAFETY: pins the window's pages (a mapping that lives as long as
+        // `window`, which the device keeps) for the copy engines; unpinned
+        // by the worker when it ends.
+        unsafe { sys::cuMemHostRegister_v2(window.as_ptr() as *mut c_void, window.len(), sys::CU_MEMHOSTREGISTER_PORTABLE) }
+            .result()
+            .map_err(|e| format!("CUDA cannot pin {} MiB of host memory: {e}", window.len() >> 20))?;
+        // SAFETY: device memory the executor's commands write before anything reads it.
+        let own = unsafe { gpu.stream.alloc::<u8>(own_bytes) }.map_err(|e| format!("CUDA cannot allocate {} MiB of GPU memory: {e}", own_bytes >> 20))?;
+        let own_base = {
+            let (p, _g) = own.device_ptr(&gpu.stream);
+            p
+        };
+        let layout = Layout { own_base, own_len: own_bytes as u64, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
+        let description = format!(
+            "{} (GPU {}, CUDA driver {}), nvCOMP {} gzip algorithm {}, {} MiB of GPU memory and a {} MiB pinned host window",
+            gpu.info.name,
+            config.ordinal,
+            gpu.info.driver_version,
+            nv.version,
+            config.algorithm,
+            own_bytes >> 20,
+            window.len() >> 20
+        );
+        let memory = DeviceMemory::foreign(own_bytes, MemoryDomain::Gpu { device: config.name.clone() }, window.clone());
+        let wake = Arc::new(EventFd::new().map_err(|e| e.to_string())?);
+        let sleeping = Arc::new(AtomicBool::new(false));
+        let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let mut worker = Worker { gpu, nv, own, window, layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default() };
+        let (w, s) = (wake.clone(), sleeping.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("{}-worker", config.name))
+            .spawn(move || worker.run(&job_rx, &done_tx, &w, &s))
+            .map_err(|e| e.to_string())?;
+        Ok(GpuDevice {
+            name: config.name.clone(),
+            memory,
+            depth: config.queue_depth.max(1),
+            in_flight: HashMap::new(),
+            next_id: 0,
+            jobs: Some(job_tx),
+            done: done_rx,
+            ready: VecDeque::new(),
+            wake,
+            sleeping,
+            worker: Some(handle),
+            failed: None,
+            description,
+        })
+    }
+
+    fn fail(&mut self, detail: String) -> DeviceError {
+        self.jobs = None;
+        let mut in_flight: Vec<(u64, Request)> = self.in_flight.drain().collect();
+        in_flight.sort_by_key(|(id, _)| *id);
+        let e = DeviceError { device: self.name.clone(), kind: FailureKind::Lost, detail, in_flight: in_flight.into_iter().map(|(_, r)| r).collect() };
+        self.failed = Some(e.without_requests());
+        e
+    }
+}
+
+impl Drop for GpuDevice {
+    fn drop(&mut self) {
+        self.jobs = None; // the worker ends when the queue is closed and empty
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Device for GpuDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn functions(&self) -> FunctionSet {
+        FunctionSet::EMPTY.with(FunctionKind::Copy).with(FunctionKind::GzipCompressMember)
+    }
+    fn memory(&self) -> &DeviceMemory {
+        &self.memory
+    }
+    fn queue_depth(&self) -> usize {
+        self.depth
+    }
+    /// Batches fill the GPU: let the host keep many chunks in flight.
+    fn parallelism(&self) -> Option<usize> {
+        Some(self.depth / 2)
+    }
+    fn max_input_ranges(&self) -> usize {
+        peerpath_device::MAX_INPUT_RANGES
+    }
+    fn in_flight(&self) -> usize {
+        self.in_flight.len() + self.ready.len()
+    }
+    fn submit(&mut self, request: Request) -> Submit {
+        if let Some(f) = &self.failed {
+            return Submit::Refused(request, f.clone());
+        }
+        if self.in_flight.len() >= self.depth {
+            return Submit::Busy(request);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let Some(jobs) = &self.jobs else { return Submit::Busy(request) };
+        if jobs.send(Job { id, request: request.clone() }).is_err() {
+            let e = self.fail("its worker thread is gone".into());
+            return Submit::Refused(request, e);
+        }
+        self.in_flight.insert(id, request);
+        Submit::Queued
+    }
+    fn poll(&mut self, completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
+        let mut n = 0;
+        while let Some(c) = self.ready.pop_front() {
+            completions.push(c);
+            n += 1;
+        }
+        if let Some(f) = &self.failed {
+            return if n > 0 { Ok(n) } else { Err(f.clone()) };
+        }
+        while let Ok(done) = self.done.try_recv() {
+            match done {
+                Ok(d) => {
+                    let request = self.in_flight.remove(&d.id).expect("a completion for a request in flight");
+                    let output_bytes = if d.status == Status::Success { d.output_bytes } else { 0 };
+                    completions.push(Completion { request, status: d.status, output_bytes, input_crc32: 0, device_time_us: d.device_time_us });
+                    n += 1;
+                }
+                Err(why) => return Err(self.fail(why)),
+            }
+        }
+        Ok(n)
+    }
+    fn wait(&mut self, timeout: Duration) -> Result<(), DeviceError> {
+        if let Some(f) = &self.failed {
+            return Err(f.clone());
+        }
+        if self.in_flight.is_empty() || !self.arm_wake() {
+            return Ok(());
+        }
+        let _ = peerpath_device::poll_fds(&[(self.wake.raw(), libc_pollin())], Some(timeout));
+        self.sleeping.store(false, Ordering::SeqCst);
+        self.wake.drain();
+        Ok(())
+    }
+    fn wake_fd(&self) -> Option<RawFd> {
+        Some(self.wake.raw())
+    }
+    fn arm_wake(&mut self) -> bool {
+        self.sleeping.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if !self.ready.is_empty() || !self.done.is_empty() || self.failed.is_some() {
+            self.sleeping.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+}
+
+/// POLLIN, without a libc dependency for one constant.
+fn libc_pollin() -> i16 {
+    0x001
+}
+
+/// Device scratch that grows with the batches.
+#[derive(Default)]
+struct Scratch {
+    temp: Option<CudaSlice<u8>>,
+    slots: Option<CudaSlice<u8>>,
+    headers: Option<CudaSlice<u8>>,
+}
+
+struct Worker {
+    gpu: crate::Gpu,
+    nv: Arc<Nvcomp>,
+    own: CudaSlice<u8>,
+    window: Arc<MappedRegion>,
+    layout: Layout,
+    opts: CompressOpts,
+    scratch: Scratch,
+}
+
+impl Worker {
+    fn run(&mut self, jobs: &crossbeam_channel::Receiver<Job>, done: &crossbeam_channel::Sender<Result<Done, String>>, wake: &EventFd, sleeping: &AtomicBool) {
+        if let Err(e) = self.gpu.ctx.bind_to_thread() {
+            let _ = done.send(Err(format!("CUDA: {e}")));
+            return;
+        }
+        while let Ok(first) = jobs.recv() {
+            let mut batch = vec![first];
+            batch.extend(jobs.try_iter());
+            let t = Instant::now();
+            let results = self.batch(&batch);
+            let us = t.elapsed().as_micros().min(u32::MAX as u128) as u32;
+            match results {
+                Ok(outs) => {
+                    for (job, (status, output_bytes)) in batch.iter().zip(outs) {
+                        let _ = done.send(Ok(Done { id: job.id, status, output_bytes, device_time_us: us }));
+                    }
+                }
+                Err(why) => {
+                    let _ = done.send(Err(why));
+                    break;
+                }
+            }
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if sleeping.swap(false, Ordering::SeqCst) {
+                wake.signal();
+            }
+        }
+        // SAFETY: the window was pinned by `open`; no copy is in flight (the
+        // stream was synchronised after the last batch).
+        unsafe { sys::cuMemHostUnregister(self.window.as_ptr() as *mut c_void) };
+        let _ = &self.own;
+    }
+
+    /// Runs one batch; per request its status and output bytes. An error is
+    /// the device's failure (CUDA or nvCOMP refused the whole batch).
+    fn batch(&mut self, batch: &[Job]) -> Result<Vec<(Status, u64)>, String> {
+        let mut out = vec![(Status::Success, 0u64); batch.len()];
+        let mut compress = Vec::new();
+        for (k, job) in batch.iter().enumerate() {
+            let r = &job.request;
+            match r.function {
+                Function::Copy => out[k] = self.copy(r)?,
+                Function::GzipCompressMember { format: Format::Gzip, .. } => match (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) {
+                    (Some(i), Some(o)) => compress.push((k, i, r.inputs[0].len, o, r.output.len)),
+                    _ => out[k].0 = Status::OutOfRange,
+                },
+                _ => out[k].0 = Status::Unsupported,
+            }
+        }
+        if !compress.is_empty() {
+            for (k, result) in self.compress(&compress)? {
+                out[k] = result;
+            }
+        }
+        self.gpu.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
+        Ok(out)
+    }
+
+    /// A device address for a range in GPU memory (`None`: not all in it).
+    fn own_ptr(&self, r: DeviceRange) -> Option<u64> {
+        (r.offset + r.len <= self.layout.own_len).then_some(self.layout.own_base + r.offset)
+    }
+
+    /// A host address for a range of the window.
+    fn window_ptr(&self, r: DeviceRange) -> Option<usize> {
+        let l = &self.layout;
+        (r.offset >= l.own_len && r.offset + r.len <= l.own_len + l.window_len).then(|| l.window_host + (r.offset - l.own_len) as usize)
+    }
+
+    /// Gathers the inputs into the output on the copy engines.
+    fn copy(&self, r: &Request) -> Result<(Status, u64), String> {
+        let total: u64 = r.inputs.iter().map(|i| i.len).sum();
+        if r.output.len < total {
+            return Ok((Status::OutputTooSmall, 0));
+        }
+        let stream = self.gpu.stream.cu_stream();
+        let mut at = 0u64;
+        for &i in &r.inputs {
+            let to = DeviceRange::new(r.output.offset + at, i.len);
+            // In each arm both ranges lie in memory this device owns (checked
+            // by own_ptr/window_ptr), the window is pinned, and the executor
+            // gives a command exclusive use of its ranges until it completes
+            // (after the batch's synchronisation).
+            let res = match (self.own_ptr(i), self.window_ptr(i), self.own_ptr(to), self.window_ptr(to)) {
+                // SAFETY: as above (GPU memory to GPU memory).
+                (Some(s), _, Some(d), _) => unsafe { sys::cuMemcpyDtoDAsync_v2(d, s, i.len as usize, stream) },
+                // SAFETY: as above (the pinned window to GPU memory).
+                (_, Some(s), Some(d), _) => unsafe { sys::cuMemcpyHtoDAsync_v2(d, s as *const c_void, i.len as usize, stream) },
+                // SAFETY: as above (GPU memory to the pinned window).
+                (Some(s), _, _, Some(d)) => unsafe { sys::cuMemcpyDtoHAsync_v2(d as *mut c_void, s, i.len as usize, stream) },
+                _ => return Ok((Status::OutOfRange, 0)),
+            };
+            res.result().map_err(|e| format!("CUDA copy: {e}"))?;
+            at += i.len;
+        }
+        Ok((Status::Success, total))
+    }
+
+    /// Compresses each (job index, input address, input length, output
+    /// address, output capacity) in one nvCOMP launch, then writes each
+    /// member (peerpath's header, nvCOMP's deflate data and trailer) at the
+    /// start of its output range, on the GPU.
+    #[allow(clippy::type_complexity)]
+    fn compress(&mut self, items: &[(usize, u64, u64, u64, u64)]) -> Result<Vec<(usize, (Status, u64))>, String> {
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let stream = self.gpu.stream.clone();
+        let n = items.len();
+        let max_chunk = items.iter().map(|x| x.2 as usize).max().unwrap_or(0).max(1);
+        let total: usize = items.iter().map(|x| x.2 as usize).sum();
+        let slot = self.nv.max_output_chunk_bytes(max_chunk, self.opts)?.next_multiple_of(8);
+        let temp_bytes = self.nv.compress_temp_bytes(n, max_chunk, total.max(1), self.opts)?;
+        let temp = grow(&mut self.scratch.temp, temp_bytes.max(1), &stream)?;
+        let slots = grow(&mut self.scratch.slots, n * slot, &stream)?;
+        let temp_ptr = ptr(temp, &stream);
+        let slots_ptr = ptr(slots, &stream);
+        let in_ptrs: Vec<u64> = items.iter().map(|x| x.1).collect();
+        let in_sizes: Vec<usize> = items.iter().map(|x| x.2 as usize).collect();
+        let out_ptrs: Vec<u64> = (0..n).map(|k| slots_ptr + (k * slot) as u64).collect();
+        let d_in_ptrs = stream.clone_htod(&in_ptrs).map_err(cuda)?;
+        let d_in_sizes = stream.clone_htod(&in_sizes).map_err(cuda)?;
+        let d_out_ptrs = stream.clone_htod(&out_ptrs).map_err(cuda)?;
+        let mut d_out_sizes = stream.alloc_zeros::<usize>(n).map_err(cuda)?;
+        let mut d_status = stream.alloc_zeros::<i32>(n).map_err(cuda)?;
+        let st = {
+            let (ip, _g1) = d_in_ptrs.device_ptr(&stream);
+            let (isz, _g2) = d_in_sizes.device_ptr(&stream);
+            let (op, _g3) = d_out_ptrs.device_ptr(&stream);
+            let (osz, _g4) = d_out_sizes.device_ptr_mut(&stream);
+            let (sp, _g5) = d_status.device_ptr_mut(&stream);
+            // SAFETY: every pointer is device memory of the sizes nvCOMP asks
+            // for (arrays of `n` entries, slots of `slot` bytes at multiples
+            // of 8, `temp_bytes` of scratch, inputs inside the GPU memory the
+            // executor gave these commands); all outlive the synchronisation below.
+            unsafe {
+                (self.nv.compress_async)(
+                    ip as usize as *const *const c_void,
+                    isz as usize as *const usize,
+                    max_chunk,
+                    n,
+                    temp_ptr as usize as *mut c_void,
+                    temp_bytes.max(1),
+                    op as usize as *const *mut c_void,
+                    osz as usize as *mut usize,
+                    self.opts,
+                    sp as usize as *mut i32,
+                    stream.cu_stream() as *mut c_void,
+                )
+            }
+        };
+        if st != 0 {
+            return Err(format!("nvcompBatchedGzipCompressAsync: {}", self.nv.describe(st)));
+        }
+        let sizes: Vec<usize> = stream.clone_dtoh(&d_out_sizes).map_err(cuda)?;
+        let statuses: Vec<i32> = stream.clone_dtoh(&d_status).map_err(cuda)?;
+        // Headers for every member, made on the host (metadata) and copied over once.
+        let mut headers = vec![0u8; n * PEERPATH_HEADER_BYTES];
+        let mut results = Vec::with_capacity(n);
+        for (k, x) in items.iter().enumerate() {
+            let body = sizes[k].saturating_sub(10);
+            let member = (PEERPATH_HEADER_BYTES + body) as u64;
+            let status = if statuses[k] != 0 || sizes[k] < 18 {
+                Status::Internal
+            } else if member > x.4 {
+                Status::OutputTooSmall
+            } else {
+                Status::Success
+            };
+            if status == Status::Success {
+                headers[k * PEERPATH_HEADER_BYTES..(k + 1) * PEERPATH_HEADER_BYTES].copy_from_slice(&peerpath_func::peerpath_header(0, member as u32, x.2 as u32));
+            }
+            results.push((x.0, (status, if status == Status::Success { member } else { 0 })));
+        }
+        let hdr = grow(&mut self.scratch.headers, headers.len(), &stream)?;
+        let hdr_ptr = ptr(hdr, &stream);
+        // SAFETY: `headers` is host memory that outlives the synchronisation
+        // below (a pageable copy is staged by the driver before it returns).
+        unsafe { sys::cuMemcpyHtoDAsync_v2(hdr_ptr, headers.as_ptr() as *const c_void, headers.len(), stream.cu_stream()) }.result().map_err(cuda)?;
+        for (k, x) in items.iter().enumerate() {
+            if results[k].1 .0 != Status::Success {
+                continue;
+            }
+            let body = sizes[k] - 10;
+            // SAFETY: both copies stay inside device memory this batch owns:
+            // the header and slot scratch, and the command's output range
+            // (checked to hold the member above).
+            unsafe {
+                sys::cuMemcpyDtoDAsync_v2(x.3, hdr_ptr + (k * PEERPATH_HEADER_BYTES) as u64, PEERPATH_HEADER_BYTES, stream.cu_stream()).result().map_err(cuda)?;
+                sys::cuMemcpyDtoDAsync_v2(x.3 + PEERPATH_HEADER_BYTES as u64, out_ptrs[k] + 10, body, stream.cu_stream()).result().map_err(cuda)?;
+            }
+        }
+        stream.synchronize().map_err(cuda)?;
+        Ok(results)
+    }
+}
+
+/// A scratch buffer of at least `bytes` (grown, never shrunk).
+fn grow<'a>(slot: &'a mut Option<CudaSlice<u8>>, bytes: usize, stream: &Arc<CudaStream>) -> Result<&'a CudaSlice<u8>, String> {
+    if slot.as_ref().is_none_or(|s| s.len() < bytes) {
+        *slot = None;
+        // SAFETY: scratch memory written (by nvCOMP or a copy) before it is read.
+        *slot = Some(unsafe { stream.alloc::<u8>(bytes) }.map_err(|e| format!("CUDA cannot allocate {} MiB of scratch: {e}", bytes >> 20))?);
+    }
+    Ok(slot.as_ref().expect("just made"))
+}
+
+fn ptr(s: &CudaSlice<u8>, stream: &CudaStream) -> u64 {
+    let (p, _g) = s.device_ptr(stream);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opening_a_gpu_where_there_is_none_says_why() {
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None };
+        match GpuDevice::open(&config) {
+            Ok(d) => eprintln!("a GPU is present: {}", d.description),
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU here): {why}");
+                assert!(!why.is_empty());
+            }
+        }
+    }
+}
