@@ -64,7 +64,7 @@ pub fn main(a: GpuArgs) -> ExitCode {
                 return ExitCode::from(3);
             }
         },
-        None => sample(p.bytes),
+        None => peerpath_func::sample::protein_like(p.bytes, 1),
     };
     let gpu = match peerpath_gpu::Gpu::open(p.device) {
         Ok(g) => g,
@@ -122,21 +122,4 @@ fn read_prefix(path: &std::path::Path, bytes: usize) -> std::io::Result<Vec<u8>>
         return Err(std::io::Error::other("it is empty"));
     }
     Ok(v)
-}
-
-/// Protein-like text: 20 letters in lines of 60 from a fixed seed.
-fn sample(bytes: usize) -> Vec<u8> {
-    let letters = b"ACDEFGHIKLMNPQRSTVWY";
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..bytes)
-        .map(|i| {
-            if i % 61 == 60 {
-                return b'\n';
-            }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            letters[(x % 11 + (x >> 40) % 9) as usize]
-        })
-        .collect()
 }

@@ -7,6 +7,7 @@
 
 pub mod gzip;
 mod isal;
+pub mod sample;
 
 pub use gzip::{
     compare_members, decode_member, encode_member, member_bound_bytes, peerpath_header, plain_member_body, Format, Level, MemberEncoder, MemberError, MemberHeader,

@@ -31,24 +31,6 @@ fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("pp-conformance").tempdir_in(base).expect("scratch directory")
 }
 
-/// Protein-like text: 20 letters in lines of 60, from a seeded generator
-/// (compresses about as the corpus does, and differs in every block).
-fn protein(bytes: usize, seed: u64) -> Vec<u8> {
-    let letters = b"ACDEFGHIKLMNPQRSTVWY";
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..bytes)
-        .map(|i| {
-            if i % 61 == 60 {
-                return b'\n';
-            }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            letters[(x % 11 + (x >> 40) % 9) as usize]
-        })
-        .collect()
-}
-
 /// How a test device's memory is reached.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Reach {
@@ -136,7 +118,7 @@ fn sources(dir: &Path, sizes: &[usize]) -> Vec<PathBuf> {
         .enumerate()
         .map(|(i, &n)| {
             let p = dir.join(format!("s{i}-{n}"));
-            std::fs::write(&p, protein(n, i as u64 + 1)).unwrap();
+            std::fs::write(&p, peerpath_func::sample::protein_like(n, i as u64 + 1)).unwrap();
             p
         })
         .collect()
