@@ -27,6 +27,8 @@ pub struct CpuDeviceConfig {
     pub workers: usize,
     /// Requests in flight at most; `submit` answers Busy beyond.
     pub queue_depth: usize,
+    /// Ask the host for one command per chunk (as a batching device does).
+    pub whole_chunk_commands: bool,
 }
 
 impl CpuDeviceConfig {
@@ -37,6 +39,7 @@ impl CpuDeviceConfig {
             memory_bytes,
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             queue_depth: 64,
+            whole_chunk_commands: false,
         }
     }
 }
@@ -64,6 +67,7 @@ struct Shared {
 /// The CPU device (see the module docs).
 pub struct CpuDevice {
     name: String,
+    whole_chunks: bool,
     shared: Arc<Shared>,
     depth: usize,
     ranges: RangeTable,
@@ -108,6 +112,7 @@ impl CpuDevice {
             workers.push(handle);
         }
         Ok(CpuDevice {
+            whole_chunks: config.whole_chunk_commands,
             name: config.name,
             shared,
             depth: config.queue_depth,
@@ -189,6 +194,10 @@ impl Device for CpuDevice {
 
     fn parallelism(&self) -> Option<usize> {
         Some(self.workers.len().max(1))
+    }
+
+    fn whole_chunk_commands(&self) -> bool {
+        self.whole_chunks
     }
 
     fn in_flight(&self) -> usize {

@@ -94,6 +94,13 @@ pub trait Device: Send {
     fn max_input_ranges(&self) -> usize {
         crate::MAX_INPUT_RANGES
     }
+    /// Whether the host should send one command per chunk
+    /// ([`crate::Function::GzipCompressChunk`]: its members written back to
+    /// back) rather than one per member: devices that batch (a GPU) do
+    /// better with fewer, bigger commands.
+    fn whole_chunk_commands(&self) -> bool {
+        false
+    }
 }
 
 /// A device that can be made to fail on purpose, as a crash would: the

@@ -41,7 +41,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         && match f {
             Function::Copy | Function::Crc32 => true,
             Function::Fill { .. } => n == 0,
-            Function::GzipCompressMember { .. } | Function::GzipDecompressMember => n == 1,
+            Function::GzipCompressMember { .. } | Function::GzipCompressChunk { .. } | Function::GzipDecompressMember => n == 1,
         };
     if !count_ok {
         return Err(Status::InvalidField);
@@ -71,8 +71,27 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
                 Ok(())
             }
         }
+        Function::GzipCompressChunk { format, member_bytes, .. } => {
+            let limit = match format {
+                Format::Gzip => MAX_MEMBER_UNCOMPRESSED_BYTES,
+                Format::Bgzf => BGZF_MAX_INPUT_BYTES,
+            };
+            if member_bytes as usize > limit {
+                Err(Status::InputTooLarge)
+            } else if request.output.len < chunk_bound_bytes(input_bytes as usize, member_bytes as usize) as u64 {
+                Err(Status::OutputTooSmall)
+            } else {
+                Ok(())
+            }
+        }
         _ => Ok(()),
     }
+}
+
+/// The most output a chunk of `input` bytes compressed in members of
+/// `member_bytes` can take (an empty input is one empty member).
+pub fn chunk_bound_bytes(input: usize, member_bytes: usize) -> usize {
+    input.div_ceil(member_bytes.max(1)).max(1) * member_bound_bytes(member_bytes.min(input))
 }
 
 /// Reusable compression state, one encoder per level, made on first use.
@@ -155,6 +174,15 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
             // The trailer holds the CRC-32 of the input: no second pass.
             let crc = u32::from_le_bytes(output[n - 8..n - 4].try_into().expect("4 bytes"));
             Ok((n as u64, crc))
+        }
+        Function::GzipCompressChunk { level, format, member_bytes } => {
+            let input = inputs[0];
+            let enc = encoders.get(level);
+            let mut at = if input.is_empty() { encode_member(enc, format, &[], output) } else { 0 };
+            for piece in input.chunks(member_bytes as usize) {
+                at += encode_member(enc, format, piece, &mut output[at..]);
+            }
+            Ok((at as u64, crc_of(inputs)))
         }
         Function::GzipDecompressMember => {
             let member = inputs[0];

@@ -386,6 +386,10 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         self.inner.max_input_ranges()
     }
 
+    fn whole_chunk_commands(&self) -> bool {
+        self.inner.whole_chunk_commands()
+    }
+
     fn stats(&mut self) -> Option<DeviceStats> {
         self.inner.stats()
     }

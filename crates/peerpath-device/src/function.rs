@@ -22,6 +22,13 @@ pub enum Function {
     /// byte what [`peerpath_func::encode_member`] writes. The output range
     /// must hold [`peerpath_func::member_bound_bytes`] of the input.
     GzipCompressMember { level: Level, format: Format },
+    /// Compresses one input range, in blocks of `member_bytes` (the last
+    /// may be shorter; an empty input is one empty member), into complete
+    /// members written back to back at the start of the output range: what
+    /// one [`Function::GzipCompressMember`] per block, then packing, would
+    /// write. One command per chunk, for devices that batch. The output range
+    /// must hold the members' bounds.
+    GzipCompressChunk { level: Level, format: Format, member_bytes: u32 },
     /// Decodes one input range holding exactly one member with declared
     /// sizes (peerpath's 'PP' or BGZF's 'BC' subfield) into the output
     /// range, checking its CRC-32 and length.
@@ -35,6 +42,7 @@ impl Function {
             Function::Fill { .. } => FunctionKind::Fill,
             Function::Crc32 => FunctionKind::Crc32,
             Function::GzipCompressMember { .. } => FunctionKind::GzipCompressMember,
+            Function::GzipCompressChunk { .. } => FunctionKind::GzipCompressChunk,
             Function::GzipDecompressMember => FunctionKind::GzipDecompressMember,
         }
     }
@@ -43,12 +51,9 @@ impl Function {
     pub fn param_word(&self) -> u64 {
         match *self {
             Function::Fill { byte } => byte as u64,
-            Function::GzipCompressMember { level, format } => {
-                let format_code: u64 = match format {
-                    Format::Gzip => 0,
-                    Format::Bgzf => 1,
-                };
-                level.get() as u64 | (format_code << 8)
+            Function::GzipCompressMember { level, format } => level.get() as u64 | (format_code(format) << 8),
+            Function::GzipCompressChunk { level, format, member_bytes } => {
+                level.get() as u64 | (format_code(format) << 8) | (u64::from(member_bytes) << 16)
             }
             Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
         }
@@ -77,17 +82,35 @@ impl Function {
                     Ok(Function::Fill { byte: param as u8 })
                 }
             }
-            FunctionKind::GzipCompressMember => {
-                let level = param & 0xff;
-                let format = (param >> 8) & 0xff;
-                let rest = param >> 16;
-                match (Level::new(level as u32), format, rest) {
-                    (Ok(level), 0, 0) => Ok(Function::GzipCompressMember { level, format: Format::Gzip }),
-                    (Ok(level), 1, 0) => Ok(Function::GzipCompressMember { level, format: Format::Bgzf }),
+            FunctionKind::GzipCompressMember => match (Level::new((param & 0xff) as u32), format_of((param >> 8) & 0xff), param >> 16) {
+                (Ok(level), Some(format), 0) => Ok(Function::GzipCompressMember { level, format }),
+                _ => Err(()),
+            },
+            FunctionKind::GzipCompressChunk => {
+                let member_bytes = param >> 16;
+                match (Level::new((param & 0xff) as u32), format_of((param >> 8) & 0xff)) {
+                    (Ok(level), Some(format)) if (1..=u64::from(u32::MAX)).contains(&member_bytes) => {
+                        Ok(Function::GzipCompressChunk { level, format, member_bytes: member_bytes as u32 })
+                    }
                     _ => Err(()),
                 }
             }
         })
+    }
+}
+
+fn format_code(format: Format) -> u64 {
+    match format {
+        Format::Gzip => 0,
+        Format::Bgzf => 1,
+    }
+}
+
+fn format_of(code: u64) -> Option<Format> {
+    match code {
+        0 => Some(Format::Gzip),
+        1 => Some(Format::Bgzf),
+        _ => None,
     }
 }
 
@@ -97,6 +120,9 @@ impl fmt::Display for Function {
             Function::Fill { byte } => write!(f, "fill {byte:#04x}"),
             Function::GzipCompressMember { level, format } => {
                 write!(f, "gzip compress member (level {}, {format:?})", level.get())
+            }
+            Function::GzipCompressChunk { level, format, member_bytes } => {
+                write!(f, "gzip compress chunk (level {}, {format:?}, {member_bytes}-byte members)", level.get())
             }
             other => f.write_str(other.kind().name()),
         }
@@ -113,16 +139,18 @@ pub enum FunctionKind {
     Crc32 = 0x03,
     GzipCompressMember = 0x10,
     GzipDecompressMember = 0x11,
+    GzipCompressChunk = 0x12,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 5] = [
+    pub const ALL: [FunctionKind; 6] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
         FunctionKind::GzipCompressMember,
         FunctionKind::GzipDecompressMember,
+        FunctionKind::GzipCompressChunk,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -145,6 +173,7 @@ impl FunctionKind {
             FunctionKind::Crc32 => "crc32",
             FunctionKind::GzipCompressMember => "gzip compress member",
             FunctionKind::GzipDecompressMember => "gzip decompress member",
+            FunctionKind::GzipCompressChunk => "gzip compress chunk",
         }
     }
 

@@ -66,6 +66,11 @@ pub struct Request {
 }
 
 impl Request {
+    /// Compresses `input` in blocks of `member_bytes` into members written
+    /// back to back at the start of `output`.
+    pub fn compress_chunk(tag: u64, level: Level, format: Format, member_bytes: u32, input: DeviceRange, output: DeviceRange) -> Request {
+        Request { tag, function: Function::GzipCompressChunk { level, format, member_bytes }, inputs: vec![input], output }
+    }
     /// Compresses `input` into one gzip member at the start of `output`.
     pub fn compress(tag: u64, level: Level, format: Format, input: DeviceRange, output: DeviceRange) -> Request {
         Request { tag, function: Function::GzipCompressMember { level, format }, inputs: vec![input], output }

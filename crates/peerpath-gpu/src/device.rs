@@ -162,7 +162,7 @@ impl Device for GpuDevice {
         &self.name
     }
     fn functions(&self) -> FunctionSet {
-        FunctionSet::EMPTY.with(FunctionKind::Copy).with(FunctionKind::GzipCompressMember)
+        FunctionSet::EMPTY.with(FunctionKind::Copy).with(FunctionKind::GzipCompressMember).with(FunctionKind::GzipCompressChunk)
     }
     fn memory(&self) -> &DeviceMemory {
         &self.memory
@@ -176,6 +176,10 @@ impl Device for GpuDevice {
     }
     fn max_input_ranges(&self) -> usize {
         peerpath_device::MAX_INPUT_RANGES
+    }
+    /// A chunk per command: its members go into the same nvCOMP launch.
+    fn whole_chunk_commands(&self) -> bool {
+        true
     }
     fn in_flight(&self) -> usize {
         self.in_flight.len() + self.ready.len()
@@ -306,20 +310,41 @@ impl Worker {
     /// the device's failure (CUDA or nvCOMP refused the whole batch).
     fn batch(&mut self, batch: &[Job]) -> Result<Vec<(Status, u64)>, String> {
         let mut out = vec![(Status::Success, 0u64); batch.len()];
-        let mut compress = Vec::new();
+        let mut pieces = Vec::new();
+        let mut outputs = Vec::new();
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
-            match r.function {
-                Function::Copy => out[k] = self.copy(r)?,
-                Function::GzipCompressMember { format: Format::Gzip, .. } => match (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) {
-                    (Some(i), Some(o)) => compress.push((k, i, r.inputs[0].len, o, r.output.len)),
-                    _ => out[k].0 = Status::OutOfRange,
-                },
-                _ => out[k].0 = Status::Unsupported,
+            let member_bytes = match r.function {
+                Function::Copy => {
+                    out[k] = self.copy(r)?;
+                    continue;
+                }
+                Function::GzipCompressMember { format: Format::Gzip, .. } => r.inputs[0].len.max(1),
+                Function::GzipCompressChunk { format: Format::Gzip, member_bytes, .. } => u64::from(member_bytes),
+                _ => {
+                    out[k].0 = Status::Unsupported;
+                    continue;
+                }
+            };
+            let (Some(input), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) else {
+                out[k].0 = Status::OutOfRange;
+                continue;
+            };
+            // Its members, compressed in one launch with everyone else's.
+            let n = r.inputs[0].len;
+            let mut at = 0;
+            loop {
+                let len = member_bytes.min(n - at);
+                pieces.push(Piece { job: k, input: input + at, len });
+                at += len;
+                if at >= n {
+                    break;
+                }
             }
+            outputs.push((k, output, r.output.len));
         }
-        if !compress.is_empty() {
-            for (k, result) in self.compress(&compress)? {
+        if !pieces.is_empty() {
+            for (k, result) in self.compress(&pieces, &outputs)? {
                 out[k] = result;
             }
         }
@@ -367,25 +392,24 @@ impl Worker {
         Ok((Status::Success, total))
     }
 
-    /// Compresses each (job index, input address, input length, output
-    /// address, output capacity) in one nvCOMP launch, then writes each
-    /// member (peerpath's header, nvCOMP's deflate data and trailer) at the
-    /// start of its output range, on the GPU.
-    #[allow(clippy::type_complexity)]
-    fn compress(&mut self, items: &[(usize, u64, u64, u64, u64)]) -> Result<Vec<(usize, (Status, u64))>, String> {
+    /// Compresses every piece in one nvCOMP launch, then writes each job's
+    /// members (peerpath's header, nvCOMP's deflate data and trailer) back to
+    /// back at the start of its output range (`outputs`: job, address,
+    /// capacity), on the GPU. Returns each job's status and output bytes.
+    fn compress(&mut self, items: &[Piece], outputs: &[(usize, u64, u64)]) -> Result<Vec<JobResult>, String> {
         let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
         let stream = self.gpu.stream.clone();
         let n = items.len();
-        let max_chunk = items.iter().map(|x| x.2 as usize).max().unwrap_or(0).max(1);
-        let total: usize = items.iter().map(|x| x.2 as usize).sum();
+        let max_chunk = items.iter().map(|x| x.len as usize).max().unwrap_or(0).max(1);
+        let total: usize = items.iter().map(|x| x.len as usize).sum();
         let slot = self.nv.max_output_chunk_bytes(max_chunk, self.opts)?.next_multiple_of(8);
         let temp_bytes = self.nv.compress_temp_bytes(n, max_chunk, total.max(1), self.opts)?;
         let temp = grow(&mut self.scratch.temp, temp_bytes.max(1), &stream)?;
         let slots = grow(&mut self.scratch.slots, n * slot, &stream)?;
         let temp_ptr = ptr(temp, &stream);
         let slots_ptr = ptr(slots, &stream);
-        let in_ptrs: Vec<u64> = items.iter().map(|x| x.1).collect();
-        let in_sizes: Vec<usize> = items.iter().map(|x| x.2 as usize).collect();
+        let in_ptrs: Vec<u64> = items.iter().map(|x| x.input).collect();
+        let in_sizes: Vec<usize> = items.iter().map(|x| x.len as usize).collect();
         let out_ptrs: Vec<u64> = (0..n).map(|k| slots_ptr + (k * slot) as u64).collect();
         let d_in_ptrs = stream.clone_htod(&in_ptrs).map_err(cuda)?;
         let d_in_sizes = stream.clone_htod(&in_sizes).map_err(cuda)?;
@@ -423,45 +447,59 @@ impl Worker {
         }
         let sizes: Vec<usize> = stream.clone_dtoh(&d_out_sizes).map_err(cuda)?;
         let statuses: Vec<i32> = stream.clone_dtoh(&d_status).map_err(cuda)?;
-        // Headers for every member, made on the host (metadata) and copied over once.
+        // Each job's members in order: where each goes, and its header (made
+        // on the host: metadata), then all headers copied over at once.
+        let mut state: HashMap<usize, (u64, u64, u64, Status)> = outputs.iter().map(|&(k, ptr, cap)| (k, (ptr, cap, 0, Status::Success))).collect();
         let mut headers = vec![0u8; n * PEERPATH_HEADER_BYTES];
-        let mut results = Vec::with_capacity(n);
-        for (k, x) in items.iter().enumerate() {
-            let body = sizes[k].saturating_sub(10);
-            let member = (PEERPATH_HEADER_BYTES + body) as u64;
-            let status = if statuses[k] != 0 || sizes[k] < 18 {
-                Status::Internal
-            } else if member > x.4 {
-                Status::OutputTooSmall
-            } else {
-                Status::Success
-            };
-            if status == Status::Success {
-                headers[k * PEERPATH_HEADER_BYTES..(k + 1) * PEERPATH_HEADER_BYTES].copy_from_slice(&peerpath_func::peerpath_header(0, member as u32, x.2 as u32));
+        let mut places = vec![None; n];
+        for (p, x) in items.iter().enumerate() {
+            let (ptr, cap, at, status) = state.get_mut(&x.job).expect("every piece has its job's output");
+            if *status != Status::Success {
+                continue;
             }
-            results.push((x.0, (status, if status == Status::Success { member } else { 0 })));
+            if statuses[p] != 0 || sizes[p] < 18 {
+                *status = Status::Internal;
+                continue;
+            }
+            let member = (PEERPATH_HEADER_BYTES + sizes[p] - 10) as u64;
+            if *at + member > *cap {
+                *status = Status::OutputTooSmall;
+                continue;
+            }
+            headers[p * PEERPATH_HEADER_BYTES..(p + 1) * PEERPATH_HEADER_BYTES].copy_from_slice(&peerpath_func::peerpath_header(0, member as u32, x.len as u32));
+            places[p] = Some(*ptr + *at);
+            *at += member;
         }
         let hdr = grow(&mut self.scratch.headers, headers.len(), &stream)?;
         let hdr_ptr = ptr(hdr, &stream);
         // SAFETY: `headers` is host memory that outlives the synchronisation
         // below (a pageable copy is staged by the driver before it returns).
         unsafe { sys::cuMemcpyHtoDAsync_v2(hdr_ptr, headers.as_ptr() as *const c_void, headers.len(), stream.cu_stream()) }.result().map_err(cuda)?;
-        for (k, x) in items.iter().enumerate() {
-            if results[k].1 .0 != Status::Success {
-                continue;
-            }
-            let body = sizes[k] - 10;
+        for (p, place) in places.iter().enumerate() {
+            let Some(to) = *place else { continue };
+            let body = sizes[p] - 10;
             // SAFETY: both copies stay inside device memory this batch owns:
-            // the header and slot scratch, and the command's output range
-            // (checked to hold the member above).
+            // the header and slot scratch, and the job's output range
+            // (checked to hold its members above).
             unsafe {
-                sys::cuMemcpyDtoDAsync_v2(x.3, hdr_ptr + (k * PEERPATH_HEADER_BYTES) as u64, PEERPATH_HEADER_BYTES, stream.cu_stream()).result().map_err(cuda)?;
-                sys::cuMemcpyDtoDAsync_v2(x.3 + PEERPATH_HEADER_BYTES as u64, out_ptrs[k] + 10, body, stream.cu_stream()).result().map_err(cuda)?;
+                sys::cuMemcpyDtoDAsync_v2(to, hdr_ptr + (p * PEERPATH_HEADER_BYTES) as u64, PEERPATH_HEADER_BYTES, stream.cu_stream()).result().map_err(cuda)?;
+                sys::cuMemcpyDtoDAsync_v2(to + PEERPATH_HEADER_BYTES as u64, out_ptrs[p] + 10, body, stream.cu_stream()).result().map_err(cuda)?;
             }
         }
+        let results = state.into_iter().map(|(k, (_, _, at, status))| (k, (status, if status == Status::Success { at } else { 0 }))).collect();
         stream.synchronize().map_err(cuda)?;
         Ok(results)
     }
+}
+
+/// A job's index in its batch, its status and its output bytes.
+type JobResult = (usize, (Status, u64));
+
+/// A block of a compress command's input: one member.
+struct Piece {
+    job: usize,
+    input: u64,
+    len: u64,
 }
 
 /// A scratch buffer of at least `bytes` (grown, never shrunk).

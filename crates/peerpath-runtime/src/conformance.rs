@@ -44,10 +44,11 @@ enum Reach {
 /// CPU devices (the executor reaches device memory by DMA only),
 /// optionally faulty.
 fn cpu_devices(dir: &Path, faults: Option<FaultConfig>) -> DeviceSet<'static> {
-    devices_with(dir, faults, Reach::Mapped)
+    devices_with(dir, faults, Reach::Mapped, false)
 }
 
-fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach) -> DeviceSet<'static> {
+/// `whole_chunks`: the devices ask for one compress command per chunk (as a GPU does).
+fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chunks: bool) -> DeviceSet<'static> {
     let dir = dir.to_path_buf();
     DeviceSet {
         memory_from: DeviceMemoryFrom::Shm,
@@ -70,7 +71,7 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach) -> Device
                         DeviceMemory::staged(DEVICE_MEMORY_BYTES, MemoryDomain::Emulated { device: name.clone() }, Arc::new(window))
                     }
                 };
-                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32 };
+                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32, whole_chunk_commands: whole_chunks };
                 let cpu = CpuDevice::with_memory(config, memory).expect("CPU device");
                 let device: Box<dyn Device> = match &faults {
                     Some(f) => Box::new(FaultyDevice::new(cpu, f.clone())),
@@ -205,7 +206,7 @@ fn a_device_with_memory_the_engine_cannot_reach_is_staged_through_its_window() {
     let dir = scratch();
     let srcs = sources(dir.path(), &[0, 4097, (9 << 20) + 5, 12 << 20]);
     for (format, block) in [(Format::Gzip, 1 << 20), (Format::Bgzf, 0)] {
-        let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, Reach::Staged));
+        let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, Reach::Staged, false));
         assert!(report.fallbacks.is_empty(), "{format:?}: {:?}", report.fallbacks);
         assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: all on devices");
         let staged: u64 = report.ledger.entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::Stage).map(|e| e.bytes_read).sum();
@@ -216,6 +217,27 @@ fn a_device_with_memory_the_engine_cannot_reach_is_staged_through_its_window() {
     }
     let mut faults = FaultConfig::seeded(3);
     faults.crash_after_submissions = Some(40);
-    let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::Staged));
+    let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::Staged, false));
     assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "{:?}", report.fallbacks);
+}
+
+/// A device that takes one command per chunk (its members back to back,
+/// as a GPU batches them) gives the same bytes, in mapped and in staged
+/// memory, and still hands over cleanly when it fails.
+#[test]
+fn whole_chunk_commands_give_the_oracle_s_bytes() {
+    let dir = scratch();
+    let srcs = sources(dir.path(), &[0, 1, 4097, (9 << 20) + 5, 12 << 20]);
+    for reach in [Reach::Mapped, Reach::Staged] {
+        for (format, block) in [(Format::Gzip, 1 << 20), (Format::Gzip, 64 << 10), (Format::Bgzf, 0)] {
+            let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, reach, true));
+            assert!(report.fallbacks.is_empty(), "{reach:?} {format:?}: {:?}", report.fallbacks);
+            let chunks: u64 = report.devices.iter().filter_map(|d| d.commands.get("GzipCompressChunk")).sum();
+            assert!(chunks > 0 && report.devices.iter().all(|d| !d.commands.contains_key("GzipCompressMember")), "{reach:?} {format:?}: {:?}", report.devices);
+        }
+        let mut faults = FaultConfig::seeded(5);
+        faults.crash_after_submissions = Some(12);
+        let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), reach, true));
+        assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "{reach:?}: {:?}", report.fallbacks);
+    }
 }

@@ -32,7 +32,7 @@ use crate::error::{JobError, Result};
 use crate::report::{DeviceReport, Fallback};
 use crate::token::Token;
 use crate::writer::{TargetWriter, STAGING_BYTES};
-use peerpath_device::{Completion, Device, DeviceRange, Request, Status, Submit, Watcher};
+use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, Submit, Watcher};
 use peerpath_func::{member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
 use peerpath_io::{IoEngine, IoOp, OpenedFile, Waker};
 use peerpath_mem::{align_down, align_up, RangeAllocator, RangeBuf, RegionAllocator, RegionBuf, DIRECT_IO_ALIGN_BYTES};
@@ -239,6 +239,8 @@ struct DevState {
     eof: Option<RegionBuf>,
     /// Input ranges one copy command may gather (the device says).
     max_input_ranges: usize,
+    /// One compress command per chunk rather than per member (the device says).
+    whole_chunks: bool,
 }
 
 impl DevState {
@@ -714,6 +716,7 @@ fn device_memory(jd: &JobDevice, params: &Params) -> Result<DevState> {
         own,
         eof: None,
         max_input_ranges: jd.device.max_input_ranges().max(1),
+        whole_chunks: jd.device.whole_chunk_commands(),
     })
 }
 
@@ -733,6 +736,16 @@ fn place_bgzf_marker(jd: &JobDevice, dev: &DevState, ledger: &Ledger) -> RegionB
 /// A chunk read into device memory: one compress command per member.
 #[allow(clippy::too_many_arguments)]
 fn start_chunk(dev: &mut DevState, o: &mut OStream, stream: usize, seq: u64, input: Place, output: Place, n: usize, params: &Params) {
+    if dev.whole_chunks {
+        // One command: the device writes the chunk's members back to back.
+        let tag = next_tag(dev);
+        let in_range = DeviceRange::new(input.at(dev.window_at) as u64, n as u64);
+        let out_range = DeviceRange::new(output.at(dev.window_at) as u64, chunk_bound_bytes(n, params.member_bytes) as u64);
+        dev.ops.insert(tag, Op::Compress { stream, seq, member: 0 });
+        dev.backlog.push_back(Request::compress_chunk(tag, params.level, params.format, params.member_bytes as u32, in_range, out_range));
+        o.chunks.insert(seq, Chunk { input: Some(input), bounce: None, output, lens: vec![None], outstanding: 1, copies: 0 });
+        return;
+    }
     let member_bound = member_bound_bytes(params.member_bytes);
     let members = n.div_ceil(params.member_bytes).max(1);
     for m in 0..members {
@@ -798,7 +811,10 @@ fn on_device_completion(
     match op {
         Op::Compress { stream, seq, member } => {
             let input = c.request.input_bytes();
-            let bound = member_bound_bytes(input as usize) as u64;
+            let bound = match c.request.function {
+                Function::GzipCompressChunk { member_bytes, .. } => chunk_bound_bytes(input as usize, member_bytes as usize),
+                _ => member_bound_bytes(input as usize),
+            } as u64;
             if c.output_bytes < 18 || c.output_bytes > bound {
                 return Err(format!("completed member {member} of block {seq} with {} bytes, outside 18..={bound}", c.output_bytes));
             }
