@@ -5,6 +5,7 @@
 mod csp;
 mod demo;
 mod gpu;
+mod gz;
 mod iobench;
 mod plan;
 mod probe;
@@ -55,6 +56,16 @@ enum Command {
     BenchOffload(table1::BenchOffloadArgs),
     /// The GPU as a compute peer: can it compress for peerpath here (CUDA, nvCOMP), and how fast?
     Gpu(gpu::GpuArgs),
+    /// gzip's and pigz's command line (-c -d -k -f -t -l -1..-9 -p N -S -v -q); also the program named `ppgz`.
+    Gzip(GzipArgs),
+}
+
+/// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
+#[derive(Args)]
+#[command(disable_help_flag = true)]
+struct GzipArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Args)]
@@ -640,7 +651,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) => unreachable!("handled in main"),
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) => {
+            unreachable!("handled in main")
+        }
     }
     Ok(())
 }
@@ -664,6 +677,14 @@ fn remove_temporaries_on_signals() {
 }
 
 fn main() -> ExitCode {
+    // gzip's grammar is not clap's: `peerpath gzip ...` and `ppgz ...` go to it before clap.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.first().and_then(|a| Path::new(a).file_name()).is_some_and(|n| n == "ppgz") {
+        return gz::main(&argv[1..]);
+    }
+    if argv.get(1).is_some_and(|a| a == "gzip") {
+        return gz::main(&argv[2..]);
+    }
     let cli = Cli::parse();
     if let Command::Plan(a) = cli.command {
         return plan::main(a);

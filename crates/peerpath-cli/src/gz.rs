@@ -1,0 +1,377 @@
+//! `peerpath gzip` (also the program when named `ppgz`): gzip's and pigz's
+//! command line over peerpath's jobs, so pipelines and scripts that call
+//! gzip or pigz work unchanged (`tar -I 'peerpath gzip'`, `... | ppgz > x.gz`).
+//!
+//! Differences from gzip, on purpose: sources are kept (`-k` is accepted
+//! and is the default: peerpath never removes a source); outputs are
+//! written atomically and made durable; the default level is peerpath's
+//! (1, ISA-L), `-1`..`-9` as gzip's. Exit status as gzip's: 0, 1 (error),
+//! 2 (warning: a file skipped for its name).
+//!
+//! The options are parsed by hand: gzip's grammar (`-9`, `-cd`, `-p8`,
+//! `-S .z`) is not what an argument-parsing library offers.
+
+use peerpath_runtime::{CommonOptions, CompressOptions, DecompressOptions, JobError, JobReport};
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, PartialEq)]
+struct Options {
+    stdout: bool,
+    decompress: bool,
+    force: bool,
+    test: bool,
+    list: bool,
+    level: Option<u32>,
+    threads: Option<usize>,
+    suffix: OsString,
+    verbose: bool,
+    quiet: bool,
+    report: bool,
+    json: bool,
+    files: Vec<OsString>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            stdout: false,
+            decompress: false,
+            force: false,
+            test: false,
+            list: false,
+            level: None,
+            threads: None,
+            suffix: ".gz".into(),
+            verbose: false,
+            quiet: false,
+            report: false,
+            json: false,
+            files: Vec::new(),
+        }
+    }
+}
+
+const USAGE: &str = "usage: peerpath gzip [-cdfklqtv1-9] [-p N] [-S SUFFIX] [--report|--json] [FILE]...
+  -c, --stdout      write to standard output, keep the files
+  -d, --decompress  decompress
+  -f, --force       replace existing outputs
+  -k, --keep        keep the source files (always: peerpath never removes a source)
+  -l, --list        list compressed and uncompressed sizes
+  -t, --test        check every member (CRC-32 and length)
+  -1 .. -9          compression level (--fast = -1, --best = -9; default: peerpath's 1)
+  -p, -T, --processes N   threads
+  -S, --suffix SUF  suffix of compressed files (default .gz)
+  -v, --verbose     one line per file, as gzip -v
+  -q, --quiet       no warnings
+  --report, --json  peerpath's full report (to standard error when data goes to standard output)
+With no FILE, or FILE '-', standard input goes to standard output.";
+
+fn parse(args: &[OsString]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut it = args.iter();
+    let mut only_files = false;
+    let value = |it: &mut std::slice::Iter<OsString>, rest: &[u8], name: &str| -> Result<OsString, String> {
+        if !rest.is_empty() {
+            return Ok(OsStr::from_bytes(rest).to_owned());
+        }
+        it.next().cloned().ok_or_else(|| format!("option {name} needs a value"))
+    };
+    let threads = |v: &OsStr| -> Result<usize, String> {
+        v.to_str().and_then(|s| s.parse().ok()).filter(|n| (1..=1024).contains(n)).ok_or_else(|| format!("invalid thread count '{}'", v.to_string_lossy()))
+    };
+    while let Some(arg) = it.next() {
+        let b = arg.as_bytes();
+        if only_files || b == b"-" || !b.starts_with(b"-") {
+            o.files.push(arg.clone());
+            continue;
+        }
+        if b == b"--" {
+            only_files = true;
+            continue;
+        }
+        if let Some(long) = b.strip_prefix(b"--") {
+            let (name, inline) = match long.iter().position(|&c| c == b'=') {
+                Some(i) => (&long[..i], Some(OsStr::from_bytes(&long[i + 1..]).to_owned())),
+                None => (long, None),
+            };
+            let mut val = |n: &str| inline.clone().map(Ok).unwrap_or_else(|| it.next().cloned().ok_or_else(|| format!("option --{n} needs a value")));
+            match name {
+                b"stdout" | b"to-stdout" => o.stdout = true,
+                b"decompress" | b"uncompress" => o.decompress = true,
+                b"force" => o.force = true,
+                b"keep" => {}
+                b"list" => o.list = true,
+                b"test" => o.test = true,
+                b"fast" => o.level = Some(1),
+                b"best" => o.level = Some(9),
+                b"processes" => o.threads = Some(threads(&val("processes")?)?),
+                b"suffix" => o.suffix = val("suffix")?,
+                b"verbose" => o.verbose = true,
+                b"quiet" => o.quiet = true,
+                b"report" => o.report = true,
+                b"json" => o.json = true,
+                b"help" => return Err(String::new()),
+                _ => return Err(format!("unknown option --{}", String::from_utf8_lossy(name))),
+            }
+            continue;
+        }
+        let mut i = 1;
+        while i < b.len() {
+            let c = b[i];
+            let rest = &b[i + 1..];
+            match c {
+                b'c' => o.stdout = true,
+                b'd' => o.decompress = true,
+                b'f' => o.force = true,
+                b'k' => {}
+                b'l' => o.list = true,
+                b't' => o.test = true,
+                b'v' => o.verbose = true,
+                b'q' => o.quiet = true,
+                b'h' => return Err(String::new()),
+                b'1'..=b'9' => o.level = Some(u32::from(c - b'0')),
+                b'p' | b'T' => {
+                    o.threads = Some(threads(&value(&mut it, rest, "-p")?)?);
+                    break;
+                }
+                b'S' => {
+                    o.suffix = value(&mut it, rest, "-S")?;
+                    break;
+                }
+                _ => return Err(format!("invalid option -- '{}'", c as char)),
+            }
+            i += 1;
+        }
+    }
+    if o.suffix.is_empty() {
+        return Err("the suffix must not be empty".into());
+    }
+    if o.files.is_empty() {
+        o.files.push("-".into());
+    }
+    Ok(o)
+}
+
+/// How one file went.
+enum Outcome {
+    Done,
+    Warning,
+    Error,
+}
+
+pub fn main(args: &[OsString]) -> ExitCode {
+    let o = match parse(args) {
+        Ok(o) => o,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("peerpath gzip: {e}\n{USAGE}");
+            return ExitCode::from(1);
+        }
+    };
+    if o.list {
+        println!("         compressed        uncompressed  ratio uncompressed_name");
+    }
+    let mut worst = 0u8;
+    for f in &o.files {
+        let r = if o.list {
+            list(&o, f)
+        } else if o.test {
+            test(&o, f)
+        } else if o.decompress {
+            decompress(&o, f)
+        } else {
+            compress(&o, f)
+        };
+        worst = worst.max(match r {
+            Outcome::Done => 0,
+            Outcome::Warning => 2,
+            Outcome::Error => 1,
+        });
+    }
+    ExitCode::from(if worst == 2 { 2 } else { worst })
+}
+
+fn common(o: &Options) -> CommonOptions {
+    let mut c = CommonOptions::default();
+    if let Some(t) = o.threads {
+        c.threads = t;
+    }
+    c.queue_depth = c.queue_depth.max(c.threads as u32);
+    c.force = o.force || o.stdout;
+    c.progress = None;
+    c
+}
+
+fn name(f: &OsStr) -> String {
+    if f == "-" { "stdin".into() } else { f.to_string_lossy().into_owned() }
+}
+
+fn warn(o: &Options, msg: String) -> Outcome {
+    if !o.quiet {
+        eprintln!("peerpath gzip: {msg}");
+    }
+    Outcome::Warning
+}
+
+fn fail(f: &OsStr, e: &JobError) -> Outcome {
+    eprintln!("peerpath gzip: {}: {e}", name(f));
+    Outcome::Error
+}
+
+/// Prints peerpath's report where asked: to standard error when data went to standard output.
+fn emit(o: &Options, report: &JobReport, data_on_stdout: bool) {
+    if !(o.report || o.json) {
+        return;
+    }
+    let text = if o.json { report.to_json() + "\n" } else { report.render() };
+    if data_on_stdout {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+    }
+}
+
+fn compress(o: &Options, f: &OsStr) -> Outcome {
+    let from_stdin = f == "-";
+    if !from_stdin && f.as_bytes().ends_with(o.suffix.as_bytes()) && !o.force {
+        return warn(o, format!("{} already has {} suffix -- unchanged", name(f), o.suffix.to_string_lossy()));
+    }
+    let target: PathBuf = if o.stdout || from_stdin { "-".into() } else { [f.as_bytes(), o.suffix.as_bytes()].concat().into_os_string_path() };
+    let level = match peerpath_func::Level::new(o.level.unwrap_or(1)) {
+        Ok(l) => l,
+        Err(e) => return fail(f, &JobError::Usage(e)),
+    };
+    let opts = CompressOptions {
+        common: common(o),
+        level,
+        format: peerpath_func::Format::Gzip,
+        block_size: peerpath_runtime::DEFAULT_BLOCK_BYTES,
+        compute: peerpath_runtime::Compute::Cpu,
+        no_fallback: false,
+        verify: false,
+    };
+    match peerpath_runtime::compress(&[(PathBuf::from(f), target.clone())], &opts) {
+        Ok(r) => {
+            if o.verbose {
+                let saved = if r.bytes_in == 0 { 0.0 } else { 100.0 * (1.0 - r.bytes_out as f64 / r.bytes_in as f64) };
+                let to = if target.as_os_str() == "-" { String::new() } else { format!(" -- created {}", target.display()) };
+                eprintln!("{}:\t{saved:5.1}%{to}", name(f));
+            }
+            emit(o, &r, target.as_os_str() == "-");
+            Outcome::Done
+        }
+        Err(e) => fail(f, &e),
+    }
+}
+
+/// The name of `f` decompressed: without the suffix (`-S`, .gz, .tgz, ...).
+fn plain_name(o: &Options, f: &OsStr) -> Option<PathBuf> {
+    let b = f.as_bytes();
+    let suffixes: [(&[u8], &[u8]); 5] = [(o.suffix.as_bytes(), b""), (b".gz", b""), (b".tgz", b".tar"), (b".bgz", b""), (b".z", b"")];
+    suffixes.iter().find_map(|(s, r)| b.strip_suffix(*s).filter(|stem| !stem.is_empty() && !stem.ends_with(b"/")).map(|stem| [stem, r].concat().into_os_string_path()))
+}
+
+fn decompress(o: &Options, f: &OsStr) -> Outcome {
+    let to_stdout = o.stdout || f == "-";
+    let target = if to_stdout {
+        PathBuf::from("-")
+    } else {
+        match plain_name(o, f) {
+            Some(t) => t,
+            None => return warn(o, format!("{}: unknown suffix -- ignored", name(f))),
+        }
+    };
+    let opts = DecompressOptions { common: common(o) };
+    match peerpath_runtime::decompress(&[(PathBuf::from(f), target.clone())], &opts) {
+        Ok(r) => {
+            if o.verbose {
+                let saved = if r.bytes_out == 0 { 0.0 } else { 100.0 * (1.0 - r.bytes_in as f64 / r.bytes_out as f64) };
+                let to = if to_stdout { String::new() } else { format!(" -- created {}", target.display()) };
+                eprintln!("{}:\t{saved:5.1}%{to}", name(f));
+            }
+            emit(o, &r, to_stdout);
+            Outcome::Done
+        }
+        Err(e) => fail(f, &e),
+    }
+}
+
+fn test(o: &Options, f: &OsStr) -> Outcome {
+    let opts = DecompressOptions { common: common(o) };
+    match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
+        Ok(r) => {
+            if o.verbose {
+                eprintln!("{}:\t OK", name(f));
+            }
+            emit(o, &r, false);
+            Outcome::Done
+        }
+        Err(e) => fail(f, &e),
+    }
+}
+
+/// gzip -l's line: compressed and uncompressed bytes, the space saved, the name (found by
+/// checking every member: peerpath has no shortcut through the last trailer).
+fn list(o: &Options, f: &OsStr) -> Outcome {
+    let opts = DecompressOptions { common: common(o) };
+    match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
+        Ok(r) => {
+            let saved = if r.bytes_out == 0 { 0.0 } else { 100.0 * (1.0 - r.bytes_in as f64 / r.bytes_out as f64) };
+            let plain = plain_name(o, f).map_or_else(|| name(f), |p| p.display().to_string());
+            println!("{:>19} {:>19} {saved:5.1}% {plain}", r.bytes_in, r.bytes_out);
+            Outcome::Done
+        }
+        Err(e) => fail(f, &e),
+    }
+}
+
+trait IntoPath {
+    fn into_os_string_path(self) -> PathBuf;
+}
+
+impl IntoPath for Vec<u8> {
+    fn into_os_string_path(self) -> PathBuf {
+        PathBuf::from(OsString::from_vec(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Options, String> {
+        parse(&args.iter().map(OsString::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn gzip_s_grammar_parses() {
+        let o = p(&["-cd9", "-p8", "a", "--", "-b"]).unwrap();
+        assert!(o.stdout && o.decompress);
+        assert_eq!((o.level, o.threads), (Some(9), Some(8)));
+        assert_eq!(o.files, [OsString::from("a"), OsString::from("-b")]);
+        let o = p(&["-S", ".z", "-T", "4", "--fast", "--processes=2"]).unwrap();
+        assert_eq!((o.suffix.as_os_str(), o.level, o.threads), (OsStr::new(".z"), Some(1), Some(2)));
+        assert_eq!(o.files, [OsString::from("-")], "no file: standard input");
+        assert!(p(&["-x"]).unwrap_err().contains("invalid option"));
+        assert!(p(&["-p"]).unwrap_err().contains("needs a value"));
+        assert!(p(&["-p0"]).unwrap_err().contains("invalid thread count"));
+        assert_eq!(p(&["--help"]).unwrap_err(), "");
+    }
+
+    #[test]
+    fn decompressed_names_follow_the_suffix() {
+        let o = p(&["-S", ".pp"]).unwrap();
+        assert_eq!(plain_name(&o, OsStr::new("a.pp")), Some(PathBuf::from("a")));
+        assert_eq!(plain_name(&o, OsStr::new("a.tgz")), Some(PathBuf::from("a.tar")));
+        assert_eq!(plain_name(&o, OsStr::new("a.txt")), None);
+        assert_eq!(plain_name(&o, OsStr::new(".gz")), None);
+    }
+}
