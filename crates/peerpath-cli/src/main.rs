@@ -58,6 +58,13 @@ enum Command {
     Gpu(gpu::GpuArgs),
     /// gzip's and pigz's command line (-c -d -k -f -t -l -1..-9 -p N -S -v -q); also the program named `ppgz`.
     Gzip(GzipArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) made from this command line.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), made from this command line: `peerpath man | man -l -`.
+    Man,
 }
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
@@ -651,7 +658,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man => {
             unreachable!("handled in main")
         }
     }
@@ -706,6 +713,20 @@ fn main() -> ExitCode {
     }
     if let Command::Gpu(a) = cli.command {
         return gpu::main(a);
+    }
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "peerpath", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    if let Command::Man = cli.command {
+        let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
+        return match page.render(&mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("peerpath: error: cannot write the man page: {e}");
+                ExitCode::from(11)
+            }
+        };
     }
     // Only the commands that write outputs: `csp serve` handles its own signals.
     remove_temporaries_on_signals();

@@ -431,3 +431,21 @@ fn compress_on_a_gpu_that_is_not_there_falls_back_with_the_reason_or_fails_when_
     assert!(o.stderr.contains("GPU unavailable"), "{}", o.stderr);
     assert!(!out.exists(), "nothing kept");
 }
+
+/// Shell completions and the man page come from the command line itself
+/// (what `make install` installs).
+#[test]
+fn completions_and_the_man_page_are_generated_from_the_cli() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&mut pp(["completions", shell]));
+        assert_eq!(o.code(), Some(0), "{shell}: {}", o.stderr);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("compress") && text.contains("decompress") && text.contains("--engine"), "{shell}: {text:.300}");
+    }
+    let o = run(&mut pp(["man"]));
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.starts_with(".ie") || page.contains(".TH peerpath"), "{page:.300}");
+    assert!(page.contains("compress"), "{page:.300}");
+    assert_eq!(run(&mut pp(["completions", "no-such-shell"])).code(), Some(2));
+}
