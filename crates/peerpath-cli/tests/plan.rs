@@ -71,3 +71,22 @@ fn topology_errors_exit_13_usage_errors_exit_2() {
     let out = plan(&["--source", "ssd0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `topo --explain ... --json` carries each reason's words and its remedy,
+/// so a script can tell a user what to change (here: the kernel parameter
+/// that clears ACS redirect on the bridge above ssd2).
+#[test]
+fn explain_json_carries_each_reason_s_text_and_remedy() {
+    let toml = fixture("intel-switch-acs/topology.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_peerpath"))
+        .args(["topo", "--file", toml.to_str().unwrap(), "--explain", "csp0", "ssd2", "--json"])
+        .output()
+        .expect("runs peerpath");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let reasons = v["reasons"].as_array().expect("reasons");
+    let acs = reasons.iter().find(|r| r["reason"] == "acs_redirect").expect("the ACS reason");
+    assert!(acs["text"].as_str().is_some_and(|t| t.contains("0000:02:03.0")), "{acs}");
+    assert!(acs["remedy"].as_str().is_some_and(|t| t.contains("pci=disable_acs_redir=0000:02:03.0")), "{acs}");
+    assert!(acs["severity"].is_string(), "{acs}");
+}

@@ -542,8 +542,28 @@ pub struct Verdict {
     pub kernel: Option<KernelMap>,
     /// peerpath's conclusion: the kernel's, unless something else blocks the path.
     pub path: P2pPath,
-    /// Every reason found, most severe first.
+    /// Every reason found, most severe first (in JSON each with its `text`,
+    /// `remedy` and `severity`, as the text form says them).
+    #[serde(serialize_with = "reasons_in_words")]
     pub reasons: Vec<Reason>,
+}
+
+/// Each reason as its fields plus the words the text form prints: what
+/// it means (`text`), what to change (`remedy`, null when nothing), and
+/// how much it matters (`severity`).
+fn reasons_in_words<S: serde::Serializer>(reasons: &[Reason], s: S) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::{Error as _, SerializeSeq};
+    let mut seq = s.serialize_seq(Some(reasons.len()))?;
+    for r in reasons {
+        let mut v = serde_json::to_value(r).map_err(S::Error::custom)?;
+        if let Some(m) = v.as_object_mut() {
+            m.insert("text".into(), r.describe().into());
+            m.insert("remedy".into(), r.remedy().into());
+            m.insert("severity".into(), serde_json::to_value(r.severity()).map_err(S::Error::custom)?);
+        }
+        seq.serialize_element(&v)?;
+    }
+    seq.end()
 }
 
 impl Verdict {
