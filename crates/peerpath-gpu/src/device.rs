@@ -93,7 +93,14 @@ impl GpuDevice {
             .result()
             .map_err(|e| format!("CUDA cannot pin {} MiB of host memory: {e}", window.len() >> 20))?;
         // SAFETY: device memory the executor's commands write before anything reads it.
-        let own = unsafe { gpu.stream.alloc::<u8>(own_bytes) }.map_err(|e| format!("CUDA cannot allocate {} MiB of GPU memory: {e}", own_bytes >> 20))?;
+        let own = match unsafe { gpu.stream.alloc::<u8>(own_bytes) } {
+            Ok(own) => own,
+            Err(e) => {
+                // SAFETY: pinned just above; nothing uses it yet.
+                unsafe { sys::cuMemHostUnregister(window.as_ptr() as *mut c_void) };
+                return Err(format!("CUDA cannot allocate {} MiB of GPU memory: {e}", own_bytes >> 20));
+            }
+        };
         let own_base = {
             let (p, _g) = own.device_ptr(&gpu.stream);
             p
@@ -115,7 +122,7 @@ impl GpuDevice {
         let sleeping = Arc::new(AtomicBool::new(false));
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
-        let mut worker = Worker { gpu, nv, own, window, layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default() };
+        let mut worker = Worker { gpu, nv, _own: own, window, layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default() };
         let (w, s) = (wake.clone(), sleeping.clone());
         let handle = std::thread::Builder::new()
             .name(format!("{}-worker", config.name))
@@ -265,7 +272,8 @@ struct Scratch {
 struct Worker {
     gpu: crate::Gpu,
     nv: Arc<Nvcomp>,
-    own: CudaSlice<u8>,
+    /// The GPU memory the executor's offsets address (`layout.own_base`): kept, never read here.
+    _own: CudaSlice<u8>,
     window: Arc<MappedRegion>,
     layout: Layout,
     opts: CompressOpts,
@@ -303,7 +311,6 @@ impl Worker {
         // SAFETY: the window was pinned by `open`; no copy is in flight (the
         // stream was synchronised after the last batch).
         unsafe { sys::cuMemHostUnregister(self.window.as_ptr() as *mut c_void) };
-        let _ = &self.own;
     }
 
     /// Runs one batch; per request its status and output bytes. An error is
