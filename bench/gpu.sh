@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench/gpu.sh - peerpath on a GPU against the host CPU and the tools people use, side by side.
+#
+# Usage: bench/gpu.sh --input FILE [--peerpath PATH] [--runs 3] [--threads N] [--disk DIR]
+#                     [--debs DIR] [--nvcomp PATH] [--out DIR]
+#
+#   --input FILE     uncompressed input (e.g. 384 MB of protein FASTA)
+#   --peerpath PATH  peerpath binary (default target/release/peerpath)
+#   --runs N         timed runs per row, interleaved in rounds; medians and minima reported
+#   --threads N      CPU threads for peerpath --engine cpu, pigz -p, igzip -T (default: all cores)
+#   --disk DIR       where file-to-file inputs and outputs go (default /var/tmp/ppgpu; a file system
+#                    that takes O_DIRECT: the GPU reads and writes through its pinned window by DMA)
+#   --debs DIR       unpack pigz/igzip .deb files found there (machines without them installed)
+#   --nvcomp PATH    nvCOMP's libnvcomp.so.6 (else $PEERPATH_NVCOMP, the loader's path, Python's wheel)
+#   --out DIR        where gpu.md and the probe's JSON go (default: the current directory)
+#
+# Rows: peerpath gpu probe (nvCOMP kernel only); file to file (input in DIR, output in DIR,
+# synced): peerpath --engine gpu, peerpath --engine cpu -T N, pigz -1 -p N, igzip -1 -T N; and
+# with the input in /dev/shm. Every output is checked once (peerpath decompress | cmp). Where
+# there is no GPU, the gpu rows say why and the others still run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+input="" pp=$here/target/release/peerpath runs=3 threads=$(nproc) disk=/var/tmp/ppgpu debs="" out=$PWD
+while [ $# -gt 0 ]; do
+    case $1 in
+        --input) input=$2; shift 2 ;; --peerpath) pp=$2; shift 2 ;; --runs) runs=$2; shift 2 ;;
+        --threads) threads=$2; shift 2 ;; --disk) disk=$2; shift 2 ;; --debs) debs=$2; shift 2 ;;
+        --nvcomp) export PEERPATH_NVCOMP=$2; shift 2 ;; --out) out=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[ -f "$input" ] && [ -x "$pp" ] || { echo "need --input FILE and a peerpath binary ($pp)" >&2; exit 2; }
+mkdir -p "$disk" "$out"
+trap 'rm -rf "$disk/bench" /dev/shm/ppgpu-in' EXIT
+mkdir -p "$disk/bench"
+cp "$input" "$disk/bench/in" && cp "$input" /dev/shm/ppgpu-in && sync
+ld=""
+if [ -n "$debs" ]; then
+    root=$disk/bench/debroot; mkdir -p "$root"
+    for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$root"; done
+    PATH=$root/usr/bin:$PATH; ld=$root/usr/lib/x86_64-linux-gnu
+fi
+size=$(stat -c %s "$input")
+secs() { local t0=$EPOCHREALTIME; "$@" >/dev/null 2>"$disk/bench/err" || { echo "FAILED: $*: $(head -c 300 "$disk/bench/err")" >&2; echo NaN; return 0; }; awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.4f\n", a - b }'; }
+median() { sort -g | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.4f %.4f\n", m, v[1]}'; }
+gpu_note=$("$pp" gpu probe --input "$input" --bytes "$size" --chunk 1M --algorithm 0,1,2 --repeat 3 --json > "$out/gpu-probe.json" 2>&1 && echo ok || cat "$out/gpu-probe.json")
+declare -A rows
+row() { # name, command...
+    local name=$1; shift
+    rows[$name]+="$(secs "$@") "
+}
+for ((r = 0; r < runs; r++)); do
+    for src in "$disk/bench/in" /dev/shm/ppgpu-in; do
+        where=$([ "$src" = /dev/shm/ppgpu-in ] && echo "tmpfs in" || echo "disk")
+        [ "$gpu_note" = ok ] && row "peerpath --engine gpu ($where -> disk)" "$pp" compress --engine gpu --no-fallback -q -f "$src" -o "$disk/bench/g.gz"
+        row "peerpath --engine cpu -T $threads ($where -> disk)" "$pp" compress -T "$threads" -q -f "$src" -o "$disk/bench/c.gz"
+        command -v pigz >/dev/null && row "pigz -1 -p $threads ($where -> disk)" sh -c "LD_LIBRARY_PATH=$ld pigz -1 -p $threads -c '$src' > '$disk/bench/p.gz' && sync '$disk/bench/p.gz'"
+        command -v igzip >/dev/null && row "igzip -1 -T $threads ($where -> disk)" sh -c "LD_LIBRARY_PATH=$ld igzip -1 -T $threads -c '$src' > '$disk/bench/i.gz' && sync '$disk/bench/i.gz'"
+    done
+done
+for f in g c; do [ -f "$disk/bench/$f.gz" ] && { "$pp" decompress -q -o - "$disk/bench/$f.gz" | cmp - "$input" || echo "CHECK FAILED: $f.gz" >&2; }; done
+{
+    echo "# peerpath on a GPU, side by side ($(date -u +%F), $(uname -n), $(nproc) CPUs)"
+    echo
+    echo "command: $0 --input $input --runs $runs --threads $threads --disk $disk; input $size bytes"
+    echo
+    if [ "$gpu_note" = ok ]; then
+        python3 -c "import json;r=json.load(open('$out/gpu-probe.json'));print('GPU: %s, nvCOMP %s; kernel only: ' % (r['gpu']['name'], r['nvcomp_version']) + ', '.join('algorithm %d %.2f GB/s ratio %.3f' % (x['algorithm'], x['kernel_gb_per_s'], x['ratio']) for x in r['runs']))"
+    else
+        echo "GPU rows skipped: $gpu_note"
+    fi
+    echo
+    echo "| row | median (min) s | GB/s (median) |"
+    echo "|---|---|---|"
+    for k in "${!rows[@]}"; do
+        read -r m mn < <(tr ' ' '\n' <<< "${rows[$k]}" | grep -v '^$' | median)
+        printf '| %s | %s (%s) | %.2f |\n' "$k" "$m" "$mn" "$(awk -v s="$size" -v t="$m" 'BEGIN { print (t > 0) ? s / t / 1e9 : 0 }')"
+    done | sort
+} | tee "$out/gpu.md"
