@@ -89,7 +89,7 @@ pub fn main(a: CspArgs) -> ExitCode {
         }),
         CspCommand::Stats(q) => query(q, |d, json| {
             let s = d.device_stats()?;
-            Ok(if json { serde_json::to_string_pretty(&s).expect("stats serialize") } else { render_stats(&s) })
+            Ok(if json { crate::jsonout::stamped("csp-stats", &s) } else { render_stats(&s) })
         }),
     };
     match result {
@@ -147,7 +147,7 @@ fn query(q: QueryArgs, answer: impl FnOnce(&mut EmulatedCsp, bool) -> Result<Str
 
 fn render_identify(device: &EmulatedCsp, id: &Identify, json: bool) -> String {
     if json {
-        return serde_json::to_string_pretty(id).expect("identify serializes");
+        return crate::jsonout::stamped("csp-identify", id);
     }
     let functions: Vec<&str> = id.functions.iter().map(|k| k.name()).collect();
     let p = device.paths();

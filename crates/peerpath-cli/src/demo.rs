@@ -36,7 +36,7 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
     }
     let say = |title: &str, r: &peerpath_runtime::JobReport| {
         if json {
-            println!("{}", r.to_json());
+            println!("{}", crate::jsonout::stamped("job-report", r));
         } else {
             println!("== {title} ==\n{}", r.render());
         }

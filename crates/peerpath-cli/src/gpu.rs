@@ -82,7 +82,7 @@ pub fn main(a: GpuArgs) -> ExitCode {
     };
     match peerpath_gpu::probe(&gpu, &nv, &data, p.chunk, &p.algorithm, p.repeat) {
         Ok(r) if p.json => {
-            println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+            println!("{}", crate::jsonout::stamped("gpu-probe", &r));
             ExitCode::SUCCESS
         }
         Ok(r) => {

@@ -230,7 +230,7 @@ fn emit(o: &Options, report: &JobReport, data_on_stdout: bool) {
     if !(o.report || o.json) {
         return;
     }
-    let text = if o.json { report.to_json() + "\n" } else { report.render() };
+    let text = if o.json { crate::jsonout::stamped("job-report", report) + "\n" } else { report.render() };
     if data_on_stdout {
         eprint!("{text}");
     } else {

@@ -226,7 +226,7 @@ pub fn main(a: BenchIoArgs) -> ExitCode {
         }
     }
     if a.json {
-        println!("{}", report.to_json());
+        println!("{}", crate::jsonout::stamped_text("bench-io", &report.to_json()));
     } else {
         print!("{}", report.render());
     }

@@ -6,6 +6,7 @@ mod csp;
 mod demo;
 mod gpu;
 mod gz;
+mod jsonout;
 mod iobench;
 mod plan;
 mod probe;
@@ -140,10 +141,10 @@ fn topo(a: TopoArgs) -> Result<(), JobError> {
     match (&a.explain, a.json) {
         (Some(pair), true) => {
             let v = t.verdict(&pair[0], &pair[1]).map_err(e)?;
-            println!("{}", serde_json::to_string_pretty(&v).map_err(|err| JobError::Internal(err.to_string()))?);
+            println!("{}", jsonout::stamped("p2p-verdict", &v));
         }
         (Some(pair), false) => print!("{}", t.explain(&pair[0], &pair[1]).map_err(e)?),
-        (None, true) => println!("{}", t.to_json_string().map_err(e)?),
+        (None, true) => println!("{}", jsonout::stamped_text("topology", &t.to_json_string().map_err(e)?)),
         (None, false) => {
             print!("{}", t.render_tree());
             println!();
@@ -504,7 +505,7 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     if common.quiet {
         return;
     }
-    let text = if common.json { report.to_json() } else { report.render() };
+    let text = if common.json { jsonout::stamped("job-report", report) } else { report.render() };
     if data_on_stdout {
         eprintln!("{text}");
     } else {

@@ -46,7 +46,7 @@ fn render(a: &PlanArgs) -> Result<String, TopoError> {
         .with_devices(DeviceSelection::parse(&a.devices));
     let plan = peerpath_topo::plan(&topo, &request)?;
     if a.json {
-        let mut s = plan.to_json_string()?;
+        let mut s = crate::jsonout::stamped_text("plan", &plan.to_json_string()?);
         s.push('\n');
         return Ok(s);
     }

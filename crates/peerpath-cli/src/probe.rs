@@ -180,7 +180,7 @@ fn finish(a: &ProbeArgs, topo: &Topology, probes: &[ProviderProbe], refusal: Opt
                 "passed": p.passed(),
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        println!("{}", crate::jsonout::stamped("probe", &v));
     } else {
         println!("peerpath probe — P2P pre-flight ({} under {})", plural(providers_total, "provider"), a.sysfs.display());
         for p in probes {

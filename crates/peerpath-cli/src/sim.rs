@@ -132,7 +132,7 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
         Some(SimAction::Reproduce { json, catalog: c }) => {
             let r = reproduce::reproduce(&catalog(&c)?)?;
             if json {
-                println!("{}", r.to_json());
+                println!("{}", crate::jsonout::stamped_text("sim-reproduce", &r.to_json()));
             } else {
                 print!("{}", r.render());
             }
@@ -146,7 +146,7 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
             };
             let p = sweep::plan(&topo, &cat, run.platform.as_deref(), &job, param, target, limit, &opts(&run))?;
             if run.json {
-                println!("{}", serde_json::to_string_pretty(&p).map_err(|e| SimError::Vary(e.to_string()))?);
+                println!("{}", crate::jsonout::stamped("sim-plan", &p));
             } else {
                 print!("{}", p.render());
             }
@@ -162,7 +162,7 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
                         write(p, &svg::render(&sw))?;
                     }
                     if r.json {
-                        println!("{}", sw.to_json());
+                        println!("{}", crate::jsonout::stamped_text("sim-sweep", &sw.to_json()));
                     } else {
                         print!("{}", sw.render());
                     }
@@ -174,7 +174,7 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
                     let m = Machine::new(topo, &cat, r.platform.as_deref())?;
                     let rep = peerpath_sim::simulate(&m, &job, &opts(r))?;
                     if r.json {
-                        println!("{}", rep.to_json());
+                        println!("{}", crate::jsonout::stamped_text("sim-report", &rep.to_json()));
                     } else {
                         print!("{}", rep.render());
                     }

@@ -255,7 +255,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
             fio_floor_missing: Option<&'a str>,
         }
         let out = Out { rows: &rows, fio_floor: floor.as_ref().ok(), fio_floor_missing: floor.as_ref().err().map(String::as_str) };
-        println!("{}", serde_json::to_string_pretty(&out).expect("rows serialise"));
+        println!("{}", crate::jsonout::stamped("bench-offload", &out));
         return Ok(());
     }
     let input: u64 = a.sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();

@@ -1,0 +1,47 @@
+//! Every `--json` output names its schema: a `"schema"` key first,
+//! `peerpath/<kind>/<version>`, described by `docs/schemas/<kind>.schema.json`
+//! (the tests check real outputs against those files).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The kinds of JSON peerpath prints, with their current versions.
+pub const KINDS: [(&str, u32); 14] = [
+    ("job-report", 1),
+    ("topology", 1),
+    ("p2p-verdict", 1),
+    ("plan", 1),
+    ("probe", 1),
+    ("bench-io", 1),
+    ("bench-offload", 1),
+    ("sim-report", 1),
+    ("sim-sweep", 1),
+    ("sim-plan", 1),
+    ("sim-reproduce", 1),
+    ("gpu-probe", 1),
+    ("csp-identify", 1),
+    ("csp-stats", 1),
+];
+
+/// `value` as pretty JSON with `"schema": "peerpath/<kind>/<version>"` first.
+pub fn stamped(kind: &str, value: &impl Serialize) -> String {
+    stamped_value(kind, serde_json::to_value(value).expect("outputs serialise"))
+}
+
+/// The same for JSON already made as text (types that print themselves).
+pub fn stamped_text(kind: &str, json: &str) -> String {
+    stamped_value(kind, serde_json::from_str(json).expect("peerpath's own JSON parses"))
+}
+
+fn stamped_value(kind: &str, value: Value) -> String {
+    let version = KINDS.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v).expect("a known kind");
+    let mut m = Map::new();
+    m.insert("schema".into(), Value::String(format!("peerpath/{kind}/{version}")));
+    match value {
+        Value::Object(fields) => m.extend(fields),
+        other => {
+            m.insert("value".into(), other);
+        }
+    }
+    serde_json::to_string_pretty(&Value::Object(m)).expect("JSON prints")
+}

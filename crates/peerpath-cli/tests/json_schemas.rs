@@ -1,0 +1,159 @@
+//! Every `--json` output names its schema (`"schema": "peerpath/<kind>/<version>"`) and matches
+//! the JSON Schema file `docs/schemas/<kind>.schema.json`: the tests run the real commands and
+//! check their outputs against the files.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The subset of JSON Schema the files use (type, const, properties, required, items),
+/// checked by hand: the well-kept validator (the `jsonschema` crate) needs Rust 1.85, and this
+/// workspace promises 1.80.
+fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
+    if let Some(c) = schema.get("const") {
+        if c != v {
+            return Err(format!("{at}: {v} is not {c}"));
+        }
+    }
+    if let Some(t) = schema.get("type").and_then(Value::as_str) {
+        let ok = match t {
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            "string" => v.is_string(),
+            "number" => v.is_number(),
+            "boolean" => v.is_boolean(),
+            other => return Err(format!("{at}: the schema uses type {other}, which this check does not know")),
+        };
+        // A value that was null in the sample may be null (Options); any other value must be the type.
+        if !ok && !v.is_null() {
+            return Err(format!("{at}: expected {t}, found {v:.80}"));
+        }
+    }
+    for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        let k = key.as_str().expect("required names are strings");
+        if v.get(k).is_none() {
+            return Err(format!("{at}: required key {k} is missing"));
+        }
+    }
+    if let (Some(props), Some(obj)) = (schema.get("properties").and_then(Value::as_object), v.as_object()) {
+        for (k, s) in props {
+            if let Some(x) = obj.get(k) {
+                check(s, x, &format!("{at}.{k}"))?;
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
+        for (i, x) in arr.iter().enumerate() {
+            check(items, x, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+fn schema_file(kind: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas").join(format!("{kind}.schema.json"))
+}
+
+fn matches(kind: &str, output: &[u8]) {
+    let v: Value = serde_json::from_slice(output).unwrap_or_else(|e| panic!("{kind}: not JSON ({e}): {}", String::from_utf8_lossy(output)));
+    assert_eq!(v["schema"], format!("peerpath/{kind}/1"), "{kind}: the output names its schema first");
+    let text = std::fs::read_to_string(schema_file(kind)).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    let schema: Value = serde_json::from_str(&text).expect("schema files are JSON");
+    check(&schema, &v, kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
+}
+
+fn out(cmd: &mut Command) -> Vec<u8> {
+    let o = run(cmd);
+    assert!(o.code() == Some(0) || o.code() == Some(14), "{}", o.stderr);
+    o.stdout
+}
+
+fn topo_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures").join(name).join("topology.toml")
+}
+
+#[test]
+fn every_json_output_matches_its_documented_schema() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s.fa");
+    std::fs::write(&src, sample()).unwrap();
+    let gz = d.join("s.fa.gz");
+    matches("job-report", &out(&mut pp(args!["compress", &src, "-o", &gz, "--json"])));
+    matches("job-report", &out(&mut pp(args!["decompress", &gz, "-o", d.join("back"), "--json"])));
+    matches("job-report", &out(&mut pp(args!["verify", &gz, "--json"])));
+    matches("job-report", &out(&mut pp(args!["compress", &src, "-o", d.join("e.gz"), "--engine", "emulated", "--device-memory", "64M", "--device-workers", "2", "--json"])));
+    let g = run_full(&mut pp(["gzip", "--json"]), Some(sample().to_vec()), DEADLINE);
+    assert_eq!(g.code(), Some(0), "{}", g.stderr);
+    matches("job-report", g.stderr.as_bytes());
+    let acs = topo_fixture("intel-switch-acs");
+    matches("topology", &out(&mut pp(args!["topo", "--file", &acs, "--json"])));
+    matches("p2p-verdict", &out(&mut pp(args!["topo", "--file", &acs, "--explain", "csp0", "ssd2", "--json"])));
+    matches("plan", &out(&mut pp(args!["plan", "--file", &acs, "--source", "ssd0", "--target", "ssd1", "--json"])));
+    matches("probe", &out(&mut pp(["probe", "--json"])));
+    matches("bench-io", &out(&mut pp(args!["bench-io", "--file", d.join("bio"), "--size", "4M", "--sweep-bs", "1M", "--sweep-qd", "1", "--rw", "read", "--random", "skip", "--runtime-s", "1", "--json"])));
+    let epyc = topo_fixture("epyc-case-study");
+    matches("sim-report", &out(&mut pp(args!["sim", "--file", &epyc, "--json"])));
+    matches("sim-sweep", &out(&mut pp(args!["sim", "--file", &epyc, "--vary", "csp=1..2", "--json"])));
+    matches("sim-plan", &out(&mut pp(args!["sim", "plan", "--target", "5", "--file", &epyc, "--json"])));
+    matches("sim-reproduce", &out(&mut pp(["sim", "reproduce", "--json"])));
+    let small = d.join("small.fa");
+    std::fs::write(&small, &sample()[..1 << 20]).unwrap();
+    matches("bench-offload", &out(&mut pp(args!["bench-offload", &small, "--max-devices", "1", "--runs", "1", "--json"])));
+}
+
+#[test]
+fn csp_outputs_match_their_schemas() {
+    let name = format!("js{}", std::process::id());
+    let mut serve = Command::new(bin());
+    serve.args(["csp", "serve", "--name", &name, "--memory", "16M"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    let mut child = serve.spawn().expect("csp serve starts");
+    // It says it is ready on its standard output before it serves.
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let id = out(&mut pp(["csp", "identify", "--name", &name, "--json"]));
+    let stats = out(&mut pp(["csp", "stats", "--name", &name, "--json"]));
+    let _ = child.kill();
+    let _ = child.wait();
+    matches("csp-identify", &id);
+    matches("csp-stats", &stats);
+}
+
+/// The GPU probe's schema against the output measured on the lent H200 (with its schema key),
+/// and against a live one where a GPU is present here.
+#[test]
+fn the_gpu_probe_matches_its_schema() {
+    let measured = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/results/2026-11-26-gpu-probe-h200/generated256m.json");
+    let mut v: serde_json::Map<String, Value> = serde_json::from_slice(&std::fs::read(measured).unwrap()).unwrap();
+    v.insert("schema".into(), "peerpath/gpu-probe/1".into());
+    matches("gpu-probe", &serde_json::to_vec(&v).unwrap());
+    let o = run(&mut pp(["gpu", "probe", "--bytes", "4M", "--repeat", "1", "--json"]));
+    match o.code() {
+        Some(0) => matches("gpu-probe", &o.stdout),
+        _ => eprintln!("SKIPPED (live part): no GPU here: {}", o.stderr.trim()),
+    }
+}
+
+#[test]
+fn every_schema_file_is_a_known_kind_and_checks_something() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if !p.to_string_lossy().ends_with(".schema.json") {
+            continue;
+        }
+        let s: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let kind = p.file_name().unwrap().to_str().unwrap().trim_end_matches(".schema.json").to_string();
+        assert_eq!(s["$id"], format!("peerpath/{kind}/1"), "{}", p.display());
+        assert_eq!(s["properties"]["schema"]["const"], format!("peerpath/{kind}/1"));
+        assert!(s["required"].as_array().is_some_and(|r| r.len() > 1), "{kind}: requires its keys");
+        // The check refuses what it should.
+        assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
+        n += 1;
+    }
+    assert_eq!(n, 14, "one schema file per kind of JSON output");
+}
