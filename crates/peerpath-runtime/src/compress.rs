@@ -445,3 +445,20 @@ fn p2p_routes(
     Ok(P2pRoutes { kept, placement, explain })
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_whole_members_aligned_for_o_direct() {
+        assert_eq!(read_chunk_bytes(1 << 20, 2 << 20), (2 << 20, true));
+        assert_eq!(read_chunk_bytes(64 << 10, 1 << 20), (1 << 20, true));
+        // BGZF's 0xff00-byte members: 16 of them make an aligned read (0xff000).
+        let (n, aligned) = read_chunk_bytes(0xff00, 1 << 20);
+        assert!(aligned && n % 0xff00 == 0 && n % DIRECT_IO_ALIGN_BYTES == 0 && n >= 1 << 20, "{n}");
+        // An odd block size has no aligned multiple within 64 MiB: reads go through the page cache.
+        let (n, aligned) = read_chunk_bytes(1_000_003, 1 << 20);
+        assert!(!aligned && n % 1_000_003 == 0 && n >= 1 << 20);
+    }
+}

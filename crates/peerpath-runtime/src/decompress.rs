@@ -674,3 +674,17 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u6
     result.map_err(|e| stream_error(&path, e))?;
     Ok(Some(mode))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bounded memory: declared output in flight grows with the workers, from 64 MiB.
+    #[test]
+    fn output_in_flight_is_bounded_and_grows_with_the_workers() {
+        assert_eq!(max_outstanding_output_bytes(1), 64 << 20);
+        assert_eq!(max_outstanding_output_bytes(2), 64 << 20);
+        assert_eq!(max_outstanding_output_bytes(16), 34 * BATCH_OUTPUT_BYTES);
+        assert!(max_outstanding_output_bytes(64) > max_outstanding_output_bytes(16));
+    }
+}

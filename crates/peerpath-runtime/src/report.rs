@@ -589,3 +589,28 @@ fn render_device(s: &mut String, d: &DeviceReport) {
         let _ = writeln!(s, "    FAILED      {f}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Typed fallbacks and decode modes print (and serialise) as the lines the report always had.
+    #[test]
+    fn fallbacks_and_decode_modes_read_as_before() {
+        let failed = |kept| Fallback::DeviceFailed { source: "a.fa".into(), device: "csp0".into(), why: "timed out".into(), from: 1 << 20, kept };
+        assert_eq!(failed(0).to_string(), "a.fa: device csp0 failed (timed out); the host CPU compressed all of it");
+        assert_eq!(
+            failed(4096).to_string(),
+            "a.fa: device csp0 failed (timed out); the host CPU compressed it from source byte 1048576 on (4096 output bytes from the device were kept)"
+        );
+        assert_eq!(Fallback::IoEngine { why: "no io_uring".into() }.to_string(), "I/O engine: no io_uring");
+        assert_eq!(Fallback::DeviceNotStarted { device: "GPU 0".into(), why: "no CUDA driver".into() }.to_string(), "GPU 0 did not start (no CUDA driver); its sources ran on the host CPU");
+        let mode = DecodeMode::ParallelThenStreaming { members: 3, from: 99, why: "a member without a size field" };
+        assert_eq!(mode.to_string(), "parallel for 3 members, then streaming on one thread from byte 99: a member without a size field");
+        assert!(!mode.is_streaming() && DecodeMode::StreamingPipe.is_streaming());
+        let json = serde_json::to_value(Fallback::StreamingDecode { source: "x.gz".into(), mode: DecodeMode::StreamingPipe }).unwrap();
+        assert_eq!(json, "x.gz: streaming: the source is a pipe");
+        assert_eq!(serde_json::to_value(Operation::Verify).unwrap(), "verify");
+        assert_eq!(Operation::Compress.to_string(), "compress");
+    }
+}
