@@ -4,6 +4,7 @@
 
 mod csp;
 mod demo;
+mod ec;
 mod gpu;
 mod gz;
 mod jsonout;
@@ -66,6 +67,8 @@ enum Command {
     },
     /// Print the man page (roff), made from this command line: `peerpath man | man -l -`.
     Man,
+    /// Erasure coding of files: encode into K data + M parity shards, verify, repair, decode (Reed-Solomon, ISA-L).
+    Ec(ec::EcArgs),
 }
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
@@ -659,7 +662,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) => {
             unreachable!("handled in main")
         }
     }
@@ -718,6 +721,9 @@ fn main() -> ExitCode {
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "peerpath", &mut std::io::stdout());
         return ExitCode::SUCCESS;
+    }
+    if let Command::Ec(a) = cli.command {
+        return ec::main(a);
     }
     if let Command::Man = cli.command {
         let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());

@@ -7,6 +7,7 @@
 
 pub mod gzip;
 mod isal;
+pub mod ec;
 pub mod sample;
 
 pub use gzip::{

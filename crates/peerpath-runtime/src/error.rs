@@ -14,6 +14,9 @@ pub enum JobError {
     SameFile { path: PathBuf },
     #[error("{path}: member {member} at byte {offset}: {detail}")]
     Corrupt { path: PathBuf, member: u64, offset: u64, detail: String },
+    /// Damaged data that is not one gzip member (erasure-coded shards, their manifest).
+    #[error("{path}: {detail}")]
+    Damaged { path: PathBuf, detail: String },
     #[error("{path}: truncated: member {member} at byte {offset}: {detail}")]
     Truncated { path: PathBuf, member: u64, offset: u64, detail: String },
     #[error("{path}: not a gzip file: {detail}")]
@@ -57,7 +60,7 @@ impl JobError {
             JobError::SourceUnreadable { .. } => 3,
             JobError::TargetExists { .. } => 4,
             JobError::SameFile { .. } => 5,
-            JobError::Corrupt { .. } => 6,
+            JobError::Corrupt { .. } | JobError::Damaged { .. } => 6,
             JobError::Truncated { .. } => 7,
             JobError::NotGzip { .. } => 8,
             JobError::TrailingGarbage { .. } => 9,
