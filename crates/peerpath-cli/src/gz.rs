@@ -205,7 +205,6 @@ fn common(o: &Options) -> CommonOptions {
     }
     c.queue_depth = c.queue_depth.max(c.threads as u32);
     c.force = o.force || o.stdout;
-    c.progress = None;
     c
 }
 
@@ -244,7 +243,7 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
     if !from_stdin && f.as_bytes().ends_with(o.suffix.as_bytes()) && !o.force {
         return warn(o, format!("{} already has {} suffix -- unchanged", name(f), o.suffix.to_string_lossy()));
     }
-    let target: PathBuf = if o.stdout || from_stdin { "-".into() } else { [f.as_bytes(), o.suffix.as_bytes()].concat().into_os_string_path() };
+    let target: PathBuf = if o.stdout || from_stdin { "-".into() } else { bytes_path([f.as_bytes(), o.suffix.as_bytes()].concat()) };
     let level = match peerpath_func::Level::new(o.level.unwrap_or(1)) {
         Ok(l) => l,
         Err(e) => return fail(f, &JobError::Usage(e)),
@@ -276,7 +275,7 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
 fn plain_name(o: &Options, f: &OsStr) -> Option<PathBuf> {
     let b = f.as_bytes();
     let suffixes: [(&[u8], &[u8]); 5] = [(o.suffix.as_bytes(), b""), (b".gz", b""), (b".tgz", b".tar"), (b".bgz", b""), (b".z", b"")];
-    suffixes.iter().find_map(|(s, r)| b.strip_suffix(*s).filter(|stem| !stem.is_empty() && !stem.ends_with(b"/")).map(|stem| [stem, r].concat().into_os_string_path()))
+    suffixes.iter().find_map(|(s, r)| b.strip_suffix(*s).filter(|stem| !stem.is_empty() && !stem.ends_with(b"/")).map(|stem| bytes_path([stem, r].concat())))
 }
 
 fn decompress(o: &Options, f: &OsStr) -> Outcome {
@@ -333,14 +332,9 @@ fn list(o: &Options, f: &OsStr) -> Outcome {
     }
 }
 
-trait IntoPath {
-    fn into_os_string_path(self) -> PathBuf;
-}
-
-impl IntoPath for Vec<u8> {
-    fn into_os_string_path(self) -> PathBuf {
-        PathBuf::from(OsString::from_vec(self))
-    }
+/// A path from name bytes (names need not be UTF-8).
+fn bytes_path(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(OsString::from_vec(bytes))
 }
 
 #[cfg(test)]

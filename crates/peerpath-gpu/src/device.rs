@@ -237,7 +237,7 @@ impl Device for GpuDevice {
         if self.in_flight.is_empty() || !self.arm_wake() {
             return Ok(());
         }
-        let _ = peerpath_device::poll_fds(&[(self.wake.raw(), libc_pollin())], Some(timeout));
+        let _ = peerpath_device::poll_fds(&[(self.wake.raw(), libc::POLLIN)], Some(timeout));
         self.sleeping.store(false, Ordering::SeqCst);
         self.wake.drain();
         Ok(())
@@ -254,11 +254,6 @@ impl Device for GpuDevice {
         }
         true
     }
-}
-
-/// POLLIN, without a libc dependency for one constant.
-fn libc_pollin() -> i16 {
-    0x001
 }
 
 /// Device scratch that grows with the batches.

@@ -330,13 +330,11 @@ fn run_job(
     let cpu_params = CpuParams { threads: opts.common.threads.max(1), queue_depth: qd as usize, member_bytes, device_chunk_bytes: chunk_bytes, format: opts.format, level: opts.level };
     let executor = Executor { streams, engine: engine.as_mut(), ledger, cpu, cpu_params, no_fallback: opts.no_fallback, progress: &mut report_progress };
     let result = executor.run(&waker, device_side, fallbacks);
-    let mut memory = MemoryReport::default();
-    if let Ok(ran) = &result {
-        memory = ran.cpu_memory.clone().unwrap_or_default();
-        memory.add_engine(engine.as_ref());
-    }
-    drop(engine); // all I/O is done (or, on error, waited for)
-    let ran = result?;
+    let ran = result?; // (on error the engine, dropped here, waits for its I/O)
+    let cpu_ran = ran.cpu_memory.is_some();
+    let mut memory = ran.cpu_memory.unwrap_or_default();
+    memory.add_engine(engine.as_ref());
+    drop(engine); // all I/O is done
     let library = format!("{} (level {})", opts.level.library(), opts.level.get());
     let provenance = device_text.map(|t| t.2);
     let (engine_text, threads, devices, transfers) = match (ran.devices, device_text) {
@@ -345,7 +343,7 @@ fn run_job(
                 streams[i].device = Some(k);
             }
             let mut text = crate::devices::describe(what, workers, d.reports.len(), &library);
-            if ran.cpu_memory.is_some() {
+            if cpu_ran {
                 text += &format!("; the host CPU ({} threads, {}) for what the devices did not do", opts.common.threads.max(1), opts.level.library());
             }
             (text, workers, d.reports, Some(d.transfers_cpu_s))
