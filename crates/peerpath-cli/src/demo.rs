@@ -22,7 +22,8 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
             d
         }
         None => {
-            tmp = tempfile::Builder::new().prefix("peerpath-demo").tempdir_in(std::env::temp_dir()).map_err(|e| io_err(&std::env::temp_dir(), e))?;
+            // Removed at the end, and by the signal thread if the demo is stopped.
+            tmp = peerpath_io::ScratchDir::beside(&std::env::temp_dir().join("peerpath-demo")).map_err(|e| io_err(&std::env::temp_dir(), e))?;
             tmp.path().to_path_buf()
         }
     };

@@ -13,6 +13,7 @@
 
 use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
+use peerpath_io::{ScratchDir, Temporary};
 use peerpath_runtime::JobError;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -111,34 +112,42 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<
         return Err(JobError::Usage("--unit must be 1 byte to 256 MiB".into()));
     }
     if std::fs::symlink_metadata(dir).is_ok() {
-        return Err(JobError::TargetExists { path: dir.to_path_buf() });
+        return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
     let mut src = File::open(source).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
     let size = src.metadata().map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.len();
-    // Built in a temporary directory beside DIR, renamed into place when complete.
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = tempfile::Builder::new().prefix(".peerpath-ec-").tempdir_in(parent).map_err(io(dir))?;
+    // Shards are written as unnamed files (nothing survives a killed
+    // process), linked into a scratch directory beside DIR at the end, and
+    // the directory is renamed into place (never over an existing name).
     let n = k + m;
-    let mut files: Vec<File> = (0..n).map(|i| File::create(tmp.path().join(shard_name(i))).map_err(io(dir))).collect::<Result<_, _>>()?;
+    let names: Vec<PathBuf> = (0..n).map(|i| dir.with_file_name(shard_name(i))).collect();
+    let mut files = create_temporaries(&names).map_err(io(dir))?;
+    // Shards and manifest are as private as the source (gzip's rule for outputs).
+    let mode = peerpath_io::Inherited::mode_of(src.metadata().ok().as_ref());
+    let discard_all = |files: &[(File, Temporary)]| files.iter().for_each(|(_, t)| peerpath_io::discard(t));
     let mut crcs: Vec<Vec<u32>> = vec![Vec::new(); n];
     let stripes = size.div_ceil((k * unit) as u64).max(1);
     let mut units = vec![vec![0u8; unit]; n];
-    for _ in 0..stripes {
-        for d in units.iter_mut().take(k) {
-            d.fill(0);
-            read_up_to(&mut src, d).map_err(|e| JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() })?;
+    let written = (|| -> Result<(), JobError> {
+        for _ in 0..stripes {
+            for d in units.iter_mut().take(k) {
+                d.fill(0);
+                read_up_to(&mut src, d).map_err(|e| JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() })?;
+            }
+            let (data, parity) = units.split_at_mut(k);
+            let d: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(Vec::as_mut_slice).collect();
+            code.encode(&d, &mut p);
+            for (i, u) in units.iter().enumerate() {
+                crcs[i].push(crc32fast::hash(u));
+                files[i].0.write_all(u).map_err(io(dir))?;
+            }
         }
-        let (data, parity) = units.split_at_mut(k);
-        let d: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-        let mut p: Vec<&mut [u8]> = parity.iter_mut().map(Vec::as_mut_slice).collect();
-        code.encode(&d, &mut p);
-        for (i, u) in units.iter().enumerate() {
-            crcs[i].push(crc32fast::hash(u));
-            files[i].write_all(u).map_err(io(dir))?;
-        }
-    }
-    for f in &files {
-        f.sync_all().map_err(io(dir))?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        discard_all(&files);
+        return Err(e);
     }
     let manifest = Manifest {
         schema: "peerpath/ec-manifest/1".into(),
@@ -152,20 +161,46 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<
         shards: crcs.into_iter().enumerate().map(|(i, crc32)| ShardEntry { file: shard_name(i), crc32 }).collect(),
     };
     let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
-    std::fs::write(tmp.path().join(MANIFEST), text).map_err(io(dir))?;
-    File::open(tmp.path()).and_then(|d| d.sync_all()).map_err(io(dir))?;
-    let built = tmp.keep();
-    // rename(2) of a directory onto a name that appeared meanwhile fails unless it is an empty directory.
-    if std::fs::symlink_metadata(dir).is_ok() {
-        let _ = std::fs::remove_dir_all(&built);
-        return Err(JobError::TargetExists { path: dir.to_path_buf() });
+    let published = (|| -> std::io::Result<()> {
+        let mut manifest_file = create_temporaries(&[dir.with_file_name(MANIFEST)])?.remove(0);
+        manifest_file.0.write_all(text.as_bytes())?;
+        files.push(manifest_file);
+        let names: Vec<String> = (0..n).map(shard_name).chain([MANIFEST.to_string()]).collect();
+        for (f, _) in &files {
+            mode.apply(f)?;
+            f.sync_all()?;
+        }
+        // Everything is durable before the directory exists: the window in
+        // which SIGKILL could leave it is a few links and a rename long
+        // (and the next run beside it removes what a dead process left).
+        let scratch = ScratchDir::beside(dir)?;
+        for ((f, temp), name) in files.iter().zip(&names) {
+            peerpath_io::publish(f, temp, &scratch.path().join(name), false)?;
+        }
+        scratch.publish(dir)
+    })();
+    if let Err(e) = published {
+        discard_all(&files);
+        return Err(if e.kind() == std::io::ErrorKind::AlreadyExists { JobError::TargetDirExists { path: dir.to_path_buf() } } else { io(dir)(e) });
     }
-    std::fs::rename(&built, dir).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&built);
-        io(dir)(e)
-    })?;
     println!("{}: {size} bytes in {stripes} stripe(s) of {k} x {unit} bytes, {m} parity shard(s): {}", source.display(), dir.display());
     Ok(())
+}
+
+/// One temporary file per target (unnamed where the file system allows);
+/// on an error, those already made are discarded.
+fn create_temporaries(targets: &[PathBuf]) -> std::io::Result<Vec<(File, Temporary)>> {
+    let mut made = Vec::with_capacity(targets.len());
+    for t in targets {
+        match peerpath_io::create_temporary(t, false) {
+            Ok((opened, temp)) => made.push((opened.file, temp)),
+            Err(e) => {
+                made.iter().for_each(|(_, t)| peerpath_io::discard(t));
+                return Err(e);
+            }
+        }
+    }
+    Ok(made)
 }
 
 fn shard_name(i: usize) -> String {
@@ -260,29 +295,41 @@ fn repair(dir: &Path) -> Result<(), JobError> {
         println!("{}: nothing to repair", dir.display());
         return Ok(());
     }
-    // Each damaged shard is rewritten whole into a temporary file, then renamed over the old one.
+    // Each damaged shard is rewritten whole into a temporary file (unnamed
+    // where the file system allows), then renamed over the old one.
     let mut files = open_shards(dir, &m);
-    let mut outs: Vec<(usize, tempfile::NamedTempFile)> = damaged.iter().map(|&i| Ok((i, tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?))).collect::<Result<_, JobError>>()?;
-    for s in 0..m.stripes {
-        let units = read_stripe(&m, &mut files, s);
-        let survivors: Vec<(usize, &[u8])> = units.iter().enumerate().filter_map(|(i, u)| u.as_deref().map(|u| (i, u))).collect();
-        let missing = &bad[s as usize];
-        let mut rebuilt = vec![vec![0u8; m.unit_bytes]; missing.len()];
-        if !missing.is_empty() {
-            let mut o: Vec<&mut [u8]> = rebuilt.iter_mut().map(Vec::as_mut_slice).collect();
-            code.reconstruct(&survivors, missing, &mut o).map_err(|e| corrupt(dir, e))?;
+    let targets: Vec<PathBuf> = damaged.iter().map(|&i| dir.join(&m.shards[i].file)).collect();
+    let mut outs: Vec<(usize, File, Temporary)> = damaged.iter().zip(create_temporaries(&targets).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect();
+    let rebuilt = (|| -> Result<(), JobError> {
+        for s in 0..m.stripes {
+            let units = read_stripe(&m, &mut files, s);
+            let survivors: Vec<(usize, &[u8])> = units.iter().enumerate().filter_map(|(i, u)| u.as_deref().map(|u| (i, u))).collect();
+            let missing = &bad[s as usize];
+            let mut rebuilt = vec![vec![0u8; m.unit_bytes]; missing.len()];
+            if !missing.is_empty() {
+                let mut o: Vec<&mut [u8]> = rebuilt.iter_mut().map(Vec::as_mut_slice).collect();
+                code.reconstruct(&survivors, missing, &mut o).map_err(|e| corrupt(dir, e))?;
+            }
+            for (i, out, _) in outs.iter_mut() {
+                let unit = match missing.iter().position(|j| j == i) {
+                    Some(p) => &rebuilt[p],
+                    None => units[*i].as_ref().expect("a shard not missing in this stripe is good"),
+                };
+                out.write_all(unit).map_err(io(dir))?;
+            }
         }
-        for (i, out) in outs.iter_mut() {
-            let unit = match missing.iter().position(|j| j == i) {
-                Some(p) => &rebuilt[p],
-                None => units[*i].as_ref().expect("a shard not missing in this stripe is good"),
-            };
-            out.write_all(unit).map_err(io(dir))?;
+        for (i, out, temp) in &outs {
+            // As private as the set (the manifest's mode), whatever became of the old shard.
+            let set = std::fs::metadata(dir.join(MANIFEST)).ok();
+            peerpath_io::Inherited::mode_of(set.as_ref()).apply(out).map_err(io(dir))?;
+            out.sync_all().map_err(io(dir))?;
+            peerpath_io::publish(out, temp, &dir.join(&m.shards[*i].file), true).map_err(io(dir))?;
         }
-    }
-    for (i, out) in outs {
-        out.as_file().sync_all().map_err(io(dir))?;
-        out.persist(dir.join(&m.shards[i].file)).map_err(|e| io(dir)(e.error))?;
+        Ok(())
+    })();
+    if let Err(e) = rebuilt {
+        outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
+        return Err(e);
     }
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
     let names: Vec<&str> = damaged.iter().map(|&i| m.shards[i].file.as_str()).collect();
@@ -323,9 +370,14 @@ fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
                 left -= n as u64;
             }
         }
-        peerpath_io::Inherited::default().apply(&t.file).map_err(io(output))?;
+        // As private as the set (the manifest keeps the source's mode).
+        let set = std::fs::metadata(dir.join(MANIFEST)).ok();
+        peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(io(output))?;
         t.file.sync_all().map_err(io(output))?;
-        peerpath_io::publish(&t.file, &temporary, output, force).map_err(io(output))
+        peerpath_io::publish(&t.file, &temporary, output, force).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => JobError::TargetExists { path: output.to_path_buf() },
+            _ => io(output)(e),
+        })
     })();
     if let Err(e) = written {
         peerpath_io::discard(&temporary);

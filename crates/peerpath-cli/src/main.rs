@@ -680,7 +680,7 @@ fn remove_temporaries_on_signals() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT]) else { return };
     let _ = std::thread::Builder::new().name("peerpath-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            peerpath_io::remove_named_temporaries();
+            peerpath_io::remove_named_temporaries_before_exit();
             let _ = signal_hook::low_level::emulate_default_handler(sig);
             std::process::exit(128 + sig);
         }
@@ -690,13 +690,23 @@ fn remove_temporaries_on_signals() {
 fn main() -> ExitCode {
     // gzip's grammar is not clap's: `peerpath gzip ...` and `ppgz ...` go to it before clap.
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if argv.first().and_then(|a| Path::new(a).file_name()).is_some_and(|n| n == "ppgz") {
-        return gz::main(&argv[1..]);
-    }
-    if argv.get(1).is_some_and(|a| a == "gzip") {
-        return gz::main(&argv[2..]);
+    let gzip_args = if argv.first().and_then(|a| Path::new(a).file_name()).is_some_and(|n| n == "ppgz") {
+        Some(&argv[1..])
+    } else if argv.get(1).is_some_and(|a| a == "gzip") {
+        Some(&argv[2..])
+    } else {
+        None
+    };
+    if let Some(args) = gzip_args {
+        remove_temporaries_on_signals();
+        return gz::main(args);
     }
     let cli = Cli::parse();
+    // Every command but `csp serve` (which handles its own signals), before
+    // any of them runs: one that writes must not be able to skip it.
+    if !matches!(cli.command, Command::Csp(_)) {
+        remove_temporaries_on_signals();
+    }
     if let Command::Plan(a) = cli.command {
         return plan::main(a);
     }
@@ -735,8 +745,6 @@ fn main() -> ExitCode {
             }
         };
     }
-    // Only the commands that write outputs: `csp serve` handles its own signals.
-    remove_temporaries_on_signals();
     if let Command::Topo(a) = cli.command {
         return match topo(a) {
             Ok(()) => ExitCode::SUCCESS,

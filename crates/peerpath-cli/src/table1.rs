@@ -157,7 +157,8 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         Some(d) => d.clone(),
         None => a.sources[0].parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }).unwrap_or_else(|| PathBuf::from(".")),
     };
-    let dir = tempfile::Builder::new().prefix("peerpath-bench-offload").tempdir_in(&base).map_err(|e| JobError::TargetIo { path: base.clone(), source: e })?;
+    // Removed at the end, and by the signal thread if the benchmark is stopped.
+    let dir = peerpath_io::ScratchDir::beside(&base.join("peerpath-bench-offload")).map_err(|e| JobError::TargetIo { path: base.clone(), source: e })?;
     let mut configs: Vec<(String, Compute, usize)> = vec![("host CPU".into(), Compute::Cpu, cores)];
     for d in 1..=a.max_devices.min(a.sources.len()).max(1) {
         let mut spec = EmulatedSpec::new();

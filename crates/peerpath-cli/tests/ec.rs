@@ -77,3 +77,30 @@ fn more_than_m_losses_are_an_error_that_names_the_stripes_and_writes_nothing() {
     assert!(o.stderr.contains("not an ec manifest"), "{}", o.stderr);
     assert_eq!(run(&mut pp(args!["ec", "encode", &src, "-k", "0", "-m", "1", "-o", d.join("z")])).code(), Some(2));
 }
+
+/// A private source gives a private set: shards, manifest, repaired shards
+/// and the decoded file take the source's permission bits (gzip's rule for
+/// outputs); the set is made beside its name and leaves nothing else there.
+#[test]
+fn a_private_source_stays_private_through_encode_repair_and_decode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(300_000, 4)).unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = d.join("e");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "3", "-m", "2", "-o", &out, "--unit", "32K"])).ok();
+    assert_dir_holds(d, &["e", "s"]);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    for e in std::fs::read_dir(&out).unwrap() {
+        assert_eq!(mode(&e.unwrap().path()), 0o600);
+    }
+    std::fs::remove_file(out.join("shard-001")).unwrap();
+    run(&mut pp(args!["ec", "repair", &out])).ok();
+    assert_eq!(mode(&out.join("shard-001")), 0o600, "a rebuilt shard is as private as the set");
+    run(&mut pp(args!["ec", "decode", &out, "-o", d.join("back")])).ok();
+    assert_eq!(mode(&d.join("back")), 0o600);
+    assert_file_eq(&d.join("back"), &std::fs::read(&src).unwrap(), "decoded");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "3", "-m", "2", "-o", &out])).fails(4, &["target directory", "exists", "never replaces"]);
+}

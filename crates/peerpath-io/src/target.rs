@@ -28,23 +28,115 @@ pub const TEMPORARY_MARK: &str = ".peerpath-tmp.";
 /// The longest file name most Linux file systems take (NAME_MAX).
 const NAME_MAX_BYTES: usize = 255;
 
-/// Named temporary files that exist now, for removal on a signal.
+/// Named temporary files and directories that exist now, for removal on a
+/// signal. Every step that creates, renames or removes one of them holds
+/// this lock across both the file system call and the list's update, so
+/// the signal thread never sees a name that is about to appear or vanish
+/// (it once removed a name just before a rename created it, leaving it).
 static NAMED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-fn register(path: &Path) {
-    NAMED.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_path_buf());
+fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    NAMED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn unregister(path: &Path) {
-    NAMED.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| p != path);
+fn remove_all(paths: &mut Vec<PathBuf>) -> usize {
+    std::mem::take(paths).iter().filter(|p| if p.is_dir() { std::fs::remove_dir_all(p).is_ok() } else { std::fs::remove_file(p).is_ok() }).count()
 }
 
-/// Removes every named temporary file this process still has (called by a
-/// signal-handling thread before the process dies; unnamed ones need
-/// nothing). Returns how many were removed.
+/// Removes every named temporary file and [`ScratchDir`] this process
+/// still has; unnamed files need nothing. Returns how many were removed.
 pub fn remove_named_temporaries() -> usize {
-    let paths = std::mem::take(&mut *NAMED.lock().unwrap_or_else(|e| e.into_inner()));
-    paths.iter().filter(|p| std::fs::remove_file(p).is_ok()).count()
+    remove_all(&mut registry())
+}
+
+/// [`remove_named_temporaries`] for a process about to die of a signal:
+/// the registry stays locked afterwards, so no other thread can create or
+/// name a temporary between the removal and the process's end.
+pub fn remove_named_temporaries_before_exit() -> usize {
+    let mut guard = registry();
+    let n = remove_all(&mut guard);
+    std::mem::forget(guard);
+    n
+}
+
+/// A directory of work in progress, removed when dropped and by the
+/// signal thread ([`remove_named_temporaries`]); [`ScratchDir::publish`]
+/// renames it into place instead (never replacing an existing name). A
+/// directory cannot be unnamed, so SIGKILL leaves one: keep the window
+/// short by building the contents as unnamed files and linking them in at
+/// the end (as `peerpath ec encode` does).
+#[derive(Debug)]
+pub struct ScratchDir {
+    path: Option<PathBuf>,
+}
+
+impl ScratchDir {
+    /// A new hidden directory beside `final_path`. Scratch directories
+    /// for the same name left by processes that no longer exist (SIGKILL)
+    /// are removed first.
+    pub fn beside(final_path: &Path) -> io::Result<ScratchDir> {
+        remove_abandoned(final_path);
+        for attempt in 0..100u32 {
+            let tmp = temporary_name(final_path, attempt);
+            let mut named = registry();
+            match std::fs::create_dir(&tmp) {
+                Ok(()) => {
+                    named.push(tmp.clone());
+                    return Ok(ScratchDir { path: Some(tmp) });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not find a free temporary name"))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.path.as_deref().expect("a scratch directory has a path until published")
+    }
+
+    /// Syncs the directory and renames it to `final_path`, which must not
+    /// exist (`AlreadyExists` otherwise; the directory is then removed on drop).
+    pub fn publish(mut self, final_path: &Path) -> io::Result<()> {
+        File::open(self.path()).and_then(|d| d.sync_all())?;
+        {
+            let mut named = registry();
+            rename_noreplace(self.path(), final_path)?;
+            let tmp = self.path.take().expect("not yet published");
+            named.retain(|p| *p != tmp);
+        }
+        File::open(parent_dir(final_path)).and_then(|d| d.sync_all())
+    }
+}
+
+/// Removes `.NAME.peerpath-tmp.PID.*` directories beside `final_path`
+/// whose PID is not a running process. A live PID (ours, another job's,
+/// or a reused one) keeps its directory: this never takes a live job's work.
+fn remove_abandoned(final_path: &Path) {
+    let Some(name) = temporary_name(final_path, 0).file_name().map(|n| n.as_bytes().to_vec()) else { return };
+    let Some(cut) = name.windows(TEMPORARY_MARK.len()).position(|w| w == TEMPORARY_MARK.as_bytes()) else { return };
+    let prefix = &name[..cut + TEMPORARY_MARK.len()];
+    let Ok(entries) = std::fs::read_dir(parent_dir(final_path)) else { return };
+    for e in entries.flatten() {
+        let n = e.file_name();
+        let Some(rest) = n.as_bytes().strip_prefix(prefix) else { continue };
+        let pid = std::str::from_utf8(rest).ok().and_then(|r| r.split('.').next()).and_then(|p| p.parse::<libc::pid_t>().ok());
+        // SAFETY: kill(2) with signal 0 only checks whether the process exists.
+        let gone = pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH));
+        if gone && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if let Some(p) = self.path.take() {
+            let mut named = registry();
+            let _ = std::fs::remove_dir_all(&p);
+            named.retain(|q| *q != p);
+        }
+    }
 }
 
 /// How a temporary target exists.
@@ -152,6 +244,7 @@ pub fn create_named(final_path: &Path, want_direct: bool) -> io::Result<OpenedFi
     let in_memory = want_direct && dir_in_memory(&parent_dir(final_path));
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true).mode(0o600);
+    let mut named = registry();
     for attempt in 0..100u32 {
         let tmp = temporary_name(final_path, attempt);
         let opened = if want_direct {
@@ -175,7 +268,7 @@ pub fn create_named(final_path: &Path, want_direct: bool) -> io::Result<OpenedFi
         };
         match opened {
             Ok((file, direct, direct_refused)) => {
-                register(&tmp);
+                named.push(tmp.clone());
                 return Ok(OpenedFile { file, path: tmp, kind: SourceKind::Regular { size_bytes: 0 }, direct, direct_refused });
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -238,30 +331,28 @@ pub fn publish(file: &File, temp: &Temporary, final_path: &Path, replace: bool) 
         Temporary::Unnamed if !replace => link_unnamed(file, final_path),
         Temporary::Unnamed => {
             // Link to a fresh hidden name, then rename over: an atomic replace.
+            // Under the registry's lock: a signal meanwhile waits, then finds nothing to remove.
+            let _named = registry();
             for attempt in 0..100u32 {
                 let tmp = temporary_name(final_path, attempt);
-                register(&tmp);
                 match link_unnamed(file, &tmp) {
                     Ok(()) => {
                         let r = std::fs::rename(&tmp, final_path);
                         if r.is_err() {
                             let _ = std::fs::remove_file(&tmp);
                         }
-                        unregister(&tmp);
                         return r;
                     }
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => unregister(&tmp),
-                    Err(e) => {
-                        unregister(&tmp);
-                        return Err(e);
-                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
                 }
             }
             Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not find a free temporary name"))
         }
         Temporary::Named(tmp) => {
+            let mut named = registry();
             if replace { std::fs::rename(tmp, final_path) } else { rename_noreplace(tmp, final_path) }?;
-            unregister(tmp);
+            named.retain(|p| p != tmp);
             Ok(())
         }
     }
@@ -271,8 +362,9 @@ pub fn publish(file: &File, temp: &Temporary, final_path: &Path, replace: bool) 
 /// disappears with its descriptor).
 pub fn discard(temp: &Temporary) {
     if let Temporary::Named(p) = temp {
+        let mut named = registry();
         let _ = std::fs::remove_file(p);
-        unregister(p);
+        named.retain(|q| q != p);
     }
 }
 
@@ -292,6 +384,12 @@ impl Inherited {
         let Some(m) = meta.filter(|m| m.is_file()) else { return Inherited::default() };
         let ts = |s: i64, ns: i64| libc::timespec { tv_sec: s as libc::time_t, tv_nsec: ns as _ };
         Inherited { mode: Some(m.mode() & 0o777), times: Some((ts(m.atime(), m.atime_nsec()), ts(m.mtime(), m.mtime_nsec()))) }
+    }
+
+    /// Only the permission bits (for outputs that are not one source's copy,
+    /// such as erasure-coded shards: as private as what they came from).
+    pub fn mode_of(meta: Option<&std::fs::Metadata>) -> Inherited {
+        Inherited { times: None, ..Inherited::of(meta) }
     }
 
     /// Sets the output's mode and times (before it is published, so the
@@ -358,20 +456,20 @@ mod tests {
         let mut t = create_named(&target, false).unwrap();
         let temp = Temporary::Named(t.path.clone());
         assert!(t.path.file_name().unwrap().len() <= NAME_MAX_BYTES, "a long target name still gets a legal temporary name");
-        assert!(NAMED.lock().unwrap().contains(&t.path));
+        assert!(registry().contains(&t.path));
         t.file.write_all(b"data").unwrap();
         std::fs::write(&target, b"precious").unwrap();
         assert_eq!(publish(&t.file, &temp, &target, false).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&target).unwrap(), b"precious");
         discard(&temp);
-        assert!(!NAMED.lock().unwrap().contains(&t.path));
+        assert!(!registry().contains(&t.path));
         assert_eq!(names(dir.path()).len(), 1, "the temporary file is gone");
 
         let other = dir.path().join("y");
         let t = create_named(&other, false).unwrap();
         let temp = Temporary::Named(t.path.clone());
         publish(&t.file, &temp, &other, false).unwrap();
-        assert!(!NAMED.lock().unwrap().contains(&t.path));
+        assert!(!registry().contains(&t.path));
         assert_eq!(names(dir.path()).len(), 2);
     }
 
@@ -383,6 +481,44 @@ mod tests {
         assert!(t.path.exists());
         assert!(remove_named_temporaries() >= 1);
         assert!(!t.path.exists());
+    }
+
+    #[test]
+    fn a_scratch_directory_is_removed_unless_published_and_never_replaces() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("shards");
+        let s = ScratchDir::beside(&target).unwrap();
+        std::fs::write(s.path().join("a"), b"x").unwrap();
+        assert!(registry().contains(&s.path().to_path_buf()));
+        drop(s);
+        assert!(names(dir.path()).is_empty(), "dropped: gone");
+
+        let s = ScratchDir::beside(&target).unwrap();
+        assert!(remove_named_temporaries() >= 1, "the signal thread removes it with what it holds");
+        assert!(names(dir.path()).is_empty());
+        drop(s);
+
+        // One a dead process left (no process has PID i32::MAX) is removed by the next.
+        let abandoned = dir.path().join(format!(".shards{TEMPORARY_MARK}{}.0", i32::MAX));
+        std::fs::create_dir(&abandoned).unwrap();
+        let live = dir.path().join(format!(".shards{TEMPORARY_MARK}{}.0", std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+        drop(ScratchDir::beside(&target).unwrap());
+        assert_eq!(names(dir.path()), [live.file_name().unwrap().to_str().unwrap()], "the dead one's is gone, a live one's stays");
+        std::fs::remove_dir(&live).unwrap();
+
+        std::fs::create_dir(&target).unwrap();
+        let s = ScratchDir::beside(&target).unwrap();
+        std::fs::write(s.path().join("a"), b"x").unwrap();
+        assert_eq!(s.publish(&target).unwrap_err().kind(), io::ErrorKind::AlreadyExists, "an existing (even empty) directory is not replaced");
+        assert_eq!(names(dir.path()), ["shards"]);
+        std::fs::remove_dir(&target).unwrap();
+        let s = ScratchDir::beside(&target).unwrap();
+        std::fs::write(s.path().join("a"), b"x").unwrap();
+        s.publish(&target).unwrap();
+        assert_eq!(names(dir.path()), ["shards"]);
+        assert_eq!(std::fs::read(target.join("a")).unwrap(), b"x");
     }
 
     #[test]

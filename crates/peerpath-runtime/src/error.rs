@@ -10,6 +10,8 @@ pub enum JobError {
     SourceUnreadable { path: PathBuf, source: io::Error },
     #[error("target {path} exists (use --force to overwrite)")]
     TargetExists { path: PathBuf },
+    #[error("target directory {path} exists (a new one is made; it never replaces or merges into another)")]
+    TargetDirExists { path: PathBuf },
     #[error("source and target are the same file: {path}")]
     SameFile { path: PathBuf },
     #[error("{path}: member {member} at byte {offset}: {detail}")]
@@ -58,7 +60,7 @@ impl JobError {
             JobError::Internal(_) => 1,
             JobError::Usage(_) => 2,
             JobError::SourceUnreadable { .. } => 3,
-            JobError::TargetExists { .. } => 4,
+            JobError::TargetExists { .. } | JobError::TargetDirExists { .. } => 4,
             JobError::SameFile { .. } => 5,
             JobError::Corrupt { .. } | JobError::Damaged { .. } => 6,
             JobError::Truncated { .. } => 7,
