@@ -7,6 +7,7 @@
 
 pub mod gzip;
 mod isal;
+pub mod crypt;
 pub mod ec;
 pub mod sample;
 
