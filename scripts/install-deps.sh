@@ -9,6 +9,8 @@ for pkg_bin in nasm:nasm autoconf:autoconf automake:automake libtool:libtoolize 
   pkg=${pkg_bin%%:*}; bin=${pkg_bin##*:}
   command -v "$bin" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# The independent reader of encrypted files the tests use (scripts/ppenc-reference.py).
+python3 -c 'import cryptography' >/dev/null 2>&1 || need_apt+=(python3-cryptography)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "peerpath: installing with apt-get: ${need_apt[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -103,6 +103,10 @@ fn every_json_output_matches_its_documented_schema() {
     let small = d.join("small.fa");
     std::fs::write(&small, &sample()[..1 << 20]).unwrap();
     matches("bench-offload", &out(&mut pp(args!["bench-offload", &small, "--max-devices", "1", "--runs", "1", "--json"])));
+    let key = d.join("key");
+    assert_eq!(pp(args!["keygen", "-o", &key]).status().unwrap().code(), Some(0));
+    matches("crypt-report", &out(&mut pp(args!["encrypt", &small, "--key-file", &key, "--json"])));
+    matches("crypt-report", &out(&mut pp(args!["decrypt", d.join("small.fa.ppenc"), "-o", d.join("small.back"), "--key-file", &key, "--json"])));
 }
 
 #[test]
@@ -155,5 +159,5 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 14, "one schema file per kind of JSON output");
+    assert_eq!(n, 15, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }

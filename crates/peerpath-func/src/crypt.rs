@@ -97,6 +97,8 @@ impl Key {
 pub enum CryptError {
     #[error("not a peerpath-enc file (no PPENCv1 header)")]
     NotEncrypted,
+    #[error("truncated: {0} bytes, less than the {HEADER_BYTES}-byte header")]
+    TruncatedHeader(usize),
     #[error("unsupported algorithm {0} or reserved bits set (this build reads AES-256-GCM, algorithm 1)")]
     Unsupported(u8),
     #[error("wrong key: the header's key check does not match this key")]
@@ -222,8 +224,11 @@ impl FileCipher {
 
     /// Reads a header: the format, the key check, then the header's tag.
     pub fn open(master: &Key, header: &[u8]) -> Result<FileCipher, CryptError> {
-        if header.len() < HEADER_BYTES || &header[..8] != MAGIC {
+        if header.len() < MAGIC.len() || &header[..8] != MAGIC {
             return Err(CryptError::NotEncrypted);
+        }
+        if header.len() < HEADER_BYTES {
+            return Err(CryptError::TruncatedHeader(header.len()));
         }
         if header[8] != ALGORITHM_AES_256_GCM || header[9..12] != [0, 0, 0] {
             return Err(CryptError::Unsupported(header[8]));

@@ -21,6 +21,11 @@ pub enum JobError {
     Damaged { path: PathBuf, detail: String },
     #[error("{path}: truncated: member {member} at byte {offset}: {detail}")]
     Truncated { path: PathBuf, member: u64, offset: u64, detail: String },
+    /// A file cut short that is not a gzip file (an encrypted file).
+    #[error("{path}: {detail}")]
+    TruncatedFile { path: PathBuf, detail: String },
+    #[error("{path}: wrong key: the header's key check does not match this key (nothing was written)")]
+    WrongKey { path: PathBuf },
     #[error("{path}: not a gzip file: {detail}")]
     NotGzip { path: PathBuf, detail: String },
     #[error("{path}: trailing garbage after the last member, at byte {offset}")]
@@ -63,7 +68,7 @@ impl JobError {
             JobError::TargetExists { .. } | JobError::TargetDirExists { .. } => 4,
             JobError::SameFile { .. } => 5,
             JobError::Corrupt { .. } | JobError::Damaged { .. } => 6,
-            JobError::Truncated { .. } => 7,
+            JobError::Truncated { .. } | JobError::TruncatedFile { .. } => 7,
             JobError::NotGzip { .. } => 8,
             JobError::TrailingGarbage { .. } => 9,
             JobError::EmptyArchive { .. } => 10,
@@ -72,6 +77,7 @@ impl JobError {
             JobError::Topology(_) => 13,
             JobError::Device { .. } => 15,
             JobError::Verify { .. } => 16,
+            JobError::WrongKey { .. } => 17,
         }
     }
 }
