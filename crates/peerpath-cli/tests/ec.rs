@@ -20,7 +20,8 @@ fn shards(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn any_m_lost_shards_are_repaired_and_the_source_restored() {
     let dir = scratch();
     let d = dir.path();
-    for (size, k, m, unit) in [(0usize, 2, 1, "4K"), (1, 3, 2, "4K"), (3 * 4096, 3, 1, "4K"), (1_000_003, 4, 2, "64K"), (700_000, 10, 4, "16K")] {
+    // The last case codes 1 MiB units in slices (a unit is not a whole number of them).
+    for (size, k, m, unit) in [(0usize, 2, 1, "4K"), (1, 3, 2, "4K"), (3 * 4096, 3, 1, "4K"), (1_000_003, 4, 2, "64K"), (700_000, 10, 4, "16K"), (2_500_001, 2, 1, "1M")] {
         let src = d.join(format!("s{size}"));
         std::fs::write(&src, random_bytes(size, size as u64 + 1)).unwrap();
         let out = d.join(format!("e{size}"));

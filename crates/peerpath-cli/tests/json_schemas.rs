@@ -107,6 +107,10 @@ fn every_json_output_matches_its_documented_schema() {
     assert_eq!(pp(args!["keygen", "-o", &key]).status().unwrap().code(), Some(0));
     matches("crypt-report", &out(&mut pp(args!["encrypt", &small, "--key-file", &key, "--json"])));
     matches("crypt-report", &out(&mut pp(args!["decrypt", d.join("small.fa.ppenc"), "-o", d.join("small.back"), "--key-file", &key, "--json"])));
+    let set = d.join("set");
+    matches("ec-report", &out(&mut pp(args!["ec", "encode", &small, "-k", "3", "-m", "2", "--unit", "64K", "-o", &set, "--json"])));
+    std::fs::remove_file(set.join("shard-001")).unwrap();
+    matches("ec-report", &out(&mut pp(args!["ec", "repair", &set, "--json"])));
 }
 
 #[test]
@@ -159,5 +163,5 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 15, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+    assert_eq!(n, 16, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }
