@@ -5,6 +5,7 @@
 mod csp;
 mod demo;
 mod crypt;
+mod dedup;
 mod ec;
 mod gpu;
 mod gz;
@@ -76,6 +77,8 @@ enum Command {
     Decrypt(crypt::CryptArgs),
     /// Make a new random 256-bit key file (mode 0600) for encrypt and decrypt.
     Keygen(crypt::KeygenArgs),
+    /// Deduplicating store: content-defined chunks (FastCDC), BLAKE3 fingerprints, SQLite index.
+    Dedup(dedup::DedupArgs),
 }
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
@@ -669,7 +672,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) => {
             unreachable!("handled in main")
         }
     }
@@ -746,6 +749,7 @@ fn main() -> ExitCode {
         Command::Encrypt(a) => return crypt::encrypt(a),
         Command::Decrypt(a) => return crypt::decrypt(a),
         Command::Keygen(a) => return crypt::keygen(a),
+        Command::Dedup(a) => return dedup::main(a),
         _ => {}
     }
     if let Command::Man = cli.command {

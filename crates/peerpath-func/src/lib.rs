@@ -8,6 +8,7 @@
 pub mod gzip;
 mod isal;
 pub mod crypt;
+pub mod dedup;
 pub mod ec;
 pub mod sample;
 

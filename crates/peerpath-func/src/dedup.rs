@@ -1,0 +1,143 @@
+//! Content-defined chunking and fingerprints (the CPU oracle of the
+//! deduplication function): FastCDC (2020, normalised, the `fastcdc`
+//! crate) cuts a stream where its content says, so an insertion moves only
+//! the chunks around it; each chunk is named by its BLAKE3 (or SHA-256)
+//! digest.
+
+use std::io::Read;
+
+/// Chunk sizes in bytes: FastCDC cuts no chunk shorter than `min` (but the
+/// last) nor longer than `max`, and aims at `avg`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkParams {
+    pub min: usize,
+    pub avg: usize,
+    pub max: usize,
+}
+
+impl Default for ChunkParams {
+    /// 16 KiB / 64 KiB / 256 KiB (the sizes restic and FastCDC's paper use around 8-64 KiB).
+    fn default() -> Self {
+        ChunkParams { min: 16 << 10, avg: 64 << 10, max: 256 << 10 }
+    }
+}
+
+impl ChunkParams {
+    /// Checks the sizes against what FastCDC takes (min 64 B-1 MiB, avg 256 B-4 MiB, max 1 KiB-16 MiB, min <= avg <= max).
+    pub fn new(min: usize, avg: usize, max: usize) -> Result<ChunkParams, String> {
+        use fastcdc::v2020::{AVERAGE_MAX, AVERAGE_MIN, MAXIMUM_MAX, MAXIMUM_MIN, MINIMUM_MAX, MINIMUM_MIN};
+        let ok = (MINIMUM_MIN..=MINIMUM_MAX).contains(&min) && (AVERAGE_MIN..=AVERAGE_MAX).contains(&avg) && (MAXIMUM_MIN..=MAXIMUM_MAX).contains(&max) && min <= avg && avg <= max;
+        if ok {
+            Ok(ChunkParams { min, avg, max })
+        } else {
+            Err(format!(
+                "chunk sizes min {min}, avg {avg}, max {max}: need {MINIMUM_MIN} <= min <= {MINIMUM_MAX}, {AVERAGE_MIN} <= avg <= {AVERAGE_MAX}, {MAXIMUM_MIN} <= max <= {MAXIMUM_MAX}, min <= avg <= max"
+            ))
+        }
+    }
+}
+
+/// How chunks are named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fingerprint {
+    Blake3,
+    Sha256,
+}
+
+impl Fingerprint {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fingerprint::Blake3 => "blake3",
+            Fingerprint::Sha256 => "sha256",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Fingerprint> {
+        match s {
+            "blake3" => Some(Fingerprint::Blake3),
+            "sha256" => Some(Fingerprint::Sha256),
+            _ => None,
+        }
+    }
+
+    /// The 32-byte digest of `data`.
+    pub fn digest(self, data: &[u8]) -> [u8; 32] {
+        match self {
+            Fingerprint::Blake3 => *blake3::hash(data).as_bytes(),
+            Fingerprint::Sha256 => aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, data).as_ref().try_into().expect("32 bytes"),
+        }
+    }
+}
+
+/// One chunk of a stream: where it starts, its bytes and its digest.
+#[derive(Debug)]
+pub struct Chunk {
+    pub offset: u64,
+    pub data: Vec<u8>,
+    pub digest: [u8; 32],
+}
+
+/// The chunks of `source`, in order, each with its digest.
+pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Iterator<Item = std::io::Result<Chunk>> {
+    fastcdc::v2020::StreamCDC::new(source, p.min, p.avg, p.max).map(move |c| match c {
+        Ok(c) => Ok(Chunk { offset: c.offset, digest: fp.digest(&c.data), data: c.data }),
+        Err(fastcdc::v2020::Error::IoError(e)) => Err(e),
+        Err(e) => Err(std::io::Error::other(e.to_string())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_cover_the_stream_within_their_bounds() {
+        let p = ChunkParams::new(1024, 4096, 16384).unwrap();
+        let d = data(1 << 20, 3);
+        let cs: Vec<Chunk> = chunks(&d[..], p, Fingerprint::Blake3).collect::<Result<_, _>>().unwrap();
+        let mut at = 0u64;
+        for (i, c) in cs.iter().enumerate() {
+            assert_eq!(c.offset, at);
+            assert!(c.data.len() <= p.max && (c.data.len() >= p.min || i == cs.len() - 1));
+            assert_eq!(c.digest, *blake3::hash(&c.data).as_bytes());
+            at += c.data.len() as u64;
+        }
+        assert_eq!(at, d.len() as u64);
+        assert!(cs.len() > 100, "{} chunks", cs.len());
+        assert_eq!(chunks(&[][..], p, Fingerprint::Blake3).count(), 0, "an empty stream has no chunks");
+    }
+
+    /// The property deduplication rests on: an insertion changes only the chunks near it.
+    #[test]
+    fn an_insertion_changes_only_the_chunks_around_it() {
+        let p = ChunkParams::new(1024, 4096, 16384).unwrap();
+        let d = data(1 << 20, 5);
+        let mut edited = d.clone();
+        edited.splice(500_000..500_000, b"an insertion of a few bytes".iter().copied());
+        let names = |v: &[u8]| chunks(v, p, Fingerprint::Sha256).map(|c| c.unwrap().digest).collect::<std::collections::HashSet<_>>();
+        let (a, b) = (names(&d), names(&edited));
+        let shared = a.intersection(&b).count();
+        assert!(shared + 4 >= a.len(), "{shared} of {} chunks shared", a.len());
+    }
+
+    #[test]
+    fn sizes_outside_fastcdc_ranges_are_refused_and_digests_are_the_standard_ones() {
+        assert!(ChunkParams::new(16, 4096, 16384).is_err());
+        assert!(ChunkParams::new(8192, 4096, 16384).unwrap_err().contains("min <= avg"));
+        // FIPS 180-2's "abc" and BLAKE3's empty-input digest.
+        assert_eq!(Fingerprint::Sha256.digest(b"abc")[..4], [0xba, 0x78, 0x16, 0xbf]);
+        assert_eq!(Fingerprint::Blake3.digest(b"")[..4], [0xaf, 0x13, 0x49, 0xb9]);
+    }
+}
