@@ -126,25 +126,15 @@ impl StageClock {
 }
 
 pub fn encrypt(a: CryptArgs) -> ExitCode {
-    finish(run(a, Direction::Encrypt))
+    crate::exit_code(run(a, Direction::Encrypt))
 }
 
 pub fn decrypt(a: CryptArgs) -> ExitCode {
-    finish(run(a, Direction::Decrypt))
+    crate::exit_code(run(a, Direction::Decrypt))
 }
 
 pub fn keygen(a: KeygenArgs) -> ExitCode {
-    finish(make_key(&a.output))
-}
-
-fn finish(r: Result<(), JobError>) -> ExitCode {
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("peerpath: error: {e}");
-            ExitCode::from(e.exit_code() as u8)
-        }
-    }
+    crate::exit_code(make_key(&a.output))
 }
 
 fn target_io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {

@@ -104,13 +104,7 @@ pub fn main(a: DedupArgs) -> ExitCode {
         DedupCommand::Stats { dir } => stats(&dir.store),
         DedupCommand::Verify { dir } => verify(&dir.store),
     };
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("peerpath: error: {e}");
-            ExitCode::from(e.exit_code() as u8)
-        }
-    }
+    crate::exit_code(r)
 }
 
 fn db_error(dir: &Path) -> impl Fn(rusqlite::Error) -> JobError + '_ {
@@ -133,32 +127,19 @@ struct Store {
 impl Store {
     fn open(dir: &Path, write: bool, create: Option<(ChunkParams, Fingerprint)>) -> Result<Store, JobError> {
         let index = dir.join("index.sqlite");
-        let exists = index.exists();
-        if !exists && create.is_none() {
+        if !index.exists() && create.is_none() {
             return Err(JobError::SourceUnreadable { path: index, source: std::io::Error::from(std::io::ErrorKind::NotFound) });
         }
-        if !exists {
+        if create.is_some() {
             std::fs::create_dir_all(dir.join("packs")).map_err(target_io(dir))?;
         }
         let lock = if write { Some(lock(dir)?) } else { None };
-        let db = Connection::open(&index).map_err(db_error(dir))?;
-        db.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;").map_err(db_error(dir))?;
-        let meta = |db: &Connection, key: &str| db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional();
-        let have_meta = db.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'meta'", [], |r| r.get::<_, i64>(0)).map_err(db_error(dir))? == 1;
-        if !have_meta {
-            let (p, fp) = create.ok_or_else(|| JobError::Damaged { path: index.clone(), detail: "not a peerpath-dedup index".into() })?;
-            let tx = db.unchecked_transaction().map_err(db_error(dir))?;
-            tx.execute_batch(
-                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 CREATE TABLE chunks (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL, len INTEGER NOT NULL) WITHOUT ROWID;
-                 CREATE TABLE files (name BLOB PRIMARY KEY, size INTEGER NOT NULL, chunks BLOB NOT NULL, stored_at INTEGER NOT NULL);",
-            )
-            .map_err(db_error(dir))?;
-            for (k, v) in [("format", FORMAT.to_string()), ("hash", fp.name().into()), ("min", p.min.to_string()), ("avg", p.avg.to_string()), ("max", p.max.to_string())] {
-                tx.execute("INSERT INTO meta VALUES (?1, ?2)", params![k, v]).map_err(db_error(dir))?;
-            }
-            tx.commit().map_err(db_error(dir))?;
+        if let (Some(c), false) = (create, index.exists()) {
+            create_index(dir, c)?;
         }
+        let db = Connection::open(&index).map_err(db_error(dir))?;
+        db.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;").map_err(db_error(dir))?;
+        let meta = |db: &Connection, key: &str| db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional();
         let bad = |what: &str| JobError::Damaged { path: index.clone(), detail: format!("the store's {what} is missing or not understood") };
         let get = |k: &str| meta(&db, k).map_err(db_error(dir))?.ok_or_else(|| bad(k));
         if get("format")? != FORMAT {
@@ -196,6 +177,35 @@ impl Store {
             .optional()
             .map_err(db_error(&self.dir))
     }
+}
+
+/// Makes the index whole before it has its name: built under a temporary
+/// name (tables and settings in one transaction), synced, then renamed to
+/// `index.sqlite`, so a store killed while it is made leaves no index that
+/// lacks its settings (the next writer removes the temporary). Called with
+/// the writer lock held.
+fn create_index(dir: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Result<(), JobError> {
+    let tmp = dir.join(".index.sqlite.peerpath-tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_file(dir.join(".index.sqlite.peerpath-tmp-journal"));
+    {
+        let db = Connection::open(&tmp).map_err(db_error(dir))?;
+        db.execute_batch("PRAGMA synchronous=FULL;").map_err(db_error(dir))?;
+        let tx = db.unchecked_transaction().map_err(db_error(dir))?;
+        tx.execute_batch(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE chunks (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL, len INTEGER NOT NULL) WITHOUT ROWID;
+             CREATE TABLE files (name BLOB PRIMARY KEY, size INTEGER NOT NULL, chunks BLOB NOT NULL, stored_at INTEGER NOT NULL);",
+        )
+        .map_err(db_error(dir))?;
+        for (k, v) in [("format", FORMAT.to_string()), ("hash", fp.name().into()), ("min", p.min.to_string()), ("avg", p.avg.to_string()), ("max", p.max.to_string())] {
+            tx.execute("INSERT INTO meta VALUES (?1, ?2)", params![k, v]).map_err(db_error(dir))?;
+        }
+        tx.commit().map_err(db_error(dir))?;
+    }
+    File::open(&tmp).and_then(|f| f.sync_all()).map_err(target_io(dir))?;
+    std::fs::rename(&tmp, dir.join("index.sqlite")).map_err(target_io(dir))?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(target_io(dir))
 }
 
 /// Takes the store's writer lock (waits for another writer to finish).

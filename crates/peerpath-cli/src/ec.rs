@@ -98,13 +98,7 @@ pub fn main(a: EcArgs) -> ExitCode {
         EcCommand::Repair { dir, json } => repair(&dir).map(|r| r.map_or_else(|| println!("{}: nothing to repair", dir.display()), |r| r.print(json))),
         EcCommand::Decode { dir, output, force } => decode(&dir, &output, force),
     };
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("peerpath: error: {e}");
-            ExitCode::from(e.exit_code() as u8)
-        }
-    }
+    crate::exit_code(r)
 }
 
 /// What `ec encode` or `ec repair` did; figures measured on this host's CPU.

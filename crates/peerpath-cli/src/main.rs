@@ -763,15 +763,14 @@ fn main() -> ExitCode {
         };
     }
     if let Command::Topo(a) = cli.command {
-        return match topo(a) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("peerpath: error: {e}");
-                ExitCode::from(e.exit_code() as u8)
-            }
-        };
+        return exit_code(topo(a));
     }
-    match run(cli) {
+    exit_code(run(cli))
+}
+
+/// A command's result as the process's exit: the error on standard error and its code.
+pub(crate) fn exit_code(r: Result<(), JobError>) -> ExitCode {
+    match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("peerpath: error: {e}");

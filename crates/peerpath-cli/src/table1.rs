@@ -139,13 +139,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn main(a: BenchOffloadArgs) -> ExitCode {
-    match run(a) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("peerpath: error: {e}");
-            ExitCode::from(e.exit_code() as u8)
-        }
-    }
+    crate::exit_code(run(a))
 }
 
 fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {

@@ -89,18 +89,7 @@ pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Itera
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn data(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
+    use crate::sample::protein_like as data;
 
     #[test]
     fn chunks_cover_the_stream_within_their_bounds() {
