@@ -2,10 +2,11 @@
 # Installs what peerpath needs to build and test on Debian 12: the tool
 # chain for ISA-L's bundled source (nasm, autotools), and the reference
 # tools the interoperability tests compare against (gzip, pigz, bgzip), and
-# cmake, which aws-lc-sys (the AES-GCM library) uses where its cc build does not apply.
+# cmake, which aws-lc-sys (the AES-GCM library) uses where its cc build does not apply;
+# seqkit, the peer `peerpath scan` is compared with.
 set -euo pipefail
 need_apt=()
-for pkg_bin in nasm:nasm autoconf:autoconf automake:automake libtool:libtoolize pigz:pigz tabix:bgzip gzip:gzip make:make gcc:gcc cmake:cmake; do
+for pkg_bin in nasm:nasm autoconf:autoconf automake:automake libtool:libtoolize pigz:pigz tabix:bgzip gzip:gzip make:make gcc:gcc cmake:cmake seqkit:seqkit; do
   pkg=${pkg_bin%%:*}; bin=${pkg_bin##*:}
   command -v "$bin" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

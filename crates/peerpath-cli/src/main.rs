@@ -13,6 +13,7 @@ mod jsonout;
 mod iobench;
 mod plan;
 mod probe;
+mod scan;
 mod sim;
 mod table1;
 
@@ -79,6 +80,8 @@ enum Command {
     Keygen(crypt::KeygenArgs),
     /// Deduplicating store: content-defined chunks (FastCDC), BLAKE3 fingerprints, SQLite index.
     Dedup(dedup::DedupArgs),
+    /// Filter FASTA/FASTQ/line records (gzip or plain) by motif, length or id; print them, a count or a histogram.
+    Scan(scan::ScanArgs),
 }
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
@@ -672,7 +675,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) => {
             unreachable!("handled in main")
         }
     }
@@ -750,6 +753,7 @@ fn main() -> ExitCode {
         Command::Decrypt(a) => return crypt::decrypt(a),
         Command::Keygen(a) => return crypt::keygen(a),
         Command::Dedup(a) => return dedup::main(a),
+        Command::Scan(a) => return scan::main(a),
         _ => {}
     }
     if let Command::Man = cli.command {

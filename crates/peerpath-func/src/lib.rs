@@ -11,6 +11,7 @@ pub mod crypt;
 pub mod dedup;
 pub mod ec;
 pub mod sample;
+pub mod scan;
 
 pub use gzip::{
     compare_members, decode_member, encode_member, member_bound_bytes, peerpath_header, plain_member_body, Format, Level, MemberEncoder, MemberError, MemberHeader,

@@ -1,0 +1,250 @@
+//! `peerpath scan`: keep the records of FASTA, FASTQ or line files (gzip
+//! or plain) that match a motif, a minimum length and an id prefix; print
+//! them, or only their count or length histogram (issue 19, analytics;
+//! the CPU path: `peerpath_func::scan` is its oracle).
+//!
+//! A reader thread decodes (gzip members with ISA-L) and cuts the stream
+//! into blocks of whole records; worker threads filter blocks; the main
+//! thread puts results back in order and writes them. Memory is bounded:
+//! at most two blocks in flight per worker.
+
+use clap::{Args, ValueEnum};
+use crossbeam_channel::bounded;
+use peerpath_func::scan::{whole_records, Filter, Found, RecordFormat};
+use peerpath_runtime::JobError;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Records per block are cut near this many bytes.
+const BLOCK_BYTES: usize = 4 << 20;
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Fasta,
+    Fastq,
+    Lines,
+}
+
+#[derive(Args)]
+pub struct ScanArgs {
+    /// Files to read (gzip or plain; `-` is standard input).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Keep records whose sequence (FASTA/FASTQ, line breaks removed) or line matches this regular expression.
+    #[arg(long)]
+    motif: Option<String>,
+    /// The motif ignores case.
+    #[arg(short = 'i', long)]
+    ignore_case: bool,
+    /// Keep records whose sequence (or line) has at least N bytes.
+    #[arg(long, value_name = "N")]
+    min_length: Option<usize>,
+    /// Keep records whose id (the header's first word, without > or @) starts with P.
+    #[arg(long, value_name = "P")]
+    id_prefix: Option<String>,
+    /// Print only the number of matching records (per file when there are several).
+    #[arg(short = 'c', long, conflicts_with = "histogram")]
+    count: bool,
+    /// Print only the matching records' sequence lengths, in power-of-two bins.
+    #[arg(long)]
+    histogram: bool,
+    /// Record format [default: from the first byte: > FASTA, @ FASTQ, else lines].
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Write the matching records here (appears whole or not at all) instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Replace an existing output.
+    #[arg(short, long)]
+    force: bool,
+    /// Filter threads [default: all cores].
+    #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// No summary on standard error.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn main(a: ScanArgs) -> ExitCode {
+    crate::exit_code(run(a))
+}
+
+fn run(a: ScanArgs) -> Result<(), JobError> {
+    if a.motif.is_none() && a.min_length.is_none() && a.id_prefix.is_none() {
+        return Err(JobError::Usage("give at least one of --motif, --min-length, --id-prefix".into()));
+    }
+    let motif = match &a.motif {
+        Some(m) => Some(regex::bytes::RegexBuilder::new(m).case_insensitive(a.ignore_case).build().map_err(|e| JobError::Usage(format!("--motif: {e}")))?),
+        None => None,
+    };
+    let filter = Filter { motif, min_length: a.min_length, id_prefix: a.id_prefix.as_ref().map(|p| p.as_bytes().to_vec()) };
+    let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
+    let records_out = !a.count && !a.histogram;
+    let (mut sink, temp): (Box<dyn Write>, Option<(File, peerpath_io::Temporary, PathBuf)>) = match (&a.output, records_out) {
+        (Some(o), true) if !peerpath_runtime::job::is_std_stream(o) => {
+            for f in &a.files {
+                peerpath_runtime::job::check_target(f, o, a.force)?;
+            }
+            let (t, temp) = peerpath_io::create_temporary(o, false).map_err(|e| JobError::TargetIo { path: o.clone(), source: e })?;
+            let writer = t.file.try_clone().map_err(|e| JobError::TargetIo { path: o.clone(), source: e })?;
+            (Box::new(std::io::BufWriter::with_capacity(1 << 20, writer)), Some((t.file, temp, o.clone())))
+        }
+        _ => (Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())), None),
+    };
+    let out_path = a.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let result = (|| -> Result<(), JobError> {
+        let started = Instant::now();
+        let (mut total, mut bytes) = (Found::default(), 0u64);
+        for f in &a.files {
+            let format = a.format.map(|f| match f {
+                FormatArg::Fasta => RecordFormat::Fasta,
+                FormatArg::Fastq => RecordFormat::Fastq,
+                FormatArg::Lines => RecordFormat::Lines,
+            });
+            let (found, n) = scan_file(f, format, &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?;
+            if a.count {
+                let line = if a.files.len() > 1 { format!("{}\t{}", f.display(), found.matched) } else { found.matched.to_string() };
+                writeln!(sink, "{line}").map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
+            }
+            total.add(&found);
+            bytes += n;
+        }
+        if a.histogram {
+            for (b, n) in total.histogram.iter().enumerate().filter(|(_, n)| **n > 0) {
+                let (lo, hi) = (if b == 0 { 0 } else { 1u64 << b }, (1u64 << (b + 1)) - 1);
+                writeln!(sink, "{lo}-{hi}\t{n}").map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
+            }
+        }
+        sink.flush().map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
+        if !a.quiet {
+            let s = started.elapsed().as_secs_f64();
+            eprintln!(
+                "scan: {} of {} record(s) matched ({} bases); read {} in {s:.3} s, {:.2} GB/s on {threads} thread(s) (measured on this host's CPU)",
+                total.matched,
+                total.records,
+                total.matched_bases,
+                peerpath_metrics::human_bytes(bytes),
+                bytes as f64 / s.max(1e-9) / 1e9
+            );
+        }
+        Ok(())
+    })();
+    drop(sink);
+    match (result, temp) {
+        (Err(e), Some((_, temp, _))) => {
+            peerpath_io::discard(&temp);
+            Err(e)
+        }
+        (Err(e), None) => Err(e),
+        (Ok(()), Some((file, temp, path))) => {
+            let io = |e| JobError::TargetIo { path: path.clone(), source: e };
+            let published = file.sync_all().and_then(|()| peerpath_io::publish(&file, &temp, &path, a.force));
+            published.map_err(|e| {
+                peerpath_io::discard(&temp);
+                match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => JobError::TargetExists { path: path.clone() },
+                    _ => io(e),
+                }
+            })
+        }
+        (Ok(()), None) => Ok(()),
+    }
+}
+
+/// Filters one file: returns what was found and how many (decoded) bytes were read.
+fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64), JobError> {
+    let unreadable = |e| JobError::SourceUnreadable { path: path.to_path_buf(), source: e };
+    let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) { Box::new(std::io::stdin()) } else { Box::new(File::open(path).map_err(unreadable)?) };
+    // Gzip or not, from the first two bytes (kept and replayed).
+    let mut magic = [0u8; 2];
+    let mut got = 0;
+    while got < 2 {
+        match input.read(&mut magic[got..]).map_err(|e| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() })? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    let gzip = got == 2 && magic == [0x1f, 0x8b];
+    let input = std::io::Cursor::new(magic[..got].to_vec()).chain(input);
+    let (block_tx, block_rx) = bounded::<(u64, Vec<u8>, RecordFormat)>(threads * 2);
+    let (found_tx, found_rx) = bounded::<(u64, Found, Vec<u8>)>(threads * 2);
+    let keep_records = out.is_some();
+    std::thread::scope(|s| -> Result<(Found, u64), JobError> {
+        let reader = s.spawn(move || read_blocks(input, gzip, format, path, block_tx));
+        for _ in 0..threads {
+            let (rx, tx) = (block_rx.clone(), found_tx.clone());
+            s.spawn(move || {
+                for (seq, block, fmt) in rx {
+                    let mut o = Vec::new();
+                    let found = filter.block(&block, fmt, keep_records.then_some(&mut o));
+                    if tx.send((seq, found, o)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop((block_rx, found_tx));
+        let (mut total, mut next, mut waiting) = (Found::default(), 0u64, BTreeMap::new());
+        let mut write_error = None;
+        for (seq, found, o) in found_rx {
+            waiting.insert(seq, (found, o));
+            while let Some((found, o)) = waiting.remove(&next) {
+                total.add(&found);
+                if let (Some(w), None) = (out.as_deref_mut(), &write_error) {
+                    if let Err(e) = w.write_all(&o) {
+                        write_error = Some(e);
+                    }
+                }
+                next += 1;
+            }
+        }
+        let bytes = reader.join().expect("the scan reader does not panic")?;
+        match write_error {
+            Some(e) => Err(JobError::TargetIo { path: out_path.to_path_buf(), source: e }),
+            None => Ok((total, bytes)),
+        }
+    })
+}
+
+/// Reads (and decodes) `input`, sending blocks of whole records; returns the bytes read.
+fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<(u64, Vec<u8>, RecordFormat)>) -> Result<u64, JobError> {
+    let mut pending: Vec<u8> = Vec::with_capacity(2 * BLOCK_BYTES);
+    let mut fmt = format;
+    let (mut seq, mut bytes) = (0u64, 0u64);
+    let mut push = |data: &[u8], at_end: bool| {
+        pending.extend_from_slice(data);
+        bytes += data.len() as u64;
+        while pending.len() >= BLOCK_BYTES || (at_end && !pending.is_empty()) {
+            let f = *fmt.get_or_insert_with(|| RecordFormat::detect(&pending));
+            let Some(cut) = whole_records(&pending, f, at_end).filter(|&c| c > 0) else { break };
+            let rest = pending.split_off(cut);
+            let block = std::mem::replace(&mut pending, rest);
+            if tx.send((seq, block, f)).is_err() {
+                return Err(std::io::Error::other("the filter threads stopped"));
+            }
+            seq += 1;
+        }
+        Ok(())
+    };
+    let io_error = |e: std::io::Error| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() };
+    if gzip {
+        peerpath_func::StreamDecoder::new(input, 0, 0).run(true, |d| push(d, false)).map_err(|e| JobError::Damaged { path: path.to_path_buf(), detail: e.to_string() })?;
+    } else {
+        let mut input = input;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => push(&buf[..n], false).map_err(io_error)?,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error(e)),
+            }
+        }
+    }
+    push(&[], true).map_err(io_error)?;
+    Ok(bytes)
+}

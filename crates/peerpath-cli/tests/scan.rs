@@ -1,0 +1,109 @@
+//! `peerpath scan`: the same records and counts as seqkit and grep on the
+//! same files, gzip input included; bad input is a clear error and the
+//! output appears whole or not at all.
+
+mod common;
+
+use common::*;
+
+fn scan(args: &[&std::ffi::OsStr]) -> Out {
+    let mut a = vec![std::ffi::OsString::from("scan")];
+    a.extend(args.iter().map(|s| s.to_os_string()));
+    run(&mut pp(a)).ok()
+}
+
+/// FASTA headers (and sequences, joined) of a FASTA text, for comparing
+/// outputs whose line wrapping differs.
+fn records(fasta: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut v: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for line in fasta.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if line[0] == b'>' {
+            v.push((line.to_vec(), Vec::new()));
+        } else if let Some(last) = v.last_mut() {
+            last.1.extend_from_slice(line);
+        }
+    }
+    v
+}
+
+#[test]
+fn matches_are_those_of_seqkit_and_grep() {
+    let s = sample_path();
+    let o = |x: &str| std::ffi::OsString::from(x);
+    let count = |args: &[std::ffi::OsString]| -> u64 {
+        let mut a: Vec<&std::ffi::OsStr> = args.iter().map(|x| x.as_os_str()).collect();
+        a.push(std::ffi::OsStr::new("-c"));
+        scan(&a).stdout_str().trim().parse().unwrap()
+    };
+    let motif = [o("--motif"), o("KL[VI]{2}"), s.clone().into_os_string()];
+    let n = count(&motif);
+    assert!(n > 50, "{n}");
+    let dir = scratch();
+    let gz = dir.path().join("s.fa.gz");
+    run(&mut pp(args!["compress", &s, "-o", &gz, "-q"])).ok();
+    assert_eq!(count(&[o("--motif"), o("KL[VI]{2}"), gz.clone().into_os_string(), o("-T"), o("3")]), n, "gzip input gives the same count");
+    let out = scan(&[o("--motif").as_os_str(), o("KL[VI]{2}").as_os_str(), s.as_os_str(), o("-q").as_os_str()]).stdout;
+    assert_eq!(records(&out).len() as u64, n);
+    let Some(tools) = tools_or_skip("scan vs seqkit", &["seqkit", "grep"]) else { return };
+    let (seqkit, grep) = (&tools[0], &tools[1]);
+    let sk = |args: &[&str]| {
+        let mut a: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        a.push(s.as_os_str());
+        sys(seqkit, &a, None)
+    };
+    assert_eq!(records(&out), records(&sk(&["grep", "-s", "-r", "-P", "-p", "KL[VI]{2}"])), "the same records as seqkit grep -s -r -P");
+    let long = scan(&[o("--min-length").as_os_str(), o("500").as_os_str(), s.as_os_str(), o("-q").as_os_str()]).stdout;
+    assert_eq!(records(&long), records(&sk(&["seq", "-m", "500"])), "the same records as seqkit seq -m");
+    let ids = scan(&[o("--id-prefix").as_os_str(), o("B0").as_os_str(), s.as_os_str(), o("-q").as_os_str()]).stdout;
+    assert_eq!(records(&ids), records(&sk(&["grep", "-r", "-p", "^B0"])), "the same records as seqkit grep -r -p ^B0");
+    // Lines: grep -c -E.
+    let lines = dir.path().join("lines.txt");
+    let text: Vec<u8> = records(&std::fs::read(&s).unwrap()).into_iter().flat_map(|(_, mut q)| {
+        q.push(b'\n');
+        q
+    }).collect();
+    std::fs::write(&lines, &text).unwrap();
+    let want: u64 = String::from_utf8(sys(grep, &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new("-E"), std::ffi::OsStr::new("KL[VI]{2}"), lines.as_os_str()], None)).unwrap().trim().parse().unwrap();
+    assert_eq!(count(&[o("--motif"), o("KL[VI]{2}"), lines.into_os_string()]), want, "the same count as grep -c -E");
+    assert_eq!(want, n, "one line per sequence: the same count as the FASTA");
+}
+
+#[test]
+fn fastq_histograms_outputs_and_errors() {
+    let dir = scratch();
+    let d = dir.path();
+    let fq = d.join("r.fq");
+    let mut text = String::new();
+    for i in 0..1000 {
+        let seq: String = (0..(i % 150 + 1)).map(|j| b"ACGT"[(i * 7 + j * 3) % 4] as char).collect();
+        text.push_str(&format!("@read{i} x\n{seq}\n+\n{}\n", "I".repeat(seq.len())));
+    }
+    std::fs::write(&fq, &text).unwrap();
+    let o = run(&mut pp(args!["scan", &fq, "--min-length", "100", "--histogram", "-q"])).ok();
+    let total: u64 = o.stdout_str().lines().map(|l| l.split('\t').nth(1).unwrap().parse::<u64>().unwrap()).sum();
+    let want = (0..1000).filter(|i| i % 150 + 1 >= 100).count() as u64;
+    assert_eq!(total, want, "{}", o.stdout_str());
+    assert!(o.stdout_str().contains("64-127\t") && o.stdout_str().contains("128-255\t"));
+    // -o appears whole, never over an existing file without --force.
+    let out = d.join("long.fq");
+    run(&mut pp(args!["scan", &fq, "--min-length", "100", "-o", &out, "-q"])).ok();
+    let kept = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(kept.lines().count() as u64, 4 * want);
+    run(&mut pp(args!["scan", &fq, "--min-length", "1", "-o", &out])).fails(4, &["exists"]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), kept);
+    // Bad input.
+    run(&mut pp(args!["scan", &fq])).fails(2, &["at least one of"]);
+    run(&mut pp(args!["scan", &fq, "--motif", "(unclosed"])).fails(2, &["--motif"]);
+    run(&mut pp(args!["scan", d.join("missing"), "--motif", "A"])).fails(3, &["missing"]);
+    let gz = d.join("r.fq.gz");
+    run(&mut pp(args!["compress", &fq, "-o", &gz, "-q"])).ok();
+    let mut bad = std::fs::read(&gz).unwrap();
+    let n = bad.len();
+    bad.truncate(n - 9);
+    let cut = d.join("cut.fq.gz");
+    std::fs::write(&cut, &bad).unwrap();
+    let out2 = d.join("cut.out");
+    run(&mut pp(args!["scan", &cut, "--motif", "ACG", "-o", &out2])).fails(6, &["cut.fq.gz"]);
+    assert!(!out2.exists(), "nothing written from a damaged input");
+    assert_dir_holds(d, &["cut.fq.gz", "long.fq", "r.fq", "r.fq.gz"]);
+}

@@ -1,0 +1,245 @@
+//! Filters on records near the data (the CPU oracle of the analytics
+//! function): FASTA, FASTQ and plain lines, kept when they match a motif
+//! (a regular expression on the sequence, or on the line), a minimum
+//! sequence length and an id prefix. A block of whole records is filtered
+//! on its own, so blocks go to any worker in any order.
+
+use regex::bytes::Regex;
+
+/// What a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordFormat {
+    /// `>id description` then sequence lines.
+    Fasta,
+    /// `@id`, sequence, `+`, quality: four lines per record.
+    Fastq,
+    /// One record per line (the motif applies to the whole line).
+    Lines,
+}
+
+impl RecordFormat {
+    /// From the first byte of the data: `>` FASTA, `@` FASTQ, else lines.
+    pub fn detect(first: &[u8]) -> RecordFormat {
+        match first.first() {
+            Some(b'>') => RecordFormat::Fasta,
+            Some(b'@') => RecordFormat::Fastq,
+            _ => RecordFormat::Lines,
+        }
+    }
+}
+
+/// Which records to keep: all the given conditions must hold.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Searched in the sequence (line breaks removed) or, for lines, in the line.
+    pub motif: Option<Regex>,
+    /// The sequence (or line) has at least this many bytes.
+    pub min_length: Option<usize>,
+    /// The id (the header up to the first white space, without `>`/`@`) starts with this.
+    pub id_prefix: Option<Vec<u8>>,
+}
+
+/// What a block's filtering found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    pub records: u64,
+    pub matched: u64,
+    /// Sequence bytes of the matching records.
+    pub matched_bases: u64,
+    /// Matching records by sequence length: bin `b` holds lengths in `[2^b, 2^(b+1))` (bin 0 also holds 0).
+    pub histogram: Vec<u64>,
+}
+
+impl Found {
+    pub fn add(&mut self, o: &Found) {
+        self.records += o.records;
+        self.matched += o.matched;
+        self.matched_bases += o.matched_bases;
+        if self.histogram.len() < o.histogram.len() {
+            self.histogram.resize(o.histogram.len(), 0);
+        }
+        for (a, b) in self.histogram.iter_mut().zip(&o.histogram) {
+            *a += b;
+        }
+    }
+
+    fn count(&mut self, len: usize) {
+        self.matched += 1;
+        self.matched_bases += len as u64;
+        let bin = (usize::BITS - len.max(1).leading_zeros() - 1) as usize;
+        if self.histogram.len() <= bin {
+            self.histogram.resize(bin + 1, 0);
+        }
+        self.histogram[bin] += 1;
+    }
+}
+
+/// Where the last whole record of `buf` ends (so the rest can wait for
+/// more data), or `None` if no record is whole yet. With `at_end` the
+/// whole buffer is records. FASTA records end before a line starting with
+/// `>`; FASTQ every fourth line; lines at each line break.
+pub fn whole_records(buf: &[u8], format: RecordFormat, at_end: bool) -> Option<usize> {
+    if at_end {
+        return Some(buf.len());
+    }
+    match format {
+        RecordFormat::Lines => memchr::memrchr(b'\n', buf).map(|i| i + 1),
+        RecordFormat::Fasta => memchr::memmem::rfind(buf, b"\n>").map(|i| i + 1).filter(|&i| i > 0),
+        RecordFormat::Fastq => {
+            let ends: Vec<usize> = memchr::memchr_iter(b'\n', buf).collect();
+            let whole = ends.len() / 4 * 4;
+            (whole > 0).then(|| ends[whole - 1] + 1)
+        }
+    }
+}
+
+fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    buf.split_inclusive(|&b| b == b'\n')
+}
+
+fn trim_eol(l: &[u8]) -> &[u8] {
+    let l = l.strip_suffix(b"\n").unwrap_or(l);
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+fn id(header: &[u8]) -> &[u8] {
+    let h = trim_eol(&header[1.min(header.len())..]);
+    h.split(|b| b.is_ascii_whitespace()).next().unwrap_or(h)
+}
+
+impl Filter {
+    fn keeps(&self, id: Option<&[u8]>, seq: &[u8]) -> bool {
+        self.min_length.map_or(true, |m| seq.len() >= m)
+            && self.id_prefix.as_deref().map_or(true, |p| id.is_some_and(|i| i.starts_with(p)))
+            && self.motif.as_ref().map_or(true, |r| r.is_match(seq))
+    }
+
+    /// Filters a block of whole records: matching records are appended to
+    /// `out` as they were (unless `out` is `None`: counting only).
+    pub fn block(&self, buf: &[u8], format: RecordFormat, mut out: Option<&mut Vec<u8>>) -> Found {
+        let mut found = Found::default();
+        let mut keep = |found: &mut Found, record: &[u8], id: Option<&[u8]>, seq: &[u8]| {
+            found.records += 1;
+            if self.keeps(id, seq) {
+                found.count(seq.len());
+                if let Some(o) = out.as_deref_mut() {
+                    o.extend_from_slice(record);
+                    if !record.ends_with(b"\n") {
+                        o.push(b'\n');
+                    }
+                }
+            }
+        };
+        match format {
+            RecordFormat::Lines => {
+                for l in lines(buf) {
+                    keep(&mut found, l, None, trim_eol(l));
+                }
+            }
+            RecordFormat::Fastq => {
+                let mut it = lines(buf);
+                let mut start = 0;
+                while let Some(h) = it.next() {
+                    let s = it.next().unwrap_or_default();
+                    let p = it.next().unwrap_or_default();
+                    let q = it.next().unwrap_or_default();
+                    let len = h.len() + s.len() + p.len() + q.len();
+                    keep(&mut found, &buf[start..start + len], Some(id(h)), trim_eol(s));
+                    start += len;
+                }
+            }
+            RecordFormat::Fasta => {
+                let mut seq = Vec::new();
+                let mut start = 0;
+                while start < buf.len() {
+                    let end = memchr::memmem::find(&buf[start + 1..], b"\n>").map_or(buf.len(), |i| start + 1 + i + 1);
+                    let record = &buf[start..end];
+                    let mut ls = lines(record);
+                    let header = ls.next().unwrap_or_default();
+                    seq.clear();
+                    ls.for_each(|l| seq.extend_from_slice(trim_eol(l)));
+                    keep(&mut found, record, header.starts_with(b">").then(|| id(header)), &seq);
+                    start = end;
+                }
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FASTA: &[u8] = b">sp|P1 first one\nMKVLAAGIV\nLLLKK\n>sp|P2 second\nMK\n>tr|Q3\n\n>sp|P4 long\nACDEFGHIKLMNPQRSTVWY\nACDEF\n";
+
+    fn run(f: &Filter, data: &[u8], format: RecordFormat) -> (Found, Vec<u8>) {
+        let mut out = Vec::new();
+        let found = f.block(data, format, Some(&mut out));
+        (found, out)
+    }
+
+    #[test]
+    fn fasta_records_are_matched_on_their_joined_sequence() {
+        // The motif spans a line break in P1 ("IVLLL").
+        let f = Filter { motif: Some(Regex::new("IVL+K").unwrap()), ..Filter::default() };
+        let (found, out) = run(&f, FASTA, RecordFormat::Fasta);
+        assert_eq!((found.records, found.matched, found.matched_bases), (4, 1, 14));
+        assert_eq!(out, b">sp|P1 first one\nMKVLAAGIV\nLLLKK\n");
+        let f = Filter { min_length: Some(10), id_prefix: Some(b"sp|".to_vec()), ..Filter::default() };
+        let (found, out) = run(&f, FASTA, RecordFormat::Fasta);
+        assert_eq!(found.matched, 2);
+        assert!(out.starts_with(b">sp|P1") && out.ends_with(b"ACDEF\n"));
+        assert_eq!(found.histogram, vec![0, 0, 0, 1, 1], "14 in [8, 16), 25 in [16, 32)");
+    }
+
+    #[test]
+    fn fastq_and_lines() {
+        let fq = b"@r1 x\nACGTACGT\n+\nIIIIIIII\n@r2\nAC\n+\nII\n";
+        let f = Filter { motif: Some(Regex::new("GTA").unwrap()), ..Filter::default() };
+        let (found, out) = run(&f, fq, RecordFormat::Fastq);
+        assert_eq!((found.records, found.matched), (2, 1));
+        assert_eq!(out, b"@r1 x\nACGTACGT\n+\nIIIIIIII\n");
+        let f = Filter { motif: Some(Regex::new("^err").unwrap()), ..Filter::default() };
+        let (found, out) = run(&f, b"error one\nok\nerr two", RecordFormat::Lines);
+        assert_eq!(found.matched, 2);
+        assert_eq!(out, b"error one\nerr two\n");
+    }
+
+    #[test]
+    fn blocks_end_at_whole_records() {
+        assert_eq!(whole_records(FASTA, RecordFormat::Fasta, false), Some(FASTA.len() - ">sp|P4 long\nACDEFGHIKLMNPQRSTVWY\nACDEF\n".len()));
+        assert_eq!(whole_records(b">only one, growing\nACGT", RecordFormat::Fasta, false), None);
+        assert_eq!(whole_records(b"@a\nAC\n+\nII\n@b\nA", RecordFormat::Fastq, false), Some(11));
+        assert_eq!(whole_records(b"a\nb", RecordFormat::Lines, false), Some(2));
+        assert_eq!(whole_records(b"a\nb", RecordFormat::Lines, true), Some(3));
+    }
+
+    /// Any cut at whole records gives the same result as the whole buffer.
+    #[test]
+    fn splitting_at_record_boundaries_changes_nothing() {
+        // FASTA records of 0 to 6 lines of protein-like text.
+        let text = crate::sample::protein_like(200_000, 4);
+        let mut data = Vec::new();
+        for (i, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+            if i % 7 == 0 || i % 11 == 0 {
+                data.extend_from_slice(format!(">sp|P{i} protein {i}\n").as_bytes());
+            }
+            data.extend_from_slice(line);
+        }
+        let f = Filter { motif: Some(Regex::new("K[LV]{2}").unwrap()), min_length: Some(50), ..Filter::default() };
+        let (whole, whole_out) = run(&f, &data, RecordFormat::Fasta);
+        assert!(whole.matched > 10 && whole.matched < whole.records);
+        for step in [1000usize, 7777, 65536] {
+            let (mut sum, mut out, mut at) = (Found::default(), Vec::new(), 0);
+            while at < data.len() {
+                let end = (at + step).min(data.len());
+                let cut = whole_records(&data[at..end], RecordFormat::Fasta, end == data.len()).map_or(end, |c| at + c);
+                let cut = if cut == at { data.len() } else { cut };
+                sum.add(&f.block(&data[at..cut], RecordFormat::Fasta, Some(&mut out)));
+                at = cut;
+            }
+            assert_eq!((sum, &out), (whole.clone(), &whole_out), "blocks of about {step} bytes");
+        }
+    }
+}
