@@ -70,6 +70,8 @@ enum EcCommand {
 }
 
 const MANIFEST: &str = "manifest.json";
+/// The largest unit `encode` makes (and a manifest may name).
+const MAX_UNIT_BYTES: usize = 256 << 20;
 
 #[derive(Serialize, Deserialize, Debug)]
 struct Manifest {
@@ -163,7 +165,7 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
-    if unit == 0 || unit > 256 << 20 {
+    if unit == 0 || unit > MAX_UNIT_BYTES {
         return Err(JobError::Usage("--unit must be 1 byte to 256 MiB".into()));
     }
     if std::fs::symlink_metadata(dir).is_ok() {
@@ -299,12 +301,22 @@ fn read_at_up_to(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
 fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
     let path = dir.join(MANIFEST);
     let text = std::fs::read_to_string(&path).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
-    let m: Manifest = serde_json::from_str(&text).map_err(|e| corrupt(&path, format!("not an ec manifest: {e}")))?;
-    let code = RsCode::new(m.data_shards, m.parity_shards).map_err(|e| corrupt(&path, e))?;
+    parse_manifest(&text).map_err(|e| corrupt(&path, e))
+}
+
+/// A manifest's text, checked for everything the commands rely on: the
+/// code, sizes within what `encode` makes (so no buffer is sized by an
+/// absurd field), one checksum per stripe, and shard names that stay in
+/// the directory.
+fn parse_manifest(text: &str) -> Result<(Manifest, RsCode), String> {
+    let m: Manifest = serde_json::from_str(text).map_err(|e| format!("not an ec manifest: {e}"))?;
+    let code = RsCode::new(m.data_shards, m.parity_shards)?;
     let n = m.data_shards + m.parity_shards;
-    let stripes_ok = m.unit_bytes > 0 && m.stripes == m.source_bytes.div_ceil((m.data_shards * m.unit_bytes) as u64).max(1);
-    if m.schema != "peerpath/ec-manifest/1" || m.shards.len() != n || !stripes_ok || m.shards.iter().any(|s| s.crc32.len() as u64 != m.stripes || s.file.contains('/')) {
-        return Err(corrupt(&path, "inconsistent manifest (schema, shard count, stripes or checksums)".into()));
+    let stripe_bytes = (m.data_shards as u64).checked_mul(m.unit_bytes as u64).filter(|_| (1..=MAX_UNIT_BYTES).contains(&m.unit_bytes));
+    let stripes_ok = stripe_bytes.is_some_and(|b| m.stripes == m.source_bytes.div_ceil(b).max(1));
+    let name_ok = |f: &str| !f.is_empty() && f != "." && f != ".." && !f.contains(['/', '\0']);
+    if m.schema != "peerpath/ec-manifest/1" || m.shards.len() != n || !stripes_ok || m.shards.iter().any(|s| s.crc32.len() as u64 != m.stripes || !name_ok(&s.file)) {
+        return Err("inconsistent manifest (schema, shard count, unit size, stripes, checksums or shard names)".into());
     }
     Ok((m, code))
 }
@@ -492,4 +504,51 @@ fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
         return Err(e);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn valid() -> String {
+        let m = Manifest {
+            schema: "peerpath/ec-manifest/1".into(),
+            code: "RS".into(),
+            source: "s".into(),
+            source_bytes: 10_000,
+            data_shards: 3,
+            parity_shards: 2,
+            unit_bytes: 4096,
+            stripes: 1,
+            shards: (0..5).map(|i| ShardEntry { file: shard_name(i), crc32: vec![i as u32] }).collect(),
+        };
+        serde_json::to_string_pretty(&m).unwrap()
+    }
+
+    #[test]
+    fn a_valid_manifest_parses_and_lying_fields_do_not() {
+        assert!(parse_manifest(&valid()).is_ok());
+        for (from, to) in [("\"unit_bytes\": 4096", "\"unit_bytes\": 1099511627776"), ("\"stripes\": 1", "\"stripes\": 2"), ("shard-001", "../x"), ("\"data_shards\": 3", "\"data_shards\": 300")] {
+            assert!(parse_manifest(&valid().replace(from, to)).is_err(), "{to}");
+        }
+    }
+
+    proptest! {
+        /// Fuzzing: any text, and any byte of a valid manifest changed,
+        /// gives a manifest or an error, never a panic; what parses has
+        /// units the commands can allocate.
+        #[test]
+        fn manifests_never_panic(text in "\\PC{0,400}", at in 0usize..2000, byte in any::<u8>()) {
+            let _ = parse_manifest(&text);
+            let mut v = valid().into_bytes();
+            let i = at % v.len();
+            v[i] = byte;
+            if let Ok(t) = std::str::from_utf8(&v) {
+                if let Ok((m, _)) = parse_manifest(t) {
+                    prop_assert!(m.unit_bytes <= MAX_UNIT_BYTES && m.shards.len() == m.data_shards + m.parity_shards);
+                }
+            }
+        }
+    }
 }

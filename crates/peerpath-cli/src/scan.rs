@@ -232,7 +232,7 @@ fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path:
     };
     let io_error = |e: std::io::Error| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() };
     if gzip {
-        peerpath_func::StreamDecoder::new(input, 0, 0).run(true, |d| push(d, false)).map_err(|e| JobError::Damaged { path: path.to_path_buf(), detail: e.to_string() })?;
+        peerpath_func::StreamDecoder::new(input, 0, 0).run(true, |d| push(d, false)).map_err(|e| peerpath_runtime::decompress::stream_error(path, e))?;
     } else {
         let mut input = input;
         let mut buf = vec![0u8; 1 << 20];

@@ -103,7 +103,7 @@ fn fastq_histograms_outputs_and_errors() {
     let cut = d.join("cut.fq.gz");
     std::fs::write(&cut, &bad).unwrap();
     let out2 = d.join("cut.out");
-    run(&mut pp(args!["scan", &cut, "--motif", "ACG", "-o", &out2])).fails(6, &["cut.fq.gz"]);
+    run(&mut pp(args!["scan", &cut, "--motif", "ACG", "-o", &out2])).fails(7, &["cut.fq.gz", "truncated"]);
     assert!(!out2.exists(), "nothing written from a damaged input");
     assert_dir_holds(d, &["cut.fq.gz", "long.fq", "r.fq", "r.fq.gz"]);
 }

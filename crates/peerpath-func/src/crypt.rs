@@ -436,4 +436,25 @@ mod tests {
         shorter[16..24].copy_from_slice(&9000u64.to_le_bytes());
         assert_eq!(open_all(&k, &shorter), Err(CryptError::BadHeader));
     }
+
+    proptest::proptest! {
+        /// Fuzzing the reader: any bytes give an error, never a panic; any
+        /// byte of a real file changed, or any cut, gives an error, never
+        /// other plaintext.
+        #[test]
+        fn no_input_panics_and_no_change_goes_unnoticed(junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), at in 0usize..5000, byte in 1u8..=255, cut in 0usize..5000) {
+            let k = key(9);
+            let _ = open_all(&k, &junk);
+            let mut framed = MAGIC.to_vec();
+            framed.extend_from_slice(&junk);
+            let _ = open_all(&k, &framed);
+            let plain: Vec<u8> = (0..3000u32).map(|i| (i * 31 % 256) as u8).collect();
+            let sealed = seal_all(&k, 700, &plain).unwrap();
+            let mut bad = sealed.clone();
+            let i = at % bad.len();
+            bad[i] ^= byte;
+            proptest::prop_assert!(open_all(&k, &bad).is_err(), "byte {} changed", i);
+            proptest::prop_assert!(open_all(&k, &sealed[..cut % sealed.len()]).is_err());
+        }
+    }
 }

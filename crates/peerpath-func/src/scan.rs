@@ -242,4 +242,25 @@ mod tests {
             assert_eq!((sum, &out), (whole.clone(), &whole_out), "blocks of about {step} bytes");
         }
     }
+
+    proptest::proptest! {
+        /// Fuzzing: any bytes, in any format, filter without a panic, and
+        /// cutting them at `whole_records` boundaries changes nothing.
+        #[test]
+        fn any_bytes_filter_the_same_whole_or_in_blocks(data in proptest::collection::vec(proptest::sample::select(b">@+\nACGT xK".to_vec()), 0..2000), step in 1usize..300) {
+            let f = Filter { motif: Some(Regex::new("A[CG]T").unwrap()), min_length: Some(2), id_prefix: None };
+            for format in [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines] {
+                let (whole, whole_out) = run(&f, &data, format);
+                let (mut sum, mut out, mut at) = (Found::default(), Vec::new(), 0);
+                while at < data.len() {
+                    let end = (at + step).min(data.len());
+                    let cut = whole_records(&data[at..], format, false).filter(|&c| c > 0).map(|c| at + c).filter(|&c| c <= end.max(at + 1)).unwrap_or(data.len());
+                    let cut = if cut <= at { data.len() } else { cut };
+                    sum.add(&f.block(&data[at..cut], format, Some(&mut out)));
+                    at = cut;
+                }
+                proptest::prop_assert_eq!((&sum.matched, &out), (&whole.matched, &whole_out), "{:?}", format);
+            }
+        }
+    }
 }

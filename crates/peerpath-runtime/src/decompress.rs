@@ -111,7 +111,8 @@ fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobErr
     }
 }
 
-fn stream_error(path: &Path, e: StreamError) -> JobError {
+/// A gzip stream's failure as the job error (and exit code) decompress gives it.
+pub fn stream_error(path: &Path, e: StreamError) -> JobError {
     match e {
         StreamError::Member { member, offset, error } => member_error(path, member, offset, error),
         StreamError::Empty => JobError::EmptyArchive { path: path.to_path_buf() },
