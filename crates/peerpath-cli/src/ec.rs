@@ -13,6 +13,7 @@
 
 use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
+use crate::ec_device;
 use peerpath_io::{ScratchDir, Temporary};
 use peerpath_runtime::JobError;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,12 @@ use std::time::{Duration, Instant};
 pub struct EcArgs {
     #[command(subcommand)]
     command: EcCommand,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EcEngine {
+    Cpu,
+    Emulated,
 }
 
 #[derive(Subcommand)]
@@ -45,6 +52,14 @@ enum EcCommand {
         /// Bytes per unit (a shard's part of one stripe; K, M suffixes).
         #[arg(long, default_value = "1M", value_parser = crate::parse_size)]
         unit: usize,
+        /// Where the coding runs: cpu (this process), or emulated (an emulated CSP: stripes
+        /// go from the source into its memory and from there to the shards; --unit a
+        /// multiple of 4K).
+        #[arg(long, value_enum, default_value = "cpu")]
+        engine: EcEngine,
+        /// With --engine emulated: fail (exit 15) instead of coding on the CPU when the device cannot.
+        #[arg(long)]
+        no_fallback: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -95,7 +110,7 @@ struct ShardEntry {
 
 pub fn main(a: EcArgs) -> ExitCode {
     let r = match a.command {
-        EcCommand::Encode { source, data, parity, output, unit, json } => encode(&source, data, parity, &output, unit).map(|r| r.print(json)),
+        EcCommand::Encode { source, data, parity, output, unit, engine, no_fallback, json } => encode(&source, data, parity, &output, unit, engine, no_fallback).map(|r| r.print(json)),
         EcCommand::Verify { dir } => verify(&dir),
         EcCommand::Repair { dir, json } => repair(&dir).map(|r| r.map_or_else(|| println!("{}: nothing to repair", dir.display()), |r| r.print(json))),
         EcCommand::Decode { dir, output, force } => decode(&dir, &output, force),
@@ -113,6 +128,10 @@ struct EcReport {
     stripes: u64,
     /// Shards written (all for encode, the rebuilt ones for repair).
     shards_written: Vec<String>,
+    /// Where the coding ran and how the payload moved.
+    engine: String,
+    /// Why the device asked for did not do the work (the CPU did), if so.
+    fallback: Option<String>,
     seconds: f64,
     /// Seconds inside ISA-L's ec_encode_data (encoding or rebuilding).
     coding_seconds: f64,
@@ -133,6 +152,8 @@ impl EcReport {
             unit_bytes: m.unit_bytes,
             stripes: m.stripes,
             shards_written: shards,
+            engine: "host CPU (this process): ISA-L".into(),
+            fallback: None,
             seconds: started.elapsed().as_secs_f64(),
             coding_seconds,
             coding_gb_per_s: coded_bytes as f64 / coding_seconds.max(1e-9) / 1e9,
@@ -149,7 +170,10 @@ impl EcReport {
             "encode" => format!("{} stripe(s) of {} x {} bytes into {} shard(s)", self.stripes, self.code, self.unit_bytes, self.shards_written.len()),
             _ => format!("rebuilt {}", self.shards_written.join(", ")),
         };
-        println!("{}: {what} in {:.3} s; coding {:.2} GB/s on one core (ISA-L's count; measured on this host's CPU)", self.target, self.seconds, self.coding_gb_per_s);
+        if let Some(why) = &self.fallback {
+            println!("{}: FALLBACK to the host CPU: {why}", self.target);
+        }
+        println!("{}: {what} in {:.3} s; coding {:.2} GB/s (ISA-L's count; {}); {}", self.target, self.seconds, self.coding_gb_per_s, self.provenance, self.engine);
     }
 }
 
@@ -161,7 +185,7 @@ fn corrupt(path: &Path, detail: String) -> JobError {
     JobError::Damaged { path: path.to_path_buf(), detail }
 }
 
-fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<EcReport, JobError> {
+fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize, engine: EcEngine, no_fallback: bool) -> Result<EcReport, JobError> {
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
@@ -171,14 +195,32 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<
     if std::fs::symlink_metadata(dir).is_ok() {
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
-    let src = File::open(source).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
+    if engine == EcEngine::Emulated && unit % 4096 != 0 {
+        return Err(JobError::Usage("--engine emulated moves whole 4 KiB blocks by DMA: --unit must be a multiple of 4K".into()));
+    }
+    let (mut device, mut fallback) = (None, None);
+    if engine == EcEngine::Emulated {
+        match ec_device::start(k, m, unit) {
+            Ok(d) => device = Some(d),
+            Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) if no_fallback => {
+                return Err(JobError::Device { detail: format!("{why} (--no-fallback)") })
+            }
+            Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) => {
+                eprintln!("peerpath: {why}: erasure coding on the host CPU instead");
+                fallback = Some(why);
+            }
+        }
+    }
+    // O_DIRECT only for the device's reads (DMA into its memory); the CPU path reads into its own buffers.
+    let opened = peerpath_io::open_source(source, device.is_some()).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
+    let src = opened.file;
     let size = src.metadata().map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.len();
     // Shards are written as unnamed files (nothing survives a killed
     // process), linked into a scratch directory beside DIR at the end, and
     // the directory is renamed into place (never over an existing name).
     let n = k + m;
     let names: Vec<PathBuf> = (0..n).map(|i| dir.with_file_name(shard_name(i))).collect();
-    let mut files = create_temporaries(&names).map_err(io(dir))?;
+    let mut files = create_temporaries(&names, device.is_some()).map_err(io(dir))?;
     // Shards and manifest are as private as the source (gzip's rule for outputs).
     let mode = peerpath_io::Inherited::mode_of(src.metadata().ok().as_ref());
     let discard_all = |files: &[(File, Temporary)]| files.iter().for_each(|(_, t)| peerpath_io::discard(t));
@@ -189,7 +231,19 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<
     // 1 MiB units gave 75 % of erasure_code_perf's warm rate; bench/ec.sh).
     let slice = encode_slice_bytes(n, unit);
     let mut units = vec![vec![0u8; slice]; n];
+    let mut path = None;
     let written = (|| -> Result<(), JobError> {
+        if let Some(dev) = device.as_mut() {
+            let targets: Vec<&File> = files.iter().map(|(f, _)| f).collect();
+            let pass = match ec_device::encode(dev, &src, size, k, m, unit, &targets) {
+                Ok(p) => p,
+                Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) => return Err(JobError::Device { detail: format!("{why}; nothing was kept") }),
+            };
+            crcs = pass.crcs;
+            coding = pass.coding;
+            path = Some(pass.path);
+            return Ok(());
+        }
         for s in 0..stripes {
             let mut hashers = vec![crc32fast::Hasher::new(); n];
             for start in (0..unit).step_by(slice) {
@@ -232,7 +286,7 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<
     };
     let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
     let published = (|| -> std::io::Result<()> {
-        let mut manifest_file = create_temporaries(&[dir.with_file_name(MANIFEST)])?.remove(0);
+        let mut manifest_file = create_temporaries(&[dir.with_file_name(MANIFEST)], false)?.remove(0);
         manifest_file.0.write_all(text.as_bytes())?;
         files.push(manifest_file);
         let names: Vec<String> = (0..n).map(shard_name).chain([MANIFEST.to_string()]).collect();
@@ -254,15 +308,21 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize) -> Result<
         return Err(if e.kind() == std::io::ErrorKind::AlreadyExists { JobError::TargetDirExists { path: dir.to_path_buf() } } else { io(dir)(e) });
     }
     let coded = stripes * (n * unit) as u64;
-    Ok(EcReport::new("encode", dir, &manifest, (0..n).map(shard_name).collect(), started, coding, coded))
+    let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(shard_name).collect(), started, coding, coded);
+    if let (Some(path), Some(dev)) = (path, device.as_ref()) {
+        report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", peerpath_device::Device::name(dev));
+        report.provenance = "measured on emulated devices";
+    }
+    report.fallback = fallback;
+    Ok(report)
 }
 
 /// One temporary file per target (unnamed where the file system allows);
 /// on an error, those already made are discarded.
-fn create_temporaries(targets: &[PathBuf]) -> std::io::Result<Vec<(File, Temporary)>> {
+fn create_temporaries(targets: &[PathBuf], direct: bool) -> std::io::Result<Vec<(File, Temporary)>> {
     let mut made = Vec::with_capacity(targets.len());
     for t in targets {
-        match peerpath_io::create_temporary(t, false) {
+        match peerpath_io::create_temporary(t, direct) {
             Ok((opened, temp)) => made.push((opened.file, temp)),
             Err(e) => {
                 made.iter().for_each(|(_, t)| peerpath_io::discard(t));
@@ -414,7 +474,7 @@ fn repair(dir: &Path) -> Result<Option<EcReport>, JobError> {
     // where the file system allows), then renamed over the old one.
     let mut files = open_shards(dir, &m);
     let targets: Vec<PathBuf> = damaged.iter().map(|&i| dir.join(&m.shards[i].file)).collect();
-    let mut outs: Vec<(usize, File, Temporary)> = damaged.iter().zip(create_temporaries(&targets).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect();
+    let mut outs: Vec<(usize, File, Temporary)> = damaged.iter().zip(create_temporaries(&targets, false).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect();
     let mut stripe = Stripe::new(&m);
     let mut rebuilt = vec![vec![0u8; m.unit_bytes]; m.parity_shards];
     let rebuilt = (|| -> Result<(), JobError> {

@@ -7,6 +7,7 @@ mod demo;
 mod crypt;
 mod dedup;
 mod ec;
+mod ec_device;
 mod gpu;
 mod gz;
 mod jsonout;

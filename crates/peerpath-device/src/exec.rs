@@ -9,6 +9,7 @@ use peerpath_func::{
     decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberHeader, BGZF_MAX_INPUT_BYTES,
     MAX_MEMBER_UNCOMPRESSED_BYTES,
 };
+use peerpath_func::ec::RsCode;
 use std::time::Instant;
 
 /// What running a request gave.
@@ -41,7 +42,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         && match f {
             Function::Copy | Function::Crc32 => true,
             Function::Fill { .. } => n == 0,
-            Function::GzipCompressMember { .. } | Function::GzipCompressChunk { .. } | Function::GzipDecompressMember => n == 1,
+            Function::GzipCompressMember { .. } | Function::GzipCompressChunk { .. } | Function::GzipDecompressMember | Function::EcEncode { .. } => n == 1,
         };
     if !count_ok {
         return Err(Status::InvalidField);
@@ -71,6 +72,17 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
                 Ok(())
             }
         }
+        Function::EcEncode { data, parity } => {
+            if input_bytes % data as u64 != 0 {
+                Err(Status::InvalidField)
+            } else if input_bytes / data as u64 > i32::MAX as u64 {
+                Err(Status::InputTooLarge)
+            } else if request.output.len < input_bytes / data as u64 * parity as u64 {
+                Err(Status::OutputTooSmall)
+            } else {
+                Ok(())
+            }
+        }
         Function::GzipCompressChunk { format, member_bytes, .. } => {
             let limit = match format {
                 Format::Gzip => MAX_MEMBER_UNCOMPRESSED_BYTES,
@@ -94,13 +106,22 @@ pub fn chunk_bound_bytes(input: usize, member_bytes: usize) -> usize {
     input.div_ceil(member_bytes.max(1)).max(1) * member_bound_bytes(member_bytes.min(input))
 }
 
-/// Reusable compression state, one encoder per level, made on first use.
+/// Reusable function state made on first use: one encoder per level, and
+/// the last erasure code's tables.
 #[derive(Default)]
 pub(crate) struct Encoders {
     by_level: Vec<Option<MemberEncoder>>,
+    code: Option<RsCode>,
 }
 
 impl Encoders {
+    fn code(&mut self, data: usize, parity: usize) -> &RsCode {
+        if !self.code.as_ref().is_some_and(|c| (c.data_shards(), c.parity_shards()) == (data, parity)) {
+            self.code = Some(RsCode::new(data, parity).expect("from_opcode admits only valid codes"));
+        }
+        self.code.as_ref().expect("just made")
+    }
+
     fn get(&mut self, level: Level) -> &mut MemberEncoder {
         let i = level.get() as usize;
         if self.by_level.len() <= i {
@@ -183,6 +204,16 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
                 at += encode_member(enc, format, piece, &mut output[at..]);
             }
             Ok((at as u64, crc_of(inputs)))
+        }
+        Function::EcEncode { data, parity } => {
+            let (k, m) = (data as usize, parity as usize);
+            let unit = inputs[0].len() / k;
+            let units: Vec<&[u8]> = inputs[0].chunks(unit.max(1)).take(if unit == 0 { 0 } else { k }).collect();
+            if unit > 0 {
+                let mut out: Vec<&mut [u8]> = output[..m * unit].chunks_mut(unit).collect();
+                encoders.code(k, m).encode(&units, &mut out);
+            }
+            Ok(((m * unit) as u64, crc_of(inputs)))
         }
         Function::GzipDecompressMember => {
             let member = inputs[0];

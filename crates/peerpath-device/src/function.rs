@@ -33,6 +33,11 @@ pub enum Function {
     /// sizes (peerpath's 'PP' or BGZF's 'BC' subfield) into the output
     /// range, checking its CRC-32 and length.
     GzipDecompressMember,
+    /// Reed-Solomon parity (`peerpath_func::ec::RsCode`, ISA-L): the one
+    /// input range holds `data` units of equal length back to back; the
+    /// `parity` parity units are written back to back at the start of the
+    /// output range. Output bytes: `parity` units.
+    EcEncode { data: u8, parity: u8 },
 }
 
 impl Function {
@@ -44,6 +49,7 @@ impl Function {
             Function::GzipCompressMember { .. } => FunctionKind::GzipCompressMember,
             Function::GzipCompressChunk { .. } => FunctionKind::GzipCompressChunk,
             Function::GzipDecompressMember => FunctionKind::GzipDecompressMember,
+            Function::EcEncode { .. } => FunctionKind::EcEncode,
         }
     }
 
@@ -55,6 +61,7 @@ impl Function {
             Function::GzipCompressChunk { level, format, member_bytes } => {
                 level.get() as u64 | (format_code(format) << 8) | (u64::from(member_bytes) << 16)
             }
+            Function::EcEncode { data, parity } => data as u64 | (parity as u64) << 8,
             Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
         }
     }
@@ -95,6 +102,14 @@ impl Function {
                     _ => Err(()),
                 }
             }
+            FunctionKind::EcEncode => {
+                let (data, parity) = ((param & 0xff) as usize, ((param >> 8) & 0xff) as usize);
+                if param >> 16 != 0 || data == 0 || parity == 0 || data + parity > peerpath_func::ec::MAX_SHARDS {
+                    Err(())
+                } else {
+                    Ok(Function::EcEncode { data: data as u8, parity: parity as u8 })
+                }
+            }
         })
     }
 }
@@ -124,6 +139,7 @@ impl fmt::Display for Function {
             Function::GzipCompressChunk { level, format, member_bytes } => {
                 write!(f, "gzip compress chunk (level {}, {format:?}, {member_bytes}-byte members)", level.get())
             }
+            Function::EcEncode { data, parity } => write!(f, "erasure-code encode (RS({data}, {parity}))"),
             other => f.write_str(other.kind().name()),
         }
     }
@@ -140,17 +156,19 @@ pub enum FunctionKind {
     GzipCompressMember = 0x10,
     GzipDecompressMember = 0x11,
     GzipCompressChunk = 0x12,
+    EcEncode = 0x20,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 6] = [
+    pub const ALL: [FunctionKind; 7] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
         FunctionKind::GzipCompressMember,
         FunctionKind::GzipDecompressMember,
         FunctionKind::GzipCompressChunk,
+        FunctionKind::EcEncode,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -174,6 +192,7 @@ impl FunctionKind {
             FunctionKind::GzipCompressMember => "gzip compress member",
             FunctionKind::GzipDecompressMember => "gzip decompress member",
             FunctionKind::GzipCompressChunk => "gzip compress chunk",
+            FunctionKind::EcEncode => "erasure-code encode",
         }
     }
 
@@ -224,7 +243,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -244,6 +263,9 @@ mod tests {
         assert_eq!(Function::from_opcode(0x10, 13), Some(Err(())), "level 13 does not exist");
         assert_eq!(Function::from_opcode(0x10, 2 << 8), Some(Err(())), "format 2 does not exist");
         assert_eq!(Function::from_opcode(0x10, 1 << 16), Some(Err(())), "reserved bits");
+        assert_eq!(Function::from_opcode(0x20, 4), Some(Err(())), "no parity shards");
+        assert_eq!(Function::from_opcode(0x20, 200 | 100 << 8), Some(Err(())), "over 255 shards");
+        assert_eq!(Function::from_opcode(0x20, 4 | 2 << 8 | 1 << 16), Some(Err(())), "reserved bits");
     }
 
     #[test]

@@ -79,6 +79,10 @@ impl Request {
     pub fn decompress(tag: u64, input: DeviceRange, output: DeviceRange) -> Request {
         Request { tag, function: Function::GzipDecompressMember, inputs: vec![input], output }
     }
+    /// The parity of `input` (`data` units back to back) into the start of `output`.
+    pub fn ec_encode(tag: u64, data: u8, parity: u8, input: DeviceRange, output: DeviceRange) -> Request {
+        Request { tag, function: Function::EcEncode { data, parity }, inputs: vec![input], output }
+    }
     /// CRC-32 of `inputs` (in order).
     pub fn crc32(tag: u64, inputs: &[DeviceRange]) -> Request {
         Request { tag, function: Function::Crc32, inputs: inputs.to_vec(), output: DeviceRange::EMPTY }

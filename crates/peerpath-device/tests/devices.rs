@@ -64,6 +64,11 @@ fn requests_for(len: u64) -> Vec<Request> {
             v.push(Request::compress(11, level, Format::Bgzf, input, out));
         }
     }
+    // Erasure-code parity over the input cut into k units (the part that divides evenly).
+    for (k, m) in [(1u8, 1u8), (4, 2), (10, 4)] {
+        let whole = len / k as u64 * k as u64;
+        v.push(Request::ec_encode(14, k, m, DeviceRange::new(INPUT_AT, whole), out));
+    }
     // Whole chunks: members of 4 KiB and of 64 KiB, back to back.
     for member_bytes in [4096, 65536] {
         v.push(Request::compress_chunk(12, Level::new(1).unwrap(), Format::Gzip, member_bytes, input, out));
@@ -114,6 +119,17 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                         expect.extend(oracle_member(level, format, piece));
                     }
                     assert_eq!(a.output, expect, "{what}: {} differs from encode_member per block, packed", request.function);
+                }
+                Function::EcEncode { data: k, parity: m } => {
+                    let input = &data[..request.inputs[0].len as usize];
+                    let unit = input.len() / k as usize;
+                    let mut expect = vec![0u8; unit * m as usize];
+                    if unit > 0 {
+                        let units: Vec<&[u8]> = input.chunks(unit).collect();
+                        let mut parity: Vec<&mut [u8]> = expect.chunks_mut(unit).collect();
+                        peerpath_func::ec::RsCode::new(k as usize, m as usize).unwrap().encode(&units, &mut parity);
+                    }
+                    assert_eq!(a.output, expect, "{what}: {} differs from RsCode::encode", request.function);
                 }
                 Function::GzipDecompressMember => unreachable!(),
             }
