@@ -15,6 +15,7 @@ mod iobench;
 mod plan;
 mod probe;
 mod scan;
+mod scan_device;
 mod sim;
 mod table1;
 

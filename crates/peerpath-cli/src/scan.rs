@@ -10,6 +10,7 @@
 
 use clap::{Args, ValueEnum};
 use crossbeam_channel::bounded;
+use crate::scan_device;
 use peerpath_func::scan::{whole_records, Filter, Found, RecordFormat};
 use peerpath_runtime::JobError;
 use std::collections::BTreeMap;
@@ -67,6 +68,19 @@ pub struct ScanArgs {
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
+    /// Where the filter runs: cpu (this process), or emulated (an emulated CSP counts plain
+    /// files in its own memory; only counts and histograms come back: --count or --histogram).
+    #[arg(long, value_enum, default_value = "cpu")]
+    engine: ScanEngine,
+    /// With --engine emulated: fail (exit 15) instead of counting on the CPU when the device cannot.
+    #[arg(long)]
+    no_fallback: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ScanEngine {
+    Cpu,
+    Emulated,
 }
 
 pub fn main(a: ScanArgs) -> ExitCode {
@@ -82,6 +96,20 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         None => None,
     };
     let filter = Filter { motif, min_length: a.min_length, id_prefix: a.id_prefix.as_ref().map(|p| p.as_bytes().to_vec()) };
+    let mut device = None;
+    if a.engine == ScanEngine::Emulated {
+        if !a.count && !a.histogram {
+            return Err(JobError::Usage("--engine emulated returns only counts: add --count or --histogram".into()));
+        }
+        if a.id_prefix.is_some() {
+            return Err(JobError::Usage("--id-prefix is not a device filter yet: use --engine cpu".into()));
+        }
+        match scan_device::start() {
+            Ok(d) => device = Some(d),
+            Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
+            Err(why) => eprintln!("peerpath: FALLBACK: {why}: scanning on the host CPU"),
+        }
+    }
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let records_out = !a.count && !a.histogram;
     let (mut sink, temp): (Box<dyn Write>, Option<(File, peerpath_io::Temporary, PathBuf)>) = match (&a.output, records_out) {
@@ -99,13 +127,34 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     let result = (|| -> Result<(), JobError> {
         let started = Instant::now();
         let (mut total, mut bytes) = (Found::default(), 0u64);
+        let mut where_ran: Option<String> = None;
+        let mut cpu_files = 0usize;
         for f in &a.files {
             let format = a.format.map(|f| match f {
                 FormatArg::Fasta => RecordFormat::Fasta,
                 FormatArg::Fastq => RecordFormat::Fastq,
                 FormatArg::Lines => RecordFormat::Lines,
             });
-            let (found, n) = scan_file(f, format, &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?;
+            let on_device = match device.as_mut() {
+                Some(dev) => device_scan(dev, f, format, &a)?,
+                None => None,
+            };
+            let (found, n) = match on_device {
+                Some(d) => {
+                    where_ran = Some(format!(
+                        "on 1 emulated CSP: {} read {} into its memory, {} block(s), {} bytes of results each; payload bytes into this process: 0 (measured on emulated devices)",
+                        f.display(),
+                        if d.direct { "by DMA (O_DIRECT)" } else { "by kernel copies (no O_DIRECT here)" },
+                        d.blocks,
+                        peerpath_device::SCAN_RESULT_BYTES
+                    ));
+                    (d.found, d.bytes)
+                }
+                None => {
+                    cpu_files += 1;
+                    scan_file(f, format, &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?
+                }
+            };
             if a.count {
                 let line = if a.files.len() > 1 { format!("{}\t{}", f.display(), found.matched) } else { found.matched.to_string() };
                 writeln!(sink, "{line}").map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
@@ -122,14 +171,25 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         sink.flush().map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
         if !a.quiet {
             let s = started.elapsed().as_secs_f64();
+            let on = match (where_ran.is_some(), cpu_files) {
+                (false, _) => "measured on this host's CPU",
+                (true, 0) => "measured on emulated devices",
+                (true, _) => "measured: files on the emulated CSP and on this host's CPU",
+            };
             eprintln!(
-                "scan: {} of {} record(s) matched ({} bases); read {} in {s:.3} s, {:.2} GB/s on {threads} thread(s) (measured on this host's CPU)",
+                "scan: {} of {} record(s) matched ({} bases); read {} in {s:.3} s, {:.2} GB/s ({on})",
                 total.matched,
                 total.records,
                 total.matched_bases,
                 peerpath_metrics::human_bytes(bytes),
-                bytes as f64 / s.max(1e-9) / 1e9
+                bytes as f64 / s.max(1e-9) / 1e9,
             );
+            if cpu_files > 0 {
+                eprintln!("scan: {cpu_files} file(s) on {threads} filter thread(s) of the host CPU");
+            }
+            if let Some(w) = &where_ran {
+                eprintln!("scan: {w}");
+            }
         }
         Ok(())
     })();
@@ -152,6 +212,36 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             })
         }
         (Ok(()), None) => Ok(()),
+    }
+}
+
+/// Counts one file on the device, or `None` where the CPU must (gzip
+/// input, standard input, not a regular file), said on standard error or
+/// refused with --no-fallback.
+fn device_scan(dev: &mut peerpath_device::EmulatedCsp, f: &Path, format: Option<RecordFormat>, a: &ScanArgs) -> Result<Option<scan_device::DeviceScan>, JobError> {
+    let cpu = |why: String| {
+        if a.no_fallback {
+            Err(JobError::Device { detail: format!("{}: {why} (--no-fallback)", f.display()) })
+        } else {
+            eprintln!("peerpath: FALLBACK: {}: {why}: scanned on the host CPU", f.display());
+            Ok(None)
+        }
+    };
+    if peerpath_runtime::job::is_std_stream(f) {
+        return cpu("standard input is not read into device memory".into());
+    }
+    let opened = peerpath_io::open_source(f, true).map_err(|e| JobError::SourceUnreadable { path: f.to_path_buf(), source: e })?;
+    let mut magic = [0u8; 2];
+    let gzip = std::os::unix::fs::FileExt::read_at(&File::open(f).map_err(|e| JobError::SourceUnreadable { path: f.to_path_buf(), source: e })?, &mut magic, 0).is_ok_and(|n| n == 2) && magic == [0x1f, 0x8b];
+    if gzip {
+        return cpu("gzip input is decoded on the host (the device does not inflate yet)".into());
+    }
+    if !matches!(opened.kind, peerpath_io::SourceKind::Regular { .. }) {
+        return cpu("not a regular file".into());
+    }
+    match scan_device::scan(dev, &opened.file, opened.direct, format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
+        Ok(d) => Ok(Some(d)),
+        Err(why) => Err(JobError::Device { detail: format!("{}: {why}; nothing was printed for it", f.display()) }),
     }
 }
 

@@ -107,3 +107,48 @@ fn fastq_histograms_outputs_and_errors() {
     assert!(!out2.exists(), "nothing written from a damaged input");
     assert_dir_holds(d, &["cut.fq.gz", "long.fq", "r.fq", "r.fq.gz"]);
 }
+
+/// `--engine emulated`: an emulated CSP counts plain files in its own
+/// memory (records cut by its 4 MiB blocks carried by the device); counts
+/// and histograms equal the CPU's; gzip input is a said fallback, refused
+/// with --no-fallback; printing records on the device is refused.
+#[test]
+fn an_emulated_csp_counts_what_the_cpu_counts() {
+    let dir = scratch();
+    let d = dir.path();
+    // About 10 MiB of FASTA with records of every length up to 20 KB: many cross a block end.
+    let text = mixed_data(10 << 20, 21);
+    let mut fasta = Vec::new();
+    let mut at = 0usize;
+    let mut i = 0usize;
+    while at < text.len() {
+        let len = (i * 7919) % 20_000;
+        let seq: Vec<u8> = text[at..(at + len).min(text.len())].iter().map(|b| b"ACDEFGHIKLMNPQRSTVWY"[(*b % 20) as usize]).collect();
+        fasta.extend_from_slice(format!(">r{i} len {len}\n").as_bytes());
+        for line in seq.chunks(60) {
+            fasta.extend_from_slice(line);
+            fasta.push(b'\n');
+        }
+        at += len.max(1);
+        i += 1;
+    }
+    let src = d.join("big.fa");
+    std::fs::write(&src, &fasta).unwrap();
+    for args in [args!["--motif", "KL[VI]{2}", "-c"], args!["--min-length", "9000", "--histogram"], args!["--motif", "w{3}", "-i", "-c"]] {
+        let mut cpu = args!["scan", &src, "-q"];
+        cpu.extend(args.clone());
+        let mut emu = cpu.clone();
+        emu.extend(args!["--engine", "emulated", "--no-fallback"]);
+        let (a, b) = (run(&mut pp(cpu)).ok(), run(&mut pp(emu)).ok());
+        assert_eq!(a.stdout_str(), b.stdout_str(), "{args:?}");
+        assert!(!a.stdout_str().trim().is_empty());
+    }
+    let o = run(&mut pp(args!["scan", &src, "--motif", "KLV", "-c", "--engine", "emulated"])).ok();
+    assert!(o.stderr.contains("payload bytes into this process: 0") && o.stderr.contains("block(s)"), "{}", o.stderr);
+    let gz = d.join("big.fa.gz");
+    run(&mut pp(args!["compress", &src, "-o", &gz, "-q"])).ok();
+    let o = run(&mut pp(args!["scan", &gz, "--motif", "KLV", "-c", "--engine", "emulated"])).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("gzip"), "{}", o.stderr);
+    run(&mut pp(args!["scan", &gz, "--motif", "KLV", "-c", "--engine", "emulated", "--no-fallback"])).fails(15, &["gzip", "--no-fallback"]);
+    run(&mut pp(args!["scan", &src, "--motif", "KLV", "--engine", "emulated"])).fails(2, &["--count or --histogram"]);
+}

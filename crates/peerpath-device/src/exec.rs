@@ -9,7 +9,10 @@ use peerpath_func::{
     decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberHeader, BGZF_MAX_INPUT_BYTES,
     MAX_MEMBER_UNCOMPRESSED_BYTES,
 };
+use crate::function::SCAN_RESULT_BYTES;
 use peerpath_func::ec::RsCode;
+use peerpath_func::scan::{whole_records, Filter, RecordFormat};
+use regex::bytes::{Regex, RegexBuilder};
 use std::time::Instant;
 
 /// What running a request gave.
@@ -42,6 +45,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         && match f {
             Function::Copy | Function::Crc32 => true,
             Function::Fill { .. } => n == 0,
+            Function::ScanCount { .. } => n == 2,
             Function::GzipCompressMember { .. } | Function::GzipCompressChunk { .. } | Function::GzipDecompressMember | Function::EcEncode { .. } => n == 1,
         };
     if !count_ok {
@@ -72,6 +76,8 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
                 Ok(())
             }
         }
+        Function::ScanCount { .. } if request.inputs[1].len > MAX_PATTERN_BYTES as u64 => Err(Status::InputTooLarge),
+        Function::ScanCount { .. } if request.output.len < SCAN_RESULT_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::EcEncode { data, parity } => {
             if input_bytes % data as u64 != 0 {
                 Err(Status::InvalidField)
@@ -112,9 +118,23 @@ pub fn chunk_bound_bytes(input: usize, member_bytes: usize) -> usize {
 pub(crate) struct Encoders {
     by_level: Vec<Option<MemberEncoder>>,
     code: Option<RsCode>,
+    /// The last scan motif: its text, case flag and compiled form.
+    motif: Option<(Vec<u8>, bool, Regex)>,
 }
 
+/// The longest motif a scan command takes.
+const MAX_PATTERN_BYTES: usize = 64 << 10;
+
 impl Encoders {
+    fn motif(&mut self, text: &[u8], ignore_case: bool) -> Result<&Regex, Status> {
+        if !self.motif.as_ref().is_some_and(|(t, i, _)| t == text && *i == ignore_case) {
+            let s = std::str::from_utf8(text).map_err(|_| Status::InvalidField)?;
+            let r = RegexBuilder::new(s).case_insensitive(ignore_case).build().map_err(|_| Status::InvalidField)?;
+            self.motif = Some((text.to_vec(), ignore_case, r));
+        }
+        Ok(&self.motif.as_ref().expect("just made").2)
+    }
+
     fn code(&mut self, data: usize, parity: usize) -> &RsCode {
         if !self.code.as_ref().is_some_and(|c| (c.data_shards(), c.parity_shards()) == (data, parity)) {
             self.code = Some(RsCode::new(data, parity).expect("from_opcode admits only valid codes"));
@@ -214,6 +234,20 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
                 encoders.code(k, m).encode(&units, &mut out);
             }
             Ok(((m * unit) as u64, crc_of(inputs)))
+        }
+        Function::ScanCount { format, ignore_case, at_end, min_length } => {
+            let format = [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines][format as usize];
+            let motif = if inputs[1].is_empty() { None } else { Some(encoders.motif(inputs[1], ignore_case)?.clone()) };
+            let filter = Filter { motif, min_length: (min_length > 0).then_some(min_length as usize), id_prefix: None };
+            let records = inputs[0];
+            let whole = whole_records(records, format, at_end).unwrap_or(0);
+            let found = filter.block(&records[..whole], format, None);
+            let mut words = vec![found.records, found.matched, found.matched_bases, whole as u64];
+            words.extend((0..64).map(|b| found.histogram.get(b).copied().unwrap_or(0)));
+            for (i, w) in words.iter().enumerate() {
+                output[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            Ok((SCAN_RESULT_BYTES as u64, crc_of(&inputs[..1])))
         }
         Function::GzipDecompressMember => {
             let member = inputs[0];

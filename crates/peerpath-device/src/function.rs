@@ -38,7 +38,17 @@ pub enum Function {
     /// `parity` parity units are written back to back at the start of the
     /// output range. Output bytes: `parity` units.
     EcEncode { data: u8, parity: u8 },
+    /// Counts the records of input 0 (FASTA, FASTQ or lines, as
+    /// `peerpath_func::scan`) that match the motif in input 1 (a regular
+    /// expression in UTF-8; empty: none) and the minimum length, over the
+    /// whole records only (all of input 0 with `at_end`). Output:
+    /// [`SCAN_RESULT_BYTES`]: records, matched, matched bases, bytes of
+    /// whole records consumed, then 64 histogram bins (u64 LE each).
+    ScanCount { format: u8, ignore_case: bool, at_end: bool, min_length: u32 },
 }
+
+/// The output of [`Function::ScanCount`]: four counters and 64 bins.
+pub const SCAN_RESULT_BYTES: usize = 8 * (4 + 64);
 
 impl Function {
     pub fn kind(&self) -> FunctionKind {
@@ -50,6 +60,7 @@ impl Function {
             Function::GzipCompressChunk { .. } => FunctionKind::GzipCompressChunk,
             Function::GzipDecompressMember => FunctionKind::GzipDecompressMember,
             Function::EcEncode { .. } => FunctionKind::EcEncode,
+            Function::ScanCount { .. } => FunctionKind::ScanCount,
         }
     }
 
@@ -62,6 +73,9 @@ impl Function {
                 level.get() as u64 | (format_code(format) << 8) | (u64::from(member_bytes) << 16)
             }
             Function::EcEncode { data, parity } => data as u64 | (parity as u64) << 8,
+            Function::ScanCount { format, ignore_case, at_end, min_length } => {
+                format as u64 | (ignore_case as u64) << 8 | (at_end as u64) << 9 | u64::from(min_length) << 16
+            }
             Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
         }
     }
@@ -102,6 +116,14 @@ impl Function {
                     _ => Err(()),
                 }
             }
+            FunctionKind::ScanCount => {
+                let (format, flags) = ((param & 0xff) as u8, (param >> 8) & 0xff);
+                if format > 2 || flags > 3 || param >> 48 != 0 {
+                    Err(())
+                } else {
+                    Ok(Function::ScanCount { format, ignore_case: flags & 1 != 0, at_end: flags & 2 != 0, min_length: (param >> 16) as u32 })
+                }
+            }
             FunctionKind::EcEncode => {
                 let (data, parity) = ((param & 0xff) as usize, ((param >> 8) & 0xff) as usize);
                 if param >> 16 != 0 || data == 0 || parity == 0 || data + parity > peerpath_func::ec::MAX_SHARDS {
@@ -140,6 +162,7 @@ impl fmt::Display for Function {
                 write!(f, "gzip compress chunk (level {}, {format:?}, {member_bytes}-byte members)", level.get())
             }
             Function::EcEncode { data, parity } => write!(f, "erasure-code encode (RS({data}, {parity}))"),
+            Function::ScanCount { format, min_length, .. } => write!(f, "scan count (format {format}, min length {min_length})"),
             other => f.write_str(other.kind().name()),
         }
     }
@@ -157,11 +180,12 @@ pub enum FunctionKind {
     GzipDecompressMember = 0x11,
     GzipCompressChunk = 0x12,
     EcEncode = 0x20,
+    ScanCount = 0x30,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 7] = [
+    pub const ALL: [FunctionKind; 8] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
@@ -169,6 +193,7 @@ impl FunctionKind {
         FunctionKind::GzipDecompressMember,
         FunctionKind::GzipCompressChunk,
         FunctionKind::EcEncode,
+        FunctionKind::ScanCount,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -193,6 +218,7 @@ impl FunctionKind {
             FunctionKind::GzipDecompressMember => "gzip decompress member",
             FunctionKind::GzipCompressChunk => "gzip compress chunk",
             FunctionKind::EcEncode => "erasure-code encode",
+            FunctionKind::ScanCount => "scan count",
         }
     }
 
@@ -243,7 +269,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -266,6 +292,8 @@ mod tests {
         assert_eq!(Function::from_opcode(0x20, 4), Some(Err(())), "no parity shards");
         assert_eq!(Function::from_opcode(0x20, 200 | 100 << 8), Some(Err(())), "over 255 shards");
         assert_eq!(Function::from_opcode(0x20, 4 | 2 << 8 | 1 << 16), Some(Err(())), "reserved bits");
+        assert_eq!(Function::from_opcode(0x30, 3), Some(Err(())), "format 3 does not exist");
+        assert_eq!(Function::from_opcode(0x30, 1 << 10), Some(Err(())), "unknown flag");
     }
 
     #[test]

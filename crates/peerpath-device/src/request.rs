@@ -83,6 +83,10 @@ impl Request {
     pub fn ec_encode(tag: u64, data: u8, parity: u8, input: DeviceRange, output: DeviceRange) -> Request {
         Request { tag, function: Function::EcEncode { data, parity }, inputs: vec![input], output }
     }
+    /// Counts the records of `records` matching the motif in `pattern` (see [`Function::ScanCount`]).
+    pub fn scan_count(tag: u64, function: Function, records: DeviceRange, pattern: DeviceRange, output: DeviceRange) -> Request {
+        Request { tag, function, inputs: vec![records, pattern], output }
+    }
     /// CRC-32 of `inputs` (in order).
     pub fn crc32(tag: u64, inputs: &[DeviceRange]) -> Request {
         Request { tag, function: Function::Crc32, inputs: inputs.to_vec(), output: DeviceRange::EMPTY }

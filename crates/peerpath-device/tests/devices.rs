@@ -12,6 +12,8 @@ const INPUT_AT: u64 = 0;
 const MEMBER_AT: u64 = 8 << 20;
 const OUTPUT_AT: u64 = 16 << 20;
 const OUTPUT_CAP: u64 = 8 << 20;
+const PATTERN_AT: u64 = 24 << 20;
+const PATTERN: &[u8] = b"K[LV]{2}|x";
 
 fn run_one(device: &mut dyn Device, request: Request) -> Completion {
     let mut done = run_to_completion(device, [request], TIMEOUT).expect("device works");
@@ -69,6 +71,13 @@ fn requests_for(len: u64) -> Vec<Request> {
         let whole = len / k as u64 * k as u64;
         v.push(Request::ec_encode(14, k, m, DeviceRange::new(INPUT_AT, whole), out));
     }
+    // Scans: the input as lines and as FASTA, whole or up to its last whole record.
+    let pattern = DeviceRange::new(PATTERN_AT, PATTERN.len() as u64);
+    for (format, at_end, min_length) in [(2u8, true, 0u32), (2, false, 30), (0, true, 0), (1, false, 0)] {
+        let f = Function::ScanCount { format, ignore_case: format == 0, at_end, min_length };
+        v.push(Request::scan_count(15, f, input, pattern, out));
+        v.push(Request::scan_count(16, f, input, DeviceRange::new(PATTERN_AT, 0), out));
+    }
     // Whole chunks: members of 4 KiB and of 64 KiB, back to back.
     for member_bytes in [4096, 65536] {
         v.push(Request::compress_chunk(12, Level::new(1).unwrap(), Format::Gzip, member_bytes, input, out));
@@ -88,6 +97,8 @@ fn oracle_member(level: Level, format: Format, data: &[u8]) -> Vec<u8> {
 fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
     let mut cpu = cpu(2, 8);
     let mut emu = spawn_csp("agree", 16);
+    write(&cpu, PATTERN_AT, PATTERN);
+    write(&emu, PATTERN_AT, PATTERN);
     for (what, data) in inputs() {
         write(&cpu, INPUT_AT, &data);
         write(&emu, INPUT_AT, &data);
@@ -99,6 +110,7 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
             assert_eq!(a.status, Status::Success, "{what}: {}", request.function);
             let input_crc = match request.function {
                 Function::Fill { .. } => 0,
+                Function::ScanCount { .. } => libdeflater::crc32(&data),
                 _ => libdeflater::crc32(&request.inputs.iter().flat_map(|r| data[r.offset as usize..(r.offset + r.len) as usize].to_vec()).collect::<Vec<u8>>()),
             };
             assert_eq!(a.input_crc32, input_crc, "{what}: {}: CRC-32 of the input read", request.function);
@@ -130,6 +142,19 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                         peerpath_func::ec::RsCode::new(k as usize, m as usize).unwrap().encode(&units, &mut parity);
                     }
                     assert_eq!(a.output, expect, "{what}: {} differs from RsCode::encode", request.function);
+                }
+                Function::ScanCount { format, ignore_case, at_end, min_length } => {
+                    use peerpath_func::scan::{whole_records, Filter, RecordFormat};
+                    let fmt = [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines][format as usize];
+                    let motif = (request.inputs[1].len > 0).then(|| regex::bytes::RegexBuilder::new(std::str::from_utf8(PATTERN).unwrap()).case_insensitive(ignore_case).build().unwrap());
+                    let filter = Filter { motif, min_length: (min_length > 0).then_some(min_length as usize), id_prefix: None };
+                    let whole = whole_records(&data, fmt, at_end).unwrap_or(0);
+                    let found = filter.block(&data[..whole], fmt, None);
+                    let word = |i: usize| u64::from_le_bytes(a.output[8 * i..8 * i + 8].try_into().unwrap());
+                    assert_eq!((word(0), word(1), word(2), word(3)), (found.records, found.matched, found.matched_bases, whole as u64), "{what}: {}", request.function);
+                    let bins: Vec<u64> = (0..64).map(|b| word(4 + b)).collect();
+                    assert_eq!(bins.iter().sum::<u64>(), found.matched, "{what}: histogram");
+                    assert_eq!(&bins[..found.histogram.len()], &found.histogram[..]);
                 }
                 Function::GzipDecompressMember => unreachable!(),
             }
