@@ -9,7 +9,8 @@ use peerpath_func::{
     decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberHeader, BGZF_MAX_INPUT_BYTES,
     MAX_MEMBER_UNCOMPRESSED_BYTES,
 };
-use crate::function::SCAN_RESULT_BYTES;
+use crate::function::{CHUNK_ENTRY_BYTES, SCAN_RESULT_BYTES};
+use peerpath_func::dedup::{cut_points, ChunkParams, Fingerprint};
 use peerpath_func::ec::RsCode;
 use peerpath_func::scan::{whole_records, Filter, RecordFormat};
 use regex::bytes::{Regex, RegexBuilder};
@@ -46,7 +47,11 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
             Function::Copy | Function::Crc32 => true,
             Function::Fill { .. } => n == 0,
             Function::ScanCount { .. } => n == 2,
-            Function::GzipCompressMember { .. } | Function::GzipCompressChunk { .. } | Function::GzipDecompressMember | Function::EcEncode { .. } => n == 1,
+            Function::GzipCompressMember { .. }
+            | Function::GzipCompressChunk { .. }
+            | Function::GzipDecompressMember
+            | Function::EcEncode { .. }
+            | Function::ChunkFingerprint { .. } => n == 1,
         };
     if !count_ok {
         return Err(Status::InvalidField);
@@ -76,6 +81,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
                 Ok(())
             }
         }
+        Function::ChunkFingerprint { min_kib, .. } if request.output.len < 16 + CHUNK_ENTRY_BYTES as u64 * (input_bytes / (min_kib as u64 * 1024) + 1) => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.inputs[1].len > MAX_PATTERN_BYTES as u64 => Err(Status::InputTooLarge),
         Function::ScanCount { .. } if request.output.len < SCAN_RESULT_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::EcEncode { data, parity } => {
@@ -234,6 +240,21 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
                 encoders.code(k, m).encode(&units, &mut out);
             }
             Ok(((m * unit) as u64, crc_of(inputs)))
+        }
+        Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, at_end } => {
+            let sizes = ChunkParams::new(min_kib as usize * 1024, avg_kib as usize * 1024, max_kib as usize * 1024).map_err(|_| Status::InvalidField)?;
+            let fp = if sha256 { Fingerprint::Sha256 } else { Fingerprint::Blake3 };
+            let cuts = cut_points(inputs[0], sizes, at_end);
+            let consumed = cuts.last().map_or(0, |&(o, l)| o + l);
+            output[..8].copy_from_slice(&(cuts.len() as u64).to_le_bytes());
+            output[8..16].copy_from_slice(&(consumed as u64).to_le_bytes());
+            for (i, &(o, l)) in cuts.iter().enumerate() {
+                let e = &mut output[16 + i * CHUNK_ENTRY_BYTES..16 + (i + 1) * CHUNK_ENTRY_BYTES];
+                e[..8].copy_from_slice(&(o as u64).to_le_bytes());
+                e[8..16].copy_from_slice(&(l as u64).to_le_bytes());
+                e[16..].copy_from_slice(&fp.digest(&inputs[0][o..o + l]));
+            }
+            Ok(((16 + cuts.len() * CHUNK_ENTRY_BYTES) as u64, crc_of(inputs)))
         }
         Function::ScanCount { format, ignore_case, at_end, min_length } => {
             let format = [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines][format as usize];

@@ -45,7 +45,17 @@ pub enum Function {
     /// [`SCAN_RESULT_BYTES`]: records, matched, matched bases, bytes of
     /// whole records consumed, then 64 histogram bins (u64 LE each).
     ScanCount { format: u8, ignore_case: bool, at_end: bool, min_length: u32 },
+    /// Content-defined chunks of the input (FastCDC, `peerpath_func::dedup`,
+    /// sizes in KiB) and each one's digest (BLAKE3, or SHA-256): the output
+    /// is a count, the bytes consumed, then per chunk its offset, length
+    /// ([`CHUNK_ENTRY_BYTES`] each: u64 LE, u64 LE, 32 digest bytes).
+    /// Without `at_end` the last chunk (which more data could change) is
+    /// left for the next command.
+    ChunkFingerprint { min_kib: u16, avg_kib: u16, max_kib: u16, sha256: bool, at_end: bool },
 }
+
+/// One chunk in [`Function::ChunkFingerprint`]'s output.
+pub const CHUNK_ENTRY_BYTES: usize = 48;
 
 /// The output of [`Function::ScanCount`]: four counters and 64 bins.
 pub const SCAN_RESULT_BYTES: usize = 8 * (4 + 64);
@@ -61,6 +71,7 @@ impl Function {
             Function::GzipDecompressMember => FunctionKind::GzipDecompressMember,
             Function::EcEncode { .. } => FunctionKind::EcEncode,
             Function::ScanCount { .. } => FunctionKind::ScanCount,
+            Function::ChunkFingerprint { .. } => FunctionKind::ChunkFingerprint,
         }
     }
 
@@ -73,6 +84,9 @@ impl Function {
                 level.get() as u64 | (format_code(format) << 8) | (u64::from(member_bytes) << 16)
             }
             Function::EcEncode { data, parity } => data as u64 | (parity as u64) << 8,
+            Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, at_end } => {
+                min_kib as u64 | (avg_kib as u64) << 16 | (max_kib as u64) << 32 | (sha256 as u64) << 48 | (at_end as u64) << 49
+            }
             Function::ScanCount { format, ignore_case, at_end, min_length } => {
                 format as u64 | (ignore_case as u64) << 8 | (at_end as u64) << 9 | u64::from(min_length) << 16
             }
@@ -114,6 +128,16 @@ impl Function {
                         Ok(Function::GzipCompressChunk { level, format, member_bytes: member_bytes as u32 })
                     }
                     _ => Err(()),
+                }
+            }
+            FunctionKind::ChunkFingerprint => {
+                let kib = |shift: u32| ((param >> shift) & 0xffff) as u16;
+                let (min_kib, avg_kib, max_kib) = (kib(0), kib(16), kib(32));
+                let sizes = peerpath_func::dedup::ChunkParams::new(min_kib as usize * 1024, avg_kib as usize * 1024, max_kib as usize * 1024);
+                if param >> 50 != 0 || sizes.is_err() {
+                    Err(())
+                } else {
+                    Ok(Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256: param >> 48 & 1 == 1, at_end: param >> 49 & 1 == 1 })
                 }
             }
             FunctionKind::ScanCount => {
@@ -163,6 +187,9 @@ impl fmt::Display for Function {
             }
             Function::EcEncode { data, parity } => write!(f, "erasure-code encode (RS({data}, {parity}))"),
             Function::ScanCount { format, min_length, .. } => write!(f, "scan count (format {format}, min length {min_length})"),
+            Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, .. } => {
+                write!(f, "chunk and fingerprint ({min_kib}/{avg_kib}/{max_kib} KiB, {})", if *sha256 { "sha256" } else { "blake3" })
+            }
             other => f.write_str(other.kind().name()),
         }
     }
@@ -181,11 +208,12 @@ pub enum FunctionKind {
     GzipCompressChunk = 0x12,
     EcEncode = 0x20,
     ScanCount = 0x30,
+    ChunkFingerprint = 0x31,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 8] = [
+    pub const ALL: [FunctionKind; 9] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
@@ -194,6 +222,7 @@ impl FunctionKind {
         FunctionKind::GzipCompressChunk,
         FunctionKind::EcEncode,
         FunctionKind::ScanCount,
+        FunctionKind::ChunkFingerprint,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -219,6 +248,7 @@ impl FunctionKind {
             FunctionKind::GzipCompressChunk => "gzip compress chunk",
             FunctionKind::EcEncode => "erasure-code encode",
             FunctionKind::ScanCount => "scan count",
+            FunctionKind::ChunkFingerprint => "chunk and fingerprint",
         }
     }
 
@@ -269,7 +299,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -294,6 +324,8 @@ mod tests {
         assert_eq!(Function::from_opcode(0x20, 4 | 2 << 8 | 1 << 16), Some(Err(())), "reserved bits");
         assert_eq!(Function::from_opcode(0x30, 3), Some(Err(())), "format 3 does not exist");
         assert_eq!(Function::from_opcode(0x30, 1 << 10), Some(Err(())), "unknown flag");
+        assert_eq!(Function::from_opcode(0x31, 16 | 8 << 16 | 256 << 32), Some(Err(())), "min over avg");
+        assert_eq!(Function::from_opcode(0x31, 16 | 64 << 16 | 256 << 32 | 1 << 50), Some(Err(())), "unknown flag");
     }
 
     #[test]

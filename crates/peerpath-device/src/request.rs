@@ -87,6 +87,10 @@ impl Request {
     pub fn scan_count(tag: u64, function: Function, records: DeviceRange, pattern: DeviceRange, output: DeviceRange) -> Request {
         Request { tag, function, inputs: vec![records, pattern], output }
     }
+    /// Chunks and fingerprints of `input` (see [`Function::ChunkFingerprint`]).
+    pub fn chunk_fingerprint(tag: u64, function: Function, input: DeviceRange, output: DeviceRange) -> Request {
+        Request { tag, function, inputs: vec![input], output }
+    }
     /// CRC-32 of `inputs` (in order).
     pub fn crc32(tag: u64, inputs: &[DeviceRange]) -> Request {
         Request { tag, function: Function::Crc32, inputs: inputs.to_vec(), output: DeviceRange::EMPTY }

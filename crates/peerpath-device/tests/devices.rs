@@ -78,6 +78,10 @@ fn requests_for(len: u64) -> Vec<Request> {
         v.push(Request::scan_count(15, f, input, pattern, out));
         v.push(Request::scan_count(16, f, input, DeviceRange::new(PATTERN_AT, 0), out));
     }
+    // Content-defined chunks and their digests.
+    for (sha256, at_end) in [(false, true), (true, false)] {
+        v.push(Request::chunk_fingerprint(17, Function::ChunkFingerprint { min_kib: 4, avg_kib: 16, max_kib: 64, sha256, at_end }, input, out));
+    }
     // Whole chunks: members of 4 KiB and of 64 KiB, back to back.
     for member_bytes in [4096, 65536] {
         v.push(Request::compress_chunk(12, Level::new(1).unwrap(), Format::Gzip, member_bytes, input, out));
@@ -155,6 +159,20 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                     let bins: Vec<u64> = (0..64).map(|b| word(4 + b)).collect();
                     assert_eq!(bins.iter().sum::<u64>(), found.matched, "{what}: histogram");
                     assert_eq!(&bins[..found.histogram.len()], &found.histogram[..]);
+                }
+                Function::ChunkFingerprint { sha256, at_end, .. } => {
+                    use peerpath_func::dedup::{cut_points, ChunkParams, Fingerprint};
+                    let fp = if sha256 { Fingerprint::Sha256 } else { Fingerprint::Blake3 };
+                    let mut expect = Vec::new();
+                    let cuts = cut_points(&data, ChunkParams::new(4096, 16384, 65536).unwrap(), at_end);
+                    expect.extend((cuts.len() as u64).to_le_bytes());
+                    expect.extend((cuts.last().map_or(0, |&(o, l)| o + l) as u64).to_le_bytes());
+                    for (o, l) in cuts {
+                        expect.extend((o as u64).to_le_bytes());
+                        expect.extend((l as u64).to_le_bytes());
+                        expect.extend(fp.digest(&data[o..o + l]));
+                    }
+                    assert_eq!(a.output, expect, "{what}: {} differs from cut_points and the digests", request.function);
                 }
                 Function::GzipDecompressMember => unreachable!(),
             }

@@ -86,6 +86,18 @@ pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Itera
     })
 }
 
+/// The chunk boundaries of a block, as (offset, length). Without `at_end`
+/// the last chunk is left out: more data after the block could move its
+/// end, so it must start the next block (the carry). Chunking a stream in
+/// blocks this way gives exactly [`chunks`]'s boundaries.
+pub fn cut_points(data: &[u8], p: ChunkParams, at_end: bool) -> Vec<(usize, usize)> {
+    let mut v: Vec<(usize, usize)> = fastcdc::v2020::FastCDC::new(data, p.min, p.avg, p.max).map(|c| (c.offset, c.length)).collect();
+    if !at_end {
+        v.pop();
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +131,29 @@ mod tests {
         let (a, b) = (names(&d), names(&edited));
         let shared = a.intersection(&b).count();
         assert!(shared + 4 >= a.len(), "{shared} of {} chunks shared", a.len());
+    }
+
+    /// Blocks cut with a carry give the stream's chunks exactly.
+    #[test]
+    fn blocks_with_a_carry_give_the_streams_chunks() {
+        let p = ChunkParams::new(1024, 4096, 16384).unwrap();
+        let d = data(700_000, 8);
+        let stream: Vec<(u64, usize)> = chunks(&d[..], p, Fingerprint::Blake3).map(|c| c.map(|c| (c.offset, c.data.len())).unwrap()).collect();
+        for block in [20_000usize, 65_536, 100_003] {
+            let (mut got, mut start, mut at) = (Vec::new(), 0usize, 0usize);
+            loop {
+                at = (at + block).min(d.len());
+                let end = at == d.len();
+                for (o, l) in cut_points(&d[start..at], p, end) {
+                    got.push(((start + o) as u64, l));
+                }
+                start = got.last().map_or(0, |&(o, l)| o as usize + l);
+                if end {
+                    break;
+                }
+            }
+            assert_eq!(got, stream, "blocks of {block}");
+        }
     }
 
     #[test]
