@@ -44,6 +44,12 @@ struct StoreDir {
     store: PathBuf,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DedupEngine {
+    Cpu,
+    Emulated,
+}
+
 #[derive(Subcommand)]
 enum DedupCommand {
     /// Add files to the store: only chunks it does not hold yet are written.
@@ -66,6 +72,14 @@ enum DedupCommand {
         /// Replace a file of the same name already in the store.
         #[arg(short, long)]
         force: bool,
+        /// Where chunking and fingerprinting run: cpu, or emulated (an emulated CSP: the file is
+        /// read into its memory, only boundaries and digests come back, new chunks are written
+        /// to the pack from its memory).
+        #[arg(long, value_enum, default_value = "cpu")]
+        engine: DedupEngine,
+        /// With --engine emulated: fail (exit 15) instead of chunking on the CPU when the device cannot.
+        #[arg(long)]
+        no_fallback: bool,
     },
     /// Write a stored file out, every chunk checked against its fingerprint.
     Restore {
@@ -98,7 +112,9 @@ enum DedupCommand {
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force } => store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force),
+        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback } => {
+            store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, engine == DedupEngine::Emulated, no_fallback)
+        }
         DedupCommand::Restore { name, dir, output, force } => restore(&dir.store, &name, &output, force),
         DedupCommand::List { dir } => list(&dir.store),
         DedupCommand::Stats { dir } => stats(&dir.store),
@@ -116,7 +132,7 @@ fn target_io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {
 }
 
 /// An open store: its index, its chunking, and (for writers) its lock.
-struct Store {
+pub(crate) struct Store {
     dir: PathBuf,
     db: Connection,
     params: ChunkParams,
@@ -221,7 +237,7 @@ fn lock(dir: &Path) -> Result<File, JobError> {
 
 type Sizes = (Option<usize>, Option<usize>, Option<usize>);
 
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool) -> Result<(), JobError> {
+fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine_emulated: bool, no_fallback: bool) -> Result<(), JobError> {
     if sources.is_empty() {
         return Err(JobError::Usage("name at least one file to store".into()));
     }
@@ -236,65 +252,123 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     if (custom && asked != s.params) || hash.is_some_and(|_| fp != s.fp) {
         return Err(JobError::Usage(format!("the store chunks with {:?} and {}; its sizes and hash are set when it is made", s.params, s.fp.name())));
     }
+    let mut device = None;
+    if engine_emulated {
+        let kib = |b: usize| (b % 1024 == 0 && b / 1024 <= u16::MAX as usize).then_some(b / 1024);
+        match (kib(s.params.min), kib(s.params.avg), kib(s.params.max)) {
+            (Some(_), Some(_), Some(_)) => match crate::dedup_device::start(s.params) {
+                Ok(d) => device = Some(d),
+                Err(why) if no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
+                Err(why) => eprintln!("peerpath: FALLBACK: {why}: chunking on the host CPU"),
+            },
+            _ if no_fallback => return Err(JobError::Device { detail: "the device takes chunk sizes in whole KiB (--no-fallback)".into() }),
+            _ => eprintln!("peerpath: FALLBACK: the device takes chunk sizes in whole KiB: chunking on the host CPU"),
+        }
+    }
     for src in sources {
-        store_one(&s, src, force)?;
+        let mut chunker = match device.as_mut() {
+            Some(d) => Chunker::Device(d),
+            None => Chunker::Cpu,
+        };
+        store_one(&s, src, force, &mut chunker)?;
     }
     Ok(())
 }
 
-fn store_one(s: &Store, src: &Path, force: bool) -> Result<(), JobError> {
+/// Where a store's chunks are made: in this process, or on an emulated CSP.
+enum Chunker<'a> {
+    Cpu,
+    Device(&'a mut peerpath_device::EmulatedCsp),
+}
+
+/// The pack being appended to.
+pub(crate) struct PackWriter<'a> {
+    store: &'a Store,
+    no: i64,
+    file: File,
+    len: u64,
+    /// Chunks written by this run, not yet in the index.
+    pub new: HashMap<[u8; 32], (i64, u64, usize)>,
+    pub new_bytes: u64,
+}
+
+impl PackWriter<'_> {
+    /// Whether the store (or this run) holds `digest` already.
+    pub fn has(&self, digest: &[u8; 32]) -> Result<bool, JobError> {
+        Ok(self.new.contains_key(digest) || self.store.chunk(digest)?.is_some())
+    }
+
+    /// Appends a new chunk, its bytes handed over by `write` (at the pack's
+    /// offset), rolling to a new pack past [`PACK_BYTES`].
+    pub fn append(&mut self, digest: [u8; 32], len: usize, write: impl FnOnce(&File, u64) -> std::io::Result<()>) -> Result<(), JobError> {
+        if self.len >= PACK_BYTES {
+            self.file.sync_data().map_err(target_io(&self.store.pack_path(self.no)))?;
+            self.no += 1;
+            let path = self.store.pack_path(self.no);
+            self.file = OpenOptions::new().create(true).append(true).open(&path).map_err(target_io(&path))?;
+            self.len = 0;
+        }
+        write(&self.file, self.len).map_err(target_io(&self.store.pack_path(self.no)))?;
+        self.new.insert(digest, (self.no, self.len, len));
+        self.len += len as u64;
+        self.new_bytes += len as u64;
+        Ok(())
+    }
+}
+
+fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker) -> Result<(), JobError> {
     let name = src.as_os_str().as_bytes();
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
     if exists && !force {
         return Err(JobError::TargetExists { path: s.dir.join(src) });
     }
     let unreadable = |e| JobError::SourceUnreadable { path: src.to_path_buf(), source: e };
-    let f = File::open(src).map_err(unreadable)?;
-    let size = f.metadata().map_err(unreadable)?.len();
-    let (mut pack_no, mut pack, mut pack_len) = s.current_pack()?;
-    let mut new: HashMap<[u8; 32], (i64, u64, usize)> = HashMap::new();
-    let mut digests = Vec::new();
-    let (mut total, mut new_bytes, mut count) = (0u64, 0u64, 0u64);
+    let (no, file, len) = s.current_pack()?;
+    let mut pack = PackWriter { store: s, no, file, len, new: HashMap::new(), new_bytes: 0 };
     let started = std::time::Instant::now();
-    for c in chunks(std::io::BufReader::with_capacity(1 << 20, f), s.params, s.fp) {
-        let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-        total += c.data.len() as u64;
-        count += 1;
-        digests.extend_from_slice(&c.digest);
-        if new.contains_key(&c.digest) || s.chunk(&c.digest)?.is_some() {
-            continue;
+    let (size, total, digests, how) = match chunker {
+        Chunker::Cpu => {
+            let f = File::open(src).map_err(unreadable)?;
+            let size = f.metadata().map_err(unreadable)?.len();
+            let (mut digests, mut total) = (Vec::new(), 0u64);
+            for c in chunks(std::io::BufReader::with_capacity(1 << 20, f), s.params, s.fp) {
+                let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+                total += c.data.len() as u64;
+                digests.extend_from_slice(&c.digest);
+                if !pack.has(&c.digest)? {
+                    pack.append(c.digest, c.data.len(), |f, _| (&*f).write_all(&c.data))?;
+                }
+            }
+            (size, total, digests, format!("chunking + {} on the host CPU", s.fp.name()))
         }
-        if pack_len >= PACK_BYTES {
-            pack.sync_data().map_err(target_io(&s.pack_path(pack_no)))?;
-            pack_no += 1;
-            pack = OpenOptions::new().create(true).append(true).open(s.pack_path(pack_no)).map_err(target_io(&s.pack_path(pack_no)))?;
-            pack_len = 0;
+        Chunker::Device(dev) => {
+            let opened = peerpath_io::open_source(src, true).map_err(unreadable)?;
+            let size = opened.file.metadata().map_err(unreadable)?.len();
+            let d = crate::dedup_device::chunk(dev, &opened.file, s.params, s.fp, &mut pack).map_err(|why| JobError::Device { detail: format!("{}: {why}; nothing was added", src.display()) })?;
+            (size, d.bytes, d.digests, d.how)
         }
-        pack.write_all(&c.data).map_err(target_io(&s.pack_path(pack_no)))?;
-        new.insert(c.digest, (pack_no, pack_len, c.data.len()));
-        pack_len += c.data.len() as u64;
-        new_bytes += c.data.len() as u64;
-    }
+    };
+    let count = digests.len() / 32;
     if total != size {
         return Err(JobError::SourceIo { path: src.to_path_buf(), detail: format!("read {total} bytes of a {size}-byte file: it changed while it was stored; nothing was added") });
     }
     // The data is durable before anything refers to it.
-    pack.sync_data().map_err(target_io(&s.pack_path(pack_no)))?;
+    pack.file.sync_data().map_err(target_io(&s.pack_path(pack.no)))?;
     let tx = s.db.unchecked_transaction().map_err(db_error(&s.dir))?;
-    for (digest, (p, off, len)) in &new {
+    for (digest, (p, off, len)) in &pack.new {
         tx.execute("INSERT OR IGNORE INTO chunks VALUES (?1, ?2, ?3, ?4)", params![&digest[..], p, *off as i64, *len as i64]).map_err(db_error(&s.dir))?;
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
     tx.commit().map_err(db_error(&s.dir))?;
     let secs = started.elapsed().as_secs_f64();
+    let provenance = if matches!(chunker, Chunker::Cpu) { "measured on this host's CPU" } else { "measured on emulated devices" };
     println!(
-        "{}: {} in {count} chunk(s), {} new ({} chunk(s)); chunking + {} {:.2} GB/s (measured on this host's CPU)",
+        "{}: {} in {count} chunk(s), {} new ({} chunk(s)); {how}: {:.2} GB/s ({provenance})",
         src.display(),
         peerpath_metrics::human_bytes(size),
-        peerpath_metrics::human_bytes(new_bytes),
-        new.len(),
-        s.fp.name(),
+        peerpath_metrics::human_bytes(pack.new_bytes),
+        pack.new.len(),
         size as f64 / secs.max(1e-9) / 1e9
     );
     Ok(())

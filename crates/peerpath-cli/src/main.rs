@@ -6,6 +6,7 @@ mod csp;
 mod demo;
 mod crypt;
 mod dedup;
+mod dedup_device;
 mod ec;
 mod ec_device;
 mod gpu;

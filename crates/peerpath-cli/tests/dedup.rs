@@ -110,3 +110,30 @@ fn a_store_killed_at_any_instant_stays_consistent() {
     run(&mut pp(args!["dedup", "restore", &b, "-s", &st, "-o", d.join("b.back")])).ok();
     assert_file_eq(&d.join("b.back"), &edited_copy(&a), "restored after the kills");
 }
+
+/// `--engine emulated`: the emulated CSP chunks and fingerprints in its own
+/// memory and only boundaries and digests come back; the store it makes is
+/// the CPU's byte for byte (same packs, same ratio), restores exactly, and
+/// chunk sizes the device cannot take are a said fallback.
+#[test]
+fn an_emulated_csp_makes_the_same_store_as_the_cpu() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(9 << 20, 4);
+    let b = edited_copy(&a);
+    let (sa, sb) = (d.join("a"), d.join("b"));
+    std::fs::write(&sa, &a).unwrap();
+    std::fs::write(&sb, &b).unwrap();
+    let (cpu, emu) = (d.join("cpu"), d.join("emu"));
+    run(&mut pp(args!["dedup", "store", &sa, &sb, "-s", &cpu, "--avg", "32K", "--min", "8K", "--max", "128K"])).ok();
+    let o = run(&mut pp(args!["dedup", "store", &sa, &sb, "-s", &emu, "--avg", "32K", "--min", "8K", "--max", "128K", "--engine", "emulated", "--no-fallback"])).ok();
+    assert!(o.stdout_str().contains("payload bytes into this process: 0") && o.stdout_str().contains("measured on emulated devices"), "{}", o.stdout_str());
+    assert_eq!(std::fs::read(cpu.join("packs/pack-000000")).unwrap(), std::fs::read(emu.join("packs/pack-000000")).unwrap(), "the same chunks, in the same order");
+    assert_eq!(stats(&cpu).replace(cpu.to_str().unwrap(), "S"), stats(&emu).replace(emu.to_str().unwrap(), "S"));
+    run(&mut pp(args!["dedup", "restore", &sb, "-s", &emu, "-o", d.join("b.back")])).ok();
+    assert_file_eq(&d.join("b.back"), &b, "restored from the device's store");
+    let odd = d.join("odd");
+    let o = run(&mut pp(args!["dedup", "store", &sa, "-s", &odd, "--min", "1000", "--engine", "emulated"])).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("whole KiB"), "{}", o.stderr);
+    run(&mut pp(args!["dedup", "store", &sb, "-s", &odd, "--engine", "emulated", "--no-fallback"])).fails(15, &["whole KiB"]);
+}
