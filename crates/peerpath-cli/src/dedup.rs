@@ -254,7 +254,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     }
     let mut device = None;
     if engine_emulated {
-        let kib = |b: usize| (b % 1024 == 0 && b / 1024 <= u16::MAX as usize).then_some(b / 1024);
+        let kib = |b: usize| (b.is_multiple_of(1024) && b / 1024 <= u16::MAX as usize).then_some(b / 1024);
         match (kib(s.params.min), kib(s.params.avg), kib(s.params.max)) {
             (Some(_), Some(_), Some(_)) => match crate::dedup_device::start(s.params) {
                 Ok(d) => device = Some(d),

@@ -195,7 +195,7 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize, engine: Ec
     if std::fs::symlink_metadata(dir).is_ok() {
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
-    if engine == EcEngine::Emulated && unit % 4096 != 0 {
+    if engine == EcEngine::Emulated && !unit.is_multiple_of(4096) {
         return Err(JobError::Usage("--engine emulated moves whole 4 KiB blocks by DMA: --unit must be a multiple of 4K".into()));
     }
     let (mut device, mut fallback) = (None, None);

@@ -83,6 +83,9 @@ enum ScanEngine {
     Emulated,
 }
 
+/// The `-o` target's temporary file, how it exists, and its final name.
+type OutputFile = (File, peerpath_io::Temporary, PathBuf);
+
 pub fn main(a: ScanArgs) -> ExitCode {
     crate::exit_code(run(a))
 }
@@ -112,7 +115,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     }
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let records_out = !a.count && !a.histogram;
-    let (mut sink, temp): (Box<dyn Write>, Option<(File, peerpath_io::Temporary, PathBuf)>) = match (&a.output, records_out) {
+    let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
         (Some(o), true) if !peerpath_runtime::job::is_std_stream(o) => {
             for f in &a.files {
                 peerpath_runtime::job::check_target(f, o, a.force)?;

@@ -85,7 +85,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         Function::ScanCount { .. } if request.inputs[1].len > MAX_PATTERN_BYTES as u64 => Err(Status::InputTooLarge),
         Function::ScanCount { .. } if request.output.len < SCAN_RESULT_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::EcEncode { data, parity } => {
-            if input_bytes % data as u64 != 0 {
+            if !input_bytes.is_multiple_of(data as u64) {
                 Err(Status::InvalidField)
             } else if input_bytes / data as u64 > i32::MAX as u64 {
                 Err(Status::InputTooLarge)
@@ -142,7 +142,7 @@ impl Encoders {
     }
 
     fn code(&mut self, data: usize, parity: usize) -> &RsCode {
-        if !self.code.as_ref().is_some_and(|c| (c.data_shards(), c.parity_shards()) == (data, parity)) {
+        if self.code.as_ref().is_none_or(|c| (c.data_shards(), c.parity_shards()) != (data, parity)) {
             self.code = Some(RsCode::new(data, parity).expect("from_opcode admits only valid codes"));
         }
         self.code.as_ref().expect("just made")

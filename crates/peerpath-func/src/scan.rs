@@ -109,9 +109,9 @@ fn id(header: &[u8]) -> &[u8] {
 
 impl Filter {
     fn keeps(&self, id: Option<&[u8]>, seq: &[u8]) -> bool {
-        self.min_length.map_or(true, |m| seq.len() >= m)
-            && self.id_prefix.as_deref().map_or(true, |p| id.is_some_and(|i| i.starts_with(p)))
-            && self.motif.as_ref().map_or(true, |r| r.is_match(seq))
+        self.min_length.is_none_or(|m| seq.len() >= m)
+            && self.id_prefix.as_deref().is_none_or(|p| id.is_some_and(|i| i.starts_with(p)))
+            && self.motif.as_ref().is_none_or(|r| r.is_match(seq))
     }
 
     /// Filters a block of whole records: matching records are appended to

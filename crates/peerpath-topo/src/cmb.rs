@@ -33,7 +33,7 @@ impl Cmb {
         let mut szu = 0u32;
         while szu < 6 {
             let next_unit = 4096u64 << (4 * (szu + 1));
-            if size_bytes % next_unit != 0 || size_bytes / next_unit == 0 {
+            if !size_bytes.is_multiple_of(next_unit) || size_bytes / next_unit == 0 {
                 break;
             }
             szu += 1;
