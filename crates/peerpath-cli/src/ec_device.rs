@@ -9,7 +9,8 @@
 //! A device that fails mid-job fails the job (nothing is kept); it is not
 //! handed over to the CPU half-way.
 
-use peerpath_device::{run_to_completion, Device, DeviceRange, EmulatedCsp, FunctionKind, Request, ServeOptions, SpawnOptions, Status};
+use crate::device_job;
+use peerpath_device::{Device, DeviceRange, EmulatedCsp, FunctionKind, Request};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -32,7 +33,6 @@ pub(crate) enum DeviceFailure {
     Failed(String),
 }
 
-const TIMEOUT: Duration = Duration::from_secs(60);
 const ALIGN: usize = 4096;
 
 /// Starts an emulated CSP with room for one stripe and its parity.
@@ -40,43 +40,21 @@ pub(crate) fn start(k: usize, m: usize, unit: usize) -> Result<EmulatedCsp, Devi
     if k + m > u8::MAX as usize {
         return Err(DeviceFailure::NotStarted(format!("the device's command holds at most 255 shards, not {}", k + m)));
     }
-    let mut serve = ServeOptions::new(&format!("ec{}", std::process::id()));
-    serve.memory_bytes = (k + m) * unit;
-    serve.queues = 1;
-    serve.queue_depth = (k + m + 2).next_power_of_two().max(8) as u32;
-    serve.workers = 2;
-    let dev = EmulatedCsp::spawn(&SpawnOptions::new(serve)).map_err(|e| DeviceFailure::NotStarted(format!("the emulated CSP did not start: {e}")))?;
-    if !dev.functions().contains(FunctionKind::EcEncode) {
-        return Err(DeviceFailure::NotStarted("the emulated CSP does not offer erasure-code encode".into()));
-    }
-    Ok(dev)
+    device_job::spawn("ec", (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode).map_err(DeviceFailure::NotStarted)
 }
 
 fn failed(what: &str) -> impl Fn(std::io::Error) -> DeviceFailure + '_ {
     move |e| DeviceFailure::Failed(format!("{what}: {e}"))
 }
 
-/// Runs requests to completion; any status but success fails the pass.
 fn run(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<peerpath_device::Completion>, DeviceFailure> {
-    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| DeviceFailure::Failed(format!("the emulated CSP failed: {e}")))?;
-    if let Some(c) = done.iter().find(|c| c.status != Status::Success) {
-        return Err(DeviceFailure::Failed(format!("the emulated CSP answered {:?} to a command", c.status)));
-    }
-    done.sort_by_key(|c| c.tag());
-    Ok(done)
+    device_job::run_all(dev, requests).map_err(DeviceFailure::Failed)
 }
 
 /// Encodes `size` bytes of `src` in stripes of `k` units of `unit` bytes
 /// (a multiple of 4 KiB) into `targets` (k data then m parity shards).
-/// Whether `f` was opened with O_DIRECT (its transfers are DMA, not copies).
-fn is_direct(f: &File) -> bool {
-    // SAFETY: F_GETFL on a descriptor we hold reads its status flags only.
-    let flags = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_DIRECT != 0
-}
-
 pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: usize, unit: usize, targets: &[&File]) -> Result<DevicePass, DeviceFailure> {
-    let src_direct = is_direct(src);
+    let src_direct = device_job::is_direct(src);
     let (input, output) = (DeviceRange::new(0, (k * unit) as u64), DeviceRange::new((k * unit) as u64, (m * unit) as u64));
     let memory = dev.memory();
     let (in_ptr, out_ptr) = match (memory.io_ptr(input), memory.io_ptr(output)) {
@@ -134,8 +112,8 @@ pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: 
             }
         }
     }
-    let direct = |d: bool| if d { "by DMA (O_DIRECT)" } else { "by kernel copies (no O_DIRECT here)" };
-    let targets_direct = targets.iter().all(|f| is_direct(f));
+    let direct = device_job::moved;
+    let targets_direct = targets.iter().all(|f| device_job::is_direct(f));
     let path = format!(
         "stripes read {} into the emulated CSP's memory, parity and CRC-32s computed there, shards written {} from it: the host process handled no payload byte",
         direct(src_direct),

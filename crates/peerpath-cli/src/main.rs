@@ -4,6 +4,7 @@
 
 mod csp;
 mod demo;
+mod device_job;
 mod crypt;
 mod dedup;
 mod dedup_device;

@@ -242,7 +242,7 @@ fn device_scan(dev: &mut peerpath_device::EmulatedCsp, f: &Path, format: Option<
     if !matches!(opened.kind, peerpath_io::SourceKind::Regular { .. }) {
         return cpu("not a regular file".into());
     }
-    match scan_device::scan(dev, &opened.file, opened.direct, format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
+    match scan_device::scan(dev, &opened.file, format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
         Ok(d) => Ok(Some(d)),
         Err(why) => Err(JobError::Device { detail: format!("{}: {why}; nothing was printed for it", f.display()) }),
     }

@@ -1,0 +1,114 @@
+//! What the commands that run a function on an emulated CSP share
+//! (`ec encode`, `scan`, `dedup store` with `--engine emulated`): starting
+//! the device, running commands to completion, and streaming a file
+//! through its memory in blocks with a carry.
+
+use peerpath_device::{run_to_completion, Completion, Device, DeviceRange, EmulatedCsp, FunctionKind, Request, ServeOptions, SpawnOptions, Status};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Starts an emulated CSP (`memory_bytes`, one queue) that runs `needs`.
+pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind) -> Result<EmulatedCsp, String> {
+    let mut serve = ServeOptions::new(&format!("{tag}{}", std::process::id()));
+    serve.memory_bytes = memory_bytes;
+    serve.queues = 1;
+    serve.queue_depth = queue_depth;
+    serve.workers = workers;
+    let dev = EmulatedCsp::spawn(&SpawnOptions::new(serve)).map_err(|e| format!("the emulated CSP did not start: {e}"))?;
+    if !dev.functions().contains(needs) {
+        return Err(format!("the emulated CSP does not offer {}", needs.name()));
+    }
+    Ok(dev)
+}
+
+/// Runs `requests` to completion, in tag order; any status but success is an error.
+pub(crate) fn run_all(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
+    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("the emulated CSP failed: {e}"))?;
+    if let Some(c) = done.iter().find(|c| c.status != Status::Success) {
+        return Err(format!("the emulated CSP answered {:?} to a command", c.status));
+    }
+    done.sort_by_key(|c| c.tag());
+    Ok(done)
+}
+
+/// Runs one request to completion.
+pub(crate) fn run_one(dev: &mut EmulatedCsp, request: Request) -> Result<Completion, String> {
+    run_all(dev, vec![request])?.pop().ok_or_else(|| "the emulated CSP lost a command".to_string())
+}
+
+/// Whether `f` was opened with O_DIRECT (its transfers are DMA, not copies).
+pub(crate) fn is_direct(f: &File) -> bool {
+    // SAFETY: F_GETFL on a descriptor we hold reads its status flags only.
+    let flags = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_DIRECT != 0
+}
+
+/// How a transfer moved, in words.
+pub(crate) fn moved(direct: bool) -> &'static str {
+    if direct {
+        "by DMA (O_DIRECT)"
+    } else {
+        "by kernel copies (no O_DIRECT here)"
+    }
+}
+
+/// Two buffers in device memory from `base`, each room for a carried tail
+/// of up to `carry` bytes and then a block of `block` bytes (both
+/// multiples of 4 KiB, so blocks are aligned for O_DIRECT).
+pub(crate) struct Blocks {
+    pub base: u64,
+    pub carry: usize,
+    pub block: usize,
+}
+
+impl Blocks {
+    pub fn bytes(&self) -> usize {
+        2 * (self.carry + self.block)
+    }
+
+    fn block_at(&self, b: usize) -> u64 {
+        self.base + (b * (self.carry + self.block) + self.carry) as u64
+    }
+
+    /// Reads `file` into the device's memory a block at a time (the kernel
+    /// writes straight into it) and calls `each(device, range, at_end)`
+    /// with the range holding the carried tail and the new block; it
+    /// returns how many bytes of the range it used, and the rest is carried
+    /// (by the device: a Copy into the other buffer, so the two never
+    /// overlap) to the front of the next block. Returns the bytes read.
+    pub fn stream(&self, dev: &mut EmulatedCsp, file: &File, mut each: impl FnMut(&mut EmulatedCsp, DeviceRange, bool) -> Result<usize, String>) -> Result<u64, String> {
+        let (mut at, mut tail, mut buf, mut n_cmd) = (0u64, 0usize, 0usize, 0u64);
+        loop {
+            let dst = dev.memory().io_ptr(DeviceRange::new(self.block_at(buf), self.block as u64)).ok_or("the device's memory is not mapped for I/O")?;
+            // SAFETY: the kernel writes at most `block` bytes at dst, buffer `buf`'s block
+            // area inside the device's mapped memory; no command uses it now.
+            let n = unsafe { libc::pread(file.as_raw_fd(), dst.cast(), self.block, at as libc::off_t) };
+            if n < 0 {
+                return Err(format!("reading into device memory: {}", std::io::Error::last_os_error()));
+            }
+            let n = n as usize;
+            at += n as u64;
+            let at_end = n < self.block;
+            let range = DeviceRange::new(self.block_at(buf) - tail as u64, (tail + n) as u64);
+            let used = each(dev, range, at_end)?;
+            if at_end {
+                return Ok(at);
+            }
+            let rest = tail + n - used.min(tail + n);
+            if rest > self.carry {
+                return Err(format!("{rest} bytes to carry after a block, more than the {} this path holds", self.carry));
+            }
+            let other = 1 - buf;
+            if rest > 0 {
+                n_cmd += 1;
+                let from = DeviceRange::new(range.offset + used as u64, rest as u64);
+                run_one(dev, Request::copy(n_cmd, &[from], DeviceRange::new(self.block_at(other) - rest as u64, rest as u64)))?;
+            }
+            tail = rest;
+            buf = other;
+        }
+    }
+}
