@@ -18,6 +18,7 @@ mod plan;
 mod probe;
 mod scan;
 mod scan_device;
+mod serve;
 mod sim;
 mod table1;
 
@@ -86,6 +87,8 @@ enum Command {
     Dedup(dedup::DedupArgs),
     /// Filter FASTA/FASTQ/line records (gzip or plain) by motif, length or id; print them, a count or a histogram.
     Scan(scan::ScanArgs),
+    /// Serve the files under a directory over HTTP/1.1 and memcached's protocol (host or zero-copy payloads).
+    Serve(serve::ServeArgs),
 }
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
@@ -679,7 +682,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) => {
             unreachable!("handled in main")
         }
     }
@@ -758,6 +761,7 @@ fn main() -> ExitCode {
         Command::Keygen(a) => return crypt::keygen(a),
         Command::Dedup(a) => return dedup::main(a),
         Command::Scan(a) => return scan::main(a),
+        Command::Serve(a) => return serve::main(a),
         _ => {}
     }
     if let Command::Man = cli.command {

@@ -1,0 +1,82 @@
+//! `peerpath serve DIR`: the data mover (issue 21, first part): HTTP/1.1
+//! and memcached's text protocol over the files under DIR, payloads moved
+//! by host copies or zero-copy, with a report of what it served.
+
+use clap::{Args, ValueEnum};
+use peerpath_runtime::JobError;
+use peerpath_serve::{Config, Mode, Server};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    /// Read into this process's memory, then send (the classic server).
+    Host,
+    /// sendfile(2): the kernel sends from the page cache.
+    Zerocopy,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The directory whose files are served (keys and URL paths are names under it).
+    dir: PathBuf,
+    /// HTTP address (loopback by default; port 0: any free port, printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Also answer memcached's text protocol (get/gets) here.
+    #[arg(long)]
+    memcached: Option<SocketAddr>,
+    /// How payloads move.
+    #[arg(long, value_enum, default_value = "zerocopy")]
+    mode: ModeArg,
+    /// Stop after this many requests and print the report.
+    #[arg(long)]
+    max_requests: Option<u64>,
+    /// Stop after this many seconds and print the report.
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Disconnect a client that sends nothing for this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value = "10")]
+    read_timeout: f64,
+}
+
+pub fn main(a: ServeArgs) -> ExitCode {
+    crate::exit_code(run(a))
+}
+
+fn run(a: ServeArgs) -> Result<(), JobError> {
+    let root = a.dir.canonicalize().map_err(|e| JobError::SourceUnreadable { path: a.dir.clone(), source: e })?;
+    if !root.is_dir() {
+        return Err(JobError::Usage(format!("{} is not a directory", a.dir.display())));
+    }
+    let seconds = |s: f64, what: &str| {
+        if s.is_finite() && s > 0.0 {
+            Ok(Duration::from_secs_f64(s))
+        } else {
+            Err(JobError::Usage(format!("{what} must be a positive number of seconds")))
+        }
+    };
+    let mut c = Config::new(root.clone());
+    c.http = Some(a.listen);
+    c.memcached = a.memcached;
+    c.mode = match a.mode {
+        ModeArg::Host => Mode::Host,
+        ModeArg::Zerocopy => Mode::ZeroCopy,
+    };
+    c.max_requests = a.max_requests;
+    c.duration = a.duration.map(|d| seconds(d, "--duration")).transpose()?;
+    c.read_timeout = seconds(a.read_timeout, "--read-timeout")?;
+    let mode = c.mode.name();
+    let server = Server::bind(c).map_err(|e| JobError::Usage(e.to_string()))?;
+    if let Some(h) = server.http_addr() {
+        eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode)", root.display());
+    }
+    if let Some(m) = server.memcached_addr() {
+        eprintln!("peerpath serve: memcached text protocol on {m}");
+    }
+    let report = server.run();
+    println!("{}", report.render());
+    Ok(())
+}

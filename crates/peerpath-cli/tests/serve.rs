@@ -1,0 +1,112 @@
+//! `peerpath serve`: HTTP/1.1 and memcached's text protocol over a
+//! directory, in both payload modes; bad requests, escapes, floods and
+//! slow clients get their answers; the report counts what was served.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+struct Served {
+    child: std::process::Child,
+    http: String,
+    memcached: String,
+}
+
+/// Starts `peerpath serve` on free ports; it stops after `requests` requests.
+fn serve(dir: &std::path::Path, mode: &str, requests: u64) -> Served {
+    let mut child = pp(args!["serve", dir, "--listen", "127.0.0.1:0", "--memcached", "127.0.0.1:0", "--mode", mode, "--max-requests", requests.to_string(), "--read-timeout", "0.5"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let (mut http, mut memcached) = (String::new(), String::new());
+    while http.is_empty() || memcached.is_empty() {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "serve exited before listening");
+        if let Some(a) = line.split("http://").nth(1) {
+            http = a.split('/').next().unwrap().to_string();
+        }
+        if let Some(a) = line.split("protocol on ").nth(1) {
+            memcached = a.trim().to_string();
+        }
+    }
+    Served { child, http, memcached }
+}
+
+/// Sends raw bytes, returns everything the server sends until it closes.
+fn exchange(addr: &str, request: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(request).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+fn split(resp: &[u8]) -> (String, Vec<u8>) {
+    let at = resp.windows(4).position(|w| w == b"\r\n\r\n").expect("a header block") + 4;
+    (String::from_utf8_lossy(&resp[..at]).into_owned(), resp[at..].to_vec())
+}
+
+fn finish(s: Served) -> String {
+    let out = s.child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
+    let dir = scratch();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    let blob = random_bytes(3 << 20, 5);
+    std::fs::write(root.join("sub/blob"), &blob).unwrap();
+    std::fs::write(root.join("a.txt"), b"hello\n").unwrap();
+    std::fs::write(dir.path().join("secret"), b"outside").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
+    for mode in ["zerocopy", "host"] {
+        let s = serve(&root, mode, 15);
+        let h = s.http.clone();
+        let get = |path: &str, extra: &str| split(&exchange(&h, format!("GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").as_bytes()));
+        let (head, body) = get("/sub/blob", "");
+        assert!(head.starts_with("HTTP/1.1 200") && head.contains(&format!("Content-Length: {}", blob.len())), "{head}");
+        assert_eq!(body, blob, "{mode}: the whole file");
+        let (head, body) = get("/sub/blob", "Range: bytes=1000-1999\r\n");
+        assert!(head.starts_with("HTTP/1.1 206") && head.contains(&format!("Content-Range: bytes 1000-1999/{}", blob.len())), "{head}");
+        assert_eq!(body, &blob[1000..2000]);
+        assert!(get("/sub/blob", "Range: bytes=99999999-\r\n").0.starts_with("HTTP/1.1 416"));
+        assert!(get("/nope", "").0.starts_with("HTTP/1.1 404"));
+        assert!(get("/../secret", "").0.starts_with("HTTP/1.1 400"), "escaping the root");
+        assert!(get("/out", "").0.starts_with("HTTP/1.1 404"), "a symlink out of the root");
+        let (head, body) = split(&exchange(&h, b"HEAD /a.txt HTTP/1.1\r\nConnection: close\r\n\r\n"));
+        assert!(head.contains("Content-Length: 6") && body.is_empty(), "{head}");
+        assert!(exchange(&h, b"POST /a.txt HTTP/1.1\r\nContent-Length: 0\r\n\r\n").starts_with(b"HTTP/1.1 405"));
+        assert!(exchange(&h, b"GARBAGE\x01\x02 / HTTP/9\r\n\r\n").starts_with(b"HTTP/1.1 400"));
+        let flood = format!("GET /a.txt HTTP/1.1\r\n{}\r\n", "X-Flood: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n".repeat(400));
+        assert!(exchange(&h, flood.as_bytes()).starts_with(b"HTTP/1.1 431"), "a header flood");
+        // A slow client: half a request, then silence past the read timeout.
+        let t = std::time::Instant::now();
+        assert!(exchange(&h, b"GET /a.txt HTTP/1.1\r\nHost: sl").starts_with(b"HTTP/1.1 408"));
+        assert!(t.elapsed() < Duration::from_secs(10));
+        // Keep-alive: two requests on one connection.
+        let two = exchange(&h, b"GET /a.txt HTTP/1.1\r\n\r\nGET /a.txt HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert_eq!(two.windows(6).filter(|w| w == b"hello\n").count(), 2);
+        // memcached: two keys (one missing), then a write, which is refused.
+        let m = exchange(&s.memcached, b"get a.txt nope sub/../a.txt\r\nset k 0 0 1\r\nquit\r\n");
+        let m = String::from_utf8_lossy(&m).into_owned();
+        assert!(m.starts_with("VALUE a.txt 0 6\r\nhello\n\r\nEND\r\n"), "{m}");
+        assert!(m.contains("SERVER_ERROR read-only"), "{m}");
+        let report = finish(s);
+        assert!(report.contains(&format!("({mode} mode; measured on this host): 15 request(s)")), "{report}");
+        let per_request: f64 = report.split("memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        if mode == "zerocopy" {
+            assert_eq!(per_request, 0.0, "sendfile: no payload through the process");
+        } else {
+            assert!(per_request > 100_000.0, "host mode copies every payload byte: {report}");
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! HTTP/1.1: GET and HEAD of files, one byte range, keep-alive.
+
+use crate::resolve::{percent_decode, resolve, Refused};
+use crate::{read_head, send_payload, ReadHead, Shared};
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Instant;
+
+/// The end of a request's headers in `buf`, if they are all there.
+fn head_end(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        206 => "Partial Content",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        416 => "Range Not Satisfiable",
+        431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
+        _ => "Error",
+    }
+}
+
+/// An answer without a payload; the connection is closed after it.
+fn simple(stream: &mut TcpStream, status: u16, extra: &str) {
+    let body = format!("{status} {}\n", reason(status));
+    let _ = write!(stream, "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nConnection: close\r\n{extra}\r\n{body}", reason(status), body.len());
+}
+
+/// What `Range: bytes=...` asks of a `len`-byte file: `None` to send it
+/// whole (no header, or one this server does not take: several ranges or
+/// bad syntax, which RFC 9110 lets a server ignore), `Some(Err)` if it
+/// cannot be satisfied, else the first byte and the length.
+pub(crate) fn byte_range(value: &[u8], len: u64) -> Option<Result<(u64, u64), ()>> {
+    let v = std::str::from_utf8(value).ok()?.trim();
+    let spec = v.strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let range = if a.is_empty() {
+        let n: u64 = b.parse().ok()?;
+        if n == 0 || len == 0 {
+            return Some(Err(()));
+        }
+        (len - n.min(len), n.min(len))
+    } else {
+        let first: u64 = a.parse().ok()?;
+        let last: u64 = if b.is_empty() { u64::MAX } else { b.parse().ok()? };
+        if last < first {
+            return None;
+        }
+        if first >= len {
+            return Some(Err(()));
+        }
+        (first, last.min(len - 1) - first + 1)
+    };
+    Some(Ok(range))
+}
+
+pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
+    let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
+    if over {
+        simple(&mut stream, 503, "Retry-After: 1\r\n");
+        return;
+    }
+    let mut buf = Vec::new();
+    loop {
+        let n = match read_head(shared, &mut stream, &mut buf, head_end) {
+            ReadHead::Ready(n) => n,
+            ReadHead::TooLong => {
+                simple(&mut stream, 431, "");
+                shared.done(std::time::Duration::ZERO, 0, 0, 431);
+                return;
+            }
+            ReadHead::TimedOut => {
+                if !buf.is_empty() {
+                    simple(&mut stream, 408, "");
+                    shared.done(std::time::Duration::ZERO, 0, 0, 408);
+                }
+                return;
+            }
+            ReadHead::Closed => return,
+        };
+        let started = Instant::now();
+        let head: Vec<u8> = buf.drain(..n).collect();
+        let (status, keep, payload, copied) = answer(shared, &mut stream, &head);
+        shared.done(started.elapsed(), payload, copied, status);
+        if !keep {
+            return;
+        }
+    }
+}
+
+/// Answers one request: (status, keep the connection, payload bytes sent, bytes copied by this process).
+fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u64, u64) {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Err(httparse::Error::TooManyHeaders) => {
+            simple(stream, 431, "");
+            return (431, false, 0, 0);
+        }
+        _ => {
+            simple(stream, 400, "");
+            return (400, false, 0, 0);
+        }
+    }
+    let header = |name: &str| req.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
+    let http10 = req.version == Some(0);
+    let close_asked = header("connection").is_some_and(|v| v.eq_ignore_ascii_case(b"close"));
+    let keep_asked = header("connection").is_some_and(|v| v.eq_ignore_ascii_case(b"keep-alive"));
+    let keep = if http10 { keep_asked } else { !close_asked };
+    // This server reads no request bodies: one would be taken for the next request.
+    if header("transfer-encoding").is_some() || header("content-length").is_some_and(|v| v != b"0") {
+        simple(stream, 400, "");
+        return (400, false, 0, 0);
+    }
+    let method = req.method.unwrap_or("");
+    if method != "GET" && method != "HEAD" {
+        simple(stream, 405, "Allow: GET, HEAD\r\n");
+        return (405, false, 0, 0);
+    }
+    let target = req.path.unwrap_or("");
+    let path = target.split(['?', '#']).next().unwrap_or("");
+    let Some(name) = percent_decode(path.as_bytes()) else {
+        simple(stream, 400, "");
+        return (400, false, 0, 0);
+    };
+    let found = match resolve(&shared.config.root, &name) {
+        Ok(f) => f,
+        Err(Refused::BadName) => {
+            simple(stream, 400, "");
+            return (400, false, 0, 0);
+        }
+        Err(Refused::NotFound) => {
+            simple(stream, 404, "");
+            return (404, false, 0, 0);
+        }
+    };
+    let (status, offset, len, range_line) = match header("range").and_then(|v| byte_range(v, found.len)) {
+        None => (200, 0, found.len, String::new()),
+        Some(Ok((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
+        Some(Err(())) => {
+            simple(stream, 416, &format!("Content-Range: bytes */{}\r\n", found.len));
+            return (416, false, 0, 0);
+        }
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Length: {len}\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\n{range_line}Connection: {}\r\n\r\n",
+        reason(status),
+        if keep { "keep-alive" } else { "close" }
+    );
+    if stream.write_all(head.as_bytes()).is_err() {
+        return (status, false, 0, 0);
+    }
+    if method == "HEAD" {
+        return (status, keep, 0, 0);
+    }
+    match send_payload(shared.config.mode, &found.file, offset, len, stream) {
+        Ok((sent, copied)) => (status, keep, sent, copied),
+        // Headers are out: the only honest end is to close the connection
+        // (the client sees fewer bytes than Content-Length).
+        Err(_) => (status, false, 0, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::byte_range;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(byte_range(b"bytes=0-9", 100), Some(Ok((0, 10))));
+        assert_eq!(byte_range(b"bytes=90-", 100), Some(Ok((90, 10))));
+        assert_eq!(byte_range(b"bytes=-5", 100), Some(Ok((95, 5))));
+        assert_eq!(byte_range(b"bytes=-500", 100), Some(Ok((0, 100))));
+        assert_eq!(byte_range(b"bytes=50-5000", 100), Some(Ok((50, 50))));
+        assert_eq!(byte_range(b"bytes=100-", 100), Some(Err(())));
+        assert_eq!(byte_range(b"bytes=-0", 100), Some(Err(())));
+        assert_eq!(byte_range(b"bytes=0-1,5-6", 100), None, "several ranges: the whole file");
+        assert_eq!(byte_range(b"items=0-1", 100), None);
+        assert_eq!(byte_range(b"bytes=9-2", 100), None);
+        assert_eq!(byte_range(b"bytes=x-2", 100), None);
+    }
+}

@@ -1,0 +1,286 @@
+//! The data mover (seed 002's second type): a server that maps a key to
+//! stored data and sends it, looking at headers only. `serve` answers
+//! HTTP/1.1 (GET, HEAD, one byte range) and the memcached text protocol
+//! (`get`/`gets`) for the files under a directory, moving each payload in
+//! one of the ways the seed compares:
+//!
+//! - [`Mode::Host`]: the classic server: read into this process's memory,
+//!   then send (every payload byte crosses host memory twice);
+//! - [`Mode::ZeroCopy`]: `sendfile(2)`: the kernel sends from the page
+//!   cache; this process never holds the payload.
+//!
+//! (The device-memory mode with an emulated NIC is the next part.)
+//!
+//! Requests are parsed with `httparse`; paths are resolved under the root
+//! and refused if they leave it (`..`, symlinks out); header floods,
+//! slow clients (a read timeout) and ranges past the end get their HTTP
+//! answers. Every request's latency and bytes are counted for the report.
+
+mod http;
+mod memcached;
+mod resolve;
+mod stats;
+
+pub use resolve::{resolve, Resolved};
+pub use stats::{Report, Stats};
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How payload bytes move from storage to the socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `pread` into a buffer of this process, then `write`.
+    Host,
+    /// `sendfile(2)` from the file to the socket.
+    ZeroCopy,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Host => "host",
+            Mode::ZeroCopy => "zerocopy",
+        }
+    }
+}
+
+/// What to serve and for how long.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The directory served (canonical).
+    pub root: PathBuf,
+    pub http: Option<SocketAddr>,
+    pub memcached: Option<SocketAddr>,
+    pub mode: Mode,
+    /// Stop after this many requests (all protocols), if set.
+    pub max_requests: Option<u64>,
+    /// Stop after this long, if set.
+    pub duration: Option<Duration>,
+    /// A client that sends nothing for this long is disconnected (slow clients).
+    pub read_timeout: Duration,
+    /// Request headers (HTTP) or a command line (memcached) longer than this are refused.
+    pub max_header_bytes: usize,
+    /// Connections served at once; more are refused (HTTP 503 / memcached SERVER_ERROR).
+    pub max_connections: usize,
+}
+
+impl Config {
+    pub fn new(root: PathBuf) -> Config {
+        Config {
+            root,
+            http: None,
+            memcached: None,
+            mode: Mode::ZeroCopy,
+            max_requests: None,
+            duration: None,
+            read_timeout: Duration::from_secs(10),
+            max_header_bytes: 16 << 10,
+            max_connections: 256,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// What a running server shares with its connections.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub stats: Stats,
+    pub stop: AtomicBool,
+    pub connections: AtomicUsize,
+}
+
+impl Shared {
+    /// Counts a finished request; asks the server to stop when the budget is spent.
+    pub fn done(&self, latency: Duration, payload: u64, copied: u64, status: u16) {
+        let n = self.stats.record(latency, payload, copied, status);
+        if self.config.max_requests.is_some_and(|m| n >= m) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Binds the listeners (so a caller knows the ports at once), then serves
+/// until the request or time budget is spent; returns the report.
+pub struct Server {
+    shared: Arc<Shared>,
+    http: Option<TcpListener>,
+    memcached: Option<TcpListener>,
+}
+
+impl Server {
+    pub fn bind(config: Config) -> Result<Server, ServeError> {
+        if config.http.is_none() && config.memcached.is_none() {
+            return Err(ServeError::Usage("nothing to listen on".into()));
+        }
+        let listen = |a: Option<SocketAddr>| -> Result<Option<TcpListener>, ServeError> {
+            a.map(|addr| {
+                let l = TcpListener::bind(addr).map_err(|source| ServeError::Listen { addr, source })?;
+                l.set_nonblocking(true).map_err(|source| ServeError::Listen { addr, source })?;
+                Ok(l)
+            })
+            .transpose()
+        };
+        let (http, memcached) = (listen(config.http)?, listen(config.memcached)?);
+        let shared = Arc::new(Shared { config, stats: Stats::new(), stop: AtomicBool::new(false), connections: AtomicUsize::new(0) });
+        Ok(Server { shared, http, memcached })
+    }
+
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    pub fn memcached_addr(&self) -> Option<SocketAddr> {
+        self.memcached.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Serves until stopped; connections still open then are closed.
+    pub fn run(self) -> Report {
+        let started = Instant::now();
+        let cpu_start = stats::process_cpu();
+        let shared = self.shared;
+        let mut handles = Vec::new();
+        while !shared.stop.load(Ordering::Relaxed) {
+            if shared.config.duration.is_some_and(|d| started.elapsed() >= d) {
+                break;
+            }
+            let mut accepted = false;
+            for (listener, proto) in [(&self.http, Proto::Http), (&self.memcached, Proto::Memcached)] {
+                let Some(l) = listener else { continue };
+                match l.accept() {
+                    Ok((stream, _)) => {
+                        accepted = true;
+                        let s = shared.clone();
+                        handles.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
+                        handles.push(std::thread::spawn(move || serve_connection(&s, stream, proto)));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => {}
+                }
+            }
+            if !accepted {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        shared.stop.store(true, Ordering::Relaxed);
+        for h in handles {
+            let _ = h.join();
+        }
+        shared.stats.report(&shared.config, started.elapsed(), stats::process_cpu().saturating_sub(cpu_start))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Proto {
+    Http,
+    Memcached,
+}
+
+fn serve_connection(shared: &Shared, stream: TcpStream, proto: Proto) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_nodelay(true);
+    // Short read timeouts so a stopping server is noticed; the client's own
+    // timeout is counted across them.
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
+    let over = n > shared.config.max_connections;
+    match proto {
+        Proto::Http => http::connection(shared, stream, over),
+        Proto::Memcached => memcached::connection(shared, stream, over),
+    }
+    shared.connections.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Reads from `stream` until `done(buffer)` says a whole request is there
+/// (returning its length), the limit is passed, the client goes quiet for
+/// the read timeout, closes, or the server stops.
+pub(crate) enum ReadHead {
+    Ready(usize),
+    TooLong,
+    Closed,
+    TimedOut,
+}
+
+pub(crate) fn read_head(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, done: impl Fn(&[u8]) -> Option<usize>) -> ReadHead {
+    use std::io::Read;
+    let mut quiet_since = Instant::now();
+    loop {
+        if let Some(n) = done(buf) {
+            return ReadHead::Ready(n);
+        }
+        if buf.len() > shared.config.max_header_bytes {
+            return ReadHead::TooLong;
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            return ReadHead::Closed;
+        }
+        let mut chunk = [0u8; 4096];
+        match stream.read(&mut chunk) {
+            Ok(0) => return ReadHead::Closed,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                quiet_since = Instant::now();
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
+                if quiet_since.elapsed() >= shared.config.read_timeout {
+                    return ReadHead::TimedOut;
+                }
+            }
+            Err(_) => return ReadHead::Closed,
+        }
+    }
+}
+
+/// Sends `len` bytes of `file` from `offset` to `stream` the configured way.
+/// Returns (bytes sent, bytes copied through this process's memory).
+pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream) -> std::io::Result<(u64, u64)> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let mut sent = 0u64;
+    match mode {
+        Mode::Host => {
+            let mut buf = vec![0u8; (256 << 10).min(len.max(1) as usize)];
+            while sent < len {
+                let want = buf.len().min((len - sent) as usize);
+                let n = file.read_at(&mut buf[..want], offset + sent)?;
+                if n == 0 {
+                    return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent"));
+                }
+                stream.write_all(&buf[..n])?;
+                sent += n as u64;
+            }
+            Ok((sent, sent))
+        }
+        Mode::ZeroCopy => {
+            let mut off = offset as libc::off_t;
+            while sent < len {
+                let want = ((len - sent) as usize).min(1 << 30);
+                // SAFETY: sendfile on two descriptors we hold; `off` is a valid
+                // offset variable the kernel advances.
+                let n = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut off, want) };
+                match n {
+                    n if n > 0 => sent += n as u64,
+                    0 => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent")),
+                    _ => {
+                        let e = std::io::Error::last_os_error();
+                        if e.kind() != std::io::ErrorKind::Interrupted {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            Ok((sent, 0))
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Per-request figures and the report.
+
+use crate::Config;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Counts requests as they finish.
+pub struct Stats {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    latencies_us: Vec<u64>,
+    payload_bytes: u64,
+    copied_bytes: u64,
+    by_status: std::collections::BTreeMap<u16, u64>,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new()
+    }
+}
+
+impl Stats {
+    pub fn new() -> Stats {
+        Stats { inner: Mutex::new(Inner::default()) }
+    }
+
+    /// Records one request; returns how many have been recorded.
+    pub fn record(&self, latency: Duration, payload: u64, copied: u64, status: u16) -> u64 {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.latencies_us.push(latency.as_micros() as u64);
+        s.payload_bytes += payload;
+        s.copied_bytes += copied;
+        *s.by_status.entry(status).or_insert(0) += 1;
+        s.latencies_us.len() as u64
+    }
+
+    pub(crate) fn report(&self, config: &Config, wall: Duration, cpu: Duration) -> Report {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.latencies_us.sort_unstable();
+        let n = s.latencies_us.len();
+        let pct = |p: f64| if n == 0 { 0 } else { s.latencies_us[((n as f64 * p).ceil() as usize).clamp(1, n) - 1] };
+        let secs = wall.as_secs_f64().max(1e-9);
+        Report {
+            mode: config.mode.name(),
+            requests: n as u64,
+            seconds: secs,
+            requests_per_s: n as f64 / secs,
+            payload_bytes: s.payload_bytes,
+            payload_bytes_per_s: s.payload_bytes as f64 / secs,
+            p50_us: pct(0.50),
+            p99_us: pct(0.99),
+            p999_us: pct(0.999),
+            host_cpu_us_per_request: if n == 0 { 0.0 } else { cpu.as_secs_f64() * 1e6 / n as f64 },
+            host_memory_payload_bytes_per_request: if n == 0 { 0.0 } else { s.copied_bytes as f64 / n as f64 },
+            by_status: s.by_status.clone(),
+        }
+    }
+}
+
+/// What a run served, measured on this host.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub mode: &'static str,
+    pub requests: u64,
+    pub seconds: f64,
+    pub requests_per_s: f64,
+    pub payload_bytes: u64,
+    pub payload_bytes_per_s: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    /// The server process's CPU time (user + system) per request.
+    pub host_cpu_us_per_request: f64,
+    /// Payload bytes this process copied through its own memory, per request
+    /// (host mode: every byte; zerocopy: none; the kernel's own copies not counted).
+    pub host_memory_payload_bytes_per_request: f64,
+    pub by_status: std::collections::BTreeMap<u16, u64>,
+}
+
+impl Report {
+    pub fn render(&self) -> String {
+        let statuses: Vec<String> = self.by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+        format!(
+            "serve ({} mode; measured on this host): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
+             latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request; payload bytes through this process's memory per request: {:.0}\n\
+             status codes: {}",
+            self.mode,
+            self.requests,
+            self.seconds,
+            self.requests_per_s,
+            self.payload_bytes_per_s / 1e6,
+            self.p50_us,
+            self.p99_us,
+            self.p999_us,
+            self.host_cpu_us_per_request,
+            self.host_memory_payload_bytes_per_request,
+            statuses.join(", ")
+        )
+    }
+}
+
+/// This process's CPU time so far (user + system).
+pub(crate) fn process_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct we pass; RUSAGE_SELF is always valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
