@@ -722,9 +722,10 @@ fn main() -> ExitCode {
         return gz::main(args);
     }
     let cli = Cli::parse();
-    // Every command but `csp serve` (which handles its own signals), before
-    // any of them runs: one that writes must not be able to skip it.
-    if !matches!(cli.command, Command::Csp(_)) {
+    // Every command but `csp serve` and `serve` (which handle their own
+    // signals; they write no files), before any of them runs: one that
+    // writes must not be able to skip it.
+    if !matches!(cli.command, Command::Csp(_) | Command::Serve(_)) {
         remove_temporaries_on_signals();
     }
     if let Command::Plan(a) = cli.command {

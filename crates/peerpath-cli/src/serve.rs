@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// Disconnect a client that sends nothing for this many seconds.
     #[arg(long, value_name = "SECONDS", default_value = "10")]
     read_timeout: f64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn main(a: ServeArgs) -> ExitCode {
@@ -76,7 +79,16 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     if let Some(m) = server.memcached_addr() {
         eprintln!("peerpath serve: memcached text protocol on {m}");
     }
+    // SIGINT and SIGTERM stop serving and print the report (main leaves
+    // `serve` out of the signal thread that ends the other commands).
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, server.stop_flag()).map_err(|e| JobError::Internal(format!("signal handler: {e}")))?;
+    }
     let report = server.run();
-    println!("{}", report.render());
+    if a.json {
+        println!("{}", crate::jsonout::stamped("serve-report", &report));
+    } else {
+        println!("{}", report.render());
+    }
     Ok(())
 }

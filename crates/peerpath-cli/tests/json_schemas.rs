@@ -111,6 +111,16 @@ fn every_json_output_matches_its_documented_schema() {
     matches("ec-report", &out(&mut pp(args!["ec", "encode", &small, "-k", "3", "-m", "2", "--unit", "64K", "-o", &set, "--json"])));
     std::fs::remove_file(set.join("shard-001")).unwrap();
     matches("ec-report", &out(&mut pp(args!["ec", "repair", &set, "--json"])));
+    // serve: one request, then its report.
+    use std::io::{BufRead, Read, Write};
+    let mut child = pp(args!["serve", d, "--listen", "127.0.0.1:0", "--max-requests", "1", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).unwrap().split('/').next().unwrap().to_string();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /s.fa HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+    let _ = s.read_to_end(&mut Vec::new());
+    matches("serve-report", &child.wait_with_output().unwrap().stdout);
 }
 
 #[test]
@@ -163,5 +173,5 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 16, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+    assert_eq!(n, 17, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }

@@ -110,3 +110,17 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         }
     }
 }
+
+/// SIGINT (or SIGTERM) stops the server and prints its report.
+#[test]
+fn an_interrupted_server_prints_its_report() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("f"), b"data").unwrap();
+    let s = serve(dir.path(), "host", 1000);
+    let got = split(&exchange(&s.http, b"GET /f HTTP/1.1\r\nConnection: close\r\n\r\n")).1;
+    assert_eq!(got, b"data");
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) };
+    let report = finish(s);
+    assert!(report.contains("(host mode; measured on this host): 1 request(s)"), "{report}");
+}

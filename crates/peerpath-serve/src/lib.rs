@@ -96,7 +96,7 @@ pub enum ServeError {
 pub(crate) struct Shared {
     pub config: Config,
     pub stats: Stats,
-    pub stop: AtomicBool,
+    pub stop: Arc<AtomicBool>,
     pub connections: AtomicUsize,
 }
 
@@ -132,8 +132,14 @@ impl Server {
             .transpose()
         };
         let (http, memcached) = (listen(config.http)?, listen(config.memcached)?);
-        let shared = Arc::new(Shared { config, stats: Stats::new(), stop: AtomicBool::new(false), connections: AtomicUsize::new(0) });
+        let shared = Arc::new(Shared { config, stats: Stats::new(), stop: Arc::new(AtomicBool::new(false)), connections: AtomicUsize::new(0) });
         Ok(Server { shared, http, memcached })
+    }
+
+    /// Setting this flag stops the server (its report is then returned by
+    /// [`Server::run`]): what SIGINT and SIGTERM do to `peerpath serve`.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.shared.stop.clone()
     }
 
     pub fn http_addr(&self) -> Option<SocketAddr> {

@@ -46,6 +46,7 @@ impl Stats {
         let secs = wall.as_secs_f64().max(1e-9);
         Report {
             mode: config.mode.name(),
+            provenance: "measured on this host",
             requests: n as u64,
             seconds: secs,
             requests_per_s: n as f64 / secs,
@@ -62,9 +63,10 @@ impl Stats {
 }
 
 /// What a run served, measured on this host.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
     pub mode: &'static str,
+    pub provenance: &'static str,
     pub requests: u64,
     pub seconds: f64,
     pub requests_per_s: f64,
