@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/serve.sh - peerpath serve (host and zerocopy modes) beside nginx (sendfile on), one client (issue 21).
+# bench/serve.sh - peerpath serve (host and zerocopy modes) beside nginx (sendfile on) for HTTP and
+# memcached for the key-value protocol, the same client for each (issue 21).
 #
 # Usage: bench/serve.sh [--rounds 3] [--seconds 5] [--connections 16] [--out FILE]
 #
@@ -7,8 +8,11 @@
 # path, not the disk, is measured). Client: wrk (Debian), one thread, N keep-alive connections,
 # on the same machine over loopback. Each round runs every server x object once, in order, so a
 # slow stretch falls on all rows; the table gives medians of requests/s and MB/s. nginx 1.22
-# (Debian) runs with one worker, sendfile on, access log off. Installs wrk and nginx with apt-get
-# if missing. Measured on this host; client and server share its cores.
+# (Debian) runs with one worker, sendfile on, access log off. Key-value: memcached 1.6 (Debian,
+# objects loaded with memccp) and peerpath serve --memcached, loaded by `peerpath bench-kv`
+# (N connections, get of one key, the whole answer read before the next). Installs wrk, nginx,
+# memcached and libmemcached-tools with apt-get if missing. Measured on this host; client and
+# server share its cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3 seconds=5 conns=16 out=""
@@ -20,7 +24,8 @@ while [ $# -gt 0 ]; do
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-command -v wrk >/dev/null && command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx >/dev/null
+command -v wrk >/dev/null && command -v nginx >/dev/null && command -v memcached >/dev/null && command -v memccp >/dev/null \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx memcached libmemcached-tools >/dev/null
 cargo build --release --locked -q -p peerpath-cli
 pp=$PWD/target/release/peerpath
 tmp=$(mktemp -d /dev/shm/bench-serve.XXXXXX)
@@ -40,10 +45,13 @@ http { sendfile on; tcp_nopush on; access_log off; keepalive_requests 1000000;
   server { listen 127.0.0.1:18190; root $tmp/root; } }
 CONF
 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" & pids+=($!)
-"$pp" serve "$tmp/root" --listen 127.0.0.1:18191 --mode host 2>/dev/null > "$tmp/host.report" & pids+=($!)
-"$pp" serve "$tmp/root" --listen 127.0.0.1:18192 --mode zerocopy 2>/dev/null > "$tmp/zc.report" & pids+=($!)
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18191 --memcached 127.0.0.1:18193 --mode host 2>/dev/null > "$tmp/host.report" & pids+=($!)
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18192 --memcached 127.0.0.1:18194 --mode zerocopy 2>/dev/null > "$tmp/zc.report" & pids+=($!)
+memcached -u "$(id -un)" -l 127.0.0.1 -p 18195 -m 64 -I 2m & pids+=($!)
 sleep 1
+(cd "$tmp/root" && memccp --servers=127.0.0.1:18195 small large)
 servers=("nginx sendfile:18190" "peerpath host:18191" "peerpath zerocopy:18192")
+kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194")
 for ((r = 0; r < rounds; r++)); do
     for obj in small large; do
         for s in "${servers[@]}"; do
@@ -55,6 +63,12 @@ for ((r = 0; r < rounds; r++)); do
             echo "$rps" >> "$tmp/rps.$obj.${name// /_}"
             echo "$mbs" >> "$tmp/mbs.$obj.${name// /_}"
         done
+        for s in "${kv[@]}"; do
+            name=${s%%:*} port=${s##*:}
+            line=$("$pp" bench-kv --server "127.0.0.1:$port" --key "$obj" -c "$conns" --seconds "$seconds")
+            echo "$line" | sed 's/.*: \([0-9]*\) requests\/s, \([0-9.]*\) MB\/s.*/\1/' >> "$tmp/kvrps.$obj.${name// /_}"
+            echo "$line" | sed 's/.*requests\/s, \([0-9.]*\) MB\/s.*/\1/' >> "$tmp/kvmbs.$obj.${name// /_}"
+        done
     done
 done
 median() { sort -g "$1" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.0f", m}'; }
@@ -64,12 +78,18 @@ echo
 echo "Machine: $(uname -n), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -r); $(nginx -v 2>&1); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)."
 echo "Command: \`bench/serve.sh --rounds $rounds --seconds $seconds --connections $conns\`: wrk -t1 -c$conns -d${seconds}s over loopback, medians of $rounds rounds; client and servers share the machine. Measured on this host."
 echo
-echo "| object | server | requests/s | MB/s |"
-echo "|---|---|---|---|"
+echo "| protocol | object | server | requests/s | MB/s |"
+echo "|---|---|---|---|---|"
 for obj in small large; do
     for s in "${servers[@]}"; do
         name=${s%%:*}
-        echo "| $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/rps.$obj.${name// /_}") | $(median "$tmp/mbs.$obj.${name// /_}") |"
+        echo "| HTTP (wrk) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/rps.$obj.${name// /_}") | $(median "$tmp/mbs.$obj.${name// /_}") |"
+    done
+done
+for obj in small large; do
+    for s in "${kv[@]}"; do
+        name=${s%%:*}
+        echo "| memcached get (bench-kv) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/kvrps.$obj.${name// /_}") | $(median "$tmp/kvmbs.$obj.${name// /_}") |"
     done
 done
 } | tee ${out:+"$out"}

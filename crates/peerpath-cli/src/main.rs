@@ -89,6 +89,8 @@ enum Command {
     Scan(scan::ScanArgs),
     /// Serve the files under a directory over HTTP/1.1 and memcached's protocol (host or zero-copy payloads).
     Serve(serve::ServeArgs),
+    /// Load a memcached-protocol server with gets of one key (for memcached and peerpath serve alike).
+    BenchKv(serve::BenchKvArgs),
 }
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
@@ -682,7 +684,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) | Command::BenchKv(_) => {
             unreachable!("handled in main")
         }
     }
@@ -763,6 +765,7 @@ fn main() -> ExitCode {
         Command::Dedup(a) => return dedup::main(a),
         Command::Scan(a) => return scan::main(a),
         Command::Serve(a) => return serve::main(a),
+        Command::BenchKv(a) => return serve::bench_kv(a),
         _ => {}
     }
     if let Command::Man = cli.command {

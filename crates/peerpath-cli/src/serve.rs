@@ -92,3 +92,34 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     }
     Ok(())
 }
+
+/// `peerpath bench-kv`: a memcached-protocol load client, the same for every server.
+#[derive(Args)]
+pub struct BenchKvArgs {
+    /// The server (memcached, or `peerpath serve --memcached`).
+    #[arg(long)]
+    server: SocketAddr,
+    /// The key to get (it must be there).
+    #[arg(long)]
+    key: String,
+    /// Connections, one client thread each.
+    #[arg(short = 'c', long, default_value = "16")]
+    connections: usize,
+    /// How long to run.
+    #[arg(long, value_name = "SECONDS", default_value = "5")]
+    seconds: f64,
+}
+
+pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
+    crate::exit_code((|| {
+        if !(a.seconds.is_finite() && a.seconds > 0.0) || a.connections == 0 || a.connections > 4096 {
+            return Err(JobError::Usage("--seconds must be positive and --connections 1 to 4096".into()));
+        }
+        let r = peerpath_serve::load::run(a.server, &a.key, a.connections, a.seconds).map_err(|e| JobError::Device { detail: format!("bench-kv: {e}") })?;
+        println!(
+            "{} get {}: {} requests in {:.2} s on {} connection(s): {:.0} requests/s, {:.1} MB/s; latency p50 {} us, p99 {} us, p99.9 {} us (measured on this host; client and server share it)",
+            r.server, r.key, r.requests, r.seconds, r.connections, r.requests_per_s, r.mb_per_s, r.p50_us, r.p99_us, r.p999_us
+        );
+        Ok(())
+    })())
+}

@@ -124,3 +124,20 @@ fn an_interrupted_server_prints_its_report() {
     let report = finish(s);
     assert!(report.contains("(host mode; measured on this host): 1 request(s)"), "{report}");
 }
+
+/// `peerpath bench-kv` loads a memcached-protocol server and checks every
+/// answer; a key the server lacks is an error, not a fast run of misses.
+#[test]
+fn the_load_client_measures_gets_and_refuses_misses() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("obj"), random_bytes(10_000, 3)).unwrap();
+    let s = serve(dir.path(), "zerocopy", 1_000_000_000);
+    let o = run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "obj", "-c", "2", "--seconds", "0.3"])).ok();
+    let n: u64 = o.stdout_str().split("obj: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(n > 0, "{}", o.stdout_str());
+    run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "missing", "-c", "1", "--seconds", "0.3"])).fails(15, &["no value for missing"]);
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let report = finish(s);
+    assert!(report.contains(&format!("): {} request(s)", n + 1)), "the server counted the client's gets and the miss: {report}");
+}

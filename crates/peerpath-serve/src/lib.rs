@@ -17,6 +17,7 @@
 //! answers. Every request's latency and bytes are counted for the report.
 
 mod http;
+pub mod load;
 mod memcached;
 mod resolve;
 mod stats;
