@@ -7,7 +7,9 @@
 # Objects: 4 KiB and 1 MiB files in a scratch directory on /dev/shm (page cache; the payload
 # path, not the disk, is measured). Client: wrk (Debian), one thread, N keep-alive connections,
 # on the same machine over loopback. Each round runs every server x object once, in order, so a
-# slow stretch falls on all rows; the table gives medians of requests/s and MB/s. nginx 1.22
+# slow stretch falls on all rows; the table gives medians of requests/s and MB/s. peerpath runs in
+# host, zerocopy and devmem modes (devmem: payloads sent by an emulated NIC process from its memory,
+# one descriptor at a time through a lock today). nginx 1.22
 # (Debian) runs with one worker, sendfile on, access log off. Key-value: memcached 1.6 (Debian,
 # objects loaded with memccp) and peerpath serve --memcached, loaded by `peerpath bench-kv`
 # (N connections, get of one key, the whole answer read before the next). Installs wrk, nginx,
@@ -47,11 +49,12 @@ CONF
 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" & pids+=($!)
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18191 --memcached 127.0.0.1:18193 --mode host 2>/dev/null > "$tmp/host.report" & pids+=($!)
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18192 --memcached 127.0.0.1:18194 --mode zerocopy 2>/dev/null > "$tmp/zc.report" & pids+=($!)
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18196 --memcached 127.0.0.1:18197 --mode devmem 2>/dev/null > "$tmp/dm.report" & pids+=($!)
 memcached -u "$(id -un)" -l 127.0.0.1 -p 18195 -m 64 -I 2m & pids+=($!)
 sleep 1
 (cd "$tmp/root" && memccp --servers=127.0.0.1:18195 small large)
-servers=("nginx sendfile:18190" "peerpath host:18191" "peerpath zerocopy:18192")
-kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194")
+servers=("nginx sendfile:18190" "peerpath host:18191" "peerpath zerocopy:18192" "peerpath devmem:18196")
+kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194" "peerpath devmem:18197")
 for ((r = 0; r < rounds; r++)); do
     for obj in small large; do
         for s in "${servers[@]}"; do

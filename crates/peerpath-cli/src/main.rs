@@ -91,6 +91,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Load a memcached-protocol server with gets of one key (for memcached and peerpath serve alike).
     BenchKv(serve::BenchKvArgs),
+    /// The emulated NIC process `serve --mode devmem` starts (not for direct use).
+    #[command(hide = true)]
+    NicServe(serve::NicServeArgs),
 }
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
@@ -684,7 +687,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) | Command::BenchKv(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) | Command::BenchKv(_) | Command::NicServe(_) => {
             unreachable!("handled in main")
         }
     }
@@ -766,6 +769,7 @@ fn main() -> ExitCode {
         Command::Scan(a) => return scan::main(a),
         Command::Serve(a) => return serve::main(a),
         Command::BenchKv(a) => return serve::bench_kv(a),
+        Command::NicServe(a) => return serve::nic_serve(a),
         _ => {}
     }
     if let Command::Man = cli.command {

@@ -16,6 +16,8 @@ enum ModeArg {
     Host,
     /// sendfile(2): the kernel sends from the page cache.
     Zerocopy,
+    /// Objects placed in an emulated NIC's memory, which sends them; this process builds headers only.
+    Devmem,
 }
 
 #[derive(Args)]
@@ -43,6 +45,27 @@ pub struct ServeArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// devmem: the emulated NIC's memory (K, M, G suffixes); objects over half of it are sent from the host.
+    #[arg(long, default_value = "256M", value_parser = crate::parse_size)]
+    nic_memory: usize,
+}
+
+/// `peerpath nic-serve SOCKET MEMORY BYTES`: the emulated NIC process (started by `serve --mode devmem`).
+#[derive(Args)]
+pub struct NicServeArgs {
+    socket: PathBuf,
+    memory: PathBuf,
+    bytes: usize,
+}
+
+pub fn nic_serve(a: NicServeArgs) -> ExitCode {
+    match peerpath_serve::nic::nic_main(&a.socket, &a.memory, a.bytes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("peerpath nic-serve: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 pub fn main(a: ServeArgs) -> ExitCode {
@@ -67,7 +90,13 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     c.mode = match a.mode {
         ModeArg::Host => Mode::Host,
         ModeArg::Zerocopy => Mode::ZeroCopy,
+        ModeArg::Devmem => Mode::DevMem,
     };
+    if c.mode == Mode::DevMem {
+        let exe = std::env::current_exe().map_err(|e| JobError::Internal(format!("this program's path: {e}")))?;
+        c.nic_program = Some((exe, vec!["nic-serve".into()]));
+        c.nic_memory_bytes = a.nic_memory as u64;
+    }
     c.max_requests = a.max_requests;
     c.duration = a.duration.map(|d| seconds(d, "--duration")).transpose()?;
     c.read_timeout = seconds(a.read_timeout, "--read-timeout")?;
@@ -75,6 +104,9 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     let server = Server::bind(c).map_err(|e| JobError::Usage(e.to_string()))?;
     if let Some(h) = server.http_addr() {
         eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode)", root.display());
+    }
+    if let Some(pid) = server.nic_process_id() {
+        eprintln!("peerpath serve: emulated NIC with {} of memory (process {pid})", peerpath_metrics::human_bytes(a.nic_memory as u64));
     }
     if let Some(m) = server.memcached_addr() {
         eprintln!("peerpath serve: memcached text protocol on {m}");

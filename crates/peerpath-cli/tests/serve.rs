@@ -13,6 +13,8 @@ struct Served {
     child: std::process::Child,
     http: String,
     memcached: String,
+    /// devmem mode: the emulated NIC's process.
+    nic: Option<i32>,
 }
 
 /// Starts `peerpath serve` on free ports; it stops after `requests` requests.
@@ -23,10 +25,13 @@ fn serve(dir: &std::path::Path, mode: &str, requests: u64) -> Served {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let (mut http, mut memcached) = (String::new(), String::new());
+    let (mut http, mut memcached, mut nic) = (String::new(), String::new(), None);
     while http.is_empty() || memcached.is_empty() {
         let mut line = String::new();
         assert!(err.read_line(&mut line).unwrap() > 0, "serve exited before listening");
+        if let Some(p) = line.split("(process ").nth(1) {
+            nic = p.trim_end().trim_end_matches(')').parse().ok();
+        }
         if let Some(a) = line.split("http://").nth(1) {
             http = a.split('/').next().unwrap().to_string();
         }
@@ -34,7 +39,7 @@ fn serve(dir: &std::path::Path, mode: &str, requests: u64) -> Served {
             memcached = a.trim().to_string();
         }
     }
-    Served { child, http, memcached }
+    Served { child, http, memcached, nic }
 }
 
 /// Sends raw bytes, returns everything the server sends until it closes.
@@ -68,7 +73,7 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
     std::fs::write(root.join("a.txt"), b"hello\n").unwrap();
     std::fs::write(dir.path().join("secret"), b"outside").unwrap();
     std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
-    for mode in ["zerocopy", "host"] {
+    for mode in ["zerocopy", "host", "devmem"] {
         let s = serve(&root, mode, 15);
         let h = s.http.clone();
         let get = |path: &str, extra: &str| split(&exchange(&h, format!("GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").as_bytes()));
@@ -103,10 +108,14 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         let report = finish(s);
         assert!(report.contains(&format!("({mode} mode; measured on this host): 15 request(s)")), "{report}");
         let per_request: f64 = report.split("memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
-        if mode == "zerocopy" {
-            assert_eq!(per_request, 0.0, "sendfile: no payload through the process");
-        } else {
-            assert!(per_request > 100_000.0, "host mode copies every payload byte: {report}");
+        let from_host: f64 = report.split("sent from host memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        match mode {
+            "zerocopy" => assert!(per_request == 0.0 && from_host > 100_000.0, "sendfile: no payload through the process, all from the page cache: {report}"),
+            "host" => assert!(per_request > 100_000.0 && from_host > 100_000.0, "host mode copies every payload byte: {report}"),
+            _ => {
+                assert!(per_request == 0.0 && from_host == 0.0, "devmem: every payload from the NIC's memory: {report}");
+                assert!(report.contains("emulated NIC memory: ") && !report.contains("FALLBACK"), "{report}");
+            }
         }
     }
 }
@@ -140,4 +149,28 @@ fn the_load_client_measures_gets_and_refuses_misses() {
     unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
     let report = finish(s);
     assert!(report.contains(&format!("): {} request(s)", n + 1)), "the server counted the client's gets and the miss: {report}");
+}
+
+/// devmem: the emulated NIC dies; the response in flight ends with a closed
+/// connection, the server says so and serves the rest from the host.
+#[test]
+fn when_the_emulated_nic_dies_the_host_path_takes_over_and_says_so() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("f"), random_bytes(100_000, 8)).unwrap();
+    let s = serve(dir.path(), "devmem", 1000);
+    let want = std::fs::read(dir.path().join("f")).unwrap();
+    let get = || exchange(&s.http, b"GET /f HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(split(&get()).1, want, "from the NIC's memory");
+    // SAFETY: kill(2) with the pid of a process this test's child started.
+    unsafe { libc::kill(s.nic.expect("the NIC's process id is printed"), libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(200));
+    let cut = get();
+    assert!(cut.is_empty() || split(&cut).1.len() < want.len(), "the response in flight is cut or not sent");
+    for _ in 0..3 {
+        assert_eq!(split(&get()).1, want, "then the host path serves");
+    }
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let report = finish(s);
+    assert!(report.contains("FALLBACK: the emulated NIC is gone"), "{report}");
 }

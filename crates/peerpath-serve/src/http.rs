@@ -1,7 +1,7 @@
 //! HTTP/1.1: GET and HEAD of files, one byte range, keep-alive.
 
 use crate::resolve::{percent_decode, resolve, Refused};
-use crate::{read_head, send_payload, ReadHead, Shared};
+use crate::{read_head, respond, ReadHead, Shared};
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Instant;
@@ -90,27 +90,28 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         };
         let started = Instant::now();
         let head: Vec<u8> = buf.drain(..n).collect();
-        let (status, keep, payload, copied) = answer(shared, &mut stream, &head);
-        shared.done(started.elapsed(), payload, copied, status);
+        let (status, keep, payload, copied, from_host) = answer(shared, &mut stream, &head);
+        shared.done_from(started.elapsed(), payload, copied, from_host, status);
         if !keep {
             return;
         }
     }
 }
 
-/// Answers one request: (status, keep the connection, payload bytes sent, bytes copied by this process).
-fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u64, u64) {
+/// Answers one request: (status, keep the connection, payload bytes sent,
+/// bytes copied by this process, payload bytes sent from host memory).
+fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
         Err(httparse::Error::TooManyHeaders) => {
             simple(stream, 431, "");
-            return (431, false, 0, 0);
+            return (431, false, 0, 0, 0);
         }
         _ => {
             simple(stream, 400, "");
-            return (400, false, 0, 0);
+            return (400, false, 0, 0, 0);
         }
     }
     let header = |name: &str| req.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
@@ -121,28 +122,28 @@ fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u
     // This server reads no request bodies: one would be taken for the next request.
     if header("transfer-encoding").is_some() || header("content-length").is_some_and(|v| v != b"0") {
         simple(stream, 400, "");
-        return (400, false, 0, 0);
+        return (400, false, 0, 0, 0);
     }
     let method = req.method.unwrap_or("");
     if method != "GET" && method != "HEAD" {
         simple(stream, 405, "Allow: GET, HEAD\r\n");
-        return (405, false, 0, 0);
+        return (405, false, 0, 0, 0);
     }
     let target = req.path.unwrap_or("");
     let path = target.split(['?', '#']).next().unwrap_or("");
     let Some(name) = percent_decode(path.as_bytes()) else {
         simple(stream, 400, "");
-        return (400, false, 0, 0);
+        return (400, false, 0, 0, 0);
     };
     let found = match resolve(&shared.config.root, &name) {
         Ok(f) => f,
         Err(Refused::BadName) => {
             simple(stream, 400, "");
-            return (400, false, 0, 0);
+            return (400, false, 0, 0, 0);
         }
         Err(Refused::NotFound) => {
             simple(stream, 404, "");
-            return (404, false, 0, 0);
+            return (404, false, 0, 0, 0);
         }
     };
     let (status, offset, len, range_line) = match header("range").and_then(|v| byte_range(v, found.len)) {
@@ -150,7 +151,7 @@ fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u
         Some(Ok((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
         Some(Err(())) => {
             simple(stream, 416, &format!("Content-Range: bytes */{}\r\n", found.len));
-            return (416, false, 0, 0);
+            return (416, false, 0, 0, 0);
         }
     };
     let head = format!(
@@ -158,18 +159,12 @@ fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u
         reason(status),
         if keep { "keep-alive" } else { "close" }
     );
-    if stream.write_all(head.as_bytes()).is_err() {
-        return (status, false, 0, 0);
-    }
     if method == "HEAD" {
-        return (status, keep, 0, 0);
+        let written = stream.write_all(head.as_bytes()).is_ok();
+        return (status, keep && written, 0, 0, 0);
     }
-    match send_payload(shared.config.mode, &found.file, offset, len, stream) {
-        Ok((sent, copied)) => (status, keep, sent, copied),
-        // Headers are out: the only honest end is to close the connection
-        // (the client sees fewer bytes than Content-Length).
-        Err(_) => (status, false, 0, 0),
-    }
+    let sent = respond(shared, stream, head.as_bytes(), &found, offset, len);
+    (status, keep && !sent.close, sent.payload, sent.copied, sent.from_host)
 }
 
 #[cfg(test)]

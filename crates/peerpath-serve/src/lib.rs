@@ -19,6 +19,7 @@
 mod http;
 pub mod load;
 mod memcached;
+pub mod nic;
 mod resolve;
 mod stats;
 
@@ -38,6 +39,9 @@ pub enum Mode {
     Host,
     /// `sendfile(2)` from the file to the socket.
     ZeroCopy,
+    /// Payloads placed in an emulated NIC's memory and sent by it; this
+    /// process builds headers and hands over descriptors.
+    DevMem,
 }
 
 impl Mode {
@@ -45,6 +49,7 @@ impl Mode {
         match self {
             Mode::Host => "host",
             Mode::ZeroCopy => "zerocopy",
+            Mode::DevMem => "devmem",
         }
     }
 }
@@ -67,6 +72,9 @@ pub struct Config {
     pub max_header_bytes: usize,
     /// Connections served at once; more are refused (HTTP 503 / memcached SERVER_ERROR).
     pub max_connections: usize,
+    /// DevMem: the emulated NIC's program and arguments, and its memory.
+    pub nic_program: Option<(PathBuf, Vec<String>)>,
+    pub nic_memory_bytes: u64,
 }
 
 impl Config {
@@ -81,6 +89,8 @@ impl Config {
             read_timeout: Duration::from_secs(10),
             max_header_bytes: 16 << 10,
             max_connections: 256,
+            nic_program: None,
+            nic_memory_bytes: 256 << 20,
         }
     }
 }
@@ -99,12 +109,21 @@ pub(crate) struct Shared {
     pub stats: Stats,
     pub stop: Arc<AtomicBool>,
     pub connections: AtomicUsize,
+    /// DevMem: the NIC while it works (one descriptor in flight at a time).
+    pub nic: std::sync::Mutex<Option<nic::Nic>>,
+    /// Why the NIC stopped being used, if it did.
+    pub nic_fallback: std::sync::Mutex<Option<String>>,
 }
 
 impl Shared {
     /// Counts a finished request; asks the server to stop when the budget is spent.
     pub fn done(&self, latency: Duration, payload: u64, copied: u64, status: u16) {
-        let n = self.stats.record(latency, payload, copied, status);
+        self.done_from(latency, payload, copied, payload, status)
+    }
+
+    /// As [`Shared::done`], with the payload bytes read from host memory given apart.
+    pub fn done_from(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) {
+        let n = self.stats.record(latency, payload, copied, from_host, status);
         if self.config.max_requests.is_some_and(|m| n >= m) {
             self.stop.store(true, Ordering::Relaxed);
         }
@@ -133,7 +152,22 @@ impl Server {
             .transpose()
         };
         let (http, memcached) = (listen(config.http)?, listen(config.memcached)?);
-        let shared = Arc::new(Shared { config, stats: Stats::new(), stop: Arc::new(AtomicBool::new(false)), connections: AtomicUsize::new(0) });
+        let nic = match (&config.mode, &config.nic_program) {
+            (Mode::DevMem, Some((program, args))) => {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                Some(nic::Nic::start(program, &args, config.nic_memory_bytes).map_err(ServeError::Usage)?)
+            }
+            (Mode::DevMem, None) => return Err(ServeError::Usage("devmem mode needs the emulated NIC's program".into())),
+            _ => None,
+        };
+        let shared = Arc::new(Shared {
+            config,
+            stats: Stats::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            connections: AtomicUsize::new(0),
+            nic: std::sync::Mutex::new(nic),
+            nic_fallback: std::sync::Mutex::new(None),
+        });
         Ok(Server { shared, http, memcached })
     }
 
@@ -183,7 +217,17 @@ impl Server {
         for h in handles {
             let _ = h.join();
         }
-        shared.stats.report(&shared.config, started.elapsed(), stats::process_cpu().saturating_sub(cpu_start))
+        let mut report = shared.stats.report(&shared.config, started.elapsed(), stats::process_cpu().saturating_sub(cpu_start));
+        if let Some(n) = shared.nic.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            report.nic = Some(stats::NicCounts { hits: n.hits, misses: n.misses, evictions: n.evictions, too_large: n.too_large, not_placed: n.not_placed, last_error: n.last_error.clone() });
+        }
+        report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        report
+    }
+
+    /// The emulated NIC's process id, in devmem mode.
+    pub fn nic_process_id(&self) -> Option<u32> {
+        self.shared.nic.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|n| n.process_id())
     }
 }
 
@@ -248,6 +292,46 @@ pub(crate) fn read_head(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u
     }
 }
 
+/// How a response went out: payload bytes sent, bytes this process copied,
+/// payload bytes read from host memory, and whether the connection must close.
+pub(crate) struct Sent {
+    pub payload: u64,
+    pub copied: u64,
+    pub from_host: u64,
+    pub close: bool,
+}
+
+/// Sends `header` and `len` bytes of `file` from `offset`: by the NIC in
+/// devmem mode (falling back to the host path, said in the report, when it
+/// cannot), else as the mode says.
+pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, header: &[u8], found: &Resolved, offset: u64, len: u64) -> Sent {
+    let (path, file, file_len) = (&found.path, &found.file, found.len);
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let mut mode = shared.config.mode;
+    if mode == Mode::DevMem {
+        let mut guard = shared.nic.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_mut().map(|n| n.send(stream.as_raw_fd(), header, path, file, file_len, offset, len)) {
+            Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: n < len },
+            Some(Err(nic::NicMiss::ClientFailed)) => return Sent { payload: 0, copied: 0, from_host: 0, close: true },
+            Some(Err(nic::NicMiss::Gone(why))) => {
+                *guard = None;
+                *shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                return Sent { payload: 0, copied: 0, from_host: 0, close: true };
+            }
+            Some(Err(nic::NicMiss::TooLarge | nic::NicMiss::NotPlaced(_))) | None => mode = Mode::ZeroCopy,
+        }
+    }
+    if stream.write_all(header).is_err() {
+        return Sent { payload: 0, copied: 0, from_host: 0, close: true };
+    }
+    match send_payload(mode, file, offset, len, stream) {
+        Ok((payload, copied)) => Sent { payload, copied, from_host: payload, close: false },
+        // Headers are out: the only honest end is to close the connection.
+        Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
+    }
+}
+
 /// Sends `len` bytes of `file` from `offset` to `stream` the configured way.
 /// Returns (bytes sent, bytes copied through this process's memory).
 pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream) -> std::io::Result<(u64, u64)> {
@@ -269,7 +353,7 @@ pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u
             }
             Ok((sent, sent))
         }
-        Mode::ZeroCopy => {
+        Mode::ZeroCopy | Mode::DevMem => {
             let mut off = offset as libc::off_t;
             while sent < len {
                 let want = ((len - sent) as usize).min(1 << 30);

@@ -3,7 +3,7 @@
 //! without spaces or control characters (the protocol's rule).
 
 use crate::resolve::resolve;
-use crate::{read_head, send_payload, ReadHead, Shared};
+use crate::{read_head, respond, ReadHead, Shared};
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -32,17 +32,17 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         let started = Instant::now();
         let line: Vec<u8> = buf.drain(..n).collect();
         let words: Vec<&[u8]> = line[..n - 2].split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
-        let (status, payload, copied, keep) = match words.first().copied() {
+        let (status, payload, copied, from_host, keep) = match words.first().copied() {
             Some(b"get") | Some(b"gets") if words.len() > 1 => get(shared, &mut stream, &words[1..], words[0] == b"gets"),
-            Some(b"version") => (200, 0, 0, stream.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
+            Some(b"version") => (200, 0, 0, 0, stream.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
             Some(b"quit") => return,
             Some(b"set") | Some(b"add") | Some(b"replace") | Some(b"delete") => {
                 // Read-only: the store is the directory.
-                (405, 0, 0, stream.write_all(b"SERVER_ERROR read-only: objects are the files under the served directory\r\n").is_ok())
+                (405, 0, 0, 0, stream.write_all(b"SERVER_ERROR read-only: objects are the files under the served directory\r\n").is_ok())
             }
-            _ => (400, 0, 0, stream.write_all(b"ERROR\r\n").is_ok()),
+            _ => (400, 0, 0, 0, stream.write_all(b"ERROR\r\n").is_ok()),
         };
-        shared.done(started.elapsed(), payload, copied, status);
+        shared.done_from(started.elapsed(), payload, copied, from_host, status);
         if !keep {
             return;
         }
@@ -53,30 +53,25 @@ fn valid_key(k: &[u8]) -> bool {
     !k.is_empty() && k.len() <= 250 && k.iter().all(|&b| b > b' ' && b != 0x7f)
 }
 
-/// Answers `get`/`gets` for `keys`: a VALUE block per key that names a file, then END.
-fn get(shared: &Shared, stream: &mut TcpStream, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, bool) {
-    let (mut payload, mut copied) = (0u64, 0u64);
+/// Answers `get`/`gets` for `keys`: a VALUE block per key that names a
+/// file, then END. Returns (status, payload, copied, from host memory, keep).
+fn get(shared: &Shared, stream: &mut TcpStream, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool) {
+    let (mut payload, mut copied, mut from_host) = (0u64, 0u64, 0u64);
     for k in keys {
         if !valid_key(k) {
-            return (400, payload, copied, stream.write_all(b"CLIENT_ERROR bad key\r\n").is_ok());
+            return (400, payload, copied, from_host, stream.write_all(b"CLIENT_ERROR bad key\r\n").is_ok());
         }
         let Ok(found) = resolve(&shared.config.root, k) else { continue };
         let mut head = b"VALUE ".to_vec();
         head.extend_from_slice(k);
         head.extend_from_slice(format!(" 0 {}{}\r\n", found.len, if cas { " 0" } else { "" }).as_bytes());
-        if stream.write_all(&head).is_err() {
-            return (200, payload, copied, false);
-        }
-        match send_payload(shared.config.mode, &found.file, 0, found.len, stream) {
-            Ok((s, c)) => {
-                payload += s;
-                copied += c;
-            }
-            Err(_) => return (200, payload, copied, false),
-        }
-        if stream.write_all(b"\r\n").is_err() {
-            return (200, payload, copied, false);
+        let sent = respond(shared, stream, &head, &found, 0, found.len);
+        payload += sent.payload;
+        copied += sent.copied;
+        from_host += sent.from_host;
+        if sent.close || stream.write_all(b"\r\n").is_err() {
+            return (200, payload, copied, from_host, false);
         }
     }
-    (200, payload, copied, stream.write_all(b"END\r\n").is_ok())
+    (200, payload, copied, from_host, stream.write_all(b"END\r\n").is_ok())
 }

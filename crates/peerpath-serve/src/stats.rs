@@ -14,6 +14,7 @@ struct Inner {
     latencies_us: Vec<u64>,
     payload_bytes: u64,
     copied_bytes: u64,
+    from_host_bytes: u64,
     by_status: std::collections::BTreeMap<u16, u64>,
 }
 
@@ -29,11 +30,12 @@ impl Stats {
     }
 
     /// Records one request; returns how many have been recorded.
-    pub fn record(&self, latency: Duration, payload: u64, copied: u64, status: u16) -> u64 {
+    pub fn record(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> u64 {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.latencies_us.push(latency.as_micros() as u64);
         s.payload_bytes += payload;
         s.copied_bytes += copied;
+        s.from_host_bytes += from_host;
         *s.by_status.entry(status).or_insert(0) += 1;
         s.latencies_us.len() as u64
     }
@@ -57,7 +59,10 @@ impl Stats {
             p999_us: pct(0.999),
             host_cpu_us_per_request: if n == 0 { 0.0 } else { cpu.as_secs_f64() * 1e6 / n as f64 },
             host_memory_payload_bytes_per_request: if n == 0 { 0.0 } else { s.copied_bytes as f64 / n as f64 },
+            payload_bytes_from_host_memory_per_request: if n == 0 { 0.0 } else { s.from_host_bytes as f64 / n as f64 },
             by_status: s.by_status.clone(),
+            nic: None,
+            nic_fallback: None,
         }
     }
 }
@@ -80,7 +85,26 @@ pub struct Report {
     /// Payload bytes this process copied through its own memory, per request
     /// (host mode: every byte; zerocopy: none; the kernel's own copies not counted).
     pub host_memory_payload_bytes_per_request: f64,
+    /// Payload bytes sent from host memory (the page cache or this
+    /// process's buffers), per request: every payload byte in host and
+    /// zerocopy modes; in devmem mode only what the NIC did not send.
+    pub payload_bytes_from_host_memory_per_request: f64,
     pub by_status: std::collections::BTreeMap<u16, u64>,
+    /// DevMem: the NIC memory's cache.
+    pub nic: Option<NicCounts>,
+    /// DevMem: why the NIC stopped being used (the host path served the rest).
+    pub nic_fallback: Option<String>,
+}
+
+/// Objects found in the NIC's memory, placed there, evicted, or too large for it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NicCounts {
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub too_large: u64,
+    pub not_placed: u64,
+    pub last_error: Option<String>,
 }
 
 impl Report {
@@ -89,7 +113,8 @@ impl Report {
         format!(
             "serve ({} mode; measured on this host): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
              latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request; payload bytes through this process's memory per request: {:.0}\n\
-             status codes: {}",
+             payload bytes sent from host memory per request: {:.0}\n\
+             status codes: {}{}{}",
             self.mode,
             self.requests,
             self.seconds,
@@ -100,7 +125,18 @@ impl Report {
             self.p999_us,
             self.host_cpu_us_per_request,
             self.host_memory_payload_bytes_per_request,
-            statuses.join(", ")
+            self.payload_bytes_from_host_memory_per_request,
+            statuses.join(", "),
+            self.nic.as_ref().map_or(String::new(), |n| format!(
+                "\nemulated NIC memory: {} hit(s), {} placed, {} evicted, {} too large and {} not placed (sent from the host){}",
+                n.hits,
+                n.misses,
+                n.evictions,
+                n.too_large,
+                n.not_placed,
+                n.last_error.as_ref().map_or(String::new(), |e| format!("; last placement error: {e}"))
+            )),
+            self.nic_fallback.as_ref().map_or(String::new(), |w| format!("\nFALLBACK: {w}: the host path served the requests after it"))
         )
     }
 }

@@ -1,0 +1,277 @@
+//! The emulated NIC with memory (seed 002's answer for data movers): a
+//! process that owns a memory (a shared-memory file it maps) and sends
+//! from it. The server places hot objects in that memory (the kernel
+//! copies them from the file: `copy_file_range`, never through the
+//! server's own memory), builds only headers, and hands the NIC a
+//! descriptor: the client's socket (passed with SCM_RIGHTS), the header
+//! bytes, and the payload's range in the NIC's memory. The NIC sends
+//! header and payload with one `writev` and answers how many bytes went.
+//! On hardware with NIC memory (or devmem TCP) the same descriptors go to
+//! the real NIC.
+//!
+//! Wire format on the Unix socket, host -> NIC: u32 header length, u64
+//! offset, u64 length (LE), then the header bytes, with the socket as
+//! ancillary data; NIC -> host: u64 bytes sent (u64::MAX: the send failed).
+
+use peerpath_mem::MappedRegion;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Sends `bytes` with one file descriptor as SCM_RIGHTS.
+fn send_with_fd(sock: &UnixStream, bytes: &[u8], fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: msghdr and the control buffer are plain C structs we fill
+    // completely; CMSG_* compute positions inside `control`, which is large
+    // enough for one int (CMSG_SPACE); the iovec points at `bytes`, alive
+    // across the call.
+    unsafe {
+        let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+        let mut control = [0u8; 64];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+        if libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) != bytes.len() as isize {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Receives up to `buf.len()` bytes and the file descriptor sent with them.
+fn recv_with_fd(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Option<OwnedFd>)> {
+    // SAFETY: as in send_with_fd, for receiving: the kernel writes at most
+    // buf.len() bytes and one control message into buffers we own; a
+    // received descriptor is ours to own (wrapped at once).
+    unsafe {
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let mut control = [0u8; 64];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len();
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut fd = None;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+            fd = Some(OwnedFd::from_raw_fd(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>())));
+        }
+        Ok((n as usize, fd))
+    }
+}
+
+/// The NIC process: makes its memory, listens on `socket`, and sends what
+/// the one host that connects asks, until that host goes away.
+pub fn nic_main(socket: &Path, memory: &Path, bytes: usize) -> Result<(), String> {
+    let region = MappedRegion::create_shared(memory, bytes, "emulated NIC").map_err(|e| format!("NIC memory: {e}"))?;
+    let listener = UnixListener::bind(socket).map_err(|e| format!("NIC socket {}: {e}", socket.display()))?;
+    let (host, _) = listener.accept().map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(socket);
+    loop {
+        let mut head = [0u8; 20 + 4096];
+        let (n, fd) = match recv_with_fd(&host, &mut head) {
+            Ok((0, _)) | Err(_) => return Ok(()),
+            Ok(x) => x,
+        };
+        let hlen = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
+        let off = u64::from_le_bytes(head[4..12].try_into().expect("8 bytes")) as usize;
+        let len = u64::from_le_bytes(head[12..20].try_into().expect("8 bytes")) as usize;
+        let ok = fd.is_some() && n == 20 + hlen && off.checked_add(len).is_some_and(|e| e <= region.len());
+        let sent = if ok {
+            let fd = fd.expect("checked");
+            // SAFETY: [off, off + len) lies inside the mapping (checked); the
+            // kernel only reads it; nothing in this process writes it.
+            let payload = unsafe { std::slice::from_raw_parts(region.as_ptr().add(off), len) };
+            send_all(fd.as_raw_fd(), &head[20..20 + hlen], payload).unwrap_or(u64::MAX)
+        } else {
+            u64::MAX
+        };
+        if (&host).write_all(&sent.to_le_bytes()).is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Writes `a` then `b` to `fd` (writev until all is sent); returns the bytes sent.
+fn send_all(fd: RawFd, a: &[u8], b: &[u8]) -> std::io::Result<u64> {
+    let total = a.len() + b.len();
+    let mut done = 0usize;
+    while done < total {
+        let (x, y) = if done < a.len() { (&a[done..], b) } else { (&b[done - a.len()..], &b[..0]) };
+        let iov = [libc::iovec { iov_base: x.as_ptr() as *mut libc::c_void, iov_len: x.len() }, libc::iovec { iov_base: y.as_ptr() as *mut libc::c_void, iov_len: y.len() }];
+        // SAFETY: two iovecs over live slices; the kernel reads them only.
+        let n = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    Ok(total as u64)
+}
+
+/// The server's side of the NIC: the process, its memory file, what is
+/// placed where, and the descriptor socket.
+pub struct Nic {
+    child: std::process::Child,
+    sock: UnixStream,
+    memory: File,
+    bytes: u64,
+    next: u64,
+    placed: HashMap<PathBuf, (u64, u64, std::time::SystemTime)>,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub too_large: u64,
+    /// Objects that could not be placed (sent from the host), and the last reason.
+    pub not_placed: u64,
+    pub last_error: Option<String>,
+    dir: PathBuf,
+}
+
+impl Drop for Nic {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Why the NIC did not send a payload.
+pub enum NicMiss {
+    /// Larger than half the NIC's memory: never placed there; nothing was
+    /// sent, the host sends it.
+    TooLarge,
+    /// It could not be placed (the reason); nothing was sent, the host sends it.
+    NotPlaced(String),
+    /// Sending to the client failed: close the connection.
+    ClientFailed,
+    /// The NIC is gone (the reason), perhaps mid-response: close the
+    /// connection and use the host path from now on.
+    Gone(String),
+}
+
+impl Nic {
+    /// Starts an emulated NIC process (`program` with `args`, to which the
+    /// socket and memory paths and size are appended) with `bytes` of memory.
+    pub fn start(program: &Path, args: &[&str], bytes: u64) -> Result<Nic, String> {
+        let dir = std::env::temp_dir().join(format!("peerpath-nic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let (socket, memory) = (dir.join("sock"), Path::new("/dev/shm").join(format!("peerpath-nic-{}.mem", std::process::id())));
+        let memory = if Path::new("/dev/shm").is_dir() { memory } else { dir.join("mem") };
+        let child = std::process::Command::new(program)
+            .args(args)
+            .arg(&socket)
+            .arg(&memory)
+            .arg(bytes.to_string())
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting the emulated NIC: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let sock = loop {
+            match UnixStream::connect(&socket) {
+                Ok(s) => break s,
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => return Err(format!("the emulated NIC did not start: {e}")),
+            }
+        };
+        let file = std::fs::OpenOptions::new().write(true).open(&memory).map_err(|e| format!("NIC memory: {e}"))?;
+        // The NIC keeps its mapping; the name is not needed any more.
+        let _ = std::fs::remove_file(&memory);
+        Ok(Nic { child, sock, memory: file, bytes, next: 0, placed: HashMap::new(), hits: 0, misses: 0, evictions: 0, too_large: 0, not_placed: 0, last_error: None, dir })
+    }
+
+    fn not_placed(&mut self, e: std::io::Error) -> NicMiss {
+        let why = format!("placing an object in NIC memory: {e}");
+        self.not_placed += 1;
+        self.last_error = Some(why.clone());
+        NicMiss::NotPlaced(why)
+    }
+
+    /// Where `file` (at `path`, `len` bytes) is in the NIC's memory,
+    /// placing it there first if it is not (the kernel copies it).
+    fn place(&mut self, path: &Path, file: &File, len: u64) -> Result<u64, NicMiss> {
+        let mtime = file.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+        if let Some(&(off, l, t)) = self.placed.get(path) {
+            if l == len && t == mtime {
+                self.hits += 1;
+                return Ok(off);
+            }
+        }
+        if len > self.bytes / 2 {
+            self.too_large += 1;
+            return Err(NicMiss::TooLarge);
+        }
+        if self.next + len > self.bytes {
+            // Full: start over (everything placed so far is evicted).
+            self.evictions += self.placed.len() as u64;
+            self.placed.clear();
+            self.next = 0;
+        }
+        let off = self.next;
+        // sendfile(2) to the memory file: a kernel copy from the page cache
+        // (copy_file_range refuses most pairs of file systems since 5.19).
+        // SAFETY: lseek on a descriptor we hold.
+        if unsafe { libc::lseek(self.memory.as_raw_fd(), off as libc::off_t, libc::SEEK_SET) } < 0 {
+            return Err(self.not_placed(std::io::Error::last_os_error()));
+        }
+        let (mut src_off, mut left) = (0 as libc::off_t, len as usize);
+        while left > 0 {
+            // SAFETY: sendfile between two descriptors we hold, with an offset variable we own.
+            let n = unsafe { libc::sendfile(self.memory.as_raw_fd(), file.as_raw_fd(), &mut src_off, left) };
+            if n <= 0 {
+                return Err(self.not_placed(std::io::Error::last_os_error()));
+            }
+            left -= n as usize;
+        }
+        self.misses += 1;
+        self.next = (off + len).next_multiple_of(4096);
+        self.placed.insert(path.to_path_buf(), (off, len, mtime));
+        Ok(off)
+    }
+
+    /// Has the NIC send `header`, then `range_len` bytes from `range_at` of
+    /// the object `file` (`len` bytes, at `path`) from its memory, on
+    /// `client`. Returns the payload bytes it sent.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send(&mut self, client: RawFd, header: &[u8], path: &Path, file: &File, len: u64, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
+        if header.len() > 4096 {
+            return Err(NicMiss::NotPlaced("a header longer than the NIC takes".into()));
+        }
+        let off = self.place(path, file, len)?;
+        let mut msg = Vec::with_capacity(20 + header.len());
+        msg.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        msg.extend_from_slice(&(off + range_at).to_le_bytes());
+        msg.extend_from_slice(&range_len.to_le_bytes());
+        msg.extend_from_slice(header);
+        send_with_fd(&self.sock, &msg, client).map_err(|e| NicMiss::Gone(format!("the emulated NIC is gone: {e}")))?;
+        let mut answer = [0u8; 8];
+        (&self.sock).read_exact(&mut answer).map_err(|e| NicMiss::Gone(format!("the emulated NIC is gone: {e}")))?;
+        match u64::from_le_bytes(answer) {
+            u64::MAX => Err(NicMiss::ClientFailed),
+            n => Ok(n - header.len() as u64),
+        }
+    }
+
+    /// The NIC's process id (tests kill it to see the server fail over).
+    pub fn process_id(&self) -> u32 {
+        self.child.id()
+    }
+}
