@@ -10,7 +10,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 struct Served {
-    child: std::process::Child,
+    /// `None` once `finish` has taken it; a test that fails first kills it (Drop).
+    child: Option<std::process::Child>,
     http: String,
     memcached: String,
     /// devmem mode: the emulated NIC's process.
@@ -39,7 +40,7 @@ fn serve(dir: &std::path::Path, mode: &str, requests: u64) -> Served {
             memcached = a.trim().to_string();
         }
     }
-    Served { child, http, memcached, nic }
+    Served { child: Some(child), http, memcached, nic }
 }
 
 /// Sends raw bytes, returns everything the server sends until it closes.
@@ -57,8 +58,23 @@ fn split(resp: &[u8]) -> (String, Vec<u8>) {
     (String::from_utf8_lossy(&resp[..at]).into_owned(), resp[at..].to_vec())
 }
 
-fn finish(s: Served) -> String {
-    let out = s.child.wait_with_output().unwrap();
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Served {
+    fn pid(&self) -> i32 {
+        self.child.as_ref().expect("running").id() as i32
+    }
+}
+
+fn finish(mut s: Served) -> String {
+    let out = s.child.take().expect("running").wait_with_output().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
@@ -129,7 +145,7 @@ fn an_interrupted_server_prints_its_report() {
     let got = split(&exchange(&s.http, b"GET /f HTTP/1.1\r\nConnection: close\r\n\r\n")).1;
     assert_eq!(got, b"data");
     // SAFETY: kill(2) with our own child's pid.
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(s.pid(), libc::SIGINT) };
     let report = finish(s);
     assert!(report.contains("(host mode; measured on this host): 1 request(s)"), "{report}");
 }
@@ -146,7 +162,7 @@ fn the_load_client_measures_gets_and_refuses_misses() {
     assert!(n > 0, "{}", o.stdout_str());
     run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "missing", "-c", "1", "--seconds", "0.3"])).fails(15, &["no value for missing"]);
     // SAFETY: kill(2) with our own child's pid.
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
     let report = finish(s);
     assert!(report.contains(&format!("): {} request(s)", n + 1)), "the server counted the client's gets and the miss: {report}");
 }
@@ -170,7 +186,7 @@ fn when_the_emulated_nic_dies_the_host_path_takes_over_and_says_so() {
         assert_eq!(split(&get()).1, want, "then the host path serves");
     }
     // SAFETY: kill(2) with our own child's pid.
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
     let report = finish(s);
     assert!(report.contains("FALLBACK: the emulated NIC is gone"), "{report}");
 }
