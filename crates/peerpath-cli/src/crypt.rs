@@ -243,11 +243,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             return Err(JobError::SourceIo { path: a.source.clone(), detail: "the source changed size while it was read; nothing was kept".into() });
         }
         peerpath_io::Inherited::of(Some(&meta)).apply(&t.file).map_err(target_io(&target))?;
-        t.file.sync_all().map_err(target_io(&target))?;
-        peerpath_io::publish(&t.file, &temp, &target, a.force).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => JobError::TargetExists { path: target.clone() },
-            _ => target_io(&target)(e),
-        })?;
+        crate::put_in_place(&t.file, &temp, &target, a.force)?;
         File::open(peerpath_io::parent_dir(&target)).and_then(|d| d.sync_all()).map_err(target_io(&target))
     })();
     if let Err(e) = result {

@@ -406,11 +406,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
         if at != size as u64 {
             return Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: its chunks hold {at} bytes, the index says {size}", name.display()) });
         }
-        t.file.sync_all().map_err(target_io(output))?;
-        peerpath_io::publish(&t.file, &temp, output, force).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => JobError::TargetExists { path: output.to_path_buf() },
-            _ => target_io(output)(e),
-        })
+        crate::put_in_place(&t.file, &temp, output, force)
     })();
     if let Err(e) = written {
         peerpath_io::discard(&temp);

@@ -498,10 +498,10 @@ fn repair(dir: &Path) -> Result<Option<EcReport>, JobError> {
                 out.write_all(unit).map_err(io(dir))?;
             }
         }
+        // As private as the set (the manifest's mode), whatever became of the old shards.
+        let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(dir.join(MANIFEST)).ok().as_ref());
         for (i, out, temp) in &outs {
-            // As private as the set (the manifest's mode), whatever became of the old shard.
-            let set = std::fs::metadata(dir.join(MANIFEST)).ok();
-            peerpath_io::Inherited::mode_of(set.as_ref()).apply(out).map_err(io(dir))?;
+            mode.apply(out).map_err(io(dir))?;
             out.sync_all().map_err(io(dir))?;
             peerpath_io::publish(out, temp, &dir.join(&m.shards[*i].file), true).map_err(io(dir))?;
         }
@@ -553,11 +553,7 @@ fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
         // As private as the set (the manifest keeps the source's mode).
         let set = std::fs::metadata(dir.join(MANIFEST)).ok();
         peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(io(output))?;
-        t.file.sync_all().map_err(io(output))?;
-        peerpath_io::publish(&t.file, &temporary, output, force).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => JobError::TargetExists { path: output.to_path_buf() },
-            _ => io(output)(e),
-        })
+        crate::put_in_place(&t.file, &temporary, output, force)
     })();
     if let Err(e) = written {
         peerpath_io::discard(&temporary);

@@ -139,15 +139,17 @@ fn write_output(path: &Path, bytes: &[u8], replace: bool) -> Result<(), JobError
         return Err(JobError::TargetExists { path: path.to_path_buf() });
     }
     let (mut t, temporary) = peerpath_io::create_temporary(path, false).map_err(io)?;
-    let written = t
-        .file
-        .write_all(bytes)
-        .and_then(|()| peerpath_io::Inherited::default().apply(&t.file))
-        .and_then(|()| t.file.sync_all())
-        .and_then(|()| peerpath_io::publish(&t.file, &temporary, path, replace));
-    written.map_err(|e| {
-        peerpath_io::discard(&temporary);
-        if e.kind() == std::io::ErrorKind::AlreadyExists { JobError::TargetExists { path: path.to_path_buf() } } else { io(e) }
+    let written = t.file.write_all(bytes).and_then(|()| peerpath_io::Inherited::default().apply(&t.file)).map_err(io).and_then(|()| put_in_place(&t.file, &temporary, path, replace));
+    written.inspect_err(|_| peerpath_io::discard(&temporary))
+}
+
+/// Syncs a finished temporary file and puts it in place as `path`, never
+/// over an existing file unless `replace`: an existing target is exit 4,
+/// any other failure exit 11. On an error the caller discards the temporary.
+pub(crate) fn put_in_place(file: &std::fs::File, temporary: &peerpath_io::Temporary, path: &Path, replace: bool) -> Result<(), JobError> {
+    file.sync_all().and_then(|()| peerpath_io::publish(file, temporary, path, replace)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => JobError::TargetExists { path: path.to_path_buf() },
+        _ => JobError::TargetIo { path: path.to_path_buf(), source: e },
     })
 }
 

@@ -132,12 +132,12 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         let (mut total, mut bytes) = (Found::default(), 0u64);
         let mut where_ran: Option<String> = None;
         let mut cpu_files = 0usize;
+        let format = a.format.map(|f| match f {
+            FormatArg::Fasta => RecordFormat::Fasta,
+            FormatArg::Fastq => RecordFormat::Fastq,
+            FormatArg::Lines => RecordFormat::Lines,
+        });
         for f in &a.files {
-            let format = a.format.map(|f| match f {
-                FormatArg::Fasta => RecordFormat::Fasta,
-                FormatArg::Fastq => RecordFormat::Fastq,
-                FormatArg::Lines => RecordFormat::Lines,
-            });
             let on_device = match device.as_mut() {
                 Some(dev) => device_scan(dev, f, format, &a)?,
                 None => None,
@@ -203,17 +203,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             Err(e)
         }
         (Err(e), None) => Err(e),
-        (Ok(()), Some((file, temp, path))) => {
-            let io = |e| JobError::TargetIo { path: path.clone(), source: e };
-            let published = file.sync_all().and_then(|()| peerpath_io::publish(&file, &temp, &path, a.force));
-            published.map_err(|e| {
-                peerpath_io::discard(&temp);
-                match e.kind() {
-                    std::io::ErrorKind::AlreadyExists => JobError::TargetExists { path: path.clone() },
-                    _ => io(e),
-                }
-            })
-        }
+        (Ok(()), Some((file, temp, path))) => crate::put_in_place(&file, &temp, &path, a.force).inspect_err(|_| peerpath_io::discard(&temp)),
         (Ok(()), None) => Ok(()),
     }
 }

@@ -219,7 +219,7 @@ impl Server {
         }
         let mut report = shared.stats.report(&shared.config, started.elapsed(), stats::process_cpu().saturating_sub(cpu_start));
         if let Some(n) = shared.nic.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            report.nic = Some(stats::NicCounts { hits: n.hits, misses: n.misses, evictions: n.evictions, too_large: n.too_large, not_placed: n.not_placed, last_error: n.last_error.clone() });
+            report.nic = Some(n.counts.clone());
         }
         report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();
         report

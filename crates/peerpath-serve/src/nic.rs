@@ -13,6 +13,7 @@
 //! offset, u64 length (LE), then the header bytes, with the socket as
 //! ancillary data; NIC -> host: u64 bytes sent (u64::MAX: the send failed).
 
+use crate::stats::NicCounts;
 use peerpath_mem::MappedRegion;
 use std::collections::HashMap;
 use std::fs::File;
@@ -136,13 +137,8 @@ pub struct Nic {
     bytes: u64,
     next: u64,
     placed: HashMap<PathBuf, (u64, u64, std::time::SystemTime)>,
-    pub hits: u64,
-    pub misses: u64,
-    pub evictions: u64,
-    pub too_large: u64,
-    /// Objects that could not be placed (sent from the host), and the last reason.
-    pub not_placed: u64,
-    pub last_error: Option<String>,
+    /// What its memory's cache did (the report's figures).
+    pub counts: NicCounts,
     dir: PathBuf,
 }
 
@@ -195,13 +191,13 @@ impl Nic {
         let file = std::fs::OpenOptions::new().write(true).open(&memory).map_err(|e| format!("NIC memory: {e}"))?;
         // The NIC keeps its mapping; the name is not needed any more.
         let _ = std::fs::remove_file(&memory);
-        Ok(Nic { child, sock, memory: file, bytes, next: 0, placed: HashMap::new(), hits: 0, misses: 0, evictions: 0, too_large: 0, not_placed: 0, last_error: None, dir })
+        Ok(Nic { child, sock, memory: file, bytes, next: 0, placed: HashMap::new(), counts: NicCounts::default(), dir })
     }
 
     fn not_placed(&mut self, e: std::io::Error) -> NicMiss {
         let why = format!("placing an object in NIC memory: {e}");
-        self.not_placed += 1;
-        self.last_error = Some(why.clone());
+        self.counts.not_placed += 1;
+        self.counts.last_error = Some(why.clone());
         NicMiss::NotPlaced(why)
     }
 
@@ -211,17 +207,17 @@ impl Nic {
         let mtime = file.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
         if let Some(&(off, l, t)) = self.placed.get(path) {
             if l == len && t == mtime {
-                self.hits += 1;
+                self.counts.hits += 1;
                 return Ok(off);
             }
         }
         if len > self.bytes / 2 {
-            self.too_large += 1;
+            self.counts.too_large += 1;
             return Err(NicMiss::TooLarge);
         }
         if self.next + len > self.bytes {
             // Full: start over (everything placed so far is evicted).
-            self.evictions += self.placed.len() as u64;
+            self.counts.evictions += self.placed.len() as u64;
             self.placed.clear();
             self.next = 0;
         }
@@ -241,7 +237,7 @@ impl Nic {
             }
             left -= n as usize;
         }
-        self.misses += 1;
+        self.counts.misses += 1;
         self.next = (off + len).next_multiple_of(4096);
         self.placed.insert(path.to_path_buf(), (off, len, mtime));
         Ok(off)

@@ -96,8 +96,9 @@ pub struct Report {
     pub nic_fallback: Option<String>,
 }
 
-/// Objects found in the NIC's memory, placed there, evicted, or too large for it.
-#[derive(Debug, Clone, serde::Serialize)]
+/// Objects found in the NIC's memory, placed there, evicted, too large for
+/// it, or not placed (sent from the host; with the last reason).
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct NicCounts {
     pub hits: u64,
     pub misses: u64,
