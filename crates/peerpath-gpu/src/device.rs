@@ -74,6 +74,8 @@ pub struct GpuDevice {
     failed: Option<DeviceError>,
     /// What it is, for the report.
     pub description: String,
+    /// Its PCI address, for the topology's answer on how storage reaches it.
+    pub pci_address: String,
 }
 
 impl GpuDevice {
@@ -117,6 +119,7 @@ impl GpuDevice {
             window.len() >> 20,
             started.elapsed().as_secs_f64()
         );
+        let pci_address = gpu.info.pci_address.clone();
         let memory = DeviceMemory::foreign(own_bytes, MemoryDomain::Gpu { device: config.name.clone() }, window.clone());
         let wake = Arc::new(EventFd::new().map_err(|e| e.to_string())?);
         let sleeping = Arc::new(AtomicBool::new(false));
@@ -142,6 +145,7 @@ impl GpuDevice {
             worker: Some(handle),
             failed: None,
             description,
+            pci_address,
         })
     }
 

@@ -35,6 +35,8 @@ pub struct GpuInfo {
     /// CUDA driver version, e.g. 13000.
     pub driver_version: i32,
     pub compute_capability: (i32, i32),
+    /// Its PCI address (`0000:00:06.0`), as the topology names it.
+    pub pci_address: String,
 }
 
 impl Gpu {
@@ -58,7 +60,13 @@ impl Gpu {
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         );
-        Ok(Gpu { ctx, stream, info: GpuInfo { ordinal, name, memory_bytes, driver_version, compute_capability } })
+        let pci_address = format!(
+            "{:04x}:{:02x}:{:02x}.0",
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
+        );
+        Ok(Gpu { ctx, stream, info: GpuInfo { ordinal, name, memory_bytes, driver_version, compute_capability, pci_address } })
     }
 }
 

@@ -167,7 +167,7 @@ impl<'a> DeviceSet<'a> {
                 };
                 match peerpath_gpu::GpuDevice::open(&config) {
                     Ok(d) => {
-                        let kind = d.description.clone();
+                        let kind = format!("{}; {}", d.description, gpu_storage_path(Path::new("/sys"), &d.pci_address));
                         Ok(vec![JobDevice::new(Box::new(d), kind)])
                     }
                     Err(why) if no_fallback => Err(JobError::Device { detail: format!("GPU unavailable: {why} (--no-fallback)") }),
@@ -178,6 +178,27 @@ impl<'a> DeviceSet<'a> {
                 }
             }),
         }
+    }
+}
+
+/// How storage reaches the GPU at `pci` (`0000:00:06.0`), as the topology read from `sysfs`
+/// says, for the report: the device stages through its pinned window either way (peerpath
+/// does not drive cuFile), and says so where a direct path exists.
+fn gpu_storage_path(sysfs: &Path, pci: &str) -> String {
+    let topo = match peerpath_topo::Topology::from_sysfs(sysfs) {
+        Ok(t) => t,
+        Err(e) => return format!("storage -> GPU memory: staged through pinned host memory (the topology could not be read: {e})"),
+    };
+    match topo.devices.iter().find(|d| d.bdf.to_string() == pci) {
+        Some(d) => {
+            let p = peerpath_topo::gpu::memory_path(&topo, d);
+            if p.direct {
+                format!("{}; peerpath does not drive cuFile yet: staged through pinned host memory", p.describe())
+            } else {
+                p.describe()
+            }
+        }
+        None => format!("storage -> GPU memory: staged through pinned host memory (no PCI function {pci} in {})", sysfs.display()),
     }
 }
 
@@ -344,4 +365,21 @@ fn map_p2p_memory(device_dir: &Path, asked: usize) -> std::result::Result<(Arc<p
     };
     let text = format!("memory: {} MiB of {} (p2pmem/allocate{capped}{fixture}), shared with the device by fork", region.len() >> 20, region.domain());
     Ok((Arc::new(region), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gpu_report_says_how_storage_reaches_its_memory_from_the_topology() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/h100-gpu-host/sys");
+        let words = gpu_storage_path(&fixture, "0000:00:06.0");
+        assert!(words.starts_with("storage -> GPU memory: staged through pinned host memory ("), "{words}");
+        assert!(words.contains("not a P2PDMA provider") && words.contains("nvidia-fs"), "{words}");
+        let words = gpu_storage_path(&fixture, "0000:00:07.0");
+        assert!(words.contains("no PCI function 0000:00:07.0"), "{words}");
+        let words = gpu_storage_path(Path::new("/nonexistent-sysfs"), "0000:00:06.0");
+        assert!(words.contains("the topology could not be read"), "{words}");
+    }
 }

@@ -19,6 +19,7 @@ pub mod bdf;
 pub mod cmb;
 pub mod error;
 pub mod fixture;
+pub mod gpu;
 mod hexnum;
 pub mod model;
 pub mod pcicfg;
@@ -33,7 +34,7 @@ pub use bdf::Bdf;
 pub use cmb::Cmb;
 pub use error::{Result, TopoError};
 pub use model::{
-    BlockDevice, BlockKind, Cpu, CpuVendor, DeviceKind, Endpoint, HostBridge, Iommu, IommuStatus, Link, LinkSpeed,
+    BlockDevice, BlockKind, Cpu, CpuVendor, DeviceKind, Endpoint, GpuModules, HostBridge, Iommu, IommuStatus, Link, LinkSpeed,
     NumaNode, NvmeController, P2pProvider, PciDevice, PortRole, Topology,
 };
 pub use pcicfg::AcsState;
@@ -116,6 +117,11 @@ impl Topology {
     }
 
     /// The annotated tree.
+    /// How storage reaches each GPU's memory, and why.
+    pub fn gpu_memory_paths(&self) -> Vec<gpu::GpuMemoryPath> {
+        gpu::memory_paths(self)
+    }
+
     pub fn render_tree(&self) -> String {
         render::render_tree(self)
     }

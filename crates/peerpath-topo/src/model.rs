@@ -53,6 +53,25 @@ pub struct Topology {
     pub nvme_controllers: Vec<NvmeController>,
     #[serde(default, rename = "block", skip_serializing_if = "Vec::is_empty")]
     pub block_devices: Vec<BlockDevice>,
+    /// The kernel modules that open direct paths into GPU memory, from sysfs's `module/`;
+    /// `None` where it was not looked at (a topology file, a fixture without `module/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_modules: Option<GpuModules>,
+}
+
+/// Kernel modules that decide how storage reaches a GPU's memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuModules {
+    /// `nvidia` (the GPU driver).
+    #[serde(default)]
+    pub nvidia: bool,
+    /// `nvidia_fs`: GPUDirect Storage's kernel module; without it cuFile runs in
+    /// compatibility mode, through host memory.
+    #[serde(default)]
+    pub nvidia_fs: bool,
+    /// `nvidia_peermem`: GPUDirect RDMA for NICs (not storage).
+    #[serde(default)]
+    pub nvidia_peermem: bool,
 }
 
 /// The boot CPU, as far as the P2P rules care.
@@ -574,6 +593,12 @@ pub struct PciDevice {
 }
 
 impl PciDevice {
+    /// The largest memory BAR, with its ordinal among the memory BARs in use (a 64-bit BAR
+    /// takes two registers, so NVIDIA's "BAR1", the window onto GPU memory, is region 2).
+    pub fn largest_bar(&self) -> Option<(usize, Bar)> {
+        self.bars.iter().copied().enumerate().filter(|(_, b)| b.size > 0).max_by_key(|(_, b)| b.size)
+    }
+
     /// A minimal record; every optional field empty, ACS unknown.
     pub fn new(bdf: Bdf, vendor: u16, device: u16, class: u32) -> PciDevice {
         PciDevice {
@@ -721,6 +746,7 @@ impl Topology {
             devices: Vec::new(),
             nvme_controllers: Vec::new(),
             block_devices: Vec::new(),
+            gpu_modules: None,
         }
     }
 

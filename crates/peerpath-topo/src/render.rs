@@ -86,6 +86,9 @@ fn device_line(topo: &Topology, d: &PciDevice) -> String {
     if let Some(n) = d.numa_node {
         parts.push(format!("node {n}"));
     }
+    if let (DeviceKind::Gpu, Some((i, bar))) = (d.kind, d.largest_bar()) {
+        parts.push(format!("BAR{i} {}", human_bytes(bar.size)));
+    }
     if let AcsState::Control { .. } = d.acs {
         if d.acs.redirects() == Some(true) {
             parts.push(format!("ACS redirect ({})", d.acs.describe()));
@@ -185,6 +188,12 @@ pub fn render_tree(topo: &Topology) -> String {
             providers.to_string()
         }
     );
+    for p in crate::gpu::memory_paths(topo) {
+        let _ = writeln!(out, "GPU {}: {}", short_bdf(topo, p.gpu), p.describe());
+        for remedy in p.reasons.iter().filter_map(|r| r.remedy.as_ref()) {
+            let _ = writeln!(out, "  remedy: {remedy}");
+        }
+    }
     for hb in &topo.host_bridges {
         let id = topo.host_bridge_device(&hb.name);
         let allow = match id {
@@ -364,8 +373,18 @@ pub fn explain(topo: &Topology, provider: &str, client: &str) -> Result<String> 
 }
 
 /// The model as pretty JSON.
+/// With GPUs, `gpu_memory` says how storage reaches each one's memory (derived, not part of
+/// the topology file).
 pub fn render_json(topo: &Topology) -> Result<String> {
-    Ok(serde_json::to_string_pretty(topo)?)
+    let paths = crate::gpu::memory_paths(topo);
+    if paths.is_empty() {
+        return Ok(serde_json::to_string_pretty(topo)?);
+    }
+    let mut v = serde_json::to_value(topo)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("gpu_memory".into(), serde_json::to_value(paths)?);
+    }
+    Ok(serde_json::to_string_pretty(&v)?)
 }
 
 // ---------------------------------------------------------------------------------------------

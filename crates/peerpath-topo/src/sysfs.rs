@@ -106,6 +106,7 @@ pub struct SysfsRecords {
     pub cpu: Cpu,
     pub numa_nodes: Vec<NumaNode>,
     pub iommu: Iommu,
+    pub gpu_modules: Option<GpuModules>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -654,6 +655,14 @@ fn read_iommu(root_real: &Path) -> Result<Iommu> {
     })
 }
 
+/// `module/{nvidia,nvidia_fs,nvidia_peermem}`: loaded modules (and built-ins with parameters)
+/// have a directory there. No `module/` at all (a fixture that did not copy it): unknown.
+fn read_gpu_modules(root_real: &Path) -> Result<Option<GpuModules>> {
+    let Some(loaded) = list_dir_opt(&root_real.join("module"))? else { return Ok(None) };
+    let has = |name: &str| loaded.iter().any(|m| m == name);
+    Ok(Some(GpuModules { nvidia: has("nvidia"), nvidia_fs: has("nvidia_fs"), nvidia_peermem: has("nvidia_peermem") }))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Public entry points.
 
@@ -687,6 +696,7 @@ pub fn read_records(root: &Path) -> Result<SysfsRecords> {
     let block = read_block(&root_real, &root_real)?;
     let (cpu, numa_nodes) = read_cpu_and_numa(&root_real)?;
     let iommu = read_iommu(&root_real)?;
+    let gpu_modules = read_gpu_modules(&root_real)?;
     Ok(SysfsRecords {
         root: root.to_path_buf(),
         pci,
@@ -696,6 +706,7 @@ pub fn read_records(root: &Path) -> Result<SysfsRecords> {
         cpu,
         numa_nodes,
         iommu,
+        gpu_modules,
     })
 }
 
@@ -706,6 +717,7 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     topo.source = Some(format!("sysfs:{}", records.root.display()));
     topo.cpu = records.cpu.clone();
     topo.iommu = records.iommu.clone();
+    topo.gpu_modules = records.gpu_modules;
     topo.numa_nodes = records.numa_nodes.clone();
     for r in &records.pci {
         let mut d = PciDevice::new(r.bdf, r.vendor, r.device, r.class);

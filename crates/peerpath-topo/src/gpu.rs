@@ -1,0 +1,212 @@
+//! How storage reaches a GPU's memory, and why: straight (GPUDirect Storage through
+//! NVIDIA's `nvidia-fs`, or the kernel's P2PDMA where the GPU's memory is a provider) or
+//! staged through pinned host memory, which is what peerpath's GPU device does otherwise.
+//!
+//! The kernel's P2PDMA verdicts (`verdict.rs`) are about providers with `p2pmem/`; NVIDIA's
+//! driver does not register GPU memory there, so a GPU needs its own answer.
+
+use serde::Serialize;
+
+use crate::bdf::Bdf;
+use crate::model::{DeviceKind, IommuStatus, PciDevice, Topology};
+use crate::verdict::Severity;
+
+/// What one reason is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum GpuReason {
+    /// The kernel's P2PDMA can target the GPU's memory (it has published `p2pmem/`).
+    P2pProvider { size_bytes: u64 },
+    /// No `p2pmem/` under the GPU: the kernel's P2PDMA cannot target its memory.
+    NotAP2pProvider { vendor_driver: bool },
+    /// `nvidia_fs` is loaded: cuFile can DMA between storage and GPU memory.
+    NvidiaFsLoaded,
+    /// `nvidia_fs` is not loaded: cuFile runs in compatibility mode (through host memory).
+    NoNvidiaFs,
+    /// The sysfs read has no `module/` directory (or the topology came from a file).
+    ModulesUnknown,
+    /// The IOMMU translates DMA addresses: GPUDirect Storage asks for it off or in pass-through.
+    IommuTranslates { domain: Option<String> },
+}
+
+impl GpuReason {
+    pub fn severity(&self) -> Severity {
+        match self {
+            GpuReason::P2pProvider { .. } | GpuReason::NvidiaFsLoaded => Severity::Info,
+            GpuReason::NotAP2pProvider { .. } => Severity::Info,
+            GpuReason::NoNvidiaFs => Severity::Blocks,
+            GpuReason::ModulesUnknown | GpuReason::IommuTranslates { .. } => Severity::Caveat,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            GpuReason::P2pProvider { size_bytes } => format!(
+                "its memory is a P2PDMA provider ({} in p2pmem/): the kernel's P2PDMA can move storage straight into it",
+                peerpath_metrics::human_bytes(*size_bytes)
+            ),
+            GpuReason::NotAP2pProvider { vendor_driver: true } => {
+                "its memory is not a P2PDMA provider (no p2pmem/: NVIDIA's driver does not register GPU memory with the kernel's P2PDMA); a direct path needs GPUDirect Storage".into()
+            }
+            GpuReason::NotAP2pProvider { vendor_driver: false } => {
+                "its memory is not a P2PDMA provider (no p2pmem/): storage cannot DMA into it".into()
+            }
+            GpuReason::NvidiaFsLoaded => "nvidia-fs (GPUDirect Storage's kernel module) is loaded: cuFile can DMA between storage and GPU memory".into(),
+            GpuReason::NoNvidiaFs => {
+                "nvidia-fs (GPUDirect Storage's kernel module) is not loaded: cuFile runs in compatibility mode, every byte through host memory".into()
+            }
+            GpuReason::ModulesUnknown => "whether nvidia-fs is loaded is unknown (no module/ directory was read)".into(),
+            GpuReason::IommuTranslates { domain } => format!(
+                "the IOMMU is on{}: NVIDIA's GPUDirect Storage guide asks for it off or in pass-through",
+                domain.as_ref().map(|d| format!(" (default domain {d})")).unwrap_or_default()
+            ),
+        }
+    }
+
+    pub fn remedy(&self) -> Option<String> {
+        match self {
+            GpuReason::NoNvidiaFs => Some(
+                "install GPUDirect Storage (the nvidia-gds package from NVIDIA's CUDA repository), `modprobe nvidia-fs`, check with `gdscheck -p`".into(),
+            ),
+            GpuReason::IommuTranslates { .. } => Some("boot with iommu=pt (or intel_iommu=off / amd_iommu=off)".into()),
+            GpuReason::ModulesUnknown => Some("read a live /sys (or a fixture with its module/ directory)".into()),
+            _ => None,
+        }
+    }
+}
+
+/// One reason in words, as the JSON carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GpuReasonText {
+    #[serde(flatten)]
+    pub reason: GpuReason,
+    pub severity: Severity,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+/// How storage reaches one GPU's memory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GpuMemoryPath {
+    pub gpu: Bdf,
+    /// The largest memory BAR: the window the CPU and peers have onto GPU memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aperture_bytes: Option<u64>,
+    /// Its ordinal among the memory BARs in use (NVIDIA's "BAR1").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aperture_bar: Option<usize>,
+    /// Storage can DMA into GPU memory without host memory.
+    pub direct: bool,
+    pub reasons: Vec<GpuReasonText>,
+}
+
+impl GpuMemoryPath {
+    /// One line: the GPU's path and the reasons that decide it.
+    pub fn describe(&self) -> String {
+        let how = if self.direct { "straight into GPU memory" } else { "staged through pinned host memory" };
+        let why: Vec<String> = self.reasons.iter().map(|r| r.text.clone()).collect();
+        format!("storage -> GPU memory: {how} ({})", why.join("; "))
+    }
+}
+
+const NVIDIA: u16 = 0x10de;
+
+fn text(reason: GpuReason) -> GpuReasonText {
+    GpuReasonText { severity: reason.severity(), text: reason.describe(), remedy: reason.remedy(), reason }
+}
+
+/// The path into one GPU's memory.
+pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
+    let mut reasons = Vec::new();
+    let mut direct = false;
+    match d.p2pmem {
+        Some(p) if p.published => {
+            direct = true;
+            reasons.push(GpuReason::P2pProvider { size_bytes: p.size_bytes });
+        }
+        _ => reasons.push(GpuReason::NotAP2pProvider { vendor_driver: d.vendor == NVIDIA }),
+    }
+    if d.vendor == NVIDIA && !direct {
+        match topo.gpu_modules {
+            Some(m) if m.nvidia_fs => {
+                direct = true;
+                reasons.push(GpuReason::NvidiaFsLoaded);
+            }
+            Some(_) => reasons.push(GpuReason::NoNvidiaFs),
+            None => reasons.push(GpuReason::ModulesUnknown),
+        }
+        if direct && topo.iommu.status == IommuStatus::On && topo.iommu.default_domain.as_deref() != Some("identity") {
+            reasons.push(GpuReason::IommuTranslates { domain: topo.iommu.default_domain.clone() });
+        }
+    }
+    let aperture = d.largest_bar();
+    GpuMemoryPath {
+        gpu: d.bdf,
+        aperture_bytes: aperture.map(|(_, b)| b.size),
+        aperture_bar: aperture.map(|(i, _)| i),
+        direct,
+        reasons: reasons.into_iter().map(text).collect(),
+    }
+}
+
+/// Every GPU's path, in address order.
+pub fn memory_paths(topo: &Topology) -> Vec<GpuMemoryPath> {
+    topo.devices.iter().filter(|d| d.kind == DeviceKind::Gpu).map(|d| memory_path(topo, d)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Bar, GpuModules, P2pProvider};
+
+    fn gpu_topology(modules: Option<GpuModules>) -> Topology {
+        let mut t = Topology::empty();
+        let mut d = PciDevice::new("0000:00:06.0".parse().unwrap(), NVIDIA, 0x2330, 0x030200);
+        d.kind = DeviceKind::Gpu;
+        d.bars = vec![
+            Bar { index: 0, start: 0x1020_0200_0000, size: 16 << 20 },
+            Bar { index: 2, start: 0x1000_0000_0000, size: 128 << 30 },
+            Bar { index: 4, start: 0x1020_0000_0000, size: 32 << 20 },
+        ];
+        t.devices.push(d);
+        t.gpu_modules = modules;
+        t
+    }
+
+    #[test]
+    fn an_nvidia_gpu_without_nvidia_fs_is_staged_and_says_why() {
+        let t = gpu_topology(Some(GpuModules { nvidia: true, nvidia_fs: false, nvidia_peermem: false }));
+        let p = &memory_paths(&t)[0];
+        assert!(!p.direct);
+        assert_eq!((p.aperture_bar, p.aperture_bytes), (Some(1), Some(128 << 30)));
+        assert!(p.reasons.iter().any(|r| r.reason == GpuReason::NoNvidiaFs && r.severity == Severity::Blocks && r.remedy.is_some()));
+        assert!(p.describe().starts_with("storage -> GPU memory: staged through pinned host memory"), "{}", p.describe());
+    }
+
+    #[test]
+    fn nvidia_fs_makes_the_path_direct_and_a_translating_iommu_is_a_caveat() {
+        let mut t = gpu_topology(Some(GpuModules { nvidia: true, nvidia_fs: true, nvidia_peermem: false }));
+        assert!(memory_paths(&t)[0].direct);
+        t.iommu.status = IommuStatus::On;
+        t.iommu.default_domain = Some("DMA".into());
+        let p = &memory_paths(&t)[0];
+        assert!(p.direct);
+        assert!(p.reasons.iter().any(|r| matches!(r.reason, GpuReason::IommuTranslates { .. }) && r.severity == Severity::Caveat));
+        t.iommu.default_domain = Some("identity".into());
+        assert!(!memory_paths(&t)[0].reasons.iter().any(|r| matches!(r.reason, GpuReason::IommuTranslates { .. })));
+    }
+
+    #[test]
+    fn unknown_modules_are_not_a_direct_path_and_a_p2p_provider_is() {
+        let t = gpu_topology(None);
+        let p = &memory_paths(&t)[0];
+        assert!(!p.direct);
+        assert!(p.reasons.iter().any(|r| r.reason == GpuReason::ModulesUnknown));
+        let mut t = gpu_topology(None);
+        t.devices[0].p2pmem = Some(P2pProvider { size_bytes: 1 << 30, available_bytes: 1 << 30, published: true, allocate: true });
+        let p = &memory_paths(&t)[0];
+        assert!(p.direct);
+        assert!(matches!(p.reasons[0].reason, GpuReason::P2pProvider { .. }));
+    }
+}
