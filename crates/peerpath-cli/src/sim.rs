@@ -58,9 +58,17 @@ struct RunArgs {
     /// Read this sysfs root instead (a real /sys or a fixture tree).
     #[arg(long, conflicts_with = "file")]
     sysfs: Option<PathBuf>,
-    /// The job: compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP], send.
+    /// The job: compress-p2p, compress-cpu, compress-memory (a file in memory on the CPU),
+    /// compress-memory-gpu[:GPU], read, write, read-cmb[:CSP], write-cmb[:CSP], send.
     #[arg(long, default_value = "compress-p2p")]
     job: String,
+    /// The function, as the catalog names it (compress-zlib-1, compress-peerpath-1,
+    /// compress-nvcomp-gzip-2, ...) [default: the job's].
+    #[arg(long)]
+    function: Option<String>,
+    /// Compute threads of a CPU job: at most this many cores compute [default: every core].
+    #[arg(long)]
+    threads: Option<usize>,
     /// Vary one parameter: csp=1..12, ssd=3..18, gen=3..5, mps=128,256,512.
     #[arg(long)]
     vary: Option<String>,
@@ -109,6 +117,13 @@ fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), SimError> {
     let cat = catalog(&a.catalog)?;
     let mut job = Job::parse(&a.job)?;
     job.ratio = a.ratio;
+    if let Some(f) = &a.function {
+        job.function = f.clone();
+    }
+    if a.threads == Some(0) {
+        return Err(SimError::Job("--threads must be at least 1".into()));
+    }
+    job.threads = a.threads;
     job.csps = a.csps;
     job.ssds = a.ssds;
     if a.queue_depth == 0 {

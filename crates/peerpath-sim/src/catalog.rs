@@ -27,6 +27,9 @@ pub enum SourceKind {
     Assumption,
     Calibration,
     StandIn,
+    /// Measured by this project on the GPU machine it is lent at times (a results folder in
+    /// `bench/results/` is named).
+    MeasuredLent,
 }
 
 /// One number and its provenance.
@@ -97,6 +100,51 @@ pub struct Platform {
     /// Per-core rate of each function (`compress-zlib-1`, ...), bytes of input per second.
     #[serde(default)]
     pub functions: BTreeMap<String, Figure>,
+    /// Per function: each core's rate, as a share of one core alone, with N cores busy at once
+    /// (all-core clocks, shared caches and memory, a VM's vCPUs). Without it: 1 at any N.
+    #[serde(default)]
+    pub core_contention: BTreeMap<String, Curve>,
+}
+
+/// A measured curve: `points` are (x, y) pairs, sorted by x; read with linear interpolation
+/// between them and the nearest end beyond them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    pub points: Vec<[f64; 2]>,
+    pub kind: SourceKind,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Curve {
+    pub fn at(&self, x: f64) -> f64 {
+        let p = &self.points;
+        if x <= p[0][0] {
+            return p[0][1];
+        }
+        for w in p.windows(2) {
+            let ([x0, y0], [x1, y1]) = (w[0], w[1]);
+            if x <= x1 {
+                return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+            }
+        }
+        p[p.len() - 1][1]
+    }
+}
+
+/// A GPU: its engines' rate per function (kernel time, data in GPU memory) and its memory.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GpuSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub pci_ids: Vec<String>,
+    /// Input bytes per second of each function's kernels, the whole GPU.
+    #[serde(default)]
+    pub functions: BTreeMap<String, Figure>,
+    pub memory_bytes_per_s: Figure,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -217,6 +265,8 @@ pub struct Catalog {
     pub switches: Vec<SwitchSpec>,
     #[serde(rename = "nic", default)]
     pub nics: Vec<NicSpec>,
+    #[serde(rename = "gpu", default)]
+    pub gpus: Vec<GpuSpec>,
     pub nvme: Nvme,
     pub data: Data,
 }
@@ -309,6 +359,12 @@ impl Catalog {
                 }
             }
         }
+        for g in &self.gpus {
+            v.push((format!("gpu {}.memory_bytes_per_s", g.name), &g.memory_bytes_per_s));
+            for (k, f) in &g.functions {
+                v.push((format!("gpu {}.functions.{k}", g.name), f));
+            }
+        }
         for s in &self.switches {
             v.push((format!("switch {}.crossing_latency_ns", s.name), &s.crossing_latency_ns));
         }
@@ -332,6 +388,20 @@ impl Catalog {
                     return Err(SimError::Catalog(format!("{path}: {x} is not a usable value")));
                 }
                 _ => {}
+            }
+        }
+        for pl in &self.platforms {
+            for (k, c) in &pl.core_contention {
+                let path = format!("platform {}.core_contention.{k}", pl.name);
+                if c.source.trim().is_empty() {
+                    return Err(SimError::Catalog(format!("{path}: no source")));
+                }
+                let ok = !c.points.is_empty()
+                    && c.points.iter().all(|[x, y]| x.is_finite() && y.is_finite() && *x >= 1.0 && *y > 0.0)
+                    && c.points.windows(2).all(|w| w[0][0] < w[1][0]);
+                if !ok {
+                    return Err(SimError::Catalog(format!("{path}: points must be (cores >= 1, share > 0) pairs in increasing order of cores")));
+                }
             }
         }
         if self.platforms.is_empty() {
@@ -394,6 +464,14 @@ impl Catalog {
             .iter()
             .find(|s| model_matches(&s.models, model))
             .or_else(|| self.csps.iter().find(|s| id_matches(&s.pci_ids, vendor, device)))
+    }
+
+    pub fn gpu_for(&self, vendor: u16, device: u16) -> Option<&GpuSpec> {
+        self.gpus.iter().find(|s| id_matches(&s.pci_ids, vendor, device))
+    }
+
+    pub fn gpu(&self, name: &str) -> Result<&GpuSpec, SimError> {
+        self.gpus.iter().find(|g| g.name == name).ok_or_else(|| SimError::Catalog(format!("no GPU '{name}' in the catalog")))
     }
 
     pub fn nic_for(&self, vendor: u16, device: u16) -> Option<&NicSpec> {

@@ -46,6 +46,20 @@ pub enum JobKind {
     /// SSDs read into host memory and the NICs send it (a file server): each SSD's flow goes
     /// out through a NIC of its socket when there is one (round robin).
     Send,
+    /// Compression of a file in memory (tmpfs) into memory, as the scaling and GPU benchmarks
+    /// measure it: no storage; the kernel's copies out of and into the page cache load host
+    /// memory. On the CPU with `threads` workers, or on a GPU (staged through pinned host
+    /// memory: the copy engines move the data over the GPU's link).
+    CompressMemory { on: Compute },
+}
+
+/// Where the function runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compute {
+    Cpu,
+    /// This GPU (a label or address); `None`: the first GPU.
+    Gpu(Option<String>),
 }
 
 /// A job: the kind and its knobs.
@@ -68,6 +82,9 @@ pub struct Job {
     /// Chunks each flow keeps in flight (peerpath's default queue depth is 8): with the flow's
     /// rate, how long a chunk takes through it (the report's chunk latency).
     pub queue_depth: u32,
+    /// Compute threads of a CPU job (`--threads`): at most this many cores compute. `None`:
+    /// every core of the socket.
+    pub threads: Option<usize>,
 }
 
 impl Job {
@@ -82,10 +99,14 @@ impl Job {
             bytes_per_source: 64e9,
             chunk_bytes: 1048576.0,
             queue_depth: 8,
+            threads: None,
         }
     }
 
-    /// Parses `compress-p2p`, `compress-cpu`, `read`, `read-cmb[:CSP]`, `write`, `write-cmb[:CSP]`, `send`.
+    /// Parses `compress-p2p`, `compress-cpu`, `compress-memory`, `compress-memory-gpu[:GPU]`,
+    /// `read`, `read-cmb[:CSP]`, `write`, `write-cmb[:CSP]`, `send`. The memory jobs default to
+    /// peerpath's own functions (`compress-peerpath-1` on the CPU, `compress-nvcomp-gzip-2` on
+    /// a GPU: the default `--engine gpu` algorithm).
     pub fn parse(s: &str) -> Result<Job, SimError> {
         let (head, arg) = match s.split_once(':') {
             Some((h, a)) => (h, Some(a.to_string())),
@@ -99,13 +120,21 @@ impl Job {
             "read-cmb" => JobKind::Read { into: Memory::Cmb(arg) },
             "write-cmb" => JobKind::Write { from: Memory::Cmb(arg) },
             "send" => JobKind::Send,
+            "compress-memory" => JobKind::CompressMemory { on: Compute::Cpu },
+            "compress-memory-gpu" => JobKind::CompressMemory { on: Compute::Gpu(arg) },
             other => {
                 return Err(SimError::Job(format!(
-                    "unknown job '{other}' (compress-p2p, compress-cpu, read, write, read-cmb[:CSP], write-cmb[:CSP], send)"
+                    "unknown job '{other}' (compress-p2p, compress-cpu, compress-memory, compress-memory-gpu[:GPU], read, write, read-cmb[:CSP], write-cmb[:CSP], send)"
                 )))
             }
         };
-        Ok(Job::new(kind))
+        let mut job = Job::new(kind);
+        match &job.kind {
+            JobKind::CompressMemory { on: Compute::Cpu } => job.function = "compress-peerpath-1".into(),
+            JobKind::CompressMemory { on: Compute::Gpu(_) } => job.function = "compress-nvcomp-gzip-2".into(),
+            _ => {}
+        }
+        Ok(job)
     }
 
     pub fn describe(&self) -> String {
@@ -117,6 +146,16 @@ impl Job {
             JobKind::Write { from: Memory::Host } => "sequential writes to SSDs from host memory".into(),
             JobKind::Write { from: Memory::Cmb(c) } => format!("sequential writes to SSDs from the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
             JobKind::Send => "SSDs read into host memory, NICs send it (SSD -> host memory -> NIC)".into(),
+            JobKind::CompressMemory { on: Compute::Cpu } => format!(
+                "{} on the host CPU{}, a file in memory to memory (tmpfs -> cores -> tmpfs)",
+                self.function,
+                self.threads.map(|t| format!(" with {t} compute thread(s)")).unwrap_or_default()
+            ),
+            JobKind::CompressMemory { on: Compute::Gpu(g) } => format!(
+                "{} on {}, a file in memory to memory (tmpfs -> pinned host memory -> GPU -> pinned host memory -> tmpfs)",
+                self.function,
+                g.as_deref().unwrap_or("the first GPU")
+            ),
         }
     }
 }
@@ -420,6 +459,12 @@ impl Job {
                 }
                 groups.push(format!("{} SSD(s) sending through {} NIC(s)", flows.len(), nics.len()));
             }
+            // One flow, no storage: below.
+            JobKind::CompressMemory { .. } => {}
+        }
+        if let JobKind::CompressMemory { on } = &self.kind {
+            flows.push(self.memory_flow(m, on, r, &mut notes, &mut calibrations)?);
+            groups.push(flows[0].name.clone());
         }
         if flows.is_empty() {
             return Err(SimError::Job(format!("{}: nothing to do on this machine ({} SSDs)", self.describe(), ssds.len())));
@@ -439,6 +484,76 @@ impl Job {
                 }
             }
         }
+        if let Some(t) = self.threads {
+            for (k, res) in resources.iter_mut() {
+                if let ResKey::CpuCores(_) = k {
+                    if (t as f64) < res.capacity {
+                        res.name = format!("{} ({t} of its {} used: --threads {t})", res.name, res.capacity);
+                        res.capacity = t as f64;
+                    }
+                }
+            }
+        }
         Ok(Plan { flows, resources, groups, notes, calibrations })
+    }
+
+    /// The one flow of a memory-to-memory compression (socket 0: where the benchmarks ran).
+    fn memory_flow(&self, m: &Machine, on: &Compute, r: f64, notes: &mut Vec<String>, calibrations: &mut Vec<String>) -> Result<Flow, SimError> {
+        let socket = 0;
+        let mut b = Builder::new(m);
+        b.host_memory(socket, "the kernel copies the input out of the page cache (read + write)", 2.0);
+        b.host_memory(socket, "the kernel copies the output into the page cache (read + write)", 2.0 / r);
+        notes.push("the kernel's copies out of and into tmpfs load host memory but are not charged to cores (no measured per-byte cost)".into());
+        match on {
+            Compute::Cpu => {
+                let f = m.platform.functions.get(&self.function).ok_or_else(|| {
+                    SimError::Job(format!("platform {} has no per-core rate for {}", m.platform.name, self.function))
+                })?;
+                let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;
+                if f.is_calibration() {
+                    calibrations.push(format!("{} per core on {}: {} B/s ({})", self.function, m.platform.name, rate, f.source));
+                }
+                let cores = m.platform.cores_per_socket.value.unwrap_or(1.0);
+                let busy = self.threads.map(|t| (t as f64).min(cores)).unwrap_or(cores);
+                let share = match m.platform.core_contention.get(&self.function) {
+                    Some(c) => {
+                        let s = c.at(busy);
+                        notes.push(format!("{busy} busy cores each run at {:.0}% of one alone ({}: {})", s * 100.0, self.function, c.source));
+                        s
+                    }
+                    None => {
+                        notes.push(format!("no measured contention for {} on {}: every core at the 1-core rate", self.function, m.platform.name));
+                        1.0
+                    }
+                };
+                b.host_memory(socket, "compression reads its input", 1.0);
+                b.host_memory(socket, "compression writes its output", 1.0 / r);
+                b.cores(socket, "compute", 1.0 / (rate * share));
+                Ok(b.flow(format!("memory -> {} core(s) of socket {socket} -> memory", busy), self.bytes_per_source))
+            }
+            Compute::Gpu(name) => {
+                let g = match name {
+                    Some(n) => m.find(n)?,
+                    None => m.gpus().first().copied().ok_or_else(|| SimError::Job("the machine has no GPU the catalog knows".into()))?,
+                };
+                if m.engine_resource(g, &self.function).is_none() {
+                    notes.push(format!("{}: {} kernel throughput unknown (unlimited)", m.nodes[g].name, self.function));
+                }
+                let tlp = m.tlp;
+                let rc = m.root_of(g);
+                // The copy engines read the input from pinned host memory and write the output
+                // back: the GPU's link carries DMA reads one way, posted writes the other.
+                b.host_memory(socket, "the GPU's copy engines read the input (host -> GPU)", 1.0);
+                b.transfer(&m.route(rc, g), tlp.dma_read(), 1.0);
+                b.load(ResKey::GpuMemory(g), 2.0 + 2.0 / r);
+                b.load(ResKey::Engine(g), 1.0);
+                b.transfer(&m.route(g, rc), tlp.posted_write(), 1.0 / r);
+                b.host_memory(socket, "the GPU's copy engines write the output (GPU -> host)", 1.0 / r);
+                if let Some(v) = m.platform.orchestration_core_s_per_gb.as_ref().and_then(|f| f.value) {
+                    b.cores(socket, "orchestration", v / 1e9);
+                }
+                Ok(b.flow(format!("memory -> {} -> memory", m.nodes[g].name), self.bytes_per_source))
+            }
+        }
     }
 }

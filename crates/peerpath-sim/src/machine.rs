@@ -18,7 +18,7 @@ use std::fmt;
 use peerpath_topo::{Bdf, DeviceKind, Link, PortRole, Topology};
 use serde::Serialize;
 
-use crate::catalog::{Catalog, CspSpec, NicSpec, Platform, SsdSpec};
+use crate::catalog::{Catalog, CspSpec, GpuSpec, NicSpec, Platform, SsdSpec};
 use crate::pcie::TlpModel;
 use crate::SimError;
 
@@ -30,7 +30,8 @@ pub enum NodeKind {
     Ssd(Box<SsdSpec>),
     Csp(Box<CspSpec>),
     Nic(Box<NicSpec>),
-    /// An SSD, CSP or NIC with no catalog entry, or any other function.
+    Gpu(Box<GpuSpec>),
+    /// An SSD, CSP, NIC or GPU with no catalog entry, or any other function.
     Unknown { kind: DeviceKind },
 }
 
@@ -76,6 +77,8 @@ pub enum ResKey {
     CmbMemory(usize),
     /// Payload a NIC sends (all ports, one direction).
     NicSend(usize),
+    /// A GPU's own memory (reads and writes share it).
+    GpuMemory(usize),
 }
 
 /// What a resource is, in words, and its capacity (bytes/s, or cores for CPU).
@@ -190,6 +193,13 @@ impl Machine {
                         NodeKind::Unknown { kind: d.kind }
                     }
                 },
+                DeviceKind::Gpu => match catalog.gpu_for(d.vendor, d.device) {
+                    Some(s) => NodeKind::Gpu(Box::new(s.clone())),
+                    None => {
+                        unknowns.push(format!("{name}: GPU {:04x}:{:04x} not in the catalog (unlimited)", d.vendor, d.device));
+                        NodeKind::Unknown { kind: d.kind }
+                    }
+                },
                 DeviceKind::Nic => match catalog.nic_for(d.vendor, d.device) {
                     Some(s) => NodeKind::Nic(Box::new(s.clone())),
                     None => {
@@ -259,6 +269,11 @@ impl Machine {
 
     pub fn csps(&self) -> Vec<usize> {
         (0..self.nodes.len()).filter(|&i| self.nodes[i].is_csp()).collect()
+    }
+
+    /// GPUs the catalog knows.
+    pub fn gpus(&self) -> Vec<usize> {
+        (0..self.nodes.len()).filter(|&i| matches!(self.nodes[i].kind, NodeKind::Gpu(_))).collect()
     }
 
     /// NICs, known to the catalog or not (an unknown one is unlimited).
@@ -378,18 +393,21 @@ impl Machine {
                 NodeKind::Nic(c) => mk(format!("network ports of {} (payload)", self.nodes[n].name), c.payload_bytes_per_s()?, "B/s"),
                 _ => None,
             },
+            ResKey::GpuMemory(n) => match &self.nodes[n].kind {
+                NodeKind::Gpu(g) => mk(format!("GPU memory of {}", self.nodes[n].name), g.memory_bytes_per_s.value?, "B/s"),
+                _ => None,
+            },
         }
     }
 
-    /// The engine capacity of a CSP for `function`, when the catalog knows it.
+    /// The engine capacity of a CSP or GPU for `function`, when the catalog knows it.
     pub fn engine_resource(&self, n: usize, function: &str) -> Option<Resource> {
-        match &self.nodes[n].kind {
-            NodeKind::Csp(c) => {
-                let v = c.functions.get(function)?.value?;
-                Some(Resource { key: ResKey::Engine(n), name: format!("{function} engines of {}", self.nodes[n].name), capacity: v, unit: "B/s" })
-            }
-            _ => None,
-        }
+        let v = match &self.nodes[n].kind {
+            NodeKind::Csp(c) => c.functions.get(function)?.value?,
+            NodeKind::Gpu(g) => g.functions.get(function)?.value?,
+            _ => return None,
+        };
+        Some(Resource { key: ResKey::Engine(n), name: format!("{function} engines of {}", self.nodes[n].name), capacity: v, unit: "B/s" })
     }
 
     /// The topology name of a node (for verdicts): its address.

@@ -303,3 +303,65 @@ fn a_nic_saturates_at_its_line_rate_times_payload_efficiency() {
     // No NIC: said.
     assert!(Job::parse("send").unwrap().plan(&epyc()).unwrap_err().to_string().contains("needs a NIC"));
 }
+
+fn lent() -> Machine {
+    let t = Topology::from_toml_str(peerpath_sim::reproduce::LENT_GPU_HOST).unwrap();
+    Machine::new(t, &Catalog::default_catalog(), None).unwrap()
+}
+
+#[test]
+fn the_lent_machine_matches_its_platform_and_knows_its_gpu() {
+    let m = lent();
+    assert_eq!(m.platform.name, "lent-gpu-host-16c", "matched from the CPU (Intel family 6 model 0xcf)");
+    let g = m.gpus();
+    assert_eq!(g.len(), 1);
+    assert!(matches!(&m.nodes[g[0]].kind, peerpath_sim::machine::NodeKind::Gpu(s) if s.name == "nvidia-h100-sxm5-80gb"));
+}
+
+#[test]
+fn a_cpu_memory_job_scales_with_threads_times_the_measured_contention() {
+    let m = lent();
+    let rate = m.platform.functions["compress-peerpath-1"].value.unwrap();
+    let curve = &m.platform.core_contention["compress-peerpath-1"];
+    for t in [1usize, 2, 3, 8, 16, 64] {
+        let mut job = Job::parse("compress-memory").unwrap();
+        job.threads = Some(t);
+        let r = simulate(&m, &job, &exact()).unwrap();
+        let busy = t.min(16) as f64;
+        let want = busy * rate * curve.at(busy);
+        assert!((r.throughput_bytes_per_s - want).abs() < want * 1e-9, "T={t}: {} vs {want}", r.throughput_bytes_per_s);
+        assert!(r.bottleneck.starts_with("CPU cores of socket 0"), "{}", r.bottleneck);
+        // No storage in a memory job.
+        assert!(r.utilisation.iter().all(|u| !matches!(u.key, ResKey::FlashRead(_) | ResKey::FlashWrite(_))));
+    }
+    // Interpolation between measured points, and the ends held beyond them.
+    assert!((curve.at(3.0) - (0.7552 + 0.6412) / 2.0).abs() < 1e-12);
+    assert_eq!(curve.at(64.0), curve.at(16.0));
+}
+
+#[test]
+fn a_gpu_memory_job_is_limited_by_the_kernel_and_crosses_the_gpus_link_both_ways() {
+    let m = lent();
+    let mut job = Job::parse("compress-memory-gpu").unwrap();
+    job.ratio = Some(2.0);
+    let r = simulate(&m, &job, &exact()).unwrap();
+    let kernel = m.catalog.gpu("nvidia-h100-sxm5-80gb").unwrap().functions["compress-nvcomp-gzip-2"].value.unwrap();
+    assert!((r.throughput_bytes_per_s - kernel).abs() < kernel * 1e-9);
+    assert!(r.bottleneck.contains("compress-nvcomp-gzip-2 engines"), "{}", r.bottleneck);
+    let link = |dir| r.utilisation.iter().find(|u| u.key == ResKey::Link(m.gpus()[0], dir)).map(|u| u.used).unwrap();
+    // Input goes down (DMA read completions), half as much comes back up (posted writes).
+    assert!(link(Dir::Down) > kernel && link(Dir::Up) > kernel / 2.0 && link(Dir::Up) < link(Dir::Down));
+    // An unknown function is said, not guessed: the engine is unlimited and the link limits.
+    let mut job = Job::parse("compress-memory-gpu").unwrap();
+    job.function = "compress-nvcomp-zstd".into();
+    let r = simulate(&m, &job, &exact()).unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("kernel throughput unknown")), "{:?}", r.notes);
+}
+
+#[test]
+fn a_contention_curve_out_of_order_is_refused() {
+    let bad = peerpath_sim::catalog::DEFAULT_CATALOG.replacen("[[1, 1.0], [2, 0.7552]", "[[2, 1.0], [1, 0.7552]", 1);
+    assert_ne!(bad, peerpath_sim::catalog::DEFAULT_CATALOG);
+    let e = Catalog::from_toml_str(&bad).unwrap_err().to_string();
+    assert!(e.contains("core_contention"), "{e}");
+}

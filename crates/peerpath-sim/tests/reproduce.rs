@@ -93,3 +93,20 @@ fn reproduction_renders_and_serializes_labelled_simulated() {
     assert_eq!(json["label"], "simulated");
     assert!(json["rows"].as_array().unwrap().len() >= 28);
 }
+
+#[test]
+fn the_lent_machines_rows_start_from_its_one_thread_rate_and_name_the_gpu_pipeline() {
+    let rows = peerpath_sim::reproduce::lent(&Catalog::default_catalog()).unwrap();
+    let one = find(&rows, "peerpath compress -T 1, tmpfs to tmpfs");
+    assert_eq!(one.status, Status::Calibrated);
+    within(one, 0.01);
+    for t in [2, 4, 8, 16] {
+        let r = find(&rows, &format!("peerpath compress -T {t}, tmpfs to tmpfs"));
+        assert!(r.predicted > 0.0 && r.published > 0.0);
+        assert_eq!(r.status == Status::Reproduced, r.error.abs() <= 0.10, "{}", r.figure);
+        assert!(!r.why.is_empty());
+    }
+    let g = find(&rows, "compress --engine gpu (H200), past its opening");
+    assert!((g.predicted - 11.5).abs() < 1e-9, "the H200's kernel rate limits the model: {}", g.predicted);
+    assert!(g.why.contains("one stream"), "{}", g.why);
+}

@@ -54,3 +54,14 @@ fn with_nvidia_loaded_and_no_nvidia_fs_as_on_that_machine_the_reason_blocks_with
     let t = Topology::from_sysfs(&copy).unwrap();
     assert!(t.gpu_memory_paths()[0].direct);
 }
+
+#[test]
+fn the_committed_topology_file_is_the_tree_read_back() {
+    let mut from_sys = Topology::from_sysfs(fixture()).unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/h100-gpu-host");
+    let mut from_file = Topology::from_toml_file(dir.join("topology.toml")).unwrap();
+    from_sys.source = None;
+    from_file.source = None;
+    from_file.description = None;
+    assert_eq!(from_sys, from_file);
+}
