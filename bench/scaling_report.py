@@ -352,6 +352,29 @@ def markdown(cells, meta, threads, checks, bench_io, partial):
               f"{cpu.get('total_utilisation_pct', 0):.0f}% of {cpu.get('cores', '?')} | {io_path(rep)} |")
     w("")
 
+    # where the pipeline's time went (the report's `pipeline`: workers busy or waiting for
+    # work, what held the orchestrator, queue occupancy)
+    w("## Where peerpath's pipeline time went (the median run's `pipeline`)")
+    w("")
+    w("Workers: time running tasks / waiting for one, summed over the workers. Orchestrator: its "
+      "waits for completions, by what held it (\"workers all busy\" is compute-bound, the rest "
+      "are stages that starve the workers). In flight: time-weighted means.")
+    w("")
+    w("| operation | T | workers busy | worker idle s | orchestrator waited s | held by (s) | tasks | reads | writes |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for op in ("compress", "decompress"):
+        for t in threads:
+            c = cells.get(("mem", op, "peerpath", t))
+            rep = c.get("peerpath_report") if c else None
+            p = (rep or {}).get("pipeline")
+            if not p:
+                continue
+            held = ", ".join(f"{x['held_by']} {x['seconds']:.3f}" for x in p.get("waits", []))
+            w(f"| {op} | {t} | {p['worker_busy_share'] * 100:.0f}% ({p['worker_busy_s']:.3f} s) | {p['worker_idle_s']:.3f} | "
+              f"{p['orchestrator_wait_s']:.3f} of {p['orchestrator_span_s']:.3f} | {held} | {p['mean_tasks_in_flight']:.1f} | "
+              f"{p['mean_reads_in_flight']:.1f} | {p['mean_writes_in_flight']:.1f} |")
+    w("")
+
     # every cell in detail
     w("## Every cell")
     w("")

@@ -73,6 +73,27 @@ fn is_host_memory(loc: &Value) -> bool {
 }
 
 /// What every report must say, whatever the job.
+/// Where the CPU pass's time went: the workers' busy and idle time, the
+/// orchestrator's waits by cause (summing to its total, within its span), and
+/// occupancies no larger than what can be in flight.
+fn check_pipeline(r: &Value, what: &str) {
+    let p = &r["pipeline"];
+    let threads = r["threads"].as_u64().unwrap();
+    assert_eq!(p["worker_threads"].as_u64(), Some(threads), "{what}: {p}");
+    let f = |k: &str| p[k].as_f64().unwrap_or_else(|| panic!("{what}: pipeline.{k} missing: {p}"));
+    let (busy, idle) = (f("worker_busy_s"), f("worker_idle_s"));
+    assert!(busy > 0.0 && idle >= 0.0, "{what}: {p}");
+    assert!((f("worker_busy_share") - busy / (busy + idle)).abs() < 1e-9, "{what}: {p}");
+    let waits: f64 = p["waits"].as_array().unwrap().iter().map(|w| w["seconds"].as_f64().unwrap()).sum();
+    assert!((waits - f("orchestrator_wait_s")).abs() < 1e-9, "{what}: {p}");
+    assert!(f("orchestrator_wait_s") <= f("orchestrator_span_s") + 1e-6 && f("orchestrator_span_s") <= r["wall_s"].as_f64().unwrap() + 1e-6, "{what}: {p}");
+    // Workers cannot be busy longer than they existed.
+    assert!(busy <= threads as f64 * f("orchestrator_span_s") * 1.05 + 0.05, "{what}: {p}");
+    for k in ["mean_tasks_in_flight", "mean_reads_in_flight", "mean_writes_in_flight"] {
+        assert!(f(k) >= 0.0, "{what}: {k}");
+    }
+}
+
 fn check_common(r: &Value, what: &str) {
     assert_eq!(r["provenance"], "measured_host", "{what}");
     for key in ["bytes_in", "bytes_out", "wall_s", "ratio", "throughput_gb_per_s", "throughput_gbit_per_s"] {
@@ -89,6 +110,7 @@ fn check_common(r: &Value, what: &str) {
     }
     assert!(r["fallbacks"].is_array());
     assert!(r["memory"]["read_pool_bytes"].as_u64().unwrap() > 0);
+    check_pipeline(r, what);
     // The ledger's totals are its entries, summed.
     let l = &r["ledger"];
     let (mut traffic, mut dma, mut cpu) = (0u64, 0u64, 0u64);

@@ -213,6 +213,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     report.placement = ran.placement;
     report.placement_explain = ran.placement_explain;
     report.offload_transfers_cpu_s = ran.offload_transfers_cpu_s;
+    report.pipeline = ran.pipeline;
     report.verified_s = verify_wall.map(|t| t.as_secs_f64());
     Ok(report)
 }
@@ -242,6 +243,8 @@ struct Ran {
     offload_transfers_cpu_s: Option<f64>,
     /// What the figures are when devices did the work.
     provenance: Option<crate::report::Provenance>,
+    /// Where the CPU pass's time went.
+    pipeline: Option<peerpath_metrics::PipelineReport>,
 }
 
 /// Whether a stream can go through device memory: O_DIRECT both ways and a
@@ -350,7 +353,7 @@ fn run_job(
         }
         _ => (format!("host CPU, {library}"), opts.common.threads.max(1), Vec::new(), None),
     };
-    Ok(Ran { engine: engine_text, threads, memory, devices, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s: transfers, provenance })
+    Ok(Ran { engine: engine_text, threads, memory, devices, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s: transfers, provenance, pipeline: ran.pipeline })
 }
 
 /// Which streams go to devices, and what the report says of the choice.

@@ -96,6 +96,34 @@ impl CpuPass {
         self.workers.in_flight()
     }
 
+    /// What the CPU pass has in flight now.
+    pub fn in_flight_now(&self, streams: &[Stream]) -> peerpath_metrics::InFlight {
+        let on_cpu = || streams.iter().filter(|s| s.on_cpu);
+        peerpath_metrics::InFlight {
+            tasks: self.workers.in_flight(),
+            reads: on_cpu().map(|s| s.cpu.reads_in_flight).sum(),
+            writes: on_cpu().filter_map(|s| s.writer.as_ref()).map(|w| w.writes_in_flight).sum(),
+        }
+    }
+
+    /// What keeps the CPU pass from doing more while the orchestrator waits:
+    /// the workers (good: compute-bound), reads, the ordered writer, writes.
+    pub fn held_by(&self, streams: &[Stream]) -> &'static str {
+        let now = self.in_flight_now(streams);
+        let all_read = streams.iter().filter(|s| s.on_cpu).all(|s| s.cpu.read_done);
+        if now.tasks >= self.workers.threads() {
+            "workers all busy"
+        } else if now.reads > 0 && self.in_pipeline < self.slots {
+            "reads (workers short of input)"
+        } else if self.in_pipeline >= self.slots {
+            "pipeline full (chunks waiting for the ordered writer)"
+        } else if now.writes > 0 || all_read {
+            "writes and the last chunks"
+        } else {
+            "other"
+        }
+    }
+
     /// Where the pipeline stands, for an error that must say it.
     pub fn state(&self) -> String {
         format!("{} of {} chunks in the pipeline", self.in_pipeline, self.slots)
@@ -255,9 +283,11 @@ impl CpuPass {
     }
 
     /// Joins the workers (which charge their CPU time) and says what memory
-    /// the pass held.
-    pub fn finish(self) -> MemoryReport {
+    /// the pass held and where its time went (`clock`: the orchestrator's).
+    pub fn finish(self, clock: &mut peerpath_metrics::PipelineClock) -> (MemoryReport, peerpath_metrics::PipelineReport) {
+        let threads = self.workers.threads();
+        let times = self.workers.times.clone();
         drop(self.workers);
-        MemoryReport::new(&self.pool.stats(), self.cache.peak_allocated_bytes)
+        (MemoryReport::new(&self.pool.stats(), self.cache.peak_allocated_bytes), clock.report(threads, &times))
     }
 }

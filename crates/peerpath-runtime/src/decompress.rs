@@ -95,6 +95,8 @@ struct Ctx<'a> {
     pool: BufferPool,
     common: &'a CommonOptions,
     done_bytes: u64,
+    /// The orchestrator's waits and the queues' occupancy.
+    clock: peerpath_metrics::PipelineClock,
 }
 
 fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobError {
@@ -156,6 +158,7 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
         pool: BufferPool::new(WINDOW_BUFFERS.max(qd as usize + 2), READ_BYTES),
         common: &opts.common,
         done_bytes: 0,
+        clock: peerpath_metrics::PipelineClock::default(),
     };
     let mut fallbacks: Vec<Fallback> = note.iter().map(|n| Fallback::IoEngine { why: n.clone() }).collect();
     let mut files = Vec::new();
@@ -196,12 +199,14 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
     let pool_stats = ctx.pool.stats();
     let peak = ctx.cache.peak_allocated_bytes;
     let ledger = ctx.ledger.clone();
-    drop(ctx); // joins the workers
+    let times = ctx.workers.times.clone();
+    drop(ctx.workers); // joins the workers
+    let pipeline = ctx.clock.report(threads, &times);
     let mut memory = MemoryReport::new(&pool_stats, peak);
     memory.add_engine(engine.as_ref());
     drop(engine);
     let wall = start.elapsed();
-    Ok(JobReport::measured_host(JobSummary {
+    let mut report = JobReport::measured_host(JobSummary {
         operation,
         engine: "host CPU, ISA-L inflate".into(),
         format: "gzip".into(),
@@ -215,7 +220,9 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
         cpu,
         ledger: ledger.summary(),
         memory,
-    }))
+    });
+    report.pipeline = Some(pipeline);
+    Ok(report)
 }
 
 /// Contiguous read buffers covering [start, end) of the file.
@@ -354,8 +361,25 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     }
 }
 
-/// Waits for I/O or worker results and handles them.
-fn pump(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
+/// What keeps decoding from doing more while the orchestrator waits.
+fn held_by(ctx: &Ctx, st: &FileState) -> &'static str {
+    let writes = st.writer.as_ref().map_or(0, |w| w.writes_in_flight);
+    if ctx.workers.in_flight() >= ctx.workers.threads() {
+        "workers all busy"
+    } else if st.outstanding_out_bytes >= max_outstanding_output_bytes(ctx.workers.threads()) {
+        "output bound (decoded batches waiting to be written)"
+    } else if st.reads_in_flight > 0 {
+        "reads (workers short of input)"
+    } else if writes > 0 {
+        "writes"
+    } else {
+        "other"
+    }
+}
+
+/// Waits for I/O or worker results and handles them; the wait is charged to
+/// what held the orchestrator (`why`, or what `held_by` finds).
+fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<()> {
     if ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 {
         // Nothing could end the wait: a bug, said as an error, not a hang.
         return Err(JobError::Internal(format!(
@@ -368,7 +392,15 @@ fn pump(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
         )));
     }
     let mut completions: Vec<Completion<JobBuf>> = Vec::new();
+    let why = why.unwrap_or_else(|| held_by(ctx, st));
+    ctx.clock.observe(peerpath_metrics::InFlight {
+        tasks: ctx.workers.in_flight(),
+        reads: st.reads_in_flight,
+        writes: st.writer.as_ref().map_or(0, |w| w.writes_in_flight),
+    });
+    let waiting = Instant::now();
     ctx.engine.wait(&mut completions, &ctx.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
+    ctx.clock.waited(why, waiting.elapsed());
     for c in completions {
         let Token::Read { seq, .. } = Token::of(c.op, c.token) else {
             let w = st.writer.as_mut().expect("writes only with a writer");
@@ -471,7 +503,7 @@ fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
         }
     }
     while ctx.engine.in_flight() > 0 {
-        pump(ctx, st)?;
+        pump(ctx, st, Some("writes and the last batches"))?;
     }
     st.arrived.clear();
     Ok(())
@@ -607,7 +639,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         if blocked && ctx.workers.in_flight() < ctx.workers.threads() {
             ctx.submit_batch(st, std::mem::replace(&mut batch, Batch::new(index)));
         }
-        pump(ctx, st)?;
+        pump(ctx, st, None)?;
     }
 }
 
@@ -656,7 +688,7 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u6
                 return Err(std::io::Error::other("write failed"));
             }
             while ctx.engine.in_flight() > 2 {
-                if let Err(e) = pump(ctx, st) {
+                if let Err(e) = pump(ctx, st, Some("writes (streaming decode)")) {
                     sink_error = Some(e);
                     return Err(std::io::Error::other("write failed"));
                 }

@@ -17,8 +17,9 @@ use peerpath_metrics::{CpuAccount, Ledger};
 
 /// What the loop ran, for the report.
 pub(crate) struct Executed {
-    /// The CPU pass's memory (`None`: no stream ran on the CPU).
+    /// The CPU pass's memory and where its time went (`None`: no stream ran on the CPU).
     pub cpu_memory: Option<MemoryReport>,
+    pub pipeline: Option<peerpath_metrics::PipelineReport>,
     pub devices: Option<OnDevices>,
 }
 
@@ -47,8 +48,9 @@ impl Executor<'_> {
                 self.cpu_pass(&mut cpu, waker).start_stream(self.streams, i);
             }
         }
-        let result = self.drive(waker, &mut cpu, &mut dev);
-        let cpu_memory = cpu.map(CpuPass::finish); // joins the workers
+        let mut clock = peerpath_metrics::PipelineClock::default();
+        let result = self.drive(waker, &mut cpu, &mut dev, &mut clock);
+        let (cpu_memory, pipeline) = cpu.map(|c| c.finish(&mut clock)).unzip(); // joins the workers
         let devices = match (dev, &result) {
             (Some(d), Ok(())) => Some(d.finish(self.streams, self.engine, self.ledger, self.no_fallback, fallbacks)?),
             (Some(d), Err(_)) => {
@@ -57,7 +59,7 @@ impl Executor<'_> {
             }
             (None, _) => None,
         };
-        result.map(|()| Executed { cpu_memory, devices })
+        result.map(|()| Executed { cpu_memory, pipeline, devices })
     }
 
     /// The CPU pass, started when the first stream needs it.
@@ -66,7 +68,7 @@ impl Executor<'_> {
         cpu.get_or_insert_with(|| CpuPass::new(&self.cpu_params, self.streams.len(), blocking, waker.clone(), self.cpu.clone()))
     }
 
-    fn drive(&mut self, waker: &Waker, cpu: &mut Option<CpuPass>, dev: &mut Option<DeviceSide>) -> Result<()> {
+    fn drive(&mut self, waker: &Waker, cpu: &mut Option<CpuPass>, dev: &mut Option<DeviceSide>, clock: &mut peerpath_metrics::PipelineClock) -> Result<()> {
         let mut completions = Vec::new();
         loop {
             // Results are taken before reads are issued, so every buffer they
@@ -101,7 +103,16 @@ impl Executor<'_> {
                 continue; // device completions (or a failure) are waiting
             }
             completions.clear();
+            let held_by = match (cpu.as_ref(), dev.as_ref()) {
+                (Some(c), _) => {
+                    clock.observe(c.in_flight_now(self.streams));
+                    c.held_by(self.streams)
+                }
+                (None, _) => "devices",
+            };
+            let waiting = std::time::Instant::now();
             self.engine.wait(&mut completions, waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
+            clock.waited(held_by, waiting.elapsed());
             for c in completions.drain(..) {
                 self.complete(c, cpu, dev)?;
             }

@@ -281,6 +281,10 @@ pub struct JobReport {
     /// device commands were in flight (the steady state; the rest of its
     /// CPU is starting and stopping devices and registering their memory).
     pub offload_transfers_cpu_s: Option<f64>,
+    /// Where the host CPU pass's time went: workers busy or waiting for work,
+    /// what held the orchestrator, queues' occupancy (`None`: no CPU pass).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<peerpath_metrics::PipelineReport>,
 }
 
 /// What a job knows about itself; the figures are derived from it.
@@ -346,6 +350,7 @@ impl JobReport {
             placement: Vec::new(),
             placement_explain: None,
             offload_transfers_cpu_s: None,
+            pipeline: None,
         };
         let uncompressed = if j.operation == Operation::Compress { bytes_in } else { bytes_out };
         r.finish_figures(uncompressed);
@@ -387,6 +392,9 @@ impl JobReport {
             let _ = writeln!(s, "  verified      every member of every output, before it was put in place ({v:.3} s, host CPU)");
         }
         self.render_memory(&mut s);
+        if let Some(p) = &self.pipeline {
+            let _ = writeln!(s, "  pipeline      {}", p.render());
+        }
         for p in &self.placement {
             let _ = writeln!(s, "  placement     {p}");
         }
