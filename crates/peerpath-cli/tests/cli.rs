@@ -471,3 +471,65 @@ fn completions_and_the_man_page_are_generated_from_the_cli() {
     assert!(page.contains("compress"), "{page:.300}");
     assert_eq!(run(&mut pp(["completions", "no-such-shell"])).code(), Some(2));
 }
+
+/// Decompressing into a memory file system: the workers decode straight into
+/// the target's mapped pages (no write copy in the ledger, the kernel's
+/// zeroing of fresh pages instead), the bytes are exact, a corrupt member
+/// keeps nothing, and `PEERPATH_NO_MAPPED_OUTPUT=1` gives the written path.
+#[test]
+fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
+    let test = "decompressing_into_a_memory_file_system_decodes_into_the_mapped_target";
+    let Some(fs) = TmpfsMount::new(test, "64m") else { return };
+    let dir = scratch();
+    let data = mixed_data(6_000_000, 17);
+    let src = dir.path().join("x");
+    std::fs::write(&src, &data).unwrap();
+    let gz = dir.path().join("x.gz");
+    run(&mut pp(args!["compress", &src, "-o", &gz, "--block-size", "64K", "-q"])).ok();
+    let purposes = |r: &Value| -> Vec<(String, String, u64)> {
+        r["ledger"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["purpose"].as_str().unwrap().to_string(), e["mover"]["kind"].as_str().unwrap().to_string(), e["bytes_written"].as_u64().unwrap()))
+            .collect()
+    };
+    let target = fs.dir.join("x");
+    let r = run(&mut pp(args!["decompress", &gz, "-o", &target, "-T", "2", "--json"])).ok().json();
+    assert_file_eq(&target, &data, "decoded into the mapped target");
+    let why = r["files"][0]["write_path"]["fallback_reason"].as_str().unwrap();
+    assert!(why.contains("mapped pages"), "{why}");
+    let p = purposes(&r);
+    assert!(p.contains(&("zero_pages".into(), "cpu".into(), data.len() as u64)), "{p:?}");
+    assert!(!p.iter().any(|(what, mover, _)| what == "write_target" && mover == "cpu"), "no write copy: {p:?}");
+    check_pipeline(&r, "mapped decompress");
+    // The written path, asked for: same bytes, a write copy.
+    std::fs::remove_file(&target).unwrap();
+    let r = run(pp(args!["decompress", &gz, "-o", &target, "-T", "2", "--json"]).env("PEERPATH_NO_MAPPED_OUTPUT", "1")).ok().json();
+    assert_file_eq(&target, &data, "written target");
+    assert!(purposes(&r).iter().any(|(what, mover, _)| what == "write_target" && mover == "cpu"));
+    std::fs::remove_file(&target).unwrap();
+    // Members with sizes, then a member without (gzip's): mapped, then written, in order.
+    if let Some(gzip) = tool("gzip") {
+        let tail = sample()[..200_000].to_vec();
+        let mut mixed = std::fs::read(&gz).unwrap();
+        mixed.extend(sys(&gzip, &[OsStr::new("-c")], Some(tail.clone())));
+        let mixed_gz = dir.path().join("mixed.gz");
+        std::fs::write(&mixed_gz, &mixed).unwrap();
+        let r = run(&mut pp(args!["decompress", &mixed_gz, "-o", &target, "--json"])).ok().json();
+        assert_file_eq(&target, &[data.clone(), tail].concat(), "parallel into the mapping, then streaming writes");
+        assert!(r["files"][0]["decode_mode"].to_string().contains("streaming"), "{}", r["files"][0]["decode_mode"]);
+        std::fs::remove_file(&target).unwrap();
+    }
+    // A corrupt member in the middle: the error names it and nothing is kept.
+    let mut bad = std::fs::read(&gz).unwrap();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x55;
+    let bad_gz = dir.path().join("bad.gz");
+    std::fs::write(&bad_gz, &bad).unwrap();
+    let out = run(&mut pp(args!["decompress", &bad_gz, "-o", &target, "-T", "2"]));
+    assert!(matches!(out.code(), Some(6) | Some(7)), "corrupt input: {}", out.stderr);
+    assert!(out.stderr.contains("member"), "{}", out.stderr);
+    assert_dir_holds(&fs.dir, &[]);
+    drop(fs);
+}

@@ -75,6 +75,9 @@ pub enum Purpose {
     /// A copy between a device's own memory and the host buffers storage
     /// DMAs into and out of (memory the I/O engine cannot reach).
     Stage,
+    /// The kernel zeroing fresh pages a job's threads fault in (a mapped
+    /// output on a memory file system): written, never read.
+    ZeroPages,
 }
 
 impl fmt::Display for Purpose {
@@ -87,6 +90,7 @@ impl fmt::Display for Purpose {
             Purpose::Reassemble => "join split member",
             Purpose::Metadata => "metadata",
             Purpose::Stage => "stage through host memory",
+            Purpose::ZeroPages => "kernel zeroes fresh pages",
         })
     }
 }

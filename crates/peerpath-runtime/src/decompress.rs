@@ -17,7 +17,7 @@ use crate::writer::TargetWriter;
 use peerpath_func::gzip::declared_output_bytes;
 use peerpath_func::{decode_member, HeaderError, MemberError, MemberHeader, StreamDecoder, StreamError};
 use peerpath_io::{choose_engine, Completion, EngineKind, IoEngine, IoOp, IoPath, SourceKind, Waker};
-use peerpath_mem::{AlignedBuf, BufferPool, MemoryDomain, PooledBuf};
+use peerpath_mem::{AlignedBuf, BufferPool, FileMapping, MemoryDomain, PooledBuf};
 use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Seek, SeekFrom};
@@ -76,13 +76,29 @@ impl Batch {
     }
 }
 
+/// Where a batch decodes to: a buffer the writer then writes, or its range
+/// of the mapped target (a memory file system's file: nothing to write).
+enum Output {
+    Buf(AlignedBuf),
+    Mapped { map: Arc<FileMapping>, at: usize, len: usize },
+}
+
+impl Output {
+    fn len(&self) -> usize {
+        match self {
+            Output::Buf(b) => b.len(),
+            Output::Mapped { len, .. } => *len,
+        }
+    }
+}
+
 struct Decoded {
     first_index: u64,
     count: u64,
     member_bytes: usize,
     declared_out_bytes: usize,
     /// On failure: the error, the failing member's index and offset.
-    result: std::result::Result<AlignedBuf, (MemberError, u64, u64, AlignedBuf)>,
+    result: std::result::Result<Output, (MemberError, u64, u64, Output)>,
 }
 
 /// Shared by every file of a job.
@@ -273,7 +289,11 @@ struct FileState<'p> {
     /// Index of the next member to write.
     next_write: u64,
     /// Decoded batches by first member index: (output, members, declared bytes).
-    ready: BTreeMap<u64, (AlignedBuf, u64, usize)>,
+    ready: BTreeMap<u64, (Output, u64, usize)>,
+    /// The target mapped, where it is a file on a memory file system: the
+    /// workers decode into its pages (`map_target`); the next batch's offset.
+    mapped: Option<Arc<FileMapping>>,
+    mapped_end: usize,
     outstanding_out_bytes: usize,
     first_error: Option<(u64, JobError)>,
     bytes_out: u64,
@@ -308,7 +328,26 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         None => (None, None),
     };
     crate::job::copy_memory_files_on_kernel_workers(ctx.engine, &src, writer.as_ref());
-    let mut st = FileState { path: source, writer, next_write: 0, ready: BTreeMap::new(), outstanding_out_bytes: 0, first_error: None, bytes_out: 0, members: 0, via: crate::Via::of(&src), reads_in_flight: 0, arrived: BTreeMap::new() };
+    let mapped = writer.as_ref().and_then(|w| map_target(w, &src));
+    let mut write_path = write_path;
+    if let (Some(p), Some(_)) = (write_path.as_mut(), &mapped) {
+        p.fallback_reason = Some("a memory file system: the workers decode straight into the file's mapped pages (no write, no copy)".into());
+    }
+    let mut st = FileState {
+        path: source,
+        writer,
+        next_write: 0,
+        ready: BTreeMap::new(),
+        mapped,
+        mapped_end: 0,
+        outstanding_out_bytes: 0,
+        first_error: None,
+        bytes_out: 0,
+        members: 0,
+        via: crate::Via::of(&src),
+        reads_in_flight: 0,
+        arrived: BTreeMap::new(),
+    };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
     let drained = drain(ctx, &mut st);
@@ -430,9 +469,15 @@ impl Ctx<'_> {
     fn members_done(&mut self, st: &mut FileState, d: Decoded) {
         match d.result {
             Ok(out) => {
+                // Decoded into host memory: a buffer, or the target's pages in the page cache.
+                let host = MemoryDomain::host_unplaced();
+                let domain = match &out {
+                    Output::Buf(b) => b.domain(),
+                    Output::Mapped { .. } => &host,
+                };
                 self.ledger.record(
-                    Location::memory(out.domain()),
-                    Location::memory(out.domain()),
+                    Location::memory(domain),
+                    Location::memory(domain),
                     Mover::Cpu { role: CpuRole::Compute },
                     Purpose::Function,
                     d.member_bytes as u64,
@@ -441,7 +486,9 @@ impl Ctx<'_> {
                 st.ready.insert(d.first_index, (out, d.count, d.declared_out_bytes));
             }
             Err((e, index, offset, out)) => {
-                self.cache.put(out);
+                if let Output::Buf(b) = out {
+                    self.cache.put(b);
+                }
                 st.outstanding_out_bytes -= d.declared_out_bytes;
                 st.fail(index, member_error(st.path, index, offset, e));
             }
@@ -453,14 +500,39 @@ impl Ctx<'_> {
         if batch.members.is_empty() {
             return;
         }
-        let mut out = self.cache.get(batch.out_bytes.max(1));
+        let mut out = match &st.mapped {
+            Some(map) => {
+                let at = st.mapped_end;
+                // The file grows before any store reaches the range: a full
+                // file system is an error here, not a SIGBUS in a worker.
+                if let Err(e) = map.extend_to(at + batch.out_bytes) {
+                    let e = st.writer.as_ref().expect("a mapped target has a writer").io_error(e);
+                    st.fail(batch.first_index, e);
+                    return;
+                }
+                st.mapped_end += batch.out_bytes;
+                Output::Mapped { map: map.clone(), at, len: batch.out_bytes }
+            }
+            None => Output::Buf(self.cache.get(batch.out_bytes.max(1))),
+        };
         st.outstanding_out_bytes += batch.out_bytes;
         self.workers.submit(move |_| {
             let Batch { first_index, members, member_bytes, out_bytes } = batch;
             let count = members.len() as u64;
+            let dst: &mut [u8] = match &mut out {
+                Output::Buf(b) => b.spare_mut(),
+                Output::Mapped { map, at, len } => {
+                    map.populate(*at, *len);
+                    // SAFETY: the range was extended above and is this batch's
+                    // alone (each batch gets the next `out_bytes` of the file).
+                    unsafe { map.range(*at, *len) }
+                }
+            };
             let mut pos = 0;
             for (k, (header, bytes, offset, out_len)) in members.iter().enumerate() {
-                match decode_member(header, bytes.bytes(), &mut out.spare_mut()[pos..pos + out_len]) {
+                // On success a member fills exactly its declared bytes
+                // (`decode_member` checks), so a batch fills its range.
+                match decode_member(header, bytes.bytes(), &mut dst[pos..pos + out_len]) {
                     Ok(n) => pos += n,
                     Err(e) => {
                         let index = first_index + k as u64;
@@ -468,7 +540,9 @@ impl Ctx<'_> {
                     }
                 }
             }
-            out.set_len(pos);
+            if let Output::Buf(b) = &mut out {
+                b.set_len(pos);
+            }
             Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Ok(out) }
         });
     }
@@ -481,9 +555,11 @@ fn write_ready(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
         st.outstanding_out_bytes -= declared;
         st.bytes_out += out.len() as u64;
         ctx.done_bytes += out.len() as u64;
-        match st.writer.as_mut() {
-            Some(w) if st.first_error.is_none() => w.push_owned(out, ctx.engine, &mut ctx.cache, Token::write(0), &ctx.ledger)?,
-            _ => ctx.cache.put(out),
+        match (st.writer.as_mut(), out) {
+            (Some(w), Output::Buf(b)) if st.first_error.is_none() => w.push_owned(b, ctx.engine, &mut ctx.cache, Token::write(0), &ctx.ledger)?,
+            (_, Output::Buf(b)) => ctx.cache.put(b),
+            (Some(w), Output::Mapped { len, .. }) => w.mapped_written(len as u64, &ctx.ledger),
+            (None, Output::Mapped { .. }) => unreachable!("a mapped output has a writer"),
         }
     }
     if let Some(p) = &ctx.common.progress {
@@ -641,6 +717,31 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         }
         pump(ctx, st, None)?;
     }
+}
+
+/// Decompressed output reaches in at most 1032 bytes per compressed byte
+/// (deflate's largest expansion): the mapping reserves that much address
+/// space (not memory), up to this much.
+const MAX_MAPPED_BYTES: u64 = 1 << 46;
+
+/// Maps the target where it is a file on a memory file system and the
+/// source's size bounds the output: the workers then decode straight into
+/// its pages, in parallel, where writes to one tmpfs file are one thread's
+/// copy at a time (its inode lock). `PEERPATH_NO_MAPPED_OUTPUT=1` turns it
+/// off (for A/B measurements, docs/tuning.md#mapped-output).
+fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile) -> Option<Arc<FileMapping>> {
+    if w.is_sequential() || !w.target.in_memory() || std::env::var_os("PEERPATH_NO_MAPPED_OUTPUT").is_some_and(|v| v != "0") {
+        return None;
+    }
+    let reserve = src.kind.size_bytes()?.checked_mul(1032)?.checked_add(64 << 20)?;
+    if reserve > MAX_MAPPED_BYTES {
+        return None;
+    }
+    // A shared writable mapping needs the file open for reading too: the
+    // same file, opened again through its descriptor (named or not).
+    let fd = w.target.file.as_raw_fd();
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/self/fd/{fd}")).ok()?;
+    FileMapping::new(file, reserve as usize).ok().map(Arc::new)
 }
 
 /// A member-level error found while splitting: members before it still get

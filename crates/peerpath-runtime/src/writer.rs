@@ -272,6 +272,18 @@ impl TargetWriter {
         self.submit(engine, JobBuf::Owned(staging), at, write_len, token, ledger)
     }
 
+    /// Counts `n` bytes that compute workers stored straight into the
+    /// target's mapped pages (a memory file system's file), next in order.
+    pub fn mapped_written(&mut self, n: u64, ledger: &Ledger) {
+        assert!(self.staging.is_none(), "mapped output after staged writes");
+        self.logical_len += n;
+        self.bytes_written += n;
+        let page_cache = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
+        // Each fresh page is zeroed by the kernel when a worker faults it in, then written.
+        ledger.record(page_cache.clone(), page_cache.clone(), Mover::Cpu { role: CpuRole::Compute }, Purpose::ZeroPages, 0, n);
+        ledger.record_copy(page_cache, self.target_location.clone(), Mover::Dma { engine: "storage controller".into() }, Purpose::WriteTarget, n);
+    }
+
     /// Called for each completed write of this target.
     pub fn on_write_complete(&mut self, result: std::io::Result<usize>, buf: JobBuf, cache: &mut BufferCache) -> Result<()> {
         self.writes_in_flight -= 1;

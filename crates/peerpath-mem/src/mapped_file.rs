@@ -1,0 +1,142 @@
+//! An output file on a memory file system, mapped so that compute workers
+//! write their results straight into its pages.
+//!
+//! Writes to one tmpfs file are serialised by its inode lock (one thread's
+//! copy at a time, whoever issues them); stores through a shared mapping
+//! are not: each worker faults in and fills its own pages, and nothing is
+//! copied afterwards. The file grows by `fallocate` before any store reaches
+//! a range, so a full file system is an `ENOSPC` error from a system call,
+//! never a `SIGBUS` from a store.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+
+/// A shared, writable mapping of a file, reserved larger than the file will
+/// grow (the address space only: pages exist where the file was extended).
+pub struct FileMapping {
+    ptr: NonNull<u8>,
+    reserved: usize,
+    file: std::fs::File,
+    /// Bytes of the file made to exist (`extend`), from offset 0.
+    len: std::sync::atomic::AtomicUsize,
+}
+
+// SAFETY: the mapping is plain shared memory; callers write disjoint ranges
+// (see `range`), and the struct itself only holds the address and sizes.
+unsafe impl Send for FileMapping {}
+// SAFETY: as above; `len` is atomic.
+unsafe impl Sync for FileMapping {}
+
+impl FileMapping {
+    /// Maps `reserved` bytes of `file` (open for reading and writing: a
+    /// shared writable mapping needs both), shared and writable. Nothing is
+    /// allocated yet.
+    pub fn new(file: std::fs::File, reserved: usize) -> io::Result<FileMapping> {
+        if reserved == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty mapping"));
+        }
+        // SAFETY: a new mapping chosen by the kernel (no address given), of a
+        // file we own; MAP_NORESERVE: address space only.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                reserved,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_NORESERVE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p as *mut u8).ok_or_else(|| io::Error::other("mmap returned a null address"))?;
+        Ok(FileMapping { ptr, reserved, file, len: std::sync::atomic::AtomicUsize::new(0) })
+    }
+
+    /// Grows the file to `end` bytes with `fallocate` (its blocks reserved:
+    /// a full file system fails here, not in a store). Call from one thread.
+    pub fn extend_to(&self, end: usize) -> io::Result<()> {
+        let len = self.len.load(std::sync::atomic::Ordering::Acquire);
+        if end <= len {
+            return Ok(());
+        }
+        if end > self.reserved {
+            return Err(io::Error::other(format!("the output grew past the {} bytes mapped for it", self.reserved)));
+        }
+        // SAFETY: fallocate on our descriptor, mode 0 (allocate and extend).
+        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, len as libc::off_t, (end - len) as libc::off_t) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.len.store(end, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Bytes of the file made to exist.
+    pub fn len(&self) -> usize {
+        self.len.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes `[offset, offset + len)` of the file, to be written by one
+    /// thread.
+    ///
+    /// # Safety
+    /// The range must lie within what `extend_to` made exist, and no other
+    /// slice of an overlapping range may be alive at the same time.
+    #[allow(clippy::mut_from_ref)] // disjoint ranges of shared memory, as documented
+    pub unsafe fn range(&self, offset: usize, len: usize) -> &mut [u8] {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len()), "a range past the extended file");
+        // SAFETY: within the mapping and the file (asserted); exclusive per the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(offset), len) }
+    }
+
+    /// Faults in the pages of `[offset, offset + len)` ahead of writing them
+    /// (one system call instead of a fault per page). Best effort.
+    pub fn populate(&self, offset: usize, len: usize) {
+        let start = crate::align_down(offset, crate::DIRECT_IO_ALIGN_BYTES);
+        let end = (offset + len).min(self.len());
+        if end > start {
+            // SAFETY: start..end lies in our mapping and the file; populating
+            // allocates pages without changing a byte.
+            unsafe { libc::madvise(self.ptr.as_ptr().add(start) as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
+        }
+    }
+}
+
+impl Drop for FileMapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, unmapped once; no slice outlives `self`
+        // (they borrow it).
+        unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.reserved) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_land_in_the_file_and_extending_past_the_reservation_is_an_error() {
+        let dir = tempfile::tempdir_in("/dev/shm").or_else(|_| tempfile::tempdir()).unwrap();
+        let path = dir.path().join("out");
+        let f = std::fs::OpenOptions::new().create(true).read(true).write(true).truncate(true).open(&path).unwrap();
+        let m = FileMapping::new(f, 1 << 20).unwrap();
+        m.extend_to(10_000).unwrap();
+        m.populate(4096, 4096);
+        // SAFETY: two disjoint ranges within the extended file.
+        let (a, b) = unsafe { (m.range(0, 5000), m.range(5000, 5000)) };
+        a.fill(b'a');
+        b.fill(b'b');
+        assert!(m.extend_to((1 << 20) + 1).is_err());
+        drop(m);
+        let got = std::fs::read(&path).unwrap();
+        assert_eq!(got.len(), 10_000);
+        assert!(got[..5000].iter().all(|&x| x == b'a') && got[5000..].iter().all(|&x| x == b'b'));
+    }
+}
