@@ -47,6 +47,25 @@ bench/scaling.sh \
     --out "$OUT" 2> >(tee "$OUT/scaling.log" >&2) || rc=$?
 wait # for tee
 
+# A/B: decompression into one tmpfs file, decoded into its mapped pages (the default) or
+# written (PEERPATH_NO_MAPPED_OUTPUT=1), at every core, 5 interleaved runs each
+# (docs/tuning.md#mapped-output). Printed and kept in $OUT/mapped-ab.txt.
+ab_dir=/dev/shm/ppmapab
+if rm -rf -- "$ab_dir" && mkdir -p -- "$ab_dir" && xz -dc .gpu/slice.fa.xz > "$ab_dir/slice" \
+    && for _ in 1 2 3 4 5 6 7 8; do cat -- "$ab_dir/slice"; done > "$ab_dir/in" \
+    && .gpu/peerpath compress -T "$(nproc)" -q --no-sync "$ab_dir/in" -o "$ab_dir/in.gz"; then
+    {
+        echo "decompress -T $(nproc) of 384 MiB into one tmpfs file: seconds per run (mapped | written)"
+        for _ in 1 2 3 4 5; do
+            m=$( { TIMEFORMAT=%R; time .gpu/peerpath decompress -T "$(nproc)" -q -f --no-sync "$ab_dir/in.gz" -o "$ab_dir/out"; } 2>&1 )
+            cmp -s "$ab_dir/out" "$ab_dir/in" || m="$m (WRONG OUTPUT)"
+            w=$( { TIMEFORMAT=%R; time PEERPATH_NO_MAPPED_OUTPUT=1 .gpu/peerpath decompress -T "$(nproc)" -q -f --no-sync "$ab_dir/in.gz" -o "$ab_dir/out"; } 2>&1 )
+            echo "$m | $w"
+        done
+    } 2>&1 | tee "$OUT/mapped-ab.txt" >&2
+fi
+rm -rf -- "$ab_dir"
+
 if [ -f "$OUT/scaling.md" ]; then
     echo
     cat -- "$OUT/scaling.md"

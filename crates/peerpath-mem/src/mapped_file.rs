@@ -74,6 +74,18 @@ impl FileMapping {
         Ok(())
     }
 
+    /// Whether the file system supports `fallocate` (tmpfs does, ramfs does
+    /// not): allocates one byte of an empty file and truncates it back.
+    pub fn probe_fallocate(&self) -> io::Result<()> {
+        assert_eq!(self.len(), 0, "probe an empty mapping");
+        // SAFETY: fallocate on our descriptor, then truncating back to 0.
+        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, 0, 1) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.file.set_len(0)
+    }
+
     /// Bytes of the file made to exist.
     pub fn len(&self) -> usize {
         self.len.load(std::sync::atomic::Ordering::Acquire)

@@ -741,7 +741,11 @@ fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile) -> Option<Arc<Fil
     // same file, opened again through its descriptor (named or not).
     let fd = w.target.file.as_raw_fd();
     let file = std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/self/fd/{fd}")).ok()?;
-    FileMapping::new(file, reserve as usize).ok().map(Arc::new)
+    let map = FileMapping::new(file, reserve as usize).ok()?;
+    // Only where the file system reserves space up front (tmpfs; not ramfs):
+    // a store must never be the first to learn that memory ran out.
+    map.probe_fallocate().ok()?;
+    Some(Arc::new(map))
 }
 
 /// A member-level error found while splitting: members before it still get
