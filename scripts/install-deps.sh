@@ -12,6 +12,11 @@ for pkg_bin in nasm:nasm autoconf:autoconf automake:automake libtool:libtoolize 
 done
 # The independent reader of encrypted files the tests use (scripts/ppenc-reference.py).
 python3 -c 'import cryptography' >/dev/null 2>&1 || need_apt+=(python3-cryptography)
+# Real clients of `peerpath serve` in the tests: curl (HTTP), pymemcache (Debian's python3)
+# and libmemcached's memccat (memcached's text protocol).
+/usr/bin/python3 -c 'import pymemcache' >/dev/null 2>&1 || need_apt+=(python3-pymemcache)
+command -v memccat >/dev/null 2>&1 || command -v memcat >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "peerpath: installing with apt-get: ${need_apt[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
