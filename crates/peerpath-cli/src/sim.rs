@@ -25,7 +25,7 @@ pub struct SimArgs {
 #[derive(Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once
 enum SimAction {
-    /// Predict the published figures of the seeds (001, 003, 004) and print them side by side.
+    /// Predict the published figures of the seeds (001-004) and the lent machine's own, side by side.
     Reproduce {
         /// Print JSON.
         #[arg(long)]
@@ -59,7 +59,8 @@ struct RunArgs {
     #[arg(long, conflicts_with = "file")]
     sysfs: Option<PathBuf>,
     /// The job: compress-p2p, compress-cpu, compress-memory (a file in memory on the CPU),
-    /// compress-memory-gpu[:GPU], read, write, read-cmb[:CSP], write-cmb[:CSP], send.
+    /// compress-memory-gpu[:GPU], read, write, read-cmb[:CSP], write-cmb[:CSP], send,
+    /// send-nicmem (payloads in NIC memory, seed 002).
     #[arg(long, default_value = "compress-p2p")]
     job: String,
     /// The function, as the catalog names it (compress-zlib-1, compress-peerpath-1,

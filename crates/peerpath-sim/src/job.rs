@@ -46,6 +46,11 @@ pub enum JobKind {
     /// SSDs read into host memory and the NICs send it (a file server): each SSD's flow goes
     /// out through a NIC of its socket when there is one (round robin).
     Send,
+    /// The same data mover with its payloads in NIC memory (seed 002's nicmem, `peerpath serve
+    /// --mode devmem`): SSDs write each object into the memory of a NIC of their socket by
+    /// P2P DMA, the host builds only headers (`header_bytes` per object of `chunk_bytes`), and
+    /// the NIC sends header + payload.
+    SendNicmem,
     /// Compression of a file in memory (tmpfs) into memory, as the scaling and GPU benchmarks
     /// measure it: no storage; the kernel's copies out of and into the page cache load host
     /// memory. On the CPU with `threads` workers, or on a GPU (staged through pinned host
@@ -85,6 +90,8 @@ pub struct Job {
     /// Compute threads of a CPU job (`--threads`): at most this many cores compute. `None`:
     /// every core of the socket.
     pub threads: Option<usize>,
+    /// Response header bytes the host builds per object (`send-nicmem`).
+    pub header_bytes: f64,
 }
 
 impl Job {
@@ -100,6 +107,8 @@ impl Job {
             chunk_bytes: 1048576.0,
             queue_depth: 8,
             threads: None,
+            // An HTTP/1.1 200 response header as `peerpath serve` writes it is ~150-250 bytes.
+            header_bytes: 256.0,
         }
     }
 
@@ -120,6 +129,7 @@ impl Job {
             "read-cmb" => JobKind::Read { into: Memory::Cmb(arg) },
             "write-cmb" => JobKind::Write { from: Memory::Cmb(arg) },
             "send" => JobKind::Send,
+            "send-nicmem" => JobKind::SendNicmem,
             "compress-memory" => JobKind::CompressMemory { on: Compute::Cpu },
             "compress-memory-gpu" => JobKind::CompressMemory { on: Compute::Gpu(arg) },
             other => {
@@ -146,6 +156,11 @@ impl Job {
             JobKind::Write { from: Memory::Host } => "sequential writes to SSDs from host memory".into(),
             JobKind::Write { from: Memory::Cmb(c) } => format!("sequential writes to SSDs from the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
             JobKind::Send => "SSDs read into host memory, NICs send it (SSD -> host memory -> NIC)".into(),
+            JobKind::SendNicmem => format!(
+                "SSDs write objects into NIC memory by P2P DMA, the host builds {} B headers per {} KiB object, NICs send both (SSD -> NIC memory -> wire)",
+                self.header_bytes,
+                self.chunk_bytes / 1024.0
+            ),
             JobKind::CompressMemory { on: Compute::Cpu } => format!(
                 "{} on the host CPU{}, a file in memory to memory (tmpfs -> cores -> tmpfs)",
                 self.function,
@@ -435,10 +450,14 @@ impl Job {
                 }
                 groups.push(format!("{} SSD(s) writing", flows.len()));
             }
-            JobKind::Send => {
+            JobKind::Send | JobKind::SendNicmem => {
+                let nicmem = self.kind == JobKind::SendNicmem;
                 let nics = m.nics();
                 if nics.is_empty() {
                     return Err(SimError::Job("send needs a NIC; the machine has none".into()));
+                }
+                if nicmem {
+                    notes.push("NIC memory is assumed to be a P2P target (the seed's proposal; no shipping NIC publishes it as p2pmem): SSD -> NIC legs follow the PCIe tree, and its bandwidth is not modelled (no published figure)".into());
                 }
                 let mut next = vec![0usize; m.sockets as usize + 1];
                 for &s in &ssds {
@@ -450,12 +469,24 @@ impl Job {
                     next[slot] += 1;
                     let mut b = Builder::new(m);
                     b.load(ResKey::FlashRead(s), 1.0);
-                    b.transfer(&m.route_to_memory(s, socket), tlp.posted_write(), 1.0);
-                    b.host_memory(socket, "DMA from SSDs", 1.0);
-                    b.transfer(&m.route(m.root_of(n), n), tlp.dma_read(), 1.0);
-                    b.host_memory(m.nodes[n].socket, "DMA to NICs", 1.0);
-                    b.load(ResKey::NicSend(n), 1.0);
-                    flows.push(b.flow(format!("{} -> host memory -> {}", m.nodes[s].name, m.nodes[n].name), self.bytes_per_source));
+                    if nicmem {
+                        // Payload: SSD -> NIC memory, peer to peer. Headers: built in host
+                        // memory, read by the NIC with the descriptor.
+                        let h = self.header_bytes / self.chunk_bytes.max(1.0);
+                        b.transfer(&m.route(s, n), tlp.posted_write(), 1.0);
+                        b.host_memory(m.nodes[n].socket, "headers built by the host", h);
+                        b.host_memory(m.nodes[n].socket, "NICs read headers", h);
+                        b.transfer(&m.route(m.root_of(n), n), tlp.dma_read(), h);
+                        b.load(ResKey::NicSend(n), 1.0 + h);
+                        flows.push(b.flow(format!("{} -> memory of {} -> wire", m.nodes[s].name, m.nodes[n].name), self.bytes_per_source));
+                    } else {
+                        b.transfer(&m.route_to_memory(s, socket), tlp.posted_write(), 1.0);
+                        b.host_memory(socket, "DMA from SSDs", 1.0);
+                        b.transfer(&m.route(m.root_of(n), n), tlp.dma_read(), 1.0);
+                        b.host_memory(m.nodes[n].socket, "DMA to NICs", 1.0);
+                        b.load(ResKey::NicSend(n), 1.0);
+                        flows.push(b.flow(format!("{} -> host memory -> {}", m.nodes[s].name, m.nodes[n].name), self.bytes_per_source));
+                    }
                 }
                 groups.push(format!("{} SSD(s) sending through {} NIC(s)", flows.len(), nics.len()));
             }

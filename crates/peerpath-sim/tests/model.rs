@@ -365,3 +365,26 @@ fn a_contention_curve_out_of_order_is_refused() {
     let e = Catalog::from_toml_str(&bad).unwrap_err().to_string();
     assert!(e.contains("core_contention"), "{e}");
 }
+
+#[test]
+fn a_nicmem_mover_keeps_payloads_off_host_memory_and_the_links_toward_it() {
+    let m = Machine::new(Topology::from_toml_str(peerpath_sim::reproduce::DATAMOVER_SR635).unwrap(), &Catalog::default_catalog(), Some("amd-epyc-7302p-1s")).unwrap();
+    let nic = m.nics()[0];
+    for ssds in 1..=4 {
+        let (mut host, mut nicmem) = (Job::parse("send").unwrap(), Job::parse("send-nicmem").unwrap());
+        host.ssds = Some(ssds);
+        nicmem.ssds = Some(ssds);
+        let (h, n) = (simulate(&m, &host, &exact()).unwrap(), simulate(&m, &nicmem, &exact()).unwrap());
+        // Same throughput (flash, then the NIC's ports, limit both)...
+        assert!((h.throughput_bytes_per_s - n.throughput_bytes_per_s).abs() / h.throughput_bytes_per_s < 1e-3, "{ssds}: {} vs {}", h.throughput_bytes_per_s, n.throughput_bytes_per_s);
+        // ...but host memory carries every byte twice on the host path, only headers with nicmem.
+        assert!((h.host_memory_bytes_per_s - 2.0 * h.throughput_bytes_per_s).abs() / h.host_memory_bytes_per_s < 1e-9);
+        let header_share = 2.0 * 256.0 / 1048576.0;
+        assert!(n.host_memory_bytes_per_s <= n.throughput_bytes_per_s * header_share * 1.01, "{ssds}: {}", n.host_memory_bytes_per_s);
+        // The NIC's link carries payload up from the root complex only on the host path: with
+        // nicmem the payload comes down it from the SSDs (P2P through the root complex).
+        let down = |r: &peerpath_sim::SimReport| r.utilisation.iter().find(|u| u.key == ResKey::Link(nic, Dir::Down)).map_or(0.0, |u| u.used);
+        assert!(down(&n) >= n.throughput_bytes_per_s && down(&h) >= h.throughput_bytes_per_s);
+    }
+    assert!(simulate(&m, &Job::parse("send-nicmem").unwrap(), &exact()).unwrap().notes.iter().any(|n| n.contains("assumed to be a P2P target")));
+}

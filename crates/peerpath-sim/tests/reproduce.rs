@@ -110,3 +110,19 @@ fn the_lent_machines_rows_start_from_its_one_thread_rate_and_name_the_gpu_pipeli
     assert!((g.predicted - 11.5).abs() < 1e-9, "the H200's kernel rate limits the model: {}", g.predicted);
     assert!(g.why.contains("one stream"), "{}", g.why);
 }
+
+#[test]
+fn seed002_nicmem_removes_the_movers_host_memory_traffic_and_says_what_it_cannot_model() {
+    let rows = peerpath_sim::reproduce::seed002(&Catalog::default_catalog()).unwrap();
+    let r = find(&rows, "nicmem: host memory traffic of the data mover removed");
+    assert_eq!(r.status, Status::Reproduced);
+    assert!(r.predicted > 99.9, "{}", r.predicted);
+    let m = find(&rows, "memory-bound mover: throughput gained by nicmem");
+    assert!(m.predicted > 3.0, "host memory bound at 13.3 GB/s / 2 vs the NIC's line: {}", m.predicted);
+    assert!(m.bottleneck.starts_with("host memory"), "{}", m.bottleneck);
+    for f in ["PCIe toward the host full: latency x3", "memory bandwidth the bottleneck: -15% throughput, 10x latency"] {
+        let r = find(&rows, f);
+        assert_eq!(r.status, Status::NotComparable);
+        assert!(r.why.contains("no queueing") || r.why.contains("as above"), "{}", r.why);
+    }
+}
