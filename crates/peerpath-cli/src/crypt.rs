@@ -22,7 +22,7 @@ use std::time::Instant;
 /// The environment variable read for the key when no option names one.
 pub const KEY_ENV: &str = "PEERPATH_KEY";
 /// Suffix of encrypted files.
-const SUFFIX: &str = "ppenc";
+pub(crate) const SUFFIX: &str = "ppenc";
 
 #[derive(Args)]
 pub struct KeyArgs {
@@ -162,7 +162,7 @@ fn make_key(path: &Path) -> Result<(), JobError> {
 }
 
 /// The key from `--key-file`, `--key-env` or PEERPATH_KEY.
-fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
+pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
     if let Some(f) = &k.key_file {
         let bytes = zeroize::Zeroizing::new(std::fs::read(f).map_err(|e| JobError::SourceUnreadable { path: f.clone(), source: e })?);
         return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", f.display())));

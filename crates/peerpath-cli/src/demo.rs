@@ -50,7 +50,7 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
             dir.display()
         );
     }
-    let copts = CompressOptions { common: common.clone(), level: Level::new(1).expect("valid"), format: Format::Gzip, block_size: DEFAULT_BLOCK_BYTES, compute: peerpath_runtime::Compute::Cpu, no_fallback: false, verify: false };
+    let copts = CompressOptions { common: common.clone(), level: Level::new(1).expect("valid"), format: Format::Gzip, block_size: DEFAULT_BLOCK_BYTES, compute: peerpath_runtime::Compute::Cpu, no_fallback: false, verify: false, encrypt: None };
     let r = peerpath_runtime::compress(&[(source.clone(), packed.clone())], &copts)?;
     say("compress (host CPU, the reference)", &r);
     // The offload path on the embedded default: an emulated CSP process

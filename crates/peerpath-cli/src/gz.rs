@@ -256,6 +256,7 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
         compute: peerpath_runtime::Compute::Cpu,
         no_fallback: false,
         verify: false,
+        encrypt: None,
     };
     match peerpath_runtime::compress(&[(PathBuf::from(f), target.clone())], &opts) {
         Ok(r) => {

@@ -300,6 +300,15 @@ struct CompressArgs {
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
+    /// Encrypt each output as it is written: peerpath-enc/1 (AES-256-GCM, docs/encryption-format.md),
+    /// target SOURCE.gz.ppenc; `peerpath decrypt` gives back the .gz. Key: --key-file, --key-env or $PEERPATH_KEY.
+    #[arg(long, help_heading = "Encryption")]
+    encrypt: bool,
+    #[command(flatten)]
+    key: crypt::KeyArgs,
+    /// With --encrypt: compressed bytes per sealed block (K, M suffixes; at most 1G).
+    #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Encryption")]
+    encrypt_block_size: usize,
     /// After the report, why each stream went where it went: with --device-memory-from p2p:BDF,
     /// the topology planner's verdict for every leg between the files' drives and that memory.
     #[arg(long)]
@@ -543,6 +552,28 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     }
 }
 
+/// `--encrypt`: the key and block size, or why not.
+fn compress_encryption(a: &CompressArgs) -> Result<Option<(std::sync::Arc<peerpath_func::crypt::Key>, u32)>, JobError> {
+    if !a.encrypt {
+        return Ok(None);
+    }
+    if a.verify {
+        return Err(JobError::Usage("--verify cannot read an encrypted output yet: check it with `peerpath decrypt` and `peerpath verify`".into()));
+    }
+    if a.encrypt_block_size == 0 || a.encrypt_block_size > peerpath_func::crypt::MAX_BLOCK_BYTES as usize {
+        return Err(JobError::Usage(format!("--encrypt-block-size must be 1 byte to {} MiB", peerpath_func::crypt::MAX_BLOCK_BYTES >> 20)));
+    }
+    Ok(Some((std::sync::Arc::new(crypt::load_key(&a.key)?), a.encrypt_block_size as u32)))
+}
+
+/// `SOURCE.gz.ppenc`: what `compress --encrypt` names its output.
+fn encrypted_compressed_name(source: &Path) -> Result<PathBuf, JobError> {
+    let mut s = compressed_name(source)?.into_os_string();
+    s.push(".");
+    s.push(crypt::SUFFIX);
+    Ok(PathBuf::from(s))
+}
+
 fn compressed_name(source: &Path) -> Result<PathBuf, JobError> {
     let mut s = source.as_os_str().to_owned();
     s.push(".gz");
@@ -620,8 +651,13 @@ fn run(cli: Cli) -> Result<(), JobError> {
     match cli.command {
         Command::Compress(a) => {
             let level = Level::new(a.level).map_err(JobError::Usage)?;
-            let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), compressed_name)?;
+            let encrypt = compress_encryption(&a)?;
+            let name = if encrypt.is_some() { encrypted_compressed_name } else { compressed_name };
+            let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
+            if to_stdout && encrypt.is_some() {
+                return Err(JobError::Usage("--encrypt writes a file (its header, which holds the length, is written last): give --output FILE or DIR, not standard output".into()));
+            }
             let (progress, bar) = progress_bar(&a.common, to_stdout);
             let mut common = common_options(&a.common, a.target.force, !a.target.no_sync, progress);
             if a.engine == EngineArg::Gpu && a.common.queue_depth.is_none() {
@@ -639,6 +675,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 compute: compute_choice(&a)?,
                 no_fallback: a.no_fallback,
                 verify: a.verify,
+                encrypt,
             };
             let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
             let r = peerpath_runtime::compress(&pairs, &opts);

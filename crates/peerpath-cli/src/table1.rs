@@ -186,6 +186,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
                 compute: compute.clone(),
                 no_fallback: false,
                 verify: false,
+                encrypt: None,
             };
             results[ci].0.push(peerpath_runtime::compress(&pairs, &opts)?);
             let bytes: Vec<Vec<u8>> = pairs.iter().map(|(_, t)| std::fs::read(t).unwrap_or_default()).collect();

@@ -141,3 +141,59 @@ fn keys_and_targets_are_handled_with_care() {
     assert_eq!(std::fs::read(&src).unwrap(), b"secret");
     assert_dir_holds(d, &["k", "s", "s.ppenc", "short"]);
 }
+
+/// `compress --encrypt`: the compressed stream sealed as it is written
+/// (SOURCE.gz.ppenc, never a plaintext .gz on disk); `decrypt` gives back a
+/// gzip that `peerpath decompress` and gzip read; the independent reader
+/// agrees; the key never appears; usage errors for what it cannot do.
+#[test]
+fn compress_encrypt_seals_the_compressed_stream_and_decrypt_gives_the_gzip_back() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let key_text = std::fs::read_to_string(&key).unwrap();
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ppenc-reference.py");
+    let python = tool("python3").filter(|p| std::process::Command::new(p).args(["-c", "import cryptography"]).status().is_ok_and(|s| s.success()));
+    let gzip = tool("gzip");
+    for (size, block) in [(0usize, "1M"), (1, "4K"), (300_001, "4K"), (3 << 20, "64K")] {
+        let what = format!("{size} bytes, {block} blocks");
+        let src = d.join(format!("c{size}"));
+        let data = mixed_data(size, size as u64 + 1);
+        std::fs::write(&src, &data).unwrap();
+        let o = run(&mut pp(args!["compress", &src, "--encrypt", "--key-file", &key, "--encrypt-block-size", block, "--block-size", "64K", "-T", "2", "--json"])).ok();
+        let r = o.json();
+        let enc = d.join(format!("c{size}.gz.ppenc"));
+        assert!(!d.join(format!("c{size}.gz")).exists(), "{what}: no plaintext .gz was left");
+        let sealed = std::fs::read(&enc).unwrap();
+        assert_eq!(&sealed[..8], b"PPENCv1\0", "{what}");
+        assert_eq!(r["bytes_out"].as_u64(), Some(sealed.len() as u64), "{what}: bytes_out is the sealed file");
+        assert!(r["format"].as_str().unwrap().contains("peerpath-enc/1"), "{what}: {}", r["format"]);
+        assert!(!o.stdout_str().contains(key_text.trim()) && !o.stderr.contains(key_text.trim()), "the key never appears");
+        let entries = r["ledger"]["entries"].as_array().unwrap();
+        assert!(entries.iter().any(|e| e["purpose"] == "encrypt"), "{what}: the sealing is in the ledger");
+        // Back: decrypt to the .gz, then decompress; gzip reads it too.
+        run(&mut pp(args!["decrypt", &enc, "--key-file", &key, "-q"])).ok();
+        let gz = d.join(format!("c{size}.gz"));
+        let back = d.join(format!("c{size}.back"));
+        run(&mut pp(args!["decompress", &gz, "-o", &back, "-q"])).ok();
+        assert_file_eq(&back, &data, &what);
+        if let Some(g) = &gzip {
+            assert_bytes_eq(&sys(g, &[std::ffi::OsStr::new("-dc"), gz.as_os_str()], None), &data, &format!("{what}: gzip -d"));
+        }
+        if let Some(py) = &python {
+            let plain = sys(py, &[reference.as_os_str(), key.as_os_str(), enc.as_os_str()], None);
+            assert_bytes_eq(&plain, &std::fs::read(&gz).unwrap(), &format!("{what}: scripts/ppenc-reference.py"));
+        }
+        std::fs::remove_file(&gz).unwrap();
+    }
+    // A wrong key is exit 17 and writes nothing.
+    let other = keygen(d, "other");
+    let enc = d.join("c300001.gz.ppenc");
+    run(&mut pp(args!["decrypt", &enc, "--key-file", &other])).fails(17, &["wrong key"]);
+    assert!(!d.join("c300001.gz").exists());
+    // What --encrypt cannot do is said, before anything is written.
+    let src = d.join("c1");
+    run(&mut pp(args!["compress", &src, "--encrypt", "--key-file", &key, "-o", "-"])).fails(2, &["standard output"]);
+    run(&mut pp(args!["compress", &src, "--encrypt", "--key-file", &key, "--verify", "-f"])).fails(2, &["--verify"]);
+    run(pp(args!["compress", &src, "--encrypt", "-f"]).env_remove("PEERPATH_KEY")).fails(2, &["no key"]);
+}

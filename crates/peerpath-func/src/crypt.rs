@@ -196,6 +196,85 @@ fn block_aad(file_id: &[u8; 16], index: u64) -> [u8; 38] {
     a
 }
 
+/// The authenticated header of a file with this layout.
+fn header(key: &LessSafeKey, l: &Layout, check: &[u8; 16]) -> [u8; HEADER_BYTES] {
+    let mut h = [0u8; HEADER_BYTES];
+    h[..8].copy_from_slice(MAGIC);
+    h[8] = ALGORITHM_AES_256_GCM;
+    h[12..16].copy_from_slice(&l.block_bytes.to_le_bytes());
+    h[16..24].copy_from_slice(&l.plaintext_bytes.to_le_bytes());
+    h[24..40].copy_from_slice(&l.file_id);
+    h[40..56].copy_from_slice(check);
+    let tag = key.seal_in_place_separate_tag(nonce(&l.file_id, HEADER_INDEX), Aad::from(&h[..56]), &mut []).expect("sealing nothing cannot fail");
+    h[56..].copy_from_slice(tag.as_ref());
+    h
+}
+
+/// Seals a stream whose length is known only at its end (the output of a
+/// compressor): blocks in order as they fill, each at its place in the file,
+/// and the header (which holds the length) last. Same format and checks as
+/// [`FileCipher`].
+pub struct StreamSealer {
+    key: LessSafeKey,
+    check: [u8; 16],
+    layout: Layout,
+    next: u64,
+    ended: bool,
+}
+
+impl StreamSealer {
+    /// A new file: a random file id.
+    pub fn new(master: &Key, block_bytes: u32) -> Result<StreamSealer, String> {
+        if block_bytes == 0 || block_bytes > MAX_BLOCK_BYTES {
+            return Err(format!("the block size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20));
+        }
+        let mut file_id = [0u8; 16];
+        aws_lc_rs::rand::fill(&mut file_id).map_err(|_| "the system's random source failed".to_string())?;
+        let key = block_key(master, &file_id);
+        Ok(StreamSealer { key, check: key_check(master), layout: Layout { block_bytes, plaintext_bytes: 0, file_id }, next: 0, ended: false })
+    }
+
+    pub fn block_bytes(&self) -> usize {
+        self.layout.block_bytes as usize
+    }
+
+    /// Seals the next block in place: `buf` holds its plaintext followed by
+    /// `TAG_BYTES` of room. Every block but the last is full; a short (or,
+    /// for an empty stream, empty) block is the last. Returns its offset in
+    /// the file.
+    pub fn seal_next(&mut self, buf: &mut [u8]) -> u64 {
+        let n = buf.len() - TAG_BYTES;
+        assert!(!self.ended, "a block after the last (short) one");
+        assert!(n <= self.block_bytes(), "a block of {n} bytes");
+        self.ended = n < self.block_bytes();
+        let i = self.next;
+        let (data, tag_room) = buf.split_at_mut(n);
+        let aad = block_aad(&self.layout.file_id, i);
+        let tag: Tag = self.key.seal_in_place_separate_tag(nonce(&self.layout.file_id, i), Aad::from(&aad), data).expect("a block under GCM's size limit");
+        tag_room.copy_from_slice(tag.as_ref());
+        self.next += 1;
+        self.layout.plaintext_bytes += n as u64;
+        self.layout.sealed_offset(i)
+    }
+
+    /// Blocks sealed so far.
+    pub fn blocks(&self) -> u64 {
+        self.next
+    }
+
+    /// The header, once the last block is sealed (a stream that ended on a
+    /// block boundary has no short block: its layout says so).
+    pub fn header(&self) -> [u8; HEADER_BYTES] {
+        assert!(self.next > 0 && self.layout.blocks() == self.next, "the header of a stream not sealed to its end");
+        header(&self.key, &self.layout, &self.check)
+    }
+
+    /// The whole file's length, header included.
+    pub fn file_bytes(&self) -> u64 {
+        self.layout.file_bytes()
+    }
+}
+
 impl FileCipher {
     /// For a new file: a random file id, and the header to write first.
     pub fn create(master: &Key, block_bytes: u32, plaintext_bytes: u64) -> Result<(FileCipher, [u8; HEADER_BYTES]), String> {
@@ -210,16 +289,9 @@ impl FileCipher {
             return Err(format!("the block size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20));
         }
         let key = block_key(master, &file_id);
-        let mut h = [0u8; HEADER_BYTES];
-        h[..8].copy_from_slice(MAGIC);
-        h[8] = ALGORITHM_AES_256_GCM;
-        h[12..16].copy_from_slice(&block_bytes.to_le_bytes());
-        h[16..24].copy_from_slice(&plaintext_bytes.to_le_bytes());
-        h[24..40].copy_from_slice(&file_id);
-        h[40..56].copy_from_slice(&key_check(master));
-        let tag = key.seal_in_place_separate_tag(nonce(&file_id, HEADER_INDEX), Aad::from(&h[..56]), &mut []).expect("sealing nothing cannot fail");
-        h[56..].copy_from_slice(tag.as_ref());
-        Ok((FileCipher { key, layout: Layout { block_bytes, plaintext_bytes, file_id } }, h))
+        let layout = Layout { block_bytes, plaintext_bytes, file_id };
+        let h = header(&key, &layout, &key_check(master));
+        Ok((FileCipher { key, layout }, h))
     }
 
     /// Reads a header: the format, the key check, then the header's tag.
@@ -320,6 +392,42 @@ pub fn open_all(master: &Key, file: &[u8]) -> Result<Vec<u8>, CryptError> {
         out.extend_from_slice(&b[..l.plain_len(i)]);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+
+    /// A stream sealed block by block, in pieces of any size, opens as the
+    /// file `seal_all` would make (same reader, same checks).
+    #[test]
+    fn a_sealed_stream_opens_whole_for_every_length_around_the_block_size() {
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let block = 1000u32;
+        for len in [0usize, 1, 999, 1000, 1001, 2000, 2999, 5000] {
+            let plain: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let mut s = StreamSealer::new(&key, block).unwrap();
+            let mut file = vec![0u8; HEADER_BYTES];
+            let mut chunks: Vec<&[u8]> = plain.chunks(block as usize).collect();
+            if chunks.last().is_none_or(|c| c.len() == block as usize) && len % block as usize == 0 && len > 0 {
+                // ended on a boundary: no short block
+            } else if chunks.is_empty() {
+                chunks.push(&[]);
+            }
+            for c in chunks {
+                let mut buf = c.to_vec();
+                buf.resize(c.len() + TAG_BYTES, 0);
+                let at = s.seal_next(&mut buf) as usize;
+                assert_eq!(at, file.len(), "len {len}: blocks back to back");
+                file.extend_from_slice(&buf);
+            }
+            file[..HEADER_BYTES].copy_from_slice(&s.header());
+            assert_eq!(file.len() as u64, s.file_bytes());
+            assert_eq!(open_all(&key, &file).unwrap(), plain, "len {len}");
+            let wrong = Key::from_bytes(&[8u8; 32]).unwrap();
+            assert!(matches!(open_all(&wrong, &file), Err(CryptError::WrongKey)));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,9 @@ pub enum Purpose {
     /// The kernel zeroing fresh pages a job's threads fault in (a mapped
     /// output on a memory file system): written, never read.
     ZeroPages,
+    /// Sealing output blocks (AES-256-GCM): reads the plaintext, writes it
+    /// encrypted with its tag.
+    Encrypt,
 }
 
 impl fmt::Display for Purpose {
@@ -91,6 +94,7 @@ impl fmt::Display for Purpose {
             Purpose::Metadata => "metadata",
             Purpose::Stage => "stage through host memory",
             Purpose::ZeroPages => "kernel zeroes fresh pages",
+            Purpose::Encrypt => "encrypt",
         })
     }
 }

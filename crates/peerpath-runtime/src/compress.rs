@@ -37,6 +37,9 @@ pub struct CompressOptions {
     pub no_fallback: bool,
     /// Check every member of each output before it is put in place.
     pub verify: bool,
+    /// Encrypt each output as it is written (peerpath-enc/1, AES-256-GCM):
+    /// the key and the plaintext bytes per block.
+    pub encrypt: Option<(std::sync::Arc<peerpath_func::crypt::Key>, u32)>,
 }
 
 pub const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
@@ -111,7 +114,21 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         if opts.common.direct && !chunk_aligned {
             refused = Some(format!("block size {member_bytes} B cannot be grouped into aligned reads of at most 64 MiB"));
         }
-        let (writer, write_path) = match open_target(target, &opts.common, &src) {
+        let opened = match &opts.encrypt {
+            // Sealed blocks sit at unaligned offsets (72 + i x (block + 16)): written buffered.
+            Some((key, block)) => {
+                let common = CommonOptions { direct: false, ..opts.common.clone() };
+                open_target(target, &common, &src).and_then(|(mut w, mut p)| {
+                    let sealer = peerpath_func::crypt::StreamSealer::new(key, *block).map_err(JobError::Internal)?;
+                    w.encrypt_with(sealer);
+                    p.direct = false;
+                    p.fallback_reason = Some("encrypted (peerpath-enc/1): sealed blocks sit at unaligned offsets, 72 + i x (block + 16)".into());
+                    Ok((w, p))
+                })
+            }
+            None => open_target(target, &opts.common, &src),
+        };
+        let (writer, write_path) = match opened {
             Ok(w) => w,
             Err(e) => {
                 abandon(&mut streams);
@@ -174,7 +191,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
             source: s.source_name.clone(),
             target: Some(w.final_path.display().to_string()),
             bytes_in: s.bytes_in,
-            bytes_out: w.logical_len,
+            bytes_out: w.file_len(),
             members: s.members,
             read_path: s.read_path.clone(),
             write_path: Some(s.write_path.clone()),
@@ -190,9 +207,15 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     let job = JobSummary {
         operation: Operation::Compress,
         engine: ran.engine,
-        format: match opts.format {
-            Format::Gzip => "gzip (multi-member, 'PP' size subfield)".into(),
-            Format::Bgzf => "BGZF (htslib)".into(),
+        format: {
+            let f = match opts.format {
+                Format::Gzip => "gzip (multi-member, 'PP' size subfield)".to_string(),
+                Format::Bgzf => "BGZF (htslib)".to_string(),
+            };
+            match &opts.encrypt {
+                Some((_, block)) => format!("{f}, encrypted: peerpath-enc/1 (AES-256-GCM, {} blocks)", peerpath_metrics::human_bytes(*block as u64)),
+                None => f,
+            }
         },
         level: Some(opts.level.get()),
         block_size_bytes: Some(member_bytes),
@@ -257,6 +280,8 @@ fn offload_refusal(s: &Stream, chunk_aligned: bool) -> Option<String> {
         Some("the block size cannot be grouped into aligned reads".into())
     } else if !s.source.direct {
         Some(format!("the source refused O_DIRECT ({}), and device memory is only reached by DMA", s.source.direct_refused.as_deref().unwrap_or("no reason given")))
+    } else if w.encrypting() {
+        Some("the output is encrypted: compress -> encrypt in device memory is not built yet, so the host CPU compresses and seals it".into())
     } else if !w.target.direct {
         Some(format!("the target refused O_DIRECT ({}), and device memory is only reached by DMA", w.target.direct_refused.as_deref().unwrap_or("no reason given")))
     } else if s.size.is_none() {

@@ -93,6 +93,7 @@ fn options(format: Format, block_size: usize) -> CompressOptions {
         compute: Compute::Cpu,
         no_fallback: false,
         verify: false,
+        encrypt: None,
     }
 }
 

@@ -373,7 +373,11 @@ mod tests {
 
     #[test]
     fn the_gpu_report_says_how_storage_reaches_its_memory_from_the_topology() {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/h100-gpu-host/sys");
+        // The GPU machine's sysfs, kept as the tarball it came in (git drops its empty directories).
+        let dir = tempfile::tempdir().unwrap();
+        let tgz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/h100-gpu-host/sysfs.tgz");
+        assert!(std::process::Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(dir.path()).status().unwrap().success());
+        let fixture = dir.path().join("sys");
         let words = gpu_storage_path(&fixture, "0000:00:06.0");
         assert!(words.starts_with("storage -> GPU memory: staged through pinned host memory ("), "{words}");
         assert!(words.contains("not a P2PDMA provider") && words.contains("nvidia-fs"), "{words}");

@@ -119,6 +119,9 @@ pub struct TargetWriter {
     target_location: Location,
     via: crate::Via,
     behind: WriteBehind,
+    /// Encrypting (`compress --encrypt`): the output is sealed in blocks as it
+    /// arrives, each written at its place in a peerpath-enc/1 file, the header last.
+    sealer: Option<peerpath_func::crypt::StreamSealer>,
 }
 
 /// What putting a file target in place needs.
@@ -159,7 +162,20 @@ impl TargetWriter {
             target_location,
             via,
             behind: WriteBehind::new(if sequential { u64::MAX } else { WRITE_BEHIND_BYTES }),
+            sealer: None,
         }
+    }
+
+    /// Seals everything written from now on into a peerpath-enc/1 file (a
+    /// file target without O_DIRECT: sealed blocks sit at unaligned offsets).
+    pub fn encrypt_with(&mut self, sealer: peerpath_func::crypt::StreamSealer) {
+        assert!(!self.sequential && !self.target.direct && self.logical_len == 0, "encryption starts a buffered file target");
+        self.sealer = Some(sealer);
+    }
+
+    /// Whether the output is being encrypted.
+    pub fn encrypting(&self) -> bool {
+        self.sealer.is_some()
     }
 
     /// Background data syncs every `bytes` written instead of
@@ -216,9 +232,11 @@ impl TargetWriter {
             if self.staging.is_none() {
                 self.staging_offset = self.logical_len;
             }
-            let staging = self.staging.get_or_insert_with(|| cache.get(STAGING_BYTES));
+            // Sealing: one block of plaintext per staging buffer, with room for its tag.
+            let fill = self.sealer.as_ref().map_or(STAGING_BYTES, |s| s.block_bytes());
+            let staging = self.staging.get_or_insert_with(|| cache.get(fill + peerpath_func::crypt::TAG_BYTES));
             let used = staging.len();
-            let room = staging.capacity() - used;
+            let room = fill.min(staging.capacity()) - used;
             let n = room.min(rest.len());
             staging.set_len(used + n);
             staging[used..used + n].copy_from_slice(&rest[..n]);
@@ -231,7 +249,7 @@ impl TargetWriter {
             );
             rest = &rest[n..];
             self.logical_len += n as u64;
-            if staging.len() == staging.capacity() {
+            if staging.len() == fill.min(staging.capacity()) {
                 self.flush_staging(engine, token, ledger)?;
             }
         }
@@ -240,11 +258,12 @@ impl TargetWriter {
 
     /// Appends an owned buffer: written as is when aligned, else packed.
     pub fn push_owned(&mut self, buf: AlignedBuf, engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: Token, ledger: &Ledger) -> Result<()> {
-        let aligned = self.staging.is_none()
+        let aligned = self.sealer.is_none()
+            && self.staging.is_none()
             && self.logical_len.is_multiple_of(DIRECT_IO_ALIGN_BYTES as u64)
             && buf.len().is_multiple_of(DIRECT_IO_ALIGN_BYTES)
             && !buf.is_empty();
-        if aligned || (!self.target.direct && !buf.is_empty() && self.staging.is_none()) {
+        if aligned || (self.sealer.is_none() && !self.target.direct && !buf.is_empty() && self.staging.is_none()) {
             let len = buf.len();
             let at = self.logical_len;
             self.logical_len += len as u64;
@@ -257,6 +276,17 @@ impl TargetWriter {
     }
 
     fn flush_staging(&mut self, engine: &mut dyn IoEngine<JobBuf>, token: Token, ledger: &Ledger) -> Result<()> {
+        if let Some(sealer) = self.sealer.as_mut() {
+            // Seal the block in place, then write it where its index puts it.
+            let Some(mut block) = self.staging.take() else { return Ok(()) };
+            let n = block.len();
+            block.set_len(n + peerpath_func::crypt::TAG_BYTES);
+            let at = sealer.seal_next(&mut block);
+            let host = Location::memory(block.domain());
+            ledger.record(host.clone(), host, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Encrypt, n as u64, block.len() as u64);
+            let len = block.len();
+            return self.submit(engine, JobBuf::Owned(block), at, len, token, ledger);
+        }
         let Some(mut staging) = self.staging.take() else { return Ok(()) };
         let len = staging.len();
         if len == 0 {
@@ -303,7 +333,28 @@ impl TargetWriter {
 
     /// Writes what is left in staging. Then, once no writes are in flight, `finalize` and `rename_into_place`.
     pub fn finish(&mut self, engine: &mut dyn IoEngine<JobBuf>, token: Token, ledger: &Ledger) -> Result<()> {
-        self.flush_staging(engine, token, ledger)
+        if self.sealer.is_none() {
+            return self.flush_staging(engine, token, ledger);
+        }
+        // The last block: the short one in staging, or an empty one where the
+        // stream is empty (a stream that ended on a block boundary has none).
+        let sealer = self.sealer.as_ref().expect("checked");
+        if self.staging.is_none() && (self.logical_len == 0 || !self.logical_len.is_multiple_of(sealer.block_bytes() as u64)) {
+            self.staging = Some(AlignedBuf::new(peerpath_func::crypt::TAG_BYTES));
+        }
+        self.flush_staging(engine, token, ledger)?;
+        let header = self.sealer.as_ref().expect("checked").header();
+        let mut buf = AlignedBuf::new(header.len());
+        buf.set_len(header.len());
+        buf.copy_from_slice(&header);
+        ledger.record_copy(Location::memory(buf.domain()), Location::memory(buf.domain()), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Metadata, header.len() as u64);
+        self.submit(engine, JobBuf::Owned(buf), 0, header.len(), token, ledger)
+    }
+
+    /// The file's final length: what was accepted, or (encrypting) the
+    /// sealed file's.
+    pub fn file_len(&self) -> u64 {
+        self.sealer.as_ref().map_or(self.logical_len, |s| s.file_bytes())
     }
 
     /// Truncates to the exact length, gives it the source's mode and times,
@@ -314,7 +365,7 @@ impl TargetWriter {
         self.behind.reap();
         let t = Instant::now();
         let file = &self.target.file;
-        file.set_len(self.logical_len).map_err(|e| self.io_error(e))?;
+        file.set_len(self.file_len()).map_err(|e| self.io_error(e))?;
         placing.inherit.apply(file).map_err(|e| self.io_error(e))?;
         if self.behind.stats.synced {
             file.sync_all().map_err(|e| self.io_error(e))?;

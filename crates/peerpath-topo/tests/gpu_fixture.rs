@@ -3,15 +3,32 @@
 
 use peerpath_topo::gpu::GpuReason;
 use peerpath_topo::{DeviceKind, Severity, Topology};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/h100-gpu-host/sys")
+/// The capture, unpacked: it is kept as the tarball it came in, since git would drop its
+/// empty directories (and with them the targets of its block devices' links).
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn sys(&self) -> std::path::PathBuf {
+        self.dir.path().join("sys")
+    }
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let tgz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/h100-gpu-host/sysfs.tgz");
+    let ok = std::process::Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(dir.path()).status().unwrap().success();
+    assert!(ok, "tar xzf {}", tgz.display());
+    Fixture { dir }
 }
 
 #[test]
 fn the_h100_is_a_gpu_with_a_128_gib_bar1_on_an_x16_gen5_link() {
-    let t = Topology::from_sysfs(fixture()).unwrap();
+    let f = fixture();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
     let gpu = t.devices.iter().find(|d| d.kind == DeviceKind::Gpu).expect("a GPU");
     assert_eq!((gpu.vendor, gpu.device, gpu.bdf.to_string().as_str()), (0x10de, 0x2330, "0000:00:06.0"));
     assert_eq!(gpu.largest_bar().map(|(i, b)| (i, b.size)), Some((1, 128 << 30)));
@@ -23,7 +40,8 @@ fn the_h100_is_a_gpu_with_a_128_gib_bar1_on_an_x16_gen5_link() {
 
 #[test]
 fn without_module_directory_the_gpu_is_staged_and_nvidia_fs_is_unknown() {
-    let t = Topology::from_sysfs(fixture()).unwrap();
+    let f = fixture();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
     assert_eq!(t.gpu_modules, None);
     let paths = t.gpu_memory_paths();
     assert_eq!(paths.len(), 1);
@@ -36,10 +54,8 @@ fn without_module_directory_the_gpu_is_staged_and_nvidia_fs_is_unknown() {
 
 #[test]
 fn with_nvidia_loaded_and_no_nvidia_fs_as_on_that_machine_the_reason_blocks_with_a_remedy() {
-    let tmp = tempfile::tempdir().unwrap();
-    let copy = tmp.path().join("sys");
-    let status = std::process::Command::new("cp").arg("-a").arg(fixture()).arg(&copy).status().unwrap();
-    assert!(status.success(), "cp -a the fixture tree");
+    let f = fixture();
+    let copy = f.sys();
     std::fs::create_dir_all(copy.join("module/nvidia")).unwrap();
     let t = Topology::from_sysfs(&copy).unwrap();
     let m = t.gpu_modules.expect("module/ read");
@@ -57,7 +73,8 @@ fn with_nvidia_loaded_and_no_nvidia_fs_as_on_that_machine_the_reason_blocks_with
 
 #[test]
 fn the_committed_topology_file_is_the_tree_read_back() {
-    let mut from_sys = Topology::from_sysfs(fixture()).unwrap();
+    let f = fixture();
+    let mut from_sys = Topology::from_sysfs(f.sys()).unwrap();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/h100-gpu-host");
     let mut from_file = Topology::from_toml_file(dir.join("topology.toml")).unwrap();
     from_sys.source = None;
