@@ -161,6 +161,15 @@ fn make_key(path: &Path) -> Result<(), JobError> {
     Ok(())
 }
 
+/// The key where one is given (an option, or PEERPATH_KEY set), for commands
+/// whose sources may or may not be encrypted.
+pub(crate) fn optional_key(k: &KeyArgs) -> Result<Option<std::sync::Arc<Key>>, JobError> {
+    if k.key_file.is_none() && k.key_env.is_none() && std::env::var_os(KEY_ENV).is_none() {
+        return Ok(None);
+    }
+    load_key(k).map(|key| Some(std::sync::Arc::new(key)))
+}
+
 /// The key from `--key-file`, `--key-env` or PEERPATH_KEY.
 pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
     if let Some(f) = &k.key_file {

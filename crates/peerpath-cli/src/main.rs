@@ -391,15 +391,20 @@ struct DecompressArgs {
     output: Option<PathBuf>,
     #[command(flatten)]
     target: TargetArgs,
+    /// For encrypted sources (SOURCE.gz.ppenc, from `compress --encrypt`): their key.
+    #[command(flatten)]
+    key: crypt::KeyArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
 
 #[derive(Args)]
 struct VerifyArgs {
-    /// gzip files to check.
+    /// gzip files to check (encrypted ones too, with their key).
     #[arg(required = true)]
     sources: Vec<PathBuf>,
+    #[command(flatten)]
+    key: crypt::KeyArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -585,6 +590,8 @@ fn compressed_name(source: &Path) -> Result<PathBuf, JobError> {
 fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let name = source.as_os_str().as_bytes();
+    // SOURCE.gz.ppenc (compress --encrypt) restores to SOURCE.
+    let name = name.strip_suffix(b".ppenc").filter(|n| n.ends_with(b".gz")).unwrap_or(name);
     for (suffix, replacement) in [(&b".gz"[..], &b""[..]), (b".bgz", b""), (b".gzip", b""), (b".tgz", b".tar")] {
         if let Some(stem) = name.strip_suffix(suffix) {
             if !stem.is_empty() && !stem.ends_with(b"/") {
@@ -701,7 +708,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
-            let opts = DecompressOptions { common: common_options(&a.common, a.target.force, !a.target.no_sync, progress) };
+            let opts = DecompressOptions { common: common_options(&a.common, a.target.force, !a.target.no_sync, progress), key: crypt::optional_key(&a.key)? };
             let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
             let r = peerpath_runtime::decompress(&pairs, &opts);
             if let Some(b) = bar {
@@ -711,7 +718,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         }
         Command::Verify(a) => {
             let (progress, bar) = progress_bar(&a.common, false);
-            let opts = DecompressOptions { common: common_options(&a.common, false, true, progress) };
+            let opts = DecompressOptions { common: common_options(&a.common, false, true, progress), key: crypt::optional_key(&a.key)? };
             let r = peerpath_runtime::verify(&a.sources, &opts);
             if let Some(b) = bar {
                 b.finish_and_clear();

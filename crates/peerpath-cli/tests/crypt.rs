@@ -185,7 +185,46 @@ fn compress_encrypt_seals_the_compressed_stream_and_decrypt_gives_the_gzip_back(
             assert_bytes_eq(&plain, &std::fs::read(&gz).unwrap(), &format!("{what}: scripts/ppenc-reference.py"));
         }
         std::fs::remove_file(&gz).unwrap();
+        // In one pass: decompress (and verify) the sealed file with its key.
+        let back = d.join(format!("c{size}.one-pass"));
+        let r = run(&mut pp(args!["decompress", &enc, "-o", &back, "--key-file", &key, "-T", "2", "--json"])).ok().json();
+        assert_file_eq(&back, &data, &format!("{what}: decompress of the sealed file"));
+        let entries = r["ledger"]["entries"].as_array().unwrap();
+        assert!(entries.iter().any(|e| e["purpose"] == "decrypt"), "{what}: the opening is in the ledger");
+        run(&mut pp(args!["verify", &enc, "--key-file", &key, "-q"])).ok();
     }
+    // Default names: x.gz.ppenc restores to x.
+    let d2 = d.join("names");
+    std::fs::create_dir(&d2).unwrap();
+    std::fs::copy(d.join("c300001.gz.ppenc"), d2.join("x.gz.ppenc")).unwrap();
+    run(&mut pp(args!["decompress", d2.join("x.gz.ppenc"), "--key-file", &key, "-q"])).ok();
+    assert_file_eq(&d2.join("x"), &mixed_data(300_001, 300_002), "x.gz.ppenc -> x");
+    // A gzip without size fields, sealed: decoded by one thread through the block reader.
+    if let Some(g) = &gzip {
+        let data = mixed_data(200_000, 3);
+        let plain_gz = d.join("pigzlike.gz");
+        std::fs::write(&plain_gz, sys(g, &[std::ffi::OsStr::new("-c")], Some(data.clone()))).unwrap();
+        run(&mut pp(args!["encrypt", &plain_gz, "--key-file", &key, "--block-size", "4K", "-q"])).ok();
+        let back = d.join("pigzlike.back");
+        let r = run(&mut pp(args!["decompress", d.join("pigzlike.gz.ppenc"), "-o", &back, "--key-file", &key, "--json"])).ok().json();
+        assert_file_eq(&back, &data, "a sealed gzip without size fields");
+        assert!(r["files"][0]["decode_mode"].to_string().contains("streaming"), "{}", r["files"][0]["decode_mode"]);
+    }
+    // Damage to the sealed file: named, and nothing written.
+    let enc = d.join("c3145728.gz.ppenc");
+    let sealed = std::fs::read(&enc).unwrap();
+    let bad = d.join("bad.gz.ppenc");
+    let mut b = sealed.clone();
+    b[HEADER + 70_000] ^= 1;
+    std::fs::write(&bad, &b).unwrap();
+    let out_path = d.join("bad.out");
+    run(&mut pp(args!["decompress", &bad, "-o", &out_path, "--key-file", &key])).fails(6, &["block 1", "fails authentication"]);
+    assert!(!out_path.exists());
+    std::fs::write(&bad, &sealed[..sealed.len() - 100]).unwrap();
+    run(&mut pp(args!["decompress", &bad, "-o", &out_path, "--key-file", &key])).fails(7, &["truncated"]);
+    run(&mut pp(args!["decompress", &enc, "-o", &out_path, "--key-file", &keygen(d, "k3")])).fails(17, &["wrong key"]);
+    run(pp(args!["decompress", &enc, "-o", &out_path]).env_remove("PEERPATH_KEY")).fails(2, &["encrypted", "key"]);
+    assert!(!out_path.exists());
     // A wrong key is exit 17 and writes nothing.
     let other = keygen(d, "other");
     let enc = d.join("c300001.gz.ppenc");

@@ -81,6 +81,8 @@ pub enum Purpose {
     /// Sealing output blocks (AES-256-GCM): reads the plaintext, writes it
     /// encrypted with its tag.
     Encrypt,
+    /// Opening sealed blocks: reads them with their tags, writes the plaintext.
+    Decrypt,
 }
 
 impl fmt::Display for Purpose {
@@ -95,6 +97,7 @@ impl fmt::Display for Purpose {
             Purpose::Stage => "stage through host memory",
             Purpose::ZeroPages => "kernel zeroes fresh pages",
             Purpose::Encrypt => "encrypt",
+            Purpose::Decrypt => "decrypt",
         })
     }
 }

@@ -15,6 +15,7 @@ use crate::report::{DecodeMode, Fallback, FileReport, JobReport, JobSummary, Mem
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::gzip::declared_output_bytes;
+use peerpath_func::crypt::FileCipher;
 use peerpath_func::{decode_member, HeaderError, MemberError, MemberHeader, StreamDecoder, StreamError};
 use peerpath_io::{choose_engine, Completion, EngineKind, IoEngine, IoOp, IoPath, SourceKind, Waker};
 use peerpath_mem::{AlignedBuf, BufferPool, FileMapping, MemoryDomain, PooledBuf};
@@ -29,6 +30,8 @@ use std::time::Instant;
 #[derive(Clone, Default)]
 pub struct DecompressOptions {
     pub common: CommonOptions,
+    /// The key for encrypted sources (peerpath-enc/1, as `compress --encrypt` writes them).
+    pub key: Option<Arc<peerpath_func::crypt::Key>>,
 }
 
 const READ_BYTES: usize = 4 << 20;
@@ -113,6 +116,7 @@ struct Ctx<'a> {
     done_bytes: u64,
     /// The orchestrator's waits and the queues' occupancy.
     clock: peerpath_metrics::PipelineClock,
+    key: Option<Arc<peerpath_func::crypt::Key>>,
 }
 
 fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobError {
@@ -175,6 +179,7 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
         common: &opts.common,
         done_bytes: 0,
         clock: peerpath_metrics::PipelineClock::default(),
+        key: opts.key.clone(),
     };
     let mut fallbacks: Vec<Fallback> = note.iter().map(|n| Fallback::IoEngine { why: n.clone() }).collect();
     let mut files = Vec::new();
@@ -305,6 +310,10 @@ struct FileState<'p> {
     /// decoding switches to streaming complete into `arrived` and are dropped.
     reads_in_flight: usize,
     arrived: BTreeMap<u64, PooledBuf>,
+    /// An encrypted source: its cipher (reads are its sealed blocks, opened
+    /// as they arrive) and its plaintext bytes per read.
+    cipher: Option<Arc<FileCipher>>,
+    unit: usize,
 }
 
 impl FileState<'_> {
@@ -318,8 +327,13 @@ impl FileState<'_> {
 /// Decodes one file. On success its target (if any) is durable under its
 /// temporary name; the caller puts it in place.
 fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<(FileReport, Option<TargetWriter>)> {
-    let src = open_source_checked(source, ctx.common.direct)?;
-    let read_path = IoPath { engine: ctx.engine.kind(), direct: src.direct, fallback_reason: src.direct_refused.clone() };
+    let cipher = open_cipher(source, ctx.key.as_deref())?;
+    // Sealed blocks sit at unaligned offsets: an encrypted source is read through the page cache.
+    let src = open_source_checked(source, ctx.common.direct && cipher.is_none())?;
+    let mut read_path = IoPath { engine: ctx.engine.kind(), direct: src.direct, fallback_reason: src.direct_refused.clone() };
+    if cipher.is_some() {
+        read_path.fallback_reason = Some("encrypted (peerpath-enc/1): sealed blocks sit at unaligned offsets; each is authenticated and decrypted as it arrives".into());
+    }
     let (writer, write_path) = match target {
         Some(t) => {
             let (w, p) = open_target(t, ctx.common, &src)?;
@@ -347,6 +361,8 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         via: crate::Via::of(&src),
         reads_in_flight: 0,
         arrived: BTreeMap::new(),
+        unit: cipher.as_ref().map_or(READ_BYTES, |c| c.layout().block_bytes as usize),
+        cipher,
     };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
@@ -454,7 +470,17 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
             Ok(n) => {
                 buf.set_len(n);
                 crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.via, buf.domain(), n as u64);
-                st.arrived.insert(seq * READ_BYTES as u64, buf);
+                if let Some(c) = &st.cipher {
+                    // Authenticate and decrypt the block in place before any byte of it is used.
+                    let host = Location::memory(buf.domain());
+                    if let Err(e) = c.open_block(seq, &mut buf) {
+                        st.fail(0, JobError::Damaged { path: st.path.to_path_buf(), detail: e.to_string() });
+                        continue;
+                    }
+                    ctx.ledger.record(host.clone(), host, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Decrypt, n as u64, (n - peerpath_func::crypt::TAG_BYTES) as u64);
+                    buf.set_len(n - peerpath_func::crypt::TAG_BYTES);
+                }
+                st.arrived.insert(seq * st.unit as u64, buf);
             }
             Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
         }
@@ -588,10 +614,13 @@ fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
 /// Decodes one file, parallel while members declare their sizes. Returns
 /// how it decoded, for the report.
 fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState) -> Result<Option<DecodeMode>> {
-    let Some(size) = src.kind.size_bytes() else {
+    let Some(file_size) = src.kind.size_bytes() else {
         let reader = src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
         return stream_from(ctx, st, reader, 0, 0, DecodeMode::StreamingPipe);
     };
+    // Offsets below are the plaintext's: the file's, or (encrypted) what its blocks hold.
+    let size = st.cipher.as_ref().map_or(file_size, |c| c.layout().plaintext_bytes);
+    let unit = st.unit;
     let fd = src.file.as_raw_fd();
     let mut window = Window { chunks: VecDeque::new(), end: 0 };
     let mut next_read = 0u64;
@@ -623,16 +652,19 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         {
             let Some(buf) = ctx.pool.try_get() else { break };
             pass_over = blocking || buf.first_use();
-            let len = READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES));
-            let at = next_read;
+            let seq = next_read / unit as u64;
+            let (at, len) = match &st.cipher {
+                Some(c) => (c.layout().sealed_offset(seq), c.layout().plain_len(seq) + peerpath_func::crypt::TAG_BYTES),
+                None => (next_read, READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES))),
+            };
             ctx.engine
-                .submit(IoOp::Read, fd, Some(at), len, JobBuf::Pooled(buf), Token::Read { stream: 0, seq: at / READ_BYTES as u64 }.raw())
+                .submit(IoOp::Read, fd, Some(at), len, JobBuf::Pooled(buf), Token::Read { stream: 0, seq }.raw())
                 .map_err(|(_, e)| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
             st.reads_in_flight += 1;
-            next_read += READ_BYTES as u64;
+            next_read += unit as u64;
         }
         while let Some(buf) = st.arrived.remove(&window.end) {
-            crate::job::check_read(st.path, Ok(buf.len()), window.end, READ_BYTES, Some(size))?;
+            crate::job::check_read(st.path, Ok(buf.len()), window.end, unit, Some(size))?;
             window.end += buf.len() as u64;
             window.chunks.push_back((window.end - buf.len() as u64, Arc::new(buf)));
         }
@@ -683,7 +715,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                     return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e));
                 }
                 let window_full = ctx.pool.free_count() == 0 && st.reads_in_flight == 0;
-                if window_full || member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) {
+                if window_full || member_bytes > unit * (WINDOW_BUFFERS - 2) {
                     ctx.submit_batch(st, batch);
                     return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
                 }
@@ -748,6 +780,38 @@ fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile) -> Option<Arc<Fil
     Some(Arc::new(map))
 }
 
+/// An encrypted source's cipher (its header read, the key checked, its
+/// length checked against the header), or `None` for a plain one. An
+/// encrypted source without a key, or with the wrong one, is the job's error.
+fn open_cipher(source: &Path, key: Option<&peerpath_func::crypt::Key>) -> Result<Option<Arc<FileCipher>>> {
+    use peerpath_func::crypt::{CryptError, HEADER_BYTES, MAGIC};
+    if crate::job::is_std_stream(source) {
+        return Ok(None);
+    }
+    let Ok(f) = std::fs::File::open(source) else { return Ok(None) }; // opening it later says why
+    let mut header = [0u8; HEADER_BYTES];
+    let n = std::os::unix::fs::FileExt::read_at(&f, &mut header, 0).unwrap_or(0);
+    if n < MAGIC.len() || &header[..MAGIC.len()] != MAGIC {
+        return Ok(None);
+    }
+    let path = source.to_path_buf();
+    let Some(key) = key else {
+        return Err(JobError::Usage(format!("{}: encrypted (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", source.display())));
+    };
+    let crypt_error = |e: CryptError| match e {
+        CryptError::WrongKey => JobError::WrongKey { path: path.clone() },
+        CryptError::Truncated { .. } | CryptError::TruncatedHeader(_) => JobError::TruncatedFile { path: path.clone(), detail: e.to_string() },
+        other => JobError::Damaged { path: path.clone(), detail: other.to_string() },
+    };
+    let cipher = FileCipher::open(key, &header[..n]).map_err(crypt_error)?;
+    let len = f.metadata().map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?.len();
+    cipher.check_length(len).map_err(crypt_error)?;
+    if cipher.layout().block_bytes as usize + peerpath_func::crypt::TAG_BYTES > READ_BYTES {
+        return Err(JobError::Usage(format!("{}: its blocks are over {} MiB: decrypt it first (peerpath decrypt), then decompress", source.display(), READ_BYTES >> 20)));
+    }
+    Ok(Some(Arc::new(cipher)))
+}
+
 /// A member-level error found while splitting: members before it still get
 /// decoded (so the report names the first bad member), then the file fails.
 fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: JobError) -> Result<Option<DecodeMode>> {
@@ -766,12 +830,16 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
         return Ok(None);
     }
     let mut reader = std::fs::File::open(&src.path).map_err(|e| JobError::SourceUnreadable { path: src.path.clone(), source: e })?;
-    reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
     let mode = if index == 0 { DecodeMode::Streaming { why } } else { DecodeMode::ParallelThenStreaming { members: index, from: pos, why } };
+    if let Some(c) = &st.cipher {
+        let plain = peerpath_func::crypt::BlockReader::new(reader, c.clone(), pos).map_err(|e| JobError::Damaged { path: st.path.to_path_buf(), detail: e.to_string() })?;
+        return stream_from(ctx, st, plain, pos, index, mode);
+    }
+    reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
     stream_from(ctx, st, reader, pos, index, mode)
 }
 
-fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: std::fs::File, pos: u64, index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
+fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, pos: u64, index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
     let path = st.path.to_path_buf();
     let host = MemoryDomain::host_unplaced();
     let mut decoder = StreamDecoder::new(reader, pos, index);
