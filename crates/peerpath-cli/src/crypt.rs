@@ -220,11 +220,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     }
     let size = meta.len();
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
-    let damaged = |e: CryptError| match e {
-        CryptError::WrongKey => JobError::WrongKey { path: a.source.clone() },
-        CryptError::Truncated { .. } | CryptError::TruncatedHeader(_) => JobError::TruncatedFile { path: a.source.clone(), detail: e.to_string() },
-        other => JobError::Damaged { path: a.source.clone(), detail: other.to_string() },
-    };
+    let damaged = |e: CryptError| JobError::from_crypt(&a.source, e);
     let (cipher, header) = match dir {
         Direction::Encrypt => {
             let (c, h) = FileCipher::create(&key, a.block_size as u32, size).map_err(JobError::Internal)?;

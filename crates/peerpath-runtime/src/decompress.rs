@@ -794,17 +794,12 @@ fn open_cipher(source: &Path, key: Option<&peerpath_func::crypt::Key>) -> Result
     if n < MAGIC.len() || &header[..MAGIC.len()] != MAGIC {
         return Ok(None);
     }
-    let path = source.to_path_buf();
     let Some(key) = key else {
         return Err(JobError::Usage(format!("{}: encrypted (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", source.display())));
     };
-    let crypt_error = |e: CryptError| match e {
-        CryptError::WrongKey => JobError::WrongKey { path: path.clone() },
-        CryptError::Truncated { .. } | CryptError::TruncatedHeader(_) => JobError::TruncatedFile { path: path.clone(), detail: e.to_string() },
-        other => JobError::Damaged { path: path.clone(), detail: other.to_string() },
-    };
+    let crypt_error = |e: CryptError| JobError::from_crypt(source, e);
     let cipher = FileCipher::open(key, &header[..n]).map_err(crypt_error)?;
-    let len = f.metadata().map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?.len();
+    let len = f.metadata().map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.len();
     cipher.check_length(len).map_err(crypt_error)?;
     if cipher.layout().block_bytes as usize + peerpath_func::crypt::TAG_BYTES > READ_BYTES {
         return Err(JobError::Usage(format!("{}: its blocks are over {} MiB: decrypt it first (peerpath decrypt), then decompress", source.display(), READ_BYTES >> 20)));

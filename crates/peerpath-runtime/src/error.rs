@@ -83,3 +83,17 @@ impl JobError {
 }
 
 pub type Result<T> = std::result::Result<T, JobError>;
+
+impl JobError {
+    /// An encrypted file's failure (peerpath-enc/1) as the job error, and exit code, it gets:
+    /// wrong key 17, short file 7, anything else damaged (6).
+    pub fn from_crypt(path: &std::path::Path, e: peerpath_func::crypt::CryptError) -> JobError {
+        use peerpath_func::crypt::CryptError;
+        let path = path.to_path_buf();
+        match e {
+            CryptError::WrongKey => JobError::WrongKey { path },
+            CryptError::Truncated { .. } | CryptError::TruncatedHeader(_) => JobError::TruncatedFile { path, detail: e.to_string() },
+            other => JobError::Damaged { path, detail: other.to_string() },
+        }
+    }
+}
