@@ -363,13 +363,7 @@ impl Job {
                 }
             }
             JobKind::CompressCpu => {
-                let f = m.platform.functions.get(&self.function).ok_or_else(|| {
-                    SimError::Job(format!("platform {} has no per-core rate for {}", m.platform.name, self.function))
-                })?;
-                let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;
-                if f.is_calibration() {
-                    calibrations.push(format!("{} per core on {}: {} B/s ({})", self.function, m.platform.name, rate, f.source));
-                }
+                let rate = self.cpu_rate(m, &mut calibrations)?;
                 // Per socket: two thirds of the SSDs are sources, one third targets (as in seed 003).
                 for socket in 0..m.sockets {
                     let on: Vec<usize> = ssds.iter().copied().filter(|&s| m.nodes[s].socket == socket).collect();
@@ -528,6 +522,18 @@ impl Job {
         Ok(Plan { flows, resources, groups, notes, calibrations })
     }
 
+    /// The platform's per-core rate of the job's function (a calibrated one is listed).
+    fn cpu_rate(&self, m: &Machine, calibrations: &mut Vec<String>) -> Result<f64, SimError> {
+        let f = m.platform.functions.get(&self.function).ok_or_else(|| {
+            SimError::Job(format!("platform {} has no per-core rate for {}", m.platform.name, self.function))
+        })?;
+        let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;
+        if f.is_calibration() {
+            calibrations.push(format!("{} per core on {}: {} B/s ({})", self.function, m.platform.name, rate, f.source));
+        }
+        Ok(rate)
+    }
+
     /// The one flow of a memory-to-memory compression (socket 0: where the benchmarks ran).
     fn memory_flow(&self, m: &Machine, on: &Compute, r: f64, notes: &mut Vec<String>, calibrations: &mut Vec<String>) -> Result<Flow, SimError> {
         let socket = 0;
@@ -537,13 +543,7 @@ impl Job {
         notes.push("the kernel's copies out of and into tmpfs load host memory but are not charged to cores (no measured per-byte cost)".into());
         match on {
             Compute::Cpu => {
-                let f = m.platform.functions.get(&self.function).ok_or_else(|| {
-                    SimError::Job(format!("platform {} has no per-core rate for {}", m.platform.name, self.function))
-                })?;
-                let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;
-                if f.is_calibration() {
-                    calibrations.push(format!("{} per core on {}: {} B/s ({})", self.function, m.platform.name, rate, f.source));
-                }
+                let rate = self.cpu_rate(m, calibrations)?;
                 let cores = m.platform.cores_per_socket.value.unwrap_or(1.0);
                 let busy = self.threads.map(|t| (t as f64).min(cores)).unwrap_or(cores);
                 let share = match m.platform.core_contention.get(&self.function) {
