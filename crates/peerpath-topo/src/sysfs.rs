@@ -717,7 +717,6 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     topo.source = Some(format!("sysfs:{}", records.root.display()));
     topo.cpu = records.cpu.clone();
     topo.iommu = records.iommu.clone();
-    topo.gpu_modules = records.gpu_modules;
     topo.numa_nodes = records.numa_nodes.clone();
     for r in &records.pci {
         let mut d = PciDevice::new(r.bdf, r.vendor, r.device, r.class);
@@ -898,6 +897,11 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     }
     topo.block_devices = blocks;
     topo.normalize()?;
+    // Which GPU modules are loaded matters only where there is a GPU: elsewhere the model
+    // (and a topology file exported from it) leaves it out.
+    if topo.devices.iter().any(|d| d.kind == DeviceKind::Gpu) {
+        topo.gpu_modules = records.gpu_modules;
+    }
     Ok(topo)
 }
 
