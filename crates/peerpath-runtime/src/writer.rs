@@ -233,8 +233,11 @@ impl TargetWriter {
                 self.staging_offset = self.logical_len;
             }
             // Sealing: one block of plaintext per staging buffer, with room for its tag.
-            let fill = self.sealer.as_ref().map_or(STAGING_BYTES, |s| s.block_bytes());
-            let staging = self.staging.get_or_insert_with(|| cache.get(fill + peerpath_func::crypt::TAG_BYTES));
+            let (fill, room_for_tag, purpose) = match &self.sealer {
+                Some(s) => (s.block_bytes(), peerpath_func::crypt::TAG_BYTES, Purpose::Encrypt),
+                None => (STAGING_BYTES, 0, Purpose::PackForDirectIo),
+            };
+            let staging = self.staging.get_or_insert_with(|| cache.get(fill + room_for_tag));
             let used = staging.len();
             let room = fill.min(staging.capacity()) - used;
             let n = room.min(rest.len());
@@ -244,7 +247,7 @@ impl TargetWriter {
                 Location::memory(source_domain),
                 Location::memory(staging.domain()),
                 Mover::Cpu { role: CpuRole::Orchestration },
-                Purpose::PackForDirectIo,
+                purpose,
                 n as u64,
             );
             rest = &rest[n..];
@@ -338,8 +341,7 @@ impl TargetWriter {
         }
         // The last block: the short one in staging, or an empty one where the
         // stream is empty (a stream that ended on a block boundary has none).
-        let sealer = self.sealer.as_ref().expect("checked");
-        if self.staging.is_none() && (self.logical_len == 0 || !self.logical_len.is_multiple_of(sealer.block_bytes() as u64)) {
+        if self.staging.is_none() && self.logical_len == 0 {
             self.staging = Some(AlignedBuf::new(peerpath_func::crypt::TAG_BYTES));
         }
         self.flush_staging(engine, token, ledger)?;
