@@ -108,8 +108,8 @@ impl CpuPass {
 
     /// What keeps the CPU pass from doing more while the orchestrator waits:
     /// the workers (good: compute-bound), reads, the ordered writer, writes.
-    pub fn held_by(&self, streams: &[Stream]) -> &'static str {
-        let now = self.in_flight_now(streams);
+    /// `now`: what `in_flight_now` just said.
+    pub fn held_by(&self, streams: &[Stream], now: peerpath_metrics::InFlight) -> &'static str {
         let all_read = streams.iter().filter(|s| s.on_cpu).all(|s| s.cpu.read_done);
         if now.tasks >= self.workers.threads() {
             "workers all busy"

@@ -296,9 +296,9 @@ struct FileState<'p> {
     /// Decoded batches by first member index: (output, members, declared bytes).
     ready: BTreeMap<u64, (Output, u64, usize)>,
     /// The target mapped, where it is a file on a memory file system: the
-    /// workers decode into its pages (`map_target`); the next batch's offset.
+    /// workers decode into its pages (`map_target`); each batch takes the
+    /// next range past what the mapping has made exist.
     mapped: Option<Arc<FileMapping>>,
-    mapped_end: usize,
     outstanding_out_bytes: usize,
     first_error: Option<(u64, JobError)>,
     bytes_out: u64,
@@ -311,12 +311,16 @@ struct FileState<'p> {
     reads_in_flight: usize,
     arrived: BTreeMap<u64, PooledBuf>,
     /// An encrypted source: its cipher (reads are its sealed blocks, opened
-    /// as they arrive) and its plaintext bytes per read.
+    /// as they arrive).
     cipher: Option<Arc<FileCipher>>,
-    unit: usize,
 }
 
 impl FileState<'_> {
+    /// Plaintext bytes per read: a sealed block, or `READ_BYTES`.
+    fn unit(&self) -> usize {
+        self.cipher.as_ref().map_or(READ_BYTES, |c| c.layout().block_bytes as usize)
+    }
+
     fn fail(&mut self, index: u64, e: JobError) {
         if self.first_error.as_ref().is_none_or(|(i, _)| index < *i) {
             self.first_error = Some((index, e));
@@ -353,7 +357,6 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         next_write: 0,
         ready: BTreeMap::new(),
         mapped,
-        mapped_end: 0,
         outstanding_out_bytes: 0,
         first_error: None,
         bytes_out: 0,
@@ -361,7 +364,6 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         via: crate::Via::of(&src),
         reads_in_flight: 0,
         arrived: BTreeMap::new(),
-        unit: cipher.as_ref().map_or(READ_BYTES, |c| c.layout().block_bytes as usize),
         cipher,
     };
     let result = decode_file(ctx, &src, &mut st);
@@ -480,7 +482,7 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
                     ctx.ledger.record(host.clone(), host, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Decrypt, n as u64, (n - peerpath_func::crypt::TAG_BYTES) as u64);
                     buf.set_len(n - peerpath_func::crypt::TAG_BYTES);
                 }
-                st.arrived.insert(seq * st.unit as u64, buf);
+                st.arrived.insert(seq * st.unit() as u64, buf);
             }
             Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
         }
@@ -528,7 +530,7 @@ impl Ctx<'_> {
         }
         let mut out = match &st.mapped {
             Some(map) => {
-                let at = st.mapped_end;
+                let at = map.len();
                 // The file grows before any store reaches the range: a full
                 // file system is an error here, not a SIGBUS in a worker.
                 if let Err(e) = map.extend_to(at + batch.out_bytes) {
@@ -536,7 +538,6 @@ impl Ctx<'_> {
                     st.fail(batch.first_index, e);
                     return;
                 }
-                st.mapped_end += batch.out_bytes;
                 Output::Mapped { map: map.clone(), at, len: batch.out_bytes }
             }
             None => Output::Buf(self.cache.get(batch.out_bytes.max(1))),
@@ -620,7 +621,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     };
     // Offsets below are the plaintext's: the file's, or (encrypted) what its blocks hold.
     let size = st.cipher.as_ref().map_or(file_size, |c| c.layout().plaintext_bytes);
-    let unit = st.unit;
+    let unit = st.unit();
     let fd = src.file.as_raw_fd();
     let mut window = Window { chunks: VecDeque::new(), end: 0 };
     let mut next_read = 0u64;

@@ -103,12 +103,13 @@ impl Executor<'_> {
                 continue; // device completions (or a failure) are waiting
             }
             completions.clear();
-            let held_by = match (cpu.as_ref(), dev.as_ref()) {
-                (Some(c), _) => {
-                    clock.observe(c.in_flight_now(self.streams));
-                    c.held_by(self.streams)
+            let held_by = match cpu.as_ref() {
+                Some(c) => {
+                    let now = c.in_flight_now(self.streams);
+                    clock.observe(now);
+                    c.held_by(self.streams, now)
                 }
-                (None, _) => "devices",
+                None => "devices",
             };
             let waiting = std::time::Instant::now();
             self.engine.wait(&mut completions, waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;

@@ -281,6 +281,9 @@ pub fn lent(cat: &Catalog) -> Result<Vec<Row>, SimError> {
     let topo = Topology::from_toml_str(LENT_GPU_HOST)?;
     let m = Machine::new(topo, cat, Some("lent-gpu-host-16c"))?;
     let mut rows = Vec::new();
+    // The same machine without the contention curve: what cores alone would say.
+    let mut plain = m.clone();
+    plain.platform.core_contention.clear();
     // bench/results/2026-11-26-scaling-16cpu (run 1): peerpath compress -l1 -T T, tmpfs to tmpfs,
     // median of 3 seconds.
     for (t, secs) in [(1usize, 1.147), (2, 0.621), (4, 0.361), (8, 0.206), (16, 0.157)] {
@@ -290,8 +293,6 @@ pub fn lent(cat: &Catalog) -> Result<Vec<Row>, SimError> {
         job.ratio = Some(1.927);
         let r = run(&m, job.clone())?;
         let g = r.throughput_bytes_per_s / 1e9;
-        let mut plain = m.clone();
-        plain.platform.core_contention.clear();
         let cores_only = run(&plain, job)?.throughput_bytes_per_s / 1e9;
         let (status, why) = if t == 1 {
             (Status::Calibrated, "the catalog's 1-thread rate is this very row".to_string())
