@@ -4,9 +4,11 @@
 //! Writes to one tmpfs file are serialised by its inode lock (one thread's
 //! copy at a time, whoever issues them); stores through a shared mapping
 //! are not: each worker faults in and fills its own pages, and nothing is
-//! copied afterwards. The file grows by `fallocate` before any store reaches
-//! a range, so a full file system is an `ENOSPC` error from a system call,
-//! never a `SIGBUS` from a store.
+//! copied afterwards. The orchestrator grows the file's size (`ftruncate`);
+//! each worker allocates its own range before storing into it
+//! (`MADV_POPULATE_WRITE`, so the page allocation and zeroing run on every
+//! core at once), and a full file system is an `ENOSPC` error from a system
+//! call, never a `SIGBUS` from a store.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -18,7 +20,7 @@ pub struct FileMapping {
     ptr: NonNull<u8>,
     reserved: usize,
     file: std::fs::File,
-    /// Bytes of the file made to exist (`extend`), from offset 0.
+    /// The file's size as grown (`grow_to`), from offset 0.
     len: std::sync::atomic::AtomicUsize,
 }
 
@@ -55,9 +57,11 @@ impl FileMapping {
         Ok(FileMapping { ptr, reserved, file, len: std::sync::atomic::AtomicUsize::new(0) })
     }
 
-    /// Grows the file to `end` bytes with `fallocate` (its blocks reserved:
-    /// a full file system fails here, not in a store). Call from one thread.
-    pub fn extend_to(&self, end: usize) -> io::Result<()> {
+    /// Grows the file to `end` bytes (its size only: `ftruncate`, no page
+    /// allocated, so the caller's thread does no zeroing). Each range is then
+    /// made to exist by the thread that writes it ([`FileMapping::allocate`]).
+    /// Call from one thread.
+    pub fn grow_to(&self, end: usize) -> io::Result<()> {
         let len = self.len.load(std::sync::atomic::Ordering::Acquire);
         if end <= len {
             return Ok(());
@@ -65,12 +69,41 @@ impl FileMapping {
         if end > self.reserved {
             return Err(io::Error::other(format!("the output grew past the {} bytes mapped for it", self.reserved)));
         }
-        // SAFETY: fallocate on our descriptor, mode 0 (allocate and extend).
-        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, len as libc::off_t, (end - len) as libc::off_t) };
+        self.file.set_len(end as u64)?;
+        self.len.store(end, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Allocates the pages of `[offset, offset + len)` (within the grown
+    /// file) before a store reaches them, on the calling thread: many
+    /// threads allocate (and zero) their ranges at once, where `fallocate`
+    /// runs one at a time under the file's inode lock. A full file system is
+    /// an error here (`ENOSPC`), never a `SIGBUS` in a store:
+    /// `MADV_POPULATE_WRITE` reports a failed fault as `EFAULT`, and
+    /// `fallocate` on the range then says why. Kernels before 5.14 (no
+    /// `MADV_POPULATE_WRITE`) allocate with `fallocate` alone.
+    pub fn allocate(&self, offset: usize, len: usize) -> io::Result<()> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.len()).ok_or_else(|| io::Error::other("a range past the grown file"))?;
+        let start = crate::align_down(offset, crate::DIRECT_IO_ALIGN_BYTES);
+        if end == start {
+            return Ok(());
+        }
+        // SAFETY: start..end lies in our mapping and the file (checked);
+        // populating allocates pages without changing a byte.
+        let rc = unsafe { libc::madvise(self.ptr.as_ptr().add(start) as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let populate = io::Error::last_os_error();
+        if !matches!(populate.raw_os_error(), Some(libc::EFAULT | libc::EINVAL)) {
+            return Err(populate);
+        }
+        // SAFETY: fallocate on our descriptor within the file's size (mode 0
+        // allocates the blocks; the size is already past `end`).
+        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, start as libc::off_t, (end - start) as libc::off_t) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
-        self.len.store(end, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 
@@ -99,25 +132,14 @@ impl FileMapping {
     /// thread.
     ///
     /// # Safety
-    /// The range must lie within what `extend_to` made exist, and no other
-    /// slice of an overlapping range may be alive at the same time.
+    /// The range must lie within the grown file and have been allocated
+    /// (`allocate`: else a store past a full file system is a `SIGBUS`), and
+    /// no other slice of an overlapping range may be alive at the same time.
     #[allow(clippy::mut_from_ref)] // disjoint ranges of shared memory, as documented
     pub unsafe fn range(&self, offset: usize, len: usize) -> &mut [u8] {
         assert!(offset.checked_add(len).is_some_and(|end| end <= self.len()), "a range past the extended file");
         // SAFETY: within the mapping and the file (asserted); exclusive per the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(offset), len) }
-    }
-
-    /// Faults in the pages of `[offset, offset + len)` ahead of writing them
-    /// (one system call instead of a fault per page). Best effort.
-    pub fn populate(&self, offset: usize, len: usize) {
-        let start = crate::align_down(offset, crate::DIRECT_IO_ALIGN_BYTES);
-        let end = (offset + len).min(self.len());
-        if end > start {
-            // SAFETY: start..end lies in our mapping and the file; populating
-            // allocates pages without changing a byte.
-            unsafe { libc::madvise(self.ptr.as_ptr().add(start) as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
-        }
     }
 }
 
@@ -139,13 +161,15 @@ mod tests {
         let path = dir.path().join("out");
         let f = std::fs::OpenOptions::new().create(true).read(true).write(true).truncate(true).open(&path).unwrap();
         let m = FileMapping::new(f, 1 << 20).unwrap();
-        m.extend_to(10_000).unwrap();
-        m.populate(4096, 4096);
-        // SAFETY: two disjoint ranges within the extended file.
+        m.grow_to(10_000).unwrap();
+        m.allocate(0, 5000).unwrap();
+        m.allocate(5000, 5000).unwrap();
+        assert!(m.allocate(5000, 5001).is_err(), "past the grown size");
+        // SAFETY: two disjoint ranges within the grown, allocated file.
         let (a, b) = unsafe { (m.range(0, 5000), m.range(5000, 5000)) };
         a.fill(b'a');
         b.fill(b'b');
-        assert!(m.extend_to((1 << 20) + 1).is_err());
+        assert!(m.grow_to((1 << 20) + 1).is_err());
         drop(m);
         let got = std::fs::read(&path).unwrap();
         assert_eq!(got.len(), 10_000);

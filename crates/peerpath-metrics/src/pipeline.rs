@@ -47,12 +47,13 @@ pub struct PipelineClock {
     at_last: InFlight,
     integral: [f64; 3],
     waits: Vec<(&'static str, Duration)>,
+    stages: Vec<(&'static str, Duration)>,
 }
 
 impl Default for PipelineClock {
     fn default() -> Self {
         let now = Instant::now();
-        PipelineClock { started: now, last: now, at_last: InFlight::default(), integral: [0.0; 3], waits: Vec::new() }
+        PipelineClock { started: now, last: now, at_last: InFlight::default(), integral: [0.0; 3], waits: Vec::new(), stages: Vec::new() }
     }
 }
 
@@ -71,10 +72,14 @@ impl PipelineClock {
 
     /// A wait that took `d`, held by `what` (e.g. "workers all busy").
     pub fn waited(&mut self, what: &'static str, d: Duration) {
-        match self.waits.iter_mut().find(|(w, _)| *w == what) {
-            Some((_, total)) => *total += d,
-            None => self.waits.push((what, d)),
-        }
+        add(&mut self.waits, what, d);
+    }
+
+    /// Work the orchestrator did itself in `stage` (e.g. "growing the
+    /// target"), timed by the caller: where its time went when it was not
+    /// waiting, the stage that bounds a pipeline whose workers idle.
+    pub fn spent(&mut self, stage: &'static str, d: Duration) {
+        add(&mut self.stages, stage, d);
     }
 
     /// The report, with the workers' times.
@@ -83,6 +88,8 @@ impl PipelineClock {
         let span = self.last.duration_since(self.started).as_secs_f64().max(f64::MIN_POSITIVE);
         let mut waits: Vec<WaitShare> = self.waits.iter().map(|(w, d)| WaitShare { held_by: (*w).to_string(), seconds: d.as_secs_f64() }).collect();
         waits.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+        let mut stages: Vec<StageShare> = self.stages.iter().map(|(w, d)| StageShare { stage: (*w).to_string(), seconds: d.as_secs_f64() }).collect();
+        stages.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
         let (busy, idle) = (workers.busy().as_secs_f64(), workers.idle().as_secs_f64());
         PipelineReport {
             worker_threads: threads,
@@ -92,6 +99,7 @@ impl PipelineClock {
             orchestrator_wait_s: waits.iter().map(|w| w.seconds).sum(),
             orchestrator_span_s: span,
             waits,
+            orchestrator_stages: stages,
             mean_tasks_in_flight: self.integral[0] / span,
             mean_reads_in_flight: self.integral[1] / span,
             mean_writes_in_flight: self.integral[2] / span,
@@ -104,6 +112,20 @@ impl PipelineClock {
 pub struct WaitShare {
     pub held_by: String,
     pub seconds: f64,
+}
+
+/// A stage of the orchestrator's own work and the time it took.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StageShare {
+    pub stage: String,
+    pub seconds: f64,
+}
+
+fn add(list: &mut Vec<(&'static str, Duration)>, what: &'static str, d: Duration) {
+    match list.iter_mut().find(|(w, _)| *w == what) {
+        Some((_, total)) => *total += d,
+        None => list.push((what, d)),
+    }
 }
 
 /// Where a pipelined job's time went (measured).
@@ -119,6 +141,9 @@ pub struct PipelineReport {
     pub orchestrator_wait_s: f64,
     pub orchestrator_span_s: f64,
     pub waits: Vec<WaitShare>,
+    /// The orchestrator's own timed work by stage (the rest of its span
+    /// outside waits is bookkeeping: splitting, submitting, reaping).
+    pub orchestrator_stages: Vec<StageShare>,
     /// Time-weighted averages over the orchestrator's span.
     pub mean_tasks_in_flight: f64,
     pub mean_reads_in_flight: f64,
@@ -129,8 +154,9 @@ impl PipelineReport {
     /// One paragraph for the text report.
     pub fn render(&self) -> String {
         let waits: Vec<String> = self.waits.iter().map(|w| format!("{} {:.3} s", w.held_by, w.seconds)).collect();
+        let stages: Vec<String> = self.orchestrator_stages.iter().map(|w| format!("{} {:.3} s", w.stage, w.seconds)).collect();
         format!(
-            "workers ({}) busy {:.0}% of their time ({:.3} s), waiting for work {:.3} s; orchestrator waited {:.3} s of {:.3} s{}; in flight on average: {:.1} tasks, {:.1} reads, {:.1} writes",
+            "workers ({}) busy {:.0}% of their time ({:.3} s), waiting for work {:.3} s; orchestrator waited {:.3} s of {:.3} s{}{}; in flight on average: {:.1} tasks, {:.1} reads, {:.1} writes",
             self.worker_threads,
             self.worker_busy_share * 100.0,
             self.worker_busy_s,
@@ -138,6 +164,7 @@ impl PipelineReport {
             self.orchestrator_wait_s,
             self.orchestrator_span_s,
             if waits.is_empty() { String::new() } else { format!(" ({})", waits.join(", ")) },
+            if stages.is_empty() { String::new() } else { format!(", worked on {}", stages.join(", ")) },
             self.mean_tasks_in_flight,
             self.mean_reads_in_flight,
             self.mean_writes_in_flight
@@ -159,6 +186,8 @@ mod tests {
         c.waited("workers all busy", Duration::from_millis(20));
         c.waited("waiting for reads", Duration::from_millis(5));
         c.waited("workers all busy", Duration::from_millis(10));
+        c.spent("growing the target", Duration::from_millis(7));
+        c.spent("growing the target", Duration::from_millis(1));
         let w = WorkerTimes::default();
         w.add_busy(Duration::from_millis(90));
         w.add_idle(Duration::from_millis(10));
@@ -169,6 +198,7 @@ mod tests {
         assert_eq!(r.waits[0], WaitShare { held_by: "workers all busy".into(), seconds: 0.03 });
         assert!((r.orchestrator_wait_s - 0.035).abs() < 1e-9);
         assert!((r.worker_busy_share - 0.9).abs() < 1e-9);
-        assert!(r.render().contains("busy 90%"), "{}", r.render());
+        assert_eq!(r.orchestrator_stages, vec![StageShare { stage: "growing the target".into(), seconds: 0.008 }]);
+        assert!(r.render().contains("busy 90%") && r.render().contains("worked on growing the target 0.008 s"), "{}", r.render());
     }
 }

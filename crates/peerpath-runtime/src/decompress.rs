@@ -100,8 +100,15 @@ struct Decoded {
     count: u64,
     member_bytes: usize,
     declared_out_bytes: usize,
-    /// On failure: the error, the failing member's index and offset.
-    result: std::result::Result<Output, (MemberError, u64, u64, Output)>,
+    /// On failure: what failed, at which member's index.
+    result: std::result::Result<Output, (BatchFailure, u64, Output)>,
+}
+
+enum BatchFailure {
+    /// A member (at this offset in the source) does not decode.
+    Member(MemberError, u64),
+    /// The mapped target's range could not be allocated (a full file system).
+    Target(std::io::Error),
 }
 
 /// Shared by every file of a job.
@@ -458,6 +465,7 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
     let waiting = Instant::now();
     ctx.engine.wait(&mut completions, &ctx.waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
     ctx.clock.waited(why, waiting.elapsed());
+    let t = Instant::now();
     for c in completions {
         let Token::Read { seq, .. } = Token::of(c.op, c.token) else {
             let w = st.writer.as_mut().expect("writes only with a writer");
@@ -490,7 +498,9 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
     for d in ctx.workers.try_results() {
         ctx.members_done(st, d);
     }
-    write_ready(ctx, st)
+    let written = write_ready(ctx, st);
+    ctx.clock.spent("handling completions", t.elapsed());
+    written
 }
 
 impl Ctx<'_> {
@@ -513,12 +523,16 @@ impl Ctx<'_> {
                 );
                 st.ready.insert(d.first_index, (out, d.count, d.declared_out_bytes));
             }
-            Err((e, index, offset, out)) => {
+            Err((e, index, out)) => {
                 if let Output::Buf(b) = out {
                     self.cache.put(b);
                 }
                 st.outstanding_out_bytes -= d.declared_out_bytes;
-                st.fail(index, member_error(st.path, index, offset, e));
+                let e = match e {
+                    BatchFailure::Member(e, offset) => member_error(st.path, index, offset, e),
+                    BatchFailure::Target(e) => st.writer.as_ref().expect("a mapped target has a writer").io_error(e),
+                };
+                st.fail(index, e);
             }
         }
     }
@@ -531,9 +545,13 @@ impl Ctx<'_> {
         let mut out = match &st.mapped {
             Some(map) => {
                 let at = map.len();
-                // The file grows before any store reaches the range: a full
-                // file system is an error here, not a SIGBUS in a worker.
-                if let Err(e) = map.extend_to(at + batch.out_bytes) {
+                // Only the size here (cheap); the worker allocates its range
+                // before storing (a full file system is its error, not a
+                // SIGBUS), so page allocation and zeroing run on every core.
+                let t = Instant::now();
+                let grown = map.grow_to(at + batch.out_bytes);
+                self.clock.spent("growing the target", t.elapsed());
+                if let Err(e) = grown {
                     let e = st.writer.as_ref().expect("a mapped target has a writer").io_error(e);
                     st.fail(batch.first_index, e);
                     return;
@@ -549,9 +567,12 @@ impl Ctx<'_> {
             let dst: &mut [u8] = match &mut out {
                 Output::Buf(b) => b.spare_mut(),
                 Output::Mapped { map, at, len } => {
-                    map.populate(*at, *len);
-                    // SAFETY: the range was extended above and is this batch's
-                    // alone (each batch gets the next `out_bytes` of the file).
+                    if let Err(e) = map.allocate(*at, *len) {
+                        return Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Err((BatchFailure::Target(e), first_index, out)) };
+                    }
+                    // SAFETY: the range was grown above, allocated just now,
+                    // and is this batch's alone (each batch gets the next
+                    // `out_bytes` of the file).
                     unsafe { map.range(*at, *len) }
                 }
             };
@@ -563,7 +584,7 @@ impl Ctx<'_> {
                     Ok(n) => pos += n,
                     Err(e) => {
                         let index = first_index + k as u64;
-                        return Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Err((e, index, *offset, out)) };
+                        return Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Err((BatchFailure::Member(e, *offset), index, out)) };
                     }
                 }
             }
@@ -646,6 +667,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         // Reads, in order, as buffers allow; one a pass where a read blocks
         // (docs/tuning.md#one-read-a-pass).
         let mut pass_over = false;
+        let t = Instant::now();
         while next_read < size
             && !pass_over
             && st.reads_in_flight < qd
@@ -664,6 +686,8 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             st.reads_in_flight += 1;
             next_read += unit as u64;
         }
+        ctx.clock.spent("submitting reads", t.elapsed());
+        let t = Instant::now();
         while let Some(buf) = st.arrived.remove(&window.end) {
             crate::job::check_read(st.path, Ok(buf.len()), window.end, unit, Some(size))?;
             window.end += buf.len() as u64;
@@ -748,6 +772,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         if blocked && ctx.workers.in_flight() < ctx.workers.threads() {
             ctx.submit_batch(st, std::mem::replace(&mut batch, Batch::new(index)));
         }
+        ctx.clock.spent("splitting members into batches", t.elapsed());
         pump(ctx, st, None)?;
     }
 }

@@ -73,16 +73,22 @@ impl Executor<'_> {
         loop {
             // Results are taken before reads are issued, so every buffer they
             // free is read into before the wait.
+            let t = std::time::Instant::now();
             if let Some(c) = cpu.as_mut() {
                 c.take_results(self.streams, self.engine, self.ledger)?;
+                clock.spent("taking results and writing them", t.elapsed());
             }
             if let Some(d) = dev.as_mut() {
+                let t = std::time::Instant::now();
                 for (i, outcome) in d.step(self.streams, self.engine, self.ledger)? {
                     self.apply(i, outcome, d, cpu, waker)?;
                 }
+                clock.spent("driving devices", t.elapsed());
             }
             if let Some(c) = cpu.as_mut() {
+                let t = std::time::Instant::now();
                 c.issue_reads(self.streams, self.engine)?;
+                clock.spent("submitting reads", t.elapsed());
             }
             let done = cpu.as_ref().map_or(0, |c| c.done_bytes) + dev.as_ref().map_or(0, |d| d.done_bytes);
             (self.progress)(done);
@@ -114,9 +120,11 @@ impl Executor<'_> {
             let waiting = std::time::Instant::now();
             self.engine.wait(&mut completions, waker).map_err(|e| JobError::Internal(format!("I/O wait failed: {e}")))?;
             clock.waited(held_by, waiting.elapsed());
+            let t = std::time::Instant::now();
             for c in completions.drain(..) {
                 self.complete(c, cpu, dev)?;
             }
+            clock.spent("handling completions", t.elapsed());
         }
     }
 
