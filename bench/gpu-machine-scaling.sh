@@ -64,6 +64,32 @@ if rm -rf -- "$ab_dir" && mkdir -p -- "$ab_dir" && xz -dc .gpu/slice.fa.xz > "$a
         done
     } 2>&1 | tee "$OUT/mapped-ab.txt" >&2
 fi
+
+# The machine's own ceiling: k independent 1-thread compressions of the 48 MiB slice at once
+# (k = 1 2 4 8 ... nproc, 3 rounds), each its own process with its own input. Nothing is shared
+# but the machine, so the wall time of a round over the 1-copy time is how much slower each core
+# gets when k are busy (shared physical cores, frequency, memory): no program's parallel
+# efficiency at k threads exceeds 1-copy time / k-copy time. Kept in $OUT/ceiling.txt.
+if [ -s "$ab_dir/slice" ]; then
+    {
+        echo "k independent 'peerpath compress -l1 -T1' of 48 MiB at once: wall seconds per round (3 rounds), ceiling = best 1-copy wall / best k-copy wall"
+        one_best=""
+        for k in $(seq 0 6 | awk -v n="$(nproc)" '{k=2^$1; if (k<=n) print k}'); do
+            for i in $(seq 1 "$k"); do cp -- "$ab_dir/slice" "$ab_dir/c$i"; done
+            times=""
+            for _ in 1 2 3; do
+                t0=$EPOCHREALTIME
+                for i in $(seq 1 "$k"); do .gpu/peerpath compress -l1 -T1 -q -f --no-sync "$ab_dir/c$i" -o "$ab_dir/c$i.gz" & done
+                wait
+                times="$times $(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.3f", a - b }')"
+            done
+            best=$(printf '%s\n' $times | sort -g | head -1)
+            [ -n "$one_best" ] || one_best=$best
+            echo "k=$k:$times; ceiling $(awk -v a="$one_best" -v b="$best" 'BEGIN { printf "%.0f%%", 100 * a / b }')"
+            rm -f -- "$ab_dir"/c*
+        done
+    } 2>&1 | tee "$OUT/ceiling.txt" >&2
+fi
 rm -rf -- "$ab_dir"
 
 if [ -f "$OUT/scaling.md" ]; then
