@@ -297,6 +297,9 @@ struct CompressArgs {
     /// With --engine gpu: nvCOMP's gzip algorithm, 0 (fastest) to 5 (best ratio); --level does not apply to it.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(i32).range(0..=5), help_heading = "Devices")]
     gpu_algorithm: i32,
+    /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
+    gpu_streams: u32,
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
@@ -627,7 +630,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
         EngineArg::Cpu => peerpath_runtime::Compute::Cpu,
         EngineArg::Emulated => emulated(),
         EngineArg::Gpu => {
-            let mut spec = peerpath_runtime::GpuSpec { ordinal: a.gpu, algorithm: a.gpu_algorithm, nvcomp: a.nvcomp.clone(), ..Default::default() };
+            let mut spec = peerpath_runtime::GpuSpec { ordinal: a.gpu, algorithm: a.gpu_algorithm, nvcomp: a.nvcomp.clone(), streams: a.gpu_streams as usize, ..Default::default() };
             if let Some(m) = a.device_memory {
                 spec.memory_bytes = m;
             }
@@ -669,7 +672,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let mut common = common_options(&a.common, a.target.force, !a.target.no_sync, progress);
             if a.engine == EngineArg::Gpu && a.common.queue_depth.is_none() {
                 // A GPU is filled by big batches: let each stream keep 64 chunks in flight.
-                common.queue_depth = common.queue_depth.max(32);
+                common.queue_depth = common.queue_depth.max(64);
             }
             let opts = CompressOptions {
                 common,
@@ -699,7 +702,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     }
                     (None, peerpath_runtime::Compute::Emulated(_)) => "Placement: the emulated devices' memory is a shared-memory file, not on PCIe: every stream that can do O_DIRECT both ways runs on a device (the others on the CPU, in the fallbacks above).\n".into(),
                     (None, peerpath_runtime::Compute::Cpu) => "Placement: --engine cpu: every stream on the host CPU.\n".into(),
-                    (None, peerpath_runtime::Compute::Gpu(_)) => "Placement: --engine gpu: every stream that can do O_DIRECT both ways runs on the GPU, staged through its pinned host window (no GPUDirect Storage path is checked yet); the others on the CPU, in the fallbacks above.\n".into(),
+                    (None, peerpath_runtime::Compute::Gpu(_)) => "Placement: --engine gpu: every stream runs on the GPU, staged through its pinned host window (O_DIRECT where its files take it, else the kernel's copy through the page cache; no GPUDirect Storage path is driven yet); pipes and streams of unknown size on the CPU, in the fallbacks above.\n".into(),
                 };
                 if to_stdout { eprint!("{text}") } else { print!("{text}") }
             }

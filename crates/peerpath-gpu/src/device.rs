@@ -4,10 +4,14 @@
 //! byte through the window (GPUDirect Storage would make the window
 //! unnecessary: not on machines without P2PDMA or nvidia-fs).
 //!
-//! One worker thread owns the CUDA context. It takes every request queued
-//! since its last turn as one batch: copies (host window <-> GPU memory,
-//! GPU <-> GPU) on the copy engines, and all compress requests in one
-//! nvCOMP launch. nvCOMP's members (plain gzip: CRC-32 and size computed on
+//! `streams` worker threads share the CUDA context, each with its own CUDA
+//! stream and scratch. A worker takes the requests queued since its last
+//! turn (up to its share of them) as one batch: copies (host window <-> GPU
+//! memory, GPU <-> GPU) on the copy engines, and all compress requests in
+//! one nvCOMP launch; while one worker's batch computes, another's copies
+//! run and a third's results go back (the executor orders dependent
+//! commands by their completions, so batches on different streams never
+//! touch the same range). nvCOMP's members (plain gzip: CRC-32 and size computed on
 //! the GPU) are rewrapped on the GPU with peerpath's header (the 'PP' size
 //! subfield), so `peerpath decompress` stays parallel on its output.
 
@@ -36,6 +40,9 @@ pub struct GpuDeviceConfig {
     pub algorithm: i32,
     pub queue_depth: usize,
     pub nvcomp: Option<std::path::PathBuf>,
+    /// Worker threads, each with its own CUDA stream: one batch's copies,
+    /// kernel and packing overlap the others' (1: one batch at a time).
+    pub streams: usize,
 }
 
 struct Job {
@@ -70,7 +77,7 @@ pub struct GpuDevice {
     ready: VecDeque<Completion>,
     wake: Arc<EventFd>,
     sleeping: Arc<AtomicBool>,
-    worker: Option<std::thread::JoinHandle<()>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
     failed: Option<DeviceError>,
     /// What it is, for the report.
     pub description: String,
@@ -90,7 +97,7 @@ impl GpuDevice {
         gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
         // SAFETY: pins the window's pages (a mapping that lives as long as
         // `window`, which the device keeps) for the copy engines; unpinned
-        // by the worker when it ends.
+        // when `Shared` drops (the last worker ends).
         unsafe { sys::cuMemHostRegister_v2(window.as_ptr() as *mut c_void, window.len(), sys::CU_MEMHOSTREGISTER_PORTABLE) }
             .result()
             .map_err(|e| format!("CUDA cannot pin {} MiB of host memory: {e}", window.len() >> 20))?;
@@ -103,10 +110,14 @@ impl GpuDevice {
                 return Err(format!("CUDA cannot allocate {} MiB of GPU memory: {e}", own_bytes >> 20));
             }
         };
+        // From here on, dropping `shared` (any error below) unpins the window.
+        let shared = Arc::new(Shared { own, window: window.clone(), ctx: gpu.ctx.clone() });
         let own_base = {
-            let (p, _g) = own.device_ptr(&gpu.stream);
+            let (p, _g) = shared.own.device_ptr(&gpu.stream);
             p
         };
+        // The allocation is ordered on this stream; every worker's stream uses it.
+        gpu.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
         let layout = Layout { own_base, own_len: own_bytes as u64, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
         let description = format!(
             "{} (GPU {}, CUDA driver {}), nvCOMP {} gzip algorithm {}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context, nvCOMP, pinning, allocation)",
@@ -123,14 +134,21 @@ impl GpuDevice {
         let memory = DeviceMemory::foreign(own_bytes, MemoryDomain::Gpu { device: config.name.clone() }, window.clone());
         let wake = Arc::new(EventFd::new().map_err(|e| e.to_string())?);
         let sleeping = Arc::new(AtomicBool::new(false));
+        let description = format!("{description}, {} CUDA stream(s)", config.streams.max(1));
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
-        let mut worker = Worker { gpu, nv, _own: own, window, layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default() };
-        let (w, s) = (wake.clone(), sleeping.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("{}-worker", config.name))
-            .spawn(move || worker.run(&job_rx, &done_tx, &w, &s))
-            .map_err(|e| e.to_string())?;
+        let streams = config.streams.max(1);
+        let mut workers = Vec::with_capacity(streams);
+        for k in 0..streams {
+            let stream = if k == 0 { gpu.stream.clone() } else { gpu.ctx.new_stream().map_err(|e| format!("CUDA stream: {e}"))? };
+            let mut worker = Worker { stream, nv: nv.clone(), shared: shared.clone(), layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default(), streams };
+            let (jobs, done, w, s) = (job_rx.clone(), done_tx.clone(), wake.clone(), sleeping.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("{}-stream{k}", config.name))
+                .spawn(move || worker.run(&jobs, &done, &w, &s))
+                .map_err(|e| e.to_string())?;
+            workers.push(handle);
+        }
         Ok(GpuDevice {
             name: config.name.clone(),
             memory,
@@ -142,7 +160,7 @@ impl GpuDevice {
             ready: VecDeque::new(),
             wake,
             sleeping,
-            worker: Some(handle),
+            workers,
             failed: None,
             description,
             pci_address,
@@ -161,8 +179,8 @@ impl GpuDevice {
 
 impl Drop for GpuDevice {
     fn drop(&mut self) {
-        self.jobs = None; // the worker ends when the queue is closed and empty
-        if let Some(w) = self.worker.take() {
+        self.jobs = None; // the workers end when the queue is closed and empty
+        for w in self.workers.drain(..) {
             let _ = w.join();
         }
     }
@@ -268,26 +286,47 @@ struct Scratch {
     headers: Option<CudaSlice<u8>>,
 }
 
-struct Worker {
-    gpu: crate::Gpu,
-    nv: Arc<Nvcomp>,
-    /// The GPU memory the executor's offsets address (`layout.own_base`): kept, never read here.
-    _own: CudaSlice<u8>,
+/// What the workers share; the last one to end unpins the window (no copy
+/// is in flight then: each synchronised its stream after its last batch).
+struct Shared {
+    /// The GPU memory the executor's offsets address (`layout.own_base`).
+    own: CudaSlice<u8>,
     window: Arc<MappedRegion>,
+    ctx: Arc<cudarc::driver::CudaContext>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: the window was pinned by `open`; every worker has
+            // synchronised its stream and ended, so no copy uses it.
+            unsafe { sys::cuMemHostUnregister(self.window.as_ptr() as *mut c_void) };
+        }
+    }
+}
+
+struct Worker {
+    stream: Arc<CudaStream>,
+    nv: Arc<Nvcomp>,
+    shared: Arc<Shared>,
     layout: Layout,
     opts: CompressOpts,
     scratch: Scratch,
+    /// How many workers share the queue (a batch takes its share of it).
+    streams: usize,
 }
 
 impl Worker {
     fn run(&mut self, jobs: &crossbeam_channel::Receiver<Job>, done: &crossbeam_channel::Sender<Result<Done, String>>, wake: &EventFd, sleeping: &AtomicBool) {
-        if let Err(e) = self.gpu.ctx.bind_to_thread() {
+        if let Err(e) = self.shared.ctx.bind_to_thread() {
             let _ = done.send(Err(format!("CUDA: {e}")));
             return;
         }
         while let Ok(first) = jobs.recv() {
+            // Its share of what is queued, so that the other streams get work too.
+            let share = (jobs.len() + 1).div_ceil(self.streams);
             let mut batch = vec![first];
-            batch.extend(jobs.try_iter());
+            batch.extend(jobs.try_iter().take(share - 1));
             let t = Instant::now();
             let results = self.batch(&batch);
             let us = t.elapsed().as_micros().min(u32::MAX as u128) as u32;
@@ -307,9 +346,6 @@ impl Worker {
                 wake.signal();
             }
         }
-        // SAFETY: the window was pinned by `open`; no copy is in flight (the
-        // stream was synchronised after the last batch).
-        unsafe { sys::cuMemHostUnregister(self.window.as_ptr() as *mut c_void) };
     }
 
     /// Runs one batch; per request its status and output bytes. An error is
@@ -354,7 +390,7 @@ impl Worker {
                 out[k] = result;
             }
         }
-        self.gpu.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
+        self.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
         Ok(out)
     }
 
@@ -375,7 +411,7 @@ impl Worker {
         if r.output.len < total {
             return Ok((Status::OutputTooSmall, 0));
         }
-        let stream = self.gpu.stream.cu_stream();
+        let stream = self.stream.cu_stream();
         let mut at = 0u64;
         for &i in &r.inputs {
             let to = DeviceRange::new(r.output.offset + at, i.len);
@@ -404,7 +440,7 @@ impl Worker {
     /// capacity), on the GPU. Returns each job's status and output bytes.
     fn compress(&mut self, items: &[Piece], outputs: &[(usize, u64, u64)]) -> Result<Vec<JobResult>, String> {
         let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
-        let stream = self.gpu.stream.clone();
+        let stream = self.stream.clone();
         let n = items.len();
         let max_chunk = items.iter().map(|x| x.len as usize).max().unwrap_or(0).max(1);
         let total: usize = items.iter().map(|x| x.len as usize).sum();
@@ -529,7 +565,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, streams: 2 };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

@@ -270,19 +270,21 @@ struct Ran {
     pipeline: Option<peerpath_metrics::PipelineReport>,
 }
 
-/// Whether a stream can go through device memory: O_DIRECT both ways and a
-/// known size. Otherwise, why not.
-fn offload_refusal(s: &Stream, chunk_aligned: bool) -> Option<String> {
+/// Whether a stream can go through device memory: O_DIRECT both ways (or,
+/// for a device staged through a host window, page-cache I/O where O_DIRECT
+/// is refused: the kernel's copy into that window is what a memory file
+/// system costs any reader) and a known size. Otherwise, why not.
+fn offload_refusal(s: &Stream, chunk_aligned: bool, host_window: bool) -> Option<String> {
     let w = s.writer.as_ref().expect("writer open");
     if s.sequential_read || w.is_sequential() {
         Some("pipes and standard streams cannot move data by DMA into device memory".into())
     } else if !chunk_aligned {
         Some("the block size cannot be grouped into aligned reads".into())
-    } else if !s.source.direct {
+    } else if !s.source.direct && !host_window {
         Some(format!("the source refused O_DIRECT ({}), and device memory is only reached by DMA", s.source.direct_refused.as_deref().unwrap_or("no reason given")))
     } else if w.encrypting() {
         Some("the output is encrypted: compress -> encrypt in device memory is not built yet, so the host CPU compresses and seals it".into())
-    } else if !w.target.direct {
+    } else if !w.target.direct && !host_window {
         Some(format!("the target refused O_DIRECT ({}), and device memory is only reached by DMA", w.target.direct_refused.as_deref().unwrap_or("no reason given")))
     } else if s.size.is_none() {
         Some("the source's size is unknown".into())
@@ -309,7 +311,7 @@ fn run_job(
     let params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
     let mut device_text = None;
     if let Some(set) = devices {
-        placement = place(streams, &set.memory_from, chunk_aligned, opts.no_fallback, fallbacks)?;
+        placement = place(streams, &set, chunk_aligned, opts.no_fallback, fallbacks)?;
         if !placement.on_device.is_empty() {
             let sizes: Vec<Option<u64>> = placement.on_device.iter().map(|&i| streams[i].size).collect();
             started = (set.start)(&sizes, &params, fallbacks)?;
@@ -396,10 +398,10 @@ struct Placement {
 /// with P2P memory, whose legs the topology says reach it peer to peer);
 /// the others stay on the CPU, said in `fallbacks` (or the job fails, with
 /// `no_fallback`).
-fn place(streams: &[Stream], memory_from: &DeviceMemoryFrom, chunk_aligned: bool, no_fallback: bool, fallbacks: &mut Vec<Fallback>) -> Result<Placement> {
+fn place(streams: &[Stream], set: &DeviceSet, chunk_aligned: bool, no_fallback: bool, fallbacks: &mut Vec<Fallback>) -> Result<Placement> {
     let mut eligible = Vec::new();
     for (i, s) in streams.iter().enumerate() {
-        match offload_refusal(s, chunk_aligned) {
+        match offload_refusal(s, chunk_aligned, set.host_window) {
             None => eligible.push(i),
             Some(why) if no_fallback => {
                 return Err(JobError::Device { detail: format!("{}: cannot offload: {why} (--no-fallback)", s.source_name) });
@@ -407,7 +409,7 @@ fn place(streams: &[Stream], memory_from: &DeviceMemoryFrom, chunk_aligned: bool
             Some(why) => fallbacks.push(Fallback::HostCpuNotDevice { source: s.source_name.clone(), why }),
         }
     }
-    match memory_from {
+    match &set.memory_from {
         DeviceMemoryFrom::P2p { sysfs, bdf } => {
             let routed = p2p_routes(streams, &eligible, sysfs, bdf, no_fallback, fallbacks)?;
             Ok(Placement { on_device: routed.kept, lines: routed.placement, explain: routed.explain })

@@ -52,6 +52,7 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
     let dir = dir.to_path_buf();
     DeviceSet {
         memory_from: DeviceMemoryFrom::Shm,
+        host_window: reach == Reach::Staged,
         workers: 2,
         what: "CPU device(s), {workers} worker thread(s) each, {library}",
         provenance: crate::report::Provenance::MeasuredEmulated,
@@ -224,6 +225,37 @@ fn a_device_with_memory_the_engine_cannot_reach_is_staged_through_its_window() {
     faults.crash_after_submissions = Some(40);
     let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::Staged, false));
     assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "{:?}", report.fallbacks);
+}
+
+/// Files on a memory file system refuse O_DIRECT (or peerpath declines it
+/// for targets there): a device reached only by DMA cannot serve them (the
+/// CPU does, said in the fallbacks), but one staged through a host window
+/// can: the kernel copies between the page cache and the window, and the
+/// ledger says so (a CPU copy, not a DMA).
+#[test]
+fn files_in_memory_go_through_a_staged_device_s_window_by_the_kernel_s_copy() {
+    let Ok(dir) = tempfile::Builder::new().prefix("pp-conformance-shm").tempdir_in("/dev/shm") else {
+        eprintln!("SKIPPED: no /dev/shm to put the files in");
+        return;
+    };
+    let srcs = sources(dir.path(), &[4097, (3 << 20) + 5]);
+    let opts = options(Format::Gzip, 1 << 20);
+    let report = against_oracle(dir.path(), &srcs, &opts, devices_with(dir.path(), None, Reach::Staged, true));
+    assert!(report.fallbacks.is_empty(), "{:?}", report.fallbacks);
+    assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "all on devices: {:?}", report.files);
+    let kernel_copies: u64 = report
+        .ledger
+        .entries
+        .iter()
+        .filter(|e| matches!(e.purpose, peerpath_metrics::Purpose::WriteTarget) && matches!(e.mover, peerpath_metrics::Mover::Cpu { .. }))
+        .map(|e| e.bytes_read)
+        .sum();
+    let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
+    assert!(kernel_copies >= output, "the target's bytes are the kernel's copy from the window ({kernel_copies} < {output}): {:?}", report.ledger.entries);
+    // A device reached by DMA only does not take them: the CPU does, and says why.
+    let report = against_oracle(dir.path(), &srcs, &opts, devices_with(dir.path(), None, Reach::Mapped, true));
+    assert!(report.files.iter().all(|f| f.device.is_none()), "{:?}", report.files);
+    assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::HostCpuNotDevice { why, .. } if why.contains("O_DIRECT"))), "{:?}", report.fallbacks);
 }
 
 /// A device that takes one command per chunk (its members back to back,

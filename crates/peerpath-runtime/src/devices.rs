@@ -43,11 +43,13 @@ pub struct GpuSpec {
     pub nvcomp: Option<PathBuf>,
     /// Commands in flight at most (batches are what fill a GPU).
     pub queue_depth: usize,
+    /// CUDA streams (one worker thread each) whose batches overlap.
+    pub streams: usize,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256 }
+        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 4 }
     }
 }
 
@@ -124,6 +126,10 @@ pub(crate) struct DeviceSet<'a> {
     /// Where their memory comes from (P2P memory: the topology decides
     /// which streams may use it).
     pub memory_from: DeviceMemoryFrom,
+    /// Whether storage I/O lands in a host window the device copies from
+    /// (a GPU's pinned window): then page-cache I/O is allowed where a file
+    /// refuses O_DIRECT (a memory file system), recorded as the kernel's copy.
+    pub host_window: bool,
     /// Worker threads in each, and where they run, for the report.
     pub workers: usize,
     pub what: &'static str,
@@ -139,6 +145,7 @@ impl<'a> DeviceSet<'a> {
     pub fn emulated(spec: &'a EmulatedSpec, no_fallback: bool) -> DeviceSet<'a> {
         DeviceSet {
             memory_from: spec.memory_from.clone(),
+            host_window: false,
             workers: spec.workers.max(1) as usize,
             what: "emulated CSP device(s), {workers} worker thread(s) each, {library} inside the device process",
             provenance: crate::report::Provenance::MeasuredEmulated,
@@ -152,7 +159,8 @@ impl<'a> DeviceSet<'a> {
     pub fn gpu(spec: &'a GpuSpec, no_fallback: bool) -> DeviceSet<'a> {
         DeviceSet {
             memory_from: DeviceMemoryFrom::Shm,
-            workers: 1,
+            host_window: true,
+            workers: spec.streams.max(1),
             what: "GPU device(s), nvCOMP batched gzip (peerpath's members; {library} asked: nvCOMP has its own algorithms)",
             provenance: crate::report::Provenance::MeasuredDevice,
             start: Box::new(move |_sizes, _params, fallbacks| {
@@ -164,6 +172,7 @@ impl<'a> DeviceSet<'a> {
                     algorithm: spec.algorithm,
                     queue_depth: spec.queue_depth,
                     nvcomp: spec.nvcomp.clone(),
+                    streams: spec.streams,
                 };
                 match peerpath_gpu::GpuDevice::open(&config) {
                     Ok(d) => {
