@@ -34,15 +34,20 @@ OUT=${OUT:-$PWD/scaling-out}
 mkdir -p -- "$OUT"
 echo "[gpu-machine-scaling] $ver; results -> $OUT; $(nproc) CPUs; $(uname -r)" >&2
 
+# PP_SCALING_DISK=DIR (default /var/tmp/ppdisk; empty: no disk rows), PP_SCALING_QUICK=1 (1 run
+# for the slow single-thread peers), PP_SCALING_DEADLINE=S (default 170): for shorter runs.
+extra=()
+[ -n "${PP_SCALING_DISK-/var/tmp/ppdisk}" ] && extra+=(--disk "${PP_SCALING_DISK-/var/tmp/ppdisk}")
+[ "${PP_SCALING_QUICK:-0}" = 1 ] && extra+=(--quick)
 rc=0
 bench/scaling.sh \
     --peerpath .gpu/peerpath \
     --slice .gpu/slice.fa.xz --repeat 8 \
     --debs .gpu \
     --scratch /dev/shm/ppscale \
-    --disk /var/tmp/ppdisk \
+    "${extra[@]}" \
     --runs 3 \
-    --deadline 170 \
+    --deadline "${PP_SCALING_DEADLINE:-170}" \
     --label "gpu-machine-$(nproc)cpu" \
     --out "$OUT" 2> >(tee "$OUT/scaling.log" >&2) || rc=$?
 wait # for tee

@@ -15,8 +15,8 @@
 #   --out DIR        where gpu.md and the probe's JSON go (default: the current directory)
 #
 # Rows: peerpath gpu probe (nvCOMP kernel only); file to file (input in DIR, output in DIR,
-# synced): peerpath --engine gpu, peerpath --engine cpu -T N, pigz -1 -p N, igzip -1 -T N; and
-# with the input in /dev/shm. Every output is checked once (peerpath decompress | cmp). Where
+# synced): peerpath --engine gpu, peerpath --engine cpu -T N, pigz -1 -p N, igzip -1 -T N; the
+# same with the input in /dev/shm; and in memory (input and output in /dev/shm, no sync). Every output is checked once (peerpath decompress | cmp). Where
 # there is no GPU, the gpu rows say why and the others still run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$input" ] && [ -x "$pp" ] || { echo "need --input FILE and a peerpath binary ($pp)" >&2; exit 2; }
 mkdir -p "$disk" "$out"
-trap 'rm -rf "$disk/bench" /dev/shm/ppgpu-in' EXIT
+trap 'rm -rf "$disk/bench" /dev/shm/ppgpu-in /dev/shm/ppgpu-out' EXIT
 mkdir -p "$disk/bench"
 cp "$input" "$disk/bench/in" && cp "$input" /dev/shm/ppgpu-in && sync
 ld=""
@@ -51,15 +51,26 @@ row() { # name, command...
     rows[$name]+="$(secs "$@") "
 }
 for ((r = 0; r < runs; r++)); do
-    for src in "$disk/bench/in" /dev/shm/ppgpu-in; do
-        where=$([ "$src" = /dev/shm/ppgpu-in ] && echo "tmpfs in" || echo "disk")
-        [ "$gpu_note" = ok ] && row "peerpath --engine gpu ($where -> disk)" "$pp" compress --engine gpu --no-fallback -q -f "$src" -o "$disk/bench/g.gz"
-        row "peerpath --engine cpu -T $threads ($where -> disk)" "$pp" compress -T "$threads" -q -f "$src" -o "$disk/bench/c.gz"
-        command -v pigz >/dev/null && row "pigz -1 -p $threads ($where -> disk)" sh -c "LD_LIBRARY_PATH=$ld pigz -1 -p $threads -c '$src' > '$disk/bench/p.gz' && sync '$disk/bench/p.gz'"
-        command -v igzip >/dev/null && row "igzip -1 -T $threads ($where -> disk)" sh -c "LD_LIBRARY_PATH=$ld igzip -1 -T $threads -c '$src' > '$disk/bench/i.gz' && sync '$disk/bench/i.gz'"
+    for where in "disk" "tmpfs in -> disk" "memory"; do
+        case $where in
+            disk) src=$disk/bench/in o=$disk/bench sync=() ;;
+            "tmpfs in -> disk") src=/dev/shm/ppgpu-in o=$disk/bench sync=() ;;
+            memory) src=/dev/shm/ppgpu-in o=/dev/shm/ppgpu-out sync=(--no-sync); mkdir -p "$o" ;;
+        esac
+        [ "$gpu_note" = ok ] && row "peerpath --engine gpu ($where)" "$pp" compress --engine gpu --no-fallback "${sync[@]}" -q -f "$src" -o "$o/g.gz"
+        row "peerpath --engine cpu -T $threads ($where)" "$pp" compress -T "$threads" "${sync[@]}" -q -f "$src" -o "$o/c.gz"
+        sy="&& sync '$o/p.gz'"; [ "$where" = memory ] && sy=""
+        command -v pigz >/dev/null && row "pigz -1 -p $threads ($where)" sh -c "LD_LIBRARY_PATH=$ld pigz -1 -p $threads -c '$src' > '$o/p.gz' $sy"
+        sy="&& sync '$o/i.gz'"; [ "$where" = memory ] && sy=""
+        command -v igzip >/dev/null && row "igzip -1 -T $threads ($where)" sh -c "LD_LIBRARY_PATH=$ld igzip -1 -T $threads -c '$src' > '$o/i.gz' $sy"
     done
 done
-for f in g c; do [ -f "$disk/bench/$f.gz" ] && { "$pp" decompress -q -o - "$disk/bench/$f.gz" | cmp - "$input" || echo "CHECK FAILED: $f.gz" >&2; }; done
+checks=""
+for f in "$disk/bench/g.gz" "$disk/bench/c.gz" /dev/shm/ppgpu-out/g.gz /dev/shm/ppgpu-out/c.gz; do
+    [ -f "$f" ] || continue
+    if "$pp" decompress -q -o - "$f" | cmp -s - "$input" && gzip -t "$f"; then checks+="$f: round trip and gzip -t ok; "; else checks+="$f: CHECK FAILED; "; echo "CHECK FAILED: $f" >&2; fi
+done
+sizes=$(for f in g c p i; do [ -f "/dev/shm/ppgpu-out/$f.gz" ] || continue; printf '%s.gz %s bytes (ratio %.3f); ' "$f" "$(stat -c %s "/dev/shm/ppgpu-out/$f.gz")" "$(awk -v a="$size" -v b="$(stat -c %s "/dev/shm/ppgpu-out/$f.gz")" 'BEGIN { print a / b }')"; done)
 {
     echo "# peerpath on a GPU, side by side ($(date -u +%F), $(uname -n), $(nproc) CPUs)"
     echo
@@ -70,6 +81,10 @@ for f in g c; do [ -f "$disk/bench/$f.gz" ] && { "$pp" decompress -q -o - "$disk
     else
         echo "GPU rows skipped: $gpu_note"
     fi
+    echo
+    echo "outputs (memory rows; g = peerpath gpu, c = peerpath cpu, p = pigz, i = igzip): $sizes"
+    echo
+    echo "checks: $checks"
     echo
     echo "| row | median (min) s | GB/s (median) |"
     echo "|---|---|---|"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# bench/gpu-machine.sh - everything one use of the lent GPU machine measures, in one call.
+#
+# Usage (repository root): bench/gpu-machine.sh [STEP...]
+#   steps (default all): sweep gpu scaling
+#     sweep    bench/gpu-sweep.sh: --engine gpu in memory over CUDA streams x queue depth, on the
+#              slice x 32 (1.5 GiB), beside the CPU on every core
+#     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
+#              disk, tmpfs to disk and in memory, 3 runs each
+#     scaling  bench/gpu-machine-scaling.sh without disk rows (PP_SCALING_QUICK=1), the mapped
+#              output A/B and the machine's ceiling
+#
+# Needs the carried, git-ignored folder .gpu/ (see bench/gpu-machine-scaling.sh): peerpath (or
+# peerpath.xz), slice.fa.xz, libnvcomp.so.6.xz, the .deb files. Everything it writes goes to
+# $OUT/<step>/, and at the end into one archive, $OUT/gpu-machine.tgz (the device tool brings
+# back at most 8 files), beside $OUT/summary.md (the main tables).
+set -uo pipefail
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-$PWD/gpu-machine-out}
+steps=${*:-sweep gpu scaling}
+mkdir -p "$OUT"
+t0=$EPOCHREALTIME
+say() { printf '[gpu-machine %6.1f s] %s\n' "$(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { print a - b }')" "$*" >&2; }
+[ -x .gpu/peerpath ] || { xz -dc .gpu/peerpath.xz > .gpu/peerpath && chmod +x .gpu/peerpath; } || { say "no .gpu/peerpath"; exit 2; }
+mkdir -p /dev/shm/nv
+[ -s /dev/shm/nv/libnvcomp.so.6 ] || xz -dc .gpu/libnvcomp.so.6.xz > /dev/shm/nv/libnvcomp.so.6
+export PEERPATH_NVCOMP=/dev/shm/nv/libnvcomp.so.6
+in=/var/tmp/ppin; mkdir -p "$in"
+xz -dc .gpu/slice.fa.xz > "$in/slice"
+for _ in 1 2 3 4 5 6 7 8; do cat "$in/slice"; done > "$in/x8"
+say "$(.gpu/peerpath --version); $(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); steps: $steps"
+for step in $steps; do
+    mkdir -p "$OUT/$step"
+    case $step in
+        sweep)
+            for _ in 1 2 3 4; do cat "$in/x8"; done > "$in/x32"
+            bench/gpu-sweep.sh --input "$in/x32" --peerpath .gpu/peerpath --rounds 2 --out "$OUT/sweep" > "$OUT/sweep/log" 2>&1
+            rm -f "$in/x32" ;;
+        gpu)
+            bench/gpu.sh --input "$in/x8" --peerpath .gpu/peerpath --runs 3 --debs .gpu --out "$OUT/gpu" > "$OUT/gpu/log" 2>&1 ;;
+        scaling)
+            OUT=$OUT/scaling PP_SCALING_DISK= PP_SCALING_QUICK=1 PP_SCALING_DEADLINE=120 bench/gpu-machine-scaling.sh > "$OUT/scaling/log" 2>&1 ;;
+        *) say "unknown step $step"; continue ;;
+    esac
+    say "$step: exit $?"
+done
+{
+    for f in "$OUT/sweep/sweep.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+        [ -f "$f" ] && { cat "$f"; echo; }
+    done
+    [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"
+    [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Where peerpath/,/^## /p' "$OUT/scaling/scaling.md"
+} > "$OUT/summary.md"
+(cd "$OUT" && tar czf gpu-machine.tgz --exclude=gpu-machine.tgz --exclude=summary.md -- * && find . -mindepth 1 -maxdepth 1 ! -name gpu-machine.tgz ! -name summary.md -exec rm -rf -- {} +)
+rm -rf "$in"
+say "done: $OUT/summary.md, $OUT/gpu-machine.tgz"
+cat "$OUT/summary.md"

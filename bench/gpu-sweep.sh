@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/gpu-sweep.sh - `peerpath compress --engine gpu` in memory (tmpfs in and out, --no-sync)
+# across CUDA streams and queue depths, beside the CPU on every core, interleaved in rounds.
+#
+# Usage: bench/gpu-sweep.sh --input FILE [--peerpath PATH] [--rounds 2] [--out DIR]
+#                           [--configs "STREAMS:DEPTH ..."]
+#
+#   --input FILE     uncompressed input (copied, untimed, to /dev/shm/ppsweep)
+#   --peerpath PATH  peerpath binary (default target/release/peerpath)
+#   --rounds N       rounds; each runs every configuration once (default 2)
+#   --configs LIST   GPU configurations, streams:queue-depth (default "1:64 2:64 4:64 8:64 4:32 4:128 4:256")
+#   --out DIR        where sweep.md and one JSON report per configuration go (default .)
+#
+# Per run: wall seconds (the report's), GB/s, the device's opening time (CUDA context,
+# nvCOMP, pinning, allocation: "opened in" on the report's device line) and the rate past it,
+# host CPU, ratio. The CPU row is `peerpath compress -T <nproc>` on the same files. Every
+# configuration's last output is decompressed by peerpath and compared with the input, and
+# checked by `gzip -t`. Needs a GPU, CUDA's driver and nvCOMP ($PEERPATH_NVCOMP or --nvcomp
+# in PEERPATH_ARGS); where there is none, each GPU run fails with the reason (--no-fallback).
+set -uo pipefail
+pp=target/release/peerpath input="" rounds=2 out=. configs="1:64 2:64 4:64 8:64 4:32 4:128 4:256"
+while [ $# -gt 0 ]; do
+    case $1 in
+        --input) input=$2; shift 2 ;; --peerpath) pp=$2; shift 2 ;; --rounds) rounds=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;; --configs) configs=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[ -f "$input" ] && [ -x "$pp" ] || { echo "need --input FILE and a peerpath binary ($pp)" >&2; exit 2; }
+mkdir -p "$out"
+d=/dev/shm/ppsweep; rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
+cp "$input" "$d/in"
+size=$(stat -c %s "$d/in")
+line() { # label json
+    python3 - "$1" "$2" "$size" <<'EOF'
+import json, re, sys
+label, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    r = json.load(open(path))
+except Exception:
+    print(f"| {label} | FAILED: {open(path).read().strip()[:300]} |||||")
+    sys.exit(0)
+wall = r["wall_s"]
+opened = None
+for dev in r.get("devices") or []:
+    m = re.search(r"opened in ([0-9.]+) s", dev.get("kind", ""))
+    if m:
+        opened = float(m.group(1))
+past = f"{size / (wall - opened) / 1e9:.2f}" if opened is not None and wall > opened else "-"
+fb = "; ".join(str(f) for f in r.get("fallbacks") or []) or "none"
+print(f"| {label} | {wall:.3f} | {size / wall / 1e9:.2f} | {opened if opened is not None else '-'} | {past} | "
+      f"{r['cpu']['total_utilisation_pct']:.1f} | {r['ratio']:.3f} | {fb[:120]} |")
+EOF
+}
+{
+    echo "# compress --engine gpu in memory: streams and queue depth ($(date -u +%F), $(nproc) CPUs)"
+    echo
+    echo "input: $input, $size bytes, copied to $d (tmpfs); outputs there too, --no-sync; $rounds round(s)"
+    echo
+    echo "| configuration | wall s | GB/s | device opened in s | GB/s past opening | host CPU % of all cores | ratio | fallbacks |"
+    echo "|---|---|---|---|---|---|---|---|"
+} | tee "$out/sweep.md"
+for ((r = 1; r <= rounds; r++)); do
+    for c in $configs; do
+        s=${c%%:*} q=${c##*:}
+        timeout 120 "$pp" compress --engine gpu --no-fallback --no-sync -f --gpu-streams "$s" --queue-depth "$q" \
+            "$d/in" -o "$d/g-$s-$q.gz" --json > "$out/gpu-s$s-q$q.json" 2>&1
+        line "gpu, $s stream(s), queue depth $q (round $r)" "$out/gpu-s$s-q$q.json" | tee -a "$out/sweep.md"
+    done
+    timeout 120 "$pp" compress -T "$(nproc)" --no-sync -f "$d/in" -o "$d/c.gz" --json > "$out/cpu.json" 2>&1
+    line "cpu, -T $(nproc) (round $r)" "$out/cpu.json" | tee -a "$out/sweep.md"
+done
+echo | tee -a "$out/sweep.md"
+for f in "$d"/g-*.gz; do
+    [ -s "$f" ] || continue
+    if timeout 60 "$pp" decompress -q -o - "$f" | cmp -s - "$d/in" && gzip -t "$f"; then
+        echo "check $(basename "$f"): round trip ok, gzip -t ok" | tee -a "$out/sweep.md"
+    else
+        echo "CHECK FAILED: $(basename "$f")" | tee -a "$out/sweep.md"
+    fi
+done
