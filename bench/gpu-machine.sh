@@ -2,9 +2,13 @@
 # bench/gpu-machine.sh - everything one use of the lent GPU machine measures, in one call.
 #
 # Usage (repository root): bench/gpu-machine.sh [STEP...]
-#   steps (default all): sweep gpu scaling
+#   steps (default: sweep gpu scaling)
 #     sweep    bench/gpu-sweep.sh: --engine gpu in memory over CUDA streams x queue depth, on the
-#              slice x 32 (1.5 GiB), beside the CPU on every core
+#              slice x 32 (1.5 GiB), beside the CPU on every core ($PP_SWEEP_CONFIGS, else the
+#              script's default; $PP_SWEEP_ROUNDS rounds, default 2)
+#     decompress  decompression of the slice x 8 into tmpfs at every core (mapped target and
+#              written, 5 interleaved runs each), 8 threads and 1 thread; each run's wall time
+#              and decode mode from its report
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
 #              disk, tmpfs to disk and in memory, 3 runs each
 #     scaling  bench/gpu-machine-scaling.sh without disk rows (PP_SCALING_QUICK=1), the mapped
@@ -34,10 +38,31 @@ for step in $steps; do
     case $step in
         sweep)
             for _ in 1 2 3 4; do cat "$in/x8"; done > "$in/x32"
-            bench/gpu-sweep.sh --input "$in/x32" --peerpath .gpu/peerpath --rounds 2 --out "$OUT/sweep" > "$OUT/sweep/log" 2>&1
+            bench/gpu-sweep.sh --input "$in/x32" --peerpath .gpu/peerpath --rounds "${PP_SWEEP_ROUNDS:-2}" --out "$OUT/sweep" \
+                ${PP_SWEEP_CONFIGS:+--configs "$PP_SWEEP_CONFIGS"} ${PP_SWEEP_NO_GZIP_T:+--no-gzip-t} > "$OUT/sweep/log" 2>&1
             rm -f "$in/x32" ;;
         gpu)
             bench/gpu.sh --input "$in/x8" --peerpath .gpu/peerpath --runs 3 --debs .gpu --out "$OUT/gpu" > "$OUT/gpu/log" 2>&1 ;;
+        decompress)
+            dd=/dev/shm/ppdec; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc)
+            .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
+            one() { # label VAR=VALUE threads
+                local label=$1
+                env "$2" .gpu/peerpath decompress -T "$3" -f --no-sync "$dd/in.gz" -o "$dd/out" --json > "$OUT/decompress/r.json" 2>&1
+                cmp -s "$dd/out" "$dd/in" && ok=ok || ok="WRONG OUTPUT"
+                python3 -c "import json,sys;r=json.load(open(sys.argv[1]));p=r['pipeline'];print('| %s | %.3f | %s | %s | %.3f of %.3f | %s |' % (sys.argv[2], r['wall_s'], r['files'][0]['decode_mode'], '%.0f%%' % (100*p['worker_busy_share']), p['orchestrator_wait_s'], p['orchestrator_span_s'], sys.argv[3]))" "$OUT/decompress/r.json" "$label" "$ok" >> "$OUT/decompress/decompress.md" \
+                    || echo "| $label | FAILED: $(head -c 200 "$OUT/decompress/r.json") |" >> "$OUT/decompress/decompress.md"
+                rm -f "$dd/out"
+            }
+            { echo "decompress of 384 MiB (slice x 8, peerpath -T $n output) into tmpfs, --no-sync; interleaved"; echo
+              echo "| run | wall s | decode mode | workers busy | orchestrator waited s | check |"; echo "|---|---|---|---|---|---|"; } > "$OUT/decompress/decompress.md"
+            for r in 1 2 3 4 5; do
+                one "-T $n mapped ($r)" PP_X=1 "$n"
+                one "-T $n written ($r)" PEERPATH_NO_MAPPED_OUTPUT=1 "$n"
+                one "-T 8 mapped ($r)" PP_X=1 8
+            done
+            for r in 1 2; do one "-T 1 mapped ($r)" PP_X=1 1; done
+            rm -rf "$dd" ;;
         scaling)
             OUT=$OUT/scaling PP_SCALING_DISK= PP_SCALING_QUICK=1 PP_SCALING_DEADLINE=120 bench/gpu-machine-scaling.sh > "$OUT/scaling/log" 2>&1 ;;
         *) say "unknown step $step"; continue ;;
@@ -45,7 +70,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/sweep/sweep.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/sweep/sweep.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

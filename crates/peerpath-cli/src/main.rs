@@ -297,8 +297,8 @@ struct CompressArgs {
     /// With --engine gpu: nvCOMP's gzip algorithm, 0 (fastest) to 5 (best ratio); --level does not apply to it.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(i32).range(0..=5), help_heading = "Devices")]
     gpu_algorithm: i32,
-    /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
+    /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing); more than 1 measured slower so far (bench/results/2026-11-26-gpu-machine-3).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
     gpu_streams: u32,
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]

@@ -134,10 +134,22 @@ impl GpuDevice {
         let memory = DeviceMemory::foreign(own_bytes, MemoryDomain::Gpu { device: config.name.clone() }, window.clone());
         let wake = Arc::new(EventFd::new().map_err(|e| e.to_string())?);
         let sleeping = Arc::new(AtomicBool::new(false));
-        let description = format!("{description}, {} CUDA stream(s)", config.streams.max(1));
+        let description = format!(
+            "{description}, {} CUDA stream(s), waiting threads {}",
+            config.streams.max(1),
+            if gpu.info.blocking_sync { "sleep (blocking sync)" } else { "spin (the driver's default: blocking sync could not be set)" }
+        );
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let streams = config.streams.max(1);
+        if streams > 1 {
+            // cudarc records and waits on events for each buffer used on
+            // several streams; the executor orders dependent commands by
+            // their completions, and each batch synchronises its stream.
+            // SAFETY: no buffer is shared between the workers' streams but
+            // `own`, whose ranges the executor gives one command at a time.
+            unsafe { gpu.ctx.disable_event_tracking() };
+        }
         let mut workers = Vec::with_capacity(streams);
         for k in 0..streams {
             let stream = if k == 0 { gpu.stream.clone() } else { gpu.ctx.new_stream().map_err(|e| format!("CUDA stream: {e}"))? };

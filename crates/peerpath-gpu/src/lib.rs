@@ -37,6 +37,8 @@ pub struct GpuInfo {
     pub compute_capability: (i32, i32),
     /// Its PCI address (`0000:00:06.0`), as the topology names it.
     pub pci_address: String,
+    /// Whether host threads sleep while they wait for it (else they spin).
+    pub blocking_sync: bool,
 }
 
 impl Gpu {
@@ -46,6 +48,19 @@ impl Gpu {
         if !unsafe { sys::is_culib_present() } {
             return Err("no CUDA driver: libcuda.so.1 is not installed or not on the loader's path".into());
         }
+        // Threads waiting for the GPU sleep instead of spinning (the driver's
+        // default spins where there are more cores than GPUs: on the lent
+        // machine a waiting worker thread burned a core, 1.4 cores per GB/s).
+        // Set before the primary context is retained; best effort (a context
+        // already active with other flags keeps them, said in `info`).
+        // SAFETY: driver initialisation, a device handle written into a
+        // local, and the primary context's flags; no memory is shared.
+        let blocking_sync = unsafe {
+            let mut dev = 0;
+            sys::cuInit(0).result().is_ok()
+                && sys::cuDeviceGet(&mut dev, ordinal as i32).result().is_ok()
+                && sys::cuDevicePrimaryCtxSetFlags_v2(dev, sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC as u32).result().is_ok()
+        };
         let ctx = CudaContext::new(ordinal).map_err(|e| format!("CUDA cannot open GPU {ordinal}: {e}"))?;
         let stream = ctx.new_stream().map_err(|e| format!("CUDA stream: {e}"))?;
         let name = ctx.name().map_err(|e| e.to_string())?;
@@ -66,7 +81,7 @@ impl Gpu {
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
         );
-        Ok(Gpu { ctx, stream, info: GpuInfo { ordinal, name, memory_bytes, driver_version, compute_capability, pci_address } })
+        Ok(Gpu { ctx, stream, info: GpuInfo { ordinal, name, memory_bytes, driver_version, compute_capability, pci_address, blocking_sync } })
     }
 }
 

@@ -182,7 +182,11 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
         waker,
         ledger: Ledger::new(),
         cache: BufferCache::new(threads * 4 + 8),
-        pool: BufferPool::new(WINDOW_BUFFERS.max(qd as usize + 2), READ_BYTES),
+        // Read buffers: the read-ahead (a buffer per worker) plus what the
+        // tasks in flight hold (up to two batches per worker, each keeping
+        // its members' buffers): 16 (64 MiB) up to 6 threads, 2 per thread
+        // + 4 above (16 threads: 36, 144 MiB). docs/tuning.md#decompress-read-ahead.
+        pool: BufferPool::new(WINDOW_BUFFERS.max(qd as usize + 2).max(2 * threads + 4), READ_BYTES),
         common: &opts.common,
         done_bytes: 0,
         clock: peerpath_metrics::PipelineClock::default(),
@@ -739,8 +743,20 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                     let e = MemberError::Truncated { declared: member_bytes, available: avail as usize };
                     return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e));
                 }
-                let window_full = ctx.pool.free_count() == 0 && st.reads_in_flight == 0;
-                if window_full || member_bytes > unit * (WINDOW_BUFFERS - 2) {
+                // No free buffer and no read on its way: where members on
+                // their way to the workers hold buffers (each task keeps its
+                // members' read buffers until it has decoded them), they come
+                // back as the tasks end: wait for them. Only a window that
+                // nothing will free is too small for this member.
+                let starved = ctx.pool.free_count() == 0 && st.reads_in_flight == 0;
+                let held_by_tasks = ctx.workers.in_flight() > 0 || !batch.members.is_empty();
+                if starved && held_by_tasks && member_bytes <= unit * (WINDOW_BUFFERS - 2) {
+                    ctx.submit_batch(st, std::mem::replace(&mut batch, Batch::new(index)));
+                    need_until = pos + member_bytes as u64;
+                    blocked = true;
+                    continue;
+                }
+                if starved || member_bytes > unit * (WINDOW_BUFFERS - 2) {
                     ctx.submit_batch(st, batch);
                     return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
                 }

@@ -49,7 +49,7 @@ pub struct GpuSpec {
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 4 }
+        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1 }
     }
 }
 
