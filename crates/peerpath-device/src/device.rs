@@ -83,6 +83,11 @@ pub trait Device: Send {
     fn stats(&mut self) -> Option<DeviceStats> {
         None
     }
+    /// Its own account of where its time went (batches, engines, kernels),
+    /// in words for the report, where it keeps one.
+    fn profile(&mut self) -> Option<String> {
+        None
+    }
     /// How many commands it executes at once (engines, worker threads),
     /// where it says: a host keeps about twice that many in flight, and
     /// more only holds more device memory.

@@ -37,6 +37,6 @@ pub use function::{Function, FunctionKind, FunctionSet, CHUNK_ENTRY_BYTES, SCAN_
 pub use exec::chunk_bound_bytes;
 pub use memory::DeviceMemory;
 pub use request::{Completion, DeviceError, DeviceRange, FailureKind, Request, Status, Submit, MAX_INPUT_RANGES};
-pub use stats::{DeviceStats, FunctionStats};
+pub use stats::{DeviceStats, FunctionStats, StatsCounters};
 pub use sys::{poll_fds, EventFd};
 pub use watch::Watcher;

@@ -63,7 +63,7 @@ struct Counters {
 }
 
 /// Shared counters that worker threads add to.
-pub(crate) struct StatsCounters {
+pub struct StatsCounters {
     per_kind: Vec<Counters>,
     rejected: AtomicU64,
     started: std::time::Instant,
@@ -81,12 +81,18 @@ impl Default for StatsCounters {
 
 impl StatsCounters {
     pub(crate) fn record(&self, kind: FunctionKind, input_bytes: u64, outcome: &Outcome) {
+        self.add(kind, input_bytes, outcome.status, outcome.output_bytes, outcome.busy_ns);
+    }
+
+    /// One command of `kind` completed with `status` after `busy_ns` of the
+    /// device's time (a device outside this crate, e.g. the GPU, counts here).
+    pub fn add(&self, kind: FunctionKind, input_bytes: u64, status: Status, output_bytes: u64, busy_ns: u64) {
         let c = &self.per_kind[kind.index()];
         c.commands.fetch_add(1, Ordering::Relaxed);
-        c.busy_ns.fetch_add(outcome.busy_ns, Ordering::Relaxed);
-        if outcome.status == Status::Success {
+        c.busy_ns.fetch_add(busy_ns, Ordering::Relaxed);
+        if status == Status::Success {
             c.input_bytes.fetch_add(input_bytes, Ordering::Relaxed);
-            c.output_bytes.fetch_add(outcome.output_bytes, Ordering::Relaxed);
+            c.output_bytes.fetch_add(output_bytes, Ordering::Relaxed);
         } else {
             c.errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -96,7 +102,7 @@ impl StatsCounters {
         self.rejected.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn snapshot(&self) -> DeviceStats {
+    pub fn snapshot(&self) -> DeviceStats {
         DeviceStats {
             functions: FunctionKind::ALL
                 .iter()

@@ -282,6 +282,7 @@ impl JobDevice {
             memory_resident_bytes: pages.map(|p| p.0),
             memory_huge_page_bytes: pages.map(|p| p.1),
             failure,
+            profile: self.device.profile(),
         }
     }
 }

@@ -156,6 +156,8 @@ pub struct DeviceReport {
     pub memory_huge_page_bytes: Option<u64>,
     /// Why it was retired mid-job, if it was.
     pub failure: Option<String>,
+    /// The device's own account of where its time went, where it keeps one.
+    pub profile: Option<String>,
 }
 
 /// Where a figure comes from. Every report says it.
@@ -592,6 +594,9 @@ fn render_device(s: &mut String, d: &DeviceReport) {
     if let Some(b) = d.busy_s {
         let of = d.utilisation_pct.map_or(String::new(), |u| format!(" = {u:.0}% of its workers' time while the job drove it"));
         let _ = writeln!(s, "    busy        {b:.2} s running commands{of}");
+    }
+    if let Some(p) = &d.profile {
+        let _ = writeln!(s, "    profile     {p}");
     }
     if let Some(f) = &d.failure {
         let _ = writeln!(s, "    FAILED      {f}");
