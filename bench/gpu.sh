@@ -39,7 +39,7 @@ ld=""
 if [ -n "$debs" ]; then
     root=$disk/bench/debroot; mkdir -p "$root"
     for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$root"; done
-    PATH=$root/usr/bin:$PATH; ld=$root/usr/lib/x86_64-linux-gnu
+    PATH=$root/usr/bin:$PATH; ld=$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu
 fi
 size=$(stat -c %s "$input")
 secs() { local t0=$EPOCHREALTIME; "$@" >/dev/null 2>"$disk/bench/err" || { echo "FAILED: $*: $(head -c 300 "$disk/bench/err")" >&2; echo NaN; return 0; }; awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.4f\n", a - b }'; }
