@@ -135,7 +135,7 @@ fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u
         simple(stream, 400, "");
         return (400, false, 0, 0, 0);
     };
-    let found = match resolve(&shared.config.root, &name) {
+    let found = match resolve(&shared.root, &name) {
         Ok(f) => f,
         Err(Refused::BadName) => {
             simple(stream, 400, "");

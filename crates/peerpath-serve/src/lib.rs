@@ -23,7 +23,7 @@ pub mod nic;
 mod resolve;
 mod stats;
 
-pub use resolve::{resolve, Resolved};
+pub use resolve::{resolve, Resolved, Root};
 pub use stats::{Report, Stats};
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -106,6 +106,8 @@ pub enum ServeError {
 /// What a running server shares with its connections.
 pub(crate) struct Shared {
     pub config: Config,
+    /// `config.root`, opened once.
+    pub root: Root,
     pub stats: Stats,
     pub stop: Arc<AtomicBool>,
     pub connections: AtomicUsize,
@@ -152,6 +154,7 @@ impl Server {
             .transpose()
         };
         let (http, memcached) = (listen(config.http)?, listen(config.memcached)?);
+        let root = Root::open(&config.root).map_err(|e| ServeError::Usage(format!("{}: {e}", config.root.display())))?;
         let nic = match (&config.mode, &config.nic_program) {
             (Mode::DevMem, Some((program, args))) => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -162,6 +165,7 @@ impl Server {
         };
         let shared = Arc::new(Shared {
             config,
+            root,
             stats: Stats::new(),
             stop: Arc::new(AtomicBool::new(false)),
             connections: AtomicUsize::new(0),
@@ -306,7 +310,6 @@ pub(crate) struct Sent {
 /// cannot), else as the mode says.
 pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, header: &[u8], found: &Resolved, offset: u64, len: u64) -> Sent {
     let (path, file, file_len) = (&found.path, &found.file, found.len);
-    use std::io::Write;
     use std::os::fd::AsRawFd;
     let mut mode = shared.config.mode;
     if mode == Mode::DevMem {
@@ -322,7 +325,17 @@ pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, header: &[u8], fo
             Some(Err(nic::NicMiss::TooLarge | nic::NicMiss::NotPlaced(_))) | None => mode = Mode::ZeroCopy,
         }
     }
-    if stream.write_all(header).is_err() {
+    if mode == Mode::Host && len <= SMALL_PAYLOAD_BYTES {
+        // A small payload goes out with its header in one write.
+        return match host_small(stream, header, file, offset, len) {
+            Ok(()) => Sent { payload: len, copied: len, from_host: len, close: false },
+            Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
+        };
+    }
+    // MSG_MORE: the header waits for the payload's first segment (one
+    // packet for a small object instead of two).
+    let more = if mode == Mode::Host { 0 } else { libc::MSG_MORE };
+    if send_all(stream, header, more).is_err() {
         return Sent { payload: 0, copied: 0, from_host: 0, close: true };
     }
     match send_payload(mode, file, offset, len, stream) {
@@ -330,6 +343,45 @@ pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, header: &[u8], fo
         // Headers are out: the only honest end is to close the connection.
         Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
     }
+}
+
+/// Payloads up to this size are sent with their header in one write in host mode.
+const SMALL_PAYLOAD_BYTES: u64 = 64 << 10;
+
+/// Host mode, a small payload: the header and the payload read after it in
+/// one buffer, one write.
+fn host_small(stream: &mut TcpStream, header: &[u8], file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    let mut buf = Vec::with_capacity(header.len() + len as usize);
+    buf.extend_from_slice(header);
+    buf.resize(header.len() + len as usize, 0);
+    file.read_exact_at(&mut buf[header.len()..], offset).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent")
+        } else {
+            e
+        }
+    })?;
+    stream.write_all(&buf)
+}
+
+/// `send(2)` of all of `bytes` with `flags` (e.g. MSG_MORE).
+fn send_all(stream: &mut TcpStream, mut bytes: &[u8], flags: libc::c_int) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    while !bytes.is_empty() {
+        // SAFETY: send from a slice we hold, of its length, on our socket.
+        let n = unsafe { libc::send(stream.as_raw_fd(), bytes.as_ptr() as *const libc::c_void, bytes.len(), flags | libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        bytes = &bytes[n as usize..];
+    }
+    Ok(())
 }
 
 /// Sends `len` bytes of `file` from `offset` to `stream` the configured way.

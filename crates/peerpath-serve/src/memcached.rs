@@ -61,7 +61,7 @@ fn get(shared: &Shared, stream: &mut TcpStream, keys: &[&[u8]], cas: bool) -> (u
         if !valid_key(k) {
             return (400, payload, copied, from_host, stream.write_all(b"CLIENT_ERROR bad key\r\n").is_ok());
         }
-        let Ok(found) = resolve(&shared.config.root, k) else { continue };
+        let Ok(found) = resolve(&shared.root, k) else { continue };
         let mut head = b"VALUE ".to_vec();
         head.extend_from_slice(k);
         head.extend_from_slice(format!(" 0 {}{}\r\n", found.len, if cas { " 0" } else { "" }).as_bytes());

@@ -20,11 +20,36 @@ pub enum Refused {
     NotFound,
 }
 
+/// The served directory, opened once: names are resolved beneath it.
+#[derive(Debug)]
+pub struct Root {
+    /// Canonical path (for the names of resolved files).
+    pub path: PathBuf,
+    dir: std::os::fd::OwnedFd,
+}
+
+impl Root {
+    /// Opens `path` (canonical) as the root of every name.
+    pub fn open(path: &Path) -> std::io::Result<Root> {
+        let dir = std::fs::File::open(path)?;
+        if !dir.metadata()?.is_dir() {
+            return Err(std::io::Error::other(format!("{} is not a directory", path.display())));
+        }
+        Ok(Root { path: path.to_path_buf(), dir: dir.into() })
+    }
+}
+
 /// Resolves `name` (already percent-decoded, `/`-separated, relative to
-/// the root) to a regular file inside `root` (canonical). `..`, empty or
-/// NUL names are refused; a name that resolves (through symlinks)
-/// outside the root is "not found", as a file that does not exist.
-pub fn resolve(root: &Path, name: &[u8]) -> Result<Resolved, Refused> {
+/// the root) to a regular file inside the root. `..`, empty or NUL names
+/// are refused; a name that resolves (through symlinks) outside the root
+/// is "not found", as a file that does not exist.
+///
+/// One `openat2(RESOLVE_BENEATH)` from the root's descriptor: the kernel
+/// refuses any step out of the root (a `..` reached through a symlink, an
+/// absolute symlink, even one back into the root), in one system call where
+/// `canonicalize` takes one per path component (it was most of a 4 KiB
+/// request's cost). Kernels before 5.6 (no `openat2`) canonicalize instead.
+pub fn resolve(root: &Root, name: &[u8]) -> Result<Resolved, Refused> {
     use std::os::unix::ffi::OsStrExt;
     if name.is_empty() || name.contains(&0) {
         return Err(Refused::BadName);
@@ -42,16 +67,42 @@ pub fn resolve(root: &Path, name: &[u8]) -> Result<Resolved, Refused> {
     if clean.as_os_str().is_empty() {
         return Err(Refused::NotFound);
     }
-    let full = root.join(&clean).canonicalize().map_err(|_| Refused::NotFound)?;
-    if !full.starts_with(root) {
-        return Err(Refused::NotFound);
-    }
-    let file = File::open(&full).map_err(|_| Refused::NotFound)?;
+    let file = match open_beneath(root, &clean) {
+        Ok(f) => f,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
+            // No openat2 here (or a seccomp filter refuses it): canonicalize.
+            let full = root.path.join(&clean).canonicalize().map_err(|_| Refused::NotFound)?;
+            if !full.starts_with(&root.path) {
+                return Err(Refused::NotFound);
+            }
+            File::open(&full).map_err(|_| Refused::NotFound)?
+        }
+        Err(_) => return Err(Refused::NotFound),
+    };
     let meta = file.metadata().map_err(|_| Refused::NotFound)?;
     if !meta.is_file() {
         return Err(Refused::NotFound);
     }
-    Ok(Resolved { file, len: meta.len(), path: full })
+    Ok(Resolved { file, len: meta.len(), path: root.path.join(&clean) })
+}
+
+/// `openat2(root, rel, O_RDONLY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
+fn open_beneath(root: &Root, rel: &Path) -> std::io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(rel.as_os_str().as_bytes()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: open_how is a plain struct of integers; zero is its default.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: openat2 with a descriptor we hold, a NUL-terminated path and
+    // an open_how of the size passed; it returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_openat2, root.dir.as_raw_fd(), c.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor the kernel just returned, owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(fd as i32) })
 }
 
 /// Percent-decodes a URL path (`%2F` stays a byte of the name; a bad escape is `None`).
@@ -85,11 +136,15 @@ mod tests {
         std::fs::write(d.path().join("secret"), b"no").unwrap();
         std::os::unix::fs::symlink(d.path().join("secret"), root.join("out")).unwrap();
         std::os::unix::fs::symlink("sub/a.txt", root.join("in")).unwrap();
-        let root = root.canonicalize().unwrap();
+        std::os::unix::fs::symlink(root.canonicalize().unwrap().join("sub/a.txt"), root.join("abs")).unwrap();
+        let root = Root::open(&root.canonicalize().unwrap()).unwrap();
         assert_eq!(resolve(&root, b"sub/a.txt").unwrap().len, 5);
+        assert_eq!(resolve(&root, b"sub/a.txt").unwrap().path, root.path.join("sub/a.txt"));
         assert_eq!(resolve(&root, b"/sub/./a.txt").unwrap().len, 5);
         assert_eq!(resolve(&root, b"in").unwrap().len, 5, "a symlink inside the root is followed");
         assert_eq!(resolve(&root, b"out").unwrap_err(), Refused::NotFound, "a symlink out of the root is not");
+        assert_eq!(resolve(&root, b"abs").unwrap_err(), Refused::NotFound, "an absolute symlink is not, even into the root");
+        assert!(Root::open(&root.path.join("sub/a.txt")).is_err(), "a file is no root");
         assert_eq!(resolve(&root, b"../secret").unwrap_err(), Refused::BadName);
         assert_eq!(resolve(&root, b"sub/../../secret").unwrap_err(), Refused::BadName);
         assert_eq!(resolve(&root, b"sub").unwrap_err(), Refused::NotFound, "a directory is not a file");
