@@ -80,8 +80,9 @@ impl FileMapping {
     /// runs one at a time under the file's inode lock. A full file system is
     /// an error here (`ENOSPC`), never a `SIGBUS` in a store:
     /// `MADV_POPULATE_WRITE` reports a failed fault as `EFAULT`, and
-    /// `fallocate` on the range then says why. Kernels before 5.14 (no
-    /// `MADV_POPULATE_WRITE`) allocate with `fallocate` alone.
+    /// `fallocate` on the range then says why. Kernels without
+    /// `MADV_POPULATE_WRITE` (before 5.14, or built without madvise)
+    /// allocate with `fallocate` alone.
     pub fn allocate(&self, offset: usize, len: usize) -> io::Result<()> {
         let end = offset.checked_add(len).filter(|&e| e <= self.len()).ok_or_else(|| io::Error::other("a range past the grown file"))?;
         let start = crate::align_down(offset, crate::DIRECT_IO_ALIGN_BYTES);
@@ -94,10 +95,10 @@ impl FileMapping {
         if rc == 0 {
             return Ok(());
         }
-        let populate = io::Error::last_os_error();
-        if !matches!(populate.raw_os_error(), Some(libc::EFAULT | libc::EINVAL)) {
-            return Err(populate);
-        }
+        // EFAULT: a page could not be allocated (fallocate says why); EINVAL:
+        // no MADV_POPULATE_WRITE (before 5.14); ENOSYS: no madvise at all
+        // (CONFIG_ADVISE_SYSCALLS off, as in the VM's kernel). Whatever it
+        // was, fallocate on the range allocates the pages or gives the reason.
         // SAFETY: fallocate on our descriptor within the file's size (mode 0
         // allocates the blocks; the size is already past `end`).
         let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, start as libc::off_t, (end - start) as libc::off_t) };
