@@ -4,16 +4,17 @@
 //! byte through the window (GPUDirect Storage would make the window
 //! unnecessary: not on machines without P2PDMA or nvidia-fs).
 //!
-//! `streams` worker threads share the CUDA context, each with its own CUDA
-//! stream and scratch. A worker takes the requests queued since its last
-//! turn (up to its share of them) as one batch: copies (host window <-> GPU
-//! memory, GPU <-> GPU) on the copy engines, and all compress requests in
-//! one nvCOMP launch; while one worker's batch computes, another's copies
-//! run and a third's results go back (the executor orders dependent
+//! `streams` worker threads (1 by default) share the CUDA context, each with
+//! its own CUDA stream and scratch. A worker takes the requests queued since
+//! its last turn (its share of them, with several) as one batch: copies
+//! (host window <-> GPU memory, GPU <-> GPU) on the copy engines, and all
+//! compress requests in one nvCOMP launch. The executor orders dependent
 //! commands by their completions, so batches on different streams never
-//! touch the same range). nvCOMP's members (plain gzip: CRC-32 and size computed on
-//! the GPU) are rewrapped on the GPU with peerpath's header (the 'PP' size
-//! subfield), so `peerpath decompress` stays parallel on its output.
+//! touch the same range; on the lent H100 several streams were slower
+//! (smaller batches, more launches: bench/results/2026-11-26-gpu-machine-3).
+//! nvCOMP's members (plain gzip: CRC-32 and size computed on the GPU) are
+//! rewrapped on the GPU with peerpath's header (the 'PP' size subfield), so
+//! `peerpath decompress` stays parallel on its output.
 
 use crate::nvcomp::{CompressOpts, Nvcomp};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
