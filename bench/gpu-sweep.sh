@@ -3,12 +3,13 @@
 # across CUDA streams and queue depths, beside the CPU on every core, interleaved in rounds.
 #
 # Usage: bench/gpu-sweep.sh --input FILE [--peerpath PATH] [--rounds 2] [--out DIR]
-#                           [--configs "STREAMS:DEPTH ..."] [--no-gzip-t]
+#                           [--configs "STREAMS:DEPTH[:STAGING] ..."] [--no-gzip-t]
 #
 #   --input FILE     uncompressed input (copied, untimed, to /dev/shm/ppsweep)
 #   --peerpath PATH  peerpath binary (default target/release/peerpath)
 #   --rounds N       rounds; each runs every configuration once (default 2)
-#   --configs LIST   GPU configurations, streams:queue-depth (default "1:64 2:64 4:64 8:64 4:32 4:128 4:256")
+#   --configs LIST   GPU configurations, streams:queue-depth[:staging] (--gpu-staging commands, the
+#                    default, or device), default "1:64 2:64 4:64 8:64 4:32 4:128 4:256"
 #   --out DIR        where sweep.md and one JSON report per configuration go (default .)
 #   --no-gzip-t      check outputs by peerpath's round trip only (gzip -t takes ~5 s per GB)
 #
@@ -64,10 +65,10 @@ EOF
 } | tee "$out/sweep.md"
 for ((r = 1; r <= rounds; r++)); do
     for c in $configs; do
-        s=${c%%:*} q=${c##*:}
-        timeout 120 "$pp" compress --engine gpu --no-fallback --no-sync -f --gpu-streams "$s" --queue-depth "$q" \
-            "$d/in" -o "$d/g-$s-$q.gz" --json > "$out/gpu-s$s-q$q.json" 2>&1
-        line "gpu, $s stream(s), queue depth $q (round $r)" "$out/gpu-s$s-q$q.json" | tee -a "$out/sweep.md"
+        IFS=: read -r s q st <<< "$c"; st=${st:-commands}
+        timeout 120 "$pp" compress --engine gpu --no-fallback --no-sync -f --gpu-streams "$s" --queue-depth "$q" --gpu-staging "$st" \
+            "$d/in" -o "$d/g-$s-$q-$st.gz" --json > "$out/gpu-s$s-q$q-$st.json" 2>&1
+        line "gpu, $s stream(s), queue depth $q, staged by $st (round $r)" "$out/gpu-s$s-q$q-$st.json" | tee -a "$out/sweep.md"
     done
     timeout 120 "$pp" compress -T "$(nproc)" --no-sync -f "$d/in" -o "$d/c.gz" --json > "$out/cpu.json" 2>&1
     line "cpu, -T $(nproc) (round $r)" "$out/cpu.json" | tee -a "$out/sweep.md"

@@ -300,6 +300,9 @@ struct CompressArgs {
     /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing); more than 1 measured slower so far (bench/results/2026-11-26-gpu-machine-3).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
     gpu_streams: u32,
+    /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: not yet measured on a GPU).
+    #[arg(long, value_enum, default_value_t = GpuStagingArg::Commands, help_heading = "Devices")]
+    gpu_staging: GpuStagingArg,
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
@@ -324,6 +327,21 @@ struct CompressArgs {
     inject_faults: Option<peerpath_device::FaultConfig>,
     #[command(flatten)]
     common: CommonArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Debug)]
+enum GpuStagingArg {
+    Commands,
+    Device,
+}
+
+impl From<GpuStagingArg> for peerpath_gpu::Staging {
+    fn from(a: GpuStagingArg) -> Self {
+        match a {
+            GpuStagingArg::Commands => peerpath_gpu::Staging::Commands,
+            GpuStagingArg::Device => peerpath_gpu::Staging::Device,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -630,7 +648,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
         EngineArg::Cpu => peerpath_runtime::Compute::Cpu,
         EngineArg::Emulated => emulated(),
         EngineArg::Gpu => {
-            let mut spec = peerpath_runtime::GpuSpec { ordinal: a.gpu, algorithm: a.gpu_algorithm, nvcomp: a.nvcomp.clone(), streams: a.gpu_streams as usize, ..Default::default() };
+            let mut spec = peerpath_runtime::GpuSpec { ordinal: a.gpu, algorithm: a.gpu_algorithm, nvcomp: a.nvcomp.clone(), streams: a.gpu_streams as usize, staging: a.gpu_staging.into(), ..Default::default() };
             if let Some(m) = a.device_memory {
                 spec.memory_bytes = m;
             }

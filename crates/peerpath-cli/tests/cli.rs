@@ -452,6 +452,15 @@ fn compress_on_a_gpu_that_is_not_there_falls_back_with_the_reason_or_fails_when_
     assert_eq!(o.code(), Some(15), "{}", o.stderr);
     assert!(o.stderr.contains("GPU unavailable"), "{}", o.stderr);
     assert!(!out.exists(), "nothing kept");
+    // The device's own staging and several streams: the same fallback, the same bytes.
+    let o = run(&mut pp(args!["compress", &src, "-o", &out, "--engine", "gpu", "--gpu-staging", "device", "--gpu-streams", "2", "--json"]));
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
+    assert_eq!(run(&mut pp(args!["decompress", &out, "-o", "-"])).stdout, std::fs::read(&src).unwrap());
+    for bad in [["--gpu-staging", "nowhere"], ["--gpu-streams", "0"]] {
+        let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", bad[0], bad[1]]));
+        assert_eq!(o.code(), Some(2), "{bad:?}: {}", o.stderr);
+    }
 }
 
 /// Shell completions and the man page come from the command line itself

@@ -44,6 +44,22 @@ pub struct GpuDeviceConfig {
     /// Worker threads, each with its own CUDA stream: one batch's copies,
     /// kernel and packing overlap the others' (1: one batch at a time).
     pub streams: usize,
+    /// Who moves a chunk between the host window and GPU memory.
+    pub staging: Staging,
+}
+
+/// Who moves data between the pinned host window and GPU memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Staging {
+    /// The executor, with copy commands: a chunk is three commands (copy in,
+    /// compress, copy out), each a round trip (measured on the lent H100).
+    #[default]
+    Commands,
+    /// The device: its memory, as the executor sees it, is the window; each
+    /// compress command's chunk is copied in, compressed, packed and copied
+    /// back to its output range within one batch (one round trip a chunk;
+    /// not yet measured on a GPU).
+    Device,
 }
 
 struct Job {
@@ -62,6 +78,8 @@ struct Done {
 /// GPU figures come from CUDA events recorded on each batch's stream.
 #[derive(Default)]
 struct Profile {
+    /// Device staging: "copies" are the copies in, "packing" includes the copies out.
+    staged_by_device: bool,
     batches: AtomicU64,
     commands: AtomicU64,
     largest_batch: AtomicU64,
@@ -85,13 +103,15 @@ impl Profile {
         let batches = g(&self.batches);
         let kernel = s(&self.kernel_ns);
         format!(
-            "{batches} batches, {:.1} commands each on average (largest {}); on the GPU: copies {:.3} s, nvCOMP {:.3} s for {} members ({:.2} GB/s while it ran), packing {:.3} s; worker threads: {:.3} s in batches, {:.3} s waiting for work",
+            "{batches} batches, {:.1} commands each on average (largest {}); on the GPU: {} {:.3} s, nvCOMP {:.3} s for {} members ({:.2} GB/s while it ran), {} {:.3} s; worker threads: {:.3} s in batches, {:.3} s waiting for work",
             g(&self.commands) as f64 / batches.max(1) as f64,
             g(&self.largest_batch),
+            if self.staged_by_device { "copies in" } else { "copies" },
             s(&self.copies_ns),
             kernel,
             g(&self.members),
             if kernel > 0.0 { g(&self.member_bytes) as f64 / kernel / 1e9 } else { 0.0 },
+            if self.staged_by_device { "packing and copies out" } else { "packing" },
             s(&self.packing_ns),
             s(&self.batch_ns),
             s(&self.idle_ns),
@@ -136,7 +156,11 @@ impl GpuDevice {
         let started = Instant::now();
         let gpu = crate::Gpu::open(config.ordinal)?;
         let nv = Arc::new(Nvcomp::load(config.nvcomp.as_deref())?);
-        let own_bytes = config.own_bytes.next_multiple_of(peerpath_mem::REGION_PAGE_BYTES);
+        // Device staging computes in scratch it grows per batch: the executor addresses the window only.
+        let own_bytes = match config.staging {
+            Staging::Commands => config.own_bytes.next_multiple_of(peerpath_mem::REGION_PAGE_BYTES),
+            Staging::Device => peerpath_mem::REGION_PAGE_BYTES,
+        };
         let window = Arc::new(MappedRegion::host(config.window_bytes).map_err(|e| e.to_string())?);
         gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
         // SAFETY: pins the window's pages (a mapping that lives as long as
@@ -155,14 +179,16 @@ impl GpuDevice {
             }
         };
         // From here on, dropping `shared` (any error below) unpins the window.
-        let shared = Arc::new(Shared { own, window: window.clone(), ctx: gpu.ctx.clone(), stats: Arc::default(), profile: Arc::default() });
+        let shared = Arc::new(Shared { own, window: window.clone(), ctx: gpu.ctx.clone(), stats: Arc::default(), profile: Arc::new(Profile { staged_by_device: config.staging == Staging::Device, ..Default::default() }) });
         let own_base = {
             let (p, _g) = shared.own.device_ptr(&gpu.stream);
             p
         };
         // The allocation is ordered on this stream; every worker's stream uses it.
         gpu.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
-        let layout = Layout { own_base, own_len: own_bytes as u64, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
+        // Offsets: [0, own) GPU memory, then the window; with device staging the window alone.
+        let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
+        let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
         let description = format!(
             "{} (GPU {}, CUDA driver {}), nvCOMP {} gzip algorithm {}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context, nvCOMP, pinning, allocation)",
             gpu.info.name,
@@ -175,12 +201,21 @@ impl GpuDevice {
             started.elapsed().as_secs_f64()
         );
         let pci_address = gpu.info.pci_address.clone();
-        let memory = DeviceMemory::foreign(own_bytes, MemoryDomain::Gpu { device: config.name.clone() }, window.clone());
+        let memory = match config.staging {
+            Staging::Commands => DeviceMemory::foreign(own_bytes, MemoryDomain::Gpu { device: config.name.clone() }, window.clone()),
+            // Host memory as the executor and the ledger see it (pinned); the
+            // device's own copies to and from GPU memory are in its profile.
+            Staging::Device => DeviceMemory::region(window.clone()),
+        };
         let wake = Arc::new(EventFd::new().map_err(|e| e.to_string())?);
         let sleeping = Arc::new(AtomicBool::new(false));
         let description = format!(
-            "{description}, {} CUDA stream(s), waiting threads {}",
+            "{description}, {} CUDA stream(s), {}, waiting threads {}",
             config.streams.max(1),
+            match config.staging {
+                Staging::Commands => "staged by copy commands",
+                Staging::Device => "each chunk staged by the device itself (its memory as the host sees it is the window)",
+            },
             if gpu.info.blocking_sync { "sleep (blocking sync)" } else { "spin (the driver's default: blocking sync could not be set)" }
         );
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
@@ -197,7 +232,7 @@ impl GpuDevice {
         let mut workers = Vec::with_capacity(streams);
         for k in 0..streams {
             let stream = if k == 0 { gpu.stream.clone() } else { gpu.ctx.new_stream().map_err(|e| format!("CUDA stream: {e}"))? };
-            let mut worker = Worker { stream, nv: nv.clone(), shared: shared.clone(), layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default(), streams };
+            let mut worker = Worker { stream, nv: nv.clone(), shared: shared.clone(), layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default(), streams, staging: config.staging };
             let (jobs, done, w, s) = (job_rx.clone(), done_tx.clone(), wake.clone(), sleeping.clone());
             let handle = std::thread::Builder::new()
                 .name(format!("{}-stream{k}", config.name))
@@ -348,6 +383,9 @@ struct Scratch {
     temp: Option<CudaSlice<u8>>,
     slots: Option<CudaSlice<u8>>,
     headers: Option<CudaSlice<u8>>,
+    /// Device staging: the batch's inputs, and its packed outputs.
+    inputs: Option<CudaSlice<u8>>,
+    outputs: Option<CudaSlice<u8>>,
 }
 
 /// What the workers share; the last one to end unpins the window (no copy
@@ -380,6 +418,7 @@ struct Worker {
     scratch: Scratch,
     /// How many workers share the queue (a batch takes its share of it).
     streams: usize,
+    staging: Staging,
 }
 
 impl Worker {
@@ -434,8 +473,6 @@ impl Worker {
         }
     }
 
-    /// Runs one batch; per request its status and output bytes. An error is
-    /// the device's failure (CUDA or nvCOMP refused the whole batch).
     /// Four timing events, recorded on this worker's stream around each
     /// batch's copies, kernel and packing.
     fn new_events(&self) -> Result<[cudarc::driver::CudaEvent; 4], String> {
@@ -443,7 +480,12 @@ impl Worker {
         Ok([ev()?, ev()?, ev()?, ev()?])
     }
 
+    /// Runs one batch; per request its status and output bytes. An error is
+    /// the device's failure (CUDA or nvCOMP refused the whole batch).
     fn batch(&mut self, batch: &[Job], events: &[cudarc::driver::CudaEvent; 4]) -> Result<Vec<(Status, u64)>, String> {
+        if self.staging == Staging::Device {
+            return self.batch_in_window(batch, events);
+        }
         let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
         events[0].record(&self.stream).map_err(cuda)?;
         let mut out = vec![(Status::Success, 0u64); batch.len()];
@@ -494,6 +536,125 @@ impl Worker {
         if !pieces.is_empty() {
             p.kernel_ns.fetch_add(ms(&events[1], &events[2])?, Ordering::Relaxed);
             p.packing_ns.fetch_add(ms(&events[2], &events[3])?, Ordering::Relaxed);
+            p.members.fetch_add(pieces.len() as u64, Ordering::Relaxed);
+            p.member_bytes.fetch_add(pieces.iter().map(|x| x.len).sum::<u64>(), Ordering::Relaxed);
+        }
+        Ok(out)
+    }
+
+    /// Device staging: every range is in the window. Copies and each compress
+    /// command's input go to GPU scratch (copy engine), the compress commands
+    /// run in one nvCOMP launch and are packed there, and everything goes
+    /// back to its output range in the window (copy engine): one batch, one
+    /// round trip per chunk.
+    fn batch_in_window(&mut self, batch: &[Job], events: &[cudarc::driver::CudaEvent; 4]) -> Result<Vec<(Status, u64)>, String> {
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let stream = self.stream.clone();
+        let cu = stream.cu_stream();
+        events[0].record(&stream).map_err(cuda)?;
+        let mut out = vec![(Status::Success, 0u64); batch.len()];
+        // Where each command's input goes in the input scratch, and its output in the output scratch.
+        let align = |n: u64| n.next_multiple_of(256);
+        let (mut in_total, mut out_total) = (0u64, 0u64);
+        let mut plan = Vec::with_capacity(batch.len());
+        for (k, job) in batch.iter().enumerate() {
+            let r = &job.request;
+            let supported = match r.function {
+                Function::Copy => true,
+                Function::GzipCompressMember { format: Format::Gzip, .. } | Function::GzipCompressChunk { format: Format::Gzip, .. } => r.inputs.len() == 1,
+                _ => false,
+            };
+            let in_window = r.inputs.iter().all(|&i| self.window_ptr(i).is_some()) && self.window_ptr(r.output).is_some();
+            if !supported || !in_window {
+                out[k].0 = if supported { Status::OutOfRange } else { Status::Unsupported };
+                plan.push(None);
+                continue;
+            }
+            let len: u64 = r.inputs.iter().map(|i| i.len).sum();
+            plan.push(Some((in_total, out_total)));
+            in_total += align(len.max(1));
+            if !matches!(r.function, Function::Copy) {
+                out_total += align(r.output.len.max(1));
+            }
+        }
+        let d_in = ptr(grow(&mut self.scratch.inputs, in_total.max(1) as usize, &stream)?, &stream);
+        let d_out = ptr(grow(&mut self.scratch.outputs, out_total.max(1) as usize, &stream)?, &stream);
+        // In: every input range to its place in the input scratch.
+        for (job, p) in batch.iter().zip(&plan) {
+            let Some((at, _)) = *p else { continue };
+            let mut off = at;
+            for &i in &job.request.inputs {
+                let host = self.window_ptr(i).expect("checked above");
+                // SAFETY: a pinned window range the executor gave this command
+                // (checked to lie in the window) to scratch we own, sized above.
+                unsafe { sys::cuMemcpyHtoDAsync_v2(d_in + off, host as *const c_void, i.len as usize, cu) }.result().map_err(cuda)?;
+                off += i.len;
+            }
+        }
+        events[1].record(&stream).map_err(cuda)?;
+        // Compress: members of every compress command in one launch, packed in the output scratch.
+        let mut pieces = Vec::new();
+        let mut outputs = Vec::new();
+        for (k, (job, p)) in batch.iter().zip(&plan).enumerate() {
+            let (Some((at, out_at)), r) = (*p, &job.request) else { continue };
+            let member_bytes = match r.function {
+                Function::GzipCompressMember { .. } => r.inputs[0].len.max(1),
+                Function::GzipCompressChunk { member_bytes, .. } => u64::from(member_bytes),
+                _ => continue,
+            };
+            let n = r.inputs[0].len;
+            let mut m = 0;
+            loop {
+                let len = member_bytes.min(n - m);
+                pieces.push(Piece { job: k, input: d_in + at + m, len });
+                m += len;
+                if m >= n {
+                    break;
+                }
+            }
+            outputs.push((k, d_out + out_at, r.output.len));
+        }
+        let compressed = !pieces.is_empty();
+        if compressed {
+            for (k, result) in self.compress(&pieces, &outputs, &events[2])? {
+                out[k] = result;
+            }
+        } else {
+            events[2].record(&stream).map_err(cuda)?;
+        }
+        // Out: copies from the input scratch, compressed output from the output scratch.
+        for (k, (job, p)) in batch.iter().zip(&plan).enumerate() {
+            let (Some((at, out_at)), r) = (*p, &job.request) else { continue };
+            let (from, len) = match r.function {
+                Function::Copy => {
+                    let len: u64 = r.inputs.iter().map(|i| i.len).sum();
+                    if r.output.len < len {
+                        out[k] = (Status::OutputTooSmall, 0);
+                        continue;
+                    }
+                    out[k] = (Status::Success, len);
+                    (d_in + at, len)
+                }
+                _ if out[k].0 == Status::Success => (d_out + out_at, out[k].1),
+                _ => continue,
+            };
+            if len == 0 {
+                continue;
+            }
+            let host = self.window_ptr(DeviceRange::new(r.output.offset, len)).expect("checked above");
+            // SAFETY: scratch we own to the command's output range in the
+            // pinned window (checked above; `len` fits it: the packing checked
+            // each output's capacity, a copy's here).
+            unsafe { sys::cuMemcpyDtoHAsync_v2(host as *mut c_void, from, len as usize, cu) }.result().map_err(cuda)?;
+        }
+        events[3].record(&stream).map_err(cuda)?;
+        stream.synchronize().map_err(cuda)?;
+        let ms = |a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent| a.elapsed_ms(b).map(|m| (m as f64 * 1e6) as u64).map_err(cuda);
+        let p = &self.shared.profile;
+        p.copies_ns.fetch_add(ms(&events[0], &events[1])?, Ordering::Relaxed);
+        p.kernel_ns.fetch_add(ms(&events[1], &events[2])?, Ordering::Relaxed);
+        p.packing_ns.fetch_add(ms(&events[2], &events[3])?, Ordering::Relaxed);
+        if compressed {
             p.members.fetch_add(pieces.len() as u64, Ordering::Relaxed);
             p.member_bytes.fetch_add(pieces.iter().map(|x| x.len).sum::<u64>(), Ordering::Relaxed);
         }
@@ -688,7 +849,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, streams: 2 };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, streams: 2, staging: Staging::Device };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

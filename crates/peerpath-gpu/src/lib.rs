@@ -11,7 +11,7 @@
 mod device;
 mod nvcomp;
 
-pub use device::{GpuDevice, GpuDeviceConfig};
+pub use device::{GpuDevice, GpuDeviceConfig, Staging};
 pub use nvcomp::{CompressOpts, Nvcomp};
 
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};

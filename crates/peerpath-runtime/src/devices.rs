@@ -45,11 +45,13 @@ pub struct GpuSpec {
     pub queue_depth: usize,
     /// CUDA streams (one worker thread each) whose batches overlap.
     pub streams: usize,
+    /// Who stages chunks between the pinned window and GPU memory.
+    pub staging: peerpath_gpu::Staging,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1 }
+        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands }
     }
 }
 
@@ -173,6 +175,7 @@ impl<'a> DeviceSet<'a> {
                     queue_depth: spec.queue_depth,
                     nvcomp: spec.nvcomp.clone(),
                     streams: spec.streams,
+                    staging: spec.staging,
                 };
                 match peerpath_gpu::GpuDevice::open(&config) {
                     Ok(d) => {
