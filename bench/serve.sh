@@ -9,7 +9,7 @@
 # on the same machine over loopback. Each round runs every server x object once, in order, so a
 # slow stretch falls on all rows; the table gives medians of requests/s and MB/s. peerpath runs in
 # host, zerocopy and devmem modes (devmem: payloads sent by an emulated NIC process from its memory,
-# one descriptor at a time through a lock today). nginx 1.22
+# each client connection with its own channel to the NIC, many descriptors in flight). nginx 1.22
 # (Debian) runs with one worker, sendfile on, access log off. Key-value: memcached 1.6 (Debian,
 # objects loaded with memccp) and peerpath serve --memcached, loaded by `peerpath bench-kv`
 # (N connections, get of one key, the whole answer read before the next). Installs wrk, nginx,

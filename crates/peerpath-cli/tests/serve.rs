@@ -231,3 +231,72 @@ fn real_clients_work_unchanged_in_every_mode() {
         assert!(got.strip_suffix(b"\n") == Some(&obj[..]), "{mode}: memccat got {} bytes", got.len());
     }
 }
+
+/// devmem with many descriptors in flight: several clients at once over
+/// keep-alive connections, a NIC memory that holds only a few of the objects
+/// (so objects are evicted and placed again while others are being sent):
+/// every response is exactly its file, and every payload came from the NIC.
+#[test]
+fn devmem_serves_many_clients_at_once_through_evictions_without_a_wrong_byte() {
+    let dir = scratch();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let files: Vec<Vec<u8>> = (0..6).map(|i| random_bytes(300 << 10, 100 + i)).collect();
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(root.join(format!("o{i}")), f).unwrap();
+    }
+    let (clients, each) = (6usize, 12usize);
+    let mut child = pp(args!["serve", &root, "--listen", "127.0.0.1:0", "--mode", "devmem", "--nic-memory", "1M", "--max-requests", (clients * each).to_string(), "--read-timeout", "5", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "serve exited before listening");
+        if let Some(a) = line.split("http://").nth(1) {
+            break a.split('/').next().unwrap().to_string();
+        }
+    };
+    let files = std::sync::Arc::new(files);
+    let threads: Vec<_> = (0..clients)
+        .map(|c| {
+            let (addr, files) = (addr.clone(), files.clone());
+            std::thread::spawn(move || {
+                let s = TcpStream::connect(&addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut w = s;
+                for k in 0..each {
+                    let i = (c + k * 5) % files.len();
+                    write!(w, "GET /o{i} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                    let mut len = None;
+                    loop {
+                        let mut line = String::new();
+                        r.read_line(&mut line).unwrap();
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.strip_prefix("Content-Length: ") {
+                            len = Some(v.trim().parse::<usize>().unwrap());
+                        }
+                    }
+                    let mut body = vec![0u8; len.expect("a length")];
+                    r.read_exact(&mut body).unwrap();
+                    assert!(body == files[i], "client {c}, request {k}: o{i} came back different");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a client saw a wrong byte or an error");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["requests"], (clients * each) as u64, "{report}");
+    assert_eq!(report["payload_bytes_from_host_memory_per_request"], 0.0, "every payload from the NIC: {report}");
+    assert!(report["nic"]["evictions"].as_u64().unwrap() > 0, "the small NIC memory evicted: {report}");
+    assert!(report["nic_fallback"].is_null(), "{report}");
+}

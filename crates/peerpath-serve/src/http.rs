@@ -71,6 +71,7 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         return;
     }
     let mut buf = Vec::new();
+    let mut nic = None;
     loop {
         let n = match read_head(shared, &mut stream, &mut buf, head_end) {
             ReadHead::Ready(n) => n,
@@ -90,7 +91,7 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         };
         let started = Instant::now();
         let head: Vec<u8> = buf.drain(..n).collect();
-        let (status, keep, payload, copied, from_host) = answer(shared, &mut stream, &head);
+        let (status, keep, payload, copied, from_host) = answer(shared, &mut stream, &mut nic, &head);
         shared.done_from(started.elapsed(), payload, copied, from_host, status);
         if !keep {
             return;
@@ -100,7 +101,7 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
 
 /// Answers one request: (status, keep the connection, payload bytes sent,
 /// bytes copied by this process, payload bytes sent from host memory).
-fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u64, u64, u64) {
+fn answer(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::Channel>, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(head) {
@@ -163,7 +164,7 @@ fn answer(shared: &Shared, stream: &mut TcpStream, head: &[u8]) -> (u16, bool, u
         let written = stream.write_all(head.as_bytes()).is_ok();
         return (status, keep && written, 0, 0, 0);
     }
-    let sent = respond(shared, stream, head.as_bytes(), &found, offset, len);
+    let sent = respond(shared, stream, nic, head.as_bytes(), &found, offset, len);
     (status, keep && !sent.close, sent.payload, sent.copied, sent.from_host)
 }
 

@@ -9,7 +9,8 @@
 //! - [`Mode::ZeroCopy`]: `sendfile(2)`: the kernel sends from the page
 //!   cache; this process never holds the payload.
 //!
-//! (The device-memory mode with an emulated NIC is the next part.)
+//! - [`Mode::DevMem`]: payloads placed in an emulated NIC's memory and sent
+//!   by it ([`nic`]); this process builds headers only.
 //!
 //! Requests are parsed with `httparse`; paths are resolved under the root
 //! and refused if they leave it (`..`, symlinks out); header floods,
@@ -111,8 +112,10 @@ pub(crate) struct Shared {
     pub stats: Stats,
     pub stop: Arc<AtomicBool>,
     pub connections: AtomicUsize,
-    /// DevMem: the NIC while it works (one descriptor in flight at a time).
-    pub nic: std::sync::Mutex<Option<nic::Nic>>,
+    /// DevMem: the NIC (each connection has its own channel to it).
+    pub nic: Option<nic::Nic>,
+    /// Set when the NIC is gone: the host path serves from then on.
+    pub nic_gone: AtomicBool,
     /// Why the NIC stopped being used, if it did.
     pub nic_fallback: std::sync::Mutex<Option<String>>,
 }
@@ -169,7 +172,8 @@ impl Server {
             stats: Stats::new(),
             stop: Arc::new(AtomicBool::new(false)),
             connections: AtomicUsize::new(0),
-            nic: std::sync::Mutex::new(nic),
+            nic,
+            nic_gone: AtomicBool::new(false),
             nic_fallback: std::sync::Mutex::new(None),
         });
         Ok(Server { shared, http, memcached })
@@ -222,8 +226,8 @@ impl Server {
             let _ = h.join();
         }
         let mut report = shared.stats.report(&shared.config, started.elapsed(), stats::process_cpu().saturating_sub(cpu_start));
-        if let Some(n) = shared.nic.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            report.nic = Some(n.counts.clone());
+        if let Some(n) = &shared.nic {
+            report.nic = Some(n.counts());
         }
         report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();
         report
@@ -231,7 +235,7 @@ impl Server {
 
     /// The emulated NIC's process id, in devmem mode.
     pub fn nic_process_id(&self) -> Option<u32> {
-        self.shared.nic.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|n| n.process_id())
+        self.shared.nic.as_ref().map(|n| n.process_id())
     }
 }
 
@@ -308,18 +312,20 @@ pub(crate) struct Sent {
 /// Sends `header` and `len` bytes of `file` from `offset`: by the NIC in
 /// devmem mode (falling back to the host path, said in the report, when it
 /// cannot), else as the mode says.
-pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, header: &[u8], found: &Resolved, offset: u64, len: u64) -> Sent {
+/// `channel`: the connection's channel to the NIC (devmem), opened on first use.
+pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, channel: &mut Option<nic::Channel>, header: &[u8], found: &Resolved, offset: u64, len: u64) -> Sent {
     let (path, file, file_len) = (&found.path, &found.file, found.len);
     use std::os::fd::AsRawFd;
     let mut mode = shared.config.mode;
     if mode == Mode::DevMem {
-        let mut guard = shared.nic.lock().unwrap_or_else(|e| e.into_inner());
-        match guard.as_mut().map(|n| n.send(stream.as_raw_fd(), header, path, file, file_len, offset, len)) {
+        let nic = shared.nic.as_ref().filter(|_| !shared.nic_gone.load(Ordering::Relaxed));
+        match nic.map(|n| n.send(channel, stream.as_raw_fd(), header, path, file, file_len, offset, len)) {
             Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: n < len },
             Some(Err(nic::NicMiss::ClientFailed)) => return Sent { payload: 0, copied: 0, from_host: 0, close: true },
             Some(Err(nic::NicMiss::Gone(why))) => {
-                *guard = None;
-                *shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                if !shared.nic_gone.swap(true, Ordering::Relaxed) {
+                    *shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                }
                 return Sent { payload: 0, copied: 0, from_host: 0, close: true };
             }
             Some(Err(nic::NicMiss::TooLarge | nic::NicMiss::NotPlaced(_))) | None => mode = Mode::ZeroCopy,

@@ -19,6 +19,7 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         return;
     }
     let mut buf = Vec::new();
+    let mut nic = None;
     loop {
         let n = match read_head(shared, &mut stream, &mut buf, line_end) {
             ReadHead::Ready(n) => n,
@@ -33,7 +34,7 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         let line: Vec<u8> = buf.drain(..n).collect();
         let words: Vec<&[u8]> = line[..n - 2].split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
         let (status, payload, copied, from_host, keep) = match words.first().copied() {
-            Some(b"get") | Some(b"gets") if words.len() > 1 => get(shared, &mut stream, &words[1..], words[0] == b"gets"),
+            Some(b"get") | Some(b"gets") if words.len() > 1 => get(shared, &mut stream, &mut nic, &words[1..], words[0] == b"gets"),
             Some(b"version") => (200, 0, 0, 0, stream.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
             Some(b"quit") => return,
             Some(b"set") | Some(b"add") | Some(b"replace") | Some(b"delete") => {
@@ -55,7 +56,7 @@ fn valid_key(k: &[u8]) -> bool {
 
 /// Answers `get`/`gets` for `keys`: a VALUE block per key that names a
 /// file, then END. Returns (status, payload, copied, from host memory, keep).
-fn get(shared: &Shared, stream: &mut TcpStream, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool) {
+fn get(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::Channel>, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool) {
     let (mut payload, mut copied, mut from_host) = (0u64, 0u64, 0u64);
     for k in keys {
         if !valid_key(k) {
@@ -65,7 +66,7 @@ fn get(shared: &Shared, stream: &mut TcpStream, keys: &[&[u8]], cas: bool) -> (u
         let mut head = b"VALUE ".to_vec();
         head.extend_from_slice(k);
         head.extend_from_slice(format!(" 0 {}{}\r\n", found.len, if cas { " 0" } else { "" }).as_bytes());
-        let sent = respond(shared, stream, &head, &found, 0, found.len);
+        let sent = respond(shared, stream, nic, &head, &found, 0, found.len);
         payload += sent.payload;
         copied += sent.copied;
         from_host += sent.from_host;

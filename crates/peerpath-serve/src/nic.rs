@@ -9,9 +9,18 @@
 //! On hardware with NIC memory (or devmem TCP) the same descriptors go to
 //! the real NIC.
 //!
-//! Wire format on the Unix socket, host -> NIC: u32 header length, u64
-//! offset, u64 length (LE), then the header bytes, with the socket as
-//! ancillary data; NIC -> host: u64 bytes sent (u64::MAX: the send failed).
+//! Many descriptors are in flight at once: each client connection has its
+//! own channel to the NIC (a Unix socket; the NIC serves each on a thread),
+//! and its socket is passed once, with its first descriptor. Objects are
+//! placed under a lock; evicting them (when the memory is full) waits until
+//! no descriptor in flight points into the memory, so the NIC never sends
+//! bytes that are being overwritten.
+//!
+//! Wire format on a channel, host -> NIC: u32 header length, u64 offset,
+//! u64 length (LE), then the header bytes, with the client's socket as
+//! ancillary data on the channel's first descriptor; NIC -> host: u64 bytes
+//! sent (u64::MAX: the send failed). The first channel is the control
+//! channel: when it closes, the NIC exits.
 
 use crate::stats::NicCounts;
 use peerpath_mem::MappedRegion;
@@ -75,34 +84,56 @@ fn recv_with_fd(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Op
     }
 }
 
-/// The NIC process: makes its memory, listens on `socket`, and sends what
-/// the one host that connects asks, until that host goes away.
+/// The NIC process: makes its memory, listens on `socket`, and serves each
+/// channel the host opens on its own thread, until the first (the control
+/// channel) closes.
 pub fn nic_main(socket: &Path, memory: &Path, bytes: usize) -> Result<(), String> {
-    let region = MappedRegion::create_shared(memory, bytes, "emulated NIC").map_err(|e| format!("NIC memory: {e}"))?;
+    let region = std::sync::Arc::new(MappedRegion::create_shared(memory, bytes, "emulated NIC").map_err(|e| format!("NIC memory: {e}"))?);
     let listener = UnixListener::bind(socket).map_err(|e| format!("NIC socket {}: {e}", socket.display()))?;
-    let (host, _) = listener.accept().map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_file(socket);
+    let (control, _) = listener.accept().map_err(|e| e.to_string())?;
+    let socket = socket.to_path_buf();
+    std::thread::spawn(move || {
+        // The host is gone when its control channel closes.
+        let mut b = [0u8; 1];
+        let _ = (&control).read(&mut b);
+        let _ = std::fs::remove_file(&socket);
+        std::process::exit(0);
+    });
+    loop {
+        let (channel, _) = listener.accept().map_err(|e| e.to_string())?;
+        let region = region.clone();
+        std::thread::spawn(move || serve_channel(&channel, &region));
+    }
+}
+
+/// One channel: a client connection's descriptors, in order.
+fn serve_channel(host: &UnixStream, region: &MappedRegion) {
+    let mut client: Option<OwnedFd> = None;
     loop {
         let mut head = [0u8; 20 + 4096];
-        let (n, fd) = match recv_with_fd(&host, &mut head) {
-            Ok((0, _)) | Err(_) => return Ok(()),
+        let (n, fd) = match recv_with_fd(host, &mut head) {
+            Ok((0, _)) | Err(_) => return,
             Ok(x) => x,
         };
+        if fd.is_some() {
+            client = fd;
+        }
         let hlen = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
         let off = u64::from_le_bytes(head[4..12].try_into().expect("8 bytes")) as usize;
         let len = u64::from_le_bytes(head[12..20].try_into().expect("8 bytes")) as usize;
-        let ok = fd.is_some() && n == 20 + hlen && off.checked_add(len).is_some_and(|e| e <= region.len());
-        let sent = if ok {
-            let fd = fd.expect("checked");
-            // SAFETY: [off, off + len) lies inside the mapping (checked); the
-            // kernel only reads it; nothing in this process writes it.
-            let payload = unsafe { std::slice::from_raw_parts(region.as_ptr().add(off), len) };
-            send_all(fd.as_raw_fd(), &head[20..20 + hlen], payload).unwrap_or(u64::MAX)
-        } else {
-            u64::MAX
+        let ok = n == 20 + hlen && off.checked_add(len).is_some_and(|e| e <= region.len());
+        let sent = match (&client, ok) {
+            (Some(c), true) => {
+                // SAFETY: [off, off + len) lies inside the mapping (checked); the
+                // kernel only reads it; the host evicts nothing while a
+                // descriptor pointing into it is in flight.
+                let payload = unsafe { std::slice::from_raw_parts(region.as_ptr().add(off), len) };
+                send_all(c.as_raw_fd(), &head[20..20 + hlen], payload).unwrap_or(u64::MAX)
+            }
+            _ => u64::MAX,
         };
-        if (&host).write_all(&sent.to_le_bytes()).is_err() {
-            return Ok(());
+        if (&*host).write_all(&sent.to_le_bytes()).is_err() {
+            return;
         }
     }
 }
@@ -129,23 +160,39 @@ fn send_all(fd: RawFd, a: &[u8], b: &[u8]) -> std::io::Result<u64> {
 }
 
 /// The server's side of the NIC: the process, its memory file, what is
-/// placed where, and the descriptor socket.
+/// placed where, and the socket channels connect to.
 pub struct Nic {
-    child: std::process::Child,
-    sock: UnixStream,
+    child: std::sync::Mutex<std::process::Child>,
+    /// The control channel: the NIC exits when it closes.
+    _control: UnixStream,
+    socket: PathBuf,
+    placement: std::sync::Mutex<Placement>,
+    /// Descriptors in flight hold it shared; evicting takes it alone.
+    in_flight: std::sync::RwLock<()>,
+    dir: PathBuf,
+}
+
+/// What is placed where in the NIC's memory.
+struct Placement {
     memory: File,
     bytes: u64,
     next: u64,
     placed: HashMap<PathBuf, (u64, u64, std::time::SystemTime)>,
-    /// What its memory's cache did (the report's figures).
-    pub counts: NicCounts,
-    dir: PathBuf,
+    counts: NicCounts,
+}
+
+/// A client connection's channel to the NIC.
+pub struct Channel {
+    sock: UnixStream,
+    /// Whether the client's socket went with an earlier descriptor.
+    client_passed: bool,
 }
 
 impl Drop for Nic {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = child.kill();
+        let _ = child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -162,6 +209,13 @@ pub enum NicMiss {
     /// The NIC is gone (the reason), perhaps mid-response: close the
     /// connection and use the host path from now on.
     Gone(String),
+}
+
+/// Why an object is not in the NIC's memory yet.
+enum PlaceMiss {
+    Miss(NicMiss),
+    /// No room left: evict (once nothing in flight points into it) and retry.
+    Full,
 }
 
 impl Nic {
@@ -191,19 +245,41 @@ impl Nic {
         let file = std::fs::OpenOptions::new().write(true).open(&memory).map_err(|e| format!("NIC memory: {e}"))?;
         // The NIC keeps its mapping; the name is not needed any more.
         let _ = std::fs::remove_file(&memory);
-        Ok(Nic { child, sock, memory: file, bytes, next: 0, placed: HashMap::new(), counts: NicCounts::default(), dir })
+        let placement = Placement { memory: file, bytes, next: 0, placed: HashMap::new(), counts: NicCounts::default() };
+        Ok(Nic {
+            child: std::sync::Mutex::new(child),
+            _control: sock,
+            socket,
+            placement: std::sync::Mutex::new(placement),
+            in_flight: std::sync::RwLock::new(()),
+            dir,
+        })
     }
 
-    fn not_placed(&mut self, e: std::io::Error) -> NicMiss {
+    /// What its memory's cache did so far.
+    pub fn counts(&self) -> NicCounts {
+        self.placement.lock().unwrap_or_else(|e| e.into_inner()).counts.clone()
+    }
+}
+
+impl Placement {
+    fn not_placed(&mut self, e: std::io::Error) -> PlaceMiss {
         let why = format!("placing an object in NIC memory: {e}");
         self.counts.not_placed += 1;
         self.counts.last_error = Some(why.clone());
-        NicMiss::NotPlaced(why)
+        PlaceMiss::Miss(NicMiss::NotPlaced(why))
+    }
+
+    /// Evicts everything placed (the caller holds the in-flight lock alone).
+    fn evict_all(&mut self) {
+        self.counts.evictions += self.placed.len() as u64;
+        self.placed.clear();
+        self.next = 0;
     }
 
     /// Where `file` (at `path`, `len` bytes) is in the NIC's memory,
     /// placing it there first if it is not (the kernel copies it).
-    fn place(&mut self, path: &Path, file: &File, len: u64) -> Result<u64, NicMiss> {
+    fn place(&mut self, path: &Path, file: &File, len: u64) -> Result<u64, PlaceMiss> {
         let mtime = file.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
         if let Some(&(off, l, t)) = self.placed.get(path) {
             if l == len && t == mtime {
@@ -213,13 +289,11 @@ impl Nic {
         }
         if len > self.bytes / 2 {
             self.counts.too_large += 1;
-            return Err(NicMiss::TooLarge);
+            return Err(PlaceMiss::Miss(NicMiss::TooLarge));
         }
         if self.next + len > self.bytes {
-            // Full: start over (everything placed so far is evicted).
-            self.counts.evictions += self.placed.len() as u64;
-            self.placed.clear();
-            self.next = 0;
+            // Full: start over once nothing in flight points into it.
+            return Err(PlaceMiss::Full);
         }
         let off = self.next;
         // sendfile(2) to the memory file: a kernel copy from the page cache
@@ -243,23 +317,52 @@ impl Nic {
         Ok(off)
     }
 
+}
+
+impl Nic {
     /// Has the NIC send `header`, then `range_len` bytes from `range_at` of
     /// the object `file` (`len` bytes, at `path`) from its memory, on
-    /// `client`. Returns the payload bytes it sent.
+    /// `client`, through the connection's `channel` (opened on first use).
+    /// Returns the payload bytes it sent.
     #[allow(clippy::too_many_arguments)]
-    pub fn send(&mut self, client: RawFd, header: &[u8], path: &Path, file: &File, len: u64, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
+    pub fn send(&self, channel: &mut Option<Channel>, client: RawFd, header: &[u8], path: &Path, file: &File, len: u64, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
         if header.len() > 4096 {
             return Err(NicMiss::NotPlaced("a header longer than the NIC takes".into()));
         }
-        let off = self.place(path, file, len)?;
+        let (_sending, off) = loop {
+            let sending = self.in_flight.read().unwrap_or_else(|e| e.into_inner());
+            let placed = self.placement.lock().unwrap_or_else(|e| e.into_inner()).place(path, file, len);
+            match placed {
+                Ok(off) => break (sending, off),
+                Err(PlaceMiss::Miss(m)) => return Err(m),
+                Err(PlaceMiss::Full) => {
+                    drop(sending);
+                    let _alone = self.in_flight.write().unwrap_or_else(|e| e.into_inner());
+                    let mut p = self.placement.lock().unwrap_or_else(|e| e.into_inner());
+                    if p.next + len > p.bytes {
+                        p.evict_all();
+                    }
+                }
+            }
+        };
+        let gone = |e: std::io::Error| NicMiss::Gone(format!("the emulated NIC is gone: {e}"));
+        if channel.is_none() {
+            *channel = Some(Channel { sock: UnixStream::connect(&self.socket).map_err(gone)?, client_passed: false });
+        }
+        let ch = channel.as_mut().expect("just opened");
         let mut msg = Vec::with_capacity(20 + header.len());
         msg.extend_from_slice(&(header.len() as u32).to_le_bytes());
         msg.extend_from_slice(&(off + range_at).to_le_bytes());
         msg.extend_from_slice(&range_len.to_le_bytes());
         msg.extend_from_slice(header);
-        send_with_fd(&self.sock, &msg, client).map_err(|e| NicMiss::Gone(format!("the emulated NIC is gone: {e}")))?;
+        if ch.client_passed {
+            (&ch.sock).write_all(&msg).map_err(gone)?;
+        } else {
+            send_with_fd(&ch.sock, &msg, client).map_err(gone)?;
+            ch.client_passed = true;
+        }
         let mut answer = [0u8; 8];
-        (&self.sock).read_exact(&mut answer).map_err(|e| NicMiss::Gone(format!("the emulated NIC is gone: {e}")))?;
+        (&ch.sock).read_exact(&mut answer).map_err(gone)?;
         match u64::from_le_bytes(answer) {
             u64::MAX => Err(NicMiss::ClientFailed),
             n => Ok(n - header.len() as u64),
@@ -268,6 +371,6 @@ impl Nic {
 
     /// The NIC's process id (tests kill it to see the server fail over).
     pub fn process_id(&self) -> u32 {
-        self.child.id()
+        self.child.lock().unwrap_or_else(|e| e.into_inner()).id()
     }
 }
