@@ -316,7 +316,6 @@ impl Placement {
         self.placed.insert(path.to_path_buf(), (off, len, mtime));
         Ok(off)
     }
-
 }
 
 impl Nic {
