@@ -47,19 +47,28 @@ http { sendfile on; tcp_nopush on; access_log off; keepalive_requests 1000000;
   server { listen 127.0.0.1:18190; root $tmp/root; } }
 CONF
 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" & pids+=($!)
-"$pp" serve "$tmp/root" --listen 127.0.0.1:18191 --memcached 127.0.0.1:18193 --mode host 2>/dev/null > "$tmp/host.report" & pids+=($!)
-"$pp" serve "$tmp/root" --listen 127.0.0.1:18192 --memcached 127.0.0.1:18194 --mode zerocopy 2>/dev/null > "$tmp/zc.report" & pids+=($!)
-"$pp" serve "$tmp/root" --listen 127.0.0.1:18196 --memcached 127.0.0.1:18197 --mode devmem 2>/dev/null > "$tmp/dm.report" & pids+=($!)
+pp_pids=()
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18191 --memcached 127.0.0.1:18193 --mode host --json 2>/dev/null > "$tmp/host.report" & pids+=($!); pp_pids+=($!)
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18192 --memcached 127.0.0.1:18194 --mode zerocopy --json 2>/dev/null > "$tmp/zerocopy.report" & pids+=($!); pp_pids+=($!)
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18196 --memcached 127.0.0.1:18197 --mode devmem --json 2>/dev/null > "$tmp/devmem.report" & pids+=($!); pp_pids+=($!)
 memcached -u "$(id -un)" -l 127.0.0.1 -p 18195 -m 64 -I 2m & pids+=($!)
 sleep 1
 (cd "$tmp/root" && memccp --servers=127.0.0.1:18195 small large)
+# CPU ticks (user + system, all threads) of a peerpath server, to charge each run its CPU.
+declare -A pid_of=(["peerpath host"]=${pp_pids[0]} ["peerpath zerocopy"]=${pp_pids[1]} ["peerpath devmem"]=${pp_pids[2]})
+ticks() { [ -n "${pid_of[$1]:-}" ] && awk '{print $14 + $15}' "/proc/${pid_of[$1]}/stat" || echo 0; }
+hz=$(getconf CLK_TCK)
 servers=("nginx sendfile:18190" "peerpath host:18191" "peerpath zerocopy:18192" "peerpath devmem:18196")
 kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194" "peerpath devmem:18197")
 for ((r = 0; r < rounds; r++)); do
     for obj in small large; do
         for s in "${servers[@]}"; do
             name=${s%%:*} port=${s##*:}
+            t0=$(ticks "$name")
             wrk -t1 -c"$conns" -d"${seconds}s" "http://127.0.0.1:$port/$obj" > "$tmp/wrk.txt"
+            t1=$(ticks "$name")
+            n=$(awk '/requests in/ {print $1}' "$tmp/wrk.txt")
+            awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f\n", (n > 0) ? (b - a) / hz * 1e6 / n : 0 }' >> "$tmp/cpu.$obj.${name// /_}"
             rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk.txt")
             mbs=$(awk '/^Transfer\/sec/ {v=$2; if (v ~ /GB/) {sub(/GB/,"",v); v*=1024} else if (v ~ /KB/) {sub(/KB/,"",v); v/=1024} else sub(/MB/,"",v); print v*1.048576}' "$tmp/wrk.txt")
             grep -q "Non-2xx" "$tmp/wrk.txt" && { echo "CHECK FAILED: $name $obj answered errors" >&2; exit 1; }
@@ -74,25 +83,48 @@ for ((r = 0; r < rounds; r++)); do
         done
     done
 done
+# The servers' own reports (SIGTERM: each prints it and exits): host CPU and memory per request,
+# over everything it served in the run (HTTP and memcached, both objects).
+kill -TERM "${pp_pids[@]}" 2>/dev/null
+for p in "${pp_pids[@]}"; do wait "$p" 2>/dev/null; done
 median() { sort -g "$1" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.0f", m}'; }
 {
 echo "# peerpath serve beside nginx, $(date -u +%F)"
 echo
 echo "Machine: $(uname -n), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -r); $(nginx -v 2>&1); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)."
-echo "Command: \`bench/serve.sh --rounds $rounds --seconds $seconds --connections $conns\`: wrk -t1 -c$conns -d${seconds}s over loopback, medians of $rounds rounds; client and servers share the machine. Measured on this host."
+echo "Command: \`bench/serve.sh --rounds $rounds --seconds $seconds --connections $conns\`: wrk -t1 -c$conns -d${seconds}s over loopback, medians of $rounds rounds; client and servers share the machine. Measured on this host. Server CPU per request (HTTP rows, peerpath): the serve process's user + system time over the wrk run (/proc/PID/stat) over wrk's request count; devmem's emulated NIC is a process of its own, not counted (it stands for the NIC)."
 echo
-echo "| protocol | object | server | requests/s | MB/s |"
-echo "|---|---|---|---|---|"
+echo "| protocol | object | server | requests/s | MB/s | server CPU us per request |"
+echo "|---|---|---|---|---|---|"
 for obj in small large; do
     for s in "${servers[@]}"; do
         name=${s%%:*}
-        echo "| HTTP (wrk) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/rps.$obj.${name// /_}") | $(median "$tmp/mbs.$obj.${name// /_}") |"
+        cpu=-; [ -n "${pid_of[$name]:-}" ] && cpu=$(sort -g "$tmp/cpu.$obj.${name// /_}" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.1f", m}')
+        echo "| HTTP (wrk) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/rps.$obj.${name// /_}") | $(median "$tmp/mbs.$obj.${name// /_}") | $cpu |"
     done
 done
 for obj in small large; do
     for s in "${kv[@]}"; do
         name=${s%%:*}
-        echo "| memcached get (bench-kv) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/kvrps.$obj.${name// /_}") | $(median "$tmp/kvmbs.$obj.${name// /_}") |"
+        echo "| memcached get (bench-kv) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/kvrps.$obj.${name// /_}") | $(median "$tmp/kvmbs.$obj.${name// /_}") | |"
     done
+done
+echo
+echo "peerpath's own reports over the whole run (every object and protocol; host CPU is the serve process's, not the emulated NIC's):"
+echo
+echo "| mode | requests | host CPU us per request | payload bytes through its memory per request | payload bytes sent from host memory per request | NIC hits / misses / evictions |"
+echo "|---|---|---|---|---|---|"
+for m in host zerocopy devmem; do
+    python3 - "$tmp/$m.report" "$m" <<'PY' || echo "| $m | report missing |"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception:
+    print(f"| {sys.argv[2]} | no report |||||")
+    sys.exit(0)
+n = r.get("nic") or {}
+nic = f"{n.get('hits', 0)} / {n.get('misses', 0)} / {n.get('evictions', 0)}" if n else "-"
+print(f"| {r['mode']} | {r['requests']} | {r['host_cpu_us_per_request']:.1f} | {r['host_memory_payload_bytes_per_request']:.0f} | {r['payload_bytes_from_host_memory_per_request']:.0f} | {nic} |")
+PY
 done
 } | tee ${out:+"$out"}
