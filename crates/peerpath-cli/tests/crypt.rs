@@ -11,6 +11,24 @@ use std::path::Path;
 const HEADER: usize = 72;
 const TAG: usize = 16;
 
+/// The independent reader of the format (`scripts/ppenc-reference.py`), where
+/// python3 has `cryptography`: `decrypt(key, file)` gives the plaintext.
+struct Reference {
+    python: std::path::PathBuf,
+    script: std::path::PathBuf,
+}
+
+impl Reference {
+    fn find() -> Option<Reference> {
+        let python = tool("python3").filter(|p| std::process::Command::new(p).args(["-c", "import cryptography"]).status().is_ok_and(|s| s.success()))?;
+        Some(Reference { python, script: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ppenc-reference.py") })
+    }
+
+    fn decrypt(&self, key: &Path, file: &Path) -> Vec<u8> {
+        sys(&self.python, &[self.script.as_os_str(), key.as_os_str(), file.as_os_str()], None)
+    }
+}
+
 fn keygen(dir: &Path, name: &str) -> std::path::PathBuf {
     let k = dir.join(name);
     run(&mut pp(args!["keygen", "-o", &k])).ok();
@@ -24,9 +42,8 @@ fn files_round_trip_and_an_independent_reader_agrees() {
     let key = keygen(d, "k");
     let key_text = std::fs::read_to_string(&key).unwrap();
     assert_eq!(key_text.trim().len(), 64);
-    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ppenc-reference.py");
-    let python = tool("python3").filter(|p| std::process::Command::new(p).args(["-c", "import cryptography"]).status().is_ok_and(|s| s.success()));
-    if python.is_none() {
+    let reference = Reference::find();
+    if reference.is_none() {
         eprintln!("SKIPPED the independent reader: python3 with `cryptography` is not installed (scripts/install-deps.sh installs it)");
     }
     for (size, block) in [(0usize, "1M"), (1, "4K"), (4096, "4K"), (4097, "4K"), (300_001, "64K"), (3 << 20, "1M")] {
@@ -45,9 +62,8 @@ fn files_round_trip_and_an_independent_reader_agrees() {
         let back = d.join(format!("b{size}"));
         run(&mut pp(args!["decrypt", &enc, "-o", &back, "--key-file", &key, "-q"])).ok();
         assert_file_eq(&back, &data, &format!("{size} bytes"));
-        if let Some(py) = &python {
-            let plain = sys(py, &[reference.as_os_str(), key.as_os_str(), enc.as_os_str()], None);
-            assert_bytes_eq(&plain, &data, &format!("{size} bytes, scripts/ppenc-reference.py"));
+        if let Some(reference) = &reference {
+            assert_bytes_eq(&reference.decrypt(&key, &enc), &data, &format!("{size} bytes, scripts/ppenc-reference.py"));
         }
     }
     // The key from the environment, and the default target name on decrypt.
@@ -152,8 +168,7 @@ fn compress_encrypt_seals_the_compressed_stream_and_decrypt_gives_the_gzip_back(
     let d = dir.path();
     let key = keygen(d, "k");
     let key_text = std::fs::read_to_string(&key).unwrap();
-    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ppenc-reference.py");
-    let python = tool("python3").filter(|p| std::process::Command::new(p).args(["-c", "import cryptography"]).status().is_ok_and(|s| s.success()));
+    let reference = Reference::find();
     let gzip = tool("gzip");
     for (size, block) in [(0usize, "1M"), (1, "4K"), (300_001, "4K"), (3 << 20, "64K")] {
         let what = format!("{size} bytes, {block} blocks");
@@ -180,9 +195,8 @@ fn compress_encrypt_seals_the_compressed_stream_and_decrypt_gives_the_gzip_back(
         if let Some(g) = &gzip {
             assert_bytes_eq(&sys(g, &[std::ffi::OsStr::new("-dc"), gz.as_os_str()], None), &data, &format!("{what}: gzip -d"));
         }
-        if let Some(py) = &python {
-            let plain = sys(py, &[reference.as_os_str(), key.as_os_str(), enc.as_os_str()], None);
-            assert_bytes_eq(&plain, &std::fs::read(&gz).unwrap(), &format!("{what}: scripts/ppenc-reference.py"));
+        if let Some(reference) = &reference {
+            assert_bytes_eq(&reference.decrypt(&key, &enc), &std::fs::read(&gz).unwrap(), &format!("{what}: scripts/ppenc-reference.py"));
         }
         std::fs::remove_file(&gz).unwrap();
         // In one pass: decompress (and verify) the sealed file with its key.

@@ -493,33 +493,20 @@ impl Worker {
         let mut outputs = Vec::new();
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
-            let member_bytes = match r.function {
-                Function::Copy => {
-                    out[k] = self.copy(r)?;
-                    continue;
-                }
-                Function::GzipCompressMember { format: Format::Gzip, .. } => r.inputs[0].len.max(1),
-                Function::GzipCompressChunk { format: Format::Gzip, member_bytes, .. } => u64::from(member_bytes),
-                _ => {
-                    out[k].0 = Status::Unsupported;
-                    continue;
-                }
+            if matches!(r.function, Function::Copy) {
+                out[k] = self.copy(r)?;
+                continue;
+            }
+            let Some(member_bytes) = member_bytes(r) else {
+                out[k].0 = Status::Unsupported;
+                continue;
             };
             let (Some(input), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) else {
                 out[k].0 = Status::OutOfRange;
                 continue;
             };
             // Its members, compressed in one launch with everyone else's.
-            let n = r.inputs[0].len;
-            let mut at = 0;
-            loop {
-                let len = member_bytes.min(n - at);
-                pieces.push(Piece { job: k, input: input + at, len });
-                at += len;
-                if at >= n {
-                    break;
-                }
-            }
+            split_members(k, input, r.inputs[0].len, member_bytes, &mut pieces);
             outputs.push((k, output, r.output.len));
         }
         events[1].record(&self.stream).map_err(cuda)?;
@@ -530,16 +517,26 @@ impl Worker {
             events[3].record(&self.stream).map_err(cuda)?;
         }
         self.stream.synchronize().map_err(cuda)?;
-        let ms = |a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent| a.elapsed_ms(b).map(|m| (m as f64 * 1e6) as u64).map_err(cuda);
+        self.account(events, !pieces.is_empty(), &pieces)?;
+        Ok(out)
+    }
+
+    /// Adds a synchronised batch's GPU times to the profile: its copies
+    /// (events 0 to 1), and where `timed` (events 2 and 3 recorded) the
+    /// kernel (1 to 2) and the packing (2 to 3); and the members it compressed.
+    fn account(&self, events: &[cudarc::driver::CudaEvent; 4], timed: bool, pieces: &[Piece]) -> Result<(), String> {
+        let ms = |a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent| a.elapsed_ms(b).map(|m| (m as f64 * 1e6) as u64).map_err(|e| format!("CUDA: {e}"));
         let p = &self.shared.profile;
         p.copies_ns.fetch_add(ms(&events[0], &events[1])?, Ordering::Relaxed);
-        if !pieces.is_empty() {
+        if timed {
             p.kernel_ns.fetch_add(ms(&events[1], &events[2])?, Ordering::Relaxed);
             p.packing_ns.fetch_add(ms(&events[2], &events[3])?, Ordering::Relaxed);
+        }
+        if !pieces.is_empty() {
             p.members.fetch_add(pieces.len() as u64, Ordering::Relaxed);
             p.member_bytes.fetch_add(pieces.iter().map(|x| x.len).sum::<u64>(), Ordering::Relaxed);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Device staging: every range is in the window. Copies and each compress
@@ -559,11 +556,7 @@ impl Worker {
         let mut plan = Vec::with_capacity(batch.len());
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
-            let supported = match r.function {
-                Function::Copy => true,
-                Function::GzipCompressMember { format: Format::Gzip, .. } | Function::GzipCompressChunk { format: Format::Gzip, .. } => r.inputs.len() == 1,
-                _ => false,
-            };
+            let supported = matches!(r.function, Function::Copy) || (r.inputs.len() == 1 && member_bytes(r).is_some());
             let in_window = r.inputs.iter().all(|&i| self.window_ptr(i).is_some()) && self.window_ptr(r.output).is_some();
             if !supported || !in_window {
                 out[k].0 = if supported { Status::OutOfRange } else { Status::Unsupported };
@@ -597,25 +590,11 @@ impl Worker {
         let mut outputs = Vec::new();
         for (k, (job, p)) in batch.iter().zip(&plan).enumerate() {
             let (Some((at, out_at)), r) = (*p, &job.request) else { continue };
-            let member_bytes = match r.function {
-                Function::GzipCompressMember { .. } => r.inputs[0].len.max(1),
-                Function::GzipCompressChunk { member_bytes, .. } => u64::from(member_bytes),
-                _ => continue,
-            };
-            let n = r.inputs[0].len;
-            let mut m = 0;
-            loop {
-                let len = member_bytes.min(n - m);
-                pieces.push(Piece { job: k, input: d_in + at + m, len });
-                m += len;
-                if m >= n {
-                    break;
-                }
-            }
+            let Some(member_bytes) = member_bytes(r) else { continue };
+            split_members(k, d_in + at, r.inputs[0].len, member_bytes, &mut pieces);
             outputs.push((k, d_out + out_at, r.output.len));
         }
-        let compressed = !pieces.is_empty();
-        if compressed {
+        if !pieces.is_empty() {
             for (k, result) in self.compress(&pieces, &outputs, &events[2])? {
                 out[k] = result;
             }
@@ -649,15 +628,7 @@ impl Worker {
         }
         events[3].record(&stream).map_err(cuda)?;
         stream.synchronize().map_err(cuda)?;
-        let ms = |a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent| a.elapsed_ms(b).map(|m| (m as f64 * 1e6) as u64).map_err(cuda);
-        let p = &self.shared.profile;
-        p.copies_ns.fetch_add(ms(&events[0], &events[1])?, Ordering::Relaxed);
-        p.kernel_ns.fetch_add(ms(&events[1], &events[2])?, Ordering::Relaxed);
-        p.packing_ns.fetch_add(ms(&events[2], &events[3])?, Ordering::Relaxed);
-        if compressed {
-            p.members.fetch_add(pieces.len() as u64, Ordering::Relaxed);
-            p.member_bytes.fetch_add(pieces.iter().map(|x| x.len).sum::<u64>(), Ordering::Relaxed);
-        }
+        self.account(events, true, &pieces)?;
         Ok(out)
     }
 
@@ -810,6 +781,30 @@ struct Piece {
     job: usize,
     input: u64,
     len: u64,
+}
+
+/// Bytes per member of a gzip compress command (its whole input for
+/// `GzipCompressMember`); `None` for anything else.
+fn member_bytes(r: &Request) -> Option<u64> {
+    match r.function {
+        Function::GzipCompressMember { format: Format::Gzip, .. } => Some(r.inputs[0].len.max(1)),
+        Function::GzipCompressChunk { format: Format::Gzip, member_bytes, .. } => Some(u64::from(member_bytes)),
+        _ => None,
+    }
+}
+
+/// Job `job`'s input of `n` bytes at device address `input`, as members of
+/// `member_bytes` (at least one, for an empty input).
+fn split_members(job: usize, input: u64, n: u64, member_bytes: u64, pieces: &mut Vec<Piece>) {
+    let mut at = 0;
+    loop {
+        let len = member_bytes.min(n - at);
+        pieces.push(Piece { job, input: input + at, len });
+        at += len;
+        if at >= n {
+            break;
+        }
+    }
 }
 
 /// A scratch buffer of at least `bytes` (grown, never shrunk).
