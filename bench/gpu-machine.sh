@@ -12,6 +12,10 @@
 #     decompress  decompression of the slice x 8 into tmpfs at every core (mapped target and
 #              written, 5 interleaved runs each), 8 threads and 1 thread; each run's wall time
 #              and decode mode from its report
+#     gpudecompress  decompress --engine gpu (threads x batch) against the CPU on every core, 1 MiB
+#              and 64 KiB members of the slice x 8 into tmpfs, 3 interleaved rounds; verify on the GPU;
+#              a corrupt member on the GPU and the CPU; the peerpath-gpu crate's tests where
+#              .gpu/gputests(.xz) is carried
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
 #              disk, tmpfs to disk and in memory, 3 runs each
 #     scaling  bench/gpu-machine-scaling.sh without disk rows (PP_SCALING_QUICK=1), the mapped
@@ -29,6 +33,7 @@ mkdir -p "$OUT"
 t0=$EPOCHREALTIME
 say() { printf '[gpu-machine %6.1f s] %s\n' "$(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { print a - b }')" "$*" >&2; }
 [ -x .gpu/peerpath ] || { xz -dc .gpu/peerpath.xz > .gpu/peerpath && chmod +x .gpu/peerpath; } || { say "no .gpu/peerpath"; exit 2; }
+[ -f .gpu/gputests.xz ] && { xz -dc .gpu/gputests.xz > .gpu/gputests && chmod +x .gpu/gputests; }
 mkdir -p /dev/shm/nv
 [ -s /dev/shm/nv/libnvcomp.so.6 ] || xz -dc .gpu/libnvcomp.so.6.xz > /dev/shm/nv/libnvcomp.so.6
 export PEERPATH_NVCOMP=/dev/shm/nv/libnvcomp.so.6
@@ -66,6 +71,39 @@ for step in $steps; do
             done
             for r in 1 2; do one "-T 1 mapped ($r)" PP_X=1 1; done
             rm -rf "$dd" ;;
+        gpudecompress)
+            # decompress --engine gpu against the CPU on every core, 1 MiB and 64 KiB members, into tmpfs.
+            dd=/dev/shm/ppgdec; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc); o=$OUT/gpudecompress
+            .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
+            .gpu/peerpath compress -T "$n" -q -f --no-sync --block-size 64K "$dd/in" -o "$dd/in64k.gz"
+            [ -x .gpu/gputests ] && { .gpu/gputests --test-threads 1 --nocapture > "$o/gputests.txt" 2>&1; echo "gpu crate tests: exit $?" >> "$o/gputests.txt"; }
+            gd() { # label file args...
+                local label=$1 f=$2; shift 2
+                timeout 60 .gpu/peerpath decompress -f --no-sync "$@" "$dd/$f" -o "$dd/out" --json > "$o/r.json" 2>&1
+                cmp -s "$dd/out" "$dd/in" && ok=ok || ok="WRONG OUTPUT"
+                python3 -c "import json,sys,re;r=json.load(open(sys.argv[1]));p=r['pipeline'];d=(r.get('devices') or [{}])[0];print('| %s | %.3f | %.2f | %.1f | %s | %s | %s |' % (sys.argv[2], r['wall_s'], r['bytes_out']/r['wall_s']/1e9, r['cpu']['total_utilisation_pct'], '; '.join(map(str,r['fallbacks']))[:160] or 'none', sys.argv[3], (d.get('profile') or '-')[:400]))" "$o/r.json" "$label" "$ok" >> "$o/gpudecompress.md" \
+                    || echo "| $label | FAILED: $(head -c 300 "$o/r.json" | tr '\n' ' ') |" >> "$o/gpudecompress.md"
+                cp "$o/r.json" "$o/$(echo "$label" | tr -c 'a-zA-Z0-9' _).json"; rm -f "$dd/out"
+            }
+            { echo "decompress of 384 MiB (slice x 8, peerpath -T $n output, 1 MiB and 64 KiB members) into tmpfs, --no-sync"; echo
+              echo "| run | wall s | GB/s | host CPU % of all cores | fallbacks | check | GPU profile |"; echo "|---|---|---|---|---|---|---|"; } > "$o/gpudecompress.md"
+            for r in 1 2 3; do
+                gd "cpu -T $n, 1 MiB ($r)" in.gz -T "$n"
+                gd "gpu -T 1 batch 384M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 1 --gpu-batch 384M
+                gd "gpu -T 2 batch 192M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 2 --gpu-batch 192M
+                gd "gpu -T 2 batch 96M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 2 --gpu-batch 96M
+                gd "gpu -T 4 batch 96M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 4 --gpu-batch 96M
+                gd "cpu -T $n, 64 KiB ($r)" in64k.gz -T "$n"
+                gd "gpu -T 1 batch 384M, 64 KiB ($r)" in64k.gz --engine gpu --no-fallback -T 1 --gpu-batch 384M
+                gd "gpu -T 2 batch 192M, 64 KiB ($r)" in64k.gz --engine gpu --no-fallback -T 2 --gpu-batch 192M
+                gd "gpu -T 4 batch 96M, 64 KiB ($r)" in64k.gz --engine gpu --no-fallback -T 4 --gpu-batch 96M
+            done
+            timeout 60 .gpu/peerpath verify --engine gpu --no-fallback -T 2 --gpu-batch 192M "$dd/in.gz" > "$o/verify.txt" 2>&1; echo "verify exit $?" >> "$o/verify.txt"
+            # A corrupt member: the same error as on the CPU, nothing kept.
+            cp "$dd/in.gz" "$dd/bad.gz"; printf '\x55' | dd of="$dd/bad.gz" bs=1 seek=$((100 << 20)) conv=notrunc 2>/dev/null
+            .gpu/peerpath decompress --engine gpu -T 2 --gpu-batch 192M -f "$dd/bad.gz" -o "$dd/bad" > "$o/corrupt.txt" 2>&1; echo "gpu exit $?" >> "$o/corrupt.txt"
+            .gpu/peerpath decompress -T 8 -f "$dd/bad.gz" -o "$dd/bad" >> "$o/corrupt.txt" 2>&1; echo "cpu exit $?" >> "$o/corrupt.txt"; ls "$dd" >> "$o/corrupt.txt"
+            rm -rf "$dd" ;;
         scaling)
             OUT=$OUT/scaling PP_SCALING_DISK= PP_SCALING_QUICK=1 PP_SCALING_DEADLINE=120 bench/gpu-machine-scaling.sh > "$OUT/scaling/log" 2>&1 ;;
         *) say "unknown step $step"; continue ;;
@@ -73,7 +111,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/sweep/sweep.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

@@ -3,13 +3,14 @@
 # across CUDA streams and queue depths, beside the CPU on every core, interleaved in rounds.
 #
 # Usage: bench/gpu-sweep.sh --input FILE [--peerpath PATH] [--rounds 2] [--out DIR]
-#                           [--configs "STREAMS:DEPTH[:STAGING] ..."] [--no-gzip-t]
+#                           [--configs "STREAMS:DEPTH[:STAGING[:WINDOW[:BATCH]]] ..."] [--no-gzip-t]
 #
 #   --input FILE     uncompressed input (copied, untimed, to /dev/shm/ppsweep)
 #   --peerpath PATH  peerpath binary (default target/release/peerpath)
 #   --rounds N       rounds; each runs every configuration once (default 2)
-#   --configs LIST   GPU configurations, streams:queue-depth[:staging] (--gpu-staging commands, the
-#                    default, or device), default "1:64 2:64 4:64 8:64 4:32 4:128 4:256"
+#   --configs LIST   GPU configurations, streams:queue-depth[:staging[:window[:batch]]] (--gpu-staging
+#                    commands, the default, or device; --gpu-window, default 128M; --gpu-batch, default
+#                    0), default "1:64 2:64 4:64 8:64 4:32 4:128 4:256"
 #   --out DIR        where sweep.md and one JSON report per configuration go (default .)
 #   --no-gzip-t      check outputs by peerpath's round trip only (gzip -t takes ~5 s per GB)
 #
@@ -41,7 +42,7 @@ label, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 try:
     r = json.load(open(path))
 except Exception:
-    print(f"| {label} | FAILED: {open(path).read().strip()[:300]} |||||")
+    print(f"| {label} | FAILED: {open(path).read().strip()[:300]} |||||||")
     sys.exit(0)
 wall = r["wall_s"]
 opened = None
@@ -50,9 +51,14 @@ for dev in r.get("devices") or []:
     if m:
         opened = float(m.group(1))
 past = f"{size / (wall - opened) / 1e9:.2f}" if opened is not None and wall > opened else "-"
+prof = " ".join(dev.get("profile") or "" for dev in r.get("devices") or [])
+m = re.search(r"([0-9.]+) GB/s while it ran", prof)
+k = f"{m.group(1)}" if m else "-"
+m = re.search(r"([0-9]+) batches, ([0-9.]+) commands each", prof)
+batches = f"{m.group(1)} x {m.group(2)}" if m else "-"
 fb = "; ".join(str(f) for f in r.get("fallbacks") or []) or "none"
 print(f"| {label} | {wall:.3f} | {size / wall / 1e9:.2f} | {opened if opened is not None else '-'} | {past} | "
-      f"{r['cpu']['total_utilisation_pct']:.1f} | {r['ratio']:.3f} | {fb[:120]} |")
+      f"{r['cpu']['total_utilisation_pct']:.1f} | {r['ratio']:.3f} | {batches} | {k} | {fb[:120]} |")
 EOF
 }
 {
@@ -60,15 +66,16 @@ EOF
     echo
     echo "input: $input, $size bytes, copied to $d (tmpfs); outputs there too, --no-sync; $rounds round(s)"
     echo
-    echo "| configuration | wall s | GB/s | device opened in s | GB/s past opening | host CPU % of all cores | ratio | fallbacks |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| configuration | wall s | GB/s | device opened in s | GB/s past opening | host CPU % of all cores | ratio | batches x commands | nvCOMP GB/s while it ran | fallbacks |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
 } | tee "$out/sweep.md"
 for ((r = 1; r <= rounds; r++)); do
     for c in $configs; do
-        IFS=: read -r s q st <<< "$c"; st=${st:-commands}
+        IFS=: read -r s q st win gb <<< "$c"; st=${st:-commands}; win=${win:-128M}; gb=${gb:-0}
+        tag="s$s-q$q-$st-w$win-b$gb"
         timeout 120 "$pp" compress --engine gpu --no-fallback --no-sync -f --gpu-streams "$s" --queue-depth "$q" --gpu-staging "$st" \
-            "$d/in" -o "$d/g-$s-$q-$st.gz" --json > "$out/gpu-s$s-q$q-$st.json" 2>&1
-        line "gpu, $s stream(s), queue depth $q, staged by $st (round $r)" "$out/gpu-s$s-q$q-$st.json" | tee -a "$out/sweep.md"
+            --gpu-window "$win" --gpu-batch "$gb" "$d/in" -o "$d/g-$tag.gz" --json > "$out/gpu-$tag.json" 2>&1
+        line "gpu, $s stream(s), queue depth $q, staged by $st, window $win, batches up to $gb (round $r)" "$out/gpu-$tag.json" | tee -a "$out/sweep.md"
     done
     timeout 120 "$pp" compress -T "$(nproc)" --no-sync -f "$d/in" -o "$d/c.gz" --json > "$out/cpu.json" 2>&1
     line "cpu, -T $(nproc) (round $r)" "$out/cpu.json" | tee -a "$out/sweep.md"

@@ -71,7 +71,7 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
     if !json {
         println!("offload OK: the device's output is {same} ({} bytes); payload through host memory: {} bytes\n", b.len(), r.ledger.host_memory_payload_bytes);
     }
-    let dopts = DecompressOptions { common, key: None };
+    let dopts = DecompressOptions { common, ..Default::default() };
     let r = peerpath_runtime::verify(std::slice::from_ref(&packed), &dopts)?;
     say("verify", &r);
     let r = peerpath_runtime::decompress(&[(packed.clone(), restored.clone())], &dopts)?;

@@ -289,7 +289,7 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
             None => return warn(o, format!("{}: unknown suffix -- ignored", name(f))),
         }
     };
-    let opts = DecompressOptions { common: common(o), key: None };
+    let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::decompress(&[(PathBuf::from(f), target.clone())], &opts) {
         Ok(r) => {
             if o.verbose {
@@ -305,7 +305,7 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
 }
 
 fn test(o: &Options, f: &OsStr) -> Outcome {
-    let opts = DecompressOptions { common: common(o), key: None };
+    let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) => {
             if o.verbose {
@@ -321,7 +321,7 @@ fn test(o: &Options, f: &OsStr) -> Outcome {
 /// gzip -l's line: compressed and uncompressed bytes, the space saved, the name (found by
 /// checking every member: peerpath has no shortcut through the last trailer).
 fn list(o: &Options, f: &OsStr) -> Outcome {
-    let opts = DecompressOptions { common: common(o), key: None };
+    let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) => {
             let saved = if r.bytes_out == 0 { 0.0 } else { 100.0 * (1.0 - r.bytes_in as f64 / r.bytes_out as f64) };

@@ -303,6 +303,17 @@ struct CompressArgs {
     /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: not yet measured on a GPU).
     #[arg(long, value_enum, default_value_t = GpuStagingArg::Commands, help_heading = "Devices")]
     gpu_staging: GpuStagingArg,
+    /// With --engine gpu: pinned host memory the GPU's chunks are staged through (K, M, G suffixes).
+    #[arg(long, default_value = "128M", value_parser = parse_size, help_heading = "Devices")]
+    gpu_window: usize,
+    /// With --engine gpu: input a worker waits to gather into one nvCOMP launch (K, M, G
+    /// suffixes; 0: what is queued, the default); it starts sooner when the queue depth is all in
+    /// the GPU or --gpu-batch-wait has passed. Waiting measured slower so far (bench/results/2026-11-26-gpu-machine-6).
+    #[arg(long, default_value = "0", value_parser = parse_size, help_heading = "Devices")]
+    gpu_batch: usize,
+    /// With --engine gpu: the longest a worker waits for its batch to fill, in milliseconds.
+    #[arg(long, default_value_t = 2.0, help_heading = "Devices")]
+    gpu_batch_wait: f64,
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
@@ -416,7 +427,57 @@ struct DecompressArgs {
     #[command(flatten)]
     key: crypt::KeyArgs,
     #[command(flatten)]
+    decode: DecodeEngineArgs,
+    #[command(flatten)]
     common: CommonArgs,
+}
+
+/// Where decompress and verify decode members.
+#[derive(Args)]
+struct DecodeEngineArgs {
+    /// Where members are decoded: the host CPU (ISA-L), or a GPU (nvCOMP's batched gzip
+    /// decompressor, CRC-32 checked on the GPU; files whose members declare no sizes are
+    /// decoded on the CPU, streaming, as with `cpu`).
+    #[arg(long, value_enum, default_value_t = DecodeEngineArg::Cpu)]
+    engine: DecodeEngineArg,
+    /// With --engine gpu: which GPU.
+    #[arg(long, default_value_t = 0, help_heading = "Devices")]
+    gpu: usize,
+    /// With --engine gpu: nvCOMP's library [default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel].
+    #[arg(long, help_heading = "Devices")]
+    nvcomp: Option<PathBuf>,
+    /// With --engine gpu: decompressed bytes per nvCOMP launch (K, M, G suffixes; at least 4M).
+    /// Each worker thread drives its own launches on its own CUDA stream; with --engine gpu, -T
+    /// defaults to 4 (measured best with 96M batches: bench/results/2026-11-26-gpu-machine-7).
+    #[arg(long, default_value = "96M", value_parser = parse_size, help_heading = "Devices")]
+    gpu_batch: usize,
+    /// Fail (exit 15, nothing kept) instead of letting the host CPU decode what the GPU could not.
+    #[arg(long, help_heading = "Devices")]
+    no_fallback: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum DecodeEngineArg {
+    Cpu,
+    Gpu,
+}
+
+/// Worker threads (CUDA streams) of a GPU decode where -T is not given.
+const GPU_DECODE_THREADS: usize = 4;
+
+impl DecodeEngineArgs {
+    fn spec(&self) -> Option<peerpath_runtime::GpuDecodeSpec> {
+        (self.engine == DecodeEngineArg::Gpu).then(|| peerpath_runtime::GpuDecodeSpec { ordinal: self.gpu, nvcomp: self.nvcomp.clone(), batch_bytes: self.gpu_batch, no_fallback: self.no_fallback })
+    }
+
+    /// The job's options, with the GPU's default thread count where -T was not given.
+    fn options(&self, mut common: peerpath_runtime::job::CommonOptions, threads_given: bool, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>) -> DecompressOptions {
+        let gpu = self.spec();
+        if gpu.is_some() && !threads_given {
+            common.threads = GPU_DECODE_THREADS;
+        }
+        DecompressOptions { common, key, gpu }
+    }
 }
 
 #[derive(Args)]
@@ -426,6 +487,8 @@ struct VerifyArgs {
     sources: Vec<PathBuf>,
     #[command(flatten)]
     key: crypt::KeyArgs,
+    #[command(flatten)]
+    decode: DecodeEngineArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -648,7 +711,20 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
         EngineArg::Cpu => peerpath_runtime::Compute::Cpu,
         EngineArg::Emulated => emulated(),
         EngineArg::Gpu => {
-            let mut spec = peerpath_runtime::GpuSpec { ordinal: a.gpu, algorithm: a.gpu_algorithm, nvcomp: a.nvcomp.clone(), streams: a.gpu_streams as usize, staging: a.gpu_staging.into(), ..Default::default() };
+            if !(0.0..=1000.0).contains(&a.gpu_batch_wait) {
+                return Err(JobError::Usage(format!("--gpu-batch-wait {}: give 0 to 1000 milliseconds", a.gpu_batch_wait)));
+            }
+            let gather = peerpath_gpu::Gather { bytes: a.gpu_batch as u64, wait: std::time::Duration::from_secs_f64(a.gpu_batch_wait / 1e3) };
+            let mut spec = peerpath_runtime::GpuSpec {
+                ordinal: a.gpu,
+                algorithm: a.gpu_algorithm,
+                nvcomp: a.nvcomp.clone(),
+                streams: a.gpu_streams as usize,
+                staging: a.gpu_staging.into(),
+                window_bytes: a.gpu_window,
+                gather,
+                ..Default::default()
+            };
             if let Some(m) = a.device_memory {
                 spec.memory_bytes = m;
             }
@@ -731,7 +807,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
-            let opts = DecompressOptions { common: common_options(&a.common, a.target.force, !a.target.no_sync, progress), key: crypt::optional_key(&a.key)? };
+            let opts = a.decode.options(common_options(&a.common, a.target.force, !a.target.no_sync, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?);
             let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
             let r = peerpath_runtime::decompress(&pairs, &opts);
             if let Some(b) = bar {
@@ -741,7 +817,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         }
         Command::Verify(a) => {
             let (progress, bar) = progress_bar(&a.common, false);
-            let opts = DecompressOptions { common: common_options(&a.common, false, true, progress), key: crypt::optional_key(&a.key)? };
+            let opts = a.decode.options(common_options(&a.common, false, true, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?);
             let r = peerpath_runtime::verify(&a.sources, &opts);
             if let Some(b) = bar {
                 b.finish_and_clear();

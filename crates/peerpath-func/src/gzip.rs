@@ -211,6 +211,11 @@ pub fn plain_member_body(member: &[u8]) -> Option<&[u8]> {
     (member.len() >= 18 && member[..3] == [ID1, ID2, CM_DEFLATE] && member[3] == 0).then(|| &member[10..])
 }
 
+/// gzip's CRC-32 of `data` (libdeflate's, folded with PCLMULQDQ where the CPU has it).
+pub fn crc32(data: &[u8]) -> u32 {
+    libdeflater::crc32(data)
+}
+
 /// Compresses `input` into one complete member in `out` (which must hold
 /// [`member_bound_bytes`]) and returns the member's length. Deterministic:
 /// the same input, level and format give the same bytes on every device.

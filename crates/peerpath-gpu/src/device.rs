@@ -24,7 +24,7 @@ use peerpath_mem::{MappedRegion, MemoryDomain};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,30 @@ pub struct GpuDeviceConfig {
     pub streams: usize,
     /// Who moves a chunk between the host window and GPU memory.
     pub staging: Staging,
+    /// How a worker gathers its batch (one nvCOMP launch).
+    pub gather: Gather,
+}
+
+/// How a worker gathers a batch. nvCOMP's batched kernel is only fast on
+/// big batches (on the lent H100, algorithm 2: 8 members of 1 MiB in one
+/// launch 1.5 GB/s, 32 4.9, 128 7.6, 384 7.6), so a worker may wait after
+/// the first command for more, up to `bytes` of input, until the queue
+/// depth is all in the device (nothing more can come), or `wait` after the
+/// first. Off by default (`bytes` 0: a batch is what is queued): waiting
+/// did not make the batches bigger, it made the job slower (1.09-1.11 s
+/// without, 1.66-1.68 s with 64 MiB and 2 ms, on 1.5 GiB:
+/// bench/results/2026-11-26-gpu-machine-6): the executor does not have more
+/// chunks ready while the GPU works.
+#[derive(Clone, Copy, Debug)]
+pub struct Gather {
+    pub bytes: u64,
+    pub wait: Duration,
+}
+
+impl Default for Gather {
+    fn default() -> Self {
+        Gather { bytes: 0, wait: Duration::from_millis(2) }
+    }
 }
 
 /// Who moves data between the pinned host window and GPU memory.
@@ -143,6 +167,8 @@ pub struct GpuDevice {
     failed: Option<DeviceError>,
     stats: Arc<StatsCounters>,
     profile: Arc<Profile>,
+    /// Commands submitted and not yet completed (the workers' gathering watches it).
+    in_device: Arc<AtomicUsize>,
     /// What it is, for the report.
     pub description: String,
     /// Its PCI address, for the topology's answer on how storage reaches it.
@@ -210,8 +236,12 @@ impl GpuDevice {
         let wake = Arc::new(EventFd::new().map_err(|e| e.to_string())?);
         let sleeping = Arc::new(AtomicBool::new(false));
         let description = format!(
-            "{description}, {} CUDA stream(s), {}, waiting threads {}",
+            "{description}, {} CUDA stream(s), {}, {}, waiting threads {}",
             config.streams.max(1),
+            match config.gather.bytes {
+                0 => "a batch is what is queued".to_string(),
+                b => format!("batches gathered up to {} MiB of input or {:.1} ms", b >> 20, config.gather.wait.as_secs_f64() * 1e3),
+            },
             match config.staging {
                 Staging::Commands => "staged by copy commands",
                 Staging::Device => "each chunk staged by the device itself (its memory as the host sees it is the window)",
@@ -229,10 +259,23 @@ impl GpuDevice {
             // `own`, whose ranges the executor gives one command at a time.
             unsafe { gpu.ctx.disable_event_tracking() };
         }
+        let in_device = Arc::new(AtomicUsize::new(0));
         let mut workers = Vec::with_capacity(streams);
         for k in 0..streams {
             let stream = if k == 0 { gpu.stream.clone() } else { gpu.ctx.new_stream().map_err(|e| format!("CUDA stream: {e}"))? };
-            let mut worker = Worker { stream, nv: nv.clone(), shared: shared.clone(), layout, opts: CompressOpts::new(config.algorithm), scratch: Scratch::default(), streams, staging: config.staging };
+            let mut worker = Worker {
+                stream,
+                nv: nv.clone(),
+                shared: shared.clone(),
+                layout,
+                opts: CompressOpts::new(config.algorithm),
+                scratch: Scratch::default(),
+                streams,
+                staging: config.staging,
+                gather: config.gather,
+                in_device: in_device.clone(),
+                depth: config.queue_depth.max(1),
+            };
             let (jobs, done, w, s) = (job_rx.clone(), done_tx.clone(), wake.clone(), sleeping.clone());
             let handle = std::thread::Builder::new()
                 .name(format!("{}-stream{k}", config.name))
@@ -255,6 +298,7 @@ impl GpuDevice {
             failed: None,
             stats: shared.stats.clone(),
             profile: shared.profile.clone(),
+            in_device,
             description,
             pci_address,
         })
@@ -316,6 +360,7 @@ impl Device for GpuDevice {
         let id = self.next_id;
         self.next_id += 1;
         let Some(jobs) = &self.jobs else { return Submit::Busy(request) };
+        self.in_device.fetch_add(1, Ordering::AcqRel);
         if jobs.send(Job { id, request: request.clone() }).is_err() {
             let e = self.fail("its worker thread is gone".into());
             return Submit::Refused(request, e);
@@ -419,6 +464,10 @@ struct Worker {
     /// How many workers share the queue (a batch takes its share of it).
     streams: usize,
     staging: Staging,
+    gather: Gather,
+    /// Commands submitted and not yet completed, and the most there can be.
+    in_device: Arc<AtomicUsize>,
+    depth: usize,
 }
 
 impl Worker {
@@ -439,10 +488,7 @@ impl Worker {
             let waited = Instant::now();
             let Ok(first) = jobs.recv() else { break };
             profile.idle_ns.fetch_add(waited.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            // Its share of what is queued, so that the other streams get work too.
-            let share = (jobs.len() + 1).div_ceil(self.streams);
-            let mut batch = vec![first];
-            batch.extend(jobs.try_iter().take(share - 1));
+            let batch = self.gather(first, jobs);
             let t = Instant::now();
             let results = self.batch(&batch, &events);
             let elapsed = t.elapsed();
@@ -458,6 +504,7 @@ impl Worker {
                     for (job, (status, output_bytes)) in batch.iter().zip(outs) {
                         let input: u64 = job.request.inputs.iter().map(|r| r.len).sum();
                         self.shared.stats.add(job.request.function.kind(), input, status, output_bytes, share);
+                        self.in_device.fetch_sub(1, Ordering::AcqRel);
                         let _ = done.send(Ok(Done { id: job.id, status, output_bytes, device_time_us: us }));
                     }
                 }
@@ -471,6 +518,32 @@ impl Worker {
                 wake.signal();
             }
         }
+    }
+
+    /// The batch that starts with `first`: its share of what is queued (so
+    /// that the other streams get work too), then what arrives until it
+    /// holds `gather.bytes` of input, the whole queue depth is in the device,
+    /// or `gather.wait` has passed.
+    fn gather(&self, first: Job, jobs: &crossbeam_channel::Receiver<Job>) -> Vec<Job> {
+        let input = |j: &Job| j.request.inputs.iter().map(|r| r.len).sum::<u64>();
+        let share = (jobs.len() + 1).div_ceil(self.streams);
+        let mut bytes = input(&first);
+        let mut batch = vec![first];
+        for j in jobs.try_iter().take(share - 1) {
+            bytes += input(&j);
+            batch.push(j);
+        }
+        let deadline = Instant::now() + self.gather.wait;
+        while bytes < self.gather.bytes && self.in_device.load(Ordering::Acquire) < self.depth {
+            match jobs.recv_deadline(deadline) {
+                Ok(j) => {
+                    bytes += input(&j);
+                    batch.push(j);
+                }
+                Err(_) => break,
+            }
+        }
+        batch
     }
 
     /// Four timing events, recorded on this worker's stream around each
@@ -808,7 +881,7 @@ fn split_members(job: usize, input: u64, n: u64, member_bytes: u64, pieces: &mut
 }
 
 /// A scratch buffer of at least `bytes` (grown, never shrunk).
-fn grow<'a>(slot: &'a mut Option<CudaSlice<u8>>, bytes: usize, stream: &Arc<CudaStream>) -> Result<&'a CudaSlice<u8>, String> {
+pub(crate) fn grow<'a>(slot: &'a mut Option<CudaSlice<u8>>, bytes: usize, stream: &Arc<CudaStream>) -> Result<&'a CudaSlice<u8>, String> {
     if slot.as_ref().is_none_or(|s| s.len() < bytes) {
         *slot = None;
         // SAFETY: scratch memory written (by nvCOMP or a copy) before it is read.
@@ -817,7 +890,7 @@ fn grow<'a>(slot: &'a mut Option<CudaSlice<u8>>, bytes: usize, stream: &Arc<Cuda
     Ok(slot.as_ref().expect("just made"))
 }
 
-fn ptr(s: &CudaSlice<u8>, stream: &CudaStream) -> u64 {
+pub(crate) fn ptr(s: &CudaSlice<u8>, stream: &CudaStream) -> u64 {
     let (p, _g) = s.device_ptr(stream);
     p
 }
@@ -844,7 +917,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, streams: 2, staging: Staging::Device };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, streams: 2, staging: Staging::Device, gather: Gather::default() };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

@@ -9,9 +9,11 @@
 //! `peerpath_device::DeviceMemory::staged` (GPU memory plus a pinned window).
 
 mod device;
+mod inflate;
 mod nvcomp;
 
-pub use device::{GpuDevice, GpuDeviceConfig, Staging};
+pub use device::{Gather, GpuDevice, GpuDeviceConfig, Staging};
+pub use inflate::{Inflater, Member};
 pub use nvcomp::{CompressOpts, Nvcomp};
 
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};

@@ -1,4 +1,5 @@
-//! nvCOMP's batched gzip compressor, loaded at run time (no Rust crate
+//! nvCOMP's batched gzip compressor and decompressor and its batched
+//! CRC-32, loaded at run time (no Rust crate
 //! exposes nvCOMP: this is the handful of C functions peerpath calls, as
 //! declared by nvCOMP 6's headers; docs/gpu-nvcomp.md has them verbatim).
 
@@ -19,6 +20,65 @@ impl CompressOpts {
         CompressOpts { algorithm, reserved: [0; 60] }
     }
 }
+
+/// `nvcompBatchedGzipDecompressOpts_t` (64 bytes): backend 0 (nvCOMP
+/// chooses; the H100 has no decompression engine), algorithm 0 (naive:
+/// measured 5-15x faster than lookahead on the lent H100); the rest zero.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct DecompressOpts {
+    backend: i32,
+    algorithm: i32,
+    sort_before_hw_decompress: i32,
+    reserved: [u8; 52],
+}
+
+impl DecompressOpts {
+    pub fn naive() -> DecompressOpts {
+        DecompressOpts { backend: 0, algorithm: 0, sort_before_hw_decompress: 0, reserved: [0; 52] }
+    }
+}
+
+/// `nvcompCRC32Spec_t` (32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Crc32Spec {
+    poly: u32,
+    init: u32,
+    ref_in: bool,
+    ref_out: bool,
+    xorout: u32,
+    reserved: [u8; 16],
+}
+
+/// `nvcompCRC32KernelConf_t` (32 bytes): chosen by `nvcompBatchedCRC32GetHeuristicConf`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Crc32KernelConf {
+    kernel_kind: i32,
+    bytes_per_read: i32,
+    blocks_per_msg: i32,
+    reserved: [u8; 20],
+}
+
+/// `nvcompBatchedCRC32Opts_t` (128 bytes): gzip's CRC-32 (`nvcompCRC32`) and a kernel configuration.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Crc32Opts {
+    spec: Crc32Spec,
+    kernel_conf: Crc32KernelConf,
+    reserved: [u8; 64],
+}
+
+impl Crc32Opts {
+    /// gzip's (PKZIP's) CRC-32, as nvCOMP's `nvcompCRC32` constant.
+    pub fn gzip(kernel_conf: Crc32KernelConf) -> Crc32Opts {
+        Crc32Opts { spec: Crc32Spec { poly: 0x04C1_1DB7, init: 0xFFFF_FFFF, ref_in: true, ref_out: true, xorout: 0xFFFF_FFFF, reserved: [0; 16] }, kernel_conf, reserved: [0; 64] }
+    }
+}
+
+/// `nvcompCRC32OnlySegment`: each chunk is a whole message.
+const CRC32_ONLY_SEGMENT: i32 = 0;
 
 #[repr(C)]
 #[derive(Default)]
@@ -50,6 +110,23 @@ type CompressAsync = unsafe extern "C" fn(
     Stream,
 ) -> Status;
 
+type DecompressTempSize = unsafe extern "C" fn(usize, usize, DecompressOpts, *mut usize, usize, Stream) -> Status;
+type DecompressAsync = unsafe extern "C" fn(
+    *const *const c_void,
+    *const usize,
+    *const usize,
+    *mut usize,
+    usize,
+    *mut c_void,
+    usize,
+    *const *mut c_void,
+    DecompressOpts,
+    *mut Status,
+    Stream,
+) -> Status;
+type Crc32HeuristicConf = unsafe extern "C" fn(*const usize, usize, *mut Crc32KernelConf, usize, Stream) -> Status;
+type Crc32Async = unsafe extern "C" fn(*const *const c_void, *const usize, usize, *mut u32, Crc32Opts, i32, *mut Status, Stream) -> Status;
+
 /// The library, where it was found, and its functions.
 pub struct Nvcomp {
     pub path: PathBuf,
@@ -60,6 +137,10 @@ pub struct Nvcomp {
     pub(crate) compress_temp_size: CompressTempSize,
     pub(crate) max_output_chunk_size: MaxOutputChunkSize,
     pub(crate) compress_async: CompressAsync,
+    decompress_temp_size: DecompressTempSize,
+    pub(crate) decompress_async: DecompressAsync,
+    crc32_heuristic_conf: Crc32HeuristicConf,
+    crc32_async: Crc32Async,
     // Last: the functions above point into it.
     _lib: libloading::Library,
 }
@@ -109,6 +190,10 @@ impl Nvcomp {
         let compress_temp_size = get!(CompressTempSize, "nvcompBatchedGzipCompressGetTempSize");
         let max_output_chunk_size = get!(MaxOutputChunkSize, "nvcompBatchedGzipCompressGetMaxOutputChunkSize");
         let compress_async = get!(CompressAsync, "nvcompBatchedGzipCompressAsync");
+        let decompress_temp_size = get!(DecompressTempSize, "nvcompBatchedGzipDecompressGetTempSize");
+        let decompress_async = get!(DecompressAsync, "nvcompBatchedGzipDecompressAsync");
+        let crc32_heuristic_conf = get!(Crc32HeuristicConf, "nvcompBatchedCRC32GetHeuristicConf");
+        let crc32_async = get!(Crc32Async, "nvcompBatchedCRC32Async");
         let mut props = Properties::default();
         // SAFETY: writes one Properties struct (8 bytes) we own; host only.
         let st = unsafe { get_properties(&mut props) };
@@ -120,6 +205,10 @@ impl Nvcomp {
             compress_temp_size,
             max_output_chunk_size,
             compress_async,
+            decompress_temp_size,
+            decompress_async,
+            crc32_heuristic_conf,
+            crc32_async,
             _lib: lib,
         };
         if st != 0 {
@@ -164,6 +253,44 @@ impl Nvcomp {
     }
 }
 
+impl Nvcomp {
+    /// Device scratch a decompression of `chunks` members needs (0 for the naive algorithm, measured).
+    pub fn decompress_temp_bytes(&self, chunks: usize, max_out: usize, total_out: usize, opts: DecompressOpts) -> Result<usize, String> {
+        let mut n = 0usize;
+        // SAFETY: a query writing one size_t we own; a null stream is the default stream.
+        let st = unsafe { (self.decompress_temp_size)(chunks, max_out, opts, &mut n, total_out, std::ptr::null_mut()) };
+        if st != 0 {
+            return Err(format!("nvcompBatchedGzipDecompressGetTempSize: {}", self.describe(st)));
+        }
+        Ok(n)
+    }
+
+    /// The CRC-32 kernel configuration nvCOMP's heuristic picks for
+    /// `chunks` messages of at most `max_bytes` (host-synchronous; needs a GPU).
+    pub fn crc32_conf(&self, chunks: usize, max_bytes: usize) -> Result<Crc32KernelConf, String> {
+        let mut conf = Crc32KernelConf::default();
+        // SAFETY: with the maximum given, nvCOMP reads no device array (null)
+        // and writes one configuration struct we own.
+        let st = unsafe { (self.crc32_heuristic_conf)(std::ptr::null(), chunks, &mut conf, max_bytes.max(1), std::ptr::null_mut()) };
+        if st != 0 {
+            return Err(format!("nvcompBatchedCRC32GetHeuristicConf: {}", self.describe(st)));
+        }
+        Ok(conf)
+    }
+
+    /// Queues the CRC-32 of `chunks` messages on `stream`.
+    ///
+    /// # Safety
+    /// `ptrs` and `sizes` are device arrays of `chunks` entries naming device
+    /// memory, `crcs` a device array of `chunks` u32, `statuses` one of
+    /// `chunks` statuses; all outlive the stream's work.
+    #[allow(clippy::too_many_arguments)] // nvcompBatchedCRC32Async's own arguments
+    pub(crate) unsafe fn crc32_async(&self, ptrs: u64, sizes: u64, chunks: usize, crcs: u64, opts: Crc32Opts, statuses: u64, stream: Stream) -> Status {
+        // SAFETY: as the caller promises.
+        unsafe { (self.crc32_async)(ptrs as usize as *const *const c_void, sizes as usize as *const usize, chunks, crcs as usize as *mut u32, opts, CRC32_ONLY_SEGMENT, statuses as usize as *mut Status, stream) }
+    }
+}
+
 /// Python installations of the nvCOMP wheel: `<lib>/python3*/{site,dist}-packages/nvidia/libnvcomp/lib64/`.
 fn python_candidates() -> Vec<PathBuf> {
     let mut roots = vec![PathBuf::from("/usr/local/lib"), PathBuf::from("/usr/lib")];
@@ -195,6 +322,12 @@ mod tests {
     #[test]
     fn the_option_structs_have_nvcomp_s_sizes() {
         assert_eq!(std::mem::size_of::<CompressOpts>(), 64);
+        assert_eq!(std::mem::size_of::<DecompressOpts>(), 64);
+        assert_eq!(std::mem::size_of::<Crc32Spec>(), 32);
+        assert_eq!(std::mem::offset_of!(Crc32Spec, xorout), 12);
+        assert_eq!(std::mem::size_of::<Crc32KernelConf>(), 32);
+        assert_eq!(std::mem::size_of::<Crc32Opts>(), 128);
+        assert_eq!(std::mem::offset_of!(Crc32Opts, kernel_conf), 32);
         assert_eq!(std::mem::size_of::<Properties>(), 8);
     }
 

@@ -243,7 +243,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
 
 /// Checks every member of a finished (not yet renamed) output.
 fn verify_output(w: &TargetWriter) -> Result<()> {
-    let opts = crate::DecompressOptions { common: CommonOptions { progress: None, force: false, ..CommonOptions::default() }, key: None };
+    let opts = crate::DecompressOptions { common: CommonOptions { progress: None, force: false, ..CommonOptions::default() }, ..Default::default() };
     crate::decompress::verify(std::slice::from_ref(&w.target.path), &opts).map(|_| ()).map_err(|e| {
         let detail = match e {
             JobError::Corrupt { member, offset, detail, .. } | JobError::Truncated { member, offset, detail, .. } => {

@@ -12,6 +12,7 @@ use crate::error::{JobError, Result};
 use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions};
 use crate::token::Token;
 use crate::report::{DecodeMode, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
+use crate::gpu_decode::{GpuDecoder, OnGpu};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::gzip::declared_output_bytes;
@@ -32,6 +33,8 @@ pub struct DecompressOptions {
     pub common: CommonOptions,
     /// The key for encrypted sources (peerpath-enc/1, as `compress --encrypt` writes them).
     pub key: Option<Arc<peerpath_func::crypt::Key>>,
+    /// Decode on a GPU (`None`: the host CPU).
+    pub gpu: Option<crate::gpu_decode::GpuDecodeSpec>,
 }
 
 const READ_BYTES: usize = 4 << 20;
@@ -69,8 +72,8 @@ const BATCH_OUTPUT_BYTES: usize = 4 << 20;
 /// turn), so sizes that claim the maximum cannot exhaust memory: 64 MiB,
 /// or two batches per worker and two awaiting their write where that is
 /// more (a fixed 64 MiB left 16 workers one batch each, idle between them).
-fn max_outstanding_output_bytes(threads: usize) -> usize {
-    (64 << 20).max((threads * 2 + 2) * BATCH_OUTPUT_BYTES)
+fn max_outstanding_output_bytes(threads: usize, batch_bytes: usize) -> usize {
+    (64 << 20).max((threads * 2 + 2) * batch_bytes)
 }
 
 impl Batch {
@@ -100,6 +103,8 @@ struct Decoded {
     count: u64,
     member_bytes: usize,
     declared_out_bytes: usize,
+    /// What of it the GPU decoded.
+    on_gpu: OnGpu,
     /// On failure: what failed, at which member's index.
     result: std::result::Result<Output, (BatchFailure, u64, Output)>,
 }
@@ -109,6 +114,8 @@ enum BatchFailure {
     Member(MemberError, u64),
     /// The mapped target's range could not be allocated (a full file system).
     Target(std::io::Error),
+    /// The GPU did not decode (with `--no-fallback`).
+    Device(String),
 }
 
 /// Shared by every file of a job.
@@ -124,6 +131,9 @@ struct Ctx<'a> {
     /// The orchestrator's waits and the queues' occupancy.
     clock: peerpath_metrics::PipelineClock,
     key: Option<Arc<peerpath_func::crypt::Key>>,
+    /// Decompressed bytes per batch: 4 MiB on the CPU, the GPU's batch with one.
+    batch_bytes: usize,
+    gpu: Option<Arc<GpuDecoder>>,
 }
 
 fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobError {
@@ -167,15 +177,44 @@ pub fn verify(sources: &[PathBuf], opts: &DecompressOptions) -> Result<JobReport
 }
 
 fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
-    let start = Instant::now();
-    let cpu = CpuAccount::start();
-    let orchestration_start = thread_cpu_now();
+    let clocks = (Instant::now(), CpuAccount::start(), thread_cpu_now());
+    let mut fallbacks = Vec::new();
+    let gpu = match &opts.gpu {
+        None => None,
+        Some(spec) => match GpuDecoder::open(spec, opts.common.threads.max(1)) {
+            Ok(g) => Some(Arc::new(g)),
+            Err(why) if spec.no_fallback => return Err(JobError::Device { detail: format!("GPU unavailable: {why} (--no-fallback)") }),
+            Err(why) => {
+                fallbacks.push(Fallback::DeviceNotStarted { device: format!("GPU {}", spec.ordinal), why });
+                None
+            }
+        },
+    };
+    run_job_on(operation, items, opts, gpu, fallbacks, clocks)
+}
+
+/// Runs the job, with `gpu` (opened, or a test's stand-in) decoding its
+/// batches; `clocks` started before the GPU was opened (wall, CPU, this thread's CPU).
+fn run_job_on(
+    operation: Operation,
+    items: &[(PathBuf, Option<PathBuf>)],
+    opts: &DecompressOptions,
+    gpu: Option<Arc<GpuDecoder>>,
+    mut fallbacks: Vec<Fallback>,
+    clocks: (Instant, CpuAccount, peerpath_metrics::CpuTime),
+) -> Result<JobReport> {
+    let (start, cpu, orchestration_start) = clocks;
     let pipes = items.iter().any(|(s, t)| crate::job::is_std_stream(s) || t.as_deref().is_some_and(crate::job::is_std_stream));
     let qd = opts.common.queue_depth.max(1);
     let (mut engine, note) = choose_engine::<JobBuf>(qd + 8, opts.common.sync_io || pipes);
     let note = if pipes && !opts.common.sync_io { Some("pipes need ordered reads and writes; using read/write".into()) } else { note };
+    fallbacks.extend(note.iter().map(|n| Fallback::IoEngine { why: n.clone() }));
     let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;
     let threads = opts.common.threads.max(1);
+    let batch_bytes = match (&gpu, &opts.gpu) {
+        (Some(_), Some(spec)) => spec.batch_bytes.max(BATCH_OUTPUT_BYTES),
+        _ => BATCH_OUTPUT_BYTES,
+    };
     let mut ctx = Ctx {
         engine: engine.as_mut(),
         workers: WorkerPool::new(threads, waker.clone(), cpu.clone()),
@@ -186,13 +225,20 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
         // tasks in flight hold (up to two batches per worker, each keeping
         // its members' buffers): 16 (64 MiB) up to 6 threads, 2 per thread
         // + 4 above (16 threads: 36, 144 MiB). docs/tuning.md#decompress-read-ahead.
-        pool: BufferPool::new(WINDOW_BUFFERS.max(qd as usize + 2).max(2 * threads + 4), READ_BYTES),
+        // With a GPU, whose batches are large: enough for a batch per worker
+        // and one being split, at one compressed byte per decompressed byte at most
+        // (docs/gpu-nvcomp.md#decompression).
+        pool: BufferPool::new(
+            WINDOW_BUFFERS.max(qd as usize + 2).max(2 * threads + 4).max(if gpu.is_some() { (threads + 1) * batch_bytes.div_ceil(READ_BYTES) } else { 0 }),
+            READ_BYTES,
+        ),
         common: &opts.common,
         done_bytes: 0,
         clock: peerpath_metrics::PipelineClock::default(),
         key: opts.key.clone(),
+        batch_bytes,
+        gpu: gpu.clone(),
     };
-    let mut fallbacks: Vec<Fallback> = note.iter().map(|n| Fallback::IoEngine { why: n.clone() }).collect();
     let mut files = Vec::new();
     // Finished targets wait here, durable but under their temporary names,
     // until every file has succeeded: like compress, a failure keeps none.
@@ -238,9 +284,15 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
     memory.add_engine(engine.as_ref());
     drop(engine);
     let wall = start.elapsed();
-    let mut report = JobReport::measured_host(JobSummary {
+    if let Some(g) = &gpu {
+        fallbacks.extend(g.fallbacks());
+    }
+    let summary = JobSummary {
         operation,
-        engine: "host CPU, ISA-L inflate".into(),
+        engine: match &gpu {
+            Some(g) => format!("GPU {}: {}; CPU (ISA-L inflate) for what the GPU did not decode", g.name, g.inflater.description()),
+            None => "host CPU, ISA-L inflate".into(),
+        },
         format: "gzip".into(),
         level: None,
         block_size_bytes: None,
@@ -252,7 +304,15 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
         cpu,
         ledger: ledger.summary(),
         memory,
-    });
+    };
+    let mut report = match &gpu {
+        Some(g) => {
+            let mut r = JobReport::measured(summary, crate::report::Provenance::MeasuredDevice);
+            r.devices.push(g.report());
+            r
+        }
+        None => JobReport::measured_host(summary),
+    };
     report.pipeline = Some(pipeline);
     Ok(report)
 }
@@ -434,7 +494,7 @@ fn held_by(ctx: &Ctx, st: &FileState) -> &'static str {
     let writes = st.writer.as_ref().map_or(0, |w| w.writes_in_flight);
     if ctx.workers.in_flight() >= ctx.workers.threads() {
         "workers all busy"
-    } else if st.outstanding_out_bytes >= max_outstanding_output_bytes(ctx.workers.threads()) {
+    } else if st.outstanding_out_bytes >= max_outstanding_output_bytes(ctx.workers.threads(), ctx.batch_bytes) {
         "output bound (decoded batches waiting to be written)"
     } else if st.reads_in_flight > 0 {
         "reads (workers short of input)"
@@ -517,14 +577,29 @@ impl Ctx<'_> {
                     Output::Buf(b) => b.domain(),
                     Output::Mapped { .. } => &host,
                 };
-                self.ledger.record(
-                    Location::memory(domain),
-                    Location::memory(domain),
-                    Mover::Cpu { role: CpuRole::Compute },
-                    Purpose::Function,
-                    d.member_bytes as u64,
-                    out.len() as u64,
-                );
+                let g = d.on_gpu;
+                if let (true, Some(gpu)) = (g.members > 0, &self.gpu) {
+                    // Gathered into the pinned buffer, there and back by the
+                    // copy engine, decoded in GPU memory, copied out by the worker.
+                    let (hl, gl) = (Location::memory(&host), Location::memory(&MemoryDomain::Gpu { device: gpu.name.clone() }));
+                    let copy_engine = Mover::Dma { engine: format!("{} copy engine", gpu.name) };
+                    let worker = Mover::Cpu { role: CpuRole::Compute };
+                    self.ledger.record_copy(hl.clone(), hl.clone(), worker.clone(), Purpose::Stage, g.in_bytes);
+                    self.ledger.record_copy(hl.clone(), gl.clone(), copy_engine.clone(), Purpose::Stage, g.in_bytes);
+                    self.ledger.record(gl.clone(), gl.clone(), Mover::Device { name: gpu.name.clone() }, Purpose::Function, g.in_bytes, g.out_bytes);
+                    self.ledger.record_copy(gl, hl.clone(), copy_engine, Purpose::Stage, g.out_bytes);
+                    self.ledger.record_copy(hl, Location::memory(domain), worker, Purpose::Stage, g.out_bytes);
+                }
+                if (d.member_bytes as u64) > g.in_bytes {
+                    self.ledger.record(
+                        Location::memory(domain),
+                        Location::memory(domain),
+                        Mover::Cpu { role: CpuRole::Compute },
+                        Purpose::Function,
+                        d.member_bytes as u64 - g.in_bytes,
+                        out.len() as u64 - g.out_bytes,
+                    );
+                }
                 st.ready.insert(d.first_index, (out, d.count, d.declared_out_bytes));
             }
             Err((e, index, out)) => {
@@ -535,6 +610,7 @@ impl Ctx<'_> {
                 let e = match e {
                     BatchFailure::Member(e, offset) => member_error(st.path, index, offset, e),
                     BatchFailure::Target(e) => st.writer.as_ref().expect("a mapped target has a writer").io_error(e),
+                    BatchFailure::Device(detail) => JobError::Device { detail },
                 };
                 st.fail(index, e);
             }
@@ -565,14 +641,16 @@ impl Ctx<'_> {
             None => Output::Buf(self.cache.get(batch.out_bytes.max(1))),
         };
         st.outstanding_out_bytes += batch.out_bytes;
+        let gpu = self.gpu.clone();
         self.workers.submit(move |_| {
             let Batch { first_index, members, member_bytes, out_bytes } = batch;
             let count = members.len() as u64;
+            let done = |result, on_gpu| Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, on_gpu, result };
             let dst: &mut [u8] = match &mut out {
                 Output::Buf(b) => b.spare_mut(),
                 Output::Mapped { map, at, len } => {
                     if let Err(e) = map.allocate(*at, *len) {
-                        return Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Err((BatchFailure::Target(e), first_index, out)) };
+                        return done(Err((BatchFailure::Target(e), first_index, out)), OnGpu::default());
                     }
                     // SAFETY: the range was grown above, allocated just now,
                     // and is this batch's alone (each batch gets the next
@@ -580,24 +658,69 @@ impl Ctx<'_> {
                     unsafe { map.range(*at, *len) }
                 }
             };
-            let mut pos = 0;
-            for (k, (header, bytes, offset, out_len)) in members.iter().enumerate() {
-                // On success a member fills exactly its declared bytes
-                // (`decode_member` checks), so a batch fills its range.
-                match decode_member(header, bytes.bytes(), &mut dst[pos..pos + out_len]) {
-                    Ok(n) => pos += n,
-                    Err(e) => {
-                        let index = first_index + k as u64;
-                        return Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Err((BatchFailure::Member(e, *offset), index, out)) };
+            // On success a member fills exactly its declared bytes
+            // (`decode_member` checks, as the GPU's check does), so a batch fills its range.
+            match decode_batch(gpu.as_deref(), first_index, &members, &mut dst[..out_bytes]) {
+                Ok(on_gpu) => {
+                    if let Output::Buf(b) = &mut out {
+                        b.set_len(out_bytes);
                     }
+                    done(Ok(out), on_gpu)
                 }
+                Err((failure, index)) => done(Err((failure, index, out)), OnGpu::default()),
             }
-            if let Output::Buf(b) = &mut out {
-                b.set_len(pos);
-            }
-            Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, result: Ok(out) }
         });
     }
+}
+
+type BatchMember = (MemberHeader, MemberBytes, u64, usize);
+
+/// Decodes a batch's members back to back into `dst` (their declared
+/// sizes): on the GPU where there is one (each member it did not decode is
+/// decoded on the CPU, which names a bad member's error), else on the CPU.
+fn decode_batch(gpu: Option<&GpuDecoder>, first_index: u64, members: &[BatchMember], dst: &mut [u8]) -> std::result::Result<OnGpu, (BatchFailure, u64)> {
+    let on_cpu = |k: usize, (header, bytes, offset, _): &BatchMember, out: &mut [u8]| {
+        decode_member(header, bytes.bytes(), out).map(|_| ()).map_err(|e| (BatchFailure::Member(e, *offset), first_index + k as u64))
+    };
+    if let Some(g) = gpu {
+        if !g.usable() {
+            g.after_failure(members.len() as u64);
+        } else {
+            // Empty members (nothing to launch for) stay on the CPU.
+            let view: Vec<peerpath_gpu::Member> = members.iter().filter(|m| m.3 > 0).map(|(_, b, _, n)| peerpath_gpu::Member { bytes: b.bytes(), out_len: *n }).collect();
+            match g.inflater.decode(&view, dst) {
+                Ok(verdicts) => {
+                    let mut verdicts = verdicts.into_iter();
+                    let (mut pos, mut on_gpu) = (0, OnGpu::default());
+                    for (k, m) in members.iter().enumerate() {
+                        let out_len = m.3;
+                        match (out_len, if out_len > 0 { verdicts.next().expect("a verdict per member sent") } else { None }) {
+                            (0, _) => on_cpu(k, m, &mut dst[pos..pos])?,
+                            (_, None) => {
+                                on_gpu.members += 1;
+                                on_gpu.in_bytes += m.1.bytes().len() as u64;
+                                on_gpu.out_bytes += out_len as u64;
+                            }
+                            (_, Some(why)) => {
+                                on_cpu(k, m, &mut dst[pos..pos + out_len])?;
+                                g.redone(first_index + k as u64, why).map_err(|e| (BatchFailure::Device(e), first_index + k as u64))?;
+                            }
+                        }
+                        pos += out_len;
+                    }
+                    g.decoded(&on_gpu);
+                    return Ok(on_gpu);
+                }
+                Err(why) => g.failed(why, members.len() as u64).map_err(|e| (BatchFailure::Device(e), first_index))?,
+            }
+        }
+    }
+    let mut pos = 0;
+    for (k, m) in members.iter().enumerate() {
+        on_cpu(k, m, &mut dst[pos..pos + m.3])?;
+        pos += m.3;
+    }
+    Ok(OnGpu::default())
 }
 
 fn write_ready(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
@@ -702,7 +825,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         let writes_in_flight = |st: &FileState| st.writer.as_ref().map_or(0, |w| w.writes_in_flight);
         while !blocked
             && ctx.workers.in_flight() < max_tasks
-            && st.outstanding_out_bytes < max_outstanding_output_bytes(ctx.workers.threads())
+            && st.outstanding_out_bytes < max_outstanding_output_bytes(ctx.workers.threads(), ctx.batch_bytes)
             && writes_in_flight(st) < max_tasks
         {
             let avail = window.end - pos;
@@ -779,7 +902,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             batch.out_bytes += out_len;
             pos += member_bytes as u64;
             index += 1;
-            if batch.out_bytes >= BATCH_OUTPUT_BYTES {
+            if batch.out_bytes >= ctx.batch_bytes {
                 ctx.submit_batch(st, std::mem::replace(&mut batch, Batch::new(index)));
             }
             window.release_before(pos);
@@ -921,13 +1044,141 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, po
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu_decode::{BatchInflater, GpuDecodeSpec};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A stand-in for the GPU that decodes on the CPU, and can be told to
+    /// get members wrong (every `wrong_every`th, its output scribbled over)
+    /// or to fail outright on its `fail_on`th batch.
+    #[derive(Default)]
+    struct StandIn {
+        batches: AtomicUsize,
+        members: AtomicUsize,
+        wrong_every: Option<usize>,
+        fail_on: Option<usize>,
+    }
+
+    impl BatchInflater for StandIn {
+        fn decode(&self, members: &[peerpath_gpu::Member], dst: &mut [u8]) -> std::result::Result<Vec<Option<String>>, String> {
+            if Some(self.batches.fetch_add(1, Ordering::SeqCst)) == self.fail_on {
+                dst.fill(0xaa);
+                return Err("simulated: CUDA_ERROR_ILLEGAL_ADDRESS".into());
+            }
+            let mut pos = 0;
+            let mut verdicts = Vec::new();
+            for m in members {
+                let out = &mut dst[pos..pos + m.out_len];
+                pos += m.out_len;
+                let k = self.members.fetch_add(1, Ordering::SeqCst) + 1;
+                let decoded = MemberHeader::parse(m.bytes).map_err(MemberError::from).and_then(|h| decode_member(&h, m.bytes, out));
+                verdicts.push(match decoded {
+                    Err(e) => Some(e.to_string()),
+                    Ok(_) if self.wrong_every.is_some_and(|n| k.is_multiple_of(n)) => {
+                        out.fill(0x55);
+                        Some("simulated: CRC-32 0x00000000 on the GPU where the trailer says otherwise".into())
+                    }
+                    Ok(_) => None,
+                });
+            }
+            Ok(verdicts)
+        }
+        fn description(&self) -> String {
+            "a stand-in for the GPU (decodes on the CPU)".into()
+        }
+        fn profile(&self) -> String {
+            format!("{} batches", self.batches.load(Ordering::SeqCst))
+        }
+    }
+
+    /// 12 MiB of protein-like text as 12 peerpath members of 1 MiB (and an
+    /// empty one), with member `corrupt` (if any) damaged mid-way.
+    fn source(dir: &Path, corrupt: Option<usize>) -> (PathBuf, Vec<u8>) {
+        let data = peerpath_func::sample::protein_like(12 << 20, 3);
+        let mut enc = peerpath_func::MemberEncoder::new(peerpath_func::Level::new(1).expect("level"));
+        let mut file = Vec::new();
+        for (k, block) in data.chunks(1 << 20).chain(std::iter::once(&[][..])).enumerate() {
+            let mut out = vec![0u8; peerpath_func::member_bound_bytes(block.len())];
+            let n = peerpath_func::encode_member(&mut enc, peerpath_func::Format::Gzip, block, &mut out);
+            if corrupt == Some(k) {
+                out[n / 2] ^= 0x5a;
+            }
+            file.extend_from_slice(&out[..n]);
+        }
+        let path = dir.join("in.gz");
+        std::fs::write(&path, file).expect("write source");
+        (path, data)
+    }
+
+    fn run_with(stand_in: StandIn, no_fallback: bool, corrupt: Option<usize>) -> (Result<JobReport>, Vec<u8>, PathBuf, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (src, data) = source(dir.path(), corrupt);
+        let target = dir.path().join("out");
+        let spec = GpuDecodeSpec { batch_bytes: 4 << 20, no_fallback, ..Default::default() };
+        let opts = DecompressOptions {
+            common: CommonOptions { threads: 2, durable: false, progress: None, ..CommonOptions::default() },
+            key: None,
+            gpu: Some(spec),
+        };
+        let gpu = Arc::new(GpuDecoder::with(Box::new(stand_in), "gpu0".into(), no_fallback));
+        let r = run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()));
+        (r, data, target, dir)
+    }
+
+    #[test]
+    fn members_the_gpu_gets_wrong_are_decoded_on_the_cpu_and_reported() {
+        let (r, data, target, _dir) = run_with(StandIn { wrong_every: Some(3), ..Default::default() }, false, None);
+        let r = r.expect("the CPU decodes what the GPU got wrong");
+        assert_eq!(std::fs::read(&target).expect("target"), data, "every byte right");
+        assert!(matches!(r.provenance, crate::report::Provenance::MeasuredDevice));
+        let text: Vec<String> = r.fallbacks.iter().map(ToString::to_string).collect();
+        assert!(text.iter().any(|f| f.starts_with("gpu0: the GPU's output did not check (first: member ") && f.ends_with("the host CPU decoded 4 member(s) in its place")), "{text:?}");
+        assert_eq!(r.devices[0].members, 8, "12 members decoded, 4 of them redone on the CPU (the empty one never goes to the GPU)");
+    }
+
+    #[test]
+    fn a_gpu_that_fails_is_retired_and_the_cpu_decodes_the_rest() {
+        let (r, data, target, _dir) = run_with(StandIn { fail_on: Some(1), ..Default::default() }, false, None);
+        let r = r.expect("the CPU takes over");
+        assert_eq!(std::fs::read(&target).expect("target"), data);
+        let text: Vec<String> = r.fallbacks.iter().map(ToString::to_string).collect();
+        assert!(text.iter().any(|f| f.contains("gpu0: failed and was retired: simulated: CUDA_ERROR_ILLEGAL_ADDRESS")), "{text:?}");
+        assert_eq!(r.devices[0].failure.as_deref(), Some("simulated: CUDA_ERROR_ILLEGAL_ADDRESS"));
+    }
+
+    #[test]
+    fn with_no_fallback_a_gpu_fault_is_exit_15_and_keeps_nothing() {
+        for stand_in in [StandIn { wrong_every: Some(5), ..Default::default() }, StandIn { fail_on: Some(0), ..Default::default() }] {
+            let (r, _, target, _dir) = run_with(stand_in, true, None);
+            let e = r.expect_err("an error");
+            assert_eq!(e.exit_code(), 15, "{e}");
+            assert!(e.to_string().contains("--no-fallback"), "{e}");
+            assert!(!target.exists(), "nothing kept");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_member_is_the_cpu_s_error_on_the_gpu_path_too() {
+        let (gpu, _, target, _dir) = run_with(StandIn::default(), false, Some(5));
+        let e = gpu.expect_err("corrupt");
+        assert!(!target.exists(), "nothing kept");
+        assert!(matches!(e, JobError::Corrupt { member: 5, .. }), "{e:?}");
+        // The same words as without a GPU.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (src, _) = source(dir.path(), Some(5));
+        let opts = DecompressOptions { common: CommonOptions { threads: 2, durable: false, ..CommonOptions::default() }, ..Default::default() };
+        let cpu = decompress(&[(src, dir.path().join("out"))], &opts).expect_err("corrupt");
+        let strip = |e: &JobError| e.to_string().split_once(": member").map(|(_, rest)| rest.to_string());
+        assert_eq!(strip(&e), strip(&cpu));
+    }
 
     /// Bounded memory: declared output in flight grows with the workers, from 64 MiB.
     #[test]
     fn output_in_flight_is_bounded_and_grows_with_the_workers() {
-        assert_eq!(max_outstanding_output_bytes(1), 64 << 20);
-        assert_eq!(max_outstanding_output_bytes(2), 64 << 20);
-        assert_eq!(max_outstanding_output_bytes(16), 34 * BATCH_OUTPUT_BYTES);
-        assert!(max_outstanding_output_bytes(64) > max_outstanding_output_bytes(16));
+        let b = BATCH_OUTPUT_BYTES;
+        assert_eq!(max_outstanding_output_bytes(1, b), 64 << 20);
+        assert_eq!(max_outstanding_output_bytes(2, b), 64 << 20);
+        assert_eq!(max_outstanding_output_bytes(16, b), 34 * b);
+        assert!(max_outstanding_output_bytes(64, b) > max_outstanding_output_bytes(16, b));
+        assert_eq!(max_outstanding_output_bytes(4, 32 << 20), 10 * (32 << 20), "a GPU's batches");
     }
 }

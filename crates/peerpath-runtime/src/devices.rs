@@ -47,11 +47,13 @@ pub struct GpuSpec {
     pub streams: usize,
     /// Who stages chunks between the pinned window and GPU memory.
     pub staging: peerpath_gpu::Staging,
+    /// How big a batch (one nvCOMP launch) a worker waits for.
+    pub gather: peerpath_gpu::Gather,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands }
+        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default() }
     }
 }
 
@@ -176,6 +178,7 @@ impl<'a> DeviceSet<'a> {
                     nvcomp: spec.nvcomp.clone(),
                     streams: spec.streams,
                     staging: spec.staging,
+                    gather: spec.gather,
                 };
                 match peerpath_gpu::GpuDevice::open(&config) {
                     Ok(d) => {

@@ -89,6 +89,8 @@ pub enum Fallback {
     DeviceFailed { source: String, device: String, why: String, from: u64, kept: u64 },
     /// Members decoded on one thread.
     StreamingDecode { source: String, mode: DecodeMode },
+    /// Members a device was to decode that the host CPU decoded.
+    DecodedOnCpu { device: String, why: String, members: u64 },
 }
 
 impl fmt::Display for Fallback {
@@ -109,6 +111,7 @@ impl fmt::Display for Fallback {
                 }
             }
             Fallback::StreamingDecode { source, mode } => write!(f, "{source}: {mode}"),
+            Fallback::DecodedOnCpu { device, why, members } => write!(f, "{device}: {why}; the host CPU decoded {members} member(s) in its place"),
         }
     }
 }

@@ -1,0 +1,170 @@
+//! Decompression and verification on the GPU (`--engine gpu`): the job's
+//! workers hand their batches of members to [`peerpath_gpu::Inflater`]
+//! (one CUDA stream each) instead of ISA-L. The GPU's answer is checked
+//! member by member (size and CRC-32 against the trailer); a member the GPU
+//! did not decode is decoded on the CPU, which either gives the member's
+//! error as it would without a GPU, or decodes it: then the GPU was wrong,
+//! and the report's fallbacks say so. A GPU that fails outright (CUDA or
+//! nvCOMP refuses a batch) is retired; the CPU decodes from that batch on.
+//! With `no_fallback` either is the job's error (exit 15) instead.
+
+use crate::report::{DeviceReport, Fallback};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// How to decode on a GPU.
+#[derive(Clone, Debug)]
+pub struct GpuDecodeSpec {
+    pub ordinal: usize,
+    /// nvCOMP's library (`None`: $PEERPATH_NVCOMP, the loader's path, Python's wheel).
+    pub nvcomp: Option<PathBuf>,
+    /// Decompressed bytes per batch (one nvCOMP launch): members are
+    /// decoded in parallel within a launch, so batches must hold many.
+    pub batch_bytes: usize,
+    /// Fail (exit 15) instead of letting the CPU decode what the GPU did not.
+    pub no_fallback: bool,
+}
+
+impl Default for GpuDecodeSpec {
+    fn default() -> Self {
+        GpuDecodeSpec { ordinal: 0, nvcomp: None, batch_bytes: 96 << 20, no_fallback: false }
+    }
+}
+
+/// What one batch decoded on the GPU (for the ledger).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct OnGpu {
+    pub members: u64,
+    pub in_bytes: u64,
+    pub out_bytes: u64,
+}
+
+#[derive(Default)]
+struct State {
+    /// Why the GPU was retired, and the members the CPU decoded after.
+    failed: Option<String>,
+    after_failure: u64,
+    /// Members the GPU did not decode that the CPU did, and the first reason.
+    redone: u64,
+    first_redo: Option<String>,
+}
+
+/// What decodes a batch of members on a device: the GPU's
+/// [`peerpath_gpu::Inflater`], or a test's stand-in (the fault tests run
+/// where there is no GPU).
+pub(crate) trait BatchInflater: Send + Sync {
+    /// As [`peerpath_gpu::Inflater::decode`]: per member `None` (decoded
+    /// and checked) or why not; an error is the device's failure.
+    fn decode(&self, members: &[peerpath_gpu::Member], dst: &mut [u8]) -> Result<Vec<Option<String>>, String>;
+    fn description(&self) -> String;
+    fn profile(&self) -> String;
+}
+
+impl BatchInflater for peerpath_gpu::Inflater {
+    fn decode(&self, members: &[peerpath_gpu::Member], dst: &mut [u8]) -> Result<Vec<Option<String>>, String> {
+        peerpath_gpu::Inflater::decode(self, members, dst)
+    }
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+    fn profile(&self) -> String {
+        peerpath_gpu::Inflater::profile(self)
+    }
+}
+
+pub(crate) struct GpuDecoder {
+    pub inflater: Box<dyn BatchInflater>,
+    pub name: String,
+    no_fallback: bool,
+    state: Mutex<State>,
+    members: AtomicU64,
+}
+
+impl GpuDecoder {
+    /// Opens the GPU with a lane per worker thread.
+    pub fn open(spec: &GpuDecodeSpec, lanes: usize) -> Result<GpuDecoder, String> {
+        let inflater = peerpath_gpu::Inflater::open(spec.ordinal, spec.nvcomp.as_deref(), lanes, spec.batch_bytes)?;
+        Ok(GpuDecoder::with(Box::new(inflater), format!("gpu{}", spec.ordinal), spec.no_fallback))
+    }
+
+    pub fn with(inflater: Box<dyn BatchInflater>, name: String, no_fallback: bool) -> GpuDecoder {
+        GpuDecoder { inflater, name, no_fallback, state: Mutex::default(), members: AtomicU64::new(0) }
+    }
+
+    /// Whether batches still go to the GPU.
+    pub fn usable(&self) -> bool {
+        self.state.lock().expect("state").failed.is_none()
+    }
+
+    pub fn decoded(&self, on: &OnGpu) {
+        self.members.fetch_add(on.members, Ordering::Relaxed);
+    }
+
+    /// The GPU failed on a batch: retired (or, with `no_fallback`, the job's error).
+    pub fn failed(&self, why: String, members: u64) -> Result<(), String> {
+        if self.no_fallback {
+            return Err(format!("GPU {} failed: {why} (--no-fallback)", self.name));
+        }
+        let mut s = self.state.lock().expect("state");
+        s.failed.get_or_insert(why);
+        s.after_failure += members;
+        Ok(())
+    }
+
+    /// A batch decoded on the CPU because the GPU was retired before it.
+    pub fn after_failure(&self, members: u64) {
+        self.state.lock().expect("state").after_failure += members;
+    }
+
+    /// The CPU decoded member `index`, which the GPU did not (`why`).
+    pub fn redone(&self, index: u64, why: String) -> Result<(), String> {
+        if self.no_fallback {
+            return Err(format!("GPU {} did not decode member {index}, which the CPU decodes: {why} (--no-fallback)", self.name));
+        }
+        let mut s = self.state.lock().expect("state");
+        s.redone += 1;
+        s.first_redo.get_or_insert_with(|| format!("member {index}: {why}"));
+        Ok(())
+    }
+
+    pub fn fallbacks(&self) -> Vec<Fallback> {
+        let s = self.state.lock().expect("state");
+        let mut out = Vec::new();
+        if s.redone > 0 {
+            out.push(Fallback::DecodedOnCpu {
+                device: self.name.clone(),
+                why: format!("the GPU's output did not check (first: {})", s.first_redo.as_deref().unwrap_or("?")),
+                members: s.redone,
+            });
+        }
+        if let Some(why) = &s.failed {
+            out.push(Fallback::DecodedOnCpu { device: self.name.clone(), why: format!("failed and was retired: {why}"), members: s.after_failure });
+        }
+        out
+    }
+
+    pub fn report(&self) -> DeviceReport {
+        let s = self.state.lock().expect("state");
+        let members = self.members.load(Ordering::Relaxed);
+        DeviceReport {
+            name: self.name.clone(),
+            kind: self.inflater.description(),
+            memory_bytes: 0,
+            sources: Vec::new(),
+            members,
+            commands: BTreeMap::from([("gzip_decompress_member".to_string(), members)]),
+            memory_traffic_bytes: 0,
+            process_cpu_s: None,
+            start_cpu_s: None,
+            populated_bytes: 0,
+            busy_s: None,
+            utilisation_pct: None,
+            memory_resident_bytes: None,
+            memory_huge_page_bytes: None,
+            failure: s.failed.clone(),
+            profile: Some(self.inflater.profile()),
+        }
+    }
+}
