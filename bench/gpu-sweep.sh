@@ -3,14 +3,14 @@
 # across CUDA streams and queue depths, beside the CPU on every core, interleaved in rounds.
 #
 # Usage: bench/gpu-sweep.sh --input FILE [--peerpath PATH] [--rounds 2] [--out DIR]
-#                           [--configs "STREAMS:DEPTH[:STAGING[:WINDOW[:BATCH]]] ..."] [--no-gzip-t]
+#                           [--configs "STREAMS:DEPTH[:STAGING[:WINDOW[:BATCH[:CHUNK[:MEMORY]]]]] ..."] [--no-gzip-t]
 #
 #   --input FILE     uncompressed input (copied, untimed, to /dev/shm/ppsweep)
 #   --peerpath PATH  peerpath binary (default target/release/peerpath)
 #   --rounds N       rounds; each runs every configuration once (default 2)
-#   --configs LIST   GPU configurations, streams:queue-depth[:staging[:window[:batch]]] (--gpu-staging
-#                    commands, the default, or device; --gpu-window, default 128M; --gpu-batch, default
-#                    0), default "1:64 2:64 4:64 8:64 4:32 4:128 4:256"
+#   --configs LIST   GPU configurations, streams:queue-depth[:staging[:window[:batch[:chunk[:memory]]]]]
+#                    (--gpu-staging commands, the default, or device; --gpu-window, default 128M;
+#                    --gpu-batch, default 0; --gpu-chunk, default 1M; --device-memory, default 1G), default "1:64 2:64 4:64 8:64 4:32 4:128 4:256"
 #   --out DIR        where sweep.md and one JSON report per configuration go (default .)
 #   --no-gzip-t      check outputs by peerpath's round trip only (gzip -t takes ~5 s per GB)
 #
@@ -71,11 +71,11 @@ EOF
 } | tee "$out/sweep.md"
 for ((r = 1; r <= rounds; r++)); do
     for c in $configs; do
-        IFS=: read -r s q st win gb <<< "$c"; st=${st:-commands}; win=${win:-128M}; gb=${gb:-0}
-        tag="s$s-q$q-$st-w$win-b$gb"
+        IFS=: read -r s q st win gb ch mem <<< "$c"; st=${st:-commands}; win=${win:-128M}; gb=${gb:-0}; ch=${ch:-1M}; mem=${mem:-1G}
+        tag="s$s-q$q-$st-w$win-b$gb-c$ch-m$mem"
         timeout 120 "$pp" compress --engine gpu --no-fallback --no-sync -f --gpu-streams "$s" --queue-depth "$q" --gpu-staging "$st" \
-            --gpu-window "$win" --gpu-batch "$gb" "$d/in" -o "$d/g-$tag.gz" --json > "$out/gpu-$tag.json" 2>&1
-        line "gpu, $s stream(s), queue depth $q, staged by $st, window $win, batches up to $gb (round $r)" "$out/gpu-$tag.json" | tee -a "$out/sweep.md"
+            --gpu-window "$win" --gpu-batch "$gb" --gpu-chunk "$ch" --device-memory "$mem" "$d/in" -o "$d/g-$tag.gz" --json > "$out/gpu-$tag.json" 2>&1
+        line "gpu, $s stream(s), queue depth $q, staged by $st, window $win, batches up to $gb, chunks $ch, GPU memory $mem (round $r)" "$out/gpu-$tag.json" | tee -a "$out/sweep.md"
     done
     timeout 120 "$pp" compress -T "$(nproc)" --no-sync -f "$d/in" -o "$d/c.gz" --json > "$out/cpu.json" 2>&1
     line "cpu, -T $(nproc) (round $r)" "$out/cpu.json" | tee -a "$out/sweep.md"

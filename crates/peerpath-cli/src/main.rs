@@ -303,6 +303,10 @@ struct CompressArgs {
     /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: not yet measured on a GPU).
     #[arg(long, value_enum, default_value_t = GpuStagingArg::Commands, help_heading = "Devices")]
     gpu_staging: GpuStagingArg,
+    /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;
+    /// rounded up to whole members of --block-size): a command's members go into one nvCOMP launch.
+    #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Devices")]
+    gpu_chunk: usize,
     /// With --engine gpu: pinned host memory the GPU's chunks are staged through (K, M, G suffixes).
     #[arg(long, default_value = "128M", value_parser = parse_size, help_heading = "Devices")]
     gpu_window: usize,
@@ -723,6 +727,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
                 staging: a.gpu_staging.into(),
                 window_bytes: a.gpu_window,
                 gather,
+                chunk_bytes: a.gpu_chunk.max(1),
                 ..Default::default()
             };
             if let Some(m) = a.device_memory {

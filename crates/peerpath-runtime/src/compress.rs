@@ -43,8 +43,6 @@ pub struct CompressOptions {
 }
 
 pub const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
-/// Reads through device memory: at least 1 MiB (device memory is small).
-const DEVICE_READ_BYTES: usize = 1 << 20;
 const MAX_READ_BYTES: usize = 64 << 20;
 
 fn gcd(a: usize, b: usize) -> usize {
@@ -87,7 +85,8 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
             peerpath_func::MAX_MEMBER_UNCOMPRESSED_BYTES
         )));
     }
-    let (chunk_bytes, chunk_aligned) = read_chunk_bytes(member_bytes, DEVICE_READ_BYTES);
+    // Reads through device memory: at least what the devices ask for (1 MiB: device memory is small).
+    let (chunk_bytes, chunk_aligned) = read_chunk_bytes(member_bytes, devices.as_ref().map_or(1 << 20, |d| d.chunk_bytes));
     let mut fallbacks = Vec::new();
     for (s, t) in pairs {
         check_target(s, t, opts.common.force)?;

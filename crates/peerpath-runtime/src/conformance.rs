@@ -54,6 +54,7 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
         memory_from: DeviceMemoryFrom::Shm,
         host_window: reach == Reach::Staged,
         workers: 2,
+        chunk_bytes: 1 << 20,
         what: "CPU device(s), {workers} worker thread(s) each, {library}",
         provenance: crate::report::Provenance::MeasuredEmulated,
         start: Box::new(move |sizes, _params, _fallbacks| {
@@ -260,14 +261,17 @@ fn files_in_memory_go_through_a_staged_device_s_window_by_the_kernel_s_copy() {
 
 /// A device that takes one command per chunk (its members back to back,
 /// as a GPU batches them) gives the same bytes, in mapped and in staged
-/// memory, and still hands over cleanly when it fails.
+/// memory, with chunks of one member or several (`--gpu-chunk`), and still
+/// hands over cleanly when it fails.
 #[test]
 fn whole_chunk_commands_give_the_oracle_s_bytes() {
     let dir = scratch();
     let srcs = sources(dir.path(), &[0, 1, 4097, (9 << 20) + 5, 12 << 20]);
     for reach in [Reach::Mapped, Reach::Staged] {
-        for (format, block) in [(Format::Gzip, 1 << 20), (Format::Gzip, 64 << 10), (Format::Bgzf, 0)] {
-            let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, reach, true));
+        for (format, block, chunk) in [(Format::Gzip, 1 << 20, 1 << 20), (Format::Gzip, 1 << 20, 4 << 20), (Format::Gzip, 64 << 10, 1 << 20), (Format::Bgzf, 0, 1 << 20)] {
+            let mut devices = devices_with(dir.path(), None, reach, true);
+            devices.chunk_bytes = chunk;
+            let report = against_oracle(dir.path(), &srcs, &options(format, block), devices);
             assert!(report.fallbacks.is_empty(), "{reach:?} {format:?}: {:?}", report.fallbacks);
             let chunks: u64 = report.devices.iter().filter_map(|d| d.commands.get("GzipCompressChunk")).sum();
             assert!(chunks > 0 && report.devices.iter().all(|d| !d.commands.contains_key("GzipCompressMember")), "{reach:?} {format:?}: {:?}", report.devices);

@@ -49,11 +49,13 @@ pub struct GpuSpec {
     pub staging: peerpath_gpu::Staging,
     /// How big a batch (one nvCOMP launch) a worker waits for.
     pub gather: peerpath_gpu::Gather,
+    /// Uncompressed bytes per read and per compress command (its members in one launch).
+    pub chunk_bytes: usize,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default() }
+        GpuSpec { ordinal: 0, memory_bytes: 1 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 1 << 20 }
     }
 }
 
@@ -139,6 +141,9 @@ pub(crate) struct DeviceSet<'a> {
     pub what: &'static str,
     /// What the job's figures are when these devices did the work.
     pub provenance: crate::report::Provenance,
+    /// Uncompressed bytes per read and per compress command (a whole number
+    /// of members; at least this much): 1 MiB, more for a GPU (`--gpu-chunk`).
+    pub chunk_bytes: usize,
     /// Starts devices for streams of these sizes.
     #[allow(clippy::type_complexity)]
     pub start: Box<dyn FnOnce(&[Option<u64>], &Params, &mut Vec<Fallback>) -> Result<Vec<JobDevice>> + 'a>,
@@ -151,6 +156,7 @@ impl<'a> DeviceSet<'a> {
             memory_from: spec.memory_from.clone(),
             host_window: false,
             workers: spec.workers.max(1) as usize,
+            chunk_bytes: 1 << 20,
             what: "emulated CSP device(s), {workers} worker thread(s) each, {library} inside the device process",
             provenance: crate::report::Provenance::MeasuredEmulated,
             start: Box::new(move |sizes, params, fallbacks| start_emulated(spec, sizes, params, no_fallback, fallbacks)),
@@ -165,6 +171,7 @@ impl<'a> DeviceSet<'a> {
             memory_from: DeviceMemoryFrom::Shm,
             host_window: true,
             workers: spec.streams.max(1),
+            chunk_bytes: spec.chunk_bytes,
             what: "GPU device(s), nvCOMP batched gzip (peerpath's members; {library} asked: nvCOMP has its own algorithms)",
             provenance: crate::report::Provenance::MeasuredDevice,
             start: Box::new(move |_sizes, _params, fallbacks| {
