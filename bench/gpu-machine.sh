@@ -6,14 +6,13 @@
 #     sweep    bench/gpu-sweep.sh: --engine gpu in memory over CUDA streams x queue depth, on the
 #              slice x 32 (1.5 GiB), beside the CPU on every core ($PP_SWEEP_CONFIGS, else the
 #              script's default; $PP_SWEEP_ROUNDS rounds, default 2). The next run to make:
-#              PP_SWEEP_CONFIGS="1:128 1:128:device 2:128:device 1:256:device" (the device's own
-#              staging against copy commands; the report's device `profile` line says where the
-#              batches' time went)
+#              PP_SWEEP_CONFIGS="1:128:commands::::1M 1:128 1:64" (1 MiB chunks against the
+#              default 16 MiB; the report's device `profile` line says where the batches' time went)
 #     decompress  decompression of the slice x 8 into tmpfs at every core (mapped target and
 #              written, 5 interleaved runs each), 8 threads and 1 thread; each run's wall time
 #              and decode mode from its report
-#     gpudecompress  decompress --engine gpu (threads x batch) against the CPU on every core, 1 MiB
-#              and 64 KiB members of the slice x 8 into tmpfs, 3 interleaved rounds; verify on the GPU;
+#     gpudecompress  decompress --engine gpu (its defaults) against the CPU on every core, 1 MiB
+#              and 64 KiB members of the slice x 8 into tmpfs, 5 interleaved rounds; verify on the GPU;
 #              a corrupt member on the GPU and the CPU; the peerpath-gpu crate's tests where
 #              .gpu/gputests(.xz) is carried
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
@@ -87,16 +86,11 @@ for step in $steps; do
             }
             { echo "decompress of 384 MiB (slice x 8, peerpath -T $n output, 1 MiB and 64 KiB members) into tmpfs, --no-sync"; echo
               echo "| run | wall s | GB/s | host CPU % of all cores | fallbacks | check | GPU profile |"; echo "|---|---|---|---|---|---|---|"; } > "$o/gpudecompress.md"
-            for r in 1 2 3; do
+            for r in 1 2 3 4 5; do
                 gd "cpu -T $n, 1 MiB ($r)" in.gz -T "$n"
-                gd "gpu -T 1 batch 384M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 1 --gpu-batch 384M
-                gd "gpu -T 2 batch 192M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 2 --gpu-batch 192M
-                gd "gpu -T 2 batch 96M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 2 --gpu-batch 96M
-                gd "gpu -T 4 batch 96M, 1 MiB ($r)" in.gz --engine gpu --no-fallback -T 4 --gpu-batch 96M
+                gd "gpu (defaults: -T 4, 96M batches), 1 MiB ($r)" in.gz --engine gpu --no-fallback
                 gd "cpu -T $n, 64 KiB ($r)" in64k.gz -T "$n"
-                gd "gpu -T 1 batch 384M, 64 KiB ($r)" in64k.gz --engine gpu --no-fallback -T 1 --gpu-batch 384M
-                gd "gpu -T 2 batch 192M, 64 KiB ($r)" in64k.gz --engine gpu --no-fallback -T 2 --gpu-batch 192M
-                gd "gpu -T 4 batch 96M, 64 KiB ($r)" in64k.gz --engine gpu --no-fallback -T 4 --gpu-batch 96M
+                gd "gpu (defaults: -T 4, 96M batches), 64 KiB ($r)" in64k.gz --engine gpu --no-fallback
             done
             timeout 60 .gpu/peerpath verify --engine gpu --no-fallback -T 2 --gpu-batch 192M "$dd/in.gz" > "$o/verify.txt" 2>&1; echo "verify exit $?" >> "$o/verify.txt"
             # A corrupt member: the same error as on the CPU, nothing kept.

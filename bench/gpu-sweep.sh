@@ -9,8 +9,9 @@
 #   --peerpath PATH  peerpath binary (default target/release/peerpath)
 #   --rounds N       rounds; each runs every configuration once (default 2)
 #   --configs LIST   GPU configurations, streams:queue-depth[:staging[:window[:batch[:chunk[:memory]]]]]
-#                    (--gpu-staging commands, the default, or device; --gpu-window, default 128M;
-#                    --gpu-batch, default 0; --gpu-chunk, default 1M; --device-memory, default 1G), default "1:64 2:64 4:64 8:64 4:32 4:128 4:256"
+#                    (--gpu-staging commands, the default, or device; --gpu-window, --gpu-batch,
+#                    --gpu-chunk, --device-memory; a field left out keeps peerpath's default),
+#                    default "1:64 1:128 1:128::0 1:128:device"
 #   --out DIR        where sweep.md and one JSON report per configuration go (default .)
 #   --no-gzip-t      check outputs by peerpath's round trip only (gzip -t takes ~5 s per GB)
 #
@@ -21,7 +22,7 @@
 # checked by `gzip -t`. Needs a GPU, CUDA's driver and nvCOMP ($PEERPATH_NVCOMP or --nvcomp
 # in PEERPATH_ARGS); where there is none, each GPU run fails with the reason (--no-fallback).
 set -uo pipefail
-pp=target/release/peerpath input="" rounds=2 out=. configs="1:64 2:64 4:64 8:64 4:32 4:128 4:256" gzip_t=1
+pp=target/release/peerpath input="" rounds=2 out=. configs="1:64 1:128 1:128::0 1:128:device" gzip_t=1
 while [ $# -gt 0 ]; do
     case $1 in
         --input) input=$2; shift 2 ;; --peerpath) pp=$2; shift 2 ;; --rounds) rounds=$2; shift 2 ;;
@@ -71,11 +72,17 @@ EOF
 } | tee "$out/sweep.md"
 for ((r = 1; r <= rounds; r++)); do
     for c in $configs; do
-        IFS=: read -r s q st win gb ch mem <<< "$c"; st=${st:-commands}; win=${win:-128M}; gb=${gb:-0}; ch=${ch:-1M}; mem=${mem:-1G}
-        tag="s$s-q$q-$st-w$win-b$gb-c$ch-m$mem"
+        IFS=: read -r s q st win gb ch mem <<< "$c"; st=${st:-commands}
+        # Fields left out keep peerpath's defaults.
+        extra=(); label="gpu, $s stream(s), queue depth $q, staged by $st"
+        [ -n "$win" ] && { extra+=(--gpu-window "$win"); label+=", window $win"; }
+        [ -n "$gb" ] && { extra+=(--gpu-batch "$gb"); label+=", batches up to $gb"; }
+        [ -n "$ch" ] && { extra+=(--gpu-chunk "$ch"); label+=", chunks $ch"; }
+        [ -n "$mem" ] && { extra+=(--device-memory "$mem"); label+=", GPU memory $mem"; }
+        tag="s$s-q$q-$st-w${win:-d}-b${gb:-d}-c${ch:-d}-m${mem:-d}"
         timeout 120 "$pp" compress --engine gpu --no-fallback --no-sync -f --gpu-streams "$s" --queue-depth "$q" --gpu-staging "$st" \
-            --gpu-window "$win" --gpu-batch "$gb" --gpu-chunk "$ch" --device-memory "$mem" "$d/in" -o "$d/g-$tag.gz" --json > "$out/gpu-$tag.json" 2>&1
-        line "gpu, $s stream(s), queue depth $q, staged by $st, window $win, batches up to $gb, chunks $ch, GPU memory $mem (round $r)" "$out/gpu-$tag.json" | tee -a "$out/sweep.md"
+            "${extra[@]}" "$d/in" -o "$d/g-$tag.gz" --json > "$out/gpu-$tag.json" 2>&1
+        line "$label (round $r)" "$out/gpu-$tag.json" | tee -a "$out/sweep.md"
     done
     timeout 120 "$pp" compress -T "$(nproc)" --no-sync -f "$d/in" -o "$d/c.gz" --json > "$out/cpu.json" 2>&1
     line "cpu, -T $(nproc) (round $r)" "$out/cpu.json" | tee -a "$out/sweep.md"

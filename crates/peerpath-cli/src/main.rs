@@ -270,6 +270,7 @@ struct CompressArgs {
     devices: usize,
     /// Memory of each emulated device (K, M, G suffixes), at least 4M; memory from "shm" is at most
     /// this machine's memory [default: 512M, the seed's CMB; half the machine's memory where that is less].
+    /// With --engine gpu: the GPU memory the job computes in [default: 4G].
     #[arg(long, value_parser = parse_device_memory, help_heading = "Devices")]
     device_memory: Option<usize>,
     /// Where each emulated device's memory comes from: "shm" (a shared-memory file the device
@@ -304,11 +305,12 @@ struct CompressArgs {
     #[arg(long, value_enum, default_value_t = GpuStagingArg::Commands, help_heading = "Devices")]
     gpu_staging: GpuStagingArg,
     /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;
-    /// rounded up to whole members of --block-size): a command's members go into one nvCOMP launch.
-    #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Devices")]
+    /// rounded up to whole members of --block-size): a command's members go into one nvCOMP launch
+    /// (16M: 0.99-1.07 s for 1.5 GiB against 1.20-1.27 with 1M, bench/results/2026-11-26-gpu-machine-8).
+    #[arg(long, default_value = "16M", value_parser = parse_size, help_heading = "Devices")]
     gpu_chunk: usize,
     /// With --engine gpu: pinned host memory the GPU's chunks are staged through (K, M, G suffixes).
-    #[arg(long, default_value = "128M", value_parser = parse_size, help_heading = "Devices")]
+    #[arg(long, default_value = "512M", value_parser = parse_size, help_heading = "Devices")]
     gpu_window: usize,
     /// With --engine gpu: input a worker waits to gather into one nvCOMP launch (K, M, G
     /// suffixes; 0: what is queued, the default); it starts sooner when the queue depth is all in
