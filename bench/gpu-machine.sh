@@ -6,7 +6,7 @@
 #     sweep    bench/gpu-sweep.sh: --engine gpu in memory over CUDA streams x queue depth, on the
 #              slice x 32 (1.5 GiB), beside the CPU on every core ($PP_SWEEP_CONFIGS, else the
 #              script's default; $PP_SWEEP_ROUNDS rounds, default 2). The next run to make:
-#              PP_SWEEP_CONFIGS="1:128:commands::::1M 1:128 1:64" (1 MiB chunks against the
+#              PP_SWEEP_CONFIGS="1:128:commands:::1M 1:128 1:64" (1 MiB chunks against the
 #              default 16 MiB; the report's device `profile` line says where the batches' time went)
 #     decompress  decompression of the slice x 8 into tmpfs at every core (mapped target and
 #              written, 5 interleaved runs each), 8 threads and 1 thread; each run's wall time

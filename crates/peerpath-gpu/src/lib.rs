@@ -3,10 +3,15 @@
 //! project builds, tests and runs on machines without either, and says why
 //! the GPU cannot be used ([`Gpu::open`], [`Nvcomp::load`]).
 //!
-//! Today: [`probe`] runs nvCOMP's batched gzip compressor on real data in
-//! GPU memory and checks every member on the CPU oracle (`peerpath gpu
-//! probe`). The device the job executor drives comes next, on
-//! `peerpath_device::DeviceMemory::staged` (GPU memory plus a pinned window).
+//! - [`GpuDevice`]: the GPU as a `Device` the compress job's executor
+//!   drives (nvCOMP's batched gzip compressor; GPU memory beside a pinned
+//!   host window storage DMAs into).
+//! - [`Inflater`]: batches of gzip members decoded and their CRC-32 checked
+//!   on the GPU, for `decompress`/`verify --engine gpu`.
+//! - [`probe`]: nvCOMP's compressor on real data in GPU memory, every member
+//!   checked on the CPU oracle (`peerpath gpu probe`).
+//!
+//! docs/gpu-nvcomp.md has the interfaces and what was measured.
 
 mod device;
 mod inflate;

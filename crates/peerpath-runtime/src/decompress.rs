@@ -227,7 +227,7 @@ fn run_job_on(
         // + 4 above (16 threads: 36, 144 MiB). docs/tuning.md#decompress-read-ahead.
         // With a GPU, whose batches are large: enough for a batch per worker
         // and one being split, at one compressed byte per decompressed byte at most
-        // (docs/gpu-nvcomp.md#decompression).
+        // (docs/gpu-nvcomp.md, section 9).
         pool: BufferPool::new(
             WINDOW_BUFFERS.max(qd as usize + 2).max(2 * threads + 4).max(if gpu.is_some() { (threads + 1) * batch_bytes.div_ceil(READ_BYTES) } else { 0 }),
             READ_BYTES,

@@ -427,6 +427,14 @@ impl JobReport {
         let _ = writeln!(s, "{fmt}");
         if self.devices.is_empty() {
             let _ = writeln!(s, "  threads       {} compute + 1 I/O orchestration, queue depth {}", self.threads, self.queue_depth);
+        } else if self.provenance == Provenance::MeasuredDevice {
+            let _ = writeln!(
+                s,
+                "  threads       {} host worker(s) driving {} GPU(s), a CUDA stream each, + 1 host I/O orchestration, queue depth {}",
+                self.threads,
+                self.devices.len(),
+                self.queue_depth
+            );
         } else {
             let _ = writeln!(
                 s,
@@ -573,11 +581,19 @@ impl JobReport {
 
 /// One device: what it is, what it did, its memory, CPU and failure.
 fn render_device(s: &mut String, d: &DeviceReport) {
-    let _ = writeln!(s, "  device        {}: {}, {} of memory", d.name, d.kind, human_bytes_exact(d.memory_bytes as u64));
-    let _ = writeln!(s, "    serves      {}", d.sources.join(", "));
+    if d.memory_bytes > 0 {
+        let _ = writeln!(s, "  device        {}: {}, {} of memory", d.name, d.kind, human_bytes_exact(d.memory_bytes as u64));
+    } else {
+        let _ = writeln!(s, "  device        {}: {}", d.name, d.kind);
+    }
+    if !d.sources.is_empty() {
+        let _ = writeln!(s, "    serves      {}", d.sources.join(", "));
+    }
     let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
-    let _ = writeln!(s, "    memory      {} read + written in device memory", human_bytes_exact(d.memory_traffic_bytes));
+    if d.memory_traffic_bytes > 0 || d.memory_bytes > 0 {
+        let _ = writeln!(s, "    memory      {} read + written in device memory", human_bytes_exact(d.memory_traffic_bytes));
+    }
     if let (Some(rss), Some(huge)) = (d.memory_resident_bytes, d.memory_huge_page_bytes) {
         let why = if huge == 0 {
             " (4 KiB pages: the file system holding it gives no huge pages; a tmpfs mounted with huge=within_size does, see --device-memory-from shm:DIR)"
