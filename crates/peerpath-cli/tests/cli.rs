@@ -426,10 +426,11 @@ fn the_gpu_probe_says_why_it_cannot_run_or_checks_every_member() {
     assert!(o.stderr.contains("GPU unavailable: "), "{}", o.stderr);
 }
 
-/// `compress --engine gpu` where no GPU can be used: the CPU compresses,
-/// and the fallbacks say why; with --no-fallback, exit 15 and nothing kept.
+/// `compress` and `decompress --engine gpu` where no GPU can be used: the
+/// CPU does the work, and the fallbacks say why; with --no-fallback, exit 15
+/// and nothing kept.
 #[test]
-fn compress_on_a_gpu_that_is_not_there_falls_back_with_the_reason_or_fails_when_told() {
+fn compress_and_decompress_on_a_gpu_that_is_not_there_fall_back_with_the_reason_or_fail_when_told() {
     let dir = scratch();
     let src = dir.path().join("s.fa");
     std::fs::write(&src, b"ACDEFGHIKLMNPQRSTVWY\n".repeat(50_000)).unwrap();
@@ -457,10 +458,27 @@ fn compress_on_a_gpu_that_is_not_there_falls_back_with_the_reason_or_fails_when_
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
     assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
     assert_eq!(run(&mut pp(args!["decompress", &out, "-o", "-"])).stdout, std::fs::read(&src).unwrap());
-    for bad in [["--gpu-staging", "nowhere"], ["--gpu-streams", "0"]] {
+    for bad in [["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"]] {
         let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", bad[0], bad[1]]));
         assert_eq!(o.code(), Some(2), "{bad:?}: {}", o.stderr);
     }
+    // Decompression and verification on a GPU that is not there: the CPU
+    // decodes, said so; with --no-fallback, exit 15 and nothing kept.
+    let back = dir.path().join("back.fa");
+    let o = run(&mut pp(args!["decompress", &out, "-o", &back, "--engine", "gpu", "--json"]));
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stdout_str());
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap());
+    std::fs::remove_file(&back).unwrap();
+    let o = run(&mut pp(args!["decompress", &out, "-o", &back, "--engine", "gpu", "--no-fallback"]));
+    assert_eq!(o.code(), Some(15), "{}", o.stderr);
+    assert!(o.stderr.contains("GPU unavailable") && !back.exists(), "{}", o.stderr);
+    let o = run(&mut pp(args!["verify", &out, "--engine", "gpu", "--no-fallback"]));
+    assert_eq!(o.code(), Some(15), "{}", o.stderr);
+    let o = run(&mut pp(args!["verify", &out, "--engine", "gpu"]));
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    let text = o.stdout_str();
+    assert!(text.contains("FALLBACK") && text.contains("OK: 1 file(s)"), "{text}");
 }
 
 /// Shell completions and the man page come from the command line itself
