@@ -15,6 +15,8 @@
 #              and 64 KiB members of the slice x 8 into tmpfs, 5 interleaved rounds; verify on the GPU;
 #              a corrupt member on the GPU and the CPU; the peerpath-gpu crate's tests where
 #              .gpu/gputests(.xz) is carried
+#     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
+#              at every core, 2/4/8 MiB reads, 3 interleaved rounds
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
 #              disk, tmpfs to disk and in memory, 3 runs each
 #     scaling  bench/gpu-machine-scaling.sh without disk rows (PP_SCALING_QUICK=1), the mapped
@@ -98,6 +100,8 @@ for step in $steps; do
             .gpu/peerpath decompress --engine gpu -T 2 --gpu-batch 192M -f "$dd/bad.gz" -o "$dd/bad" > "$o/corrupt.txt" 2>&1; echo "gpu exit $?" >> "$o/corrupt.txt"
             .gpu/peerpath decompress -T 8 -f "$dd/bad.gz" -o "$dd/bad" >> "$o/corrupt.txt" 2>&1; echo "cpu exit $?" >> "$o/corrupt.txt"; ls "$dd" >> "$o/corrupt.txt"
             rm -rf "$dd" ;;
+        disk)
+            bench/disk-ab.sh --peerpath .gpu/peerpath --input "$in/x8" --dir /var/tmp/ppdiskab --runs 3 --out "$OUT/disk" > "$OUT/disk/log" 2>&1 ;;
         scaling)
             OUT=$OUT/scaling PP_SCALING_DISK= PP_SCALING_QUICK=1 PP_SCALING_DEADLINE=120 bench/gpu-machine-scaling.sh > "$OUT/scaling/log" 2>&1 ;;
         *) say "unknown step $step"; continue ;;
@@ -105,7 +109,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

@@ -21,6 +21,16 @@ use std::os::fd::AsRawFd;
 const CPU_READ_BYTES: usize = 2 << 20;
 const CPU_READ_POOL_BYTES: usize = 64 << 20;
 
+/// The CPU path's read size: [`CPU_READ_BYTES`], or `$PEERPATH_CPU_READ_BYTES`
+/// (a power of two from 64 KiB to 64 MiB) for A/B runs (bench/disk-ab.sh).
+fn cpu_read_bytes() -> usize {
+    std::env::var("PEERPATH_CPU_READ_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| n.is_power_of_two() && (64 << 10..=64 << 20).contains(n))
+        .unwrap_or(CPU_READ_BYTES)
+}
+
 /// What the CPU pass needs to know of the job.
 pub(crate) struct CpuParams {
     pub threads: usize,
@@ -71,8 +81,9 @@ impl CpuPass {
         // The CPU reads 2 MiB chunks while the pool stays within 64 MiB or
         // (2T + 1) x 2 MiB, else the device path's size.
         let mut chunk_bytes = p.device_chunk_bytes;
-        if slots * CPU_READ_BYTES <= CPU_READ_POOL_BYTES.max((threads * 2 + 1) * CPU_READ_BYTES) {
-            chunk_bytes = crate::compress::read_chunk_bytes(p.member_bytes, CPU_READ_BYTES).0.max(chunk_bytes);
+        let read_bytes = cpu_read_bytes();
+        if slots * read_bytes <= CPU_READ_POOL_BYTES.max((threads * 2 + 1) * read_bytes) {
+            chunk_bytes = crate::compress::read_chunk_bytes(p.member_bytes, read_bytes).0.max(chunk_bytes);
         }
         CpuPass {
             workers: WorkerPool::new(threads, waker, cpu),
