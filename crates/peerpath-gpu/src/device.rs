@@ -118,6 +118,8 @@ struct Profile {
     /// completion, and waits for work.
     batch_ns: AtomicU64,
     idle_ns: AtomicU64,
+    /// The worker threads' own CPU time (user + system), batches and waits.
+    host_cpu_ns: AtomicU64,
 }
 
 impl Profile {
@@ -127,7 +129,7 @@ impl Profile {
         let batches = g(&self.batches);
         let kernel = s(&self.kernel_ns);
         format!(
-            "{batches} batches, {:.1} commands each on average (largest {}); on the GPU: {} {:.3} s, nvCOMP {:.3} s for {} members ({:.2} GB/s while it ran), {} {:.3} s; worker threads: {:.3} s in batches, {:.3} s waiting for work",
+            "{batches} batches, {:.1} commands each on average (largest {}); on the GPU: {} {:.3} s, nvCOMP {:.3} s for {} members ({:.2} GB/s while it ran), {} {:.3} s; worker threads: {:.3} s in batches, {:.3} s waiting for work, {:.3} s of CPU",
             g(&self.commands) as f64 / batches.max(1) as f64,
             g(&self.largest_batch),
             if self.staged_by_device { "copies in" } else { "copies" },
@@ -139,6 +141,7 @@ impl Profile {
             s(&self.packing_ns),
             s(&self.batch_ns),
             s(&self.idle_ns),
+            s(&self.host_cpu_ns),
         )
     }
 }
@@ -484,6 +487,7 @@ impl Worker {
             }
         };
         let profile = self.shared.profile.clone();
+        let mut cpu_before = thread_cpu_ns();
         loop {
             let waited = Instant::now();
             let Ok(first) = jobs.recv() else { break };
@@ -513,6 +517,9 @@ impl Worker {
                     break;
                 }
             }
+            let cpu_now = thread_cpu_ns();
+            profile.host_cpu_ns.fetch_add(cpu_now.saturating_sub(cpu_before), Ordering::Relaxed);
+            cpu_before = cpu_now;
             std::sync::atomic::fence(Ordering::SeqCst);
             if sleeping.swap(false, Ordering::SeqCst) {
                 wake.signal();
@@ -848,6 +855,16 @@ impl Worker {
 
 /// A job's index in its batch, its status and its output bytes.
 type JobResult = (usize, (Status, u64));
+
+/// The calling thread's CPU time so far (user + system), nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes one timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
 
 /// A block of a compress command's input: one member.
 struct Piece {

@@ -54,6 +54,31 @@ fn rusage(who: libc::c_int) -> CpuTime {
     CpuTime { user_s: tv(ru.ru_utime), system_s: tv(ru.ru_stime) }
 }
 
+/// CPU time of this process's io_uring worker threads alive now (tasks
+/// named `iou-wrk-*` in /proc/self/task), `None` where /proc says nothing.
+pub fn io_uring_worker_cpu() -> Option<CpuTime> {
+    // SAFETY: sysconf reads a constant of the system.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks <= 0 {
+        return None;
+    }
+    let mut sum = CpuTime::default();
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("iou-wrk") {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        // Fields after the command's closing parenthesis start at field 3
+        // (state); utime and stime are fields 14 and 15.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).map_or(0.0, |v| v as f64 / ticks as f64);
+        sum = sum.plus(&CpuTime { user_s: tick(11), system_s: tick(12) });
+    }
+    Some(sum)
+}
+
 /// CPU time of the calling thread so far (`RUSAGE_THREAD`).
 pub fn thread_cpu_now() -> CpuTime {
     rusage(libc::RUSAGE_THREAD)
@@ -67,6 +92,8 @@ pub fn thread_cpu_now() -> CpuTime {
 pub struct CpuAccount {
     roles: Arc<Mutex<BTreeMap<CpuRole, (CpuTime, usize)>>>,
     process_start: CpuTime,
+    /// io_uring's worker threads' CPU, sampled before the job's ring goes.
+    io_workers: Arc<Mutex<Option<CpuTime>>>,
 }
 
 /// One role's share.
@@ -88,6 +115,8 @@ pub struct CpuSummary {
     pub roles: Vec<RoleCpu>,
     /// Process CPU not charged to a role (main thread, kernel io workers).
     pub other_s: f64,
+    /// Of `other_s`: io_uring's worker threads (sampled at the job's end), where sampled.
+    pub io_workers_s: Option<f64>,
     pub total_user_s: f64,
     pub total_system_s: f64,
     pub total_utilisation_pct: f64,
@@ -95,7 +124,7 @@ pub struct CpuSummary {
 
 impl CpuAccount {
     pub fn start() -> Self {
-        CpuAccount { roles: Arc::default(), process_start: rusage(libc::RUSAGE_SELF) }
+        CpuAccount { roles: Arc::default(), process_start: rusage(libc::RUSAGE_SELF), io_workers: Arc::default() }
     }
 
     /// Charges the calling thread's CPU time since `since` to `role`.
@@ -105,6 +134,13 @@ impl CpuAccount {
         let e = roles.entry(role).or_default();
         e.0 = e.0.plus(&used);
         e.1 += 1;
+    }
+
+    /// Notes the CPU of io_uring's worker threads (the kernel's copies for
+    /// buffered I/O, blocking I/O) before the job's ring is dropped (its
+    /// workers then exit and their time is only in the process's total).
+    pub fn sample_io_workers(&self) {
+        *self.io_workers.lock().expect("cpu account lock poisoned") = io_uring_worker_cpu();
     }
 
     pub fn summary(&self, wall: Duration) -> CpuSummary {
@@ -126,6 +162,7 @@ impl CpuAccount {
             wall_s,
             roles,
             other_s: (total.total_s() - charged).max(0.0),
+            io_workers_s: self.io_workers.lock().expect("cpu account lock poisoned").map(|t| t.total_s()),
             total_user_s: total.user_s,
             total_system_s: total.system_s,
             total_utilisation_pct: pct(total.total_s()),

@@ -363,6 +363,7 @@ fn run_job(
     let cpu_ran = ran.cpu_memory.is_some();
     let mut memory = ran.cpu_memory.unwrap_or_default();
     memory.add_engine(engine.as_ref());
+    cpu.sample_io_workers();
     drop(engine); // all I/O is done
     let library = format!("{} (level {})", opts.level.library(), opts.level.get());
     let provenance = device_text.map(|t| t.2);

@@ -282,6 +282,7 @@ fn run_job_on(
     let pipeline = ctx.clock.report(threads, &times);
     let mut memory = MemoryReport::new(&pool_stats, peak);
     memory.add_engine(engine.as_ref());
+    cpu.sample_io_workers();
     drop(engine);
     let wall = start.elapsed();
     if let Some(g) = &gpu {

@@ -506,7 +506,14 @@ impl JobReport {
                 t / (self.bytes_in as f64 / 1e9).max(1e-12)
             );
         }
-        let _ = writeln!(s, "    {:<20} {:.2} s (main thread, kernel I/O workers)", "other", c.other_s);
+        match c.io_workers_s {
+            Some(io) => {
+                let _ = writeln!(s, "    {:<20} {:.2} s (main thread, kernel I/O workers; io_uring's workers {:.2} s)", "other", c.other_s, io);
+            }
+            None => {
+                let _ = writeln!(s, "    {:<20} {:.2} s (main thread, kernel I/O workers)", "other", c.other_s);
+            }
+        }
     }
 
     /// Host memory traffic and the ledger's entries.
