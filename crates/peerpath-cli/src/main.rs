@@ -473,13 +473,15 @@ const GPU_DECODE_THREADS: usize = 4;
 
 impl DecodeEngineArgs {
     fn spec(&self) -> Option<peerpath_runtime::GpuDecodeSpec> {
-        (self.engine == DecodeEngineArg::Gpu).then(|| peerpath_runtime::GpuDecodeSpec { ordinal: self.gpu, nvcomp: self.nvcomp.clone(), batch_bytes: self.gpu_batch, no_fallback: self.no_fallback })
+        (self.engine == DecodeEngineArg::Gpu).then(|| peerpath_runtime::GpuDecodeSpec { ordinal: self.gpu, nvcomp: self.nvcomp.clone(), batch_bytes: self.gpu_batch, no_fallback: self.no_fallback, cpu_threads: None })
     }
 
     /// The job's options, with the GPU's default thread count where -T was not given.
     fn options(&self, mut common: peerpath_runtime::job::CommonOptions, threads_given: bool, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>) -> DecompressOptions {
-        let gpu = self.spec();
-        if gpu.is_some() && !threads_given {
+        let mut gpu = self.spec();
+        if let (Some(spec), false) = (gpu.as_mut(), threads_given) {
+            // Where the GPU does not start, the CPU gets the usual default (all cores).
+            spec.cpu_threads = Some(common.threads);
             common.threads = GPU_DECODE_THREADS;
         }
         DecompressOptions { common, key, gpu }

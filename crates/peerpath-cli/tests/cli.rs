@@ -467,7 +467,10 @@ fn compress_and_decompress_on_a_gpu_that_is_not_there_fall_back_with_the_reason_
     let back = dir.path().join("back.fa");
     let o = run(&mut pp(args!["decompress", &out, "-o", &back, "--engine", "gpu", "--json"]));
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
-    assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stdout_str());
+    let j = o.json();
+    assert!(j["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stdout_str());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    assert_eq!(j["threads"], cores, "without its GPU the job decodes on every core, not on the GPU's 4 workers");
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap());
     std::fs::remove_file(&back).unwrap();
     let o = run(&mut pp(args!["decompress", &out, "-o", &back, "--engine", "gpu", "--no-fallback"]));

@@ -179,6 +179,7 @@ pub fn verify(sources: &[PathBuf], opts: &DecompressOptions) -> Result<JobReport
 fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
     let clocks = (Instant::now(), CpuAccount::start(), thread_cpu_now());
     let mut fallbacks = Vec::new();
+    let mut on_cpu = None;
     let gpu = match &opts.gpu {
         None => None,
         Some(spec) => match GpuDecoder::open(spec, opts.common.threads.max(1)) {
@@ -186,11 +187,13 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
             Err(why) if spec.no_fallback => return Err(JobError::Device { detail: format!("GPU unavailable: {why} (--no-fallback)") }),
             Err(why) => {
                 fallbacks.push(Fallback::DeviceNotStarted { device: format!("GPU {}", spec.ordinal), why });
+                // The CPU decodes on the threads it would have had without a GPU.
+                on_cpu = spec.cpu_threads.map(|threads| DecompressOptions { common: CommonOptions { threads, ..opts.common.clone() }, gpu: None, ..opts.clone() });
                 None
             }
         },
     };
-    run_job_on(operation, items, opts, gpu, fallbacks, clocks)
+    run_job_on(operation, items, on_cpu.as_ref().unwrap_or(opts), gpu, fallbacks, clocks)
 }
 
 /// Runs the job, with `gpu` (opened, or a test's stand-in) decoding its

@@ -25,11 +25,14 @@ pub struct GpuDecodeSpec {
     pub batch_bytes: usize,
     /// Fail (exit 15) instead of letting the CPU decode what the GPU did not.
     pub no_fallback: bool,
+    /// Worker threads to use instead where the GPU does not start (the
+    /// job's thread count was the GPU's default, not the user's).
+    pub cpu_threads: Option<usize>,
 }
 
 impl Default for GpuDecodeSpec {
     fn default() -> Self {
-        GpuDecodeSpec { ordinal: 0, nvcomp: None, batch_bytes: 96 << 20, no_fallback: false }
+        GpuDecodeSpec { ordinal: 0, nvcomp: None, batch_bytes: 96 << 20, no_fallback: false, cpu_threads: None }
     }
 }
 
