@@ -1,5 +1,7 @@
 //! `peerpath encrypt`, `decrypt` and `keygen`: files in the authenticated
-//! block format `peerpath-enc/1` (AES-256-GCM, `peerpath_func::crypt`).
+//! block format `peerpath-enc/1` (AES-256-GCM, `peerpath_func::crypt`), or
+//! with `--mode xts` block-device images in AES-256-XTS (`peerpath_func::xts`:
+//! the same size, sector by sector, not authenticated).
 //!
 //! Blocks are independent, so every worker thread takes the next block
 //! index, reads it at its own offset (`pread`), seals or opens it, and
@@ -46,6 +48,15 @@ pub struct CryptArgs {
     /// Plaintext bytes per block (encrypt; K, M suffixes; at most 1G).
     #[arg(long, default_value = "1M", value_parser = crate::parse_size)]
     block_size: usize,
+    /// `gcm`: peerpath-enc/1 (AES-256-GCM: authenticated blocks, a header; the default); `xts`:
+    /// AES-256-XTS for block-device images (the same size, sector by sector, each sector's index
+    /// its tweak, as dm-crypt's plain64; not authenticated: a changed sector decrypts to garbage,
+    /// not to an error). Target SOURCE.xts; decrypt needs --mode xts too (the file says nothing).
+    #[arg(long, value_enum, default_value_t = Mode::Gcm)]
+    mode: Mode,
+    /// With --mode xts: bytes per sector (data unit), a power of two from 512 to 1M.
+    #[arg(long, default_value = "4K", value_parser = crate::parse_size)]
+    sector_size: usize,
     /// Worker threads [default: all cores].
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
@@ -66,6 +77,15 @@ pub struct KeygenArgs {
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
 }
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    Gcm,
+    Xts,
+}
+
+/// Suffix of XTS images.
+const XTS_SUFFIX: &str = "xts";
 
 #[derive(Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -183,18 +203,18 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
     }
 }
 
-fn default_target(source: &Path, dir: Direction) -> Result<PathBuf, JobError> {
+fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf, JobError> {
     let name = source.file_name().ok_or_else(|| JobError::Usage(format!("{} names no file", source.display())))?;
     match dir {
         Direction::Encrypt => {
             let mut n = name.to_os_string();
             n.push(".");
-            n.push(SUFFIX);
+            n.push(suffix);
             Ok(source.with_file_name(n))
         }
         Direction::Decrypt => match source.extension() {
-            Some(e) if e == SUFFIX && source.file_stem().is_some_and(|s| !s.is_empty()) => Ok(source.with_extension("")),
-            _ => Err(JobError::Usage(format!("{} does not end in .{SUFFIX}: name the output with -o", source.display()))),
+            Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => Ok(source.with_extension("")),
+            _ => Err(JobError::Usage(format!("{} does not end in .{suffix}: name the output with -o", source.display()))),
         },
     }
 }
@@ -203,13 +223,16 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if peerpath_runtime::job::is_std_stream(&a.source) || a.output.as_deref().is_some_and(peerpath_runtime::job::is_std_stream) {
         return Err(JobError::Usage("encrypt and decrypt work on files (nothing may reach an output before every block is checked)".into()));
     }
+    if a.mode == Mode::Xts {
+        return run_xts(a, dir);
+    }
     if a.block_size == 0 || a.block_size > MAX_BLOCK_BYTES as usize {
         return Err(JobError::Usage(format!("--block-size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20)));
     }
     let key = load_key(&a.key)?;
     let target = match &a.output {
         Some(o) => o.clone(),
-        None => default_target(&a.source, dir)?,
+        None => default_target(&a.source, dir, SUFFIX)?,
     };
     peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
     let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
@@ -285,6 +308,122 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             peerpath_metrics::human_bytes(l.plaintext_bytes),
             l.blocks(),
             peerpath_metrics::human_bytes(l.block_bytes as u64),
+            seconds,
+            report.plaintext_gb_per_s
+        );
+    }
+    Ok(())
+}
+
+/// Sectors per task of an XTS worker (at 4 KiB, 1 MiB a task).
+const XTS_TASK_BYTES: usize = 1 << 20;
+
+/// `--mode xts`: the source's sectors encrypted (or decrypted) into a target
+/// of the same size, on every core, published only when all are done.
+fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
+    use peerpath_func::xts::{Xts, XtsKey, MIN_UNIT_BYTES};
+    let sector = a.sector_size;
+    if !sector.is_power_of_two() || !(512..=1 << 20).contains(&sector) {
+        return Err(JobError::Usage(format!("--sector-size {sector}: a power of two from 512 to 1M")));
+    }
+    let key = XtsKey::derive(&load_key(&a.key)?).map_err(|e| JobError::Internal(e.to_string()))?;
+    let target = match &a.output {
+        Some(o) => o.clone(),
+        None => default_target(&a.source, dir, XTS_SUFFIX)?,
+    };
+    peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
+    let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
+    let src = File::open(&a.source).map_err(unreadable)?;
+    let meta = src.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(JobError::Usage(format!("{} is not a regular file", a.source.display())));
+    }
+    let size = meta.len();
+    let tail = (size % sector as u64) as usize;
+    if tail != 0 && tail < MIN_UNIT_BYTES {
+        return Err(JobError::Usage(format!(
+            "{} is {size} bytes: its last sector would be {tail} bytes, and XTS needs at least {MIN_UNIT_BYTES} (images are whole sectors; try another --sector-size)",
+            a.source.display()
+        )));
+    }
+    let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
+    let task = XTS_TASK_BYTES.max(sector);
+    let tasks = size.div_ceil(task as u64);
+    let (t, temp) = peerpath_io::create_temporary(&target, false).map_err(target_io(&target))?;
+    let started = Instant::now();
+    let clock = StageClock::default();
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let worker = || -> Result<(), (u64, JobError)> {
+        let fail = |i: u64, e: JobError| {
+            stop.store(true, Ordering::Relaxed);
+            (i, e)
+        };
+        let mut xts = Xts::new(&key, dir == Direction::Encrypt).map_err(|e| fail(0, JobError::Internal(e.to_string())))?;
+        let (mut input, mut output) = (vec![0u8; task], vec![0u8; task]);
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= tasks || stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let at = i * task as u64;
+            let len = (size - at).min(task as u64) as usize;
+            StageClock::time(&clock.read, || src.read_exact_at(&mut input[..len], at)).map_err(|e| {
+                let detail = if e.kind() == std::io::ErrorKind::UnexpectedEof { "the source shrank while it was read".to_string() } else { e.to_string() };
+                fail(i, JobError::SourceIo { path: a.source.clone(), detail })
+            })?;
+            StageClock::time(&clock.cipher, || xts.apply(at / sector as u64, sector, &input[..len], &mut output[..len])).map_err(|e| fail(i, JobError::Internal(e.to_string())))?;
+            StageClock::time(&clock.write, || t.file.write_all_at(&output[..len], at)).map_err(|e| fail(i, target_io(&target)(e)))?;
+        }
+    };
+    let result = (|| -> Result<(), JobError> {
+        let results: Vec<Result<(), (u64, JobError)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads.min(tasks as usize).max(1)).map(|_| s.spawn(worker)).collect();
+            handles.into_iter().map(|h| h.join().expect("an XTS worker does not panic")).collect()
+        });
+        if let Some((_, e)) = results.into_iter().filter_map(Result::err).min_by_key(|(i, _)| *i) {
+            return Err(e);
+        }
+        if src.metadata().map(|m| m.len()).unwrap_or(0) != size {
+            return Err(JobError::SourceIo { path: a.source.clone(), detail: "the source changed size while it was read; nothing was kept".into() });
+        }
+        peerpath_io::Inherited::of(Some(&meta)).apply(&t.file).map_err(target_io(&target))?;
+        crate::put_in_place(&t.file, &temp, &target, a.force)?;
+        File::open(peerpath_io::parent_dir(&target)).and_then(|d| d.sync_all()).map_err(target_io(&target))
+    })();
+    if let Err(e) = result {
+        peerpath_io::discard(&temp);
+        return Err(e);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let report = CryptReport {
+        operation: dir,
+        source: a.source.display().to_string(),
+        target: target.display().to_string(),
+        algorithm: "AES-256-XTS (IEEE 1619), tweak = sector index (plain64), not authenticated",
+        library: "aws-lc (aws-lc-sys)",
+        block_bytes: sector as u32,
+        blocks: size.div_ceil(sector as u64),
+        plaintext_bytes: size,
+        file_bytes: size,
+        threads,
+        seconds,
+        plaintext_gb_per_s: size as f64 / seconds.max(1e-9) / 1e9,
+        cipher_gb_per_s_per_core: size as f64 / clock.stages().cipher_s.max(1e-9) / 1e9,
+        stages: clock.stages(),
+        provenance: "measured on this host's CPU",
+    };
+    if a.json {
+        println!("{}", crate::jsonout::stamped("crypt-report", &report));
+    } else if !a.quiet {
+        let verb = if dir == Direction::Encrypt { "encrypted" } else { "decrypted" };
+        println!(
+            "{} -> {}: {verb} {} as {} sector(s) of {} with AES-256-XTS (not authenticated), {:.3} s, {:.2} GB/s on {threads} thread(s) (measured on this host's CPU)",
+            report.source,
+            report.target,
+            peerpath_metrics::human_bytes(size),
+            report.blocks,
+            peerpath_metrics::human_bytes(sector as u64),
             seconds,
             report.plaintext_gb_per_s
         );

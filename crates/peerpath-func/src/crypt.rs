@@ -78,6 +78,11 @@ impl Key {
         Ok(Key(k))
     }
 
+    /// The key's bytes, for deriving other keys from it (never printed).
+    pub(crate) fn secret(&self) -> &[u8] {
+        &self.0[..]
+    }
+
     /// A new random key, as 64 hexadecimal digits and a newline (what `peerpath keygen` writes).
     pub fn generate_hex() -> Result<Zeroizing<String>, String> {
         let mut k = Zeroizing::new([0u8; KEY_BYTES]);

@@ -11,6 +11,7 @@ pub mod crypt;
 pub mod dedup;
 pub mod ec;
 pub mod sample;
+pub mod xts;
 pub mod scan;
 
 pub use gzip::{
