@@ -133,8 +133,13 @@ impl Inflater {
             None => Lane::new(&self.ctx)?,
         };
         let result = lane.decode(self, members, dst);
-        if result.is_ok() {
-            self.lanes.lock().expect("lanes").push(lane);
+        match &result {
+            Ok(_) => self.lanes.lock().expect("lanes").push(lane),
+            // A lane that failed is not reused; its copies end before its
+            // pinned buffers are unpinned (best effort on a failing GPU).
+            Err(_) => {
+                let _ = lane.stream.synchronize();
+            }
         }
         result
     }
