@@ -339,16 +339,17 @@ pub fn lent(cat: &Catalog) -> Result<Vec<Row>, SimError> {
         };
         rows.push(row("lent", format!("peerpath compress -T {t}, tmpfs to tmpfs (gpu-machine-3)"), "GB/s", measured, format!("{measured:.2} GB/s"), g, st, &r.bottleneck, why));
     }
-    // bench/results/2026-11-26-gpu-machine-4 (sweep.md): compress --engine gpu on the H100 itself,
-    // 1.5 GiB from tmpfs to tmpfs, 1 stream, queue depth 128 and 256, past the device's opening:
-    // 1.79-1.94 GB/s. The fixture's GPU is that H100.
+    // bench/results/2026-11-26-gpu-machine-8 (sweep.md): compress --engine gpu on the H100 itself,
+    // 1.5 GiB from tmpfs to tmpfs, the defaults since (1 stream, queue depth 128, 16 MiB commands,
+    // a 512 MiB window), past the device's opening: 2.16-2.22 GB/s (1 MiB commands, before:
+    // 1.79-1.94, gpu-machine-4). The fixture's GPU is that H100.
     let mut job = Job::new(JobKind::CompressMemory { on: Compute::Gpu(None) });
     job.function = "compress-nvcomp-gzip-2".into();
     job.ratio = Some(1.990);
     let r = run(&m, job)?;
     let g = r.throughput_bytes_per_s / 1e9;
-    rows.push(row("lent", "compress --engine gpu (H100), in memory, past its opening", "GB/s", 1.94, "1.79-1.94 GB/s".to_string(), g, status_for(g, 1.94), &r.bottleneck,
-        "as for the H200 below: the model keeps nvCOMP's kernel busy; the device gets a copy command, a compress command and a copy command per chunk, each a round trip through the one executor thread, and runs one batch at a time (more CUDA streams measured slower, gpu-machine-3). The report's device profile now times its batches (copies, kernel, packing) for the next measurement"));
+    rows.push(row("lent", "compress --engine gpu (H100), in memory, past its opening", "GB/s", 2.22, "2.16-2.22 GB/s".to_string(), g, status_for(g, 2.22), &r.bottleneck,
+        "the model keeps nvCOMP's kernel busy; measured, the kernel ran 6.2-6.6 GB/s while it ran but the GPU was busy 0.35 s of the job's 0.95 s past opening and waited for work 0.17 s, while io_uring's workers spent 1.5 s of CPU copying the tmpfs reads and writes into and out of the pinned window (gpu-machine-8, -11): the executor's pipeline in front of the GPU, which the model does not have, is the limit"));
     // bench/results/2026-11-26-gpu-engine-h200 (summary-3.txt): compress --engine gpu, 1.6 GB
     // (in4.fa) from tmpfs to the disk, past the device's opening: 1.196 s - 0.219 s and
     // 1.211 s - 0.248 s. That machine had an H200 on the same kind of host (its sysfs was not
