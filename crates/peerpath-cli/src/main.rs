@@ -301,7 +301,7 @@ struct CompressArgs {
     /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing); more than 1 measured slower so far (bench/results/2026-11-26-gpu-machine-3).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
     gpu_streams: u32,
-    /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: not yet measured on a GPU).
+    /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: measured no faster, bench/results/2026-11-26-gpu-machine-5).
     #[arg(long, value_enum, default_value_t = GpuStagingArg::Commands, help_heading = "Devices")]
     gpu_staging: GpuStagingArg,
     /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;

@@ -82,7 +82,8 @@ pub enum Staging {
     /// The device: its memory, as the executor sees it, is the window; each
     /// compress command's chunk is copied in, compressed, packed and copied
     /// back to its output range within one batch (one round trip a chunk;
-    /// not yet measured on a GPU).
+    /// measured no faster than `Commands` on the lent H100:
+    /// bench/results/2026-11-26-gpu-machine-5).
     Device,
 }
 
