@@ -230,19 +230,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         return Err(JobError::Usage(format!("--block-size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20)));
     }
     let key = load_key(&a.key)?;
-    let target = match &a.output {
-        Some(o) => o.clone(),
-        None => default_target(&a.source, dir, SUFFIX)?,
-    };
-    peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
-    let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
-    let src = File::open(&a.source).map_err(unreadable)?;
-    let meta = src.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(JobError::Usage(format!("{} is not a regular file", a.source.display())));
-    }
-    let size = meta.len();
-    let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
+    let Opened { target, src, meta, size, threads } = open(&a, dir, SUFFIX)?;
     let damaged = |e: CryptError| JobError::from_crypt(&a.source, e);
     let (cipher, header) = match dir {
         Direction::Encrypt => {
@@ -267,12 +255,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         }
         transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?;
         // The source must still be the size the header was made for (or checked against).
-        if src.metadata().map(|m| m.len()).unwrap_or(0) != size {
-            return Err(JobError::SourceIo { path: a.source.clone(), detail: "the source changed size while it was read; nothing was kept".into() });
-        }
-        peerpath_io::Inherited::of(Some(&meta)).apply(&t.file).map_err(target_io(&target))?;
-        crate::put_in_place(&t.file, &temp, &target, a.force)?;
-        File::open(peerpath_io::parent_dir(&target)).and_then(|d| d.sync_all()).map_err(target_io(&target))
+        publish(&a, &src, size, &meta, &t.file, &temp, &target)
     })();
     if let Err(e) = result {
         peerpath_io::discard(&temp);
@@ -327,18 +310,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         return Err(JobError::Usage(format!("--sector-size {sector}: a power of two from 512 to 1M")));
     }
     let key = XtsKey::derive(&load_key(&a.key)?).map_err(|e| JobError::Internal(e.to_string()))?;
-    let target = match &a.output {
-        Some(o) => o.clone(),
-        None => default_target(&a.source, dir, XTS_SUFFIX)?,
-    };
-    peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
-    let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
-    let src = File::open(&a.source).map_err(unreadable)?;
-    let meta = src.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(JobError::Usage(format!("{} is not a regular file", a.source.display())));
-    }
-    let size = meta.len();
+    let Opened { target, src, meta, size, threads } = open(&a, dir, XTS_SUFFIX)?;
     let tail = (size % sector as u64) as usize;
     if tail != 0 && tail < MIN_UNIT_BYTES {
         return Err(JobError::Usage(format!(
@@ -346,7 +318,6 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             a.source.display()
         )));
     }
-    let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let task = XTS_TASK_BYTES.max(sector);
     let tasks = size.div_ceil(task as u64);
     let (t, temp) = peerpath_io::create_temporary(&target, false).map_err(target_io(&target))?;
@@ -377,19 +348,8 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         }
     };
     let result = (|| -> Result<(), JobError> {
-        let results: Vec<Result<(), (u64, JobError)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads.min(tasks as usize).max(1)).map(|_| s.spawn(worker)).collect();
-            handles.into_iter().map(|h| h.join().expect("an XTS worker does not panic")).collect()
-        });
-        if let Some((_, e)) = results.into_iter().filter_map(Result::err).min_by_key(|(i, _)| *i) {
-            return Err(e);
-        }
-        if src.metadata().map(|m| m.len()).unwrap_or(0) != size {
-            return Err(JobError::SourceIo { path: a.source.clone(), detail: "the source changed size while it was read; nothing was kept".into() });
-        }
-        peerpath_io::Inherited::of(Some(&meta)).apply(&t.file).map_err(target_io(&target))?;
-        crate::put_in_place(&t.file, &temp, &target, a.force)?;
-        File::open(peerpath_io::parent_dir(&target)).and_then(|d| d.sync_all()).map_err(target_io(&target))
+        run_workers(threads.min(tasks as usize), worker)?;
+        publish(&a, &src, size, &meta, &t.file, &temp, &target)
     })();
     if let Err(e) = result {
         peerpath_io::discard(&temp);
@@ -473,12 +433,60 @@ fn transform(cipher: &FileCipher, src: &File, dst: &File, dir: Direction, thread
             StageClock::time(&clock.write, || dst.write_all_at(out, write_at)).map_err(|e| fail(target_io(target)(e)))?;
         }
     };
+    run_workers(threads.min(l.blocks() as usize), worker)
+}
+
+/// Runs `worker` on `threads` threads (at least one); the failure with the
+/// lowest index (block or task) among those tried is the error.
+fn run_workers<W>(threads: usize, worker: W) -> Result<(), JobError>
+where
+    W: Fn() -> Result<(), (u64, JobError)> + Sync,
+{
     let results: Vec<Result<(), (u64, JobError)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.min(l.blocks() as usize).max(1)).map(|_| s.spawn(worker)).collect();
+        let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(&worker)).collect();
         handles.into_iter().map(|h| h.join().expect("a crypt worker does not panic")).collect()
     });
     match results.into_iter().filter_map(Result::err).min_by_key(|(i, _)| *i) {
         Some((_, e)) => Err(e),
         None => Ok(()),
     }
+}
+
+/// A job's source, opened and checked, its target and its threads.
+struct Opened {
+    target: PathBuf,
+    src: File,
+    meta: std::fs::Metadata,
+    size: u64,
+    threads: usize,
+}
+
+/// Resolves the target (`suffix` for the default name), checks it, and
+/// opens the source, which must be a regular file.
+fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError> {
+    let target = match &a.output {
+        Some(o) => o.clone(),
+        None => default_target(&a.source, dir, suffix)?,
+    };
+    peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
+    let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
+    let src = File::open(&a.source).map_err(unreadable)?;
+    let meta = src.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(JobError::Usage(format!("{} is not a regular file", a.source.display())));
+    }
+    let size = meta.len();
+    let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
+    Ok(Opened { target, src, meta, size, threads })
+}
+
+/// Puts the finished temporary in place, once the source is checked to be
+/// still the size it was read at: its owner and mode, the rename, the directory synced.
+fn publish(a: &CryptArgs, src: &File, size: u64, meta: &std::fs::Metadata, file: &File, temp: &peerpath_io::Temporary, target: &Path) -> Result<(), JobError> {
+    if src.metadata().map(|m| m.len()).unwrap_or(0) != size {
+        return Err(JobError::SourceIo { path: a.source.clone(), detail: "the source changed size while it was read; nothing was kept".into() });
+    }
+    peerpath_io::Inherited::of(Some(meta)).apply(file).map_err(target_io(target))?;
+    crate::put_in_place(file, temp, target, a.force)?;
+    File::open(peerpath_io::parent_dir(target)).and_then(|d| d.sync_all()).map_err(target_io(target))
 }
