@@ -280,21 +280,15 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         stages: clock.stages(),
         provenance: "measured on this host's CPU",
     };
-    if a.json {
-        println!("{}", crate::jsonout::stamped("crypt-report", &report));
-    } else if !a.quiet {
+    emit(&a, &report, || {
         let verb = if dir == Direction::Encrypt { "encrypted" } else { "decrypted and authenticated" };
-        println!(
-            "{} -> {}: {verb} {} in {} block(s) of {}, {:.3} s, {:.2} GB/s on {threads} thread(s) (measured on this host's CPU)",
-            report.source,
-            report.target,
+        format!(
+            "{verb} {} in {} block(s) of {}",
             peerpath_metrics::human_bytes(l.plaintext_bytes),
             l.blocks(),
-            peerpath_metrics::human_bytes(l.block_bytes as u64),
-            seconds,
-            report.plaintext_gb_per_s
-        );
-    }
+            peerpath_metrics::human_bytes(l.block_bytes as u64)
+        )
+    });
     Ok(())
 }
 
@@ -373,21 +367,15 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         stages: clock.stages(),
         provenance: "measured on this host's CPU",
     };
-    if a.json {
-        println!("{}", crate::jsonout::stamped("crypt-report", &report));
-    } else if !a.quiet {
+    emit(&a, &report, || {
         let verb = if dir == Direction::Encrypt { "encrypted" } else { "decrypted" };
-        println!(
-            "{} -> {}: {verb} {} as {} sector(s) of {} with AES-256-XTS (not authenticated), {:.3} s, {:.2} GB/s on {threads} thread(s) (measured on this host's CPU)",
-            report.source,
-            report.target,
+        format!(
+            "{verb} {} as {} sector(s) of {} with AES-256-XTS (not authenticated)",
             peerpath_metrics::human_bytes(size),
             report.blocks,
-            peerpath_metrics::human_bytes(sector as u64),
-            seconds,
-            report.plaintext_gb_per_s
-        );
-    }
+            peerpath_metrics::human_bytes(sector as u64)
+        )
+    });
     Ok(())
 }
 
@@ -434,6 +422,24 @@ fn transform(cipher: &FileCipher, src: &File, dst: &File, dir: Direction, thread
         }
     };
     run_workers(threads.min(l.blocks() as usize), worker)
+}
+
+/// Prints the report: JSON, nothing (`--quiet`), or one line saying what was
+/// done (`what`), how long it took and how fast.
+fn emit(a: &CryptArgs, report: &CryptReport, what: impl FnOnce() -> String) {
+    if a.json {
+        println!("{}", crate::jsonout::stamped("crypt-report", report));
+    } else if !a.quiet {
+        println!(
+            "{} -> {}: {}, {:.3} s, {:.2} GB/s on {} thread(s) (measured on this host's CPU)",
+            report.source,
+            report.target,
+            what(),
+            report.seconds,
+            report.plaintext_gb_per_s,
+            report.threads
+        );
+    }
 }
 
 /// Runs `worker` on `threads` threads (at least one); the failure with the

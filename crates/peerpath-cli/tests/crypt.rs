@@ -27,6 +27,12 @@ impl Reference {
     fn decrypt(&self, key: &Path, file: &Path) -> Vec<u8> {
         sys(&self.python, &[self.script.as_os_str(), key.as_os_str(), file.as_os_str()], None)
     }
+
+    /// The XTS image reader (`scripts/xts-reference.py`) on `image` of `sector`-byte sectors.
+    fn decrypt_xts(&self, key: &Path, image: &Path, sector: &str) -> Vec<u8> {
+        let script = self.script.with_file_name("xts-reference.py");
+        sys(&self.python, &[script.as_os_str(), key.as_os_str(), image.as_os_str(), std::ffi::OsStr::new(sector)], None)
+    }
 }
 
 fn keygen(dir: &Path, name: &str) -> std::path::PathBuf {
@@ -318,11 +324,10 @@ fn xts_images_keep_their_size_round_trip_and_an_independent_reader_agrees() {
     let d = dir.path();
     let key = keygen(d, "k");
     let other = keygen(d, "k2");
-    let python = tool("python3").filter(|p| std::process::Command::new(p).args(["-c", "import cryptography"]).status().is_ok_and(|s| s.success()));
-    if python.is_none() {
+    let reference = Reference::find();
+    if reference.is_none() {
         eprintln!("SKIPPED the independent reader: python3 with `cryptography` is not installed (scripts/install-deps.sh installs it)");
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/xts-reference.py");
     for (size, sector) in [(0usize, 4096usize), (3 * 4096, 4096), (512 * 7 + 100, 512), ((3 << 20) + 4096 + 40, 4096)] {
         let src = d.join(format!("img{size}"));
         let data = mixed_data(size, size as u64 + 1);
@@ -335,8 +340,8 @@ fn xts_images_keep_their_size_round_trip_and_an_independent_reader_agrees() {
         if size >= 64 {
             assert!(sealed.windows(32).all(|w| !data.starts_with(w)), "no plaintext in the image");
         }
-        if let Some(p) = &python {
-            let plain = sys(p, &[script.as_os_str(), key.as_os_str(), img.as_os_str(), std::ffi::OsStr::new(&s)], None);
+        if let Some(r) = &reference {
+            let plain = r.decrypt_xts(&key, &img, &s);
             assert!(plain == data, "the independent reader decrypts the {size}-byte image");
         }
         let back = d.join(format!("back{size}"));

@@ -162,7 +162,7 @@ pub struct FileCipher {
 }
 
 /// An HKDF output length (aws-lc-rs takes it as a `KeyType`).
-struct OutputLen(usize);
+pub(crate) struct OutputLen(pub(crate) usize);
 
 impl aws_lc_rs::hkdf::KeyType for OutputLen {
     fn len(&self) -> usize {

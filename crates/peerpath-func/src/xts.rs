@@ -12,7 +12,7 @@
 //! AWS-LC's XTS (its AES-NI/VAES code) through `aws-lc-sys`, the binding
 //! aws-lc-rs is built on: aws-lc-rs itself offers no XTS mode.
 
-use crate::crypt::Key;
+use crate::crypt::{Key, OutputLen};
 use aws_lc_rs::hkdf::{Salt, HKDF_SHA256};
 use zeroize::Zeroizing;
 
@@ -40,14 +40,6 @@ pub struct XtsKey(Zeroizing<[u8; XTS_KEY_BYTES]>);
 impl std::fmt::Debug for XtsKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("XtsKey(<secret>)")
-    }
-}
-
-struct OutputLen(usize);
-
-impl aws_lc_rs::hkdf::KeyType for OutputLen {
-    fn len(&self) -> usize {
-        self.0
     }
 }
 

@@ -859,12 +859,7 @@ type JobResult = (usize, (Status, u64));
 
 /// The calling thread's CPU time so far (user + system), nanoseconds.
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: writes one timespec we own.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    (peerpath_metrics::thread_cpu_now().total_s() * 1e9) as u64
 }
 
 /// A block of a compress command's input: one member.
