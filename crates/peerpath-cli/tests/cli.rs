@@ -384,7 +384,7 @@ fn demo_with_two_threads_round_trips_the_bundled_sample() {
     let s = out.stdout_str();
     assert!(s.contains("round trip OK"), "demo output:\n{s}");
     assert!(s.contains(&format!("{} bytes restored", sample().len())), "demo output:\n{s}");
-    assert!(s.contains("offload OK: the device's output is byte-identical to the CPU's") || s.contains("another valid deflate encoding"), "demo output:\n{s}");
+    assert!(s.contains("offload OK: the device's output is byte-identical to the CPU's"), "demo output:\n{s}");
     assert!(s.contains("payload through host memory: 0 bytes"), "demo output:\n{s}");
     for title in ["== compress (host CPU", "== compress (emulated CSP device", "== verify ==", "== decompress =="] {
         assert!(s.contains(title), "demo output lacks {title}:\n{s}");
@@ -399,7 +399,7 @@ fn demo_with_two_threads_round_trips_the_bundled_sample() {
     assert_eq!(reports[1]["ledger"]["host_memory_payload_bytes"], 0, "fallbacks {}, devices {}", reports[1]["fallbacks"], reports[1]["devices"]);
     assert_file_eq(&wd.join("protein.restored.fasta"), sample(), "demo workdir");
     assert!(wd.join("protein.fasta.gz").is_file());
-    assert_same_members(&wd.join("protein.fasta.offload.gz"), &std::fs::read(wd.join("protein.fasta.gz")).unwrap(), "offload output");
+    assert_file_eq(&wd.join("protein.fasta.offload.gz"), &std::fs::read(wd.join("protein.fasta.gz")).unwrap(), "offload output");
 }
 
 /// `peerpath gpu probe` says plainly why a GPU cannot be used here (no

@@ -52,7 +52,7 @@ fn cpu_outputs(dir: &Path, sources: &[PathBuf], extra: &[&str]) -> PathBuf {
 fn assert_same_outputs(cpu: &Path, dev: &Path, names: &[&str], what: &str) {
     for n in names {
         let want = std::fs::read(cpu.join(format!("{n}.gz"))).unwrap();
-        assert_same_members(&dev.join(format!("{n}.gz")), &want, &format!("{what}: {n}.gz against the CPU path"));
+        assert_file_eq(&dev.join(format!("{n}.gz")), &want, &format!("{what}: {n}.gz against the CPU path"));
     }
 }
 
@@ -191,7 +191,7 @@ fn device_memory_that_does_not_fit_its_file_system_is_found_when_the_device_star
     let r = o.json();
     let fallbacks = r["fallbacks"].to_string();
     assert!(fallbacks.contains("did not start") && fallbacks.contains("no room for"), "the report says why: {fallbacks}");
-    assert_same_members(&out.join("data.gz"), &std::fs::read(cpu_outputs(dir.path(), &sources, &[]).join("data.gz")).unwrap(), "CPU fallback");
+    assert_file_eq(&out.join("data.gz"), &std::fs::read(cpu_outputs(dir.path(), &sources, &[]).join("data.gz")).unwrap(), "CPU fallback");
     let strict = dir.path().join("strict");
     compress(&sources, &strict, &[&opts[..], &["--no-fallback"]].concat()).fails(15, &["did not start", "no room for", "--no-fallback"]);
     assert!(names_in(&strict).is_empty(), "left behind: {:?}", names_in(&strict));

@@ -218,13 +218,8 @@ pub fn crc32(data: &[u8]) -> u32 {
 
 /// Compresses `input` into one complete member in `out` (which must hold
 /// [`member_bound_bytes`]) and returns the member's length. Deterministic:
-/// the same input, level and format give the same bytes on every device,
-/// with one exception seen: ISA-L (levels 1-3) has been seen, rarely (one
-/// member in several thousand after a page-cache drop on the 2-core VM),
-/// to choose a different, equally valid match for the same input, one that
-/// depends on its buffers' addresses, not on their contents (a copy of the
-/// encoder's state encodes as a fresh encoder does): the member then differs
-/// in a byte or two and decodes to the same block. Not understood yet (2026-11-26 note on issue 18).
+/// the same input, level and format give the same bytes on every device and
+/// in every process (`isal::IsalDeflater` says what that took for ISA-L).
 pub fn encode_member(enc: &mut MemberEncoder, format: Format, input: &[u8], out: &mut [u8]) -> usize {
     assert!(out.len() >= member_bound_bytes(input.len()), "output buffer below member_bound_bytes");
     match format {
@@ -714,63 +709,4 @@ impl<R: Read> StreamDecoder<R> {
         let (actual_crc, actual_length) = self.inflater.crc32_and_length();
         MemberError::Trailer { actual_crc, actual_length }
     }
-}
-
-/// How two files of sized members (peerpath or BGZF) compare.
-#[derive(Debug, PartialEq, Eq)]
-pub enum SameMembers {
-    /// The very same bytes.
-    Identical,
-    /// The same members holding the same data, with these (indices) a
-    /// different valid deflate encoding of it (ISA-L has been seen to
-    /// choose other matches for the same input, rarely).
-    Reencoded(Vec<usize>),
-}
-
-/// Compares two files of sized members: the same count, each member the
-/// same bytes or else decoding to the same data with the same CRC-32 and
-/// length. `Err` says where they first differ in content or layout.
-pub fn compare_members(a: &[u8], b: &[u8]) -> Result<SameMembers, String> {
-    if a == b {
-        return Ok(SameMembers::Identical);
-    }
-    // Each member: header, offset, length, uncompressed length (sizes
-    // checked against the data by declared_output_bytes).
-    let walk = |data: &[u8]| -> Result<Vec<(MemberHeader, usize, usize, usize)>, String> {
-        let mut v = Vec::new();
-        let mut pos = 0;
-        while pos < data.len() {
-            let at = |e: &dyn std::fmt::Display| format!("member {} at byte {pos}: {e}", v.len());
-            let h = MemberHeader::parse(&data[pos..]).map_err(|e| at(&e))?;
-            let out = declared_output_bytes(&h, &data[pos..]).map_err(|e| at(&e))?;
-            let len = h.sizes.expect("declared_output_bytes checked the sizes").member_bytes();
-            v.push((h, pos, len, out));
-            pos += len;
-        }
-        Ok(v)
-    };
-    let (ma, mb) = (walk(a)?, walk(b)?);
-    if ma.len() != mb.len() {
-        return Err(format!("{} members against {}", ma.len(), mb.len()));
-    }
-    let decode = |h: &MemberHeader, m: &[u8], out_bytes: usize| -> Option<Vec<u8>> {
-        let mut out = vec![0u8; out_bytes];
-        let n = decode_member(h, m, &mut out).ok()?;
-        out.truncate(n);
-        Some(out)
-    };
-    let mut reencoded = Vec::new();
-    for (i, ((ha, pa, la, oa), (hb, pb, lb, ob))) in ma.iter().zip(&mb).enumerate() {
-        let (x, y) = (&a[*pa..pa + la], &b[*pb..pb + lb]);
-        if x == y {
-            continue;
-        }
-        let same = x[x.len() - TRAILER_BYTES..] == y[y.len() - TRAILER_BYTES..]
-            && decode(ha, x, *oa).is_some_and(|dx| decode(hb, y, *ob).is_some_and(|dy| dx == dy));
-        if !same {
-            return Err(format!("member {i} (at bytes {pa} and {pb}) holds different data"));
-        }
-        reencoded.push(i);
-    }
-    Ok(SameMembers::Reencoded(reencoded))
 }

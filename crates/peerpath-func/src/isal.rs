@@ -8,23 +8,15 @@ use isal::isal_sys::igzip_lib as ffi;
 
 /// Reusable ISA-L deflate state for one compression level (0-3).
 ///
-/// Determinism, as far as it goes: the output of a block does not depend on
-/// what the state compressed before, on stack contents, on the alignment or
-/// page offset of the input, output or level buffer (tests below, and
-/// in-process sweeps of 96,000 compressions with dirty stacks, 19,200 with the
-/// level buffer or the stream moved page by page). It does, rarely, depend on
-/// something about the process: 10 of 2,500 fresh processes compressing 12 MiB
-/// in 256 KiB members (one thread, ISA-L only, no I/O) made one to three
-/// members another valid encoding (a hash slot that pointed to the member's
-/// first byte in the usual encoding did not, so one match became a literal and
-/// the Huffman tables changed), and 0 of 2,500 with address-space layout
-/// randomisation off (`setarch -R`); a process creating 300 encoders sees it
-/// about once. Zeroing the whole stream, pre-faulting the level buffer,
-/// huge pages off, one CPU: all still show it. The alternative encodings recur
-/// (the same few outputs) and decode to the same bytes: a discrete choice
-/// inside ISA-L's level-1 encoder (its AVX-512 code, on this CPU), not
-/// corruption; the cause is not found. Hence `compare_members`, which tells
-/// such a member from different data.
+/// Deterministic: the output of a block depends only on the block and the
+/// level, not on what the state compressed before, on stack contents, or on
+/// where the input, output, level buffer or stream state lie in memory
+/// (tests below). ISA-L as shipped broke the last one: its level-1 encoder
+/// hashed a member's third byte from the stream state's address (bits 16
+/// and up of the pointer left in a register), so one member in many
+/// thousands came out as another valid encoding, differently in each
+/// process under address-space randomisation. peerpath builds ISA-L with
+/// that one instruction fixed (`vendor/isal-sys/PEERPATH.md`).
 pub struct IsalDeflater {
     level: u32,
     level_buf: Vec<u8>,
@@ -58,46 +50,50 @@ impl IsalDeflater {
     /// gzip trailer (CRC-32, ISIZE). Returns bytes written, or `None` when
     /// the output would not fit.
     pub fn deflate_with_gzip_trailer(&mut self, input: &[u8], output: &mut [u8]) -> Option<usize> {
-        // isal_deflate_stateless_init sets only some fields; others (e.g.
-        // has_eob, tmp_out_*, b_bytes_*) would keep whatever the memory
-        // held before. Zero every field but the two large arrays that
-        // stateless deflate with a level buffer never reads (the internal
-        // history buffer and the level-0 hash heads, which
-        // reset_match_history clears itself), so that no output depends on
-        // history: members must be the same bytes on every worker and device.
-        let state_at = std::mem::offset_of!(ffi::isal_zstream, internal_state);
-        let buffer_at = state_at + std::mem::offset_of!(ffi::isal_zstate, buffer);
-        let arrays_end = state_at + std::mem::offset_of!(ffi::isal_zstate, head) + std::mem::size_of_val(&self.stream.internal_state.head);
-        let total = std::mem::size_of::<ffi::isal_zstream>();
-        let s = &mut *self.stream;
-        // SAFETY: both ranges lie inside the struct (offsets from offset_of!
-        // and size_of); every field is a plain integer, pointer or array of
-        // them, for which zero bytes are a valid value.
-        unsafe {
-            let base = s as *mut ffi::isal_zstream as *mut u8;
-            std::ptr::write_bytes(base, 0, buffer_at);
-            std::ptr::write_bytes(base.add(arrays_end), 0, total - arrays_end);
-            ffi::isal_deflate_stateless_init(s);
-        }
-        s.level = self.level;
-        s.level_buf = if self.level == 0 { std::ptr::null_mut() } else { self.level_buf.as_mut_ptr() };
-        s.level_buf_size = if self.level == 0 { 0 } else { self.level_buf.len() as u32 };
-        s.gzip_flag = ffi::IGZIP_GZIP_NO_HDR as u16;
-        s.end_of_stream = 1;
-        s.flush = ffi::NO_FLUSH as u16;
-        s.next_in = input.as_ptr() as *mut u8;
-        s.avail_in = u32::try_from(input.len()).expect("block fits in u32");
-        s.next_out = output.as_mut_ptr();
-        s.avail_out = u32::try_from(output.len()).unwrap_or(u32::MAX);
-        // SAFETY: next_in/next_out point to live slices of the stated lengths
-        // (ISA-L only reads the input), level_buf is ours and sized for the
-        // level; the stream's pointers are set afresh on every call.
-        let rc = unsafe { ffi::isal_deflate_stateless(s) };
-        match rc {
-            x if x == ffi::COMP_OK as i32 => Some(s.total_out as usize),
-            x if x == ffi::STATELESS_OVERFLOW => None,
-            other => panic!("isal_deflate_stateless failed with {other} (a bug: parameters are fixed)"),
-        }
+        deflate_stateless(&mut self.stream, self.level, &mut self.level_buf, input, output)
+    }
+}
+
+/// One stateless deflate of `input` with the state `s` (wherever it lies).
+fn deflate_stateless(s: &mut ffi::isal_zstream, level: u32, level_buf: &mut [u8], input: &[u8], output: &mut [u8]) -> Option<usize> {
+    // isal_deflate_stateless_init sets only some fields; others (e.g.
+    // has_eob, tmp_out_*, b_bytes_*) would keep whatever the memory held
+    // before. Zero every field but the two large arrays that stateless
+    // deflate with a level buffer never reads (the internal history buffer
+    // and the level-0 hash heads, which reset_match_history clears itself),
+    // so that no output depends on history: members must be the same bytes
+    // on every worker and device.
+    let state_at = std::mem::offset_of!(ffi::isal_zstream, internal_state);
+    let buffer_at = state_at + std::mem::offset_of!(ffi::isal_zstate, buffer);
+    let arrays_end = state_at + std::mem::offset_of!(ffi::isal_zstate, head) + std::mem::size_of_val(&s.internal_state.head);
+    let total = std::mem::size_of::<ffi::isal_zstream>();
+    // SAFETY: both ranges lie inside the struct (offsets from offset_of!
+    // and size_of); every field is a plain integer, pointer or array of
+    // them, for which zero bytes are a valid value.
+    unsafe {
+        let base = s as *mut ffi::isal_zstream as *mut u8;
+        std::ptr::write_bytes(base, 0, buffer_at);
+        std::ptr::write_bytes(base.add(arrays_end), 0, total - arrays_end);
+        ffi::isal_deflate_stateless_init(s);
+    }
+    s.level = level;
+    s.level_buf = if level == 0 { std::ptr::null_mut() } else { level_buf.as_mut_ptr() };
+    s.level_buf_size = if level == 0 { 0 } else { level_buf.len() as u32 };
+    s.gzip_flag = ffi::IGZIP_GZIP_NO_HDR as u16;
+    s.end_of_stream = 1;
+    s.flush = ffi::NO_FLUSH as u16;
+    s.next_in = input.as_ptr() as *mut u8;
+    s.avail_in = u32::try_from(input.len()).expect("block fits in u32");
+    s.next_out = output.as_mut_ptr();
+    s.avail_out = u32::try_from(output.len()).unwrap_or(u32::MAX);
+    // SAFETY: next_in/next_out point to live slices of the stated lengths
+    // (ISA-L only reads the input), level_buf is the caller's and sized for
+    // the level; the stream's pointers are set afresh on every call.
+    let rc = unsafe { ffi::isal_deflate_stateless(s) };
+    match rc {
+        x if x == ffi::COMP_OK as i32 => Some(s.total_out as usize),
+        x if x == ffi::STATELESS_OVERFLOW => None,
+        other => panic!("isal_deflate_stateless failed with {other} (a bug: parameters are fixed)"),
     }
 }
 
@@ -251,6 +247,65 @@ mod tests {
             *j = x;
         }
         std::hint::black_box(&junk);
+    }
+
+    extern "C" {
+        fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut u8;
+        fn munmap(addr: *mut u8, len: usize) -> i32;
+    }
+
+    /// The output must not depend on where the stream state lies. Each pair
+    /// is a stream address and a 256 KiB block of the sample that ISA-L as
+    /// shipped encoded differently there than elsewhere (one byte count or a
+    /// few bytes off; found in fresh processes, then reproduced at that fixed
+    /// address every time): its level-1 encoder hashed the block's third
+    /// byte from the stream pointer's bits 16 and up. Fixed in
+    /// vendor/isal-sys; without the fix every one of these differs.
+    #[test]
+    fn output_does_not_depend_on_where_the_stream_state_lies() {
+        const PAIRS: [(usize, usize); 8] = [
+            (0x7fee_807b_0000, 11),
+            (0x7f82_1072_0000, 5),
+            (0x7f38_307b_0000, 15),
+            (0x7f38_a07b_0000, 12),
+            (0x7f32_607b_0000, 7),
+            (0x7f4a_f072_0000, 14),
+            (0x7f8e_3c72_0000, 12),
+            (0x7f6d_9872_0000, 3),
+        ];
+        let sample = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/protein.fasta")).unwrap();
+        let blocks: Vec<&[u8]> = sample.chunks(256 << 10).collect();
+        let mut level_buf = vec![0u8; ffi::ISAL_DEF_LVL1_EXTRA_LARGE as usize];
+        let map_bytes = std::mem::size_of::<ffi::isal_zstream>().next_multiple_of(4096);
+        let mut placed = 0;
+        for (at, block) in PAIRS {
+            let input = blocks[block];
+            let mut expected = vec![0u8; input.len() * 2 + 1024];
+            let n = IsalDeflater::new(1).deflate_with_gzip_trailer(input, &mut expected).unwrap();
+            expected.truncate(n);
+            // PROT_READ | PROT_WRITE; MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE.
+            // SAFETY: maps fresh zeroed pages at `at` only if nothing is there
+            // (the kernel refuses otherwise); touches no existing mapping.
+            let p = unsafe { mmap(at as *mut u8, map_bytes, 3, 0x02 | 0x20 | 0x10_0000, -1, 0) };
+            if p as usize != at {
+                if p as isize != -1 {
+                    // SAFETY: an older kernel ignored the flag and mapped elsewhere: undo it.
+                    unsafe { munmap(p, map_bytes) };
+                }
+                eprintln!("{at:#x} is taken in this process: skipped");
+                continue;
+            }
+            // SAFETY: the mapping is ours, page-aligned, zeroed and large enough;
+            // all-zero bytes are a valid isal_zstream.
+            let stream = unsafe { &mut *(p as *mut ffi::isal_zstream) };
+            let mut out = vec![0u8; input.len() * 2 + 1024];
+            let n = deflate_stateless(stream, 1, &mut level_buf, input, &mut out).unwrap();
+            // SAFETY: unmaps only the mapping made above; `stream` is not used again.
+            unsafe { munmap(p, map_bytes) };
+            assert!(out[..n] == expected[..], "block {block} with the stream state at {at:#x}: {n} bytes against {}", expected.len());
+            placed += 1;
+        }
+        assert!(placed >= PAIRS.len() / 2, "only {placed} of {} addresses could be mapped", PAIRS.len());
     }
 
     /// The output of one block must not depend on what the reused state

@@ -302,34 +302,6 @@ pub fn assert_bytes_eq(got: &[u8], expected: &[u8], what: &str) {
     }
 }
 
-/// Asserts that a peerpath-made gzip file equals the oracle's bytes, member
-/// by member. Members must tile both files identically (same count, same
-/// uncompressed sizes, same CRC-32s) and every member must be the same
-/// bytes, except that up to `MAX_REENCODED` members may be a different
-/// valid deflate encoding of the same data (checked by decoding both).
-///
-/// Why the exception: the CPU path (ISA-L level 1, two workers) has been
-/// seen to encode a member differently, rarely: 2 of about 1,100 runs of
-/// `peerpath compress` on 12 MiB (48 members each) in fresh processes,
-/// and once in CI. Never in 1,000 runs of the same job inside one process,
-/// nor in 14,400 sequential member compressions across 300 processes;
-/// valgrind reports no uninitialised read. Both encodings decode to the
-/// same bytes. A broken offload path (packing, tails, offsets, a wrong
-/// level or format) changes layout, content or many members, and fails.
-#[track_caller]
-pub fn assert_same_members(path: &Path, expected: &[u8], what: &str) {
-    const MAX_REENCODED: usize = 2;
-    let got = std::fs::read(path).unwrap_or_else(|e| panic!("{what}: cannot read {}: {e}", path.display()));
-    match peerpath_func::compare_members(&got, expected) {
-        Ok(peerpath_func::SameMembers::Identical) => {}
-        Ok(peerpath_func::SameMembers::Reencoded(m)) => {
-            assert!(m.len() <= MAX_REENCODED, "{what}: members {m:?} are other encodings of the same data: more than the rare ISA-L variation");
-            eprintln!("NOTE {what}: member(s) {m:?} are another valid deflate encoding of the same bytes (rare ISA-L variation; content, sizes and CRC-32s identical)");
-        }
-        Err(e) => assert_bytes_eq(&got, expected, &format!("{what}: {e}")),
-    }
-}
-
 /// One member of a gzip file as found by walking its size subfields.
 #[derive(Clone, Copy, Debug)]
 pub struct Member {

@@ -1,0 +1,4 @@
+#include <stdint.h>
+
+void
+flatten_ll(uint32_t *ll_hist);

@@ -1,0 +1,3 @@
+%define ARCH 01
+
+%include "igzip_decode_block_stateless.asm"

@@ -1,0 +1,1 @@
+#include "isa-l/include/igzip_lib.h"
