@@ -13,9 +13,18 @@
 //! them commits, so a killed store leaves at worst unreferenced pack bytes
 //! (counted by `stats`), never a chunk referenced without its data. One
 //! writer at a time (flock on `DIR/lock`).
+//!
+//! `--compress LEVEL` keeps each new chunk as one peerpath gzip member
+//! (its sizes and CRC-32 inside, decoded in parallel-friendly pieces) when
+//! that is smaller than the chunk, else as it is; the index says which
+//! (`codec`) and the chunk's own size, so dedup and compression ratios are
+//! reported apart. Fingerprints are always of the uncompressed chunk.
+//! Format 2 added those two columns; a format-1 store is read as it is and
+//! brought to format 2 (one transaction) the first time it is written.
 
 use clap::{Args, Subcommand};
 use peerpath_func::dedup::{chunks, ChunkParams, Fingerprint};
+use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
@@ -27,7 +36,12 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const FORMAT: &str = "peerpath-dedup/1";
+const FORMAT: &str = "peerpath-dedup/2";
+/// Stores made before chunks could be compressed: no `codec` or `size` column.
+const FORMAT_1: &str = "peerpath-dedup/1";
+/// How a chunk lies in its pack (the index's `codec` column).
+pub(crate) const RAW: u8 = 0;
+pub(crate) const GZIP_MEMBER: u8 = 1;
 /// A pack is closed and a new one begun past this size.
 const PACK_BYTES: u64 = 1 << 30;
 
@@ -80,6 +94,10 @@ enum DedupCommand {
         /// With --engine emulated: fail (exit 15) instead of chunking on the CPU when the device cannot.
         #[arg(long)]
         no_fallback: bool,
+        /// Keep each new chunk compressed (a gzip member at this level, 0-12) where that is smaller;
+        /// with --engine emulated the device compresses it in its memory.
+        #[arg(long, value_name = "LEVEL", value_parser = clap::value_parser!(u32).range(0..=Level::MAX as i64))]
+        compress: Option<u32>,
     },
     /// Write a stored file out, every chunk checked against its fingerprint.
     Restore {
@@ -112,8 +130,9 @@ enum DedupCommand {
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback } => {
-            store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, engine == DedupEngine::Emulated, no_fallback)
+        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, compress } => {
+            let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
+            store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, engine == DedupEngine::Emulated, no_fallback, compress)
         }
         DedupCommand::Restore { name, dir, output, force } => restore(&dir.store, &name, &output, force),
         DedupCommand::List { dir } => list(&dir.store),
@@ -137,7 +156,21 @@ pub(crate) struct Store {
     db: Connection,
     params: ChunkParams,
     fp: Fingerprint,
+    /// The index's columns for a chunk's codec and size ("0", "len" in a format-1 store).
+    codec_size: &'static str,
     _lock: Option<File>,
+}
+
+/// Where a chunk is and how it is kept.
+#[derive(Clone, Copy)]
+pub(crate) struct Stored {
+    pub pack: i64,
+    pub offset: u64,
+    /// Bytes in the pack.
+    pub len: usize,
+    pub codec: u8,
+    /// The chunk's own size.
+    pub size: usize,
 }
 
 impl Store {
@@ -158,13 +191,27 @@ impl Store {
         let meta = |db: &Connection, key: &str| db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional();
         let bad = |what: &str| JobError::Damaged { path: index.clone(), detail: format!("the store's {what} is missing or not understood") };
         let get = |k: &str| meta(&db, k).map_err(db_error(dir))?.ok_or_else(|| bad(k));
-        if get("format")? != FORMAT {
-            return Err(bad("format"));
+        let mut codec_size = "codec, size";
+        match get("format")?.as_str() {
+            FORMAT => {}
+            FORMAT_1 if write => {
+                let tx = db.unchecked_transaction().map_err(db_error(dir))?;
+                tx.execute_batch(&format!(
+                    "ALTER TABLE chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT {RAW};
+                     ALTER TABLE chunks ADD COLUMN size INTEGER;
+                     UPDATE chunks SET size = len;
+                     UPDATE meta SET value = '{FORMAT}' WHERE key = 'format';"
+                ))
+                .map_err(db_error(dir))?;
+                tx.commit().map_err(db_error(dir))?;
+            }
+            FORMAT_1 => codec_size = "0, len",
+            _ => return Err(bad("format")),
         }
         let fp = Fingerprint::parse(&get("hash")?).ok_or_else(|| bad("hash"))?;
         let size = |k: &str| get(k)?.parse::<usize>().map_err(|_| bad(k));
         let params = ChunkParams::new(size("min")?, size("avg")?, size("max")?).map_err(|_| bad("chunk sizes"))?;
-        Ok(Store { dir: dir.to_path_buf(), db, params, fp, _lock: lock })
+        Ok(Store { dir: dir.to_path_buf(), db, params, fp, codec_size, _lock: lock })
     }
 
     fn pack_path(&self, n: i64) -> PathBuf {
@@ -187,12 +234,43 @@ impl Store {
         }
     }
 
-    fn chunk(&self, digest: &[u8]) -> Result<Option<(i64, u64, usize)>, JobError> {
-        self.db
-            .query_row("SELECT pack, offset, len FROM chunks WHERE digest = ?1", [digest], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as usize)))
-            .optional()
-            .map_err(db_error(&self.dir))
+    fn chunk(&self, digest: &[u8]) -> Result<Option<Stored>, JobError> {
+        let sql = format!("SELECT pack, offset, len, {} FROM chunks WHERE digest = ?1", self.codec_size);
+        self.db.query_row(&sql, [digest], stored_from_row).optional().map_err(db_error(&self.dir))
     }
+
+    /// Reads a chunk from its pack (`packs` keeps the packs open) and gives
+    /// back its own bytes, decoded and checked against `digest`.
+    fn read_chunk(&self, digest: &[u8], at: Stored, packs: &mut HashMap<i64, Option<File>>) -> Result<Vec<u8>, String> {
+        let pack = packs.entry(at.pack).or_insert_with(|| File::open(self.pack_path(at.pack)).ok()).as_ref().ok_or_else(|| format!("pack {} cannot be opened", at.pack))?;
+        let mut stored = vec![0u8; at.len];
+        pack.read_exact_at(&mut stored, at.offset).map_err(|e| format!("pack {} at byte {}: {e}", at.pack, at.offset))?;
+        let data = match at.codec {
+            RAW => stored,
+            GZIP_MEMBER => decode_chunk(&stored, at.size).map_err(|e| format!("pack {} at byte {}: the compressed chunk does not decode: {e}", at.pack, at.offset))?,
+            other => return Err(format!("pack {} at byte {}: unknown chunk codec {other}", at.pack, at.offset)),
+        };
+        if self.fp.digest(&data) != digest {
+            return Err(format!("pack {} at byte {} does not match its {} fingerprint: the store is damaged", at.pack, at.offset, self.fp.name()));
+        }
+        Ok(data)
+    }
+}
+
+fn stored_from_row(r: &rusqlite::Row) -> rusqlite::Result<Stored> {
+    Ok(Stored { pack: r.get(0)?, offset: r.get::<_, i64>(1)? as u64, len: r.get::<_, i64>(2)? as usize, codec: r.get(3)?, size: r.get::<_, i64>(4)? as usize })
+}
+
+/// One gzip member holding exactly `size` bytes, its CRC-32 checked.
+fn decode_chunk(member: &[u8], size: usize) -> Result<Vec<u8>, String> {
+    let header = MemberHeader::parse(member).map_err(|e| e.to_string())?;
+    let declared = peerpath_func::gzip::declared_output_bytes(&header, member).map_err(|e| e.to_string())?;
+    if declared != size || header.sizes.is_none_or(|s| s.member_bytes() != member.len()) {
+        return Err(format!("it declares {declared} bytes in a {}-byte member; the index says {size} bytes in {}", header.sizes.map_or(0, |s| s.member_bytes()), member.len()));
+    }
+    let mut out = vec![0u8; size];
+    peerpath_func::decode_member(&header, member, &mut out).map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
 /// Makes the index whole before it has its name: built under a temporary
@@ -210,7 +288,7 @@ fn create_index(dir: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Result<(), J
         let tx = db.unchecked_transaction().map_err(db_error(dir))?;
         tx.execute_batch(
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             CREATE TABLE chunks (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL, len INTEGER NOT NULL) WITHOUT ROWID;
+             CREATE TABLE chunks (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL, len INTEGER NOT NULL, codec INTEGER NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
              CREATE TABLE files (name BLOB PRIMARY KEY, size INTEGER NOT NULL, chunks BLOB NOT NULL, stored_at INTEGER NOT NULL);",
         )
         .map_err(db_error(dir))?;
@@ -237,7 +315,8 @@ fn lock(dir: &Path) -> Result<File, JobError> {
 
 type Sizes = (Option<usize>, Option<usize>, Option<usize>);
 
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine_emulated: bool, no_fallback: bool) -> Result<(), JobError> {
+#[allow(clippy::too_many_arguments)]
+fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine_emulated: bool, no_fallback: bool, compress: Option<Level>) -> Result<(), JobError> {
     if sources.is_empty() {
         return Err(JobError::Usage("name at least one file to store".into()));
     }
@@ -256,7 +335,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     if engine_emulated {
         let kib = |b: usize| (b.is_multiple_of(1024) && b / 1024 <= u16::MAX as usize).then_some(b / 1024);
         match (kib(s.params.min), kib(s.params.avg), kib(s.params.max)) {
-            (Some(_), Some(_), Some(_)) => match crate::dedup_device::start(s.params) {
+            (Some(_), Some(_), Some(_)) => match crate::dedup_device::start(s.params, compress.is_some()) {
                 Ok(d) => device = Some(d),
                 Err(why) if no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
                 Err(why) => eprintln!("peerpath: FALLBACK: {why}: chunking on the host CPU"),
@@ -270,7 +349,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
             Some(d) => Chunker::Device(d),
             None => Chunker::Cpu,
         };
-        store_one(&s, src, force, &mut chunker)?;
+        store_one(&s, src, force, &mut chunker, compress)?;
     }
     Ok(())
 }
@@ -288,8 +367,10 @@ pub(crate) struct PackWriter<'a> {
     file: File,
     len: u64,
     /// Chunks written by this run, not yet in the index.
-    pub new: HashMap<[u8; 32], (i64, u64, usize)>,
+    pub new: HashMap<[u8; 32], Stored>,
+    /// Bytes this run appended, and the chunks' own bytes.
     pub new_bytes: u64,
+    pub new_size: u64,
 }
 
 impl PackWriter<'_> {
@@ -298,9 +379,10 @@ impl PackWriter<'_> {
         Ok(self.new.contains_key(digest) || self.store.chunk(digest)?.is_some())
     }
 
-    /// Appends a new chunk, its bytes handed over by `write` (at the pack's
-    /// offset), rolling to a new pack past [`PACK_BYTES`].
-    pub fn append(&mut self, digest: [u8; 32], len: usize, write: impl FnOnce(&File, u64) -> std::io::Result<()>) -> Result<(), JobError> {
+    /// Appends a new chunk of `size` bytes kept as `len` bytes by `codec`,
+    /// handed over by `write` (at the pack's offset), rolling to a new pack
+    /// past [`PACK_BYTES`].
+    pub fn append(&mut self, digest: [u8; 32], (len, codec, size): (usize, u8, usize), write: impl FnOnce(&File, u64) -> std::io::Result<()>) -> Result<(), JobError> {
         if self.len >= PACK_BYTES {
             self.file.sync_data().map_err(target_io(&self.store.pack_path(self.no)))?;
             self.no += 1;
@@ -309,14 +391,15 @@ impl PackWriter<'_> {
             self.len = 0;
         }
         write(&self.file, self.len).map_err(target_io(&self.store.pack_path(self.no)))?;
-        self.new.insert(digest, (self.no, self.len, len));
+        self.new.insert(digest, Stored { pack: self.no, offset: self.len, len, codec, size });
         self.len += len as u64;
         self.new_bytes += len as u64;
+        self.new_size += size as u64;
         Ok(())
     }
 }
 
-fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker) -> Result<(), JobError> {
+fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress: Option<Level>) -> Result<(), JobError> {
     let name = src.as_os_str().as_bytes();
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
     if exists && !force {
@@ -324,27 +407,39 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker) -> Resul
     }
     let unreadable = |e| JobError::SourceUnreadable { path: src.to_path_buf(), source: e };
     let (no, file, len) = s.current_pack()?;
-    let mut pack = PackWriter { store: s, no, file, len, new: HashMap::new(), new_bytes: 0 };
+    let mut pack = PackWriter { store: s, no, file, len, new: HashMap::new(), new_bytes: 0, new_size: 0 };
     let started = std::time::Instant::now();
     let (size, total, digests, how) = match chunker {
         Chunker::Cpu => {
             let f = File::open(src).map_err(unreadable)?;
             let size = f.metadata().map_err(unreadable)?.len();
             let (mut digests, mut total) = (Vec::new(), 0u64);
+            let mut encoder = compress.map(|level| (MemberEncoder::new(level), Vec::new()));
             for c in chunks(std::io::BufReader::with_capacity(1 << 20, f), s.params, s.fp) {
                 let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
                 total += c.data.len() as u64;
                 digests.extend_from_slice(&c.digest);
-                if !pack.has(&c.digest)? {
-                    pack.append(c.digest, c.data.len(), |f, _| (&*f).write_all(&c.data))?;
+                if pack.has(&c.digest)? {
+                    continue;
+                }
+                let size = c.data.len();
+                match &mut encoder {
+                    Some((enc, buf)) => {
+                        buf.resize(peerpath_func::member_bound_bytes(size), 0);
+                        let n = peerpath_func::encode_member(enc, Format::Gzip, &c.data, buf);
+                        let (bytes, codec) = if n < size { (&buf[..n], GZIP_MEMBER) } else { (&c.data[..], RAW) };
+                        pack.append(c.digest, (bytes.len(), codec, size), |f, _| (&*f).write_all(bytes))?;
+                    }
+                    None => pack.append(c.digest, (size, RAW, size), |f, _| (&*f).write_all(&c.data))?,
                 }
             }
-            (size, total, digests, format!("chunking + {} on the host CPU", s.fp.name()))
+            let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get()));
+            (size, total, digests, format!("chunking + {}{compressed} on the host CPU", s.fp.name()))
         }
         Chunker::Device(dev) => {
             let opened = peerpath_io::open_source(src, true).map_err(unreadable)?;
             let size = opened.file.metadata().map_err(unreadable)?.len();
-            let d = crate::dedup_device::chunk(dev, &opened.file, s.params, s.fp, &mut pack).map_err(|why| JobError::Device { detail: format!("{}: {why}; nothing was added", src.display()) })?;
+            let d = crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack).map_err(|why| JobError::Device { detail: format!("{}: {why}; nothing was added", src.display()) })?;
             (size, d.bytes, d.digests, d.how)
         }
     };
@@ -355,8 +450,8 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker) -> Resul
     // The data is durable before anything refers to it.
     pack.file.sync_data().map_err(target_io(&s.pack_path(pack.no)))?;
     let tx = s.db.unchecked_transaction().map_err(db_error(&s.dir))?;
-    for (digest, (p, off, len)) in &pack.new {
-        tx.execute("INSERT OR IGNORE INTO chunks VALUES (?1, ?2, ?3, ?4)", params![&digest[..], p, *off as i64, *len as i64]).map_err(db_error(&s.dir))?;
+    for (digest, c) in &pack.new {
+        tx.execute("INSERT OR IGNORE INTO chunks VALUES (?1, ?2, ?3, ?4, ?5, ?6)", params![&digest[..], c.pack, c.offset as i64, c.len as i64, c.codec, c.size as i64]).map_err(db_error(&s.dir))?;
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
@@ -364,11 +459,12 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker) -> Resul
     let secs = started.elapsed().as_secs_f64();
     let provenance = if matches!(chunker, Chunker::Cpu) { "measured on this host's CPU" } else { "measured on emulated devices" };
     println!(
-        "{}: {} in {count} chunk(s), {} new ({} chunk(s)); {how}: {:.2} GB/s ({provenance})",
+        "{}: {} in {count} chunk(s), {} new ({} chunk(s){}); {how}: {:.2} GB/s ({provenance})",
         src.display(),
         peerpath_metrics::human_bytes(size),
-        peerpath_metrics::human_bytes(pack.new_bytes),
+        peerpath_metrics::human_bytes(pack.new_size),
         pack.new.len(),
+        if pack.new_bytes != pack.new_size { format!(", {} in the pack", peerpath_metrics::human_bytes(pack.new_bytes)) } else { String::new() },
         size as f64 / secs.max(1e-9) / 1e9
     );
     Ok(())
@@ -383,23 +479,15 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
     }
     let (t, temp) = peerpath_io::create_temporary(output, false).map_err(target_io(output))?;
     let written = (|| -> Result<(), JobError> {
-        let mut packs: HashMap<i64, File> = HashMap::new();
+        let mut packs = HashMap::new();
         let mut at = 0u64;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, &t.file);
         for (i, digest) in list.chunks(32).enumerate() {
             let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; nothing was written", name.display()) };
-            let (p, off, len) = s.chunk(digest)?.ok_or_else(|| damaged("missing from the index".into()))?;
-            let pack = match packs.entry(p) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(File::open(s.pack_path(p)).map_err(|e| damaged(format!("pack {p}: {e}")))?),
-            };
-            let mut data = vec![0u8; len];
-            pack.read_exact_at(&mut data, off).map_err(|e| damaged(format!("pack {p} at byte {off}: {e}")))?;
-            if s.fp.digest(&data) != digest {
-                return Err(damaged(format!("pack {p} at byte {off} does not match its {} fingerprint: the store is damaged", s.fp.name())));
-            }
+            let stored = s.chunk(digest)?.ok_or_else(|| damaged("missing from the index".into()))?;
+            let data = s.read_chunk(digest, stored, &mut packs).map_err(damaged)?;
             out.write_all(&data).map_err(target_io(output))?;
-            at += len as u64;
+            at += data.len() as u64;
         }
         out.flush().map_err(target_io(output))?;
         drop(out);
@@ -431,10 +519,16 @@ fn stats(dir: &Path) -> Result<(), JobError> {
     let one = |sql: &str| s.db.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(db_error(dir));
     let (files, logical, refs) = (one("SELECT count(*) FROM files")?, one("SELECT coalesce(sum(size), 0) FROM files")?, one("SELECT coalesce(sum(length(chunks)) / 32, 0) FROM files")?);
     let (unique, stored) = (one("SELECT count(*) FROM chunks")?, one("SELECT coalesce(sum(len), 0) FROM chunks")?);
+    let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
+    let unique_bytes = one(&format!("SELECT coalesce(sum({size_column}), 0) FROM chunks"))?;
     let on_disk: u64 = std::fs::read_dir(dir.join("packs")).map_err(target_io(dir))?.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
     println!("store {} ({}, chunks {}/{}/{} bytes min/avg/max)", dir.display(), s.fp.name(), s.params.min, s.params.avg, s.params.max);
-    println!("files: {files}; logical bytes: {logical}; chunk references: {refs}; unique chunks: {unique}; stored bytes: {stored}");
-    println!("deduplication ratio: {:.3} (logical / stored)", logical as f64 / (stored.max(1)) as f64);
+    println!("files: {files}; logical bytes: {logical}; chunk references: {refs}; unique chunks: {unique} ({unique_bytes} bytes); stored bytes: {stored}");
+    let ratio = |a: i64, b: i64| a as f64 / b.max(1) as f64;
+    println!("deduplication ratio: {:.3} (logical / unique chunk bytes)", ratio(logical, unique_bytes));
+    if stored != unique_bytes {
+        println!("compression ratio: {:.3} (unique chunk bytes / stored); overall: {:.3} (logical / stored)", ratio(unique_bytes, stored), ratio(logical, stored));
+    }
     if on_disk > stored as u64 {
         println!("pack bytes no file refers to: {} (left by an interrupted store)", on_disk - stored as u64);
     }
@@ -444,18 +538,15 @@ fn stats(dir: &Path) -> Result<(), JobError> {
 fn verify(dir: &Path) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let mut bad = Vec::new();
-    let mut packs: HashMap<i64, Option<File>> = HashMap::new();
-    let mut q = s.db.prepare("SELECT digest, pack, offset, len FROM chunks").map_err(db_error(dir))?;
-    let rows = q.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))).map_err(db_error(dir))?;
+    let mut packs = HashMap::new();
+    let mut q = s.db.prepare(&format!("SELECT pack, offset, len, {}, digest FROM chunks", s.codec_size)).map_err(db_error(dir))?;
+    let rows = q.query_map([], |r| Ok((stored_from_row(r)?, r.get::<_, Vec<u8>>(5)?))).map_err(db_error(dir))?;
     let mut n = 0u64;
     for r in rows {
-        let (digest, p, off, len) = r.map_err(db_error(dir))?;
+        let (at, digest) = r.map_err(db_error(dir))?;
         n += 1;
-        let pack = packs.entry(p).or_insert_with(|| File::open(s.pack_path(p)).ok());
-        let mut data = vec![0u8; len as usize];
-        let ok = pack.as_ref().is_some_and(|f| f.read_exact_at(&mut data, off as u64).is_ok()) && s.fp.digest(&data)[..] == digest[..];
-        if !ok {
-            bad.push(format!("pack {p} at byte {off}"));
+        if let Err(why) = s.read_chunk(&digest, at, &mut packs) {
+            bad.push(why);
         }
     }
     let mut q = s.db.prepare("SELECT name, chunks FROM files").map_err(db_error(dir))?;

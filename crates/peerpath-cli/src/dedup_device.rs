@@ -8,25 +8,36 @@
 //! the kernel copies them through the page cache), duplicates never move.
 //! The last chunk of a block, which more data could change, is carried to
 //! the next block by the device (`device_job::Blocks`).
+//! With `--compress`, the device also makes each new chunk's gzip member
+//! in its memory (`Function::GzipCompressMember`, the CPU's encoder: the
+//! same bytes), and the pack gets the member from there.
 
-use crate::dedup::PackWriter;
+use crate::dedup::{PackWriter, GZIP_MEMBER, RAW};
 use crate::device_job::{self, Blocks};
 use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, CHUNK_ENTRY_BYTES};
 use peerpath_func::dedup::{ChunkParams, Fingerprint};
+use peerpath_func::{member_bound_bytes, Format, Level};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
 const BLOCK: usize = 4 << 20;
 
-/// The device's memory: the results, then the blocks (the carry: the largest chunk).
-fn layout(p: ChunkParams) -> (usize, Blocks) {
+/// The device's memory: the results, then the blocks (the carry: the
+/// largest chunk), then room for one compressed chunk.
+fn layout(p: ChunkParams) -> (usize, Blocks, DeviceRange) {
     let result_bytes = (16 + CHUNK_ENTRY_BYTES * ((BLOCK + p.max).div_ceil(p.min) + 1)).next_multiple_of(4096);
-    (result_bytes, Blocks { base: result_bytes as u64, carry: p.max.next_multiple_of(4096), block: BLOCK })
+    let blocks = Blocks { base: result_bytes as u64, carry: p.max.next_multiple_of(4096), block: BLOCK };
+    let member = DeviceRange::new((result_bytes + blocks.bytes()) as u64, member_bound_bytes(p.max).next_multiple_of(4096) as u64);
+    (result_bytes, blocks, member)
 }
 
-pub(crate) fn start(p: ChunkParams) -> Result<EmulatedCsp, String> {
-    let (result_bytes, blocks) = layout(p);
-    device_job::spawn("dd", result_bytes + blocks.bytes(), 8, 1, FunctionKind::ChunkFingerprint)
+pub(crate) fn start(p: ChunkParams, compress: bool) -> Result<EmulatedCsp, String> {
+    let (_, _, member) = layout(p);
+    let dev = device_job::spawn("dd", (member.offset + member.len) as usize, 8, 1, FunctionKind::ChunkFingerprint)?;
+    if compress && !dev.functions().contains(FunctionKind::GzipCompressMember) {
+        return Err("the emulated CSP does not offer gzip compression".into());
+    }
+    Ok(dev)
 }
 
 /// What the device pass gave: the file's digests in order, its length, and how it moved.
@@ -36,8 +47,8 @@ pub(crate) struct DeviceChunks {
     pub how: String,
 }
 
-pub(crate) fn chunk(dev: &mut EmulatedCsp, src: &File, p: ChunkParams, fp: Fingerprint, pack: &mut PackWriter) -> Result<DeviceChunks, String> {
-    let (result_bytes, blocks) = layout(p);
+pub(crate) fn chunk(dev: &mut EmulatedCsp, src: &File, (p, fp, compress): (ChunkParams, Fingerprint, Option<Level>), pack: &mut PackWriter) -> Result<DeviceChunks, String> {
+    let (result_bytes, blocks, member) = layout(p);
     let function = |at_end| Function::ChunkFingerprint { min_kib: (p.min / 1024) as u16, avg_kib: (p.avg / 1024) as u16, max_kib: (p.max / 1024) as u16, sha256: fp == Fingerprint::Sha256, at_end };
     let (mut digests, mut commands, mut metadata) = (Vec::new(), 0u64, 0u64);
     let bytes = blocks.stream(dev, src, |dev, input, at_end| {
@@ -56,13 +67,28 @@ pub(crate) fn chunk(dev: &mut EmulatedCsp, src: &File, p: ChunkParams, fp: Finge
             if pack.has(&digest).map_err(|e| e.to_string())? {
                 continue;
             }
-            let ptr = dev.memory().io_ptr(DeviceRange::new(input.offset + off, len as u64)).ok_or("a chunk outside the device's memory")?;
-            pack.append(digest, len, |f, _| {
+            let chunk = DeviceRange::new(input.offset + off, len as u64);
+            let (from, codec) = match compress {
+                Some(level) => {
+                    let c = device_job::run_one(dev, Request::compress(commands, level, Format::Gzip, chunk, member))?;
+                    commands += 1;
+                    if (c.output_bytes as usize) < len {
+                        (DeviceRange::new(member.offset, c.output_bytes), GZIP_MEMBER)
+                    } else {
+                        (chunk, RAW)
+                    }
+                }
+                None => (chunk, RAW),
+            };
+            let bytes = from.len as usize;
+            let ptr = dev.memory().io_ptr(from).ok_or("a chunk outside the device's memory")?;
+            pack.append(digest, (bytes, codec, len), |f, _| {
                 let mut done = 0;
-                while done < len {
-                    // SAFETY: reads len - done bytes inside the chunk, which lies in the
-                    // device's mapped memory; no command writes it until the next block.
-                    let w = unsafe { libc::write(f.as_raw_fd(), ptr.add(done).cast(), len - done) };
+                while done < bytes {
+                    // SAFETY: reads bytes - done bytes inside the chunk or its member, which lie
+                    // in the device's mapped memory; no command writes them until the next
+                    // chunk (the member) or block (the chunk).
+                    let w = unsafe { libc::write(f.as_raw_fd(), ptr.add(done).cast(), bytes - done) };
                     if w <= 0 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -78,8 +104,9 @@ pub(crate) fn chunk(dev: &mut EmulatedCsp, src: &File, p: ChunkParams, fp: Finge
         Ok(consumed)
     })?;
     let how = format!(
-        "chunked and fingerprinted ({}) on 1 emulated CSP: read {} into its memory in {commands} block(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); payload bytes into this process: 0",
+        "chunked and fingerprinted ({}){} on 1 emulated CSP: read {} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); payload bytes into this process: 0",
         fp.name(),
+        compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get())),
         device_job::moved(device_job::is_direct(src))
     );
     Ok(DeviceChunks { digests, bytes, how })

@@ -137,3 +137,87 @@ fn an_emulated_csp_makes_the_same_store_as_the_cpu() {
     assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("whole KiB"), "{}", o.stderr);
     run(&mut pp(args!["dedup", "store", &sb, "-s", &odd, "--engine", "emulated", "--no-fallback"])).fails(15, &["whole KiB"]);
 }
+
+/// `--compress`: new chunks are kept as gzip members where that is smaller
+/// (incompressible ones as they are), restore and verify decode and check
+/// them, stats reports the dedup and compression ratios apart, the device
+/// makes the very same pack, and a damaged member is named.
+#[test]
+fn compressed_chunks_restore_exactly_and_the_device_makes_the_same_pack() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(5 << 20, 7);
+    let b = edited_copy(&a);
+    let (sa, sb) = (d.join("a"), d.join("b"));
+    std::fs::write(&sa, &a).unwrap();
+    std::fs::write(&sb, &b).unwrap();
+    let (cpu, emu, plain) = (d.join("cpu"), d.join("emu"), d.join("plain"));
+    let sizes = ["--avg", "32K", "--min", "8K", "--max", "128K"];
+    run(pp(args!["dedup", "store", &sa, &sb, "-s", &cpu, "--compress", "1"]).args(sizes)).ok();
+    let o = run(pp(args!["dedup", "store", &sa, &sb, "-s", &emu, "--compress", "1", "--engine", "emulated", "--no-fallback"]).args(sizes)).ok();
+    assert!(o.stdout_str().contains("compressed (level 1) on 1 emulated CSP") && o.stdout_str().contains("payload bytes into this process: 0"), "{}", o.stdout_str());
+    run(pp(args!["dedup", "store", &sa, &sb, "-s", &plain]).args(sizes)).ok();
+    let pack = |s: &Path| std::fs::read(s.join("packs/pack-000000")).unwrap();
+    assert_eq!(pack(&cpu), pack(&emu), "the device's members are the CPU's bytes");
+    assert!(pack(&cpu).len() < pack(&plain).len() * 9 / 10, "{} against {} bytes", pack(&cpu).len(), pack(&plain).len());
+    let s = stats(&cpu);
+    let number = |after: &str| -> f64 { s.split(after).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap() };
+    assert!(number("deduplication ratio: ") > 1.9 && number("compression ratio: ") > 1.1, "{s}");
+    let p = stats(&plain);
+    assert_eq!(s.split("unique chunks: ").nth(1).unwrap().split(';').next(), p.split("unique chunks: ").nth(1).unwrap().split(';').next(), "the same chunks:\n{s}\n{p}");
+    assert!(!p.contains("compression ratio"), "{p}");
+    for (src, want) in [(&sa, &a), (&sb, &b)] {
+        let out = d.join("back");
+        run(&mut pp(args!["dedup", "restore", src, "-s", &emu, "-o", &out, "-f"])).ok();
+        assert_file_eq(&out, want, "restored from compressed chunks");
+    }
+    run(&mut pp(args!["dedup", "verify", "-s", &cpu])).ok();
+    // A flipped byte inside the first member's deflate data: named, nothing written.
+    let mut damaged = pack(&cpu);
+    damaged[40] ^= 0x55;
+    std::fs::write(cpu.join("packs/pack-000000"), &damaged).unwrap();
+    let out = d.join("never");
+    run(&mut pp(args!["dedup", "restore", &sa, "-s", &cpu, "-o", &out])).fails(6, &["chunk 0 of", "pack 0 at byte 0", "nothing was written"]);
+    assert!(!out.exists());
+    run(&mut pp(args!["dedup", "verify", "-s", &cpu])).fails(6, &["pack 0 at byte 0"]);
+}
+
+/// A store made before chunks could be compressed (format 1: no codec or
+/// size column) is read as it is, and brought to format 2 when written.
+#[test]
+fn a_format_1_store_is_read_and_upgraded_when_written() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(3 << 20, 9);
+    let b = edited_copy(&a);
+    let (sa, sb, st) = (d.join("a"), d.join("b"), d.join("st"));
+    std::fs::write(&sa, &a).unwrap();
+    std::fs::write(&sb, &b).unwrap();
+    run(&mut pp(args!["dedup", "store", &sa, "-s", &st])).ok();
+    let format = || -> String {
+        let db = rusqlite::Connection::open(st.join("index.sqlite")).unwrap();
+        db.query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0)).unwrap()
+    };
+    {
+        let db = rusqlite::Connection::open(st.join("index.sqlite")).unwrap();
+        db.execute_batch(
+            "CREATE TABLE old (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL, len INTEGER NOT NULL) WITHOUT ROWID;
+             INSERT INTO old SELECT digest, pack, offset, len FROM chunks; DROP TABLE chunks; ALTER TABLE old RENAME TO chunks;
+             UPDATE meta SET value = 'peerpath-dedup/1' WHERE key = 'format';",
+        )
+        .unwrap();
+    }
+    let out = d.join("a.back");
+    run(&mut pp(args!["dedup", "restore", &sa, "-s", &st, "-o", &out])).ok();
+    assert_file_eq(&out, &a, "restored from a format-1 store");
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+    assert!(stats(&st).contains("deduplication ratio: 1.000"));
+    assert_eq!(format(), "peerpath-dedup/1", "reading changes nothing");
+    run(&mut pp(args!["dedup", "store", &sb, "-s", &st, "--compress", "1"])).ok();
+    assert_eq!(format(), "peerpath-dedup/2");
+    for (src, want) in [(&sa, &a), (&sb, &b)] {
+        run(&mut pp(args!["dedup", "restore", src, "-s", &st, "-o", &out, "-f"])).ok();
+        assert_file_eq(&out, want, "restored after the upgrade");
+    }
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+}
