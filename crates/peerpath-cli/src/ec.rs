@@ -189,9 +189,7 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize, engine: Ec
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
-    if unit == 0 || unit > MAX_UNIT_BYTES {
-        return Err(JobError::Usage("--unit must be 1 byte to 256 MiB".into()));
-    }
+    check_unit(unit)?;
     if std::fs::symlink_metadata(dir).is_ok() {
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
@@ -273,18 +271,40 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize, engine: Ec
         discard_all(&files);
         return Err(e);
     }
-    let manifest = Manifest {
-        schema: "peerpath/ec-manifest/1".into(),
-        code: "Reed-Solomon over GF(2^8), ISA-L's Cauchy matrix".into(),
-        source: source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned()),
-        source_bytes: size,
-        data_shards: k,
-        parity_shards: m,
-        unit_bytes: unit,
-        stripes,
-        shards: crcs.into_iter().enumerate().map(|(i, crc32)| ShardEntry { file: shard_name(i), crc32 }).collect(),
-    };
-    let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
+    let manifest = Manifest::new(source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned()), size, (k, m, unit), stripes, crcs);
+    publish(dir, files, &manifest, &mode)?;
+    let coded = stripes * (n * unit) as u64;
+    let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(shard_name).collect(), started, coding, coded);
+    if let (Some(path), Some(dev)) = (path, device.as_ref()) {
+        report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", peerpath_device::Device::name(dev));
+        report.provenance = "measured on emulated devices";
+    }
+    report.fallback = fallback;
+    Ok(report)
+}
+
+impl Manifest {
+    fn new(source: String, source_bytes: u64, (k, m, unit): (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
+        Manifest {
+            schema: "peerpath/ec-manifest/1".into(),
+            code: "Reed-Solomon over GF(2^8), ISA-L's Cauchy matrix".into(),
+            source,
+            source_bytes,
+            data_shards: k,
+            parity_shards: m,
+            unit_bytes: unit,
+            stripes,
+            shards: crcs.into_iter().enumerate().map(|(i, crc32)| ShardEntry { file: shard_name(i), crc32 }).collect(),
+        }
+    }
+}
+
+/// Puts the shards (`files`, unnamed temporaries) and the manifest in
+/// place as the new directory `dir`, or nothing (the temporaries are
+/// discarded on an error).
+fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &Manifest, mode: &peerpath_io::Inherited) -> Result<(), JobError> {
+    let n = files.len();
+    let text = serde_json::to_string_pretty(manifest).expect("manifest serialises");
     let published = (|| -> std::io::Result<()> {
         let mut manifest_file = create_temporaries(&[dir.with_file_name(MANIFEST)], false)?.remove(0);
         manifest_file.0.write_all(text.as_bytes())?;
@@ -304,17 +324,132 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize, engine: Ec
         scratch.publish(dir)
     })();
     if let Err(e) = published {
-        discard_all(&files);
+        files.iter().for_each(|(_, t)| peerpath_io::discard(t));
         return Err(if e.kind() == std::io::ErrorKind::AlreadyExists { JobError::TargetDirExists { path: dir.to_path_buf() } } else { io(dir)(e) });
     }
-    let coded = stripes * (n * unit) as u64;
-    let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(shard_name).collect(), started, coding, coded);
-    if let (Some(path), Some(dev)) = (path, device.as_ref()) {
-        report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", peerpath_device::Device::name(dev));
-        report.provenance = "measured on emulated devices";
+    Ok(())
+}
+
+/// Erasure-codes a stream whose length is known only at its end (the
+/// compress chain's output): stripes of `k` units in order, each coded and
+/// written to the shards as it fills; the first stripe is kept until
+/// [`StreamEncoder::finish`], so that bytes known last (an encrypted
+/// file's header) can be put at the stream's start. Memory: two stripes
+/// and one stripe's parity.
+pub(crate) struct StreamEncoder {
+    code: RsCode,
+    k: usize,
+    unit: usize,
+    files: Vec<(File, Temporary)>,
+    dir: PathBuf,
+    first: Vec<u8>,
+    stripe: Vec<u8>,
+    /// Bytes in the stripe being filled (`first` while `stripes` is 0).
+    fill: usize,
+    /// Stripes already full.
+    stripes: u64,
+    parity: Vec<Vec<u8>>,
+    /// Per shard, the CRC-32s of stripes 1, 2, ... (stripe 0's at the end).
+    crcs: Vec<Vec<u32>>,
+    pub coding: Duration,
+    pub len: u64,
+}
+
+impl StreamEncoder {
+    /// Shards for `dir` (a new directory), as unnamed temporaries beside it.
+    pub(crate) fn new(dir: &Path, k: usize, m: usize, unit: usize) -> Result<StreamEncoder, JobError> {
+        let code = RsCode::new(k, m).map_err(JobError::Usage)?;
+        check_unit(unit)?;
+        if std::fs::symlink_metadata(dir).is_ok() {
+            return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
+        }
+        let names: Vec<PathBuf> = (0..k + m).map(|i| dir.with_file_name(shard_name(i))).collect();
+        let files = create_temporaries(&names, false).map_err(io(dir))?;
+        let stripe = vec![0u8; k * unit];
+        Ok(StreamEncoder { code, k, unit, files, dir: dir.to_path_buf(), first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
     }
-    report.fallback = fallback;
-    Ok(report)
+
+    /// Appends bytes to the stream.
+    pub(crate) fn put(&mut self, mut data: &[u8]) -> Result<(), JobError> {
+        let stripe_bytes = self.k * self.unit;
+        while !data.is_empty() {
+            let buf = if self.stripes == 0 { &mut self.first } else { &mut self.stripe };
+            let n = data.len().min(stripe_bytes - self.fill);
+            buf[self.fill..self.fill + n].copy_from_slice(&data[..n]);
+            (self.fill, data, self.len) = (self.fill + n, &data[n..], self.len + n as u64);
+            if self.fill == stripe_bytes {
+                if self.stripes > 0 {
+                    let s = self.stripes;
+                    let crcs = self.code_and_write(s, false)?;
+                    self.crcs.iter_mut().zip(crcs).for_each(|(c, x)| c.push(x));
+                }
+                self.stripes += 1;
+                self.fill = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Codes stripe `s` (`first` or the current one, zero-padded past
+    /// `fill` when it is the last) and writes its units; their CRC-32s.
+    fn code_and_write(&mut self, s: u64, first: bool) -> Result<Vec<u32>, JobError> {
+        let buf = if first { &self.first } else { &self.stripe };
+        let data: Vec<&[u8]> = buf.chunks(self.unit).collect();
+        let mut parity: Vec<&mut [u8]> = self.parity.iter_mut().map(Vec::as_mut_slice).collect();
+        let t = Instant::now();
+        self.code.encode(&data, &mut parity);
+        self.coding += t.elapsed();
+        let mut crcs = Vec::with_capacity(self.files.len());
+        for (i, u) in data.iter().copied().chain(self.parity.iter().map(Vec::as_slice)).enumerate() {
+            crcs.push(crc32fast::hash(u));
+            std::os::unix::fs::FileExt::write_all_at(&self.files[i].0, u, s * self.unit as u64).map_err(io(&self.dir))?;
+        }
+        Ok(crcs)
+    }
+
+    /// Codes what is left, with `head` written over the stream's first
+    /// bytes; the shards and a manifest naming `source` become `dir`.
+    pub(crate) fn finish(mut self, head: &[u8], source: String, mode: &peerpath_io::Inherited) -> Result<(u64, Duration), JobError> {
+        assert!(head.len() as u64 <= self.len.min(self.unit as u64 * self.k as u64), "the head lies in the first stripe");
+        let done = (|| -> Result<u64, JobError> {
+            if self.stripes > 0 && self.fill > 0 {
+                self.stripe[self.fill..].fill(0);
+                let crcs = self.code_and_write(self.stripes, false)?;
+                self.crcs.iter_mut().zip(crcs).for_each(|(c, x)| c.push(x));
+            }
+            let stripes = if self.fill > 0 || self.stripes == 0 { self.stripes + 1 } else { self.stripes };
+            if self.stripes == 0 {
+                self.first[self.fill..].fill(0);
+            }
+            self.first[..head.len()].copy_from_slice(head);
+            let crcs = self.code_and_write(0, true)?;
+            self.crcs.iter_mut().zip(crcs).for_each(|(c, x)| c.insert(0, x));
+            Ok(stripes)
+        })();
+        let stripes = match done {
+            Ok(s) => s,
+            Err(e) => {
+                self.files.iter().for_each(|(_, t)| peerpath_io::discard(t));
+                return Err(e);
+            }
+        };
+        let m = self.parity.len();
+        let manifest = Manifest::new(source, self.len, (self.k, m, self.unit), stripes, std::mem::take(&mut self.crcs));
+        publish(&self.dir, self.files, &manifest, mode)?;
+        Ok((stripes, self.coding))
+    }
+
+    /// Removes the shards made so far (the chain failed).
+    pub(crate) fn discard(self) {
+        self.files.iter().for_each(|(_, t)| peerpath_io::discard(t));
+    }
+}
+
+fn check_unit(unit: usize) -> Result<(), JobError> {
+    if unit == 0 || unit > MAX_UNIT_BYTES {
+        return Err(JobError::Usage("--unit must be 1 byte to 256 MiB".into()));
+    }
+    Ok(())
 }
 
 /// One temporary file per target (unnamed where the file system allows);
@@ -605,6 +740,46 @@ mod tests {
                     prop_assert!(m.unit_bytes <= MAX_UNIT_BYTES && m.shards.len() == m.data_shards + m.parity_shards);
                 }
             }
+        }
+    }
+
+
+    /// A stream coded as it arrives, with its head written last, decodes to
+    /// exactly that stream, at and around every stripe boundary, also with
+    /// `m` shards lost.
+    #[test]
+    fn a_stream_with_its_head_patched_last_decodes_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let (k, m, unit) = (3, 2, 4096);
+        let stripe = k * unit;
+        for len in [0, 1, 71, 72, 100, stripe - 1, stripe, stripe + 1, 2 * stripe, 5 * stripe + 17] {
+            let mut data: Vec<u8> = (0..len).map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3]).collect();
+            let head = [0xab_u8; 72];
+            let head = &head[..len.min(72)];
+            let out = dir.path().join(format!("s{len}"));
+            let mut e = StreamEncoder::new(&out, k, m, unit).unwrap();
+            // Uneven pieces, the head's bytes zero until the end.
+            let mut at = 0;
+            let mut piece = 1;
+            while at < len {
+                let n = piece.min(len - at);
+                let bytes: Vec<u8> = data[at..at + n].iter().enumerate().map(|(i, &b)| if at + i < head.len() { 0 } else { b }).collect();
+                e.put(&bytes).unwrap();
+                at += n;
+                piece = piece * 3 + 1;
+            }
+            let mode = peerpath_io::Inherited::mode_of(None);
+            let (stripes, _) = e.finish(head, "s".into(), &mode).unwrap();
+            assert_eq!(stripes, (len as u64).div_ceil(stripe as u64).max(1), "{len} bytes");
+            data[..head.len()].copy_from_slice(head);
+            let back = dir.path().join(format!("b{len}"));
+            decode(&out, &back, false).unwrap();
+            assert!(std::fs::read(&back).unwrap() == data, "{len} bytes");
+            for lost in [0, 4] {
+                std::fs::remove_file(out.join(shard_name(lost))).unwrap();
+            }
+            decode(&out, &back, true).unwrap();
+            assert!(std::fs::read(&back).unwrap() == data, "{len} bytes, two shards lost");
         }
     }
 }

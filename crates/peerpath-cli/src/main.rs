@@ -2,6 +2,7 @@
 //! job options, runs the job, prints the report. Errors exit with the code
 //! of their class (see README).
 
+mod chain;
 mod csp;
 mod demo;
 mod device_job;
@@ -332,6 +333,15 @@ struct CompressArgs {
     /// With --encrypt: compressed bytes per sealed block (K, M suffixes; at most 1G).
     #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Encryption")]
     encrypt_block_size: usize,
+    /// Erasure-code the output (compressed, and encrypted with --encrypt) into K data and M parity
+    /// shards in one pass: --output is then a new directory of shards and a manifest, as
+    /// `peerpath ec encode` makes (`ec decode` gives back the .gz or .gz.ppenc). One regular file;
+    /// the host CPU (no device chain yet).
+    #[arg(long, value_name = "K+M", value_parser = parse_ec, help_heading = "Erasure coding")]
+    ec: Option<(usize, usize)>,
+    /// With --ec: bytes per unit (a shard's part of one stripe; K, M suffixes).
+    #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Erasure coding")]
+    ec_unit: usize,
     /// After the report, why each stream went where it went: with --device-memory-from p2p:BDF,
     /// the topology planner's verdict for every leg between the files' drives and that memory.
     #[arg(long)]
@@ -577,6 +587,15 @@ fn device_memory_bytes(asked: Option<usize>, from: &MemoryFrom) -> Result<usize,
 }
 
 /// Parses "65536", "64K", "1M", "1MiB", "2G".
+/// `K+M`: data and parity shards.
+fn parse_ec(s: &str) -> Result<(usize, usize), String> {
+    let (k, m) = s.split_once('+').ok_or_else(|| format!("{s}: give data+parity shards, e.g. 4+2"))?;
+    let n = |x: &str| x.trim().parse::<usize>().map_err(|_| format!("{s}: give data+parity shards, e.g. 4+2"));
+    let (k, m) = (n(k)?, n(m)?);
+    peerpath_func::ec::RsCode::new(k, m)?;
+    Ok((k, m))
+}
+
 fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -647,6 +666,28 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     } else {
         println!("{text}");
     }
+}
+
+/// `compress --ec K+M`: the chain (one regular file, into a new directory, on the host CPU).
+fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<peerpath_func::crypt::Key>, u32)>, (data, parity): (usize, usize)) -> Result<(), JobError> {
+    let (source, dir) = match (a.sources.as_slice(), a.output.as_deref()) {
+        ([s], Some(d)) if s.as_os_str() != "-" && d.as_os_str() != "-" => (s, d),
+        _ => return Err(JobError::Usage("--ec takes one source file and --output DIR (a new directory for the shards)".into())),
+    };
+    if a.engine != EngineArg::Cpu {
+        return Err(JobError::Usage("--ec runs on the host CPU only: no device has the whole chain yet (give --engine cpu)".into()));
+    }
+    if a.verify || a.explain {
+        return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
+    }
+    let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let format = match a.format {
+        FormatArg::Gzip => Format::Gzip,
+        FormatArg::Bgzf => Format::Bgzf,
+    };
+    let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
+    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit };
+    chain::compress_ec(source, dir, &opts)
 }
 
 /// `--encrypt`: the key and block size, or why not.
@@ -765,6 +806,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Compress(a) => {
             let level = Level::new(a.level).map_err(JobError::Usage)?;
             let encrypt = compress_encryption(&a)?;
+            if let Some((data, parity)) = a.ec {
+                return compress_ec(&a, level, encrypt, (data, parity));
+            }
             let name = if encrypt.is_some() { encrypted_compressed_name } else { compressed_name };
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");

@@ -139,3 +139,56 @@ fn an_emulated_csp_makes_the_same_set_as_the_cpu() {
     assert_file_eq(&d.join("back"), &data, "decoded from the emulated CSP's set");
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "1000", "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["multiple of 4K"]);
 }
+
+/// `compress --ec K+M [--encrypt]`: one pass; `ec decode` gives back the
+/// very members `compress` makes (sealed with `--encrypt`: `decrypt` gives
+/// the same .gz, `decompress --key-file` the source), also with M shards lost.
+#[test]
+fn compress_with_ec_and_encrypt_chains_in_one_pass() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = d.join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    for (size, ec, unit) in [(0usize, "2+1", "4K"), (100_000, "3+2", "4K"), (3_000_001, "4+2", "64K")] {
+        let src = d.join(format!("s{size}"));
+        std::fs::write(&src, mixed_data(size, size as u64 + 3)).unwrap();
+        let reference = d.join(format!("s{size}.ref.gz"));
+        run(&mut pp(args!["compress", &src, "-o", &reference, "--block-size", "256K"])).ok();
+        let want_gz = std::fs::read(&reference).unwrap();
+        // Without --encrypt: the shards hold the .gz itself.
+        let plain = d.join(format!("plain{size}"));
+        let o = run(&mut pp(args!["compress", &src, "--ec", ec, "--ec-unit", unit, "-o", &plain, "--block-size", "256K"])).ok();
+        assert!(o.stdout_str().contains("measured on this host's CPU") && o.stdout_str().contains("no device chain"), "{}", o.stdout_str());
+        run(&mut pp(args!["ec", "verify", &plain])).ok();
+        let gz = d.join(format!("plain{size}.gz"));
+        run(&mut pp(args!["ec", "decode", &plain, "-o", &gz])).ok();
+        assert_file_eq(&gz, &want_gz, "the chain's .gz against compress's");
+        // With --encrypt, and two shards lost.
+        let sealed = d.join(format!("sealed{size}"));
+        let o = run(&mut pp(args!["compress", &src, "--ec", ec, "--ec-unit", unit, "--encrypt", "--key-file", &key, "--encrypt-block-size", "64K", "-o", &sealed, "--block-size", "256K"])).ok();
+        assert!(o.stdout_str().contains("encrypted, peerpath-enc/1"), "{}", o.stdout_str());
+        let names = shards(&sealed);
+        let parity: usize = ec.split('+').nth(1).unwrap().parse().unwrap();
+        for (name, _) in names.iter().take(parity) {
+            std::fs::remove_file(sealed.join(name)).unwrap();
+        }
+        let enc = d.join(format!("s{size}.gz.ppenc"));
+        run(&mut pp(args!["ec", "decode", &sealed, "-o", &enc])).ok();
+        let back = d.join(format!("s{size}.back"));
+        run(&mut pp(args!["decompress", &enc, "--key-file", &key, "-o", &back])).ok();
+        assert_file_eq(&back, &std::fs::read(&src).unwrap(), "source through compress, encrypt, ec, decode, decrypt, decompress");
+        let dec = d.join(format!("s{size}.dec.gz"));
+        run(&mut pp(args!["decrypt", &enc, "--key-file", &key, "-o", &dec])).ok();
+        assert_file_eq(&dec, &want_gz, "the sealed members are compress's");
+    }
+    // One source and a new directory, on the CPU; an existing directory is kept as it is.
+    let src = d.join("s0");
+    run(&mut pp(args!["compress", &src, &src, "--ec", "2+1", "-o", d.join("x")])).fails(2, &["one source"]);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1"])).fails(2, &["--output DIR"]);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["host CPU only"]);
+    let o = run(&mut pp(args!["compress", &src, "--ec", "2", "-o", d.join("x")]));
+    assert!(o.code() == Some(2) && o.stderr.contains("data+parity"), "{}", o.stderr);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0")])).fails(4, &["plain0"]);
+    assert!(!d.join("x").exists());
+    run(&mut pp(args!["ec", "verify", d.join("plain0")])).ok();
+}
