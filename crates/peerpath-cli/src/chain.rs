@@ -56,66 +56,26 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     }
     let mode = peerpath_io::Inherited::mode_of(Some(&meta));
     let mut shards = StreamEncoder::new(dir, o.data, o.parity, o.unit)?;
-    let mut sealing = match &o.encrypt {
+    let sealing = match &o.encrypt {
         Some((key, block)) => Some(Sealing { sealer: StreamSealer::new(key, *block).map_err(JobError::Usage)?, block: Vec::with_capacity(*block as usize + TAG_BYTES) }),
         None => None,
     };
-    let ran = (|| -> Result<(Counts, u64), JobError> {
-        if sealing.is_some() {
-            // The header holds the length: written over these bytes at the end.
-            shards.put(&[0u8; HEADER_BYTES])?;
+    if sealing.is_some() {
+        // The header holds the length: written over these bytes at the end.
+        if let Err(e) = shards.put(&[0u8; HEADER_BYTES]) {
+            shards.discard();
+            return Err(e);
         }
-        let mut counts = Counts { members: 0, compressed: 0 };
-        let mut encoders: Vec<MemberEncoder> = (0..o.threads).map(|_| MemberEncoder::new(o.level)).collect();
-        let mut blocks: Vec<Vec<u8>> = Vec::new();
-        let mut outputs: Vec<Vec<u8>> = (0..o.threads).map(|_| vec![0u8; member_bound_bytes(o.block_size)]).collect();
-        let mut read = 0u64;
-        loop {
-            // A batch: one block per thread.
-            blocks.clear();
-            for _ in 0..o.threads {
-                let mut b = Vec::with_capacity(o.block_size);
-                (&mut src).take(o.block_size as u64).read_to_end(&mut b).map_err(|e| JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() })?;
-                if b.is_empty() {
-                    break;
-                }
-                read += b.len() as u64;
-                blocks.push(b);
-            }
-            // An empty source is one empty member, as `compress` makes it.
-            if blocks.is_empty() && counts.members == 0 {
-                blocks.push(Vec::new());
-            }
-            if blocks.is_empty() {
-                break;
-            }
-            let format = o.format;
-            let sizes: Vec<usize> = std::thread::scope(|s| {
-                let jobs: Vec<_> = blocks.iter().zip(encoders.iter_mut()).zip(outputs.iter_mut()).map(|((b, e), out)| s.spawn(move || encode_member(e, format, b, out))).collect();
-                jobs.into_iter().map(|j| j.join().expect("a compression thread panicked")).collect()
-            });
-            for (out, n) in outputs.iter().zip(sizes) {
-                counts.members += 1;
-                counts.compressed += n as u64;
-                match sealing.as_mut() {
-                    Some(s) => seal_into(s, &out[..n], &mut shards)?,
-                    None => shards.put(&out[..n])?,
-                }
-            }
-            if blocks.last().is_some_and(|b| b.len() < o.block_size) {
-                break;
-            }
-        }
+    }
+    let (ran, mut shards, mut sealing) = pipeline(&mut src, source, o, shards, sealing);
+    let ran = ran.and_then(|(mut counts, read)| {
         if o.format == Format::Bgzf {
             // BGZF's end-of-file marker, as `compress` ends its files.
             counts.compressed += BGZF_EOF_BLOCK.len() as u64;
-            match sealing.as_mut() {
-                Some(s) => seal_into(s, &BGZF_EOF_BLOCK, &mut shards)?,
-                None => shards.put(&BGZF_EOF_BLOCK)?,
-            }
+            feed(&mut shards, &mut sealing.as_mut(), &BGZF_EOF_BLOCK)?;
         }
         Ok((counts, read))
-    })();
+    });
     let (counts, read) = match ran {
         Ok(r) => r,
         Err(e) => {
@@ -136,7 +96,10 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
                 let n = s.block.len();
                 s.block.resize(n + TAG_BYTES, 0);
                 s.sealer.seal_next(&mut s.block);
-                shards.put(&s.block)?;
+                if let Err(e) = shards.put(&s.block) {
+                    shards.discard();
+                    return Err(e);
+                }
             }
             (s.sealer.header().to_vec(), format!("{name}.gz.ppenc"), Some((s.sealer.blocks(), s.sealer.block_bytes())))
         }
@@ -170,6 +133,14 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     Ok(())
 }
 
+/// Compressed bytes to the next stage: sealed first with `--encrypt`.
+fn feed(shards: &mut StreamEncoder, sealing: &mut Option<&mut Sealing>, data: &[u8]) -> Result<(), JobError> {
+    match sealing {
+        Some(s) => seal_into(s, data, shards),
+        None => shards.put(data),
+    }
+}
+
 /// Adds compressed bytes to the block being sealed; full blocks are sealed
 /// and go to the shards.
 fn seal_into(s: &mut Sealing, mut data: &[u8], shards: &mut StreamEncoder) -> Result<(), JobError> {
@@ -186,4 +157,84 @@ fn seal_into(s: &mut Sealing, mut data: &[u8], shards: &mut StreamEncoder) -> Re
         }
     }
     Ok(())
+}
+
+/// The source read in blocks on this thread, compressed on `o.threads`
+/// workers, and sealed and coded in order on a sink thread, all stages
+/// overlapped (at most two blocks a worker in flight). Gives back the
+/// stages' state for the end of the stream.
+fn pipeline(src: &mut std::fs::File, source: &Path, o: &ChainOptions, mut shards: StreamEncoder, mut sealing: Option<Sealing>) -> (Result<(Counts, u64), JobError>, StreamEncoder, Option<Sealing>) {
+    use std::sync::mpsc::sync_channel;
+    let in_flight = 2 * o.threads;
+    let (work_tx, work_rx) = sync_channel::<(u64, Vec<u8>)>(in_flight);
+    let work_rx = std::sync::Mutex::new(work_rx);
+    let (done_tx, done_rx) = sync_channel::<(u64, Vec<u8>)>(in_flight);
+    // Buffers go round (blocks: reader -> worker -> reader; members: worker
+    // -> sink -> worker) rather than being allocated and faulted in afresh.
+    let (spare_blocks, spare_members) = (std::sync::Mutex::new(Vec::<Vec<u8>>::new()), std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+    let take = |pool: &std::sync::Mutex<Vec<Vec<u8>>>| pool.lock().expect("a buffer pool's lock").pop().unwrap_or_default();
+    let give = |pool: &std::sync::Mutex<Vec<Vec<u8>>>, b: Vec<u8>| pool.lock().expect("a buffer pool's lock").push(b);
+    let (read, counts) = std::thread::scope(|scope| {
+        for _ in 0..o.threads {
+            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            let (spare_blocks, spare_members) = (&spare_blocks, &spare_members);
+            let (level, format) = (o.level, o.format);
+            scope.spawn(move || {
+                let mut encoder = MemberEncoder::new(level);
+                loop {
+                    let next = work_rx.lock().expect("the work queue's lock").recv();
+                    let Ok((seq, block)) = next else { return };
+                    let mut out = take(spare_members);
+                    out.resize(member_bound_bytes(block.len()), 0);
+                    let n = encode_member(&mut encoder, format, &block, &mut out);
+                    out.truncate(n);
+                    give(spare_blocks, block);
+                    if done_tx.send((seq, out)).is_err() {
+                        return; // the sink failed
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let (shards, sealing, spare_members_sink) = (&mut shards, &mut sealing, &spare_members);
+        let sink = scope.spawn(move || -> Result<Counts, JobError> {
+            let mut counts = Counts { members: 0, compressed: 0 };
+            let mut pending = std::collections::BTreeMap::new();
+            for (seq, member) in done_rx {
+                pending.insert(seq, member);
+                while let Some(member) = pending.remove(&counts.members) {
+                    counts.members += 1;
+                    counts.compressed += member.len() as u64;
+                    feed(shards, &mut sealing.as_mut(), &member)?;
+                    give(spare_members_sink, member);
+                }
+            }
+            Ok(counts)
+        });
+        let read = (|| -> Result<u64, JobError> {
+            let mut read = 0u64;
+            for seq in 0u64.. {
+                let mut b = take(&spare_blocks);
+                b.clear();
+                (&mut *src).take(o.block_size as u64).read_to_end(&mut b).map_err(|e| JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() })?;
+                read += b.len() as u64;
+                // An empty source is one empty member, as `compress` makes it.
+                let last = b.len() < o.block_size;
+                if b.is_empty() && seq > 0 {
+                    break;
+                }
+                if work_tx.send((seq, b)).is_err() || last {
+                    break; // the workers stopped: the sink says why
+                }
+            }
+            Ok(read)
+        })();
+        drop(work_tx);
+        (read, sink.join().expect("the sink thread panicked"))
+    });
+    let ran = match (counts, read) {
+        (Err(e), _) | (_, Err(e)) => Err(e),
+        (Ok(c), Ok(r)) => Ok((c, r)),
+    };
+    (ran, shards, sealing)
 }
