@@ -1,22 +1,22 @@
 //! `peerpath compress SOURCE --ec K+M [--encrypt] -o DIR` (issue 19,
-//! chains): compress -> encrypt -> erasure code in one pass over the source.
-//! Each block of the source is compressed into a member (on every core, in
-//! batches), the members are sealed into `peerpath-enc/1` blocks as they
-//! fill, and the sealed stream is cut into stripes that are coded and
-//! written to the shards as they fill (`ec::StreamEncoder`). No
-//! intermediate file exists: what `ec decode` gives back is the very file
-//! `compress --encrypt` would have written (the same members; a fresh file
-//! id, so other ciphertext), and `peerpath decompress --key-file` reads it.
+//! chains): compress -> encrypt -> erasure code in one pass over the source,
+//! and `peerpath decompress --ec DIR -o FILE`, the reverse. The source is
+//! read in blocks on one thread, compressed into members on `-T` workers,
+//! and the members are sealed into `peerpath-enc/1` blocks and cut into
+//! stripes, coded and written to the shards, in order on a sink thread
+//! (`ec::StreamEncoder`); the stages overlap. No intermediate file exists:
+//! what `ec decode` gives back is the very file `compress --encrypt` would
+//! have written (the same members; a fresh file id, so other ciphertext).
 //!
 //! The chain runs on the host CPU only so far (every stage in this
 //! process): the devices have no encryption function yet, so a chain in
 //! device memory is not built. The report says so.
 
-use crate::ec::StreamEncoder;
-use peerpath_func::crypt::{Key, StreamSealer, HEADER_BYTES, TAG_BYTES};
-use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, BGZF_EOF_BLOCK};
+use crate::ec::{ShardReader, StreamEncoder};
+use peerpath_func::crypt::{BlockReader, FileCipher, InOrder, Key, StreamSealer, HEADER_BYTES, MAGIC, TAG_BYTES};
+use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder, BGZF_EOF_BLOCK};
 use peerpath_runtime::JobError;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -237,4 +237,101 @@ fn pipeline(src: &mut std::fs::File, source: &Path, o: &ChainOptions, mut shards
         (Ok(c), Ok(r)) => Ok((c, r)),
     };
     (ran, shards, sealing)
+}
+
+/// The shard set's stream as a `Read`; a shard error is kept to be
+/// reported as itself (the reader above it sees an I/O error).
+struct ShardStream {
+    shards: ShardReader,
+    buf: Vec<u8>,
+    at: usize,
+    failed: std::rc::Rc<std::cell::RefCell<Option<JobError>>>,
+}
+
+impl Read for ShardStream {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.buf.len() {
+            self.at = 0;
+            match self.shards.next_stripe(&mut self.buf) {
+                Ok(_) => {}
+                Err(e) => {
+                    let text = e.to_string();
+                    *self.failed.borrow_mut() = Some(e);
+                    return Err(std::io::Error::other(text));
+                }
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// `peerpath decompress DIR --ec`: the reverse of `compress --ec` in one
+/// pass: the stripes are read (units rebuilt where shards are missing or
+/// corrupt), sealed blocks opened as they arrive (a `.gz.ppenc` set), and
+/// the members inflated into OUTPUT (one thread), which appears whole or
+/// not at all. A set holding any other file is refused.
+pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool) -> Result<(), JobError> {
+    let started = Instant::now();
+    let shards = ShardReader::open(dir)?;
+    let set_bytes = shards.stream_bytes();
+    if !force && std::fs::symlink_metadata(output).is_ok() {
+        return Err(JobError::TargetExists { path: output.to_path_buf() });
+    }
+    let failed = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let mut stream = std::io::BufReader::with_capacity(1 << 20, ShardStream { shards, buf: Vec::new(), at: 0, failed: failed.clone() });
+    let shard_error = |e: std::io::Error| failed.borrow_mut().take().unwrap_or_else(|| JobError::Damaged { path: dir.to_path_buf(), detail: e.to_string() });
+    let first = std::io::BufRead::fill_buf(&mut stream).map_err(shard_error)?;
+    let cipher = if first.starts_with(MAGIC) {
+        let Some(key) = key else {
+            return Err(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", dir.display())));
+        };
+        let mut header = [0u8; HEADER_BYTES];
+        stream.read_exact(&mut header).map_err(shard_error)?;
+        let cipher = FileCipher::open(&key, &header).map_err(|e| JobError::from_crypt(dir, e))?;
+        cipher.check_length(set_bytes).map_err(|e| JobError::from_crypt(dir, e))?;
+        Some(Arc::new(cipher))
+    } else {
+        None
+    };
+    let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
+    let mut produced = 0u64;
+    let written = (|| -> Result<(), JobError> {
+        let sink = |d: &[u8]| {
+            produced += d.len() as u64;
+            t.file.write_all(d)
+        };
+        let decoded = match &cipher {
+            Some(c) => {
+                let plain = BlockReader::new(InOrder(&mut stream), c.clone(), 0).map_err(shard_error)?;
+                StreamDecoder::new(plain, 0, 0).run(true, sink)
+            }
+            None => StreamDecoder::new(&mut stream, 0, 0).run(true, sink),
+        };
+        if let Err(e) = decoded {
+            // A shard that failed mid-way is named as such, not as bad gzip.
+            return Err(failed.borrow_mut().take().unwrap_or_else(|| peerpath_runtime::decompress::stream_error(dir, e)));
+        }
+        let set = std::fs::metadata(dir.join("manifest.json")).ok();
+        peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
+        crate::put_in_place(&t.file, &temporary, output, force)
+    })();
+    if let Err(e) = written {
+        peerpath_io::discard(&temporary);
+        return Err(e);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{} -> {}: {} from the shards{}, inflated to {} on 1 host thread; {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
+        dir.display(),
+        output.display(),
+        peerpath_metrics::human_bytes(set_bytes),
+        if cipher.is_some() { ", each block authenticated and decrypted as it arrived" } else { "" },
+        peerpath_metrics::human_bytes(produced),
+        secs,
+        produced as f64 / secs.max(1e-9) / 1e9
+    );
+    Ok(())
 }

@@ -652,38 +652,15 @@ fn repair(dir: &Path) -> Result<Option<EcReport>, JobError> {
 }
 
 fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
-    let (m, code) = load(dir)?;
-    let (bad, lost) = survey(dir, &m);
-    if !lost.is_empty() {
-        return Err(unrecoverable(dir, &m, &lost));
-    }
+    let mut shards = ShardReader::open(dir)?;
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(JobError::TargetExists { path: output.to_path_buf() });
     }
     let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
-    let k = m.data_shards;
-    let mut files = open_shards(dir, &m);
-    let mut left = m.source_bytes;
-    let mut stripe = Stripe::new(&m);
-    let mut rebuilt = vec![vec![0u8; m.unit_bytes]; m.parity_shards];
     let written = (|| -> Result<(), JobError> {
-        for s in 0..m.stripes {
-            stripe.read(&m, &mut files, s);
-            let missing: Vec<usize> = bad[s as usize].iter().copied().filter(|&i| i < k).collect();
-            if !missing.is_empty() {
-                let mut o: Vec<&mut [u8]> = rebuilt.iter_mut().take(missing.len()).map(Vec::as_mut_slice).collect();
-                code.reconstruct(&stripe.survivors(), &missing, &mut o).map_err(|e| corrupt(dir, e))?;
-            }
-            for i in 0..k {
-                let u = match missing.iter().position(|&j| j == i) {
-                    Some(p) => &rebuilt[p],
-                    None if stripe.good[i] => &stripe.units[i],
-                    None => return Err(changed(dir, &m, i, s)),
-                };
-                let n = (left as usize).min(u.len());
-                t.file.write_all(&u[..n]).map_err(io(output))?;
-                left -= n as u64;
-            }
+        let mut data = Vec::new();
+        while shards.next_stripe(&mut data)? {
+            t.file.write_all(&data).map_err(io(output))?;
         }
         // As private as the set (the manifest keeps the source's mode).
         let set = std::fs::metadata(dir.join(MANIFEST)).ok();
@@ -695,6 +672,67 @@ fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
         return Err(e);
     }
     Ok(())
+}
+
+/// The stream a shard set holds, stripe by stripe, rebuilt from the units
+/// that survive (checked against the manifest's CRC-32s).
+pub(crate) struct ShardReader {
+    dir: PathBuf,
+    m: Manifest,
+    code: RsCode,
+    /// Per stripe, the units found missing or corrupt when the set was opened.
+    bad: Vec<Vec<usize>>,
+    files: Vec<Option<File>>,
+    stripe: Stripe,
+    rebuilt: Vec<Vec<u8>>,
+    next: u64,
+    left: u64,
+}
+
+impl ShardReader {
+    /// Opens a set: an error if a stripe has lost more than `m` units.
+    pub(crate) fn open(dir: &Path) -> Result<ShardReader, JobError> {
+        let (m, code) = load(dir)?;
+        let (bad, lost) = survey(dir, &m);
+        if !lost.is_empty() {
+            return Err(unrecoverable(dir, &m, &lost));
+        }
+        let files = open_shards(dir, &m);
+        let (stripe, rebuilt, left) = (Stripe::new(&m), vec![vec![0u8; m.unit_bytes]; m.parity_shards], m.source_bytes);
+        Ok(ShardReader { dir: dir.to_path_buf(), m, code, bad, files, stripe, rebuilt, next: 0, left })
+    }
+
+    /// The stream's length.
+    pub(crate) fn stream_bytes(&self) -> u64 {
+        self.m.source_bytes
+    }
+
+    /// Puts the next stripe's data (up to the stream's end) in `out`; false after the last.
+    pub(crate) fn next_stripe(&mut self, out: &mut Vec<u8>) -> Result<bool, JobError> {
+        out.clear();
+        if self.next == self.m.stripes {
+            return Ok(false);
+        }
+        let (s, k) = (self.next, self.m.data_shards);
+        self.stripe.read(&self.m, &mut self.files, s);
+        let missing: Vec<usize> = self.bad[s as usize].iter().copied().filter(|&i| i < k).collect();
+        if !missing.is_empty() {
+            let mut o: Vec<&mut [u8]> = self.rebuilt.iter_mut().take(missing.len()).map(Vec::as_mut_slice).collect();
+            self.code.reconstruct(&self.stripe.survivors(), &missing, &mut o).map_err(|e| corrupt(&self.dir, e))?;
+        }
+        for i in 0..k {
+            let u = match missing.iter().position(|&j| j == i) {
+                Some(p) => &self.rebuilt[p],
+                None if self.stripe.good[i] => &self.stripe.units[i],
+                None => return Err(changed(&self.dir, &self.m, i, s)),
+            };
+            let n = (self.left as usize).min(u.len());
+            out.extend_from_slice(&u[..n]);
+            self.left -= n as u64;
+        }
+        self.next += 1;
+        Ok(true)
+    }
 }
 
 #[cfg(test)]

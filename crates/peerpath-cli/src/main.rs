@@ -442,6 +442,11 @@ struct DecompressArgs {
     /// For encrypted sources (SOURCE.gz.ppenc, from `compress --encrypt`): their key.
     #[command(flatten)]
     key: crypt::KeyArgs,
+    /// The source is a shard directory (from `compress --ec` or `ec encode` of a .gz or .gz.ppenc):
+    /// its stream is rebuilt from the shards that survive, opened and inflated in one pass into
+    /// --output (one thread, the host CPU).
+    #[arg(long)]
+    ec: bool,
     #[command(flatten)]
     decode: DecodeEngineArgs,
     #[command(flatten)]
@@ -857,6 +862,13 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
         }
         Command::Decompress(a) => {
+            if a.ec {
+                let (dir, output) = match (a.sources.as_slice(), a.output.as_deref()) {
+                    ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
+                    _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
+                };
+                return chain::decompress_ec(dir, output, crypt::optional_key(&a.key)?, a.target.force);
+            }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);

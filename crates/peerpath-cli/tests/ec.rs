@@ -180,7 +180,26 @@ fn compress_with_ec_and_encrypt_chains_in_one_pass() {
         let dec = d.join(format!("s{size}.dec.gz"));
         run(&mut pp(args!["decrypt", &enc, "--key-file", &key, "-o", &dec])).ok();
         assert_file_eq(&dec, &want_gz, "the sealed members are compress's");
+        // The reverse in one pass, from the shards that are left; and from the plain set.
+        let back = d.join(format!("s{size}.back.ec"));
+        run(&mut pp(args!["decompress", "--ec", &sealed, "--key-file", &key, "-o", &back])).ok();
+        assert_file_eq(&back, &std::fs::read(&src).unwrap(), "decompress --ec of the sealed set");
+        run(&mut pp(args!["decompress", "--ec", &plain, "-o", &back, "-f"])).ok();
+        assert_file_eq(&back, &std::fs::read(&src).unwrap(), "decompress --ec of the plain set");
     }
+    // The reverse refuses without the key or with another one, and keeps nothing.
+    let other = d.join("other-key");
+    run(&mut pp(args!["keygen", "-o", &other])).ok();
+    let sealed = d.join("sealed3000001");
+    let never = d.join("never");
+    run(&mut pp(args!["decompress", "--ec", &sealed, "-o", &never])).fails(2, &["give its key"]);
+    let o = run(&mut pp(args!["decompress", "--ec", &sealed, "--key-file", &other, "-o", &never]));
+    assert!(o.code() != Some(0) && o.stderr.contains("key"), "{}", o.stderr);
+    // One more shard lost than the code allows: named, nothing written.
+    let left = shards(&sealed);
+    std::fs::remove_file(sealed.join(&left[0].0)).unwrap();
+    run(&mut pp(args!["decompress", "--ec", &sealed, "--key-file", &key, "-o", &never])).fails(6, &["stripe"]);
+    assert!(!never.exists());
     // One source and a new directory, on the CPU; an existing directory is kept as it is.
     let src = d.join("s0");
     run(&mut pp(args!["compress", &src, &src, "--ec", "2+1", "-o", d.join("x")])).fails(2, &["one source"]);

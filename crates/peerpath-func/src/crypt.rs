@@ -368,20 +368,41 @@ impl FileCipher {
     }
 }
 
+/// Where a [`BlockReader`] gets sealed blocks: a file (read at each block's
+/// offset), or a stream that holds them in order ([`InOrder`]).
+pub trait SealedSource {
+    fn read_block(&mut self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+}
+
+impl SealedSource for std::fs::File {
+    fn read_block(&mut self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(self, buf, offset)
+    }
+}
+
+/// Sealed blocks read in order from a stream positioned just after the header.
+pub struct InOrder<R>(pub R);
+
+impl<R: std::io::Read> SealedSource for InOrder<R> {
+    fn read_block(&mut self, buf: &mut [u8], _offset: u64) -> std::io::Result<()> {
+        self.0.read_exact(buf)
+    }
+}
+
 /// Reads the plaintext of an encrypted file from a plaintext offset on,
 /// block by block, each authenticated before a byte of it is returned (for
 /// a one-thread streaming consumer; a failing block is an I/O error that
-/// names it).
-pub struct BlockReader {
-    file: std::fs::File,
+/// names it). From an [`InOrder`] stream, only from offset 0.
+pub struct BlockReader<S = std::fs::File> {
+    file: S,
     cipher: std::sync::Arc<FileCipher>,
     next: u64,
     buf: Vec<u8>,
     at: usize,
 }
 
-impl BlockReader {
-    pub fn new(file: std::fs::File, cipher: std::sync::Arc<FileCipher>, plain_offset: u64) -> std::io::Result<BlockReader> {
+impl<S: SealedSource> BlockReader<S> {
+    pub fn new(file: S, cipher: std::sync::Arc<FileCipher>, plain_offset: u64) -> std::io::Result<BlockReader<S>> {
         let b = cipher.layout().block_bytes as u64;
         let mut r = BlockReader { file, cipher, next: plain_offset / b, buf: Vec::new(), at: 0 };
         r.fill()?;
@@ -397,7 +418,7 @@ impl BlockReader {
             return Ok(());
         }
         self.buf.resize(l.plain_len(self.next) + TAG_BYTES, 0);
-        std::os::unix::fs::FileExt::read_exact_at(&self.file, &mut self.buf, l.sealed_offset(self.next))?;
+        self.file.read_block(&mut self.buf, l.sealed_offset(self.next))?;
         self.cipher.open_block(self.next, &mut self.buf).map_err(std::io::Error::other)?;
         self.buf.truncate(self.buf.len() - TAG_BYTES);
         self.next += 1;
@@ -405,7 +426,7 @@ impl BlockReader {
     }
 }
 
-impl std::io::Read for BlockReader {
+impl<S: SealedSource> std::io::Read for BlockReader<S> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         if self.at == self.buf.len() {
             self.fill()?;
