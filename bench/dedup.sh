@@ -65,5 +65,5 @@ echo "| b3sum --num-threads 1 | $(median b3) | 100 % |"
 echo "| peerpath dedup store A (new store: chunk, hash, write) | $(median storeA) | $(pct storeA) |"
 echo "| peerpath dedup store B (edited copy: chunk, hash, few writes) | $(median storeB) | $(pct storeB) |"
 echo
-echo "Deduplication ratio after A and B (logical / stored): $(sort -u "$scratch/ratio") (the same in every round)."
+echo "Deduplication ratio after A and B (logical / unique chunk bytes): $(sort -u "$scratch/ratio") (the same in every round)."
 } | tee ${out:+"$out"}

@@ -23,7 +23,7 @@
 //! brought to format 2 (one transaction) the first time it is written.
 
 use clap::{Args, Subcommand};
-use peerpath_func::dedup::{chunks, ChunkParams, Fingerprint};
+use peerpath_func::dedup::{chunks_pipelined, ChunkParams, Fingerprint};
 use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -415,7 +415,9 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
             let size = f.metadata().map_err(unreadable)?.len();
             let (mut digests, mut total) = (Vec::new(), 0u64);
             let mut encoder = compress.map(|level| (MemberEncoder::new(level), Vec::new()));
-            for c in chunks(std::io::BufReader::with_capacity(1 << 20, f), s.params, s.fp) {
+            // Chunks are cut on one thread and hashed on the others, in order.
+            let hashers = std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
+            for c in chunks_pipelined(std::io::BufReader::with_capacity(1 << 20, f), s.params, s.fp, hashers) {
                 let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
                 total += c.data.len() as u64;
                 digests.extend_from_slice(&c.digest);
@@ -434,7 +436,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
                 }
             }
             let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get()));
-            (size, total, digests, format!("chunking + {}{compressed} on the host CPU", s.fp.name()))
+            (size, total, digests, format!("chunking (1 thread) + {} ({hashers} thread(s)){compressed} on the host CPU", s.fp.name()))
         }
         Chunker::Device(dev) => {
             let opened = peerpath_io::open_source(src, true).map_err(unreadable)?;

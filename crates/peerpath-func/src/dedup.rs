@@ -86,6 +86,66 @@ pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Itera
     })
 }
 
+/// [`chunks`], with the fingerprints computed on `hashers` threads of
+/// their own while the next chunks are cut (cutting is sequential: FastCDC's
+/// rolling hash runs through every byte; digests are independent): the same
+/// chunks in the same order. At most about 130 chunks are in flight (two
+/// queues of 64 and one a thread), each at most `max` bytes.
+pub fn chunks_pipelined<R: Read + Send + 'static>(source: R, p: ChunkParams, fp: Fingerprint, hashers: usize) -> impl Iterator<Item = std::io::Result<Chunk>> {
+    use std::sync::mpsc::sync_channel;
+    const IN_FLIGHT: usize = 64;
+    let (cut_tx, cut_rx) = sync_channel::<(u64, std::io::Result<(u64, Vec<u8>)>)>(IN_FLIGHT);
+    let (done_tx, done_rx) = sync_channel::<(u64, std::io::Result<Chunk>)>(IN_FLIGHT);
+    std::thread::Builder::new()
+        .name("peerpath-cdc".into())
+        .spawn(move || {
+            for (seq, c) in fastcdc::v2020::StreamCDC::new(source, p.min, p.avg, p.max).enumerate() {
+                let c = match c {
+                    Ok(c) => Ok((c.offset, c.data)),
+                    Err(fastcdc::v2020::Error::IoError(e)) => Err(e),
+                    Err(e) => Err(std::io::Error::other(e.to_string())),
+                };
+                let stop = c.is_err();
+                if cut_tx.send((seq as u64, c)).is_err() || stop {
+                    return;
+                }
+            }
+        })
+        .expect("a thread for chunking");
+    let cut_rx = std::sync::Arc::new(std::sync::Mutex::new(cut_rx));
+    for _ in 0..hashers.max(1) {
+        let (cut_rx, done_tx) = (cut_rx.clone(), done_tx.clone());
+        std::thread::Builder::new()
+            .name("peerpath-hash".into())
+            .spawn(move || loop {
+                let next = cut_rx.lock().expect("the chunk queue's lock").recv();
+                let Ok((seq, c)) = next else { return };
+                let c = c.map(|(offset, data)| Chunk { offset, digest: fp.digest(&data), data });
+                if done_tx.send((seq, c)).is_err() {
+                    return;
+                }
+            })
+            .expect("a thread for hashing");
+    }
+    drop(done_tx);
+    let mut pending = std::collections::BTreeMap::new();
+    let mut next = 0u64;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed {
+            return None;
+        }
+        while !pending.contains_key(&next) {
+            let (seq, c) = done_rx.recv().ok()?;
+            pending.insert(seq, c);
+        }
+        let c = pending.remove(&next).expect("checked above");
+        next += 1;
+        failed = c.is_err();
+        Some(c)
+    })
+}
+
 /// The chunk boundaries of a block, as (offset, length). Without `at_end`
 /// the last chunk is left out: more data after the block could move its
 /// end, so it must start the next block (the carry). Chunking a stream in
@@ -131,6 +191,34 @@ mod tests {
         let (a, b) = (names(&d), names(&edited));
         let shared = a.intersection(&b).count();
         assert!(shared + 4 >= a.len(), "{shared} of {} chunks shared", a.len());
+    }
+
+    /// Hashing on other threads gives the same chunks, in order, and an
+    /// error where the source fails.
+    #[test]
+    fn pipelined_chunks_are_the_sequential_ones() {
+        let p = ChunkParams::new(1024, 4096, 16384).unwrap();
+        let d = data(3 << 20, 11);
+        let want: Vec<(u64, [u8; 32], usize)> = chunks(&d[..], p, Fingerprint::Blake3).map(|c| c.map(|c| (c.offset, c.digest, c.data.len())).unwrap()).collect();
+        for hashers in [1, 3] {
+            let got: Vec<(u64, [u8; 32], usize)> = chunks_pipelined(std::io::Cursor::new(d.clone()), p, Fingerprint::Blake3, hashers).map(|c| c.map(|c| (c.offset, c.digest, c.data.len())).unwrap()).collect();
+            assert_eq!(got, want, "{hashers} hashing threads");
+        }
+        struct Failing(usize);
+        impl Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(std::io::Error::other("the disk went away"));
+                }
+                let n = buf.len().min(self.0);
+                buf[..n].fill(7);
+                self.0 -= n;
+                Ok(n)
+            }
+        }
+        let got: Vec<std::io::Result<Chunk>> = chunks_pipelined(Failing(100_000), p, Fingerprint::Sha256, 2).collect();
+        assert!(got.last().unwrap().as_ref().is_err_and(|e| e.to_string().contains("went away")), "the error comes last");
+        assert!(got[..got.len() - 1].iter().all(|c| c.is_ok()));
     }
 
     /// Blocks cut with a carry give the stream's chunks exactly.
