@@ -10,6 +10,7 @@ use peerpath_func::{
     MAX_MEMBER_UNCOMPRESSED_BYTES,
 };
 use crate::function::{CHUNK_ENTRY_BYTES, SCAN_RESULT_BYTES};
+use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
 use peerpath_func::dedup::{cut_points, ChunkParams, Fingerprint};
 use peerpath_func::ec::RsCode;
 use peerpath_func::scan::{whole_records, Filter, RecordFormat};
@@ -46,7 +47,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         && match f {
             Function::Copy | Function::Crc32 => true,
             Function::Fill { .. } => n == 0,
-            Function::ScanCount { .. } => n == 2,
+            Function::ScanCount { .. } | Function::AeadSealBlock { .. } => n == 2,
             Function::GzipCompressMember { .. }
             | Function::GzipCompressChunk { .. }
             | Function::GzipDecompressMember
@@ -83,6 +84,9 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         }
         Function::ChunkFingerprint { min_kib, .. } if request.output.len < 16 + CHUNK_ENTRY_BYTES as u64 * (input_bytes / (min_kib as u64 * 1024) + 1) => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.inputs[1].len > MAX_PATTERN_BYTES as u64 => Err(Status::InputTooLarge),
+        Function::AeadSealBlock { .. } if request.inputs[1].len != DEVICE_KEY_BYTES as u64 => Err(Status::InvalidField),
+        Function::AeadSealBlock { .. } if request.inputs[0].len > u64::from(MAX_BLOCK_BYTES) => Err(Status::InputTooLarge),
+        Function::AeadSealBlock { .. } if request.output.len < request.inputs[0].len + TAG_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.output.len < SCAN_RESULT_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::EcEncode { data, parity } => {
             if !input_bytes.is_multiple_of(data as u64) {
@@ -270,6 +274,13 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
             }
             Ok((SCAN_RESULT_BYTES as u64, crc_of(&inputs[..1])))
         }
+        Function::AeadSealBlock { index } => {
+            let n = inputs[0].len();
+            output[..n].copy_from_slice(inputs[0]);
+            seal_block_with(inputs[1], index, &mut output[..n + TAG_BYTES]).ok_or(Status::InvalidField)?;
+            // The CRC-32 of the plaintext only: the key material stays out of every report.
+            Ok(((n + TAG_BYTES) as u64, crc_of(&inputs[..1])))
+        }
         Function::GzipDecompressMember => {
             let member = inputs[0];
             let header = MemberHeader::parse(member).map_err(|_| Status::CorruptInput)?;
@@ -320,6 +331,11 @@ mod tests {
         assert_eq!(check(&Request::compress(0, lvl, Format::Gzip, r(0, 1000), r(1000, 1000)), mem, all()), Err(Status::OutputTooSmall));
         assert_eq!(check(&Request::compress(0, lvl, Format::Gzip, r(0, 1000), r(1000, 2000)), mem, all()), Ok(()));
         assert_eq!(check(&Request::crc32(0, &[]), mem, all()), Ok(()), "the CRC-32 of nothing is 0");
+        let seal = |inputs: Vec<DeviceRange>, output| Request { tag: 0, function: Function::AeadSealBlock { index: 3 }, inputs, output };
+        assert_eq!(check(&seal(vec![r(0, 100)], r(1000, 200)), mem, all()), Err(Status::InvalidField), "no key material");
+        assert_eq!(check(&seal(vec![r(0, 100), r(500, 32)], r(1000, 200)), mem, all()), Err(Status::InvalidField), "a bare 32-byte key is not the material");
+        assert_eq!(check(&seal(vec![r(0, 100), r(500, 48)], r(1000, 115)), mem, all()), Err(Status::OutputTooSmall), "no room for the tag");
+        assert_eq!(check(&seal(vec![r(0, 100), r(500, 48)], r(1000, 116)), mem, all()), Ok(()));
     }
 
     #[test]

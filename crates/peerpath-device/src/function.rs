@@ -52,6 +52,14 @@ pub enum Function {
     /// Without `at_end` the last chunk (which more data could change) is
     /// left for the next command.
     ChunkFingerprint { min_kib: u16, avg_kib: u16, max_kib: u16, sha256: bool, at_end: bool },
+    /// Seals block `index` of a `peerpath-enc/1` file (AES-256-GCM,
+    /// `peerpath_func::crypt::seal_block_with`): input 0 is the plaintext,
+    /// input 1 the file's device material
+    /// (`peerpath_func::crypt::DEVICE_KEY_BYTES`: its block key and file
+    /// id, never the master key); the ciphertext and its 16-byte tag are
+    /// written at the start of the output range. The parameter word is the
+    /// index (all ones, the header's, is refused).
+    AeadSealBlock { index: u64 },
 }
 
 /// One chunk in [`Function::ChunkFingerprint`]'s output.
@@ -72,6 +80,7 @@ impl Function {
             Function::EcEncode { .. } => FunctionKind::EcEncode,
             Function::ScanCount { .. } => FunctionKind::ScanCount,
             Function::ChunkFingerprint { .. } => FunctionKind::ChunkFingerprint,
+            Function::AeadSealBlock { .. } => FunctionKind::AeadSealBlock,
         }
     }
 
@@ -90,6 +99,7 @@ impl Function {
             Function::ScanCount { format, ignore_case, at_end, min_length } => {
                 format as u64 | (ignore_case as u64) << 8 | (at_end as u64) << 9 | u64::from(min_length) << 16
             }
+            Function::AeadSealBlock { index } => index,
             Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
         }
     }
@@ -148,6 +158,13 @@ impl Function {
                     Ok(Function::ScanCount { format, ignore_case: flags & 1 != 0, at_end: flags & 2 != 0, min_length: (param >> 16) as u32 })
                 }
             }
+            FunctionKind::AeadSealBlock => {
+                if param == u64::MAX {
+                    Err(())
+                } else {
+                    Ok(Function::AeadSealBlock { index: param })
+                }
+            }
             FunctionKind::EcEncode => {
                 let (data, parity) = ((param & 0xff) as usize, ((param >> 8) & 0xff) as usize);
                 if param >> 16 != 0 || data == 0 || parity == 0 || data + parity > peerpath_func::ec::MAX_SHARDS {
@@ -186,6 +203,7 @@ impl fmt::Display for Function {
                 write!(f, "gzip compress chunk (level {}, {format:?}, {member_bytes}-byte members)", level.get())
             }
             Function::EcEncode { data, parity } => write!(f, "erasure-code encode (RS({data}, {parity}))"),
+            Function::AeadSealBlock { index } => write!(f, "AEAD seal block {index}"),
             Function::ScanCount { format, min_length, .. } => write!(f, "scan count (format {format}, min length {min_length})"),
             Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, .. } => {
                 write!(f, "chunk and fingerprint ({min_kib}/{avg_kib}/{max_kib} KiB, {})", if *sha256 { "sha256" } else { "blake3" })
@@ -209,11 +227,12 @@ pub enum FunctionKind {
     EcEncode = 0x20,
     ScanCount = 0x30,
     ChunkFingerprint = 0x31,
+    AeadSealBlock = 0x40,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 9] = [
+    pub const ALL: [FunctionKind; 10] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
@@ -223,6 +242,7 @@ impl FunctionKind {
         FunctionKind::EcEncode,
         FunctionKind::ScanCount,
         FunctionKind::ChunkFingerprint,
+        FunctionKind::AeadSealBlock,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -249,6 +269,7 @@ impl FunctionKind {
             FunctionKind::EcEncode => "erasure-code encode",
             FunctionKind::ScanCount => "scan count",
             FunctionKind::ChunkFingerprint => "chunk and fingerprint",
+            FunctionKind::AeadSealBlock => "aead seal block",
         }
     }
 
@@ -299,7 +320,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -326,6 +347,7 @@ mod tests {
         assert_eq!(Function::from_opcode(0x30, 1 << 10), Some(Err(())), "unknown flag");
         assert_eq!(Function::from_opcode(0x31, 16 | 8 << 16 | 256 << 32), Some(Err(())), "min over avg");
         assert_eq!(Function::from_opcode(0x31, 16 | 64 << 16 | 256 << 32 | 1 << 50), Some(Err(())), "unknown flag");
+        assert_eq!(Function::from_opcode(0x40, u64::MAX), Some(Err(())), "the header's index");
     }
 
     #[test]

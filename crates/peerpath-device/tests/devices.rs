@@ -14,6 +14,12 @@ const OUTPUT_AT: u64 = 16 << 20;
 const OUTPUT_CAP: u64 = 8 << 20;
 const PATTERN_AT: u64 = 24 << 20;
 const PATTERN: &[u8] = b"K[LV]{2}|x";
+const KEY_AT: u64 = 25 << 20;
+const FILE_ID: [u8; 16] = [0x5a; 16];
+
+fn master() -> peerpath_func::crypt::Key {
+    peerpath_func::crypt::Key::from_bytes(&[0x42; 32]).unwrap()
+}
 
 fn run_one(device: &mut dyn Device, request: Request) -> Completion {
     let mut done = run_to_completion(device, [request], TIMEOUT).expect("device works");
@@ -82,6 +88,10 @@ fn requests_for(len: u64) -> Vec<Request> {
     for (sha256, at_end) in [(false, true), (true, false)] {
         v.push(Request::chunk_fingerprint(17, Function::ChunkFingerprint { min_kib: 4, avg_kib: 16, max_kib: 64, sha256, at_end }, input, out));
     }
+    // Sealed blocks of a peerpath-enc/1 file.
+    for index in [0, 7] {
+        v.push(Request { tag: 18, function: Function::AeadSealBlock { index }, inputs: vec![input, DeviceRange::new(KEY_AT, peerpath_func::crypt::DEVICE_KEY_BYTES as u64)], output: out });
+    }
     // Whole chunks: members of 4 KiB and of 64 KiB, back to back.
     for member_bytes in [4096, 65536] {
         v.push(Request::compress_chunk(12, Level::new(1).unwrap(), Format::Gzip, member_bytes, input, out));
@@ -103,6 +113,9 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
     let mut emu = spawn_csp("agree", 16);
     write(&cpu, PATTERN_AT, PATTERN);
     write(&emu, PATTERN_AT, PATTERN);
+    let material = peerpath_func::crypt::device_key(&master(), &FILE_ID);
+    write(&cpu, KEY_AT, &material[..]);
+    write(&emu, KEY_AT, &material[..]);
     for (what, data) in inputs() {
         write(&cpu, INPUT_AT, &data);
         write(&emu, INPUT_AT, &data);
@@ -114,7 +127,7 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
             assert_eq!(a.status, Status::Success, "{what}: {}", request.function);
             let input_crc = match request.function {
                 Function::Fill { .. } => 0,
-                Function::ScanCount { .. } => libdeflater::crc32(&data),
+                Function::ScanCount { .. } | Function::AeadSealBlock { .. } => libdeflater::crc32(&data),
                 _ => libdeflater::crc32(&request.inputs.iter().flat_map(|r| data[r.offset as usize..(r.offset + r.len) as usize].to_vec()).collect::<Vec<u8>>()),
             };
             assert_eq!(a.input_crc32, input_crc, "{what}: {}: CRC-32 of the input read", request.function);
@@ -173,6 +186,19 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                         expect.extend(fp.digest(&data[o..o + l]));
                     }
                     assert_eq!(a.output, expect, "{what}: {} differs from cut_points and the digests", request.function);
+                }
+                Function::AeadSealBlock { index } => {
+                    // A file whose block `index` is this data (an empty block only ends an empty file).
+                    let mut expect = data.clone();
+                    expect.resize(data.len() + peerpath_func::crypt::TAG_BYTES, 0);
+                    if data.is_empty() && index > 0 {
+                        peerpath_func::crypt::seal_block_with(&material[..], index, &mut expect).unwrap();
+                    } else {
+                        let len = data.len() as u64;
+                        let (cipher, _) = peerpath_func::crypt::FileCipher::create_with_id(&master(), (len as u32).max(1), len * (index + 1), FILE_ID).unwrap();
+                        cipher.seal(index, &mut expect);
+                    }
+                    assert_eq!(a.output, expect, "{what}: {} differs from FileCipher::seal", request.function);
                 }
                 Function::GzipDecompressMember => unreachable!(),
             }

@@ -172,10 +172,48 @@ impl aws_lc_rs::hkdf::KeyType for OutputLen {
 
 /// The file's block key: HKDF-SHA256 with the file id as salt.
 fn block_key(master: &Key, file_id: &[u8; 16]) -> LessSafeKey {
+    aes_key(&block_key_bytes(master, file_id))
+}
+
+fn block_key_bytes(master: &Key, file_id: &[u8; 16]) -> Zeroizing<[u8; KEY_BYTES]> {
     let prk = Salt::new(HKDF_SHA256, file_id).extract(&master.0[..]);
     let mut k = Zeroizing::new([0u8; KEY_BYTES]);
     prk.expand(&[INFO_BLOCK_KEY], OutputLen(KEY_BYTES)).and_then(|okm| okm.fill(&mut k[..])).expect("32 bytes is within HKDF-SHA256's output");
-    LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &k[..]).expect("a 32-byte AES-256 key"))
+    k
+}
+
+fn aes_key(bytes: &[u8; KEY_BYTES]) -> LessSafeKey {
+    LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &bytes[..]).expect("a 32-byte AES-256 key"))
+}
+
+/// What a device needs to seal one file's blocks: the file's block key,
+/// then its file id. The master key never leaves the host; this material
+/// opens and forges only that file's blocks. Zeroed when dropped.
+pub const DEVICE_KEY_BYTES: usize = KEY_BYTES + 16;
+
+/// The device material ([`DEVICE_KEY_BYTES`]) for the file `file_id`.
+pub fn device_key(master: &Key, file_id: &[u8; 16]) -> Zeroizing<[u8; DEVICE_KEY_BYTES]> {
+    let mut m = Zeroizing::new([0u8; DEVICE_KEY_BYTES]);
+    m[..KEY_BYTES].copy_from_slice(&block_key_bytes(master, file_id)[..]);
+    m[KEY_BYTES..].copy_from_slice(file_id);
+    m
+}
+
+/// Seals block `index` in place with a file's device material: `buf` holds
+/// the plaintext and `TAG_BYTES` of room, as for [`FileCipher::seal`], and
+/// gets the same bytes. `None` if the material is not [`DEVICE_KEY_BYTES`]
+/// long or the index is the header's.
+pub fn seal_block_with(material: &[u8], index: u64, buf: &mut [u8]) -> Option<()> {
+    let material: &[u8; DEVICE_KEY_BYTES] = material.try_into().ok()?;
+    if index == HEADER_INDEX || buf.len() < TAG_BYTES || buf.len() - TAG_BYTES > MAX_BLOCK_BYTES as usize {
+        return None;
+    }
+    let key = aes_key(material[..KEY_BYTES].try_into().expect("32 bytes"));
+    let file_id: &[u8; 16] = material[KEY_BYTES..].try_into().expect("16 bytes");
+    let (data, tag_room) = buf.split_at_mut(buf.len() - TAG_BYTES);
+    let tag: Tag = key.seal_in_place_separate_tag(nonce(file_id, index), Aad::from(&block_aad(file_id, index)), data).ok()?;
+    tag_room.copy_from_slice(tag.as_ref());
+    Some(())
 }
 
 /// The key's check value (the same in every file made with the key).
@@ -525,6 +563,33 @@ mod tests {
 
     fn key(b: u8) -> Key {
         Key::from_bytes(&[b; 32]).unwrap()
+    }
+
+    /// A device's material seals a block into the bytes the file's cipher
+    /// makes; other material, index or a short key does not.
+    #[test]
+    fn device_material_seals_as_the_file_cipher_does() {
+        let id = [3u8; 16];
+        let (c, _) = FileCipher::create_with_id(&key(1), 100, 250, id).unwrap();
+        let material = device_key(&key(1), &id);
+        for (index, len) in [(0u64, 100usize), (1, 100), (2, 50)] {
+            let plain: Vec<u8> = (0..len).map(|i| (i * 7 + index as usize) as u8).collect();
+            let mut want = plain.clone();
+            want.resize(len + TAG_BYTES, 0);
+            c.seal(index, &mut want);
+            let mut got = plain.clone();
+            got.resize(len + TAG_BYTES, 0);
+            seal_block_with(&material[..], index, &mut got).unwrap();
+            assert_eq!(got, want, "block {index}");
+            let mut other = plain.clone();
+            other.resize(len + TAG_BYTES, 0);
+            seal_block_with(&device_key(&key(2), &id)[..], index, &mut other).unwrap();
+            assert_ne!(other, want, "another key");
+        }
+        let mut buf = [0u8; 20];
+        assert!(seal_block_with(&material[..47], 0, &mut buf).is_none(), "short material");
+        assert!(seal_block_with(&material[..], u64::MAX, &mut buf).is_none(), "the header's index");
+        assert!(seal_block_with(&material[..], 0, &mut buf[..15]).is_none(), "no room for the tag");
     }
 
     /// The AEAD itself against Project Wycheproof's AES-GCM vectors (256-bit
