@@ -60,6 +60,14 @@ pub struct CryptArgs {
     /// Worker threads [default: all cores].
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
+    /// Where blocks are sealed (encrypt, gcm): cpu, or emulated (an emulated CSP: each block goes
+    /// from the source into its memory by DMA, is sealed there with the file's block key, and is
+    /// written to the target from there; --block-size a multiple of 4K).
+    #[arg(long, value_enum, default_value_t = CryptEngine::Cpu)]
+    engine: CryptEngine,
+    /// With --engine emulated: fail (exit 15) instead of sealing on the CPU when the device cannot.
+    #[arg(long)]
+    no_fallback: bool,
     /// Replace an existing output.
     #[arg(short, long)]
     force: bool,
@@ -69,6 +77,12 @@ pub struct CryptArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CryptEngine {
+    Cpu,
+    Emulated,
 }
 
 #[derive(Args)]
@@ -114,6 +128,10 @@ struct CryptReport {
     /// Plaintext bytes over the seconds inside AES-GCM, per core: the
     /// figure to compare with the library's own speed.
     cipher_gb_per_s_per_core: f64,
+    /// Where the blocks were sealed or opened, and how the payload moved.
+    engine: String,
+    /// Why the device asked for did not do the work (the CPU did), if so.
+    fallback: Option<String>,
     provenance: &'static str,
 }
 
@@ -245,15 +263,43 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             (c, None)
         }
     };
-    drop(key);
+    // --engine emulated: the device, or why not (said, or an error with --no-fallback).
+    let (mut device, mut fallback) = (None, None);
+    if a.engine == CryptEngine::Emulated {
+        let why = if dir == Direction::Decrypt {
+            Err("the devices seal blocks; opening them runs on the host CPU".to_string())
+        } else {
+            crate::crypt_device::start(a.block_size)
+        };
+        match why {
+            Ok(d) => device = Some(d),
+            Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
+            Err(why) => {
+                eprintln!("peerpath: FALLBACK: {why}: on the host CPU");
+                fallback = Some(why);
+            }
+        }
+    }
+    let direct_src = match device {
+        Some(_) => Some(peerpath_io::open_source(&a.source, true).map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?.file),
+        None => None,
+    };
     let (t, temp) = peerpath_io::create_temporary(&target, false).map_err(target_io(&target))?;
     let started = Instant::now();
     let clock = StageClock::default();
+    let mut engine = "the host CPU (this process): aws-lc".to_string();
+    let mut device_seconds = None;
     let result = (|| -> Result<(), JobError> {
         if let Some(h) = header {
             t.file.write_all_at(&h, 0).map_err(target_io(&target))?;
         }
-        transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?;
+        match (device.as_mut(), &direct_src) {
+            (Some(dev), Some(from)) => {
+                let (how, secs) = crate::crypt_device::seal(dev, from, &key, &cipher, &t.file).map_err(|why| JobError::Device { detail: format!("{why}; nothing was kept") })?;
+                (engine, device_seconds) = (how, Some(secs));
+            }
+            _ => transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?,
+        }
         // The source must still be the size the header was made for (or checked against).
         publish(&a, &src, size, &meta, &t.file, &temp, &target)
     })();
@@ -273,12 +319,15 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         blocks: l.blocks(),
         plaintext_bytes: l.plaintext_bytes,
         file_bytes: l.file_bytes(),
-        threads,
+        threads: if device.is_some() { 1 } else { threads },
         seconds,
         plaintext_gb_per_s: l.plaintext_bytes as f64 / seconds.max(1e-9) / 1e9,
-        cipher_gb_per_s_per_core: l.plaintext_bytes as f64 / clock.stages().cipher_s.max(1e-9) / 1e9,
+        // On the device: the seconds its worker spent in the seal commands.
+        cipher_gb_per_s_per_core: l.plaintext_bytes as f64 / device_seconds.unwrap_or(clock.stages().cipher_s).max(1e-9) / 1e9,
         stages: clock.stages(),
-        provenance: "measured on this host's CPU",
+        provenance: if device.is_some() { "measured on emulated devices" } else { "measured on this host's CPU" },
+        engine,
+        fallback,
     };
     emit(&a, &report, || {
         let verb = if dir == Direction::Encrypt { "encrypted" } else { "decrypted and authenticated" };
@@ -304,6 +353,13 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         return Err(JobError::Usage(format!("--sector-size {sector}: a power of two from 512 to 1M")));
     }
     let key = XtsKey::derive(&load_key(&a.key)?).map_err(|e| JobError::Internal(e.to_string()))?;
+    let fallback = (a.engine == CryptEngine::Emulated).then(|| "the devices have no XTS function".to_string());
+    if let Some(why) = &fallback {
+        if a.no_fallback {
+            return Err(JobError::Device { detail: format!("{why} (--no-fallback)") });
+        }
+        eprintln!("peerpath: FALLBACK: {why}: on the host CPU");
+    }
     let Opened { target, src, meta, size, threads } = open(&a, dir, XTS_SUFFIX)?;
     let tail = (size % sector as u64) as usize;
     if tail != 0 && tail < MIN_UNIT_BYTES {
@@ -366,6 +422,8 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         cipher_gb_per_s_per_core: size as f64 / clock.stages().cipher_s.max(1e-9) / 1e9,
         stages: clock.stages(),
         provenance: "measured on this host's CPU",
+        engine: "the host CPU (this process): aws-lc".into(),
+        fallback,
     };
     emit(&a, &report, || {
         let verb = if dir == Direction::Encrypt { "encrypted" } else { "decrypted" };
@@ -430,15 +488,8 @@ fn emit(a: &CryptArgs, report: &CryptReport, what: impl FnOnce() -> String) {
     if a.json {
         println!("{}", crate::jsonout::stamped("crypt-report", report));
     } else if !a.quiet {
-        println!(
-            "{} -> {}: {}, {:.3} s, {:.2} GB/s on {} thread(s) (measured on this host's CPU)",
-            report.source,
-            report.target,
-            what(),
-            report.seconds,
-            report.plaintext_gb_per_s,
-            report.threads
-        );
+        let on = if report.provenance == "measured on emulated devices" { report.engine.clone() } else { format!("on {} thread(s)", report.threads) };
+        println!("{} -> {}: {}, {:.3} s, {:.2} GB/s {on} ({})", report.source, report.target, what(), report.seconds, report.plaintext_gb_per_s, report.provenance);
     }
 }
 

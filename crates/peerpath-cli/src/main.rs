@@ -7,6 +7,7 @@ mod csp;
 mod demo;
 mod device_job;
 mod crypt;
+mod crypt_device;
 mod dedup;
 mod dedup_device;
 mod ec;

@@ -362,3 +362,49 @@ fn xts_images_keep_their_size_round_trip_and_an_independent_reader_agrees() {
     assert_eq!(o.code(), Some(2), "{}", o.stderr);
     assert!(!d.join("short.xts").exists());
 }
+
+/// `encrypt --engine emulated`: each block read into an emulated CSP's
+/// memory and sealed there; the file decrypts like the CPU's (and, where
+/// Python's `cryptography` is, with the independent reader), and what the
+/// device cannot do is a said fallback or, with --no-fallback, exit 15.
+#[test]
+fn an_emulated_csp_seals_files_that_open_as_the_cpus_do() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let reference = Reference::find();
+    for (size, block) in [(0usize, "4K"), (5000, "4K"), (3_000_001, "64K")] {
+        let src = d.join(format!("s{size}"));
+        let data = mixed_data(size, size as u64 + 5);
+        std::fs::write(&src, &data).unwrap();
+        let enc = d.join(format!("s{size}.dev.ppenc"));
+        let o = run(&mut pp(args!["encrypt", &src, "-o", &enc, "--key-file", &key, "--block-size", block, "--engine", "emulated", "--no-fallback", "--json"])).ok();
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(report["provenance"], "measured on emulated devices");
+        assert!(report["engine"].as_str().unwrap().contains("payload bytes into this process: 0"), "{}", report["engine"]);
+        assert!(report["fallback"].is_null());
+        let cpu = d.join(format!("s{size}.cpu.ppenc"));
+        run(&mut pp(args!["encrypt", &src, "-o", &cpu, "--key-file", &key, "--block-size", block])).ok();
+        assert_eq!(std::fs::metadata(&enc).unwrap().len(), std::fs::metadata(&cpu).unwrap().len(), "the same layout");
+        let back = d.join(format!("s{size}.back"));
+        run(&mut pp(args!["decrypt", &enc, "-o", &back, "--key-file", &key])).ok();
+        assert_file_eq(&back, &data, "sealed on the device, opened on the CPU");
+        if let Some(r) = &reference {
+            assert_eq!(r.decrypt(&key, &enc), data, "the independent reader opens the device's file");
+        }
+        // A flipped byte in the last block is found.
+        let mut bad = std::fs::read(&enc).unwrap();
+        let n = bad.len();
+        bad[n - 1] ^= 1;
+        std::fs::write(&enc, &bad).unwrap();
+        run(&mut pp(args!["decrypt", &enc, "-o", d.join("never"), "--key-file", &key])).fails(6, &["block"]);
+    }
+    let src = d.join("s5000");
+    let o = run(&mut pp(args!["encrypt", &src, "-o", d.join("odd.ppenc"), "--key-file", &key, "--block-size", "1000", "--engine", "emulated"])).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("multiple of 4K"), "{}", o.stderr);
+    run(&mut pp(args!["encrypt", &src, "-o", d.join("odd2.ppenc"), "--key-file", &key, "--block-size", "1000", "--engine", "emulated", "--no-fallback"])).fails(15, &["multiple of 4K"]);
+    assert!(!d.join("odd2.ppenc").exists());
+    let o = run(&mut pp(args!["decrypt", d.join("odd.ppenc"), "-o", d.join("odd.back"), "--key-file", &key, "--engine", "emulated"])).ok();
+    assert!(o.stderr.contains("FALLBACK"), "{}", o.stderr);
+    run(&mut pp(args!["encrypt", &src, "-o", d.join("x.xts"), "--key-file", &key, "--mode", "xts", "--engine", "emulated", "--no-fallback"])).fails(15, &["no XTS"]);
+}

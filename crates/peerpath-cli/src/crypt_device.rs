@@ -1,0 +1,97 @@
+//! `peerpath encrypt --engine emulated`: `peerpath-enc/1` sealing on an
+//! emulated CSP, the plaintext never in the host process's memory. Each
+//! block is read by the kernel straight into the device's memory (`pread`,
+//! O_DIRECT where taken), the device seals it (`Function::AeadSealBlock`,
+//! the CPU's AES-256-GCM code) and the sealed block is written to the target
+//! from the device's memory (`pwrite`; sealed blocks sit at unaligned
+//! offsets, so through the page cache). The device gets the file's device
+//! material (its block key and file id), never the master key, and the host
+//! overwrites it with zeros when the job ends, failed or not. One block at a
+//! time, in order. A device that fails fails the job (nothing is kept).
+
+use crate::device_job;
+use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request};
+use peerpath_func::crypt::{device_key, FileCipher, Key, DEVICE_KEY_BYTES, TAG_BYTES};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+
+const ALIGN: usize = 4096;
+
+/// The device's memory: a plaintext block, its sealed form, the material.
+fn layout(block: usize) -> (DeviceRange, DeviceRange, DeviceRange) {
+    let plain = DeviceRange::new(0, block.next_multiple_of(ALIGN) as u64);
+    let sealed = DeviceRange::new(plain.len, (block + TAG_BYTES).next_multiple_of(ALIGN) as u64);
+    let material = DeviceRange::new(plain.len + sealed.len, DEVICE_KEY_BYTES as u64);
+    (plain, sealed, material)
+}
+
+/// Starts an emulated CSP for blocks of `block` bytes (whole 4 KiB pages, so
+/// each block's read lands aligned for O_DIRECT).
+pub(crate) fn start(block: usize) -> Result<EmulatedCsp, String> {
+    if !block.is_multiple_of(ALIGN) {
+        return Err(format!("the device reads whole 4 KiB pages by DMA: --block-size {block} is not a multiple of 4K"));
+    }
+    let (_, _, material) = layout(block);
+    device_job::spawn("enc", (material.offset + ALIGN as u64) as usize, 8, 1, FunctionKind::AeadSealBlock)
+}
+
+/// Seals every block of `src` (opened with O_DIRECT where it could be) into
+/// `dst` at its place; says how the payload moved, and the seconds the
+/// device spent sealing.
+pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), String> {
+    let l = *cipher.layout();
+    let (plain, sealed, material) = layout(l.block_bytes as usize);
+    let memory = dev.memory();
+    let (Some(in_ptr), Some(out_ptr)) = (memory.io_ptr(plain), memory.io_ptr(sealed)) else {
+        return Err("the device's memory is not mapped into this process for I/O".into());
+    };
+    let key = device_key(master, &l.file_id);
+    // SAFETY: the material range lies inside the device's memory (layout) and no command runs.
+    unsafe { memory.host_write(material.offset, &key[..]) };
+    let mut device_us = 0u64;
+    let sealed_all = (|| -> Result<(), String> {
+        let direct = device_job::is_direct(src);
+        for i in 0..l.blocks() {
+            let (at, want) = (l.plain_start(i), l.plain_len(i));
+            let mut got = 0usize;
+            while got < want {
+                let len = if direct { (want - got).next_multiple_of(ALIGN) } else { want - got };
+                // SAFETY: the kernel writes at most `len` bytes at in_ptr + got, inside the
+                // plaintext range (a whole number of pages), which no command uses now.
+                let n = unsafe { libc::pread(src.as_raw_fd(), in_ptr.add(got).cast(), len, (at + got as u64) as libc::off_t) };
+                match n {
+                    n if n > 0 => got += n as usize,
+                    0 => return Err("the source shrank while it was read".into()),
+                    _ => return Err(format!("reading the source into device memory: {}", std::io::Error::last_os_error())),
+                }
+            }
+            let request = Request { tag: i, function: Function::AeadSealBlock { index: i }, inputs: vec![DeviceRange::new(0, want as u64), material], output: sealed };
+            let c = device_job::run_one(dev, request)?;
+            device_us += u64::from(c.device_time_us);
+            let bytes = c.output_bytes as usize;
+            if bytes != want + TAG_BYTES {
+                return Err(format!("the device sealed block {i} into {bytes} bytes, not {}", want + TAG_BYTES));
+            }
+            let mut done = 0usize;
+            while done < bytes {
+                // SAFETY: reads bytes - done bytes inside the sealed range of the device's
+                // mapped memory, which no command writes until the next block.
+                let n = unsafe { libc::pwrite(dst.as_raw_fd(), out_ptr.add(done).cast(), bytes - done, (l.sealed_offset(i) + done as u64) as libc::off_t) };
+                if n <= 0 {
+                    return Err(format!("writing a sealed block from device memory: {}", std::io::Error::last_os_error()));
+                }
+                done += n as usize;
+            }
+        }
+        Ok(())
+    })();
+    // SAFETY: as above; the job's commands have all completed or failed.
+    unsafe { dev.memory().host_write(material.offset, &[0u8; DEVICE_KEY_BYTES]) };
+    sealed_all?;
+    let how = format!(
+        "sealed on 1 emulated CSP ({}): blocks read {} into its memory, sealed there with the file's block key (not the master key; zeroed at the end), written from it to the target (by kernel copies: sealed blocks sit at unaligned offsets); payload bytes into this process: 0",
+        dev.name(),
+        device_job::moved(device_job::is_direct(src))
+    );
+    Ok((how, device_us as f64 / 1e6))
+}
