@@ -89,7 +89,7 @@ const MANIFEST: &str = "manifest.json";
 const MAX_UNIT_BYTES: usize = 256 << 20;
 
 #[derive(Serialize, Deserialize, Debug)]
-struct Manifest {
+pub(crate) struct Manifest {
     schema: String,
     code: String,
     source: String,
@@ -284,7 +284,7 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize, engine: Ec
 }
 
 impl Manifest {
-    fn new(source: String, source_bytes: u64, (k, m, unit): (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
+    pub(crate) fn new(source: String, source_bytes: u64, (k, m, unit): (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
         Manifest {
             schema: "peerpath/ec-manifest/1".into(),
             code: "Reed-Solomon over GF(2^8), ISA-L's Cauchy matrix".into(),
@@ -302,7 +302,7 @@ impl Manifest {
 /// Puts the shards (`files`, unnamed temporaries) and the manifest in
 /// place as the new directory `dir`, or nothing (the temporaries are
 /// discarded on an error).
-fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &Manifest, mode: &peerpath_io::Inherited) -> Result<(), JobError> {
+pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &Manifest, mode: &peerpath_io::Inherited) -> Result<(), JobError> {
     let n = files.len();
     let text = serde_json::to_string_pretty(manifest).expect("manifest serialises");
     let published = (|| -> std::io::Result<()> {
@@ -445,7 +445,7 @@ impl StreamEncoder {
     }
 }
 
-fn check_unit(unit: usize) -> Result<(), JobError> {
+pub(crate) fn check_unit(unit: usize) -> Result<(), JobError> {
     if unit == 0 || unit > MAX_UNIT_BYTES {
         return Err(JobError::Usage("--unit must be 1 byte to 256 MiB".into()));
     }
@@ -454,7 +454,7 @@ fn check_unit(unit: usize) -> Result<(), JobError> {
 
 /// One temporary file per target (unnamed where the file system allows);
 /// on an error, those already made are discarded.
-fn create_temporaries(targets: &[PathBuf], direct: bool) -> std::io::Result<Vec<(File, Temporary)>> {
+pub(crate) fn create_temporaries(targets: &[PathBuf], direct: bool) -> std::io::Result<Vec<(File, Temporary)>> {
     let mut made = Vec::with_capacity(targets.len());
     for t in targets {
         match peerpath_io::create_temporary(t, direct) {
@@ -468,7 +468,7 @@ fn create_temporaries(targets: &[PathBuf], direct: bool) -> std::io::Result<Vec<
     Ok(made)
 }
 
-fn shard_name(i: usize) -> String {
+pub(crate) fn shard_name(i: usize) -> String {
     format!("shard-{i:03}")
 }
 

@@ -3,6 +3,7 @@
 //! of their class (see README).
 
 mod chain;
+mod chain_device;
 mod csp;
 mod demo;
 mod device_job;
@@ -337,7 +338,7 @@ struct CompressArgs {
     /// Erasure-code the output (compressed, and encrypted with --encrypt) into K data and M parity
     /// shards in one pass: --output is then a new directory of shards and a manifest, as
     /// `peerpath ec encode` makes (`ec decode` gives back the .gz or .gz.ppenc). One regular file;
-    /// the host CPU (no device chain yet).
+    /// the host CPU, or with --engine emulated an emulated CSP (every stage in its memory).
     #[arg(long, value_name = "K+M", value_parser = parse_ec, help_heading = "Erasure coding")]
     ec: Option<(usize, usize)>,
     /// With --ec: bytes per unit (a shard's part of one stripe; K, M suffixes).
@@ -680,8 +681,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         ([s], Some(d)) if s.as_os_str() != "-" && d.as_os_str() != "-" => (s, d),
         _ => return Err(JobError::Usage("--ec takes one source file and --output DIR (a new directory for the shards)".into())),
     };
-    if a.engine != EngineArg::Cpu {
-        return Err(JobError::Usage("--ec runs on the host CPU only: no device has the whole chain yet (give --engine cpu)".into()));
+    if !matches!(a.engine, EngineArg::Cpu | EngineArg::Emulated) {
+        return Err(JobError::Usage("--ec runs on the host CPU or an emulated CSP (--engine cpu or emulated)".into()));
     }
     if a.verify || a.explain {
         return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
@@ -693,6 +694,13 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit };
+    if a.engine == EngineArg::Emulated {
+        match chain_device::start(&opts) {
+            Ok(mut dev) => return chain_device::compress_ec(&mut dev, source, dir, &opts),
+            Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
+            Err(why) => eprintln!("peerpath: FALLBACK: {why}: the chain runs on the host CPU"),
+        }
+    }
     chain::compress_ec(source, dir, &opts)
 }
 

@@ -158,7 +158,7 @@ fn compress_with_ec_and_encrypt_chains_in_one_pass() {
         // Without --encrypt: the shards hold the .gz itself.
         let plain = d.join(format!("plain{size}"));
         let o = run(&mut pp(args!["compress", &src, "--ec", ec, "--ec-unit", unit, "-o", &plain, "--block-size", "256K"])).ok();
-        assert!(o.stdout_str().contains("measured on this host's CPU") && o.stdout_str().contains("no device chain"), "{}", o.stdout_str());
+        assert!(o.stdout_str().contains("measured on this host's CPU") && o.stdout_str().contains("host thread(s)"), "{}", o.stdout_str());
         run(&mut pp(args!["ec", "verify", &plain])).ok();
         let gz = d.join(format!("plain{size}.gz"));
         run(&mut pp(args!["ec", "decode", &plain, "-o", &gz])).ok();
@@ -204,10 +204,48 @@ fn compress_with_ec_and_encrypt_chains_in_one_pass() {
     let src = d.join("s0");
     run(&mut pp(args!["compress", &src, &src, "--ec", "2+1", "-o", d.join("x")])).fails(2, &["one source"]);
     run(&mut pp(args!["compress", &src, "--ec", "2+1"])).fails(2, &["--output DIR"]);
-    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["host CPU only"]);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("x"), "--engine", "gpu"])).fails(2, &["--engine cpu or emulated"]);
     let o = run(&mut pp(args!["compress", &src, "--ec", "2", "-o", d.join("x")]));
     assert!(o.code() == Some(2) && o.stderr.contains("data+parity"), "{}", o.stderr);
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0")])).fails(4, &["plain0"]);
     assert!(!d.join("x").exists());
     run(&mut pp(args!["ec", "verify", d.join("plain0")])).ok();
+}
+
+/// The chain in an emulated CSP's memory: without encryption the very
+/// shards and manifest the CPU chain writes; with it a set that decodes and
+/// decrypts to the CPU's members; what the device cannot do is said.
+#[test]
+fn the_chain_runs_in_an_emulated_csps_memory_with_the_cpus_output() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = d.join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    for (size, ec, unit) in [(0usize, "2+1", "4K"), (200_000, "3+2", "4K"), (2_500_001, "4+2", "64K")] {
+        let src = d.join(format!("s{size}"));
+        std::fs::write(&src, mixed_data(size, size as u64 + 11)).unwrap();
+        let (cpu, dev) = (d.join(format!("cpu{size}")), d.join(format!("dev{size}")));
+        let common = args!["--ec", ec, "--ec-unit", unit, "--block-size", "64K"];
+        run(pp(args!["compress", &src, "-o", &cpu]).args(&common)).ok();
+        let o = run(pp(args!["compress", &src, "-o", &dev, "--engine", "emulated", "--no-fallback"]).args(&common)).ok();
+        assert!(o.stdout_str().contains("payload bytes into this process: 0") && o.stdout_str().contains("measured on emulated devices"), "{}", o.stdout_str());
+        let names = |p: &Path| shards(p).into_iter().chain([("manifest.json".to_string(), std::fs::read(p.join("manifest.json")).unwrap())]).collect::<Vec<_>>();
+        assert!(names(&cpu) == names(&dev), "{size} bytes: the device's set is the CPU's, byte for byte");
+        // Sealed on the device: a fresh file id, so compare what it decodes to.
+        let sealed = d.join(format!("sealed{size}"));
+        run(pp(args!["compress", &src, "-o", &sealed, "--engine", "emulated", "--no-fallback", "--encrypt", "--key-file", &key, "--encrypt-block-size", "16K"]).args(&common)).ok();
+        let back = d.join(format!("back{size}"));
+        run(&mut pp(args!["decompress", "--ec", &sealed, "--key-file", &key, "-o", &back])).ok();
+        assert_file_eq(&back, &std::fs::read(&src).unwrap(), "sealed and coded on the device, restored on the CPU");
+        let (enc, gz, want) = (d.join(format!("e{size}.ppenc")), d.join(format!("e{size}.gz")), d.join(format!("w{size}.gz")));
+        run(&mut pp(args!["ec", "decode", &sealed, "-o", &enc])).ok();
+        run(&mut pp(args!["decrypt", &enc, "--key-file", &key, "-o", &gz])).ok();
+        run(&mut pp(args!["ec", "decode", &cpu, "-o", &want])).ok();
+        assert_file_eq(&gz, &std::fs::read(&want).unwrap(), "the device's sealed members are the CPU's");
+    }
+    let src = d.join("s200000");
+    let o = run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("odd"), "--engine", "emulated", "--block-size", "1000"])).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("multiple of 4K"), "{}", o.stderr);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("odd2"), "--engine", "emulated", "--block-size", "1000", "--no-fallback"])).fails(15, &["multiple of 4K"]);
+    assert!(!d.join("odd2").exists());
 }

@@ -287,14 +287,27 @@ impl StreamSealer {
     /// the file.
     pub fn seal_next(&mut self, buf: &mut [u8]) -> u64 {
         let n = buf.len() - TAG_BYTES;
-        assert!(!self.ended, "a block after the last (short) one");
-        assert!(n <= self.block_bytes(), "a block of {n} bytes");
-        self.ended = n < self.block_bytes();
         let i = self.next;
         let (data, tag_room) = buf.split_at_mut(n);
         let aad = block_aad(&self.layout.file_id, i);
         let tag: Tag = self.key.seal_in_place_separate_tag(nonce(&self.layout.file_id, i), Aad::from(&aad), data).expect("a block under GCM's size limit");
         tag_room.copy_from_slice(tag.as_ref());
+        self.count_sealed(n)
+    }
+
+    /// The file's id (for its device material: [`device_key`]).
+    pub fn file_id(&self) -> [u8; 16] {
+        self.layout.file_id
+    }
+
+    /// Counts the next block, of `n` plaintext bytes, sealed elsewhere (by a
+    /// device, with this file's [`device_key`]): the same rules and
+    /// bookkeeping as [`StreamSealer::seal_next`]. Returns its offset.
+    pub fn count_sealed(&mut self, n: usize) -> u64 {
+        assert!(!self.ended, "a block after the last (short) one");
+        assert!(n <= self.block_bytes(), "a block of {n} bytes");
+        self.ended = n < self.block_bytes();
+        let i = self.next;
         self.next += 1;
         self.layout.plaintext_bytes += n as u64;
         self.layout.sealed_offset(i)
