@@ -9,6 +9,7 @@
 #   separate   peerpath compress S --encrypt -o S.gz.ppenc, then peerpath ec encode S.gz.ppenc
 #              -k K -m M -o DIR2                                     (two commands, a file between)
 #   compress   peerpath compress S --encrypt -o S.gz.ppenc alone     (what the chain adds EC to)
+#   device     the chain with --engine emulated: every stage in an emulated CSP's memory
 # and checks once that both shard sets decode to files that decrypt to the same .gz. Prints medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +34,12 @@ truncate -s $((size_mib << 20)) "$s"
 k=${ec%+*} m=${ec#*+}
 secs() { local t0=$EPOCHREALTIME; "$@" >/dev/null; awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.6f\n", a - b }'; }
 for ((r = 0; r < rounds; r++)); do
-    rm -rf "$scratch/c" "$scratch/e" "$scratch/S.gz.ppenc"
+    rm -rf "$scratch/c" "$scratch/e" "$scratch/d" "$scratch/S.gz.ppenc"
     secs "$pp" compress "$s" --encrypt --key-file "$key" --ec "$ec" -o "$scratch/c" >> "$scratch/chain"
     a=$(secs "$pp" compress "$s" --encrypt --key-file "$key" -o "$scratch/S.gz.ppenc")
     b=$(secs "$pp" ec encode "$scratch/S.gz.ppenc" -k "$k" -m "$m" -o "$scratch/e")
     echo "$a" >> "$scratch/compress"
+    secs "$pp" compress "$s" --encrypt --key-file "$key" --ec "$ec" -o "$scratch/d" --engine emulated --no-fallback >> "$scratch/device"
     awk -v a="$a" -v b="$b" 'BEGIN { printf "%.6f\n", a + b }' >> "$scratch/separate"
     if [ "$r" -eq 0 ]; then
         "$pp" ec decode "$scratch/c" -o "$scratch/c.ppenc" && "$pp" decrypt "$scratch/c.ppenc" --key-file "$key" -o "$scratch/c.gz" >/dev/null
@@ -60,4 +62,5 @@ echo "|---|---|---|"
 echo "| chain: compress --encrypt --ec $ec -o DIR | $(median chain) | $(rate chain) |"
 echo "| separate: compress --encrypt, then ec encode | $(median separate) | $(rate separate) |"
 echo "| compress --encrypt alone | $(median compress) | $(rate compress) |"
+echo "| chain on 1 emulated CSP (--engine emulated; measured on emulated devices) | $(median device) | $(rate device) |"
 } | tee ${out:+"$out"}
