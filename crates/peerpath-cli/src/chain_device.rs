@@ -19,7 +19,6 @@ use peerpath_func::crypt::{device_key, StreamSealer, DEVICE_KEY_BYTES, HEADER_BY
 use peerpath_func::{member_bound_bytes, Format, BGZF_EOF_BLOCK};
 use peerpath_runtime::JobError;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Instant;
 
@@ -184,16 +183,9 @@ impl Chain<'_> {
             self.commands += 1;
             crcs.push(device_job::run_one(self.dev, Request::crc32(self.commands, &[*u]))?.input_crc32);
             let ptr = self.dev.memory().io_ptr(*u).ok_or("a unit outside the device's memory")?;
-            let mut done = 0u64;
-            while done < unit {
-                // SAFETY: reads unit - done bytes inside the unit, in the device's mapped
-                // memory; no command writes it until this stripe is written.
-                let n = unsafe { libc::pwrite(self.files[i].0.as_raw_fd(), ptr.add(done as usize).cast(), (unit - done) as usize, (s * unit + done) as libc::off_t) };
-                if n <= 0 {
-                    return Err(format!("writing a shard from device memory: {}", std::io::Error::last_os_error()));
-                }
-                done += n as u64;
-            }
+            // SAFETY: the unit lies in the device's mapped memory; no command writes it
+            // until this stripe is written.
+            unsafe { device_job::write_from(ptr, unit as usize, &self.files[i].0, s * unit)? };
         }
         Ok(crcs)
     }
@@ -271,22 +263,11 @@ fn run_chain(c: &mut Chain, src: &File, size: u64, o: &ChainOptions) -> Result<u
         c.len = HEADER_BYTES as u64;
     }
     let in_ptr = c.dev.memory().io_ptr(c.l.read).ok_or("the device's memory is not mapped into this process for I/O")?;
-    let direct = device_job::is_direct(src);
     let mut at = 0u64;
     loop {
         let want = (size - at).min(o.block_size as u64) as usize;
-        let mut got = 0usize;
-        while got < want {
-            let len = if direct { (want - got).next_multiple_of(ALIGN as usize) } else { want - got };
-            // SAFETY: the kernel writes at most `len` bytes at in_ptr + got, inside the read
-            // range (whole pages), which no command uses now.
-            let n = unsafe { libc::pread(src.as_raw_fd(), in_ptr.add(got).cast(), len, (at + got as u64) as libc::off_t) };
-            match n {
-                n if n > 0 => got += n as usize,
-                0 => return Err("the source shrank while it was read".into()),
-                _ => return Err(format!("reading the source into device memory: {}", std::io::Error::last_os_error())),
-            }
-        }
+        // SAFETY: the read range holds a block of whole pages; no command uses it now.
+        unsafe { device_job::read_into(src, at, want, in_ptr)? };
         let bytes = c.run(Function::GzipCompressMember { level: o.level, format: o.format }, vec![DeviceRange::new(c.l.read.offset, want as u64)], c.l.member)?;
         c.members += 1;
         c.compressed += bytes;

@@ -13,7 +13,6 @@ use crate::device_job;
 use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request};
 use peerpath_func::crypt::{device_key, FileCipher, Key, DEVICE_KEY_BYTES, TAG_BYTES};
 use std::fs::File;
-use std::os::fd::AsRawFd;
 
 const ALIGN: usize = 4096;
 
@@ -50,21 +49,10 @@ pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
     unsafe { memory.host_write(material.offset, &key[..]) };
     let mut device_us = 0u64;
     let sealed_all = (|| -> Result<(), String> {
-        let direct = device_job::is_direct(src);
         for i in 0..l.blocks() {
             let (at, want) = (l.plain_start(i), l.plain_len(i));
-            let mut got = 0usize;
-            while got < want {
-                let len = if direct { (want - got).next_multiple_of(ALIGN) } else { want - got };
-                // SAFETY: the kernel writes at most `len` bytes at in_ptr + got, inside the
-                // plaintext range (a whole number of pages), which no command uses now.
-                let n = unsafe { libc::pread(src.as_raw_fd(), in_ptr.add(got).cast(), len, (at + got as u64) as libc::off_t) };
-                match n {
-                    n if n > 0 => got += n as usize,
-                    0 => return Err("the source shrank while it was read".into()),
-                    _ => return Err(format!("reading the source into device memory: {}", std::io::Error::last_os_error())),
-                }
-            }
+            // SAFETY: the plaintext range holds a block rounded up to whole pages; no command uses it now.
+            unsafe { device_job::read_into(src, at, want, in_ptr)? };
             let request = Request { tag: i, function: Function::AeadSealBlock { index: i }, inputs: vec![DeviceRange::new(0, want as u64), material], output: sealed };
             let c = device_job::run_one(dev, request)?;
             device_us += u64::from(c.device_time_us);
@@ -72,16 +60,8 @@ pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
             if bytes != want + TAG_BYTES {
                 return Err(format!("the device sealed block {i} into {bytes} bytes, not {}", want + TAG_BYTES));
             }
-            let mut done = 0usize;
-            while done < bytes {
-                // SAFETY: reads bytes - done bytes inside the sealed range of the device's
-                // mapped memory, which no command writes until the next block.
-                let n = unsafe { libc::pwrite(dst.as_raw_fd(), out_ptr.add(done).cast(), bytes - done, (l.sealed_offset(i) + done as u64) as libc::off_t) };
-                if n <= 0 {
-                    return Err(format!("writing a sealed block from device memory: {}", std::io::Error::last_os_error()));
-                }
-                done += n as usize;
-            }
+            // SAFETY: the sealed block lies in the sealed range, which no command writes until the next block.
+            unsafe { device_job::write_from(out_ptr, bytes, dst, l.sealed_offset(i))? };
         }
         Ok(())
     })();

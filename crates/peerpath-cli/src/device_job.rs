@@ -46,6 +46,48 @@ pub(crate) fn is_direct(f: &File) -> bool {
     flags >= 0 && flags & libc::O_DIRECT != 0
 }
 
+/// Reads `want` bytes of `src` at `at` into device memory at `dst` (the
+/// kernel writes straight into it; with O_DIRECT whole 4 KiB pages, so the
+/// range at `dst` must hold `want` rounded up to 4 KiB). An error if the
+/// file ends first.
+///
+/// # Safety
+/// `dst` points into the device's mapped memory with room as above, and no
+/// command uses that range until this returns.
+pub(crate) unsafe fn read_into(src: &File, at: u64, want: usize, dst: *mut u8) -> Result<(), String> {
+    let direct = is_direct(src);
+    let mut got = 0usize;
+    while got < want {
+        let len = if direct { (want - got).next_multiple_of(4096) } else { want - got };
+        // SAFETY: the caller's contract: at most `len` bytes from dst + got lie in the range.
+        let n = unsafe { libc::pread(src.as_raw_fd(), dst.add(got).cast(), len, (at + got as u64) as libc::off_t) };
+        match n {
+            n if n > 0 => got += n as usize,
+            0 => return Err("the source shrank while it was read".into()),
+            _ => return Err(format!("reading the source into device memory: {}", std::io::Error::last_os_error())),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `len` bytes of device memory at `from` to `dst` at `at`.
+///
+/// # Safety
+/// `from` points at `len` bytes in the device's mapped memory that no
+/// command writes until this returns.
+pub(crate) unsafe fn write_from(from: *const u8, len: usize, dst: &File, at: u64) -> Result<(), String> {
+    let mut done = 0usize;
+    while done < len {
+        // SAFETY: the caller's contract: len - done bytes from from + done are readable.
+        let n = unsafe { libc::pwrite(dst.as_raw_fd(), from.add(done).cast(), len - done, (at + done as u64) as libc::off_t) };
+        if n <= 0 {
+            return Err(format!("writing from device memory: {}", std::io::Error::last_os_error()));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
 /// How a transfer moved, in words.
 pub(crate) fn moved(direct: bool) -> &'static str {
     if direct {

@@ -12,7 +12,6 @@
 use crate::device_job;
 use peerpath_device::{Device, DeviceRange, EmulatedCsp, FunctionKind, Request};
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// What the device pass did.
@@ -33,18 +32,12 @@ pub(crate) enum DeviceFailure {
     Failed(String),
 }
 
-const ALIGN: usize = 4096;
-
 /// Starts an emulated CSP with room for one stripe and its parity.
 pub(crate) fn start(k: usize, m: usize, unit: usize) -> Result<EmulatedCsp, DeviceFailure> {
     if k + m > u8::MAX as usize {
         return Err(DeviceFailure::NotStarted(format!("the device's command holds at most 255 shards, not {}", k + m)));
     }
     device_job::spawn("ec", (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode).map_err(DeviceFailure::NotStarted)
-}
-
-fn failed(what: &str) -> impl Fn(std::io::Error) -> DeviceFailure + '_ {
-    move |e| DeviceFailure::Failed(format!("{what}: {e}"))
 }
 
 fn run(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<peerpath_device::Completion>, DeviceFailure> {
@@ -68,19 +61,10 @@ pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: 
         // Read the stripe into device memory; a short last stripe is padded with zeros by the device.
         let at = s * (k * unit) as u64;
         let want = ((size - at.min(size)) as usize).min(k * unit);
-        let mut got = 0usize;
-        while got < want {
-            let len = if src_direct { (want - got).next_multiple_of(ALIGN) } else { want - got };
-            // SAFETY: the kernel writes at most `len` bytes at in_ptr + got, inside the
-            // input range (got + len <= k * unit: both multiples of 4 KiB when direct)
-            // of the device's mapped memory, which no command uses now.
-            let n = unsafe { libc::pread(src.as_raw_fd(), in_ptr.add(got).cast(), len, (at + got as u64) as libc::off_t) };
-            match n {
-                n if n > 0 => got += n as usize,
-                0 => return Err(DeviceFailure::Failed("the source shrank while it was read".into())),
-                _ => return Err(failed("reading the source into device memory")(std::io::Error::last_os_error())),
-            }
-        }
+        // SAFETY: the input range holds k units (multiples of 4 KiB when direct) of the
+        // device's mapped memory, which no command uses now.
+        unsafe { device_job::read_into(src, at, want, in_ptr) }.map_err(DeviceFailure::Failed)?;
+        let got = want;
         let mut requests = Vec::new();
         if got < k * unit {
             requests.push(Request::fill(0, 0, DeviceRange::new(got as u64, (k * unit - got) as u64)));
@@ -101,15 +85,8 @@ pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: 
             // parity: output range, contiguous); the kernel only reads them, and no
             // command writes them until the next stripe.
             let ptr = unsafe { if i < k { in_ptr.add(i * unit) } else { out_ptr.add((i - k) * unit) } };
-            let mut done = 0usize;
-            while done < unit {
-                // SAFETY: as above; reads unit - done bytes starting inside the unit.
-                let n = unsafe { libc::pwrite(f.as_raw_fd(), ptr.add(done).cast(), unit - done, (s * unit as u64 + done as u64) as libc::off_t) };
-                if n <= 0 {
-                    return Err(failed("writing a shard from device memory")(std::io::Error::last_os_error()));
-                }
-                done += n as usize;
-            }
+            // SAFETY: as above: the unit's bytes, unwritten until the next stripe.
+            unsafe { device_job::write_from(ptr, unit, f, s * unit as u64) }.map_err(|e| DeviceFailure::Failed(format!("a shard: {e}")))?;
         }
     }
     let direct = device_job::moved;
