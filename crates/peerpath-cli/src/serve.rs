@@ -30,6 +30,14 @@ pub struct ServeArgs {
     /// Also answer memcached's text protocol (get/gets) here.
     #[arg(long)]
     memcached: Option<SocketAddr>,
+    /// Take memcached `set`: each object is stored as a file directly under DIR (the key its name),
+    /// written to a temporary file as it arrives and renamed into place whole. Off: read-only.
+    #[arg(long)]
+    writable: bool,
+    /// With --writable: the largest object `set` takes (K, M, G suffixes); larger ones are refused
+    /// (SERVER_ERROR) and their data dropped.
+    #[arg(long, default_value = "64M", value_parser = crate::parse_size)]
+    max_object: usize,
     /// How payloads move.
     #[arg(long, value_enum, default_value = "zerocopy")]
     mode: ModeArg,
@@ -87,6 +95,7 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     let mut c = Config::new(root.clone());
     c.http = Some(a.listen);
     c.memcached = a.memcached;
+    c.max_set_bytes = a.writable.then_some(a.max_object as u64);
     c.mode = match a.mode {
         ModeArg::Host => Mode::Host,
         ModeArg::Zerocopy => Mode::ZeroCopy,

@@ -20,7 +20,12 @@ struct Served {
 
 /// Starts `peerpath serve` on free ports; it stops after `requests` requests.
 fn serve(dir: &std::path::Path, mode: &str, requests: u64) -> Served {
+    serve_with(dir, mode, requests, &[])
+}
+
+fn serve_with(dir: &std::path::Path, mode: &str, requests: u64, extra: &[&str]) -> Served {
     let mut child = pp(args!["serve", dir, "--listen", "127.0.0.1:0", "--memcached", "127.0.0.1:0", "--mode", mode, "--max-requests", requests.to_string(), "--read-timeout", "0.5"])
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -299,4 +304,44 @@ fn devmem_serves_many_clients_at_once_through_evictions_without_a_wrong_byte() {
     assert_eq!(report["payload_bytes_from_host_memory_per_request"], 0.0, "every payload from the NIC: {report}");
     assert!(report["nic"]["evictions"].as_u64().unwrap() > 0, "the small NIC memory evicted: {report}");
     assert!(report["nic_fallback"].is_null(), "{report}");
+}
+
+/// `--writable`: memcached `set` stores a file directly under the directory,
+/// whole or not at all; a replaced object is served anew (the devmem NIC's
+/// copy too); too large, bad keys and bad data are refused, and the
+/// connection stays in step where the protocol allows.
+#[test]
+fn set_stores_objects_as_files_whole_and_they_are_served_anew() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("old"), b"0123456789A").unwrap();
+    for mode in ["host", "devmem"] {
+        let s = serve_with(d, mode, 1000, &["--writable", "--max-object", "64"]);
+        let big = vec![b'x'; 100];
+        let mut req = Vec::new();
+        req.extend_from_slice(b"get old\r\nset new 5 0 11\r\nhello world\r\nget new\r\n");
+        // The same length again: the NIC must not keep serving its old copy.
+        req.extend_from_slice(b"set new 0 0 11\r\nHELLO WORLD\r\nget new\r\n");
+        req.extend_from_slice(b"set old 0 0 3 noreply\r\nabc\r\nget old\r\n");
+        req.extend_from_slice(b"set big 0 0 100\r\n");
+        req.extend_from_slice(&big);
+        req.extend_from_slice(b"\r\nset ../escape 0 0 1\r\nx\r\nset a/b 0 0 1\r\nx\r\nget new\r\nquit\r\n");
+        let got = exchange(&s.memcached, &req);
+        let want = b"VALUE old 0 11\r\n0123456789A\r\nEND\r\nSTORED\r\nVALUE new 0 11\r\nhello world\r\nEND\r\nSTORED\r\nVALUE new 0 11\r\nHELLO WORLD\r\nEND\r\nVALUE old 0 3\r\nabc\r\nEND\r\nSERVER_ERROR object too large for cache\r\nCLIENT_ERROR bad key: one file name directly under the served directory\r\nCLIENT_ERROR bad key: one file name directly under the served directory\r\nVALUE new 0 11\r\nHELLO WORLD\r\nEND\r\n";
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want), "{mode}");
+        assert_eq!(std::fs::read(d.join("new")).unwrap(), b"HELLO WORLD");
+        assert!(!d.join("big").exists() && !d.parent().unwrap().join("escape").exists() && !d.join("a").exists());
+        // A data block that does not end where its length says: refused, nothing stored, closed.
+        let got = exchange(&s.memcached, b"set torn 0 0 3\r\nabcdef\r\nget new\r\n");
+        assert_eq!(String::from_utf8_lossy(&got), "CLIENT_ERROR bad data chunk\r\n", "{mode}");
+        assert!(!d.join("torn").exists());
+        std::fs::write(d.join("old"), b"0123456789A").unwrap();
+        std::fs::remove_file(d.join("new")).unwrap();
+        drop(s);
+    }
+    // Without --writable the directory stays read-only.
+    let s = serve(d, "host", 100);
+    let got = exchange(&s.memcached, b"set new 0 0 1\r\nx\r\nquit\r\n");
+    assert!(String::from_utf8_lossy(&got).starts_with("SERVER_ERROR read-only"), "{}", String::from_utf8_lossy(&got));
+    assert!(!d.join("new").exists());
 }

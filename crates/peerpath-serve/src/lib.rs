@@ -76,6 +76,9 @@ pub struct Config {
     /// DevMem: the emulated NIC's program and arguments, and its memory.
     pub nic_program: Option<(PathBuf, Vec<String>)>,
     pub nic_memory_bytes: u64,
+    /// memcached `set`: `None` refuses it (read-only, the default); `Some(n)`
+    /// stores objects of up to `n` bytes as files directly under the root.
+    pub max_set_bytes: Option<u64>,
 }
 
 impl Config {
@@ -92,6 +95,7 @@ impl Config {
             max_connections: 256,
             nic_program: None,
             nic_memory_bytes: 256 << 20,
+            max_set_bytes: None,
         }
     }
 }

@@ -1,6 +1,10 @@
-//! The memcached text protocol, read-only: `get`/`gets` of keys that name
-//! files under the root, `version`, `quit`. A key is at most 250 bytes
-//! without spaces or control characters (the protocol's rule).
+//! The memcached text protocol: `get`/`gets` of keys that name files under
+//! the root, `version`, `quit`, and, when the server is made writable,
+//! `set`, which stores an object as a file directly under the root (one
+//! path component; written to a temporary file as it arrives, so memory
+//! stays bounded, and renamed into place whole: a reader sees the old file
+//! or the new one, never part of one). A key is at most 250 bytes without
+//! spaces or control characters (the protocol's rule).
 
 use crate::resolve::resolve;
 use crate::{read_head, respond, ReadHead, Shared};
@@ -37,9 +41,11 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
             Some(b"get") | Some(b"gets") if words.len() > 1 => get(shared, &mut stream, &mut nic, &words[1..], words[0] == b"gets"),
             Some(b"version") => (200, 0, 0, 0, stream.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
             Some(b"quit") => return,
+            Some(b"set") if shared.config.max_set_bytes.is_some() => set(shared, &mut stream, &mut buf, &words),
             Some(b"set") | Some(b"add") | Some(b"replace") | Some(b"delete") => {
-                // Read-only: the store is the directory.
-                (405, 0, 0, 0, stream.write_all(b"SERVER_ERROR read-only: objects are the files under the served directory\r\n").is_ok())
+                // Read-only (or, writable, only `set`): the store is the directory.
+                let why: &[u8] = if shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
+                (405, 0, 0, 0, stream.write_all(why).is_ok())
             }
             _ => (400, 0, 0, 0, stream.write_all(b"ERROR\r\n").is_ok()),
         };
@@ -75,4 +81,97 @@ fn get(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::Cha
         }
     }
     (200, payload, copied, from_host, stream.write_all(b"END\r\n").is_ok())
+}
+
+/// Reads exactly `n` more bytes of the request, first from what `buf`
+/// already holds, handing them to `sink`; false if the client went quiet
+/// for the read timeout, closed, or the server is stopping.
+fn take(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> bool {
+    use std::io::Read;
+    let first = (n as usize).min(buf.len());
+    if !sink(&buf[..first]) {
+        return false;
+    }
+    buf.drain(..first);
+    n -= first as u64;
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut quiet_since = Instant::now();
+    while n > 0 {
+        if shared.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
+        let want = (n as usize).min(chunk.len());
+        match stream.read(&mut chunk[..want]) {
+            Ok(0) => return false,
+            Ok(got) => {
+                if !sink(&chunk[..got]) {
+                    return false;
+                }
+                n -= got as u64;
+                quiet_since = Instant::now();
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
+                if quiet_since.elapsed() >= shared.config.read_timeout {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// `set <key> <flags> <exptime> <bytes> [noreply]` and its data block:
+/// stored as the file `key` under the root (flags and expiry are not kept).
+/// Returns (status, payload, copied, from host memory, keep).
+fn set(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
+    let number = |w: &[u8]| std::str::from_utf8(w).ok().and_then(|s| s.parse::<u64>().ok());
+    let noreply = words.len() == 6 && words[5] == b"noreply";
+    let reply = |stream: &mut TcpStream, text: &[u8]| noreply || stream.write_all(text).is_ok();
+    let (Some(_flags), Some(_exptime), Some(bytes)) = (words.get(2).and_then(|w| number(w)), words.get(3).and_then(|w| number(w)), words.get(4).and_then(|w| number(w))) else {
+        // Without a length the data block cannot be found: the connection is out of step.
+        let _ = stream.write_all(b"CLIENT_ERROR bad command line format\r\n");
+        return (400, 0, 0, 0, false);
+    };
+    let key = words[1];
+    let limit = shared.config.max_set_bytes.unwrap_or(0);
+    // A key is one file directly under the root: no '/', not "." or "..".
+    let name_ok = valid_key(key) && !key.contains(&b'/') && key != b"." && key != b"..";
+    if !name_ok || bytes > limit || !(5..=6).contains(&words.len()) || (words.len() == 6 && !noreply) {
+        // Refused, but the data block is read and dropped so the connection stays in step.
+        let why: &[u8] = if bytes > limit {
+            b"SERVER_ERROR object too large for cache\r\n"
+        } else if name_ok {
+            b"CLIENT_ERROR bad command line format\r\n"
+        } else {
+            b"CLIENT_ERROR bad key: one file name directly under the served directory\r\n"
+        };
+        let in_step = take(shared, stream, buf, bytes + 2, |_| true);
+        return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && stream.write_all(why).is_ok());
+    }
+    let path = shared.root.path.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(key));
+    let Ok((mut opened, temp)) = peerpath_io::create_temporary(&path, false) else {
+        let in_step = take(shared, stream, buf, bytes + 2, |_| true);
+        return (500, 0, 0, 0, in_step && stream.write_all(b"SERVER_ERROR cannot store here\r\n").is_ok());
+    };
+    let (mut written, mut failed, mut tail) = (0u64, false, Vec::with_capacity(2));
+    let complete = take(shared, stream, buf, bytes + 2, |piece| {
+        let data_left = (bytes - written) as usize;
+        let (data, rest) = piece.split_at(piece.len().min(data_left));
+        failed |= !data.is_empty() && opened.file.write_all(data).is_err();
+        written += data.len() as u64;
+        tail.extend_from_slice(rest);
+        true
+    });
+    if !complete || tail != b"\r\n" {
+        peerpath_io::discard(&temp);
+        let _ = complete && stream.write_all(b"CLIENT_ERROR bad data chunk\r\n").is_ok();
+        return (400, 0, 0, 0, false);
+    }
+    if failed || opened.file.sync_all().is_err() || peerpath_io::publish(&opened.file, &temp, &path, true).is_err() {
+        peerpath_io::discard(&temp);
+        return (507, 0, written, 0, reply(stream, b"SERVER_ERROR out of space storing object\r\n"));
+    }
+    // The payload passed through this process (read from the socket, written to the file).
+    (201, 0, written, written, reply(stream, b"STORED\r\n"))
 }

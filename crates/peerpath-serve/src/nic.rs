@@ -177,7 +177,8 @@ struct Placement {
     memory: File,
     bytes: u64,
     next: u64,
-    placed: HashMap<PathBuf, (u64, u64, std::time::SystemTime)>,
+    /// Per file placed: its offset, length, modification time and inode.
+    placed: HashMap<PathBuf, (u64, u64, std::time::SystemTime, u64)>,
     counts: NicCounts,
 }
 
@@ -280,9 +281,14 @@ impl Placement {
     /// Where `file` (at `path`, `len` bytes) is in the NIC's memory,
     /// placing it there first if it is not (the kernel copies it).
     fn place(&mut self, path: &Path, file: &File, len: u64) -> Result<u64, PlaceMiss> {
-        let mtime = file.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
-        if let Some(&(off, l, t)) = self.placed.get(path) {
-            if l == len && t == mtime {
+        // The file as it is now: a replaced file (a new inode, as a memcached
+        // `set` or any atomic rename makes) is placed afresh even with the
+        // same length and modification time.
+        let meta = file.metadata().ok();
+        let mtime = meta.as_ref().and_then(|m| m.modified().ok()).unwrap_or(std::time::UNIX_EPOCH);
+        let ino = meta.as_ref().map_or(0, std::os::unix::fs::MetadataExt::ino);
+        if let Some(&(off, l, t, i)) = self.placed.get(path) {
+            if l == len && t == mtime && i == ino {
                 self.counts.hits += 1;
                 return Ok(off);
             }
@@ -313,7 +319,7 @@ impl Placement {
         }
         self.counts.misses += 1;
         self.next = (off + len).next_multiple_of(4096);
-        self.placed.insert(path.to_path_buf(), (off, len, mtime));
+        self.placed.insert(path.to_path_buf(), (off, len, mtime, ino));
         Ok(off)
     }
 }
