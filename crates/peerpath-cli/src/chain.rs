@@ -128,7 +128,7 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
         if sealed.is_some() { "encrypt, " } else { "" },
         o.threads,
     );
-    println!("{}: `peerpath ec decode {} -o {name}` gives back the {stream_bytes}-byte {}", dir.display(), dir.display(), if sealed.is_some() { "encrypted file (`peerpath decompress --key-file` reads it)" } else { "gzip file" });
+    println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {stream_bytes}-byte {name}", dir.display(), dir.display());
     Ok(())
 }
 

@@ -242,6 +242,10 @@ impl Store {
     /// Reads a chunk from its pack (`packs` keeps the packs open) and gives
     /// back its own bytes, decoded and checked against `digest`.
     fn read_chunk(&self, digest: &[u8], at: Stored, packs: &mut HashMap<i64, Option<File>>) -> Result<Vec<u8>, String> {
+        // A damaged index must not size a buffer: a chunk is at most `max` bytes, its member a bound of that.
+        if at.size > self.params.max || at.len > peerpath_func::member_bound_bytes(self.params.max) {
+            return Err(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.params.max));
+        }
         let pack = packs.entry(at.pack).or_insert_with(|| File::open(self.pack_path(at.pack)).ok()).as_ref().ok_or_else(|| format!("pack {} cannot be opened", at.pack))?;
         let mut stored = vec![0u8; at.len];
         pack.read_exact_at(&mut stored, at.offset).map_err(|e| format!("pack {} at byte {}: {e}", at.pack, at.offset))?;

@@ -180,6 +180,13 @@ fn compressed_chunks_restore_exactly_and_the_device_makes_the_same_pack() {
     run(&mut pp(args!["dedup", "restore", &sa, "-s", &cpu, "-o", &out])).fails(6, &["chunk 0 of", "pack 0 at byte 0", "nothing was written"]);
     assert!(!out.exists());
     run(&mut pp(args!["dedup", "verify", "-s", &cpu])).fails(6, &["pack 0 at byte 0"]);
+    // An index that claims an absurd size is damage, not an allocation.
+    {
+        let db = rusqlite::Connection::open(emu.join("index.sqlite")).unwrap();
+        db.execute("UPDATE chunks SET len = 1099511627776 WHERE offset = 0", []).unwrap();
+    }
+    run(&mut pp(args!["dedup", "restore", &sa, "-s", &emu, "-o", &out])).fails(6, &["the index is damaged", "nothing was written"]);
+    run(&mut pp(args!["dedup", "verify", "-s", &emu])).fails(6, &["the index is damaged"]);
 }
 
 /// A store made before chunks could be compressed (format 1: no codec or
