@@ -266,11 +266,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     // --engine emulated: the device, or why not (said, or an error with --no-fallback).
     let (mut device, mut fallback) = (None, None);
     if a.engine == CryptEngine::Emulated {
-        let why = if dir == Direction::Decrypt {
-            Err("the devices seal blocks; opening them runs on the host CPU".to_string())
-        } else {
-            crate::crypt_device::start(a.block_size)
-        };
+        let why = crate::crypt_device::start(if dir == Direction::Encrypt { a.block_size } else { cipher.layout().block_bytes as usize }, dir == Direction::Encrypt);
         match why {
             Ok(d) => device = Some(d),
             Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
@@ -280,9 +276,10 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             }
         }
     }
+    // Sealing reads whole aligned blocks by DMA; opening reads sealed blocks at unaligned offsets.
     let direct_src = match device {
-        Some(_) => Some(peerpath_io::open_source(&a.source, true).map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?.file),
-        None => None,
+        Some(_) if dir == Direction::Encrypt => Some(peerpath_io::open_source(&a.source, true).map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?.file),
+        _ => None,
     };
     let (t, temp) = peerpath_io::create_temporary(&target, false).map_err(target_io(&target))?;
     let started = Instant::now();
@@ -296,6 +293,13 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         match (device.as_mut(), &direct_src) {
             (Some(dev), Some(from)) => {
                 let (how, secs) = crate::crypt_device::seal(dev, from, &key, &cipher, &t.file).map_err(|why| JobError::Device { detail: format!("{why}; nothing was kept") })?;
+                (engine, device_seconds) = (how, Some(secs));
+            }
+            (Some(dev), None) => {
+                let (how, secs) = crate::crypt_device::open(dev, &src, &key, &cipher, &t.file).map_err(|f| match f {
+                    crate::crypt_device::OpenFailure::NotAuthentic(why) => JobError::Damaged { path: a.source.clone(), detail: format!("{why}; nothing was written") },
+                    crate::crypt_device::OpenFailure::Failed(why) => JobError::Device { detail: format!("{why}; nothing was kept") },
+                })?;
                 (engine, device_seconds) = (how, Some(secs));
             }
             _ => transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?,

@@ -10,7 +10,7 @@ use peerpath_func::{
     MAX_MEMBER_UNCOMPRESSED_BYTES,
 };
 use crate::function::{CHUNK_ENTRY_BYTES, SCAN_RESULT_BYTES};
-use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
+use peerpath_func::crypt::{open_block_with, seal_block_with, DEVICE_KEY_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
 use peerpath_func::dedup::{cut_points, ChunkParams, Fingerprint};
 use peerpath_func::ec::RsCode;
 use peerpath_func::scan::{whole_records, Filter, RecordFormat};
@@ -47,7 +47,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         && match f {
             Function::Copy | Function::Crc32 => true,
             Function::Fill { .. } => n == 0,
-            Function::ScanCount { .. } | Function::AeadSealBlock { .. } => n == 2,
+            Function::ScanCount { .. } | Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. } => n == 2,
             Function::GzipCompressMember { .. }
             | Function::GzipCompressChunk { .. }
             | Function::GzipDecompressMember
@@ -84,7 +84,11 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         }
         Function::ChunkFingerprint { min_kib, .. } if request.output.len < 16 + CHUNK_ENTRY_BYTES as u64 * (input_bytes / (min_kib as u64 * 1024) + 1) => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.inputs[1].len > MAX_PATTERN_BYTES as u64 => Err(Status::InputTooLarge),
-        Function::AeadSealBlock { .. } if request.inputs[1].len != DEVICE_KEY_BYTES as u64 => Err(Status::InvalidField),
+        Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. } if request.inputs[1].len != DEVICE_KEY_BYTES as u64 => Err(Status::InvalidField),
+        Function::AeadOpenBlock { .. } if request.inputs[0].len < TAG_BYTES as u64 => Err(Status::CorruptInput),
+        Function::AeadOpenBlock { .. } if request.inputs[0].len > u64::from(MAX_BLOCK_BYTES) + TAG_BYTES as u64 => Err(Status::InputTooLarge),
+        // Opened in place in the output: room for the tag too.
+        Function::AeadOpenBlock { .. } if request.output.len < request.inputs[0].len => Err(Status::OutputTooSmall),
         Function::AeadSealBlock { .. } if request.inputs[0].len > u64::from(MAX_BLOCK_BYTES) => Err(Status::InputTooLarge),
         Function::AeadSealBlock { .. } if request.output.len < request.inputs[0].len + TAG_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.output.len < SCAN_RESULT_BYTES as u64 => Err(Status::OutputTooSmall),
@@ -280,6 +284,17 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
             seal_block_with(inputs[1], index, &mut output[..n + TAG_BYTES]).ok_or(Status::InvalidField)?;
             // The CRC-32 of the plaintext only: the key material stays out of every report.
             Ok(((n + TAG_BYTES) as u64, crc_of(&inputs[..1])))
+        }
+        Function::AeadOpenBlock { index } => {
+            // Opened in the output (the input stays as it was); nothing of a block that fails
+            // authentication is left there.
+            let n = inputs[0].len();
+            output[..n].copy_from_slice(inputs[0]);
+            if open_block_with(inputs[1], index, &mut output[..n]).is_none() {
+                output[..n].fill(0);
+                return Err(Status::CorruptInput);
+            }
+            Ok(((n - TAG_BYTES) as u64, crc_of(&inputs[..1])))
         }
         Function::GzipDecompressMember => {
             let member = inputs[0];

@@ -60,6 +60,11 @@ pub enum Function {
     /// written at the start of the output range. The parameter word is the
     /// index (all ones, the header's, is refused).
     AeadSealBlock { index: u64 },
+    /// Opens block `index` of a `peerpath-enc/1` file: input 0 the sealed
+    /// block (ciphertext then tag), input 1 the device material as for
+    /// [`Function::AeadSealBlock`]; the plaintext is written at the start of
+    /// the output range. A block that is not authentic is `CorruptInput`.
+    AeadOpenBlock { index: u64 },
 }
 
 /// One chunk in [`Function::ChunkFingerprint`]'s output.
@@ -81,6 +86,7 @@ impl Function {
             Function::ScanCount { .. } => FunctionKind::ScanCount,
             Function::ChunkFingerprint { .. } => FunctionKind::ChunkFingerprint,
             Function::AeadSealBlock { .. } => FunctionKind::AeadSealBlock,
+            Function::AeadOpenBlock { .. } => FunctionKind::AeadOpenBlock,
         }
     }
 
@@ -99,7 +105,7 @@ impl Function {
             Function::ScanCount { format, ignore_case, at_end, min_length } => {
                 format as u64 | (ignore_case as u64) << 8 | (at_end as u64) << 9 | u64::from(min_length) << 16
             }
-            Function::AeadSealBlock { index } => index,
+            Function::AeadSealBlock { index } | Function::AeadOpenBlock { index } => index,
             Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
         }
     }
@@ -158,13 +164,9 @@ impl Function {
                     Ok(Function::ScanCount { format, ignore_case: flags & 1 != 0, at_end: flags & 2 != 0, min_length: (param >> 16) as u32 })
                 }
             }
-            FunctionKind::AeadSealBlock => {
-                if param == u64::MAX {
-                    Err(())
-                } else {
-                    Ok(Function::AeadSealBlock { index: param })
-                }
-            }
+            FunctionKind::AeadSealBlock | FunctionKind::AeadOpenBlock if param == u64::MAX => Err(()),
+            FunctionKind::AeadSealBlock => Ok(Function::AeadSealBlock { index: param }),
+            FunctionKind::AeadOpenBlock => Ok(Function::AeadOpenBlock { index: param }),
             FunctionKind::EcEncode => {
                 let (data, parity) = ((param & 0xff) as usize, ((param >> 8) & 0xff) as usize);
                 if param >> 16 != 0 || data == 0 || parity == 0 || data + parity > peerpath_func::ec::MAX_SHARDS {
@@ -204,6 +206,7 @@ impl fmt::Display for Function {
             }
             Function::EcEncode { data, parity } => write!(f, "erasure-code encode (RS({data}, {parity}))"),
             Function::AeadSealBlock { index } => write!(f, "AEAD seal block {index}"),
+            Function::AeadOpenBlock { index } => write!(f, "AEAD open block {index}"),
             Function::ScanCount { format, min_length, .. } => write!(f, "scan count (format {format}, min length {min_length})"),
             Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, .. } => {
                 write!(f, "chunk and fingerprint ({min_kib}/{avg_kib}/{max_kib} KiB, {})", if *sha256 { "sha256" } else { "blake3" })
@@ -228,11 +231,12 @@ pub enum FunctionKind {
     ScanCount = 0x30,
     ChunkFingerprint = 0x31,
     AeadSealBlock = 0x40,
+    AeadOpenBlock = 0x41,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 10] = [
+    pub const ALL: [FunctionKind; 11] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
@@ -243,6 +247,7 @@ impl FunctionKind {
         FunctionKind::ScanCount,
         FunctionKind::ChunkFingerprint,
         FunctionKind::AeadSealBlock,
+        FunctionKind::AeadOpenBlock,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -270,6 +275,7 @@ impl FunctionKind {
             FunctionKind::ScanCount => "scan count",
             FunctionKind::ChunkFingerprint => "chunk and fingerprint",
             FunctionKind::AeadSealBlock => "aead seal block",
+            FunctionKind::AeadOpenBlock => "aead open block",
         }
     }
 
@@ -320,7 +326,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }, Function::AeadOpenBlock { index: 9 }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -348,6 +354,7 @@ mod tests {
         assert_eq!(Function::from_opcode(0x31, 16 | 8 << 16 | 256 << 32), Some(Err(())), "min over avg");
         assert_eq!(Function::from_opcode(0x31, 16 | 64 << 16 | 256 << 32 | 1 << 50), Some(Err(())), "unknown flag");
         assert_eq!(Function::from_opcode(0x40, u64::MAX), Some(Err(())), "the header's index");
+        assert_eq!(Function::from_opcode(0x41, u64::MAX), Some(Err(())), "the header's index");
     }
 
     #[test]

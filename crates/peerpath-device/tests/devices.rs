@@ -200,7 +200,7 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                     }
                     assert_eq!(a.output, expect, "{what}: {} differs from FileCipher::seal", request.function);
                 }
-                Function::GzipDecompressMember => unreachable!(),
+                Function::GzipDecompressMember | Function::AeadOpenBlock { .. } => unreachable!("not in requests_for"),
             }
         }
         // Decompression: a member made by the oracle, back to the input.
@@ -219,6 +219,31 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
             assert_eq!(a.output, data, "{what}: decompression restores the input");
             assert_eq!(a.input_crc32, libdeflater::crc32(&member), "CRC-32 of the member bytes read");
         }
+        // Opening: a block sealed by the oracle, back to the input; tampered, refused by both.
+        let len = data.len() as u64;
+        let (cipher, _) = peerpath_func::crypt::FileCipher::create_with_id(&master(), (len as u32).max(1), len * 3, FILE_ID).unwrap();
+        let mut sealed = data.clone();
+        sealed.resize(data.len() + peerpath_func::crypt::TAG_BYTES, 0);
+        let index = if data.is_empty() { 0 } else { 2 };
+        if data.is_empty() {
+            let (empty, _) = peerpath_func::crypt::FileCipher::create_with_id(&master(), 1, 0, FILE_ID).unwrap();
+            empty.seal(0, &mut sealed);
+        } else {
+            cipher.seal(index, &mut sealed);
+        }
+        let open = |sealed: &[u8], cpu: &mut peerpath_device::CpuDevice, emu: &mut EmulatedCsp| {
+            write(&*cpu, MEMBER_AT, sealed);
+            write(&*emu, MEMBER_AT, sealed);
+            let req = Request { tag: 21, function: Function::AeadOpenBlock { index }, inputs: vec![DeviceRange::new(MEMBER_AT, sealed.len() as u64), DeviceRange::new(KEY_AT, peerpath_func::crypt::DEVICE_KEY_BYTES as u64)], output: DeviceRange::new(OUTPUT_AT, OUTPUT_CAP) };
+            let (a, b) = (outcome(cpu, req.clone()), outcome(emu, req));
+            assert_eq!(a, b, "{what}: opening differs");
+            a
+        };
+        let a = open(&sealed, &mut cpu, &mut emu);
+        assert_eq!((a.status, &a.output), (Status::Success, &data), "{what}: opening gives the plaintext back");
+        let mut tampered = sealed.clone();
+        tampered[0] ^= 0x20;
+        assert_eq!(open(&tampered, &mut cpu, &mut emu).status, Status::CorruptInput, "{what}: a tampered block");
     }
     // Both kept statistics of the same work.
     let (s_cpu, s_emu) = (cpu.stats().unwrap(), emu.device_stats().unwrap());

@@ -199,6 +199,21 @@ pub fn device_key(master: &Key, file_id: &[u8; 16]) -> Zeroizing<[u8; DEVICE_KEY
     m
 }
 
+/// Opens sealed block `index` in place with a file's device material: `buf`
+/// holds the ciphertext and its tag; afterwards its first `len - TAG_BYTES`
+/// bytes are the plaintext. `None` if the material, index or length cannot
+/// be a block's, or the block is not authentic (tampered, another position
+/// or file, another key): then the buffer holds no plaintext.
+pub fn open_block_with(material: &[u8], index: u64, buf: &mut [u8]) -> Option<()> {
+    let material: &[u8; DEVICE_KEY_BYTES] = material.try_into().ok()?;
+    if index == HEADER_INDEX || buf.len() < TAG_BYTES || buf.len() - TAG_BYTES > MAX_BLOCK_BYTES as usize {
+        return None;
+    }
+    let key = aes_key(material[..KEY_BYTES].try_into().expect("32 bytes"));
+    let file_id: &[u8; 16] = material[KEY_BYTES..].try_into().expect("16 bytes");
+    key.open_in_place(nonce(file_id, index), Aad::from(&block_aad(file_id, index)), buf).ok().map(|_| ())
+}
+
 /// Seals block `index` in place with a file's device material: `buf` holds
 /// the plaintext and `TAG_BYTES` of room, as for [`FileCipher::seal`], and
 /// gets the same bytes. `None` if the material is not [`DEVICE_KEY_BYTES`]
@@ -598,6 +613,20 @@ mod tests {
             other.resize(len + TAG_BYTES, 0);
             seal_block_with(&device_key(&key(2), &id)[..], index, &mut other).unwrap();
             assert_ne!(other, want, "another key");
+        }
+        // And opens them again; a flipped bit, another index or another file's material does not.
+        let mut sealed = vec![9u8; 30];
+        sealed.resize(30 + TAG_BYTES, 0);
+        seal_block_with(&material[..], 4, &mut sealed).unwrap();
+        let mut b = sealed.clone();
+        open_block_with(&material[..], 4, &mut b).unwrap();
+        assert_eq!(&b[..30], &[9u8; 30]);
+        for (m, i, flip) in [(device_key(&key(1), &id), 5u64, false), (device_key(&key(1), &[4u8; 16]), 4, false), (device_key(&key(1), &id), 4, true)] {
+            let mut b = sealed.clone();
+            if flip {
+                b[3] ^= 1;
+            }
+            assert!(open_block_with(&m[..], i, &mut b).is_none(), "index {i}, flipped {flip}");
         }
         let mut buf = [0u8; 20];
         assert!(seal_block_with(&material[..47], 0, &mut buf).is_none(), "short material");
