@@ -351,6 +351,10 @@ mod tests {
         assert_eq!(check(&seal(vec![r(0, 100), r(500, 32)], r(1000, 200)), mem, all()), Err(Status::InvalidField), "a bare 32-byte key is not the material");
         assert_eq!(check(&seal(vec![r(0, 100), r(500, 48)], r(1000, 115)), mem, all()), Err(Status::OutputTooSmall), "no room for the tag");
         assert_eq!(check(&seal(vec![r(0, 100), r(500, 48)], r(1000, 116)), mem, all()), Ok(()));
+        let open = |inputs: Vec<DeviceRange>, output| Request { tag: 0, function: Function::AeadOpenBlock { index: 3 }, inputs, output };
+        assert_eq!(check(&open(vec![r(0, 15), r(500, 48)], r(1000, 100)), mem, all()), Err(Status::CorruptInput), "shorter than a tag");
+        assert_eq!(check(&open(vec![r(0, 116), r(500, 48)], r(1000, 100)), mem, all()), Err(Status::OutputTooSmall), "opened in place: room for the tag");
+        assert_eq!(check(&open(vec![r(0, 116), r(500, 48)], r(1000, 116)), mem, all()), Ok(()));
     }
 
     #[test]
