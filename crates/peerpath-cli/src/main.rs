@@ -876,6 +876,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
                 };
+                if a.decode.engine != DecodeEngineArg::Cpu {
+                    return Err(JobError::Usage("--ec decodes on the host CPU (one thread) only so far: give --engine cpu".into()));
+                }
                 return chain::decompress_ec(dir, output, crypt::optional_key(&a.key)?, a.target.force);
             }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
