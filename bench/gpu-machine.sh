@@ -15,6 +15,9 @@
 #              and 64 KiB members of the slice x 8 into tmpfs, 5 interleaved rounds; verify on the GPU;
 #              a corrupt member on the GPU and the CPU; the peerpath-gpu crate's tests where
 #              .gpu/gputests(.xz) is carried
+#     ceilings what holds decompression at every core: decompress into tmpfs against verify (no
+#              output) at 1/4/8/16 threads, interleaved, and the kernel's rate of filling one tmpfs
+#              file from k processes (fallocate, dd) against k files
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
@@ -100,6 +103,51 @@ for step in $steps; do
             .gpu/peerpath decompress --engine gpu -T 2 --gpu-batch 192M -f "$dd/bad.gz" -o "$dd/bad" > "$o/corrupt.txt" 2>&1; echo "gpu exit $?" >> "$o/corrupt.txt"
             .gpu/peerpath decompress -T 8 -f "$dd/bad.gz" -o "$dd/bad" >> "$o/corrupt.txt" 2>&1; echo "cpu exit $?" >> "$o/corrupt.txt"; ls "$dd" >> "$o/corrupt.txt"
             rm -rf "$dd" ;;
+        ceilings)
+            # Issue 18: what holds decompression at 16 threads. Decoding alone (verify: nothing
+            # written) against decoding into one tmpfs file (mapped target), at 1/4/8/16 threads,
+            # interleaved; then the kernel's own rate of filling tmpfs from k threads: k
+            # fallocate or dd processes on disjoint ranges of ONE file against k separate files.
+            dd=/dev/shm/ppceil; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc); o=$OUT/ceilings
+            .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
+            size=$(stat -c %s "$dd/in")
+            cl() { # label json
+                python3 -c "import json,sys;r=json.load(open(sys.argv[1]));p=r['pipeline'];c=[x for x in r['cpu']['roles'] if x['role'].startswith('compute')] if 'roles' in r['cpu'] else [];print('| %s | %.3f | %.2f | %.0f%% | %s | %.0f%% |' % (sys.argv[2], r['wall_s'], int(sys.argv[3])/r['wall_s']/1e9, 100*p['worker_busy_share'], ' '.join('%.2f' % (x.get('user_s',0)+x.get('system_s',0)) for x in c) or '-', r['cpu']['total_utilisation_pct']))" "$1" "$2" "$size" >> "$o/ceilings.md" \
+                    || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$o/ceilings.md"
+            }
+            { echo "decompress (mapped tmpfs target) against verify (no output), 384 MiB (slice x 8, -T $n output), interleaved"; echo
+              echo "| run | wall s | GB/s of output | workers busy | compute CPU s | host CPU % of all cores |"; echo "|---|---|---|---|---|---|"; } > "$o/ceilings.md"
+            for r in 1 2 3; do
+                for t in 1 4 8 16; do
+                    [ "$t" = 1 ] && [ "$r" = 3 ] && continue
+                    .gpu/peerpath decompress -T "$t" -f --no-sync "$dd/in.gz" -o "$dd/out" --json > "$o/d.json" 2>&1
+                    cmp -s "$dd/out" "$dd/in" || echo "WRONG OUTPUT -T $t" >> "$o/ceilings.md"; rm -f "$dd/out"
+                    cl "$o/d.json" "decompress -T $t ($r)"; cp "$o/d.json" "$o/d-T$t-r$r.json"
+                    .gpu/peerpath verify -T "$t" "$dd/in.gz" --json > "$o/v.json" 2>&1
+                    cl "$o/v.json" "verify -T $t ($r)"; cp "$o/v.json" "$o/v-T$t-r$r.json"
+                done
+            done
+            { echo; echo "filling tmpfs with 384 MiB from k processes (disjoint 384/k MiB ranges): seconds, best of 3"; echo
+              echo "| k | fallocate, one file | fallocate, k files | dd from /dev/zero, one file | dd, k files |"; echo "|---|---|---|---|---|"; } >> "$o/ceilings.md"
+            fill() { # k how(fallocate|dd) one(1|0): best of 3 seconds
+                local k=$1 how=$2 one=$3 best=99 per=$((384 / $1))
+                for _ in 1 2 3; do
+                    rm -f "$dd"/fill*; local t=$EPOCHREALTIME
+                    for ((j = 0; j < k; j++)); do
+                        local f=$dd/fill; [ "$one" = 1 ] || f=$dd/fill$j
+                        local off=0; [ "$one" = 1 ] && off=$((j * per))
+                        if [ "$how" = fallocate ]; then fallocate -o "${off}MiB" -l "${per}MiB" "$f" &
+                        else dd if=/dev/zero of="$f" bs=1M count="$per" seek="$off" conv=notrunc status=none & fi
+                    done
+                    wait
+                    best=$(awk -v a="$EPOCHREALTIME" -v b="$t" -v c="$best" 'BEGIN { d = a - b; print (d < c ? d : c) }')
+                done
+                rm -f "$dd"/fill*; printf '%.3f' "$best"
+            }
+            for k in 1 4 8 16; do
+                echo "| $k | $(fill "$k" fallocate 1) | $(fill "$k" fallocate 0) | $(fill "$k" dd 1) | $(fill "$k" dd 0) |" >> "$o/ceilings.md"
+            done
+            rm -rf "$dd" ;;
         disk)
             bench/disk-ab.sh --peerpath .gpu/peerpath --input "$in/x8" --dir /var/tmp/ppdiskab --runs 3 --out "$OUT/disk" > "$OUT/disk/log" 2>&1 ;;
         scaling)
@@ -109,7 +157,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

@@ -185,12 +185,15 @@ impl GpuDevice {
     pub fn open(config: &GpuDeviceConfig) -> Result<GpuDevice, String> {
         let started = Instant::now();
         let gpu = crate::Gpu::open(config.ordinal)?;
+        let context_s = started.elapsed().as_secs_f64();
         let nv = Arc::new(Nvcomp::load(config.nvcomp.as_deref())?);
+        let nvcomp_s = started.elapsed().as_secs_f64() - context_s;
         // Device staging computes in scratch it grows per batch: the executor addresses the window only.
         let own_bytes = match config.staging {
             Staging::Commands => config.own_bytes.next_multiple_of(peerpath_mem::REGION_PAGE_BYTES),
             Staging::Device => peerpath_mem::REGION_PAGE_BYTES,
         };
+        let pinning = Instant::now();
         let window = Arc::new(MappedRegion::host(config.window_bytes).map_err(|e| e.to_string())?);
         gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
         // SAFETY: pins the window's pages (a mapping that lives as long as
@@ -199,6 +202,7 @@ impl GpuDevice {
         unsafe { sys::cuMemHostRegister_v2(window.as_ptr() as *mut c_void, window.len(), sys::CU_MEMHOSTREGISTER_PORTABLE) }
             .result()
             .map_err(|e| format!("CUDA cannot pin {} MiB of host memory: {e}", window.len() >> 20))?;
+        let pinning_s = pinning.elapsed().as_secs_f64();
         // SAFETY: device memory the executor's commands write before anything reads it.
         let own = match unsafe { gpu.stream.alloc::<u8>(own_bytes) } {
             Ok(own) => own,
@@ -220,7 +224,7 @@ impl GpuDevice {
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
         let description = format!(
-            "{} (GPU {}, CUDA driver {}), nvCOMP {} gzip algorithm {}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context, nvCOMP, pinning, allocation)",
+            "{} (GPU {}, CUDA driver {}), nvCOMP {} gzip algorithm {}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context {:.3}, loading nvCOMP {:.3}, mapping and pinning the window {:.3}, the rest {:.3})",
             gpu.info.name,
             config.ordinal,
             gpu.info.driver_version,
@@ -228,7 +232,11 @@ impl GpuDevice {
             config.algorithm,
             own_bytes >> 20,
             window.len() >> 20,
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            context_s,
+            nvcomp_s,
+            pinning_s,
+            started.elapsed().as_secs_f64() - context_s - nvcomp_s - pinning_s,
         );
         let pci_address = gpu.info.pci_address.clone();
         let memory = match config.staging {
