@@ -18,6 +18,8 @@
 #     ceilings what holds decompression at every core: decompress into tmpfs against verify (no
 #              output) at 1/4/8/16 threads, interleaved, and the kernel's rate of filling one tmpfs
 #              file from k processes (fallocate, dd) against k files
+#     allocation  decompression into one tmpfs file, its pages allocated ahead by one thread
+#              against by each worker, at 1/2/4/8/15/16 threads, interleaved
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
@@ -44,7 +46,11 @@ export PEERPATH_NVCOMP=/dev/shm/nv/libnvcomp.so.6
 in=/var/tmp/ppin; mkdir -p "$in"
 xz -dc .gpu/slice.fa.xz > "$in/slice"
 for _ in 1 2 3 4 5 6 7 8; do cat "$in/slice"; done > "$in/x8"
-say "$(.gpu/peerpath --version); $(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); steps: $steps"
+say "$(.gpu/peerpath --version); $(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version,persistence_mode --format=csv,noheader 2>&1 | head -1); steps: $steps"
+cl() { # json label table: one run's row (wall, GB/s of output, workers busy, compute CPU, host CPU)
+    python3 -c "import json,sys;r=json.load(open(sys.argv[1]));p=r['pipeline'];c=[x for x in r['cpu']['roles'] if x['role'].startswith('compute')];print('| %s | %.3f | %.2f | %.0f%% | %s | %.0f%% |' % (sys.argv[2], r['wall_s'], r['bytes_out']/r['wall_s']/1e9, 100*p['worker_busy_share'], ' '.join('%.2f' % (x['user_s']+x['system_s']) for x in c) or '-', r['cpu']['total_utilisation_pct']))" "$1" "$2" >> "$3" \
+        || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$3"
+}
 for step in $steps; do
     mkdir -p "$OUT/$step"
     case $step in
@@ -111,10 +117,6 @@ for step in $steps; do
             dd=/dev/shm/ppceil; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc); o=$OUT/ceilings
             .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
             size=$(stat -c %s "$dd/in")
-            cl() { # label json
-                python3 -c "import json,sys;r=json.load(open(sys.argv[1]));p=r['pipeline'];c=[x for x in r['cpu']['roles'] if x['role'].startswith('compute')] if 'roles' in r['cpu'] else [];print('| %s | %.3f | %.2f | %.0f%% | %s | %.0f%% |' % (sys.argv[2], r['wall_s'], int(sys.argv[3])/r['wall_s']/1e9, 100*p['worker_busy_share'], ' '.join('%.2f' % (x.get('user_s',0)+x.get('system_s',0)) for x in c) or '-', r['cpu']['total_utilisation_pct']))" "$1" "$2" "$size" >> "$o/ceilings.md" \
-                    || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$o/ceilings.md"
-            }
             { echo "decompress (mapped tmpfs target) against verify (no output), 384 MiB (slice x 8, -T $n output), interleaved"; echo
               echo "| run | wall s | GB/s of output | workers busy | compute CPU s | host CPU % of all cores |"; echo "|---|---|---|---|---|---|"; } > "$o/ceilings.md"
             for r in 1 2 3; do
@@ -122,9 +124,9 @@ for step in $steps; do
                     [ "$t" = 1 ] && [ "$r" = 3 ] && continue
                     .gpu/peerpath decompress -T "$t" -f --no-sync "$dd/in.gz" -o "$dd/out" --json > "$o/d.json" 2>&1
                     cmp -s "$dd/out" "$dd/in" || echo "WRONG OUTPUT -T $t" >> "$o/ceilings.md"; rm -f "$dd/out"
-                    cl "$o/d.json" "decompress -T $t ($r)"; cp "$o/d.json" "$o/d-T$t-r$r.json"
+                    cl "$o/d.json" "decompress -T $t ($r)" "$o/ceilings.md"; cp "$o/d.json" "$o/d-T$t-r$r.json"
                     .gpu/peerpath verify -T "$t" "$dd/in.gz" --json > "$o/v.json" 2>&1
-                    cl "$o/v.json" "verify -T $t ($r)"; cp "$o/v.json" "$o/v-T$t-r$r.json"
+                    cl "$o/v.json" "verify -T $t ($r)" "$o/ceilings.md"; cp "$o/v.json" "$o/v-T$t-r$r.json"
                 done
             done
             { echo; echo "filling tmpfs with 384 MiB from k processes (disjoint 384/k MiB ranges): seconds, best of 3"; echo
@@ -148,6 +150,25 @@ for step in $steps; do
                 echo "| $k | $(fill "$k" fallocate 1) | $(fill "$k" fallocate 0) | $(fill "$k" dd 1) | $(fill "$k" dd 0) |" >> "$o/ceilings.md"
             done
             rm -rf "$dd" ;;
+        allocation)
+            # Decompression into one tmpfs file: its pages allocated ahead by one thread (the
+            # default) against by each worker (PEERPATH_MAPPED_ALLOCATION=each), 1..16 threads
+            # and 15 (one core left to the orchestrator), interleaved rounds.
+            dd=/dev/shm/ppalloc; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc); o=$OUT/allocation
+            .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
+            { echo "decompress of 384 MiB (slice x 8, -T $n output) into tmpfs (mapped target): pages allocated ahead by one thread, or by each worker; interleaved"; echo
+              echo "| run | wall s | GB/s of output | workers busy | compute CPU s | host CPU % of all cores |"; echo "|---|---|---|---|---|---|"; } > "$o/allocation.md"
+            for r in 1 2 3; do
+                for t in 1 2 4 8 15 16; do
+                    [ "$t" = 1 ] && [ "$r" = 3 ] && continue
+                    for m in ahead each; do
+                        PEERPATH_MAPPED_ALLOCATION=$m .gpu/peerpath decompress -T "$t" -f --no-sync "$dd/in.gz" -o "$dd/out" --json > "$o/d.json" 2>&1
+                        cmp -s "$dd/out" "$dd/in" || echo "WRONG OUTPUT -T $t $m" >> "$o/allocation.md"; rm -f "$dd/out"
+                        cl "$o/d.json" "-T $t, $m ($r)" "$o/allocation.md"; cp "$o/d.json" "$o/d-T$t-$m-r$r.json"
+                    done
+                done
+            done
+            rm -rf "$dd" ;;
         disk)
             bench/disk-ab.sh --peerpath .gpu/peerpath --input "$in/x8" --dir /var/tmp/ppdiskab --runs 3 --out "$OUT/disk" > "$OUT/disk/log" 2>&1 ;;
         scaling)
@@ -157,7 +178,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

@@ -312,8 +312,10 @@ struct CompressArgs {
     /// (16M: 0.99-1.07 s for 1.5 GiB against 1.20-1.27 with 1M, bench/results/2026-11-26-gpu-machine-8).
     #[arg(long, default_value = "16M", value_parser = parse_size, help_heading = "Devices")]
     gpu_chunk: usize,
-    /// With --engine gpu: pinned host memory the GPU's chunks are staged through (K, M, G suffixes).
-    #[arg(long, default_value = "512M", value_parser = parse_size, help_heading = "Devices")]
+    /// With --engine gpu: pinned host memory the GPU's chunks are staged through (K, M, G suffixes;
+    /// 128M: 0.86-1.06 s for 1.5 GiB against 1.10-1.36 with 512M, whose pinning alone took
+    /// 0.08-0.19 s, and 64M gave smaller nvCOMP launches: bench/results/2026-11-27-gpu-machine-2).
+    #[arg(long, default_value = "128M", value_parser = parse_size, help_heading = "Devices")]
     gpu_window: usize,
     /// With --engine gpu: input a worker waits to gather into one nvCOMP launch (K, M, G
     /// suffixes; 0: what is queued, the default); it starts sooner when the queue depth is all in

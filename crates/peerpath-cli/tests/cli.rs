@@ -533,6 +533,25 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
     assert!(p.contains(&("zero_pages".into(), "cpu".into(), data.len() as u64)), "{p:?}");
     assert!(!p.iter().any(|(what, mover, _)| what == "write_target" && mover == "cpu"), "no write copy: {p:?}");
     check_pipeline(&r, "mapped decompress");
+    // Its pages allocated by one thread ahead of the workers (1 worker: a core is left
+    // for it), or by each worker (as many workers as cores, or asked for); same bytes.
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    for (threads, allocation, who) in [
+        ("1", None, if cores > 1 { "one thread allocates the pages ahead" } else { "each allocates its own pages" }),
+        (&*cores.to_string(), None, "each allocates its own pages"),
+        ("3", Some("ahead"), "one thread allocates the pages ahead"),
+        ("1", Some("each"), "each allocates its own pages"),
+    ] {
+        std::fs::remove_file(&target).unwrap();
+        let mut c = pp(args!["decompress", &gz, "-o", &target, "-T", threads, "--json"]);
+        if let Some(a) = allocation {
+            c.env("PEERPATH_MAPPED_ALLOCATION", a);
+        }
+        let r = run(&mut c).ok().json();
+        assert_file_eq(&target, &data, who);
+        let why = r["files"][0]["write_path"]["fallback_reason"].as_str().unwrap();
+        assert!(why.contains(who), "-T {threads} {allocation:?}: {why}");
+    }
     // The written path, asked for: same bytes, a write copy.
     std::fs::remove_file(&target).unwrap();
     let r = run(pp(args!["decompress", &gz, "-o", &target, "-T", "2", "--json"]).env("PEERPATH_NO_MAPPED_OUTPUT", "1")).ok().json();

@@ -12,7 +12,7 @@ mod pool;
 mod region;
 
 pub use domain::{host_numa_node_of, MemoryDomain};
-pub use mapped_file::FileMapping;
+pub use mapped_file::{Allocation, FileMapping};
 pub use pool::{AlignedBuf, BufferPool, PoolStats, PooledBuf};
 pub use region::{file_system_type, free_bytes, on_memory_file_system, MappedRegion, P2pMemInfo, RangeAllocator, RangeBuf, RegionAllocator, RegionBuf, RegionError, MEMORY_FILE_SYSTEMS, REGION_PAGE_BYTES};
 

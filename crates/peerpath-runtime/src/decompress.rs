@@ -421,10 +421,14 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         None => (None, None),
     };
     crate::job::copy_memory_files_on_kernel_workers(ctx.engine, &src, writer.as_ref());
-    let mapped = writer.as_ref().and_then(|w| map_target(w, &src));
+    let mapped = writer.as_ref().and_then(|w| map_target(w, &src, ctx.workers.threads()));
     let mut write_path = write_path;
-    if let (Some(p), Some(_)) = (write_path.as_mut(), &mapped) {
-        p.fallback_reason = Some("a memory file system: the workers decode straight into the file's mapped pages (no write, no copy)".into());
+    if let (Some(p), Some(m)) = (write_path.as_mut(), &mapped) {
+        let who = match m.allocation() {
+            peerpath_mem::Allocation::AheadOnOneThread => "one thread allocates the pages ahead of them",
+            peerpath_mem::Allocation::ByEachWriter => "each allocates its own pages",
+        };
+        p.fallback_reason = Some(format!("a memory file system: the workers decode straight into the file's mapped pages (no write, no copy; {who})"));
     }
     let mut st = FileState {
         path: source,
@@ -929,8 +933,14 @@ const MAX_MAPPED_BYTES: u64 = 1 << 46;
 /// source's size bounds the output: the workers then decode straight into
 /// its pages, in parallel, where writes to one tmpfs file are one thread's
 /// copy at a time (its inode lock). `PEERPATH_NO_MAPPED_OUTPUT=1` turns it
-/// off (for A/B measurements, docs/tuning.md#mapped-output).
-fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile) -> Option<Arc<FileMapping>> {
+/// off. Its pages are allocated ahead of the workers by one thread where a
+/// core is left for it (fewer workers than cores), else by each worker for
+/// its own range: on the lent 16-core machine, ahead was 13 % faster at 1
+/// and 2 workers, even at 4 to 15, and up to 60 % slower at 16 (the workers
+/// waited for an allocator that had no core; bench/results/2026-11-27-gpu-machine-2).
+/// `PEERPATH_MAPPED_ALLOCATION=ahead|each` chooses (for A/B measurements,
+/// docs/tuning.md#mapped-output).
+fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile, workers: usize) -> Option<Arc<FileMapping>> {
     if w.is_sequential() || !w.target.in_memory() || std::env::var_os("PEERPATH_NO_MAPPED_OUTPUT").is_some_and(|v| v != "0") {
         return None;
     }
@@ -942,7 +952,14 @@ fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile) -> Option<Arc<Fil
     // same file, opened again through its descriptor (named or not).
     let fd = w.target.file.as_raw_fd();
     let file = std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/self/fd/{fd}")).ok()?;
-    let map = FileMapping::new(file, reserve as usize).ok()?;
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let allocation = match std::env::var("PEERPATH_MAPPED_ALLOCATION").as_deref() {
+        Ok("each") => peerpath_mem::Allocation::ByEachWriter,
+        Ok("ahead") => peerpath_mem::Allocation::AheadOnOneThread,
+        _ if workers < cores => peerpath_mem::Allocation::AheadOnOneThread,
+        _ => peerpath_mem::Allocation::ByEachWriter,
+    };
+    let map = FileMapping::new(file, reserve as usize, allocation).ok()?;
     // Only where the file system reserves space up front (tmpfs; not ramfs):
     // a store must never be the first to learn that memory ran out.
     map.probe_fallocate().ok()?;
