@@ -18,6 +18,8 @@
 #     ceilings what holds decompression at every core: decompress into tmpfs against verify (no
 #              output) at 1/4/8/16 threads, interleaved, and the kernel's rate of filling one tmpfs
 #              file from k processes (fallocate, dd) against k files
+#     fixed    the GPU job's fixed costs: 4 MiB on the GPU, default GPU memory against 512M, the
+#              report's wall and the opening's parts against the process's wall
 #     allocation  decompression into one tmpfs file, its pages allocated ahead by one thread
 #              against by each worker, at 1/2/4/8/15/16 threads, interleaved
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
@@ -150,6 +152,24 @@ for step in $steps; do
                 echo "| $k | $(fill "$k" fallocate 1) | $(fill "$k" fallocate 0) | $(fill "$k" dd 1) | $(fill "$k" dd 0) |" >> "$o/ceilings.md"
             done
             rm -rf "$dd" ;;
+        fixed)
+            # The GPU job's fixed costs: 4 MiB compressed on the GPU (nothing to overlap them
+            # with), 5 runs each with the default GPU memory and with 512M: the report's wall
+            # and the device's opening (with its parts) against the whole process's wall.
+            dd=/dev/shm/ppfixed; mkdir -p "$dd"; head -c 4M "$in/slice" > "$dd/in"; o=$OUT/fixed
+            { echo "GPU compress of 4 MiB in memory: fixed costs (process wall - report wall: starting, and closing the GPU after the report's clock stops)"; echo
+              echo "| run | report wall s | process wall s | device | "; echo "|---|---|---|---|"; } > "$o/fixed.md"
+            for r in 1 2 3 4 5; do
+                for mem in 4G 512M; do
+                    t=$EPOCHREALTIME
+                    .gpu/peerpath compress --engine gpu --no-fallback --no-sync -f --device-memory "$mem" "$dd/in" -o "$dd/out.gz" --json > "$o/r.json" 2>&1
+                    pw=$(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }')
+                    python3 -c "import json,sys,re;r=json.load(open(sys.argv[1]));k=r['devices'][0]['kind'];m=re.search(r'opened in .*?\)',k);print('| --device-memory %s (%s) | %.3f | %.3f | %s |' % (sys.argv[2], sys.argv[3], r['wall_s'], float(sys.argv[4]), m.group(0) if m else k[:200]))" "$o/r.json" "$mem" "$r" "$pw" >> "$o/fixed.md" \
+                        || echo "| $mem ($r) | FAILED: $(head -c 300 "$o/r.json" | tr '\n' ' ') |" >> "$o/fixed.md"
+                done
+            done
+            t=$EPOCHREALTIME; .gpu/peerpath compress -T "$(nproc)" --no-sync -f "$dd/in" -o "$dd/c.gz" -q; echo "CPU, same 4 MiB: process wall $(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }') s" >> "$o/fixed.md"
+            rm -rf "$dd" ;;
         allocation)
             # Decompression into one tmpfs file: its pages allocated ahead by one thread (the
             # default) against by each worker (PEERPATH_MAPPED_ALLOCATION=each), 1..16 threads
@@ -178,7 +198,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"
