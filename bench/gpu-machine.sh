@@ -18,6 +18,8 @@
 #     ceilings what holds decompression at every core: decompress into tmpfs against verify (no
 #              output) at 1/4/8/16 threads, interleaved, and the kernel's rate of filling one tmpfs
 #              file from k processes (fallocate, dd) against k files
+#     workerreads  compression in memory, the workers reading their own chunks against io_uring's
+#              reads, at 1/8/15/16 threads, interleaved
 #     fixed    the GPU job's fixed costs: 4 MiB on the GPU, default GPU memory against 512M, the
 #              report's wall and the opening's parts against the process's wall
 #     allocation  decompression into one tmpfs file, its pages allocated ahead by one thread
@@ -170,6 +172,26 @@ for step in $steps; do
             done
             t=$EPOCHREALTIME; .gpu/peerpath compress -T "$(nproc)" --no-sync -f "$dd/in" -o "$dd/c.gz" -q; echo "CPU, same 4 MiB: process wall $(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }') s" >> "$o/fixed.md"
             rm -rf "$dd" ;;
+        workerreads)
+            # Compression in memory: each compute worker reading its own chunks (the default for
+            # a memory file system's source) against io_uring's reads (PEERPATH_WORKER_READS=0),
+            # 1/8/15/16 threads, interleaved rounds; outputs compared.
+            dd=/dev/shm/ppwr; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/workerreads
+            { echo "compress of 384 MiB (slice x 8) in memory (tmpfs in and out, --no-sync): the workers' own reads against io_uring's; interleaved"; echo
+              echo "| run | wall s | GB/s | workers busy | compute CPU s | host CPU % of all cores |"; echo "|---|---|---|---|---|---|"; } > "$o/workerreads.md"
+            for r in 1 2 3 4; do
+                for t in 1 8 15 16; do
+                    [ "$t" = 1 ] && [ "$r" -gt 2 ] && continue
+                    for w in 1 0; do
+                        PEERPATH_WORKER_READS=$w .gpu/peerpath compress -T "$t" -f --no-sync "$dd/in" -o "$dd/out$w.gz" --json > "$o/c.json" 2>&1
+                        python3 -c "import json,sys;r=json.load(open(sys.argv[1]));r['bytes_out']=r['bytes_in'];json.dump(r,open(sys.argv[1],'w'))" "$o/c.json" 2>/dev/null
+                        cl "$o/c.json" "-T $t, $([ "$w" = 1 ] && echo 'workers read' || echo 'io_uring reads') ($r)" "$o/workerreads.md"; cp "$o/c.json" "$o/c-T$t-w$w-r$r.json"
+                    done
+                    cmp -s "$dd/out1.gz" "$dd/out0.gz" || echo "OUTPUTS DIFFER -T $t ($r)" >> "$o/workerreads.md"
+                done
+            done
+            .gpu/peerpath decompress -q -f --no-sync "$dd/out1.gz" -o "$dd/back" && cmp -s "$dd/back" "$dd/in" && echo "round trip ok" >> "$o/workerreads.md"
+            rm -rf "$dd" ;;
         allocation)
             # Decompression into one tmpfs file: its pages allocated ahead by one thread (the
             # default) against by each worker (PEERPATH_MAPPED_ALLOCATION=each), 1..16 threads
@@ -198,7 +220,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/workerreads/workerreads.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

@@ -502,6 +502,38 @@ fn completions_and_the_man_page_are_generated_from_the_cli() {
     assert_eq!(run(&mut pp(["completions", "no-such-shell"])).code(), Some(2));
 }
 
+/// Compressing a file of a memory file system: each compute worker reads its
+/// own chunks (the kernel's copy, on the worker), said in the report; the
+/// output is the same as with the I/O engine's reads (`PEERPATH_WORKER_READS=0`),
+/// and decompresses to the source; several sources, one of them empty.
+#[test]
+fn a_memory_file_systems_source_is_read_by_the_compute_workers() {
+    let test = "a_memory_file_systems_source_is_read_by_the_compute_workers";
+    let Some(fs) = TmpfsMount::new(test, "64m") else { return };
+    let data = mixed_data(5_000_123, 23);
+    let src = fs.dir.join("x");
+    std::fs::write(&src, &data).unwrap();
+    let empty = fs.dir.join("e");
+    std::fs::write(&empty, b"").unwrap();
+    let out = scratch();
+    let gz = |name: &str| out.path().join(name);
+    let read_line = |r: &Value| r["files"][0]["read_path"]["fallback_reason"].as_str().unwrap_or("").to_string();
+    let r = run(&mut pp(args!["compress", &src, "-o", gz("w.gz"), "-T", "2", "--block-size", "64K", "--json"])).ok().json();
+    assert!(read_line(&r).contains("each compute worker reads its own chunks"), "{}", read_line(&r));
+    check_pipeline(&r, "worker reads");
+    let r = run(pp(args!["compress", &src, "-o", gz("e.gz"), "-T", "2", "--block-size", "64K", "--json"]).env("PEERPATH_WORKER_READS", "0")).ok().json();
+    assert!(!read_line(&r).contains("compute worker"), "{}", read_line(&r));
+    assert_file_eq(&gz("w.gz"), &std::fs::read(gz("e.gz")).unwrap(), "worker reads against engine reads");
+    run(&mut pp(args!["decompress", gz("w.gz"), "-o", gz("w"), "-q"])).ok();
+    assert_file_eq(&gz("w"), &data, "round trip");
+    // Two sources at once, one empty: each its own target, exact.
+    run(&mut pp(args!["compress", &src, &empty, "-o", out.path(), "-T", "3", "-q", "-f"])).ok();
+    run(&mut pp(args!["decompress", gz("x.gz"), gz("e.gz"), "-o", out.path(), "-q", "-f"])).ok();
+    assert_file_eq(&gz("x"), &data, "first of two");
+    assert_file_eq(&gz("e"), b"", "the empty one");
+    drop(fs);
+}
+
 /// Decompressing into a memory file system: the workers decode straight into
 /// the target's mapped pages (no write copy in the ledger, the kernel's
 /// zeroing of fresh pages instead), the bytes are exact, a corrupt member

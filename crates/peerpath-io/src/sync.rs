@@ -17,6 +17,12 @@ impl<B> SyncEngine<B> {
     }
 }
 
+/// Reads `buf.len()` bytes of `fd` at `offset` on the calling thread
+/// (`pread`, retrying EINTR), fewer at end of file: the bytes read.
+pub fn pread_full(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    transfer_blocking(IoOp::Read, fd, Some(offset), buf.as_mut_ptr(), buf.len())
+}
+
 /// Runs one transfer to completion, retrying short writes and EINTR. Reads
 /// return early at end of file.
 pub(crate) fn transfer_blocking(op: IoOp, fd: RawFd, offset: Option<u64>, ptr: *mut u8, len: usize) -> io::Result<usize> {

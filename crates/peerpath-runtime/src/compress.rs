@@ -151,6 +151,8 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
             members_on_device: 0,
             cpu: CpuState::default(),
         });
+        let s = streams.last_mut().expect("just pushed");
+        s.cpu.worker_reads = crate::cpu_pass::worker_reads(s);
     }
     let cpu = CpuAccount::start();
     let orchestration_start = thread_cpu_now();
@@ -342,6 +344,11 @@ fn run_job(
         }
         if let (false, Some(r)) = (s.write_path.direct, &s.write_path.fallback_reason) {
             fallbacks.push(Fallback::WritesNotDirect { target: s.writer.as_ref().expect("open").final_path.display().to_string(), why: r.clone() });
+        }
+        if s.cpu.worker_reads {
+            s.read_path.engine = peerpath_io::EngineKind::Syscalls;
+            let why = s.read_path.fallback_reason.take().unwrap_or_else(|| "a memory file system".into());
+            s.read_path.fallback_reason = Some(format!("{why}; each compute worker reads its own chunks (pread), not io_uring's kernel workers"));
         }
     }
     let waker = Waker::new().map_err(|e| JobError::Internal(format!("eventfd: {e}")))?;

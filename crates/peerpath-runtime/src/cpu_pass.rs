@@ -42,6 +42,18 @@ pub(crate) struct CpuParams {
     pub level: Level,
 }
 
+/// Whether the compute workers read a stream's chunks themselves: where
+/// its source is a file of a memory file system (a read is the kernel's
+/// copy from its pages, on whichever thread asks) of a known size. The I/O
+/// engine would run those copies on io_uring's kernel workers, which at as
+/// many compute workers as cores wait for a core while the workers wait
+/// for their input (bench/results/2026-11-27-scaling-16cpu: workers short
+/// of input 0.052 s of 0.179 at 16 threads). `PEERPATH_WORKER_READS=0`
+/// keeps the engine's reads (docs/tuning.md#worker-reads).
+pub(crate) fn worker_reads(s: &Stream) -> bool {
+    s.size.is_some() && !s.sequential_read && s.source.in_memory() && std::env::var_os("PEERPATH_WORKER_READS").is_none_or(|v| v != "0")
+}
+
 /// A chunk compressed by a worker.
 struct Done {
     stream: usize,
@@ -49,6 +61,8 @@ struct Done {
     input: PooledBuf,
     output: AlignedBuf,
     members: u64,
+    /// Where the worker read the chunk itself: what `pread` returned.
+    read: Option<std::io::Result<usize>>,
 }
 
 pub(crate) struct CpuPass {
@@ -154,9 +168,23 @@ impl CpuPass {
     }
 
     fn dispatch(&mut self, stream: usize, seq: u64, input: PooledBuf) {
+        self.dispatch_reading(stream, seq, input, None);
+    }
+
+    /// A chunk to compress; with `read` (descriptor, offset, length) the
+    /// worker reads it into `input` first.
+    fn dispatch_reading(&mut self, stream: usize, seq: u64, mut input: PooledBuf, read: Option<(std::os::fd::RawFd, u64, usize)>) {
         let mut output = self.cache.get(self.out_bytes);
         let (format, level, member_bytes) = (self.format, self.level, self.member_bytes);
         self.workers.submit(move |local| {
+            let read = read.map(|(fd, offset, len)| {
+                let r = peerpath_io::pread_full(fd, &mut input.spare_mut()[..len], offset);
+                input.set_len(*r.as_ref().unwrap_or(&0));
+                r
+            });
+            if matches!(read, Some(Err(_))) {
+                return Done { stream, seq, input, output, members: 0, read };
+            }
             let enc = local.encoder(level);
             let spare = output.spare_mut();
             let mut pos = 0;
@@ -170,7 +198,7 @@ impl CpuPass {
                 members += 1;
             }
             output.set_len(pos);
-            Done { stream, seq, input, output, members }
+            Done { stream, seq, input, output, members, read }
         });
     }
 
@@ -178,6 +206,13 @@ impl CpuPass {
     /// written in order (and each finished stream's writer finished).
     pub fn take_results(&mut self, streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<()> {
         for d in self.workers.try_results() {
+            if let Some(read) = d.read {
+                let s = &mut streams[d.stream];
+                let offset = s.cpu.first_offset + d.seq * self.chunk_bytes as u64;
+                let n = crate::job::check_read(&s.source.path, read, offset, self.chunk_bytes, s.size)?;
+                s.bytes_in += n as u64;
+                crate::record_read_by(ledger, &s.source_name, s.source_via, d.input.domain(), n as u64, CpuRole::Compute);
+            }
             ledger.record(
                 Location::memory(d.input.domain()),
                 Location::memory(d.output.domain()),
@@ -240,19 +275,27 @@ impl CpuPass {
                     continue;
                 }
                 let Some(buf) = self.pool.try_get() else { break };
-                pass_over = self.blocking || buf.first_use();
                 let offset = s.cpu.next_read_offset;
                 let mut len = self.chunk_bytes;
                 if let Some(size) = s.size {
                     let remaining = (size - offset) as usize;
                     len = len.min(if s.source.direct { align_up(remaining, DIRECT_IO_ALIGN_BYTES) } else { remaining });
                 }
-                let token = Token::Read { stream: i, seq: s.cpu.next_seq }.raw();
-                let at = (!s.sequential_read).then_some(offset);
-                engine
-                    .submit(IoOp::Read, s.source.file.as_raw_fd(), at, len, JobBuf::Pooled(buf), token)
-                    .map_err(|(_, e)| crate::JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
-                s.cpu.reads_in_flight += 1;
+                if s.cpu.worker_reads {
+                    // The worker reads it (nothing blocks here). The stream,
+                    // and with it the descriptor, outlives the pass, whose
+                    // workers are joined first.
+                    let (seq, fd) = (s.cpu.next_seq, s.source.file.as_raw_fd());
+                    self.dispatch_reading(i, seq, buf, Some((fd, offset, len)));
+                } else {
+                    pass_over = self.blocking || buf.first_use();
+                    let token = Token::Read { stream: i, seq: s.cpu.next_seq }.raw();
+                    let at = (!s.sequential_read).then_some(offset);
+                    engine
+                        .submit(IoOp::Read, s.source.file.as_raw_fd(), at, len, JobBuf::Pooled(buf), token)
+                        .map_err(|(_, e)| crate::JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
+                    s.cpu.reads_in_flight += 1;
+                }
                 s.cpu.next_seq += 1;
                 s.cpu.next_read_offset += self.chunk_bytes as u64;
                 self.in_pipeline += 1;

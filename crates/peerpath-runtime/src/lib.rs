@@ -61,9 +61,15 @@ impl Via {
 
 /// Records a read of `bytes` from `source` into a buffer in `domain`.
 pub(crate) fn record_read(ledger: &Ledger, source: &str, via: Via, domain: &MemoryDomain, bytes: u64) {
+    record_read_by(ledger, source, via, domain, bytes, CpuRole::Orchestration);
+}
+
+/// As [`record_read`], the kernel's copy charged to threads of `role` (the
+/// compute workers, where they read their own chunks).
+pub(crate) fn record_read_by(ledger: &Ledger, source: &str, via: Via, domain: &MemoryDomain, bytes: u64, role: CpuRole) {
     let dma = Mover::Dma { engine: "storage controller".into() };
     let kernel = Location::memory(&MemoryDomain::host_unplaced());
-    let copy = Mover::Cpu { role: CpuRole::Orchestration };
+    let copy = Mover::Cpu { role };
     match via {
         Via::Direct => ledger.record_copy(Location::storage(source), Location::memory(domain), dma, Purpose::ReadSource, bytes),
         Via::PageCache => {

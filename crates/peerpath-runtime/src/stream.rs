@@ -46,6 +46,9 @@ pub(crate) struct CpuState {
     pub first_offset: u64,
     /// Output bytes of the first chunk already written by a device.
     pub skip_out: u64,
+    /// The compute workers read this stream's chunks themselves (`pread`),
+    /// not the I/O engine: see `cpu_pass::worker_reads`.
+    pub worker_reads: bool,
 }
 
 impl Stream {
@@ -79,6 +82,7 @@ impl Stream {
             chunks: read_done.then_some(0),
             first_offset,
             skip_out: h.skip_bytes,
+            worker_reads: self.cpu.worker_reads,
             ..CpuState::default()
         };
         self.on_cpu = true;
