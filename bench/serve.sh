@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/serve.sh - peerpath serve (host and zerocopy modes) beside nginx (sendfile on) for HTTP and
+# bench/serve.sh - peerpath serve (host, zerocopy and send-zc modes) beside nginx (sendfile on) for HTTP and
 # memcached for the key-value protocol, the same client for each (issue 21).
 #
 # Usage: bench/serve.sh [--rounds 3] [--seconds 5] [--connections 16] [--out FILE]
@@ -8,7 +8,7 @@
 # path, not the disk, is measured). Client: wrk (Debian), one thread, N keep-alive connections,
 # on the same machine over loopback. Each round runs every server x object once, in order, so a
 # slow stretch falls on all rows; the table gives medians of requests/s and MB/s. peerpath runs in
-# host, zerocopy and devmem modes (devmem: payloads sent by an emulated NIC process from its memory,
+# host, zerocopy, send-zc and devmem modes (devmem: payloads sent by an emulated NIC process from its memory,
 # each client connection with its own channel to the NIC, many descriptors in flight). nginx 1.22
 # (Debian) runs with one worker, sendfile on, access log off. Key-value: memcached 1.6 (Debian,
 # objects loaded with memccp) and peerpath serve --memcached, loaded by `peerpath bench-kv`
@@ -51,15 +51,16 @@ pp_pids=()
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18191 --memcached 127.0.0.1:18193 --mode host --json 2>/dev/null > "$tmp/host.report" & pids+=($!); pp_pids+=($!)
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18192 --memcached 127.0.0.1:18194 --mode zerocopy --json 2>/dev/null > "$tmp/zerocopy.report" & pids+=($!); pp_pids+=($!)
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18196 --memcached 127.0.0.1:18197 --mode devmem --json 2>/dev/null > "$tmp/devmem.report" & pids+=($!); pp_pids+=($!)
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18198 --memcached 127.0.0.1:18199 --mode send-zc --json 2>/dev/null > "$tmp/send-zc.report" & pids+=($!); pp_pids+=($!)
 memcached -u "$(id -un)" -l 127.0.0.1 -p 18195 -m 64 -I 2m & pids+=($!)
 sleep 1
 (cd "$tmp/root" && memccp --servers=127.0.0.1:18195 small large)
 # CPU ticks (user + system, all threads) of a peerpath server, to charge each run its CPU.
-declare -A pid_of=(["peerpath host"]=${pp_pids[0]} ["peerpath zerocopy"]=${pp_pids[1]} ["peerpath devmem"]=${pp_pids[2]})
+declare -A pid_of=(["peerpath host"]=${pp_pids[0]} ["peerpath zerocopy"]=${pp_pids[1]} ["peerpath devmem"]=${pp_pids[2]} ["peerpath send-zc"]=${pp_pids[3]})
 ticks() { [ -n "${pid_of[$1]:-}" ] && awk '{print $14 + $15}' "/proc/${pid_of[$1]}/stat" || echo 0; }
 hz=$(getconf CLK_TCK)
-servers=("nginx sendfile:18190" "peerpath host:18191" "peerpath zerocopy:18192" "peerpath devmem:18196")
-kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194" "peerpath devmem:18197")
+servers=("nginx sendfile:18190" "peerpath host:18191" "peerpath zerocopy:18192" "peerpath send-zc:18198" "peerpath devmem:18196")
+kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194" "peerpath send-zc:18199" "peerpath devmem:18197")
 for ((r = 0; r < rounds; r++)); do
     for obj in small large; do
         for s in "${servers[@]}"; do
@@ -112,9 +113,9 @@ done
 echo
 echo "peerpath's own reports over the whole run (every object and protocol; host CPU is the serve process's, not the emulated NIC's):"
 echo
-echo "| mode | requests | host CPU us per request | payload bytes through its memory per request | payload bytes sent from host memory per request | NIC hits / misses / evictions |"
-echo "|---|---|---|---|---|---|"
-for m in host zerocopy devmem; do
+echo "| mode | requests | host CPU us per request | payload bytes through its memory per request | payload bytes sent from host memory per request | NIC hits / misses / evictions | SEND_ZC: bytes the kernel copied after all |"
+echo "|---|---|---|---|---|---|---|"
+for m in host zerocopy send-zc devmem; do
     python3 - "$tmp/$m.report" "$m" <<'PY' || echo "| $m | report missing |"
 import json, sys
 try:
@@ -124,7 +125,9 @@ except Exception:
     sys.exit(0)
 n = r.get("nic") or {}
 nic = f"{n.get('hits', 0)} / {n.get('misses', 0)} / {n.get('evictions', 0)}" if n else "-"
-print(f"| {r['mode']} | {r['requests']} | {r['host_cpu_us_per_request']:.1f} | {r['host_memory_payload_bytes_per_request']:.0f} | {r['payload_bytes_from_host_memory_per_request']:.0f} | {nic} |")
+z = r.get("send_zc")
+zc = f"{z['kernel_copied_bytes']} of {z['bytes']}" if z else "-"
+print(f"| {r['mode']} | {r['requests']} | {r['host_cpu_us_per_request']:.1f} | {r['host_memory_payload_bytes_per_request']:.0f} | {r['payload_bytes_from_host_memory_per_request']:.0f} | {nic} | {zc} |")
 PY
 done
 } | tee ${out:+"$out"}

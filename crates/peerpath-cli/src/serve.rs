@@ -16,6 +16,9 @@ enum ModeArg {
     Host,
     /// sendfile(2): the kernel sends from the page cache.
     Zerocopy,
+    /// The file mapped and sent with io_uring SEND_ZC; the report says how much the kernel copied after all (all of it over loopback).
+    #[value(name = "send-zc")]
+    SendZc,
     /// Objects placed in an emulated NIC's memory, which sends them; this process builds headers only.
     Devmem,
 }
@@ -99,6 +102,7 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     c.mode = match a.mode {
         ModeArg::Host => Mode::Host,
         ModeArg::Zerocopy => Mode::ZeroCopy,
+        ModeArg::SendZc => Mode::SendZc,
         ModeArg::Devmem => Mode::DevMem,
     };
     if c.mode == Mode::DevMem {

@@ -94,7 +94,7 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
     std::fs::write(root.join("a.txt"), b"hello\n").unwrap();
     std::fs::write(dir.path().join("secret"), b"outside").unwrap();
     std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
-    for mode in ["zerocopy", "host", "devmem"] {
+    for mode in ["zerocopy", "host", "devmem", "send-zc"] {
         let s = serve(&root, mode, 15);
         let h = s.http.clone();
         let get = |path: &str, extra: &str| split(&exchange(&h, format!("GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").as_bytes()));
@@ -133,6 +133,13 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         match mode {
             "zerocopy" => assert!(per_request == 0.0 && from_host > 100_000.0, "sendfile: no payload through the process, all from the page cache: {report}"),
             "host" => assert!(per_request > 100_000.0 && from_host > 100_000.0, "host mode copies every payload byte: {report}"),
+            "send-zc" => {
+                assert!(per_request == 0.0 && from_host > 100_000.0, "SEND_ZC: no payload through the process: {report}");
+                // Loopback: the kernel copies every byte after all, and says so.
+                let line = report.lines().find(|l| l.starts_with("SEND_ZC: ")).unwrap_or_else(|| panic!("no SEND_ZC line: {report}"));
+                let sent: u64 = line["SEND_ZC: ".len()..].split_whitespace().next().unwrap().parse().unwrap();
+                assert!(sent > 3 << 20 && line.contains(&format!("copying {sent} of them")) && line.contains("loopback"), "{line}");
+            }
             _ => {
                 assert!(per_request == 0.0 && from_host == 0.0, "devmem: every payload from the NIC's memory: {report}");
                 assert!(report.contains("emulated NIC memory: ") && !report.contains("FALLBACK"), "{report}");

@@ -8,7 +8,8 @@
 //! can sleep on I/O completions and worker results at the same time.
 //!
 //! Which engine and whether O_DIRECT ran is always reported ([`IoPath`]);
-//! a fallback carries its reason.
+//! a fallback carries its reason. [`ZcSender`] sends from mapped memory with
+//! io_uring's `SEND_ZC`, reporting whether the kernel copied after all.
 
 mod engine;
 mod file;
@@ -16,6 +17,7 @@ mod sync;
 mod target;
 mod uring;
 mod waker;
+mod zc;
 
 pub use engine::{region_fixed_span, Completion, EngineKind, FixedBufferStats, FixedSpan, IoBuf, IoEngine, IoOp, IoPath};
 pub use file::{open_source, OpenedFile, SourceKind};
@@ -23,6 +25,7 @@ pub use target::{create_named, create_temporary, discard, parent_dir, publish, r
 pub use sync::{pread_full, SyncEngine};
 pub use uring::UringEngine;
 pub use waker::Waker;
+pub use zc::{ZcSender, ZcSent};
 
 /// Picks the engine: io_uring unless `force_sync`, falling back to plain
 /// syscalls (with the reason) where the kernel refuses io_uring

@@ -8,6 +8,9 @@
 //!   then send (every payload byte crosses host memory twice);
 //! - [`Mode::ZeroCopy`]: `sendfile(2)`: the kernel sends from the page
 //!   cache; this process never holds the payload.
+//! - [`Mode::SendZc`]: the file mapped, and sent from the mapping with
+//!   io_uring's `SEND_ZC`, whose notifications say whether the kernel copied
+//!   the payload after all (on loopback it always does); counted in the report.
 //!
 //! - [`Mode::DevMem`]: payloads placed in an emulated NIC's memory and sent
 //!   by it ([`nic`]); this process builds headers only.
@@ -40,6 +43,9 @@ pub enum Mode {
     Host,
     /// `sendfile(2)` from the file to the socket.
     ZeroCopy,
+    /// The file mapped, then io_uring `SEND_ZC` from the mapping, the
+    /// kernel reporting whether it copied.
+    SendZc,
     /// Payloads placed in an emulated NIC's memory and sent by it; this
     /// process builds headers and hands over descriptors.
     DevMem,
@@ -50,6 +56,7 @@ impl Mode {
         match self {
             Mode::Host => "host",
             Mode::ZeroCopy => "zerocopy",
+            Mode::SendZc => "send-zc",
             Mode::DevMem => "devmem",
         }
     }
@@ -122,6 +129,9 @@ pub(crate) struct Shared {
     pub nic_gone: AtomicBool,
     /// Why the NIC stopped being used, if it did.
     pub nic_fallback: std::sync::Mutex<Option<String>>,
+    /// SendZc: payload bytes sent, and those the kernel said it copied.
+    pub zc_bytes: std::sync::atomic::AtomicU64,
+    pub zc_copied_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -170,6 +180,10 @@ impl Server {
             (Mode::DevMem, None) => return Err(ServeError::Usage("devmem mode needs the emulated NIC's program".into())),
             _ => None,
         };
+        if config.mode == Mode::SendZc {
+            // Refused here, before any client: never a silent sendfile instead.
+            peerpath_io::ZcSender::new().map_err(|e| ServeError::Usage(format!("send-zc mode: {e}")))?;
+        }
         let shared = Arc::new(Shared {
             config,
             root,
@@ -179,6 +193,8 @@ impl Server {
             nic,
             nic_gone: AtomicBool::new(false),
             nic_fallback: std::sync::Mutex::new(None),
+            zc_bytes: Default::default(),
+            zc_copied_bytes: Default::default(),
         });
         Ok(Server { shared, http, memcached })
     }
@@ -234,6 +250,9 @@ impl Server {
             report.nic = Some(n.counts());
         }
         report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if shared.config.mode == Mode::SendZc {
+            report.send_zc = Some(stats::SendZcCounts { bytes: shared.zc_bytes.load(Ordering::Relaxed), kernel_copied_bytes: shared.zc_copied_bytes.load(Ordering::Relaxed) });
+        }
         report
     }
 
@@ -348,11 +367,60 @@ pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, channel: &mut Opt
     if send_all(stream, header, more).is_err() {
         return Sent { payload: 0, copied: 0, from_host: 0, close: true };
     }
+    if mode == Mode::SendZc {
+        return match send_zc(file, offset, len, stream) {
+            Ok(z) => {
+                shared.zc_bytes.fetch_add(z.bytes, Ordering::Relaxed);
+                shared.zc_copied_bytes.fetch_add(z.copied_bytes, Ordering::Relaxed);
+                Sent { payload: z.bytes, copied: 0, from_host: z.bytes, close: false }
+            }
+            Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
+        };
+    }
     match send_payload(mode, file, offset, len, stream) {
         Ok((payload, copied)) => Sent { payload, copied, from_host: payload, close: false },
         // Headers are out: the only honest end is to close the connection.
         Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
     }
+}
+
+thread_local! {
+    /// Each connection's thread keeps one SEND_ZC ring.
+    static ZC: std::cell::RefCell<Option<peerpath_io::ZcSender>> = const { std::cell::RefCell::new(None) };
+}
+
+/// SendZc: maps `len` bytes of `file` from `offset` (this process never
+/// reads them) and sends them with io_uring's `SEND_ZC`. A file that shrank
+/// under the mapping is the kernel's EFAULT, not a signal: only the kernel
+/// touches the pages.
+fn send_zc(file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream) -> std::io::Result<peerpath_io::ZcSent> {
+    use std::os::fd::AsRawFd;
+    if len == 0 {
+        return Ok(peerpath_io::ZcSent::default());
+    }
+    let page = 4096u64;
+    let start = offset / page * page;
+    let map_len = usize::try_from(offset - start + len).map_err(|_| std::io::Error::other("a range larger than the address space"))?;
+    // SAFETY: a new read-only shared mapping (at an address the kernel
+    // picks) of a file we hold, unmapped below; this process never dereferences it (the kernel
+    // reads it for the send).
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), start as libc::off_t) };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the slice lies within the mapping just made; only the kernel reads it.
+    let bytes = unsafe { std::slice::from_raw_parts((p as *const u8).add((offset - start) as usize), len as usize) };
+    let r = ZC.with(|z| {
+        let mut z = z.borrow_mut();
+        if z.is_none() {
+            *z = Some(peerpath_io::ZcSender::new()?);
+        }
+        z.as_mut().expect("just made").send_all(stream.as_raw_fd(), bytes, 0)
+    });
+    // SAFETY: our mapping, unmapped once; `send_all` has had every part's
+    // notification, so the kernel no longer reads it.
+    unsafe { libc::munmap(p, map_len) };
+    r
 }
 
 /// Payloads up to this size are sent with their header in one write in host mode.
@@ -415,7 +483,7 @@ pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u
             }
             Ok((sent, sent))
         }
-        Mode::ZeroCopy | Mode::DevMem => {
+        Mode::ZeroCopy | Mode::DevMem | Mode::SendZc => {
             let mut off = offset as libc::off_t;
             while sent < len {
                 let want = ((len - sent) as usize).min(1 << 30);

@@ -63,6 +63,7 @@ impl Stats {
             by_status: s.by_status.clone(),
             nic: None,
             nic_fallback: None,
+            send_zc: None,
         }
     }
 }
@@ -94,6 +95,16 @@ pub struct Report {
     pub nic: Option<NicCounts>,
     /// DevMem: why the NIC stopped being used (the host path served the rest).
     pub nic_fallback: Option<String>,
+    /// SendZc: what the kernel's notifications said.
+    pub send_zc: Option<SendZcCounts>,
+}
+
+/// Payload bytes sent with `SEND_ZC`, and those the kernel reported copying
+/// after all (all of them on loopback: the receiver is on this host).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SendZcCounts {
+    pub bytes: u64,
+    pub kernel_copied_bytes: u64,
 }
 
 /// Objects found in the NIC's memory, placed there, evicted, too large for
@@ -115,7 +126,7 @@ impl Report {
             "serve ({} mode; measured on this host): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
              latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request; payload bytes through this process's memory per request: {:.0}\n\
              payload bytes sent from host memory per request: {:.0}\n\
-             status codes: {}{}{}",
+             status codes: {}{}{}{}",
             self.mode,
             self.requests,
             self.seconds,
@@ -137,7 +148,14 @@ impl Report {
                 n.not_placed,
                 n.last_error.as_ref().map_or(String::new(), |e| format!("; last placement error: {e}"))
             )),
-            self.nic_fallback.as_ref().map_or(String::new(), |w| format!("\nFALLBACK: {w}: the host path served the requests after it"))
+            self.nic_fallback.as_ref().map_or(String::new(), |w| format!("\nFALLBACK: {w}: the host path served the requests after it")),
+            self.send_zc.as_ref().map_or(String::new(), |z| format!(
+                "\nSEND_ZC: {} payload byte(s) sent from mapped pages; the kernel reported copying {} of them after all ({:.0}%{})",
+                z.bytes,
+                z.kernel_copied_bytes,
+                if z.bytes == 0 { 0.0 } else { 100.0 * z.kernel_copied_bytes as f64 / z.bytes as f64 },
+                if z.kernel_copied_bytes > 0 { "; over loopback it always copies: the receiver is on this host" } else { "" }
+            ))
         )
     }
 }
