@@ -41,9 +41,9 @@ struct Progress {
     allocated: usize,
     /// The file's grown size: allocate up to here.
     wanted: usize,
-    /// Where allocating failed, and the OS error (the pages from there on
-    /// do not exist).
-    failed: Option<(usize, i32)>,
+    /// Why allocating at `allocated` failed (an OS error: the pages from
+    /// there on do not exist).
+    failed: Option<i32>,
     /// The mapping is being dropped: the thread ends.
     stop: bool,
 }
@@ -75,7 +75,7 @@ impl Allocator {
             if errno == 0 {
                 p.allocated = at + len;
             } else {
-                p.failed = Some((at, errno));
+                p.failed = Some(errno);
             }
             self.changed.notify_all();
         }
@@ -192,7 +192,7 @@ impl FileMapping {
                     unsafe { libc::madvise(self.ptr.as_ptr().add(start) as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
                     return Ok(());
                 }
-                if let Some((_, errno)) = p.failed {
+                if let Some(errno) = p.failed {
                     return Err(io::Error::from_raw_os_error(errno));
                 }
                 p = a.changed.wait(p).unwrap_or_else(|e| e.into_inner());
