@@ -521,6 +521,10 @@ fn a_memory_file_systems_source_is_read_by_the_compute_workers() {
     let r = run(&mut pp(args!["compress", &src, "-o", gz("w.gz"), "-T", "2", "--block-size", "64K", "--json"])).ok().json();
     assert!(read_line(&r).contains("each compute worker reads its own chunks"), "{}", read_line(&r));
     check_pipeline(&r, "worker reads");
+    // The ledger: a memory file's bytes are host memory, read by the kernel's CPU copy (no
+    // storage, no DMA), here on the compute workers.
+    let reads: Vec<&Value> = r["ledger"]["entries"].as_array().unwrap().iter().filter(|e| e["purpose"] == "read_source").collect();
+    assert!(!reads.is_empty() && reads.iter().all(|e| e["mover"]["kind"] == "cpu" && e["mover"]["role"] == "compute"), "{reads:?}");
     let r = run(pp(args!["compress", &src, "-o", gz("e.gz"), "-T", "2", "--block-size", "64K", "--json"]).env("PEERPATH_WORKER_READS", "0")).ok().json();
     assert!(!read_line(&r).contains("compute worker"), "{}", read_line(&r));
     assert_file_eq(&gz("w.gz"), &std::fs::read(gz("e.gz")).unwrap(), "worker reads against engine reads");

@@ -42,14 +42,18 @@ pub(crate) enum Via {
     /// Through the page cache: a DMA to or from the cache, and the kernel's
     /// CPU copy between the cache and the buffer.
     PageCache,
-    /// A pipe, socket or character device: the kernel's CPU copy between
-    /// its buffers (host memory) and ours; no storage on this side.
+    /// A pipe, socket or character device, or a file of a memory file
+    /// system (tmpfs, ramfs: its pages are host memory, and O_DIRECT there
+    /// is a CPU copy too): the kernel's CPU copy between its memory and our
+    /// buffers; no storage and no DMA on this side.
     Pipe,
 }
 
 impl Via {
     pub(crate) fn of(f: &peerpath_io::OpenedFile) -> Via {
-        if f.direct {
+        if f.in_memory() {
+            Via::Pipe
+        } else if f.direct {
             Via::Direct
         } else if f.reaches_storage() {
             Via::PageCache
