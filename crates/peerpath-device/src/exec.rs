@@ -47,7 +47,7 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
         && match f {
             Function::Copy | Function::Crc32 => true,
             Function::Fill { .. } => n == 0,
-            Function::ScanCount { .. } | Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. } => n == 2,
+            Function::ScanCount { .. } | Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. } | Function::EcReconstruct { .. } => n == 2,
             Function::GzipCompressMember { .. }
             | Function::GzipCompressChunk { .. }
             | Function::GzipDecompressMember
@@ -98,6 +98,18 @@ pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet
             } else if input_bytes / data as u64 > i32::MAX as u64 {
                 Err(Status::InputTooLarge)
             } else if request.output.len < input_bytes / data as u64 * parity as u64 {
+                Err(Status::OutputTooSmall)
+            } else {
+                Ok(())
+            }
+        }
+        Function::EcReconstruct { data, wanted, .. } => {
+            let k = data as u64;
+            if request.inputs[1].len != k + wanted as u64 || !request.inputs[0].len.is_multiple_of(k) {
+                Err(Status::InvalidField)
+            } else if request.inputs[0].len / k > i32::MAX as u64 {
+                Err(Status::InputTooLarge)
+            } else if request.output.len < request.inputs[0].len / k * wanted as u64 {
                 Err(Status::OutputTooSmall)
             } else {
                 Ok(())
@@ -248,6 +260,24 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
                 encoders.code(k, m).encode(&units, &mut out);
             }
             Ok(((m * unit) as u64, crc_of(inputs)))
+        }
+        Function::EcReconstruct { data, parity, wanted } => {
+            let (k, n, w) = (data as usize, data as usize + parity as usize, wanted as usize);
+            let (survivors, missing) = inputs[1].split_at(k);
+            let mut seen = [false; 256];
+            for &i in inputs[1] {
+                if i as usize >= n || std::mem::replace(&mut seen[i as usize], true) {
+                    return Err(Status::InvalidField);
+                }
+            }
+            let unit = inputs[0].len() / k;
+            if unit > 0 {
+                let units: Vec<(usize, &[u8])> = survivors.iter().zip(inputs[0].chunks(unit)).map(|(&i, u)| (i as usize, u)).collect();
+                let missing: Vec<usize> = missing.iter().map(|&i| i as usize).collect();
+                let mut out: Vec<&mut [u8]> = output[..w * unit].chunks_mut(unit).collect();
+                encoders.code(k, n - k).reconstruct(&units, &missing, &mut out).map_err(|_| Status::InvalidField)?;
+            }
+            Ok(((w * unit) as u64, crc_of(inputs)))
         }
         Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, at_end } => {
             let sizes = ChunkParams::new(min_kib as usize * 1024, avg_kib as usize * 1024, max_kib as usize * 1024).map_err(|_| Status::InvalidField)?;

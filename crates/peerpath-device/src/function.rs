@@ -38,6 +38,14 @@ pub enum Function {
     /// `parity` parity units are written back to back at the start of the
     /// output range. Output bytes: `parity` units.
     EcEncode { data: u8, parity: u8 },
+    /// Reed-Solomon reconstruction (`peerpath_func::ec::RsCode::reconstruct`,
+    /// the same code as [`Function::EcEncode`]): input 0 holds `data` (k)
+    /// surviving units of equal length back to back; input 1 holds k + `wanted`
+    /// index bytes: the survivors' indices (0..k+m, in input 0's order), then
+    /// the indices of the units wanted. The `wanted` units are written back
+    /// to back at the start of the output range. Indices out of range,
+    /// repeated, or wanted ones that survive: `InvalidField`.
+    EcReconstruct { data: u8, parity: u8, wanted: u8 },
     /// Counts the records of input 0 (FASTA, FASTQ or lines, as
     /// `peerpath_func::scan`) that match the motif in input 1 (a regular
     /// expression in UTF-8; empty: none) and the minimum length, over the
@@ -83,6 +91,7 @@ impl Function {
             Function::GzipCompressChunk { .. } => FunctionKind::GzipCompressChunk,
             Function::GzipDecompressMember => FunctionKind::GzipDecompressMember,
             Function::EcEncode { .. } => FunctionKind::EcEncode,
+            Function::EcReconstruct { .. } => FunctionKind::EcReconstruct,
             Function::ScanCount { .. } => FunctionKind::ScanCount,
             Function::ChunkFingerprint { .. } => FunctionKind::ChunkFingerprint,
             Function::AeadSealBlock { .. } => FunctionKind::AeadSealBlock,
@@ -99,6 +108,7 @@ impl Function {
                 level.get() as u64 | (format_code(format) << 8) | (u64::from(member_bytes) << 16)
             }
             Function::EcEncode { data, parity } => data as u64 | (parity as u64) << 8,
+            Function::EcReconstruct { data, parity, wanted } => data as u64 | (parity as u64) << 8 | (wanted as u64) << 16,
             Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, at_end } => {
                 min_kib as u64 | (avg_kib as u64) << 16 | (max_kib as u64) << 32 | (sha256 as u64) << 48 | (at_end as u64) << 49
             }
@@ -175,6 +185,14 @@ impl Function {
                     Ok(Function::EcEncode { data: data as u8, parity: parity as u8 })
                 }
             }
+            FunctionKind::EcReconstruct => {
+                let (data, parity, wanted) = ((param & 0xff) as usize, ((param >> 8) & 0xff) as usize, ((param >> 16) & 0xff) as usize);
+                if param >> 24 != 0 || data == 0 || parity == 0 || data + parity > peerpath_func::ec::MAX_SHARDS || wanted == 0 || wanted > parity {
+                    Err(())
+                } else {
+                    Ok(Function::EcReconstruct { data: data as u8, parity: parity as u8, wanted: wanted as u8 })
+                }
+            }
         })
     }
 }
@@ -205,6 +223,7 @@ impl fmt::Display for Function {
                 write!(f, "gzip compress chunk (level {}, {format:?}, {member_bytes}-byte members)", level.get())
             }
             Function::EcEncode { data, parity } => write!(f, "erasure-code encode (RS({data}, {parity}))"),
+            Function::EcReconstruct { data, parity, wanted } => write!(f, "erasure-code reconstruct ({wanted} unit(s) of RS({data}, {parity}))"),
             Function::AeadSealBlock { index } => write!(f, "AEAD seal block {index}"),
             Function::AeadOpenBlock { index } => write!(f, "AEAD open block {index}"),
             Function::ScanCount { format, min_length, .. } => write!(f, "scan count (format {format}, min length {min_length})"),
@@ -228,6 +247,7 @@ pub enum FunctionKind {
     GzipDecompressMember = 0x11,
     GzipCompressChunk = 0x12,
     EcEncode = 0x20,
+    EcReconstruct = 0x21,
     ScanCount = 0x30,
     ChunkFingerprint = 0x31,
     AeadSealBlock = 0x40,
@@ -236,7 +256,7 @@ pub enum FunctionKind {
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 11] = [
+    pub const ALL: [FunctionKind; 12] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
@@ -244,6 +264,7 @@ impl FunctionKind {
         FunctionKind::GzipDecompressMember,
         FunctionKind::GzipCompressChunk,
         FunctionKind::EcEncode,
+        FunctionKind::EcReconstruct,
         FunctionKind::ScanCount,
         FunctionKind::ChunkFingerprint,
         FunctionKind::AeadSealBlock,
@@ -272,6 +293,7 @@ impl FunctionKind {
             FunctionKind::GzipDecompressMember => "gzip decompress member",
             FunctionKind::GzipCompressChunk => "gzip compress chunk",
             FunctionKind::EcEncode => "erasure-code encode",
+            FunctionKind::EcReconstruct => "erasure-code reconstruct",
             FunctionKind::ScanCount => "scan count",
             FunctionKind::ChunkFingerprint => "chunk and fingerprint",
             FunctionKind::AeadSealBlock => "aead seal block",
@@ -326,7 +348,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }, Function::AeadOpenBlock { index: 9 }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::EcReconstruct { data: 4, parity: 2, wanted: 2 }, Function::EcReconstruct { data: 200, parity: 55, wanted: 1 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }, Function::AeadOpenBlock { index: 9 }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -349,6 +371,9 @@ mod tests {
         assert_eq!(Function::from_opcode(0x20, 4), Some(Err(())), "no parity shards");
         assert_eq!(Function::from_opcode(0x20, 200 | 100 << 8), Some(Err(())), "over 255 shards");
         assert_eq!(Function::from_opcode(0x20, 4 | 2 << 8 | 1 << 16), Some(Err(())), "reserved bits");
+        assert_eq!(Function::from_opcode(0x21, 4 | 2 << 8), Some(Err(())), "no unit wanted");
+        assert_eq!(Function::from_opcode(0x21, 4 | 2 << 8 | 3 << 16), Some(Err(())), "more wanted than parity");
+        assert_eq!(Function::from_opcode(0x21, 4 | 2 << 8 | 1 << 16 | 1 << 24), Some(Err(())), "reserved bits");
         assert_eq!(Function::from_opcode(0x30, 3), Some(Err(())), "format 3 does not exist");
         assert_eq!(Function::from_opcode(0x30, 1 << 10), Some(Err(())), "unknown flag");
         assert_eq!(Function::from_opcode(0x31, 16 | 8 << 16 | 256 << 32), Some(Err(())), "min over avg");

@@ -200,7 +200,7 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                     }
                     assert_eq!(a.output, expect, "{what}: {} differs from FileCipher::seal", request.function);
                 }
-                Function::GzipDecompressMember | Function::AeadOpenBlock { .. } => unreachable!("not in requests_for"),
+                Function::GzipDecompressMember | Function::AeadOpenBlock { .. } | Function::EcReconstruct { .. } => unreachable!("not in requests_for (tested on their own)"),
             }
         }
         // Decompression: a member made by the oracle, back to the input.
@@ -614,4 +614,57 @@ fn a_duplicate_completion_is_caught_as_malformed_and_the_device_retired() {
     assert!(e.detail.contains("not in flight"), "{e}");
     // Retired: it takes nothing more.
     assert!(matches!(emu.submit(crc(4)), Submit::Refused(..)));
+}
+
+/// Erasure-code reconstruction (0x21) on the CPU and the emulated device:
+/// erased units (data and parity) rebuilt from any k survivors, exactly the
+/// units `RsCode::encode` made; bad index lists refused by both.
+#[test]
+fn ec_reconstruct_rebuilds_erased_units_on_both_devices() {
+    let mut cpu = cpu(2, 8);
+    let mut emu = spawn_csp("reconstruct", 16);
+    const INDEX_AT: u64 = PATTERN_AT;
+    for (k, m, unit, survivors, wanted) in [
+        (4usize, 2usize, 4099usize, vec![1u8, 3, 4, 5], vec![0u8, 2]),
+        (4, 2, 4099, vec![5, 0, 4, 2], vec![3]),
+        (10, 4, 1000, vec![0, 1, 2, 3, 4, 5, 6, 7, 12, 13], vec![9, 8, 10, 11]),
+        (1, 1, 17, vec![1], vec![0]),
+    ] {
+        let data = incompressible(k * unit, (k * 31 + unit) as u64);
+        let mut all: Vec<Vec<u8>> = data.chunks(unit).map(<[u8]>::to_vec).collect();
+        let mut parity = vec![vec![0u8; unit]; m];
+        {
+            let units: Vec<&[u8]> = all.iter().map(Vec::as_slice).collect();
+            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(Vec::as_mut_slice).collect();
+            peerpath_func::ec::RsCode::new(k, m).unwrap().encode(&units, &mut p);
+        }
+        all.extend(parity);
+        let input: Vec<u8> = survivors.iter().flat_map(|&i| all[i as usize].clone()).collect();
+        let mut indices = survivors.clone();
+        indices.extend(&wanted);
+        let expect: Vec<u8> = wanted.iter().flat_map(|&i| all[i as usize].clone()).collect();
+        let f = Function::EcReconstruct { data: k as u8, parity: m as u8, wanted: wanted.len() as u8 };
+        let request = |indices: &[u8]| Request { tag: 30, function: f, inputs: vec![DeviceRange::new(INPUT_AT, input.len() as u64), DeviceRange::new(INDEX_AT, indices.len() as u64)], output: DeviceRange::new(OUTPUT_AT, OUTPUT_CAP) };
+        for d in [&mut cpu as &mut dyn Device, &mut emu] {
+            write(d, INPUT_AT, &input);
+            write(d, INDEX_AT, &indices);
+            let got = outcome(d, request(&indices));
+            assert_eq!((got.status, got.output == expect), (Status::Success, true), "{f} from {survivors:?}");
+            // A repeated index, a wanted unit that survives, an index past k + m, a short list.
+            let mut bad = indices.clone();
+            bad[1] = bad[0];
+            let mut wants_a_survivor = indices.clone();
+            *wants_a_survivor.last_mut().unwrap() = survivors[0];
+            let mut past = indices.clone();
+            past[0] = (k + m) as u8;
+            for (why, list) in [("repeated", bad), ("wanted survives", wants_a_survivor), ("past k + m", past)] {
+                if k == 1 && why == "repeated" {
+                    continue; // one survivor: nothing to repeat it with
+                }
+                write(d, INDEX_AT, &list);
+                assert_eq!(outcome(d, request(&list)).status, Status::InvalidField, "{f}: {why}");
+            }
+            assert_eq!(outcome(d, request(&indices[..indices.len() - 1])).status, Status::InvalidField, "{f}: a short index list");
+        }
+    }
 }
