@@ -48,6 +48,8 @@ const STAGINGS_PER_STREAM: usize = 3;
 /// memory is reached by DMA, so both files take O_DIRECT) and its target.
 pub(crate) trait DeviceStream {
     fn source(&self) -> &OpenedFile;
+    /// How the source's bytes reach the job's buffers (decided once, at open).
+    fn source_via(&self) -> crate::Via;
     fn name(&self) -> &str;
     fn size(&self) -> u64;
     fn writer(&mut self) -> &mut TargetWriter;
@@ -594,7 +596,7 @@ impl DeviceSide {
         let s = &streams[i];
         let offset = seq * self.params.chunk_bytes as u64;
         let n = crate::job::check_read(&s.source().path, result, offset, self.params.chunk_bytes, Some(s.size()))?;
-        crate::record_read(ledger, s.name(), crate::Via::of(s.source()), buf.domain(), n as u64);
+        crate::record_read(ledger, s.name(), s.source_via(), buf.domain(), n as u64);
         let dev = &mut self.devs[o.dev];
         if dev.failure.is_some() {
             o.chunks.remove(&seq);
@@ -1021,7 +1023,7 @@ fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut 
             let Some(Place::Window(mut buf)) = st.buf.take() else { unreachable!("an unwritten staging range holds its window range") };
             if write_len > 0 {
                 buf.set_len(write_len);
-                crate::record_write(ledger, w.target_location(), crate::Via::of(&w.target), buf.domain(), write_len as u64);
+                crate::record_write(ledger, w.target_location(), w.via(), buf.domain(), write_len as u64);
                 let token = Token::Write { stream, id }.raw();
                 engine
                     .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), write_len, JobBuf::Region(buf), token)
@@ -1056,7 +1058,7 @@ fn write_staged_out(w: &mut TargetWriter, o: &mut OStream, stream: usize, engine
         let x = o.staged_out.pop_front().expect("checked");
         if let Some(mut b) = x.bounce {
             b.set_len(x.write_len);
-            crate::record_write(ledger, w.target_location(), crate::Via::of(&w.target), b.domain(), x.write_len as u64);
+            crate::record_write(ledger, w.target_location(), w.via(), b.domain(), x.write_len as u64);
             let token = Token::Write { stream, id: x.staging }.raw();
             engine
                 .submit(IoOp::Write, w.target.file.as_raw_fd(), Some(o.written), x.write_len, JobBuf::Region(b), token)

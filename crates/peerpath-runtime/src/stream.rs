@@ -117,6 +117,9 @@ impl DeviceStream for Stream {
     fn source(&self) -> &OpenedFile {
         &self.source
     }
+    fn source_via(&self) -> crate::Via {
+        self.source_via
+    }
     fn name(&self) -> &str {
         &self.source_name
     }

@@ -202,6 +202,11 @@ impl TargetWriter {
         &self.target_location
     }
 
+    /// How the target's bytes leave the job's buffers (decided once, at open).
+    pub fn via(&self) -> crate::Via {
+        self.via
+    }
+
     fn offset(&self, at: u64) -> Option<u64> {
         (!self.sequential).then_some(at)
     }

@@ -129,8 +129,7 @@ pub(crate) struct Shared {
     pub nic_gone: AtomicBool,
     /// Why the NIC stopped being used, if it did.
     pub nic_fallback: std::sync::Mutex<Option<String>>,
-    /// SendZc: payload bytes sent, and those the kernel said it copied.
-    pub zc_bytes: std::sync::atomic::AtomicU64,
+    /// SendZc: payload bytes the kernel said it copied after all.
     pub zc_copied_bytes: std::sync::atomic::AtomicU64,
 }
 
@@ -193,7 +192,6 @@ impl Server {
             nic,
             nic_gone: AtomicBool::new(false),
             nic_fallback: std::sync::Mutex::new(None),
-            zc_bytes: Default::default(),
             zc_copied_bytes: Default::default(),
         });
         Ok(Server { shared, http, memcached })
@@ -251,7 +249,8 @@ impl Server {
         }
         report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if shared.config.mode == Mode::SendZc {
-            report.send_zc = Some(stats::SendZcCounts { bytes: shared.zc_bytes.load(Ordering::Relaxed), kernel_copied_bytes: shared.zc_copied_bytes.load(Ordering::Relaxed) });
+            // Every payload byte of this mode went by SEND_ZC.
+            report.send_zc = Some(stats::SendZcCounts { bytes: report.payload_bytes, kernel_copied_bytes: shared.zc_copied_bytes.load(Ordering::Relaxed) });
         }
         report
     }
@@ -370,7 +369,6 @@ pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, channel: &mut Opt
     if mode == Mode::SendZc {
         return match send_zc(file, offset, len, stream) {
             Ok(z) => {
-                shared.zc_bytes.fetch_add(z.bytes, Ordering::Relaxed);
                 shared.zc_copied_bytes.fetch_add(z.copied_bytes, Ordering::Relaxed);
                 Sent { payload: z.bytes, copied: 0, from_host: z.bytes, close: false }
             }
