@@ -95,7 +95,7 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
     std::fs::write(dir.path().join("secret"), b"outside").unwrap();
     std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
     for mode in ["zerocopy", "host", "devmem", "send-zc"] {
-        let s = serve(&root, mode, 15);
+        let s = serve(&root, mode, 23);
         let h = s.http.clone();
         let get = |path: &str, extra: &str| split(&exchange(&h, format!("GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").as_bytes()));
         let (head, body) = get("/sub/blob", "");
@@ -126,8 +126,22 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         let m = String::from_utf8_lossy(&m).into_owned();
         assert!(m.starts_with("VALUE a.txt 0 6\r\nhello\n\r\nEND\r\n"), "{m}");
         assert!(m.contains("SERVER_ERROR read-only"), "{m}");
+        // Pipelined answers stay in order, whoever sends them (in devmem mode
+        // the NIC sends payloads without the server waiting for it; what the
+        // server writes itself waits for those).
+        let (a, ranged) = ("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n", "HTTP/1.1 206 Partial Content\r\nContent-Length: 10\r\n");
+        let got = exchange(&h, b"GET /a.txt HTTP/1.1\r\n\r\nGET /sub/blob HTTP/1.1\r\nRange: bytes=5-14\r\n\r\nGET /nope HTTP/1.1\r\n\r\n");
+        let got = String::from_utf8_lossy(&got).into_owned();
+        let (first, rest) = got.split_once("hello\n").unwrap_or_else(|| panic!("{mode}: {got}"));
+        let (second, third) = rest.split_at(rest.find("HTTP/1.1 404").unwrap_or_else(|| panic!("{mode}: {got}")));
+        assert!(first.starts_with(a) && second.starts_with(ranged) && second.ends_with(&*String::from_utf8_lossy(&blob[5..15])), "{mode}: {got}");
+        assert!(third.ends_with("404 Not Found\n"), "{mode}: {got}");
+        let bad_key = "k".repeat(300);
+        let got = exchange(&s.memcached, format!("get a.txt\r\nversion\r\nget nope a.txt\r\nget a.txt {bad_key}\r\nbogus\r\nquit\r\n").as_bytes());
+        let value = "VALUE a.txt 0 6\r\nhello\n\r\n";
+        assert_eq!(String::from_utf8_lossy(&got), format!("{value}END\r\nVERSION peerpath-serve\r\n{value}END\r\n{value}CLIENT_ERROR bad key\r\nERROR\r\n"), "{mode}");
         let report = finish(s);
-        assert!(report.contains(&format!("({mode} mode; measured on this host): 15 request(s)")), "{report}");
+        assert!(report.contains(&format!("({mode} mode; measured on this host): 23 request(s)")), "{report}");
         let per_request: f64 = report.split("memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         let from_host: f64 = report.split("sent from host memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         match mode {
@@ -226,7 +240,7 @@ fn real_clients_work_unchanged_in_every_mode() {
     let obj = mixed_data(300_000, 9);
     std::fs::write(dir.path().join("obj"), &obj).unwrap();
     std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
-    for mode in ["host", "zerocopy", "devmem"] {
+    for mode in ["host", "zerocopy", "send-zc", "devmem"] {
         let s = serve(dir.path(), mode, 1000);
         let got = sys(curl, &[os("-sf").as_os_str(), os(format!("http://{}/obj", s.http)).as_os_str()], None);
         assert!(got == obj, "{mode}: curl got {} bytes", got.len());

@@ -1,9 +1,8 @@
 //! HTTP/1.1: GET and HEAD of files, one byte range, keep-alive.
 
 use crate::resolve::{percent_decode, resolve, Refused};
-use crate::{read_head, respond, ReadHead, Shared};
+use crate::{read_head, respond, Conn, ReadHead};
 use std::io::Write;
-use std::net::TcpStream;
 use std::time::Instant;
 
 /// The end of a request's headers in `buf`, if they are all there.
@@ -27,9 +26,9 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// An answer without a payload; the connection is closed after it.
-fn simple(stream: &mut TcpStream, status: u16, extra: &str) {
+fn simple(conn: &mut Conn, status: u16, extra: &str) {
     let body = format!("{status} {}\n", reason(status));
-    let _ = write!(stream, "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nConnection: close\r\n{extra}\r\n{body}", reason(status), body.len());
+    let _ = write!(conn, "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nConnection: close\r\n{extra}\r\n{body}", reason(status), body.len());
 }
 
 /// What `Range: bytes=...` asks of a `len`-byte file: `None` to send it
@@ -64,25 +63,24 @@ pub(crate) fn byte_range(value: &[u8], len: u64) -> Option<Result<(u64, u64), ()
     Some(Ok(range))
 }
 
-pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
-    let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
+pub(crate) fn connection(mut conn: Conn, over: bool) {
+    let shared = conn.shared;
     if over {
-        simple(&mut stream, 503, "Retry-After: 1\r\n");
+        simple(&mut conn, 503, "Retry-After: 1\r\n");
         return;
     }
     let mut buf = Vec::new();
-    let mut nic = None;
     loop {
-        let n = match read_head(shared, &mut stream, &mut buf, head_end) {
+        let n = match read_head(&mut conn, &mut buf, head_end) {
             ReadHead::Ready(n) => n,
             ReadHead::TooLong => {
-                simple(&mut stream, 431, "");
+                simple(&mut conn, 431, "");
                 shared.done(std::time::Duration::ZERO, 0, 0, 431);
                 return;
             }
             ReadHead::TimedOut => {
                 if !buf.is_empty() {
-                    simple(&mut stream, 408, "");
+                    simple(&mut conn, 408, "");
                     shared.done(std::time::Duration::ZERO, 0, 0, 408);
                 }
                 return;
@@ -91,7 +89,7 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         };
         let started = Instant::now();
         let head: Vec<u8> = buf.drain(..n).collect();
-        let (status, keep, payload, copied, from_host) = answer(shared, &mut stream, &mut nic, &head);
+        let (status, keep, payload, copied, from_host) = answer(&mut conn, &head);
         shared.done_from(started.elapsed(), payload, copied, from_host, status);
         if !keep {
             return;
@@ -101,17 +99,18 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
 
 /// Answers one request: (status, keep the connection, payload bytes sent,
 /// bytes copied by this process, payload bytes sent from host memory).
-fn answer(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::Channel>, head: &[u8]) -> (u16, bool, u64, u64, u64) {
+fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
+    let shared = conn.shared;
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
         Err(httparse::Error::TooManyHeaders) => {
-            simple(stream, 431, "");
+            simple(conn, 431, "");
             return (431, false, 0, 0, 0);
         }
         _ => {
-            simple(stream, 400, "");
+            simple(conn, 400, "");
             return (400, false, 0, 0, 0);
         }
     }
@@ -122,28 +121,28 @@ fn answer(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::
     let keep = if http10 { keep_asked } else { !close_asked };
     // This server reads no request bodies: one would be taken for the next request.
     if header("transfer-encoding").is_some() || header("content-length").is_some_and(|v| v != b"0") {
-        simple(stream, 400, "");
+        simple(conn, 400, "");
         return (400, false, 0, 0, 0);
     }
     let method = req.method.unwrap_or("");
     if method != "GET" && method != "HEAD" {
-        simple(stream, 405, "Allow: GET, HEAD\r\n");
+        simple(conn, 405, "Allow: GET, HEAD\r\n");
         return (405, false, 0, 0, 0);
     }
     let target = req.path.unwrap_or("");
     let path = target.split(['?', '#']).next().unwrap_or("");
     let Some(name) = percent_decode(path.as_bytes()) else {
-        simple(stream, 400, "");
+        simple(conn, 400, "");
         return (400, false, 0, 0, 0);
     };
     let found = match resolve(&shared.root, &name) {
         Ok(f) => f,
         Err(Refused::BadName) => {
-            simple(stream, 400, "");
+            simple(conn, 400, "");
             return (400, false, 0, 0, 0);
         }
         Err(Refused::NotFound) => {
-            simple(stream, 404, "");
+            simple(conn, 404, "");
             return (404, false, 0, 0, 0);
         }
     };
@@ -151,7 +150,7 @@ fn answer(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::
         None => (200, 0, found.len, String::new()),
         Some(Ok((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
         Some(Err(())) => {
-            simple(stream, 416, &format!("Content-Range: bytes */{}\r\n", found.len));
+            simple(conn, 416, &format!("Content-Range: bytes */{}\r\n", found.len));
             return (416, false, 0, 0, 0);
         }
     };
@@ -161,10 +160,10 @@ fn answer(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::
         if keep { "keep-alive" } else { "close" }
     );
     if method == "HEAD" {
-        let written = stream.write_all(head.as_bytes()).is_ok();
+        let written = conn.write_all(head.as_bytes()).is_ok();
         return (status, keep && written, 0, 0, 0);
     }
-    let sent = respond(shared, stream, nic, head.as_bytes(), &found, offset, len);
+    let sent = respond(conn, head.as_bytes(), &found, offset, len, b"");
     (status, keep && !sent.close, sent.payload, sent.copied, sent.from_host)
 }
 

@@ -129,7 +129,7 @@ pub(crate) struct Shared {
     pub nic_gone: AtomicBool,
     /// Why the NIC stopped being used, if it did.
     pub nic_fallback: std::sync::Mutex<Option<String>>,
-    /// SendZc: payload bytes the kernel said it copied after all.
+    /// SendZc: payload bytes the kernel's notifications said it copied after all.
     pub zc_copied_bytes: std::sync::atomic::AtomicU64,
 }
 
@@ -181,7 +181,7 @@ impl Server {
         };
         if config.mode == Mode::SendZc {
             // Refused here, before any client: never a silent sendfile instead.
-            peerpath_io::ZcSender::new().map_err(|e| ServeError::Usage(format!("send-zc mode: {e}")))?;
+            peerpath_io::send_zc_supported().map_err(|e| ServeError::Usage(format!("send-zc mode: {e}")))?;
         }
         let shared = Arc::new(Shared {
             config,
@@ -270,16 +270,92 @@ enum Proto {
 fn serve_connection(shared: &Shared, stream: TcpStream, proto: Proto) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_nodelay(true);
-    // Short read timeouts so a stopping server is noticed; the client's own
-    // timeout is counted across them.
+    // Short read timeouts so a stopping server (and a NIC that broke a
+    // response) is noticed; the client's own timeout is counted across them.
     let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
     let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
     let over = n > shared.config.max_connections;
+    let conn = Conn { shared, stream, nic: None, zc: None, broken: false };
     match proto {
-        Proto::Http => http::connection(shared, stream, over),
-        Proto::Memcached => memcached::connection(shared, stream, over),
+        Proto::Http => http::connection(conn, over),
+        Proto::Memcached => memcached::connection(conn, over),
     }
     shared.connections.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// A client connection: its socket and its payload paths' state (the
+/// channel to the NIC, the SEND_ZC ring). This process writes its own
+/// bytes on the socket only through `Write`, which first waits for every
+/// response the NIC still owes on it, so none overtakes them.
+pub(crate) struct Conn<'a> {
+    pub shared: &'a Shared,
+    pub stream: TcpStream,
+    nic: Option<nic::Channel>,
+    zc: Option<peerpath_io::ZcSender<Mapping>>,
+    /// A response handed to the NIC failed: the connection must close.
+    broken: bool,
+}
+
+impl Conn<'_> {
+    /// Takes the NIC's answers already there (never waits); false if a
+    /// response failed and the connection must close.
+    pub fn poll_nic(&mut self) -> bool {
+        match self.nic.as_ref().map(nic::Channel::poll) {
+            Some(Err(miss)) => self.nic_failed(miss),
+            _ => !self.broken,
+        }
+    }
+
+    /// Waits for every response the NIC owes on this connection; false if
+    /// one failed and the connection must close.
+    fn settle_nic(&mut self) -> bool {
+        match self.nic.as_ref().map(nic::Channel::settle) {
+            Some(Err(miss)) => self.nic_failed(miss),
+            _ => !self.broken,
+        }
+    }
+
+    /// A response handed to the NIC failed: its bytes were not delivered;
+    /// if the NIC is gone, the host path serves from now on (said in the report).
+    fn nic_failed(&mut self, miss: nic::NicMiss) -> bool {
+        if !self.broken {
+            self.broken = true;
+            if let Some(ch) = &self.nic {
+                self.shared.stats.not_delivered(ch.failed_bytes());
+            }
+            if let nic::NicMiss::Gone(why) = miss {
+                if !self.shared.nic_gone.swap(true, Ordering::Relaxed) {
+                    *self.shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                }
+            }
+        }
+        false
+    }
+}
+
+impl std::io::Write for Conn<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.settle_nic() {
+            return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "a response the NIC owed on this connection failed"));
+        }
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        // Every answer counted before the report is made.
+        self.settle_nic();
+        if let Some(mut z) = self.zc.take() {
+            let _ = z.settle(Duration::from_secs(1));
+            self.shared.zc_copied_bytes.fetch_add(z.settled().copied_bytes, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Reads from `stream` until `done(buffer)` says a whole request is there
@@ -292,8 +368,9 @@ pub(crate) enum ReadHead {
     TimedOut,
 }
 
-pub(crate) fn read_head(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, done: impl Fn(&[u8]) -> Option<usize>) -> ReadHead {
+pub(crate) fn read_head(conn: &mut Conn, buf: &mut Vec<u8>, done: impl Fn(&[u8]) -> Option<usize>) -> ReadHead {
     use std::io::Read;
+    let shared = conn.shared;
     let mut quiet_since = Instant::now();
     loop {
         if let Some(n) = done(buf) {
@@ -306,13 +383,17 @@ pub(crate) fn read_head(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u
             return ReadHead::Closed;
         }
         let mut chunk = [0u8; 4096];
-        match stream.read(&mut chunk) {
+        match conn.stream.read(&mut chunk) {
             Ok(0) => return ReadHead::Closed,
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
                 quiet_since = Instant::now();
             }
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
+                // A response the NIC could not finish ends the connection now, not at the client's next request.
+                if !conn.poll_nic() {
+                    return ReadHead::Closed;
+                }
                 if quiet_since.elapsed() >= shared.config.read_timeout {
                     return ReadHead::TimedOut;
                 }
@@ -331,94 +412,118 @@ pub(crate) struct Sent {
     pub close: bool,
 }
 
-/// Sends `header` and `len` bytes of `file` from `offset`: by the NIC in
-/// devmem mode (falling back to the host path, said in the report, when it
-/// cannot), else as the mode says.
-/// `channel`: the connection's channel to the NIC (devmem), opened on first use.
-pub(crate) fn respond(shared: &Shared, stream: &mut TcpStream, channel: &mut Option<nic::Channel>, header: &[u8], found: &Resolved, offset: u64, len: u64) -> Sent {
-    let (path, file, file_len) = (&found.path, &found.file, found.len);
+/// Sends `header`, `len` bytes of `found` from `offset`, then `trailer`:
+/// by the NIC in devmem mode (falling back to the host path, said in the
+/// report, when it cannot), else as the mode says.
+pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: u64, len: u64, trailer: &[u8]) -> Sent {
     use std::os::fd::AsRawFd;
+    const CLOSED: Sent = Sent { payload: 0, copied: 0, from_host: 0, close: true };
+    let shared = conn.shared;
+    let (path, file, file_len) = (&found.path, &found.file, found.len);
     let mut mode = shared.config.mode;
     if mode == Mode::DevMem {
         let nic = shared.nic.as_ref().filter(|_| !shared.nic_gone.load(Ordering::Relaxed));
-        match nic.map(|n| n.send(channel, stream.as_raw_fd(), header, path, file, file_len, offset, len)) {
-            Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: n < len },
-            Some(Err(nic::NicMiss::ClientFailed)) => return Sent { payload: 0, copied: 0, from_host: 0, close: true },
-            Some(Err(nic::NicMiss::Gone(why))) => {
-                if !shared.nic_gone.swap(true, Ordering::Relaxed) {
-                    *shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-                }
-                return Sent { payload: 0, copied: 0, from_host: 0, close: true };
+        match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, path, file, file_len, offset, len)) {
+            Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: false },
+            Some(Err(miss @ (nic::NicMiss::ClientFailed | nic::NicMiss::Gone(_)))) => {
+                conn.nic_failed(miss);
+                return CLOSED;
             }
-            Some(Err(nic::NicMiss::TooLarge | nic::NicMiss::NotPlaced(_))) | None => mode = Mode::ZeroCopy,
+            Some(Err(nic::NicMiss::TooLarge | nic::NicMiss::NotPlaced(_))) | None => {
+                // The host sends this one: after what the NIC still owes.
+                if !conn.settle_nic() {
+                    return CLOSED;
+                }
+                mode = Mode::ZeroCopy;
+            }
         }
     }
+    let stream = &mut conn.stream;
     if mode == Mode::Host && len <= SMALL_PAYLOAD_BYTES {
-        // A small payload goes out with its header in one write.
-        return match host_small(stream, header, file, offset, len) {
+        // A small payload goes out with its header and trailer in one write.
+        return match host_small(stream, header, file, offset, len, trailer) {
             Ok(()) => Sent { payload: len, copied: len, from_host: len, close: false },
-            Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
+            Err(_) => CLOSED,
         };
     }
     // MSG_MORE: the header waits for the payload's first segment (one
     // packet for a small object instead of two).
     let more = if mode == Mode::Host { 0 } else { libc::MSG_MORE };
     if send_all(stream, header, more).is_err() {
-        return Sent { payload: 0, copied: 0, from_host: 0, close: true };
+        return CLOSED;
     }
-    if mode == Mode::SendZc {
-        return match send_zc(file, offset, len, stream) {
-            Ok(z) => {
-                shared.zc_copied_bytes.fetch_add(z.copied_bytes, Ordering::Relaxed);
-                Sent { payload: z.bytes, copied: 0, from_host: z.bytes, close: false }
-            }
-            Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
+    let sent = if mode == Mode::SendZc {
+        let zc = match conn.zc.as_mut() {
+            Some(z) => Ok(z),
+            None => peerpath_io::ZcSender::new().map(|z| conn.zc.insert(z)),
         };
-    }
-    match send_payload(mode, file, offset, len, stream) {
-        Ok((payload, copied)) => Sent { payload, copied, from_host: payload, close: false },
+        let more = if trailer.is_empty() { 0 } else { libc::MSG_MORE };
+        zc.and_then(|z| send_zc(z, file, offset, len, &conn.stream, more)).map(|n| Sent { payload: n, copied: 0, from_host: n, close: false })
+    } else {
+        send_payload(mode, file, offset, len, &mut conn.stream).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
+    };
+    match sent {
+        Ok(s) if send_all(&mut conn.stream, trailer, 0).is_ok() => s,
         // Headers are out: the only honest end is to close the connection.
-        Err(_) => Sent { payload: 0, copied: 0, from_host: 0, close: true },
+        _ => CLOSED,
     }
 }
 
-thread_local! {
-    /// Each connection's thread keeps one SEND_ZC ring.
-    static ZC: std::cell::RefCell<Option<peerpath_io::ZcSender>> = const { std::cell::RefCell::new(None) };
+/// A read-only shared mapping of part of a file, unmapped when dropped
+/// (by the SEND_ZC ring, once the kernel's notification says it no longer
+/// reads it). This process never reads through it.
+pub(crate) struct Mapping {
+    base: *mut libc::c_void,
+    map_len: usize,
+    /// Where the wanted bytes start in the mapping, and how many.
+    skip: usize,
+    len: usize,
+}
+
+impl Mapping {
+    /// Maps `len` bytes of `file` from `offset` (`len` > 0).
+    fn new(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<Mapping> {
+        use std::os::fd::AsRawFd;
+        let page = 4096u64;
+        let start = offset / page * page;
+        let too_large = || std::io::Error::other("a range larger than the address space");
+        let map_len = usize::try_from(offset - start + len).map_err(|_| too_large())?;
+        // SAFETY: a new read-only shared mapping (at an address the kernel
+        // picks) of a file we hold, unmapped in Drop; this process never
+        // dereferences it (the kernel reads it for the send).
+        let base = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), start as libc::off_t) };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Mapping { base, map_len, skip: (offset - start) as usize, len: len as usize })
+    }
+}
+
+impl AsRef<[u8]> for Mapping {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: the range lies within the live mapping; only the kernel reads it.
+        unsafe { std::slice::from_raw_parts((self.base as *const u8).add(self.skip), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our mapping, unmapped once; dropped only once the kernel is done with it.
+        unsafe { libc::munmap(self.base, self.map_len) };
+    }
 }
 
 /// SendZc: maps `len` bytes of `file` from `offset` (this process never
-/// reads them) and sends them with io_uring's `SEND_ZC`. A file that shrank
-/// under the mapping is the kernel's EFAULT, not a signal: only the kernel
-/// touches the pages.
-fn send_zc(file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream) -> std::io::Result<peerpath_io::ZcSent> {
+/// reads them) and sends them with io_uring's `SEND_ZC` (`flags`: e.g.
+/// MSG_MORE when a trailer follows); the mapping is kept until the kernel's
+/// notification. A file that shrank under the mapping is the kernel's
+/// EFAULT, not a signal: only the kernel touches the pages.
+fn send_zc(z: &mut peerpath_io::ZcSender<Mapping>, file: &std::fs::File, offset: u64, len: u64, stream: &TcpStream, flags: i32) -> std::io::Result<u64> {
     use std::os::fd::AsRawFd;
     if len == 0 {
-        return Ok(peerpath_io::ZcSent::default());
+        return Ok(0);
     }
-    let page = 4096u64;
-    let start = offset / page * page;
-    let map_len = usize::try_from(offset - start + len).map_err(|_| std::io::Error::other("a range larger than the address space"))?;
-    // SAFETY: a new read-only shared mapping (at an address the kernel
-    // picks) of a file we hold, unmapped below; this process never dereferences it (the kernel
-    // reads it for the send).
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), start as libc::off_t) };
-    if p == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the slice lies within the mapping just made; only the kernel reads it.
-    let bytes = unsafe { std::slice::from_raw_parts((p as *const u8).add((offset - start) as usize), len as usize) };
-    let r = ZC.with(|z| {
-        let mut z = z.borrow_mut();
-        if z.is_none() {
-            *z = Some(peerpath_io::ZcSender::new()?);
-        }
-        z.as_mut().expect("just made").send_all(stream.as_raw_fd(), bytes, 0)
-    });
-    // SAFETY: our mapping, unmapped once; `send_all` has had every part's
-    // notification, so the kernel no longer reads it.
-    unsafe { libc::munmap(p, map_len) };
-    r
+    z.send(stream.as_raw_fd(), Mapping::new(file, offset, len)?, flags)
 }
 
 /// Payloads up to this size are sent with their header in one write in host mode.
@@ -426,10 +531,10 @@ const SMALL_PAYLOAD_BYTES: u64 = 64 << 10;
 
 /// Host mode, a small payload: the header and the payload read after it in
 /// one buffer, one write.
-fn host_small(stream: &mut TcpStream, header: &[u8], file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<()> {
+fn host_small(stream: &mut TcpStream, header: &[u8], file: &std::fs::File, offset: u64, len: u64, trailer: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::FileExt;
-    let mut buf = Vec::with_capacity(header.len() + len as usize);
+    let mut buf = Vec::with_capacity(header.len() + len as usize + trailer.len());
     buf.extend_from_slice(header);
     buf.resize(header.len() + len as usize, 0);
     file.read_exact_at(&mut buf[header.len()..], offset).map_err(|e| {
@@ -439,6 +544,7 @@ fn host_small(stream: &mut TcpStream, header: &[u8], file: &std::fs::File, offse
             e
         }
     })?;
+    buf.extend_from_slice(trailer);
     stream.write_all(&buf)
 }
 

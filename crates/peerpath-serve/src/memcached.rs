@@ -7,28 +7,26 @@
 //! spaces or control characters (the protocol's rule).
 
 use crate::resolve::resolve;
-use crate::{read_head, respond, ReadHead, Shared};
+use crate::{read_head, respond, Conn, ReadHead};
 use std::io::Write;
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 fn line_end(buf: &[u8]) -> Option<usize> {
     buf.windows(2).position(|w| w == b"\r\n").map(|i| i + 2)
 }
 
-pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
-    let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
+pub(crate) fn connection(mut conn: Conn, over: bool) {
+    let shared = conn.shared;
     if over {
-        let _ = stream.write_all(b"SERVER_ERROR too many connections\r\n");
+        let _ = conn.write_all(b"SERVER_ERROR too many connections\r\n");
         return;
     }
     let mut buf = Vec::new();
-    let mut nic = None;
     loop {
-        let n = match read_head(shared, &mut stream, &mut buf, line_end) {
+        let n = match read_head(&mut conn, &mut buf, line_end) {
             ReadHead::Ready(n) => n,
             ReadHead::TooLong => {
-                let _ = stream.write_all(b"CLIENT_ERROR line too long\r\n");
+                let _ = conn.write_all(b"CLIENT_ERROR line too long\r\n");
                 shared.done(Duration::ZERO, 0, 0, 400);
                 return;
             }
@@ -38,16 +36,16 @@ pub(crate) fn connection(shared: &Shared, mut stream: TcpStream, over: bool) {
         let line: Vec<u8> = buf.drain(..n).collect();
         let words: Vec<&[u8]> = line[..n - 2].split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
         let (status, payload, copied, from_host, keep) = match words.first().copied() {
-            Some(b"get") | Some(b"gets") if words.len() > 1 => get(shared, &mut stream, &mut nic, &words[1..], words[0] == b"gets"),
-            Some(b"version") => (200, 0, 0, 0, stream.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
+            Some(b"get") | Some(b"gets") if words.len() > 1 => get(&mut conn, &words[1..], words[0] == b"gets"),
+            Some(b"version") => (200, 0, 0, 0, conn.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
             Some(b"quit") => return,
-            Some(b"set") if shared.config.max_set_bytes.is_some() => set(shared, &mut stream, &mut buf, &words),
+            Some(b"set") if shared.config.max_set_bytes.is_some() => set(&mut conn, &mut buf, &words),
             Some(b"set") | Some(b"add") | Some(b"replace") | Some(b"delete") => {
                 // Read-only (or, writable, only `set`): the store is the directory.
                 let why: &[u8] = if shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
-                (405, 0, 0, 0, stream.write_all(why).is_ok())
+                (405, 0, 0, 0, conn.write_all(why).is_ok())
             }
-            _ => (400, 0, 0, 0, stream.write_all(b"ERROR\r\n").is_ok()),
+            _ => (400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok()),
         };
         shared.done_from(started.elapsed(), payload, copied, from_host, status);
         if !keep {
@@ -61,33 +59,50 @@ fn valid_key(k: &[u8]) -> bool {
 }
 
 /// Answers `get`/`gets` for `keys`: a VALUE block per key that names a
-/// file, then END. Returns (status, payload, copied, from host memory, keep).
-fn get(shared: &Shared, stream: &mut TcpStream, nic: &mut Option<crate::nic::Channel>, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool) {
+/// file, then END. Each block goes out when the next found key is known,
+/// with END as the last one's trailer (so a NIC sends the whole answer and
+/// this process need not wait for it before writing END).
+/// Returns (status, payload, copied, from host memory, keep).
+fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool) {
     let (mut payload, mut copied, mut from_host) = (0u64, 0u64, 0u64);
-    for k in keys {
-        if !valid_key(k) {
-            return (400, payload, copied, from_host, stream.write_all(b"CLIENT_ERROR bad key\r\n").is_ok());
-        }
-        let Ok(found) = resolve(&shared.root, k) else { continue };
-        let mut head = b"VALUE ".to_vec();
-        head.extend_from_slice(k);
-        head.extend_from_slice(format!(" 0 {}{}\r\n", found.len, if cas { " 0" } else { "" }).as_bytes());
-        let sent = respond(shared, stream, nic, &head, &found, 0, found.len);
+    // The found key whose block is not sent yet, with its header.
+    let mut waiting: Option<(crate::Resolved, Vec<u8>)> = None;
+    let mut send = |conn: &mut Conn, (found, head): (crate::Resolved, Vec<u8>), trailer: &[u8]| {
+        let sent = respond(conn, &head, &found, 0, found.len, trailer);
         payload += sent.payload;
         copied += sent.copied;
         from_host += sent.from_host;
-        if sent.close || stream.write_all(b"\r\n").is_err() {
-            return (200, payload, copied, from_host, false);
+        !sent.close
+    };
+    for k in keys {
+        if !valid_key(k) {
+            let keep = waiting.take().is_none_or(|w| send(conn, w, b"\r\n"));
+            return (400, payload, copied, from_host, keep && conn.write_all(b"CLIENT_ERROR bad key\r\n").is_ok());
         }
+        let Ok(found) = resolve(&conn.shared.root, k) else { continue };
+        if let Some(w) = waiting.take() {
+            if !send(conn, w, b"\r\n") {
+                return (200, payload, copied, from_host, false);
+            }
+        }
+        let mut head = b"VALUE ".to_vec();
+        head.extend_from_slice(k);
+        head.extend_from_slice(format!(" 0 {}{}\r\n", found.len, if cas { " 0" } else { "" }).as_bytes());
+        waiting = Some((found, head));
     }
-    (200, payload, copied, from_host, stream.write_all(b"END\r\n").is_ok())
+    let keep = match waiting.take() {
+        Some(w) => send(conn, w, b"\r\nEND\r\n"),
+        None => conn.write_all(b"END\r\n").is_ok(),
+    };
+    (200, payload, copied, from_host, keep)
 }
 
 /// Reads exactly `n` more bytes of the request, first from what `buf`
 /// already holds, handing them to `sink`; false if the client went quiet
 /// for the read timeout, closed, or the server is stopping.
-fn take(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> bool {
+fn take(conn: &mut Conn, buf: &mut Vec<u8>, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> bool {
     use std::io::Read;
+    let shared = conn.shared;
     let first = (n as usize).min(buf.len());
     if !sink(&buf[..first]) {
         return false;
@@ -101,7 +116,7 @@ fn take(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, mut n: u64, 
             return false;
         }
         let want = (n as usize).min(chunk.len());
-        match stream.read(&mut chunk[..want]) {
+        match conn.stream.read(&mut chunk[..want]) {
             Ok(0) => return false,
             Ok(got) => {
                 if !sink(&chunk[..got]) {
@@ -124,13 +139,14 @@ fn take(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, mut n: u64, 
 /// `set <key> <flags> <exptime> <bytes> [noreply]` and its data block:
 /// stored as the file `key` under the root (flags and expiry are not kept).
 /// Returns (status, payload, copied, from host memory, keep).
-fn set(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
+fn set(conn: &mut Conn, buf: &mut Vec<u8>, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
+    let shared = conn.shared;
     let number = |w: &[u8]| std::str::from_utf8(w).ok().and_then(|s| s.parse::<u64>().ok());
     let noreply = words.len() == 6 && words[5] == b"noreply";
-    let reply = |stream: &mut TcpStream, text: &[u8]| noreply || stream.write_all(text).is_ok();
+    let reply = |conn: &mut Conn, text: &[u8]| noreply || conn.write_all(text).is_ok();
     let (Some(_flags), Some(_exptime), Some(bytes)) = (words.get(2).and_then(|w| number(w)), words.get(3).and_then(|w| number(w)), words.get(4).and_then(|w| number(w))) else {
         // Without a length the data block cannot be found: the connection is out of step.
-        let _ = stream.write_all(b"CLIENT_ERROR bad command line format\r\n");
+        let _ = conn.write_all(b"CLIENT_ERROR bad command line format\r\n");
         return (400, 0, 0, 0, false);
     };
     let key = words[1];
@@ -146,16 +162,16 @@ fn set(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, words: &[&[u8
         } else {
             b"CLIENT_ERROR bad key: one file name directly under the served directory\r\n"
         };
-        let in_step = take(shared, stream, buf, bytes + 2, |_| true);
-        return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && stream.write_all(why).is_ok());
+        let in_step = take(conn, buf, bytes + 2, |_| true);
+        return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && conn.write_all(why).is_ok());
     }
     let path = shared.root.path.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(key));
     let Ok((mut opened, temp)) = peerpath_io::create_temporary(&path, false) else {
-        let in_step = take(shared, stream, buf, bytes + 2, |_| true);
-        return (500, 0, 0, 0, in_step && stream.write_all(b"SERVER_ERROR cannot store here\r\n").is_ok());
+        let in_step = take(conn, buf, bytes + 2, |_| true);
+        return (500, 0, 0, 0, in_step && conn.write_all(b"SERVER_ERROR cannot store here\r\n").is_ok());
     };
     let (mut written, mut failed, mut tail) = (0u64, false, Vec::with_capacity(2));
-    let complete = take(shared, stream, buf, bytes + 2, |piece| {
+    let complete = take(conn, buf, bytes + 2, |piece| {
         let data_left = (bytes - written) as usize;
         let (data, rest) = piece.split_at(piece.len().min(data_left));
         failed |= !data.is_empty() && opened.file.write_all(data).is_err();
@@ -165,13 +181,13 @@ fn set(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>, words: &[&[u8
     });
     if !complete || tail != b"\r\n" {
         peerpath_io::discard(&temp);
-        let _ = complete && stream.write_all(b"CLIENT_ERROR bad data chunk\r\n").is_ok();
+        let _ = complete && conn.write_all(b"CLIENT_ERROR bad data chunk\r\n").is_ok();
         return (400, 0, 0, 0, false);
     }
     if failed || opened.file.sync_all().is_err() || peerpath_io::publish(&opened.file, &temp, &path, true).is_err() {
         peerpath_io::discard(&temp);
-        return (507, 0, written, 0, reply(stream, b"SERVER_ERROR out of space storing object\r\n"));
+        return (507, 0, written, 0, reply(conn, b"SERVER_ERROR out of space storing object\r\n"));
     }
     // The payload passed through this process (read from the socket, written to the file).
-    (201, 0, written, written, reply(stream, b"STORED\r\n"))
+    (201, 0, written, written, reply(conn, b"STORED\r\n"))
 }

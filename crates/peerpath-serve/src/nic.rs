@@ -1,26 +1,31 @@
 //! The emulated NIC with memory (seed 002's answer for data movers): a
 //! process that owns a memory (a shared-memory file it maps) and sends
 //! from it. The server places hot objects in that memory (the kernel
-//! copies them from the file: `copy_file_range`, never through the
-//! server's own memory), builds only headers, and hands the NIC a
-//! descriptor: the client's socket (passed with SCM_RIGHTS), the header
-//! bytes, and the payload's range in the NIC's memory. The NIC sends
-//! header and payload with one `writev` and answers how many bytes went.
+//! copies them from the file with `sendfile`, never through the server's
+//! own memory), builds only headers, and hands the NIC a descriptor: the
+//! client's socket (passed with SCM_RIGHTS), the header and trailer bytes,
+//! and the payload's range in the NIC's memory. The NIC sends header,
+//! payload and trailer with one `writev` and answers how many bytes went.
 //! On hardware with NIC memory (or devmem TCP) the same descriptors go to
 //! the real NIC.
 //!
 //! Many descriptors are in flight at once: each client connection has its
 //! own channel to the NIC (a Unix socket; the NIC serves each on a thread),
-//! and its socket is passed once, with its first descriptor. Objects are
-//! placed under a lock; evicting them (when the memory is full) waits until
-//! no descriptor in flight points into the memory, so the NIC never sends
-//! bytes that are being overwritten.
+//! and its socket is passed once, with its first descriptor. The host does
+//! not wait for the NIC's answer to a descriptor (that wait cost two
+//! context switches a request): answers are taken as they come, before the
+//! connection's next descriptor and while it waits for its client, and all
+//! of them before this process writes any byte of its own on the client's
+//! socket ([`Nic::settle`]), so nothing it writes overtakes a response the
+//! NIC still owes. Objects are placed under a lock; evicting them (when the
+//! memory is full) first takes every channel's owed answers, so the NIC
+//! never sends bytes that are being overwritten.
 //!
-//! Wire format on a channel, host -> NIC: u32 header length, u64 offset,
-//! u64 length (LE), then the header bytes, with the client's socket as
-//! ancillary data on the channel's first descriptor; NIC -> host: u64 bytes
-//! sent (u64::MAX: the send failed). The first channel is the control
-//! channel: when it closes, the NIC exits.
+//! Wire format on a channel, host -> NIC: u32 header length, u32 trailer
+//! length, u64 offset, u64 length (LE), then the header and trailer bytes,
+//! with the client's socket as ancillary data on the channel's first
+//! descriptor; NIC -> host: u64 bytes sent (u64::MAX: the send failed). The
+//! first channel is the control channel: when it closes, the NIC exits.
 
 use crate::stats::NicCounts;
 use peerpath_mem::MappedRegion;
@@ -106,29 +111,39 @@ pub fn nic_main(socket: &Path, memory: &Path, bytes: usize) -> Result<(), String
     }
 }
 
+/// The fixed part of a descriptor: header and trailer lengths, payload offset and length.
+const DESCRIPTOR_BYTES: usize = 24;
+/// Header and trailer bytes a descriptor carries at most.
+pub const MAX_INLINE_BYTES: usize = 4096;
+
 /// One channel: a client connection's descriptors, in order.
 fn serve_channel(host: &UnixStream, region: &MappedRegion) {
     let mut client: Option<OwnedFd> = None;
+    let mut msg = [0u8; DESCRIPTOR_BYTES + MAX_INLINE_BYTES];
     loop {
-        let mut head = [0u8; 20 + 4096];
-        let (n, fd) = match recv_with_fd(host, &mut head) {
+        let (n, fd) = match recv_with_fd(host, &mut msg[..DESCRIPTOR_BYTES]) {
             Ok((0, _)) | Err(_) => return,
             Ok(x) => x,
         };
         if fd.is_some() {
             client = fd;
         }
-        let hlen = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
-        let off = u64::from_le_bytes(head[4..12].try_into().expect("8 bytes")) as usize;
-        let len = u64::from_le_bytes(head[12..20].try_into().expect("8 bytes")) as usize;
-        let ok = n == 20 + hlen && off.checked_add(len).is_some_and(|e| e <= region.len());
-        let sent = match (&client, ok) {
+        if n < DESCRIPTOR_BYTES && (&*host).read_exact(&mut msg[n..DESCRIPTOR_BYTES]).is_err() {
+            return;
+        }
+        let word = |at: usize, len: usize| msg[at..at + len].iter().rev().fold(0u64, |v, &b| v << 8 | b as u64);
+        let (hlen, tlen, off, len) = (word(0, 4) as usize, word(4, 4) as usize, word(8, 8) as usize, word(16, 8) as usize);
+        if hlen + tlen > MAX_INLINE_BYTES || (&*host).read_exact(&mut msg[DESCRIPTOR_BYTES..DESCRIPTOR_BYTES + hlen + tlen]).is_err() {
+            return;
+        }
+        let inline = &msg[DESCRIPTOR_BYTES..DESCRIPTOR_BYTES + hlen + tlen];
+        let sent = match (&client, off.checked_add(len).is_some_and(|e| e <= region.len())) {
             (Some(c), true) => {
                 // SAFETY: [off, off + len) lies inside the mapping (checked); the
-                // kernel only reads it; the host evicts nothing while a
-                // descriptor pointing into it is in flight.
+                // kernel only reads it; the host evicts nothing before it has
+                // this descriptor's answer.
                 let payload = unsafe { std::slice::from_raw_parts(region.as_ptr().add(off), len) };
-                send_all(c.as_raw_fd(), &head[20..20 + hlen], payload).unwrap_or(u64::MAX)
+                send_all(c.as_raw_fd(), [&inline[..hlen], payload, &inline[hlen..]]).unwrap_or(u64::MAX)
             }
             _ => u64::MAX,
         };
@@ -138,15 +153,25 @@ fn serve_channel(host: &UnixStream, region: &MappedRegion) {
     }
 }
 
-/// Writes `a` then `b` to `fd` (writev until all is sent); returns the bytes sent.
-fn send_all(fd: RawFd, a: &[u8], b: &[u8]) -> std::io::Result<u64> {
-    let total = a.len() + b.len();
+/// Writes `parts` to `fd` in order (writev until all is sent); returns the bytes sent.
+fn send_all(fd: RawFd, parts: [&[u8]; 3]) -> std::io::Result<u64> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0usize;
     while done < total {
-        let (x, y) = if done < a.len() { (&a[done..], b) } else { (&b[done - a.len()..], &b[..0]) };
-        let iov = [libc::iovec { iov_base: x.as_ptr() as *mut libc::c_void, iov_len: x.len() }, libc::iovec { iov_base: y.as_ptr() as *mut libc::c_void, iov_len: y.len() }];
-        // SAFETY: two iovecs over live slices; the kernel reads them only.
-        let n = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
+        // What is left of each part after `done` bytes.
+        let mut skip = done;
+        let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 3];
+        let mut count = 0;
+        for p in parts {
+            let rest = &p[skip.min(p.len())..];
+            skip -= skip.min(p.len());
+            if !rest.is_empty() {
+                iov[count] = libc::iovec { iov_base: rest.as_ptr() as *mut libc::c_void, iov_len: rest.len() };
+                count += 1;
+            }
+        }
+        // SAFETY: `count` iovecs over live slices; the kernel reads them only.
+        let n = unsafe { libc::writev(fd, iov.as_ptr(), count as libc::c_int) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -167,8 +192,11 @@ pub struct Nic {
     _control: UnixStream,
     socket: PathBuf,
     placement: std::sync::Mutex<Placement>,
-    /// Descriptors in flight hold it shared; evicting takes it alone.
-    in_flight: std::sync::RwLock<()>,
+    /// Held shared from placing an object to handing its descriptor over;
+    /// evicting takes it alone (and then takes every channel's owed answers).
+    issuing: std::sync::RwLock<()>,
+    /// Every channel opened (those of closed connections are dropped as found).
+    channels: std::sync::Mutex<Vec<std::sync::Weak<std::sync::Mutex<ChannelState>>>>,
     dir: PathBuf,
 }
 
@@ -184,9 +212,89 @@ struct Placement {
 
 /// A client connection's channel to the NIC.
 pub struct Channel {
+    state: std::sync::Arc<std::sync::Mutex<ChannelState>>,
+}
+
+struct ChannelState {
     sock: UnixStream,
     /// Whether the client's socket went with an earlier descriptor.
     client_passed: bool,
+    /// The payload bytes of each descriptor handed over and not yet answered, oldest first.
+    owed: std::collections::VecDeque<u64>,
+    /// Payload bytes of descriptors the NIC answered it could not send (the client failed).
+    failed_bytes: u64,
+    /// Why the channel broke (the NIC is gone), if it did.
+    gone: Option<String>,
+}
+
+impl ChannelState {
+    /// Takes the NIC's owed answers: every one if `all` (waiting for them),
+    /// else those already there.
+    fn take_answers(&mut self, all: bool) {
+        while self.gone.is_none() && !self.owed.is_empty() {
+            let mut answer = [0u8; 8];
+            let flags = if all { 0 } else { libc::MSG_DONTWAIT };
+            // SAFETY: recv into a buffer we own, of its length, on our socket.
+            let n = unsafe { libc::recv(self.sock.as_raw_fd(), answer.as_mut_ptr().cast(), 8, flags) };
+            let got = match n {
+                8 => Ok(()),
+                0 => Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "its channel closed")),
+                n if n > 0 => (&self.sock).read_exact(&mut answer[n as usize..]),
+                _ => Err(std::io::Error::last_os_error()),
+            };
+            match got {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    self.gone = Some(format!("the emulated NIC is gone: {e}"));
+                    return;
+                }
+            }
+            let payload = self.owed.pop_front().expect("an answer was owed");
+            if u64::from_le_bytes(answer) == u64::MAX {
+                self.failed_bytes += payload;
+            }
+        }
+    }
+
+    /// What the answers taken so far say: the NIC gone, or a send failed.
+    fn verdict(&mut self) -> Result<(), NicMiss> {
+        if let Some(why) = &self.gone {
+            return Err(NicMiss::Gone(why.clone()));
+        }
+        if self.failed_bytes > 0 {
+            return Err(NicMiss::ClientFailed);
+        }
+        Ok(())
+    }
+}
+
+impl Channel {
+    fn state(&self) -> std::sync::MutexGuard<'_, ChannelState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the answers already there (never waits): an error if the NIC
+    /// is gone or could not send to the client (close the connection).
+    pub fn poll(&self) -> Result<(), NicMiss> {
+        let mut s = self.state();
+        s.take_answers(false);
+        s.verdict()
+    }
+
+    /// Waits for every answer the NIC owes: after it, nothing is in flight
+    /// on the client's socket, and this process may write its own bytes there.
+    pub fn settle(&self) -> Result<(), NicMiss> {
+        let mut s = self.state();
+        s.take_answers(true);
+        s.verdict()
+    }
+
+    /// Payload bytes handed over that the NIC said it could not send.
+    pub fn failed_bytes(&self) -> u64 {
+        self.state().failed_bytes
+    }
 }
 
 impl Drop for Nic {
@@ -252,7 +360,8 @@ impl Nic {
             _control: sock,
             socket,
             placement: std::sync::Mutex::new(placement),
-            in_flight: std::sync::RwLock::new(()),
+            issuing: std::sync::RwLock::new(()),
+            channels: std::sync::Mutex::new(Vec::new()),
             dir,
         })
     }
@@ -325,24 +434,37 @@ impl Placement {
 }
 
 impl Nic {
-    /// Has the NIC send `header`, then `range_len` bytes from `range_at` of
-    /// the object `file` (`len` bytes, at `path`) from its memory, on
-    /// `client`, through the connection's `channel` (opened on first use).
-    /// Returns the payload bytes it sent.
+    /// Hands the NIC a descriptor: send `header`, then `range_len` bytes
+    /// from `range_at` of the object `file` (`len` bytes, at `path`) from
+    /// its memory, then `trailer`, on `client`, through the connection's
+    /// `channel` (opened on first use). Returns the payload bytes handed
+    /// over; the NIC's answer is taken later ([`Channel::poll`],
+    /// [`Channel::settle`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn send(&self, channel: &mut Option<Channel>, client: RawFd, header: &[u8], path: &Path, file: &File, len: u64, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
-        if header.len() > 4096 {
+    pub fn send(&self, channel: &mut Option<Channel>, client: RawFd, header: &[u8], trailer: &[u8], path: &Path, file: &File, len: u64, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
+        if header.len() + trailer.len() > MAX_INLINE_BYTES {
             return Err(NicMiss::NotPlaced("a header longer than the NIC takes".into()));
         }
-        let (_sending, off) = loop {
-            let sending = self.in_flight.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(ch) = channel.as_ref() {
+            ch.poll()?;
+        }
+        let (_issuing, off) = loop {
+            let issuing = self.issuing.read().unwrap_or_else(|e| e.into_inner());
             let placed = self.placement.lock().unwrap_or_else(|e| e.into_inner()).place(path, file, len);
             match placed {
-                Ok(off) => break (sending, off),
+                Ok(off) => break (issuing, off),
                 Err(PlaceMiss::Miss(m)) => return Err(m),
                 Err(PlaceMiss::Full) => {
-                    drop(sending);
-                    let _alone = self.in_flight.write().unwrap_or_else(|e| e.into_inner());
+                    drop(issuing);
+                    let _alone = self.issuing.write().unwrap_or_else(|e| e.into_inner());
+                    // Nothing is between placing and handing over now; wait
+                    // until the NIC has answered every descriptor handed over.
+                    let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+                    channels.retain(|c| c.strong_count() > 0);
+                    for c in channels.iter().filter_map(std::sync::Weak::upgrade) {
+                        c.lock().unwrap_or_else(|e| e.into_inner()).take_answers(true);
+                    }
+                    drop(channels);
                     let mut p = self.placement.lock().unwrap_or_else(|e| e.into_inner());
                     if p.next + len > p.bytes {
                         p.evict_all();
@@ -352,26 +474,27 @@ impl Nic {
         };
         let gone = |e: std::io::Error| NicMiss::Gone(format!("the emulated NIC is gone: {e}"));
         if channel.is_none() {
-            *channel = Some(Channel { sock: UnixStream::connect(&self.socket).map_err(gone)?, client_passed: false });
+            let sock = UnixStream::connect(&self.socket).map_err(gone)?;
+            let state = std::sync::Arc::new(std::sync::Mutex::new(ChannelState { sock, client_passed: false, owed: Default::default(), failed_bytes: 0, gone: None }));
+            self.channels.lock().unwrap_or_else(|e| e.into_inner()).push(std::sync::Arc::downgrade(&state));
+            *channel = Some(Channel { state });
         }
-        let ch = channel.as_mut().expect("just opened");
-        let mut msg = Vec::with_capacity(20 + header.len());
+        let mut ch = channel.as_ref().expect("just opened").state();
+        let mut msg = Vec::with_capacity(DESCRIPTOR_BYTES + header.len() + trailer.len());
         msg.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        msg.extend_from_slice(&(trailer.len() as u32).to_le_bytes());
         msg.extend_from_slice(&(off + range_at).to_le_bytes());
         msg.extend_from_slice(&range_len.to_le_bytes());
         msg.extend_from_slice(header);
-        if ch.client_passed {
-            (&ch.sock).write_all(&msg).map_err(gone)?;
-        } else {
-            send_with_fd(&ch.sock, &msg, client).map_err(gone)?;
-            ch.client_passed = true;
+        msg.extend_from_slice(trailer);
+        let handed = if ch.client_passed { (&ch.sock).write_all(&msg) } else { send_with_fd(&ch.sock, &msg, client) };
+        if let Err(e) = handed {
+            ch.gone = Some(format!("the emulated NIC is gone: {e}"));
+            return Err(gone(e));
         }
-        let mut answer = [0u8; 8];
-        (&ch.sock).read_exact(&mut answer).map_err(gone)?;
-        match u64::from_le_bytes(answer) {
-            u64::MAX => Err(NicMiss::ClientFailed),
-            n => Ok(n - header.len() as u64),
-        }
+        ch.client_passed = true;
+        ch.owed.push_back(range_len);
+        Ok(range_len)
     }
 
     /// The NIC's process id (tests kill it to see the server fail over).

@@ -40,6 +40,13 @@ impl Stats {
         s.latencies_us.len() as u64
     }
 
+    /// Payload bytes counted when a response was handed to the NIC that
+    /// it then could not send (the client went away): taken back.
+    pub fn not_delivered(&self, bytes: u64) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.payload_bytes = s.payload_bytes.saturating_sub(bytes);
+    }
+
     pub(crate) fn report(&self, config: &Config, wall: Duration, cpu: Duration) -> Report {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.latencies_us.sort_unstable();
