@@ -310,8 +310,15 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
             None => StreamDecoder::new(&mut stream, 0, 0).run(true, sink),
         };
         if let Err(e) = decoded {
-            // A shard that failed mid-way is named as such, not as bad gzip.
-            return Err(failed.borrow_mut().take().unwrap_or_else(|| peerpath_runtime::decompress::stream_error(dir, e)));
+            // A shard that failed mid-way is named as such, not as bad gzip;
+            // a block that fails authentication as such, not as a read error.
+            return Err(failed.borrow_mut().take().unwrap_or_else(|| match e {
+                peerpath_func::StreamError::Io(io) if io.get_ref().is_some_and(|r| r.is::<peerpath_func::crypt::CryptError>()) => {
+                    let crypt = io.into_inner().and_then(|r| r.downcast::<peerpath_func::crypt::CryptError>().ok()).expect("checked above");
+                    JobError::from_crypt(dir, *crypt)
+                }
+                e => peerpath_runtime::decompress::stream_error(dir, e),
+            }));
         }
         let set = std::fs::metadata(dir.join("manifest.json")).ok();
         peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;

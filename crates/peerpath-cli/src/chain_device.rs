@@ -15,7 +15,7 @@ use crate::chain::ChainOptions;
 use crate::device_job;
 use crate::ec::{self, Manifest};
 use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request};
-use peerpath_func::crypt::{device_key, StreamSealer, DEVICE_KEY_BYTES, HEADER_BYTES, TAG_BYTES};
+use peerpath_func::crypt::{device_key, StreamSealer, DEVICE_KEY_BYTES, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{member_bound_bytes, Format, BGZF_EOF_BLOCK};
 use peerpath_runtime::JobError;
 use std::fs::File;
@@ -305,4 +305,404 @@ fn run_chain(c: &mut Chain, src: &File, size: u64, o: &ChainOptions) -> Result<u
     let crcs = c.code_and_write(c.l.first, 0)?;
     c.crcs.iter_mut().zip(crcs).for_each(|(x, y)| x.insert(0, y));
     Ok(stripes)
+}
+
+// ---------------------------------------------------------------------------
+// The reverse: `peerpath decompress --ec DIR --engine emulated -o FILE`.
+
+/// The largest sealed block, member and member output the device path
+/// holds (its buffers are sized before the set's first bytes are seen; the
+/// defaults make 1 MiB blocks and members). Larger: a clear error, decode
+/// with `--engine cpu`.
+const MAX_DEVICE_BLOCK_BYTES: u64 = 64 << 20;
+/// Bytes of a member's start the host reads to find its length (peerpath's
+/// and BGZF's headers take 20-30).
+const MEMBER_PEEK_BYTES: usize = 512;
+
+/// Where the reverse chain's data lives in the device's memory.
+struct DecodeLayout {
+    /// One slot per shard (data units first), each a unit rounded up to 4 KiB.
+    slots: Vec<DeviceRange>,
+    /// The k survivors gathered for reconstruction, their indices, the units rebuilt.
+    gather: DeviceRange,
+    indices: DeviceRange,
+    rebuilt: DeviceRange,
+    /// A sealed block being filled, its plaintext, the member being filled, its output.
+    sealed: DeviceRange,
+    plain: DeviceRange,
+    member: DeviceRange,
+    out: DeviceRange,
+    material: DeviceRange,
+}
+
+impl DecodeLayout {
+    fn new(k: usize, m: usize, unit: usize) -> DecodeLayout {
+        let mut at = 0u64;
+        let mut next = |len: u64| {
+            let r = DeviceRange::new(at, len);
+            at += len.next_multiple_of(ALIGN).max(ALIGN);
+            r
+        };
+        let slot = (unit as u64).next_multiple_of(ALIGN);
+        let slots = (0..k + m).map(|_| DeviceRange::new(next(slot).offset, unit as u64)).collect();
+        DecodeLayout {
+            slots,
+            gather: next((k * unit) as u64),
+            indices: next((k + m) as u64),
+            rebuilt: next((m * unit) as u64),
+            sealed: next(MAX_DEVICE_BLOCK_BYTES + TAG_BYTES as u64),
+            plain: next(MAX_DEVICE_BLOCK_BYTES + TAG_BYTES as u64),
+            member: next(MAX_DEVICE_BLOCK_BYTES),
+            out: next(MAX_DEVICE_BLOCK_BYTES),
+            material: next(DEVICE_KEY_BYTES as u64),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        (self.material.offset + ALIGN) as usize
+    }
+}
+
+/// Starts an emulated CSP with room for the reverse chain of a set with
+/// `k` data and `m` parity units of `unit` bytes, or says why it cannot.
+pub(crate) fn start_decode(k: usize, m: usize, unit: usize) -> Result<EmulatedCsp, String> {
+    if k + m > u8::MAX as usize {
+        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
+    }
+    let dev = device_job::spawn("unchain", DecodeLayout::new(k, m, unit).bytes(), 8, 1, FunctionKind::GzipDecompressMember)?;
+    for need in [FunctionKind::Copy, FunctionKind::EcReconstruct, FunctionKind::Crc32, FunctionKind::AeadOpenBlock] {
+        if !dev.functions().contains(need) {
+            return Err(format!("the emulated CSP does not offer {}", need.name()));
+        }
+    }
+    Ok(dev)
+}
+
+/// Why the reverse chain stopped: the set or its content is bad (named),
+/// or the device failed.
+enum DecodeFailure {
+    Job(JobError),
+    Device(String),
+}
+
+impl From<String> for DecodeFailure {
+    fn from(why: String) -> DecodeFailure {
+        DecodeFailure::Device(why)
+    }
+}
+
+impl From<&str> for DecodeFailure {
+    fn from(why: &str) -> DecodeFailure {
+        DecodeFailure::Device(why.into())
+    }
+}
+
+/// The reverse chain's state on the host: sizes, fill levels and counters.
+struct Unchain<'a> {
+    dev: &'a mut EmulatedCsp,
+    l: DecodeLayout,
+    dir: &'a Path,
+    key: Option<std::sync::Arc<peerpath_func::crypt::Key>>,
+    target: &'a File,
+    /// Stream bytes seen so far, and the stream's length.
+    seen: u64,
+    stream_bytes: u64,
+    /// The file header being gathered (encrypted sets), then the file's cipher.
+    header: Vec<u8>,
+    cipher: Option<peerpath_func::crypt::FileCipher>,
+    /// Sealed bytes in the block being filled, and that block's index.
+    sealed_fill: u64,
+    block: u64,
+    /// Bytes in the member being filled, and its length once its header is read.
+    member_fill: u64,
+    member_bytes: Option<u64>,
+    /// Output bytes written, members decoded, units rebuilt, host-read metadata bytes, commands.
+    produced: u64,
+    members: u64,
+    rebuilt: u64,
+    metadata_bytes: u64,
+    commands: u64,
+}
+
+impl Unchain<'_> {
+    fn run(&mut self, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<peerpath_device::Completion, String> {
+        self.commands += 1;
+        device_job::run_one(self.dev, Request { tag: self.commands, function, inputs, output })
+    }
+
+    fn damaged(&self, detail: String) -> DecodeFailure {
+        DecodeFailure::Job(JobError::Damaged { path: self.dir.to_path_buf(), detail })
+    }
+
+    /// Reads the host-visible bytes at `r` (headers only: metadata).
+    fn peek(&mut self, r: DeviceRange) -> Vec<u8> {
+        let mut b = vec![0u8; r.len as usize];
+        // SAFETY: `r` lies in the device's memory (the layout); no command runs now.
+        unsafe { self.dev.memory().host_read(r.offset, &mut b) };
+        self.metadata_bytes += r.len;
+        b
+    }
+
+    /// The next `from` bytes of the set's stream.
+    fn stream(&mut self, mut from: DeviceRange) -> Result<(), DecodeFailure> {
+        if self.seen == 0 && from.len > 0 {
+            let head = self.peek(DeviceRange::new(from.offset, from.len.min(MAGIC.len() as u64)));
+            if head.starts_with(MAGIC) {
+                if self.key.is_none() {
+                    return Err(DecodeFailure::Job(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", self.dir.display()))));
+                }
+                self.header.reserve(HEADER_BYTES);
+            }
+        }
+        self.seen += from.len;
+        if self.header.capacity() == 0 {
+            return self.members(from);
+        }
+        while self.header.len() < HEADER_BYTES && from.len > 0 {
+            let n = from.len.min((HEADER_BYTES - self.header.len()) as u64);
+            let part = self.peek(DeviceRange::new(from.offset, n));
+            self.header.extend_from_slice(&part);
+            from = DeviceRange::new(from.offset + n, from.len - n);
+            if self.header.len() == HEADER_BYTES {
+                let key = self.key.as_ref().expect("checked above");
+                let cipher = peerpath_func::crypt::FileCipher::open(key, &self.header).map_err(|e| DecodeFailure::Job(JobError::from_crypt(self.dir, e)))?;
+                cipher.check_length(self.stream_bytes).map_err(|e| DecodeFailure::Job(JobError::from_crypt(self.dir, e)))?;
+                if u64::from(cipher.layout().block_bytes) > MAX_DEVICE_BLOCK_BYTES {
+                    return Err(DecodeFailure::Device(format!("sealed blocks of {} bytes are larger than the device path's {} MiB buffers", cipher.layout().block_bytes, MAX_DEVICE_BLOCK_BYTES >> 20)));
+                }
+                let material = device_key(key, &cipher.layout().file_id);
+                // SAFETY: the material range lies in the device's memory; no command runs.
+                unsafe { self.dev.memory().host_write(self.l.material.offset, &material[..]) };
+                self.cipher = Some(cipher);
+            }
+        }
+        while from.len > 0 {
+            let layout = *self.cipher.as_ref().expect("the header came first").layout();
+            let want = (layout.plain_len(self.block) + TAG_BYTES) as u64;
+            let n = from.len.min(want - self.sealed_fill);
+            self.run(Function::Copy, vec![DeviceRange::new(from.offset, n)], DeviceRange::new(self.l.sealed.offset + self.sealed_fill, n))?;
+            (from, self.sealed_fill) = (DeviceRange::new(from.offset + n, from.len - n), self.sealed_fill + n);
+            if self.sealed_fill == want {
+                let i = self.block;
+                let opened = self.run(Function::AeadOpenBlock { index: i }, vec![DeviceRange::new(self.l.sealed.offset, want), self.l.material], self.l.plain);
+                if let Err(e) = opened {
+                    return Err(match e.contains("CorruptInput") {
+                        true => DecodeFailure::Job(JobError::from_crypt(self.dir, peerpath_func::crypt::CryptError::Block { block: i, start: layout.plain_start(i), end: layout.plain_start(i) + layout.plain_len(i) as u64 })),
+                        false => DecodeFailure::Device(e),
+                    });
+                }
+                (self.block, self.sealed_fill) = (i + 1, 0);
+                self.members(DeviceRange::new(self.l.plain.offset, want - TAG_BYTES as u64))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next `from` bytes of the members: gathered member by member,
+    /// each decoded (CRC-32 and length checked) and its output written.
+    fn members(&mut self, mut from: DeviceRange) -> Result<(), DecodeFailure> {
+        while from.len > 0 {
+            // Its header first (a few dozen bytes; more only for a long one), then the rest.
+            let peek = if self.member_fill < 64 { 64 } else { MEMBER_PEEK_BYTES as u64 };
+            let want = self.member_bytes.unwrap_or(peek).max(self.member_fill + 1);
+            let n = from.len.min(want - self.member_fill);
+            self.run(Function::Copy, vec![DeviceRange::new(from.offset, n)], DeviceRange::new(self.l.member.offset + self.member_fill, n))?;
+            (from, self.member_fill) = (DeviceRange::new(from.offset + n, from.len - n), self.member_fill + n);
+            if self.member_bytes.is_none() {
+                self.member_bytes = self.member_length(false)?;
+            }
+            if self.member_bytes == Some(self.member_fill) {
+                self.decode_member()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The length of the member being gathered, from its header, once
+    /// enough of it is there (`at_end`: no more is coming).
+    fn member_length(&mut self, at_end: bool) -> Result<Option<u64>, DecodeFailure> {
+        let at = self.produced;
+        let head = self.peek(DeviceRange::new(self.l.member.offset, self.member_fill.min(MEMBER_PEEK_BYTES as u64)));
+        match peerpath_func::MemberHeader::parse(&head) {
+            Ok(h) => match h.sizes {
+                Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(DecodeFailure::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
+                Some(s) if (s.member_bytes() as u64) < self.member_fill => Err(self.damaged(format!("the member at output byte {at} declares {} bytes, less than its own header", s.member_bytes()))),
+                Some(s) => Ok(Some(s.member_bytes() as u64)),
+                None => Err(DecodeFailure::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do".into())),
+            },
+            Err(peerpath_func::HeaderError::Truncated { .. }) if !at_end && head.len() < MEMBER_PEEK_BYTES => Ok(None),
+            Err(e) => Err(self.damaged(format!("the member at output byte {at}: {e}"))),
+        }
+    }
+
+    fn decode_member(&mut self) -> Result<(), DecodeFailure> {
+        let len = self.member_fill;
+        let at = self.produced;
+        let c = match self.run(Function::GzipDecompressMember, vec![DeviceRange::new(self.l.member.offset, len)], self.l.out) {
+            Ok(c) => c,
+            Err(e) if e.contains("OutputTooSmall") => return Err(DecodeFailure::Device(format!("a member's output is larger than the device path's {} MiB buffers", MAX_DEVICE_BLOCK_BYTES >> 20))),
+            Err(e) if e.contains("CorruptInput") => return Err(self.damaged(format!("the member at output byte {at} is corrupt (bad deflate data, CRC-32 or length)"))),
+            Err(e) => return Err(DecodeFailure::Device(e)),
+        };
+        let ptr = self.dev.memory().io_ptr(self.l.out).ok_or("the device's memory is not mapped for I/O")?;
+        // SAFETY: the output lies in the out range, which no command writes until the next member.
+        unsafe { device_job::write_from(ptr, c.output_bytes as usize, self.target, at)? };
+        self.produced += c.output_bytes;
+        self.members += 1;
+        (self.member_fill, self.member_bytes) = (0, None);
+        Ok(())
+    }
+
+    /// After the last stripe: the stream must end between members (and blocks).
+    fn finish(&mut self) -> Result<(), DecodeFailure> {
+        if self.header.capacity() > 0 && (self.cipher.is_none() || self.sealed_fill > 0) {
+            return Err(self.damaged("the encrypted file ends inside its header or a block".into()));
+        }
+        if self.member_fill > 0 {
+            match self.member_length(true)? {
+                Some(n) if n == self.member_fill => self.decode_member()?,
+                _ => return Err(self.damaged(format!("the stream ends inside a member (after output byte {})", self.produced))),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads stripe `s`'s units into their slots (data units first, parity
+/// only as needed), each checked against the manifest's CRC-32 on the
+/// device; rebuilds the missing data units there. False if fewer than k
+/// units survive.
+fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -> Result<bool, DecodeFailure> {
+    let (k, p, unit, _, _) = m.shape();
+    let mut good: Vec<usize> = Vec::with_capacity(k);
+    for i in 0..k + p {
+        if good.len() == k {
+            break;
+        }
+        let Some(f) = &shards[i] else { continue };
+        let slot = c.l.slots[i];
+        let ptr = c.dev.memory().io_ptr(DeviceRange::new(slot.offset, (unit as u64).next_multiple_of(ALIGN))).ok_or("the device's memory is not mapped for I/O")?;
+        // SAFETY: the slot holds a unit rounded up to whole pages; no command uses it now.
+        if unsafe { device_job::read_into(f, s * unit as u64, unit, ptr) }.is_err() {
+            continue;
+        }
+        c.commands += 1;
+        let crc = device_job::run_one(c.dev, Request::crc32(c.commands, &[slot]))?.input_crc32;
+        if crc == m.unit(i, s).1 {
+            good.push(i);
+        }
+    }
+    if good.len() < k {
+        return Ok(false);
+    }
+    let missing: Vec<usize> = (0..k).filter(|i| !good.contains(i)).collect();
+    if !missing.is_empty() {
+        // Gathered one by one: a command carries two input ranges at most.
+        for (j, &i) in good.iter().enumerate() {
+            c.run(Function::Copy, vec![c.l.slots[i]], DeviceRange::new(c.l.gather.offset + (j * unit) as u64, unit as u64))?;
+        }
+        let indices: Vec<u8> = good.iter().chain(&missing).map(|&i| i as u8).collect();
+        // SAFETY: the index range holds k + m bytes; no command runs.
+        unsafe { c.dev.memory().host_write(c.l.indices.offset, &indices) };
+        let wanted = missing.len() as u8;
+        c.run(Function::EcReconstruct { data: k as u8, parity: p as u8, wanted }, vec![c.l.gather, DeviceRange::new(c.l.indices.offset, indices.len() as u64)], c.l.rebuilt)?;
+        for (j, &i) in missing.iter().enumerate() {
+            c.run(Function::Copy, vec![DeviceRange::new(c.l.rebuilt.offset + (j * unit) as u64, unit as u64)], c.l.slots[i])?;
+        }
+        c.rebuilt += missing.len() as u64;
+    }
+    Ok(true)
+}
+
+/// The reverse chain on `dev`: what `chain::decompress_ec` does on the CPU,
+/// with the same output. Each stripe's units are read by the kernel into
+/// the device's memory (O_DIRECT where the unit size allows), checked
+/// there (`Crc32`), missing or corrupt data units rebuilt there
+/// (`EcReconstruct`), sealed blocks opened there (`AeadOpenBlock`), members
+/// decoded there (`GzipDecompressMember`) and written to OUTPUT from it.
+/// The host reads only the file's header and each member's first bytes
+/// (to find its length). A stripe that lost too much is named, with every
+/// other such stripe, and nothing is written.
+pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool) -> Result<(), JobError> {
+    let started = Instant::now();
+    let (m, _) = ec::load(dir)?;
+    let (k, p, unit, stripes, stream_bytes) = m.shape();
+    if !force && std::fs::symlink_metadata(output).is_ok() {
+        return Err(JobError::TargetExists { path: output.to_path_buf() });
+    }
+    let direct = (unit as u64).is_multiple_of(ALIGN);
+    let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&dir.join(m.unit(i, 0).0), direct).ok().map(|o| o.file)).collect();
+    let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
+    let mut c = Unchain {
+        dev,
+        l: DecodeLayout::new(k, p, unit),
+        dir,
+        key,
+        target: &t.file,
+        seen: 0,
+        stream_bytes,
+        header: Vec::new(),
+        cipher: None,
+        sealed_fill: 0,
+        block: 0,
+        member_fill: 0,
+        member_bytes: None,
+        produced: 0,
+        members: 0,
+        rebuilt: 0,
+        metadata_bytes: 0,
+        commands: 0,
+    };
+    let ran = (|| -> Result<(), DecodeFailure> {
+        let mut lost = Vec::new();
+        for s in 0..stripes {
+            if !load_stripe(&mut c, &m, &shards, s)? {
+                lost.push(s);
+            }
+            if !lost.is_empty() {
+                continue; // only surveyed from here on, to name every lost stripe
+            }
+            for i in 0..k {
+                let n = (stream_bytes - c.seen).min(unit as u64);
+                c.stream(DeviceRange::new(c.l.slots[i].offset, n))?;
+            }
+        }
+        if !lost.is_empty() {
+            return Err(DecodeFailure::Job(ec::unrecoverable(dir, &m, &lost)));
+        }
+        c.finish()
+    })();
+    let outcome = ran.and_then(|()| {
+        let set = std::fs::metadata(dir.join("manifest.json")).ok();
+        peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(|source| DecodeFailure::Job(JobError::TargetIo { path: output.to_path_buf(), source }))?;
+        crate::put_in_place(&t.file, &temporary, output, force).map_err(DecodeFailure::Job)
+    });
+    if c.cipher.is_some() {
+        // SAFETY: the material range lies in the device's memory; no command is running.
+        unsafe { c.dev.memory().host_write(c.l.material.offset, &[0u8; DEVICE_KEY_BYTES]) };
+    }
+    if let Err(e) = outcome {
+        peerpath_io::discard(&temporary);
+        return Err(match e {
+            DecodeFailure::Job(e) => e,
+            DecodeFailure::Device(why) => JobError::Device { detail: format!("{why}; nothing was kept") },
+        });
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out (measured on emulated devices: every stage on 1 emulated CSP, {} commands; units read {} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers)",
+        dir.display(),
+        output.display(),
+        peerpath_metrics::human_bytes(stream_bytes),
+        if c.rebuilt > 0 { format!(", {} unit(s) rebuilt on the device", c.rebuilt) } else { String::new() },
+        if c.cipher.is_some() { ", each block authenticated and decrypted there" } else { "" },
+        c.members,
+        peerpath_metrics::human_bytes(c.produced),
+        secs,
+        c.produced as f64 / secs.max(1e-9) / 1e9,
+        c.commands,
+        device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct)),
+        c.metadata_bytes,
+    );
+    Ok(())
 }

@@ -26,9 +26,11 @@ pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u
 
 /// Runs `requests` to completion, in tag order; any status but success is an error.
 pub(crate) fn run_all(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
+    let names: Vec<(u64, &'static str)> = requests.iter().map(|r| (r.tag, r.function.kind().name())).collect();
     let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("the emulated CSP failed: {e}"))?;
     if let Some(c) = done.iter().find(|c| c.status != Status::Success) {
-        return Err(format!("the emulated CSP answered {:?} to a command", c.status));
+        let name = names.iter().find(|(t, _)| *t == c.tag()).map_or("a command", |(_, n)| n);
+        return Err(format!("the emulated CSP answered {:?} to {name}", c.status));
     }
     done.sort_by_key(|c| c.tag());
     Ok(done)

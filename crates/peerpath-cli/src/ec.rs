@@ -284,6 +284,16 @@ fn encode(source: &Path, k: usize, m: usize, dir: &Path, unit: usize, engine: Ec
 }
 
 impl Manifest {
+    /// Data shards, parity shards, unit bytes, stripes, and the stream's length.
+    pub(crate) fn shape(&self) -> (usize, usize, usize, u64, u64) {
+        (self.data_shards, self.parity_shards, self.unit_bytes, self.stripes, self.source_bytes)
+    }
+
+    /// Shard `i`'s file name (checked to stay in the directory) and the CRC-32 of its unit in stripe `s`.
+    pub(crate) fn unit(&self, i: usize, s: u64) -> (&str, u32) {
+        (&self.shards[i].file, self.shards[i].crc32[s as usize])
+    }
+
     pub(crate) fn new(source: String, source_bytes: u64, (k, m, unit): (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
         Manifest {
             schema: "peerpath/ec-manifest/1".into(),
@@ -493,7 +503,7 @@ fn read_at_up_to(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
+pub(crate) fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
     let path = dir.join(MANIFEST);
     let text = std::fs::read_to_string(&path).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
     parse_manifest(&text).map_err(|e| corrupt(&path, e))
@@ -588,7 +598,7 @@ fn changed(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobError {
     corrupt(dir, format!("{} changed while it was read (stripe {stripe}): nothing was written", m.shards[shard].file))
 }
 
-fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError {
+pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError {
     corrupt(dir, format!("stripes {lost:?} lost more than {} of their {} shards: they cannot be rebuilt (nothing was written)", m.parity_shards, m.shards.len()))
 }
 

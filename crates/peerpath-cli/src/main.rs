@@ -462,7 +462,8 @@ struct DecompressArgs {
 struct DecodeEngineArgs {
     /// Where members are decoded: the host CPU (ISA-L), or a GPU (nvCOMP's batched gzip
     /// decompressor, CRC-32 checked on the GPU; files whose members declare no sizes are
-    /// decoded on the CPU, streaming, as with `cpu`).
+    /// decoded on the CPU, streaming, as with `cpu`), or (with `decompress --ec` only so far)
+    /// an emulated CSP: units checked and rebuilt, blocks opened and members decoded in its memory.
     #[arg(long, value_enum, default_value_t = DecodeEngineArg::Cpu)]
     engine: DecodeEngineArg,
     /// With --engine gpu: which GPU.
@@ -476,7 +477,7 @@ struct DecodeEngineArgs {
     /// defaults to 4 (measured best with 96M batches: bench/results/2026-11-26-gpu-machine-7).
     #[arg(long, default_value = "96M", value_parser = parse_size, help_heading = "Devices")]
     gpu_batch: usize,
-    /// Fail (exit 15, nothing kept) instead of letting the host CPU decode what the GPU could not.
+    /// Fail (exit 15, nothing kept) instead of letting the host CPU decode what the device could not.
     #[arg(long, help_heading = "Devices")]
     no_fallback: bool,
 }
@@ -485,6 +486,7 @@ struct DecodeEngineArgs {
 enum DecodeEngineArg {
     Cpu,
     Gpu,
+    Emulated,
 }
 
 /// Worker threads (CUDA streams) of a GPU decode where -T is not given.
@@ -496,14 +498,17 @@ impl DecodeEngineArgs {
     }
 
     /// The job's options, with the GPU's default thread count where -T was not given.
-    fn options(&self, mut common: peerpath_runtime::job::CommonOptions, threads_given: bool, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>) -> DecompressOptions {
+    fn options(&self, mut common: peerpath_runtime::job::CommonOptions, threads_given: bool, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>) -> Result<DecompressOptions, JobError> {
+        if self.engine == DecodeEngineArg::Emulated {
+            return Err(JobError::Usage("--engine emulated decodes shard sets only so far (decompress --ec); give --engine cpu or gpu".into()));
+        }
         let mut gpu = self.spec();
         if let (Some(spec), false) = (gpu.as_mut(), threads_given) {
             // Where the GPU does not start, the CPU gets the usual default (all cores).
             spec.cpu_threads = Some(common.threads);
             common.threads = GPU_DECODE_THREADS;
         }
-        DecompressOptions { common, key, gpu }
+        Ok(DecompressOptions { common, key, gpu })
     }
 }
 
@@ -878,15 +883,26 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
                 };
-                if a.decode.engine != DecodeEngineArg::Cpu {
-                    return Err(JobError::Usage("--ec decodes on the host CPU (one thread) only so far: give --engine cpu".into()));
+                let key = crypt::optional_key(&a.key)?;
+                match a.decode.engine {
+                    DecodeEngineArg::Cpu => {}
+                    DecodeEngineArg::Gpu => return Err(JobError::Usage("--ec decodes on the host CPU or an emulated CSP so far: give --engine cpu or emulated".into())),
+                    DecodeEngineArg::Emulated => {
+                        let (set, _) = ec::load(dir)?;
+                        let (k, m, unit, _, _) = set.shape();
+                        match chain_device::start_decode(k, m, unit) {
+                            Ok(mut dev) => return chain_device::decompress_ec(&mut dev, dir, output, key, a.target.force),
+                            Err(why) if a.decode.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
+                            Err(why) => eprintln!("peerpath: FALLBACK: {why}: the set is decoded on the host CPU"),
+                        }
+                    }
                 }
-                return chain::decompress_ec(dir, output, crypt::optional_key(&a.key)?, a.target.force);
+                return chain::decompress_ec(dir, output, key, a.target.force);
             }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
-            let opts = a.decode.options(common_options(&a.common, a.target.force, !a.target.no_sync, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?);
+            let opts = a.decode.options(common_options(&a.common, a.target.force, !a.target.no_sync, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?)?;
             let pairs: Vec<(PathBuf, PathBuf)> = a.sources.iter().cloned().zip(targets).collect();
             let r = peerpath_runtime::decompress(&pairs, &opts);
             if let Some(b) = bar {
@@ -896,7 +912,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         }
         Command::Verify(a) => {
             let (progress, bar) = progress_bar(&a.common, false);
-            let opts = a.decode.options(common_options(&a.common, false, true, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?);
+            let opts = a.decode.options(common_options(&a.common, false, true, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?)?;
             let r = peerpath_runtime::verify(&a.sources, &opts);
             if let Some(b) = bar {
                 b.finish_and_clear();
