@@ -10,7 +10,12 @@
 #              -k K -m M -o DIR2                                     (two commands, a file between)
 #   compress   peerpath compress S --encrypt -o S.gz.ppenc alone     (what the chain adds EC to)
 #   device     the chain with --engine emulated: every stage in an emulated CSP's memory
-# and checks once that both shard sets decode to files that decrypt to the same .gz. Prints medians.
+# and the reverse, from the chain's shards with one data shard removed (so every stripe is rebuilt):
+#   reverse           peerpath decompress --ec DIR --key-file KEY -o OUT   (one pass, host CPU)
+#   reverse separate  peerpath ec decode DIR -o X.gz.ppenc, then peerpath decompress X.gz.ppenc
+#   reverse device    the reverse with --engine emulated (rebuild, open, inflate in its memory)
+# and checks once that both shard sets decode to files that decrypt to the same .gz, and that every
+# reverse gives the source back. Prints medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=5 size_mib=256 ec=4+2 scratch="" out=""
@@ -41,6 +46,13 @@ for ((r = 0; r < rounds; r++)); do
     echo "$a" >> "$scratch/compress"
     secs "$pp" compress "$s" --encrypt --key-file "$key" --ec "$ec" -o "$scratch/d" --engine emulated --no-fallback >> "$scratch/device"
     awk -v a="$a" -v b="$b" 'BEGIN { printf "%.6f\n", a + b }' >> "$scratch/separate"
+    rm -f "$scratch/c/shard-000" "$scratch/r1" "$scratch/r2" "$scratch/r3" "$scratch/x.ppenc"
+    secs "$pp" decompress --ec "$scratch/c" --key-file "$key" -o "$scratch/r1" >> "$scratch/reverse"
+    a=$(secs "$pp" ec decode "$scratch/c" -o "$scratch/x.ppenc")
+    b=$(secs "$pp" decompress "$scratch/x.ppenc" --key-file "$key" -o "$scratch/r2")
+    awk -v a="$a" -v b="$b" 'BEGIN { printf "%.6f\n", a + b }' >> "$scratch/reverse_separate"
+    secs "$pp" decompress --ec "$scratch/c" --key-file "$key" -o "$scratch/r3" --engine emulated --no-fallback >> "$scratch/reverse_device"
+    for f in r1 r2 r3; do cmp "$scratch/$f" "$s" || { echo "CHECK FAILED: $f differs from the source" >&2; exit 1; }; done
     if [ "$r" -eq 0 ]; then
         "$pp" ec decode "$scratch/c" -o "$scratch/c.ppenc" && "$pp" decrypt "$scratch/c.ppenc" --key-file "$key" -o "$scratch/c.gz" >/dev/null
         "$pp" decrypt "$scratch/S.gz.ppenc" --key-file "$key" -o "$scratch/s.gz" >/dev/null
@@ -63,4 +75,7 @@ echo "| chain: compress --encrypt --ec $ec -o DIR | $(median chain) | $(rate cha
 echo "| separate: compress --encrypt, then ec encode | $(median separate) | $(rate separate) |"
 echo "| compress --encrypt alone | $(median compress) | $(rate compress) |"
 echo "| chain on 1 emulated CSP (--engine emulated; measured on emulated devices) | $(median device) | $(rate device) |"
+echo "| reverse: decompress --ec DIR (1 data shard lost: every stripe rebuilt) | $(median reverse) | $(rate reverse) |"
+echo "| reverse separate: ec decode, then decompress | $(median reverse_separate) | $(rate reverse_separate) |"
+echo "| reverse on 1 emulated CSP (--engine emulated; measured on emulated devices) | $(median reverse_device) | $(rate reverse_device) |"
 } | tee ${out:+"$out"}
