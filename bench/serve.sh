@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
-# bench/serve.sh - peerpath serve (host, zerocopy and send-zc modes) beside nginx (sendfile on) for HTTP and
+# bench/serve.sh - peerpath serve (host, zerocopy, send-zc and devmem modes) beside nginx (sendfile on, and
+# off: read into its buffers and written, the peer of peerpath's host mode) for HTTP and
 # memcached for the key-value protocol, the same client for each (issue 21).
 #
-# Usage: bench/serve.sh [--rounds 3] [--seconds 5] [--connections 16] [--out FILE]
+# Usage: bench/serve.sh [--rounds 3] [--seconds 5] [--connections 16] [--wrk-threads 1] [--out FILE]
 #
 # Objects: 4 KiB and 1 MiB files in a scratch directory on /dev/shm (page cache; the payload
-# path, not the disk, is measured). Client: wrk (Debian), one thread, N keep-alive connections,
+# path, not the disk, is measured). Client: wrk (Debian), one thread (--wrk-threads), N keep-alive connections,
 # on the same machine over loopback. Each round runs every server x object once, in order, so a
 # slow stretch falls on all rows; the table gives medians of requests/s and MB/s. peerpath runs in
 # host, zerocopy, send-zc and devmem modes (devmem: payloads sent by an emulated NIC process from its memory,
 # each client connection with its own channel to the NIC, many descriptors in flight). nginx 1.22
-# (Debian) runs with one worker, sendfile on, access log off. Key-value: memcached 1.6 (Debian,
+# (Debian) runs with one worker, access log off, one server with sendfile on and one with it off. Key-value: memcached 1.6 (Debian,
 # objects loaded with memccp) and peerpath serve --memcached, loaded by `peerpath bench-kv`
 # (N connections, get of one key, the whole answer read before the next). Installs wrk, nginx,
 # memcached and libmemcached-tools with apt-get if missing. Measured on this host; client and
 # server share its cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=3 seconds=5 conns=16 out=""
+rounds=3 seconds=5 conns=16 wrk_threads=1 out=""
 while [ $# -gt 0 ]; do
     case $1 in
-        --rounds) rounds=$2; shift 2 ;; --seconds) seconds=$2; shift 2 ;; --connections) conns=$2; shift 2 ;;
+        --rounds) rounds=$2; shift 2 ;; --seconds) seconds=$2; shift 2 ;; --connections) conns=$2; shift 2 ;; --wrk-threads) wrk_threads=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
@@ -44,7 +45,8 @@ error_log $tmp/nginx/logs/error.log;
 pid $tmp/nginx/nginx.pid;
 events { worker_connections 1024; }
 http { sendfile on; tcp_nopush on; access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:18190; root $tmp/root; } }
+  server { listen 127.0.0.1:18190; root $tmp/root; }
+  server { listen 127.0.0.1:18189; root $tmp/root; sendfile off; } }
 CONF
 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" & pids+=($!)
 pp_pids=()
@@ -56,17 +58,19 @@ memcached -u "$(id -un)" -l 127.0.0.1 -p 18195 -m 64 -I 2m & pids+=($!)
 sleep 1
 (cd "$tmp/root" && memccp --servers=127.0.0.1:18195 small large)
 # CPU ticks (user + system, all threads) of a peerpath server, to charge each run its CPU.
-declare -A pid_of=(["peerpath host"]=${pp_pids[0]} ["peerpath zerocopy"]=${pp_pids[1]} ["peerpath devmem"]=${pp_pids[2]} ["peerpath send-zc"]=${pp_pids[3]})
+# nginx's worker (the master, daemon off, only supervises) and memcached are charged the same way.
+nginx_worker=$(pgrep -P "${pids[0]}" | head -1)
+declare -A pid_of=(["peerpath host"]=${pp_pids[0]} ["peerpath zerocopy"]=${pp_pids[1]} ["peerpath devmem"]=${pp_pids[2]} ["peerpath send-zc"]=${pp_pids[3]} ["nginx sendfile"]=$nginx_worker ["nginx sendfile off"]=$nginx_worker ["memcached"]=${pids[5]})
 ticks() { [ -n "${pid_of[$1]:-}" ] && awk '{print $14 + $15}' "/proc/${pid_of[$1]}/stat" || echo 0; }
 hz=$(getconf CLK_TCK)
-servers=("nginx sendfile:18190" "peerpath host:18191" "peerpath zerocopy:18192" "peerpath send-zc:18198" "peerpath devmem:18196")
+servers=("nginx sendfile:18190" "nginx sendfile off:18189" "peerpath host:18191" "peerpath zerocopy:18192" "peerpath send-zc:18198" "peerpath devmem:18196")
 kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194" "peerpath send-zc:18199" "peerpath devmem:18197")
 for ((r = 0; r < rounds; r++)); do
     for obj in small large; do
         for s in "${servers[@]}"; do
             name=${s%%:*} port=${s##*:}
             t0=$(ticks "$name")
-            wrk -t1 -c"$conns" -d"${seconds}s" "http://127.0.0.1:$port/$obj" > "$tmp/wrk.txt"
+            wrk -t"$wrk_threads" -c"$conns" -d"${seconds}s" "http://127.0.0.1:$port/$obj" > "$tmp/wrk.txt"
             t1=$(ticks "$name")
             n=$(awk '/requests in/ {print $1}' "$tmp/wrk.txt")
             awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f\n", (n > 0) ? (b - a) / hz * 1e6 / n : 0 }' >> "$tmp/cpu.$obj.${name// /_}"
@@ -78,7 +82,11 @@ for ((r = 0; r < rounds; r++)); do
         done
         for s in "${kv[@]}"; do
             name=${s%%:*} port=${s##*:}
+            t0=$(ticks "$name")
             line=$("$pp" bench-kv --server "127.0.0.1:$port" --key "$obj" -c "$conns" --seconds "$seconds")
+            t1=$(ticks "$name")
+            n=$(echo "$line" | sed 's/.*: \([0-9]*\) requests in .*/\1/')
+            awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f\n", (n > 0) ? (b - a) / hz * 1e6 / n : 0 }' >> "$tmp/kvcpu.$obj.${name// /_}"
             echo "$line" | sed 's/.*: \([0-9]*\) requests\/s, \([0-9.]*\) MB\/s.*/\1/' >> "$tmp/kvrps.$obj.${name// /_}"
             echo "$line" | sed 's/.*requests\/s, \([0-9.]*\) MB\/s.*/\1/' >> "$tmp/kvmbs.$obj.${name// /_}"
         done
@@ -93,7 +101,7 @@ median() { sort -g "$1" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[N
 echo "# peerpath serve beside nginx, $(date -u +%F)"
 echo
 echo "Machine: $(uname -n), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -r); $(nginx -v 2>&1); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)."
-echo "Command: \`bench/serve.sh --rounds $rounds --seconds $seconds --connections $conns\`: wrk -t1 -c$conns -d${seconds}s over loopback, medians of $rounds rounds; client and servers share the machine. Measured on this host. Server CPU per request (HTTP rows, peerpath): the serve process's user + system time over the wrk run (/proc/PID/stat) over wrk's request count; devmem's emulated NIC is a process of its own, not counted (it stands for the NIC)."
+echo "Command: \`bench/serve.sh --rounds $rounds --seconds $seconds --connections $conns --wrk-threads $wrk_threads\`: wrk -t$wrk_threads -c$conns -d${seconds}s over loopback, medians of $rounds rounds; client and servers share the machine. Measured on this host. Server CPU per request: the server process's user + system time over the client's run (/proc/PID/stat; nginx: its one worker) over the client's request count; devmem's emulated NIC is a process of its own, not counted (it stands for the NIC)."
 echo
 echo "| protocol | object | server | requests/s | MB/s | server CPU us per request |"
 echo "|---|---|---|---|---|---|"
@@ -107,7 +115,8 @@ done
 for obj in small large; do
     for s in "${kv[@]}"; do
         name=${s%%:*}
-        echo "| memcached get (bench-kv) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/kvrps.$obj.${name// /_}") | $(median "$tmp/kvmbs.$obj.${name// /_}") | |"
+        cpu=$(sort -g "$tmp/kvcpu.$obj.${name// /_}" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.1f", m}')
+        echo "| memcached get (bench-kv) | $([ $obj = small ] && echo 4 KiB || echo 1 MiB) | $name | $(median "$tmp/kvrps.$obj.${name// /_}") | $(median "$tmp/kvmbs.$obj.${name// /_}") | $cpu |"
     done
 done
 echo

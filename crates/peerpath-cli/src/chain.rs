@@ -270,9 +270,10 @@ impl Read for ShardStream {
 /// `peerpath decompress DIR --ec`: the reverse of `compress --ec` in one
 /// pass: the stripes are read (units rebuilt where shards are missing or
 /// corrupt), sealed blocks opened as they arrive (a `.gz.ppenc` set), and
-/// the members inflated into OUTPUT (one thread), which appears whole or
-/// not at all. A set holding any other file is refused.
-pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool) -> Result<(), JobError> {
+/// the members inflated into OUTPUT (on `threads` workers where they
+/// declare their sizes, as peerpath's do), which appears whole or not at
+/// all. A set holding any other file is refused.
+pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize) -> Result<(), JobError> {
     let started = Instant::now();
     let shards = ShardReader::open(dir)?;
     let set_bytes = shards.stream_bytes();
@@ -305,9 +306,9 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
         let decoded = match &cipher {
             Some(c) => {
                 let plain = BlockReader::new(InOrder(&mut stream), c.clone(), 0).map_err(shard_error)?;
-                StreamDecoder::new(plain, 0, 0).run(true, sink)
+                StreamDecoder::new(plain, 0, 0).run_parallel(threads, true, sink)
             }
-            None => StreamDecoder::new(&mut stream, 0, 0).run(true, sink),
+            None => StreamDecoder::new(&mut stream, 0, 0).run_parallel(threads, true, sink),
         };
         if let Err(e) = decoded {
             // A shard that failed mid-way is named as such, not as bad gzip;
@@ -330,7 +331,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{} -> {}: {} from the shards{}, inflated to {} on 1 host thread; {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
+        "{} -> {}: {} from the shards{}, inflated to {} on {threads} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
         dir.display(),
         output.display(),
         peerpath_metrics::human_bytes(set_bytes),

@@ -575,11 +575,11 @@ impl Unchain<'_> {
 fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -> Result<bool, DecodeFailure> {
     let (k, p, unit, _, _) = m.shape();
     let mut good: Vec<usize> = Vec::with_capacity(k);
-    for i in 0..k + p {
+    for (i, shard) in shards.iter().enumerate().take(k + p) {
         if good.len() == k {
             break;
         }
-        let Some(f) = &shards[i] else { continue };
+        let Some(f) = shard else { continue };
         let slot = c.l.slots[i];
         let ptr = c.dev.memory().io_ptr(DeviceRange::new(slot.offset, (unit as u64).next_multiple_of(ALIGN))).ok_or("the device's memory is not mapped for I/O")?;
         // SAFETY: the slot holds a unit rounded up to whole pages; no command uses it now.

@@ -897,7 +897,8 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         }
                     }
                 }
-                return chain::decompress_ec(dir, output, key, a.target.force);
+                let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+                return chain::decompress_ec(dir, output, key, a.target.force, threads);
             }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");

@@ -515,6 +515,51 @@ impl StreamError {
     }
 }
 
+/// A member for a worker of [`StreamDecoder::run_parallel`]: its sequence
+/// number, index and offset in the stream, header, bytes, and a buffer for its output.
+type Job = (u64, u64, u64, MemberHeader, Vec<u8>, Vec<u8>);
+/// What a worker gives back: the sequence number, the output length (or
+/// the error), and both buffers.
+type Done = (u64, Result<usize, StreamError>, Vec<u8>, Vec<u8>);
+
+/// [`StreamDecoder::run_parallel`]'s results, put back in order.
+struct Ordered {
+    /// The sequence number of the next member whose output goes out.
+    next: u64,
+    waiting: std::collections::BTreeMap<u64, (Vec<u8>, usize)>,
+    /// Buffers to reuse: members' and outputs'.
+    members: Vec<Vec<u8>>,
+    outs: Vec<Vec<u8>>,
+    /// The first error met (by sequence number), after which nothing more goes out.
+    error: Option<(u64, StreamError)>,
+}
+
+impl Ordered {
+    fn arrived(&mut self, (seq, decoded, member, out): Done, sink: &mut impl FnMut(&[u8]) -> io::Result<()>, bytes_out: &mut u64) {
+        self.members.push(member);
+        match decoded {
+            Ok(n) => {
+                self.waiting.insert(seq, (out, n));
+            }
+            Err(e) => {
+                self.outs.push(out);
+                if self.error.as_ref().is_none_or(|(s, _)| seq < *s) {
+                    self.error = Some((seq, e));
+                }
+            }
+        }
+        while self.error.is_none() {
+            let Some((out, n)) = self.waiting.remove(&self.next) else { break };
+            if let Err(e) = sink(&out[..n]) {
+                self.error = Some((self.next, e.into()));
+            }
+            *bytes_out += n as u64;
+            self.next += 1;
+            self.outs.push(out);
+        }
+    }
+}
+
 /// Decodes any valid gzip stream (one or many members, any header fields)
 /// one member after another, on one thread.
 pub struct StreamDecoder<R> {
@@ -614,6 +659,146 @@ impl<R: Read> StreamDecoder<R> {
             }
             first = false;
             self.member(&mut sink)?;
+        }
+    }
+
+    /// As [`StreamDecoder::run`], with the members that declare their sizes
+    /// (peerpath's and BGZF's) decoded on `threads` worker threads, their
+    /// output handed to `sink` in order; a member without sizes is decoded
+    /// here, streaming, once those before it are out. This thread reads and
+    /// cuts members; at most two per worker are in flight (memory stays
+    /// bounded), their buffers reused. The first error in stream order is
+    /// the one returned, as on one thread.
+    pub fn run_parallel(&mut self, threads: usize, first_is_required: bool, mut sink: impl FnMut(&[u8]) -> io::Result<()>) -> Result<(), StreamError> {
+        if threads <= 1 {
+            return self.run(first_is_required, sink);
+        }
+        let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(threads);
+        let job_rx = std::sync::Mutex::new(job_rx);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<Done>();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                let (job_rx, done_tx) = (&job_rx, done_tx.clone());
+                scope.spawn(move || loop {
+                    let job = job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((seq, index, offset, header, member, mut out)) = job else { return };
+                    let decoded = declared_output_bytes(&header, &member).and_then(|n| {
+                        out.resize(n, 0);
+                        decode_member(&header, &member, &mut out)
+                    });
+                    let _ = done_tx.send((seq, decoded.map_err(|e| StreamError::at(index, offset, e)), member, out));
+                });
+            }
+            drop(done_tx);
+            let mut order = Ordered { next: 0, waiting: std::collections::BTreeMap::new(), members: Vec::new(), outs: Vec::new(), error: None };
+            let read = self.cut_members(threads, first_is_required, &job_tx, &done_rx, &mut order, &mut sink);
+            drop(job_tx);
+            // Every member in flight comes back (the workers end when the jobs do).
+            while let Ok(d) = done_rx.recv() {
+                order.arrived(d, &mut sink, &mut self.bytes_out);
+            }
+            // The first error in stream order: a member's before a later read error.
+            match (order.error.take(), read) {
+                (Some((seq, e)), Err((at, _))) if seq < at => Err(e),
+                (_, Err((_, e))) => Err(e),
+                (Some((_, e)), Ok(())) => Err(e),
+                (None, Ok(())) => Ok(()),
+            }
+        })
+    }
+
+    /// `run_parallel`'s reading side: cuts sized members and sends them to
+    /// the workers, decodes others here. An error carries the sequence
+    /// number of the member it belongs to (errors of members before it win).
+    #[allow(clippy::too_many_arguments)]
+    fn cut_members(
+        &mut self,
+        threads: usize,
+        first_is_required: bool,
+        jobs: &std::sync::mpsc::SyncSender<Job>,
+        done: &std::sync::mpsc::Receiver<Done>,
+        order: &mut Ordered,
+        sink: &mut impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> Result<(), (u64, StreamError)> {
+        let mut first = first_is_required;
+        let mut seq = 0u64;
+        loop {
+            // Results so far go out; at most two members a worker in flight.
+            while let Ok(d) = done.try_recv() {
+                order.arrived(d, sink, &mut self.bytes_out);
+            }
+            while seq - order.next >= 2 * threads as u64 && order.error.is_none() {
+                match done.recv() {
+                    Ok(d) => order.arrived(d, sink, &mut self.bytes_out),
+                    Err(_) => break,
+                }
+            }
+            if order.error.is_some() {
+                return Ok(());
+            }
+            let at = |e: StreamError| (seq, e);
+            while self.end - self.start < 2 && self.fill().map_err(|e| at(e.into()))? {}
+            if self.end == self.start {
+                return if first { Err(at(StreamError::Empty)) } else { Ok(()) };
+            }
+            let avail = &self.buf[self.start..self.end];
+            if !(avail[0] == ID1 && (avail.len() < 2 || avail[1] == ID2)) {
+                if first {
+                    let b1 = avail.get(1).copied().unwrap_or(0);
+                    return Err(at(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], b1))));
+                }
+                if self.rest_is_zero().map_err(|e| at(e.into()))? {
+                    return Ok(());
+                }
+                return Err(at(StreamError::TrailingGarbage { offset: self.offset }));
+            }
+            first = false;
+            let (index, offset) = (self.members, self.offset);
+            let header = loop {
+                match MemberHeader::parse(&self.buf[self.start..self.end]) {
+                    Ok(h) => break h,
+                    Err(HeaderError::Truncated { .. }) => {
+                        if !self.fill().map_err(|e| at(e.into()))? {
+                            return Err(at(StreamError::at(index, offset, self.cut_short())));
+                        }
+                    }
+                    Err(e) => return Err(at(StreamError::at(index, offset, e))),
+                }
+            };
+            let Some(sizes) = header.sizes else {
+                // Decoded here, once everything before it is out.
+                while order.next < seq {
+                    match done.recv() {
+                        Ok(d) => order.arrived(d, sink, &mut self.bytes_out),
+                        Err(_) => break,
+                    }
+                    if order.error.is_some() {
+                        return Ok(());
+                    }
+                }
+                self.member(sink).map_err(at)?;
+                seq += 1;
+                order.next = seq;
+                continue;
+            };
+            let n = sizes.member_bytes();
+            if n < header.header_bytes + TRAILER_BYTES {
+                return Err(at(StreamError::at(index, offset, MemberError::SizeField(format!("declares {n} bytes, less than its own header and trailer")))));
+            }
+            while self.end - self.start < n {
+                if !self.fill().map_err(|e| at(e.into()))? {
+                    return Err(at(StreamError::at(index, offset, MemberError::Truncated { declared: n, available: self.end - self.start })));
+                }
+            }
+            let (mut member, out) = (order.members.pop().unwrap_or_default(), order.outs.pop().unwrap_or_default());
+            member.clear();
+            member.extend_from_slice(&self.buf[self.start..self.start + n]);
+            self.consume(n);
+            self.members += 1;
+            if jobs.send((seq, index, offset, header, member, out)).is_err() {
+                return Ok(());
+            }
+            seq += 1;
         }
     }
 

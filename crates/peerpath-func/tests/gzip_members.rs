@@ -276,3 +276,58 @@ fn regression_isal_rewind_does_not_overflow() {
         assert!(stream_decode(&data, step).is_err());
     }
 }
+
+/// `run_parallel`: what `run` decodes, in the same order, whatever mix of
+/// sized (peerpath, BGZF) and unsized members; the same member named when
+/// a damaged stream fails.
+fn parallel_decode(data: &[u8], step: usize, threads: usize) -> Result<Vec<u8>, StreamError> {
+    let mut out = Vec::new();
+    let mut d = StreamDecoder::new(Dribble { data, step }, 0, 0);
+    d.run_parallel(threads, true, |b| {
+        out.extend_from_slice(b);
+        Ok(())
+    })?;
+    assert_eq!(d.bytes_out, out.len() as u64);
+    Ok(out)
+}
+
+/// A member without size fields (a plain gzip header before peerpath's deflate body).
+fn unsized_member(input: &[u8]) -> Vec<u8> {
+    let m = encode(1, Format::Gzip, input);
+    let h = MemberHeader::parse(&m).unwrap();
+    let mut plain = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+    plain.extend_from_slice(&m[h.header_bytes..]);
+    plain
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    #[test]
+    fn run_parallel_decodes_what_run_decodes(kinds in proptest::collection::vec(0u8..3, 1..12), seed in any::<u64>(), threads in 2usize..5, step in 1usize..70_000, damage in proptest::option::of((any::<usize>(), 1u8..=255)), cut in proptest::option::of(any::<usize>())) {
+        let mut stream = Vec::new();
+        for (i, k) in kinds.iter().enumerate() {
+            let input = sample(1 + (seed as usize + i * 7919) % 40_000, seed ^ i as u64);
+            stream.extend_from_slice(&match k {
+                0 => encode(1, Format::Gzip, &input),
+                1 => encode(1, Format::Bgzf, &input[..input.len().min(60_000)]),
+                _ => unsized_member(&input),
+            });
+        }
+        if let Some((at, bits)) = damage {
+            let at = at % stream.len();
+            stream[at] ^= bits;
+        }
+        if let Some(c) = cut {
+            stream.truncate(c % (stream.len() + 1));
+        }
+        let one = stream_decode(&stream, step);
+        let many = parallel_decode(&stream, step, threads);
+        match (&one, &many) {
+            (Ok(a), Ok(b)) => prop_assert!(a == b, "outputs differ"),
+            (Err(StreamError::Member { member: a, .. }), Err(StreamError::Member { member: b, .. })) => prop_assert_eq!(a, b, "{:?} / {:?}", one, many),
+            (Err(a), Err(b)) => prop_assert_eq!(std::mem::discriminant(a), std::mem::discriminant(b), "{:?} / {:?}", a, b),
+            _ => prop_assert!(false, "one thread: {:?}, {} threads: {:?}", one.as_ref().map(|v| v.len()), threads, many.as_ref().map(|v| v.len())),
+        }
+    }
+}

@@ -276,7 +276,7 @@ fn serve_connection(shared: &Shared, stream: TcpStream, proto: Proto) {
     let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
     let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
     let over = n > shared.config.max_connections;
-    let conn = Conn { shared, stream, nic: None, zc: None, broken: false };
+    let conn = Conn { shared, stream, nic: None, zc: None, host_buf: Vec::new(), broken: false };
     match proto {
         Proto::Http => http::connection(conn, over),
         Proto::Memcached => memcached::connection(conn, over),
@@ -293,6 +293,8 @@ pub(crate) struct Conn<'a> {
     pub stream: TcpStream,
     nic: Option<nic::Channel>,
     zc: Option<peerpath_io::ZcSender<Mapping>>,
+    /// Host mode's buffer for large payloads (allocated on first use).
+    host_buf: Vec<u8>,
     /// A response handed to the NIC failed: the connection must close.
     broken: bool,
 }
@@ -460,7 +462,7 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: 
         let more = if trailer.is_empty() { 0 } else { libc::MSG_MORE };
         zc.and_then(|z| send_zc(z, file, offset, len, &conn.stream, more)).map(|n| Sent { payload: n, copied: 0, from_host: n, close: false })
     } else {
-        send_payload(mode, file, offset, len, &mut conn.stream).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
+        send_payload(mode, file, offset, len, &mut conn.stream, &mut conn.host_buf).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
     };
     match sent {
         Ok(s) if send_all(&mut conn.stream, trailer, 0).is_ok() => s,
@@ -526,6 +528,9 @@ fn send_zc(z: &mut peerpath_io::ZcSender<Mapping>, file: &std::fs::File, offset:
     z.send(stream.as_raw_fd(), Mapping::new(file, offset, len)?, flags)
 }
 
+/// Host mode's buffer for larger payloads (read into it, then written), per connection.
+const HOST_BUFFER_BYTES: usize = 256 << 10;
+
 /// Payloads up to this size are sent with their header in one write in host mode.
 const SMALL_PAYLOAD_BYTES: u64 = 64 << 10;
 
@@ -568,14 +573,18 @@ fn send_all(stream: &mut TcpStream, mut bytes: &[u8], flags: libc::c_int) -> std
 
 /// Sends `len` bytes of `file` from `offset` to `stream` the configured way.
 /// Returns (bytes sent, bytes copied through this process's memory).
-pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream) -> std::io::Result<(u64, u64)> {
+/// `buf`: host mode's buffer, kept by the connection (a fresh 256 KiB one
+/// per response is an mmap, 64 page faults and a munmap each time).
+pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<(u64, u64)> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
     let mut sent = 0u64;
     match mode {
         Mode::Host => {
-            let mut buf = vec![0u8; (256 << 10).min(len.max(1) as usize)];
+            if buf.is_empty() {
+                buf.resize(HOST_BUFFER_BYTES, 0);
+            }
             while sent < len {
                 let want = buf.len().min((len - sent) as usize);
                 let n = file.read_at(&mut buf[..want], offset + sent)?;
