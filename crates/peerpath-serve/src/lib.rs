@@ -421,11 +421,11 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: 
     use std::os::fd::AsRawFd;
     const CLOSED: Sent = Sent { payload: 0, copied: 0, from_host: 0, close: true };
     let shared = conn.shared;
-    let (path, file, file_len) = (&found.path, &found.file, found.len);
+    let file = &found.file;
     let mut mode = shared.config.mode;
     if mode == Mode::DevMem {
         let nic = shared.nic.as_ref().filter(|_| !shared.nic_gone.load(Ordering::Relaxed));
-        match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, path, file, file_len, offset, len)) {
+        match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, found, offset, len)) {
             Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: false },
             Some(Err(miss @ (nic::NicMiss::ClientFailed | nic::NicMiss::Gone(_)))) => {
                 conn.nic_failed(miss);

@@ -28,6 +28,7 @@
 //! first channel is the control channel: when it closes, the NIC exits.
 
 use crate::stats::NicCounts;
+use crate::Resolved;
 use peerpath_mem::MappedRegion;
 use std::collections::HashMap;
 use std::fs::File;
@@ -113,6 +114,8 @@ pub fn nic_main(socket: &Path, memory: &Path, bytes: usize) -> Result<(), String
 
 /// The fixed part of a descriptor: header and trailer lengths, payload offset and length.
 const DESCRIPTOR_BYTES: usize = 24;
+/// Answers owed on a channel before a new descriptor takes those there.
+const ANSWERS_TAKEN_TOGETHER: usize = 16;
 /// Header and trailer bytes a descriptor carries at most.
 pub const MAX_INLINE_BYTES: usize = 4096;
 
@@ -387,17 +390,14 @@ impl Placement {
         self.next = 0;
     }
 
-    /// Where `file` (at `path`, `len` bytes) is in the NIC's memory,
-    /// placing it there first if it is not (the kernel copies it).
-    fn place(&mut self, path: &Path, file: &File, len: u64) -> Result<u64, PlaceMiss> {
-        // The file as it is now: a replaced file (a new inode, as a memcached
-        // `set` or any atomic rename makes) is placed afresh even with the
-        // same length and modification time.
-        let meta = file.metadata().ok();
-        let mtime = meta.as_ref().and_then(|m| m.modified().ok()).unwrap_or(std::time::UNIX_EPOCH);
-        let ino = meta.as_ref().map_or(0, std::os::unix::fs::MetadataExt::ino);
+    /// Where `found` is in the NIC's memory, placing it there first if it
+    /// is not (the kernel copies it). The file as it was opened: a replaced
+    /// file (a new inode, as a memcached `set` or any atomic rename makes) is
+    /// placed afresh even with the same length and modification time.
+    fn place(&mut self, found: &Resolved) -> Result<u64, PlaceMiss> {
+        let (path, file, len) = (&found.path, &found.file, found.len);
         if let Some(&(off, l, t, i)) = self.placed.get(path) {
-            if l == len && t == mtime && i == ino {
+            if l == len && t == found.modified && i == found.ino {
                 self.counts.hits += 1;
                 return Ok(off);
             }
@@ -428,29 +428,36 @@ impl Placement {
         }
         self.counts.misses += 1;
         self.next = (off + len).next_multiple_of(4096);
-        self.placed.insert(path.to_path_buf(), (off, len, mtime, ino));
+        self.placed.insert(path.to_path_buf(), (off, len, found.modified, found.ino));
         Ok(off)
     }
 }
 
 impl Nic {
     /// Hands the NIC a descriptor: send `header`, then `range_len` bytes
-    /// from `range_at` of the object `file` (`len` bytes, at `path`) from
-    /// its memory, then `trailer`, on `client`, through the connection's
-    /// `channel` (opened on first use). Returns the payload bytes handed
-    /// over; the NIC's answer is taken later ([`Channel::poll`],
-    /// [`Channel::settle`]).
+    /// from `range_at` of the object `found` from its memory, then
+    /// `trailer`, on `client`, through the connection's `channel` (opened
+    /// on first use). Returns the payload bytes handed over; the NIC's
+    /// answer is taken later ([`Channel::poll`], [`Channel::settle`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn send(&self, channel: &mut Option<Channel>, client: RawFd, header: &[u8], trailer: &[u8], path: &Path, file: &File, len: u64, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
+    pub fn send(&self, channel: &mut Option<Channel>, client: RawFd, header: &[u8], trailer: &[u8], found: &Resolved, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
+        let len = found.len;
         if header.len() + trailer.len() > MAX_INLINE_BYTES {
             return Err(NicMiss::NotPlaced("a header longer than the NIC takes".into()));
         }
         if let Some(ch) = channel.as_ref() {
-            ch.poll()?;
+            // Answers are taken a batch at a time (a receive that finds
+            // nothing is a system call a request for nothing); failures
+            // already taken end the connection now.
+            let mut s = ch.state();
+            if s.owed.len() >= ANSWERS_TAKEN_TOGETHER {
+                s.take_answers(false);
+            }
+            s.verdict()?;
         }
         let (_issuing, off) = loop {
             let issuing = self.issuing.read().unwrap_or_else(|e| e.into_inner());
-            let placed = self.placement.lock().unwrap_or_else(|e| e.into_inner()).place(path, file, len);
+            let placed = self.placement.lock().unwrap_or_else(|e| e.into_inner()).place(found);
             match placed {
                 Ok(off) => break (issuing, off),
                 Err(PlaceMiss::Miss(m)) => return Err(m),

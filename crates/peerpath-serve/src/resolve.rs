@@ -9,6 +9,10 @@ pub struct Resolved {
     pub file: File,
     pub len: u64,
     pub path: PathBuf,
+    /// Its modification time and inode when opened (a replaced or rewritten
+    /// file is told from the one placed in NIC memory by these).
+    pub modified: std::time::SystemTime,
+    pub ino: u64,
 }
 
 /// Why a name gives no file.
@@ -83,7 +87,8 @@ pub fn resolve(root: &Root, name: &[u8]) -> Result<Resolved, Refused> {
     if !meta.is_file() {
         return Err(Refused::NotFound);
     }
-    Ok(Resolved { file, len: meta.len(), path: root.path.join(&clean) })
+    let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+    Ok(Resolved { file, len: meta.len(), path: root.path.join(&clean), modified, ino: std::os::unix::fs::MetadataExt::ino(&meta) })
 }
 
 /// `openat2(root, rel, O_RDONLY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
