@@ -468,7 +468,7 @@ impl Unchain<'_> {
                 let cipher = peerpath_func::crypt::FileCipher::open(key, &self.header).map_err(|e| DecodeFailure::Job(JobError::from_crypt(self.dir, e)))?;
                 cipher.check_length(self.stream_bytes).map_err(|e| DecodeFailure::Job(JobError::from_crypt(self.dir, e)))?;
                 if u64::from(cipher.layout().block_bytes) > MAX_DEVICE_BLOCK_BYTES {
-                    return Err(DecodeFailure::Device(format!("sealed blocks of {} bytes are larger than the device path's {} MiB buffers", cipher.layout().block_bytes, MAX_DEVICE_BLOCK_BYTES >> 20)));
+                    return Err(DecodeFailure::Device(format!("sealed blocks of {} bytes are larger than the device path's {} MiB buffers (decode with --engine cpu)", cipher.layout().block_bytes, MAX_DEVICE_BLOCK_BYTES >> 20)));
                 }
                 let material = device_key(key, &cipher.layout().file_id);
                 // SAFETY: the material range lies in the device's memory; no command runs.
@@ -525,10 +525,10 @@ impl Unchain<'_> {
         let head = self.peek(DeviceRange::new(self.l.member.offset, self.member_fill.min(MEMBER_PEEK_BYTES as u64)));
         match peerpath_func::MemberHeader::parse(&head) {
             Ok(h) => match h.sizes {
-                Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(DecodeFailure::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
+                Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(DecodeFailure::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers (decode with --engine cpu)", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
                 Some(s) if (s.member_bytes() as u64) < self.member_fill => Err(self.damaged(format!("the member at output byte {at} declares {} bytes, less than its own header", s.member_bytes()))),
                 Some(s) => Ok(Some(s.member_bytes() as u64)),
-                None => Err(DecodeFailure::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do".into())),
+                None => Err(DecodeFailure::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do (decode with --engine cpu)".into())),
             },
             Err(peerpath_func::HeaderError::Truncated { .. }) if !at_end && head.len() < MEMBER_PEEK_BYTES => Ok(None),
             Err(e) => Err(self.damaged(format!("the member at output byte {at}: {e}"))),
@@ -540,7 +540,7 @@ impl Unchain<'_> {
         let at = self.produced;
         let c = match self.run(Function::GzipDecompressMember, vec![DeviceRange::new(self.l.member.offset, len)], self.l.out) {
             Ok(c) => c,
-            Err(e) if e.contains("OutputTooSmall") => return Err(DecodeFailure::Device(format!("a member's output is larger than the device path's {} MiB buffers", MAX_DEVICE_BLOCK_BYTES >> 20))),
+            Err(e) if e.contains("OutputTooSmall") => return Err(DecodeFailure::Device(format!("a member's output is larger than the device path's {} MiB buffers (decode with --engine cpu)", MAX_DEVICE_BLOCK_BYTES >> 20))),
             Err(e) if e.contains("CorruptInput") => return Err(self.damaged(format!("the member at output byte {at} is corrupt (bad deflate data, CRC-32 or length)"))),
             Err(e) => return Err(DecodeFailure::Device(e)),
         };

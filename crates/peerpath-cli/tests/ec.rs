@@ -336,6 +336,19 @@ fn the_reverse_chain_runs_in_an_emulated_csps_memory() {
     let o = decode(&set, &d.join("never"), &["--key-file", other.to_str().unwrap()]);
     assert!(o.code() != Some(0) && o.stderr.contains("key"), "{}", o.stderr);
     assert!(!d.join("never").exists());
+    // A set of a gzip file whose member declares no sizes (one stored block):
+    // the CPU decodes it, the device path says it cannot, and writes nothing.
+    let mut plain = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 5, 0, 0xfa, 0xff];
+    plain.extend_from_slice(b"hello");
+    plain.extend_from_slice(&crc32fast::hash(b"hello").to_le_bytes());
+    plain.extend_from_slice(&5u32.to_le_bytes());
+    std::fs::write(d.join("plain.gz"), &plain).unwrap();
+    let set = d.join("unsized");
+    run(&mut pp(args!["ec", "encode", d.join("plain.gz"), "-k", "2", "-m", "1", "--unit", "4K", "-o", &set])).ok();
+    run(&mut pp(args!["decompress", "--ec", &set, "-o", d.join("hello")])).ok();
+    assert_eq!(std::fs::read(d.join("hello")).unwrap(), b"hello");
+    decode(&set, &d.join("never"), &[]).fails(15, &["declare no sizes", "--engine cpu"]);
+    assert!(!d.join("never").exists());
     // Other files: the emulated decoder takes shard sets only so far.
     run(&mut pp(args!["decompress", &gz, "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["shard sets only"]);
 }

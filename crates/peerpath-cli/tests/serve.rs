@@ -366,3 +366,30 @@ fn set_stores_objects_as_files_whole_and_they_are_served_anew() {
     assert!(String::from_utf8_lossy(&got).starts_with("SERVER_ERROR read-only"), "{}", String::from_utf8_lossy(&got));
     assert!(!d.join("new").exists());
 }
+
+/// A client that asks for a large object and never reads it: the server
+/// gives up on it after its write timeout (the read timeout's value), serves
+/// others meanwhile, and still stops when asked, in every mode.
+#[test]
+fn a_client_that_stops_reading_is_dropped_and_the_server_still_stops() {
+    let dir = scratch();
+    let big = random_bytes(64 << 20, 12);
+    std::fs::write(dir.path().join("big"), &big).unwrap();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    for mode in ["host", "zerocopy", "send-zc", "devmem"] {
+        let s = serve_with(dir.path(), mode, 1000, &["--nic-memory", "200M"]);
+        let mut stuck = TcpStream::connect(&s.http).unwrap();
+        // A small receive buffer, never read: the server's sends fill it.
+        stuck.write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let (head, body) = split(&exchange(&s.http, b"GET /a.txt HTTP/1.1\r\nConnection: close\r\n\r\n"));
+        assert!(head.starts_with("HTTP/1.1 200") && body == b"hello\n", "{mode}: others are served meanwhile: {head}");
+        let t = std::time::Instant::now();
+        // SAFETY: kill(2) with our own child's pid.
+        unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+        let report = finish(s);
+        assert!(t.elapsed() < Duration::from_secs(15), "{mode}: the server took {:?} to stop", t.elapsed());
+        assert!(report.contains("request(s)"), "{report}");
+        drop(stuck);
+    }
+}

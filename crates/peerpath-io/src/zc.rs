@@ -36,6 +36,8 @@ const MAX_UNSETTLED_PARTS: usize = 32;
 /// Bytes kept for outstanding notifications at most; beyond them a send
 /// waits for notifications first.
 const MAX_UNSETTLED_BYTES: u64 = 64 << 20;
+/// The user data of cancel requests (part numbers count up from 0).
+const CANCEL_USER_DATA: u64 = u64::MAX;
 
 /// What zero-copy sends did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -93,20 +95,28 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
     /// MSG_NOSIGNAL added), part by part, waiting for each part's result
     /// (the bytes are then queued on the socket, so what is sent next
     /// follows them) but not its notification: `buf` is kept until then.
-    /// Returns the bytes sent.
-    pub fn send(&mut self, fd: RawFd, buf: B, flags: i32) -> io::Result<u64> {
-        self.reap(false, None)?;
+    /// Returns the bytes sent. A part that waits longer than `timeout` for
+    /// room on the socket (a peer that stopped reading: io_uring does not
+    /// apply the socket's send timeout) is cancelled: `TimedOut`.
+    pub fn send(&mut self, fd: RawFd, buf: B, flags: i32, timeout: Duration) -> io::Result<u64> {
+        self.reap(None)?;
         let (ptr, len) = (buf.as_ref().as_ptr(), buf.as_ref().len());
         let id = self.next_buffer;
         self.next_buffer += 1;
         self.buffers.insert(id, (buf, 0));
         let mut sent = 0usize;
-        let result = loop {
+        let result = 'parts: loop {
             if sent == len {
                 break Ok(sent as u64);
             }
+            let deadline = Instant::now() + timeout;
             while self.parts.len() >= MAX_UNSETTLED_PARTS || self.unsettled_bytes >= MAX_UNSETTLED_BYTES {
-                self.reap(true, None)?;
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break 'parts Err(io::Error::new(io::ErrorKind::TimedOut, "earlier sends' notifications did not come in time"));
+                }
+                self.wait(left)?;
+                self.reap(None)?;
             }
             let part = (len - sent).min(MAX_PART_BYTES);
             let part_id = self.next_part;
@@ -121,8 +131,15 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
                 break Err(io::Error::other("the SEND_ZC ring is full"));
             }
             self.parts.insert(part_id, (id, 0));
+            let deadline = Instant::now() + timeout;
             let r = loop {
-                if let Some(r) = self.reap(true, Some(part_id))? {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    self.cancel(part_id)?;
+                    break -libc::ETIMEDOUT;
+                }
+                self.wait(left)?;
+                if let Some(r) = self.reap(Some(part_id))? {
                     break r;
                 }
             };
@@ -130,6 +147,7 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
                 n if n > 0 => sent += n as usize,
                 0 => break Err(io::Error::new(io::ErrorKind::WriteZero, "SEND_ZC sent nothing")),
                 e if -e == libc::EINTR => {}
+                e if -e == libc::ETIMEDOUT => break Err(io::Error::new(io::ErrorKind::TimedOut, "the peer took no data for the send timeout: the send was cancelled")),
                 e if -e == libc::EINVAL => break Err(io::Error::new(io::ErrorKind::Unsupported, "SEND_ZC refused its usage report (Linux 6.2 or later)")),
                 e => break Err(io::Error::from_raw_os_error(-e)),
             }
@@ -145,18 +163,10 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
         }
     }
 
-    /// Takes the completions there are (waiting for one first if `wait`);
+    /// Takes the completions there are (submitting what is queued);
     /// returns the result of part `want` if it came.
-    fn reap(&mut self, wait: bool, want: Option<u64>) -> io::Result<Option<i32>> {
-        if wait {
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(None),
-                Err(e) => return Err(e),
-            }
-        } else {
-            self.ring.submit()?;
-        }
+    fn reap(&mut self, want: Option<u64>) -> io::Result<Option<i32>> {
+        self.ring.submit()?;
         let mut wanted = None;
         let done: Vec<(u64, i32, u32)> = self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())).collect();
         for (part_id, result, flags) in done {
@@ -194,6 +204,27 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
         Ok(wanted)
     }
 
+    /// Waits up to `left` for a completion (submitting what is queued).
+    fn wait(&mut self, left: Duration) -> io::Result<()> {
+        let ts = types::Timespec::new().sec(left.as_secs()).nsec(left.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Cancels part `part_id`'s send (its result, and any notification, are
+    /// taken as they come like any other's: its buffer is kept until then).
+    fn cancel(&mut self, part_id: u64) -> io::Result<()> {
+        let sqe = opcode::AsyncCancel::new(part_id).build().user_data(CANCEL_USER_DATA);
+        // SAFETY: a cancel entry holds no memory of ours.
+        unsafe { self.ring.submission().push(&sqe) }.map_err(|_| io::Error::other("the SEND_ZC ring is full"))?;
+        self.ring.submit()?;
+        Ok(())
+    }
+
     /// Waits up to `limit` for every outstanding notification (each buffer
     /// is dropped as its last arrives); false if some did not come in time
     /// (a peer that stopped acknowledging): those buffers are kept.
@@ -204,14 +235,8 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
             if left.is_zero() {
                 return Ok(false);
             }
-            let ts = types::Timespec::new().sec(left.as_secs()).nsec(left.subsec_nanos());
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
-                Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => {}
-                Err(e) => return Err(e),
-            }
-            self.reap(false, None)?;
+            self.wait(left)?;
+            self.reap(None)?;
         }
         Ok(true)
     }
@@ -275,7 +300,7 @@ mod tests {
         });
         let s = std::net::TcpStream::connect(addr).unwrap();
         for p in &pieces {
-            match z.send(s.as_raw_fd(), Held(p.clone()), 0) {
+            match z.send(s.as_raw_fd(), Held(p.clone()), 0, Duration::from_secs(20)) {
                 Ok(n) => assert_eq!(n, p.len() as u64),
                 Err(e) if e.kind() == io::ErrorKind::Unsupported => {
                     eprintln!("skipped: {e}");
@@ -299,11 +324,20 @@ mod tests {
         drop(l);
         let mut failed = false;
         for _ in 0..50 {
-            if z.send(s.as_raw_fd(), Held(pieces[0].clone()), 0).is_err() {
+            if z.send(s.as_raw_fd(), Held(pieces[0].clone()), 0, Duration::from_secs(20)).is_err() {
                 failed = true;
                 break;
             }
         }
         assert!(failed, "sending to a closed peer kept succeeding");
+        // A peer that takes nothing: the send gives up after its timeout.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (_peer, _) = l.accept().unwrap();
+        let big = Held(Rc::new(vec![7u8; 64 << 20]));
+        let t = Instant::now();
+        let e = z.send(s.as_raw_fd(), big, 0, Duration::from_millis(300)).expect_err("a peer that reads nothing");
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     }
 }

@@ -460,7 +460,7 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: 
             None => peerpath_io::ZcSender::new().map(|z| conn.zc.insert(z)),
         };
         let more = if trailer.is_empty() { 0 } else { libc::MSG_MORE };
-        zc.and_then(|z| send_zc(z, file, offset, len, &conn.stream, more)).map(|n| Sent { payload: n, copied: 0, from_host: n, close: false })
+        zc.and_then(|z| send_zc(z, file, offset, len, &conn.stream, more, shared.config.read_timeout)).map(|n| Sent { payload: n, copied: 0, from_host: n, close: false })
     } else {
         send_payload(mode, file, offset, len, &mut conn.stream, &mut conn.host_buf).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
     };
@@ -519,13 +519,14 @@ impl Drop for Mapping {
 /// reads them) and sends them with io_uring's `SEND_ZC` (`flags`: e.g.
 /// MSG_MORE when a trailer follows); the mapping is kept until the kernel's
 /// notification. A file that shrank under the mapping is the kernel's
-/// EFAULT, not a signal: only the kernel touches the pages.
-fn send_zc(z: &mut peerpath_io::ZcSender<Mapping>, file: &std::fs::File, offset: u64, len: u64, stream: &TcpStream, flags: i32) -> std::io::Result<u64> {
+/// EFAULT, not a signal: only the kernel touches the pages. A client that
+/// takes nothing for `timeout` (the write timeout) ends the send: TimedOut.
+fn send_zc(z: &mut peerpath_io::ZcSender<Mapping>, file: &std::fs::File, offset: u64, len: u64, stream: &TcpStream, flags: i32, timeout: Duration) -> std::io::Result<u64> {
     use std::os::fd::AsRawFd;
     if len == 0 {
         return Ok(0);
     }
-    z.send(stream.as_raw_fd(), Mapping::new(file, offset, len)?, flags)
+    z.send(stream.as_raw_fd(), Mapping::new(file, offset, len)?, flags, timeout)
 }
 
 /// Host mode's buffer for larger payloads (read into it, then written), per connection.

@@ -16,7 +16,7 @@
 //! context switches a request): answers are taken as they come, before the
 //! connection's next descriptor and while it waits for its client, and all
 //! of them before this process writes any byte of its own on the client's
-//! socket ([`Nic::settle`]), so nothing it writes overtakes a response the
+//! socket ([`Channel::settle`]), so nothing it writes overtakes a response the
 //! NIC still owes. Objects are placed under a lock; evicting them (when the
 //! memory is full) first takes every channel's owed answers, so the NIC
 //! never sends bytes that are being overwritten.
@@ -262,7 +262,7 @@ impl ChannelState {
     }
 
     /// What the answers taken so far say: the NIC gone, or a send failed.
-    fn verdict(&mut self) -> Result<(), NicMiss> {
+    fn verdict(&self) -> Result<(), NicMiss> {
         if let Some(why) = &self.gone {
             return Err(NicMiss::Gone(why.clone()));
         }
@@ -483,7 +483,11 @@ impl Nic {
         if channel.is_none() {
             let sock = UnixStream::connect(&self.socket).map_err(gone)?;
             let state = std::sync::Arc::new(std::sync::Mutex::new(ChannelState { sock, client_passed: false, owed: Default::default(), failed_bytes: 0, gone: None }));
-            self.channels.lock().unwrap_or_else(|e| e.into_inner()).push(std::sync::Arc::downgrade(&state));
+            let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+            // Closed connections' entries go as new ones come (at most the connection limit stay).
+            channels.retain(|c| c.strong_count() > 0);
+            channels.push(std::sync::Arc::downgrade(&state));
+            drop(channels);
             *channel = Some(Channel { state });
         }
         let mut ch = channel.as_ref().expect("just opened").state();
