@@ -321,9 +321,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
                 e => peerpath_runtime::decompress::stream_error(dir, e),
             }));
         }
-        let set = std::fs::metadata(dir.join("manifest.json")).ok();
-        peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
-        crate::put_in_place(&t.file, &temporary, output, force)
+        crate::ec::put_restored_in_place(&t.file, &temporary, output, dir, force)
     })();
     if let Err(e) = written {
         peerpath_io::discard(&temporary);

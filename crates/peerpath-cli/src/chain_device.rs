@@ -407,7 +407,9 @@ struct Unchain<'a> {
     /// Stream bytes seen so far, and the stream's length.
     seen: u64,
     stream_bytes: u64,
-    /// The file header being gathered (encrypted sets), then the file's cipher.
+    /// Whether the stream is an encrypted file (its first bytes are the
+    /// peerpath-enc magic); its header being gathered, then its cipher.
+    encrypted: bool,
     header: Vec<u8>,
     cipher: Option<peerpath_func::crypt::FileCipher>,
     /// Sealed bytes in the block being filled, and that block's index.
@@ -451,11 +453,11 @@ impl Unchain<'_> {
                 if self.key.is_none() {
                     return Err(DecodeFailure::Job(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", self.dir.display()))));
                 }
-                self.header.reserve(HEADER_BYTES);
+                self.encrypted = true;
             }
         }
         self.seen += from.len;
-        if self.header.capacity() == 0 {
+        if !self.encrypted {
             return self.members(from);
         }
         while self.header.len() < HEADER_BYTES && from.len > 0 {
@@ -555,7 +557,7 @@ impl Unchain<'_> {
 
     /// After the last stripe: the stream must end between members (and blocks).
     fn finish(&mut self) -> Result<(), DecodeFailure> {
-        if self.header.capacity() > 0 && (self.cipher.is_none() || self.sealed_fill > 0) {
+        if self.encrypted && (self.cipher.is_none() || self.sealed_fill > 0) {
             return Err(self.damaged("the encrypted file ends inside its header or a block".into()));
         }
         if self.member_fill > 0 {
@@ -641,6 +643,7 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
         target: &t.file,
         seen: 0,
         stream_bytes,
+        encrypted: false,
         header: Vec::new(),
         cipher: None,
         sealed_fill: 0,
@@ -672,11 +675,7 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
         }
         c.finish()
     })();
-    let outcome = ran.and_then(|()| {
-        let set = std::fs::metadata(dir.join("manifest.json")).ok();
-        peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(|source| DecodeFailure::Job(JobError::TargetIo { path: output.to_path_buf(), source }))?;
-        crate::put_in_place(&t.file, &temporary, output, force).map_err(DecodeFailure::Job)
-    });
+    let outcome = ran.and_then(|()| ec::put_restored_in_place(&t.file, &temporary, output, dir, force).map_err(DecodeFailure::Job));
     if c.cipher.is_some() {
         // SAFETY: the material range lies in the device's memory; no command is running.
         unsafe { c.dev.memory().host_write(c.l.material.offset, &[0u8; DEVICE_KEY_BYTES]) };

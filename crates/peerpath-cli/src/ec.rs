@@ -181,6 +181,14 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {
     move |source| JobError::TargetIo { path: path.to_path_buf(), source }
 }
 
+/// Puts a file restored from the set in `dir` in place at `output`, as
+/// private as the set (the manifest keeps the source's mode).
+pub(crate) fn put_restored_in_place(file: &File, temporary: &Temporary, output: &Path, dir: &Path, force: bool) -> Result<(), JobError> {
+    let set = std::fs::metadata(dir.join(MANIFEST)).ok();
+    peerpath_io::Inherited::mode_of(set.as_ref()).apply(file).map_err(io(output))?;
+    crate::put_in_place(file, temporary, output, force)
+}
+
 fn corrupt(path: &Path, detail: String) -> JobError {
     JobError::Damaged { path: path.to_path_buf(), detail }
 }
@@ -672,10 +680,7 @@ fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
         while shards.next_stripe(&mut data)? {
             t.file.write_all(&data).map_err(io(output))?;
         }
-        // As private as the set (the manifest keeps the source's mode).
-        let set = std::fs::metadata(dir.join(MANIFEST)).ok();
-        peerpath_io::Inherited::mode_of(set.as_ref()).apply(&t.file).map_err(io(output))?;
-        crate::put_in_place(&t.file, &temporary, output, force)
+        put_restored_in_place(&t.file, &temporary, output, dir, force)
     })();
     if let Err(e) = written {
         peerpath_io::discard(&temporary);

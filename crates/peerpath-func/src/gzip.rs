@@ -639,26 +639,51 @@ impl<R: Read> StreamDecoder<R> {
     /// makes an empty input an error (true for whole files).
     pub fn run(&mut self, first_is_required: bool, mut sink: impl FnMut(&[u8]) -> io::Result<()>) -> Result<(), StreamError> {
         let mut first = first_is_required;
-        loop {
-            // Is there another member?
-            while self.end - self.start < 2 && self.fill()? {}
-            if self.end == self.start {
-                return if first { Err(StreamError::Empty) } else { Ok(()) };
-            }
-            let avail = &self.buf[self.start..self.end];
-            if !(avail[0] == ID1 && (avail.len() < 2 || avail[1] == ID2)) {
-                if first {
-                    let b1 = avail.get(1).copied().unwrap_or(0);
-                    return Err(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], b1)));
-                }
-                // gzip ignores trailing zero padding (tar blocks); so do we.
-                if self.rest_is_zero()? {
-                    return Ok(());
-                }
-                return Err(StreamError::TrailingGarbage { offset: self.offset });
-            }
+        while self.member_follows(first)? {
             first = false;
             self.member(&mut sink)?;
+        }
+        Ok(())
+    }
+
+    /// Whether another member starts here: false at a clean end (no more
+    /// input, or only zero padding, which gzip ignores too); an error for an
+    /// empty input where one is required (`first`), and for bytes that are
+    /// not gzip.
+    fn member_follows(&mut self, first: bool) -> Result<bool, StreamError> {
+        while self.end - self.start < 2 && self.fill()? {}
+        if self.end == self.start {
+            return if first { Err(StreamError::Empty) } else { Ok(false) };
+        }
+        let avail = &self.buf[self.start..self.end];
+        if avail[0] == ID1 && (avail.len() < 2 || avail[1] == ID2) {
+            return Ok(true);
+        }
+        if first {
+            let b1 = avail.get(1).copied().unwrap_or(0);
+            return Err(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], b1)));
+        }
+        // gzip ignores trailing zero padding (tar blocks); so do we.
+        if self.rest_is_zero()? {
+            return Ok(false);
+        }
+        Err(StreamError::TrailingGarbage { offset: self.offset })
+    }
+
+    /// The header of the member starting here (not consumed), reading as
+    /// much input as it takes.
+    fn header(&mut self) -> Result<MemberHeader, StreamError> {
+        let (index, offset) = (self.members, self.offset);
+        loop {
+            match MemberHeader::parse(&self.buf[self.start..self.end]) {
+                Ok(h) => return Ok(h),
+                Err(HeaderError::Truncated { .. }) => {
+                    if !self.fill()? {
+                        return Err(StreamError::at(index, offset, self.cut_short()));
+                    }
+                }
+                Err(e) => return Err(StreamError::at(index, offset, e)),
+            }
         }
     }
 
@@ -737,34 +762,12 @@ impl<R: Read> StreamDecoder<R> {
                 return Ok(());
             }
             let at = |e: StreamError| (seq, e);
-            while self.end - self.start < 2 && self.fill().map_err(|e| at(e.into()))? {}
-            if self.end == self.start {
-                return if first { Err(at(StreamError::Empty)) } else { Ok(()) };
-            }
-            let avail = &self.buf[self.start..self.end];
-            if !(avail[0] == ID1 && (avail.len() < 2 || avail[1] == ID2)) {
-                if first {
-                    let b1 = avail.get(1).copied().unwrap_or(0);
-                    return Err(at(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], b1))));
-                }
-                if self.rest_is_zero().map_err(|e| at(e.into()))? {
-                    return Ok(());
-                }
-                return Err(at(StreamError::TrailingGarbage { offset: self.offset }));
+            if !self.member_follows(first).map_err(at)? {
+                return Ok(());
             }
             first = false;
             let (index, offset) = (self.members, self.offset);
-            let header = loop {
-                match MemberHeader::parse(&self.buf[self.start..self.end]) {
-                    Ok(h) => break h,
-                    Err(HeaderError::Truncated { .. }) => {
-                        if !self.fill().map_err(|e| at(e.into()))? {
-                            return Err(at(StreamError::at(index, offset, self.cut_short())));
-                        }
-                    }
-                    Err(e) => return Err(at(StreamError::at(index, offset, e))),
-                }
-            };
+            let header = self.header().map_err(at)?;
             let Some(sizes) = header.sizes else {
                 // Decoded here, once everything before it is out.
                 while order.next < seq {
@@ -816,17 +819,7 @@ impl<R: Read> StreamDecoder<R> {
 
     fn member(&mut self, sink: &mut impl FnMut(&[u8]) -> io::Result<()>) -> Result<(), StreamError> {
         let (index, member_offset) = (self.members, self.offset);
-        let header = loop {
-            match MemberHeader::parse(&self.buf[self.start..self.end]) {
-                Ok(h) => break h,
-                Err(HeaderError::Truncated { .. }) => {
-                    if !self.fill()? {
-                        return Err(StreamError::at(index, member_offset, self.cut_short()));
-                    }
-                }
-                Err(e) => return Err(StreamError::at(index, member_offset, e)),
-            }
-        };
+        let header = self.header()?;
         self.consume(header.header_bytes);
         self.inflater.reset();
         let mut produced: u64 = 0;

@@ -65,9 +65,12 @@ pub struct ZcSender<B: AsRef<[u8]>> {
     settled: ZcSent,
 }
 
-/// A probe: whether this kernel's io_uring has `SEND_ZC`.
+/// Whether this kernel's io_uring has `SEND_ZC` (a small ring, probed).
 pub fn send_zc_supported() -> io::Result<()> {
-    let ring = IoUring::new(2)?;
+    has_send_zc(&IoUring::new(2)?)
+}
+
+fn has_send_zc(ring: &IoUring) -> io::Result<()> {
     let mut probe = io_uring::Probe::new();
     ring.submitter().register_probe(&mut probe)?;
     if !probe.is_supported(opcode::SendZc::CODE) {
@@ -79,9 +82,10 @@ pub fn send_zc_supported() -> io::Result<()> {
 impl<B: AsRef<[u8]>> ZcSender<B> {
     /// A ring for zero-copy sends, or why this kernel cannot do them.
     pub fn new() -> io::Result<ZcSender<B>> {
-        send_zc_supported()?;
+        let ring = IoUring::new(MAX_UNSETTLED_PARTS as u32)?;
+        has_send_zc(&ring)?;
         Ok(ZcSender {
-            ring: IoUring::new(MAX_UNSETTLED_PARTS as u32)?,
+            ring,
             next_part: 0,
             next_buffer: 0,
             parts: HashMap::new(),
