@@ -8,13 +8,16 @@
 //! written to the shards from the device's memory. Only sizes, CRC-32s and
 //! the 72-byte header (which the host makes: it holds the length) cross the
 //! host process; the payload never does. The first stripe is kept in device
-//! memory until the end, as on the CPU (`ec::StreamEncoder`). One command at
-//! a time, in order; a device that fails fails the job (nothing is kept).
+//! memory until the end, as on the CPU (`ec::StreamEncoder`). Blocks compress
+//! on every device worker at once (a block slot per worker and one more, so
+//! the host reads the next block while the device works); the rest of the
+//! chain takes the members in order, a command at a time. A device that
+//! fails fails the job (nothing is kept).
 
 use crate::chain::ChainOptions;
 use crate::device_job;
 use crate::ec::{self, Manifest};
-use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request};
+use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind};
 use peerpath_func::crypt::{device_key, StreamSealer, DEVICE_KEY_BYTES, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{member_bound_bytes, Format, BGZF_EOF_BLOCK};
 use peerpath_runtime::JobError;
@@ -26,10 +29,9 @@ const ALIGN: u64 = 4096;
 
 /// Where everything lives in the device's memory.
 struct Layout {
-    /// The block read from the source.
-    read: DeviceRange,
-    /// Its member.
-    member: DeviceRange,
+    /// Block slots: each a block read from the source, and its member.
+    read: Vec<DeviceRange>,
+    member: Vec<DeviceRange>,
     /// The plaintext block being sealed, and its sealed form.
     plain: DeviceRange,
     sealed: DeviceRange,
@@ -44,6 +46,7 @@ struct Layout {
 
 impl Layout {
     fn new(o: &ChainOptions) -> Layout {
+        let slots = block_slots(o);
         let mut at = 0u64;
         let mut next = |len: u64| {
             let r = DeviceRange::new(at, len);
@@ -53,8 +56,8 @@ impl Layout {
         let block = o.encrypt.as_ref().map_or(0, |(_, b)| *b as u64);
         let stripe = (o.data * o.unit) as u64;
         Layout {
-            read: next(o.block_size as u64),
-            member: next(member_bound_bytes(o.block_size) as u64),
+            read: (0..slots).map(|_| next(o.block_size as u64)).collect(),
+            member: (0..slots).map(|_| next(member_bound_bytes(o.block_size) as u64)).collect(),
             plain: next(block),
             sealed: next(block + TAG_BYTES as u64),
             first: next(stripe),
@@ -70,6 +73,11 @@ impl Layout {
     }
 }
 
+/// Blocks compressing at once: one per device worker, and one more being read.
+fn block_slots(o: &ChainOptions) -> usize {
+    o.threads.clamp(1, 16) + 1
+}
+
 /// Starts an emulated CSP with room for the chain, or says why it cannot run there.
 pub(crate) fn start(o: &ChainOptions) -> Result<EmulatedCsp, String> {
     if !(o.block_size as u64).is_multiple_of(ALIGN) {
@@ -78,7 +86,8 @@ pub(crate) fn start(o: &ChainOptions) -> Result<EmulatedCsp, String> {
     if o.data + o.parity > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", o.data + o.parity));
     }
-    let dev = device_job::spawn("chain", Layout::new(o).bytes(), 8, 1, FunctionKind::GzipCompressMember)?;
+    let depth = (block_slots(o) + 2) as u32;
+    let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, o.threads.clamp(1, 16) as u32, FunctionKind::GzipCompressMember)?;
     for need in [FunctionKind::Copy, FunctionKind::EcEncode, FunctionKind::Crc32, FunctionKind::AeadSealBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -99,18 +108,16 @@ struct Chain<'a> {
     plain_fill: u64,
     stripe_fill: u64,
     stripes: u64,
-    /// The stream's length so far, compressed bytes, members, commands.
+    /// The stream's length so far, compressed bytes, members.
     len: u64,
     compressed: u64,
     members: u64,
-    commands: u64,
+    commands: device_job::Commands,
 }
 
 impl Chain<'_> {
     fn run(&mut self, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<u64, String> {
-        self.commands += 1;
-        let c = device_job::run_one(self.dev, Request { tag: self.commands, function, inputs, output })?;
-        Ok(c.output_bytes)
+        Ok(self.commands.run(self.dev, function, inputs, output)?.output_bytes)
     }
 
     fn current(&self) -> DeviceRange {
@@ -180,8 +187,7 @@ impl Chain<'_> {
         let units: Vec<DeviceRange> = (0..k as u64).map(|i| DeviceRange::new(buf.offset + i * unit, unit)).chain((0..m as u64).map(|i| DeviceRange::new(self.l.parity.offset + i * unit, unit))).collect();
         let mut crcs = Vec::with_capacity(k + m);
         for (i, u) in units.iter().enumerate() {
-            self.commands += 1;
-            crcs.push(device_job::run_one(self.dev, Request::crc32(self.commands, &[*u]))?.input_crc32);
+            crcs.push(self.commands.run(self.dev, Function::Crc32, vec![*u], DeviceRange::new(0, 0))?.input_crc32);
             let ptr = self.dev.memory().io_ptr(*u).ok_or("a unit outside the device's memory")?;
             // SAFETY: the unit lies in the device's mapped memory; no command writes it
             // until this stripe is written.
@@ -212,7 +218,7 @@ pub(crate) fn compress_ec(dev: &mut EmulatedCsp, source: &Path, dir: &Path, o: &
         None => None,
     };
     let l = Layout::new(o);
-    let mut c = Chain { dev, l, o, files, crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: 0 };
+    let mut c = Chain { dev, l, o, files, crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
     let ran = run_chain(&mut c, &opened.file, meta.len(), o);
     // The device's copy of the file's key material goes, whatever happened.
     if o.encrypt.is_some() {
@@ -232,7 +238,7 @@ pub(crate) fn compress_ec(dev: &mut EmulatedCsp, source: &Path, dir: &Path, o: &
     ec::publish(dir, c.files, &manifest, &peerpath_io::Inherited::mode_of(Some(&meta)))?;
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source (measured on emulated devices: every stage on 1 emulated CSP, {} commands; the block read {} into its memory, shards written from it by kernel copies; payload bytes into this process: 0)",
+        "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {} into its memory, shards written from it by kernel copies; payload bytes into this process: 0)",
         source.display(),
         peerpath_metrics::human_bytes(meta.len()),
         c.members,
@@ -244,7 +250,9 @@ pub(crate) fn compress_ec(dev: &mut EmulatedCsp, source: &Path, dir: &Path, o: &
         dir.display(),
         secs,
         meta.len() as f64 / secs.max(1e-9) / 1e9,
-        c.commands,
+        o.threads.clamp(1, 16),
+        block_slots(o),
+        c.commands.count(),
         device_job::moved(device_job::is_direct(&opened.file)),
     );
     println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {}-byte {name}", dir.display(), dir.display(), c.len);
@@ -262,20 +270,30 @@ fn run_chain(c: &mut Chain, src: &File, size: u64, o: &ChainOptions) -> Result<u
         c.stripe_fill = HEADER_BYTES as u64;
         c.len = HEADER_BYTES as u64;
     }
-    let in_ptr = c.dev.memory().io_ptr(c.l.read).ok_or("the device's memory is not mapped into this process for I/O")?;
-    let mut at = 0u64;
+    // Blocks in flight, oldest first: the compress command's tag and its slot.
+    let mut in_flight = std::collections::VecDeque::new();
+    let mut free: Vec<usize> = (0..c.l.read.len()).rev().collect();
+    let (mut at, mut first) = (0u64, true);
     loop {
-        let want = (size - at).min(o.block_size as u64) as usize;
-        // SAFETY: the read range holds a block of whole pages; no command uses it now.
-        unsafe { device_job::read_into(src, at, want, in_ptr)? };
-        let bytes = c.run(Function::GzipCompressMember { level: o.level, format: o.format }, vec![DeviceRange::new(c.l.read.offset, want as u64)], c.l.member)?;
+        // Every free slot takes the next block (an empty source gives one empty member).
+        while (at < size || first) && !free.is_empty() {
+            let slot = free.pop().expect("a free slot");
+            let want = (size - at).min(o.block_size as u64) as usize;
+            let read = c.l.read[slot];
+            let in_ptr = c.dev.memory().io_ptr(read).ok_or("the device's memory is not mapped into this process for I/O")?;
+            // SAFETY: the slot's read range holds a block of whole pages; no
+            // command uses it until the one submitted below.
+            unsafe { device_job::read_into(src, at, want, in_ptr)? };
+            let tag = c.commands.submit(c.dev, Function::GzipCompressMember { level: o.level, format: o.format }, vec![DeviceRange::new(read.offset, want as u64)], c.l.member[slot])?;
+            in_flight.push_back((tag, slot));
+            (at, first) = (at + want as u64, false);
+        }
+        let Some((tag, slot)) = in_flight.pop_front() else { break };
+        let bytes = c.commands.wait(c.dev, tag)?.output_bytes;
         c.members += 1;
         c.compressed += bytes;
-        c.feed(DeviceRange::new(c.l.member.offset, bytes))?;
-        at += want as u64;
-        if at >= size {
-            break;
-        }
+        c.feed(DeviceRange::new(c.l.member[slot].offset, bytes))?;
+        free.push(slot);
     }
     if o.format == Format::Bgzf {
         // SAFETY: the EOF range lies in the device's memory; no command is running.
@@ -327,16 +345,17 @@ struct DecodeLayout {
     gather: DeviceRange,
     indices: DeviceRange,
     rebuilt: DeviceRange,
-    /// A sealed block being filled, its plaintext, the member being filled, its output.
+    /// A sealed block being filled, and its plaintext.
     sealed: DeviceRange,
     plain: DeviceRange,
-    member: DeviceRange,
-    out: DeviceRange,
+    /// Member slots: each a member gathered, and its output.
+    member: Vec<DeviceRange>,
+    out: Vec<DeviceRange>,
     material: DeviceRange,
 }
 
 impl DecodeLayout {
-    fn new(k: usize, m: usize, unit: usize) -> DecodeLayout {
+    fn new(k: usize, m: usize, unit: usize, member_slots: usize) -> DecodeLayout {
         let mut at = 0u64;
         let mut next = |len: u64| {
             let r = DeviceRange::new(at, len);
@@ -352,8 +371,8 @@ impl DecodeLayout {
             rebuilt: next((m * unit) as u64),
             sealed: next(MAX_DEVICE_BLOCK_BYTES + TAG_BYTES as u64),
             plain: next(MAX_DEVICE_BLOCK_BYTES + TAG_BYTES as u64),
-            member: next(MAX_DEVICE_BLOCK_BYTES),
-            out: next(MAX_DEVICE_BLOCK_BYTES),
+            member: (0..member_slots).map(|_| next(MAX_DEVICE_BLOCK_BYTES)).collect(),
+            out: (0..member_slots).map(|_| next(MAX_DEVICE_BLOCK_BYTES)).collect(),
             material: next(DEVICE_KEY_BYTES as u64),
         }
     }
@@ -363,13 +382,22 @@ impl DecodeLayout {
     }
 }
 
-/// Starts an emulated CSP with room for the reverse chain of a set with
-/// `k` data and `m` parity units of `unit` bytes, or says why it cannot.
-pub(crate) fn start_decode(k: usize, m: usize, unit: usize) -> Result<EmulatedCsp, String> {
+/// Members inflating at once on a device of `workers` workers: one per
+/// worker and one more being gathered.
+fn member_slots(workers: usize) -> usize {
+    workers.clamp(1, 16) + 1
+}
+
+/// Starts an emulated CSP of `workers` workers with room for the reverse
+/// chain of a set with `k` data and `m` parity units of `unit` bytes, or
+/// says why it cannot.
+pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize) -> Result<EmulatedCsp, String> {
     if k + m > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
-    let dev = device_job::spawn("unchain", DecodeLayout::new(k, m, unit).bytes(), 8, 1, FunctionKind::GzipDecompressMember)?;
+    let slots = member_slots(workers);
+    let depth = (slots + k + m + 2) as u32;
+    let dev = device_job::spawn("unchain", DecodeLayout::new(k, m, unit, slots).bytes(), depth, workers.clamp(1, 16) as u32, FunctionKind::GzipDecompressMember)?;
     for need in [FunctionKind::Copy, FunctionKind::EcReconstruct, FunctionKind::Crc32, FunctionKind::AeadOpenBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -415,25 +443,88 @@ struct Unchain<'a> {
     /// Sealed bytes in the block being filled, and that block's index.
     sealed_fill: u64,
     block: u64,
-    /// Bytes in the member being filled, and its length once its header is read.
+    /// The member slot being filled, the bytes in it, and the member's
+    /// length once its header is read.
+    slot: Option<usize>,
     member_fill: u64,
     member_bytes: Option<u64>,
-    /// Output bytes written, members decoded, units rebuilt, host-read metadata bytes, commands.
+    /// Member slots free, and members inflating (oldest first: the
+    /// command's tag and the slot).
+    free: Vec<usize>,
+    inflating: std::collections::VecDeque<(u64, usize)>,
+    /// Output bytes written (members in order), members decoded, units
+    /// rebuilt, host-read metadata bytes.
     produced: u64,
     members: u64,
     rebuilt: u64,
     metadata_bytes: u64,
-    commands: u64,
+    commands: device_job::Commands,
 }
 
 impl Unchain<'_> {
     fn run(&mut self, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<peerpath_device::Completion, String> {
-        self.commands += 1;
-        device_job::run_one(self.dev, Request { tag: self.commands, function, inputs, output })
+        self.commands.run(self.dev, function, inputs, output)
     }
 
     fn damaged(&self, detail: String) -> DecodeFailure {
         DecodeFailure::Job(JobError::Damaged { path: self.dir.to_path_buf(), detail })
+    }
+
+    /// The set is damaged at the current member, said with the output
+    /// byte where it starts (`detail` of it): the members before it
+    /// inflated and written first, so a fault among them, earlier in the
+    /// stream, is the one reported.
+    fn damaged_here(&mut self, detail: impl FnOnce(u64) -> String) -> DecodeFailure {
+        match self.drain() {
+            Ok(()) => self.damaged(detail(self.produced)),
+            Err(earlier) => earlier,
+        }
+    }
+
+    /// The slot the member being gathered goes in (the oldest member's,
+    /// once written, when none is free).
+    fn member_slot(&mut self) -> Result<usize, DecodeFailure> {
+        if let Some(s) = self.slot {
+            return Ok(s);
+        }
+        if self.free.is_empty() {
+            self.retire_oldest()?;
+        }
+        let s = self.free.pop().expect("a slot was freed");
+        self.slot = Some(s);
+        Ok(s)
+    }
+
+    /// Waits for the oldest member inflating and writes its output.
+    fn retire_oldest(&mut self) -> Result<(), DecodeFailure> {
+        let Some((tag, slot)) = self.inflating.pop_front() else { return Ok(()) };
+        let at = self.produced;
+        let waited = self.commands.wait(self.dev, tag);
+        if waited.is_err() {
+            // The first fault in the stream is the one reported: the members after it are dropped.
+            self.inflating.clear();
+        }
+        let c = match waited {
+            Ok(c) => c,
+            Err(e) if e.contains("OutputTooSmall") => return Err(DecodeFailure::Device(format!("a member's output is larger than the device path's {} MiB buffers (decode with --engine cpu)", MAX_DEVICE_BLOCK_BYTES >> 20))),
+            Err(e) if e.contains("CorruptInput") => return Err(self.damaged(format!("the member at output byte {at} is corrupt (bad deflate data, CRC-32 or length)"))),
+            Err(e) => return Err(DecodeFailure::Device(e)),
+        };
+        let ptr = self.dev.memory().io_ptr(self.l.out[slot]).ok_or("the device's memory is not mapped for I/O")?;
+        // SAFETY: the output lies in the slot's out range, which no command
+        // writes until the slot is taken again (after this).
+        unsafe { device_job::write_from(ptr, c.output_bytes as usize, self.target, at)? };
+        self.produced += c.output_bytes;
+        self.free.push(slot);
+        Ok(())
+    }
+
+    /// Waits for every member inflating and writes them, in order.
+    fn drain(&mut self) -> Result<(), DecodeFailure> {
+        while !self.inflating.is_empty() {
+            self.retire_oldest()?;
+        }
+        Ok(())
     }
 
     /// Reads the host-visible bytes at `r` (headers only: metadata).
@@ -508,7 +599,8 @@ impl Unchain<'_> {
             let peek = if self.member_fill < 64 { 64 } else { MEMBER_PEEK_BYTES as u64 };
             let want = self.member_bytes.unwrap_or(peek).max(self.member_fill + 1);
             let n = from.len.min(want - self.member_fill);
-            self.run(Function::Copy, vec![DeviceRange::new(from.offset, n)], DeviceRange::new(self.l.member.offset + self.member_fill, n))?;
+            let slot = self.member_slot()?;
+            self.run(Function::Copy, vec![DeviceRange::new(from.offset, n)], DeviceRange::new(self.l.member[slot].offset + self.member_fill, n))?;
             (from, self.member_fill) = (DeviceRange::new(from.offset + n, from.len - n), self.member_fill + n);
             if self.member_bytes.is_none() {
                 self.member_bytes = self.member_length(false)?;
@@ -523,33 +615,26 @@ impl Unchain<'_> {
     /// The length of the member being gathered, from its header, once
     /// enough of it is there (`at_end`: no more is coming).
     fn member_length(&mut self, at_end: bool) -> Result<Option<u64>, DecodeFailure> {
-        let at = self.produced;
-        let head = self.peek(DeviceRange::new(self.l.member.offset, self.member_fill.min(MEMBER_PEEK_BYTES as u64)));
+        let slot = self.slot.expect("a member is being gathered");
+        let head = self.peek(DeviceRange::new(self.l.member[slot].offset, self.member_fill.min(MEMBER_PEEK_BYTES as u64)));
         match peerpath_func::MemberHeader::parse(&head) {
             Ok(h) => match h.sizes {
                 Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(DecodeFailure::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers (decode with --engine cpu)", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
-                Some(s) if (s.member_bytes() as u64) < self.member_fill => Err(self.damaged(format!("the member at output byte {at} declares {} bytes, less than its own header", s.member_bytes()))),
+                Some(s) if (s.member_bytes() as u64) < self.member_fill => Err(self.damaged_here(|at| format!("the member at output byte {at} declares {} bytes, less than its own header", s.member_bytes()))),
                 Some(s) => Ok(Some(s.member_bytes() as u64)),
                 None => Err(DecodeFailure::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do (decode with --engine cpu)".into())),
             },
             Err(peerpath_func::HeaderError::Truncated { .. }) if !at_end && head.len() < MEMBER_PEEK_BYTES => Ok(None),
-            Err(e) => Err(self.damaged(format!("the member at output byte {at}: {e}"))),
+            Err(e) => Err(self.damaged_here(|at| format!("the member at output byte {at}: {e}"))),
         }
     }
 
+    /// Starts inflating the member gathered (its output is written when
+    /// its turn comes: [`Unchain::retire_oldest`]).
     fn decode_member(&mut self) -> Result<(), DecodeFailure> {
-        let len = self.member_fill;
-        let at = self.produced;
-        let c = match self.run(Function::GzipDecompressMember, vec![DeviceRange::new(self.l.member.offset, len)], self.l.out) {
-            Ok(c) => c,
-            Err(e) if e.contains("OutputTooSmall") => return Err(DecodeFailure::Device(format!("a member's output is larger than the device path's {} MiB buffers (decode with --engine cpu)", MAX_DEVICE_BLOCK_BYTES >> 20))),
-            Err(e) if e.contains("CorruptInput") => return Err(self.damaged(format!("the member at output byte {at} is corrupt (bad deflate data, CRC-32 or length)"))),
-            Err(e) => return Err(DecodeFailure::Device(e)),
-        };
-        let ptr = self.dev.memory().io_ptr(self.l.out).ok_or("the device's memory is not mapped for I/O")?;
-        // SAFETY: the output lies in the out range, which no command writes until the next member.
-        unsafe { device_job::write_from(ptr, c.output_bytes as usize, self.target, at)? };
-        self.produced += c.output_bytes;
+        let slot = self.slot.take().expect("a member was gathered");
+        let tag = self.commands.submit(self.dev, Function::GzipDecompressMember, vec![DeviceRange::new(self.l.member[slot].offset, self.member_fill)], self.l.out[slot])?;
+        self.inflating.push_back((tag, slot));
         self.members += 1;
         (self.member_fill, self.member_bytes) = (0, None);
         Ok(())
@@ -558,15 +643,15 @@ impl Unchain<'_> {
     /// After the last stripe: the stream must end between members (and blocks).
     fn finish(&mut self) -> Result<(), DecodeFailure> {
         if self.encrypted && (self.cipher.is_none() || self.sealed_fill > 0) {
-            return Err(self.damaged("the encrypted file ends inside its header or a block".into()));
+            return Err(self.damaged_here(|_| "the encrypted file ends inside its header or a block".into()));
         }
         if self.member_fill > 0 {
             match self.member_length(true)? {
                 Some(n) if n == self.member_fill => self.decode_member()?,
-                _ => return Err(self.damaged(format!("the stream ends inside a member (after output byte {})", self.produced))),
+                _ => return Err(self.damaged_here(|at| format!("the stream ends inside a member (after output byte {at})"))),
             }
         }
-        Ok(())
+        self.drain()
     }
 }
 
@@ -577,20 +662,25 @@ impl Unchain<'_> {
 fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -> Result<bool, DecodeFailure> {
     let (k, p, unit, _, _) = m.shape();
     let mut good: Vec<usize> = Vec::with_capacity(k);
-    for (i, shard) in shards.iter().enumerate().take(k + p) {
-        if good.len() == k {
-            break;
+    // Units being checked (the Crc32 command's tag, the shard), oldest first:
+    // the next unit is read while the device checks the last.
+    let mut checking = std::collections::VecDeque::new();
+    let mut next = 0;
+    loop {
+        while good.len() + checking.len() < k && next < k + p {
+            let i = next;
+            next += 1;
+            let Some(f) = &shards[i] else { continue };
+            let slot = c.l.slots[i];
+            let ptr = c.dev.memory().io_ptr(DeviceRange::new(slot.offset, (unit as u64).next_multiple_of(ALIGN))).ok_or("the device's memory is not mapped for I/O")?;
+            // SAFETY: the slot holds a unit rounded up to whole pages; no command uses it now.
+            if unsafe { device_job::read_into(f, s * unit as u64, unit, ptr) }.is_err() {
+                continue;
+            }
+            checking.push_back((c.commands.submit(c.dev, Function::Crc32, vec![slot], DeviceRange::EMPTY)?, i));
         }
-        let Some(f) = shard else { continue };
-        let slot = c.l.slots[i];
-        let ptr = c.dev.memory().io_ptr(DeviceRange::new(slot.offset, (unit as u64).next_multiple_of(ALIGN))).ok_or("the device's memory is not mapped for I/O")?;
-        // SAFETY: the slot holds a unit rounded up to whole pages; no command uses it now.
-        if unsafe { device_job::read_into(f, s * unit as u64, unit, ptr) }.is_err() {
-            continue;
-        }
-        c.commands += 1;
-        let crc = device_job::run_one(c.dev, Request::crc32(c.commands, &[slot]))?.input_crc32;
-        if crc == m.unit(i, s).1 {
+        let Some((tag, i)) = checking.pop_front() else { break };
+        if c.commands.wait(c.dev, tag)?.input_crc32 == m.unit(i, s).1 {
             good.push(i);
         }
     }
@@ -625,7 +715,7 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
 /// The host reads only the file's header and each member's first bytes
 /// (to find its length). A stripe that lost too much is named, with every
 /// other such stripe, and nothing is written.
-pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool) -> Result<(), JobError> {
+pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize) -> Result<(), JobError> {
     let started = Instant::now();
     let (m, _) = ec::load(dir)?;
     let (k, p, unit, stripes, stream_bytes) = m.shape();
@@ -637,7 +727,7 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let mut c = Unchain {
         dev,
-        l: DecodeLayout::new(k, p, unit),
+        l: DecodeLayout::new(k, p, unit, member_slots(workers)),
         dir,
         key,
         target: &t.file,
@@ -650,11 +740,14 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
         block: 0,
         member_fill: 0,
         member_bytes: None,
+        slot: None,
+        free: (0..member_slots(workers)).rev().collect(),
+        inflating: Default::default(),
         produced: 0,
         members: 0,
         rebuilt: 0,
         metadata_bytes: 0,
-        commands: 0,
+        commands: Default::default(),
     };
     let ran = (|| -> Result<(), DecodeFailure> {
         let mut lost = Vec::new();
@@ -674,7 +767,9 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
             return Err(DecodeFailure::Job(ec::unrecoverable(dir, &m, &lost)));
         }
         c.finish()
-    })();
+    })()
+    // Members still inflating come before whatever stopped the chain: a fault among them is reported first.
+    .or_else(|e| c.drain().and(Err(e)));
     let outcome = ran.and_then(|()| ec::put_restored_in_place(&t.file, &temporary, output, dir, force).map_err(DecodeFailure::Job));
     if c.cipher.is_some() {
         // SAFETY: the material range lies in the device's memory; no command is running.
@@ -689,7 +784,7 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out (measured on emulated devices: every stage on 1 emulated CSP, {} commands; units read {} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers)",
+        "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers)",
         dir.display(),
         output.display(),
         peerpath_metrics::human_bytes(stream_bytes),
@@ -699,7 +794,9 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
         peerpath_metrics::human_bytes(c.produced),
         secs,
         c.produced as f64 / secs.max(1e-9) / 1e9,
-        c.commands,
+        workers.clamp(1, 16),
+        member_slots(workers),
+        c.commands.count(),
         device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct)),
         c.metadata_bytes,
     );

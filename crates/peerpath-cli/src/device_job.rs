@@ -3,7 +3,8 @@
 //! the device, running commands to completion, and streaming a file
 //! through its memory in blocks with a carry.
 
-use peerpath_device::{run_to_completion, Completion, Device, DeviceRange, EmulatedCsp, FunctionKind, Request, ServeOptions, SpawnOptions, Status};
+use peerpath_device::{run_to_completion, Completion, Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, ServeOptions, SpawnOptions, Status, Submit};
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -39,6 +40,84 @@ pub(crate) fn run_all(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<V
 /// Runs one request to completion.
 pub(crate) fn run_one(dev: &mut EmulatedCsp, request: Request) -> Result<Completion, String> {
     run_all(dev, vec![request])?.pop().ok_or_else(|| "the emulated CSP lost a command".to_string())
+}
+
+/// Commands in flight on a device, each awaited by its tag: completions of
+/// others that come first are kept until their turn. What lets a job keep
+/// several commands running (blocks compressing on every device worker)
+/// while it runs the ordered ones one at a time.
+#[derive(Default)]
+pub(crate) struct Commands {
+    /// Tags given so far (the number of commands).
+    issued: u64,
+    names: HashMap<u64, &'static str>,
+    done: HashMap<u64, Completion>,
+    polled: Vec<Completion>,
+}
+
+impl Commands {
+    /// Commands issued so far.
+    pub fn count(&self) -> u64 {
+        self.issued
+    }
+
+    /// Queues a command (waiting for room in the queue); its tag.
+    pub fn submit(&mut self, dev: &mut EmulatedCsp, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<u64, String> {
+        self.issued += 1;
+        let tag = self.issued;
+        self.names.insert(tag, function.kind().name());
+        let mut request = Request { tag, function, inputs, output };
+        loop {
+            match dev.submit(request) {
+                Submit::Queued => return Ok(tag),
+                Submit::Busy(r) => {
+                    request = r;
+                    self.step(dev)?;
+                }
+                Submit::Refused(_, e) => return Err(format!("the emulated CSP failed: {e}")),
+            }
+        }
+    }
+
+    /// Waits for command `tag`; any status but success is an error naming its function.
+    pub fn wait(&mut self, dev: &mut EmulatedCsp, tag: u64) -> Result<Completion, String> {
+        let c = loop {
+            if let Some(c) = self.done.remove(&tag) {
+                break c;
+            }
+            self.step(dev)?;
+        };
+        let name = self.names.remove(&tag).unwrap_or("a command");
+        if c.status != Status::Success {
+            return Err(format!("the emulated CSP answered {:?} to {name}", c.status));
+        }
+        Ok(c)
+    }
+
+    /// Runs one command to completion (others may be running beside it).
+    pub fn run(&mut self, dev: &mut EmulatedCsp, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<Completion, String> {
+        let tag = self.submit(dev, function, inputs, output)?;
+        self.wait(dev, tag)
+    }
+
+    /// Takes the completions there, or waits for one (a device that
+    /// completes nothing for the timeout is hung: an error).
+    fn step(&mut self, dev: &mut EmulatedCsp) -> Result<(), String> {
+        let failed = |e| format!("the emulated CSP failed: {e}");
+        let since = std::time::Instant::now();
+        while dev.poll(&mut self.polled).map_err(failed)? == 0 {
+            if dev.in_flight() == 0 {
+                return Err("the emulated CSP lost a command".into());
+            }
+            let waited = since.elapsed();
+            if waited >= TIMEOUT {
+                return Err(format!("the emulated CSP completed nothing in {} s", TIMEOUT.as_secs()));
+            }
+            dev.wait(TIMEOUT - waited).map_err(failed)?;
+        }
+        self.done.extend(self.polled.drain(..).map(|c| (c.tag(), c)));
+        Ok(())
+    }
 }
 
 /// Whether `f` was opened with O_DIRECT (its transfers are DMA, not copies).

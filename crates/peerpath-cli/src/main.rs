@@ -890,8 +890,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     DecodeEngineArg::Emulated => {
                         let (set, _) = ec::load(dir)?;
                         let (k, m, unit, _, _) = set.shape();
-                        match chain_device::start_decode(k, m, unit) {
-                            Ok(mut dev) => return chain_device::decompress_ec(&mut dev, dir, output, key, a.target.force),
+                        let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+                        match chain_device::start_decode(k, m, unit, threads) {
+                            Ok(mut dev) => return chain_device::decompress_ec(&mut dev, dir, output, key, a.target.force, threads),
                             Err(why) if a.decode.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
                             Err(why) => eprintln!("peerpath: FALLBACK: {why}: the set is decoded on the host CPU"),
                         }

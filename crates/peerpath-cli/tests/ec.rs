@@ -328,6 +328,20 @@ fn the_reverse_chain_runs_in_an_emulated_csps_memory() {
         assert!(dev.code() == cpu.code() && dev.code() != Some(0) && dev.stderr.contains(words), "device: {} / CPU: {}", dev.stderr, cpu.stderr);
         assert!(!never.exists());
     }
+    // Two corrupt members, with members inflating side by side (4 device
+    // workers): the first in the stream is the one named, as on the CPU.
+    let mut bytes = std::fs::read(&gz).unwrap();
+    let n = bytes.len();
+    bytes[n / 3] ^= 0x01;
+    bytes[2 * n / 3] ^= 0x01;
+    std::fs::write(d.join("bad2"), &bytes).unwrap();
+    let set = d.join("bad2-set");
+    run(&mut pp(args!["ec", "encode", d.join("bad2"), "-k", "3", "-m", "1", "--unit", "4K", "-o", &set])).ok();
+    let never = d.join("never");
+    let cpu = run(&mut pp(args!["decompress", "--ec", &set, "-o", &never])).fails(6, &["CRC-32"]);
+    let member: u64 = cpu.stderr.split("member ").nth(1).and_then(|r| r.split(' ').next()).and_then(|m| m.parse().ok()).unwrap_or_else(|| panic!("{}", cpu.stderr));
+    decode(&set, &never, &["-T", "4"]).fails(6, &[&format!("the member at output byte {} is corrupt", member * 65536)]);
+    assert!(!never.exists());
     // The wrong key: refused before anything is written.
     let other = d.join("other");
     run(&mut pp(args!["keygen", "-o", &other])).ok();

@@ -203,14 +203,34 @@ pub struct Nic {
     dir: PathBuf,
 }
 
-/// What is placed where in the NIC's memory.
+/// What is placed where in the NIC's memory: a least-recently-used cache
+/// of whole objects in page-aligned extents.
 struct Placement {
     memory: File,
     bytes: u64,
-    next: u64,
-    /// Per file placed: its offset, length, modification time and inode.
-    placed: HashMap<PathBuf, (u64, u64, std::time::SystemTime, u64)>,
+    /// Free extents, offset -> length (adjacent ones merged).
+    free: std::collections::BTreeMap<u64, u64>,
+    /// Per file placed: where, and the version placed.
+    placed: HashMap<PathBuf, Placed>,
+    /// The files placed by last use (a counter), least recent first.
+    by_use: std::collections::BTreeMap<u64, PathBuf>,
+    uses: u64,
+    /// Extents of replaced versions: descriptors in flight may still point
+    /// into them, so they are freed only at the next eviction, once the NIC
+    /// has answered everything.
+    retired: Vec<(u64, u64)>,
     counts: NicCounts,
+}
+
+/// An object in the NIC's memory.
+struct Placed {
+    off: u64,
+    /// Bytes of memory it holds (its length in whole pages).
+    extent: u64,
+    len: u64,
+    modified: std::time::SystemTime,
+    ino: u64,
+    last_use: u64,
 }
 
 /// A client connection's channel to the NIC.
@@ -357,7 +377,7 @@ impl Nic {
         let file = std::fs::OpenOptions::new().write(true).open(&memory).map_err(|e| format!("NIC memory: {e}"))?;
         // The NIC keeps its mapping; the name is not needed any more.
         let _ = std::fs::remove_file(&memory);
-        let placement = Placement { memory: file, bytes, next: 0, placed: HashMap::new(), counts: NicCounts::default() };
+        let placement = Placement::new(file, bytes);
         Ok(Nic {
             child: std::sync::Mutex::new(child),
             _control: sock,
@@ -376,18 +396,17 @@ impl Nic {
 }
 
 impl Placement {
+    fn new(memory: File, bytes: u64) -> Placement {
+        let bytes = bytes / 4096 * 4096;
+        let free = if bytes > 0 { [(0, bytes)].into() } else { Default::default() };
+        Placement { memory, bytes, free, placed: HashMap::new(), by_use: Default::default(), uses: 0, retired: Vec::new(), counts: NicCounts::default() }
+    }
+
     fn not_placed(&mut self, e: std::io::Error) -> PlaceMiss {
         let why = format!("placing an object in NIC memory: {e}");
         self.counts.not_placed += 1;
         self.counts.last_error = Some(why.clone());
         PlaceMiss::Miss(NicMiss::NotPlaced(why))
-    }
-
-    /// Evicts everything placed (the caller holds the in-flight lock alone).
-    fn evict_all(&mut self) {
-        self.counts.evictions += self.placed.len() as u64;
-        self.placed.clear();
-        self.next = 0;
     }
 
     /// Where `found` is in the NIC's memory, placing it there first if it
@@ -396,21 +415,26 @@ impl Placement {
     /// placed afresh even with the same length and modification time.
     fn place(&mut self, found: &Resolved) -> Result<u64, PlaceMiss> {
         let (path, file, len) = (&found.path, &found.file, found.len);
-        if let Some(&(off, l, t, i)) = self.placed.get(path) {
-            if l == len && t == found.modified && i == found.ino {
+        self.uses += 1;
+        if let Some(p) = self.placed.get_mut(path) {
+            if p.len == len && p.modified == found.modified && p.ino == found.ino {
+                self.by_use.remove(&p.last_use);
+                p.last_use = self.uses;
+                self.by_use.insert(self.uses, path.to_path_buf());
                 self.counts.hits += 1;
-                return Ok(off);
+                return Ok(p.off);
             }
         }
         if len > self.bytes / 2 {
             self.counts.too_large += 1;
             return Err(PlaceMiss::Miss(NicMiss::TooLarge));
         }
-        if self.next + len > self.bytes {
-            // Full: start over once nothing in flight points into it.
+        let extent = Self::extent_of(len);
+        // First fit: a free extent at least this long.
+        let Some((&off, &free_len)) = self.free.iter().find(|(_, &l)| l >= extent) else {
+            // Full: make room once nothing in flight points into it.
             return Err(PlaceMiss::Full);
-        }
-        let off = self.next;
+        };
         // sendfile(2) to the memory file: a kernel copy from the page cache
         // (copy_file_range refuses most pairs of file systems since 5.19).
         // SAFETY: lseek on a descriptor we hold.
@@ -422,14 +446,65 @@ impl Placement {
             // SAFETY: sendfile between two descriptors we hold, with an offset variable we own.
             let n = unsafe { libc::sendfile(self.memory.as_raw_fd(), file.as_raw_fd(), &mut src_off, left) };
             if n <= 0 {
-                return Err(self.not_placed(std::io::Error::last_os_error()));
+                let e = if n == 0 { std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank") } else { std::io::Error::last_os_error() };
+                return Err(self.not_placed(e));
             }
             left -= n as usize;
         }
+        self.free.remove(&off);
+        if free_len > extent {
+            self.free.insert(off + extent, free_len - extent);
+        }
         self.counts.misses += 1;
-        self.next = (off + len).next_multiple_of(4096);
-        self.placed.insert(path.to_path_buf(), (off, len, found.modified, found.ino));
+        let placed = Placed { off, extent, len, modified: found.modified, ino: found.ino, last_use: self.uses };
+        if let Some(old) = self.placed.insert(path.to_path_buf(), placed) {
+            // A replaced version: its extent waits for the next eviction.
+            self.by_use.remove(&old.last_use);
+            self.retired.push((old.off, old.extent));
+        }
+        self.by_use.insert(self.uses, path.to_path_buf());
         Ok(off)
+    }
+
+    /// Makes room for an object of `len` bytes: frees the replaced versions'
+    /// extents, then evicts the least recently used objects until one free
+    /// extent holds it and an eighth of the memory is free (so that the next
+    /// misses do not each stop every connection to evict again). The caller
+    /// holds the in-flight lock alone and has taken every answer the NIC owed.
+    fn make_room(&mut self, len: u64) {
+        for (off, extent) in std::mem::take(&mut self.retired) {
+            self.release(off, extent);
+        }
+        let (extent, headroom) = (Self::extent_of(len), self.bytes / 8);
+        loop {
+            let fits = self.free.values().any(|&l| l >= extent);
+            if fits && self.free.values().sum::<u64>() >= headroom {
+                return;
+            }
+            let Some((_, path)) = self.by_use.pop_first() else { return };
+            let p = self.placed.remove(&path).expect("every object in the use order is placed");
+            self.release(p.off, p.extent);
+            self.counts.evictions += 1;
+        }
+    }
+
+    /// Returns an extent to the free ones, merged with its neighbours.
+    fn release(&mut self, mut off: u64, mut len: u64) {
+        if let Some((&before, &before_len)) = self.free.range(..off).next_back() {
+            if before + before_len == off {
+                self.free.remove(&before);
+                (off, len) = (before, before_len + len);
+            }
+        }
+        if let Some(after_len) = self.free.remove(&(off + len)) {
+            len += after_len;
+        }
+        self.free.insert(off, len);
+    }
+
+    /// The memory an object of `len` bytes holds: whole pages, at least one.
+    fn extent_of(len: u64) -> u64 {
+        len.max(1).next_multiple_of(4096)
     }
 }
 
@@ -472,10 +547,7 @@ impl Nic {
                         c.lock().unwrap_or_else(|e| e.into_inner()).take_answers(true);
                     }
                     drop(channels);
-                    let mut p = self.placement.lock().unwrap_or_else(|e| e.into_inner());
-                    if p.next + len > p.bytes {
-                        p.evict_all();
-                    }
+                    self.placement.lock().unwrap_or_else(|e| e.into_inner()).make_room(len);
                 }
             }
         };
@@ -511,5 +583,124 @@ impl Nic {
     /// The NIC's process id (tests kill it to see the server fail over).
     pub fn process_id(&self) -> u32 {
         self.child.lock().unwrap_or_else(|e| e.into_inner()).id()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A file of `len` bytes, each `byte`, as the server resolves it.
+    fn object(dir: &Path, name: &str, len: usize, byte: u8) -> Resolved {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![byte; len]).unwrap();
+        let file = File::open(&path).unwrap();
+        let meta = file.metadata().unwrap();
+        Resolved { file, len: len as u64, path: name.into(), modified: meta.modified().unwrap(), ino: meta.ino() }
+    }
+
+    fn placed(p: &mut Placement, o: &Resolved) -> u64 {
+        match p.place(o) {
+            Ok(off) => off,
+            Err(PlaceMiss::Full) => {
+                p.make_room(o.len);
+                p.place(o).unwrap_or_else(|_| panic!("{} placed after making room", o.path.display()))
+            }
+            Err(_) => panic!("{} not placed", o.path.display()),
+        }
+    }
+
+    fn memory_at(memory: &Path, off: u64, len: usize) -> Vec<u8> {
+        let all = std::fs::read(memory).unwrap();
+        all[off as usize..off as usize + len].to_vec()
+    }
+
+    #[test]
+    fn the_least_recently_used_objects_go_first_and_each_lies_whole_in_its_extent() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory_path = dir.path().join("memory");
+        let memory = File::create(&memory_path).unwrap();
+        memory.set_len(64 << 10).unwrap();
+        let mut p = Placement::new(memory, 64 << 10);
+        // Four objects of 3 pages and a bit (16 KiB extents) fill the 64 KiB.
+        let objects: Vec<Resolved> = (0..6).map(|i| object(dir.path(), &format!("o{i}"), 12_300, b'a' + i as u8)).collect();
+        let mut at = Vec::new();
+        for o in &objects[..4] {
+            at.push(placed(&mut p, o));
+        }
+        assert_eq!((p.counts.misses, p.counts.hits, p.counts.evictions), (4, 0, 0));
+        let mut sorted = at.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![0, 16 << 10, 32 << 10, 48 << 10], "page-aligned, not overlapping");
+        // o0 used again: o1 is now the least recent.
+        assert_eq!(placed(&mut p, &objects[0]), at[0]);
+        assert_eq!(p.counts.hits, 1);
+        assert!(matches!(p.place(&objects[4]), Err(PlaceMiss::Full)));
+        // Evicting o1 frees one extent, which holds o4 and is more than the
+        // eighth of the memory (8 KiB) to keep free: one eviction is enough.
+        let o4 = placed(&mut p, &objects[4]);
+        assert_eq!(p.counts.evictions, 1, "one object evicted, not everything");
+        assert_eq!(o4, at[1], "o4 took o1's place: o1 was the least recently used");
+        assert!(p.placed.contains_key(Path::new("o0")) && !p.placed.contains_key(Path::new("o1")));
+        // Every object placed lies whole at its offset.
+        for (name, o) in [("o0", &objects[0]), ("o2", &objects[2]), ("o3", &objects[3]), ("o4", &objects[4])] {
+            let off = p.placed[Path::new(name)].off;
+            assert_eq!(memory_at(&memory_path, off, o.len as usize), vec![std::fs::read(dir.path().join(name)).unwrap()[0]; o.len as usize]);
+        }
+        // o1 again is a miss that evicts o2 (o0 was used after it).
+        placed(&mut p, &objects[1]);
+        assert!(!p.placed.contains_key(Path::new("o2")) && p.placed.contains_key(Path::new("o0")));
+        assert_eq!((p.counts.misses, p.counts.hits, p.counts.evictions), (6, 1, 2));
+    }
+
+    #[test]
+    fn freed_extents_merge_so_a_larger_object_fits_where_small_ones_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = File::create(dir.path().join("memory")).unwrap();
+        memory.set_len(64 << 10).unwrap();
+        let mut p = Placement::new(memory, 64 << 10);
+        let small: Vec<Resolved> = (0..16).map(|i| object(dir.path(), &format!("s{i}"), 4096, i as u8)).collect();
+        for o in &small {
+            placed(&mut p, o);
+        }
+        assert!(p.free.is_empty(), "16 pages fill the memory: {:?}", p.free);
+        // 32 KiB: the eight least recent pages (s0..s7, adjacent) merge into one extent.
+        let big = object(dir.path(), "big", 32 << 10, 0xee);
+        assert_eq!(placed(&mut p, &big), 0);
+        assert_eq!(p.counts.evictions, 8);
+        assert!((8..16).all(|i| p.placed.contains_key(Path::new(&format!("s{i}")))));
+        // Over half the memory: never placed.
+        let huge = object(dir.path(), "huge", (32 << 10) + 1, 1);
+        assert!(matches!(p.place(&huge), Err(PlaceMiss::Miss(NicMiss::TooLarge))));
+    }
+
+    #[test]
+    fn a_replaced_objects_old_extent_is_kept_until_the_next_eviction() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = File::create(dir.path().join("memory")).unwrap();
+        memory.set_len(32 << 10).unwrap();
+        let mut p = Placement::new(memory, 32 << 10);
+        let v1 = object(dir.path(), "k", 8192, 1);
+        let first = placed(&mut p, &v1);
+        // A new version (a new inode, as a rename makes).
+        std::fs::remove_file(dir.path().join("k")).unwrap();
+        let v2 = object(dir.path(), "k", 8192, 2);
+        assert_ne!(v1.ino, v2.ino);
+        let second = placed(&mut p, &v2);
+        assert_ne!(first, second, "descriptors in flight may still point at the old version");
+        assert_eq!(p.retired, vec![(first, 8192)]);
+        // Fill the rest; the next miss frees the retired extent first, and
+        // that is all the room it needs.
+        for name in ["a", "b"] {
+            placed(&mut p, &object(dir.path(), name, 8192, 3));
+        }
+        assert!(p.free.is_empty());
+        let c = object(dir.path(), "c", 8192, 4);
+        assert!(matches!(p.place(&c), Err(PlaceMiss::Full)));
+        assert_eq!(placed(&mut p, &c), first);
+        assert!(p.retired.is_empty());
+        assert_eq!(p.counts.evictions, 0);
+        assert!(["k", "a", "b", "c"].iter().all(|n| p.placed.contains_key(Path::new(n))));
     }
 }
