@@ -17,13 +17,40 @@
 use crate::chain::ChainOptions;
 use crate::device_job;
 use crate::ec::{self, Manifest};
-use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind};
+use peerpath_device::{Device, DeviceRange, FaultConfig, Function, FunctionKind};
 use peerpath_func::crypt::{device_key, StreamSealer, DEVICE_KEY_BYTES, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{member_bound_bytes, Format, BGZF_EOF_BLOCK};
 use peerpath_runtime::JobError;
 use std::fs::File;
 use std::path::Path;
 use std::time::Instant;
+
+/// Why a chain on the device stopped: a failure of the job's own (bad
+/// input, a target that cannot be written: the CPU would fail the same way),
+/// or of the device (it died, hung, answered an error, or cannot take the
+/// set's sizes): then the CPU may do the whole job instead.
+pub(crate) enum Stop {
+    Job(JobError),
+    Device(String),
+}
+
+impl From<String> for Stop {
+    fn from(why: String) -> Stop {
+        Stop::Device(why)
+    }
+}
+
+impl From<&str> for Stop {
+    fn from(why: &str) -> Stop {
+        Stop::Device(why.into())
+    }
+}
+
+impl From<JobError> for Stop {
+    fn from(e: JobError) -> Stop {
+        Stop::Job(e)
+    }
+}
 
 const ALIGN: u64 = 4096;
 
@@ -79,7 +106,7 @@ fn block_slots(o: &ChainOptions) -> usize {
 }
 
 /// Starts an emulated CSP with room for the chain, or says why it cannot run there.
-pub(crate) fn start(o: &ChainOptions) -> Result<EmulatedCsp, String> {
+pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>) -> Result<Box<dyn Device>, String> {
     if !(o.block_size as u64).is_multiple_of(ALIGN) {
         return Err(format!("the device reads whole 4 KiB pages by DMA: --block-size {} is not a multiple of 4K", o.block_size));
     }
@@ -93,15 +120,17 @@ pub(crate) fn start(o: &ChainOptions) -> Result<EmulatedCsp, String> {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
         }
     }
-    Ok(dev)
+    Ok(device_job::with_faults(dev, faults))
 }
 
 /// The chain's state on the host: fill levels, counters and the shards.
 struct Chain<'a> {
-    dev: &'a mut EmulatedCsp,
+    dev: &'a mut dyn Device,
     l: Layout,
     o: &'a ChainOptions,
     files: Vec<(File, peerpath_io::Temporary)>,
+    /// Where the shards go (for errors).
+    names: Vec<std::path::PathBuf>,
     crcs: Vec<Vec<u32>>,
     sealer: Option<StreamSealer>,
     /// Bytes in the block being sealed, in the stripe being filled; full stripes.
@@ -129,7 +158,7 @@ impl Chain<'_> {
     }
 
     /// Appends a range of device memory to the stream: gathered into the stripe being filled.
-    fn put(&mut self, mut from: DeviceRange) -> Result<(), String> {
+    fn put(&mut self, mut from: DeviceRange) -> Result<(), Stop> {
         let stripe_bytes = self.l.stripe.len;
         while from.len > 0 {
             let n = from.len.min(stripe_bytes - self.stripe_fill);
@@ -149,7 +178,7 @@ impl Chain<'_> {
     }
 
     /// Compressed bytes to the next stage: the block being sealed, or the stripes.
-    fn feed(&mut self, mut from: DeviceRange) -> Result<(), String> {
+    fn feed(&mut self, mut from: DeviceRange) -> Result<(), Stop> {
         if self.sealer.is_none() {
             return self.put(from);
         }
@@ -166,12 +195,12 @@ impl Chain<'_> {
     }
 
     /// Seals the block being filled (full, or the last) and puts it in the stream.
-    fn seal(&mut self) -> Result<(), String> {
+    fn seal(&mut self) -> Result<(), Stop> {
         let index = self.sealer.as_ref().expect("sealing").blocks();
         let n = self.plain_fill;
         let out = self.run(Function::AeadSealBlock { index }, vec![DeviceRange::new(self.l.plain.offset, n), self.l.material], self.l.sealed)?;
         if out != n + TAG_BYTES as u64 {
-            return Err(format!("the device sealed block {index} into {out} bytes"));
+            return Err(Stop::Device(format!("the device sealed block {index} into {out} bytes")));
         }
         // The host's sealer only counts: the device did the sealing (its layout gives the header).
         self.sealer.as_mut().expect("sealing").count_sealed(n as usize);
@@ -181,7 +210,7 @@ impl Chain<'_> {
 
     /// Codes stripe `s` held in `buf`, checksums its units and writes them
     /// from the device's memory; their CRC-32s.
-    fn code_and_write(&mut self, buf: DeviceRange, s: u64) -> Result<Vec<u32>, String> {
+    fn code_and_write(&mut self, buf: DeviceRange, s: u64) -> Result<Vec<u32>, Stop> {
         let (k, m, unit) = (self.o.data, self.o.parity, self.o.unit as u64);
         self.run(Function::EcEncode { data: k as u8, parity: m as u8 }, vec![buf], self.l.parity)?;
         let units: Vec<DeviceRange> = (0..k as u64).map(|i| DeviceRange::new(buf.offset + i * unit, unit)).chain((0..m as u64).map(|i| DeviceRange::new(self.l.parity.offset + i * unit, unit))).collect();
@@ -191,24 +220,24 @@ impl Chain<'_> {
             let ptr = self.dev.memory().io_ptr(*u).ok_or("a unit outside the device's memory")?;
             // SAFETY: the unit lies in the device's mapped memory; no command writes it
             // until this stripe is written.
-            unsafe { device_job::write_from(ptr, unit as usize, &self.files[i].0, s * unit)? };
+            unsafe { device_job::write_from(ptr, unit as usize, &self.files[i].0, s * unit) }.map_err(|source| JobError::TargetIo { path: self.names[i].clone(), source })?;
         }
         Ok(crcs)
     }
 }
 
 /// The chain on `dev`: what `chain::compress_ec` does on the CPU, with the same output.
-pub(crate) fn compress_ec(dev: &mut EmulatedCsp, source: &Path, dir: &Path, o: &ChainOptions) -> Result<(), JobError> {
+pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &ChainOptions) -> Result<(), Stop> {
     let started = Instant::now();
     let unreadable = |e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e };
     let opened = peerpath_io::open_source(source, true).map_err(unreadable)?;
     let meta = opened.file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())));
+        return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())).into());
     }
     ec::check_unit(o.unit)?;
     if std::fs::symlink_metadata(dir).is_ok() {
-        return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
+        return Err(JobError::TargetDirExists { path: dir.to_path_buf() }.into());
     }
     let n = o.data + o.parity;
     let names: Vec<_> = (0..n).map(|i| dir.with_file_name(ec::shard_name(i))).collect();
@@ -218,8 +247,8 @@ pub(crate) fn compress_ec(dev: &mut EmulatedCsp, source: &Path, dir: &Path, o: &
         None => None,
     };
     let l = Layout::new(o);
-    let mut c = Chain { dev, l, o, files, crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
-    let ran = run_chain(&mut c, &opened.file, meta.len(), o);
+    let mut c = Chain { dev, l, o, files, names: (0..n).map(|i| dir.join(ec::shard_name(i))).collect(), crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
+    let ran = run_chain(&mut c, source, &opened.file, meta.len(), o);
     // The device's copy of the file's key material goes, whatever happened.
     if o.encrypt.is_some() {
         // SAFETY: the material range lies in the device's memory; no command is running.
@@ -227,9 +256,9 @@ pub(crate) fn compress_ec(dev: &mut EmulatedCsp, source: &Path, dir: &Path, o: &
     }
     let stripes = match ran {
         Ok(s) => s,
-        Err(why) => {
+        Err(stop) => {
             c.files.iter().for_each(|(_, t)| peerpath_io::discard(t));
-            return Err(JobError::Device { detail: format!("{why}; nothing was kept") });
+            return Err(stop);
         }
     };
     let name = source.file_name().map_or_else(|| "source".into(), |n| n.to_string_lossy().into_owned());
@@ -260,7 +289,7 @@ pub(crate) fn compress_ec(dev: &mut EmulatedCsp, source: &Path, dir: &Path, o: &
 }
 
 /// Reads, compresses, seals and codes the whole source; the number of stripes.
-fn run_chain(c: &mut Chain, src: &File, size: u64, o: &ChainOptions) -> Result<u64, String> {
+fn run_chain(c: &mut Chain, source: &Path, src: &File, size: u64, o: &ChainOptions) -> Result<u64, Stop> {
     if let Some((key, _)) = &o.encrypt {
         let material = device_key(key, &c.sealer.as_ref().expect("sealing").file_id());
         // SAFETY: the material range lies in the device's memory; no command is running.
@@ -283,7 +312,7 @@ fn run_chain(c: &mut Chain, src: &File, size: u64, o: &ChainOptions) -> Result<u
             let in_ptr = c.dev.memory().io_ptr(read).ok_or("the device's memory is not mapped into this process for I/O")?;
             // SAFETY: the slot's read range holds a block of whole pages; no
             // command uses it until the one submitted below.
-            unsafe { device_job::read_into(src, at, want, in_ptr)? };
+            unsafe { device_job::read_into(src, at, want, in_ptr) }.map_err(|detail| JobError::SourceIo { path: source.to_path_buf(), detail })?;
             let tag = c.commands.submit(c.dev, Function::GzipCompressMember { level: o.level, format: o.format }, vec![DeviceRange::new(read.offset, want as u64)], c.l.member[slot])?;
             in_flight.push_back((tag, slot));
             (at, first) = (at + want as u64, false);
@@ -391,7 +420,7 @@ fn member_slots(workers: usize) -> usize {
 /// Starts an emulated CSP of `workers` workers with room for the reverse
 /// chain of a set with `k` data and `m` parity units of `unit` bytes, or
 /// says why it cannot.
-pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize) -> Result<EmulatedCsp, String> {
+pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize, faults: Option<FaultConfig>) -> Result<Box<dyn Device>, String> {
     if k + m > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
@@ -403,35 +432,17 @@ pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize) -> R
             return Err(format!("the emulated CSP does not offer {}", need.name()));
         }
     }
-    Ok(dev)
-}
-
-/// Why the reverse chain stopped: the set or its content is bad (named),
-/// or the device failed.
-enum DecodeFailure {
-    Job(JobError),
-    Device(String),
-}
-
-impl From<String> for DecodeFailure {
-    fn from(why: String) -> DecodeFailure {
-        DecodeFailure::Device(why)
-    }
-}
-
-impl From<&str> for DecodeFailure {
-    fn from(why: &str) -> DecodeFailure {
-        DecodeFailure::Device(why.into())
-    }
+    Ok(device_job::with_faults(dev, faults))
 }
 
 /// The reverse chain's state on the host: sizes, fill levels and counters.
 struct Unchain<'a> {
-    dev: &'a mut EmulatedCsp,
+    dev: &'a mut dyn Device,
     l: DecodeLayout,
     dir: &'a Path,
     key: Option<std::sync::Arc<peerpath_func::crypt::Key>>,
     target: &'a File,
+    output: &'a Path,
     /// Stream bytes seen so far, and the stream's length.
     seen: u64,
     stream_bytes: u64,
@@ -466,15 +477,15 @@ impl Unchain<'_> {
         self.commands.run(self.dev, function, inputs, output)
     }
 
-    fn damaged(&self, detail: String) -> DecodeFailure {
-        DecodeFailure::Job(JobError::Damaged { path: self.dir.to_path_buf(), detail })
+    fn damaged(&self, detail: String) -> Stop {
+        Stop::Job(JobError::Damaged { path: self.dir.to_path_buf(), detail })
     }
 
     /// The set is damaged at the current member, said with the output
     /// byte where it starts (`detail` of it): the members before it
     /// inflated and written first, so a fault among them, earlier in the
     /// stream, is the one reported.
-    fn damaged_here(&mut self, detail: impl FnOnce(u64) -> String) -> DecodeFailure {
+    fn damaged_here(&mut self, detail: impl FnOnce(u64) -> String) -> Stop {
         match self.drain() {
             Ok(()) => self.damaged(detail(self.produced)),
             Err(earlier) => earlier,
@@ -483,7 +494,7 @@ impl Unchain<'_> {
 
     /// The slot the member being gathered goes in (the oldest member's,
     /// once written, when none is free).
-    fn member_slot(&mut self) -> Result<usize, DecodeFailure> {
+    fn member_slot(&mut self) -> Result<usize, Stop> {
         if let Some(s) = self.slot {
             return Ok(s);
         }
@@ -496,7 +507,7 @@ impl Unchain<'_> {
     }
 
     /// Waits for the oldest member inflating and writes its output.
-    fn retire_oldest(&mut self) -> Result<(), DecodeFailure> {
+    fn retire_oldest(&mut self) -> Result<(), Stop> {
         let Some((tag, slot)) = self.inflating.pop_front() else { return Ok(()) };
         let at = self.produced;
         let waited = self.commands.wait(self.dev, tag);
@@ -506,21 +517,21 @@ impl Unchain<'_> {
         }
         let c = match waited {
             Ok(c) => c,
-            Err(e) if e.contains("OutputTooSmall") => return Err(DecodeFailure::Device(format!("a member's output is larger than the device path's {} MiB buffers (decode with --engine cpu)", MAX_DEVICE_BLOCK_BYTES >> 20))),
+            Err(e) if e.contains("OutputTooSmall") => return Err(Stop::Device(format!("a member's output is larger than the device path's {} MiB buffers (decode with --engine cpu)", MAX_DEVICE_BLOCK_BYTES >> 20))),
             Err(e) if e.contains("CorruptInput") => return Err(self.damaged(format!("the member at output byte {at} is corrupt (bad deflate data, CRC-32 or length)"))),
-            Err(e) => return Err(DecodeFailure::Device(e)),
+            Err(e) => return Err(Stop::Device(e)),
         };
         let ptr = self.dev.memory().io_ptr(self.l.out[slot]).ok_or("the device's memory is not mapped for I/O")?;
         // SAFETY: the output lies in the slot's out range, which no command
         // writes until the slot is taken again (after this).
-        unsafe { device_job::write_from(ptr, c.output_bytes as usize, self.target, at)? };
+        unsafe { device_job::write_from(ptr, c.output_bytes as usize, self.target, at) }.map_err(|source| JobError::TargetIo { path: self.output.to_path_buf(), source })?;
         self.produced += c.output_bytes;
         self.free.push(slot);
         Ok(())
     }
 
     /// Waits for every member inflating and writes them, in order.
-    fn drain(&mut self) -> Result<(), DecodeFailure> {
+    fn drain(&mut self) -> Result<(), Stop> {
         while !self.inflating.is_empty() {
             self.retire_oldest()?;
         }
@@ -537,12 +548,12 @@ impl Unchain<'_> {
     }
 
     /// The next `from` bytes of the set's stream.
-    fn stream(&mut self, mut from: DeviceRange) -> Result<(), DecodeFailure> {
+    fn stream(&mut self, mut from: DeviceRange) -> Result<(), Stop> {
         if self.seen == 0 && from.len > 0 {
             let head = self.peek(DeviceRange::new(from.offset, from.len.min(MAGIC.len() as u64)));
             if head.starts_with(MAGIC) {
                 if self.key.is_none() {
-                    return Err(DecodeFailure::Job(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", self.dir.display()))));
+                    return Err(Stop::Job(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", self.dir.display()))));
                 }
                 self.encrypted = true;
             }
@@ -558,10 +569,10 @@ impl Unchain<'_> {
             from = DeviceRange::new(from.offset + n, from.len - n);
             if self.header.len() == HEADER_BYTES {
                 let key = self.key.as_ref().expect("checked above");
-                let cipher = peerpath_func::crypt::FileCipher::open(key, &self.header).map_err(|e| DecodeFailure::Job(JobError::from_crypt(self.dir, e)))?;
-                cipher.check_length(self.stream_bytes).map_err(|e| DecodeFailure::Job(JobError::from_crypt(self.dir, e)))?;
+                let cipher = peerpath_func::crypt::FileCipher::open(key, &self.header).map_err(|e| Stop::Job(JobError::from_crypt(self.dir, e)))?;
+                cipher.check_length(self.stream_bytes).map_err(|e| Stop::Job(JobError::from_crypt(self.dir, e)))?;
                 if u64::from(cipher.layout().block_bytes) > MAX_DEVICE_BLOCK_BYTES {
-                    return Err(DecodeFailure::Device(format!("sealed blocks of {} bytes are larger than the device path's {} MiB buffers (decode with --engine cpu)", cipher.layout().block_bytes, MAX_DEVICE_BLOCK_BYTES >> 20)));
+                    return Err(Stop::Device(format!("sealed blocks of {} bytes are larger than the device path's {} MiB buffers (decode with --engine cpu)", cipher.layout().block_bytes, MAX_DEVICE_BLOCK_BYTES >> 20)));
                 }
                 let material = device_key(key, &cipher.layout().file_id);
                 // SAFETY: the material range lies in the device's memory; no command runs.
@@ -580,8 +591,8 @@ impl Unchain<'_> {
                 let opened = self.run(Function::AeadOpenBlock { index: i }, vec![DeviceRange::new(self.l.sealed.offset, want), self.l.material], self.l.plain);
                 if let Err(e) = opened {
                     return Err(match e.contains("CorruptInput") {
-                        true => DecodeFailure::Job(JobError::from_crypt(self.dir, peerpath_func::crypt::CryptError::Block { block: i, start: layout.plain_start(i), end: layout.plain_start(i) + layout.plain_len(i) as u64 })),
-                        false => DecodeFailure::Device(e),
+                        true => Stop::Job(JobError::from_crypt(self.dir, peerpath_func::crypt::CryptError::Block { block: i, start: layout.plain_start(i), end: layout.plain_start(i) + layout.plain_len(i) as u64 })),
+                        false => Stop::Device(e),
                     });
                 }
                 (self.block, self.sealed_fill) = (i + 1, 0);
@@ -593,7 +604,7 @@ impl Unchain<'_> {
 
     /// The next `from` bytes of the members: gathered member by member,
     /// each decoded (CRC-32 and length checked) and its output written.
-    fn members(&mut self, mut from: DeviceRange) -> Result<(), DecodeFailure> {
+    fn members(&mut self, mut from: DeviceRange) -> Result<(), Stop> {
         while from.len > 0 {
             // Its header first (a few dozen bytes; more only for a long one), then the rest.
             let peek = if self.member_fill < 64 { 64 } else { MEMBER_PEEK_BYTES as u64 };
@@ -614,15 +625,15 @@ impl Unchain<'_> {
 
     /// The length of the member being gathered, from its header, once
     /// enough of it is there (`at_end`: no more is coming).
-    fn member_length(&mut self, at_end: bool) -> Result<Option<u64>, DecodeFailure> {
+    fn member_length(&mut self, at_end: bool) -> Result<Option<u64>, Stop> {
         let slot = self.slot.expect("a member is being gathered");
         let head = self.peek(DeviceRange::new(self.l.member[slot].offset, self.member_fill.min(MEMBER_PEEK_BYTES as u64)));
         match peerpath_func::MemberHeader::parse(&head) {
             Ok(h) => match h.sizes {
-                Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(DecodeFailure::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers (decode with --engine cpu)", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
+                Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(Stop::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers (decode with --engine cpu)", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
                 Some(s) if (s.member_bytes() as u64) < self.member_fill => Err(self.damaged_here(|at| format!("the member at output byte {at} declares {} bytes, less than its own header", s.member_bytes()))),
                 Some(s) => Ok(Some(s.member_bytes() as u64)),
-                None => Err(DecodeFailure::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do (decode with --engine cpu)".into())),
+                None => Err(Stop::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do (decode with --engine cpu)".into())),
             },
             Err(peerpath_func::HeaderError::Truncated { .. }) if !at_end && head.len() < MEMBER_PEEK_BYTES => Ok(None),
             Err(e) => Err(self.damaged_here(|at| format!("the member at output byte {at}: {e}"))),
@@ -631,7 +642,7 @@ impl Unchain<'_> {
 
     /// Starts inflating the member gathered (its output is written when
     /// its turn comes: [`Unchain::retire_oldest`]).
-    fn decode_member(&mut self) -> Result<(), DecodeFailure> {
+    fn decode_member(&mut self) -> Result<(), Stop> {
         let slot = self.slot.take().expect("a member was gathered");
         let tag = self.commands.submit(self.dev, Function::GzipDecompressMember, vec![DeviceRange::new(self.l.member[slot].offset, self.member_fill)], self.l.out[slot])?;
         self.inflating.push_back((tag, slot));
@@ -641,7 +652,7 @@ impl Unchain<'_> {
     }
 
     /// After the last stripe: the stream must end between members (and blocks).
-    fn finish(&mut self) -> Result<(), DecodeFailure> {
+    fn finish(&mut self) -> Result<(), Stop> {
         if self.encrypted && (self.cipher.is_none() || self.sealed_fill > 0) {
             return Err(self.damaged_here(|_| "the encrypted file ends inside its header or a block".into()));
         }
@@ -659,7 +670,7 @@ impl Unchain<'_> {
 /// only as needed), each checked against the manifest's CRC-32 on the
 /// device; rebuilds the missing data units there. False if fewer than k
 /// units survive.
-fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -> Result<bool, DecodeFailure> {
+fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -> Result<bool, Stop> {
     let (k, p, unit, _, _) = m.shape();
     let mut good: Vec<usize> = Vec::with_capacity(k);
     // Units being checked (the Crc32 command's tag, the shard), oldest first:
@@ -715,12 +726,12 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
 /// The host reads only the file's header and each member's first bytes
 /// (to find its length). A stripe that lost too much is named, with every
 /// other such stripe, and nothing is written.
-pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize) -> Result<(), JobError> {
+pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize) -> Result<(), Stop> {
     let started = Instant::now();
     let (m, _) = ec::load(dir)?;
     let (k, p, unit, stripes, stream_bytes) = m.shape();
     if !force && std::fs::symlink_metadata(output).is_ok() {
-        return Err(JobError::TargetExists { path: output.to_path_buf() });
+        return Err(JobError::TargetExists { path: output.to_path_buf() }.into());
     }
     let direct = (unit as u64).is_multiple_of(ALIGN);
     let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&dir.join(m.unit(i, 0).0), direct).ok().map(|o| o.file)).collect();
@@ -731,6 +742,7 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
         dir,
         key,
         target: &t.file,
+        output,
         seen: 0,
         stream_bytes,
         encrypted: false,
@@ -749,7 +761,7 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
         metadata_bytes: 0,
         commands: Default::default(),
     };
-    let ran = (|| -> Result<(), DecodeFailure> {
+    let ran = (|| -> Result<(), Stop> {
         let mut lost = Vec::new();
         for s in 0..stripes {
             if !load_stripe(&mut c, &m, &shards, s)? {
@@ -764,23 +776,20 @@ pub(crate) fn decompress_ec(dev: &mut EmulatedCsp, dir: &Path, output: &Path, ke
             }
         }
         if !lost.is_empty() {
-            return Err(DecodeFailure::Job(ec::unrecoverable(dir, &m, &lost)));
+            return Err(Stop::Job(ec::unrecoverable(dir, &m, &lost)));
         }
         c.finish()
     })()
     // Members still inflating come before whatever stopped the chain: a fault among them is reported first.
     .or_else(|e| c.drain().and(Err(e)));
-    let outcome = ran.and_then(|()| ec::put_restored_in_place(&t.file, &temporary, output, dir, force).map_err(DecodeFailure::Job));
+    let outcome = ran.and_then(|()| ec::put_restored_in_place(&t.file, &temporary, output, dir, force).map_err(Stop::Job));
     if c.cipher.is_some() {
         // SAFETY: the material range lies in the device's memory; no command is running.
         unsafe { c.dev.memory().host_write(c.l.material.offset, &[0u8; DEVICE_KEY_BYTES]) };
     }
     if let Err(e) = outcome {
         peerpath_io::discard(&temporary);
-        return Err(match e {
-            DecodeFailure::Job(e) => e,
-            DecodeFailure::Device(why) => JobError::Device { detail: format!("{why}; nothing was kept") },
-        });
+        return Err(e);
     }
     let secs = started.elapsed().as_secs_f64();
     println!(

@@ -72,7 +72,7 @@ pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
             })?;
             device_us += u64::from(c.device_time_us);
             // SAFETY: the plaintext lies in the output range, which no command writes until the next block.
-            unsafe { device_job::write_from(out_ptr, n, dst, l.plain_start(i)) }.map_err(OpenFailure::Failed)?;
+            unsafe { device_job::write_from_or_say(out_ptr, n, dst, l.plain_start(i)) }.map_err(OpenFailure::Failed)?;
         }
         Ok(())
     })();
@@ -113,7 +113,7 @@ pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
                 return Err(format!("the device sealed block {i} into {bytes} bytes, not {}", want + TAG_BYTES));
             }
             // SAFETY: the sealed block lies in the sealed range, which no command writes until the next block.
-            unsafe { device_job::write_from(out_ptr, bytes, dst, l.sealed_offset(i))? };
+            unsafe { device_job::write_from_or_say(out_ptr, bytes, dst, l.sealed_offset(i))? };
         }
         Ok(())
     })();

@@ -62,7 +62,7 @@ impl Commands {
     }
 
     /// Queues a command (waiting for room in the queue); its tag.
-    pub fn submit(&mut self, dev: &mut EmulatedCsp, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<u64, String> {
+    pub fn submit(&mut self, dev: &mut dyn Device, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<u64, String> {
         self.issued += 1;
         let tag = self.issued;
         self.names.insert(tag, function.kind().name());
@@ -80,7 +80,7 @@ impl Commands {
     }
 
     /// Waits for command `tag`; any status but success is an error naming its function.
-    pub fn wait(&mut self, dev: &mut EmulatedCsp, tag: u64) -> Result<Completion, String> {
+    pub fn wait(&mut self, dev: &mut dyn Device, tag: u64) -> Result<Completion, String> {
         let c = loop {
             if let Some(c) = self.done.remove(&tag) {
                 break c;
@@ -95,14 +95,14 @@ impl Commands {
     }
 
     /// Runs one command to completion (others may be running beside it).
-    pub fn run(&mut self, dev: &mut EmulatedCsp, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<Completion, String> {
+    pub fn run(&mut self, dev: &mut dyn Device, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<Completion, String> {
         let tag = self.submit(dev, function, inputs, output)?;
         self.wait(dev, tag)
     }
 
     /// Takes the completions there, or waits for one (a device that
     /// completes nothing for the timeout is hung: an error).
-    fn step(&mut self, dev: &mut EmulatedCsp) -> Result<(), String> {
+    fn step(&mut self, dev: &mut dyn Device) -> Result<(), String> {
         let failed = |e| format!("the emulated CSP failed: {e}");
         let since = std::time::Instant::now();
         while dev.poll(&mut self.polled).map_err(failed)? == 0 {
@@ -117,6 +117,15 @@ impl Commands {
         }
         self.done.extend(self.polled.drain(..).map(|c| (c.tag(), c)));
         Ok(())
+    }
+}
+
+/// The device a device job drives: `dev`, with seeded faults injected
+/// where asked (a testing aid: a crash is SIGKILL of its process).
+pub(crate) fn with_faults(dev: EmulatedCsp, faults: Option<peerpath_device::FaultConfig>) -> Box<dyn Device> {
+    match faults {
+        Some(f) => Box::new(peerpath_device::FaultyDevice::new(dev, f)),
+        None => Box::new(dev),
     }
 }
 
@@ -156,17 +165,27 @@ pub(crate) unsafe fn read_into(src: &File, at: u64, want: usize, dst: *mut u8) -
 /// # Safety
 /// `from` points at `len` bytes in the device's mapped memory that no
 /// command writes until this returns.
-pub(crate) unsafe fn write_from(from: *const u8, len: usize, dst: &File, at: u64) -> Result<(), String> {
+pub(crate) unsafe fn write_from(from: *const u8, len: usize, dst: &File, at: u64) -> std::io::Result<()> {
     let mut done = 0usize;
     while done < len {
         // SAFETY: the caller's contract: len - done bytes from from + done are readable.
         let n = unsafe { libc::pwrite(dst.as_raw_fd(), from.add(done).cast(), len - done, (at + done as u64) as libc::off_t) };
-        if n <= 0 {
-            return Err(format!("writing from device memory: {}", std::io::Error::last_os_error()));
+        match n {
+            n if n > 0 => done += n as usize,
+            0 => return Err(std::io::Error::new(std::io::ErrorKind::WriteZero, "the target took no bytes")),
+            _ => return Err(std::io::Error::last_os_error()),
         }
-        done += n as usize;
     }
     Ok(())
+}
+
+/// Writes from device memory, the error in words (for the device jobs that report strings).
+///
+/// # Safety
+/// As [`write_from`].
+pub(crate) unsafe fn write_from_or_say(from: *const u8, len: usize, dst: &File, at: u64) -> Result<(), String> {
+    // SAFETY: the caller's contract is write_from's.
+    unsafe { write_from(from, len, dst, at) }.map_err(|e| format!("writing from device memory: {e}"))
 }
 
 /// How a transfer moved, in words.

@@ -86,7 +86,7 @@ pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: 
             // command writes them until the next stripe.
             let ptr = unsafe { if i < k { in_ptr.add(i * unit) } else { out_ptr.add((i - k) * unit) } };
             // SAFETY: as above: the unit's bytes, unwritten until the next stripe.
-            unsafe { device_job::write_from(ptr, unit, f, s * unit as u64) }.map_err(|e| DeviceFailure::Failed(format!("a shard: {e}")))?;
+            unsafe { device_job::write_from_or_say(ptr, unit, f, s * unit as u64) }.map_err(|e| DeviceFailure::Failed(format!("a shard: {e}")))?;
         }
     }
     let direct = device_job::moved;

@@ -448,11 +448,14 @@ struct DecompressArgs {
     key: crypt::KeyArgs,
     /// The source is a shard directory (from `compress --ec` or `ec encode` of a .gz or .gz.ppenc):
     /// its stream is rebuilt from the shards that survive, opened and inflated in one pass into
-    /// --output (one thread, the host CPU).
+    /// --output (on -T threads of the host CPU, or in an emulated CSP's memory with --engine emulated).
     #[arg(long)]
     ec: bool,
     #[command(flatten)]
     decode: DecodeEngineArgs,
+    /// Testing aid (with --ec --engine emulated): inject seeded device faults, as compress's option does.
+    #[arg(long, value_parser = parse_faults, help_heading = "Devices")]
+    inject_faults: Option<peerpath_device::FaultConfig>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -702,11 +705,24 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit };
     if a.engine == EngineArg::Emulated {
-        match chain_device::start(&opts) {
-            Ok(mut dev) => return chain_device::compress_ec(&mut dev, source, dir, &opts),
-            Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
-            Err(why) => eprintln!("peerpath: FALLBACK: {why}: the chain runs on the host CPU"),
+        if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
+            return Err(JobError::Usage("--ec cannot check the device's output yet: --inject-faults takes no corrupt= with it".into()));
         }
+        let (why, then) = match chain_device::start(&opts, a.inject_faults.clone()) {
+            Ok(mut dev) => match chain_device::compress_ec(dev.as_mut(), source, dir, &opts) {
+                Ok(()) => return Ok(()),
+                Err(chain_device::Stop::Job(e)) => return Err(e),
+                // The device held the first stripe and the blocks being filled: nothing it did is kept.
+                Err(chain_device::Stop::Device(why)) => (why, "; the chain restarts on the host CPU from the first byte"),
+            },
+            Err(why) => (why, ": the chain runs on the host CPU"),
+        };
+        if a.no_fallback {
+            return Err(JobError::Device { detail: format!("{why} (--no-fallback: nothing was kept)") });
+        }
+        eprintln!("peerpath: FALLBACK: {why}{then}");
+    } else if a.inject_faults.is_some() {
+        return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
     }
     chain::compress_ec(source, dir, &opts)
 }
@@ -878,6 +894,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
         }
         Command::Decompress(a) => {
+            if a.inject_faults.is_some() && !(a.ec && a.decode.engine == DecodeEngineArg::Emulated) {
+                return Err(JobError::Usage("--inject-faults needs --ec --engine emulated".into()));
+            }
             if a.ec {
                 let (dir, output) = match (a.sources.as_slice(), a.output.as_deref()) {
                     ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
@@ -891,11 +910,18 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         let (set, _) = ec::load(dir)?;
                         let (k, m, unit, _, _) = set.shape();
                         let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-                        match chain_device::start_decode(k, m, unit, threads) {
-                            Ok(mut dev) => return chain_device::decompress_ec(&mut dev, dir, output, key, a.target.force, threads),
-                            Err(why) if a.decode.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
-                            Err(why) => eprintln!("peerpath: FALLBACK: {why}: the set is decoded on the host CPU"),
+                        let (why, then) = match chain_device::start_decode(k, m, unit, threads, a.inject_faults.clone()) {
+                            Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, threads) {
+                                Ok(()) => return Ok(()),
+                                Err(chain_device::Stop::Job(e)) => return Err(e),
+                                Err(chain_device::Stop::Device(why)) => (why, "; the set is decoded on the host CPU from the start (nothing the device wrote is kept)"),
+                            },
+                            Err(why) => (why, ": the set is decoded on the host CPU"),
+                        };
+                        if a.decode.no_fallback {
+                            return Err(JobError::Device { detail: format!("{why} (--no-fallback: nothing was kept)") });
                         }
+                        eprintln!("peerpath: FALLBACK: {why}{then}");
                     }
                 }
                 let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -366,3 +366,51 @@ fn the_reverse_chain_runs_in_an_emulated_csps_memory() {
     // Other files: the emulated decoder takes shard sets only so far.
     run(&mut pp(args!["decompress", &gz, "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["shard sets only"]);
 }
+
+/// Faults in the chain on an emulated CSP, handled as compression's are:
+/// a device that dies mid-chain (SIGKILL after some commands) is a said
+/// fallback, and the host CPU does the whole job (the device held the
+/// first stripe and the blocks being filled), with the CPU's output;
+/// `--no-fallback` makes it exit 15 with nothing kept. A full shard or
+/// output target is exit 11 with nothing kept, as for every target.
+#[test]
+fn a_device_that_dies_mid_chain_hands_the_job_to_the_cpu_and_a_full_target_keeps_nothing() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    let want = mixed_data(2_500_001, 5);
+    std::fs::write(&src, &want).unwrap();
+    let common = args!["--ec", "4+2", "--ec-unit", "64K", "--block-size", "64K"];
+    let cpu = d.join("cpu");
+    run(pp(args!["compress", &src, "-o", &cpu]).args(&common)).ok();
+    // Forward: crash after 30 commands (of ~100: mid-chain).
+    let dev = d.join("dev");
+    let faults = args!["--engine", "emulated", "--inject-faults", "seed=1,crash-after=30"];
+    let o = run(pp(args!["compress", &src, "-o", &dev]).args(&common).args(&faults)).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("restarts on the host CPU"), "{}", o.stderr);
+    let set = |p: &Path| shards(p).into_iter().chain([("manifest.json".to_string(), std::fs::read(p.join("manifest.json")).unwrap())]).collect::<Vec<_>>();
+    assert!(set(&cpu) == set(&dev), "the CPU's set after the device died");
+    let never = d.join("never");
+    run(pp(args!["compress", &src, "-o", &never, "--no-fallback"]).args(&common).args(&faults)).fails(15, &["no-fallback", "nothing was kept"]);
+    assert_dir_holds(d, &["cpu", "dev", "src"]);
+    run(pp(args!["compress", &src, "-o", &never, "--inject-faults", "seed=1,corrupt=0.5", "--engine", "emulated"]).args(&common)).fails(2, &["corrupt="]);
+    run(pp(args!["compress", &src, "-o", &never, "--inject-faults", "seed=1,crash-after=3"]).args(&common)).fails(2, &["--engine emulated"]);
+    // Reverse: the same, from the CPU's set.
+    let back = d.join("back");
+    let o = run(&mut pp(args!["decompress", "--ec", &cpu, "-o", &back, "--engine", "emulated", "--inject-faults", "seed=1,crash-after=20"])).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("decoded on the host CPU from the start"), "{}", o.stderr);
+    assert_file_eq(&back, &want, "decoded on the CPU after the device died");
+    run(&mut pp(args!["decompress", "--ec", &cpu, "-o", &never, "--engine", "emulated", "--no-fallback", "--inject-faults", "seed=1,crash-after=20"])).fails(15, &["no-fallback", "nothing was kept"]);
+    run(&mut pp(args!["decompress", "--ec", &cpu, "-o", &never, "--inject-faults", "seed=1,crash-after=20"])).fails(2, &["--ec --engine emulated"]);
+    assert_dir_holds(d, &["back", "cpu", "dev", "src"]);
+    // Full targets: the device's shards, and the device's output.
+    let Some(fs) = TmpfsMount::new("a_device_that_dies_mid_chain_hands_the_job_to_the_cpu_and_a_full_target_keeps_nothing", "1m") else { return };
+    let incompressible = d.join("random");
+    std::fs::write(&incompressible, random_bytes(3_000_000, 9)).unwrap();
+    run(pp(args!["compress", &incompressible, "-o", fs.dir.join("set"), "--engine", "emulated", "--no-fallback"]).args(&common)).fails(11, &["No space left", "nothing was kept"]);
+    assert_dir_holds(&fs.dir, &[]);
+    let big = d.join("bigset");
+    run(pp(args!["compress", &incompressible, "-o", &big]).args(&common)).ok();
+    run(&mut pp(args!["decompress", "--ec", &big, "-o", fs.dir.join("random"), "--engine", "emulated", "--no-fallback"])).fails(11, &["No space left", "nothing was kept"]);
+    assert_dir_holds(&fs.dir, &[]);
+}
