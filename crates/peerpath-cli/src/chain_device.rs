@@ -284,6 +284,14 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         c.commands.count(),
         device_job::moved(device_job::is_direct(&opened.file)),
     );
+    if let Some(stages) = device_job::stages(c.dev) {
+        println!(
+            "stages on the device (measured on emulated devices): {stages}; bytes: {} of source read into device memory, {} of shards written from it, {} of header from this process",
+            peerpath_metrics::human_bytes(meta.len()),
+            peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
+            peerpath_metrics::human_bytes(if c.sealer.is_some() { HEADER_BYTES as u64 } else { 0 })
+        );
+    }
     println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {}-byte {name}", dir.display(), dir.display(), c.len);
     Ok(())
 }
@@ -464,7 +472,8 @@ struct Unchain<'a> {
     free: Vec<usize>,
     inflating: std::collections::VecDeque<(u64, usize)>,
     /// Output bytes written (members in order), members decoded, units
-    /// rebuilt, host-read metadata bytes.
+    /// rebuilt, host-read metadata bytes, unit bytes read into the device.
+    units_read: u64,
     produced: u64,
     members: u64,
     rebuilt: u64,
@@ -688,6 +697,7 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
             if unsafe { device_job::read_into(f, s * unit as u64, unit, ptr) }.is_err() {
                 continue;
             }
+            c.units_read += unit as u64;
             checking.push_back((c.commands.submit(c.dev, Function::Crc32, vec![slot], DeviceRange::EMPTY)?, i));
         }
         let Some((tag, i)) = checking.pop_front() else { break };
@@ -755,6 +765,7 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         slot: None,
         free: (0..member_slots(workers)).rev().collect(),
         inflating: Default::default(),
+        units_read: 0,
         produced: 0,
         members: 0,
         rebuilt: 0,
@@ -809,5 +820,8 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct)),
         c.metadata_bytes,
     );
+    if let Some(stages) = device_job::stages(c.dev) {
+        println!("stages on the device (measured on emulated devices): {stages}; bytes: {} of units read into device memory, {} of output written from it", peerpath_metrics::human_bytes(c.units_read), peerpath_metrics::human_bytes(c.produced));
+    }
     Ok(())
 }

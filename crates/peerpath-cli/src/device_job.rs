@@ -188,6 +188,31 @@ pub(crate) unsafe fn write_from_or_say(from: *const u8, len: usize, dst: &File, 
     unsafe { write_from(from, len, dst, at) }.map_err(|e| format!("writing from device memory: {e}"))
 }
 
+/// What each function did on the device, for a report: per function with
+/// commands, its commands, bytes in and out, and busy time summed over the
+/// device's workers, with the rate that gives (input bytes per busy second
+/// of one worker, where it took input). From the device's own statistics; `None` if it keeps none.
+pub(crate) fn stages(dev: &mut dyn Device) -> Option<String> {
+    let s = dev.stats()?;
+    let parts: Vec<String> = s
+        .functions
+        .iter()
+        .filter(|f| f.commands > 0)
+        .map(|f| {
+            let busy = f.busy_ns as f64 / 1e9;
+            let rate = if f.input_bytes > 0 { format!(" ({:.2} GB/s in, a worker)", f.input_bytes as f64 / busy.max(1e-9) / 1e9) } else { String::new() };
+            format!(
+                "{} {}x, {} in -> {} out, {busy:.3} s busy{rate}",
+                f.function.map_or("?", |k| k.name()),
+                f.commands,
+                peerpath_metrics::human_bytes(f.input_bytes),
+                peerpath_metrics::human_bytes(f.output_bytes),
+            )
+        })
+        .collect();
+    Some(parts.join("; "))
+}
+
 /// How a transfer moved, in words.
 pub(crate) fn moved(direct: bool) -> &'static str {
     if direct {
