@@ -230,6 +230,9 @@ fn the_chain_runs_in_an_emulated_csps_memory_with_the_cpus_output() {
         run(pp(args!["compress", &src, "-o", &cpu]).args(&common)).ok();
         let o = run(pp(args!["compress", &src, "-o", &dev, "--engine", "emulated", "--no-fallback"]).args(&common)).ok();
         assert!(o.stdout_str().contains("payload bytes into this process: 0") && o.stdout_str().contains("measured on emulated devices"), "{}", o.stdout_str());
+        assert!(o.stdout_str().contains("stages on the device") && o.stdout_str().contains("gzip compress member"), "each stage's figures: {}", o.stdout_str());
+        let o = run(pp(args!["compress", &src, "-o", d.join(format!("cpu-again{size}"))]).args(&common)).ok();
+        assert!(o.stdout_str().contains("stages on this host's CPU") && o.stdout_str().contains("erasure code"), "each stage's figures: {}", o.stdout_str());
         let names = |p: &Path| shards(p).into_iter().chain([("manifest.json".to_string(), std::fs::read(p.join("manifest.json")).unwrap())]).collect::<Vec<_>>();
         assert!(names(&cpu) == names(&dev), "{size} bytes: the device's set is the CPU's, byte for byte");
         // Sealed on the device: a fresh file id, so compare what it decodes to.
@@ -280,6 +283,9 @@ fn the_reverse_chain_runs_in_an_emulated_csps_memory() {
             let back = d.join("back");
             let o = decode(set, &back, &[&extra[..], &["-f"]].concat()).ok();
             assert!(o.stdout_str().contains("payload bytes into this process: 0") && o.stdout_str().contains("measured on emulated devices"), "{}", o.stdout_str());
+            assert!(o.stdout_str().contains("stages on the device") && o.stdout_str().contains("gzip decompress member"), "each stage's figures: {}", o.stdout_str());
+            let o = run(&mut pp(args!["decompress", "--ec", set, "-o", &back, "-f"]).args(&extra)).ok();
+            assert!(o.stdout_str().contains("stages on this host's CPU") && o.stdout_str().contains("inflate"), "each stage's figures: {}", o.stdout_str());
             assert_file_eq(&back, &want, "decoded on the device, nothing lost");
             // As many units lost as the code allows: a shard gone, others corrupt in places.
             let names = shards(set);

@@ -575,6 +575,8 @@ pub struct StreamDecoder<R> {
     pub members: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Time spent inflating (summed over the workers of [`StreamDecoder::run_parallel`]).
+    pub inflating: std::time::Duration,
 }
 
 impl<R: Read> StreamDecoder<R> {
@@ -593,6 +595,7 @@ impl<R: Read> StreamDecoder<R> {
             members: members_before,
             bytes_in: 0,
             bytes_out: 0,
+            inflating: std::time::Duration::ZERO,
         }
     }
 
@@ -701,16 +704,19 @@ impl<R: Read> StreamDecoder<R> {
         let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(threads);
         let job_rx = std::sync::Mutex::new(job_rx);
         let (done_tx, done_rx) = std::sync::mpsc::channel::<Done>();
-        std::thread::scope(|scope| {
+        let inflating_ns = std::sync::atomic::AtomicU64::new(0);
+        let ran = std::thread::scope(|scope| {
             for _ in 0..threads {
-                let (job_rx, done_tx) = (&job_rx, done_tx.clone());
+                let (job_rx, done_tx, inflating_ns) = (&job_rx, done_tx.clone(), &inflating_ns);
                 scope.spawn(move || loop {
                     let job = job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((seq, index, offset, header, member, mut out)) = job else { return };
+                    let t = std::time::Instant::now();
                     let decoded = declared_output_bytes(&header, &member).and_then(|n| {
                         out.resize(n, 0);
                         decode_member(&header, &member, &mut out)
                     });
+                    inflating_ns.fetch_add(t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
                     let _ = done_tx.send((seq, decoded.map_err(|e| StreamError::at(index, offset, e)), member, out));
                 });
             }
@@ -729,7 +735,10 @@ impl<R: Read> StreamDecoder<R> {
                 (Some((_, e)), Ok(())) => Err(e),
                 (None, Ok(())) => Ok(()),
             }
-        })
+        });
+        // The members the reader decoded itself (unsized ones) are in already.
+        self.inflating += std::time::Duration::from_nanos(inflating_ns.into_inner());
+        ran
     }
 
     /// `run_parallel`'s reading side: cuts sized members and sends them to
@@ -827,7 +836,10 @@ impl<R: Read> StreamDecoder<R> {
             if self.start == self.end && !self.fill()? {
                 return Err(StreamError::at(index, member_offset, self.cut_short()));
             }
-            let step = match self.inflater.step(&self.buf[self.start..self.end], &mut self.out) {
+            let t = std::time::Instant::now();
+            let stepped = self.inflater.step(&self.buf[self.start..self.end], &mut self.out);
+            self.inflating += t.elapsed();
+            let step = match stepped {
                 Ok(step) => step,
                 Err(StepError::Invalid(why)) => return Err(StreamError::at(index, member_offset, MemberError::Deflate(why.into()))),
                 Err(StepError::TrailerMismatch) => return Err(StreamError::at(index, member_offset, self.trailer_mismatch())),
