@@ -284,7 +284,7 @@ fn the_reverse_chain_runs_in_an_emulated_csps_memory() {
             let o = decode(set, &back, &[&extra[..], &["-f"]].concat()).ok();
             assert!(o.stdout_str().contains("payload bytes into this process: 0") && o.stdout_str().contains("measured on emulated devices"), "{}", o.stdout_str());
             assert!(o.stdout_str().contains("stages on the device") && o.stdout_str().contains("gzip decompress member"), "each stage's figures: {}", o.stdout_str());
-            let o = run(&mut pp(args!["decompress", "--ec", set, "-o", &back, "-f"]).args(&extra)).ok();
+            let o = run(pp(args!["decompress", "--ec", set, "-o", &back, "-f"]).args(&extra)).ok();
             assert!(o.stdout_str().contains("stages on this host's CPU") && o.stdout_str().contains("inflate"), "each stage's figures: {}", o.stdout_str());
             assert_file_eq(&back, &want, "decoded on the device, nothing lost");
             // As many units lost as the code allows: a shard gone, others corrupt in places.
