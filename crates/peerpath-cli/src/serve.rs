@@ -56,9 +56,13 @@ pub struct ServeArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// devmem: the emulated NIC's memory (K, M, G suffixes); objects over half of it are sent from the host.
+    /// devmem: the emulated NIC's memory (K, M, G suffixes), a cache of whole objects, least recently used evicted first.
     #[arg(long, default_value = "256M", value_parser = crate::parse_size)]
     nic_memory: usize,
+    /// devmem: objects larger than this are never placed in the NIC's memory but sent from
+    /// the host (so a few large objects do not evict many small hot ones) [default: half of --nic-memory].
+    #[arg(long, value_parser = crate::parse_size)]
+    nic_max_object: Option<usize>,
 }
 
 /// `peerpath nic-serve SOCKET MEMORY BYTES`: the emulated NIC process (started by `serve --mode devmem`).
@@ -109,6 +113,12 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
         let exe = std::env::current_exe().map_err(|e| JobError::Internal(format!("this program's path: {e}")))?;
         c.nic_program = Some((exe, vec!["nic-serve".into()]));
         c.nic_memory_bytes = a.nic_memory as u64;
+        c.nic_max_object_bytes = a.nic_max_object.map_or(c.nic_memory_bytes / 2, |m| m as u64);
+        if c.nic_max_object_bytes > c.nic_memory_bytes / 2 {
+            return Err(JobError::Usage(format!("--nic-max-object {} is over half of --nic-memory {}: a cache must hold two objects at least", a.nic_max_object.unwrap_or_default(), a.nic_memory)));
+        }
+    } else if a.nic_max_object.is_some() {
+        return Err(JobError::Usage("--nic-max-object needs --mode devmem".into()));
     }
     c.max_requests = a.max_requests;
     c.duration = a.duration.map(|d| seconds(d, "--duration")).transpose()?;
@@ -119,7 +129,11 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
         eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode)", root.display());
     }
     if let Some(pid) = server.nic_process_id() {
-        eprintln!("peerpath serve: emulated NIC with {} of memory (process {pid})", peerpath_metrics::human_bytes(a.nic_memory as u64));
+        eprintln!(
+            "peerpath serve: emulated NIC with {} of memory, objects up to {} placed in it (process {pid})",
+            peerpath_metrics::human_bytes(a.nic_memory as u64),
+            peerpath_metrics::human_bytes(a.nic_max_object.map_or(a.nic_memory as u64 / 2, |m| m as u64))
+        );
     }
     if let Some(m) = server.memcached_addr() {
         eprintln!("peerpath serve: memcached text protocol on {m}");

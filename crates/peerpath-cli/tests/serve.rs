@@ -393,3 +393,28 @@ fn a_client_that_stops_reading_is_dropped_and_the_server_still_stops() {
         drop(stuck);
     }
 }
+
+/// devmem's size policy: objects over `--nic-max-object` are never placed
+/// in the NIC's memory but sent, whole and right, from the host (counted as
+/// too large); smaller ones are placed once and then hit; a limit over half
+/// of the memory, or without devmem, is a usage error.
+#[test]
+fn objects_over_the_nic_size_limit_are_sent_from_the_host() {
+    let dir = scratch();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let (small, large) = (mixed_data(2000, 1), mixed_data(10_000, 2));
+    std::fs::write(root.join("small"), &small).unwrap();
+    std::fs::write(root.join("large"), &large).unwrap();
+    let s = serve_with(&root, "devmem", 4, &["--nic-memory", "1M", "--nic-max-object", "4K", "--json"]);
+    for (name, want) in [("small", &small), ("large", &large), ("small", &small), ("large", &large)] {
+        let (head, body) = split(&exchange(&s.http, format!("GET /{name} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes()));
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(&body, want, "{name}");
+    }
+    let report: serde_json::Value = serde_json::from_str(&finish(s)).unwrap();
+    let nic = &report["nic"];
+    assert_eq!((nic["misses"].as_u64(), nic["hits"].as_u64(), nic["too_large"].as_u64()), (Some(1), Some(1), Some(2)), "{report}");
+    run(&mut pp(args!["serve", &root, "--mode", "devmem", "--nic-memory", "1M", "--nic-max-object", "600K"])).fails(2, &["over half"]);
+    run(&mut pp(args!["serve", &root, "--nic-max-object", "4K"])).fails(2, &["--mode devmem"]);
+}

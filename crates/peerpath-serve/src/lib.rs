@@ -83,6 +83,9 @@ pub struct Config {
     /// DevMem: the emulated NIC's program and arguments, and its memory.
     pub nic_program: Option<(PathBuf, Vec<String>)>,
     pub nic_memory_bytes: u64,
+    /// DevMem: objects larger than this are never placed in the NIC's
+    /// memory (sent from the host; at most half of the memory).
+    pub nic_max_object_bytes: u64,
     /// memcached `set`: `None` refuses it (read-only, the default); `Some(n)`
     /// stores objects of up to `n` bytes as files directly under the root.
     pub max_set_bytes: Option<u64>,
@@ -102,6 +105,7 @@ impl Config {
             max_connections: 256,
             nic_program: None,
             nic_memory_bytes: 256 << 20,
+            nic_max_object_bytes: 128 << 20,
             max_set_bytes: None,
         }
     }
@@ -174,7 +178,7 @@ impl Server {
         let nic = match (&config.mode, &config.nic_program) {
             (Mode::DevMem, Some((program, args))) => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                Some(nic::Nic::start(program, &args, config.nic_memory_bytes).map_err(ServeError::Usage)?)
+                Some(nic::Nic::start(program, &args, config.nic_memory_bytes, config.nic_max_object_bytes).map_err(ServeError::Usage)?)
             }
             (Mode::DevMem, None) => return Err(ServeError::Usage("devmem mode needs the emulated NIC's program".into())),
             _ => None,

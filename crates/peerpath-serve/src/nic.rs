@@ -208,6 +208,8 @@ pub struct Nic {
 struct Placement {
     memory: File,
     bytes: u64,
+    /// Objects larger than this stay on the host path (at most half of `bytes`).
+    max_object: u64,
     /// Free extents, offset -> length (adjacent ones merged).
     free: std::collections::BTreeMap<u64, u64>,
     /// Per file placed: where, and the version placed.
@@ -331,8 +333,8 @@ impl Drop for Nic {
 
 /// Why the NIC did not send a payload.
 pub enum NicMiss {
-    /// Larger than half the NIC's memory: never placed there; nothing was
-    /// sent, the host sends it.
+    /// Larger than the largest object placed (at most half the NIC's
+    /// memory): never placed there; nothing was sent, the host sends it.
     TooLarge,
     /// It could not be placed (the reason); nothing was sent, the host sends it.
     NotPlaced(String),
@@ -353,7 +355,7 @@ enum PlaceMiss {
 impl Nic {
     /// Starts an emulated NIC process (`program` with `args`, to which the
     /// socket and memory paths and size are appended) with `bytes` of memory.
-    pub fn start(program: &Path, args: &[&str], bytes: u64) -> Result<Nic, String> {
+    pub fn start(program: &Path, args: &[&str], bytes: u64, max_object: u64) -> Result<Nic, String> {
         let dir = std::env::temp_dir().join(format!("peerpath-nic-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let (socket, memory) = (dir.join("sock"), Path::new("/dev/shm").join(format!("peerpath-nic-{}.mem", std::process::id())));
@@ -377,7 +379,7 @@ impl Nic {
         let file = std::fs::OpenOptions::new().write(true).open(&memory).map_err(|e| format!("NIC memory: {e}"))?;
         // The NIC keeps its mapping; the name is not needed any more.
         let _ = std::fs::remove_file(&memory);
-        let placement = Placement::new(file, bytes);
+        let placement = Placement::new(file, bytes, max_object);
         Ok(Nic {
             child: std::sync::Mutex::new(child),
             _control: sock,
@@ -396,10 +398,11 @@ impl Nic {
 }
 
 impl Placement {
-    fn new(memory: File, bytes: u64) -> Placement {
+    fn new(memory: File, bytes: u64, max_object: u64) -> Placement {
         let bytes = bytes / 4096 * 4096;
         let free = if bytes > 0 { [(0, bytes)].into() } else { Default::default() };
-        Placement { memory, bytes, free, placed: HashMap::new(), by_use: Default::default(), uses: 0, retired: Vec::new(), counts: NicCounts::default() }
+        let max_object = max_object.min(bytes / 2);
+        Placement { memory, bytes, max_object, free, placed: HashMap::new(), by_use: Default::default(), uses: 0, retired: Vec::new(), counts: NicCounts::default() }
     }
 
     fn not_placed(&mut self, e: std::io::Error) -> PlaceMiss {
@@ -425,7 +428,7 @@ impl Placement {
                 return Ok(p.off);
             }
         }
-        if len > self.bytes / 2 {
+        if len > self.max_object {
             self.counts.too_large += 1;
             return Err(PlaceMiss::Miss(NicMiss::TooLarge));
         }
@@ -622,7 +625,7 @@ mod tests {
         let memory_path = dir.path().join("memory");
         let memory = File::create(&memory_path).unwrap();
         memory.set_len(64 << 10).unwrap();
-        let mut p = Placement::new(memory, 64 << 10);
+        let mut p = Placement::new(memory, 64 << 10, u64::MAX);
         // Four objects of 3 pages and a bit (16 KiB extents) fill the 64 KiB.
         let objects: Vec<Resolved> = (0..6).map(|i| object(dir.path(), &format!("o{i}"), 12_300, b'a' + i as u8)).collect();
         let mut at = Vec::new();
@@ -659,7 +662,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let memory = File::create(dir.path().join("memory")).unwrap();
         memory.set_len(64 << 10).unwrap();
-        let mut p = Placement::new(memory, 64 << 10);
+        let mut p = Placement::new(memory, 64 << 10, u64::MAX);
         let small: Vec<Resolved> = (0..16).map(|i| object(dir.path(), &format!("s{i}"), 4096, i as u8)).collect();
         for o in &small {
             placed(&mut p, o);
@@ -673,6 +676,13 @@ mod tests {
         // Over half the memory: never placed.
         let huge = object(dir.path(), "huge", (32 << 10) + 1, 1);
         assert!(matches!(p.place(&huge), Err(PlaceMiss::Miss(NicMiss::TooLarge))));
+        // Nor over the size limit asked for.
+        let memory = File::create(dir.path().join("memory2")).unwrap();
+        memory.set_len(64 << 10).unwrap();
+        let mut p = Placement::new(memory, 64 << 10, 8192);
+        assert!(matches!(p.place(&object(dir.path(), "over", 8193, 1)), Err(PlaceMiss::Miss(NicMiss::TooLarge))));
+        assert_eq!(placed(&mut p, &object(dir.path(), "at", 8192, 1)), 0);
+        assert_eq!((p.counts.too_large, p.counts.misses), (1, 1));
     }
 
     #[test]
@@ -680,7 +690,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let memory = File::create(dir.path().join("memory")).unwrap();
         memory.set_len(32 << 10).unwrap();
-        let mut p = Placement::new(memory, 32 << 10);
+        let mut p = Placement::new(memory, 32 << 10, u64::MAX);
         let v1 = object(dir.path(), "k", 8192, 1);
         let first = placed(&mut p, &v1);
         // A new version (a new inode, as a rename makes).
