@@ -565,9 +565,11 @@ fn verify(dir: &Path) -> Result<(), JobError> {
         match held {
             None => bad.push(format!("{name} refers to a chunk the store does not hold")),
             Some(chunks) => {
-                let total: u64 = chunks.iter().map(|c| c.size as u64).sum();
-                if i64::try_from(total) != Ok(size) {
-                    bad.push(format!("{name}: its chunks hold {total} bytes, the index says {size}"));
+                // Sizes from a damaged index may be anything: a sum past u64 is damage too.
+                let total = chunks.iter().try_fold(0u64, |sum, c| sum.checked_add(c.size as u64));
+                if total.and_then(|t| i64::try_from(t).ok()) != Some(size) {
+                    let held = total.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string());
+                    bad.push(format!("{name}: its chunks hold {held} bytes, the index says {size}"));
                 }
             }
         }
