@@ -245,37 +245,55 @@ impl Blocks {
     /// with the range holding the carried tail and the new block; it
     /// returns how many bytes of the range it used, and the rest is carried
     /// (by the device: a Copy into the other buffer, so the two never
-    /// overlap) to the front of the next block. Returns the bytes read.
+    /// overlap) to the front of the next block. The next block is read into
+    /// the other buffer while `each` runs (the device works on one buffer,
+    /// the kernel fills the other's block area; the carry goes in front of
+    /// it afterwards). Returns the bytes read.
     pub fn stream(&self, dev: &mut EmulatedCsp, file: &File, mut each: impl FnMut(&mut EmulatedCsp, DeviceRange, bool) -> Result<usize, String>) -> Result<u64, String> {
+        let area = |dev: &EmulatedCsp, b: usize| dev.memory().io_ptr(DeviceRange::new(self.block_at(b), self.block as u64)).map(|p| p as usize).ok_or("the device's memory is not mapped for I/O");
+        let areas = [area(dev, 0)?, area(dev, 1)?];
         let (mut at, mut tail, mut buf, mut n_cmd) = (0u64, 0usize, 0usize, 0u64);
+        // SAFETY: buffer 0's block area, inside the device's mapped memory; no command uses it yet.
+        let mut n = unsafe { read_block(file, areas[0], self.block, 0)? };
         loop {
-            let dst = dev.memory().io_ptr(DeviceRange::new(self.block_at(buf), self.block as u64)).ok_or("the device's memory is not mapped for I/O")?;
-            // SAFETY: the kernel writes at most `block` bytes at dst, buffer `buf`'s block
-            // area inside the device's mapped memory; no command uses it now.
-            let n = unsafe { libc::pread(file.as_raw_fd(), dst.cast(), self.block, at as libc::off_t) };
-            if n < 0 {
-                return Err(format!("reading into device memory: {}", std::io::Error::last_os_error()));
-            }
-            let n = n as usize;
             at += n as u64;
             let at_end = n < self.block;
             let range = DeviceRange::new(self.block_at(buf) - tail as u64, (tail + n) as u64);
-            let used = each(dev, range, at_end)?;
-            if at_end {
-                return Ok(at);
-            }
+            let other = 1 - buf;
+            let (used, ahead) = std::thread::scope(|scope| {
+                // SAFETY: the other buffer's block area: no command uses it (the
+                // device works on `range`, in this buffer) until the read is joined.
+                let ahead = (!at_end).then(|| scope.spawn(|| unsafe { read_block(file, areas[other], self.block, at) }));
+                let used = each(dev, range, at_end);
+                (used, ahead.map(|h| h.join().expect("the read-ahead thread panicked")))
+            });
+            let used = used?;
+            let Some(ahead) = ahead else { return Ok(at) };
             let rest = tail + n - used.min(tail + n);
             if rest > self.carry {
                 return Err(format!("{rest} bytes to carry after a block, more than the {} this path holds", self.carry));
             }
-            let other = 1 - buf;
             if rest > 0 {
                 n_cmd += 1;
                 let from = DeviceRange::new(range.offset + used as u64, rest as u64);
                 run_one(dev, Request::copy(n_cmd, &[from], DeviceRange::new(self.block_at(other) - rest as u64, rest as u64)))?;
             }
-            tail = rest;
-            buf = other;
+            (tail, buf, n) = (rest, other, ahead?);
         }
     }
+}
+
+/// Reads up to `len` bytes of `file` at `at` into device memory at address
+/// `to` (one `pread`: fewer bytes only at the end of the file); the bytes read.
+///
+/// # Safety
+/// `to` is the start of `len` bytes of the device's mapped memory that
+/// nothing else reads or writes until this returns.
+unsafe fn read_block(file: &File, to: usize, len: usize, at: u64) -> Result<usize, String> {
+    // SAFETY: the caller's contract: `len` writable bytes at `to`.
+    let n = unsafe { libc::pread(file.as_raw_fd(), to as *mut libc::c_void, len, at as libc::off_t) };
+    if n < 0 {
+        return Err(format!("reading into device memory: {}", std::io::Error::last_os_error()));
+    }
+    Ok(n as usize)
 }
