@@ -12,7 +12,8 @@
 //! on every device worker at once (a block slot per worker and one more, so
 //! the host reads the next block while the device works); the rest of the
 //! chain takes the members in order, a command at a time. A device that
-//! fails fails the job (nothing is kept).
+//! fails stops the chain with nothing kept ([`Stop::Device`]): the caller
+//! says so and runs the whole job on the CPU (or fails with --no-fallback).
 
 use crate::chain::ChainOptions;
 use crate::device_job;
@@ -216,7 +217,7 @@ impl Chain<'_> {
         let units: Vec<DeviceRange> = (0..k as u64).map(|i| DeviceRange::new(buf.offset + i * unit, unit)).chain((0..m as u64).map(|i| DeviceRange::new(self.l.parity.offset + i * unit, unit))).collect();
         let mut crcs = Vec::with_capacity(k + m);
         for (i, u) in units.iter().enumerate() {
-            crcs.push(self.commands.run(self.dev, Function::Crc32, vec![*u], DeviceRange::new(0, 0))?.input_crc32);
+            crcs.push(self.commands.run(self.dev, Function::Crc32, vec![*u], DeviceRange::EMPTY)?.input_crc32);
             let ptr = self.dev.memory().io_ptr(*u).ok_or("a unit outside the device's memory")?;
             // SAFETY: the unit lies in the device's mapped memory; no command writes it
             // until this stripe is written.
