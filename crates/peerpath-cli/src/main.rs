@@ -903,13 +903,13 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
                 };
                 let key = crypt::optional_key(&a.key)?;
+                let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 match a.decode.engine {
                     DecodeEngineArg::Cpu => {}
                     DecodeEngineArg::Gpu => return Err(JobError::Usage("--ec decodes on the host CPU or an emulated CSP so far: give --engine cpu or emulated".into())),
                     DecodeEngineArg::Emulated => {
                         let (set, _) = ec::load(dir)?;
                         let (k, m, unit, _, _) = set.shape();
-                        let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                         let (why, then) = match chain_device::start_decode(k, m, unit, threads, a.inject_faults.clone()) {
                             Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, threads) {
                                 Ok(()) => return Ok(()),
@@ -924,7 +924,6 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         eprintln!("peerpath: FALLBACK: {why}{then}");
                     }
                 }
-                let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 return chain::decompress_ec(dir, output, key, a.target.force, threads);
             }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
