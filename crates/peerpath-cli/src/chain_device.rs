@@ -74,7 +74,7 @@ struct Layout {
 
 impl Layout {
     fn new(o: &ChainOptions) -> Layout {
-        let slots = block_slots(o);
+        let slots = slots(o.threads);
         let mut at = 0u64;
         let mut next = |len: u64| {
             let r = DeviceRange::new(at, len);
@@ -101,9 +101,15 @@ impl Layout {
     }
 }
 
-/// Blocks compressing at once: one per device worker, and one more being read.
-fn block_slots(o: &ChainOptions) -> usize {
-    o.threads.clamp(1, 16) + 1
+/// The device's workers for `-T threads`: a core each, at most 16.
+fn device_workers(threads: usize) -> usize {
+    threads.clamp(1, 16)
+}
+
+/// Buffer slots a chain keeps in flight (blocks compressing, members
+/// inflating): one per device worker, and one more being read or gathered.
+fn slots(threads: usize) -> usize {
+    device_workers(threads) + 1
 }
 
 /// Starts an emulated CSP with room for the chain, or says why it cannot run there.
@@ -114,8 +120,8 @@ pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>) -> Result<Box
     if o.data + o.parity > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", o.data + o.parity));
     }
-    let depth = (block_slots(o) + 2) as u32;
-    let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, o.threads.clamp(1, 16) as u32, FunctionKind::GzipCompressMember)?;
+    let depth = (slots(o.threads) + 2) as u32;
+    let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, device_workers(o.threads) as u32, FunctionKind::GzipCompressMember)?;
     for need in [FunctionKind::Copy, FunctionKind::EcEncode, FunctionKind::Crc32, FunctionKind::AeadSealBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -280,8 +286,8 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         dir.display(),
         secs,
         meta.len() as f64 / secs.max(1e-9) / 1e9,
-        o.threads.clamp(1, 16),
-        block_slots(o),
+        device_workers(o.threads),
+        slots(o.threads),
         c.commands.count(),
         device_job::moved(device_job::is_direct(&opened.file)),
     );
@@ -420,12 +426,6 @@ impl DecodeLayout {
     }
 }
 
-/// Members inflating at once on a device of `workers` workers: one per
-/// worker and one more being gathered.
-fn member_slots(workers: usize) -> usize {
-    workers.clamp(1, 16) + 1
-}
-
 /// Starts an emulated CSP of `workers` workers with room for the reverse
 /// chain of a set with `k` data and `m` parity units of `unit` bytes, or
 /// says why it cannot.
@@ -433,9 +433,9 @@ pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize, faul
     if k + m > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
-    let slots = member_slots(workers);
+    let slots = slots(workers);
     let depth = (slots + k + m + 2) as u32;
-    let dev = device_job::spawn("unchain", DecodeLayout::new(k, m, unit, slots).bytes(), depth, workers.clamp(1, 16) as u32, FunctionKind::GzipDecompressMember)?;
+    let dev = device_job::spawn("unchain", DecodeLayout::new(k, m, unit, slots).bytes(), depth, device_workers(workers) as u32, FunctionKind::GzipDecompressMember)?;
     for need in [FunctionKind::Copy, FunctionKind::EcReconstruct, FunctionKind::Crc32, FunctionKind::AeadOpenBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -749,7 +749,7 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let mut c = Unchain {
         dev,
-        l: DecodeLayout::new(k, p, unit, member_slots(workers)),
+        l: DecodeLayout::new(k, p, unit, slots(workers)),
         dir,
         key,
         target: &t.file,
@@ -764,7 +764,7 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         member_fill: 0,
         member_bytes: None,
         slot: None,
-        free: (0..member_slots(workers)).rev().collect(),
+        free: (0..slots(workers)).rev().collect(),
         inflating: Default::default(),
         units_read: 0,
         produced: 0,
@@ -815,8 +815,8 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         peerpath_metrics::human_bytes(c.produced),
         secs,
         c.produced as f64 / secs.max(1e-9) / 1e9,
-        workers.clamp(1, 16),
-        member_slots(workers),
+        device_workers(workers),
+        slots(workers),
         c.commands.count(),
         device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct)),
         c.metadata_bytes,
