@@ -5,6 +5,7 @@
 mod chain;
 mod chain_device;
 mod csp;
+mod daemon;
 mod demo;
 mod device_job;
 mod crypt;
@@ -57,6 +58,8 @@ enum Command {
     Topo(TopoArgs),
     /// Plan which compute device serves which sources and targets (P2P, host bounce buffer or CPU), and why.
     Plan(plan::PlanArgs),
+    /// Run jobs (compress, decompress, verify) for clients that set PEERPATH_DAEMON, keeping a GPU open across them.
+    Daemon(daemon::DaemonArgs),
     /// Run an emulated computational storage processor (CSP) by hand, or ask a running one what it is and did.
     Csp(csp::CspArgs),
     /// P2P pre-flight: find P2P memory providers, map 4 KiB of each, read 4 KiB into it with O_DIRECT.
@@ -677,6 +680,15 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     if common.quiet {
         return;
     }
+    // A job the daemon ran says so.
+    let with_runner;
+    let report = match daemon::runner() {
+        Some(r) => {
+            with_runner = JobReport { runner: Some(r), ..report.clone() };
+            &with_runner
+        }
+        None => report,
+    };
     let text = if common.json { jsonout::stamped("job-report", report) } else { report.render() };
     if data_on_stdout {
         eprintln!("{text}");
@@ -954,7 +966,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) | Command::BenchKv(_) | Command::NicServe(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) | Command::BenchKv(_) | Command::NicServe(_) | Command::Daemon(_) => {
             unreachable!("handled in main")
         }
     }
@@ -994,6 +1006,20 @@ fn main() -> ExitCode {
         return gz::main(args);
     }
     let cli = Cli::parse();
+    // A job server's client: the job runs in the daemon, or here with the reason said.
+    if let Some(socket) = std::env::var_os(daemon::ENV).filter(|s| !s.is_empty()) {
+        let no_fallback = match &cli.command {
+            Command::Compress(a) => a.no_fallback,
+            Command::Decompress(a) => a.decode.no_fallback,
+            Command::Verify(a) => a.decode.no_fallback,
+            _ => false,
+        };
+        if daemon::runs_in_daemon(&cli.command) {
+            if let Some(code) = daemon::forward(Path::new(&socket), no_fallback) {
+                return code;
+            }
+        }
+    }
     // Every command but `csp serve` and `serve` (which handle their own
     // signals; they write no files), before any of them runs: one that
     // writes must not be able to skip it.
@@ -1005,6 +1031,9 @@ fn main() -> ExitCode {
     }
     if let Command::Csp(a) = cli.command {
         return csp::main(a);
+    }
+    if let Command::Daemon(a) = cli.command {
+        return daemon::main(a);
     }
     if let Command::Probe(a) = cli.command {
         return probe::main(a);
@@ -1057,11 +1086,16 @@ fn main() -> ExitCode {
 
 /// A command's result as the process's exit: the error on standard error and its code.
 pub(crate) fn exit_code(r: Result<(), JobError>) -> ExitCode {
+    ExitCode::from(say_error(r))
+}
+
+/// A command's exit code, its error said on standard error.
+pub(crate) fn say_error(r: Result<(), JobError>) -> u8 {
     match r {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("peerpath: error: {e}");
-            ExitCode::from(e.exit_code() as u8)
+            e.exit_code() as u8
         }
     }
 }

@@ -242,6 +242,7 @@ fn run_job_on(
         batch_bytes,
         gpu: gpu.clone(),
     };
+    let _woken = crate::cancel::wake_on_cancel(&ctx.waker);
     let mut files = Vec::new();
     // Finished targets wait here, durable but under their temporary names,
     // until every file has succeeded: like compress, a failure keeps none.
@@ -516,6 +517,7 @@ fn held_by(ctx: &Ctx, st: &FileState) -> &'static str {
 /// Waits for I/O or worker results and handles them; the wait is charged to
 /// what held the orchestrator (`why`, or what `held_by` finds).
 fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<()> {
+    crate::cancel::check()?;
     if ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 {
         // Nothing could end the wait: a bug, said as an error, not a hang.
         return Err(JobError::Internal(format!(
@@ -1026,6 +1028,10 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, po
     let mut decoder = StreamDecoder::new(reader, pos, index);
     let mut sink_error: Option<JobError> = None;
     let result = decoder.run(index == 0, |data| {
+        if let Err(e) = crate::cancel::check() {
+            sink_error = Some(e);
+            return Err(std::io::Error::other("cancelled"));
+        }
         ctx.ledger.record(
             Location::memory(&host),
             Location::memory(&host),

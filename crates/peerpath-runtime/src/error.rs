@@ -45,6 +45,9 @@ pub enum JobError {
     /// A malformed sysfs tree or topology file, an unknown device name.
     #[error("{0}")]
     Topology(String),
+    /// The job was stopped from outside (`cancel::cancel`: its client went away).
+    #[error("cancelled: {why}")]
+    Cancelled { why: String },
 }
 
 fn enospc_hint(path: &std::path::Path, e: &io::Error) -> &'static str {
@@ -78,6 +81,8 @@ impl JobError {
             JobError::Device { .. } => 15,
             JobError::Verify { .. } => 16,
             JobError::WrongKey { .. } => 17,
+            // As a shell reports a job ended by Ctrl-C (128 + SIGINT).
+            JobError::Cancelled { .. } => 130,
         }
     }
 }

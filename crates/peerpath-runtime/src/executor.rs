@@ -70,6 +70,7 @@ impl Executor<'_> {
 
     fn drive(&mut self, waker: &Waker, cpu: &mut Option<CpuPass>, dev: &mut Option<DeviceSide>, clock: &mut peerpath_metrics::PipelineClock) -> Result<()> {
         let mut completions = Vec::new();
+        let _woken = crate::cancel::wake_on_cancel(waker);
         loop {
             // Results are taken before reads are issued, so every buffer they
             // free is read into before the wait.
@@ -92,6 +93,7 @@ impl Executor<'_> {
             }
             let done = cpu.as_ref().map_or(0, |c| c.done_bytes) + dev.as_ref().map_or(0, |d| d.done_bytes);
             (self.progress)(done);
+            crate::cancel::check()?;
             if self.streams.iter().all(Stream::finished) && dev.as_ref().is_none_or(|d| !d.active()) {
                 return Ok(());
             }

@@ -3,6 +3,7 @@
 //! report every job produces.
 
 mod buf;
+pub mod cancel;
 pub mod compress;
 mod cpu_pass;
 #[cfg(test)]

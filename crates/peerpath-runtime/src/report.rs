@@ -249,6 +249,10 @@ pub struct JobReport {
     pub provenance_text: String,
     /// The compute engine (device and library).
     pub engine: String,
+    /// Which process ran the job where it was not the command's own: the
+    /// job server (`peerpath daemon`), with what it keeps open across jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
     pub format: String,
     pub level: Option<u32>,
     pub block_size_bytes: Option<usize>,
@@ -332,6 +336,7 @@ impl JobReport {
             provenance,
             provenance_text: provenance.describe().into(),
             engine: j.engine,
+            runner: None,
             format: j.format,
             level: j.level,
             block_size_bytes: j.block_size_bytes,
@@ -417,6 +422,9 @@ impl JobReport {
     fn render_job(&self, s: &mut String) {
         let _ = writeln!(s, "peerpath {} — {}", self.operation, self.provenance_text);
         let _ = writeln!(s, "  engine        {}", self.engine);
+        if let Some(r) = &self.runner {
+            let _ = writeln!(s, "  runner        {r}");
+        }
         let mut fmt = format!("  format        {}", self.format);
         if let Some(l) = self.level {
             fmt += &format!(", level {l}");

@@ -98,7 +98,7 @@ impl Out {
         self.status.code()
     }
 
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         format!(
             "{}\n  status: {}\n  stderr: {}\n  stdout (first 2000 bytes): {}",
             self.what,

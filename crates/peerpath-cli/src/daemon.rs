@@ -1,0 +1,538 @@
+//! `peerpath daemon`: a job server that keeps devices open across jobs, and
+//! its client (a command run with `PEERPATH_DAEMON=SOCKET`).
+//!
+//! Why: a process that opens a GPU pays for its CUDA context every time
+//! (0.20-0.37 s on the lent H100 machine, and 0.10-0.18 s more to close it at
+//! exit), while 2x the CPU's 16 cores on 384 MiB leaves about 0.1 s for the
+//! whole job (issue 17; docs/daemon.md). The daemon opens the GPU once
+//! (`--gpu N` holds its primary context) and runs `compress`, `decompress`
+//! and `verify` for its clients in its own process, one job at a time, so a
+//! job's device opens on a context that is already there.
+//!
+//! The client sends its command line, working directory, umask, the
+//! environment variables jobs read (`PEERPATH_*`, `TMPDIR`) and its standard
+//! input, output and error (as descriptors, `SCM_RIGHTS`) over a Unix socket
+//! that only the daemon's user may use; the job reads and writes through them
+//! as if it ran in the client, and the client exits with the job's code.
+//! A client that goes away (killed, Ctrl-C) cancels its job: the job ends as
+//! a failed job does, its outputs not put in place.
+//!
+//! No silent fallback: a daemon that cannot be reached, runs another build of
+//! peerpath, or has another environment than the client's is said on stderr
+//! and the job runs in the client's process, or, with `--no-fallback`, is an
+//! error (exit 18).
+
+use crate::{Cli, Command};
+use clap::{Args, Parser};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The environment variable that names the daemon's socket for a client.
+pub const ENV: &str = "PEERPATH_DAEMON";
+/// The client's exit code when the daemon was asked for and could not run
+/// the job (`--no-fallback`), or ended before the job did.
+pub const EXIT_DAEMON: u8 = 18;
+/// A request is a command line and a few names: anything bigger is not one.
+const MAX_REQUEST_BYTES: u32 = 1 << 20;
+
+#[derive(Args)]
+pub struct DaemonArgs {
+    /// The Unix socket to listen on (made with mode 0600; clients name it in PEERPATH_DAEMON).
+    #[arg(long, value_name = "PATH")]
+    socket: PathBuf,
+    /// Open GPU N at start and keep its CUDA context for the daemon's life (jobs with
+    /// `--engine gpu --gpu N` then open on it); without it nothing is held across jobs.
+    #[arg(long, value_name = "N")]
+    gpu: Option<usize>,
+}
+
+/// What the client asks for.
+#[derive(Serialize, Deserialize)]
+struct Request {
+    /// Which peerpath binary the client is (the daemon runs only its own build's command lines).
+    exe: ExeId,
+    argv: Vec<Vec<u8>>,
+    cwd: Vec<u8>,
+    umask: u32,
+    /// The variables jobs read, as the client has them.
+    env: BTreeMap<String, Vec<u8>>,
+}
+
+/// A binary's identity: the file the process runs (a rebuilt binary is a new file).
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+struct ExeId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+}
+
+impl ExeId {
+    fn of_this_process() -> std::io::Result<ExeId> {
+        let m = std::fs::metadata("/proc/self/exe")?;
+        Ok(ExeId { dev: m.dev(), ino: m.ino(), size: m.size(), mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128 })
+    }
+}
+
+/// The daemon's answers, a JSON line each.
+#[derive(Serialize, Deserialize, Debug)]
+enum Reply {
+    /// The job started (it may have waited for the jobs before it).
+    Started { job: u64 },
+    /// The daemon will not run it, and why: the client runs it itself, or fails with `--no-fallback`.
+    Refused { why: String },
+    /// The job ended with this exit code.
+    Exit { code: u8 },
+}
+
+/// The variables a job reads from its environment: the client's must be the daemon's.
+fn job_environment() -> BTreeMap<String, Vec<u8>> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| {
+            let k = k.into_string().ok()?;
+            ((k.starts_with("PEERPATH_") && k != ENV) || k == "TMPDIR").then(|| (k, v.into_vec()))
+        })
+        .collect()
+}
+
+/// Why the environments differ, or `None`.
+fn environment_difference(client: &BTreeMap<String, Vec<u8>>, daemon: &BTreeMap<String, Vec<u8>>) -> Option<String> {
+    let show = |v: Option<&Vec<u8>>| v.map_or("unset".to_string(), |v| format!("{:?}", String::from_utf8_lossy(v)));
+    let keys: std::collections::BTreeSet<&String> = client.keys().chain(daemon.keys()).collect();
+    let k = keys.into_iter().find(|k| client.get(*k) != daemon.get(*k))?;
+    Some(format!(
+        "{k} is {} here and {} in the daemon (jobs run with the daemon's environment: restart it with this one, or run without {ENV})",
+        show(client.get(k)),
+        show(daemon.get(k))
+    ))
+}
+
+/// The process's umask, read without changing it (`/proc/self/status`, Linux 4.7 and later).
+fn current_umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("Umask:")).and_then(|v| u32::from_str_radix(v.trim(), 8).ok()).unwrap_or(0o022)
+}
+
+// ----------------------------------------------------------------------------------------------
+// The client.
+
+/// Whether this command is one the daemon runs: compress, decompress and verify,
+/// but not the erasure-coded chain (`--ec`), which opens no device the daemon keeps.
+pub fn runs_in_daemon(command: &Command) -> bool {
+    match command {
+        Command::Compress(a) => a.ec.is_none(),
+        Command::Decompress(a) => !a.ec,
+        Command::Verify(_) => true,
+        _ => false,
+    }
+}
+
+/// Runs the command line in the daemon at `socket`. `None`: it could not,
+/// said on stderr, and the caller runs the job itself.
+pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
+    let not_here = |why: String| -> Option<ExitCode> {
+        if no_fallback {
+            eprintln!("peerpath: error: {ENV}={}: {why} (--no-fallback)", socket.display());
+            return Some(ExitCode::from(EXIT_DAEMON));
+        }
+        eprintln!("peerpath: FALLBACK: {ENV}={}: {why}; the job runs in this process", socket.display());
+        None
+    };
+    let request = match client_request() {
+        Ok(r) => r,
+        Err(e) => return not_here(format!("cannot describe this process to the daemon: {e}")),
+    };
+    let conn = match UnixStream::connect(socket) {
+        Ok(c) => c,
+        Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
+    };
+    if let Err(e) = send_request(&conn, &request) {
+        return not_here(format!("cannot hand the job to the daemon: {e}"));
+    }
+    let mut lines = BufReader::new(&conn).lines();
+    let mut started = false;
+    loop {
+        let reply = match lines.next() {
+            Some(Ok(line)) => serde_json::from_str::<Reply>(&line).map_err(|e| format!("a reply that is not one ({e}): {line}")),
+            Some(Err(e)) => Err(e.to_string()),
+            None => Err("the connection closed".into()),
+        };
+        match reply {
+            Ok(Reply::Started { .. }) => started = true,
+            Ok(Reply::Exit { code }) => return Some(ExitCode::from(code)),
+            Ok(Reply::Refused { why }) if !started => return not_here(format!("the daemon refused the job: {why}")),
+            Err(why) if !started => return not_here(format!("the daemon did not take the job: {why}")),
+            Ok(Reply::Refused { why }) | Err(why) => why_ended(&why),
+        }
+    }
+}
+
+/// The daemon ended, or spoke nonsense, in the middle of the job: the
+/// job's outputs in progress were not put in place (its temporaries go with
+/// the daemon's signal handler, or with the process); the client fails.
+fn why_ended(why: &str) -> ! {
+    eprintln!("peerpath: error: the daemon ended before the job did ({why}); outputs in progress were not put in place (see the daemon's log)");
+    std::process::exit(EXIT_DAEMON as i32);
+}
+
+fn client_request() -> std::io::Result<Request> {
+    Ok(Request {
+        exe: ExeId::of_this_process()?,
+        argv: std::env::args_os().map(OsString::into_vec).collect(),
+        cwd: std::env::current_dir()?.into_os_string().into_vec(),
+        umask: current_umask(),
+        env: job_environment(),
+    })
+}
+
+/// The request as one length-prefixed JSON message, this process's standard
+/// input, output and error riding with its first bytes.
+fn send_request(conn: &UnixStream, request: &Request) -> std::io::Result<()> {
+    let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
+    let mut message = (body.len() as u32).to_le_bytes().to_vec();
+    message.extend_from_slice(&body);
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let fds = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    control.push(SendAncillaryMessage::ScmRights(&fds));
+    let sent = rustix::net::sendmsg(conn, &[std::io::IoSlice::new(&message)], &mut control, SendFlags::NOSIGNAL)?;
+    (&*conn).write_all(&message[sent..])
+}
+
+// ----------------------------------------------------------------------------------------------
+// The daemon.
+
+/// A request taken from a client, with its descriptors.
+struct Incoming {
+    conn: UnixStream,
+    request: Request,
+    /// The client's standard input, output and error.
+    stdio: [OwnedFd; 3],
+}
+
+/// What the daemon holds across jobs, for the reports.
+static RUNNER: Mutex<Option<String>> = Mutex::new(None);
+
+/// Said in the report of a job the daemon runs (`None` elsewhere).
+pub fn runner() -> Option<String> {
+    RUNNER.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+pub fn main(a: DaemonArgs) -> ExitCode {
+    let log = match std::io::stderr().as_fd().try_clone_to_owned() {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => {
+            eprintln!("peerpath: error: daemon: cannot keep its standard error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let exe = match ExeId::of_this_process() {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("peerpath: error: daemon: /proc/self/exe: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let listener = match listen(&a.socket) {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("peerpath: error: daemon: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    // The GPU held for the daemon's life: its primary context stays active,
+    // so each job's `GpuDevice::open` retains it instead of creating it.
+    let (_gpu, held) = match a.gpu {
+        None => (None, "nothing held open across jobs (no --gpu)".to_string()),
+        Some(n) => {
+            let t = Instant::now();
+            match peerpath_gpu::Gpu::open(n) {
+                Ok(g) => {
+                    let held = format!("GPU {n} ({}) held open since the daemon started (its CUDA context took {:.3} s then)", g.info.name, t.elapsed().as_secs_f64());
+                    (Some(g), held)
+                }
+                Err(why) => {
+                    let _ = std::fs::remove_file(&a.socket);
+                    eprintln!("peerpath: error: daemon: --gpu {n}: {why}");
+                    return ExitCode::from(15); // a device that cannot be used, as elsewhere
+                }
+            }
+        }
+    };
+    let _ = writeln!(&log, "peerpath daemon (pid {}): listening on {}; {held}", std::process::id(), a.socket.display());
+    let (tx, rx) = crossbeam_channel::unbounded::<Incoming>();
+    let uid = rustix::process::getuid();
+    let accept_log = log.try_clone().ok();
+    std::thread::Builder::new()
+        .name("peerpath-daemon-accept".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let tx = tx.clone();
+                let log = accept_log.as_ref().and_then(|l| l.try_clone().ok());
+                // One thread per connection reads its request: a client that sends nothing holds only itself.
+                let _ = std::thread::Builder::new().name("peerpath-daemon-request".into()).spawn(move || match take_request(conn, uid) {
+                    Ok(incoming) => {
+                        let _ = tx.send(incoming);
+                    }
+                    Err(why) => {
+                        if let Some(mut l) = log {
+                            let _ = writeln!(l, "peerpath daemon: a connection refused: {why}");
+                        }
+                    }
+                });
+            }
+        })
+        .expect("a thread starts");
+    let env = job_environment();
+    let mut jobs = 0u64;
+    for incoming in rx {
+        jobs += 1;
+        run_one(incoming, jobs, exe, &env, &held, &log);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Binds the socket: a stale one (no daemon answers it) is replaced; a live one is an error.
+fn listen(socket: &Path) -> Result<UnixListener, String> {
+    if let Ok(m) = std::fs::symlink_metadata(socket) {
+        use std::os::unix::fs::FileTypeExt;
+        if !m.file_type().is_socket() {
+            return Err(format!("{} exists and is not a socket", socket.display()));
+        }
+        if UnixStream::connect(socket).is_ok() {
+            return Err(format!("a daemon already listens on {}", socket.display()));
+        }
+        std::fs::remove_file(socket).map_err(|e| format!("cannot remove the stale socket {}: {e}", socket.display()))?;
+    }
+    // Made with no permission for others from the start (the umask), then 0600.
+    let before = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(socket);
+    rustix::process::umask(before);
+    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("{}: {e}", socket.display()))?;
+    Ok(listener)
+}
+
+/// Reads a client's request and descriptors; only the daemon's own user may ask
+/// (a job writes files as the daemon's user).
+fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming, String> {
+    let peer = rustix::net::sockopt::socket_peercred(&conn).map_err(|e| format!("SO_PEERCRED: {e}"))?;
+    if peer.uid != uid {
+        let why = format!("user {} is not the daemon's user ({})", peer.uid.as_raw(), uid.as_raw());
+        let _ = reply(&conn, &Reply::Refused { why: why.clone() });
+        return Err(why);
+    }
+    conn.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    let mut first = vec![0u8; 64 << 10];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = rustix::net::recvmsg(&conn, &mut [std::io::IoSliceMut::new(&mut first)], &mut control, RecvFlags::CMSG_CLOEXEC).map_err(|e| format!("recvmsg: {e}"))?;
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for m in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(r) = m {
+            fds.extend(r);
+        }
+    }
+    let mut data = first[..got.bytes].to_vec();
+    while data.len() < 4 {
+        let mut b = [0u8; 4];
+        let n = (&conn).read(&mut b[..4 - data.len()]).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the client closed before its request".into());
+        }
+        data.extend_from_slice(&b[..n]);
+    }
+    let len = u32::from_le_bytes(data[..4].try_into().expect("4 bytes"));
+    if len > MAX_REQUEST_BYTES {
+        return Err(format!("a request of {len} bytes (at most {MAX_REQUEST_BYTES})"));
+    }
+    let total = 4 + len as usize;
+    if data.len() < total {
+        let have = data.len();
+        data.resize(total, 0);
+        (&conn).read_exact(&mut data[have..]).map_err(|e| format!("the request was cut short: {e}"))?;
+    }
+    let request: Request = serde_json::from_slice(&data[4..total]).map_err(|e| format!("not a request: {e}"))?;
+    let stdio: [OwnedFd; 3] = fds.try_into().map_err(|f: Vec<OwnedFd>| format!("{} descriptors with the request (standard input, output and error: 3)", f.len()))?;
+    conn.set_read_timeout(None).map_err(|e| e.to_string())?;
+    Ok(Incoming { conn, request, stdio })
+}
+
+fn reply(conn: &UnixStream, r: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(r).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    (&*conn).write_all(&line)
+}
+
+/// Whether the client has gone (it sends nothing after its request: any
+/// readable byte is its end), waiting at most `wait`, or until `stop` is readable.
+fn client_gone(conn: &UnixStream, stop: Option<&UnixStream>, wait: Duration) -> bool {
+    let mut fds = vec![PollFd::new(conn, PollFlags::IN | PollFlags::RDHUP)];
+    if let Some(s) = stop {
+        fds.push(PollFd::new(s, PollFlags::IN));
+    }
+    let timeout = Timespec { tv_sec: wait.as_secs() as _, tv_nsec: wait.subsec_nanos() as _ };
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(0) | Err(_) => false,
+        Ok(_) => !fds[0].revents().is_empty(),
+    }
+}
+
+/// Runs one client's job in this process, its standard streams and
+/// directory in place of the daemon's while it runs.
+fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File) {
+    let Incoming { conn, request, stdio } = incoming;
+    let argv: Vec<OsString> = request.argv.into_iter().map(OsString::from_vec).collect();
+    let shown = argv.iter().skip(1).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    let refuse = |why: String| {
+        let _ = writeln!(&*log, "peerpath daemon: job {job} refused: {why}: {shown}");
+        let _ = reply(&conn, &Reply::Refused { why });
+    };
+    if client_gone(&conn, None, Duration::ZERO) {
+        let _ = writeln!(&*log, "peerpath daemon: job {job} not run: its client went away while it waited: {shown}");
+        return;
+    }
+    if request.exe != exe {
+        return refuse("it runs another build of peerpath than this command (restart it)".into());
+    }
+    if let Some(why) = environment_difference(&request.env, env) {
+        return refuse(why);
+    }
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(c) if runs_in_daemon(&c.command) => c,
+        Ok(_) => return refuse("the daemon runs compress, decompress and verify (without --ec)".into()),
+        Err(e) => return refuse(format!("its command line does not parse here: {}", e.kind())),
+    };
+    let cwd = PathBuf::from(OsString::from_vec(request.cwd));
+    let daemon_cwd = std::env::current_dir().ok();
+    if let Err(e) = std::env::set_current_dir(&cwd) {
+        return refuse(format!("cannot enter the client's directory {}: {e}", cwd.display()));
+    }
+    let saved = match Stdio::redirect(&stdio) {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(d) = &daemon_cwd {
+                let _ = std::env::set_current_dir(d);
+            }
+            return refuse(format!("cannot take the client's standard streams: {e}"));
+        }
+    };
+    let umask = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(request.umask));
+    let _ = reply(&conn, &Reply::Started { job });
+    let _ = writeln!(&*log, "peerpath daemon: job {job}: started: {shown}");
+    *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("peerpath daemon (pid {}), job {job} since it started; {held}", std::process::id()));
+    peerpath_runtime::cancel::clear();
+    let started = Instant::now();
+    // The watcher: a client that goes away cancels its job; the job's end
+    // (`done` closed) ends the watch.
+    let (done, watch_done) = match UnixStream::pair() {
+        Ok(p) => (Some(p.0), Some(p.1)),
+        Err(_) => (None, None),
+    };
+    let code = std::thread::scope(|s| {
+        let conn = &conn;
+        if let Some(watch_done) = watch_done {
+            s.spawn(move || {
+                let mut stop = [0u8; 1];
+                loop {
+                    if client_gone(conn, Some(&watch_done), Duration::from_secs(1)) {
+                        peerpath_runtime::cancel::cancel("its client went away");
+                        return;
+                    }
+                    // The job ended: its end of the pair closed (reads 0) or wrote.
+                    let _ = watch_done.set_nonblocking(true);
+                    if !matches!((&watch_done).read(&mut stop), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock) {
+                        return;
+                    }
+                }
+            });
+        }
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::run(cli)));
+        drop(done);
+        match r {
+            Ok(r) => crate::say_error(r),
+            Err(_) => {
+                eprintln!("peerpath: error: internal error: the job panicked in the daemon (the daemon goes on)");
+                1
+            }
+        }
+    });
+    *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    rustix::process::umask(umask);
+    let restored = saved.restore();
+    if let Some(d) = &daemon_cwd {
+        let _ = std::env::set_current_dir(d);
+    }
+    let _ = writeln!(&*log, "peerpath daemon: job {job}: exit {code} after {:.3} s: {shown}", started.elapsed().as_secs_f64());
+    if let Err(e) = restored {
+        // The daemon's own streams are gone: it cannot go on as itself.
+        let _ = writeln!(&*log, "peerpath daemon: cannot restore its standard streams: {e}; stopping");
+        let _ = reply(&conn, &Reply::Exit { code });
+        std::process::exit(1);
+    }
+    let _ = reply(&conn, &Reply::Exit { code });
+    drop(stdio);
+}
+
+/// The daemon's standard streams, kept while a job has the client's in their place.
+struct Stdio([OwnedFd; 3]);
+
+impl Stdio {
+    fn redirect(client: &[OwnedFd; 3]) -> std::io::Result<Stdio> {
+        let keep = |fd: std::os::fd::BorrowedFd| rustix::io::fcntl_dupfd_cloexec(fd, 3).map_err(std::io::Error::from);
+        let saved = Stdio([keep(std::io::stdin().as_fd())?, keep(std::io::stdout().as_fd())?, keep(std::io::stderr().as_fd())?]);
+        saved.install(client)?;
+        Ok(saved)
+    }
+
+    fn install(&self, fds: &[OwnedFd; 3]) -> std::io::Result<()> {
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        rustix::stdio::dup2_stdin(&fds[0])?;
+        rustix::stdio::dup2_stdout(&fds[1])?;
+        rustix::stdio::dup2_stderr(&fds[2])?;
+        Ok(())
+    }
+
+    fn restore(self) -> std::io::Result<()> {
+        self.install(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environments_differ_by_the_first_variable_that_does() {
+        let a: BTreeMap<String, Vec<u8>> = [("PEERPATH_WORKER_READS".to_string(), b"0".to_vec())].into();
+        let b = BTreeMap::new();
+        assert_eq!(environment_difference(&a, &a), None);
+        let why = environment_difference(&a, &b).unwrap();
+        assert!(why.starts_with("PEERPATH_WORKER_READS is \"0\" here and unset in the daemon"), "{why}");
+        let why = environment_difference(&b, &a).unwrap();
+        assert!(why.starts_with("PEERPATH_WORKER_READS is unset here and \"0\" in the daemon"), "{why}");
+    }
+
+    #[test]
+    fn the_umask_is_read_without_being_changed() {
+        let m = current_umask();
+        assert!(m <= 0o777);
+        assert_eq!(current_umask(), m);
+    }
+}

@@ -1,0 +1,217 @@
+//! The job server (`peerpath daemon`) and its clients (`PEERPATH_DAEMON`):
+//! jobs run in the daemon with the client's directory, streams, umask and
+//! exit code; a daemon that cannot run a job is said and the job runs in the
+//! client (or fails with --no-fallback); a client that goes away cancels its
+//! job and nothing of it is kept.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A daemon for one test, stopped when dropped.
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(dir: &Path) -> Daemon {
+        let socket = dir.join("daemon.sock");
+        let log = dir.join("daemon.log");
+        let child = pp(args!["daemon", "--socket", &socket])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("the daemon's log"))
+            .spawn()
+            .expect("start the daemon");
+        let d = Daemon { child, socket, log };
+        d.wait_for_log("listening on", 1);
+        d
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log holds `text` `times` times.
+    #[track_caller]
+    fn wait_for_log(&self, text: &str, times: usize) {
+        let start = Instant::now();
+        while self.log().matches(text).count() < times {
+            assert!(start.elapsed() < HANG_DEADLINE, "the daemon's log never said {text:?} {times} time(s):\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A client command: `peerpath ARGS` run in `dir` with PEERPATH_DAEMON set.
+    fn client<I: IntoIterator<Item = std::ffi::OsString>>(&self, dir: &Path, args: I) -> Command {
+        let mut c = pp(args);
+        c.current_dir(dir).env("PEERPATH_DAEMON", &self.socket);
+        c
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const RUNNER: &str = "runner        peerpath daemon (pid ";
+
+#[test]
+fn jobs_run_in_the_daemon_with_the_clients_directory_streams_umask_and_exit_code() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("in.fa"), sample()).unwrap();
+
+    // Relative paths are the client's: the job ran in its directory.
+    let out = run(&mut d.client(&work, args!["compress", "in.fa", "-o", "via.gz"])).ok();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(RUNNER), "the report says the daemon ran it:\n{text}");
+    run(pp(args!["compress", "-q", "in.fa", "-o", "local.gz"]).current_dir(&work)).ok();
+    assert_file_eq(&work.join("via.gz"), &std::fs::read(work.join("local.gz")).unwrap(), "the daemon's output is the CPU's own");
+    let report = run(&mut d.client(&work, args!["verify", "--json", "via.gz"])).ok().json();
+    assert!(report["runner"].as_str().is_some_and(|r| r.starts_with("peerpath daemon (pid ")), "{report}");
+
+    // Standard output and input are the client's.
+    let out = run(&mut d.client(&work, args!["decompress", "-q", "via.gz", "-o", "-"])).ok();
+    assert_bytes_eq(&out.stdout, sample(), "decompressed to the client's standard output");
+    let piped = run_full(&mut d.client(&work, args!["decompress", "-q", "-", "-o", "-"]), Some(std::fs::read(work.join("via.gz")).unwrap()), DEADLINE).ok();
+    assert_bytes_eq(&piped.stdout, sample(), "decompressed from the client's standard input");
+
+    // The client's umask applies to what the job creates (from a pipe: a file's
+    // output takes its source's mode, as gzip's does).
+    let sh = |umask: &str, target: &str| {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(format!("umask {umask}; exec \"$0\" compress -q - -o {target} < in.fa")).arg(bin()).current_dir(&work).env("PEERPATH_DAEMON", &d.socket);
+        run(&mut c).ok();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(work.join(target)).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(sh("077", "private.gz"), 0o600);
+    assert_eq!(sh("022", "shared.gz"), 0o644);
+
+    // A failing job's error and exit code reach the client, as when it runs on its own.
+    let mut damaged = std::fs::read(work.join("via.gz")).unwrap();
+    let n = damaged.len();
+    damaged[n - 5] ^= 0xff; // the first member's ISIZE
+    std::fs::write(work.join("damaged.gz"), &damaged).unwrap();
+    let there = run(&mut d.client(&work, args!["verify", "damaged.gz"]));
+    let here = run(pp(args!["verify", "damaged.gz"]).current_dir(&work));
+    assert_eq!(there.status.code(), here.status.code(), "{}\n{}", there.describe(), here.describe());
+    assert_ne!(here.status.code(), Some(0));
+    let error_line = |s: &str| s.lines().find(|l| l.starts_with("peerpath: error:")).map(str::to_string);
+    assert!(error_line(&there.stderr).is_some());
+    assert_eq!(error_line(&there.stderr), error_line(&here.stderr));
+
+    // Two clients at once: the daemon runs one job after the other, both whole.
+    let spawn = |target: &str| {
+        d.client(&work, args!["compress", "-q", "in.fa", "-o", target]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let (mut a, mut b) = (spawn("a.gz"), spawn("b.gz"));
+    assert!(wait_deadline(&mut a, DEADLINE, "client a").success());
+    assert!(wait_deadline(&mut b, DEADLINE, "client b").success());
+    for t in ["a.gz", "b.gz"] {
+        assert_file_eq(&work.join(t), &std::fs::read(work.join("local.gz")).unwrap(), t);
+    }
+    let log = d.log();
+    assert_eq!(log.matches("started:").count(), log.matches(": exit ").count(), "{log}");
+    assert!(log.contains("compress -q in.fa -o a.gz") && log.contains("compress -q in.fa -o b.gz"), "{log}");
+    assert_dir_holds(&work, &["a.gz", "b.gz", "damaged.gz", "in.fa", "local.gz", "private.gz", "shared.gz", "via.gz"]);
+}
+
+#[test]
+fn a_daemon_that_cannot_run_the_job_is_said_and_the_job_runs_here_or_fails_with_no_fallback() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    let local = compress_bytes(dir.path(), "local.fa", sample(), &[]);
+    let here = |out: &Out, why: &str| {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.stderr.contains("peerpath: FALLBACK: PEERPATH_DAEMON=") && out.stderr.contains(why) && out.stderr.contains("the job runs in this process"), "{}", out.describe());
+        assert!(!text.contains(RUNNER), "ran here, not in the daemon:\n{text}");
+    };
+    type Setup<'a> = Box<dyn Fn(&mut Command) + 'a>;
+    let cases: [(&str, Setup); 3] = [
+        ("cannot reach the daemon", Box::new(|c: &mut Command| {
+            c.env("PEERPATH_DAEMON", dir.path().join("no-daemon.sock"));
+        })),
+        ("the daemon refused the job: PEERPATH_WORKER_READS is \"0\" here and unset in the daemon", Box::new(|c: &mut Command| {
+            c.env("PEERPATH_WORKER_READS", "0");
+        })),
+        ("another build of peerpath", Box::new(|_: &mut Command| {})),
+    ];
+    // Another build: a copy of the binary is another file.
+    let copy = dir.path().join("peerpath-copy");
+    std::fs::copy(bin(), &copy).unwrap();
+    for (k, (why, set)) in cases.iter().enumerate() {
+        let target = format!("out{k}.gz");
+        let mut c = if why.contains("another build") { Command::new(&copy) } else { pp(args![]) };
+        c.args(args!["compress", "in.fa", "-o", &target]).current_dir(dir.path()).env("PEERPATH_DAEMON", &d.socket);
+        set(&mut c);
+        here(&run(&mut c).ok(), why);
+        assert_file_eq(&dir.path().join(&target), &local, "the job ran here");
+        // With --no-fallback it is an error (exit 18) and nothing is written.
+        let mut c = if why.contains("another build") { Command::new(&copy) } else { pp(args![]) };
+        c.args(args!["compress", "--no-fallback", "in.fa", "-o", "never.gz"]).current_dir(dir.path()).env("PEERPATH_DAEMON", &d.socket);
+        set(&mut c);
+        let out = run(&mut c);
+        assert_eq!(out.status.code(), Some(18), "{}", out.describe());
+        assert!(out.stderr.contains(why) && out.stderr.contains("(--no-fallback)"), "{}", out.describe());
+        assert!(!dir.path().join("never.gz").exists());
+    }
+    let log = d.log();
+    assert_eq!(log.matches(" refused: ").count(), 4, "{log}");
+    assert!(!log.contains("started:"), "{log}");
+}
+
+#[test]
+fn a_client_that_goes_away_cancels_its_job_and_nothing_is_kept() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    let mut client = d
+        .client(dir.path(), args!["compress", "-", "-o", "piped.gz"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the client");
+    // A source that keeps coming, slowly, from a pipe the test holds open.
+    let mut source = client.stdin.take().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let chunk = random_bytes(64 << 10, 7);
+            let start = Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && start.elapsed() < HANG_DEADLINE {
+                if source.write_all(&chunk).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    d.wait_for_log("job 1: started: compress - -o piped.gz", 1);
+    std::thread::sleep(Duration::from_millis(300));
+    client.kill().unwrap();
+    let _ = client.wait();
+    d.wait_for_log("job 1: exit 130", 1);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_dir_holds(dir.path(), &["daemon.log", "daemon.sock"]);
+
+    // The daemon goes on with the next client.
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    run(&mut d.client(dir.path(), args!["compress", "-q", "in.fa"])).ok();
+    assert_file_eq(&dir.path().join("in.fa.gz"), &compress_bytes(dir.path(), "again.fa", sample(), &[]), "the next job");
+}
