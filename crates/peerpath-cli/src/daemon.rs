@@ -257,7 +257,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     // The GPU held for the daemon's life: its primary context stays active,
     // so each job's `GpuDevice::open` retains it instead of creating it.
     let (_gpu, held) = match a.gpu {
-        None => (None, "nothing held open across jobs (no --gpu)".to_string()),
+        None => (None, "no GPU context held (no --gpu)".to_string()),
         Some(n) => {
             let t = Instant::now();
             match peerpath_gpu::Gpu::open(n) {
@@ -273,6 +273,15 @@ pub fn main(a: DaemonArgs) -> ExitCode {
             }
         }
     };
+    // Each job's devices (the GPU's memory and window, emulated CSPs) serve the next jobs that ask for the same.
+    match log.try_clone() {
+        Ok(l) => peerpath_runtime::keep_devices_across_jobs(Some(l.into())),
+        Err(e) => {
+            eprintln!("peerpath: error: daemon: cannot share its log with its devices: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let held = format!("{held}; devices kept open across jobs that ask for the same");
     let _ = writeln!(&log, "peerpath daemon (pid {}): listening on {}; {held}", std::process::id(), a.socket.display());
     let (tx, rx) = crossbeam_channel::unbounded::<Incoming>();
     let uid = rustix::process::getuid();

@@ -215,3 +215,46 @@ fn a_client_that_goes_away_cancels_its_job_and_nothing_is_kept() {
     run(&mut d.client(dir.path(), args!["compress", "-q", "in.fa"])).ok();
     assert_file_eq(&dir.path().join("in.fa.gz"), &compress_bytes(dir.path(), "again.fa", sample(), &[]), "the next job");
 }
+
+#[test]
+fn the_daemon_keeps_emulated_devices_across_jobs_and_replaces_one_that_died() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    let cpu = compress_bytes(dir.path(), "cpu.fa", sample(), &[]);
+    let job = |k: usize, extra: &[&str]| -> serde_json::Value {
+        let target = format!("e{k}.gz");
+        let mut a = args!["compress", "--engine", "emulated", "--json", "in.fa", "-o", &target];
+        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let r = run(&mut d.client(dir.path(), a)).ok().json();
+        assert_file_eq(&dir.path().join(&target), &cpu, "the emulated device's output is the CPU's");
+        assert!(r["fallbacks"].as_array().unwrap().is_empty(), "{r}");
+        r
+    };
+    let kind = |r: &serde_json::Value| r["devices"][0]["kind"].as_str().unwrap().to_string();
+    let pid = |r: &serde_json::Value| -> i32 {
+        let k = kind(r);
+        let at = k.find("(pid ").unwrap_or_else(|| panic!("no pid in {k}")) + 5;
+        k[at..].split(')').next().unwrap().parse().unwrap()
+    };
+    let (first, second) = (job(1, &[]), job(2, &[]));
+    assert!(!kind(&first).contains("kept open"), "{}", kind(&first));
+    assert!(kind(&second).starts_with("kept open across jobs (this is its job 2); emulated CSP process"), "{}", kind(&second));
+    assert_eq!(pid(&first), pid(&second), "the same device process");
+    assert_eq!(first["devices"][0]["commands"], second["devices"][0]["commands"], "each job counts its own commands");
+    assert!(second["devices"][0]["start_cpu_s"].is_null(), "a kept device spent nothing starting for this job: {}", second["devices"][0]);
+
+    // A kept device that dies between jobs is replaced; the new one is kept in turn.
+    // SAFETY: a signal to a process id of our own test's device.
+    assert_eq!(unsafe { libc::kill(pid(&second), libc::SIGKILL) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    let third = job(3, &[]);
+    assert_ne!(pid(&third), pid(&second));
+    assert!(!kind(&third).contains("kept open"), "{}", kind(&third));
+    let fourth = job(4, &[]);
+    assert_eq!(pid(&fourth), pid(&third));
+    // A job with injected faults gets a device of its own, never kept.
+    let faulty = job(5, &["--inject-faults", "seed=3,latency=0-1ms"]);
+    assert_ne!(pid(&faulty), pid(&fourth));
+    assert_eq!(pid(&job(6, &[])), pid(&fourth));
+}

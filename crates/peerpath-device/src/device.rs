@@ -88,6 +88,8 @@ pub trait Device: Send {
     fn profile(&mut self) -> Option<String> {
         None
     }
+    /// Starts its profile afresh: a device kept open across jobs reports each job's own.
+    fn reset_profile(&mut self) {}
     /// How many commands it executes at once (engines, worker threads),
     /// where it says: a host keeps about twice that many in flight, and
     /// more only holds more device memory.

@@ -124,6 +124,13 @@ struct Profile {
 }
 
 impl Profile {
+    /// Zero again: the next job's own figures (a device kept across jobs).
+    fn reset(&self) {
+        for a in [&self.batches, &self.commands, &self.largest_batch, &self.members, &self.member_bytes, &self.copies_ns, &self.kernel_ns, &self.packing_ns, &self.batch_ns, &self.idle_ns, &self.host_cpu_ns] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+
     fn render(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let s = |a: &AtomicU64| g(a) as f64 / 1e9;
@@ -422,6 +429,9 @@ impl Device for GpuDevice {
     }
     fn profile(&mut self) -> Option<String> {
         Some(self.profile.render())
+    }
+    fn reset_profile(&mut self) {
+        self.profile.reset();
     }
     fn arm_wake(&mut self) -> bool {
         self.sleeping.store(true, Ordering::SeqCst);

@@ -6,12 +6,13 @@
 use crate::error::{JobError, Result};
 use crate::offload::{max_inputs, usual_peak_bytes, Params};
 use crate::report::{DeviceReport, Fallback};
-use peerpath_device::Device;
+use peerpath_device::{Device, DeviceStats};
 use peerpath_mem::{align_down, free_bytes};
 use peerpath_metrics::{process_cpu, LedgerSummary};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Where a compression job runs its function.
@@ -187,10 +188,14 @@ impl<'a> DeviceSet<'a> {
                     staging: spec.staging,
                     gather: spec.gather,
                 };
+                let key = format!("{config:?}");
+                if let Some(kept) = take_kept(&key) {
+                    return Ok(vec![kept]);
+                }
                 match peerpath_gpu::GpuDevice::open(&config) {
                     Ok(d) => {
                         let kind = format!("{}; {}", d.description, gpu_storage_path(Path::new("/sys"), &d.pci_address));
-                        Ok(vec![JobDevice::new(Box::new(d), kind)])
+                        Ok(vec![JobDevice::new(Box::new(d), kind).kept_as(Some(key))])
                     }
                     Err(why) if no_fallback => Err(JobError::Device { detail: format!("GPU unavailable: {why} (--no-fallback)") }),
                     Err(why) => {
@@ -237,32 +242,51 @@ pub(crate) struct JobDevice {
     pub streams: Vec<usize>,
     /// What it is, in words, for the report.
     pub kind: String,
-    /// Its process's CPU time and its workers' busy time when the job
-    /// started with it, where it says (the report counts from there).
+    /// Its process's CPU time and its statistics when the job started with
+    /// it, where it says (the report counts from there).
     cpu_at_start: Option<Duration>,
-    busy_ns_at_start: Option<u64>,
+    stats_at_start: Option<DeviceStats>,
     /// Bytes of its memory that were resident when it had started.
     populated_bytes: usize,
+    /// What it is kept as across jobs, where it may be ([`keep_devices_across_jobs`]),
+    /// and how many jobs it served before this one.
+    keep: Option<String>,
+    jobs_before: u64,
+    /// What it was when it was opened (`kind` adds, for a kept device, the jobs it served).
+    opened_as: String,
+    /// The job ended with it working: it may serve the next.
+    pub healthy: bool,
 }
 
 impl JobDevice {
     /// A started device, with what it has spent so far.
     pub fn new(mut device: Box<dyn Device>, kind: String) -> JobDevice {
         let cpu_at_start = device.process_id().and_then(process_cpu);
-        let busy_ns_at_start = device.stats().map(|s| s.total().busy_ns);
+        let stats_at_start = device.stats();
         // What the device made resident (a file on a disk, or P2P memory: none).
         let populated_bytes = device.memory().mapped_region().and_then(|r| r.allocated_bytes()).unwrap_or(0) as usize;
-        JobDevice { device, streams: Vec::new(), kind, cpu_at_start, busy_ns_at_start, populated_bytes }
+        JobDevice { device, streams: Vec::new(), opened_as: kind.clone(), kind, cpu_at_start, stats_at_start, populated_bytes, keep: None, jobs_before: 0, healthy: false }
+    }
+
+    /// A device to keep, as `key`, when the process keeps devices and the job ends with it working.
+    fn kept_as(mut self, key: Option<String>) -> JobDevice {
+        self.keep = key.filter(|_| KEEP.load(Ordering::Acquire));
+        self
     }
 
     /// The report's entry: `sources` it served, `members` of theirs it
     /// made, its `failure`, and the time the job drove it (`drive_s`).
     pub fn report(&mut self, sources: Vec<String>, members: u64, failure: Option<String>, drive_s: f64, ledger: &LedgerSummary) -> DeviceReport {
         let stats = if failure.is_none() { self.device.stats() } else { None };
+        // A device kept from earlier jobs counts from this job's start.
+        let before = |kind| self.stats_at_start.as_ref().map_or(0, |st| st.function(kind).commands);
         let mut commands = BTreeMap::new();
         for f in stats.iter().flat_map(|st| &st.functions) {
-            if let (Some(kind), true) = (f.function, f.commands > 0) {
-                commands.insert(format!("{kind:?}"), f.commands);
+            if let Some(kind) = f.function {
+                let n = f.commands.saturating_sub(before(kind));
+                if n > 0 {
+                    commands.insert(format!("{kind:?}"), n);
+                }
             }
         }
         let process_cpu_s = match (self.cpu_at_start, self.device.process_id().and_then(process_cpu)) {
@@ -271,8 +295,8 @@ impl JobDevice {
         };
         // Busy: time the device's workers spent running this job's commands;
         // utilisation: of its workers' time while the job drove it.
-        let busy_s = match (self.busy_ns_at_start, &stats) {
-            (Some(a), Some(st)) => Some(st.total().busy_ns.saturating_sub(a) as f64 / 1e9),
+        let busy_s = match (&self.stats_at_start, &stats) {
+            (Some(a), Some(st)) => Some(st.total().busy_ns.saturating_sub(a.total().busy_ns) as f64 / 1e9),
             _ => None,
         };
         let utilisation_pct = busy_s.zip(self.device.parallelism()).map(|(b, p)| 100.0 * b / (p as f64 * drive_s.max(1e-9)));
@@ -287,8 +311,9 @@ impl JobDevice {
             commands,
             memory_traffic_bytes: ledger.device_memory_bytes.get(&memory.domain().to_string()).copied().unwrap_or(0),
             process_cpu_s,
-            // A device started for this job: all it has spent is its start.
-            start_cpu_s: self.cpu_at_start.map(|c| c.as_secs_f64()),
+            // A device started for this job: all it has spent is its start
+            // (one kept from earlier jobs spent it then).
+            start_cpu_s: self.cpu_at_start.filter(|_| self.jobs_before == 0).map(|c| c.as_secs_f64()),
             populated_bytes: self.populated_bytes,
             busy_s,
             utilisation_pct,
@@ -298,6 +323,75 @@ impl JobDevice {
             profile: self.device.profile(),
         }
     }
+}
+
+/// Whether this process keeps the devices of a job that ended well for its
+/// next jobs (the job server does: a GPU's context, pinned window and
+/// memory, an emulated CSP's process, are then opened once).
+static KEEP: AtomicBool = AtomicBool::new(false);
+/// The devices kept, each with what it was opened as (its key) and its description.
+static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+/// Where device processes that may be kept write their messages: they
+/// outlive the job, so not its standard error.
+static KEPT_LOG: Mutex<Option<Arc<std::os::fd::OwnedFd>>> = Mutex::new(None);
+
+struct Kept {
+    key: String,
+    device: Box<dyn Device>,
+    kind: String,
+    jobs: u64,
+}
+
+/// Keeps the devices of this process's jobs for its next jobs, device
+/// processes writing their messages to `log` (`None`: stops keeping, and
+/// closes what is kept).
+pub fn keep_devices_across_jobs(log: Option<std::os::fd::OwnedFd>) {
+    KEEP.store(log.is_some(), Ordering::Release);
+    if log.is_none() {
+        KEPT.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+    *KEPT_LOG.lock().unwrap_or_else(|p| p.into_inner()) = log.map(Arc::new);
+}
+
+/// A kept device opened as `key`, with its description and the jobs it
+/// served, if one is kept and still there (one whose process ended since is
+/// dropped).
+fn take_kept(key: &str) -> Option<JobDevice> {
+    if !KEEP.load(Ordering::Acquire) {
+        return None;
+    }
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    while let Some(at) = kept.iter().position(|k| k.key == key) {
+        let k = kept.swap_remove(at);
+        if k.device.hangup_fd().is_some_and(readable_now) {
+            continue; // it died between jobs: dropped, a new one is opened
+        }
+        let mut device = k.device;
+        device.reset_profile();
+        let kind = format!("kept open across jobs (this is its job {}); {}", k.jobs + 1, k.kind);
+        let mut jd = JobDevice::new(device, kind);
+        jd.keep = Some(k.key);
+        jd.jobs_before = k.jobs;
+        jd.opened_as = k.kind;
+        return Some(jd);
+    }
+    None
+}
+
+/// The job is over: a device that may be kept, ended well and has nothing
+/// in flight waits for the next job; any other closes here.
+pub(crate) fn give_back(jd: JobDevice) {
+    let JobDevice { device, keep, healthy, opened_as, jobs_before, .. } = jd;
+    if let (Some(key), true, 0) = (keep, healthy && KEEP.load(Ordering::Acquire), device.in_flight()) {
+        KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(Kept { key, device, kind: opened_as, jobs: jobs_before + 1 });
+    }
+}
+
+/// Whether `fd` is readable at once (a device's hang-up descriptor: it is gone).
+fn readable_now(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd we own, a zero timeout.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 }
 }
 
 /// Starts the emulated devices of a job for streams of these `sizes`
@@ -311,8 +405,18 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
         fallbacks.push(Fallback::FewerDevices { asked: spec.devices, started: count });
     }
     let mut devices = Vec::new();
+    // Devices without faults in shared memory may be kept across jobs (P2P
+    // memory is the topology's: mapped for each job).
+    let key = (spec.faults.is_none() && spec.memory_from == DeviceMemoryFrom::Shm)
+        .then(|| format!("emulated {} MiB, {} workers, {:?}, {:?}, {:?}", spec.memory_bytes >> 20, spec.workers, spec.program, spec.command_timeout, spec.memory_dir));
     for d in 0..count {
-        let name = format!("pp{}-csp{d}", std::process::id());
+        if let Some(kept) = key.as_deref().and_then(take_kept) {
+            devices.push(kept);
+            continue;
+        }
+        // Named in the order this process starts them (a kept device keeps its name).
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!("pp{}-csp{}", std::process::id(), STARTED.fetch_add(1, Ordering::Relaxed));
         let mut serve = ServeOptions::new(&name);
         serve.memory_bytes = spec.memory_bytes;
         serve.workers = spec.workers.max(1);
@@ -322,6 +426,9 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
         let mut so = SpawnOptions::new(serve);
         so.program = spec.program.clone();
         so.command_timeout = spec.command_timeout;
+        if key.is_some() {
+            so.stderr = KEPT_LOG.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        }
         let (started, memory_at) = match &spec.memory_from {
             DeviceMemoryFrom::Shm => {
                 let memory_at = place_shared_memory(spec, &mut so.serve.dir);
@@ -347,7 +454,7 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
             Some(pid) => format!("emulated CSP process (pid {pid}), {} workers, {memory_at}", spec.workers.max(1)),
             None => "emulated CSP".into(),
         };
-        devices.push(JobDevice::new(device, kind));
+        devices.push(JobDevice::new(device, kind).kept_as(key.clone()));
     }
     Ok(devices)
 }

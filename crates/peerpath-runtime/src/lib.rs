@@ -25,7 +25,7 @@ mod writer;
 pub use writer::DurabilityReport;
 
 pub use compress::{compress, CompressOptions, DEFAULT_BLOCK_BYTES};
-pub use devices::{Compute, DeviceMemoryFrom, EmulatedSpec, GpuSpec};
+pub use devices::{keep_devices_across_jobs, Compute, DeviceMemoryFrom, EmulatedSpec, GpuSpec};
 pub use decompress::{decompress, verify, DecompressOptions};
 pub use gpu_decode::GpuDecodeSpec;
 pub use error::{JobError, Result};

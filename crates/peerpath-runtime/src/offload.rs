@@ -651,9 +651,13 @@ impl DeviceSide {
             device_of.extend(jd.streams.iter().map(|&i| (i, d)));
             let sources = jd.streams.iter().map(|&i| streams[i].name().to_string()).collect();
             let members = jd.streams.iter().map(|&i| outcome(i).members_on_device()).sum();
-            reports.push(jd.report(sources, members, failure, drive_s, &summary));
+            reports.push(jd.report(sources, members, failure.clone(), drive_s, &summary));
+            jd.healthy = failure.is_none();
         }
         device_of.sort_unstable();
+        for jd in self.devices.drain(..) {
+            crate::devices::give_back(jd);
+        }
         Ok(OnDevices { device_of, reports, transfers_cpu_s })
     }
 

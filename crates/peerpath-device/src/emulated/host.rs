@@ -18,7 +18,7 @@ use crate::sys::{self, peer_closed, poll_fds, EventFd};
 use peerpath_mem::MappedRegion;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -43,6 +43,10 @@ pub struct SpawnOptions {
     /// Commands in flight with none completing for this long: the device
     /// is declared hung ([`FailureKind::Timeout`]).
     pub command_timeout: Duration,
+    /// Where the device's own messages go (`None`: this process's standard
+    /// error). A device that outlives the job that started it (a job
+    /// server's) must not hold that job's standard error open.
+    pub stderr: Option<Arc<OwnedFd>>,
 }
 
 impl SpawnOptions {
@@ -53,6 +57,7 @@ impl SpawnOptions {
             program_args: vec!["csp".into(), "serve".into()],
             start_timeout: Duration::from_secs(10),
             command_timeout: Duration::from_secs(10),
+            stderr: None,
         }
     }
 }
@@ -126,12 +131,16 @@ impl EmulatedCsp {
         serve.parent_pid = Some(std::process::id());
         let name = serve.name.clone();
         let paths = CspPaths::new(&serve.dir, &name)?;
+        let stderr = match &options.stderr {
+            Some(fd) => Stdio::from(fd.try_clone().map_err(|source| CspError::Spawn { program: program.clone(), source })?),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(&program)
             .args(&options.program_args)
             .args(serve.to_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .map_err(|source| CspError::Spawn { program: program.clone(), source })?;
         let mut stdout = child.stdout.take().expect("stdout is piped");
