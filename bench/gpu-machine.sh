@@ -28,6 +28,10 @@
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
 #              disk, tmpfs to disk and in memory, 3 runs each
+#     daemon   the GPU kept open by a job server (peerpath daemon --gpu 0): 384 MiB in memory,
+#              compress and decompress on the GPU through the daemon against a process of its
+#              own and the CPU on every core, and 4 MiB (the fixed cost), 5 interleaved rounds,
+#              each row the client process's wall; outputs checked; the daemon's reports kept
 #     scaling  bench/gpu-machine-scaling.sh without disk rows (PP_SCALING_QUICK=1), the mapped
 #              output A/B and the machine's ceiling
 #
@@ -172,6 +176,38 @@ for step in $steps; do
             done
             t=$EPOCHREALTIME; .gpu/peerpath compress -T "$(nproc)" --no-sync -f "$dd/in" -o "$dd/c.gz" -q; echo "CPU, same 4 MiB: process wall $(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }') s" >> "$o/fixed.md"
             rm -rf "$dd" ;;
+        daemon)
+            # The job server: the same jobs in a fresh process and through a daemon that holds the
+            # GPU (its context from start, its device's memory and window from the first job on).
+            dd=/dev/shm/ppdaemon; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; head -c 4M "$in/slice" > "$dd/small"; n=$(nproc); o=$OUT/daemon
+            .gpu/peerpath daemon --socket "$dd/sock" --gpu 0 2> "$o/daemon.log" &
+            dpid=$!
+            for _ in $(seq 100); do [ -S "$dd/sock" ] && break; sleep 0.1; done
+            .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
+            { echo "peerpath jobs on the GPU through a job server (peerpath daemon --gpu 0) against a process of their own, and the CPU on all $n cores; in memory (tmpfs in and out, --no-sync); wall = the client process's, start to exit"; echo
+              echo "| run | process wall s | GB/s (uncompressed) | report wall s | device |"; echo "|---|---|---|---|---|"; } > "$o/daemon.md"
+            dj() { # label daemon(0/1) args...
+                local label=$1 via=$2; shift 2
+                local t=$EPOCHREALTIME
+                if [ "$via" = 1 ]; then PEERPATH_DAEMON=$dd/sock timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; else timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; fi
+                local pw; pw=$(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }')
+                python3 -c "import json,sys;r=json.load(open(sys.argv[1]));d=(r.get('devices') or [{}])[0];u=max(r['bytes_in'],r['bytes_out']);print('| %s | %.3f | %.2f | %.3f | %s |' % (sys.argv[2], float(sys.argv[3]), u/float(sys.argv[3])/1e9, r['wall_s'], (d.get('kind') or r.get('runner') or '-')[:220]))" "$o/r.json" "$label" "$pw" >> "$o/daemon.md" \
+                    || echo "| $label | FAILED: $(head -c 300 "$o/r.err" | tr '\n' ' ') |" >> "$o/daemon.md"
+                cp "$o/r.json" "$o/$(echo "$label" | tr -c 'a-zA-Z0-9' _).json"
+            }
+            for r in 1 2 3 4 5; do
+                dj "compress gpu, own process ($r)" 0 compress --engine gpu --no-fallback --no-sync -f "$dd/in" -o "$dd/g.gz"
+                dj "compress gpu, daemon ($r)" 1 compress --engine gpu --no-fallback --no-sync -f "$dd/in" -o "$dd/gd.gz"
+                dj "compress cpu -T $n ($r)" 0 compress -T "$n" --no-sync -f "$dd/in" -o "$dd/c.gz"
+                dj "compress 4 MiB gpu, own process ($r)" 0 compress --engine gpu --no-fallback --no-sync -f "$dd/small" -o "$dd/s.gz"
+                dj "compress 4 MiB gpu, daemon ($r)" 1 compress --engine gpu --no-fallback --no-sync -f "$dd/small" -o "$dd/sd.gz"
+                dj "decompress gpu, own process ($r)" 0 decompress --engine gpu --no-fallback --no-sync -f "$dd/in.gz" -o "$dd/out"
+                dj "decompress gpu, daemon ($r)" 1 decompress --engine gpu --no-fallback --no-sync -f "$dd/in.gz" -o "$dd/outd"
+                dj "decompress cpu -T $n ($r)" 0 decompress -T "$n" --no-sync -f "$dd/in.gz" -o "$dd/outc"
+            done
+            for f in g gd; do .gpu/peerpath decompress -q -o - "$dd/$f.gz" | cmp -s - "$dd/in" && echo "$f.gz: round trip ok" || echo "$f.gz: CHECK FAILED"; done >> "$o/daemon.md"
+            for f in out outd; do cmp -s "$dd/$f" "$dd/in" && echo "$f: equal to the input" || echo "$f: CHECK FAILED"; done >> "$o/daemon.md"
+            kill "$dpid"; wait "$dpid" 2>/dev/null; rm -rf "$dd" ;;
         workerreads)
             # Compression in memory: each compute worker reading its own chunks (the default for
             # a memory file system's source) against io_uring's reads (PEERPATH_WORKER_READS=0),

@@ -129,28 +129,34 @@ fn current_umask() -> u32 {
 // ----------------------------------------------------------------------------------------------
 // The client.
 
-/// Whether this command is one the daemon runs: compress, decompress and verify,
-/// but not the erasure-coded chain (`--ec`), which opens no device the daemon keeps.
-pub fn runs_in_daemon(command: &Command) -> bool {
+/// Whether the daemon runs this command: `None` for commands that are not
+/// jobs (no daemon concerns them), `Err` for jobs it does not run: the
+/// erasure-coded chain (`--ec`), which opens no device the daemon keeps.
+pub fn runs_in_daemon(command: &Command) -> Option<Result<(), &'static str>> {
+    let chain = Err("the daemon does not run the --ec chain");
     match command {
-        Command::Compress(a) => a.ec.is_none(),
-        Command::Decompress(a) => !a.ec,
-        Command::Verify(_) => true,
-        _ => false,
+        Command::Compress(a) => Some(if a.ec.is_none() { Ok(()) } else { chain }),
+        Command::Decompress(a) => Some(if !a.ec { Ok(()) } else { chain }),
+        Command::Verify(_) => Some(Ok(())),
+        _ => None,
     }
+}
+
+/// A job the daemon at `socket` cannot run, and why, said on stderr: the
+/// caller runs it (`None`), or, with `no_fallback`, exits with this.
+pub fn not_here(socket: &Path, why: &str, no_fallback: bool) -> Option<ExitCode> {
+    if no_fallback {
+        eprintln!("peerpath: error: {ENV}={}: {why} (--no-fallback)", socket.display());
+        return Some(ExitCode::from(EXIT_DAEMON));
+    }
+    eprintln!("peerpath: FALLBACK: {ENV}={}: {why}; the job runs in this process", socket.display());
+    None
 }
 
 /// Runs the command line in the daemon at `socket`. `None`: it could not,
 /// said on stderr, and the caller runs the job itself.
 pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
-    let not_here = |why: String| -> Option<ExitCode> {
-        if no_fallback {
-            eprintln!("peerpath: error: {ENV}={}: {why} (--no-fallback)", socket.display());
-            return Some(ExitCode::from(EXIT_DAEMON));
-        }
-        eprintln!("peerpath: FALLBACK: {ENV}={}: {why}; the job runs in this process", socket.display());
-        None
-    };
+    let not_here = |why: String| not_here(socket, &why, no_fallback);
     let request = match client_request() {
         Ok(r) => r,
         Err(e) => return not_here(format!("cannot describe this process to the daemon: {e}")),
@@ -423,7 +429,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         return refuse(why);
     }
     let cli = match Cli::try_parse_from(&argv) {
-        Ok(c) if runs_in_daemon(&c.command) => c,
+        Ok(c) if runs_in_daemon(&c.command) == Some(Ok(())) => c,
         Ok(_) => return refuse("the daemon runs compress, decompress and verify (without --ec)".into()),
         Err(e) => return refuse(format!("its command line does not parse here: {}", e.kind())),
     };

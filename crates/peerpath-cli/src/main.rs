@@ -1014,10 +1014,14 @@ fn main() -> ExitCode {
             Command::Verify(a) => a.decode.no_fallback,
             _ => false,
         };
-        if daemon::runs_in_daemon(&cli.command) {
-            if let Some(code) = daemon::forward(Path::new(&socket), no_fallback) {
-                return code;
-            }
+        let socket = Path::new(&socket);
+        let code = match daemon::runs_in_daemon(&cli.command) {
+            Some(Ok(())) => daemon::forward(socket, no_fallback),
+            Some(Err(why)) => daemon::not_here(socket, why, no_fallback),
+            None => None,
+        };
+        if let Some(code) = code {
+            return code;
         }
     }
     // Every command but `csp serve` and `serve` (which handle their own

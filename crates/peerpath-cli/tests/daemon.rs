@@ -169,6 +169,11 @@ fn a_daemon_that_cannot_run_the_job_is_said_and_the_job_runs_here_or_fails_with_
         assert!(out.stderr.contains(why) && out.stderr.contains("(--no-fallback)"), "{}", out.describe());
         assert!(!dir.path().join("never.gz").exists());
     }
+    // A job the daemon does not run (the --ec chain) is said too.
+    let out = run(pp(args!["decompress", "--ec", "no-such-dir", "-o", "x"]).current_dir(dir.path()).env("PEERPATH_DAEMON", &d.socket));
+    assert!(out.stderr.contains("FALLBACK: PEERPATH_DAEMON=") && out.stderr.contains("does not run the --ec chain; the job runs in this process"), "{}", out.describe());
+    let out = run(pp(args!["decompress", "--ec", "--no-fallback", "no-such-dir", "-o", "x"]).current_dir(dir.path()).env("PEERPATH_DAEMON", &d.socket));
+    assert_eq!(out.status.code(), Some(18), "{}", out.describe());
     let log = d.log();
     assert_eq!(log.matches(" refused: ").count(), 4, "{log}");
     assert!(!log.contains("started:"), "{log}");
