@@ -5,7 +5,10 @@
 //! the parity (`Function::EcEncode`, the same ISA-L code as the CPU path)
 //! and every unit's CRC-32 (`Function::Crc32`: only checksums come back),
 //! and the shards are written from the device's memory (`pwrite`, O_DIRECT
-//! where taken). The host orchestrates: one stripe at a time, in order.
+//! where taken). The host orchestrates three stripes at once, each in its
+//! own slot of the device's memory: while the device codes stripe s, the
+//! kernel reads stripe s + 1 into the next slot and writes stripe s - 1's
+//! shards from the one before (they never share a slot).
 //! A device that fails mid-job fails the job (nothing is kept); it is not
 //! handed over to the CPU half-way.
 
@@ -32,12 +35,15 @@ pub(crate) enum DeviceFailure {
     Failed(String),
 }
 
-/// Starts an emulated CSP with room for one stripe and its parity.
+/// Stripes in the device's memory at once: one read, one coded, one written.
+const SLOTS: usize = 3;
+
+/// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity.
 pub(crate) fn start(k: usize, m: usize, unit: usize) -> Result<EmulatedCsp, DeviceFailure> {
     if k + m > u8::MAX as usize {
         return Err(DeviceFailure::NotStarted(format!("the device's command holds at most 255 shards, not {}", k + m)));
     }
-    device_job::spawn("ec", (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode).map_err(DeviceFailure::NotStarted)
+    device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode).map_err(DeviceFailure::NotStarted)
 }
 
 fn run(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<peerpath_device::Completion>, DeviceFailure> {
@@ -48,51 +54,82 @@ fn run(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<peerpath_dev
 /// (a multiple of 4 KiB) into `targets` (k data then m parity shards).
 pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: usize, unit: usize, targets: &[&File]) -> Result<DevicePass, DeviceFailure> {
     let src_direct = device_job::is_direct(src);
-    let (input, output) = (DeviceRange::new(0, (k * unit) as u64), DeviceRange::new((k * unit) as u64, (m * unit) as u64));
+    let stripe = (k + m) * unit;
+    // Slot b: k data units, then m parity units, back to back.
+    let unit_range = |b: usize, i: usize| DeviceRange::new((b * stripe + i * unit) as u64, unit as u64);
+    let input = |b: usize| DeviceRange::new((b * stripe) as u64, (k * unit) as u64);
+    let output = |b: usize| DeviceRange::new((b * stripe + k * unit) as u64, (m * unit) as u64);
     let memory = dev.memory();
-    let (in_ptr, out_ptr) = match (memory.io_ptr(input), memory.io_ptr(output)) {
-        (Some(a), Some(b)) => (a, b),
-        _ => return Err(DeviceFailure::NotStarted("the device's memory is not mapped into this process for I/O".into())),
-    };
+    let mut slots = [0usize; SLOTS];
+    for (b, at) in slots.iter_mut().enumerate() {
+        *at = match memory.io_ptr(DeviceRange::new((b * stripe) as u64, stripe as u64)) {
+            Some(p) => p as usize,
+            None => return Err(DeviceFailure::NotStarted("the device's memory is not mapped into this process for I/O".into())),
+        };
+    }
     let stripes = size.div_ceil((k * unit) as u64).max(1);
+    let slot_of = |s: u64| (s % SLOTS as u64) as usize;
+    // Stripe s's source bytes (a short last stripe: the device pads it with zeros).
+    let want = |s: u64| ((size - (s * (k * unit) as u64).min(size)) as usize).min(k * unit);
+    let read = |s: u64| -> Result<(), DeviceFailure> {
+        // SAFETY: slot s % SLOTS holds k units (multiples of 4 KiB when direct) of the device's
+        // mapped memory; in this step no command uses it and no write reads it (the device
+        // works on the slot after it, the writes on the one before).
+        unsafe { device_job::read_into(src, s * (k * unit) as u64, want(s), slots[slot_of(s)] as *mut u8) }.map_err(DeviceFailure::Failed)
+    };
+    // A stripe's units are written side by side, one thread each: an O_DIRECT write
+    // returns when its DMA is done, and one after the other they wait k + m times.
+    let write = |s: u64| -> Result<(), DeviceFailure> {
+        let write_unit = |i: usize, f: &File| {
+            // SAFETY: unit i of slot s % SLOTS, inside the device's mapped memory; the kernel only
+            // reads it, and in this step no command writes it and no read fills it.
+            let ptr = unsafe { (slots[slot_of(s)] as *const u8).add(i * unit) };
+            // SAFETY: as above.
+            unsafe { device_job::write_from_or_say(ptr, unit, f, s * unit as u64) }.map_err(|e| DeviceFailure::Failed(format!("a shard: {e}")))
+        };
+        std::thread::scope(|scope| {
+            let others: Vec<_> = targets.iter().enumerate().skip(1).map(|(i, f)| scope.spawn(move || write_unit(i, f))).collect();
+            let first = write_unit(0, targets[0]);
+            others.into_iter().map(|h| h.join().expect("a shard's write thread panicked")).fold(first, Result::and)
+        })
+    };
     let mut crcs = vec![Vec::with_capacity(stripes as usize); k + m];
     let mut coding = Duration::ZERO;
+    read(0)?;
     for s in 0..stripes {
-        // Read the stripe into device memory; a short last stripe is padded with zeros by the device.
-        let at = s * (k * unit) as u64;
-        let want = ((size - at.min(size)) as usize).min(k * unit);
-        // SAFETY: the input range holds k units (multiples of 4 KiB when direct) of the
-        // device's mapped memory, which no command uses now.
-        unsafe { device_job::read_into(src, at, want, in_ptr) }.map_err(DeviceFailure::Failed)?;
-        let got = want;
-        let mut requests = Vec::new();
-        if got < k * unit {
-            requests.push(Request::fill(0, 0, DeviceRange::new(got as u64, (k * unit - got) as u64)));
-            run(dev, std::mem::take(&mut requests))?;
-        }
-        let t = Instant::now();
-        run(dev, vec![Request::ec_encode(1, k as u8, m as u8, input, output)])?;
-        coding += t.elapsed();
-        // Every unit's CRC-32, computed where the unit is.
-        let units: Vec<DeviceRange> = (0..k + m).map(|i| DeviceRange::new((i * unit) as u64, unit as u64)).collect();
-        let done = run(dev, units.iter().enumerate().map(|(i, r)| Request::crc32(i as u64, &[*r])).collect())?;
-        for (i, c) in done.iter().enumerate() {
-            crcs[i].push(c.input_crc32);
-        }
-        // Write each unit from device memory to its shard.
-        for (i, f) in targets.iter().enumerate() {
-            // SAFETY: units lie inside the device memory's mapping (data: input range,
-            // parity: output range, contiguous); the kernel only reads them, and no
-            // command writes them until the next stripe.
-            let ptr = unsafe { if i < k { in_ptr.add(i * unit) } else { out_ptr.add((i - k) * unit) } };
-            // SAFETY: as above: the unit's bytes, unwritten until the next stripe.
-            unsafe { device_job::write_from_or_say(ptr, unit, f, s * unit as u64) }.map_err(|e| DeviceFailure::Failed(format!("a shard: {e}")))?;
+        let b = slot_of(s);
+        let coded = std::thread::scope(|scope| {
+            let ahead = (s + 1 < stripes).then(|| scope.spawn(|| read(s + 1)));
+            let behind = (s > 0).then(|| scope.spawn(|| write(s - 1)));
+            let coded = (|| -> Result<Vec<u32>, DeviceFailure> {
+                let got = want(s);
+                if got < k * unit {
+                    run(dev, vec![Request::fill(0, 0, DeviceRange::new((b * stripe + got) as u64, (k * unit - got) as u64))])?;
+                }
+                let t = Instant::now();
+                run(dev, vec![Request::ec_encode(1, k as u8, m as u8, input(b), output(b))])?;
+                coding += t.elapsed();
+                // Every unit's CRC-32, computed where the unit is.
+                let done = run(dev, (0..k + m).map(|i| Request::crc32(i as u64, &[unit_range(b, i)])).collect())?;
+                Ok(done.iter().map(|c| c.input_crc32).collect())
+            })();
+            let joined = |h: Option<std::thread::ScopedJoinHandle<Result<(), DeviceFailure>>>| h.map_or(Ok(()), |h| h.join().expect("a stripe's I/O thread panicked"));
+            let (ahead, behind) = (joined(ahead), joined(behind));
+            // The device's failure first (a read or write then failing is its consequence).
+            let coded = coded?;
+            ahead?;
+            behind?;
+            Ok::<_, DeviceFailure>(coded)
+        })?;
+        for (i, c) in coded.into_iter().enumerate() {
+            crcs[i].push(c);
         }
     }
+    write(stripes - 1)?;
     let direct = device_job::moved;
     let targets_direct = targets.iter().all(|f| device_job::is_direct(f));
     let path = format!(
-        "stripes read {} into the emulated CSP's memory, parity and CRC-32s computed there, shards written {} from it: the host process handled no payload byte",
+        "stripes read {} into the emulated CSP's memory ({SLOTS} at once: one read, one coded, one written), parity and CRC-32s computed there, shards written {} from it: the host process handled no payload byte",
         direct(src_direct),
         direct(targets_direct)
     );

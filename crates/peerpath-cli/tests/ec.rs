@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn shards(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
@@ -114,25 +114,33 @@ fn a_private_source_stays_private_through_encode_repair_and_decode() {
 fn an_emulated_csp_makes_the_same_set_as_the_cpu() {
     let dir = scratch();
     let d = dir.path();
-    let src = d.join("s");
-    let data = mixed_data(3 * 4 * 65536 + 12345, 11);
-    std::fs::write(&src, &data).unwrap();
-    let (cpu, emu) = (d.join("cpu"), d.join("emu"));
-    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &cpu])).ok();
-    let o = run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &emu, "--engine", "emulated", "--no-fallback", "--json"])).ok();
-    let v = o.json();
-    assert_eq!(v["provenance"], "measured on emulated devices", "{v}");
-    assert!(v["engine"].as_str().unwrap().contains("handled no payload byte"), "{v}");
-    assert!(v["fallback"].is_null());
     let names = |p: &Path| {
         let mut n = names_in(p);
         n.sort();
         n
     };
-    assert_eq!(names(&cpu), names(&emu));
-    for n in names(&cpu) {
-        assert_eq!(std::fs::read(cpu.join(&n)).unwrap(), std::fs::read(emu.join(&n)).unwrap(), "{n} differs from the CPU's");
+    // Stripe counts around the device's three slots: one (empty, short), four (the first slot
+    // again, a short last stripe), seven whole ones.
+    let mut data = Vec::new();
+    let mut emu = PathBuf::new();
+    for (case, size) in [0usize, 5000, 3 * 4 * 65536 + 12345, 7 * 4 * 65536].into_iter().enumerate() {
+        let src = d.join(format!("s{case}"));
+        data = mixed_data(size, 11 + case as u64);
+        std::fs::write(&src, &data).unwrap();
+        let cpu = d.join(format!("cpu{case}"));
+        emu = d.join(format!("emu{case}"));
+        run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &cpu])).ok();
+        let o = run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &emu, "--engine", "emulated", "--no-fallback", "--json"])).ok();
+        let v = o.json();
+        assert_eq!(v["provenance"], "measured on emulated devices", "{v}");
+        assert!(v["engine"].as_str().unwrap().contains("handled no payload byte"), "{v}");
+        assert!(v["fallback"].is_null());
+        assert_eq!(names(&cpu), names(&emu));
+        for n in names(&cpu) {
+            assert_eq!(std::fs::read(cpu.join(&n)).unwrap(), std::fs::read(emu.join(&n)).unwrap(), "{size} bytes: {n} differs from the CPU's");
+        }
     }
+    let src = d.join("s0");
     std::fs::remove_file(emu.join("shard-002")).unwrap();
     run(&mut pp(args!["ec", "repair", &emu])).ok();
     run(&mut pp(args!["ec", "decode", &emu, "-o", d.join("back")])).ok();
