@@ -9,24 +9,40 @@
 //! material (its block key and file id), never the master key, and the host
 //! overwrites it with zeros when the job ends, failed or not. Opening is the
 //! mirror (`Function::AeadOpenBlock`; sealed blocks are read through the page
-//! cache, as they sit at unaligned offsets). One block at a time, in order.
+//! cache, as they sit at unaligned offsets). Blocks go a group at a time,
+//! one per device worker, the next group read ahead and the one before
+//! written behind (`device_job::three_slots`).
 //! A device that fails, or a block that is not authentic, fails the job
 //! (nothing is kept).
 
-use crate::device_job;
-use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request};
+use crate::device_job::{self, SLOTS};
+use peerpath_device::{Completion, Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, Status};
 use peerpath_func::crypt::{device_key, FileCipher, Key, DEVICE_KEY_BYTES, TAG_BYTES};
 use std::fs::File;
 
 const ALIGN: usize = 4096;
+/// Blocks sealed or opened side by side: one per device worker.
+const WORKERS: usize = 2;
 
-/// The device's memory: a plaintext block, its sealed form (each with room
-/// for the tag: a block is opened in place in its output), the material.
-fn layout(block: usize) -> (DeviceRange, DeviceRange, DeviceRange) {
-    let plain = DeviceRange::new(0, (block + TAG_BYTES).next_multiple_of(ALIGN) as u64);
-    let sealed = DeviceRange::new(plain.len, (block + TAG_BYTES).next_multiple_of(ALIGN) as u64);
-    let material = DeviceRange::new(plain.len + sealed.len, DEVICE_KEY_BYTES as u64);
-    (plain, sealed, material)
+/// The device's memory: [`SLOTS`] groups of [`WORKERS`] blocks, each block a
+/// plaintext range and its sealed form (each with room for the tag: a block
+/// is opened in place in its output), then the material.
+struct Layout {
+    room: u64,
+}
+
+impl Layout {
+    fn new(block: usize) -> Layout {
+        Layout { room: (block + TAG_BYTES).next_multiple_of(ALIGN) as u64 }
+    }
+    /// Block `i`'s plaintext and sealed ranges (its group's slot, its place in the group).
+    fn ranges(&self, i: u64) -> (DeviceRange, DeviceRange) {
+        let at = ((i / WORKERS as u64) % SLOTS as u64 * WORKERS as u64 + i % WORKERS as u64) * 2 * self.room;
+        (DeviceRange::new(at, self.room), DeviceRange::new(at + self.room, self.room))
+    }
+    fn material(&self) -> DeviceRange {
+        DeviceRange::new((SLOTS * WORKERS) as u64 * 2 * self.room, DEVICE_KEY_BYTES as u64)
+    }
 }
 
 /// Starts an emulated CSP for blocks of `block` bytes: to seal, whole 4 KiB
@@ -35,9 +51,9 @@ pub(crate) fn start(block: usize, sealing: bool) -> Result<EmulatedCsp, String> 
     if sealing && !block.is_multiple_of(ALIGN) {
         return Err(format!("the device reads whole 4 KiB pages by DMA: --block-size {block} is not a multiple of 4K"));
     }
-    let (_, _, material) = layout(block);
+    let material = Layout::new(block).material();
     let need = if sealing { FunctionKind::AeadSealBlock } else { FunctionKind::AeadOpenBlock };
-    device_job::spawn("enc", (material.offset + ALIGN as u64) as usize, 8, 1, need)
+    device_job::spawn("enc", (material.offset + ALIGN as u64) as usize, 8, WORKERS as u32, need)
 }
 
 /// Why opening stopped: a block that is not authentic, or anything else.
@@ -46,41 +62,70 @@ pub(crate) enum OpenFailure {
     Failed(String),
 }
 
+/// The address of `r` in the device's memory as this process maps it.
+fn address(dev: &EmulatedCsp, r: DeviceRange) -> Result<usize, String> {
+    dev.memory().io_ptr(r).map(|p| p as usize).ok_or_else(|| "the device's memory is not mapped into this process for I/O".to_string())
+}
+
+/// Runs `blocks` (group `g`'s) through the device, sealing or opening with
+/// the material: a command per block, side by side. Their completions, in
+/// block order.
+fn run_group(dev: &mut EmulatedCsp, g: u64, blocks: u64, command: impl Fn(u64) -> Request) -> Result<Vec<Completion>, String> {
+    let first = g * WORKERS as u64;
+    device_job::run_side_by_side(dev, (first..(first + WORKERS as u64).min(blocks)).map(command).collect())
+}
+
 /// Opens every sealed block of `src` into `dst`; says how the payload
-/// moved, and the seconds the device spent opening.
+/// moved, and the seconds the device spent opening. [`WORKERS`] blocks at
+/// once, read ahead of them and written behind them ([`device_job::three_slots`]).
 pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), OpenFailure> {
     let l = *cipher.layout();
-    // Sealed blocks land in the larger range, opened into the other.
-    let (plain, sealed, material) = layout(l.block_bytes as usize);
-    let memory = dev.memory();
-    let (Some(in_ptr), Some(out_ptr)) = (memory.io_ptr(sealed), memory.io_ptr(plain)) else {
-        return Err(OpenFailure::Failed("the device's memory is not mapped into this process for I/O".into()));
-    };
+    let layout = Layout::new(l.block_bytes as usize);
+    let (base, material) = (address(dev, DeviceRange::new(0, layout.material().offset)).map_err(OpenFailure::Failed)?, layout.material());
     let key = device_key(master, &l.file_id);
     // SAFETY: the material range lies inside the device's memory (layout) and no command runs.
-    unsafe { memory.host_write(material.offset, &key[..]) };
-    let mut device_us = 0u64;
-    let opened_all = (|| -> Result<(), OpenFailure> {
-        for i in 0..l.blocks() {
-            let n = l.plain_len(i);
-            // SAFETY: the sealed range holds a block and its tag; no command uses it now.
-            unsafe { device_job::read_into(src, l.sealed_offset(i), n + TAG_BYTES, in_ptr) }.map_err(OpenFailure::Failed)?;
-            let request = Request { tag: i, function: Function::AeadOpenBlock { index: i }, inputs: vec![DeviceRange::new(sealed.offset, (n + TAG_BYTES) as u64), material], output: plain };
-            let c = device_job::run_one(dev, request).map_err(|e| match e.contains("CorruptInput") {
-                true => OpenFailure::NotAuthentic(format!("block {i} (bytes {}..) is not authentic: tampered, moved, from another file, or damaged", l.sealed_offset(i))),
-                false => OpenFailure::Failed(e),
-            })?;
-            device_us += u64::from(c.device_time_us);
-            // SAFETY: the plaintext lies in the output range, which no command writes until the next block.
-            unsafe { device_job::write_from_or_say(out_ptr, n, dst, l.plain_start(i)) }.map_err(OpenFailure::Failed)?;
+    unsafe { dev.memory().host_write(material.offset, &key[..]) };
+    let groups = l.blocks().div_ceil(WORKERS as u64);
+    let group = |g: u64| g * WORKERS as u64..((g + 1) * WORKERS as u64).min(l.blocks());
+    let read = |g: u64| {
+        for i in group(g) {
+            let (_, sealed) = layout.ranges(i);
+            // SAFETY: block i's sealed range holds it and its tag; its slot is this step's read
+            // slot, which no command uses and no write reads (device_job::three_slots).
+            unsafe { device_job::read_into(src, l.sealed_offset(i), l.plain_len(i) + TAG_BYTES, (base + sealed.offset as usize) as *mut u8) }.map_err(OpenFailure::Failed)?;
         }
         Ok(())
-    })();
+    };
+    let write = |g: u64| {
+        for i in group(g) {
+            let (plain, _) = layout.ranges(i);
+            // SAFETY: block i's plaintext lies in its plain range; its slot is this step's write
+            // slot, which no command writes and no read fills.
+            unsafe { device_job::write_from_or_say((base + plain.offset as usize) as *const u8, l.plain_len(i), dst, l.plain_start(i)) }.map_err(OpenFailure::Failed)?;
+        }
+        Ok(())
+    };
+    let opened = device_job::three_slots(groups, read, |g| {
+        let done = run_group(dev, g, l.blocks(), |i| {
+            let (plain, sealed) = layout.ranges(i);
+            Request { tag: i, function: Function::AeadOpenBlock { index: i }, inputs: vec![DeviceRange::new(sealed.offset, (l.plain_len(i) + TAG_BYTES) as u64), material], output: plain }
+        })
+        .map_err(OpenFailure::Failed)?;
+        for c in &done {
+            let i = c.tag();
+            match c.status {
+                Status::Success => {}
+                Status::CorruptInput => return Err(OpenFailure::NotAuthentic(format!("block {i} (bytes {}..) is not authentic: tampered, moved, from another file, or damaged", l.sealed_offset(i)))),
+                s => return Err(OpenFailure::Failed(format!("the emulated CSP answered {s:?} to AeadOpenBlock"))),
+            }
+        }
+        Ok(done.iter().map(|c| u64::from(c.device_time_us)).sum::<u64>())
+    }, write);
     // SAFETY: as above; the job's commands have all completed or failed.
     unsafe { dev.memory().host_write(material.offset, &[0u8; DEVICE_KEY_BYTES]) };
-    opened_all?;
+    let device_us: u64 = opened?.iter().sum();
     let how = format!(
-        "opened on 1 emulated CSP ({}): sealed blocks read into its memory (by kernel copies: they sit at unaligned offsets), authenticated and decrypted there with the file's block key (zeroed at the end), written from it to the target; payload bytes into this process: 0",
+        "opened on 1 emulated CSP ({}, {WORKERS} blocks at once, read ahead and written behind): sealed blocks read into its memory (by kernel copies: they sit at unaligned offsets), authenticated and decrypted there with the file's block key (zeroed at the end), written from it to the target; payload bytes into this process: 0",
         dev.name()
     );
     Ok((how, device_us as f64 / 1e6))
@@ -88,40 +133,55 @@ pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
 
 /// Seals every block of `src` (opened with O_DIRECT where it could be) into
 /// `dst` at its place; says how the payload moved, and the seconds the
-/// device spent sealing.
+/// device spent sealing. [`WORKERS`] blocks at once, as `open`.
 pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), String> {
     let l = *cipher.layout();
-    let (plain, sealed, material) = layout(l.block_bytes as usize);
-    let memory = dev.memory();
-    let (Some(in_ptr), Some(out_ptr)) = (memory.io_ptr(plain), memory.io_ptr(sealed)) else {
-        return Err("the device's memory is not mapped into this process for I/O".into());
-    };
+    let layout = Layout::new(l.block_bytes as usize);
+    let (base, material) = (address(dev, DeviceRange::new(0, layout.material().offset))?, layout.material());
     let key = device_key(master, &l.file_id);
     // SAFETY: the material range lies inside the device's memory (layout) and no command runs.
-    unsafe { memory.host_write(material.offset, &key[..]) };
-    let mut device_us = 0u64;
-    let sealed_all = (|| -> Result<(), String> {
-        for i in 0..l.blocks() {
-            let (at, want) = (l.plain_start(i), l.plain_len(i));
-            // SAFETY: the plaintext range holds a block rounded up to whole pages; no command uses it now.
-            unsafe { device_job::read_into(src, at, want, in_ptr)? };
-            let request = Request { tag: i, function: Function::AeadSealBlock { index: i }, inputs: vec![DeviceRange::new(0, want as u64), material], output: sealed };
-            let c = device_job::run_one(dev, request)?;
-            device_us += u64::from(c.device_time_us);
-            let bytes = c.output_bytes as usize;
-            if bytes != want + TAG_BYTES {
-                return Err(format!("the device sealed block {i} into {bytes} bytes, not {}", want + TAG_BYTES));
-            }
-            // SAFETY: the sealed block lies in the sealed range, which no command writes until the next block.
-            unsafe { device_job::write_from_or_say(out_ptr, bytes, dst, l.sealed_offset(i))? };
+    unsafe { dev.memory().host_write(material.offset, &key[..]) };
+    let groups = l.blocks().div_ceil(WORKERS as u64);
+    let group = |g: u64| g * WORKERS as u64..((g + 1) * WORKERS as u64).min(l.blocks());
+    let read = |g: u64| {
+        for i in group(g) {
+            let (plain, _) = layout.ranges(i);
+            // SAFETY: block i's plain range holds a block rounded up to whole pages; its slot is
+            // this step's read slot, which no command uses and no write reads.
+            unsafe { device_job::read_into(src, l.plain_start(i), l.plain_len(i), (base + plain.offset as usize) as *mut u8)? };
         }
         Ok(())
-    })();
+    };
+    let write = |g: u64| {
+        for i in group(g) {
+            let (_, sealed) = layout.ranges(i);
+            // SAFETY: block i's sealed form lies in its sealed range; its slot is this step's
+            // write slot, which no command writes and no read fills.
+            unsafe { device_job::write_from_or_say((base + sealed.offset as usize) as *const u8, l.plain_len(i) + TAG_BYTES, dst, l.sealed_offset(i))? };
+        }
+        Ok(())
+    };
+    let sealed = device_job::three_slots(groups, read, |g| {
+        let done = run_group(dev, g, l.blocks(), |i| {
+            let (plain, sealed) = layout.ranges(i);
+            Request { tag: i, function: Function::AeadSealBlock { index: i }, inputs: vec![DeviceRange::new(plain.offset, l.plain_len(i) as u64), material], output: sealed }
+        })?;
+        for c in &done {
+            let (i, want) = (c.tag(), l.plain_len(c.tag()) + TAG_BYTES);
+            if c.status != Status::Success {
+                return Err(format!("the emulated CSP answered {:?} to AeadSealBlock", c.status));
+            }
+            if c.output_bytes as usize != want {
+                return Err(format!("the device sealed block {i} into {} bytes, not {want}", c.output_bytes));
+            }
+        }
+        Ok(done.iter().map(|c| u64::from(c.device_time_us)).sum::<u64>())
+    }, write);
     // SAFETY: as above; the job's commands have all completed or failed.
     unsafe { dev.memory().host_write(material.offset, &[0u8; DEVICE_KEY_BYTES]) };
-    sealed_all?;
+    let device_us: u64 = sealed?.iter().sum();
     let how = format!(
-        "sealed on 1 emulated CSP ({}): blocks read {} into its memory, sealed there with the file's block key (not the master key; zeroed at the end), written from it to the target (by kernel copies: sealed blocks sit at unaligned offsets); payload bytes into this process: 0",
+        "sealed on 1 emulated CSP ({}, {WORKERS} blocks at once, read ahead and written behind): blocks read {} into its memory, sealed there with the file's block key (not the master key; zeroed at the end), written from it to the target (by kernel copies: sealed blocks sit at unaligned offsets); payload bytes into this process: 0",
         dev.name(),
         device_job::moved(device_job::is_direct(src))
     );

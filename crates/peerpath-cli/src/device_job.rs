@@ -37,6 +37,49 @@ pub(crate) fn run_all(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<V
     Ok(done)
 }
 
+/// Runs `requests` to completion side by side (the device's workers take
+/// them at once); their completions in tag order, whatever their status
+/// (the caller says what a failed one means). A device that fails is an error.
+pub(crate) fn run_side_by_side(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
+    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("the emulated CSP failed: {e}"))?;
+    done.sort_by_key(|c| c.tag());
+    Ok(done)
+}
+
+/// Slots of device memory [`three_slots`] moves data through.
+pub(crate) const SLOTS: usize = 3;
+
+/// The device jobs' pipeline: `n` steps, step s's data in slot s % [`SLOTS`] of
+/// the device's memory. Step s's `work` (on this thread: the device's
+/// commands) runs while `read(s + 1)` fills the next slot and `write(s - 1)`
+/// empties the one before, each on a thread of its own: no two share a slot.
+/// The results of `work`, in order. The first error wins in that order
+/// (the work's, the read's, the write's: a failed device makes the others fail).
+pub(crate) fn three_slots<T, E: Send>(n: u64, read: impl Fn(u64) -> Result<(), E> + Sync, mut work: impl FnMut(u64) -> Result<T, E>, write: impl Fn(u64) -> Result<(), E> + Sync) -> Result<Vec<T>, E> {
+    let mut out = Vec::with_capacity(n as usize);
+    if n == 0 {
+        return Ok(out);
+    }
+    read(0)?;
+    for s in 0..n {
+        let (read, write) = (&read, &write);
+        let done = std::thread::scope(|scope| {
+            let ahead = (s + 1 < n).then(|| scope.spawn(move || read(s + 1)));
+            let behind = (s > 0).then(|| scope.spawn(move || write(s - 1)));
+            let done = work(s);
+            let joined = |h: Option<std::thread::ScopedJoinHandle<Result<(), E>>>| h.map_or(Ok(()), |h| h.join().expect("a device job's I/O thread panicked"));
+            let (ahead, behind) = (joined(ahead), joined(behind));
+            let done = done?;
+            ahead?;
+            behind?;
+            Ok(done)
+        })?;
+        out.push(done);
+    }
+    write(n - 1)?;
+    Ok(out)
+}
+
 /// Runs one request to completion.
 pub(crate) fn run_one(dev: &mut EmulatedCsp, request: Request) -> Result<Completion, String> {
     run_all(dev, vec![request])?.pop().ok_or_else(|| "the emulated CSP lost a command".to_string())

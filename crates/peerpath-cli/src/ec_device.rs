@@ -12,7 +12,7 @@
 //! A device that fails mid-job fails the job (nothing is kept); it is not
 //! handed over to the CPU half-way.
 
-use crate::device_job;
+use crate::device_job::{self, SLOTS};
 use peerpath_device::{Device, DeviceRange, EmulatedCsp, FunctionKind, Request};
 use std::fs::File;
 use std::time::{Duration, Instant};
@@ -34,9 +34,6 @@ pub(crate) enum DeviceFailure {
     /// It failed after writing began: the job fails.
     Failed(String),
 }
-
-/// Stripes in the device's memory at once: one read, one coded, one written.
-const SLOTS: usize = 3;
 
 /// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity.
 pub(crate) fn start(k: usize, m: usize, unit: usize) -> Result<EmulatedCsp, DeviceFailure> {
@@ -93,39 +90,22 @@ pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: 
             others.into_iter().map(|h| h.join().expect("a shard's write thread panicked")).fold(first, Result::and)
         })
     };
-    let mut crcs = vec![Vec::with_capacity(stripes as usize); k + m];
     let mut coding = Duration::ZERO;
-    read(0)?;
-    for s in 0..stripes {
+    let coded = device_job::three_slots(stripes, read, |s| {
         let b = slot_of(s);
-        let coded = std::thread::scope(|scope| {
-            let ahead = (s + 1 < stripes).then(|| scope.spawn(|| read(s + 1)));
-            let behind = (s > 0).then(|| scope.spawn(|| write(s - 1)));
-            let coded = (|| -> Result<Vec<u32>, DeviceFailure> {
-                let got = want(s);
-                if got < k * unit {
-                    run(dev, vec![Request::fill(0, 0, DeviceRange::new((b * stripe + got) as u64, (k * unit - got) as u64))])?;
-                }
-                let t = Instant::now();
-                run(dev, vec![Request::ec_encode(1, k as u8, m as u8, input(b), output(b))])?;
-                coding += t.elapsed();
-                // Every unit's CRC-32, computed where the unit is.
-                let done = run(dev, (0..k + m).map(|i| Request::crc32(i as u64, &[unit_range(b, i)])).collect())?;
-                Ok(done.iter().map(|c| c.input_crc32).collect())
-            })();
-            let joined = |h: Option<std::thread::ScopedJoinHandle<Result<(), DeviceFailure>>>| h.map_or(Ok(()), |h| h.join().expect("a stripe's I/O thread panicked"));
-            let (ahead, behind) = (joined(ahead), joined(behind));
-            // The device's failure first (a read or write then failing is its consequence).
-            let coded = coded?;
-            ahead?;
-            behind?;
-            Ok::<_, DeviceFailure>(coded)
-        })?;
-        for (i, c) in coded.into_iter().enumerate() {
-            crcs[i].push(c);
+        let got = want(s);
+        if got < k * unit {
+            run(dev, vec![Request::fill(0, 0, DeviceRange::new((b * stripe + got) as u64, (k * unit - got) as u64))])?;
         }
-    }
-    write(stripes - 1)?;
+        let t = Instant::now();
+        run(dev, vec![Request::ec_encode(1, k as u8, m as u8, input(b), output(b))])?;
+        coding += t.elapsed();
+        // Every unit's CRC-32, computed where the unit is.
+        let done = run(dev, (0..k + m).map(|i| Request::crc32(i as u64, &[unit_range(b, i)])).collect())?;
+        Ok(done.iter().map(|c| c.input_crc32).collect::<Vec<u32>>())
+    }, write)?;
+    // Per shard, its units' CRC-32s in stripe order.
+    let crcs = (0..k + m).map(|i| coded.iter().map(|stripe| stripe[i]).collect()).collect();
     let direct = device_job::moved;
     let targets_direct = targets.iter().all(|f| device_job::is_direct(f));
     let path = format!(
