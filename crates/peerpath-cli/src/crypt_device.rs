@@ -67,6 +67,49 @@ fn address(dev: &EmulatedCsp, r: DeviceRange) -> Result<usize, String> {
     dev.memory().io_ptr(r).map(|p| p as usize).ok_or_else(|| "the device's memory is not mapped into this process for I/O".to_string())
 }
 
+/// What sealing and opening share: the file's layout, where its blocks go
+/// in the device's memory (and its address in this process), the material.
+struct Pass {
+    l: peerpath_func::crypt::Layout,
+    layout: Layout,
+    base: usize,
+    material: DeviceRange,
+}
+
+impl Pass {
+    /// Writes the file's device material into the device's memory ([`Pass::end`] zeroes it).
+    fn begin(dev: &EmulatedCsp, master: &Key, cipher: &FileCipher) -> Result<Pass, String> {
+        let l = *cipher.layout();
+        let layout = Layout::new(l.block_bytes as usize);
+        let material = layout.material();
+        let base = address(dev, DeviceRange::new(0, material.offset))?;
+        let key = device_key(master, &l.file_id);
+        // SAFETY: the material range lies inside the device's memory (layout) and no command runs.
+        unsafe { dev.memory().host_write(material.offset, &key[..]) };
+        Ok(Pass { l, layout, base, material })
+    }
+
+    /// Overwrites the material with zeros: the job's commands have all completed or failed.
+    fn end(&self, dev: &EmulatedCsp) {
+        // SAFETY: as in `begin`; no command runs.
+        unsafe { dev.memory().host_write(self.material.offset, &[0u8; DEVICE_KEY_BYTES]) };
+    }
+
+    fn groups(&self) -> u64 {
+        self.l.blocks().div_ceil(WORKERS as u64)
+    }
+
+    /// The blocks of group `g`.
+    fn group(&self, g: u64) -> std::ops::Range<u64> {
+        g * WORKERS as u64..((g + 1) * WORKERS as u64).min(self.l.blocks())
+    }
+
+    /// Where `r` of the device's memory is in this process.
+    fn at(&self, r: DeviceRange) -> usize {
+        self.base + r.offset as usize
+    }
+}
+
 /// Runs `blocks` (group `g`'s) through the device, sealing or opening with
 /// the material: a command per block, side by side. Their completions, in
 /// block order.
@@ -79,33 +122,27 @@ fn run_group(dev: &mut EmulatedCsp, g: u64, blocks: u64, command: impl Fn(u64) -
 /// moved, and the seconds the device spent opening. [`WORKERS`] blocks at
 /// once, read ahead of them and written behind them ([`device_job::three_slots`]).
 pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), OpenFailure> {
-    let l = *cipher.layout();
-    let layout = Layout::new(l.block_bytes as usize);
-    let (base, material) = (address(dev, DeviceRange::new(0, layout.material().offset)).map_err(OpenFailure::Failed)?, layout.material());
-    let key = device_key(master, &l.file_id);
-    // SAFETY: the material range lies inside the device's memory (layout) and no command runs.
-    unsafe { dev.memory().host_write(material.offset, &key[..]) };
-    let groups = l.blocks().div_ceil(WORKERS as u64);
-    let group = |g: u64| g * WORKERS as u64..((g + 1) * WORKERS as u64).min(l.blocks());
+    let p = Pass::begin(dev, master, cipher).map_err(OpenFailure::Failed)?;
+    let (l, layout, material) = (p.l, &p.layout, p.material);
     let read = |g: u64| {
-        for i in group(g) {
+        for i in p.group(g) {
             let (_, sealed) = layout.ranges(i);
             // SAFETY: block i's sealed range holds it and its tag; its slot is this step's read
             // slot, which no command uses and no write reads (device_job::three_slots).
-            unsafe { device_job::read_into(src, l.sealed_offset(i), l.plain_len(i) + TAG_BYTES, (base + sealed.offset as usize) as *mut u8) }.map_err(OpenFailure::Failed)?;
+            unsafe { device_job::read_into(src, l.sealed_offset(i), l.plain_len(i) + TAG_BYTES, p.at(sealed) as *mut u8) }.map_err(OpenFailure::Failed)?;
         }
         Ok(())
     };
     let write = |g: u64| {
-        for i in group(g) {
+        for i in p.group(g) {
             let (plain, _) = layout.ranges(i);
             // SAFETY: block i's plaintext lies in its plain range; its slot is this step's write
             // slot, which no command writes and no read fills.
-            unsafe { device_job::write_from_or_say((base + plain.offset as usize) as *const u8, l.plain_len(i), dst, l.plain_start(i)) }.map_err(OpenFailure::Failed)?;
+            unsafe { device_job::write_from_or_say(p.at(plain) as *const u8, l.plain_len(i), dst, l.plain_start(i)) }.map_err(OpenFailure::Failed)?;
         }
         Ok(())
     };
-    let opened = device_job::three_slots(groups, read, |g| {
+    let opened = device_job::three_slots(p.groups(), read, |g| {
         let done = run_group(dev, g, l.blocks(), |i| {
             let (plain, sealed) = layout.ranges(i);
             Request { tag: i, function: Function::AeadOpenBlock { index: i }, inputs: vec![DeviceRange::new(sealed.offset, (l.plain_len(i) + TAG_BYTES) as u64), material], output: plain }
@@ -121,8 +158,7 @@ pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
         }
         Ok(done.iter().map(|c| u64::from(c.device_time_us)).sum::<u64>())
     }, write);
-    // SAFETY: as above; the job's commands have all completed or failed.
-    unsafe { dev.memory().host_write(material.offset, &[0u8; DEVICE_KEY_BYTES]) };
+    p.end(dev);
     let device_us: u64 = opened?.iter().sum();
     let how = format!(
         "opened on 1 emulated CSP ({}, {WORKERS} blocks at once, read ahead and written behind): sealed blocks read into its memory (by kernel copies: they sit at unaligned offsets), authenticated and decrypted there with the file's block key (zeroed at the end), written from it to the target; payload bytes into this process: 0",
@@ -135,33 +171,27 @@ pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
 /// `dst` at its place; says how the payload moved, and the seconds the
 /// device spent sealing. [`WORKERS`] blocks at once, as `open`.
 pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), String> {
-    let l = *cipher.layout();
-    let layout = Layout::new(l.block_bytes as usize);
-    let (base, material) = (address(dev, DeviceRange::new(0, layout.material().offset))?, layout.material());
-    let key = device_key(master, &l.file_id);
-    // SAFETY: the material range lies inside the device's memory (layout) and no command runs.
-    unsafe { dev.memory().host_write(material.offset, &key[..]) };
-    let groups = l.blocks().div_ceil(WORKERS as u64);
-    let group = |g: u64| g * WORKERS as u64..((g + 1) * WORKERS as u64).min(l.blocks());
+    let p = Pass::begin(dev, master, cipher)?;
+    let (l, layout, material) = (p.l, &p.layout, p.material);
     let read = |g: u64| {
-        for i in group(g) {
+        for i in p.group(g) {
             let (plain, _) = layout.ranges(i);
             // SAFETY: block i's plain range holds a block rounded up to whole pages; its slot is
             // this step's read slot, which no command uses and no write reads.
-            unsafe { device_job::read_into(src, l.plain_start(i), l.plain_len(i), (base + plain.offset as usize) as *mut u8)? };
+            unsafe { device_job::read_into(src, l.plain_start(i), l.plain_len(i), p.at(plain) as *mut u8)? };
         }
         Ok(())
     };
     let write = |g: u64| {
-        for i in group(g) {
+        for i in p.group(g) {
             let (_, sealed) = layout.ranges(i);
             // SAFETY: block i's sealed form lies in its sealed range; its slot is this step's
             // write slot, which no command writes and no read fills.
-            unsafe { device_job::write_from_or_say((base + sealed.offset as usize) as *const u8, l.plain_len(i) + TAG_BYTES, dst, l.sealed_offset(i))? };
+            unsafe { device_job::write_from_or_say(p.at(sealed) as *const u8, l.plain_len(i) + TAG_BYTES, dst, l.sealed_offset(i))? };
         }
         Ok(())
     };
-    let sealed = device_job::three_slots(groups, read, |g| {
+    let sealed = device_job::three_slots(p.groups(), read, |g| {
         let done = run_group(dev, g, l.blocks(), |i| {
             let (plain, sealed) = layout.ranges(i);
             Request { tag: i, function: Function::AeadSealBlock { index: i }, inputs: vec![DeviceRange::new(plain.offset, l.plain_len(i) as u64), material], output: sealed }
@@ -177,8 +207,7 @@ pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
         }
         Ok(done.iter().map(|c| u64::from(c.device_time_us)).sum::<u64>())
     }, write);
-    // SAFETY: as above; the job's commands have all completed or failed.
-    unsafe { dev.memory().host_write(material.offset, &[0u8; DEVICE_KEY_BYTES]) };
+    p.end(dev);
     let device_us: u64 = sealed?.iter().sum();
     let how = format!(
         "sealed on 1 emulated CSP ({}, {WORKERS} blocks at once, read ahead and written behind): blocks read {} into its memory, sealed there with the file's block key (not the master key; zeroed at the end), written from it to the target (by kernel copies: sealed blocks sit at unaligned offsets); payload bytes into this process: 0",
