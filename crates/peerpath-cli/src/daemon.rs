@@ -29,7 +29,7 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAnci
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
@@ -168,16 +168,28 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
     if let Err(e) = send_request(&conn, &request) {
         return not_here(format!("cannot hand the job to the daemon: {e}"));
     }
+    // A job that does not start within a second waits behind another: said where a person watches.
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
     let mut lines = BufReader::new(&conn).lines();
     let mut started = false;
     loop {
         let reply = match lines.next() {
             Some(Ok(line)) => serde_json::from_str::<Reply>(&line).map_err(|e| format!("a reply that is not one ({e}): {line}")),
+            Some(Err(e)) if !started && matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                if std::io::stderr().is_terminal() {
+                    eprintln!("peerpath: waiting for the daemon at {}: it runs one job at a time", socket.display());
+                }
+                let _ = conn.set_read_timeout(None);
+                continue;
+            }
             Some(Err(e)) => Err(e.to_string()),
             None => Err("the connection closed".into()),
         };
         match reply {
-            Ok(Reply::Started { .. }) => started = true,
+            Ok(Reply::Started { .. }) => {
+                started = true;
+                let _ = conn.set_read_timeout(None);
+            }
             Ok(Reply::Exit { code }) => return Some(ExitCode::from(code)),
             Ok(Reply::Refused { why }) if !started => return not_here(format!("the daemon refused the job: {why}")),
             Err(why) if !started => return not_here(format!("the daemon did not take the job: {why}")),
