@@ -308,7 +308,11 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         .name("peerpath-daemon-accept".into())
         .spawn(move || {
             for conn in listener.incoming() {
-                let Ok(conn) = conn else { continue };
+                let Ok(conn) = conn else {
+                    // Out of descriptors, say: not a loop that spins while they are.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
                 let tx = tx.clone();
                 let log = accept_log.as_ref().and_then(|l| l.try_clone().ok());
                 // One thread per connection reads its request: a client that sends nothing holds only itself.
