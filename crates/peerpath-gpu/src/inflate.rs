@@ -144,6 +144,14 @@ impl Inflater {
         result
     }
 
+    /// Zeroes the profile: a decoder kept across jobs reports each job's own.
+    pub fn reset_profile(&self) {
+        let p = &self.profile;
+        for a in [&p.batches, &p.members, &p.in_bytes, &p.out_bytes, &p.copy_in_ns, &p.kernel_ns, &p.crc_ns, &p.copy_out_ns, &p.host_in_ns, &p.host_out_ns] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Where the lanes' time went.
     pub fn profile(&self) -> String {
         let p = &self.profile;

@@ -283,6 +283,7 @@ fn run_job_on(
     let ledger = ctx.ledger.clone();
     let times = ctx.workers.times.clone();
     drop(ctx.workers); // joins the workers
+    drop(ctx.gpu.take()); // the decoder is the job's alone again (kept after it, in a job server)
     let pipeline = ctx.clock.report(threads, &times);
     let mut memory = MemoryReport::new(&pool_stats, peak);
     memory.add_engine(engine.as_ref());
@@ -295,7 +296,7 @@ fn run_job_on(
     let summary = JobSummary {
         operation,
         engine: match &gpu {
-            Some(g) => format!("GPU {}: {}; CPU (ISA-L inflate) for what the GPU did not decode", g.name, g.inflater.description()),
+            Some(g) => format!("GPU {}: {}; CPU (ISA-L inflate) for what the GPU did not decode", g.name, g.description()),
             None => "host CPU, ISA-L inflate".into(),
         },
         format: "gzip".into(),
@@ -319,6 +320,9 @@ fn run_job_on(
         None => JobReport::measured_host(summary),
     };
     report.pipeline = Some(pipeline);
+    if let Some(g) = gpu.and_then(|g| Arc::try_unwrap(g).ok()) {
+        g.give_back();
+    }
     Ok(report)
 }
 
@@ -1160,6 +1164,22 @@ mod tests {
         let text: Vec<String> = r.fallbacks.iter().map(ToString::to_string).collect();
         assert!(text.iter().any(|f| f.starts_with("gpu0: the GPU's output did not check (first: member ") && f.ends_with("the host CPU decoded 4 member(s) in its place")), "{text:?}");
         assert_eq!(r.devices[0].members, 8, "12 members decoded, 4 of them redone on the CPU (the empty one never goes to the GPU)");
+    }
+
+    /// In a job server the decoder goes back to be kept once the job is over (the workers'
+    /// hold on it ended), unless the GPU was retired.
+    #[test]
+    fn a_decoder_is_kept_after_its_job_unless_it_was_retired() {
+        for (stand_in, kept) in [(StandIn::default(), true), (StandIn { fail_on: Some(1), ..Default::default() }, false)] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let (src, data) = source(dir.path(), None);
+            let target = dir.path().join("out");
+            let opts = DecompressOptions { common: CommonOptions { threads: 2, durable: false, ..CommonOptions::default() }, key: None, gpu: Some(GpuDecodeSpec { batch_bytes: 4 << 20, ..Default::default() }) };
+            let gpu = Arc::new(GpuDecoder::with(Box::new(stand_in), "gpu0".into(), false).kept_as("the test's"));
+            run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now())).expect("decoded");
+            assert_eq!(std::fs::read(&target).expect("target"), data);
+            assert_eq!(GpuDecoder::take_kept(), kept.then(|| ("the test's".to_string(), 1)));
+        }
     }
 
     #[test]

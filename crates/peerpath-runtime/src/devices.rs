@@ -353,6 +353,11 @@ pub fn keep_devices_across_jobs(log: Option<std::os::fd::OwnedFd>) {
     *KEPT_LOG.lock().unwrap_or_else(|p| p.into_inner()) = log.map(Arc::new);
 }
 
+/// Whether this process keeps devices across jobs (a job server).
+pub(crate) fn keeping() -> bool {
+    KEEP.load(Ordering::Acquire)
+}
+
 /// A kept device opened as `key`, with its description and the jobs it
 /// served, if one is kept and still there (one whose process ended since is
 /// dropped).

@@ -63,6 +63,8 @@ pub(crate) trait BatchInflater: Send + Sync {
     fn decode(&self, members: &[peerpath_gpu::Member], dst: &mut [u8]) -> Result<Vec<Option<String>>, String>;
     fn description(&self) -> String;
     fn profile(&self) -> String;
+    /// Starts the profile afresh (kept across jobs).
+    fn reset_profile(&self) {}
 }
 
 impl BatchInflater for peerpath_gpu::Inflater {
@@ -75,7 +77,16 @@ impl BatchInflater for peerpath_gpu::Inflater {
     fn profile(&self) -> String {
         peerpath_gpu::Inflater::profile(self)
     }
+    fn reset_profile(&self) {
+        peerpath_gpu::Inflater::reset_profile(self)
+    }
 }
+
+/// The inflater a job server keeps for its next decompression on the same
+/// GPU with the same lanes and batches (`devices::keeping`): what it was
+/// opened as, itself, and the jobs it served.
+type Kept = (String, Box<dyn BatchInflater>, u64);
+static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
 
 pub(crate) struct GpuDecoder {
     pub inflater: Box<dyn BatchInflater>,
@@ -83,17 +94,60 @@ pub(crate) struct GpuDecoder {
     no_fallback: bool,
     state: Mutex<State>,
     members: AtomicU64,
+    /// What it is kept as after the job, and the jobs it served before it (a job server's).
+    keep: Option<(String, u64)>,
 }
 
 impl GpuDecoder {
-    /// Opens the GPU with a lane per worker thread.
+    /// Opens the GPU with a lane per worker thread (in a job server: the
+    /// one an earlier job opened the same way, if kept).
     pub fn open(spec: &GpuDecodeSpec, lanes: usize) -> Result<GpuDecoder, String> {
+        let name = format!("gpu{}", spec.ordinal);
+        let key = format!("GPU {} {:?}, {} lanes, batches of {} bytes", spec.ordinal, spec.nvcomp, lanes, spec.batch_bytes);
+        let kept = KEPT.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some((k, inflater, jobs)) = kept.filter(|(k, ..)| crate::devices::keeping() && *k == key) {
+            inflater.reset_profile();
+            let mut d = GpuDecoder::with(inflater, name, spec.no_fallback);
+            d.keep = Some((k, jobs));
+            return Ok(d);
+        }
         let inflater = peerpath_gpu::Inflater::open(spec.ordinal, spec.nvcomp.as_deref(), lanes, spec.batch_bytes)?;
-        Ok(GpuDecoder::with(Box::new(inflater), format!("gpu{}", spec.ordinal), spec.no_fallback))
+        let mut d = GpuDecoder::with(Box::new(inflater), name, spec.no_fallback);
+        d.keep = crate::devices::keeping().then_some((key, 0));
+        Ok(d)
     }
 
     pub fn with(inflater: Box<dyn BatchInflater>, name: String, no_fallback: bool) -> GpuDecoder {
-        GpuDecoder { inflater, name, no_fallback, state: Mutex::default(), members: AtomicU64::new(0) }
+        GpuDecoder { inflater, name, no_fallback, state: Mutex::default(), members: AtomicU64::new(0), keep: None }
+    }
+
+    /// A decoder to be kept after its job as `key` (what `open` does in a job server).
+    #[cfg(test)]
+    pub fn kept_as(mut self, key: &str) -> GpuDecoder {
+        self.keep = Some((key.to_string(), 0));
+        self
+    }
+
+    /// The kept inflater's key and the jobs it served, taken (for tests).
+    #[cfg(test)]
+    pub fn take_kept() -> Option<(String, u64)> {
+        KEPT.lock().unwrap_or_else(|p| p.into_inner()).take().map(|(k, _, jobs)| (k, jobs))
+    }
+
+    /// What it is, for the report: kept from an earlier job, it says so.
+    pub fn description(&self) -> String {
+        match &self.keep {
+            Some((_, jobs)) if *jobs > 0 => format!("kept open across jobs (this is its job {}); {}", jobs + 1, self.inflater.description()),
+            _ => self.inflater.description(),
+        }
+    }
+
+    /// The job is over: a decoder that may be kept and was not retired
+    /// waits for the next job; any other closes here.
+    pub fn give_back(self) {
+        if let (Some((key, jobs)), true) = (self.keep, self.state.into_inner().unwrap_or_else(|p| p.into_inner()).failed.is_none()) {
+            *KEPT.lock().unwrap_or_else(|p| p.into_inner()) = Some((key, self.inflater, jobs + 1));
+        }
     }
 
     /// Whether batches still go to the GPU.
@@ -153,7 +207,7 @@ impl GpuDecoder {
         let members = self.members.load(Ordering::Relaxed);
         DeviceReport {
             name: self.name.clone(),
-            kind: self.inflater.description(),
+            kind: self.description(),
             memory_bytes: 0,
             sources: Vec::new(),
             members,
