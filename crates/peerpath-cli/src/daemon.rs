@@ -527,7 +527,11 @@ impl Stdio {
     fn redirect(client: &[OwnedFd; 3]) -> std::io::Result<Stdio> {
         let keep = |fd: std::os::fd::BorrowedFd| rustix::io::fcntl_dupfd_cloexec(fd, 3).map_err(std::io::Error::from);
         let saved = Stdio([keep(std::io::stdin().as_fd())?, keep(std::io::stdout().as_fd())?, keep(std::io::stderr().as_fd())?]);
-        saved.install(client)?;
+        if let Err(e) = saved.install(client) {
+            // Some of the three may be the client's already: the daemon's back.
+            saved.install(&saved.0)?;
+            return Err(e);
+        }
         Ok(saved)
     }
 

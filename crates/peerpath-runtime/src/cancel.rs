@@ -4,72 +4,109 @@
 //! the flag is the process's. Jobs look at it once per turn of their loops
 //! (compress's executor, decompress's and verify's waits), between waits
 //! that end with an I/O completion, a device's command timeout or a wake
-//! from here (a loop registers its waker: a read of a pipe that stays silent
-//! does not hold a cancelled job), and end with [`JobError::Cancelled`]: the
-//! usual failure path, so outputs in progress are not put in place and
-//! their temporaries go.
+//! from here (a loop registers its waker, so an io_uring wait ends at once;
+//! a blocking read of a pipe, which jobs do with read(2), ends at the pipe's
+//! next bytes or its end), and end with [`JobError::Cancelled`]: the usual
+//! failure path, so outputs in progress are not put in place and their
+//! temporaries go.
 
 use crate::error::{JobError, Result};
 use peerpath_io::Waker;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-static CANCELLED: AtomicBool = AtomicBool::new(false);
-static WHY: Mutex<String> = Mutex::new(String::new());
-/// The wakers of the loops running now, woken by a cancellation.
-static WAKERS: Mutex<Vec<(u64, Waker)>> = Mutex::new(Vec::new());
-static NEXT: AtomicU64 = AtomicU64::new(0);
+/// The process's flag, its reason, and the wakers of the loops running now.
+struct Flag {
+    cancelled: AtomicBool,
+    why: Mutex<String>,
+    wakers: Mutex<Vec<(u64, Waker)>>,
+    next: AtomicU64,
+}
+
+static FLAG: Flag = Flag::new();
+
+impl Flag {
+    const fn new() -> Flag {
+        Flag { cancelled: AtomicBool::new(false), why: Mutex::new(String::new()), wakers: Mutex::new(Vec::new()), next: AtomicU64::new(0) }
+    }
+
+    fn cancel(&self, why: &str) {
+        *self.why.lock().unwrap_or_else(|p| p.into_inner()) = why.to_string();
+        self.cancelled.store(true, Ordering::Release);
+        for (_, w) in self.wakers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            w.wake();
+        }
+    }
+
+    fn clear(&self) {
+        self.cancelled.store(false, Ordering::Release);
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.cancelled.load(Ordering::Acquire) {
+            return Err(JobError::Cancelled { why: self.why.lock().unwrap_or_else(|p| p.into_inner()).clone() });
+        }
+        Ok(())
+    }
+
+    fn register(&self, waker: &Waker) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.wakers.lock().unwrap_or_else(|p| p.into_inner()).push((id, waker.clone()));
+        id
+    }
+
+    fn unregister(&self, id: u64) {
+        self.wakers.lock().unwrap_or_else(|p| p.into_inner()).retain(|(k, _)| *k != id);
+    }
+}
 
 /// Asks the job in progress (or the next one, until [`clear`]) to stop, for this reason.
 pub fn cancel(why: &str) {
-    *WHY.lock().unwrap_or_else(|p| p.into_inner()) = why.to_string();
-    CANCELLED.store(true, Ordering::Release);
-    for (_, w) in WAKERS.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        w.wake();
-    }
+    FLAG.cancel(why);
+}
+
+/// Lets jobs run again: called before each job that a cancellation must not reach.
+pub fn clear() {
+    FLAG.clear();
+}
+
+/// The job's check: an error once the job was cancelled.
+pub(crate) fn check() -> Result<()> {
+    FLAG.check()
 }
 
 /// A loop's waker, woken by a cancellation while this lives.
 pub(crate) struct WakeOnCancel(u64);
 
 pub(crate) fn wake_on_cancel(waker: &Waker) -> WakeOnCancel {
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    WAKERS.lock().unwrap_or_else(|p| p.into_inner()).push((id, waker.clone()));
-    WakeOnCancel(id)
+    WakeOnCancel(FLAG.register(waker))
 }
 
 impl Drop for WakeOnCancel {
     fn drop(&mut self) {
-        WAKERS.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _)| *id != self.0);
+        FLAG.unregister(self.0);
     }
-}
-
-/// Lets jobs run again: called before each job that a cancellation must not reach.
-pub fn clear() {
-    CANCELLED.store(false, Ordering::Release);
-}
-
-/// The job's check: an error once the job was cancelled.
-pub(crate) fn check() -> Result<()> {
-    if CANCELLED.load(Ordering::Acquire) {
-        return Err(JobError::Cancelled { why: WHY.lock().unwrap_or_else(|p| p.into_inner()).clone() });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// On a flag of its own: the process's would cancel the jobs of the tests running beside it.
     #[test]
-    fn a_cancellation_is_an_error_with_its_reason_until_cleared() {
-        clear();
-        assert!(check().is_ok());
-        cancel("the client went away");
-        let e = check().unwrap_err();
+    fn a_cancellation_is_an_error_with_its_reason_and_wakes_the_loops_until_cleared() {
+        let flag = Flag::new();
+        let waker = Waker::new().unwrap();
+        let id = flag.register(&waker);
+        assert!(flag.check().is_ok());
+        flag.cancel("the client went away");
+        let e = flag.check().unwrap_err();
         assert_eq!(e.to_string(), "cancelled: the client went away");
         assert_eq!(e.exit_code(), 130);
-        clear();
-        assert!(check().is_ok());
+        waker.wait_blocking(); // woken: returns at once
+        flag.unregister(id);
+        assert!(flag.wakers.lock().unwrap().is_empty());
+        flag.clear();
+        assert!(flag.check().is_ok());
     }
 }
