@@ -240,7 +240,8 @@ pub(crate) struct JobDevice {
     pub device: Box<dyn Device>,
     /// The streams (indices into the executor's streams) it serves.
     pub streams: Vec<usize>,
-    /// What it is, in words, for the report.
+    /// What it is, in words, for the report (as it was opened: the report adds, for a kept
+    /// device, the jobs it served).
     pub kind: String,
     /// Its process's CPU time and its statistics when the job started with
     /// it, where it says (the report counts from there).
@@ -252,8 +253,6 @@ pub(crate) struct JobDevice {
     /// and how many jobs it served before this one.
     keep: Option<String>,
     jobs_before: u64,
-    /// What it was when it was opened (`kind` adds, for a kept device, the jobs it served).
-    opened_as: String,
     /// The job ended with it working: it may serve the next.
     pub healthy: bool,
 }
@@ -265,12 +264,12 @@ impl JobDevice {
         let stats_at_start = device.stats();
         // What the device made resident (a file on a disk, or P2P memory: none).
         let populated_bytes = device.memory().mapped_region().and_then(|r| r.allocated_bytes()).unwrap_or(0) as usize;
-        JobDevice { device, streams: Vec::new(), opened_as: kind.clone(), kind, cpu_at_start, stats_at_start, populated_bytes, keep: None, jobs_before: 0, healthy: false }
+        JobDevice { device, streams: Vec::new(), kind, cpu_at_start, stats_at_start, populated_bytes, keep: None, jobs_before: 0, healthy: false }
     }
 
     /// A device to keep, as `key`, when the process keeps devices and the job ends with it working.
     fn kept_as(mut self, key: Option<String>) -> JobDevice {
-        self.keep = key.filter(|_| KEEP.load(Ordering::Acquire));
+        self.keep = key.filter(|_| keeping());
         self
     }
 
@@ -304,7 +303,10 @@ impl JobDevice {
         let pages = memory.mapped_region().filter(|r| r.p2p_info().is_none()).and_then(|r| r.huge_page_use());
         DeviceReport {
             name: self.device.name().to_string(),
-            kind: self.kind.clone(),
+            kind: match self.jobs_before {
+                0 => self.kind.clone(),
+                n => format!("kept open across jobs (this is its job {}); {}", n + 1, self.kind),
+            },
             memory_bytes: memory.len(),
             sources,
             members,
@@ -362,7 +364,7 @@ pub(crate) fn keeping() -> bool {
 /// served, if one is kept and still there (one whose process ended since is
 /// dropped).
 fn take_kept(key: &str) -> Option<JobDevice> {
-    if !KEEP.load(Ordering::Acquire) {
+    if !keeping() {
         return None;
     }
     let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
@@ -373,11 +375,9 @@ fn take_kept(key: &str) -> Option<JobDevice> {
         }
         let mut device = k.device;
         device.reset_profile();
-        let kind = format!("kept open across jobs (this is its job {}); {}", k.jobs + 1, k.kind);
-        let mut jd = JobDevice::new(device, kind);
+        let mut jd = JobDevice::new(device, k.kind);
         jd.keep = Some(k.key);
         jd.jobs_before = k.jobs;
-        jd.opened_as = k.kind;
         return Some(jd);
     }
     None
@@ -386,17 +386,15 @@ fn take_kept(key: &str) -> Option<JobDevice> {
 /// The job is over: a device that may be kept, ended well and has nothing
 /// in flight waits for the next job; any other closes here.
 pub(crate) fn give_back(jd: JobDevice) {
-    let JobDevice { device, keep, healthy, opened_as, jobs_before, .. } = jd;
-    if let (Some(key), true, 0) = (keep, healthy && KEEP.load(Ordering::Acquire), device.in_flight()) {
-        KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(Kept { key, device, kind: opened_as, jobs: jobs_before + 1 });
+    let JobDevice { device, keep, healthy, kind, jobs_before, .. } = jd;
+    if let (Some(key), true, 0) = (keep, healthy && keeping(), device.in_flight()) {
+        KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(Kept { key, device, kind, jobs: jobs_before + 1 });
     }
 }
 
 /// Whether `fd` is readable at once (a device's hang-up descriptor: it is gone).
 fn readable_now(fd: std::os::fd::RawFd) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    // SAFETY: one pollfd we own, a zero timeout.
-    unsafe { libc::poll(&mut p, 1, 0) > 0 }
+    peerpath_device::poll_fds(&[(fd, libc::POLLIN)], Some(Duration::ZERO)).is_ok_and(|ev| ev[0] != 0)
 }
 
 /// Starts the emulated devices of a job for streams of these `sizes`
