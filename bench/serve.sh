@@ -3,7 +3,7 @@
 # off: read into its buffers and written, the peer of peerpath's host mode) for HTTP and
 # memcached for the key-value protocol, the same client for each (issue 21).
 #
-# Usage: bench/serve.sh [--rounds 3] [--seconds 5] [--connections 16] [--wrk-threads 1] [--out FILE]
+# Usage: [PEERPATH_BIN=path] bench/serve.sh [--rounds 3] [--seconds 5] [--connections 16] [--wrk-threads 1] [--out FILE]
 #
 # Objects: 4 KiB and 1 MiB files in a scratch directory on /dev/shm (page cache; the payload
 # path, not the disk, is measured). Client: wrk (Debian), one thread (--wrk-threads), N keep-alive connections,
@@ -29,8 +29,8 @@ while [ $# -gt 0 ]; do
 done
 command -v wrk >/dev/null && command -v nginx >/dev/null && command -v memcached >/dev/null && command -v memccp >/dev/null \
     || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx memcached libmemcached-tools >/dev/null
-cargo build --release --locked -q -p peerpath-cli
-pp=$PWD/target/release/peerpath
+# PEERPATH_BIN: another build's binary (an earlier commit's, to compare); else this tree's, built.
+if [ -n "${PEERPATH_BIN:-}" ]; then pp=$PEERPATH_BIN; else cargo build --release --locked -q -p peerpath-cli; pp=$PWD/target/release/peerpath; fi
 tmp=$(mktemp -d /dev/shm/bench-serve.XXXXXX)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -101,6 +101,7 @@ median() { sort -g "$1" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[N
 echo "# peerpath serve beside nginx, $(date -u +%F)"
 echo
 echo "Machine: $(uname -n), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -r); $(nginx -v 2>&1); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)."
+echo "Binary: $pp ($("$pp" --version 2>/dev/null | head -1))."
 echo "Command: \`bench/serve.sh --rounds $rounds --seconds $seconds --connections $conns --wrk-threads $wrk_threads\`: wrk -t$wrk_threads -c$conns -d${seconds}s over loopback, medians of $rounds rounds; client and servers share the machine. Measured on this host. Server CPU per request: the server process's user + system time over the client's run (/proc/PID/stat; nginx: its one worker) over the client's request count; devmem's emulated NIC is a process of its own, not counted (it stands for the NIC)."
 echo
 echo "| protocol | object | server | requests/s | MB/s | server CPU us per request |"

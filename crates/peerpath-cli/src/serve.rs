@@ -50,9 +50,19 @@ pub struct ServeArgs {
     /// Stop after this many seconds and print the report.
     #[arg(long, value_name = "SECONDS")]
     duration: Option<f64>,
-    /// Disconnect a client that sends nothing for this many seconds.
+    /// Disconnect a client that sends nothing for this many seconds, or whose request head
+    /// is not whole this many seconds after its first byte (HTTP 408; slowloris clients).
     #[arg(long, value_name = "SECONDS", default_value = "10")]
     read_timeout: f64,
+    /// Connections open at once; more are answered 503 (memcached: SERVER_ERROR) and closed.
+    /// Idle connections wait in an event loop and hold no thread; the open-file limit is
+    /// raised to fit (an error says so when it cannot be).
+    #[arg(long, default_value = "4096", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
+    /// Threads that answer requests (started as needed): a request in progress holds one,
+    /// an idle connection none; a client that stops reading holds its thread up to --read-timeout.
+    #[arg(long, default_value = "64", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    workers: u32,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -123,10 +133,12 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     c.max_requests = a.max_requests;
     c.duration = a.duration.map(|d| seconds(d, "--duration")).transpose()?;
     c.read_timeout = seconds(a.read_timeout, "--read-timeout")?;
+    c.max_connections = a.max_connections as usize;
+    c.workers = a.workers as usize;
     let mode = c.mode.name();
     let server = Server::bind(c).map_err(|e| JobError::Usage(e.to_string()))?;
     if let Some(h) = server.http_addr() {
-        eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode)", root.display());
+        eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode; up to {} connections, {} worker threads)", root.display(), a.max_connections, a.workers);
     }
     if let Some(pid) = server.nic_process_id() {
         eprintln!(

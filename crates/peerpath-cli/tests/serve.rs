@@ -24,7 +24,10 @@ fn serve(dir: &std::path::Path, mode: &str, requests: u64) -> Served {
 }
 
 fn serve_with(dir: &std::path::Path, mode: &str, requests: u64, extra: &[&str]) -> Served {
-    let mut child = pp(args!["serve", dir, "--listen", "127.0.0.1:0", "--memcached", "127.0.0.1:0", "--mode", mode, "--max-requests", requests.to_string(), "--read-timeout", "0.5"])
+    // A short read timeout unless the test gives its own.
+    let timeout: &[&str] = if extra.contains(&"--read-timeout") { &[] } else { &["--read-timeout", "0.5"] };
+    let mut child = pp(args!["serve", dir, "--listen", "127.0.0.1:0", "--memcached", "127.0.0.1:0", "--mode", mode, "--max-requests", requests.to_string()])
+        .args(timeout)
         .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -417,4 +420,157 @@ fn objects_over_the_nic_size_limit_are_sent_from_the_host() {
     assert_eq!((nic["misses"].as_u64(), nic["hits"].as_u64(), nic["too_large"].as_u64()), (Some(1), Some(1), Some(2)), "{report}");
     run(&mut pp(args!["serve", &root, "--mode", "devmem", "--nic-memory", "1M", "--nic-max-object", "600K"])).fails(2, &["over half"]);
     run(&mut pp(args!["serve", &root, "--nic-max-object", "4K"])).fails(2, &["--mode devmem"]);
+}
+
+/// A server process's thread count (/proc/PID/status).
+fn threads_of(pid: i32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse().unwrap()
+}
+
+/// The event loop: hundreds of connections that are idle or send half a
+/// request (slowloris) hold no thread and do not keep others from being
+/// served; the half requests get 408 when their head is not whole within
+/// the read timeout of its first byte, even from a client that keeps
+/// trickling bytes; idle ones are closed at the read timeout.
+/// (With a thread per connection and 256 at most, as before, the fresh
+/// client here was refused 503 and the server ran 600 threads.)
+#[test]
+fn idle_and_slow_connections_hold_no_thread_and_others_are_still_served() {
+    let dir = scratch();
+    let obj = random_bytes(100_000, 31);
+    std::fs::write(dir.path().join("obj"), &obj).unwrap();
+    let s = serve_with(dir.path(), "zerocopy", 1000, &["--workers", "4", "--max-connections", "700", "--read-timeout", "4"]);
+    let mut idle = Vec::new();
+    let mut half = Vec::new();
+    for i in 0..600 {
+        let mut c = TcpStream::connect(&s.http).unwrap();
+        if i % 2 == 1 {
+            c.write_all(b"GET /obj HTTP/1.1\r\nHost: sl").unwrap();
+            half.push(c);
+        } else {
+            idle.push(c);
+        }
+    }
+    let started = std::time::Instant::now();
+    // A client that keeps trickling a head, a byte every 300 ms.
+    let mut trickle = TcpStream::connect(&s.http).unwrap();
+    trickle.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let trickler = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        for b in b"GET /obj HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
+            if trickle.write_all(&[*b]).is_err() {
+                break;
+            }
+            let mut buf = [0u8; 4096];
+            match trickle.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+        let _ = trickle.read_to_end(&mut out);
+        out
+    });
+    // Others are served meanwhile, on keep-alive connections and fresh ones.
+    for _ in 0..10 {
+        let (head, body) = split(&exchange(&s.http, b"GET /obj HTTP/1.1\r\nConnection: close\r\n\r\n"));
+        assert!(head.starts_with("HTTP/1.1 200") && body == obj, "served while 600 connections wait: {head}");
+    }
+    let threads = threads_of(s.pid());
+    assert!(threads <= 12, "{threads} threads for 601 connections and 4 workers");
+    let trickled = trickler.join().unwrap();
+    assert!(String::from_utf8_lossy(&trickled).starts_with("HTTP/1.1 408"), "a trickled head gets 408: {:?}", String::from_utf8_lossy(&trickled));
+    assert!(started.elapsed() < Duration::from_secs(12), "the trickled head was cut at the read timeout, not kept for {:?}", started.elapsed());
+    for mut c in half {
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        assert!(out.starts_with(b"HTTP/1.1 408"), "{:?}", String::from_utf8_lossy(&out));
+    }
+    for mut c in idle {
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(c.read_to_end(&mut out).unwrap(), 0, "an idle connection is closed without a word");
+    }
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+    let report = finish(s);
+    let peak: u32 = report.split("connections: at most ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((601..=611).contains(&peak) && report.contains("open at once (limit 700)"), "{report}");
+    let workers: u32 = report.split("served by ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((1..=4).contains(&workers), "{report}");
+    assert!(report.contains("408: 301"), "{report}");
+}
+
+/// A keep-alive HTTP GET on `c`: the status line and the body.
+fn get_on(c: &mut BufReader<TcpStream>, name: &str) -> (String, Vec<u8>) {
+    c.get_mut().write_all(format!("GET /{name} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+    let (mut status, mut len) = (String::new(), 0usize);
+    c.read_line(&mut status).unwrap();
+    loop {
+        let mut line = String::new();
+        c.read_line(&mut line).unwrap();
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0u8; len];
+    c.read_exact(&mut body).unwrap();
+    (status, body)
+}
+
+/// More busy keep-alive clients than workers, over both protocols and in
+/// every mode: connections are handed between the workers and the event
+/// loop between requests, and every answer is exactly its file.
+#[test]
+fn more_busy_clients_than_workers_are_all_served_right() {
+    let dir = scratch();
+    let objects: Vec<(String, Vec<u8>)> = (0..6).map(|i| (format!("o{i}"), random_bytes(1000 + i * 60_000, 40 + i as u64))).collect();
+    for (name, data) in &objects {
+        std::fs::write(dir.path().join(name), data).unwrap();
+    }
+    let (clients, rounds) = (12, 15);
+    for mode in ["host", "zerocopy", "send-zc", "devmem"] {
+        let total = (clients * rounds) as u64;
+        let s = serve_with(dir.path(), mode, total, &["--workers", "2", "--nic-memory", "1M"]);
+        std::thread::scope(|sc| {
+            for k in 0..clients {
+                let (s, objects) = (&s, &objects);
+                sc.spawn(move || {
+                    if k % 2 == 0 {
+                        let mut c = BufReader::new(TcpStream::connect(&s.http).unwrap());
+                        for r in 0..rounds {
+                            let (name, data) = &objects[(k + r) % objects.len()];
+                            let (status, body) = get_on(&mut c, name);
+                            assert!(status.starts_with("HTTP/1.1 200") && body == *data, "{mode}: client {k} round {r}: {status}, {} bytes", body.len());
+                            if r % 5 == 4 {
+                                // A pause past the linger: the connection waits in the event loop.
+                                std::thread::sleep(Duration::from_millis(150));
+                            }
+                        }
+                    } else {
+                        let mut c = BufReader::new(TcpStream::connect(&s.memcached).unwrap());
+                        for r in 0..rounds {
+                            let (name, data) = &objects[(k + r) % objects.len()];
+                            c.get_mut().write_all(format!("get {name}\r\n").as_bytes()).unwrap();
+                            let mut head = String::new();
+                            c.read_line(&mut head).unwrap();
+                            assert_eq!(head, format!("VALUE {name} 0 {}\r\n", data.len()), "{mode}: client {k} round {r}");
+                            let mut body = vec![0u8; data.len() + 7];
+                            c.read_exact(&mut body).unwrap();
+                            assert!(body[..data.len()] == data[..] && &body[data.len()..] == b"\r\nEND\r\n", "{mode}: client {k} round {r}");
+                        }
+                    }
+                });
+            }
+        });
+        let report = finish(s);
+        assert!(report.contains(&format!("{total} request(s)")) && report.contains(&format!("status codes: 200: {total}\n")), "{mode}: {report}");
+        let workers: u32 = report.split("served by ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!((1..=2).contains(&workers), "{mode}: {report}");
+    }
 }

@@ -258,7 +258,9 @@ impl<B: AsRef<[u8]>> Drop for ZcSender<B> {
         }
         // The kernel may still read these: never free them. (A peer that
         // stopped acknowledging; bounded by MAX_UNSETTLED_BYTES a sender.)
-        eprintln!("peerpath: {} SEND_ZC buffer(s) still owed a notification when their ring closed: kept, not freed", self.buffers.len());
+        // Said without eprintln!, which panics when stderr is closed (a server's may be).
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "peerpath: {} SEND_ZC buffer(s) still owed a notification when their ring closed: kept, not freed", self.buffers.len());
         for (_, (b, _)) in self.buffers.drain() {
             std::mem::forget(b);
         }

@@ -1,7 +1,7 @@
 //! HTTP/1.1: GET and HEAD of files, one byte range, keep-alive.
 
 use crate::resolve::{percent_decode, resolve, Refused};
-use crate::{read_head, respond, Conn, ReadHead};
+use crate::{read_head, respond, Conn, Next, ReadHead};
 use std::io::Write;
 use std::time::Instant;
 
@@ -63,36 +63,38 @@ pub(crate) fn byte_range(value: &[u8], len: u64) -> Option<Result<(u64, u64), ()
     Some(Ok(range))
 }
 
-pub(crate) fn connection(mut conn: Conn, over: bool) {
+/// Answers the connection's requests as long as they come; `Park` when
+/// the client has sent nothing more for a while.
+pub(crate) fn serve(conn: &mut Conn) -> Next {
     let shared = conn.shared;
-    if over {
-        simple(&mut conn, 503, "Retry-After: 1\r\n");
-        return;
+    if conn.over {
+        simple(conn, 503, "Retry-After: 1\r\n");
+        return Next::Close;
     }
-    let mut buf = Vec::new();
     loop {
-        let n = match read_head(&mut conn, &mut buf, head_end) {
+        let n = match read_head(conn, head_end) {
             ReadHead::Ready(n) => n,
+            ReadHead::Park => return Next::Park,
             ReadHead::TooLong => {
-                simple(&mut conn, 431, "");
+                simple(conn, 431, "");
                 shared.done(std::time::Duration::ZERO, 0, 0, 431);
-                return;
+                return Next::Close;
             }
             ReadHead::TimedOut => {
-                if !buf.is_empty() {
-                    simple(&mut conn, 408, "");
+                if !conn.pending.is_empty() {
+                    simple(conn, 408, "");
                     shared.done(std::time::Duration::ZERO, 0, 0, 408);
                 }
-                return;
+                return Next::Close;
             }
-            ReadHead::Closed => return,
+            ReadHead::Closed => return Next::Close,
         };
         let started = Instant::now();
-        let head: Vec<u8> = buf.drain(..n).collect();
-        let (status, keep, payload, copied, from_host) = answer(&mut conn, &head);
+        let head = conn.take_request(n);
+        let (status, keep, payload, copied, from_host) = answer(conn, &head);
         shared.done_from(started.elapsed(), payload, copied, from_host, status);
         if !keep {
-            return;
+            return Next::Close;
         }
     }
 }

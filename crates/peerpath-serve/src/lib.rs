@@ -15,11 +15,15 @@
 //! - [`Mode::DevMem`]: payloads placed in an emulated NIC's memory and sent
 //!   by it ([`nic`]); this process builds headers only.
 //!
-//! Requests are parsed with `httparse`; paths are resolved under the root
-//! and refused if they leave it (`..`, symlinks out); header floods,
-//! slow clients (a read timeout) and ranges past the end get their HTTP
-//! answers. Every request's latency and bytes are counted for the report.
+//! Connections are served by an event loop ([`event`]): idle ones wait in
+//! epoll, a bounded pool of workers answers requests. Requests are parsed
+//! with `httparse`; paths are resolved under the root and refused if they
+//! leave it (`..`, symlinks out); header floods, slow clients (a request
+//! head must arrive whole within the read timeout of its first byte) and
+//! ranges past the end get their HTTP answers. Every request's latency and
+//! bytes are counted for the report.
 
+mod event;
 mod http;
 pub mod load;
 mod memcached;
@@ -78,8 +82,11 @@ pub struct Config {
     pub read_timeout: Duration,
     /// Request headers (HTTP) or a command line (memcached) longer than this are refused.
     pub max_header_bytes: usize,
-    /// Connections served at once; more are refused (HTTP 503 / memcached SERVER_ERROR).
+    /// Connections open at once; more are refused (HTTP 503 / memcached
+    /// SERVER_ERROR). Idle ones cost no thread (see [`event`]).
     pub max_connections: usize,
+    /// Worker threads answering requests, started as needed up to this many.
+    pub workers: usize,
     /// DevMem: the emulated NIC's program and arguments, and its memory.
     pub nic_program: Option<(PathBuf, Vec<String>)>,
     pub nic_memory_bytes: u64,
@@ -102,7 +109,8 @@ impl Config {
             duration: None,
             read_timeout: Duration::from_secs(10),
             max_header_bytes: 16 << 10,
-            max_connections: 256,
+            max_connections: 4096,
+            workers: 64,
             nic_program: None,
             nic_memory_bytes: 256 << 20,
             nic_max_object_bytes: 128 << 20,
@@ -126,7 +134,14 @@ pub(crate) struct Shared {
     pub root: Root,
     pub stats: Stats,
     pub stop: Arc<AtomicBool>,
+    /// Connections open now, and the most at once.
     pub connections: AtomicUsize,
+    pub peak_connections: AtomicUsize,
+    /// Set while connections wait for a worker and none is idle: lingering
+    /// workers hand their connection back (an eventfd, see [`event`]).
+    pub pressure: std::fs::File,
+    /// The last error accept(2) gave (out of descriptors), if any.
+    pub accept_error: std::sync::Mutex<Option<String>>,
     /// DevMem: the NIC (each connection has its own channel to it).
     pub nic: Option<nic::Nic>,
     /// Set when the NIC is gone: the host path serves from then on.
@@ -158,6 +173,7 @@ pub struct Server {
     shared: Arc<Shared>,
     http: Option<TcpListener>,
     memcached: Option<TcpListener>,
+    epoll: std::os::fd::OwnedFd,
 }
 
 impl Server {
@@ -165,6 +181,11 @@ impl Server {
         if config.http.is_none() && config.memcached.is_none() {
             return Err(ServeError::Usage("nothing to listen on".into()));
         }
+        if config.workers == 0 || config.max_connections == 0 {
+            return Err(ServeError::Usage("workers and the connection limit must be at least 1".into()));
+        }
+        // Before the NIC is started, so that it inherits the limit too.
+        open_files_for(&config)?;
         let listen = |a: Option<SocketAddr>| -> Result<Option<TcpListener>, ServeError> {
             a.map(|addr| {
                 let l = TcpListener::bind(addr).map_err(|source| ServeError::Listen { addr, source })?;
@@ -187,18 +208,25 @@ impl Server {
             // Refused here, before any client: never a silent sendfile instead.
             peerpath_io::send_zc_supported().map_err(|e| ServeError::Usage(format!("send-zc mode: {e}")))?;
         }
+        let sys = |what: &str, e: rustix::io::Errno| ServeError::Usage(format!("{what}: {e}"));
+        let epoll = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC).map_err(|e| sys("epoll_create", e))?;
+        event::watch_listeners(&epoll, [http.as_ref(), memcached.as_ref()]).map_err(|e| ServeError::Usage(format!("epoll_ctl: {e}")))?;
+        let pressure = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK).map_err(|e| sys("eventfd", e))?;
         let shared = Arc::new(Shared {
             config,
             root,
             stats: Stats::new(),
             stop: Arc::new(AtomicBool::new(false)),
             connections: AtomicUsize::new(0),
+            peak_connections: AtomicUsize::new(0),
+            pressure: std::fs::File::from(pressure),
+            accept_error: Default::default(),
             nic,
             nic_gone: AtomicBool::new(false),
             nic_fallback: std::sync::Mutex::new(None),
             zc_copied_bytes: Default::default(),
         });
-        Ok(Server { shared, http, memcached })
+        Ok(Server { shared, http, memcached, epoll })
     }
 
     /// Setting this flag stops the server (its report is then returned by
@@ -220,38 +248,20 @@ impl Server {
         let started = Instant::now();
         let cpu_start = stats::process_cpu();
         let shared = self.shared;
-        let mut handles = Vec::new();
-        while !shared.stop.load(Ordering::Relaxed) {
-            if shared.config.duration.is_some_and(|d| started.elapsed() >= d) {
-                break;
-            }
-            let mut accepted = false;
-            for (listener, proto) in [(&self.http, Proto::Http), (&self.memcached, Proto::Memcached)] {
-                let Some(l) = listener else { continue };
-                match l.accept() {
-                    Ok((stream, _)) => {
-                        accepted = true;
-                        let s = shared.clone();
-                        handles.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
-                        handles.push(std::thread::spawn(move || serve_connection(&s, stream, proto)));
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => {}
-                }
-            }
-            if !accepted {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        shared.stop.store(true, Ordering::Relaxed);
-        for h in handles {
-            let _ = h.join();
-        }
+        let listeners = [(self.http.as_ref(), Proto::Http), (self.memcached.as_ref(), Proto::Memcached)];
+        let workers = event::run(&shared, &self.epoll, listeners, started);
         let mut report = shared.stats.report(&shared.config, started.elapsed(), stats::process_cpu().saturating_sub(cpu_start));
         if let Some(n) = &shared.nic {
             report.nic = Some(n.counts());
         }
         report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        report.connections = stats::Connections {
+            peak: shared.peak_connections.load(Ordering::Relaxed) as u64,
+            limit: shared.config.max_connections as u64,
+            workers: workers as u64,
+            worker_limit: shared.config.workers as u64,
+            accept_error: shared.accept_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        };
         if shared.config.mode == Mode::SendZc {
             // Every payload byte of this mode went by SEND_ZC.
             report.send_zc = Some(stats::SendZcCounts { bytes: report.payload_bytes, kernel_copied_bytes: shared.zc_copied_bytes.load(Ordering::Relaxed) });
@@ -265,45 +275,127 @@ impl Server {
     }
 }
 
+/// Makes room for the connection limit in this process's open-file limit
+/// (raising its soft limit towards the hard one, as nginx's
+/// `worker_rlimit_nofile` does): a connection holds its socket and, in
+/// devmem mode, a channel to the NIC; a worker may hold a SEND_ZC ring;
+/// 64 more for the rest. A limit that cannot fit is a usage error that
+/// says how many files it needs.
+fn open_files_for(config: &Config) -> Result<(), ServeError> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let per_conn = if config.mode == Mode::DevMem { 2 } else { 1 };
+    let need = (config.max_connections as u64).saturating_mul(per_conn).saturating_add(config.workers as u64 + 64);
+    let limit = getrlimit(Resource::Nofile);
+    let have = limit.current.unwrap_or(u64::MAX);
+    if have >= need {
+        return Ok(());
+    }
+    let can = limit.maximum.unwrap_or(u64::MAX);
+    if can >= need && setrlimit(Resource::Nofile, Rlimit { current: Some(need), maximum: limit.maximum }).is_ok() {
+        return Ok(());
+    }
+    Err(ServeError::Usage(format!(
+        "{} connection(s) and {} worker(s) need about {need} open files; this process may open {} (hard limit {can}): lower --max-connections or raise `ulimit -n`",
+        config.max_connections, config.workers, have
+    )))
+}
+
 #[derive(Clone, Copy)]
-enum Proto {
+pub(crate) enum Proto {
     Http,
     Memcached,
 }
 
-fn serve_connection(shared: &Shared, stream: TcpStream, proto: Proto) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_nodelay(true);
-    // Short read timeouts so a stopping server (and a NIC that broke a
-    // response) is noticed; the client's own timeout is counted across them.
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-    let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
-    let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
-    let over = n > shared.config.max_connections;
-    let conn = Conn { shared, stream, nic: None, zc: None, host_buf: Vec::new(), broken: false };
-    match proto {
-        Proto::Http => http::connection(conn, over),
-        Proto::Memcached => memcached::connection(conn, over),
-    }
-    shared.connections.fetch_sub(1, Ordering::Relaxed);
+/// What a worker does with a connection once it has answered what there was.
+pub(crate) enum Next {
+    /// Nothing more to read for now: the reactor waits for its next request.
+    Park,
+    Close,
 }
 
-/// A client connection: its socket and its payload paths' state (the
-/// channel to the NIC, the SEND_ZC ring). This process writes its own
-/// bytes on the socket only through `Write`, which first waits for every
-/// response the NIC still owes on it, so none overtakes them.
+/// A client connection: its socket, what it has sent of its next request,
+/// and its payload paths' state (the channel to the NIC). This process
+/// writes its own bytes on the socket only through `Write`, which first
+/// waits for every response the NIC still owes on it, so none overtakes
+/// them. It moves between the reactor and the workers ([`event`]).
 pub(crate) struct Conn<'a> {
     pub shared: &'a Shared,
     pub stream: TcpStream,
+    proto: Proto,
+    /// Over the connection limit: answered with a refusal and closed.
+    over: bool,
+    /// Bytes read of requests not answered yet.
+    pub pending: Vec<u8>,
+    /// When the first byte of `pending`'s request came.
+    head_since: Instant,
+    /// When the client last sent anything (or connected).
+    quiet_since: Instant,
     nic: Option<nic::Channel>,
-    zc: Option<peerpath_io::ZcSender<Mapping>>,
-    /// Host mode's buffer for large payloads (allocated on first use).
-    host_buf: Vec<u8>,
+    /// The serving worker's buffers and rings, lent while it serves this connection.
+    tools: Tools,
     /// A response handed to the NIC failed: the connection must close.
     broken: bool,
 }
 
-impl Conn<'_> {
+/// What a worker lends the connection it serves: host mode's buffer and
+/// the SEND_ZC ring (per worker, not per connection: thousands of idle
+/// connections hold neither).
+#[derive(Default)]
+pub(crate) struct Tools {
+    /// Host mode's buffer for large payloads (allocated on first use).
+    host_buf: Vec<u8>,
+    zc: Option<peerpath_io::ZcSender<Mapping>>,
+}
+
+impl Tools {
+    /// A worker is done: waits (a second at most) for the kernel's last
+    /// SEND_ZC notifications, so the report counts every copy it made.
+    pub(crate) fn finish(mut self, shared: &Shared) {
+        if let Some(mut z) = self.zc.take() {
+            let _ = z.settle(Duration::from_secs(1));
+            shared.zc_copied_bytes.fetch_add(z.settled().copied_bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<'a> Conn<'a> {
+    /// A connection just accepted (counted; over the limit if there are too many).
+    pub(crate) fn new(shared: &'a Shared, stream: TcpStream, proto: Proto) -> Conn<'a> {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_nodelay(true);
+        // Reads wait at most this long (memcached `set`'s data block), so a
+        // stopping server is noticed; the client's own timeout is counted across them.
+        let _ = stream.set_read_timeout(Some(event::TICK));
+        let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
+        let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        shared.peak_connections.fetch_max(n, Ordering::Relaxed);
+        let now = Instant::now();
+        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, tools: Tools::default(), broken: false }
+    }
+
+    /// Answers what the client has sent, as long as it keeps sending.
+    pub(crate) fn serve(&mut self) -> Next {
+        match self.proto {
+            Proto::Http => http::serve(self),
+            Proto::Memcached => memcached::serve(self),
+        }
+    }
+
+    /// Takes the first `n` bytes of `pending` (a whole request); a
+    /// pipelined request after it counts its time from now.
+    pub(crate) fn take_request(&mut self, n: usize) -> Vec<u8> {
+        let head = self.pending.drain(..n).collect();
+        self.head_since = Instant::now();
+        head
+    }
+
+    /// When the reactor must hand this parked connection to a worker even
+    /// if the client sends nothing: the read timeout after its last byte
+    /// (idle), or after the first byte of a request still incomplete.
+    pub(crate) fn deadline(&self) -> Instant {
+        (if self.pending.is_empty() { self.quiet_since } else { self.head_since }) + self.shared.config.read_timeout
+    }
+
     /// Takes the NIC's answers already there (never waits); false if a
     /// response failed and the connection must close.
     pub fn poll_nic(&mut self) -> bool {
@@ -357,51 +449,72 @@ impl Drop for Conn<'_> {
     fn drop(&mut self) {
         // Every answer counted before the report is made.
         self.settle_nic();
-        if let Some(mut z) = self.zc.take() {
-            let _ = z.settle(Duration::from_secs(1));
-            self.shared.zc_copied_bytes.fetch_add(z.settled().copied_bytes, Ordering::Relaxed);
-        }
+        self.shared.connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-/// Reads from `stream` until `done(buffer)` says a whole request is there
-/// (returning its length), the limit is passed, the client goes quiet for
-/// the read timeout, closes, or the server stops.
+/// How reading a request head ended: its length in `Conn::pending`; too
+/// long; the client closed (or the server stops); the client took too long;
+/// or nothing more came while the worker lingered (park the connection).
 pub(crate) enum ReadHead {
     Ready(usize),
     TooLong,
     Closed,
     TimedOut,
+    Park,
 }
 
-pub(crate) fn read_head(conn: &mut Conn, buf: &mut Vec<u8>, done: impl Fn(&[u8]) -> Option<usize>) -> ReadHead {
-    use std::io::Read;
+/// Reads into `conn.pending` until `done(pending)` says a whole request is
+/// there (returning its length), the limit is passed, the client closes,
+/// takes too long ([`Conn::deadline`]), or sends nothing more while this
+/// worker lingers ([`event::LINGER`]; at once when other connections wait
+/// for a worker).
+pub(crate) fn read_head(conn: &mut Conn, done: impl Fn(&[u8]) -> Option<usize>) -> ReadHead {
+    use rustix::event::{PollFd, PollFlags};
     let shared = conn.shared;
-    let mut quiet_since = Instant::now();
+    let linger_until = Instant::now() + event::LINGER;
     loop {
-        if let Some(n) = done(buf) {
+        if let Some(n) = done(&conn.pending) {
             return ReadHead::Ready(n);
         }
-        if buf.len() > shared.config.max_header_bytes {
+        if conn.pending.len() > shared.config.max_header_bytes {
             return ReadHead::TooLong;
         }
         if shared.stop.load(Ordering::Relaxed) {
             return ReadHead::Closed;
         }
         let mut chunk = [0u8; 4096];
-        match conn.stream.read(&mut chunk) {
-            Ok(0) => return ReadHead::Closed,
-            Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                quiet_since = Instant::now();
+        match rustix::net::recv(&conn.stream, &mut chunk, rustix::net::RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return ReadHead::Closed,
+            Ok((n, _)) => {
+                let now = Instant::now();
+                if conn.pending.is_empty() {
+                    conn.head_since = now;
+                }
+                conn.pending.extend_from_slice(&chunk[..n]);
+                conn.quiet_since = now;
             }
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => {
                 // A response the NIC could not finish ends the connection now, not at the client's next request.
                 if !conn.poll_nic() {
                     return ReadHead::Closed;
                 }
-                if quiet_since.elapsed() >= shared.config.read_timeout {
+                let now = Instant::now();
+                let deadline = conn.deadline();
+                if now >= deadline {
                     return ReadHead::TimedOut;
+                }
+                if now >= linger_until {
+                    return ReadHead::Park;
+                }
+                let wait = (linger_until - now).min(deadline - now).min(event::TICK);
+                let mut fds = [PollFd::new(&conn.stream, PollFlags::IN | PollFlags::RDHUP), PollFd::new(&shared.pressure, PollFlags::IN)];
+                let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: wait.as_nanos() as _ };
+                match rustix::event::poll(&mut fds, Some(&timeout)) {
+                    // Others wait for a worker: this connection waits in epoll instead.
+                    Ok(_) if fds[1].revents().contains(PollFlags::IN) && fds[0].revents().is_empty() => return ReadHead::Park,
+                    _ => {}
                 }
             }
             Err(_) => return ReadHead::Closed,
@@ -459,14 +572,14 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: 
         return CLOSED;
     }
     let sent = if mode == Mode::SendZc {
-        let zc = match conn.zc.as_mut() {
+        let zc = match conn.tools.zc.as_mut() {
             Some(z) => Ok(z),
-            None => peerpath_io::ZcSender::new().map(|z| conn.zc.insert(z)),
+            None => peerpath_io::ZcSender::new().map(|z| conn.tools.zc.insert(z)),
         };
         let more = if trailer.is_empty() { 0 } else { libc::MSG_MORE };
         zc.and_then(|z| send_zc(z, file, offset, len, &conn.stream, more, shared.config.read_timeout)).map(|n| Sent { payload: n, copied: 0, from_host: n, close: false })
     } else {
-        send_payload(mode, file, offset, len, &mut conn.stream, &mut conn.host_buf).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
+        send_payload(mode, file, offset, len, &mut conn.stream, &mut conn.tools.host_buf).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
     };
     match sent {
         Ok(s) if send_all(&mut conn.stream, trailer, 0).is_ok() => s,
@@ -504,6 +617,11 @@ impl Mapping {
         Ok(Mapping { base, map_len, skip: (offset - start) as usize, len: len as usize })
     }
 }
+
+// SAFETY: the mapping belongs to this value alone (made in `new`, unmapped
+// in Drop) and this process never reads through it; moving it to another
+// thread (a connection served by another worker) changes nothing of that.
+unsafe impl Send for Mapping {}
 
 impl AsRef<[u8]> for Mapping {
     fn as_ref(&self) -> &[u8] {
@@ -578,7 +696,7 @@ fn send_all(stream: &mut TcpStream, mut bytes: &[u8], flags: libc::c_int) -> std
 
 /// Sends `len` bytes of `file` from `offset` to `stream` the configured way.
 /// Returns (bytes sent, bytes copied through this process's memory).
-/// `buf`: host mode's buffer, kept by the connection (a fresh 256 KiB one
+/// `buf`: host mode's buffer, kept by the worker (a fresh 256 KiB one
 /// per response is an mmap, 64 page faults and a munmap each time).
 pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<(u64, u64)> {
     use std::io::Write;

@@ -7,7 +7,7 @@
 //! spaces or control characters (the protocol's rule).
 
 use crate::resolve::resolve;
-use crate::{read_head, respond, Conn, ReadHead};
+use crate::{read_head, respond, Conn, Next, ReadHead};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -15,31 +15,33 @@ fn line_end(buf: &[u8]) -> Option<usize> {
     buf.windows(2).position(|w| w == b"\r\n").map(|i| i + 2)
 }
 
-pub(crate) fn connection(mut conn: Conn, over: bool) {
+/// Answers the connection's commands as long as they come; `Park` when
+/// the client has sent nothing more for a while.
+pub(crate) fn serve(conn: &mut Conn) -> Next {
     let shared = conn.shared;
-    if over {
+    if conn.over {
         let _ = conn.write_all(b"SERVER_ERROR too many connections\r\n");
-        return;
+        return Next::Close;
     }
-    let mut buf = Vec::new();
     loop {
-        let n = match read_head(&mut conn, &mut buf, line_end) {
+        let n = match read_head(conn, line_end) {
             ReadHead::Ready(n) => n,
+            ReadHead::Park => return Next::Park,
             ReadHead::TooLong => {
                 let _ = conn.write_all(b"CLIENT_ERROR line too long\r\n");
                 shared.done(Duration::ZERO, 0, 0, 400);
-                return;
+                return Next::Close;
             }
-            ReadHead::TimedOut | ReadHead::Closed => return,
+            ReadHead::TimedOut | ReadHead::Closed => return Next::Close,
         };
         let started = Instant::now();
-        let line: Vec<u8> = buf.drain(..n).collect();
+        let line = conn.take_request(n);
         let words: Vec<&[u8]> = line[..n - 2].split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
         let (status, payload, copied, from_host, keep) = match words.first().copied() {
-            Some(b"get") | Some(b"gets") if words.len() > 1 => get(&mut conn, &words[1..], words[0] == b"gets"),
+            Some(b"get") | Some(b"gets") if words.len() > 1 => get(conn, &words[1..], words[0] == b"gets"),
             Some(b"version") => (200, 0, 0, 0, conn.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
-            Some(b"quit") => return,
-            Some(b"set") if shared.config.max_set_bytes.is_some() => set(&mut conn, &mut buf, &words),
+            Some(b"quit") => return Next::Close,
+            Some(b"set") if shared.config.max_set_bytes.is_some() => set(conn, &words),
             Some(b"set") | Some(b"add") | Some(b"replace") | Some(b"delete") => {
                 // Read-only (or, writable, only `set`): the store is the directory.
                 let why: &[u8] = if shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
@@ -49,7 +51,7 @@ pub(crate) fn connection(mut conn: Conn, over: bool) {
         };
         shared.done_from(started.elapsed(), payload, copied, from_host, status);
         if !keep {
-            return;
+            return Next::Close;
         }
     }
 }
@@ -97,17 +99,17 @@ fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool)
     (200, payload, copied, from_host, keep)
 }
 
-/// Reads exactly `n` more bytes of the request, first from what `buf`
-/// already holds, handing them to `sink`; false if the client went quiet
-/// for the read timeout, closed, or the server is stopping.
-fn take(conn: &mut Conn, buf: &mut Vec<u8>, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> bool {
+/// Reads exactly `n` more bytes of the request, first from what the
+/// connection already holds, handing them to `sink`; false if the client
+/// went quiet for the read timeout, closed, or the server is stopping.
+fn take(conn: &mut Conn, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> bool {
     use std::io::Read;
     let shared = conn.shared;
-    let first = (n as usize).min(buf.len());
-    if !sink(&buf[..first]) {
+    let first = (n as usize).min(conn.pending.len());
+    if !sink(&conn.pending[..first]) {
         return false;
     }
-    buf.drain(..first);
+    conn.pending.drain(..first);
     n -= first as u64;
     let mut chunk = vec![0u8; 64 << 10];
     let mut quiet_since = Instant::now();
@@ -139,7 +141,7 @@ fn take(conn: &mut Conn, buf: &mut Vec<u8>, mut n: u64, mut sink: impl FnMut(&[u
 /// `set <key> <flags> <exptime> <bytes> [noreply]` and its data block:
 /// stored as the file `key` under the root (flags and expiry are not kept).
 /// Returns (status, payload, copied, from host memory, keep).
-fn set(conn: &mut Conn, buf: &mut Vec<u8>, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
+fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
     let shared = conn.shared;
     let number = |w: &[u8]| std::str::from_utf8(w).ok().and_then(|s| s.parse::<u64>().ok());
     let noreply = words.len() == 6 && words[5] == b"noreply";
@@ -162,16 +164,16 @@ fn set(conn: &mut Conn, buf: &mut Vec<u8>, words: &[&[u8]]) -> (u16, u64, u64, u
         } else {
             b"CLIENT_ERROR bad key: one file name directly under the served directory\r\n"
         };
-        let in_step = take(conn, buf, bytes + 2, |_| true);
+        let in_step = take(conn, bytes + 2, |_| true);
         return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && conn.write_all(why).is_ok());
     }
     let path = shared.root.path.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(key));
     let Ok((mut opened, temp)) = peerpath_io::create_temporary(&path, false) else {
-        let in_step = take(conn, buf, bytes + 2, |_| true);
+        let in_step = take(conn, bytes + 2, |_| true);
         return (500, 0, 0, 0, in_step && conn.write_all(b"SERVER_ERROR cannot store here\r\n").is_ok());
     };
     let (mut written, mut failed, mut tail) = (0u64, false, Vec::with_capacity(2));
-    let complete = take(conn, buf, bytes + 2, |piece| {
+    let complete = take(conn, bytes + 2, |piece| {
         let data_left = (bytes - written) as usize;
         let (data, rest) = piece.split_at(piece.len().min(data_left));
         failed |= !data.is_empty() && opened.file.write_all(data).is_err();

@@ -71,6 +71,7 @@ impl Stats {
             nic: None,
             nic_fallback: None,
             send_zc: None,
+            connections: Connections::default(),
         }
     }
 }
@@ -104,6 +105,21 @@ pub struct Report {
     pub nic_fallback: Option<String>,
     /// SendZc: what the kernel's notifications said.
     pub send_zc: Option<SendZcCounts>,
+    pub connections: Connections,
+}
+
+/// How many connections were open at most, and the threads that served them.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Connections {
+    /// The most open at once (refused ones included).
+    pub peak: u64,
+    /// More than this many are refused (503 / SERVER_ERROR).
+    pub limit: u64,
+    /// Worker threads started, and at most.
+    pub workers: u64,
+    pub worker_limit: u64,
+    /// The last error accept(2) gave (out of descriptors), if any.
+    pub accept_error: Option<String>,
 }
 
 /// Payload bytes sent with `SEND_ZC`, and those the kernel reported copying
@@ -133,7 +149,8 @@ impl Report {
             "serve ({} mode; measured on this host): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
              latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request; payload bytes through this process's memory per request: {:.0}\n\
              payload bytes sent from host memory per request: {:.0}\n\
-             status codes: {}{}{}{}",
+             status codes: {}\n\
+             connections: at most {} open at once (limit {}), served by {} worker thread(s) (limit {}); idle ones wait in the event loop{}{}{}{}",
             self.mode,
             self.requests,
             self.seconds,
@@ -146,6 +163,11 @@ impl Report {
             self.host_memory_payload_bytes_per_request,
             self.payload_bytes_from_host_memory_per_request,
             statuses.join(", "),
+            self.connections.peak,
+            self.connections.limit,
+            self.connections.workers,
+            self.connections.worker_limit,
+            self.connections.accept_error.as_ref().map_or(String::new(), |e| format!("; accept failed: {e}")),
             self.nic.as_ref().map_or(String::new(), |n| format!(
                 "\nemulated NIC memory: {} hit(s), {} placed, {} evicted, {} too large and {} not placed (sent from the host){}",
                 n.hits,
