@@ -33,7 +33,7 @@ command -v wrk >/dev/null && command -v nginx >/dev/null && command -v memcached
 if [ -n "${PEERPATH_BIN:-}" ]; then pp=$PEERPATH_BIN; else cargo build --release --locked -q -p peerpath-cli; pp=$PWD/target/release/peerpath; fi
 tmp=$(mktemp -d /dev/shm/bench-serve.XXXXXX)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/root" "$tmp/nginx/logs"
 chmod 755 "$tmp" "$tmp/root"  # nginx's worker runs as www-data
 head -c 4096 /dev/urandom > "$tmp/root/small"

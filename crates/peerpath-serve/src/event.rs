@@ -15,7 +15,8 @@
 //!
 //! Sends still block (bounded by the write timeout): a client that stops
 //! reading holds its worker until then. The NIC, SEND_ZC and host paths
-//! are unchanged; they run on the worker.
+//! are unchanged; they run on the worker. Host mode's buffer belongs to
+//! the worker; a SEND_ZC ring stays with its connection (see `Conn::zc`).
 
 use crate::{Conn, Next, Proto, Shared};
 use rustix::event::epoll;
@@ -264,11 +265,12 @@ fn say(what: &str) {
 /// panic while serving (a bug) closes that connection, said on stderr, and
 /// the worker goes on: one request never takes the server down.
 fn worker<'a>(shared: &'a Shared, queue: &Queue<'a>, parked: &Parked<'a>) {
-    let mut tools = crate::Tools::default();
+    // Host mode's buffer, allocated on first use and lent to each connection served.
+    let mut host_buf = Vec::new();
     while let Some(mut conn) = queue.pop(shared) {
-        std::mem::swap(&mut conn.tools, &mut tools);
+        std::mem::swap(&mut conn.host_buf, &mut host_buf);
         let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.serve()));
-        std::mem::swap(&mut conn.tools, &mut tools);
+        std::mem::swap(&mut conn.host_buf, &mut host_buf);
         match next {
             Ok(Next::Park) if !shared.stop.load(Ordering::Relaxed) => parked.park(conn),
             Ok(_) => drop(conn),
@@ -278,5 +280,4 @@ fn worker<'a>(shared: &'a Shared, queue: &Queue<'a>, parked: &Parked<'a>) {
             }
         }
     }
-    tools.finish(shared);
 }

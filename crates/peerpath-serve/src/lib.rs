@@ -278,13 +278,13 @@ impl Server {
 /// Makes room for the connection limit in this process's open-file limit
 /// (raising its soft limit towards the hard one, as nginx's
 /// `worker_rlimit_nofile` does): a connection holds its socket and, in
-/// devmem mode, a channel to the NIC; a worker may hold a SEND_ZC ring;
-/// 64 more for the rest. A limit that cannot fit is a usage error that
+/// devmem mode, a channel to the NIC, in send-zc mode its ring; 64 more
+/// for the rest. A limit that cannot fit is a usage error that
 /// says how many files it needs.
 fn open_files_for(config: &Config) -> Result<(), ServeError> {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let per_conn = if config.mode == Mode::DevMem { 2 } else { 1 };
-    let need = (config.max_connections as u64).saturating_mul(per_conn).saturating_add(config.workers as u64 + 64);
+    let per_conn = if matches!(config.mode, Mode::DevMem | Mode::SendZc) { 2 } else { 1 };
+    let need = (config.max_connections as u64).saturating_mul(per_conn).saturating_add(64);
     let limit = getrlimit(Resource::Nofile);
     let have = limit.current.unwrap_or(u64::MAX);
     if have >= need {
@@ -331,32 +331,17 @@ pub(crate) struct Conn<'a> {
     /// When the client last sent anything (or connected).
     quiet_since: Instant,
     nic: Option<nic::Channel>,
-    /// The serving worker's buffers and rings, lent while it serves this connection.
-    tools: Tools,
+    /// SendZc: this connection's ring. Its own, not its worker's: a client
+    /// that stops acknowledging keeps its sends' notifications owed, and
+    /// they must not hold back other clients' sends.
+    zc: Option<peerpath_io::ZcSender<Mapping>>,
+    /// Host mode's buffer for large payloads: the serving worker's, lent
+    /// while it serves this connection (thousands of idle connections hold none).
+    host_buf: Vec<u8>,
     /// A response handed to the NIC failed: the connection must close.
     broken: bool,
 }
 
-/// What a worker lends the connection it serves: host mode's buffer and
-/// the SEND_ZC ring (per worker, not per connection: thousands of idle
-/// connections hold neither).
-#[derive(Default)]
-pub(crate) struct Tools {
-    /// Host mode's buffer for large payloads (allocated on first use).
-    host_buf: Vec<u8>,
-    zc: Option<peerpath_io::ZcSender<Mapping>>,
-}
-
-impl Tools {
-    /// A worker is done: waits (a second at most) for the kernel's last
-    /// SEND_ZC notifications, so the report counts every copy it made.
-    pub(crate) fn finish(mut self, shared: &Shared) {
-        if let Some(mut z) = self.zc.take() {
-            let _ = z.settle(Duration::from_secs(1));
-            shared.zc_copied_bytes.fetch_add(z.settled().copied_bytes, Ordering::Relaxed);
-        }
-    }
-}
 
 impl<'a> Conn<'a> {
     /// A connection just accepted (counted; over the limit if there are too many).
@@ -370,7 +355,7 @@ impl<'a> Conn<'a> {
         let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
         shared.peak_connections.fetch_max(n, Ordering::Relaxed);
         let now = Instant::now();
-        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, tools: Tools::default(), broken: false }
+        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: Vec::new(), broken: false }
     }
 
     /// Answers what the client has sent, as long as it keeps sending.
@@ -449,6 +434,10 @@ impl Drop for Conn<'_> {
     fn drop(&mut self) {
         // Every answer counted before the report is made.
         self.settle_nic();
+        if let Some(mut z) = self.zc.take() {
+            let _ = z.settle(Duration::from_secs(1));
+            self.shared.zc_copied_bytes.fetch_add(z.settled().copied_bytes, Ordering::Relaxed);
+        }
         self.shared.connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -572,14 +561,14 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: 
         return CLOSED;
     }
     let sent = if mode == Mode::SendZc {
-        let zc = match conn.tools.zc.as_mut() {
+        let zc = match conn.zc.as_mut() {
             Some(z) => Ok(z),
-            None => peerpath_io::ZcSender::new().map(|z| conn.tools.zc.insert(z)),
+            None => peerpath_io::ZcSender::new().map(|z| conn.zc.insert(z)),
         };
         let more = if trailer.is_empty() { 0 } else { libc::MSG_MORE };
         zc.and_then(|z| send_zc(z, file, offset, len, &conn.stream, more, shared.config.read_timeout)).map(|n| Sent { payload: n, copied: 0, from_host: n, close: false })
     } else {
-        send_payload(mode, file, offset, len, &mut conn.stream, &mut conn.tools.host_buf).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
+        send_payload(mode, file, offset, len, &mut conn.stream, &mut conn.host_buf).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
     };
     match sent {
         Ok(s) if send_all(&mut conn.stream, trailer, 0).is_ok() => s,
