@@ -266,7 +266,7 @@ fn say(what: &str) {
 /// the worker goes on: one request never takes the server down.
 fn worker<'a>(shared: &'a Shared, queue: &Queue<'a>, parked: &Parked<'a>) {
     // Host mode's buffer, allocated on first use and lent to each connection served.
-    let mut host_buf = Vec::new();
+    let mut host_buf = None;
     while let Some(mut conn) = queue.pop(shared) {
         std::mem::swap(&mut conn.host_buf, &mut host_buf);
         let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.serve()));
