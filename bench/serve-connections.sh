@@ -1,26 +1,29 @@
 #!/usr/bin/env bash
-# bench/serve-connections.sh - many connections (issue 21's event loop): 4 KiB GETs from wrk with
-# N busy keep-alive connections, and with 16 busy ones while M idle connections stay open (opened
-# first; half of them send half a request head and stop, as slowloris clients do), for nginx
-# (sendfile on, one worker, worker_connections 16384) and one or more peerpath builds (zerocopy
-# mode), side by side in one run: each round runs every load on every server in turn.
+# bench/serve-connections.sh - many connections (issue 21's event loop): GETs from wrk with N busy
+# keep-alive connections, and with 16 busy ones while M idle connections stay open (opened first;
+# half of them send half a request head and stop, as slowloris clients do), for nginx (sendfile on,
+# one worker, worker_connections 16384) and one or more peerpath builds in one or more modes, side
+# by side in one run: each round runs every load on every server in turn (so two builds are
+# compared within the same stretch of a noisy machine).
 #
-# Usage: bench/serve-connections.sh [--peerpath BIN[=LABEL]]... [--rounds 3] [--seconds 5]
-#                                   [--busy "16 256 1024"] [--idle 2000] [--out FILE]
+# Usage: bench/serve-connections.sh [--peerpath BIN[=LABEL]]... [--modes zerocopy] [--rounds 3]
+#            [--seconds 5] [--objects small] [--busy "16 256 1024"] [--idle 2000] [--out FILE]
 #
+# Objects: small (4 KiB) and large (1 MiB) files on /dev/shm. --idle 0 leaves the idle load out.
 # Columns: requests/s answered 200 (wrk's rate less its non-2xx answers), the answers that were
 # not 200 plus wrk's socket errors (an older peerpath, a thread per connection, refused connections
 # past 256 with 503), the server's threads in the middle of the run (/proc/PID/status), and its CPU
-# time per request (user + system over the run / requests). Medians over the rounds. Object: a
-# 4 KiB file on /dev/shm. Measured on this host; client and servers share its cores.
+# time per request (user + system over the run / requests). Medians over the rounds. Measured on
+# this host; client and servers share its cores.
 set -euo pipefail
 argv=("$@")
 cd "$(dirname "$0")/.."
-bins=() rounds=3 seconds=5 busy="16 256 1024" idle=2000 out=""
+bins=() modes=zerocopy objects=small rounds=3 seconds=5 busy="16 256 1024" idle=2000 out=""
 while [ $# -gt 0 ]; do
     case $1 in
         --peerpath) bins+=("$2"); shift 2 ;; --rounds) rounds=$2; shift 2 ;; --seconds) seconds=$2; shift 2 ;;
         --busy) busy=$2; shift 2 ;; --idle) idle=$2; shift 2 ;; --out) out=$2; shift 2 ;;
+        --modes) modes=$2; shift 2 ;; --objects) objects=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -30,13 +33,14 @@ if [ ${#bins[@]} -eq 0 ]; then
     cargo build --release --locked -q -p peerpath-cli
     bins=("$PWD/target/release/peerpath=this tree")
 fi
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)"
 tmp=$(mktemp -d /dev/shm/bench-conns.XXXXXX)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/root" "$tmp/nginx/logs"
 chmod 755 "$tmp" "$tmp/root"  # nginx's worker runs as www-data
 head -c 4096 /dev/urandom > "$tmp/root/small"
+head -c $((1 << 20)) /dev/urandom > "$tmp/root/large"
 cat > "$tmp/nginx/nginx.conf" <<CONF
 worker_processes 1;
 worker_rlimit_nofile 65536;
@@ -54,9 +58,11 @@ port=18291
 for b in "${bins[@]}"; do
     bin=${b%%=*} label=${b#*=}
     [ "$label" = "$b" ] && label=$bin
-    "$bin" serve "$tmp/root" --listen "127.0.0.1:$port" --mode zerocopy 2>/dev/null >/dev/null & pids+=($!)
-    servers+=("peerpath $label:$port:$!")
-    port=$((port + 1))
+    for m in $modes; do
+        "$bin" serve "$tmp/root" --listen "127.0.0.1:$port" --mode "$m" 2>/dev/null >/dev/null & pids+=($!)
+        servers+=("peerpath $m, $label:$port:$!")
+        port=$((port + 1))
+    done
 done
 sleep 1
 # Holds M connections open: half idle, half with half a request head sent; until killed.
@@ -76,14 +82,17 @@ print(len(held), flush=True)
 time.sleep(3600)
 PY
 loads=()
-for n in $busy; do loads+=("$n busy:$n:0"); done
-[ "$idle" -gt 0 ] && loads+=("16 busy + $idle idle:16:$idle")
+for o in $objects; do
+    size=$([ "$o" = small ] && echo "4 KiB" || echo "1 MiB")
+    for n in $busy; do loads+=("$size, $n busy:$n:0:$o"); done
+    [ "$idle" -gt 0 ] && loads+=("$size, 16 busy + $idle idle:16:$idle:$o")
+done
 for ((r = 0; r < rounds; r++)); do
     for l in "${loads[@]}"; do
-        IFS=: read -r lname conns nidle <<< "$l"
+        IFS=: read -r lname conns nidle obj <<< "$l"
         for s in "${servers[@]}"; do
             IFS=: read -r sname sport spid <<< "$s"
-            key="${lname// /_}.${sname// /_}"
+            key=$(echo "$lname.$sname" | tr -c 'A-Za-z0-9.\n' _)
             hold=""
             if [ "$nidle" -gt 0 ]; then
                 python3 "$tmp/hold.py" "$sport" "$nidle" > "$tmp/held" & hold=$!
@@ -91,7 +100,7 @@ for ((r = 0; r < rounds; r++)); do
             fi
             t0=$(awk '{print $14 + $15}' "/proc/$spid/stat")
             (sleep "$(echo "$seconds / 2" | bc -l)"; awk '/^Threads:/ {print $2}' "/proc/$spid/status" >> "$tmp/thr.$key") &
-            wrk -t2 -c"$conns" -d"${seconds}s" "http://127.0.0.1:$sport/small" > "$tmp/wrk.txt" 2>&1 || true
+            wrk -t2 -c"$conns" -d"${seconds}s" "http://127.0.0.1:$sport/$obj" > "$tmp/wrk.txt" 2>&1 || true
             t1=$(awk '{print $14 + $15}' "/proc/$spid/stat")
             [ -n "$hold" ] && { kill "$hold"; wait "$hold" 2>/dev/null || true; rm -f "$tmp/held"; }
             python3 - "$tmp/wrk.txt" "$t0" "$t1" "$(getconf CLK_TCK)" >> "$tmp/res.$key" <<'PY'
@@ -114,16 +123,16 @@ medf() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) {print "-"; exit} m=(NR%2)?
 echo "# peerpath serve with many connections, beside nginx, $(date -u +%F)"
 echo
 echo "Machine: $(uname -n), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -r); $(nginx -v 2>&1); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)."
-echo "Command: \`bench/serve-connections.sh ${argv[*]}\`: wrk -t2 -c<busy> -d${seconds}s on a 4 KiB file over loopback, medians of $rounds rounds; idle connections held by a Python process (half of them with half a request head sent). Measured on this host."
+echo "Command: \`bench/serve-connections.sh ${argv[*]}\`: wrk -t2 -c<busy> -d${seconds}s over loopback, medians of $rounds rounds; idle connections held by a Python process (half of them with half a request head sent). Measured on this host."
 for b in "${bins[@]}"; do echo "peerpath ${b#*=}: ${b%%=*}"; done
 echo
 echo "| load | server | 200 answers/s | other answers + socket errors | server threads | server CPU us per request |"
 echo "|---|---|---|---|---|---|"
 for l in "${loads[@]}"; do
-    IFS=: read -r lname _ _ <<< "$l"
+    IFS=: read -r lname _ _ _ <<< "$l"
     for s in "${servers[@]}"; do
         IFS=: read -r sname _ _ <<< "$s"
-        key="${lname// /_}.${sname// /_}"
+        key=$(echo "$lname.$sname" | tr -c 'A-Za-z0-9.\n' _)
         echo "| $lname | $sname | $(awk '{print $1}' "$tmp/res.$key" | med) | $(awk '{print $2}' "$tmp/res.$key" | med) | $(med < "$tmp/thr.$key") | $(awk '{print $3}' "$tmp/res.$key" | medf) |"
     done
 done

@@ -574,3 +574,41 @@ fn more_busy_clients_than_workers_are_all_served_right() {
         assert!((1..=2).contains(&workers), "{mode}: {report}");
     }
 }
+
+/// A keep-alive connection whose response took longer than the read
+/// timeout (a large object read slowly, never stalled for the timeout)
+/// is not closed for it: the client's idle time counts from the end of
+/// the response, so its next request is answered.
+#[test]
+fn a_response_longer_than_the_read_timeout_keeps_its_connection() {
+    let dir = scratch();
+    let big = random_bytes(48 << 20, 77);
+    std::fs::write(dir.path().join("big"), &big).unwrap();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    for mode in ["host", "zerocopy"] {
+        let s = serve(dir.path(), mode, 1000);
+        let mut c = BufReader::with_capacity(1 << 20, TcpStream::connect(&s.http).unwrap());
+        c.get_mut().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        c.get_mut().write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let started = std::time::Instant::now();
+        let mut status = String::new();
+        c.read_line(&mut status).unwrap();
+        loop {
+            let mut line = String::new();
+            c.read_line(&mut line).unwrap();
+            if line == "\r\n" {
+                break;
+            }
+        }
+        // 1 MiB every 30 ms: 48 MiB take 1.4 s or more, the server never waits 0.5 s for room.
+        let mut body = vec![0u8; big.len()];
+        for piece in body.chunks_mut(1 << 20) {
+            c.read_exact(piece).unwrap();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert!(status.starts_with("HTTP/1.1 200") && body == big, "{mode}: {status}");
+        assert!(started.elapsed() > Duration::from_millis(1000), "{mode}: the response took {:?}, not over the read timeout", started.elapsed());
+        let (status, body) = get_on(&mut c, "a.txt");
+        assert!(status.starts_with("HTTP/1.1 200") && body == b"hello\n", "{mode}: the next request on the connection: {status}");
+    }
+}

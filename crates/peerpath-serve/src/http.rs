@@ -93,6 +93,7 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
         let head = conn.take_request(n);
         let (status, keep, payload, copied, from_host) = answer(conn, &head);
         shared.done_from(started.elapsed(), payload, copied, from_host, status);
+        conn.answered();
         if !keep {
             return Next::Close;
         }

@@ -295,8 +295,8 @@ fn open_files_for(config: &Config) -> Result<(), ServeError> {
         return Ok(());
     }
     Err(ServeError::Usage(format!(
-        "{} connection(s) and {} worker(s) need about {need} open files; this process may open {} (hard limit {can}): lower --max-connections or raise `ulimit -n`",
-        config.max_connections, config.workers, have
+        "{} connection(s) need about {need} open files; this process may open {have} (hard limit {can}): lower --max-connections or raise `ulimit -n`",
+        config.max_connections
     )))
 }
 
@@ -342,7 +342,6 @@ pub(crate) struct Conn<'a> {
     broken: bool,
 }
 
-
 impl<'a> Conn<'a> {
     /// A connection just accepted (counted; over the limit if there are too many).
     pub(crate) fn new(shared: &'a Shared, stream: TcpStream, proto: Proto) -> Conn<'a> {
@@ -366,12 +365,18 @@ impl<'a> Conn<'a> {
         }
     }
 
-    /// Takes the first `n` bytes of `pending` (a whole request); a
-    /// pipelined request after it counts its time from now.
+    /// Takes the first `n` bytes of `pending` (a whole request).
     pub(crate) fn take_request(&mut self, n: usize) -> Vec<u8> {
-        let head = self.pending.drain(..n).collect();
-        self.head_since = Instant::now();
-        head
+        self.pending.drain(..n).collect()
+    }
+
+    /// A request is answered: the client's time (idle, or for a request
+    /// it pipelined behind it) counts from now, not from before a long
+    /// response.
+    pub(crate) fn answered(&mut self) {
+        let now = Instant::now();
+        self.quiet_since = now;
+        self.head_since = now;
     }
 
     /// When the reactor must hand this parked connection to a worker even

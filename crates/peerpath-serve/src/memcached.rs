@@ -50,6 +50,7 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             _ => (400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok()),
         };
         shared.done_from(started.elapsed(), payload, copied, from_host, status);
+        conn.answered();
         if !keep {
             return Next::Close;
         }
