@@ -340,6 +340,10 @@ pub(crate) struct Conn<'a> {
     host_buf: Option<peerpath_mem::AlignedBuf>,
     /// A response handed to the NIC failed: the connection must close.
     broken: bool,
+    /// Just answered: the next request is rarely there yet, so the worker
+    /// waits for it (poll) before the first read, saving a read that
+    /// finds nothing.
+    wait_first: bool,
 }
 
 impl<'a> Conn<'a> {
@@ -354,7 +358,7 @@ impl<'a> Conn<'a> {
         let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
         shared.peak_connections.fetch_max(n, Ordering::Relaxed);
         let now = Instant::now();
-        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, broken: false }
+        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, broken: false, wait_first: false }
     }
 
     /// Answers what the client has sent, as long as it keeps sending.
@@ -377,6 +381,7 @@ impl<'a> Conn<'a> {
         let now = Instant::now();
         self.quiet_since = now;
         self.head_since = now;
+        self.wait_first = true;
     }
 
     /// When the reactor must hand this parked connection to a worker even
@@ -478,7 +483,8 @@ pub(crate) fn read_head(conn: &mut Conn, done: impl Fn(&[u8]) -> Option<usize>) 
             return ReadHead::Closed;
         }
         let mut chunk = [0u8; 4096];
-        match rustix::net::recv(&conn.stream, &mut chunk, rustix::net::RecvFlags::DONTWAIT) {
+        let got = if std::mem::take(&mut conn.wait_first) && conn.pending.is_empty() { Err(rustix::io::Errno::AGAIN) } else { rustix::net::recv(&conn.stream, &mut chunk, rustix::net::RecvFlags::DONTWAIT) };
+        match got {
             Ok((0, _)) => return ReadHead::Closed,
             Ok((n, _)) => {
                 let now = Instant::now();
