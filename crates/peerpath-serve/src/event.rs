@@ -11,7 +11,11 @@
 //! connection's next request before handing it back, unless another
 //! connection is waiting for a worker (the `pressure` eventfd): a busy
 //! keep-alive client then costs no handover per request, which on two
-//! cores is the difference between matching nginx and not.
+//! cores is the difference between matching nginx and not. Until every
+//! worker the limit allows is started, nobody can wait for a worker (a new
+//! one is started), so the wait is the read itself (one system call a
+//! request, as a thread per connection has); from then on, a poll of the
+//! socket and the pressure eventfd, then the read.
 //!
 //! Sends still block (bounded by the write timeout): a client that stops
 //! reading holds its worker until then. The NIC, SEND_ZC and host paths
@@ -76,6 +80,9 @@ impl<'a> Queue<'a> {
         }
         if s.workers < shared.config.workers {
             s.workers += 1;
+            if s.workers == shared.config.workers {
+                shared.pool_full.store(true, Ordering::Relaxed);
+            }
             return true;
         }
         if !s.pressure {

@@ -140,6 +140,9 @@ pub(crate) struct Shared {
     /// Set while connections wait for a worker and none is idle: lingering
     /// workers hand their connection back (an eventfd, see [`event`]).
     pub pressure: std::fs::File,
+    /// Every worker the limit allows is started: from then on a lingering
+    /// worker watches `pressure` (before, a new worker takes a new job).
+    pub pool_full: AtomicBool,
     /// The last error accept(2) gave (out of descriptors), if any.
     pub accept_error: std::sync::Mutex<Option<String>>,
     /// DevMem: the NIC (each connection has its own channel to it).
@@ -220,6 +223,7 @@ impl Server {
             connections: AtomicUsize::new(0),
             peak_connections: AtomicUsize::new(0),
             pressure: std::fs::File::from(pressure),
+            pool_full: AtomicBool::new(false),
             accept_error: Default::default(),
             nic,
             nic_gone: AtomicBool::new(false),
@@ -369,6 +373,16 @@ impl<'a> Conn<'a> {
         }
     }
 
+    /// Bytes the client sent.
+    fn received(&mut self, bytes: &[u8]) {
+        let now = Instant::now();
+        if self.pending.is_empty() {
+            self.head_since = now;
+        }
+        self.pending.extend_from_slice(bytes);
+        self.quiet_since = now;
+    }
+
     /// Takes the first `n` bytes of `pending` (a whole request).
     pub(crate) fn take_request(&mut self, n: usize) -> Vec<u8> {
         self.pending.drain(..n).collect()
@@ -486,20 +500,9 @@ pub(crate) fn read_head(conn: &mut Conn, done: impl Fn(&[u8]) -> Option<usize>) 
         let got = if std::mem::take(&mut conn.wait_first) && conn.pending.is_empty() { Err(rustix::io::Errno::AGAIN) } else { rustix::net::recv(&conn.stream, &mut chunk, rustix::net::RecvFlags::DONTWAIT) };
         match got {
             Ok((0, _)) => return ReadHead::Closed,
-            Ok((n, _)) => {
-                let now = Instant::now();
-                if conn.pending.is_empty() {
-                    conn.head_since = now;
-                }
-                conn.pending.extend_from_slice(&chunk[..n]);
-                conn.quiet_since = now;
-            }
+            Ok((n, _)) => conn.received(&chunk[..n]),
             Err(rustix::io::Errno::INTR) => {}
             Err(rustix::io::Errno::AGAIN) => {
-                // A response the NIC could not finish ends the connection now, not at the client's next request.
-                if !conn.poll_nic() {
-                    return ReadHead::Closed;
-                }
                 let now = Instant::now();
                 let deadline = conn.deadline();
                 if now >= deadline {
@@ -508,12 +511,33 @@ pub(crate) fn read_head(conn: &mut Conn, done: impl Fn(&[u8]) -> Option<usize>) 
                 if now >= linger_until {
                     return ReadHead::Park;
                 }
+                if !shared.pool_full.load(Ordering::Relaxed) {
+                    // No connection can be kept waiting for a worker (the pool
+                    // still grows): wait in the read itself, one system call a
+                    // request (the socket's receive timeout is a tick).
+                    match rustix::net::recv(&conn.stream, &mut chunk, rustix::net::RecvFlags::empty()) {
+                        Ok((0, _)) => return ReadHead::Closed,
+                        Ok((n, _)) => conn.received(&chunk[..n]),
+                        // A quiet tick: see below for the NIC.
+                        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) if !conn.poll_nic() => return ReadHead::Closed,
+                        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+                        Err(_) => return ReadHead::Closed,
+                    }
+                    continue;
+                }
                 let wait = (linger_until - now).min(deadline - now).min(event::TICK);
                 let mut fds = [PollFd::new(&conn.stream, PollFlags::IN | PollFlags::RDHUP), PollFd::new(&shared.pressure, PollFlags::IN)];
                 let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: wait.as_nanos() as _ };
-                match rustix::event::poll(&mut fds, Some(&timeout)) {
-                    // Others wait for a worker: this connection waits in epoll instead.
-                    Ok(_) if fds[1].revents().contains(PollFlags::IN) && fds[0].revents().is_empty() => return ReadHead::Park,
+                let ready = rustix::event::poll(&mut fds, Some(&timeout));
+                // Others wait for a worker: this connection waits in epoll instead.
+                let park = fds[1].revents().contains(PollFlags::IN) && fds[0].revents().is_empty();
+                match ready {
+                    // A response the NIC could not finish ends the connection now,
+                    // not at the client's next request (looked at once a quiet tick,
+                    // not once a request: it is a receive on the NIC's channel; a
+                    // parked connection's, the reactor looks at).
+                    Ok(0) if !conn.poll_nic() => return ReadHead::Closed,
+                    Ok(_) if park => return ReadHead::Park,
                     _ => {}
                 }
             }
