@@ -56,16 +56,18 @@ struct QueueState<'a> {
     jobs: VecDeque<Conn<'a>>,
     /// Workers waiting for a job.
     idle: usize,
-    /// Workers started.
+    /// Workers started, and the most that may be (the configured number,
+    /// lowered to those started if the system refuses another thread).
     workers: usize,
+    limit: usize,
     /// Whether the pressure eventfd is set (jobs wait and no worker is idle).
     pressure: bool,
     stopping: bool,
 }
 
 impl<'a> Queue<'a> {
-    fn new() -> Queue<'a> {
-        Queue { state: Mutex::new(QueueState { jobs: VecDeque::new(), idle: 0, workers: 0, pressure: false, stopping: false }), ready: Condvar::new() }
+    fn new(limit: usize) -> Queue<'a> {
+        Queue { state: Mutex::new(QueueState { jobs: VecDeque::new(), idle: 0, workers: 0, limit, pressure: false, stopping: false }), ready: Condvar::new() }
     }
 
     /// Adds a job; true if a new worker should be started for it (the
@@ -78,19 +80,44 @@ impl<'a> Queue<'a> {
             self.ready.notify_one();
             return false;
         }
-        if s.workers < shared.config.workers {
+        if s.workers < s.limit {
             s.workers += 1;
-            if s.workers == shared.config.workers {
+            if s.workers == s.limit {
                 shared.pool_full.store(true, Ordering::Relaxed);
             }
             return true;
         }
+        Self::press(shared, &mut s);
+        false
+    }
+
+    /// Jobs wait and no worker is idle: lingering workers are asked to hand
+    /// their connections back.
+    fn press(shared: &Shared, s: &mut QueueState) {
         if !s.pressure {
             s.pressure = true;
             use std::io::Write;
             let _ = (&shared.pressure).write(&1u64.to_ne_bytes());
         }
-        false
+    }
+
+    /// The system refused a worker thread (said once): the pool stays at
+    /// the workers it has (a later job tries again if it has none).
+    fn not_started(&self, shared: &Shared, why: &std::io::Error) {
+        let mut s = lock(&self.state);
+        s.workers -= 1;
+        if s.workers > 0 {
+            if s.limit == shared.config.workers {
+                say(&format!("cannot start another worker thread ({why}): serving with {}", s.workers));
+            }
+            s.limit = s.workers;
+            shared.pool_full.store(true, Ordering::Relaxed);
+            if s.jobs.len() > s.idle {
+                Self::press(shared, &mut s);
+            }
+        } else {
+            say(&format!("cannot start a worker thread ({why}); trying again at the next connection"));
+        }
     }
 
     /// The next job; `None` once the server stops.
@@ -173,11 +200,14 @@ pub(crate) fn watch_listeners(epoll: &std::os::fd::OwnedFd, listeners: [Option<&
 /// Serves until the stop flag is set or the time budget is spent; returns
 /// how many workers were started. Connections still open then are closed.
 pub(crate) fn run(shared: &Shared, epoll: &std::os::fd::OwnedFd, listeners: [(Option<&TcpListener>, Proto); 2], started: Instant) -> usize {
-    let queue = Queue::new();
+    let queue = Queue::new(shared.config.workers);
     let parked = Parked { epoll, conns: Mutex::new(HashMap::new()), next: AtomicU64::new(FIRST_CONN) };
     let workers = std::thread::scope(|scope| {
         let start_worker = || {
-            scope.spawn(|| worker(shared, &queue, &parked));
+            let spawned = std::thread::Builder::new().name("serve-worker".into()).spawn_scoped(scope, || worker(shared, &queue, &parked));
+            if let Err(e) = spawned {
+                queue.not_started(shared, &e);
+            }
         };
         let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
         let mut last_scan = Instant::now();
