@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/serve.sh - peerpath serve (host, zerocopy, send-zc and devmem modes) beside nginx (sendfile on, and
+# bench/serve.sh - peerpath serve (host with and without its memory cache, zerocopy, send-zc and devmem modes) beside nginx (sendfile on, and
 # off: read into its buffers and written, the peer of peerpath's host mode) for HTTP and
 # memcached for the key-value protocol, the same client for each (issue 21).
 #
@@ -9,7 +9,8 @@
 # path, not the disk, is measured). Client: wrk (Debian), one thread (--wrk-threads), N keep-alive connections,
 # on the same machine over loopback. Each round runs every server x object once, in order, so a
 # slow stretch falls on all rows; the table gives medians of requests/s and MB/s. peerpath runs in
-# host, zerocopy, send-zc and devmem modes (devmem: payloads sent by an emulated NIC process from its memory,
+# host mode (objects kept in its memory once read, the default; and "no cache": read for each
+# request, --host-cache 0), zerocopy, send-zc and devmem modes (devmem: payloads sent by an emulated NIC process from its memory,
 # each client connection with its own channel to the NIC, many descriptors in flight). nginx 1.22
 # (Debian) runs with one worker, access log off, one server with sendfile on and one with it off. Key-value: memcached 1.6 (Debian,
 # objects loaded with memccp) and peerpath serve --memcached, loaded by `peerpath bench-kv`
@@ -51,6 +52,7 @@ CONF
 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" & pids+=($!)
 pp_pids=()
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18191 --memcached 127.0.0.1:18193 --mode host --json 2>/dev/null > "$tmp/host.report" & pids+=($!); pp_pids+=($!)
+"$pp" serve "$tmp/root" --listen 127.0.0.1:18200 --memcached 127.0.0.1:18201 --mode host --host-cache 0 --json 2>/dev/null > "$tmp/host-nocache.report" & pids+=($!); pp_pids+=($!)
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18192 --memcached 127.0.0.1:18194 --mode zerocopy --json 2>/dev/null > "$tmp/zerocopy.report" & pids+=($!); pp_pids+=($!)
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18196 --memcached 127.0.0.1:18197 --mode devmem --json 2>/dev/null > "$tmp/devmem.report" & pids+=($!); pp_pids+=($!)
 "$pp" serve "$tmp/root" --listen 127.0.0.1:18198 --memcached 127.0.0.1:18199 --mode send-zc --json 2>/dev/null > "$tmp/send-zc.report" & pids+=($!); pp_pids+=($!)
@@ -60,11 +62,11 @@ sleep 1
 # CPU ticks (user + system, all threads) of a peerpath server, to charge each run its CPU.
 # nginx's worker (the master, daemon off, only supervises) and memcached are charged the same way.
 nginx_worker=$(pgrep -P "${pids[0]}" | head -1)
-declare -A pid_of=(["peerpath host"]=${pp_pids[0]} ["peerpath zerocopy"]=${pp_pids[1]} ["peerpath devmem"]=${pp_pids[2]} ["peerpath send-zc"]=${pp_pids[3]} ["nginx sendfile"]=$nginx_worker ["nginx sendfile off"]=$nginx_worker ["memcached"]=${pids[5]})
+declare -A pid_of=(["peerpath host"]=${pp_pids[0]} ["peerpath host no cache"]=${pp_pids[1]} ["peerpath zerocopy"]=${pp_pids[2]} ["peerpath devmem"]=${pp_pids[3]} ["peerpath send-zc"]=${pp_pids[4]} ["nginx sendfile"]=$nginx_worker ["nginx sendfile off"]=$nginx_worker ["memcached"]=${pids[6]})
 ticks() { [ -n "${pid_of[$1]:-}" ] && awk '{print $14 + $15}' "/proc/${pid_of[$1]}/stat" || echo 0; }
 hz=$(getconf CLK_TCK)
-servers=("nginx sendfile:18190" "nginx sendfile off:18189" "peerpath host:18191" "peerpath zerocopy:18192" "peerpath send-zc:18198" "peerpath devmem:18196")
-kv=("memcached:18195" "peerpath host:18193" "peerpath zerocopy:18194" "peerpath send-zc:18199" "peerpath devmem:18197")
+servers=("nginx sendfile:18190" "nginx sendfile off:18189" "peerpath host:18191" "peerpath host no cache:18200" "peerpath zerocopy:18192" "peerpath send-zc:18198" "peerpath devmem:18196")
+kv=("memcached:18195" "peerpath host:18193" "peerpath host no cache:18201" "peerpath zerocopy:18194" "peerpath send-zc:18199" "peerpath devmem:18197")
 for ((r = 0; r < rounds; r++)); do
     for obj in small large; do
         for s in "${servers[@]}"; do
@@ -123,9 +125,9 @@ done
 echo
 echo "peerpath's own reports over the whole run (every object and protocol; host CPU is the serve process's, not the emulated NIC's):"
 echo
-echo "| mode | requests | host CPU us per request | payload bytes through its memory per request | payload bytes sent from host memory per request | NIC hits / misses / evictions | SEND_ZC: bytes the kernel copied after all |"
+echo "| mode | requests | host CPU us per request | payload bytes through its memory per request | payload bytes sent from host memory per request | cache (host or NIC memory) hits / misses / evictions | SEND_ZC: bytes the kernel copied after all |"
 echo "|---|---|---|---|---|---|---|"
-for m in host zerocopy send-zc devmem; do
+for m in host host-nocache zerocopy send-zc devmem; do
     python3 - "$tmp/$m.report" "$m" <<'PY' || echo "| $m | report missing |"
 import json, sys
 try:
@@ -133,11 +135,11 @@ try:
 except Exception:
     print(f"| {sys.argv[2]} | no report |||||")
     sys.exit(0)
-n = r.get("nic") or {}
+n = r.get("nic") or r.get("host_cache") or {}
 nic = f"{n.get('hits', 0)} / {n.get('misses', 0)} / {n.get('evictions', 0)}" if n else "-"
 z = r.get("send_zc")
 zc = f"{z['kernel_copied_bytes']} of {z['bytes']}" if z else "-"
-print(f"| {r['mode']} | {r['requests']} | {r['host_cpu_us_per_request']:.1f} | {r['host_memory_payload_bytes_per_request']:.0f} | {r['payload_bytes_from_host_memory_per_request']:.0f} | {nic} | {zc} |")
+print(f"| {sys.argv[2]} | {r['requests']} | {r['host_cpu_us_per_request']:.1f} | {r['host_memory_payload_bytes_per_request']:.0f} | {r['payload_bytes_from_host_memory_per_request']:.0f} | {nic} | {zc} |")
 PY
 done
 } | tee ${out:+"$out"}

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ModeArg {
-    /// Read into this process's memory, then send (the classic server).
+    /// Read into this process's memory (kept there, see --host-cache), then send (the classic server).
     Host,
     /// sendfile(2): the kernel sends from the page cache.
     Zerocopy,
@@ -66,6 +66,11 @@ pub struct ServeArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// host: this process's memory for objects once read, a cache of whole objects (as memcached
+    /// keeps its values), least recently used evicted first; objects over half of it are read per
+    /// request. 0: every payload read from the file for each request [default: 256M].
+    #[arg(long, value_parser = crate::parse_size)]
+    host_cache: Option<usize>,
     /// devmem: the emulated NIC's memory (K, M, G suffixes), a cache of whole objects, least recently used evicted first.
     #[arg(long, default_value = "256M", value_parser = crate::parse_size)]
     nic_memory: usize,
@@ -130,12 +135,18 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     } else if a.nic_max_object.is_some() {
         return Err(JobError::Usage("--nic-max-object needs --mode devmem".into()));
     }
+    match a.host_cache {
+        Some(_) if c.mode != Mode::Host => return Err(JobError::Usage("--host-cache needs --mode host".into())),
+        Some(b) => c.host_cache_bytes = b as u64,
+        None => {}
+    }
     c.max_requests = a.max_requests;
     c.duration = a.duration.map(|d| seconds(d, "--duration")).transpose()?;
     c.read_timeout = seconds(a.read_timeout, "--read-timeout")?;
     c.max_connections = a.max_connections as usize;
     c.workers = a.workers as usize;
     let mode = c.mode.name();
+    let host_cache = (c.mode == Mode::Host).then_some(c.host_cache_bytes);
     let server = Server::bind(c).map_err(|e| JobError::Usage(e.to_string()))?;
     if let Some(h) = server.http_addr() {
         eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode; up to {} connections, {} worker threads)", root.display(), a.max_connections, a.workers);
@@ -146,6 +157,9 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
             peerpath_metrics::human_bytes(a.nic_memory as u64),
             peerpath_metrics::human_bytes(a.nic_max_object.map_or(a.nic_memory as u64 / 2, |m| m as u64))
         );
+    }
+    if let Some(b) = host_cache.filter(|&b| b > 0) {
+        eprintln!("peerpath serve: host memory cache of {}, objects up to {} kept in it", peerpath_metrics::human_bytes(b), peerpath_metrics::human_bytes(b / 2));
     }
     if let Some(m) = server.memcached_addr() {
         eprintln!("peerpath serve: memcached text protocol on {m}");

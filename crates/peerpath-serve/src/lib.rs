@@ -5,7 +5,9 @@
 //! one of the ways the seed compares:
 //!
 //! - [`Mode::Host`]: the classic server: read into this process's memory,
-//!   then send (every payload byte crosses host memory twice);
+//!   then send (every payload byte crosses host memory twice); objects are
+//!   kept there once read, as a key-value store keeps its values
+//!   ([`hostcache`]; then a hit is one copy, the send's);
 //! - [`Mode::ZeroCopy`]: `sendfile(2)`: the kernel sends from the page
 //!   cache; this process never holds the payload.
 //! - [`Mode::SendZc`]: the file mapped, and sent from the mapping with
@@ -24,10 +26,12 @@
 //! bytes are counted for the report.
 
 mod event;
+mod hostcache;
 mod http;
 pub mod load;
 mod memcached;
 pub mod nic;
+mod lru;
 mod resolve;
 mod stats;
 
@@ -43,7 +47,8 @@ use std::time::{Duration, Instant};
 /// How payload bytes move from storage to the socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// `pread` into a buffer of this process, then `write`.
+    /// `pread` into a buffer of this process (kept in the host memory
+    /// cache if there is one), then `write`.
     Host,
     /// `sendfile(2)` from the file to the socket.
     ZeroCopy,
@@ -87,6 +92,9 @@ pub struct Config {
     pub max_connections: usize,
     /// Worker threads answering requests, started as needed up to this many.
     pub workers: usize,
+    /// Host: memory for the host memory cache of whole objects (0: none;
+    /// objects over half of it are read per request).
+    pub host_cache_bytes: u64,
     /// DevMem: the emulated NIC's program and arguments, and its memory.
     pub nic_program: Option<(PathBuf, Vec<String>)>,
     pub nic_memory_bytes: u64,
@@ -111,6 +119,7 @@ impl Config {
             max_header_bytes: 16 << 10,
             max_connections: 4096,
             workers: 64,
+            host_cache_bytes: 256 << 20,
             nic_program: None,
             nic_memory_bytes: 256 << 20,
             nic_max_object_bytes: 128 << 20,
@@ -145,6 +154,8 @@ pub(crate) struct Shared {
     pub pool_full: AtomicBool,
     /// The last error accept(2) gave (out of descriptors), if any.
     pub accept_error: std::sync::Mutex<Option<String>>,
+    /// Host: the host memory cache, if any.
+    pub host_cache: Option<hostcache::HostCache>,
     /// DevMem: the NIC (each connection has its own channel to it).
     pub nic: Option<nic::Nic>,
     /// Set when the NIC is gone: the host path serves from then on.
@@ -215,7 +226,9 @@ impl Server {
         let epoll = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC).map_err(|e| sys("epoll_create", e))?;
         event::watch_listeners(&epoll, [http.as_ref(), memcached.as_ref()]).map_err(|e| ServeError::Usage(format!("epoll_ctl: {e}")))?;
         let pressure = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK).map_err(|e| sys("eventfd", e))?;
+        let host_cache = (config.mode == Mode::Host && config.host_cache_bytes > 0).then(|| hostcache::HostCache::new(config.host_cache_bytes));
         let shared = Arc::new(Shared {
+            host_cache,
             config,
             root,
             stats: Stats::new(),
@@ -258,6 +271,7 @@ impl Server {
         if let Some(n) = &shared.nic {
             report.nic = Some(n.counts());
         }
+        report.host_cache = shared.host_cache.as_ref().map(hostcache::HostCache::counts);
         report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();
         report.connections = stats::Connections {
             peak: shared.peak_connections.load(Ordering::Relaxed) as u64,
@@ -582,6 +596,21 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: 
         }
     }
     let stream = &mut conn.stream;
+    if let Some(cache) = shared.host_cache.as_ref().filter(|_| mode == Mode::Host) {
+        match cache.object(found) {
+            Ok(Some(object)) => {
+                // Header, payload and trailer in one writev, from this process's memory.
+                let payload = usize::try_from(offset).ok().zip(usize::try_from(offset + len).ok()).and_then(|(a, b)| object.get(a..b));
+                return match payload.map(|p| send_parts(stream.as_raw_fd(), [header, p, trailer])) {
+                    Some(Ok(_)) => Sent { payload: len, copied: len, from_host: len, close: false },
+                    _ => CLOSED,
+                };
+            }
+            // Too large to keep (or empty): read per request below.
+            Ok(None) => {}
+            Err(_) => return CLOSED,
+        }
+    }
     if mode == Mode::Host && len <= SMALL_PAYLOAD_BYTES {
         // A small payload goes out with its header and trailer in one write.
         return match host_small(stream, header, file, offset, len, trailer) {
@@ -700,6 +729,44 @@ fn host_small(stream: &mut TcpStream, header: &[u8], file: &std::fs::File, offse
     stream.write_all(&buf)
 }
 
+/// Writes `parts` to the socket `fd` in order (sendmsg of all three until
+/// all is sent; never SIGPIPE); returns the bytes sent.
+pub(crate) fn send_parts(fd: std::os::fd::RawFd, parts: [&[u8]; 3]) -> std::io::Result<u64> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut done = 0usize;
+    while done < total {
+        // What is left of each part after `done` bytes.
+        let mut skip = done;
+        let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 3];
+        let mut count = 0;
+        for p in parts {
+            let rest = &p[skip.min(p.len())..];
+            skip -= skip.min(p.len());
+            if !rest.is_empty() {
+                iov[count] = libc::iovec { iov_base: rest.as_ptr() as *mut libc::c_void, iov_len: rest.len() };
+                count += 1;
+            }
+        }
+        // SAFETY: a msghdr (zeroed: no address, no control data) over
+        // `count` iovecs of live slices; the kernel reads them only.
+        let n = unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = iov.as_mut_ptr();
+            msg.msg_iovlen = count as _;
+            libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL)
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    Ok(total as u64)
+}
+
 /// `send(2)` of all of `bytes` with `flags` (e.g. MSG_MORE).
 fn send_all(stream: &mut TcpStream, mut bytes: &[u8], flags: libc::c_int) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
@@ -718,15 +785,25 @@ fn send_all(stream: &mut TcpStream, mut bytes: &[u8], flags: libc::c_int) -> std
     Ok(())
 }
 
+/// Where host mode puts payload bytes in its page-aligned buffers: this far
+/// into a page, so that the kernel's copies into them (from the page cache,
+/// at offset 0 of a page) and out of them (into a socket buffer, where the
+/// payload follows the response's header) never have their destination just
+/// ahead of their source modulo 4 KiB. Measured (2026-11-27, this VM's AMD
+/// EPYC, 1 MiB memcached gets of one cached object): with the payload at
+/// offset 0 a response took 40-90 % longer when its header was under 48
+/// bytes (the payload then lands 20-47 bytes past where it is read from,
+/// modulo 4 KiB: the CPU's 4K aliasing in `rep movsb`) than with a header of
+/// 48-200 bytes; a malloc'd buffer starting 16 bytes into its page made the
+/// reads as slow. Here the distance is 2048 bytes past or behind, whatever
+/// the header's length up to 2 KiB.
+pub(crate) const PAYLOAD_SKEW: usize = 2048;
+
 /// Sends `len` bytes of `file` from `offset` to `stream` the configured way.
 /// Returns (bytes sent, bytes copied through this process's memory).
 /// `buf`: host mode's buffer, kept by the worker (a fresh 256 KiB one
 /// per response is an mmap, 64 page faults and a munmap each time), made
-/// on first use. Page-aligned, as the page cache's pages are: measured, a
-/// malloc'd buffer that starts 16 bytes into its page (as one large enough
-/// to be mmap'd does) made every 1 MiB response take twice the kernel time
-/// (2026-11-27, this VM: 906 against 456 us a response; likely the CPU's
-/// 4K aliasing, copies between addresses 16 bytes apart modulo 4 KiB).
+/// on first use; page-aligned, payloads at [`PAYLOAD_SKEW`] in it.
 pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream, buf: &mut Option<peerpath_mem::AlignedBuf>) -> std::io::Result<(u64, u64)> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
@@ -735,10 +812,11 @@ pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u
     match mode {
         Mode::Host => {
             let buf = buf.get_or_insert_with(|| {
-                let mut b = peerpath_mem::AlignedBuf::new(HOST_BUFFER_BYTES);
-                b.set_len(HOST_BUFFER_BYTES);
+                let mut b = peerpath_mem::AlignedBuf::new(PAYLOAD_SKEW + HOST_BUFFER_BYTES);
+                b.set_len(PAYLOAD_SKEW + HOST_BUFFER_BYTES);
                 b
             });
+            let buf = &mut buf[PAYLOAD_SKEW..];
             while sent < len {
                 let want = buf.len().min((len - sent) as usize);
                 let n = file.read_at(&mut buf[..want], offset + sent)?;

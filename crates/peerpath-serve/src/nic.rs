@@ -27,10 +27,10 @@
 //! descriptor; NIC -> host: u64 bytes sent (u64::MAX: the send failed). The
 //! first channel is the control channel: when it closes, the NIC exits.
 
+use crate::lru::Lru;
 use crate::stats::NicCounts;
 use crate::Resolved;
 use peerpath_mem::MappedRegion;
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -146,7 +146,7 @@ fn serve_channel(host: &UnixStream, region: &MappedRegion) {
                 // kernel only reads it; the host evicts nothing before it has
                 // this descriptor's answer.
                 let payload = unsafe { std::slice::from_raw_parts(region.as_ptr().add(off), len) };
-                send_all(c.as_raw_fd(), [&inline[..hlen], payload, &inline[hlen..]]).unwrap_or(u64::MAX)
+                crate::send_parts(c.as_raw_fd(), [&inline[..hlen], payload, &inline[hlen..]]).unwrap_or(u64::MAX)
             }
             _ => u64::MAX,
         };
@@ -154,37 +154,6 @@ fn serve_channel(host: &UnixStream, region: &MappedRegion) {
             return;
         }
     }
-}
-
-/// Writes `parts` to `fd` in order (writev until all is sent); returns the bytes sent.
-fn send_all(fd: RawFd, parts: [&[u8]; 3]) -> std::io::Result<u64> {
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut done = 0usize;
-    while done < total {
-        // What is left of each part after `done` bytes.
-        let mut skip = done;
-        let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 3];
-        let mut count = 0;
-        for p in parts {
-            let rest = &p[skip.min(p.len())..];
-            skip -= skip.min(p.len());
-            if !rest.is_empty() {
-                iov[count] = libc::iovec { iov_base: rest.as_ptr() as *mut libc::c_void, iov_len: rest.len() };
-                count += 1;
-            }
-        }
-        // SAFETY: `count` iovecs over live slices; the kernel reads them only.
-        let n = unsafe { libc::writev(fd, iov.as_ptr(), count as libc::c_int) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        done += n as usize;
-    }
-    Ok(total as u64)
 }
 
 /// The server's side of the NIC: the process, its memory file, what is
@@ -212,27 +181,13 @@ struct Placement {
     max_object: u64,
     /// Free extents, offset -> length (adjacent ones merged).
     free: std::collections::BTreeMap<u64, u64>,
-    /// Per file placed: where, and the version placed.
-    placed: HashMap<PathBuf, Placed>,
-    /// The files placed by last use (a counter), least recent first.
-    by_use: std::collections::BTreeMap<u64, PathBuf>,
-    uses: u64,
+    /// Per file placed: its extent (offset, length in whole pages).
+    placed: Lru<(u64, u64)>,
     /// Extents of replaced versions: descriptors in flight may still point
     /// into them, so they are freed only at the next eviction, once the NIC
     /// has answered everything.
     retired: Vec<(u64, u64)>,
     counts: NicCounts,
-}
-
-/// An object in the NIC's memory.
-struct Placed {
-    off: u64,
-    /// Bytes of memory it holds (its length in whole pages).
-    extent: u64,
-    len: u64,
-    modified: std::time::SystemTime,
-    ino: u64,
-    last_use: u64,
 }
 
 /// A client connection's channel to the NIC.
@@ -402,7 +357,7 @@ impl Placement {
         let bytes = bytes / 4096 * 4096;
         let free = if bytes > 0 { [(0, bytes)].into() } else { Default::default() };
         let max_object = max_object.min(bytes / 2);
-        Placement { memory, bytes, max_object, free, placed: HashMap::new(), by_use: Default::default(), uses: 0, retired: Vec::new(), counts: NicCounts::default() }
+        Placement { memory, bytes, max_object, free, placed: Lru::default(), retired: Vec::new(), counts: NicCounts::default() }
     }
 
     fn not_placed(&mut self, e: std::io::Error) -> PlaceMiss {
@@ -417,16 +372,10 @@ impl Placement {
     /// file (a new inode, as a memcached `set` or any atomic rename makes) is
     /// placed afresh even with the same length and modification time.
     fn place(&mut self, found: &Resolved) -> Result<u64, PlaceMiss> {
-        let (path, file, len) = (&found.path, &found.file, found.len);
-        self.uses += 1;
-        if let Some(p) = self.placed.get_mut(path) {
-            if p.len == len && p.modified == found.modified && p.ino == found.ino {
-                self.by_use.remove(&p.last_use);
-                p.last_use = self.uses;
-                self.by_use.insert(self.uses, path.to_path_buf());
-                self.counts.hits += 1;
-                return Ok(p.off);
-            }
+        let (file, len) = (&found.file, found.len);
+        if let Some(&(off, _)) = self.placed.get(found) {
+            self.counts.hits += 1;
+            return Ok(off);
         }
         if len > self.max_object {
             self.counts.too_large += 1;
@@ -459,13 +408,10 @@ impl Placement {
             self.free.insert(off + extent, free_len - extent);
         }
         self.counts.misses += 1;
-        let placed = Placed { off, extent, len, modified: found.modified, ino: found.ino, last_use: self.uses };
-        if let Some(old) = self.placed.insert(path.to_path_buf(), placed) {
+        if let Some(old) = self.placed.insert(found, (off, extent)) {
             // A replaced version: its extent waits for the next eviction.
-            self.by_use.remove(&old.last_use);
-            self.retired.push((old.off, old.extent));
+            self.retired.push(old);
         }
-        self.by_use.insert(self.uses, path.to_path_buf());
         Ok(off)
     }
 
@@ -484,9 +430,8 @@ impl Placement {
             if fits && self.free.values().sum::<u64>() >= headroom {
                 return;
             }
-            let Some((_, path)) = self.by_use.pop_first() else { return };
-            let p = self.placed.remove(&path).expect("every object in the use order is placed");
-            self.release(p.off, p.extent);
+            let Some((off, extent)) = self.placed.pop_oldest() else { return };
+            self.release(off, extent);
             self.counts.evictions += 1;
         }
     }
@@ -592,15 +537,14 @@ impl Nic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::MetadataExt;
 
     /// A file of `len` bytes, each `byte`, as the server resolves it.
     fn object(dir: &Path, name: &str, len: usize, byte: u8) -> Resolved {
         let path = dir.join(name);
         std::fs::write(&path, vec![byte; len]).unwrap();
         let file = File::open(&path).unwrap();
-        let meta = file.metadata().unwrap();
-        Resolved { file, len: len as u64, path: name.into(), modified: meta.modified().unwrap(), ino: meta.ino() }
+        let version = crate::resolve::Version::of(&file.metadata().unwrap());
+        Resolved { file, len: len as u64, path: name.into(), version }
     }
 
     fn placed(p: &mut Placement, o: &Resolved) -> u64 {
@@ -645,15 +589,15 @@ mod tests {
         let o4 = placed(&mut p, &objects[4]);
         assert_eq!(p.counts.evictions, 1, "one object evicted, not everything");
         assert_eq!(o4, at[1], "o4 took o1's place: o1 was the least recently used");
-        assert!(p.placed.contains_key(Path::new("o0")) && !p.placed.contains_key(Path::new("o1")));
+        assert!(p.placed.peek(Path::new("o0")).is_some() && p.placed.peek(Path::new("o1")).is_none());
         // Every object placed lies whole at its offset.
         for (name, o) in [("o0", &objects[0]), ("o2", &objects[2]), ("o3", &objects[3]), ("o4", &objects[4])] {
-            let off = p.placed[Path::new(name)].off;
+            let off = p.placed.peek(Path::new(name)).expect("placed").0;
             assert_eq!(memory_at(&memory_path, off, o.len as usize), vec![std::fs::read(dir.path().join(name)).unwrap()[0]; o.len as usize]);
         }
         // o1 again is a miss that evicts o2 (o0 was used after it).
         placed(&mut p, &objects[1]);
-        assert!(!p.placed.contains_key(Path::new("o2")) && p.placed.contains_key(Path::new("o0")));
+        assert!(p.placed.peek(Path::new("o2")).is_none() && p.placed.peek(Path::new("o0")).is_some());
         assert_eq!((p.counts.misses, p.counts.hits, p.counts.evictions), (6, 1, 2));
     }
 
@@ -672,7 +616,7 @@ mod tests {
         let big = object(dir.path(), "big", 32 << 10, 0xee);
         assert_eq!(placed(&mut p, &big), 0);
         assert_eq!(p.counts.evictions, 8);
-        assert!((8..16).all(|i| p.placed.contains_key(Path::new(&format!("s{i}")))));
+        assert!((8..16).all(|i| p.placed.peek(Path::new(&format!("s{i}"))).is_some()));
         // Over half the memory: never placed.
         let huge = object(dir.path(), "huge", (32 << 10) + 1, 1);
         assert!(matches!(p.place(&huge), Err(PlaceMiss::Miss(NicMiss::TooLarge))));
@@ -696,7 +640,7 @@ mod tests {
         // A new version (a new inode, as a rename makes).
         std::fs::remove_file(dir.path().join("k")).unwrap();
         let v2 = object(dir.path(), "k", 8192, 2);
-        assert_ne!(v1.ino, v2.ino);
+        assert_ne!(v1.version.ino, v2.version.ino);
         let second = placed(&mut p, &v2);
         assert_ne!(first, second, "descriptors in flight may still point at the old version");
         assert_eq!(p.retired, vec![(first, 8192)]);
@@ -711,6 +655,6 @@ mod tests {
         assert_eq!(placed(&mut p, &c), first);
         assert!(p.retired.is_empty());
         assert_eq!(p.counts.evictions, 0);
-        assert!(["k", "a", "b", "c"].iter().all(|n| p.placed.contains_key(Path::new(n))));
+        assert!(["k", "a", "b", "c"].iter().all(|n| p.placed.peek(Path::new(n)).is_some()));
     }
 }

@@ -9,10 +9,32 @@ pub struct Resolved {
     pub file: File,
     pub len: u64,
     pub path: PathBuf,
-    /// Its modification time and inode when opened (a replaced or rewritten
-    /// file is told from the one placed in NIC memory by these).
-    pub modified: std::time::SystemTime,
+    /// Which version of the file was opened (the caches' objects are made
+    /// from one version and are not another's).
+    pub version: Version,
+}
+
+/// A version of a file, as its metadata tells it: a replaced file (another
+/// inode, as a rename makes) or a rewritten one (its length, modification or
+/// change time) is another version. The change time is the kernel's own,
+/// which no `touch -d` sets back; on kernels with multigrain timestamps
+/// (6.13 on, for ext4, XFS, btrfs and tmpfs) it is fine-grained once it has
+/// been read, so that two writes within one clock tick after a version was
+/// seen are told apart from it as well.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Version {
+    pub len: u64,
     pub ino: u64,
+    dev: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Version {
+    pub fn of(meta: &std::fs::Metadata) -> Version {
+        use std::os::unix::fs::MetadataExt;
+        Version { len: meta.len(), ino: meta.ino(), dev: meta.dev(), mtime: (meta.mtime(), meta.mtime_nsec()), ctime: (meta.ctime(), meta.ctime_nsec()) }
+    }
 }
 
 /// Why a name gives no file.
@@ -87,8 +109,7 @@ pub fn resolve(root: &Root, name: &[u8]) -> Result<Resolved, Refused> {
     if !meta.is_file() {
         return Err(Refused::NotFound);
     }
-    let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-    Ok(Resolved { file, len: meta.len(), path: root.path.join(&clean), modified, ino: std::os::unix::fs::MetadataExt::ino(&meta) })
+    Ok(Resolved { file, len: meta.len(), path: root.path.join(&clean), version: Version::of(&meta) })
 }
 
 /// `openat2(root, rel, O_RDONLY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.

@@ -68,6 +68,7 @@ impl Stats {
             host_memory_payload_bytes_per_request: if n == 0 { 0.0 } else { s.copied_bytes as f64 / n as f64 },
             payload_bytes_from_host_memory_per_request: if n == 0 { 0.0 } else { s.from_host_bytes as f64 / n as f64 },
             by_status: s.by_status.clone(),
+            host_cache: None,
             nic: None,
             nic_fallback: None,
             send_zc: None,
@@ -99,6 +100,8 @@ pub struct Report {
     /// zerocopy modes; in devmem mode only what the NIC did not send.
     pub payload_bytes_from_host_memory_per_request: f64,
     pub by_status: std::collections::BTreeMap<u16, u64>,
+    /// Host: the host memory's object cache (`None`: off, every payload read per request).
+    pub host_cache: Option<HostCacheCounts>,
     /// DevMem: the NIC memory's cache.
     pub nic: Option<NicCounts>,
     /// DevMem: why the NIC stopped being used (the host path served the rest).
@@ -130,6 +133,19 @@ pub struct SendZcCounts {
     pub kernel_copied_bytes: u64,
 }
 
+/// Host mode's object cache: objects found in it, read in and kept,
+/// evicted, too large for it (over half its memory: read per request), or
+/// changed while they were read (sent as read, not kept); and its memory.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct HostCacheCounts {
+    pub bytes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub too_large: u64,
+    pub changed: u64,
+}
+
 /// Objects found in the NIC's memory, placed there, evicted, too large for
 /// it, or not placed (sent from the host; with the last reason).
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -150,7 +166,7 @@ impl Report {
              latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request; payload bytes through this process's memory per request: {:.0}\n\
              payload bytes sent from host memory per request: {:.0}\n\
              status codes: {}\n\
-             connections: at most {} open at once (limit {}), served by {} worker thread(s) (limit {}); idle ones wait in the event loop{}{}{}{}",
+             connections: at most {} open at once (limit {}), served by {} worker thread(s) (limit {}); idle ones wait in the event loop{}{}{}{}{}",
             self.mode,
             self.requests,
             self.seconds,
@@ -168,6 +184,15 @@ impl Report {
             self.connections.workers,
             self.connections.worker_limit,
             self.connections.accept_error.as_ref().map_or(String::new(), |e| format!("; accept failed: {e}")),
+            self.host_cache.as_ref().map_or(String::new(), |c| format!(
+                "\nhost memory cache ({:.1} MiB): {} hit(s), {} read in and kept, {} evicted, {} too large and {} changed while read (read per request)",
+                c.bytes as f64 / (1u64 << 20) as f64,
+                c.hits,
+                c.misses,
+                c.evictions,
+                c.too_large,
+                c.changed
+            )),
             self.nic.as_ref().map_or(String::new(), |n| format!(
                 "\nemulated NIC memory: {} hit(s), {} placed, {} evicted, {} too large and {} not placed (sent from the host){}",
                 n.hits,
