@@ -691,3 +691,58 @@ fn a_response_longer_than_the_read_timeout_keeps_its_connection() {
         assert!(status.starts_with("HTTP/1.1 200") && body == b"hello\n", "{mode}: the next request on the connection: {status}");
     }
 }
+
+/// A client that stops reading a large response holds no worker: with one
+/// worker, others are answered (HTTP and memcached) while its response
+/// waits, long before the write timeout would have freed a blocked worker;
+/// then it reads slowly and gets every byte, and its connection goes on.
+/// In host mode (from the cache and read per request) and zerocopy.
+#[test]
+fn a_client_that_stops_reading_holds_no_worker_and_later_gets_every_byte() {
+    let dir = scratch();
+    let big = random_bytes(32 << 20, 31);
+    std::fs::write(dir.path().join("big"), &big).unwrap();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    for (mode, extra) in [("host", None), ("host", Some("0")), ("zerocopy", None)] {
+        let mut args = vec!["--workers", "1", "--read-timeout", "8", "--json"];
+        if let Some(c) = extra {
+            args.extend(["--host-cache", c]);
+        }
+        let s = serve_with(dir.path(), mode, 4, &args);
+        let mut slow = BufReader::with_capacity(256 << 10, TcpStream::connect(&s.http).unwrap());
+        slow.get_mut().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        slow.get_mut().write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        // The server fills the sockets' buffers and would wait (the one worker) for room.
+        std::thread::sleep(Duration::from_millis(500));
+        let t = std::time::Instant::now();
+        let (head, body) = split(&exchange(&s.http, b"GET /a.txt HTTP/1.1\r\nConnection: close\r\n\r\n"));
+        assert!(head.starts_with("HTTP/1.1 200") && body == b"hello\n", "{mode} {extra:?}: {head}");
+        let got = exchange(&s.memcached, b"get a.txt\r\nquit\r\n");
+        assert_eq!(String::from_utf8_lossy(&got), "VALUE a.txt 0 6\r\nhello\n\r\nEND\r\n");
+        // A worker blocked in the send would have answered only at the 8 s write timeout.
+        assert!(t.elapsed() < Duration::from_secs(5), "{mode} {extra:?}: others waited {:?} for the one worker", t.elapsed());
+        // Now the slow client reads, a piece at a time, and gets it all.
+        let mut status = String::new();
+        slow.read_line(&mut status).unwrap();
+        loop {
+            let mut line = String::new();
+            slow.read_line(&mut line).unwrap();
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0u8; big.len()];
+        for (i, piece) in body.chunks_mut(1 << 20).enumerate() {
+            slow.read_exact(piece).unwrap();
+            if i % 8 == 0 {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        assert!(status.starts_with("HTTP/1.1 200") && body == big, "{mode} {extra:?}: {status}, the body came back different");
+        let (status, body) = get_on(&mut slow, "a.txt");
+        assert!(status.starts_with("HTTP/1.1 200") && body == b"hello\n", "{mode} {extra:?}: the next request on the connection: {status}");
+        let report: serde_json::Value = serde_json::from_str(&finish(s)).unwrap();
+        assert_eq!((report["requests"].as_u64(), report["connections"]["workers"].as_u64()), (Some(4), Some(1)), "{report}");
+        assert_eq!(report["payload_bytes"].as_u64(), Some(big.len() as u64 + 18), "{report}");
+    }
+}

@@ -17,10 +17,12 @@
 //! request, as a thread per connection has); from then on, a poll of the
 //! socket and the pressure eventfd, then the read.
 //!
-//! Sends still block (bounded by the write timeout): a client that stops
-//! reading holds its worker until then. The NIC, SEND_ZC and host paths
-//! are unchanged; they run on the worker. Host mode's buffer belongs to
-//! the worker; a SEND_ZC ring stays with its connection (see `Conn::zc`).
+//! A response the client does not take within [`crate::out::PATIENCE`]
+//! waits in epoll too, for the socket to be writable ([`crate::out`]): a
+//! client that reads slowly or not at all holds no worker. SEND_ZC's sends
+//! still wait in their worker (bounded by the write timeout); the NIC's
+//! are the NIC's. Host mode's buffer belongs to the worker; a SEND_ZC ring
+//! stays with its connection (see `Conn::zc`).
 
 use crate::{Conn, Next, Proto, Shared};
 use rustix::event::epoll;
@@ -153,7 +155,7 @@ impl<'a> Queue<'a> {
     }
 }
 
-/// Connections waiting (in epoll) for their next request.
+/// Connections waiting (in epoll) for their next request, or to be writable.
 struct Parked<'a> {
     epoll: &'a std::os::fd::OwnedFd,
     conns: Mutex<HashMap<u64, Conn<'a>>>,
@@ -161,13 +163,16 @@ struct Parked<'a> {
 }
 
 impl<'a> Parked<'a> {
-    /// Hands `conn` to the reactor until it has something to read. The
-    /// registration and the insertion happen under one lock, so the
-    /// reactor never sees an event for a connection it does not hold.
+    /// Hands `conn` to the reactor until it has something to read (or, with
+    /// output queued, until it can be written: not on a half-close, which
+    /// would wake it at once for ever; a closed or reset socket wakes it
+    /// anyway). The registration and the insertion happen under one lock,
+    /// so the reactor never sees an event for a connection it does not hold.
     fn park(&self, conn: Conn<'a>) {
         let mut conns = lock(&self.conns);
         let token = self.next.fetch_add(1, Ordering::Relaxed);
-        match epoll::add(self.epoll, &conn.stream, epoll::EventData::new_u64(token), epoll::EventFlags::IN | epoll::EventFlags::RDHUP) {
+        let wait_for = if conn.wants_to_write() { epoll::EventFlags::OUT } else { epoll::EventFlags::IN | epoll::EventFlags::RDHUP };
+        match epoll::add(self.epoll, &conn.stream, epoll::EventData::new_u64(token), wait_for) {
             Ok(()) => {
                 conns.insert(token, conn);
             }
@@ -263,8 +268,14 @@ pub(crate) fn run(shared: &Shared, epoll: &std::os::fd::OwnedFd, listeners: [(Op
         drop(queue.stop());
         queue.workers()
     });
-    // The workers are done: close what is still parked.
-    lock(&parked.conns).clear();
+    // The workers are done: send what slow clients still have coming
+    // (within one write timeout in all), then close what is parked.
+    let until = Instant::now() + shared.config.read_timeout;
+    for (_, mut c) in lock(&parked.conns).drain() {
+        if c.wants_to_write() {
+            c.drain(Some(until));
+        }
+    }
     workers
 }
 
@@ -309,7 +320,13 @@ fn worker<'a>(shared: &'a Shared, queue: &Queue<'a>, parked: &Parked<'a>) {
         let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.serve()));
         std::mem::swap(&mut conn.host_buf, &mut host_buf);
         match next {
-            Ok(Next::Park) if !shared.stop.load(Ordering::Relaxed) => parked.park(conn),
+            Ok(Next::Park | Next::Write) if !shared.stop.load(Ordering::Relaxed) => parked.park(conn),
+            Ok(Next::Write) => {
+                // Stopping: what the client still has coming is sent first.
+                std::mem::swap(&mut conn.host_buf, &mut host_buf);
+                conn.drain(Some(Instant::now() + shared.config.read_timeout));
+                std::mem::swap(&mut conn.host_buf, &mut host_buf);
+            }
             Ok(_) => drop(conn),
             Err(_) => {
                 say("a worker panicked serving a connection (a bug): that connection is closed");

@@ -1,6 +1,7 @@
 //! HTTP/1.1: GET and HEAD of files, one byte range, keep-alive.
 
 use crate::resolve::{percent_decode, resolve, Refused};
+use crate::out::Done;
 use crate::{read_head, respond, Conn, Next, ReadHead};
 use std::io::Write;
 use std::time::Instant;
@@ -92,10 +93,13 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
         let started = Instant::now();
         let head = conn.take_request(n);
         let (status, keep, payload, copied, from_host) = answer(conn, &head);
-        shared.done_from(started.elapsed(), payload, copied, from_host, status);
+        conn.request_done(Done { started, payload, copied, from_host, status });
         conn.answered();
         if !keep {
             return Next::Close;
+        }
+        if let Some(next) = conn.after_request() {
+            return next;
         }
     }
 }
@@ -166,7 +170,7 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
         let written = conn.write_all(head.as_bytes()).is_ok();
         return (status, keep && written, 0, 0, 0);
     }
-    let sent = respond(conn, head.as_bytes(), &found, offset, len, b"");
+    let sent = respond(conn, head.as_bytes(), found, offset, len, b"");
     (status, keep && !sent.close, sent.payload, sent.copied, sent.from_host)
 }
 

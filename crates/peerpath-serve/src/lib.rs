@@ -32,6 +32,7 @@ pub mod load;
 mod memcached;
 pub mod nic;
 mod lru;
+mod out;
 mod resolve;
 mod stats;
 
@@ -328,6 +329,8 @@ pub(crate) enum Proto {
 pub(crate) enum Next {
     /// Nothing more to read for now: the reactor waits for its next request.
     Park,
+    /// The client takes no more output for now: the reactor waits until it can.
+    Write,
     Close,
 }
 
@@ -356,6 +359,11 @@ pub(crate) struct Conn<'a> {
     /// Host mode's buffer for large payloads: the serving worker's, lent
     /// while it serves this connection (thousands of idle connections hold none).
     host_buf: Option<peerpath_mem::AlignedBuf>,
+    /// What is still to be sent (see [`out`]), when it last made progress
+    /// (or was queued), and whether the connection closes once it is sent.
+    out: out::Out,
+    sent_at: Instant,
+    close_after: bool,
     /// A response handed to the NIC failed: the connection must close.
     broken: bool,
     /// Just answered: the next request is rarely there yet, so the worker
@@ -372,18 +380,50 @@ impl<'a> Conn<'a> {
         // Reads wait at most this long (memcached `set`'s data block), so a
         // stopping server is noticed; the client's own timeout is counted across them.
         let _ = stream.set_read_timeout(Some(event::TICK));
-        let _ = stream.set_write_timeout(Some(shared.config.read_timeout));
+        // A send waits at most PATIENCE, then the connection waits in epoll
+        // for the client ([`out`]). In devmem mode the NIC sends on this
+        // socket too (the same socket, passed to it), with the write
+        // timeout as its own patience.
+        let patience = if shared.config.mode == Mode::DevMem { shared.config.read_timeout } else { out::PATIENCE };
+        let _ = stream.set_write_timeout(Some(patience));
         let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
         shared.peak_connections.fetch_max(n, Ordering::Relaxed);
         let now = Instant::now();
-        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, broken: false, wait_first: false }
+        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, out: Default::default(), sent_at: now, close_after: false, broken: false, wait_first: false }
     }
 
-    /// Answers what the client has sent, as long as it keeps sending.
+    /// Sends what a slow client did not take yet, then answers what it
+    /// has sent, as long as it keeps sending.
     pub(crate) fn serve(&mut self) -> Next {
-        match self.proto {
+        if !self.out.is_empty() {
+            match self.send_turn() {
+                out::Flushed::Empty => {}
+                out::Flushed::Blocked if Instant::now() < self.deadline() => return Next::Write,
+                _ => {
+                    self.drop_output();
+                    return Next::Close;
+                }
+            }
+        }
+        if self.close_after {
+            return Next::Close;
+        }
+        let next = match self.proto {
             Proto::Http => http::serve(self),
             Proto::Memcached => memcached::serve(self),
+        };
+        if self.out.is_empty() {
+            return next;
+        }
+        // A response the client has not taken yet (an answer written just
+        // before a close, too): sent as it can take it, closed after if asked.
+        match self.send_turn() {
+            out::Flushed::Empty => next,
+            out::Flushed::Blocked => {
+                self.close_after |= matches!(next, Next::Close);
+                Next::Write
+            }
+            out::Flushed::Failed => Next::Close,
         }
     }
 
@@ -413,10 +453,25 @@ impl<'a> Conn<'a> {
     }
 
     /// When the reactor must hand this parked connection to a worker even
-    /// if the client sends nothing: the read timeout after its last byte
-    /// (idle), or after the first byte of a request still incomplete.
+    /// if the client does nothing: the read timeout after its last byte
+    /// (idle), or after the first byte of a request still incomplete; with
+    /// output queued, the write timeout (the same) after the client last
+    /// took some.
     pub(crate) fn deadline(&self) -> Instant {
-        (if self.pending.is_empty() { self.quiet_since } else { self.head_since }) + self.shared.config.read_timeout
+        let since = if !self.out.is_empty() {
+            self.sent_at
+        } else if self.pending.is_empty() {
+            self.quiet_since
+        } else {
+            self.head_since
+        };
+        since + self.shared.config.read_timeout
+    }
+
+    /// Whether the reactor waits for this connection to be writable (output
+    /// queued) rather than readable.
+    pub(crate) fn wants_to_write(&self) -> bool {
+        !self.out.is_empty()
     }
 
     /// Takes the NIC's answers already there (never waits); false if a
@@ -455,22 +510,27 @@ impl<'a> Conn<'a> {
     }
 }
 
+/// This process's own bytes on the connection (protocol lines, headers
+/// without a payload): queued after what is queued, sent at the end of the
+/// request ([`out`]).
 impl std::io::Write for Conn<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if !self.settle_nic() {
             return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "a response the NIC owed on this connection failed"));
         }
-        self.stream.write(buf)
+        self.queue_bytes(buf);
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.stream.flush()
+        Ok(())
     }
 }
 
 impl Drop for Conn<'_> {
     fn drop(&mut self) {
-        // Every answer counted before the report is made.
+        // Every answer counted before the report is made (those not sent as answered with nothing).
+        self.drop_output();
         self.settle_nic();
         if let Some(mut z) = self.zc.take() {
             let _ = z.settle(Duration::from_secs(1));
@@ -571,16 +631,21 @@ pub(crate) struct Sent {
 
 /// Sends `header`, `len` bytes of `found` from `offset`, then `trailer`:
 /// by the NIC in devmem mode (falling back to the host path, said in the
-/// report, when it cannot), else as the mode says.
-pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: u64, len: u64, trailer: &[u8]) -> Sent {
+/// report, when it cannot), else as the mode says. Host and zerocopy
+/// responses are queued ([`out`]) and sent as the client takes them.
+pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: Resolved, offset: u64, len: u64, trailer: &[u8]) -> Sent {
+    use out::Chunk;
     use std::os::fd::AsRawFd;
     const CLOSED: Sent = Sent { payload: 0, copied: 0, from_host: 0, close: true };
     let shared = conn.shared;
-    let file = &found.file;
     let mut mode = shared.config.mode;
     if mode == Mode::DevMem {
         let nic = shared.nic.as_ref().filter(|_| !shared.nic_gone.load(Ordering::Relaxed));
-        match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, found, offset, len)) {
+        // The NIC writes on the client's socket itself: what this process queued goes first.
+        if nic.is_some() && !conn.drain(None) {
+            return CLOSED;
+        }
+        match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, &found, offset, len)) {
             Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: false },
             Some(Err(miss @ (nic::NicMiss::ClientFailed | nic::NicMiss::Gone(_)))) => {
                 conn.nic_failed(miss);
@@ -595,50 +660,55 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: &Resolved, offset: 
             }
         }
     }
-    let stream = &mut conn.stream;
-    if let Some(cache) = shared.host_cache.as_ref().filter(|_| mode == Mode::Host) {
-        match cache.object(found) {
-            Ok(Some(object)) => {
-                // Header, payload and trailer in one writev, from this process's memory.
-                let payload = usize::try_from(offset).ok().zip(usize::try_from(offset + len).ok()).and_then(|(a, b)| object.get(a..b));
-                return match payload.map(|p| send_parts(stream.as_raw_fd(), [header, p, trailer])) {
-                    Some(Ok(_)) => Sent { payload: len, copied: len, from_host: len, close: false },
-                    _ => CLOSED,
-                };
-            }
-            // Too large to keep (or empty): read per request below.
-            Ok(None) => {}
+    if mode == Mode::SendZc {
+        // SEND_ZC's sends wait in this worker (bounded by the write timeout).
+        // MSG_MORE: the header waits for the payload's first segment.
+        let zc_more = if trailer.is_empty() { 0 } else { libc::MSG_MORE };
+        let zc = match conn.zc.take() {
+            Some(z) => Ok(z),
+            None => peerpath_io::ZcSender::new(),
+        };
+        let sent = zc.and_then(|mut z| {
+            let r = if conn.send_now(header, libc::MSG_MORE) { send_zc(&mut z, &found.file, offset, len, &conn.stream, zc_more, shared.config.read_timeout) } else { Err(std::io::ErrorKind::BrokenPipe.into()) };
+            conn.zc = Some(z);
+            r
+        });
+        return match sent {
+            Ok(n) if conn.send_now(trailer, 0) => Sent { payload: n, copied: 0, from_host: n, close: false },
+            // Headers are out: the only honest end is to close the connection.
+            _ => CLOSED,
+        };
+    }
+    let was_empty = conn.out.is_empty();
+    let copied = if mode == Mode::Host { len } else { 0 };
+    let object = match shared.host_cache.as_ref().filter(|_| mode == Mode::Host) {
+        Some(cache) => match cache.object(&found) {
+            Ok(o) => o,
+            Err(_) => return CLOSED,
+        },
+        None => None,
+    };
+    if let Some(object) = object {
+        // Header, payload and trailer go out in one sendmsg, from this process's memory.
+        let Some((a, b)) = usize::try_from(offset).ok().zip(usize::try_from(offset + len).ok()).filter(|&(_, b)| b <= object.len()) else { return CLOSED };
+        conn.queue_bytes(header);
+        conn.queue(Chunk::Object(object, a, b));
+        conn.queue_bytes(trailer);
+    } else if mode == Mode::Host && len <= SMALL_PAYLOAD_BYTES {
+        // A small payload goes out with its header and trailer in one send.
+        match host_small(header, &found.file, offset, len, trailer) {
+            Ok(bytes) => conn.queue_bytes(&bytes),
             Err(_) => return CLOSED,
         }
+    } else {
+        conn.queue_bytes(header);
+        conn.queue(if mode == Mode::Host { Chunk::Read(found.file, offset, len) } else { Chunk::Sendfile(found.file, offset, len) });
+        conn.queue_bytes(trailer);
     }
-    if mode == Mode::Host && len <= SMALL_PAYLOAD_BYTES {
-        // A small payload goes out with its header and trailer in one write.
-        return match host_small(stream, header, file, offset, len, trailer) {
-            Ok(()) => Sent { payload: len, copied: len, from_host: len, close: false },
-            Err(_) => CLOSED,
-        };
-    }
-    // MSG_MORE: the header waits for the payload's first segment (one
-    // packet for a small object instead of two).
-    let more = if mode == Mode::Host { 0 } else { libc::MSG_MORE };
-    if send_all(stream, header, more).is_err() {
+    if !conn.send_queued(was_empty) {
         return CLOSED;
     }
-    let sent = if mode == Mode::SendZc {
-        let zc = match conn.zc.as_mut() {
-            Some(z) => Ok(z),
-            None => peerpath_io::ZcSender::new().map(|z| conn.zc.insert(z)),
-        };
-        let more = if trailer.is_empty() { 0 } else { libc::MSG_MORE };
-        zc.and_then(|z| send_zc(z, file, offset, len, &conn.stream, more, shared.config.read_timeout)).map(|n| Sent { payload: n, copied: 0, from_host: n, close: false })
-    } else {
-        send_payload(mode, file, offset, len, &mut conn.stream, &mut conn.host_buf).map(|(payload, copied)| Sent { payload, copied, from_host: payload, close: false })
-    };
-    match sent {
-        Ok(s) if send_all(&mut conn.stream, trailer, 0).is_ok() => s,
-        // Headers are out: the only honest end is to close the connection.
-        _ => CLOSED,
-    }
+    Sent { payload: len, copied, from_host: len, close: false }
 }
 
 /// A read-only shared mapping of part of a file, unmapped when dropped
@@ -710,25 +780,6 @@ const HOST_BUFFER_BYTES: usize = 256 << 10;
 /// Payloads up to this size are sent with their header in one write in host mode.
 const SMALL_PAYLOAD_BYTES: u64 = 64 << 10;
 
-/// Host mode, a small payload: the header and the payload read after it in
-/// one buffer, one write.
-fn host_small(stream: &mut TcpStream, header: &[u8], file: &std::fs::File, offset: u64, len: u64, trailer: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::FileExt;
-    let mut buf = Vec::with_capacity(header.len() + len as usize + trailer.len());
-    buf.extend_from_slice(header);
-    buf.resize(header.len() + len as usize, 0);
-    file.read_exact_at(&mut buf[header.len()..], offset).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent")
-        } else {
-            e
-        }
-    })?;
-    buf.extend_from_slice(trailer);
-    stream.write_all(&buf)
-}
-
 /// Writes `parts` to the socket `fd` in order (sendmsg of all three until
 /// all is sent; never SIGPIPE); returns the bytes sent.
 pub(crate) fn send_parts(fd: std::os::fd::RawFd, parts: [&[u8]; 3]) -> std::io::Result<u64> {
@@ -767,23 +818,24 @@ pub(crate) fn send_parts(fd: std::os::fd::RawFd, parts: [&[u8]; 3]) -> std::io::
     Ok(total as u64)
 }
 
-/// `send(2)` of all of `bytes` with `flags` (e.g. MSG_MORE).
-fn send_all(stream: &mut TcpStream, mut bytes: &[u8], flags: libc::c_int) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    while !bytes.is_empty() {
-        // SAFETY: send from a slice we hold, of its length, on our socket.
-        let n = unsafe { libc::send(stream.as_raw_fd(), bytes.as_ptr() as *const libc::c_void, bytes.len(), flags | libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
+/// Host mode, a small payload: the header, the payload read after it and
+/// the trailer, in one buffer.
+fn host_small(header: &[u8], file: &std::fs::File, offset: u64, len: u64, trailer: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = Vec::with_capacity(header.len() + len as usize + trailer.len());
+    buf.extend_from_slice(header);
+    buf.resize(header.len() + len as usize, 0);
+    file.read_exact_at(&mut buf[header.len()..], offset).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent")
+        } else {
+            e
         }
-        bytes = &bytes[n as usize..];
-    }
-    Ok(())
+    })?;
+    buf.extend_from_slice(trailer);
+    Ok(buf)
 }
+
 
 /// Where host mode puts payload bytes in its page-aligned buffers: this far
 /// into a page, so that the kernel's copies into them (from the page cache,
@@ -799,54 +851,12 @@ fn send_all(stream: &mut TcpStream, mut bytes: &[u8], flags: libc::c_int) -> std
 /// the header's length up to 2 KiB.
 pub(crate) const PAYLOAD_SKEW: usize = 2048;
 
-/// Sends `len` bytes of `file` from `offset` to `stream` the configured way.
-/// Returns (bytes sent, bytes copied through this process's memory).
-/// `buf`: host mode's buffer, kept by the worker (a fresh 256 KiB one
-/// per response is an mmap, 64 page faults and a munmap each time), made
-/// on first use; page-aligned, payloads at [`PAYLOAD_SKEW`] in it.
-pub(crate) fn send_payload(mode: Mode, file: &std::fs::File, offset: u64, len: u64, stream: &mut TcpStream, buf: &mut Option<peerpath_mem::AlignedBuf>) -> std::io::Result<(u64, u64)> {
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::FileExt;
-    let mut sent = 0u64;
-    match mode {
-        Mode::Host => {
-            let buf = buf.get_or_insert_with(|| {
-                let mut b = peerpath_mem::AlignedBuf::new(PAYLOAD_SKEW + HOST_BUFFER_BYTES);
-                b.set_len(PAYLOAD_SKEW + HOST_BUFFER_BYTES);
-                b
-            });
-            let buf = &mut buf[PAYLOAD_SKEW..];
-            while sent < len {
-                let want = buf.len().min((len - sent) as usize);
-                let n = file.read_at(&mut buf[..want], offset + sent)?;
-                if n == 0 {
-                    return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent"));
-                }
-                stream.write_all(&buf[..n])?;
-                sent += n as u64;
-            }
-            Ok((sent, sent))
-        }
-        Mode::ZeroCopy | Mode::DevMem | Mode::SendZc => {
-            let mut off = offset as libc::off_t;
-            while sent < len {
-                let want = ((len - sent) as usize).min(1 << 30);
-                // SAFETY: sendfile on two descriptors we hold; `off` is a valid
-                // offset variable the kernel advances.
-                let n = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut off, want) };
-                match n {
-                    n if n > 0 => sent += n as u64,
-                    0 => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent")),
-                    _ => {
-                        let e = std::io::Error::last_os_error();
-                        if e.kind() != std::io::ErrorKind::Interrupted {
-                            return Err(e);
-                        }
-                    }
-                }
-            }
-            Ok((sent, 0))
-        }
-    }
+/// Host mode's buffer for payloads read per request (the worker's, lent
+/// to each connection it serves; a fresh 256 KiB one per response is an
+/// mmap, 64 page faults and a munmap each time): page-aligned, payloads
+/// at [`PAYLOAD_SKEW`] in it.
+pub(crate) fn host_buffer() -> peerpath_mem::AlignedBuf {
+    let mut b = peerpath_mem::AlignedBuf::new(PAYLOAD_SKEW + HOST_BUFFER_BYTES);
+    b.set_len(PAYLOAD_SKEW + HOST_BUFFER_BYTES);
+    b
 }

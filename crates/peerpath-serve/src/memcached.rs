@@ -7,6 +7,7 @@
 //! spaces or control characters (the protocol's rule).
 
 use crate::resolve::resolve;
+use crate::out::Done;
 use crate::{read_head, respond, Conn, Next, ReadHead};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -49,10 +50,13 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             }
             _ => (400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok()),
         };
-        shared.done_from(started.elapsed(), payload, copied, from_host, status);
+        conn.request_done(Done { started, payload, copied, from_host, status });
         conn.answered();
         if !keep {
             return Next::Close;
+        }
+        if let Some(next) = conn.after_request() {
+            return next;
         }
     }
 }
@@ -71,7 +75,8 @@ fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool)
     // The found key whose block is not sent yet, with its header.
     let mut waiting: Option<(crate::Resolved, Vec<u8>)> = None;
     let mut send = |conn: &mut Conn, (found, head): (crate::Resolved, Vec<u8>), trailer: &[u8]| {
-        let sent = respond(conn, &head, &found, 0, found.len, trailer);
+        let len = found.len;
+        let sent = respond(conn, &head, found, 0, len, trailer);
         payload += sent.payload;
         copied += sent.copied;
         from_host += sent.from_host;
