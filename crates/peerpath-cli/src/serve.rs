@@ -59,8 +59,9 @@ pub struct ServeArgs {
     /// raised to fit (an error says so when it cannot be).
     #[arg(long, default_value = "4096", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: u32,
-    /// Threads that answer requests (started as needed): a request in progress holds one,
-    /// an idle connection none; a client that stops reading holds its thread up to --read-timeout.
+    /// Threads that answer requests (started as needed): a request in progress holds one, an
+    /// idle connection none, nor does a client that reads its response slowly (it waits in the
+    /// event loop; send-zc mode's sends excepted).
     #[arg(long, default_value = "64", value_parser = clap::value_parser!(u32).range(1..=4096))]
     workers: u32,
     /// Print the report as JSON.

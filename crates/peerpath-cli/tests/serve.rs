@@ -95,10 +95,11 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
     let blob = random_bytes(3 << 20, 5);
     std::fs::write(root.join("sub/blob"), &blob).unwrap();
     std::fs::write(root.join("a.txt"), b"hello\n").unwrap();
+    std::fs::write(root.join("empty"), b"").unwrap();
     std::fs::write(dir.path().join("secret"), b"outside").unwrap();
     std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
     for mode in ["zerocopy", "host", "devmem", "send-zc"] {
-        let s = serve(&root, mode, 23);
+        let s = serve(&root, mode, 24);
         let h = s.http.clone();
         let get = |path: &str, extra: &str| split(&exchange(&h, format!("GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").as_bytes()));
         let (head, body) = get("/sub/blob", "");
@@ -111,6 +112,8 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         assert!(get("/nope", "").0.starts_with("HTTP/1.1 404"));
         assert!(get("/../secret", "").0.starts_with("HTTP/1.1 400"), "escaping the root");
         assert!(get("/out", "").0.starts_with("HTTP/1.1 404"), "a symlink out of the root");
+        let (head, body) = get("/empty", "");
+        assert!(head.starts_with("HTTP/1.1 200") && head.contains("Content-Length: 0\r\n") && body.is_empty(), "{mode}: an empty file: {head}");
         let (head, body) = split(&exchange(&h, b"HEAD /a.txt HTTP/1.1\r\nConnection: close\r\n\r\n"));
         assert!(head.contains("Content-Length: 6") && body.is_empty(), "{head}");
         assert!(exchange(&h, b"POST /a.txt HTTP/1.1\r\nContent-Length: 0\r\n\r\n").starts_with(b"HTTP/1.1 405"));
@@ -144,7 +147,7 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         let value = "VALUE a.txt 0 6\r\nhello\n\r\n";
         assert_eq!(String::from_utf8_lossy(&got), format!("{value}END\r\nVERSION peerpath-serve\r\n{value}END\r\n{value}CLIENT_ERROR bad key\r\nERROR\r\n"), "{mode}");
         let report = finish(s);
-        assert!(report.contains(&format!("({mode} mode; measured on this host): 23 request(s)")), "{report}");
+        assert!(report.contains(&format!("({mode} mode; measured on this host): 24 request(s)")), "{report}");
         let per_request: f64 = report.split("memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         let from_host: f64 = report.split("sent from host memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         match mode {

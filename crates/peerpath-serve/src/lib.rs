@@ -18,7 +18,8 @@
 //!   by it ([`nic`]); this process builds headers only.
 //!
 //! Connections are served by an event loop ([`event`]): idle ones wait in
-//! epoll, a bounded pool of workers answers requests. Requests are parsed
+//! epoll, a bounded pool of workers answers requests, and responses a
+//! client is slow to take wait in epoll too ([`out`]). Requests are parsed
 //! with `httparse`; paths are resolved under the root and refused if they
 //! leave it (`..`, symlinks out); header floods, slow clients (a request
 //! head must arrive whole within the read timeout of its first byte) and
@@ -702,7 +703,9 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: Resolved, offset: u
         }
     } else {
         conn.queue_bytes(header);
-        conn.queue(if mode == Mode::Host { Chunk::Read(found.file, offset, len) } else { Chunk::Sendfile(found.file, offset, len) });
+        if len > 0 {
+            conn.queue(if mode == Mode::Host { Chunk::Read(found.file, offset, len) } else { Chunk::Sendfile(found.file, offset, len) });
+        }
         conn.queue_bytes(trailer);
     }
     if !conn.send_queued(was_empty) {
