@@ -585,6 +585,14 @@ fn idle_and_slow_connections_hold_no_thread_and_others_are_still_served() {
 /// A keep-alive HTTP GET on `c`: the status line and the body.
 fn get_on(c: &mut BufReader<TcpStream>, name: &str) -> (String, Vec<u8>) {
     c.get_mut().write_all(format!("GET /{name} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+    let (status, len) = read_head_of(c);
+    let mut body = vec![0u8; len];
+    c.read_exact(&mut body).unwrap();
+    (status, body)
+}
+
+/// Reads a response's status line and headers: the status line and the Content-Length (0 if none).
+fn read_head_of(c: &mut BufReader<TcpStream>) -> (String, usize) {
     let (mut status, mut len) = (String::new(), 0usize);
     c.read_line(&mut status).unwrap();
     loop {
@@ -597,9 +605,7 @@ fn get_on(c: &mut BufReader<TcpStream>, name: &str) -> (String, Vec<u8>) {
             len = v.trim().parse().unwrap();
         }
     }
-    let mut body = vec![0u8; len];
-    c.read_exact(&mut body).unwrap();
-    (status, body)
+    (status, len)
 }
 
 /// More busy keep-alive clients than workers, over both protocols and in
@@ -673,15 +679,7 @@ fn a_response_longer_than_the_read_timeout_keeps_its_connection() {
         c.get_mut().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         c.get_mut().write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
         let started = std::time::Instant::now();
-        let mut status = String::new();
-        c.read_line(&mut status).unwrap();
-        loop {
-            let mut line = String::new();
-            c.read_line(&mut line).unwrap();
-            if line == "\r\n" {
-                break;
-            }
-        }
+        let (status, _) = read_head_of(&mut c);
         // 1 MiB every 70 ms: 48 MiB take 3.4 s or more, the server never waits 1.5 s for room.
         let mut body = vec![0u8; big.len()];
         for piece in body.chunks_mut(1 << 20) {
@@ -725,15 +723,7 @@ fn a_client_that_stops_reading_holds_no_worker_and_later_gets_every_byte() {
         // A worker blocked in the send would have answered only at the 8 s write timeout.
         assert!(t.elapsed() < Duration::from_secs(5), "{mode} {extra:?}: others waited {:?} for the one worker", t.elapsed());
         // Now the slow client reads, a piece at a time, and gets it all.
-        let mut status = String::new();
-        slow.read_line(&mut status).unwrap();
-        loop {
-            let mut line = String::new();
-            slow.read_line(&mut line).unwrap();
-            if line == "\r\n" {
-                break;
-            }
-        }
+        let (status, _) = read_head_of(&mut slow);
         let mut body = vec![0u8; big.len()];
         for (i, piece) in body.chunks_mut(1 << 20).enumerate() {
             slow.read_exact(piece).unwrap();
