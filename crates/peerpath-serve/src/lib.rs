@@ -783,44 +783,6 @@ const HOST_BUFFER_BYTES: usize = 256 << 10;
 /// Payloads up to this size are sent with their header in one write in host mode.
 const SMALL_PAYLOAD_BYTES: u64 = 64 << 10;
 
-/// Writes `parts` to the socket `fd` in order (sendmsg of all three until
-/// all is sent; never SIGPIPE); returns the bytes sent.
-pub(crate) fn send_parts(fd: std::os::fd::RawFd, parts: [&[u8]; 3]) -> std::io::Result<u64> {
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut done = 0usize;
-    while done < total {
-        // What is left of each part after `done` bytes.
-        let mut skip = done;
-        let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 3];
-        let mut count = 0;
-        for p in parts {
-            let rest = &p[skip.min(p.len())..];
-            skip -= skip.min(p.len());
-            if !rest.is_empty() {
-                iov[count] = libc::iovec { iov_base: rest.as_ptr() as *mut libc::c_void, iov_len: rest.len() };
-                count += 1;
-            }
-        }
-        // SAFETY: a msghdr (zeroed: no address, no control data) over
-        // `count` iovecs of live slices; the kernel reads them only.
-        let n = unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = iov.as_mut_ptr();
-            msg.msg_iovlen = count as _;
-            libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL)
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        done += n as usize;
-    }
-    Ok(total as u64)
-}
-
 /// Host mode, a small payload: the header, the payload read after it and
 /// the trailer, in one buffer.
 fn host_small(header: &[u8], file: &std::fs::File, offset: u64, len: u64, trailer: &[u8]) -> std::io::Result<Vec<u8>> {
@@ -828,17 +790,10 @@ fn host_small(header: &[u8], file: &std::fs::File, offset: u64, len: u64, traile
     let mut buf = Vec::with_capacity(header.len() + len as usize + trailer.len());
     buf.extend_from_slice(header);
     buf.resize(header.len() + len as usize, 0);
-    file.read_exact_at(&mut buf[header.len()..], offset).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent")
-        } else {
-            e
-        }
-    })?;
+    file.read_exact_at(&mut buf[header.len()..], offset).map_err(|e| if e.kind() == std::io::ErrorKind::UnexpectedEof { out::shrank() } else { e })?;
     buf.extend_from_slice(trailer);
     Ok(buf)
 }
-
 
 /// Where host mode puts payload bytes in its page-aligned buffers: this far
 /// into a page, so that the kernel's copies into them (from the page cache,

@@ -146,7 +146,7 @@ fn serve_channel(host: &UnixStream, region: &MappedRegion) {
                 // kernel only reads it; the host evicts nothing before it has
                 // this descriptor's answer.
                 let payload = unsafe { std::slice::from_raw_parts(region.as_ptr().add(off), len) };
-                crate::send_parts(c.as_raw_fd(), [&inline[..hlen], payload, &inline[hlen..]]).unwrap_or(u64::MAX)
+                send_all(c.as_raw_fd(), [&inline[..hlen], payload, &inline[hlen..]]).unwrap_or(u64::MAX)
             }
             _ => u64::MAX,
         };
@@ -154,6 +154,37 @@ fn serve_channel(host: &UnixStream, region: &MappedRegion) {
             return;
         }
     }
+}
+
+/// Writes `parts` to `fd` in order (writev until all is sent); returns the bytes sent.
+fn send_all(fd: RawFd, parts: [&[u8]; 3]) -> std::io::Result<u64> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut done = 0usize;
+    while done < total {
+        // What is left of each part after `done` bytes.
+        let mut skip = done;
+        let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 3];
+        let mut count = 0;
+        for p in parts {
+            let rest = &p[skip.min(p.len())..];
+            skip -= skip.min(p.len());
+            if !rest.is_empty() {
+                iov[count] = libc::iovec { iov_base: rest.as_ptr() as *mut libc::c_void, iov_len: rest.len() };
+                count += 1;
+            }
+        }
+        // SAFETY: `count` iovecs over live slices; the kernel reads them only.
+        let n = unsafe { libc::writev(fd, iov.as_ptr(), count as libc::c_int) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    Ok(total as u64)
 }
 
 /// The server's side of the NIC: the process, its memory file, what is

@@ -84,7 +84,7 @@ impl Out {
 }
 
 /// Why a send fails: the kernel's error, or a file that shrank under it.
-fn shrank() -> std::io::Error {
+pub(crate) fn shrank() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file shrank while it was sent")
 }
 
@@ -137,30 +137,40 @@ impl Conn<'_> {
     /// Sends everything queued, waiting as long as the client takes
     /// something within the write timeout; false if it failed or stopped.
     pub(crate) fn drain(&mut self, until: Option<Instant>) -> bool {
-        use rustix::event::{PollFd, PollFlags};
+        if self.out.is_empty() {
+            return true;
+        }
         loop {
             match self.send_turn() {
                 Flushed::Empty => return true,
                 Flushed::Failed => return false,
                 Flushed::Blocked => {}
             }
-            let now = Instant::now();
             let deadline = until.map_or(self.deadline(), |u| u.min(self.deadline()));
-            if now >= deadline {
+            if !self.wait_writable(deadline) {
                 self.drop_output();
                 return false;
             }
-            let wait = (deadline - now).min(crate::event::TICK);
-            let mut fds = [PollFd::new(&self.stream, PollFlags::OUT)];
-            let _ = rustix::event::poll(&mut fds, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: wait.as_nanos() as _ }));
         }
+    }
+
+    /// Waits (at most a tick) for the socket to be writable; false if `deadline` has passed.
+    fn wait_writable(&self, deadline: Instant) -> bool {
+        use rustix::event::{PollFd, PollFlags};
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        let wait = (deadline - now).min(crate::event::TICK);
+        let mut fds = [PollFd::new(&self.stream, PollFlags::OUT)];
+        let _ = rustix::event::poll(&mut fds, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: wait.as_nanos() as _ }));
+        true
     }
 
     /// Sends `bytes` now, after everything queued, with `flags` (MSG_MORE:
     /// SEND_ZC's header), waiting for the client as long as it takes some
     /// within the write timeout; false if it failed or stopped taking.
     pub(crate) fn send_now(&mut self, mut bytes: &[u8], flags: libc::c_int) -> bool {
-        use rustix::event::{PollFd, PollFlags};
         if !self.drain(None) {
             return false;
         }
@@ -173,16 +183,9 @@ impl Conn<'_> {
                 self.sent_at = Instant::now();
                 continue;
             }
-            if blocked_or(std::io::Error::last_os_error()).is_err() {
+            if blocked_or(std::io::Error::last_os_error()).is_err() || !self.wait_writable(self.sent_at + self.shared.config.read_timeout) {
                 return false;
             }
-            let (now, deadline) = (Instant::now(), self.sent_at + self.shared.config.read_timeout);
-            if now >= deadline {
-                return false;
-            }
-            let mut fds = [PollFd::new(&self.stream, PollFlags::OUT)];
-            let wait = (deadline - now).min(crate::event::TICK);
-            let _ = rustix::event::poll(&mut fds, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: wait.as_nanos() as _ }));
         }
         true
     }
