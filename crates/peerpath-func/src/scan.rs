@@ -152,7 +152,11 @@ impl Filter {
                 let mut seq = Vec::new();
                 let mut start = 0;
                 while start < buf.len() {
-                    let end = memchr::memmem::find(&buf[start + 1..], b"\n>").map_or(buf.len(), |i| start + 1 + i + 1);
+                    // The next record starts at the next '>' after a line
+                    // break; a line break at `start` counts (an empty line
+                    // before a header is a record of its own, as
+                    // `whole_records` cuts it).
+                    let end = memchr::memmem::find(&buf[start..], b"\n>").map_or(buf.len(), |i| start + i + 1);
                     let record = &buf[start..end];
                     let mut ls = lines(record);
                     let header = ls.next().unwrap_or_default();
@@ -241,6 +245,19 @@ mod tests {
             }
             assert_eq!((sum, &out), (whole.clone(), &whole_out), "blocks of about {step} bytes");
         }
+    }
+
+    /// Found by the fuzzing below: a line break right before a header
+    /// ended the record there only when cut into blocks, not whole.
+    #[test]
+    fn an_empty_line_before_a_header_is_its_own_record() {
+        let f = Filter { motif: Some(Regex::new("A[CG]T").unwrap()), min_length: Some(2), id_prefix: None };
+        for data in [&b"\n>ACT"[..], b"\n>ACT\nGG\n", b">x\nAA\n\n>ACT\n"] {
+            let (found, out) = run(&f, data, RecordFormat::Fasta);
+            assert_eq!((found.matched, out), (0, Vec::new()), "{:?}: the header is not sequence", String::from_utf8_lossy(data));
+        }
+        let (found, out) = run(&f, b"\n>h\nACT\n", RecordFormat::Fasta);
+        assert_eq!((found.records, found.matched, out), (2, 1, b">h\nACT\n".to_vec()));
     }
 
     proptest::proptest! {
