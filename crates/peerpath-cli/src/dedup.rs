@@ -587,9 +587,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A store of one source (and the source): made once, copied per case.
-    fn made() -> &'static (tempfile::TempDir, PathBuf, Vec<u8>) {
-        static MADE: std::sync::OnceLock<(tempfile::TempDir, PathBuf, Vec<u8>)> = std::sync::OnceLock::new();
+    /// A store's files (its index and packs), by path within it.
+    type StoreFiles = Vec<(PathBuf, Vec<u8>)>;
+
+    /// Two stores of one source, plain and compressed, with the source's
+    /// name and bytes: made once and kept in memory (a static is never
+    /// dropped: a directory kept in one was left behind by every run),
+    /// written out per case.
+    fn made() -> &'static (StoreFiles, StoreFiles, PathBuf, Vec<u8>) {
+        static MADE: std::sync::OnceLock<(StoreFiles, StoreFiles, PathBuf, Vec<u8>)> = std::sync::OnceLock::new();
         MADE.get_or_init(|| {
             let dir = tempfile::tempdir().unwrap();
             let src = dir.path().join("src");
@@ -597,20 +603,21 @@ mod tests {
             let part: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
             let data = [&part[..], &part[..], &part[..20_000]].concat();
             std::fs::write(&src, &data).unwrap();
-            for compress in [None, Some(Level::new(1).unwrap())] {
+            let [plain, compressed] = [None, Some(Level::new(1).unwrap())].map(|compress| {
                 let st = dir.path().join(if compress.is_some() { "compressed" } else { "plain" });
                 store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, false, false, compress).unwrap();
-            }
-            (dir, src, data)
+                let packs = std::fs::read_dir(st.join("packs")).unwrap().map(|e| Path::new("packs").join(e.unwrap().file_name()));
+                std::iter::once(PathBuf::from("index.sqlite")).chain(packs).map(|f| (f.clone(), std::fs::read(st.join(f)).unwrap())).collect()
+            });
+            // The name restore asks for (the file need not exist).
+            (plain, compressed, src, data)
         })
     }
 
-    fn copy_store(from: &Path, to: &Path) {
+    fn copy_store(files: &StoreFiles, to: &Path) {
         std::fs::create_dir_all(to.join("packs")).unwrap();
-        std::fs::copy(from.join("index.sqlite"), to.join("index.sqlite")).unwrap();
-        for e in std::fs::read_dir(from.join("packs")).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), to.join("packs").join(e.file_name())).unwrap();
+        for (f, bytes) in files {
+            std::fs::write(to.join(f), bytes).unwrap();
         }
     }
 
@@ -646,10 +653,10 @@ mod tests {
             value in any_value(),
             flip in any::<prop::sample::Index>(),
         ) {
-            let (dir, src, data) = made();
+            let (plain, packed, src, data) = made();
             let case = tempfile::tempdir().unwrap();
             let st = case.path().join("st");
-            copy_store(&dir.path().join(if compressed { "compressed" } else { "plain" }), &st);
+            copy_store(if compressed { packed } else { plain }, &st);
             {
                 let db = rusqlite::Connection::open(st.join("index.sqlite")).unwrap();
                 let (name, columns, key): (&str, &[&str], &str) = match table {

@@ -134,8 +134,16 @@ fn csp_outputs_match_their_schemas() {
     std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
     let id = out(&mut pp(["csp", "identify", "--name", &name, "--json"]));
     let stats = out(&mut pp(["csp", "stats", "--name", &name, "--json"]));
-    let _ = child.kill();
-    let _ = child.wait();
+    // Its files (in /dev/shm, else the temporary directory) are gone once SIGTERM stops it.
+    let shm = Path::new("/dev/shm");
+    let files = ["mem", "queues", "sock"].map(|ext| if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() }.join(format!("peerpath-csp-{name}.{ext}")));
+    assert!(files.iter().all(|f| f.exists()), "the device's files are where this test looks: {files:?}");
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success(), "csp serve stops cleanly on SIGTERM");
+    for f in &files {
+        assert!(!f.exists(), "{} is left behind", f.display());
+    }
     matches("csp-identify", &id);
     matches("csp-stats", &stats);
 }

@@ -223,6 +223,36 @@ fn when_the_emulated_nic_dies_the_host_path_takes_over_and_says_so() {
     assert!(report.contains("FALLBACK: the emulated NIC is gone"), "{report}");
 }
 
+/// devmem: the emulated NIC's socket and memory files are gone when the
+/// server stops, and when it is killed (the NIC, left alone, removes them).
+#[test]
+fn a_devmem_server_leaves_no_files_when_stopped_or_killed() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("f"), random_bytes(10_000, 3)).unwrap();
+    let files = |pid: i32| {
+        let name = format!("peerpath-nic-{pid}");
+        [std::env::temp_dir().join(format!("{name}.sock")), std::path::Path::new("/dev/shm").join(format!("{name}.mem")), std::env::temp_dir().join(name)]
+    };
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        let mut s = serve(dir.path(), "devmem", 1000);
+        let (pid, nic) = (s.pid(), s.nic.expect("the NIC's process id is printed"));
+        assert!(files(pid)[0].exists(), "the NIC's socket is where this test looks: {}", files(pid)[0].display());
+        assert_eq!(split(&exchange(&s.http, b"GET /f HTTP/1.1\r\nConnection: close\r\n\r\n")).1.len(), 10_000);
+        // SAFETY: kill(2) with our own child's pid.
+        unsafe { libc::kill(pid, signal) };
+        let _ = s.child.take().expect("running").wait();
+        // The NIC is the server's child: once the server is gone, it ends (a zombie is ended).
+        let start = std::time::Instant::now();
+        while std::fs::read_to_string(format!("/proc/{nic}/stat")).is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')) {
+            assert!(start.elapsed() < Duration::from_secs(20), "the NIC (process {nic}) outlived the server");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for f in files(pid) {
+            assert!(!f.exists(), "signal {signal}: {} is left behind", f.display());
+        }
+    }
+}
+
 /// Real clients, unchanged: curl for HTTP (a whole file and a range), Python's
 /// pymemcache and libmemcached's memcat for memcached's text protocol (a hit,
 /// a miss, several keys at once), in each payload mode; every byte compared.

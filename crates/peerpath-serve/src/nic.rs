@@ -200,7 +200,6 @@ pub struct Nic {
     issuing: std::sync::RwLock<()>,
     /// Every channel opened (those of closed connections are dropped as found).
     channels: std::sync::Mutex<Vec<std::sync::Weak<std::sync::Mutex<ChannelState>>>>,
-    dir: PathBuf,
 }
 
 /// What is placed where in the NIC's memory: a least-recently-used cache
@@ -313,7 +312,7 @@ impl Drop for Nic {
         let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
         let _ = child.kill();
         let _ = child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
 
@@ -342,10 +341,17 @@ impl Nic {
     /// Starts an emulated NIC process (`program` with `args`, to which the
     /// socket and memory paths and size are appended) with `bytes` of memory.
     pub fn start(program: &Path, args: &[&str], bytes: u64, max_object: u64) -> Result<Nic, String> {
-        let dir = std::env::temp_dir().join(format!("peerpath-nic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let (socket, memory) = (dir.join("sock"), Path::new("/dev/shm").join(format!("peerpath-nic-{}.mem", std::process::id())));
-        let memory = if Path::new("/dev/shm").is_dir() { memory } else { dir.join("mem") };
+        // Files, not a directory: the NIC removes its socket when this
+        // process is gone, even killed, and then nothing is left.
+        let name = format!("peerpath-nic-{}", std::process::id());
+        let socket = std::env::temp_dir().join(format!("{name}.sock"));
+        let shm = Path::new("/dev/shm");
+        let memory = if shm.is_dir() { shm } else { socket.parent().unwrap_or(shm) }.join(format!("{name}.mem"));
+        // Files named with this process's id are a dead process's (ids are
+        // unique among the living); a stale socket would refuse the bind.
+        for stale in [&socket, &memory] {
+            let _ = std::fs::remove_file(stale);
+        }
         let child = std::process::Command::new(program)
             .args(args)
             .arg(&socket)
@@ -373,7 +379,6 @@ impl Nic {
             placement: std::sync::Mutex::new(placement),
             issuing: std::sync::RwLock::new(()),
             channels: std::sync::Mutex::new(Vec::new()),
-            dir,
         })
     }
 
