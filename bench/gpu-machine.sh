@@ -18,8 +18,8 @@
 #     ceilings what holds decompression at every core: decompress into tmpfs against verify (no
 #              output) at 1/4/8/16 threads, interleaved, and the kernel's rate of filling one tmpfs
 #              file from k processes (fallocate, dd) against k files
-#     workerreads  compression in memory, the workers reading their own chunks against io_uring's
-#              reads, at 1/8/15/16 threads, interleaved
+#     workerreads  compression, then decompression, in memory, the workers reading their own
+#              chunks (members) against io_uring's reads, at 1/8/15/16 threads, interleaved
 #     fixed    the GPU job's fixed costs: 4 MiB on the GPU, default GPU memory against 512M, the
 #              report's wall and the opening's parts against the process's wall
 #     allocation  decompression into one tmpfs file, its pages allocated ahead by one thread
@@ -227,6 +227,20 @@ for step in $steps; do
                 done
             done
             .gpu/peerpath decompress -q -f --no-sync "$dd/out1.gz" -o "$dd/back" && cmp -s "$dd/back" "$dd/in" && echo "round trip ok" >> "$o/workerreads.md"
+            # Decompression of that output the same way (the workers read their batches'
+            # members; the orchestrator only headers), into tmpfs (mapped target), interleaved.
+            { echo; echo "decompress of that output in memory (tmpfs in and out, --no-sync): the workers' own reads against io_uring's; interleaved"; echo
+              echo "| run | wall s | GB/s of output | workers busy | compute CPU s | host CPU % of all cores |"; echo "|---|---|---|---|---|---|"; } >> "$o/workerreads.md"
+            for r in 1 2 3 4; do
+                for t in 1 8 15 16; do
+                    [ "$t" = 1 ] && [ "$r" -gt 2 ] && continue
+                    for w in 1 0; do
+                        PEERPATH_WORKER_READS=$w .gpu/peerpath decompress -T "$t" -f --no-sync "$dd/out1.gz" -o "$dd/back" --json > "$o/d.json" 2>&1
+                        cmp -s "$dd/back" "$dd/in" || echo "WRONG OUTPUT -T $t w$w ($r)" >> "$o/workerreads.md"; rm -f "$dd/back"
+                        cl "$o/d.json" "-T $t, $([ "$w" = 1 ] && echo 'workers read' || echo 'io_uring reads') ($r)" "$o/workerreads.md"; cp "$o/d.json" "$o/d-T$t-w$w-r$r.json"
+                    done
+                done
+            done
             rm -rf "$dd" ;;
         allocation)
             # Decompression into one tmpfs file: its pages allocated ahead by one thread (the

@@ -538,6 +538,85 @@ fn a_memory_file_systems_source_is_read_by_the_compute_workers() {
     drop(fs);
 }
 
+/// Decompressing a file of a memory file system: each worker reads its own
+/// members (the orchestrator reads only headers and trailers), said in the
+/// report and the ledger; the output, and every failure (truncated, a
+/// damaged member, data after the last member, members without sizes, an
+/// empty file), is what the I/O engine's reads give (`PEERPATH_WORKER_READS=0`).
+#[test]
+fn a_memory_file_systems_gzip_is_read_by_the_decoding_workers() {
+    let test = "a_memory_file_systems_gzip_is_read_by_the_decoding_workers";
+    let Some(fs) = TmpfsMount::new(test, "64m") else { return };
+    let out = scratch();
+    let data = mixed_data(5_000_123, 29);
+    let plain = out.path().join("plain");
+    std::fs::write(&plain, &data).unwrap();
+    let gz = fs.dir.join("x.gz");
+    run(&mut pp(args!["compress", &plain, "-o", &gz, "--block-size", "64K", "-q"])).ok();
+    let read_line = |r: &Value| r["files"][0]["read_path"]["fallback_reason"].as_str().unwrap_or("").to_string();
+    let r = run(pp(args!["decompress", &gz, "-o", out.path().join("w"), "-T", "2", "--json"]).env("PEERPATH_WORKER_READS", "1")).ok().json();
+    assert!(read_line(&r).contains("each worker reads its own members"), "{}", read_line(&r));
+    assert_eq!(r["files"][0]["read_path"]["engine"], "syscalls", "{}", r["files"][0]["read_path"]);
+    check_pipeline(&r, "worker reads");
+    let reads: Vec<&Value> = r["ledger"]["entries"].as_array().unwrap().iter().filter(|e| e["purpose"] == "read_source").collect();
+    assert!(!reads.is_empty() && reads.iter().all(|e| e["mover"]["kind"] == "cpu" && e["mover"]["role"] == "compute"), "{reads:?}");
+    assert_eq!(reads.iter().map(|e| e["bytes_read"].as_u64().unwrap()).sum::<u64>(), std::fs::metadata(&gz).unwrap().len(), "every byte read once");
+    assert!(r["ledger"]["entries"].as_array().unwrap().iter().all(|e| e["purpose"] != "reassemble"), "no member copied together: {}", r["ledger"]);
+    assert_file_eq(&out.path().join("w"), &data, "worker reads");
+    let r = run(pp(args!["decompress", &gz, "-o", out.path().join("e"), "-T", "2", "--json"]).env("PEERPATH_WORKER_READS", "0")).ok().json();
+    assert!(!read_line(&r).contains("own members"), "{}", read_line(&r));
+    assert_file_eq(&out.path().join("e"), &data, "engine reads");
+    run(pp(args!["verify", &gz, "-T", "3", "-q"]).env("PEERPATH_WORKER_READS", "1")).ok();
+    // By default only where the workers take every core (else io_uring's workers copy beside them).
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let r = run(&mut pp(args!["decompress", &gz, "-o", out.path().join("d"), "-T", cores.to_string(), "--json"])).ok().json();
+    assert!(read_line(&r).contains("each worker reads its own members"), "at -T {cores}: {}", read_line(&r));
+    if cores > 1 {
+        let r = run(&mut pp(args!["decompress", &gz, "-o", out.path().join("d1"), "-T", "1", "--json"])).ok().json();
+        assert!(!read_line(&r).contains("own members"), "at -T 1 of {cores} cores: {}", read_line(&r));
+    }
+
+    // Each damaged source fails, or decodes, exactly as with the engine's reads; nothing is kept on failure.
+    let bytes = std::fs::read(&gz).unwrap();
+    let mid = bytes.len() / 2;
+    let mut flipped = bytes.clone();
+    flipped[mid] ^= 0x55;
+    let mut garbage = bytes.clone();
+    garbage.extend_from_slice(b"not gzip at all");
+    // gzip's own output: members without size fields (decoded streaming).
+    let plain_gzip = run(Command::new("gzip").args(["-1", "-c"]).arg(&plain)).ok().stdout;
+    // With the exit status each must give (the flipped byte: any failure).
+    let cases: [(&str, Vec<u8>, Option<i32>); 6] = [
+        ("truncated", bytes[..bytes.len() - 100].to_vec(), Some(7)),
+        ("cut in the middle", bytes[..mid].to_vec(), Some(7)),
+        ("a flipped byte", flipped, None),
+        ("data after the last member", garbage, Some(9)),
+        ("members without sizes", plain_gzip, Some(0)),
+        ("empty", Vec::new(), Some(10)),
+    ];
+    for (what, content, want) in cases {
+        let src = fs.dir.join("bad.gz");
+        std::fs::write(&src, &content).unwrap();
+        let mut results = Vec::new();
+        for workers_read in ["1", "0"] {
+            let target = out.path().join(format!("bad-{workers_read}"));
+            let o = run(pp(args!["decompress", &src, "-o", &target, "-T", "2", "-q"]).env("PEERPATH_WORKER_READS", workers_read));
+            assert!(!o.stderr.contains("panicked"), "{what}: {}", o.describe());
+            let kept = std::fs::read(&target).ok();
+            let _ = std::fs::remove_file(&target);
+            assert!(o.status.success() || kept.is_none(), "{what}: a failed job kept its target");
+            results.push((o.code(), o.stderr.replace(&format!("bad-{workers_read}"), "bad-N"), kept));
+        }
+        assert_eq!(results[0], results[1], "{what}: worker reads against engine reads");
+        match want {
+            Some(0) => assert_eq!(results[0].2.as_deref(), Some(&data[..]), "{what}: decoded"),
+            Some(code) => assert_eq!(results[0].0, Some(code), "{what}: {}", results[0].1),
+            None => assert!(results[0].0.is_some_and(|c| c != 0), "{what}: {}", results[0].1),
+        }
+    }
+    drop(fs);
+}
+
 /// Decompressing into a memory file system: the workers decode straight into
 /// the target's mapped pages (no write copy in the ledger, the kernel's
 /// zeroing of fresh pages instead), the bytes are exact, a corrupt member

@@ -419,6 +419,14 @@ pub enum MemberError {
 /// The uncompressed size a member with known sizes will produce (checked
 /// against [`MAX_MEMBER_UNCOMPRESSED_BYTES`] before anyone allocates it).
 pub fn declared_output_bytes(header: &MemberHeader, member: &[u8]) -> Result<usize, MemberError> {
+    declared_output_bytes_from(header, member.len(), |member_bytes| u32::from_le_bytes(member[member_bytes - 4..member_bytes].try_into().expect("4 bytes")))
+}
+
+/// [`declared_output_bytes`] for a member of which `available` bytes exist
+/// but only the header is at hand: `trailer_isize` gives the trailer's
+/// ISIZE, asked only once the member is known to hold its header and
+/// trailer and to lie within `available`.
+pub fn declared_output_bytes_from(header: &MemberHeader, available: usize, trailer_isize: impl FnOnce(usize) -> u32) -> Result<usize, MemberError> {
     let sizes = header.sizes.ok_or_else(|| MemberError::SizeField("member has no size subfield".into()))?;
     let member_bytes = sizes.member_bytes();
     if member_bytes < header.header_bytes + TRAILER_BYTES {
@@ -426,10 +434,10 @@ pub fn declared_output_bytes(header: &MemberHeader, member: &[u8]) -> Result<usi
             "declares {member_bytes} bytes, less than its own header and trailer"
         )));
     }
-    if member.len() < member_bytes {
-        return Err(MemberError::Truncated { declared: member_bytes, available: member.len() });
+    if available < member_bytes {
+        return Err(MemberError::Truncated { declared: member_bytes, available });
     }
-    let trailer_isize = u32::from_le_bytes(member[member_bytes - 4..member_bytes].try_into().expect("4 bytes"));
+    let trailer_isize = trailer_isize(member_bytes);
     let out = match sizes {
         DeclaredSizes::Peerpath { uncompressed_bytes, .. } => {
             if uncompressed_bytes != trailer_isize {

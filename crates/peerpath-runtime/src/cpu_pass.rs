@@ -51,7 +51,18 @@ pub(crate) struct CpuParams {
 /// of input 0.052 s of 0.179 at 16 threads). `PEERPATH_WORKER_READS=0`
 /// keeps the engine's reads (docs/tuning.md#worker-reads).
 pub(crate) fn worker_reads(s: &Stream) -> bool {
-    s.size.is_some() && !s.sequential_read && s.source.in_memory() && std::env::var_os("PEERPATH_WORKER_READS").is_none_or(|v| v != "0")
+    s.size.is_some() && !s.sequential_read && s.source.in_memory() && worker_reads_setting() != Some(false)
+}
+
+/// `PEERPATH_WORKER_READS`, for A/B runs: `0` leaves reads of memory files
+/// to the I/O engine, `1` has the workers read them; otherwise `None`
+/// (each job's own policy).
+pub(crate) fn worker_reads_setting() -> Option<bool> {
+    match std::env::var_os("PEERPATH_WORKER_READS")?.to_str()? {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
 }
 
 /// A chunk compressed by a worker.

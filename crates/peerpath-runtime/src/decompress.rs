@@ -41,19 +41,32 @@ const READ_BYTES: usize = 4 << 20;
 const WINDOW_BUFFERS: usize = 16;
 const HEADER_PEEK_BYTES: usize = 1024;
 
-/// The member bytes a task decodes: in place in a read buffer, or a copy.
+/// The member bytes a task decodes: in place in a read buffer, a copy, or
+/// a range of what the task reads itself (its batch's [`WorkerRead`]).
 enum MemberBytes {
     InPlace(Arc<PooledBuf>, std::ops::Range<usize>),
     Copied(Vec<u8>),
+    InRead(std::ops::Range<usize>),
 }
 
 impl MemberBytes {
-    fn bytes(&self) -> &[u8] {
+    /// The bytes, where `read` is what the task read for its batch.
+    fn bytes<'a>(&'a self, read: &'a [u8]) -> &'a [u8] {
         match self {
             MemberBytes::InPlace(b, r) => &b[r.clone()],
             MemberBytes::Copied(v) => v,
+            MemberBytes::InRead(r) => &read[r.clone()],
         }
     }
+}
+
+/// Where a batch's task reads its members itself: one `pread` of its
+/// member bytes from `offset` of the source (`size` bytes when opened).
+#[derive(Clone)]
+struct WorkerRead {
+    file: Arc<std::fs::File>,
+    offset: u64,
+    size: u64,
 }
 
 /// A batch of consecutive members, decoded by one task into one contiguous
@@ -65,6 +78,8 @@ struct Batch {
     members: Vec<(MemberHeader, MemberBytes, u64, usize)>,
     member_bytes: usize,
     out_bytes: usize,
+    /// Where the task reads its members itself.
+    read_from: Option<WorkerRead>,
 }
 
 const BATCH_OUTPUT_BYTES: usize = 4 << 20;
@@ -78,7 +93,7 @@ fn max_outstanding_output_bytes(threads: usize, batch_bytes: usize) -> usize {
 
 impl Batch {
     fn new(first_index: u64) -> Self {
-        Batch { first_index, members: Vec::new(), member_bytes: 0, out_bytes: 0 }
+        Batch { first_index, members: Vec::new(), member_bytes: 0, out_bytes: 0, read_from: None }
     }
 }
 
@@ -107,6 +122,8 @@ struct Decoded {
     on_gpu: OnGpu,
     /// On failure: what failed, at which member's index.
     result: std::result::Result<Output, (BatchFailure, u64, Output)>,
+    /// What the task read itself: the buffer, where from, and the read's result.
+    read: Option<(AlignedBuf, WorkerRead, std::io::Result<usize>)>,
 }
 
 enum BatchFailure {
@@ -116,6 +133,8 @@ enum BatchFailure {
     Target(std::io::Error),
     /// The GPU did not decode (with `--no-fallback`).
     Device(String),
+    /// The task's read of its members failed or came short (`Decoded::read` says how).
+    Read,
 }
 
 /// Shared by every file of a job.
@@ -249,7 +268,7 @@ fn run_job_on(
     let mut finished: Vec<TargetWriter> = Vec::new();
     let abandon_all = |finished: Vec<TargetWriter>| finished.into_iter().for_each(TargetWriter::abandon);
     for (source, target) in items {
-        let (mut f, writer) = match run_file(&mut ctx, source, target.as_ref()) {
+        let (mut f, writer, worker_reads) = match run_file(&mut ctx, source, target.as_ref()) {
             Ok(done) => done,
             Err(e) => {
                 abandon_all(finished);
@@ -257,7 +276,9 @@ fn run_job_on(
             }
         };
         finished.extend(writer);
-        set_engine(&mut f.read_path, ctx.engine.kind(), &note);
+        if !worker_reads {
+            set_engine(&mut f.read_path, ctx.engine.kind(), &note);
+        }
         if let Some(w) = f.write_path.as_mut() {
             set_engine(w, ctx.engine.kind(), &note);
         }
@@ -393,6 +414,8 @@ struct FileState<'p> {
     /// An encrypted source: its cipher (reads are its sealed blocks, opened
     /// as they arrive).
     cipher: Option<Arc<FileCipher>>,
+    /// The workers read their members themselves ([`split_for_reading_workers`]).
+    worker_reads: bool,
 }
 
 impl FileState<'_> {
@@ -409,8 +432,9 @@ impl FileState<'_> {
 }
 
 /// Decodes one file. On success its target (if any) is durable under its
-/// temporary name; the caller puts it in place.
-fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<(FileReport, Option<TargetWriter>)> {
+/// temporary name; the caller puts it in place. The flag: the workers read
+/// the source themselves (its read path says so already).
+fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<(FileReport, Option<TargetWriter>, bool)> {
     let cipher = open_cipher(source, ctx.key.as_deref())?;
     // Sealed blocks sit at unaligned offsets: an encrypted source is read through the page cache.
     let src = open_source_checked(source, ctx.common.direct && cipher.is_none())?;
@@ -426,6 +450,21 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         None => (None, None),
     };
     crate::job::copy_memory_files_on_kernel_workers(ctx.engine, &src, writer.as_ref());
+    // A plain file of a memory file system, of a known size, decoded on the
+    // CPU by workers that take every core: each worker reads its batch's
+    // members (with a core left, io_uring's kernel workers copy beside
+    // them; docs/tuning.md#worker-reads).
+    let every_core = ctx.workers.threads() >= std::thread::available_parallelism().map_or(1, |n| n.get());
+    let worker_reads = cipher.is_none()
+        && ctx.gpu.is_none()
+        && src.kind.size_bytes().is_some()
+        && src.in_memory()
+        && crate::cpu_pass::worker_reads_setting().unwrap_or(every_core);
+    if worker_reads {
+        read_path.engine = EngineKind::Syscalls;
+        let why = read_path.fallback_reason.take().unwrap_or_else(|| "a memory file system".into());
+        read_path.fallback_reason = Some(format!("{why}; each worker reads its own members (pread), the orchestrator only their headers"));
+    }
     let mapped = writer.as_ref().and_then(|w| map_target(w, &src, ctx.workers.threads()));
     let mut write_path = write_path;
     if let (Some(p), Some(m)) = (write_path.as_mut(), &mapped) {
@@ -449,6 +488,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         reads_in_flight: 0,
         arrived: BTreeMap::new(),
         cipher,
+        worker_reads,
     };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
@@ -491,7 +531,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
                 members_on_device: None,
                 durability: writer.as_ref().and_then(|w| w.durability_report()),
             };
-            Ok((report, writer))
+            Ok((report, writer, st.worker_reads))
         }
         Err(e) => {
             if let Some(w) = st.writer.take() {
@@ -582,7 +622,23 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
 }
 
 impl Ctx<'_> {
-    fn members_done(&mut self, st: &mut FileState, d: Decoded) {
+    fn members_done(&mut self, st: &mut FileState, mut d: Decoded) {
+        if let Some((buf, from, result)) = d.read.take() {
+            self.cache.put(buf);
+            match crate::job::check_read(st.path, result, from.offset, d.member_bytes, Some(from.size)) {
+                // The kernel's copy out of the memory file's pages, on the worker.
+                Ok(n) => crate::record_read_by(&self.ledger, &st.path.display().to_string(), st.via, &MemoryDomain::host_unplaced(), n as u64, CpuRole::Compute),
+                Err(e) => {
+                    let (Ok(out) | Err((_, _, out))) = d.result;
+                    if let Output::Buf(b) = out {
+                        self.cache.put(b);
+                    }
+                    st.outstanding_out_bytes -= d.declared_out_bytes;
+                    st.fail(d.first_index, e);
+                    return;
+                }
+            }
+        }
         match d.result {
             Ok(out) => {
                 // Decoded into host memory: a buffer, or the target's pages in the page cache.
@@ -625,6 +681,7 @@ impl Ctx<'_> {
                     BatchFailure::Member(e, offset) => member_error(st.path, index, offset, e),
                     BatchFailure::Target(e) => st.writer.as_ref().expect("a mapped target has a writer").io_error(e),
                     BatchFailure::Device(detail) => JobError::Device { detail },
+                    BatchFailure::Read => JobError::Internal(format!("{}: a worker's read failed, and its result said it did not", st.path.display())),
                 };
                 st.fail(index, e);
             }
@@ -656,33 +713,46 @@ impl Ctx<'_> {
         };
         st.outstanding_out_bytes += batch.out_bytes;
         let gpu = self.gpu.clone();
+        let mut read_buf = batch.read_from.is_some().then(|| self.cache.get(batch.member_bytes.max(1)));
         self.workers.submit(move |_| {
-            let Batch { first_index, members, member_bytes, out_bytes } = batch;
-            let count = members.len() as u64;
-            let done = |result, on_gpu| Decoded { first_index, count, member_bytes, declared_out_bytes: out_bytes, on_gpu, result };
-            let dst: &mut [u8] = match &mut out {
-                Output::Buf(b) => b.spare_mut(),
-                Output::Mapped { map, at, len } => {
-                    if let Err(e) = map.allocate(*at, *len) {
-                        return done(Err((BatchFailure::Target(e), first_index, out)), OnGpu::default());
-                    }
-                    // SAFETY: the range was grown above, allocated just now,
-                    // and is this batch's alone (each batch gets the next
-                    // `out_bytes` of the file).
-                    unsafe { map.range(*at, *len) }
+            let Batch { first_index, members, member_bytes, out_bytes, read_from } = batch;
+            // The members' bytes, where this task reads them itself.
+            let read = match (read_from, read_buf.as_mut()) {
+                (Some(from), Some(buf)) => {
+                    let r = peerpath_io::pread_full(from.file.as_raw_fd(), &mut buf.spare_mut()[..member_bytes], from.offset);
+                    buf.set_len(*r.as_ref().unwrap_or(&0));
+                    Some((from, r))
+                }
+                _ => None,
+            };
+            let decoded = if read.as_ref().is_some_and(|(_, r)| r.as_ref().ok() != Some(&member_bytes)) {
+                Err((BatchFailure::Read, first_index))
+            } else {
+                let read_bytes: &[u8] = read_buf.as_deref().unwrap_or(&[]);
+                match &mut out {
+                    Output::Buf(b) => decode_batch(gpu.as_deref(), first_index, &members, read_bytes, &mut b.spare_mut()[..out_bytes]),
+                    Output::Mapped { map, at, len } => match map.allocate(*at, *len) {
+                        Err(e) => Err((BatchFailure::Target(e), first_index)),
+                        // SAFETY: the range was grown above, allocated just now,
+                        // and is this batch's alone (each batch gets the next
+                        // `out_bytes` of the file).
+                        Ok(()) => decode_batch(gpu.as_deref(), first_index, &members, read_bytes, &mut unsafe { map.range(*at, *len) }[..out_bytes]),
+                    },
                 }
             };
             // On success a member fills exactly its declared bytes
             // (`decode_member` checks, as the GPU's check does), so a batch fills its range.
-            match decode_batch(gpu.as_deref(), first_index, &members, &mut dst[..out_bytes]) {
+            let (result, on_gpu) = match decoded {
                 Ok(on_gpu) => {
                     if let Output::Buf(b) = &mut out {
                         b.set_len(out_bytes);
                     }
-                    done(Ok(out), on_gpu)
+                    (Ok(out), on_gpu)
                 }
-                Err((failure, index)) => done(Err((failure, index, out)), OnGpu::default()),
-            }
+                Err((failure, index)) => (Err((failure, index, out)), OnGpu::default()),
+            };
+            let read = read.map(|(from, r)| (read_buf.expect("a buffer for the read"), from, r));
+            Decoded { first_index, count: members.len() as u64, member_bytes, declared_out_bytes: out_bytes, on_gpu, result, read }
         });
     }
 }
@@ -692,16 +762,16 @@ type BatchMember = (MemberHeader, MemberBytes, u64, usize);
 /// Decodes a batch's members back to back into `dst` (their declared
 /// sizes): on the GPU where there is one (each member it did not decode is
 /// decoded on the CPU, which names a bad member's error), else on the CPU.
-fn decode_batch(gpu: Option<&GpuDecoder>, first_index: u64, members: &[BatchMember], dst: &mut [u8]) -> std::result::Result<OnGpu, (BatchFailure, u64)> {
+fn decode_batch(gpu: Option<&GpuDecoder>, first_index: u64, members: &[BatchMember], read: &[u8], dst: &mut [u8]) -> std::result::Result<OnGpu, (BatchFailure, u64)> {
     let on_cpu = |k: usize, (header, bytes, offset, _): &BatchMember, out: &mut [u8]| {
-        decode_member(header, bytes.bytes(), out).map(|_| ()).map_err(|e| (BatchFailure::Member(e, *offset), first_index + k as u64))
+        decode_member(header, bytes.bytes(read), out).map(|_| ()).map_err(|e| (BatchFailure::Member(e, *offset), first_index + k as u64))
     };
     if let Some(g) = gpu {
         if !g.usable() {
             g.after_failure(members.len() as u64);
         } else {
             // Empty members (nothing to launch for) stay on the CPU.
-            let view: Vec<peerpath_gpu::Member> = members.iter().filter(|m| m.3 > 0).map(|(_, b, _, n)| peerpath_gpu::Member { bytes: b.bytes(), out_len: *n }).collect();
+            let view: Vec<peerpath_gpu::Member> = members.iter().filter(|m| m.3 > 0).map(|(_, b, _, n)| peerpath_gpu::Member { bytes: b.bytes(read), out_len: *n }).collect();
             match g.inflater.decode(&view, dst) {
                 Ok(verdicts) => {
                     let mut verdicts = verdicts.into_iter();
@@ -712,7 +782,7 @@ fn decode_batch(gpu: Option<&GpuDecoder>, first_index: u64, members: &[BatchMemb
                             (0, _) => on_cpu(k, m, &mut dst[pos..pos])?,
                             (_, None) => {
                                 on_gpu.members += 1;
-                                on_gpu.in_bytes += m.1.bytes().len() as u64;
+                                on_gpu.in_bytes += m.1.bytes(read).len() as u64;
                                 on_gpu.out_bytes += out_len as u64;
                             }
                             (_, Some(why)) => {
@@ -781,6 +851,9 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         let reader = src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
         return stream_from(ctx, st, reader, 0, 0, DecodeMode::StreamingPipe);
     };
+    if st.worker_reads {
+        return split_for_reading_workers(ctx, src, st, file_size);
+    }
     // Offsets below are the plaintext's: the file's, or (encrypted) what its blocks hold.
     let size = st.cipher.as_ref().map_or(file_size, |c| c.layout().plaintext_bytes);
     let unit = st.unit();
@@ -907,7 +980,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 ctx.ledger.record_copy(host.clone(), host, Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Reassemble, v.len() as u64);
                 MemberBytes::Copied(v)
             });
-            let out_len = match declared_output_bytes(&header, bytes.bytes()) {
+            let out_len = match declared_output_bytes(&header, bytes.bytes(&[])) {
                 Ok(n) => n,
                 Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
             };
@@ -924,6 +997,96 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
         // Waiting for data: do not let workers idle on a half-full batch.
         if blocked && ctx.workers.in_flight() < ctx.workers.threads() {
             ctx.submit_batch(st, std::mem::replace(&mut batch, Batch::new(index)));
+        }
+        ctx.clock.spent("splitting members into batches", t.elapsed());
+        pump(ctx, st, None)?;
+    }
+}
+
+/// [`decode_file`] for a plain file of a memory file system (`size` bytes
+/// when opened): the orchestrator reads only each member's header and its
+/// trailer's size (one `pread` a member: this member's trailer and the next
+/// one's header), each worker reads its batch's members itself. A read of
+/// such a file is the kernel's copy out of its pages on whichever thread
+/// asks; through the I/O engine all of them ran on io_uring's kernel
+/// workers, which wait for a core where there are as many workers as cores
+/// (docs/tuning.md#worker-reads). Same errors and the same member checks
+/// as the window's path; nothing here is copied twice.
+fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState, size: u64) -> Result<Option<DecodeMode>> {
+    let file = Arc::new(src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?);
+    let fd = file.as_raw_fd();
+    // The bytes at `at`, at most `len` of them: the orchestrator's small
+    // reads, checked as every read is (a shrunk or grown source is an error).
+    let peek = |at: u64, len: usize| -> Result<Vec<u8>> {
+        let mut v = vec![0u8; len.min(size.saturating_sub(at) as usize + 1)];
+        let n = crate::job::check_read(st.path, peerpath_io::pread_full(fd, &mut v, at), at, len, Some(size))?;
+        v.truncate(n);
+        Ok(v)
+    };
+    let batch_from = |index: u64, offset: u64| Batch { read_from: Some(WorkerRead { file: file.clone(), offset, size }), ..Batch::new(index) };
+    let (mut pos, mut index) = (0u64, 0u64);
+    // What lies at `pos`: the next member's header, or the end.
+    let mut head = peek(0, HEADER_PEEK_BYTES)?;
+    let max_tasks = ctx.workers.threads() * 2 + 1;
+    let mut batch = batch_from(0, 0);
+    loop {
+        if st.first_error.is_some() {
+            return Ok(None);
+        }
+        let t = Instant::now();
+        let writes_in_flight = |st: &FileState| st.writer.as_ref().map_or(0, |w| w.writes_in_flight);
+        while ctx.workers.in_flight() < max_tasks
+            && st.outstanding_out_bytes < max_outstanding_output_bytes(ctx.workers.threads(), ctx.batch_bytes)
+            && writes_in_flight(st) < max_tasks
+        {
+            let avail = size - pos;
+            if avail == 0 {
+                if index == 0 {
+                    return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
+                }
+                ctx.submit_batch(st, batch);
+                return Ok(Some(DecodeMode::Parallel { members: index, threads: ctx.workers.threads() }));
+            }
+            let header = match MemberHeader::parse(&head) {
+                Ok(h) => h,
+                Err(HeaderError::Truncated { .. }) if (head.len() as u64) < avail => {
+                    // A long name or comment: let the streaming decoder read it.
+                    ctx.submit_batch(st, batch);
+                    return switch_to_stream(ctx, st, src, pos, index, "a header longer than the parallel reader peeks");
+                }
+                Err(HeaderError::NotGzip(..)) if index > 0 => {
+                    ctx.submit_batch(st, batch);
+                    return switch_to_stream(ctx, st, src, pos, index, "data after the last member");
+                }
+                Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e.into())),
+            };
+            let Some(sizes) = header.sizes else {
+                let why = if index == 0 { "members do not declare their sizes (not made by peerpath or bgzip)" } else { "a member without a size field" };
+                ctx.submit_batch(st, batch);
+                return switch_to_stream(ctx, st, src, pos, index, why);
+            };
+            let member_bytes = sizes.member_bytes();
+            if member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) && member_bytes as u64 <= avail {
+                ctx.submit_batch(st, batch);
+                return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
+            }
+            // This member's trailer (its last 8 bytes) and what follows it, in one read.
+            let whole = member_bytes >= header.header_bytes + 8 && member_bytes as u64 <= avail;
+            let next = if whole { peek(pos + member_bytes as u64 - 8, 8 + HEADER_PEEK_BYTES)? } else { Vec::new() };
+            let out_len = match peerpath_func::gzip::declared_output_bytes_from(&header, avail.min(usize::MAX as u64) as usize, |_| u32::from_le_bytes(next[4..8].try_into().expect("4 bytes"))) {
+                Ok(n) => n,
+                Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
+            };
+            let at = batch.member_bytes;
+            batch.members.push((header, MemberBytes::InRead(at..at + member_bytes), pos, out_len));
+            batch.member_bytes += member_bytes;
+            batch.out_bytes += out_len;
+            pos += member_bytes as u64;
+            index += 1;
+            head = next[8..].to_vec();
+            if batch.out_bytes >= ctx.batch_bytes {
+                ctx.submit_batch(st, std::mem::replace(&mut batch, batch_from(index, pos)));
+            }
         }
         ctx.clock.spent("splitting members into batches", t.elapsed());
         pump(ctx, st, None)?;
