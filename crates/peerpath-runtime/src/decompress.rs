@@ -929,25 +929,14 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 continue;
             }
             let head = window.copy(pos, (avail as usize).min(HEADER_PEEK_BYTES));
-            let header = match MemberHeader::parse(&head) {
-                Ok(h) => h,
-                Err(HeaderError::Truncated { .. }) if head.len() < avail as usize || !at_eof => {
-                    // A long name or comment: let the streaming decoder read it.
+            let (header, member_bytes) = match member_at(st.path, &head, head.len() < avail as usize || !at_eof, index, pos) {
+                AtHeader::Member(h, n) => (h, n),
+                AtHeader::Stream(why) => {
                     ctx.submit_batch(st, batch);
-                    return switch_to_stream(ctx, st, src, pos, index, "a header longer than the parallel reader peeks");
+                    return switch_to_stream(ctx, st, src, pos, index, why);
                 }
-                Err(HeaderError::NotGzip(..)) if index > 0 => {
-                    ctx.submit_batch(st, batch);
-                    return switch_to_stream(ctx, st, src, pos, index, "data after the last member");
-                }
-                Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e.into())),
+                AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
-            let Some(sizes) = header.sizes else {
-                let why = if index == 0 { "members do not declare their sizes (not made by peerpath or bgzip)" } else { "a member without a size field" };
-                ctx.submit_batch(st, batch);
-                return switch_to_stream(ctx, st, src, pos, index, why);
-            };
-            let member_bytes = sizes.member_bytes();
             if member_bytes as u64 > avail {
                 if at_eof {
                     let e = MemberError::Truncated { declared: member_bytes, available: avail as usize };
@@ -1047,25 +1036,14 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
                 ctx.submit_batch(st, batch);
                 return Ok(Some(DecodeMode::Parallel { members: index, threads: ctx.workers.threads() }));
             }
-            let header = match MemberHeader::parse(&head) {
-                Ok(h) => h,
-                Err(HeaderError::Truncated { .. }) if (head.len() as u64) < avail => {
-                    // A long name or comment: let the streaming decoder read it.
+            let (header, member_bytes) = match member_at(st.path, &head, (head.len() as u64) < avail, index, pos) {
+                AtHeader::Member(h, n) => (h, n),
+                AtHeader::Stream(why) => {
                     ctx.submit_batch(st, batch);
-                    return switch_to_stream(ctx, st, src, pos, index, "a header longer than the parallel reader peeks");
+                    return switch_to_stream(ctx, st, src, pos, index, why);
                 }
-                Err(HeaderError::NotGzip(..)) if index > 0 => {
-                    ctx.submit_batch(st, batch);
-                    return switch_to_stream(ctx, st, src, pos, index, "data after the last member");
-                }
-                Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e.into())),
+                AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
-            let Some(sizes) = header.sizes else {
-                let why = if index == 0 { "members do not declare their sizes (not made by peerpath or bgzip)" } else { "a member without a size field" };
-                ctx.submit_batch(st, batch);
-                return switch_to_stream(ctx, st, src, pos, index, why);
-            };
-            let member_bytes = sizes.member_bytes();
             if member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) && member_bytes as u64 <= avail {
                 ctx.submit_batch(st, batch);
                 return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
@@ -1164,6 +1142,34 @@ fn open_cipher(source: &Path, key: Option<&peerpath_func::crypt::Key>) -> Result
 
 /// A member-level error found while splitting: members before it still get
 /// decoded (so the report names the first bad member), then the file fails.
+/// What the member header at the splitting position says to do.
+enum AtHeader {
+    /// A member that declares its sizes: the header and its bytes.
+    Member(MemberHeader, usize),
+    /// Decode the rest streaming, for this reason.
+    Stream(&'static str),
+    Fail(JobError),
+}
+
+/// Reads the header of member `index` at `pos` from `head` (the bytes
+/// there, as far as the reader peeks; `more`: the file goes on past them).
+fn member_at(path: &Path, head: &[u8], more: bool, index: u64, pos: u64) -> AtHeader {
+    match MemberHeader::parse(head) {
+        Ok(h) => match h.sizes {
+            Some(sizes) => {
+                let n = sizes.member_bytes();
+                AtHeader::Member(h, n)
+            }
+            None if index == 0 => AtHeader::Stream("members do not declare their sizes (not made by peerpath or bgzip)"),
+            None => AtHeader::Stream("a member without a size field"),
+        },
+        // A long name or comment: let the streaming decoder read it.
+        Err(HeaderError::Truncated { .. }) if more => AtHeader::Stream("a header longer than the parallel reader peeks"),
+        Err(HeaderError::NotGzip(..)) if index > 0 => AtHeader::Stream("data after the last member"),
+        Err(e) => AtHeader::Fail(member_error(path, index, pos, e.into())),
+    }
+}
+
 fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: JobError) -> Result<Option<DecodeMode>> {
     ctx.submit_batch(st, batch);
     st.fail(index, error);
