@@ -342,13 +342,15 @@ impl Nic {
     /// socket and memory paths and size are appended) with `bytes` of memory.
     pub fn start(program: &Path, args: &[&str], bytes: u64, max_object: u64) -> Result<Nic, String> {
         // Files, not a directory: the NIC removes its socket when this
-        // process is gone, even killed, and then nothing is left.
-        let name = format!("peerpath-nic-{}", std::process::id());
+        // process is gone, even killed, and then nothing is left. Named by
+        // process and by NIC within it (a library may start several).
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!("peerpath-nic-{}-{}", std::process::id(), STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let socket = std::env::temp_dir().join(format!("{name}.sock"));
         let shm = Path::new("/dev/shm");
         let memory = if shm.is_dir() { shm } else { socket.parent().unwrap_or(shm) }.join(format!("{name}.mem"));
-        // Files named with this process's id are a dead process's (ids are
-        // unique among the living); a stale socket would refuse the bind.
+        // Files of this name are a dead process's (process ids are unique
+        // among the living); a stale socket would refuse the bind.
         for stale in [&socket, &memory] {
             let _ = std::fs::remove_file(stale);
         }
