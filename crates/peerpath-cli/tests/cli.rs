@@ -647,6 +647,7 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
     let p = purposes(&r);
     assert!(p.contains(&("zero_pages".into(), "cpu".into(), data.len() as u64)), "{p:?}");
     assert!(!p.iter().any(|(what, mover, _)| what == "write_target" && mover == "cpu"), "no write copy: {p:?}");
+    assert!(!p.iter().any(|(what, mover, _)| what == "write_target" && mover == "dma"), "a memory file's pages go to no storage: {p:?}");
     check_pipeline(&r, "mapped decompress");
     // Its pages allocated by one thread ahead of the workers (1 worker: a core is left
     // for it), or by each worker (as many workers as cores, or asked for); same bytes.

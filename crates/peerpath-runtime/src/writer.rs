@@ -317,9 +317,10 @@ impl TargetWriter {
         self.logical_len += n;
         self.bytes_written += n;
         let page_cache = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
-        // Each fresh page is zeroed by the kernel when a worker faults it in, then written.
-        ledger.record(page_cache.clone(), page_cache.clone(), Mover::Cpu { role: CpuRole::Compute }, Purpose::ZeroPages, 0, n);
-        ledger.record_copy(page_cache, self.target_location.clone(), Mover::Dma { engine: "storage controller".into() }, Purpose::WriteTarget, n);
+        // Each fresh page is zeroed by the kernel when a worker faults it in,
+        // then decoded into (the function's own entry). The pages are the
+        // memory file itself: nothing moves them to storage (no DMA).
+        ledger.record(page_cache.clone(), page_cache, Mover::Cpu { role: CpuRole::Compute }, Purpose::ZeroPages, 0, n);
     }
 
     /// Called for each completed write of this target.
