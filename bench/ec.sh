@@ -4,8 +4,8 @@
 # Usage: bench/ec.sh [--k 4] [--m 2] [--unit-kib 1024] [--rounds 5] [--size-mib 512]
 #                    [--scratch DIR] [--out FILE]
 #
-# Builds erasure_code_perf from the ISA-L source peerpath links (isal-sys in cargo's
-# registry) with fragments of UNIT bytes (TEST_CUSTOM), against the libisal.a of the
+# Builds erasure_code_perf from the ISA-L source peerpath links (vendor/isal-sys, else
+# isal-sys in cargo's registry) with fragments of UNIT bytes (TEST_CUSTOM), against the libisal.a of the
 # release build. Each round runs, in order: erasure_code_perf -k K -p M -e M (encode and
 # decode of M lost fragments, 1 thread, cache-warm buffers), peerpath ec encode of a
 # SIZE file with --unit UNIT (coded in slices that fit in cache; ISA-L is run with that
@@ -28,7 +28,8 @@ while [ $# -gt 0 ]; do
 done
 cargo build --release --locked -q -p peerpath-cli
 pp=target/release/peerpath
-isal=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/isal-sys-*/isa-l | tail -1)
+# The ISA-L source peerpath builds: vendored (vendor/isal-sys, patched), else the registry's.
+isal=$( (ls -d vendor/isal-sys/isa-l "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/isal-sys-*/isa-l 2>/dev/null || true) | head -1)
 lib=$(ls target/release/build/isal-sys-*/out/lib/libisal.a | head -1)
 scratch=${scratch:-/dev/shm}/.bench-ec.$$
 mkdir -p "$scratch"
@@ -68,7 +69,7 @@ pct() { awk -v x="$(median "$1")" -v y="$(median "$2")" 'BEGIN { printf "%.0f %%
 echo "# Erasure coding RS($k, $m), ${unit_kib} KiB units: peerpath beside ISA-L's erasure_code_perf, $(date -u +%F)"
 echo
 echo "Machine: $(uname -n), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -r)."
-echo "ISA-L: $(basename "$(dirname "$isal")") (the library peerpath links). Data: ${size_mib} MiB of random bytes in $(dirname "$scratch")."
+echo "ISA-L: $isal (the source of the library peerpath links). Data: ${size_mib} MiB of random bytes in $(dirname "$scratch")."
 echo "Command: \`bench/ec.sh --k $k --m $m --unit-kib $unit_kib --rounds $rounds --size-mib $size_mib\`; median of $rounds rounds, one thread, measured on this host's CPU."
 echo
 echo "| row | GB/s (median; ISA-L's byte count) | peerpath / ISA-L |"

@@ -493,7 +493,7 @@ pub(crate) fn shard_name(i: usize) -> String {
 /// Bytes of each unit coded at a time: `n` slices fit in 512 KiB (a core's
 /// L2 with room to spare), a multiple of 4 KiB, at most the unit.
 fn encode_slice_bytes(n: usize, unit: usize) -> usize {
-    ((512 << 10) / n / 4096 * 4096).max(4096).min(unit)
+    peerpath_func::ec::coding_slice_bytes(n).min(unit)
 }
 
 /// Reads `buf.len()` bytes at `at`, or up to the end of the file with
