@@ -51,6 +51,7 @@ for ((r = 0; r < rounds; r++)); do
     grep '^erasure_code_decode' "$scratch/isal.txt" | mbs >> "$scratch/isal.dec"
     "$scratch/erasure_code_perf.$slice" -k "$k" -p "$m" -e "$m" > "$scratch/isal-slice.txt"
     grep '^erasure_code_encode' "$scratch/isal-slice.txt" | mbs >> "$scratch/isal.enc.slice"
+    grep '^erasure_code_decode' "$scratch/isal-slice.txt" | mbs >> "$scratch/isal.dec.slice"
     rm -rf "$scratch/set"
     "$pp" ec encode "$scratch/in" -k "$k" -m "$m" --unit "$unit" -o "$scratch/set" --json > "$scratch/e.json"
     field coding_gb_per_s < "$scratch/e.json" >> "$scratch/pp.enc"
@@ -78,7 +79,8 @@ echo "| erasure_code_perf encode, ${unit_kib} KiB fragments | $(median isal.enc)
 echo "| erasure_code_perf encode, $((slice >> 10)) KiB fragments (peerpath's slice) | $(median isal.enc.slice) | |"
 echo "| peerpath ec encode: coding (in $((slice >> 10)) KiB slices of ${unit_kib} KiB units) | $(median pp.enc) | $(pct pp.enc isal.enc) of the first, $(pct pp.enc isal.enc.slice) of the second |"
 echo "| erasure_code_perf decode ($m lost), ${unit_kib} KiB fragments | $(median isal.dec) | |"
-echo "| peerpath ec repair ($m lost): coding | $(median pp.rep) | $(pct pp.rep isal.dec) |"
+echo "| erasure_code_perf decode ($m lost), $((slice >> 10)) KiB fragments (peerpath's slice) | $(median isal.dec.slice) | |"
+echo "| peerpath ec repair ($m lost): coding (in $((slice >> 10)) KiB slices of ${unit_kib} KiB units) | $(median pp.rep) | $(pct pp.rep isal.dec) of the first, $(pct pp.rep isal.dec.slice) of the second |"
 echo "| peerpath ec encode: whole run (source bytes / wall) | $(median pp.enc.whole) | |"
 echo "| peerpath ec repair: whole run (source bytes / wall) | $(median pp.rep.whole) | |"
 } | tee ${out:+"$out"}

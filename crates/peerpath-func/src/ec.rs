@@ -75,17 +75,30 @@ impl RsCode {
     /// (`survivors[i]` = (index, bytes), distinct, not missing) into `out`
     /// (one buffer per missing shard, in the order of `missing`).
     pub fn reconstruct(&self, survivors: &[(usize, &[u8])], missing: &[usize], out: &mut [&mut [u8]]) -> Result<(), String> {
+        let k = self.k;
+        if survivors.len() < k {
+            return Err(format!("{} shards survive; {k} are needed", survivors.len()));
+        }
+        let survivors = &survivors[..k];
+        let decoder = self.decoder(&survivors.iter().map(|s| s.0).collect::<Vec<_>>(), missing)?;
+        decoder.decode(&survivors.iter().map(|s| s.1).collect::<Vec<_>>(), out);
+        Ok(())
+    }
+
+    /// The decoder that rebuilds the shards `missing` (indices 0..k+m) from
+    /// the first `k` of `survivors` (distinct indices, none missing): the
+    /// matrix inversion and ISA-L's tables, made once for every stripe that
+    /// lost the same shards.
+    pub fn decoder(&self, survivors: &[usize], missing: &[usize]) -> Result<Decoder, String> {
         let (k, n) = (self.k, self.k + self.m);
         if survivors.len() < k {
             return Err(format!("{} shards survive; {k} are needed", survivors.len()));
         }
         let survivors = &survivors[..k];
-        let len = survivors[0].1.len();
-        assert!(survivors.iter().all(|s| s.1.len() == len && s.0 < n) && out.iter().all(|o| o.len() == len));
-        assert_eq!(missing.len(), out.len());
+        assert!(survivors.iter().chain(missing).all(|&i| i < n) && missing.len() <= self.m);
         // The k x k rows of the survivors, inverted: data = inverse x survivors.
         let mut b = Vec::with_capacity(k * k);
-        for &(i, _) in survivors {
+        for &i in survivors {
             b.extend_from_slice(&self.matrix[i * k..(i + 1) * k]);
         }
         let mut inverse = vec![0u8; k * k];
@@ -110,20 +123,43 @@ impl RsCode {
         let mut tables = vec![0u8; 32 * k * missing.len()];
         // SAFETY: `rows` holds missing.len() x k bytes; the tables 32 x k x missing.len().
         unsafe { ec_init_tables(k as c_int, missing.len() as c_int, rows.as_mut_ptr(), tables.as_mut_ptr()) };
+        Ok(Decoder { k, rows: missing.len(), tables })
+    }
+}
+
+/// Rebuilds a fixed set of lost shards from a fixed set of survivors
+/// (`RsCode::decoder`).
+#[derive(Clone, Debug)]
+pub struct Decoder {
+    k: usize,
+    rows: usize,
+    tables: Vec<u8>,
+}
+
+impl Decoder {
+    /// Rebuilds the lost shards into `out` (in the order they were named)
+    /// from the survivors' bytes (`k` of one length, in the order named).
+    pub fn decode(&self, survivors: &[&[u8]], out: &mut [&mut [u8]]) {
+        let len = survivors.first().map_or(0, |s| s.len());
+        assert!(survivors.len() == self.k && out.len() == self.rows, "k survivors and one output per lost shard");
+        assert!(survivors.iter().all(|s| s.len() == len) && out.iter().all(|o| o.len() == len), "shards of one length");
         // Coded in slices whose inputs and outputs together fit a core's L2
         // (as `ec encode` codes its stripes): one pass over 1 MiB units ran at
         // 79 % of ISA-L's own decode benchmark (bench/results/2026-11-26-ec-2cpu).
-        let slice = coding_slice_bytes(k + missing.len()).min(len.max(1));
+        if self.rows == 0 {
+            return;
+        }
+        let slice = coding_slice_bytes(self.k + self.rows).min(len.max(1));
+        let mut tables = self.tables.clone();
         for at in (0..len).step_by(slice) {
             let n = slice.min(len - at);
-            let mut inputs: Vec<*mut u8> = survivors.iter().map(|s| s.1[at..].as_ptr() as *mut u8).collect();
+            let mut inputs: Vec<*mut u8> = survivors.iter().map(|s| s[at..].as_ptr() as *mut u8).collect();
             let mut outputs: Vec<*mut u8> = out.iter_mut().map(|o| o[at..].as_mut_ptr()).collect();
-            // SAFETY: k readable survivors and missing.len() writable outputs, each with
-            // at least `n` bytes from these pointers (`at + n <= len`, lengths checked
-            // above); ISA-L reads the inputs and writes the outputs only.
-            unsafe { ec_encode_data(n as c_int, k as c_int, missing.len() as c_int, tables.as_mut_ptr(), inputs.as_mut_ptr(), outputs.as_mut_ptr()) };
+            // SAFETY: k readable survivors and `rows` writable outputs, each with at least
+            // `n` bytes from these pointers (`at + n <= len`, lengths checked above); ISA-L
+            // reads the inputs and writes the outputs only; the tables are 32 * k * rows bytes.
+            unsafe { ec_encode_data(n as c_int, self.k as c_int, self.rows as c_int, tables.as_mut_ptr(), inputs.as_mut_ptr(), outputs.as_mut_ptr()) };
         }
-        Ok(())
     }
 }
 
