@@ -563,6 +563,9 @@ fn a_memory_file_systems_gzip_is_read_by_the_decoding_workers() {
     assert_eq!(reads.iter().map(|e| e["bytes_read"].as_u64().unwrap()).sum::<u64>(), std::fs::metadata(&gz).unwrap().len(), "every byte read once");
     assert!(r["ledger"]["entries"].as_array().unwrap().iter().all(|e| e["purpose"] != "reassemble"), "no member copied together: {}", r["ledger"]);
     assert_file_eq(&out.path().join("w"), &data, "worker reads");
+    assert_eq!(r["memory"]["read_pool_peak_buffers"], 0, "the read pool is not used: {}", r["memory"]);
+    let text = run(pp(args!["decompress", &gz, "-o", out.path().join("t"), "-T", "2"]).env("PEERPATH_WORKER_READS", "1")).ok();
+    assert!(text.describe().contains("read pool not used"), "{}", text.describe());
     let r = run(pp(args!["decompress", &gz, "-o", out.path().join("e"), "-T", "2", "--json"]).env("PEERPATH_WORKER_READS", "0")).ok().json();
     assert!(!read_line(&r).contains("own members"), "{}", read_line(&r));
     assert_file_eq(&out.path().join("e"), &data, "engine reads");

@@ -558,7 +558,17 @@ impl JobReport {
     fn render_memory(&self, s: &mut String) {
         let m = &self.memory;
         // (Nothing to say when devices did all the work in their own memory.)
-        if m.read_pool_buffers > 0 || m.peak_owned_buffer_bytes > 0 {
+        if m.read_pool_buffers > 0 && m.read_pool_peak_buffers == 0 {
+            // (The workers read into their own buffers, or nothing was read: the pool's
+            // mapping was never touched, so it took address space, not memory.)
+            let _ = writeln!(
+                s,
+                "  buffers       read pool not used ({} x {} mapped, never touched); peak other buffers {}",
+                m.read_pool_buffers,
+                human_bytes_exact((m.read_pool_bytes / m.read_pool_buffers) as u64),
+                human_bytes_exact(m.peak_owned_buffer_bytes as u64)
+            );
+        } else if m.read_pool_buffers > 0 || m.peak_owned_buffer_bytes > 0 {
             let _ = writeln!(
                 s,
                 "  buffers       read pool {} x {} = {} (at most {} in use at once); peak other buffers {}",
@@ -569,7 +579,9 @@ impl JobReport {
                 human_bytes_exact(m.peak_owned_buffer_bytes as u64)
             );
         }
-        if let Some(f) = m.fixed_buffers.as_ref().filter(|f| f.registered_bytes == 0 && f.refused.is_none()) {
+        if m.fixed_buffers.as_ref().is_some_and(|f| f.registered_bytes == 0 && f.refused.is_none() && f.fixed_transfers + f.other_transfers == 0) {
+            let _ = writeln!(s, "  registered    nothing with io_uring: no transfer went through it");
+        } else if let Some(f) = m.fixed_buffers.as_ref().filter(|f| f.registered_bytes == 0 && f.refused.is_none()) {
             let _ = writeln!(
                 s,
                 "  registered    nothing with io_uring: the {} transfers moved memory that is never registered (P2P memory, one-off buffers)",
