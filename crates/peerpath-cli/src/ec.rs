@@ -558,10 +558,6 @@ impl Stripe {
         }
     }
 
-    fn survivors(&self) -> Vec<(usize, &[u8])> {
-        self.units.iter().enumerate().filter(|(i, _)| self.good[*i]).map(|(i, u)| (i, u.as_slice())).collect()
-    }
-
     fn bad(&self) -> Vec<usize> {
         (0..self.good.len()).filter(|&i| !self.good[i]).collect()
     }
@@ -727,37 +723,44 @@ fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
     Ok(())
 }
 
-/// The stream a shard set holds, stripe by stripe, rebuilt from the units
-/// that survive (checked against the manifest's CRC-32s).
+/// The stream a shard set holds, stripe by stripe, in one pass: each
+/// stripe's data units are read and checked against the manifest's CRC-32s
+/// (parity is read only where a data unit is missing or corrupt, to rebuild
+/// it). A stripe that lost more than the code can rebuild ends the stream
+/// with an error naming every such stripe of the set.
 pub(crate) struct ShardReader {
     dir: PathBuf,
     m: Manifest,
     code: RsCode,
-    /// Per stripe, the units found missing or corrupt when the set was opened.
-    bad: Vec<Vec<usize>>,
     files: Vec<Option<File>>,
-    stripe: Stripe,
+    /// Parity units, read where a data unit must be rebuilt.
+    parity: Vec<Vec<u8>>,
     rebuilt: Vec<Vec<u8>>,
+    /// One decoder per (survivors, lost) pattern met so far.
+    decoders: std::collections::HashMap<(Vec<usize>, Vec<usize>), peerpath_func::ec::Decoder>,
     next: u64,
     left: u64,
 }
 
 impl ShardReader {
-    /// Opens a set: an error if a stripe has lost more than `m` units.
+    /// Opens a set (its manifest checked; the shards are checked as they are read).
     pub(crate) fn open(dir: &Path) -> Result<ShardReader, JobError> {
         let (m, code) = load(dir)?;
-        let (bad, lost) = survey(dir, &m);
-        if !lost.is_empty() {
-            return Err(unrecoverable(dir, &m, &lost));
-        }
         let files = open_shards(dir, &m);
-        let (stripe, rebuilt, left) = (Stripe::new(&m), vec![vec![0u8; m.unit_bytes]; m.parity_shards], m.source_bytes);
-        Ok(ShardReader { dir: dir.to_path_buf(), m, code, bad, files, stripe, rebuilt, next: 0, left })
+        let left = m.source_bytes;
+        Ok(ShardReader { dir: dir.to_path_buf(), m, code, files, parity: Vec::new(), rebuilt: Vec::new(), decoders: Default::default(), next: 0, left })
     }
 
     /// The stream's length.
     pub(crate) fn stream_bytes(&self) -> u64 {
         self.m.source_bytes
+    }
+
+    /// Reads unit `i` of stripe `s` into `buf`: whether it is there whole and checks out.
+    fn read_unit(&self, i: usize, s: u64, buf: &mut [u8]) -> bool {
+        self.files[i].as_ref().is_some_and(|f| {
+            std::os::unix::fs::FileExt::read_exact_at(f, buf, s * self.m.unit_bytes as u64).is_ok() && crc32fast::hash(buf) == self.m.shards[i].crc32[s as usize]
+        })
     }
 
     /// Puts the next stripe's data (up to the stream's end) in `out`; false after the last.
@@ -766,23 +769,53 @@ impl ShardReader {
         if self.next == self.m.stripes {
             return Ok(false);
         }
-        let (s, k) = (self.next, self.m.data_shards);
-        self.stripe.read(&self.m, &mut self.files, s);
-        let missing: Vec<usize> = self.bad[s as usize].iter().copied().filter(|&i| i < k).collect();
+        let (s, k, unit) = (self.next, self.m.data_shards, self.m.unit_bytes);
+        // The data units straight into `out`, each checked.
+        out.resize(k * unit, 0);
+        let good: Vec<bool> = out.chunks_mut(unit).enumerate().map(|(i, u)| self.read_unit(i, s, u)).collect();
+        let missing: Vec<usize> = (0..k).filter(|&i| !good[i]).collect();
         if !missing.is_empty() {
-            let mut o: Vec<&mut [u8]> = self.rebuilt.iter_mut().take(missing.len()).map(Vec::as_mut_slice).collect();
-            self.code.reconstruct(&self.stripe.survivors(), &missing, &mut o).map_err(|e| corrupt(&self.dir, e))?;
+            // Parity units, in order, until k units are good.
+            let n = self.m.shards.len();
+            self.parity.resize_with(n - k, Vec::new);
+            let mut survivors: Vec<usize> = (0..k).filter(|&i| good[i]).collect();
+            for p in k..n {
+                if survivors.len() == k {
+                    break;
+                }
+                let mut b = std::mem::take(&mut self.parity[p - k]);
+                b.resize(unit, 0);
+                if self.read_unit(p, s, &mut b) {
+                    survivors.push(p);
+                }
+                self.parity[p - k] = b;
+            }
+            if survivors.len() < k {
+                // Named whole, as `ec verify` and `ec repair` name them.
+                let (_, mut lost) = survey(&self.dir, &self.m);
+                if lost.is_empty() {
+                    lost.push(s);
+                }
+                return Err(unrecoverable(&self.dir, &self.m, &lost));
+            }
+            let key = (survivors, missing);
+            if !self.decoders.contains_key(&key) {
+                let d = self.code.decoder(&key.0, &key.1).map_err(|e| corrupt(&self.dir, e))?;
+                self.decoders.insert(key.clone(), d);
+            }
+            let (survivors, missing) = &key;
+            self.rebuilt.resize_with(missing.len(), Vec::new);
+            self.rebuilt.iter_mut().for_each(|r| r.resize(unit, 0));
+            let inputs: Vec<&[u8]> = survivors.iter().map(|&i| if i < k { &out[i * unit..(i + 1) * unit] } else { self.parity[i - k].as_slice() }).collect();
+            let mut o: Vec<&mut [u8]> = self.rebuilt.iter_mut().map(Vec::as_mut_slice).collect();
+            self.decoders[&key].decode(&inputs, &mut o);
+            for (r, &i) in self.rebuilt.iter().zip(missing) {
+                out[i * unit..(i + 1) * unit].copy_from_slice(r);
+            }
         }
-        for i in 0..k {
-            let u = match missing.iter().position(|&j| j == i) {
-                Some(p) => &self.rebuilt[p],
-                None if self.stripe.good[i] => &self.stripe.units[i],
-                None => return Err(changed(&self.dir, &self.m, i, s)),
-            };
-            let n = (self.left as usize).min(u.len());
-            out.extend_from_slice(&u[..n]);
-            self.left -= n as u64;
-        }
+        let n = (self.left as usize).min(out.len());
+        out.truncate(n);
+        self.left -= n as u64;
         self.next += 1;
         Ok(true)
     }

@@ -79,6 +79,57 @@ fn more_than_m_losses_are_an_error_that_names_the_stripes_and_writes_nothing() {
     assert_eq!(run(&mut pp(args!["ec", "encode", &src, "-k", "0", "-m", "1", "-o", d.join("z")])).code(), Some(2));
 }
 
+/// Damage in one stripe only: `ec decode` reads each stripe's data units
+/// and goes to parity only where one is bad, so a stripe further on that
+/// lost more than M units is found mid-way. The error names that stripe
+/// alone and the target is not kept; with M bad units there the source
+/// comes back exactly, and `repair` rewrites only the damaged shards.
+#[test]
+fn a_stripe_lost_mid_way_is_named_and_nothing_is_kept() {
+    let dir = scratch();
+    let d = dir.path();
+    let (k, m, unit) = (3usize, 2usize, 4096usize);
+    // The set of `compress --ec` (random bytes: members about as long as the source, so six
+    // stripes), which both `ec decode` and `decompress --ec` read.
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(5 * k * unit + 77, 21)).unwrap();
+    let gz = d.join("s.gz");
+    run(&mut pp(args!["compress", &src, "-o", &gz, "--block-size", "16K"])).ok();
+    let data = std::fs::read(&gz).unwrap();
+    let out = d.join("e");
+    run(&mut pp(args!["compress", &src, "--ec", format!("{k}+{m}"), "--ec-unit", "4K", "-o", &out, "--block-size", "16K"])).ok();
+    let original = shards(&out);
+    let back = d.join("back");
+    run(&mut pp(args!["ec", "decode", &out, "-o", &back])).ok();
+    assert_file_eq(&back, &data, "the set holds compress's .gz");
+    assert!(data.len() > 4 * k * unit, "stripe 3 exists");
+    // Stripe 3: a data unit and a parity unit flipped, then a second data unit too.
+    let flip = |i: usize| {
+        let path = out.join(&original[i].0);
+        let mut b = std::fs::read(&path).unwrap();
+        b[3 * unit + 100] ^= 0xff;
+        std::fs::write(&path, b).unwrap();
+    };
+    flip(1);
+    flip(k);
+    run(&mut pp(args!["ec", "decode", &out, "-o", &back, "-f"])).ok();
+    assert_file_eq(&back, &data, "two units of stripe 3 rebuilt from the rest");
+    flip(0);
+    for cmd in [args!["ec", "decode", &out, "-o", d.join("back2")], args!["decompress", "--ec", &out, "-o", d.join("back2")]] {
+        let o = run(&mut pp(cmd));
+        assert_eq!(o.code(), Some(6), "{}", o.describe());
+        assert!(o.stderr.contains("stripes [3]") && o.stderr.contains("cannot be rebuilt"), "{}", o.stderr);
+        assert!(!d.join("back2").exists(), "nothing kept");
+    }
+    // Two of the three bad units put back: repair rewrites shard 1 alone, exactly.
+    for i in [0, k] {
+        std::fs::write(out.join(&original[i].0), &original[i].1).unwrap();
+    }
+    let o = run(&mut pp(args!["ec", "repair", &out, "--json"])).ok();
+    assert_eq!(o.json()["shards_written"], serde_json::json!([original[1].0]), "{}", o.describe());
+    assert_eq!(shards(&out), original, "repaired byte for byte");
+}
+
 /// A private source gives a private set: shards, manifest, repaired shards
 /// and the decoded file take the source's permission bits (gzip's rule for
 /// outputs); the set is made beside its name and leaves nothing else there.
