@@ -499,13 +499,13 @@ fn emit(a: &CryptArgs, report: &CryptReport, what: impl FnOnce() -> String) {
 
 /// Runs `worker` on `threads` threads (at least one); the failure with the
 /// lowest index (block or task) among those tried is the error.
-fn run_workers<W>(threads: usize, worker: W) -> Result<(), JobError>
+pub(crate) fn run_workers<W>(threads: usize, worker: W) -> Result<(), JobError>
 where
     W: Fn() -> Result<(), (u64, JobError)> + Sync,
 {
     let results: Vec<Result<(), (u64, JobError)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(&worker)).collect();
-        handles.into_iter().map(|h| h.join().expect("a crypt worker does not panic")).collect()
+        handles.into_iter().map(|h| h.join().expect("a worker does not panic")).collect()
     });
     match results.into_iter().filter_map(Result::err).min_by_key(|(i, _)| *i) {
         Some((_, e)) => Err(e),

@@ -130,6 +130,29 @@ fn a_stripe_lost_mid_way_is_named_and_nothing_is_kept() {
     assert_eq!(shards(&out), original, "repaired byte for byte");
 }
 
+/// `ec encode -T N`: workers take whole stripes, each written at its own
+/// offsets; the set (shards and manifest) is byte for byte the one thread's,
+/// for stripe counts below, at and above the thread count, and the report
+/// says how many threads coded.
+#[test]
+fn encoding_on_several_threads_makes_the_one_threads_set() {
+    let dir = scratch();
+    let d = dir.path();
+    for (size, threads) in [(0usize, 3), (5 * 4096 * 2 + 1, 3), (40 * 4096 * 2 + 7, 3), (3 * 4096 * 2, 8)] {
+        let src = d.join(format!("s{size}"));
+        std::fs::write(&src, random_bytes(size, size as u64 + 5)).unwrap();
+        let one = d.join(format!("one{size}"));
+        let many = d.join(format!("many{size}"));
+        run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "2", "--unit", "4K", "-o", &one, "-T", "1"])).ok();
+        let r = run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "2", "--unit", "4K", "-o", &many, "-T", threads.to_string(), "--json"])).ok().json();
+        let stripes = r["stripes"].as_u64().unwrap();
+        assert_eq!(r["threads"].as_u64().unwrap(), stripes.min(threads), "{r}");
+        assert!(r["engine"].as_str().unwrap().contains(&format!("{} thread(s)", stripes.min(threads))), "{r}");
+        assert_eq!(shards(&many), shards(&one), "{size} bytes on {threads} threads");
+        assert_eq!(std::fs::read(many.join("manifest.json")).unwrap(), std::fs::read(one.join("manifest.json")).unwrap(), "manifest");
+    }
+}
+
 /// A private source gives a private set: shards, manifest, repaired shards
 /// and the decoded file take the source's permission bits (gzip's rule for
 /// outputs); the set is made beside its name and leaves nothing else there.
