@@ -53,7 +53,7 @@ for ((r = 0; r < rounds; r++)); do
     grep '^erasure_code_encode' "$scratch/isal-slice.txt" | mbs >> "$scratch/isal.enc.slice"
     grep '^erasure_code_decode' "$scratch/isal-slice.txt" | mbs >> "$scratch/isal.dec.slice"
     rm -rf "$scratch/set"
-    "$pp" ec encode "$scratch/in" -k "$k" -m "$m" --unit "$unit" -o "$scratch/set" --json > "$scratch/e.json"
+    "$pp" ec encode "$scratch/in" -k "$k" -m "$m" --unit "$unit" -T 1 -o "$scratch/set" --json > "$scratch/e.json"
     field coding_gb_per_s < "$scratch/e.json" >> "$scratch/pp.enc"
     awk -v s=$((size_mib << 20)) -v t="$(field seconds < "$scratch/e.json")" 'BEGIN { printf "%.3f\n", s / t / 1e9 }' >> "$scratch/pp.enc.whole"
     [ "$r" -eq 0 ] && cp "$scratch/set/shard-000" "$scratch/orig-000"
