@@ -246,6 +246,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
     // together, so ISA-L codes data the read has just brought in (whole
     // 1 MiB units gave 75 % of erasure_code_perf's warm rate; bench/ec.sh).
     let slice = encode_slice_bytes(n, unit);
+    let workers = threads.clamp(1, stripes.min(1024) as usize);
     let mut path = None;
     let written = (|| -> Result<(), JobError> {
         if let Some(dev) = device.as_mut() {
@@ -289,7 +290,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
             d.1 += coded;
             ran
         };
-        crate::crypt::run_workers(threads.clamp(1, stripes.min(1024) as usize), worker)?;
+        crate::crypt::run_workers(workers, worker)?;
         let (mut per_stripe, coded) = done.into_inner().expect("no worker panics holding it");
         per_stripe.sort_unstable_by_key(|(s, _)| *s);
         for (_, c) in per_stripe {
@@ -307,7 +308,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
     let coded = stripes * (n * unit) as u64;
     let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(shard_name).collect(), started, coding, coded);
     if device.is_none() {
-        report.threads = threads.clamp(1, stripes.min(1024) as usize);
+        report.threads = workers;
         report.engine = format!("host CPU (this process, {} thread(s)): ISA-L", report.threads);
     }
     if let (Some(path), Some(dev)) = (path, device.as_ref()) {
