@@ -24,6 +24,9 @@
 #              report's wall and the opening's parts against the process's wall
 #     allocation  decompression into one tmpfs file, its pages allocated ahead by one thread
 #              against by each worker, at 1/2/4/8/15/16 threads, interleaved
+#     ec       erasure coding in memory: ec encode RS(4,2) at -T 1/2/4/8/16, repair and decode
+#              (intact, two shards lost) on one thread, cp beside; 3 interleaved rounds, every set
+#              and every decode checked
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
@@ -261,6 +264,30 @@ for step in $steps; do
                 done
             done
             rm -rf "$dd" ;;
+        ec)
+            # Erasure coding in memory on many cores: ec encode RS(4,2) with 1 MiB units of the
+            # slice x 8 at -T 1/2/4/8/16 (coding rate a core and wall), ec repair of two lost
+            # shards (one thread), ec decode of the intact and the damaged set, cp beside;
+            # 3 interleaved rounds; every set compared with -T 1's, every decode with the source.
+            dd=/dev/shm/ppec; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/ec; size=$(stat -c %s "$dd/in")
+            ej() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));print('| %s | %.3f | %.2f | %.1f |' % (sys.argv[2], r['seconds'], int(sys.argv[3])/r['seconds']/1e9, r['coding_gb_per_s']))" "$1" "$2" "$size" >> "$o/ec.md" || echo "| $2 | FAILED |" >> "$o/ec.md"; }
+            wall() { local a=$EPOCHREALTIME; "$@" > /dev/null 2>&1; local rc=$?; echo "| $label | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | - |" >> "$o/ec.md"; return $rc; }
+            { echo "ec of the slice x 8 ($size bytes) in memory, RS(4,2), 1 MiB units; 3 interleaved rounds"; echo
+              echo "| run | wall s | GB/s of source | coding GB/s a core |"; echo "|---|---|---|---|"; } > "$o/ec.md"
+            .gpu/peerpath ec encode "$dd/in" -k 4 -m 2 -T 1 -o "$dd/ref" > /dev/null
+            for r in 1 2 3; do
+                for t in 1 2 4 8 16; do
+                    rm -rf "$dd/set"; .gpu/peerpath ec encode "$dd/in" -k 4 -m 2 -T "$t" -o "$dd/set" --json > "$o/e.json" 2>&1
+                    ej "$o/e.json" "encode -T $t ($r)"; diff -rq "$dd/ref" "$dd/set" > /dev/null || echo "SET DIFFERS -T $t ($r)" >> "$o/ec.md"
+                done
+                rm -f "$dd/back"; label="decode, intact ($r)"; wall .gpu/peerpath ec decode "$dd/set" -o "$dd/back"; cmp -s "$dd/back" "$dd/in" || echo "WRONG DECODE ($r)" >> "$o/ec.md"
+                rm "$dd/set/shard-000" "$dd/set/shard-005"
+                rm -f "$dd/back"; label="decode, shards 0 and 5 lost ($r)"; wall .gpu/peerpath ec decode "$dd/set" -o "$dd/back"; cmp -s "$dd/back" "$dd/in" || echo "WRONG DECODE, 2 lost ($r)" >> "$o/ec.md"
+                .gpu/peerpath ec repair "$dd/set" --json > "$o/r.json" 2>&1; ej "$o/r.json" "repair, 2 lost ($r)"
+                diff -rq "$dd/ref" "$dd/set" > /dev/null || echo "REPAIR DIFFERS ($r)" >> "$o/ec.md"
+                rm -f "$dd/cp"; label="cp ($r)"; wall cp "$dd/in" "$dd/cp"
+            done
+            rm -rf "$dd" ;;
         disk)
             bench/disk-ab.sh --peerpath .gpu/peerpath --input "$in/x8" --dir /var/tmp/ppdiskab --runs 3 --out "$OUT/disk" > "$OUT/disk/log" 2>&1 ;;
         scaling)
@@ -270,7 +297,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/workerreads/workerreads.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"
