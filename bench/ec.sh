@@ -59,7 +59,7 @@ for ((r = 0; r < rounds; r++)); do
     [ "$r" -eq 0 ] && cp "$scratch/set/shard-000" "$scratch/orig-000"
     rm "$scratch/set/shard-000"
     for ((p = k + 1; p < k + m; p++)); do rm "$scratch/set/shard-$(printf %03d $p)"; done
-    "$pp" ec repair "$scratch/set" --json > "$scratch/r.json"
+    "$pp" ec repair "$scratch/set" -T 1 --json > "$scratch/r.json"
     field coding_gb_per_s < "$scratch/r.json" >> "$scratch/pp.rep"
     awk -v s=$((size_mib << 20)) -v t="$(field seconds < "$scratch/r.json")" 'BEGIN { printf "%.3f\n", s / t / 1e9 }' >> "$scratch/pp.rep.whole"
     [ "$r" -eq 0 ] && { cmp "$scratch/orig-000" "$scratch/set/shard-000" || { echo "CHECK FAILED: repaired shard differs" >&2; exit 1; }; }

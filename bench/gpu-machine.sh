@@ -24,8 +24,8 @@
 #              report's wall and the opening's parts against the process's wall
 #     allocation  decompression into one tmpfs file, its pages allocated ahead by one thread
 #              against by each worker, at 1/2/4/8/15/16 threads, interleaved
-#     ec       erasure coding in memory: ec encode RS(4,2) at -T 1/2/4/8/16, repair and decode
-#              (intact, two shards lost) on one thread, cp beside; 3 interleaved rounds, every set
+#     ec       erasure coding in memory: ec encode RS(4,2) at -T 1/2/4/8/16, repair (every core)
+#              and decode (intact, two shards lost; one reading thread), cp beside; 3 interleaved rounds, every set
 #              and every decode checked
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
@@ -267,7 +267,7 @@ for step in $steps; do
         ec)
             # Erasure coding in memory on many cores: ec encode RS(4,2) with 1 MiB units of the
             # slice x 8 at -T 1/2/4/8/16 (coding rate a core and wall), ec repair of two lost
-            # shards (one thread), ec decode of the intact and the damaged set, cp beside;
+            # shards (every core), ec decode of the intact and the damaged set, cp beside;
             # 3 interleaved rounds; every set compared with -T 1's, every decode with the source.
             dd=/dev/shm/ppec; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/ec; size=$(stat -c %s "$dd/in")
             ej() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));print('| %s | %.3f | %.2f | %.1f |' % (sys.argv[2], r['seconds'], int(sys.argv[3])/r['seconds']/1e9, r['coding_gb_per_s']))" "$1" "$2" "$size" >> "$o/ec.md" || echo "| $2 | FAILED |" >> "$o/ec.md"; }

@@ -18,7 +18,7 @@ use peerpath_io::{ScratchDir, Temporary};
 use peerpath_runtime::JobError;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -69,10 +69,18 @@ enum EcCommand {
         json: bool,
     },
     /// Check every unit of every shard against the manifest's CRC-32s.
-    Verify { dir: PathBuf },
+    Verify {
+        dir: PathBuf,
+        /// Threads reading and checking stripes [default: all cores].
+        #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: Option<u16>,
+    },
     /// Rebuild missing or corrupt shards in place (at most M per stripe).
     Repair {
         dir: PathBuf,
+        /// Threads checking and rebuilding stripes [default: all cores].
+        #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: Option<u16>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -115,14 +123,18 @@ struct ShardEntry {
 pub fn main(a: EcArgs) -> ExitCode {
     let r = match a.command {
         EcCommand::Encode { source, data, parity, output, unit, engine, no_fallback, threads, json } => {
-            let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
-            encode(&source, (data, parity, unit), &output, engine, no_fallback, threads).map(|r| r.print(json))
+            encode(&source, (data, parity, unit), &output, engine, no_fallback, threads_or_cores(threads)).map(|r| r.print(json))
         }
-        EcCommand::Verify { dir } => verify(&dir),
-        EcCommand::Repair { dir, json } => repair(&dir).map(|r| r.map_or_else(|| println!("{}: nothing to repair", dir.display()), |r| r.print(json))),
+        EcCommand::Verify { dir, threads } => verify(&dir, threads_or_cores(threads)),
+        EcCommand::Repair { dir, threads, json } => repair(&dir, threads_or_cores(threads)).map(|r| r.map_or_else(|| println!("{}: nothing to repair", dir.display()), |r| r.print(json))),
         EcCommand::Decode { dir, output, force } => decode(&dir, &output, force),
     };
     crate::exit_code(r)
+}
+
+/// `-T`, or every core the process may use.
+fn threads_or_cores(threads: Option<u16>) -> usize {
+    threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize)
 }
 
 /// What `ec encode` or `ec repair` did; figures measured on this host's CPU.
@@ -595,59 +607,60 @@ fn parse_manifest(text: &str) -> Result<(Manifest, RsCode), String> {
     Ok((m, code))
 }
 
-/// One stripe's units, read into buffers that are reused stripe after
-/// stripe (fresh 1 MiB buffers would page-fault on every stripe).
-struct Stripe {
-    units: Vec<Vec<u8>>,
-    /// Whether each unit was read whole and its CRC-32 matches the manifest.
-    good: Vec<bool>,
-}
-
-impl Stripe {
-    fn new(m: &Manifest) -> Stripe {
-        let n = m.shards.len();
-        Stripe { units: vec![vec![0u8; m.unit_bytes]; n], good: vec![false; n] }
-    }
-
-    /// Reads stripe `s` from every shard that is there.
-    fn read(&mut self, m: &Manifest, files: &mut [Option<File>], s: u64) {
-        for (i, f) in files.iter_mut().enumerate() {
-            let u = &mut self.units[i];
-            self.good[i] = f.as_mut().is_some_and(|f| {
-                f.seek(SeekFrom::Start(s * m.unit_bytes as u64)).is_ok() && f.read_exact(u).is_ok() && crc32fast::hash(u) == m.shards[i].crc32[s as usize]
-            });
+/// Whether unit `i` of stripe `s` is there whole and its CRC-32 matches the
+/// manifest, read in pieces of `buf`'s length (so a check holds one piece,
+/// whatever the unit size).
+fn unit_checks_out(m: &Manifest, files: &[Option<File>], i: usize, s: u64, buf: &mut [u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Some(f) = files[i].as_ref() else { return false };
+    let mut h = crc32fast::Hasher::new();
+    let piece_bytes = buf.len();
+    for at in (0..m.unit_bytes).step_by(piece_bytes) {
+        let piece = &mut buf[..piece_bytes.min(m.unit_bytes - at)];
+        if f.read_exact_at(piece, s * m.unit_bytes as u64 + at as u64).is_err() {
+            return false;
         }
+        h.update(piece);
     }
-
-    fn bad(&self) -> Vec<usize> {
-        (0..self.good.len()).filter(|&i| !self.good[i]).collect()
-    }
+    h.finalize() == m.shards[i].crc32[s as usize]
 }
 
 fn open_shards(dir: &Path, m: &Manifest) -> Vec<Option<File>> {
     m.shards.iter().map(|s| File::open(dir.join(&s.file)).ok()).collect()
 }
 
-/// Per stripe, which shards are bad; and the stripes with more bad than the code can rebuild.
-fn survey(dir: &Path, m: &Manifest) -> (Vec<Vec<usize>>, Vec<u64>) {
-    let mut files = open_shards(dir, m);
-    let mut bad = Vec::new();
-    let mut lost = Vec::new();
-    let mut stripe = Stripe::new(m);
-    for s in 0..m.stripes {
-        stripe.read(m, &mut files, s);
-        let b = stripe.bad();
-        if b.len() > m.parity_shards {
-            lost.push(s);
+/// Per stripe, which shards are bad; and the stripes with more bad than the
+/// code can rebuild. Stripes are checked on `threads` threads, each holding
+/// one 1 MiB piece at a time.
+fn survey(dir: &Path, m: &Manifest, threads: usize) -> (Vec<Vec<usize>>, Vec<u64>) {
+    let files = open_shards(dir, m);
+    let next = AtomicU64::new(0);
+    let bad = std::sync::Mutex::new(vec![Vec::new(); m.stripes as usize]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, m.stripes.clamp(1, 1024) as usize) {
+            scope.spawn(|| {
+                let mut buf = vec![0u8; m.unit_bytes.min(1 << 20)];
+                let mut mine = Vec::new();
+                loop {
+                    let s = next.fetch_add(1, Ordering::Relaxed);
+                    if s >= m.stripes {
+                        break;
+                    }
+                    mine.push((s, (0..m.shards.len()).filter(|&i| !unit_checks_out(m, &files, i, s, &mut buf)).collect::<Vec<usize>>()));
+                }
+                let mut all = bad.lock().expect("no survey thread panics holding it");
+                mine.into_iter().for_each(|(s, b)| all[s as usize] = b);
+            });
         }
-        bad.push(b);
-    }
+    });
+    let bad = bad.into_inner().expect("no survey thread panics holding it");
+    let lost = (0..m.stripes).filter(|&s| bad[s as usize].len() > m.parity_shards).collect();
     (bad, lost)
 }
 
-fn verify(dir: &Path) -> Result<(), JobError> {
+fn verify(dir: &Path, threads: usize) -> Result<(), JobError> {
     let (m, _) = load(dir)?;
-    let (bad, lost) = survey(dir, &m);
+    let (bad, lost) = survey(dir, &m, threads);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
     if damaged.is_empty() {
         println!("{}: all {} shard(s) intact ({} stripe(s))", dir.display(), m.shards.len(), m.stripes);
@@ -668,11 +681,10 @@ pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError 
 }
 
 /// Rebuilds what is damaged; `None` when nothing was.
-fn repair(dir: &Path) -> Result<Option<EcReport>, JobError> {
+fn repair(dir: &Path, threads: usize) -> Result<Option<EcReport>, JobError> {
     let started = Instant::now();
-    let (mut coding, mut coded) = (Duration::ZERO, 0u64);
     let (m, code) = load(dir)?;
-    let (bad, lost) = survey(dir, &m);
+    let (bad, lost) = survey(dir, &m, threads);
     if !lost.is_empty() {
         return Err(unrecoverable(dir, &m, &lost));
     }
@@ -684,68 +696,31 @@ fn repair(dir: &Path) -> Result<Option<EcReport>, JobError> {
     // where the file system allows), then renamed over the old one.
     let files = open_shards(dir, &m);
     let targets: Vec<PathBuf> = damaged.iter().map(|&i| dir.join(&m.shards[i].file)).collect();
-    let mut outs: Vec<(usize, File, Temporary)> = damaged.iter().zip(create_temporaries(&targets, false).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect();
-    // A stripe is read, checked and rebuilt in slices of its units that fit
-    // in a core's cache together, so the coding works on bytes the read has
-    // just brought in (whole 1 MiB units, read and checked first, coded at 84 %
-    // of ISA-L's warm rate: bench/results/2026-11-28-ec-repair-fused-2cpu).
-    // A unit's CRC-32 is complete only at its stripe's end; one that no longer
-    // matches (it changed since the survey) fails the repair, and nothing is kept.
-    let (n, k, unit) = (m.shards.len(), m.data_shards, m.unit_bytes);
-    let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); n];
-    let mut rebuilt: Vec<Vec<u8>> = vec![Vec::new(); m.parity_shards];
-    let mut decoders: std::collections::HashMap<Vec<usize>, peerpath_func::ec::Decoder> = Default::default();
-    let rebuilt = (|| -> Result<(), JobError> {
-        for s in 0..m.stripes {
-            let missing = &bad[s as usize];
-            // The first k good units, and the good units of shards being rewritten.
-            let survivors: Vec<usize> = (0..n).filter(|i| !missing.contains(i)).take(k).collect();
-            let copied: Vec<usize> = outs.iter().map(|o| o.0).filter(|i| !missing.contains(i)).collect();
-            let mut read: Vec<usize> = survivors.iter().chain(&copied).copied().collect();
-            read.sort_unstable();
-            read.dedup();
-            let decoder = match (missing.is_empty(), decoders.contains_key(missing)) {
-                (true, _) => None,
-                (false, true) => decoders.get(missing),
-                (false, false) => {
-                    let t = Instant::now();
-                    let d = code.decoder(&survivors, missing).map_err(|e| corrupt(dir, e))?;
-                    coding += t.elapsed();
-                    Some(&*decoders.entry(missing.clone()).or_insert(d))
-                }
-            };
-            let slice = encode_slice_bytes(read.len() + missing.len(), unit);
-            let mut hashers: Vec<crc32fast::Hasher> = vec![crc32fast::Hasher::new(); n];
-            for start in (0..unit).step_by(slice) {
-                let len = slice.min(unit - start);
-                for &i in &read {
-                    let b = &mut bufs[i];
-                    b.resize(len.max(b.len()), 0);
-                    let at = s * unit as u64 + start as u64;
-                    files[i].as_ref().map(|f| std::os::unix::fs::FileExt::read_exact_at(f, &mut b[..len], at)).unwrap_or(Err(std::io::ErrorKind::NotFound.into())).map_err(|_| changed(dir, &m, i, s))?;
-                    hashers[i].update(&b[..len]);
-                }
-                if let Some(d) = decoder {
-                    rebuilt.iter_mut().for_each(|r| r.resize(len.max(r.len()), 0));
-                    let inputs: Vec<&[u8]> = survivors.iter().map(|&i| &bufs[i][..len]).collect();
-                    let mut o: Vec<&mut [u8]> = rebuilt.iter_mut().take(missing.len()).map(|r| &mut r[..len]).collect();
-                    let t = Instant::now();
-                    d.decode(&inputs, &mut o);
-                    coding += t.elapsed();
-                    coded += ((k + missing.len()) * len) as u64;
-                }
-                for (i, out, _) in outs.iter_mut() {
-                    let unit = match missing.iter().position(|j| j == i) {
-                        Some(p) => &rebuilt[p][..len],
-                        None => &bufs[*i][..len],
-                    };
-                    out.write_all(unit).map_err(io(dir))?;
-                }
+    let outs: Vec<(usize, File, Temporary)> = damaged.iter().zip(create_temporaries(&targets, false).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect();
+    // Workers take whole stripes in turn; the first failure (lowest stripe)
+    // stops the others, and nothing is kept.
+    let workers = threads.clamp(1, m.stripes.clamp(1, 1024) as usize);
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let totals = std::sync::Mutex::new((Duration::ZERO, 0u64));
+    let worker = || -> Result<(), (u64, JobError)> {
+        let mut rebuilder = Rebuilder::default();
+        let ran = loop {
+            let s = next.fetch_add(1, Ordering::Relaxed);
+            if s >= m.stripes || stop.load(Ordering::Relaxed) {
+                break Ok(());
             }
-            if let Some(&i) = read.iter().find(|&&i| hashers[i].clone().finalize() != m.shards[i].crc32[s as usize]) {
-                return Err(changed(dir, &m, i, s));
+            if let Err(e) = rebuilder.stripe(dir, (&m, &code), &files, &outs, s, &bad[s as usize]) {
+                stop.store(true, Ordering::Relaxed);
+                break Err((s, e));
             }
-        }
+        };
+        let mut t = totals.lock().expect("no worker panics holding it");
+        t.0 += rebuilder.coding;
+        t.1 += rebuilder.coded;
+        ran
+    };
+    let rebuilt = crate::crypt::run_workers(workers, worker).and_then(|()| {
         // As private as the set (the manifest's mode), whatever became of the old shards.
         let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(dir.join(MANIFEST)).ok().as_ref());
         for (i, out, temp) in &outs {
@@ -754,14 +729,92 @@ fn repair(dir: &Path) -> Result<Option<EcReport>, JobError> {
             peerpath_io::publish(out, temp, &dir.join(&m.shards[*i].file), true).map_err(io(dir))?;
         }
         Ok(())
-    })();
+    });
     if let Err(e) = rebuilt {
         outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
         return Err(e);
     }
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
     let names = damaged.iter().map(|&i| m.shards[i].file.clone()).collect();
-    Ok(Some(EcReport::new("repair", dir, &m, names, started, coding, coded)))
+    let (coding, coded) = totals.into_inner().expect("no worker panics holding it");
+    let mut report = EcReport::new("repair", dir, &m, names, started, coding, coded);
+    report.threads = workers;
+    report.engine = format!("host CPU (this process, {workers} thread(s)): ISA-L");
+    Ok(Some(report))
+}
+
+/// One repair worker's buffers, decoders and time.
+#[derive(Default)]
+struct Rebuilder {
+    /// Per shard, the slice of its unit being read.
+    bufs: Vec<Vec<u8>>,
+    rebuilt: Vec<Vec<u8>>,
+    /// One decoder per set of lost shards (the survivors follow from it).
+    decoders: std::collections::HashMap<Vec<usize>, peerpath_func::ec::Decoder>,
+    coding: Duration,
+    coded: u64,
+}
+
+impl Rebuilder {
+    /// Reads, checks and rebuilds stripe `s` (whose bad units are `missing`),
+    /// writing each rewritten shard's unit at its offset. The stripe goes in
+    /// slices of its units that fit in a core's cache together, so the coding
+    /// works on bytes the read has just brought in (whole 1 MiB units, read
+    /// and checked first, coded at 84 % of ISA-L's warm rate:
+    /// bench/results/2026-11-28-ec-repair-fused-2cpu). A unit's CRC-32 is
+    /// complete only at the stripe's end; one that no longer matches (it
+    /// changed since the survey) fails the repair.
+    fn stripe(&mut self, dir: &Path, (m, code): (&Manifest, &RsCode), files: &[Option<File>], outs: &[(usize, File, Temporary)], s: u64, missing: &Vec<usize>) -> Result<(), JobError> {
+        use std::os::unix::fs::FileExt;
+        let (n, k, unit) = (m.shards.len(), m.data_shards, m.unit_bytes);
+        self.bufs.resize_with(n, Vec::new);
+        self.rebuilt.resize_with(m.parity_shards, Vec::new);
+        // The first k good units, and the good units of shards being rewritten.
+        let survivors: Vec<usize> = (0..n).filter(|i| !missing.contains(i)).take(k).collect();
+        let mut read: Vec<usize> = survivors.iter().copied().chain(outs.iter().map(|o| o.0).filter(|i| !missing.contains(i))).collect();
+        read.sort_unstable();
+        read.dedup();
+        if !missing.is_empty() && !self.decoders.contains_key(missing) {
+            let t = Instant::now();
+            let d = code.decoder(&survivors, missing).map_err(|e| corrupt(dir, e))?;
+            self.coding += t.elapsed();
+            self.decoders.insert(missing.clone(), d);
+        }
+        let decoder = self.decoders.get(missing);
+        let slice = encode_slice_bytes(read.len() + missing.len(), unit);
+        let mut hashers = vec![crc32fast::Hasher::new(); n];
+        for start in (0..unit).step_by(slice) {
+            let len = slice.min(unit - start);
+            let at = s * unit as u64 + start as u64;
+            for &i in &read {
+                let b = &mut self.bufs[i];
+                b.resize(len.max(b.len()), 0);
+                let f = files[i].as_ref().ok_or_else(|| changed(dir, m, i, s))?;
+                f.read_exact_at(&mut b[..len], at).map_err(|_| changed(dir, m, i, s))?;
+                hashers[i].update(&b[..len]);
+            }
+            if let Some(d) = decoder {
+                self.rebuilt.iter_mut().for_each(|r| r.resize(len.max(r.len()), 0));
+                let inputs: Vec<&[u8]> = survivors.iter().map(|&i| &self.bufs[i][..len]).collect();
+                let mut o: Vec<&mut [u8]> = self.rebuilt.iter_mut().take(missing.len()).map(|r| &mut r[..len]).collect();
+                let t = Instant::now();
+                d.decode(&inputs, &mut o);
+                self.coding += t.elapsed();
+                self.coded += ((k + missing.len()) * len) as u64;
+            }
+            for (i, out, _) in outs {
+                let bytes = match missing.iter().position(|j| j == i) {
+                    Some(p) => &self.rebuilt[p][..len],
+                    None => &self.bufs[*i][..len],
+                };
+                out.write_all_at(bytes, at).map_err(io(dir))?;
+            }
+        }
+        match read.iter().find(|&&i| hashers[i].clone().finalize() != m.shards[i].crc32[s as usize]) {
+            Some(&i) => Err(changed(dir, m, i, s)),
+            None => Ok(()),
+        }
+    }
 }
 
 fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
@@ -853,7 +906,7 @@ impl ShardReader {
             }
             if survivors.len() < k {
                 // Named whole, as `ec verify` and `ec repair` name them.
-                let (_, mut lost) = survey(&self.dir, &self.m);
+                let (_, mut lost) = survey(&self.dir, &self.m, threads_or_cores(None));
                 if lost.is_empty() {
                     lost.push(s);
                 }
@@ -1016,17 +1069,17 @@ mod tests {
             if lost.is_empty() {
                 prop_assert!(decoded.is_ok(), "{:?}", decoded.err().map(|e| e.to_string()));
                 prop_assert!(std::fs::read(&back).unwrap() == data);
-                prop_assert!(repair(&set).is_ok());
+                prop_assert!(repair(&set, 2).is_ok());
                 std::fs::remove_file(&back).unwrap();
                 decode(&set, &back, false).unwrap();
                 prop_assert!(std::fs::read(&back).unwrap() == data, "after repair");
-                prop_assert!(survey(&set, &load(&set).unwrap().0).0.iter().all(Vec::is_empty), "repair left damage");
+                prop_assert!(survey(&set, &load(&set).unwrap().0, 2).0.iter().all(Vec::is_empty), "repair left damage");
             } else {
                 let text = decoded.err().map(|e| e.to_string()).unwrap_or_default();
                 prop_assert!(text.contains(&format!("stripes {lost:?}")), "{text}");
                 prop_assert!(!back.exists(), "a failed decode kept its target");
                 let before: Vec<Option<Vec<u8>>> = (0..k + m).map(|i| std::fs::read(set.join(shard_name(i))).ok()).collect();
-                prop_assert!(repair(&set).is_err());
+                prop_assert!(repair(&set, 2).is_err());
                 let after: Vec<Option<Vec<u8>>> = (0..k + m).map(|i| std::fs::read(set.join(shard_name(i))).ok()).collect();
                 prop_assert!(before == after, "a failed repair changed the shards");
             }

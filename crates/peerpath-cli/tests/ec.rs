@@ -133,7 +133,7 @@ fn a_stripe_lost_mid_way_is_named_and_nothing_is_kept() {
 /// `ec encode -T N`: workers take whole stripes, each written at its own
 /// offsets; the set (shards and manifest) is byte for byte the one thread's,
 /// for stripe counts below, at and above the thread count, and the report
-/// says how many threads coded.
+/// says how many threads coded. `ec repair -T N` rebuilds it exactly.
 #[test]
 fn encoding_on_several_threads_makes_the_one_threads_set() {
     let dir = scratch();
@@ -150,6 +150,19 @@ fn encoding_on_several_threads_makes_the_one_threads_set() {
         assert!(r["engine"].as_str().unwrap().contains(&format!("{} thread(s)", stripes.min(threads))), "{r}");
         assert_eq!(shards(&many), shards(&one), "{size} bytes on {threads} threads");
         assert_eq!(std::fs::read(many.join("manifest.json")).unwrap(), std::fs::read(one.join("manifest.json")).unwrap(), "manifest");
+        // Repaired on as many threads, verified on two: the original set again.
+        let original = shards(&one);
+        std::fs::remove_file(many.join("shard-000")).unwrap();
+        let mut b = original[3].1.clone();
+        if let Some(x) = b.last_mut() {
+            *x ^= 1;
+        }
+        std::fs::write(many.join(&original[3].0), b).unwrap();
+        run(&mut pp(args!["ec", "verify", &many, "-T", "2"])).fails(6, &["repairable"]);
+        let r = run(&mut pp(args!["ec", "repair", &many, "-T", threads.to_string(), "--json"])).ok().json();
+        assert_eq!(r["threads"].as_u64().unwrap(), stripes.min(threads), "{r}");
+        assert_eq!(shards(&many), original, "{size} bytes repaired on {threads} threads");
+        run(&mut pp(args!["ec", "verify", &many, "-T", "2"])).ok();
     }
 }
 
