@@ -143,12 +143,12 @@ impl Decoder {
         let len = survivors.first().map_or(0, |s| s.len());
         assert!(survivors.len() == self.k && out.len() == self.rows, "k survivors and one output per lost shard");
         assert!(survivors.iter().all(|s| s.len() == len) && out.iter().all(|o| o.len() == len), "shards of one length");
-        // Coded in slices whose inputs and outputs together fit a core's L2
-        // (as `ec encode` codes its stripes): one pass over 1 MiB units ran at
-        // 79 % of ISA-L's own decode benchmark (bench/results/2026-11-26-ec-2cpu).
         if self.rows == 0 {
             return;
         }
+        // Coded in slices whose inputs and outputs together fit a core's L2
+        // (as `ec encode` codes its stripes): one pass over 1 MiB units ran at
+        // 79 % of ISA-L's own decode benchmark (bench/results/2026-11-26-ec-2cpu).
         let slice = coding_slice_bytes(self.k + self.rows).min(len.max(1));
         let mut tables = self.tables.clone();
         for at in (0..len).step_by(slice) {
