@@ -8,8 +8,11 @@
 //! whatever `k` units of each stripe survive. More than `m` losses in a
 //! stripe is an error that names the stripes, and nothing is written.
 //!
-//! Files are read and written with plain calls, a stripe at a time (memory:
-//! (k + m) units); every output appears atomically or not at all.
+//! Files are read and written with plain calls (pread/pwrite). `encode`,
+//! `verify` and `repair` take whole stripes on `-T` threads, each holding
+//! cache-sized slices of its stripe's units (a survey: one piece of at most
+//! 1 MiB); `decode` reads one stripe at a time (memory: k units, and the
+//! parity it needs). Every output appears atomically or not at all.
 
 use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
