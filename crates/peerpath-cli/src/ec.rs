@@ -261,7 +261,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
     // together, so ISA-L codes data the read has just brought in (whole
     // 1 MiB units gave 75 % of erasure_code_perf's warm rate; bench/ec.sh).
     let slice = encode_slice_bytes(n, unit);
-    let workers = threads.clamp(1, stripes.min(1024) as usize);
+    let workers = stripe_threads(threads, stripes);
     let mut path = None;
     let written = (|| -> Result<(), JobError> {
         if let Some(dev) = device.as_mut() {
@@ -275,43 +275,21 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
             path = Some(pass.path);
             return Ok(());
         }
-        // Workers take whole stripes in turn, each read, coded and written at its
-        // own offsets; the first failure (lowest stripe) stops the others.
-        let next = AtomicU64::new(0);
-        let stop = AtomicBool::new(false);
-        let done = std::sync::Mutex::new((Vec::new(), Duration::ZERO));
-        let worker = || -> Result<(), (u64, JobError)> {
-            let mut units = vec![vec![0u8; slice]; n];
-            let (mut mine, mut coded) = (Vec::new(), Duration::ZERO);
-            let ran = loop {
-                let s = next.fetch_add(1, Ordering::Relaxed);
-                if s >= stripes || stop.load(Ordering::Relaxed) {
-                    break Ok(());
-                }
-                match encode_stripe(&code, s, (k, unit), &src, &files, &mut units, &mut coded) {
-                    Ok(crcs) => mine.push((s, crcs)),
-                    Err(e) => {
-                        stop.store(true, Ordering::Relaxed);
-                        let e = match e {
-                            StripeError::Source(e) => JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() },
-                            StripeError::Target(e) => io(dir)(e),
-                        };
-                        break Err((s, e));
-                    }
-                }
-            };
-            let mut d = done.lock().expect("no worker panics holding it");
-            d.0.append(&mut mine);
-            d.1 += coded;
-            ran
-        };
-        crate::crypt::run_workers(workers, worker)?;
-        let (mut per_stripe, coded) = done.into_inner().expect("no worker panics holding it");
+        // Each worker reads, codes and writes whole stripes at their own offsets.
+        let done = for_each_stripe(workers, stripes, || (vec![vec![0u8; slice]; n], Vec::new(), Duration::ZERO), |(units, mine, coded), s| {
+            let crcs = encode_stripe(&code, s, (k, unit), &src, &files, units, coded).map_err(|e| match e {
+                StripeError::Source(e) => JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() },
+                StripeError::Target(e) => io(dir)(e),
+            })?;
+            mine.push((s, crcs));
+            Ok(())
+        })?;
+        coding = done.iter().map(|d| d.2).sum();
+        let mut per_stripe: Vec<(u64, Vec<u32>)> = done.into_iter().flat_map(|d| d.1).collect();
         per_stripe.sort_unstable_by_key(|(s, _)| *s);
         for (_, c) in per_stripe {
             crcs.iter_mut().zip(c).for_each(|(all, x)| all.push(x));
         }
-        coding = coded;
         Ok(())
     })();
     if let Err(e) = written {
@@ -637,28 +615,47 @@ fn open_shards(dir: &Path, m: &Manifest) -> Vec<Option<File>> {
 /// one 1 MiB piece at a time.
 fn survey(dir: &Path, m: &Manifest, threads: usize) -> (Vec<Vec<usize>>, Vec<u64>) {
     let files = open_shards(dir, m);
-    let next = AtomicU64::new(0);
-    let bad = std::sync::Mutex::new(vec![Vec::new(); m.stripes as usize]);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, m.stripes.clamp(1, 1024) as usize) {
-            scope.spawn(|| {
-                let mut buf = vec![0u8; m.unit_bytes.min(1 << 20)];
-                let mut mine = Vec::new();
-                loop {
-                    let s = next.fetch_add(1, Ordering::Relaxed);
-                    if s >= m.stripes {
-                        break;
-                    }
-                    mine.push((s, (0..m.shards.len()).filter(|&i| !unit_checks_out(m, &files, i, s, &mut buf)).collect::<Vec<usize>>()));
-                }
-                let mut all = bad.lock().expect("no survey thread panics holding it");
-                mine.into_iter().for_each(|(s, b)| all[s as usize] = b);
-            });
-        }
-    });
-    let bad = bad.into_inner().expect("no survey thread panics holding it");
+    let checked = for_each_stripe(threads, m.stripes, || (vec![0u8; m.unit_bytes.min(1 << 20)], Vec::new()), |(buf, mine), s| {
+        mine.push((s, (0..m.shards.len()).filter(|&i| !unit_checks_out(m, &files, i, s, buf)).collect::<Vec<usize>>()));
+        Ok(())
+    })
+    .expect("checking a stripe does not fail");
+    let mut bad = vec![Vec::new(); m.stripes as usize];
+    checked.into_iter().flat_map(|c| c.1).for_each(|(s, b)| bad[s as usize] = b);
     let lost = (0..m.stripes).filter(|&s| bad[s as usize].len() > m.parity_shards).collect();
     (bad, lost)
+}
+
+/// The threads a job over `stripes` stripes runs on: `threads`, at most one
+/// per stripe (and 1024).
+fn stripe_threads(threads: usize, stripes: u64) -> usize {
+    threads.clamp(1, stripes.clamp(1, 1024) as usize)
+}
+
+/// Runs `each(state, s)` for every stripe `s` on `threads` threads (see
+/// [`stripe_threads`]), which take stripes in turn, each thread with its own
+/// state from `init`. The first failure (lowest stripe) stops the others and
+/// is the error; else the threads' states.
+fn for_each_stripe<S: Send>(threads: usize, stripes: u64, init: impl Fn() -> S + Sync, each: impl Fn(&mut S, u64) -> Result<(), JobError> + Sync) -> Result<Vec<S>, JobError> {
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let states = std::sync::Mutex::new(Vec::new());
+    crate::crypt::run_workers(stripe_threads(threads, stripes), || {
+        let mut state = init();
+        let ran = loop {
+            let s = next.fetch_add(1, Ordering::Relaxed);
+            if s >= stripes || stop.load(Ordering::Relaxed) {
+                break Ok(());
+            }
+            if let Err(e) = each(&mut state, s) {
+                stop.store(true, Ordering::Relaxed);
+                break Err((s, e));
+            }
+        };
+        states.lock().expect("no worker panics holding it").push(state);
+        ran
+    })?;
+    Ok(states.into_inner().expect("no worker panics holding it"))
 }
 
 fn verify(dir: &Path, threads: usize) -> Result<(), JobError> {
@@ -700,30 +697,9 @@ fn repair(dir: &Path, threads: usize) -> Result<Option<EcReport>, JobError> {
     let files = open_shards(dir, &m);
     let targets: Vec<PathBuf> = damaged.iter().map(|&i| dir.join(&m.shards[i].file)).collect();
     let outs: Vec<(usize, File, Temporary)> = damaged.iter().zip(create_temporaries(&targets, false).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect();
-    // Workers take whole stripes in turn; the first failure (lowest stripe)
-    // stops the others, and nothing is kept.
-    let workers = threads.clamp(1, m.stripes.clamp(1, 1024) as usize);
-    let next = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-    let totals = std::sync::Mutex::new((Duration::ZERO, 0u64));
-    let worker = || -> Result<(), (u64, JobError)> {
-        let mut rebuilder = Rebuilder::default();
-        let ran = loop {
-            let s = next.fetch_add(1, Ordering::Relaxed);
-            if s >= m.stripes || stop.load(Ordering::Relaxed) {
-                break Ok(());
-            }
-            if let Err(e) = rebuilder.stripe(dir, (&m, &code), &files, &outs, s, &bad[s as usize]) {
-                stop.store(true, Ordering::Relaxed);
-                break Err((s, e));
-            }
-        };
-        let mut t = totals.lock().expect("no worker panics holding it");
-        t.0 += rebuilder.coding;
-        t.1 += rebuilder.coded;
-        ran
-    };
-    let rebuilt = crate::crypt::run_workers(workers, worker).and_then(|()| {
+    // Workers take whole stripes in turn; on a failure nothing is kept.
+    let workers = stripe_threads(threads, m.stripes);
+    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| r.stripe(dir, (&m, &code), &files, &outs, s, &bad[s as usize])).and_then(|rebuilders| {
         // As private as the set (the manifest's mode), whatever became of the old shards.
         let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(dir.join(MANIFEST)).ok().as_ref());
         for (i, out, temp) in &outs {
@@ -731,15 +707,18 @@ fn repair(dir: &Path, threads: usize) -> Result<Option<EcReport>, JobError> {
             out.sync_all().map_err(io(dir))?;
             peerpath_io::publish(out, temp, &dir.join(&m.shards[*i].file), true).map_err(io(dir))?;
         }
-        Ok(())
+        Ok(rebuilders)
     });
-    if let Err(e) = rebuilt {
-        outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
-        return Err(e);
-    }
+    let rebuilders = match rebuilt {
+        Ok(r) => r,
+        Err(e) => {
+            outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
+            return Err(e);
+        }
+    };
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
     let names = damaged.iter().map(|&i| m.shards[i].file.clone()).collect();
-    let (coding, coded) = totals.into_inner().expect("no worker panics holding it");
+    let (coding, coded) = (rebuilders.iter().map(|r| r.coding).sum(), rebuilders.iter().map(|r| r.coded).sum());
     let mut report = EcReport::new("repair", dir, &m, names, started, coding, coded);
     report.threads = workers;
     report.engine = format!("host CPU (this process, {workers} thread(s)): ISA-L");

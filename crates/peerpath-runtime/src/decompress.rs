@@ -1140,8 +1140,6 @@ fn open_cipher(source: &Path, key: Option<&peerpath_func::crypt::Key>) -> Result
     Ok(Some(Arc::new(cipher)))
 }
 
-/// A member-level error found while splitting: members before it still get
-/// decoded (so the report names the first bad member), then the file fails.
 /// What the member header at the splitting position says to do.
 enum AtHeader {
     /// A member that declares its sizes: the header and its bytes.
@@ -1170,6 +1168,8 @@ fn member_at(path: &Path, head: &[u8], more: bool, index: u64, pos: u64) -> AtHe
     }
 }
 
+/// A member-level error found while splitting: members before it still get
+/// decoded (so the report names the first bad member), then the file fails.
 fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: JobError) -> Result<Option<DecodeMode>> {
     ctx.submit_batch(st, batch);
     st.fail(index, error);
