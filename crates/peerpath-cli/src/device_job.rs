@@ -26,7 +26,7 @@ pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u
 }
 
 /// Runs `requests` to completion, in tag order; any status but success is an error.
-pub(crate) fn run_all(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
+pub(crate) fn run_all<D: Device + ?Sized>(dev: &mut D, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
     let names: Vec<(u64, &'static str)> = requests.iter().map(|r| (r.tag, r.function.kind().name())).collect();
     let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("the emulated CSP failed: {e}"))?;
     if let Some(c) = done.iter().find(|c| c.status != Status::Success) {
@@ -40,7 +40,7 @@ pub(crate) fn run_all(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<V
 /// Runs `requests` to completion side by side (the device's workers take
 /// them at once); their completions in tag order, whatever their status
 /// (the caller says what a failed one means). A device that fails is an error.
-pub(crate) fn run_side_by_side(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
+pub(crate) fn run_side_by_side<D: Device + ?Sized>(dev: &mut D, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
     let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("the emulated CSP failed: {e}"))?;
     done.sort_by_key(|c| c.tag());
     Ok(done)
@@ -81,7 +81,7 @@ pub(crate) fn three_slots<T, E: Send>(n: u64, read: impl Fn(u64) -> Result<(), E
 }
 
 /// Runs one request to completion.
-pub(crate) fn run_one(dev: &mut EmulatedCsp, request: Request) -> Result<Completion, String> {
+pub(crate) fn run_one<D: Device + ?Sized>(dev: &mut D, request: Request) -> Result<Completion, String> {
     run_all(dev, vec![request])?.pop().ok_or_else(|| "the emulated CSP lost a command".to_string())
 }
 

@@ -16,7 +16,7 @@
 
 use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
-use crate::ec_device;
+use crate::{device_job, ec_device};
 use peerpath_io::{ScratchDir, Temporary};
 use peerpath_runtime::JobError;
 use serde::{Deserialize, Serialize};
@@ -56,14 +56,8 @@ enum EcCommand {
         /// Bytes per unit (a shard's part of one stripe; K, M suffixes).
         #[arg(long, default_value = "1M", value_parser = crate::parse_size)]
         unit: usize,
-        /// Where the coding runs: cpu (this process), or emulated (an emulated CSP: stripes
-        /// go from the source into its memory and from there to the shards; --unit a
-        /// multiple of 4K).
-        #[arg(long, value_enum, default_value = "cpu")]
-        engine: EcEngine,
-        /// With --engine emulated: fail (exit 15) instead of coding on the CPU when the device cannot.
-        #[arg(long)]
-        no_fallback: bool,
+        #[command(flatten)]
+        device: DeviceArgs,
         /// Worker threads on the CPU, each coding whole stripes [default: all cores].
         #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         threads: Option<u16>,
@@ -74,6 +68,8 @@ enum EcCommand {
     /// Check every unit of every shard against the manifest's CRC-32s.
     Verify {
         dir: PathBuf,
+        #[command(flatten)]
+        device: DeviceArgs,
         /// Threads reading and checking stripes [default: all cores].
         #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         threads: Option<u16>,
@@ -81,6 +77,8 @@ enum EcCommand {
     /// Rebuild missing or corrupt shards in place (at most M per stripe).
     Repair {
         dir: PathBuf,
+        #[command(flatten)]
+        device: DeviceArgs,
         /// Threads checking and rebuilding stripes [default: all cores].
         #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         threads: Option<u16>,
@@ -96,7 +94,59 @@ enum EcCommand {
         /// Replace an existing output.
         #[arg(short, long)]
         force: bool,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
+}
+
+/// Where a command's work runs.
+#[derive(Args, Clone)]
+struct DeviceArgs {
+    /// Where the work runs: cpu (this process), or emulated (an emulated CSP: units go
+    /// between the files and its memory, and are coded and checked there; encode takes
+    /// --unit a multiple of 4K).
+    #[arg(long, value_enum, default_value = "cpu")]
+    engine: EcEngine,
+    /// With --engine emulated: fail (exit 15) instead of working on the CPU when the device
+    /// cannot start or fails (nothing is kept).
+    #[arg(long)]
+    no_fallback: bool,
+    /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=40,corrupt=0.01".
+    #[arg(long, value_parser = crate::parse_faults)]
+    inject_faults: Option<peerpath_device::FaultConfig>,
+}
+
+impl DeviceArgs {
+    fn check(&self) -> Result<(), JobError> {
+        if self.inject_faults.is_some() && self.engine != EcEngine::Emulated {
+            return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
+        }
+        Ok(())
+    }
+
+    /// The device failed (or did not start) for `why`: an error with
+    /// --no-fallback; else said (`then`: what happens instead) and kept for
+    /// the report.
+    fn fall_back(&self, why: String, then: &str, fallback: &mut Option<String>) -> Result<(), JobError> {
+        if self.no_fallback {
+            return Err(JobError::Device { detail: format!("{why} (--no-fallback: nothing was kept)") });
+        }
+        eprintln!("peerpath: FALLBACK: {why}{then}");
+        *fallback = Some(why);
+        Ok(())
+    }
+
+    /// The emulated CSP for `m`'s set, where asked and where it starts.
+    fn set_device(&self, m: &Manifest, fallback: &mut Option<String>) -> Result<Option<ec_device::SetDevice>, JobError> {
+        if self.engine != EcEngine::Emulated {
+            return Ok(None);
+        }
+        let (k, p, unit, _, _) = m.shape();
+        match ec_device::start_set(k, p, unit, self.inject_faults.clone()) {
+            Ok(d) => Ok(Some(d)),
+            Err(why) => self.fall_back(why, ": the work runs on the host CPU", fallback).map(|()| None),
+        }
+    }
 }
 
 const MANIFEST: &str = "manifest.json";
@@ -125,12 +175,12 @@ struct ShardEntry {
 
 pub fn main(a: EcArgs) -> ExitCode {
     let r = match a.command {
-        EcCommand::Encode { source, data, parity, output, unit, engine, no_fallback, threads, json } => {
-            encode(&source, (data, parity, unit), &output, engine, no_fallback, threads_or_cores(threads)).map(|r| r.print(json))
+        EcCommand::Encode { source, data, parity, output, unit, device, threads, json } => {
+            device.check().and_then(|()| encode(&source, (data, parity, unit), &output, &device, threads_or_cores(threads))).map(|r| r.print(json))
         }
-        EcCommand::Verify { dir, threads } => verify(&dir, threads_or_cores(threads)),
-        EcCommand::Repair { dir, threads, json } => repair(&dir, threads_or_cores(threads)).map(|r| r.map_or_else(|| println!("{}: nothing to repair", dir.display()), |r| r.print(json))),
-        EcCommand::Decode { dir, output, force } => decode(&dir, &output, force),
+        EcCommand::Verify { dir, device, threads } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads))),
+        EcCommand::Repair { dir, device, threads, json } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
+        EcCommand::Decode { dir, output, force, device } => device.check().and_then(|()| decode(&dir, &output, force, &device)),
     };
     crate::exit_code(r)
 }
@@ -218,7 +268,7 @@ fn corrupt(path: &Path, detail: String) -> JobError {
     JobError::Damaged { path: path.to_path_buf(), detail }
 }
 
-fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine: EcEngine, no_fallback: bool, threads: usize) -> Result<EcReport, JobError> {
+fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
@@ -226,20 +276,14 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
     if std::fs::symlink_metadata(dir).is_ok() {
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
-    if engine == EcEngine::Emulated && !unit.is_multiple_of(4096) {
+    if e.engine == EcEngine::Emulated && !unit.is_multiple_of(4096) {
         return Err(JobError::Usage("--engine emulated moves whole 4 KiB blocks by DMA: --unit must be a multiple of 4K".into()));
     }
     let (mut device, mut fallback) = (None, None);
-    if engine == EcEngine::Emulated {
-        match ec_device::start(k, m, unit) {
+    if e.engine == EcEngine::Emulated {
+        match ec_device::start(k, m, unit, e.inject_faults.clone()) {
             Ok(d) => device = Some(d),
-            Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) if no_fallback => {
-                return Err(JobError::Device { detail: format!("{why} (--no-fallback)") })
-            }
-            Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) => {
-                eprintln!("peerpath: {why}: erasure coding on the host CPU instead");
-                fallback = Some(why);
-            }
+            Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) => e.fall_back(why, ": erasure coding on the host CPU instead", &mut fallback)?,
         }
     }
     // O_DIRECT only for the device's reads (DMA into its memory); the CPU path reads into its own buffers.
@@ -266,7 +310,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
     let written = (|| -> Result<(), JobError> {
         if let Some(dev) = device.as_mut() {
             let targets: Vec<&File> = files.iter().map(|(f, _)| f).collect();
-            let pass = match ec_device::encode(dev, &src, size, k, m, unit, &targets) {
+            let pass = match ec_device::encode(dev.as_mut(), &src, size, k, m, unit, &targets) {
                 Ok(p) => p,
                 Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) => return Err(JobError::Device { detail: format!("{why}; nothing was kept") }),
             };
@@ -305,7 +349,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, engine
         report.engine = format!("host CPU (this process, {} thread(s)): ISA-L", report.threads);
     }
     if let (Some(path), Some(dev)) = (path, device.as_ref()) {
-        report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", peerpath_device::Device::name(dev));
+        report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", dev.name());
         report.provenance = "measured on emulated devices";
     }
     report.fallback = fallback;
@@ -610,10 +654,9 @@ fn open_shards(dir: &Path, m: &Manifest) -> Vec<Option<File>> {
     m.shards.iter().map(|s| File::open(dir.join(&s.file)).ok()).collect()
 }
 
-/// Per stripe, which shards are bad; and the stripes with more bad than the
-/// code can rebuild. Stripes are checked on `threads` threads, each holding
-/// one 1 MiB piece at a time.
-fn survey(dir: &Path, m: &Manifest, threads: usize) -> (Vec<Vec<usize>>, Vec<u64>) {
+/// Per stripe, which shards are bad. Stripes are checked on `threads`
+/// threads, each holding one 1 MiB piece at a time.
+fn survey(dir: &Path, m: &Manifest, threads: usize) -> Vec<Vec<usize>> {
     let files = open_shards(dir, m);
     let checked = for_each_stripe(threads, m.stripes, || (vec![0u8; m.unit_bytes.min(1 << 20)], Vec::new()), |(buf, mine), s| {
         mine.push((s, (0..m.shards.len()).filter(|&i| !unit_checks_out(m, &files, i, s, buf)).collect::<Vec<usize>>()));
@@ -622,8 +665,31 @@ fn survey(dir: &Path, m: &Manifest, threads: usize) -> (Vec<Vec<usize>>, Vec<u64
     .expect("checking a stripe does not fail");
     let mut bad = vec![Vec::new(); m.stripes as usize];
     checked.into_iter().flat_map(|c| c.1).for_each(|(s, b)| bad[s as usize] = b);
-    let lost = (0..m.stripes).filter(|&s| bad[s as usize].len() > m.parity_shards).collect();
-    (bad, lost)
+    bad
+}
+
+/// The stripes with more bad units than the code can rebuild.
+fn lost_stripes(m: &Manifest, bad: &[Vec<usize>]) -> Vec<u64> {
+    (0..m.stripes).filter(|&s| bad[s as usize].len() > m.parity_shards).collect()
+}
+
+/// Where a set's units were checked, and how they moved, in words.
+const CHECKED_ON_DEVICE: &str = "checked on 1 emulated CSP, every unit read into its memory and its CRC-32 computed there (measured on emulated devices; payload bytes into this process: 0)";
+
+/// Per stripe, which shards are bad, and where they were checked: on
+/// `device` where there is one and it does not fail (else the CPU does it
+/// and `fallback` says why), on `threads` CPU threads otherwise.
+fn survey_on(device: &mut Option<ec_device::SetDevice>, (dir, m): (&Path, &Manifest), threads: usize, e: &DeviceArgs, fallback: &mut Option<String>) -> Result<(Vec<Vec<usize>>, &'static str), JobError> {
+    if let Some((dev, l)) = device.as_mut() {
+        match ec_device::survey(dev.as_mut(), l, m, &ec_device::open_shards(dir, m)) {
+            Ok(bad) => return Ok((bad, CHECKED_ON_DEVICE)),
+            Err(why) => {
+                *device = None;
+                e.fall_back(why, ": the set is checked on the host CPU", fallback)?;
+            }
+        }
+    }
+    Ok((survey(dir, m, threads), "checked on the host CPU"))
 }
 
 /// The threads a job over `stripes` stripes runs on: `threads`, at most one
@@ -658,9 +724,15 @@ fn for_each_stripe<S: Send>(threads: usize, stripes: u64, init: impl Fn() -> S +
     Ok(states.into_inner().expect("no worker panics holding it"))
 }
 
-fn verify(dir: &Path, threads: usize) -> Result<(), JobError> {
+fn verify(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
     let (m, _) = load(dir)?;
-    let (bad, lost) = survey(dir, &m, threads);
+    let mut fallback = None;
+    let mut device = e.set_device(&m, &mut fallback)?;
+    let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
+    if device.is_some() {
+        println!("{}: {checked}", dir.display());
+    }
+    let lost = lost_stripes(&m, &bad);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
     if damaged.is_empty() {
         println!("{}: all {} shard(s) intact ({} stripe(s))", dir.display(), m.shards.len(), m.stripes);
@@ -672,7 +744,7 @@ fn verify(dir: &Path, threads: usize) -> Result<(), JobError> {
 }
 
 /// A unit that checked out in the survey and no longer does.
-fn changed(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobError {
+pub(crate) fn changed(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobError {
     corrupt(dir, format!("{} changed while it was read (stripe {stripe}): nothing was written", m.shards[shard].file))
 }
 
@@ -680,35 +752,68 @@ pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError 
     corrupt(dir, format!("stripes {lost:?} lost more than {} of their {} shards: they cannot be rebuilt (nothing was written)", m.parity_shards, m.shards.len()))
 }
 
-/// Rebuilds what is damaged; `None` when nothing was.
-fn repair(dir: &Path, threads: usize) -> Result<Option<EcReport>, JobError> {
+/// Rebuilds what is damaged; when nothing was, the line that says so.
+fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport, String>, JobError> {
     let started = Instant::now();
     let (m, code) = load(dir)?;
-    let (bad, lost) = survey(dir, &m, threads);
+    let mut fallback = None;
+    let mut device = e.set_device(&m, &mut fallback)?;
+    let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
+    let lost = lost_stripes(&m, &bad);
     if !lost.is_empty() {
         return Err(unrecoverable(dir, &m, &lost));
     }
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
     if damaged.is_empty() {
-        return Ok(None);
+        return Ok(Err(format!("{}: nothing to repair ({checked})", dir.display())));
     }
+    let names: Vec<String> = damaged.iter().map(|&i| m.shards[i].file.clone()).collect();
     // Each damaged shard is rewritten whole into a temporary file (unnamed
     // where the file system allows), then renamed over the old one.
-    let files = open_shards(dir, &m);
     let targets: Vec<PathBuf> = damaged.iter().map(|&i| dir.join(&m.shards[i].file)).collect();
-    let outs: Vec<(usize, File, Temporary)> = damaged.iter().zip(create_temporaries(&targets, false).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect();
+    let new_shards = |direct: bool| -> Result<Vec<(usize, File, Temporary)>, JobError> {
+        Ok(damaged.iter().zip(create_temporaries(&targets, direct).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect())
+    };
+    if let Some((dev, l)) = device.as_mut() {
+        // Written from the device's memory by DMA where the unit size allows it.
+        let outs = new_shards(m.unit_bytes.is_multiple_of(4096))?;
+        let shards = ec_device::open_shards(dir, &m);
+        let to: Vec<(usize, &File)> = outs.iter().map(|(i, f, _)| (*i, f)).collect();
+        let done = match ec_device::repair(dev.as_mut(), l, (dir, &m), &shards, &bad, &to) {
+            Ok(pass) => put_shards_in_place(dir, &m, &outs).map(|()| Some(pass)),
+            Err(crate::chain_device::Stop::Job(err)) => Err(err),
+            Err(crate::chain_device::Stop::Device(why)) => {
+                outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
+                e.fall_back(why, "; the set is repaired on the host CPU from the start (nothing the device wrote was kept)", &mut fallback).map(|()| None)
+            }
+        };
+        match done {
+            Ok(Some(pass)) => {
+                let mut report = EcReport::new("repair", dir, &m, names, started, pass.coding, pass.coded);
+                let direct = device_job::moved(shards.iter().flatten().any(device_job::is_direct));
+                report.engine = format!(
+                    "1 emulated CSP ({}, ISA-L inside the device process): units read {direct} into its memory ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, shards written {} from it: the host process handled no payload byte",
+                    dev.name(),
+                    peerpath_metrics::human_bytes(pass.read_bytes),
+                    pass.rebuilt,
+                    device_job::moved(outs.iter().all(|(_, f, _)| device_job::is_direct(f))),
+                );
+                report.provenance = "measured on emulated devices";
+                report.fallback = fallback;
+                return Ok(Ok(report));
+            }
+            Ok(None) => {}
+            Err(err) => {
+                outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
+                return Err(err);
+            }
+        }
+    }
+    let files = open_shards(dir, &m);
+    let outs = new_shards(false)?;
     // Workers take whole stripes in turn; on a failure nothing is kept.
     let workers = stripe_threads(threads, m.stripes);
-    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| r.stripe(dir, (&m, &code), &files, &outs, s, &bad[s as usize])).and_then(|rebuilders| {
-        // As private as the set (the manifest's mode), whatever became of the old shards.
-        let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(dir.join(MANIFEST)).ok().as_ref());
-        for (i, out, temp) in &outs {
-            mode.apply(out).map_err(io(dir))?;
-            out.sync_all().map_err(io(dir))?;
-            peerpath_io::publish(out, temp, &dir.join(&m.shards[*i].file), true).map_err(io(dir))?;
-        }
-        Ok(rebuilders)
-    });
+    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| r.stripe(dir, (&m, &code), &files, &outs, s, &bad[s as usize])).and_then(|rebuilders| put_shards_in_place(dir, &m, &outs).map(|()| rebuilders));
     let rebuilders = match rebuilt {
         Ok(r) => r,
         Err(e) => {
@@ -716,13 +821,24 @@ fn repair(dir: &Path, threads: usize) -> Result<Option<EcReport>, JobError> {
             return Err(e);
         }
     };
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
-    let names = damaged.iter().map(|&i| m.shards[i].file.clone()).collect();
     let (coding, coded) = (rebuilders.iter().map(|r| r.coding).sum(), rebuilders.iter().map(|r| r.coded).sum());
     let mut report = EcReport::new("repair", dir, &m, names, started, coding, coded);
     report.threads = workers;
     report.engine = format!("host CPU (this process, {workers} thread(s)): ISA-L");
-    Ok(Some(report))
+    report.fallback = fallback;
+    Ok(Ok(report))
+}
+
+/// Renames the rebuilt shards `outs` over the old ones, each as private as
+/// the set (the manifest's mode) and durable first; then the directory.
+fn put_shards_in_place(dir: &Path, m: &Manifest, outs: &[(usize, File, Temporary)]) -> Result<(), JobError> {
+    let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(dir.join(MANIFEST)).ok().as_ref());
+    for (i, out, temp) in outs {
+        mode.apply(out).map_err(io(dir))?;
+        out.sync_all().map_err(io(dir))?;
+        peerpath_io::publish(out, temp, &dir.join(&m.shards[*i].file), true).map_err(io(dir))?;
+    }
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }
 
 /// One repair worker's buffers, decoders and time.
@@ -799,10 +915,51 @@ impl Rebuilder {
     }
 }
 
-fn decode(dir: &Path, output: &Path, force: bool) -> Result<(), JobError> {
+fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs) -> Result<(), JobError> {
     let mut shards = ShardReader::open(dir)?;
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(JobError::TargetExists { path: output.to_path_buf() });
+    }
+    let mut fallback = None;
+    let mut device = e.set_device(&shards.m, &mut fallback)?;
+    if let Some((dev, l)) = device.as_mut() {
+        let started = Instant::now();
+        let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
+        let files = ec_device::open_shards(dir, &shards.m);
+        let done = match ec_device::decode(dev.as_mut(), l, &shards.m, &files, &t.file, output) {
+            Ok(Ok(pass)) => put_restored_in_place(&t.file, &temporary, output, dir, force).map(|()| Some(pass)),
+            Ok(Err(_)) => Err(match ec_device::survey(dev.as_mut(), l, &shards.m, &files) {
+                // Named whole, as `ec verify` and `ec repair` name them.
+                Ok(bad) => unrecoverable(dir, &shards.m, &lost_stripes(&shards.m, &bad)),
+                Err(_) => unrecoverable(dir, &shards.m, &lost_stripes(&shards.m, &survey(dir, &shards.m, threads_or_cores(None)))),
+            }),
+            Err(crate::chain_device::Stop::Job(err)) => Err(err),
+            Err(crate::chain_device::Stop::Device(why)) => {
+                peerpath_io::discard(&temporary);
+                e.fall_back(why, "; the set is decoded on the host CPU from the start (nothing the device wrote was kept)", &mut fallback).map(|()| None)
+            }
+        };
+        match done {
+            Ok(Some(pass)) => {
+                let secs = started.elapsed().as_secs_f64();
+                println!(
+                    "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s (measured on emulated devices: 1 emulated CSP, units read {} into its memory ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; payload bytes into this process: 0)",
+                    dir.display(),
+                    output.display(),
+                    peerpath_metrics::human_bytes(shards.stream_bytes()),
+                    shards.stream_bytes() as f64 / secs.max(1e-9) / 1e9,
+                    device_job::moved(files.iter().flatten().any(device_job::is_direct)),
+                    peerpath_metrics::human_bytes(pass.read_bytes),
+                    pass.rebuilt,
+                );
+                return Ok(());
+            }
+            Ok(None) => {}
+            Err(err) => {
+                peerpath_io::discard(&temporary);
+                return Err(err);
+            }
+        }
     }
     let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
     let written = (|| -> Result<(), JobError> {
@@ -888,7 +1045,7 @@ impl ShardReader {
             }
             if survivors.len() < k {
                 // Named whole, as `ec verify` and `ec repair` name them.
-                let (_, mut lost) = survey(&self.dir, &self.m, threads_or_cores(None));
+                let mut lost = lost_stripes(&self.m, &survey(&self.dir, &self.m, threads_or_cores(None)));
                 if lost.is_empty() {
                     lost.push(s);
                 }
@@ -921,6 +1078,10 @@ impl ShardReader {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn on_cpu() -> DeviceArgs {
+        DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, inject_faults: None }
+    }
 
     fn valid() -> String {
         let m = Manifest {
@@ -993,12 +1154,12 @@ mod tests {
             assert_eq!(stripes, (len as u64).div_ceil(stripe as u64).max(1), "{len} bytes");
             data[..head.len()].copy_from_slice(head);
             let back = dir.path().join(format!("b{len}"));
-            decode(&out, &back, false).unwrap();
+            decode(&out, &back, false, &on_cpu()).unwrap();
             assert!(std::fs::read(&back).unwrap() == data, "{len} bytes");
             for lost in [0, 4] {
                 std::fs::remove_file(out.join(shard_name(lost))).unwrap();
             }
-            decode(&out, &back, true).unwrap();
+            decode(&out, &back, true, &on_cpu()).unwrap();
             assert!(std::fs::read(&back).unwrap() == data, "{len} bytes, two shards lost");
         }
     }
@@ -1047,21 +1208,21 @@ mod tests {
             }
             let lost: Vec<u64> = (0..stripes).filter(|&s| hit[s as usize].len() > m).collect();
             let back = dir.path().join("back");
-            let decoded = decode(&set, &back, false);
+            let decoded = decode(&set, &back, false, &on_cpu());
             if lost.is_empty() {
                 prop_assert!(decoded.is_ok(), "{:?}", decoded.err().map(|e| e.to_string()));
                 prop_assert!(std::fs::read(&back).unwrap() == data);
-                prop_assert!(repair(&set, 2).is_ok());
+                prop_assert!(repair(&set, &on_cpu(), 2).is_ok());
                 std::fs::remove_file(&back).unwrap();
-                decode(&set, &back, false).unwrap();
+                decode(&set, &back, false, &on_cpu()).unwrap();
                 prop_assert!(std::fs::read(&back).unwrap() == data, "after repair");
-                prop_assert!(survey(&set, &load(&set).unwrap().0, 2).0.iter().all(Vec::is_empty), "repair left damage");
+                prop_assert!(survey(&set, &load(&set).unwrap().0, 2).iter().all(Vec::is_empty), "repair left damage");
             } else {
                 let text = decoded.err().map(|e| e.to_string()).unwrap_or_default();
                 prop_assert!(text.contains(&format!("stripes {lost:?}")), "{text}");
                 prop_assert!(!back.exists(), "a failed decode kept its target");
                 let before: Vec<Option<Vec<u8>>> = (0..k + m).map(|i| std::fs::read(set.join(shard_name(i))).ok()).collect();
-                prop_assert!(repair(&set, 2).is_err());
+                prop_assert!(repair(&set, &on_cpu(), 2).is_err());
                 let after: Vec<Option<Vec<u8>>> = (0..k + m).map(|i| std::fs::read(set.join(shard_name(i))).ok()).collect();
                 prop_assert!(before == after, "a failed repair changed the shards");
             }

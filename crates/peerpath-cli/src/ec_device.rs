@@ -11,10 +11,22 @@
 //! shards from the one before (they never share a slot).
 //! A device that fails mid-job fails the job (nothing is kept); it is not
 //! handed over to the CPU half-way.
+//!
+//! `ec verify`, `repair` and `decode --engine emulated` work the same way
+//! on an existing set ([`SetLayout`]): units read into the device's memory
+//! and checked there against the manifest's CRC-32s, lost units rebuilt
+//! there (`Function::EcReconstruct`) and checked again, and the results
+//! written from it. Nothing is written to the set or the output until the
+//! whole job has succeeded, so a device that fails mid-job hands the job to
+//! the CPU from the start.
 
+use crate::chain_device::Stop;
 use crate::device_job::{self, SLOTS};
-use peerpath_device::{Device, DeviceRange, EmulatedCsp, FunctionKind, Request};
+use crate::ec::{self, Manifest};
+use peerpath_device::{Device, DeviceRange, Function, FunctionKind, Request};
+use peerpath_runtime::JobError;
 use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// What the device pass did.
@@ -35,21 +47,23 @@ pub(crate) enum DeviceFailure {
     Failed(String),
 }
 
-/// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity.
-pub(crate) fn start(k: usize, m: usize, unit: usize) -> Result<EmulatedCsp, DeviceFailure> {
+/// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity,
+/// with seeded faults where asked.
+pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, DeviceFailure> {
     if k + m > u8::MAX as usize {
         return Err(DeviceFailure::NotStarted(format!("the device's command holds at most 255 shards, not {}", k + m)));
     }
-    device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode).map_err(DeviceFailure::NotStarted)
+    let dev = device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode).map_err(DeviceFailure::NotStarted)?;
+    Ok(device_job::with_faults(dev, faults))
 }
 
-fn run(dev: &mut EmulatedCsp, requests: Vec<Request>) -> Result<Vec<peerpath_device::Completion>, DeviceFailure> {
+fn run(dev: &mut dyn Device, requests: Vec<Request>) -> Result<Vec<peerpath_device::Completion>, DeviceFailure> {
     device_job::run_all(dev, requests).map_err(DeviceFailure::Failed)
 }
 
 /// Encodes `size` bytes of `src` in stripes of `k` units of `unit` bytes
 /// (a multiple of 4 KiB) into `targets` (k data then m parity shards).
-pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: usize, unit: usize, targets: &[&File]) -> Result<DevicePass, DeviceFailure> {
+pub(crate) fn encode(dev: &mut dyn Device, src: &File, size: u64, k: usize, m: usize, unit: usize, targets: &[&File]) -> Result<DevicePass, DeviceFailure> {
     let src_direct = device_job::is_direct(src);
     let stripe = (k + m) * unit;
     // Slot b: k data units, then m parity units, back to back.
@@ -76,19 +90,11 @@ pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: 
     };
     // A stripe's units are written side by side, one thread each: an O_DIRECT write
     // returns when its DMA is done, and one after the other they wait k + m times.
+    // A stripe's units are written side by side, one thread each.
+    let base = slots[0];
     let write = |s: u64| -> Result<(), DeviceFailure> {
-        let write_unit = |i: usize, f: &File| {
-            // SAFETY: unit i of slot s % SLOTS, inside the device's mapped memory; the kernel only
-            // reads it, and in this step no command writes it and no read fills it.
-            let ptr = unsafe { (slots[slot_of(s)] as *const u8).add(i * unit) };
-            // SAFETY: as above.
-            unsafe { device_job::write_from_or_say(ptr, unit, f, s * unit as u64) }.map_err(|e| DeviceFailure::Failed(format!("a shard: {e}")))
-        };
-        std::thread::scope(|scope| {
-            let others: Vec<_> = targets.iter().enumerate().skip(1).map(|(i, f)| scope.spawn(move || write_unit(i, f))).collect();
-            let first = write_unit(0, targets[0]);
-            others.into_iter().map(|h| h.join().expect("a shard's write thread panicked")).fold(first, Result::and)
-        })
+        let writes: Vec<(u64, &File, u64)> = targets.iter().enumerate().map(|(i, &f)| ((slots[slot_of(s)] - base + i * unit) as u64, f, s * unit as u64)).collect();
+        write_side_by_side(base, unit, &writes).map_err(|(_, e)| DeviceFailure::Failed(format!("a shard: writing from device memory: {e}")))
     };
     let mut coding = Duration::ZERO;
     let coded = device_job::three_slots(stripes, read, |s| {
@@ -114,4 +120,324 @@ pub(crate) fn encode(dev: &mut EmulatedCsp, src: &File, size: u64, k: usize, m: 
         direct(targets_direct)
     );
     Ok(DevicePass { crcs, coding, path })
+}
+
+/// Where a set's stripes lie in the memory of a device that checks,
+/// rebuilds and restores them (`ec verify`, `repair` and `decode` with
+/// `--engine emulated`): [`SLOTS`] slots, each holding a stripe's `n` units
+/// (each at a 4 KiB boundary, for O_DIRECT), the `k` survivors gathered
+/// back to back (what `EcReconstruct` takes), up to `m` rebuilt units, and
+/// the index list that says which is which.
+pub(crate) struct SetLayout {
+    k: usize,
+    m: usize,
+    unit: usize,
+    /// A unit's room: the unit rounded up to 4 KiB.
+    room: u64,
+    slot: u64,
+}
+
+impl SetLayout {
+    pub(crate) fn new(k: usize, m: usize, unit: usize) -> SetLayout {
+        let room = (unit as u64).next_multiple_of(4096);
+        let gathered = ((k * unit) as u64).next_multiple_of(4096);
+        let rebuilt = ((m * unit) as u64).next_multiple_of(4096);
+        SetLayout { k, m, unit, room, slot: (k + m) as u64 * room + gathered + rebuilt + 4096 }
+    }
+
+    fn bytes(&self) -> u64 {
+        SLOTS as u64 * self.slot
+    }
+
+    /// Stripe `s`'s slot.
+    fn slot_of(&self, s: u64) -> u64 {
+        (s % SLOTS as u64) * self.slot
+    }
+
+    /// Unit `i` of stripe `s`.
+    fn unit(&self, s: u64, i: usize) -> DeviceRange {
+        DeviceRange::new(self.slot_of(s) + i as u64 * self.room, self.unit as u64)
+    }
+
+    fn gathered(&self, s: u64) -> DeviceRange {
+        DeviceRange::new(self.slot_of(s) + (self.k + self.m) as u64 * self.room, (self.k * self.unit) as u64)
+    }
+
+    /// The first `count` rebuilt units, back to back.
+    fn rebuilt(&self, s: u64, count: usize) -> DeviceRange {
+        let gathered = self.gathered(s);
+        DeviceRange::new(gathered.offset + gathered.len.next_multiple_of(4096), (count * self.unit) as u64)
+    }
+
+    fn indices(&self, s: u64) -> DeviceRange {
+        DeviceRange::new(self.slot_of(s) + self.slot - 4096, (self.k + self.m) as u64)
+    }
+}
+
+/// A device that checks, rebuilds and restores sets, and where their stripes lie in its memory.
+pub(crate) type SetDevice = (Box<dyn Device>, SetLayout);
+
+/// Starts an emulated CSP for a set of `k` + `m` units of `unit` bytes
+/// (see [`SetLayout`]), with seeded faults where asked; or why it cannot.
+pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<SetDevice, String> {
+    if k + m > u8::MAX as usize {
+        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
+    }
+    let l = SetLayout::new(k, m, unit);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 4) as u32;
+    let dev = device_job::spawn("ecset", l.bytes() as usize, (k + m + 2).next_power_of_two().max(8) as u32, workers, FunctionKind::EcReconstruct)?;
+    for need in [FunctionKind::Copy, FunctionKind::Crc32] {
+        if !dev.functions().contains(need) {
+            return Err(format!("the emulated CSP does not offer {}", need.name()));
+        }
+    }
+    Ok((device_job::with_faults(dev, faults), l))
+}
+
+/// A set's shards opened for the device's reads: O_DIRECT where the unit
+/// size allows it and the file system takes it.
+pub(crate) fn open_shards(dir: &std::path::Path, m: &Manifest) -> Vec<Option<File>> {
+    let (k, p, unit, _, _) = m.shape();
+    (0..k + p).map(|i| peerpath_io::open_source(&dir.join(m.unit(i, 0).0), unit.is_multiple_of(4096)).ok().map(|o| o.file)).collect()
+}
+
+/// The set's memory as the host addresses it (for the kernel's reads and writes).
+fn base(dev: &dyn Device, l: &SetLayout) -> Result<usize, String> {
+    dev.memory().io_ptr(DeviceRange::new(0, l.bytes())).map(|p| p as usize).ok_or_else(|| "the device's memory is not mapped into this process for I/O".into())
+}
+
+/// Reads unit `i` of stripe `s` from `shard` into its place in the device's
+/// memory (the kernel writes it there); false if the shard is missing or short.
+fn read_unit(base: usize, l: &SetLayout, shard: Option<&File>, s: u64, i: usize) -> bool {
+    let Some(f) = shard else { return false };
+    let r = l.unit(s, i);
+    // SAFETY: the unit's room (a multiple of 4 KiB) lies in the device's mapped
+    // memory (`base` maps all of it); in this step only this read uses it.
+    unsafe { device_job::read_into(f, s * l.unit as u64, l.unit, (base + r.offset as usize) as *mut u8) }.is_ok()
+}
+
+/// Units `which` of stripe `s`, checked on the device: those whose CRC-32
+/// is the manifest's (only the checksums come back to the host).
+fn check_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), l: &SetLayout, m: &Manifest, s: u64, which: &[usize]) -> Result<Vec<usize>, String> {
+    let tags = which.iter().map(|&i| commands.submit(dev, Function::Crc32, vec![l.unit(s, i)], DeviceRange::EMPTY)).collect::<Result<Vec<u64>, String>>()?;
+    let mut good = Vec::with_capacity(which.len());
+    for (&i, tag) in which.iter().zip(tags) {
+        if commands.wait(dev, tag)?.input_crc32 == m.unit(i, s).1 {
+            good.push(i);
+        }
+    }
+    Ok(good)
+}
+
+/// Per stripe, which units are missing, short or fail their CRC-32: every
+/// unit read into the device's memory and checked there (see
+/// [`check_units`]), a stripe read while the one before is checked.
+pub(crate) fn survey(dev: &mut dyn Device, l: &SetLayout, m: &Manifest, shards: &[Option<File>]) -> Result<Vec<Vec<usize>>, String> {
+    let (_, _, _, stripes, _) = m.shape();
+    let n = shards.len();
+    let base = base(dev, l)?;
+    let read: [std::sync::Mutex<Vec<usize>>; SLOTS] = Default::default();
+    let mut commands = device_job::Commands::default();
+    device_job::three_slots(
+        stripes,
+        |s| {
+            *read[(s % SLOTS as u64) as usize].lock().expect("no reader panics holding it") = (0..n).filter(|&i| read_unit(base, l, shards[i].as_ref(), s, i)).collect();
+            Ok(())
+        },
+        |s| {
+            let there = std::mem::take(&mut *read[(s % SLOTS as u64) as usize].lock().expect("no reader panics holding it"));
+            let good = check_units((dev, &mut commands), l, m, s, &there)?;
+            Ok((0..n).filter(|i| !good.contains(i)).collect())
+        },
+        |_| Ok(()),
+    )
+}
+
+/// What rebuilding or restoring a set on the device did.
+#[derive(Default)]
+pub(crate) struct SetPass {
+    /// Time the job waited for `EcReconstruct` commands.
+    pub coding: Duration,
+    /// Bytes those commands read and wrote (k survivors and the rebuilt units).
+    pub coded: u64,
+    /// Units rebuilt on the device, and unit bytes read into its memory.
+    pub rebuilt: u64,
+    pub read_bytes: u64,
+}
+
+/// Rebuilds units `missing` of stripe `s` on the device from the first `k`
+/// of `good` (their units in place): survivors gathered (`Copy`), the code's
+/// inverse applied (`EcReconstruct`), and each rebuilt unit checked against
+/// the manifest's CRC-32 there. A rebuilt unit that does not check is the
+/// device's fault (its inputs had checked out).
+fn rebuild_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), l: &SetLayout, m: &Manifest, s: u64, good: &[usize], missing: &[usize], pass: &mut SetPass) -> Result<(), String> {
+    let (k, p, unit, _, _) = m.shape();
+    let gathered = l.gathered(s);
+    let copies = good[..k].iter().enumerate().map(|(j, &i)| commands.submit(dev, Function::Copy, vec![l.unit(s, i)], DeviceRange::new(gathered.offset + (j * unit) as u64, unit as u64))).collect::<Result<Vec<u64>, String>>()?;
+    for tag in copies {
+        commands.wait(dev, tag)?;
+    }
+    let indices: Vec<u8> = good[..k].iter().chain(missing).map(|&i| i as u8).collect();
+    // SAFETY: the slot's index range holds k + m bytes; no command in flight uses it.
+    unsafe { dev.memory().host_write(l.indices(s).offset, &indices) };
+    let t = Instant::now();
+    commands.run(dev, Function::EcReconstruct { data: k as u8, parity: p as u8, wanted: missing.len() as u8 }, vec![gathered, DeviceRange::new(l.indices(s).offset, indices.len() as u64)], l.rebuilt(s, missing.len()))?;
+    pass.coding += t.elapsed();
+    pass.coded += ((k + missing.len()) * unit) as u64;
+    pass.rebuilt += missing.len() as u64;
+    let rebuilt = l.rebuilt(s, missing.len());
+    for (j, &i) in missing.iter().enumerate() {
+        let r = DeviceRange::new(rebuilt.offset + (j * unit) as u64, unit as u64);
+        let crc = commands.run(dev, Function::Crc32, vec![r], DeviceRange::EMPTY)?.input_crc32;
+        if crc != m.unit(i, s).1 {
+            return Err(format!("the device rebuilt {}'s unit of stripe {s} wrong (its CRC-32 is not the manifest's, from survivors that checked out)", m.unit(i, 0).0));
+        }
+    }
+    Ok(())
+}
+
+/// Where unit `i` of stripe `s` is in the device's memory once the stripe is
+/// whole: its own place, or among the rebuilt units.
+fn unit_after(l: &SetLayout, s: u64, i: usize, missing: &[usize]) -> DeviceRange {
+    match missing.iter().position(|&j| j == i) {
+        Some(j) => DeviceRange::new(l.rebuilt(s, missing.len()).offset + (j * l.unit) as u64, l.unit as u64),
+        None => l.unit(s, i),
+    }
+}
+
+/// Writes `len` bytes of device memory at each `(offset, file, at)` side
+/// by side, a thread each (an O_DIRECT write returns when its DMA is
+/// done; one after the other they would wait once each).
+fn write_side_by_side(base: usize, len: usize, writes: &[(u64, &File, u64)]) -> Result<(), (usize, std::io::Error)> {
+    let write = |w: usize| {
+        let (offset, f, at) = writes[w];
+        // SAFETY: `offset` names a unit in the device's mapped memory that, in this
+        // step, no command writes and no read fills (the pipeline's slots).
+        unsafe { device_job::write_from((base + offset as usize) as *const u8, len, f, at) }.map_err(|e| (w, e))
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..writes.len()).map(|w| scope.spawn(move || write(w))).collect();
+        let first = if writes.is_empty() { Ok(()) } else { write(0) };
+        others.into_iter().map(|h| h.join().expect("a unit's write thread panicked")).fold(first, Result::and)
+    })
+}
+
+/// `ec repair` on the device: stripe by stripe, the units it needs (k
+/// survivors, and the good units of shards being rewritten) read into the
+/// device's memory and checked there (one that no longer checks out changed
+/// since the survey: the job fails), the lost ones rebuilt and checked
+/// there ([`rebuild_units`]), and every rewritten shard's unit written from
+/// it to `outs` (shard index, its new file). A stripe is read while the one
+/// before is rebuilt and the one before that written.
+pub(crate) fn repair(dev: &mut dyn Device, l: &SetLayout, (dir, m): (&std::path::Path, &Manifest), shards: &[Option<File>], bad: &[Vec<usize>], outs: &[(usize, &File)]) -> Result<SetPass, Stop> {
+    let (k, _, unit, stripes, _) = m.shape();
+    let n = shards.len();
+    let base = base(dev, l)?;
+    let plan = |s: u64| {
+        let missing = &bad[s as usize];
+        let good: Vec<usize> = (0..n).filter(|i| !missing.contains(i)).collect();
+        let mut needed: Vec<usize> = good.iter().copied().take(k).chain(outs.iter().map(|o| o.0).filter(|i| !missing.contains(i))).collect();
+        needed.sort_unstable();
+        needed.dedup();
+        (missing, good, needed)
+    };
+    let mut pass = SetPass::default();
+    let read_bytes = AtomicU64::new(0);
+    let mut commands = device_job::Commands::default();
+    device_job::three_slots(
+        stripes,
+        |s| {
+            for i in plan(s).2 {
+                if !read_unit(base, l, shards[i].as_ref(), s, i) {
+                    return Err(Stop::Job(ec::changed(dir, m, i, s)));
+                }
+                read_bytes.fetch_add(unit as u64, Ordering::Relaxed);
+            }
+            Ok(())
+        },
+        |s| {
+            let (missing, good, needed) = plan(s);
+            let checked = check_units((dev, &mut commands), l, m, s, &needed)?;
+            if let Some(&i) = needed.iter().find(|i| !checked.contains(i)) {
+                return Err(Stop::Job(ec::changed(dir, m, i, s)));
+            }
+            if !missing.is_empty() {
+                rebuild_units((dev, &mut commands), l, m, s, &good, missing, &mut pass)?;
+            }
+            Ok(())
+        },
+        |s| {
+            let writes: Vec<(u64, &File, u64)> = outs.iter().map(|&(i, f)| (unit_after(l, s, i, &bad[s as usize]).offset, f, s * unit as u64)).collect();
+            write_side_by_side(base, unit, &writes).map_err(|(_, source)| Stop::Job(JobError::TargetIo { path: dir.to_path_buf(), source }))
+        },
+    )?;
+    pass.read_bytes = read_bytes.into_inner();
+    Ok(pass)
+}
+
+/// `ec decode` on the device: each stripe's data units read into the
+/// device's memory and checked there; where one is missing or bad, parity
+/// units are read (in order, until k check out) and the lost data units
+/// rebuilt and checked there ([`rebuild_units`]); the data is written to
+/// `out` from the device's memory, up to the stream's end. A stripe with
+/// fewer than k good units stops the job; `Ok(Err(s))` names the first.
+pub(crate) fn decode(dev: &mut dyn Device, l: &SetLayout, m: &Manifest, shards: &[Option<File>], out: &File, output: &std::path::Path) -> Result<Result<SetPass, u64>, Stop> {
+    let (k, _, unit, stripes, stream_bytes) = m.shape();
+    let base = base(dev, l)?;
+    let read: [std::sync::Mutex<Vec<usize>>; SLOTS] = Default::default();
+    let missing: [std::sync::Mutex<Vec<usize>>; SLOTS] = Default::default();
+    let slot = |s: u64| (s % SLOTS as u64) as usize;
+    let mut pass = SetPass::default();
+    let read_bytes = AtomicU64::new(0);
+    let mut commands = device_job::Commands::default();
+    let mut lost = None;
+    let done = device_job::three_slots(
+        stripes,
+        |s| {
+            let there: Vec<usize> = (0..k).filter(|&i| read_unit(base, l, shards[i].as_ref(), s, i)).collect();
+            read_bytes.fetch_add((there.len() * unit) as u64, Ordering::Relaxed);
+            *read[slot(s)].lock().expect("no reader panics holding it") = there;
+            Ok(())
+        },
+        |s| {
+            let there = std::mem::take(&mut *read[slot(s)].lock().expect("no reader panics holding it"));
+            let mut good = check_units((dev, &mut commands), l, m, s, &there)?;
+            let gone: Vec<usize> = (0..k).filter(|i| !good.contains(i)).collect();
+            for (i, shard) in shards.iter().enumerate().skip(k) {
+                if good.len() >= k {
+                    break;
+                }
+                if read_unit(base, l, shard.as_ref(), s, i) {
+                    read_bytes.fetch_add(unit as u64, Ordering::Relaxed);
+                    good.extend(check_units((dev, &mut commands), l, m, s, &[i])?);
+                }
+            }
+            if good.len() < k {
+                lost = Some(s);
+                return Err(Stop::Device(String::new()));
+            }
+            if !gone.is_empty() {
+                rebuild_units((dev, &mut commands), l, m, s, &good, &gone, &mut pass)?;
+            }
+            *missing[slot(s)].lock().expect("no worker panics holding it") = gone;
+            Ok(())
+        },
+        |s| {
+            let gone = std::mem::take(&mut *missing[slot(s)].lock().expect("no worker panics holding it"));
+            for i in 0..k {
+                let at = (s * k as u64 + i as u64) * unit as u64;
+                let len = (stream_bytes.saturating_sub(at)).min(unit as u64) as usize;
+                if len > 0 {
+                    write_side_by_side(base, len, &[(unit_after(l, s, i, &gone).offset, out, at)]).map_err(|(_, source)| Stop::Job(JobError::TargetIo { path: output.to_path_buf(), source }))?;
+                }
+            }
+            Ok(())
+        },
+    );
+    if let Some(s) = lost {
+        return Ok(Err(s));
+    }
+    done?;
+    pass.read_bytes = read_bytes.into_inner();
+    Ok(Ok(pass))
 }

@@ -235,6 +235,90 @@ fn an_emulated_csp_makes_the_same_set_as_the_cpu() {
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "1000", "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["multiple of 4K"]);
 }
 
+/// `ec verify`, `repair` and `decode --engine emulated`: every unit read
+/// into an emulated CSP's memory and checked there, lost units rebuilt
+/// there and checked again, results written from it. The same verdicts,
+/// shards and output as the CPU (the oracle), with units a multiple of 4 KiB
+/// (O_DIRECT) and not; too many lost named as on the CPU with nothing kept.
+#[test]
+fn an_emulated_csp_checks_repairs_and_restores_a_set_as_the_cpu_does() {
+    let dir = scratch();
+    let d = dir.path();
+    for (case, (size, unit)) in [(7 * 4 * 16384 + 999, "16K"), (50_000, "5000")].into_iter().enumerate() {
+        let src = d.join(format!("s{case}"));
+        std::fs::write(&src, random_bytes(size, 40 + case as u64)).unwrap();
+        let set = d.join(format!("set{case}"));
+        run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", unit, "-o", &set])).ok();
+        let original = shards(&set);
+        // Two shards lost in every stripe: one deleted, one cut short half-way through.
+        std::fs::remove_file(set.join("shard-001")).unwrap();
+        let cut = &original[4].1;
+        std::fs::write(set.join("shard-004"), &cut[..cut.len() / 2]).unwrap();
+        let damaged = shards(&set);
+        let cpu_verdict = run(&mut pp(args!["ec", "verify", &set])).fails(6, &["shard-001, shard-004", "repairable"]).stderr;
+        let o = run(&mut pp(args!["ec", "verify", &set, "--engine", "emulated", "--no-fallback"])).fails(6, &[]);
+        assert_eq!(o.stderr, cpu_verdict, "case {case}: the device's verdict is the CPU's");
+        assert!(o.stdout_str().contains("checked on 1 emulated CSP") && o.stdout_str().contains("payload bytes into this process: 0"), "{}", o.stdout_str());
+        let back = d.join(format!("back{case}"));
+        let o = run(&mut pp(args!["ec", "decode", &set, "-o", &back, "--engine", "emulated", "--no-fallback"])).ok();
+        assert!(o.stdout_str().contains("measured on emulated devices") && o.stdout_str().contains("payload bytes into this process: 0"), "{}", o.stdout_str());
+        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap(), "case {case}: decoded on the device");
+        assert_eq!(shards(&set), damaged, "decoding leaves the set as it was");
+        let v = run(&mut pp(args!["ec", "repair", &set, "--engine", "emulated", "--no-fallback", "--json"])).ok().json();
+        assert_eq!(v["provenance"], "measured on emulated devices", "{v}");
+        assert!(v["engine"].as_str().unwrap().contains("handled no payload byte") && v["fallback"].is_null(), "{v}");
+        assert_eq!(v["shards_written"], serde_json::json!(["shard-001", "shard-004"]), "{v}");
+        assert_eq!(shards(&set), original, "case {case}: repaired on the device, byte for byte the originals");
+        // Three lost in stripe 0: the same error as the CPU's, nothing written.
+        for name in ["shard-000", "shard-002", "shard-005"] {
+            let mut b = original.iter().find(|(n, _)| n == name).unwrap().1.clone();
+            b[10] ^= 1;
+            std::fs::write(set.join(name), b).unwrap();
+        }
+        let before = shards(&set);
+        let cpu_error = run(&mut pp(args!["ec", "repair", &set])).fails(6, &["stripes [0]", "cannot be rebuilt"]).stderr;
+        assert_eq!(run(&mut pp(args!["ec", "repair", &set, "--engine", "emulated", "--no-fallback"])).fails(6, &[]).stderr, cpu_error);
+        let never = d.join(format!("never{case}"));
+        run(&mut pp(args!["ec", "decode", &set, "-o", &never, "--engine", "emulated", "--no-fallback"])).fails(6, &["stripes [0]", "cannot be rebuilt"]);
+        assert!(!never.exists());
+        assert_eq!(shards(&set), before, "nothing was written to the set");
+        assert_eq!(names_in(d).iter().filter(|n| n.starts_with('.')).count(), 0, "no temporary left: {:?}", names_in(d));
+    }
+}
+
+/// A device that dies or gets a rebuilt unit wrong (a flipped byte in its
+/// memory, caught by the manifest's CRC-32) while repairing or restoring a
+/// set: the CPU does the job from the start, and the report says so; with
+/// --no-fallback exit 15 and nothing written.
+#[test]
+fn a_device_that_fails_a_repair_or_a_decode_hands_it_to_the_cpu_or_fails_with_nothing_written() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(9 * 4 * 8192, 77)).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "8K", "-o", &set])).ok();
+    let original = shards(&set);
+    for faults in ["seed=1,crash-after=30", "seed=3,corrupt=0.3"] {
+        std::fs::remove_file(set.join("shard-000")).unwrap();
+        let damaged = shards(&set);
+        run(&mut pp(args!["ec", "repair", &set, "--engine", "emulated", "--no-fallback", "--inject-faults", faults])).fails(15, &["no-fallback", "nothing was kept"]);
+        assert_eq!(shards(&set), damaged, "{faults}: nothing written to the set");
+        let never = d.join("never");
+        run(&mut pp(args!["ec", "decode", &set, "-o", &never, "--engine", "emulated", "--no-fallback", "--inject-faults", faults])).fails(15, &["no-fallback"]);
+        assert!(!never.exists());
+        let back = d.join("back");
+        let o = run(&mut pp(args!["ec", "decode", &set, "-o", &back, "--force", "--engine", "emulated", "--inject-faults", faults])).ok();
+        assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("host CPU"), "{faults}: {}", o.stderr);
+        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap(), "{faults}: decoded");
+        let v = run(&mut pp(args!["ec", "repair", &set, "--engine", "emulated", "--json", "--inject-faults", faults])).ok().json();
+        assert!(v["fallback"].is_string() && v["engine"].as_str().unwrap().starts_with("host CPU"), "{faults}: {v}");
+        assert_eq!(v["provenance"], "measured on this host's CPU");
+        assert_eq!(shards(&set), original, "{faults}: repaired by the CPU");
+    }
+    run(&mut pp(args!["ec", "verify", &set, "--inject-faults", "seed=1"])).fails(2, &["--engine emulated"]);
+}
+
 /// `compress --ec K+M [--encrypt]`: one pass; `ec decode` gives back the
 /// very members `compress` makes (sealed with `--encrypt`: `decrypt` gives
 /// the same .gz, `decompress --key-file` the source), also with M shards lost.
