@@ -283,63 +283,83 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, e: &De
     if e.engine == EcEngine::Emulated {
         match ec_device::start(k, m, unit, e.inject_faults.clone()) {
             Ok(d) => device = Some(d),
-            Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) => e.fall_back(why, ": erasure coding on the host CPU instead", &mut fallback)?,
+            Err(why) => e.fall_back(why, ": erasure coding on the host CPU instead", &mut fallback)?,
         }
     }
     // O_DIRECT only for the device's reads (DMA into its memory); the CPU path reads into its own buffers.
-    let opened = peerpath_io::open_source(source, device.is_some()).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
-    let src = opened.file;
-    let size = src.metadata().map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.len();
+    let open = |direct: bool| -> Result<(File, u64), JobError> {
+        let src = peerpath_io::open_source(source, direct).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.file;
+        let size = src.metadata().map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.len();
+        Ok((src, size))
+    };
     // Shards are written as unnamed files (nothing survives a killed
     // process), linked into a scratch directory beside DIR at the end, and
     // the directory is renamed into place (never over an existing name).
     let n = k + m;
     let names: Vec<PathBuf> = (0..n).map(|i| dir.with_file_name(shard_name(i))).collect();
-    let files = create_temporaries(&names, device.is_some()).map_err(io(dir))?;
-    // Shards and manifest are as private as the source (gzip's rule for outputs).
-    let mode = peerpath_io::Inherited::mode_of(src.metadata().ok().as_ref());
     let discard_all = |files: &[(File, Temporary)]| files.iter().for_each(|(_, t)| peerpath_io::discard(t));
     let mut crcs: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let stripes = size.div_ceil((k * unit) as u64).max(1);
-    // A stripe goes in slices of all its units that fit in a core's cache
-    // together, so ISA-L codes data the read has just brought in (whole
-    // 1 MiB units gave 75 % of erasure_code_perf's warm rate; bench/ec.sh).
-    let slice = encode_slice_bytes(n, unit);
-    let workers = stripe_threads(threads, stripes);
     let mut path = None;
-    let written = (|| -> Result<(), JobError> {
-        if let Some(dev) = device.as_mut() {
-            let targets: Vec<&File> = files.iter().map(|(f, _)| f).collect();
-            let pass = match ec_device::encode(dev.as_mut(), &src, size, k, m, unit, &targets) {
-                Ok(p) => p,
-                Err(ec_device::DeviceFailure::NotStarted(why) | ec_device::DeviceFailure::Failed(why)) => return Err(JobError::Device { detail: format!("{why}; nothing was kept") }),
-            };
-            crcs = pass.crcs;
-            coding = pass.coding;
-            path = Some(pass.path);
-            return Ok(());
+    let mut coded_on_device = None;
+    if let Some(dev) = device.as_mut() {
+        let (src, size) = open(true)?;
+        let files = create_temporaries(&names, true).map_err(io(dir))?;
+        let targets: Vec<&File> = files.iter().map(|(f, _)| f).collect();
+        match ec_device::encode(dev.as_mut(), (&src, source), size, k, m, unit, (&targets, dir)) {
+            Ok(pass) => {
+                (crcs, coding, path) = (pass.crcs, pass.coding, Some(pass.path));
+                coded_on_device = Some((src, size, files));
+            }
+            Err(crate::chain_device::Stop::Job(err)) => {
+                discard_all(&files);
+                return Err(err);
+            }
+            Err(crate::chain_device::Stop::Device(why)) => {
+                discard_all(&files);
+                e.fall_back(why, "; the set is encoded on the host CPU from the start (nothing the device wrote was kept)", &mut fallback)?;
+                device = None;
+            }
         }
-        // Each worker reads, codes and writes whole stripes at their own offsets.
-        let done = for_each_stripe(workers, stripes, || (vec![vec![0u8; slice]; n], Vec::new(), Duration::ZERO), |(units, mine, coded), s| {
-            let crcs = encode_stripe(&code, s, (k, unit), &src, &files, units, coded).map_err(|e| match e {
-                StripeError::Source(e) => JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() },
-                StripeError::Target(e) => io(dir)(e),
-            })?;
-            mine.push((s, crcs));
-            Ok(())
-        })?;
-        coding = done.iter().map(|d| d.2).sum();
-        let mut per_stripe: Vec<(u64, Vec<u32>)> = done.into_iter().flat_map(|d| d.1).collect();
-        per_stripe.sort_unstable_by_key(|(s, _)| *s);
-        for (_, c) in per_stripe {
-            crcs.iter_mut().zip(c).for_each(|(all, x)| all.push(x));
-        }
-        Ok(())
-    })();
-    if let Err(e) = written {
-        discard_all(&files);
-        return Err(e);
     }
+    let (src, size, files) = match coded_on_device {
+        Some(done) => done,
+        None => {
+            let (src, size) = open(false)?;
+            let files = create_temporaries(&names, false).map_err(io(dir))?;
+            // A stripe goes in slices of all its units that fit in a core's cache
+            // together, so ISA-L codes data the read has just brought in (whole
+            // 1 MiB units gave 75 % of erasure_code_perf's warm rate; bench/ec.sh).
+            let slice = encode_slice_bytes(n, unit);
+            let stripes = size.div_ceil((k * unit) as u64).max(1);
+            // Each worker reads, codes and writes whole stripes at their own offsets.
+            let done = for_each_stripe(threads, stripes, || (vec![vec![0u8; slice]; n], Vec::new(), Duration::ZERO), |(units, mine, coded), s| {
+                let crcs = encode_stripe(&code, s, (k, unit), &src, &files, units, coded).map_err(|e| match e {
+                    StripeError::Source(e) => JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() },
+                    StripeError::Target(e) => io(dir)(e),
+                })?;
+                mine.push((s, crcs));
+                Ok(())
+            });
+            let done = match done {
+                Ok(d) => d,
+                Err(err) => {
+                    discard_all(&files);
+                    return Err(err);
+                }
+            };
+            coding = done.iter().map(|d| d.2).sum();
+            let mut per_stripe: Vec<(u64, Vec<u32>)> = done.into_iter().flat_map(|d| d.1).collect();
+            per_stripe.sort_unstable_by_key(|(s, _)| *s);
+            for (_, c) in per_stripe {
+                crcs.iter_mut().zip(c).for_each(|(all, x)| all.push(x));
+            }
+            (src, size, files)
+        }
+    };
+    // Shards and manifest are as private as the source (gzip's rule for outputs).
+    let mode = peerpath_io::Inherited::mode_of(src.metadata().ok().as_ref());
+    let stripes = size.div_ceil((k * unit) as u64).max(1);
+    let workers = stripe_threads(threads, stripes);
     let manifest = Manifest::new(source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned()), size, (k, m, unit), stripes, crcs);
     publish(dir, files, &manifest, &mode)?;
     let coded = stripes * (n * unit) as u64;

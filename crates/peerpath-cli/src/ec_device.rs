@@ -9,16 +9,17 @@
 //! own slot of the device's memory: while the device codes stripe s, the
 //! kernel reads stripe s + 1 into the next slot and writes stripe s - 1's
 //! shards from the one before (they never share a slot).
-//! A device that fails mid-job fails the job (nothing is kept); it is not
-//! handed over to the CPU half-way.
 //!
 //! `ec verify`, `repair` and `decode --engine emulated` work the same way
 //! on an existing set ([`SetLayout`]): units read into the device's memory
 //! and checked there against the manifest's CRC-32s, lost units rebuilt
 //! there (`Function::EcReconstruct`) and checked again, and the results
-//! written from it. Nothing is written to the set or the output until the
-//! whole job has succeeded, so a device that fails mid-job hands the job to
-//! the CPU from the start.
+//! written from it.
+//!
+//! Nothing is published (the set, rebuilt shards, the output) until the
+//! whole job has succeeded, so a device that fails mid-job ([`Stop::Device`])
+//! hands the job to the CPU from the start; a source or target that fails
+//! ([`Stop::Job`]) fails it as on the CPU.
 
 use crate::chain_device::Stop;
 use crate::device_job::{self, SLOTS};
@@ -39,31 +40,19 @@ pub(crate) struct DevicePass {
     pub path: String,
 }
 
-/// Why the device pass did not run or did not finish.
-pub(crate) enum DeviceFailure {
-    /// The device did not start or cannot run the function: the CPU may take over.
-    NotStarted(String),
-    /// It failed after writing began: the job fails.
-    Failed(String),
-}
-
 /// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity,
 /// with seeded faults where asked.
-pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, DeviceFailure> {
+pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
     if k + m > u8::MAX as usize {
-        return Err(DeviceFailure::NotStarted(format!("the device's command holds at most 255 shards, not {}", k + m)));
+        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
-    let dev = device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode).map_err(DeviceFailure::NotStarted)?;
+    let dev = device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode)?;
     Ok(device_job::with_faults(dev, faults))
-}
-
-fn run(dev: &mut dyn Device, requests: Vec<Request>) -> Result<Vec<peerpath_device::Completion>, DeviceFailure> {
-    device_job::run_all(dev, requests).map_err(DeviceFailure::Failed)
 }
 
 /// Encodes `size` bytes of `src` in stripes of `k` units of `unit` bytes
 /// (a multiple of 4 KiB) into `targets` (k data then m parity shards).
-pub(crate) fn encode(dev: &mut dyn Device, src: &File, size: u64, k: usize, m: usize, unit: usize, targets: &[&File]) -> Result<DevicePass, DeviceFailure> {
+pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Path), size: u64, k: usize, m: usize, unit: usize, (targets, dir): (&[&File], &std::path::Path)) -> Result<DevicePass, Stop> {
     let src_direct = device_job::is_direct(src);
     let stripe = (k + m) * unit;
     // Slot b: k data units, then m parity units, back to back.
@@ -75,39 +64,39 @@ pub(crate) fn encode(dev: &mut dyn Device, src: &File, size: u64, k: usize, m: u
     for (b, at) in slots.iter_mut().enumerate() {
         *at = match memory.io_ptr(DeviceRange::new((b * stripe) as u64, stripe as u64)) {
             Some(p) => p as usize,
-            None => return Err(DeviceFailure::NotStarted("the device's memory is not mapped into this process for I/O".into())),
+            None => return Err("the device's memory is not mapped into this process for I/O".into()),
         };
     }
     let stripes = size.div_ceil((k * unit) as u64).max(1);
     let slot_of = |s: u64| (s % SLOTS as u64) as usize;
     // Stripe s's source bytes (a short last stripe: the device pads it with zeros).
     let want = |s: u64| ((size - (s * (k * unit) as u64).min(size)) as usize).min(k * unit);
-    let read = |s: u64| -> Result<(), DeviceFailure> {
+    let read = |s: u64| -> Result<(), Stop> {
         // SAFETY: slot s % SLOTS holds k units (multiples of 4 KiB when direct) of the device's
         // mapped memory; in this step no command uses it and no write reads it (the device
         // works on the slot after it, the writes on the one before).
-        unsafe { device_job::read_into(src, s * (k * unit) as u64, want(s), slots[slot_of(s)] as *mut u8) }.map_err(DeviceFailure::Failed)
+        unsafe { device_job::read_into(src, s * (k * unit) as u64, want(s), slots[slot_of(s)] as *mut u8) }.map_err(|detail| Stop::Job(JobError::SourceIo { path: source.to_path_buf(), detail }))
     };
     // A stripe's units are written side by side, one thread each: an O_DIRECT write
     // returns when its DMA is done, and one after the other they wait k + m times.
     // A stripe's units are written side by side, one thread each.
     let base = slots[0];
-    let write = |s: u64| -> Result<(), DeviceFailure> {
+    let write = |s: u64| -> Result<(), Stop> {
         let writes: Vec<(u64, &File, u64)> = targets.iter().enumerate().map(|(i, &f)| ((slots[slot_of(s)] - base + i * unit) as u64, f, s * unit as u64)).collect();
-        write_side_by_side(base, unit, &writes).map_err(|(_, e)| DeviceFailure::Failed(format!("a shard: writing from device memory: {e}")))
+        write_side_by_side(base, unit, &writes).map_err(|(_, source)| Stop::Job(JobError::TargetIo { path: dir.to_path_buf(), source }))
     };
     let mut coding = Duration::ZERO;
     let coded = device_job::three_slots(stripes, read, |s| {
         let b = slot_of(s);
         let got = want(s);
         if got < k * unit {
-            run(dev, vec![Request::fill(0, 0, DeviceRange::new((b * stripe + got) as u64, (k * unit - got) as u64))])?;
+            device_job::run_all(dev, vec![Request::fill(0, 0, DeviceRange::new((b * stripe + got) as u64, (k * unit - got) as u64))])?;
         }
         let t = Instant::now();
-        run(dev, vec![Request::ec_encode(1, k as u8, m as u8, input(b), output(b))])?;
+        device_job::run_all(dev, vec![Request::ec_encode(1, k as u8, m as u8, input(b), output(b))])?;
         coding += t.elapsed();
         // Every unit's CRC-32, computed where the unit is.
-        let done = run(dev, (0..k + m).map(|i| Request::crc32(i as u64, &[unit_range(b, i)])).collect())?;
+        let done = device_job::run_all(dev, (0..k + m).map(|i| Request::crc32(i as u64, &[unit_range(b, i)])).collect())?;
         Ok(done.iter().map(|c| c.input_crc32).collect::<Vec<u32>>())
     }, write)?;
     // Per shard, its units' CRC-32s in stripe order.

@@ -288,10 +288,10 @@ fn an_emulated_csp_checks_repairs_and_restores_a_set_as_the_cpu_does() {
 
 /// A device that dies or gets a rebuilt unit wrong (a flipped byte in its
 /// memory, caught by the manifest's CRC-32) while repairing or restoring a
-/// set: the CPU does the job from the start, and the report says so; with
-/// --no-fallback exit 15 and nothing written.
+/// set, or dies while encoding one: the CPU does the job from the start,
+/// and the report says so; with --no-fallback exit 15 and nothing written.
 #[test]
-fn a_device_that_fails_a_repair_or_a_decode_hands_it_to_the_cpu_or_fails_with_nothing_written() {
+fn a_device_that_fails_mid_job_hands_ec_work_to_the_cpu_or_fails_with_nothing_written() {
     let dir = scratch();
     let d = dir.path();
     let src = d.join("s");
@@ -317,6 +317,14 @@ fn a_device_that_fails_a_repair_or_a_decode_hands_it_to_the_cpu_or_fails_with_no
         assert_eq!(shards(&set), original, "{faults}: repaired by the CPU");
     }
     run(&mut pp(args!["ec", "verify", &set, "--inject-faults", "seed=1"])).fails(2, &["--engine emulated"]);
+    // Encoding: a device that dies mid-set hands it to the CPU, whose set is the one made before.
+    let again = d.join("again");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "8K", "-o", &again, "--engine", "emulated", "--no-fallback", "--inject-faults", "seed=1,crash-after=20"])).fails(15, &["no-fallback"]);
+    assert!(!again.exists());
+    let v = run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "8K", "-o", &again, "--engine", "emulated", "--json", "--inject-faults", "seed=1,crash-after=20"])).ok().json();
+    assert!(v["fallback"].is_string() && v["engine"].as_str().unwrap().starts_with("host CPU"), "{v}");
+    assert_eq!(shards(&again), original);
+    assert_eq!(names_in(d).iter().filter(|n| n.starts_with('.')).count(), 0, "no scratch left: {:?}", names_in(d));
 }
 
 /// `compress --ec K+M [--encrypt]`: one pass; `ec decode` gives back the
