@@ -325,6 +325,18 @@ fn a_device_that_fails_mid_job_hands_ec_work_to_the_cpu_or_fails_with_nothing_wr
     assert!(v["fallback"].is_string() && v["engine"].as_str().unwrap().starts_with("host CPU"), "{v}");
     assert_eq!(shards(&again), original);
     assert_eq!(names_in(d).iter().filter(|n| n.starts_with('.')).count(), 0, "no scratch left: {:?}", names_in(d));
+    // A full target is the job's own failure (exit 11), not the device's: no fallback, nothing kept.
+    let Some(fs) = TmpfsMount::new("a_device_that_fails_mid_job_hands_ec_work_to_the_cpu_or_fails_with_nothing_written", "1m") else { return };
+    let big = d.join("big");
+    std::fs::write(&big, random_bytes(3_000_000, 5)).unwrap();
+    let o = run(&mut pp(args!["ec", "encode", &big, "-k", "4", "-m", "2", "--unit", "64K", "-o", fs.dir.join("set"), "--engine", "emulated"])).fails(11, &["No space left"]);
+    assert!(!o.stderr.contains("FALLBACK"), "{}", o.stderr);
+    assert_dir_holds(&fs.dir, &[]);
+    let bigset = d.join("bigset");
+    run(&mut pp(args!["ec", "encode", &big, "-k", "4", "-m", "2", "--unit", "64K", "-o", &bigset])).ok();
+    let o = run(&mut pp(args!["ec", "decode", &bigset, "-o", fs.dir.join("big"), "--engine", "emulated"])).fails(11, &["No space left"]);
+    assert!(!o.stderr.contains("FALLBACK"), "{}", o.stderr);
+    assert_dir_holds(&fs.dir, &[]);
 }
 
 /// `compress --ec K+M [--encrypt]`: one pass; `ec decode` gives back the
