@@ -702,7 +702,7 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
             checking.push_back((c.commands.submit(c.dev, Function::Crc32, vec![slot], DeviceRange::EMPTY)?, i));
         }
         let Some((tag, i)) = checking.pop_front() else { break };
-        if c.commands.wait(c.dev, tag)?.input_crc32 == m.unit(i, s).1 {
+        if c.commands.wait(c.dev, tag)?.input_crc32 == m.crc(i, s) {
             good.push(i);
         }
     }
@@ -745,7 +745,7 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         return Err(JobError::TargetExists { path: output.to_path_buf() }.into());
     }
     let direct = (unit as u64).is_multiple_of(ALIGN);
-    let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&dir.join(m.unit(i, 0).0), direct).ok().map(|o| o.file)).collect();
+    let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&m.shard_path(dir, i), direct).ok().map(|o| o.file)).collect();
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let mut c = Unchain {
         dev,

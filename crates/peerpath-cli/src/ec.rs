@@ -56,6 +56,11 @@ enum EcCommand {
         /// Bytes per unit (a shard's part of one stripe; K, M suffixes).
         #[arg(long, default_value = "1M", value_parser = crate::parse_size)]
         unit: usize,
+        /// Put shard i in the i-th of these directories, one per drive (RAID-style): give
+        /// K + M of them; each shard is named after the set (DIR's name).shard-NNN, and DIR
+        /// holds the manifest. Repeat the option, in shard order.
+        #[arg(long = "shard-dir", value_name = "SHARD_DIR")]
+        shard_dirs: Vec<PathBuf>,
         #[command(flatten)]
         device: DeviceArgs,
         /// Worker threads on the CPU, each coding whole stripes [default: all cores].
@@ -150,6 +155,13 @@ impl DeviceArgs {
 }
 
 const MANIFEST: &str = "manifest.json";
+/// The manifest of a set whose shards lie in directories of their own.
+const PLACED_SCHEMA: &str = "peerpath/ec-manifest/2";
+
+/// Shard `i`'s file name in a directory of its own: `SET.shard-NNN`.
+fn placed_name(set: &str, i: usize) -> String {
+    format!("{set}.{}", shard_name(i))
+}
 /// The largest unit `encode` makes (and a manifest may name).
 const MAX_UNIT_BYTES: usize = 256 << 20;
 
@@ -170,13 +182,17 @@ pub(crate) struct Manifest {
 #[derive(Serialize, Deserialize, Debug)]
 struct ShardEntry {
     file: String,
+    /// The directory holding the shard where it is not the set's own
+    /// (`ec encode --shard-dir`, one per drive): an absolute path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dir: Option<String>,
     crc32: Vec<u32>,
 }
 
 pub fn main(a: EcArgs) -> ExitCode {
     let r = match a.command {
-        EcCommand::Encode { source, data, parity, output, unit, device, threads, json } => {
-            device.check().and_then(|()| encode(&source, (data, parity, unit), &output, &device, threads_or_cores(threads))).map(|r| r.print(json))
+        EcCommand::Encode { source, data, parity, output, unit, shard_dirs, device, threads, json } => {
+            device.check().and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json))
         }
         EcCommand::Verify { dir, device, threads } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads))),
         EcCommand::Repair { dir, device, threads, json } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
@@ -268,7 +284,42 @@ fn corrupt(path: &Path, detail: String) -> JobError {
     JobError::Damaged { path: path.to_path_buf(), detail }
 }
 
-fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
+/// The directories `--shard-dir` names, checked (K + M distinct existing
+/// directories, their paths UTF-8, no shard of this set there yet) and
+/// made absolute, with the set's name; a warning where two share a file
+/// system (losing it loses both shards).
+fn shard_dirs(given: &[PathBuf], n: usize, m: usize, dir: &Path) -> Result<(Vec<PathBuf>, String), JobError> {
+    use std::os::unix::fs::MetadataExt;
+    if given.len() != n {
+        return Err(JobError::Usage(format!("--shard-dir: give one directory per shard, {n} (K + M), not {}", given.len())));
+    }
+    let set = dir.file_name().and_then(|s| s.to_str()).filter(|s| !s.starts_with('.')).ok_or_else(|| JobError::Usage(format!("{}: with --shard-dir the set's directory names its shards: give it a UTF-8 name not starting with '.'", dir.display())))?;
+    let mut dirs = Vec::with_capacity(n);
+    let mut devices: Vec<(u64, Vec<String>)> = Vec::new();
+    for (i, d) in given.iter().enumerate() {
+        let abs = std::fs::canonicalize(d).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
+        let meta = std::fs::metadata(&abs).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
+        if !meta.is_dir() || abs.to_str().is_none() || dirs.contains(&abs) {
+            return Err(JobError::Usage(format!("--shard-dir {}: not a directory, not UTF-8, or given twice", d.display())));
+        }
+        let path = abs.join(placed_name(set, i));
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(JobError::TargetExists { path });
+        }
+        match devices.iter_mut().find(|(dev, _)| *dev == meta.dev()) {
+            Some((_, on)) => on.push(d.display().to_string()),
+            None => devices.push((meta.dev(), vec![d.display().to_string()])),
+        }
+        dirs.push(abs);
+    }
+    for (_, on) in devices.iter().filter(|(_, on)| on.len() > 1) {
+        let verdict = if on.len() > m { format!("more than the {m} the code survives") } else { format!("the code survives {m}") };
+        eprintln!("peerpath: warning: shard directories {} are on one file system: losing it loses {} shards ({verdict})", on.join(", "), on.len());
+    }
+    Ok((dirs, set.to_string()))
+}
+
+fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&Path, &[PathBuf]), e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
@@ -276,6 +327,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, e: &De
     if std::fs::symlink_metadata(dir).is_ok() {
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
+    let placement = if placed.is_empty() { None } else { Some(shard_dirs(placed, k + m, m, dir)?) };
     if e.engine == EcEngine::Emulated && !unit.is_multiple_of(4096) {
         return Err(JobError::Usage("--engine emulated moves whole 4 KiB blocks by DMA: --unit must be a multiple of 4K".into()));
     }
@@ -296,7 +348,10 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, e: &De
     // process), linked into a scratch directory beside DIR at the end, and
     // the directory is renamed into place (never over an existing name).
     let n = k + m;
-    let names: Vec<PathBuf> = (0..n).map(|i| dir.with_file_name(shard_name(i))).collect();
+    let names: Vec<PathBuf> = match &placement {
+        Some((dirs, set)) => dirs.iter().enumerate().map(|(i, d)| d.join(placed_name(set, i))).collect(),
+        None => (0..n).map(|i| dir.with_file_name(shard_name(i))).collect(),
+    };
     let discard_all = |files: &[(File, Temporary)]| files.iter().for_each(|(_, t)| peerpath_io::discard(t));
     let mut crcs: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut path = None;
@@ -360,10 +415,13 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), dir: &Path, e: &De
     let mode = peerpath_io::Inherited::mode_of(src.metadata().ok().as_ref());
     let stripes = size.div_ceil((k * unit) as u64).max(1);
     let workers = stripe_threads(threads, stripes);
-    let manifest = Manifest::new(source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned()), size, (k, m, unit), stripes, crcs);
+    let mut manifest = Manifest::new(source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned()), size, (k, m, unit), stripes, crcs);
+    if let Some((dirs, set)) = &placement {
+        manifest.place(dirs, set);
+    }
     publish(dir, files, &manifest, &mode)?;
     let coded = stripes * (n * unit) as u64;
-    let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(shard_name).collect(), started, coding, coded);
+    let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(|i| manifest.shard_label(i)).collect(), started, coding, coded);
     if device.is_none() {
         report.threads = workers;
         report.engine = format!("host CPU (this process, {} thread(s)): ISA-L", report.threads);
@@ -415,9 +473,38 @@ impl Manifest {
         (self.data_shards, self.parity_shards, self.unit_bytes, self.stripes, self.source_bytes)
     }
 
-    /// Shard `i`'s file name (checked to stay in the directory) and the CRC-32 of its unit in stripe `s`.
-    pub(crate) fn unit(&self, i: usize, s: u64) -> (&str, u32) {
-        (&self.shards[i].file, self.shards[i].crc32[s as usize])
+    /// The CRC-32 of shard `i`'s unit in stripe `s`.
+    pub(crate) fn crc(&self, i: usize, s: u64) -> u32 {
+        self.shards[i].crc32[s as usize]
+    }
+
+    /// Where shard `i` of the set in `set` lies: in `set`, or in the
+    /// directory the manifest names for it (checked when it was loaded).
+    pub(crate) fn shard_path(&self, set: &Path, i: usize) -> PathBuf {
+        self.shards[i].dir.as_ref().map_or(set, Path::new).join(&self.shards[i].file)
+    }
+
+    /// Shard `i` in messages: its file name, or its whole path where it lies outside the set's directory.
+    pub(crate) fn shard_label(&self, i: usize) -> String {
+        match &self.shards[i].dir {
+            Some(d) => Path::new(d).join(&self.shards[i].file).display().to_string(),
+            None => self.shards[i].file.clone(),
+        }
+    }
+
+    /// Whether the shards lie in directories of their own (`--shard-dir`).
+    fn placed(&self) -> bool {
+        self.shards.iter().any(|s| s.dir.is_some())
+    }
+
+    /// Puts shard `i` in `dirs[i]` (absolute, one per shard) as
+    /// `SET.shard-NNN`, `set` being the set directory's name.
+    fn place(&mut self, dirs: &[PathBuf], set: &str) {
+        self.schema = PLACED_SCHEMA.into();
+        for (i, (entry, d)) in self.shards.iter_mut().zip(dirs).enumerate() {
+            entry.file = placed_name(set, i);
+            entry.dir = Some(d.to_str().expect("checked to be UTF-8").to_string());
+        }
     }
 
     pub(crate) fn new(source: String, source_bytes: u64, (k, m, unit): (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
@@ -430,22 +517,25 @@ impl Manifest {
             parity_shards: m,
             unit_bytes: unit,
             stripes,
-            shards: crcs.into_iter().enumerate().map(|(i, crc32)| ShardEntry { file: shard_name(i), crc32 }).collect(),
+            shards: crcs.into_iter().enumerate().map(|(i, crc32)| ShardEntry { file: shard_name(i), dir: None, crc32 }).collect(),
         }
     }
 }
 
 /// Puts the shards (`files`, unnamed temporaries) and the manifest in
 /// place as the new directory `dir`, or nothing (the temporaries are
-/// discarded on an error).
+/// discarded on an error). Shards placed in directories of their own
+/// (`--shard-dir`) are linked there first, then the directory with the
+/// manifest appears: a set without its manifest is no set, and the shards
+/// already linked are removed if a later step fails.
 pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &Manifest, mode: &peerpath_io::Inherited) -> Result<(), JobError> {
     let n = files.len();
     let text = serde_json::to_string_pretty(manifest).expect("manifest serialises");
+    let mut linked: Vec<PathBuf> = Vec::new();
     let published = (|| -> std::io::Result<()> {
         let mut manifest_file = create_temporaries(&[dir.with_file_name(MANIFEST)], false)?.remove(0);
         manifest_file.0.write_all(text.as_bytes())?;
         files.push(manifest_file);
-        let names: Vec<String> = (0..n).map(shard_name).chain([MANIFEST.to_string()]).collect();
         for (f, _) in &files {
             mode.apply(f)?;
             f.sync_all()?;
@@ -454,14 +544,30 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
         // which SIGKILL could leave it is a few links and a rename long
         // (and the next run beside it removes what a dead process left).
         let scratch = ScratchDir::beside(dir)?;
-        for ((f, temp), name) in files.iter().zip(&names) {
-            peerpath_io::publish(f, temp, &scratch.path().join(name), false)?;
+        for (i, (f, temp)) in files.iter().enumerate() {
+            let path = match i {
+                i if i == n => scratch.path().join(MANIFEST),
+                i if manifest.placed() => manifest.shard_path(dir, i),
+                i => scratch.path().join(shard_name(i)),
+            };
+            peerpath_io::publish(f, temp, &path, false)?;
+            if i < n && manifest.placed() {
+                linked.push(path);
+            }
+        }
+        for d in linked.iter().filter_map(|p| p.parent()) {
+            File::open(d)?.sync_all()?;
         }
         scratch.publish(dir)
     })();
     if let Err(e) = published {
         files.iter().for_each(|(_, t)| peerpath_io::discard(t));
-        return Err(if e.kind() == std::io::ErrorKind::AlreadyExists { JobError::TargetDirExists { path: dir.to_path_buf() } } else { io(dir)(e) });
+        linked.iter().for_each(|p| drop(std::fs::remove_file(p)));
+        return Err(match e.kind() {
+            std::io::ErrorKind::AlreadyExists if linked.len() < n && manifest.placed() => JobError::TargetExists { path: manifest.shard_path(dir, linked.len()) },
+            std::io::ErrorKind::AlreadyExists => JobError::TargetDirExists { path: dir.to_path_buf() },
+            _ => io(dir)(e),
+        });
     }
     Ok(())
 }
@@ -646,8 +752,20 @@ fn parse_manifest(text: &str) -> Result<(Manifest, RsCode), String> {
     let stripe_bytes = (m.data_shards as u64).checked_mul(m.unit_bytes as u64).filter(|_| (1..=MAX_UNIT_BYTES).contains(&m.unit_bytes));
     let stripes_ok = stripe_bytes.is_some_and(|b| m.stripes == m.source_bytes.div_ceil(b).max(1));
     let name_ok = |f: &str| !f.is_empty() && f != "." && f != ".." && !f.contains(['/', '\0']);
-    if m.schema != "peerpath/ec-manifest/1" || m.shards.len() != n || !stripes_ok || m.shards.iter().any(|s| s.crc32.len() as u64 != m.stripes || !name_ok(&s.file)) {
-        return Err("inconsistent manifest (schema, shard count, unit size, stripes, checksums or shard names)".into());
+    // A shard in a directory of its own (a repair writes there) must be
+    // named SET.shard-NNN with its own index, in an absolute directory
+    // without `..`: a manifest cannot make a repair write any other file.
+    let placed_ok = |i: usize, s: &ShardEntry| match &s.dir {
+        None => m.schema != PLACED_SCHEMA,
+        Some(d) => {
+            let p = Path::new(d);
+            let set = s.file.strip_suffix(&format!(".{}", shard_name(i)));
+            m.schema == PLACED_SCHEMA && p.is_absolute() && !d.contains('\0') && p.components().all(|c| c != std::path::Component::ParentDir) && set.is_some_and(|set| !set.is_empty() && !set.starts_with('.'))
+        }
+    };
+    let schema_ok = m.schema == "peerpath/ec-manifest/1" || m.schema == PLACED_SCHEMA;
+    if !schema_ok || m.shards.len() != n || !stripes_ok || m.shards.iter().enumerate().any(|(i, s)| s.crc32.len() as u64 != m.stripes || !name_ok(&s.file) || !placed_ok(i, s)) {
+        return Err("inconsistent manifest (schema, shard count, unit size, stripes, checksums, shard names or directories)".into());
     }
     Ok((m, code))
 }
@@ -671,7 +789,7 @@ fn unit_checks_out(m: &Manifest, files: &[Option<File>], i: usize, s: u64, buf: 
 }
 
 fn open_shards(dir: &Path, m: &Manifest) -> Vec<Option<File>> {
-    m.shards.iter().map(|s| File::open(dir.join(&s.file)).ok()).collect()
+    (0..m.shards.len()).map(|i| File::open(m.shard_path(dir, i)).ok()).collect()
 }
 
 /// Per stripe, which shards are bad. Stripes are checked on `threads`
@@ -758,14 +876,14 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
         println!("{}: all {} shard(s) intact ({} stripe(s))", dir.display(), m.shards.len(), m.stripes);
         return Ok(());
     }
-    let names: Vec<&str> = damaged.iter().map(|&i| m.shards[i].file.as_str()).collect();
+    let names: Vec<String> = damaged.iter().map(|&i| m.shard_label(i)).collect();
     let verdict = if lost.is_empty() { "repairable (peerpath ec repair)".to_string() } else { format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards) };
     Err(corrupt(dir, format!("missing or corrupt units in {}: {verdict}", names.join(", "))))
 }
 
 /// A unit that checked out in the survey and no longer does.
 pub(crate) fn changed(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobError {
-    corrupt(dir, format!("{} changed while it was read (stripe {stripe}): nothing was written", m.shards[shard].file))
+    corrupt(dir, format!("{} changed while it was read (stripe {stripe}): nothing was written", m.shard_label(shard)))
 }
 
 pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError {
@@ -787,12 +905,14 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
     if damaged.is_empty() {
         return Ok(Err(format!("{}: nothing to repair ({checked})", dir.display())));
     }
-    let names: Vec<String> = damaged.iter().map(|&i| m.shards[i].file.clone()).collect();
+    let names: Vec<String> = damaged.iter().map(|&i| m.shard_label(i)).collect();
     // Each damaged shard is rewritten whole into a temporary file (unnamed
     // where the file system allows), then renamed over the old one.
-    let targets: Vec<PathBuf> = damaged.iter().map(|&i| dir.join(&m.shards[i].file)).collect();
+    let targets: Vec<PathBuf> = damaged.iter().map(|&i| m.shard_path(dir, i)).collect();
     let new_shards = |direct: bool| -> Result<Vec<(usize, File, Temporary)>, JobError> {
-        Ok(damaged.iter().zip(create_temporaries(&targets, direct).map_err(io(dir))?).map(|(&i, (f, t))| (i, f, t)).collect())
+        // A shard's directory may be gone with its drive: the error names the one missing.
+        let at = |e| JobError::TargetIo { path: targets.iter().find(|t| t.parent().is_some_and(|p| !p.is_dir())).map_or_else(|| dir.to_path_buf(), PathBuf::clone), source: e };
+        Ok(damaged.iter().zip(create_temporaries(&targets, direct).map_err(at)?).map(|(&i, (f, t))| (i, f, t)).collect())
     };
     if let Some((dev, l)) = device.as_mut() {
         // Written from the device's memory by DMA where the unit size allows it.
@@ -850,15 +970,20 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
 }
 
 /// Renames the rebuilt shards `outs` over the old ones, each as private as
-/// the set (the manifest's mode) and durable first; then the directory.
+/// the set (the manifest's mode) and durable first; then their directories.
 fn put_shards_in_place(dir: &Path, m: &Manifest, outs: &[(usize, File, Temporary)]) -> Result<(), JobError> {
     let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(dir.join(MANIFEST)).ok().as_ref());
+    let mut dirs = vec![dir.to_path_buf()];
     for (i, out, temp) in outs {
-        mode.apply(out).map_err(io(dir))?;
-        out.sync_all().map_err(io(dir))?;
-        peerpath_io::publish(out, temp, &dir.join(&m.shards[*i].file), true).map_err(io(dir))?;
+        let path = m.shard_path(dir, *i);
+        mode.apply(out).map_err(io(&path))?;
+        out.sync_all().map_err(io(&path))?;
+        peerpath_io::publish(out, temp, &path, true).map_err(io(&path))?;
+        dirs.extend(path.parent().map(Path::to_path_buf));
     }
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+    dirs.sort();
+    dirs.dedup();
+    dirs.iter().try_for_each(|d| File::open(d).and_then(|f| f.sync_all()).map_err(io(d)))
 }
 
 /// One repair worker's buffers, decoders and time.
@@ -1113,9 +1238,40 @@ mod tests {
             parity_shards: 2,
             unit_bytes: 4096,
             stripes: 1,
-            shards: (0..5).map(|i| ShardEntry { file: shard_name(i), crc32: vec![i as u32] }).collect(),
+            shards: (0..5).map(|i| ShardEntry { file: shard_name(i), dir: None, crc32: vec![i as u32] }).collect(),
         };
         serde_json::to_string_pretty(&m).unwrap()
+    }
+
+    /// The same set with its shards in directories of their own.
+    fn placed() -> String {
+        let mut m: Manifest = serde_json::from_str(&valid()).unwrap();
+        m.place(&(0..5).map(|i| PathBuf::from(format!("/mnt/ssd{i}/sets"))).collect::<Vec<_>>(), "photos");
+        serde_json::to_string_pretty(&m).unwrap()
+    }
+
+    /// A manifest decides which files a repair writes: only SET.shard-NNN
+    /// (its own index) in an absolute directory without `..`.
+    #[test]
+    fn a_placed_manifest_names_only_its_own_shard_files_in_absolute_directories() {
+        let (m, _) = parse_manifest(&placed()).unwrap();
+        assert_eq!(m.shard_path(Path::new("/elsewhere"), 3), Path::new("/mnt/ssd3/sets/photos.shard-003"));
+        assert_eq!(m.shard_label(0), "/mnt/ssd0/sets/photos.shard-000");
+        for (from, to) in [
+            ("/mnt/ssd1/sets", "mnt/ssd1/sets"),
+            ("/mnt/ssd1/sets", "/mnt/ssd1/../../etc"),
+            ("photos.shard-001", "passwd"),
+            ("photos.shard-001", "photos.shard-002"),
+            ("photos.shard-001", ".shard-001"),
+            ("photos.shard-001", ".x.shard-001"),
+            ("photos.shard-001", "a/b.shard-001"),
+            ("peerpath/ec-manifest/2", "peerpath/ec-manifest/1"),
+        ] {
+            assert!(parse_manifest(&placed().replacen(from, to, 1)).is_err(), "{from} -> {to}");
+        }
+        // Schema 2 without directories, or a directory in schema 1: refused.
+        assert!(parse_manifest(&valid().replace("peerpath/ec-manifest/1", PLACED_SCHEMA)).is_err());
+        assert!(parse_manifest(&valid().replacen("\"crc32\"", "\"dir\": \"/x\", \"crc32\"", 1)).is_err());
     }
 
     #[test]

@@ -187,7 +187,7 @@ pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath
 /// size allows it and the file system takes it.
 pub(crate) fn open_shards(dir: &std::path::Path, m: &Manifest) -> Vec<Option<File>> {
     let (k, p, unit, _, _) = m.shape();
-    (0..k + p).map(|i| peerpath_io::open_source(&dir.join(m.unit(i, 0).0), unit.is_multiple_of(4096)).ok().map(|o| o.file)).collect()
+    (0..k + p).map(|i| peerpath_io::open_source(&m.shard_path(dir, i), unit.is_multiple_of(4096)).ok().map(|o| o.file)).collect()
 }
 
 /// The set's memory as the host addresses it (for the kernel's reads and writes).
@@ -211,7 +211,7 @@ fn check_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), l:
     let tags = which.iter().map(|&i| commands.submit(dev, Function::Crc32, vec![l.unit(s, i)], DeviceRange::EMPTY)).collect::<Result<Vec<u64>, String>>()?;
     let mut good = Vec::with_capacity(which.len());
     for (&i, tag) in which.iter().zip(tags) {
-        if commands.wait(dev, tag)?.input_crc32 == m.unit(i, s).1 {
+        if commands.wait(dev, tag)?.input_crc32 == m.crc(i, s) {
             good.push(i);
         }
     }
@@ -278,8 +278,8 @@ fn rebuild_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), 
     for (j, &i) in missing.iter().enumerate() {
         let r = DeviceRange::new(rebuilt.offset + (j * unit) as u64, unit as u64);
         let crc = commands.run(dev, Function::Crc32, vec![r], DeviceRange::EMPTY)?.input_crc32;
-        if crc != m.unit(i, s).1 {
-            return Err(format!("the device rebuilt {}'s unit of stripe {s} wrong (its CRC-32 is not the manifest's, from survivors that checked out)", m.unit(i, 0).0));
+        if crc != m.crc(i, s) {
+            return Err(format!("the device rebuilt {}'s unit of stripe {s} wrong (its CRC-32 is not the manifest's, from survivors that checked out)", m.shard_label(i)));
         }
     }
     Ok(())

@@ -339,6 +339,96 @@ fn a_device_that_fails_mid_job_hands_ec_work_to_the_cpu_or_fails_with_nothing_wr
     assert_dir_holds(&fs.dir, &[]);
 }
 
+/// `--shard-dir`, one per drive (RAID-style): shard i in the i-th
+/// directory as SET.shard-NNN, the manifest in the set's directory; the
+/// shards are the plain set's byte for byte; a lost drive's shard is
+/// decoded around and rebuilt in its directory, on the CPU and on an
+/// emulated CSP; bad placements are refused with nothing written.
+#[test]
+fn shards_placed_one_per_directory_decode_and_repair_in_place() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(600_000, 21)).unwrap();
+    let plain = d.join("plain");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "16K", "-o", &plain])).ok();
+    let drives: Vec<PathBuf> = (0..6).map(|i| d.join(format!("ssd{i}"))).collect();
+    drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
+    let placed = |c: &mut std::process::Command, dirs: &[PathBuf]| {
+        for p in dirs {
+            c.arg("--shard-dir").arg(p);
+        }
+    };
+    let set = d.join("photos");
+    let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "16K", "-o", &set, "--json"]);
+    placed(&mut c, &drives);
+    let v = run(&mut c).ok().json();
+    assert_eq!(v["shards_written"][5], drives[5].join("photos.shard-005").canonicalize().unwrap().to_str().unwrap(), "{v}");
+    assert_dir_holds(&set, &["manifest.json"]);
+    for (i, p) in drives.iter().enumerate() {
+        assert_dir_holds(p, &[&format!("photos.shard-{i:03}")]);
+        assert_eq!(std::fs::read(p.join(format!("photos.shard-{i:03}"))).unwrap(), std::fs::read(plain.join(format!("shard-{i:03}"))).unwrap(), "shard {i}");
+    }
+    let original = std::fs::read(drives[2].join("photos.shard-002")).unwrap();
+    for engine in ["cpu", "emulated"] {
+        // A drive fails: its shard is gone; another shard is corrupt.
+        std::fs::remove_file(drives[2].join("photos.shard-002")).unwrap();
+        let mut b = std::fs::read(drives[4].join("photos.shard-004")).unwrap();
+        b[100] ^= 1;
+        std::fs::write(drives[4].join("photos.shard-004"), b).unwrap();
+        run(&mut pp(args!["ec", "verify", &set, "--engine", engine])).fails(6, &["ssd2/photos.shard-002", "ssd4/photos.shard-004", "repairable"]);
+        let back = d.join(format!("back-{engine}"));
+        run(&mut pp(args!["ec", "decode", &set, "-o", &back, "--engine", engine, "--no-fallback"])).ok();
+        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap(), "{engine}: decoded");
+        let v = run(&mut pp(args!["ec", "repair", &set, "--engine", engine, "--no-fallback", "--json"])).ok().json();
+        assert_eq!(v["shards_written"].as_array().unwrap().len(), 2, "{v}");
+        assert_eq!(std::fs::read(drives[2].join("photos.shard-002")).unwrap(), original, "{engine}: rebuilt on its drive");
+        for (i, p) in drives.iter().enumerate() {
+            assert_dir_holds(p, &[&format!("photos.shard-{i:03}")]);
+        }
+        run(&mut pp(args!["ec", "verify", &set])).ok();
+    }
+    // The chain reads a placed set as any other.
+    let gz = d.join("src.gz");
+    run(&mut pp(args!["compress", &src, "-o", &gz])).ok();
+    let chained = d.join("chained");
+    let chain_drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("c{i}"))).collect();
+    chain_drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
+    let mut c = pp(args!["ec", "encode", &gz, "-k", "2", "-m", "1", "--unit", "16K", "-o", &chained]);
+    placed(&mut c, &chain_drives);
+    run(&mut c).ok();
+    std::fs::remove_file(chain_drives[0].join("chained.shard-000")).unwrap();
+    run(&mut pp(args!["decompress", "--ec", &chained, "-o", d.join("unchained")])).ok();
+    assert_file_eq(&d.join("unchained"), &std::fs::read(&src).unwrap(), "decompress --ec of a placed set");
+    // A drive whose directory is gone: repair names it.
+    std::fs::remove_dir_all(&chain_drives[0]).unwrap();
+    run(&mut pp(args!["ec", "repair", &chained])).fails(11, &["c0/chained.shard-000"]);
+    // Refused, nothing written: too few directories, one twice, one missing, a shard already there.
+    let never = d.join("never");
+    let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &never]);
+    placed(&mut c, &drives[..5]);
+    run(&mut c).fails(2, &["one directory per shard, 6"]);
+    let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &never]);
+    placed(&mut c, &[&drives[..5], &drives[..1]].concat());
+    run(&mut c).fails(2, &["given twice"]);
+    let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &never]);
+    placed(&mut c, &[&drives[..5], &[d.join("nowhere")]].concat());
+    run(&mut c).fails(11, &["nowhere"]);
+    let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set.with_file_name("photos2")]);
+    std::fs::write(drives[3].join("photos2.shard-003"), b"mine").unwrap();
+    placed(&mut c, &drives);
+    run(&mut c).fails(4, &["photos2.shard-003"]);
+    assert!(!never.exists() && !set.with_file_name("photos2").exists());
+    assert_eq!(std::fs::read(drives[3].join("photos2.shard-003")).unwrap(), b"mine");
+    for (i, p) in drives.iter().enumerate() {
+        let mut want = vec![format!("photos.shard-{i:03}")];
+        if i == 3 {
+            want.push("photos2.shard-003".into());
+        }
+        assert_dir_holds(p, &want.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+}
+
 /// `compress --ec K+M [--encrypt]`: one pass; `ec decode` gives back the
 /// very members `compress` makes (sealed with `--encrypt`: `decrypt` gives
 /// the same .gz, `decompress --key-file` the source), also with M shards lost.
