@@ -30,6 +30,8 @@ pub(crate) struct ChainOptions {
     pub data: usize,
     pub parity: usize,
     pub unit: usize,
+    /// Each shard in a directory of its own (`--shard-dir`), if asked.
+    pub placement: Option<crate::ec::Placement>,
 }
 
 /// What went where, for the report.
@@ -59,7 +61,7 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
         return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())));
     }
     let mode = peerpath_io::Inherited::mode_of(Some(&meta));
-    let mut shards = StreamEncoder::new(dir, o.data, o.parity, o.unit)?;
+    let mut shards = StreamEncoder::new(dir, o.data, o.parity, o.unit, o.placement.clone())?;
     let sealing = match &o.encrypt {
         Some((key, block)) => Some(Sealing { sealer: StreamSealer::new(key, *block).map_err(JobError::Usage)?, block: Vec::with_capacity(*block as usize + TAG_BYTES), sealing: Duration::ZERO }),
         None => None,

@@ -247,7 +247,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() }.into());
     }
     let n = o.data + o.parity;
-    let names: Vec<_> = (0..n).map(|i| dir.with_file_name(ec::shard_name(i))).collect();
+    let names = ec::shard_targets(dir, o.placement.as_ref(), n);
     let files = ec::create_temporaries(&names, false).map_err(|source| JobError::TargetIo { path: dir.to_path_buf(), source })?;
     let sealer = match &o.encrypt {
         Some((key, block)) => Some(StreamSealer::new(key, *block).map_err(JobError::Usage)?),
@@ -270,7 +270,8 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     };
     let name = source.file_name().map_or_else(|| "source".into(), |n| n.to_string_lossy().into_owned());
     let name = if c.sealer.is_some() { format!("{name}.gz.ppenc") } else { format!("{name}.gz") };
-    let manifest = Manifest::new(name.clone(), c.len, (o.data, o.parity, o.unit), stripes, std::mem::take(&mut c.crcs));
+    let mut manifest = Manifest::new(name.clone(), c.len, (o.data, o.parity, o.unit), stripes, std::mem::take(&mut c.crcs));
+    manifest.place(o.placement.as_ref());
     ec::publish(dir, c.files, &manifest, &peerpath_io::Inherited::mode_of(Some(&meta)))?;
     let secs = started.elapsed().as_secs_f64();
     println!(

@@ -162,6 +162,7 @@ const PLACED_SCHEMA: &str = "peerpath/ec-manifest/2";
 fn placed_name(set: &str, i: usize) -> String {
     format!("{set}.{}", shard_name(i))
 }
+
 /// The largest unit `encode` makes (and a manifest may name).
 const MAX_UNIT_BYTES: usize = 256 << 20;
 
@@ -284,39 +285,62 @@ fn corrupt(path: &Path, detail: String) -> JobError {
     JobError::Damaged { path: path.to_path_buf(), detail }
 }
 
-/// The directories `--shard-dir` names, checked (K + M distinct existing
-/// directories, their paths UTF-8, no shard of this set there yet) and
-/// made absolute, with the set's name; a warning where two share a file
-/// system (losing it loses both shards).
-fn shard_dirs(given: &[PathBuf], n: usize, m: usize, dir: &Path) -> Result<(Vec<PathBuf>, String), JobError> {
-    use std::os::unix::fs::MetadataExt;
-    if given.len() != n {
-        return Err(JobError::Usage(format!("--shard-dir: give one directory per shard, {n} (K + M), not {}", given.len())));
-    }
-    let set = dir.file_name().and_then(|s| s.to_str()).filter(|s| !s.starts_with('.')).ok_or_else(|| JobError::Usage(format!("{}: with --shard-dir the set's directory names its shards: give it a UTF-8 name not starting with '.'", dir.display())))?;
-    let mut dirs = Vec::with_capacity(n);
-    let mut devices: Vec<(u64, Vec<String>)> = Vec::new();
-    for (i, d) in given.iter().enumerate() {
-        let abs = std::fs::canonicalize(d).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
-        let meta = std::fs::metadata(&abs).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
-        if !meta.is_dir() || abs.to_str().is_none() || dirs.contains(&abs) {
-            return Err(JobError::Usage(format!("--shard-dir {}: not a directory, not UTF-8, or given twice", d.display())));
+/// Where a new set's shards go when each has a directory of its own
+/// (`--shard-dir`, one per drive): shard i in `dirs[i]` as `SET.shard-NNN`.
+#[derive(Clone)]
+pub(crate) struct Placement {
+    dirs: Vec<PathBuf>,
+    set: String,
+}
+
+impl Placement {
+    /// The directories `--shard-dir` names for the set `dir` of `n` shards
+    /// that survives `m` lost, checked (`n` distinct existing directories,
+    /// their paths UTF-8, no shard of this set there yet) and made absolute;
+    /// a warning where two share a file system (losing it loses both).
+    /// `None` where none were given.
+    pub(crate) fn check(given: &[PathBuf], n: usize, m: usize, dir: &Path) -> Result<Option<Placement>, JobError> {
+        use std::os::unix::fs::MetadataExt;
+        if given.is_empty() {
+            return Ok(None);
         }
-        let path = abs.join(placed_name(set, i));
-        if std::fs::symlink_metadata(&path).is_ok() {
-            return Err(JobError::TargetExists { path });
+        if given.len() != n {
+            return Err(JobError::Usage(format!("--shard-dir: give one directory per shard, {n} (K + M), not {}", given.len())));
         }
-        match devices.iter_mut().find(|(dev, _)| *dev == meta.dev()) {
-            Some((_, on)) => on.push(d.display().to_string()),
-            None => devices.push((meta.dev(), vec![d.display().to_string()])),
+        let set = dir.file_name().and_then(|s| s.to_str()).filter(|s| !s.starts_with('.')).ok_or_else(|| JobError::Usage(format!("{}: with --shard-dir the set's directory names its shards: give it a UTF-8 name not starting with '.'", dir.display())))?;
+        let mut dirs = Vec::with_capacity(n);
+        let mut devices: Vec<(u64, Vec<String>)> = Vec::new();
+        for (i, d) in given.iter().enumerate() {
+            let abs = std::fs::canonicalize(d).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
+            let meta = std::fs::metadata(&abs).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
+            if !meta.is_dir() || abs.to_str().is_none() || dirs.contains(&abs) {
+                return Err(JobError::Usage(format!("--shard-dir {}: not a directory, not UTF-8, or given twice", d.display())));
+            }
+            let path = abs.join(placed_name(set, i));
+            if std::fs::symlink_metadata(&path).is_ok() {
+                return Err(JobError::TargetExists { path });
+            }
+            match devices.iter_mut().find(|(dev, _)| *dev == meta.dev()) {
+                Some((_, on)) => on.push(d.display().to_string()),
+                None => devices.push((meta.dev(), vec![d.display().to_string()])),
+            }
+            dirs.push(abs);
         }
-        dirs.push(abs);
+        for (_, on) in devices.iter().filter(|(_, on)| on.len() > 1) {
+            let verdict = if on.len() > m { format!("more than the {m} the code survives") } else { format!("the code survives {m}") };
+            eprintln!("peerpath: warning: shard directories {} are on one file system: losing it loses {} shards ({verdict})", on.join(", "), on.len());
+        }
+        Ok(Some(Placement { dirs, set: set.to_string() }))
     }
-    for (_, on) in devices.iter().filter(|(_, on)| on.len() > 1) {
-        let verdict = if on.len() > m { format!("more than the {m} the code survives") } else { format!("the code survives {m}") };
-        eprintln!("peerpath: warning: shard directories {} are on one file system: losing it loses {} shards ({verdict})", on.join(", "), on.len());
+}
+
+/// Where the `n` shards of the new set `dir` are made (as temporaries, in
+/// the directory they will be linked into): beside `dir`, or placed.
+pub(crate) fn shard_targets(dir: &Path, placement: Option<&Placement>, n: usize) -> Vec<PathBuf> {
+    match placement {
+        Some(p) => p.dirs.iter().enumerate().map(|(i, d)| d.join(placed_name(&p.set, i))).collect(),
+        None => (0..n).map(|i| dir.with_file_name(shard_name(i))).collect(),
     }
-    Ok((dirs, set.to_string()))
 }
 
 fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&Path, &[PathBuf]), e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
@@ -327,7 +351,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     if std::fs::symlink_metadata(dir).is_ok() {
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
-    let placement = if placed.is_empty() { None } else { Some(shard_dirs(placed, k + m, m, dir)?) };
+    let placement = Placement::check(placed, k + m, m, dir)?;
     if e.engine == EcEngine::Emulated && !unit.is_multiple_of(4096) {
         return Err(JobError::Usage("--engine emulated moves whole 4 KiB blocks by DMA: --unit must be a multiple of 4K".into()));
     }
@@ -348,10 +372,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     // process), linked into a scratch directory beside DIR at the end, and
     // the directory is renamed into place (never over an existing name).
     let n = k + m;
-    let names: Vec<PathBuf> = match &placement {
-        Some((dirs, set)) => dirs.iter().enumerate().map(|(i, d)| d.join(placed_name(set, i))).collect(),
-        None => (0..n).map(|i| dir.with_file_name(shard_name(i))).collect(),
-    };
+    let names = shard_targets(dir, placement.as_ref(), n);
     let discard_all = |files: &[(File, Temporary)]| files.iter().for_each(|(_, t)| peerpath_io::discard(t));
     let mut crcs: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut path = None;
@@ -416,9 +437,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let stripes = size.div_ceil((k * unit) as u64).max(1);
     let workers = stripe_threads(threads, stripes);
     let mut manifest = Manifest::new(source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned()), size, (k, m, unit), stripes, crcs);
-    if let Some((dirs, set)) = &placement {
-        manifest.place(dirs, set);
-    }
+    manifest.place(placement.as_ref());
     publish(dir, files, &manifest, &mode)?;
     let coded = stripes * (n * unit) as u64;
     let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(|i| manifest.shard_label(i)).collect(), started, coding, coded);
@@ -497,12 +516,12 @@ impl Manifest {
         self.shards.iter().any(|s| s.dir.is_some())
     }
 
-    /// Puts shard `i` in `dirs[i]` (absolute, one per shard) as
-    /// `SET.shard-NNN`, `set` being the set directory's name.
-    fn place(&mut self, dirs: &[PathBuf], set: &str) {
+    /// Names each shard where `placement` puts it (nothing without one).
+    pub(crate) fn place(&mut self, placement: Option<&Placement>) {
+        let Some(p) = placement else { return };
         self.schema = PLACED_SCHEMA.into();
-        for (i, (entry, d)) in self.shards.iter_mut().zip(dirs).enumerate() {
-            entry.file = placed_name(set, i);
+        for (i, (entry, d)) in self.shards.iter_mut().zip(&p.dirs).enumerate() {
+            entry.file = placed_name(&p.set, i);
             entry.dir = Some(d.to_str().expect("checked to be UTF-8").to_string());
         }
     }
@@ -584,6 +603,7 @@ pub(crate) struct StreamEncoder {
     unit: usize,
     files: Vec<(File, Temporary)>,
     dir: PathBuf,
+    placement: Option<Placement>,
     first: Vec<u8>,
     stripe: Vec<u8>,
     /// Bytes in the stripe being filled (`first` while `stripes` is 0).
@@ -598,17 +618,17 @@ pub(crate) struct StreamEncoder {
 }
 
 impl StreamEncoder {
-    /// Shards for `dir` (a new directory), as unnamed temporaries beside it.
-    pub(crate) fn new(dir: &Path, k: usize, m: usize, unit: usize) -> Result<StreamEncoder, JobError> {
+    /// Shards for `dir` (a new directory), as unnamed temporaries beside it
+    /// or in the directories of `placement`.
+    pub(crate) fn new(dir: &Path, k: usize, m: usize, unit: usize, placement: Option<Placement>) -> Result<StreamEncoder, JobError> {
         let code = RsCode::new(k, m).map_err(JobError::Usage)?;
         check_unit(unit)?;
         if std::fs::symlink_metadata(dir).is_ok() {
             return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
         }
-        let names: Vec<PathBuf> = (0..k + m).map(|i| dir.with_file_name(shard_name(i))).collect();
-        let files = create_temporaries(&names, false).map_err(io(dir))?;
+        let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), false).map_err(io(dir))?;
         let stripe = vec![0u8; k * unit];
-        Ok(StreamEncoder { code, k, unit, files, dir: dir.to_path_buf(), first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
+        Ok(StreamEncoder { code, k, unit, files, dir: dir.to_path_buf(), placement, first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
     }
 
     /// Appends bytes to the stream.
@@ -676,7 +696,8 @@ impl StreamEncoder {
             }
         };
         let m = self.parity.len();
-        let manifest = Manifest::new(source, self.len, (self.k, m, self.unit), stripes, std::mem::take(&mut self.crcs));
+        let mut manifest = Manifest::new(source, self.len, (self.k, m, self.unit), stripes, std::mem::take(&mut self.crcs));
+        manifest.place(self.placement.as_ref());
         publish(&self.dir, self.files, &manifest, mode)?;
         Ok((stripes, self.coding))
     }
@@ -1246,7 +1267,7 @@ mod tests {
     /// The same set with its shards in directories of their own.
     fn placed() -> String {
         let mut m: Manifest = serde_json::from_str(&valid()).unwrap();
-        m.place(&(0..5).map(|i| PathBuf::from(format!("/mnt/ssd{i}/sets"))).collect::<Vec<_>>(), "photos");
+        m.place(Some(&Placement { dirs: (0..5).map(|i| PathBuf::from(format!("/mnt/ssd{i}/sets"))).collect(), set: "photos".into() }));
         serde_json::to_string_pretty(&m).unwrap()
     }
 
@@ -1314,7 +1335,7 @@ mod tests {
             let head = [0xab_u8; 72];
             let head = &head[..len.min(72)];
             let out = dir.path().join(format!("s{len}"));
-            let mut e = StreamEncoder::new(&out, k, m, unit).unwrap();
+            let mut e = StreamEncoder::new(&out, k, m, unit, None).unwrap();
             // Uneven pieces, the head's bytes zero until the end.
             let mut at = 0;
             let mut piece = 1;
@@ -1354,7 +1375,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let data: Vec<u8> = (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[2]).collect();
             let set = dir.path().join("set");
-            let mut e = StreamEncoder::new(&set, k, m, unit).unwrap();
+            let mut e = StreamEncoder::new(&set, k, m, unit, None).unwrap();
             e.put(&data).unwrap();
             let (stripes, _) = e.finish(&[], "s".into(), &peerpath_io::Inherited::mode_of(None)).unwrap();
             // Which units each damage hits: a flipped byte (kind 0-5), a shard cut short (6), deleted (7).

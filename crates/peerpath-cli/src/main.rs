@@ -349,6 +349,10 @@ struct CompressArgs {
     /// With --ec: bytes per unit (a shard's part of one stripe; K, M suffixes).
     #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Erasure coding")]
     ec_unit: usize,
+    /// With --ec: put shard i in the i-th of these directories, one per drive (K + M of them, in
+    /// shard order), as `peerpath ec encode --shard-dir` does.
+    #[arg(long = "shard-dir", value_name = "SHARD_DIR", help_heading = "Erasure coding")]
+    shard_dirs: Vec<PathBuf>,
     /// After the report, why each stream went where it went: with --device-memory-from p2p:BDF,
     /// the topology planner's verdict for every leg between the files' drives and that memory.
     #[arg(long)]
@@ -715,7 +719,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         FormatArg::Bgzf => Format::Bgzf,
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
-    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit };
+    let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
+    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit, placement };
     if a.engine == EngineArg::Emulated {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
             return Err(JobError::Usage("--ec cannot check the device's output yet: --inject-faults takes no corrupt= with it".into()));
@@ -857,6 +862,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let encrypt = compress_encryption(&a)?;
             if let Some((data, parity)) = a.ec {
                 return compress_ec(&a, level, encrypt, (data, parity));
+            }
+            if !a.shard_dirs.is_empty() {
+                return Err(JobError::Usage("--shard-dir places the shards of --ec K+M: give --ec".into()));
             }
             let name = if encrypt.is_some() { encrypted_compressed_name } else { compressed_name };
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;

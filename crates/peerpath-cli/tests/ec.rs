@@ -388,21 +388,28 @@ fn shards_placed_one_per_directory_decode_and_repair_in_place() {
         }
         run(&mut pp(args!["ec", "verify", &set])).ok();
     }
-    // The chain reads a placed set as any other.
-    let gz = d.join("src.gz");
-    run(&mut pp(args!["compress", &src, "-o", &gz])).ok();
-    let chained = d.join("chained");
-    let chain_drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("c{i}"))).collect();
-    chain_drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
-    let mut c = pp(args!["ec", "encode", &gz, "-k", "2", "-m", "1", "--unit", "16K", "-o", &chained]);
-    placed(&mut c, &chain_drives);
-    run(&mut c).ok();
-    std::fs::remove_file(chain_drives[0].join("chained.shard-000")).unwrap();
-    run(&mut pp(args!["decompress", "--ec", &chained, "-o", d.join("unchained")])).ok();
-    assert_file_eq(&d.join("unchained"), &std::fs::read(&src).unwrap(), "decompress --ec of a placed set");
+    // `compress --ec --shard-dir`, on the CPU and on an emulated CSP: the same placed set, read back by `decompress --ec`.
+    let mut sets = Vec::new();
+    for engine in ["cpu", "emulated"] {
+        let chained = d.join(format!("chained-{engine}"));
+        let chain_drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("{engine}{i}"))).collect();
+        chain_drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
+        let mut c = pp(args!["compress", &src, "--ec", "2+1", "--ec-unit", "16K", "-o", &chained, "--engine", engine, "--no-fallback"]);
+        placed(&mut c, &chain_drives);
+        run(&mut c).ok();
+        assert_dir_holds(&chained, &["manifest.json"]);
+        sets.push((0..3).map(|i| std::fs::read(chain_drives[i].join(format!("chained-{engine}.shard-{i:03}"))).unwrap()).collect::<Vec<_>>());
+        std::fs::remove_file(chain_drives[0].join(format!("chained-{engine}.shard-000"))).unwrap();
+        run(&mut pp(args!["decompress", "--ec", &chained, "-o", d.join(format!("unchained-{engine}")), "--engine", engine, "--no-fallback"])).ok();
+        assert_file_eq(&d.join(format!("unchained-{engine}")), &std::fs::read(&src).unwrap(), "decompress --ec of a placed set");
+    }
+    assert!(sets[0] == sets[1], "the emulated CSP's placed set is the CPU's");
+    let chained = d.join("chained-cpu");
+    let chain_drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("cpu{i}"))).collect();
+    run(&mut pp(args!["compress", &src, "-o", d.join("x.gz"), "--shard-dir", &chain_drives[0]])).fails(2, &["give --ec"]);
     // A drive whose directory is gone: repair names it.
     std::fs::remove_dir_all(&chain_drives[0]).unwrap();
-    run(&mut pp(args!["ec", "repair", &chained])).fails(11, &["c0/chained.shard-000"]);
+    run(&mut pp(args!["ec", "repair", &chained])).fails(11, &["cpu0/chained-cpu.shard-000"]);
     // Refused, nothing written: too few directories, one twice, one missing, a shard already there.
     let never = d.join("never");
     let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &never]);
