@@ -773,11 +773,13 @@ fn parse_manifest(text: &str) -> Result<(Manifest, RsCode), String> {
     let stripe_bytes = (m.data_shards as u64).checked_mul(m.unit_bytes as u64).filter(|_| (1..=MAX_UNIT_BYTES).contains(&m.unit_bytes));
     let stripes_ok = stripe_bytes.is_some_and(|b| m.stripes == m.source_bytes.div_ceil(b).max(1));
     let name_ok = |f: &str| !f.is_empty() && f != "." && f != ".." && !f.contains(['/', '\0']);
-    // A shard in a directory of its own (a repair writes there) must be
-    // named SET.shard-NNN with its own index, in an absolute directory
-    // without `..`: a manifest cannot make a repair write any other file.
+    // A repair writes the shards' files: one in the set's directory must be
+    // shard-NNN, one in a directory of its own SET.shard-NNN, with its own
+    // index, in an absolute directory without `..`: a manifest cannot make
+    // a repair write any other file.
     let placed_ok = |i: usize, s: &ShardEntry| match &s.dir {
-        None => m.schema != PLACED_SCHEMA,
+        // In the set's own directory a shard is shard-NNN (not, say, manifest.json).
+        None => m.schema != PLACED_SCHEMA && s.file == shard_name(i),
         Some(d) => {
             let p = Path::new(d);
             let set = s.file.strip_suffix(&format!(".{}", shard_name(i)));
@@ -1298,7 +1300,7 @@ mod tests {
     #[test]
     fn a_valid_manifest_parses_and_lying_fields_do_not() {
         assert!(parse_manifest(&valid()).is_ok());
-        for (from, to) in [("\"unit_bytes\": 4096", "\"unit_bytes\": 1099511627776"), ("\"stripes\": 1", "\"stripes\": 2"), ("shard-001", "../x"), ("\"data_shards\": 3", "\"data_shards\": 300")] {
+        for (from, to) in [("\"unit_bytes\": 4096", "\"unit_bytes\": 1099511627776"), ("\"stripes\": 1", "\"stripes\": 2"), ("shard-001", "../x"), ("shard-001", "manifest.json"), ("shard-001", "shard-002"), ("\"data_shards\": 3", "\"data_shards\": 300")] {
             assert!(parse_manifest(&valid().replace(from, to)).is_err(), "{to}");
         }
     }
@@ -1310,12 +1312,20 @@ mod tests {
         #[test]
         fn manifests_never_panic(text in "\\PC{0,400}", at in 0usize..2000, byte in any::<u8>()) {
             let _ = parse_manifest(&text);
-            let mut v = valid().into_bytes();
-            let i = at % v.len();
-            v[i] = byte;
-            if let Ok(t) = std::str::from_utf8(&v) {
-                if let Ok((m, _)) = parse_manifest(t) {
-                    prop_assert!(m.unit_bytes <= MAX_UNIT_BYTES && m.shards.len() == m.data_shards + m.parity_shards);
+            for base in [valid(), placed()] {
+                let mut v = base.into_bytes();
+                let i = at % v.len();
+                v[i] = byte;
+                if let Ok(t) = std::str::from_utf8(&v) {
+                    if let Ok((m, _)) = parse_manifest(t) {
+                        prop_assert!(m.unit_bytes <= MAX_UNIT_BYTES && m.shards.len() == m.data_shards + m.parity_shards);
+                        // Whatever a manifest says, a shard's path is its own file name in a directory without `..`.
+                        for i in 0..m.shards.len() {
+                            let p = m.shard_path(Path::new("/set"), i);
+                            prop_assert!(p.is_absolute() && p.components().all(|c| c != std::path::Component::ParentDir), "{}", p.display());
+                            prop_assert!(p.file_name().unwrap().to_string_lossy().ends_with(&shard_name(i)), "{}", p.display());
+                        }
+                    }
                 }
             }
         }
