@@ -163,6 +163,29 @@ fn placed_name(set: &str, i: usize) -> String {
     format!("{set}.{}", shard_name(i))
 }
 
+/// The name of the manifest's copy kept beside each placed shard.
+fn copy_name(set: &str) -> String {
+    format!("{set}.{MANIFEST}")
+}
+
+/// The manifest a command names: DIR's, or a manifest file itself (a
+/// placed set's copy, `SET.manifest.json`, when DIR is gone).
+fn manifest_file(set: &Path) -> PathBuf {
+    if set.is_file() {
+        set.to_path_buf()
+    } else {
+        set.join(MANIFEST)
+    }
+}
+
+/// The directory a command's set lives in (where unplaced shards are).
+fn set_dir(set: &Path) -> &Path {
+    match set.parent() {
+        Some(p) if set.is_file() => p,
+        _ => set,
+    }
+}
+
 /// The largest unit `encode` makes (and a manifest may name).
 const MAX_UNIT_BYTES: usize = 256 << 20;
 
@@ -217,6 +240,8 @@ struct EcReport {
     stripes: u64,
     /// Shards written (all for encode, the rebuilt ones for repair).
     shards_written: Vec<String>,
+    /// Copies of the manifest a repair wrote back beside placed shards (missing or different ones).
+    manifests_written: Vec<String>,
     /// Where the coding ran and how the payload moved.
     engine: String,
     /// Host threads that coded (1 for repair, and where a device coded).
@@ -243,6 +268,7 @@ impl EcReport {
             unit_bytes: m.unit_bytes,
             stripes: m.stripes,
             shards_written: shards,
+            manifests_written: Vec::new(),
             engine: "host CPU (this process): ISA-L".into(),
             threads: 1,
             fallback: None,
@@ -260,7 +286,16 @@ impl EcReport {
         }
         let what = match self.operation {
             "encode" => format!("{} stripe(s) of {} x {} bytes into {} shard(s)", self.stripes, self.code, self.unit_bytes, self.shards_written.len()),
-            _ => format!("rebuilt {}", self.shards_written.join(", ")),
+            _ => {
+                let mut done = Vec::new();
+                if !self.shards_written.is_empty() {
+                    done.push(format!("rebuilt {}", self.shards_written.join(", ")));
+                }
+                if !self.manifests_written.is_empty() {
+                    done.push(format!("wrote back the manifest's copies {}", self.manifests_written.join(", ")));
+                }
+                done.join("; ")
+            }
         };
         if let Some(why) = &self.fallback {
             println!("{}: FALLBACK to the host CPU: {why}", self.target);
@@ -276,7 +311,7 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {
 /// Puts a file restored from the set in `dir` in place at `output`, as
 /// private as the set (the manifest keeps the source's mode).
 pub(crate) fn put_restored_in_place(file: &File, temporary: &Temporary, output: &Path, dir: &Path, force: bool) -> Result<(), JobError> {
-    let set = std::fs::metadata(dir.join(MANIFEST)).ok();
+    let set = std::fs::metadata(manifest_file(dir)).ok();
     peerpath_io::Inherited::mode_of(set.as_ref()).apply(file).map_err(io(output))?;
     crate::put_in_place(file, temporary, output, force)
 }
@@ -316,9 +351,10 @@ impl Placement {
             if !meta.is_dir() || abs.to_str().is_none() || dirs.contains(&abs) {
                 return Err(JobError::Usage(format!("--shard-dir {}: not a directory, not UTF-8, or given twice", d.display())));
             }
-            let path = abs.join(placed_name(set, i));
-            if std::fs::symlink_metadata(&path).is_ok() {
-                return Err(JobError::TargetExists { path });
+            for path in [abs.join(placed_name(set, i)), abs.join(copy_name(set))] {
+                if std::fs::symlink_metadata(&path).is_ok() {
+                    return Err(JobError::TargetExists { path });
+                }
             }
             match devices.iter_mut().find(|(dev, _)| *dev == meta.dev()) {
                 Some((_, on)) => on.push(d.display().to_string()),
@@ -497,10 +533,31 @@ impl Manifest {
         self.shards[i].crc32[s as usize]
     }
 
-    /// Where shard `i` of the set in `set` lies: in `set`, or in the
-    /// directory the manifest names for it (checked when it was loaded).
+    /// Where shard `i` of the set `set` (a directory, or its manifest
+    /// file) lies: in the set's directory, or in the directory the
+    /// manifest names for it (checked when it was loaded).
     pub(crate) fn shard_path(&self, set: &Path, i: usize) -> PathBuf {
-        self.shards[i].dir.as_ref().map_or(set, Path::new).join(&self.shards[i].file)
+        self.shards[i].dir.as_ref().map_or_else(|| set_dir(set), Path::new).join(&self.shards[i].file)
+    }
+
+    /// The manifest's text, as written.
+    fn text(&self) -> String {
+        serde_json::to_string_pretty(self).expect("manifest serialises")
+    }
+
+    /// A placed set's copies of its manifest: `SET.manifest.json` beside each shard.
+    fn copies(&self) -> Vec<PathBuf> {
+        let Some(set) = self.shards.first().and_then(|s| s.file.strip_suffix(&format!(".{}", shard_name(0)))) else { return Vec::new() };
+        let mut dirs: Vec<&str> = self.shards.iter().filter_map(|s| s.dir.as_deref()).collect();
+        dirs.sort_unstable();
+        dirs.dedup();
+        dirs.into_iter().map(|d| Path::new(d).join(copy_name(set))).collect()
+    }
+
+    /// The copies missing, or whose text is not this manifest's.
+    fn stale_copies(&self) -> Vec<PathBuf> {
+        let text = self.text();
+        self.copies().into_iter().filter(|p| std::fs::read(p).map_or(true, |t| t != text.as_bytes())).collect()
     }
 
     /// Shard `i` in messages: its file name, or its whole path where it lies outside the set's directory.
@@ -544,17 +601,20 @@ impl Manifest {
 /// Puts the shards (`files`, unnamed temporaries) and the manifest in
 /// place as the new directory `dir`, or nothing (the temporaries are
 /// discarded on an error). Shards placed in directories of their own
-/// (`--shard-dir`) are linked there first, then the directory with the
-/// manifest appears: a set without its manifest is no set, and the shards
-/// already linked are removed if a later step fails.
+/// (`--shard-dir`) are linked there first, each with a copy of the
+/// manifest beside it (so that the set outlives DIR's drive), then the
+/// directory with the manifest appears: a set without its manifest is no
+/// set, and the files already linked are removed if a later step fails.
 pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &Manifest, mode: &peerpath_io::Inherited) -> Result<(), JobError> {
     let n = files.len();
-    let text = serde_json::to_string_pretty(manifest).expect("manifest serialises");
+    let text = manifest.text();
+    let copies = manifest.copies();
     let mut linked: Vec<PathBuf> = Vec::new();
     let published = (|| -> std::io::Result<()> {
-        let mut manifest_file = create_temporaries(&[dir.with_file_name(MANIFEST)], false)?.remove(0);
-        manifest_file.0.write_all(text.as_bytes())?;
-        files.push(manifest_file);
+        for target in copies.iter().chain([&dir.with_file_name(MANIFEST)]) {
+            files.push(create_temporaries(std::slice::from_ref(target), false)?.remove(0));
+            files.last_mut().expect("just pushed").0.write_all(text.as_bytes())?;
+        }
         for (f, _) in &files {
             mode.apply(f)?;
             f.sync_all()?;
@@ -565,12 +625,13 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
         let scratch = ScratchDir::beside(dir)?;
         for (i, (f, temp)) in files.iter().enumerate() {
             let path = match i {
-                i if i == n => scratch.path().join(MANIFEST),
+                i if i == n + copies.len() => scratch.path().join(MANIFEST),
+                i if i >= n => copies[i - n].clone(),
                 i if manifest.placed() => manifest.shard_path(dir, i),
                 i => scratch.path().join(shard_name(i)),
             };
             peerpath_io::publish(f, temp, &path, false)?;
-            if i < n && manifest.placed() {
+            if i < n + copies.len() && manifest.placed() {
                 linked.push(path);
             }
         }
@@ -584,6 +645,7 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
         linked.iter().for_each(|p| drop(std::fs::remove_file(p)));
         return Err(match e.kind() {
             std::io::ErrorKind::AlreadyExists if linked.len() < n && manifest.placed() => JobError::TargetExists { path: manifest.shard_path(dir, linked.len()) },
+            std::io::ErrorKind::AlreadyExists if linked.len() < n + copies.len() && manifest.placed() => JobError::TargetExists { path: copies[linked.len() - n].clone() },
             std::io::ErrorKind::AlreadyExists => JobError::TargetDirExists { path: dir.to_path_buf() },
             _ => io(dir)(e),
         });
@@ -757,7 +819,7 @@ fn read_at_up_to(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
 }
 
 pub(crate) fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
-    let path = dir.join(MANIFEST);
+    let path = manifest_file(dir);
     let text = std::fs::read_to_string(&path).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
     parse_manifest(&text).map_err(|e| corrupt(&path, e))
 }
@@ -895,13 +957,21 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
     }
     let lost = lost_stripes(&m, &bad);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
-    if damaged.is_empty() {
-        println!("{}: all {} shard(s) intact ({} stripe(s))", dir.display(), m.shards.len(), m.stripes);
+    let stale = m.stale_copies();
+    if damaged.is_empty() && stale.is_empty() {
+        let copies = if m.copies().is_empty() { String::new() } else { format!(", and {} copies of the manifest", m.copies().len()) };
+        println!("{}: all {} shard(s) intact ({} stripe(s)){copies}", dir.display(), m.shards.len(), m.stripes);
         return Ok(());
     }
-    let names: Vec<String> = damaged.iter().map(|&i| m.shard_label(i)).collect();
+    let mut found = Vec::new();
+    if !damaged.is_empty() {
+        found.push(format!("missing or corrupt units in {}", damaged.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>().join(", ")));
+    }
+    if !stale.is_empty() {
+        found.push(format!("copies of the manifest missing or different in {}", stale.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")));
+    }
     let verdict = if lost.is_empty() { "repairable (peerpath ec repair)".to_string() } else { format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards) };
-    Err(corrupt(dir, format!("missing or corrupt units in {}: {verdict}", names.join(", "))))
+    Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))
 }
 
 /// A unit that checked out in the survey and no longer does.
@@ -925,9 +995,46 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
         return Err(unrecoverable(dir, &m, &lost));
     }
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
-    if damaged.is_empty() {
+    let stale = m.stale_copies();
+    if damaged.is_empty() && stale.is_empty() {
         return Ok(Err(format!("{}: nothing to repair ({checked})", dir.display())));
     }
+    let mut report = if damaged.is_empty() {
+        let mut r = EcReport::new("repair", dir, &m, Vec::new(), started, Duration::ZERO, 0);
+        r.engine = format!("no shard to rebuild ({checked})");
+        r
+    } else {
+        rebuild(dir, (&m, &code), (&bad, &damaged), (&mut device, &mut fallback), e, threads, started)?
+    };
+    report.fallback = fallback;
+    report.manifests_written = restore_copies(dir, &m, &stale)?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(Ok(report))
+}
+
+/// Rewrites the copies of the manifest in `stale` with its text (each to a
+/// temporary file renamed over the old one, as private as the set); their paths.
+fn restore_copies(dir: &Path, m: &Manifest, stale: &[PathBuf]) -> Result<Vec<String>, JobError> {
+    let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(manifest_file(dir)).ok().as_ref());
+    let text = m.text();
+    for p in stale {
+        let (mut t, temporary) = peerpath_io::create_temporary(p, false).map_err(io(p))?;
+        let written = t.file.write_all(text.as_bytes()).and_then(|()| mode.apply(&t.file)).and_then(|()| t.file.sync_all()).and_then(|()| peerpath_io::publish(&t.file, &temporary, p, true));
+        if let Err(e) = written {
+            peerpath_io::discard(&temporary);
+            return Err(io(p)(e));
+        }
+        if let Some(parent) = p.parent() {
+            File::open(parent).and_then(|d| d.sync_all()).map_err(io(parent))?;
+        }
+    }
+    Ok(stale.iter().map(|p| p.display().to_string()).collect())
+}
+
+/// Rebuilds the `damaged` shards (`bad`: per stripe, its bad units) on the
+/// set's device where there is one and it does not fail, else on `threads`
+/// CPU threads; the report (its fallback, if any, in `fallback`).
+fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<usize>], &[usize]), (device, fallback): (&mut Option<ec_device::SetDevice>, &mut Option<String>), e: &DeviceArgs, threads: usize, started: Instant) -> Result<EcReport, JobError> {
     let names: Vec<String> = damaged.iter().map(|&i| m.shard_label(i)).collect();
     // Each damaged shard is rewritten whole into a temporary file (unnamed
     // where the file system allows), then renamed over the old one.
@@ -940,19 +1047,19 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
     if let Some((dev, l)) = device.as_mut() {
         // Written from the device's memory by DMA where the unit size allows it.
         let outs = new_shards(m.unit_bytes.is_multiple_of(4096))?;
-        let shards = ec_device::open_shards(dir, &m);
+        let shards = ec_device::open_shards(dir, m);
         let to: Vec<(usize, &File)> = outs.iter().map(|(i, f, _)| (*i, f)).collect();
-        let done = match ec_device::repair(dev.as_mut(), l, (dir, &m), &shards, &bad, &to) {
-            Ok(pass) => put_shards_in_place(dir, &m, &outs).map(|()| Some(pass)),
+        let done = match ec_device::repair(dev.as_mut(), l, (dir, m), &shards, bad, &to) {
+            Ok(pass) => put_shards_in_place(dir, m, &outs).map(|()| Some(pass)),
             Err(crate::chain_device::Stop::Job(err)) => Err(err),
             Err(crate::chain_device::Stop::Device(why)) => {
                 outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
-                e.fall_back(why, "; the set is repaired on the host CPU from the start (nothing the device wrote was kept)", &mut fallback).map(|()| None)
+                e.fall_back(why, "; the set is repaired on the host CPU from the start (nothing the device wrote was kept)", fallback).map(|()| None)
             }
         };
         match done {
             Ok(Some(pass)) => {
-                let mut report = EcReport::new("repair", dir, &m, names, started, pass.coding, pass.coded);
+                let mut report = EcReport::new("repair", dir, m, names, started, pass.coding, pass.coded);
                 let direct = device_job::moved(shards.iter().flatten().any(device_job::is_direct));
                 report.engine = format!(
                     "1 emulated CSP ({}, ISA-L inside the device process): units read {direct} into its memory ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, shards written {} from it: the host process handled no payload byte",
@@ -962,8 +1069,7 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
                     device_job::moved(outs.iter().all(|(_, f, _)| device_job::is_direct(f))),
                 );
                 report.provenance = "measured on emulated devices";
-                report.fallback = fallback;
-                return Ok(Ok(report));
+                return Ok(report);
             }
             Ok(None) => {}
             Err(err) => {
@@ -972,11 +1078,11 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
             }
         }
     }
-    let files = open_shards(dir, &m);
+    let files = open_shards(dir, m);
     let outs = new_shards(false)?;
     // Workers take whole stripes in turn; on a failure nothing is kept.
     let workers = stripe_threads(threads, m.stripes);
-    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| r.stripe(dir, (&m, &code), &files, &outs, s, &bad[s as usize])).and_then(|rebuilders| put_shards_in_place(dir, &m, &outs).map(|()| rebuilders));
+    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| r.stripe(dir, (m, code), &files, &outs, s, &bad[s as usize])).and_then(|rebuilders| put_shards_in_place(dir, m, &outs).map(|()| rebuilders));
     let rebuilders = match rebuilt {
         Ok(r) => r,
         Err(e) => {
@@ -985,18 +1091,17 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
         }
     };
     let (coding, coded) = (rebuilders.iter().map(|r| r.coding).sum(), rebuilders.iter().map(|r| r.coded).sum());
-    let mut report = EcReport::new("repair", dir, &m, names, started, coding, coded);
+    let mut report = EcReport::new("repair", dir, m, names, started, coding, coded);
     report.threads = workers;
     report.engine = format!("host CPU (this process, {workers} thread(s)): ISA-L");
-    report.fallback = fallback;
-    Ok(Ok(report))
+    Ok(report)
 }
 
 /// Renames the rebuilt shards `outs` over the old ones, each as private as
 /// the set (the manifest's mode) and durable first; then their directories.
 fn put_shards_in_place(dir: &Path, m: &Manifest, outs: &[(usize, File, Temporary)]) -> Result<(), JobError> {
-    let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(dir.join(MANIFEST)).ok().as_ref());
-    let mut dirs = vec![dir.to_path_buf()];
+    let mode = peerpath_io::Inherited::mode_of(std::fs::metadata(manifest_file(dir)).ok().as_ref());
+    let mut dirs = vec![set_dir(dir).to_path_buf()];
     for (i, out, temp) in outs {
         let path = m.shard_path(dir, *i);
         mode.apply(out).map_err(io(&path))?;

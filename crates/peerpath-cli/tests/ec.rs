@@ -366,7 +366,8 @@ fn shards_placed_one_per_directory_decode_and_repair_in_place() {
     assert_eq!(v["shards_written"][5], drives[5].join("photos.shard-005").canonicalize().unwrap().to_str().unwrap(), "{v}");
     assert_dir_holds(&set, &["manifest.json"]);
     for (i, p) in drives.iter().enumerate() {
-        assert_dir_holds(p, &[&format!("photos.shard-{i:03}")]);
+        assert_dir_holds(p, &["photos.manifest.json", &format!("photos.shard-{i:03}")]);
+        assert_eq!(std::fs::read(p.join("photos.manifest.json")).unwrap(), std::fs::read(set.join("manifest.json")).unwrap(), "a copy of the manifest beside each shard");
         assert_eq!(std::fs::read(p.join(format!("photos.shard-{i:03}"))).unwrap(), std::fs::read(plain.join(format!("shard-{i:03}"))).unwrap(), "shard {i}");
     }
     let original = std::fs::read(drives[2].join("photos.shard-002")).unwrap();
@@ -384,10 +385,32 @@ fn shards_placed_one_per_directory_decode_and_repair_in_place() {
         assert_eq!(v["shards_written"].as_array().unwrap().len(), 2, "{v}");
         assert_eq!(std::fs::read(drives[2].join("photos.shard-002")).unwrap(), original, "{engine}: rebuilt on its drive");
         for (i, p) in drives.iter().enumerate() {
-            assert_dir_holds(p, &[&format!("photos.shard-{i:03}")]);
+            assert_dir_holds(p, &["photos.manifest.json", &format!("photos.shard-{i:03}")]);
         }
         run(&mut pp(args!["ec", "verify", &set])).ok();
     }
+    // The set's directory is lost with its drive, and so is a shard's drive; a copy of the
+    // manifest is tampered with: any other copy serves, verify names the bad copies, repair
+    // writes them back.
+    let manifest = std::fs::read(set.join("manifest.json")).unwrap();
+    std::fs::rename(&set, d.join("photos-away")).unwrap();
+    std::fs::remove_file(drives[1].join("photos.shard-001")).unwrap();
+    std::fs::remove_file(drives[1].join("photos.manifest.json")).unwrap();
+    std::fs::write(drives[3].join("photos.manifest.json"), String::from_utf8(manifest.clone()).unwrap().replace("\"source\": \"src\"", "\"source\": \"srx\"")).unwrap();
+    let copy = drives[0].join("photos.manifest.json");
+    run(&mut pp(args!["ec", "verify", &copy])).fails(6, &["ssd1/photos.shard-001", "copies of the manifest missing or different in", "ssd1/photos.manifest.json", "ssd3/photos.manifest.json"]);
+    let back = d.join("back-from-copy");
+    run(&mut pp(args!["ec", "decode", &copy, "-o", &back])).ok();
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap(), "decoded through a copy of the manifest");
+    let v = run(&mut pp(args!["ec", "repair", &copy, "--json"])).ok().json();
+    assert_eq!(v["manifests_written"].as_array().unwrap().len(), 2, "{v}");
+    for (i, p) in drives.iter().enumerate() {
+        assert_dir_holds(p, &["photos.manifest.json", &format!("photos.shard-{i:03}")]);
+        assert_eq!(std::fs::read(p.join("photos.manifest.json")).unwrap(), manifest, "copy {i}");
+    }
+    assert_eq!(std::fs::read(drives[1].join("photos.shard-001")).unwrap(), std::fs::read(plain.join("shard-001")).unwrap());
+    run(&mut pp(args!["ec", "verify", &drives[5].join("photos.manifest.json")])).ok();
+    std::fs::rename(d.join("photos-away"), &set).unwrap();
     // `compress --ec --shard-dir`, on the CPU and on an emulated CSP: the same placed set, read back by `decompress --ec`.
     let mut sets = Vec::new();
     for engine in ["cpu", "emulated"] {
@@ -398,6 +421,7 @@ fn shards_placed_one_per_directory_decode_and_repair_in_place() {
         placed(&mut c, &chain_drives);
         run(&mut c).ok();
         assert_dir_holds(&chained, &["manifest.json"]);
+        assert_dir_holds(&chain_drives[2], &[&format!("chained-{engine}.manifest.json"), &format!("chained-{engine}.shard-002")]);
         sets.push((0..3).map(|i| std::fs::read(chain_drives[i].join(format!("chained-{engine}.shard-{i:03}"))).unwrap()).collect::<Vec<_>>());
         std::fs::remove_file(chain_drives[0].join(format!("chained-{engine}.shard-000"))).unwrap();
         run(&mut pp(args!["decompress", "--ec", &chained, "-o", d.join(format!("unchained-{engine}")), "--engine", engine, "--no-fallback"])).ok();
@@ -428,7 +452,7 @@ fn shards_placed_one_per_directory_decode_and_repair_in_place() {
     assert!(!never.exists() && !set.with_file_name("photos2").exists());
     assert_eq!(std::fs::read(drives[3].join("photos2.shard-003")).unwrap(), b"mine");
     for (i, p) in drives.iter().enumerate() {
-        let mut want = vec![format!("photos.shard-{i:03}")];
+        let mut want = vec!["photos.manifest.json".to_string(), format!("photos.shard-{i:03}")];
         if i == 3 {
             want.push("photos2.shard-003".into());
         }
