@@ -72,6 +72,7 @@ enum EcCommand {
     },
     /// Check every unit of every shard against the manifest's CRC-32s.
     Verify {
+        /// The set's directory, or a copy of its manifest (SET.manifest.json beside a placed shard).
         dir: PathBuf,
         #[command(flatten)]
         device: DeviceArgs,
@@ -81,6 +82,7 @@ enum EcCommand {
     },
     /// Rebuild missing or corrupt shards in place (at most M per stripe).
     Repair {
+        /// The set's directory, or a copy of its manifest (SET.manifest.json beside a placed shard).
         dir: PathBuf,
         #[command(flatten)]
         device: DeviceArgs,
@@ -93,6 +95,7 @@ enum EcCommand {
     },
     /// Restore the source from the shards that survive.
     Decode {
+        /// The set's directory, or a copy of its manifest (SET.manifest.json beside a placed shard).
         dir: PathBuf,
         #[arg(short = 'o', long = "output")]
         output: PathBuf,

@@ -77,9 +77,7 @@ pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Pa
         // works on the slot after it, the writes on the one before).
         unsafe { device_job::read_into(src, s * (k * unit) as u64, want(s), slots[slot_of(s)] as *mut u8) }.map_err(|detail| Stop::Job(JobError::SourceIo { path: source.to_path_buf(), detail }))
     };
-    // A stripe's units are written side by side, one thread each: an O_DIRECT write
-    // returns when its DMA is done, and one after the other they wait k + m times.
-    // A stripe's units are written side by side, one thread each.
+    // A stripe's units are written side by side (write_side_by_side).
     let base = slots[0];
     let write = |s: u64| -> Result<(), Stop> {
         let writes: Vec<(u64, &File, u64)> = targets.iter().enumerate().map(|(i, &f)| ((slots[slot_of(s)] - base + i * unit) as u64, f, s * unit as u64)).collect();
@@ -296,7 +294,8 @@ fn unit_after(l: &SetLayout, s: u64, i: usize, missing: &[usize]) -> DeviceRange
 
 /// Writes `len` bytes of device memory at each `(offset, file, at)` side
 /// by side, a thread each (an O_DIRECT write returns when its DMA is
-/// done; one after the other they would wait once each).
+/// done; one after the other they would wait once each). An error says
+/// which write failed (its index in `writes`).
 fn write_side_by_side(base: usize, len: usize, writes: &[(u64, &File, u64)]) -> Result<(), (usize, std::io::Error)> {
     let write = |w: usize| {
         let (offset, f, at) = writes[w];
@@ -357,7 +356,7 @@ pub(crate) fn repair(dev: &mut dyn Device, l: &SetLayout, (dir, m): (&std::path:
         },
         |s| {
             let writes: Vec<(u64, &File, u64)> = outs.iter().map(|&(i, f)| (unit_after(l, s, i, &bad[s as usize]).offset, f, s * unit as u64)).collect();
-            write_side_by_side(base, unit, &writes).map_err(|(_, source)| Stop::Job(JobError::TargetIo { path: dir.to_path_buf(), source }))
+            write_side_by_side(base, unit, &writes).map_err(|(w, source)| Stop::Job(JobError::TargetIo { path: m.shard_path(dir, outs[w].0), source }))
         },
     )?;
     pass.read_bytes = read_bytes.into_inner();
@@ -402,6 +401,7 @@ pub(crate) fn decode(dev: &mut dyn Device, l: &SetLayout, m: &Manifest, shards: 
                 }
             }
             if good.len() < k {
+                // Stops the pipeline; what stopped it is `lost`, not this.
                 lost = Some(s);
                 return Err(Stop::Device(String::new()));
             }
