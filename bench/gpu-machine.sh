@@ -267,8 +267,9 @@ for step in $steps; do
         ec)
             # Erasure coding in memory on many cores: ec encode RS(4,2) with 1 MiB units of the
             # slice x 8 at -T 1/2/4/8/16 (coding rate a core and wall), ec repair of two lost
-            # shards (every core), ec decode of the intact and the damaged set, cp beside;
-            # 3 interleaved rounds; every set compared with -T 1's, every decode with the source.
+            # shards (every core), ec decode of the intact and the damaged set, cp beside; decode
+            # and repair of the damaged set on an emulated CSP too; 3 interleaved rounds; every
+            # set compared with -T 1's, every decode with the source.
             dd=/dev/shm/ppec; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/ec; size=$(stat -c %s "$dd/in")
             ej() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));print('| %s | %.3f | %.2f | %.1f |' % (sys.argv[2], r['seconds'], int(sys.argv[3])/r['seconds']/1e9, r['coding_gb_per_s']))" "$1" "$2" "$size" >> "$o/ec.md" || echo "| $2 | FAILED |" >> "$o/ec.md"; }
             wall() { local a=$EPOCHREALTIME; "$@" > /dev/null 2>&1; local rc=$?; echo "| $label | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | - |" >> "$o/ec.md"; return $rc; }
@@ -283,6 +284,11 @@ for step in $steps; do
                 rm -f "$dd/back"; label="decode, intact ($r)"; wall .gpu/peerpath ec decode "$dd/set" -o "$dd/back"; cmp -s "$dd/back" "$dd/in" || echo "WRONG DECODE ($r)" >> "$o/ec.md"
                 rm "$dd/set/shard-000" "$dd/set/shard-005"
                 rm -f "$dd/back"; label="decode, shards 0 and 5 lost ($r)"; wall .gpu/peerpath ec decode "$dd/set" -o "$dd/back"; cmp -s "$dd/back" "$dd/in" || echo "WRONG DECODE, 2 lost ($r)" >> "$o/ec.md"
+                # The same on an emulated CSP (measured on emulated devices: its process shares the cores).
+                rm -f "$dd/back"; label="decode --engine emulated, 2 lost ($r)"; wall .gpu/peerpath ec decode "$dd/set" -o "$dd/back" --engine emulated --no-fallback; cmp -s "$dd/back" "$dd/in" || echo "WRONG EMULATED DECODE, 2 lost ($r)" >> "$o/ec.md"
+                rm -rf "$dd/emu"; cp -r "$dd/set" "$dd/emu"
+                .gpu/peerpath ec repair "$dd/emu" --engine emulated --no-fallback --json > "$o/r.json" 2>&1; ej "$o/r.json" "repair --engine emulated, 2 lost ($r)"
+                diff -rq "$dd/ref" "$dd/emu" > /dev/null || echo "EMULATED REPAIR DIFFERS ($r)" >> "$o/ec.md"
                 .gpu/peerpath ec repair "$dd/set" --json > "$o/r.json" 2>&1; ej "$o/r.json" "repair, 2 lost ($r)"
                 diff -rq "$dd/ref" "$dd/set" > /dev/null || echo "REPAIR DIFFERS ($r)" >> "$o/ec.md"
                 rm -f "$dd/cp"; label="cp ($r)"; wall cp "$dd/in" "$dd/cp"
