@@ -256,6 +256,13 @@ pub(crate) fn stages(dev: &mut dyn Device) -> Option<String> {
     Some(parts.join("; "))
 }
 
+/// Time the device's workers spent running `kind`, summed over them, from
+/// its own statistics; `None` if it keeps none.
+pub(crate) fn busy(dev: &mut dyn Device, kind: FunctionKind) -> Option<Duration> {
+    let s = dev.stats()?;
+    Some(Duration::from_nanos(s.functions.iter().filter(|f| f.function == Some(kind)).map(|f| f.busy_ns).sum()))
+}
+
 /// How a transfer moved, in words.
 pub(crate) fn moved(direct: bool) -> &'static str {
     if direct {

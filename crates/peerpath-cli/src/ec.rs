@@ -252,7 +252,8 @@ struct EcReport {
     /// Why the device asked for did not do the work (the CPU did), if so.
     fallback: Option<String>,
     seconds: f64,
-    /// Seconds inside ISA-L's ec_encode_data (encoding or rebuilding), summed over the threads.
+    /// Seconds inside ISA-L's ec_encode_data (encoding or rebuilding), summed over the threads
+    /// (on a device: its workers' time in the coding function, from its statistics).
     coding_seconds: f64,
     /// Bytes the coding read and wrote (ISA-L's erasure_code_perf counts
     /// encode as (k + m) units per stripe, a rebuild as (k + lost)) per
@@ -1071,6 +1072,9 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
                     pass.rebuilt,
                     device_job::moved(outs.iter().all(|(_, f, _)| device_job::is_direct(f))),
                 );
+                if let Some(stages) = device_job::stages(dev.as_mut()) {
+                    report.engine += &format!("; on the device: {stages}");
+                }
                 report.provenance = "measured on emulated devices";
                 return Ok(report);
             }
@@ -1228,6 +1232,9 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs) -> Result<(), 
                     peerpath_metrics::human_bytes(pass.read_bytes),
                     pass.rebuilt,
                 );
+                if let Some(stages) = device_job::stages(dev.as_mut()) {
+                    println!("stages on the device (measured on emulated devices): {stages}");
+                }
                 return Ok(());
             }
             Ok(None) => {}

@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 pub(crate) struct DevicePass {
     /// Per shard, the CRC-32 of each of its units.
     pub crcs: Vec<Vec<u32>>,
-    /// Time the job waited for the device's parity commands.
+    /// Time the device's workers spent coding (its statistics; where it
+    /// keeps none, the time the job waited for its parity commands).
     pub coding: Duration,
     /// What moved where, in words, for the summary.
     pub path: String,
@@ -97,6 +98,7 @@ pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Pa
         let done = device_job::run_all(dev, (0..k + m).map(|i| Request::crc32(i as u64, &[unit_range(b, i)])).collect())?;
         Ok(done.iter().map(|c| c.input_crc32).collect::<Vec<u32>>())
     }, write)?;
+    let coding = device_job::busy(dev, FunctionKind::EcEncode).unwrap_or(coding);
     // Per shard, its units' CRC-32s in stripe order.
     let crcs = (0..k + m).map(|i| coded.iter().map(|stripe| stripe[i]).collect()).collect();
     let direct = device_job::moved;
@@ -243,7 +245,8 @@ pub(crate) fn survey(dev: &mut dyn Device, l: &SetLayout, m: &Manifest, shards: 
 /// What rebuilding or restoring a set on the device did.
 #[derive(Default)]
 pub(crate) struct SetPass {
-    /// Time the job waited for `EcReconstruct` commands.
+    /// Time the device's workers spent in `EcReconstruct` (its statistics;
+    /// where it keeps none, the time the job waited for those commands).
     pub coding: Duration,
     /// Bytes those commands read and wrote (k survivors and the rebuilt units).
     pub coded: u64,
@@ -360,6 +363,7 @@ pub(crate) fn repair(dev: &mut dyn Device, l: &SetLayout, (dir, m): (&std::path:
         },
     )?;
     pass.read_bytes = read_bytes.into_inner();
+    pass.coding = device_job::busy(dev, FunctionKind::EcReconstruct).unwrap_or(pass.coding);
     Ok(pass)
 }
 
@@ -428,5 +432,6 @@ pub(crate) fn decode(dev: &mut dyn Device, l: &SetLayout, m: &Manifest, shards: 
     }
     done?;
     pass.read_bytes = read_bytes.into_inner();
+    pass.coding = device_job::busy(dev, FunctionKind::EcReconstruct).unwrap_or(pass.coding);
     Ok(Ok(pass))
 }
