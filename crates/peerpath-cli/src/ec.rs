@@ -639,7 +639,10 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
                 linked.push(path);
             }
         }
-        for d in linked.iter().filter_map(|p| p.parent()) {
+        let mut dirs: Vec<&Path> = linked.iter().filter_map(|p| p.parent()).collect();
+        dirs.sort_unstable();
+        dirs.dedup();
+        for d in dirs {
             File::open(d)?.sync_all()?;
         }
         scratch.publish(dir)
