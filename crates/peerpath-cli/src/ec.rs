@@ -11,8 +11,10 @@
 //! Files are read and written with plain calls (pread/pwrite). `encode`,
 //! `verify` and `repair` take whole stripes on `-T` threads, each holding
 //! cache-sized slices of its stripe's units (a survey: one piece of at most
-//! 1 MiB); `decode` reads one stripe at a time (memory: k units, and the
-//! parity it needs). Every output appears atomically or not at all.
+//! 1 MiB); `decode` too, each thread holding a whole stripe (k units, and
+//! the parity it needs where a unit is lost); the stream readers of the
+//! chain read one stripe at a time. Every output appears atomically or not
+//! at all.
 
 use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
@@ -97,6 +99,9 @@ enum EcCommand {
     Decode {
         /// The set's directory, or a copy of its manifest (SET.manifest.json beside a placed shard).
         dir: PathBuf,
+        /// Threads reading, checking (and rebuilding) stripes on the CPU [default: all cores].
+        #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: Option<u16>,
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
         /// Replace an existing output.
@@ -223,7 +228,7 @@ pub fn main(a: EcArgs) -> ExitCode {
         }
         EcCommand::Verify { dir, device, threads } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads))),
         EcCommand::Repair { dir, device, threads, json } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
-        EcCommand::Decode { dir, output, force, device } => device.check().and_then(|()| decode(&dir, &output, force, &device)),
+        EcCommand::Decode { dir, threads, output, force, device } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads))),
     };
     crate::exit_code(r)
 }
@@ -1198,23 +1203,23 @@ impl Rebuilder {
     }
 }
 
-fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs) -> Result<(), JobError> {
-    let mut shards = ShardReader::open(dir)?;
+fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
+    let set = OpenSet::open(dir)?;
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(JobError::TargetExists { path: output.to_path_buf() });
     }
     let mut fallback = None;
-    let mut device = e.set_device(&shards.m, &mut fallback)?;
+    let mut device = e.set_device(&set.m, &mut fallback)?;
     if let Some((dev, l)) = device.as_mut() {
         let started = Instant::now();
         let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
-        let files = ec_device::open_shards(dir, &shards.m);
-        let done = match ec_device::decode(dev.as_mut(), l, &shards.m, &files, &t.file, output) {
+        let files = ec_device::open_shards(dir, &set.m);
+        let done = match ec_device::decode(dev.as_mut(), l, &set.m, &files, &t.file, output) {
             Ok(Ok(pass)) => put_restored_in_place(&t.file, &temporary, output, dir, force).map(|()| Some(pass)),
-            Ok(Err(_)) => Err(match ec_device::survey(dev.as_mut(), l, &shards.m, &files) {
+            Ok(Err(_)) => Err(match ec_device::survey(dev.as_mut(), l, &set.m, &files) {
                 // Named whole, as `ec verify` and `ec repair` name them.
-                Ok(bad) => unrecoverable(dir, &shards.m, &lost_stripes(&shards.m, &bad)),
-                Err(_) => unrecoverable(dir, &shards.m, &lost_stripes(&shards.m, &survey(dir, &shards.m, threads_or_cores(None)))),
+                Ok(bad) => unrecoverable(dir, &set.m, &lost_stripes(&set.m, &bad)),
+                Err(_) => unrecoverable(dir, &set.m, &lost_stripes(&set.m, &survey(dir, &set.m, threads_or_cores(None)))),
             }),
             Err(crate::chain_device::Stop::Job(err)) => Err(err),
             Err(crate::chain_device::Stop::Device(why)) => {
@@ -1229,8 +1234,8 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs) -> Result<(), 
                     "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s (measured on emulated devices: 1 emulated CSP, units read {} into its memory ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; payload bytes into this process: 0)",
                     dir.display(),
                     output.display(),
-                    peerpath_metrics::human_bytes(shards.stream_bytes()),
-                    shards.stream_bytes() as f64 / secs.max(1e-9) / 1e9,
+                    peerpath_metrics::human_bytes(set.m.source_bytes),
+                    set.m.source_bytes as f64 / secs.max(1e-9) / 1e9,
                     device_job::moved(files.iter().flatten().any(device_job::is_direct)),
                     peerpath_metrics::human_bytes(pass.read_bytes),
                     pass.rebuilt,
@@ -1247,14 +1252,26 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs) -> Result<(), 
             }
         }
     }
-    let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
-    let written = (|| -> Result<(), JobError> {
-        let mut data = Vec::new();
-        while shards.next_stripe(&mut data)? {
-            t.file.write_all(&data).map_err(io(output))?;
+    // Workers take whole stripes in turn and write each at its offset.
+    let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
+    let (k, _, unit, stripes, size) = set.m.shape();
+    let lost = AtomicU64::new(u64::MAX);
+    let written = for_each_stripe(threads, stripes, || (vec![0u8; k * unit], StripeBufs::default()), |(buf, b), s| {
+        use std::os::unix::fs::FileExt;
+        if !set.read_stripe(s, buf, b)? {
+            // Stops the other threads; replaced below by the error that names every lost stripe.
+            lost.fetch_min(s, Ordering::Relaxed);
+            return Err(JobError::Usage(String::new()));
         }
-        put_restored_in_place(&t.file, &temporary, output, dir, force)
-    })();
+        let at = s * (k * unit) as u64;
+        let len = (size - at).min((k * unit) as u64) as usize;
+        t.file.write_all_at(&buf[..len], at).map_err(io(output))
+    })
+    .map_err(|e| match lost.load(Ordering::Relaxed) {
+        u64::MAX => e,
+        s => set.lost(s),
+    })
+    .and_then(|_| put_restored_in_place(&t.file, &temporary, output, dir, force));
     if let Err(e) = written {
         peerpath_io::discard(&temporary);
         return Err(e);
@@ -1262,37 +1279,30 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs) -> Result<(), 
     Ok(())
 }
 
-/// The stream a shard set holds, stripe by stripe, in one pass: each
-/// stripe's data units are read and checked against the manifest's CRC-32s
-/// (parity is read only where a data unit is missing or corrupt, to rebuild
-/// it). A stripe that lost more than the code can rebuild ends the stream
-/// with an error naming every such stripe of the set.
-pub(crate) struct ShardReader {
+/// A set opened for reading: its manifest (checked), code and shard
+/// files (the shards are checked as they are read).
+pub(crate) struct OpenSet {
     dir: PathBuf,
     m: Manifest,
     code: RsCode,
     files: Vec<Option<File>>,
+}
+
+/// One reader's buffers for stripes that must be rebuilt.
+#[derive(Default)]
+struct StripeBufs {
     /// Parity units, read where a data unit must be rebuilt.
     parity: Vec<Vec<u8>>,
     rebuilt: Vec<Vec<u8>>,
     /// One decoder per (survivors, lost) pattern met so far.
     decoders: std::collections::HashMap<(Vec<usize>, Vec<usize>), peerpath_func::ec::Decoder>,
-    next: u64,
-    left: u64,
 }
 
-impl ShardReader {
-    /// Opens a set (its manifest checked; the shards are checked as they are read).
-    pub(crate) fn open(dir: &Path) -> Result<ShardReader, JobError> {
+impl OpenSet {
+    pub(crate) fn open(dir: &Path) -> Result<OpenSet, JobError> {
         let (m, code) = load(dir)?;
         let files = open_shards(dir, &m);
-        let left = m.source_bytes;
-        Ok(ShardReader { dir: dir.to_path_buf(), m, code, files, parity: Vec::new(), rebuilt: Vec::new(), decoders: Default::default(), next: 0, left })
-    }
-
-    /// The stream's length.
-    pub(crate) fn stream_bytes(&self) -> u64 {
-        self.m.source_bytes
+        Ok(OpenSet { dir: dir.to_path_buf(), m, code, files })
     }
 
     /// Reads unit `i` of stripe `s` into `buf`: whether it is there whole and checks out.
@@ -1302,55 +1312,97 @@ impl ShardReader {
         })
     }
 
+    /// Reads stripe `s`'s k data units into `out` (k units long), each
+    /// checked; where one is missing or bad, parity units are read in order
+    /// until k check out and the lost ones rebuilt. False if fewer than k
+    /// units of the stripe survive.
+    fn read_stripe(&self, s: u64, out: &mut [u8], b: &mut StripeBufs) -> Result<bool, JobError> {
+        let (k, unit) = (self.m.data_shards, self.m.unit_bytes);
+        let good: Vec<bool> = out.chunks_mut(unit).enumerate().map(|(i, u)| self.read_unit(i, s, u)).collect();
+        let missing: Vec<usize> = (0..k).filter(|&i| !good[i]).collect();
+        if missing.is_empty() {
+            return Ok(true);
+        }
+        let n = self.m.shards.len();
+        b.parity.resize_with(n - k, Vec::new);
+        let mut survivors: Vec<usize> = (0..k).filter(|&i| good[i]).collect();
+        for p in k..n {
+            if survivors.len() == k {
+                break;
+            }
+            let mut buf = std::mem::take(&mut b.parity[p - k]);
+            buf.resize(unit, 0);
+            if self.read_unit(p, s, &mut buf) {
+                survivors.push(p);
+            }
+            b.parity[p - k] = buf;
+        }
+        if survivors.len() < k {
+            return Ok(false);
+        }
+        let key = (survivors, missing);
+        if !b.decoders.contains_key(&key) {
+            let d = self.code.decoder(&key.0, &key.1).map_err(|e| corrupt(&self.dir, e))?;
+            b.decoders.insert(key.clone(), d);
+        }
+        let (survivors, missing) = &key;
+        b.rebuilt.resize_with(missing.len(), Vec::new);
+        b.rebuilt.iter_mut().for_each(|r| r.resize(unit, 0));
+        let inputs: Vec<&[u8]> = survivors.iter().map(|&i| if i < k { &out[i * unit..(i + 1) * unit] } else { b.parity[i - k].as_slice() }).collect();
+        let mut o: Vec<&mut [u8]> = b.rebuilt.iter_mut().map(Vec::as_mut_slice).collect();
+        b.decoders[&key].decode(&inputs, &mut o);
+        for (r, &i) in b.rebuilt.iter().zip(missing) {
+            out[i * unit..(i + 1) * unit].copy_from_slice(r);
+        }
+        Ok(true)
+    }
+
+    /// The error for a set whose stripe `s` lost more than the code
+    /// rebuilds: every such stripe of the set named, as `ec verify` and
+    /// `ec repair` name them.
+    fn lost(&self, s: u64) -> JobError {
+        let mut lost = lost_stripes(&self.m, &survey(&self.dir, &self.m, threads_or_cores(None)));
+        if lost.is_empty() {
+            lost.push(s);
+        }
+        unrecoverable(&self.dir, &self.m, &lost)
+    }
+}
+
+/// The stream a shard set holds, stripe by stripe, in one pass
+/// ([`OpenSet::read_stripe`]: parity is read only where a data unit is
+/// missing or corrupt). A stripe that lost more than the code can rebuild
+/// ends the stream with an error naming every such stripe of the set.
+pub(crate) struct ShardReader {
+    set: OpenSet,
+    bufs: StripeBufs,
+    next: u64,
+    left: u64,
+}
+
+impl ShardReader {
+    /// Opens a set (its manifest checked; the shards are checked as they are read).
+    pub(crate) fn open(dir: &Path) -> Result<ShardReader, JobError> {
+        let set = OpenSet::open(dir)?;
+        let left = set.m.source_bytes;
+        Ok(ShardReader { set, bufs: StripeBufs::default(), next: 0, left })
+    }
+
+    /// The stream's length.
+    pub(crate) fn stream_bytes(&self) -> u64 {
+        self.set.m.source_bytes
+    }
+
     /// Puts the next stripe's data (up to the stream's end) in `out`; false after the last.
     pub(crate) fn next_stripe(&mut self, out: &mut Vec<u8>) -> Result<bool, JobError> {
         out.clear();
-        if self.next == self.m.stripes {
+        if self.next == self.set.m.stripes {
             return Ok(false);
         }
-        let (s, k, unit) = (self.next, self.m.data_shards, self.m.unit_bytes);
-        // The data units straight into `out`, each checked.
-        out.resize(k * unit, 0);
-        let good: Vec<bool> = out.chunks_mut(unit).enumerate().map(|(i, u)| self.read_unit(i, s, u)).collect();
-        let missing: Vec<usize> = (0..k).filter(|&i| !good[i]).collect();
-        if !missing.is_empty() {
-            // Parity units, in order, until k units are good.
-            let n = self.m.shards.len();
-            self.parity.resize_with(n - k, Vec::new);
-            let mut survivors: Vec<usize> = (0..k).filter(|&i| good[i]).collect();
-            for p in k..n {
-                if survivors.len() == k {
-                    break;
-                }
-                let mut b = std::mem::take(&mut self.parity[p - k]);
-                b.resize(unit, 0);
-                if self.read_unit(p, s, &mut b) {
-                    survivors.push(p);
-                }
-                self.parity[p - k] = b;
-            }
-            if survivors.len() < k {
-                // Named whole, as `ec verify` and `ec repair` name them.
-                let mut lost = lost_stripes(&self.m, &survey(&self.dir, &self.m, threads_or_cores(None)));
-                if lost.is_empty() {
-                    lost.push(s);
-                }
-                return Err(unrecoverable(&self.dir, &self.m, &lost));
-            }
-            let key = (survivors, missing);
-            if !self.decoders.contains_key(&key) {
-                let d = self.code.decoder(&key.0, &key.1).map_err(|e| corrupt(&self.dir, e))?;
-                self.decoders.insert(key.clone(), d);
-            }
-            let (survivors, missing) = &key;
-            self.rebuilt.resize_with(missing.len(), Vec::new);
-            self.rebuilt.iter_mut().for_each(|r| r.resize(unit, 0));
-            let inputs: Vec<&[u8]> = survivors.iter().map(|&i| if i < k { &out[i * unit..(i + 1) * unit] } else { self.parity[i - k].as_slice() }).collect();
-            let mut o: Vec<&mut [u8]> = self.rebuilt.iter_mut().map(Vec::as_mut_slice).collect();
-            self.decoders[&key].decode(&inputs, &mut o);
-            for (r, &i) in self.rebuilt.iter().zip(missing) {
-                out[i * unit..(i + 1) * unit].copy_from_slice(r);
-            }
+        let s = self.next;
+        out.resize(self.set.m.data_shards * self.set.m.unit_bytes, 0);
+        if !self.set.read_stripe(s, out, &mut self.bufs)? {
+            return Err(self.set.lost(s));
         }
         let n = (self.left as usize).min(out.len());
         out.truncate(n);
@@ -1479,12 +1531,12 @@ mod tests {
             assert_eq!(stripes, (len as u64).div_ceil(stripe as u64).max(1), "{len} bytes");
             data[..head.len()].copy_from_slice(head);
             let back = dir.path().join(format!("b{len}"));
-            decode(&out, &back, false, &on_cpu()).unwrap();
+            decode(&out, &back, false, &on_cpu(), 2).unwrap();
             assert!(std::fs::read(&back).unwrap() == data, "{len} bytes");
             for lost in [0, 4] {
                 std::fs::remove_file(out.join(shard_name(lost))).unwrap();
             }
-            decode(&out, &back, true, &on_cpu()).unwrap();
+            decode(&out, &back, true, &on_cpu(), 2).unwrap();
             assert!(std::fs::read(&back).unwrap() == data, "{len} bytes, two shards lost");
         }
     }
@@ -1533,13 +1585,13 @@ mod tests {
             }
             let lost: Vec<u64> = (0..stripes).filter(|&s| hit[s as usize].len() > m).collect();
             let back = dir.path().join("back");
-            let decoded = decode(&set, &back, false, &on_cpu());
+            let decoded = decode(&set, &back, false, &on_cpu(), 2);
             if lost.is_empty() {
                 prop_assert!(decoded.is_ok(), "{:?}", decoded.err().map(|e| e.to_string()));
                 prop_assert!(std::fs::read(&back).unwrap() == data);
                 prop_assert!(repair(&set, &on_cpu(), 2).is_ok());
                 std::fs::remove_file(&back).unwrap();
-                decode(&set, &back, false, &on_cpu()).unwrap();
+                decode(&set, &back, false, &on_cpu(), 2).unwrap();
                 prop_assert!(std::fs::read(&back).unwrap() == data, "after repair");
                 prop_assert!(survey(&set, &load(&set).unwrap().0, 2).iter().all(Vec::is_empty), "repair left damage");
             } else {
