@@ -400,6 +400,10 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     if e.engine == EcEngine::Emulated && !unit.is_multiple_of(4096) {
         return Err(JobError::Usage("--engine emulated moves whole 4 KiB blocks by DMA: --unit must be a multiple of 4K".into()));
     }
+    if e.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
+        // The manifest's checksums are the device's own: nothing would catch a flipped parity byte.
+        return Err(JobError::Usage("ec encode cannot check the device's parity: --inject-faults takes no corrupt= with it".into()));
+    }
     let (mut device, mut fallback) = (None, None);
     if e.engine == EcEngine::Emulated {
         match ec_device::start(k, m, unit, e.inject_faults.clone()) {

@@ -317,6 +317,7 @@ fn a_device_that_fails_mid_job_hands_ec_work_to_the_cpu_or_fails_with_nothing_wr
         assert_eq!(shards(&set), original, "{faults}: repaired by the CPU");
     }
     run(&mut pp(args!["ec", "verify", &set, "--inject-faults", "seed=1"])).fails(2, &["--engine emulated"]);
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", d.join("never-set"), "--engine", "emulated", "--inject-faults", "seed=1,corrupt=0.5"])).fails(2, &["corrupt="]);
     // Encoding: a device that dies mid-set hands it to the CPU, whose set is the one made before.
     let again = d.join("again");
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "8K", "-o", &again, "--engine", "emulated", "--no-fallback", "--inject-faults", "seed=1,crash-after=20"])).fails(15, &["no-fallback"]);
