@@ -1220,10 +1220,10 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
         let files = ec_device::open_shards(dir, &set.m);
         let done = match ec_device::decode(dev.as_mut(), l, &set.m, &files, &t.file, output) {
             Ok(Ok(pass)) => put_restored_in_place(&t.file, &temporary, output, dir, force).map(|()| Some(pass)),
-            Ok(Err(_)) => Err(match ec_device::survey(dev.as_mut(), l, &set.m, &files) {
-                // Named whole, as `ec verify` and `ec repair` name them.
+            // Every lost stripe named, as `ec verify` and `ec repair` name them (the device surveys).
+            Ok(Err(s)) => Err(match ec_device::survey(dev.as_mut(), l, &set.m, &files) {
                 Ok(bad) => unrecoverable(dir, &set.m, &lost_stripes(&set.m, &bad)),
-                Err(_) => unrecoverable(dir, &set.m, &lost_stripes(&set.m, &survey(dir, &set.m, threads_or_cores(None)))),
+                Err(_) => set.lost(s),
             }),
             Err(crate::chain_device::Stop::Job(err)) => Err(err),
             Err(crate::chain_device::Stop::Device(why)) => {
