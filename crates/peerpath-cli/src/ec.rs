@@ -81,6 +81,9 @@ enum EcCommand {
         /// Threads reading and checking stripes [default: all cores].
         #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         threads: Option<u16>,
+        /// Print the verdict as JSON (an `ec-verify`; exit 6 still when anything is damaged).
+        #[arg(long)]
+        json: bool,
     },
     /// Rebuild missing or corrupt shards in place (at most M per stripe).
     Repair {
@@ -226,7 +229,7 @@ pub fn main(a: EcArgs) -> ExitCode {
         EcCommand::Encode { source, data, parity, output, unit, shard_dirs, device, threads, json } => {
             device.check().and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json))
         }
-        EcCommand::Verify { dir, device, threads } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads))),
+        EcCommand::Verify { dir, device, threads, json } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads), json)),
         EcCommand::Repair { dir, device, threads, json } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
         EcCommand::Decode { dir, threads, output, force, device } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads))),
     };
@@ -963,20 +966,70 @@ fn for_each_stripe<S: Send>(threads: usize, stripes: u64, init: impl Fn() -> S +
     Ok(states.into_inner().expect("no worker panics holding it"))
 }
 
-fn verify(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
+/// What `ec verify` found.
+#[derive(Serialize)]
+struct VerifyReport {
+    target: String,
+    code: String,
+    stripes: u64,
+    shards: usize,
+    /// Whether every unit and every copy of the manifest checks out.
+    intact: bool,
+    /// Shards with a missing or corrupt unit, and per such shard its bad stripes.
+    damaged_shards: Vec<DamagedShard>,
+    /// Stripes that lost more units than the code rebuilds.
+    lost_stripes: Vec<u64>,
+    /// Copies of the manifest beside placed shards that are missing or differ from it.
+    stale_manifest_copies: Vec<String>,
+    /// Whether `ec repair` can make the set whole.
+    repairable: bool,
+    /// Where the units were checked.
+    checked: String,
+    fallback: Option<String>,
+    seconds: f64,
+    provenance: &'static str,
+}
+
+#[derive(Serialize)]
+struct DamagedShard {
+    shard: String,
+    bad_stripes: Vec<u64>,
+}
+
+fn verify(dir: &Path, e: &DeviceArgs, threads: usize, json: bool) -> Result<(), JobError> {
+    let started = Instant::now();
     let (m, _) = load(dir)?;
     let mut fallback = None;
     let mut device = e.set_device(&m, &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
-    if device.is_some() {
-        println!("{}: {checked}", dir.display());
-    }
     let lost = lost_stripes(&m, &bad);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
     let stale = m.stale_copies();
-    if damaged.is_empty() && stale.is_empty() {
-        let copies = if m.copies().is_empty() { String::new() } else { format!(", and {} copies of the manifest", m.copies().len()) };
-        println!("{}: all {} shard(s) intact ({} stripe(s)){copies}", dir.display(), m.shards.len(), m.stripes);
+    let report = VerifyReport {
+        target: dir.display().to_string(),
+        code: format!("RS({}, {})", m.data_shards, m.parity_shards),
+        stripes: m.stripes,
+        shards: m.shards.len(),
+        intact: damaged.is_empty() && stale.is_empty(),
+        damaged_shards: damaged.iter().map(|&i| DamagedShard { shard: m.shard_label(i), bad_stripes: (0..m.stripes).filter(|&s| bad[s as usize].contains(&i)).collect() }).collect(),
+        lost_stripes: lost.clone(),
+        stale_manifest_copies: stale.iter().map(|p| p.display().to_string()).collect(),
+        repairable: lost.is_empty(),
+        checked: checked.to_string(),
+        fallback,
+        seconds: started.elapsed().as_secs_f64(),
+        provenance: if device.is_some() { "measured on emulated devices" } else { "measured on this host's CPU" },
+    };
+    if json {
+        println!("{}", crate::jsonout::stamped("ec-verify", &report));
+    } else if device.is_some() {
+        println!("{}: {checked}", dir.display());
+    }
+    if report.intact {
+        if !json {
+            let copies = if m.copies().is_empty() { String::new() } else { format!(", and {} copies of the manifest", m.copies().len()) };
+            println!("{}: all {} shard(s) intact ({} stripe(s)){copies}", dir.display(), m.shards.len(), m.stripes);
+        }
         return Ok(());
     }
     let mut found = Vec::new();
@@ -984,7 +1037,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
         found.push(format!("missing or corrupt units in {}", damaged.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>().join(", ")));
     }
     if !stale.is_empty() {
-        found.push(format!("copies of the manifest missing or different in {}", stale.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")));
+        found.push(format!("copies of the manifest missing or different in {}", report.stale_manifest_copies.join(", ")));
     }
     let verdict = if lost.is_empty() { "repairable (peerpath ec repair)".to_string() } else { format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards) };
     Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))

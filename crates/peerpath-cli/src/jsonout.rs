@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The kinds of JSON peerpath prints, with their current versions.
-pub const KINDS: [(&str, u32); 17] = [
+pub const KINDS: [(&str, u32); 18] = [
     ("job-report", 1),
     ("topology", 1),
     ("p2p-verdict", 1),
@@ -23,6 +23,7 @@ pub const KINDS: [(&str, u32); 17] = [
     ("csp-stats", 1),
     ("crypt-report", 1),
     ("ec-report", 1),
+    ("ec-verify", 1),
     ("serve-report", 1),
 ];
 

@@ -110,7 +110,13 @@ fn every_json_output_matches_its_documented_schema() {
     let set = d.join("set");
     matches("ec-report", &out(&mut pp(args!["ec", "encode", &small, "-k", "3", "-m", "2", "--unit", "64K", "-o", &set, "--json"])));
     std::fs::remove_file(set.join("shard-001")).unwrap();
+    let damaged = pp(args!["ec", "verify", &set, "--json"]).output().unwrap();
+    assert_eq!(damaged.status.code(), Some(6), "a damaged set: exit 6, with its verdict as JSON");
+    let verdict: Value = serde_json::from_slice(&damaged.stdout).unwrap();
+    assert_eq!(verdict["damaged_shards"][0]["shard"], "shard-001", "{verdict}");
+    matches("ec-verify", &damaged.stdout);
     matches("ec-report", &out(&mut pp(args!["ec", "repair", &set, "--json"])));
+    matches("ec-verify", &out(&mut pp(args!["ec", "verify", &set, "--json"])));
     // serve: one request, then its report.
     use std::io::{BufRead, Read, Write};
     let mut child = pp(args!["serve", d, "--listen", "127.0.0.1:0", "--max-requests", "1", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
@@ -181,5 +187,5 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 17, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+    assert_eq!(n, 18, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }
