@@ -27,6 +27,8 @@
 #     ec       erasure coding in memory: ec encode RS(4,2) at -T 1/2/4/8/16, repair (every core)
 #              and decode (intact, two shards lost; one reading thread), cp beside; 3 interleaved rounds, every set
 #              and every decode checked
+#     dedup    dedup store in memory at -T 1/2/4/8/15/16 (every store's chunks checked against -T 1's),
+#              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
@@ -294,6 +296,29 @@ for step in $steps; do
                 rm -f "$dd/cp"; label="cp ($r)"; wall cp "$dd/in" "$dd/cp"
             done
             rm -rf "$dd" ;;
+        dedup)
+            # dedup store of the slice x 8 in memory into a new store at -T 1/2/4/8/15/16 (wall and
+            # GB/s; the chunks must not depend on the thread count: every store's stats equal -T 1's,
+            # and one restore is compared), beside b3sum on 1 and all threads where .gpu/b3sum is
+            # carried; 3 interleaved rounds.
+            dd=/dev/shm/ppdedup; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/dedup; size=$(stat -c %s "$dd/in")
+            wall() { local a=$EPOCHREALTIME; "$@" > /dev/null 2>&1; local rc=$?; echo "| $label | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') |" >> "$o/dedup.md"; return $rc; }
+            { echo "dedup store of the slice x 8 ($size bytes) in memory, default chunk sizes; 3 interleaved rounds"; echo
+              echo "| run | wall s | GB/s |"; echo "|---|---|---|"; } > "$o/dedup.md"
+            .gpu/peerpath dedup store "$dd/in" -s "$dd/ref" -T 1 > /dev/null; .gpu/peerpath dedup stats -s "$dd/ref" | tail -n +2 > "$o/stats-ref.txt"
+            for r in 1 2 3; do
+                for t in 1 2 4 8 15 16; do
+                    rm -rf "$dd/st"; label="dedup store -T $t ($r)"; wall .gpu/peerpath dedup store "$dd/in" -s "$dd/st" -T "$t"
+                    .gpu/peerpath dedup stats -s "$dd/st" | tail -n +2 | cmp -s - "$o/stats-ref.txt" || echo "STORE DIFFERS -T $t ($r)" >> "$o/dedup.md"
+                done
+                if [ -x .gpu/b3sum ]; then
+                    label="b3sum --num-threads 1 ($r)"; wall .gpu/b3sum --num-threads 1 "$dd/in"
+                    label="b3sum ($r)"; wall .gpu/b3sum "$dd/in"
+                fi
+            done
+            .gpu/peerpath dedup store "$dd/in" -s "$dd/st" -f > "$o/store-default.txt" 2>&1
+            .gpu/peerpath dedup restore "$dd/in" -s "$dd/st" -o "$dd/back" && cmp -s "$dd/back" "$dd/in" || echo "WRONG RESTORE" >> "$o/dedup.md"
+            rm -rf "$dd" ;;
         disk)
             bench/disk-ab.sh --peerpath .gpu/peerpath --input "$in/x8" --dir /var/tmp/ppdiskab --runs 3 --out "$OUT/disk" > "$OUT/disk/log" 2>&1 ;;
         scaling)
@@ -303,7 +328,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

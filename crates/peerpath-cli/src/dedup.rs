@@ -23,7 +23,7 @@
 //! brought to format 2 (one transaction) the first time it is written.
 
 use clap::{Args, Subcommand};
-use peerpath_func::dedup::{chunks_pipelined, ChunkParams, Fingerprint};
+use peerpath_func::dedup::{chunks_parallel, cutting_threads, ChunkParams, Fingerprint};
 use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -98,6 +98,10 @@ enum DedupCommand {
         /// with --engine emulated the device compresses it in its memory.
         #[arg(long, value_name = "LEVEL", value_parser = clap::value_parser!(u32).range(0..=Level::MAX as i64))]
         compress: Option<u32>,
+        /// Threads chunking and fingerprinting on the CPU, each a segment of the file (the chunks are
+        /// exactly those of one thread); a thread more reads ahead [default: all cores but one].
+        #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: Option<u16>,
     },
     /// Write a stored file out, every chunk checked against its fingerprint.
     Restore {
@@ -130,9 +134,10 @@ enum DedupCommand {
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, compress } => {
+        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, compress, threads } => {
             let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
-            store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, engine == DedupEngine::Emulated, no_fallback, compress)
+            let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)), usize::from);
+            store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine == DedupEngine::Emulated, no_fallback), compress, threads)
         }
         DedupCommand::Restore { name, dir, output, force } => restore(&dir.store, &name, &output, force),
         DedupCommand::List { dir } => list(&dir.store),
@@ -321,7 +326,7 @@ fn lock(dir: &Path) -> Result<File, JobError> {
 type Sizes = (Option<usize>, Option<usize>, Option<usize>);
 
 #[allow(clippy::too_many_arguments)]
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine_emulated: bool, no_fallback: bool, compress: Option<Level>) -> Result<(), JobError> {
+fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, (engine_emulated, no_fallback): (bool, bool), compress: Option<Level>, threads: usize) -> Result<(), JobError> {
     if sources.is_empty() {
         return Err(JobError::Usage("name at least one file to store".into()));
     }
@@ -352,7 +357,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     for src in sources {
         let mut chunker = match device.as_mut() {
             Some(d) => Chunker::Device(d),
-            None => Chunker::Cpu,
+            None => Chunker::Cpu(threads),
         };
         store_one(&s, src, force, &mut chunker, compress)?;
     }
@@ -361,7 +366,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 
 /// Where a store's chunks are made: in this process, or on an emulated CSP.
 enum Chunker<'a> {
-    Cpu,
+    Cpu(usize),
     Device(&'a mut peerpath_device::EmulatedCsp),
 }
 
@@ -415,33 +420,32 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
     let mut pack = PackWriter { store: s, no, file, len, new: HashMap::new(), new_bytes: 0, new_size: 0 };
     let started = std::time::Instant::now();
     let (size, total, digests, how) = match chunker {
-        Chunker::Cpu => {
+        Chunker::Cpu(threads) => {
             let f = File::open(src).map_err(unreadable)?;
             let size = f.metadata().map_err(unreadable)?.len();
             let (mut digests, mut total) = (Vec::new(), 0u64);
             let mut encoder = compress.map(|level| (MemberEncoder::new(level), Vec::new()));
-            // Chunks are cut on one thread and hashed on the others, in order.
-            let hashers = std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
-            for c in chunks_pipelined(std::io::BufReader::with_capacity(1 << 20, f), s.params, s.fp, hashers) {
+            let threads = cutting_threads(s.params, *threads);
+            for c in chunks_parallel(f, s.params, s.fp, threads) {
                 let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-                total += c.data.len() as u64;
+                total += c.data().len() as u64;
                 digests.extend_from_slice(&c.digest);
                 if pack.has(&c.digest)? {
                     continue;
                 }
-                let size = c.data.len();
+                let size = c.data().len();
                 match &mut encoder {
                     Some((enc, buf)) => {
                         buf.resize(peerpath_func::member_bound_bytes(size), 0);
-                        let n = peerpath_func::encode_member(enc, Format::Gzip, &c.data, buf);
-                        let (bytes, codec) = if n < size { (&buf[..n], GZIP_MEMBER) } else { (&c.data[..], RAW) };
+                        let n = peerpath_func::encode_member(enc, Format::Gzip, c.data(), buf);
+                        let (bytes, codec) = if n < size { (&buf[..n], GZIP_MEMBER) } else { (c.data(), RAW) };
                         pack.append(c.digest, (bytes.len(), codec, size), |f, _| (&*f).write_all(bytes))?;
                     }
-                    None => pack.append(c.digest, (size, RAW, size), |f, _| (&*f).write_all(&c.data))?,
+                    None => pack.append(c.digest, (size, RAW, size), |f, _| (&*f).write_all(c.data()))?,
                 }
             }
             let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get()));
-            (size, total, digests, format!("chunking (1 thread) + {} ({hashers} thread(s)){compressed} on the host CPU", s.fp.name()))
+            (size, total, digests, format!("chunking + {} on {threads} thread(s){compressed} on the host CPU", s.fp.name()))
         }
         Chunker::Device(dev) => {
             let opened = peerpath_io::open_source(src, true).map_err(unreadable)?;
@@ -464,7 +468,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
     tx.commit().map_err(db_error(&s.dir))?;
     let secs = started.elapsed().as_secs_f64();
-    let provenance = if matches!(chunker, Chunker::Cpu) { "measured on this host's CPU" } else { "measured on emulated devices" };
+    let provenance = if matches!(chunker, Chunker::Cpu(_)) { "measured on this host's CPU" } else { "measured on emulated devices" };
     println!(
         "{}: {} in {count} chunk(s), {} new ({} chunk(s){}); {how}: {:.2} GB/s ({provenance})",
         src.display(),
@@ -605,7 +609,7 @@ mod tests {
             std::fs::write(&src, &data).unwrap();
             let [plain, compressed] = [None, Some(Level::new(1).unwrap())].map(|compress| {
                 let st = dir.path().join(if compress.is_some() { "compressed" } else { "plain" });
-                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, false, false, compress).unwrap();
+                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (false, false), compress, 2).unwrap();
                 let packs = std::fs::read_dir(st.join("packs")).unwrap().map(|e| Path::new("packs").join(e.unwrap().file_name()));
                 std::iter::once(PathBuf::from("index.sqlite")).chain(packs).map(|f| (f.clone(), std::fs::read(st.join(f)).unwrap())).collect()
             });
