@@ -11,7 +11,7 @@ use peerpath_func::{
 };
 use crate::function::{CHUNK_ENTRY_BYTES, SCAN_RESULT_BYTES};
 use peerpath_func::crypt::{open_block_with, seal_block_with, DEVICE_KEY_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
-use peerpath_func::dedup::{cut_points, ChunkParams, Fingerprint};
+use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
 use peerpath_func::ec::RsCode;
 use peerpath_func::scan::{whole_records, Filter, RecordFormat};
 use regex::bytes::{Regex, RegexBuilder};
@@ -282,15 +282,15 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
         Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, at_end } => {
             let sizes = ChunkParams::new(min_kib as usize * 1024, avg_kib as usize * 1024, max_kib as usize * 1024).map_err(|_| Status::InvalidField)?;
             let fp = if sha256 { Fingerprint::Sha256 } else { Fingerprint::Blake3 };
-            let cuts = cut_points(inputs[0], sizes, at_end);
-            let consumed = cuts.last().map_or(0, |&(o, l)| o + l);
+            let cuts = chunk_digests(inputs[0], sizes, fp, at_end);
+            let consumed = cuts.last().map_or(0, |&(o, l, _)| o + l);
             output[..8].copy_from_slice(&(cuts.len() as u64).to_le_bytes());
             output[8..16].copy_from_slice(&(consumed as u64).to_le_bytes());
-            for (i, &(o, l)) in cuts.iter().enumerate() {
+            for (i, &(o, l, digest)) in cuts.iter().enumerate() {
                 let e = &mut output[16 + i * CHUNK_ENTRY_BYTES..16 + (i + 1) * CHUNK_ENTRY_BYTES];
                 e[..8].copy_from_slice(&(o as u64).to_le_bytes());
                 e[8..16].copy_from_slice(&(l as u64).to_le_bytes());
-                e[16..].copy_from_slice(&fp.digest(&inputs[0][o..o + l]));
+                e[16..].copy_from_slice(&digest);
             }
             Ok(((16 + cuts.len() * CHUNK_ENTRY_BYTES) as u64, crc_of(inputs)))
         }

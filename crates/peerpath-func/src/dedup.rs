@@ -107,12 +107,13 @@ pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Itera
 /// are in its cache. The joins are then checked in order: where the
 /// stream's chain (exact, from the block's start) reaches a thread's cut, it
 /// takes that thread's chunks; where it does not, the chunk is cut again
-/// here, one at a time, until it does (data where chains never meet, e.g.
-/// long runs of one byte, is cut twice, once serially). The chunk reaching
-/// the block's end starts the next block (the carry, at most `max` bytes).
+/// here, one at a time, until it does (where chains never meet, as in a
+/// long run of one byte, that walks the whole segment: in a run, by counting
+/// ([`Cuts`])). The chunk reaching the block's end starts the next block
+/// (the carry, at most `max` bytes).
 ///
-/// Memory: blocks of `threads` x [`segment_len`] bytes (at most 32 MiB)
-/// plus `max`; chunks share their block, and a block is read into again
+/// Memory: blocks of `threads` x [`segment_len`] bytes (at most 32 MiB, or
+/// one segment of 4 of the largest chunks) plus `max`; chunks share their block, and a block is read into again
 /// once its chunks are dropped. About four blocks are alive at a time: one
 /// being read, one cut, one on its way to the caller, the caller's.
 /// Threads are capped so that each has at least 1 MiB and 4 of the largest
@@ -264,6 +265,13 @@ fn read_block(file: &std::fs::File, positional: bool, at: u64, buf: &mut [u8], s
         }
     }
     Ok(total)
+}
+
+/// The chunks of a block with their digests, as (offset, length, digest):
+/// [`cut_points`]' chunks, cut on this thread, runs of one byte counted
+/// rather than cut and hashed once (see [`Cuts`]).
+pub fn chunk_digests(data: &[u8], p: ChunkParams, fp: Fingerprint, at_end: bool) -> Vec<(usize, usize, [u8; 32])> {
+    cut_block(data, p, fp, at_end, 1, usize::MAX).0
 }
 
 /// The stream's chunks of `data` (which begins at a chunk boundary) as
@@ -536,7 +544,9 @@ mod tests {
             }
             let want: Vec<(u64, usize, [u8; 32])> = cut_points(&d, p, at_end).into_iter().map(|(o, l)| (o as u64, l, *blake3::hash(&d[o..o + l]).as_bytes())).collect();
             let (got, _) = cut_block(&d, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max);
-            proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want);
+            proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
+            let one = chunk_digests(&d, p, Fingerprint::Blake3, at_end);
+            proptest::prop_assert_eq!(one.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want);
         }
     }
 
