@@ -409,6 +409,62 @@ impl PackWriter<'_> {
     }
 }
 
+/// Chunks handed to [`keep_new`] at a time.
+const BATCH: usize = 64;
+
+/// Appends the chunks of `batch` the store does not hold yet (each once, in
+/// order); with `encoders`, each as a gzip member where that is smaller, the
+/// members made at once on as many threads (this one among them), each into
+/// a buffer of its own kept from batch to batch.
+fn keep_new(pack: &mut PackWriter, batch: &[peerpath_func::dedup::Chunk], encoders: &mut [(MemberEncoder, Vec<u8>)]) -> Result<(), JobError> {
+    let mut seen = std::collections::HashSet::new();
+    let mut fresh = Vec::new();
+    for c in batch {
+        if !pack.has(&c.digest)? && seen.insert(c.digest) {
+            fresh.push(c);
+        }
+    }
+    if encoders.is_empty() {
+        for c in fresh {
+            pack.append(c.digest, (c.data().len(), RAW, c.data().len()), |f, _| (&*f).write_all(c.data()))?;
+        }
+        return Ok(());
+    }
+    // Each chunk's member, as a range of its thread's buffer, where it is smaller.
+    let encode = |part: &[&peerpath_func::dedup::Chunk], (enc, buf): &mut (MemberEncoder, Vec<u8>)| -> Vec<Option<std::ops::Range<usize>>> {
+        buf.clear();
+        part.iter()
+            .map(|c| {
+                let at = buf.len();
+                buf.resize(at + peerpath_func::member_bound_bytes(c.data().len()), 0);
+                let n = peerpath_func::encode_member(enc, Format::Gzip, c.data(), &mut buf[at..]);
+                let smaller = n < c.data().len();
+                buf.truncate(if smaller { at + n } else { at });
+                smaller.then_some(at..at + n)
+            })
+            .collect()
+    };
+    let per = fresh.len().div_ceil(encoders.len()).max(1);
+    let parts: Vec<&[&peerpath_func::dedup::Chunk]> = fresh.chunks(per).collect();
+    let members: Vec<Vec<Option<std::ops::Range<usize>>>> = std::thread::scope(|sc| {
+        let mut encs = encoders.iter_mut();
+        let mut mine = parts.first().map(|&part| (part, encs.next().expect("an encoder a part")));
+        let others: Vec<_> = parts.iter().skip(1).zip(encs).map(|(&part, enc)| sc.spawn(|| encode(part, enc))).collect();
+        let first = mine.take().map(|(part, enc)| encode(part, enc));
+        first.into_iter().chain(others.into_iter().map(|h| h.join().expect("a compressing thread does not panic"))).collect()
+    });
+    for ((part, ranges), (_, buf)) in parts.iter().zip(members).zip(encoders.iter()) {
+        for (c, range) in part.iter().zip(ranges) {
+            let size = c.data().len();
+            match range {
+                Some(r) => pack.append(c.digest, (r.len(), GZIP_MEMBER, size), |f, _| (&*f).write_all(&buf[r]))?,
+                None => pack.append(c.digest, (size, RAW, size), |f, _| (&*f).write_all(c.data()))?,
+            }
+        }
+    }
+    Ok(())
+}
+
 fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress: Option<Level>) -> Result<(), JobError> {
     let name = src.as_os_str().as_bytes();
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
@@ -424,28 +480,29 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
             let f = File::open(src).map_err(unreadable)?;
             let size = f.metadata().map_err(unreadable)?.len();
             let (mut digests, mut total) = (Vec::new(), 0u64);
-            let mut encoder = compress.map(|level| (MemberEncoder::new(level), Vec::new()));
             let threads = cutting_threads(s.params, *threads);
-            for c in chunks_parallel(f, s.params, s.fp, threads) {
-                let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-                total += c.data().len() as u64;
-                digests.extend_from_slice(&c.digest);
-                if pack.has(&c.digest)? {
-                    continue;
+            // New chunks are compressed on the cutting threads' count and this thread.
+            let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut chunks = chunks_parallel(f, s.params, s.fp, threads);
+            loop {
+                let next = chunks.next().transpose().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+                let end = next.is_none();
+                if let Some(c) = next {
+                    total += c.data().len() as u64;
+                    digests.extend_from_slice(&c.digest);
+                    batch.push(c);
                 }
-                let size = c.data().len();
-                match &mut encoder {
-                    Some((enc, buf)) => {
-                        buf.resize(peerpath_func::member_bound_bytes(size), 0);
-                        let n = peerpath_func::encode_member(enc, Format::Gzip, c.data(), buf);
-                        let (bytes, codec) = if n < size { (&buf[..n], GZIP_MEMBER) } else { (c.data(), RAW) };
-                        pack.append(c.digest, (bytes.len(), codec, size), |f, _| (&*f).write_all(bytes))?;
-                    }
-                    None => pack.append(c.digest, (size, RAW, size), |f, _| (&*f).write_all(c.data()))?,
+                if batch.len() == BATCH || (end && !batch.is_empty()) {
+                    keep_new(&mut pack, &batch, &mut encoders)?;
+                    batch.clear();
+                }
+                if end {
+                    break;
                 }
             }
-            let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get()));
-            (size, total, digests, format!("chunking + {} on {threads} thread(s){compressed} on the host CPU", s.fp.name()))
+            let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {}) on {}", l.get(), threads + 1));
+            (size, total, digests, format!("chunking + {} on {threads} thread(s){compressed}, on the host CPU", s.fp.name()))
         }
         Chunker::Device(dev) => {
             let opened = peerpath_io::open_source(src, true).map_err(unreadable)?;

@@ -139,8 +139,8 @@ fn an_emulated_csp_makes_the_same_store_as_the_cpu() {
 }
 
 /// Chunks are cut and hashed on several threads, a segment each, and joined
-/// exactly: stores made on 1, 2, 3 and 7 threads hold the same pack and
-/// the same counts, over blocks of several segments, a long run of zeros
+/// exactly, and new chunks compressed on as many: stores made on 1, 2, 3
+/// and 7 threads hold the same pack and the same counts, over blocks of several segments, a long run of zeros
 /// (where chains begun at different places never meet) and a file of less
 /// than a segment.
 #[test]
@@ -153,18 +153,21 @@ fn stores_made_on_any_number_of_threads_are_the_same() {
     let (sa, ss) = (d.join("a"), d.join("small"));
     std::fs::write(&sa, &a).unwrap();
     std::fs::write(&ss, &small).unwrap();
-    let mut first = None;
-    for t in ["1", "2", "3", "7"] {
-        let st = d.join(format!("st{t}"));
-        let o = run(&mut pp(args!["dedup", "store", &sa, &ss, "-s", &st, "--min", "4K", "--avg", "16K", "--max", "64K", "-T", t])).ok();
-        assert!(o.stdout_str().contains(&format!("on {t} thread(s)")), "{}", o.stdout_str());
-        let made = (std::fs::read(st.join("packs/pack-000000")).unwrap(), stats(&st).replace(st.to_str().unwrap(), "S"));
-        match &first {
-            None => first = Some(made),
-            Some(f) => assert!(f == &made, "-T {t} made another store: {}", made.1),
+    for compress in [&[][..], &["--compress", "1"][..]] {
+        let mut first = None;
+        for t in ["1", "2", "3", "7"] {
+            let st = d.join(format!("st{t}{}", compress.len()));
+            let o = run(&mut pp(args!["dedup", "store", &sa, &ss, "-s", &st, "--min", "4K", "--avg", "16K", "--max", "64K", "-T", t].into_iter().chain(compress.iter().map(std::ffi::OsString::from)).collect::<Vec<_>>())).ok();
+            assert!(o.stdout_str().contains(&format!("on {t} thread(s)")), "{}", o.stdout_str());
+            let made = (std::fs::read(st.join("packs/pack-000000")).unwrap(), stats(&st).replace(st.to_str().unwrap(), "S"));
+            match &first {
+                None => first = Some(made),
+                Some(f) => assert!(f == &made, "-T {t} {compress:?} made another store: {}", made.1),
+            }
+            let back = d.join(format!("a{t}{}", compress.len()));
+            run(&mut pp(args!["dedup", "restore", &sa, "-s", &st, "-o", &back])).ok();
+            assert_file_eq(&back, &a, "restored");
         }
-        run(&mut pp(args!["dedup", "restore", &sa, "-s", &st, "-o", d.join(format!("a{t}"))])).ok();
-        assert_file_eq(&d.join(format!("a{t}")), &a, "restored");
     }
 }
 
