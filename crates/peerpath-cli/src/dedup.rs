@@ -240,8 +240,10 @@ impl Store {
     }
 
     fn chunk(&self, digest: &[u8]) -> Result<Option<Stored>, JobError> {
+        // Asked once a chunk: the statement is prepared once a connection.
         let sql = format!("SELECT pack, offset, len, {} FROM chunks WHERE digest = ?1", self.codec_size);
-        self.db.query_row(&sql, [digest], stored_from_row).optional().map_err(db_error(&self.dir))
+        let mut q = self.db.prepare_cached(&sql).map_err(db_error(&self.dir))?;
+        q.query_row([digest], stored_from_row).optional().map_err(db_error(&self.dir))
     }
 
     /// Reads a chunk from its pack (`packs` keeps the packs open) and gives
