@@ -450,10 +450,9 @@ fn keep_new(pack: &mut PackWriter, batch: &[peerpath_func::dedup::Chunk], encode
     let parts: Vec<&[&peerpath_func::dedup::Chunk]> = fresh.chunks(per).collect();
     let members: Vec<Vec<Option<std::ops::Range<usize>>>> = std::thread::scope(|sc| {
         let mut encs = encoders.iter_mut();
-        let mut mine = parts.first().map(|&part| (part, encs.next().expect("an encoder a part")));
+        let first = parts.first().map(|&part| (part, encs.next().expect("an encoder a part")));
         let others: Vec<_> = parts.iter().skip(1).zip(encs).map(|(&part, enc)| sc.spawn(|| encode(part, enc))).collect();
-        let first = mine.take().map(|(part, enc)| encode(part, enc));
-        first.into_iter().chain(others.into_iter().map(|h| h.join().expect("a compressing thread does not panic"))).collect()
+        first.map(|(part, enc)| encode(part, enc)).into_iter().chain(others.into_iter().map(|h| h.join().expect("a compressing thread does not panic"))).collect()
     });
     for ((part, ranges), (_, buf)) in parts.iter().zip(members).zip(encoders.iter()) {
         for (c, range) in part.iter().zip(ranges) {
@@ -486,23 +485,17 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
             // New chunks are compressed on the cutting threads' count and this thread.
             let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
             let mut batch = Vec::with_capacity(BATCH);
-            let mut chunks = chunks_parallel(f, s.params, s.fp, threads);
-            loop {
-                let next = chunks.next().transpose().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-                let end = next.is_none();
-                if let Some(c) = next {
-                    total += c.data().len() as u64;
-                    digests.extend_from_slice(&c.digest);
-                    batch.push(c);
-                }
-                if batch.len() == BATCH || (end && !batch.is_empty()) {
+            for c in chunks_parallel(f, s.params, s.fp, threads) {
+                let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+                total += c.data().len() as u64;
+                digests.extend_from_slice(&c.digest);
+                batch.push(c);
+                if batch.len() == BATCH {
                     keep_new(&mut pack, &batch, &mut encoders)?;
                     batch.clear();
                 }
-                if end {
-                    break;
-                }
             }
+            keep_new(&mut pack, &batch, &mut encoders)?;
             let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {}) on {}", l.get(), threads + 1));
             (size, total, digests, format!("chunking + {} on {threads} thread(s){compressed}, on the host CPU", s.fp.name()))
         }
