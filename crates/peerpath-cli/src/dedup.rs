@@ -32,7 +32,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -357,7 +357,14 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         }
     }
     for src in sources {
+        // The device reads its sources by offset: a pipe is chunked here.
+        let pipe = || std::fs::metadata(src).is_ok_and(|m| !m.is_file() && !m.file_type().is_block_device() && !m.is_dir());
         let mut chunker = match device.as_mut() {
+            Some(_) if pipe() && no_fallback => return Err(JobError::Device { detail: format!("{}: a pipe, and the device reads its sources by offset (--no-fallback)", src.display()) }),
+            Some(_) if pipe() => {
+                eprintln!("peerpath: FALLBACK: {}: a pipe, and the device reads its sources by offset: chunking on the host CPU", src.display());
+                Chunker::Cpu(threads)
+            }
             Some(d) => Chunker::Device(d),
             None => Chunker::Cpu(threads),
         };
@@ -408,6 +415,14 @@ impl PackWriter<'_> {
         self.new_bytes += len as u64;
         self.new_size += size as u64;
         Ok(())
+    }
+}
+
+/// A source's size where it has one (a regular file, a block device).
+fn known_size(opened: &peerpath_io::OpenedFile) -> Option<u64> {
+    match opened.kind {
+        peerpath_io::SourceKind::Regular { size_bytes } | peerpath_io::SourceKind::BlockDevice { size_bytes } => Some(size_bytes),
+        peerpath_io::SourceKind::Stream => None,
     }
 }
 
@@ -478,8 +493,8 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
     let started = std::time::Instant::now();
     let (size, total, digests, how) = match chunker {
         Chunker::Cpu(threads) => {
-            let f = File::open(src).map_err(unreadable)?;
-            let size = f.metadata().map_err(unreadable)?.len();
+            let opened = peerpath_io::open_source(src, false).map_err(unreadable)?;
+            let (size, f) = (known_size(&opened), opened.file);
             let (mut digests, mut total) = (Vec::new(), 0u64);
             let threads = cutting_threads(s.params, *threads);
             // New chunks are compressed on the cutting threads' count and this thread.
@@ -501,15 +516,18 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
         }
         Chunker::Device(dev) => {
             let opened = peerpath_io::open_source(src, true).map_err(unreadable)?;
-            let size = opened.file.metadata().map_err(unreadable)?.len();
+            let size = known_size(&opened);
             let d = crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack).map_err(|why| JobError::Device { detail: format!("{}: {why}; nothing was added", src.display()) })?;
             (size, d.bytes, d.digests, d.how)
         }
     };
     let count = digests.len() / 32;
-    if total != size {
-        return Err(JobError::SourceIo { path: src.to_path_buf(), detail: format!("read {total} bytes of a {size}-byte file: it changed while it was stored; nothing was added") });
-    }
+    let size = match size {
+        Some(size) if size != total => {
+            return Err(JobError::SourceIo { path: src.to_path_buf(), detail: format!("read {total} bytes of a {size}-byte file: it changed while it was stored; nothing was added") });
+        }
+        _ => total, // a pipe is as long as what came through it
+    };
     // The data is durable before anything refers to it.
     pack.file.sync_data().map_err(target_io(&s.pack_path(pack.no)))?;
     let tx = s.db.unchecked_transaction().map_err(db_error(&s.dir))?;

@@ -171,6 +171,37 @@ fn stores_made_on_any_number_of_threads_are_the_same() {
     }
 }
 
+/// A pipe is stored as what came through it (its size unknown beforehand),
+/// cut on threads like a file and into the same chunks; on a device it is
+/// chunked on the CPU, said so (or exit 15 with --no-fallback); a directory
+/// is refused by name.
+#[test]
+fn a_pipe_is_stored_as_a_file_is_and_a_directory_is_refused() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(5 << 20, 8);
+    let (file, fifo, st) = (d.join("a"), d.join("fifo"), d.join("st"));
+    std::fs::write(&file, &a).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let feed = || std::process::Command::new("sh").arg("-c").arg("cat \"$0\" > \"$1\"").arg(&file).arg(&fifo).spawn().unwrap();
+    let mut writer = feed();
+    run(&mut pp(args!["dedup", "store", &fifo, "-s", &st, "-T", "2"])).ok();
+    writer.wait().unwrap();
+    let o = run(&mut pp(args!["dedup", "store", &file, "-s", &st])).ok();
+    assert!(o.stdout_str().contains(", 0 B new (0 chunk(s))"), "the file's chunks are the pipe's: {}", o.stdout_str());
+    run(&mut pp(args!["dedup", "restore", &fifo, "-s", &st, "-o", d.join("back")])).ok();
+    assert_file_eq(&d.join("back"), &a, "stored from a pipe");
+    let mut writer = feed();
+    let o = run(&mut pp(args!["dedup", "store", &fifo, "-s", d.join("emu"), "--engine", "emulated"])).ok();
+    writer.wait().unwrap();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("a pipe"), "{}", o.stderr);
+    let mut writer = feed();
+    run(&mut pp(args!["dedup", "store", &fifo, "-s", d.join("emu2"), "--engine", "emulated", "--no-fallback"])).fails(15, &["a pipe"]);
+    drop(std::fs::File::open(&fifo)); // lets the writer finish
+    writer.wait().unwrap();
+    run(&mut pp(args!["dedup", "store", d, "-s", &st])).fails(3, &["is a directory"]);
+}
+
 /// `--compress`: new chunks are kept as gzip members where that is smaller
 /// (incompressible ones as they are), restore and verify decode and check
 /// them, stats reports the dedup and compression ratios apart, the device

@@ -117,8 +117,8 @@ pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Itera
 /// once its chunks are dropped. About four blocks are alive at a time: one
 /// being read, one cut, one on its way to the caller, the caller's.
 /// Threads are capped so that each has at least 1 MiB and 4 of the largest
-/// chunks ([`cutting_threads`]). A source that is not a regular file is
-/// read in order.
+/// chunks ([`cutting_threads`]). A source that is neither a regular file
+/// nor a block device (a pipe) is read in order.
 pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, threads: usize) -> impl Iterator<Item = std::io::Result<Chunk>> {
     use std::sync::{mpsc::sync_channel, Arc, Mutex};
     let threads = cutting_threads(p, threads);
@@ -131,7 +131,10 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
     std::thread::Builder::new()
         .name("peerpath-cdc-read".into())
         .spawn(move || {
-            let positional = file.metadata().is_ok_and(|m| m.is_file());
+            let positional = file.metadata().is_ok_and(|m| {
+                use std::os::unix::fs::FileTypeExt;
+                m.is_file() || m.file_type().is_block_device()
+            });
             let mut at = 0u64;
             loop {
                 let free = {
