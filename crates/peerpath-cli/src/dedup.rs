@@ -220,7 +220,7 @@ impl Store {
     }
 
     fn pack_path(&self, n: i64) -> PathBuf {
-        self.dir.join("packs").join(format!("pack-{n:06}"))
+        pack_path(&self.dir, n)
     }
 
     /// The pack to append to and its length (bytes past the index's last
@@ -248,25 +248,67 @@ impl Store {
 
     /// Reads a chunk from its pack (`packs` keeps the packs open) and gives
     /// back its own bytes, decoded and checked against `digest`.
-    fn read_chunk(&self, digest: &[u8], at: Stored, packs: &mut HashMap<i64, Option<File>>) -> Result<Vec<u8>, String> {
-        // A damaged index must not size a buffer: a chunk is at most `max` bytes, its member a bound of that.
-        if at.size > self.params.max || at.len > peerpath_func::member_bound_bytes(self.params.max) {
-            return Err(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.params.max));
-        }
-        let pack = packs.entry(at.pack).or_insert_with(|| File::open(self.pack_path(at.pack)).ok()).as_ref().ok_or_else(|| format!("pack {} cannot be opened", at.pack))?;
-        let mut stored = vec![0u8; at.len];
-        pack.read_exact_at(&mut stored, at.offset).map_err(|e| format!("pack {} at byte {}: {e}", at.pack, at.offset))?;
-        let data = match at.codec {
-            RAW if at.size != at.len => return Err(format!("pack {} at byte {}: the index says {} bytes stored raw for a chunk of {}: the index is damaged", at.pack, at.offset, at.len, at.size)),
-            RAW => stored,
-            GZIP_MEMBER => decode_chunk(&stored, at.size).map_err(|e| format!("pack {} at byte {}: the compressed chunk does not decode: {e}", at.pack, at.offset))?,
-            other => return Err(format!("pack {} at byte {}: unknown chunk codec {other}", at.pack, at.offset)),
-        };
-        if self.fp.digest(&data) != digest {
-            return Err(format!("pack {} at byte {} does not match its {} fingerprint: the store is damaged", at.pack, at.offset, self.fp.name()));
-        }
-        Ok(data)
+    /// A reader of this store's chunks (one a thread: the index's connection stays here).
+    fn packs(&self) -> Packs {
+        Packs { dir: self.dir.clone(), max: self.params.max, fp: self.fp, open: HashMap::new(), member: Vec::new() }
     }
+}
+
+/// Reads chunks back from a store's packs, keeping the packs open.
+struct Packs {
+    dir: PathBuf,
+    max: usize,
+    fp: Fingerprint,
+    open: HashMap<i64, Option<File>>,
+    /// A compressed chunk as read, before it is decoded.
+    member: Vec<u8>,
+}
+
+impl Packs {
+    /// Appends a chunk from its pack to `out`, decoded and checked against
+    /// its fingerprint (on an error `out` is as it was).
+    fn read_into(&mut self, digest: &[u8], at: Stored, out: &mut Vec<u8>) -> Result<(), String> {
+        let start = out.len();
+        let read = self.read_at_end(at, out).and_then(|()| {
+            if self.fp.digest(&out[start..]) != digest {
+                return Err(format!("pack {} at byte {} does not match its {} fingerprint: the store is damaged", at.pack, at.offset, self.fp.name()));
+            }
+            Ok(())
+        });
+        if read.is_err() {
+            out.truncate(start);
+        }
+        read
+    }
+
+    fn read_at_end(&mut self, at: Stored, out: &mut Vec<u8>) -> Result<(), String> {
+        // A damaged index must not size a buffer: a chunk is at most `max` bytes, its member a bound of that.
+        if at.size > self.max || at.len > peerpath_func::member_bound_bytes(self.max) {
+            return Err(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.max));
+        }
+        let path = pack_path(&self.dir, at.pack);
+        let pack = self.open.entry(at.pack).or_insert_with(|| File::open(path).ok()).as_ref().ok_or_else(|| format!("pack {} cannot be opened", at.pack))?;
+        let start = out.len();
+        let read = |buf: &mut [u8]| pack.read_exact_at(buf, at.offset).map_err(|e| format!("pack {} at byte {}: {e}", at.pack, at.offset));
+        match at.codec {
+            RAW if at.size != at.len => Err(format!("pack {} at byte {}: the index says {} bytes stored raw for a chunk of {}: the index is damaged", at.pack, at.offset, at.len, at.size)),
+            RAW => {
+                out.resize(start + at.len, 0);
+                read(&mut out[start..])
+            }
+            GZIP_MEMBER => {
+                self.member.resize(at.len, 0);
+                read(&mut self.member)?;
+                out.resize(start + at.size, 0);
+                decode_chunk(&self.member, &mut out[start..]).map_err(|e| format!("pack {} at byte {}: the compressed chunk does not decode: {e}", at.pack, at.offset))
+            }
+            other => Err(format!("pack {} at byte {}: unknown chunk codec {other}", at.pack, at.offset)),
+        }
+    }
+}
+
+fn pack_path(dir: &Path, n: i64) -> PathBuf {
+    dir.join("packs").join(format!("pack-{n:06}"))
 }
 
 fn stored_from_row(r: &rusqlite::Row) -> rusqlite::Result<Stored> {
@@ -274,15 +316,15 @@ fn stored_from_row(r: &rusqlite::Row) -> rusqlite::Result<Stored> {
 }
 
 /// One gzip member holding exactly `size` bytes, its CRC-32 checked.
-fn decode_chunk(member: &[u8], size: usize) -> Result<Vec<u8>, String> {
+/// Decodes a chunk's member into `out`, which the index sized.
+fn decode_chunk(member: &[u8], out: &mut [u8]) -> Result<(), String> {
+    let size = out.len();
     let header = MemberHeader::parse(member).map_err(|e| e.to_string())?;
     let declared = peerpath_func::gzip::declared_output_bytes(&header, member).map_err(|e| e.to_string())?;
     if declared != size || header.sizes.is_none_or(|s| s.member_bytes() != member.len()) {
         return Err(format!("it declares {declared} bytes in a {}-byte member; the index says {size} bytes in {}", header.sizes.map_or(0, |s| s.member_bytes()), member.len()));
     }
-    let mut out = vec![0u8; size];
-    peerpath_func::decode_member(&header, member, &mut out).map_err(|e| e.to_string())?;
-    Ok(out)
+    peerpath_func::decode_member(&header, member, out).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Makes the index whole before it has its name: built under a temporary
@@ -560,18 +602,44 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
     }
     let (t, temp) = peerpath_io::create_temporary(output, false).map_err(target_io(output))?;
     let written = (|| -> Result<(), JobError> {
-        let mut packs = HashMap::new();
+        // Chunks are read, decoded and checked on every core, BATCH at a time, each thread into a
+        // buffer kept from batch to batch, and written in order.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut readers: Vec<(Packs, Vec<u8>)> = (0..threads).map(|_| (s.packs(), Vec::new())).collect();
         let mut at = 0u64;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, &t.file);
-        for (i, digest) in list.chunks(32).enumerate() {
-            let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; nothing was written", name.display()) };
-            let stored = s.chunk(digest)?.ok_or_else(|| damaged("missing from the index".into()))?;
-            let data = s.read_chunk(digest, stored, &mut packs).map_err(damaged)?;
-            out.write_all(&data).map_err(target_io(output))?;
-            at += data.len() as u64;
+        let digests: Vec<&[u8]> = list.chunks(32).collect();
+        for (b, batch) in digests.chunks(BATCH).enumerate() {
+            let stored: Vec<Option<Stored>> = batch.iter().map(|d| s.chunk(d)).collect::<Result<_, _>>()?;
+            let jobs: Vec<(&[u8], Option<Stored>)> = batch.iter().copied().zip(stored).collect();
+            let per = jobs.len().div_ceil(threads);
+            // Each chunk's bytes, as a range of its thread's buffer.
+            let read: Vec<Result<std::ops::Range<usize>, String>> = std::thread::scope(|sc| {
+                let parts: Vec<_> = jobs
+                    .chunks(per)
+                    .zip(readers.iter_mut())
+                    .map(|(part, (packs, buf))| {
+                        buf.clear();
+                        sc.spawn(move || {
+                            part.iter()
+                                .map(|&(d, stored)| {
+                                    let start = buf.len();
+                                    packs.read_into(d, stored.ok_or_else(|| "missing from the index".to_string())?, buf)?;
+                                    Ok(start..buf.len())
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                parts.into_iter().flat_map(|h| h.join().expect("a reading thread does not panic")).collect()
+            });
+            let bufs = readers.iter().flat_map(|(_, buf)| std::iter::repeat_n(buf, per));
+            for (k, (range, buf)) in read.into_iter().zip(bufs).enumerate() {
+                let i = b * BATCH + k;
+                let range = range.map_err(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; nothing was written", name.display()) })?;
+                t.file.write_all_at(&buf[range.clone()], at).map_err(target_io(output))?;
+                at += range.len() as u64;
+            }
         }
-        out.flush().map_err(target_io(output))?;
-        drop(out);
         if at != size as u64 {
             return Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: its chunks hold {at} bytes, the index says {size}", name.display()) });
         }
@@ -619,14 +687,15 @@ fn stats(dir: &Path) -> Result<(), JobError> {
 fn verify(dir: &Path) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let mut bad = Vec::new();
-    let mut packs = HashMap::new();
+    let (mut packs, mut chunk) = (s.packs(), Vec::new());
     let mut q = s.db.prepare(&format!("SELECT pack, offset, len, {}, digest FROM chunks", s.codec_size)).map_err(db_error(dir))?;
     let rows = q.query_map([], |r| Ok((stored_from_row(r)?, r.get::<_, Vec<u8>>(5)?))).map_err(db_error(dir))?;
     let mut n = 0u64;
     for r in rows {
         let (at, digest) = r.map_err(db_error(dir))?;
         n += 1;
-        if let Err(why) = s.read_chunk(&digest, at, &mut packs) {
+        chunk.clear();
+        if let Err(why) = packs.read_into(&digest, at, &mut chunk) {
             bad.push(why);
         }
     }

@@ -171,6 +171,31 @@ fn stores_made_on_any_number_of_threads_are_the_same() {
     }
 }
 
+/// Restore reads chunks on threads, a batch at a time, and writes them in
+/// order: a file of many batches comes back exactly, and a damaged chunk
+/// far into it is named with the bytes it held.
+#[test]
+fn a_restore_of_many_batches_is_exact_and_names_a_damaged_chunk_where_it_lies() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = random_bytes(6 << 20, 12);
+    let (src, st) = (d.join("a"), d.join("st"));
+    std::fs::write(&src, &a).unwrap();
+    run(&mut pp(args!["dedup", "store", &src, "-s", &st, "--min", "4K", "--avg", "8K", "--max", "16K"])).ok();
+    run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-o", d.join("back")])).ok();
+    assert_file_eq(&d.join("back"), &a, "restored over many batches");
+    // Random bytes share no chunk: the pack holds the file in order, so pack byte = file byte.
+    let pack = st.join("packs/pack-000000");
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let flipped = 5_000_000usize;
+    bytes[flipped] ^= 1;
+    std::fs::write(&pack, &bytes).unwrap();
+    let e = run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-o", d.join("back2")])).fails(6, &["does not match", "nothing was written"]);
+    let from: usize = e.stderr.split("(bytes ").nth(1).unwrap().split("..").next().unwrap().parse().unwrap();
+    assert!(from <= flipped && flipped < from + (16 << 10), "chunk at {from} named for a byte flipped at {flipped}: {}", e.stderr);
+    assert!(!d.join("back2").exists());
+}
+
 /// A pipe is stored as what came through it (its size unknown beforehand),
 /// cut on threads like a file and into the same chunks; on a device it is
 /// chunked on the CPU, said so (or exit 15 with --no-fallback); a directory
