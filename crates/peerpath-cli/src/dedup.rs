@@ -246,8 +246,6 @@ impl Store {
         q.query_row([digest], stored_from_row).optional().map_err(db_error(&self.dir))
     }
 
-    /// Reads a chunk from its pack (`packs` keeps the packs open) and gives
-    /// back its own bytes, decoded and checked against `digest`.
     /// A reader of this store's chunks (one a thread: the index's connection stays here).
     fn packs(&self) -> Packs {
         Packs { dir: self.dir.clone(), max: self.params.max, fp: self.fp, open: HashMap::new(), member: Vec::new() }
@@ -281,6 +279,7 @@ impl Packs {
         read
     }
 
+    /// Appends the chunk's own bytes to `out`, unchecked.
     fn read_at_end(&mut self, at: Stored, out: &mut Vec<u8>) -> Result<(), String> {
         // A damaged index must not size a buffer: a chunk is at most `max` bytes, its member a bound of that.
         if at.size > self.max || at.len > peerpath_func::member_bound_bytes(self.max) {
