@@ -398,26 +398,18 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         }
     }
     for src in sources {
-        // The device reads its sources by offset: a pipe is chunked here.
-        let pipe = || std::fs::metadata(src).is_ok_and(|m| !m.is_file() && !m.file_type().is_block_device() && !m.is_dir());
-        let mut chunker = match device.as_mut() {
-            Some(_) if pipe() && no_fallback => return Err(JobError::Device { detail: format!("{}: a pipe, and the device reads its sources by offset (--no-fallback)", src.display()) }),
-            Some(_) if pipe() => {
-                eprintln!("peerpath: FALLBACK: {}: a pipe, and the device reads its sources by offset: chunking on the host CPU", src.display());
-                Chunker::Cpu(threads)
-            }
-            Some(d) => Chunker::Device(d),
-            None => Chunker::Cpu(threads),
-        };
-        store_one(&s, src, force, &mut chunker, compress)?;
+        store_one(&s, src, force, Chunker { device: device.as_mut(), no_fallback, threads }, compress)?;
     }
     Ok(())
 }
 
-/// Where a store's chunks are made: in this process, or on an emulated CSP.
-enum Chunker<'a> {
-    Cpu(usize),
-    Device(&'a mut peerpath_device::EmulatedCsp),
+/// Where a store's chunks are made: on an emulated CSP where there is one
+/// (a pipe, which it cannot read by offset, falls back unless
+/// `no_fallback`), else in this process on `threads` threads.
+struct Chunker<'a> {
+    device: Option<&'a mut peerpath_device::EmulatedCsp>,
+    no_fallback: bool,
+    threads: usize,
 }
 
 /// The pack being appended to.
@@ -467,6 +459,21 @@ fn known_size(opened: &peerpath_io::OpenedFile) -> Option<u64> {
     }
 }
 
+/// Maps `items` on as many threads as `states` (this one among them), each
+/// thread a contiguous part of them and a state of its own: the results,
+/// part by part (a part's results beside its state), in order.
+fn map_in_parts<T: Sync, S: Send, R: Send>(items: &[T], states: &mut [S], f: impl Fn(&T, &mut S) -> R + Sync) -> Vec<Vec<R>> {
+    let per = items.len().div_ceil(states.len().max(1)).max(1);
+    let f = &f;
+    std::thread::scope(|sc| {
+        let mut parts = items.chunks(per).zip(states.iter_mut());
+        let first = parts.next();
+        let others: Vec<_> = parts.map(|(part, st)| sc.spawn(move || part.iter().map(|x| f(x, st)).collect::<Vec<R>>())).collect();
+        let first = first.map(|(part, st)| part.iter().map(|x| f(x, st)).collect());
+        first.into_iter().chain(others.into_iter().map(|h| h.join().expect("a worker does not panic"))).collect()
+    })
+}
+
 /// Chunks handed to [`keep_new`] at a time.
 const BATCH: usize = 64;
 
@@ -489,29 +496,18 @@ fn keep_new(pack: &mut PackWriter, batch: &[peerpath_func::dedup::Chunk], encode
         return Ok(());
     }
     // Each chunk's member, as a range of its thread's buffer, where it is smaller.
-    let encode = |part: &[&peerpath_func::dedup::Chunk], (enc, buf): &mut (MemberEncoder, Vec<u8>)| -> Vec<Option<std::ops::Range<usize>>> {
-        buf.clear();
-        part.iter()
-            .map(|c| {
-                let at = buf.len();
-                buf.resize(at + peerpath_func::member_bound_bytes(c.data().len()), 0);
-                let n = peerpath_func::encode_member(enc, Format::Gzip, c.data(), &mut buf[at..]);
-                let smaller = n < c.data().len();
-                buf.truncate(if smaller { at + n } else { at });
-                smaller.then_some(at..at + n)
-            })
-            .collect()
-    };
-    let per = fresh.len().div_ceil(encoders.len()).max(1);
-    let parts: Vec<&[&peerpath_func::dedup::Chunk]> = fresh.chunks(per).collect();
-    let members: Vec<Vec<Option<std::ops::Range<usize>>>> = std::thread::scope(|sc| {
-        let mut encs = encoders.iter_mut();
-        let first = parts.first().map(|&part| (part, encs.next().expect("an encoder a part")));
-        let others: Vec<_> = parts.iter().skip(1).zip(encs).map(|(&part, enc)| sc.spawn(|| encode(part, enc))).collect();
-        first.map(|(part, enc)| encode(part, enc)).into_iter().chain(others.into_iter().map(|h| h.join().expect("a compressing thread does not panic"))).collect()
+    encoders.iter_mut().for_each(|(_, buf)| buf.clear());
+    let members = map_in_parts(&fresh, encoders, |c, (enc, buf)| {
+        let at = buf.len();
+        buf.resize(at + peerpath_func::member_bound_bytes(c.data().len()), 0);
+        let n = peerpath_func::encode_member(enc, Format::Gzip, c.data(), &mut buf[at..]);
+        let smaller = n < c.data().len();
+        buf.truncate(if smaller { at + n } else { at });
+        smaller.then_some(at..at + n)
     });
-    for ((part, ranges), (_, buf)) in parts.iter().zip(members).zip(encoders.iter()) {
-        for (c, range) in part.iter().zip(ranges) {
+    let mut fresh = fresh.into_iter();
+    for (ranges, (_, buf)) in members.into_iter().zip(encoders.iter()) {
+        for (range, c) in ranges.into_iter().zip(fresh.by_ref()) {
             let size = c.data().len();
             match range {
                 Some(r) => pack.append(c.digest, (r.len(), GZIP_MEMBER, size), |f, _| (&*f).write_all(&buf[r]))?,
@@ -522,7 +518,7 @@ fn keep_new(pack: &mut PackWriter, batch: &[peerpath_func::dedup::Chunk], encode
     Ok(())
 }
 
-fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress: Option<Level>) -> Result<(), JobError> {
+fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Option<Level>) -> Result<(), JobError> {
     let name = src.as_os_str().as_bytes();
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
     if exists && !force {
@@ -532,16 +528,30 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
     let (no, file, len) = s.current_pack()?;
     let mut pack = PackWriter { store: s, no, file, len, new: HashMap::new(), new_bytes: 0, new_size: 0 };
     let started = std::time::Instant::now();
-    let (size, total, digests, how) = match chunker {
-        Chunker::Cpu(threads) => {
-            let opened = peerpath_io::open_source(src, false).map_err(unreadable)?;
-            let (size, f) = (known_size(&opened), opened.file);
+    // Told from its metadata, not by opening it: a pipe refused is left to its writer.
+    let pipe = || std::fs::metadata(src).is_ok_and(|m| !m.is_file() && !m.file_type().is_block_device() && !m.is_dir());
+    let device = match chunker.device {
+        Some(_) if pipe() && chunker.no_fallback => {
+            return Err(JobError::Device { detail: format!("{}: a pipe, and the device reads its sources by offset (--no-fallback)", src.display()) });
+        }
+        Some(_) if pipe() => {
+            eprintln!("peerpath: FALLBACK: {}: a pipe, and the device reads its sources by offset: chunking on the host CPU", src.display());
+            None
+        }
+        d => d,
+    };
+    let on_device = device.is_some();
+    // Opened once (a FIFO must not be opened twice), with O_DIRECT for the device.
+    let opened = peerpath_io::open_source(src, on_device).map_err(unreadable)?;
+    let size = known_size(&opened);
+    let (total, digests, how) = match device {
+        None => {
             let (mut digests, mut total) = (Vec::new(), 0u64);
-            let threads = cutting_threads(s.params, *threads);
+            let threads = cutting_threads(s.params, chunker.threads);
             // New chunks are compressed on the cutting threads' count and this thread.
             let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
             let mut batch = Vec::with_capacity(BATCH);
-            for c in chunks_parallel(f, s.params, s.fp, threads) {
+            for c in chunks_parallel(opened.file, s.params, s.fp, threads) {
                 let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
                 total += c.data().len() as u64;
                 digests.extend_from_slice(&c.digest);
@@ -553,13 +563,11 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
             }
             keep_new(&mut pack, &batch, &mut encoders)?;
             let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {}) on {}", l.get(), threads + 1));
-            (size, total, digests, format!("chunking + {} on {threads} thread(s){compressed}, on the host CPU", s.fp.name()))
+            (total, digests, format!("chunking + {} on {threads} thread(s){compressed}, on the host CPU", s.fp.name()))
         }
-        Chunker::Device(dev) => {
-            let opened = peerpath_io::open_source(src, true).map_err(unreadable)?;
-            let size = known_size(&opened);
+        Some(dev) => {
             let d = crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack).map_err(|why| JobError::Device { detail: format!("{}: {why}; nothing was added", src.display()) })?;
-            (size, d.bytes, d.digests, d.how)
+            (d.bytes, d.digests, d.how)
         }
     };
     let count = digests.len() / 32;
@@ -579,7 +587,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: &mut Chunker, compress
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
     tx.commit().map_err(db_error(&s.dir))?;
     let secs = started.elapsed().as_secs_f64();
-    let provenance = if matches!(chunker, Chunker::Cpu(_)) { "measured on this host's CPU" } else { "measured on emulated devices" };
+    let provenance = if on_device { "measured on emulated devices" } else { "measured on this host's CPU" };
     println!(
         "{}: {} in {count} chunk(s), {} new ({} chunk(s){}); {how}: {:.2} GB/s ({provenance})",
         src.display(),
@@ -610,29 +618,15 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
         for (b, batch) in digests.chunks(BATCH).enumerate() {
             let stored: Vec<Option<Stored>> = batch.iter().map(|d| s.chunk(d)).collect::<Result<_, _>>()?;
             let jobs: Vec<(&[u8], Option<Stored>)> = batch.iter().copied().zip(stored).collect();
-            let per = jobs.len().div_ceil(threads);
             // Each chunk's bytes, as a range of its thread's buffer.
-            let read: Vec<Result<std::ops::Range<usize>, String>> = std::thread::scope(|sc| {
-                let parts: Vec<_> = jobs
-                    .chunks(per)
-                    .zip(readers.iter_mut())
-                    .map(|(part, (packs, buf))| {
-                        buf.clear();
-                        sc.spawn(move || {
-                            part.iter()
-                                .map(|&(d, stored)| {
-                                    let start = buf.len();
-                                    packs.read_into(d, stored.ok_or_else(|| "missing from the index".to_string())?, buf)?;
-                                    Ok(start..buf.len())
-                                })
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                parts.into_iter().flat_map(|h| h.join().expect("a reading thread does not panic")).collect()
+            readers.iter_mut().for_each(|(_, buf)| buf.clear());
+            let read = map_in_parts(&jobs, &mut readers, |&(d, stored), (packs, buf)| {
+                let start = buf.len();
+                packs.read_into(d, stored.ok_or_else(|| "missing from the index".to_string())?, buf)?;
+                Ok::<_, String>(start..buf.len())
             });
-            let bufs = readers.iter().flat_map(|(_, buf)| std::iter::repeat_n(buf, per));
-            for (k, (range, buf)) in read.into_iter().zip(bufs).enumerate() {
+            let parts = read.into_iter().zip(readers.iter()).flat_map(|(ranges, (_, buf))| ranges.into_iter().map(move |r| (r, buf)));
+            for (k, (range, buf)) in parts.enumerate() {
                 let i = b * BATCH + k;
                 let range = range.map_err(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; nothing was written", name.display()) })?;
                 t.file.write_all_at(&buf[range.clone()], at).map_err(target_io(output))?;
