@@ -705,20 +705,27 @@ fn a_response_longer_than_the_read_timeout_keeps_its_connection() {
     std::fs::write(dir.path().join("big"), &big).unwrap();
     std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
     for mode in ["host", "zerocopy"] {
-        // The read timeout is 1.5 s; the response takes 3 s or more, and the
-        // client reads what the sockets still hold after it (a few MiB) well within 1.5 s.
+        // The read timeout is 1.5 s; the response takes 3 s or more. The
+        // client reads slowly until 24 MiB are left, more than loopback's
+        // sockets hold (up to about 21 MiB here, with tcp_rmem's 32 MiB
+        // limit), so the server is still sending then; the rest it reads at
+        // once. Its idle time after the response is then milliseconds, not
+        // the time a loaded machine takes to sleep through what the sockets
+        // held (over 1.5 s on CI once, reading all of it slowly).
         let s = serve_with(dir.path(), mode, 1000, &["--read-timeout", "1.5"]);
         let mut c = BufReader::with_capacity(1 << 20, TcpStream::connect(&s.http).unwrap());
         c.get_mut().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         c.get_mut().write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
         let started = std::time::Instant::now();
         let (status, _) = read_head_of(&mut c);
-        // 1 MiB every 70 ms: 48 MiB take 3.4 s or more, the server never waits 1.5 s for room.
+        // 1 MiB every 150 ms for 24 MiB: 3.6 s or more, the server never waits 1.5 s for room.
         let mut body = vec![0u8; big.len()];
-        for piece in body.chunks_mut(1 << 20) {
+        let (slow, rest) = body.split_at_mut(24 << 20);
+        for piece in slow.chunks_mut(1 << 20) {
             c.read_exact(piece).unwrap();
-            std::thread::sleep(Duration::from_millis(70));
+            std::thread::sleep(Duration::from_millis(150));
         }
+        c.read_exact(rest).unwrap();
         assert!(status.starts_with("HTTP/1.1 200") && body == big, "{mode}: {status}");
         assert!(started.elapsed() > Duration::from_millis(3000), "{mode}: the response took {:?}, not over the read timeout", started.elapsed());
         let (status, body) = get_on(&mut c, "a.txt");
