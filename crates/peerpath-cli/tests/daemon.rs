@@ -252,7 +252,13 @@ fn the_daemon_keeps_emulated_devices_across_jobs_and_replaces_one_that_died() {
     // A kept device that dies between jobs is replaced; the new one is kept in turn.
     // SAFETY: a signal to a process id of our own test's device.
     assert_eq!(unsafe { libc::kill(pid(&second), libc::SIGKILL) }, 0);
-    std::thread::sleep(Duration::from_millis(300));
+    // Until it is gone or a zombie (the daemon's child, not yet reaped): its
+    // descriptors are closed then, so the daemon can see that it died.
+    let (dead, start) = (pid(&second), Instant::now());
+    while std::fs::read_to_string(format!("/proc/{dead}/stat")).is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')) {
+        assert!(start.elapsed() < Duration::from_secs(20), "the device (process {dead}) outlived SIGKILL");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let third = job(3, &[]);
     assert_ne!(pid(&third), pid(&second));
     assert!(!kind(&third).contains("kept open"), "{}", kind(&third));

@@ -52,15 +52,22 @@ pub struct PipelineClock {
 
 impl Default for PipelineClock {
     fn default() -> Self {
-        let now = Instant::now();
-        PipelineClock { started: now, last: now, at_last: InFlight::default(), integral: [0.0; 3], waits: Vec::new(), stages: Vec::new() }
+        PipelineClock::started_at(Instant::now())
     }
 }
 
 impl PipelineClock {
+    fn started_at(t: Instant) -> Self {
+        PipelineClock { started: t, last: t, at_last: InFlight::default(), integral: [0.0; 3], waits: Vec::new(), stages: Vec::new() }
+    }
+
     /// What is in flight from now on (until the next call).
     pub fn observe(&mut self, now: InFlight) {
-        let t = Instant::now();
+        self.observe_at(now, Instant::now());
+    }
+
+    /// What is in flight from `t` on (`t` not before the previous call's).
+    fn observe_at(&mut self, now: InFlight, t: Instant) {
         let dt = t.duration_since(self.last).as_secs_f64();
         let was = self.at_last;
         for (acc, v) in self.integral.iter_mut().zip([was.tasks, was.reads, was.writes]) {
@@ -84,7 +91,12 @@ impl PipelineClock {
 
     /// The report, with the workers' times.
     pub fn report(&mut self, threads: usize, workers: &WorkerTimes) -> PipelineReport {
-        self.observe(self.at_last);
+        self.report_at(threads, workers, Instant::now())
+    }
+
+    /// The report for the span that ends at `t`.
+    fn report_at(&mut self, threads: usize, workers: &WorkerTimes, t: Instant) -> PipelineReport {
+        self.observe_at(self.at_last, t);
         let span = self.last.duration_since(self.started).as_secs_f64().max(f64::MIN_POSITIVE);
         let mut waits: Vec<WaitShare> = self.waits.iter().map(|(w, d)| WaitShare { held_by: (*w).to_string(), seconds: d.as_secs_f64() }).collect();
         waits.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
@@ -178,11 +190,13 @@ mod tests {
 
     #[test]
     fn occupancy_is_time_weighted_and_waits_add_up_by_cause() {
-        let mut c = PipelineClock::default();
-        c.observe(InFlight { tasks: 4, reads: 2, writes: 0 });
-        std::thread::sleep(Duration::from_millis(30));
-        c.observe(InFlight { tasks: 0, reads: 0, writes: 1 });
-        std::thread::sleep(Duration::from_millis(30));
+        // Timestamps given, not taken: 30 ms with 4 tasks and 2 reads, then
+        // 40 ms with 1 write, after 10 ms with nothing in flight.
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut c = PipelineClock::started_at(t0);
+        c.observe_at(InFlight { tasks: 4, reads: 2, writes: 0 }, ms(10));
+        c.observe_at(InFlight { tasks: 0, reads: 0, writes: 1 }, ms(40));
         c.waited("workers all busy", Duration::from_millis(20));
         c.waited("waiting for reads", Duration::from_millis(5));
         c.waited("workers all busy", Duration::from_millis(10));
@@ -191,10 +205,12 @@ mod tests {
         let w = WorkerTimes::default();
         w.add_busy(Duration::from_millis(90));
         w.add_idle(Duration::from_millis(10));
-        let r = c.report(2, &w);
-        // About half the span with 4 tasks, half with none: ~2 on average (sleeps only overrun).
-        assert!(r.mean_tasks_in_flight > 1.0 && r.mean_tasks_in_flight < 3.0, "{r:?}");
-        assert!(r.mean_writes_in_flight > 0.2 && r.mean_writes_in_flight < 0.8, "{r:?}");
+        let r = c.report_at(2, &w, ms(80));
+        // Over 80 ms: 4 tasks for 30 ms, 2 reads for 30 ms, 1 write for 40 ms.
+        assert!((r.orchestrator_span_s - 0.08).abs() < 1e-9, "{r:?}");
+        assert!((r.mean_tasks_in_flight - 1.5).abs() < 1e-9, "{r:?}");
+        assert!((r.mean_reads_in_flight - 0.75).abs() < 1e-9, "{r:?}");
+        assert!((r.mean_writes_in_flight - 0.5).abs() < 1e-9, "{r:?}");
         assert_eq!(r.waits[0], WaitShare { held_by: "workers all busy".into(), seconds: 0.03 });
         assert!((r.orchestrator_wait_s - 0.035).abs() < 1e-9);
         assert!((r.worker_busy_share - 0.9).abs() < 1e-9);
