@@ -100,33 +100,40 @@ pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Itera
 /// FastCDC is serial (each cut depends on where the chunk began), but a
 /// chunk's end depends only on the bytes from its start, and two chains of
 /// cuts begun at different places meet within a few chunks and then agree.
-/// So the file is read in blocks of `threads` segments (a thread of its own
-/// reads the next block, a segment per thread by `pread`, while this one is
-/// cut); each thread cuts from a little before its segment ([`lead_in`]) to
-/// the first cut past it, hashing the chunks that start in it while they
-/// are in its cache. The joins are then checked in order: where the
-/// stream's chain (exact, from the block's start) reaches a thread's cut, it
-/// takes that thread's chunks; where it does not, the chunk is cut again
-/// here, one at a time, until it does (where chains never meet, as in a
-/// long run of one byte, that walks the whole segment: in a run, by counting
-/// ([`Cuts`])). The chunk reaching the block's end starts the next block
-/// (the carry, at most `max` bytes).
+/// So the file is read in blocks of up to `threads` segments (a thread of
+/// its own reads the next block, a segment per thread by `pread`, and puts
+/// the last `max` bytes of the one before in front of it), and every
+/// segment is a job for a pool of `threads` cutting threads: cut from a
+/// little before the segment ([`lead_in`]; the first segment of a block
+/// from the bytes put in front) to the first cut past it, hashing the
+/// chunks that start in it while they are in the cache. A joining thread
+/// then checks the joins in order: where the stream's chain of cuts
+/// (exact, from where the block before left off) reaches a segment's cut,
+/// it takes that segment's chunks; where it does not, the chunk is cut
+/// again there, one at a time, until it does (where chains never meet, as
+/// in a long run of one byte, that walks the whole segment: in a run, by
+/// counting ([`Cuts`])). The chunk reaching a block's end is the next
+/// block's first: its bytes are already there. No block waits for the one
+/// before to be joined, so the pool cuts the next block while the slowest
+/// segment of this one is finished (before, each block was a barrier: on
+/// two cores, two cutting threads were slower than one).
 ///
 /// Memory: blocks of `threads` x [`segment_len`] bytes (at most 32 MiB, or
-/// one segment of 4 of the largest chunks) plus `max`; chunks share their block, and a block is read into again
-/// once its chunks are dropped. About four blocks are alive at a time: one
-/// being read, one cut, one on its way to the caller, the caller's.
-/// Threads are capped so that each has at least 1 MiB and 4 of the largest
-/// chunks ([`cutting_threads`]). A source that is neither a regular file
-/// nor a block device (a pipe) is read in order.
+/// `threads` segments of 4 of the largest chunks) plus `max`; chunks share
+/// their block, and a block is read into again once its chunks are dropped.
+/// About five blocks are alive at a time: one being read, two being cut,
+/// one on its way to the caller, the caller's. Threads are capped so that
+/// each has at least 1 MiB and 4 of the largest chunks
+/// ([`cutting_threads`]). A source that is neither a regular file nor a
+/// block device (a pipe) is read in order.
 pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, threads: usize) -> impl Iterator<Item = std::io::Result<Chunk>> {
-    use std::sync::{mpsc::sync_channel, Arc, Mutex};
+    use std::sync::{mpsc, Arc, Mutex};
     let threads = cutting_threads(p, threads);
     let seg = segment_len(p, threads);
     let (head, block) = (p.max, threads * seg);
     // Blocks whose chunks have all been dropped are read into again.
     let spent: Arc<Mutex<Vec<Arc<Vec<u8>>>>> = Arc::default();
-    let (read_tx, read_rx) = sync_channel::<std::io::Result<(Vec<u8>, usize)>>(0);
+    let (read_tx, read_rx) = mpsc::sync_channel::<std::io::Result<ReadBlock>>(0);
     let reuse = spent.clone();
     std::thread::Builder::new()
         .name("peerpath-cdc-read".into())
@@ -135,7 +142,8 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
                 use std::os::unix::fs::FileTypeExt;
                 m.is_file() || m.file_type().is_block_device()
             });
-            let mut at = 0u64;
+            // The last `head` bytes read (fewer at the start of the file).
+            let (mut at, mut tail) = (0u64, Vec::with_capacity(head));
             loop {
                 let free = {
                     let mut spent = reuse.lock().expect("the spent blocks' lock");
@@ -143,8 +151,15 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
                     i.and_then(|i| Arc::try_unwrap(spent.swap_remove(i)).ok())
                 };
                 let mut buf = free.unwrap_or_else(|| vec![0u8; head + block]);
-                let read = read_block(&file, positional, at, &mut buf[head..], seg).map(|n| (buf, n));
-                let end = read.as_ref().map_or(true, |&(_, n)| n < block);
+                let start = head - tail.len();
+                buf[start..head].copy_from_slice(&tail);
+                let read = read_block(&file, positional, at, &mut buf[head..], seg).map(|n| {
+                    let keep = (head - start + n).min(head);
+                    tail.clear();
+                    tail.extend_from_slice(&buf[head + n - keep..head + n]);
+                    ReadBlock { buf, start, before: head - start, len: head - start + n, at_end: n < block }
+                });
+                let end = read.as_ref().map_or(true, |r| r.at_end);
                 if read_tx.send(read).is_err() || end {
                     return;
                 }
@@ -152,41 +167,75 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
             }
         })
         .expect("a thread for reading");
-    let (tx, rx) = sync_channel::<std::io::Result<Vec<Chunk>>>(1);
+    // The pool: each job is a segment of a block, answered on its own channel.
+    type Job = (Arc<Vec<u8>>, std::ops::Range<usize>, Segment, bool, mpsc::SyncSender<Chain>);
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    for _ in 0..threads {
+        let jobs = job_rx.clone();
+        std::thread::Builder::new()
+            .name("peerpath-cdc-cut".into())
+            .spawn(move || loop {
+                let next = jobs.lock().expect("the jobs' lock").recv();
+                let Ok((buf, range, s, at_end, reply)) = next else { return };
+                let _ = reply.send(chain(&buf[range], s, p, fp, at_end));
+            })
+            .expect("a thread for cutting");
+    }
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<Chunk>>>(1);
     std::thread::Builder::new()
         .name("peerpath-cdc".into())
         .spawn(move || {
-            let (mut last, mut carry, mut stream_at): (Option<Arc<Vec<u8>>>, std::ops::Range<usize>, u64) = (None, 0..0, 0);
-            for read in read_rx {
-                let (mut buf, read) = match read {
-                    Ok(r) => r,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
+            let mut pending = std::collections::VecDeque::new();
+            let (mut failed, mut read_all) = (None, false);
+            // Where the stream's next chunk begins in the next block's bytes, and in the file.
+            let (mut entry, mut stream_at) = (0usize, 0u64);
+            loop {
+                // Two blocks are being cut at a time.
+                while !read_all && pending.len() < 2 {
+                    match read_rx.recv() {
+                        Ok(Ok(r)) => {
+                            let buf = Arc::new(r.buf);
+                            let range = r.start..r.start + r.len;
+                            let replies: Vec<_> = segments(r.len, r.before, p, threads, seg)
+                                .into_iter()
+                                .map(|s| {
+                                    let (reply, answer) = mpsc::sync_channel(1);
+                                    let _ = job_tx.send((buf.clone(), range.clone(), s, r.at_end, reply));
+                                    (s, answer)
+                                })
+                                .collect();
+                            read_all = r.at_end;
+                            pending.push_back((buf, range, r.at_end, replies));
+                        }
+                        Ok(Err(e)) => (failed, read_all) = (Some(e), true),
+                        Err(_) => (failed, read_all) = (Some(std::io::Error::other("the reading thread stopped")), true),
                     }
+                }
+                let Some((buf, range, at_end, replies)) = pending.pop_front() else {
+                    if let Some(e) = failed {
+                        let _ = tx.send(Err(e));
+                    }
+                    return;
                 };
-                // The chunk the last block could not end begins this one.
-                let start = head - carry.len();
-                if let Some(last) = &last {
-                    buf[start..head].copy_from_slice(&last[carry.clone()]);
-                }
-                let at_end = read < block;
-                let buf = Arc::new(buf);
-                let data = &buf[start..head + read];
-                let (cuts, _) = cut_block(data, p, fp, at_end, threads, seg);
-                let used = cuts.last().map_or(0, |c| c.0 + c.1);
-                let chunks = cuts.into_iter().map(|(o, l, digest)| Chunk { offset: stream_at + o as u64, digest, block: buf.clone(), range: start + o..start + o + l }).collect();
-                stream_at += used as u64;
-                carry = start + used..head + read;
-                if let Some(done) = last.replace(buf) {
-                    spent.lock().expect("the spent blocks' lock").push(done);
-                }
+                let Ok(chains) = replies.iter().map(|(s, answer)| answer.recv().map(|c| (*s, c))).collect::<Result<Vec<_>, _>>() else {
+                    let _ = tx.send(Err(std::io::Error::other("a cutting thread stopped")));
+                    return;
+                };
+                let data = &buf[range.clone()];
+                let (cuts, _) = join(data, entry, &chains, p, fp, at_end);
+                let used = cuts.last().map_or(entry, |c| c.0 + c.1);
+                let chunks = cuts.into_iter().map(|(o, l, digest)| Chunk { offset: stream_at + (o - entry) as u64, digest, block: buf.clone(), range: range.start + o..range.start + o + l }).collect();
+                stream_at += (used - entry) as u64;
+                // The next block begins with this one's last `head` bytes (or all of it).
+                entry = used - (data.len() - data.len().min(head));
+                spent.lock().expect("the spent blocks' lock").push(buf);
                 if tx.send(Ok(chunks)).is_err() || at_end {
                     return;
                 }
             }
         })
-        .expect("a thread for chunking");
+        .expect("a thread for joining");
     let mut block = Vec::new().into_iter();
     let mut failed = false;
     std::iter::from_fn(move || loop {
@@ -204,6 +253,16 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
             }
         }
     })
+}
+
+/// A block as read: `buf[start..start + len]` are its bytes, of which
+/// the first `before` are the end of the block before (up to `max` of them).
+struct ReadBlock {
+    buf: Vec<u8>,
+    start: usize,
+    before: usize,
+    len: usize,
+    at_end: bool,
 }
 
 /// A block stays within this (see [`chunks_parallel`]).
@@ -283,41 +342,83 @@ pub fn chunk_digests(data: &[u8], p: ChunkParams, fp: Fingerprint, at_end: bool)
 /// again at the joins. Without `at_end` the chunk reaching the end of
 /// `data` is left out.
 fn cut_block(data: &[u8], p: ChunkParams, fp: Fingerprint, at_end: bool, threads: usize, seg: usize) -> (Vec<(usize, usize, [u8; 32])>, usize) {
-    let parts = (data.len() / seg).clamp(1, threads.max(1));
-    let starts: Vec<usize> = (0..parts).map(|k| k * (data.len() / parts)).collect();
-    let stop = |k: usize| starts.get(k + 1).copied().unwrap_or(usize::MAX);
-    // A thread's chain: the chunks from `begin` that start before the next
-    // segment, those in its own segment hashed.
-    let chain = |k: usize| {
-        let begin = starts[k].saturating_sub(if k == 0 { 0 } else { lead_in(p) });
-        let (mut v, mut last) = (Vec::new(), None);
-        for (o, l, repeat) in Cuts::new(data, begin, p) {
-            if o >= stop(k) || (!at_end && o + l == data.len()) {
-                break;
-            }
-            v.push((o, l, (o >= starts[k]).then(|| digest_of(data, (o, l, repeat), fp, &mut last))));
-        }
-        v
+    cut_block_from(data, 0, 0, p, fp, at_end, threads, seg)
+}
+
+/// [`cut_block`] of a block whose first `before` bytes end the block
+/// before it, the stream's chain entering at `entry` (at most `before`).
+#[allow(clippy::too_many_arguments)]
+fn cut_block_from(data: &[u8], before: usize, entry: usize, p: ChunkParams, fp: Fingerprint, at_end: bool, threads: usize, seg: usize) -> (Vec<(usize, usize, [u8; 32])>, usize) {
+    let segs = segments(data.len(), before, p, threads, seg);
+    let chains: Vec<(Segment, Chain)> = match segs[..] {
+        [g] => vec![(g, chain(data, g, p, fp, at_end))],
+        _ => std::thread::scope(|s| {
+            let cut: Vec<_> = segs.iter().map(|&g| s.spawn(move || (g, chain(data, g, p, fp, at_end)))).collect();
+            cut.into_iter().map(|h| h.join().expect("a cutting thread does not panic")).collect()
+        }),
     };
-    type Chain = Vec<(usize, usize, Option<[u8; 32]>)>;
-    let chains: Vec<Chain> = if parts == 1 {
-        vec![chain(0)]
-    } else {
-        std::thread::scope(|s| {
-            let others: Vec<_> = (1..parts).map(|k| s.spawn(move || chain(k))).collect();
-            let first = chain(0);
-            std::iter::once(first).chain(others.into_iter().map(|h| h.join().expect("a cutting thread does not panic"))).collect()
+    join(data, entry, &chains, p, fp, at_end)
+}
+
+/// A part of a block that one thread cuts: chunks from `begin`, hashed from
+/// `from` (the segment's own bytes), up to the first that starts at or past `stop`.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    begin: usize,
+    from: usize,
+    stop: usize,
+}
+
+/// A thread's chain of cuts: (offset, length, digest) where the digest is
+/// there for chunks at or past their segment's `from`.
+type Chain = Vec<(usize, usize, Option<[u8; 32]>)>;
+
+/// The segments of a block of `len` bytes whose first `before` bytes end
+/// the block before it: up to `threads` of the new bytes, at least `seg`
+/// each; each begins [`lead_in`] before its own bytes, the first at the
+/// block's start (the stream's chain enters within the bytes before).
+fn segments(len: usize, before: usize, p: ChunkParams, threads: usize, seg: usize) -> Vec<Segment> {
+    let new = len - before;
+    let parts = (new / seg).clamp(1, threads.max(1));
+    let from = |k: usize| before + k * (new / parts);
+    (0..parts)
+        .map(|k| Segment {
+            begin: if k == 0 { 0 } else { from(k).saturating_sub(lead_in(p)) },
+            from: from(k),
+            stop: if k + 1 == parts { usize::MAX } else { from(k + 1) },
         })
-    };
-    let (mut out, mut pos, mut recut) = (Vec::new(), 0usize, 0usize);
+        .collect()
+}
+
+/// The chunks one thread cuts in `data` for segment `s` (see [`Segment`]).
+/// Without `at_end` the chunk reaching the end of `data` is left out.
+fn chain(data: &[u8], s: Segment, p: ChunkParams, fp: Fingerprint, at_end: bool) -> Chain {
+    let (mut v, mut last) = (Vec::new(), None);
+    for (o, l, repeat) in Cuts::new(data, s.begin, p) {
+        if o >= s.stop || (!at_end && o + l == data.len()) {
+            break;
+        }
+        v.push((o, l, (o >= s.from).then(|| digest_of(data, (o, l, repeat), fp, &mut last))));
+    }
+    v
+}
+
+/// The stream's chunks of `data` from `entry` (a chunk boundary), from the
+/// segments' chains in order: where the stream's chain reaches a cut of a
+/// segment's, that segment's chunks from it; elsewhere cut again here, one
+/// at a time. Also how many chunks were cut again.
+fn join(data: &[u8], entry: usize, chains: &[(Segment, Chain)], p: ChunkParams, fp: Fingerprint, at_end: bool) -> (Vec<(usize, usize, [u8; 32])>, usize) {
+    let (mut out, mut pos, mut recut) = (Vec::new(), entry, 0usize);
     let (mut walk, mut last): (Option<Cuts>, _) = (None, None);
-    'segments: for (k, ch) in chains.iter().enumerate() {
-        while pos < stop(k) {
+    'segments: for (s, ch) in chains {
+        while pos < s.stop {
             if let Ok(i) = ch.binary_search_by_key(&pos, |c| c.0) {
-                // The stream's chain meets this thread's here: from now on they agree.
-                out.extend(ch[i..].iter().map(|&(o, l, d)| (o, l, d.expect("a chunk at or past its segment's start is hashed"))));
+                // The stream's chain meets this thread's here: from now on they
+                // agree. Chunks before the segment's own bytes (in the bytes of
+                // the block before) are hashed here.
+                out.extend(ch[i..].iter().map(|&(o, l, d)| (o, l, d.unwrap_or_else(|| fp.digest(&data[o..o + l])))));
                 pos = ch.last().map_or(pos, |c| c.0 + c.1);
-                if pos < stop(k) {
+                if pos < s.stop {
                     break 'segments; // the thread stopped at the block's end
                 }
                 walk = None;
@@ -549,7 +650,17 @@ mod tests {
             let (got, _) = cut_block(&d, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max);
             proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
             let one = chunk_digests(&d, p, Fingerprint::Blake3, at_end);
-            proptest::prop_assert_eq!(one.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want);
+            proptest::prop_assert_eq!(one.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
+            // A block that begins with up to `max` bytes of the one before,
+            // the stream entering at one of its cuts there: the stream's
+            // chunks from that cut on.
+            let before = (seed as usize * 7919 % (p.max + 1)).min(d.len());
+            let entry = want.iter().map(|c| c.0 as usize).chain([0]).filter(|&o| o <= before && before - o <= p.max).max().unwrap_or(0);
+            if before - entry <= p.max {
+                let (got, _) = cut_block_from(&d, before, entry, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max);
+                let from_entry: Vec<_> = want.iter().filter(|c| c.0 as usize >= entry).cloned().collect();
+                proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), from_entry);
+            }
         }
     }
 
