@@ -40,8 +40,8 @@
 #     scaling  bench/gpu-machine-scaling.sh without disk rows (PP_SCALING_QUICK=1), the mapped
 #              output A/B and the machine's ceiling
 #
-# Needs the carried, git-ignored folder .gpu/ (see bench/gpu-machine-scaling.sh): peerpath (or
-# peerpath.xz), slice.fa.xz, libnvcomp.so.6.xz, the .deb files. Everything it writes goes to
+# Needs the carried, git-ignored folder .gpu/, which bench/gpu-pack.sh builds in one command:
+# peerpath (or peerpath.xz), slice.fa.xz, libnvcomp.so.6.xz, the .deb files (gputests.xz, b3sum). Everything it writes goes to
 # $OUT/<step>/, and at the end into one archive, $OUT/gpu-machine.tgz (the device tool brings
 # back at most 8 files), beside $OUT/summary.md (the main tables).
 set -uo pipefail
