@@ -99,7 +99,7 @@ for step in $steps; do
             dd=/dev/shm/ppgdec; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc); o=$OUT/gpudecompress
             .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
             .gpu/peerpath compress -T "$n" -q -f --no-sync --block-size 64K "$dd/in" -o "$dd/in64k.gz"
-            [ -x .gpu/gputests ] && { .gpu/gputests --test-threads 1 --nocapture > "$o/gputests.txt" 2>&1; echo "gpu crate tests: exit $?" >> "$o/gputests.txt"; }
+            [ -x .gpu/gputests ] && { PEERPATH_NVCOMP_TEST=$PEERPATH_NVCOMP .gpu/gputests --test-threads 1 --nocapture > "$o/gputests.txt" 2>&1; echo "gpu crate tests: exit $?" >> "$o/gputests.txt"; }
             gd() { # label file args...
                 local label=$1 f=$2; shift 2
                 timeout 60 .gpu/peerpath decompress -f --no-sync "$@" "$dd/$f" -o "$dd/out" --json > "$o/r.json" 2>&1
@@ -328,7 +328,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"
