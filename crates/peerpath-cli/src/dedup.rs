@@ -189,10 +189,16 @@ impl Store {
         }
         let lock = if write { Some(lock(dir)?) } else { None };
         if let (Some(c), false) = (create, index.exists()) {
+            refuse_orphaned_packs(dir)?;
             create_index(dir, c)?;
         }
-        let db = Connection::open(&index).map_err(db_error(dir))?;
-        db.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;").map_err(db_error(dir))?;
+        let (db, lock) = if write {
+            let db = Connection::open(&index).map_err(db_error(dir))?;
+            db.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;").map_err(db_error(dir))?;
+            (db, lock)
+        } else {
+            open_for_reading(dir, &index)?
+        };
         let meta = |db: &Connection, key: &str| db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional();
         let bad = |what: &str| JobError::Damaged { path: index.clone(), detail: format!("the store's {what} is missing or not understood") };
         let get = |k: &str| meta(&db, k).map_err(db_error(dir))?.ok_or_else(|| bad(k));
@@ -223,17 +229,22 @@ impl Store {
         pack_path(&self.dir, n)
     }
 
-    /// The pack to append to and its length (bytes past the index's last
-    /// reference, left by a killed run, stay there unreferenced).
+    /// The pack to append to and where its chunks end. Bytes past the last
+    /// chunk the index knows were left by a store that was killed (one that
+    /// fails undoes its appends: [`PackWriter`]); no chunk can refer to
+    /// them, and this writer holds the store's lock, so they are cut off.
     fn current_pack(&self) -> Result<(i64, File, u64), JobError> {
         let last: i64 = self.db.query_row("SELECT coalesce(max(pack), 0) FROM chunks", [], |r| r.get(0)).map_err(db_error(&self.dir))?;
         let mut n = last;
         loop {
+            let end: i64 = self.db.query_row("SELECT coalesce(max(offset + len), 0) FROM chunks WHERE pack = ?1", [n], |r| r.get(0)).map_err(db_error(&self.dir))?;
             let path = self.pack_path(n);
             let f = OpenOptions::new().create(true).append(true).read(true).open(&path).map_err(target_io(&path))?;
-            let len = f.metadata().map_err(target_io(&path))?.len();
-            if len < PACK_BYTES {
-                return Ok((n, f, len));
+            if f.metadata().map_err(target_io(&path))?.len() > end as u64 {
+                f.set_len(end as u64).map_err(target_io(&path))?;
+            }
+            if (end as u64) < PACK_BYTES {
+                return Ok((n, f, end as u64));
             }
             n += 1;
         }
@@ -356,6 +367,62 @@ fn create_index(dir: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Result<(), J
 }
 
 /// Takes the store's writer lock (waits for another writer to finish).
+/// Refuses to make a new index beside packs that hold chunks: the index
+/// was lost (deleted, or never copied with the packs), and a new one would
+/// leave every chunk stored so far unreachable, and be cut off by the next
+/// store ([`Store::current_pack`]).
+fn refuse_orphaned_packs(dir: &Path) -> Result<(), JobError> {
+    let packs = dir.join("packs");
+    let Ok(entries) = std::fs::read_dir(&packs) else { return Ok(()) };
+    let bytes: u64 = entries.flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum();
+    if bytes > 0 {
+        return Err(JobError::Damaged {
+            path: dir.join("index.sqlite"),
+            detail: format!("the store's index is missing, but {} holds {bytes} bytes of chunks that only it can name: put index.sqlite back (from a backup), or store into another directory; nothing was written", packs.display()),
+        });
+    }
+    Ok(())
+}
+
+/// Opens the index to read it (it is in WAL mode already: the first store
+/// set it), read-write where this process may write it (SQLite then tidies
+/// the log away when it closes), else read-only. Where SQLite cannot read
+/// it either (the log's shared-memory file can be neither opened nor made:
+/// a read-only mount, or another user's store), the index is opened as an
+/// immutable file while a shared lock on the store keeps writers out
+/// (they take it exclusively: [`lock`]), and that lock is returned.
+fn open_for_reading(dir: &Path, index: &Path) -> Result<(Connection, Option<File>), JobError> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let usable = |db: Connection| db.query_row("SELECT count(*) FROM meta", [], |_| Ok(())).map(|()| db);
+    // Without SQLITE_OPEN_CREATE: READ_WRITE falls back to read-only where the file may not be written.
+    let direct = Connection::open_with_flags(index, flags | OpenFlags::SQLITE_OPEN_READ_WRITE).and_then(usable);
+    let Err(e) = direct else { return Ok((direct.expect("checked"), None)) };
+    let cannot_open = matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly));
+    if !cannot_open {
+        return Err(db_error(dir)(e));
+    }
+    let shared = match File::open(dir.join("lock")) {
+        Ok(f) => {
+            // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
+                return Err(JobError::SourceUnreadable { path: dir.join("lock"), source: std::io::Error::last_os_error() });
+            }
+            Some(f)
+        }
+        Err(_) => None, // never written to: no writer to keep out
+    };
+    let absolute = std::fs::canonicalize(index).map_err(|source| JobError::SourceUnreadable { path: index.to_path_buf(), source })?;
+    let db = Connection::open_with_flags(format!("file:{}?immutable=1", uri_path(&absolute)), flags | OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(usable).map_err(db_error(dir))?;
+    Ok((db, shared))
+}
+
+/// `p` as the path of a `file:` URI (RFC 3986: bytes other than unreserved
+/// characters and `/` percent-encoded).
+fn uri_path(p: &Path) -> String {
+    p.as_os_str().as_bytes().iter().map(|&b| if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
 fn lock(dir: &Path) -> Result<File, JobError> {
     let path = dir.join("lock");
     let f = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(target_io(&path))?;
@@ -413,11 +480,17 @@ struct Chunker<'a> {
 }
 
 /// The pack being appended to.
+/// Appends a run's new chunks to the store's packs. Until [`PackWriter::kept`]
+/// (the index refers to them), dropping it undoes the appends: the pack it
+/// began with is cut back to its length then, and packs it began are
+/// removed, so a store that fails (a full disk) leaves the store as it was.
 pub(crate) struct PackWriter<'a> {
     store: &'a Store,
     no: i64,
     file: File,
     len: u64,
+    /// The pack and length this run began with; `None` once kept.
+    began: Option<(i64, u64)>,
     /// Chunks written by this run, not yet in the index.
     pub new: HashMap<[u8; 32], Stored>,
     /// Bytes this run appended, and the chunks' own bytes.
@@ -425,7 +498,18 @@ pub(crate) struct PackWriter<'a> {
     pub new_size: u64,
 }
 
-impl PackWriter<'_> {
+impl<'a> PackWriter<'a> {
+    /// Appends to the store's current pack.
+    fn new(store: &'a Store) -> Result<PackWriter<'a>, JobError> {
+        let (no, file, len) = store.current_pack()?;
+        Ok(PackWriter { store, no, file, len, began: Some((no, len)), new: HashMap::new(), new_bytes: 0, new_size: 0 })
+    }
+
+    /// The index refers to this run's chunks now: they stay.
+    fn kept(&mut self) {
+        self.began = None;
+    }
+
     /// Whether the store (or this run) holds `digest` already.
     pub fn has(&self, digest: &[u8; 32]) -> Result<bool, JobError> {
         Ok(self.new.contains_key(digest) || self.store.chunk(digest)?.is_some())
@@ -448,6 +532,17 @@ impl PackWriter<'_> {
         self.new_bytes += len as u64;
         self.new_size += size as u64;
         Ok(())
+    }
+}
+
+impl Drop for PackWriter<'_> {
+    fn drop(&mut self) {
+        let Some((no, len)) = self.began else { return };
+        // Best effort: what cannot be undone here is cut off by the next store.
+        let _ = OpenOptions::new().write(true).open(self.store.pack_path(no)).and_then(|f| f.set_len(len));
+        for n in no + 1..=self.no {
+            let _ = std::fs::remove_file(self.store.pack_path(n));
+        }
     }
 }
 
@@ -525,8 +620,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
         return Err(JobError::TargetExists { path: s.dir.join(src) });
     }
     let unreadable = |e| JobError::SourceUnreadable { path: src.to_path_buf(), source: e };
-    let (no, file, len) = s.current_pack()?;
-    let mut pack = PackWriter { store: s, no, file, len, new: HashMap::new(), new_bytes: 0, new_size: 0 };
+    let mut pack = PackWriter::new(s)?;
     let started = std::time::Instant::now();
     // Told from its metadata, not by opening it: a pipe refused is left to its writer.
     let pipe = || std::fs::metadata(src).is_ok_and(|m| !m.is_file() && !m.file_type().is_block_device() && !m.is_dir());
@@ -586,6 +680,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
     tx.commit().map_err(db_error(&s.dir))?;
+    pack.kept();
     let secs = started.elapsed().as_secs_f64();
     let provenance = if on_device { "measured on emulated devices" } else { "measured on this host's CPU" };
     println!(
@@ -604,6 +699,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
     let s = Store::open(dir, false, None)?;
     let row: Option<(i64, Vec<u8>)> = s.db.query_row("SELECT size, chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(db_error(dir))?;
     let (size, list) = row.ok_or_else(|| JobError::Usage(format!("{} is not in the store {} (peerpath dedup list)", name.display(), dir.display())))?;
+    crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", dir.display()))?;
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(JobError::TargetExists { path: output.to_path_buf() });
     }
@@ -672,7 +768,7 @@ fn stats(dir: &Path) -> Result<(), JobError> {
         println!("compression ratio: {:.3} (unique chunk bytes / stored); overall: {:.3} (logical / stored)", ratio(unique_bytes, stored), ratio(logical, stored));
     }
     if on_disk > stored as u64 {
-        println!("pack bytes no file refers to: {} (left by an interrupted store)", on_disk - stored as u64);
+        println!("pack bytes no chunk refers to: {} (left by a store that was killed; the next store cuts them off)", on_disk - stored as u64);
     }
     Ok(())
 }

@@ -1262,6 +1262,7 @@ impl Rebuilder {
 
 fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
     let set = OpenSet::open(dir)?;
+    set.refuse_as_target(output)?;
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(JobError::TargetExists { path: output.to_path_buf() });
     }
@@ -1362,6 +1363,15 @@ impl OpenSet {
         Ok(OpenSet { dir: dir.to_path_buf(), m, code, files })
     }
 
+    /// Refuses `output` as a target where it is one of the set's files: its
+    /// manifest, a shard or a copy of the manifest (exit 5, even with --force).
+    pub(crate) fn refuse_as_target(&self, output: &Path) -> Result<(), JobError> {
+        let mut files = vec![manifest_file(&self.dir), set_dir(&self.dir).join(MANIFEST)];
+        files.extend((0..self.m.shards.len()).map(|i| self.m.shard_path(&self.dir, i)));
+        files.extend(self.m.copies());
+        crate::refuse_part_of_source(output, &files, &[], &format!("a file of the set {}", self.dir.display()))
+    }
+
     /// Reads unit `i` of stripe `s` into `buf`: whether it is there whole and checks out.
     fn read_unit(&self, i: usize, s: u64, buf: &mut [u8]) -> bool {
         self.files[i].as_ref().is_some_and(|f| {
@@ -1443,6 +1453,11 @@ impl ShardReader {
         let set = OpenSet::open(dir)?;
         let left = set.m.source_bytes;
         Ok(ShardReader { set, bufs: StripeBufs::default(), next: 0, left })
+    }
+
+    /// See [`OpenSet::refuse_as_target`].
+    pub(crate) fn refuse_as_target(&self, output: &Path) -> Result<(), JobError> {
+        self.set.refuse_as_target(output)
     }
 
     /// The stream's length.

@@ -159,6 +159,34 @@ pub(crate) fn put_in_place(file: &std::fs::File, temporary: &peerpath_io::Tempor
     })
 }
 
+/// Refuses `output` where it is one of `files` (by path, or the same file
+/// under another name) or lies in one of `dirs`: a file restored from a set
+/// or a store never replaces one of the files it is read from, even with
+/// `--force` (exit 5). `what` says what they are ("a file of the set DIR").
+pub(crate) fn refuse_part_of_source(output: &Path, files: &[PathBuf], dirs: &[&Path], what: &str) -> Result<(), JobError> {
+    use std::os::unix::fs::MetadataExt;
+    if peerpath_runtime::job::is_std_stream(output) {
+        return Ok(());
+    }
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let (at, same) = (created_at(output), id(output));
+    let hit = files.iter().any(|f| created_at(f) == at || (same.is_some() && id(f) == same)) || dirs.iter().any(|d| std::fs::canonicalize(d).is_ok_and(|d| at.starts_with(d)));
+    if hit {
+        return Err(JobError::PartOfSource { path: output.to_path_buf(), what: what.to_string() });
+    }
+    Ok(())
+}
+
+/// The path a file made as `p` gets: its directory resolved (symbolic
+/// links, `..`), its name as given.
+fn created_at(p: &Path) -> PathBuf {
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match (std::fs::canonicalize(dir), p.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => p.to_path_buf(),
+    }
+}
+
 /// `peerpath topo`. Topology errors (a malformed sysfs or topology file, an
 /// unknown device name) exit with code 13; its outputs fail as any job's do.
 fn topo(a: TopoArgs) -> Result<(), JobError> {

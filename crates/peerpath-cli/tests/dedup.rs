@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn edited_copy(data: &[u8]) -> Vec<u8> {
     let mut e = data.to_vec();
@@ -316,4 +316,106 @@ fn a_format_1_store_is_read_and_upgraded_when_written() {
         assert_file_eq(&out, want, "restored after the upgrade");
     }
     run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+}
+
+#[test]
+fn a_restore_never_writes_into_its_store_even_with_force() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("a");
+    std::fs::write(&src, mixed_data(1 << 20, 21)).unwrap();
+    let st = d.join("st");
+    run(&mut pp(args!["dedup", "store", &src, "-s", &st])).ok();
+    std::os::unix::fs::symlink(st.join("packs"), d.join("link")).unwrap();
+    let before: Vec<(PathBuf, Vec<u8>)> = walk(&st).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    for target in [st.join("index.sqlite"), st.join("packs/pack-000000"), st.join("packs/pack-000001"), st.join("lock"), d.join("link/new")] {
+        run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-f", "-o", &target])).fails(5, &["is in the store", "never a target"]);
+    }
+    let after: Vec<(PathBuf, Vec<u8>)> = walk(&st).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    assert_eq!(after, before, "the store as it was");
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+}
+
+/// A store that fails (its file system full) takes back what it appended,
+/// so the store is as before and the space is free again; bytes a killed
+/// store left are cut off by the next one; a store whose index is lost is
+/// not silently started again.
+#[test]
+fn a_failed_store_leaves_the_store_as_it_was_and_a_lost_index_is_refused() {
+    let test = "a_failed_store_leaves_the_store_as_it_was_and_a_lost_index_is_refused";
+    let dir = scratch();
+    let d = dir.path();
+    let (big, small) = (d.join("big"), d.join("small"));
+    std::fs::write(&big, random_bytes(3_000_000, 22)).unwrap();
+    std::fs::write(&small, mixed_data(200_000, 23)).unwrap();
+    if let Some(fs) = TmpfsMount::new(test, "2m") {
+        let st = fs.dir.join("st");
+        run(&mut pp(args!["dedup", "store", &small, "-s", &st])).ok();
+        let pack = st.join("packs/pack-000000");
+        let before = std::fs::read(&pack).unwrap();
+        run(&mut pp(args!["dedup", "store", &big, "-s", &st])).fails(11, &["No space left", "nothing was kept"]);
+        assert_eq!(std::fs::read(&pack).unwrap(), before, "the pack cut back to what the index knows");
+        assert!(!stats(&st).contains("no chunk refers to"), "{}", stats(&st));
+        // The space is there again: another file fits.
+        let again = d.join("again");
+        std::fs::write(&again, mixed_data(300_000, 24)).unwrap();
+        run(&mut pp(args!["dedup", "store", &again, "-s", &st])).ok();
+        run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+    }
+    // Bytes past the index's last chunk (a store killed after appending) are cut off by the next store.
+    let st = d.join("st");
+    run(&mut pp(args!["dedup", "store", &small, "-s", &st])).ok();
+    let pack = st.join("packs/pack-000000");
+    let kept = std::fs::read(&pack).unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(&pack).unwrap();
+    std::io::Write::write_all(&mut f, &[7u8; 5000]).unwrap();
+    drop(f);
+    assert!(stats(&st).contains("no chunk refers to: 5000"), "{}", stats(&st));
+    let other = d.join("other");
+    std::fs::write(&other, random_bytes(100_000, 25)).unwrap();
+    run(&mut pp(args!["dedup", "store", &other, "-s", &st])).ok();
+    assert_eq!(&std::fs::read(&pack).unwrap()[..kept.len() + 16], &[&kept[..], &std::fs::read(&other).unwrap()[..16]].concat()[..], "the new chunk where the stray bytes were");
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+    // The index lost: refused, nothing made or changed.
+    std::fs::remove_file(st.join("index.sqlite")).unwrap();
+    let packs = std::fs::read(&pack).unwrap();
+    run(&mut pp(args!["dedup", "store", &small, "-s", &st])).fails(6, &["index is missing", "put index.sqlite back", "nothing was written"]);
+    assert!(!st.join("index.sqlite").exists());
+    assert_eq!(std::fs::read(&pack).unwrap(), packs);
+}
+
+/// A store on a read-only file system (a backup mounted read-only) is read
+/// as any other: SQLite cannot make its log's shared-memory file there.
+#[test]
+fn a_store_on_a_read_only_mount_is_listed_verified_and_restored() {
+    let dir = scratch();
+    let d = dir.path();
+    if !running_as_root(d) || tool("mount").is_none() {
+        eprintln!("SKIPPED a_store_on_a_read_only_mount_is_listed_verified_and_restored: a bind mount needs root and `mount`");
+        return;
+    }
+    let src = d.join("a");
+    let data = mixed_data(1 << 20, 26);
+    std::fs::write(&src, &data).unwrap();
+    let st = d.join("st");
+    run(&mut pp(args!["dedup", "store", &src, "-s", &st])).ok();
+    let ro = d.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    assert!(std::process::Command::new("mount").arg("--bind").arg(&st).arg(&ro).status().unwrap().success());
+    let _mounted = Unmount(ro.clone());
+    assert!(std::process::Command::new("mount").args(["-o", "remount,bind,ro"]).arg(&ro).status().unwrap().success());
+    assert!(std::fs::write(ro.join("probe"), b"").is_err(), "the mount is read-only");
+    assert!(run(&mut pp(args!["dedup", "list", "-s", &ro])).ok().stdout_str().contains("1048576"));
+    run(&mut pp(args!["dedup", "verify", "-s", &ro])).ok();
+    assert!(stats(&ro).contains("files: 1"));
+    let back = d.join("back");
+    run(&mut pp(args!["dedup", "restore", &src, "-s", &ro, "-o", &back])).ok();
+    assert_file_eq(&back, &data, "restored from a read-only store");
+    run(&mut pp(args!["dedup", "store", &back, "-s", &ro])).fails(11, &["Read-only file system"]);
 }

@@ -797,3 +797,52 @@ fn a_device_that_dies_mid_chain_hands_the_job_to_the_cpu_and_a_full_target_keeps
     run(&mut pp(args!["decompress", "--ec", &big, "-o", fs.dir.join("random"), "--engine", "emulated", "--no-fallback"])).fails(11, &["No space left", "nothing was kept"]);
     assert_dir_holds(&fs.dir, &[]);
 }
+
+#[test]
+fn a_restored_file_never_replaces_a_file_of_its_set_even_with_force() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(300_000, 41)).unwrap();
+    let set = d.join("set");
+    assert_eq!(run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set, "--unit", "16K"])).code(), Some(0));
+    let drives: Vec<PathBuf> = (0..6).map(|i| d.join(format!("drive{i}"))).collect();
+    let placed = d.join("placed");
+    let mut encode = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &placed, "--unit", "16K"]);
+    for p in &drives {
+        std::fs::create_dir(p).unwrap();
+        encode.arg("--shard-dir").arg(p);
+    }
+    assert_eq!(run(&mut encode).code(), Some(0));
+    let chain = d.join("chain");
+    assert_eq!(run(&mut pp(args!["compress", "-q", &src, "--ec", "4+2", "--ec-unit", "16K", "-o", &chain])).code(), Some(0));
+    let all = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut v: Vec<_> = walk(root).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+        v.sort();
+        v
+    };
+    let before = all(d);
+    // Through another name of the set's directory too: a symbolic link.
+    std::os::unix::fs::symlink(&set, d.join("alias")).unwrap();
+    let cases: Vec<(Vec<std::ffi::OsString>, PathBuf)> = vec![
+        (args!["ec", "decode", "-f", &set], set.join("manifest.json")),
+        (args!["ec", "decode", "-f", &set], set.join("shard-003")),
+        (args!["ec", "decode", "-f", &set], d.join("alias").join("shard-000")),
+        (args!["ec", "decode", "-f", &placed], drives[2].join("placed.shard-002")),
+        (args!["ec", "decode", "-f", drives[3].join("placed.manifest.json")], drives[1].join("placed.manifest.json")),
+        (args!["ec", "decode", "-f", &placed], placed.join("manifest.json")),
+        (args!["decompress", "--ec", "-f", &chain], chain.join("shard-000")),
+    ];
+    for (mut a, target) in cases {
+        a.extend(args!["-o", &target]);
+        let o = run(&mut pp(a.clone()));
+        assert_eq!(o.code(), Some(5), "{a:?}: {}", o.stderr);
+        assert!(o.stderr.contains("is a file of the set") && o.stderr.contains("never a target"), "{}", o.stderr);
+    }
+    std::fs::remove_file(d.join("alias")).unwrap();
+    assert_eq!(all(d), before, "every file of every set as it was");
+    // A new file in the set's directory is no file of the set.
+    let beside = set.join("restored");
+    assert_eq!(run(&mut pp(args!["ec", "decode", &set, "-o", &beside])).code(), Some(0));
+    assert_eq!(std::fs::read(&beside).unwrap(), std::fs::read(&src).unwrap());
+}

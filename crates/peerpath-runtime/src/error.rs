@@ -14,6 +14,10 @@ pub enum JobError {
     TargetDirExists { path: PathBuf },
     #[error("source and target are the same file: {path}")]
     SameFile { path: PathBuf },
+    /// A target that is one of the files a job reads from (a set's shard or
+    /// manifest) or lies in a store it reads from: never written, even with --force.
+    #[error("target {path} is {what}: a source is never a target, even with --force")]
+    PartOfSource { path: PathBuf, what: String },
     #[error("{path}: member {member} at byte {offset}: {detail}")]
     Corrupt { path: PathBuf, member: u64, offset: u64, detail: String },
     /// Damaged data that is not one gzip member (erasure-coded shards, their manifest).
@@ -69,7 +73,7 @@ impl JobError {
             JobError::Usage(_) => 2,
             JobError::SourceUnreadable { .. } => 3,
             JobError::TargetExists { .. } | JobError::TargetDirExists { .. } => 4,
-            JobError::SameFile { .. } => 5,
+            JobError::SameFile { .. } | JobError::PartOfSource { .. } => 5,
             JobError::Corrupt { .. } | JobError::Damaged { .. } => 6,
             JobError::Truncated { .. } | JobError::TruncatedFile { .. } => 7,
             JobError::NotGzip { .. } => 8,

@@ -397,3 +397,17 @@ impl Drop for TmpfsMount {
         }
     }
 }
+
+/// Every regular file under `root`, at any depth (symbolic links not followed).
+pub fn walk(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(root).unwrap() {
+        let (p, t) = { let e = e.unwrap(); (e.path(), e.file_type().unwrap()) };
+        if t.is_dir() {
+            files.extend(walk(&p));
+        } else if t.is_file() {
+            files.push(p);
+        }
+    }
+    files
+}
