@@ -1048,6 +1048,13 @@ pub(crate) fn changed(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> Jo
     corrupt(dir, format!("{} changed while it was read (stripe {stripe}): nothing was written", m.shard_label(shard)))
 }
 
+/// A unit rebuilt from survivors that all checked out, whose CRC-32 is still
+/// not the manifest's: the manifest's checksum is wrong, or more units are
+/// than their checksums show. Nothing is written from it.
+fn rebuilt_wrong(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobError {
+    corrupt(dir, format!("{}'s unit of stripe {stripe}, rebuilt from units that check out, does not match the manifest's CRC-32: the manifest is damaged, or more units are wrong than their checksums show; nothing was written", m.shard_label(shard)))
+}
+
 pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError {
     corrupt(dir, format!("stripes {lost:?} lost more than {} of their {} shards: they cannot be rebuilt (nothing was written)", m.parity_shards, m.shards.len()))
 }
@@ -1244,6 +1251,9 @@ impl Rebuilder {
                 d.decode(&inputs, &mut o);
                 self.coding += t.elapsed();
                 self.coded += ((k + missing.len()) * len) as u64;
+                for (r, &i) in self.rebuilt.iter().zip(missing) {
+                    hashers[i].update(&r[..len]);
+                }
             }
             for (i, out, _) in outs {
                 let bytes = match missing.iter().position(|j| j == i) {
@@ -1253,8 +1263,12 @@ impl Rebuilder {
                 out.write_all_at(bytes, at).map_err(io(dir))?;
             }
         }
-        match read.iter().find(|&&i| hashers[i].clone().finalize() != m.shards[i].crc32[s as usize]) {
-            Some(&i) => Err(changed(dir, m, i, s)),
+        let wrong = |i: &&usize| hashers[**i].clone().finalize() != m.shards[**i].crc32[s as usize];
+        if let Some(&i) = read.iter().find(wrong) {
+            return Err(changed(dir, m, i, s));
+        }
+        match missing.iter().find(wrong) {
+            Some(&i) => Err(rebuilt_wrong(dir, m, i, s)),
             None => Ok(()),
         }
     }
@@ -1419,6 +1433,9 @@ impl OpenSet {
         let mut o: Vec<&mut [u8]> = b.rebuilt.iter_mut().map(Vec::as_mut_slice).collect();
         b.decoders[&key].decode(&inputs, &mut o);
         for (r, &i) in b.rebuilt.iter().zip(missing) {
+            if crc32fast::hash(r) != self.m.shards[i].crc32[s as usize] {
+                return Err(rebuilt_wrong(&self.dir, &self.m, i, s));
+            }
             out[i * unit..(i + 1) * unit].copy_from_slice(r);
         }
         Ok(true)

@@ -846,3 +846,42 @@ fn a_restored_file_never_replaces_a_file_of_its_set_even_with_force() {
     assert_eq!(run(&mut pp(args!["ec", "decode", &set, "-o", &beside])).code(), Some(0));
     assert_eq!(std::fs::read(&beside).unwrap(), std::fs::read(&src).unwrap());
 }
+
+/// A unit rebuilt from survivors that all check out but whose CRC-32 is
+/// still not the manifest's (here: the manifest's checksum was changed) is
+/// an error, not a repair: before, `repair` said it rebuilt the shard,
+/// wrote the same bytes back, and `verify` found it damaged again, forever.
+#[test]
+fn a_rebuilt_unit_that_does_not_match_the_manifest_is_an_error_and_nothing_is_written() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(100_000, 43)).unwrap();
+    let set = d.join("set");
+    assert_eq!(run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set, "--unit", "16K"])).code(), Some(0));
+    let path = set.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let crc = m["shards"][0]["crc32"][1].as_u64().unwrap();
+    m["shards"][0]["crc32"][1] = serde_json::json!(crc ^ 1);
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    let before: Vec<(PathBuf, Vec<u8>)> = walk(&set).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    let out = d.join("out");
+    // And a set the chain made (compress --ec), read back by decompress --ec.
+    let chain = d.join("chain");
+    assert_eq!(run(&mut pp(args!["compress", "-q", &src, "--ec", "4+2", "--ec-unit", "16K", "-o", &chain])).code(), Some(0));
+    let chain_manifest = chain.join("manifest.json");
+    let mut c: serde_json::Value = serde_json::from_slice(&std::fs::read(&chain_manifest).unwrap()).unwrap();
+    let crc = c["shards"][0]["crc32"][1].as_u64().unwrap();
+    c["shards"][0]["crc32"][1] = serde_json::json!(crc ^ 1);
+    std::fs::write(&chain_manifest, serde_json::to_vec(&c).unwrap()).unwrap();
+    for (a, engine) in [(args!["ec", "repair", &set], "cpu"), (args!["ec", "decode", &set, "-o", &out], "cpu"), (args!["decompress", "--ec", &chain, "-o", &out], "cpu"), (args!["ec", "repair", &set, "--engine", "emulated"], "emulated"), (args!["ec", "decode", &set, "-o", &out, "--engine", "emulated"], "emulated")] {
+        let o = run(&mut pp(a.clone()));
+        assert_eq!(o.code(), Some(6), "{a:?} ({engine}): {}", o.stderr);
+        assert!(o.stderr.contains("shard-000's unit of stripe 1, rebuilt from units that check out, does not match the manifest's CRC-32"), "{}", o.stderr);
+        assert!(!out.exists());
+    }
+    let after: Vec<(PathBuf, Vec<u8>)> = walk(&set).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    assert_eq!(after, before, "the set as it was");
+    let v = run(&mut pp(args!["ec", "verify", &set]));
+    assert_eq!(v.code(), Some(6), "{}", v.stderr);
+}
