@@ -211,7 +211,14 @@ pub(crate) fn optional_key(k: &KeyArgs) -> Result<Option<std::sync::Arc<Key>>, J
 /// The key from `--key-file`, `--key-env` or PEERPATH_KEY.
 pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
     if let Some(f) = &k.key_file {
-        let bytes = zeroize::Zeroizing::new(std::fs::read(f).map_err(|e| JobError::SourceUnreadable { path: f.clone(), source: e })?);
+        // A key is at most a line of 64 digits: read a little more than that, never a
+        // whole device or a stream that does not end (--key-file /dev/zero).
+        const MOST: u64 = 4096;
+        let mut bytes = zeroize::Zeroizing::new(Vec::new());
+        std::fs::File::open(f).and_then(|file| std::io::Read::read_to_end(&mut std::io::Read::take(file, MOST + 1), &mut bytes)).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", f.display())))?;
+        if bytes.len() as u64 > MOST {
+            return Err(JobError::Usage(format!("key file {}: more than {MOST} bytes: a key is 32 raw bytes or 64 hexadecimal digits", f.display())));
+        }
         return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", f.display())));
     }
     let var = k.key_env.as_deref().unwrap_or(KEY_ENV);
@@ -530,6 +537,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
         None => default_target(&a.source, dir, suffix)?,
     };
     peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
+    crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;
     let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
     let src = File::open(&a.source).map_err(unreadable)?;
     let meta = src.metadata().map_err(unreadable)?;

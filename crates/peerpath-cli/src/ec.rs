@@ -416,9 +416,12 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     }
     // O_DIRECT only for the device's reads (DMA into its memory); the CPU path reads into its own buffers.
     let open = |direct: bool| -> Result<(File, u64), JobError> {
-        let src = peerpath_io::open_source(source, direct).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.file;
-        let size = src.metadata().map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.len();
-        Ok((src, size))
+        crate::refuse_stream_source(source, "ec encode reads its source by offset (a file or a block device)")?;
+        let src = peerpath_io::open_source(source, direct).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
+        match src.kind {
+            peerpath_io::SourceKind::Regular { size_bytes } | peerpath_io::SourceKind::BlockDevice { size_bytes } => Ok((src.file, size_bytes)),
+            peerpath_io::SourceKind::Stream => Err(JobError::Usage(format!("{} is not a regular file: ec encode reads its source by offset (a file or a block device)", source.display()))),
+        }
     };
     // Shards are written as unnamed files (nothing survives a killed
     // process), linked into a scratch directory beside DIR at the end, and

@@ -159,6 +159,19 @@ pub(crate) fn put_in_place(file: &std::fs::File, temporary: &peerpath_io::Tempor
     })
 }
 
+/// Refuses a source that is a pipe, socket or character device before
+/// opening it (opening a FIFO waits for a writer) for jobs that read their
+/// source by offset: `why` says so. Anything else is left to the open.
+pub(crate) fn refuse_stream_source(source: &Path, why: &str) -> Result<(), JobError> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(source) {
+        Ok(m) if m.file_type().is_fifo() || m.file_type().is_socket() || m.file_type().is_char_device() => {
+            Err(JobError::Usage(format!("{} is not a regular file: {why}", source.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Refuses `output` where it is one of `files` (by path, or the same file
 /// under another name) or lies in one of `dirs`: a file restored from a set
 /// or a store never replaces one of the files it is read from, even with

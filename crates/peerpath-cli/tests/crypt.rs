@@ -160,6 +160,17 @@ fn keys_and_targets_are_handled_with_care() {
     run(&mut pp(args!["decrypt", &src, "--key-file", &key])).fails(2, &["does not end in .ppenc"]);
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-o", "-"])).fails(2, &["work on files"]);
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "--block-size", "0", "-o", d.join("x")])).fails(2, &["--block-size"]);
+    // A key file that never ends is refused after a few KiB (it was read whole: memory without bound).
+    run(&mut pp(args!["encrypt", &src, "--key-file", "/dev/zero", "-o", d.join("x")])).fails(2, &["key file /dev/zero: more than 4096 bytes"]);
+    run(&mut pp(args!["decompress", &enc, "--key-file", "/dev/zero", "-o", d.join("x")])).fails(2, &["more than 4096 bytes"]);
+    run(&mut pp(args!["encrypt", &src, "--key-file", d.join("nowhere"), "-o", d.join("x")])).fails(2, &["cannot read key file", "nowhere"]);
+    // A FIFO is refused before it is opened (opening it waits for a writer that never comes).
+    let fifo = d.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    run(&mut pp(args!["encrypt", &fifo, "--key-file", &key, "-o", d.join("x")])).fails(2, &["fifo is not a regular file"]);
+    run(&mut pp(args!["decrypt", &fifo, "--key-file", &key, "-o", d.join("x")])).fails(2, &["fifo is not a regular file"]);
+    run(&mut pp(args!["ec", "encode", &fifo, "-k", "2", "-m", "1", "-o", d.join("x")])).fails(2, &["fifo is not a regular file"]);
+    std::fs::remove_file(&fifo).unwrap();
     assert_eq!(std::fs::read(&src).unwrap(), b"secret");
     assert_dir_holds(d, &["k", "s", "s.ppenc", "short"]);
 }

@@ -66,7 +66,7 @@ impl Key {
         }
         let trimmed = text.trim_ascii();
         if trimmed.len() != 2 * KEY_BYTES {
-            return Err(format!("a key is {KEY_BYTES} raw bytes or {} hexadecimal digits (this is {} bytes)", 2 * KEY_BYTES, text.len()));
+            return Err(format!("a key is {KEY_BYTES} raw bytes or {} hexadecimal digits (this is {} bytes, {} without the white space around them)", 2 * KEY_BYTES, text.len(), trimmed.len()));
         }
         for (i, pair) in trimmed.chunks(2).enumerate() {
             let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
