@@ -32,6 +32,8 @@ pub(crate) struct ChainOptions {
     pub unit: usize,
     /// Each shard in a directory of its own (`--shard-dir`), if asked.
     pub placement: Option<crate::ec::Placement>,
+    /// `-q`: no report.
+    pub quiet: bool,
 }
 
 /// What went where, for the report.
@@ -117,41 +119,47 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     let (stripes, coding) = shards.finish(&head, name.clone(), &mode)?;
     let secs = started.elapsed().as_secs_f64();
     let n = o.data + o.parity;
-    println!(
-        "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {:.2} GB/s (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))",
-        source.display(),
-        peerpath_metrics::human_bytes(read),
-        counts.members,
-        peerpath_metrics::human_bytes(counts.compressed),
-        o.level.get(),
-        sealed.map_or(String::new(), |(blocks, b, _)| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {blocks} block(s) of {})", peerpath_metrics::human_bytes(b as u64))),
-        o.data,
-        o.parity,
-        o.data,
-        o.unit,
-        peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-        dir.display(),
-        secs,
-        read as f64 / secs.max(1e-9) / 1e9,
-        stripes as f64 * (n * o.unit) as f64 / coding.as_secs_f64().max(1e-9) / 1e9,
-        if sealed.is_some() { "encrypt, " } else { "" },
-        o.threads,
-    );
+    if !o.quiet {
+        println!(
+            "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {:.2} GB/s (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))",
+            source.display(),
+            peerpath_metrics::human_bytes(read),
+            counts.members,
+            peerpath_metrics::human_bytes(counts.compressed),
+            o.level.get(),
+            sealed.map_or(String::new(), |(blocks, b, _)| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {blocks} block(s) of {})", peerpath_metrics::human_bytes(b as u64))),
+            o.data,
+            o.parity,
+            o.data,
+            o.unit,
+            peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
+            dir.display(),
+            secs,
+            read as f64 / secs.max(1e-9) / 1e9,
+            stripes as f64 * (n * o.unit) as f64 / coding.as_secs_f64().max(1e-9) / 1e9,
+            if sealed.is_some() { "encrypt, " } else { "" },
+            o.threads,
+        );
+    }
     let rate = |bytes: u64, t: Duration| bytes as f64 / t.as_secs_f64().max(1e-9) / 1e9;
-    println!(
-        "stages on this host's CPU (measured): read {:.3} s; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread){}; erasure code {:.3} s ({:.2} GB/s); bytes through this process's memory: {} of source read, {} of members, {} of shards written",
-        counts.reading.as_secs_f64(),
-        counts.compressing.as_secs_f64(),
-        o.threads,
-        rate(read, counts.compressing),
-        sealed.map_or(String::new(), |(_, _, t)| format!("; seal {:.3} s ({:.2} GB/s)", t.as_secs_f64(), rate(counts.compressed, t))),
-        coding.as_secs_f64(),
-        rate(stripes * (n * o.unit) as u64, coding),
-        peerpath_metrics::human_bytes(read),
-        peerpath_metrics::human_bytes(counts.compressed),
-        peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-    );
-    println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {stream_bytes}-byte {name}", dir.display(), dir.display());
+    if !o.quiet {
+        println!(
+            "stages on this host's CPU (measured): read {:.3} s; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread){}; erasure code {:.3} s ({:.2} GB/s); bytes through this process's memory: {} of source read, {} of members, {} of shards written",
+            counts.reading.as_secs_f64(),
+            counts.compressing.as_secs_f64(),
+            o.threads,
+            rate(read, counts.compressing),
+            sealed.map_or(String::new(), |(_, _, t)| format!("; seal {:.3} s ({:.2} GB/s)", t.as_secs_f64(), rate(counts.compressed, t))),
+            coding.as_secs_f64(),
+            rate(stripes * (n * o.unit) as u64, coding),
+            peerpath_metrics::human_bytes(read),
+            peerpath_metrics::human_bytes(counts.compressed),
+            peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
+        );
+    }
+    if !o.quiet {
+        println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {stream_bytes}-byte {name}", dir.display(), dir.display());
+    }
     Ok(())
 }
 
@@ -309,7 +317,7 @@ impl Read for ShardStream {
 /// the members inflated into OUTPUT (on `threads` workers where they
 /// declare their sizes, as peerpath's do), which appears whole or not at
 /// all. A set holding any other file is refused.
-pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize) -> Result<(), JobError> {
+pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize, quiet: bool) -> Result<(), JobError> {
     let started = Instant::now();
     let shards = ShardReader::open(dir)?;
     shards.refuse_as_target(output)?;
@@ -337,11 +345,16 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let (mut produced, mut writing, mut input, mut inflating) = (0u64, Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let written = (|| -> Result<(), JobError> {
+        // A failed write is the target's error (a full disk: exit 11), not a read's.
+        let mut write_failed = None;
         let sink = |d: &[u8]| {
             produced += d.len() as u64;
             let at = Instant::now();
             let w = t.file.write_all(d);
             writing += at.elapsed();
+            if let Err(e) = &w {
+                write_failed = Some(e.raw_os_error().map_or_else(|| std::io::Error::new(e.kind(), e.to_string()), std::io::Error::from_raw_os_error));
+            }
             w
         };
         let decoded = match &cipher {
@@ -359,6 +372,9 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
                 r
             }
         };
+        if let (Err(_), Some(source)) = (&decoded, write_failed) {
+            return Err(JobError::TargetIo { path: output.to_path_buf(), source });
+        }
         if let Err(e) = decoded {
             // A shard that failed mid-way is named as such, not as bad gzip;
             // a block that fails authentication as such, not as a read error.
@@ -377,27 +393,31 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
         return Err(e);
     }
     let secs = started.elapsed().as_secs_f64();
-    println!(
-        "{} -> {}: {} from the shards{}, inflated to {} on {threads} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
-        dir.display(),
-        output.display(),
-        peerpath_metrics::human_bytes(set_bytes),
-        if cipher.is_some() { ", each block authenticated and decrypted as it arrived" } else { "" },
-        peerpath_metrics::human_bytes(produced),
-        secs,
-        produced as f64 / secs.max(1e-9) / 1e9
-    );
+    if !quiet {
+        println!(
+            "{} -> {}: {} from the shards{}, inflated to {} on {threads} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
+            dir.display(),
+            output.display(),
+            peerpath_metrics::human_bytes(set_bytes),
+            if cipher.is_some() { ", each block authenticated and decrypted as it arrived" } else { "" },
+            peerpath_metrics::human_bytes(produced),
+            secs,
+            produced as f64 / secs.max(1e-9) / 1e9
+        );
+    }
     let reading = reading.get();
-    println!(
-        "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {threads} thread(s) ({:.2} GB/s out a thread); write {:.3} s; bytes through this process's memory: {} of stream from the shards, {} written",
-        reading.as_secs_f64(),
-        if cipher.is_some() { format!(", blocks opened {:.3} s", input.saturating_sub(reading).as_secs_f64()) } else { String::new() },
-        inflating.as_secs_f64(),
-        produced as f64 / inflating.as_secs_f64().max(1e-9) / 1e9,
-        writing.as_secs_f64(),
-        peerpath_metrics::human_bytes(set_bytes),
-        peerpath_metrics::human_bytes(produced),
-    );
+    if !quiet {
+        println!(
+            "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {threads} thread(s) ({:.2} GB/s out a thread); write {:.3} s; bytes through this process's memory: {} of stream from the shards, {} written",
+            reading.as_secs_f64(),
+            if cipher.is_some() { format!(", blocks opened {:.3} s", input.saturating_sub(reading).as_secs_f64()) } else { String::new() },
+            inflating.as_secs_f64(),
+            produced as f64 / inflating.as_secs_f64().max(1e-9) / 1e9,
+            writing.as_secs_f64(),
+            peerpath_metrics::human_bytes(set_bytes),
+            peerpath_metrics::human_bytes(produced),
+        );
+    }
     Ok(())
 }
 

@@ -761,7 +761,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
-    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit, placement };
+    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit, placement, quiet: a.common.quiet };
     if a.engine == EngineArg::Emulated {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
             return Err(JobError::Usage("--ec cannot check the device's output yet: --inject-faults takes no corrupt= with it".into()));
@@ -972,7 +972,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         let (set, _) = ec::load(dir)?;
                         let (k, m, unit, _, _) = set.shape();
                         let (why, then) = match chain_device::start_decode(k, m, unit, threads, a.inject_faults.clone()) {
-                            Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, threads) {
+                            Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, threads, a.common.quiet) {
                                 Ok(()) => return Ok(()),
                                 Err(chain_device::Stop::Job(e)) => return Err(e),
                                 Err(chain_device::Stop::Device(why)) => (why, "; the set is decoded on the host CPU from the start (nothing the device wrote is kept)"),
@@ -985,7 +985,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         eprintln!("peerpath: FALLBACK: {why}{then}");
                     }
                 }
-                return chain::decompress_ec(dir, output, key, a.target.force, threads);
+                return chain::decompress_ec(dir, output, key, a.target.force, threads, a.common.quiet);
             }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");

@@ -815,7 +815,18 @@ fn a_restored_file_never_replaces_a_file_of_its_set_even_with_force() {
     }
     assert_eq!(run(&mut encode).code(), Some(0));
     let chain = d.join("chain");
-    assert_eq!(run(&mut pp(args!["compress", "-q", &src, "--ec", "4+2", "--ec-unit", "16K", "-o", &chain])).code(), Some(0));
+    // -q: no report, on the CPU and on an emulated CSP, both ways.
+    let o = run(&mut pp(args!["compress", "-q", &src, "--ec", "4+2", "--ec-unit", "16K", "-o", &chain])).ok();
+    assert!(o.stdout.is_empty(), "{}", o.stdout_str());
+    let quiet = d.join("quiet");
+    assert!(run(&mut pp(args!["compress", "-q", &src, "--ec", "4+2", "--ec-unit", "16K", "--engine", "emulated", "-o", &quiet])).ok().stdout.is_empty());
+    for engine in ["cpu", "emulated"] {
+        let back = d.join(format!("back-{engine}"));
+        assert!(run(&mut pp(args!["decompress", "-q", "--ec", &chain, "--engine", engine, "-o", &back])).ok().stdout.is_empty());
+        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap());
+        std::fs::remove_file(&back).unwrap();
+    }
+    std::fs::remove_dir_all(&quiet).unwrap();
     let all = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
         let mut v: Vec<_> = walk(root).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
         v.sort();
@@ -884,4 +895,21 @@ fn a_rebuilt_unit_that_does_not_match_the_manifest_is_an_error_and_nothing_is_wr
     assert_eq!(after, before, "the set as it was");
     let v = run(&mut pp(args!["ec", "verify", &set]));
     assert_eq!(v.code(), Some(6), "{}", v.stderr);
+}
+
+/// A full target is the target's error (exit 11), not a read error on the set.
+#[test]
+fn decompress_ec_onto_a_full_file_system_is_exit_11_and_keeps_nothing() {
+    let test = "decompress_ec_onto_a_full_file_system_is_exit_11_and_keeps_nothing";
+    let Some(fs) = TmpfsMount::new(test, "1m") else { return };
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(3_000_000, 44)).unwrap();
+    let chain = d.join("chain");
+    run(&mut pp(args!["compress", "-q", &src, "--ec", "4+2", "-o", &chain])).ok();
+    for engine in ["cpu", "emulated"] {
+        run(&mut pp(args!["decompress", "-q", "--ec", &chain, "--engine", engine, "-o", fs.dir.join("out")])).fails(11, &["cannot write", "No space left", "nothing was kept"]);
+        assert_dir_holds(&fs.dir, &[]);
+    }
 }
