@@ -232,9 +232,12 @@ fn device_scan(dev: &mut peerpath_device::EmulatedCsp, f: &Path, format: Option<
     if !matches!(opened.kind, peerpath_io::SourceKind::Regular { .. }) {
         return cpu("not a regular file".into());
     }
+    // Nothing is printed for a file until the device has counted all of it, so a
+    // device that fails (or a record longer than it carries) hands the whole file
+    // to the CPU.
     match scan_device::scan(dev, &opened.file, format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
         Ok(d) => Ok(Some(d)),
-        Err(why) => Err(JobError::Device { detail: format!("{}: {why}; nothing was printed for it", f.display()) }),
+        Err(why) => cpu(format!("the device could not count it ({why}); nothing was printed for it")),
     }
 }
 

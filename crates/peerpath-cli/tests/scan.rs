@@ -151,4 +151,14 @@ fn an_emulated_csp_counts_what_the_cpu_counts() {
     assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("gzip"), "{}", o.stderr);
     run(&mut pp(args!["scan", &gz, "--motif", "KLV", "-c", "--engine", "emulated", "--no-fallback"])).fails(15, &["gzip", "--no-fallback"]);
     run(&mut pp(args!["scan", &src, "--motif", "KLV", "--engine", "emulated"])).fails(2, &["--count or --histogram"]);
+    // A record longer than the device carries across blocks (9 MiB on one line, a
+    // chromosome unwrapped): the file is counted on the CPU, said; an error only with --no-fallback.
+    let long = d.join("long.txt");
+    let mut text = vec![b'A'; 9 << 20];
+    text.extend_from_slice(b"\nshort\n");
+    std::fs::write(&long, &text).unwrap();
+    let o = run(&mut pp(args!["scan", &long, "--min-length", "1", "-c", "--engine", "emulated"])).ok();
+    assert_eq!(o.stdout_str(), run(&mut pp(args!["scan", &long, "--min-length", "1", "-c"])).ok().stdout_str());
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("to carry"), "{}", o.stderr);
+    run(&mut pp(args!["scan", &long, "--min-length", "1", "-c", "--engine", "emulated", "--no-fallback"])).fails(15, &["to carry", "--no-fallback"]);
 }
