@@ -471,6 +471,17 @@ fn full_target_file_system_is_exit_11_and_keeps_nothing() {
         assert_dir_holds(&fs.dir, &[]);
     }
     assert_file_eq(&big, &data, "the source after ENOSPC");
+    // Standard output redirected to a file there: what reached it stays, and the error says how much
+    // (it said 0: the bytes of the write that failed part way were not counted).
+    for io in ["auto", "sync"] {
+        let out = fs.dir.join("stdout.gz");
+        let o = pp(args!["compress", &big, "-o", "-", "--io", io]).stdout(std::fs::File::create(&out).unwrap()).stderr(std::process::Stdio::piped()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(11), "{stderr}");
+        let len = std::fs::metadata(&out).unwrap().len();
+        assert!(len > 0 && stderr.contains(&format!("after {len} bytes had been written")), "{len} bytes there: {stderr}");
+        std::fs::remove_file(&out).unwrap();
+    }
     // A target that fits still works there (the mount is usable).
     run(&mut pp(args!["compress", &small, "-o", fs.dir.join("small.gz"), "-q"])).ok();
     assert_dir_holds(&fs.dir, &["small.gz"]);

@@ -254,3 +254,43 @@ pub trait IoEngine<B: IoBuf>: Send {
         None
     }
 }
+
+/// A write without an offset (to a pipe or standard output) that failed
+/// after some of its bytes went out: those cannot be taken back, so the
+/// engines say how many (`io::Error::get_ref` downcasts to this; the
+/// error's kind is the cause's). Positional writes fail whole.
+#[derive(Debug)]
+pub struct PartlyWritten {
+    pub done: usize,
+    pub cause: std::io::Error,
+}
+
+impl std::fmt::Display for PartlyWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.cause.fmt(f)
+    }
+}
+
+impl std::error::Error for PartlyWritten {}
+
+impl PartlyWritten {
+    /// `cause`, or the same wrapped with `done` where a sequential write got that far.
+    pub(crate) fn wrap(cause: std::io::Error, op: IoOp, offset: Option<u64>, done: usize) -> std::io::Error {
+        if op == IoOp::Write && offset.is_none() && done > 0 {
+            std::io::Error::new(cause.kind(), PartlyWritten { done, cause })
+        } else {
+            cause
+        }
+    }
+
+    /// The bytes of a failed sequential write that went out, and its cause as the OS gave it.
+    pub fn split(e: std::io::Error) -> (usize, std::io::Error) {
+        match e.get_ref().and_then(|r| r.downcast_ref::<PartlyWritten>()) {
+            Some(_) => {
+                let p = *e.into_inner().expect("checked").downcast::<PartlyWritten>().expect("checked");
+                (p.done, p.cause)
+            }
+            None => (0, e),
+        }
+    }
+}

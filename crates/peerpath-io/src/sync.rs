@@ -45,11 +45,11 @@ pub(crate) fn transfer_blocking(op: IoOp, fd: RawFd, offset: Option<u64>, ptr: *
             if err.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(err);
+            return Err(crate::engine::PartlyWritten::wrap(err, op, offset, done));
         }
         if n == 0 {
             if op == IoOp::Write {
-                return Err(io::Error::new(io::ErrorKind::WriteZero, "write returned 0 bytes"));
+                return Err(crate::engine::PartlyWritten::wrap(io::Error::new(io::ErrorKind::WriteZero, "write returned 0 bytes"), op, offset, done));
             }
             break;
         }

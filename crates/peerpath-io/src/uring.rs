@@ -328,9 +328,9 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
                 let finished = {
                     let p = self.slots[slot].as_mut().expect("completion for a live slot");
                     if res < 0 {
-                        Some(Err(io::Error::from_raw_os_error(-res)))
+                        Some(Err(crate::engine::PartlyWritten::wrap(io::Error::from_raw_os_error(-res), p.op, p.offset, p.done)))
                     } else if res == 0 && p.op == IoOp::Write {
-                        Some(Err(io::Error::new(io::ErrorKind::WriteZero, "write returned 0 bytes")))
+                        Some(Err(crate::engine::PartlyWritten::wrap(io::Error::new(io::ErrorKind::WriteZero, "write returned 0 bytes"), p.op, p.offset, p.done)))
                     } else {
                         p.done += res as usize;
                         // Reads complete on their first result: short means end of file.

@@ -222,8 +222,10 @@ impl TargetWriter {
 
     pub fn io_error(&self, source: std::io::Error) -> JobError {
         let source = if self.placing.is_none() {
-            // Standard output keeps what reached it: say how much did.
-            std::io::Error::new(source.kind(), format!("{source}, after {} bytes had been written to it (they stay there)", self.bytes_written))
+            // Standard output keeps what reached it: say how much did (the
+            // completed writes, and the part of the failed one that went out).
+            let (partly, cause) = peerpath_io::PartlyWritten::split(source);
+            std::io::Error::new(cause.kind(), format!("{cause}, after {} bytes had been written to it (they stay there)", self.bytes_written + partly as u64))
         } else {
             source
         };
