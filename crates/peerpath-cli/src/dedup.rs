@@ -700,10 +700,14 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
     let row: Option<(i64, Vec<u8>)> = s.db.query_row("SELECT size, chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(db_error(dir))?;
     let (size, list) = row.ok_or_else(|| JobError::Usage(format!("{} is not in the store {} (peerpath dedup list)", name.display(), dir.display())))?;
     crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", dir.display()))?;
-    if !force && std::fs::symlink_metadata(output).is_ok() {
+    // `-o -`: standard output, in order (what reached it before a failure stays there, and the
+    // error says how much); else a temporary file put in place whole.
+    let to_stdout = peerpath_runtime::job::is_std_stream(output);
+    if !to_stdout && !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(JobError::TargetExists { path: output.to_path_buf() });
     }
-    let (t, temp) = peerpath_io::create_temporary(output, false).map_err(target_io(output))?;
+    let target = if to_stdout { None } else { Some(peerpath_io::create_temporary(output, false).map_err(target_io(output))?) };
+    let mut stdout = std::io::stdout().lock();
     let written = (|| -> Result<(), JobError> {
         // Chunks are read, decoded and checked on every core, BATCH at a time, each thread into a
         // buffer kept from batch to batch, and written in order.
@@ -725,17 +729,27 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
             for (k, (range, buf)) in parts.enumerate() {
                 let i = b * BATCH + k;
                 let range = range.map_err(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; nothing was written", name.display()) })?;
-                t.file.write_all_at(&buf[range.clone()], at).map_err(target_io(output))?;
+                let bytes = &buf[range.clone()];
+                match &target {
+                    Some((t, _)) => t.file.write_all_at(bytes, at).map_err(target_io(output))?,
+                    None => stdout.write_all(bytes).map_err(|e| JobError::TargetIo { path: output.to_path_buf(), source: std::io::Error::new(e.kind(), format!("{e}, after {at} bytes had been written to it (they stay there)")) })?,
+                }
                 at += range.len() as u64;
             }
         }
         if at != size as u64 {
             return Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: its chunks hold {at} bytes, the index says {size}", name.display()) });
         }
-        crate::put_in_place(&t.file, &temp, output, force)
+        match &target {
+            // The store keeps no file's mode: a new file's (0666 less the umask), as a shell's `>` makes.
+            Some((t, temp)) => peerpath_io::Inherited::default().apply(&t.file).map_err(target_io(output)).and_then(|()| crate::put_in_place(&t.file, temp, output, force)),
+            None => stdout.flush().map_err(|e| JobError::TargetIo { path: output.to_path_buf(), source: std::io::Error::new(e.kind(), format!("{e}, after {at} bytes had been written to it (they stay there)")) }),
+        }
     })();
     if let Err(e) = written {
-        peerpath_io::discard(&temp);
+        if let Some((_, temp)) = &target {
+            peerpath_io::discard(temp);
+        }
         return Err(e);
     }
     Ok(())

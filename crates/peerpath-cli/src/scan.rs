@@ -203,7 +203,12 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             Err(e)
         }
         (Err(e), None) => Err(e),
-        (Ok(()), Some((file, temp, path))) => crate::put_in_place(&file, &temp, &path, a.force).inspect_err(|_| peerpath_io::discard(&temp)),
+        // The records keep their first source's permissions (as compress's output does), a new file's for standard input.
+        (Ok(()), Some((file, temp, path))) => peerpath_io::Inherited::mode_of(a.files.first().filter(|f| !peerpath_runtime::job::is_std_stream(f)).and_then(|f| std::fs::metadata(f).ok()).as_ref())
+            .apply(&file)
+            .map_err(|e| JobError::TargetIo { path: path.clone(), source: e })
+            .and_then(|()| crate::put_in_place(&file, &temp, &path, a.force))
+            .inspect_err(|_| peerpath_io::discard(&temp)),
         (Ok(()), None) => Ok(()),
     }
 }

@@ -334,6 +334,16 @@ fn a_restore_never_writes_into_its_store_even_with_force() {
     let after: Vec<(PathBuf, Vec<u8>)> = walk(&st).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
     assert_eq!(after, before, "the store as it was");
     run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+    // `-o -` is standard output (it made a file named "-"); a file gets a new file's mode (it was 0600 whatever the umask).
+    let o = run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-o", "-"])).ok();
+    assert!(o.stdout == std::fs::read(&src).unwrap(), "restored to standard output");
+    assert!(!std::path::Path::new("-").exists() && !d.join("-").exists());
+    use std::os::unix::fs::PermissionsExt;
+    let back = d.join("back");
+    run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-o", &back])).ok();
+    std::fs::File::create(d.join("fresh")).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&back), mode(&d.join("fresh")), "a new file's mode");
 }
 
 /// A store that fails (its file system full) takes back what it appended,

@@ -84,9 +84,12 @@ fn fastq_histograms_outputs_and_errors() {
     let want = (0..1000).filter(|i| i % 150 + 1 >= 100).count() as u64;
     assert_eq!(total, want, "{}", o.stdout_str());
     assert!(o.stdout_str().contains("64-127\t") && o.stdout_str().contains("128-255\t"));
-    // -o appears whole, never over an existing file without --force.
+    // -o appears whole, never over an existing file without --force, with its source's permissions (it was 0600).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fq, std::fs::Permissions::from_mode(0o640)).unwrap();
     let out = d.join("long.fq");
     run(&mut pp(args!["scan", &fq, "--min-length", "100", "-o", &out, "-q"])).ok();
+    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o640);
     let kept = std::fs::read_to_string(&out).unwrap();
     assert_eq!(kept.lines().count() as u64, 4 * want);
     run(&mut pp(args!["scan", &fq, "--min-length", "1", "-o", &out])).fails(4, &["exists"]);
