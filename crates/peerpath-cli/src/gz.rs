@@ -220,7 +220,13 @@ fn warn(o: &Options, msg: String) -> Outcome {
 }
 
 fn fail(f: &OsStr, e: &JobError) -> Outcome {
-    eprintln!("peerpath gzip: {}: {e}", name(f));
+    // Most errors name the file already ("x.gz: truncated: ..."): not twice.
+    let msg = e.to_string();
+    if f != "-" && msg.contains(&*f.to_string_lossy()) {
+        eprintln!("peerpath gzip: {msg}");
+    } else {
+        eprintln!("peerpath gzip: {}: {msg}", name(f));
+    }
     Outcome::Error
 }
 
@@ -244,6 +250,10 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
         return warn(o, format!("{} already has {} suffix -- unchanged", name(f), o.suffix.to_string_lossy()));
     }
     let target: PathBuf = if o.stdout || from_stdin { "-".into() } else { bytes_path([f.as_bytes(), o.suffix.as_bytes()].concat()) };
+    if target.as_os_str() == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        eprintln!("peerpath gzip: compressed data not written to a terminal. Use -f to force compression.");
+        return Outcome::Error;
+    }
     let level = match peerpath_func::Level::new(o.level.unwrap_or(1)) {
         Ok(l) => l,
         Err(e) => return fail(f, &JobError::Usage(e)),
@@ -289,6 +299,10 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
             None => return warn(o, format!("{}: unknown suffix -- ignored", name(f))),
         }
     };
+    if f == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!("peerpath gzip: compressed data not read from a terminal. Use -f to force decompression.");
+        return Outcome::Error;
+    }
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::decompress(&[(PathBuf::from(f), target.clone())], &opts) {
         Ok(r) => {

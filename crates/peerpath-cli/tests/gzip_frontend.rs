@@ -83,3 +83,31 @@ fn files_keep_their_sources_and_gzip_s_exit_statuses_hold() {
     assert_eq!(o.code(), Some(1));
     assert!(o.stderr.contains("usage: peerpath gzip"), "{}", o.stderr);
 }
+
+/// As gzip: compressed data is neither written to nor read from a terminal
+/// without -f (a terminal made by script(1)); messages name a file once.
+#[test]
+fn compressed_data_never_goes_to_a_terminal_without_force() {
+    let Some(script) = tool("script") else {
+        eprintln!("SKIPPED compressed_data_never_goes_to_a_terminal_without_force: script(1) not installed");
+        return;
+    };
+    let in_terminal = |cmd: &str| {
+        let o = std::process::Command::new(&script).args(["-qec", cmd, "/dev/null"]).stdin(std::process::Stdio::null()).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (code, out) = in_terminal(&format!("echo hi | {} gzip", bin()));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("compressed data not written to a terminal. Use -f to force compression.") && !out.contains('\u{1f}'), "{out:?}");
+    let (code, out) = in_terminal(&format!("echo hi | {} gzip -f | wc -c", bin()));
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = in_terminal(&format!("{} gzip -d", bin()));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("compressed data not read from a terminal"), "{out}");
+    let dir = scratch();
+    let cut = dir.path().join("cut.gz");
+    std::fs::write(&cut, &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1]).unwrap();
+    let o = run(&mut pp(args!["gzip", "-t", &cut]));
+    assert_eq!(o.code(), Some(1));
+    assert_eq!(o.stderr.matches("cut.gz").count(), 1, "named once: {}", o.stderr);
+}
