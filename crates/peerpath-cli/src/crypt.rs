@@ -180,6 +180,9 @@ fn target_io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {
 }
 
 fn make_key(path: &Path) -> Result<(), JobError> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Err(JobError::TargetKept { path: path.to_path_buf(), why: "keygen never replaces a key file (losing a key loses what it encrypted)".into() });
+    }
     let hex = Key::generate_hex().map_err(JobError::Internal)?;
     let (t, temp) = peerpath_io::create_temporary(path, false).map_err(target_io(path))?;
     let written = (|| {
@@ -191,7 +194,7 @@ fn make_key(path: &Path) -> Result<(), JobError> {
     if let Err(e) = written {
         peerpath_io::discard(&temp);
         return Err(match e.kind() {
-            std::io::ErrorKind::AlreadyExists => JobError::Usage(format!("{} exists: keygen never replaces a key file (losing a key loses what it encrypted)", path.display())),
+            std::io::ErrorKind::AlreadyExists => JobError::TargetKept { path: path.to_path_buf(), why: "keygen never replaces a key file (losing a key loses what it encrypted)".into() },
             _ => target_io(path)(e),
         });
     }

@@ -182,7 +182,7 @@ impl Store {
     fn open(dir: &Path, write: bool, create: Option<(ChunkParams, Fingerprint)>) -> Result<Store, JobError> {
         let index = dir.join("index.sqlite");
         if !index.exists() && create.is_none() {
-            return Err(JobError::SourceUnreadable { path: index, source: std::io::Error::from(std::io::ErrorKind::NotFound) });
+            return Err(JobError::SourceUnreadable { path: dir.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a dedup store (no index.sqlite there)") });
         }
         if create.is_some() {
             std::fs::create_dir_all(dir.join("packs")).map_err(target_io(dir))?;
@@ -299,7 +299,12 @@ impl Packs {
         let path = pack_path(&self.dir, at.pack);
         let pack = self.open.entry(at.pack).or_insert_with(|| File::open(path).ok()).as_ref().ok_or_else(|| format!("pack {} cannot be opened", at.pack))?;
         let start = out.len();
-        let read = |buf: &mut [u8]| pack.read_exact_at(buf, at.offset).map_err(|e| format!("pack {} at byte {}: {e}", at.pack, at.offset));
+        let read = |buf: &mut [u8]| {
+            pack.read_exact_at(buf, at.offset).map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => format!("pack {} at byte {}: the pack ends before this chunk's {} bytes (truncated)", at.pack, at.offset, buf.len()),
+                _ => format!("pack {} at byte {}: {e}", at.pack, at.offset),
+            })
+        };
         match at.codec {
             RAW if at.size != at.len => Err(format!("pack {} at byte {}: the index says {} bytes stored raw for a chunk of {}: the index is damaged", at.pack, at.offset, at.len, at.size)),
             RAW => {
@@ -617,7 +622,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     let name = src.as_os_str().as_bytes();
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
     if exists && !force {
-        return Err(JobError::TargetExists { path: s.dir.join(src) });
+        return Err(JobError::TargetExists { path: PathBuf::from(format!("{} in the store {}", src.display(), s.dir.display())) });
     }
     let unreadable = |e| JobError::SourceUnreadable { path: src.to_path_buf(), source: e };
     let mut pack = PackWriter::new(s)?;
@@ -824,8 +829,25 @@ fn verify(dir: &Path) -> Result<(), JobError> {
         println!("{}: {n} chunk(s) match their fingerprints; every file's chunks are there", dir.display());
         Ok(())
     } else {
-        Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{} problem(s): {}", bad.len(), bad.join("; ")) })
+        Err(JobError::Damaged { path: dir.to_path_buf(), detail: summary(&bad) })
     }
+}
+
+/// `bad` in one line: the same problem once, with how often it was met
+/// (a missing pack is met by each of its chunks), the first ten kinds in full.
+fn summary(bad: &[String]) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for b in bad {
+        match kinds.iter_mut().find(|(k, _)| k == b) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((b, 1)),
+        }
+    }
+    let mut parts: Vec<String> = kinds.iter().take(10).map(|(k, n)| if *n > 1 { format!("{k} (x{n})") } else { k.to_string() }).collect();
+    if kinds.len() > 10 {
+        parts.push(format!("and {} more", kinds.len() - 10));
+    }
+    format!("{} problem(s): {}", bad.len(), parts.join("; "))
 }
 
 #[cfg(test)]

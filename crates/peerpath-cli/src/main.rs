@@ -299,7 +299,7 @@ struct CompressArgs {
     /// Compression level: 0-3 use ISA-L igzip (fastest deflate on x86), 4-12 use libdeflate.
     #[arg(long, short, default_value_t = 1)]
     level: u32,
-    /// Uncompressed bytes per gzip member (K, M, G suffixes; powers of two). BGZF always uses 65280.
+    /// Uncompressed bytes per gzip member (K, M, G suffixes; 1 byte to 256M). BGZF always uses 65280.
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     block_size: usize,
     /// Output layout.

@@ -140,7 +140,8 @@ fn keys_and_targets_are_handled_with_care() {
     let key = keygen(d, "k");
     assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600, "a key file is private");
     let before = std::fs::read(&key).unwrap();
-    run(&mut pp(args!["keygen", "-o", &key])).fails(2, &["never replaces a key file"]);
+    run(&mut pp(args!["keygen", "-o", &key])).fails(4, &["never replaces a key file"]);
+    run(&mut pp(args!["keygen", "-o", "/dev/null"])).fails(4, &["never replaces a key file"]);
     assert_eq!(std::fs::read(&key).unwrap(), before);
     let src = d.join("s");
     std::fs::write(&src, b"secret").unwrap();

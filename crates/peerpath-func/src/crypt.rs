@@ -104,8 +104,8 @@ pub enum CryptError {
     NotEncrypted,
     #[error("truncated: {0} bytes, less than the {HEADER_BYTES}-byte header")]
     TruncatedHeader(usize),
-    #[error("unsupported algorithm {0} or reserved bits set (this build reads AES-256-GCM, algorithm 1)")]
-    Unsupported(u8),
+    #[error("unsupported header: algorithm {0}, reserved bytes {1:02x?} (this build reads algorithm 1, AES-256-GCM, with reserved bytes 0)")]
+    Unsupported(u8, [u8; 3]),
     #[error("wrong key: the header's key check does not match this key")]
     WrongKey,
     #[error("the header fails authentication (block size or length changed): the file was tampered with")]
@@ -374,7 +374,7 @@ impl FileCipher {
             return Err(CryptError::TruncatedHeader(header.len()));
         }
         if header[8] != ALGORITHM_AES_256_GCM || header[9..12] != [0, 0, 0] {
-            return Err(CryptError::Unsupported(header[8]));
+            return Err(CryptError::Unsupported(header[8], [header[9], header[10], header[11]]));
         }
         let block_bytes = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
         let plaintext_bytes = u64::from_le_bytes(header[16..24].try_into().expect("8 bytes"));
@@ -706,7 +706,7 @@ mod tests {
             let e = open_all(&k, &bad).unwrap_err();
             let want_block = (0..l.blocks()).rev().find(|&i| l.sealed_offset(i) as usize <= at);
             match (at, e.clone()) {
-                (0..=7, CryptError::NotEncrypted) | (8..=11, CryptError::Unsupported(_)) | (40..=55, CryptError::WrongKey) => {}
+                (0..=7, CryptError::NotEncrypted) | (8..=11, CryptError::Unsupported(..)) | (40..=55, CryptError::WrongKey) => {}
                 (12..=39 | 56..=71, CryptError::BadHeader) => {}
                 (_, CryptError::Block { block, .. }) if Some(block) == want_block => {}
                 _ => panic!("byte {at} flipped: {e}"),

@@ -193,11 +193,12 @@ fn tmpfile_unsupported(e: &io::Error) -> bool {
 /// possible and `want_direct`. `OpenedFile::path` is a path the file can be
 /// reopened through (`/proc/self/fd/N` for an unnamed one).
 ///
-/// Testing aid: with `PEERPATH_NAMED_TEMPORARIES` set in the environment,
-/// every temporary file is named (as on a file system without `O_TMPFILE`),
-/// so the tests can check that signals remove them.
+/// Testing aid: with `PEERPATH_NAMED_TEMPORARIES` set in the environment
+/// (to anything but empty or `0`), every temporary file is named (as on a
+/// file system without `O_TMPFILE`), so the tests can check that signals
+/// remove them.
 pub fn create_temporary(final_path: &Path, want_direct: bool) -> io::Result<(OpenedFile, Temporary)> {
-    if std::env::var_os("PEERPATH_NAMED_TEMPORARIES").is_some() {
+    if std::env::var_os("PEERPATH_NAMED_TEMPORARIES").is_some_and(|v| !v.is_empty() && v != "0") {
         let opened = create_named(final_path, want_direct)?;
         let temp = Temporary::Named(opened.path.clone());
         return Ok((opened, temp));

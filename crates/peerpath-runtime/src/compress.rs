@@ -81,7 +81,8 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     };
     if member_bytes == 0 || member_bytes > peerpath_func::MAX_MEMBER_UNCOMPRESSED_BYTES {
         return Err(JobError::Usage(format!(
-            "block size must be between 1 byte and {} bytes",
+            "block size must be between 1 byte and {} ({} bytes)",
+            peerpath_metrics::human_bytes(peerpath_func::MAX_MEMBER_UNCOMPRESSED_BYTES as u64),
             peerpath_func::MAX_MEMBER_UNCOMPRESSED_BYTES
         )));
     }

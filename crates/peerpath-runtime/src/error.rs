@@ -10,6 +10,9 @@ pub enum JobError {
     SourceUnreadable { path: PathBuf, source: io::Error },
     #[error("target {path} exists (use --force to overwrite)")]
     TargetExists { path: PathBuf },
+    /// An existing target a command never replaces, even with --force.
+    #[error("target {path} exists: {why}")]
+    TargetKept { path: PathBuf, why: String },
     #[error("target directory {path} exists (a new one is made; it never replaces or merges into another)")]
     TargetDirExists { path: PathBuf },
     #[error("source and target are the same file: {path}")]
@@ -72,7 +75,7 @@ impl JobError {
             JobError::Internal(_) => 1,
             JobError::Usage(_) => 2,
             JobError::SourceUnreadable { .. } => 3,
-            JobError::TargetExists { .. } | JobError::TargetDirExists { .. } => 4,
+            JobError::TargetExists { .. } | JobError::TargetDirExists { .. } | JobError::TargetKept { .. } => 4,
             JobError::SameFile { .. } | JobError::PartOfSource { .. } => 5,
             JobError::Corrupt { .. } | JobError::Damaged { .. } => 6,
             JobError::Truncated { .. } | JobError::TruncatedFile { .. } => 7,
