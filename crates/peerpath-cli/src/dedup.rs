@@ -371,7 +371,6 @@ fn create_index(dir: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Result<(), J
     File::open(dir).and_then(|d| d.sync_all()).map_err(target_io(dir))
 }
 
-/// Takes the store's writer lock (waits for another writer to finish).
 /// Refuses to make a new index beside packs that hold chunks: the index
 /// was lost (deleted, or never copied with the packs), and a new one would
 /// leave every chunk stored so far unreachable, and be cut off by the next
@@ -428,6 +427,7 @@ fn uri_path(p: &Path) -> String {
     p.as_os_str().as_bytes().iter().map(|&b| if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
+/// Takes the store's writer lock (waits for another writer to finish).
 fn lock(dir: &Path) -> Result<File, JobError> {
     let path = dir.join("lock");
     let f = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(target_io(&path))?;

@@ -327,11 +327,11 @@ fn a_restore_never_writes_into_its_store_even_with_force() {
     let st = d.join("st");
     run(&mut pp(args!["dedup", "store", &src, "-s", &st])).ok();
     std::os::unix::fs::symlink(st.join("packs"), d.join("link")).unwrap();
-    let before: Vec<(PathBuf, Vec<u8>)> = walk(&st).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    let before = snapshot(&st);
     for target in [st.join("index.sqlite"), st.join("packs/pack-000000"), st.join("packs/pack-000001"), st.join("lock"), d.join("link/new")] {
         run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-f", "-o", &target])).fails(5, &["is in the store", "never a target"]);
     }
-    let after: Vec<(PathBuf, Vec<u8>)> = walk(&st).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    let after = snapshot(&st);
     assert_eq!(after, before, "the store as it was");
     run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
     // `-o -` is standard output (it made a file named "-"); a file gets a new file's mode (it was 0600 whatever the umask).

@@ -827,12 +827,7 @@ fn a_restored_file_never_replaces_a_file_of_its_set_even_with_force() {
         std::fs::remove_file(&back).unwrap();
     }
     std::fs::remove_dir_all(&quiet).unwrap();
-    let all = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
-        let mut v: Vec<_> = walk(root).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
-        v.sort();
-        v
-    };
-    let before = all(d);
+    let before = snapshot(d);
     // Through another name of the set's directory too: a symbolic link.
     std::os::unix::fs::symlink(&set, d.join("alias")).unwrap();
     let cases: Vec<(Vec<std::ffi::OsString>, PathBuf)> = vec![
@@ -851,7 +846,7 @@ fn a_restored_file_never_replaces_a_file_of_its_set_even_with_force() {
         assert!(o.stderr.contains("is a file of the set") && o.stderr.contains("never a target"), "{}", o.stderr);
     }
     std::fs::remove_file(d.join("alias")).unwrap();
-    assert_eq!(all(d), before, "every file of every set as it was");
+    assert_eq!(snapshot(d), before, "every file of every set as it was");
     // A new file in the set's directory is no file of the set.
     let beside = set.join("restored");
     assert_eq!(run(&mut pp(args!["ec", "decode", &set, "-o", &beside])).code(), Some(0));
@@ -875,7 +870,7 @@ fn a_rebuilt_unit_that_does_not_match_the_manifest_is_an_error_and_nothing_is_wr
     let crc = m["shards"][0]["crc32"][1].as_u64().unwrap();
     m["shards"][0]["crc32"][1] = serde_json::json!(crc ^ 1);
     std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
-    let before: Vec<(PathBuf, Vec<u8>)> = walk(&set).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    let before = snapshot(&set);
     let out = d.join("out");
     // And a set the chain made (compress --ec), read back by decompress --ec.
     let chain = d.join("chain");
@@ -891,7 +886,7 @@ fn a_rebuilt_unit_that_does_not_match_the_manifest_is_an_error_and_nothing_is_wr
         assert!(o.stderr.contains("shard-000's unit of stripe 1, rebuilt from units that check out, does not match the manifest's CRC-32"), "{}", o.stderr);
         assert!(!out.exists());
     }
-    let after: Vec<(PathBuf, Vec<u8>)> = walk(&set).into_iter().map(|p| { let b = std::fs::read(&p).unwrap(); (p, b) }).collect();
+    let after = snapshot(&set);
     assert_eq!(after, before, "the set as it was");
     let v = run(&mut pp(args!["ec", "verify", &set]));
     assert_eq!(v.code(), Some(6), "{}", v.stderr);

@@ -106,7 +106,7 @@ fn compressed_data_never_goes_to_a_terminal_without_force() {
     assert!(out.contains("compressed data not read from a terminal"), "{out}");
     let dir = scratch();
     let cut = dir.path().join("cut.gz");
-    std::fs::write(&cut, &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1]).unwrap();
+    std::fs::write(&cut, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1]).unwrap();
     let o = run(&mut pp(args!["gzip", "-t", &cut]));
     assert_eq!(o.code(), Some(1));
     assert_eq!(o.stderr.matches("cut.gz").count(), 1, "named once: {}", o.stderr);

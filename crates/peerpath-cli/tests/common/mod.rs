@@ -411,3 +411,13 @@ pub fn walk(root: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// Every regular file under `root` with its bytes, sorted: to check that a command changed nothing.
+pub fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v: Vec<(PathBuf, Vec<u8>)> = walk(root).into_iter().map(|p| {
+        let b = std::fs::read(&p).unwrap();
+        (p, b)
+    }).collect();
+    v.sort();
+    v
+}
