@@ -1005,7 +1005,17 @@ fn run(cli: Cli) -> Result<(), JobError> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
-            let report = r?;
+            let report = match r {
+                Err(first) if a.sources.len() > 1 => {
+                    // As `gzip -t`: each bad file named, not only the first. Each is checked on its
+                    // own; the last error is the one returned (printed last, its exit code).
+                    let mut errors: Vec<JobError> = a.sources.iter().filter_map(|s| peerpath_runtime::verify(std::slice::from_ref(s), &opts).err()).collect();
+                    let last = errors.pop().unwrap_or(first);
+                    errors.iter().for_each(|e| eprintln!("peerpath: error: {e}"));
+                    return Err(last);
+                }
+                r => r?,
+            };
             emit(&report, &a.common, false);
             if !a.common.quiet && !a.common.json {
                 println!("OK: {} file(s), {} members, all CRC-32 and lengths match", report.files.len(), report.files.iter().map(|f| f.members).sum::<u64>());

@@ -544,3 +544,22 @@ fn lying_sizes_are_refused_by_the_streaming_decoder_too() {
     expect_bad(dir.path(), "stream-member-too-small.gz", &lie(&|b| put_u32(b, 16, (m2.len - 777) as u32)), 6, &[&at2, "size field"], hang);
     expect_bad(dir.path(), "stream-isize-disagree.gz", &lie(&|b| put_u32(b, 20, 12345)), 6, &[&at2, "size field"], hang);
 }
+
+/// As `gzip -t`: `verify` with several files names every bad one, not only the first.
+#[test]
+fn verify_names_every_bad_file() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("a");
+    std::fs::write(&src, random_bytes(100_000, 77)).unwrap();
+    let good = d.join("a.gz");
+    run(&mut pp(args!["compress", "-q", &src, "-o", &good])).ok();
+    let gz = std::fs::read(&good).unwrap();
+    let mut flipped = gz.clone();
+    flipped[5000] ^= 0x40;
+    std::fs::write(d.join("b.gz"), &flipped).unwrap();
+    std::fs::write(d.join("c.gz"), &gz[..3000]).unwrap();
+    let o = run(&mut pp(args!["verify", &good, d.join("b.gz"), &good, d.join("c.gz")])).fails(7, &["b.gz: member 0", "c.gz: truncated"]);
+    assert_eq!(o.stderr.matches("peerpath: error:").count(), 2, "{}", o.stderr);
+    run(&mut pp(args!["verify", &good, &good, "-q"])).ok();
+}
