@@ -320,7 +320,6 @@ impl Read for ShardStream {
 pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize, quiet: bool) -> Result<(), JobError> {
     let started = Instant::now();
     let shards = ShardReader::open(dir)?;
-    shards.refuse_as_target(output)?;
     let set_bytes = shards.stream_bytes();
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(JobError::TargetExists { path: output.to_path_buf() });

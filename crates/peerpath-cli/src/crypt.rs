@@ -217,7 +217,8 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         // A key is at most a line of 64 digits: read a little more than that, never a
         // whole device or a stream that does not end (--key-file /dev/zero).
         const MOST: u64 = 4096;
-        let mut bytes = zeroize::Zeroizing::new(Vec::new());
+        // Room for all it may read at once: a reallocation would leave key bytes behind, unzeroed.
+        let mut bytes = zeroize::Zeroizing::new(Vec::with_capacity(MOST as usize + 1));
         std::fs::File::open(f).and_then(|file| std::io::Read::read_to_end(&mut std::io::Read::take(file, MOST + 1), &mut bytes)).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", f.display())))?;
         if bytes.len() as u64 > MOST {
             return Err(JobError::Usage(format!("key file {}: more than {MOST} bytes: a key is 32 raw bytes or 64 hexadecimal digits", f.display())));

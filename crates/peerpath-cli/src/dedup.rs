@@ -45,6 +45,12 @@ pub(crate) const GZIP_MEMBER: u8 = 1;
 /// A pack is closed and a new one begun past this size.
 const PACK_BYTES: u64 = 1 << 30;
 
+/// [`PACK_BYTES`], or (testing aid) `PEERPATH_TEST_PACK_BYTES`: packs
+/// small enough for a test to fill several.
+fn pack_bytes() -> u64 {
+    std::env::var("PEERPATH_TEST_PACK_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(PACK_BYTES)
+}
+
 #[derive(Args)]
 pub struct DedupArgs {
     #[command(subcommand)]
@@ -240,10 +246,15 @@ impl Store {
             let end: i64 = self.db.query_row("SELECT coalesce(max(offset + len), 0) FROM chunks WHERE pack = ?1", [n], |r| r.get(0)).map_err(db_error(&self.dir))?;
             let path = self.pack_path(n);
             let f = OpenOptions::new().create(true).append(true).read(true).open(&path).map_err(target_io(&path))?;
-            if f.metadata().map_err(target_io(&path))?.len() > end as u64 {
+            // Appends go to the file's end (O_APPEND), which must be where the index says its chunks end.
+            let len = f.metadata().map_err(target_io(&path))?.len();
+            if len < end as u64 {
+                return Err(JobError::Damaged { path, detail: format!("the pack is {len} bytes, but the index has chunks in it up to byte {end}: the store is damaged (peerpath dedup verify); nothing was written") });
+            }
+            if len > end as u64 {
                 f.set_len(end as u64).map_err(target_io(&path))?;
             }
-            if (end as u64) < PACK_BYTES {
+            if (end as u64) < pack_bytes() {
                 return Ok((n, f, end as u64));
             }
             n += 1;
@@ -406,6 +417,13 @@ fn open_for_reading(dir: &Path, index: &Path) -> Result<(Connection, Option<File
     if !cannot_open {
         return Err(db_error(dir)(e));
     }
+    // An immutable open reads the database file alone: commits still in the log would be unseen.
+    if std::fs::metadata(dir.join("index.sqlite-wal")).is_ok_and(|m| m.len() > 0) {
+        return Err(JobError::SourceUnreadable {
+            path: index.to_path_buf(),
+            source: std::io::Error::other(format!("{e}; and its write-ahead log holds commits that only a process that may write the store can apply: open it once where it can be written (as its owner, or read-write)")),
+        });
+    }
     let shared = match File::open(dir.join("lock")) {
         Ok(f) => {
             // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
@@ -414,7 +432,8 @@ fn open_for_reading(dir: &Path, index: &Path) -> Result<(Connection, Option<File
             }
             Some(f)
         }
-        Err(_) => None, // never written to: no writer to keep out
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None, // never written to: no writer to keep out
+        Err(e) => return Err(JobError::SourceUnreadable { path: dir.join("lock"), source: e }),
     };
     let absolute = std::fs::canonicalize(index).map_err(|source| JobError::SourceUnreadable { path: index.to_path_buf(), source })?;
     let db = Connection::open_with_flags(format!("file:{}?immutable=1", uri_path(&absolute)), flags | OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(usable).map_err(db_error(dir))?;
@@ -522,13 +541,15 @@ impl<'a> PackWriter<'a> {
 
     /// Appends a new chunk of `size` bytes kept as `len` bytes by `codec`,
     /// handed over by `write` (at the pack's offset), rolling to a new pack
-    /// past [`PACK_BYTES`].
+    /// past [`pack_bytes`].
     pub fn append(&mut self, digest: [u8; 32], (len, codec, size): (usize, u8, usize), write: impl FnOnce(&File, u64) -> std::io::Result<()>) -> Result<(), JobError> {
-        if self.len >= PACK_BYTES {
+        if self.len >= pack_bytes() {
             self.file.sync_data().map_err(target_io(&self.store.pack_path(self.no)))?;
             self.no += 1;
             let path = self.store.pack_path(self.no);
             self.file = OpenOptions::new().create(true).append(true).open(&path).map_err(target_io(&path))?;
+            // A pack past the index's last one holds no chunk it refers to (bytes a killed store left).
+            self.file.set_len(0).map_err(target_io(&path))?;
             self.len = 0;
         }
         write(&self.file, self.len).map_err(target_io(&self.store.pack_path(self.no)))?;
@@ -684,8 +705,10 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
-    tx.commit().map_err(db_error(&s.dir))?;
+    // Kept before the commit: a commit that reports a failure may still be in SQLite's log and
+    // replayed later, so its chunks stay (the next store cuts them off if it was not).
     pack.kept();
+    tx.commit().map_err(db_error(&s.dir))?;
     let secs = started.elapsed().as_secs_f64();
     let provenance = if on_device { "measured on emulated devices" } else { "measured on this host's CPU" };
     println!(
@@ -787,7 +810,7 @@ fn stats(dir: &Path) -> Result<(), JobError> {
         println!("compression ratio: {:.3} (unique chunk bytes / stored); overall: {:.3} (logical / stored)", ratio(unique_bytes, stored), ratio(logical, stored));
     }
     if on_disk > stored as u64 {
-        println!("pack bytes no chunk refers to: {} (left by a store that was killed; the next store cuts them off)", on_disk - stored as u64);
+        println!("pack bytes no chunk refers to: {} (left by a store that was killed; the next store cuts them off where it appends)", on_disk - stored as u64);
     }
     Ok(())
 }

@@ -1475,11 +1475,6 @@ impl ShardReader {
         Ok(ShardReader { set, bufs: StripeBufs::default(), next: 0, left })
     }
 
-    /// See [`OpenSet::refuse_as_target`].
-    pub(crate) fn refuse_as_target(&self, output: &Path) -> Result<(), JobError> {
-        self.set.refuse_as_target(output)
-    }
-
     /// The stream's length.
     pub(crate) fn stream_bytes(&self) -> u64 {
         self.set.m.source_bytes

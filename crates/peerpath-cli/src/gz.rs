@@ -221,8 +221,8 @@ fn warn(o: &Options, msg: String) -> Outcome {
 
 fn fail(f: &OsStr, e: &JobError) -> Outcome {
     // Most errors name the file already ("x.gz: truncated: ..."): not twice.
-    let msg = e.to_string();
-    if f != "-" && msg.contains(&*f.to_string_lossy()) {
+    let (msg, f_) = (e.to_string(), f.to_string_lossy());
+    if f != "-" && (msg.starts_with(&format!("{f_}:")) || msg.contains(&format!(" {f_}:")) || msg.contains(&format!(" {f_} "))) {
         eprintln!("peerpath gzip: {msg}");
     } else {
         eprintln!("peerpath gzip: {}: {msg}", name(f));

@@ -963,6 +963,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
                 };
+                ec::OpenSet::open(dir)?.refuse_as_target(output)?;
                 let key = crypt::optional_key(&a.key)?;
                 let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 match a.decode.engine {
@@ -1005,8 +1006,10 @@ fn run(cli: Cli) -> Result<(), JobError> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
+            // Each file checked again on its own needs sources that can be read twice.
+            let files = a.sources.iter().all(|s| std::fs::metadata(s).is_ok_and(|m| m.is_file()));
             let report = match r {
-                Err(first) if a.sources.len() > 1 => {
+                Err(first) if a.sources.len() > 1 && files && !matches!(first, JobError::Device { .. }) => {
                     // As `gzip -t`: each bad file named, not only the first. Each is checked on its
                     // own; the last error is the one returned (printed last, its exit code).
                     let mut errors: Vec<JobError> = a.sources.iter().filter_map(|s| peerpath_runtime::verify(std::slice::from_ref(s), &opts).err()).collect();

@@ -386,6 +386,23 @@ fn a_failed_store_leaves_the_store_as_it_was_and_a_lost_index_is_refused() {
     run(&mut pp(args!["dedup", "store", &other, "-s", &st])).ok();
     assert_eq!(&std::fs::read(&pack).unwrap()[..kept.len() + 16], &[&kept[..], &std::fs::read(&other).unwrap()[..16]].concat()[..], "the new chunk where the stray bytes were");
     run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+    // A pack shorter than the chunks the index has in it: refused (appends would land elsewhere than recorded).
+    let whole = std::fs::read(&pack).unwrap();
+    std::fs::write(&pack, &whole[..whole.len() - 10]).unwrap();
+    run(&mut pp(args!["dedup", "store", &other, "-s", &st, "-f"])).fails(6, &["the index has chunks in it up to byte", "nothing was written"]);
+    std::fs::write(&pack, &whole).unwrap();
+    // A pack past the index's last one, left by a killed store, is emptied before the next pack is begun there.
+    let small_packs = d.join("small-packs");
+    let big = d.join("big");
+    std::fs::write(&big, random_bytes(600_000, 27)).unwrap();
+    run(pp(args!["dedup", "store", &small, "-s", &small_packs]).env("PEERPATH_TEST_PACK_BYTES", "100000")).ok();
+    let packs = small_packs.join("packs");
+    let n = std::fs::read_dir(&packs).unwrap().count();
+    std::fs::write(packs.join(format!("pack-{n:06}")), vec![9u8; 70_000]).unwrap();
+    run(pp(args!["dedup", "store", &big, "-s", &small_packs]).env("PEERPATH_TEST_PACK_BYTES", "100000")).ok();
+    run(&mut pp(args!["dedup", "verify", "-s", &small_packs])).ok();
+    run(&mut pp(args!["dedup", "restore", &big, "-s", &small_packs, "-o", d.join("big.back")])).ok();
+    assert_file_eq(&d.join("big.back"), &std::fs::read(&big).unwrap(), "restored across packs");
     // The index lost: refused, nothing made or changed.
     std::fs::remove_file(st.join("index.sqlite")).unwrap();
     let packs = std::fs::read(&pack).unwrap();

@@ -838,6 +838,7 @@ fn a_restored_file_never_replaces_a_file_of_its_set_even_with_force() {
         (args!["ec", "decode", "-f", drives[3].join("placed.manifest.json")], drives[1].join("placed.manifest.json")),
         (args!["ec", "decode", "-f", &placed], placed.join("manifest.json")),
         (args!["decompress", "--ec", "-f", &chain], chain.join("shard-000")),
+        (args!["decompress", "--ec", "-f", "--engine", "emulated", &chain], chain.join("shard-001")),
     ];
     for (mut a, target) in cases {
         a.extend(args!["-o", &target]);
