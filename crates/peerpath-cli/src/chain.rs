@@ -117,49 +117,46 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     };
     let stream_bytes = shards.len;
     let (stripes, coding) = shards.finish(&head, name.clone(), &mode)?;
+    if o.quiet {
+        return Ok(());
+    }
     let secs = started.elapsed().as_secs_f64();
     let n = o.data + o.parity;
-    if !o.quiet {
-        println!(
-            "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {:.2} GB/s (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))",
-            source.display(),
-            peerpath_metrics::human_bytes(read),
-            counts.members,
-            peerpath_metrics::human_bytes(counts.compressed),
-            o.level.get(),
-            sealed.map_or(String::new(), |(blocks, b, _)| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {blocks} block(s) of {})", peerpath_metrics::human_bytes(b as u64))),
-            o.data,
-            o.parity,
-            o.data,
-            o.unit,
-            peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-            dir.display(),
-            secs,
-            read as f64 / secs.max(1e-9) / 1e9,
-            stripes as f64 * (n * o.unit) as f64 / coding.as_secs_f64().max(1e-9) / 1e9,
-            if sealed.is_some() { "encrypt, " } else { "" },
-            o.threads,
-        );
-    }
+    println!(
+        "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {:.2} GB/s (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))",
+        source.display(),
+        peerpath_metrics::human_bytes(read),
+        counts.members,
+        peerpath_metrics::human_bytes(counts.compressed),
+        o.level.get(),
+        sealed.map_or(String::new(), |(blocks, b, _)| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {blocks} block(s) of {})", peerpath_metrics::human_bytes(b as u64))),
+        o.data,
+        o.parity,
+        o.data,
+        o.unit,
+        peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
+        dir.display(),
+        secs,
+        read as f64 / secs.max(1e-9) / 1e9,
+        stripes as f64 * (n * o.unit) as f64 / coding.as_secs_f64().max(1e-9) / 1e9,
+        if sealed.is_some() { "encrypt, " } else { "" },
+        o.threads,
+    );
     let rate = |bytes: u64, t: Duration| bytes as f64 / t.as_secs_f64().max(1e-9) / 1e9;
-    if !o.quiet {
-        println!(
-            "stages on this host's CPU (measured): read {:.3} s; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread){}; erasure code {:.3} s ({:.2} GB/s); bytes through this process's memory: {} of source read, {} of members, {} of shards written",
-            counts.reading.as_secs_f64(),
-            counts.compressing.as_secs_f64(),
-            o.threads,
-            rate(read, counts.compressing),
-            sealed.map_or(String::new(), |(_, _, t)| format!("; seal {:.3} s ({:.2} GB/s)", t.as_secs_f64(), rate(counts.compressed, t))),
-            coding.as_secs_f64(),
-            rate(stripes * (n * o.unit) as u64, coding),
-            peerpath_metrics::human_bytes(read),
-            peerpath_metrics::human_bytes(counts.compressed),
-            peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-        );
-    }
-    if !o.quiet {
-        println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {stream_bytes}-byte {name}", dir.display(), dir.display());
-    }
+    println!(
+        "stages on this host's CPU (measured): read {:.3} s; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread){}; erasure code {:.3} s ({:.2} GB/s); bytes through this process's memory: {} of source read, {} of members, {} of shards written",
+        counts.reading.as_secs_f64(),
+        counts.compressing.as_secs_f64(),
+        o.threads,
+        rate(read, counts.compressing),
+        sealed.map_or(String::new(), |(_, _, t)| format!("; seal {:.3} s ({:.2} GB/s)", t.as_secs_f64(), rate(counts.compressed, t))),
+        coding.as_secs_f64(),
+        rate(stripes * (n * o.unit) as u64, coding),
+        peerpath_metrics::human_bytes(read),
+        peerpath_metrics::human_bytes(counts.compressed),
+        peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
+    );
+    println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {stream_bytes}-byte {name}", dir.display(), dir.display());
     Ok(())
 }
 
@@ -391,32 +388,31 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
         peerpath_io::discard(&temporary);
         return Err(e);
     }
+    if quiet {
+        return Ok(());
+    }
     let secs = started.elapsed().as_secs_f64();
-    if !quiet {
-        println!(
-            "{} -> {}: {} from the shards{}, inflated to {} on {threads} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
-            dir.display(),
-            output.display(),
-            peerpath_metrics::human_bytes(set_bytes),
-            if cipher.is_some() { ", each block authenticated and decrypted as it arrived" } else { "" },
-            peerpath_metrics::human_bytes(produced),
-            secs,
-            produced as f64 / secs.max(1e-9) / 1e9
-        );
-    }
+    println!(
+        "{} -> {}: {} from the shards{}, inflated to {} on {threads} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
+        dir.display(),
+        output.display(),
+        peerpath_metrics::human_bytes(set_bytes),
+        if cipher.is_some() { ", each block authenticated and decrypted as it arrived" } else { "" },
+        peerpath_metrics::human_bytes(produced),
+        secs,
+        produced as f64 / secs.max(1e-9) / 1e9
+    );
     let reading = reading.get();
-    if !quiet {
-        println!(
-            "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {threads} thread(s) ({:.2} GB/s out a thread); write {:.3} s; bytes through this process's memory: {} of stream from the shards, {} written",
-            reading.as_secs_f64(),
-            if cipher.is_some() { format!(", blocks opened {:.3} s", input.saturating_sub(reading).as_secs_f64()) } else { String::new() },
-            inflating.as_secs_f64(),
-            produced as f64 / inflating.as_secs_f64().max(1e-9) / 1e9,
-            writing.as_secs_f64(),
-            peerpath_metrics::human_bytes(set_bytes),
-            peerpath_metrics::human_bytes(produced),
-        );
-    }
+    println!(
+        "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {threads} thread(s) ({:.2} GB/s out a thread); write {:.3} s; bytes through this process's memory: {} of stream from the shards, {} written",
+        reading.as_secs_f64(),
+        if cipher.is_some() { format!(", blocks opened {:.3} s", input.saturating_sub(reading).as_secs_f64()) } else { String::new() },
+        inflating.as_secs_f64(),
+        produced as f64 / inflating.as_secs_f64().max(1e-9) / 1e9,
+        writing.as_secs_f64(),
+        peerpath_metrics::human_bytes(set_bytes),
+        peerpath_metrics::human_bytes(produced),
+    );
     Ok(())
 }
 

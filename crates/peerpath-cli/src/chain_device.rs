@@ -273,40 +273,37 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     let mut manifest = Manifest::new(name.clone(), c.len, (o.data, o.parity, o.unit), stripes, std::mem::take(&mut c.crcs));
     manifest.place(o.placement.as_ref());
     ec::publish(dir, c.files, &manifest, &peerpath_io::Inherited::mode_of(Some(&meta)))?;
+    if o.quiet {
+        return Ok(());
+    }
     let secs = started.elapsed().as_secs_f64();
-    if !o.quiet {
+    println!(
+        "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {} into its memory, shards written from it by kernel copies; payload bytes into this process: 0)",
+        source.display(),
+        peerpath_metrics::human_bytes(meta.len()),
+        c.members,
+        peerpath_metrics::human_bytes(c.compressed),
+        o.level.get(),
+        if c.sealer.is_some() { " -> encrypted on the device (peerpath-enc/1)" } else { "" },
+        o.data,
+        o.parity,
+        dir.display(),
+        secs,
+        meta.len() as f64 / secs.max(1e-9) / 1e9,
+        device_workers(o.threads),
+        slots(o.threads),
+        c.commands.count(),
+        device_job::moved(device_job::is_direct(&opened.file)),
+    );
+    if let Some(stages) = device_job::stages(c.dev) {
         println!(
-            "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {} into its memory, shards written from it by kernel copies; payload bytes into this process: 0)",
-            source.display(),
+            "stages on the device (measured on emulated devices): {stages}; bytes: {} of source read into device memory, {} of shards written from it, {} of header from this process",
             peerpath_metrics::human_bytes(meta.len()),
-            c.members,
-            peerpath_metrics::human_bytes(c.compressed),
-            o.level.get(),
-            if c.sealer.is_some() { " -> encrypted on the device (peerpath-enc/1)" } else { "" },
-            o.data,
-            o.parity,
-            dir.display(),
-            secs,
-            meta.len() as f64 / secs.max(1e-9) / 1e9,
-            device_workers(o.threads),
-            slots(o.threads),
-            c.commands.count(),
-            device_job::moved(device_job::is_direct(&opened.file)),
+            peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
+            peerpath_metrics::human_bytes(if c.sealer.is_some() { HEADER_BYTES as u64 } else { 0 })
         );
     }
-    if let Some(stages) = device_job::stages(c.dev) {
-        if !o.quiet {
-            println!(
-                "stages on the device (measured on emulated devices): {stages}; bytes: {} of source read into device memory, {} of shards written from it, {} of header from this process",
-                peerpath_metrics::human_bytes(meta.len()),
-                peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-                peerpath_metrics::human_bytes(if c.sealer.is_some() { HEADER_BYTES as u64 } else { 0 })
-            );
-        }
-    }
-    if !o.quiet {
-        println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {}-byte {name}", dir.display(), dir.display(), c.len);
-    }
+    println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {}-byte {name}", dir.display(), dir.display(), c.len);
     Ok(())
 }
 
@@ -810,30 +807,29 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         peerpath_io::discard(&temporary);
         return Err(e);
     }
-    let secs = started.elapsed().as_secs_f64();
-    if !quiet {
-        println!(
-            "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers)",
-            dir.display(),
-            output.display(),
-            peerpath_metrics::human_bytes(stream_bytes),
-            if c.rebuilt > 0 { format!(", {} unit(s) rebuilt on the device", c.rebuilt) } else { String::new() },
-            if c.cipher.is_some() { ", each block authenticated and decrypted there" } else { "" },
-            c.members,
-            peerpath_metrics::human_bytes(c.produced),
-            secs,
-            c.produced as f64 / secs.max(1e-9) / 1e9,
-            device_workers(workers),
-            slots(workers),
-            c.commands.count(),
-            device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct)),
-            c.metadata_bytes,
-        );
+    if quiet {
+        return Ok(());
     }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers)",
+        dir.display(),
+        output.display(),
+        peerpath_metrics::human_bytes(stream_bytes),
+        if c.rebuilt > 0 { format!(", {} unit(s) rebuilt on the device", c.rebuilt) } else { String::new() },
+        if c.cipher.is_some() { ", each block authenticated and decrypted there" } else { "" },
+        c.members,
+        peerpath_metrics::human_bytes(c.produced),
+        secs,
+        c.produced as f64 / secs.max(1e-9) / 1e9,
+        device_workers(workers),
+        slots(workers),
+        c.commands.count(),
+        device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct)),
+        c.metadata_bytes,
+    );
     if let Some(stages) = device_job::stages(c.dev) {
-        if !quiet {
-            println!("stages on the device (measured on emulated devices): {stages}; bytes: {} of units read into device memory, {} of output written from it", peerpath_metrics::human_bytes(c.units_read), peerpath_metrics::human_bytes(c.produced));
-        }
+        println!("stages on the device (measured on emulated devices): {stages}; bytes: {} of units read into device memory, {} of output written from it", peerpath_metrics::human_bytes(c.units_read), peerpath_metrics::human_bytes(c.produced));
     }
     Ok(())
 }
