@@ -545,6 +545,9 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
     let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
     let src = File::open(&a.source).map_err(unreadable)?;
     let meta = src.metadata().map_err(unreadable)?;
+    if meta.is_dir() {
+        return Err(unreadable(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory")));
+    }
     if !meta.is_file() {
         return Err(JobError::Usage(format!("{} is not a regular file", a.source.display())));
     }

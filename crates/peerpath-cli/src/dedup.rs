@@ -470,6 +470,29 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         Some(h) => Fingerprint::parse(h).ok_or_else(|| JobError::Usage(format!("--hash {h}: blake3 or sha256")))?,
         None => Fingerprint::Blake3,
     };
+    // Sources that cannot be opened are refused before the store is touched. A pipe is opened
+    // only once, when it is stored.
+    for src in sources.iter().filter(|s| !std::fs::metadata(s).is_ok_and(|m| m.file_type().is_fifo())) {
+        crate::open_file_source(src)?;
+    }
+    let made = (!dir.exists(), !dir.join("index.sqlite").exists());
+    let mut stored = 0;
+    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, (engine_emulated, no_fallback), compress, threads, &mut stored);
+    // A store this run began, which failed before it kept a file, leaves nothing behind.
+    if let (Err(_), (dir_made, true), 0) = (&result, made, stored) {
+        for f in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "lock", "packs/pack-000000"] {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+        let _ = std::fs::remove_dir(dir.join("packs"));
+        if dir_made {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine_emulated, no_fallback): (bool, bool), compress: Option<Level>, threads: usize, stored: &mut usize) -> Result<(), JobError> {
     let s = Store::open(dir, true, Some((asked, fp)))?;
     let custom = sizes.0.is_some() || sizes.1.is_some() || sizes.2.is_some();
     if (custom && asked != s.params) || hash.is_some_and(|_| fp != s.fp) {
@@ -490,6 +513,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     }
     for src in sources {
         store_one(&s, src, force, Chunker { device: device.as_mut(), no_fallback, threads }, compress)?;
+        *stored += 1;
     }
     Ok(())
 }

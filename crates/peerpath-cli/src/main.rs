@@ -172,6 +172,18 @@ pub(crate) fn refuse_stream_source(source: &Path, why: &str) -> Result<(), JobEr
     }
 }
 
+/// Opens a source to read it as a stream (a FIFO waits for its writer, as
+/// it must): what cannot be opened, and a directory, is exit 3, in the
+/// words the other commands use.
+pub(crate) fn open_file_source(path: &Path) -> Result<std::fs::File, JobError> {
+    let unreadable = |source| JobError::SourceUnreadable { path: path.to_path_buf(), source };
+    let f = std::fs::File::open(path).map_err(unreadable)?;
+    if f.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(unreadable(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory")));
+    }
+    Ok(f)
+}
+
 /// Refuses `output` where it is one of `files` (by path, or the same file
 /// under another name) or lies in one of `dirs`: a file restored from a set
 /// or a store never replaces one of the files it is read from, even with

@@ -248,8 +248,7 @@ fn device_scan(dev: &mut peerpath_device::EmulatedCsp, f: &Path, format: Option<
 
 /// Filters one file: returns what was found and how many (decoded) bytes were read.
 fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64), JobError> {
-    let unreadable = |e| JobError::SourceUnreadable { path: path.to_path_buf(), source: e };
-    let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) { Box::new(std::io::stdin()) } else { Box::new(File::open(path).map_err(unreadable)?) };
+    let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) { Box::new(std::io::stdin()) } else { Box::new(crate::open_file_source(path)?) };
     // Gzip or not, from the first two bytes (kept and replayed).
     let mut magic = [0u8; 2];
     let mut got = 0;

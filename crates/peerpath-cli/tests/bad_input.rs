@@ -368,7 +368,17 @@ fn unreadable_source_is_exit_3() {
     std::fs::create_dir(&d).unwrap();
     run(&mut pp(args!["compress", &d, "-o", dir.path().join("d.gz")])).fails(3, &["a-directory", "is a directory"]);
     run(&mut pp(args!["decompress", &d, "-o", dir.path().join("d")])).fails(3, &["a-directory"]);
-    assert_dir_holds(dir.path(), &["a-directory"]);
+    // Every file command says it in the same words and exit code, and makes nothing (no empty store).
+    let key = dir.path().join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    for cmd in [&["encrypt", "--key-file"][..], &["decrypt", "--key-file"]] {
+        run(&mut pp(args![cmd[0], &d, "-o", dir.path().join("x"), cmd[1], &key])).fails(3, &["a-directory", "is a directory"]);
+    }
+    run(&mut pp(args!["scan", &d, "--count", "--min-length", "3"])).fails(3, &["a-directory", "is a directory"]);
+    run(&mut pp(args!["ec", "encode", &d, "--data", "2", "--parity", "1", "-o", dir.path().join("set")])).fails(3, &["a-directory", "is a directory"]);
+    run(&mut pp(args!["dedup", "store", &d, "-s", dir.path().join("st")])).fails(3, &["a-directory", "is a directory"]);
+    run(&mut pp(args!["dedup", "store", &key, dir.path().join("missing"), "-s", dir.path().join("st")])).fails(3, &["missing"]);
+    assert_dir_holds(dir.path(), &["a-directory", "key"]);
     // chmod 000 stops reads, except for root.
     let f = dir.path().join("locked");
     std::fs::write(&f, b"secret").unwrap();

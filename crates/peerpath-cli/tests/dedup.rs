@@ -224,6 +224,7 @@ fn a_pipe_is_stored_as_a_file_is_and_a_directory_is_refused() {
     run(&mut pp(args!["dedup", "store", &fifo, "-s", d.join("emu2"), "--engine", "emulated", "--no-fallback"])).fails(15, &["a pipe"]);
     drop(std::fs::File::open(&fifo)); // lets the writer finish
     writer.wait().unwrap();
+    assert!(!d.join("emu2").exists(), "a store that failed before it kept a file is not left behind");
     run(&mut pp(args!["dedup", "store", d, "-s", &st])).fails(3, &["is a directory"]);
 }
 
