@@ -913,6 +913,15 @@ fn survey(dir: &Path, m: &Manifest, threads: usize) -> Vec<Vec<usize>> {
     bad
 }
 
+/// Shards whose files hold bytes past the set's last stripe (appended to
+/// since they were written): all their units may check out, but a shard is
+/// its units and nothing more, so `verify` names them and `repair` rewrites
+/// them to their length.
+fn overlong_shards(dir: &Path, m: &Manifest) -> Vec<usize> {
+    let bytes = m.stripes * m.unit_bytes as u64;
+    (0..m.shards.len()).filter(|&i| std::fs::metadata(m.shard_path(dir, i)).is_ok_and(|f| f.is_file() && f.len() > bytes)).collect()
+}
+
 /// The stripes with more bad units than the code can rebuild.
 fn lost_stripes(m: &Manifest, bad: &[Vec<usize>]) -> Vec<u64> {
     (0..m.stripes).filter(|&s| bad[s as usize].len() > m.parity_shards).collect()
@@ -984,6 +993,8 @@ struct VerifyReport {
     lost_stripes: Vec<u64>,
     /// Copies of the manifest beside placed shards that are missing or differ from it.
     stale_manifest_copies: Vec<String>,
+    /// Shards whose files go on past the set's last stripe.
+    overlong_shards: Vec<String>,
     /// Whether `ec repair` can make the set whole.
     repairable: bool,
     /// Where the units were checked.
@@ -1008,15 +1019,17 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, json: bool) -> Result<(), 
     let lost = lost_stripes(&m, &bad);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
     let stale = m.stale_copies();
+    let overlong = overlong_shards(dir, &m);
     let report = VerifyReport {
         target: dir.display().to_string(),
         code: format!("RS({}, {})", m.data_shards, m.parity_shards),
         stripes: m.stripes,
         shards: m.shards.len(),
-        intact: damaged.is_empty() && stale.is_empty(),
+        intact: damaged.is_empty() && stale.is_empty() && overlong.is_empty(),
         damaged_shards: damaged.iter().map(|&i| DamagedShard { shard: m.shard_label(i), bad_stripes: (0..m.stripes).filter(|&s| bad[s as usize].contains(&i)).collect() }).collect(),
         lost_stripes: lost.clone(),
         stale_manifest_copies: stale.iter().map(|p| p.display().to_string()).collect(),
+        overlong_shards: overlong.iter().map(|&i| m.shard_label(i)).collect(),
         repairable: lost.is_empty(),
         checked: checked.to_string(),
         fallback,
@@ -1041,6 +1054,9 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, json: bool) -> Result<(), 
     }
     if !stale.is_empty() {
         found.push(format!("copies of the manifest missing or different in {}", report.stale_manifest_copies.join(", ")));
+    }
+    if !overlong.is_empty() {
+        found.push(format!("bytes past the set's last stripe in {}", report.overlong_shards.join(", ")));
     }
     let verdict = if lost.is_empty() { "repairable (peerpath ec repair)".to_string() } else { format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards) };
     Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))
@@ -1073,7 +1089,9 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
     if !lost.is_empty() {
         return Err(unrecoverable(dir, &m, &lost));
     }
-    let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
+    // An overlong shard is rewritten as a damaged one is, its units copied.
+    let overlong = overlong_shards(dir, &m);
+    let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i)) || overlong.contains(i)).collect();
     let stale = m.stale_copies();
     if damaged.is_empty() && stale.is_empty() {
         return Ok(Err(format!("{}: nothing to repair ({checked})", dir.display())));

@@ -269,6 +269,17 @@ fn an_emulated_csp_checks_repairs_and_restores_a_set_as_the_cpu_does() {
         assert!(v["engine"].as_str().unwrap().contains("handled no payload byte") && v["fallback"].is_null(), "{v}");
         assert_eq!(v["shards_written"], serde_json::json!(["shard-001", "shard-004"]), "{v}");
         assert_eq!(shards(&set), original, "case {case}: repaired on the device, byte for byte the originals");
+        // Bytes appended to a shard whose units all check out: named, and cut off by either engine.
+        for engine in ["emulated", "cpu"] {
+            let mut longer = original[2].1.clone();
+            longer.extend_from_slice(b"appended");
+            std::fs::write(set.join("shard-002"), longer).unwrap();
+            let e = run(&mut pp(args!["ec", "verify", &set, "--engine", engine])).fails(6, &["bytes past the set's last stripe in shard-002", "repairable"]);
+            assert!(!e.stderr.contains("corrupt units"), "{}", e.stderr);
+            let v = run(&mut pp(args!["ec", "repair", &set, "--engine", engine, "--no-fallback", "--json"])).ok().json();
+            assert_eq!(v["shards_written"], serde_json::json!(["shard-002"]), "{v}");
+            assert_eq!(shards(&set), original, "case {case}, {engine}: the shard is its units again");
+        }
         // Three lost in stripe 0: the same error as the CPU's, nothing written.
         for name in ["shard-000", "shard-002", "shard-005"] {
             let mut b = original.iter().find(|(n, _)| n == name).unwrap().1.clone();
