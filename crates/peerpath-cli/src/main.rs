@@ -1065,7 +1065,42 @@ fn remove_temporaries_on_signals() {
     });
 }
 
+/// Standard output that cannot be written (a full disk, a closed pipe)
+/// makes `println!` panic; every report and listing prints with it. This
+/// hook turns that panic into what the exit-code table says: exit 11 with
+/// the reason (a broken pipe: quiet, 141, as a program killed by SIGPIPE,
+/// which this process ignores so that its sockets do not kill it), named
+/// temporaries removed first. Every other panic keeps the default hook.
+fn exit_on_unwritable_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+        let Some(why) = message.strip_prefix("failed printing to stdout: ") else { return default(info) };
+        peerpath_io::remove_named_temporaries_before_exit();
+        if why.starts_with("Broken pipe") {
+            std::process::exit(141);
+        }
+        eprintln!("peerpath: error: cannot write standard output: {why}");
+        std::process::exit(11);
+    }));
+}
+
+/// Writes `bytes` (`what`) to standard output, with the exit codes of
+/// [`exit_on_unwritable_stdout`].
+fn print_whole(bytes: &[u8], what: &str) -> ExitCode {
+    use std::io::Write;
+    match std::io::stdout().write_all(bytes).and_then(|()| std::io::stdout().flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+        Err(e) => {
+            eprintln!("peerpath: error: cannot write {what}: {e}");
+            ExitCode::from(11)
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    exit_on_unwritable_stdout();
     // gzip's grammar is not clap's: `peerpath gzip ...` and `ppgz ...` go to it before clap.
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let gzip_args = if argv.first().and_then(|a| Path::new(a).file_name()).is_some_and(|n| n == "ppgz") {
@@ -1129,8 +1164,10 @@ fn main() -> ExitCode {
         return gpu::main(a);
     }
     if let Command::Completions { shell } = cli.command {
-        clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "peerpath", &mut std::io::stdout());
-        return ExitCode::SUCCESS;
+        // Made in memory first: clap_complete panics on a failed write.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "peerpath", &mut script);
+        return print_whole(&script, "the completion script");
     }
     if let Command::Ec(a) = cli.command {
         return ec::main(a);
@@ -1147,14 +1184,9 @@ fn main() -> ExitCode {
         _ => {}
     }
     if let Command::Man = cli.command {
-        let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
-        return match page.render(&mut std::io::stdout()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("peerpath: error: cannot write the man page: {e}");
-                ExitCode::from(11)
-            }
-        };
+        let mut page = Vec::new();
+        clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut page).expect("writing to memory does not fail");
+        return print_whole(&page, "the man page");
     }
     if let Command::Topo(a) = cli.command {
         return exit_code(topo(a));

@@ -502,6 +502,27 @@ fn completions_and_the_man_page_are_generated_from_the_cli() {
     assert_eq!(run(&mut pp(["completions", "no-such-shell"])).code(), Some(2));
 }
 
+/// Standard output that cannot be written is exit 11 with the reason (a full
+/// disk), or a quiet 141 (a closed pipe, as a program killed by SIGPIPE);
+/// never a panic, whichever command prints.
+#[test]
+fn an_unwritable_standard_output_is_exit_11_or_141_never_a_panic() {
+    let topology = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/qemu-switch-cmb/topology.toml");
+    let topology = topology.to_str().unwrap();
+    for args in [&["topo", "--file", topology][..], &["sim", "reproduce"], &["completions", "bash"], &["man"]] {
+        let full = std::process::Command::new(bin()).args(args).stdout(std::fs::File::create("/dev/full").unwrap()).output().unwrap();
+        let err = String::from_utf8_lossy(&full.stderr);
+        assert_eq!(full.status.code(), Some(11), "{args:?} > /dev/full: {err}");
+        assert!(err.contains("No space left") && !err.contains("panicked"), "{args:?}: {err}");
+        // The pipe's reader is gone before the command starts: its first write fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let closed = std::process::Command::new(bin()).args(args).stdout(writer).output().unwrap();
+        assert_eq!(closed.status.code(), Some(141), "{args:?} | (closed): {}", String::from_utf8_lossy(&closed.stderr));
+        assert!(!String::from_utf8_lossy(&closed.stderr).contains("panicked"), "{args:?}");
+    }
+}
+
 /// Compressing a file of a memory file system: each compute worker reads its
 /// own chunks (the kernel's copy, on the worker), said in the report; the
 /// output is the same as with the I/O engine's reads (`PEERPATH_WORKER_READS=0`),
