@@ -220,6 +220,10 @@ fn warn(o: &Options, msg: String) -> Outcome {
 }
 
 fn fail(f: &OsStr, e: &JobError) -> Outcome {
+    if crate::reader_gone(e) {
+        // As gzip, which SIGPIPE kills: no word, no further file.
+        std::process::exit(141);
+    }
     // Most errors name the file already ("x.gz: truncated: ..."): not twice.
     let (msg, f_) = (e.to_string(), f.to_string_lossy());
     if f != "-" && (msg.starts_with(&format!("{f_}:")) || msg.contains(&format!(" {f_}:")) || msg.contains(&format!(" {f_} "))) {

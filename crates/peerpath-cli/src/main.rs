@@ -1199,10 +1199,17 @@ pub(crate) fn exit_code(r: Result<(), JobError>) -> ExitCode {
     ExitCode::from(say_error(r))
 }
 
+/// Whether `e` is `-o -` into a pipe whose reader has gone (`| head`):
+/// exit 141, quietly, as gzip killed by SIGPIPE.
+pub(crate) fn reader_gone(e: &JobError) -> bool {
+    matches!(e, JobError::TargetIo { path, source } if peerpath_runtime::job::is_std_stream(path) && source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 /// A command's exit code, its error said on standard error.
 pub(crate) fn say_error(r: Result<(), JobError>) -> u8 {
     match r {
         Ok(()) => 0,
+        Err(e) if reader_gone(&e) => 141,
         Err(e) => {
             eprintln!("peerpath: error: {e}");
             e.exit_code() as u8

@@ -521,6 +521,17 @@ fn an_unwritable_standard_output_is_exit_11_or_141_never_a_panic() {
         assert_eq!(closed.status.code(), Some(141), "{args:?} | (closed): {}", String::from_utf8_lossy(&closed.stderr));
         assert!(!String::from_utf8_lossy(&closed.stderr).contains("panicked"), "{args:?}");
     }
+    // The data itself (`-o -`, the gzip front end's -c): a closed pipe is a quiet 141 too.
+    let dir = scratch();
+    let gz = dir.path().join("s.gz");
+    run(&mut pp(args!["compress", sample_path(), "-o", &gz, "-q"])).ok();
+    for args in [args!["decompress", &gz, "-o", "-", "-q"], args!["gzip", "-dc", &gz], args!["gzip", "-c", sample_path()]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let closed = std::process::Command::new(bin()).args(&args).stdout(writer).output().unwrap();
+        assert_eq!(closed.status.code(), Some(141), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&closed.stderr), "", "{args:?}");
+    }
 }
 
 /// Compressing a file of a memory file system: each compute worker reads its
