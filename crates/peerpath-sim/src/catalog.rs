@@ -295,7 +295,7 @@ impl Catalog {
     }
 
     pub fn from_file(path: &Path) -> Result<Catalog, SimError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SimError::Catalog(format!("{}: {e}", path.display())))?;
+        let text = peerpath_topo::read_text_file(path).map_err(|e| SimError::Catalog(format!("{}: {e}", path.display())))?;
         Catalog::from_toml_str(&text)
     }
 

@@ -28,7 +28,36 @@ pub mod render;
 pub mod sysfs;
 pub mod verdict;
 
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+/// The largest topology or catalog file read: a machine of thousands of
+/// PCI functions takes a few MB; /dev/zero never ends.
+pub const MAX_TEXT_FILE_BYTES: u64 = 64 << 20;
+
+/// Opens `path` to read it, refusing anything but a regular file. The open
+/// does not block (O_NONBLOCK): a FIFO planted where a file is read is
+/// refused, not waited on. The type is checked on the opened descriptor.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let kind = f.metadata()?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() { "is a directory" } else { "not a regular file" };
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
+    }
+    Ok(f)
+}
+
+/// A text file read whole: a regular file of at most [`MAX_TEXT_FILE_BYTES`], UTF-8.
+pub fn read_text_file(path: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    open_regular(path)?.take(MAX_TEXT_FILE_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_TEXT_FILE_BYTES {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("larger than {} MiB, more than any topology", MAX_TEXT_FILE_BYTES >> 20)));
+    }
+    Ok(text)
+}
 
 pub use bdf::Bdf;
 pub use cmb::Cmb;
@@ -61,10 +90,10 @@ impl Topology {
         Ok(t)
     }
 
-    /// Reads a topology file.
+    /// Reads a topology file (a regular file of at most [`MAX_TEXT_FILE_BYTES`]).
     pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Topology> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| TopoError::Io {
+        let text = read_text_file(path).map_err(|e| TopoError::Io {
             path: path.to_path_buf(),
             source: e,
         })?;

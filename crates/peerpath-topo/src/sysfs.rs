@@ -112,8 +112,10 @@ pub struct SysfsRecords {
 // ---------------------------------------------------------------------------------------------
 // Small readers.
 
+/// An attribute's bytes: a regular file (a FIFO or device planted in a tree
+/// is refused, never waited on), at most [`MAX_FILE_BYTES`] of it.
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    let f = fs::File::open(path).map_err(|e| TopoError::io(path, e))?;
+    let f = crate::open_regular(path).map_err(|e| TopoError::io(path, e))?;
     let mut buf = Vec::new();
     f.take(MAX_FILE_BYTES)
         .read_to_end(&mut buf)

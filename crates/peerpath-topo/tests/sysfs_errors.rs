@@ -188,3 +188,21 @@ fn iommu_class_dir_decides_the_iommu_state() {
     assert_eq!(t.iommu.status, peerpath_topo::IommuStatus::On);
     assert_eq!(t.iommu.units, vec!["ivhd0".to_string()]);
 }
+
+/// A FIFO planted where an attribute or a topology file is read is refused
+/// by name, never waited on (no writer ever comes here); /dev/zero as a
+/// topology file is refused, not read without end.
+#[test]
+fn a_fifo_or_a_device_where_a_file_is_read_is_refused_not_waited_on() {
+    let (_d, root) = tree();
+    let f = dev(&root, "0000:04:00.0").join("vendor");
+    fs::remove_file(&f).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&f).status().unwrap().success());
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    err_names(&e, &f.display().to_string());
+    let e = Topology::from_toml_file(&f).unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    let e = Topology::from_toml_file("/dev/zero").unwrap_err();
+    assert!(e.to_string().contains("/dev/zero") && e.to_string().contains("not a regular file"), "{e}");
+}
