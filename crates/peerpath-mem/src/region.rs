@@ -159,13 +159,14 @@ fn is_on_sysfs(file: &File) -> bool {
     file_system_type(file.as_raw_fd()) == Some(SYSFS_MAGIC)
 }
 
-/// `mmap(NULL, len, RW, MAP_SHARED, fd, 0)`.
-fn map_shared(file: &File, len: usize) -> io::Result<NonNull<u8>> {
-    // SAFETY: a new shared mapping at an address of the kernel's choosing
-    // touches no existing memory; `file` is open for reading and writing.
-    let raw = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0)
-    };
+/// `mmap(NULL, len, RW, MAP_SHARED, fd, 0)`, or MAP_PRIVATE where not
+/// `shared` (writes to the mapping never reach the file).
+fn map_file(file: &File, len: usize, shared: bool) -> io::Result<NonNull<u8>> {
+    let flags = if shared { libc::MAP_SHARED } else { libc::MAP_PRIVATE };
+    // SAFETY: a new mapping at an address of the kernel's choosing touches
+    // no existing memory; `file` is open for reading, and for writing where
+    // the mapping is shared.
+    let raw = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, file.as_raw_fd(), 0) };
     if raw == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -245,14 +246,19 @@ impl MappedRegion {
                 size_bytes,
             });
         }
-        let file = match OpenOptions::new().read(true).write(true).open(&allocate) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(RegionError::NoAllocate { path: allocate }),
-            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Err(RegionError::P2pProviderGone { path: allocate }),
-            Err(e) => return Err(io_error("open", &allocate, e)),
+        let open = |write: bool| match OpenOptions::new().read(true).write(write).open(&allocate) {
+            Ok(f) => Ok(f),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(RegionError::NoAllocate { path: allocate.clone() }),
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => Err(RegionError::P2pProviderGone { path: allocate.clone() }),
+            Err(e) => Err(io_error("open", &allocate, e)),
         };
+        // The kernel's allocate is opened read-write and mapped shared. Anything else (a
+        // fixture's plain file, or what a link in a tree points to) is opened read-only and
+        // mapped private: what is put in the memory never reaches that file.
+        let file = open(false)?;
         let allocate_on_sysfs = is_on_sysfs(&file);
-        let ptr = map_shared(&file, len).map_err(|source| match source.raw_os_error() {
+        let file = if allocate_on_sysfs { open(true)? } else { file };
+        let ptr = map_file(&file, len, allocate_on_sysfs).map_err(|source| match source.raw_os_error() {
             Some(libc::ENOMEM) => RegionError::P2pNoMemory { path: allocate.clone(), requested_bytes: len, available_bytes },
             Some(libc::ENODEV) => RegionError::P2pProviderGone { path: allocate.clone() },
             Some(libc::EINVAL) => RegionError::Map {
@@ -294,7 +300,7 @@ impl MappedRegion {
         let mapped = file
             .set_len(len as u64)
             .map_err(|e| io_error("size", path, e))
-            .and_then(|()| map_shared(&file, len).map_err(|source| RegionError::Map { path: path.to_path_buf(), requested_bytes: len, source, hint: "" }));
+            .and_then(|()| map_file(&file, len, true).map_err(|source| RegionError::Map { path: path.to_path_buf(), requested_bytes: len, source, hint: "" }));
         match mapped {
             Ok(ptr) => {
                 advise_huge_pages(ptr, len);
@@ -340,7 +346,7 @@ impl MappedRegion {
         if len == 0 {
             return Err(RegionError::Empty { path: path.to_path_buf() });
         }
-        let ptr = map_shared(&file, len).map_err(|source| RegionError::Map { path: path.to_path_buf(), requested_bytes: len, source, hint: "" })?;
+        let ptr = map_file(&file, len, true).map_err(|source| RegionError::Map { path: path.to_path_buf(), requested_bytes: len, source, hint: "" })?;
         advise_huge_pages(ptr, len);
         Ok(MappedRegion { ptr, len, domain: MemoryDomain::Emulated { device: device.to_string() }, path: path.to_path_buf(), p2p: None })
     }
@@ -822,6 +828,23 @@ ShmemPmdMapped:     2048 kB
         assert_eq!((info.size_bytes, info.available_bytes, info.published), (268435456, 268435456, true));
         assert!(!info.allocate_on_sysfs, "a temp dir is not sysfs");
         assert!(r.path().ends_with("p2pmem/allocate"));
+    }
+
+    /// An allocate that is not the kernel's (a plain file, even one the
+    /// process could write) is mapped private: what is put in the memory
+    /// never reaches the file.
+    #[test]
+    fn a_plain_allocate_file_is_never_written() {
+        let (_tmp, dev) = fake_provider("65536", "65536", "1", Some(8192));
+        let allocate = dev.join("p2pmem/allocate");
+        std::fs::write(&allocate, [7u8; 8192]).unwrap();
+        let r = MappedRegion::map_p2pmem(&dev, 8192).unwrap();
+        // SAFETY: the region maps 8192 bytes, read-write, for as long as `r` lives.
+        unsafe { std::ptr::write_bytes(r.as_ptr(), 0xab, 8192) };
+        // SAFETY: as above; the bytes were just written.
+        assert_eq!(unsafe { *r.as_ptr().add(100) }, 0xab, "the memory holds what was put in it");
+        drop(r);
+        assert_eq!(std::fs::read(&allocate).unwrap(), vec![7u8; 8192], "the file is as it was");
     }
 
     #[test]
