@@ -4,7 +4,8 @@
 
 use peerpath_func::{Format, Level};
 use peerpath_runtime::{CommonOptions, CompressOptions, DecompressOptions, JobError, DEFAULT_BLOCK_BYTES};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// 4 MB of real UniProt protein FASTA (Debian metastudent-data, GPL-2+);
 /// see data/sample/README.md for its origin and license.
@@ -14,23 +15,46 @@ fn io_err(path: &std::path::Path, e: std::io::Error) -> JobError {
     JobError::TargetIo { path: path.to_path_buf(), source: e }
 }
 
-pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Result<(), JobError> {
-    let tmp;
-    let dir = match workdir {
-        Some(d) => {
-            std::fs::create_dir_all(&d).map_err(|e| io_err(&d, e))?;
-            d
-        }
-        None => {
-            // Removed at the end, and by the signal thread if the demo is stopped.
-            tmp = peerpath_io::ScratchDir::beside(&std::env::temp_dir().join("peerpath-demo")).map_err(|e| io_err(&std::env::temp_dir(), e))?;
-            tmp.path().to_path_buf()
-        }
+/// The files the demo writes in its directory.
+const FILES: [&str; 4] = ["protein.fasta", "protein.fasta.gz", "protein.fasta.offload.gz", "protein.restored.fasta"];
+
+/// Runs the demo in `workdir` (or a temporary directory). A work directory's
+/// files are replaced only with `force` (exit 4 otherwise, before anything
+/// is written); a demo that fails removes the files it made there, and the
+/// directory if it made it.
+pub fn run(workdir: Option<PathBuf>, force: bool, json: bool, threads: Option<usize>) -> Result<(), JobError> {
+    let Some(dir) = workdir else {
+        // Removed at the end, and by the signal thread if the demo is stopped.
+        let tmp = peerpath_io::ScratchDir::beside(&std::env::temp_dir().join("peerpath-demo")).map_err(|e| io_err(&std::env::temp_dir(), e))?;
+        return run_in(tmp.path(), json, threads);
     };
-    let source = dir.join("protein.fasta");
-    let packed = dir.join("protein.fasta.gz");
-    let restored = dir.join("protein.restored.fasta");
-    std::fs::write(&source, SAMPLE).map_err(|e| io_err(&source, e))?;
+    let existing: Vec<&str> = FILES.iter().copied().filter(|f| std::fs::symlink_metadata(dir.join(f)).is_ok()).collect();
+    if let (Some(f), false) = (existing.first(), force) {
+        return Err(JobError::TargetExists { path: dir.join(f) });
+    }
+    let made_dir = std::fs::symlink_metadata(&dir).is_err();
+    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+    let ran = run_in(&dir, json, threads);
+    if ran.is_err() {
+        FILES.iter().filter(|f| !existing.contains(f)).for_each(|f| drop(std::fs::remove_file(dir.join(f))));
+        if made_dir {
+            let _ = std::fs::remove_dir(&dir);
+        }
+    }
+    ran
+}
+
+fn run_in(dir: &Path, json: bool, threads: Option<usize>) -> Result<(), JobError> {
+    let source = dir.join(FILES[0]);
+    let packed = dir.join(FILES[1]);
+    let restored = dir.join(FILES[3]);
+    // The sample appears whole or not at all, as every output does.
+    let (mut t, temporary) = peerpath_io::create_temporary(&source, false).map_err(|e| io_err(&source, e))?;
+    let written = t.file.write_all(SAMPLE).and_then(|()| peerpath_io::publish(&t.file, &temporary, &source, true));
+    if let Err(e) = written {
+        peerpath_io::discard(&temporary);
+        return Err(io_err(&source, e));
+    }
     let mut common = CommonOptions { force: true, ..CommonOptions::default() };
     if let Some(t) = threads {
         common.threads = t.max(1);
@@ -56,7 +80,7 @@ pub fn run(workdir: Option<PathBuf>, json: bool, threads: Option<usize>) -> Resu
     // The offload path on the embedded default: an emulated CSP process
     // owns device memory; the sample goes SSD -> device memory -> device
     // -> SSD by O_DIRECT, and must come out as the very same bytes.
-    let offloaded = dir.join("protein.fasta.offload.gz");
+    let offloaded = dir.join(FILES[2]);
     let eopts = CompressOptions { compute: peerpath_runtime::Compute::Emulated(Box::new(peerpath_runtime::EmulatedSpec::new())), ..copts.clone() };
     let r = peerpath_runtime::compress(&[(source.clone(), offloaded.clone())], &eopts)?;
     say("compress (emulated CSP device, the offload path)", &r);

@@ -593,6 +593,9 @@ struct DemoArgs {
     /// Keep the demo's files in this directory (default: a temporary directory, removed afterwards).
     #[arg(long)]
     workdir: Option<PathBuf>,
+    /// Replace the demo's files where the work directory holds them already.
+    #[arg(long, short = 'f')]
+    force: bool,
     /// Print the reports as JSON.
     #[arg(long)]
     json: bool,
@@ -1036,7 +1039,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 println!("OK: {} file(s), {} members, all CRC-32 and lengths match", report.files.len(), report.files.iter().map(|f| f.members).sum::<u64>());
             }
         }
-        Command::Demo(a) => demo::run(a.workdir, a.json, a.threads)?,
+        Command::Demo(a) => demo::run(a.workdir, a.force, a.json, a.threads)?,
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),

@@ -400,6 +400,26 @@ fn demo_with_two_threads_round_trips_the_bundled_sample() {
     assert_file_eq(&wd.join("protein.restored.fasta"), sample(), "demo workdir");
     assert!(wd.join("protein.fasta.gz").is_file());
     assert_file_eq(&wd.join("protein.fasta.offload.gz"), &std::fs::read(wd.join("protein.fasta.gz")).unwrap(), "offload output");
+    // A work directory's files are replaced only with --force.
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("protein.fasta"), b"MINE").unwrap();
+    run(&mut pp(args!["demo", "--threads", "2", "--workdir", &mine])).fails(4, &["protein.fasta", "--force"]);
+    assert_eq!(std::fs::read(mine.join("protein.fasta")).unwrap(), b"MINE");
+    assert_dir_holds(&mine, &["protein.fasta"]);
+    run(&mut pp(args!["demo", "--threads", "2", "--workdir", &wd, "-f"])).ok();
+    assert_file_eq(&wd.join("protein.restored.fasta"), sample(), "demo workdir, again");
+}
+
+/// A demo that cannot finish (its directory fills up) keeps nothing: not
+/// the files it made, nor the directory.
+#[test]
+fn a_demo_that_fails_leaves_nothing_behind() {
+    let Some(fs) = TmpfsMount::new("a_demo_that_fails_leaves_nothing_behind", "7m") else { return };
+    let wd = fs.dir.join("wd");
+    run(&mut pp(args!["demo", "--threads", "2", "--workdir", &wd])).fails(11, &["No space left"]);
+    assert!(!wd.exists(), "the work directory it made is gone: {:?}", names_in(&wd));
+    assert_dir_holds(&fs.dir, &[]);
 }
 
 /// `peerpath gpu probe` says plainly why a GPU cannot be used here (no
