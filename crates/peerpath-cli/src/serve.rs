@@ -10,6 +10,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The most seconds `--duration` and `--read-timeout` take (about 31 years).
+const MAX_SECONDS: f64 = 1e9;
+
+/// The least NIC memory: two objects of one page each.
+const MIN_NIC_MEMORY_BYTES: usize = 8 << 10;
+
 #[derive(Clone, Copy, ValueEnum)]
 enum ModeArg {
     /// Read into this process's memory (kept there, see --host-cache), then send (the classic server).
@@ -108,12 +114,11 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     if !root.is_dir() {
         return Err(JobError::Usage(format!("{} is not a directory", a.dir.display())));
     }
-    let seconds = |s: f64, what: &str| {
-        if s.is_finite() && s > 0.0 {
-            Ok(Duration::from_secs_f64(s))
-        } else {
-            Err(JobError::Usage(format!("{what} must be a positive number of seconds")))
-        }
+    // Deadlines are instants this far from now, which must stay representable
+    // (1e20 panicked): at most MAX_SECONDS.
+    let seconds = |s: f64, what: &str| match Duration::try_from_secs_f64(s) {
+        Ok(d) if !d.is_zero() && s <= MAX_SECONDS => Ok(d),
+        _ => Err(JobError::Usage(format!("{what} must be a positive number of seconds, at most {MAX_SECONDS}"))),
     };
     let mut c = Config::new(root.clone());
     c.http = Some(a.listen);
@@ -128,6 +133,13 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     if c.mode == Mode::DevMem {
         let exe = std::env::current_exe().map_err(|e| JobError::Internal(format!("this program's path: {e}")))?;
         c.nic_program = Some((exe, vec!["nic-serve".into()]));
+        // Checked here, not left to the NIC process to fail on.
+        if a.nic_memory < MIN_NIC_MEMORY_BYTES {
+            return Err(JobError::Usage(format!("--nic-memory {} is less than {} bytes: a cache must hold two objects at least, each in a page of its own", a.nic_memory, MIN_NIC_MEMORY_BYTES)));
+        }
+        if let Some(total) = crate::machine_memory_bytes().filter(|&t| a.nic_memory > t) {
+            return Err(JobError::Usage(format!("--nic-memory {} MiB is more than this machine's memory ({} MiB)", a.nic_memory >> 20, total >> 20)));
+        }
         c.nic_memory_bytes = a.nic_memory as u64;
         c.nic_max_object_bytes = a.nic_max_object.map_or(c.nic_memory_bytes / 2, |m| m as u64);
         if c.nic_max_object_bytes > c.nic_memory_bytes / 2 {
@@ -151,6 +163,9 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     let server = Server::bind(c).map_err(|e| JobError::Usage(e.to_string()))?;
     if let Some(h) = server.http_addr() {
         eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode; up to {} connections, {} worker threads)", root.display(), a.max_connections, a.workers);
+    }
+    if let Some(why) = server.nic_fallback() {
+        eprintln!("peerpath serve: FALLBACK: {why}: the host path (sendfile) serves every request");
     }
     if let Some(pid) = server.nic_process_id() {
         eprintln!(

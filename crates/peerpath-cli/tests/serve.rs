@@ -16,6 +16,8 @@ struct Served {
     memcached: String,
     /// devmem mode: the emulated NIC's process.
     nic: Option<i32>,
+    /// What it said on standard error before it listened.
+    said: String,
 }
 
 /// Starts `peerpath serve` on free ports; it stops after `requests` requests.
@@ -24,6 +26,10 @@ fn serve(dir: &std::path::Path, mode: &str, requests: u64) -> Served {
 }
 
 fn serve_with(dir: &std::path::Path, mode: &str, requests: u64, extra: &[&str]) -> Served {
+    serve_env(dir, mode, requests, extra, &[])
+}
+
+fn serve_env(dir: &std::path::Path, mode: &str, requests: u64, extra: &[&str], env: &[(&str, &std::path::Path)]) -> Served {
     // A read timeout of 5 s unless the test gives its own: a client held up
     // on a loaded machine (between connecting and sending, or in a large
     // body) is not taken for an idle or stalled one.
@@ -31,15 +37,17 @@ fn serve_with(dir: &std::path::Path, mode: &str, requests: u64, extra: &[&str]) 
     let mut child = pp(args!["serve", dir, "--listen", "127.0.0.1:0", "--memcached", "127.0.0.1:0", "--mode", mode, "--max-requests", requests.to_string()])
         .args(timeout)
         .args(extra)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let (mut http, mut memcached, mut nic) = (String::new(), String::new(), None);
+    let (mut http, mut memcached, mut nic, mut said) = (String::new(), String::new(), None, String::new());
     while http.is_empty() || memcached.is_empty() {
         let mut line = String::new();
-        assert!(err.read_line(&mut line).unwrap() > 0, "serve exited before listening");
+        assert!(err.read_line(&mut line).unwrap() > 0, "serve exited before listening: {said}");
+        said.push_str(&line);
         if let Some(p) = line.split("(process ").nth(1) {
             nic = p.trim_end().trim_end_matches(')').parse().ok();
         }
@@ -50,7 +58,7 @@ fn serve_with(dir: &std::path::Path, mode: &str, requests: u64, extra: &[&str]) 
             memcached = a.trim().to_string();
         }
     }
-    Served { child: Some(child), http, memcached, nic }
+    Served { child: Some(child), http, memcached, nic, said }
 }
 
 /// Sends raw bytes, returns everything the server sends until it closes.
@@ -131,7 +139,7 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         let two = exchange(&h, b"GET /a.txt HTTP/1.1\r\n\r\nGET /a.txt HTTP/1.1\r\nConnection: close\r\n\r\n");
         assert_eq!(two.windows(6).filter(|w| w == b"hello\n").count(), 2);
         // memcached: two keys (one missing), then a write, which is refused.
-        let m = exchange(&s.memcached, b"get a.txt nope sub/../a.txt\r\nset k 0 0 1\r\nquit\r\n");
+        let m = exchange(&s.memcached, b"get a.txt nope sub/../a.txt\r\nset k 0 0 1\r\nx\r\nquit\r\n");
         let m = String::from_utf8_lossy(&m).into_owned();
         assert!(m.starts_with("VALUE a.txt 0 6\r\nhello\n\r\nEND\r\n"), "{m}");
         assert!(m.contains("SERVER_ERROR read-only"), "{m}");
@@ -224,6 +232,28 @@ fn when_the_emulated_nic_dies_the_host_path_takes_over_and_says_so() {
     unsafe { libc::kill(s.pid(), libc::SIGTERM) };
     let report = finish(s);
     assert!(report.contains("FALLBACK: the emulated NIC is gone"), "{report}");
+}
+
+/// devmem: a NIC that cannot start is not waited for. A --nic-memory it
+/// could never take is a usage error at once; any other start failure (here
+/// its socket's directory is missing) is said, with the NIC's reason, and the
+/// host path serves, as when the NIC dies later. (The server waited 10 s,
+/// then gave up without the NIC's reason.)
+#[test]
+fn a_nic_that_cannot_start_is_said_at_once_and_the_host_path_serves() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("f"), random_bytes(100_000, 9)).unwrap();
+    run(&mut pp(args!["serve", dir.path(), "--listen", "127.0.0.1:0", "--mode", "devmem", "--nic-memory", "0", "--duration", "1"])).fails(2, &["--nic-memory 0 is less than"]);
+    run(&mut pp(args!["serve", dir.path(), "--listen", "127.0.0.1:0", "--mode", "devmem", "--nic-memory", "1000000G", "--duration", "1"])).fails(2, &["more than this machine's memory"]);
+    let missing = dir.path().join("no-such-dir");
+    let s = serve_env(dir.path(), "devmem", 2, &[], &[("TMPDIR", &missing)]);
+    assert!(s.said.contains("FALLBACK: the emulated NIC did not start: NIC socket") && s.said.contains("the host path (sendfile) serves every request"), "{}", s.said);
+    assert!(s.nic.is_none(), "no NIC process is said: {}", s.said);
+    let want = std::fs::read(dir.path().join("f")).unwrap();
+    assert_eq!(split(&exchange(&s.http, b"GET /f HTTP/1.1\r\nConnection: close\r\n\r\n")).1, want);
+    assert_eq!(exchange(&s.memcached, b"get f\r\nquit\r\n").len(), want.len() + "VALUE f 0 100000\r\n\r\nEND\r\n".len());
+    let report = finish(s);
+    assert!(report.contains("FALLBACK: the emulated NIC did not start: NIC socket") && report.contains("2 request(s)"), "{report}");
 }
 
 /// devmem: the emulated NIC's socket and memory files are gone when the
@@ -483,6 +513,39 @@ fn set_stores_objects_as_files_whole_and_they_are_served_anew() {
     let got = exchange(&s.memcached, b"set new 0 0 1\r\nx\r\nquit\r\n");
     assert!(String::from_utf8_lossy(&got).starts_with("SERVER_ERROR read-only"), "{}", String::from_utf8_lossy(&got));
     assert!(!d.join("new").exists());
+}
+
+/// memcached writes other than `set` (and `set` when read-only) are refused
+/// after their data blocks are read and dropped: the blocks were taken for
+/// commands, so pipelined answers fell out of step. A `set` that cannot be
+/// stored says why (a directory of the key's name was "out of space").
+#[test]
+fn refused_writes_drop_their_data_blocks_and_say_why() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("a.txt"), b"hello\n").unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    let value = "VALUE a.txt 0 6\r\nhello\n\r\nEND\r\n";
+    let writes = b"add k 0 0 11\r\nget a.txt\r\n\r\nreplace k 0 0 2\r\nab\r\nappend k 0 0 2 noreply\r\nab\r\nprepend k 0 0 2\r\nab\r\ncas k 0 0 3 99\r\nabc\r\ndelete k\r\n";
+    for (writable, why) in [(false, "SERVER_ERROR read-only: objects are the files under the served directory\r\n"), (true, "SERVER_ERROR only set is taken: objects are the files under the served directory\r\n")] {
+        let s = serve_with(d, "zerocopy", 1000, if writable { &["--writable"] } else { &[] });
+        let mut req = writes.to_vec();
+        let mut want = why.repeat(6);
+        if writable {
+            req.extend_from_slice(b"set sub 0 0 2\r\nab\r\n");
+            want.push_str("SERVER_ERROR cannot store object: sub is a directory\r\n");
+        } else {
+            req.extend_from_slice(b"set k 0 0 8\r\nget a.tx\r\n");
+            want.push_str(why);
+        }
+        req.extend_from_slice(b"get a.txt\r\nadd k 0 0\r\nget a.txt\r\n");
+        want.push_str(value);
+        // Without a length the data block cannot be found: refused, and the connection closed.
+        want.push_str("CLIENT_ERROR bad command line format\r\n");
+        assert_eq!(String::from_utf8_lossy(&exchange(&s.memcached, &req)), want, "writable: {writable}");
+        assert!(!d.join("k").exists() && d.join("sub").is_dir());
+        drop(s);
+    }
 }
 
 /// A client that asks for a large object and never reads it: the server
@@ -783,4 +846,62 @@ fn a_client_that_stops_reading_holds_no_worker_and_later_gets_every_byte() {
         assert_eq!((report["requests"].as_u64(), report["connections"]["workers"].as_u64()), (Some(4), Some(1)), "{report}");
         assert_eq!(report["payload_bytes"].as_u64(), Some(big.len() as u64 + 18), "{report}");
     }
+}
+
+/// A named pipe under DIR is not found, at once: opening a
+/// FIFO waited for a writer, holding a worker for good; with every worker
+/// held the server answered nothing and did not stop.
+#[test]
+fn a_fifo_in_the_directory_is_not_found_and_holds_no_worker() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    let fifo = std::ffi::CString::new(dir.path().join("fifo").into_os_string().into_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "{}", std::io::Error::last_os_error());
+    // Two workers: more requests for the FIFO than workers.
+    let s = serve_with(dir.path(), "host", 1000, &["--workers", "2"]);
+    for name in ["fifo"; 3] {
+        let got = exchange(&s.http, format!("GET /{name} HTTP/1.1\r\nConnection: close\r\n\r\n").as_bytes());
+        assert!(got.starts_with(b"HTTP/1.1 404"), "{name}: {:?}", String::from_utf8_lossy(&got));
+        let got = exchange(&s.memcached, format!("get {name} a.txt\r\nget {name}\r\nquit\r\n").as_bytes());
+        assert_eq!(String::from_utf8_lossy(&got), "VALUE a.txt 0 6\r\nhello\n\r\nEND\r\nEND\r\n", "{name}");
+    }
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+    let report = finish(s);
+    assert!(report.contains("404: 3"), "{report}");
+}
+
+/// Seconds too large for a deadline are a usage error (they panicked: exit 101).
+#[test]
+fn durations_too_large_are_refused() {
+    let dir = scratch();
+    for (opt, value) in [("--duration", "1e20"), ("--read-timeout", "1e20"), ("--duration", "inf"), ("--read-timeout", "0")] {
+        run(&mut pp(args!["serve", dir.path(), "--listen", "127.0.0.1:0", opt, value])).fails(2, &[&format!("{opt} must be a positive number of seconds")]);
+    }
+}
+
+/// The report's peak counts connections served: one refused over the
+/// limit (503) is not among them (it said 4 open at once with a limit of 3).
+#[test]
+fn a_refused_connection_is_not_counted_in_the_peak() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    let s = serve_with(dir.path(), "zerocopy", 1000, &["--max-connections", "3", "--read-timeout", "60"]);
+    // Three served connections, each answered once (so each is surely accepted), kept open.
+    let held: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut c = BufReader::new(TcpStream::connect(&s.http).unwrap());
+            c.get_ref().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            assert_eq!(get_on(&mut c, "a.txt").1, b"hello\n");
+            c.into_inner()
+        })
+        .collect();
+    let refused = exchange(&s.http, b"GET /a.txt HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert!(refused.starts_with(b"HTTP/1.1 503"), "{:?}", String::from_utf8_lossy(&refused));
+    drop(held);
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+    let report = finish(s);
+    assert!(report.contains("connections: at most 3 open at once (limit 3)"), "{report}");
 }

@@ -145,8 +145,11 @@ pub(crate) struct Shared {
     pub root: Root,
     pub stats: Stats,
     pub stop: Arc<AtomicBool>,
-    /// Connections open now, and the most at once.
+    /// Connections open now (refused ones too, until they are closed: the
+    /// limit counts descriptors), those of them served (not refused), and
+    /// the most served at once.
     pub connections: AtomicUsize,
+    pub served_connections: AtomicUsize,
     pub peak_connections: AtomicUsize,
     /// Set while connections wait for a worker and none is idle: lingering
     /// workers hand their connection back (an eventfd, see [`event`]).
@@ -212,13 +215,17 @@ impl Server {
         };
         let (http, memcached) = (listen(config.http)?, listen(config.memcached)?);
         let root = Root::open(&config.root).map_err(|e| ServeError::Usage(format!("{}: {e}", config.root.display())))?;
-        let nic = match (&config.mode, &config.nic_program) {
+        let (nic, nic_fallback) = match (&config.mode, &config.nic_program) {
             (Mode::DevMem, Some((program, args))) => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                Some(nic::Nic::start(program, &args, config.nic_memory_bytes, config.nic_max_object_bytes).map_err(ServeError::Usage)?)
+                match nic::Nic::start(program, &args, config.nic_memory_bytes, config.nic_max_object_bytes) {
+                    Ok(n) => (Some(n), None),
+                    // As when the NIC dies later: the host path serves, and the report says why.
+                    Err(why) => (None, Some(why)),
+                }
             }
             (Mode::DevMem, None) => return Err(ServeError::Usage("devmem mode needs the emulated NIC's program".into())),
-            _ => None,
+            _ => (None, None),
         };
         if config.mode == Mode::SendZc {
             // Refused here, before any client: never a silent sendfile instead.
@@ -236,13 +243,14 @@ impl Server {
             stats: Stats::new(),
             stop: Arc::new(AtomicBool::new(false)),
             connections: AtomicUsize::new(0),
+            served_connections: AtomicUsize::new(0),
             peak_connections: AtomicUsize::new(0),
             pressure: std::fs::File::from(pressure),
             pool_full: AtomicBool::new(false),
             accept_error: Default::default(),
             nic,
             nic_gone: AtomicBool::new(false),
-            nic_fallback: std::sync::Mutex::new(None),
+            nic_fallback: std::sync::Mutex::new(nic_fallback),
             zc_copied_bytes: Default::default(),
         });
         Ok(Server { shared, http, memcached, epoll })
@@ -292,6 +300,11 @@ impl Server {
     /// The emulated NIC's process id, in devmem mode.
     pub fn nic_process_id(&self) -> Option<u32> {
         self.shared.nic.as_ref().map(|n| n.process_id())
+    }
+
+    /// Devmem: why the NIC is not used (it did not start), if so; the host path serves.
+    pub fn nic_fallback(&self) -> Option<String> {
+        self.shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -387,10 +400,14 @@ impl<'a> Conn<'a> {
         // timeout as its own patience.
         let patience = if shared.config.mode == Mode::DevMem { shared.config.read_timeout } else { out::PATIENCE };
         let _ = stream.set_write_timeout(Some(patience));
-        let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
-        shared.peak_connections.fetch_max(n, Ordering::Relaxed);
+        let over = shared.connections.fetch_add(1, Ordering::Relaxed) + 1 > shared.config.max_connections;
+        if !over {
+            // The peak is of connections served: a refused one is answered and closed, never served.
+            let served = shared.served_connections.fetch_add(1, Ordering::Relaxed) + 1;
+            shared.peak_connections.fetch_max(served, Ordering::Relaxed);
+        }
         let now = Instant::now();
-        Conn { shared, stream, proto, over: n > shared.config.max_connections, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, out: Default::default(), sent_at: now, close_after: false, broken: false, wait_first: false }
+        Conn { shared, stream, proto, over, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, out: Default::default(), sent_at: now, close_after: false, broken: false, wait_first: false }
     }
 
     /// Sends what a slow client did not take yet, then answers what it
@@ -538,6 +555,9 @@ impl Drop for Conn<'_> {
             self.shared.zc_copied_bytes.fetch_add(z.settled().copied_bytes, Ordering::Relaxed);
         }
         self.shared.connections.fetch_sub(1, Ordering::Relaxed);
+        if !self.over {
+            self.shared.served_connections.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 

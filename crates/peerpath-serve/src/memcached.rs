@@ -3,7 +3,8 @@
 //! `set`, which stores an object as a file directly under the root (one
 //! path component; written to a temporary file as it arrives, so memory
 //! stays bounded, and renamed into place whole: a reader sees the old file
-//! or the new one, never part of one). A key is at most 250 bytes without
+//! or the new one, never part of one). Other writes are refused, their
+//! data blocks read and dropped. A key is at most 250 bytes without
 //! spaces or control characters (the protocol's rule).
 
 use crate::resolve::resolve;
@@ -43,11 +44,7 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             Some(b"version") => (200, 0, 0, 0, conn.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
             Some(b"quit") => return Next::Close,
             Some(b"set") if shared.config.max_set_bytes.is_some() => set(conn, &words),
-            Some(b"set") | Some(b"add") | Some(b"replace") | Some(b"delete") => {
-                // Read-only (or, writable, only `set`): the store is the directory.
-                let why: &[u8] = if shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
-                (405, 0, 0, 0, conn.write_all(why).is_ok())
-            }
+            Some(b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" | b"delete") => refuse(conn, &words),
             _ => (400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok()),
         };
         conn.request_done(Done { started, payload, copied, from_host, status });
@@ -59,6 +56,31 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             return next;
         }
     }
+}
+
+/// A number of a command line.
+fn number(w: &[u8]) -> Option<u64> {
+    std::str::from_utf8(w).ok().and_then(|s| s.parse::<u64>().ok())
+}
+
+/// Refuses a write command: read-only (or, writable, only `set` is taken):
+/// the store is the directory. A storage command's data block (`<command>
+/// <key> <flags> <exptime> <bytes> ...`, `cas` with its unique after
+/// `<bytes>`) is read and dropped first: left unread, its bytes were taken
+/// for commands, and pipelined answers fell out of step.
+/// Returns (status, payload, copied, from host memory, keep).
+fn refuse(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
+    let why: &[u8] = if conn.shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
+    if words[0] == b"delete" {
+        return (405, 0, 0, 0, conn.write_all(why).is_ok());
+    }
+    let Some(bytes) = words.get(4).and_then(|w| number(w)) else {
+        // Without a length the data block cannot be found: the connection is out of step.
+        let _ = conn.write_all(b"CLIENT_ERROR bad command line format\r\n");
+        return (400, 0, 0, 0, false);
+    };
+    let in_step = take(conn, bytes.saturating_add(2), |_| true);
+    (405, 0, 0, 0, in_step && conn.write_all(why).is_ok())
 }
 
 fn valid_key(k: &[u8]) -> bool {
@@ -149,7 +171,6 @@ fn take(conn: &mut Conn, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> boo
 /// Returns (status, payload, copied, from host memory, keep).
 fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
     let shared = conn.shared;
-    let number = |w: &[u8]| std::str::from_utf8(w).ok().and_then(|s| s.parse::<u64>().ok());
     let noreply = words.len() == 6 && words[5] == b"noreply";
     let reply = |conn: &mut Conn, text: &[u8]| noreply || conn.write_all(text).is_ok();
     let (Some(_flags), Some(_exptime), Some(bytes)) = (words.get(2).and_then(|w| number(w)), words.get(3).and_then(|w| number(w)), words.get(4).and_then(|w| number(w))) else {
@@ -170,7 +191,7 @@ fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
         } else {
             b"CLIENT_ERROR bad key: one file name directly under the served directory\r\n"
         };
-        let in_step = take(conn, bytes + 2, |_| true);
+        let in_step = take(conn, bytes.saturating_add(2), |_| true);
         return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && conn.write_all(why).is_ok());
     }
     let path = shared.root.path.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(key));
@@ -178,11 +199,13 @@ fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
         let in_step = take(conn, bytes + 2, |_| true);
         return (500, 0, 0, 0, in_step && conn.write_all(b"SERVER_ERROR cannot store here\r\n").is_ok());
     };
-    let (mut written, mut failed, mut tail) = (0u64, false, Vec::with_capacity(2));
+    let (mut written, mut failed, mut tail) = (0u64, None, Vec::with_capacity(2));
     let complete = take(conn, bytes + 2, |piece| {
         let data_left = (bytes - written) as usize;
         let (data, rest) = piece.split_at(piece.len().min(data_left));
-        failed |= !data.is_empty() && opened.file.write_all(data).is_err();
+        if failed.is_none() && !data.is_empty() {
+            failed = opened.file.write_all(data).err();
+        }
         written += data.len() as u64;
         tail.extend_from_slice(rest);
         true
@@ -192,9 +215,20 @@ fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
         let _ = complete && conn.write_all(b"CLIENT_ERROR bad data chunk\r\n").is_ok();
         return (400, 0, 0, 0, false);
     }
-    if failed || opened.file.sync_all().is_err() || peerpath_io::publish(&opened.file, &temp, &path, true).is_err() {
+    let stored = match failed {
+        Some(e) => Err(e),
+        None => opened.file.sync_all().and_then(|()| peerpath_io::publish(&opened.file, &temp, &path, true)),
+    };
+    if let Err(e) = stored {
         peerpath_io::discard(&temp);
-        return (507, 0, written, 0, reply(conn, b"SERVER_ERROR out of space storing object\r\n"));
+        // The real reason: "out of space" only when it is (a directory of the key's name was said to be).
+        let key = String::from_utf8_lossy(key);
+        let (status, why) = match e.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT) => (507, "SERVER_ERROR out of space storing object\r\n".to_string()),
+            Some(libc::EISDIR) => (500, format!("SERVER_ERROR cannot store object: {key} is a directory\r\n")),
+            _ => (500, format!("SERVER_ERROR cannot store object: {key}: {e}\r\n")),
+        };
+        return (status, 0, written, 0, reply(conn, why.as_bytes()));
     }
     // The payload passed through this process (read from the socket, written to the file).
     (201, 0, written, written, reply(conn, b"STORED\r\n"))

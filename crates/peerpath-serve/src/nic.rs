@@ -354,23 +354,51 @@ impl Nic {
         for stale in [&socket, &memory] {
             let _ = std::fs::remove_file(stale);
         }
-        let child = std::process::Command::new(program)
+        let mut child = std::process::Command::new(program)
             .args(args)
             .arg(&socket)
             .arg(&memory)
             .arg(bytes.to_string())
             .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| format!("starting the emulated NIC: {e}"))?;
+        let mut said = child.stderr.take().expect("piped");
         let deadline = Instant::now() + Duration::from_secs(10);
+        let not_started = |child: &mut std::process::Child, why: String| {
+            // Reaped (no zombie), and its files gone if it made any.
+            let _ = child.kill();
+            let _ = child.wait();
+            for f in [&socket, &memory] {
+                let _ = std::fs::remove_file(f);
+            }
+            Err(format!("the emulated NIC did not start: {why}"))
+        };
         let sock = loop {
             match UnixStream::connect(&socket) {
                 Ok(s) => break s,
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => return Err(format!("the emulated NIC did not start: {e}")),
+                Err(e) => {
+                    // A NIC that cannot start says why on its standard error and
+                    // exits: its reason, at once (not the deadline's bare refusal).
+                    if let Ok(Some(status)) = child.try_wait() {
+                        let mut reason = String::new();
+                        let _ = said.read_to_string(&mut reason);
+                        let reason = reason.trim().trim_start_matches("peerpath nic-serve: ");
+                        return not_started(&mut child, if reason.is_empty() { status.to_string() } else { format!("{reason} ({status})") });
+                    }
+                    if Instant::now() >= deadline {
+                        return not_started(&mut child, format!("no answer on its socket within 10 s: {e}"));
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
             }
         };
-        let file = std::fs::OpenOptions::new().write(true).open(&memory).map_err(|e| format!("NIC memory: {e}"))?;
+        let file = match std::fs::OpenOptions::new().write(true).open(&memory) {
+            Ok(f) => f,
+            Err(e) => return not_started(&mut child, format!("its memory: {e}")),
+        };
+        // What the NIC says later (it says nothing while it works) still reaches this process's standard error.
+        std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::stderr()));
         // The NIC keeps its mapping; the name is not needed any more.
         let _ = std::fs::remove_file(&memory);
         let placement = Placement::new(file, bytes, max_object);
@@ -575,6 +603,14 @@ impl Nic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A NIC process that exits at start is not waited for (10 s), and its
+    /// reason is in the error.
+    #[test]
+    fn a_nic_that_exits_at_start_is_an_error_with_its_reason() {
+        let Err(why) = Nic::start(Path::new("/bin/sh"), &["-c", "echo 'peerpath nic-serve: no memory for you' >&2; exit 3", "nic"], 1 << 20, 1 << 19) else { panic!("a NIC that exits started") };
+        assert_eq!(why, "the emulated NIC did not start: no memory for you (exit status: 3)");
+    }
 
     /// A file of `len` bytes, each `byte`, as the server resolves it.
     fn object(dir: &Path, name: &str, len: usize, byte: u8) -> Resolved {

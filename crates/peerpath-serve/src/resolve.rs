@@ -75,8 +75,15 @@ impl Root {
 /// absolute symlink, even one back into the root), in one system call where
 /// `canonicalize` takes one per path component (it was most of a 4 KiB
 /// request's cost). Kernels before 5.6 (no `openat2`) canonicalize instead.
+///
+/// Names are opened with O_NONBLOCK: opening a FIFO for reading otherwise
+/// waits for a writer, which held a worker for good (and, one request per
+/// worker, the whole server). Only a regular file is served, told by the
+/// opened descriptor's type (a FIFO, a device, a directory: not found);
+/// O_NONBLOCK changes nothing for one (pread, sendfile and mmap ignore it).
 pub fn resolve(root: &Root, name: &[u8]) -> Result<Resolved, Refused> {
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
     if name.is_empty() || name.contains(&0) {
         return Err(Refused::BadName);
     }
@@ -101,10 +108,11 @@ pub fn resolve(root: &Root, name: &[u8]) -> Result<Resolved, Refused> {
             if !full.starts_with(&root.path) {
                 return Err(Refused::NotFound);
             }
-            File::open(&full).map_err(|_| Refused::NotFound)?
+            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&full).map_err(|_| Refused::NotFound)?
         }
         Err(_) => return Err(Refused::NotFound),
     };
+    // The opened descriptor's type, not the name's: what is sent is what was checked.
     let meta = file.metadata().map_err(|_| Refused::NotFound)?;
     if !meta.is_file() {
         return Err(Refused::NotFound);
@@ -112,14 +120,14 @@ pub fn resolve(root: &Root, name: &[u8]) -> Result<Resolved, Refused> {
     Ok(Resolved { file, len: meta.len(), path: root.path.join(&clean), version: Version::of(&meta) })
 }
 
-/// `openat2(root, rel, O_RDONLY, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
+/// `openat2(root, rel, O_RDONLY | O_NONBLOCK, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
 fn open_beneath(root: &Root, rel: &Path) -> std::io::Result<File> {
     use std::os::fd::{AsRawFd, FromRawFd};
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(rel.as_os_str().as_bytes()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: open_how is a plain struct of integers; zero is its default.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
+    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
     how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
     // SAFETY: openat2 with a descriptor we hold, a NUL-terminated path and
     // an open_how of the size passed; it returns a new descriptor or -1.
@@ -178,5 +186,19 @@ mod tests {
         assert_eq!(resolve(&root, b"/").unwrap_err(), Refused::NotFound);
         assert_eq!(percent_decode(b"a%20b%2e"), Some(b"a b.".to_vec()));
         assert_eq!(percent_decode(b"bad%2"), None);
+    }
+    /// A FIFO is refused at once: opening it for reading waited for a writer
+    /// forever (a worker held for each request, then the whole server).
+    #[test]
+    fn a_fifo_is_not_found_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = std::ffi::CString::new(d.path().join("fifo").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "{}", std::io::Error::last_os_error());
+        let root = Root::open(&d.path().canonicalize().unwrap()).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        // On a thread: without O_NONBLOCK the open never returns (the timeout is a hang guard only).
+        std::thread::spawn(move || tx.send(resolve(&root, b"fifo").map(|r| r.len)));
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(60)).expect("resolving a FIFO hung"), Err(Refused::NotFound));
     }
 }

@@ -114,7 +114,7 @@ pub struct Report {
 /// How many connections were open at most, and the threads that served them.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Connections {
-    /// The most open at once (refused ones included).
+    /// The most served at once (refused ones, answered and closed, not counted).
     pub peak: u64,
     /// More than this many are refused (503 / SERVER_ERROR).
     pub limit: u64,
