@@ -266,7 +266,11 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         }
     };
     let listener = match listen(&a.socket) {
-        Ok(l) => l,
+        // A daemon stopped by a signal (SIGTERM, ^C) removes its socket.
+        Ok(l) => {
+            peerpath_io::remove_on_signal(a.socket.clone());
+            l
+        }
         Err(why) => {
             eprintln!("peerpath: error: daemon: {why}");
             return ExitCode::from(2);

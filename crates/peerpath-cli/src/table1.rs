@@ -9,6 +9,7 @@
 
 use clap::Args;
 use peerpath_func::{Format, Level};
+use peerpath_runtime::report::Fallback;
 use peerpath_runtime::{CommonOptions, CompressOptions, Compute, EmulatedSpec, JobReport};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -19,12 +20,12 @@ pub struct BenchOffloadArgs {
     /// Source files (each gets its own target; devices split them between them).
     #[arg(required = true)]
     sources: Vec<PathBuf>,
-    /// Rows with 1..N emulated devices (at most one device per source).
-    #[arg(long, default_value_t = 2)]
-    max_devices: usize,
-    /// Runs per row (the table shows medians).
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
+    /// Rows with 1..N emulated devices (at most one device per source), N from 1 to 64.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    max_devices: u16,
+    /// Runs per row (the table shows medians), 1 to 1000.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    runs: u16,
     /// Compression level.
     #[arg(long, default_value_t = 1)]
     level: u32,
@@ -131,6 +132,10 @@ struct Row {
     /// Outputs byte-identical to the CPU row's.
     identical_to_cpu: bool,
     fallbacks: usize,
+    /// Work meant for the devices that the host CPU did (a device that did
+    /// not start or failed, a source placed on the CPU), in any run: the
+    /// row's figures are then not the devices' alone.
+    work_on_cpu_instead: Vec<String>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -145,7 +150,11 @@ pub fn main(a: BenchOffloadArgs) -> ExitCode {
 fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     use peerpath_runtime::JobError;
     let level = Level::new(a.level).map_err(JobError::Usage)?;
-    let runs = a.runs.max(1);
+    let runs = usize::from(a.runs);
+    let input: u64 = a.sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();
+    if input == 0 {
+        return Err(JobError::Usage("the sources hold no bytes: nothing to measure".into()));
+    }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let base = match &a.workdir {
         Some(d) => d.clone(),
@@ -154,7 +163,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     // Removed at the end, and by the signal thread if the benchmark is stopped.
     let dir = peerpath_io::ScratchDir::beside(&base.join("peerpath-bench-offload")).map_err(|e| JobError::TargetIo { path: base.clone(), source: e })?;
     let mut configs: Vec<(String, Compute, usize)> = vec![("host CPU".into(), Compute::Cpu, cores)];
-    for d in 1..=a.max_devices.min(a.sources.len()).max(1) {
+    for d in 1..=usize::from(a.max_devices).min(a.sources.len()) {
         let mut spec = EmulatedSpec::new();
         spec.devices = d;
         // The same number of workers in all as the CPU row has threads.
@@ -221,6 +230,14 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().map(|d| d.process_cpu_s.unwrap_or(0.0) + d.start_cpu_s.unwrap_or(0.0)).sum()).collect();
         let per = |cpu: &[f64]| median(cpu.iter().zip(&wall).zip(&gbps).map(|((c, w), g)| c / w.max(1e-9) / g.max(1e-12)).collect());
         let last = reports.last().expect("at least one run");
+        let mut work_on_cpu_instead: Vec<String> = Vec::new();
+        for f in reports.iter().flat_map(|r| &r.fallbacks) {
+            let moved = matches!(f, Fallback::HostCpuNotDevice { .. } | Fallback::FewerDevices { .. } | Fallback::DeviceNotStarted { .. } | Fallback::DeviceFailed { .. });
+            if moved && devices > 0 && !work_on_cpu_instead.contains(&f.to_string()) {
+                work_on_cpu_instead.push(f.to_string());
+            }
+        }
+        let name = if work_on_cpu_instead.is_empty() { name } else { format!("{name} FALLBACK") };
         rows.push(Row {
             engine: name,
             devices,
@@ -240,6 +257,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
             host_memory_payload_bytes: last.ledger.host_memory_payload_bytes,
             identical_to_cpu: identical,
             fallbacks: last.fallbacks.len(),
+            work_on_cpu_instead,
         });
     }
     let floor = if a.no_fio { Err("not measured (--no-fio)".to_string()) } else { fio_floor(&a.sources, cpu_output_bytes, dir.path(), runs) };
@@ -254,7 +272,6 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         println!("{}", crate::jsonout::stamped("bench-offload", &out));
         return Ok(());
     }
-    let input: u64 = a.sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();
     println!(
         "peerpath bench-offload: seed Table 1 columns, measured on this machine ({cores} cores); emulated devices run on host cores \
          (not hardware speed). {} source(s), {input} bytes, level {}, 1 MiB blocks, median of {runs} run(s) in rounds (each round runs every row once).",
@@ -302,8 +319,11 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         ),
         Err(why) => println!("platform floor (fio): {why}"),
     }
-    if rows.iter().any(|r| r.fallbacks > 0) {
-        println!("some rows took fallbacks: run one row by hand with `peerpath compress --engine emulated` to see why");
+    for r in rows.iter().filter(|r| !r.work_on_cpu_instead.is_empty()) {
+        println!("{}: NOT the devices' figures: the host CPU did work meant for them: {}", r.engine, r.work_on_cpu_instead.join("; "));
+    }
+    if rows.iter().any(|r| r.fallbacks > 0 && r.work_on_cpu_instead.is_empty()) {
+        println!("some rows took other fallbacks (reads or writes without O_DIRECT, say): run one row by hand with `peerpath compress --engine emulated` to see them");
     }
     Ok(())
 }

@@ -179,6 +179,22 @@ fn a_daemon_that_cannot_run_the_job_is_said_and_the_job_runs_here_or_fails_with_
     assert!(!log.contains("started:"), "{log}");
 }
 
+/// A daemon stopped by SIGTERM or ^C removes its socket (a stale one is
+/// replaced at the next start, but a listing should not show it).
+#[test]
+fn a_daemon_stopped_by_a_signal_removes_its_socket() {
+    let dir = scratch();
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let mut d = Daemon::start(dir.path());
+        assert!(d.socket.exists());
+        // SAFETY: a signal to our own test's daemon, which is running.
+        assert_eq!(unsafe { libc::kill(d.child.id() as i32, signal) }, 0);
+        let status = d.child.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status).map_or(status.code(), |s| Some(128 + s)), Some(128 + signal), "{status:?}");
+        assert!(!d.socket.exists(), "signal {signal}: the socket is left: {:?}", names_in(dir.path()));
+    }
+}
+
 #[test]
 fn a_client_that_goes_away_cancels_its_job_and_nothing_is_kept() {
     let dir = scratch();

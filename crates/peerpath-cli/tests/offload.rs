@@ -386,3 +386,26 @@ fn a_device_killed_after_writing_part_of_the_output_is_resumed_mid_stream() {
     let fallbacks = r["fallbacks"].to_string();
     assert!(fallbacks.contains("output bytes from the device were kept"), "{fallbacks}");
 }
+
+/// `bench-offload`: a device row whose devices did not start is marked
+/// FALLBACK with the reason (its figures are the host CPU's), and values
+/// that would measure nothing are refused.
+#[test]
+fn bench_offload_marks_a_device_row_the_cpu_ran_and_refuses_empty_measurements() {
+    let dir = scratch();
+    let src = dir.path().join("s.fa");
+    std::fs::write(&src, &sample()[..1 << 20]).unwrap();
+    let o = run(&mut pp(args!["bench-offload", &src, "--runs", "1", "--no-fio", "--device-memory-dir", dir.path().join("missing"), "--json"])).ok().json();
+    let row = &o["rows"][1];
+    assert!(row["engine"].as_str().unwrap().ends_with("FALLBACK"), "{row}");
+    assert!(row["work_on_cpu_instead"][0].as_str().unwrap().contains("did not start"), "{row}");
+    assert_eq!(o["rows"][0]["work_on_cpu_instead"], serde_json::json!([]), "the CPU row is the CPU's");
+    for bad in [&["--runs", "0"][..], &["--max-devices", "0"]] {
+        let o = run(&mut pp(args!["bench-offload", &src, "--no-fio"].into_iter().chain(bad.iter().map(Into::into))));
+        assert!(o.code() == Some(2) && o.stderr.contains(bad[0]) && o.stderr.contains("not in 1.."), "{bad:?}: {}", o.stderr);
+    }
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    run(&mut pp(args!["bench-offload", &empty, "--no-fio"])).fails(2, &["no bytes"]);
+    assert_dir_holds(dir.path(), &["empty", "s.fa"]);
+}

@@ -49,6 +49,12 @@ pub fn remove_named_temporaries() -> usize {
     remove_all(&mut registry())
 }
 
+/// Adds `path`, which this process made (a job server's socket), to what a
+/// signal removes before the process dies.
+pub fn remove_on_signal(path: PathBuf) {
+    registry().push(path);
+}
+
 /// [`remove_named_temporaries`] for a process about to die of a signal:
 /// the registry stays locked afterwards, so no other thread can create or
 /// name a temporary between the removal and the process's end.
