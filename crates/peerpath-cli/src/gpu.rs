@@ -56,16 +56,11 @@ pub fn main(a: GpuArgs) -> ExitCode {
         eprintln!("peerpath: error: --bytes and --chunk must be at least 1");
         return ExitCode::from(2);
     }
-    let data = match &p.input {
-        Some(path) => match read_prefix(path, p.bytes) {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("peerpath: error: cannot read {}: {e}", path.display());
-                return ExitCode::from(3);
-            }
-        },
-        None => peerpath_func::sample::protein_like(p.bytes, 1),
-    };
+    // The sample, its output and the GPU's copies are held at once: half of this machine's memory at most.
+    if let Some(total) = crate::machine_memory_bytes().filter(|&t| p.bytes > t / 2) {
+        eprintln!("peerpath: error: --bytes {}: more than half of this machine's memory ({})", p.bytes, peerpath_metrics::human_bytes(total as u64));
+        return ExitCode::from(2);
+    }
     let gpu = match peerpath_gpu::Gpu::open(p.device) {
         Ok(g) => g,
         Err(why) => {
@@ -79,6 +74,17 @@ pub fn main(a: GpuArgs) -> ExitCode {
             eprintln!("peerpath: GPU unavailable: {why}");
             return ExitCode::from(UNAVAILABLE);
         }
+    };
+    // Made once the GPU and nvCOMP are known to be there: a sample of --bytes takes a while.
+    let data = match &p.input {
+        Some(path) => match read_prefix(path, p.bytes) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("peerpath: error: cannot read {}: {e}", path.display());
+                return ExitCode::from(3);
+            }
+        },
+        None => peerpath_func::sample::protein_like(p.bytes, 1),
     };
     match peerpath_gpu::probe(&gpu, &nv, &data, p.chunk, &p.algorithm, p.repeat) {
         Ok(r) if p.json => {

@@ -443,6 +443,8 @@ fn the_gpu_probe_says_why_it_cannot_run_or_checks_every_member() {
     }
     let o = run(&mut pp(["gpu", "probe", "--nvcomp", "/no/such/libnvcomp.so.6", "--bytes", "1M"]));
     assert_eq!(o.code(), Some(15), "{}", o.stderr);
+    // A sample larger than the machine could hold is refused before anything is made (it aborted).
+    run(&mut pp(["gpu", "probe", "--bytes", "1000000G"])).fails(2, &["--bytes", "machine's memory"]);
     assert!(o.stderr.contains("GPU unavailable: "), "{}", o.stderr);
 }
 
