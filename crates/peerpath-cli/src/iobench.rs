@@ -181,7 +181,8 @@ fn exit_code(e: &IoBenchError, memory: &MemoryArg) -> u8 {
         IoBenchError::Io { source, .. } if source.pattern.op() == peerpath_io::IoOp::Write => 11,
         IoBenchError::Io { .. } => 12,
         IoBenchError::Memory(_) if matches!(memory, MemoryArg::P2p(_)) => crate::probe::EXIT_NO_P2P,
-        IoBenchError::Memory(_) => 1,
+        // The shm region's directory could not take it (full, read-only, missing).
+        IoBenchError::Memory(_) => 11,
     }
 }
 

@@ -82,3 +82,24 @@ fn random_offsets_come_from_a_fresh_seed_unless_one_is_given() {
         .stdout_str();
     assert!(text.contains("seed 99 (--seed 99 repeats them)"), "{text}");
 }
+
+/// A sweep with no point is refused before any file is made; a file the
+/// sweep made is removed when it fails (a full disk); shm memory that its
+/// directory cannot hold is said at once (exit 11), not as a bad address.
+#[test]
+fn a_failed_sweep_leaves_no_file_it_made_and_an_empty_sweep_is_refused() {
+    let dir = scratch();
+    let file = dir.path().join("bench.dat");
+    run(&mut pp(args!["bench-io", "--file", &file, "--size", "64K", "--sweep-bs", "1M", "--random", "skip"])).fails(2, &["nothing to measure", "larger than the 65536-byte file"]);
+    assert!(!file.exists());
+    let Some(fs) = TmpfsMount::new("a_failed_sweep_leaves_no_file_it_made", "1m") else { return };
+    let new = fs.dir.join("new.dat");
+    run(&mut pp(args!["bench-io", "--file", &new, "--size", "4M", "--runtime-s", "0.1"])).fails(11, &["No space left"]);
+    assert_dir_holds(&fs.dir, &[]);
+    std::fs::write(fs.dir.join("fill"), vec![0u8; 1 << 20]).unwrap_or(()); // as much as fits
+    let out = run(&mut pp(args![
+        "bench-io", "--file", &file, "--size", "4M", "--sweep-bs", "1M", "--sweep-qd", "8", "--random", "skip", "--memory", "shm", "--shm-dir", &fs.dir, "--runtime-s", "0.1"
+    ]));
+    out.fails(11, &["make resident", "file system full"]);
+    assert_dir_holds(&fs.dir, &["fill"]);
+}

@@ -625,8 +625,15 @@ fn validate(o: &IoBenchOptions) -> Result<(), IoBenchError> {
     if o.runtime_per_point.is_zero() {
         return usage("the runtime per point must be more than zero".into());
     }
+    let (points, notes) = plan_points(o, o.file_size_bytes);
+    if points.is_empty() {
+        return usage(format!("nothing to measure: {}", notes.join("; ")));
+    }
     Ok(())
 }
+
+/// The kind of a file the sweep made.
+const CREATED: &str = "regular file (created)";
 
 struct OpenedBenchFile {
     file: File,
@@ -675,7 +682,7 @@ fn open_bench_file(o: &IoBenchOptions, writes: bool) -> Result<OpenedBenchFile, 
     } else {
         file.metadata().map_err(|e| file_err("stat", e))?.len()
     };
-    let kind = if is_block { "block device" } else if exists { "regular file" } else { "regular file (created)" };
+    let kind = if is_block { "block device" } else if exists { "regular file" } else { CREATED };
     Ok(OpenedBenchFile { file, kind: kind.into(), size_bytes, direct, direct_refused })
 }
 
@@ -799,6 +806,16 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
     validate(o)?;
     let writes = o.sequential.iter().chain(&o.random).any(|p| p.op() == IoOp::Write);
     let opened = open_bench_file(o, writes)?;
+    // A file the sweep made is kept for the next sweep, unless the sweep failed (a full disk).
+    let created = opened.kind == CREATED;
+    let swept = sweep_file(o, opened, on_point);
+    if created && swept.is_err() {
+        let _ = std::fs::remove_file(&o.file);
+    }
+    swept
+}
+
+fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn FnMut(&PointResult)) -> Result<IoBenchReport, IoBenchError> {
     let mut notes = Vec::new();
     if let BenchMemory::P2p { .. } = o.memory {
         if !opened.direct {
@@ -868,7 +885,12 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
         }
         BenchMemory::Shm { dir } => {
             let path = dir.join(format!("peerpath-iobench-{}-{}", std::process::id(), clock_nanos()));
-            let region = MappedRegion::create_shared(&path, region_bytes, "shm");
+            // Made resident first, while it has a name: a file system without room for it is an
+            // error here, not a "Bad address" on the first DMA into it.
+            let region = MappedRegion::create_shared(&path, region_bytes, "shm").and_then(|r| match r.populate(0, r.len()) {
+                Ok(_) => Ok(r),
+                Err(e) => Err(RegionError::Io { operation: "make resident (is its file system full?)", path: path.clone(), source: e, hint: "" }),
+            });
             // The mapping outlives the name; nothing is left behind on exit.
             let _ = std::fs::remove_file(&path);
             let region = Arc::new(region?);
