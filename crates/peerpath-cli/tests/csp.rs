@@ -46,4 +46,16 @@ fn csp_errors_exit_with_their_codes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `peerpath csp serve --name nobody-here-42` running?"));
     let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "no/slashes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // What stands where a device's socket goes is removed only if a device left it (a socket).
+    let dir = tempfile::tempdir().unwrap();
+    for make in [|p: &std::path::Path| std::fs::write(p, b"mine").unwrap(), |p: &std::path::Path| std::fs::create_dir(p).unwrap()] {
+        let socket = dir.path().join("peerpath-csp-x.sock");
+        make(&socket);
+        let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "x", "--dir"]).arg(dir.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("is not a socket a device left"), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(socket.exists(), "left as it was");
+        let _ = std::fs::remove_file(&socket).or_else(|_| std::fs::remove_dir(&socket));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing else made");
+    }
 }

@@ -380,7 +380,17 @@ fn clear_stale(paths: &CspPaths) -> Result<(), CspError> {
     if paths.socket.exists() && UnixStream::connect(&paths.socket).is_ok() {
         return Err(CspError::AlreadyRunning { socket: paths.socket.clone() });
     }
-    // Files of a device that died without cleaning up (SIGKILL).
+    // Files of a device that died without cleaning up (SIGKILL): only what a device makes (a
+    // socket, regular files) is removed; anything else under those names is not ours.
+    use std::os::unix::fs::FileTypeExt;
+    for (p, socket) in [(&paths.socket, true), (&paths.memory, false), (&paths.queues, false)] {
+        let Ok(kind) = std::fs::symlink_metadata(p).map(|m| m.file_type()) else { continue };
+        if (socket && !kind.is_socket()) || (!socket && !kind.is_file()) {
+            let what = if socket { "a socket" } else { "a regular file" };
+            let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("it exists and is not {what} a device left: remove it, or give another --name or --dir"));
+            return Err(CspError::Io { operation: "replace", path: p.clone(), source });
+        }
+    }
     paths.remove_all();
     Ok(())
 }
