@@ -265,6 +265,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    crate::JOBS_IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
     let listener = match listen(&a.socket) {
         // A daemon stopped by a signal (SIGTERM, ^C) removes its socket.
         Ok(l) => {
@@ -501,10 +502,14 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         drop(done);
         match r {
             Ok(r) => crate::say_error(r),
-            Err(_) => {
-                eprintln!("peerpath: error: internal error: the job panicked in the daemon (the daemon goes on)");
-                1
-            }
+            Err(panic) => match crate::stdout_failure(&*panic) {
+                // The client's standard output cannot be written: that job's end, said as elsewhere.
+                Some(why) => crate::unwritable_stdout_code(why),
+                None => {
+                    eprintln!("peerpath: error: internal error: the job panicked in the daemon (the daemon goes on)");
+                    1
+                }
+            },
         }
     });
     *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = None;

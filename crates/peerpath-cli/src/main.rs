@@ -1077,15 +1077,33 @@ fn remove_temporaries_on_signals() {
 fn exit_on_unwritable_stdout() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
-        let Some(why) = message.strip_prefix("failed printing to stdout: ") else { return default(info) };
-        peerpath_io::remove_named_temporaries_before_exit();
-        if why.starts_with("Broken pipe") {
-            std::process::exit(141);
+        let Some(why) = stdout_failure(info.payload()) else { return default(info) };
+        if JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+            return; // the daemon's job: unwinds to its catch, which says it (`unwritable_stdout_code`)
         }
-        eprintln!("peerpath: error: cannot write standard output: {why}");
-        std::process::exit(11);
+        peerpath_io::remove_named_temporaries_before_exit();
+        std::process::exit(unwritable_stdout_code(why).into());
     }));
+}
+
+/// Set by the job server, whose jobs run in its process with their
+/// client's streams: a job that cannot print ends that job, not the server.
+pub(crate) static JOBS_IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The reason, where `payload` is the panic of a print to standard output that failed.
+pub(crate) fn stdout_failure(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    let message = payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied())?;
+    message.strip_prefix("failed printing to stdout: ")
+}
+
+/// The exit code for standard output that failed with `why`, said on
+/// standard error (a broken pipe quietly).
+pub(crate) fn unwritable_stdout_code(why: &str) -> u8 {
+    if why.starts_with("Broken pipe") {
+        return 141;
+    }
+    eprintln!("peerpath: error: cannot write standard output: {why}");
+    11
 }
 
 /// Writes `bytes` (`what`) to standard output, with the exit codes of

@@ -87,6 +87,15 @@ fn jobs_run_in_the_daemon_with_the_clients_directory_streams_umask_and_exit_code
     assert_bytes_eq(&out.stdout, sample(), "decompressed to the client's standard output");
     let piped = run_full(&mut d.client(&work, args!["decompress", "-q", "-", "-o", "-"]), Some(std::fs::read(work.join("via.gz")).unwrap()), DEADLINE).ok();
     assert_bytes_eq(&piped.stdout, sample(), "decompressed from the client's standard input");
+    // A client whose standard output is a pipe nobody reads: that job ends with 141, the daemon goes on.
+    for args in [args!["verify", "via.gz"], args!["decompress", "-q", "via.gz", "-o", "-"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let closed = d.client(&work, args.clone()).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+        assert_eq!(closed.status.code(), Some(141), "{args:?}: {}", String::from_utf8_lossy(&closed.stderr));
+        assert!(!String::from_utf8_lossy(&closed.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&closed.stderr));
+    }
+    run(&mut d.client(&work, args!["verify", "via.gz"])).ok();
 
     // The client's umask applies to what the job creates (from a pipe: a file's
     // output takes its source's mode, as gzip's does).
