@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use peerpath_runtime::JobError;
 use peerpath_sim::sweep::{self, Param, Vary};
 use peerpath_sim::{reproduce, svg, Catalog, Job, Machine, SimError, SimOptions};
 use peerpath_topo::Topology;
@@ -36,13 +37,13 @@ enum SimAction {
     },
     /// Propose how many devices a job needs for a target throughput, and how to group them.
     Plan {
-        /// Target throughput in Gb/s.
+        /// Target throughput in Gb/s (above 0).
         #[arg(long)]
         target: f64,
         /// What to add: csp or ssd.
         #[arg(long, default_value = "csp")]
         add: String,
-        /// Give up after this many devices.
+        /// Give up after this many devices, 1 to 256.
         #[arg(long, default_value_t = 64)]
         limit: u32,
         #[command(flatten)]
@@ -67,7 +68,7 @@ struct RunArgs {
     /// compress-nvcomp-gzip-2, ...) [default: the job's].
     #[arg(long)]
     function: Option<String>,
-    /// Compute threads of a CPU job: at most this many cores compute [default: every core].
+    /// Compute threads of a CPU job, 1 to 8192: at most this many cores compute [default: every core].
     #[arg(long)]
     threads: Option<usize>,
     /// Vary one parameter: csp=1..12, ssd=3..18, gen=3..5, mps=128,256,512.
@@ -76,16 +77,18 @@ struct RunArgs {
     /// Catalog platform (CPU, memory, PCIe settings) [default: matched from the CPU].
     #[arg(long)]
     platform: Option<String>,
-    /// Compression ratio (input / output) [default: the catalog's].
+    /// Compression ratio (input / output), 0.5 to 1032 (deflate's most) [default: the catalog's].
     #[arg(long)]
     ratio: Option<f64>,
-    /// Use at most this many CSPs / SSDs.
+    /// Use at most this many CSPs (1 or more).
     #[arg(long)]
     csps: Option<usize>,
+    /// Use at most this many SSDs (1 or more).
     #[arg(long)]
     ssds: Option<usize>,
-    /// Chunks each flow keeps in flight (for the chunk latency: mean by Little's law, percentiles
-    /// under an exponential-service assumption, both labelled).
+    /// Chunks each flow keeps in flight, 1 to 65536 (an NVMe queue's most entries), for the chunk
+    /// latency: mean by Little's law, percentiles under an exponential-service assumption, both
+    /// labelled.
     #[arg(long, default_value_t = 8)]
     queue_depth: u32,
     /// Seed for the flow-size jitter (the steady state does not depend on it).
@@ -109,28 +112,25 @@ fn catalog(path: &Option<PathBuf>) -> Result<Catalog, SimError> {
     }
 }
 
+/// The topology, catalog and job the options describe; the job's numbers are checked first, so a
+/// usage error is said before any file is read.
 fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), SimError> {
+    let mut job = Job::parse(&a.job)?;
+    job.ratio = a.ratio;
+    if let Some(f) = &a.function {
+        job.function = f.clone();
+    }
+    job.threads = a.threads;
+    job.csps = a.csps;
+    job.ssds = a.ssds;
+    job.queue_depth = a.queue_depth;
+    job.check()?;
     let topo = match (&a.file, &a.sysfs) {
         (Some(f), _) => Topology::from_toml_file(f)?,
         (None, Some(root)) => Topology::from_sysfs(root)?,
         (None, None) => Topology::from_sysfs("/sys")?,
     };
     let cat = catalog(&a.catalog)?;
-    let mut job = Job::parse(&a.job)?;
-    job.ratio = a.ratio;
-    if let Some(f) = &a.function {
-        job.function = f.clone();
-    }
-    if a.threads == Some(0) {
-        return Err(SimError::Job("--threads must be at least 1".into()));
-    }
-    job.threads = a.threads;
-    job.csps = a.csps;
-    job.ssds = a.ssds;
-    if a.queue_depth == 0 {
-        return Err(SimError::Job("--queue-depth must be at least 1".into()));
-    }
-    job.queue_depth = a.queue_depth;
     Ok((topo, cat, job))
 }
 
@@ -138,12 +138,20 @@ fn opts(a: &RunArgs) -> SimOptions {
     SimOptions { seed: a.seed, ..SimOptions::default() }
 }
 
-fn write(path: &std::path::Path, text: &str) -> Result<(), SimError> {
-    // Results are replaced when asked for again, but never left half-written.
-    crate::write_output(path, text.as_bytes(), true).map_err(|e| SimError::Vary(e.to_string()))
+/// Why `peerpath sim` stops: the simulator refused, or the plot could not be written (exit 11
+/// with nothing left behind, as `topo --svg`; it was a what-if error, exit 2).
+enum Stop {
+    Sim(SimError),
+    Write(JobError),
 }
 
-fn run_inner(a: SimArgs) -> Result<(), SimError> {
+impl From<SimError> for Stop {
+    fn from(e: SimError) -> Stop {
+        Stop::Sim(e)
+    }
+}
+
+fn run_inner(a: SimArgs) -> Result<(), Stop> {
     match a.action {
         Some(SimAction::Reproduce { json, catalog: c }) => {
             let r = reproduce::reproduce(&catalog(&c)?)?;
@@ -158,7 +166,7 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
             let param = match add.as_str() {
                 "csp" | "csps" => Param::Csp,
                 "ssd" | "ssds" => Param::Ssd,
-                other => return Err(SimError::Vary(format!("--add {other}: csp or ssd"))),
+                other => return Err(SimError::Vary(format!("--add {other}: csp or ssd")).into()),
             };
             let p = sweep::plan(&topo, &cat, run.platform.as_deref(), &job, param, target, limit, &opts(&run))?;
             if run.json {
@@ -175,7 +183,8 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
                     let vary = Vary::parse(v)?;
                     let sw = sweep::sweep(&topo, &cat, r.platform.as_deref(), &job, &vary, &opts(r))?;
                     if let Some(p) = &r.svg {
-                        write(p, &svg::render(&sw))?;
+                        // Replaced when asked for again, but never left half-written.
+                        crate::write_output(p, svg::render(&sw).as_bytes(), true).map_err(Stop::Write)?;
                     }
                     if r.json {
                         println!("{}", crate::jsonout::stamped_text("sim-sweep", &sw.to_json()));
@@ -185,7 +194,7 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
                 }
                 None => {
                     if r.svg.is_some() {
-                        return Err(SimError::Vary("--svg plots a sweep: add --vary".into()));
+                        return Err(SimError::Vary("--svg plots a sweep: add --vary".into()).into());
                     }
                     let m = Machine::new(topo, &cat, r.platform.as_deref())?;
                     let rep = peerpath_sim::simulate(&m, &job, &opts(r))?;
@@ -202,11 +211,12 @@ fn run_inner(a: SimArgs) -> Result<(), SimError> {
 }
 
 /// Runs `peerpath sim`. Exit codes: 13 topology errors (as `peerpath topo`), 2 a bad job or
-/// parameter, 1 a catalog error.
+/// parameter, 1 a catalog error, 11 a plot that cannot be written.
 pub fn run(a: SimArgs) -> ExitCode {
     match run_inner(a) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Stop::Write(e)) => crate::exit_code(Err(e)),
+        Err(Stop::Sim(e)) => {
             eprintln!("peerpath: error: {e}");
             ExitCode::from(match e {
                 SimError::Topology(_) => 13,

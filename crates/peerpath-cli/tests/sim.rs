@@ -1,6 +1,9 @@
 //! `peerpath sim`: reproduce, a plain run, a sweep with its SVG, plan, and refusals.
 
-use std::path::PathBuf;
+mod common;
+use common::{assert_dir_holds, TmpfsMount};
+
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn peerpath() -> Command {
@@ -77,4 +80,99 @@ fn chunk_latency_is_littles_law_on_the_slowest_flow_with_labelled_percentiles() 
     }
     let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--queue-depth", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn sim(args: &[&str]) -> std::process::Output {
+    peerpath().arg("sim").args(args).output().unwrap()
+}
+
+fn refused(out: &std::process::Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(needle), "{needle}: {err}");
+}
+
+/// A ratio that describes no compressor (NaN, 0, tiny, negative, infinite: a throughput of 0 and
+/// a job of a year), a queue depth beyond NVMe's 65536 (it ran for minutes), 0 threads or
+/// devices are usage errors, each range said in --help.
+#[test]
+fn numbers_out_of_range_are_usage_errors_with_their_ranges_in_help() {
+    let f = fixture("epyc-case-study");
+    let f = f.to_str().unwrap();
+    for r in ["NaN", "0", "1e-300", "-1", "inf", "0.49", "1033"] {
+        refused(&sim(&["--file", f, &format!("--ratio={r}")]), "from 0.5 to 1032");
+    }
+    for qd in ["65537", "10000000"] {
+        refused(&sim(&["--file", f, "--queue-depth", qd]), "from 1 to 65536");
+    }
+    for t in ["0", "8193"] {
+        refused(&sim(&["--file", f, "--job", "compress-cpu", "--threads", t]), "from 1 to 8192");
+    }
+    refused(&sim(&["--file", f, "--csps", "0"]), "at least 1");
+    refused(&sim(&["--file", f, "--ssds", "0"]), "at least 1");
+    // Said before the topology is read.
+    refused(&sim(&["--file", "/nonexistent.toml", "--ratio", "NaN"]), "ratio");
+    for ok in [["--ratio", "0.5"], ["--ratio", "1032"], ["--queue-depth", "65536"]] {
+        let out = sim(&["--file", f, ok[0], ok[1]]);
+        assert!(out.status.success(), "{ok:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let help = String::from_utf8(sim(&["--help"]).stdout).unwrap();
+    for range in ["0.5 to 1032", "1 to 65536", "1 to 8192", "1 or more"] {
+        assert!(help.contains(range), "{range}: {help}");
+    }
+    let help = String::from_utf8(sim(&["plan", "--help"]).stdout).unwrap();
+    assert!(help.contains("1 to 256") && help.contains("above 0"), "{help}");
+}
+
+/// `sim plan` read a NaN or infinite target as "not reachable" (exit 0) and --limit 0 as 1.
+#[test]
+fn a_plan_needs_a_finite_target_and_a_limit_of_one_or_more() {
+    let f = fixture("epyc-case-study");
+    let f = f.to_str().unwrap();
+    for t in ["NaN", "inf", "0", "-5"] {
+        refused(&sim(&["plan", "--file", f, &format!("--target={t}")]), "above 0");
+    }
+    for l in ["0", "257"] {
+        refused(&sim(&["plan", "--file", f, "--target", "100", "--limit", l]), "from 1 to 256");
+    }
+}
+
+/// A mistyped function became an engine of unlimited throughput (exit 0); it is refused with the
+/// functions the catalog knows, for a CSP, a GPU and a CPU job alike.
+#[test]
+fn an_unknown_function_is_refused_naming_the_known_ones() {
+    let f = fixture("epyc-case-study");
+    let f = f.to_str().unwrap();
+    refused(&sim(&["--file", f, "--function", "nope"]), "compress-zlib-1");
+    refused(&sim(&["--file", f, "--job", "compress-cpu", "--function", "nope"]), "compress-zlib-1");
+    let g = fixture("h100-gpu-host");
+    refused(&sim(&["--file", g.to_str().unwrap(), "--job", "compress-memory-gpu", "--function", "nope"]), "compress-nvcomp-gzip-2");
+}
+
+/// A sweep's plot that cannot be written is exit 11 (as `topo --svg`; it was 2, a usage error),
+/// and nothing is left behind: a missing directory, a directory as the target, a full disk.
+#[test]
+fn a_plot_that_cannot_be_written_is_exit_11_and_leaves_nothing() {
+    let f = fixture("epyc-case-study");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |svg: &Path| sim(&["--file", f.to_str().unwrap(), "--vary", "csp=1..4", "--svg", svg.to_str().unwrap()]);
+    let cannot = |out: std::process::Output, svg: &Path| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(11), "{err}");
+        assert!(err.contains("cannot write") && err.contains(&*svg.to_string_lossy()), "{err}");
+    };
+    let missing = dir.path().join("missing").join("x.svg");
+    cannot(write(&missing), &missing);
+    let target = dir.path().join("plot.svg");
+    std::fs::create_dir(&target).unwrap();
+    cannot(write(&target), &target);
+    assert!(target.is_dir());
+    assert_dir_holds(dir.path(), &["plot.svg"]);
+    assert_dir_holds(&target, &[]);
+    let Some(fs) = TmpfsMount::new("a_plot_that_cannot_be_written_is_exit_11", "4k") else { return };
+    let svg = fs.dir.join("x.svg");
+    std::fs::write(&svg, b"old picture").unwrap();
+    cannot(write(&svg), &svg);
+    assert_eq!(std::fs::read(&svg).unwrap(), b"old picture");
+    assert_dir_holds(&fs.dir, &["x.svg"]);
 }

@@ -15,13 +15,27 @@
 //!  read / write: an SSD reading into (writing from) host memory or a CSP's CMB.
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::RangeInclusive;
 
 use serde::Serialize;
 
 use crate::machine::{Dir, Machine, ResKey, Resource, Route};
 use crate::pcie::WireCost;
 use crate::SimError;
+
+/// The compression ratios (input / output) a job may be given. Every function the catalog
+/// names writes deflate: incompressible data grows by well under 1% (stored blocks), so a ratio
+/// below 0.5 describes no compressor, and 1032 is deflate's own maximum (a 258-byte match in
+/// 2 bits). NaN, 0, negative and infinite ratios made a throughput of 0 and a job of a year.
+pub const RATIO: RangeInclusive<f64> = 0.5..=1032.0;
+
+/// Chunks in flight per flow: an NVMe I/O queue holds at most 65536 entries (MQES is 16 bits,
+/// zero-based). The chunk latency's quantiles cost time in proportion to it.
+pub const QUEUE_DEPTH: RangeInclusive<u32> = 1..=65536;
+
+/// Compute threads: Linux configures at most 8192 CPUs (NR_CPUS with MAXSMP).
+pub const THREADS: RangeInclusive<usize> = 1..=8192;
 
 /// Where a read lands or a write comes from.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -147,6 +161,26 @@ impl Job {
         Ok(job)
     }
 
+    /// Refuses knobs that describe no job: a ratio, queue depth or thread count outside
+    /// [`RATIO`], [`QUEUE_DEPTH`], [`THREADS`], and 0 CSPs or SSDs (which read as "the
+    /// machine has none").
+    pub fn check(&self) -> Result<(), SimError> {
+        let bad = |what: String| Err(SimError::Job(what));
+        if let Some(r) = self.ratio.filter(|r| !RATIO.contains(r)) {
+            return bad(format!("compression ratio {r}: from {} to {} (input / output)", RATIO.start(), RATIO.end()));
+        }
+        if !QUEUE_DEPTH.contains(&self.queue_depth) {
+            return bad(format!("queue depth {}: from {} to {} (an NVMe queue's most entries)", self.queue_depth, QUEUE_DEPTH.start(), QUEUE_DEPTH.end()));
+        }
+        if let Some(t) = self.threads.filter(|t| !THREADS.contains(t)) {
+            return bad(format!("threads {t}: from {} to {}", THREADS.start(), THREADS.end()));
+        }
+        if self.csps == Some(0) || self.ssds == Some(0) {
+            return bad("use at least 1 CSP and 1 SSD".into());
+        }
+        Ok(())
+    }
+
     pub fn describe(&self) -> String {
         match &self.kind {
             JobKind::CompressP2p => format!("{} on CSPs over P2P DMA ({} sources + 1 target per CSP)", self.function, self.sources_per_csp),
@@ -257,6 +291,7 @@ impl Job {
     /// Plans the job on machine `m`: groups SSDs with CSPs (compress-p2p: only pairs whose P2P
     /// verdict is supported), builds the flows and collects the resources they touch.
     pub fn plan(&self, m: &Machine) -> Result<Plan, SimError> {
+        self.check()?;
         let mut flows = Vec::new();
         let mut groups = Vec::new();
         let mut notes = Vec::new();
@@ -276,6 +311,7 @@ impl Job {
                 if csps.is_empty() {
                     return Err(SimError::Job("compress-p2p needs a CSP; the machine has none".into()));
                 }
+                self.known_function("CSP", m.catalog.csps.iter().flat_map(|c| c.functions.keys()))?;
                 let orch = m.platform.orchestration_core_s_per_gb.clone();
                 if let Some(f) = &orch {
                     if f.is_calibration() {
@@ -525,13 +561,26 @@ impl Job {
     /// The platform's per-core rate of the job's function (a calibrated one is listed).
     fn cpu_rate(&self, m: &Machine, calibrations: &mut Vec<String>) -> Result<f64, SimError> {
         let f = m.platform.functions.get(&self.function).ok_or_else(|| {
-            SimError::Job(format!("platform {} has no per-core rate for {}", m.platform.name, self.function))
+            let known: Vec<&str> = m.platform.functions.keys().map(String::as_str).collect();
+            SimError::Job(format!("platform {} has no per-core rate for {} (it has {})", m.platform.name, self.function, known.join(", ")))
         })?;
         let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;
         if f.is_calibration() {
             calibrations.push(format!("{} per core on {}: {} B/s ({})", self.function, m.platform.name, rate, f.source));
         }
         Ok(rate)
+    }
+
+    /// Refuses a function that no catalog entry of the devices that would run it names
+    /// (`names`): a typo became an engine of unknown, so unlimited, throughput. A function an
+    /// entry names without a figure stays allowed, and the report says it is unlimited.
+    fn known_function<'c>(&self, devices: &str, names: impl Iterator<Item = &'c String>) -> Result<(), SimError> {
+        let known: BTreeSet<&str> = names.map(String::as_str).collect();
+        if known.contains(self.function.as_str()) {
+            return Ok(());
+        }
+        let known = if known.is_empty() { "none".to_string() } else { known.into_iter().collect::<Vec<_>>().join(", ") };
+        Err(SimError::Job(format!("unknown function '{}': no {devices} in the catalog has it (known: {known})", self.function)))
     }
 
     /// The one flow of a memory-to-memory compression (socket 0: where the benchmarks ran).
@@ -567,6 +616,7 @@ impl Job {
                     Some(n) => m.find(n)?,
                     None => m.gpus().first().copied().ok_or_else(|| SimError::Job("the machine has no GPU the catalog knows".into()))?,
                 };
+                self.known_function("GPU", m.catalog.gpus.iter().flat_map(|g| g.functions.keys()))?;
                 if m.engine_resource(g, &self.function).is_none() {
                     notes.push(format!("{}: {} kernel throughput unknown (unlimited)", m.nodes[g].name, self.function));
                 }

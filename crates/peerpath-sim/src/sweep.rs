@@ -9,6 +9,8 @@
 //!
 //! [`plan`] adds CSPs (or SSDs) until a job reaches a target throughput.
 
+use std::ops::RangeInclusive;
+
 use serde::Serialize;
 
 use peerpath_topo::{Bdf, LinkSpeed, Topology};
@@ -301,12 +303,23 @@ pub struct Proposal {
     pub why: String,
 }
 
+/// How many devices [`plan`] may try: as many steps as a sweep takes, and a PCI domain has no
+/// more bus numbers for clones. 0 has no meaning (it was read as 1).
+pub const PLAN_LIMIT: RangeInclusive<u32> = 1..=256;
+
 /// Adds CSPs (`Param::Csp`) or SSDs (`Param::Ssd`) one at a time until `job` reaches
-/// `target_gbit_per_s` or `limit` devices; proposes the count and the grouping.
+/// `target_gbit_per_s` (finite and above 0: NaN and infinity were "not reachable") or `limit`
+/// devices (in [`PLAN_LIMIT`]); proposes the count and the grouping.
 #[allow(clippy::too_many_arguments)]
 pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Job, param: Param, target_gbit_per_s: f64, limit: u32, opts: &SimOptions) -> Result<Proposal, SimError> {
+    if !(target_gbit_per_s.is_finite() && target_gbit_per_s > 0.0) {
+        return Err(SimError::Vary(format!("target {target_gbit_per_s} Gb/s: a throughput above 0")));
+    }
+    if !PLAN_LIMIT.contains(&limit) {
+        return Err(SimError::Vary(format!("limit {limit}: from {} to {} devices", PLAN_LIMIT.start(), PLAN_LIMIT.end())));
+    }
     let mut last: Option<(u32, SimReport)> = None;
-    for n in 1..=limit.max(1) {
+    for n in 1..=limit {
         let (m, j) = apply(topo, catalog, platform, job, param, n)?;
         let r = simulate(&m, &j, opts)?;
         let reached = r.throughput_gbit_per_s >= target_gbit_per_s;

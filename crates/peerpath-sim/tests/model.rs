@@ -351,11 +351,77 @@ fn a_gpu_memory_job_is_limited_by_the_kernel_and_crosses_the_gpus_link_both_ways
     let link = |dir| r.utilisation.iter().find(|u| u.key == ResKey::Link(m.gpus()[0], dir)).map(|u| u.used).unwrap();
     // Input goes down (DMA read completions), half as much comes back up (posted writes).
     assert!(link(Dir::Down) > kernel && link(Dir::Up) > kernel / 2.0 && link(Dir::Up) < link(Dir::Down));
-    // An unknown function is said, not guessed: the engine is unlimited and the link limits.
+    // A function the catalog names without a figure is said, not guessed: the engine is
+    // unlimited and the link limits.
+    let text = peerpath_sim::catalog::DEFAULT_CATALOG.replacen("functions.compress-nvcomp-gzip-2 = { value = 6.8e9, ", "functions.compress-nvcomp-gzip-2 = { ", 1);
+    assert_ne!(text, peerpath_sim::catalog::DEFAULT_CATALOG);
+    let unknown = Machine::new(Topology::from_toml_str(peerpath_sim::reproduce::LENT_GPU_HOST).unwrap(), &Catalog::from_toml_str(&text).unwrap(), None).unwrap();
+    let r = simulate(&unknown, &Job::parse("compress-memory-gpu").unwrap(), &exact()).unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("kernel throughput unknown")), "{:?}", r.notes);
+    // A function no GPU of the catalog names is a typo, refused with the known ones (it became
+    // an unlimited kernel).
     let mut job = Job::parse("compress-memory-gpu").unwrap();
     job.function = "compress-nvcomp-zstd".into();
-    let r = simulate(&m, &job, &exact()).unwrap();
-    assert!(r.notes.iter().any(|n| n.contains("kernel throughput unknown")), "{:?}", r.notes);
+    let e = simulate(&m, &job, &exact()).unwrap_err().to_string();
+    assert!(e.contains("unknown function 'compress-nvcomp-zstd'") && e.contains("compress-nvcomp-gzip-2"), "{e}");
+}
+
+/// A typo in the function of a CSP job was an engine of unknown, so unlimited, throughput; the
+/// catalog's NoLoad function (known, without a figure) still runs and says so.
+#[test]
+fn a_csp_function_the_catalog_does_not_name_is_refused() {
+    let mut job = Job::new(JobKind::CompressP2p);
+    job.function = "nope".into();
+    let e = job.plan(&epyc()).unwrap_err().to_string();
+    assert!(e.contains("unknown function 'nope'") && e.contains("known: compress-zlib-1"), "{e}");
+    let r = simulate(&epyc(), &Job::new(JobKind::CompressP2p), &exact()).unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("compress-zlib-1 engine throughput unknown")), "{:?}", r.notes);
+}
+
+/// Numbers that describe no job are refused before anything is simulated: a NaN, 0, tiny,
+/// negative or infinite ratio gave a throughput of 0 and a job of a year, a queue depth past
+/// NVMe's 65536 ran for minutes, 0 devices read as "the machine has none".
+#[test]
+fn a_job_with_numbers_out_of_range_is_refused() {
+    use peerpath_sim::job::{QUEUE_DEPTH, RATIO, THREADS};
+    let m = epyc();
+    let refused = |f: &dyn Fn(&mut Job)| {
+        let mut job = Job::new(JobKind::CompressP2p);
+        f(&mut job);
+        assert!(job.check().is_err() && job.plan(&m).is_err(), "{job:?}");
+    };
+    for r in [f64::NAN, 0.0, 1e-300, -1.0, f64::INFINITY, 0.49, 1033.0] {
+        refused(&|j| j.ratio = Some(r));
+    }
+    refused(&|j| j.queue_depth = 0);
+    refused(&|j| j.queue_depth = QUEUE_DEPTH.end() + 1);
+    refused(&|j| j.threads = Some(0));
+    refused(&|j| j.threads = Some(THREADS.end() + 1));
+    refused(&|j| j.csps = Some(0));
+    refused(&|j| j.ssds = Some(0));
+    for r in [*RATIO.start(), 2.0, *RATIO.end()] {
+        let mut job = Job::new(JobKind::CompressP2p);
+        job.ratio = Some(r);
+        job.queue_depth = *QUEUE_DEPTH.end();
+        simulate(&m, &job, &exact()).unwrap();
+    }
+}
+
+/// `plan` read a NaN or infinite target as "not reachable" and a limit of 0 as 1.
+#[test]
+fn a_plan_without_a_target_or_a_limit_is_refused() {
+    use peerpath_sim::sweep::{plan, Param, PLAN_LIMIT};
+    let topo = Topology::from_toml_str(EPYC_CASE_STUDY).unwrap();
+    let cat = Catalog::default_catalog();
+    let job = Job::new(JobKind::CompressP2p);
+    let run = |target: f64, limit: u32| plan(&topo, &cat, Some("amd-epyc-7501-2s"), &job, Param::Csp, target, limit, &exact());
+    for t in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -5.0] {
+        assert!(run(t, 8).unwrap_err().to_string().contains("above 0"), "{t}");
+    }
+    for l in [0, PLAN_LIMIT.end() + 1] {
+        assert!(run(100.0, l).unwrap_err().to_string().contains("limit"), "{l}");
+    }
+    assert_eq!(run(100.0, 4).unwrap().count, Some(4));
 }
 
 #[test]
