@@ -475,21 +475,29 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     for src in sources.iter().filter(|s| !std::fs::metadata(s).is_ok_and(|m| m.file_type().is_fifo())) {
         crate::open_file_source(src)?;
     }
-    let made = (!dir.exists(), !dir.join("index.sqlite").exists());
+    let was = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
+    let before: Vec<bool> = NEW_STORE.iter().map(|n| was(n)).collect();
     let mut stored = 0;
     let result = store_into(sources, dir, (asked, fp, sizes, hash), force, (engine_emulated, no_fallback), compress, threads, &mut stored);
-    // A store this run began, which failed before it kept a file, leaves nothing behind.
-    if let (Err(_), (dir_made, true), 0) = (&result, made, stored) {
-        for f in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "lock", "packs/pack-000000"] {
-            let _ = std::fs::remove_file(dir.join(f));
-        }
-        let _ = std::fs::remove_dir(dir.join("packs"));
-        if dir_made {
-            let _ = std::fs::remove_dir(dir);
+    // A store this run began (there was no index), which failed before it kept a file, leaves
+    // nothing behind: what this run made goes, and only that (a pack only while empty: a failed
+    // store undoes its appends, and packs that were there are never touched).
+    if result.is_err() && stored == 0 && !before[1] {
+        for (name, &there) in NEW_STORE.iter().zip(&before).rev() {
+            let path = dir.join(name);
+            let _ = match *name {
+                _ if there => Ok(()),
+                "" | "packs" => std::fs::remove_dir(&path),
+                "packs/pack-000000" if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) => Ok(()),
+                _ => std::fs::remove_file(&path),
+            };
         }
     }
     result
 }
+
+/// What a store's first run makes, in order ("": the directory itself).
+const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
 fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine_emulated, no_fallback): (bool, bool), compress: Option<Level>, threads: usize, stored: &mut usize) -> Result<(), JobError> {
