@@ -315,7 +315,7 @@ fn probe_provider(a: &ProbeArgs, topo: &Topology, dev: &peerpath_topo::PciDevice
     probe.map = Step::pass(format!("mapped {} bytes of {} (MAP_SHARED, offset 0)", region.len(), region.path().display()));
     if !info.allocate_on_sysfs {
         probe.notes.push(format!(
-            "{} is not on sysfs but a plain file (a fixture tree): mapping it says nothing about P2P, and the kernel's allocate behaves differently (each mmap is a new allocation from the device's pool)",
+            "{} is not on sysfs but a plain file (a fixture tree): host memory stands in for it (the file is never written), which says nothing about P2P, and the kernel's allocate behaves differently (each mmap is a new allocation from the device's pool)",
             region.path().display()
         ));
     }
@@ -445,7 +445,7 @@ fn explain_read_error(e: &io::Error, target: &str, device: Option<&str>, topo: &
             "EINVAL reading {on}: the request is not aligned as O_DIRECT needs (offset, length and buffer address must be multiples of the logical block size and the queue's dma_alignment; the probe uses offset 0, 4096 bytes and a page-aligned buffer, so the device's logical block is larger than 4 KiB), or the file is not open with O_DIRECT"
         ),
         Some(libc::EFAULT) if !on_sysfs => format!(
-            "EFAULT reading {on}: the pages could not be pinned. Expected with a fixture: its allocate is an empty plain file, so the mapping has no pages behind it (the kernel's allocate inserts real device pages at mmap)"
+            "EFAULT reading {on}: the pages could not be pinned (with a fixture, host memory stands in for the provider's: a fixture proves nothing about P2P)"
         ),
         Some(libc::EFAULT) => format!("EFAULT reading {on}: the kernel could not pin the P2P pages (get_user_pages refused them); on kernels before 6.2 O_DIRECT cannot take P2P pages at all"),
         Some(libc::EOPNOTSUPP) => format!("EOPNOTSUPP reading {on}: a long-term pin of P2P pages was asked for (FOLL_LONGTERM, as registered buffers do) and refused; a bug, the probe registers nothing"),

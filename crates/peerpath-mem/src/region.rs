@@ -159,14 +159,14 @@ fn is_on_sysfs(file: &File) -> bool {
     file_system_type(file.as_raw_fd()) == Some(SYSFS_MAGIC)
 }
 
-/// `mmap(NULL, len, RW, MAP_SHARED, fd, 0)`, or MAP_PRIVATE where not
-/// `shared` (writes to the mapping never reach the file).
-fn map_file(file: &File, len: usize, shared: bool) -> io::Result<NonNull<u8>> {
-    let flags = if shared { libc::MAP_SHARED } else { libc::MAP_PRIVATE };
+/// `mmap(NULL, len, RW, MAP_SHARED, fd, 0)`; where not `file_backed`,
+/// shared anonymous memory in its place (`file` is not mapped: what is
+/// written never reaches it, and a forked process still shares the memory).
+fn map_file(file: &File, len: usize, file_backed: bool) -> io::Result<NonNull<u8>> {
+    let (flags, fd) = if file_backed { (libc::MAP_SHARED, file.as_raw_fd()) } else { (libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1) };
     // SAFETY: a new mapping at an address of the kernel's choosing touches
-    // no existing memory; `file` is open for reading, and for writing where
-    // the mapping is shared.
-    let raw = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, file.as_raw_fd(), 0) };
+    // no existing memory; `file`, where mapped, is open for reading and writing.
+    let raw = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0) };
     if raw == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -254,7 +254,8 @@ impl MappedRegion {
         };
         // The kernel's allocate is opened read-write and mapped shared. Anything else (a
         // fixture's plain file, or what a link in a tree points to) is opened read-only and
-        // mapped private: what is put in the memory never reaches that file.
+        // host memory stands in for it (shared anonymous memory, which a forked device shares):
+        // what is put in the memory never reaches that file.
         let file = open(false)?;
         let allocate_on_sysfs = is_on_sysfs(&file);
         let file = if allocate_on_sysfs { open(true)? } else { file };
@@ -781,7 +782,7 @@ ShmemPmdMapped:     2048 kB
     /// The real `allocate` is a sysfs binary attribute with other semantics:
     /// it reports 1 TiB, takes only MAP_SHARED at offset 0, and every mmap is
     /// a new allocation from the provider's pool (so ENOMEM and ENODEV come
-    /// from the kernel). A plain file just maps its own bytes; these tests
+    /// from the kernel). A plain file is not mapped (host memory stands in); these tests
     /// cover the checks around the mmap and the error wording, not the kernel.
     fn fake_provider(size: &str, available: &str, published: &str, allocate_bytes: Option<u64>) -> (tempfile::TempDir, PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
@@ -831,8 +832,8 @@ ShmemPmdMapped:     2048 kB
     }
 
     /// An allocate that is not the kernel's (a plain file, even one the
-    /// process could write) is mapped private: what is put in the memory
-    /// never reaches the file.
+    /// process could write) is not mapped: host memory stands in for it, so
+    /// what is put in the memory never reaches the file.
     #[test]
     fn a_plain_allocate_file_is_never_written() {
         let (_tmp, dev) = fake_provider("65536", "65536", "1", Some(8192));

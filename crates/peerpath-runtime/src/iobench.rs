@@ -912,7 +912,7 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
             let info = region.p2p_info().cloned();
             if let Some(i) = &info {
                 if !i.allocate_on_sysfs {
-                    notes.push(format!("{} is not on sysfs (a fixture?): these buffers are a plain file mapping, not P2P memory", region.path().display()));
+                    notes.push(format!("{} is not on sysfs (a fixture?): these buffers are host memory standing in for it, not P2P memory", region.path().display()));
                 }
             }
             // QEMU's PCI vendor id (Red Hat, 0x1b36): its emulated devices move
