@@ -542,12 +542,8 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
     };
     peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
     crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;
-    let unreadable = |e| JobError::SourceUnreadable { path: a.source.clone(), source: e };
-    let src = File::open(&a.source).map_err(unreadable)?;
-    let meta = src.metadata().map_err(unreadable)?;
-    if meta.is_dir() {
-        return Err(unreadable(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory")));
-    }
+    let src = crate::open_file_source(&a.source)?;
+    let meta = src.metadata().map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?;
     if !meta.is_file() {
         return Err(JobError::Usage(format!("{} is not a regular file", a.source.display())));
     }

@@ -1106,17 +1106,13 @@ pub(crate) fn unwritable_stdout_code(why: &str) -> u8 {
     11
 }
 
-/// Writes `bytes` (`what`) to standard output, with the exit codes of
+/// Writes `bytes` to standard output, with the exit codes of
 /// [`exit_on_unwritable_stdout`].
-fn print_whole(bytes: &[u8], what: &str) -> ExitCode {
+fn print_whole(bytes: &[u8]) -> ExitCode {
     use std::io::Write;
     match std::io::stdout().write_all(bytes).and_then(|()| std::io::stdout().flush()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
-        Err(e) => {
-            eprintln!("peerpath: error: cannot write {what}: {e}");
-            ExitCode::from(11)
-        }
+        Err(e) => ExitCode::from(unwritable_stdout_code(&e.to_string())),
     }
 }
 
@@ -1188,7 +1184,7 @@ fn main() -> ExitCode {
         // Made in memory first: clap_complete panics on a failed write.
         let mut script = Vec::new();
         clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "peerpath", &mut script);
-        return print_whole(&script, "the completion script");
+        return print_whole(&script);
     }
     if let Command::Ec(a) = cli.command {
         return ec::main(a);
@@ -1207,7 +1203,7 @@ fn main() -> ExitCode {
     if let Command::Man = cli.command {
         let mut page = Vec::new();
         clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut page).expect("writing to memory does not fail");
-        return print_whole(&page, "the man page");
+        return print_whole(&page);
     }
     if let Command::Topo(a) = cli.command {
         return exit_code(topo(a));
