@@ -279,6 +279,25 @@ fn lying_bgzf_block_sizes_are_refused_without_hanging() {
     }
 }
 
+/// A damaged start of a member in the middle is corruption of that member
+/// (exit 6, naming it and where the next one begins), not "trailing
+/// garbage after the last member" (exit 9): a member that declares its
+/// sizes follows it.
+#[test]
+fn a_damaged_member_start_in_the_middle_is_corruption_not_trailing_garbage() {
+    let dir = scratch();
+    for (label, a) in [("gzip", protein_archive(dir.path())), ("bgzf", archive(dir.path(), &sample()[..300_000], &["--format", "bgzf"]))] {
+        let (m1, m2) = (a.members[1].offset as usize, a.members[2].offset as usize);
+        for byte in [0, 1] {
+            let mut b = a.packed.clone();
+            b[m1 + byte] ^= 0x40;
+            let at = format!("member 1 at byte {m1}");
+            let next = format!("begins {} bytes later, at byte {m2}: the file is damaged here", m2 - m1);
+            bad(dir.path(), &format!("{label}-magic{byte}.gz"), &b, 6, &[&at, &next]);
+        }
+    }
+}
+
 #[test]
 fn trailing_garbage_after_the_last_member_is_exit_9() {
     let dir = scratch();
@@ -290,6 +309,10 @@ fn trailing_garbage_after_the_last_member_is_exit_9() {
     let b = archive(dir.path(), &sample()[..100_000], &["--format", "bgzf"]);
     let at = format!("at byte {}", b.packed.len());
     bad(dir.path(), "bgzf-garbage.gz", &[&b.packed[..], &[0xde, 0xad, 0xbe, 0xef][..]].concat(), 9, &[&at]);
+    // Random bytes after the last member are garbage too, however many.
+    let tail = random_bytes(200_000, 5);
+    let at = format!("trailing garbage after the last member, at byte {}", a.packed.len());
+    bad(dir.path(), "random-tail.gz", &[&a.packed[..], &tail[..]].concat(), 9, &[&at]);
     // Trailing zeros (tar padding) are not garbage: gzip ignores them too.
     let padded = dir.path().join("padded.gz");
     std::fs::write(&padded, [&a.packed[..], &[0u8; 4096][..]].concat()).unwrap();

@@ -57,6 +57,9 @@ pub const MAX_MEMBER_UNCOMPRESSED_BYTES: usize = 256 << 20;
 const MAX_DEFLATE_EXPANSION: usize = 1032;
 /// Headers (with FNAME/FCOMMENT/FEXTRA) longer than this are refused.
 const MAX_HEADER_BYTES: usize = 1 << 20;
+/// How far past a bad member start [`StreamDecoder`] looks for a later
+/// member (one of peerpath's largest, 256 MiB stored, and its header).
+const MAX_MEMBER_SCAN: u64 = (256 << 20) + (1 << 20);
 
 /// Output layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -674,11 +677,56 @@ impl<R: Read> StreamDecoder<R> {
             let b1 = avail.get(1).copied().unwrap_or(0);
             return Err(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], b1)));
         }
+        let (at, b0, b1) = (self.offset, avail[0], avail.get(1).copied().unwrap_or(0));
         // gzip ignores trailing zero padding (tar blocks); so do we.
         if self.rest_is_zero()? {
             return Ok(false);
         }
-        Err(StreamError::TrailingGarbage { offset: self.offset })
+        // Bytes that are not a member, then a member that declares its
+        // sizes: a damaged member start (exit 6), not garbage at the end.
+        if let Some(next) = self.member_after(at)? {
+            let reason = format!(
+                "bytes {b0:02x} {b1:02x} where a member should begin (not 1f 8b), but a member that declares its sizes begins {} bytes later, at byte {next}: the file is damaged here, not followed by garbage",
+                next - at
+            );
+            return Err(StreamError::at(self.members, at, HeaderError::Corrupt { offset: 0, reason }));
+        }
+        Err(StreamError::TrailingGarbage { offset: at })
+    }
+
+    /// The offset of the first member that declares its sizes (peerpath's
+    /// 'PP' or BGZF's 'BC' field) after byte `from`, looking at most
+    /// [`MAX_MEMBER_SCAN`] bytes ahead. Such a member cannot begin by chance
+    /// in garbage; after a bad member start it shows the file is damaged.
+    /// Consumes what it looks at (the stream fails either way).
+    fn member_after(&mut self, from: u64) -> io::Result<Option<u64>> {
+        if self.offset == from {
+            self.consume(1.min(self.end - self.start));
+        }
+        while self.offset - from <= MAX_MEMBER_SCAN {
+            match self.buf[self.start..self.end].iter().position(|&b| b == ID1) {
+                Some(i) => {
+                    self.consume(i);
+                    match MemberHeader::parse(&self.buf[self.start..self.end]) {
+                        Ok(h) if h.sizes.is_some() => return Ok(Some(self.offset)),
+                        // Needs more bytes: read them, then look again here.
+                        Err(HeaderError::Truncated { .. }) => {
+                            if !self.fill()? {
+                                return Ok(None);
+                            }
+                        }
+                        _ => self.consume(1),
+                    }
+                }
+                None => {
+                    self.consume(self.end - self.start);
+                    if !self.fill()? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The header of the member starting here (not consumed), reading as

@@ -177,6 +177,18 @@ fn stream_errors_name_member_and_offset() {
     let mut garbage = m.clone();
     garbage.extend_from_slice(b"hello");
     assert!(matches!(stream_decode(&garbage, 99), Err(StreamError::TrailingGarbage { offset }) if offset == m.len() as u64));
+    // A damaged start of the second of three members, followed by a member
+    // that declares its sizes: corruption of member 1, not garbage.
+    let mut three = two.clone();
+    three.extend_from_slice(&m);
+    three[m.len()] = b'x';
+    match stream_decode(&three, 1 << 16) {
+        Err(StreamError::Member { member: 1, offset, error: MemberError::Header(HeaderError::Corrupt { reason, .. }) }) => {
+            assert_eq!(offset, m.len() as u64);
+            assert!(reason.contains(&format!("at byte {}", 2 * m.len())), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
     let mut zeros = m.clone();
     zeros.extend_from_slice(&[0u8; 512]);
     assert_eq!(stream_decode(&zeros, 99).unwrap(), input);
