@@ -299,8 +299,8 @@ impl Blocks {
     /// the other buffer while `each` runs (the device works on one buffer,
     /// the kernel fills the other's block area; the carry goes in front of
     /// it afterwards). Returns the bytes read.
-    pub fn stream(&self, dev: &mut EmulatedCsp, file: &File, mut each: impl FnMut(&mut EmulatedCsp, DeviceRange, bool) -> Result<usize, String>) -> Result<u64, String> {
-        let area = |dev: &EmulatedCsp, b: usize| dev.memory().io_ptr(DeviceRange::new(self.block_at(b), self.block as u64)).map(|p| p as usize).ok_or("the device's memory is not mapped for I/O");
+    pub fn stream<D: Device + ?Sized>(&self, dev: &mut D, file: &File, mut each: impl FnMut(&mut D, DeviceRange, bool) -> Result<usize, String>) -> Result<u64, String> {
+        let area = |dev: &D, b: usize| dev.memory().io_ptr(DeviceRange::new(self.block_at(b), self.block as u64)).map(|p| p as usize).ok_or("the device's memory is not mapped for I/O");
         let areas = [area(dev, 0)?, area(dev, 1)?];
         let (mut at, mut tail, mut buf, mut n_cmd) = (0u64, 0usize, 0usize, 0u64);
         // SAFETY: buffer 0's block area, inside the device's mapped memory; no command uses it yet.

@@ -11,6 +11,7 @@
 use clap::{Args, ValueEnum};
 use crossbeam_channel::bounded;
 use crate::scan_device;
+use peerpath_device::Device;
 use peerpath_func::scan::{whole_records, Filter, Found, RecordFormat};
 use peerpath_runtime::JobError;
 use std::collections::BTreeMap;
@@ -75,6 +76,9 @@ pub struct ScanArgs {
     /// With --engine emulated: fail (exit 15) instead of counting on the CPU when the device cannot.
     #[arg(long)]
     no_fallback: bool,
+    /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: the device's counts cannot be checked).
+    #[arg(long, value_parser = crate::parse_faults)]
+    inject_faults: Option<peerpath_device::FaultConfig>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -100,6 +104,12 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     };
     let filter = Filter { motif, min_length: a.min_length, id_prefix: a.id_prefix.as_ref().map(|p| p.as_bytes().to_vec()) };
     let mut device = None;
+    if a.inject_faults.is_some() && a.engine != ScanEngine::Emulated {
+        return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
+    }
+    if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
+        return Err(JobError::Usage("scan cannot check the device's counts: --inject-faults takes no corrupt= with it".into()));
+    }
     if a.engine == ScanEngine::Emulated {
         if !a.count && !a.histogram {
             return Err(JobError::Usage("--engine emulated returns only counts: add --count or --histogram".into()));
@@ -107,7 +117,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         if a.id_prefix.is_some() {
             return Err(JobError::Usage("--id-prefix is not a device filter yet: use --engine cpu".into()));
         }
-        match scan_device::start() {
+        match scan_device::start(a.inject_faults.clone()) {
             Ok(d) => device = Some(d),
             Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
             Err(why) => eprintln!("peerpath: FALLBACK: {why}: scanning on the host CPU"),
@@ -137,11 +147,19 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             FormatArg::Fastq => RecordFormat::Fastq,
             FormatArg::Lines => RecordFormat::Lines,
         });
-        for f in &a.files {
+        for (i, f) in a.files.iter().enumerate() {
             let on_device = match device.as_mut() {
-                Some(dev) => device_scan(dev, f, format, &a)?,
+                Some(dev) => device_scan(dev.as_mut(), f, format, &a)?,
                 None => None,
             };
+            // A device that failed takes no more commands: the files after this one
+            // go to the CPU without asking it again (said once, here; why, above).
+            if device.as_ref().is_some_and(|d| d.failure().is_some()) {
+                device = None;
+                if i + 1 < a.files.len() {
+                    eprintln!("peerpath: FALLBACK: the emulated CSP has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, f.display());
+                }
+            }
             let (found, n) = match on_device {
                 Some(d) => {
                     where_ran = Some(format!(
@@ -216,7 +234,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
 /// Counts one file on the device, or `None` where the CPU must (gzip
 /// input, standard input, not a regular file), said on standard error or
 /// refused with --no-fallback.
-fn device_scan(dev: &mut peerpath_device::EmulatedCsp, f: &Path, format: Option<RecordFormat>, a: &ScanArgs) -> Result<Option<scan_device::DeviceScan>, JobError> {
+fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: &ScanArgs) -> Result<Option<scan_device::DeviceScan>, JobError> {
     let cpu = |why: String| {
         if a.no_fallback {
             Err(JobError::Device { detail: format!("{}: {why} (--no-fallback)", f.display()) })

@@ -7,7 +7,7 @@
 //! device (`device_job::Blocks`).
 
 use crate::device_job::{self, Blocks};
-use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, SCAN_RESULT_BYTES};
+use peerpath_device::{Device, DeviceRange, Function, FunctionKind, Request, SCAN_RESULT_BYTES};
 use peerpath_func::scan::{Found, RecordFormat};
 use std::fs::File;
 
@@ -17,8 +17,9 @@ const RESULT_AT: u64 = PATTERN_MAX as u64;
 /// Blocks of 4 MiB, records of up to 4 MiB carried between them.
 const BLOCKS: Blocks = Blocks { base: 2 * PATTERN_MAX as u64, carry: 4 << 20, block: 4 << 20 };
 
-pub(crate) fn start() -> Result<EmulatedCsp, String> {
-    device_job::spawn("scan", BLOCKS.base as usize + BLOCKS.bytes(), 8, 1, FunctionKind::ScanCount)
+pub(crate) fn start(faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
+    let dev = device_job::spawn("scan", BLOCKS.base as usize + BLOCKS.bytes(), 8, 1, FunctionKind::ScanCount)?;
+    Ok(device_job::with_faults(dev, faults))
 }
 
 /// What the device pass found, and how the file moved.
@@ -30,7 +31,7 @@ pub(crate) struct DeviceScan {
 }
 
 /// Counts `file`'s records on the device. `motif` is the pattern's text.
-pub(crate) fn scan(dev: &mut EmulatedCsp, file: &File, format: Option<RecordFormat>, motif: &str, ignore_case: bool, min_length: Option<usize>) -> Result<DeviceScan, String> {
+pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordFormat>, motif: &str, ignore_case: bool, min_length: Option<usize>) -> Result<DeviceScan, String> {
     if motif.len() > PATTERN_MAX {
         return Err(format!("the motif is longer than the device takes ({PATTERN_MAX} bytes)"));
     }

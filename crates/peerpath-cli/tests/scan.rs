@@ -165,3 +165,44 @@ fn an_emulated_csp_counts_what_the_cpu_counts() {
     assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("to carry"), "{}", o.stderr);
     run(&mut pp(args!["scan", &long, "--min-length", "1", "-c", "--engine", "emulated", "--no-fallback"])).fails(15, &["to carry", "--no-fallback"]);
 }
+
+/// A device that dies during a file: that file is counted on the CPU, said
+/// with the reason, and so are the files after it, said once, without
+/// asking the dead device again; the counts are the CPU's. Injected faults
+/// need the emulated engine, and corrupt= is refused (counts cannot be checked).
+#[test]
+fn a_device_that_dies_hands_this_file_and_the_rest_to_the_cpu_said_once() {
+    let dir = scratch();
+    let d = dir.path();
+    let sample = sample();
+    let files: Vec<_> = (0..4)
+        .map(|i| {
+            let f = d.join(format!("part{i}.fa"));
+            // Whole records: cut at a header.
+            let from = sample[i * 100_000..].iter().position(|&b| b == b'>').unwrap() + i * 100_000;
+            let to = sample[from + 90_000..].iter().position(|&b| b == b'>').unwrap() + from + 90_000;
+            std::fs::write(&f, &sample[from..to]).unwrap();
+            f
+        })
+        .collect();
+    let mut cpu = args!["scan", "--motif", "KL[VI]", "-c"];
+    cpu.extend(files.iter().map(|f| f.as_os_str().to_os_string()));
+    let want = run(&mut pp(cpu.clone())).ok().stdout_str();
+    let mut emu = cpu.clone();
+    // One command a file (each is one block): the second file's command is the one in flight.
+    emu.extend(args!["--engine", "emulated", "--inject-faults", "seed=3,crash-after=2"]);
+    let o = run(&mut pp(emu.clone())).ok();
+    assert_eq!(o.stdout_str(), want);
+    assert!(o.stderr.contains("FALLBACK: ") && o.stderr.contains("part1.fa: the device could not count it"), "{}", o.stderr);
+    assert!(o.stderr.contains("has failed: the 2 file(s) after") && o.stderr.contains("part1.fa are scanned on the host CPU"), "{}", o.stderr);
+    assert_eq!(o.stderr.matches("could not count").count(), 1, "the dead device is not asked again: {}", o.stderr);
+    assert!(o.stderr.contains("files on the emulated CSP and on this host's CPU"), "{}", o.stderr);
+    emu.push("--no-fallback".into());
+    run(&mut pp(emu)).fails(15, &["part1.fa", "--no-fallback"]);
+    let mut bad = cpu.clone();
+    bad.extend(args!["--inject-faults", "seed=3,crash-after=2"]);
+    run(&mut pp(bad)).fails(2, &["--engine emulated"]);
+    let mut bad = cpu.clone();
+    bad.extend(args!["--engine", "emulated", "--inject-faults", "seed=3,corrupt=0.5"]);
+    run(&mut pp(bad)).fails(2, &["corrupt="]);
+}

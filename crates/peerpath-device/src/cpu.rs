@@ -176,6 +176,10 @@ fn worker(shared: &Shared, jobs: &Receiver<Job>, done: &Sender<Done>) {
 }
 
 impl Device for CpuDevice {
+    fn failure(&self) -> Option<&DeviceError> {
+        self.failed.as_ref()
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

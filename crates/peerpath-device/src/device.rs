@@ -55,6 +55,13 @@ pub trait Device: Send {
     fn memory_domains(&self) -> Vec<MemoryDomain> {
         vec![self.memory().domain().clone()]
     }
+    /// Why the device stopped taking commands, once it has (it died, timed
+    /// out, or answered what it must not): every later command is refused
+    /// at once with it. A job that sees it sends the rest of its work to the
+    /// CPU without asking the device again.
+    fn failure(&self) -> Option<&DeviceError> {
+        None
+    }
     /// A descriptor that becomes readable when completions may be ready,
     /// once [`Device::arm_wake`] has returned true: for an event loop that
     /// sleeps on I/O and devices at once (arm a read of it in io_uring).

@@ -265,6 +265,10 @@ impl<D: Device + Crash> FaultyDevice<D> {
 }
 
 impl<D: Device + Crash> Device for FaultyDevice<D> {
+    fn failure(&self) -> Option<&DeviceError> {
+        self.inner.failure()
+    }
+
     fn name(&self) -> &str {
         self.inner.name()
     }

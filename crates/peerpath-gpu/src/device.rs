@@ -343,6 +343,10 @@ impl Drop for GpuDevice {
 }
 
 impl Device for GpuDevice {
+    fn failure(&self) -> Option<&DeviceError> {
+        self.failed.as_ref()
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

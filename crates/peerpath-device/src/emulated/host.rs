@@ -588,6 +588,10 @@ impl EmulatedCsp {
 }
 
 impl Device for EmulatedCsp {
+    fn failure(&self) -> Option<&DeviceError> {
+        self.failed.as_ref()
+    }
+
     fn name(&self) -> &str {
         &self.name
     }
