@@ -287,7 +287,7 @@ fn lying_bgzf_block_sizes_are_refused_without_hanging() {
 fn a_damaged_member_start_in_the_middle_is_corruption_not_trailing_garbage() {
     let dir = scratch();
     for (label, a) in [("gzip", protein_archive(dir.path())), ("bgzf", archive(dir.path(), &sample()[..300_000], &["--format", "bgzf"]))] {
-        let (m1, m2) = (a.members[1].offset as usize, a.members[2].offset as usize);
+        let (m1, m2) = (a.members[1].offset, a.members[2].offset);
         for byte in [0, 1] {
             let mut b = a.packed.clone();
             b[m1 + byte] ^= 0x40;
