@@ -37,7 +37,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The environment variable that names the daemon's socket for a client.
@@ -47,6 +48,9 @@ pub const ENV: &str = "PEERPATH_DAEMON";
 pub const EXIT_DAEMON: u8 = 18;
 /// A request is a command line and a few names: anything bigger is not one.
 const MAX_REQUEST_BYTES: u32 = 1 << 20;
+/// Connections whose requests are read at once (a thread each, for at most
+/// 10 s); more are refused at once (their clients run the job themselves).
+const MAX_READING: usize = 64;
 
 #[derive(Args)]
 pub struct DaemonArgs {
@@ -309,6 +313,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     let (tx, rx) = crossbeam_channel::unbounded::<Incoming>();
     let uid = rustix::process::getuid();
     let accept_log = log.try_clone().ok();
+    let reading = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("peerpath-daemon-accept".into())
         .spawn(move || {
@@ -318,19 +323,39 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                     std::thread::sleep(Duration::from_millis(50));
                     continue;
                 };
-                let tx = tx.clone();
                 let log = accept_log.as_ref().and_then(|l| l.try_clone().ok());
-                // One thread per connection reads its request: a client that sends nothing holds only itself.
-                let _ = std::thread::Builder::new().name("peerpath-daemon-request".into()).spawn(move || match take_request(conn, uid) {
-                    Ok(incoming) => {
-                        let _ = tx.send(incoming);
+                // At most MAX_READING requests read at once (a thread each, for up to
+                // 10 s): connections past that are refused at once, not a thread each.
+                if reading.fetch_add(1, Ordering::AcqRel) >= MAX_READING {
+                    reading.fetch_sub(1, Ordering::AcqRel);
+                    let why = format!("{MAX_READING} connections are already sending their requests");
+                    let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
+                    let _ = reply(&conn, &Reply::Refused { why: why.clone() });
+                    if let Some(mut l) = log {
+                        let _ = writeln!(l, "peerpath daemon: a connection refused: {why}");
                     }
-                    Err(why) => {
-                        if let Some(mut l) = log {
-                            let _ = writeln!(l, "peerpath daemon: a connection refused: {why}");
+                    continue;
+                }
+                let (tx, mine) = (tx.clone(), Arc::clone(&reading));
+                // One thread per connection reads its request: a client that sends nothing holds only itself.
+                let spawned = std::thread::Builder::new().name("peerpath-daemon-request".into()).spawn(move || {
+                    let taken = take_request(conn, uid);
+                    mine.fetch_sub(1, Ordering::AcqRel);
+                    match taken {
+                        Ok(incoming) => {
+                            let _ = tx.send(incoming);
+                        }
+                        Err(why) => {
+                            if let Some(mut l) = log {
+                                let _ = writeln!(l, "peerpath daemon: a connection refused: {why}");
+                            }
                         }
                     }
                 });
+                if spawned.is_err() {
+                    // No thread (the connection went with the closure): count it out.
+                    reading.fetch_sub(1, Ordering::AcqRel);
+                }
             }
         })
         .expect("a thread starts");

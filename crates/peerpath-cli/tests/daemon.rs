@@ -294,3 +294,50 @@ fn the_daemon_keeps_emulated_devices_across_jobs_and_replaces_one_that_died() {
     assert_ne!(pid(&faulty), pid(&fourth));
     assert_eq!(pid(&job(6, &[])), pid(&fourth));
 }
+
+/// Clients that connect and send nothing hold a thread each only up to a
+/// bound (64 requests read at once): the connections past it are refused at
+/// once with the reason, a client among them runs its job itself (said), and
+/// once the idle ones go, jobs run in the daemon again.
+#[test]
+fn idle_connections_past_the_bound_are_refused_at_once_not_a_thread_each() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::net::UnixStream;
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), &sample()[..100_000]).unwrap();
+    let threads = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", d.child.id())).unwrap();
+        status.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse::<usize>().unwrap()
+    };
+    let before = threads();
+    let idle: Vec<UnixStream> = (0..64).map(|_| UnixStream::connect(&d.socket).unwrap()).collect();
+    // The daemon reads the 64 requests on threads of their own (sent nothing yet).
+    let start = Instant::now();
+    while threads() < before + 64 {
+        assert!(start.elapsed() < HANG_DEADLINE, "the daemon has {} threads, {before} before", threads());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..20 {
+        let late = UnixStream::connect(&d.socket).unwrap();
+        late.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut line = String::new();
+        BufReader::new(&late).read_line(&mut line).unwrap();
+        assert!(line.contains("Refused") && line.contains("64 connections are already sending their requests"), "{line}");
+    }
+    assert!(threads() <= before + 64, "{} threads for 84 connections ({before} before)", threads());
+    let out = run(&mut d.client(dir.path(), args!["compress", "in.fa", "-o", "here.gz"])).ok();
+    assert!(out.stderr.contains("FALLBACK: PEERPATH_DAEMON=") && out.stderr.contains("64 connections are already sending"), "{}", out.describe());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(RUNNER));
+    drop(idle);
+    let start = Instant::now();
+    loop {
+        let out = run(&mut d.client(dir.path(), args!["compress", "in.fa", "-f", "-o", "there.gz"])).ok();
+        if String::from_utf8_lossy(&out.stdout).contains(RUNNER) {
+            break;
+        }
+        assert!(start.elapsed() < HANG_DEADLINE, "jobs never ran in the daemon again: {}", out.describe());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read(dir.path().join("here.gz")).unwrap(), std::fs::read(dir.path().join("there.gz")).unwrap());
+}
