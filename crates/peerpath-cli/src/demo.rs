@@ -28,6 +28,9 @@ pub fn run(workdir: Option<PathBuf>, force: bool, json: bool, threads: Option<us
         let tmp = peerpath_io::ScratchDir::beside(&std::env::temp_dir().join("peerpath-demo")).map_err(|e| io_err(&std::env::temp_dir(), e))?;
         return run_in(tmp.path(), json, threads);
     };
+    if std::fs::metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(io_err(&dir, std::io::Error::new(std::io::ErrorKind::NotADirectory, "--workdir names a file, not a directory")));
+    }
     let existing: Vec<&str> = FILES.iter().copied().filter(|f| std::fs::symlink_metadata(dir.join(f)).is_ok()).collect();
     if let (Some(f), false) = (existing.first(), force) {
         return Err(JobError::TargetExists { path: dir.join(f) });

@@ -407,6 +407,10 @@ fn demo_with_two_threads_round_trips_the_bundled_sample() {
     run(&mut pp(args!["demo", "--threads", "2", "--workdir", &mine])).fails(4, &["protein.fasta", "--force"]);
     assert_eq!(std::fs::read(mine.join("protein.fasta")).unwrap(), b"MINE");
     assert_dir_holds(&mine, &["protein.fasta"]);
+    // A file named as the work directory: said so, and the file is untouched.
+    let file = mine.join("protein.fasta");
+    run(&mut pp(args!["demo", "--threads", "2", "--workdir", &file, "-f"])).fails(11, &["names a file, not a directory"]);
+    assert_eq!(std::fs::read(&file).unwrap(), b"MINE");
     run(&mut pp(args!["demo", "--threads", "2", "--workdir", &wd, "-f"])).ok();
     assert_file_eq(&wd.join("protein.restored.fasta"), sample(), "demo workdir, again");
 }
