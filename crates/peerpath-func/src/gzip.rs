@@ -696,8 +696,9 @@ impl<R: Read> StreamDecoder<R> {
 
     /// The offset of the first member that declares its sizes (peerpath's
     /// 'PP' or BGZF's 'BC' field) after byte `from`, looking at most
-    /// [`MAX_MEMBER_SCAN`] bytes ahead. Such a member cannot begin by chance
-    /// in garbage; after a bad member start it shows the file is damaged.
+    /// [`MAX_MEMBER_SCAN`] bytes ahead. Garbage all but never holds one by
+    /// chance (magic, method, flags and the field's id and length must all
+    /// agree); after a bad member start it shows the file is damaged.
     /// Consumes what it looks at (the stream fails either way).
     fn member_after(&mut self, from: u64) -> io::Result<Option<u64>> {
         if self.offset == from {
