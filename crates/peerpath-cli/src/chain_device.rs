@@ -268,6 +268,10 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
             return Err(stop);
         }
     };
+    if let Err(err) = crate::source_size_unchanged(&opened.file, source, meta.len()) {
+        c.files.iter().for_each(|(_, t)| peerpath_io::discard(t));
+        return Err(err.into());
+    }
     let name = source.file_name().map_or_else(|| "source".into(), |n| n.to_string_lossy().into_owned());
     let name = if c.sealer.is_some() { format!("{name}.gz.ppenc") } else { format!("{name}.gz") };
     let mut manifest = Manifest::new(name.clone(), c.len, (o.data, o.parity, o.unit), stripes, std::mem::take(&mut c.crcs));

@@ -170,6 +170,15 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
     };
     if let Err(e) = send_request(&conn, &request) {
+        // A daemon that refuses a connection at once (too many at a time) may close it
+        // before the request is all sent: its reason is still there to read.
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut line = String::new();
+        if BufReader::new(&conn).read_line(&mut line).is_ok() {
+            if let Ok(Reply::Refused { why }) = serde_json::from_str::<Reply>(&line) {
+                return not_here(format!("the daemon refused the job: {why}"));
+            }
+        }
         return not_here(format!("cannot hand the job to the daemon: {e}"));
     }
     // A job that does not start within a second waits behind another: said where a person watches.

@@ -464,7 +464,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
             let stripes = size.div_ceil((k * unit) as u64).max(1);
             // Each worker reads, codes and writes whole stripes at their own offsets.
             let done = for_each_stripe(threads, stripes, || (vec![vec![0u8; slice]; n], Vec::new(), Duration::ZERO), |(units, mine, coded), s| {
-                let crcs = encode_stripe(&code, s, (k, unit), &src, &files, units, coded).map_err(|e| match e {
+                let crcs = encode_stripe(&code, s, (k, unit), (&src, size), &files, units, coded).map_err(|e| match e {
                     StripeError::Source(e) => JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() },
                     StripeError::Target(e) => io(dir)(e),
                 })?;
@@ -487,6 +487,10 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
             (src, size, files)
         }
     };
+    if let Err(err) = crate::source_size_unchanged(&src, source, size) {
+        discard_all(&files);
+        return Err(err);
+    }
     // Shards and manifest are as private as the source (gzip's rule for outputs).
     let mode = peerpath_io::Inherited::mode_of(src.metadata().ok().as_ref());
     let stripes = size.div_ceil((k * unit) as u64).max(1);
@@ -517,7 +521,7 @@ enum StripeError {
 /// Encodes stripe `s` (k units of `unit` bytes from `src`, zero past its
 /// end) in slices of `units`' length, writing every unit at its offset in
 /// its shard; the units' CRC-32s. `coding` gains the time inside ISA-L.
-fn encode_stripe(code: &RsCode, s: u64, (k, unit): (usize, usize), src: &File, files: &[(File, Temporary)], units: &mut [Vec<u8>], coding: &mut Duration) -> Result<Vec<u32>, StripeError> {
+fn encode_stripe(code: &RsCode, s: u64, (k, unit): (usize, usize), (src, size): (&File, u64), files: &[(File, Temporary)], units: &mut [Vec<u8>], coding: &mut Duration) -> Result<Vec<u32>, StripeError> {
     use std::os::unix::fs::FileExt;
     let slice = units[0].len();
     let mut hashers = vec![crc32fast::Hasher::new(); units.len()];
@@ -525,7 +529,7 @@ fn encode_stripe(code: &RsCode, s: u64, (k, unit): (usize, usize), src: &File, f
         let len = slice.min(unit - start);
         for (i, d) in units.iter_mut().take(k).enumerate() {
             let at = (s * k as u64 + i as u64) * unit as u64 + start as u64;
-            read_at_up_to(src, &mut d[..len], at).map_err(StripeError::Source)?;
+            read_at_up_to(src, &mut d[..len], at, size).map_err(StripeError::Source)?;
         }
         let (data, parity) = units.split_at_mut(k);
         let d: Vec<&[u8]> = data.iter().map(|u| &u[..len]).collect();
@@ -825,14 +829,16 @@ fn encode_slice_bytes(n: usize, unit: usize) -> usize {
     peerpath_func::ec::coding_slice_bytes(n).min(unit)
 }
 
-/// Reads `buf.len()` bytes at `at`, or up to the end of the file with
-/// the rest zeroed (the last stripe's padding).
-fn read_at_up_to(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+/// Reads `buf.len()` bytes at `at`, or up to the end of the file (`size`
+/// bytes when opened) with the rest zeroed (the last stripe's padding). A
+/// source that ends before `size` (it shrank) is an error, not zeros.
+fn read_at_up_to(f: &File, buf: &mut [u8], at: u64, size: u64) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
+    let want = size.saturating_sub(at).min(buf.len() as u64) as usize;
     let mut n = 0;
-    while n < buf.len() {
-        match f.read_at(&mut buf[n..], at + n as u64)? {
-            0 => break,
+    while n < want {
+        match f.read_at(&mut buf[n..want], at + n as u64)? {
+            0 => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("the source shrank while it was read: it ended at byte {}, {size} bytes when opened; nothing was kept", at + n as u64))),
             r => n += r,
         }
     }
@@ -1539,6 +1545,32 @@ mod tests {
             shards: (0..5).map(|i| ShardEntry { file: shard_name(i), dir: None, crc32: vec![i as u32] }).collect(),
         };
         serde_json::to_string_pretty(&m).unwrap()
+    }
+
+    /// A source that ends before its size at open (it shrank while the set
+    /// was encoded) is an error, never zeros in the set; one that grew or
+    /// shrank is refused before the set is kept (both were exit 0).
+    #[test]
+    fn a_source_that_changed_size_while_it_was_encoded_is_an_error_not_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("src");
+        std::fs::write(&path, vec![7u8; 10_000]).unwrap();
+        let f = File::open(&path).unwrap();
+        let mut buf = vec![1u8; 4096];
+        // The last unit: 10,000 bytes, as at open: the rest is padding.
+        read_at_up_to(&f, &mut buf, 8192, 10_000).unwrap();
+        assert!(buf[..1808].iter().all(|&b| b == 7) && buf[1808..].iter().all(|&b| b == 0));
+        // 12,000 bytes at open, 10,000 now.
+        let e = read_at_up_to(&f, &mut buf, 8192, 12_000).unwrap_err();
+        assert!(e.to_string().contains("shrank") && e.to_string().contains("ended at byte 10000"), "{e}");
+        let e = read_at_up_to(&f, &mut buf, 12_288, 16_000).unwrap_err();
+        assert!(e.to_string().contains("shrank"), "{e}");
+        crate::source_size_unchanged(&f, &path, 10_000).unwrap();
+        for (at_open, how) in [(9_000, "grew"), (12_000, "shrank")] {
+            let e = crate::source_size_unchanged(&f, &path, at_open).unwrap_err();
+            assert_eq!(e.exit_code(), 12);
+            assert!(e.to_string().contains(how) && e.to_string().contains(&format!("{at_open} bytes when opened, 10000 now")), "{e}");
+        }
     }
 
     /// The same set with its shards in directories of their own.

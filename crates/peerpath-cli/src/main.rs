@@ -172,6 +172,19 @@ pub(crate) fn refuse_stream_source(source: &Path, why: &str) -> Result<(), JobEr
     }
 }
 
+/// The job's failure (exit 12) when `file`, the regular file `path` that
+/// had `size` bytes when opened, no longer has them once it has been read:
+/// it grew (its new bytes are not in the output) or shrank while it was
+/// read. What every offset-reading job checks before it keeps an output.
+pub(crate) fn source_size_unchanged(file: &std::fs::File, path: &Path, size: u64) -> Result<(), JobError> {
+    let meta = file.metadata().map_err(|e| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() })?;
+    if meta.is_file() && meta.len() != size {
+        let how = if meta.len() > size { "grew" } else { "shrank" };
+        return Err(JobError::SourceIo { path: path.to_path_buf(), detail: format!("the source {how} while it was read ({size} bytes when opened, {} now); nothing was kept", meta.len()) });
+    }
+    Ok(())
+}
+
 /// Opens a source to read it as a stream (a FIFO waits for its writer, as
 /// it must): what cannot be opened, and a directory, is exit 3, in the
 /// words the other commands use.
