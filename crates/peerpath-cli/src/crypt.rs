@@ -68,6 +68,9 @@ pub struct CryptArgs {
     /// With --engine emulated: fail (exit 15) instead of sealing on the CPU when the device cannot.
     #[arg(long)]
     no_fallback: bool,
+    /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: a device's output is not checked here).
+    #[arg(long, value_parser = crate::parse_faults)]
+    inject_faults: Option<peerpath_device::FaultConfig>,
     /// Replace an existing output.
     #[arg(short, long)]
     force: bool,
@@ -252,6 +255,12 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if peerpath_runtime::job::is_std_stream(&a.source) || a.output.as_deref().is_some_and(peerpath_runtime::job::is_std_stream) {
         return Err(JobError::Usage("encrypt and decrypt work on files (nothing may reach an output before every block is checked)".into()));
     }
+    if a.inject_faults.is_some() && a.engine != CryptEngine::Emulated {
+        return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
+    }
+    if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
+        return Err(JobError::Usage("encrypt and decrypt do not check the device's output: --inject-faults takes no corrupt= with them".into()));
+    }
     if a.mode == Mode::Xts {
         return run_xts(a, dir);
     }
@@ -277,7 +286,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     // --engine emulated: the device, or why not (said, or an error with --no-fallback).
     let (mut device, mut fallback) = (None, None);
     if a.engine == CryptEngine::Emulated {
-        let why = crate::crypt_device::start(if dir == Direction::Encrypt { a.block_size } else { cipher.layout().block_bytes as usize }, dir == Direction::Encrypt);
+        let why = crate::crypt_device::start(if dir == Direction::Encrypt { a.block_size } else { cipher.layout().block_bytes as usize }, dir == Direction::Encrypt, a.inject_faults.clone());
         match why {
             Ok(d) => device = Some(d),
             Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
@@ -301,19 +310,26 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         if let Some(h) = header {
             t.file.write_all_at(&h, 0).map_err(target_io(&target))?;
         }
-        match (device.as_mut(), &direct_src) {
-            (Some(dev), Some(from)) => {
-                let (how, secs) = crate::crypt_device::seal(dev, from, &key, &cipher, &t.file).map_err(|why| JobError::Device { detail: format!("{why}; nothing was kept") })?;
-                (engine, device_seconds) = (how, Some(secs));
+        let on_device = match (device.as_mut(), &direct_src) {
+            (Some(dev), Some(from)) => Some(crate::crypt_device::seal(dev.as_mut(), from, &key, &cipher, &t.file)),
+            (Some(dev), None) => Some(crate::crypt_device::open(dev.as_mut(), &src, &key, &cipher, &t.file)),
+            _ => None,
+        };
+        use crate::crypt_device::PassFailure;
+        match on_device {
+            Some(Ok((how, secs))) => (engine, device_seconds) = (how, Some(secs)),
+            Some(Err(PassFailure::NotAuthentic(why))) => return Err(JobError::Damaged { path: a.source.clone(), detail: format!("{why}; nothing was written") }),
+            Some(Err(PassFailure::Source(why))) => return Err(JobError::SourceIo { path: a.source.clone(), detail: format!("{why}; nothing was kept") }),
+            Some(Err(PassFailure::Target(e))) => return Err(target_io(&target)(e)),
+            Some(Err(PassFailure::Device(why))) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback); nothing was kept") }),
+            Some(Err(PassFailure::Device(why))) => {
+                // The CPU does the whole file again, over whatever the device wrote
+                // (every block is rewritten at its place; the header stays).
+                eprintln!("peerpath: FALLBACK: {why}: the whole file on the host CPU instead (nothing the device wrote is kept)");
+                fallback = Some(why);
+                transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?;
             }
-            (Some(dev), None) => {
-                let (how, secs) = crate::crypt_device::open(dev, &src, &key, &cipher, &t.file).map_err(|f| match f {
-                    crate::crypt_device::OpenFailure::NotAuthentic(why) => JobError::Damaged { path: a.source.clone(), detail: format!("{why}; nothing was written") },
-                    crate::crypt_device::OpenFailure::Failed(why) => JobError::Device { detail: format!("{why}; nothing was kept") },
-                })?;
-                (engine, device_seconds) = (how, Some(secs));
-            }
-            _ => transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?,
+            None => transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?,
         }
         // The source must still be the size the header was made for (or checked against).
         publish(&a, &src, size, &meta, &t.file, &temp, &target)
@@ -334,13 +350,13 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         blocks: l.blocks(),
         plaintext_bytes: l.plaintext_bytes,
         file_bytes: l.file_bytes(),
-        threads: if device.is_some() { 1 } else { threads },
+        threads: if device_seconds.is_some() { 1 } else { threads },
         seconds,
         plaintext_gb_per_s: l.plaintext_bytes as f64 / seconds.max(1e-9) / 1e9,
         // On the device: the seconds its worker spent in the seal commands.
         cipher_gb_per_s_per_core: l.plaintext_bytes as f64 / device_seconds.unwrap_or(clock.stages().cipher_s).max(1e-9) / 1e9,
         stages: clock.stages(),
-        provenance: if device.is_some() { "measured on emulated devices" } else { "measured on this host's CPU" },
+        provenance: if device_seconds.is_some() { "measured on emulated devices" } else { "measured on this host's CPU" },
         engine,
         fallback,
     };

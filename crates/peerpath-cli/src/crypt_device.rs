@@ -12,11 +12,13 @@
 //! cache, as they sit at unaligned offsets). Blocks go a group at a time,
 //! one per device worker, the next group read ahead and the one before
 //! written behind (`device_job::three_slots`).
-//! A device that fails, or a block that is not authentic, fails the job
-//! (nothing is kept).
+//! A block that is not authentic, a source that cannot be read (or shrank)
+//! and a target that cannot be written fail the job (nothing is kept); a
+//! device that fails hands the whole file to the CPU (said), or fails the
+//! job with `--no-fallback`.
 
 use crate::device_job::{self, SLOTS};
-use peerpath_device::{Completion, Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, Status};
+use peerpath_device::{Completion, Device, DeviceRange, Function, FunctionKind, Request, Status};
 use peerpath_func::crypt::{device_key, FileCipher, Key, DEVICE_KEY_BYTES, TAG_BYTES};
 use std::fs::File;
 
@@ -47,23 +49,39 @@ impl Layout {
 
 /// Starts an emulated CSP for blocks of `block` bytes: to seal, whole 4 KiB
 /// pages (so each block's read lands aligned for O_DIRECT).
-pub(crate) fn start(block: usize, sealing: bool) -> Result<EmulatedCsp, String> {
+pub(crate) fn start(block: usize, sealing: bool, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
     if sealing && !block.is_multiple_of(ALIGN) {
         return Err(format!("the device reads whole 4 KiB pages by DMA: --block-size {block} is not a multiple of 4K"));
     }
     let material = Layout::new(block).material();
     let need = if sealing { FunctionKind::AeadSealBlock } else { FunctionKind::AeadOpenBlock };
-    device_job::spawn("enc", (material.offset + ALIGN as u64) as usize, 8, WORKERS as u32, need)
+    let dev = device_job::spawn("enc", (material.offset + ALIGN as u64) as usize, 8, WORKERS as u32, need)?;
+    Ok(device_job::with_faults(dev, faults))
 }
 
-/// Why opening stopped: a block that is not authentic, or anything else.
-pub(crate) enum OpenFailure {
+/// Why a pass stopped: each is a different failure of the job.
+pub(crate) enum PassFailure {
+    /// A sealed block that is not authentic (opening only).
     NotAuthentic(String),
-    Failed(String),
+    /// Reading the source into the device's memory (it shrank, a read error).
+    Source(String),
+    /// Writing the target from the device's memory.
+    Target(std::io::Error),
+    /// The device: it died, timed out, or answered what it must not.
+    Device(String),
+}
+
+/// Writes `len` bytes of the device's memory at `from` to `dst` at `at`.
+///
+/// # Safety
+/// As [`device_job::write_from`].
+unsafe fn write_out(from: usize, len: usize, dst: &File, at: u64) -> Result<(), PassFailure> {
+    // SAFETY: the caller's contract is write_from's.
+    unsafe { device_job::write_from(from as *const u8, len, dst, at) }.map_err(PassFailure::Target)
 }
 
 /// The address of `r` in the device's memory as this process maps it.
-fn address(dev: &EmulatedCsp, r: DeviceRange) -> Result<usize, String> {
+fn address(dev: &dyn Device, r: DeviceRange) -> Result<usize, String> {
     dev.memory().io_ptr(r).map(|p| p as usize).ok_or_else(|| "the device's memory is not mapped into this process for I/O".to_string())
 }
 
@@ -78,7 +96,7 @@ struct Pass {
 
 impl Pass {
     /// Writes the file's device material into the device's memory ([`Pass::end`] zeroes it).
-    fn begin(dev: &EmulatedCsp, master: &Key, cipher: &FileCipher) -> Result<Pass, String> {
+    fn begin(dev: &dyn Device, master: &Key, cipher: &FileCipher) -> Result<Pass, String> {
         let l = *cipher.layout();
         let layout = Layout::new(l.block_bytes as usize);
         let material = layout.material();
@@ -90,7 +108,7 @@ impl Pass {
     }
 
     /// Overwrites the material with zeros: the job's commands have all completed or failed.
-    fn end(&self, dev: &EmulatedCsp) {
+    fn end(&self, dev: &dyn Device) {
         // SAFETY: as in `begin`; no command runs.
         unsafe { dev.memory().host_write(self.material.offset, &[0u8; DEVICE_KEY_BYTES]) };
     }
@@ -113,7 +131,7 @@ impl Pass {
 /// Runs `blocks` (group `g`'s) through the device, sealing or opening with
 /// the material: a command per block, side by side. Their completions, in
 /// block order.
-fn run_group(dev: &mut EmulatedCsp, g: u64, blocks: u64, command: impl Fn(u64) -> Request) -> Result<Vec<Completion>, String> {
+fn run_group(dev: &mut dyn Device, g: u64, blocks: u64, command: impl Fn(u64) -> Request) -> Result<Vec<Completion>, String> {
     let first = g * WORKERS as u64;
     device_job::run_side_by_side(dev, (first..(first + WORKERS as u64).min(blocks)).map(command).collect())
 }
@@ -121,15 +139,15 @@ fn run_group(dev: &mut EmulatedCsp, g: u64, blocks: u64, command: impl Fn(u64) -
 /// Opens every sealed block of `src` into `dst`; says how the payload
 /// moved, and the seconds the device spent opening. [`WORKERS`] blocks at
 /// once, read ahead of them and written behind them ([`device_job::three_slots`]).
-pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), OpenFailure> {
-    let p = Pass::begin(dev, master, cipher).map_err(OpenFailure::Failed)?;
+pub(crate) fn open(dev: &mut dyn Device, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), PassFailure> {
+    let p = Pass::begin(dev, master, cipher).map_err(PassFailure::Device)?;
     let (l, layout, material) = (p.l, &p.layout, p.material);
     let read = |g: u64| {
         for i in p.group(g) {
             let (_, sealed) = layout.ranges(i);
             // SAFETY: block i's sealed range holds it and its tag; its slot is this step's read
             // slot, which no command uses and no write reads (device_job::three_slots).
-            unsafe { device_job::read_into(src, l.sealed_offset(i), l.plain_len(i) + TAG_BYTES, p.at(sealed) as *mut u8) }.map_err(OpenFailure::Failed)?;
+            unsafe { device_job::read_into(src, l.sealed_offset(i), l.plain_len(i) + TAG_BYTES, p.at(sealed) as *mut u8) }.map_err(PassFailure::Source)?;
         }
         Ok(())
     };
@@ -138,7 +156,7 @@ pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
             let (plain, _) = layout.ranges(i);
             // SAFETY: block i's plaintext lies in its plain range; its slot is this step's write
             // slot, which no command writes and no read fills.
-            unsafe { device_job::write_from_or_say(p.at(plain) as *const u8, l.plain_len(i), dst, l.plain_start(i)) }.map_err(OpenFailure::Failed)?;
+            unsafe { write_out(p.at(plain), l.plain_len(i), dst, l.plain_start(i))? };
         }
         Ok(())
     };
@@ -147,13 +165,13 @@ pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
             let (plain, sealed) = layout.ranges(i);
             Request { tag: i, function: Function::AeadOpenBlock { index: i }, inputs: vec![DeviceRange::new(sealed.offset, (l.plain_len(i) + TAG_BYTES) as u64), material], output: plain }
         })
-        .map_err(OpenFailure::Failed)?;
+        .map_err(PassFailure::Device)?;
         for c in &done {
             let i = c.tag();
             match c.status {
                 Status::Success => {}
-                Status::CorruptInput => return Err(OpenFailure::NotAuthentic(format!("block {i} (bytes {}..) is not authentic: tampered, moved, from another file, or damaged", l.sealed_offset(i)))),
-                s => return Err(OpenFailure::Failed(format!("the emulated CSP answered {s:?} to AeadOpenBlock"))),
+                Status::CorruptInput => return Err(PassFailure::NotAuthentic(format!("block {i} (bytes {}..) is not authentic: tampered, moved, from another file, or damaged", l.sealed_offset(i)))),
+                s => return Err(PassFailure::Device(format!("the emulated CSP answered {s:?} to AeadOpenBlock"))),
             }
         }
         Ok(done.iter().map(|c| u64::from(c.device_time_us)).sum::<u64>())
@@ -170,15 +188,15 @@ pub(crate) fn open(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
 /// Seals every block of `src` (opened with O_DIRECT where it could be) into
 /// `dst` at its place; says how the payload moved, and the seconds the
 /// device spent sealing. [`WORKERS`] blocks at once, as `open`.
-pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), String> {
-    let p = Pass::begin(dev, master, cipher)?;
+pub(crate) fn seal(dev: &mut dyn Device, src: &File, master: &Key, cipher: &FileCipher, dst: &File) -> Result<(String, f64), PassFailure> {
+    let p = Pass::begin(dev, master, cipher).map_err(PassFailure::Device)?;
     let (l, layout, material) = (p.l, &p.layout, p.material);
     let read = |g: u64| {
         for i in p.group(g) {
             let (plain, _) = layout.ranges(i);
             // SAFETY: block i's plain range holds a block rounded up to whole pages; its slot is
             // this step's read slot, which no command uses and no write reads.
-            unsafe { device_job::read_into(src, l.plain_start(i), l.plain_len(i), p.at(plain) as *mut u8)? };
+            unsafe { device_job::read_into(src, l.plain_start(i), l.plain_len(i), p.at(plain) as *mut u8) }.map_err(PassFailure::Source)?;
         }
         Ok(())
     };
@@ -187,7 +205,7 @@ pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
             let (_, sealed) = layout.ranges(i);
             // SAFETY: block i's sealed form lies in its sealed range; its slot is this step's
             // write slot, which no command writes and no read fills.
-            unsafe { device_job::write_from_or_say(p.at(sealed) as *const u8, l.plain_len(i) + TAG_BYTES, dst, l.sealed_offset(i))? };
+            unsafe { write_out(p.at(sealed), l.plain_len(i) + TAG_BYTES, dst, l.sealed_offset(i))? };
         }
         Ok(())
     };
@@ -195,14 +213,15 @@ pub(crate) fn seal(dev: &mut EmulatedCsp, src: &File, master: &Key, cipher: &Fil
         let done = run_group(dev, g, l.blocks(), |i| {
             let (plain, sealed) = layout.ranges(i);
             Request { tag: i, function: Function::AeadSealBlock { index: i }, inputs: vec![DeviceRange::new(plain.offset, l.plain_len(i) as u64), material], output: sealed }
-        })?;
+        })
+        .map_err(PassFailure::Device)?;
         for c in &done {
             let (i, want) = (c.tag(), l.plain_len(c.tag()) + TAG_BYTES);
             if c.status != Status::Success {
-                return Err(format!("the emulated CSP answered {:?} to AeadSealBlock", c.status));
+                return Err(PassFailure::Device(format!("the emulated CSP answered {:?} to AeadSealBlock", c.status)));
             }
             if c.output_bytes as usize != want {
-                return Err(format!("the device sealed block {i} into {} bytes, not {want}", c.output_bytes));
+                return Err(PassFailure::Device(format!("the device sealed block {i} into {} bytes, not {want}", c.output_bytes)));
             }
         }
         Ok(done.iter().map(|c| u64::from(c.device_time_us)).sum::<u64>())

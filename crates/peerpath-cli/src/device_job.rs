@@ -222,15 +222,6 @@ pub(crate) unsafe fn write_from(from: *const u8, len: usize, dst: &File, at: u64
     Ok(())
 }
 
-/// Writes from device memory, the error in words (for the device jobs that report strings).
-///
-/// # Safety
-/// As [`write_from`].
-pub(crate) unsafe fn write_from_or_say(from: *const u8, len: usize, dst: &File, at: u64) -> Result<(), String> {
-    // SAFETY: the caller's contract is write_from's.
-    unsafe { write_from(from, len, dst, at) }.map_err(|e| format!("writing from device memory: {e}"))
-}
-
 /// What each function did on the device, for a report: per function with
 /// commands, its commands, bytes in and out, and busy time summed over the
 /// device's workers, with the rate that gives (input bytes per busy second

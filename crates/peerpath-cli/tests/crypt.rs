@@ -450,3 +450,42 @@ fn an_emulated_csp_seals_files_that_open_as_the_cpus_do() {
     assert_file_eq(&d.join("odd.back"), &std::fs::read(&src).unwrap(), "1000-byte blocks opened on the device");
     run(&mut pp(args!["encrypt", &src, "-o", d.join("x.xts"), "--key-file", &key, "--mode", "xts", "--engine", "emulated", "--no-fallback"])).fails(15, &["no XTS"]);
 }
+
+/// A device that dies while it seals or opens: the whole file is done again
+/// on the host CPU, said (and the report names the CPU and the reason); with
+/// --no-fallback exit 15 and nothing kept. Injected faults need the
+/// emulated engine, and corrupt= is refused (nothing checks the device's output).
+#[test]
+fn a_device_that_dies_mid_file_hands_the_whole_file_to_the_cpu() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let data = mixed_data(3_000_001, 9);
+    let src = d.join("s");
+    std::fs::write(&src, &data).unwrap();
+    let cpu_enc = d.join("s.cpu.ppenc");
+    run(&mut pp(args!["encrypt", &src, "-o", &cpu_enc, "--key-file", &key, "--block-size", "64K"])).ok();
+    // 46 blocks of 64K, 2 at a time: the device dies on the 5th command.
+    let faults = ["--engine", "emulated", "--inject-faults", "seed=4,crash-after=5"];
+    for (op, from, to) in [("encrypt", src.clone(), d.join("s.dev.ppenc")), ("decrypt", cpu_enc.clone(), d.join("s.back"))] {
+        let mut args = args![op, &from, "-o", &to, "--key-file", &key, "--block-size", "64K", "--json"];
+        args.extend(args!(faults[0], faults[1], faults[2], faults[3]));
+        let o = run(&mut pp(args.clone())).ok();
+        assert!(o.stderr.contains("FALLBACK: the emulated CSP failed") && o.stderr.contains("the whole file on the host CPU instead"), "{op}: {}", o.stderr);
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(report["provenance"], "measured on this host's CPU", "{op}: {report}");
+        assert!(report["fallback"].as_str().is_some_and(|f| f.contains("lost")), "{op}: {report}");
+        let never = d.join(format!("never-{op}"));
+        args[3] = never.clone().into_os_string();
+        args.push("--no-fallback".into());
+        run(&mut pp(args)).fails(15, &["the emulated CSP failed", "--no-fallback", "nothing was kept"]);
+        assert!(!never.exists());
+    }
+    assert_file_eq(&d.join("s.back"), &data, "opened on the CPU after the device died");
+    let back = d.join("s.dev.back");
+    run(&mut pp(args!["decrypt", d.join("s.dev.ppenc"), "-o", &back, "--key-file", &key])).ok();
+    assert_file_eq(&back, &data, "sealed on the CPU after the device died");
+    run(&mut pp(args!["encrypt", &src, "-o", d.join("x"), "--key-file", &key, "--inject-faults", "seed=1,crash-after=2"])).fails(2, &["--engine emulated"]);
+    run(&mut pp(args!["encrypt", &src, "-o", d.join("x"), "--key-file", &key, "--engine", "emulated", "--inject-faults", "seed=1,corrupt=0.5"])).fails(2, &["corrupt="]);
+    assert_dir_holds(d, &["k", "s", "s.cpu.ppenc", "s.dev.ppenc", "s.back", "s.dev.back"]);
+}
