@@ -1069,9 +1069,12 @@ fn run(cli: Cli) -> Result<(), JobError> {
 /// with the process, SIGKILL included). The handler only queues the signal;
 /// this thread does the removing, then lets the signal's default action
 /// end the process, so the exit status still says which signal it was.
+/// A signal ignored when peerpath started (`nohup`, a script's background
+/// job) stays ignored.
 fn remove_temporaries_on_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT]) else { return };
+    let caught: Vec<i32> = [SIGTERM, SIGINT, SIGHUP, SIGQUIT].into_iter().filter(|&s| !peerpath_io::signal_ignored(s)).collect();
+    let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else { return };
     let _ = std::thread::Builder::new().name("peerpath-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
             peerpath_io::remove_named_temporaries_before_exit();

@@ -182,7 +182,7 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     }
     // SIGINT and SIGTERM stop serving and print the report (main leaves
     // `serve` out of the signal thread that ends the other commands).
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM].into_iter().filter(|&s| !peerpath_io::signal_ignored(s)) {
         signal_hook::flag::register(sig, server.stop_flag()).map_err(|e| JobError::Internal(format!("signal handler: {e}")))?;
     }
     let report = server.run();

@@ -455,3 +455,43 @@ fn the_main_job_round_trips_across_its_input_space_without_hanging() {
         assert_no_temporaries(dir.path());
     }
 }
+
+/// A terminating signal that was ignored when peerpath started (`nohup`,
+/// `trap '' INT`, a script's background job) stays ignored, as gzip does:
+/// the job goes on and finishes; those not ignored are still caught.
+/// Deterministic: the source is a pipe this test feeds.
+#[test]
+fn signals_ignored_at_start_stay_ignored() {
+    let dir = scratch();
+    let out = dir.path().join("out.gz");
+    let script = format!("trap '' HUP INT; exec \"$0\" compress - -o {} -q", out.display());
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .arg(bin())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = || std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let mask = |status: &str, field: &str| status.lines().find_map(|l| l.strip_prefix(field)).map_or(0, |v| u64::from_str_radix(v.trim(), 16).unwrap());
+    let bit = |sig: i32| 1u64 << (sig - 1);
+    let start = std::time::Instant::now();
+    // Once the signal thread is there (SIGTERM caught), the masks are final.
+    while mask(&status(), "SigCgt:") & bit(libc::SIGTERM) == 0 {
+        assert!(start.elapsed() < HANG_DEADLINE, "SIGTERM is never caught: {}", status());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let s = status();
+    assert_eq!(mask(&s, "SigCgt:") & (bit(libc::SIGHUP) | bit(libc::SIGINT)), 0, "ignored signals are not caught:\n{s}");
+    assert_eq!(mask(&s, "SigIgn:") & (bit(libc::SIGHUP) | bit(libc::SIGINT)), bit(libc::SIGHUP) | bit(libc::SIGINT), "{s}");
+    assert_ne!(mask(&s, "SigCgt:") & bit(libc::SIGQUIT), 0, "{s}");
+    let pid = child.id() as i32;
+    feed(&mut child, sample(), || {
+        for sig in [libc::SIGHUP, libc::SIGINT] {
+            // SAFETY: kill(2) takes plain integers: our own child's pid and a signal number.
+            unsafe { libc::kill(pid, sig) };
+        }
+    });
+    let done = wait_deadline(&mut child, HANG_DEADLINE, "a job with HUP and INT ignored");
+    assert!(done.success(), "{done:?}");
+    run(&mut pp(args!["verify", &out, "-q"])).ok();
+}

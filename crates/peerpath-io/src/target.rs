@@ -55,6 +55,18 @@ pub fn remove_on_signal(path: PathBuf) {
     registry().push(path);
 }
 
+/// Whether `signal` is ignored in this process (`SIG_IGN`): what `nohup`,
+/// `trap '' INT` and a shell's background jobs leave to the program they
+/// start. A program catches only the terminating signals that are not
+/// (gzip's rule), so that `nohup` still protects it.
+pub fn signal_ignored(signal: i32) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current one into `old`, which is a whole `struct sigaction`.
+    let r = unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: it succeeded, so `old` was written (and it started zeroed).
+    r == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+}
+
 /// [`remove_named_temporaries`] for a process about to die of a signal:
 /// the registry stays locked afterwards, so no other thread can create or
 /// name a temporary between the removal and the process's end.
