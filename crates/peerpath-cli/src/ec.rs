@@ -1304,9 +1304,7 @@ impl Rebuilder {
 fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
     let set = OpenSet::open(dir)?;
     set.refuse_as_target(output)?;
-    if !force && std::fs::symlink_metadata(output).is_ok() {
-        return Err(JobError::TargetExists { path: output.to_path_buf() });
-    }
+    crate::check_new_target(output, force)?;
     let mut fallback = None;
     let mut device = e.set_device(&set.m, &mut fallback)?;
     if let Some((dev, l)) = device.as_mut() {

@@ -495,3 +495,36 @@ fn signals_ignored_at_start_stay_ignored() {
     assert!(done.success(), "{done:?}");
     run(&mut pp(args!["verify", &out, "-q"])).ok();
 }
+
+/// `-o` naming a directory, for the commands that restore one file from a
+/// set or a store: refused before any work (exit 2, "is a directory"), with
+/// and without --force, as the other commands do; the directory untouched.
+#[test]
+fn a_restore_into_a_directory_is_refused_before_any_work() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, &sample()[..200_000]).unwrap();
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", d.join("set")])).ok();
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("cset"), "-q"])).ok();
+    run(&mut pp(args!["dedup", "store", &src, "--store", d.join("st")])).ok();
+    let od = d.join("od");
+    std::fs::create_dir(&od).unwrap();
+    std::fs::write(od.join("mine"), b"mine").unwrap();
+    let cases: [Vec<std::ffi::OsString>; 4] = [
+        args!["ec", "decode", d.join("set"), "-o", &od],
+        args!["decompress", "--ec", d.join("cset"), "-o", &od],
+        args!["decompress", "--ec", d.join("cset"), "-o", &od, "--engine", "emulated"],
+        args!["dedup", "restore", "--store", d.join("st"), "-o", &od, &src],
+    ];
+    for case in cases {
+        for force in [false, true] {
+            let mut a = case.clone();
+            if force {
+                a.push("-f".into());
+            }
+            run(&mut pp(a)).fails(2, &["target", "is a directory"]);
+        }
+    }
+    assert_dir_holds(&od, &["mine"]);
+}
