@@ -364,8 +364,11 @@ impl Placement {
                 return Err(JobError::Usage(format!("--shard-dir {}: not a directory, not UTF-8, or given twice", d.display())));
             }
             for path in [abs.join(placed_name(set, i)), abs.join(copy_name(set))] {
-                if std::fs::symlink_metadata(&path).is_ok() {
-                    return Err(JobError::TargetExists { path });
+                match std::fs::symlink_metadata(&path) {
+                    Ok(_) => return Err(JobError::TargetKept { path, why: PLACED_KEPT.into() }),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    // A name too long for the file system, say: before any work, not after it.
+                    Err(source) => return Err(JobError::TargetIo { path, source }),
                 }
             }
             match devices.iter_mut().find(|(dev, _)| *dev == meta.dev()) {
@@ -653,9 +656,12 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
                 i if manifest.placed() => manifest.shard_path(dir, i),
                 i => scratch.path().join(shard_name(i)),
             };
-            peerpath_io::publish(f, temp, &path, false)?;
             if i < n + copies.len() && manifest.placed() {
+                // In other directories than the set's: removed by a signal until the set is whole.
+                peerpath_io::publish_provisional(f, temp, &path)?;
                 linked.push(path);
+            } else {
+                peerpath_io::publish(f, temp, &path, false)?;
             }
         }
         let mut dirs: Vec<&Path> = linked.iter().filter_map(|p| p.parent()).collect();
@@ -669,15 +675,21 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
     if let Err(e) = published {
         files.iter().for_each(|(_, t)| peerpath_io::discard(t));
         linked.iter().for_each(|p| drop(std::fs::remove_file(p)));
+        peerpath_io::settled(&linked);
+        let kept = |path: PathBuf| JobError::TargetKept { path, why: PLACED_KEPT.into() };
         return Err(match e.kind() {
-            std::io::ErrorKind::AlreadyExists if linked.len() < n && manifest.placed() => JobError::TargetExists { path: manifest.shard_path(dir, linked.len()) },
-            std::io::ErrorKind::AlreadyExists if linked.len() < n + copies.len() && manifest.placed() => JobError::TargetExists { path: copies[linked.len() - n].clone() },
+            std::io::ErrorKind::AlreadyExists if linked.len() < n && manifest.placed() => kept(manifest.shard_path(dir, linked.len())),
+            std::io::ErrorKind::AlreadyExists if linked.len() < n + copies.len() && manifest.placed() => kept(copies[linked.len() - n].clone()),
             std::io::ErrorKind::AlreadyExists => JobError::TargetDirExists { path: dir.to_path_buf() },
             _ => io(dir)(e),
         });
     }
+    peerpath_io::settled(&linked);
     Ok(())
 }
+
+/// Why a placed shard or manifest copy in the way is not replaced.
+const PLACED_KEPT: &str = "a set's shards and manifest copies never replace a file, even with --force (remove it if a run that was killed left it)";
 
 /// Erasure-codes a stream whose length is known only at its end (the
 /// compress chain's output): stripes of `k` units in order, each coded and

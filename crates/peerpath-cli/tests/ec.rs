@@ -460,8 +460,15 @@ fn shards_placed_one_per_directory_decode_and_repair_in_place() {
     let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set.with_file_name("photos2")]);
     std::fs::write(drives[3].join("photos2.shard-003"), b"mine").unwrap();
     placed(&mut c, &drives);
-    run(&mut c).fails(4, &["photos2.shard-003"]);
+    run(&mut c).fails(4, &["photos2.shard-003", "never replace a file, even with --force"]);
     assert!(!never.exists() && !set.with_file_name("photos2").exists());
+    // A set name legal on its own whose manifest copy's name is too long for the
+    // drives' file system: refused before any work, naming that copy.
+    let long = "g".repeat(242);
+    let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", d.join(&long)]);
+    placed(&mut c, &drives);
+    run(&mut c).fails(11, &[&format!("{long}.manifest.json"), "File name too long"]);
+    assert!(!d.join(&long).exists());
     assert_eq!(std::fs::read(drives[3].join("photos2.shard-003")).unwrap(), b"mine");
     for (i, p) in drives.iter().enumerate() {
         let mut want = vec!["photos.manifest.json".to_string(), format!("photos.shard-{i:03}")];

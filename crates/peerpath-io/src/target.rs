@@ -377,6 +377,30 @@ pub fn publish(file: &File, temp: &Temporary, final_path: &Path, replace: bool) 
     }
 }
 
+/// [`publish`], never replacing, for one of several outputs put in place
+/// one after another (a set's shards in directories of their own): its
+/// final name goes on the signal list in the same step, so a signal before
+/// the last one is in place removes it too, until [`settled`] takes it off.
+pub fn publish_provisional(file: &File, temp: &Temporary, final_path: &Path) -> io::Result<()> {
+    // The lock is held across the link and the list's update: a signal meanwhile waits, then removes it.
+    let mut named = registry();
+    match temp {
+        Temporary::Unnamed => link_unnamed(file, final_path)?,
+        Temporary::Named(tmp) => {
+            rename_noreplace(tmp, final_path)?;
+            named.retain(|p| p != tmp);
+        }
+    }
+    named.push(final_path.to_path_buf());
+    Ok(())
+}
+
+/// Takes names that [`publish_provisional`] put on the signal list off it:
+/// their set is complete (or they are gone).
+pub fn settled(paths: &[PathBuf]) {
+    registry().retain(|p| !paths.contains(p));
+}
+
 /// Removes a temporary file that will not be published (an unnamed one
 /// disappears with its descriptor).
 pub fn discard(temp: &Temporary) {
@@ -500,6 +524,35 @@ mod tests {
         assert!(t.path.exists());
         assert!(remove_named_temporaries() >= 1);
         assert!(!t.path.exists());
+    }
+
+    /// Outputs put in place one after another (a set's placed shards): each
+    /// is on the signal list from the moment it has its name (a signal
+    /// before the set is whole removes it), off it once settled; never
+    /// over an existing file. Both kinds of temporary.
+    #[test]
+    fn provisional_outputs_are_removed_by_a_signal_until_settled() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let unnamed = create_temporary(&dir.path().join("a"), false).unwrap();
+        let t = create_named(&dir.path().join("b"), false).unwrap();
+        let named = (t.file, Temporary::Named(t.path.clone()));
+        let (a, b) = (dir.path().join("shard-a"), dir.path().join("shard-b"));
+        publish_provisional(&unnamed.0.file, &unnamed.1, &a).unwrap();
+        publish_provisional(&named.0, &named.1, &b).unwrap();
+        assert!(registry().contains(&a) && registry().contains(&b) && !registry().contains(&t.path));
+        assert!(remove_named_temporaries() >= 2);
+        assert!(!a.exists() && !b.exists(), "a signal before the set is whole removes its placed files");
+        // Settled: a later signal leaves them.
+        let again = create_temporary(&dir.path().join("c"), false).unwrap();
+        publish_provisional(&again.0.file, &again.1, &a).unwrap();
+        settled(std::slice::from_ref(&a));
+        assert_eq!(remove_named_temporaries(), 0);
+        assert!(a.exists());
+        // Never over an existing file.
+        let more = create_temporary(&dir.path().join("d"), false).unwrap();
+        assert_eq!(publish_provisional(&more.0.file, &more.1, &a).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert!(!registry().contains(&a));
     }
 
     #[test]
