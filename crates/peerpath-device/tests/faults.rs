@@ -150,6 +150,31 @@ fn a_device_that_stops_answering_times_out() {
     unsafe { libc::kill(pid, libc::SIGCONT) };
 }
 
+/// A host that was itself stopped (Ctrl-Z stops the device in its process
+/// group too) does not blame the device for that time: after both resume,
+/// the commands complete instead of timing out. The host's stop is played
+/// by not looking at the device (a sleep) while the device is stopped.
+#[test]
+fn time_the_host_was_not_looking_is_not_the_devices_silence() {
+    let mut options = spawn_options("stopped", 8);
+    options.command_timeout = Duration::from_millis(2000);
+    let mut emu = EmulatedCsp::spawn(&options).unwrap();
+    let data = protein(64 << 10);
+    write(&emu, 0, &data);
+    let pid = emu.pid() as libc::pid_t;
+    // SAFETY: kill takes plain integers; the pid is our child's.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let request = Request::compress(0, Level::new(1).unwrap(), Format::Gzip, DeviceRange::new(0, data.len() as u64), DeviceRange::new(OUTPUT_AT, 1 << 20));
+    assert!(matches!(emu.submit(request), Submit::Queued));
+    // Twice the command timeout without a look, the device stopped all along.
+    std::thread::sleep(Duration::from_millis(4000));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let done = run_to_completion(&mut emu, Vec::new(), Duration::from_secs(30)).unwrap_or_else(|e| panic!("the device was blamed for the host's stop: {e}"));
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].status, Status::Success);
+}
+
 #[test]
 fn shared_memory_files_are_owner_only_and_removed_on_shutdown() {
     let emu = spawn_csp("files", 8);

@@ -28,6 +28,11 @@ use std::time::{Duration, Instant};
 
 /// How often an idle `poll` looks at the connection for a dead device.
 const LIVENESS_CHECK_INTERVAL: Duration = Duration::from_millis(20);
+/// The most of a gap between two looks at the device that counts as its
+/// silence: past it, the host was not looking (stopped by Ctrl-Z or
+/// SIGSTOP, with the device in its process group; starved; busy
+/// elsewhere), and the device cannot be blamed for that time.
+const UNWATCHED_GAP: Duration = Duration::from_secs(1);
 
 /// How to start a device process ([`EmulatedCsp::spawn`]).
 #[derive(Clone, Debug)]
@@ -111,6 +116,8 @@ pub struct EmulatedCsp {
     admin_done: Option<(u16, Status, u64)>,
     pending: VecDeque<Completion>,
     last_progress: Instant,
+    /// When the host last looked at the device (see [`UNWATCHED_GAP`]).
+    looked_at: Instant,
     last_liveness_check: Instant,
     command_timeout: Duration,
     failed: Option<DeviceError>,
@@ -272,6 +279,7 @@ impl EmulatedCsp {
             admin_done: None,
             pending: VecDeque::new(),
             last_progress: now,
+            looked_at: now,
             last_liveness_check: now,
             command_timeout: o.command_timeout,
             failed: None,
@@ -480,10 +488,24 @@ impl EmulatedCsp {
         Ok(n)
     }
 
+    /// The host looks at the device now, the last look `expected` ago at
+    /// most (a sleep that long): time past that, and past [`UNWATCHED_GAP`],
+    /// the host was not running or not looking, and the device's silence
+    /// does not count it (the command timeout is of the device's time).
+    fn look(&mut self, expected: Duration) -> Instant {
+        let now = Instant::now();
+        let unwatched = now.duration_since(self.looked_at).saturating_sub(expected.max(UNWATCHED_GAP));
+        if !unwatched.is_zero() {
+            self.last_progress = (self.last_progress + unwatched).min(now);
+        }
+        self.looked_at = now;
+        now
+    }
+
     /// Is the device alive, and is it making progress? Called when a poll
     /// found nothing.
     fn check_health(&mut self) -> Result<(), DeviceError> {
-        let now = Instant::now();
+        let now = self.look(Duration::ZERO);
         if now.duration_since(self.last_liveness_check) >= LIVENESS_CHECK_INTERVAL {
             self.last_liveness_check = now;
             if peer_closed(&self.socket) {
@@ -530,9 +552,12 @@ impl EmulatedCsp {
         if !self.arm_cq() {
             return Ok(());
         }
+        self.look(Duration::ZERO);
         let to_hang = self.command_timeout.saturating_sub(self.last_progress.elapsed()) + Duration::from_millis(1);
         let fds = [(self.cq_efd.raw(), libc::POLLIN), (self.socket.as_raw_fd(), libc::POLLIN)];
-        let ev = poll_fds(&fds, Some(timeout.min(to_hang)));
+        let sleep = timeout.min(to_hang);
+        let ev = poll_fds(&fds, Some(sleep));
+        self.look(sleep);
         self.qp.cq_need_wake().store(0, Ordering::SeqCst);
         self.cq_efd.drain();
         let ev = ev.map_err(|e| self.fail(FailureKind::Lost, format!("cannot wait for completions: {e}")))?;
