@@ -571,9 +571,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
 /// Puts the finished temporary in place, once the source is checked to be
 /// still the size it was read at: its owner and mode, the rename, the directory synced.
 fn publish(a: &CryptArgs, src: &File, size: u64, meta: &std::fs::Metadata, file: &File, temp: &peerpath_io::Temporary, target: &Path) -> Result<(), JobError> {
-    if src.metadata().map(|m| m.len()).unwrap_or(0) != size {
-        return Err(JobError::SourceIo { path: a.source.clone(), detail: "the source changed size while it was read; nothing was kept".into() });
-    }
+    crate::source_size_unchanged(src, &a.source, size)?;
     peerpath_io::Inherited::of(Some(meta)).apply(file).map_err(target_io(target))?;
     crate::put_in_place(file, temp, target, a.force)?;
     File::open(peerpath_io::parent_dir(target)).and_then(|d| d.sync_all()).map_err(target_io(target))

@@ -763,7 +763,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
     // `-o -`: standard output, in order (what reached it before a failure stays there, and the
     // error says how much); else a temporary file put in place whole.
     let to_stdout = peerpath_runtime::job::is_std_stream(output);
-    crate::check_new_target(output, force)?;
+    peerpath_runtime::job::check_new_target(output, force)?;
     let target = if to_stdout { None } else { Some(peerpath_io::create_temporary(output, false).map_err(target_io(output))?) };
     let mut stdout = std::io::stdout().lock();
     let written = (|| -> Result<(), JobError> {

@@ -1316,7 +1316,7 @@ impl Rebuilder {
 fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
     let set = OpenSet::open(dir)?;
     set.refuse_as_target(output)?;
-    crate::check_new_target(output, force)?;
+    peerpath_runtime::job::check_new_target(output, force)?;
     let mut fallback = None;
     let mut device = e.set_device(&set.m, &mut fallback)?;
     if let Some((dev, l)) = device.as_mut() {

@@ -135,25 +135,6 @@ struct TopoArgs {
     force: bool,
 }
 
-/// The checks every job makes of a target it will create, before any work:
-/// a directory (exit 2: `--force` cannot help) or anything else that is not
-/// a regular file is refused, and an existing file is exit 4 unless `force`.
-/// Standard output (`-`) passes.
-pub(crate) fn check_new_target(output: &Path, force: bool) -> Result<(), JobError> {
-    if peerpath_runtime::job::is_std_stream(output) {
-        return Ok(());
-    }
-    match std::fs::metadata(output) {
-        Ok(m) if m.is_dir() => return Err(JobError::Usage(format!("target {} is a directory", output.display()))),
-        Ok(m) if !m.is_file() => return Err(JobError::Usage(format!("target {} is not a regular file; write to standard output with -o - and redirect it", output.display()))),
-        _ => {}
-    }
-    if !force && std::fs::symlink_metadata(output).is_ok() {
-        return Err(JobError::TargetExists { path: output.to_path_buf() });
-    }
-    Ok(())
-}
-
 /// Writes a small output whole or not at all, never over an existing file
 /// unless `replace`: the same rules as every job's targets (exit 4 for an
 /// existing file, 11 for a failed write).
@@ -1012,7 +993,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 };
                 ec::OpenSet::open(dir)?.refuse_as_target(output)?;
                 // Before any work, on either engine (a directory was found only at the end).
-                check_new_target(output, a.target.force)?;
+                peerpath_runtime::job::check_new_target(output, a.target.force)?;
                 let key = crypt::optional_key(&a.key)?;
                 let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 match a.decode.engine {

@@ -56,26 +56,34 @@ pub fn check_target(source: &Path, target: &Path, force: bool) -> Result<()> {
     if is_std_stream(target) {
         return Ok(());
     }
-    let Ok(tmeta) = std::fs::metadata(target) else { return Ok(()) };
-    if !is_std_stream(source) {
+    if let (Ok(tmeta), false) = (std::fs::metadata(target), is_std_stream(source)) {
         if let Ok(smeta) = std::fs::metadata(source) {
             if smeta.dev() == tmeta.dev() && smeta.ino() == tmeta.ino() {
                 return Err(JobError::SameFile { path: target.to_path_buf() });
             }
         }
     }
-    if tmeta.is_dir() {
-        return Err(JobError::Usage(format!("target {} is a directory", target.display())));
+    check_new_target(target, force)
+}
+
+/// The checks of a target that will be created, before any work: a
+/// directory (exit 2: `--force` cannot help) or anything else that is not a
+/// regular file is refused, and an existing name (a dangling symbolic link
+/// included) is exit 4 unless `force`. Standard output (`-`) passes.
+pub fn check_new_target(target: &Path, force: bool) -> Result<()> {
+    if is_std_stream(target) {
+        return Ok(());
     }
-    // Targets are replaced by renaming a finished temporary file over them;
-    // doing that to /dev/null or a FIFO would replace the device node.
-    if !tmeta.is_file() {
-        return Err(JobError::Usage(format!(
-            "target {} is not a regular file; write to standard output with -o - and redirect it",
-            target.display()
-        )));
+    match std::fs::metadata(target) {
+        Ok(m) if m.is_dir() => return Err(JobError::Usage(format!("target {} is a directory", target.display()))),
+        // Targets are replaced by renaming a finished temporary file over them;
+        // doing that to /dev/null or a FIFO would replace the device node.
+        Ok(m) if !m.is_file() => {
+            return Err(JobError::Usage(format!("target {} is not a regular file; write to standard output with -o - and redirect it", target.display())));
+        }
+        _ => {}
     }
-    if !force {
+    if !force && std::fs::symlink_metadata(target).is_ok() {
         return Err(JobError::TargetExists { path: target.to_path_buf() });
     }
     Ok(())
