@@ -55,6 +55,13 @@ impl RsCode {
         self.m
     }
 
+    /// The parity rows of the encoding matrix (m x k, row-major): parity
+    /// shard r is the sum over j of `rows[r * k + j]` times data shard j in
+    /// GF(2^8), for devices that code with their own kernels.
+    pub fn parity_rows(&self) -> &[u8] {
+        &self.matrix[self.k * self.k..]
+    }
+
     /// Computes the `m` parity shards of `data` (`k` shards, all of one length).
     pub fn encode(&self, data: &[&[u8]], parity: &mut [&mut [u8]]) {
         assert_eq!(data.len(), self.k, "k data shards");
@@ -123,7 +130,7 @@ impl RsCode {
         let mut tables = vec![0u8; 32 * k * missing.len()];
         // SAFETY: `rows` holds missing.len() x k bytes; the tables 32 x k x missing.len().
         unsafe { ec_init_tables(k as c_int, missing.len() as c_int, rows.as_mut_ptr(), tables.as_mut_ptr()) };
-        Ok(Decoder { k, rows: missing.len(), tables })
+        Ok(Decoder { k, rows: missing.len(), coefficients: rows, tables })
     }
 }
 
@@ -133,10 +140,18 @@ impl RsCode {
 pub struct Decoder {
     k: usize,
     rows: usize,
+    /// Each lost shard's row over the survivors (rows x k, row-major).
+    coefficients: Vec<u8>,
     tables: Vec<u8>,
 }
 
 impl Decoder {
+    /// Each lost shard's row over the survivors (lost x k, row-major, in the
+    /// order they were named), for devices that code with their own kernels.
+    pub fn coefficients(&self) -> &[u8] {
+        &self.coefficients
+    }
+
     /// Rebuilds the lost shards into `out` (in the order they were named)
     /// from the survivors' bytes (`k` of one length, in the order named).
     pub fn decode(&self, survivors: &[&[u8]], out: &mut [&mut [u8]]) {

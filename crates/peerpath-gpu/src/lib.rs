@@ -15,6 +15,7 @@
 
 mod device;
 mod inflate;
+mod kernels;
 mod nvcomp;
 
 pub use device::{Gather, GpuDevice, GpuDeviceConfig, Staging};

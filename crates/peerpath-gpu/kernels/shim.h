@@ -1,0 +1,15 @@
+// Lets the host's C compiler build kernels/coding.cu (see its head): a grid's
+// coordinates are globals of the calling thread that shim.c's launchers set
+// for each thread of the grid in turn.
+#ifndef PEERPATH_SHIM_H
+#define PEERPATH_SHIM_H
+
+struct pp_dim3 {
+    unsigned int x, y, z;
+};
+extern _Thread_local struct pp_dim3 blockIdx, blockDim, threadIdx, gridDim;
+
+#define PP_KERNEL void
+#define PP_RESTRICT restrict
+
+#endif
