@@ -28,20 +28,31 @@ pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u
 /// Runs `requests` to completion, in tag order; any status but success is an error.
 pub(crate) fn run_all<D: Device + ?Sized>(dev: &mut D, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
     let names: Vec<(u64, &'static str)> = requests.iter().map(|r| (r.tag, r.function.kind().name())).collect();
-    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("the emulated CSP failed: {e}"))?;
+    let who = who(dev);
+    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("{who} failed: {e}"))?;
     if let Some(c) = done.iter().find(|c| c.status != Status::Success) {
         let name = names.iter().find(|(t, _)| *t == c.tag()).map_or("a command", |(_, n)| n);
-        return Err(format!("the emulated CSP answered {:?} to {name}", c.status));
+        return Err(format!("{who} answered {:?} to {name}", c.status));
     }
     done.sort_by_key(|c| c.tag());
     Ok(done)
+}
+
+/// The device in words, for errors: an emulated CSP (a process of its own) or the device by name.
+fn who<D: Device + ?Sized>(dev: &D) -> String {
+    if dev.process_id().is_some() {
+        "the emulated CSP".into()
+    } else {
+        format!("device {}", dev.name())
+    }
 }
 
 /// Runs `requests` to completion side by side (the device's workers take
 /// them at once); their completions in tag order, whatever their status
 /// (the caller says what a failed one means). A device that fails is an error.
 pub(crate) fn run_side_by_side<D: Device + ?Sized>(dev: &mut D, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
-    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("the emulated CSP failed: {e}"))?;
+    let who = who(dev);
+    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("{who} failed: {e}"))?;
     done.sort_by_key(|c| c.tag());
     Ok(done)
 }

@@ -39,6 +39,8 @@ pub struct EcArgs {
 enum EcEngine {
     Cpu,
     Emulated,
+    /// `ec encode` only: peerpath's Reed-Solomon and CRC-32 kernels on a GPU.
+    Gpu,
 }
 
 #[derive(Subcommand)]
@@ -118,24 +120,36 @@ enum EcCommand {
 /// Where a command's work runs.
 #[derive(Args, Clone)]
 struct DeviceArgs {
-    /// Where the work runs: cpu (this process), or emulated (an emulated CSP: units go
-    /// between the files and its memory, and are coded and checked there; encode takes
-    /// --unit a multiple of 4K).
+    /// Where the work runs: cpu (this process), emulated (an emulated CSP: units go
+    /// between the files and its memory, and are coded and checked there), or gpu (encode
+    /// only: stripes staged through a pinned host window into GPU memory, coded and checked
+    /// there by peerpath's kernels; needs a CUDA driver, not nvCOMP). The devices take
+    /// --unit a multiple of 4K.
     #[arg(long, value_enum, default_value = "cpu")]
     engine: EcEngine,
-    /// With --engine emulated: fail (exit 15) instead of working on the CPU when the device
-    /// cannot start or fails (nothing is kept).
+    /// With --engine emulated or gpu: fail (exit 15) instead of working on the CPU when the
+    /// device cannot start or fails (nothing is kept).
     #[arg(long)]
     no_fallback: bool,
+    /// With --engine gpu: which GPU.
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=40,corrupt=0.01".
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
 }
 
 impl DeviceArgs {
-    fn check(&self) -> Result<(), JobError> {
+    /// `encoding`: the command is `ec encode` (the one the GPU runs).
+    fn check(&self, encoding: bool) -> Result<(), JobError> {
         if self.inject_faults.is_some() && self.engine != EcEngine::Emulated {
             return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
+        }
+        if self.engine == EcEngine::Gpu && !encoding {
+            return Err(JobError::Usage("--engine gpu encodes only: verify, repair and decode run with --engine cpu or emulated".into()));
+        }
+        if self.gpu != 0 && self.engine != EcEngine::Gpu {
+            return Err(JobError::Usage("--gpu needs --engine gpu".into()));
         }
         Ok(())
     }
@@ -227,11 +241,11 @@ struct ShardEntry {
 pub fn main(a: EcArgs) -> ExitCode {
     let r = match a.command {
         EcCommand::Encode { source, data, parity, output, unit, shard_dirs, device, threads, json } => {
-            device.check().and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json))
+            device.check(true).and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json))
         }
-        EcCommand::Verify { dir, device, threads, json } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads), json)),
-        EcCommand::Repair { dir, device, threads, json } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
-        EcCommand::Decode { dir, threads, output, force, device } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads))),
+        EcCommand::Verify { dir, device, threads, json } => device.check(false).and_then(|()| verify(&dir, &device, threads_or_cores(threads), json)),
+        EcCommand::Repair { dir, device, threads, json } => device.check(false).and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
+        EcCommand::Decode { dir, threads, output, force, device } => device.check(false).and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads))),
     };
     crate::exit_code(r)
 }
@@ -267,6 +281,9 @@ struct EcReport {
     /// encode as (k + m) units per stripe, a rebuild as (k + lost)) per
     /// coding second (so per core): the figure to set beside ISA-L's own benchmark.
     coding_gb_per_s: f64,
+    /// What `coding_gb_per_s` is per: "a core" (a host thread or an emulated device's
+    /// worker), or a GPU's commands from launch to completion.
+    coding_per: &'static str,
     provenance: &'static str,
 }
 
@@ -287,6 +304,7 @@ impl EcReport {
             seconds: started.elapsed().as_secs_f64(),
             coding_seconds,
             coding_gb_per_s: coded_bytes as f64 / coding_seconds.max(1e-9) / 1e9,
+            coding_per: "a core (ISA-L's count",
             provenance: "measured on this host's CPU",
         }
     }
@@ -312,7 +330,7 @@ impl EcReport {
         if let Some(why) = &self.fallback {
             println!("{}: FALLBACK to the host CPU: {why}", self.target);
         }
-        println!("{}: {what} in {:.3} s; coding {:.2} GB/s a core (ISA-L's count; {}); {}", self.target, self.seconds, self.coding_gb_per_s, self.provenance, self.engine);
+        println!("{}: {what} in {:.3} s; coding {:.2} GB/s {}; {}); {}", self.target, self.seconds, self.coding_gb_per_s, self.coding_per, self.provenance, self.engine);
     }
 }
 
@@ -403,19 +421,23 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
     }
     let placement = Placement::check(placed, k + m, m, dir)?;
-    if e.engine == EcEngine::Emulated && !unit.is_multiple_of(4096) {
-        return Err(JobError::Usage("--engine emulated moves whole 4 KiB blocks by DMA: --unit must be a multiple of 4K".into()));
+    if e.engine != EcEngine::Cpu && !unit.is_multiple_of(4096) {
+        return Err(JobError::Usage("the devices move whole 4 KiB blocks by DMA: --unit must be a multiple of 4K with --engine emulated or gpu".into()));
     }
     if e.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
         // The manifest's checksums are the device's own: nothing would catch a flipped parity byte.
         return Err(JobError::Usage("ec encode cannot check the device's parity: --inject-faults takes no corrupt= with it".into()));
     }
     let (mut device, mut fallback) = (None, None);
-    if e.engine == EcEngine::Emulated {
-        match ec_device::start(k, m, unit, e.inject_faults.clone()) {
-            Ok(d) => device = Some(d),
-            Err(why) => e.fall_back(why, ": erasure coding on the host CPU instead", &mut fallback)?,
-        }
+    let started_device = match e.engine {
+        EcEngine::Cpu => None,
+        EcEngine::Emulated => Some(ec_device::start(k, m, unit, e.inject_faults.clone())),
+        EcEngine::Gpu => Some(ec_device::start_gpu(e.gpu, k, m, unit)),
+    };
+    match started_device {
+        Some(Ok(d)) => device = Some(d),
+        Some(Err(why)) => e.fall_back(why, ": erasure coding on the host CPU instead", &mut fallback)?,
+        None => {}
     }
     // O_DIRECT only for the device's reads (DMA into its memory); the CPU path reads into its own buffers.
     let open = |direct: bool| -> Result<(File, u64), JobError> {
@@ -508,8 +530,14 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         report.engine = format!("host CPU (this process, {} thread(s)): ISA-L", report.threads);
     }
     if let (Some(path), Some(dev)) = (path, device.as_ref()) {
-        report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", dev.name());
-        report.provenance = "measured on emulated devices";
+        if e.engine == EcEngine::Gpu {
+            report.engine = format!("1 GPU ({}, peerpath's Reed-Solomon and CRC-32 kernels): {path}", dev.name());
+            report.provenance = "measured on a real accelerator (GPU)";
+            report.coding_per = "on the GPU (ISA-L's count over its coding commands' time, launch to completion";
+        } else {
+            report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", dev.name());
+            report.provenance = "measured on emulated devices";
+        }
     }
     report.fallback = fallback;
     Ok(report)
@@ -1539,7 +1567,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn on_cpu() -> DeviceArgs {
-        DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, inject_faults: None }
+        DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, gpu: 0, inject_faults: None }
     }
 
     fn valid() -> String {

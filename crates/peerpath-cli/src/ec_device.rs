@@ -51,32 +51,79 @@ pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_dev
     Ok(device_job::with_faults(dev, faults))
 }
 
+/// Opens GPU `ordinal` with peerpath's coding kernels (no nvCOMP), with
+/// room for [`SLOTS`] stripes in its memory and in its pinned host window.
+pub(crate) fn start_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Result<Box<dyn Device>, String> {
+    if k + m > u8::MAX as usize {
+        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
+    }
+    let bytes = SLOTS * (k + m) * unit;
+    let config = peerpath_gpu::GpuDeviceConfig {
+        name: format!("gpu{ordinal}"),
+        ordinal,
+        own_bytes: bytes,
+        window_bytes: bytes,
+        algorithm: 0,
+        queue_depth: (k + m + 2).next_power_of_two().max(8),
+        nvcomp: None,
+        compress: false,
+        coding: true,
+        streams: 1,
+        staging: peerpath_gpu::Staging::Commands,
+        gather: peerpath_gpu::Gather::default(),
+    };
+    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
+    Ok(Box::new(dev))
+}
+
 /// Encodes `size` bytes of `src` in stripes of `k` units of `unit` bytes
 /// (a multiple of 4 KiB) into `targets` (k data then m parity shards).
+///
+/// On a device whose whole memory the kernel reaches by DMA (an emulated
+/// CSP's), each stripe is read into its slot there, coded and checked in
+/// place, and written from it. On a staged device (a GPU's memory, which
+/// storage reaches only through a host window), the slot is in the window:
+/// the stripe is read into it, copied to the device's own memory by the
+/// device (`Copy`), coded and checked there, and the parity copied back
+/// beside the data to be written: the host handles no payload byte either way.
 pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Path), size: u64, k: usize, m: usize, unit: usize, (targets, dir): (&[&File], &std::path::Path)) -> Result<DevicePass, Stop> {
     let src_direct = device_job::is_direct(src);
     let stripe = (k + m) * unit;
-    // Slot b: k data units, then m parity units, back to back.
-    let unit_range = |b: usize, i: usize| DeviceRange::new((b * stripe + i * unit) as u64, unit as u64);
-    let input = |b: usize| DeviceRange::new((b * stripe) as u64, (k * unit) as u64);
-    let output = |b: usize| DeviceRange::new((b * stripe + k * unit) as u64, (m * unit) as u64);
+    let Some((window_at, _)) = dev.memory().dma_window() else {
+        return Err("the device's memory is not mapped into this process for I/O".into());
+    };
+    let staged = window_at > 0;
+    // Slot b, where the I/O goes (its `io` ranges) and where the device computes (its
+    // `compute` ranges; the same place unless staged): k data units, then m parity units.
+    let io = |b: usize, from: usize, units: usize| DeviceRange::new(window_at + (b * stripe + from * unit) as u64, (units * unit) as u64);
+    let compute = |b: usize, from: usize, units: usize| if staged { DeviceRange::new((b * stripe + from * unit) as u64, (units * unit) as u64) } else { io(b, from, units) };
     let memory = dev.memory();
     let mut slots = [0usize; SLOTS];
     for (b, at) in slots.iter_mut().enumerate() {
-        *at = match memory.io_ptr(DeviceRange::new((b * stripe) as u64, stripe as u64)) {
+        *at = match memory.io_ptr(io(b, 0, k + m)) {
             Some(p) => p as usize,
             None => return Err("the device's memory is not mapped into this process for I/O".into()),
         };
     }
+    if staged && !compute(SLOTS - 1, 0, k + m).fits(window_at) {
+        return Err(format!("the device's own memory ({} MiB) cannot hold {SLOTS} stripes of {} MiB", window_at >> 20, stripe >> 20).into());
+    }
     let stripes = size.div_ceil((k * unit) as u64).max(1);
     let slot_of = |s: u64| (s % SLOTS as u64) as usize;
-    // Stripe s's source bytes (a short last stripe: the device pads it with zeros).
+    // Stripe s's source bytes (a short last stripe: padded with zeros).
     let want = |s: u64| ((size - (s * (k * unit) as u64).min(size)) as usize).min(k * unit);
     let read = |s: u64| -> Result<(), Stop> {
+        let at = slots[slot_of(s)] as *mut u8;
         // SAFETY: slot s % SLOTS holds k units (multiples of 4 KiB when direct) of the device's
         // mapped memory; in this step no command uses it and no write reads it (the device
         // works on the slot after it, the writes on the one before).
-        unsafe { device_job::read_into(src, s * (k * unit) as u64, want(s), slots[slot_of(s)] as *mut u8) }.map_err(|detail| Stop::Job(JobError::SourceIo { path: source.to_path_buf(), detail }))
+        unsafe { device_job::read_into(src, s * (k * unit) as u64, want(s), at) }.map_err(|detail| Stop::Job(JobError::SourceIo { path: source.to_path_buf(), detail }))?;
+        if staged && want(s) < k * unit {
+            // The window is host memory: its padding is zeroed here (no payload byte).
+            // SAFETY: the rest of the slot's k units, in the same step as the read above.
+            unsafe { std::ptr::write_bytes(at.add(want(s)), 0, k * unit - want(s)) };
+        }
+        Ok(())
     };
     // A stripe's units are written side by side (write_side_by_side).
     let base = slots[0];
@@ -88,26 +135,40 @@ pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Pa
     let coded = device_job::three_slots(stripes, read, |s| {
         let b = slot_of(s);
         let got = want(s);
-        if got < k * unit {
-            device_job::run_all(dev, vec![Request::fill(0, 0, DeviceRange::new((b * stripe + got) as u64, (k * unit - got) as u64))])?;
+        if staged {
+            device_job::run_all(dev, vec![Request::copy(0, &[io(b, 0, k)], compute(b, 0, k))])?;
+        } else if got < k * unit {
+            device_job::run_all(dev, vec![Request::fill(0, 0, DeviceRange::new(io(b, 0, k).offset + got as u64, (k * unit - got) as u64))])?;
         }
         let t = Instant::now();
-        device_job::run_all(dev, vec![Request::ec_encode(1, k as u8, m as u8, input(b), output(b))])?;
+        device_job::run_all(dev, vec![Request::ec_encode(1, k as u8, m as u8, compute(b, 0, k), compute(b, k, m))])?;
         coding += t.elapsed();
-        // Every unit's CRC-32, computed where the unit is.
-        let done = device_job::run_all(dev, (0..k + m).map(|i| Request::crc32(i as u64, &[unit_range(b, i)])).collect())?;
-        Ok(done.iter().map(|c| c.input_crc32).collect::<Vec<u32>>())
+        // Every unit's CRC-32, computed where the unit is (and, staged, the parity back to the window).
+        let mut commands: Vec<Request> = (0..k + m).map(|i| Request::crc32(i as u64, &[compute(b, i, 1)])).collect();
+        if staged {
+            commands.push(Request::copy((k + m) as u64, &[compute(b, k, m)], io(b, k, m)));
+        }
+        let done = device_job::run_all(dev, commands)?;
+        Ok(done.iter().take(k + m).map(|c| c.input_crc32).collect::<Vec<u32>>())
     }, write)?;
     let coding = device_job::busy(dev, FunctionKind::EcEncode).unwrap_or(coding);
     // Per shard, its units' CRC-32s in stripe order.
     let crcs = (0..k + m).map(|i| coded.iter().map(|stripe| stripe[i]).collect()).collect();
     let direct = device_job::moved;
     let targets_direct = targets.iter().all(|f| device_job::is_direct(f));
-    let path = format!(
-        "stripes read {} into the emulated CSP's memory ({SLOTS} at once: one read, one coded, one written), parity and CRC-32s computed there, shards written {} from it: the host process handled no payload byte",
-        direct(src_direct),
-        direct(targets_direct)
-    );
+    let path = if staged {
+        format!(
+            "stripes read {} into the device's pinned host window ({SLOTS} at once: one read, one coded, one written), copied to its own memory by the device, parity and CRC-32s computed there, parity copied back beside the data, shards written {} from the window: the host process handled no payload byte",
+            direct(src_direct),
+            direct(targets_direct)
+        )
+    } else {
+        format!(
+            "stripes read {} into the emulated CSP's memory ({SLOTS} at once: one read, one coded, one written), parity and CRC-32s computed there, shards written {} from it: the host process handled no payload byte",
+            direct(src_direct),
+            direct(targets_direct)
+        )
+    };
     Ok(DevicePass { crcs, coding, path })
 }
 
@@ -434,4 +495,83 @@ pub(crate) fn decode(dev: &mut dyn Device, l: &SetLayout, m: &Manifest, shards: 
     pass.read_bytes = read_bytes.into_inner();
     pass.coding = device_job::busy(dev, FunctionKind::EcReconstruct).unwrap_or(pass.coding);
     Ok(Ok(pass))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use peerpath_device::{CpuDevice, CpuDeviceConfig, DeviceMemory};
+    use peerpath_func::ec::RsCode;
+    use peerpath_mem::{MappedRegion, MemoryDomain};
+    use std::sync::Arc;
+
+    /// A CPU device whose memory is `staged` (its own part the engine cannot
+    /// reach and a host window, as a GPU's) or mapped whole (as an emulated CSP's).
+    fn cpu_device(staged: bool, bytes: usize) -> CpuDevice {
+        let window = Arc::new(MappedRegion::host(bytes).expect("host memory"));
+        let memory = if staged { DeviceMemory::staged(bytes, MemoryDomain::Emulated { device: "cpu0".into() }, window) } else { DeviceMemory::region(window) };
+        CpuDevice::with_memory(CpuDeviceConfig { name: "cpu0".into(), memory_bytes: 0, workers: 2, queue_depth: 16, whole_chunk_commands: false }, memory).expect("CPU device")
+    }
+
+    /// The encode pass on a device gives ISA-L's shards and their units' CRC-32s,
+    /// whether the device computes where storage puts the stripe or in memory of
+    /// its own behind a window (the GPU's way: copies in and out by the device).
+    #[test]
+    fn a_staged_device_encodes_what_isa_l_encodes() {
+        let (k, m, unit) = (4usize, 2usize, 8192usize);
+        let dir = tempfile::tempdir().unwrap();
+        // Two full stripes, a third and a fourth (the last short), as the pipeline's three slots wrap.
+        let size = 3 * k * unit + 5000;
+        let mut x = 7u64;
+        let data: Vec<u8> = (0..size)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let source = dir.path().join("src");
+        std::fs::write(&source, &data).unwrap();
+        let stripes = size.div_ceil(k * unit);
+        let code = RsCode::new(k, m).unwrap();
+        let mut want: Vec<Vec<u8>> = vec![Vec::new(); k + m];
+        for s in 0..stripes {
+            let mut units: Vec<Vec<u8>> = (0..k).map(|i| {
+                let from = ((s * k + i) * unit).min(size);
+                let mut u = data[from..(from + unit).min(size)].to_vec();
+                u.resize(unit, 0);
+                u
+            }).collect();
+            let mut parity = vec![vec![0u8; unit]; m];
+            {
+                let d: Vec<&[u8]> = units.iter().map(|u| u.as_slice()).collect();
+                let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                code.encode(&d, &mut p);
+            }
+            units.extend(parity);
+            for (i, u) in units.into_iter().enumerate() {
+                want[i].extend(u);
+            }
+        }
+        for staged in [true, false] {
+            let mut dev = cpu_device(staged, SLOTS * (k + m) * unit);
+            let src = File::open(&source).unwrap();
+            let paths: Vec<_> = (0..k + m).map(|i| dir.path().join(format!("shard{i}.{staged}"))).collect();
+            let files: Vec<File> = paths.iter().map(|p| File::options().read(true).write(true).create_new(true).open(p).unwrap()).collect();
+            let targets: Vec<&File> = files.iter().collect();
+            let pass = match encode(&mut dev, (&src, &source), size as u64, k, m, unit, (&targets, dir.path())) {
+                Ok(p) => p,
+                Err(Stop::Job(e)) => panic!("staged {staged}: {e}"),
+                Err(Stop::Device(why)) => panic!("staged {staged}: {why}"),
+            };
+            for i in 0..k + m {
+                let got = std::fs::read(&paths[i]).unwrap();
+                assert!(got == want[i], "staged {staged}: shard {i} differs from ISA-L's");
+                let crcs: Vec<u32> = want[i].chunks(unit).map(crc32fast::hash).collect();
+                assert_eq!(pass.crcs[i], crcs, "staged {staged}: shard {i}'s CRC-32s");
+            }
+            assert!(pass.path.contains(if staged { "copied to its own memory by the device" } else { "into the emulated CSP's memory" }), "{}", pass.path);
+        }
+    }
 }

@@ -235,6 +235,38 @@ fn an_emulated_csp_makes_the_same_set_as_the_cpu() {
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "1000", "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["multiple of 4K"]);
 }
 
+/// `ec encode --engine gpu`: on a GPU, the CPU's set byte for byte (its kernels are
+/// tested against ISA-L in peerpath-gpu); where there is none (CI), a FALLBACK that says
+/// why and the CPU's set, or exit 15 with nothing kept under --no-fallback. The other
+/// commands refuse the GPU engine, and the devices' unit rule applies.
+#[test]
+fn ec_encode_on_a_gpu_makes_the_cpus_set_or_falls_back_saying_why() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, mixed_data(3 * 4 * 65536 + 12345, 5)).unwrap();
+    let (cpu, gpu) = (d.join("cpu"), d.join("gpu"));
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &cpu])).ok();
+    let o = run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &gpu, "--engine", "gpu", "--json"])).ok();
+    let v = o.json();
+    if v["fallback"].is_null() {
+        eprintln!("a GPU coded the set: {}", v["engine"]);
+        assert_eq!(v["provenance"], "measured on a real accelerator (GPU)", "{v}");
+        assert!(v["engine"].as_str().unwrap().contains("handled no payload byte"), "{v}");
+    } else {
+        eprintln!("SKIPPED the GPU's own run (no GPU here): {}", v["fallback"]);
+        assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("erasure coding on the host CPU instead"), "{}", o.stderr);
+        assert_eq!(v["provenance"], "measured on this host's CPU", "{v}");
+        run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", d.join("none"), "--engine", "gpu", "--no-fallback"])).fails(15, &["GPU 0 unavailable", "--no-fallback: nothing was kept"]);
+        assert!(!d.join("none").exists());
+    }
+    assert_eq!(shards(&cpu), shards(&gpu), "the GPU engine's set is the CPU's");
+    run(&mut pp(args!["ec", "verify", &cpu, "--engine", "gpu"])).fails(2, &["--engine gpu encodes only"]);
+    run(&mut pp(args!["ec", "decode", &cpu, "-o", d.join("back"), "--engine", "gpu"])).fails(2, &["--engine gpu encodes only"]);
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "1000", "-o", d.join("x"), "--engine", "gpu"])).fails(2, &["multiple of 4K"]);
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", d.join("x"), "--gpu", "1"])).fails(2, &["--gpu needs --engine gpu"]);
+}
+
 /// `ec verify`, `repair` and `decode --engine emulated`: every unit read
 /// into an emulated CSP's memory and checked there, lost units rebuilt
 /// there and checked again, results written from it. The same verdicts,

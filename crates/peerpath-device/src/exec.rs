@@ -37,7 +37,7 @@ impl Outcome {
 /// device memory: the function is supported, the number of inputs fits the
 /// function, every range lies inside `memory_bytes`, inputs do not overlap
 /// the output, and sizes suit the function.
-pub(crate) fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Result<(), Status> {
+pub fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Result<(), Status> {
     let f = request.function;
     if !supported.contains(f.kind()) {
         return Err(Status::Unsupported);

@@ -16,6 +16,7 @@
 //! rewrapped on the GPU with peerpath's header (the 'PP' size subfield), so
 //! `peerpath decompress` stays parallel on its output.
 
+use crate::kernels::{Coding, CrcPlan};
 use crate::nvcomp::{CompressOpts, Nvcomp};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, DeviceStats, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, StatsCounters, Status, Submit};
@@ -41,6 +42,11 @@ pub struct GpuDeviceConfig {
     pub algorithm: i32,
     pub queue_depth: usize,
     pub nvcomp: Option<std::path::PathBuf>,
+    /// Gzip compression with nvCOMP (loaded only then).
+    pub compress: bool,
+    /// Erasure coding and CRC-32 with peerpath's own kernels
+    /// (`kernels/coding.cu`; loaded only then).
+    pub coding: bool,
     /// Worker threads, each with its own CUDA stream: one batch's copies,
     /// kernel and packing overlap the others' (1: one batch at a time).
     pub streams: usize,
@@ -96,6 +102,8 @@ struct Done {
     id: u64,
     status: Status,
     output_bytes: u64,
+    /// A `Crc32` command's result (0 for the others).
+    crc32: u32,
     device_time_us: u32,
 }
 
@@ -165,6 +173,7 @@ struct Layout {
 
 pub struct GpuDevice {
     name: String,
+    functions: FunctionSet,
     memory: DeviceMemory,
     depth: usize,
     in_flight: HashMap<u64, Request>,
@@ -193,8 +202,17 @@ impl GpuDevice {
         let started = Instant::now();
         let gpu = crate::Gpu::open(config.ordinal)?;
         let context_s = started.elapsed().as_secs_f64();
-        let nv = Arc::new(Nvcomp::load(config.nvcomp.as_deref())?);
+        if !config.compress && !config.coding {
+            return Err("a GPU device with no function asked of it (neither compression nor coding)".into());
+        }
+        let nv = if config.compress { Some(Arc::new(Nvcomp::load(config.nvcomp.as_deref())?)) } else { None };
         let nvcomp_s = started.elapsed().as_secs_f64() - context_s;
+        let coding = if config.coding {
+            gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
+            Some(Arc::new(Coding::open(&gpu.stream)?))
+        } else {
+            None
+        };
         // Device staging computes in scratch it grows per batch: the executor addresses the window only.
         let own_bytes = match config.staging {
             Staging::Commands => config.own_bytes.next_multiple_of(peerpath_mem::REGION_PAGE_BYTES),
@@ -230,13 +248,16 @@ impl GpuDevice {
         // Offsets: [0, own) GPU memory, then the window; with device staging the window alone.
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
+        let functions = match (&nv, &coding) {
+            (Some(nv), None) => format!("nvCOMP {} gzip algorithm {}", nv.version, config.algorithm),
+            (None, _) => "peerpath's Reed-Solomon and CRC-32 kernels".to_string(),
+            (Some(nv), Some(_)) => format!("nvCOMP {} gzip algorithm {} and peerpath's Reed-Solomon and CRC-32 kernels", nv.version, config.algorithm),
+        };
         let description = format!(
-            "{} (GPU {}, CUDA driver {}), nvCOMP {} gzip algorithm {}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context {:.3}, loading nvCOMP {:.3}, mapping and pinning the window {:.3}, the rest {:.3})",
+            "{} (GPU {}, CUDA driver {}), {functions}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context {:.3}, loading nvCOMP {:.3}, mapping and pinning the window {:.3}, the rest {:.3})",
             gpu.info.name,
             config.ordinal,
             gpu.info.driver_version,
-            nv.version,
-            config.algorithm,
             own_bytes >> 20,
             window.len() >> 20,
             started.elapsed().as_secs_f64(),
@@ -285,6 +306,8 @@ impl GpuDevice {
             let mut worker = Worker {
                 stream,
                 nv: nv.clone(),
+                coding: coding.clone(),
+                codes: HashMap::new(),
                 shared: shared.clone(),
                 layout,
                 opts: CompressOpts::new(config.algorithm),
@@ -302,8 +325,16 @@ impl GpuDevice {
                 .map_err(|e| e.to_string())?;
             workers.push(handle);
         }
+        let mut functions = FunctionSet::EMPTY.with(FunctionKind::Copy);
+        if nv.is_some() {
+            functions = functions.with(FunctionKind::GzipCompressMember).with(FunctionKind::GzipCompressChunk);
+        }
+        if coding.is_some() {
+            functions = functions.with(FunctionKind::EcEncode).with(FunctionKind::EcReconstruct).with(FunctionKind::Crc32);
+        }
         Ok(GpuDevice {
             name: config.name.clone(),
+            functions,
             memory,
             depth: config.queue_depth.max(1),
             in_flight: HashMap::new(),
@@ -351,7 +382,7 @@ impl Device for GpuDevice {
         &self.name
     }
     fn functions(&self) -> FunctionSet {
-        FunctionSet::EMPTY.with(FunctionKind::Copy).with(FunctionKind::GzipCompressMember).with(FunctionKind::GzipCompressChunk)
+        self.functions
     }
     fn memory(&self) -> &DeviceMemory {
         &self.memory
@@ -405,7 +436,7 @@ impl Device for GpuDevice {
                 Ok(d) => {
                     let request = self.in_flight.remove(&d.id).expect("a completion for a request in flight");
                     let output_bytes = if d.status == Status::Success { d.output_bytes } else { 0 };
-                    completions.push(Completion { request, status: d.status, output_bytes, input_crc32: 0, device_time_us: d.device_time_us });
+                    completions.push(Completion { request, status: d.status, output_bytes, input_crc32: d.crc32, device_time_us: d.device_time_us });
                     n += 1;
                 }
                 Err(why) => return Err(self.fail(why)),
@@ -482,7 +513,11 @@ impl Drop for Shared {
 
 struct Worker {
     stream: Arc<CudaStream>,
-    nv: Arc<Nvcomp>,
+    nv: Option<Arc<Nvcomp>>,
+    /// The coding kernels, where asked for.
+    coding: Option<Arc<Coding>>,
+    /// Codes used so far, and their parity rows' powers in GPU memory.
+    codes: HashMap<(u8, u8), (peerpath_func::ec::RsCode, CudaSlice<u32>)>,
     shared: Arc<Shared>,
     layout: Layout,
     opts: CompressOpts,
@@ -528,11 +563,11 @@ impl Worker {
                 Ok(outs) => {
                     // Each command's share of the batch's time is its busy time.
                     let share = elapsed.as_nanos() as u64 / batch.len() as u64;
-                    for (job, (status, output_bytes)) in batch.iter().zip(outs) {
+                    for (job, (status, output_bytes, crc32)) in batch.iter().zip(outs) {
                         let input: u64 = job.request.inputs.iter().map(|r| r.len).sum();
                         self.shared.stats.add(job.request.function.kind(), input, status, output_bytes, share);
                         self.in_device.fetch_sub(1, Ordering::AcqRel);
-                        let _ = done.send(Ok(Done { id: job.id, status, output_bytes, device_time_us: us }));
+                        let _ = done.send(Ok(Done { id: job.id, status, output_bytes, crc32, device_time_us: us }));
                     }
                 }
                 Err(why) => {
@@ -583,24 +618,38 @@ impl Worker {
         Ok([ev()?, ev()?, ev()?, ev()?])
     }
 
-    /// Runs one batch; per request its status and output bytes. An error is
-    /// the device's failure (CUDA or nvCOMP refused the whole batch).
-    fn batch(&mut self, batch: &[Job], events: &[cudarc::driver::CudaEvent; 4]) -> Result<Vec<(Status, u64)>, String> {
+    /// Runs one batch; per request its status, output bytes and CRC-32 (a
+    /// `Crc32` command's). An error is the device's failure (CUDA or nvCOMP
+    /// refused the whole batch).
+    fn batch(&mut self, batch: &[Job], events: &[cudarc::driver::CudaEvent; 4]) -> Result<Vec<(Status, u64, u32)>, String> {
         if self.staging == Staging::Device {
-            return self.batch_in_window(batch, events);
+            return Ok(self.batch_in_window(batch, events)?.into_iter().map(|(s, n)| (s, n, 0)).collect());
         }
         let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
         events[0].record(&self.stream).map_err(cuda)?;
-        let mut out = vec![(Status::Success, 0u64); batch.len()];
+        let mut out = vec![(Status::Success, 0u64, 0u32); batch.len()];
         let mut pieces = Vec::new();
         let mut outputs = Vec::new();
+        // The batch's CRC-32 commands, checksummed in one launch; device
+        // memory its coding launches read, kept until the synchronisation.
+        let mut crcs = CrcPlan::default();
+        let mut crc_jobs = Vec::new();
+        let mut keep = Vec::new();
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
             if matches!(r.function, Function::Copy) {
-                out[k] = self.copy(r)?;
+                (out[k].0, out[k].1) = self.copy(r)?;
                 continue;
             }
-            let Some(member_bytes) = member_bytes(r) else {
+            if matches!(r.function, Function::EcEncode { .. } | Function::EcReconstruct { .. } | Function::Crc32) {
+                match self.code(r, &mut crcs, &mut keep)? {
+                    Ok(Some(c)) => crc_jobs.push((k, c)),
+                    Ok(None) => out[k].1 = r.output.len.min(coded_bytes(r)),
+                    Err(status) => out[k].0 = status,
+                }
+                continue;
+            }
+            let (Some(member_bytes), true) = (member_bytes(r), self.nv.is_some()) else {
                 out[k].0 = Status::Unsupported;
                 continue;
             };
@@ -612,16 +661,118 @@ impl Worker {
             split_members(k, input, r.inputs[0].len, member_bytes, &mut pieces);
             outputs.push((k, output, r.output.len));
         }
+        let segment_crcs = self.crc32(&crcs)?;
         events[1].record(&self.stream).map_err(cuda)?;
         if !pieces.is_empty() {
-            for (k, result) in self.compress(&pieces, &outputs, &events[2])? {
-                out[k] = result;
+            for (k, (status, n)) in self.compress(&pieces, &outputs, &events[2])? {
+                (out[k].0, out[k].1) = (status, n);
             }
             events[3].record(&self.stream).map_err(cuda)?;
         }
         self.stream.synchronize().map_err(cuda)?;
+        drop(keep);
+        if let Some((segments, d)) = segment_crcs {
+            drop(segments);
+            let segment_crcs = self.stream.clone_dtoh(&d).map_err(cuda)?;
+            for (k, c) in crc_jobs {
+                out[k].2 = crcs.join(c, &segment_crcs);
+            }
+        }
         self.account(events, !pieces.is_empty(), &pieces)?;
         Ok(out)
+    }
+
+    /// Queues an erasure-coding or CRC-32 command (its checks are the CPU
+    /// device's, and its ranges must lie in GPU memory): a coding command's
+    /// kernel on this worker's stream, a CRC-32 command's segments into
+    /// `crcs` (returns its number there). `keep` holds device memory the
+    /// kernels read until the batch is synchronised. The outer error is the
+    /// device's failure; the inner a status for this command alone.
+    fn code(&mut self, r: &Request, crcs: &mut CrcPlan, keep: &mut Vec<CudaSlice<u32>>) -> Result<Result<Option<usize>, Status>, String> {
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let Some(coding) = self.coding.clone() else { return Ok(Err(Status::Unsupported)) };
+        let all = FunctionSet::EMPTY.with(FunctionKind::EcEncode).with(FunctionKind::EcReconstruct).with(FunctionKind::Crc32);
+        if let Err(status) = peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, all) {
+            return Ok(Err(status));
+        }
+        let output = if r.output.len == 0 { Some(self.layout.own_base) } else { self.own_ptr(r.output) };
+        let inputs: Option<Vec<u64>> = r.inputs.iter().map(|&i| self.own_ptr(i)).collect();
+        let (Some(output), Some(inputs)) = (output, inputs) else { return Ok(Err(Status::OutOfRange)) };
+        let stream = self.stream.clone();
+        match r.function {
+            Function::Crc32 => Ok(Ok(Some(crcs.add(inputs.iter().zip(&r.inputs).map(|(&at, i)| (at, i.len)))))),
+            Function::EcEncode { data, parity } => {
+                let unit = r.inputs[0].len / u64::from(data);
+                let (_, pw) = self.code_for(data, parity)?;
+                let pw = ptr32(pw, &stream);
+                // SAFETY: k units at `inputs[0]` and m units at `output`, both in the GPU
+                // memory this command was given (checked: in range, not overlapping, the
+                // output large enough); the powers are the code's, cached by this worker.
+                unsafe { coding.kernels.gf_matmul(&stream, (inputs[0], unit, u32::from(data)), (output, u32::from(parity)), pw) }?;
+                Ok(Ok(None))
+            }
+            Function::EcReconstruct { data, parity, wanted } => {
+                let (k, n) = (usize::from(data), usize::from(data) + usize::from(parity));
+                // The index bytes (metadata, at most 255 + 255 of them) come to the host,
+                // which inverts the survivors' rows, as the CPU device does.
+                let mut indices = vec![0u8; r.inputs[1].len as usize];
+                // SAFETY: the command's index range in GPU memory (checked) into a host
+                // buffer of its length; synchronised before the buffer is read.
+                unsafe { sys::cuMemcpyDtoHAsync_v2(indices.as_mut_ptr() as *mut c_void, inputs[1], indices.len(), stream.cu_stream()) }.result().map_err(cuda)?;
+                stream.synchronize().map_err(cuda)?;
+                let mut seen = [false; 256];
+                if indices.iter().any(|&i| usize::from(i) >= n || std::mem::replace(&mut seen[usize::from(i)], true)) {
+                    return Ok(Err(Status::InvalidField));
+                }
+                let survivors: Vec<usize> = indices[..k].iter().map(|&i| usize::from(i)).collect();
+                let lost: Vec<usize> = indices[k..].iter().map(|&i| usize::from(i)).collect();
+                let (code, _) = self.code_for(data, parity)?;
+                let Ok(decoder) = code.decoder(&survivors, &lost) else { return Ok(Err(Status::InvalidField)) };
+                let pw = stream.clone_htod(&crate::kernels::powers(decoder.coefficients())).map_err(cuda)?;
+                let unit = r.inputs[0].len / u64::from(data);
+                // SAFETY: k survivors at `inputs[0]` and `wanted` units at `output`, in the
+                // GPU memory this command was given (checked as for encoding); `pw` holds
+                // wanted x k x 8 words and is kept until the batch is synchronised.
+                unsafe { coding.kernels.gf_matmul(&stream, (inputs[0], unit, u32::from(data)), (output, u32::from(wanted)), ptr32(&pw, &stream)) }?;
+                keep.push(pw);
+                Ok(Ok(None))
+            }
+            _ => Ok(Err(Status::Unsupported)),
+        }
+    }
+
+    /// The code with `k` data and `m` parity shards, and its parity rows'
+    /// powers in GPU memory (made once per worker).
+    fn code_for(&mut self, k: u8, m: u8) -> Result<&(peerpath_func::ec::RsCode, CudaSlice<u32>), String> {
+        if !self.codes.contains_key(&(k, m)) {
+            let code = peerpath_func::ec::RsCode::new(usize::from(k), usize::from(m))?;
+            let pw = self.stream.clone_htod(&crate::kernels::powers(code.parity_rows())).map_err(|e| format!("CUDA: {e}"))?;
+            self.codes.insert((k, m), (code, pw));
+        }
+        Ok(&self.codes[&(k, m)])
+    }
+
+    /// Queues the CRC-32 of every segment of `plan` in one launch; returns
+    /// the segment list the kernel reads (keep it until the stream is
+    /// synchronised) and where the CRC-32s will be (read after that).
+    #[allow(clippy::type_complexity)]
+    fn crc32(&mut self, plan: &CrcPlan) -> Result<Option<(CudaSlice<u64>, CudaSlice<u32>)>, String> {
+        let (Some(coding), n) = (self.coding.clone(), plan.segment_count()) else { return Ok(None) };
+        if n == 0 {
+            return Ok(None);
+        }
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let stream = self.stream.clone();
+        let segments = stream.clone_htod(&plan.segments).map_err(cuda)?;
+        let out = stream.alloc_zeros::<u32>(n).map_err(cuda)?;
+        let (seg_ptr, _g1) = segments.device_ptr(&stream);
+        // SAFETY: `segments` holds n (address, length) pairs naming GPU memory of
+        // CRC-32 commands of this batch (checked by `code`), the table is
+        // `crc_table`'s, `out` has n words; both are returned, kept until the
+        // batch is synchronised and `out` read after it.
+        unsafe { coding.kernels.crc32_segments(&stream, seg_ptr, n as u32, ptr32(&coding.crc_table, &stream), ptr32(&out, &stream)) }?;
+        drop(_g1);
+        Ok(Some((segments, out)))
     }
 
     /// Adds a synchronised batch's GPU times to the profile: its copies
@@ -659,7 +810,7 @@ impl Worker {
         let mut plan = Vec::with_capacity(batch.len());
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
-            let supported = matches!(r.function, Function::Copy) || (r.inputs.len() == 1 && member_bytes(r).is_some());
+            let supported = matches!(r.function, Function::Copy) || (r.inputs.len() == 1 && member_bytes(r).is_some() && self.nv.is_some());
             let in_window = r.inputs.iter().all(|&i| self.window_ptr(i).is_some()) && self.window_ptr(r.output).is_some();
             if !supported || !in_window {
                 out[k].0 = if supported { Status::OutOfRange } else { Status::Unsupported };
@@ -783,10 +934,11 @@ impl Worker {
         let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
         let stream = self.stream.clone();
         let n = items.len();
+        let nv = self.nv.clone().ok_or("a compress command on a GPU device opened without nvCOMP")?;
         let max_chunk = items.iter().map(|x| x.len as usize).max().unwrap_or(0).max(1);
         let total: usize = items.iter().map(|x| x.len as usize).sum();
-        let slot = self.nv.max_output_chunk_bytes(max_chunk, self.opts)?.next_multiple_of(8);
-        let temp_bytes = self.nv.compress_temp_bytes(n, max_chunk, total.max(1), self.opts)?;
+        let slot = nv.max_output_chunk_bytes(max_chunk, self.opts)?.next_multiple_of(8);
+        let temp_bytes = nv.compress_temp_bytes(n, max_chunk, total.max(1), self.opts)?;
         let temp = grow(&mut self.scratch.temp, temp_bytes.max(1), &stream)?;
         let slots = grow(&mut self.scratch.slots, n * slot, &stream)?;
         let temp_ptr = ptr(temp, &stream);
@@ -810,7 +962,7 @@ impl Worker {
             // of 8, `temp_bytes` of scratch, inputs inside the GPU memory the
             // executor gave these commands); all outlive the synchronisation below.
             unsafe {
-                (self.nv.compress_async)(
+                (nv.compress_async)(
                     ip as usize as *const *const c_void,
                     isz as usize as *const usize,
                     max_chunk,
@@ -826,7 +978,7 @@ impl Worker {
             }
         };
         if st != 0 {
-            return Err(format!("nvcompBatchedGzipCompressAsync: {}", self.nv.describe(st)));
+            return Err(format!("nvcompBatchedGzipCompressAsync: {}", nv.describe(st)));
         }
         kernel_done.record(&stream).map_err(cuda)?;
         let sizes: Vec<usize> = stream.clone_dtoh(&d_out_sizes).map_err(cuda)?;
@@ -930,6 +1082,20 @@ pub(crate) fn ptr(s: &CudaSlice<u8>, stream: &CudaStream) -> u64 {
     p
 }
 
+fn ptr32<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+    let (p, _g) = s.device_ptr(stream);
+    p
+}
+
+/// The bytes a coding command writes: m (or `wanted`) units.
+fn coded_bytes(r: &Request) -> u64 {
+    match r.function {
+        Function::EcEncode { data, parity } => r.inputs[0].len / u64::from(data) * u64::from(parity),
+        Function::EcReconstruct { data, wanted, .. } => r.inputs[0].len / u64::from(data) * u64::from(wanted),
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -950,9 +1116,109 @@ mod tests {
         assert!(Profile::default().render().contains("(0.00 GB/s while it ran)"), "no division by zero");
     }
 
+    /// On a GPU: the coding functions give the CPU oracle's bytes (ISA-L's
+    /// parity and rebuilt shards, crc32fast's CRC-32s) through real commands
+    /// (copies between the pinned window and GPU memory, the kernels), and
+    /// refuse what the CPU device refuses. Elsewhere: skipped, saying why.
+    #[test]
+    fn the_coding_functions_give_the_cpu_oracles_bytes_on_a_gpu() {
+        use peerpath_func::ec::RsCode;
+        let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
+        let stripe = (k + m) * unit;
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let mut dev = match GpuDevice::open(&config) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU here): {why}");
+                return;
+            }
+        };
+        assert!(dev.functions().contains(FunctionKind::EcEncode) && !dev.functions().contains(FunctionKind::GzipCompressChunk), "coding only, no nvCOMP");
+        let own = dev.memory().dma_window().expect("a staged memory").0;
+        let window = |at: u64, len: usize| DeviceRange::new(own + at, len as u64);
+        let own_at = |at: usize, len: usize| DeviceRange::new(at as u64, len as u64);
+        let mut x = 11u64;
+        let data: Vec<u8> = (0..k * unit)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let base = dev.memory().io_ptr(window(0, 4 * stripe)).expect("the window") as usize;
+        // The host address of a window range (the test's own writes and reads).
+        let host = |r: DeviceRange| (base + (r.offset - own) as usize) as *mut u8;
+        // SAFETY: the window's first k units, which no command uses yet.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host(window(0, k * unit)), k * unit) };
+        let run = |dev: &mut GpuDevice, r: Vec<Request>| {
+            let mut done = peerpath_device::run_to_completion(dev, r, Duration::from_secs(60)).expect("the GPU answers");
+            done.sort_by_key(|c| c.tag());
+            done
+        };
+        // In, encode, check every unit, out.
+        run(&mut dev, vec![Request::copy(0, &[window(0, k * unit)], own_at(0, k * unit))]);
+        let done = run(&mut dev, vec![Request::ec_encode(0, k as u8, m as u8, own_at(0, k * unit), own_at(k * unit, m * unit))]);
+        assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, (m * unit) as u64));
+        let mut commands: Vec<Request> = (0..k + m).map(|i| Request::crc32(i as u64, &[own_at(i * unit, unit)])).collect();
+        // One command over two ranges, at odd offsets: the CRC-32 of their bytes in order.
+        commands.push(Request::crc32(100, &[own_at(3, 5000), own_at(unit + 1, 70_001)]));
+        commands.push(Request::copy(101, &[own_at(k * unit, m * unit)], window((k * unit) as u64, m * unit)));
+        let done = run(&mut dev, commands);
+        let code = RsCode::new(k, m).unwrap();
+        let mut shards: Vec<Vec<u8>> = data.chunks(unit).map(|c| c.to_vec()).collect();
+        let mut parity = vec![vec![0u8; unit]; m];
+        {
+            let d: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
+            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+            code.encode(&d, &mut p);
+        }
+        shards.extend(parity);
+        for i in 0..k + m {
+            assert_eq!((done[i].status, done[i].input_crc32), (Status::Success, crc32fast::hash(&shards[i])), "unit {i}'s CRC-32");
+        }
+        let mut h = crc32fast::Hasher::new();
+        h.update(&data[3..5003]);
+        h.update(&data[unit + 1..unit + 70_002]);
+        assert_eq!(done[k + m].input_crc32, h.finalize(), "two ranges");
+        // SAFETY: the window's parity units, written by the copy that completed.
+        let got = unsafe { std::slice::from_raw_parts(host(window((k * unit) as u64, m * unit)), m * unit) };
+        for i in 0..m {
+            assert!(got[i * unit..(i + 1) * unit] == shards[k + i][..], "parity {i} is ISA-L's");
+        }
+        // Rebuild two data shards and a parity shard from the other six, with the index list in GPU memory.
+        let survivors = [0u8, 2, 3, 5, 6, 8];
+        let lost = [1u8, 4, 7];
+        let gathered: Vec<u8> = survivors.iter().flat_map(|&i| shards[i as usize].clone()).collect();
+        let indices: Vec<u8> = survivors.iter().chain(&lost).copied().collect();
+        let at = 2 * stripe;
+        // SAFETY: window ranges past everything used above, which no command uses.
+        unsafe {
+            std::ptr::copy_nonoverlapping(gathered.as_ptr(), host(window(at as u64, k * unit)), k * unit);
+            std::ptr::copy_nonoverlapping(indices.as_ptr(), host(window((at + k * unit) as u64, indices.len())), indices.len());
+        }
+        run(&mut dev, vec![Request::copy(0, &[window(at as u64, k * unit + indices.len())], own_at(at, k * unit + indices.len()))]);
+        let rebuild = |tag, idx: DeviceRange| Request { tag, function: Function::EcReconstruct { data: k as u8, parity: m as u8, wanted: lost.len() as u8 }, inputs: vec![own_at(at, k * unit), idx], output: own_at(0, lost.len() * unit) };
+        let done = run(&mut dev, vec![rebuild(0, own_at(at + k * unit, indices.len()))]);
+        assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, (lost.len() * unit) as u64));
+        run(&mut dev, vec![Request::copy(0, &[own_at(0, lost.len() * unit)], window(0, lost.len() * unit))]);
+        // SAFETY: the window's first units, written by the copy that completed.
+        let got = unsafe { std::slice::from_raw_parts(host(window(0, lost.len() * unit)), lost.len() * unit) };
+        for (n, &i) in lost.iter().enumerate() {
+            assert!(got[n * unit..(n + 1) * unit] == shards[i as usize][..], "shard {i} rebuilt");
+        }
+        // Refused as the CPU device refuses: a repeated index, a unit length k does not divide, a range in the window.
+        // SAFETY: a window byte no command uses.
+        unsafe { *host(window(0, 1)) = 0 };
+        run(&mut dev, vec![Request::copy(0, &[window(0, 1)], own_at(at + k * unit + 1, 1))]);
+        let done = run(&mut dev, vec![rebuild(0, own_at(at + k * unit, indices.len())), Request::ec_encode(1, k as u8, m as u8, own_at(0, k * unit + 1), own_at(k * unit + 8, m * unit + 8)), Request::crc32(2, &[window(0, 4096)])]);
+        assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>(), [Status::InvalidField, Status::InvalidField, Status::OutOfRange]);
+        eprintln!("ran on {}", dev.description);
+    }
+
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, streams: 2, staging: Staging::Device, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: true, streams: 2, staging: Staging::Device, gather: Gather::default() };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

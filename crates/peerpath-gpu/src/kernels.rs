@@ -103,8 +103,8 @@ impl CrcPlan {
     pub fn join(&self, c: usize, crcs: &[u32]) -> u32 {
         let (first, n) = self.commands[c];
         let mut h = crc32fast::Hasher::new();
-        for s in first..first + n {
-            h.combine(&crc32fast::Hasher::new_with_initial_len(crcs[s], self.segments[2 * s + 1]));
+        for (crc, segment) in crcs[first..first + n].iter().zip(self.segments[2 * first..].chunks(2)) {
+            h.combine(&crc32fast::Hasher::new_with_initial_len(*crc, segment[1]));
         }
         h.finalize()
     }

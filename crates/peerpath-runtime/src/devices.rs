@@ -184,6 +184,8 @@ impl<'a> DeviceSet<'a> {
                     algorithm: spec.algorithm,
                     queue_depth: spec.queue_depth,
                     nvcomp: spec.nvcomp.clone(),
+                    compress: true,
+                    coding: false,
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
