@@ -27,6 +27,10 @@
 #     ec       erasure coding in memory: ec encode RS(4,2) at -T 1/2/4/8/16, repair (every core)
 #              and decode (intact, two shards lost; one reading thread), cp beside; 3 interleaved rounds, every set
 #              and every decode checked
+#     gpuec    ec encode --engine gpu (peerpath's Reed-Solomon and CRC-32 kernels, no nvCOMP) of the
+#              slice x 8 in memory, RS(4,2) and RS(10,4) with 1 MiB units, beside the CPU at -T 1 and
+#              every core, 3 interleaved rounds, every set compared with the CPU's; the peerpath-gpu
+#              crate's coding tests (kernels against ISA-L and crc32fast) where gputests is carried
 #     dedup    dedup store in memory at -T 1/2/4/8/15/16 (every store's chunks checked against -T 1's),
 #              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
@@ -296,6 +300,27 @@ for step in $steps; do
                 rm -f "$dd/cp"; label="cp ($r)"; wall cp "$dd/in" "$dd/cp"
             done
             rm -rf "$dd" ;;
+        gpuec)
+            # ec encode on the GPU against the CPU, in memory; every set compared with the CPU's.
+            dd=/dev/shm/ppgpuec; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/gpuec; size=$(stat -c %s "$dd/in")
+            [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture coding > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
+            ej() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));print('| %s | %.3f | %.2f | %.1f | %s |' % (sys.argv[2], r['seconds'], int(sys.argv[3])/r['seconds']/1e9, r['coding_gb_per_s'], 'FALLBACK: '+r['fallback'] if r.get('fallback') else ''))" "$1" "$2" "$size" >> "$o/gpuec.md" || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$o/gpuec.md"; }
+            { echo "ec encode of the slice x 8 ($size bytes) in memory, 1 MiB units, on the GPU and the CPU; 3 interleaved rounds"; echo
+              echo "| run | wall s (report) | GB/s of source | coding GB/s (a core, or on the GPU) | fallback |"; echo "|---|---|---|---|---|"; } > "$o/gpuec.md"
+            for code in "4 2" "10 4"; do
+                set -- $code; kk=$1; mm=$2
+                rm -rf "$dd/ref"; .gpu/peerpath ec encode "$dd/in" -k "$kk" -m "$mm" -T 1 -o "$dd/ref" > /dev/null
+                for r in 1 2 3; do
+                    for e in "gpu" "cpu -T 1" "cpu -T $(nproc)"; do
+                        rm -rf "$dd/set"; /usr/bin/time -f "%e s wall, %U s user, %S s system, %M KB" -o "$o/time.txt" .gpu/peerpath ec encode "$dd/in" -k "$kk" -m "$mm" -o "$dd/set" --engine $e --json > "$o/e.json" 2> "$o/e.err"
+                        ej "$o/e.json" "RS($kk,$mm) --engine $e ($r); process $(cat "$o/time.txt")"
+                        diff -rq "$dd/ref" "$dd/set" > /dev/null || echo "SET DIFFERS: RS($kk,$mm) --engine $e ($r)" >> "$o/gpuec.md"
+                        [ "$e" = gpu ] && [ "$r" = 1 ] && { cp "$o/e.json" "$o/gpu-$kk-$mm.json"; cat "$o/e.err" >> "$o/gpu-stderr.txt"; }
+                    done
+                done
+            done
+            rm -f "$o/e.json" "$o/e.err" "$o/time.txt"
+            rm -rf "$dd" ;;
         dedup)
             # dedup store of the slice x 8 in memory into a new store at -T 1/2/4/8/15/16 (wall and
             # GB/s; the chunks must not depend on the thread count: every store's stats equal -T 1's,
@@ -328,7 +353,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/gpuec/gpuec.md" "$OUT/gpuec/gputests.txt" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"

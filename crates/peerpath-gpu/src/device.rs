@@ -1207,6 +1207,24 @@ mod tests {
         for (n, &i) in lost.iter().enumerate() {
             assert!(got[n * unit..(n + 1) * unit] == shards[i as usize][..], "shard {i} rebuilt");
         }
+        // Units of an odd length at an odd offset (the byte-wise kernel): the first 3 x 1001
+        // bytes of the data, RS(3,2), against ISA-L.
+        let (k3, m3, u3) = (3usize, 2usize, 1001usize);
+        let odd = RsCode::new(k3, m3).unwrap();
+        let mut want = vec![vec![0u8; u3]; m3];
+        {
+            let d: Vec<&[u8]> = data[..k3 * u3].chunks(u3).collect();
+            let mut p: Vec<&mut [u8]> = want.iter_mut().map(|p| p.as_mut_slice()).collect();
+            odd.encode(&d, &mut p);
+        }
+        run(&mut dev, vec![Request::copy(0, &[window(0, k3 * u3)], own_at(1, k3 * u3))]);
+        let out = own_at(at + 1, m3 * u3);
+        let done = run(&mut dev, vec![Request::ec_encode(0, k3 as u8, m3 as u8, own_at(1, k3 * u3), out)]);
+        assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, (m3 * u3) as u64));
+        run(&mut dev, vec![Request::copy(0, &[out], window(0, m3 * u3))]);
+        // SAFETY: the window's first bytes, written by the copy that completed.
+        let got = unsafe { std::slice::from_raw_parts(host(window(0, m3 * u3)), m3 * u3) };
+        assert!(got[..u3] == want[0][..] && got[u3..] == want[1][..], "odd units: ISA-L's parity");
         // Refused as the CPU device refuses: a repeated index, a unit length k does not divide, a range in the window.
         // SAFETY: a window byte no command uses.
         unsafe { *host(window(0, 1)) = 0 };

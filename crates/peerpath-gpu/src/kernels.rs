@@ -15,7 +15,7 @@
 //! the segments a CRC-32 command is cut into (`CrcPlan`) and the joining of
 //! the segments' CRC-32s (four bytes each) into each command's.
 
-use cudarc::driver::{sys, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
@@ -185,13 +185,6 @@ impl Kernels {
     }
 }
 
-impl Drop for Kernels {
-    fn drop(&mut self) {
-        // SAFETY: every launch has been synchronised by its worker before the device ends.
-        unsafe { sys::cuModuleUnload(self.module) };
-    }
-}
-
 /// Launches `f` with enough blocks of [`BLOCK`] threads for `threads` (at
 /// most [`MAX_BLOCKS`]: the kernels stride over the rest) on `stream`.
 ///
@@ -203,18 +196,39 @@ unsafe fn launch(f: sys::CUfunction, threads: u64, stream: &CudaStream, params: 
     unsafe { sys::cuLaunchKernel(f, blocks, 1, 1, BLOCK, 1, 1, 0, stream.cu_stream(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(|e| format!("CUDA launch: {e}"))
 }
 
-/// The kernels and their constant tables in one context.
+/// The kernels and their constant tables in one context (unloaded when the
+/// last worker lets go of it, whichever thread that is).
 pub(crate) struct Coding {
+    ctx: Arc<CudaContext>,
     pub kernels: Kernels,
     /// [`crc_table`] in GPU memory.
     pub crc_table: cudarc::driver::CudaSlice<u32>,
 }
 
 impl Coding {
+    /// Loads the kernels into `stream`'s context (current on this thread).
     pub fn open(stream: &Arc<CudaStream>) -> Result<Coding, String> {
         let kernels = Kernels::load()?;
-        let crc_table = stream.clone_htod(&crc_table()).map_err(|e| format!("CUDA: {e}"))?;
-        Ok(Coding { kernels, crc_table })
+        let ctx = stream.context().clone();
+        let crc_table = match stream.clone_htod(&crc_table()) {
+            Ok(t) => t,
+            Err(e) => {
+                // SAFETY: loaded just above; nothing launched from it.
+                unsafe { sys::cuModuleUnload(kernels.module) };
+                return Err(format!("CUDA: {e}"));
+            }
+        };
+        Ok(Coding { ctx, kernels, crc_table })
+    }
+}
+
+impl Drop for Coding {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: every worker synchronised its stream after its last launch and let go
+            // of this (the last reference is being dropped): no kernel of the module runs.
+            unsafe { sys::cuModuleUnload(self.kernels.module) };
+        }
     }
 }
 
