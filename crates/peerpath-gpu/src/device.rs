@@ -199,12 +199,15 @@ impl GpuDevice {
     /// Opens the GPU and nvCOMP, allocates its memory and pins its window,
     /// or says why it cannot.
     pub fn open(config: &GpuDeviceConfig) -> Result<GpuDevice, String> {
-        let started = Instant::now();
-        let gpu = crate::Gpu::open(config.ordinal)?;
-        let context_s = started.elapsed().as_secs_f64();
         if !config.compress && !config.coding {
             return Err("a GPU device with no function asked of it (neither compression nor coding)".into());
         }
+        if config.coding && config.staging == Staging::Device {
+            return Err("the coding kernels run with copy-command staging (Staging::Commands), not with the device's own".into());
+        }
+        let started = Instant::now();
+        let gpu = crate::Gpu::open(config.ordinal)?;
+        let context_s = started.elapsed().as_secs_f64();
         let nv = if config.compress { Some(Arc::new(Nvcomp::load(config.nvcomp.as_deref())?)) } else { None };
         let nvcomp_s = started.elapsed().as_secs_f64() - context_s;
         let coding = if config.coding {
@@ -571,6 +574,9 @@ impl Worker {
                     }
                 }
                 Err(why) => {
+                    // Whatever the batch queued before it failed finishes before the
+                    // worker lets go of the memory and kernels it uses (best effort).
+                    let _ = self.stream.synchronize();
                     let _ = done.send(Err(why));
                     break;
                 }
@@ -698,6 +704,14 @@ impl Worker {
         let output = if r.output.len == 0 { Some(self.layout.own_base) } else { self.own_ptr(r.output) };
         let inputs: Option<Vec<u64>> = r.inputs.iter().map(|&i| self.own_ptr(i)).collect();
         let (Some(output), Some(inputs)) = (output, inputs) else { return Ok(Err(Status::OutOfRange)) };
+        let shape_ok = match r.function {
+            Function::EcEncode { data, parity } => data > 0 && parity > 0 && usize::from(data) + usize::from(parity) <= peerpath_func::ec::MAX_SHARDS,
+            Function::EcReconstruct { data, parity, wanted } => data > 0 && parity > 0 && usize::from(data) + usize::from(parity) <= peerpath_func::ec::MAX_SHARDS && wanted > 0 && wanted <= parity,
+            _ => true,
+        };
+        if !shape_ok {
+            return Ok(Err(Status::InvalidField));
+        }
         let stream = self.stream.clone();
         match r.function {
             Function::Crc32 => Ok(Ok(Some(crcs.add(inputs.iter().zip(&r.inputs).map(|(&at, i)| (at, i.len)))))),
@@ -1137,15 +1151,7 @@ mod tests {
         let own = dev.memory().dma_window().expect("a staged memory").0;
         let window = |at: u64, len: usize| DeviceRange::new(own + at, len as u64);
         let own_at = |at: usize, len: usize| DeviceRange::new(at as u64, len as u64);
-        let mut x = 11u64;
-        let data: Vec<u8> = (0..k * unit)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let data = crate::kernels::tests::bytes(k * unit, 11);
         let base = dev.memory().io_ptr(window(0, 4 * stripe)).expect("the window") as usize;
         // The host address of a window range (the test's own writes and reads).
         let host = |r: DeviceRange| (base + (r.offset - own) as usize) as *mut u8;
@@ -1165,15 +1171,7 @@ mod tests {
         commands.push(Request::crc32(100, &[own_at(3, 5000), own_at(unit + 1, 70_001)]));
         commands.push(Request::copy(101, &[own_at(k * unit, m * unit)], window((k * unit) as u64, m * unit)));
         let done = run(&mut dev, commands);
-        let code = RsCode::new(k, m).unwrap();
-        let mut shards: Vec<Vec<u8>> = data.chunks(unit).map(|c| c.to_vec()).collect();
-        let mut parity = vec![vec![0u8; unit]; m];
-        {
-            let d: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
-            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-            code.encode(&d, &mut p);
-        }
-        shards.extend(parity);
+        let shards = crate::kernels::tests::shards(&RsCode::new(k, m).unwrap(), &data, unit);
         for i in 0..k + m {
             assert_eq!((done[i].status, done[i].input_crc32), (Status::Success, crc32fast::hash(&shards[i])), "unit {i}'s CRC-32");
         }
@@ -1210,13 +1208,9 @@ mod tests {
         // Units of an odd length at an odd offset (the byte-wise kernel): the first 3 x 1001
         // bytes of the data, RS(3,2), against ISA-L.
         let (k3, m3, u3) = (3usize, 2usize, 1001usize);
-        let odd = RsCode::new(k3, m3).unwrap();
-        let mut want = vec![vec![0u8; u3]; m3];
-        {
-            let d: Vec<&[u8]> = data[..k3 * u3].chunks(u3).collect();
-            let mut p: Vec<&mut [u8]> = want.iter_mut().map(|p| p.as_mut_slice()).collect();
-            odd.encode(&d, &mut p);
-        }
+        let want = crate::kernels::tests::shards(&RsCode::new(k3, m3).unwrap(), &data[..k3 * u3], u3)[k3..].concat();
+        // SAFETY: the window's first bytes (the rebuilt shards, read above), which no command uses now.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host(window(0, k3 * u3)), k3 * u3) };
         run(&mut dev, vec![Request::copy(0, &[window(0, k3 * u3)], own_at(1, k3 * u3))]);
         let out = own_at(at + 1, m3 * u3);
         let done = run(&mut dev, vec![Request::ec_encode(0, k3 as u8, m3 as u8, own_at(1, k3 * u3), out)]);
@@ -1224,7 +1218,7 @@ mod tests {
         run(&mut dev, vec![Request::copy(0, &[out], window(0, m3 * u3))]);
         // SAFETY: the window's first bytes, written by the copy that completed.
         let got = unsafe { std::slice::from_raw_parts(host(window(0, m3 * u3)), m3 * u3) };
-        assert!(got[..u3] == want[0][..] && got[u3..] == want[1][..], "odd units: ISA-L's parity");
+        assert!(got == want, "odd units: ISA-L's parity");
         // Refused as the CPU device refuses: a repeated index, a unit length k does not divide, a range in the window.
         // SAFETY: a window byte no command uses.
         unsafe { *host(window(0, 1)) = 0 };
@@ -1236,7 +1230,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: true, streams: 2, staging: Staging::Device, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

@@ -130,8 +130,17 @@ impl Kernels {
     pub fn load() -> Result<Kernels, String> {
         let ptx = CString::new(PTX).expect("PTX text has no NUL");
         let mut module = std::ptr::null_mut();
-        // SAFETY: `ptx` is a NUL-terminated PTX image the driver reads during the call; the module handle is written into a local.
-        unsafe { sys::cuModuleLoadData(&mut module, ptx.as_ptr() as *const c_void) }.result().map_err(|e| format!("the CUDA driver cannot load peerpath's kernels (PTX ISA 9.0, CUDA 13.0 or later): {e}"))?;
+        // The JIT compiler's error log, for the reason when the driver refuses the PTX.
+        let mut log = vec![0u8; 4096];
+        let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+        // SAFETY: `ptx` is a NUL-terminated PTX image and `log` a buffer of the size given,
+        // both read or written during the call only; the module handle is written into a local.
+        let loaded = unsafe { sys::cuModuleLoadDataEx(&mut module, ptx.as_ptr() as *const c_void, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr()) }.result();
+        if let Err(e) = loaded {
+            let log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())]).trim().to_string();
+            return Err(format!("the CUDA driver cannot load peerpath's kernels (PTX ISA 9.0: a driver of CUDA 13.0 or later): {e}{}", if log.is_empty() { String::new() } else { format!(": {log}") }));
+        }
         let function = |name: &str| {
             let c = CString::new(name).expect("a kernel name");
             let mut f = std::ptr::null_mut();
@@ -233,7 +242,7 @@ impl Drop for Coding {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use peerpath_func::ec::RsCode;
 
@@ -255,7 +264,8 @@ mod tests {
         out
     }
 
-    fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    /// `n` pseudo-random bytes (xorshift) from `seed`.
+    pub(crate) fn bytes(n: usize, seed: u64) -> Vec<u8> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {
@@ -265,6 +275,19 @@ mod tests {
                 (x >> 24) as u8
             })
             .collect()
+    }
+
+    /// The oracle's set: `data`'s k units of `unit` bytes, then ISA-L's m parity units.
+    pub(crate) fn shards(code: &RsCode, data: &[u8], unit: usize) -> Vec<Vec<u8>> {
+        let mut shards: Vec<Vec<u8>> = data.chunks(unit).map(|c| c.to_vec()).collect();
+        let mut parity = vec![vec![0u8; unit]; code.parity_shards()];
+        {
+            let d: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
+            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+            code.encode(&d, &mut p);
+        }
+        shards.extend(parity);
+        shards
     }
 
     #[test]
@@ -285,12 +308,7 @@ mod tests {
         for (k, m, unit, grid) in [(4, 2, 4096, 3), (4, 2, 1000, 2), (1, 1, 1, 1), (10, 4, 4100, 64), (3, 3, 77, 1), (16, 4, 64, 5), (6, 3, 12, 1000)] {
             let code = RsCode::new(k, m).unwrap();
             let input = bytes(k * unit, (k * 1000 + unit) as u64);
-            let units: Vec<&[u8]> = input.chunks(unit).collect();
-            let mut want = vec![0u8; m * unit];
-            {
-                let mut out: Vec<&mut [u8]> = want.chunks_mut(unit).collect();
-                code.encode(&units, &mut out);
-            }
+            let want = shards(&code, &input, unit)[k..].concat();
             for words in [false, true] {
                 if words && unit % 4 != 0 {
                     continue;
@@ -304,15 +322,7 @@ mod tests {
     fn the_coding_kernel_rebuilds_lost_shards_as_isa_l_does() {
         let (k, m, unit) = (6, 3, 4096 + 8);
         let code = RsCode::new(k, m).unwrap();
-        let data = bytes(k * unit, 9);
-        let mut shards: Vec<Vec<u8>> = data.chunks(unit).map(|c| c.to_vec()).collect();
-        let mut parity = vec![vec![0u8; unit]; m];
-        {
-            let d: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
-            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-            code.encode(&d, &mut p);
-        }
-        shards.extend(parity);
+        let shards = shards(&code, &bytes(k * unit, 9), unit);
         // Lose a data shard and a parity shard, and then three data shards.
         for (survivors, lost) in [(vec![0, 2, 3, 4, 5, 6], vec![1, 7]), (vec![3, 4, 5, 6, 7, 8], vec![0, 1, 2])] {
             let decoder = code.decoder(&survivors, &lost).unwrap();
