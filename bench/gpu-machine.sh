@@ -29,8 +29,10 @@
 #              and every decode checked
 #     gpuec    ec encode --engine gpu (peerpath's Reed-Solomon and CRC-32 kernels, no nvCOMP) of the
 #              slice x 8 in memory, RS(4,2) and RS(10,4) with 1 MiB units, beside the CPU at -T 1 and
-#              every core, 3 interleaved rounds, every set compared with the CPU's; the peerpath-gpu
-#              crate's coding tests (kernels against ISA-L and crc32fast) where gputests is carried
+#              every core, then verify, decode and repair of the set with 2 shards lost on the GPU and
+#              every core; 3 interleaved rounds, every set and decode compared with the CPU's; the
+#              peerpath-gpu crate's coding tests (kernels against ISA-L and crc32fast) where
+#              gputests is carried
 #     dedup    dedup store in memory at -T 1/2/4/8/15/16 (every store's chunks checked against -T 1's),
 #              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
@@ -317,9 +319,20 @@ for step in $steps; do
                         diff -rq "$dd/ref" "$dd/set" > /dev/null || echo "SET DIFFERS: RS($kk,$mm) --engine $e ($r)" >> "$o/gpuec.md"
                         [ "$e" = gpu ] && [ "$r" = 1 ] && { cp "$o/e.json" "$o/gpu-$kk-$mm.json"; cat "$o/e.err" >> "$o/gpu-stderr.txt"; }
                     done
+                    # The set's check, repair (shards 0 and the last lost) and restore, GPU against every core.
+                    for e in "gpu" "cpu -T $(nproc)"; do
+                        rm -rf "$dd/dmg"; cp -r "$dd/ref" "$dd/dmg"; rm "$dd/dmg/shard-000" "$dd/dmg/shard-$(printf %03d $((kk + mm - 1)))"
+                        label="RS($kk,$mm) verify --engine $e, 2 lost ($r)"; a=$EPOCHREALTIME; .gpu/peerpath ec verify "$dd/dmg" --engine $e > "$o/v.txt" 2>&1; rc=$?
+                        echo "| $label; exit $rc | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | - | $(grep -o 'FALLBACK.*' "$o/v.txt" | head -1) |" >> "$o/gpuec.md"
+                        rm -f "$dd/back"; label="RS($kk,$mm) decode --engine $e, 2 lost ($r)"; a=$EPOCHREALTIME; .gpu/peerpath ec decode "$dd/dmg" -o "$dd/back" --engine $e > "$o/v.txt" 2>&1; rc=$?
+                        echo "| $label; exit $rc | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | - | $(grep -o 'FALLBACK.*' "$o/v.txt" | head -1) |" >> "$o/gpuec.md"
+                        cmp -s "$dd/back" "$dd/in" || echo "WRONG DECODE: RS($kk,$mm) --engine $e ($r)" >> "$o/gpuec.md"
+                        .gpu/peerpath ec repair "$dd/dmg" --engine $e --json > "$o/e.json" 2> "$o/e.err"; ej "$o/e.json" "RS($kk,$mm) repair --engine $e, 2 lost ($r)"
+                        diff -rq "$dd/ref" "$dd/dmg" > /dev/null || echo "REPAIR DIFFERS: RS($kk,$mm) --engine $e ($r)" >> "$o/gpuec.md"
+                    done
                 done
             done
-            rm -f "$o/e.json" "$o/e.err" "$o/time.txt"
+            rm -f "$o/e.json" "$o/e.err" "$o/time.txt" "$o/v.txt"
             rm -rf "$dd" ;;
         dedup)
             # dedup store of the slice x 8 in memory into a new store at -T 1/2/4/8/15/16 (wall and

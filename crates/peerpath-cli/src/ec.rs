@@ -39,7 +39,7 @@ pub struct EcArgs {
 enum EcEngine {
     Cpu,
     Emulated,
-    /// `ec encode` only: peerpath's Reed-Solomon and CRC-32 kernels on a GPU.
+    /// peerpath's Reed-Solomon and CRC-32 kernels on a GPU.
     Gpu,
 }
 
@@ -121,9 +121,9 @@ enum EcCommand {
 #[derive(Args, Clone)]
 struct DeviceArgs {
     /// Where the work runs: cpu (this process), emulated (an emulated CSP: units go
-    /// between the files and its memory, and are coded and checked there), or gpu (encode
-    /// only: stripes staged through a pinned host window into GPU memory, coded and checked
-    /// there by peerpath's kernels; needs a CUDA driver, not nvCOMP). The devices take
+    /// between the files and its memory, and are coded and checked there), or gpu (units
+    /// staged through a pinned host window into GPU memory, coded and checked there by
+    /// peerpath's kernels; needs a CUDA driver, not nvCOMP). On a device, encode takes
     /// --unit a multiple of 4K.
     #[arg(long, value_enum, default_value = "cpu")]
     engine: EcEngine,
@@ -140,13 +140,9 @@ struct DeviceArgs {
 }
 
 impl DeviceArgs {
-    /// `encoding`: the command is `ec encode` (the one the GPU runs).
-    fn check(&self, encoding: bool) -> Result<(), JobError> {
+    fn check(&self) -> Result<(), JobError> {
         if self.inject_faults.is_some() && self.engine != EcEngine::Emulated {
             return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
-        }
-        if self.engine == EcEngine::Gpu && !encoding {
-            return Err(JobError::Usage("--engine gpu encodes only: verify, repair and decode run with --engine cpu or emulated".into()));
         }
         if self.gpu != 0 && self.engine != EcEngine::Gpu {
             return Err(JobError::Usage("--gpu needs --engine gpu".into()));
@@ -166,17 +162,37 @@ impl DeviceArgs {
         Ok(())
     }
 
-    /// The emulated CSP for `m`'s set, where asked and where it starts.
+    /// The device for `m`'s set (an emulated CSP or a GPU), where asked and where it starts.
     fn set_device(&self, m: &Manifest, fallback: &mut Option<String>) -> Result<Option<ec_device::SetDevice>, JobError> {
-        if self.engine != EcEngine::Emulated {
-            return Ok(None);
-        }
         let (k, p, unit, _, _) = m.shape();
-        match ec_device::start_set(k, p, unit, self.inject_faults.clone()) {
+        let started = match self.engine {
+            EcEngine::Cpu => return Ok(None),
+            EcEngine::Emulated => ec_device::start_set(k, p, unit, self.inject_faults.clone()),
+            EcEngine::Gpu => ec_device::start_set_gpu(self.gpu, k, p, unit),
+        };
+        match started {
             Ok(d) => Ok(Some(d)),
             Err(why) => self.fall_back(why, ": the work runs on the host CPU", fallback).map(|()| None),
         }
     }
+
+    /// The device asked for, in the reports' words.
+    fn words(&self) -> DeviceWords {
+        match self.engine {
+            EcEngine::Gpu => DeviceWords { device: "1 GPU", coder: "peerpath's Reed-Solomon and CRC-32 kernels", memory: "its memory (through its pinned host window)", provenance: "measured on a real accelerator (GPU)" },
+            EcEngine::Cpu | EcEngine::Emulated => DeviceWords { device: "1 emulated CSP", coder: "ISA-L inside the device process", memory: "its memory", provenance: "measured on emulated devices" },
+        }
+    }
+}
+
+/// How a report names the device that did a set's work.
+struct DeviceWords {
+    device: &'static str,
+    /// What computed there.
+    coder: &'static str,
+    /// Where units went, e.g. "its memory".
+    memory: &'static str,
+    provenance: &'static str,
 }
 
 const MANIFEST: &str = "manifest.json";
@@ -241,11 +257,11 @@ struct ShardEntry {
 pub fn main(a: EcArgs) -> ExitCode {
     let r = match a.command {
         EcCommand::Encode { source, data, parity, output, unit, shard_dirs, device, threads, json } => {
-            device.check(true).and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json))
+            device.check().and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json))
         }
-        EcCommand::Verify { dir, device, threads, json } => device.check(false).and_then(|()| verify(&dir, &device, threads_or_cores(threads), json)),
-        EcCommand::Repair { dir, device, threads, json } => device.check(false).and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
-        EcCommand::Decode { dir, threads, output, force, device } => device.check(false).and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads))),
+        EcCommand::Verify { dir, device, threads, json } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads), json)),
+        EcCommand::Repair { dir, device, threads, json } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
+        EcCommand::Decode { dir, threads, output, force, device } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads))),
     };
     crate::exit_code(r)
 }
@@ -530,13 +546,11 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         report.engine = format!("host CPU (this process, {} thread(s)): ISA-L", report.threads);
     }
     if let (Some(path), Some(dev)) = (path, device.as_ref()) {
+        let w = e.words();
+        report.engine = format!("{} ({}, {}): {path}", w.device, dev.name(), w.coder);
+        report.provenance = w.provenance;
         if e.engine == EcEngine::Gpu {
-            report.engine = format!("1 GPU ({}, peerpath's Reed-Solomon and CRC-32 kernels): {path}", dev.name());
-            report.provenance = "measured on a real accelerator (GPU)";
-            report.coding_per = "on the GPU (ISA-L's count over its coding commands' time, launch to completion";
-        } else {
-            report.engine = format!("1 emulated CSP ({}, ISA-L inside the device process): {path}", dev.name());
-            report.provenance = "measured on emulated devices";
+            report.coding_per = GPU_CODING;
         }
     }
     report.fallback = fallback;
@@ -973,23 +987,28 @@ fn lost_stripes(m: &Manifest, bad: &[Vec<usize>]) -> Vec<u64> {
     (0..m.stripes).filter(|&s| bad[s as usize].len() > m.parity_shards).collect()
 }
 
+/// What a GPU's coding rate is over.
+const GPU_CODING: &str = "on the GPU (ISA-L's count over its coding commands' time, launch to completion";
+
 /// Where a set's units were checked, and how they moved, in words.
-const CHECKED_ON_DEVICE: &str = "checked on 1 emulated CSP, every unit read into its memory and its CRC-32 computed there (measured on emulated devices; payload bytes into this process: 0)";
+fn checked_on_device(w: &DeviceWords) -> String {
+    format!("checked on {}, every unit read into {} and its CRC-32 computed there ({}; payload bytes into this process: 0)", w.device, w.memory, w.provenance)
+}
 
 /// Per stripe, which shards are bad, and where they were checked: on
 /// `device` where there is one and it does not fail (else the CPU does it
 /// and `fallback` says why), on `threads` CPU threads otherwise.
-fn survey_on(device: &mut Option<ec_device::SetDevice>, (dir, m): (&Path, &Manifest), threads: usize, e: &DeviceArgs, fallback: &mut Option<String>) -> Result<(Vec<Vec<usize>>, &'static str), JobError> {
+fn survey_on(device: &mut Option<ec_device::SetDevice>, (dir, m): (&Path, &Manifest), threads: usize, e: &DeviceArgs, fallback: &mut Option<String>) -> Result<(Vec<Vec<usize>>, String), JobError> {
     if let Some((dev, l)) = device.as_mut() {
         match ec_device::survey(dev.as_mut(), l, m, &ec_device::open_shards(dir, m)) {
-            Ok(bad) => return Ok((bad, CHECKED_ON_DEVICE)),
+            Ok(bad) => return Ok((bad, checked_on_device(&e.words()))),
             Err(why) => {
                 *device = None;
                 e.fall_back(why, ": the set is checked on the host CPU", fallback)?;
             }
         }
     }
-    Ok((survey(dir, m, threads), "checked on the host CPU"))
+    Ok((survey(dir, m, threads), "checked on the host CPU".into()))
 }
 
 /// The threads a job over `stripes` stripes runs on: `threads`, at most one
@@ -1080,7 +1099,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, json: bool) -> Result<(), 
         checked: checked.to_string(),
         fallback,
         seconds: started.elapsed().as_secs_f64(),
-        provenance: if device.is_some() { "measured on emulated devices" } else { "measured on this host's CPU" },
+        provenance: if device.is_some() { e.words().provenance } else { "measured on this host's CPU" },
     };
     if json {
         println!("{}", crate::jsonout::stamped("ec-verify", &report));
@@ -1204,9 +1223,13 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
             Ok(Some(pass)) => {
                 let mut report = EcReport::new("repair", dir, m, names, started, pass.coding, pass.coded);
                 let direct = device_job::moved(shards.iter().flatten().any(device_job::is_direct));
+                let w = e.words();
                 report.engine = format!(
-                    "1 emulated CSP ({}, ISA-L inside the device process): units read {direct} into its memory ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, shards written {} from it: the host process handled no payload byte",
+                    "{} ({}, {}): units read {direct} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, shards written {} from it: the host process handled no payload byte",
+                    w.device,
                     dev.name(),
+                    w.coder,
+                    w.memory,
                     peerpath_metrics::human_bytes(pass.read_bytes),
                     pass.rebuilt,
                     device_job::moved(outs.iter().all(|(_, f, _)| device_job::is_direct(f))),
@@ -1214,7 +1237,10 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
                 if let Some(stages) = device_job::stages(dev.as_mut()) {
                     report.engine += &format!("; on the device: {stages}");
                 }
-                report.provenance = "measured on emulated devices";
+                report.provenance = w.provenance;
+                if e.engine == EcEngine::Gpu {
+                    report.coding_per = GPU_CODING;
+                }
                 return Ok(report);
             }
             Ok(None) => {}
@@ -1367,18 +1393,22 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
         match done {
             Ok(Some(pass)) => {
                 let secs = started.elapsed().as_secs_f64();
+                let w = e.words();
                 println!(
-                    "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s (measured on emulated devices: 1 emulated CSP, units read {} into its memory ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; payload bytes into this process: 0)",
+                    "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s ({}: {}, units read {} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; payload bytes into this process: 0)",
                     dir.display(),
                     output.display(),
                     peerpath_metrics::human_bytes(set.m.source_bytes),
                     set.m.source_bytes as f64 / secs.max(1e-9) / 1e9,
+                    w.provenance,
+                    w.device,
                     device_job::moved(files.iter().flatten().any(device_job::is_direct)),
+                    w.memory,
                     peerpath_metrics::human_bytes(pass.read_bytes),
                     pass.rebuilt,
                 );
                 if let Some(stages) = device_job::stages(dev.as_mut()) {
-                    println!("stages on the device (measured on emulated devices): {stages}");
+                    println!("stages on the device ({}): {stages}", w.provenance);
                 }
                 return Ok(());
             }

@@ -57,14 +57,19 @@ pub(crate) fn start_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Resu
     if k + m > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
-    let bytes = SLOTS * (k + m) * unit;
+    open_gpu(ordinal, SLOTS * (k + m) * unit, k + m)
+}
+
+/// GPU `ordinal` with `bytes` of its memory and of pinned window, coding only,
+/// with room in its queue for a command per unit of `units`.
+fn open_gpu(ordinal: usize, bytes: usize, units: usize) -> Result<Box<dyn Device>, String> {
     let config = peerpath_gpu::GpuDeviceConfig {
         name: format!("gpu{ordinal}"),
         ordinal,
         own_bytes: bytes,
         window_bytes: bytes,
         algorithm: 0,
-        queue_depth: (k + m + 2).next_power_of_two().max(8),
+        queue_depth: (units + 2).next_power_of_two().max(8),
         nvcomp: None,
         compress: false,
         coding: true,
@@ -174,10 +179,16 @@ pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Pa
 
 /// Where a set's stripes lie in the memory of a device that checks,
 /// rebuilds and restores them (`ec verify`, `repair` and `decode` with
-/// `--engine emulated`): [`SLOTS`] slots, each holding a stripe's `n` units
+/// `--engine emulated` or `gpu`): [`SLOTS`] slots, each holding a stripe's `n` units
 /// (each at a 4 KiB boundary, for O_DIRECT), the `k` survivors gathered
 /// back to back (what `EcReconstruct` takes), up to `m` rebuilt units, and
 /// the index list that says which is which.
+///
+/// On a staged device (a GPU) the layout is twice over: the commands' ranges
+/// in its own memory, and the same ranges from `window_at` on in its host
+/// window, where storage reads and writes. Units read into the window are
+/// copied to its own memory when checked ([`check_units`]); rebuilt units
+/// are copied back to the window to be written ([`rebuild_units`]).
 pub(crate) struct SetLayout {
     k: usize,
     m: usize,
@@ -185,6 +196,8 @@ pub(crate) struct SetLayout {
     /// A unit's room: the unit rounded up to 4 KiB.
     room: u64,
     slot: u64,
+    /// Where the window's copy of the layout starts (0: the device's memory is all mapped).
+    window_at: u64,
 }
 
 impl SetLayout {
@@ -192,7 +205,16 @@ impl SetLayout {
         let room = (unit as u64).next_multiple_of(4096);
         let gathered = ((k * unit) as u64).next_multiple_of(4096);
         let rebuilt = ((m * unit) as u64).next_multiple_of(4096);
-        SetLayout { k, m, unit, room, slot: (k + m) as u64 * room + gathered + rebuilt + 4096 }
+        SetLayout { k, m, unit, room, slot: (k + m) as u64 * room + gathered + rebuilt + 4096, window_at: 0 }
+    }
+
+    fn staged(&self) -> bool {
+        self.window_at > 0
+    }
+
+    /// The window's copy of `r` (where storage reads and writes it).
+    fn io(&self, r: DeviceRange) -> DeviceRange {
+        DeviceRange::new(self.window_at + r.offset, r.len)
     }
 
     fn bytes(&self) -> u64 {
@@ -244,6 +266,21 @@ pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath
     Ok((device_job::with_faults(dev, faults), l))
 }
 
+/// Opens GPU `ordinal` with peerpath's coding kernels for a set of `k` + `m`
+/// units of `unit` bytes: the layout in its memory and again in its pinned window.
+pub(crate) fn start_set_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Result<SetDevice, String> {
+    if k + m > u8::MAX as usize {
+        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
+    }
+    let mut l = SetLayout::new(k, m, unit);
+    let dev = open_gpu(ordinal, l.bytes() as usize, k + m)?;
+    l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
+    if l.window_at < l.bytes() {
+        return Err("the GPU device's memory is not staged as asked".into());
+    }
+    Ok((dev, l))
+}
+
 /// A set's shards opened for the device's reads: O_DIRECT where the unit
 /// size allows it and the file system takes it.
 pub(crate) fn open_shards(dir: &std::path::Path, m: &Manifest) -> Vec<Option<File>> {
@@ -251,9 +288,30 @@ pub(crate) fn open_shards(dir: &std::path::Path, m: &Manifest) -> Vec<Option<Fil
     (0..k + p).map(|i| peerpath_io::open_source(&m.shard_path(dir, i), unit.is_multiple_of(4096)).ok().map(|o| o.file)).collect()
 }
 
-/// The set's memory as the host addresses it (for the kernel's reads and writes).
+/// The set's memory as the host addresses it (for the kernel's reads and
+/// writes): the device's memory, or its window's copy of the layout; a
+/// command's range `r` is at `base + r.offset` either way.
 fn base(dev: &dyn Device, l: &SetLayout) -> Result<usize, String> {
-    dev.memory().io_ptr(DeviceRange::new(0, l.bytes())).map(|p| p as usize).ok_or_else(|| "the device's memory is not mapped into this process for I/O".into())
+    dev.memory().io_ptr(DeviceRange::new(l.window_at, l.bytes())).map(|p| p as usize).ok_or_else(|| "the device's memory is not mapped into this process for I/O".into())
+}
+
+/// On a staged device, copies `ranges` from the window to the device's own
+/// memory (`to_device`) or back, all side by side; nothing on a mapped one.
+fn stage((dev, commands): (&mut dyn Device, &mut device_job::Commands), l: &SetLayout, ranges: &[DeviceRange], to_device: bool) -> Result<(), String> {
+    if !l.staged() {
+        return Ok(());
+    }
+    let tags = ranges
+        .iter()
+        .map(|&r| {
+            let (from, to) = if to_device { (l.io(r), r) } else { (r, l.io(r)) };
+            commands.submit(dev, Function::Copy, vec![from], to)
+        })
+        .collect::<Result<Vec<u64>, String>>()?;
+    for tag in tags {
+        commands.wait(dev, tag)?;
+    }
+    Ok(())
 }
 
 /// Reads unit `i` of stripe `s` from `shard` into its place in the device's
@@ -269,6 +327,7 @@ fn read_unit(base: usize, l: &SetLayout, shard: Option<&File>, s: u64, i: usize)
 /// Units `which` of stripe `s`, checked on the device: those whose CRC-32
 /// is the manifest's (only the checksums come back to the host).
 fn check_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), l: &SetLayout, m: &Manifest, s: u64, which: &[usize]) -> Result<Vec<usize>, String> {
+    stage((dev, commands), l, &which.iter().map(|&i| l.unit(s, i)).collect::<Vec<_>>(), true)?;
     let tags = which.iter().map(|&i| commands.submit(dev, Function::Crc32, vec![l.unit(s, i)], DeviceRange::EMPTY)).collect::<Result<Vec<u64>, String>>()?;
     let mut good = Vec::with_capacity(which.len());
     for (&i, tag) in which.iter().zip(tags) {
@@ -329,8 +388,10 @@ fn rebuild_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), 
         commands.wait(dev, tag)?;
     }
     let indices: Vec<u8> = good[..k].iter().chain(missing).map(|&i| i as u8).collect();
-    // SAFETY: the slot's index range holds k + m bytes; no command in flight uses it.
-    unsafe { dev.memory().host_write(l.indices(s).offset, &indices) };
+    // SAFETY: the slot's index range (in the window's copy, staged) holds k + m bytes; no
+    // command in flight uses it.
+    unsafe { dev.memory().host_write(l.io(l.indices(s)).offset, &indices) };
+    stage((dev, commands), l, &[DeviceRange::new(l.indices(s).offset, indices.len() as u64)], true)?;
     let t = Instant::now();
     commands.run(dev, Function::EcReconstruct { data: k as u8, parity: p as u8, wanted: missing.len() as u8 }, vec![gathered, DeviceRange::new(l.indices(s).offset, indices.len() as u64)], l.rebuilt(s, missing.len()))?;
     pass.coding += t.elapsed();
@@ -344,7 +405,8 @@ fn rebuild_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), 
             return Err(format!("the device rebuilt {}'s unit of stripe {s} wrong (its CRC-32 is not the manifest's, from survivors that checked out)", m.shard_label(i)));
         }
     }
-    Ok(())
+    // Staged: the rebuilt units back to the window, where they are written from.
+    stage((dev, commands), l, &[rebuilt], false)
 }
 
 /// Where unit `i` of stripe `s` is in the device's memory once the stripe is
@@ -513,6 +575,18 @@ mod tests {
         CpuDevice::with_memory(CpuDeviceConfig { name: "cpu0".into(), memory_bytes: 0, workers: 2, queue_depth: 16, whole_chunk_commands: false }, memory).expect("CPU device")
     }
 
+    fn xorshift(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
     /// The encode pass on a device gives ISA-L's shards and their units' CRC-32s,
     /// whether the device computes where storage puts the stripe or in memory of
     /// its own behind a window (the GPU's way: copies in and out by the device).
@@ -522,15 +596,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Two full stripes, a third and a fourth (the last short), as the pipeline's three slots wrap.
         let size = 3 * k * unit + 5000;
-        let mut x = 7u64;
-        let data: Vec<u8> = (0..size)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let data = xorshift(size, 7);
         let source = dir.path().join("src");
         std::fs::write(&source, &data).unwrap();
         let stripes = size.div_ceil(k * unit);
@@ -572,6 +638,65 @@ mod tests {
                 assert_eq!(pass.crcs[i], crcs, "staged {staged}: shard {i}'s CRC-32s");
             }
             assert!(pass.path.contains(if staged { "copied to its own memory by the device" } else { "into the emulated CSP's memory" }), "{}", pass.path);
+        }
+    }
+
+    /// A set's check, repair and restore on a device give the CPU's verdicts,
+    /// shards and bytes, whether the units are read where the device computes
+    /// or into its window and copied to its own memory and back (the GPU's way).
+    #[test]
+    fn a_staged_device_checks_repairs_and_restores_a_set() {
+        let (k, m, unit) = (4usize, 2usize, 8192usize);
+        let size = 3 * k * unit + 5000;
+        let data = xorshift(size, 3);
+        let code = RsCode::new(k, m).unwrap();
+        for staged in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let set = dir.path();
+            let stripes = size.div_ceil(k * unit);
+            // The CPU's set: each stripe's units (zero past the end), then ISA-L's parity.
+            let mut shards = vec![Vec::new(); k + m];
+            for s in 0..stripes {
+                let mut units: Vec<Vec<u8>> = (0..k).map(|i| { let from = ((s * k + i) * unit).min(size); let mut u = data[from..(from + unit).min(size)].to_vec(); u.resize(unit, 0); u }).collect();
+                let mut parity = vec![vec![0u8; unit]; m];
+                code.encode(&units.iter().map(|u| u.as_slice()).collect::<Vec<_>>(), &mut parity.iter_mut().map(|p| p.as_mut_slice()).collect::<Vec<_>>());
+                units.extend(parity);
+                units.into_iter().enumerate().for_each(|(i, u)| shards[i].extend(u));
+            }
+            let crcs = shards.iter().map(|sh| sh.chunks(unit).map(crc32fast::hash).collect()).collect();
+            let manifest = Manifest::new("src".into(), size as u64, (k, m, unit), stripes as u64, crcs);
+            for (i, sh) in shards.iter().enumerate() {
+                std::fs::write(manifest.shard_path(set, i), sh).unwrap();
+            }
+            // Shard 1 lost; shard 4's unit of stripe 2 corrupt.
+            std::fs::remove_file(manifest.shard_path(set, 1)).unwrap();
+            let mut four = shards[4].clone();
+            four[2 * unit + 100] ^= 0x40;
+            std::fs::write(manifest.shard_path(set, 4), &four).unwrap();
+            let mut l = SetLayout::new(k, m, unit);
+            let mut dev = cpu_device(staged, l.bytes() as usize);
+            if staged {
+                l.window_at = dev.memory().dma_window().unwrap().0;
+            }
+            let files = open_shards(set, &manifest);
+            let bad = survey(&mut dev, &l, &manifest, &files).unwrap();
+            let want: Vec<Vec<usize>> = (0..stripes).map(|s| if s == 2 { vec![1, 4] } else { vec![1] }).collect();
+            assert_eq!(bad, want, "staged {staged}: the survey's verdicts");
+            // Repair into new files for shards 1 and 4: the CPU's shards.
+            let outs: Vec<(usize, File)> = [1, 4].iter().map(|&i| (i, File::options().read(true).write(true).create_new(true).open(set.join(format!("new{i}"))).unwrap())).collect();
+            let to: Vec<(usize, &File)> = outs.iter().map(|(i, f)| (*i, f)).collect();
+            let pass = repair(&mut dev, &l, (set, &manifest), &files, &bad, &to).unwrap_or_else(|_| panic!("staged {staged}: repair"));
+            assert_eq!(pass.rebuilt, stripes as u64 + 1, "staged {staged}: one unit a stripe, two in stripe 2");
+            for i in [1, 4] {
+                assert!(std::fs::read(set.join(format!("new{i}"))).unwrap() == shards[i], "staged {staged}: shard {i} repaired");
+            }
+            // Restore from the damaged set: the source.
+            let out = File::options().read(true).write(true).create_new(true).open(set.join("back")).unwrap();
+            match decode(&mut dev, &l, &manifest, &files, &out, &set.join("back")) {
+                Ok(Ok(_)) => {}
+                _ => panic!("staged {staged}: decode"),
+            }
+            assert!(std::fs::read(set.join("back")).unwrap() == data, "staged {staged}: the restored source");
         }
     }
 }

@@ -235,16 +235,18 @@ fn an_emulated_csp_makes_the_same_set_as_the_cpu() {
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "1000", "-o", d.join("x"), "--engine", "emulated"])).fails(2, &["multiple of 4K"]);
 }
 
-/// `ec encode --engine gpu`: on a GPU, the CPU's set byte for byte (its kernels are
-/// tested against ISA-L in peerpath-gpu); where there is none (CI), a FALLBACK that says
-/// why and the CPU's set, or exit 15 with nothing kept under --no-fallback. The other
-/// commands refuse the GPU engine, and the devices' unit rule applies.
+/// `ec encode|verify|repair|decode --engine gpu`: on a GPU, the CPU's set, verdicts,
+/// shards and bytes (its kernels are tested against ISA-L in peerpath-gpu, the staged pass
+/// on a staged CPU device in ec_device.rs); where there is none (CI), a FALLBACK that says
+/// why and the CPU's results, or exit 15 with nothing kept under --no-fallback. The
+/// devices' unit rule applies to encode.
 #[test]
-fn ec_encode_on_a_gpu_makes_the_cpus_set_or_falls_back_saying_why() {
+fn ec_on_a_gpu_gives_the_cpus_results_or_falls_back_saying_why() {
     let dir = scratch();
     let d = dir.path();
     let src = d.join("s");
-    std::fs::write(&src, mixed_data(3 * 4 * 65536 + 12345, 5)).unwrap();
+    let data = mixed_data(3 * 4 * 65536 + 12345, 5);
+    std::fs::write(&src, &data).unwrap();
     let (cpu, gpu) = (d.join("cpu"), d.join("gpu"));
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &cpu])).ok();
     let o = run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &gpu, "--engine", "gpu", "--json"])).ok();
@@ -261,8 +263,26 @@ fn ec_encode_on_a_gpu_makes_the_cpus_set_or_falls_back_saying_why() {
         assert!(!d.join("none").exists());
     }
     assert_eq!(shards(&cpu), shards(&gpu), "the GPU engine's set is the CPU's");
-    run(&mut pp(args!["ec", "verify", &cpu, "--engine", "gpu"])).fails(2, &["--engine gpu encodes only"]);
-    run(&mut pp(args!["ec", "decode", &cpu, "-o", d.join("back"), "--engine", "gpu"])).fails(2, &["--engine gpu encodes only"]);
+    let on_gpu = v["fallback"].is_null();
+    let o = run(&mut pp(args!["ec", "verify", &gpu, "--engine", "gpu"])).ok();
+    assert!(o.stdout_str().contains("all 6 shard(s) intact"), "{}", o.stdout_str());
+    assert_eq!(o.stderr.contains("FALLBACK: GPU 0 unavailable"), !on_gpu, "{}", o.stderr);
+    // Shard 2 lost, shard 5 cut short: repaired and restored the CPU's way.
+    std::fs::remove_file(gpu.join("shard-002")).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(gpu.join("shard-005")).unwrap();
+    f.set_len(65536 + 7).unwrap();
+    drop(f);
+    run(&mut pp(args!["ec", "verify", &gpu, "--engine", "gpu"])).fails(6, &[]);
+    let back = d.join("back");
+    run(&mut pp(args!["ec", "decode", &gpu, "-o", &back, "--engine", "gpu"])).ok();
+    assert_file_eq(&back, &data, "decoded with --engine gpu");
+    let o = run(&mut pp(args!["ec", "repair", &gpu, "--engine", "gpu", "--json"])).ok();
+    assert_eq!(o.json()["provenance"], if on_gpu { "measured on a real accelerator (GPU)" } else { "measured on this host's CPU" });
+    assert_eq!(shards(&cpu), shards(&gpu), "repaired with --engine gpu: the CPU's set");
+    if !on_gpu {
+        run(&mut pp(args!["ec", "decode", &gpu, "-o", d.join("none"), "--engine", "gpu", "--no-fallback"])).fails(15, &["GPU 0 unavailable", "--no-fallback"]);
+        assert!(!d.join("none").exists());
+    }
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "1000", "-o", d.join("x"), "--engine", "gpu"])).fails(2, &["multiple of 4K"]);
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", d.join("x"), "--gpu", "1"])).fails(2, &["--gpu needs --engine gpu"]);
 }
