@@ -548,6 +548,9 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     if let (Some(path), Some(dev)) = (path, device.as_ref()) {
         let w = e.words();
         report.engine = format!("{} ({}, {}): {path}", w.device, dev.name(), w.coder);
+        if let Some(what) = dev.description() {
+            report.engine += &format!("; the device: {what}");
+        }
         report.provenance = w.provenance;
         if e.engine == EcEngine::Gpu {
             report.coding_per = GPU_CODING;
@@ -1001,7 +1004,7 @@ fn checked_on_device(w: &DeviceWords) -> String {
 fn survey_on(device: &mut Option<ec_device::SetDevice>, (dir, m): (&Path, &Manifest), threads: usize, e: &DeviceArgs, fallback: &mut Option<String>) -> Result<(Vec<Vec<usize>>, String), JobError> {
     if let Some((dev, l)) = device.as_mut() {
         match ec_device::survey(dev.as_mut(), l, m, &ec_device::open_shards(dir, m)) {
-            Ok(bad) => return Ok((bad, checked_on_device(&e.words()))),
+            Ok(bad) => return Ok((bad, checked_on_device(&e.words()) + &dev.description().map(|d| format!("; the device: {d}")).unwrap_or_default())),
             Err(why) => {
                 *device = None;
                 e.fall_back(why, ": the set is checked on the host CPU", fallback)?;
@@ -1237,6 +1240,9 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
                 if let Some(stages) = device_job::stages(dev.as_mut()) {
                     report.engine += &format!("; on the device: {stages}");
                 }
+                if let Some(what) = dev.description() {
+                    report.engine += &format!("; the device: {what}");
+                }
                 report.provenance = w.provenance;
                 if e.engine == EcEngine::Gpu {
                     report.coding_per = GPU_CODING;
@@ -1409,6 +1415,9 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
                 );
                 if let Some(stages) = device_job::stages(dev.as_mut()) {
                     println!("stages on the device ({}): {stages}", w.provenance);
+                }
+                if let Some(what) = dev.description() {
+                    println!("the device: {what}");
                 }
                 return Ok(());
             }

@@ -97,6 +97,11 @@ pub trait Device: Send {
     }
     /// Starts its profile afresh: a device kept open across jobs reports each job's own.
     fn reset_profile(&mut self) {}
+    /// What it is and how it was opened (e.g. a GPU's model, driver and the
+    /// time its opening took, by part), in words for the report, where it says.
+    fn description(&self) -> Option<&str> {
+        None
+    }
     /// How many commands it executes at once (engines, worker threads),
     /// where it says: a host keeps about twice that many in flight, and
     /// more only holds more device memory.

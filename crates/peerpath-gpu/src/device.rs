@@ -216,6 +216,7 @@ impl GpuDevice {
         } else {
             None
         };
+        let kernels_s = started.elapsed().as_secs_f64() - context_s - nvcomp_s;
         // Device staging computes in scratch it grows per batch: the executor addresses the window only.
         let own_bytes = match config.staging {
             Staging::Commands => config.own_bytes.next_multiple_of(peerpath_mem::REGION_PAGE_BYTES),
@@ -257,7 +258,7 @@ impl GpuDevice {
             (Some(nv), Some(_)) => format!("nvCOMP {} gzip algorithm {} and peerpath's Reed-Solomon and CRC-32 kernels", nv.version, config.algorithm),
         };
         let description = format!(
-            "{} (GPU {}, CUDA driver {}), {functions}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context {:.3}, loading nvCOMP {:.3}, mapping and pinning the window {:.3}, the rest {:.3})",
+            "{} (GPU {}, CUDA driver {}), {functions}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context {:.3}, loading nvCOMP {:.3}, loading peerpath's kernels {:.3}, mapping and pinning the window {:.3}, the rest {:.3})",
             gpu.info.name,
             config.ordinal,
             gpu.info.driver_version,
@@ -266,8 +267,9 @@ impl GpuDevice {
             started.elapsed().as_secs_f64(),
             context_s,
             nvcomp_s,
+            kernels_s,
             pinning_s,
-            started.elapsed().as_secs_f64() - context_s - nvcomp_s - pinning_s,
+            started.elapsed().as_secs_f64() - context_s - nvcomp_s - kernels_s - pinning_s,
         );
         let pci_address = gpu.info.pci_address.clone();
         let memory = match config.staging {
@@ -470,6 +472,9 @@ impl Device for GpuDevice {
     }
     fn reset_profile(&mut self) {
         self.profile.reset();
+    }
+    fn description(&self) -> Option<&str> {
+        Some(&self.description)
     }
     fn arm_wake(&mut self) -> bool {
         self.sleeping.store(true, Ordering::SeqCst);
