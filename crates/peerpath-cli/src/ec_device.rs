@@ -41,12 +41,18 @@ pub(crate) struct DevicePass {
     pub path: String,
 }
 
-/// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity,
-/// with seeded faults where asked.
-pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
+/// Whether a code of `k` + `m` shards fits a device command (a byte per shard index).
+fn fits_a_command(k: usize, m: usize) -> Result<(), String> {
     if k + m > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
+    Ok(())
+}
+
+/// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity,
+/// with seeded faults where asked.
+pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
+    fits_a_command(k, m)?;
     let dev = device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode)?;
     Ok(device_job::with_faults(dev, faults))
 }
@@ -54,9 +60,7 @@ pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_dev
 /// Opens GPU `ordinal` with peerpath's coding kernels (no nvCOMP), with
 /// room for [`SLOTS`] stripes in its memory and in its pinned host window.
 pub(crate) fn start_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Result<Box<dyn Device>, String> {
-    if k + m > u8::MAX as usize {
-        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
-    }
+    fits_a_command(k, m)?;
     open_gpu(ordinal, SLOTS * (k + m) * unit, k + m)
 }
 
@@ -252,9 +256,7 @@ pub(crate) type SetDevice = (Box<dyn Device>, SetLayout);
 /// Starts an emulated CSP for a set of `k` + `m` units of `unit` bytes
 /// (see [`SetLayout`]), with seeded faults where asked; or why it cannot.
 pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<SetDevice, String> {
-    if k + m > u8::MAX as usize {
-        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
-    }
+    fits_a_command(k, m)?;
     let l = SetLayout::new(k, m, unit);
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 4) as u32;
     let dev = device_job::spawn("ecset", l.bytes() as usize, (k + m + 2).next_power_of_two().max(8) as u32, workers, FunctionKind::EcReconstruct)?;
@@ -269,9 +271,7 @@ pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath
 /// Opens GPU `ordinal` with peerpath's coding kernels for a set of `k` + `m`
 /// units of `unit` bytes: the layout in its memory and again in its pinned window.
 pub(crate) fn start_set_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Result<SetDevice, String> {
-    if k + m > u8::MAX as usize {
-        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
-    }
+    fits_a_command(k, m)?;
     let mut l = SetLayout::new(k, m, unit);
     let dev = open_gpu(ordinal, l.bytes() as usize, k + m)?;
     l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
