@@ -587,6 +587,27 @@ mod tests {
             .collect()
     }
 
+    /// The CPU's set of `data`: each stripe's k units (zeros past the end), then ISA-L's m parity units; per shard, its bytes.
+    fn cpu_set(data: &[u8], k: usize, m: usize, unit: usize) -> Vec<Vec<u8>> {
+        let code = RsCode::new(k, m).unwrap();
+        let mut shards = vec![Vec::new(); k + m];
+        for s in 0..data.len().div_ceil(k * unit) {
+            let mut units: Vec<Vec<u8>> = (0..k)
+                .map(|i| {
+                    let from = ((s * k + i) * unit).min(data.len());
+                    let mut u = data[from..(from + unit).min(data.len())].to_vec();
+                    u.resize(unit, 0);
+                    u
+                })
+                .collect();
+            let mut parity = vec![vec![0u8; unit]; m];
+            code.encode(&units.iter().map(|u| u.as_slice()).collect::<Vec<_>>(), &mut parity.iter_mut().map(|p| p.as_mut_slice()).collect::<Vec<_>>());
+            units.extend(parity);
+            units.into_iter().enumerate().for_each(|(i, u)| shards[i].extend(u));
+        }
+        shards
+    }
+
     /// The encode pass on a device gives ISA-L's shards and their units' CRC-32s,
     /// whether the device computes where storage puts the stripe or in memory of
     /// its own behind a window (the GPU's way: copies in and out by the device).
@@ -599,27 +620,7 @@ mod tests {
         let data = xorshift(size, 7);
         let source = dir.path().join("src");
         std::fs::write(&source, &data).unwrap();
-        let stripes = size.div_ceil(k * unit);
-        let code = RsCode::new(k, m).unwrap();
-        let mut want: Vec<Vec<u8>> = vec![Vec::new(); k + m];
-        for s in 0..stripes {
-            let mut units: Vec<Vec<u8>> = (0..k).map(|i| {
-                let from = ((s * k + i) * unit).min(size);
-                let mut u = data[from..(from + unit).min(size)].to_vec();
-                u.resize(unit, 0);
-                u
-            }).collect();
-            let mut parity = vec![vec![0u8; unit]; m];
-            {
-                let d: Vec<&[u8]> = units.iter().map(|u| u.as_slice()).collect();
-                let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-                code.encode(&d, &mut p);
-            }
-            units.extend(parity);
-            for (i, u) in units.into_iter().enumerate() {
-                want[i].extend(u);
-            }
-        }
+        let want = cpu_set(&data, k, m, unit);
         for staged in [true, false] {
             let mut dev = cpu_device(staged, SLOTS * (k + m) * unit);
             let src = File::open(&source).unwrap();
@@ -649,20 +650,11 @@ mod tests {
         let (k, m, unit) = (4usize, 2usize, 8192usize);
         let size = 3 * k * unit + 5000;
         let data = xorshift(size, 3);
-        let code = RsCode::new(k, m).unwrap();
+        let shards = cpu_set(&data, k, m, unit);
+        let stripes = size.div_ceil(k * unit);
         for staged in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let set = dir.path();
-            let stripes = size.div_ceil(k * unit);
-            // The CPU's set: each stripe's units (zero past the end), then ISA-L's parity.
-            let mut shards = vec![Vec::new(); k + m];
-            for s in 0..stripes {
-                let mut units: Vec<Vec<u8>> = (0..k).map(|i| { let from = ((s * k + i) * unit).min(size); let mut u = data[from..(from + unit).min(size)].to_vec(); u.resize(unit, 0); u }).collect();
-                let mut parity = vec![vec![0u8; unit]; m];
-                code.encode(&units.iter().map(|u| u.as_slice()).collect::<Vec<_>>(), &mut parity.iter_mut().map(|p| p.as_mut_slice()).collect::<Vec<_>>());
-                units.extend(parity);
-                units.into_iter().enumerate().for_each(|(i, u)| shards[i].extend(u));
-            }
             let crcs = shards.iter().map(|sh| sh.chunks(unit).map(crc32fast::hash).collect()).collect();
             let manifest = Manifest::new("src".into(), size as u64, (k, m, unit), stripes as u64, crcs);
             for (i, sh) in shards.iter().enumerate() {
