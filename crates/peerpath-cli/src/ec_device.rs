@@ -647,48 +647,56 @@ mod tests {
     /// or into its window and copied to its own memory and back (the GPU's way).
     #[test]
     fn a_staged_device_checks_repairs_and_restores_a_set() {
-        let (k, m, unit) = (4usize, 2usize, 8192usize);
+        // Units of whole pages (read by O_DIRECT) and of 1000 bytes (each in a room of 4 KiB).
+        for (unit, staged) in [(8192usize, true), (8192, false), (1000, true)] {
+            check_repair_restore(unit, staged);
+        }
+    }
+
+    /// RS(4,2) with `unit`-byte units, shard 1 lost and a unit of shard 4 corrupt: surveyed,
+    /// repaired and decoded on a CPU device with `staged` memory or mapped.
+    fn check_repair_restore(unit: usize, staged: bool) {
+        let (k, m) = (4usize, 2usize);
         let size = 3 * k * unit + 5000;
         let data = xorshift(size, 3);
         let shards = cpu_set(&data, k, m, unit);
         let stripes = size.div_ceil(k * unit);
-        for staged in [true, false] {
-            let dir = tempfile::tempdir().unwrap();
-            let set = dir.path();
-            let crcs = shards.iter().map(|sh| sh.chunks(unit).map(crc32fast::hash).collect()).collect();
-            let manifest = Manifest::new("src".into(), size as u64, (k, m, unit), stripes as u64, crcs);
-            for (i, sh) in shards.iter().enumerate() {
-                std::fs::write(manifest.shard_path(set, i), sh).unwrap();
-            }
-            // Shard 1 lost; shard 4's unit of stripe 2 corrupt.
-            std::fs::remove_file(manifest.shard_path(set, 1)).unwrap();
-            let mut four = shards[4].clone();
-            four[2 * unit + 100] ^= 0x40;
-            std::fs::write(manifest.shard_path(set, 4), &four).unwrap();
-            let mut l = SetLayout::new(k, m, unit);
-            let mut dev = cpu_device(staged, l.bytes() as usize);
-            if staged {
-                l.window_at = dev.memory().dma_window().unwrap().0;
-            }
-            let files = open_shards(set, &manifest);
-            let bad = survey(&mut dev, &l, &manifest, &files).unwrap();
-            let want: Vec<Vec<usize>> = (0..stripes).map(|s| if s == 2 { vec![1, 4] } else { vec![1] }).collect();
-            assert_eq!(bad, want, "staged {staged}: the survey's verdicts");
-            // Repair into new files for shards 1 and 4: the CPU's shards.
-            let outs: Vec<(usize, File)> = [1, 4].iter().map(|&i| (i, File::options().read(true).write(true).create_new(true).open(set.join(format!("new{i}"))).unwrap())).collect();
-            let to: Vec<(usize, &File)> = outs.iter().map(|(i, f)| (*i, f)).collect();
-            let pass = repair(&mut dev, &l, (set, &manifest), &files, &bad, &to).unwrap_or_else(|_| panic!("staged {staged}: repair"));
-            assert_eq!(pass.rebuilt, stripes as u64 + 1, "staged {staged}: one unit a stripe, two in stripe 2");
-            for i in [1, 4] {
-                assert!(std::fs::read(set.join(format!("new{i}"))).unwrap() == shards[i], "staged {staged}: shard {i} repaired");
-            }
-            // Restore from the damaged set: the source.
-            let out = File::options().read(true).write(true).create_new(true).open(set.join("back")).unwrap();
-            match decode(&mut dev, &l, &manifest, &files, &out, &set.join("back")) {
-                Ok(Ok(_)) => {}
-                _ => panic!("staged {staged}: decode"),
-            }
-            assert!(std::fs::read(set.join("back")).unwrap() == data, "staged {staged}: the restored source");
+        let dir = tempfile::tempdir().unwrap();
+        let set = dir.path();
+        let crcs = shards.iter().map(|sh| sh.chunks(unit).map(crc32fast::hash).collect()).collect();
+        let manifest = Manifest::new("src".into(), size as u64, (k, m, unit), stripes as u64, crcs);
+        for (i, sh) in shards.iter().enumerate() {
+            std::fs::write(manifest.shard_path(set, i), sh).unwrap();
         }
+        // Shard 1 lost; shard 4's unit of stripe 2 corrupt.
+        std::fs::remove_file(manifest.shard_path(set, 1)).unwrap();
+        let mut four = shards[4].clone();
+        four[2 * unit + 99] ^= 0x40;
+        std::fs::write(manifest.shard_path(set, 4), &four).unwrap();
+        let mut l = SetLayout::new(k, m, unit);
+        let mut dev = cpu_device(staged, l.bytes() as usize);
+        if staged {
+            l.window_at = dev.memory().dma_window().unwrap().0;
+        }
+        let what = format!("unit {unit}, staged {staged}");
+        let files = open_shards(set, &manifest);
+        let bad = survey(&mut dev, &l, &manifest, &files).unwrap();
+        let want: Vec<Vec<usize>> = (0..stripes).map(|s| if s == 2 { vec![1, 4] } else { vec![1] }).collect();
+        assert_eq!(bad, want, "{what}: the survey's verdicts");
+        // Repair into new files for shards 1 and 4: the CPU's shards.
+        let outs: Vec<(usize, File)> = [1, 4].iter().map(|&i| (i, File::options().read(true).write(true).create_new(true).open(set.join(format!("new{i}"))).unwrap())).collect();
+        let to: Vec<(usize, &File)> = outs.iter().map(|(i, f)| (*i, f)).collect();
+        let pass = repair(&mut dev, &l, (set, &manifest), &files, &bad, &to).unwrap_or_else(|_| panic!("{what}: repair"));
+        assert_eq!(pass.rebuilt, stripes as u64 + 1, "{what}: one unit a stripe, two in stripe 2");
+        for i in [1, 4] {
+            assert!(std::fs::read(set.join(format!("new{i}"))).unwrap() == shards[i], "{what}: shard {i} repaired");
+        }
+        // Restore from the damaged set: the source.
+        let out = File::options().read(true).write(true).create_new(true).open(set.join("back")).unwrap();
+        match decode(&mut dev, &l, &manifest, &files, &out, &set.join("back")) {
+            Ok(Ok(_)) => {}
+            _ => panic!("{what}: decode"),
+        }
+        assert!(std::fs::read(set.join("back")).unwrap() == data, "{what}: the restored source");
     }
 }
