@@ -723,7 +723,7 @@ impl Worker {
             Function::EcEncode { data, parity } => {
                 let unit = r.inputs[0].len / u64::from(data);
                 let (_, pw) = self.code_for(data, parity)?;
-                let pw = ptr32(pw, &stream);
+                let pw = ptr(pw, &stream);
                 // SAFETY: k units at `inputs[0]` and m units at `output`, both in the GPU
                 // memory this command was given (checked: in range, not overlapping, the
                 // output large enough); the powers are the code's, cached by this worker.
@@ -752,7 +752,7 @@ impl Worker {
                 // SAFETY: k survivors at `inputs[0]` and `wanted` units at `output`, in the
                 // GPU memory this command was given (checked as for encoding); `pw` holds
                 // wanted x k x 8 words and is kept until the batch is synchronised.
-                unsafe { coding.kernels.gf_matmul(&stream, (inputs[0], unit, u32::from(data)), (output, u32::from(wanted)), ptr32(&pw, &stream)) }?;
+                unsafe { coding.kernels.gf_matmul(&stream, (inputs[0], unit, u32::from(data)), (output, u32::from(wanted)), ptr(&pw, &stream)) }?;
                 keep.push(pw);
                 Ok(Ok(None))
             }
@@ -789,7 +789,7 @@ impl Worker {
         // CRC-32 commands of this batch (checked by `code`), the table is
         // `crc_table`'s, `out` has n words; both are returned, kept until the
         // batch is synchronised and `out` read after it.
-        unsafe { coding.kernels.crc32_segments(&stream, seg_ptr, n as u32, ptr32(&coding.crc_table, &stream), ptr32(&out, &stream)) }?;
+        unsafe { coding.kernels.crc32_segments(&stream, seg_ptr, n as u32, ptr(&coding.crc_table, &stream), ptr(&out, &stream)) }?;
         drop(_g1);
         Ok(Some((segments, out)))
     }
@@ -1096,12 +1096,8 @@ pub(crate) fn grow<'a>(slot: &'a mut Option<CudaSlice<u8>>, bytes: usize, stream
     Ok(slot.as_ref().expect("just made"))
 }
 
-pub(crate) fn ptr(s: &CudaSlice<u8>, stream: &CudaStream) -> u64 {
-    let (p, _g) = s.device_ptr(stream);
-    p
-}
-
-fn ptr32<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+/// A buffer's device address.
+pub(crate) fn ptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     let (p, _g) = s.device_ptr(stream);
     p
 }
