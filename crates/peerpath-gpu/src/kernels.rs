@@ -22,11 +22,13 @@ use std::sync::Arc;
 /// The kernels' PTX (`scripts/gpu-kernels.sh`; its first line names the source's SHA-256).
 pub(crate) const PTX: &str = include_str!("../kernels/coding.ptx");
 
-/// Bytes of a CRC-32 command one GPU thread checksums: small enough for
-/// thousands of threads on a stripe's units, large enough that joining the
-/// segments' CRC-32s on the host (a few hundred nanoseconds each) stays far
-/// below the GPU's time for their bytes.
-pub(crate) const CRC_SEGMENT_BYTES: u64 = 16 << 10;
+/// Bytes of a CRC-32 command one GPU thread checksums. A thread's CRC-32 is
+/// a chain of dependent table lookups, so the kernel's rate is its number of
+/// threads: with 16 KiB segments (64 threads a 1 MiB unit) it checked 2.3
+/// GB/s on the lent H200 (bench/results/2026-11-29-gpu-machine-4), the
+/// slowest stage of a GPU decode. Joining the segments on the host costs
+/// four table lookups each ([`CrcPlan::join`]), so they can be small.
+pub(crate) const CRC_SEGMENT_BYTES: u64 = 1 << 10;
 
 /// Threads per block of every launch.
 const BLOCK: u32 = 256;
@@ -99,15 +101,45 @@ impl CrcPlan {
         self.segments.len() / 2
     }
 
-    /// Command `c`'s CRC-32 from its segments' (`crcs`, one per segment).
+    /// Command `c`'s CRC-32 from its segments' (`crcs`, one per segment):
+    /// the CRC-32 of A then B is A's moved past B's length, XOR B's. Moving
+    /// past a whole segment is a linear map of 32 bits, applied with four
+    /// table lookups ([`shift_table`]); a shorter segment (a range's last)
+    /// takes crc32fast's `combine`.
     pub fn join(&self, c: usize, crcs: &[u32]) -> u32 {
         let (first, n) = self.commands[c];
-        let mut h = crc32fast::Hasher::new();
-        for (crc, segment) in crcs[first..first + n].iter().zip(self.segments[2 * first..].chunks(2)) {
-            h.combine(&crc32fast::Hasher::new_with_initial_len(*crc, segment[1]));
+        let t = shift_table();
+        let mut crc = 0u32;
+        for (&next, segment) in crcs[first..first + n].iter().zip(self.segments[2 * first..].chunks(2)) {
+            crc = if segment[1] == CRC_SEGMENT_BYTES {
+                t[0][(crc & 0xFF) as usize] ^ t[1][((crc >> 8) & 0xFF) as usize] ^ t[2][((crc >> 16) & 0xFF) as usize] ^ t[3][(crc >> 24) as usize] ^ next
+            } else {
+                let mut h = crc32fast::Hasher::new_with_initial(crc);
+                h.combine(&crc32fast::Hasher::new_with_initial_len(next, segment[1]));
+                h.finalize()
+            };
         }
-        h.finalize()
+        crc
     }
+}
+
+/// The map that moves a CRC-32 past [`CRC_SEGMENT_BYTES`] more bytes
+/// (crc32fast's `combine` with a zero CRC after it), by byte of the value:
+/// `t[b][v]` is the map of `v << 8b` (the map is linear, so a value's image
+/// is the XOR of its bytes').
+fn shift_table() -> &'static [[u32; 256]; 4] {
+    static TABLE: std::sync::OnceLock<Box<[[u32; 256]; 4]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([[0u32; 256]; 4]);
+        for (b, row) in t.iter_mut().enumerate() {
+            for (v, out) in row.iter_mut().enumerate() {
+                let mut h = crc32fast::Hasher::new_with_initial((v as u32) << (8 * b));
+                h.combine(&crc32fast::Hasher::new_with_initial_len(0, CRC_SEGMENT_BYTES));
+                *out = h.finalize();
+            }
+        }
+        t
+    })
 }
 
 /// The kernels loaded into a context.
@@ -358,7 +390,7 @@ pub(crate) mod tests {
                 assert_eq!(plan.join(c, &crcs), h.finalize(), "command {c} grid {grid}");
             }
         }
-        assert_eq!(plan.segment_count(), 19 + (1 + 1 + 3) + 2, "300000 / 16 KiB: 19 segments; then 1, 1 and 3; none; 2; none");
+        assert_eq!(plan.segment_count(), 293 + (1 + 16 + 40) + 17, "300000 / 1 KiB: 293 segments; then 1, 16 and 40; none; 17; none");
     }
 
     #[test]
