@@ -318,7 +318,6 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     let started = Instant::now();
     let shards = ShardReader::open(dir)?;
     let set_bytes = shards.stream_bytes();
-    peerpath_runtime::job::check_new_target(output, force)?;
     let failed = std::rc::Rc::new(std::cell::RefCell::new(None));
     let reading = std::rc::Rc::new(std::cell::Cell::new(Duration::ZERO));
     let mut stream = std::io::BufReader::with_capacity(1 << 20, ShardStream { shards, buf: Vec::new(), at: 0, failed: failed.clone(), reading: reading.clone() });

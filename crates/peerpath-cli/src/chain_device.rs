@@ -749,7 +749,6 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
     let started = Instant::now();
     let (m, _) = ec::load(dir)?;
     let (k, p, unit, stripes, stream_bytes) = m.shape();
-    peerpath_runtime::job::check_new_target(output, force)?;
     let direct = (unit as u64).is_multiple_of(ALIGN);
     let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&m.shard_path(dir, i), direct).ok().map(|o| o.file)).collect();
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;

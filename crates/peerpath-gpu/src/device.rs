@@ -655,7 +655,7 @@ impl Worker {
             if matches!(r.function, Function::EcEncode { .. } | Function::EcReconstruct { .. } | Function::Crc32) {
                 match self.code(r, &mut crcs, &mut keep)? {
                     Ok(Some(c)) => crc_jobs.push((k, c)),
-                    Ok(None) => out[k].1 = r.output.len.min(coded_bytes(r)),
+                    Ok(None) => out[k].1 = coded_bytes(r),
                     Err(status) => out[k].0 = status,
                 }
                 continue;
