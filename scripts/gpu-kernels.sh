@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# scripts/gpu-kernels.sh - compiles peerpath's GPU kernels (crates/peerpath-gpu/kernels/coding.cu)
-# to PTX, crates/peerpath-gpu/kernels/coding.ptx, which the binary carries (include_str!) and the
-# CUDA driver compiles for the GPU it finds at run time (any GPU of compute capability 7.5 on).
+# scripts/gpu-kernels.sh - compiles peerpath's GPU kernels (crates/peerpath-gpu/kernels/coding.cu
+# and crypt.cu) to PTX (coding.ptx and crypt.ptx beside them), which the binary carries
+# (include_str!) and the CUDA driver compiles for the GPU it finds at run time (any GPU of compute
+# capability 7.5 on).
 #
 # Usage (repository root): scripts/gpu-kernels.sh [--check]
-#   --check   compile and compare with the committed coding.ptx instead of writing it
+#   --check   compile and compare with the committed .ptx files instead of writing them
 #
 # Needs no GPU and no CUDA installation: NVRTC (NVIDIA's run-time compiler library) comes from
 # PyPI's nvidia-cuda-nvrtc wheel (pip download, pinned below; cached in target/nvrtc), called from
-# Python with ctypes. Run it after every change to coding.cu and commit both: the peerpath-gpu test
-# `the_ptx_is_compiled_from_this_source` fails while coding.ptx's first line names another source.
+# Python with ctypes. Run it after every change to a .cu file and commit both: the peerpath-gpu
+# tests `the_ptx_is_compiled_from_this_source` fail while a .ptx's first line names another source.
 # The NVRTC version is CUDA 13.0's: its PTX (ISA 9.0) loads on drivers of CUDA 13.0 and later
 # (580 and later, what nvCOMP 6's CUDA 13 build needs too).
 set -euo pipefail
@@ -36,13 +37,16 @@ lib=$cache/$version
 if [ ! -f "$lib/nvidia/cu13/lib/libnvrtc.so.13" ]; then
     rm -rf "$lib.tmp" && mkdir -p "$lib.tmp" && python3 -m zipfile -e "$cache/$wheel" "$lib.tmp" && rm -rf "$lib" && mv "$lib.tmp" "$lib"
 fi
-src=crates/peerpath-gpu/kernels/coding.cu
-out=crates/peerpath-gpu/kernels/coding.ptx
+status=0
+for name in coding crypt; do
+src=crates/peerpath-gpu/kernels/$name.cu
+out=crates/peerpath-gpu/kernels/$name.ptx
 tmp=$(mktemp)
 trap 'rm -f -- "$tmp"' EXIT
 LD_LIBRARY_PATH="$lib/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" python3 - "$src" "$tmp" "$version" <<'PY'
-import ctypes, hashlib, sys
+import ctypes, hashlib, os, sys
 src_path, out_path, version = sys.argv[1:4]
+name = os.path.basename(src_path)
 nvrtc = ctypes.CDLL("libnvrtc.so.13")
 source = open(src_path, "rb").read()
 def ok(status, what, prog=None):
@@ -58,23 +62,26 @@ def ok(status, what, prog=None):
     nvrtc.nvrtcGetErrorString.restype = ctypes.c_char_p
     sys.exit(f"gpu-kernels: {what}: {nvrtc.nvrtcGetErrorString(status).decode()}\n{log.decode(errors='replace')}")
 prog = ctypes.c_void_p()
-ok(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), source, b"coding.cu", 0, None, None), "nvrtcCreateProgram")
+ok(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None), "nvrtcCreateProgram")
 opts = [b"--gpu-architecture=compute_75", b"--std=c++17", b"-default-device"]
 arr = (ctypes.c_char_p * len(opts))(*opts)
-ok(nvrtc.nvrtcCompileProgram(prog, len(opts), arr), "compiling coding.cu", prog)
+ok(nvrtc.nvrtcCompileProgram(prog, len(opts), arr), f"compiling {name}", prog)
 n = ctypes.c_size_t()
 ok(nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(n)), "nvrtcGetPTXSize")
 buf = ctypes.create_string_buffer(n.value)
 ok(nvrtc.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
 digest = hashlib.sha256(source).hexdigest()
 with open(out_path, "wb") as f:
-    f.write(f"// peerpath: scripts/gpu-kernels.sh compiled kernels/coding.cu (sha256 {digest}) with NVRTC {version} for compute_75\n".encode())
+    f.write(f"// peerpath: scripts/gpu-kernels.sh compiled kernels/{name} (sha256 {digest}) with NVRTC {version} for compute_75\n".encode())
     f.write(buf.value)
 PY
 if [ "$check" = 1 ]; then
-    if cmp -s "$tmp" "$out"; then echo "gpu-kernels: $out is current"; else echo "gpu-kernels: $out is not what $src compiles to: run scripts/gpu-kernels.sh" >&2; exit 1; fi
+    if cmp -s "$tmp" "$out"; then echo "gpu-kernels: $out is current"; else echo "gpu-kernels: $out is not what $src compiles to: run scripts/gpu-kernels.sh" >&2; status=1; fi
+    rm -f -- "$tmp"
 else
     mv "$tmp" "$out"
-    trap - EXIT
     echo "gpu-kernels: wrote $out ($(wc -c < "$out") bytes)"
 fi
+trap - EXIT
+done
+exit $status

@@ -38,7 +38,8 @@ pub const HEADER_BYTES: usize = 72;
 pub const TAG_BYTES: usize = 16;
 pub const KEY_BYTES: usize = 32;
 const ALGORITHM_AES_256_GCM: u8 = 1;
-const FORMAT: &[u8] = b"peerpath-enc/1";
+/// The format's name: the first bytes of every block's associated data and the key check's salt.
+pub const FORMAT: &[u8] = b"peerpath-enc/1";
 const INFO_BLOCK_KEY: &[u8] = b"peerpath-enc/1 aes-256-gcm";
 const INFO_KEY_CHECK: &[u8] = b"peerpath-enc/1 key check";
 /// The header tag's nonce index; no block has it (a file would need 2^64 blocks).

@@ -1,12 +1,14 @@
-// The kernels of coding.cu on the host, for the tests (kernels.rs): each
-// launcher runs every thread of a 1-D grid in turn. The kernels share nothing
-// between threads and wait at no barrier, so the order is immaterial.
+// The kernels of coding.cu and crypt.cu on the host, for the tests
+// (kernels.rs, crypt.rs): each launcher runs every thread of a 1-D grid in
+// turn. The kernels wait at no barrier and share nothing between threads but
+// crypt.cu's XOR sums, so the order is immaterial.
 #define PEERPATH_HOST_SHIM 1
 #include "shim.h"
 
 _Thread_local struct pp_dim3 blockIdx, blockDim, threadIdx, gridDim;
 
 #include "coding.cu"
+#include "crypt.cu"
 
 #define PP_GRID(grid, block, call)                                   \
     do {                                                             \
@@ -30,4 +32,19 @@ void pp_shim_gf_matmul_bytes(unsigned grid, unsigned block, const pp_u8 *in, pp_
 void pp_shim_crc32_segments(unsigned grid, unsigned block, const pp_u64 *segs, pp_u32 n, const pp_u32 *table, pp_u32 *crcs)
 {
     PP_GRID(grid, block, pp_crc32_segments(segs, n, table, crcs));
+}
+
+void pp_shim_gcm_prepare(unsigned grid, unsigned block, pp_u64 *states, pp_u32 n, const pp_u32 *te)
+{
+    PP_GRID(grid, block, pp_gcm_prepare(states, n, te));
+}
+
+void pp_shim_gcm_segments(unsigned grid, unsigned block, pp_u64 *states, pp_u32 n, const pp_u32 *starts, const pp_u32 *te)
+{
+    PP_GRID(grid, block, pp_gcm_segments(states, n, starts, te));
+}
+
+void pp_shim_gcm_finish(unsigned grid, unsigned block, const pp_u64 *states, pp_u32 n, pp_u32 *ok)
+{
+    PP_GRID(grid, block, pp_gcm_finish(states, n, ok));
 }

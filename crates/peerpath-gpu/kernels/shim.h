@@ -1,4 +1,4 @@
-// Lets the host's C compiler build kernels/coding.cu (see its head): a grid's
+// Lets the host's C compiler build kernels/coding.cu and crypt.cu (see their heads): a grid's
 // coordinates are globals of the calling thread that shim.c's launchers set
 // for each thread of the grid in turn.
 #ifndef PEERPATH_SHIM_H
@@ -11,5 +11,7 @@ extern _Thread_local struct pp_dim3 blockIdx, blockDim, threadIdx, gridDim;
 
 #define PP_KERNEL void
 #define PP_RESTRICT restrict
+// One thread at a time: a plain XOR is the atomic one.
+#define PP_ATOMIC_XOR(p, v) (*(p) ^= (v))
 
 #endif

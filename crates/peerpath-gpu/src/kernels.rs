@@ -160,31 +160,8 @@ impl Kernels {
     /// Loads the PTX into the current context (the driver compiles it for
     /// this GPU), or says why it cannot (a driver older than the PTX).
     pub fn load() -> Result<Kernels, String> {
-        let ptx = CString::new(PTX).expect("PTX text has no NUL");
-        let mut module = std::ptr::null_mut();
-        // The JIT compiler's error log, for the reason when the driver refuses the PTX.
-        let mut log = vec![0u8; 4096];
-        let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-        let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
-        // SAFETY: `ptx` is a NUL-terminated PTX image and `log` a buffer of the size given,
-        // both read or written during the call only; the module handle is written into a local.
-        let loaded = unsafe { sys::cuModuleLoadDataEx(&mut module, ptx.as_ptr() as *const c_void, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr()) }.result();
-        if let Err(e) = loaded {
-            let log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())]).trim().to_string();
-            return Err(format!("the CUDA driver cannot load peerpath's kernels (PTX ISA 9.0: a driver of CUDA 13.0 or later): {e}{}", if log.is_empty() { String::new() } else { format!(": {log}") }));
-        }
-        let function = |name: &str| {
-            let c = CString::new(name).expect("a kernel name");
-            let mut f = std::ptr::null_mut();
-            // SAFETY: a module loaded above; the function handle is written into a local.
-            unsafe { sys::cuModuleGetFunction(&mut f, module, c.as_ptr()) }.result().map(|_| f).map_err(|e| format!("kernel {name}: {e}"))
-        };
-        let loaded = (|| Ok::<_, String>(Kernels { module, words: function("pp_gf_matmul_words")?, bytes: function("pp_gf_matmul_bytes")?, crc: function("pp_crc32_segments")? }))();
-        if loaded.is_err() {
-            // SAFETY: the module loaded above, no function of it in use.
-            unsafe { sys::cuModuleUnload(module) };
-        }
-        loaded
+        let (module, f) = load_module(PTX, &["pp_gf_matmul_words", "pp_gf_matmul_bytes", "pp_crc32_segments"])?;
+        Ok(Kernels { module, words: f[0], bytes: f[1], crc: f[2] })
     }
 
     /// Queues `out` (rows units) = the coefficients whose powers are at
@@ -226,12 +203,45 @@ impl Kernels {
     }
 }
 
+/// Loads a PTX image into the current context (the driver compiles it for
+/// this GPU) and finds the kernels `names` in it; or says why it cannot (a
+/// driver older than the PTX: the JIT compiler's log is in the reason).
+pub(crate) fn load_module(ptx: &str, names: &[&str]) -> Result<(sys::CUmodule, Vec<sys::CUfunction>), String> {
+    let ptx = CString::new(ptx).expect("PTX text has no NUL");
+    let mut module = std::ptr::null_mut();
+    // The JIT compiler's error log, for the reason when the driver refuses the PTX.
+    let mut log = vec![0u8; 4096];
+    let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+    // SAFETY: `ptx` is a NUL-terminated PTX image and `log` a buffer of the size given,
+    // both read or written during the call only; the module handle is written into a local.
+    let loaded = unsafe { sys::cuModuleLoadDataEx(&mut module, ptx.as_ptr() as *const c_void, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr()) }.result();
+    if let Err(e) = loaded {
+        let log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())]).trim().to_string();
+        return Err(format!("the CUDA driver cannot load peerpath's kernels (PTX ISA 9.0: a driver of CUDA 13.0 or later): {e}{}", if log.is_empty() { String::new() } else { format!(": {log}") }));
+    }
+    let function = |name: &str| {
+        let c = CString::new(name).expect("a kernel name");
+        let mut f = std::ptr::null_mut();
+        // SAFETY: a module loaded above; the function handle is written into a local.
+        unsafe { sys::cuModuleGetFunction(&mut f, module, c.as_ptr()) }.result().map(|_| f).map_err(|e| format!("kernel {name}: {e}"))
+    };
+    match names.iter().map(|n| function(n)).collect::<Result<Vec<_>, String>>() {
+        Ok(functions) => Ok((module, functions)),
+        Err(e) => {
+            // SAFETY: the module loaded above, no function of it in use.
+            unsafe { sys::cuModuleUnload(module) };
+            Err(e)
+        }
+    }
+}
+
 /// Launches `f` with enough blocks of [`BLOCK`] threads for `threads` (at
 /// most [`MAX_BLOCKS`]: the kernels stride over the rest) on `stream`.
 ///
 /// # Safety
 /// `params` point at the kernel's parameters, in order and of its types.
-unsafe fn launch(f: sys::CUfunction, threads: u64, stream: &CudaStream, params: &mut [*mut c_void]) -> Result<(), String> {
+pub(crate) unsafe fn launch(f: sys::CUfunction, threads: u64, stream: &CudaStream, params: &mut [*mut c_void]) -> Result<(), String> {
     let blocks = threads.div_ceil(u64::from(BLOCK)).clamp(1, MAX_BLOCKS) as u32;
     // SAFETY: as the caller promises; the parameter values are read during the call.
     unsafe { sys::cuLaunchKernel(f, blocks, 1, 1, BLOCK, 1, 1, 0, stream.cu_stream(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(|e| format!("CUDA launch: {e}"))
@@ -322,16 +332,20 @@ pub(crate) mod tests {
         shards
     }
 
-    #[test]
-    fn the_ptx_is_compiled_from_this_source() {
-        let source = include_bytes!("../kernels/coding.cu");
+    /// Fails unless `ptx`'s first line names `source`'s SHA-256 and it has each of `kernels`.
+    pub(crate) fn ptx_is_compiled_from(ptx: &str, source: &[u8], name: &str, kernels: &[&str]) {
         let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, source);
         let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-        let first = PTX.lines().next().unwrap_or_default();
-        assert!(first.contains(&format!("sha256 {hex}")), "kernels/coding.ptx was not compiled from this kernels/coding.cu (sha256 {hex}): run scripts/gpu-kernels.sh\nits first line: {first}");
-        for name in ["pp_gf_matmul_words", "pp_gf_matmul_bytes", "pp_crc32_segments"] {
-            assert!(PTX.contains(&format!(".visible .entry {name}(")), "the PTX has no kernel {name}");
+        let first = ptx.lines().next().unwrap_or_default();
+        assert!(first.contains(&format!("kernels/{name}.cu (sha256 {hex})")), "kernels/{name}.ptx was not compiled from this kernels/{name}.cu (sha256 {hex}): run scripts/gpu-kernels.sh\nits first line: {first}");
+        for k in kernels {
+            assert!(ptx.contains(&format!(".visible .entry {k}(")), "kernels/{name}.ptx has no kernel {k}");
         }
+    }
+
+    #[test]
+    fn the_ptx_is_compiled_from_this_source() {
+        ptx_is_compiled_from(PTX, include_bytes!("../kernels/coding.cu"), "coding", &["pp_gf_matmul_words", "pp_gf_matmul_bytes", "pp_crc32_segments"]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //!
 //! docs/gpu-nvcomp.md has the interfaces and what was measured.
 
+mod crypt;
 mod device;
 mod inflate;
 mod kernels;
