@@ -77,6 +77,7 @@ fn open_gpu(ordinal: usize, bytes: usize, units: usize) -> Result<Box<dyn Device
         nvcomp: None,
         compress: false,
         coding: true,
+        crypt: false,
         streams: 1,
         staging: peerpath_gpu::Staging::Commands,
         gather: peerpath_gpu::Gather::default(),

@@ -17,9 +17,11 @@
 //! `peerpath decompress` stays parallel on its output.
 
 use crate::kernels::{Coding, CrcPlan};
+use crate::crypt::{Crypt, GcmPlan};
 use crate::nvcomp::{CompressOpts, Nvcomp};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, DeviceStats, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, StatsCounters, Status, Submit};
+use peerpath_func::crypt::TAG_BYTES;
 use peerpath_func::{Format, PEERPATH_HEADER_BYTES};
 use peerpath_mem::{MappedRegion, MemoryDomain};
 use std::collections::{HashMap, VecDeque};
@@ -47,6 +49,9 @@ pub struct GpuDeviceConfig {
     /// Erasure coding and CRC-32 with peerpath's own kernels
     /// (`kernels/coding.cu`; loaded only then).
     pub coding: bool,
+    /// Sealing and opening `peerpath-enc/1` blocks (AES-256-GCM) with
+    /// peerpath's own kernels (`kernels/crypt.cu`; loaded only then).
+    pub crypt: bool,
     /// Worker threads, each with its own CUDA stream: one batch's copies,
     /// kernel and packing overlap the others' (1: one batch at a time).
     pub streams: usize,
@@ -199,11 +204,11 @@ impl GpuDevice {
     /// Opens the GPU and nvCOMP, allocates its memory and pins its window,
     /// or says why it cannot.
     pub fn open(config: &GpuDeviceConfig) -> Result<GpuDevice, String> {
-        if !config.compress && !config.coding {
-            return Err("a GPU device with no function asked of it (neither compression nor coding)".into());
+        if !config.compress && !config.coding && !config.crypt {
+            return Err("a GPU device with no function asked of it (neither compression, coding nor encryption)".into());
         }
-        if config.coding && config.staging == Staging::Device {
-            return Err("the coding kernels run with copy-command staging (Staging::Commands), not with the device's own".into());
+        if (config.coding || config.crypt) && config.staging == Staging::Device {
+            return Err("peerpath's kernels run with copy-command staging (Staging::Commands), not with the device's own".into());
         }
         let started = Instant::now();
         let gpu = crate::Gpu::open(config.ordinal)?;
@@ -213,6 +218,12 @@ impl GpuDevice {
         let coding = if config.coding {
             gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
             Some(Arc::new(Coding::open(&gpu.stream)?))
+        } else {
+            None
+        };
+        let crypt = if config.crypt {
+            gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
+            Some(Arc::new(Crypt::open(&gpu.stream)?))
         } else {
             None
         };
@@ -252,11 +263,17 @@ impl GpuDevice {
         // Offsets: [0, own) GPU memory, then the window; with device staging the window alone.
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
-        let functions = match (&nv, &coding) {
-            (Some(nv), None) => format!("nvCOMP {} gzip algorithm {}", nv.version, config.algorithm),
-            (None, _) => "peerpath's Reed-Solomon and CRC-32 kernels".to_string(),
-            (Some(nv), Some(_)) => format!("nvCOMP {} gzip algorithm {} and peerpath's Reed-Solomon and CRC-32 kernels", nv.version, config.algorithm),
-        };
+        let mut parts = Vec::new();
+        if let Some(nv) = &nv {
+            parts.push(format!("nvCOMP {} gzip algorithm {}", nv.version, config.algorithm));
+        }
+        if coding.is_some() {
+            parts.push("peerpath's Reed-Solomon and CRC-32 kernels".to_string());
+        }
+        if crypt.is_some() {
+            parts.push("peerpath's AES-256-GCM kernels".to_string());
+        }
+        let functions = parts.join(" and ");
         let description = format!(
             "{} (GPU {}, CUDA driver {}), {functions}, {} MiB of GPU memory and a {} MiB pinned host window; opened in {:.3} s (CUDA context {:.3}, loading nvCOMP {:.3}, loading peerpath's kernels {:.3}, mapping and pinning the window {:.3}, the rest {:.3})",
             gpu.info.name,
@@ -312,6 +329,7 @@ impl GpuDevice {
                 stream,
                 nv: nv.clone(),
                 coding: coding.clone(),
+                crypt: crypt.clone(),
                 codes: HashMap::new(),
                 shared: shared.clone(),
                 layout,
@@ -336,6 +354,9 @@ impl GpuDevice {
         }
         if coding.is_some() {
             functions = functions.with(FunctionKind::EcEncode).with(FunctionKind::EcReconstruct).with(FunctionKind::Crc32);
+        }
+        if crypt.is_some() {
+            functions = functions.with(FunctionKind::AeadSealBlock).with(FunctionKind::AeadOpenBlock);
         }
         Ok(GpuDevice {
             name: config.name.clone(),
@@ -524,6 +545,8 @@ struct Worker {
     nv: Option<Arc<Nvcomp>>,
     /// The coding kernels, where asked for.
     coding: Option<Arc<Coding>>,
+    /// The AES-GCM kernels, where asked for.
+    crypt: Option<Arc<Crypt>>,
     /// Codes used so far, and their parity rows' powers in GPU memory.
     codes: HashMap<(u8, u8), (peerpath_func::ec::RsCode, CudaSlice<u32>)>,
     shared: Arc<Shared>,
@@ -646,10 +669,20 @@ impl Worker {
         let mut crcs = CrcPlan::default();
         let mut crc_jobs = Vec::new();
         let mut keep = Vec::new();
+        // Its seal and open commands, in three launches for all.
+        let mut gcm = GcmPlan::default();
+        let mut gcm_jobs = Vec::new();
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
             if matches!(r.function, Function::Copy) {
                 (out[k].0, out[k].1) = self.copy(r)?;
+                continue;
+            }
+            if matches!(r.function, Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. }) {
+                match self.aead(r, &mut gcm) {
+                    Ok(c) => gcm_jobs.push((k, c)),
+                    Err(status) => out[k].0 = status,
+                }
                 continue;
             }
             if matches!(r.function, Function::EcEncode { .. } | Function::EcReconstruct { .. } | Function::Crc32) {
@@ -673,6 +706,7 @@ impl Worker {
             outputs.push((k, output, r.output.len));
         }
         let segment_crcs = self.crc32(&crcs)?;
+        let sealed = self.gcm(&gcm)?;
         events[1].record(&self.stream).map_err(cuda)?;
         if !pieces.is_empty() {
             for (k, (status, n)) in self.compress(&pieces, &outputs, &events[2])? {
@@ -687,6 +721,29 @@ impl Worker {
             let segment_crcs = self.stream.clone_dtoh(&d).map_err(cuda)?;
             for (k, c) in crc_jobs {
                 out[k].2 = crcs.join(c, &segment_crcs);
+            }
+        }
+        if let Some((states, starts, ok)) = sealed {
+            drop((states, starts));
+            let ok = self.stream.clone_dtoh(&ok).map_err(cuda)?;
+            let mut refused = false;
+            for (k, c) in gcm_jobs {
+                let r = &batch[k].request;
+                let n = r.inputs[0].len;
+                if ok[c] == 1 {
+                    out[k].1 = if matches!(r.function, Function::AeadOpenBlock { .. }) { n - TAG_BYTES as u64 } else { n + TAG_BYTES as u64 };
+                    continue;
+                }
+                // Not authentic: nothing of what was decrypted stays in the output (as on the CPU).
+                out[k].0 = Status::CorruptInput;
+                let at = self.own_ptr(r.output).expect("checked when queued");
+                // SAFETY: the command's output range in GPU memory (checked: at least n bytes);
+                // the stream has run its kernels.
+                unsafe { sys::cuMemsetD8Async(at, 0, n as usize, self.stream.cu_stream()) }.result().map_err(cuda)?;
+                refused = true;
+            }
+            if refused {
+                self.stream.synchronize().map_err(cuda)?;
             }
         }
         self.account(events, !pieces.is_empty(), &pieces)?;
@@ -758,6 +815,47 @@ impl Worker {
             }
             _ => Ok(Err(Status::Unsupported)),
         }
+    }
+
+    /// Checks a seal or open command (the CPU device's checks, its ranges in
+    /// GPU memory) and adds it to `plan`; returns its number there, or the
+    /// status it gets.
+    fn aead(&self, r: &Request, plan: &mut GcmPlan) -> Result<usize, Status> {
+        if self.crypt.is_none() {
+            return Err(Status::Unsupported);
+        }
+        let all = FunctionSet::EMPTY.with(FunctionKind::AeadSealBlock).with(FunctionKind::AeadOpenBlock);
+        peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, all)?;
+        let (Some(input), Some(material), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.inputs[1]), self.own_ptr(r.output)) else { return Err(Status::OutOfRange) };
+        match r.function {
+            // The header's tag has this index; no block does (the CPU's check).
+            Function::AeadSealBlock { index } | Function::AeadOpenBlock { index } if index == u64::MAX => Err(Status::InvalidField),
+            Function::AeadSealBlock { index } => Ok(plan.add((input, output, r.inputs[0].len), false, material, index)),
+            Function::AeadOpenBlock { index } => Ok(plan.add((input, output, r.inputs[0].len - TAG_BYTES as u64), true, material, index)),
+            _ => Err(Status::Unsupported),
+        }
+    }
+
+    /// Queues the batch's seal and open commands (three launches) and the
+    /// zeroing of their state (it holds round keys) after them; returns the
+    /// state and segment starts (keep them until the stream is synchronised)
+    /// and where each command's verdict will be (read after that).
+    #[allow(clippy::type_complexity)]
+    fn gcm(&mut self, plan: &GcmPlan) -> Result<Option<(CudaSlice<u64>, CudaSlice<u32>, CudaSlice<u32>)>, String> {
+        let (Some(crypt), false) = (self.crypt.clone(), plan.is_empty()) else { return Ok(None) };
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let stream = self.stream.clone();
+        let states = stream.clone_htod(&plan.states).map_err(cuda)?;
+        let starts = stream.clone_htod(&plan.starts).map_err(cuda)?;
+        let ok = stream.alloc_zeros::<u32>(plan.len()).map_err(cuda)?;
+        let n = u32::try_from(plan.len()).map_err(|_| "more than 2^32 commands in a batch".to_string())?;
+        // SAFETY: the plan's states and starts, a verdict word per command; every command was
+        // checked by `aead` (source, material and output in GPU memory, the output large
+        // enough, no overlap); all three kept until the batch is synchronised.
+        unsafe { crypt.run(&stream, (ptr(&states, &stream), n), (ptr(&starts, &stream), plan.segments()), ptr(&ok, &stream)) }?;
+        // SAFETY: the states' bytes, after the kernels that read them (stream order).
+        unsafe { sys::cuMemsetD8Async(ptr(&states, &stream), 0, plan.states.len() * 8, stream.cu_stream()) }.result().map_err(cuda)?;
+        Ok(Some((states, starts, ok)))
     }
 
     /// The code with `k` data and `m` parity shards, and its parity rows'
@@ -1140,7 +1238,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1230,8 +1328,94 @@ mod tests {
     }
 
     #[test]
+    fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
+        use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
+        let room = (4usize << 20) + 4096;
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let mut dev = match GpuDevice::open(&config) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU here): {why}");
+                return;
+            }
+        };
+        assert!(dev.functions().contains(FunctionKind::AeadOpenBlock) && !dev.functions().contains(FunctionKind::EcEncode), "encryption only");
+        let own = dev.memory().dma_window().expect("a staged memory").0;
+        let window = |at: usize, len: usize| DeviceRange::new(own + at as u64, len as u64);
+        let own_at = |at: usize, len: usize| DeviceRange::new(at as u64, len as u64);
+        let base = dev.memory().io_ptr(window(0, 16 * room)).expect("the window") as usize;
+        let host = |r: DeviceRange| (base + (r.offset - own) as usize) as *mut u8;
+        let run = |dev: &mut GpuDevice, r: Vec<Request>| {
+            let mut done = peerpath_device::run_to_completion(dev, r, Duration::from_secs(60)).expect("the GPU answers");
+            done.sort_by_key(|c| c.tag());
+            done
+        };
+        // Block i's plaintext in slot 2i, its sealed form in slot 2i + 1 (at an odd offset for the
+        // third), the material at the end.
+        let lengths = [0usize, 17, 1 << 20, (4 << 20) - 3];
+        let material = crate::kernels::tests::bytes(DEVICE_KEY_BYTES, 3);
+        let key_at = 15 * room;
+        let blocks: Vec<Vec<u8>> = lengths.iter().enumerate().map(|(i, &n)| crate::kernels::tests::bytes(n, 40 + i as u64)).collect();
+        // SAFETY: window ranges no command uses yet.
+        unsafe {
+            std::ptr::copy_nonoverlapping(material.as_ptr(), host(window(key_at, DEVICE_KEY_BYTES)), DEVICE_KEY_BYTES);
+            for (i, b) in blocks.iter().enumerate() {
+                std::ptr::copy_nonoverlapping(b.as_ptr(), host(window(2 * i * room, b.len())), b.len());
+            }
+        }
+        let mut copies: Vec<Request> = blocks.iter().enumerate().map(|(i, b)| Request::copy(i as u64, &[window(2 * i * room, b.len().max(1))], own_at(2 * i * room, b.len().max(1)))).collect();
+        copies.push(Request::copy(9, &[window(key_at, DEVICE_KEY_BYTES)], own_at(key_at, DEVICE_KEY_BYTES)));
+        run(&mut dev, copies);
+        let key = own_at(key_at, DEVICE_KEY_BYTES);
+        let sealed_at = |i: usize| (2 * i + 1) * room + usize::from(i == 2);
+        let index = |i: usize| [0u64, 1, 1 << 33, 7][i];
+        let seals = (0..4).map(|i| Request { tag: i as u64, function: Function::AeadSealBlock { index: index(i) }, inputs: vec![own_at(2 * i * room, lengths[i]), key], output: own_at(sealed_at(i), lengths[i] + TAG_BYTES) }).collect();
+        let done = run(&mut dev, seals);
+        for (i, c) in done.iter().enumerate() {
+            assert_eq!((c.status, c.output_bytes), (Status::Success, (lengths[i] + TAG_BYTES) as u64), "seal {i}");
+        }
+        run(&mut dev, (0..4).map(|i| Request::copy(i as u64, &[own_at(sealed_at(i), lengths[i] + TAG_BYTES)], window(sealed_at(i), lengths[i] + TAG_BYTES))).collect());
+        for (i, b) in blocks.iter().enumerate() {
+            let mut want = b.clone();
+            want.resize(b.len() + TAG_BYTES, 0);
+            seal_block_with(&material, index(i), &mut want).unwrap();
+            // SAFETY: the window's copy of the sealed block, written by the copy that completed.
+            let got = unsafe { std::slice::from_raw_parts(host(window(sealed_at(i), want.len())), want.len()) };
+            assert!(got == &want[..], "block {i} ({} bytes): the GPU's sealed bytes are aws-lc's", b.len());
+        }
+        // Open them all back into the plaintext slots (zeroed first), the third with a flipped byte.
+        // SAFETY: the window's plaintext slots and a sealed byte, which no command uses now.
+        unsafe {
+            for (i, b) in blocks.iter().enumerate() {
+                std::ptr::write_bytes(host(window(2 * i * room, b.len() + TAG_BYTES)), 0, b.len() + TAG_BYTES);
+            }
+            *host(window(sealed_at(2) + 1000, 1)) ^= 0x20;
+        }
+        run(&mut dev, (0..4).map(|i| Request::copy(i as u64, &[window(2 * i * room, lengths[i] + TAG_BYTES)], own_at(2 * i * room, lengths[i] + TAG_BYTES))).collect());
+        run(&mut dev, vec![Request::copy(0, &[window(sealed_at(2) + 1000, 1)], own_at(sealed_at(2) + 1000, 1))]);
+        let opens = (0..4).map(|i| Request { tag: i as u64, function: Function::AeadOpenBlock { index: index(i) }, inputs: vec![own_at(sealed_at(i), lengths[i] + TAG_BYTES), key], output: own_at(2 * i * room, lengths[i] + TAG_BYTES) }).collect();
+        let done = run(&mut dev, opens);
+        assert_eq!(done.iter().map(|c| (c.status, c.output_bytes)).collect::<Vec<_>>(), [(Status::Success, 0), (Status::Success, 17), (Status::CorruptInput, 0), (Status::Success, lengths[3] as u64)]);
+        run(&mut dev, (0..4).map(|i| Request::copy(i as u64, &[own_at(2 * i * room, lengths[i] + TAG_BYTES)], window(2 * i * room, lengths[i] + TAG_BYTES))).collect());
+        for (i, b) in blocks.iter().enumerate() {
+            // SAFETY: the window's plaintext slot, written by the copy that completed.
+            let got = unsafe { std::slice::from_raw_parts(host(window(2 * i * room, b.len())), b.len()) };
+            if i == 2 {
+                assert!(got.iter().all(|&x| x == 0), "nothing of a block that is not authentic is left in the output");
+            } else {
+                assert!(got == &b[..], "block {i} opened");
+            }
+        }
+        // Refused as the CPU device refuses: the header's index, material of the wrong length, a range in the window.
+        let seal = |tag, index, key: DeviceRange, input: DeviceRange| Request { tag, function: Function::AeadSealBlock { index }, inputs: vec![input, key], output: own_at(sealed_at(1), 17 + TAG_BYTES) };
+        let done = run(&mut dev, vec![seal(0, u64::MAX, key, own_at(2 * room, 17)), seal(1, 1, own_at(key_at, 32), own_at(2 * room, 17)), seal(2, 1, key, window(2 * room, 17))]);
+        assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>(), [Status::InvalidField, Status::InvalidField, Status::OutOfRange]);
+        eprintln!("ran on {}", dev.description);
+    }
+
+    #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

@@ -186,6 +186,7 @@ impl<'a> DeviceSet<'a> {
                     nvcomp: spec.nvcomp.clone(),
                     compress: true,
                     coding: false,
+                    crypt: false,
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
