@@ -60,14 +60,18 @@ pub struct CryptArgs {
     /// Worker threads [default: all cores].
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
-    /// Where blocks are sealed (encrypt, gcm): cpu, or emulated (an emulated CSP: each block goes
+    /// Where blocks are sealed or opened (gcm): cpu; emulated (an emulated CSP: each block goes
     /// from the source into its memory by DMA, is sealed there with the file's block key, and is
-    /// written to the target from there; --block-size a multiple of 4K).
+    /// written to the target from there; --block-size a multiple of 4K to encrypt); or gpu (the
+    /// same on a GPU with peerpath's AES-256-GCM kernels, through its pinned host window).
     #[arg(long, value_enum, default_value_t = CryptEngine::Cpu)]
     engine: CryptEngine,
-    /// With --engine emulated: fail (exit 15) instead of sealing on the CPU when the device cannot.
+    /// With --engine emulated or gpu: fail (exit 15) instead of working on the CPU when the device cannot.
     #[arg(long)]
     no_fallback: bool,
+    /// With --engine gpu: which GPU.
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: a device's output is not checked here).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
@@ -86,6 +90,7 @@ pub struct CryptArgs {
 enum CryptEngine {
     Cpu,
     Emulated,
+    Gpu,
 }
 
 #[derive(Args)]
@@ -258,6 +263,9 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if a.inject_faults.is_some() && a.engine != CryptEngine::Emulated {
         return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
     }
+    if a.gpu != 0 && a.engine != CryptEngine::Gpu {
+        return Err(JobError::Usage("--gpu needs --engine gpu".into()));
+    }
     if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
         return Err(JobError::Usage("encrypt and decrypt do not check the device's output: --inject-faults takes no corrupt= with them".into()));
     }
@@ -283,10 +291,15 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             (c, None)
         }
     };
-    // --engine emulated: the device, or why not (said, or an error with --no-fallback).
+    // --engine emulated or gpu: the device, or why not (said, or an error with --no-fallback).
     let (mut device, mut fallback) = (None, None);
-    if a.engine == CryptEngine::Emulated {
-        let why = crate::crypt_device::start(if dir == Direction::Encrypt { a.block_size } else { cipher.layout().block_bytes as usize }, dir == Direction::Encrypt, a.inject_faults.clone());
+    if a.engine != CryptEngine::Cpu {
+        let block = if dir == Direction::Encrypt { a.block_size } else { cipher.layout().block_bytes as usize };
+        let sealing = dir == Direction::Encrypt;
+        let why = match a.engine {
+            CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu, block, sealing),
+            _ => crate::crypt_device::start(block, sealing, a.inject_faults.clone()),
+        };
         match why {
             Ok(d) => device = Some(d),
             Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
@@ -356,7 +369,11 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         // On the device: the seconds its worker spent in the seal commands.
         cipher_gb_per_s_per_core: l.plaintext_bytes as f64 / device_seconds.unwrap_or(clock.stages().cipher_s).max(1e-9) / 1e9,
         stages: clock.stages(),
-        provenance: if device_seconds.is_some() { "measured on emulated devices" } else { "measured on this host's CPU" },
+        provenance: match (device_seconds, a.engine) {
+            (None, _) => "measured on this host's CPU",
+            (Some(_), CryptEngine::Gpu) => "measured on a real accelerator (GPU)",
+            (Some(_), _) => "measured on emulated devices",
+        },
         engine,
         fallback,
     };
@@ -384,7 +401,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         return Err(JobError::Usage(format!("--sector-size {sector}: a power of two from 512 to 1M")));
     }
     let key = XtsKey::derive(&load_key(&a.key)?).map_err(|e| JobError::Internal(e.to_string()))?;
-    let fallback = (a.engine == CryptEngine::Emulated).then(|| "the devices have no XTS function".to_string());
+    let fallback = (a.engine != CryptEngine::Cpu).then(|| "the devices have no XTS function".to_string());
     if let Some(why) = &fallback {
         if a.no_fallback {
             return Err(JobError::Device { detail: format!("{why} (--no-fallback)") });
@@ -519,7 +536,7 @@ fn emit(a: &CryptArgs, report: &CryptReport, what: impl FnOnce() -> String) {
     if a.json {
         println!("{}", crate::jsonout::stamped("crypt-report", report));
     } else if !a.quiet {
-        let on = if report.provenance == "measured on emulated devices" { report.engine.clone() } else { format!("on {} thread(s)", report.threads) };
+        let on = if report.provenance == "measured on this host's CPU" { format!("on {} thread(s)", report.threads) } else { report.engine.clone() };
         println!("{} -> {}: {}, {:.3} s, {:.2} GB/s {on} ({})", report.source, report.target, what(), report.seconds, report.plaintext_gb_per_s, report.provenance);
     }
 }

@@ -349,3 +349,31 @@ unsafe fn read_block(file: &File, to: usize, len: usize, at: u64) -> Result<usiz
     }
     Ok(n as usize)
 }
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use peerpath_device::{CpuDevice, CpuDeviceConfig, DeviceMemory};
+    use peerpath_mem::{MappedRegion, MemoryDomain};
+    use std::sync::Arc;
+
+    /// A CPU device whose memory is `staged` (its own part the engine cannot
+    /// reach and a host window, as a GPU's) or mapped whole (as an emulated CSP's).
+    pub(crate) fn cpu_device(staged: bool, bytes: usize) -> CpuDevice {
+        let window = Arc::new(MappedRegion::host(bytes).expect("host memory"));
+        let memory = if staged { DeviceMemory::staged(bytes, MemoryDomain::Emulated { device: "cpu0".into() }, window) } else { DeviceMemory::region(window) };
+        CpuDevice::with_memory(CpuDeviceConfig { name: "cpu0".into(), memory_bytes: 0, workers: 2, queue_depth: 16, whole_chunk_commands: false }, memory).expect("CPU device")
+    }
+
+    /// `n` pseudo-random bytes (xorshift) from `seed`.
+    pub(crate) fn xorshift(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+}

@@ -563,30 +563,8 @@ pub(crate) fn decode(dev: &mut dyn Device, l: &SetLayout, m: &Manifest, shards: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use peerpath_device::{CpuDevice, CpuDeviceConfig, DeviceMemory};
+    use crate::device_job::testing::{cpu_device, xorshift};
     use peerpath_func::ec::RsCode;
-    use peerpath_mem::{MappedRegion, MemoryDomain};
-    use std::sync::Arc;
-
-    /// A CPU device whose memory is `staged` (its own part the engine cannot
-    /// reach and a host window, as a GPU's) or mapped whole (as an emulated CSP's).
-    fn cpu_device(staged: bool, bytes: usize) -> CpuDevice {
-        let window = Arc::new(MappedRegion::host(bytes).expect("host memory"));
-        let memory = if staged { DeviceMemory::staged(bytes, MemoryDomain::Emulated { device: "cpu0".into() }, window) } else { DeviceMemory::region(window) };
-        CpuDevice::with_memory(CpuDeviceConfig { name: "cpu0".into(), memory_bytes: 0, workers: 2, queue_depth: 16, whole_chunk_commands: false }, memory).expect("CPU device")
-    }
-
-    fn xorshift(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
 
     /// The CPU's set of `data`: each stripe's k units (zeros past the end), then ISA-L's m parity units; per shard, its bytes.
     fn cpu_set(data: &[u8], k: usize, m: usize, unit: usize) -> Vec<Vec<u8>> {

@@ -451,6 +451,49 @@ fn an_emulated_csp_seals_files_that_open_as_the_cpus_do() {
     run(&mut pp(args!["encrypt", &src, "-o", d.join("x.xts"), "--key-file", &key, "--mode", "xts", "--engine", "emulated", "--no-fallback"])).fails(15, &["no XTS"]);
 }
 
+/// `--engine gpu`: on a GPU (peerpath's AES-256-GCM kernels) the file opens
+/// as the CPU's does and a tampered block is named; without one, the
+/// fallback says why and the CPU's file comes out; --no-fallback exits 15.
+#[test]
+fn encrypt_and_decrypt_on_a_gpu_give_the_cpus_results_or_fall_back_saying_why() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let src = d.join("s");
+    let data = mixed_data(40 * 65536 + 4321, 11);
+    std::fs::write(&src, &data).unwrap();
+    let enc = d.join("s.gpu.ppenc");
+    let o = run(&mut pp(args!["encrypt", &src, "-o", &enc, "--key-file", &key, "--block-size", "64K", "--engine", "gpu", "--json"])).ok();
+    let v = o.json();
+    let on_gpu = v["fallback"].is_null();
+    if on_gpu {
+        eprintln!("a GPU sealed the file: {}", v["engine"]);
+        assert_eq!(v["provenance"], "measured on a real accelerator (GPU)", "{v}");
+        assert!(v["engine"].as_str().unwrap().contains("copied to GPU memory by the device") && v["engine"].as_str().unwrap().contains("payload bytes into this process: 0"), "{v}");
+    } else {
+        eprintln!("SKIPPED the GPU's own run (no GPU here): {}", v["fallback"]);
+        assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("on the host CPU"), "{}", o.stderr);
+        assert_eq!(v["provenance"], "measured on this host's CPU", "{v}");
+        run(&mut pp(args!["encrypt", &src, "-o", d.join("none"), "--key-file", &key, "--engine", "gpu", "--no-fallback"])).fails(15, &["GPU 0 unavailable", "--no-fallback"]);
+        assert!(!d.join("none").exists());
+    }
+    let back = d.join("s.back");
+    run(&mut pp(args!["decrypt", &enc, "-o", &back, "--key-file", &key])).ok();
+    assert_file_eq(&back, &data, "sealed with --engine gpu, opened on the CPU");
+    let gback = d.join("s.gback");
+    let o = run(&mut pp(args!["decrypt", &enc, "-o", &gback, "--key-file", &key, "--engine", "gpu"])).ok();
+    assert_eq!(o.stdout_str().contains("opened on 1 GPU"), on_gpu, "{}", o.stdout_str());
+    assert_file_eq(&gback, &data, "opened with --engine gpu");
+    // A flipped byte in block 7: named, nothing written.
+    let mut bad = std::fs::read(&enc).unwrap();
+    bad[HEADER + 7 * (65536 + TAG) + 100] ^= 4;
+    std::fs::write(&enc, &bad).unwrap();
+    run(&mut pp(args!["decrypt", &enc, "-o", d.join("never"), "--key-file", &key, "--engine", "gpu"])).fails(6, &["block 7 "]);
+    assert!(!d.join("never").exists());
+    run(&mut pp(args!["encrypt", &src, "-o", d.join("x"), "--key-file", &key, "--gpu", "1"])).fails(2, &["--gpu needs --engine gpu"]);
+    run(&mut pp(args!["encrypt", &src, "-o", d.join("x.xts"), "--key-file", &key, "--mode", "xts", "--engine", "gpu", "--no-fallback"])).fails(15, &["no XTS"]);
+}
+
 /// A device that dies while it seals or opens: the whole file is done again
 /// on the host CPU, said (and the report names the CPU and the reason); with
 /// --no-fallback exit 15 and nothing kept. Injected faults need the
