@@ -33,6 +33,10 @@
 #              every core; 3 interleaved rounds, every set and decode compared with the CPU's; the
 #              peerpath-gpu crate's coding tests (kernels against ISA-L and crc32fast) where
 #              gputests is carried
+#     gpucrypt encrypt and decrypt --engine gpu (peerpath's AES-256-GCM kernels) of the slice x 8 in
+#              memory, 1 MiB blocks, beside the CPU (aws-lc) at -T 1 and every core; 3 interleaved
+#              rounds, every GPU file opened on the CPU and every decryption compared with the
+#              source; the peerpath-gpu crate's AES-GCM tests where gputests is carried
 #     dedup    dedup store in memory at -T 1/2/4/8/15/16 (every store's chunks checked against -T 1's),
 #              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
@@ -334,6 +338,32 @@ for step in $steps; do
             done
             rm -f "$o/e.json" "$o/e.err" "$o/time.txt" "$o/v.txt"
             rm -rf "$dd" ;;
+        gpucrypt)
+            # encrypt and decrypt on the GPU against the CPU, in memory; every file checked.
+            dd=/dev/shm/ppgpucrypt; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/gpucrypt; size=$(stat -c %s "$dd/in")
+            [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture aead gcm > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
+            .gpu/peerpath keygen -o "$dd/key" > /dev/null 2>&1
+            cj() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));print('| %s | %.3f | %.2f | %.2f | %s |' % (sys.argv[2], r['seconds'], r['plaintext_gb_per_s'], r['cipher_gb_per_s_per_core'], 'FALLBACK: '+r['fallback'] if r.get('fallback') else ''))" "$1" "$2" >> "$o/gpucrypt.md" || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$o/gpucrypt.md"; }
+            { echo "encrypt and decrypt of the slice x 8 ($size bytes) in memory, 1 MiB blocks, on the GPU and the CPU; 3 interleaved rounds"; echo
+              echo "| run | wall s (report) | GB/s of plaintext | cipher GB/s (a core, or the GPU's busy time) | fallback |"; echo "|---|---|---|---|---|"; } > "$o/gpucrypt.md"
+            for r in 1 2 3; do
+                for e in "gpu" "cpu -T 1" "cpu -T $(nproc)"; do
+                    rm -f "$dd/enc"; /usr/bin/time -f "%e s wall, %U s user, %S s system, %M KB" -o "$o/time.txt" .gpu/peerpath encrypt "$dd/in" -o "$dd/enc" --key-file "$dd/key" --engine $e --json > "$o/e.json" 2> "$o/e.err"
+                    cj "$o/e.json" "encrypt --engine $e ($r); process $(cat "$o/time.txt")"
+                    [ "$e" = gpu ] && [ "$r" = 1 ] && { cp "$o/e.json" "$o/gpu-encrypt.json"; cat "$o/e.err" >> "$o/gpu-stderr.txt"; }
+                    # Every file opens on the CPU to the source (aws-lc authenticates each block).
+                    rm -f "$dd/chk"; .gpu/peerpath decrypt "$dd/enc" -o "$dd/chk" --key-file "$dd/key" -q && cmp -s "$dd/chk" "$dd/in" || echo "WRONG FILE: encrypt --engine $e ($r)" >> "$o/gpucrypt.md"
+                    rm -f "$dd/back"; /usr/bin/time -f "%e s wall, %U s user, %S s system, %M KB" -o "$o/time.txt" .gpu/peerpath decrypt "$dd/enc" -o "$dd/back" --key-file "$dd/key" --engine $e --json > "$o/e.json" 2> "$o/e.err"
+                    cj "$o/e.json" "decrypt --engine $e ($r); process $(cat "$o/time.txt")"
+                    [ "$e" = gpu ] && [ "$r" = 1 ] && { cp "$o/e.json" "$o/gpu-decrypt.json"; cat "$o/e.err" >> "$o/gpu-stderr.txt"; }
+                    cmp -s "$dd/back" "$dd/in" || echo "WRONG DECRYPT: --engine $e ($r)" >> "$o/gpucrypt.md"
+                done
+            done
+            # A flipped byte: refused on the GPU, the block named.
+            python3 -c "import sys;f=open(sys.argv[1],'r+b');f.seek(72+5*(1048576+16)+99);b=f.read(1);f.seek(-1,1);f.write(bytes([b[0]^1]))" "$dd/enc"
+            .gpu/peerpath decrypt "$dd/enc" -o "$dd/never" --key-file "$dd/key" --engine gpu > "$o/tamper.txt" 2>&1; echo "exit $?" >> "$o/tamper.txt"
+            rm -f "$o/e.json" "$o/e.err" "$o/time.txt"
+            rm -rf "$dd" ;;
         dedup)
             # dedup store of the slice x 8 in memory into a new store at -T 1/2/4/8/15/16 (wall and
             # GB/s; the chunks must not depend on the thread count: every store's stats equal -T 1's,
@@ -366,7 +396,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/gpuec/gpuec.md" "$OUT/gpuec/gputests.txt" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/gpuec/gpuec.md" "$OUT/gpuec/gputests.txt" "$OUT/gpucrypt/gpucrypt.md" "$OUT/gpucrypt/gputests.txt" "$OUT/gpucrypt/tamper.txt" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"
