@@ -14,6 +14,15 @@
 //! chain takes the members in order, a command at a time. A device that
 //! fails stops the chain with nothing kept ([`Stop::Device`]): the caller
 //! says so and runs the whole job on the CPU (or fails with --no-fallback).
+//!
+//! `--engine gpu` runs the same chain on a GPU ([`start_gpu`]: nvCOMP's
+//! compressor, peerpath's AES-256-GCM and Reed-Solomon/CRC-32 kernels),
+//! whose memory storage reaches only through a pinned host window: the
+//! layout is there twice (`Layout::window_at`), each block is read into the
+//! window's copy of its slot and copied to GPU memory by the device, every
+//! stage runs in GPU memory, and each unit is copied back to the window to be
+//! written; what the host writes (the material, the header) goes into the
+//! window and is copied over the same way.
 
 use crate::chain::ChainOptions;
 use crate::device_job;
@@ -70,6 +79,9 @@ struct Layout {
     material: DeviceRange,
     /// BGZF's end-of-file block, written by the host at the start (a constant, not payload).
     eof: DeviceRange,
+    /// On a staged device (a GPU): where the window's copy of the layout
+    /// starts, which storage and the host reach (0: the memory is all mapped).
+    window_at: u64,
 }
 
 impl Layout {
@@ -93,11 +105,17 @@ impl Layout {
             parity: next((o.parity * o.unit) as u64),
             material: next(DEVICE_KEY_BYTES as u64),
             eof: next(BGZF_EOF_BLOCK.len() as u64),
+            window_at: 0,
         }
     }
 
     fn bytes(&self) -> usize {
         (self.eof.offset + ALIGN) as usize
+    }
+
+    /// Where storage and the host reach `r`: the window's copy on a staged device.
+    fn io(&self, r: DeviceRange) -> DeviceRange {
+        DeviceRange::new(self.window_at + r.offset, r.len)
     }
 }
 
@@ -112,14 +130,48 @@ fn slots(threads: usize) -> usize {
     device_workers(threads) + 1
 }
 
-/// Starts an emulated CSP with room for the chain, or says why it cannot run there.
-pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>) -> Result<Box<dyn Device>, String> {
+/// What every device needs of the chain's options.
+fn check_options(o: &ChainOptions) -> Result<(), String> {
     if !(o.block_size as u64).is_multiple_of(ALIGN) {
         return Err(format!("the device reads whole 4 KiB pages by DMA: --block-size {} is not a multiple of 4K", o.block_size));
     }
     if o.data + o.parity > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", o.data + o.parity));
     }
+    Ok(())
+}
+
+/// Opens GPU `ordinal` for the chain: nvCOMP's gzip compressor (`algorithm`),
+/// peerpath's coding kernels, and its AES-256-GCM kernels when sealing; the
+/// layout in its memory and again in its pinned host window. Or why not.
+pub(crate) fn start_gpu(o: &ChainOptions, ordinal: usize, nvcomp: Option<std::path::PathBuf>, algorithm: i32) -> Result<Box<dyn Device>, String> {
+    check_options(o)?;
+    if o.format != Format::Gzip {
+        return Err("the GPU compresses gzip members (nvCOMP), not BGZF".into());
+    }
+    let bytes = Layout::new(o).bytes();
+    let config = peerpath_gpu::GpuDeviceConfig {
+        name: format!("gpu{ordinal}"),
+        ordinal,
+        own_bytes: bytes,
+        window_bytes: bytes,
+        algorithm,
+        queue_depth: slots(o.threads) + 2,
+        nvcomp,
+        compress: true,
+        coding: true,
+        crypt: o.encrypt.is_some(),
+        streams: 1,
+        staging: peerpath_gpu::Staging::Commands,
+        gather: peerpath_gpu::Gather::default(),
+    };
+    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
+    Ok(Box::new(dev))
+}
+
+/// Starts an emulated CSP with room for the chain, or says why it cannot run there.
+pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>) -> Result<Box<dyn Device>, String> {
+    check_options(o)?;
     let depth = (slots(o.threads) + 2) as u32;
     let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, device_workers(o.threads) as u32, FunctionKind::GzipCompressMember)?;
     for need in [FunctionKind::Copy, FunctionKind::EcEncode, FunctionKind::Crc32, FunctionKind::AeadSealBlock] {
@@ -154,6 +206,29 @@ struct Chain<'a> {
 impl Chain<'_> {
     fn run(&mut self, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<u64, String> {
         Ok(self.commands.run(self.dev, function, inputs, output)?.output_bytes)
+    }
+
+    /// Writes `bytes` (metadata: the material, the header, BGZF's end) at
+    /// `at` in the device's memory: through the window on a staged device.
+    fn host_put(&mut self, at: u64, bytes: &[u8]) -> Result<(), String> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let r = DeviceRange::new(at, bytes.len() as u64);
+        // SAFETY: the range (or the window's copy of it) lies in the device's memory
+        // (the layout); no command is running.
+        unsafe { self.dev.memory().host_write(self.l.io(r).offset, bytes) };
+        self.stage(r, true)
+    }
+
+    /// On a staged device, copies `r` from the window to the device's own
+    /// memory (`in_`) or back, and waits; nothing on a mapped one.
+    fn stage(&mut self, r: DeviceRange, in_: bool) -> Result<(), String> {
+        if self.l.window_at == 0 || r.len == 0 {
+            return Ok(());
+        }
+        let (from, to) = if in_ { (self.l.io(r), r) } else { (r, self.l.io(r)) };
+        self.run(Function::Copy, vec![from], to).map(|_| ())
     }
 
     fn current(&self) -> DeviceRange {
@@ -224,9 +299,10 @@ impl Chain<'_> {
         let mut crcs = Vec::with_capacity(k + m);
         for (i, u) in units.iter().enumerate() {
             crcs.push(self.commands.run(self.dev, Function::Crc32, vec![*u], DeviceRange::EMPTY)?.input_crc32);
-            let ptr = self.dev.memory().io_ptr(*u).ok_or("a unit outside the device's memory")?;
-            // SAFETY: the unit lies in the device's mapped memory; no command writes it
-            // until this stripe is written.
+            self.stage(*u, false)?;
+            let ptr = self.dev.memory().io_ptr(self.l.io(*u)).ok_or("a unit outside the device's memory")?;
+            // SAFETY: the unit (the window's copy on a staged device) lies in the device's
+            // mapped memory; no command writes it until this stripe is written.
             unsafe { device_job::write_from(ptr, unit as usize, &self.files[i].0, s * unit) }.map_err(|source| JobError::TargetIo { path: self.names[i].clone(), source })?;
         }
         Ok(crcs)
@@ -253,13 +329,18 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         Some((key, block)) => Some(StreamSealer::new(key, *block).map_err(JobError::Usage)?),
         None => None,
     };
-    let l = Layout::new(o);
+    let mut l = Layout::new(o);
+    l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
+    if l.window_at > 0 && (l.window_at < l.bytes() as u64 || dev.memory().len() < 2 * l.bytes()) {
+        return Err("the device's memory is not staged as the chain needs (its own memory and its window each the chain's size)".into());
+    }
+    let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
     let mut c = Chain { dev, l, o, files, names: (0..n).map(|i| dir.join(ec::shard_name(i))).collect(), crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
     let ran = run_chain(&mut c, source, &opened.file, meta.len(), o);
-    // The device's copy of the file's key material goes, whatever happened.
+    // The device's copy of the file's key material goes, whatever happened (on a
+    // staged device that failed, the window's copy at least).
     if o.encrypt.is_some() {
-        // SAFETY: the material range lies in the device's memory; no command is running.
-        unsafe { c.dev.memory().host_write(c.l.material.offset, &[0u8; DEVICE_KEY_BYTES]) };
+        let _ = c.host_put(c.l.material.offset, &[0u8; DEVICE_KEY_BYTES]);
     }
     let stripes = match ran {
         Ok(s) => s,
@@ -281,27 +362,39 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         return Ok(());
     }
     let secs = started.elapsed().as_secs_f64();
+    let moved = device_job::moved(device_job::is_direct(&opened.file));
+    let (provenance, compressed, how) = if on_gpu {
+        (
+            "measured on a real accelerator (GPU)",
+            "compressed by nvCOMP".to_string(),
+            format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; payload bytes into this process: 0", slots(o.threads), c.commands.count()),
+        )
+    } else {
+        (
+            "measured on emulated devices",
+            format!("compressed (level {})", o.level.get()),
+            format!("every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {moved} into its memory, shards written from it by kernel copies; payload bytes into this process: 0", device_workers(o.threads), slots(o.threads), c.commands.count()),
+        )
+    };
     println!(
-        "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {} into its memory, shards written from it by kernel copies; payload bytes into this process: 0)",
+        "{}: {} -> {} members, {} {compressed}{} -> RS({}, {}): {stripes} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source ({provenance}: {how})",
         source.display(),
         peerpath_metrics::human_bytes(meta.len()),
         c.members,
         peerpath_metrics::human_bytes(c.compressed),
-        o.level.get(),
         if c.sealer.is_some() { " -> encrypted on the device (peerpath-enc/1)" } else { "" },
         o.data,
         o.parity,
         dir.display(),
         secs,
         meta.len() as f64 / secs.max(1e-9) / 1e9,
-        device_workers(o.threads),
-        slots(o.threads),
-        c.commands.count(),
-        device_job::moved(device_job::is_direct(&opened.file)),
     );
+    if let Some(d) = c.dev.description() {
+        println!("the device: {d}");
+    }
     if let Some(stages) = device_job::stages(c.dev) {
         println!(
-            "stages on the device (measured on emulated devices): {stages}; bytes: {} of source read into device memory, {} of shards written from it, {} of header from this process",
+            "stages on the device ({provenance}): {stages}; bytes: {} of source read into device memory, {} of shards written from it, {} of header from this process",
             peerpath_metrics::human_bytes(meta.len()),
             peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
             peerpath_metrics::human_bytes(if c.sealer.is_some() { HEADER_BYTES as u64 } else { 0 })
@@ -315,8 +408,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
 fn run_chain(c: &mut Chain, source: &Path, src: &File, size: u64, o: &ChainOptions) -> Result<u64, Stop> {
     if let Some((key, _)) = &o.encrypt {
         let material = device_key(key, &c.sealer.as_ref().expect("sealing").file_id());
-        // SAFETY: the material range lies in the device's memory; no command is running.
-        unsafe { c.dev.memory().host_write(c.l.material.offset, &material[..]) };
+        c.host_put(c.l.material.offset, &material[..])?;
         // The header's place, filled in at the end.
         c.run(Function::Fill { byte: 0 }, vec![], DeviceRange::new(c.l.first.offset, HEADER_BYTES as u64))?;
         c.stripe_fill = HEADER_BYTES as u64;
@@ -332,10 +424,11 @@ fn run_chain(c: &mut Chain, source: &Path, src: &File, size: u64, o: &ChainOptio
             let slot = free.pop().expect("a free slot");
             let want = (size - at).min(o.block_size as u64) as usize;
             let read = c.l.read[slot];
-            let in_ptr = c.dev.memory().io_ptr(read).ok_or("the device's memory is not mapped into this process for I/O")?;
-            // SAFETY: the slot's read range holds a block of whole pages; no
-            // command uses it until the one submitted below.
+            let in_ptr = c.dev.memory().io_ptr(c.l.io(read)).ok_or("the device's memory is not mapped into this process for I/O")?;
+            // SAFETY: the slot's read range (the window's copy on a staged device) holds a
+            // block of whole pages; no command uses it until the ones submitted below.
             unsafe { device_job::read_into(src, at, want, in_ptr) }.map_err(|detail| JobError::SourceIo { path: source.to_path_buf(), detail })?;
+            c.stage(DeviceRange::new(read.offset, want as u64), true)?;
             let tag = c.commands.submit(c.dev, Function::GzipCompressMember { level: o.level, format: o.format }, vec![DeviceRange::new(read.offset, want as u64)], c.l.member[slot])?;
             in_flight.push_back((tag, slot));
             (at, first) = (at + want as u64, false);
@@ -348,8 +441,7 @@ fn run_chain(c: &mut Chain, source: &Path, src: &File, size: u64, o: &ChainOptio
         free.push(slot);
     }
     if o.format == Format::Bgzf {
-        // SAFETY: the EOF range lies in the device's memory; no command is running.
-        unsafe { c.dev.memory().host_write(c.l.eof.offset, &BGZF_EOF_BLOCK) };
+        c.host_put(c.l.eof.offset, &BGZF_EOF_BLOCK)?;
         c.compressed += BGZF_EOF_BLOCK.len() as u64;
         c.feed(DeviceRange::new(c.l.eof.offset, BGZF_EOF_BLOCK.len() as u64))?;
     }
@@ -370,8 +462,7 @@ fn run_chain(c: &mut Chain, source: &Path, src: &File, size: u64, o: &ChainOptio
     if c.stripes == 0 {
         c.run(Function::Fill { byte: 0 }, vec![], DeviceRange::new(c.l.first.offset + c.stripe_fill, c.l.first.len - c.stripe_fill))?;
     }
-    // SAFETY: the header's place lies in the first stripe's range; no command is running.
-    unsafe { c.dev.memory().host_write(c.l.first.offset, &head) };
+    c.host_put(c.l.first.offset, &head)?;
     let crcs = c.code_and_write(c.l.first, 0)?;
     c.crcs.iter_mut().zip(crcs).for_each(|(x, y)| x.insert(0, y));
     Ok(stripes)
@@ -833,4 +924,66 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         println!("stages on the device (measured on emulated devices): {stages}; bytes: {} of units read into device memory, {} of output written from it", peerpath_metrics::human_bytes(c.units_read), peerpath_metrics::human_bytes(c.produced));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::ChainOptions;
+    use crate::device_job::testing::{cpu_device, xorshift};
+    use peerpath_func::crypt::{open_all, Key};
+    use peerpath_func::Level;
+
+    fn options(encrypt: Option<(std::sync::Arc<Key>, u32)>) -> ChainOptions {
+        ChainOptions { level: Level::new(1).unwrap(), format: Format::Gzip, block_size: 64 << 10, threads: 2, encrypt, data: 3, parity: 2, unit: 16 << 10, placement: None, quiet: true }
+    }
+
+    /// A set's files by name (its shards and manifest).
+    fn files(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+        let mut f: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).map(|e| (e.file_name(), std::fs::read(e.path()).unwrap())).collect();
+        f.sort();
+        f
+    }
+
+    /// The stream a set holds: its data units stripe by stripe, cut to the manifest's length.
+    fn stream(dir: &Path) -> Vec<u8> {
+        let (m, _) = ec::load(dir).map_err(|e| e.to_string()).unwrap();
+        let (k, _, unit, stripes, len) = m.shape();
+        let shards: Vec<Vec<u8>> = (0..k).map(|i| std::fs::read(m.shard_path(dir, i)).unwrap()).collect();
+        let mut s: Vec<u8> = (0..stripes as usize).flat_map(|st| shards.iter().flat_map(move |sh| sh[st * unit..(st + 1) * unit].to_vec())).collect();
+        s.truncate(len as usize);
+        s
+    }
+
+    #[test]
+    fn the_chain_on_a_staged_device_writes_the_cpus_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Half text that compresses, half random bytes: 700,001 bytes, eleven blocks.
+        let mut data: Vec<u8> = b"peerpath moves data peer to peer; ".iter().copied().cycle().take(350_000).collect();
+        data.extend(xorshift(350_001, 3));
+        let src = d.join("src");
+        std::fs::write(&src, &data).unwrap();
+        let plain = options(None);
+        crate::chain::compress_ec(&src, &d.join("cpu"), &plain).unwrap();
+        let key = std::sync::Arc::new(Key::from_bytes(&[9u8; 32]).unwrap());
+        let sealed = options(Some((key.clone(), 20_000)));
+        for staged in [false, true] {
+            let mut dev = cpu_device(staged, Layout::new(&plain).bytes().max(Layout::new(&sealed).bytes()));
+            let out = d.join(format!("dev-{staged}"));
+            compress_ec(&mut dev, &src, &out, &plain).map_err(|_| "the chain on the device").unwrap();
+            assert!(files(&out) == files(&d.join("cpu")), "staged {staged}: the device's set is the CPU chain's, byte for byte");
+            // Sealed on the device (a fresh file id): the set's stream opens to the CPU's members.
+            let out = d.join(format!("sealed-{staged}"));
+            compress_ec(&mut dev, &src, &out, &sealed).map_err(|_| "the sealed chain on the device").unwrap();
+            assert!(open_all(&key, &stream(&out)).unwrap() == stream(&d.join("cpu")), "staged {staged}: sealed members");
+            // The material is zeroed where the host can see it.
+            let mut l = Layout::new(&sealed);
+            l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
+            let mut m = [1u8; DEVICE_KEY_BYTES];
+            // SAFETY: the material's range in the device's memory (the window's copy when staged); no command runs.
+            unsafe { dev.memory().host_read(l.io(l.material).offset, &mut m) };
+            assert_eq!(m, [0u8; DEVICE_KEY_BYTES]);
+        }
+    }
 }

@@ -776,8 +776,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         ([s], Some(d)) if s.as_os_str() != "-" && d.as_os_str() != "-" => (s, d),
         _ => return Err(JobError::Usage("--ec takes one source file and --output DIR (a new directory for the shards)".into())),
     };
-    if !matches!(a.engine, EngineArg::Cpu | EngineArg::Emulated) {
-        return Err(JobError::Usage("--ec runs on the host CPU or an emulated CSP (--engine cpu or emulated)".into()));
+    if !matches!(a.engine, EngineArg::Cpu | EngineArg::Emulated | EngineArg::Gpu) {
+        return Err(JobError::Usage("--ec runs on the host CPU, an emulated CSP or a GPU (--engine cpu, emulated or gpu)".into()));
     }
     if a.verify || a.explain {
         return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
@@ -790,11 +790,18 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
     let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit, placement, quiet: a.common.quiet };
-    if a.engine == EngineArg::Emulated {
+    if a.engine != EngineArg::Cpu {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
             return Err(JobError::Usage("--ec cannot check the device's output yet: --inject-faults takes no corrupt= with it".into()));
         }
-        let (why, then) = match chain_device::start(&opts, a.inject_faults.clone()) {
+        if a.inject_faults.is_some() && a.engine != EngineArg::Emulated {
+            return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
+        }
+        let started = match a.engine {
+            EngineArg::Gpu => chain_device::start_gpu(&opts, a.gpu, a.nvcomp.clone(), a.gpu_algorithm),
+            _ => chain_device::start(&opts, a.inject_faults.clone()),
+        };
+        let (why, then) = match started {
             Ok(mut dev) => match chain_device::compress_ec(dev.as_mut(), source, dir, &opts) {
                 Ok(()) => return Ok(()),
                 Err(chain_device::Stop::Job(e)) => return Err(e),

@@ -652,12 +652,46 @@ fn compress_with_ec_and_encrypt_chains_in_one_pass() {
     let src = d.join("s0");
     run(&mut pp(args!["compress", &src, &src, "--ec", "2+1", "-o", d.join("x")])).fails(2, &["one source"]);
     run(&mut pp(args!["compress", &src, "--ec", "2+1"])).fails(2, &["--output DIR"]);
-    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("x"), "--engine", "gpu"])).fails(2, &["--engine cpu or emulated"]);
     let o = run(&mut pp(args!["compress", &src, "--ec", "2", "-o", d.join("x")]));
     assert!(o.code() == Some(2) && o.stderr.contains("data+parity"), "{}", o.stderr);
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0")])).fails(4, &["plain0"]);
     assert!(!d.join("x").exists());
     run(&mut pp(args!["ec", "verify", d.join("plain0")])).ok();
+}
+
+/// `compress --ec K+M --encrypt --engine gpu`: the chain in GPU memory
+/// (nvCOMP, then peerpath's AES-GCM and Reed-Solomon kernels) gives a set
+/// that decodes to the source; without a GPU the fallback says why and the
+/// CPU's chain runs; --no-fallback exits 15 and keeps nothing; BGZF is not
+/// the GPU's.
+#[test]
+fn the_chain_runs_on_a_gpu_or_falls_back_saying_why() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = d.join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    let src = d.join("s");
+    let data = mixed_data(2_500_001, 3);
+    std::fs::write(&src, &data).unwrap();
+    let common = args!["--ec", "4+2", "--ec-unit", "64K", "--block-size", "64K", "--encrypt", "--key-file", &key, "--encrypt-block-size", "16K"];
+    let gpu = d.join("gpu");
+    let o = run(pp(args!["compress", &src, "-o", &gpu, "--engine", "gpu"]).args(&common)).ok();
+    let on_gpu = !o.stderr.contains("FALLBACK");
+    if on_gpu {
+        eprintln!("a GPU ran the chain: {}", o.stdout_str());
+        assert!(o.stdout_str().contains("measured on a real accelerator (GPU)") && o.stdout_str().contains("every stage on 1 GPU") && o.stdout_str().contains("payload bytes into this process: 0"), "{}", o.stdout_str());
+    } else {
+        eprintln!("SKIPPED the GPU's own run (no GPU here): {}", o.stderr);
+        assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("the chain runs on the host CPU"), "{}", o.stderr);
+        run(pp(args!["compress", &src, "-o", d.join("none"), "--engine", "gpu", "--no-fallback"]).args(&common)).fails(15, &["GPU 0 unavailable", "--no-fallback: nothing was kept"]);
+        assert!(!d.join("none").exists());
+    }
+    let back = d.join("back");
+    run(&mut pp(args!["decompress", "--ec", &gpu, "--key-file", &key, "-o", &back])).ok();
+    assert_file_eq(&back, &data, "compress --ec --encrypt --engine gpu, restored on the CPU");
+    run(&mut pp(args!["ec", "verify", &gpu])).ok();
+    run(pp(args!["compress", &src, "-o", d.join("bgzf"), "--engine", "gpu", "--format", "bgzf", "--no-fallback"]).args(&common)).fails(15, &["--no-fallback: nothing was kept"]);
+    assert!(!d.join("bgzf").exists());
 }
 
 /// The chain in an emulated CSP's memory: without encryption the very

@@ -349,6 +349,9 @@ impl GpuDevice {
             workers.push(handle);
         }
         let mut functions = FunctionSet::EMPTY.with(FunctionKind::Copy);
+        if config.staging == Staging::Commands {
+            functions = functions.with(FunctionKind::Fill);
+        }
         if nv.is_some() {
             functions = functions.with(FunctionKind::GzipCompressMember).with(FunctionKind::GzipCompressChunk);
         }
@@ -678,6 +681,10 @@ impl Worker {
                 (out[k].0, out[k].1) = self.copy(r)?;
                 continue;
             }
+            if let Function::Fill { byte } = r.function {
+                (out[k].0, out[k].1) = self.fill(r, byte)?;
+                continue;
+            }
             if matches!(r.function, Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. }) {
                 match self.aead(r, &mut gcm) {
                     Ok(c) => gcm_jobs.push((k, c)),
@@ -815,6 +822,18 @@ impl Worker {
             }
             _ => Ok(Err(Status::Unsupported)),
         }
+    }
+
+    /// Queues the filling of a command's output range (GPU memory) with `byte`.
+    fn fill(&self, r: &Request, byte: u8) -> Result<(Status, u64), String> {
+        if let Err(status) = peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, FunctionSet::EMPTY.with(FunctionKind::Fill)) {
+            return Ok((status, 0));
+        }
+        let Some(at) = self.own_ptr(r.output) else { return Ok((Status::OutOfRange, 0)) };
+        // SAFETY: the command's output range in GPU memory (checked), which the executor
+        // gives this command alone until it completes (after the batch's synchronisation).
+        unsafe { sys::cuMemsetD8Async(at, byte, r.output.len as usize, self.stream.cu_stream()) }.result().map_err(|e| format!("CUDA: {e}"))?;
+        Ok((Status::Success, r.output.len))
     }
 
     /// Checks a seal or open command (the CPU device's checks, its ranges in
@@ -1406,6 +1425,13 @@ mod tests {
                 assert!(got == &b[..], "block {i} opened");
             }
         }
+        // A fill in GPU memory.
+        let done = run(&mut dev, vec![Request::fill(0, 0x5A, own_at(2 * room + 3, 5000))]);
+        assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, 5000));
+        run(&mut dev, vec![Request::copy(0, &[own_at(2 * room, 5008)], window(2 * room, 5008))]);
+        // SAFETY: the window's copy, written by the copy that completed.
+        let got = unsafe { std::slice::from_raw_parts(host(window(2 * room, 5008)), 5008) };
+        assert!(got[3..5003].iter().all(|&x| x == 0x5A) && got[..3] == blocks[1][..3], "filled exactly the range");
         // Refused as the CPU device refuses: the header's index, material of the wrong length, a range in the window.
         let seal = |tag, index, key: DeviceRange, input: DeviceRange| Request { tag, function: Function::AeadSealBlock { index }, inputs: vec![input, key], output: own_at(sealed_at(1), 17 + TAG_BYTES) };
         let done = run(&mut dev, vec![seal(0, u64::MAX, key, own_at(2 * room, 17)), seal(1, 1, own_at(key_at, 32), own_at(2 * room, 17)), seal(2, 1, key, window(2 * room, 17))]);
