@@ -36,7 +36,8 @@
 #     gpucrypt encrypt and decrypt --engine gpu (peerpath's AES-256-GCM kernels) of the slice x 8 in
 #              memory, 1 MiB blocks, beside the CPU (aws-lc) at -T 1 and every core; 3 interleaved
 #              rounds, every GPU file opened on the CPU and every decryption compared with the
-#              source; the peerpath-gpu crate's AES-GCM tests where gputests is carried
+#              source; then the chain (compress --ec 4+2 --encrypt) on the GPU against every core,
+#              every set restored; the peerpath-gpu crate's AES-GCM tests where gputests is carried
 #     dedup    dedup store in memory at -T 1/2/4/8/15/16 (every store's chunks checked against -T 1's),
 #              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
@@ -359,6 +360,19 @@ for step in $steps; do
                     cmp -s "$dd/back" "$dd/in" || echo "WRONG DECRYPT: --engine $e ($r)" >> "$o/gpucrypt.md"
                 done
             done
+            # The chain: compress -> encrypt -> RS(4,2) in one pass, on the GPU and on every core; every set restored.
+            { echo; echo "compress --ec 4+2 --encrypt of the same file in memory (1 MiB blocks and units), the GPU's chain against the CPU's; 3 interleaved rounds"; echo
+              echo "| run | wall s (process) | GB/s of source | fallback |"; echo "|---|---|---|---|"; } >> "$o/gpucrypt.md"
+            for r in 1 2 3; do
+                for e in "gpu" "cpu -T $(nproc)"; do
+                    rm -rf "$dd/set"; a=$EPOCHREALTIME
+                    .gpu/peerpath compress "$dd/in" --ec 4+2 --ec-unit 1M --encrypt --key-file "$dd/key" -o "$dd/set" --engine $e > "$o/c.out" 2> "$o/c.err"; rc=$?
+                    echo "| chain --engine $e ($r); exit $rc | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | $(grep -o 'FALLBACK.*' "$o/c.err" | head -1) |" >> "$o/gpucrypt.md"
+                    [ "$e" = gpu ] && [ "$r" = 1 ] && cat "$o/c.out" "$o/c.err" > "$o/gpu-chain.txt"
+                    rm -f "$dd/back"; .gpu/peerpath decompress --ec "$dd/set" --key-file "$dd/key" -o "$dd/back" -q && cmp -s "$dd/back" "$dd/in" || echo "WRONG CHAIN: --engine $e ($r)" >> "$o/gpucrypt.md"
+                done
+            done
+            rm -f "$o/c.out" "$o/c.err"
             # A flipped byte: refused on the GPU, the block named.
             python3 -c "import sys;f=open(sys.argv[1],'r+b');f.seek(72+5*(1048576+16)+99);b=f.read(1);f.seek(-1,1);f.write(bytes([b[0]^1]))" "$dd/enc"
             .gpu/peerpath decrypt "$dd/enc" -o "$dd/never" --key-file "$dd/key" --engine gpu > "$o/tamper.txt" 2>&1; echo "exit $?" >> "$o/tamper.txt"
