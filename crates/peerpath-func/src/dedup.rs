@@ -513,6 +513,19 @@ impl Iterator for Cuts<'_> {
     }
 }
 
+/// What a device needs to cut as [`cut_points`] does (the `fastcdc` crate's
+/// v2020 cutter, normalization level 1): the gear table, and the stricter
+/// and looser masks for `p`'s average size (`MASKS[bits +- 1]`, bits the
+/// rounded base-2 logarithm of the average, as the crate picks them).
+pub fn gear_and_masks(p: ChunkParams) -> (&'static [u64], u64, u64) {
+    let gear = match fastcdc::v2020::get_gear_with_seed(0).0 {
+        std::borrow::Cow::Borrowed(g) => g,
+        std::borrow::Cow::Owned(_) => unreachable!("seed 0 borrows the crate's own table"),
+    };
+    let bits = (p.avg as f64).log2().round() as usize;
+    (gear, fastcdc::v2020::MASKS[bits + 1], fastcdc::v2020::MASKS[bits - 1])
+}
+
 /// The chunk boundaries of a block, as (offset, length). Without `at_end`
 /// the last chunk is left out: more data after the block could move its
 /// end, so it must start the next block (the carry). Chunking a stream in

@@ -1,5 +1,5 @@
-// The kernels of coding.cu and crypt.cu on the host, for the tests
-// (kernels.rs, crypt.rs): each launcher runs every thread of a 1-D grid in
+// The kernels of coding.cu, crypt.cu and dedup.cu on the host, for the tests
+// (kernels.rs, crypt.rs, dedup.rs): each launcher runs every thread of a 1-D grid in
 // turn. The kernels wait at no barrier and share nothing between threads but
 // crypt.cu's XOR sums, so the order is immaterial.
 #define PEERPATH_HOST_SHIM 1
@@ -9,6 +9,7 @@ _Thread_local struct pp_dim3 blockIdx, blockDim, threadIdx, gridDim;
 
 #include "coding.cu"
 #include "crypt.cu"
+#include "dedup.cu"
 
 #define PP_GRID(grid, block, call)                                   \
     do {                                                             \
@@ -47,4 +48,19 @@ void pp_shim_gcm_segments(unsigned grid, unsigned block, pp_u64 *states, pp_u32 
 void pp_shim_gcm_finish(unsigned grid, unsigned block, const pp_u64 *states, pp_u32 n, pp_u32 *ok)
 {
     PP_GRID(grid, block, pp_gcm_finish(states, n, ok));
+}
+
+void pp_shim_cdc_bits(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 n, const pp_u32 *words, const pp_u64 *gear, pp_u32 *bits_s, pp_u32 *bits_l)
+{
+    PP_GRID(grid, block, pp_cdc_bits(cmds, n, words, gear, bits_s, bits_l));
+}
+
+void pp_shim_cdc_walk(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 n, const pp_u64 *gear, const pp_u32 *bits_s, const pp_u32 *bits_l)
+{
+    PP_GRID(grid, block, pp_cdc_walk(cmds, n, gear, bits_s, bits_l));
+}
+
+void pp_shim_blake3_chunks(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 n, const pp_u32 *slots)
+{
+    PP_GRID(grid, block, pp_blake3_chunks(cmds, n, slots));
 }

@@ -14,6 +14,7 @@
 //! docs/gpu-nvcomp.md has the interfaces and what was measured.
 
 mod crypt;
+mod dedup;
 mod device;
 mod inflate;
 mod kernels;
