@@ -161,6 +161,7 @@ pub(crate) fn start_gpu(o: &ChainOptions, ordinal: usize, nvcomp: Option<std::pa
         compress: true,
         coding: true,
         crypt: o.encrypt.is_some(),
+        dedup: false,
         streams: 1,
         staging: peerpath_gpu::Staging::Commands,
         gather: peerpath_gpu::Gather::default(),

@@ -109,6 +109,7 @@ pub(crate) fn start_gpu(ordinal: usize, block: usize, sealing: bool) -> Result<B
         compress: false,
         coding: false,
         crypt: true,
+        dedup: false,
         streams: 1,
         staging: peerpath_gpu::Staging::Commands,
         gather: peerpath_gpu::Gather::default(),

@@ -78,6 +78,7 @@ fn open_gpu(ordinal: usize, bytes: usize, units: usize) -> Result<Box<dyn Device
         compress: false,
         coding: true,
         crypt: false,
+        dedup: false,
         streams: 1,
         staging: peerpath_gpu::Staging::Commands,
         gather: peerpath_gpu::Gather::default(),

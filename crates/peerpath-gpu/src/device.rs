@@ -18,6 +18,7 @@
 
 use crate::kernels::{Coding, CrcPlan};
 use crate::crypt::{Crypt, GcmPlan};
+use crate::dedup::{Cdc, CdcPlan};
 use crate::nvcomp::{CompressOpts, Nvcomp};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, DeviceStats, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, StatsCounters, Status, Submit};
@@ -52,6 +53,9 @@ pub struct GpuDeviceConfig {
     /// Sealing and opening `peerpath-enc/1` blocks (AES-256-GCM) with
     /// peerpath's own kernels (`kernels/crypt.cu`; loaded only then).
     pub crypt: bool,
+    /// FastCDC chunk boundaries and BLAKE3 digests with peerpath's own
+    /// kernels (`kernels/dedup.cu`; loaded only then).
+    pub dedup: bool,
     /// Worker threads, each with its own CUDA stream: one batch's copies,
     /// kernel and packing overlap the others' (1: one batch at a time).
     pub streams: usize,
@@ -204,10 +208,10 @@ impl GpuDevice {
     /// Opens the GPU and nvCOMP, allocates its memory and pins its window,
     /// or says why it cannot.
     pub fn open(config: &GpuDeviceConfig) -> Result<GpuDevice, String> {
-        if !config.compress && !config.coding && !config.crypt {
-            return Err("a GPU device with no function asked of it (neither compression, coding nor encryption)".into());
+        if !config.compress && !config.coding && !config.crypt && !config.dedup {
+            return Err("a GPU device with no function asked of it (neither compression, coding, encryption nor deduplication)".into());
         }
-        if (config.coding || config.crypt) && config.staging == Staging::Device {
+        if (config.coding || config.crypt || config.dedup) && config.staging == Staging::Device {
             return Err("peerpath's kernels run with copy-command staging (Staging::Commands), not with the device's own".into());
         }
         let started = Instant::now();
@@ -224,6 +228,12 @@ impl GpuDevice {
         let crypt = if config.crypt {
             gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
             Some(Arc::new(Crypt::open(&gpu.stream)?))
+        } else {
+            None
+        };
+        let cdc = if config.dedup {
+            gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
+            Some(Arc::new(Cdc::open(&gpu.stream)?))
         } else {
             None
         };
@@ -272,6 +282,9 @@ impl GpuDevice {
         }
         if crypt.is_some() {
             parts.push("peerpath's AES-256-GCM kernels".to_string());
+        }
+        if cdc.is_some() {
+            parts.push("peerpath's FastCDC and BLAKE3 kernels".to_string());
         }
         let functions = parts.join(" and ");
         let description = format!(
@@ -330,6 +343,7 @@ impl GpuDevice {
                 nv: nv.clone(),
                 coding: coding.clone(),
                 crypt: crypt.clone(),
+                cdc: cdc.clone(),
                 codes: HashMap::new(),
                 shared: shared.clone(),
                 layout,
@@ -360,6 +374,9 @@ impl GpuDevice {
         }
         if crypt.is_some() {
             functions = functions.with(FunctionKind::AeadSealBlock).with(FunctionKind::AeadOpenBlock);
+        }
+        if cdc.is_some() {
+            functions = functions.with(FunctionKind::ChunkFingerprint);
         }
         Ok(GpuDevice {
             name: config.name.clone(),
@@ -550,6 +567,8 @@ struct Worker {
     coding: Option<Arc<Coding>>,
     /// The AES-GCM kernels, where asked for.
     crypt: Option<Arc<Crypt>>,
+    /// The FastCDC and BLAKE3 kernels, where asked for.
+    cdc: Option<Arc<Cdc>>,
     /// Codes used so far, and their parity rows' powers in GPU memory.
     codes: HashMap<(u8, u8), (peerpath_func::ec::RsCode, CudaSlice<u32>)>,
     shared: Arc<Shared>,
@@ -675,10 +694,20 @@ impl Worker {
         // Its seal and open commands, in three launches for all.
         let mut gcm = GcmPlan::default();
         let mut gcm_jobs = Vec::new();
+        // Its fingerprint commands, in three launches for all.
+        let mut cdc = CdcPlan::default();
+        let mut cdc_jobs = Vec::new();
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
             if matches!(r.function, Function::Copy) {
                 (out[k].0, out[k].1) = self.copy(r)?;
+                continue;
+            }
+            if matches!(r.function, Function::ChunkFingerprint { .. }) {
+                match self.fingerprint(r, &mut cdc) {
+                    Ok(at) => cdc_jobs.push((k, at)),
+                    Err(status) => out[k].0 = status,
+                }
                 continue;
             }
             if let Function::Fill { byte } = r.function {
@@ -714,6 +743,7 @@ impl Worker {
         }
         let segment_crcs = self.crc32(&crcs)?;
         let sealed = self.gcm(&gcm)?;
+        let cut = self.cdc(&cdc)?;
         events[1].record(&self.stream).map_err(cuda)?;
         if !pieces.is_empty() {
             for (k, (status, n)) in self.compress(&pieces, &outputs, &events[2])? {
@@ -728,6 +758,21 @@ impl Worker {
             let segment_crcs = self.stream.clone_dtoh(&d).map_err(cuda)?;
             for (k, c) in crc_jobs {
                 out[k].2 = crcs.join(c, &segment_crcs);
+            }
+        }
+        if let Some(keep) = cut {
+            drop(keep);
+            // Each command's chunk count (8 bytes of metadata), for its output bytes.
+            let mut counts = vec![[0u8; 8]; cdc_jobs.len()];
+            for ((_, at), count) in cdc_jobs.iter().zip(&mut counts) {
+                // SAFETY: the first 8 bytes of the command's output in GPU memory (checked: room
+                // for its entries), written by the walk kernel the stream has run, into `counts`,
+                // which lives until the synchronisation below.
+                unsafe { sys::cuMemcpyDtoHAsync_v2(count.as_mut_ptr() as *mut c_void, *at, 8, self.stream.cu_stream()) }.result().map_err(cuda)?;
+            }
+            self.stream.synchronize().map_err(cuda)?;
+            for ((k, _), count) in cdc_jobs.iter().zip(&counts) {
+                out[*k].1 = 16 + u64::from_le_bytes(*count) * peerpath_device::CHUNK_ENTRY_BYTES as u64;
             }
         }
         if let Some((states, starts, ok)) = sealed {
@@ -822,6 +867,42 @@ impl Worker {
             }
             _ => Ok(Err(Status::Unsupported)),
         }
+    }
+
+    /// Checks a fingerprint command (the CPU device's checks, its ranges in
+    /// GPU memory, sizes FastCDC takes, BLAKE3: SHA-256 is the CPU's) and adds
+    /// it to `plan`; returns its output's address, or the status it gets.
+    fn fingerprint(&self, r: &Request, plan: &mut CdcPlan) -> Result<u64, Status> {
+        let Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, at_end } = r.function else { return Err(Status::Unsupported) };
+        if self.cdc.is_none() || sha256 {
+            return Err(Status::Unsupported);
+        }
+        peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, FunctionSet::EMPTY.with(FunctionKind::ChunkFingerprint))?;
+        let p = peerpath_func::dedup::ChunkParams::new(min_kib as usize * 1024, avg_kib as usize * 1024, max_kib as usize * 1024).map_err(|_| Status::InvalidField)?;
+        let (Some(input), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) else { return Err(Status::OutOfRange) };
+        plan.add((input, r.inputs[0].len), p, output, at_end);
+        Ok(output)
+    }
+
+    /// Queues the batch's fingerprint commands (three launches); returns the
+    /// device memory they use, to keep until the stream is synchronised.
+    fn cdc(&mut self, plan: &CdcPlan) -> Result<Option<[CudaSlice<u8>; 4]>, String> {
+        let (Some(cdc), false) = (self.cdc.clone(), plan.is_empty()) else { return Ok(None) };
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let stream = self.stream.clone();
+        let bytes = |v: &[u8]| stream.clone_htod(v).map_err(cuda);
+        let as_bytes = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let as_bytes32 = |w: &[u32]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let cmds = bytes(&as_bytes(&plan.cmds))?;
+        let words = bytes(&as_bytes32(&plan.words))?;
+        let slots = bytes(&as_bytes32(&plan.slots))?;
+        // SAFETY: the two bitmaps, written by the first kernel before anything reads them.
+        let bits = unsafe { stream.alloc::<u8>(8 * (plan.bitmap_words() as usize).max(1)) }.map_err(cuda)?;
+        // SAFETY: the plan's arrays and the bitmaps in GPU memory, kept until the batch is
+        // synchronised; every command was checked by `fingerprint` (input and output in GPU
+        // memory, the output with room for its entries, not overlapping the input).
+        unsafe { cdc.run(&stream, plan, (ptr(&cmds, &stream), ptr(&words, &stream), ptr(&slots, &stream)), ptr(&bits, &stream)) }?;
+        Ok(Some([cmds, words, slots, bits]))
     }
 
     /// Queues the filling of a command's output range (GPU memory) with `byte`.
@@ -1257,7 +1338,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1350,7 +1431,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1440,8 +1521,64 @@ mod tests {
     }
 
     #[test]
+    fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
+        use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
+        let room = 8usize << 20;
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let mut dev = match GpuDevice::open(&config) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU here): {why}");
+                return;
+            }
+        };
+        assert!(dev.functions().contains(FunctionKind::ChunkFingerprint) && !dev.functions().contains(FunctionKind::EcEncode), "dedup only");
+        let own = dev.memory().dma_window().expect("a staged memory").0;
+        let window = |at: usize, len: usize| DeviceRange::new(own + at as u64, len as u64);
+        let own_at = |at: usize, len: usize| DeviceRange::new(at as u64, len as u64);
+        let base = dev.memory().io_ptr(window(0, 4 * room)).expect("the window") as usize;
+        let host = |r: DeviceRange| (base + (r.offset - own) as usize) as *mut u8;
+        let run = |dev: &mut GpuDevice, r: Vec<Request>| {
+            let mut done = peerpath_device::run_to_completion(dev, r, Duration::from_secs(60)).expect("the GPU answers");
+            done.sort_by_key(|c| c.tag());
+            done
+        };
+        // 6 MiB of random bytes with a run of zeros, in GPU memory at an odd offset.
+        let mut data = crate::kernels::tests::bytes(4 << 20, 21);
+        data.extend(vec![0u8; 1 << 20]);
+        data.extend(crate::kernels::tests::bytes((1 << 20) + 7, 22));
+        // SAFETY: a window range no command uses yet.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host(window(1, data.len())), data.len()) };
+        run(&mut dev, vec![Request::copy(0, &[window(1, data.len())], own_at(1, data.len()))]);
+        let sizes = [(16u16, 64u16, 256u16, true), (4, 16, 64, false), (16, 64, 256, false)];
+        let out_at = |i: usize| room + i * room;
+        let commands = sizes.iter().enumerate().map(|(i, &(min_kib, avg_kib, max_kib, at_end))| Request { tag: i as u64, function: Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256: false, at_end }, inputs: vec![own_at(1, data.len())], output: own_at(out_at(i), room) }).collect();
+        let done = run(&mut dev, commands);
+        for (i, &(min_kib, avg_kib, max_kib, at_end)) in sizes.iter().enumerate() {
+            let want = chunk_digests(&data, ChunkParams::new(min_kib as usize * 1024, avg_kib as usize * 1024, max_kib as usize * 1024).unwrap(), Fingerprint::Blake3, at_end);
+            let bytes = 16 + want.len() * peerpath_device::CHUNK_ENTRY_BYTES;
+            assert_eq!((done[i].status, done[i].output_bytes), (Status::Success, bytes as u64), "command {i}");
+            run(&mut dev, vec![Request::copy(0, &[own_at(out_at(i), bytes)], window(out_at(i), bytes))]);
+            // SAFETY: the window's copy of the output, written by the copy that completed.
+            let got = unsafe { std::slice::from_raw_parts(host(window(out_at(i), bytes)), bytes) };
+            let word = |at: usize| u64::from_le_bytes(got[at..at + 8].try_into().unwrap());
+            assert_eq!(word(0), want.len() as u64);
+            for (k, (o, l, d)) in want.iter().enumerate() {
+                let e = 16 + k * peerpath_device::CHUNK_ENTRY_BYTES;
+                assert!(word(e) == *o as u64 && word(e + 8) == *l as u64 && got[e + 16..e + 48] == d[..], "command {i} chunk {k}");
+            }
+        }
+        // SHA-256 is the CPU's: refused, as is a range in the window.
+        let sha = Request { tag: 0, function: Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, inputs: vec![own_at(1, 1 << 20)], output: own_at(room, room) };
+        let window_input = Request { tag: 1, function: Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: false, at_end: true }, inputs: vec![window(1, 1 << 20)], output: own_at(room, room) };
+        let done = run(&mut dev, vec![sha, window_input]);
+        assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>(), [Status::Unsupported, Status::OutOfRange]);
+        eprintln!("ran on {}", dev.description);
+    }
+
+    #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

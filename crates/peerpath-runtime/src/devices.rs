@@ -187,6 +187,7 @@ impl<'a> DeviceSet<'a> {
                     compress: true,
                     coding: false,
                     crypt: false,
+                    dedup: false,
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
