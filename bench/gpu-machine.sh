@@ -38,7 +38,8 @@
 #              rounds, every GPU file opened on the CPU and every decryption compared with the
 #              source; then the chain (compress --ec 4+2 --encrypt) on the GPU against every core,
 #              every set restored; the peerpath-gpu crate's AES-GCM tests where gputests is carried
-#     dedup    dedup store in memory at -T 1/2/4/8/15/16 (every store's chunks checked against -T 1's),
+#     dedup    dedup store in memory at -T 1/2/4/8/15/16 and --engine gpu (every store's chunks checked
+#              against -T 1's),
 #              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
 #     disk     bench/disk-ab.sh: the root disk's O_DIRECT rates (bench-io) and peerpath file to file
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
@@ -393,6 +394,10 @@ for step in $steps; do
                     rm -rf "$dd/st"; label="dedup store -T $t ($r)"; wall .gpu/peerpath dedup store "$dd/in" -s "$dd/st" -T "$t"
                     .gpu/peerpath dedup stats -s "$dd/st" | tail -n +2 | cmp -s - "$o/stats-ref.txt" || echo "STORE DIFFERS -T $t ($r)" >> "$o/dedup.md"
                 done
+                # On the GPU (peerpath's FastCDC and BLAKE3 kernels): the same store, its pack byte for byte.
+                rm -rf "$dd/st"; label="dedup store --engine gpu ($r)"; wall .gpu/peerpath dedup store "$dd/in" -s "$dd/st" --engine gpu
+                .gpu/peerpath dedup stats -s "$dd/st" | tail -n +2 | cmp -s - "$o/stats-ref.txt" && cmp -s "$dd/st/packs/pack-000000" "$dd/ref/packs/pack-000000" || echo "STORE DIFFERS --engine gpu ($r)" >> "$o/dedup.md"
+                [ "$r" = 1 ] && { rm -rf "$dd/st"; .gpu/peerpath dedup store "$dd/in" -s "$dd/st" --engine gpu > "$o/store-gpu.txt" 2>&1; }
                 if [ -x .gpu/b3sum ]; then
                     label="b3sum --num-threads 1 ($r)"; wall .gpu/b3sum --num-threads 1 "$dd/in"
                     label="b3sum ($r)"; wall .gpu/b3sum "$dd/in"

@@ -65,9 +65,10 @@ struct StoreDir {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum DedupEngine {
+pub(crate) enum DedupEngine {
     Cpu,
     Emulated,
+    Gpu,
 }
 
 #[derive(Subcommand)]
@@ -92,14 +93,18 @@ enum DedupCommand {
         /// Replace a file of the same name already in the store.
         #[arg(short, long)]
         force: bool,
-        /// Where chunking and fingerprinting run: cpu, or emulated (an emulated CSP: the file is
+        /// Where chunking and fingerprinting run: cpu; emulated (an emulated CSP: the file is
         /// read into its memory, only boundaries and digests come back, new chunks are written
-        /// to the pack from its memory).
+        /// to the pack from its memory); or gpu (the same on a GPU with peerpath's FastCDC and
+        /// BLAKE3 kernels, through its pinned host window; BLAKE3 only, no --compress).
         #[arg(long, value_enum, default_value = "cpu")]
         engine: DedupEngine,
-        /// With --engine emulated: fail (exit 15) instead of chunking on the CPU when the device cannot.
+        /// With --engine emulated or gpu: fail (exit 15) instead of chunking on the CPU when the device cannot.
         #[arg(long)]
         no_fallback: bool,
+        /// With --engine gpu: which GPU.
+        #[arg(long, default_value_t = 0)]
+        gpu: usize,
         /// Keep each new chunk compressed (a gzip member at this level, 0-12) where that is smaller;
         /// with --engine emulated the device compresses it in its memory.
         #[arg(long, value_name = "LEVEL", value_parser = clap::value_parser!(u32).range(0..=Level::MAX as i64))]
@@ -140,10 +145,14 @@ enum DedupCommand {
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, compress, threads } => {
+        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, compress, threads } => {
             let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
             let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)), usize::from);
-            store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine == DedupEngine::Emulated, no_fallback), compress, threads)
+            if gpu != 0 && engine != DedupEngine::Gpu {
+                Err(JobError::Usage("--gpu needs --engine gpu".into()))
+            } else {
+                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu), compress, threads)
+            }
         }
         DedupCommand::Restore { name, dir, output, force } => restore(&dir.store, &name, &output, force),
         DedupCommand::List { dir } => list(&dir.store),
@@ -460,7 +469,7 @@ fn lock(dir: &Path) -> Result<File, JobError> {
 type Sizes = (Option<usize>, Option<usize>, Option<usize>);
 
 #[allow(clippy::too_many_arguments)]
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, (engine_emulated, no_fallback): (bool, bool), compress: Option<Level>, threads: usize) -> Result<(), JobError> {
+fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: (DedupEngine, bool, usize), compress: Option<Level>, threads: usize) -> Result<(), JobError> {
     if sources.is_empty() {
         return Err(JobError::Usage("name at least one file to store".into()));
     }
@@ -478,7 +487,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     let was = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
     let before: Vec<bool> = NEW_STORE.iter().map(|n| was(n)).collect();
     let mut stored = 0;
-    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, (engine_emulated, no_fallback), compress, threads, &mut stored);
+    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, engine, compress, threads, &mut stored);
     // A store this run began (there was no index), which failed before it kept a file, leaves
     // nothing behind: what this run made goes, and only that (a pack only while empty: a failed
     // store undoes its appends, and packs that were there are never touched).
@@ -500,17 +509,21 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
-fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine_emulated, no_fallback): (bool, bool), compress: Option<Level>, threads: usize, stored: &mut usize) -> Result<(), JobError> {
+fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu): (DedupEngine, bool, usize), compress: Option<Level>, threads: usize, stored: &mut usize) -> Result<(), JobError> {
     let s = Store::open(dir, true, Some((asked, fp)))?;
     let custom = sizes.0.is_some() || sizes.1.is_some() || sizes.2.is_some();
     if (custom && asked != s.params) || hash.is_some_and(|_| fp != s.fp) {
         return Err(JobError::Usage(format!("the store chunks with {:?} and {}; its sizes and hash are set when it is made", s.params, s.fp.name())));
     }
-    let mut device = None;
-    if engine_emulated {
+    let mut device: Option<Box<dyn peerpath_device::Device>> = None;
+    if engine != DedupEngine::Cpu {
         let kib = |b: usize| (b.is_multiple_of(1024) && b / 1024 <= u16::MAX as usize).then_some(b / 1024);
+        let start = || match engine {
+            DedupEngine::Gpu => crate::dedup_device::start_gpu(gpu, s.params, s.fp, compress.is_some()),
+            _ => crate::dedup_device::start(s.params, compress.is_some()).map(|d| Box::new(d) as Box<dyn peerpath_device::Device>),
+        };
         match (kib(s.params.min), kib(s.params.avg), kib(s.params.max)) {
-            (Some(_), Some(_), Some(_)) => match crate::dedup_device::start(s.params, compress.is_some()) {
+            (Some(_), Some(_), Some(_)) => match start() {
                 Ok(d) => device = Some(d),
                 Err(why) if no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
                 Err(why) => eprintln!("peerpath: FALLBACK: {why}: chunking on the host CPU"),
@@ -520,7 +533,7 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
         }
     }
     for src in sources {
-        store_one(&s, src, force, Chunker { device: device.as_mut(), no_fallback, threads }, compress)?;
+        store_one(&s, src, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress)?;
         *stored += 1;
     }
     Ok(())
@@ -530,7 +543,7 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
 /// (a pipe, which it cannot read by offset, falls back unless
 /// `no_fallback`), else in this process on `threads` threads.
 struct Chunker<'a> {
-    device: Option<&'a mut peerpath_device::EmulatedCsp>,
+    device: Option<&'a mut (dyn peerpath_device::Device + 'static)>,
     no_fallback: bool,
     threads: usize,
 }
@@ -693,6 +706,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
         d => d,
     };
     let on_device = device.is_some();
+    let on_gpu = device.as_deref().is_some_and(|d| matches!(d.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. }));
     // Opened once (a FIFO must not be opened twice), with O_DIRECT for the device.
     let opened = peerpath_io::open_source(src, on_device).map_err(unreadable)?;
     let size = known_size(&opened);
@@ -742,7 +756,11 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     pack.kept();
     tx.commit().map_err(db_error(&s.dir))?;
     let secs = started.elapsed().as_secs_f64();
-    let provenance = if on_device { "measured on emulated devices" } else { "measured on this host's CPU" };
+    let provenance = match (on_gpu, on_device) {
+        (true, _) => "measured on a real accelerator (GPU)",
+        (false, true) => "measured on emulated devices",
+        (false, false) => "measured on this host's CPU",
+    };
     println!(
         "{}: {} in {count} chunk(s), {} new ({} chunk(s){}); {how}: {:.2} GB/s ({provenance})",
         src.display(),
@@ -908,6 +926,38 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The device pass on a CPU device whose memory is staged (as a GPU's:
+    /// blocks read into a window, copied to its own memory by the device,
+    /// results and new chunks copied back) or mapped whole (as an emulated
+    /// CSP's): the CPU oracle's digests, and every new chunk's bytes in the pack.
+    #[test]
+    fn the_device_pass_gives_the_oracles_chunks_staged_or_mapped() {
+        let p = ChunkParams::new(4096, 16384, 65536).unwrap();
+        // 9 MiB: three 4 MiB blocks' worth with carries, a repeated stretch (duplicates).
+        let mut data = crate::device_job::testing::xorshift(5 << 20, 4);
+        data.extend_from_within(1 << 20..3 << 20);
+        data.extend(crate::device_job::testing::xorshift((2 << 20) + 12345, 5));
+        let want: Vec<u8> = peerpath_func::dedup::chunk_digests(&data, p, Fingerprint::Blake3, true).iter().flat_map(|c| c.2).collect();
+        for staged in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let src = dir.path().join("src");
+            std::fs::write(&src, &data).unwrap();
+            let s = Store::open(&dir.path().join("store"), true, Some((p, Fingerprint::Blake3))).unwrap();
+            let mut pack = PackWriter::new(&s).unwrap();
+            let mut dev = crate::device_job::testing::cpu_device(staged, crate::dedup_device::memory_bytes(p));
+            let file = std::fs::File::open(&src).unwrap();
+            let got = crate::dedup_device::chunk(&mut dev, &file, (p, Fingerprint::Blake3, None), &mut pack).unwrap();
+            assert_eq!(got.bytes, data.len() as u64);
+            assert!(got.digests == want, "staged {staged}: the device's digests are the oracle's");
+            // Each new chunk in the pack is the bytes its digest names (the repeat stored once).
+            let packed = std::fs::read(s.pack_path(pack.no)).unwrap();
+            assert!(pack.new.len() < want.len() / 32, "staged {staged}: duplicates are kept once");
+            for (digest, c) in &pack.new {
+                assert_eq!(&Fingerprint::Blake3.digest(&packed[c.offset as usize..][..c.len]), digest, "staged {staged}");
+            }
+        }
+    }
+
     /// A store's files (its index and packs), by path within it.
     type StoreFiles = Vec<(PathBuf, Vec<u8>)>;
 
@@ -926,7 +976,7 @@ mod tests {
             std::fs::write(&src, &data).unwrap();
             let [plain, compressed] = [None, Some(Level::new(1).unwrap())].map(|compress| {
                 let st = dir.path().join(if compress.is_some() { "compressed" } else { "plain" });
-                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (false, false), compress, 2).unwrap();
+                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0), compress, 2).unwrap();
                 let packs = std::fs::read_dir(st.join("packs")).unwrap().map(|e| Path::new("packs").join(e.unwrap().file_name()));
                 std::iter::once(PathBuf::from("index.sqlite")).chain(packs).map(|f| (f.clone(), std::fs::read(st.join(f)).unwrap())).collect()
             });

@@ -11,10 +11,17 @@
 //! With `--compress`, the device also makes each new chunk's gzip member
 //! in its memory (`Function::GzipCompressMember`, the CPU's encoder: the
 //! same bytes), and the pack gets the member from there.
+//!
+//! `--engine gpu` runs the same pass on a GPU (peerpath's FastCDC and BLAKE3
+//! kernels; BLAKE3 only, no `--compress`), whose memory storage reaches only
+//! through a pinned host window: the layout is there twice, each block is
+//! read into the window and copied to GPU memory by the device, the results
+//! and each new chunk are copied back to the window to be read or written.
 
 use crate::dedup::{PackWriter, GZIP_MEMBER, RAW};
 use crate::device_job::{self, Blocks};
 use peerpath_device::{Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, CHUNK_ENTRY_BYTES};
+use peerpath_mem::MemoryDomain;
 use peerpath_func::dedup::{ChunkParams, Fingerprint};
 use peerpath_func::{member_bound_bytes, Format, Level};
 use std::fs::File;
@@ -26,14 +33,19 @@ const BLOCK: usize = 4 << 20;
 /// largest chunk), then room for one compressed chunk.
 fn layout(p: ChunkParams) -> (usize, Blocks, DeviceRange) {
     let result_bytes = (16 + CHUNK_ENTRY_BYTES * ((BLOCK + p.max).div_ceil(p.min) + 1)).next_multiple_of(4096);
-    let blocks = Blocks { base: result_bytes as u64, carry: p.max.next_multiple_of(4096), block: BLOCK };
+    let blocks = Blocks { base: result_bytes as u64, carry: p.max.next_multiple_of(4096), block: BLOCK, window_at: 0 };
     let member = DeviceRange::new((result_bytes + blocks.bytes()) as u64, member_bound_bytes(p.max).next_multiple_of(4096) as u64);
     (result_bytes, blocks, member)
 }
 
-pub(crate) fn start(p: ChunkParams, compress: bool) -> Result<EmulatedCsp, String> {
+/// Bytes of device memory the pass lays out for `p`.
+pub(crate) fn memory_bytes(p: ChunkParams) -> usize {
     let (_, _, member) = layout(p);
-    let dev = device_job::spawn("dd", (member.offset + member.len) as usize, 8, 1, FunctionKind::ChunkFingerprint)?;
+    (member.offset + member.len) as usize
+}
+
+pub(crate) fn start(p: ChunkParams, compress: bool) -> Result<EmulatedCsp, String> {
+    let dev = device_job::spawn("dd", memory_bytes(p), 8, 1, FunctionKind::ChunkFingerprint)?;
     if compress && !dev.functions().contains(FunctionKind::GzipCompressMember) {
         return Err("the emulated CSP does not offer gzip compression".into());
     }
@@ -47,17 +59,64 @@ pub(crate) struct DeviceChunks {
     pub how: String,
 }
 
-pub(crate) fn chunk(dev: &mut EmulatedCsp, src: &File, (p, fp, compress): (ChunkParams, Fingerprint, Option<Level>), pack: &mut PackWriter) -> Result<DeviceChunks, String> {
-    let (result_bytes, blocks, member) = layout(p);
+/// Opens GPU `ordinal` with peerpath's FastCDC and BLAKE3 kernels (no
+/// nvCOMP) for a store cutting with `p`: the layout in its memory and again
+/// in its pinned host window. Or why it cannot serve this store.
+pub(crate) fn start_gpu(ordinal: usize, p: ChunkParams, fp: Fingerprint, compress: bool) -> Result<Box<dyn Device>, String> {
+    if fp != Fingerprint::Blake3 {
+        return Err(format!("the GPU's kernels fingerprint with BLAKE3, and this store uses {}", fp.name()));
+    }
+    if compress {
+        return Err("the GPU device does not compress chunks (--compress)".into());
+    }
+    let bytes = memory_bytes(p);
+    let config = peerpath_gpu::GpuDeviceConfig {
+        name: format!("gpu{ordinal}"),
+        ordinal,
+        own_bytes: bytes,
+        window_bytes: bytes,
+        algorithm: 0,
+        queue_depth: 8,
+        nvcomp: None,
+        compress: false,
+        coding: false,
+        crypt: false,
+        dedup: true,
+        streams: 1,
+        staging: peerpath_gpu::Staging::Commands,
+        gather: peerpath_gpu::Gather::default(),
+    };
+    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
+    Ok(Box::new(dev))
+}
+
+pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkParams, Fingerprint, Option<Level>), pack: &mut PackWriter) -> Result<DeviceChunks, String> {
+    let (result_bytes, mut blocks, member) = layout(p);
+    // A staged device (a GPU): the layout again in its window, from window_at.
+    let window_at = dev.memory().dma_window().map_or(0, |w| w.0);
+    if window_at > 0 && window_at < member.offset + member.len {
+        return Err("the device's memory is not staged as this pass needs".into());
+    }
+    blocks.window_at = window_at;
+    let io = |r: DeviceRange| DeviceRange::new(window_at + r.offset, r.len);
+    let on_gpu = matches!(dev.memory().domain(), MemoryDomain::Gpu { .. });
     let function = |at_end| Function::ChunkFingerprint { min_kib: (p.min / 1024) as u16, avg_kib: (p.avg / 1024) as u16, max_kib: (p.max / 1024) as u16, sha256: fp == Fingerprint::Sha256, at_end };
     let (mut digests, mut commands, mut metadata) = (Vec::new(), 0u64, 0u64);
     let bytes = blocks.stream(dev, src, |dev, input, at_end| {
         let c = device_job::run_one(dev, Request::chunk_fingerprint(commands, function(at_end), input, DeviceRange::new(0, result_bytes as u64)))?;
         commands += 1;
         metadata += c.output_bytes;
+        if c.output_bytes < 16 || c.output_bytes > result_bytes as u64 {
+            return Err(format!("the device answered {} bytes of results", c.output_bytes));
+        }
+        let results = DeviceRange::new(0, c.output_bytes);
+        if window_at > 0 {
+            commands += 1;
+            device_job::run_one(dev, Request::copy(commands, &[results], io(results)))?;
+        }
         let mut result = vec![0u8; c.output_bytes as usize];
-        // SAFETY: the command has completed; its output range is not in use.
-        unsafe { dev.memory().host_read(0, &mut result) };
+        // SAFETY: the command (and the copy) has completed; the range is not in use.
+        unsafe { dev.memory().host_read(io(results).offset, &mut result) };
         let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
         let (count, consumed) = (word(&result[..8]) as usize, word(&result[8..16]) as usize);
         for e in result[16..].chunks(CHUNK_ENTRY_BYTES).take(count) {
@@ -81,6 +140,15 @@ pub(crate) fn chunk(dev: &mut EmulatedCsp, src: &File, (p, fp, compress): (Chunk
                 None => (chunk, RAW),
             };
             let bytes = from.len as usize;
+            // Staged: the chunk goes to the window's copy of the member room to be written.
+            let from = if window_at > 0 {
+                commands += 1;
+                let to = io(DeviceRange::new(member.offset, from.len));
+                device_job::run_one(dev, Request::copy(commands, &[from], to))?;
+                to
+            } else {
+                from
+            };
             let ptr = dev.memory().io_ptr(from).ok_or("a chunk outside the device's memory")?;
             pack.append(digest, (bytes, codec, len), |f, _| {
                 let mut done = 0;
@@ -103,11 +171,20 @@ pub(crate) fn chunk(dev: &mut EmulatedCsp, src: &File, (p, fp, compress): (Chunk
         }
         Ok(consumed)
     })?;
-    let how = format!(
-        "chunked and fingerprinted ({}){} on 1 emulated CSP: read {} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); payload bytes into this process: 0",
-        fp.name(),
-        compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get())),
-        device_job::moved(device_job::is_direct(src))
-    );
+    let how = if on_gpu {
+        format!(
+            "chunked and fingerprinted ({}) on 1 GPU ({}): read {} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); payload bytes into this process: 0",
+            fp.name(),
+            dev.name(),
+            device_job::moved(device_job::is_direct(src))
+        )
+    } else {
+        format!(
+            "chunked and fingerprinted ({}){} on 1 emulated CSP: read {} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); payload bytes into this process: 0",
+            fp.name(),
+            compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get())),
+            device_job::moved(device_job::is_direct(src))
+        )
+    };
     Ok(DeviceChunks { digests, bytes, how })
 }

@@ -276,11 +276,15 @@ pub(crate) fn moved(direct: bool) -> &'static str {
 
 /// Two buffers in device memory from `base`, each room for a carried tail
 /// of up to `carry` bytes and then a block of `block` bytes (both
-/// multiples of 4 KiB, so blocks are aligned for O_DIRECT).
+/// multiples of 4 KiB, so blocks are aligned for O_DIRECT). On a staged
+/// device (a GPU), blocks are read into the same ranges from `window_at`
+/// on (its host window) and copied to its own memory by the device.
 pub(crate) struct Blocks {
     pub base: u64,
     pub carry: usize,
     pub block: usize,
+    /// 0: the device's memory is all mapped.
+    pub window_at: u64,
 }
 
 impl Blocks {
@@ -302,7 +306,7 @@ impl Blocks {
     /// the kernel fills the other's block area; the carry goes in front of
     /// it afterwards). Returns the bytes read.
     pub fn stream<D: Device + ?Sized>(&self, dev: &mut D, file: &File, mut each: impl FnMut(&mut D, DeviceRange, bool) -> Result<usize, String>) -> Result<u64, String> {
-        let area = |dev: &D, b: usize| dev.memory().io_ptr(DeviceRange::new(self.block_at(b), self.block as u64)).map(|p| p as usize).ok_or("the device's memory is not mapped for I/O");
+        let area = |dev: &D, b: usize| dev.memory().io_ptr(DeviceRange::new(self.window_at + self.block_at(b), self.block as u64)).map(|p| p as usize).ok_or("the device's memory is not mapped for I/O");
         let areas = [area(dev, 0)?, area(dev, 1)?];
         let (mut at, mut tail, mut buf, mut n_cmd) = (0u64, 0usize, 0usize, 0u64);
         // SAFETY: buffer 0's block area, inside the device's mapped memory; no command uses it yet.
@@ -310,6 +314,12 @@ impl Blocks {
         loop {
             at += n as u64;
             let at_end = n < self.block;
+            if self.window_at > 0 && n > 0 {
+                // Staged: the block read into the window goes to the device's own memory.
+                n_cmd += 1;
+                let own = DeviceRange::new(self.block_at(buf), n as u64);
+                run_one(dev, Request::copy(n_cmd, &[DeviceRange::new(self.window_at + own.offset, own.len)], own))?;
+            }
             let range = DeviceRange::new(self.block_at(buf) - tail as u64, (tail + n) as u64);
             let other = 1 - buf;
             let (used, ahead) = std::thread::scope(|scope| {

@@ -15,7 +15,7 @@ const PATTERN_AT: u64 = 0;
 const PATTERN_MAX: usize = 64 << 10;
 const RESULT_AT: u64 = PATTERN_MAX as u64;
 /// Blocks of 4 MiB, records of up to 4 MiB carried between them.
-const BLOCKS: Blocks = Blocks { base: 2 * PATTERN_MAX as u64, carry: 4 << 20, block: 4 << 20 };
+const BLOCKS: Blocks = Blocks { base: 2 * PATTERN_MAX as u64, carry: 4 << 20, block: 4 << 20, window_at: 0 };
 
 pub(crate) fn start(faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
     let dev = device_job::spawn("scan", BLOCKS.base as usize + BLOCKS.bytes(), 8, 1, FunctionKind::ScanCount)?;

@@ -111,6 +111,41 @@ fn a_store_killed_at_any_instant_stays_consistent() {
     assert_file_eq(&d.join("b.back"), &edited_copy(&a), "restored after the kills");
 }
 
+/// `--engine gpu`: on a GPU (peerpath's FastCDC and BLAKE3 kernels) the
+/// store is the CPU's byte for byte; without one the fallback says why and
+/// the CPU makes it; --no-fallback exits 15; SHA-256 and --compress are the CPU's.
+#[test]
+fn dedup_on_a_gpu_makes_the_cpus_store_or_falls_back_saying_why() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(9 << 20, 6);
+    let b = edited_copy(&a);
+    let (sa, sb) = (d.join("a"), d.join("b"));
+    std::fs::write(&sa, &a).unwrap();
+    std::fs::write(&sb, &b).unwrap();
+    let (cpu, gpu) = (d.join("cpu"), d.join("gpu"));
+    let sizes = args!["--avg", "32K", "--min", "8K", "--max", "128K"];
+    run(pp(args!["dedup", "store", &sa, &sb, "-s", &cpu]).args(&sizes)).ok();
+    let o = run(pp(args!["dedup", "store", &sa, &sb, "-s", &gpu, "--engine", "gpu"]).args(&sizes)).ok();
+    let on_gpu = !o.stderr.contains("FALLBACK");
+    if on_gpu {
+        eprintln!("a GPU chunked the files: {}", o.stdout_str());
+        assert!(o.stdout_str().contains("on 1 GPU") && o.stdout_str().contains("payload bytes into this process: 0") && o.stdout_str().contains("measured on a real accelerator (GPU)"), "{}", o.stdout_str());
+    } else {
+        eprintln!("SKIPPED the GPU's own run (no GPU here): {}", o.stderr);
+        assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("chunking on the host CPU"), "{}", o.stderr);
+        run(pp(args!["dedup", "store", &sa, "-s", d.join("none"), "--engine", "gpu", "--no-fallback"]).args(&sizes)).fails(15, &["GPU 0 unavailable", "--no-fallback"]);
+    }
+    assert_eq!(std::fs::read(cpu.join("packs/pack-000000")).unwrap(), std::fs::read(gpu.join("packs/pack-000000")).unwrap(), "the same chunks, in the same order");
+    assert_eq!(stats(&cpu).replace(cpu.to_str().unwrap(), "S"), stats(&gpu).replace(gpu.to_str().unwrap(), "S"));
+    run(&mut pp(args!["dedup", "restore", &sb, "-s", &gpu, "-o", d.join("b.back")])).ok();
+    assert_file_eq(&d.join("b.back"), &b, "restored from the GPU engine's store");
+    // What the GPU's kernels do not do is the CPU's, said (or exit 15).
+    run(&mut pp(args!["dedup", "store", &sa, "-s", d.join("sha"), "--hash", "sha256", "--engine", "gpu", "--no-fallback"])).fails(15, &["--no-fallback"]);
+    run(&mut pp(args!["dedup", "store", &sa, "-s", d.join("gz"), "--compress", "1", "--engine", "gpu", "--no-fallback"])).fails(15, &["--no-fallback"]);
+    run(&mut pp(args!["dedup", "store", &sa, "-s", d.join("x"), "--gpu", "1"])).fails(2, &["--gpu needs --engine gpu"]);
+}
+
 /// `--engine emulated`: the emulated CSP chunks and fingerprints in its own
 /// memory and only boundaries and digests come back; the store it makes is
 /// the CPU's byte for byte (same packs, same ratio), restores exactly, and
