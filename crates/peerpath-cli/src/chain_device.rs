@@ -368,7 +368,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         (
             "measured on a real accelerator (GPU)",
             "compressed by nvCOMP".to_string(),
-            format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; payload bytes into this process: 0", slots(o.threads), c.commands.count()),
+            format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", slots(o.threads), c.commands.count()),
         )
     } else {
         (

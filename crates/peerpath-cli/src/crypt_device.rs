@@ -165,6 +165,9 @@ impl Pass {
         let window_at = dev.memory().dma_window().map_or(0, |w| w.0);
         let mut layout = Layout::new(l.block_bytes as usize, if window_at > 0 { GPU_GROUP } else { WORKERS });
         layout.window_at = window_at;
+        if window_at > 0 && (window_at < layout.bytes() as u64 || dev.memory().len() < 2 * layout.bytes()) {
+            return Err("the device's memory is not staged as this pass needs (its own memory and its window each the pass's size)".into());
+        }
         let material = layout.material();
         let base = address(dev, layout.io(DeviceRange::new(0, layout.bytes() as u64)))?;
         let who = if layout.staged() { format!("1 GPU ({})", dev.name()) } else { format!("1 emulated CSP ({})", dev.name()) };
@@ -173,14 +176,20 @@ impl Pass {
         Ok(p)
     }
 
-    /// Writes `bytes` as the material, where the device's commands read it.
+    /// Writes `bytes` as the material, where the device's commands read it
+    /// (on a staged device the window's copy is zeroed again if the copy to
+    /// the device's own memory fails: nothing of the key stays behind).
     fn put_material(&self, dev: &mut dyn Device, bytes: &[u8]) -> Result<(), String> {
         let io = self.layout.io(self.material);
         // SAFETY: the material's range (in the window on a staged device) lies inside the
         // device's memory (layout) and no command runs.
         unsafe { dev.memory().host_write(io.offset, bytes) };
         if self.layout.staged() {
-            device_job::run_all(dev, vec![Request::copy(0, &[io], self.material)])?;
+            if let Err(why) = device_job::run_all(dev, vec![Request::copy(0, &[io], self.material)]) {
+                // SAFETY: as above; the copy has completed or failed.
+                unsafe { dev.memory().host_write(io.offset, &[0u8; DEVICE_KEY_BYTES]) };
+                return Err(why);
+            }
         }
         Ok(())
     }
@@ -224,7 +233,14 @@ impl Pass {
                 if in_ { Request::copy(i, &[io], r) } else { Request::copy(i, &[r], io) }
             })
             .collect::<Vec<_>>();
-        device_job::run_side_by_side(dev, copies).map(|_| ())
+        // Every copy must have moved its bytes: a block sealed or written from stale memory
+        // would be a file that authenticates and holds the wrong data.
+        for c in device_job::run_side_by_side(dev, copies)? {
+            if c.status != Status::Success {
+                return Err(format!("{} answered {:?} to a staging copy of block {}", self.who, c.status, c.tag()));
+            }
+        }
+        Ok(())
     }
 
     /// Runs group `g`'s blocks through the device, sealing or opening with
@@ -237,7 +253,7 @@ impl Pass {
     /// How the payload moved, in words: the device's memory, and (staged) the copies.
     fn route(&self, read: &str, write: &str, work: &str) -> String {
         if self.layout.staged() {
-            format!("{read} into its pinned host window, copied to GPU memory by the device, {work} there with the file's block key (not the master key; zeroed at the end), copied back to the window by the device, {write} from it to the target; payload bytes into this process: 0")
+            format!("{read} into its pinned host window, copied to GPU memory by the device, {work} there with the file's block key (not the master key; zeroed at the end), copied back to the window by the device, {write} from it to the target; payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)")
         } else {
             format!("{read} into its memory, {work} there with the file's block key (not the master key; zeroed at the end), {write} from it to the target; payload bytes into this process: 0")
         }
@@ -385,7 +401,7 @@ mod tests {
             let sealed = file_with(&header);
             let mut dev = cpu_device(staged, Layout::new(block, width).bytes() * 2);
             let (how, _) = seal(&mut dev, src.as_file(), &key, &cipher, sealed.as_file()).map_err(|_| "seal").unwrap();
-            assert!(how.contains(&format!("{width} blocks at once")) && how.contains("payload bytes into this process: 0"), "{how}");
+            assert!(how.contains(&format!("{width} blocks at once")) && how.contains(if staged { "payload bytes copied by this process: 0" } else { "payload bytes into this process: 0" }), "{how}");
             assert_eq!(how.contains("copied to GPU memory by the device"), staged, "{how}");
             let file = std::fs::read(sealed.path()).unwrap();
             assert_eq!(file.len() as u64, cipher.layout().file_bytes());

@@ -65,7 +65,7 @@ struct StoreDir {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum DedupEngine {
+enum DedupEngine {
     Cpu,
     Emulated,
     Gpu,

@@ -173,7 +173,7 @@ pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkP
     })?;
     let how = if on_gpu {
         format!(
-            "chunked and fingerprinted ({}) on 1 GPU ({}): read {} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); payload bytes into this process: 0",
+            "chunked and fingerprinted ({}) on 1 GPU ({}): read {} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
             fp.name(),
             dev.name(),
             device_job::moved(device_job::is_direct(src))

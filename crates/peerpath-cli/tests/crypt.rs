@@ -469,7 +469,7 @@ fn encrypt_and_decrypt_on_a_gpu_give_the_cpus_results_or_fall_back_saying_why() 
     if on_gpu {
         eprintln!("a GPU sealed the file: {}", v["engine"]);
         assert_eq!(v["provenance"], "measured on a real accelerator (GPU)", "{v}");
-        assert!(v["engine"].as_str().unwrap().contains("copied to GPU memory by the device") && v["engine"].as_str().unwrap().contains("payload bytes into this process: 0"), "{v}");
+        assert!(v["engine"].as_str().unwrap().contains("copied to GPU memory by the device") && v["engine"].as_str().unwrap().contains("payload bytes copied by this process: 0"), "{v}");
     } else {
         eprintln!("SKIPPED the GPU's own run (no GPU here): {}", v["fallback"]);
         assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("on the host CPU"), "{}", o.stderr);

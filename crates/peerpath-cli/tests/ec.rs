@@ -679,7 +679,7 @@ fn the_chain_runs_on_a_gpu_or_falls_back_saying_why() {
     let on_gpu = !o.stderr.contains("FALLBACK");
     if on_gpu {
         eprintln!("a GPU ran the chain: {}", o.stdout_str());
-        assert!(o.stdout_str().contains("measured on a real accelerator (GPU)") && o.stdout_str().contains("every stage on 1 GPU") && o.stdout_str().contains("payload bytes into this process: 0"), "{}", o.stdout_str());
+        assert!(o.stdout_str().contains("measured on a real accelerator (GPU)") && o.stdout_str().contains("every stage on 1 GPU") && o.stdout_str().contains("payload bytes copied by this process: 0"), "{}", o.stdout_str());
     } else {
         eprintln!("SKIPPED the GPU's own run (no GPU here): {}", o.stderr);
         assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("the chain runs on the host CPU"), "{}", o.stderr);

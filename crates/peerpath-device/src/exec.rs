@@ -82,6 +82,8 @@ pub fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Re
                 Ok(())
             }
         }
+        // A chunk of at least nothing: refused before the bound below divides by it.
+        Function::ChunkFingerprint { min_kib: 0, .. } => Err(Status::InvalidField),
         Function::ChunkFingerprint { min_kib, .. } if request.output.len < 16 + CHUNK_ENTRY_BYTES as u64 * (input_bytes / (min_kib as u64 * 1024) + 1) => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.inputs[1].len > MAX_PATTERN_BYTES as u64 => Err(Status::InputTooLarge),
         Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. } if request.inputs[1].len != DEVICE_KEY_BYTES as u64 => Err(Status::InvalidField),
@@ -385,6 +387,9 @@ mod tests {
         assert_eq!(check(&open(vec![r(0, 15), r(500, 48)], r(1000, 100)), mem, all()), Err(Status::CorruptInput), "shorter than a tag");
         assert_eq!(check(&open(vec![r(0, 116), r(500, 48)], r(1000, 100)), mem, all()), Err(Status::OutputTooSmall), "opened in place: room for the tag");
         assert_eq!(check(&open(vec![r(0, 116), r(500, 48)], r(1000, 116)), mem, all()), Ok(()));
+        let cut = |min_kib| Request { tag: 0, function: Function::ChunkFingerprint { min_kib, avg_kib: 64, max_kib: 256, sha256: false, at_end: true }, inputs: vec![r(0, 100)], output: r(1000, 2000) };
+        assert_eq!(check(&cut(0), mem, all()), Err(Status::InvalidField), "a minimum of 0 (no division by it)");
+        assert_eq!(check(&cut(16), mem, all()), Ok(()));
     }
 
     #[test]

@@ -65,7 +65,7 @@ typedef unsigned long long pp_u64;
 #define PP_GCM_MATERIAL 4 // the material's address: the block key (32 bytes), then the file id (16)
 #define PP_GCM_INDEX 5    // the block's index
 #define PP_GCM_PREFIX 6   // words 6-7: the associated data's first 14 bytes (the format's name)
-#define PP_GCM_CTR 8      // words 8-9: J0's first three words (as AES loads them), then 0
+#define PP_GCM_CTR 8      // words 8-9: J0's first three words (as AES loads them)
 #define PP_GCM_EJ0 10     // words 10-11: AES(J0), as GHASH's (high, low)
 #define PP_GCM_SUM 12     // words 12-13: the GHASH sum (XORed into as four 32-bit words)
 #define PP_GCM_H 14       // words 14-67: H^(2^i), i = 0..26, as (high, low)
@@ -234,7 +234,6 @@ PP_KERNEL pp_gcm_prepare(pp_u64 *PP_RESTRICT states, pp_u32 n, const pp_u32 *PP_
         ctr[0] = j0[0];
         ctr[1] = j0[1];
         ctr[2] = j0[2];
-        ctr[3] = 0;
         pp_aes256(rk, te, j0, block);
         pp_words_to_gf(block, &st[PP_GCM_EJ0], &st[PP_GCM_EJ0 + 1]);
         // H = AES(0), and its squares.

@@ -72,11 +72,14 @@ pub(crate) struct GcmPlan {
 impl GcmPlan {
     /// Adds a command sealing (or opening) `len` payload bytes at device
     /// address `src` into `dst`, block `index` of the file whose material
-    /// (block key, then file id) is at `material`; returns its number.
-    pub fn add(&mut self, (src, dst, len): (u64, u64, u64), open: bool, material: u64, index: u64) -> usize {
+    /// (block key, then file id) is at `material`; returns its number, or
+    /// `None` (the plan unchanged) if the batch's segments would pass 32 bits.
+    pub fn add(&mut self, (src, dst, len): (u64, u64, u64), open: bool, material: u64, index: u64) -> Option<usize> {
         if self.starts.is_empty() {
             self.starts.push(0);
         }
+        let last = *self.starts.last().expect("pushed above");
+        let end = u32::try_from(len.div_ceil(SEGMENT_BYTES)).ok().and_then(|n| last.checked_add(n))?;
         let mut st = [0u64; GCM_WORDS];
         (st[0], st[1], st[2], st[3], st[4], st[5]) = (src, dst, len, u64::from(open), material, index);
         let mut prefix = [0u8; 16];
@@ -84,10 +87,8 @@ impl GcmPlan {
         st[6] = u64::from_le_bytes(prefix[..8].try_into().expect("8 bytes"));
         st[7] = u64::from_le_bytes(prefix[8..].try_into().expect("8 bytes"));
         self.states.extend_from_slice(&st);
-        let segments = u32::try_from(len.div_ceil(SEGMENT_BYTES)).expect("a block is at most 1 GiB");
-        let last = *self.starts.last().expect("pushed above");
-        self.starts.push(last.checked_add(segments).expect("a batch's segments fit 32 bits (at most 4 TiB of blocks)"));
-        self.len() - 1
+        self.starts.push(end);
+        Some(self.len() - 1)
     }
 
     pub fn len(&self) -> usize {
@@ -248,7 +249,7 @@ mod tests {
             let mut plan = GcmPlan::default();
             for (((src, skew, index), out), m) in sources.iter().zip(&mut outputs).zip(&materials) {
                 let len = src.len() - skew;
-                plan.add((src.as_ptr() as u64 + *skew as u64, out.as_mut_ptr() as u64 + 1, len as u64), false, m.as_ptr() as u64, *index);
+                plan.add((src.as_ptr() as u64 + *skew as u64, out.as_mut_ptr() as u64 + 1, len as u64), false, m.as_ptr() as u64, *index).unwrap();
             }
             assert!(run(&mut plan, grid).iter().all(|&ok| ok == 1));
             for (i, (out, want)) in outputs.iter().zip(&want).enumerate() {
@@ -283,7 +284,7 @@ mod tests {
             let mut outs: Vec<Vec<u8>> = cases.iter().map(|_| vec![0u8; len]).collect();
             let mut plan = GcmPlan::default();
             for ((input, index, material, _), out) in cases.iter().zip(&mut outs) {
-                plan.add((input.as_ptr() as u64, out.as_mut_ptr() as u64, len as u64), true, material.as_ptr() as u64, *index);
+                plan.add((input.as_ptr() as u64, out.as_mut_ptr() as u64, len as u64), true, material.as_ptr() as u64, *index).unwrap();
             }
             let ok = run(&mut plan, 5);
             for (c, ((_, _, _, authentic), got)) in cases.iter().zip(&ok).enumerate() {
@@ -303,10 +304,13 @@ mod tests {
         let mut plan = GcmPlan::default();
         assert_eq!(plan.segments(), 0);
         for len in [0, 1, 1024, 1025, 0, 3 << 20] {
-            plan.add((0, 0, len), false, 0, 0);
+            plan.add((0, 0, len), false, 0, 0).unwrap();
         }
         assert_eq!(plan.starts, [0, 0, 1, 2, 4, 4, 3076]);
         assert_eq!(plan.len(), 6);
+        // Past 2^32 segments: refused, the plan as it was.
+        assert_eq!(plan.add((0, 0, 1 << 52), false, 0, 0), None);
+        assert_eq!((plan.len(), plan.starts.len(), plan.segments()), (6, 7, 3076));
         assert_eq!(&plan.states[GCM_WORDS * 2..GCM_WORDS * 2 + 3], &[0, 0, 1024]);
         assert_eq!(plan.states[6].to_le_bytes(), *b"peerpath");
     }

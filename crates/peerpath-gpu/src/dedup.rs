@@ -36,22 +36,24 @@ pub(crate) struct CdcPlan {
 impl CdcPlan {
     /// Adds a command cutting `len` bytes at device address `data` with
     /// `p`, its count, consumed bytes and entries written at `out` (which
-    /// has room for `len / p.min + 1` entries); returns its number.
-    pub fn add(&mut self, (data, len): (u64, u64), p: ChunkParams, out: u64, at_end: bool) -> usize {
+    /// has room for `len / p.min + 1` entries); `None` (the plan unchanged)
+    /// if the batch's bitmap words or digest threads would pass 32 bits.
+    pub fn add(&mut self, (data, len): (u64, u64), p: ChunkParams, out: u64, at_end: bool) -> Option<()> {
         if self.words.is_empty() {
             self.words.push(0);
             self.slots.push(0);
         }
         let (_, mask_s, mask_l) = gear_and_masks(p);
         let first_word = *self.words.last().expect("pushed above");
+        let last_slot = *self.slots.last().expect("pushed above");
+        let after = |last: u32, n: u64| u32::try_from(n).ok().and_then(|n| last.checked_add(n));
+        let (words, slots) = (after(first_word, len.div_ceil(32))?, after(last_slot, len / p.min as u64 + 1)?);
         let mut c = [0u64; CDC_WORDS];
         c[..10].copy_from_slice(&[data, len, p.min as u64, p.avg as u64, p.max as u64, mask_s, mask_l, out, u64::from(at_end), u64::from(first_word)]);
         self.cmds.extend_from_slice(&c);
-        let fit = |n: u64| u32::try_from(n).expect("a batch's positions fit 32 bits of words");
-        self.words.push(first_word + fit(len.div_ceil(32)));
-        let last_slot = *self.slots.last().expect("pushed above");
-        self.slots.push(last_slot + fit(len / p.min as u64 + 1));
-        self.len() - 1
+        self.words.push(words);
+        self.slots.push(slots);
+        Some(())
     }
 
     pub fn len(&self) -> usize {
@@ -167,7 +169,7 @@ mod tests {
         let mut outs: Vec<Vec<u8>> = inputs.iter().map(|(d, p, _)| vec![0xEEu8; 16 + 48 * (d.len() / p.min + 1)]).collect();
         let mut plan = CdcPlan::default();
         for ((d, p, at_end), out) in inputs.iter().zip(&mut outs) {
-            plan.add((d.as_ptr() as u64, d.len() as u64), *p, out.as_mut_ptr() as u64, *at_end);
+            plan.add((d.as_ptr() as u64, d.len() as u64), *p, out.as_mut_ptr() as u64, *at_end).unwrap();
         }
         let (gear, _, _) = gear_and_masks(ChunkParams::default());
         let w = plan.bitmap_words() as usize;
@@ -216,6 +218,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_plan_refuses_a_batch_past_32_bits() {
+        let p = ChunkParams::default();
+        let mut plan = CdcPlan::default();
+        plan.add((0, 1 << 30), p, 0, true).unwrap();
+        assert_eq!(plan.add((0, 1 << 40), p, 0, true), None);
+        assert_eq!((plan.len(), plan.words.len(), plan.bitmap_words(), plan.slot_count()), (1, 2, 1 << 25, (1 << 30) / (16 << 10) + 1));
     }
 
     #[test]

@@ -157,7 +157,7 @@ impl Profile {
             "{batches} batches, {:.1} commands each on average (largest {}); on the GPU: {} {:.3} s, nvCOMP {:.3} s for {} members ({:.2} GB/s while it ran), {} {:.3} s; worker threads: {:.3} s in batches, {:.3} s waiting for work, {:.3} s of CPU",
             g(&self.commands) as f64 / batches.max(1) as f64,
             g(&self.largest_batch),
-            if self.staged_by_device { "copies in" } else { "copies" },
+            if self.staged_by_device { "copies in" } else { "copies, fills and peerpath's kernels" },
             s(&self.copies_ns),
             kernel,
             g(&self.members),
@@ -880,7 +880,8 @@ impl Worker {
         peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, FunctionSet::EMPTY.with(FunctionKind::ChunkFingerprint))?;
         let p = peerpath_func::dedup::ChunkParams::new(min_kib as usize * 1024, avg_kib as usize * 1024, max_kib as usize * 1024).map_err(|_| Status::InvalidField)?;
         let (Some(input), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) else { return Err(Status::OutOfRange) };
-        plan.add((input, r.inputs[0].len), p, output, at_end);
+        // A batch whose bitmap words or digest threads would pass 32 bits refuses the rest.
+        plan.add((input, r.inputs[0].len), p, output, at_end).ok_or(Status::InputTooLarge)?;
         Ok(output)
     }
 
@@ -930,8 +931,9 @@ impl Worker {
         match r.function {
             // The header's tag has this index; no block does (the CPU's check).
             Function::AeadSealBlock { index } | Function::AeadOpenBlock { index } if index == u64::MAX => Err(Status::InvalidField),
-            Function::AeadSealBlock { index } => Ok(plan.add((input, output, r.inputs[0].len), false, material, index)),
-            Function::AeadOpenBlock { index } => Ok(plan.add((input, output, r.inputs[0].len - TAG_BYTES as u64), true, material, index)),
+            // A batch whose segments would pass 32 bits (terabytes of blocks) refuses the rest.
+            Function::AeadSealBlock { index } => plan.add((input, output, r.inputs[0].len), false, material, index).ok_or(Status::InputTooLarge),
+            Function::AeadOpenBlock { index } => plan.add((input, output, r.inputs[0].len - TAG_BYTES as u64), true, material, index).ok_or(Status::InputTooLarge),
             _ => Err(Status::Unsupported),
         }
     }
@@ -952,9 +954,12 @@ impl Worker {
         // SAFETY: the plan's states and starts, a verdict word per command; every command was
         // checked by `aead` (source, material and output in GPU memory, the output large
         // enough, no overlap); all three kept until the batch is synchronised.
-        unsafe { crypt.run(&stream, (ptr(&states, &stream), n), (ptr(&starts, &stream), plan.segments()), ptr(&ok, &stream)) }?;
+        let ran = unsafe { crypt.run(&stream, (ptr(&states, &stream), n), (ptr(&starts, &stream), plan.segments()), ptr(&ok, &stream)) };
+        // The states hold round keys: zeroed whether or not every launch was queued.
         // SAFETY: the states' bytes, after the kernels that read them (stream order).
-        unsafe { sys::cuMemsetD8Async(ptr(&states, &stream), 0, plan.states.len() * 8, stream.cu_stream()) }.result().map_err(cuda)?;
+        let zeroed = unsafe { sys::cuMemsetD8Async(ptr(&states, &stream), 0, plan.states.len() * 8, stream.cu_stream()) }.result().map_err(cuda);
+        ran?;
+        zeroed?;
         Ok(Some((states, starts, ok)))
     }
 
@@ -1325,7 +1330,7 @@ mod tests {
         p.copies_ns.store(500_000, Ordering::Relaxed);
         let text = p.render();
         assert!(text.starts_with("4 batches, 2.5 commands each on average (largest 5)"), "{text}");
-        assert!(text.contains("copies 0.001 s, nvCOMP 0.002 s for 8 members (4.19 GB/s while it ran)"), "{text}");
+        assert!(text.contains("copies, fills and peerpath's kernels 0.001 s, nvCOMP 0.002 s for 8 members (4.19 GB/s while it ran)"), "{text}");
         assert!(Profile::default().render().contains("(0.00 GB/s while it ran)"), "no division by zero");
     }
 
