@@ -150,24 +150,7 @@ pub(crate) fn start_gpu(o: &ChainOptions, ordinal: usize, nvcomp: Option<std::pa
         return Err("the GPU compresses gzip members (nvCOMP), not BGZF".into());
     }
     let bytes = Layout::new(o).bytes();
-    let config = peerpath_gpu::GpuDeviceConfig {
-        name: format!("gpu{ordinal}"),
-        ordinal,
-        own_bytes: bytes,
-        window_bytes: bytes,
-        algorithm,
-        queue_depth: slots(o.threads) + 2,
-        nvcomp,
-        compress: true,
-        coding: true,
-        crypt: o.encrypt.is_some(),
-        dedup: false,
-        streams: 1,
-        staging: peerpath_gpu::Staging::Commands,
-        gather: peerpath_gpu::Gather::default(),
-    };
-    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
-    Ok(Box::new(dev))
+    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { algorithm, nvcomp, compress: true, coding: true, crypt: o.encrypt.is_some(), ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, slots(o.threads) + 2) })
 }
 
 /// Starts an emulated CSP with room for the chain, or says why it cannot run there.

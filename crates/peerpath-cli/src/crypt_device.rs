@@ -97,25 +97,8 @@ pub(crate) fn start(block: usize, sealing: bool, faults: Option<peerpath_device:
 pub(crate) fn start_gpu(ordinal: usize, block: usize, sealing: bool) -> Result<Box<dyn Device>, String> {
     check_block(block, sealing)?;
     let bytes = Layout::new(block, GPU_GROUP).bytes();
-    let config = peerpath_gpu::GpuDeviceConfig {
-        name: format!("gpu{ordinal}"),
-        ordinal,
-        own_bytes: bytes,
-        window_bytes: bytes,
-        algorithm: 0,
-        // A group's copies in, its commands and its copies out.
-        queue_depth: 2 * GPU_GROUP,
-        nvcomp: None,
-        compress: false,
-        coding: false,
-        crypt: true,
-        dedup: false,
-        streams: 1,
-        staging: peerpath_gpu::Staging::Commands,
-        gather: peerpath_gpu::Gather::default(),
-    };
-    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
-    Ok(Box::new(dev))
+    // A group's copies in, its commands and its copies out.
+    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { crypt: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, 2 * GPU_GROUP) })
 }
 
 /// Why a pass stopped: each is a different failure of the job.

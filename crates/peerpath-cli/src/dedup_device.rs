@@ -70,24 +70,7 @@ pub(crate) fn start_gpu(ordinal: usize, p: ChunkParams, fp: Fingerprint, compres
         return Err("the GPU device does not compress chunks (--compress)".into());
     }
     let bytes = memory_bytes(p);
-    let config = peerpath_gpu::GpuDeviceConfig {
-        name: format!("gpu{ordinal}"),
-        ordinal,
-        own_bytes: bytes,
-        window_bytes: bytes,
-        algorithm: 0,
-        queue_depth: 8,
-        nvcomp: None,
-        compress: false,
-        coding: false,
-        crypt: false,
-        dedup: true,
-        streams: 1,
-        staging: peerpath_gpu::Staging::Commands,
-        gather: peerpath_gpu::Gather::default(),
-    };
-    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
-    Ok(Box::new(dev))
+    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { dedup: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, 8) })
 }
 
 pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkParams, Fingerprint, Option<Level>), pack: &mut PackWriter) -> Result<DeviceChunks, String> {

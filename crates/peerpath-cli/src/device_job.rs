@@ -274,6 +274,13 @@ pub(crate) fn moved(direct: bool) -> &'static str {
     }
 }
 
+/// Opens the GPU `config` names, or says why not ("GPU N unavailable: ...").
+pub(crate) fn open_gpu(config: peerpath_gpu::GpuDeviceConfig) -> Result<Box<dyn Device>, String> {
+    let ordinal = config.ordinal;
+    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
+    Ok(Box::new(dev))
+}
+
 /// Two buffers in device memory from `base`, each room for a carried tail
 /// of up to `carry` bytes and then a block of `block` bytes (both
 /// multiples of 4 KiB, so blocks are aligned for O_DIRECT). On a staged

@@ -67,24 +67,7 @@ pub(crate) fn start_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Resu
 /// GPU `ordinal` with `bytes` of its memory and of pinned window, coding only,
 /// with room in its queue for a command per unit of `units`.
 fn open_gpu(ordinal: usize, bytes: usize, units: usize) -> Result<Box<dyn Device>, String> {
-    let config = peerpath_gpu::GpuDeviceConfig {
-        name: format!("gpu{ordinal}"),
-        ordinal,
-        own_bytes: bytes,
-        window_bytes: bytes,
-        algorithm: 0,
-        queue_depth: (units + 2).next_power_of_two().max(8),
-        nvcomp: None,
-        compress: false,
-        coding: true,
-        crypt: false,
-        dedup: false,
-        streams: 1,
-        staging: peerpath_gpu::Staging::Commands,
-        gather: peerpath_gpu::Gather::default(),
-    };
-    let dev = peerpath_gpu::GpuDevice::open(&config).map_err(|why| format!("GPU {ordinal} unavailable: {why}"))?;
-    Ok(Box::new(dev))
+    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { coding: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, (units + 2).next_power_of_two().max(8)) })
 }
 
 /// Encodes `size` bytes of `src` in stripes of `k` units of `unit` bytes

@@ -12,8 +12,8 @@
 //! commands' state (round keys included) is zeroed on the GPU after each
 //! batch.
 
-use crate::kernels::{launch, load_module};
-use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
+use crate::kernels::{launch, Module};
+use cudarc::driver::{CudaSlice, CudaStream};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -104,36 +104,19 @@ impl GcmPlan {
     }
 }
 
-/// The AES-GCM kernels and their tables in one context (unloaded when the
-/// last worker lets go of it, whichever thread that is).
+/// The AES-GCM kernels and their tables in one context.
 pub(crate) struct Crypt {
-    ctx: Arc<CudaContext>,
-    module: sys::CUmodule,
-    prepare: sys::CUfunction,
-    segments: sys::CUfunction,
-    finish: sys::CUfunction,
+    module: Module,
     /// [`aes_tables`] in GPU memory.
     tables: CudaSlice<u32>,
 }
 
-// SAFETY: a module and its functions are handles the driver lets any thread
-// use once the context is current (each worker binds it before it launches).
-unsafe impl Send for Crypt {}
-// SAFETY: as above; launching does not change the handles.
-unsafe impl Sync for Crypt {}
-
 impl Crypt {
     /// Loads the kernels into `stream`'s context (current on this thread).
     pub fn open(stream: &Arc<CudaStream>) -> Result<Crypt, String> {
-        let (module, f) = load_module(PTX, &["pp_gcm_prepare", "pp_gcm_segments", "pp_gcm_finish"])?;
-        match stream.clone_htod(&aes_tables()) {
-            Ok(tables) => Ok(Crypt { ctx: stream.context().clone(), module, prepare: f[0], segments: f[1], finish: f[2], tables }),
-            Err(e) => {
-                // SAFETY: loaded just above; nothing launched from it.
-                unsafe { sys::cuModuleUnload(module) };
-                Err(format!("CUDA: {e}"))
-            }
-        }
+        let module = Module::load(stream, PTX, &["pp_gcm_prepare", "pp_gcm_segments", "pp_gcm_finish"])?;
+        let tables = stream.clone_htod(&aes_tables()).map_err(|e| format!("CUDA: {e}"))?;
+        Ok(Crypt { module, tables })
     }
 
     /// Queues a plan's three launches: each command's preparation, its
@@ -154,25 +137,15 @@ impl Crypt {
         let (mut s, mut n, mut st, mut t, mut o) = (states, n, starts, table, ok);
         let mut prepare = [&mut s as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void, &mut t as *mut u64 as *mut c_void];
         // SAFETY: the kernel's three parameters, in order and of its types; the memory as promised.
-        unsafe { launch(self.prepare, u64::from(n), stream, &mut prepare) }?;
+        unsafe { launch(self.module.function(0), u64::from(n), stream, &mut prepare) }?;
         if segments > 0 {
             let mut params = [&mut s as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void, &mut st as *mut u64 as *mut c_void, &mut t as *mut u64 as *mut c_void];
             // SAFETY: as above, four parameters.
-            unsafe { launch(self.segments, u64::from(segments), stream, &mut params) }?;
+            unsafe { launch(self.module.function(1), u64::from(segments), stream, &mut params) }?;
         }
         let mut finish = [&mut s as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void, &mut o as *mut u64 as *mut c_void];
         // SAFETY: as above, three parameters.
-        unsafe { launch(self.finish, u64::from(n), stream, &mut finish) }
-    }
-}
-
-impl Drop for Crypt {
-    fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: every worker synchronised its stream after its last launch and let go
-            // of this (the last reference is being dropped): no kernel of the module runs.
-            unsafe { sys::cuModuleUnload(self.module) };
-        }
+        unsafe { launch(self.module.function(2), u64::from(n), stream, &mut finish) }
     }
 }
 

@@ -10,8 +10,8 @@
 //! The host side is metadata only: each command's addresses, sizes and masks
 //! ([`CdcPlan`]), and the gear table.
 
-use crate::kernels::{launch, load_module};
-use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
+use crate::kernels::{launch, Module};
+use cudarc::driver::{CudaSlice, CudaStream};
 use peerpath_func::dedup::{gear_and_masks, ChunkParams};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -75,37 +75,19 @@ impl CdcPlan {
     }
 }
 
-/// The dedup kernels and the gear table in one context (unloaded when the
-/// last worker lets go of it, whichever thread that is).
+/// The dedup kernels and the gear table in one context.
 pub(crate) struct Cdc {
-    ctx: Arc<CudaContext>,
-    module: sys::CUmodule,
-    bits: sys::CUfunction,
-    walk: sys::CUfunction,
-    digests: sys::CUfunction,
+    module: Module,
     /// FastCDC's gear table in GPU memory.
     gear: CudaSlice<u64>,
 }
 
-// SAFETY: a module and its functions are handles the driver lets any thread
-// use once the context is current (each worker binds it before it launches).
-unsafe impl Send for Cdc {}
-// SAFETY: as above; launching does not change the handles.
-unsafe impl Sync for Cdc {}
-
 impl Cdc {
     /// Loads the kernels into `stream`'s context (current on this thread).
     pub fn open(stream: &Arc<CudaStream>) -> Result<Cdc, String> {
-        let (module, f) = load_module(PTX, &["pp_cdc_bits", "pp_cdc_walk", "pp_blake3_chunks"])?;
-        let (gear, _, _) = gear_and_masks(ChunkParams::default());
-        match stream.clone_htod(gear) {
-            Ok(gear) => Ok(Cdc { ctx: stream.context().clone(), module, bits: f[0], walk: f[1], digests: f[2], gear }),
-            Err(e) => {
-                // SAFETY: loaded just above; nothing launched from it.
-                unsafe { sys::cuModuleUnload(module) };
-                Err(format!("CUDA: {e}"))
-            }
-        }
+        let module = Module::load(stream, PTX, &["pp_cdc_bits", "pp_cdc_walk", "pp_blake3_chunks"])?;
+        let gear = stream.clone_htod(gear_and_masks(ChunkParams::default()).0).map_err(|e| format!("CUDA: {e}"))?;
+        Ok(Cdc { module, gear })
     }
 
     /// Queues a plan's three launches: the bitmaps, each command's walk, the digests.
@@ -129,24 +111,14 @@ impl Cdc {
         if plan.bitmap_words() > 0 {
             let mut params = [p(&mut c), &mut n as *mut u32 as *mut c_void, p(&mut w), p(&mut g), p(&mut bs), p(&mut bl)];
             // SAFETY: the kernel's six parameters, in order and of its types; the memory as promised.
-            unsafe { launch(self.bits, u64::from(plan.bitmap_words()), stream, &mut params) }?;
+            unsafe { launch(self.module.function(0), u64::from(plan.bitmap_words()), stream, &mut params) }?;
         }
         let mut params = [p(&mut c), &mut n as *mut u32 as *mut c_void, p(&mut g), p(&mut bs), p(&mut bl)];
         // SAFETY: as above, five parameters.
-        unsafe { launch(self.walk, u64::from(n), stream, &mut params) }?;
+        unsafe { launch(self.module.function(1), u64::from(n), stream, &mut params) }?;
         let mut params = [p(&mut c), &mut n as *mut u32 as *mut c_void, p(&mut s)];
         // SAFETY: as above, three parameters.
-        unsafe { launch(self.digests, u64::from(plan.slot_count()), stream, &mut params) }
-    }
-}
-
-impl Drop for Cdc {
-    fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: every worker synchronised its stream after its last launch and let go
-            // of this (the last reference is being dropped): no kernel of the module runs.
-            unsafe { sys::cuModuleUnload(self.module) };
-        }
+        unsafe { launch(self.module.function(2), u64::from(plan.slot_count()), stream, &mut params) }
     }
 }
 

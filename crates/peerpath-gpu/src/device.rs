@@ -65,6 +65,30 @@ pub struct GpuDeviceConfig {
     pub gather: Gather,
 }
 
+impl GpuDeviceConfig {
+    /// GPU `ordinal` as a staged device with no function yet (set the ones
+    /// wanted): `bytes` of GPU memory and as many of pinned host window, room
+    /// for `queue_depth` commands, one stream, copy-command staging.
+    pub fn staged(ordinal: usize, bytes: usize, queue_depth: usize) -> GpuDeviceConfig {
+        GpuDeviceConfig {
+            name: format!("gpu{ordinal}"),
+            ordinal,
+            own_bytes: bytes,
+            window_bytes: bytes,
+            algorithm: 0,
+            queue_depth,
+            nvcomp: None,
+            compress: false,
+            coding: false,
+            crypt: false,
+            dedup: false,
+            streams: 1,
+            staging: Staging::Commands,
+            gather: Gather::default(),
+        }
+    }
+}
+
 /// How a worker gathers a batch. nvCOMP's batched kernel is only fast on
 /// big batches (on the lent H100, algorithm 2: 8 members of 1 MiB in one
 /// launch 1.5 GB/s, 32 4.9, 128 7.6, 384 7.6), so a worker may wait after

@@ -144,24 +144,14 @@ fn shift_table() -> &'static [[u32; 256]; 4] {
 
 /// The kernels loaded into a context.
 pub(crate) struct Kernels {
-    module: sys::CUmodule,
-    words: sys::CUfunction,
-    bytes: sys::CUfunction,
-    crc: sys::CUfunction,
+    module: Module,
 }
 
-// SAFETY: a module and its functions are handles the driver lets any thread
-// use once the context is current (each worker binds it before it launches).
-unsafe impl Send for Kernels {}
-// SAFETY: as above; launching does not change the handles.
-unsafe impl Sync for Kernels {}
-
 impl Kernels {
-    /// Loads the PTX into the current context (the driver compiles it for
-    /// this GPU), or says why it cannot (a driver older than the PTX).
-    pub fn load() -> Result<Kernels, String> {
-        let (module, f) = load_module(PTX, &["pp_gf_matmul_words", "pp_gf_matmul_bytes", "pp_crc32_segments"])?;
-        Ok(Kernels { module, words: f[0], bytes: f[1], crc: f[2] })
+    /// Loads the PTX into `stream`'s context (current on this thread; the
+    /// driver compiles it for this GPU), or says why it cannot.
+    pub fn load(stream: &Arc<CudaStream>) -> Result<Kernels, String> {
+        Ok(Kernels { module: Module::load(stream, PTX, &["pp_gf_matmul_words", "pp_gf_matmul_bytes", "pp_crc32_segments"])? })
     }
 
     /// Queues `out` (rows units) = the coefficients whose powers are at
@@ -176,7 +166,7 @@ impl Kernels {
             return Ok(());
         }
         let aligned = input % 4 == 0 && out % 4 == 0 && unit % 4 == 0;
-        let (f, threads) = if aligned { (self.words, unit / 4) } else { (self.bytes, unit) };
+        let (f, threads) = if aligned { (self.module.function(0), unit / 4) } else { (self.module.function(1), unit) };
         let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) = (input, unit, k, out, rows, pw);
         let mut params = [&mut a0 as *mut u64 as *mut c_void, &mut a1 as *mut u64 as *mut c_void, &mut a2 as *mut u32 as *mut c_void, &mut a3 as *mut u64 as *mut c_void, &mut a4 as *mut u32 as *mut c_void, &mut a5 as *mut u64 as *mut c_void];
         // SAFETY: the kernel's six parameters, in order and of its types; the
@@ -199,39 +189,68 @@ impl Kernels {
         let mut params = [&mut a0 as *mut u64 as *mut c_void, &mut a1 as *mut u32 as *mut c_void, &mut a2 as *mut u64 as *mut c_void, &mut a3 as *mut u64 as *mut c_void];
         // SAFETY: the kernel's four parameters, in order and of its types; the
         // memory they address is as the caller promises.
-        unsafe { launch(self.crc, u64::from(n), stream, &mut params) }
+        unsafe { launch(self.module.function(2), u64::from(n), stream, &mut params) }
     }
 }
 
-/// Loads a PTX image into the current context (the driver compiles it for
-/// this GPU) and finds the kernels `names` in it; or says why it cannot (a
-/// driver older than the PTX: the JIT compiler's log is in the reason).
-pub(crate) fn load_module(ptx: &str, names: &[&str]) -> Result<(sys::CUmodule, Vec<sys::CUfunction>), String> {
-    let ptx = CString::new(ptx).expect("PTX text has no NUL");
-    let mut module = std::ptr::null_mut();
-    // The JIT compiler's error log, for the reason when the driver refuses the PTX.
-    let mut log = vec![0u8; 4096];
-    let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-    let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
-    // SAFETY: `ptx` is a NUL-terminated PTX image and `log` a buffer of the size given,
-    // both read or written during the call only; the module handle is written into a local.
-    let loaded = unsafe { sys::cuModuleLoadDataEx(&mut module, ptx.as_ptr() as *const c_void, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr()) }.result();
-    if let Err(e) = loaded {
-        let log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())]).trim().to_string();
-        return Err(format!("the CUDA driver cannot load peerpath's kernels (PTX ISA 9.0: a driver of CUDA 13.0 or later): {e}{}", if log.is_empty() { String::new() } else { format!(": {log}") }));
+/// A PTX module loaded into a context and the kernels asked of it;
+/// unloaded when dropped (when the last worker lets go of it, whichever
+/// thread that is).
+pub(crate) struct Module {
+    ctx: Arc<CudaContext>,
+    module: sys::CUmodule,
+    functions: Vec<sys::CUfunction>,
+}
+
+// SAFETY: a module and its functions are handles the driver lets any thread
+// use once the context is current (each worker binds it before it launches).
+unsafe impl Send for Module {}
+// SAFETY: as above; launching does not change the handles.
+unsafe impl Sync for Module {}
+
+impl Module {
+    /// Loads a PTX image into `stream`'s context (current on this thread;
+    /// the driver compiles it for this GPU) and finds the kernels `names` in
+    /// it; or says why it cannot (a driver older than the PTX: the JIT
+    /// compiler's log is in the reason).
+    pub fn load(stream: &Arc<CudaStream>, ptx: &str, names: &[&str]) -> Result<Module, String> {
+        let ptx = CString::new(ptx).expect("PTX text has no NUL");
+        let mut module = std::ptr::null_mut();
+        // The JIT compiler's error log, for the reason when the driver refuses the PTX.
+        let mut log = vec![0u8; 4096];
+        let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+        // SAFETY: `ptx` is a NUL-terminated PTX image and `log` a buffer of the size given,
+        // both read or written during the call only; the module handle is written into a local.
+        let loaded = unsafe { sys::cuModuleLoadDataEx(&mut module, ptx.as_ptr() as *const c_void, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr()) }.result();
+        if let Err(e) = loaded {
+            let log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())]).trim().to_string();
+            return Err(format!("the CUDA driver cannot load peerpath's kernels (PTX ISA 9.0: a driver of CUDA 13.0 or later): {e}{}", if log.is_empty() { String::new() } else { format!(": {log}") }));
+        }
+        // From here on, dropping `m` unloads the module.
+        let mut m = Module { ctx: stream.context().clone(), module, functions: Vec::with_capacity(names.len()) };
+        for name in names {
+            let c = CString::new(*name).expect("a kernel name");
+            let mut f = std::ptr::null_mut();
+            // SAFETY: a module loaded above; the function handle is written into a local.
+            unsafe { sys::cuModuleGetFunction(&mut f, m.module, c.as_ptr()) }.result().map_err(|e| format!("kernel {name}: {e}"))?;
+            m.functions.push(f);
+        }
+        Ok(m)
     }
-    let function = |name: &str| {
-        let c = CString::new(name).expect("a kernel name");
-        let mut f = std::ptr::null_mut();
-        // SAFETY: a module loaded above; the function handle is written into a local.
-        unsafe { sys::cuModuleGetFunction(&mut f, module, c.as_ptr()) }.result().map(|_| f).map_err(|e| format!("kernel {name}: {e}"))
-    };
-    match names.iter().map(|n| function(n)).collect::<Result<Vec<_>, String>>() {
-        Ok(functions) => Ok((module, functions)),
-        Err(e) => {
-            // SAFETY: the module loaded above, no function of it in use.
-            unsafe { sys::cuModuleUnload(module) };
-            Err(e)
+
+    /// Kernel `i` of the names it was loaded with.
+    pub fn function(&self, i: usize) -> sys::CUfunction {
+        self.functions[i]
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: every worker synchronised its stream after its last launch and let go
+            // of this (the last reference is being dropped): no kernel of the module runs.
+            unsafe { sys::cuModuleUnload(self.module) };
         }
     }
 }
@@ -247,10 +266,8 @@ pub(crate) unsafe fn launch(f: sys::CUfunction, threads: u64, stream: &CudaStrea
     unsafe { sys::cuLaunchKernel(f, blocks, 1, 1, BLOCK, 1, 1, 0, stream.cu_stream(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(|e| format!("CUDA launch: {e}"))
 }
 
-/// The kernels and their constant tables in one context (unloaded when the
-/// last worker lets go of it, whichever thread that is).
+/// The coding kernels and their constant table in one context.
 pub(crate) struct Coding {
-    ctx: Arc<CudaContext>,
     pub kernels: Kernels,
     /// [`crc_table`] in GPU memory.
     pub crc_table: cudarc::driver::CudaSlice<u32>,
@@ -259,27 +276,9 @@ pub(crate) struct Coding {
 impl Coding {
     /// Loads the kernels into `stream`'s context (current on this thread).
     pub fn open(stream: &Arc<CudaStream>) -> Result<Coding, String> {
-        let kernels = Kernels::load()?;
-        let ctx = stream.context().clone();
-        let crc_table = match stream.clone_htod(&crc_table()) {
-            Ok(t) => t,
-            Err(e) => {
-                // SAFETY: loaded just above; nothing launched from it.
-                unsafe { sys::cuModuleUnload(kernels.module) };
-                return Err(format!("CUDA: {e}"));
-            }
-        };
-        Ok(Coding { ctx, kernels, crc_table })
-    }
-}
-
-impl Drop for Coding {
-    fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: every worker synchronised its stream after its last launch and let go
-            // of this (the last reference is being dropped): no kernel of the module runs.
-            unsafe { sys::cuModuleUnload(self.kernels.module) };
-        }
+        let kernels = Kernels::load(stream)?;
+        let crc_table = stream.clone_htod(&crc_table()).map_err(|e| format!("CUDA: {e}"))?;
+        Ok(Coding { kernels, crc_table })
     }
 }
 
