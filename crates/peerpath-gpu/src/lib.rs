@@ -5,7 +5,10 @@
 //!
 //! - [`GpuDevice`]: the GPU as a `Device` the compress job's executor
 //!   drives (nvCOMP's batched gzip compressor; GPU memory beside a pinned
-//!   host window storage DMAs into).
+//!   host window storage DMAs into), and that runs peerpath's own kernels,
+//!   each tested on the host against its CPU oracle: Reed-Solomon and CRC-32
+//!   (`kernels.rs`), AES-256-GCM (`crypt.rs`), FastCDC and BLAKE3
+//!   (`dedup.rs`).
 //! - [`Inflater`]: batches of gzip members decoded and their CRC-32 checked
 //!   on the GPU, for `decompress`/`verify --engine gpu`.
 //! - [`probe`]: nvCOMP's compressor on real data in GPU memory, every member
