@@ -128,7 +128,7 @@ impl Commands {
                     request = r;
                     self.step(dev)?;
                 }
-                Submit::Refused(_, e) => return Err(format!("the emulated CSP failed: {e}")),
+                Submit::Refused(_, e) => return Err(format!("{} failed: {e}", who(dev))),
             }
         }
     }
@@ -143,7 +143,7 @@ impl Commands {
         };
         let name = self.names.remove(&tag).unwrap_or("a command");
         if c.status != Status::Success {
-            return Err(format!("the emulated CSP answered {:?} to {name}", c.status));
+            return Err(format!("{} answered {:?} to {name}", who(dev), c.status));
         }
         Ok(c)
     }
@@ -157,15 +157,16 @@ impl Commands {
     /// Takes the completions there, or waits for one (a device that
     /// completes nothing for the timeout is hung: an error).
     fn step(&mut self, dev: &mut dyn Device) -> Result<(), String> {
-        let failed = |e| format!("the emulated CSP failed: {e}");
+        let who = who(dev);
+        let failed = |e| format!("{who} failed: {e}");
         let since = std::time::Instant::now();
         while dev.poll(&mut self.polled).map_err(failed)? == 0 {
             if dev.in_flight() == 0 {
-                return Err("the emulated CSP lost a command".into());
+                return Err(format!("{who} lost a command"));
             }
             let waited = since.elapsed();
             if waited >= TIMEOUT {
-                return Err(format!("the emulated CSP completed nothing in {} s", TIMEOUT.as_secs()));
+                return Err(format!("{who} completed nothing in {} s", TIMEOUT.as_secs()));
             }
             dev.wait(TIMEOUT - waited).map_err(failed)?;
         }
