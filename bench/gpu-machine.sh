@@ -37,7 +37,7 @@
 #              memory, 1 MiB blocks, beside the CPU (aws-lc) at -T 1 and every core; 3 interleaved
 #              rounds, every GPU file opened on the CPU and every decryption compared with the
 #              source; then the chain (compress --ec 4+2 --encrypt) on the GPU against every core,
-#              every set restored; the peerpath-gpu crate's AES-GCM tests where gputests is carried
+#              every set restored; the peerpath-gpu crate's AES-GCM and dedup tests where gputests is carried
 #     dedup    dedup store in memory at -T 1/2/4/8/15/16 and --engine gpu (every store's chunks checked
 #              against -T 1's),
 #              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
@@ -343,7 +343,7 @@ for step in $steps; do
         gpucrypt)
             # encrypt and decrypt on the GPU against the CPU, in memory; every file checked.
             dd=/dev/shm/ppgpucrypt; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/gpucrypt; size=$(stat -c %s "$dd/in")
-            [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture aead gcm > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
+            [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture aead gcm fingerprint dedup > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
             .gpu/peerpath keygen -o "$dd/key" > /dev/null 2>&1
             cj() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));print('| %s | %.3f | %.2f | %.2f | %s |' % (sys.argv[2], r['seconds'], r['plaintext_gb_per_s'], r['cipher_gb_per_s_per_core'], 'FALLBACK: '+r['fallback'] if r.get('fallback') else ''))" "$1" "$2" >> "$o/gpucrypt.md" || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$o/gpucrypt.md"; }
             { echo "encrypt and decrypt of the slice x 8 ($size bytes) in memory, 1 MiB blocks, on the GPU and the CPU; 3 interleaved rounds"; echo
