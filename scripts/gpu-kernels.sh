@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu-kernels.sh - compiles peerpath's GPU kernels (crates/peerpath-gpu/kernels/coding.cu,
-# crypt.cu and dedup.cu) to PTX (a .ptx beside each), which the binary carries
+# crypt.cu, dedup.cu and scan.cu) to PTX (a .ptx beside each), which the binary carries
 # (include_str!) and the CUDA driver compiles for the GPU it finds at run time (any GPU of compute
 # capability 7.5 on).
 #
@@ -38,7 +38,7 @@ if [ ! -f "$lib/nvidia/cu13/lib/libnvrtc.so.13" ]; then
     rm -rf "$lib.tmp" && mkdir -p "$lib.tmp" && python3 -m zipfile -e "$cache/$wheel" "$lib.tmp" && rm -rf "$lib" && mv "$lib.tmp" "$lib"
 fi
 status=0
-for name in coding crypt dedup; do
+for name in coding crypt dedup scan; do
 src=crates/peerpath-gpu/kernels/$name.cu
 out=crates/peerpath-gpu/kernels/$name.ptx
 tmp=$(mktemp)

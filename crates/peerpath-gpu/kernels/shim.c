@@ -1,7 +1,7 @@
-// The kernels of coding.cu, crypt.cu and dedup.cu on the host, for the tests
-// (kernels.rs, crypt.rs, dedup.rs): each launcher runs every thread of a 1-D grid in
+// The kernels of coding.cu, crypt.cu, dedup.cu and scan.cu on the host, for the tests
+// (kernels.rs, crypt.rs, dedup.rs, scan.rs): each launcher runs every thread of a 1-D grid in
 // turn. The kernels wait at no barrier and share nothing between threads but
-// crypt.cu's XOR sums, so the order is immaterial.
+// crypt.cu's XOR sums and scan.cu's counters, so the order is immaterial.
 #define PEERPATH_HOST_SHIM 1
 #include "shim.h"
 
@@ -10,6 +10,7 @@ _Thread_local struct pp_dim3 blockIdx, blockDim, threadIdx, gridDim;
 #include "coding.cu"
 #include "crypt.cu"
 #include "dedup.cu"
+#include "scan.cu"
 
 #define PP_GRID(grid, block, call)                                   \
     do {                                                             \
@@ -63,4 +64,24 @@ void pp_shim_cdc_walk(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 
 void pp_shim_blake3_chunks(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 n, const pp_u32 *slots)
 {
     PP_GRID(grid, block, pp_blake3_chunks(cmds, n, slots));
+}
+
+void pp_shim_scan_lines(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 n, const pp_u32 *segs, pp_u64 *lines)
+{
+    PP_GRID(grid, block, pp_scan_lines(cmds, n, segs, lines));
+}
+
+void pp_shim_scan_whole(unsigned grid, unsigned block, pp_u64 *cmds, pp_u32 n, const pp_u32 *segs, pp_u64 *lines, pp_u64 *sums)
+{
+    PP_GRID(grid, block, pp_scan_whole(cmds, n, segs, lines, sums));
+}
+
+void pp_shim_scan_records(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 n, const pp_u32 *segs, const pp_u64 *lines, pp_u64 *sums)
+{
+    PP_GRID(grid, block, pp_scan_records(cmds, n, segs, lines, sums));
+}
+
+void pp_shim_scan_finish(unsigned grid, unsigned block, const pp_u64 *cmds, pp_u32 n, const pp_u64 *sums)
+{
+    PP_GRID(grid, block, pp_scan_finish(cmds, n, sums));
 }

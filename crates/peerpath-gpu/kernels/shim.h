@@ -1,4 +1,4 @@
-// Lets the host's C compiler build kernels/coding.cu, crypt.cu and dedup.cu (see their heads): a grid's
+// Lets the host's C compiler build kernels/coding.cu, crypt.cu, dedup.cu and scan.cu (see their heads): a grid's
 // coordinates are globals of the calling thread that shim.c's launchers set
 // for each thread of the grid in turn.
 #ifndef PEERPATH_SHIM_H

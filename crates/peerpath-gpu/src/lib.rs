@@ -22,6 +22,7 @@ mod device;
 mod inflate;
 mod kernels;
 mod nvcomp;
+pub mod scan;
 
 pub use device::{Gather, GpuDevice, GpuDeviceConfig, Staging};
 pub use inflate::{Inflater, Member};
