@@ -296,7 +296,7 @@ pub(crate) struct Blocks {
 }
 
 impl Blocks {
-    pub fn bytes(&self) -> usize {
+    pub const fn bytes(&self) -> usize {
         2 * (self.carry + self.block)
     }
 

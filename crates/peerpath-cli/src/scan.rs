@@ -69,13 +69,18 @@ pub struct ScanArgs {
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
-    /// Where the filter runs: cpu (this process), or emulated (an emulated CSP counts plain
-    /// files in its own memory; only counts and histograms come back: --count or --histogram).
+    /// Where the filter runs: cpu (this process); emulated (an emulated CSP counts plain
+    /// files in its own memory; only counts and histograms come back: --count or --histogram);
+    /// or gpu (the same on a GPU, with peerpath's scan kernels walking the motif as a DFA,
+    /// through its pinned host window).
     #[arg(long, value_enum, default_value = "cpu")]
     engine: ScanEngine,
-    /// With --engine emulated: fail (exit 15) instead of counting on the CPU when the device cannot.
+    /// With --engine emulated or gpu: fail (exit 15) instead of counting on the CPU when the device cannot.
     #[arg(long)]
     no_fallback: bool,
+    /// With --engine gpu: which GPU.
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: the device's counts cannot be checked).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
@@ -85,6 +90,7 @@ pub struct ScanArgs {
 enum ScanEngine {
     Cpu,
     Emulated,
+    Gpu,
 }
 
 /// The `-o` target's temporary file, how it exists, and its final name.
@@ -110,19 +116,28 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
         return Err(JobError::Usage("scan cannot check the device's counts: --inject-faults takes no corrupt= with it".into()));
     }
-    if a.engine == ScanEngine::Emulated {
+    if a.gpu != 0 && a.engine != ScanEngine::Gpu {
+        return Err(JobError::Usage("--gpu needs --engine gpu".into()));
+    }
+    if a.engine != ScanEngine::Cpu {
+        let engine = if a.engine == ScanEngine::Gpu { "gpu" } else { "emulated" };
         if !a.count && !a.histogram {
-            return Err(JobError::Usage("--engine emulated returns only counts: add --count or --histogram".into()));
+            return Err(JobError::Usage(format!("--engine {engine} returns only counts: add --count or --histogram")));
         }
         if a.id_prefix.is_some() {
             return Err(JobError::Usage("--id-prefix is not a device filter yet: use --engine cpu".into()));
         }
-        match scan_device::start(a.inject_faults.clone()) {
+        let started = match a.engine {
+            ScanEngine::Gpu => scan_device::start_gpu(a.gpu, a.motif.as_deref(), a.ignore_case),
+            _ => scan_device::start(a.inject_faults.clone()),
+        };
+        match started {
             Ok(d) => device = Some(d),
             Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
             Err(why) => eprintln!("peerpath: FALLBACK: {why}: scanning on the host CPU"),
         }
     }
+    let device_name = if a.engine == ScanEngine::Gpu { format!("GPU {}", a.gpu) } else { "the emulated CSP".to_string() };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let records_out = !a.count && !a.histogram;
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
@@ -157,15 +172,25 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             if device.as_ref().is_some_and(|d| d.failure().is_some()) {
                 device = None;
                 if i + 1 < a.files.len() {
-                    eprintln!("peerpath: FALLBACK: the emulated CSP has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, f.display());
+                    eprintln!("peerpath: FALLBACK: {device_name} has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, f.display());
                 }
             }
             let (found, n) = match on_device {
+                Some(d) if d.staged => {
+                    where_ran = Some(format!(
+                        "on 1 GPU ({device_name}, peerpath's scan kernels): {} read {} into its pinned host window and copied to GPU memory by the device, {} block(s), {} bytes of results each copied back; payload bytes copied by this process: 0 (measured on a real accelerator (GPU))",
+                        f.display(),
+                        crate::device_job::moved(d.direct),
+                        d.blocks,
+                        peerpath_device::SCAN_RESULT_BYTES
+                    ));
+                    (d.found, d.bytes)
+                }
                 Some(d) => {
                     where_ran = Some(format!(
                         "on 1 emulated CSP: {} read {} into its memory, {} block(s), {} bytes of results each; payload bytes into this process: 0 (measured on emulated devices)",
                         f.display(),
-                        if d.direct { "by DMA (O_DIRECT)" } else { "by kernel copies (no O_DIRECT here)" },
+                        crate::device_job::moved(d.direct),
                         d.blocks,
                         peerpath_device::SCAN_RESULT_BYTES
                     ));
@@ -192,10 +217,13 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         sink.flush().map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
         if !a.quiet {
             let s = started.elapsed().as_secs_f64();
-            let on = match (where_ran.is_some(), cpu_files) {
-                (false, _) => "measured on this host's CPU",
-                (true, 0) => "measured on emulated devices",
-                (true, _) => "measured: files on the emulated CSP and on this host's CPU",
+            let gpu = a.engine == ScanEngine::Gpu;
+            let on = match (where_ran.is_some(), cpu_files, gpu) {
+                (false, _, _) => "measured on this host's CPU",
+                (true, 0, false) => "measured on emulated devices",
+                (true, 0, true) => "measured on a real accelerator (GPU)",
+                (true, _, false) => "measured: files on the emulated CSP and on this host's CPU",
+                (true, _, true) => "measured: files on a real accelerator (GPU) and on this host's CPU",
             };
             eprintln!(
                 "scan: {} of {} record(s) matched ({} bases); read {} in {s:.3} s, {:.2} GB/s ({on})",

@@ -5,6 +5,13 @@
 //! inside) and returns only counters and a histogram (544 bytes a block).
 //! A record cut by a block's end is carried to the next block by the
 //! device (`device_job::Blocks`).
+//!
+//! `--engine gpu` runs the same pass on a GPU (peerpath's scan kernels: the
+//! motif as a DFA, `peerpath_gpu::scan`), whose memory storage reaches only
+//! through a pinned host window: the layout is there twice, the motif and
+//! each block are written or read into the window and copied to GPU memory
+//! by the device, and each block's counters are copied back to the window
+//! to be read.
 
 use crate::device_job::{self, Blocks};
 use peerpath_device::{Device, DeviceRange, Function, FunctionKind, Request, SCAN_RESULT_BYTES};
@@ -17,8 +24,21 @@ const RESULT_AT: u64 = PATTERN_MAX as u64;
 /// Blocks of 4 MiB, records of up to 4 MiB carried between them.
 const BLOCKS: Blocks = Blocks { base: 2 * PATTERN_MAX as u64, carry: 4 << 20, block: 4 << 20, window_at: 0 };
 
+/// Bytes of device memory the pass lays out.
+const MEMORY_BYTES: usize = BLOCKS.base as usize + BLOCKS.bytes();
+
+/// Opens GPU `ordinal` with peerpath's scan kernels (no nvCOMP) for
+/// `motif`, or says why it cannot count with it (a motif its DFA cannot
+/// walk, said before the GPU is opened).
+pub(crate) fn start_gpu(ordinal: usize, motif: Option<&str>, ignore_case: bool) -> Result<Box<dyn Device>, String> {
+    if let Some(m) = motif {
+        peerpath_gpu::scan::Dfa::new(m, ignore_case).map_err(|e| e.to_string())?;
+    }
+    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { scan: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, MEMORY_BYTES, 8) })
+}
+
 pub(crate) fn start(faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
-    let dev = device_job::spawn("scan", BLOCKS.base as usize + BLOCKS.bytes(), 8, 1, FunctionKind::ScanCount)?;
+    let dev = device_job::spawn("scan", MEMORY_BYTES, 8, 1, FunctionKind::ScanCount)?;
     Ok(device_job::with_faults(dev, faults))
 }
 
@@ -28,6 +48,9 @@ pub(crate) struct DeviceScan {
     pub bytes: u64,
     pub direct: bool,
     pub blocks: u64,
+    /// The device's memory is not the host's: the blocks were read into its
+    /// window and copied (a GPU).
+    pub staged: bool,
 }
 
 /// Counts `file`'s records on the device. `motif` is the pattern's text.
@@ -36,29 +59,49 @@ pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordForma
         return Err(format!("the motif is longer than the device takes ({PATTERN_MAX} bytes)"));
     }
     let min_length = u32::try_from(min_length.unwrap_or(0)).map_err(|_| "--min-length is over 2^32-1 for the device".to_string())?;
-    // SAFETY: no command is in flight; the pattern area is inside the device's memory.
-    unsafe { dev.memory().host_write(PATTERN_AT, motif.as_bytes()) };
+    // A staged device (a GPU): the layout again in its window, from window_at.
+    let window_at = dev.memory().dma_window().map_or(0, |w| w.0);
+    if window_at > 0 && window_at < MEMORY_BYTES as u64 {
+        return Err("the device's memory is not staged as this pass needs".into());
+    }
+    let io = |r: DeviceRange| DeviceRange::new(window_at + r.offset, r.len);
+    let mut blocks_in = BLOCKS;
+    blocks_in.window_at = window_at;
     let pattern = DeviceRange::new(PATTERN_AT, motif.len() as u64);
+    let result = DeviceRange::new(RESULT_AT, SCAN_RESULT_BYTES as u64);
+    // SAFETY: no command is in flight; the pattern area is inside the device's memory (its window).
+    unsafe { dev.memory().host_write(io(pattern).offset, motif.as_bytes()) };
+    let mut commands = 0u64;
+    if window_at > 0 && !motif.is_empty() {
+        device_job::run_one(dev, Request::copy(commands, &[io(pattern)], pattern))?;
+        commands += 1;
+    }
     let (mut found, mut blocks, mut format) = (Found::default(), 0u64, format);
-    let bytes = BLOCKS.stream(dev, file, |dev, records, at_end| {
+    let bytes = blocks_in.stream(dev, file, |dev, records, at_end| {
         // The format, from the first byte (read back: one byte of metadata).
         let fmt = match format {
             Some(f) => f,
             None => {
                 let mut first = [0u8; 1];
                 let n = records.len.min(1) as usize;
-                // SAFETY: no command is in flight; at most one byte inside the block just read.
-                unsafe { dev.memory().host_read(records.offset, &mut first[..n]) };
+                // SAFETY: no command is in flight; at most one byte inside the block just read
+                // (the first block: nothing carried in front of it, in the window too).
+                unsafe { dev.memory().host_read(io(records).offset, &mut first[..n]) };
                 *format.insert(RecordFormat::detect(&first[..n]))
             }
         };
         let code = [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines].iter().position(|f| *f == fmt).expect("a format") as u8;
         let f = Function::ScanCount { format: code, ignore_case, at_end, min_length };
-        device_job::run_one(dev, Request::scan_count(blocks, f, records, pattern, DeviceRange::new(RESULT_AT, SCAN_RESULT_BYTES as u64)))?;
+        device_job::run_one(dev, Request::scan_count(commands, f, records, pattern, result))?;
+        commands += 1;
         blocks += 1;
+        if window_at > 0 {
+            device_job::run_one(dev, Request::copy(commands, &[result], io(result)))?;
+            commands += 1;
+        }
         let mut result = [0u8; SCAN_RESULT_BYTES];
-        // SAFETY: the command has completed; its output range is not in use.
-        unsafe { dev.memory().host_read(RESULT_AT, &mut result) };
+        // SAFETY: the command (and the copy) has completed; its output range is not in use.
+        unsafe { dev.memory().host_read(io(DeviceRange::new(RESULT_AT, 0)).offset, &mut result) };
         let word = |i: usize| u64::from_le_bytes(result[8 * i..8 * i + 8].try_into().expect("8 bytes"));
         let mut histogram: Vec<u64> = (0..64).map(|b| word(4 + b)).collect();
         while histogram.last() == Some(&0) {
@@ -67,5 +110,41 @@ pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordForma
         found.add(&Found { records: word(0), matched: word(1), matched_bases: word(2), histogram });
         Ok(word(3) as usize)
     })?;
-    Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks })
+    Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks, staged: window_at > 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device_job::testing::cpu_device;
+    use peerpath_func::scan::Filter;
+
+    /// The pass on a device whose memory is mapped whole (an emulated CSP's)
+    /// and on one staged as a GPU's counts what the CPU's filter counts, over
+    /// blocks and records carried between them; a staged pass that skipped
+    /// its copies would count other bytes.
+    #[test]
+    fn the_pass_counts_what_the_cpu_counts_staged_or_not() {
+        let protein = peerpath_func::sample::protein_like(11 << 20, 3);
+        let mut data = Vec::new();
+        for (i, line) in protein.split_inclusive(|&b| b == b'\n').enumerate() {
+            if i % 5 == 0 || i % 7 == 0 {
+                data.extend_from_slice(format!(">sp|Q{i} x\n").as_bytes());
+            }
+            data.extend_from_slice(line);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.fa");
+        std::fs::write(&path, &data).unwrap();
+        for (motif, ic, min) in [("KL[VI]", false, None), ("mk", true, Some(150)), ("", false, Some(250))] {
+            let regex = (!motif.is_empty()).then(|| regex::bytes::RegexBuilder::new(motif).case_insensitive(ic).build().unwrap());
+            let want = Filter { motif: regex, min_length: min, id_prefix: None }.block(&data, RecordFormat::Fasta, None);
+            assert!(want.matched > 100 && want.matched < want.records, "a weak case: {want:?}");
+            for staged in [false, true] {
+                let mut dev = cpu_device(staged, 2 * MEMORY_BYTES);
+                let got = scan(&mut dev, &File::open(&path).unwrap(), None, motif, ic, min).unwrap();
+                assert_eq!((&got.found, got.bytes, got.blocks, got.staged), (&want, data.len() as u64, 3, staged), "motif {motif:?}, staged {staged}");
+            }
+        }
+    }
 }

@@ -166,6 +166,49 @@ fn an_emulated_csp_counts_what_the_cpu_counts() {
     run(&mut pp(args!["scan", &long, "--min-length", "1", "-c", "--engine", "emulated", "--no-fallback"])).fails(15, &["to carry", "--no-fallback"]);
 }
 
+/// `--engine gpu`: a GPU counts plain files in its memory with peerpath's
+/// scan kernels, as the CPU counts (FASTQ and lines too); without a GPU, or
+/// with a motif its DFA cannot walk (a Unicode word boundary), the CPU
+/// counts, said with the reason, and --no-fallback makes either exit 15.
+#[test]
+fn scan_on_a_gpu_counts_what_the_cpu_counts_or_falls_back_saying_why() {
+    let dir = scratch();
+    let d = dir.path();
+    let fa = d.join("s.fa");
+    std::fs::write(&fa, sample()).unwrap();
+    let fq = d.join("r.fq");
+    std::fs::write(&fq, (0..60_000).flat_map(|i| format!("@r{i}\n{}\n+\n{}\n", &"ACGTTGCAAC"[i % 5..], "I".repeat(10 - i % 5)).into_bytes()).collect::<Vec<u8>>()).unwrap();
+    let mut gpu_ran = false;
+    for (f, args) in [(&fa, args!["--motif", "KL[VI]{2}", "-c"]), (&fa, args!["--min-length", "300", "--histogram"]), (&fq, args!["--motif", "^gt+g", "-i", "--histogram"]), (&fq, args!["--motif", "AC$", "-c", "--format", "lines"])] {
+        let mut cpu = args!["scan", f];
+        cpu.extend(args.clone());
+        let mut gpu = cpu.clone();
+        gpu.extend(args!["--engine", "gpu"]);
+        let (a, b) = (run(&mut pp(cpu)).ok(), run(&mut pp(gpu)).ok());
+        assert_eq!(a.stdout_str(), b.stdout_str(), "{args:?}");
+        assert!(!a.stdout_str().trim().is_empty() && a.stdout_str().trim() != "0", "a weak case: {args:?}");
+        if b.stderr.contains("FALLBACK") {
+            assert!(b.stderr.contains("FALLBACK: GPU 0 unavailable: ") && b.stderr.contains("scanning on the host CPU"), "{}", b.stderr);
+        } else {
+            gpu_ran = true;
+            assert!(b.stderr.contains("on 1 GPU (GPU 0") && b.stderr.contains("payload bytes copied by this process: 0") && b.stderr.contains("measured on a real accelerator (GPU)"), "{}", b.stderr);
+        }
+    }
+    if gpu_ran {
+        eprintln!("a GPU counted the files");
+    } else {
+        eprintln!("SKIPPED the GPU's own runs (no GPU here): the CPU counted, said");
+        run(&mut pp(args!["scan", &fa, "--motif", "KLV", "-c", "--engine", "gpu", "--no-fallback"])).fails(15, &["GPU 0 unavailable", "--no-fallback"]);
+    }
+    // A motif the GPU's DFA cannot walk: said before any GPU is asked.
+    let o = run(&mut pp(args!["scan", &fa, "--motif", "\\bK", "-c", "--engine", "gpu"])).ok();
+    assert!(o.stderr.contains("FALLBACK: the motif cannot run on the GPU") && o.stderr.contains("Unicode word boundar"), "{}", o.stderr);
+    assert_eq!(o.stdout_str(), run(&mut pp(args!["scan", &fa, "--motif", "\\bK", "-c"])).ok().stdout_str());
+    run(&mut pp(args!["scan", &fa, "--motif", "\\bK", "-c", "--engine", "gpu", "--no-fallback"])).fails(15, &["the motif cannot run on the GPU", "--no-fallback"]);
+    run(&mut pp(args!["scan", &fa, "--motif", "K", "--engine", "gpu"])).fails(2, &["--engine gpu returns only counts"]);
+    run(&mut pp(args!["scan", &fa, "--motif", "K", "-c", "--gpu", "1"])).fails(2, &["--gpu needs --engine gpu"]);
+}
+
 /// A device that dies during a file: that file is counted on the CPU, said
 /// with the reason, and so are the files after it, said once, without
 /// asking the dead device again; the counts are the CPU's. Injected faults

@@ -20,8 +20,9 @@ use crate::kernels::{Coding, CrcPlan};
 use crate::crypt::{Crypt, GcmPlan};
 use crate::dedup::{Cdc, CdcPlan};
 use crate::nvcomp::{CompressOpts, Nvcomp};
+use crate::scan::{Dfa, DfaAt, MotifError, Scan, ScanPlan, SCAN_SUMS};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
-use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, DeviceStats, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, StatsCounters, Status, Submit};
+use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, DeviceStats, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, StatsCounters, Status, Submit, SCAN_RESULT_BYTES};
 use peerpath_func::crypt::TAG_BYTES;
 use peerpath_func::{Format, PEERPATH_HEADER_BYTES};
 use peerpath_mem::{MappedRegion, MemoryDomain};
@@ -31,6 +32,9 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Motifs a worker keeps compiled (more are let go at the next batch).
+const MOTIFS_KEPT: usize = 8;
 
 /// How to open a GPU device.
 #[derive(Clone, Debug)]
@@ -56,6 +60,9 @@ pub struct GpuDeviceConfig {
     /// FastCDC chunk boundaries and BLAKE3 digests with peerpath's own
     /// kernels (`kernels/dedup.cu`; loaded only then).
     pub dedup: bool,
+    /// Counting records that match a motif (`ScanCount`) with peerpath's
+    /// own kernels (`kernels/scan.cu`; loaded only then).
+    pub scan: bool,
     /// Worker threads, each with its own CUDA stream: one batch's copies,
     /// kernel and packing overlap the others' (1: one batch at a time).
     pub streams: usize,
@@ -82,6 +89,7 @@ impl GpuDeviceConfig {
             coding: false,
             crypt: false,
             dedup: false,
+            scan: false,
             streams: 1,
             staging: Staging::Commands,
             gather: Gather::default(),
@@ -232,10 +240,10 @@ impl GpuDevice {
     /// Opens the GPU and nvCOMP, allocates its memory and pins its window,
     /// or says why it cannot.
     pub fn open(config: &GpuDeviceConfig) -> Result<GpuDevice, String> {
-        if !config.compress && !config.coding && !config.crypt && !config.dedup {
-            return Err("a GPU device with no function asked of it (neither compression, coding, encryption nor deduplication)".into());
+        if !config.compress && !config.coding && !config.crypt && !config.dedup && !config.scan {
+            return Err("a GPU device with no function asked of it (neither compression, coding, encryption, deduplication nor scanning)".into());
         }
-        if (config.coding || config.crypt || config.dedup) && config.staging == Staging::Device {
+        if (config.coding || config.crypt || config.dedup || config.scan) && config.staging == Staging::Device {
             return Err("peerpath's kernels run with copy-command staging (Staging::Commands), not with the device's own".into());
         }
         let started = Instant::now();
@@ -258,6 +266,12 @@ impl GpuDevice {
         let cdc = if config.dedup {
             gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
             Some(Arc::new(Cdc::open(&gpu.stream)?))
+        } else {
+            None
+        };
+        let scan = if config.scan {
+            gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
+            Some(Arc::new(Scan::open(&gpu.stream)?))
         } else {
             None
         };
@@ -309,6 +323,9 @@ impl GpuDevice {
         }
         if cdc.is_some() {
             parts.push("peerpath's FastCDC and BLAKE3 kernels".to_string());
+        }
+        if scan.is_some() {
+            parts.push("peerpath's record-scanning kernels (motifs as DFAs)".to_string());
         }
         let functions = parts.join(" and ");
         let description = format!(
@@ -368,6 +385,8 @@ impl GpuDevice {
                 coding: coding.clone(),
                 crypt: crypt.clone(),
                 cdc: cdc.clone(),
+                scan: scan.clone(),
+                motifs: Vec::new(),
                 codes: HashMap::new(),
                 shared: shared.clone(),
                 layout,
@@ -401,6 +420,9 @@ impl GpuDevice {
         }
         if cdc.is_some() {
             functions = functions.with(FunctionKind::ChunkFingerprint);
+        }
+        if scan.is_some() {
+            functions = functions.with(FunctionKind::ScanCount);
         }
         Ok(GpuDevice {
             name: config.name.clone(),
@@ -593,6 +615,12 @@ struct Worker {
     crypt: Option<Arc<Crypt>>,
     /// The FastCDC and BLAKE3 kernels, where asked for.
     cdc: Option<Arc<Cdc>>,
+    /// The scan kernels, where asked for.
+    scan: Option<Arc<Scan>>,
+    /// Motifs seen lately (text, case folding) and their tables in GPU
+    /// memory, or the status a command with them gets.
+    #[allow(clippy::type_complexity)]
+    motifs: Vec<(Vec<u8>, bool, Result<(CudaSlice<u8>, DfaAt), Status>)>,
     /// Codes used so far, and their parity rows' powers in GPU memory.
     codes: HashMap<(u8, u8), (peerpath_func::ec::RsCode, CudaSlice<u32>)>,
     shared: Arc<Shared>,
@@ -721,6 +749,13 @@ impl Worker {
         // Its fingerprint commands, in three launches for all.
         let mut cdc = CdcPlan::default();
         let mut cdc_jobs = Vec::new();
+        // Its scan commands, in four launches for all; tables of motifs of earlier batches
+        // are let go here, never while this batch's kernels may read them.
+        let mut scans = ScanPlan::default();
+        let mut scan_jobs = Vec::new();
+        if self.motifs.len() > MOTIFS_KEPT {
+            self.motifs.clear();
+        }
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
             if matches!(r.function, Function::Copy) {
@@ -736,6 +771,13 @@ impl Worker {
             }
             if let Function::Fill { byte } = r.function {
                 (out[k].0, out[k].1) = self.fill(r, byte)?;
+                continue;
+            }
+            if matches!(r.function, Function::ScanCount { .. }) {
+                match self.scan_command(r, &mut scans)? {
+                    Ok(()) => scan_jobs.push(k),
+                    Err(status) => out[k].0 = status,
+                }
                 continue;
             }
             if matches!(r.function, Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. }) {
@@ -768,6 +810,7 @@ impl Worker {
         let segment_crcs = self.crc32(&crcs)?;
         let sealed = self.gcm(&gcm)?;
         let cut = self.cdc(&cdc)?;
+        let counted = self.scan(&scans)?;
         events[1].record(&self.stream).map_err(cuda)?;
         if !pieces.is_empty() {
             for (k, (status, n)) in self.compress(&pieces, &outputs, &events[2])? {
@@ -776,7 +819,10 @@ impl Worker {
             events[3].record(&self.stream).map_err(cuda)?;
         }
         self.stream.synchronize().map_err(cuda)?;
-        drop(keep);
+        drop((keep, counted));
+        for k in scan_jobs {
+            out[k].1 = SCAN_RESULT_BYTES as u64;
+        }
         if let Some((segments, d)) = segment_crcs {
             drop(segments);
             let segment_crcs = self.stream.clone_dtoh(&d).map_err(cuda)?;
@@ -928,6 +974,87 @@ impl Worker {
         // memory, the output with room for its entries, not overlapping the input).
         unsafe { cdc.run(&stream, plan, (ptr(&cmds, &stream), ptr(&words, &stream), ptr(&slots, &stream)), ptr(&bits, &stream)) }?;
         Ok(Some([cmds, words, slots, bits]))
+    }
+
+    /// Checks a scan command (the CPU device's checks, its ranges in GPU
+    /// memory, its motif one the kernels can walk) and adds it to `plan`.
+    /// The motif's text (metadata, at most 64 KiB) comes to the host, which
+    /// compiles it (once per motif: kept in `motifs`). The outer error is the
+    /// device's failure; the inner the status this command gets.
+    fn scan_command(&mut self, r: &Request, plan: &mut ScanPlan) -> Result<Result<(), Status>, String> {
+        let Function::ScanCount { format, ignore_case, at_end, min_length } = r.function else { return Ok(Err(Status::Unsupported)) };
+        if self.scan.is_none() {
+            return Ok(Err(Status::Unsupported));
+        }
+        if let Err(status) = peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, FunctionSet::EMPTY.with(FunctionKind::ScanCount)) {
+            return Ok(Err(status));
+        }
+        if format > 2 {
+            return Ok(Err(Status::InvalidField));
+        }
+        let (Some(records), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) else { return Ok(Err(Status::OutOfRange)) };
+        let dfa = if r.inputs[1].len == 0 {
+            None
+        } else {
+            let Some(at) = self.own_ptr(r.inputs[1]) else { return Ok(Err(Status::OutOfRange)) };
+            let mut text = vec![0u8; r.inputs[1].len as usize];
+            // SAFETY: the command's motif range in GPU memory (checked) into a host buffer of its
+            // length; synchronised before the buffer is read.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(text.as_mut_ptr() as *mut c_void, at, text.len(), self.stream.cu_stream()) }.result().map_err(|e| format!("CUDA: {e}"))?;
+            self.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
+            match self.motif(text, ignore_case)? {
+                Ok(dfa) => Some(dfa),
+                Err(status) => return Ok(Err(status)),
+            }
+        };
+        // A batch whose segments would pass 32 bits refuses the rest.
+        Ok(plan.add((records, r.inputs[0].len), (format, at_end, min_length), dfa, output, crate::scan::SEGMENT_BYTES).ok_or(Status::InputTooLarge))
+    }
+
+    /// The table of `text` in GPU memory (made and kept on first use), or
+    /// the status its commands get: `InvalidField` for what is not a
+    /// pattern (as on the CPU), `Unsupported` for a pattern no table here
+    /// walks (the caller's CPU counts it).
+    fn motif(&mut self, text: Vec<u8>, ignore_case: bool) -> Result<Result<DfaAt, Status>, String> {
+        if let Some((_, _, known)) = self.motifs.iter().find(|(t, i, _)| *t == text && *i == ignore_case) {
+            return Ok(known.as_ref().map(|(_, at)| *at).map_err(|s| *s));
+        }
+        let made = match std::str::from_utf8(&text).map_err(|_| Status::InvalidField).and_then(|m| {
+            Dfa::new(m, ignore_case).map_err(|e| match e {
+                MotifError::Invalid(_) => Status::InvalidField,
+                MotifError::NotForGpu(_) => Status::Unsupported,
+            })
+        }) {
+            Ok(dfa) => {
+                let (image, at) = dfa.image();
+                let table = self.stream.clone_htod(&image).map_err(|e| format!("CUDA: {e}"))?;
+                let base = ptr(&table, &self.stream);
+                Ok((table, at.at(base)))
+            }
+            Err(status) => Err(status),
+        };
+        let answer = made.as_ref().map(|(_, at)| *at).map_err(|s| *s);
+        self.motifs.push((text, ignore_case, made));
+        Ok(answer)
+    }
+
+    /// Queues the batch's scan commands (four launches); returns the device
+    /// memory they use, to keep until the stream is synchronised.
+    #[allow(clippy::type_complexity)]
+    fn scan(&mut self, plan: &ScanPlan) -> Result<Option<(CudaSlice<u64>, CudaSlice<u32>, CudaSlice<u64>, CudaSlice<u64>)>, String> {
+        let (Some(scan), false) = (self.scan.clone(), plan.is_empty()) else { return Ok(None) };
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let stream = self.stream.clone();
+        let cmds = stream.clone_htod(&plan.cmds).map_err(cuda)?;
+        let segs = stream.clone_htod(&plan.segs).map_err(cuda)?;
+        let lines = stream.alloc_zeros::<u64>((plan.segments() as usize).max(1)).map_err(cuda)?;
+        let sums = stream.alloc_zeros::<u64>(SCAN_SUMS * plan.len()).map_err(cuda)?;
+        // SAFETY: the plan's commands (written by the kernels too) and segments, a line word per
+        // segment and zeroed counters per command, kept until the batch is synchronised; every
+        // command was checked by `scan_command` (records, motif and output in GPU memory, the
+        // output large enough, no overlap; the tables kept in `motifs` until a later batch).
+        unsafe { scan.run(&stream, plan, (ptr(&cmds, &stream), ptr(&segs, &stream)), ptr(&lines, &stream), ptr(&sums, &stream)) }?;
+        Ok(Some((cmds, segs, lines, sums)))
     }
 
     /// Queues the filling of a command's output range (GPU memory) with `byte`.
@@ -1367,7 +1494,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1460,7 +1587,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1553,7 +1680,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1605,9 +1732,85 @@ mod tests {
         eprintln!("ran on {}", dev.description);
     }
 
+    /// On a GPU: ScanCount gives the CPU device's counters for FASTA, FASTQ
+    /// and lines, with and without a motif, at an odd offset, in one batch;
+    /// a motif no table walks and a broken one get the statuses the CLI
+    /// falls back on. Elsewhere: skipped, saying why.
+    #[test]
+    fn the_scan_function_gives_the_cpu_oracles_counts_on_a_gpu() {
+        use peerpath_device::{CpuDevice, SCAN_RESULT_BYTES};
+        let room = 8usize << 20;
+        let mut dev = match GpuDevice::open(&GpuDeviceConfig { scan: true, ..GpuDeviceConfig::staged(0, 4 * room, 32) }) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU here): {why}");
+                return;
+            }
+        };
+        assert!(dev.functions().contains(FunctionKind::ScanCount) && !dev.functions().contains(FunctionKind::EcEncode), "scan only");
+        let own = dev.memory().dma_window().expect("a staged memory").0;
+        let window = |at: usize, len: usize| DeviceRange::new(own + at as u64, len as u64);
+        let own_at = |at: usize, len: usize| DeviceRange::new(at as u64, len as u64);
+        let base = dev.memory().io_ptr(window(0, 4 * room)).expect("the window") as usize;
+        let host = |r: DeviceRange| (base + (r.offset - own) as usize) as *mut u8;
+        let run = |dev: &mut dyn Device, r: Vec<Request>| {
+            let mut done = peerpath_device::run_to_completion(dev, r, Duration::from_secs(60)).expect("the device answers");
+            done.sort_by_key(|c| c.tag());
+            done
+        };
+        // Protein FASTA (6 MiB), FASTQ and log lines, each cut short of its end; the motifs.
+        let protein = peerpath_func::sample::protein_like(6 << 20, 5);
+        let mut fasta = Vec::new();
+        for (i, line) in protein.split_inclusive(|&b| b == b'\n').enumerate() {
+            if i % 9 == 0 {
+                fasta.extend_from_slice(format!(">sp|P{i} protein\n").as_bytes());
+            }
+            fasta.extend_from_slice(line);
+        }
+        let fastq: Vec<u8> = (0..20_000).flat_map(|i| format!("@r{i}\n{}\n+\n{}\n", "ACGTTGCA".repeat(1 + i % 17), "I".repeat(8 * (1 + i % 17))).into_bytes()).collect();
+        let lines: Vec<u8> = (0..50_000).flat_map(|i| format!("{} request {i}\r\n", if i % 7 == 0 { "ERROR" } else { "info" }).into_bytes()).collect();
+        let mut at = 1;
+        let mut place = |data: &[u8]| {
+            let r = own_at(at, data.len() - 3);
+            // SAFETY: a window range no command uses yet (the data laid out back to back).
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host(window(at, data.len())), data.len()) };
+            at += data.len();
+            r
+        };
+        let (fa, fq, ln) = (place(&fasta), place(&fastq), place(&lines));
+        let motifs = [&b"K[LV]{2}"[..], b"CAACGTTGCAACGTTGCA$", b"^error", b"", b"\\bK", b"K("];
+        let motif_at: Vec<DeviceRange> = motifs.iter().map(|m| place(&[*m, &b"..."[..]].concat())).collect();
+        run(&mut dev, vec![Request::copy(0, &[window(1, at - 1)], own_at(1, at - 1))]);
+        let result_at = |i: usize| 3 * room + 1 + i * 1024;
+        let commands: Vec<Request> = [(fa, 0u8, 0usize, false, true, 50u32), (fq, 1, 1, false, false, 0), (ln, 2, 2, true, false, 0), (fa, 0, 3, false, false, 100), (ln, 2, 3, false, true, 0), (fa, 0, 4, false, true, 0), (fq, 1, 5, false, true, 0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(records, format, m, ignore_case, at_end, min_length))| Request::scan_count(i as u64, Function::ScanCount { format, ignore_case, at_end, min_length }, records, motif_at[m], own_at(result_at(i), SCAN_RESULT_BYTES)))
+            .collect();
+        let done = run(&mut dev, commands.clone());
+        assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>()[5..], [Status::Unsupported, Status::InvalidField], "a Unicode word boundary: no table; a broken motif");
+        // The CPU device on the same bytes and commands.
+        let mut cpu = CpuDevice::new(peerpath_device::CpuDeviceConfig::new(4 * room)).expect("a CPU device");
+        // SAFETY: the CPU device's memory, which no command uses yet.
+        unsafe { cpu.memory().host_write(1, std::slice::from_raw_parts(host(window(1, at - 1)), at - 1)) };
+        let want = run(&mut cpu, commands[..5].to_vec());
+        run(&mut dev, vec![Request::copy(0, &[own_at(result_at(0), 5 * 1024)], window(result_at(0), 5 * 1024))]);
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!((done[i].status, done[i].output_bytes), (w.status, w.output_bytes), "command {i}");
+            let mut cpu_out = vec![0u8; SCAN_RESULT_BYTES];
+            // SAFETY: the CPU device's output range, written by the command that completed.
+            unsafe { cpu.memory().host_read(result_at(i) as u64, &mut cpu_out) };
+            // SAFETY: the window's copy of the GPU's outputs, written by the copy that completed.
+            let got = unsafe { std::slice::from_raw_parts(host(window(result_at(i), SCAN_RESULT_BYTES)), SCAN_RESULT_BYTES) };
+            assert!(got == &cpu_out[..], "command {i}: the GPU's counters differ from the CPU device's");
+            assert!(u64::from_le_bytes(got[8..16].try_into().unwrap()) > 0, "command {i} matched nothing: a weak test");
+        }
+        eprintln!("ran on {}", dev.description);
+    }
+
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

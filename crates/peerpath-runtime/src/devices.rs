@@ -188,6 +188,7 @@ impl<'a> DeviceSet<'a> {
                     coding: false,
                     crypt: false,
                     dedup: false,
+                    scan: false,
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
