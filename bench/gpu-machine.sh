@@ -38,6 +38,10 @@
 #              rounds, every GPU file opened on the CPU and every decryption compared with the
 #              source; then the chain (compress --ec 4+2 --encrypt) on the GPU against every core,
 #              every set restored; the peerpath-gpu crate's AES-GCM and dedup tests where gputests is carried
+#     gpuscan  scan --engine gpu (peerpath's scan kernels: the motif as a DFA) of the slice x 8 in
+#              memory: FASTA records against a motif, a length histogram, and lines against a motif
+#              (grep -cE beside), against the CPU at -T 1 and every core; 3 interleaved rounds, every
+#              count compared with the CPU's; the peerpath-gpu crate's scan tests where gputests is carried
 #     dedup    dedup store in memory at -T 1/2/4/8/15/16 and --engine gpu (every store's chunks checked
 #              against -T 1's),
 #              b3sum on 1 and all threads where .gpu/b3sum is carried; 3 interleaved rounds
@@ -379,6 +383,32 @@ for step in $steps; do
             .gpu/peerpath decrypt "$dd/enc" -o "$dd/never" --key-file "$dd/key" --engine gpu > "$o/tamper.txt" 2>&1; echo "exit $?" >> "$o/tamper.txt"
             rm -f "$o/e.json" "$o/e.err" "$o/time.txt"
             rm -rf "$dd" ;;
+        gpuscan)
+            # scan on the GPU against the CPU (and grep -cE for lines), in memory; every count checked.
+            dd=/dev/shm/ppgpuscan; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/gpuscan; size=$(stat -c %s "$dd/in")
+            [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture scan > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
+            { echo "scan of the slice x 8 ($size bytes of protein FASTA) in memory, on the GPU and the CPU; 3 interleaved rounds; wall of the process"; echo
+              echo "| run | wall s | GB/s | answer | fallback |"; echo "|---|---|---|---|---|"; } > "$o/gpuscan.md"
+            sw() { # label want-file command...: one row, the answer checked against want-file (written when absent)
+                local label=$1 want=$2; shift 2; local a=$EPOCHREALTIME
+                "$@" > "$o/s.out" 2> "$o/s.err"; local rc=$?
+                local ok=same; if [ -f "$want" ]; then cmp -s "$o/s.out" "$want" || ok="DIFFERS: $(head -c 80 "$o/s.out" | tr '\n' ' ')"; else cp "$o/s.out" "$want"; ok="reference"; fi
+                echo "| $label; exit $rc | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | $ok | $(grep -o 'FALLBACK.*' "$o/s.err" | head -1 | cut -c1-160) |" >> "$o/gpuscan.md"
+            }
+            n=$(nproc)
+            for r in 1 2 3; do
+                for q in "fasta:--motif:KL[VI]{2}:-c" "hist:--min-length:300:--histogram" "lines:--motif:W[^C]{3}CW:-c"; do
+                    IFS=: read -r name opt val out <<< "$q"
+                    fmt=(); [ "$name" = lines ] && fmt=(--format lines)
+                    sw "scan $name -T $n ($r)" "$o/want-$name" .gpu/peerpath scan "$dd/in" "${fmt[@]}" "$opt" "$val" "$out" -T "$n"
+                    sw "scan $name --engine gpu ($r)" "$o/want-$name" .gpu/peerpath scan "$dd/in" "${fmt[@]}" "$opt" "$val" "$out" --engine gpu
+                    [ "$r" = 1 ] && cp "$o/s.err" "$o/gpu-$name.txt"
+                    sw "scan $name -T 1 ($r)" "$o/want-$name" .gpu/peerpath scan "$dd/in" "${fmt[@]}" "$opt" "$val" "$out" -T 1
+                    [ "$name" = lines ] && sw "grep -cE ($r)" "$o/want-$name" grep -cE "$val" "$dd/in"
+                done
+            done
+            rm -f "$o/s.out" "$o/s.err"
+            rm -rf "$dd" ;;
         dedup)
             # dedup store of the slice x 8 in memory into a new store at -T 1/2/4/8/15/16 (wall and
             # GB/s; the chunks must not depend on the thread count: every store's stats equal -T 1's,
@@ -415,7 +445,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/gpuec/gpuec.md" "$OUT/gpuec/gputests.txt" "$OUT/gpucrypt/gpucrypt.md" "$OUT/gpucrypt/gputests.txt" "$OUT/gpucrypt/tamper.txt" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/gpuec/gpuec.md" "$OUT/gpuec/gputests.txt" "$OUT/gpucrypt/gpucrypt.md" "$OUT/gpucrypt/gputests.txt" "$OUT/gpucrypt/tamper.txt" "$OUT/gpuscan/gpuscan.md" "$OUT/gpuscan/gputests.txt" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"
