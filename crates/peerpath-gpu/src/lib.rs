@@ -8,7 +8,7 @@
 //!   host window storage DMAs into), and that runs peerpath's own kernels,
 //!   each tested on the host against its CPU oracle: Reed-Solomon and CRC-32
 //!   (`kernels.rs`), AES-256-GCM (`crypt.rs`), FastCDC and BLAKE3
-//!   (`dedup.rs`).
+//!   (`dedup.rs`), record scanning against a motif's DFA (`scan.rs`).
 //! - [`Inflater`]: batches of gzip members decoded and their CRC-32 checked
 //!   on the GPU, for `decompress`/`verify --engine gpu`.
 //! - [`probe`]: nvCOMP's compressor on real data in GPU memory, every member
