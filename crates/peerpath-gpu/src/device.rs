@@ -63,6 +63,11 @@ pub struct GpuDeviceConfig {
     /// Counting records that match a motif (`ScanCount`) with peerpath's
     /// own kernels (`kernels/scan.cu`; loaded only then).
     pub scan: bool,
+    /// Decompressing gzip members that carry their sizes
+    /// (`GzipDecompressMember`) with nvCOMP's batched decompressor, each
+    /// output's CRC-32 and length checked against its trailer with
+    /// peerpath's CRC-32 kernel (loads nvCOMP and the coding kernels).
+    pub inflate: bool,
     /// Worker threads, each with its own CUDA stream: one batch's copies,
     /// kernel and packing overlap the others' (1: one batch at a time).
     pub streams: usize,
@@ -90,6 +95,7 @@ impl GpuDeviceConfig {
             crypt: false,
             dedup: false,
             scan: false,
+            inflate: false,
             streams: 1,
             staging: Staging::Commands,
             gather: Gather::default(),
@@ -1494,7 +1500,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1587,7 +1593,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1680,7 +1686,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1810,7 +1816,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

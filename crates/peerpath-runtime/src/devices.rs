@@ -189,6 +189,7 @@ impl<'a> DeviceSet<'a> {
                     crypt: false,
                     dedup: false,
                     scan: false,
+                    inflate: false,
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
