@@ -19,7 +19,7 @@
 use crate::kernels::{Coding, CrcPlan};
 use crate::crypt::{Crypt, GcmPlan};
 use crate::dedup::{Cdc, CdcPlan};
-use crate::nvcomp::{CompressOpts, Nvcomp};
+use crate::nvcomp::{CompressOpts, DecompressOpts, Nvcomp};
 use crate::scan::{Dfa, DfaAt, MotifError, Scan, ScanPlan, SCAN_SUMS};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, DeviceStats, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, StatsCounters, Status, Submit, SCAN_RESULT_BYTES};
@@ -35,6 +35,25 @@ use std::time::{Duration, Instant};
 
 /// Motifs a worker keeps compiled (more are let go at the next batch).
 const MOTIFS_KEPT: usize = 8;
+
+/// A member's first bytes read to find its header (peerpath's and BGZF's
+/// take a few dozen), and as many as a header can take (an extra field of
+/// 64 KiB, a name and a comment).
+const MEMBER_HEAD_BYTES: usize = 512;
+const MEMBER_HEAD_MAX_BYTES: usize = 128 << 10;
+
+/// A member to decode: where it is and how long, where its output goes,
+/// what its header and trailer declare, and its output's CRC-32 command in
+/// the batch's plan.
+struct Inflate {
+    input: u64,
+    len: usize,
+    output: u64,
+    declared: usize,
+    crc: u32,
+    isize: u32,
+    crc_at: usize,
+}
 
 /// How to open a GPU device.
 #[derive(Clone, Debug)]
@@ -246,18 +265,26 @@ impl GpuDevice {
     /// Opens the GPU and nvCOMP, allocates its memory and pins its window,
     /// or says why it cannot.
     pub fn open(config: &GpuDeviceConfig) -> Result<GpuDevice, String> {
-        if !config.compress && !config.coding && !config.crypt && !config.dedup && !config.scan {
-            return Err("a GPU device with no function asked of it (neither compression, coding, encryption, deduplication nor scanning)".into());
+        if !config.compress && !config.coding && !config.crypt && !config.dedup && !config.scan && !config.inflate {
+            return Err("a GPU device with no function asked of it (neither compression, decompression, coding, encryption, deduplication nor scanning)".into());
         }
-        if (config.coding || config.crypt || config.dedup || config.scan) && config.staging == Staging::Device {
+        if (config.coding || config.crypt || config.dedup || config.scan || config.inflate) && config.staging == Staging::Device {
             return Err("peerpath's kernels run with copy-command staging (Staging::Commands), not with the device's own".into());
         }
         let started = Instant::now();
         let gpu = crate::Gpu::open(config.ordinal)?;
         let context_s = started.elapsed().as_secs_f64();
-        let nv = if config.compress { Some(Arc::new(Nvcomp::load(config.nvcomp.as_deref())?)) } else { None };
+        let nv = if config.compress || config.inflate { Some(Arc::new(Nvcomp::load(config.nvcomp.as_deref())?)) } else { None };
+        if let (Some(nv), true) = (&nv, config.inflate) {
+            // Decoding keeps no scratch: nvCOMP's naive gzip decompressor was measured to need none.
+            let temp = nv.decompress_temp_bytes(64, 1 << 20, 64 << 20, DecompressOpts::naive())?;
+            if temp != 0 {
+                return Err(format!("nvCOMP's naive gzip decompressor asks for {temp} bytes of scratch (this nvCOMP is newer than the one peerpath was measured with)"));
+            }
+        }
         let nvcomp_s = started.elapsed().as_secs_f64() - context_s;
-        let coding = if config.coding {
+        // Decoding checks each member's CRC-32 with the coding kernels' CRC-32.
+        let coding = if config.coding || config.inflate {
             gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
             Some(Arc::new(Coding::open(&gpu.stream)?))
         } else {
@@ -318,10 +345,13 @@ impl GpuDevice {
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
         let mut parts = Vec::new();
-        if let Some(nv) = &nv {
+        if let (Some(nv), true) = (&nv, config.compress) {
             parts.push(format!("nvCOMP {} gzip algorithm {}", nv.version, config.algorithm));
         }
-        if coding.is_some() {
+        if let (Some(nv), true) = (&nv, config.inflate) {
+            parts.push(format!("nvCOMP {} gzip decompression (naive) with peerpath's CRC-32 check", nv.version));
+        }
+        if config.coding {
             parts.push("peerpath's Reed-Solomon and CRC-32 kernels".to_string());
         }
         if crypt.is_some() {
@@ -393,6 +423,9 @@ impl GpuDevice {
                 cdc: cdc.clone(),
                 scan: scan.clone(),
                 motifs: Vec::new(),
+                compress: config.compress,
+                inflate: config.inflate,
+                ec: config.coding,
                 codes: HashMap::new(),
                 shared: shared.clone(),
                 layout,
@@ -415,10 +448,13 @@ impl GpuDevice {
         if config.staging == Staging::Commands {
             functions = functions.with(FunctionKind::Fill);
         }
-        if nv.is_some() {
+        if config.compress {
             functions = functions.with(FunctionKind::GzipCompressMember).with(FunctionKind::GzipCompressChunk);
         }
-        if coding.is_some() {
+        if config.inflate {
+            functions = functions.with(FunctionKind::GzipDecompressMember);
+        }
+        if config.coding {
             functions = functions.with(FunctionKind::EcEncode).with(FunctionKind::EcReconstruct).with(FunctionKind::Crc32);
         }
         if crypt.is_some() {
@@ -627,6 +663,11 @@ struct Worker {
     /// memory, or the status a command with them gets.
     #[allow(clippy::type_complexity)]
     motifs: Vec<(Vec<u8>, bool, Result<(CudaSlice<u8>, DfaAt), Status>)>,
+    /// Whether it compresses members (nvCOMP), and decodes them.
+    compress: bool,
+    inflate: bool,
+    /// Whether it erasure-codes and checksums (the coding kernels are loaded for decoding too).
+    ec: bool,
     /// Codes used so far, and their parity rows' powers in GPU memory.
     codes: HashMap<(u8, u8), (peerpath_func::ec::RsCode, CudaSlice<u32>)>,
     shared: Arc<Shared>,
@@ -759,6 +800,8 @@ impl Worker {
         // are let go here, never while this batch's kernels may read them.
         let mut scans = ScanPlan::default();
         let mut scan_jobs = Vec::new();
+        // Its members to decode, in one nvCOMP launch; their outputs' CRC-32 with the CRC-32 commands'.
+        let mut inflates: Vec<(usize, Inflate)> = Vec::new();
         if self.motifs.len() > MOTIFS_KEPT {
             self.motifs.clear();
         }
@@ -801,7 +844,14 @@ impl Worker {
                 }
                 continue;
             }
-            let (Some(member_bytes), true) = (member_bytes(r), self.nv.is_some()) else {
+            if matches!(r.function, Function::GzipDecompressMember) {
+                match self.inflate_command(r)? {
+                    Ok(m) => inflates.push((k, m)),
+                    Err(status) => out[k].0 = status,
+                }
+                continue;
+            }
+            let (Some(member_bytes), true) = (member_bytes(r), self.nv.is_some() && self.compress) else {
                 out[k].0 = Status::Unsupported;
                 continue;
             };
@@ -813,6 +863,7 @@ impl Worker {
             split_members(k, input, r.inputs[0].len, member_bytes, &mut pieces);
             outputs.push((k, output, r.output.len));
         }
+        let inflated = self.inflate(&mut inflates, &mut crcs)?;
         let segment_crcs = self.crc32(&crcs)?;
         let sealed = self.gcm(&gcm)?;
         let cut = self.cdc(&cdc)?;
@@ -829,11 +880,24 @@ impl Worker {
         for k in scan_jobs {
             out[k].1 = SCAN_RESULT_BYTES as u64;
         }
-        if let Some((segments, d)) = segment_crcs {
-            drop(segments);
-            let segment_crcs = self.stream.clone_dtoh(&d).map_err(cuda)?;
-            for (k, c) in crc_jobs {
-                out[k].2 = crcs.join(c, &segment_crcs);
+        let segment_crcs = match segment_crcs {
+            Some((segments, d)) => {
+                drop(segments);
+                self.stream.clone_dtoh(&d).map_err(cuda)?
+            }
+            None => Vec::new(),
+        };
+        for (k, c) in crc_jobs {
+            out[k].2 = crcs.join(c, &segment_crcs);
+        }
+        if let Some((keep, actual, status)) = inflated {
+            drop(keep);
+            let (actual, status) = (self.stream.clone_dtoh(&actual).map_err(cuda)?, self.stream.clone_dtoh(&status).map_err(cuda)?);
+            for (j, (k, m)) in inflates.iter().enumerate() {
+                // Checked, not trusted: nvCOMP's status, the length the member declares (and its
+                // trailer's), and the CRC-32 of what it wrote against the trailer's.
+                let good = status[j] == 0 && actual[j] == m.declared && actual[j] as u32 == m.isize && crcs.join(m.crc_at, &segment_crcs) == m.crc;
+                (out[*k].0, out[*k].1) = if good { (Status::Success, m.declared as u64) } else { (Status::CorruptInput, 0) };
             }
         }
         if let Some(keep) = cut {
@@ -886,7 +950,7 @@ impl Worker {
     /// device's failure; the inner a status for this command alone.
     fn code(&mut self, r: &Request, crcs: &mut CrcPlan, keep: &mut Vec<CudaSlice<u32>>) -> Result<Result<Option<usize>, Status>, String> {
         let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
-        let Some(coding) = self.coding.clone() else { return Ok(Err(Status::Unsupported)) };
+        let (Some(coding), true) = (self.coding.clone(), self.ec) else { return Ok(Err(Status::Unsupported)) };
         let all = FunctionSet::EMPTY.with(FunctionKind::EcEncode).with(FunctionKind::EcReconstruct).with(FunctionKind::Crc32);
         if let Err(status) = peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, all) {
             return Ok(Err(status));
@@ -980,6 +1044,96 @@ impl Worker {
         // memory, the output with room for its entries, not overlapping the input).
         unsafe { cdc.run(&stream, plan, (ptr(&cmds, &stream), ptr(&words, &stream), ptr(&slots, &stream)), ptr(&bits, &stream)) }?;
         Ok(Some([cmds, words, slots, bits]))
+    }
+
+    /// Checks a member to decode (the CPU device's checks: its header, that
+    /// it is as long as its size field says, that the output has room for
+    /// what it declares; its ranges in GPU memory). Its header and trailer
+    /// (metadata) come to the host to be read. The outer error is the
+    /// device's failure; the inner the status this command gets.
+    fn inflate_command(&mut self, r: &Request) -> Result<Result<Inflate, Status>, String> {
+        if self.nv.is_none() || !self.inflate {
+            return Ok(Err(Status::Unsupported));
+        }
+        if let Err(status) = peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, FunctionSet::EMPTY.with(FunctionKind::GzipDecompressMember)) {
+            return Ok(Err(status));
+        }
+        let (Some(input), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) else { return Ok(Err(Status::OutOfRange)) };
+        let len = r.inputs[0].len as usize;
+        if len < 18 {
+            return Ok(Err(Status::CorruptInput));
+        }
+        let fetch = |at: u64, n: usize| -> Result<Vec<u8>, String> {
+            let mut b = vec![0u8; n];
+            // SAFETY: `n` bytes of the member's range in GPU memory (checked) into a host buffer
+            // of that length; synchronised before the buffer is read.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(b.as_mut_ptr() as *mut c_void, at, n, self.stream.cu_stream()) }.result().map_err(|e| format!("CUDA: {e}"))?;
+            self.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
+            Ok(b)
+        };
+        let trailer = fetch(input + len as u64 - 8, 8)?;
+        let mut head = fetch(input, len.min(MEMBER_HEAD_BYTES))?;
+        if matches!(peerpath_func::MemberHeader::parse(&head), Err(peerpath_func::HeaderError::Truncated { .. })) && len > head.len() {
+            // A long name or extra field: read as much as a header can hold.
+            head = fetch(input, len.min(MEMBER_HEAD_MAX_BYTES))?;
+        }
+        let header = match peerpath_func::MemberHeader::parse(&head) {
+            Ok(h) => h,
+            Err(peerpath_func::HeaderError::Truncated { .. }) if len > head.len() => return Ok(Err(Status::Unsupported)),
+            Err(_) => return Ok(Err(Status::CorruptInput)),
+        };
+        if header.sizes.map(|s| s.member_bytes()) != Some(len) {
+            return Ok(Err(Status::CorruptInput));
+        }
+        let word = |at: usize| u32::from_le_bytes(trailer[at..at + 4].try_into().expect("4 bytes"));
+        let Ok(declared) = peerpath_func::gzip::declared_output_bytes_from(&header, len, |_| word(4)) else { return Ok(Err(Status::CorruptInput)) };
+        if r.output.len < declared as u64 {
+            return Ok(Err(Status::OutputTooSmall));
+        }
+        Ok(Ok(Inflate { input, len, output, declared, crc: word(0), isize: word(4), crc_at: 0 }))
+    }
+
+    /// Queues the batch's members in one nvCOMP launch and their outputs'
+    /// CRC-32 in `crcs` (launched after it); returns the device memory the
+    /// launch uses (keep it until the stream is synchronised) and where
+    /// each member's decoded length and status will be (read after that).
+    #[allow(clippy::type_complexity)]
+    fn inflate(&mut self, members: &mut [(usize, Inflate)], crcs: &mut CrcPlan) -> Result<Option<([CudaSlice<u64>; 4], CudaSlice<usize>, CudaSlice<i32>)>, String> {
+        let (Some(nv), false) = (self.nv.clone(), members.is_empty()) else { return Ok(None) };
+        let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
+        let stream = self.stream.clone();
+        let n = members.len();
+        let column = |f: &dyn Fn(&Inflate) -> u64| stream.clone_htod(&members.iter().map(|(_, m)| f(m)).collect::<Vec<u64>>()).map_err(cuda);
+        let (in_ptrs, in_sizes, out_caps, out_ptrs) = (column(&|m| m.input)?, column(&|m| m.len as u64)?, column(&|m| m.declared as u64)?, column(&|m| m.output)?);
+        let actual = stream.alloc_zeros::<usize>(n).map_err(cuda)?;
+        let status = stream.alloc_zeros::<i32>(n).map_err(cuda)?;
+        let p = |s: &CudaSlice<u64>| ptr(s, &stream);
+        // SAFETY: device arrays of `n` entries: each input pointer names its member in GPU memory
+        // (checked), each output pointer room for the `declared` bytes its capacity says
+        // (checked); the naive algorithm takes no scratch (checked when opened); all kept until
+        // the batch is synchronised. (usize is u64 here: the arrays are nvCOMP's size_t.)
+        let st = unsafe {
+            (nv.decompress_async)(
+                p(&in_ptrs) as usize as *const *const c_void,
+                p(&in_sizes) as usize as *const usize,
+                p(&out_caps) as usize as *const usize,
+                ptr(&actual, &stream) as usize as *mut usize,
+                n,
+                std::ptr::null_mut(),
+                0,
+                p(&out_ptrs) as usize as *const *mut c_void,
+                DecompressOpts::naive(),
+                ptr(&status, &stream) as usize as *mut i32,
+                stream.cu_stream() as *mut c_void,
+            )
+        };
+        if st != 0 {
+            return Err(format!("nvcompBatchedGzipDecompressAsync: {}", nv.describe(st)));
+        }
+        for (_, m) in members.iter_mut() {
+            m.crc_at = crcs.add(std::iter::once((m.output, m.declared as u64)));
+        }
+        Ok(Some(([in_ptrs, in_sizes, out_caps, out_ptrs], actual, status)))
     }
 
     /// Checks a scan command (the CPU device's checks, its ranges in GPU
@@ -1189,7 +1343,7 @@ impl Worker {
         let mut plan = Vec::with_capacity(batch.len());
         for (k, job) in batch.iter().enumerate() {
             let r = &job.request;
-            let supported = matches!(r.function, Function::Copy) || (r.inputs.len() == 1 && member_bytes(r).is_some() && self.nv.is_some());
+            let supported = matches!(r.function, Function::Copy) || (r.inputs.len() == 1 && member_bytes(r).is_some() && self.nv.is_some() && self.compress);
             let in_window = r.inputs.iter().all(|&i| self.window_ptr(i).is_some()) && self.window_ptr(r.output).is_some();
             if !supported || !in_window {
                 out[k].0 = if supported { Status::OutOfRange } else { Status::Unsupported };
@@ -1735,6 +1889,78 @@ mod tests {
         let window_input = Request { tag: 1, function: Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: false, at_end: true }, inputs: vec![window(1, 1 << 20)], output: own_at(room, room) };
         let done = run(&mut dev, vec![sha, window_input]);
         assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>(), [Status::Unsupported, Status::OutOfRange]);
+        eprintln!("ran on {}", dev.description);
+    }
+
+    /// On a GPU with nvCOMP: GzipDecompressMember decodes peerpath's members
+    /// (and a BGZF one) in GPU memory to exactly their blocks, in one batch;
+    /// a corrupt deflate byte, a wrong CRC-32 in a trailer and a size field
+    /// that lies are `CorruptInput`, an output too small `OutputTooSmall`,
+    /// as on the CPU device. Elsewhere: skipped, saying why.
+    #[test]
+    fn the_decompress_function_gives_the_cpu_oracles_bytes_on_a_gpu() {
+        use peerpath_func::{encode_member, member_bound_bytes, Level, MemberEncoder};
+        let room = 4usize << 20;
+        let mut dev = match GpuDevice::open(&GpuDeviceConfig { inflate: true, ..GpuDeviceConfig::staged(0, 20 * room, 32) }) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU or nvCOMP here): {why}");
+                return;
+            }
+        };
+        assert!(dev.functions().contains(FunctionKind::GzipDecompressMember) && !dev.functions().contains(FunctionKind::GzipCompressMember) && !dev.functions().contains(FunctionKind::EcEncode), "decoding only");
+        let own = dev.memory().dma_window().expect("a staged memory").0;
+        let window = |at: usize, len: usize| DeviceRange::new(own + at as u64, len as u64);
+        let own_at = |at: usize, len: usize| DeviceRange::new(at as u64, len as u64);
+        let base = dev.memory().io_ptr(window(0, 20 * room)).expect("the window") as usize;
+        let host = |r: DeviceRange| (base + (r.offset - own) as usize) as *mut u8;
+        let run = |dev: &mut GpuDevice, r: Vec<Request>| {
+            let mut done = peerpath_device::run_to_completion(dev, r, Duration::from_secs(60)).expect("the GPU answers");
+            done.sort_by_key(|c| c.tag());
+            done
+        };
+        let data = peerpath_func::sample::protein_like(3 << 20, 8);
+        let blocks: Vec<&[u8]> = vec![&data[..1 << 20], &data[1 << 20..(2 << 20) + 77], &b""[..], &data[(2 << 20) + 77..], &data[..5]];
+        let mut enc = MemberEncoder::new(Level::new(1).unwrap());
+        let mut members: Vec<Vec<u8>> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let mut out = vec![0u8; member_bound_bytes(b.len())];
+                let format = if i == 4 { peerpath_func::Format::Bgzf } else { peerpath_func::Format::Gzip };
+                let n = encode_member(&mut enc, format, b, &mut out);
+                out.truncate(n);
+                out
+            })
+            .collect();
+        // Three broken copies of member 1: a corrupt deflate byte, a wrong CRC-32, a size field one short.
+        let mut bad = vec![members[1].clone(), members[1].clone(), members[1].clone()];
+        let mid = bad[0].len() / 2;
+        bad[0][mid] ^= 0x55;
+        let l = bad[1].len();
+        bad[1][l - 8] ^= 1;
+        bad[2].pop();
+        members.extend(bad);
+        // Each member at an odd offset in GPU memory, its output room after it.
+        let at = |i: usize| 2 * i * room + 3;
+        for (i, m) in members.iter().enumerate() {
+            // SAFETY: a window range no command uses yet.
+            unsafe { std::ptr::copy_nonoverlapping(m.as_ptr(), host(window(at(i), m.len())), m.len()) };
+            run(&mut dev, vec![Request::copy(0, &[window(at(i), m.len())], own_at(at(i), m.len()))]);
+        }
+        let decode = |i: usize, out: usize| Request { tag: i as u64, function: Function::GzipDecompressMember, inputs: vec![own_at(at(i), members[i].len())], output: own_at(at(i) + room, out) };
+        let mut commands: Vec<Request> = (0..members.len()).map(|i| decode(i, room)).collect();
+        commands.push(Request { tag: members.len() as u64, ..decode(0, (1 << 20) - 1) });
+        let done = run(&mut dev, commands);
+        let statuses: Vec<Status> = done.iter().map(|c| c.status).collect();
+        assert_eq!(statuses, [vec![Status::Success; 5], vec![Status::CorruptInput; 3], vec![Status::OutputTooSmall]].concat());
+        for (i, b) in blocks.iter().enumerate() {
+            assert_eq!(done[i].output_bytes, b.len() as u64, "member {i}");
+            run(&mut dev, vec![Request::copy(0, &[own_at(at(i) + room, b.len())], window(at(i) + room, b.len()))]);
+            // SAFETY: the window's copy of the output, written by the copy that completed.
+            let got = unsafe { std::slice::from_raw_parts(host(window(at(i) + room, b.len())), b.len()) };
+            assert!(got == *b, "member {i} decoded to other bytes");
+        }
         eprintln!("ran on {}", dev.description);
     }
 
