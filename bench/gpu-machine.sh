@@ -37,7 +37,9 @@
 #              memory, 1 MiB blocks, beside the CPU (aws-lc) at -T 1 and every core; 3 interleaved
 #              rounds, every GPU file opened on the CPU and every decryption compared with the
 #              source; then the chain (compress --ec 4+2 --encrypt) on the GPU against every core,
-#              every set restored; the peerpath-gpu crate's AES-GCM and dedup tests where gputests is carried
+#              every set restored, and the reverse chain (decompress --ec, a shard lost) on the GPU against
+#              every core; the peerpath-gpu crate's AES-GCM, dedup and member-decoding tests where gputests
+#              is carried
 #     gpuscan  scan --engine gpu (peerpath's scan kernels: the motif as a DFA) of the slice x 8 in
 #              memory: FASTA records against a motif, a length histogram, and lines against a motif
 #              (grep -cE beside), against the CPU at -T 1 and every core; 3 interleaved rounds, every
@@ -347,7 +349,7 @@ for step in $steps; do
         gpucrypt)
             # encrypt and decrypt on the GPU against the CPU, in memory; every file checked.
             dd=/dev/shm/ppgpucrypt; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; o=$OUT/gpucrypt; size=$(stat -c %s "$dd/in")
-            [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture aead gcm fingerprint dedup > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
+            [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture aead gcm fingerprint dedup decompress_function > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
             .gpu/peerpath keygen -o "$dd/key" > /dev/null 2>&1
             cj() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));print('| %s | %.3f | %.2f | %.2f | %s |' % (sys.argv[2], r['seconds'], r['plaintext_gb_per_s'], r['cipher_gb_per_s_per_core'], 'FALLBACK: '+r['fallback'] if r.get('fallback') else ''))" "$1" "$2" >> "$o/gpucrypt.md" || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$o/gpucrypt.md"; }
             { echo "encrypt and decrypt of the slice x 8 ($size bytes) in memory, 1 MiB blocks, on the GPU and the CPU; 3 interleaved rounds"; echo
@@ -375,6 +377,20 @@ for step in $steps; do
                     echo "| chain --engine $e ($r); exit $rc | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | $(grep -o 'FALLBACK.*' "$o/c.err" | head -1) |" >> "$o/gpucrypt.md"
                     [ "$e" = gpu ] && [ "$r" = 1 ] && cat "$o/c.out" "$o/c.err" > "$o/gpu-chain.txt"
                     rm -f "$dd/back"; .gpu/peerpath decompress --ec "$dd/set" --key-file "$dd/key" -o "$dd/back" -q && cmp -s "$dd/back" "$dd/in" || echo "WRONG CHAIN: --engine $e ($r)" >> "$o/gpucrypt.md"
+                done
+            done
+            # The reverse chain (RS(4,2) checked and rebuilt, blocks opened, members decoded) on the GPU and
+            # every core, one data shard deleted so a unit is rebuilt in every stripe; every output compared.
+            { echo; echo "decompress --ec of that set with shard 1 deleted, the GPU's reverse chain against the CPU's; 3 interleaved rounds"; echo
+              echo "| run | wall s (process) | GB/s of output | fallback |"; echo "|---|---|---|---|"; } >> "$o/gpucrypt.md"
+            rm -f "$dd/set/shard-001"; ls "$dd/set" > "$o/set-files.txt"
+            for r in 1 2 3; do
+                for e in "gpu" "cpu -T $(nproc)"; do
+                    rm -f "$dd/back"; a=$EPOCHREALTIME
+                    .gpu/peerpath decompress --ec "$dd/set" --key-file "$dd/key" -o "$dd/back" --engine $e > "$o/c.out" 2> "$o/c.err"; rc=$?
+                    echo "| reverse chain --engine $e ($r); exit $rc | $(awk -v a="$a" -v b="$EPOCHREALTIME" -v s="$size" 'BEGIN { printf "%.3f | %.2f", b - a, s / (b - a) / 1e9 }') | $(grep -o 'FALLBACK.*' "$o/c.err" | head -1 | cut -c1-200) |" >> "$o/gpucrypt.md"
+                    [ "$e" = gpu ] && [ "$r" = 1 ] && cat "$o/c.out" "$o/c.err" > "$o/gpu-reverse-chain.txt"
+                    cmp -s "$dd/back" "$dd/in" || echo "WRONG REVERSE CHAIN: --engine $e ($r)" >> "$o/gpucrypt.md"
                 done
             done
             rm -f "$o/c.out" "$o/c.err"
