@@ -23,6 +23,15 @@
 //! stage runs in GPU memory, and each unit is copied back to the window to be
 //! written; what the host writes (the material, the header) goes into the
 //! window and is copied over the same way.
+//!
+//! The reverse (`decompress --ec DIR --engine emulated|gpu`, [`decompress_ec`])
+//! runs the same way: on a GPU ([`start_decode_gpu`]) nvCOMP decodes the
+//! members in GPU memory and peerpath's CRC-32, Reed-Solomon and AES-256-GCM
+//! kernels check the units, rebuild the lost ones and open the blocks; each
+//! unit is read into the window and copied to GPU memory, each member's
+//! output copied back to the window to be written, and what the host reads
+//! (headers) or writes (the material, the rebuild's indices) goes through the
+//! window too.
 
 use crate::chain::ChainOptions;
 use crate::device_job;
@@ -479,6 +488,9 @@ struct DecodeLayout {
     member: Vec<DeviceRange>,
     out: Vec<DeviceRange>,
     material: DeviceRange,
+    /// On a staged device (a GPU): where the window's copy of the layout
+    /// starts, which storage and the host reach (0: the memory is all mapped).
+    window_at: u64,
 }
 
 impl DecodeLayout {
@@ -501,11 +513,17 @@ impl DecodeLayout {
             member: (0..member_slots).map(|_| next(MAX_DEVICE_BLOCK_BYTES)).collect(),
             out: (0..member_slots).map(|_| next(MAX_DEVICE_BLOCK_BYTES)).collect(),
             material: next(DEVICE_KEY_BYTES as u64),
+            window_at: 0,
         }
     }
 
     fn bytes(&self) -> usize {
         (self.material.offset + ALIGN) as usize
+    }
+
+    /// Where storage and the host reach `r`: the window's copy on a staged device.
+    fn io(&self, r: DeviceRange) -> DeviceRange {
+        DeviceRange::new(self.window_at + r.offset, r.len)
     }
 }
 
@@ -525,6 +543,25 @@ pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize, faul
         }
     }
     Ok(device_job::with_faults(dev, faults))
+}
+
+/// Opens GPU `ordinal` for the reverse chain of a set with `k` data and
+/// `m` parity units of `unit` bytes: nvCOMP's gzip decompressor, peerpath's
+/// coding (Reed-Solomon, CRC-32) and AES-256-GCM kernels; the layout in its
+/// memory and again in its pinned host window. Or why not.
+pub(crate) fn start_decode_gpu(k: usize, m: usize, unit: usize, workers: usize, ordinal: usize, nvcomp: Option<std::path::PathBuf>) -> Result<Box<dyn Device>, String> {
+    if k + m > u8::MAX as usize {
+        return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
+    }
+    let slots = slots(workers);
+    let depth = slots + k + m + 2;
+    let dev = device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { nvcomp, inflate: true, coding: true, crypt: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, DecodeLayout::new(k, m, unit, slots).bytes(), depth) })?;
+    for need in [FunctionKind::Copy, FunctionKind::EcReconstruct, FunctionKind::Crc32, FunctionKind::AeadOpenBlock, FunctionKind::GzipDecompressMember] {
+        if !dev.functions().contains(need) {
+            return Err(format!("GPU {ordinal} does not offer {}", need.name()));
+        }
+    }
+    Ok(dev)
 }
 
 /// The reverse chain's state on the host: sizes, fill levels and counters.
@@ -568,6 +605,26 @@ struct Unchain<'a> {
 impl Unchain<'_> {
     fn run(&mut self, function: Function, inputs: Vec<DeviceRange>, output: DeviceRange) -> Result<peerpath_device::Completion, String> {
         self.commands.run(self.dev, function, inputs, output)
+    }
+
+    /// Writes `bytes` (metadata: the key material, the rebuild's indices)
+    /// at `at` in the device's memory: through the window on a staged device.
+    fn host_put(&mut self, at: u64, bytes: &[u8]) -> Result<(), String> {
+        let r = DeviceRange::new(at, bytes.len() as u64);
+        // SAFETY: the range (or the window's copy of it) lies in the device's memory
+        // (the layout); no command uses it now.
+        unsafe { self.dev.memory().host_write(self.l.io(r).offset, bytes) };
+        self.stage(r, true)
+    }
+
+    /// On a staged device, copies `r` from the window to the device's own
+    /// memory (`in_`) or back, and waits; nothing on a mapped one.
+    fn stage(&mut self, r: DeviceRange, in_: bool) -> Result<(), String> {
+        if self.l.window_at == 0 || r.len == 0 {
+            return Ok(());
+        }
+        let (from, to) = if in_ { (self.l.io(r), r) } else { (r, self.l.io(r)) };
+        self.run(Function::Copy, vec![from], to).map(|_| ())
     }
 
     fn damaged(&self, detail: String) -> Stop {
@@ -614,9 +671,11 @@ impl Unchain<'_> {
             Err(e) if e.contains("CorruptInput") => return Err(self.damaged(format!("the member at output byte {at} is corrupt (bad deflate data, CRC-32 or length)"))),
             Err(e) => return Err(Stop::Device(e)),
         };
-        let ptr = self.dev.memory().io_ptr(self.l.out[slot]).ok_or("the device's memory is not mapped for I/O")?;
-        // SAFETY: the output lies in the slot's out range, which no command
-        // writes until the slot is taken again (after this).
+        let out = DeviceRange::new(self.l.out[slot].offset, c.output_bytes);
+        self.stage(out, false)?;
+        let ptr = self.dev.memory().io_ptr(self.l.io(out)).ok_or("the device's memory is not mapped for I/O")?;
+        // SAFETY: the output lies in the slot's out range (the window's copy on a
+        // staged device), which no command writes until the slot is taken again (after this).
         unsafe { device_job::write_from(ptr, c.output_bytes as usize, self.target, at) }.map_err(|source| JobError::TargetIo { path: self.output.to_path_buf(), source })?;
         self.produced += c.output_bytes;
         self.free.push(slot);
@@ -631,19 +690,22 @@ impl Unchain<'_> {
         Ok(())
     }
 
-    /// Reads the host-visible bytes at `r` (headers only: metadata).
-    fn peek(&mut self, r: DeviceRange) -> Vec<u8> {
+    /// Reads the bytes at `r` (headers only: metadata), copied to the
+    /// window first on a staged device.
+    fn peek(&mut self, r: DeviceRange) -> Result<Vec<u8>, String> {
+        self.stage(r, false)?;
         let mut b = vec![0u8; r.len as usize];
-        // SAFETY: `r` lies in the device's memory (the layout); no command runs now.
-        unsafe { self.dev.memory().host_read(r.offset, &mut b) };
+        // SAFETY: `r` (the window's copy on a staged device) lies in the device's
+        // memory (the layout); no command writes it now.
+        unsafe { self.dev.memory().host_read(self.l.io(r).offset, &mut b) };
         self.metadata_bytes += r.len;
-        b
+        Ok(b)
     }
 
     /// The next `from` bytes of the set's stream.
     fn stream(&mut self, mut from: DeviceRange) -> Result<(), Stop> {
         if self.seen == 0 && from.len > 0 {
-            let head = self.peek(DeviceRange::new(from.offset, from.len.min(MAGIC.len() as u64)));
+            let head = self.peek(DeviceRange::new(from.offset, from.len.min(MAGIC.len() as u64)))?;
             if head.starts_with(MAGIC) {
                 if self.key.is_none() {
                     return Err(Stop::Job(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", self.dir.display()))));
@@ -657,7 +719,7 @@ impl Unchain<'_> {
         }
         while self.header.len() < HEADER_BYTES && from.len > 0 {
             let n = from.len.min((HEADER_BYTES - self.header.len()) as u64);
-            let part = self.peek(DeviceRange::new(from.offset, n));
+            let part = self.peek(DeviceRange::new(from.offset, n))?;
             self.header.extend_from_slice(&part);
             from = DeviceRange::new(from.offset + n, from.len - n);
             if self.header.len() == HEADER_BYTES {
@@ -668,8 +730,7 @@ impl Unchain<'_> {
                     return Err(Stop::Device(format!("sealed blocks of {} bytes are larger than the device path's {} MiB buffers (decode with --engine cpu)", cipher.layout().block_bytes, MAX_DEVICE_BLOCK_BYTES >> 20)));
                 }
                 let material = device_key(key, &cipher.layout().file_id);
-                // SAFETY: the material range lies in the device's memory; no command runs.
-                unsafe { self.dev.memory().host_write(self.l.material.offset, &material[..]) };
+                self.host_put(self.l.material.offset, &material[..])?;
                 self.cipher = Some(cipher);
             }
         }
@@ -720,7 +781,7 @@ impl Unchain<'_> {
     /// enough of it is there (`at_end`: no more is coming).
     fn member_length(&mut self, at_end: bool) -> Result<Option<u64>, Stop> {
         let slot = self.slot.expect("a member is being gathered");
-        let head = self.peek(DeviceRange::new(self.l.member[slot].offset, self.member_fill.min(MEMBER_PEEK_BYTES as u64)));
+        let head = self.peek(DeviceRange::new(self.l.member[slot].offset, self.member_fill.min(MEMBER_PEEK_BYTES as u64)))?;
         match peerpath_func::MemberHeader::parse(&head) {
             Ok(h) => match h.sizes {
                 Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(Stop::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers (decode with --engine cpu)", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
@@ -776,12 +837,14 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
             next += 1;
             let Some(f) = &shards[i] else { continue };
             let slot = c.l.slots[i];
-            let ptr = c.dev.memory().io_ptr(DeviceRange::new(slot.offset, (unit as u64).next_multiple_of(ALIGN))).ok_or("the device's memory is not mapped for I/O")?;
-            // SAFETY: the slot holds a unit rounded up to whole pages; no command uses it now.
+            let ptr = c.dev.memory().io_ptr(c.l.io(DeviceRange::new(slot.offset, (unit as u64).next_multiple_of(ALIGN)))).ok_or("the device's memory is not mapped for I/O")?;
+            // SAFETY: the slot (the window's copy on a staged device) holds a unit rounded
+            // up to whole pages; no command uses it now.
             if unsafe { device_job::read_into(f, s * unit as u64, unit, ptr) }.is_err() {
                 continue;
             }
             c.units_read += unit as u64;
+            c.stage(slot, true)?;
             checking.push_back((c.commands.submit(c.dev, Function::Crc32, vec![slot], DeviceRange::EMPTY)?, i));
         }
         let Some((tag, i)) = checking.pop_front() else { break };
@@ -799,8 +862,7 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
             c.run(Function::Copy, vec![c.l.slots[i]], DeviceRange::new(c.l.gather.offset + (j * unit) as u64, unit as u64))?;
         }
         let indices: Vec<u8> = good.iter().chain(&missing).map(|&i| i as u8).collect();
-        // SAFETY: the index range holds k + m bytes; no command runs.
-        unsafe { c.dev.memory().host_write(c.l.indices.offset, &indices) };
+        c.host_put(c.l.indices.offset, &indices)?;
         let wanted = missing.len() as u8;
         c.run(Function::EcReconstruct { data: k as u8, parity: p as u8, wanted }, vec![c.l.gather, DeviceRange::new(c.l.indices.offset, indices.len() as u64)], c.l.rebuilt)?;
         for (j, &i) in missing.iter().enumerate() {
@@ -825,11 +887,17 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
     let (m, _) = ec::load(dir)?;
     let (k, p, unit, stripes, stream_bytes) = m.shape();
     let direct = (unit as u64).is_multiple_of(ALIGN);
+    let mut l = DecodeLayout::new(k, p, unit, slots(workers));
+    l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
+    if l.window_at > 0 && (l.window_at < l.bytes() as u64 || (dev.memory().len() as u64) < l.window_at + l.bytes() as u64) {
+        return Err("the device's memory is not staged as the reverse chain needs (its own memory and its window each the chain's size)".into());
+    }
+    let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
     let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&m.shard_path(dir, i), direct).ok().map(|o| o.file)).collect();
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let mut c = Unchain {
         dev,
-        l: DecodeLayout::new(k, p, unit, slots(workers)),
+        l,
         dir,
         key,
         target: &t.file,
@@ -876,8 +944,9 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
     .or_else(|e| c.drain().and(Err(e)));
     let outcome = ran.and_then(|()| ec::put_restored_in_place(&t.file, &temporary, output, dir, force).map_err(Stop::Job));
     if c.cipher.is_some() {
-        // SAFETY: the material range lies in the device's memory; no command is running.
-        unsafe { c.dev.memory().host_write(c.l.material.offset, &[0u8; DEVICE_KEY_BYTES]) };
+        // The device's copy of the file's key material goes, whatever happened (on a
+        // staged device that failed, the window's copy at least).
+        let _ = c.host_put(c.l.material.offset, &[0u8; DEVICE_KEY_BYTES]);
     }
     if let Err(e) = outcome {
         peerpath_io::discard(&temporary);
@@ -887,8 +956,31 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         return Ok(());
     }
     let secs = started.elapsed().as_secs_f64();
+    let moved = device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct));
+    let (provenance, how) = if on_gpu {
+        (
+            "measured on a real accelerator (GPU)",
+            format!(
+                "every stage on 1 GPU, up to {} member(s) in flight, {} commands; units read {moved} into its pinned host window and copied to GPU memory by the device, checked there against the manifest's CRC-32s, each member's output copied back to the window and written from it by kernel copies; payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory), metadata read by it: {} bytes of file and member headers",
+                slots(workers),
+                c.commands.count(),
+                c.metadata_bytes
+            ),
+        )
+    } else {
+        (
+            "measured on emulated devices",
+            format!(
+                "every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers",
+                device_workers(workers),
+                slots(workers),
+                c.commands.count(),
+                c.metadata_bytes
+            ),
+        )
+    };
     println!(
-        "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out (measured on emulated devices: every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers)",
+        "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out ({provenance}: {how})",
         dir.display(),
         output.display(),
         peerpath_metrics::human_bytes(stream_bytes),
@@ -898,14 +990,14 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         peerpath_metrics::human_bytes(c.produced),
         secs,
         c.produced as f64 / secs.max(1e-9) / 1e9,
-        device_workers(workers),
-        slots(workers),
-        c.commands.count(),
-        device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct)),
-        c.metadata_bytes,
     );
+    if on_gpu {
+        if let Some(d) = c.dev.description() {
+            println!("the device: {d}");
+        }
+    }
     if let Some(stages) = device_job::stages(c.dev) {
-        println!("stages on the device (measured on emulated devices): {stages}; bytes: {} of units read into device memory, {} of output written from it", peerpath_metrics::human_bytes(c.units_read), peerpath_metrics::human_bytes(c.produced));
+        println!("stages on the device ({provenance}): {stages}; bytes: {} of units read into device memory, {} of output written from it", peerpath_metrics::human_bytes(c.units_read), peerpath_metrics::human_bytes(c.produced));
     }
     Ok(())
 }
@@ -968,6 +1060,61 @@ mod tests {
             // SAFETY: the material's range in the device's memory (the window's copy when staged); no command runs.
             unsafe { dev.memory().host_read(l.io(l.material).offset, &mut m) };
             assert_eq!(m, [0u8; DEVICE_KEY_BYTES]);
+        }
+    }
+
+    /// The reverse chain on a staged device (memory as a GPU's: its own part,
+    /// and a window that storage and the host reach, so every unit read, header
+    /// peeked, material and index written and output written goes through the
+    /// window and a Copy) and on a mapped one (an emulated CSP's): a set the CPU
+    /// chain made, plain and sealed, with a data shard gone and another corrupt
+    /// (two units rebuilt in the first stripe, one in each other), gives back
+    /// the source byte for byte, and the key material is zeroed in both parts.
+    #[test]
+    fn the_reverse_chain_on_a_staged_device_gives_back_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut data: Vec<u8> = b"peerpath moves data peer to peer; ".iter().copied().cycle().take(350_000).collect();
+        data.extend(xorshift(350_001, 5));
+        let src = d.join("src");
+        std::fs::write(&src, &data).unwrap();
+        let key = std::sync::Arc::new(Key::from_bytes(&[7u8; 32]).unwrap());
+        let workers = 2;
+        let why = |s: Stop| match s {
+            Stop::Job(e) => format!("job: {e}"),
+            Stop::Device(w) => format!("device: {w}"),
+        };
+        for (name, o, k) in [("plain", options(None), None), ("sealed", options(Some((key.clone(), 20_000))), Some(key.clone()))] {
+            let set = d.join(name);
+            crate::chain::compress_ec(&src, &set, &o).unwrap();
+            let (m, _) = ec::load(&set).map_err(|e| e.to_string()).unwrap();
+            let (data_units, parity, unit, stripes, _) = m.shape();
+            assert!(stripes > 2, "{name}: several stripes ({stripes})");
+            // Shard 0 (the stream's first bytes) gone; shard 1 corrupt in the first stripe and the last.
+            std::fs::remove_file(m.shard_path(&set, 0)).unwrap();
+            let mut b = std::fs::read(m.shard_path(&set, 1)).unwrap();
+            let n = b.len();
+            b[100] ^= 0x40;
+            b[n - unit + 10] ^= 0x01;
+            std::fs::write(m.shard_path(&set, 1), &b).unwrap();
+            for staged in [false, true] {
+                let mut l = DecodeLayout::new(data_units, parity, unit, slots(workers));
+                let mut dev = cpu_device(staged, l.bytes());
+                let out = d.join(format!("{name}-{staged}"));
+                decompress_ec(&mut dev, &set, &out, k.clone(), false, workers, true).map_err(why).unwrap();
+                assert!(std::fs::read(&out).unwrap() == data, "{name}, staged {staged}: the source, byte for byte");
+                if k.is_some() {
+                    // The material is zeroed in the device's own memory and where the host sees it.
+                    l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
+                    assert_eq!(l.window_at > 0, staged);
+                    for at in [l.material.offset, l.io(l.material).offset] {
+                        let mut b = [1u8; DEVICE_KEY_BYTES];
+                        // SAFETY: the material's range in the device's memory (own or window); no command runs.
+                        unsafe { dev.memory().host_read(at, &mut b) };
+                        assert_eq!(b, [0u8; DEVICE_KEY_BYTES], "{name}, staged {staged}: material at {at}");
+                    }
+                }
+            }
         }
     }
 }

@@ -538,7 +538,8 @@ struct DecompressArgs {
 struct DecodeEngineArgs {
     /// Where members are decoded: the host CPU (ISA-L), or a GPU (nvCOMP's batched gzip
     /// decompressor, CRC-32 checked on the GPU; files whose members declare no sizes are
-    /// decoded on the CPU, streaming, as with `cpu`), or (with `decompress --ec` only so far)
+    /// decoded on the CPU, streaming, as with `cpu`; with `decompress --ec`, every stage of the
+    /// reverse chain in GPU memory, as with `emulated`), or (with `decompress --ec` only so far)
     /// an emulated CSP: units checked and rebuilt, blocks opened and members decoded in its memory.
     #[arg(long, value_enum, default_value_t = DecodeEngineArg::Cpu)]
     engine: DecodeEngineArg,
@@ -1003,25 +1004,25 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 peerpath_runtime::job::check_new_target(output, a.target.force)?;
                 let key = crypt::optional_key(&a.key)?;
                 let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-                match a.decode.engine {
-                    DecodeEngineArg::Cpu => {}
-                    DecodeEngineArg::Gpu => return Err(JobError::Usage("--ec decodes on the host CPU or an emulated CSP so far: give --engine cpu or emulated".into())),
-                    DecodeEngineArg::Emulated => {
-                        let (set, _) = ec::load(dir)?;
-                        let (k, m, unit, _, _) = set.shape();
-                        let (why, then) = match chain_device::start_decode(k, m, unit, threads, a.inject_faults.clone()) {
-                            Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, threads, a.common.quiet) {
-                                Ok(()) => return Ok(()),
-                                Err(chain_device::Stop::Job(e)) => return Err(e),
-                                Err(chain_device::Stop::Device(why)) => (why, "; the set is decoded on the host CPU from the start (nothing the device wrote is kept)"),
-                            },
-                            Err(why) => (why, ": the set is decoded on the host CPU"),
-                        };
-                        if a.decode.no_fallback {
-                            return Err(JobError::Device { detail: format!("{why} (--no-fallback: nothing was kept)") });
-                        }
-                        eprintln!("peerpath: FALLBACK: {why}{then}");
+                if a.decode.engine != DecodeEngineArg::Cpu {
+                    let (set, _) = ec::load(dir)?;
+                    let (k, m, unit, _, _) = set.shape();
+                    let started = match a.decode.engine {
+                        DecodeEngineArg::Gpu => chain_device::start_decode_gpu(k, m, unit, threads, a.decode.gpu, a.decode.nvcomp.clone()),
+                        _ => chain_device::start_decode(k, m, unit, threads, a.inject_faults.clone()),
+                    };
+                    let (why, then) = match started {
+                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, threads, a.common.quiet) {
+                            Ok(()) => return Ok(()),
+                            Err(chain_device::Stop::Job(e)) => return Err(e),
+                            Err(chain_device::Stop::Device(why)) => (why, "; the set is decoded on the host CPU from the start (nothing the device wrote is kept)"),
+                        },
+                        Err(why) => (why, ": the set is decoded on the host CPU"),
+                    };
+                    if a.decode.no_fallback {
+                        return Err(JobError::Device { detail: format!("{why} (--no-fallback: nothing was kept)") });
                     }
+                    eprintln!("peerpath: FALLBACK: {why}{then}");
                 }
                 return chain::decompress_ec(dir, output, key, a.target.force, threads, a.common.quiet);
             }

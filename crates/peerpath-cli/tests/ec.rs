@@ -694,6 +694,50 @@ fn the_chain_runs_on_a_gpu_or_falls_back_saying_why() {
     assert!(!d.join("bgzf").exists());
 }
 
+/// The reverse chain on a GPU (`decompress --ec --engine gpu`): where there
+/// is one, every stage in GPU memory (a lost unit rebuilt there), staged
+/// through its pinned window, with the CPU's output; where there is none, a
+/// FALLBACK saying why, the CPU's output still, and --no-fallback exits 15
+/// with nothing written. --inject-faults stays the emulated CSP's.
+#[test]
+fn the_reverse_chain_runs_on_a_gpu_or_falls_back_saying_why() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = d.join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    let src = d.join("s");
+    let data = mixed_data(2_500_001, 5);
+    std::fs::write(&src, &data).unwrap();
+    let common = args!["--ec", "4+2", "--ec-unit", "64K", "--block-size", "64K"];
+    for (name, encrypt) in [("plain", vec![]), ("sealed", args!["--encrypt", "--key-file", &key, "--encrypt-block-size", "16K"])] {
+        let set = d.join(name);
+        run(pp(args!["compress", &src, "-o", &set]).args(&common).args(&encrypt)).ok();
+        let keyed = if encrypt.is_empty() { vec![] } else { args!["--key-file", &key] };
+        // A data shard lost: each stripe rebuilds a unit.
+        std::fs::remove_file(set.join(&shards(&set)[1].0)).unwrap();
+        let cpu = d.join(format!("{name}-cpu"));
+        run(pp(args!["decompress", "--ec", &set, "-o", &cpu]).args(&keyed)).ok();
+        assert_file_eq(&cpu, &data, "decoded on the CPU");
+        let gpu = d.join(format!("{name}-gpu"));
+        let o = run(pp(args!["decompress", "--ec", &set, "-o", &gpu, "--engine", "gpu"]).args(&keyed)).ok();
+        assert_file_eq(&gpu, &data, "decompress --ec --engine gpu: the CPU's output");
+        if !o.stderr.contains("FALLBACK") {
+            eprintln!("a GPU ran the reverse chain: {}", o.stdout_str());
+            let out = o.stdout_str();
+            assert!(out.contains("measured on a real accelerator (GPU)") && out.contains("every stage on 1 GPU") && out.contains("payload bytes copied by this process: 0") && out.contains("rebuilt on the device"), "{out}");
+            assert!(out.contains("stages on the device (measured on a real accelerator (GPU))") && out.contains("gzip decompress member"), "{out}");
+        } else {
+            eprintln!("SKIPPED the GPU's own run (no GPU here): {}", o.stderr);
+            assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("the set is decoded on the host CPU"), "{}", o.stderr);
+            let never = d.join("never");
+            run(pp(args!["decompress", "--ec", &set, "-o", &never, "--engine", "gpu", "--no-fallback"]).args(&keyed)).fails(15, &["GPU 0 unavailable", "--no-fallback: nothing was kept"]);
+            assert!(!never.exists());
+        }
+    }
+    run(&mut pp(args!["decompress", "--ec", d.join("plain"), "-o", d.join("never"), "--engine", "gpu", "--inject-faults", "seed=1"])).fails(2, &["--inject-faults needs --ec --engine emulated"]);
+    assert!(!d.join("never").exists());
+}
+
 /// The chain in an emulated CSP's memory: without encryption the very
 /// shards and manifest the CPU chain writes; with it a set that decodes and
 /// decrypts to the CPU's members; what the device cannot do is said.
