@@ -1007,12 +1007,15 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 if a.decode.engine != DecodeEngineArg::Cpu {
                     let (set, _) = ec::load(dir)?;
                     let (k, m, unit, _, _) = set.shape();
+                    // A GPU runs one stream: members in flight past a few only cost memory (each
+                    // slot is 128 MiB of GPU memory and as much pinned), so at most 8.
+                    let workers = if a.decode.engine == DecodeEngineArg::Gpu { threads.min(8) } else { threads };
                     let started = match a.decode.engine {
-                        DecodeEngineArg::Gpu => chain_device::start_decode_gpu(k, m, unit, threads, a.decode.gpu, a.decode.nvcomp.clone()),
-                        _ => chain_device::start_decode(k, m, unit, threads, a.inject_faults.clone()),
+                        DecodeEngineArg::Gpu => chain_device::start_decode_gpu(k, m, unit, workers, a.decode.gpu, a.decode.nvcomp.clone()),
+                        _ => chain_device::start_decode(k, m, unit, workers, a.inject_faults.clone()),
                     };
                     let (why, then) = match started {
-                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, threads, a.common.quiet) {
+                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers, a.common.quiet) {
                             Ok(()) => return Ok(()),
                             Err(chain_device::Stop::Job(e)) => return Err(e),
                             Err(chain_device::Stop::Device(why)) => (why, "; the set is decoded on the host CPU from the start (nothing the device wrote is kept)"),
