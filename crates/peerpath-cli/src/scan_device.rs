@@ -61,7 +61,7 @@ pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordForma
     let min_length = u32::try_from(min_length.unwrap_or(0)).map_err(|_| "--min-length is over 2^32-1 for the device".to_string())?;
     // A staged device (a GPU): the layout again in its window, from window_at.
     let window_at = dev.memory().dma_window().map_or(0, |w| w.0);
-    if window_at > 0 && window_at < MEMORY_BYTES as u64 {
+    if window_at > 0 && (window_at < MEMORY_BYTES as u64 || dev.memory().len() < window_at as usize + MEMORY_BYTES) {
         return Err("the device's memory is not staged as this pass needs".into());
     }
     let io = |r: DeviceRange| DeviceRange::new(window_at + r.offset, r.len);

@@ -56,7 +56,7 @@ pub const MAX_MEMBER_UNCOMPRESSED_BYTES: usize = 256 << 20;
 /// coded in 2 bits: 258 * 8 / 2).
 const MAX_DEFLATE_EXPANSION: usize = 1032;
 /// Headers (with FNAME/FCOMMENT/FEXTRA) longer than this are refused.
-const MAX_HEADER_BYTES: usize = 1 << 20;
+pub const MAX_HEADER_BYTES: usize = 1 << 20;
 /// How far past a bad member start [`StreamDecoder`] looks for a later
 /// member (one of peerpath's largest, 256 MiB stored, and its header).
 const MAX_MEMBER_SCAN: u64 = (256 << 20) + (1 << 20);

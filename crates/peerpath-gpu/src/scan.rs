@@ -35,10 +35,13 @@ const SCAN_WORDS: usize = 16;
 /// whole bytes, 64 histogram bins.
 pub(crate) const SCAN_SUMS: usize = 68;
 
-/// Bytes a thread starts records in: small enough that a 4 MiB block has
-/// 1024 threads, large enough that a protein or read record rarely spans
-/// two segments (a record is its first segment's work, however long).
-pub const SEGMENT_BYTES: u64 = 4096;
+/// Bytes a thread starts records in. A record is its first segment's
+/// thread's work however long it is, so segments about as long as the
+/// records (protein and read records: hundreds of bytes) give a thread
+/// per record or two: 8192 threads for a 4 MiB block, where 4 KiB segments
+/// would keep most of a GPU's multiprocessors idle (the CLI sends a block
+/// at a time). Not yet measured on a GPU.
+pub const SEGMENT_BYTES: u64 = 512;
 
 /// The largest transition table the device takes (bytes). regex-automata
 /// stops determinizing past it and the motif is refused; most motifs take
