@@ -128,6 +128,31 @@ impl Layout {
     }
 }
 
+/// On a staged device (its window from `window_at`; 0: the memory is all
+/// mapped), copies `r` from the window to the device's own memory (`in_`)
+/// or back, and waits; nothing on a mapped one.
+fn stage(dev: &mut dyn Device, commands: &mut device_job::Commands, window_at: u64, r: DeviceRange, in_: bool) -> Result<(), String> {
+    if window_at == 0 || r.len == 0 {
+        return Ok(());
+    }
+    let window = DeviceRange::new(window_at + r.offset, r.len);
+    let (from, to) = if in_ { (window, r) } else { (r, window) };
+    commands.run(dev, Function::Copy, vec![from], to).map(|_| ())
+}
+
+/// Writes `bytes` (metadata) at `at` in the device's memory: through the
+/// window on a staged device.
+fn host_put(dev: &mut dyn Device, commands: &mut device_job::Commands, window_at: u64, at: u64, bytes: &[u8]) -> Result<(), String> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let r = DeviceRange::new(at, bytes.len() as u64);
+    // SAFETY: the range (or the window's copy of it) lies in the device's memory
+    // (the callers' layouts); no command uses it now.
+    unsafe { dev.memory().host_write(window_at + r.offset, bytes) };
+    stage(dev, commands, window_at, r, true)
+}
+
 /// The device's workers for `-T threads`: a core each, at most 16.
 fn device_workers(threads: usize) -> usize {
     threads.clamp(1, 16)
@@ -204,24 +229,11 @@ impl Chain<'_> {
     /// Writes `bytes` (metadata: the material, the header, BGZF's end) at
     /// `at` in the device's memory: through the window on a staged device.
     fn host_put(&mut self, at: u64, bytes: &[u8]) -> Result<(), String> {
-        if bytes.is_empty() {
-            return Ok(());
-        }
-        let r = DeviceRange::new(at, bytes.len() as u64);
-        // SAFETY: the range (or the window's copy of it) lies in the device's memory
-        // (the layout); no command is running.
-        unsafe { self.dev.memory().host_write(self.l.io(r).offset, bytes) };
-        self.stage(r, true)
+        host_put(self.dev, &mut self.commands, self.l.window_at, at, bytes)
     }
 
-    /// On a staged device, copies `r` from the window to the device's own
-    /// memory (`in_`) or back, and waits; nothing on a mapped one.
     fn stage(&mut self, r: DeviceRange, in_: bool) -> Result<(), String> {
-        if self.l.window_at == 0 || r.len == 0 {
-            return Ok(());
-        }
-        let (from, to) = if in_ { (self.l.io(r), r) } else { (r, self.l.io(r)) };
-        self.run(Function::Copy, vec![from], to).map(|_| ())
+        stage(self.dev, &mut self.commands, self.l.window_at, r, in_)
     }
 
     fn current(&self) -> DeviceRange {
@@ -610,21 +622,11 @@ impl Unchain<'_> {
     /// Writes `bytes` (metadata: the key material, the rebuild's indices)
     /// at `at` in the device's memory: through the window on a staged device.
     fn host_put(&mut self, at: u64, bytes: &[u8]) -> Result<(), String> {
-        let r = DeviceRange::new(at, bytes.len() as u64);
-        // SAFETY: the range (or the window's copy of it) lies in the device's memory
-        // (the layout); no command uses it now.
-        unsafe { self.dev.memory().host_write(self.l.io(r).offset, bytes) };
-        self.stage(r, true)
+        host_put(self.dev, &mut self.commands, self.l.window_at, at, bytes)
     }
 
-    /// On a staged device, copies `r` from the window to the device's own
-    /// memory (`in_`) or back, and waits; nothing on a mapped one.
     fn stage(&mut self, r: DeviceRange, in_: bool) -> Result<(), String> {
-        if self.l.window_at == 0 || r.len == 0 {
-            return Ok(());
-        }
-        let (from, to) = if in_ { (self.l.io(r), r) } else { (r, self.l.io(r)) };
-        self.run(Function::Copy, vec![from], to).map(|_| ())
+        stage(self.dev, &mut self.commands, self.l.window_at, r, in_)
     }
 
     fn damaged(&self, detail: String) -> Stop {

@@ -176,24 +176,13 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
                 }
             }
             let (found, n) = match on_device {
-                Some(d) if d.staged => {
-                    where_ran = Some(format!(
-                        "on 1 GPU ({device_name}, peerpath's scan kernels): {} read {} into its pinned host window and copied to GPU memory by the device, {} block(s), {} bytes of results each copied back; payload bytes copied by this process: 0 (measured on a real accelerator (GPU))",
-                        f.display(),
-                        crate::device_job::moved(d.direct),
-                        d.blocks,
-                        peerpath_device::SCAN_RESULT_BYTES
-                    ));
-                    (d.found, d.bytes)
-                }
                 Some(d) => {
-                    where_ran = Some(format!(
-                        "on 1 emulated CSP: {} read {} into its memory, {} block(s), {} bytes of results each; payload bytes into this process: 0 (measured on emulated devices)",
-                        f.display(),
-                        crate::device_job::moved(d.direct),
-                        d.blocks,
-                        peerpath_device::SCAN_RESULT_BYTES
-                    ));
+                    let (on, into, back, payload) = if d.staged {
+                        (format!("1 GPU ({device_name}, peerpath's scan kernels)"), "its pinned host window and copied to GPU memory by the device", " copied back", "payload bytes copied by this process: 0 (measured on a real accelerator (GPU))")
+                    } else {
+                        ("1 emulated CSP".to_string(), "its memory", "", "payload bytes into this process: 0 (measured on emulated devices)")
+                    };
+                    where_ran = Some(format!("on {on}: {} read {} into {into}, {} block(s), {} bytes of results each{back}; {payload}", f.display(), crate::device_job::moved(d.direct), d.blocks, peerpath_device::SCAN_RESULT_BYTES));
                     (d.found, d.bytes)
                 }
                 None => {
