@@ -336,7 +336,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     };
     let mut l = Layout::new(o);
     l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
-    if l.window_at > 0 && (l.window_at < l.bytes() as u64 || dev.memory().len() < 2 * l.bytes()) {
+    if l.window_at > 0 && (l.window_at < l.bytes() as u64 || (dev.memory().len() as u64) < l.window_at + l.bytes() as u64) {
         return Err("the device's memory is not staged as the chain needs (its own memory and its window each the chain's size)".into());
     }
     let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
