@@ -880,7 +880,6 @@ impl Worker {
         }
         self.stream.synchronize().map_err(cuda)?;
         drop((keep, counted));
-        let mut scanned = scan_jobs;
         let segment_crcs = match segment_crcs {
             Some((segments, d)) => {
                 drop(segments);
@@ -891,7 +890,7 @@ impl Worker {
         for (k, c) in crc_jobs {
             out[k].2 = crcs.join(c, &segment_crcs);
         }
-        for (k, c) in scanned.drain(..) {
+        for (k, c) in scan_jobs {
             (out[k].1, out[k].2) = (SCAN_RESULT_BYTES as u64, crcs.join(c, &segment_crcs));
         }
         let (actual, status) = match inflated {
@@ -1077,19 +1076,21 @@ impl Worker {
         if len < 18 {
             return Ok(Err(Status::CorruptInput));
         }
-        let fetch = |at: u64, n: usize| -> Result<Vec<u8>, String> {
-            let mut b = vec![0u8; n];
-            // SAFETY: `n` bytes of the member's range in GPU memory (checked) into a host buffer
-            // of that length; synchronised before the buffer is read.
-            unsafe { sys::cuMemcpyDtoHAsync_v2(b.as_mut_ptr() as *mut c_void, at, n, self.stream.cu_stream()) }.result().map_err(|e| format!("CUDA: {e}"))?;
+        // Ranges of the member, copied to the host together and waited for once.
+        let fetch = |ranges: &[(u64, usize)]| -> Result<Vec<Vec<u8>>, String> {
+            let mut bufs: Vec<Vec<u8>> = ranges.iter().map(|&(_, n)| vec![0u8; n]).collect();
+            for (b, &(at, n)) in bufs.iter_mut().zip(ranges) {
+                // SAFETY: `n` bytes of the member's range in GPU memory (checked) into a host
+                // buffer of that length; synchronised below, before any buffer is read.
+                unsafe { sys::cuMemcpyDtoHAsync_v2(b.as_mut_ptr() as *mut c_void, at, n, self.stream.cu_stream()) }.result().map_err(|e| format!("CUDA: {e}"))?;
+            }
             self.stream.synchronize().map_err(|e| format!("CUDA: {e}"))?;
-            Ok(b)
+            Ok(bufs)
         };
-        let trailer = fetch(input + len as u64 - 8, 8)?;
-        let mut head = fetch(input, len.min(MEMBER_HEAD_BYTES))?;
+        let [trailer, mut head]: [Vec<u8>; 2] = fetch(&[(input + len as u64 - 8, 8), (input, len.min(MEMBER_HEAD_BYTES))])?.try_into().expect("two ranges");
         if matches!(peerpath_func::MemberHeader::parse(&head), Err(peerpath_func::HeaderError::Truncated { .. })) && len > head.len() {
             // A long name or extra field: read as much as a header can hold.
-            head = fetch(input, len.min(peerpath_func::gzip::MAX_HEADER_BYTES))?;
+            head = fetch(&[(input, len.min(peerpath_func::gzip::MAX_HEADER_BYTES))])?.remove(0);
         }
         let Ok(header) = peerpath_func::MemberHeader::parse(&head) else { return Ok(Err(Status::CorruptInput)) };
         if header.sizes.map(|s| s.member_bytes()) != Some(len) {
@@ -1103,7 +1104,7 @@ impl Worker {
         if declared == 0 {
             // An empty block's member (nothing for nvCOMP to write): all of it is in `head`, and
             // the CPU decodes it, as strictly as the CPU device does.
-            let whole = if head.len() < len { fetch(input, len)? } else { head };
+            let whole = if head.len() < len { fetch(&[(input, len)])?.remove(0) } else { head };
             return Ok(match peerpath_func::decode_member(&header, &whole, &mut []) {
                 Ok(0) => Ok(Inflate { input, len, output, declared, crc: 0, isize: 0, crc_at: usize::MAX, input_crc_at: 0 }),
                 _ => Err(Status::CorruptInput),
