@@ -340,7 +340,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         return Err("the device's memory is not staged as the chain needs (its own memory and its window each the chain's size)".into());
     }
     let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
-    let mut c = Chain { dev, l, o, files, names: (0..n).map(|i| dir.join(ec::shard_name(i))).collect(), crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
+    let mut c = Chain { dev, l, o, files, names: ec::shard_paths(dir, o.placement.as_ref(), n), crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
     let ran = run_chain(&mut c, source, &opened.file, meta.len(), o);
     // The device's copy of the file's key material goes, whatever happened (on a
     // staged device that failed, the window's copy at least).

@@ -428,6 +428,16 @@ pub(crate) fn shard_targets(dir: &Path, placement: Option<&Placement>, n: usize)
     }
 }
 
+/// Where each shard of the new set `dir` lies once the set is in place:
+/// what an error writing a shard names (its temporary has no name, and
+/// the drive that filled up is the one to say).
+pub(crate) fn shard_paths(dir: &Path, placement: Option<&Placement>, n: usize) -> Vec<PathBuf> {
+    match placement {
+        Some(_) => shard_targets(dir, placement, n),
+        None => (0..n).map(|i| dir.join(shard_name(i))).collect(),
+    }
+}
+
 fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&Path, &[PathBuf]), e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
     let started = Instant::now();
     let mut coding = Duration::ZERO;
@@ -469,6 +479,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     // the directory is renamed into place (never over an existing name).
     let n = k + m;
     let names = shard_targets(dir, placement.as_ref(), n);
+    let paths = shard_paths(dir, placement.as_ref(), n);
     let discard_all = |files: &[(File, Temporary)]| files.iter().for_each(|(_, t)| peerpath_io::discard(t));
     let mut crcs: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut path = None;
@@ -477,7 +488,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         let (src, size) = open(true)?;
         let files = create_temporaries(&names, true).map_err(io(dir))?;
         let targets: Vec<&File> = files.iter().map(|(f, _)| f).collect();
-        match ec_device::encode(dev.as_mut(), (&src, source), size, k, m, unit, (&targets, dir)) {
+        match ec_device::encode(dev.as_mut(), (&src, source), size, k, m, unit, (&targets, &paths)) {
             Ok(pass) => {
                 (crcs, coding, path) = (pass.crcs, pass.coding, Some(pass.path));
                 coded_on_device = Some((src, size, files));
@@ -507,7 +518,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
             let done = for_each_stripe(threads, stripes, || (vec![vec![0u8; slice]; n], Vec::new(), Duration::ZERO), |(units, mine, coded), s| {
                 let crcs = encode_stripe(&code, s, (k, unit), (&src, size), &files, units, coded).map_err(|e| match e {
                     StripeError::Source(e) => JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() },
-                    StripeError::Target(e) => io(dir)(e),
+                    StripeError::Target(i, e) => io(&paths[i])(e),
                 })?;
                 mine.push((s, crcs));
                 Ok(())
@@ -563,7 +574,8 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
 /// Why a stripe could not be encoded: reading the source, or writing a shard.
 enum StripeError {
     Source(std::io::Error),
-    Target(std::io::Error),
+    /// Writing shard `.0`.
+    Target(usize, std::io::Error),
 }
 
 /// Encodes stripe `s` (k units of `unit` bytes from `src`, zero past its
@@ -587,7 +599,7 @@ fn encode_stripe(code: &RsCode, s: u64, (k, unit): (usize, usize), (src, size): 
         *coding += t.elapsed();
         for (i, u) in units.iter().enumerate() {
             hashers[i].update(&u[..len]);
-            files[i].0.write_all_at(&u[..len], s * unit as u64 + start as u64).map_err(StripeError::Target)?;
+            files[i].0.write_all_at(&u[..len], s * unit as u64 + start as u64).map_err(|e| StripeError::Target(i, e))?;
         }
     }
     Ok(hashers.into_iter().map(crc32fast::Hasher::finalize).collect())
@@ -747,6 +759,8 @@ pub(crate) struct StreamEncoder {
     k: usize,
     unit: usize,
     files: Vec<(File, Temporary)>,
+    /// Where each shard will lie (for errors).
+    paths: Vec<PathBuf>,
     dir: PathBuf,
     placement: Option<Placement>,
     first: Vec<u8>,
@@ -773,7 +787,8 @@ impl StreamEncoder {
         }
         let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), false).map_err(io(dir))?;
         let stripe = vec![0u8; k * unit];
-        Ok(StreamEncoder { code, k, unit, files, dir: dir.to_path_buf(), placement, first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
+        let paths = shard_paths(dir, placement.as_ref(), k + m);
+        Ok(StreamEncoder { code, k, unit, files, paths, dir: dir.to_path_buf(), placement, first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
     }
 
     /// Appends bytes to the stream.
@@ -809,7 +824,7 @@ impl StreamEncoder {
         let mut crcs = Vec::with_capacity(self.files.len());
         for (i, u) in data.iter().copied().chain(self.parity.iter().map(Vec::as_slice)).enumerate() {
             crcs.push(crc32fast::hash(u));
-            std::os::unix::fs::FileExt::write_all_at(&self.files[i].0, u, s * self.unit as u64).map_err(io(&self.dir))?;
+            std::os::unix::fs::FileExt::write_all_at(&self.files[i].0, u, s * self.unit as u64).map_err(io(&self.paths[i]))?;
         }
         Ok(crcs)
     }

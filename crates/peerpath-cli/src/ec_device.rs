@@ -80,7 +80,7 @@ fn open_gpu(ordinal: usize, bytes: usize, units: usize) -> Result<Box<dyn Device
 /// the stripe is read into it, copied to the device's own memory by the
 /// device (`Copy`), coded and checked there, and the parity copied back
 /// beside the data to be written: the host handles no payload byte either way.
-pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Path), size: u64, k: usize, m: usize, unit: usize, (targets, dir): (&[&File], &std::path::Path)) -> Result<DevicePass, Stop> {
+pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Path), size: u64, k: usize, m: usize, unit: usize, (targets, paths): (&[&File], &[std::path::PathBuf])) -> Result<DevicePass, Stop> {
     let src_direct = device_job::is_direct(src);
     let stripe = (k + m) * unit;
     let Some((window_at, _)) = dev.memory().dma_window() else {
@@ -123,7 +123,7 @@ pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Pa
     let base = slots[0];
     let write = |s: u64| -> Result<(), Stop> {
         let writes: Vec<(u64, &File, u64)> = targets.iter().enumerate().map(|(i, &f)| ((slots[slot_of(s)] - base + i * unit) as u64, f, s * unit as u64)).collect();
-        write_side_by_side(base, unit, &writes).map_err(|(_, source)| Stop::Job(JobError::TargetIo { path: dir.to_path_buf(), source }))
+        write_side_by_side(base, unit, &writes).map_err(|(w, source)| Stop::Job(JobError::TargetIo { path: paths[w].clone(), source }))
     };
     let mut coding = Duration::ZERO;
     let coded = device_job::three_slots(stripes, read, |s| {
@@ -590,7 +590,7 @@ mod tests {
             let paths: Vec<_> = (0..k + m).map(|i| dir.path().join(format!("shard{i}.{staged}"))).collect();
             let files: Vec<File> = paths.iter().map(|p| File::options().read(true).write(true).create_new(true).open(p).unwrap()).collect();
             let targets: Vec<&File> = files.iter().collect();
-            let pass = match encode(&mut dev, (&src, &source), size as u64, k, m, unit, (&targets, dir.path())) {
+            let pass = match encode(&mut dev, (&src, &source), size as u64, k, m, unit, (&targets, &paths)) {
                 Ok(p) => p,
                 Err(Stop::Job(e)) => panic!("staged {staged}: {e}"),
                 Err(Stop::Device(why)) => panic!("staged {staged}: {why}"),

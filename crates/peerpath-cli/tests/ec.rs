@@ -1056,3 +1056,36 @@ fn decompress_ec_onto_a_full_file_system_is_exit_11_and_keeps_nothing() {
         assert_dir_holds(&fs.dir, &[]);
     }
 }
+
+/// One drive of a placed set fills up: the error names the shard on that
+/// drive (its path once in place, not the set's name), exit 11, and no
+/// drive keeps anything, on the CPU and on an emulated CSP, for `ec encode`
+/// and for the compress chain.
+#[test]
+fn a_full_drive_among_the_shard_directories_is_named_and_nothing_is_kept() {
+    let Some(fs) = TmpfsMount::new("a_full_drive_among_the_shard_directories_is_named_and_nothing_is_kept", "1m") else { return };
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(6_000_000, 5)).unwrap();
+    let drives = [d.join("ssd0"), d.join("ssd1"), fs.dir.clone()];
+    drives[..2].iter().for_each(|p| std::fs::create_dir(p).unwrap());
+    let full = fs.dir.canonicalize().unwrap();
+    for engine in ["cpu", "emulated"] {
+        for (what, set) in [("ec", "eset"), ("chain", "cset")] {
+            let mut c = match what {
+                "ec" => pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", d.join(set), "--engine", engine]),
+                _ => pp(args!["compress", &src, "--ec", "2+1", "-o", d.join(set), "--engine", engine]),
+            };
+            drives.iter().for_each(|p| {
+                c.arg("--shard-dir").arg(p);
+            });
+            let shard = full.join(format!("{set}.shard-002"));
+            run(&mut c).fails(11, &[&format!("cannot write {}", shard.display()), "No space left", "nothing was kept"]);
+            for p in &drives {
+                assert_dir_holds(p, &[]);
+            }
+            assert_dir_holds(d, &["src", "ssd0", "ssd1"]);
+        }
+    }
+}
