@@ -96,6 +96,21 @@ pub(crate) fn run_one<D: Device + ?Sized>(dev: &mut D, request: Request) -> Resu
     run_all(dev, vec![request])?.pop().ok_or_else(|| "the emulated CSP lost a command".to_string())
 }
 
+/// Runs `request` to completion and gives its answer whatever its status
+/// (for a status that is the data's fault, not the device's; see [`succeeded`]).
+pub(crate) fn run_one_answer<D: Device + ?Sized>(dev: &mut D, request: Request) -> Result<Completion, String> {
+    let who = who(dev);
+    run_to_completion(dev, vec![request], TIMEOUT).map_err(|e| format!("{who} failed: {e}"))?.pop().ok_or_else(|| format!("{who} lost a command"))
+}
+
+/// `c`'s status, any but success an error as [`run_all`] words it.
+pub(crate) fn succeeded<D: Device + ?Sized>(dev: &D, c: &Completion, name: &str) -> Result<(), String> {
+    match c.status {
+        Status::Success => Ok(()),
+        status => Err(format!("{} answered {status:?} to {name}", who(dev))),
+    }
+}
+
 /// Commands in flight on a device, each awaited by its tag: completions of
 /// others that come first are kept until their turn. What lets a job keep
 /// several commands running (blocks compressing on every device worker)

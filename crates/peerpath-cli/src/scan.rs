@@ -12,7 +12,8 @@ use clap::{Args, ValueEnum};
 use crossbeam_channel::bounded;
 use crate::scan_device;
 use peerpath_device::Device;
-use peerpath_func::scan::{whole_records, Filter, Found, RecordFormat};
+use crate::chain_device::Stop;
+use peerpath_func::scan::{whole_records, Filter, Found, Malformed, RecordFormat};
 use peerpath_runtime::JobError;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -275,9 +276,10 @@ fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: 
     // Nothing is printed for a file until the device has counted all of it, so a
     // device that fails (or a record longer than it carries) hands the whole file
     // to the CPU.
-    match scan_device::scan(dev, &opened.file, format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
+    match scan_device::scan(dev, (&opened.file, f), format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
         Ok(d) => Ok(Some(d)),
-        Err(why) => cpu(format!("the device could not count it ({why}); nothing was printed for it")),
+        Err(Stop::Job(e)) => Err(e),
+        Err(Stop::Device(why)) => cpu(format!("the device could not count it ({why}); nothing was printed for it")),
     }
 }
 
@@ -295,18 +297,19 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
     }
     let gzip = got == 2 && magic == [0x1f, 0x8b];
     let input = std::io::Cursor::new(magic[..got].to_vec()).chain(input);
-    let (block_tx, block_rx) = bounded::<(u64, Vec<u8>, RecordFormat)>(threads * 2);
-    let (found_tx, found_rx) = bounded::<(u64, Found, Vec<u8>)>(threads * 2);
+    let (block_tx, block_rx) = bounded::<Block>(threads * 2);
+    let (found_tx, found_rx) = bounded::<(u64, Result<Found, Malformed>, Vec<u8>)>(threads * 2);
     let keep_records = out.is_some();
     std::thread::scope(|s| -> Result<(Found, u64), JobError> {
         let reader = s.spawn(move || read_blocks(input, gzip, format, path, block_tx));
         for _ in 0..threads {
             let (rx, tx) = (block_rx.clone(), found_tx.clone());
             s.spawn(move || {
-                for (seq, block, fmt) in rx {
+                for b in rx {
                     let mut o = Vec::new();
-                    let found = filter.block(&block, fmt, keep_records.then_some(&mut o));
-                    if tx.send((seq, found, o)).is_err() {
+                    // A malformed record is named by its offset in the (decoded) data.
+                    let found = filter.block(&b.data, b.format, b.at_end, keep_records.then_some(&mut o)).map_err(|m| Malformed { offset: m.offset + b.offset as usize, ..m });
+                    if tx.send((b.seq, found, o)).is_err() {
                         return;
                     }
                 }
@@ -314,20 +317,34 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
         }
         drop((block_rx, found_tx));
         let (mut total, mut next, mut waiting) = (Found::default(), 0u64, BTreeMap::new());
-        let mut write_error = None;
-        for (seq, found, o) in found_rx {
+        let (mut write_error, mut malformed) = (None, None);
+        // A malformed record stops the job: the channel dropped at the break stops
+        // the filter threads, and they the reader.
+        'blocks: for (seq, found, o) in found_rx {
             waiting.insert(seq, (found, o));
             while let Some((found, o)) = waiting.remove(&next) {
+                next += 1;
+                let found = match found {
+                    Ok(found) => found,
+                    Err(m) => {
+                        malformed = Some(m);
+                        break 'blocks;
+                    }
+                };
                 total.add(&found);
                 if let (Some(w), None) = (out.as_deref_mut(), &write_error) {
                     if let Err(e) = w.write_all(&o) {
                         write_error = Some(e);
                     }
                 }
-                next += 1;
             }
         }
-        let bytes = reader.join().expect("the scan reader does not panic")?;
+        let read = reader.join().expect("the scan reader does not panic");
+        if let Some(m) = malformed {
+            let of = if gzip { " of its decompressed data" } else { "" };
+            return Err(JobError::Damaged { path: path.to_path_buf(), detail: format!("not FASTQ: the record at byte {}{of} is malformed: {}", m.offset, m.fault.why()) });
+        }
+        let bytes = read?;
         match write_error {
             Some(e) => Err(JobError::TargetIo { path: out_path.to_path_buf(), source: e }),
             None => Ok((total, bytes)),
@@ -335,11 +352,22 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
     })
 }
 
+/// A block of whole records for the filter threads.
+struct Block {
+    seq: u64,
+    /// Where it starts in the (decoded) data.
+    offset: u64,
+    data: Vec<u8>,
+    format: RecordFormat,
+    /// The data's last block.
+    at_end: bool,
+}
+
 /// Reads (and decodes) `input`, sending blocks of whole records; returns the bytes read.
-fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<(u64, Vec<u8>, RecordFormat)>) -> Result<u64, JobError> {
+fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<u64, JobError> {
     let mut pending: Vec<u8> = Vec::with_capacity(2 * BLOCK_BYTES);
     let mut fmt = format;
-    let (mut seq, mut bytes) = (0u64, 0u64);
+    let (mut seq, mut bytes, mut offset) = (0u64, 0u64, 0u64);
     let mut push = |data: &[u8], at_end: bool| {
         pending.extend_from_slice(data);
         bytes += data.len() as u64;
@@ -347,11 +375,12 @@ fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path:
             let f = *fmt.get_or_insert_with(|| RecordFormat::detect(&pending));
             let Some(cut) = whole_records(&pending, f, at_end).filter(|&c| c > 0) else { break };
             let rest = pending.split_off(cut);
-            let block = std::mem::replace(&mut pending, rest);
-            if tx.send((seq, block, f)).is_err() {
+            let data = std::mem::replace(&mut pending, rest);
+            let len = data.len() as u64;
+            if tx.send(Block { seq, offset, data, format: f, at_end: at_end && pending.is_empty() }).is_err() {
                 return Err(std::io::Error::other("the filter threads stopped"));
             }
-            seq += 1;
+            (seq, offset) = (seq + 1, offset + len);
         }
         Ok(())
     };

@@ -13,10 +13,13 @@
 //! by the device, and each block's counters are copied back to the window
 //! to be read.
 
+use crate::chain_device::Stop;
 use crate::device_job::{self, Blocks};
-use peerpath_device::{Device, DeviceRange, Function, FunctionKind, Request, SCAN_RESULT_BYTES};
+use peerpath_device::{Device, DeviceRange, Function, FunctionKind, Request, Status, SCAN_RESULT_BYTES};
 use peerpath_func::scan::{Found, RecordFormat};
+use peerpath_runtime::JobError;
 use std::fs::File;
+use std::path::Path;
 
 const PATTERN_AT: u64 = 0;
 const PATTERN_MAX: usize = 64 << 10;
@@ -54,9 +57,11 @@ pub(crate) struct DeviceScan {
 }
 
 /// Counts `file`'s records on the device. `motif` is the pattern's text.
-pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordFormat>, motif: &str, ignore_case: bool, min_length: Option<usize>) -> Result<DeviceScan, String> {
+/// Records the device finds malformed (FASTQ that is not) stop the pass
+/// as the data's fault ([`Stop::Job`], naming the bytes of `path` they lie in).
+pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: Option<RecordFormat>, motif: &str, ignore_case: bool, min_length: Option<usize>) -> Result<DeviceScan, Stop> {
     if motif.len() > PATTERN_MAX {
-        return Err(format!("the motif is longer than the device takes ({PATTERN_MAX} bytes)"));
+        return Err(format!("the motif is longer than the device takes ({PATTERN_MAX} bytes)").into());
     }
     let min_length = u32::try_from(min_length.unwrap_or(0)).map_err(|_| "--min-length is over 2^32-1 for the device".to_string())?;
     // A staged device (a GPU): the layout again in its window, from window_at.
@@ -77,7 +82,9 @@ pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordForma
         commands += 1;
     }
     let (mut found, mut blocks, mut format) = (Found::default(), 0u64, format);
-    let bytes = blocks_in.stream(dev, file, |dev, records, at_end| {
+    // The file offset the next block's records start at, and the bytes a malformed record lies in.
+    let (mut done, mut malformed) = (0u64, None);
+    let counted = blocks_in.stream(dev, file, |dev, records, at_end| {
         // The format, from the first byte (read back: one byte of metadata).
         let fmt = match format {
             Some(f) => f,
@@ -92,8 +99,13 @@ pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordForma
         };
         let code = [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines].iter().position(|f| *f == fmt).expect("a format") as u8;
         let f = Function::ScanCount { format: code, ignore_case, at_end, min_length };
-        device_job::run_one(dev, Request::scan_count(commands, f, records, pattern, result))?;
+        let c = device_job::run_one_answer(dev, Request::scan_count(commands, f, records, pattern, result))?;
         commands += 1;
+        if c.status == Status::CorruptInput && fmt == RecordFormat::Fastq {
+            malformed = Some((done, done + records.len));
+            return Err("malformed FASTQ".into());
+        }
+        device_job::succeeded(dev, &c, "scan count")?;
         blocks += 1;
         if window_at > 0 {
             device_job::run_one(dev, Request::copy(commands, &[result], io(result)))?;
@@ -108,8 +120,16 @@ pub(crate) fn scan(dev: &mut dyn Device, file: &File, format: Option<RecordForma
             histogram.pop();
         }
         found.add(&Found { records: word(0), matched: word(1), matched_bases: word(2), histogram });
+        done += word(3);
         Ok(word(3) as usize)
-    })?;
+    });
+    let bytes = match (counted, malformed) {
+        (_, Some((from, to))) => {
+            let detail = format!("not FASTQ: a record in bytes {from}..{to} is malformed (found by the device; --engine cpu names the record); nothing was printed for this file");
+            return Err(Stop::Job(JobError::Damaged { path: path.to_path_buf(), detail }));
+        }
+        (counted, None) => counted?,
+    };
     Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks, staged: window_at > 0 })
 }
 
@@ -138,11 +158,11 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         for (motif, ic, min) in [("KL[VI]", false, None), ("mk", true, Some(150)), ("", false, Some(250))] {
             let regex = (!motif.is_empty()).then(|| regex::bytes::RegexBuilder::new(motif).case_insensitive(ic).build().unwrap());
-            let want = Filter { motif: regex, min_length: min, id_prefix: None }.block(&data, RecordFormat::Fasta, None);
+            let want = Filter { motif: regex, min_length: min, id_prefix: None }.block(&data, RecordFormat::Fasta, true, None).unwrap();
             assert!(want.matched > 100 && want.matched < want.records, "a weak case: {want:?}");
             for staged in [false, true] {
                 let mut dev = cpu_device(staged, 2 * MEMORY_BYTES);
-                let got = scan(&mut dev, &File::open(&path).unwrap(), None, motif, ic, min).unwrap();
+                let Ok(got) = scan(&mut dev, (&File::open(&path).unwrap(), &path), None, motif, ic, min) else { panic!("motif {motif:?}, staged {staged}: the pass failed") };
                 assert_eq!((&got.found, got.bytes, got.blocks, got.staged), (&want, data.len() as u64, 3, staged), "motif {motif:?}, staged {staged}");
             }
         }

@@ -253,3 +253,67 @@ fn a_device_that_dies_hands_this_file_and_the_rest_to_the_cpu_said_once() {
     bad.extend(args!["--engine", "emulated", "--inject-faults", "seed=3,corrupt=0.5"]);
     run(&mut pp(bad)).fails(2, &["corrupt="]);
 }
+
+/// FASTQ: the reads `seqkit` keeps (plain and gzip input), and records
+/// that are not FASTQ named on the CPU and refused on an emulated CSP,
+/// exit 6, where `seqkit` also refuses them; blank lines after the last
+/// record are none, for both.
+#[test]
+fn fastq_reads_are_those_of_seqkit_and_malformed_ones_are_named() {
+    let dir = scratch();
+    let d = dir.path();
+    let fq = d.join("r.fq");
+    let mut text = String::new();
+    for i in 0..3000 {
+        let seq: String = random_bytes(i % 97 + 3, i as u64 + 1).iter().map(|b| b"ACGT"[usize::from(b % 4)] as char).collect();
+        text.push_str(&format!("@read{i} lane {}\n{seq}\n+\n{}\n", i % 4, "F".repeat(seq.len())));
+    }
+    text.push_str("\n\n");
+    std::fs::write(&fq, &text).unwrap();
+    let gz = d.join("r.fq.gz");
+    run(&mut pp(args!["compress", &fq, "-o", &gz, "-q"])).ok();
+    // The reads' ids kept by a filter, in order.
+    let ids = |fastq: &[u8]| -> Vec<String> { String::from_utf8_lossy(fastq).lines().step_by(4).map(|l| l.split(' ').next().unwrap().to_string()).collect() };
+    let ours = |args: &[&str], path: &std::path::Path| {
+        let mut a = vec!["scan".to_string(), path.display().to_string(), "-q".into()];
+        a.extend(args.iter().map(|s| s.to_string()));
+        ids(&run(&mut pp(a)).ok().stdout)
+    };
+    let motif = ours(&["--motif", "GT[AC]{2}T"], &fq);
+    assert!(motif.len() > 100 && motif.len() < 2900, "{}", motif.len());
+    assert_eq!(ours(&["--motif", "GT[AC]{2}T"], &gz), motif, "gzip input keeps the same reads");
+    for engine in ["cpu", "emulated"] {
+        let o = run(&mut pp(args!["scan", &fq, "--motif", "GT[AC]{2}T", "-c", "-q", "--engine", engine])).ok();
+        assert_eq!(o.stdout_str().trim(), motif.len().to_string(), "{engine}");
+    }
+    if let Some(tools) = tools_or_skip("scan of FASTQ vs seqkit", &["seqkit"]) {
+        let sk = |args: &[&str], path: &std::path::Path| {
+            let mut a: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+            a.push(path.as_os_str());
+            ids(&sys(&tools[0], &a, None))
+        };
+        for path in [&fq, &gz] {
+            assert_eq!(motif, sk(&["grep", "-s", "-r", "-P", "-p", "GT[AC]{2}T"], path), "seqkit grep -s -r -P on {}", path.display());
+            assert_eq!(ours(&["--min-length", "60"], path), sk(&["seq", "-m", "60"], path), "seqkit seq -m");
+            assert_eq!(ours(&["--id-prefix", "read12"], path), sk(&["grep", "-r", "-p", "^read12"], path), "seqkit grep -r -p ^read12");
+        }
+    }
+    // Not FASTQ: a quality line cut short in the middle of the file, a missing '+', a read
+    // cut short at the end, a blank line between reads.
+    let good = text.trim_end().to_string() + "\n";
+    let at = good.find("@read1500 ").unwrap();
+    let cases = [
+        ("quality", good.replacen("@read1500 lane 0\n", "@read1500 lane 0\nAC\n+\nF\n@read1500b\n", 1), at, "its quality line is not as long as its sequence"),
+        ("plus", good.replacen("\n+\n", "\n-\n", 1), 0, "its third line does not start with '+'"),
+        ("cut", good.clone() + "@read3000\nACGT\n", good.len(), "the data ends before its fourth line"),
+        ("blank", good.replacen("@read1500 ", "\n@read1500 ", 1), at, "its first line does not start with '@'"),
+    ];
+    for (name, data, offset, why) in cases {
+        let bad = d.join(format!("{name}.fq"));
+        std::fs::write(&bad, &data).unwrap();
+        let out = d.join(format!("{name}.out"));
+        run(&mut pp(args!["scan", &bad, "--motif", "ACG", "-o", &out])).fails(6, &[&format!("not FASTQ: the record at byte {offset} is malformed: {why}")]);
+        run(&mut pp(args!["scan", &bad, "--motif", "ACG", "-c", "--engine", "emulated", "--no-fallback"])).fails(6, &["not FASTQ: a record in bytes", "found by the device"]);
+        assert!(!out.exists(), "{name}: nothing written");
+    }
+}

@@ -302,7 +302,8 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
             let filter = Filter { motif, min_length: (min_length > 0).then_some(min_length as usize), id_prefix: None };
             let records = inputs[0];
             let whole = whole_records(records, format, at_end).unwrap_or(0);
-            let found = filter.block(&records[..whole], format, None);
+            // A FASTQ record that is not one is the data's fault, said as such.
+            let found = filter.block(&records[..whole], format, at_end, None).map_err(|_| Status::CorruptInput)?;
             let mut words = vec![found.records, found.matched, found.matched_bases, whole as u64];
             words.extend((0..64).map(|b| found.histogram.get(b).copied().unwrap_or(0)));
             for (i, w) in words.iter().enumerate() {

@@ -74,6 +74,63 @@ impl Found {
     }
 }
 
+/// Why a FASTQ record is not one. Records are four lines (`@id`,
+/// sequence, `+`, quality); blank lines after the last record of the data
+/// are no record, blank lines anywhere else are (as `seqkit` refuses
+/// them, counting on would count the wrong lines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FastqFault {
+    /// Its first line does not start with `@`.
+    NoAt = 1,
+    /// The data ends before its fourth line.
+    CutShort = 2,
+    /// Its third line does not start with `+`.
+    NoPlus = 3,
+    /// Its quality line is not as long as its sequence line.
+    QualityLength = 4,
+}
+
+impl FastqFault {
+    /// From its number (the devices' word; 0 and others are none).
+    pub fn from_code(code: u64) -> Option<FastqFault> {
+        [FastqFault::NoAt, FastqFault::CutShort, FastqFault::NoPlus, FastqFault::QualityLength].into_iter().find(|f| *f as u64 == code)
+    }
+
+    pub fn why(self) -> &'static str {
+        match self {
+            FastqFault::NoAt => "its first line does not start with '@'",
+            FastqFault::CutShort => "the data ends before its fourth line",
+            FastqFault::NoPlus => "its third line does not start with '+'",
+            FastqFault::QualityLength => "its quality line is not as long as its sequence",
+        }
+    }
+}
+
+/// A FASTQ record that is not one: where it starts in the block, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed {
+    pub offset: usize,
+    pub fault: FastqFault,
+}
+
+/// Why the FASTQ record made of `lines` (up to four, each with its line
+/// break) is not one, if it is not.
+fn fastq_fault(lines: [Option<&[u8]>; 4]) -> Option<FastqFault> {
+    match lines {
+        [Some(h), ..] if !h.starts_with(b"@") => Some(FastqFault::NoAt),
+        [Some(_), Some(s), Some(p), Some(q)] => {
+            if !p.starts_with(b"+") {
+                Some(FastqFault::NoPlus)
+            } else if trim_eol(s).len() != trim_eol(q).len() {
+                Some(FastqFault::QualityLength)
+            } else {
+                None
+            }
+        }
+        _ => Some(FastqFault::CutShort),
+    }
+}
+
 /// Where the last whole record of `buf` ends (so the rest can wait for
 /// more data), or `None` if no record is whole yet. With `at_end` the
 /// whole buffer is records. FASTA records end before a line starting with
@@ -143,8 +200,11 @@ impl Filter {
     }
 
     /// Filters a block of whole records: matching records are appended to
-    /// `out` as they were (unless `out` is `None`: counting only).
-    pub fn block(&self, buf: &[u8], format: RecordFormat, mut out: Option<&mut Vec<u8>>) -> Found {
+    /// `out` as they were (unless `out` is `None`: counting only). `at_end`:
+    /// the block ends the data (blank lines after its last FASTQ record are
+    /// no record). A FASTQ record that is not one stops the block: what
+    /// `out` got before it stays there.
+    pub fn block(&self, buf: &[u8], format: RecordFormat, at_end: bool, mut out: Option<&mut Vec<u8>>) -> Result<Found, Malformed> {
         let mut found = Found::default();
         let mut keep = |found: &mut Found, record: &[u8], id: Option<&[u8]>, seq: &[u8]| {
             found.records += 1;
@@ -167,11 +227,16 @@ impl Filter {
             RecordFormat::Fastq => {
                 let mut it = lines(buf);
                 let mut start = 0;
-                while let Some(h) = it.next() {
-                    let s = it.next().unwrap_or_default();
-                    let p = it.next().unwrap_or_default();
-                    let q = it.next().unwrap_or_default();
-                    let len = h.len() + s.len() + p.len() + q.len();
+                while start < buf.len() {
+                    if at_end && buf[start..].iter().all(|&b| b == b'\n' || b == b'\r') {
+                        break;
+                    }
+                    let record = [it.next(), it.next(), it.next(), it.next()];
+                    if let Some(fault) = fastq_fault(record) {
+                        return Err(Malformed { offset: start, fault });
+                    }
+                    let [h, s, ..] = record.map(Option::unwrap_or_default);
+                    let len = record.iter().flatten().map(|l| l.len()).sum::<usize>();
                     keep(&mut found, &buf[start..start + len], Some(id(h)), trim_eol(s));
                     start += len;
                 }
@@ -194,7 +259,7 @@ impl Filter {
                 }
             }
         }
-        found
+        Ok(found)
     }
 }
 
@@ -204,9 +269,10 @@ mod tests {
 
     const FASTA: &[u8] = b">sp|P1 first one\nMKVLAAGIV\nLLLKK\n>sp|P2 second\nMK\n>tr|Q3\n\n>sp|P4 long\nACDEFGHIKLMNPQRSTVWY\nACDEF\n";
 
+    /// A whole buffer (at the end of the data) through the filter.
     fn run(f: &Filter, data: &[u8], format: RecordFormat) -> (Found, Vec<u8>) {
         let mut out = Vec::new();
-        let found = f.block(data, format, Some(&mut out));
+        let found = f.block(data, format, true, Some(&mut out)).expect("well-formed records");
         (found, out)
     }
 
@@ -267,10 +333,31 @@ mod tests {
                 let end = (at + step).min(data.len());
                 let cut = whole_records(&data[at..end], RecordFormat::Fasta, end == data.len()).map_or(end, |c| at + c);
                 let cut = if cut == at { data.len() } else { cut };
-                sum.add(&f.block(&data[at..cut], RecordFormat::Fasta, Some(&mut out)));
+                sum.add(&f.block(&data[at..cut], RecordFormat::Fasta, cut == data.len(), Some(&mut out)).unwrap());
                 at = cut;
             }
             assert_eq!((sum, &out), (whole.clone(), &whole_out), "blocks of about {step} bytes");
+        }
+    }
+
+    /// FASTQ records that are not four lines of `@id`, sequence, `+` and a
+    /// quality as long as the sequence are named, never counted (what
+    /// `seqkit` refuses); blank lines after the last record are none.
+    #[test]
+    fn malformed_fastq_records_are_named() {
+        let f = Filter::default();
+        let fault = |data: &[u8], at_end: bool| f.block(data, RecordFormat::Fastq, at_end, None).map(|found| found.records).map_err(|m| (m.offset, m.fault));
+        assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n@r2\nAC\n+\nIII\n", true), Err((16, FastqFault::QualityLength)));
+        assert_eq!(fault(b"@r1\nACGT\nIIII\n@r2\nAC\n+\nII\n", true), Err((0, FastqFault::NoPlus)));
+        assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n@r2\nAC\n", true), Err((16, FastqFault::CutShort)));
+        assert_eq!(fault(b"r1\nACGT\n+\nIIII\n", true), Err((0, FastqFault::NoAt)));
+        assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n\n\n@r2\nAC\n+\nII\n", true), Err((16, FastqFault::NoAt)), "a blank line between records");
+        assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n\n\r\n", true), Ok(1), "blank lines at the end");
+        assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n\n\n\n\n", false), Err((16, FastqFault::NoAt)), "blank lines before more data");
+        assert_eq!(fault(b"@r1\r\nACGT\r\n+\r\nIIII\r\n@r2\n\n+\n\n@r3\nA\n+r3\nI", true), Ok(3), "CRLF, an empty read, no final line break");
+        assert_eq!(fault(b"@r1\r\nACGT\r\n+\r\nII\r\r\n", true), Err((0, FastqFault::QualityLength)), "one carriage return is the line break's");
+        for code in 0..6 {
+            assert_eq!(FastqFault::from_code(code).map(|f| f as u64), (1..=4).contains(&code).then_some(code));
         }
     }
 
@@ -338,16 +425,24 @@ mod tests {
         fn any_bytes_filter_the_same_whole_or_in_blocks(data in proptest::collection::vec(proptest::sample::select(b">@+\nACGT xK".to_vec()), 0..2000), step in 1usize..300) {
             let f = Filter { motif: Some(Regex::new("A[CG]T").unwrap()), min_length: Some(2), id_prefix: None };
             for format in [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines] {
-                let (whole, whole_out) = run(&f, &data, format);
-                let (mut sum, mut out, mut at) = (Found::default(), Vec::new(), 0);
+                let mut whole_out = Vec::new();
+                let whole = f.block(&data, format, true, Some(&mut whole_out));
+                let (mut sum, mut out, mut at) = (Ok(Found::default()), Vec::new(), 0);
                 while at < data.len() {
                     let end = (at + step).min(data.len());
                     let cut = whole_records(&data[at..], format, false).filter(|&c| c > 0).map(|c| at + c).filter(|&c| c <= end.max(at + 1)).unwrap_or(data.len());
                     let cut = if cut <= at { data.len() } else { cut };
-                    sum.add(&f.block(&data[at..cut], format, Some(&mut out)));
+                    // The first malformed record, named by its offset in the data.
+                    match f.block(&data[at..cut], format, cut == data.len(), Some(&mut out)) {
+                        Ok(found) => sum.as_mut().map(|s| s.add(&found)).unwrap_or_default(),
+                        Err(m) => {
+                            sum = Err(Malformed { offset: at + m.offset, ..m });
+                            break;
+                        }
+                    }
                     at = cut;
                 }
-                proptest::prop_assert_eq!((&sum.matched, &out), (&whole.matched, &whole_out), "{:?}", format);
+                proptest::prop_assert_eq!((sum.map(|s| s.matched), &out), (whole.map(|s| s.matched), &whole_out), "{:?}", format);
             }
         }
 
@@ -359,7 +454,14 @@ mod tests {
             for motif in ["A[CG]T", "^T", "G$", "(?i)k.t"] {
                 let f = Filter { motif: Some(Regex::new(motif).unwrap()), min_length: (min > 0).then_some(min), id_prefix: (min % 3 == 1).then(|| b"A".to_vec()) };
                 for format in [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines] {
-                    proptest::prop_assert_eq!(run(&f, &data, format), written_first(&f, &data, format), "{:?} {}", format, motif);
+                    // Not at the end: blank lines after the last FASTQ record are refused, as the
+                    // first filter took them for one. It did not check FASTQ records: compared
+                    // where they are well-formed.
+                    let mut out = Vec::new();
+                    match f.block(&data, format, false, Some(&mut out)) {
+                        Ok(found) => proptest::prop_assert_eq!((found, out), written_first(&f, &data, format), "{:?} {}", format, motif),
+                        Err(m) => proptest::prop_assert!(format == RecordFormat::Fastq, "{:?} refused: {:?}", format, m),
+                    }
                 }
             }
         }

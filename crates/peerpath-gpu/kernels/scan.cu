@@ -40,11 +40,13 @@
 #define PP_CLZ64(x) __builtin_clzll(x)
 // One thread at a time: a plain add is the atomic one.
 #define PP_ATOMIC_ADD64(p, v) (*(p) += (v))
+#define PP_ATOMIC_MAX64(p, v) (*(p) = *(p) > (v) ? *(p) : (v))
 #else
 #define PP_KERNEL extern "C" __global__ void
 #define PP_RESTRICT __restrict__
 #define PP_CLZ64(x) __clzll((long long)(x))
 #define PP_ATOMIC_ADD64(p, v) atomicAdd((p), (v))
+#define PP_ATOMIC_MAX64(p, v) atomicMax((p), (v))
 #endif
 
 typedef unsigned char pp_u8;
@@ -67,6 +69,8 @@ typedef unsigned long long pp_u64;
 #define PP_SCAN_SEG 11     // segment bytes
 #define PP_SCAN_WHOLE 12   // bytes of whole records (pp_scan_whole)
 #define PP_SCAN_SUMS 68    // counters a command: records, matched, matched bases, whole, 64 bins
+#define PP_SCAN_FAULT 68   // then the first malformed FASTQ record: ~((offset << 3) | why), 0 if none
+#define PP_SCAN_STRIDE 69  // words a command in `sums`
 #define PP_SCAN_MATCH 1u   // flags of a table word: the state has matched
 #define PP_SCAN_DEAD 2u    // it can never match
 
@@ -180,8 +184,45 @@ PP_KERNEL pp_scan_whole(pp_u64 *PP_RESTRICT cmds, pp_u32 n, const pp_u32 *PP_RES
             }
         }
         cmd[PP_SCAN_WHOLE] = whole;
-        sums[c * PP_SCAN_SUMS + 3] = whole;
+        sums[c * PP_SCAN_STRIDE + 3] = whole;
     }
+}
+
+// Why the FASTQ record at p (ending at `end`) is not one
+// (peerpath_func::scan::FastqFault: 1 no '@', 2 cut short, 3 no '+', 4 quality
+// not as long as the sequence), 0 if it is, or PP_FASTQ_BLANK_END where only
+// blank lines are left of a block that ends the data (they are no record).
+#define PP_FASTQ_BLANK_END 8
+static pp_u64 pp_scan_fastq_fault(const pp_u8 *PP_RESTRICT data, pp_u64 p, pp_u64 end, pp_u64 whole, pp_u64 at_end)
+{
+    if (at_end != 0) {
+        pp_u64 i = p;
+        while (i < whole && (data[i] == '\n' || data[i] == '\r')) {
+            i++;
+        }
+        if (i == whole) {
+            return PP_FASTQ_BLANK_END;
+        }
+    }
+    if (data[p] != '@') {
+        return 1;
+    }
+    // Its lines' starts and lengths (without the line break, or a carriage return before it).
+    pp_u64 starts[4], lens[4];
+    int k = 0;
+    for (pp_u64 at = p; k < 4 && at < end; k++) {
+        pp_u64 e = pp_scan_eol(data, at, end);
+        starts[k] = at;
+        lens[k] = e - at - (e > at && data[e - 1] == '\r');
+        at = e + (e < end);
+    }
+    if (k < 4) {
+        return 2;
+    }
+    if (lens[2] == 0 || data[starts[2]] != '+') {
+        return 3;
+    }
+    return lens[1] != lens[3] ? 4 : 0;
 }
 
 // Where the record starting at p ends (at most `whole`).
@@ -235,8 +276,20 @@ PP_KERNEL pp_scan_records(const pp_u64 *PP_RESTRICT cmds, pp_u32 n, const pp_u32
         for (int b = 0; b < 64; b++) {
             bins[b] = 0;
         }
+        pp_u64 *sum = sums + (pp_u64)c * PP_SCAN_STRIDE;
         while (p < lim) {
             pp_u64 end = pp_scan_record_end(data, format, p, whole);
+            if (format == PP_FASTQ) {
+                pp_u64 why = pp_scan_fastq_fault(data, p, end, whole, cmd[PP_SCAN_AT_END]);
+                if (why == PP_FASTQ_BLANK_END) {
+                    break;
+                }
+                if (why != 0) {
+                    // The smallest offset of all the threads' wins (the first malformed record).
+                    PP_ATOMIC_MAX64(&sum[PP_SCAN_FAULT], ~((p << 3) | why));
+                    break;
+                }
+            }
             // The sequence: FASTA's lines after the header, FASTQ's second line, or the line.
             pp_u64 s = p, e = end;
             if (format != PP_LINES) {
@@ -270,7 +323,6 @@ PP_KERNEL pp_scan_records(const pp_u64 *PP_RESTRICT cmds, pp_u32 n, const pp_u32
             }
             p = end;
         }
-        pp_u64 *sum = sums + (pp_u64)c * PP_SCAN_SUMS;
         PP_ATOMIC_ADD64(&sum[0], records);
         PP_ATOMIC_ADD64(&sum[1], matched);
         PP_ATOMIC_ADD64(&sum[2], bases);
@@ -288,7 +340,7 @@ PP_KERNEL pp_scan_finish(const pp_u64 *PP_RESTRICT cmds, pp_u32 n, const pp_u64 
     for (pp_u64 c = (pp_u64)blockIdx.x * blockDim.x + threadIdx.x; c < n; c += step) {
         pp_u8 *out = (pp_u8 *)cmds[c * PP_SCAN_WORDS + PP_SCAN_OUT];
         for (int w = 0; w < PP_SCAN_SUMS; w++) {
-            pp_u64 v = sums[c * PP_SCAN_SUMS + w];
+            pp_u64 v = sums[c * PP_SCAN_STRIDE + w];
             for (int i = 0; i < 8; i++) {
                 out[8 * w + i] = (pp_u8)(v >> (8 * i));
             }

@@ -20,7 +20,7 @@ use crate::kernels::{Coding, CrcPlan};
 use crate::crypt::{Crypt, GcmPlan};
 use crate::dedup::{Cdc, CdcPlan};
 use crate::nvcomp::{CompressOpts, DecompressOpts, Nvcomp};
-use crate::scan::{Dfa, DfaAt, MotifError, Scan, ScanPlan, SCAN_SUMS};
+use crate::scan::{Dfa, DfaAt, MotifError, Scan, ScanPlan, SCAN_STRIDE, SCAN_SUMS};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use peerpath_device::{Completion, Device, DeviceError, DeviceMemory, DeviceRange, DeviceStats, EventFd, FailureKind, Function, FunctionKind, FunctionSet, Request, StatsCounters, Status, Submit, SCAN_RESULT_BYTES};
 use peerpath_func::crypt::TAG_BYTES;
@@ -879,7 +879,12 @@ impl Worker {
             events[3].record(&self.stream).map_err(cuda)?;
         }
         self.stream.synchronize().map_err(cuda)?;
-        drop((keep, counted));
+        drop(keep);
+        // Each scan command's last word names its first malformed FASTQ record, if any.
+        let scan_faults = match counted {
+            Some((_, _, _, sums)) => self.stream.clone_dtoh(&sums).map_err(cuda)?.iter().skip(SCAN_SUMS).step_by(SCAN_STRIDE).map(|&w| crate::scan::fastq_fault(w).is_some()).collect(),
+            None => Vec::new(),
+        };
         let segment_crcs = match segment_crcs {
             Some((segments, d)) => {
                 drop(segments);
@@ -890,8 +895,9 @@ impl Worker {
         for (k, c) in crc_jobs {
             out[k].2 = crcs.join(c, &segment_crcs);
         }
-        for (k, c) in scan_jobs {
-            (out[k].1, out[k].2) = (SCAN_RESULT_BYTES as u64, crcs.join(c, &segment_crcs));
+        for ((k, c), malformed) in scan_jobs.into_iter().zip(scan_faults) {
+            // Records that are not FASTQ: the data's fault, as on the CPU device.
+            (out[k].0, out[k].1, out[k].2) = if malformed { (Status::CorruptInput, 0, 0) } else { (out[k].0, SCAN_RESULT_BYTES as u64, crcs.join(c, &segment_crcs)) };
         }
         let (actual, status) = match inflated {
             Some((keep, actual, status)) => {
@@ -1233,7 +1239,7 @@ impl Worker {
         let cmds = stream.clone_htod(&plan.cmds).map_err(cuda)?;
         let segs = stream.clone_htod(&plan.segs).map_err(cuda)?;
         let lines = stream.alloc_zeros::<u64>((plan.segments() as usize).max(1)).map_err(cuda)?;
-        let sums = stream.alloc_zeros::<u64>(SCAN_SUMS * plan.len()).map_err(cuda)?;
+        let sums = stream.alloc_zeros::<u64>(SCAN_STRIDE * plan.len()).map_err(cuda)?;
         // SAFETY: the plan's commands (written by the kernels too) and segments, a line word per
         // segment and zeroed counters per command, kept until the batch is synchronised; every
         // command was checked by `scan_command` (records, motif and output in GPU memory, the
@@ -2078,18 +2084,19 @@ mod tests {
         let motif_at: Vec<DeviceRange> = motifs.iter().map(|m| place(&[*m, &b"..."[..]].concat())).collect();
         run(&mut dev, vec![Request::copy(0, &[window(1, at - 1)], own_at(1, at - 1))]);
         let result_at = |i: usize| 3 * room + 1 + i * 1024;
-        let commands: Vec<Request> = [(fa, 0u8, 0usize, false, true, 50u32), (fq, 1, 1, false, false, 0), (ln, 2, 2, true, false, 0), (fa, 0, 3, false, false, 100), (ln, 2, 3, false, true, 0), (fa, 0, 4, false, true, 0), (fq, 1, 5, false, true, 0)]
+        let commands: Vec<Request> = [(fa, 0u8, 0usize, false, true, 50u32), (fq, 1, 1, false, false, 0), (ln, 2, 2, true, false, 0), (fa, 0, 3, false, false, 100), (ln, 2, 3, false, true, 0), (fa, 0, 4, false, true, 0), (fq, 1, 5, false, true, 0), (fq, 1, 1, false, true, 0)]
             .iter()
             .enumerate()
             .map(|(i, &(records, format, m, ignore_case, at_end, min_length))| Request::scan_count(i as u64, Function::ScanCount { format, ignore_case, at_end, min_length }, records, motif_at[m], own_at(result_at(i), SCAN_RESULT_BYTES)))
             .collect();
         let done = run(&mut dev, commands.clone());
-        assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>()[5..], [Status::Unsupported, Status::InvalidField], "a Unicode word boundary: no table; a broken motif");
+        assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>()[5..], [Status::Unsupported, Status::InvalidField, Status::CorruptInput], "a Unicode word boundary: no table; a broken motif; FASTQ whose last record is cut short, at the end");
         // The CPU device on the same bytes and commands.
         let mut cpu = CpuDevice::new(peerpath_device::CpuDeviceConfig::new(4 * room)).expect("a CPU device");
         // SAFETY: the CPU device's memory, which no command uses yet.
         unsafe { cpu.memory().host_write(1, std::slice::from_raw_parts(host(window(1, at - 1)), at - 1)) };
         let want = run(&mut cpu, commands[..5].to_vec());
+        assert_eq!(run(&mut cpu, commands[7..].to_vec())[0].status, Status::CorruptInput, "the CPU device's answer to the cut-short record");
         run(&mut dev, vec![Request::copy(0, &[own_at(result_at(0), 5 * 1024)], window(result_at(0), 5 * 1024))]);
         for (i, w) in want.iter().enumerate() {
             assert_eq!((done[i].status, done[i].output_bytes), (w.status, w.output_bytes), "command {i}");

@@ -35,6 +35,16 @@ const SCAN_WORDS: usize = 16;
 /// whole bytes, 64 histogram bins.
 pub(crate) const SCAN_SUMS: usize = 68;
 
+/// Words a command has in `sums` (`PP_SCAN_STRIDE`): the counters, then
+/// the first malformed FASTQ record (see [`fastq_fault`]).
+pub(crate) const SCAN_STRIDE: usize = SCAN_SUMS + 1;
+
+/// The first malformed FASTQ record a command's fault word (its last word
+/// in `sums`) names: its offset in the records and why, or `None`.
+pub(crate) fn fastq_fault(word: u64) -> Option<(u64, peerpath_func::scan::FastqFault)> {
+    (word != 0).then(|| (!word >> 3, peerpath_func::scan::FastqFault::from_code(!word & 7))).and_then(|(at, f)| Some((at, f?)))
+}
+
 /// Bytes a thread starts records in. A record is its first segment's
 /// thread's work however long it is, so segments about as long as the
 /// records (protein and read records: hundreds of bytes) give a thread
@@ -242,7 +252,7 @@ impl Scan {
     /// # Safety
     /// `cmds` and `segs` hold the plan's in GPU memory of this context
     /// (`cmds` writable: the kernels note each command's whole bytes there),
-    /// `lines` a word per segment, `sums` [`SCAN_SUMS`] zeroed words per
+    /// `lines` a word per segment, `sums` [`SCAN_STRIDE`] zeroed words per
     /// command; every command's records, table and output name GPU memory as
     /// the plan says (the output with room for the counters, not
     /// overlapping the records); none freed or reused before the stream has
@@ -297,20 +307,23 @@ mod tests {
         motif: Option<(&'a str, bool)>,
     }
 
+    /// What a command gives: its counters, or the first malformed FASTQ record (offset, fault).
+    type Answer = Result<[u64; SCAN_SUMS], (u64, peerpath_func::scan::FastqFault)>;
+
     /// The CPU device's answer (peerpath-device's exec: the whole records, then the filter).
-    fn oracle(c: &Case) -> [u64; SCAN_SUMS] {
+    fn oracle(c: &Case) -> Answer {
         let motif = c.motif.map(|(m, ic)| regex::bytes::RegexBuilder::new(m).case_insensitive(ic).build().unwrap());
         let filter = Filter { motif, min_length: (c.min > 0).then_some(c.min as usize), id_prefix: None };
         let whole = whole_records(c.data, c.format, c.at_end).unwrap_or(0);
-        let found = filter.block(&c.data[..whole], c.format, None);
+        let found = filter.block(&c.data[..whole], c.format, c.at_end, None).map_err(|m| (m.offset as u64, m.fault))?;
         let mut words = [0u64; SCAN_SUMS];
         words[..4].copy_from_slice(&[found.records, found.matched, found.matched_bases, whole as u64]);
         words[4..4 + found.histogram.len()].copy_from_slice(&found.histogram);
-        words
+        Ok(words)
     }
 
     /// The kernels on the host over `cases` in one batch, segments of `seg` bytes.
-    fn run(cases: &[Case], seg: u64, grid: u32) -> Vec<[u64; SCAN_SUMS]> {
+    fn run(cases: &[Case], seg: u64, grid: u32) -> Vec<Answer> {
         let images: Vec<Option<(Vec<u8>, DfaAt)>> = cases.iter().map(|c| c.motif.map(|(m, ic)| Dfa::new(m, ic).unwrap().image())).collect();
         let mut outs = vec![vec![0xEEu8; 8 * SCAN_SUMS + 3]; cases.len()];
         let mut plan = ScanPlan::default();
@@ -322,7 +335,7 @@ mod tests {
         }
         let n = plan.len() as u32;
         let mut lines = vec![0u64; plan.segments().max(1) as usize];
-        let mut sums = vec![0u64; SCAN_SUMS * cases.len().max(1)];
+        let mut sums = vec![0u64; SCAN_STRIDE * cases.len().max(1)];
         // SAFETY: the plan's arrays, a line word per segment, zeroed counters per command; every
         // address in the plan names a live buffer of this test (the records, the images, the
         // outputs with room for the counters from their fourth byte).
@@ -333,9 +346,13 @@ mod tests {
             pp_shim_scan_finish(grid, 8, plan.cmds.as_ptr(), n, sums.as_ptr());
         }
         outs.iter()
-            .map(|o| {
+            .enumerate()
+            .map(|(i, o)| {
                 assert_eq!((&o[..3], o[8 * SCAN_SUMS + 3..].len()), (&[0xEE; 3][..], 0), "nothing written before the output");
-                std::array::from_fn(|w| u64::from_le_bytes(o[3 + 8 * w..11 + 8 * w].try_into().unwrap()))
+                match fastq_fault(sums[i * SCAN_STRIDE + SCAN_SUMS]) {
+                    Some(fault) => Err(fault),
+                    None => Ok(std::array::from_fn(|w| u64::from_le_bytes(o[3 + 8 * w..11 + 8 * w].try_into().unwrap()))),
+                }
             })
             .collect()
     }
@@ -343,7 +360,10 @@ mod tests {
     fn check(cases: &[Case], seg: u64, grid: u32) {
         for (i, (got, c)) in run(cases, seg, grid).iter().zip(cases).enumerate() {
             let want = oracle(c);
-            assert!(got == &want, "case {i} ({:?}, at_end {}, min {}, motif {:?}), segments of {seg}, grid {grid}: records, matched, bases, whole {:?} against the oracle's {:?}; histogram {:?} against {:?}", c.format, c.at_end, c.min, c.motif, &got[..4], &want[..4], &got[4..], &want[4..]);
+            match (got, &want) {
+                (Ok(got), Ok(want)) => assert!(got == want, "case {i} ({:?}, at_end {}, min {}, motif {:?}), segments of {seg}, grid {grid}: records, matched, bases, whole {:?} against the oracle's {:?}; histogram {:?} against {:?}", c.format, c.at_end, c.min, c.motif, &got[..4], &want[..4], &got[4..], &want[4..]),
+                _ => assert_eq!(got.as_ref().err(), want.as_ref().err(), "case {i} ({:?}, at_end {}), segments of {seg}, grid {grid}: the first malformed FASTQ record", c.format, c.at_end),
+            }
         }
     }
 
@@ -407,6 +427,19 @@ mod tests {
                 }
             }
         }
+        // FASTQ that is not: two broken records far apart (the first is named), blank lines
+        // between records and after the last, a cut-short record, CRLF and an empty read.
+        let mut broken = fq.clone();
+        let pluses: Vec<usize> = fq.windows(3).enumerate().filter(|(_, w)| w == b"\n+\n").map(|(i, _)| i).collect();
+        broken[pluses[300] + 1] = b'-';
+        broken[pluses[600] + 1] = b'-';
+        let odd: [&[u8]; 6] = [&broken, b"@r1\nACGT\n+\nIIII\n\n\n@r2\nAC\n+\nII\n", b"@r1\nACGT\n+\nIIII\n\n\r\n\n\n\n", b"@r1\nACGT\n+\nIIII\n@r2\nAC\n", b"@r1\r\nACGT\r\n+\r\nIIII\r\n@r2\n\n+\n\n@r3\nA\n+r3\nI", b"@r1\nACGT\n+\nIII\n"];
+        for data in odd {
+            for at_end in [true, false] {
+                cases.push(Case { data, format: RecordFormat::Fastq, at_end, min: 0, motif: Some(("A", false)) });
+            }
+        }
+        assert!(matches!(oracle(&cases[cases.len() - 12]), Err((_, peerpath_func::scan::FastqFault::NoPlus))), "a weak case");
         for (seg, grid) in [(4096, 300), (64, 7), (7, 1), (1, 13)] {
             check(&cases, seg, grid);
         }
@@ -420,7 +453,7 @@ mod tests {
             let motif = [None, Some(("A[CG]T", false)), Some(("^a", true)), Some(("T\\r?$", false)), Some(("(?-u:\\b)x", false)), Some(("[^ ]+ ", false))][m];
             let cases: Vec<Case> = FORMATS.iter().map(|&format| Case { data: &data, format, at_end, min, motif }).collect();
             for (got, c) in run(&cases, seg, 3).iter().zip(&cases) {
-                proptest::prop_assert_eq!(&got[..], &oracle(c)[..], "{:?}", c.format);
+                proptest::prop_assert_eq!(got, &oracle(c), "{:?}", c.format);
             }
         }
     }
