@@ -367,9 +367,9 @@ struct CompressArgs {
     /// With --engine gpu: nvCOMP's library [default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel].
     #[arg(long, help_heading = "Devices")]
     nvcomp: Option<PathBuf>,
-    /// With --engine gpu: nvCOMP's gzip algorithm, 0 (fastest) to 5 (best ratio); --level does not apply to it.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(i32).range(0..=5), help_heading = "Devices")]
-    gpu_algorithm: i32,
+    /// With --engine gpu: nvCOMP's gzip algorithm, 0 to 5 [default: from --level: 0 gives 0 (entropy coding only, the fastest), 1-12 give 2 (the smallest output measured, smaller than igzip -1's); docs/gpu-nvcomp.md].
+    #[arg(long, value_parser = clap::value_parser!(i32).range(0..=5), help_heading = "Devices")]
+    gpu_algorithm: Option<i32>,
     /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing); more than 1 measured slower so far (bench/results/2026-11-26-gpu-machine-3).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
     gpu_streams: u32,
@@ -799,7 +799,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
             return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
         }
         let started = match a.engine {
-            EngineArg::Gpu => chain_device::start_gpu(&opts, a.gpu, a.nvcomp.clone(), a.gpu_algorithm),
+            EngineArg::Gpu => chain_device::start_gpu(&opts, a.gpu, a.nvcomp.clone(), gpu_algorithm(a)),
             _ => chain_device::start(&opts, a.inject_faults.clone()),
         };
         let (why, then) = match started {
@@ -867,6 +867,11 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
 }
 
 /// Where `compress` runs its function.
+/// nvCOMP's algorithm for a GPU compression: `--gpu-algorithm`, or `--level`'s.
+fn gpu_algorithm(a: &CompressArgs) -> i32 {
+    a.gpu_algorithm.unwrap_or_else(|| peerpath_gpu::algorithm_for_level(a.level))
+}
+
 fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobError> {
     let memory_bytes = device_memory_bytes(a.device_memory, &a.device_memory_from)?;
     let emulated = || {
@@ -897,7 +902,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
             let gather = peerpath_gpu::Gather { bytes: a.gpu_batch as u64, wait: std::time::Duration::from_secs_f64(a.gpu_batch_wait / 1e3) };
             let mut spec = peerpath_runtime::GpuSpec {
                 ordinal: a.gpu,
-                algorithm: a.gpu_algorithm,
+                algorithm: gpu_algorithm(a),
                 nvcomp: a.nvcomp.clone(),
                 streams: a.gpu_streams as usize,
                 staging: a.gpu_staging.into(),

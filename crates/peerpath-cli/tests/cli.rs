@@ -484,7 +484,7 @@ fn compress_and_decompress_on_a_gpu_that_is_not_there_fall_back_with_the_reason_
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
     assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
     assert_eq!(run(&mut pp(args!["decompress", &out, "-o", "-"])).stdout, std::fs::read(&src).unwrap());
-    for bad in [["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"]] {
+    for bad in [["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"], ["--gpu-algorithm", "6"]] {
         let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", bad[0], bad[1]]));
         assert_eq!(o.code(), Some(2), "{bad:?}: {}", o.stderr);
     }
@@ -758,4 +758,43 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
     assert!(out.stderr.contains("member"), "{}", out.stderr);
     assert_dir_holds(&fs.dir, &[]);
     drop(fs);
+}
+
+/// On a GPU (skipped, saying so, where there is none): `compress --engine
+/// gpu` writes members that the CPU decodes to the source with matching
+/// CRC-32s and sizes (`verify`, then `decompress`, and `gzip -t` where
+/// there is gzip); `--level` chooses nvCOMP's algorithm (0 gives 0, 1 and
+/// above 2), `--gpu-algorithm` overrides it, and the report names the one
+/// used; the default output is no larger than ISA-L level 1's (`igzip -1`).
+#[test]
+fn compress_on_a_gpu_gives_members_the_cpu_decodes_and_the_level_picks_the_algorithm() {
+    let probe = run(&mut pp(["gpu", "probe", "--bytes", "1M", "--algorithm", "2", "--repeat", "1"]));
+    if probe.code() != Some(0) {
+        eprintln!("SKIPPED (no GPU here): {}", probe.stderr.lines().last().unwrap_or_default());
+        return;
+    }
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("p.fa");
+    let text = peerpath_func::sample::protein_like(24 << 20, 3);
+    std::fs::write(&src, &text).unwrap();
+    let cpu = d.join("cpu.gz");
+    run(&mut pp(args!["compress", &src, "-o", &cpu, "-l", "1", "-q"])).ok();
+    for (args, algorithm) in [(vec![], 2), (vec!["-l", "0"], 0), (vec!["-l", "9"], 2), (vec!["-l", "0", "--gpu-algorithm", "1"], 1)] {
+        let out = d.join(format!("gpu{algorithm}.gz"));
+        let mut c = pp(args!["compress", &src, "-o", &out, "--engine", "gpu", "--no-fallback", "--json", "-f"]);
+        c.args(&args);
+        let j = run(&mut c).ok().json();
+        assert_eq!(j["provenance"], "measured_device", "{args:?}");
+        assert!(j["devices"][0]["kind"].as_str().unwrap().contains(&format!("gzip algorithm {algorithm},")), "{args:?}: {}", j["devices"][0]["kind"]);
+        run(&mut pp(args!["verify", &out])).ok();
+        assert_eq!(run(&mut pp(args!["decompress", &out, "-o", "-"])).ok().stdout, text, "{args:?}");
+        if let Some(gzip) = tools_or_skip("gzip -t of the GPU's output", &["gzip"]) {
+            sys(&gzip[0], &[std::ffi::OsStr::new("-t"), out.as_os_str()], None);
+        }
+        if args.is_empty() {
+            let (gpu_bytes, cpu_bytes) = (std::fs::metadata(&out).unwrap().len(), std::fs::metadata(&cpu).unwrap().len());
+            assert!(gpu_bytes <= cpu_bytes, "the default level on the GPU ({gpu_bytes} bytes) is no larger than ISA-L level 1's ({cpu_bytes})");
+        }
+    }
 }

@@ -28,6 +28,26 @@ pub use device::{Gather, GpuDevice, GpuDeviceConfig, Staging};
 pub use inflate::{Inflater, Member};
 pub use nvcomp::{CompressOpts, Nvcomp};
 
+/// nvCOMP's batched gzip algorithm for a compression level (`--level`, 0
+/// to 12, as the CPU's ISA-L and libdeflate take it): 0 (the CPU's fastest)
+/// gives algorithm 0 (entropy coding only, the fastest: 82-84 GB/s of
+/// kernel on the H100 and H200, ratio 1.69-1.80 on protein FASTA); 1 and
+/// above give algorithm 2, the smallest output of the six measured (ratio
+/// 1.95-1.99, against ISA-L level 1's 1.89-1.93 on the same data, so the
+/// default level is no larger than `igzip -1`), at 6.8-11.4 GB/s of kernel
+/// (algorithm 1: 8.7-11.4, ratio 1.87-1.91), while 4 and 5 were slower and larger (1.85;
+/// `bench/results/2026-11-26-gpu-machine-*`, `2026-11-29-gpu-machine-3`).
+/// nvCOMP has no setting that trades more time for a smaller output on
+/// this data, so levels past 1 change nothing on a GPU (the report names
+/// the algorithm; `--gpu-algorithm` chooses one outright).
+pub fn algorithm_for_level(level: u32) -> i32 {
+    if level == 0 {
+        0
+    } else {
+        2
+    }
+}
+
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use serde::Serialize;
 use std::ffi::c_void;
@@ -255,4 +275,15 @@ fn verify(data: &[u8], chunk_bytes: usize, out: &[u8], slot: usize, sizes: &[usi
         }
     }
     Ok(sizes.len())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Level 0 (the fastest asked) gets nvCOMP's fastest algorithm; every
+    /// other level its smallest output measured.
+    #[test]
+    fn levels_pick_nvcomp_algorithms() {
+        let picked: Vec<i32> = (0..=12).map(super::algorithm_for_level).collect();
+        assert_eq!(picked, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
+    }
 }

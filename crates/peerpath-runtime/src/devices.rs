@@ -173,7 +173,7 @@ impl<'a> DeviceSet<'a> {
             host_window: true,
             workers: spec.streams.max(1),
             chunk_bytes: spec.chunk_bytes,
-            what: "GPU device(s), nvCOMP batched gzip (peerpath's members; {library} asked: nvCOMP has its own algorithms)",
+            what: "GPU device(s), nvCOMP batched gzip (peerpath's members; {library} asked: the device names the nvCOMP algorithm used for it)",
             provenance: crate::report::Provenance::MeasuredDevice,
             start: Box::new(move |_sizes, _params, fallbacks| {
                 let config = peerpath_gpu::GpuDeviceConfig {
