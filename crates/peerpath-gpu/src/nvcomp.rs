@@ -291,23 +291,46 @@ impl Nvcomp {
     }
 }
 
-/// Python installations of the nvCOMP wheel: `<lib>/python3*/{site,dist}-packages/nvidia/libnvcomp/lib64/`.
+/// Python installations of the nvCOMP wheel (see [`python_candidates_from`]).
 fn python_candidates() -> Vec<PathBuf> {
-    let mut roots = vec![PathBuf::from("/usr/local/lib"), PathBuf::from("/usr/lib")];
-    if let Some(home) = std::env::var_os("HOME") {
-        roots.push(Path::new(&home).join(".local/lib"));
+    python_candidates_from(|name| std::env::var_os(name))
+}
+
+/// Where pip puts nvCOMP's wheel (`nvidia-libnvcomp-cu12` or `-cu13`:
+/// `nvidia/libnvcomp/lib64`, or `lib`) under every Python's
+/// `site-packages` or `dist-packages`: the active virtual environment's
+/// (`$VIRTUAL_ENV`), conda's (`$CONDA_PREFIX`), pyenv's versions
+/// (`$PYENV_ROOT`, else `~/.pyenv`), the user's (`~/.local/lib`) and the
+/// system's (`/usr/local/lib`, `/usr/lib`, `/usr/lib64`), in that order;
+/// `env` reads the environment.
+fn python_candidates_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(prefix) = env(var).filter(|p| !p.is_empty()) {
+            roots.push(Path::new(&prefix).join("lib"));
+        }
     }
+    let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let pyenv = env("PYENV_ROOT").filter(|p| !p.is_empty()).map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".pyenv")));
+    if let Some(versions) = pyenv.map(|p| p.join("versions")).and_then(|v| std::fs::read_dir(v).ok()) {
+        let mut each: Vec<PathBuf> = versions.flatten().map(|e| e.path().join("lib")).collect();
+        each.sort();
+        roots.extend(each);
+    }
+    roots.extend(home.map(|h| h.join(".local/lib")));
+    roots.extend(["/usr/local/lib", "/usr/lib", "/usr/lib64"].map(PathBuf::from));
     let mut found = Vec::new();
     for root in roots {
         let Ok(entries) = std::fs::read_dir(&root) else { continue };
-        for e in entries.flatten() {
-            if !e.file_name().to_string_lossy().starts_with("python3") {
-                continue;
-            }
+        let mut pythons: Vec<PathBuf> = entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python3")).map(|e| e.path()).collect();
+        pythons.sort();
+        for python in pythons {
             for packages in ["site-packages", "dist-packages"] {
-                let p = e.path().join(packages).join("nvidia/libnvcomp/lib64").join(SONAME);
-                if p.exists() {
-                    found.push(p);
+                for lib in ["lib64", "lib"] {
+                    let p = python.join(packages).join("nvidia/libnvcomp").join(lib).join(SONAME);
+                    if p.exists() && !found.contains(&p) {
+                        found.push(p);
+                    }
                 }
             }
         }
@@ -344,6 +367,32 @@ mod tests {
         let out = nv.max_output_chunk_bytes(1 << 20, CompressOpts::new(1)).expect("max output");
         assert!(out > 1 << 20 && out < 3 << 20, "a 1 MiB chunk's bound: {out}");
         assert!(nv.describe(11).contains("11"), "{}", nv.describe(11));
+    }
+
+    /// The wheel is found in a virtual environment, conda, pyenv and the
+    /// user's site-packages, in that order, under lib64 or lib.
+    #[test]
+    fn pip_s_wheel_is_found_wherever_python_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let put = |at: &str| {
+            let p = d.join(at).join(SONAME);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, b"").unwrap();
+            p
+        };
+        let venv = put("venv/lib/python3.12/site-packages/nvidia/libnvcomp/lib64");
+        let conda = put("conda/lib/python3.11/site-packages/nvidia/libnvcomp/lib");
+        let pyenv = put("home/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/libnvcomp/lib64");
+        let user = put("home/.local/lib/python3.12/site-packages/nvidia/libnvcomp/lib64");
+        put("home/.local/lib/python2.7/site-packages/nvidia/libnvcomp/lib64");
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| d.join(v).into_os_string())
+        };
+        let found = python_candidates_from(env(&[("VIRTUAL_ENV", "venv"), ("CONDA_PREFIX", "conda"), ("HOME", "home")]));
+        assert_eq!(found.iter().filter(|p| p.starts_with(d)).collect::<Vec<_>>(), [&venv, &conda, &pyenv, &user]);
+        let found = python_candidates_from(env(&[("HOME", "home"), ("PYENV_ROOT", "nowhere")]));
+        assert_eq!(found.iter().filter(|p| p.starts_with(d)).collect::<Vec<_>>(), [&user], "pyenv's root as set, no environment");
     }
 
     #[test]
