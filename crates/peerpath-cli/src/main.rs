@@ -866,13 +866,17 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
     Err(JobError::Usage(format!("{}: unknown suffix, cannot name the output; use --output", source.display())))
 }
 
-/// Where `compress` runs its function.
 /// nvCOMP's algorithm for a GPU compression: `--gpu-algorithm`, or `--level`'s.
 fn gpu_algorithm(a: &CompressArgs) -> i32 {
     a.gpu_algorithm.unwrap_or_else(|| peerpath_gpu::algorithm_for_level(a.level))
 }
 
+/// Where `compress` runs its function.
 fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobError> {
+    if a.inject_faults.is_some() && a.engine != EngineArg::Emulated {
+        // Faults are injected into the emulated devices' queues; nowhere else would they be, silently.
+        return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
+    }
     let memory_bytes = device_memory_bytes(a.device_memory, &a.device_memory_from)?;
     let emulated = || {
         let mut spec = peerpath_runtime::EmulatedSpec::new();
