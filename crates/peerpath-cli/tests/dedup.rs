@@ -482,3 +482,58 @@ fn a_store_on_a_read_only_mount_is_listed_verified_and_restored() {
     assert_file_eq(&back, &data, "restored from a read-only store");
     run(&mut pp(args!["dedup", "store", &back, "-s", &ro])).fails(11, &["Read-only file system"]);
 }
+
+/// `--hash sha256`: the CPU and an emulated CSP make the same store, which
+/// restores exactly and dedups as BLAKE3's does; an independent reader
+/// (Python's sqlite3 and hashlib) finds every chunk of the index in its
+/// pack at its offset, with the SHA-256 the index names, and the chunks of
+/// each file adding up to it.
+#[test]
+fn sha256_stores_are_the_cpus_on_a_device_and_an_independent_reader_agrees() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(5 << 20, 8);
+    let b = edited_copy(&a);
+    let (sa, sb) = (d.join("a"), d.join("b"));
+    std::fs::write(&sa, &a).unwrap();
+    std::fs::write(&sb, &b).unwrap();
+    let sizes = ["--avg", "32K", "--min", "8K", "--max", "128K"];
+    let (cpu, emu, blake) = (d.join("cpu"), d.join("emu"), d.join("blake"));
+    run(pp(args!["dedup", "store", &sa, &sb, "-s", &cpu, "--hash", "sha256"]).args(sizes)).ok();
+    run(pp(args!["dedup", "store", &sa, &sb, "-s", &emu, "--hash", "sha256", "--engine", "emulated", "--no-fallback"]).args(sizes)).ok();
+    run(pp(args!["dedup", "store", &sa, &sb, "-s", &blake]).args(sizes)).ok();
+    assert_eq!(std::fs::read(cpu.join("packs/pack-000000")).unwrap(), std::fs::read(emu.join("packs/pack-000000")).unwrap(), "the same chunks, in the same order");
+    let (cs, es, bs) = (stats(&cpu), stats(&emu), stats(&blake));
+    assert_eq!(cs.replace(cpu.to_str().unwrap(), "S"), es.replace(emu.to_str().unwrap(), "S"));
+    let ratio = |s: &str| s.split("deduplication ratio: ").nth(1).unwrap().split(' ').next().unwrap().to_string();
+    assert_eq!(ratio(&cs), ratio(&bs), "the same chunks whatever the fingerprint: {cs} / {bs}");
+    assert!(cs.contains("sha256") || cs.contains("SHA-256"), "{cs}");
+    for (name, want) in [(&sb, &b), (&sa, &a)] {
+        let out = d.join("back");
+        run(&mut pp(args!["dedup", "restore", name, "-s", &emu, "-o", &out, "-f"])).ok();
+        assert_file_eq(&out, want, "restored from the device's SHA-256 store");
+    }
+    run(&mut pp(args!["dedup", "verify", "-s", &emu])).ok();
+    let Some(py) = tools_or_skip("the SHA-256 store against Python's hashlib", &["python3"]) else { return };
+    let script = r#"
+import hashlib, os, sqlite3, sys
+store = sys.argv[1]
+db = sqlite3.connect("file:" + os.path.join(store, "index.sqlite") + "?mode=ro", uri=True)
+n = 0
+for digest, pack, offset, length, codec, size in db.execute("SELECT digest, pack, offset, len, codec, size FROM chunks"):
+    assert codec == 0 and size == length, (codec, size, length)
+    with open(os.path.join(store, "packs", "pack-%06d" % pack), "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    assert len(data) == length and hashlib.sha256(data).digest() == bytes(digest), (pack, offset)
+    n += 1
+files = sorted(size for (size,) in db.execute("SELECT size FROM files"))
+print(n, *files)
+"#;
+    let o = String::from_utf8(sys(&py[0], &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new(script), emu.as_os_str()], None)).unwrap();
+    let words: Vec<u64> = o.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let mut sizes = vec![a.len() as u64, b.len() as u64];
+    sizes.sort();
+    assert!(words[0] > 100, "{o}");
+    assert_eq!(&words[1..], &sizes[..], "{o}");
+}
