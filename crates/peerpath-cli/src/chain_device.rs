@@ -340,6 +340,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         return Err("the device's memory is not staged as the chain needs (its own memory and its window each the chain's size)".into());
     }
     let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
+    let copied_before = dev.memory().host_copied_bytes();
     let mut c = Chain { dev, l, o, files, names: ec::shard_paths(dir, o.placement.as_ref(), n), crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
     let ran = run_chain(&mut c, source, &opened.file, meta.len(), o);
     // The device's copy of the file's key material goes, whatever happened (on a
@@ -368,17 +369,18 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     }
     let secs = started.elapsed().as_secs_f64();
     let moved = device_job::moved(device_job::is_direct(&opened.file));
+    let copies = device_job::host_copies(c.dev.memory().host_copied_bytes() - copied_before, "the key material and its zeroing, the file's header, the first stripe's head", meta.len());
     let (provenance, compressed, how) = if on_gpu {
         (
             "measured on a real accelerator (GPU)",
             "compressed by nvCOMP".to_string(),
-            format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", slots(o.threads), c.commands.count()),
+            format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", slots(o.threads), c.commands.count()),
         )
     } else {
         (
             "measured on emulated devices",
             format!("compressed (level {})", o.level.get()),
-            format!("every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {moved} into its memory, shards written from it by kernel copies; payload bytes into this process: 0", device_workers(o.threads), slots(o.threads), c.commands.count()),
+            format!("every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {moved} into its memory, shards written from it by kernel copies; {copies}", device_workers(o.threads), slots(o.threads), c.commands.count()),
         )
     };
     println!(
@@ -895,6 +897,7 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         return Err("the device's memory is not staged as the reverse chain needs (its own memory and its window each the chain's size)".into());
     }
     let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
+    let copied_before = dev.memory().host_copied_bytes();
     let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&m.shard_path(dir, i), direct).ok().map(|o| o.file)).collect();
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let mut c = Unchain {
@@ -959,25 +962,25 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
     }
     let secs = started.elapsed().as_secs_f64();
     let moved = device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct));
+    // What this process copied: the file and member headers it read, each stripe's unit indices, the key material and its zeroing.
+    let copies = device_job::host_copies(c.dev.memory().host_copied_bytes() - copied_before, &format!("{} bytes of file and member headers read, the rest unit indices and key material", c.metadata_bytes), c.units_read);
     let (provenance, how) = if on_gpu {
         (
             "measured on a real accelerator (GPU)",
             format!(
-                "every stage on 1 GPU, up to {} member(s) in flight, {} commands; units read {moved} into its pinned host window and copied to GPU memory by the device, checked there against the manifest's CRC-32s, each member's output copied back to the window and written from it by kernel copies; payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory), metadata read by it: {} bytes of file and member headers",
+                "every stage on 1 GPU, up to {} member(s) in flight, {} commands; units read {moved} into its pinned host window and copied to GPU memory by the device, checked there against the manifest's CRC-32s, each member's output copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
                 slots(workers),
                 c.commands.count(),
-                c.metadata_bytes
             ),
         )
     } else {
         (
             "measured on emulated devices",
             format!(
-                "every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; payload bytes into this process: 0, metadata read by it: {} bytes of file and member headers",
+                "every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; {copies}",
                 device_workers(workers),
                 slots(workers),
                 c.commands.count(),
-                c.metadata_bytes
             ),
         )
     };

@@ -137,6 +137,8 @@ struct Pass {
     material: DeviceRange,
     /// The device, in words ("1 emulated CSP (enc0)", "1 GPU (gpu0)").
     who: String,
+    /// What this process had copied to or from the device's memory before the pass.
+    copied_before: u64,
 }
 
 impl Pass {
@@ -154,7 +156,7 @@ impl Pass {
         let material = layout.material();
         let base = address(dev, layout.io(DeviceRange::new(0, layout.bytes() as u64)))?;
         let who = if layout.staged() { format!("1 GPU ({})", dev.name()) } else { format!("1 emulated CSP ({})", dev.name()) };
-        let p = Pass { l, layout, base, material, who };
+        let p = Pass { l, layout, base, material, who, copied_before: dev.memory().host_copied_bytes() };
         p.put_material(dev, &device_key(master, &l.file_id)[..])?;
         Ok(p)
     }
@@ -233,12 +235,15 @@ impl Pass {
         device_job::run_side_by_side(dev, self.group(g).map(command).collect())
     }
 
-    /// How the payload moved, in words: the device's memory, and (staged) the copies.
-    fn route(&self, read: &str, write: &str, work: &str) -> String {
+    /// How the payload moved, in words: the device's memory, (staged) the
+    /// copies, and what this process copied itself (measured: the key
+    /// material in and its zeroing).
+    fn route(&self, dev: &dyn Device, read: &str, write: &str, work: &str) -> String {
+        let copies = device_job::host_copies(dev.memory().host_copied_bytes() - self.copied_before, "the block key and its zeroing", self.l.plaintext_bytes);
         if self.layout.staged() {
-            format!("{read} into its pinned host window, copied to GPU memory by the device, {work} there with the file's block key (not the master key; zeroed at the end), copied back to the window by the device, {write} from it to the target; payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)")
+            format!("{read} into its pinned host window, copied to GPU memory by the device, {work} there with the file's block key (not the master key; zeroed at the end), copied back to the window by the device, {write} from it to the target; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)")
         } else {
-            format!("{read} into its memory, {work} there with the file's block key (not the master key; zeroed at the end), {write} from it to the target; payload bytes into this process: 0")
+            format!("{read} into its memory, {work} there with the file's block key (not the master key; zeroed at the end), {write} from it to the target; {copies}")
         }
     }
 }
@@ -295,7 +300,7 @@ pub(crate) fn open(dev: &mut dyn Device, src: &File, master: &Key, cipher: &File
         "opened on {} ({} blocks at once, read ahead and written behind): {}",
         p.who,
         layout.width,
-        p.route("sealed blocks read (by kernel copies: they sit at unaligned offsets)", "written", "authenticated and decrypted")
+        p.route(dev, "sealed blocks read (by kernel copies: they sit at unaligned offsets)", "written", "authenticated and decrypted")
     );
     Ok((how, seconds))
 }
@@ -353,7 +358,7 @@ pub(crate) fn seal(dev: &mut dyn Device, src: &File, master: &Key, cipher: &File
         "sealed on {} ({} blocks at once, read ahead and written behind): {}",
         p.who,
         layout.width,
-        p.route(&format!("blocks read {}", device_job::moved(device_job::is_direct(src))), "written (by kernel copies: sealed blocks sit at unaligned offsets)", "sealed")
+        p.route(dev, &format!("blocks read {}", device_job::moved(device_job::is_direct(src))), "written (by kernel copies: sealed blocks sit at unaligned offsets)", "sealed")
     );
     Ok((how, seconds))
 }
@@ -384,7 +389,10 @@ mod tests {
             let sealed = file_with(&header);
             let mut dev = cpu_device(staged, Layout::new(block, width).bytes() * 2);
             let (how, _) = seal(&mut dev, src.as_file(), &key, &cipher, sealed.as_file()).map_err(|_| "seal").unwrap();
-            assert!(how.contains(&format!("{width} blocks at once")) && how.contains(if staged { "payload bytes copied by this process: 0" } else { "payload bytes into this process: 0" }), "{how}");
+            assert!(how.contains(&format!("{width} blocks at once")), "{how}");
+            // Measured: the key material in and its zeroing (in the window too when staged), nothing of the payload.
+            let copied: u64 = how.split("device's memory: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+            assert_eq!(copied, 2 * DEVICE_KEY_BYTES as u64, "{how}");
             assert_eq!(how.contains("copied to GPU memory by the device"), staged, "{how}");
             let file = std::fs::read(sealed.path()).unwrap();
             assert_eq!(file.len() as u64, cipher.layout().file_bytes());

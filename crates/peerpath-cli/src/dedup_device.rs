@@ -85,6 +85,7 @@ pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkP
     let on_gpu = matches!(dev.memory().domain(), MemoryDomain::Gpu { .. });
     let function = |at_end| Function::ChunkFingerprint { min_kib: (p.min / 1024) as u16, avg_kib: (p.avg / 1024) as u16, max_kib: (p.max / 1024) as u16, sha256: fp == Fingerprint::Sha256, at_end };
     let (mut digests, mut commands, mut metadata) = (Vec::new(), 0u64, 0u64);
+    let copied_before = dev.memory().host_copied_bytes();
     let bytes = blocks.stream(dev, src, |dev, input, at_end| {
         let c = device_job::run_one(dev, Request::chunk_fingerprint(commands, function(at_end), input, DeviceRange::new(0, result_bytes as u64)))?;
         commands += 1;
@@ -154,16 +155,17 @@ pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkP
         }
         Ok(consumed)
     })?;
+    let copies = device_job::host_copies(dev.memory().host_copied_bytes() - copied_before, "the boundaries and digests", bytes);
     let how = if on_gpu {
         format!(
-            "chunked and fingerprinted ({}) on 1 GPU ({}): read {} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); payload bytes copied by this process: 0 (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
+            "chunked and fingerprinted ({}) on 1 GPU ({}): read {} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
             fp.name(),
             dev.name(),
             device_job::moved(device_job::is_direct(src))
         )
     } else {
         format!(
-            "chunked and fingerprinted ({}){} on 1 emulated CSP: read {} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); payload bytes into this process: 0",
+            "chunked and fingerprinted ({}){} on 1 emulated CSP: read {} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); {copies}",
             fp.name(),
             compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get())),
             device_job::moved(device_job::is_direct(src))

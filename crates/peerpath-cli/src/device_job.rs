@@ -96,6 +96,13 @@ pub(crate) fn run_one<D: Device + ?Sized>(dev: &mut D, request: Request) -> Resu
     run_all(dev, vec![request])?.pop().ok_or_else(|| "the emulated CSP lost a command".to_string())
 }
 
+/// A pass's report of what this process's CPU copied in or out of the
+/// device's memory (measured: [`peerpath_device::DeviceMemory::host_copied_bytes`]
+/// over the pass) beside the payload the kernel and the device moved.
+pub(crate) fn host_copies(copied: u64, what: &str, payload: u64) -> String {
+    format!("bytes this process copied to or from the device's memory: {copied} ({what}; the {payload} payload bytes moved by the kernel and the device)")
+}
+
 /// Runs `request` to completion and gives its answer whatever its status
 /// (for a status that is the data's fault, not the device's; see [`succeeded`]).
 pub(crate) fn run_one_answer<D: Device + ?Sized>(dev: &mut D, request: Request) -> Result<Completion, String> {

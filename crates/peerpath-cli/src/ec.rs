@@ -1008,9 +1008,11 @@ fn lost_stripes(m: &Manifest, bad: &[Vec<usize>]) -> Vec<u64> {
 /// What a GPU's coding rate is over.
 const GPU_CODING: &str = "on the GPU (ISA-L's count over its coding commands' time, launch to completion";
 
-/// Where a set's units were checked, and how they moved, in words.
-fn checked_on_device(w: &DeviceWords) -> String {
-    format!("checked on {}, every unit read into {} and its CRC-32 computed there ({}; payload bytes into this process: 0)", w.device, w.memory, w.provenance)
+/// Where a set's units were checked, and how they moved, in words, with
+/// what this process copied to or from the device's memory (measured).
+fn checked_on_device(w: &DeviceWords, copied: u64, payload: u64) -> String {
+    let copies = crate::device_job::host_copies(copied, "each stripe's unit indices", payload);
+    format!("checked on {}, every unit read into {} and its CRC-32 computed there ({}; {copies})", w.device, w.memory, w.provenance)
 }
 
 /// Per stripe, which shards are bad, and where they were checked: on
@@ -1018,8 +1020,12 @@ fn checked_on_device(w: &DeviceWords) -> String {
 /// and `fallback` says why), on `threads` CPU threads otherwise.
 fn survey_on(device: &mut Option<ec_device::SetDevice>, (dir, m): (&Path, &Manifest), threads: usize, e: &DeviceArgs, fallback: &mut Option<String>) -> Result<(Vec<Vec<usize>>, String), JobError> {
     if let Some((dev, l)) = device.as_mut() {
+        let before = dev.memory().host_copied_bytes();
         match ec_device::survey(dev.as_mut(), l, m, &ec_device::open_shards(dir, m)) {
-            Ok(bad) => return Ok((bad, checked_on_device(&e.words()) + &dev.description().map(|d| format!("; the device: {d}")).unwrap_or_default())),
+            Ok(bad) => {
+                let checked = checked_on_device(&e.words(), dev.memory().host_copied_bytes() - before, m.stripes * (m.unit_bytes * m.shards.len()) as u64);
+                return Ok((bad, checked + &dev.description().map(|d| format!("; the device: {d}")).unwrap_or_default()));
+            }
             Err(why) => {
                 *device = None;
                 e.fall_back(why, ": the set is checked on the host CPU", fallback)?;
@@ -1229,6 +1235,7 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
         let outs = new_shards(m.unit_bytes.is_multiple_of(4096))?;
         let shards = ec_device::open_shards(dir, m);
         let to: Vec<(usize, &File)> = outs.iter().map(|(i, f, _)| (*i, f)).collect();
+        let before = dev.memory().host_copied_bytes();
         let done = match ec_device::repair(dev.as_mut(), l, (dir, m), &shards, bad, &to) {
             Ok(pass) => put_shards_in_place(dir, m, &outs).map(|()| Some(pass)),
             Err(crate::chain_device::Stop::Job(err)) => Err(err),
@@ -1243,7 +1250,7 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
                 let direct = device_job::moved(shards.iter().flatten().any(device_job::is_direct));
                 let w = e.words();
                 report.engine = format!(
-                    "{} ({}, {}): units read {direct} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, shards written {} from it: the host process handled no payload byte",
+                    "{} ({}, {}): units read {direct} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, shards written {} from it; {}",
                     w.device,
                     dev.name(),
                     w.coder,
@@ -1251,6 +1258,7 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
                     peerpath_metrics::human_bytes(pass.read_bytes),
                     pass.rebuilt,
                     device_job::moved(outs.iter().all(|(_, f, _)| device_job::is_direct(f))),
+                    device_job::host_copies(dev.memory().host_copied_bytes() - before, "each stripe's unit indices", pass.read_bytes),
                 );
                 if let Some(stages) = device_job::stages(dev.as_mut()) {
                     report.engine += &format!("; on the device: {stages}");
@@ -1396,6 +1404,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
     let mut device = e.set_device(&set.m, &mut fallback)?;
     if let Some((dev, l)) = device.as_mut() {
         let started = Instant::now();
+        let before = dev.memory().host_copied_bytes();
         let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
         let files = ec_device::open_shards(dir, &set.m);
         let done = match ec_device::decode(dev.as_mut(), l, &set.m, &files, &t.file, output) {
@@ -1416,7 +1425,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
                 let secs = started.elapsed().as_secs_f64();
                 let w = e.words();
                 println!(
-                    "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s ({}: {}, units read {} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; payload bytes into this process: 0)",
+                    "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s ({}: {}, units read {} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; {})",
                     dir.display(),
                     output.display(),
                     peerpath_metrics::human_bytes(set.m.source_bytes),
@@ -1427,6 +1436,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
                     w.memory,
                     peerpath_metrics::human_bytes(pass.read_bytes),
                     pass.rebuilt,
+                    device_job::host_copies(dev.memory().host_copied_bytes() - before, "each stripe's unit indices", pass.read_bytes),
                 );
                 if let Some(stages) = device_job::stages(dev.as_mut()) {
                     println!("stages on the device ({}): {stages}", w.provenance);

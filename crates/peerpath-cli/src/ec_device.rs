@@ -87,6 +87,7 @@ pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Pa
         return Err("the device's memory is not mapped into this process for I/O".into());
     };
     let staged = window_at > 0;
+    let copied_before = dev.memory().host_copied_bytes();
     // Slot b, where the I/O goes (its `io` ranges) and where the device computes (its
     // `compute` ranges; the same place unless staged): k data units, then m parity units.
     let io = |b: usize, from: usize, units: usize| DeviceRange::new(window_at + (b * stripe + from * unit) as u64, (units * unit) as u64);
@@ -150,15 +151,16 @@ pub(crate) fn encode(dev: &mut dyn Device, (src, source): (&File, &std::path::Pa
     let crcs = (0..k + m).map(|i| coded.iter().map(|stripe| stripe[i]).collect()).collect();
     let direct = device_job::moved;
     let targets_direct = targets.iter().all(|f| device_job::is_direct(f));
+    let copies = device_job::host_copies(dev.memory().host_copied_bytes() - copied_before, "none: the stripes' padding is zeroed in place", size);
     let path = if staged {
         format!(
-            "stripes read {} into the device's pinned host window ({SLOTS} at once: one read, one coded, one written), copied to its own memory by the device, parity and CRC-32s computed there, parity copied back beside the data, shards written {} from the window: the host process handled no payload byte",
+            "stripes read {} into the device's pinned host window ({SLOTS} at once: one read, one coded, one written), copied to its own memory by the device, parity and CRC-32s computed there, parity copied back beside the data, shards written {} from the window; {copies}",
             direct(src_direct),
             direct(targets_direct)
         )
     } else {
         format!(
-            "stripes read {} into the emulated CSP's memory ({SLOTS} at once: one read, one coded, one written), parity and CRC-32s computed there, shards written {} from it: the host process handled no payload byte",
+            "stripes read {} into the emulated CSP's memory ({SLOTS} at once: one read, one coded, one written), parity and CRC-32s computed there, shards written {} from it; {copies}",
             direct(src_direct),
             direct(targets_direct)
         )

@@ -178,12 +178,13 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             }
             let (found, n) = match on_device {
                 Some(d) => {
-                    let (on, into, back, payload) = if d.staged {
-                        (format!("1 GPU ({device_name}, peerpath's scan kernels)"), "its pinned host window and copied to GPU memory by the device", " copied back", "payload bytes copied by this process: 0 (measured on a real accelerator (GPU))")
+                    let (on, into, back, provenance) = if d.staged {
+                        (format!("1 GPU ({device_name}, peerpath's scan kernels)"), "its pinned host window and copied to GPU memory by the device", " copied back", "measured on a real accelerator (GPU)")
                     } else {
-                        ("1 emulated CSP".to_string(), "its memory", "", "payload bytes into this process: 0 (measured on emulated devices)")
+                        ("1 emulated CSP".to_string(), "its memory", "", "measured on emulated devices")
                     };
-                    where_ran = Some(format!("on {on}: {} read {} into {into}, {} block(s), {} bytes of results each{back}; {payload}", f.display(), crate::device_job::moved(d.direct), d.blocks, peerpath_device::SCAN_RESULT_BYTES));
+                    let copies = crate::device_job::host_copies(d.host_copied, "the motif, the format's first byte and the counters", d.bytes);
+                    where_ran = Some(format!("on {on}: {} read {} into {into}, {} block(s), {} bytes of results each{back}; {copies} ({provenance})", f.display(), crate::device_job::moved(d.direct), d.blocks, peerpath_device::SCAN_RESULT_BYTES));
                     (d.found, d.bytes)
                 }
                 None => {

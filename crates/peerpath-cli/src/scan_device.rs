@@ -54,6 +54,9 @@ pub(crate) struct DeviceScan {
     /// The device's memory is not the host's: the blocks were read into its
     /// window and copied (a GPU).
     pub staged: bool,
+    /// Bytes this process copied to or from the device's memory (the motif,
+    /// the format's first byte, the counters; measured).
+    pub host_copied: u64,
 }
 
 /// Counts `file`'s records on the device. `motif` is the pattern's text.
@@ -70,6 +73,7 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
         return Err("the device's memory is not staged as this pass needs".into());
     }
     let io = |r: DeviceRange| DeviceRange::new(window_at + r.offset, r.len);
+    let copied_before = dev.memory().host_copied_bytes();
     let mut blocks_in = BLOCKS;
     blocks_in.window_at = window_at;
     let pattern = DeviceRange::new(PATTERN_AT, motif.len() as u64);
@@ -130,7 +134,7 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
         }
         (counted, None) => counted?,
     };
-    Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks, staged: window_at > 0 })
+    Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks, staged: window_at > 0, host_copied: dev.memory().host_copied_bytes() - copied_before })
 }
 
 #[cfg(test)]
@@ -164,6 +168,8 @@ mod tests {
                 let mut dev = cpu_device(staged, 2 * MEMORY_BYTES);
                 let Ok(got) = scan(&mut dev, (&File::open(&path).unwrap(), &path), None, motif, ic, min) else { panic!("motif {motif:?}, staged {staged}: the pass failed") };
                 assert_eq!((&got.found, got.bytes, got.blocks, got.staged), (&want, data.len() as u64, 3, staged), "motif {motif:?}, staged {staged}");
+                // The motif in, the format's first byte and three blocks' counters out: no record.
+                assert_eq!(got.host_copied, (motif.len() + 1 + 3 * SCAN_RESULT_BYTES) as u64, "motif {motif:?}, staged {staged}");
             }
         }
     }

@@ -130,7 +130,7 @@ fn dedup_on_a_gpu_makes_the_cpus_store_or_falls_back_saying_why() {
     let on_gpu = !o.stderr.contains("FALLBACK");
     if on_gpu {
         eprintln!("a GPU chunked the files: {}", o.stdout_str());
-        assert!(o.stdout_str().contains("on 1 GPU") && o.stdout_str().contains("payload bytes copied by this process: 0") && o.stdout_str().contains("measured on a real accelerator (GPU)"), "{}", o.stdout_str());
+        assert!(o.stdout_str().contains("on 1 GPU") && host_copies(&o.stdout_str()).0 < host_copies(&o.stdout_str()).1 / 100 && o.stdout_str().contains("measured on a real accelerator (GPU)"), "{}", o.stdout_str());
     } else {
         eprintln!("SKIPPED the GPU's own run (no GPU here): {}", o.stderr);
         assert!(o.stderr.contains("FALLBACK: GPU 0 unavailable: ") && o.stderr.contains("chunking on the host CPU"), "{}", o.stderr);
@@ -162,7 +162,13 @@ fn an_emulated_csp_makes_the_same_store_as_the_cpu() {
     let (cpu, emu) = (d.join("cpu"), d.join("emu"));
     run(&mut pp(args!["dedup", "store", &sa, &sb, "-s", &cpu, "--avg", "32K", "--min", "8K", "--max", "128K"])).ok();
     let o = run(&mut pp(args!["dedup", "store", &sa, &sb, "-s", &emu, "--avg", "32K", "--min", "8K", "--max", "128K", "--engine", "emulated", "--no-fallback"])).ok();
-    assert!(o.stdout_str().contains("payload bytes into this process: 0") && o.stdout_str().contains("measured on emulated devices"), "{}", o.stdout_str());
+    assert!(o.stdout_str().contains("measured on emulated devices"), "{}", o.stdout_str());
+    // Measured: what this process copied out of the device's memory is the boundaries and digests it names.
+    let report = o.stdout_str();
+    let (copied, payload) = host_copies(&report);
+    let metadata: u64 = report.split(" bytes of boundaries and digests back").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!((copied, payload), (metadata, a.len() as u64), "{report}");
+    assert!(copied < payload / 100, "{report}");
     assert_eq!(std::fs::read(cpu.join("packs/pack-000000")).unwrap(), std::fs::read(emu.join("packs/pack-000000")).unwrap(), "the same chunks, in the same order");
     assert_eq!(stats(&cpu).replace(cpu.to_str().unwrap(), "S"), stats(&emu).replace(emu.to_str().unwrap(), "S"));
     run(&mut pp(args!["dedup", "restore", &sb, "-s", &emu, "-o", d.join("b.back")])).ok();
@@ -280,7 +286,7 @@ fn compressed_chunks_restore_exactly_and_the_device_makes_the_same_pack() {
     let sizes = ["--avg", "32K", "--min", "8K", "--max", "128K"];
     run(pp(args!["dedup", "store", &sa, &sb, "-s", &cpu, "--compress", "1"]).args(sizes)).ok();
     let o = run(pp(args!["dedup", "store", &sa, &sb, "-s", &emu, "--compress", "1", "--engine", "emulated", "--no-fallback"]).args(sizes)).ok();
-    assert!(o.stdout_str().contains("compressed (level 1) on 1 emulated CSP") && o.stdout_str().contains("payload bytes into this process: 0"), "{}", o.stdout_str());
+    assert!(o.stdout_str().contains("compressed (level 1) on 1 emulated CSP") && host_copies(&o.stdout_str()).0 < host_copies(&o.stdout_str()).1 / 100, "{}", o.stdout_str());
     run(pp(args!["dedup", "store", &sa, &sb, "-s", &plain]).args(sizes)).ok();
     let pack = |s: &Path| std::fs::read(s.join("packs/pack-000000")).unwrap();
     assert_eq!(pack(&cpu), pack(&emu), "the device's members are the CPU's bytes");
@@ -532,7 +538,7 @@ print(n, *files)
 "#;
     let o = String::from_utf8(sys(&py[0], &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new(script), emu.as_os_str()], None)).unwrap();
     let words: Vec<u64> = o.split_whitespace().map(|w| w.parse().unwrap()).collect();
-    let mut sizes = vec![a.len() as u64, b.len() as u64];
+    let mut sizes = [a.len() as u64, b.len() as u64];
     sizes.sort();
     assert!(words[0] > 100, "{o}");
     assert_eq!(&words[1..], &sizes[..], "{o}");

@@ -24,6 +24,10 @@ pub struct DeviceMemory {
     base: NonNull<u8>,
     len: usize,
     backing: Backing,
+    /// Bytes [`DeviceMemory::host_read`] and [`DeviceMemory::host_write`]
+    /// have copied: what this process's CPU moved in or out (reports give
+    /// it, measured, beside the payload the device moved).
+    host_copied: std::sync::atomic::AtomicU64,
 }
 
 enum Backing {
@@ -49,7 +53,7 @@ impl DeviceMemory {
         let mut buf = AlignedBuf::new(bytes);
         let len = buf.capacity();
         let base = NonNull::new(buf.as_mut_ptr()).expect("an allocation is never null");
-        DeviceMemory { base, len, backing: Backing::Host(buf) }
+        DeviceMemory { base, len, backing: Backing::Host(buf), host_copied: Default::default() }
     }
 
     /// Memory of `own_bytes` (rounded up to a page) that the I/O engine
@@ -61,7 +65,7 @@ impl DeviceMemory {
         let mut own = AlignedBuf::new(own_bytes);
         let own_len = own.capacity();
         let base = NonNull::new(own.as_mut_ptr()).expect("an allocation is never null");
-        DeviceMemory { base, len: own_len + window.len(), backing: Backing::Staged { own: Some(own), own_len, domain, window } }
+        DeviceMemory { base, len: own_len + window.len(), backing: Backing::Staged { own: Some(own), own_len, domain, window }, host_copied: Default::default() }
     }
 
     /// Staged memory whose own part (`own_bytes`, a whole number of pages)
@@ -69,13 +73,13 @@ impl DeviceMemory {
     /// addresses; the device resolves its own offsets itself.
     pub fn foreign(own_bytes: usize, domain: MemoryDomain, window: Arc<MappedRegion>) -> DeviceMemory {
         let base = NonNull::new(window.as_ptr()).expect("a mapping is never null");
-        DeviceMemory { base, len: own_bytes + window.len(), backing: Backing::Staged { own: None, own_len: own_bytes, domain, window } }
+        DeviceMemory { base, len: own_bytes + window.len(), backing: Backing::Staged { own: None, own_len: own_bytes, domain, window }, host_copied: Default::default() }
     }
 
     /// A mapped region (emulated device memory or P2P memory).
     pub fn region(region: Arc<MappedRegion>) -> DeviceMemory {
         let base = NonNull::new(region.as_ptr()).expect("a mapping is never null");
-        DeviceMemory { base, len: region.len(), backing: Backing::Region(region) }
+        DeviceMemory { base, len: region.len(), backing: Backing::Region(region), host_copied: Default::default() }
     }
 
     pub fn len(&self) -> usize {
@@ -158,6 +162,7 @@ impl DeviceMemory {
         // caller guarantees nobody else touches it; `data` is host memory
         // that cannot overlap device memory we own.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        self.host_copied.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Copies bytes of device memory at `offset` into `out`, to the host.
@@ -170,6 +175,13 @@ impl DeviceMemory {
         let src = self.io_ptr(range).unwrap_or_else(|| panic!("host_read {range} outside {} bytes", self.len));
         // SAFETY: as in host_write, for reading.
         unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+        self.host_copied.fetch_add(out.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Bytes this process's CPU has copied in or out of this memory
+    /// ([`DeviceMemory::host_read`], [`DeviceMemory::host_write`]) since it was made.
+    pub fn host_copied_bytes(&self) -> u64 {
+        self.host_copied.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The bytes of an input range.

@@ -421,3 +421,21 @@ pub fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     v.sort();
     v
 }
+
+/// From a device pass's report: the bytes this process copied to or from
+/// the device's memory, and the payload bytes the kernel and the device
+/// moved (`device_job::host_copies`).
+pub fn host_copies(report: &str) -> (u64, u64) {
+    let (_, rest) = report.split_once("bytes this process copied to or from the device's memory: ").unwrap_or_else(|| panic!("no host copies in: {report}"));
+    let copied = rest.split(' ').next().unwrap().parse().unwrap();
+    let payload = rest.split_once("; the ").unwrap().1.split(' ').next().unwrap().parse().unwrap();
+    (copied, payload)
+}
+
+/// A device pass's report says, measured, that this process copied
+/// metadata only to or from the device's memory: at most a page and a
+/// hundredth of the payload (headers, indices, keys, counters).
+pub fn assert_metadata_only(report: &str) {
+    let (copied, payload) = host_copies(report);
+    assert!(copied <= 4096 + payload / 100, "{copied} bytes copied by this process for {payload} of payload: {report}");
+}
