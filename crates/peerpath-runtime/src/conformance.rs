@@ -39,6 +39,9 @@ enum Reach {
     /// Its own memory the engine cannot reach, and a host window (as a GPU's
     /// without GPUDirect Storage): every byte is staged through the window.
     Staged,
+    /// Staged, its own memory in the GPU domain: a stand-in for a GPU (the
+    /// CPU device computes; the ledger books its stagings as a GPU's).
+    StagedAsGpu,
 }
 
 /// CPU devices (the executor reaches device memory by DMA only),
@@ -52,7 +55,7 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
     let dir = dir.to_path_buf();
     DeviceSet {
         memory_from: DeviceMemoryFrom::Shm,
-        host_window: reach == Reach::Staged,
+        host_window: reach != Reach::Mapped,
         workers: 2,
         chunk_bytes: 1 << 20,
         what: "CPU device(s), {workers} worker thread(s) each, {library}",
@@ -68,9 +71,10 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
                         std::fs::remove_file(&path).expect("the mapping outlives its file");
                         DeviceMemory::region(Arc::new(region))
                     }
-                    Reach::Staged => {
+                    Reach::Staged | Reach::StagedAsGpu => {
                         let window = MappedRegion::host(WINDOW_BYTES).expect("host window");
-                        DeviceMemory::staged(DEVICE_MEMORY_BYTES, MemoryDomain::Emulated { device: name.clone() }, Arc::new(window))
+                        let domain = if reach == Reach::Staged { MemoryDomain::Emulated { device: name.clone() } } else { MemoryDomain::Gpu { device: name.clone() } };
+                        DeviceMemory::staged(DEVICE_MEMORY_BYTES, domain, Arc::new(window))
                     }
                 };
                 let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32, whole_chunk_commands: whole_chunks };
@@ -220,7 +224,12 @@ fn a_device_with_memory_the_engine_cannot_reach_is_staged_through_its_window() {
         let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
         assert!(staged >= input + output, "{format:?}: every input byte staged in and every output byte out ({staged} < {input} + {output})");
         assert!(report.ledger.host_memory_payload_bytes > 0, "{format:?}: the window is host memory, and the ledger says so");
+        assert!(report.ledger.entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::Stage).all(|e| matches!(&e.mover, peerpath_metrics::Mover::Device { .. })), "{format:?}: a CPU device's workers stage: {:?}", report.ledger.entries);
     }
+    // Staged into GPU memory: the GPU's copy engines move the bytes (DMA), not the CPU.
+    let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(dir.path(), None, Reach::StagedAsGpu, false));
+    let stages: Vec<_> = report.ledger.entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::Stage).collect();
+    assert!(!stages.is_empty() && stages.iter().all(|e| matches!(&e.mover, peerpath_metrics::Mover::Dma { engine } if engine.ends_with("copy engine"))), "{:?}", report.ledger.entries);
     let mut faults = FaultConfig::seeded(3);
     faults.crash_after_submissions = Some(40);
     let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::Staged, false));

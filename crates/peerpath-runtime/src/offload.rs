@@ -813,6 +813,12 @@ fn on_device_completion(
     let domain = device.memory().domain().clone();
     let here = Location::memory(&domain);
     let window = Location::memory(dev.window.region().domain());
+    // Between a GPU's memory and its pinned window the GPU's copy engines move the
+    // bytes (DMA); a staged CPU device (the conformance suite's) copies with its workers.
+    let stager = match &domain {
+        peerpath_mem::MemoryDomain::Gpu { .. } => Mover::Dma { engine: format!("{name} copy engine") },
+        _ => Mover::Device { name: name.clone() },
+    };
     let mover = Mover::Device { name };
     match op {
         Op::Compress { stream, seq, member } => {
@@ -861,7 +867,7 @@ fn on_device_completion(
             if c.output_bytes != bytes {
                 return Err(format!("copied in {} bytes of {bytes} of block {seq}", c.output_bytes));
             }
-            ledger.record_copy(window, here, mover, Purpose::Stage, bytes);
+            ledger.record_copy(window, here, stager, Purpose::Stage, bytes);
             let o = os[stream].as_mut().expect("on a device");
             let chunk = o.chunks.remove(&seq).expect("chunk being copied in");
             let input = chunk.input.expect("staged chunks hold their input range");
@@ -871,7 +877,7 @@ fn on_device_completion(
             if c.output_bytes != bytes {
                 return Err(format!("copied out {} bytes of {bytes} for writing", c.output_bytes));
             }
-            ledger.record_copy(here, window, mover, Purpose::Stage, bytes);
+            ledger.record_copy(here, window, stager, Purpose::Stage, bytes);
             let o = os[stream].as_mut().expect("on a device");
             o.staged_out.iter_mut().find(|x| x.staging == staging).expect("staging being copied out").copied = true;
             release_reader(o, staging, None);
