@@ -780,8 +780,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     if !matches!(a.engine, EngineArg::Cpu | EngineArg::Emulated | EngineArg::Gpu) {
         return Err(JobError::Usage("--ec runs on the host CPU, an emulated CSP or a GPU (--engine cpu, emulated or gpu)".into()));
     }
-    if a.verify || a.explain {
-        return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
+    if a.verify || a.explain || a.common.json {
+        return Err(JobError::Usage("--ec does not take --verify, --explain or --json yet (check the result with `peerpath ec verify DIR --json`)".into()));
     }
     let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let format = match a.format {
@@ -1008,6 +1008,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
                 };
+                if a.common.json {
+                    return Err(JobError::Usage("decompress --ec does not take --json yet (its report is text)".into()));
+                }
                 ec::OpenSet::open(dir)?.refuse_as_target(output)?;
                 // Before any work, on either engine (a directory was found only at the end).
                 peerpath_runtime::job::check_new_target(output, a.target.force)?;

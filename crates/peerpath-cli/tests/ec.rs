@@ -1096,3 +1096,18 @@ fn a_full_drive_among_the_shard_directories_is_named_and_nothing_is_kept() {
         }
     }
 }
+
+/// The chain's reports are text: `--json` with `compress --ec` or
+/// `decompress --ec` is refused (exit 2) before any work, not ignored.
+#[test]
+fn json_is_refused_by_the_chain_not_ignored() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(100_000, 3)).unwrap();
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("set"), "--json"])).fails(2, &["--json"]);
+    assert_dir_holds(d, &["src"]);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("set"), "-q"])).ok();
+    run(&mut pp(args!["decompress", "--ec", d.join("set"), "-o", d.join("back"), "--json"])).fails(2, &["--json"]);
+    assert_dir_holds(d, &["set", "src"]);
+}
