@@ -90,3 +90,116 @@ fn explain_json_carries_each_reason_s_text_and_remedy() {
     assert!(acs["remedy"].as_str().is_some_and(|t| t.contains("pci=disable_acs_redir=0000:02:03.0")), "{acs}");
     assert!(acs["severity"].is_string(), "{acs}");
 }
+
+/// The GPU machine's sysfs (`fixtures/h100-gpu-host`, kept as the tarball it was captured in).
+fn h100_sysfs() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let tgz = fixture("h100-gpu-host/sysfs.tgz");
+    let ok = Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(dir.path()).status().unwrap().success();
+    assert!(ok, "tar xzf {}", tgz.display());
+    let sys = dir.path().join("sys").display().to_string();
+    (dir, sys)
+}
+
+#[test]
+fn the_h100_s_gpu_is_listed_with_bar1_link_and_verdict_and_named_it_takes_the_stream_staged() {
+    let (_dir, sys) = h100_sysfs();
+    let gpu_line = "GPU gpu0 (0000:00:06.0): NVIDIA 10de:2330 [nvidia], BAR1 128 GiB, x16 Gen5 32.0 GT/s";
+    // auto: the GPU is shown, with its verdict, but the stream stays on the CPU
+    let out = plan(&["--sysfs", &sys, "--source", "vda", "--target", "vdb"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains(gpu_line), "{stdout}");
+    assert!(stdout.contains("storage -> GPU memory: staged through pinned host memory"), "{stdout}");
+    assert!(stdout.contains("not used: gpu0 (0000:00:06.0)") && stdout.contains("--devices gpu0"), "{stdout}");
+    assert!(stdout.contains("1 on the host CPU"), "{stdout}");
+    // --devices gpu0 and --devices <its address>: the same plan, on the GPU, both legs staged
+    let by_name = plan(&["--sysfs", &sys, "--source", "vda", "--target", "vdb", "--devices", "gpu0"]);
+    let by_address = plan(&["--sysfs", &sys, "--source", "vda", "--target", "vdb", "--devices", "0000:00:06.0"]);
+    assert!(by_name.status.success(), "{}", text(&by_name.stderr));
+    assert_eq!(text(&by_name.stdout), text(&by_address.stdout));
+    let stdout = text(&by_name.stdout);
+    assert!(stdout.starts_with("1 stream(s): 1 on 1 device(s) (0 leg(s) through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU"), "{stdout}");
+    let group = stdout.lines().find(|l| l.starts_with("gpu0 ")).unwrap_or_else(|| panic!("{stdout}"));
+    let cells: Vec<&str> = group.split_whitespace().collect();
+    assert_eq!(cells, ["gpu0", "0000:00:06.0", "?", "vda", "vdb", "1", "0", "2"], "{group}");
+    let stream = stdout.lines().find(|l| l.starts_with("0 ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(stream.matches("staged node ? (nvfs?)").count(), 2, "{stream}");
+    assert!(stdout.contains(gpu_line), "{stdout}");
+    let out = plan(&["--sysfs", &sys, "--source", "vda", "--target", "vdb", "--devices", "gpu0", "--explain"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("vda -> vdb: gpu0"), "{stdout}");
+    assert!(stdout.contains("staged through pinned host memory on an unknown NUMA node (host memory is touched)"), "{stdout}");
+    // a GPU that is not there: a topology error
+    let out = plan(&["--sysfs", &sys, "--source", "vda", "--target", "vdb", "--devices", "gpu1"]);
+    assert_eq!(out.status.code(), Some(13));
+    assert!(text(&out.stderr).contains("\"gpu1\""), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_h100_s_gpu_in_plan_json_and_its_fields_documented_in_the_schema() {
+    let (_dir, sys) = h100_sysfs();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas/plan.schema.json")).unwrap()).unwrap();
+    let documented = |path: &[&str], v: &serde_json::Value| {
+        let mut s = &schema;
+        for p in path {
+            s = if *p == "[]" { &s["items"] } else { &s["properties"][p] };
+        }
+        for k in v.as_object().expect("an object").keys() {
+            assert!(s["properties"].get(k).is_some(), "plan.schema.json does not document {}.{k}", path.join("."));
+        }
+    };
+    // topo --json's gpu_memory, documented in topology.schema.json as plan's GPU is in plan.schema.json
+    let out = Command::new(env!("CARGO_BIN_EXE_peerpath")).args(["topo", "--sysfs", &sys, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let topo_schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas/topology.schema.json")).unwrap()).unwrap();
+    let m = &v["gpu_memory"][0];
+    assert_eq!((&m["name"], &m["aperture_bytes"]), (&"gpu0".into(), &(128u64 << 30).into()), "{m}");
+    let items = &topo_schema["properties"]["gpu_memory"]["items"];
+    for (obj, s) in [(m, items), (&m["reasons"][0], &items["properties"]["reasons"]["items"])] {
+        for k in obj.as_object().unwrap().keys() {
+            assert!(s["properties"].get(k).is_some(), "topology.schema.json does not document gpu_memory's {k}");
+        }
+    }
+    for devices in [None, Some("gpu0"), Some("0000:00:06.0")] {
+        let mut args = vec!["--sysfs", sys.as_str(), "--source", "vda", "--target", "vdb", "--json"];
+        args.extend(devices.iter().flat_map(|d| ["--devices", d]));
+        let out = plan(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        let d = &v["devices"][0];
+        assert_eq!((&d["name"], &d["bdf"], &d["kind"]), (&"gpu0".into(), &"0000:00:06.0".into(), &"gpu".into()), "{d}");
+        let g = &d["gpu"];
+        assert_eq!(g["aperture_bytes"], 128u64 << 30, "{g}");
+        assert_eq!(g["aperture_bar"], 1, "{g}");
+        assert_eq!((&g["link_width"], &g["link_generation"], &g["link_speed"]), (&16.into(), &5.into(), &"32.0 GT/s".into()), "{g}");
+        assert_eq!(g["direct"], false);
+        assert_eq!(g["data_path"], "staged");
+        assert!(g["reasons"].as_array().unwrap().iter().any(|r| r["reason"] == "modules_unknown" && r["remedy"].is_string()), "{g}");
+        documented(&["devices", "[]"], d);
+        documented(&["devices", "[]", "gpu"], g);
+        documented(&["devices", "[]", "gpu", "reasons", "[]"], &g["reasons"][1]);
+        let s = &v["streams"][0];
+        match devices {
+            None => {
+                assert_eq!(d["usable"], false);
+                assert_eq!(s["executor"]["kind"], "cpu", "{s}");
+                assert_eq!(s["read"]["path"], "host", "{s}");
+            }
+            Some(_) => {
+                assert_eq!(d["usable"], true);
+                assert_eq!(s["executor"]["name"], "gpu0", "{s}");
+                for leg in ["read", "write"] {
+                    assert_eq!(s[leg]["path"], "staged", "{s}");
+                    assert_eq!(s[leg]["why"]["code"], "nvfs?", "{s}");
+                    documented(&["streams", "[]", leg], &s[leg]);
+                    documented(&["streams", "[]", leg, "why"], &s[leg]["why"]);
+                }
+                assert_eq!(v["groups"][0]["host_legs"], 2);
+            }
+        }
+    }
+}

@@ -64,7 +64,7 @@ pub enum TopoError {
     Invalid(String),
 
     /// A name given by the user (BDF, nvme0, nvme0n1, md0, ...) names nothing in the model.
-    #[error("no device {name:?} in this topology (give a PCI address like 0000:01:00.0, a controller like nvme0, or a block device like nvme0n1)")]
+    #[error("no device {name:?} in this topology (give a PCI address like 0000:01:00.0, a controller like nvme0, a block device like nvme0n1, or a GPU like gpu0)")]
     UnknownDevice { name: String },
 }
 

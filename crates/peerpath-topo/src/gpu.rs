@@ -30,6 +30,31 @@ pub enum GpuReason {
 }
 
 impl GpuReason {
+    /// The reason's name, as the JSON's `reason` carries it (`no_nvidia_fs`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            GpuReason::P2pProvider { .. } => "p2p_provider",
+            GpuReason::NotAP2pProvider { .. } => "not_a_p2p_provider",
+            GpuReason::NvidiaFsLoaded => "nvidia_fs_loaded",
+            GpuReason::NoNvidiaFs => "no_nvidia_fs",
+            GpuReason::ModulesUnknown => "modules_unknown",
+            GpuReason::IommuTranslates { .. } => "iommu_translates",
+        }
+    }
+
+    /// A short code for table cells (`peerpath plan`'s staged legs): `p2p`, `mem` (not a P2PDMA
+    /// provider), `gds`, `nvfs` (no nvidia-fs), `nvfs?` (unknown), `iommu`.
+    pub fn short(&self) -> &'static str {
+        match self {
+            GpuReason::P2pProvider { .. } => "p2p",
+            GpuReason::NotAP2pProvider { .. } => "mem",
+            GpuReason::NvidiaFsLoaded => "gds",
+            GpuReason::NoNvidiaFs => "nvfs",
+            GpuReason::ModulesUnknown => "nvfs?",
+            GpuReason::IommuTranslates { .. } => "iommu",
+        }
+    }
+
     pub fn severity(&self) -> Severity {
         match self {
             GpuReason::P2pProvider { .. } | GpuReason::NvidiaFsLoaded => Severity::Info,
@@ -90,6 +115,8 @@ pub struct GpuReasonText {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct GpuMemoryPath {
     pub gpu: Bdf,
+    /// `gpu0`, `gpu1`, ...: its place among the GPUs in PCI address order (see [`gpu_name`]).
+    pub name: String,
     /// The largest memory BAR: the window the CPU and peers have onto GPU memory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aperture_bytes: Option<u64>,
@@ -111,6 +138,28 @@ impl GpuMemoryPath {
 }
 
 const NVIDIA: u16 = 0x10de;
+
+/// The GPUs of `topo`, in PCI address order.
+pub fn gpus(topo: &Topology) -> impl Iterator<Item = &PciDevice> {
+    topo.devices.iter().filter(|d| d.kind == DeviceKind::Gpu)
+}
+
+/// `gpu<N>` for the GPU at `bdf`: the N-th GPU in PCI address order, as the runtime names the GPU
+/// device it opens (`gpu{ordinal}`). CUDA numbers GPUs fastest first unless
+/// `CUDA_DEVICE_ORDER=PCI_BUS_ID`; with one GPU, or GPUs of one model, the orders agree.
+/// `None` when `bdf` is not a GPU.
+pub fn gpu_name(topo: &Topology, bdf: Bdf) -> Option<String> {
+    gpus(topo).position(|d| d.bdf == bdf).map(|i| format!("gpu{i}"))
+}
+
+/// The GPU called `name` (`gpu0`: see [`gpu_name`]).
+pub fn gpu_by_name(topo: &Topology, name: &str) -> Option<Bdf> {
+    let n: usize = name.strip_prefix("gpu")?.parse().ok()?;
+    if name != format!("gpu{n}") {
+        return None; // gpu00, gpu+1
+    }
+    gpus(topo).nth(n).map(|d| d.bdf)
+}
 
 fn text(reason: GpuReason) -> GpuReasonText {
     GpuReasonText { severity: reason.severity(), text: reason.describe(), remedy: reason.remedy(), reason }
@@ -143,6 +192,7 @@ pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
     let aperture = d.largest_bar();
     GpuMemoryPath {
         gpu: d.bdf,
+        name: gpu_name(topo, d.bdf).unwrap_or_else(|| d.bdf.to_string()),
         aperture_bytes: aperture.map(|(_, b)| b.size),
         aperture_bar: aperture.map(|(i, _)| i),
         direct,
@@ -152,7 +202,7 @@ pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
 
 /// Every GPU's path, in address order.
 pub fn memory_paths(topo: &Topology) -> Vec<GpuMemoryPath> {
-    topo.devices.iter().filter(|d| d.kind == DeviceKind::Gpu).map(|d| memory_path(topo, d)).collect()
+    gpus(topo).map(|d| memory_path(topo, d)).collect()
 }
 
 #[cfg(test)]
@@ -182,6 +232,31 @@ mod tests {
         assert_eq!((p.aperture_bar, p.aperture_bytes), (Some(1), Some(128 << 30)));
         assert!(p.reasons.iter().any(|r| r.reason == GpuReason::NoNvidiaFs && r.severity == Severity::Blocks && r.remedy.is_some()));
         assert!(p.describe().starts_with("storage -> GPU memory: staged through pinned host memory"), "{}", p.describe());
+        assert_eq!(p.name, "gpu0");
+    }
+
+    #[test]
+    fn gpus_are_named_in_pci_address_order_and_codes_are_the_json_tags() {
+        let mut t = gpu_topology(None);
+        let mut d = t.devices[0].clone();
+        d.bdf = "0000:00:05.0".parse().unwrap();
+        t.devices.insert(0, d);
+        let (a, b): (Bdf, Bdf) = ("0000:00:05.0".parse().unwrap(), "0000:00:06.0".parse().unwrap());
+        assert_eq!((gpu_name(&t, a).as_deref(), gpu_name(&t, b).as_deref()), (Some("gpu0"), Some("gpu1")));
+        assert_eq!((gpu_by_name(&t, "gpu0"), gpu_by_name(&t, "gpu1")), (Some(a), Some(b)));
+        for bad in ["gpu2", "gpu01", "gpu", "gpu-1", "cpu0"] {
+            assert_eq!(gpu_by_name(&t, bad), None, "{bad}");
+        }
+        for r in [
+            GpuReason::P2pProvider { size_bytes: 1 },
+            GpuReason::NotAP2pProvider { vendor_driver: true },
+            GpuReason::NvidiaFsLoaded,
+            GpuReason::NoNvidiaFs,
+            GpuReason::ModulesUnknown,
+            GpuReason::IommuTranslates { domain: None },
+        ] {
+            assert_eq!(serde_json::to_value(&r).unwrap()["reason"], r.code());
+        }
     }
 
     #[test]

@@ -842,7 +842,8 @@ impl Topology {
     }
 
     /// Resolves what a user typed: a PCI address (`0000:01:00.0` or `01:00.0`), a label, an
-    /// NVMe controller (`nvme0`), or a block device (`nvme0n1`, `/dev/md0`, `dm-0`).
+    /// NVMe controller (`nvme0`), a block device (`nvme0n1`, `/dev/md0`, `dm-0`), or a GPU by
+    /// the runtime's name (`gpu0`: the first GPU in PCI address order).
     pub fn resolve(&self, name: &str) -> Result<Endpoint> {
         let n = name.trim();
         let n = n.strip_prefix("/dev/").unwrap_or(n);
@@ -885,6 +886,15 @@ impl Topology {
                 pci: b.pci.clone(),
                 block: Some(b.clone()),
                 controller,
+            });
+        }
+        // `gpu0`: the runtime's name for a GPU (the N-th in PCI address order).
+        if let Some(bdf) = crate::gpu::gpu_by_name(self, n) {
+            return Ok(Endpoint {
+                name: name.to_string(),
+                pci: vec![bdf],
+                block: None,
+                controller: None,
             });
         }
         Err(unknown())

@@ -38,7 +38,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::bdf::Bdf;
 use crate::error::{Result, TopoError};
-use crate::model::{DeviceKind, Topology};
+use crate::gpu::{self, GpuMemoryPath, GpuReason};
+use crate::model::{device_name, vendor_name, DeviceKind, PciDevice, Topology};
 use peerpath_metrics::human_bytes;
 use crate::verdict::{self, P2pPath, Reason, Severity};
 
@@ -186,6 +187,13 @@ pub enum Leg {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         node: Option<u32>,
     },
+    /// A GPU's leg: through its pinned host window on `node`, because storage does not DMA into
+    /// its memory for `why` (its memory-path verdict, or peerpath not driving cuFile).
+    Staged {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+        why: Why,
+    },
 }
 
 impl Leg {
@@ -207,6 +215,7 @@ impl Leg {
             Leg::ThroughHostBridge { distance } => format!("P2P host bridge {distance}"),
             Leg::Bounce { node, why } => format!("bounce {} ({})", node_short(*node), why.code),
             Leg::Host { node } => format!("host {}", node_short(*node)),
+            Leg::Staged { node, why } => format!("staged {} ({})", node_short(*node), why.code),
         }
     }
 
@@ -226,6 +235,13 @@ impl Leg {
                 s
             }
             Leg::Host { node } => format!("host memory on {}", node_words(*node)),
+            Leg::Staged { node, why } => {
+                let mut s = format!("staged through pinned host memory on {} (host memory is touched): {}", node_words(*node), why.text);
+                if let Some(r) = &why.remedy {
+                    let _ = write!(s, " (remedy: {r})");
+                }
+                s
+            }
         }
     }
 }
@@ -323,6 +339,172 @@ pub struct DeviceReport {
     pub remedy: Option<String>,
     /// Streams it serves.
     pub streams: usize,
+    /// For a GPU: what `peerpath topo` shows of it and how storage reaches its memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuReport>,
+}
+
+/// How the plan moves a GPU's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuDataPath {
+    /// Peer-to-peer with its published P2P memory (the kernel's P2PDMA), leg by leg as for a CSP.
+    P2p,
+    /// Through pinned host memory: storage -> host memory -> GPU memory, and back.
+    Staged,
+}
+
+/// One reason of a GPU's memory-path verdict, as `peerpath topo` gives it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuWhy {
+    /// The reason's name (`not_a_p2p_provider`, `no_nvidia_fs`, `modules_unknown`, ...).
+    pub reason: String,
+    pub severity: Severity,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+/// A GPU the planner looked at: what `peerpath topo` shows of it, its memory-path verdict, and
+/// how the plan moves its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuReport {
+    /// Vendor and device: `NVIDIA 10de:2330`.
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Its largest memory BAR (NVIDIA's BAR1: the window the CPU and peers have onto its memory)
+    /// and that BAR's ordinal among its memory BARs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aperture_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aperture_bar: Option<usize>,
+    /// The link as trained: lanes, PCIe generation, rate per lane (`32.0 GT/s`), and in words
+    /// (`x16 Gen5 32.0 GT/s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_width: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_generation: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_speed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// The memory-path verdict (`peerpath topo`'s `gpu_memory`): storage can DMA straight into
+    /// its memory.
+    pub direct: bool,
+    /// That verdict in one line.
+    pub verdict: String,
+    pub reasons: Vec<GpuWhy>,
+    /// How the plan moves its streams' bytes, and why.
+    pub data_path: GpuDataPath,
+    pub data_path_why: String,
+}
+
+impl GpuReport {
+    fn new(d: &PciDevice, path: &GpuMemoryPath, staged: Option<&Why>) -> GpuReport {
+        let link = d.link.as_ref();
+        let (data_path, data_path_why) = match staged {
+            None => (
+                GpuDataPath::P2p,
+                "peer-to-peer with its published P2P memory (the kernel's P2PDMA), each leg as its verdict says".to_string(),
+            ),
+            Some(w) => (
+                GpuDataPath::Staged,
+                format!(
+                    "staged through pinned host memory: storage -> host memory -> GPU memory and back, so host memory is touched on both legs, {}",
+                    staged_because(path, w)
+                ),
+            ),
+        };
+        GpuReport {
+            model: format!(
+                "{}{} {:04x}:{:04x}",
+                vendor_name(d.vendor),
+                device_name(d.vendor, d.device).map(|n| format!(" {n}")).unwrap_or_default(),
+                d.vendor,
+                d.device
+            ),
+            driver: d.driver.clone(),
+            aperture_bytes: path.aperture_bytes,
+            aperture_bar: path.aperture_bar,
+            link_width: link.and_then(|l| l.current_width),
+            link_generation: link.and_then(|l| l.current_speed.generation()),
+            link_speed: link.and_then(|l| l.current_speed.mt_per_s.map(|_| l.current_speed.to_string())),
+            link: link.map(|l| l.describe()),
+            direct: path.direct,
+            verdict: path.describe(),
+            reasons: path
+                .reasons
+                .iter()
+                .map(|r| GpuWhy { reason: r.reason.code().to_string(), severity: r.severity, text: r.text.clone(), remedy: r.remedy.clone() })
+                .collect(),
+            data_path,
+            data_path_why,
+        }
+    }
+
+    /// `NVIDIA 10de:2330 [nvidia], BAR1 128 GiB, x16 Gen5 32.0 GT/s`
+    pub fn describe(&self) -> String {
+        let mut s = self.model.clone();
+        if let Some(d) = &self.driver {
+            let _ = write!(s, " [{d}]");
+        }
+        match (self.aperture_bar, self.aperture_bytes) {
+            (Some(i), Some(b)) => {
+                let _ = write!(s, ", BAR{i} {}", human_bytes(b));
+            }
+            _ => s.push_str(", no memory BAR read"),
+        }
+        match &self.link {
+            Some(l) => {
+                let _ = write!(s, ", {l}");
+            }
+            None => s.push_str(", link unknown"),
+        }
+        s
+    }
+}
+
+/// Why a GPU is staged, in a clause: its memory-path verdict when that decides it (printed
+/// beside it), else the reason that overrides a direct path.
+fn staged_because(path: &GpuMemoryPath, why: &Why) -> String {
+    if path.direct || why.text.starts_with("its P2P memory") {
+        format!("because {}", why.text)
+    } else {
+        "as its memory-path verdict says".to_string()
+    }
+}
+
+/// Why a GPU's legs are staged: the deciding reason of its memory-path verdict (the most severe),
+/// with every reason in words; or, where the verdict says storage could DMA straight into it,
+/// that peerpath's GPU device does not drive cuFile (GPUDirect Storage) yet.
+fn staged_why(path: &GpuMemoryPath, blocked: Option<&Reason>) -> Why {
+    if let Some(r) = blocked {
+        return Why {
+            code: r.code().to_string(),
+            text: format!("its P2P memory cannot be used: {}", r.describe()),
+            remedy: r.remedy(),
+        };
+    }
+    if path.direct {
+        let gds = path.reasons.iter().any(|r| r.reason == GpuReason::NvidiaFsLoaded);
+        return Why {
+            code: "cufile".into(),
+            text: if gds {
+                "nvidia-fs is loaded, so GPUDirect Storage could DMA straight into its memory, but peerpath's GPU device does not drive cuFile yet".into()
+            } else {
+                "storage could DMA straight into its memory, but peerpath's GPU device stages through its pinned window".into()
+            },
+            remedy: None,
+        };
+    }
+    let deciding = path.reasons.iter().min_by_key(|r| r.severity);
+    let texts: Vec<&str> = path.reasons.iter().map(|r| r.text.as_str()).collect();
+    Why {
+        code: deciding.map_or("mem", |r| r.reason.short()).to_string(),
+        text: format!("storage cannot DMA into its memory: {}", texts.join("; ")),
+        remedy: path.reasons.iter().find_map(|r| r.remedy.clone()),
+    }
 }
 
 /// What a decision was about.
@@ -429,6 +611,8 @@ fn locality(topo: &Topology, a: Option<u32>, b: Option<u32>) -> u8 {
 
 struct Cand {
     report: DeviceReport,
+    /// A GPU whose legs go through pinned host memory, and why.
+    staged: Option<Why>,
 }
 
 /// One leg evaluated against one device.
@@ -448,16 +632,25 @@ struct Opt {
     host_legs: u8,
     distance: u32,
     mismatch: u8,
+    /// A GPU staging both legs through pinned host memory (named as a compute device).
+    staged: bool,
 }
 
 impl Opt {
-    /// The "how near" part of the cost; eligible only below 2.
+    /// The "how near" part of the cost: host legs (0, 1; 2 for a staged GPU), distance, nodes.
     fn primary(&self) -> (u8, u32, u8) {
         (self.host_legs, self.distance, self.mismatch)
     }
+
+    /// A device may take the stream: at least one leg peer-to-peer, or a GPU that stages both
+    /// (it computes; a CSP bouncing both legs would only add copies to the CPU path).
+    fn eligible(&self) -> bool {
+        self.host_legs < 2 || self.staged
+    }
 }
 
-const CPU_PRIMARY: (u8, u32, u8) = (2, 0, 0);
+/// The CPU path's cost: after every eligible device.
+const CPU_PRIMARY: (u8, u32, u8) = (3, 0, 0);
 
 struct Planner<'a> {
     topo: &'a Topology,
@@ -519,7 +712,11 @@ impl<'a> Planner<'a> {
         let topo = self.topo;
         let (bdfs, explicit): (Vec<Bdf>, bool) = match &self.request.devices {
             DeviceSelection::Auto => (
-                topo.devices.iter().filter(|d| d.kind == DeviceKind::Csp).map(|d| d.bdf).collect(),
+                topo.devices
+                    .iter()
+                    .filter(|d| matches!(d.kind, DeviceKind::Csp | DeviceKind::Gpu))
+                    .map(|d| d.bdf)
+                    .collect(),
                 false,
             ),
             DeviceSelection::Named(names) => {
@@ -539,6 +736,7 @@ impl<'a> Planner<'a> {
                 .label
                 .clone()
                 .or_else(|| topo.nvme_for_pci(b).map(|c| c.name.clone()))
+                .or_else(|| gpu::gpu_name(topo, b))
                 .unwrap_or_else(|| b.to_string());
             let node = d.numa_node;
             let socket = node.and_then(|n| topo.socket_of_node(n));
@@ -549,10 +747,35 @@ impl<'a> Planner<'a> {
                 .iter()
                 .find(|r| r.severity() == Severity::Blocks || matches!(r, Reason::ProviderExhausted { .. }));
             let mut why_lines = Vec::new();
-            let (usable, why, remedy) = match (blocking, d.p2pmem) {
-                (Some(r), _) => (false, r.describe(), r.remedy()),
-                (None, None) => (false, format!("{b} has no P2P memory"), None),
-                (None, Some(p)) => {
+            // A GPU without usable P2P memory still computes: its legs are staged.
+            let gpu_path = (d.kind == DeviceKind::Gpu).then(|| gpu::memory_path(topo, d));
+            let staged = match &gpu_path {
+                Some(p) => Some(staged_why(p, blocking.filter(|_| d.p2pmem.is_some()))),
+                _ => None,
+            };
+            let gpu_report = gpu_path.as_ref().map(|p| GpuReport::new(d, p, staged.as_ref()));
+            if let (Some(g), Some(p)) = (&gpu_report, &gpu_path) {
+                why_lines.push(format!("a GPU: {}, on {}", g.describe(), node_words(node)));
+                why_lines.push(format!("memory-path verdict: {}", p.describe()));
+            }
+            let because = |w: &Why| staged_because(gpu_path.as_ref().expect("a GPU"), w);
+            let (usable, why, remedy) = match (blocking, d.p2pmem, &staged) {
+                (_, _, Some(w)) if explicit => (
+                    true,
+                    format!("a GPU named as a compute device: its streams are staged through pinned host memory on both legs, {}", because(w)),
+                    w.remedy.clone(),
+                ),
+                (_, _, Some(w)) => (
+                    false,
+                    format!(
+                        "a GPU: its streams would be staged through pinned host memory on both legs, {}; not placed automatically, since the CPU path touches host memory no more: name it (--devices {name}) to compute on it",
+                        because(w)
+                    ),
+                    w.remedy.clone(),
+                ),
+                (Some(r), _, None) => (false, r.describe(), r.remedy()),
+                (None, None, None) => (false, format!("{b} has no P2P memory"), None),
+                (None, Some(p), None) => {
                     let mut w = format!(
                         "{} of published P2P memory ({} free) on {}",
                         human_bytes(p.size_bytes),
@@ -562,7 +785,7 @@ impl<'a> Planner<'a> {
                     if let Some(s) = socket {
                         let _ = write!(w, " (socket {s})");
                     }
-                    if d.kind != DeviceKind::Csp {
+                    if !matches!(d.kind, DeviceKind::Csp | DeviceKind::Gpu) {
                         let _ = write!(w, "; it is a {}, not a CSP, but was named as a compute device", d.kind.short());
                     }
                     (true, w, None)
@@ -573,7 +796,11 @@ impl<'a> Planner<'a> {
                 why_lines.push(format!("remedy: {r}"));
             }
             if !explicit && usable {
-                why_lines.push("found automatically: a CSP (computational storage processor)".to_string());
+                why_lines.push(if d.kind == DeviceKind::Gpu {
+                    "found automatically: a GPU whose memory is a P2PDMA provider".to_string()
+                } else {
+                    "found automatically: a CSP (computational storage processor)".to_string()
+                });
             }
             self.decisions.push(Decision {
                 kind: DecisionKind::Device,
@@ -595,7 +822,9 @@ impl<'a> Planner<'a> {
                     why,
                     remedy,
                     streams: 0,
+                    gpu: gpu_report,
                 },
+                staged,
             });
         }
         if self.usable().next().is_none() {
@@ -635,9 +864,19 @@ impl<'a> Planner<'a> {
             DeviceSelection::Auto if self.cands.is_empty() => format!(
                 "no compute device: this topology has no CSP, and {memory}: every stream runs on the host CPU (to offload: a CSP whose P2P memory is published, e.g. a CMB of 2 MiB or more with RDS and WDS, on a kernel with CONFIG_PCI_P2PDMA)"
             ),
-            DeviceSelection::Auto => format!(
-                "no CSP has usable P2P memory (see each one above); {memory}: every stream runs on the host CPU"
-            ),
+            DeviceSelection::Auto => {
+                let gpus: Vec<String> = self.cands.iter().filter(|c| c.staged.is_some()).map(|c| c.report.name.clone()).collect();
+                let csps = self.cands.iter().filter(|c| c.report.kind == DeviceKind::Csp).count();
+                let csp_words = if csps == 0 { "this topology has no CSP".to_string() } else { "no CSP has usable P2P memory (see each one above)".to_string() };
+                if gpus.is_empty() {
+                    format!("{csp_words}; {memory}: every stream runs on the host CPU")
+                } else {
+                    format!(
+                        "{csp_words}; {memory}; the GPU(s) {} would stage every byte through pinned host memory, so they are not placed automatically (name one with --devices): every stream runs on the host CPU",
+                        list(&gpus)
+                    )
+                }
+            }
         }
     }
 
@@ -645,6 +884,14 @@ impl<'a> Planner<'a> {
         let key = (cand, place.name.clone());
         if let Some(l) = self.legs.get(&key) {
             return Ok(l.clone());
+        }
+        if let Some(why) = &self.cands[cand].staged {
+            let l = LegEval {
+                leg: Leg::Staged { node: self.cands[cand].report.node.or(place.node), why: why.clone() },
+                notes: Vec::new(),
+            };
+            self.legs.insert(key, l.clone());
+            return Ok(l);
         }
         let c = &self.cands[cand].report;
         let v = verdict::verdict(self.topo, &c.bdf.to_string(), &place.name)?;
@@ -692,6 +939,7 @@ impl<'a> Planner<'a> {
             host_legs,
             distance,
             mismatch,
+            staged: self.cands[cand].staged.is_some(),
         })
     }
 
@@ -703,7 +951,7 @@ impl<'a> Planner<'a> {
 
     fn best_primary(opts: &[Opt]) -> (u8, u32, u8) {
         opts.iter()
-            .filter(|o| o.host_legs < 2)
+            .filter(|o| o.eligible())
             .map(Opt::primary)
             .min()
             .unwrap_or(CPU_PRIMARY)
@@ -712,7 +960,7 @@ impl<'a> Planner<'a> {
     fn cost_words(&self, opts: &[Opt], primary: (u8, u32, u8)) -> String {
         let names: Vec<String> = opts
             .iter()
-            .filter(|o| o.host_legs < 2 && o.primary() == primary)
+            .filter(|o| o.eligible() && o.primary() == primary)
             .map(|o| self.cands[o.cand].report.name.clone())
             .collect();
         let (who, reach) = if names.len() == 1 { ("device", "reaches") } else { ("devices", "reach") };
@@ -722,6 +970,13 @@ impl<'a> Planner<'a> {
                 "no device reaches both peer-to-peer: the nearest {who} ({}) {reach} one of them (distance {}), the other leg needs a host bounce buffer",
                 list(&names),
                 primary.1
+            ),
+            2 => format!(
+                "no device reaches either of them peer-to-peer; the nearest GPU{} ({}) {} named to compute: {} through pinned host memory on both legs",
+                if names.len() == 1 { "" } else { "s" },
+                list(&names),
+                if names.len() == 1 { "was" } else { "were" },
+                if names.len() == 1 { "staged" } else { "each staged" }
             ),
             _ if opts.is_empty() => "there is no usable compute device: the CPU path".to_string(),
             _ => "no device reaches either of them peer-to-peer: the CPU path".to_string(),
@@ -834,7 +1089,7 @@ impl<'a> Planner<'a> {
             let opts = self.options(s, t)?;
             let best = Self::best_primary(&opts);
             if best != CPU_PRIMARY {
-                let set: Vec<usize> = opts.iter().filter(|o| o.host_legs < 2 && o.primary() == best).map(|o| o.cand).collect();
+                let set: Vec<usize> = opts.iter().filter(|o| o.eligible() && o.primary() == best).map(|o| o.cand).collect();
                 for c in &set {
                     share[*c] += 1.0 / set.len() as f64;
                 }
@@ -859,7 +1114,7 @@ impl<'a> Planner<'a> {
                     o.cand,
                 )
             };
-            let chosen = opts.iter().filter(|o| o.host_legs < 2).min_by_key(|o| key(o)).cloned();
+            let chosen = opts.iter().filter(|o| o.eligible()).min_by_key(|o| key(o)).cloned();
             let subject = format!("{} -> {}", src.name, tgt.name);
             let decision = self.decisions.len();
             let stream = match chosen {
@@ -881,7 +1136,7 @@ impl<'a> Planner<'a> {
                         0 => format!("{} is on {}; the node of the source or target is unknown", c.name, node_words(c.node)),
                         _ => format!("{} is on {}; {} leg(s) reach another NUMA node of the same socket", c.name, node_words(c.node), o.mismatch),
                     });
-                    let ties: Vec<&Opt> = opts.iter().filter(|x| x.host_legs < 2 && x.primary() == o.primary()).collect();
+                    let ties: Vec<&Opt> = opts.iter().filter(|x| x.eligible() && x.primary() == o.primary()).collect();
                     if ties.len() > 1 {
                         let names: Vec<String> = ties.iter().map(|x| self.cands[x.cand].report.name.clone()).collect();
                         let mut b = format!(
@@ -917,7 +1172,11 @@ impl<'a> Planner<'a> {
                     }
                     rejected.push(Rejected {
                         option: "host CPU".into(),
-                        why: "the CPU path is only for streams that no device reaches peer-to-peer on either leg".into(),
+                        why: if o.staged {
+                            format!("{} was named to compute: the CPU path is only for streams that no named device takes", c.name)
+                        } else {
+                            "the CPU path is only for streams that no device reaches peer-to-peer on either leg".into()
+                        },
                     });
                     self.decisions.push(Decision {
                         kind: DecisionKind::Stream,
@@ -1020,8 +1279,14 @@ impl<'a> Planner<'a> {
         cap: usize,
     ) -> String {
         let cn = &self.cands[chosen.cand].report.name;
-        if x.host_legs >= 2 {
+        if !x.eligible() {
             return neither(src, tgt, x);
+        }
+        if x.staged && !chosen.staged {
+            return format!(
+                "it stages both legs through pinned host memory ({}); {cn} reaches at least one of them peer-to-peer",
+                refusal(&x.read.leg)
+            );
         }
         if x.host_legs > chosen.host_legs {
             let (which, leg) = if x.read.leg.is_p2p() { (format!("write {}", tgt.name), &x.write.leg) } else { (format!("read {}", src.name), &x.read.leg) };
@@ -1106,7 +1371,9 @@ impl<'a> Planner<'a> {
                 .legs
                 .iter()
                 .any(|((cand, _), l)| *cand == ci && l.leg.is_p2p());
-            let why = if reachable {
+            let why = if c.staged.is_some() {
+                "devices that reach a source or target peer-to-peer took every stream (it would stage both legs through pinned host memory)".to_string()
+            } else if reachable {
                 "equally near or nearer devices took every stream it could serve".to_string()
             } else {
                 let first = self
@@ -1143,13 +1410,12 @@ impl<'a> Planner<'a> {
         }
         let devices_used = groups.iter().filter(|g| !g.executor.is_cpu()).count();
         let cpu_streams = streams.iter().filter(|s| s.executor.is_cpu()).count();
-        let bounced: usize = streams
-            .iter()
-            .filter(|s| !s.executor.is_cpu())
-            .map(|s| s.host_legs())
-            .sum();
+        let device_legs = || streams.iter().filter(|s| !s.executor.is_cpu()).flat_map(|s| [&s.read, &s.write]);
+        let staged = device_legs().filter(|l| matches!(l, Leg::Staged { .. })).count();
+        let bounced = device_legs().filter(|l| !l.is_p2p()).count() - staged;
+        let staged_words = if staged > 0 { format!(", {staged} staged through pinned host memory") } else { String::new() };
         let summary = format!(
-            "{} stream(s): {} on {} device(s) ({} leg(s) through a host bounce buffer), {} on the host CPU",
+            "{} stream(s): {} on {} device(s) ({} leg(s) through a host bounce buffer{staged_words}), {} on the host CPU",
             streams.len(),
             streams.len() - cpu_streams,
             devices_used,
@@ -1183,7 +1449,7 @@ fn neither(src: &Place, tgt: &Place, x: &Opt) -> String {
 /// The refusal in a bounced leg, or the leg's words.
 fn refusal(leg: &Leg) -> String {
     match leg {
-        Leg::Bounce { why, .. } => why.text.clone(),
+        Leg::Bounce { why, .. } | Leg::Staged { why, .. } => why.text.clone(),
         other => other.words(),
     }
 }
@@ -1287,6 +1553,31 @@ impl Plan {
             ]);
         }
         table(&mut out, &rows);
+        let gpus: Vec<(&DeviceReport, &GpuReport)> = self.devices.iter().filter_map(|d| d.gpu.as_ref().map(|g| (d, g))).collect();
+        if !gpus.is_empty() {
+            out.push('\n');
+            for (d, g) in gpus {
+                let node = d.node.map_or_else(|| "node ?".to_string(), |n| format!("node {n}"));
+                let _ = writeln!(out, "GPU {} ({}): {}, {node}", d.name, d.bdf, g.describe());
+                let _ = writeln!(out, "  {}", g.verdict);
+                for r in g.reasons.iter().filter_map(|r| r.remedy.as_ref()) {
+                    let _ = writeln!(out, "  remedy: {r}");
+                }
+                let legs: usize = self
+                    .streams
+                    .iter()
+                    .filter(|s| matches!(&s.executor, Executor::Device { bdf, .. } if *bdf == d.bdf))
+                    .map(|s| [&s.read, &s.write].iter().filter(|l| matches!(l, Leg::Staged { .. })).count())
+                    .sum();
+                let used = match (d.usable, d.streams) {
+                    (false, _) => "not used".to_string(),
+                    (true, 0) => "usable, idle".to_string(),
+                    (true, n) if legs > 0 => format!("{n} stream(s), {legs} leg(s) through pinned host memory"),
+                    (true, n) => format!("{n} stream(s)"),
+                };
+                    let _ = writeln!(out, "  data path: {} [{used}]", g.data_path_why);
+            }
+        }
         let unusable: Vec<&DeviceReport> = self.devices.iter().filter(|d| !d.usable).collect();
         if !unusable.is_empty() {
             out.push('\n');
@@ -1305,6 +1596,11 @@ impl Plan {
             "\nP2P bus n: below a common switch, distance n.  P2P host bridge n: through the root complex.\n\
              bounce node n (why): through a host buffer on NUMA node n.  host node n: the CPU path.  --explain says why.\n",
         );
+        if self.streams.iter().any(|s| matches!(s.read, Leg::Staged { .. }) || matches!(s.write, Leg::Staged { .. })) {
+            out.push_str(
+                "staged node n (why): a GPU's leg through its pinned host memory on NUMA node n (no direct DMA into its memory: see its GPU line).\n",
+            );
+        }
         out
     }
 

@@ -189,7 +189,7 @@ pub fn render_tree(topo: &Topology) -> String {
         }
     );
     for p in crate::gpu::memory_paths(topo) {
-        let _ = writeln!(out, "GPU {}: {}", short_bdf(topo, p.gpu), p.describe());
+        let _ = writeln!(out, "GPU {} ({}): {}", p.name, short_bdf(topo, p.gpu), p.describe());
         for remedy in p.reasons.iter().filter_map(|r| r.remedy.as_ref()) {
             let _ = writeln!(out, "  remedy: {remedy}");
         }

@@ -2,7 +2,8 @@
 //! its link, and how storage reaches its memory.
 
 use peerpath_topo::gpu::GpuReason;
-use peerpath_topo::{DeviceKind, Severity, Topology};
+use peerpath_topo::plan::{Executor, GpuDataPath, Leg};
+use peerpath_topo::{CpuVendor, DeviceKind, DeviceSelection, P2pProvider, Plan, PlanRequest, Severity, TopoError, Topology};
 use std::path::Path;
 
 /// The capture, unpacked: it is kept as the tarball it came in, since git would drop its
@@ -81,4 +82,124 @@ fn the_committed_topology_file_is_the_tree_read_back() {
     from_file.source = None;
     from_file.description = None;
     assert_eq!(from_sys, from_file);
+}
+
+/// `peerpath plan`'s request on that machine: its two virtio disks, on the devices named.
+fn plan_on(t: &Topology, devices: &str) -> Plan {
+    t.plan(&PlanRequest::new(["vda"], ["vdb"]).with_devices(DeviceSelection::parse(devices))).unwrap()
+}
+
+#[test]
+fn gpu0_names_the_first_gpu_in_pci_order_as_the_runtime_does() {
+    let f = fixture();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
+    assert_eq!(t.resolve("gpu0").unwrap().pci, vec!["0000:00:06.0".parse().unwrap()]);
+    let e = t.resolve("gpu1").unwrap_err();
+    assert!(matches!(e, TopoError::UnknownDevice { .. }) && e.to_string().contains("a GPU like gpu0"), "{e}");
+    assert!(t.render_tree().contains("GPU gpu0 (00:06.0): storage -> GPU memory: staged"), "{}", t.render_tree());
+    assert_eq!(t.gpu_memory_paths()[0].name, "gpu0");
+}
+
+#[test]
+fn plan_lists_the_h100_with_bar1_link_and_verdict_and_leaves_it_unplaced_in_auto() {
+    let f = fixture();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
+    let p = plan_on(&t, "auto");
+    assert_eq!(p.devices.len(), 1, "{:?}", p.devices);
+    let d = &p.devices[0];
+    assert_eq!((d.name.as_str(), d.bdf.to_string().as_str(), d.kind), ("gpu0", "0000:00:06.0", DeviceKind::Gpu));
+    let g = d.gpu.as_ref().expect("the GPU's report");
+    assert_eq!((g.aperture_bar, g.aperture_bytes), (Some(1), Some(128 << 30)));
+    assert_eq!((g.link_width, g.link_generation, g.link_speed.as_deref()), (Some(16), Some(5), Some("32.0 GT/s")));
+    assert_eq!(g.model, "NVIDIA 10de:2330");
+    assert!(!g.direct);
+    assert_eq!(g.data_path, GpuDataPath::Staged);
+    let codes: Vec<&str> = g.reasons.iter().map(|r| r.reason.as_str()).collect();
+    assert_eq!(codes, ["not_a_p2p_provider", "modules_unknown"]);
+    // Auto mode does not place a staged GPU: the CPU path touches host memory no more.
+    assert!(!d.usable && d.why.contains("--devices gpu0"), "{}", d.why);
+    assert_eq!(d.streams, 0);
+    assert!(p.streams[0].executor.is_cpu());
+    let table = p.render_table();
+    assert!(table.contains("GPU gpu0 (0000:00:06.0): NVIDIA 10de:2330 [nvidia], BAR1 128 GiB, x16 Gen5 32.0 GT/s"), "{table}");
+    assert!(table.contains("whether nvidia-fs is loaded is unknown"), "{table}");
+    assert!(table.contains("data path: staged through pinned host memory"), "{table}");
+    assert!(table.contains("not used: gpu0 (0000:00:06.0)"), "{table}");
+}
+
+#[test]
+fn naming_gpu0_or_its_address_stages_both_legs_through_host_memory_and_says_so() {
+    let f = fixture();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
+    let p = plan_on(&t, "gpu0");
+    let by_address = plan_on(&t, "0000:00:06.0");
+    assert_eq!((&p.devices, &p.streams, &p.decisions), (&by_address.devices, &by_address.streams, &by_address.decisions));
+    assert!(p.devices[0].usable, "{:?}", p.devices[0]);
+    let s = &p.streams[0];
+    assert!(matches!(&s.executor, Executor::Device { name, .. } if name == "gpu0"), "{:?}", s.executor);
+    for leg in [&s.read, &s.write] {
+        match leg {
+            Leg::Staged { why, .. } => {
+                assert_eq!(why.code, "nvfs?");
+                assert!(why.text.contains("storage cannot DMA into its memory"), "{}", why.text);
+            }
+            other => panic!("a GPU without a direct path is staged, not {other:?}"),
+        }
+        assert!(!leg.is_p2p());
+    }
+    assert_eq!(s.host_legs(), 2);
+    assert_eq!((p.groups[0].p2p_legs, p.groups[0].host_legs), (0, 2));
+    assert_eq!(p.summary, "1 stream(s): 1 on 1 device(s) (0 leg(s) through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU");
+    let table = p.render_table();
+    let row = table.lines().find(|l| l.starts_with("0 ")).unwrap();
+    assert!(row.contains("gpu0") && row.matches("staged node ? (nvfs?)").count() == 2, "{row}");
+    assert!(table.contains("[1 stream(s), 2 leg(s) through pinned host memory]"), "{table}");
+    let explain = p.explain();
+    assert!(explain.contains("read vda (0000:00:01.0, virtio block, an unknown NUMA node): staged through pinned host memory on an unknown NUMA node (host memory is touched)"), "{explain}");
+    assert!(explain.contains("memory-path verdict: storage -> GPU memory: staged through pinned host memory"), "{explain}");
+    let back: Plan = serde_json::from_str(&p.to_json_string().unwrap()).unwrap();
+    assert_eq!(back, p);
+}
+
+#[test]
+fn without_nvidia_fs_the_plan_names_it_with_its_remedy_and_with_it_stays_staged_honestly() {
+    let f = fixture();
+    let copy = f.sys();
+    std::fs::create_dir_all(copy.join("module/nvidia")).unwrap();
+    let t = Topology::from_sysfs(&copy).unwrap();
+    let p = plan_on(&t, "gpu0");
+    let Leg::Staged { why, .. } = &p.streams[0].read else { panic!("{:?}", p.streams[0].read) };
+    assert_eq!(why.code, "nvfs");
+    assert!(why.remedy.as_deref().is_some_and(|r| r.contains("modprobe nvidia-fs")), "{why:?}");
+    let g = p.devices[0].gpu.as_ref().unwrap();
+    assert!(g.reasons.iter().any(|r| r.reason == "no_nvidia_fs" && r.severity == Severity::Blocks));
+    // nvidia-fs loaded: the verdict says direct, but peerpath's GPU device does not drive cuFile.
+    std::fs::create_dir_all(copy.join("module/nvidia_fs")).unwrap();
+    let t = Topology::from_sysfs(&copy).unwrap();
+    let p = plan_on(&t, "gpu0");
+    let g = p.devices[0].gpu.as_ref().unwrap();
+    assert!(g.direct);
+    assert_eq!(g.data_path, GpuDataPath::Staged);
+    assert!(g.data_path_why.contains("does not drive cuFile"), "{}", g.data_path_why);
+    let Leg::Staged { why, .. } = &p.streams[0].write else { panic!("{:?}", p.streams[0].write) };
+    assert_eq!(why.code, "cufile");
+}
+
+#[test]
+fn a_gpu_whose_memory_is_a_p2pdma_provider_is_planned_peer_to_peer_not_staged() {
+    let f = fixture();
+    let mut t = Topology::from_sysfs(f.sys()).unwrap();
+    // An AMD Zen host (P2P through the root complex allowed) whose GPU published p2pmem/.
+    t.cpu.vendor = CpuVendor::Amd;
+    t.cpu.family = Some(0x19);
+    let gpu = t.devices.iter_mut().find(|d| d.kind == DeviceKind::Gpu).unwrap();
+    gpu.p2pmem = Some(P2pProvider { size_bytes: 1 << 30, available_bytes: 1 << 30, published: true, allocate: true });
+    let p = plan_on(&t, "auto");
+    let d = &p.devices[0];
+    assert!(d.usable, "{}", d.why);
+    assert_eq!(d.gpu.as_ref().unwrap().data_path, GpuDataPath::P2p);
+    let s = &p.streams[0];
+    assert!(matches!(&s.executor, Executor::Device { name, .. } if name == "gpu0"), "{:?}", s.executor);
+    assert!(s.read.is_p2p() && s.write.is_p2p(), "{:?} {:?}", s.read, s.write);
+    assert!(!p.summary.contains("staged"), "{}", p.summary);
 }
