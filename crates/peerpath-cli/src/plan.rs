@@ -1,8 +1,9 @@
 //! `peerpath plan`: which compute device serves which sources and targets, and how each leg
-//! moves its bytes (peer-to-peer, a host bounce buffer, or the CPU path), from the topology of
-//! this machine or of a topology file. The planner is `peerpath_topo::plan`; this module turns
-//! flags into a `PlanRequest` and prints the plan. Topology errors (malformed sysfs or topology
-//! file, unknown device name) exit with code 13, as `peerpath topo` does.
+//! moves its bytes (peer-to-peer, a host bounce buffer, a GPU's pinned host memory, or the CPU
+//! path), from the topology of this machine or of a topology file. The planner is
+//! `peerpath_topo::plan`; this module turns flags into a `PlanRequest` and prints the plan.
+//! Topology errors (malformed sysfs or topology file, unknown device name) exit with code 13, as
+//! `peerpath topo` does.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,9 +25,12 @@ pub struct PlanArgs {
     /// Devices written to (same names as --source); sources are paired with the nearest target.
     #[arg(long = "target", value_name = "DEV", required = true, num_args = 1.., value_delimiter = ',')]
     targets: Vec<String>,
-    /// Compute devices: `auto` (every CSP with published P2P memory), a list (`csp0,csp1`), or
-    /// `cpu` (the host only). The host CPU is always available.
-    #[arg(long, default_value = "auto", value_name = "csp0,csp1|auto")]
+    /// Compute devices: `auto` (every CSP with published P2P memory; GPUs are listed with their
+    /// BAR1, link and memory-path verdict, and placed only where storage reaches their memory
+    /// peer-to-peer), a list (`csp0,csp1`; a GPU as `gpu0` or by PCI address: named, it takes
+    /// streams, staged through pinned host memory unless P2P works), or `cpu` (the host only).
+    /// The host CPU is always available.
+    #[arg(long, default_value = "auto", value_name = "csp0,gpu0|auto")]
     devices: String,
     /// Print the plan as JSON (every decision and its reasons included).
     #[arg(long)]

@@ -11,14 +11,24 @@
 //! verdict's reason). The host CPU is always available and takes a stream that no device can
 //! reach peer-to-peer on either leg.
 //!
+//! A GPU (named `gpu0`, `gpu1`, ... in PCI address order, as the runtime names it) is a compute
+//! device too. Its report carries what `peerpath topo` shows (model, BAR1, link) and its
+//! memory-path verdict ([`crate::gpu`]). Where its memory is a published P2PDMA provider it is
+//! planned as a CSP is; otherwise both its legs are *staged* through pinned host memory
+//! ([`Leg::Staged`], with the verdict's deciding reason; also where nvidia-fs is loaded, since
+//! peerpath's GPU device does not drive cuFile). A staged GPU takes streams only when named:
+//! in auto mode it is listed, not used, since the CPU path touches host memory no more.
+//!
 //! ```text
-//!   1. devices   auto: every CSP, by address; or the named ones. Usable: published P2P
-//!                memory with free space (else: the verdict's reason, e.g. CMB not published).
+//!   1. devices   auto: every CSP and GPU, by address; or the named ones. Usable: published P2P
+//!                memory with free space (else: the verdict's reason, e.g. CMB not published);
+//!                a GPU without it: staged, usable when named.
 //!   2. pairing   (unless the request pairs them) each source, in order, writes to the target
 //!                with the best stream cost (below), then the nearer one (same node, same
 //!                socket), then the one with fewer sources so far, then the first listed.
 //!   3. streams   each stream, in order, goes to the device with the lowest cost:
-//!                  a. fewest legs through host memory (0, then 1; 2 = CPU path instead)
+//!                  a. fewest legs through host memory (0, then 1; 2 = CPU path instead,
+//!                     except a named staged GPU: after every P2P option, before the CPU)
 //!                  b. smallest P2P distance (read + write; the kernel's distance)
 //!                  c. fewest legs whose endpoint is on another NUMA node than the device
 //!                and among those equally near (the balance step):
@@ -750,7 +760,7 @@ impl<'a> Planner<'a> {
             // A GPU without usable P2P memory still computes: its legs are staged.
             let gpu_path = (d.kind == DeviceKind::Gpu).then(|| gpu::memory_path(topo, d));
             let staged = match &gpu_path {
-                Some(p) => Some(staged_why(p, blocking.filter(|_| d.p2pmem.is_some()))),
+                Some(p) if blocking.is_some() || d.p2pmem.is_none() => Some(staged_why(p, blocking.filter(|_| d.p2pmem.is_some()))),
                 _ => None,
             };
             let gpu_report = gpu_path.as_ref().map(|p| GpuReport::new(d, p, staged.as_ref()));
