@@ -144,7 +144,14 @@ pub fn whole_records(buf: &[u8], format: RecordFormat, at_end: bool) -> Option<u
         RecordFormat::Fasta => memchr::memmem::rfind(buf, b"\n>").map(|i| i + 1).filter(|&i| i > 0),
         RecordFormat::Fastq => {
             let ends: Vec<usize> = memchr::memchr_iter(b'\n', buf).collect();
-            let whole = ends.len() / 4 * 4;
+            let mut whole = ends.len() / 4 * 4;
+            // Four blank lines ending the whole records wait for more data: blank lines
+            // after the last record are none (`Filter::block` at the end), before more
+            // records they are malformed, and a block must not decide which.
+            let start = |line: usize| if line == 0 { 0 } else { ends[line - 1] + 1 };
+            while whole >= 4 && buf[start(whole - 4)..ends[whole - 1]].iter().all(|&b| b == b'\n' || b == b'\r') {
+                whole -= 4;
+            }
             (whole > 0).then(|| ends[whole - 1] + 1)
         }
     }
@@ -354,6 +361,11 @@ mod tests {
         assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n\n\n@r2\nAC\n+\nII\n", true), Err((16, FastqFault::NoAt)), "a blank line between records");
         assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n\n\r\n", true), Ok(1), "blank lines at the end");
         assert_eq!(fault(b"@r1\nACGT\n+\nIIII\n\n\n\n\n", false), Err((16, FastqFault::NoAt)), "blank lines before more data");
+        // Found by fuzzing: blank lines a block ends with wait for the next block, which says
+        // whether they end the data (no record) or come before more (malformed).
+        assert_eq!(whole_records(b"@r1\nACGT\n+\nIIII\n\n\n\r\n\n\n", RecordFormat::Fastq, false), Some(16));
+        assert_eq!(whole_records(b"\n\n\n\n\n", RecordFormat::Fastq, false), None);
+        assert_eq!(whole_records(b"@r1\nACGT\n+\nIIII\n\n\n\n@r2\nAC\n+\nII\n", RecordFormat::Fastq, false), Some(23), "blank lines in a group with a record line are its lines");
         assert_eq!(fault(b"@r1\r\nACGT\r\n+\r\nIIII\r\n@r2\n\n+\n\n@r3\nA\n+r3\nI", true), Ok(3), "CRLF, an empty read, no final line break");
         assert_eq!(fault(b"@r1\r\nACGT\r\n+\r\nII\r\r\n", true), Err((0, FastqFault::QualityLength)), "one carriage return is the line break's");
         for code in 0..6 {

@@ -163,6 +163,28 @@ PP_KERNEL pp_scan_whole(pp_u64 *PP_RESTRICT cmds, pp_u32 n, const pp_u32 *PP_RES
                         break;
                     }
                 }
+                // Four blank lines ending the whole records wait for more data (as
+                // whole_records: whether they end the data or come before more decides
+                // if they are a malformed record).
+                while (whole > 0) {
+                    pp_u64 i = whole;
+                    int breaks = 0, blank = 1;
+                    while (i > 0) {
+                        pp_u8 b = data[i - 1];
+                        if (b == '\n' && ++breaks == 5) {
+                            break;
+                        }
+                        if (b != '\n' && b != '\r') {
+                            blank = 0;
+                            break;
+                        }
+                        i--;
+                    }
+                    if (!blank || (breaks < 5 && i > 0)) {
+                        break;
+                    }
+                    whole = i;
+                }
             }
         } else if (cmd[PP_SCAN_AT_END] != 0) {
             whole = len;
