@@ -1,7 +1,7 @@
 //! peerpath-enc/1 files on arbitrary bytes: opening must never panic or
 //! over-allocate, and must refuse what it did not seal. The first byte
-//! picks a mode: open the bytes as they are; or seal the rest, flip one
-//! byte the next two bytes choose, and check the change is refused (and
+//! picks a mode: open the bytes as they are; or seal the rest, flip the
+//! bit the next three bytes choose, and check the change is refused (and
 //! that the sealed file, unchanged, opens to the rest).
 #![no_main]
 
@@ -15,12 +15,12 @@ fuzz_target!(|data: &[u8]| {
         let _ = open_all(&key, rest);
         return;
     }
-    let Some((at, plain)) = rest.split_first_chunk::<2>() else { return };
+    let Some((at, plain)) = rest.split_first_chunk::<3>() else { return };
     let block = 1 + u32::from(mode >> 1) * 7;
     let sealed = seal_all(&key, block, plain).expect("sealing never fails");
     assert_eq!(open_all(&key, &sealed).expect("a sealed file opens"), plain);
     let mut bad = sealed.clone();
-    let i = usize::from(u16::from_le_bytes(*at)) % bad.len();
-    bad[i] ^= 1 << (mode % 8);
+    let i = usize::from(u16::from_le_bytes([at[0], at[1]])) % bad.len();
+    bad[i] ^= 1 << (at[2] % 8);
     assert!(open_all(&key, &bad).is_err(), "a flipped bit at byte {i} of {} went unnoticed", bad.len());
 });

@@ -441,9 +441,16 @@ mod tests {
                 let whole = f.block(&data, format, true, Some(&mut whole_out));
                 let (mut sum, mut out, mut at) = (Ok(Found::default()), Vec::new(), 0);
                 while at < data.len() {
-                    let end = (at + step).min(data.len());
-                    let cut = whole_records(&data[at..], format, false).filter(|&c| c > 0).map(|c| at + c).filter(|&c| c <= end.max(at + 1)).unwrap_or(data.len());
-                    let cut = if cut <= at { data.len() } else { cut };
+                    // As the CLI's reader cuts: the whole records of the next `step` bytes, more
+                    // bytes while there is none yet, everything at the end.
+                    let mut end = (at + step).min(data.len());
+                    let cut = loop {
+                        match whole_records(&data[at..end], format, end == data.len()).filter(|&c| c > 0) {
+                            Some(c) => break at + c,
+                            None if end == data.len() => break data.len(),
+                            None => end = (end + step).min(data.len()),
+                        }
+                    };
                     // The first malformed record, named by its offset in the data.
                     match f.block(&data[at..cut], format, cut == data.len(), Some(&mut out)) {
                         Ok(found) => sum.as_mut().map(|s| s.add(&found)).unwrap_or_default(),

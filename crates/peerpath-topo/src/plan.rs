@@ -57,8 +57,8 @@ use crate::verdict::{self, P2pPath, Reason, Severity};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceSelection {
-    /// Every CSP in the topology (by PCI address); those without usable P2P memory are
-    /// listed with the reason and not used.
+    /// Every CSP and GPU in the topology (by PCI address); CSPs without usable P2P
+    /// memory, and GPUs (their legs are staged), are listed with the reason and not used.
     #[default]
     Auto,
     /// These devices (labels, PCI addresses, controllers), in this order of preference among
@@ -757,12 +757,17 @@ impl<'a> Planner<'a> {
                 .iter()
                 .find(|r| r.severity() == Severity::Blocks || matches!(r, Reason::ProviderExhausted { .. }));
             let mut why_lines = Vec::new();
-            // A GPU without usable P2P memory still computes: its legs are staged.
+            // A GPU's legs are staged through its pinned window: peerpath's GPU device
+            // reads and writes no P2PDMA memory yet, even where the GPU publishes some.
             let gpu_path = (d.kind == DeviceKind::Gpu).then(|| gpu::memory_path(topo, d));
-            let staged = match &gpu_path {
-                Some(p) if blocking.is_some() || d.p2pmem.is_none() => Some(staged_why(p, blocking.filter(|_| d.p2pmem.is_some()))),
-                _ => None,
-            };
+            let staged = gpu_path.as_ref().map(|p| match (blocking, d.p2pmem) {
+                (None, Some(_)) => Why {
+                    code: "p2pmem".into(),
+                    text: "its memory is a P2PDMA provider, but peerpath's GPU device does not read or write P2PDMA memory yet: it stages through its pinned window".into(),
+                    remedy: None,
+                },
+                _ => staged_why(p, blocking.filter(|_| d.p2pmem.is_some())),
+            });
             let gpu_report = gpu_path.as_ref().map(|p| GpuReport::new(d, p, staged.as_ref()));
             if let (Some(g), Some(p)) = (&gpu_report, &gpu_path) {
                 why_lines.push(format!("a GPU: {}, on {}", g.describe(), node_words(node)));

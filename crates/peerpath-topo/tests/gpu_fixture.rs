@@ -186,20 +186,24 @@ fn without_nvidia_fs_the_plan_names_it_with_its_remedy_and_with_it_stays_staged_
 }
 
 #[test]
-fn a_gpu_whose_memory_is_a_p2pdma_provider_is_planned_peer_to_peer_not_staged() {
+fn a_gpu_whose_memory_is_a_p2pdma_provider_is_still_staged_by_peerpath_s_gpu_device() {
     let f = fixture();
     let mut t = Topology::from_sysfs(f.sys()).unwrap();
-    // An AMD Zen host (P2P through the root complex allowed) whose GPU published p2pmem/.
+    // An AMD Zen host (P2P through the root complex allowed) whose GPU published p2pmem/:
+    // peerpath's GPU device still stages through its pinned window, and the plan says so.
     t.cpu.vendor = CpuVendor::Amd;
     t.cpu.family = Some(0x19);
     let gpu = t.devices.iter_mut().find(|d| d.kind == DeviceKind::Gpu).unwrap();
     gpu.p2pmem = Some(P2pProvider { size_bytes: 1 << 30, available_bytes: 1 << 30, published: true, allocate: true });
     let p = plan_on(&t, "auto");
     let d = &p.devices[0];
-    assert!(d.usable, "{}", d.why);
-    assert_eq!(d.gpu.as_ref().unwrap().data_path, GpuDataPath::P2p);
+    assert!(!d.usable, "auto mode does not place a staged GPU: {}", d.why);
+    assert_eq!(d.gpu.as_ref().unwrap().data_path, GpuDataPath::Staged);
+    assert!(matches!(&p.streams[0].executor, Executor::Cpu { .. }), "{:?}", p.streams[0].executor);
+    let p = plan_on(&t, "gpu0");
     let s = &p.streams[0];
     assert!(matches!(&s.executor, Executor::Device { name, .. } if name == "gpu0"), "{:?}", s.executor);
-    assert!(s.read.is_p2p() && s.write.is_p2p(), "{:?} {:?}", s.read, s.write);
-    assert!(!p.summary.contains("staged"), "{}", p.summary);
+    assert!(!s.read.is_p2p() && !s.write.is_p2p(), "{:?} {:?}", s.read, s.write);
+    assert!(p.summary.contains("2 staged through pinned host memory"), "{}", p.summary);
+    assert!(serde_json::to_string(&p).unwrap().contains("does not read or write P2PDMA memory yet"));
 }
