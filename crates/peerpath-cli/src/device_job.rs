@@ -28,14 +28,18 @@ pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u
 /// Runs `requests` to completion, in tag order; any status but success is an error.
 pub(crate) fn run_all<D: Device + ?Sized>(dev: &mut D, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
     let names: Vec<(u64, &'static str)> = requests.iter().map(|r| (r.tag, r.function.kind().name())).collect();
-    let who = who(dev);
-    let mut done = run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("{who} failed: {e}"))?;
+    let mut done = answers(dev, requests)?;
     if let Some(c) = done.iter().find(|c| c.status != Status::Success) {
-        let name = names.iter().find(|(t, _)| *t == c.tag()).map_or("a command", |(_, n)| n);
-        return Err(format!("{who} answered {:?} to {name}", c.status));
+        succeeded(dev, c, names.iter().find(|(t, _)| *t == c.tag()).map_or("a command", |(_, n)| n))?;
     }
     done.sort_by_key(|c| c.tag());
     Ok(done)
+}
+
+/// Runs `requests` to completion; their answers whatever their statuses.
+fn answers<D: Device + ?Sized>(dev: &mut D, requests: Vec<Request>) -> Result<Vec<Completion>, String> {
+    let who = who(dev);
+    run_to_completion(dev, requests, TIMEOUT).map_err(|e| format!("{who} failed: {e}"))
 }
 
 /// The device in words, for errors: an emulated CSP (a process of its own) or the device by name.
@@ -106,8 +110,7 @@ pub(crate) fn host_copies(copied: u64, what: &str, payload: u64) -> String {
 /// Runs `request` to completion and gives its answer whatever its status
 /// (for a status that is the data's fault, not the device's; see [`succeeded`]).
 pub(crate) fn run_one_answer<D: Device + ?Sized>(dev: &mut D, request: Request) -> Result<Completion, String> {
-    let who = who(dev);
-    run_to_completion(dev, vec![request], TIMEOUT).map_err(|e| format!("{who} failed: {e}"))?.pop().ok_or_else(|| format!("{who} lost a command"))
+    answers(dev, vec![request])?.pop().ok_or_else(|| format!("{} lost a command", who(dev)))
 }
 
 /// `c`'s status, any but success an error as [`run_all`] words it.
