@@ -27,6 +27,14 @@ pub enum GpuReason {
     ModulesUnknown,
     /// The IOMMU translates DMA addresses: GPUDirect Storage asks for it off or in pass-through.
     IommuTranslates { domain: Option<String> },
+    /// The kernel is built without `CONFIG_PCI_P2PDMA` (`source` says how that is known): no
+    /// memory can be a P2PDMA provider, and GPUDirect Storage's P2PDMA mode cannot run.
+    KernelWithoutP2pdma { release: Option<String>, source: String },
+    /// The kernel has P2PDMA: GPUDirect Storage's P2PDMA mode (kernel 6.2 or later, NVIDIA's open
+    /// kernel modules) may open a direct path without nvidia-fs; only cuFile can tell.
+    KernelHasP2pdma { release: Option<String>, new_enough: bool },
+    /// Whether the kernel has P2PDMA is unknown.
+    KernelP2pdmaUnknown { why: String },
 }
 
 impl GpuReason {
@@ -39,11 +47,15 @@ impl GpuReason {
             GpuReason::NoNvidiaFs => "no_nvidia_fs",
             GpuReason::ModulesUnknown => "modules_unknown",
             GpuReason::IommuTranslates { .. } => "iommu_translates",
+            GpuReason::KernelWithoutP2pdma { .. } => "kernel_without_p2pdma",
+            GpuReason::KernelHasP2pdma { .. } => "kernel_has_p2pdma",
+            GpuReason::KernelP2pdmaUnknown { .. } => "kernel_p2pdma_unknown",
         }
     }
 
     /// A short code for table cells (`peerpath plan`'s staged legs): `p2p`, `mem` (not a P2PDMA
-    /// provider), `gds`, `nvfs` (no nvidia-fs), `nvfs?` (unknown), `iommu`.
+    /// provider), `gds`, `nvfs` (no nvidia-fs), `nvfs?` (unknown), `iommu`, `kernel` (no P2PDMA
+    /// in the kernel), `kp2p` (P2PDMA in the kernel, unused), `kernel?` (unknown).
     pub fn short(&self) -> &'static str {
         match self {
             GpuReason::P2pProvider { .. } => "p2p",
@@ -52,6 +64,9 @@ impl GpuReason {
             GpuReason::NoNvidiaFs => "nvfs",
             GpuReason::ModulesUnknown => "nvfs?",
             GpuReason::IommuTranslates { .. } => "iommu",
+            GpuReason::KernelWithoutP2pdma { .. } => "kernel",
+            GpuReason::KernelHasP2pdma { .. } => "kp2p",
+            GpuReason::KernelP2pdmaUnknown { .. } => "kernel?",
         }
     }
 
@@ -59,8 +74,9 @@ impl GpuReason {
         match self {
             GpuReason::P2pProvider { .. } | GpuReason::NvidiaFsLoaded => Severity::Info,
             GpuReason::NotAP2pProvider { .. } => Severity::Info,
-            GpuReason::NoNvidiaFs => Severity::Blocks,
+            GpuReason::NoNvidiaFs | GpuReason::KernelWithoutP2pdma { .. } => Severity::Blocks,
             GpuReason::ModulesUnknown | GpuReason::IommuTranslates { .. } => Severity::Caveat,
+            GpuReason::KernelHasP2pdma { .. } | GpuReason::KernelP2pdmaUnknown { .. } => Severity::Caveat,
         }
     }
 
@@ -85,14 +101,28 @@ impl GpuReason {
                 "the IOMMU is on{}: NVIDIA's GPUDirect Storage guide asks for it off or in pass-through",
                 domain.as_ref().map(|d| format!(" (default domain {d})")).unwrap_or_default()
             ),
+            GpuReason::KernelWithoutP2pdma { release, source } => format!(
+                "the kernel{} is built without P2PDMA (CONFIG_PCI_P2PDMA not set, read in {source}): no memory can be a P2PDMA provider, and GPUDirect Storage's P2PDMA mode cannot run",
+                release.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+            ),
+            GpuReason::KernelHasP2pdma { release, new_enough: true } => format!(
+                "the kernel{} has P2PDMA: GPUDirect Storage's P2PDMA mode (NVIDIA's open kernel modules, a static BAR1) may reach GPU memory without nvidia-fs; `gdscheck -p` says whether it does",
+                release.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+            ),
+            GpuReason::KernelHasP2pdma { release, new_enough: false } => format!(
+                "the kernel{} has P2PDMA, but GPUDirect Storage's P2PDMA mode needs 6.2 or later",
+                release.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+            ),
+            GpuReason::KernelP2pdmaUnknown { why } => format!("whether the kernel has P2PDMA (CONFIG_PCI_P2PDMA) is unknown: {why}"),
         }
     }
 
     pub fn remedy(&self) -> Option<String> {
         match self {
             GpuReason::NoNvidiaFs => Some(
-                "install GPUDirect Storage (the nvidia-gds package from NVIDIA's CUDA repository), `modprobe nvidia-fs`, check with `gdscheck -p`".into(),
+                "install GPUDirect Storage (the nvidia-gds package from NVIDIA's CUDA repository), `modprobe nvidia-fs`, check with `gdscheck -p`; or, on a kernel 6.2+ with CONFIG_PCI_P2PDMA and NVIDIA's open kernel modules, GPUDirect Storage's P2PDMA mode needs no nvidia-fs".into(),
             ),
+            GpuReason::KernelWithoutP2pdma { .. } => Some("a kernel built with CONFIG_PCI_P2PDMA=y (6.2 or later for GPUDirect Storage's P2PDMA mode), or nvidia-fs".into()),
             GpuReason::IommuTranslates { .. } => Some("boot with iommu=pt (or intel_iommu=off / amd_iommu=off)".into()),
             GpuReason::ModulesUnknown => Some("read a live /sys (or a fixture with its module/ directory)".into()),
             _ => None,
@@ -185,9 +215,15 @@ pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
             Some(_) => reasons.push(GpuReason::NoNvidiaFs),
             None => reasons.push(GpuReason::ModulesUnknown),
         }
+        if !direct {
+            reasons.push(kernel_reason(topo));
+        }
         if direct && topo.iommu.status == IommuStatus::On && topo.iommu.default_domain.as_deref() != Some("identity") {
             reasons.push(GpuReason::IommuTranslates { domain: topo.iommu.default_domain.clone() });
         }
+    }
+    if d.vendor != NVIDIA && !direct {
+        reasons.push(kernel_reason(topo));
     }
     let aperture = d.largest_bar();
     GpuMemoryPath {
@@ -197,6 +233,18 @@ pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
         aperture_bar: aperture.map(|(i, _)| i),
         direct,
         reasons: reasons.into_iter().map(text).collect(),
+    }
+}
+
+/// What the kernel's P2PDMA means for a GPU without a direct path.
+fn kernel_reason(topo: &Topology) -> GpuReason {
+    match &topo.kernel {
+        Some(k) => match k.p2pdma {
+            Some(false) => GpuReason::KernelWithoutP2pdma { release: k.release.clone(), source: k.p2pdma_source.clone().unwrap_or_default() },
+            Some(true) => GpuReason::KernelHasP2pdma { release: k.release.clone(), new_enough: k.version().is_some_and(|v| v >= (6, 2)) },
+            None => GpuReason::KernelP2pdmaUnknown { why: k.p2pdma_source.clone().unwrap_or_else(|| "nothing said".into()) },
+        },
+        None => GpuReason::KernelP2pdmaUnknown { why: "no kernel config or symbol list beside this sysfs was read".into() },
     }
 }
 
@@ -254,6 +302,9 @@ mod tests {
             GpuReason::NoNvidiaFs,
             GpuReason::ModulesUnknown,
             GpuReason::IommuTranslates { domain: None },
+            GpuReason::KernelWithoutP2pdma { release: None, source: String::new() },
+            GpuReason::KernelHasP2pdma { release: None, new_enough: true },
+            GpuReason::KernelP2pdmaUnknown { why: String::new() },
         ] {
             assert_eq!(serde_json::to_value(&r).unwrap()["reason"], r.code());
         }
@@ -270,6 +321,30 @@ mod tests {
         assert!(p.reasons.iter().any(|r| matches!(r.reason, GpuReason::IommuTranslates { .. }) && r.severity == Severity::Caveat));
         t.iommu.default_domain = Some("identity".into());
         assert!(!memory_paths(&t)[0].reasons.iter().any(|r| matches!(r.reason, GpuReason::IommuTranslates { .. })));
+    }
+
+    #[test]
+    fn the_kernels_p2pdma_is_a_reason_where_nothing_else_opens_a_direct_path() {
+        use crate::kernel::KernelInfo;
+        let reason = |t: &Topology| memory_paths(t)[0].reasons.iter().find(|r| r.reason.code().starts_with("kernel")).map(|r| (r.reason.clone(), r.severity));
+        let mut t = gpu_topology(Some(GpuModules { nvidia: true, nvidia_fs: false, nvidia_peermem: false }));
+        assert!(matches!(reason(&t), Some((GpuReason::KernelP2pdmaUnknown { .. }, Severity::Caveat))));
+        let k = |release: &str, p2pdma| Some(KernelInfo { release: Some(release.into()), p2pdma, p2pdma_source: Some("/boot/config-x".into()) });
+        t.kernel = k("6.18.0", Some(false));
+        let p = &memory_paths(&t)[0];
+        assert!(!p.direct);
+        let r = p.reasons.iter().find(|r| matches!(r.reason, GpuReason::KernelWithoutP2pdma { .. })).expect("the kernel's reason");
+        assert_eq!(r.severity, Severity::Blocks);
+        assert!(r.text.contains("(6.18.0) is built without P2PDMA (CONFIG_PCI_P2PDMA not set, read in /boot/config-x)"), "{}", r.text);
+        t.kernel = k("6.8.0-50-generic", Some(true));
+        assert!(matches!(reason(&t), Some((GpuReason::KernelHasP2pdma { new_enough: true, .. }, Severity::Caveat))));
+        t.kernel = k("5.15.0", Some(true));
+        let p = &memory_paths(&t)[0];
+        assert!(p.reasons.iter().any(|r| r.text.contains("needs 6.2 or later")), "{p:?}");
+        // With nvidia-fs the path is direct and the kernel's P2PDMA does not matter.
+        t.gpu_modules = Some(GpuModules { nvidia: true, nvidia_fs: true, nvidia_peermem: false });
+        t.kernel = k("6.18.0", Some(false));
+        assert_eq!(reason(&t), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod error;
 pub mod fixture;
 pub mod gpu;
 mod hexnum;
+pub mod kernel;
 pub mod model;
 pub mod pcicfg;
 pub mod plan;

@@ -57,6 +57,10 @@ pub struct Topology {
     /// `None` where it was not looked at (a topology file, a fixture without `module/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_modules: Option<GpuModules>,
+    /// The running kernel's release and whether it has P2PDMA (`CONFIG_PCI_P2PDMA`), from the
+    /// files beside sysfs (see [`crate::kernel`]); `None` where none was there to read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::kernel::KernelInfo>,
 }
 
 /// Kernel modules that decide how storage reaches a GPU's memory.
@@ -747,6 +751,7 @@ impl Topology {
             nvme_controllers: Vec::new(),
             block_devices: Vec::new(),
             gpu_modules: None,
+            kernel: None,
         }
     }
 

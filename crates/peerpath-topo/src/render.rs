@@ -156,6 +156,9 @@ pub fn render_tree(topo: &Topology) -> String {
     );
     let _ = writeln!(out, "{}", cpu_line(topo));
     let _ = writeln!(out, "{}", iommu_line(topo));
+    if let Some(k) = &topo.kernel {
+        let _ = writeln!(out, "{}", k.describe());
+    }
     for n in &topo.numa_nodes {
         let _ = writeln!(
             out,

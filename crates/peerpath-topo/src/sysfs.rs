@@ -107,6 +107,7 @@ pub struct SysfsRecords {
     pub numa_nodes: Vec<NumaNode>,
     pub iommu: Iommu,
     pub gpu_modules: Option<GpuModules>,
+    pub kernel: Option<crate::kernel::KernelInfo>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -699,6 +700,7 @@ pub fn read_records(root: &Path) -> Result<SysfsRecords> {
     let (cpu, numa_nodes) = read_cpu_and_numa(&root_real)?;
     let iommu = read_iommu(&root_real)?;
     let gpu_modules = read_gpu_modules(&root_real)?;
+    let kernel = crate::kernel::system_root(&root_real).and_then(|r| crate::kernel::read(&r));
     Ok(SysfsRecords {
         root: root.to_path_buf(),
         pci,
@@ -709,6 +711,7 @@ pub fn read_records(root: &Path) -> Result<SysfsRecords> {
         numa_nodes,
         iommu,
         gpu_modules,
+        kernel,
     })
 }
 
@@ -719,6 +722,7 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     topo.source = Some(format!("sysfs:{}", records.root.display()));
     topo.cpu = records.cpu.clone();
     topo.iommu = records.iommu.clone();
+    topo.kernel = records.kernel.clone();
     topo.numa_nodes = records.numa_nodes.clone();
     for r in &records.pci {
         let mut d = PciDevice::new(r.bdf, r.vendor, r.device, r.class);

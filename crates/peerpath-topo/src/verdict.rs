@@ -604,8 +604,14 @@ fn provider_reasons(topo: &Topology, provider: Bdf) -> Vec<Reason> {
             let bar = dev.bars.iter().find(|b| b.index == cmb.bar());
             let problem = cmb
                 .registration_problem(bar.map(|b| b.start), bar.map(|b| b.size))
-                .unwrap_or_else(|| {
-                    "the CMB looks registrable (size and BAR 2 MiB aligned); is the kernel built with CONFIG_PCI_P2PDMA (4.20+)?".to_string()
+                .unwrap_or_else(|| match topo.kernel.as_ref().map(|k| (k, k.p2pdma)) {
+                    Some((k, Some(false))) => format!(
+                        "the CMB looks registrable (size and BAR 2 MiB aligned), but the kernel{} is built without CONFIG_PCI_P2PDMA ({})",
+                        k.release.as_ref().map(|r| format!(" {r}")).unwrap_or_default(),
+                        k.p2pdma_source.as_deref().unwrap_or("its config")
+                    ),
+                    Some((_, Some(true))) => "the CMB looks registrable (size and BAR 2 MiB aligned) and the kernel has CONFIG_PCI_P2PDMA: is the nvme driver new enough (4.20+) and did it load on this controller?".to_string(),
+                    _ => "the CMB looks registrable (size and BAR 2 MiB aligned); is the kernel built with CONFIG_PCI_P2PDMA (4.20+)?".to_string(),
                 });
             out.push(Reason::CmbNotRegistered {
                 device: provider,

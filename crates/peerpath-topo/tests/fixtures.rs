@@ -208,3 +208,21 @@ fn renderings_of_every_fixture() {
         assert_eq!(back, t, "{}", spec.name);
     }
 }
+
+/// A CSP whose CMB could be registered but has no `p2pmem/`: the verdict asks about the kernel's
+/// P2PDMA while it is unknown, and names the kernel and the file that said so when it is known.
+#[test]
+fn a_registrable_cmb_without_p2pmem_names_the_kernels_p2pdma_where_known() {
+    let (_dir, mut t) = load(&fixture::intel_switch_acs());
+    let csp = t.resolve("csp0").unwrap().pci[0];
+    t.devices.iter_mut().find(|d| d.bdf == csp).unwrap().p2pmem = None;
+    let problem = |t: &Topology| match t.verdict("csp0", "ssd0").unwrap().path {
+        P2pPath::NotSupported { reason: Reason::CmbNotRegistered { problem, .. } } => problem,
+        other => panic!("{other:?}"),
+    };
+    assert!(problem(&t).contains("is the kernel built with CONFIG_PCI_P2PDMA"), "{}", problem(&t));
+    t.kernel = Some(peerpath_topo::kernel::KernelInfo { release: Some("6.18.0".into()), p2pdma: Some(false), p2pdma_source: Some("/proc/kallsyms".into()) });
+    assert!(problem(&t).contains("but the kernel 6.18.0 is built without CONFIG_PCI_P2PDMA (/proc/kallsyms)"), "{}", problem(&t));
+    t.kernel.as_mut().unwrap().p2pdma = Some(true);
+    assert!(problem(&t).contains("the kernel has CONFIG_PCI_P2PDMA: is the nvme driver"), "{}", problem(&t));
+}

@@ -72,6 +72,34 @@ fn with_nvidia_loaded_and_no_nvidia_fs_as_on_that_machine_the_reason_blocks_with
     assert!(t.gpu_memory_paths()[0].direct);
 }
 
+/// That machine's kernel (gpu-machine.md: 6.18, CONFIG_PCI_P2PDMA not set), as its config file
+/// beside the capture's `sys/` says it: the topology names the kernel, the GPU's verdict gives it
+/// as a second blocking reason, and the plan's staged legs still say `nvfs` (the first).
+#[test]
+fn a_kernel_without_p2pdma_beside_the_capture_is_named_in_the_topology_and_the_gpu_verdict() {
+    let f = fixture();
+    std::fs::create_dir_all(f.sys().join("module/nvidia")).unwrap();
+    std::fs::create_dir_all(f.dir.path().join("proc/sys/kernel")).unwrap();
+    std::fs::create_dir_all(f.dir.path().join("boot")).unwrap();
+    std::fs::write(f.dir.path().join("proc/sys/kernel/osrelease"), "6.18.0-h100\n").unwrap();
+    std::fs::write(f.dir.path().join("boot/config-6.18.0-h100"), "CONFIG_PCI=y\n# CONFIG_PCI_P2PDMA is not set\n").unwrap();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
+    let k = t.kernel.as_ref().expect("the kernel read beside sys/");
+    assert_eq!((k.release.as_deref(), k.p2pdma), (Some("6.18.0-h100"), Some(false)));
+    assert!(t.render_tree().contains("Kernel: 6.18.0-h100: CONFIG_PCI_P2PDMA not set (/boot/config-6.18.0-h100 (under "), "{}", t.render_tree());
+    let p = &t.gpu_memory_paths()[0];
+    let codes: Vec<&str> = p.reasons.iter().map(|r| r.reason.code()).collect();
+    assert_eq!(codes, ["not_a_p2p_provider", "no_nvidia_fs", "kernel_without_p2pdma"]);
+    assert!(p.reasons.iter().filter(|r| r.severity == Severity::Blocks).count() == 2, "{p:?}");
+    let json: serde_json::Value = serde_json::from_str(&t.to_json_string().unwrap()).unwrap();
+    assert_eq!(json["kernel"]["p2pdma"], false);
+    assert_eq!(json["gpu_memory"][0]["reasons"][2]["reason"], "kernel_without_p2pdma");
+    let plan = plan_on(&t, "gpu0");
+    let table = plan.render_table();
+    assert!(table.contains("(nvfs)"), "{table}");
+    assert!(table.contains("built without P2PDMA"), "{table}");
+}
+
 #[test]
 fn the_committed_topology_file_is_the_tree_read_back() {
     let f = fixture();
@@ -115,7 +143,7 @@ fn plan_lists_the_h100_with_bar1_link_and_verdict_and_leaves_it_unplaced_in_auto
     assert!(!g.direct);
     assert_eq!(g.data_path, GpuDataPath::Staged);
     let codes: Vec<&str> = g.reasons.iter().map(|r| r.reason.as_str()).collect();
-    assert_eq!(codes, ["not_a_p2p_provider", "modules_unknown"]);
+    assert_eq!(codes, ["not_a_p2p_provider", "modules_unknown", "kernel_p2pdma_unknown"]);
     // Auto mode does not place a staged GPU: the CPU path touches host memory no more.
     assert!(!d.usable && d.why.contains("--devices gpu0"), "{}", d.why);
     assert_eq!(d.streams, 0);
