@@ -6,6 +6,9 @@
 #   /bin/p2ptest           vm/p2ptest.c, static (the kernel's own answer, no peerpath code)
 #   /bin/capture-sysfs     vm/capture-sysfs.sh
 #   /data/sample/          the bundled sample data (data/sample)
+#   /boot/config           the cached kernel's .config (vm/build-kernel.sh), renamed
+#                          /boot/config-$(uname -r) at boot as distributions ship it, so
+#                          `peerpath topo` reads CONFIG_PCI_P2PDMA as on a real host
 #
 # Usage: vm/build-initramfs.sh [OUTPUT]   (default: target/vm/initramfs.cpio.gz)
 # Environment: CARGO_TARGET_DIR (honoured), PEERPATH_VM_PEERPATH=FILE (use this
@@ -62,6 +65,12 @@ strip "$root/bin/peerpath" 2>/dev/null || true
 install -m 0755 "$here/guest-init.sh" "$root/init"
 install -m 0755 "$here/capture-sysfs.sh" "$root/bin/capture-sysfs"
 cp -r "$repo/data/sample" "$root/data/sample"
+if kernel=$("$here/build-kernel.sh" --print-path 2>/dev/null) && [ -f "$(dirname "$kernel")/config" ]; then
+    mkdir -p "$root/boot"
+    cp "$(dirname "$kernel")/config" "$root/boot/config"
+else
+    log "no cached kernel config: the guest has no /boot/config-<release> (peerpath topo will say CONFIG_PCI_P2PDMA is unknown)"
+fi
 mkdir -p "$(dirname "$out")"
 (cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet -R 0:0) > "$work/initramfs.cpio"
 gzip -9 -n < "$work/initramfs.cpio" > "$out.tmp"

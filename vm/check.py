@@ -170,6 +170,9 @@ def main():
     c.check(sec.get("topo", (1,))[0] == 0, "peerpath topo ran on the guest's sysfs")
     c.check(sec.get("topo-json", (1,))[0] == 0 and json_of(sec, "topo-json") is not None,
             "peerpath topo --json ran and printed JSON")
+    kernel = (json_of(sec, "topo-json") or {}).get("kernel") or {}
+    c.check(kernel.get("p2pdma") is True, "peerpath topo reads CONFIG_PCI_P2PDMA=y on the guest's kernel",
+            f"guest: {kernel}")
 
     # Pairs: expectation, kernel's answer, peerpath's verdict.
     for e in topo.get("expect", []):

@@ -19,6 +19,8 @@ export PATH=/bin:/sbin
 exec < /dev/console > /dev/console 2>&1
 /bin/busybox mount -t tmpfs tmpfs /tmp
 /bin/busybox --install -s
+# The kernel's config where distributions put it (vm/build-initramfs.sh packed it as /boot/config).
+[ -f /boot/config ] && mv /boot/config "/boot/config-$(uname -r)"
 
 LABEL="VM (QEMU TCG): function, not speed"
 OUT=/dev/ttyS1
