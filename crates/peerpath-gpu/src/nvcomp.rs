@@ -313,9 +313,9 @@ fn python_candidates_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> V
     let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let pyenv = env("PYENV_ROOT").filter(|p| !p.is_empty()).map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".pyenv")));
     if let Some(versions) = pyenv.map(|p| p.join("versions")).and_then(|v| std::fs::read_dir(v).ok()) {
-        let mut each: Vec<PathBuf> = versions.flatten().map(|e| e.path().join("lib")).collect();
-        each.sort();
-        roots.extend(each);
+        let mut each: Vec<PathBuf> = versions.flatten().map(|e| e.path()).collect();
+        newest_first(&mut each);
+        roots.extend(each.into_iter().map(|v| v.join("lib")));
     }
     roots.extend(home.map(|h| h.join(".local/lib")));
     roots.extend(["/usr/local/lib", "/usr/lib", "/usr/lib64"].map(PathBuf::from));
@@ -323,7 +323,7 @@ fn python_candidates_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> V
     for root in roots {
         let Ok(entries) = std::fs::read_dir(&root) else { continue };
         let mut pythons: Vec<PathBuf> = entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python3")).map(|e| e.path()).collect();
-        pythons.sort();
+        newest_first(&mut pythons);
         for python in pythons {
             for packages in ["site-packages", "dist-packages"] {
                 for lib in ["lib64", "lib"] {
@@ -336,6 +336,16 @@ fn python_candidates_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> V
         }
     }
     found
+}
+
+/// Sorts `python3.9`, `python3.12`, `3.10.4`, ... by their numbers, newest first (as text,
+/// 3.10 would come before 3.9).
+fn newest_first(paths: &mut [PathBuf]) {
+    let numbers = |p: &PathBuf| -> Vec<u64> {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).filter_map(|s| s.parse().ok()).collect()
+    };
+    paths.sort_by(|a, b| numbers(b).cmp(&numbers(a)).then_with(|| a.cmp(b)));
 }
 
 #[cfg(test)]
@@ -393,6 +403,12 @@ mod tests {
         assert_eq!(found.iter().filter(|p| p.starts_with(d)).collect::<Vec<_>>(), [&venv, &conda, &pyenv, &user]);
         let found = python_candidates_from(env(&[("HOME", "home"), ("PYENV_ROOT", "nowhere")]));
         assert_eq!(found.iter().filter(|p| p.starts_with(d)).collect::<Vec<_>>(), [&user], "pyenv's root as set, no environment");
+        // Newer Pythons first, by number: 3.10 before 3.9 (as text it would be after), pyenv's too.
+        let old = put("home/.local/lib/python3.9/site-packages/nvidia/libnvcomp/lib64");
+        let new = put("home/.local/lib/python3.10/site-packages/nvidia/libnvcomp/lib64");
+        let pyenv_new = put("home/.pyenv/versions/3.11.10/lib/python3.11/site-packages/nvidia/libnvcomp/lib64");
+        let found = python_candidates_from(env(&[("HOME", "home")]));
+        assert_eq!(found.iter().filter(|p| p.starts_with(d)).collect::<Vec<_>>(), [&pyenv_new, &pyenv, &user, &new, &old]);
     }
 
     #[test]
