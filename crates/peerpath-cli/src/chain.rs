@@ -15,6 +15,7 @@ use crate::ec::{ShardReader, StreamEncoder};
 use peerpath_func::crypt::{BlockReader, FileCipher, InOrder, Key, StreamSealer, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder, BGZF_EOF_BLOCK};
 use peerpath_runtime::JobError;
+use serde::Serialize;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -32,8 +33,397 @@ pub(crate) struct ChainOptions {
     pub unit: usize,
     /// Each shard in a directory of its own (`--shard-dir`), if asked.
     pub placement: Option<crate::ec::Placement>,
-    /// `-q`: no report.
-    pub quiet: bool,
+}
+
+/// What `compress --ec` did, on the host CPU or a device: its text report
+/// is rendered from it, `--json` prints it (a `chain-report`). Nothing of the
+/// key, or derived from it, is here.
+#[derive(Serialize)]
+pub(crate) struct ChainReport {
+    source: String,
+    /// The set's directory, and where each shard lies (placed with --shard-dir, or in it).
+    target: String,
+    shards: Vec<String>,
+    source_bytes: u64,
+    /// Members made, their bytes, their format ("gzip", "bgzf"), the uncompressed bytes per member,
+    /// the level asked for (null where nvCOMP compressed: its algorithm came from it) and the compressor.
+    members: u64,
+    compressed_bytes: u64,
+    format: &'static str,
+    block_bytes: usize,
+    level: Option<u32>,
+    compressor: &'static str,
+    /// Whether the members were sealed (--encrypt), and how.
+    encrypted: bool,
+    encryption: Option<Encryption>,
+    /// The erasure code: "RS(k, m)", its shape, the stripes written.
+    code: String,
+    data_shards: usize,
+    parity_shards: usize,
+    unit_bytes: usize,
+    stripes: u64,
+    /// The file the set holds (what `ec decode` gives back, `decompress --ec` decodes) and its length.
+    stream_name: String,
+    stream_bytes: u64,
+    seconds: f64,
+    source_gb_per_s: f64,
+    /// Where the chain ran: "cpu", "emulated" or "gpu"; the host threads (-T); the device.
+    engine: &'static str,
+    threads: usize,
+    device: Option<ChainDevice>,
+    /// Each stage's figures: on the host CPU (measured by this process), or on the device (its own statistics; null if it keeps none).
+    host_stages: Option<Vec<HostStage>>,
+    device_stages: Option<Vec<crate::device_job::DeviceStage>>,
+    /// Where the bytes went: payload through each memory.
+    ledger: Vec<Moved>,
+    /// Why the device asked for did not run the chain (the host CPU did, from the first byte).
+    pub fallbacks: Vec<String>,
+    provenance: &'static str,
+}
+
+#[derive(Serialize)]
+struct Encryption {
+    format: &'static str,
+    /// Plaintext bytes per sealed block, and the blocks sealed.
+    block_bytes: u64,
+    blocks: u64,
+}
+
+/// The device a chain (or its reverse) ran on.
+#[derive(Serialize)]
+pub(crate) struct ChainDevice {
+    pub name: String,
+    /// What the device says of itself (a GPU: its model, memory, nvCOMP).
+    pub description: Option<String>,
+    /// A GPU (staged through its pinned host window), else an emulated CSP.
+    pub gpu: bool,
+    /// The emulated CSP's workers (null on a GPU), the blocks (or members) in flight at most, the commands run.
+    pub workers: Option<usize>,
+    pub in_flight: usize,
+    pub commands: u64,
+    /// Shards or source read by DMA (O_DIRECT), else by the kernel's copies.
+    pub read_by_dma: bool,
+    /// What this process copied to or from the device's memory (measured): metadata only.
+    pub host_copies: crate::device_job::HostCopies,
+}
+
+/// A stage of a chain on the host CPU: its seconds (summed over its
+/// threads), the bytes its rate is of, and that rate (per thread where it had several).
+#[derive(Serialize)]
+pub(crate) struct HostStage {
+    pub stage: &'static str,
+    pub seconds: f64,
+    pub threads: usize,
+    pub bytes: u64,
+    pub gb_per_s: f64,
+}
+
+impl HostStage {
+    pub fn new(stage: &'static str, seconds: f64, threads: usize, bytes: u64) -> HostStage {
+        HostStage { stage, seconds, threads, bytes, gb_per_s: bytes as f64 / seconds.max(1e-9) / 1e9 }
+    }
+}
+
+/// Payload bytes that went through a memory: "host" (this process's) or "device".
+#[derive(Serialize)]
+pub(crate) struct Moved {
+    pub memory: &'static str,
+    pub what: &'static str,
+    pub bytes: u64,
+}
+
+/// Prints a chain's report: JSON, nothing (`-q`), or its text.
+pub(crate) fn print<R: Serialize>(kind: &str, report: &R, text: impl FnOnce(&R) -> String, json: bool, quiet: bool) {
+    if json {
+        println!("{}", crate::jsonout::stamped(kind, report));
+    } else if !quiet {
+        print!("{}", text(report));
+    }
+}
+
+impl ChainReport {
+    pub(crate) fn print(&self, json: bool, quiet: bool) {
+        print("chain-report", self, ChainReport::render, json, quiet);
+    }
+
+    fn render(&self) -> String {
+        let h = peerpath_metrics::human_bytes;
+        let n = self.data_shards + self.parity_shards;
+        let shard_bytes = self.stripes * (n * self.unit_bytes) as u64;
+        let stage = |name: &str| self.host_stages.iter().flatten().find(|s| s.stage == name);
+        let mut t = String::new();
+        match &self.device {
+            None => {
+                let coding = stage("erasure code").map_or(0.0, |s| s.gb_per_s);
+                t += &format!(
+                    "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {coding:.2} GB/s (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))\n",
+                    self.source,
+                    h(self.source_bytes),
+                    self.members,
+                    h(self.compressed_bytes),
+                    self.level.unwrap_or(0),
+                    self.encryption.as_ref().map_or(String::new(), |e| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {} block(s) of {})", e.blocks, h(e.block_bytes))),
+                    self.data_shards,
+                    self.parity_shards,
+                    self.stripes,
+                    self.data_shards,
+                    self.unit_bytes,
+                    h(shard_bytes),
+                    self.target,
+                    self.seconds,
+                    self.source_gb_per_s,
+                    if self.encrypted { "encrypt, " } else { "" },
+                    self.threads,
+                );
+                let part = |name: &str, f: &dyn Fn(&HostStage) -> String| stage(name).map_or(String::new(), f);
+                t += &format!(
+                    "stages on this host's CPU (measured): {}{}{}{}; bytes through this process's memory: {}\n",
+                    part("read", &|s| format!("read {:.3} s", s.seconds)),
+                    part("compress", &|s| format!("; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread)", s.seconds, s.threads, s.gb_per_s)),
+                    part("seal", &|s| format!("; seal {:.3} s ({:.2} GB/s)", s.seconds, s.gb_per_s)),
+                    part("erasure code", &|s| format!("; erasure code {:.3} s ({:.2} GB/s)", s.seconds, s.gb_per_s)),
+                    self.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect::<Vec<_>>().join(", "),
+                );
+            }
+            Some(d) => {
+                let moved = crate::device_job::moved(d.read_by_dma);
+                let copies = d.host_copies.text();
+                let (compressed, how) = if d.gpu {
+                    (
+                        "compressed by nvCOMP".to_string(),
+                        format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", d.in_flight, d.commands),
+                    )
+                } else {
+                    (
+                        format!("compressed (level {})", self.level.unwrap_or(0)),
+                        format!("every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {moved} into its memory, shards written from it by kernel copies; {copies}", d.workers.unwrap_or(0), d.in_flight, d.commands),
+                    )
+                };
+                t += &format!(
+                    "{}: {} -> {} members, {} {compressed}{} -> RS({}, {}): {} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source ({}: {how})\n",
+                    self.source,
+                    h(self.source_bytes),
+                    self.members,
+                    h(self.compressed_bytes),
+                    if self.encrypted { " -> encrypted on the device (peerpath-enc/1)" } else { "" },
+                    self.data_shards,
+                    self.parity_shards,
+                    self.stripes,
+                    self.target,
+                    self.seconds,
+                    self.source_gb_per_s,
+                    self.provenance,
+                );
+                if let Some(desc) = &d.description {
+                    t += &format!("the device: {desc}\n");
+                }
+                if let Some(stages) = &self.device_stages {
+                    let bytes: Vec<String> = self.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect();
+                    t += &format!("stages on the device ({}): {}; bytes: {}\n", self.provenance, crate::device_job::render_stages(stages), bytes.join(", "));
+                }
+            }
+        }
+        t += &format!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {}-byte {}\n", self.target, self.target, self.stream_bytes, self.stream_name);
+        t
+    }
+}
+
+/// The parts of a chain's report every engine fills alike.
+pub(crate) struct ChainFacts<'a> {
+    pub source: &'a Path,
+    pub dir: &'a Path,
+    pub source_bytes: u64,
+    pub members: u64,
+    pub compressed_bytes: u64,
+    /// Sealed blocks (with --encrypt).
+    pub sealed_blocks: Option<u64>,
+    pub stripes: u64,
+    pub stream_name: String,
+    pub stream_bytes: u64,
+    pub seconds: f64,
+}
+
+impl ChainReport {
+    /// The report of a chain with options `o`; the caller fills in where it ran.
+    pub(crate) fn new(f: ChainFacts, o: &ChainOptions, engine: &'static str, device: Option<ChainDevice>, ledger: Vec<Moved>, provenance: &'static str) -> ChainReport {
+        let gpu = device.as_ref().is_some_and(|d| d.gpu);
+        ChainReport {
+            source: f.source.display().to_string(),
+            target: f.dir.display().to_string(),
+            shards: crate::ec::shard_paths(f.dir, o.placement.as_ref(), o.data + o.parity).iter().map(|p| p.display().to_string()).collect(),
+            source_bytes: f.source_bytes,
+            members: f.members,
+            compressed_bytes: f.compressed_bytes,
+            format: if o.format == Format::Bgzf { "bgzf" } else { "gzip" },
+            block_bytes: o.block_size,
+            level: (!gpu).then(|| o.level.get()),
+            compressor: match (gpu, o.level.get()) {
+                (true, _) => "nvCOMP",
+                (false, 0..=3) => "ISA-L",
+                (false, _) => "libdeflate",
+            },
+            encrypted: o.encrypt.is_some(),
+            encryption: o.encrypt.as_ref().map(|(_, b)| Encryption { format: "peerpath-enc/1 (AES-256-GCM)", block_bytes: *b as u64, blocks: f.sealed_blocks.unwrap_or(0) }),
+            code: format!("RS({}, {})", o.data, o.parity),
+            data_shards: o.data,
+            parity_shards: o.parity,
+            unit_bytes: o.unit,
+            stripes: f.stripes,
+            stream_name: f.stream_name,
+            stream_bytes: f.stream_bytes,
+            seconds: f.seconds,
+            source_gb_per_s: f.source_bytes as f64 / f.seconds.max(1e-9) / 1e9,
+            engine,
+            threads: o.threads,
+            device,
+            host_stages: None,
+            device_stages: None,
+            ledger,
+            fallbacks: Vec::new(),
+            provenance,
+        }
+    }
+
+    pub(crate) fn with_stages(mut self, host: Option<Vec<HostStage>>, device: Option<Vec<crate::device_job::DeviceStage>>) -> ChainReport {
+        (self.host_stages, self.device_stages) = (host, device);
+        self
+    }
+}
+
+/// What `decompress --ec` did, on the host CPU or a device: its text report
+/// is rendered from it, `--json` prints it (a `reverse-chain-report`).
+#[derive(Serialize)]
+pub(crate) struct ReverseChainReport {
+    /// The set read, and the file written.
+    set: String,
+    output: String,
+    /// The file the set holds (its bytes), and whether it is encrypted (peerpath-enc/1: each block authenticated and decrypted as it arrived).
+    stream_bytes: u64,
+    encrypted: bool,
+    output_bytes: u64,
+    /// Members decoded, and units rebuilt from parity (counted on a device; null on the host CPU, which does not count them).
+    members: Option<u64>,
+    units_rebuilt: Option<u64>,
+    seconds: f64,
+    output_gb_per_s: f64,
+    /// Where it ran: "cpu", "emulated" or "gpu"; the host threads inflating (or the device's slots' count asked for, -T); the device.
+    engine: &'static str,
+    threads: usize,
+    device: Option<ChainDevice>,
+    host_stages: Option<Vec<HostStage>>,
+    device_stages: Option<Vec<crate::device_job::DeviceStage>>,
+    ledger: Vec<Moved>,
+    /// Why the device asked for did not decode the set (the host CPU did, from the start).
+    pub fallbacks: Vec<String>,
+    provenance: &'static str,
+}
+
+impl ReverseChainReport {
+    pub(crate) fn print(&self, json: bool, quiet: bool) {
+        print("reverse-chain-report", self, ReverseChainReport::render, json, quiet);
+    }
+
+    fn render(&self) -> String {
+        let h = peerpath_metrics::human_bytes;
+        let bytes: Vec<String> = self.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect();
+        let mut t = String::new();
+        match &self.device {
+            None => {
+                let stage = |name: &str| self.host_stages.iter().flatten().find(|s| s.stage == name);
+                t += &format!(
+                    "{} -> {}: {} from the shards{}, inflated to {} on {} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)\n",
+                    self.set,
+                    self.output,
+                    h(self.stream_bytes),
+                    if self.encrypted { ", each block authenticated and decrypted as it arrived" } else { "" },
+                    h(self.output_bytes),
+                    self.threads,
+                    self.seconds,
+                    self.output_gb_per_s,
+                );
+                let secs = |name: &str| stage(name).map_or(0.0, |s| s.seconds);
+                let inflate = stage("inflate");
+                t += &format!(
+                    "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {} thread(s) ({:.2} GB/s out a thread); write {:.3} s; bytes through this process's memory: {}\n",
+                    secs("read"),
+                    stage("open").map_or(String::new(), |s| format!(", blocks opened {:.3} s", s.seconds)),
+                    secs("inflate"),
+                    inflate.map_or(0, |s| s.threads),
+                    inflate.map_or(0.0, |s| s.gb_per_s),
+                    secs("write"),
+                    self.ledger.iter().map(|m| if m.what == "output written" { format!("{} written", h(m.bytes)) } else { format!("{} of {}", h(m.bytes), m.what) }).collect::<Vec<_>>().join(", "),
+                );
+            }
+            Some(d) => {
+                let moved = crate::device_job::moved(d.read_by_dma);
+                let copies = d.host_copies.text();
+                let how = if d.gpu {
+                    format!("every stage on 1 GPU, up to {} member(s) in flight, {} commands; units read {moved} into its pinned host window and copied to GPU memory by the device, checked there against the manifest's CRC-32s, each member's output copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", d.in_flight, d.commands)
+                } else {
+                    format!("every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; {copies}", d.workers.unwrap_or(0), d.in_flight, d.commands)
+                };
+                let rebuilt = self.units_rebuilt.unwrap_or(0);
+                t += &format!(
+                    "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out ({}: {how})\n",
+                    self.set,
+                    self.output,
+                    h(self.stream_bytes),
+                    if rebuilt > 0 { format!(", {rebuilt} unit(s) rebuilt on the device") } else { String::new() },
+                    if self.encrypted { ", each block authenticated and decrypted there" } else { "" },
+                    self.members.unwrap_or(0),
+                    h(self.output_bytes),
+                    self.seconds,
+                    self.output_gb_per_s,
+                    self.provenance,
+                );
+                if let Some(desc) = &d.description {
+                    t += &format!("the device: {desc}\n");
+                }
+                if let Some(stages) = &self.device_stages {
+                    t += &format!("stages on the device ({}): {}; bytes: {}\n", self.provenance, crate::device_job::render_stages(stages), bytes.join(", "));
+                }
+            }
+        }
+        t
+    }
+}
+
+/// The parts of a reverse chain's report every engine fills alike.
+pub(crate) struct ReverseFacts<'a> {
+    pub dir: &'a Path,
+    pub output: &'a Path,
+    pub stream_bytes: u64,
+    pub encrypted: bool,
+    pub output_bytes: u64,
+    pub members: Option<u64>,
+    pub units_rebuilt: Option<u64>,
+    pub seconds: f64,
+    pub threads: usize,
+}
+
+impl ReverseChainReport {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(f: ReverseFacts, engine: &'static str, device: Option<ChainDevice>, host_stages: Option<Vec<HostStage>>, device_stages: Option<Vec<crate::device_job::DeviceStage>>, ledger: Vec<Moved>, provenance: &'static str) -> ReverseChainReport {
+        ReverseChainReport {
+            set: f.dir.display().to_string(),
+            output: f.output.display().to_string(),
+            stream_bytes: f.stream_bytes,
+            encrypted: f.encrypted,
+            output_bytes: f.output_bytes,
+            members: f.members,
+            units_rebuilt: f.units_rebuilt,
+            seconds: f.seconds,
+            output_gb_per_s: f.output_bytes as f64 / f.seconds.max(1e-9) / 1e9,
+            engine,
+            threads: f.threads,
+            device,
+            host_stages,
+            device_stages,
+            ledger,
+            fallbacks: Vec::new(),
+            provenance,
+        }
+    }
 }
 
 /// What went where, for the report.
@@ -54,7 +444,7 @@ struct Sealing {
     sealing: Duration,
 }
 
-pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result<(), JobError> {
+pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result<ChainReport, JobError> {
     let started = Instant::now();
     let unreadable = |e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e };
     let mut src = std::fs::File::open(source).map_err(unreadable)?;
@@ -117,47 +507,16 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     };
     let stream_bytes = shards.len;
     let (stripes, coding) = shards.finish(&head, name.clone(), &mode)?;
-    if o.quiet {
-        return Ok(());
-    }
-    let secs = started.elapsed().as_secs_f64();
     let n = o.data + o.parity;
-    println!(
-        "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {stripes} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {:.2} GB/s (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))",
-        source.display(),
-        peerpath_metrics::human_bytes(read),
-        counts.members,
-        peerpath_metrics::human_bytes(counts.compressed),
-        o.level.get(),
-        sealed.map_or(String::new(), |(blocks, b, _)| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {blocks} block(s) of {})", peerpath_metrics::human_bytes(b as u64))),
-        o.data,
-        o.parity,
-        o.data,
-        o.unit,
-        peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-        dir.display(),
-        secs,
-        read as f64 / secs.max(1e-9) / 1e9,
-        stripes as f64 * (n * o.unit) as f64 / coding.as_secs_f64().max(1e-9) / 1e9,
-        if sealed.is_some() { "encrypt, " } else { "" },
-        o.threads,
-    );
-    let rate = |bytes: u64, t: Duration| bytes as f64 / t.as_secs_f64().max(1e-9) / 1e9;
-    println!(
-        "stages on this host's CPU (measured): read {:.3} s; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread){}; erasure code {:.3} s ({:.2} GB/s); bytes through this process's memory: {} of source read, {} of members, {} of shards written",
-        counts.reading.as_secs_f64(),
-        counts.compressing.as_secs_f64(),
-        o.threads,
-        rate(read, counts.compressing),
-        sealed.map_or(String::new(), |(_, _, t)| format!("; seal {:.3} s ({:.2} GB/s)", t.as_secs_f64(), rate(counts.compressed, t))),
-        coding.as_secs_f64(),
-        rate(stripes * (n * o.unit) as u64, coding),
-        peerpath_metrics::human_bytes(read),
-        peerpath_metrics::human_bytes(counts.compressed),
-        peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-    );
-    println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {stream_bytes}-byte {name}", dir.display(), dir.display());
-    Ok(())
+    let shard_bytes = stripes * (n * o.unit) as u64;
+    let facts = ChainFacts { source, dir, source_bytes: read, members: counts.members, compressed_bytes: counts.compressed, sealed_blocks: sealed.map(|(b, _, _)| b), stripes, stream_name: name, stream_bytes, seconds: started.elapsed().as_secs_f64() };
+    let ledger = vec![Moved { memory: "host", what: "source read", bytes: read }, Moved { memory: "host", what: "members", bytes: counts.compressed }, Moved { memory: "host", what: "shards written", bytes: shard_bytes }];
+    let mut stages = vec![HostStage::new("read", counts.reading.as_secs_f64(), 1, read), HostStage::new("compress", counts.compressing.as_secs_f64(), o.threads, read)];
+    if let Some((_, _, t)) = sealed {
+        stages.push(HostStage::new("seal", t.as_secs_f64(), 1, counts.compressed));
+    }
+    stages.push(HostStage::new("erasure code", coding.as_secs_f64(), 1, shard_bytes));
+    Ok(ChainReport::new(facts, o, "cpu", None, ledger, "measured on this host's CPU").with_stages(Some(stages), None))
 }
 
 /// Compressed bytes to the next stage: sealed first with `--encrypt`.
@@ -314,7 +673,7 @@ impl Read for ShardStream {
 /// the members inflated into OUTPUT (on `threads` workers where they
 /// declare their sizes, as peerpath's do), which appears whole or not at
 /// all. A set holding any other file is refused.
-pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize, quiet: bool) -> Result<(), JobError> {
+pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize) -> Result<ReverseChainReport, JobError> {
     let started = Instant::now();
     let shards = ShardReader::open(dir)?;
     let set_bytes = shards.stream_bytes();
@@ -385,32 +744,16 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
         peerpath_io::discard(&temporary);
         return Err(e);
     }
-    if quiet {
-        return Ok(());
-    }
-    let secs = started.elapsed().as_secs_f64();
-    println!(
-        "{} -> {}: {} from the shards{}, inflated to {} on {threads} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)",
-        dir.display(),
-        output.display(),
-        peerpath_metrics::human_bytes(set_bytes),
-        if cipher.is_some() { ", each block authenticated and decrypted as it arrived" } else { "" },
-        peerpath_metrics::human_bytes(produced),
-        secs,
-        produced as f64 / secs.max(1e-9) / 1e9
-    );
     let reading = reading.get();
-    println!(
-        "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {threads} thread(s) ({:.2} GB/s out a thread); write {:.3} s; bytes through this process's memory: {} of stream from the shards, {} written",
-        reading.as_secs_f64(),
-        if cipher.is_some() { format!(", blocks opened {:.3} s", input.saturating_sub(reading).as_secs_f64()) } else { String::new() },
-        inflating.as_secs_f64(),
-        produced as f64 / inflating.as_secs_f64().max(1e-9) / 1e9,
-        writing.as_secs_f64(),
-        peerpath_metrics::human_bytes(set_bytes),
-        peerpath_metrics::human_bytes(produced),
-    );
-    Ok(())
+    let facts = ReverseFacts { dir, output, stream_bytes: set_bytes, encrypted: cipher.is_some(), output_bytes: produced, members: None, units_rebuilt: None, seconds: started.elapsed().as_secs_f64(), threads };
+    let mut stages = vec![HostStage::new("read", reading.as_secs_f64(), 1, set_bytes)];
+    if cipher.is_some() {
+        stages.push(HostStage::new("open", input.saturating_sub(reading).as_secs_f64(), 1, set_bytes));
+    }
+    stages.push(HostStage::new("inflate", inflating.as_secs_f64(), threads, produced));
+    stages.push(HostStage::new("write", writing.as_secs_f64(), 1, produced));
+    let ledger = vec![Moved { memory: "host", what: "stream from the shards", bytes: set_bytes }, Moved { memory: "host", what: "output written", bytes: produced }];
+    Ok(ReverseChainReport::new(facts, "cpu", None, Some(stages), None, ledger, "measured on this host's CPU"))
 }
 
 /// A reader that adds the time spent in its reads to a clock.

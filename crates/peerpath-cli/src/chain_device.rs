@@ -315,7 +315,7 @@ impl Chain<'_> {
 }
 
 /// The chain on `dev`: what `chain::compress_ec` does on the CPU, with the same output.
-pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &ChainOptions) -> Result<(), Stop> {
+pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &ChainOptions) -> Result<crate::chain::ChainReport, Stop> {
     let started = Instant::now();
     let unreadable = |e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e };
     let opened = peerpath_io::open_source(source, true).map_err(unreadable)?;
@@ -364,51 +364,37 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     let mut manifest = Manifest::new(name.clone(), c.len, (o.data, o.parity, o.unit), stripes, std::mem::take(&mut c.crcs));
     manifest.place(o.placement.as_ref());
     ec::publish(dir, c.files, &manifest, &peerpath_io::Inherited::mode_of(Some(&meta)))?;
-    if o.quiet {
-        return Ok(());
-    }
-    let secs = started.elapsed().as_secs_f64();
-    let moved = device_job::moved(device_job::is_direct(&opened.file));
-    let copies = device_job::host_copies(c.dev.memory().host_copied_bytes() - copied_before, "the key material and its zeroing, the file's header, the first stripe's head", meta.len());
-    let (provenance, compressed, how) = if on_gpu {
-        (
-            "measured on a real accelerator (GPU)",
-            "compressed by nvCOMP".to_string(),
-            format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", slots(o.threads), c.commands.count()),
-        )
-    } else {
-        (
-            "measured on emulated devices",
-            format!("compressed (level {})", o.level.get()),
-            format!("every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {moved} into its memory, shards written from it by kernel copies; {copies}", device_workers(o.threads), slots(o.threads), c.commands.count()),
-        )
+    let facts = crate::chain::ChainFacts {
+        source,
+        dir,
+        source_bytes: meta.len(),
+        members: c.members,
+        compressed_bytes: c.compressed,
+        sealed_blocks: c.sealer.as_ref().map(|s| s.blocks()),
+        stripes,
+        stream_name: name,
+        stream_bytes: c.len,
+        seconds: started.elapsed().as_secs_f64(),
     };
-    println!(
-        "{}: {} -> {} members, {} {compressed}{} -> RS({}, {}): {stripes} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source ({provenance}: {how})",
-        source.display(),
-        peerpath_metrics::human_bytes(meta.len()),
-        c.members,
-        peerpath_metrics::human_bytes(c.compressed),
-        if c.sealer.is_some() { " -> encrypted on the device (peerpath-enc/1)" } else { "" },
-        o.data,
-        o.parity,
-        dir.display(),
-        secs,
-        meta.len() as f64 / secs.max(1e-9) / 1e9,
-    );
-    if let Some(d) = c.dev.description() {
-        println!("the device: {d}");
-    }
-    if let Some(stages) = device_job::stages(c.dev) {
-        println!(
-            "stages on the device ({provenance}): {stages}; bytes: {} of source read into device memory, {} of shards written from it, {} of header from this process",
-            peerpath_metrics::human_bytes(meta.len()),
-            peerpath_metrics::human_bytes(stripes * (n * o.unit) as u64),
-            peerpath_metrics::human_bytes(if c.sealer.is_some() { HEADER_BYTES as u64 } else { 0 })
-        );
-    }
-    println!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {}-byte {name}", dir.display(), dir.display(), c.len);
-    Ok(())
+    let host_copies = device_job::HostCopies { bytes: c.dev.memory().host_copied_bytes() - copied_before, of: "the key material and its zeroing, the file's header, the first stripe's head".into(), payload_bytes: meta.len() };
+    let device = crate::chain::ChainDevice {
+        name: c.dev.name().to_string(),
+        description: c.dev.description().map(str::to_string),
+        gpu: on_gpu,
+        workers: (!on_gpu).then(|| device_workers(o.threads)),
+        in_flight: slots(o.threads),
+        commands: c.commands.count(),
+        read_by_dma: device_job::is_direct(&opened.file),
+        host_copies,
+    };
+    let (engine, provenance) = if on_gpu { ("gpu", "measured on a real accelerator (GPU)") } else { ("emulated", "measured on emulated devices") };
+    let ledger = vec![
+        crate::chain::Moved { memory: "device", what: "source read into device memory", bytes: meta.len() },
+        crate::chain::Moved { memory: "device", what: "shards written from it", bytes: stripes * (n * o.unit) as u64 },
+        crate::chain::Moved { memory: "host", what: "header from this process", bytes: if c.sealer.is_some() { HEADER_BYTES as u64 } else { 0 } },
+    ];
+    let stages = device_job::stage_figures(c.dev);
+    Ok(crate::chain::ChainReport::new(facts, o, engine, Some(device), ledger, provenance).with_stages(None, stages))
 }
 
 /// Reads, compresses, seals and codes the whole source; the number of stripes.
@@ -886,7 +872,7 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
 /// The host reads only the file's header and each member's first bytes
 /// (to find its length). A stripe that lost too much is named, with every
 /// other such stripe, and nothing is written.
-pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize, quiet: bool) -> Result<(), Stop> {
+pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize) -> Result<crate::chain::ReverseChainReport, Stop> {
     let started = Instant::now();
     let (m, _) = ec::load(dir)?;
     let (k, p, unit, stripes, stream_bytes) = m.shape();
@@ -957,54 +943,37 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         peerpath_io::discard(&temporary);
         return Err(e);
     }
-    if quiet {
-        return Ok(());
-    }
-    let secs = started.elapsed().as_secs_f64();
-    let moved = device_job::moved(direct && shards.iter().flatten().any(device_job::is_direct));
     // What this process copied: the file and member headers it read, each stripe's unit indices, the key material and its zeroing.
-    let copies = device_job::host_copies(c.dev.memory().host_copied_bytes() - copied_before, &format!("{} bytes of file and member headers read, the rest unit indices and key material", c.metadata_bytes), c.units_read);
-    let (provenance, how) = if on_gpu {
-        (
-            "measured on a real accelerator (GPU)",
-            format!(
-                "every stage on 1 GPU, up to {} member(s) in flight, {} commands; units read {moved} into its pinned host window and copied to GPU memory by the device, checked there against the manifest's CRC-32s, each member's output copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
-                slots(workers),
-                c.commands.count(),
-            ),
-        )
-    } else {
-        (
-            "measured on emulated devices",
-            format!(
-                "every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; {copies}",
-                device_workers(workers),
-                slots(workers),
-                c.commands.count(),
-            ),
-        )
+    let host_copies = device_job::HostCopies {
+        bytes: c.dev.memory().host_copied_bytes() - copied_before,
+        of: format!("{} bytes of file and member headers read, the rest unit indices and key material", c.metadata_bytes),
+        payload_bytes: c.units_read,
     };
-    println!(
-        "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out ({provenance}: {how})",
-        dir.display(),
-        output.display(),
-        peerpath_metrics::human_bytes(stream_bytes),
-        if c.rebuilt > 0 { format!(", {} unit(s) rebuilt on the device", c.rebuilt) } else { String::new() },
-        if c.cipher.is_some() { ", each block authenticated and decrypted there" } else { "" },
-        c.members,
-        peerpath_metrics::human_bytes(c.produced),
-        secs,
-        c.produced as f64 / secs.max(1e-9) / 1e9,
-    );
-    if on_gpu {
-        if let Some(d) = c.dev.description() {
-            println!("the device: {d}");
-        }
-    }
-    if let Some(stages) = device_job::stages(c.dev) {
-        println!("stages on the device ({provenance}): {stages}; bytes: {} of units read into device memory, {} of output written from it", peerpath_metrics::human_bytes(c.units_read), peerpath_metrics::human_bytes(c.produced));
-    }
-    Ok(())
+    let device = crate::chain::ChainDevice {
+        name: c.dev.name().to_string(),
+        description: c.dev.description().filter(|_| on_gpu).map(str::to_string),
+        gpu: on_gpu,
+        workers: (!on_gpu).then(|| device_workers(workers)),
+        in_flight: slots(workers),
+        commands: c.commands.count(),
+        read_by_dma: direct && shards.iter().flatten().any(device_job::is_direct),
+        host_copies,
+    };
+    let (engine, provenance) = if on_gpu { ("gpu", "measured on a real accelerator (GPU)") } else { ("emulated", "measured on emulated devices") };
+    let facts = crate::chain::ReverseFacts {
+        dir,
+        output,
+        stream_bytes,
+        encrypted: c.cipher.is_some(),
+        output_bytes: c.produced,
+        members: Some(c.members),
+        units_rebuilt: Some(c.rebuilt),
+        seconds: started.elapsed().as_secs_f64(),
+        threads: workers,
+    };
+    let ledger = vec![crate::chain::Moved { memory: "device", what: "units read into device memory", bytes: c.units_read }, crate::chain::Moved { memory: "device", what: "output written from it", bytes: c.produced }];
+    let stages = device_job::stage_figures(c.dev);
+    Ok(crate::chain::ReverseChainReport::new(facts, engine, Some(device), None, stages, ledger, provenance))
 }
 
 #[cfg(test)]
@@ -1016,7 +985,7 @@ mod tests {
     use peerpath_func::Level;
 
     fn options(encrypt: Option<(std::sync::Arc<Key>, u32)>) -> ChainOptions {
-        ChainOptions { level: Level::new(1).unwrap(), format: Format::Gzip, block_size: 64 << 10, threads: 2, encrypt, data: 3, parity: 2, unit: 16 << 10, placement: None, quiet: true }
+        ChainOptions { level: Level::new(1).unwrap(), format: Format::Gzip, block_size: 64 << 10, threads: 2, encrypt, data: 3, parity: 2, unit: 16 << 10, placement: None }
     }
 
     /// A set's files by name (its shards and manifest).
@@ -1106,7 +1075,7 @@ mod tests {
                 let mut l = DecodeLayout::new(data_units, parity, unit, slots(workers));
                 let mut dev = cpu_device(staged, l.bytes());
                 let out = d.join(format!("{name}-{staged}"));
-                decompress_ec(&mut dev, &set, &out, k.clone(), false, workers, true).map_err(why).unwrap();
+                decompress_ec(&mut dev, &set, &out, k.clone(), false, workers).map_err(why).unwrap();
                 assert!(std::fs::read(&out).unwrap() == data, "{name}, staged {staged}: the source, byte for byte");
                 if k.is_some() {
                     // The material is zeroed in the device's own memory and where the host sees it.

@@ -27,6 +27,7 @@ use peerpath_func::dedup::{chunks_parallel, cutting_threads, ChunkParams, Finger
 use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -113,6 +114,9 @@ enum DedupCommand {
         /// exactly those of one thread); a thread more reads ahead [default: all cores but one].
         #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         threads: Option<u16>,
+        /// Print the report as JSON (a `dedup-store`, once the files are stored) instead of a line per file.
+        #[arg(long)]
+        json: bool,
     },
     /// Write a stored file out, every chunk checked against its fingerprint.
     Restore {
@@ -125,6 +129,9 @@ enum DedupCommand {
         /// Replace an existing output.
         #[arg(short, long)]
         force: bool,
+        /// Print a report as JSON (a `dedup-restore`; not with `-o -`, where the file goes).
+        #[arg(long)]
+        json: bool,
     },
     /// The files in the store.
     List {
@@ -135,6 +142,9 @@ enum DedupCommand {
     Stats {
         #[command(flatten)]
         dir: StoreDir,
+        /// Print them as JSON (a `dedup-stats`).
+        #[arg(long)]
+        json: bool,
     },
     /// Check every chunk against its fingerprint and every file's chunk list.
     Verify {
@@ -145,21 +155,174 @@ enum DedupCommand {
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, compress, threads } => {
+        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, compress, threads, json } => {
             let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
             let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)), usize::from);
             if gpu != 0 && engine != DedupEngine::Gpu {
                 Err(JobError::Usage("--gpu needs --engine gpu".into()))
             } else {
-                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu), compress, threads)
+                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu), compress, threads, json)
             }
         }
-        DedupCommand::Restore { name, dir, output, force } => restore(&dir.store, &name, &output, force),
+        DedupCommand::Restore { name, dir, output, force, json } => {
+            if json && peerpath_runtime::job::is_std_stream(&output) {
+                Err(JobError::Usage("--json prints the report on standard output, where `-o -` writes the file: restore it to a file, or drop --json".into()))
+            } else {
+                restore(&dir.store, &name, &output, force).map(|r| {
+                    if json {
+                        println!("{}", crate::jsonout::stamped("dedup-restore", &r));
+                    }
+                })
+            }
+        }
         DedupCommand::List { dir } => list(&dir.store),
-        DedupCommand::Stats { dir } => stats(&dir.store),
+        DedupCommand::Stats { dir, json } => stats(&dir.store, json),
         DedupCommand::Verify { dir } => verify(&dir.store),
     };
     crate::exit_code(r)
+}
+
+/// A store's chunk sizes.
+#[derive(Serialize, Default, Clone, Copy)]
+struct Chunking {
+    min_bytes: usize,
+    avg_bytes: usize,
+    max_bytes: usize,
+}
+
+impl From<ChunkParams> for Chunking {
+    fn from(p: ChunkParams) -> Chunking {
+        Chunking { min_bytes: p.min, avg_bytes: p.avg, max_bytes: p.max }
+    }
+}
+
+/// What `dedup store` did: a line per file in text (printed as each is
+/// stored), one report with `--json` (printed at the end; after a failure
+/// too, where files were stored before it: they stay in the store).
+#[derive(Serialize, Default)]
+struct StoreReport {
+    store: String,
+    /// The store's fingerprint and chunk sizes.
+    hash: &'static str,
+    chunking: Chunking,
+    /// --compress: new chunks kept as gzip members at this level where that is smaller.
+    compress_level: Option<u32>,
+    /// The engine asked for (--engine).
+    engine: &'static str,
+    /// The files stored, in order.
+    files: Vec<StoredFile>,
+    /// Whether every source was stored; if not, `error` says what stopped the run (its exit code is the error's).
+    complete: bool,
+    error: Option<String>,
+    /// Why files were chunked on the host CPU instead of the device asked for.
+    fallbacks: Vec<String>,
+}
+
+/// One file stored.
+#[derive(Serialize)]
+struct StoredFile {
+    source: String,
+    bytes: u64,
+    chunks: u64,
+    /// Chunks the store did not hold yet (each once), their own bytes, and the bytes they take in the packs.
+    new_chunks: u64,
+    new_chunk_bytes: u64,
+    pack_bytes: u64,
+    seconds: f64,
+    gb_per_s: f64,
+    /// Where its chunks were cut and fingerprinted: "cpu", "emulated" or "gpu".
+    engine: &'static str,
+    /// On the host CPU: threads cutting and fingerprinting, and (--compress) compressing new chunks.
+    threads: Option<usize>,
+    compress_threads: Option<usize>,
+    /// On a device: how the pass ran.
+    device_pass: Option<crate::dedup_device::DevicePass>,
+    provenance: &'static str,
+}
+
+impl StoredFile {
+    /// The file's line of `dedup store`'s text report.
+    fn render(&self, hash: &str, compress: Option<u32>) -> String {
+        let how = match (&self.device_pass, self.threads) {
+            (Some(d), _) => d.text(hash, compress),
+            (None, threads) => {
+                let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {l}) on {}", self.compress_threads.unwrap_or(0)));
+                format!("chunking + {hash} on {} thread(s){compressed}, on the host CPU", threads.unwrap_or(0))
+            }
+        };
+        format!(
+            "{}: {} in {} chunk(s), {} new ({} chunk(s){}); {how}: {:.2} GB/s ({})",
+            self.source,
+            peerpath_metrics::human_bytes(self.bytes),
+            self.chunks,
+            peerpath_metrics::human_bytes(self.new_chunk_bytes),
+            self.new_chunks,
+            if self.pack_bytes != self.new_chunk_bytes { format!(", {} in the pack", peerpath_metrics::human_bytes(self.pack_bytes)) } else { String::new() },
+            self.gb_per_s,
+            self.provenance
+        )
+    }
+}
+
+/// What `dedup restore` did (printed with `--json`; the text run says nothing).
+#[derive(Serialize)]
+struct RestoreReport {
+    store: String,
+    name: String,
+    output: String,
+    bytes: u64,
+    chunks: u64,
+    /// Chunks kept as gzip members (decoded), and the bytes read from the packs.
+    compressed_chunks: u64,
+    pack_bytes: u64,
+    /// Every chunk was checked against its fingerprint, made with this hash.
+    hash: &'static str,
+    /// Threads reading, decoding and checking chunks.
+    threads: usize,
+    seconds: f64,
+    gb_per_s: f64,
+    provenance: &'static str,
+}
+
+/// What `dedup stats` says of a store.
+#[derive(Serialize)]
+struct StatsReport {
+    store: String,
+    hash: &'static str,
+    chunking: Chunking,
+    files: u64,
+    /// The stored files' bytes, and their chunks counted once per use.
+    logical_bytes: u64,
+    chunk_references: u64,
+    /// Distinct chunks, their own bytes, and the bytes they take in the packs.
+    unique_chunks: u64,
+    unique_chunk_bytes: u64,
+    stored_bytes: u64,
+    /// logical / unique chunk bytes.
+    dedup_ratio: f64,
+    /// unique chunk bytes / stored (1 when no chunk is compressed), and logical / stored.
+    compression_ratio: f64,
+    overall_ratio: f64,
+    /// Bytes in the packs no chunk refers to (left by a store that was killed).
+    unreferenced_pack_bytes: u64,
+}
+
+impl StatsReport {
+    fn render(&self) -> String {
+        let mut t = format!("store {} ({}, chunks {}/{}/{} bytes min/avg/max)\n", self.store, self.hash, self.chunking.min_bytes, self.chunking.avg_bytes, self.chunking.max_bytes);
+        t += &format!(
+            "files: {}; logical bytes: {}; chunk references: {}; unique chunks: {} ({} bytes); stored bytes: {}\n",
+            self.files, self.logical_bytes, self.chunk_references, self.unique_chunks, self.unique_chunk_bytes, self.stored_bytes
+        );
+        t += &format!("deduplication ratio: {:.3} (logical / unique chunk bytes)\n", self.dedup_ratio);
+        if self.stored_bytes != self.unique_chunk_bytes {
+            t += &format!("compression ratio: {:.3} (unique chunk bytes / stored); overall: {:.3} (logical / stored)\n", self.compression_ratio, self.overall_ratio);
+        }
+        if self.unreferenced_pack_bytes > 0 {
+            t += &format!("pack bytes no chunk refers to: {} (left by a store that was killed; the next store cuts them off where it appends)\n", self.unreferenced_pack_bytes);
+        }
+        t
+    }
 }
 
 fn db_error(dir: &Path) -> impl Fn(rusqlite::Error) -> JobError + '_ {
@@ -469,7 +632,7 @@ fn lock(dir: &Path) -> Result<File, JobError> {
 type Sizes = (Option<usize>, Option<usize>, Option<usize>);
 
 #[allow(clippy::too_many_arguments)]
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: (DedupEngine, bool, usize), compress: Option<Level>, threads: usize) -> Result<(), JobError> {
+fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: (DedupEngine, bool, usize), compress: Option<Level>, threads: usize, json: bool) -> Result<(), JobError> {
     if sources.is_empty() {
         return Err(JobError::Usage("name at least one file to store".into()));
     }
@@ -487,7 +650,23 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     let was = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
     let before: Vec<bool> = NEW_STORE.iter().map(|n| was(n)).collect();
     let mut stored = 0;
-    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, engine, compress, threads, &mut stored);
+    let mut report = StoreReport {
+        store: dir.display().to_string(),
+        compress_level: compress.map(|l| l.get()),
+        engine: match engine.0 {
+            DedupEngine::Cpu => "cpu",
+            DedupEngine::Emulated => "emulated",
+            DedupEngine::Gpu => "gpu",
+        },
+        ..StoreReport::default()
+    };
+    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, engine, compress, threads, &mut stored, (&mut report, json));
+    // The report, where files were stored (also before a failure, as the text's lines are).
+    if json && (result.is_ok() || !report.files.is_empty()) {
+        report.complete = result.is_ok();
+        report.error = result.as_ref().err().map(|e| e.to_string());
+        println!("{}", crate::jsonout::stamped("dedup-store", &report));
+    }
     // A store this run began (there was no index), which failed before it kept a file, leaves
     // nothing behind: what this run made goes, and only that (a pack only while empty: a failed
     // store undoes its appends, and packs that were there are never touched).
@@ -509,8 +688,10 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
-fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu): (DedupEngine, bool, usize), compress: Option<Level>, threads: usize, stored: &mut usize) -> Result<(), JobError> {
+fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu): (DedupEngine, bool, usize), compress: Option<Level>, threads: usize, stored: &mut usize, (report, json): (&mut StoreReport, bool)) -> Result<(), JobError> {
     let s = Store::open(dir, true, Some((asked, fp)))?;
+    (report.hash, report.chunking) = (s.fp.name(), s.params.into());
+    let fallbacks = &mut report.fallbacks;
     let custom = sizes.0.is_some() || sizes.1.is_some() || sizes.2.is_some();
     if (custom && asked != s.params) || hash.is_some_and(|_| fp != s.fp) {
         return Err(JobError::Usage(format!("the store chunks with {:?} and {}; its sizes and hash are set when it is made", s.params, s.fp.name())));
@@ -526,17 +707,27 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
             (Some(_), Some(_), Some(_)) => match start() {
                 Ok(d) => device = Some(d),
                 Err(why) if no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
-                Err(why) => eprintln!("peerpath: FALLBACK: {why}: chunking on the host CPU"),
+                Err(why) => fallback(fallbacks, format!("{why}: chunking on the host CPU")),
             },
             _ if no_fallback => return Err(JobError::Device { detail: "the device takes chunk sizes in whole KiB (--no-fallback)".into() }),
-            _ => eprintln!("peerpath: FALLBACK: the device takes chunk sizes in whole KiB: chunking on the host CPU"),
+            _ => fallback(fallbacks, "the device takes chunk sizes in whole KiB: chunking on the host CPU".into()),
         }
     }
     for src in sources {
-        store_one(&s, src, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress)?;
+        let file = store_one(&s, src, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress, &mut report.fallbacks)?;
+        if !json {
+            println!("{}", file.render(s.fp.name(), report.compress_level));
+        }
+        report.files.push(file);
         *stored += 1;
     }
     Ok(())
+}
+
+/// Says a fallback on standard error and keeps it for the report.
+fn fallback(fallbacks: &mut Vec<String>, why: String) {
+    eprintln!("peerpath: FALLBACK: {why}");
+    fallbacks.push(why);
 }
 
 /// Where a store's chunks are made: on an emulated CSP where there is one
@@ -684,7 +875,7 @@ fn keep_new(pack: &mut PackWriter, batch: &[peerpath_func::dedup::Chunk], encode
     Ok(())
 }
 
-fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Option<Level>) -> Result<(), JobError> {
+fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>) -> Result<StoredFile, JobError> {
     let name = src.as_os_str().as_bytes();
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
     if exists && !force {
@@ -700,7 +891,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
             return Err(JobError::Device { detail: format!("{}: a pipe, and the device reads its sources by offset (--no-fallback)", src.display()) });
         }
         Some(_) if pipe() => {
-            eprintln!("peerpath: FALLBACK: {}: a pipe, and the device reads its sources by offset: chunking on the host CPU", src.display());
+            fallback(fallbacks, format!("{}: a pipe, and the device reads its sources by offset: chunking on the host CPU", src.display()));
             None
         }
         d => d,
@@ -710,7 +901,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     // Opened once (a FIFO must not be opened twice), with O_DIRECT for the device.
     let opened = peerpath_io::open_source(src, on_device).map_err(unreadable)?;
     let size = known_size(&opened);
-    let (total, digests, how) = match device {
+    let (total, digests, cpu_threads, device_pass) = match device {
         None => {
             let (mut digests, mut total) = (Vec::new(), 0u64);
             let threads = cutting_threads(s.params, chunker.threads);
@@ -728,12 +919,11 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
                 }
             }
             keep_new(&mut pack, &batch, &mut encoders)?;
-            let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {}) on {}", l.get(), threads + 1));
-            (total, digests, format!("chunking + {} on {threads} thread(s){compressed}, on the host CPU", s.fp.name()))
+            (total, digests, Some(threads), None)
         }
         Some(dev) => {
             let d = crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack).map_err(|why| JobError::Device { detail: format!("{}: {why}; nothing was added", src.display()) })?;
-            (d.bytes, d.digests, d.how)
+            (d.bytes, d.digests, None, Some(d.pass))
         }
     };
     let count = digests.len() / 32;
@@ -756,24 +946,30 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     pack.kept();
     tx.commit().map_err(db_error(&s.dir))?;
     let secs = started.elapsed().as_secs_f64();
-    let provenance = match (on_gpu, on_device) {
-        (true, _) => "measured on a real accelerator (GPU)",
-        (false, true) => "measured on emulated devices",
-        (false, false) => "measured on this host's CPU",
+    let (engine, provenance) = match (on_gpu, on_device) {
+        (true, _) => ("gpu", "measured on a real accelerator (GPU)"),
+        (false, true) => ("emulated", "measured on emulated devices"),
+        (false, false) => ("cpu", "measured on this host's CPU"),
     };
-    println!(
-        "{}: {} in {count} chunk(s), {} new ({} chunk(s){}); {how}: {:.2} GB/s ({provenance})",
-        src.display(),
-        peerpath_metrics::human_bytes(size),
-        peerpath_metrics::human_bytes(pack.new_size),
-        pack.new.len(),
-        if pack.new_bytes != pack.new_size { format!(", {} in the pack", peerpath_metrics::human_bytes(pack.new_bytes)) } else { String::new() },
-        size as f64 / secs.max(1e-9) / 1e9
-    );
-    Ok(())
+    Ok(StoredFile {
+        source: src.display().to_string(),
+        bytes: size,
+        chunks: count as u64,
+        new_chunks: pack.new.len() as u64,
+        new_chunk_bytes: pack.new_size,
+        pack_bytes: pack.new_bytes,
+        seconds: secs,
+        gb_per_s: size as f64 / secs.max(1e-9) / 1e9,
+        engine,
+        threads: cpu_threads,
+        compress_threads: cpu_threads.filter(|_| compress.is_some()).map(|t| t + 1),
+        device_pass,
+        provenance,
+    })
 }
 
-fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), JobError> {
+fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<RestoreReport, JobError> {
+    let started = std::time::Instant::now();
     let s = Store::open(dir, false, None)?;
     let row: Option<(i64, Vec<u8>)> = s.db.query_row("SELECT size, chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(db_error(dir))?;
     let (size, list) = row.ok_or_else(|| JobError::Usage(format!("{} is not in the store {} (peerpath dedup list)", name.display(), dir.display())))?;
@@ -784,15 +980,20 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
     peerpath_runtime::job::check_new_target(output, force)?;
     let target = if to_stdout { None } else { Some(peerpath_io::create_temporary(output, false).map_err(target_io(output))?) };
     let mut stdout = std::io::stdout().lock();
+    // Chunks are read, decoded and checked on every core, BATCH at a time, each thread into a
+    // buffer kept from batch to batch, and written in order.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (mut compressed_chunks, mut pack_bytes) = (0u64, 0u64);
+    let digests: Vec<&[u8]> = list.chunks(32).collect();
     let written = (|| -> Result<(), JobError> {
-        // Chunks are read, decoded and checked on every core, BATCH at a time, each thread into a
-        // buffer kept from batch to batch, and written in order.
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut readers: Vec<(Packs, Vec<u8>)> = (0..threads).map(|_| (s.packs(), Vec::new())).collect();
         let mut at = 0u64;
-        let digests: Vec<&[u8]> = list.chunks(32).collect();
         for (b, batch) in digests.chunks(BATCH).enumerate() {
             let stored: Vec<Option<Stored>> = batch.iter().map(|d| s.chunk(d)).collect::<Result<_, _>>()?;
+            for c in stored.iter().flatten() {
+                compressed_chunks += u64::from(c.codec == GZIP_MEMBER);
+                pack_bytes += c.len as u64;
+            }
             let jobs: Vec<(&[u8], Option<Stored>)> = batch.iter().copied().zip(stored).collect();
             // Each chunk's bytes, as a range of its thread's buffer.
             readers.iter_mut().for_each(|(_, buf)| buf.clear());
@@ -828,7 +1029,21 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<(), Jo
         }
         return Err(e);
     }
-    Ok(())
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(RestoreReport {
+        store: dir.display().to_string(),
+        name: name.display().to_string(),
+        output: output.display().to_string(),
+        bytes: size as u64,
+        chunks: digests.len() as u64,
+        compressed_chunks,
+        pack_bytes,
+        hash: s.fp.name(),
+        threads,
+        seconds,
+        gb_per_s: size as f64 / seconds.max(1e-9) / 1e9,
+        provenance: "measured on this host's CPU",
+    })
 }
 
 fn list(dir: &Path) -> Result<(), JobError> {
@@ -842,7 +1057,7 @@ fn list(dir: &Path) -> Result<(), JobError> {
     Ok(())
 }
 
-fn stats(dir: &Path) -> Result<(), JobError> {
+fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let one = |sql: &str| s.db.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(db_error(dir));
     let (files, logical, refs) = (one("SELECT count(*) FROM files")?, one("SELECT coalesce(sum(size), 0) FROM files")?, one("SELECT coalesce(sum(length(chunks)) / 32, 0) FROM files")?);
@@ -850,15 +1065,26 @@ fn stats(dir: &Path) -> Result<(), JobError> {
     let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
     let unique_bytes = one(&format!("SELECT coalesce(sum({size_column}), 0) FROM chunks"))?;
     let on_disk: u64 = std::fs::read_dir(dir.join("packs")).map_err(target_io(dir))?.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
-    println!("store {} ({}, chunks {}/{}/{} bytes min/avg/max)", dir.display(), s.fp.name(), s.params.min, s.params.avg, s.params.max);
-    println!("files: {files}; logical bytes: {logical}; chunk references: {refs}; unique chunks: {unique} ({unique_bytes} bytes); stored bytes: {stored}");
     let ratio = |a: i64, b: i64| a as f64 / b.max(1) as f64;
-    println!("deduplication ratio: {:.3} (logical / unique chunk bytes)", ratio(logical, unique_bytes));
-    if stored != unique_bytes {
-        println!("compression ratio: {:.3} (unique chunk bytes / stored); overall: {:.3} (logical / stored)", ratio(unique_bytes, stored), ratio(logical, stored));
-    }
-    if on_disk > stored as u64 {
-        println!("pack bytes no chunk refers to: {} (left by a store that was killed; the next store cuts them off where it appends)", on_disk - stored as u64);
+    let report = StatsReport {
+        store: dir.display().to_string(),
+        hash: s.fp.name(),
+        chunking: s.params.into(),
+        files: files as u64,
+        logical_bytes: logical as u64,
+        chunk_references: refs as u64,
+        unique_chunks: unique as u64,
+        unique_chunk_bytes: unique_bytes as u64,
+        stored_bytes: stored as u64,
+        dedup_ratio: ratio(logical, unique_bytes),
+        compression_ratio: ratio(unique_bytes, stored),
+        overall_ratio: ratio(logical, stored),
+        unreferenced_pack_bytes: on_disk.saturating_sub(stored as u64),
+    };
+    if json {
+        println!("{}", crate::jsonout::stamped("dedup-stats", &report));
+    } else {
+        print!("{}", report.render());
     }
     Ok(())
 }
@@ -976,7 +1202,7 @@ mod tests {
             std::fs::write(&src, &data).unwrap();
             let [plain, compressed] = [None, Some(Level::new(1).unwrap())].map(|compress| {
                 let st = dir.path().join(if compress.is_some() { "compressed" } else { "plain" });
-                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0), compress, 2).unwrap();
+                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0), compress, 2, false).unwrap();
                 let packs = std::fs::read_dir(st.join("packs")).unwrap().map(|e| Path::new("packs").join(e.unwrap().file_name()));
                 std::iter::once(PathBuf::from("index.sqlite")).chain(packs).map(|f| (f.clone(), std::fs::read(st.join(f)).unwrap())).collect()
             });
@@ -1051,7 +1277,7 @@ mod tests {
             }
             let out = case.path().join("out");
             match restore(&st, src, &out, false) {
-                Ok(()) => prop_assert_eq!(&std::fs::read(&out).unwrap(), data, "restored: exactly the source"),
+                Ok(_) => prop_assert_eq!(&std::fs::read(&out).unwrap(), data, "restored: exactly the source"),
                 Err(e) => {
                     prop_assert!(!out.exists(), "nothing written after {}", e);
                     prop_assert!(e.exit_code() != 1, "an internal error: {}", e);

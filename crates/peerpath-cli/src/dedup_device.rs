@@ -56,7 +56,41 @@ pub(crate) fn start(p: ChunkParams, compress: bool) -> Result<EmulatedCsp, Strin
 pub(crate) struct DeviceChunks {
     pub digests: Vec<u8>,
     pub bytes: u64,
-    pub how: String,
+    pub pass: DevicePass,
+}
+
+/// How a file's chunks were made on a device, for the store's report.
+#[derive(serde::Serialize)]
+pub(crate) struct DevicePass {
+    /// The device's name.
+    pub device: String,
+    /// A GPU (staged through its pinned host window), else an emulated CSP.
+    pub gpu: bool,
+    /// The file read by DMA (O_DIRECT), else by the kernel's copies.
+    pub read_by_dma: bool,
+    pub commands: u64,
+    /// Bytes of boundaries and digests the device answered.
+    pub result_bytes: u64,
+    pub host_copies: device_job::HostCopies,
+}
+
+impl DevicePass {
+    /// In words: how the chunks were made and moved (`hash`: the store's
+    /// fingerprint; `compress`: --compress's level, which the emulated CSP applies).
+    pub fn text(&self, hash: &str, compress: Option<u32>) -> String {
+        let (moved, commands, metadata, copies) = (device_job::moved(self.read_by_dma), self.commands, self.result_bytes, self.host_copies.text());
+        if self.gpu {
+            format!(
+                "chunked and fingerprinted ({hash}) on 1 GPU ({}): read {moved} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
+                self.device
+            )
+        } else {
+            format!(
+                "chunked and fingerprinted ({hash}){} on 1 emulated CSP: read {moved} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); {copies}",
+                compress.map_or(String::new(), |l| format!(", new chunks compressed (level {l})")),
+            )
+        }
+    }
 }
 
 /// Opens GPU `ordinal` with peerpath's FastCDC and BLAKE3 kernels (no
@@ -155,21 +189,7 @@ pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkP
         }
         Ok(consumed)
     })?;
-    let copies = device_job::host_copies(dev.memory().host_copied_bytes() - copied_before, "the boundaries and digests", bytes);
-    let how = if on_gpu {
-        format!(
-            "chunked and fingerprinted ({}) on 1 GPU ({}): read {} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
-            fp.name(),
-            dev.name(),
-            device_job::moved(device_job::is_direct(src))
-        )
-    } else {
-        format!(
-            "chunked and fingerprinted ({}){} on 1 emulated CSP: read {} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); {copies}",
-            fp.name(),
-            compress.map_or(String::new(), |l| format!(", new chunks compressed (level {})", l.get())),
-            device_job::moved(device_job::is_direct(src))
-        )
-    };
-    Ok(DeviceChunks { digests, bytes, how })
+    let host_copies = device_job::HostCopies { bytes: dev.memory().host_copied_bytes() - copied_before, of: "the boundaries and digests".into(), payload_bytes: bytes };
+    let pass = DevicePass { device: dev.name().to_string(), gpu: on_gpu, read_by_dma: device_job::is_direct(src), commands, result_bytes: metadata, host_copies };
+    Ok(DeviceChunks { digests, bytes, pass })
 }

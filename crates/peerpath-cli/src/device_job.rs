@@ -107,6 +107,23 @@ pub(crate) fn host_copies(copied: u64, what: &str, payload: u64) -> String {
     format!("bytes this process copied to or from the device's memory: {copied} ({what}; the {payload} payload bytes moved by the kernel and the device)")
 }
 
+/// The same figures for a JSON report: the bytes this process copied to or
+/// from the device's memory (measured), what they were, and the payload
+/// bytes the kernel and the device moved.
+#[derive(serde::Serialize)]
+pub(crate) struct HostCopies {
+    pub bytes: u64,
+    pub of: String,
+    pub payload_bytes: u64,
+}
+
+impl HostCopies {
+    /// As [`host_copies`] words it.
+    pub fn text(&self) -> String {
+        host_copies(self.bytes, &self.of, self.payload_bytes)
+    }
+}
+
 /// Runs `request` to completion and gives its answer whatever its status
 /// (for a status that is the data's fault, not the device's; see [`succeeded`]).
 pub(crate) fn run_one_answer<D: Device + ?Sized>(dev: &mut D, request: Request) -> Result<Completion, String> {
@@ -259,29 +276,59 @@ pub(crate) unsafe fn write_from(from: *const u8, len: usize, dst: &File, at: u64
     Ok(())
 }
 
-/// What each function did on the device, for a report: per function with
-/// commands, its commands, bytes in and out, and busy time summed over the
-/// device's workers, with the rate that gives (input bytes per busy second
-/// of one worker, where it took input). From the device's own statistics; `None` if it keeps none.
-pub(crate) fn stages(dev: &mut dyn Device) -> Option<String> {
+/// What one function did on a device, from the device's own statistics.
+#[derive(serde::Serialize)]
+pub(crate) struct DeviceStage {
+    pub function: &'static str,
+    pub commands: u64,
+    pub input_bytes: u64,
+    pub output_bytes: u64,
+    /// Time running its commands, summed over the device's workers.
+    pub busy_seconds: f64,
+    /// Input bytes per busy second of one worker (GB/s), where it took input.
+    pub gb_per_s_in: Option<f64>,
+}
+
+/// Per function with commands: its commands, bytes in and out, and busy
+/// time summed over the device's workers, with the rate that gives; `None`
+/// if the device keeps no statistics.
+pub(crate) fn stage_figures(dev: &mut dyn Device) -> Option<Vec<DeviceStage>> {
     let s = dev.stats()?;
-    let parts: Vec<String> = s
-        .functions
+    Some(
+        s.functions
+            .iter()
+            .filter(|f| f.commands > 0)
+            .map(|f| {
+                let busy = f.busy_ns as f64 / 1e9;
+                DeviceStage {
+                    function: f.function.map_or("?", |k| k.name()),
+                    commands: f.commands,
+                    input_bytes: f.input_bytes,
+                    output_bytes: f.output_bytes,
+                    busy_seconds: busy,
+                    gb_per_s_in: (f.input_bytes > 0).then(|| f.input_bytes as f64 / busy.max(1e-9) / 1e9),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// [`stage_figures`] in words, for a report.
+pub(crate) fn render_stages(stages: &[DeviceStage]) -> String {
+    let parts: Vec<String> = stages
         .iter()
-        .filter(|f| f.commands > 0)
         .map(|f| {
-            let busy = f.busy_ns as f64 / 1e9;
-            let rate = if f.input_bytes > 0 { format!(" ({:.2} GB/s in, a worker)", f.input_bytes as f64 / busy.max(1e-9) / 1e9) } else { String::new() };
-            format!(
-                "{} {}x, {} in -> {} out, {busy:.3} s busy{rate}",
-                f.function.map_or("?", |k| k.name()),
-                f.commands,
-                peerpath_metrics::human_bytes(f.input_bytes),
-                peerpath_metrics::human_bytes(f.output_bytes),
-            )
+            let rate = f.gb_per_s_in.map_or(String::new(), |r| format!(" ({r:.2} GB/s in, a worker)"));
+            format!("{} {}x, {} in -> {} out, {:.3} s busy{rate}", f.function, f.commands, peerpath_metrics::human_bytes(f.input_bytes), peerpath_metrics::human_bytes(f.output_bytes), f.busy_seconds)
         })
         .collect();
-    Some(parts.join("; "))
+    parts.join("; ")
+}
+
+/// What each function did on the device, for a report: [`stage_figures`]
+/// in words; `None` if it keeps no statistics.
+pub(crate) fn stages(dev: &mut dyn Device) -> Option<String> {
+    stage_figures(dev).map(|s| render_stages(&s))
 }
 
 /// Time the device's workers spent running `kind`, summed over them, from

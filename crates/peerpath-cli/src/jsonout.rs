@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The kinds of JSON peerpath prints, with their current versions.
-pub const KINDS: [(&str, u32); 18] = [
+pub const KINDS: [(&str, u32); 24] = [
     ("job-report", 1),
     ("topology", 1),
     ("p2p-verdict", 1),
@@ -25,6 +25,12 @@ pub const KINDS: [(&str, u32); 18] = [
     ("ec-report", 1),
     ("ec-verify", 1),
     ("serve-report", 1),
+    ("scan-report", 1),
+    ("dedup-store", 1),
+    ("dedup-restore", 1),
+    ("dedup-stats", 1),
+    ("chain-report", 1),
+    ("reverse-chain-report", 1),
 ];
 
 /// `value` as pretty JSON with `"schema": "peerpath/<kind>/<version>"` first.

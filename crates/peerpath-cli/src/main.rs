@@ -780,8 +780,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     if !matches!(a.engine, EngineArg::Cpu | EngineArg::Emulated | EngineArg::Gpu) {
         return Err(JobError::Usage("--ec runs on the host CPU, an emulated CSP or a GPU (--engine cpu, emulated or gpu)".into()));
     }
-    if a.verify || a.explain || a.common.json {
-        return Err(JobError::Usage("--ec does not take --verify, --explain or --json yet (check the result with `peerpath ec verify DIR --json`)".into()));
+    if a.verify || a.explain {
+        return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
     }
     let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let format = match a.format {
@@ -790,7 +790,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
-    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit, placement, quiet: a.common.quiet };
+    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit, placement };
+    let mut fallbacks = Vec::new();
     if a.engine != EngineArg::Cpu {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
             return Err(JobError::Usage("--ec cannot check the device's output yet: --inject-faults takes no corrupt= with it".into()));
@@ -804,7 +805,10 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         };
         let (why, then) = match started {
             Ok(mut dev) => match chain_device::compress_ec(dev.as_mut(), source, dir, &opts) {
-                Ok(()) => return Ok(()),
+                Ok(report) => {
+                    report.print(a.common.json, a.common.quiet);
+                    return Ok(());
+                }
                 Err(chain_device::Stop::Job(e)) => return Err(e),
                 // The device held the first stripe and the blocks being filled: nothing it did is kept.
                 Err(chain_device::Stop::Device(why)) => (why, "; the chain restarts on the host CPU from the first byte"),
@@ -815,10 +819,14 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
             return Err(JobError::Device { detail: format!("{why} (--no-fallback: nothing was kept)") });
         }
         eprintln!("peerpath: FALLBACK: {why}{then}");
+        fallbacks.push(format!("{why}{then}"));
     } else if a.inject_faults.is_some() {
         return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
     }
-    chain::compress_ec(source, dir, &opts)
+    let mut report = chain::compress_ec(source, dir, &opts)?;
+    report.fallbacks = fallbacks;
+    report.print(a.common.json, a.common.quiet);
+    Ok(())
 }
 
 /// `--encrypt`: the key and block size, or why not.
@@ -1008,14 +1016,12 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
                 };
-                if a.common.json {
-                    return Err(JobError::Usage("decompress --ec does not take --json yet (its report is text)".into()));
-                }
                 ec::OpenSet::open(dir)?.refuse_as_target(output)?;
                 // Before any work, on either engine (a directory was found only at the end).
                 peerpath_runtime::job::check_new_target(output, a.target.force)?;
                 let key = crypt::optional_key(&a.key)?;
                 let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+                let mut fallbacks = Vec::new();
                 if a.decode.engine != DecodeEngineArg::Cpu {
                     let (set, _) = ec::load(dir)?;
                     let (k, m, unit, _, _) = set.shape();
@@ -1027,8 +1033,11 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         _ => chain_device::start_decode(k, m, unit, workers, a.inject_faults.clone()),
                     };
                     let (why, then) = match started {
-                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers, a.common.quiet) {
-                            Ok(()) => return Ok(()),
+                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers) {
+                            Ok(report) => {
+                                report.print(a.common.json, a.common.quiet);
+                                return Ok(());
+                            }
                             Err(chain_device::Stop::Job(e)) => return Err(e),
                             Err(chain_device::Stop::Device(why)) => (why, "; the set is decoded on the host CPU from the start (nothing the device wrote is kept)"),
                         },
@@ -1038,8 +1047,12 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         return Err(JobError::Device { detail: format!("{why} (--no-fallback: nothing was kept)") });
                     }
                     eprintln!("peerpath: FALLBACK: {why}{then}");
+                    fallbacks.push(format!("{why}{then}"));
                 }
-                return chain::decompress_ec(dir, output, key, a.target.force, threads, a.common.quiet);
+                let mut report = chain::decompress_ec(dir, output, key, a.target.force, threads)?;
+                report.fallbacks = fallbacks;
+                report.print(a.common.json, a.common.quiet);
+                return Ok(());
             }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");

@@ -15,6 +15,7 @@ use peerpath_device::Device;
 use crate::chain_device::Stop;
 use peerpath_func::scan::{whole_records, Filter, Found, Malformed, RecordFormat};
 use peerpath_runtime::JobError;
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -70,6 +71,11 @@ pub struct ScanArgs {
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
+    /// Print the report as JSON on standard output (a `scan-report`: the counts, the histogram,
+    /// where each file ran) instead of the counts or histogram and the summary; records must then
+    /// go to a file (-o FILE), or be counted (--count, --histogram).
+    #[arg(long)]
+    json: bool,
     /// Where the filter runs: cpu (this process); emulated (an emulated CSP counts plain
     /// files in its own memory; only counts and histograms come back: --count or --histogram);
     /// or gpu (the same on a GPU, with peerpath's scan kernels walking the motif as a DFA,
@@ -101,9 +107,142 @@ pub fn main(a: ScanArgs) -> ExitCode {
     crate::exit_code(run(a))
 }
 
+/// What a scan did, for its summary (standard error) or `--json`: the
+/// filter, each file's counts and where it was scanned, the totals. The
+/// text is rendered from it.
+#[derive(Serialize)]
+struct ScanReport {
+    /// Each file in the order given.
+    files: Vec<FileReport>,
+    filter: FilterReport,
+    /// What the run wrote: "count", "histogram", or "records" (to `output`).
+    printed: &'static str,
+    /// Where the matching records went (`-o FILE`), when they were written.
+    output: Option<String>,
+    records: u64,
+    matched: u64,
+    /// Sequence bytes of the matching records.
+    matched_bases: u64,
+    /// With --histogram: matching records by sequence length, the bins that hold any.
+    histogram: Option<Vec<Bin>>,
+    /// Bytes read (decompressed, for gzip input), over all files.
+    bytes: u64,
+    seconds: f64,
+    gb_per_s: f64,
+    /// The engine asked for (--engine), and the device it named where it is not cpu.
+    engine: &'static str,
+    device: Option<String>,
+    /// Filter threads on the host CPU, and how many files ran there and on the device.
+    threads: usize,
+    cpu_files: usize,
+    device_files: usize,
+    /// Why files the device was asked to scan were scanned on the host CPU.
+    fallbacks: Vec<String>,
+    provenance: &'static str,
+}
+
+#[derive(Serialize)]
+struct FilterReport {
+    motif: Option<String>,
+    ignore_case: bool,
+    min_length: Option<usize>,
+    id_prefix: Option<String>,
+    /// --format, or null: told from each file's first byte.
+    format: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct FileReport {
+    path: String,
+    /// The record format it was read as (null: an empty file).
+    format: Option<&'static str>,
+    records: u64,
+    matched: u64,
+    matched_bases: u64,
+    bytes: u64,
+    /// Where it was scanned: "cpu", "emulated" or "gpu".
+    engine: &'static str,
+    /// How the device scanned it (null on the CPU).
+    device_pass: Option<DevicePass>,
+}
+
+/// One file's pass on a device.
+#[derive(Serialize)]
+struct DevicePass {
+    /// "1 emulated CSP", or "1 GPU (GPU N, peerpath's scan kernels)".
+    device: String,
+    /// Read into a pinned host window and copied to the device's own memory by the device (a GPU).
+    staged: bool,
+    /// Read by DMA (O_DIRECT), else by the kernel's copies.
+    read_by_dma: bool,
+    blocks: u64,
+    result_bytes_per_block: usize,
+    host_copies: crate::device_job::HostCopies,
+    provenance: &'static str,
+}
+
+/// Matching records whose sequence length is in `from..=to`.
+#[derive(Serialize)]
+struct Bin {
+    from: u64,
+    to: u64,
+    records: u64,
+}
+
+fn format_name(f: RecordFormat) -> &'static str {
+    match f {
+        RecordFormat::Fasta => "fasta",
+        RecordFormat::Fastq => "fastq",
+        RecordFormat::Lines => "lines",
+    }
+}
+
+impl ScanReport {
+    /// The summary lines on standard error.
+    fn render(&self) -> String {
+        let mut t = format!(
+            "scan: {} of {} record(s) matched ({} bases); read {} in {:.3} s, {:.2} GB/s ({})\n",
+            self.matched,
+            self.records,
+            self.matched_bases,
+            peerpath_metrics::human_bytes(self.bytes),
+            self.seconds,
+            self.gb_per_s,
+            self.provenance,
+        );
+        if self.cpu_files > 0 {
+            t += &format!("scan: {} file(s) on {} filter thread(s) of the host CPU\n", self.cpu_files, self.threads);
+        }
+        for (f, d) in self.files.iter().filter_map(|f| f.device_pass.as_ref().map(|d| (f, d))) {
+            let (into, back) = if d.staged { ("its pinned host window and copied to GPU memory by the device", " copied back") } else { ("its memory", "") };
+            t += &format!(
+                "scan: on {}: {} read {} into {into}, {} block(s), {} bytes of results each{back}; {} ({})\n",
+                d.device,
+                f.path,
+                crate::device_job::moved(d.read_by_dma),
+                d.blocks,
+                d.result_bytes_per_block,
+                d.host_copies.text(),
+                d.provenance
+            );
+        }
+        t
+    }
+}
+
+/// Says a fallback on standard error and keeps it for the report.
+fn fallback(fallbacks: &mut Vec<String>, why: String) {
+    eprintln!("peerpath: FALLBACK: {why}");
+    fallbacks.push(why);
+}
+
 fn run(a: ScanArgs) -> Result<(), JobError> {
     if a.motif.is_none() && a.min_length.is_none() && a.id_prefix.is_none() {
         return Err(JobError::Usage("give at least one of --motif, --min-length, --id-prefix".into()));
+    }
+    let records_out = !a.count && !a.histogram;
+    if a.json && records_out && a.output.as_deref().is_none_or(peerpath_runtime::job::is_std_stream) {
+        return Err(JobError::Usage("--json prints the report on standard output, where the matching records would go: write them to a file (-o FILE), or count them (--count, --histogram)".into()));
     }
     let motif = match &a.motif {
         Some(m) => Some(regex::bytes::RegexBuilder::new(m).case_insensitive(a.ignore_case).build().map_err(|e| JobError::Usage(format!("--motif: {e}")))?),
@@ -111,6 +250,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     };
     let filter = Filter { motif, min_length: a.min_length, id_prefix: a.id_prefix.as_ref().map(|p| p.as_bytes().to_vec()) };
     let mut device = None;
+    let mut fallbacks = Vec::new();
     if a.inject_faults.is_some() && a.engine != ScanEngine::Emulated {
         return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
     }
@@ -120,9 +260,13 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     if a.gpu != 0 && a.engine != ScanEngine::Gpu {
         return Err(JobError::Usage("--gpu needs --engine gpu".into()));
     }
+    let engine = match a.engine {
+        ScanEngine::Cpu => "cpu",
+        ScanEngine::Emulated => "emulated",
+        ScanEngine::Gpu => "gpu",
+    };
     if a.engine != ScanEngine::Cpu {
-        let engine = if a.engine == ScanEngine::Gpu { "gpu" } else { "emulated" };
-        if !a.count && !a.histogram {
+        if records_out {
             return Err(JobError::Usage(format!("--engine {engine} returns only counts: add --count or --histogram")));
         }
         if a.id_prefix.is_some() {
@@ -135,12 +279,11 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         match started {
             Ok(d) => device = Some(d),
             Err(why) if a.no_fallback => return Err(JobError::Device { detail: format!("{why} (--no-fallback)") }),
-            Err(why) => eprintln!("peerpath: FALLBACK: {why}: scanning on the host CPU"),
+            Err(why) => fallback(&mut fallbacks, format!("{why}: scanning on the host CPU")),
         }
     }
     let device_name = if a.engine == ScanEngine::Gpu { format!("GPU {}", a.gpu) } else { "the emulated CSP".to_string() };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
-    let records_out = !a.count && !a.histogram;
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
         (Some(o), true) if !peerpath_runtime::job::is_std_stream(o) => {
             for f in &a.files {
@@ -153,11 +296,10 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         _ => (Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())), None),
     };
     let out_path = a.output.clone().unwrap_or_else(|| PathBuf::from("-"));
-    let result = (|| -> Result<(), JobError> {
+    let result = (|| -> Result<ScanReport, JobError> {
         let started = Instant::now();
         let (mut total, mut bytes) = (Found::default(), 0u64);
-        let mut where_ran: Option<String> = None;
-        let mut cpu_files = 0usize;
+        let mut files = Vec::with_capacity(a.files.len());
         let format = a.format.map(|f| match f {
             FormatArg::Fasta => RecordFormat::Fasta,
             FormatArg::Fastq => RecordFormat::Fastq,
@@ -165,7 +307,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         });
         for (i, f) in a.files.iter().enumerate() {
             let on_device = match device.as_mut() {
-                Some(dev) => device_scan(dev.as_mut(), f, format, &a)?,
+                Some(dev) => device_scan(dev.as_mut(), f, format, &a, &mut fallbacks)?,
                 None => None,
             };
             // A device that failed takes no more commands: the files after this one
@@ -173,92 +315,121 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             if device.as_ref().is_some_and(|d| d.failure().is_some()) {
                 device = None;
                 if i + 1 < a.files.len() {
-                    eprintln!("peerpath: FALLBACK: {device_name} has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, f.display());
+                    fallback(&mut fallbacks, format!("{device_name} has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, f.display()));
                 }
             }
-            let (found, n) = match on_device {
+            let (found, n, fmt, pass) = match on_device {
                 Some(d) => {
-                    let (on, into, back, provenance) = if d.staged {
-                        (format!("1 GPU ({device_name}, peerpath's scan kernels)"), "its pinned host window and copied to GPU memory by the device", " copied back", "measured on a real accelerator (GPU)")
+                    let (on, provenance) = if d.staged {
+                        (format!("1 GPU ({device_name}, peerpath's scan kernels)"), "measured on a real accelerator (GPU)")
                     } else {
-                        ("1 emulated CSP".to_string(), "its memory", "", "measured on emulated devices")
+                        ("1 emulated CSP".to_string(), "measured on emulated devices")
                     };
-                    let copies = crate::device_job::host_copies(d.host_copied, "the motif, the format's first byte and the counters", d.bytes);
-                    where_ran = Some(format!("on {on}: {} read {} into {into}, {} block(s), {} bytes of results each{back}; {copies} ({provenance})", f.display(), crate::device_job::moved(d.direct), d.blocks, peerpath_device::SCAN_RESULT_BYTES));
-                    (d.found, d.bytes)
+                    let host_copies = crate::device_job::HostCopies { bytes: d.host_copied, of: "the motif, the format's first byte and the counters".into(), payload_bytes: d.bytes };
+                    let pass = DevicePass { device: on, staged: d.staged, read_by_dma: d.direct, blocks: d.blocks, result_bytes_per_block: peerpath_device::SCAN_RESULT_BYTES, host_copies, provenance };
+                    (d.found, d.bytes, d.format, Some(pass))
                 }
                 None => {
-                    cpu_files += 1;
-                    scan_file(f, format, &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?
+                    let (found, n, fmt) = scan_file(f, format, &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?;
+                    (found, n, fmt, None)
                 }
             };
-            if a.count {
+            if a.count && !a.json {
                 let line = if a.files.len() > 1 { format!("{}\t{}", f.display(), found.matched) } else { found.matched.to_string() };
                 writeln!(sink, "{line}").map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
             }
             total.add(&found);
             bytes += n;
+            files.push(FileReport {
+                path: f.display().to_string(),
+                format: fmt.map(format_name),
+                records: found.records,
+                matched: found.matched,
+                matched_bases: found.matched_bases,
+                bytes: n,
+                engine: if pass.is_some() { engine } else { "cpu" },
+                device_pass: pass,
+            });
         }
-        if a.histogram {
-            for (b, n) in total.histogram.iter().enumerate().filter(|(_, n)| **n > 0) {
-                let (lo, hi) = (if b == 0 { 0 } else { 1u64 << b }, (1u64 << (b + 1)) - 1);
-                writeln!(sink, "{lo}-{hi}\t{n}").map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
+        let histogram: Option<Vec<Bin>> = a.histogram.then(|| {
+            total.histogram.iter().enumerate().filter(|(_, n)| **n > 0).map(|(b, &n)| Bin { from: if b == 0 { 0 } else { 1u64 << b }, to: (1u64 << (b + 1)) - 1, records: n }).collect()
+        });
+        if !a.json {
+            for b in histogram.iter().flatten() {
+                writeln!(sink, "{}-{}\t{}", b.from, b.to, b.records).map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
             }
         }
         sink.flush().map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
-        if !a.quiet {
-            let s = started.elapsed().as_secs_f64();
-            let gpu = a.engine == ScanEngine::Gpu;
-            let on = match (where_ran.is_some(), cpu_files, gpu) {
+        let seconds = started.elapsed().as_secs_f64();
+        let device_files = files.iter().filter(|f| f.device_pass.is_some()).count();
+        let cpu_files = files.len() - device_files;
+        let gpu = a.engine == ScanEngine::Gpu;
+        Ok(ScanReport {
+            filter: FilterReport { motif: a.motif.clone(), ignore_case: a.ignore_case, min_length: a.min_length, id_prefix: a.id_prefix.clone(), format: format.map(format_name) },
+            printed: if a.count {
+                "count"
+            } else if a.histogram {
+                "histogram"
+            } else {
+                "records"
+            },
+            output: temp.as_ref().map(|(_, _, p)| p.display().to_string()),
+            records: total.records,
+            matched: total.matched,
+            matched_bases: total.matched_bases,
+            histogram,
+            bytes,
+            seconds,
+            gb_per_s: bytes as f64 / seconds.max(1e-9) / 1e9,
+            engine,
+            device: (a.engine != ScanEngine::Cpu).then(|| device_name.clone()),
+            threads,
+            cpu_files,
+            device_files,
+            fallbacks: std::mem::take(&mut fallbacks),
+            provenance: match (device_files > 0, cpu_files, gpu) {
                 (false, _, _) => "measured on this host's CPU",
                 (true, 0, false) => "measured on emulated devices",
                 (true, 0, true) => "measured on a real accelerator (GPU)",
                 (true, _, false) => "measured: files on the emulated CSP and on this host's CPU",
                 (true, _, true) => "measured: files on a real accelerator (GPU) and on this host's CPU",
-            };
-            eprintln!(
-                "scan: {} of {} record(s) matched ({} bases); read {} in {s:.3} s, {:.2} GB/s ({on})",
-                total.matched,
-                total.records,
-                total.matched_bases,
-                peerpath_metrics::human_bytes(bytes),
-                bytes as f64 / s.max(1e-9) / 1e9,
-            );
-            if cpu_files > 0 {
-                eprintln!("scan: {cpu_files} file(s) on {threads} filter thread(s) of the host CPU");
-            }
-            if let Some(w) = &where_ran {
-                eprintln!("scan: {w}");
-            }
-        }
-        Ok(())
+            },
+            files,
+        })
     })();
     drop(sink);
-    match (result, temp) {
+    let report = match (result, temp) {
         (Err(e), Some((_, temp, _))) => {
             peerpath_io::discard(&temp);
-            Err(e)
+            return Err(e);
         }
-        (Err(e), None) => Err(e),
+        (Err(e), None) => return Err(e),
         // The records keep their first source's permissions (as compress's output does), a new file's for standard input.
-        (Ok(()), Some((file, temp, path))) => peerpath_io::Inherited::mode_of(a.files.first().filter(|f| !peerpath_runtime::job::is_std_stream(f)).and_then(|f| std::fs::metadata(f).ok()).as_ref())
+        (Ok(report), Some((file, temp, path))) => peerpath_io::Inherited::mode_of(a.files.first().filter(|f| !peerpath_runtime::job::is_std_stream(f)).and_then(|f| std::fs::metadata(f).ok()).as_ref())
             .apply(&file)
             .map_err(|e| JobError::TargetIo { path: path.clone(), source: e })
             .and_then(|()| crate::put_in_place(&file, &temp, &path, a.force))
-            .inspect_err(|_| peerpath_io::discard(&temp)),
-        (Ok(()), None) => Ok(()),
+            .inspect_err(|_| peerpath_io::discard(&temp))
+            .map(|()| report)?,
+        (Ok(report), None) => report,
+    };
+    if a.json {
+        println!("{}", crate::jsonout::stamped("scan-report", &report));
+    } else if !a.quiet {
+        eprint!("{}", report.render());
     }
+    Ok(())
 }
 
 /// Counts one file on the device, or `None` where the CPU must (gzip
 /// input, standard input, not a regular file), said on standard error or
 /// refused with --no-fallback.
-fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: &ScanArgs) -> Result<Option<scan_device::DeviceScan>, JobError> {
-    let cpu = |why: String| {
+fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: &ScanArgs, fallbacks: &mut Vec<String>) -> Result<Option<scan_device::DeviceScan>, JobError> {
+    let mut cpu = |why: String| {
         if a.no_fallback {
             Err(JobError::Device { detail: format!("{}: {why} (--no-fallback)", f.display()) })
         } else {
-            eprintln!("peerpath: FALLBACK: {}: {why}: scanned on the host CPU", f.display());
+            fallback(fallbacks, format!("{}: {why}: scanned on the host CPU", f.display()));
             Ok(None)
         }
     };
@@ -284,8 +455,9 @@ fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: 
     }
 }
 
-/// Filters one file: returns what was found and how many (decoded) bytes were read.
-fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64), JobError> {
+/// Filters one file: returns what was found, how many (decoded) bytes were
+/// read, and the format they were read as (`None`: no bytes to tell it by).
+fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64, Option<RecordFormat>), JobError> {
     let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) { Box::new(std::io::stdin()) } else { Box::new(crate::open_file_source(path)?) };
     // Gzip or not, from the first two bytes (kept and replayed).
     let mut magic = [0u8; 2];
@@ -301,7 +473,7 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
     let (block_tx, block_rx) = bounded::<Block>(threads * 2);
     let (found_tx, found_rx) = bounded::<(u64, Result<Found, Malformed>, Vec<u8>)>(threads * 2);
     let keep_records = out.is_some();
-    std::thread::scope(|s| -> Result<(Found, u64), JobError> {
+    std::thread::scope(|s| -> Result<(Found, u64, Option<RecordFormat>), JobError> {
         let reader = s.spawn(move || read_blocks(input, gzip, format, path, block_tx));
         for _ in 0..threads {
             let (rx, tx) = (block_rx.clone(), found_tx.clone());
@@ -345,10 +517,10 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
             let of = if gzip { " of its decompressed data" } else { "" };
             return Err(JobError::Damaged { path: path.to_path_buf(), detail: format!("not FASTQ: the record at byte {}{of} is malformed: {}", m.offset, m.fault.why()) });
         }
-        let bytes = read?;
+        let (bytes, format) = read?;
         match write_error {
             Some(e) => Err(JobError::TargetIo { path: out_path.to_path_buf(), source: e }),
-            None => Ok((total, bytes)),
+            None => Ok((total, bytes, format)),
         }
     })
 }
@@ -364,8 +536,9 @@ struct Block {
     at_end: bool,
 }
 
-/// Reads (and decodes) `input`, sending blocks of whole records; returns the bytes read.
-fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<u64, JobError> {
+/// Reads (and decodes) `input`, sending blocks of whole records; returns the
+/// bytes read and the format (given, or told from the first byte; `None`: no bytes).
+fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<(u64, Option<RecordFormat>), JobError> {
     let mut pending: Vec<u8> = Vec::with_capacity(2 * BLOCK_BYTES);
     let mut fmt = format;
     let (mut seq, mut bytes, mut offset) = (0u64, 0u64, 0u64);
@@ -401,5 +574,5 @@ fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path:
         }
     }
     push(&[], true).map_err(io_error)?;
-    Ok(bytes)
+    Ok((bytes, fmt))
 }

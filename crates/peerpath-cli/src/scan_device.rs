@@ -57,6 +57,9 @@ pub(crate) struct DeviceScan {
     /// Bytes this process copied to or from the device's memory (the motif,
     /// the format's first byte, the counters; measured).
     pub host_copied: u64,
+    /// The format the records were read as (given, or told from the first
+    /// byte; `None`: no bytes to tell it by).
+    pub format: Option<RecordFormat>,
 }
 
 /// Counts `file`'s records on the device. `motif` is the pattern's text.
@@ -134,7 +137,7 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
         }
         (counted, None) => counted?,
     };
-    Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks, staged: window_at > 0, host_copied: dev.memory().host_copied_bytes() - copied_before })
+    Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks, staged: window_at > 0, host_copied: dev.memory().host_copied_bytes() - copied_before, format })
 }
 
 #[cfg(test)]

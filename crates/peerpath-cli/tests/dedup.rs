@@ -543,3 +543,91 @@ print(n, *files)
     assert!(words[0] > 100, "{o}");
     assert_eq!(&words[1..], &sizes[..], "{o}");
 }
+
+/// The number just after `label` in a report.
+fn number_after(text: &str, label: &str) -> String {
+    let rest = text.split(label).nth(1).unwrap_or_else(|| panic!("no {label:?} in: {text}"));
+    rest.split(|c: char| !(c.is_ascii_digit() || c == '.')).next().unwrap().to_string()
+}
+
+/// `--json`: `dedup store` (a `dedup-store`: each file's chunks and new
+/// chunks as its text line says them; on an emulated CSP the pass with its
+/// measured host copies), `restore` (a `dedup-restore`) and `stats` (a
+/// `dedup-stats`: the text's figures and ratios); a store stopped by an
+/// error reports what it stored before it, then exits with the error's
+/// code; `restore -o -` takes no --json (the file goes to standard output).
+#[test]
+fn json_reports_say_what_the_text_says() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(5 << 20, 7);
+    let b = edited_copy(&a);
+    let (sa, sb) = (d.join("a"), d.join("b"));
+    std::fs::write(&sa, &a).unwrap();
+    std::fs::write(&sb, &b).unwrap();
+    let sizes = args!["--min", "8K", "--avg", "32K", "--max", "128K"];
+    // The same store made twice, with and without --json: the same figures.
+    let (text_st, json_st) = (d.join("t"), d.join("j"));
+    let text = run(pp(args!["dedup", "store", &sa, &sb, "-s", &text_st]).args(&sizes)).ok().stdout_str();
+    let v = run(pp(args!["dedup", "store", &sa, &sb, "-s", &json_st, "--json"]).args(&sizes)).ok().json();
+    assert_eq!((v["complete"].as_bool(), v["error"].is_null(), v["hash"].as_str(), v["engine"].as_str()), (Some(true), true, Some("blake3"), Some("cpu")), "{v}");
+    assert_eq!(v["chunking"], serde_json::json!({ "min_bytes": 8192, "avg_bytes": 32768, "max_bytes": 131072 }));
+    assert_eq!(v["fallbacks"], serde_json::json!([]));
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    for ((line, f), (src, data)) in text.lines().zip(files).zip([(&sa, &a), (&sb, &b)]) {
+        let chunks = line.split(" chunk(s), ").next().unwrap().rsplit(' ').next().unwrap();
+        let new = number_after(line, " new (");
+        assert_eq!((f["chunks"].to_string(), f["new_chunks"].to_string()), (chunks.to_string(), new), "{line}\n{f}");
+        assert_eq!((f["source"].as_str(), f["bytes"].as_u64(), f["engine"].as_str()), (src.to_str(), Some(data.len() as u64), Some("cpu")), "{f}");
+        assert_eq!(f["pack_bytes"], f["new_chunk_bytes"], "nothing compressed: {f}");
+        assert!(f["threads"].as_u64().is_some_and(|t| t >= 1) && f["device_pass"].is_null(), "{f}");
+    }
+    assert!(files[1]["new_chunks"].as_u64().unwrap() * 4 < files[0]["chunks"].as_u64().unwrap(), "b shares most of a's chunks: {v}");
+    // Stats: the text's numbers and ratio.
+    let s = stats(&text_st);
+    let j = run(&mut pp(args!["dedup", "stats", "-s", &json_st, "--json"])).ok().json();
+    for (label, key) in [("logical bytes: ", "logical_bytes"), ("chunk references: ", "chunk_references"), ("unique chunks: ", "unique_chunks"), ("stored bytes: ", "stored_bytes"), ("files: ", "files")] {
+        assert_eq!(number_after(&s, label), j[key].to_string(), "{key}: {s}\n{j}");
+    }
+    assert_eq!(j["logical_bytes"].as_u64(), Some((a.len() + b.len()) as u64));
+    assert_eq!(number_after(&s, "deduplication ratio: "), format!("{:.3}", j["dedup_ratio"].as_f64().unwrap()), "{s}\n{j}");
+    assert!(j["dedup_ratio"].as_f64().unwrap() > 1.7, "{j}");
+    assert_eq!((j["compression_ratio"].as_f64(), j["unreferenced_pack_bytes"].as_u64()), (Some(1.0), Some(0)), "{j}");
+    assert!(!s.contains("compression ratio"), "{s}");
+    // Restore: the file, and its chunks as the store counted them.
+    let back = d.join("b.back");
+    let r = run(&mut pp(args!["dedup", "restore", &sb, "-s", &json_st, "-o", &back, "--json"])).ok().json();
+    assert_file_eq(&back, &b, "restored with --json");
+    assert_eq!((r["bytes"].as_u64(), r["chunks"].as_u64(), r["compressed_chunks"].as_u64(), r["pack_bytes"].as_u64()), (Some(b.len() as u64), files[1]["chunks"].as_u64(), Some(0), Some(b.len() as u64)), "{r}");
+    assert_eq!((r["output"].as_str(), r["hash"].as_str()), (back.to_str(), Some("blake3")), "{r}");
+    let o = run(&mut pp(args!["dedup", "restore", &sb, "-s", &json_st, "-o", "-", "--json"])).fails(2, &["--json", "-o -"]);
+    assert!(o.stdout.is_empty());
+    // An emulated CSP compressing new chunks: its pass, the figures its text line gives.
+    let (emu_t, emu_j) = (d.join("et"), d.join("ej"));
+    let line = run(pp(args!["dedup", "store", &sa, "-s", &emu_t, "--engine", "emulated", "--compress", "1", "--no-fallback"]).args(&sizes)).ok().stdout_str();
+    let v = run(pp(args!["dedup", "store", &sa, "-s", &emu_j, "--engine", "emulated", "--compress", "1", "--no-fallback", "--json"]).args(&sizes)).ok().json();
+    let f = &v["files"][0];
+    let pass = &f["device_pass"];
+    let (copied, payload) = host_copies(&line);
+    assert_eq!((pass["host_copies"]["bytes"].as_u64(), pass["host_copies"]["payload_bytes"].as_u64(), pass["result_bytes"].as_u64()), (Some(copied), Some(payload), Some(copied)), "the boundaries and digests, and nothing else: {line}\n{v}");
+    assert_eq!(payload, a.len() as u64);
+    assert_eq!(pass["commands"].to_string(), number_after(&line, "into its memory, "), "{line}");
+    assert_eq!((f["engine"].as_str(), f["provenance"].as_str(), pass["gpu"].as_bool(), v["compress_level"].as_u64()), (Some("emulated"), Some("measured on emulated devices"), Some(false), Some(1)), "{v}");
+    assert!(f["pack_bytes"].as_u64() < f["new_chunk_bytes"].as_u64(), "new chunks compressed: {f}");
+    let s = stats(&emu_t);
+    let j = run(&mut pp(args!["dedup", "stats", "-s", &emu_j, "--json"])).ok().json();
+    assert_eq!(number_after(&s, "compression ratio: "), format!("{:.3}", j["compression_ratio"].as_f64().unwrap()), "{s}\n{j}");
+    assert_eq!(number_after(&s, "overall: "), format!("{:.3}", j["overall_ratio"].as_f64().unwrap()), "{s}\n{j}");
+    // Stopped by an error (a name already stored): the report of what was stored before it, then the error's exit code.
+    let sc = d.join("c");
+    std::fs::write(&sc, mixed_data(1 << 20, 9)).unwrap();
+    let o = run(&mut pp(args!["dedup", "store", &sc, &sa, "-s", &json_st, "--json"])).fails(4, &["exists"]);
+    let v = o.json();
+    assert_eq!((v["complete"].as_bool(), v["files"].as_array().map(Vec::len), v["files"][0]["source"].as_str()), (Some(false), Some(1), sc.to_str()), "{v}");
+    assert!(v["error"].as_str().is_some_and(|e| e.contains("exists")), "{v}");
+    assert!(run(&mut pp(args!["dedup", "list", "-s", &json_st])).ok().stdout_str().contains(sc.to_str().unwrap()), "what the report lists is in the store");
+    // Stopped before any file was stored: no report, as the text prints no line.
+    let o = run(&mut pp(args!["dedup", "store", &sa, "-s", &json_st, "--json"])).fails(4, &["exists"]);
+    assert!(o.stdout.is_empty(), "{}", o.stdout_str());
+}

@@ -1097,17 +1097,112 @@ fn a_full_drive_among_the_shard_directories_is_named_and_nothing_is_kept() {
     }
 }
 
-/// The chain's reports are text: `--json` with `compress --ec` or
-/// `decompress --ec` is refused (exit 2) before any work, not ignored.
+/// The number just after `label` in a report.
+fn number_after(text: &str, label: &str) -> u64 {
+    let rest = text.split(label).nth(1).unwrap_or_else(|| panic!("no {label:?} in: {text}"));
+    rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap_or_else(|_| panic!("{label:?} in: {text}"))
+}
+
+/// The number just before `label` in a report.
+fn number_before(text: &str, label: &str) -> u64 {
+    let head = text.split(label).next().unwrap();
+    head.rsplit(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap_or_else(|_| panic!("{label:?} in: {text}"))
+}
+
+/// `--json` on the chain both ways (a `chain-report`, a `reverse-chain-report`):
+/// what the text says, as numbers (members, stripes, the stream's length, the
+/// ledger), encryption said on or off and nothing of the key; on an emulated
+/// CSP the device, its measured host copies and each function's figures; a
+/// device that cannot run it in the fallbacks; errors keep their exit codes
+/// and print no report.
 #[test]
-fn json_is_refused_by_the_chain_not_ignored() {
+fn the_chain_reports_json_as_its_text_says() {
     let dir = scratch();
     let d = dir.path();
+    let key = d.join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
     let src = d.join("src");
-    std::fs::write(&src, random_bytes(100_000, 3)).unwrap();
-    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("set"), "--json"])).fails(2, &["--json"]);
-    assert_dir_holds(d, &["src"]);
-    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("set"), "-q"])).ok();
-    run(&mut pp(args!["decompress", "--ec", d.join("set"), "-o", d.join("back"), "--json"])).fails(2, &["--json"]);
-    assert_dir_holds(d, &["set", "src"]);
+    let data = mixed_data(2_500_001, 17);
+    std::fs::write(&src, &data).unwrap();
+    let common = args!["--ec", "4+2", "--ec-unit", "64K", "--block-size", "64K"];
+    let chain = |out: &Path, extra: &[&str]| {
+        let mut c = pp(args!["compress", &src, "-o", out]);
+        c.args(&common).args(extra);
+        run(&mut c).ok()
+    };
+    // On the CPU: the text's figures (the same members either way).
+    let text = chain(&d.join("t"), &[]).stdout_str();
+    let j = d.join("j");
+    let v = chain(&j, &["--json"]).json();
+    let members = number_before(&text, " members,");
+    let stripes = number_before(&text, " stripe(s)");
+    let stream = number_after(&text, "gives back the ");
+    assert_eq!((v["members"].as_u64(), v["stripes"].as_u64(), v["stream_bytes"].as_u64(), v["stream_name"].as_str()), (Some(members), Some(stripes), Some(stream), Some("src.gz")), "{text}\n{v}");
+    assert_eq!((v["encrypted"].as_bool(), v["encryption"].is_null(), v["engine"].as_str(), v["device"].is_null(), v["provenance"].as_str()), (Some(false), true, Some("cpu"), true, Some("measured on this host's CPU")), "{v}");
+    assert_eq!((v["code"].as_str(), v["unit_bytes"].as_u64(), v["source_bytes"].as_u64(), v["compressed_bytes"].as_u64()), (Some("RS(4, 2)"), Some(65536), Some(data.len() as u64), Some(stream)), "{v}");
+    assert_eq!(members, (data.len() as u64).div_ceil(64 << 10));
+    let verdict = run(&mut pp(args!["ec", "verify", &j, "--json"])).ok().json();
+    assert_eq!(verdict["stripes"], v["stripes"]);
+    let shard_bytes: u64 = v["shards"].as_array().unwrap().iter().map(|p| std::fs::metadata(p.as_str().unwrap()).unwrap().len()).sum();
+    assert_eq!(shard_bytes, stripes * 6 * 65536);
+    let ledger = |v: &serde_json::Value| -> Vec<(String, String, u64)> { v["ledger"].as_array().unwrap().iter().map(|m| (m["memory"].as_str().unwrap().to_string(), m["what"].as_str().unwrap().to_string(), m["bytes"].as_u64().unwrap())).collect() };
+    let e = |m: &str, w: &str, b: u64| (m.to_string(), w.to_string(), b);
+    assert_eq!(ledger(&v), vec![e("host", "source read", data.len() as u64), e("host", "members", stream), e("host", "shards written", shard_bytes)]);
+    let stages: Vec<&str> = v["host_stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["read", "compress", "erasure code"], "no seal stage without --encrypt");
+    assert_eq!(v["host_stages"][1]["threads"], v["threads"]);
+    let r = run(&mut pp(args!["decompress", "--ec", &j, "-o", d.join("back"), "--json"])).ok().json();
+    assert_file_eq(&d.join("back"), &data, "decompress --ec --json");
+    assert_eq!((r["output_bytes"].as_u64(), r["stream_bytes"].as_u64(), r["encrypted"].as_bool(), r["members"].is_null(), r["engine"].as_str()), (Some(data.len() as u64), Some(stream), Some(false), true, Some("cpu")), "{r}");
+    // Sealed: said, with its blocks, and nothing of the key.
+    let sealed = d.join("s");
+    let out = chain(&sealed, &["--encrypt", "--key-file", key.to_str().unwrap(), "--encrypt-block-size", "16K", "--json"]);
+    let v = out.json();
+    let blocks = stream.div_ceil(16 << 10);
+    assert_eq!((v["encrypted"].as_bool(), v["encryption"]["block_bytes"].as_u64(), v["encryption"]["blocks"].as_u64(), v["stream_name"].as_str()), (Some(true), Some(16384), Some(blocks), Some("src.gz.ppenc")), "{v}");
+    assert_eq!(v["stream_bytes"].as_u64(), Some(72 + stream + 16 * blocks), "the header, the members and a tag a block");
+    let hex = std::fs::read_to_string(&key).unwrap().trim().to_string();
+    assert_eq!(hex.len(), 64);
+    assert!(!out.stdout_str().to_lowercase().contains(&hex.to_lowercase()), "the key is in the report");
+    let r = run(&mut pp(args!["decompress", "--ec", &sealed, "--key-file", &key, "-o", d.join("back2"), "--json"])).ok().json();
+    assert_file_eq(&d.join("back2"), &data, "decompress --ec --json, sealed");
+    assert_eq!(r["encrypted"].as_bool(), Some(true));
+    assert_eq!(r["host_stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect::<Vec<_>>(), ["read", "open", "inflate", "write"]);
+    // On an emulated CSP: the same set (byte for byte), the device's figures as its text gives them.
+    let text = chain(&d.join("et"), &["--engine", "emulated", "--no-fallback"]).stdout_str();
+    let ej = d.join("ej");
+    let v = chain(&ej, &["--engine", "emulated", "--no-fallback", "--json"]).json();
+    let dev = &v["device"];
+    assert_eq!((v["members"].as_u64(), v["stripes"].as_u64(), v["stream_bytes"].as_u64(), v["engine"].as_str()), (Some(members), Some(stripes), Some(stream), Some("emulated")), "{v}");
+    assert_eq!((dev["gpu"].as_bool(), dev["workers"].as_u64(), dev["commands"].as_u64()), (Some(false), Some(number_before(&text, " worker(s)")), Some(number_before(&text, " commands;"))), "{text}\n{v}");
+    let (copied, payload) = host_copies(&text);
+    assert_eq!((dev["host_copies"]["bytes"].as_u64(), dev["host_copies"]["payload_bytes"].as_u64()), (Some(copied), Some(payload)), "{text}\n{v}");
+    assert_eq!(payload, data.len() as u64);
+    assert!(copied <= 4096, "metadata only: {v}");
+    assert_eq!(ledger(&v), vec![e("device", "source read into device memory", data.len() as u64), e("device", "shards written from it", shard_bytes), e("host", "header from this process", 0)]);
+    let compress = v["device_stages"].as_array().unwrap().iter().find(|s| s["function"] == "gzip compress member").unwrap_or_else(|| panic!("{v}"));
+    assert_eq!((compress["commands"].as_u64(), compress["input_bytes"].as_u64(), compress["output_bytes"].as_u64()), (Some(members), Some(data.len() as u64), Some(stream)), "{v}");
+    assert!(v["host_stages"].is_null());
+    // The reverse on it, a data shard lost: a unit rebuilt a stripe.
+    std::fs::remove_file(ej.join("shard-001")).unwrap();
+    let r = run(&mut pp(args!["decompress", "--ec", &ej, "-o", d.join("back3"), "--engine", "emulated", "--no-fallback", "--json"])).ok().json();
+    assert_file_eq(&d.join("back3"), &data, "decompress --ec --engine emulated --json");
+    assert_eq!((r["members"].as_u64(), r["units_rebuilt"].as_u64(), r["output_bytes"].as_u64(), r["engine"].as_str()), (Some(members), Some(stripes), Some(data.len() as u64), Some("emulated")), "{r}");
+    assert!(r["device"]["host_copies"]["bytes"].as_u64().unwrap() <= 4096 + r["device"]["host_copies"]["payload_bytes"].as_u64().unwrap() / 100, "{r}");
+    // A GPU: where there is none, the CPU ran the chain, said in the fallbacks.
+    let o = chain(&d.join("g"), &["--engine", "gpu", "--json"]);
+    let v = o.json();
+    if o.stderr.contains("FALLBACK") {
+        let why = v["fallbacks"][0].as_str().unwrap_or_else(|| panic!("{v}"));
+        assert!(why.starts_with("GPU 0 unavailable") && why.ends_with("the chain runs on the host CPU"), "{v}");
+        assert_eq!((v["engine"].as_str(), v["device"].is_null()), (Some("cpu"), true), "{v}");
+    } else {
+        assert_eq!((v["engine"].as_str(), v["device"]["gpu"].as_bool(), v["fallbacks"].as_array().map(Vec::len)), (Some("gpu"), Some(true), Some(0)), "{v}");
+    }
+    // Errors keep their exit codes, with no report: an existing set, an existing output.
+    let mut c = pp(args!["compress", &src, "-o", &j, "--json"]);
+    assert!(run(c.args(&common)).fails(4, &["j"]).stdout.is_empty());
+    assert!(run(&mut pp(args!["decompress", "--ec", &j, "-o", d.join("back"), "--json"])).fails(4, &["back"]).stdout.is_empty());
+    run(pp(args!["compress", &src, "-o", d.join("v"), "--verify", "--json"]).args(&common)).fails(2, &["--verify"]);
+    assert!(!d.join("v").exists());
 }

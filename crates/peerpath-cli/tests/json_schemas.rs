@@ -129,6 +129,35 @@ fn every_json_output_matches_its_documented_schema() {
     matches("serve-report", &child.wait_with_output().unwrap().stdout);
 }
 
+/// `scan`, `dedup store|restore|stats` and the chain both ways, on the host CPU and an emulated CSP.
+#[test]
+fn scan_dedup_and_chain_outputs_match_their_schemas() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s.fa");
+    std::fs::write(&src, sample()).unwrap();
+    let gz = d.join("s.fa.gz");
+    run(&mut pp(args!["compress", &src, "-o", &gz, "-q"])).ok();
+    matches("scan-report", &out(&mut pp(args!["scan", &src, "--motif", "KL[VI]", "-c", "--json"])));
+    matches("scan-report", &out(&mut pp(args!["scan", &src, "--motif", "kl", "-i", "--id-prefix", "B", "-o", d.join("recs"), "--json"])));
+    // A file on the device and one (gzip) handed to the CPU, said in the fallbacks.
+    matches("scan-report", &out(&mut pp(args!["scan", &src, &gz, "--min-length", "300", "--histogram", "--engine", "emulated", "--json"])));
+    let store = d.join("store");
+    matches("dedup-store", &out(&mut pp(args!["dedup", "store", &src, "-s", &store, "--json"])));
+    let edited = d.join("t.fa");
+    std::fs::write(&edited, [&sample()[..1 << 20], b"edited", &sample()[1 << 20..]].concat()).unwrap();
+    matches("dedup-store", &out(&mut pp(args!["dedup", "store", &edited, "-s", &store, "--engine", "emulated", "--compress", "1", "--json"])));
+    matches("dedup-restore", &out(&mut pp(args!["dedup", "restore", &edited, "-s", &store, "-o", d.join("t.back"), "--json"])));
+    matches("dedup-stats", &out(&mut pp(args!["dedup", "stats", "-s", &store, "--json"])));
+    let key = d.join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    let (cpu, emu) = (d.join("cpu"), d.join("emu"));
+    matches("chain-report", &out(&mut pp(args!["compress", &src, "--ec", "3+2", "--ec-unit", "64K", "--encrypt", "--key-file", &key, "-o", &cpu, "--json"])));
+    matches("chain-report", &out(&mut pp(args!["compress", &src, "--ec", "3+2", "--ec-unit", "64K", "--block-size", "64K", "--engine", "emulated", "-o", &emu, "--json"])));
+    matches("reverse-chain-report", &out(&mut pp(args!["decompress", "--ec", &cpu, "--key-file", &key, "-o", d.join("back1"), "--json"])));
+    matches("reverse-chain-report", &out(&mut pp(args!["decompress", "--ec", &emu, "--engine", "emulated", "-o", d.join("back2"), "--json"])));
+}
+
 #[test]
 fn csp_outputs_match_their_schemas() {
     let name = format!("js{}", std::process::id());
@@ -187,5 +216,5 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 18, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+    assert_eq!(n, 24, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }

@@ -320,3 +320,96 @@ fn fastq_reads_are_those_of_seqkit_and_malformed_ones_are_named() {
         assert!(!out.exists(), "{name}: nothing written");
     }
 }
+
+/// The summary line's three counts: matched, records, matched bases.
+fn summary_counts(stderr: &str) -> (u64, u64, u64) {
+    let line = stderr.lines().find(|l| l.starts_with("scan: ") && l.contains(" record(s) matched (")).unwrap_or_else(|| panic!("no summary in: {stderr}"));
+    let words: Vec<&str> = line.split([' ', '(']).filter(|w| !w.is_empty()).collect();
+    let n = |i: usize| words[i].parse::<u64>().unwrap_or_else(|_| panic!("{line}"));
+    (n(1), n(3), n(7))
+}
+
+/// `--json` (a `scan-report`): the counts, the histogram and where each file
+/// ran as the text says them (and grep -c on lines, as the count), with
+/// the device pass's measured host copies; the matching records and the
+/// report never share standard output.
+#[test]
+fn json_reports_say_what_the_text_says() {
+    let dir = scratch();
+    let d = dir.path();
+    let fa = d.join("s.fa");
+    std::fs::write(&fa, sample()).unwrap();
+    // Counts, against the text's count and summary.
+    let text = run(&mut pp(args!["scan", &fa, "--motif", "KL[VI]{2}", "-c"])).ok();
+    let j = run(&mut pp(args!["scan", &fa, "--motif", "KL[VI]{2}", "-c", "--json"])).ok();
+    assert!(!j.stderr.contains("scan: "), "the report is the JSON, not the summary too: {}", j.stderr);
+    let v = j.json();
+    let count: u64 = text.stdout_str().trim().parse().unwrap();
+    let (matched, of, bases) = summary_counts(&text.stderr);
+    assert_eq!(matched, count);
+    assert!(count > 50 && of > count, "a weak case: {count} of {of}");
+    assert_eq!((v["matched"].as_u64(), v["records"].as_u64(), v["matched_bases"].as_u64()), (Some(count), Some(of), Some(bases)), "{v}");
+    let f = &v["files"][0];
+    assert_eq!((f["matched"].as_u64(), f["records"].as_u64(), f["bytes"].as_u64()), (Some(count), Some(of), Some(sample().len() as u64)), "{v}");
+    assert_eq!((f["format"].as_str(), f["engine"].as_str(), v["engine"].as_str(), v["printed"].as_str()), (Some("fasta"), Some("cpu"), Some("cpu"), Some("count")), "{v}");
+    assert_eq!((v["filter"]["motif"].as_str(), v["filter"]["ignore_case"].as_bool(), v["histogram"].is_null(), v["provenance"].as_str()), (Some("KL[VI]{2}"), Some(false), true, Some("measured on this host's CPU")), "{v}");
+    assert_eq!(v["fallbacks"], serde_json::json!([]));
+    // One sequence a line: the JSON's count is grep -c -E's.
+    let lines = d.join("lines.txt");
+    let seqs: Vec<u8> = records(sample()).into_iter().flat_map(|(_, mut q)| {
+        q.push(b'\n');
+        q
+    }).collect();
+    std::fs::write(&lines, &seqs).unwrap();
+    let v = run(&mut pp(args!["scan", &lines, "--motif", "KL[VI]{2}", "-c", "--json"])).ok().json();
+    assert_eq!((v["matched"].as_u64(), v["files"][0]["format"].as_str()), (Some(count), Some("lines")), "{v}");
+    if let Some(grep) = tools_or_skip("scan --json vs grep -c", &["grep"]) {
+        let want: u64 = String::from_utf8(sys(&grep[0], &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new("-E"), std::ffi::OsStr::new("KL[VI]{2}"), lines.as_os_str()], None)).unwrap().trim().parse().unwrap();
+        assert_eq!(v["matched"].as_u64(), Some(want), "grep -c -E's count");
+    }
+    // The histogram: the text's bins, as numbers.
+    let text = run(&mut pp(args!["scan", &fa, "--min-length", "100", "--histogram"])).ok().stdout_str();
+    let v = run(&mut pp(args!["scan", &fa, "--min-length", "100", "--histogram", "--json"])).ok().json();
+    let bins: Vec<String> = v["histogram"].as_array().unwrap().iter().map(|b| format!("{}-{}\t{}", b["from"], b["to"], b["records"])).collect();
+    assert_eq!(bins, text.lines().collect::<Vec<_>>());
+    assert!(bins.len() > 3, "{text}");
+    assert_eq!(v["histogram"].as_array().unwrap().iter().map(|b| b["records"].as_u64().unwrap()).sum::<u64>(), v["matched"].as_u64().unwrap());
+    // Records to a file, the report to standard output.
+    let recs = d.join("recs.fa");
+    let o = run(&mut pp(args!["scan", &fa, "--motif", "KL[VI]{2}", "-o", &recs, "--json"])).ok();
+    let v = o.json();
+    assert_eq!(records(&std::fs::read(&recs).unwrap()).len() as u64, count);
+    assert_eq!((v["matched"].as_u64(), v["printed"].as_str(), v["output"].as_str()), (Some(count), Some("records"), recs.to_str()), "{v}");
+    // Records would go to standard output: refused before anything is read or written.
+    let o = run(&mut pp(args!["scan", &fa, "--motif", "K", "--json"])).fails(2, &["--json", "-o FILE", "--count"]);
+    assert!(o.stdout.is_empty());
+    let o = run(&mut pp(args!["scan", &fa, "--motif", "K", "--json", "-o", "-"])).fails(2, &["--json"]);
+    assert!(o.stdout.is_empty());
+    // An emulated CSP, and a gzip file it hands to the CPU: the pass and the fallback.
+    let gz = d.join("s.fa.gz");
+    run(&mut pp(args!["compress", &fa, "-o", &gz, "-q"])).ok();
+    let on = args!["scan", &fa, &gz, "--motif", "KLV", "-c", "--engine", "emulated"];
+    let text = run(&mut pp(on.clone())).ok();
+    let mut with_json = on.clone();
+    with_json.push("--json".into());
+    let o = run(&mut pp(with_json)).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("gzip"), "fallbacks are still said on standard error: {}", o.stderr);
+    let v = o.json();
+    let (dev, cpu) = (&v["files"][0], &v["files"][1]);
+    let pass = &dev["device_pass"];
+    assert_eq!((dev["engine"].as_str(), pass["device"].as_str(), pass["staged"].as_bool()), (Some("emulated"), Some("1 emulated CSP"), Some(false)), "{v}");
+    let blocks = pass["blocks"].as_u64().unwrap();
+    assert_eq!(blocks, (sample().len() as u64).div_ceil(4 << 20));
+    // Measured: the motif, the format's first byte and each block's counters, and nothing else.
+    assert_eq!(pass["host_copies"]["bytes"].as_u64(), Some(3 + 1 + 544 * blocks), "{v}");
+    assert_eq!(pass["host_copies"]["payload_bytes"].as_u64(), Some(sample().len() as u64));
+    assert_eq!(host_copies(&text.stderr), (3 + 1 + 544 * blocks, sample().len() as u64), "the text's figures: {}", text.stderr);
+    assert_eq!((cpu["engine"].as_str(), cpu["device_pass"].is_null()), (Some("cpu"), true), "{v}");
+    let fallbacks = v["fallbacks"].as_array().unwrap();
+    assert!(fallbacks.len() == 1 && fallbacks[0].as_str().unwrap().contains("gzip input") && fallbacks[0].as_str().unwrap().contains("s.fa.gz"), "{v}");
+    let per_file: Vec<String> = text.stdout_str().lines().map(|l| l.rsplit('\t').next().unwrap().to_string()).collect();
+    assert_eq!(per_file, vec![dev["matched"].to_string(), cpu["matched"].to_string()], "the text's per-file counts");
+    assert_eq!(dev["matched"], cpu["matched"], "the device counts what the CPU counts");
+    assert_eq!((v["device_files"].as_u64(), v["cpu_files"].as_u64(), v["device"].as_str()), (Some(1), Some(1), Some("the emulated CSP")), "{v}");
+    assert_eq!(v["provenance"].as_str(), Some("measured: files on the emulated CSP and on this host's CPU"));
+}
