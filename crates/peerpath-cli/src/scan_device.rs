@@ -15,8 +15,8 @@
 
 use crate::chain_device::Stop;
 use crate::device_job::{self, Blocks};
-use peerpath_device::{Device, DeviceRange, Function, FunctionKind, Request, Status, SCAN_RESULT_BYTES};
-use peerpath_func::scan::{Found, RecordFormat};
+use peerpath_device::{parse_scan_fault_record, Device, DeviceRange, Function, FunctionKind, Request, Status, SCAN_FAULT_BYTES, SCAN_RESULT_BYTES};
+use peerpath_func::scan::{FastqFault, Found, RecordFormat};
 use peerpath_runtime::JobError;
 use std::fs::File;
 use std::path::Path;
@@ -60,6 +60,13 @@ pub(crate) struct DeviceScan {
     /// The format the records were read as (given, or told from the first
     /// byte; `None`: no bytes to tell it by).
     pub format: Option<RecordFormat>,
+}
+
+/// Where the device found FASTQ that is not: the record (from its fault record), or only the
+/// block (a fault record that names no record of the block, never from a sound device).
+enum Malformed {
+    Record { at: u64, fault: FastqFault },
+    Block { from: u64, to: u64 },
 }
 
 /// Counts `file`'s records on the device. `motif` is the pattern's text.
@@ -109,7 +116,19 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
         let c = device_job::run_one_answer(dev, Request::scan_count(commands, f, records, pattern, result))?;
         commands += 1;
         if c.status == Status::CorruptInput && fmt == RecordFormat::Fastq {
-            malformed = Some((done, done + records.len));
+            // The device left the first malformed record's offset in the block and why where
+            // the counters would be (SCAN_FAULT_BYTES: metadata).
+            if window_at > 0 {
+                device_job::run_one(dev, Request::copy(commands, &[DeviceRange::new(RESULT_AT, SCAN_FAULT_BYTES as u64)], io(DeviceRange::new(RESULT_AT, SCAN_FAULT_BYTES as u64))))?;
+            }
+            let mut record = [0u8; SCAN_FAULT_BYTES];
+            // SAFETY: the command (and the copy) has completed; its output range is not in use.
+            unsafe { dev.memory().host_read(io(DeviceRange::new(RESULT_AT, 0)).offset, &mut record) };
+            let (at, why) = parse_scan_fault_record(&record);
+            malformed = Some(match FastqFault::from_code(why).filter(|_| at < records.len) {
+                Some(fault) => Malformed::Record { at: done + at, fault },
+                None => Malformed::Block { from: done, to: done + records.len },
+            });
             return Err("malformed FASTQ".into());
         }
         device_job::succeeded(dev, &c, "scan count")?;
@@ -131,8 +150,11 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
         Ok(word(3) as usize)
     });
     let bytes = match (counted, malformed) {
-        (_, Some((from, to))) => {
-            let detail = format!("not FASTQ: a record in bytes {from}..{to} is malformed (found by the device; --engine cpu names the record); nothing was printed for this file");
+        (_, Some(m)) => {
+            let detail = match m {
+                Malformed::Record { at, fault } => format!("not FASTQ: the record at byte {at} is malformed: {} (found by the device)", fault.why()),
+                Malformed::Block { from, to } => format!("not FASTQ: a record in bytes {from}..{to} is malformed (the device named no record in them; --engine cpu does)"),
+            };
             return Err(Stop::Job(JobError::Damaged { path: path.to_path_buf(), detail }));
         }
         (counted, None) => counted?,

@@ -310,13 +310,16 @@ fn fastq_reads_are_those_of_seqkit_and_malformed_ones_are_named() {
         ("plus", good.replacen("\n+\n", "\n-\n", 1), 0, "its third line does not start with '+'"),
         ("cut", good.clone() + "@read3000\nACGT\n", good.len(), "the data ends before its fourth line"),
         ("blank", good.replacen("@read1500 ", "\n@read1500 ", 1), at, "its first line does not start with '@'"),
+        // Past the device's first 4 MiB block: the offset is the file's, not the block's.
+        ("late", good.repeat(13) + "@late\nACGT\n+\nF\n" + &good, 13 * good.len(), "its quality line is not as long as its sequence"),
     ];
     for (name, data, offset, why) in cases {
         let bad = d.join(format!("{name}.fq"));
         std::fs::write(&bad, &data).unwrap();
         let out = d.join(format!("{name}.out"));
         run(&mut pp(args!["scan", &bad, "--motif", "ACG", "-o", &out])).fails(6, &[&format!("not FASTQ: the record at byte {offset} is malformed: {why}")]);
-        run(&mut pp(args!["scan", &bad, "--motif", "ACG", "-c", "--engine", "emulated", "--no-fallback"])).fails(6, &["not FASTQ: a record in bytes", "found by the device"]);
+        // The device names the same record (its fault record), in the file's bytes.
+        run(&mut pp(args!["scan", &bad, "--motif", "ACG", "-c", "--engine", "emulated", "--no-fallback"])).fails(6, &[&format!("not FASTQ: the record at byte {offset} is malformed: {why} (found by the device)")]);
         assert!(!out.exists(), "{name}: nothing written");
     }
 }

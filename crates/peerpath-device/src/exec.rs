@@ -9,7 +9,7 @@ use peerpath_func::{
     decode_member, encode_member, member_bound_bytes, Format, Level, MemberEncoder, MemberHeader, BGZF_MAX_INPUT_BYTES,
     MAX_MEMBER_UNCOMPRESSED_BYTES,
 };
-use crate::function::{CHUNK_ENTRY_BYTES, SCAN_RESULT_BYTES};
+use crate::function::{scan_fault_record, CHUNK_ENTRY_BYTES, SCAN_FAULT_BYTES, SCAN_RESULT_BYTES};
 use peerpath_func::crypt::{open_block_with, seal_block_with, DEVICE_KEY_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
 use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
 use peerpath_func::ec::RsCode;
@@ -302,8 +302,12 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
             let filter = Filter { motif, min_length: (min_length > 0).then_some(min_length as usize), id_prefix: None };
             let records = inputs[0];
             let whole = whole_records(records, format, at_end).unwrap_or(0);
-            // A FASTQ record that is not one is the data's fault, said as such.
-            let found = filter.block(&records[..whole], format, at_end, None).map_err(|_| Status::CorruptInput)?;
+            // A FASTQ record that is not one is the data's fault, said as such: the output then
+            // holds where it starts and why (SCAN_FAULT_BYTES), and no counters.
+            let found = filter.block(&records[..whole], format, at_end, None).map_err(|m| {
+                output[..SCAN_FAULT_BYTES].copy_from_slice(&scan_fault_record(m.offset as u64, m.fault as u64));
+                Status::CorruptInput
+            })?;
             let mut words = vec![found.records, found.matched, found.matched_bases, whole as u64];
             words.extend((0..64).map(|b| found.histogram.get(b).copied().unwrap_or(0)));
             for (i, w) in words.iter().enumerate() {

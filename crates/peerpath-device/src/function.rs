@@ -81,6 +81,24 @@ pub const CHUNK_ENTRY_BYTES: usize = 48;
 /// The output of [`Function::ScanCount`]: four counters and 64 bins.
 pub const SCAN_RESULT_BYTES: usize = 8 * (4 + 64);
 
+/// What a [`Function::ScanCount`] that ends **CorruptInput** leaves at the start of its output
+/// instead of counters: the first malformed FASTQ record's offset in the records, then why
+/// (`peerpath_func::scan::FastqFault`'s number, 1-4), u64 LE each.
+pub const SCAN_FAULT_BYTES: usize = 16;
+
+/// The fault record of [`SCAN_FAULT_BYTES`].
+pub fn scan_fault_record(offset: u64, fault: u64) -> [u8; SCAN_FAULT_BYTES] {
+    let mut r = [0u8; SCAN_FAULT_BYTES];
+    r[..8].copy_from_slice(&offset.to_le_bytes());
+    r[8..].copy_from_slice(&fault.to_le_bytes());
+    r
+}
+
+/// The offset and fault number a fault record holds.
+pub fn parse_scan_fault_record(r: &[u8; SCAN_FAULT_BYTES]) -> (u64, u64) {
+    (u64::from_le_bytes(r[..8].try_into().expect("8 bytes")), u64::from_le_bytes(r[8..].try_into().expect("8 bytes")))
+}
+
 impl Function {
     pub fn kind(&self) -> FunctionKind {
         match self {

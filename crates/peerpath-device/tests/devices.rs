@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use peerpath_device::emulated::{layout, OPCODE_IDENTIFY};
-use peerpath_device::{run_to_completion, Completion, Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, Status, Submit};
+use peerpath_device::{parse_scan_fault_record, run_to_completion, Completion, Device, DeviceRange, EmulatedCsp, Function, FunctionKind, Request, Status, Submit, SCAN_FAULT_BYTES};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, BGZF_MAX_INPUT_BYTES};
 
 const INPUT_AT: u64 = 0;
@@ -64,6 +64,14 @@ fn fastq_status(data: &[u8], at_end: bool) -> Status {
         Ok(_) => Status::Success,
         Err(_) => Status::CorruptInput,
     }
+}
+
+/// The first malformed FASTQ record (offset, fault number), as the filter finds it.
+fn fastq_fault(data: &[u8], at_end: bool) -> (u64, u64) {
+    use peerpath_func::scan::{whole_records, Filter, RecordFormat};
+    let whole = whole_records(data, RecordFormat::Fastq, at_end).unwrap_or(0);
+    let m = Filter::default().block(&data[..whole], RecordFormat::Fastq, at_end, None).expect_err("malformed");
+    (m.offset as u64, m.fault as u64)
 }
 
 /// Reads of protein-like text as FASTQ, `n` of them (the last cut short: a record waits).
@@ -158,6 +166,12 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
             };
             assert_eq!(a.status, expect, "{what}: {}", request.function);
             if expect != Status::Success {
+                // Malformed FASTQ: both devices leave where the first bad record starts, and why.
+                let (at, why) = fastq_fault(&data, matches!(request.function, Function::ScanCount { at_end: true, .. }));
+                for (name, dev) in [("cpu", &cpu as &dyn Device), ("emulated", &emu as &dyn Device)] {
+                    let record: [u8; SCAN_FAULT_BYTES] = read(dev, request.output.offset, SCAN_FAULT_BYTES).try_into().unwrap();
+                    assert_eq!(parse_scan_fault_record(&record), (at, why), "{what}: {}: the {name} device's fault record", request.function);
+                }
                 continue;
             }
             let input_crc = match request.function {

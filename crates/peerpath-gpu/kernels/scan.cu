@@ -33,7 +33,9 @@
 //    until it matches or cannot match any more, and the sequence's length.
 //    Its counts and histogram bins go to the command's counters.
 // 4. pp_scan_finish, a thread per command: writes the counters to the
-//    command's output (any alignment), as the CPU device lays them out.
+//    command's output (any alignment), as the CPU device lays them out; a
+//    command with a malformed FASTQ record gets, as the CPU device's, only
+//    the fault record there: the record's offset, then why (u64 LE each).
 
 #ifdef PEERPATH_HOST_SHIM
 #include "shim.h"
@@ -361,8 +363,11 @@ PP_KERNEL pp_scan_finish(const pp_u64 *PP_RESTRICT cmds, pp_u32 n, const pp_u64 
     pp_u64 step = (pp_u64)gridDim.x * blockDim.x;
     for (pp_u64 c = (pp_u64)blockIdx.x * blockDim.x + threadIdx.x; c < n; c += step) {
         pp_u8 *out = (pp_u8 *)cmds[c * PP_SCAN_WORDS + PP_SCAN_OUT];
-        for (int w = 0; w < PP_SCAN_SUMS; w++) {
-            pp_u64 v = sums[c * PP_SCAN_STRIDE + w];
+        pp_u64 fault = sums[c * PP_SCAN_STRIDE + PP_SCAN_FAULT];
+        pp_u64 fault_record[2] = {~fault >> 3, ~fault & 7};
+        int words = fault ? 2 : PP_SCAN_SUMS;
+        for (int w = 0; w < words; w++) {
+            pp_u64 v = fault ? fault_record[w] : sums[c * PP_SCAN_STRIDE + w];
             for (int i = 0; i < 8; i++) {
                 out[8 * w + i] = (pp_u8)(v >> (8 * i));
             }

@@ -350,7 +350,13 @@ mod tests {
             .map(|(i, o)| {
                 assert_eq!((&o[..3], o[8 * SCAN_SUMS + 3..].len()), (&[0xEE; 3][..], 0), "nothing written before the output");
                 match fastq_fault(sums[i * SCAN_STRIDE + SCAN_SUMS]) {
-                    Some(fault) => Err(fault),
+                    Some(fault) => {
+                        // The output holds the fault record, as the CPU device's, and no counters.
+                        let record: [u8; 16] = o[3..19].try_into().unwrap();
+                        assert_eq!(peerpath_device::parse_scan_fault_record(&record), (fault.0, fault.1 as u64), "the fault record in the output");
+                        assert!(o[19..].iter().all(|&b| b == 0xEE), "no counters beside the fault record");
+                        Err(fault)
+                    }
                     None => Ok(std::array::from_fn(|w| u64::from_le_bytes(o[3 + 8 * w..11 + 8 * w].try_into().unwrap()))),
                 }
             })
