@@ -39,6 +39,9 @@ struct ProbeArgs {
     /// nvCOMP's library (default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel).
     #[arg(long)]
     nvcomp: Option<PathBuf>,
+    /// cuFile's library, to ask whether storage reaches GPU memory directly (default: $PEERPATH_CUFILE, the loader's path, /usr/local/cuda*/lib64).
+    #[arg(long)]
+    cufile: Option<PathBuf>,
     /// Which GPU.
     #[arg(long, default_value_t = 0)]
     device: usize,
@@ -86,7 +89,7 @@ pub fn main(a: GpuArgs) -> ExitCode {
         },
         None => peerpath_func::sample::protein_like(p.bytes, 1),
     };
-    match peerpath_gpu::probe(&gpu, &nv, &data, p.chunk, &p.algorithm, p.repeat) {
+    match peerpath_gpu::probe(&gpu, &nv, &data, p.chunk, &p.algorithm, p.repeat, p.cufile.as_deref()) {
         Ok(r) if p.json => {
             println!("{}", crate::jsonout::stamped("gpu-probe", &r));
             ExitCode::SUCCESS
@@ -104,6 +107,7 @@ pub fn main(a: GpuArgs) -> ExitCode {
                 g.driver_version
             );
             println!("  nvCOMP        {} (version {}, CUDA runtime {})", r.nvcomp_path, r.nvcomp_version, r.nvcomp_cudart_version);
+            println!("  cuFile        {}: {}", r.cufile.state, r.cufile.detail);
             println!("  copy in       {:.2} GB/s host -> GPU (pageable memory)", r.h2d_gb_per_s);
             for run in &r.runs {
                 println!(

@@ -16,6 +16,7 @@
 //!
 //! docs/gpu-nvcomp.md has the interfaces and what was measured.
 
+pub mod cufile;
 mod crypt;
 mod dedup;
 mod device;
@@ -147,6 +148,8 @@ pub struct ProbeReport {
     /// Host -> GPU copy of the input (pageable memory), GB/s.
     pub h2d_gb_per_s: f64,
     pub runs: Vec<ProbeRun>,
+    /// What cuFile (GPUDirect Storage) says: a direct path from storage, or compatibility mode.
+    pub cufile: cufile::CufileReport,
 }
 
 /// Compresses `data` in chunks of `chunk_bytes` with nvCOMP's batched gzip
@@ -154,7 +157,7 @@ pub struct ProbeReport {
 /// copies the members back and checks each on the CPU: rewrapped as
 /// peerpath members (the 'PP' size subfield), they decode to exactly their
 /// chunk. Any mismatch is an error.
-pub fn probe(gpu: &Gpu, nv: &Nvcomp, data: &[u8], chunk_bytes: usize, algorithms: &[i32], repeat: usize) -> Result<ProbeReport, String> {
+pub fn probe(gpu: &Gpu, nv: &Nvcomp, data: &[u8], chunk_bytes: usize, algorithms: &[i32], repeat: usize, cufile_at: Option<&std::path::Path>) -> Result<ProbeReport, String> {
     let cuda = |what: &str, e: cudarc::driver::DriverError| format!("CUDA {what}: {e}");
     let stream = &gpu.stream;
     gpu.ctx.bind_to_thread().map_err(|e| cuda("bind", e))?;
@@ -254,6 +257,7 @@ pub fn probe(gpu: &Gpu, nv: &Nvcomp, data: &[u8], chunk_bytes: usize, algorithms
         chunk_bytes,
         h2d_gb_per_s,
         runs,
+        cufile: cufile::probe(cufile_at),
     })
 }
 
