@@ -16,8 +16,12 @@
 #
 # Rows: peerpath gpu probe (nvCOMP kernel only); file to file (input in DIR, output in DIR,
 # synced): peerpath --engine gpu, peerpath --engine cpu -T N, pigz -1 -p N, igzip -1 -T N; the
-# same with the input in /dev/shm; and in memory (input and output in /dev/shm, no sync). Every output is checked once (peerpath decompress | cmp). Where
-# there is no GPU, the gpu rows say why and the others still run.
+# same with the input in /dev/shm; and in memory (input and output in /dev/shm, no sync). Every output is checked once (peerpath decompress | cmp). Then
+# decompression of peerpath's own output (members with size fields), in memory and disk to disk:
+# peerpath decompress --engine gpu, peerpath decompress -T N, igzip -d (one thread: it has no
+# parallel decoder), pigz -d -p N; each output compared with the input once. Last, the disk's own
+# O_DIRECT rate (peerpath bench-io, 1 MiB at queue depth 16, read and write) as the ceiling the
+# file-to-file rows answer to. Where there is no GPU, the gpu rows say why and the others still run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 input="" pp=$here/target/release/peerpath runs=3 threads=$(nproc) disk=/var/tmp/ppgpu debs="" out=$PWD
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$input" ] && [ -x "$pp" ] || { echo "need --input FILE and a peerpath binary ($pp)" >&2; exit 2; }
 mkdir -p "$disk" "$out"
-trap 'rm -rf "$disk/bench" /dev/shm/ppgpu-in /dev/shm/ppgpu-out' EXIT
+trap 'rm -rf "$disk/bench" /dev/shm/ppgpu-in /dev/shm/ppgpu-out /dev/shm/ppgpu-d.gz' EXIT
 mkdir -p "$disk/bench"
 cp "$input" "$disk/bench/in" && cp "$input" /dev/shm/ppgpu-in && sync
 ld=""
@@ -65,6 +69,39 @@ for ((r = 0; r < runs; r++)); do
         command -v igzip >/dev/null && row "igzip -1 -T $threads ($where)" sh -c "LD_LIBRARY_PATH=$ld igzip -1 -T $threads -c '$src' > '$o/i.gz' $sy"
     done
 done
+# Decompression of peerpath's own output (the CPU's, members with size fields), every row's output
+# compared with the input in the first round.
+cp /dev/shm/ppgpu-out/c.gz "$disk/bench/d.gz" && cp /dev/shm/ppgpu-out/c.gz /dev/shm/ppgpu-d.gz && sync
+dchecks=""
+dcheck() { # name, output file
+    if cmp -s "$2" "$input"; then dchecks+="$1: identical; "; else dchecks+="$1: CHECK FAILED; "; echo "CHECK FAILED: $1" >&2; fi
+}
+for ((r = 0; r < runs; r++)); do
+    for where in "disk" "memory"; do
+        case $where in
+            disk) src=$disk/bench/d.gz o=$disk/bench sync=() sy="&& sync '$disk/bench/dx'" ;;
+            memory) src=/dev/shm/ppgpu-d.gz o=/dev/shm/ppgpu-out sync=(--no-sync) sy="" ;;
+        esac
+        if [ "$gpu_note" = ok ]; then
+            row "decompress: peerpath --engine gpu ($where)" "$pp" decompress --engine gpu --no-fallback "${sync[@]}" -q -f "$src" -o "$o/dg"
+            [ "$r" = 0 ] && dcheck "peerpath --engine gpu ($where)" "$o/dg"
+        fi
+        row "decompress: peerpath -T $threads ($where)" "$pp" decompress -T "$threads" "${sync[@]}" -q -f "$src" -o "$o/dc"
+        [ "$r" = 0 ] && dcheck "peerpath -T $threads ($where)" "$o/dc"
+        if command -v igzip >/dev/null; then
+            row "decompress: igzip -d ($where)" sh -c "LD_LIBRARY_PATH=$ld igzip -d -c '$src' > '$o/dx' ${sy}"
+            [ "$r" = 0 ] && dcheck "igzip -d ($where)" "$o/dx"
+        fi
+        if command -v pigz >/dev/null; then
+            row "decompress: pigz -d -p $threads ($where)" sh -c "LD_LIBRARY_PATH=$ld pigz -d -p $threads -c '$src' > '$o/dx' ${sy}"
+            [ "$r" = 0 ] && dcheck "pigz -d -p $threads ($where)" "$o/dx"
+        fi
+        rm -f "$o/dg" "$o/dc" "$o/dx"
+    done
+done
+# The disk's own O_DIRECT rate: what file-to-file rows cannot beat.
+io_note=$("$pp" bench-io --file "$disk/bench/io" --size 1G --sweep-bs 1M --sweep-qd 16 --json > "$out/bench-io.json" 2> "$disk/bench/err" && echo ok || head -c 300 "$disk/bench/err")
+rm -f "$disk/bench/io"
 checks=""
 for f in "$disk/bench/g.gz" "$disk/bench/c.gz" /dev/shm/ppgpu-out/g.gz /dev/shm/ppgpu-out/c.gz; do
     [ -f "$f" ] || continue
@@ -85,6 +122,16 @@ sizes=$(for f in g c p i; do [ -f "/dev/shm/ppgpu-out/$f.gz" ] || continue; prin
     echo "outputs (memory rows; g = peerpath gpu, c = peerpath cpu, p = pigz, i = igzip): $sizes"
     echo
     echo "checks: $checks"
+    echo
+    echo "decompression checks (first round): $dchecks"
+    echo
+    if [ "$io_note" = ok ]; then
+        python3 -c "import json;r=json.load(open('$out/bench-io.json'));print('disk ceiling (peerpath bench-io, O_DIRECT, 1 MiB, QD 16, $disk): ' + ', '.join('%s %.2f GB/s' % (p['pattern'], p['throughput_gb_per_s']) for p in r['points']))" 2>/dev/null || echo "disk ceiling: see $out/bench-io.json"
+    else
+        echo "disk ceiling: bench-io failed: $io_note"
+    fi
+    echo
+    echo "GB/s: uncompressed bytes a second (what compression reads, what decompression writes)."
     echo
     echo "| row | median (min) s | GB/s (median) |"
     echo "|---|---|---|"
