@@ -60,6 +60,7 @@ pub struct ScanArgs {
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
     /// Write the matching records here (appears whole or not at all) instead of standard output.
+    /// Not with --count or --histogram, which print no records (refused rather than ignored).
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     /// Replace an existing output.
@@ -241,6 +242,9 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         return Err(JobError::Usage("give at least one of --motif, --min-length, --id-prefix".into()));
     }
     let records_out = !a.count && !a.histogram;
+    if !records_out && a.output.is_some() {
+        return Err(JobError::Usage("--output takes the matching records, and --count or --histogram prints no records: drop one (the counts go to standard output, or into the --json report)".into()));
+    }
     if a.json && records_out && a.output.as_deref().is_none_or(peerpath_runtime::job::is_std_stream) {
         return Err(JobError::Usage("--json prints the report on standard output, where the matching records would go: write them to a file (-o FILE), or count them (--count, --histogram)".into()));
     }

@@ -388,6 +388,12 @@ fn json_reports_say_what_the_text_says() {
     assert!(o.stdout.is_empty());
     let o = run(&mut pp(args!["scan", &fa, "--motif", "K", "--json", "-o", "-"])).fails(2, &["--json"]);
     assert!(o.stdout.is_empty());
+    // Counts print no records: -o with them is refused, not ignored, and no file appears.
+    let unused = d.join("unused.out");
+    for flag in ["-c", "--histogram"] {
+        run(&mut pp(args!["scan", &fa, "--motif", "K", flag, "-o", &unused])).fails(2, &["--output"]);
+        assert!(!unused.exists(), "{flag}");
+    }
     // An emulated CSP, and a gzip file it hands to the CPU: the pass and the fallback.
     let gz = d.join("s.fa.gz");
     run(&mut pp(args!["compress", &fa, "-o", &gz, "-q"])).ok();
