@@ -20,7 +20,7 @@ struct Vector {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex {s:?}");
+    assert!(s.len().is_multiple_of(2), "odd hex {s:?}");
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
@@ -68,7 +68,7 @@ fn every_whole_byte_nist_cavp_vector_encrypts_and_decrypts_to_its_answer() {
     assert_eq!(all.len(), 1000, "NIST's file holds 500 encrypt and 500 decrypt vectors");
     let (mut checked, mut skipped) = ([0usize; 2], 0usize);
     for v in &all {
-        if v.unit_bits % 8 != 0 {
+        if !v.unit_bits.is_multiple_of(8) {
             skipped += 1;
             continue;
         }
