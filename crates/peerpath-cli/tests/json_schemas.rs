@@ -18,19 +18,37 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
             return Err(format!("{at}: {v} is not {c}"));
         }
     }
-    if let Some(t) = schema.get("type").and_then(Value::as_str) {
-        let ok = match t {
+    let is = |t: &str| -> Result<bool, String> {
+        Ok(match t {
             "object" => v.is_object(),
             "array" => v.is_array(),
             "string" => v.is_string(),
             "number" => v.is_number(),
             "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
             other => return Err(format!("{at}: the schema uses type {other}, which this check does not know")),
-        };
-        // A value that was null in the sample may be null (Options); any other value must be the type.
-        if !ok && !v.is_null() {
-            return Err(format!("{at}: expected {t}, found {v:.80}"));
+        })
+    };
+    match schema.get("type") {
+        // One type: a value that was null in the files' first samples may be null (Options
+        // they did not mark); any other value must be the type.
+        Some(Value::String(t)) => {
+            if !is(t)? && !v.is_null() {
+                return Err(format!("{at}: expected {t}, found {v:.80}"));
+            }
         }
+        // A list (`["string", "null"]`): exactly one of them, null only where listed.
+        Some(Value::Array(ts)) => {
+            let mut ok = false;
+            for t in ts {
+                ok |= is(t.as_str().ok_or_else(|| format!("{at}: a type list holds {t}"))?)?;
+            }
+            if !ok {
+                return Err(format!("{at}: expected one of {ts:?}, found {v:.80}"));
+            }
+        }
+        Some(other) => return Err(format!("{at}: type {other} is neither a name nor a list")),
+        None => {}
     }
     for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
         let k = key.as_str().expect("required names are strings");
@@ -217,4 +235,20 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         n += 1;
     }
     assert_eq!(n, 24, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+}
+
+/// The checker itself: a type list admits exactly its types (null only where listed); a single
+/// type admits null (an Option the first samples showed as null).
+#[test]
+fn the_checker_holds_type_lists_to_their_types() {
+    let nullable = serde_json::json!({"type": ["number", "null"]});
+    assert!(check(&nullable, &serde_json::json!(1.5), "x").is_ok());
+    assert!(check(&nullable, &Value::Null, "x").is_ok());
+    assert!(check(&nullable, &serde_json::json!("1.5"), "x").unwrap_err().contains("expected one of"));
+    let strict = serde_json::json!({"type": ["string"]});
+    assert!(check(&strict, &Value::Null, "x").is_err());
+    let single = serde_json::json!({"type": "string"});
+    assert!(check(&single, &Value::Null, "x").is_ok());
+    assert!(check(&single, &serde_json::json!(3), "x").is_err());
+    assert!(check(&serde_json::json!({"type": "integer"}), &serde_json::json!(3), "x").unwrap_err().contains("does not know"));
 }
