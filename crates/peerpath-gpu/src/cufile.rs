@@ -142,8 +142,7 @@ fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
     let mut out = vec![PathBuf::from(SONAME), PathBuf::from("/usr/local/cuda/lib64").join(SONAME)];
     if let Ok(entries) = std::fs::read_dir("/usr/local") {
         let mut cudas: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("cuda-"))).collect();
-        cudas.sort();
-        cudas.reverse();
+        crate::nvcomp::newest_first(&mut cudas);
         out.extend(cudas.into_iter().map(|c| c.join("lib64").join(SONAME)));
     }
     out
@@ -157,7 +156,13 @@ pub fn probe(explicit: Option<&Path>) -> CufileReport {
         // SAFETY: loading a shared library runs its initialisers; cuFile's set up its own state
         // (it loads libcuda itself when its driver is opened).
         match unsafe { libloading::Library::new(&path) } {
-            Ok(lib) => return probe_library(&lib, path.display().to_string()),
+            Ok(lib) => {
+                let report = probe_library(&lib, path.display().to_string());
+                // Kept loaded for the life of the process: its driver may leave threads behind
+                // after closing, and unloading code they run would crash the process.
+                std::mem::forget(lib);
+                return report;
+            }
             Err(e) => tried.push(format!("{}: {e}", path.display())),
         }
     }
@@ -190,9 +195,13 @@ fn probe_library(lib: &libloading::Library, library: String) -> CufileReport {
     if st.err != 0 {
         return failed(format!("cuFileDriverOpen failed (cuFile error {}, CUDA result {}): {}", st.err, st.cu_err, error_text(st.err)));
     }
-    let mut p = DrvProps::default();
-    // SAFETY: writes one CUfileDrvProps_t, which DrvProps mirrors, into memory we own.
-    let st = unsafe { props(&mut p) };
+    // Room past the struct as mirrored, zeroed: a later cuFile whose CUfileDrvProps_t grows
+    // writes there, not past our memory; the mirrored prefix is read.
+    let mut room = [DrvProps::default(); 4];
+    // SAFETY: writes one CUfileDrvProps_t (the mirrored 56 bytes in every release so far) into
+    // 4 times that, all ours.
+    let st = unsafe { props(room.as_mut_ptr()) };
+    let p = room[0];
     if let Some(close) = close {
         // SAFETY: closes the driver opened above; nothing of it is used after.
         unsafe { close() };
@@ -210,15 +219,21 @@ fn sym<'l, T>(lib: &'l libloading::Library, name: &[u8]) -> Option<libloading::S
     unsafe { lib.get::<T>(name) }.ok()
 }
 
-/// A few of `CUfileOpError`'s codes in words (cufile.h: 5000 + n).
+/// The first of `CUfileOpError`'s codes in words (cufile.h's `CUFILEOP_STATUS_ENTRIES`: 5000 + n;
+/// its `IS_CUFILE_ERR` takes the absolute value, as here).
 fn error_text(err: i32) -> &'static str {
-    match err {
-        5001 => "nvidia-fs driver not loaded (CU_FILE_DRIVER_NOT_INITIALIZED)",
-        5002 => "invalid value",
-        5004 => "nvidia-fs driver version mismatch",
-        5010 => "platform not supported",
-        5011 => "IO not supported",
-        5030 => "CUDA driver error",
+    match err.unsigned_abs() {
+        5001 => "the nvidia-fs driver is not loaded (CU_FILE_DRIVER_NOT_INITIALIZED)",
+        5002 => "invalid property (CU_FILE_DRIVER_INVALID_PROPS)",
+        5003 => "property range error (CU_FILE_DRIVER_UNSUPPORTED_LIMIT)",
+        5004 => "nvidia-fs driver version mismatch (CU_FILE_DRIVER_VERSION_MISMATCH)",
+        5005 => "nvidia-fs driver version read error (CU_FILE_DRIVER_VERSION_READ_ERROR)",
+        5006 => "driver shutdown in progress (CU_FILE_DRIVER_CLOSING)",
+        5007 => "GPUDirect Storage not supported on this platform (CU_FILE_PLATFORM_NOT_SUPPORTED)",
+        5008 => "GPUDirect Storage not supported on this file (CU_FILE_IO_NOT_SUPPORTED)",
+        5009 => "GPUDirect Storage not supported on this GPU (CU_FILE_DEVICE_NOT_SUPPORTED)",
+        5010 => "nvidia-fs driver ioctl error (CU_FILE_NVFS_DRIVER_ERROR)",
+        5011 => "CUDA driver API error (CU_FILE_CUDA_DRIVER_ERROR: see the CUDA result)",
         _ => "see cufile.h's CUfileOpError",
     }
 }
@@ -272,7 +287,8 @@ mod tests {
         let closed = build("closed.so", &["NVFS_MAJOR=0", "NVFS_MINOR=0", "DSTATUS=0", "DCONTROL=0", "OPEN_ERR=5001"]).unwrap();
         let r = probe(Some(&closed));
         assert_eq!(r.state, "open_failed");
-        assert!(r.detail.contains("cuFile error 5001") && r.detail.contains("nvidia-fs driver not loaded"), "{}", r.detail);
+        assert!(r.detail.contains("cuFile error 5001") && r.detail.contains("the nvidia-fs driver is not loaded"), "{}", r.detail);
+        assert!(error_text(-5007).contains("CU_FILE_PLATFORM_NOT_SUPPORTED") && error_text(5011).contains("CUDA driver API error"));
         let r = probe(Some(Path::new("/no/such/libcufile.so.0")));
         assert_eq!(r.state, "not_found");
         assert!(r.detail.contains("install the nvidia-gds package") && r.detail.contains(ENV), "{}", r.detail);

@@ -340,7 +340,7 @@ fn python_candidates_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> V
 
 /// Sorts `python3.9`, `python3.12`, `3.10.4`, ... by their numbers, newest first (as text,
 /// 3.10 would come before 3.9).
-fn newest_first(paths: &mut [PathBuf]) {
+pub(crate) fn newest_first(paths: &mut [PathBuf]) {
     let numbers = |p: &PathBuf| -> Vec<u64> {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         name.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).filter_map(|s| s.parse().ok()).collect()

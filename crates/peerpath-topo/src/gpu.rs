@@ -32,7 +32,8 @@ pub enum GpuReason {
     KernelWithoutP2pdma { release: Option<String>, source: String },
     /// The kernel has P2PDMA: GPUDirect Storage's P2PDMA mode (kernel 6.2 or later, NVIDIA's open
     /// kernel modules) may open a direct path without nvidia-fs; only cuFile can tell.
-    KernelHasP2pdma { release: Option<String>, new_enough: bool },
+    /// `new_enough`: the release is 6.2 or later (`None`: the release is unknown).
+    KernelHasP2pdma { release: Option<String>, new_enough: Option<bool> },
     /// Whether the kernel has P2PDMA is unknown.
     KernelP2pdmaUnknown { why: String },
 }
@@ -74,7 +75,7 @@ impl GpuReason {
         match self {
             GpuReason::P2pProvider { .. } | GpuReason::NvidiaFsLoaded => Severity::Info,
             GpuReason::NotAP2pProvider { .. } => Severity::Info,
-            GpuReason::NoNvidiaFs | GpuReason::KernelWithoutP2pdma { .. } => Severity::Blocks,
+            GpuReason::NoNvidiaFs | GpuReason::KernelWithoutP2pdma { .. } | GpuReason::KernelHasP2pdma { new_enough: Some(false), .. } => Severity::Blocks,
             GpuReason::ModulesUnknown | GpuReason::IommuTranslates { .. } => Severity::Caveat,
             GpuReason::KernelHasP2pdma { .. } | GpuReason::KernelP2pdmaUnknown { .. } => Severity::Caveat,
         }
@@ -105,14 +106,17 @@ impl GpuReason {
                 "the kernel{} is built without P2PDMA (CONFIG_PCI_P2PDMA not set, read in {source}): no memory can be a P2PDMA provider, and GPUDirect Storage's P2PDMA mode cannot run",
                 release.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
             ),
-            GpuReason::KernelHasP2pdma { release, new_enough: true } => format!(
+            GpuReason::KernelHasP2pdma { release, new_enough: Some(true) } => format!(
                 "the kernel{} has P2PDMA: GPUDirect Storage's P2PDMA mode (NVIDIA's open kernel modules, a static BAR1) may reach GPU memory without nvidia-fs; `gdscheck -p` says whether it does",
                 release.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
             ),
-            GpuReason::KernelHasP2pdma { release, new_enough: false } => format!(
+            GpuReason::KernelHasP2pdma { release, new_enough: Some(false) } => format!(
                 "the kernel{} has P2PDMA, but GPUDirect Storage's P2PDMA mode needs 6.2 or later",
                 release.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
             ),
+            GpuReason::KernelHasP2pdma { new_enough: None, .. } => {
+                "the kernel has P2PDMA (its release unknown): if it is 6.2 or later, GPUDirect Storage's P2PDMA mode (NVIDIA's open kernel modules, a static BAR1) may reach GPU memory without nvidia-fs; `gdscheck -p` says whether it does".into()
+            }
             GpuReason::KernelP2pdmaUnknown { why } => format!("whether the kernel has P2PDMA (CONFIG_PCI_P2PDMA) is unknown: {why}"),
         }
     }
@@ -222,9 +226,6 @@ pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
             reasons.push(GpuReason::IommuTranslates { domain: topo.iommu.default_domain.clone() });
         }
     }
-    if d.vendor != NVIDIA && !direct {
-        reasons.push(kernel_reason(topo));
-    }
     let aperture = d.largest_bar();
     GpuMemoryPath {
         gpu: d.bdf,
@@ -241,10 +242,10 @@ fn kernel_reason(topo: &Topology) -> GpuReason {
     match &topo.kernel {
         Some(k) => match k.p2pdma {
             Some(false) => GpuReason::KernelWithoutP2pdma { release: k.release.clone(), source: k.p2pdma_source.clone().unwrap_or_default() },
-            Some(true) => GpuReason::KernelHasP2pdma { release: k.release.clone(), new_enough: k.version().is_some_and(|v| v >= (6, 2)) },
+            Some(true) => GpuReason::KernelHasP2pdma { release: k.release.clone(), new_enough: k.version().map(|v| v >= (6, 2)) },
             None => GpuReason::KernelP2pdmaUnknown { why: k.p2pdma_source.clone().unwrap_or_else(|| "nothing said".into()) },
         },
-        None => GpuReason::KernelP2pdmaUnknown { why: "no kernel config or symbol list beside this sysfs was read".into() },
+        None => GpuReason::KernelP2pdmaUnknown { why: "no kernel config or symbol list was read (a topology file, or a sysfs capture without them)".into() },
     }
 }
 
@@ -303,7 +304,7 @@ mod tests {
             GpuReason::ModulesUnknown,
             GpuReason::IommuTranslates { domain: None },
             GpuReason::KernelWithoutP2pdma { release: None, source: String::new() },
-            GpuReason::KernelHasP2pdma { release: None, new_enough: true },
+            GpuReason::KernelHasP2pdma { release: None, new_enough: Some(true) },
             GpuReason::KernelP2pdmaUnknown { why: String::new() },
         ] {
             assert_eq!(serde_json::to_value(&r).unwrap()["reason"], r.code());
@@ -337,10 +338,13 @@ mod tests {
         assert_eq!(r.severity, Severity::Blocks);
         assert!(r.text.contains("(6.18.0) is built without P2PDMA (CONFIG_PCI_P2PDMA not set, read in /boot/config-x)"), "{}", r.text);
         t.kernel = k("6.8.0-50-generic", Some(true));
-        assert!(matches!(reason(&t), Some((GpuReason::KernelHasP2pdma { new_enough: true, .. }, Severity::Caveat))));
+        assert!(matches!(reason(&t), Some((GpuReason::KernelHasP2pdma { new_enough: Some(true), .. }, Severity::Caveat))));
         t.kernel = k("5.15.0", Some(true));
         let p = &memory_paths(&t)[0];
-        assert!(p.reasons.iter().any(|r| r.text.contains("needs 6.2 or later")), "{p:?}");
+        assert!(p.reasons.iter().any(|r| r.text.contains("needs 6.2 or later") && r.severity == Severity::Blocks), "{p:?}");
+        t.kernel.as_mut().unwrap().release = None;
+        let p = &memory_paths(&t)[0];
+        assert!(p.reasons.iter().any(|r| r.text.contains("its release unknown") && r.severity == Severity::Caveat), "{p:?}");
         // With nvidia-fs the path is direct and the kernel's P2PDMA does not matter.
         t.gpu_modules = Some(GpuModules { nvidia: true, nvidia_fs: true, nvidia_peermem: false });
         t.kernel = k("6.18.0", Some(false));

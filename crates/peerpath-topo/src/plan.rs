@@ -1386,7 +1386,14 @@ impl<'a> Planner<'a> {
                 .legs
                 .iter()
                 .any(|((cand, _), l)| *cand == ci && l.leg.is_p2p());
-            let why = if c.staged.is_some() {
+            // Who took the streams: another staged device (a second GPU named too) or devices
+            // that reach an endpoint peer-to-peer.
+            let taken_by_staged = streams.iter().any(|s| {
+                matches!(&s.executor, Executor::Device { bdf, .. } if self.cands.iter().any(|x| x.report.bdf == *bdf && x.staged.is_some()))
+            });
+            let why = if c.staged.is_some() && taken_by_staged {
+                "other named devices took every stream (it would stage both legs through pinned host memory too)".to_string()
+            } else if c.staged.is_some() {
                 "devices that reach a source or target peer-to-peer took every stream (it would stage both legs through pinned host memory)".to_string()
             } else if reachable {
                 "equally near or nearer devices took every stream it could serve".to_string()

@@ -235,3 +235,19 @@ fn a_gpu_whose_memory_is_a_p2pdma_provider_is_still_staged_by_peerpath_s_gpu_dev
     assert!(p.summary.contains("2 staged through pinned host memory"), "{}", p.summary);
     assert!(serde_json::to_string(&p).unwrap().contains("does not read or write P2PDMA memory yet"));
 }
+
+/// Two GPUs named for one stream: the one left idle is told another named GPU took it (both
+/// would stage), not that a peer-to-peer device did.
+#[test]
+fn an_idle_named_gpu_beside_another_says_the_other_took_the_stream() {
+    let f = fixture();
+    let mut t = Topology::from_sysfs(f.sys()).unwrap();
+    let mut second = t.devices.iter().find(|d| d.kind == DeviceKind::Gpu).unwrap().clone();
+    second.bdf = "0000:00:07.0".parse().unwrap();
+    t.devices.push(second);
+    t.devices.sort_by_key(|d| d.bdf);
+    let p = plan_on(&t, "gpu0,gpu1");
+    assert_eq!(p.streams.len(), 1);
+    let idle = p.decisions.iter().find(|d| d.choice == "idle" && d.subject.starts_with("gpu")).expect("an idle GPU");
+    assert!(idle.why[0].starts_with("other named devices took every stream"), "{:?}", idle.why);
+}
