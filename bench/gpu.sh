@@ -71,12 +71,17 @@ for ((r = 0; r < runs; r++)); do
 done
 # Decompression of peerpath's own output (the CPU's, members with size fields), every row's output
 # compared with the input in the first round.
-cp /dev/shm/ppgpu-out/c.gz "$disk/bench/d.gz" && cp /dev/shm/ppgpu-out/c.gz /dev/shm/ppgpu-d.gz && sync
 dchecks=""
+if [ -f /dev/shm/ppgpu-out/c.gz ]; then
+    cp /dev/shm/ppgpu-out/c.gz "$disk/bench/d.gz" && cp /dev/shm/ppgpu-out/c.gz /dev/shm/ppgpu-d.gz && sync
+else
+    dchecks="decompression rows skipped: the CPU's compressed output is missing (its row failed); "
+    runs_d=0
+fi
 dcheck() { # name, output file
     if cmp -s "$2" "$input"; then dchecks+="$1: identical; "; else dchecks+="$1: CHECK FAILED; "; echo "CHECK FAILED: $1" >&2; fi
 }
-for ((r = 0; r < runs; r++)); do
+for ((r = 0; r < ${runs_d:-$runs}; r++)); do
     for where in "disk" "memory"; do
         case $where in
             disk) src=$disk/bench/d.gz o=$disk/bench sync=() sy="&& sync '$disk/bench/dx'" ;;
@@ -100,7 +105,7 @@ for ((r = 0; r < runs; r++)); do
     done
 done
 # The disk's own O_DIRECT rate: what file-to-file rows cannot beat.
-io_note=$("$pp" bench-io --file "$disk/bench/io" --size 1G --sweep-bs 1M --sweep-qd 16 --json > "$out/bench-io.json" 2> "$disk/bench/err" && echo ok || head -c 300 "$disk/bench/err")
+io_note=$("$pp" bench-io --file "$disk/bench/io" --size 1G --sweep-bs 1M --sweep-qd 16 --random skip --json > "$out/bench-io.json" 2> "$disk/bench/err" && echo ok || head -c 300 "$disk/bench/err")
 rm -f "$disk/bench/io"
 checks=""
 for f in "$disk/bench/g.gz" "$disk/bench/c.gz" /dev/shm/ppgpu-out/g.gz /dev/shm/ppgpu-out/c.gz; do

@@ -257,11 +257,7 @@ impl ChainReport {
             format: if o.format == Format::Bgzf { "bgzf" } else { "gzip" },
             block_bytes: o.block_size,
             level: (!gpu).then(|| o.level.get()),
-            compressor: match (gpu, o.level.get()) {
-                (true, _) => "nvCOMP",
-                (false, 0..=3) => "ISA-L",
-                (false, _) => "libdeflate",
-            },
+            compressor: if gpu { "nvCOMP" } else { o.level.library() },
             encrypted: o.encrypt.is_some(),
             encryption: o.encrypt.as_ref().map(|(_, b)| Encryption { format: "peerpath-enc/1 (AES-256-GCM)", block_bytes: *b as u64, blocks: f.sealed_blocks.unwrap_or(0) }),
             code: format!("RS({}, {})", o.data, o.parity),

@@ -146,8 +146,10 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
             histogram.pop();
         }
         found.add(&Found { records: word(0), matched: word(1), matched_bases: word(2), histogram });
-        done += word(3);
-        Ok(word(3) as usize)
+        // The device's count of whole-record bytes, held to the block (Blocks clamps it too).
+        let whole = word(3).min(records.len);
+        done += whole;
+        Ok(whole as usize)
     });
     let bytes = match (counted, malformed) {
         (_, Some(m)) => {
