@@ -32,11 +32,8 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
     match schema.get("type") {
         // One type: a value that was null in the files' first samples may be null (Options
         // they did not mark); any other value must be the type.
-        Some(Value::String(t)) => {
-            if !is(t)? && !v.is_null() {
-                return Err(format!("{at}: expected {t}, found {v:.80}"));
-            }
-        }
+        Some(Value::String(t)) if !is(t)? && !v.is_null() => return Err(format!("{at}: expected {t}, found {v:.80}")),
+        Some(Value::String(_)) => {}
         // A list (`["string", "null"]`): exactly one of them, null only where listed.
         Some(Value::Array(ts)) => {
             let mut ok = false;
