@@ -92,4 +92,19 @@ if [ -d /sys/class/iommu ]; then
     for u in /sys/class/iommu/*; do link "$u"; done
     for g in /sys/kernel/iommu_groups/*; do copy "$g/type"; done
 fi
+# Beside sys/: what peerpath-topo's kernel.rs reads for CONFIG_PCI_P2PDMA (the release, the
+# config where the system ships it; else the symbol lines that answer, not all of kallsyms).
+release=$(cat /proc/sys/kernel/osrelease 2>/dev/null || true)
+if [ -n "$release" ]; then
+    mkdir -p "$dest/proc/sys/kernel"
+    echo "$release" > "$dest/proc/sys/kernel/osrelease"
+    if [ -f "/boot/config-$release" ]; then
+        mkdir -p "$dest/boot"
+        cp "/boot/config-$release" "$dest/boot/config-$release"
+    elif [ -r /proc/kallsyms ]; then
+        # The first symbol (so the list is not empty) and P2PDMA's, if the kernel has them.
+        { head -n 1 /proc/kallsyms; grep -E ' (pci_p2pdma_add_resource|pci_p2pmem_find_many)$' /proc/kallsyms || true; } > "$dest/proc/kallsyms.tmp" 2>/dev/null \
+            && mv "$dest/proc/kallsyms.tmp" "$dest/proc/kallsyms" || rm -f "$dest/proc/kallsyms.tmp"
+    fi
+fi
 echo "capture-sysfs: $(find "$root" -type f | wc -l) files, $(find "$root" -type l | wc -l) links" >&2

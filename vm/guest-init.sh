@@ -235,7 +235,7 @@ section dmesg-rest dmesg
 
 # The guest's sysfs, trimmed to what peerpath-topo reads (crates/peerpath-topo/src/sysfs.rs),
 # symlinks kept, as a base64 tar.gz: vm/check.py unpacks it into the fixture.
-section sysfs-capture sh -c 'capture-sysfs /tmp/cap && tar -czf - -C /tmp/cap sys | base64'
+section sysfs-capture sh -c 'capture-sysfs /tmp/cap && tar -czf - -C /tmp/cap $(cd /tmp/cap && ls -d sys proc boot 2>/dev/null) | base64'
 
 say "done"
 sync
