@@ -68,8 +68,21 @@ const P2PDMA_SYMBOLS: [&str; 2] = ["pci_p2pdma_add_resource", "pci_p2pmem_find_m
 /// Reads what there is under `sysroot`; `None` when none of the files exists (a capture without
 /// them), so topologies read from such trees stay as they were.
 pub fn read(sysroot: &Path) -> Option<KernelInfo> {
-    let release = crate::read_text_file(&sysroot.join("proc/sys/kernel/osrelease")).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     let mut tried = Vec::new();
+    let osrelease = sysroot.join("proc/sys/kernel/osrelease");
+    let release = match crate::read_text_file(&osrelease) {
+        // A release names a file in boot/: one word, no path in it.
+        Ok(s) if !s.trim().is_empty() && !s.trim().contains(|c: char| c == '/' || c.is_whitespace() || c.is_control()) => Some(s.trim().to_string()),
+        Ok(s) => {
+            tried.push(format!("{} holds no release ({:?})", shown(sysroot, &osrelease), s.chars().take(40).collect::<String>()));
+            None
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            tried.push(format!("{}: {e}", shown(sysroot, &osrelease)));
+            None
+        }
+    };
     if let Some(r) = &release {
         let config = sysroot.join("boot").join(format!("config-{r}"));
         match config_p2pdma(&config) {
@@ -186,6 +199,11 @@ mod tests {
         let k = read(d.path()).unwrap();
         assert_eq!((k.release.as_deref(), k.p2pdma), (Some("6.2.0"), None));
         assert!(k.p2pdma_source.unwrap().contains("has no CONFIG_ lines"));
+        // A release that is a path is none (it would name a file outside boot/).
+        let d = tree(&[("proc/sys/kernel/osrelease", "../../etc/x\n"), ("etc/x", "CONFIG_PCI_P2PDMA=y\n")]);
+        let k = read(d.path()).unwrap();
+        assert_eq!((k.release, k.p2pdma), (None, None));
+        assert!(k.p2pdma_source.unwrap().contains("holds no release"));
         // A directory where the config should be: unknown, with the reason.
         let d = tree(&[("proc/sys/kernel/osrelease", "6.2.0\n"), ("boot/config-6.2.0/x", "")]);
         let k = read(d.path()).unwrap();

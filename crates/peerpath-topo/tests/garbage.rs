@@ -60,6 +60,36 @@ proptest! {
         }
     }
 
+    /// Garbage in the files beside sysfs that say whether the kernel has P2PDMA (the release, the
+    /// config, the symbol list): never a panic, never an error that stops discovery, and `p2pdma`
+    /// is `Some(true)` only where one of them says so.
+    #[test]
+    fn garbage_beside_sysfs_never_stops_discovery(which in 0usize..3, content in text_or_bytes(), config_line in "(# )?CONFIG_PCI_P2PDMA( is not set|=[ymn]?)") {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("sys");
+        fixture::intel_switch_acs().write(&sys).unwrap();
+        fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+        fs::create_dir_all(dir.path().join("boot")).unwrap();
+        fs::write(dir.path().join("proc/sys/kernel/osrelease"), "6.9.0\n").unwrap();
+        let config = dir.path().join("boot/config-6.9.0");
+        let mut text = content.clone();
+        text.extend_from_slice(b"\n");
+        text.extend_from_slice(config_line.as_bytes());
+        text.push(b'\n');
+        match which {
+            0 => fs::write(&config, &text).unwrap(),
+            1 => fs::write(dir.path().join("proc/kallsyms"), &content).unwrap(),
+            _ => fs::write(dir.path().join("proc/sys/kernel/osrelease"), &content).unwrap(),
+        }
+        let t = Topology::from_sysfs(&sys).expect("garbage beside sysfs never stops discovery");
+        let k = t.kernel.expect("some kernel answer");
+        let says_y = |b: &[u8]| String::from_utf8_lossy(b).lines().map(str::trim).any(|l| l == "CONFIG_PCI_P2PDMA=y")
+            || String::from_utf8_lossy(b).lines().any(|l| l.split_whitespace().nth(2).is_some_and(|n| n == "pci_p2pdma_add_resource" || n == "pci_p2pmem_find_many"));
+        if k.p2pdma == Some(true) {
+            prop_assert!(match which { 0 => says_y(&text), 1 => says_y(&content), _ => false }, "{k:?}");
+        }
+    }
+
     #[test]
     fn garbage_config_space_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..4200)) {
         let _ = pcicfg::acs_state(&bytes);
