@@ -992,7 +992,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
             let stored: Vec<Option<Stored>> = batch.iter().map(|d| s.chunk(d)).collect::<Result<_, _>>()?;
             for c in stored.iter().flatten() {
                 compressed_chunks += u64::from(c.codec == GZIP_MEMBER);
-                pack_bytes += c.len as u64;
+                pack_bytes = pack_bytes.saturating_add(c.len as u64); // a damaged index may say anything
             }
             let jobs: Vec<(&[u8], Option<Stored>)> = batch.iter().copied().zip(stored).collect();
             // Each chunk's bytes, as a range of its thread's buffer.
