@@ -143,17 +143,40 @@ pub fn whole_records(buf: &[u8], format: RecordFormat, at_end: bool) -> Option<u
         RecordFormat::Lines => memchr::memrchr(b'\n', buf).map(|i| i + 1),
         RecordFormat::Fasta => memchr::memmem::rfind(buf, b"\n>").map(|i| i + 1).filter(|&i| i > 0),
         RecordFormat::Fastq => {
-            let ends: Vec<usize> = memchr::memchr_iter(b'\n', buf).collect();
-            let mut whole = ends.len() / 4 * 4;
+            // The lines of whole four-line records, counted (not collected: a long run of
+            // blank lines must not cost memory per line).
+            let whole = memchr::memchr_iter(b'\n', buf).count() / 4 * 4;
+            let records = &buf[..nth_line_end(buf, whole)];
             // Four blank lines ending the whole records wait for more data: blank lines
             // after the last record are none (`Filter::block` at the end), before more
-            // records they are malformed, and a block must not decide which.
-            let start = |line: usize| if line == 0 { 0 } else { ends[line - 1] + 1 };
-            while whole >= 4 && buf[start(whole - 4)..ends[whole - 1]].iter().all(|&b| b == b'\n' || b == b'\r') {
-                whole -= 4;
+            // records they are malformed, and a block must not decide which. The blank
+            // tail of the records starts after the line of their last byte that is not a
+            // line break; the four-line groups wholly inside it wait.
+            let blank = |b: &u8| *b == b'\n' || *b == b'\r';
+            let (tail_start, before) = match records.iter().rposition(|b| !blank(b)) {
+                None => (0, 0),
+                Some(x) => {
+                    let start = x + memchr::memchr(b'\n', &records[x..]).expect("the records end in a line break") + 1;
+                    (start, whole - memchr::memchr_iter(b'\n', &records[start..]).count())
+                }
+            };
+            let kept = whole.min(before.next_multiple_of(4));
+            match kept {
+                0 => None,
+                k if k == whole => Some(records.len()),
+                // The end of line `kept`: a few lines into the blank tail.
+                k => Some(tail_start + nth_line_end(&records[tail_start..], k - before)),
             }
-            (whole > 0).then(|| ends[whole - 1] + 1)
         }
+    }
+}
+
+/// The end (just past its line break) of line `n` of `buf` (`n` >= 1, and `buf` has `n` line
+/// breaks); 0 for `n` = 0.
+fn nth_line_end(buf: &[u8], n: usize) -> usize {
+    match n {
+        0 => 0,
+        n => memchr::memchr_iter(b'\n', buf).nth(n - 1).expect("as many line breaks as lines") + 1,
     }
 }
 
@@ -430,7 +453,35 @@ mod tests {
         (found, out)
     }
 
+    /// FASTQ's whole records as first written (every line end collected, blank groups backed off
+    /// one by one): the oracle of the counting version.
+    fn fastq_whole_as_first_written(buf: &[u8]) -> Option<usize> {
+        let ends: Vec<usize> = memchr::memchr_iter(b'\n', buf).collect();
+        let mut whole = ends.len() / 4 * 4;
+        let start = |line: usize| if line == 0 { 0 } else { ends[line - 1] + 1 };
+        while whole >= 4 && buf[start(whole - 4)..ends[whole - 1]].iter().all(|&b| b == b'\n' || b == b'\r') {
+            whole -= 4;
+        }
+        (whole > 0).then(|| ends[whole - 1] + 1)
+    }
+
+    /// A million blank lines after the reads: found in one pass, no memory per line.
+    #[test]
+    fn a_long_blank_tail_waits_without_a_list_of_lines() {
+        let mut buf = b"@r\nACGT\n+\nFFFF\n".to_vec();
+        buf.extend(std::iter::repeat_n(b'\n', 1 << 20));
+        assert_eq!(whole_records(&buf, RecordFormat::Fastq, false), Some(15));
+        buf.extend_from_slice(b"@s\nAC");
+        assert_eq!(whole_records(&buf, RecordFormat::Fastq, false), Some(15), "a line not yet ended is no record");
+    }
+
     proptest::proptest! {
+        /// The counting FASTQ boundary is the collecting one's, on any bytes.
+        #[test]
+        fn fastq_whole_records_are_as_first_written(data in proptest::collection::vec(proptest::sample::select(b"@+\n\n\n\rAC".to_vec()), 0..400)) {
+            proptest::prop_assert_eq!(whole_records(&data, RecordFormat::Fastq, false), fastq_whole_as_first_written(&data));
+        }
+
         /// Fuzzing: any bytes, in any format, filter without a panic, and
         /// cutting them at `whole_records` boundaries changes nothing.
         #[test]
