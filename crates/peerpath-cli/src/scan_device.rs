@@ -154,7 +154,13 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
     let bytes = match (counted, malformed) {
         (_, Some(m)) => {
             let detail = match m {
-                Malformed::Record { at, fault } => format!("not FASTQ: the record at byte {at} is malformed: {} (found by the device)", fault.why()),
+                // The data's fault only where the host finds the same: a device that names a
+                // sound record has failed, and the CPU counts the file instead.
+                Malformed::Record { at, fault } => match host_confirms(path, at, fault) {
+                    Ok(true) => format!("not FASTQ: the record at byte {at} is malformed: {} (found by the device, confirmed on the host)", fault.why()),
+                    Ok(false) => return Err(Stop::Device(format!("it named the record at byte {at} malformed ({}), but the host finds that record sound", fault.why()))),
+                    Err(e) => return Err(Stop::Device(format!("it named the record at byte {at} malformed ({}), and the host could not read it back to check: {e}", fault.why()))),
+                },
                 Malformed::Block { from, to } => format!("not FASTQ: a record in bytes {from}..{to} is malformed (the device named no record in them; --engine cpu does)"),
             };
             return Err(Stop::Job(JobError::Damaged { path: path.to_path_buf(), detail }));
@@ -164,10 +170,58 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
     Ok(DeviceScan { found, bytes, direct: device_job::is_direct(file), blocks, staged: window_at > 0, host_copied: dev.memory().host_copied_bytes() - copied_before, format })
 }
 
+/// Bytes read back at most to check a record a device named (a FASTQ record is far shorter; past
+/// this the device's word is taken).
+const CONFIRM_MAX_BYTES: usize = 64 << 20;
+
+/// Whether the record at byte `at` of `path` is malformed as `fault` says: its bytes read back
+/// (the record and what follows, until a whole record is there or the file ends) through the
+/// CPU's filter, which must name that record (offset 0 of what was read) and that fault.
+fn host_confirms(path: &Path, at: u64, fault: FastqFault) -> std::io::Result<bool> {
+    use peerpath_func::scan::{whole_records, Filter};
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(at))?;
+    let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 64 << 10]);
+    loop {
+        let n = f.read(&mut chunk)?;
+        buf.extend_from_slice(&chunk[..n]);
+        let at_end = n == 0;
+        if let Some(whole) = whole_records(&buf, RecordFormat::Fastq, at_end).filter(|&w| w > 0 || at_end) {
+            return Ok(matches!(Filter::default().block(&buf[..whole], RecordFormat::Fastq, at_end, None), Err(m) if m.offset == 0 && m.fault == fault));
+        }
+        if buf.len() >= CONFIRM_MAX_BYTES {
+            return Ok(true);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::device_job::testing::cpu_device;
+
+    /// The host's check of a record a device named: true where the CPU's filter names the same
+    /// record and fault, false for a sound record or another fault.
+    #[test]
+    fn the_host_confirms_only_what_the_cpu_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.fq");
+        let good = "@a\nACGT\n+\nFFFF\n@b\nAC\n+\nFF\n";
+        let bad = format!("{good}@c\nACG\n+\nF\n{good}");
+        std::fs::write(&p, &bad).unwrap();
+        let c = good.len() as u64;
+        assert!(host_confirms(&p, c, FastqFault::QualityLength).unwrap(), "the short quality line");
+        assert!(!host_confirms(&p, c, FastqFault::NoPlus).unwrap(), "another fault");
+        assert!(!host_confirms(&p, 0, FastqFault::QualityLength).unwrap(), "a sound record");
+        // Cut short at the end of the file: only the end tells.
+        std::fs::write(&p, format!("{good}@d\nACGT\n")).unwrap();
+        assert!(host_confirms(&p, c, FastqFault::CutShort).unwrap());
+        // A blank line before more reads.
+        std::fs::write(&p, format!("{good}\n{good}")).unwrap();
+        assert!(host_confirms(&p, c, FastqFault::NoAt).unwrap());
+        assert!(!host_confirms(&p, c + 1, FastqFault::NoAt).unwrap(), "the read after it is sound");
+    }
     use peerpath_func::scan::Filter;
 
     /// The pass on a device whose memory is mapped whole (an emulated CSP's)
