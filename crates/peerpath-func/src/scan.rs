@@ -145,8 +145,14 @@ pub fn whole_records(buf: &[u8], format: RecordFormat, at_end: bool) -> Option<u
         RecordFormat::Fastq => {
             // The lines of whole four-line records, counted (not collected: a long run of
             // blank lines must not cost memory per line).
-            let whole = memchr::memchr_iter(b'\n', buf).count() / 4 * 4;
-            let records = &buf[..nth_line_end(buf, whole)];
+            let lines = memchr::memchr_iter(b'\n', buf).count();
+            let whole = lines / 4 * 4;
+            // Line `whole` ends at the line break `lines - whole` (0 to 3) before the last one:
+            // found from the end, not by a second pass over the block.
+            let records = match whole {
+                0 => &buf[..0],
+                _ => &buf[..memchr::memrchr_iter(b'\n', buf).nth(lines - whole).expect("as many line breaks as counted") + 1],
+            };
             // Four blank lines ending the whole records wait for more data: blank lines
             // after the last record are none (`Filter::block` at the end), before more
             // records they are malformed, and a block must not decide which. The blank
