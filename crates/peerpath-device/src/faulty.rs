@@ -41,6 +41,11 @@ pub struct FaultConfig {
     /// emulated CSP does it (`ServeOptions::duplicate_completion_after`),
     /// set by whoever starts the device from this config.
     pub duplicate_completion_after: Option<u64>,
+    /// Not a fault: compress commands run at this level instead of the one
+    /// asked, so the output is sound gzip but not the oracle's bytes (as a
+    /// GPU's nvCOMP members are not ISA-L's): what a host must not splice
+    /// with the CPU's output at a byte offset when the device fails.
+    pub compress_level: Option<peerpath_func::Level>,
 }
 
 impl FaultConfig {
@@ -54,6 +59,7 @@ impl FaultConfig {
             crash_after_submissions: None,
             hang_after_submissions: None,
             duplicate_completion_after: None,
+            compress_level: None,
         }
     }
 }
@@ -297,6 +303,12 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         let tag = request.tag;
         let seq = self.next_seq;
         request.tag = seq;
+        if let Some(other) = self.config.compress_level {
+            match &mut request.function {
+                crate::Function::GzipCompressMember { level, .. } | crate::Function::GzipCompressChunk { level, .. } => *level = other,
+                _ => {}
+            }
+        }
         match self.inner.submit(request) {
             Submit::Queued => {
                 self.next_seq += 1;

@@ -290,3 +290,42 @@ fn whole_chunk_commands_give_the_oracle_s_bytes() {
         assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "{reach:?}: {:?}", report.fallbacks);
     }
 }
+
+/// A device whose members are sound but not the oracle's bytes (a GPU's:
+/// nvCOMP is not ISA-L) fails mid-stream, after some of its output was
+/// written: the CPU goes on from the start of a block the device packed
+/// (its members end there), never at a byte offset inside the device's
+/// output, and the file decodes to its source. Mapped and staged memory,
+/// member and chunk commands, several crash points.
+#[test]
+fn a_device_whose_bytes_differ_from_the_oracle_s_hands_over_at_a_member_boundary() {
+    let dir = scratch();
+    let srcs = sources(dir.path(), &[(24 << 20) + 123, 20 << 20]);
+    let opts = options(Format::Gzip, 256 << 10);
+    let (mut kept_some, mut read_backs) = (false, 0);
+    for (reach, whole_chunks) in [(Reach::Mapped, false), (Reach::Staged, true)] {
+        for after in [1, 20, 40, 60] {
+            let mut faults = FaultConfig::seeded(after);
+            faults.crash_after_submissions = Some(after);
+            faults.compress_level = Some(Level::new(3).unwrap());
+            let pairs: Vec<(PathBuf, PathBuf)> = srcs.iter().map(|s| (s.clone(), dir.path().join(format!("{}.other.gz", s.file_name().unwrap().to_string_lossy())))).collect();
+            let report = compress_on(&pairs, &opts, Some(devices_with(dir.path(), Some(faults), reach, whole_chunks))).expect("the device job compresses");
+            let handed: Vec<&Fallback> = report.fallbacks.iter().filter(|f| matches!(f, Fallback::DeviceFailed { .. })).collect();
+            assert!(!handed.is_empty(), "{reach:?} crash after {after}: handed over: {:?}", report.fallbacks);
+            kept_some |= handed.iter().any(|f| matches!(f, Fallback::DeviceFailed { kept, .. } if *kept > 0));
+            // The device's bytes of a partial extent were read back to be written again with the CPU's.
+            let unaligned = handed.iter().filter(|f| matches!(f, Fallback::DeviceFailed { kept, .. } if kept % 4096 != 0)).count();
+            let read_back = report.ledger.entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::PackForDirectIo && matches!(e.source, peerpath_metrics::Location::Storage { .. })).map(|e| e.operations).sum::<u64>();
+            assert_eq!(read_back, unaligned as u64, "{reach:?} crash after {after}: {:?} {:?}", report.fallbacks, report.ledger.entries);
+            read_backs += read_back;
+            for (src, gz) in &pairs {
+                let back = dir.path().join("back");
+                let dopts = crate::decompress::DecompressOptions { common: CommonOptions { threads: 2, durable: false, force: true, ..CommonOptions::default() }, key: None, gpu: None };
+                let r = crate::decompress::decompress(&[(gz.clone(), back.clone())], &dopts).unwrap_or_else(|e| panic!("{reach:?} crash after {after}: {} does not decode: {e}", gz.display()));
+                assert!(r.files.iter().all(|f| matches!(f.decode_mode, Some(crate::report::DecodeMode::Parallel { .. }))), "{reach:?} crash after {after}: every member carries its sizes: {:?}", r.files);
+                assert!(std::fs::read(&back).unwrap() == std::fs::read(src).unwrap(), "{reach:?} crash after {after}: {} decodes to its source", gz.display());
+            }
+        }
+    }
+    assert!(kept_some && read_backs > 0, "some crash came after the device's output was written, within an extent: the CPU went on after it ({read_backs} read back)");
+}

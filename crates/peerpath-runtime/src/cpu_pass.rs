@@ -245,17 +245,8 @@ impl CpuPass {
     fn write_ready(&mut self, s: &mut Stream, i: usize, engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<()> {
         while let Some((out, members)) = s.cpu.ready.remove(&s.cpu.next_write_seq) {
             let w = s.writer.as_mut().expect("writer open");
-            if s.cpu.skip_out > 0 {
-                // A device wrote the start of this chunk's output already.
-                let skip = s.cpu.skip_out as usize;
-                s.cpu.skip_out = 0;
-                let domain = out.domain().clone();
-                w.push(&out[skip..], engine, &mut self.cache, Token::write(i), ledger, &domain)?;
-                self.cache.put(out);
-            } else {
-                // Packed into aligned staging for O_DIRECT; written as is otherwise.
-                w.push_owned(out, engine, &mut self.cache, Token::write(i), ledger)?;
-            }
+            // Packed into aligned staging for O_DIRECT; written as is otherwise.
+            w.push_owned(out, engine, &mut self.cache, Token::write(i), ledger)?;
             s.members += members;
             s.cpu.next_write_seq += 1;
             self.in_pipeline -= 1;

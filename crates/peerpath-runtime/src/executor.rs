@@ -136,7 +136,7 @@ impl Executor<'_> {
             Outcome::Finished { members } => self.streams[i].finished_on_device(members),
             Outcome::HandOver(_) if self.no_fallback => return Err(dev.failure_error(i).expect("a handover follows a failure")),
             Outcome::HandOver(h) => {
-                self.streams[i].resume_on_cpu(&h, self.cpu_params.device_chunk_bytes);
+                self.streams[i].resume_on_cpu(&h, self.cpu_params.device_chunk_bytes, self.ledger)?;
                 self.cpu_pass(cpu, waker).start_stream(self.streams, i);
             }
         }

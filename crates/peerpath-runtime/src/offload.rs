@@ -20,11 +20,14 @@
 //!
 //! Failure: a device that fails (an error status, a malformed completion,
 //! no answer, death) is retired for the rest of the job. Each of its
-//! streams ends with [`Outcome::HandOver`] at the first byte that is not
-//! yet on its way to the target: the block holding that byte is read and
-//! compressed again on the CPU (output is deterministic, so the bytes are
-//! the ones the device would have made) and the job goes on from there.
-//! With `--no-fallback` the job fails instead and leaves no output.
+//! streams ends with [`Outcome::HandOver`] at the start of the block holding
+//! the first byte not yet on its way to the target: that block's members are
+//! the device's up to there, and the CPU reads and compresses the block
+//! again and writes from there on. The CPU never splices its output into
+//! the middle of a block the device packed: a device's members need not be
+//! the CPU's bytes (a GPU's nvCOMP members are not ISA-L's), only members
+//! that decode to the same data. With `--no-fallback` the job fails instead
+//! and leaves no output.
 
 use crate::buf::JobBuf;
 use crate::devices::JobDevice;
@@ -70,9 +73,8 @@ pub(crate) enum Outcome {
 pub(crate) struct Handover {
     /// The first block the CPU reads and compresses.
     pub chunk: u64,
-    /// Bytes of that block's output already on their way to the target.
-    pub skip_bytes: u64,
-    /// Output bytes submitted for writing (aligned).
+    /// Where its output starts: the device's output before it is kept (the
+    /// CPU writes from here, over what the device wrote of this block).
     pub written: u64,
     /// Members entirely before `chunk`.
     pub members_before: u64,
@@ -1102,14 +1104,15 @@ fn recycle(o: &mut OStream, id: u32) {
     o.free_stagings.push(buf);
 }
 
-/// Where the CPU takes over a stream of a failed device: the block holding
-/// the first output byte not yet submitted for writing (`written`), given
-/// where each packed chunk's output starts (`chunk_starts[0]` = 0, then one
-/// entry per packed chunk: where the next one starts) and the next chunk to pack.
+/// Where the CPU takes over a stream of a failed device: the start of the
+/// block holding the first output byte not yet submitted for writing
+/// (`written`), given where each packed chunk's output starts
+/// (`chunk_starts[0]` = 0, then one entry per packed chunk: where the next
+/// one starts) and the next chunk to pack.
 fn handover_point(chunk_starts: &[u64], written: u64, next_pack_seq: u64, chunk_members: u64) -> Handover {
     let chunk = chunk_starts.iter().rposition(|&p| p <= written).expect("chunk 0 starts at 0") as u64;
     let chunk = chunk.min(next_pack_seq);
-    Handover { chunk, skip_bytes: written - chunk_starts[chunk as usize], written, members_before: chunk * chunk_members }
+    Handover { chunk, written: chunk_starts[chunk as usize], members_before: chunk * chunk_members }
 }
 
 
@@ -1118,18 +1121,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cpu_takes_over_at_the_block_holding_the_first_byte_not_on_its_way() {
+    fn the_cpu_takes_over_at_the_start_of_the_block_holding_the_first_byte_not_on_its_way() {
         // Three chunks packed, of 100, 50 and 70 output bytes; 4 members per chunk.
         let starts = [0, 100, 150, 220];
         let h = |written| handover_point(&starts, written, 3, 4);
-        assert_eq!(h(0), Handover { chunk: 0, skip_bytes: 0, written: 0, members_before: 0 });
-        assert_eq!(h(99), Handover { chunk: 0, skip_bytes: 99, written: 99, members_before: 0 });
-        assert_eq!(h(100), Handover { chunk: 1, skip_bytes: 0, written: 100, members_before: 4 });
-        assert_eq!(h(160), Handover { chunk: 2, skip_bytes: 10, written: 160, members_before: 8 });
-        // Everything packed was written: the next chunk, nothing to skip.
-        assert_eq!(h(220), Handover { chunk: 3, skip_bytes: 0, written: 220, members_before: 12 });
+        assert_eq!(h(0), Handover { chunk: 0, written: 0, members_before: 0 });
+        // Within a block: its start, never a byte inside the device's members.
+        assert_eq!(h(99), Handover { chunk: 0, written: 0, members_before: 0 });
+        assert_eq!(h(100), Handover { chunk: 1, written: 100, members_before: 4 });
+        assert_eq!(h(160), Handover { chunk: 2, written: 150, members_before: 8 });
+        // Everything packed was written: the next chunk.
+        assert_eq!(h(220), Handover { chunk: 3, written: 220, members_before: 12 });
         // Not past the next chunk to pack, whatever was written.
-        assert_eq!(handover_point(&starts, 220, 2, 4).chunk, 2);
+        assert_eq!(handover_point(&starts, 220, 2, 4), Handover { chunk: 2, written: 150, members_before: 8 });
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::offload::{DeviceStream, Handover};
 use crate::writer::TargetWriter;
 use peerpath_io::{IoPath, OpenedFile};
 use peerpath_mem::AlignedBuf;
+use peerpath_metrics::Ledger;
 use std::collections::BTreeMap;
 
 pub(crate) struct Stream {
@@ -44,8 +45,6 @@ pub(crate) struct CpuState {
     pub writer_finished: bool,
     /// Source offset of chunk 0 of this pass (the CPU going on after a device).
     pub first_offset: u64,
-    /// Output bytes of the first chunk already written by a device.
-    pub skip_out: u64,
     /// The compute workers read this stream's chunks themselves (`pread`),
     /// not the I/O engine: see `cpu_pass::worker_reads`.
     pub worker_reads: bool,
@@ -70,9 +69,9 @@ impl Stream {
     }
 
     /// Its device failed: the CPU reads and compresses it again from the
-    /// block `h` names (blocks of `chunk_bytes`), skipping the output the
-    /// device already sent.
-    pub fn resume_on_cpu(&mut self, h: &Handover, chunk_bytes: usize) {
+    /// block `h` names (blocks of `chunk_bytes`) and writes its output where
+    /// the device's output of that block started.
+    pub fn resume_on_cpu(&mut self, h: &Handover, chunk_bytes: usize, ledger: &Ledger) -> crate::error::Result<()> {
         let size = self.size.expect("streams on devices have a size");
         let first_offset = h.chunk * chunk_bytes as u64;
         let read_done = first_offset >= size && size > 0;
@@ -81,7 +80,6 @@ impl Stream {
             read_done,
             chunks: read_done.then_some(0),
             first_offset,
-            skip_out: h.skip_bytes,
             worker_reads: self.cpu.worker_reads,
             ..CpuState::default()
         };
@@ -89,7 +87,7 @@ impl Stream {
         self.bytes_in = first_offset;
         self.members = h.members_before;
         self.members_on_device = h.members_before;
-        self.writer.as_mut().expect("writer open").resume_at(h.written);
+        self.writer.as_mut().expect("writer open").resume_after_device(h.written, ledger)
     }
 
     /// Where the stream stands, for an error that must say it.

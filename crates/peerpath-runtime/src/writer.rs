@@ -423,6 +423,34 @@ impl TargetWriter {
         self.staging_offset = len;
     }
 
+    /// Goes on at `len` after a device wrote the target's first `len` bytes
+    /// (its writes all completed). O_DIRECT writes whole aligned extents, so
+    /// the device's bytes of the last partial one, from `len` rounded down to
+    /// the alignment, are read back from the target and written again with
+    /// what follows (at most 4 KiB: the page cache's copy, in the ledger).
+    pub fn resume_after_device(&mut self, len: u64, ledger: &Ledger) -> Result<()> {
+        self.resume_at(len);
+        let from = len - len % DIRECT_IO_ALIGN_BYTES as u64;
+        if !self.target.direct || from == len {
+            return Ok(());
+        }
+        let n = (len - from) as usize;
+        let mut staging = AlignedBuf::new(STAGING_BYTES);
+        staging.set_len(n);
+        // The target is open for writing only: read it through a second open
+        // file description of the same file (it may have no name yet).
+        let fd = self.target.file.as_raw_fd();
+        std::fs::File::open(format!("/proc/self/fd/{fd}"))
+            .and_then(|f| std::os::unix::fs::FileExt::read_exact_at(&f, &mut staging[..n], from))
+            .map_err(|e| self.io_error(std::io::Error::new(e.kind(), format!("reading back the {n} bytes a failed device wrote before byte {len}, to go on after them: {e}"))))?;
+        let kernel = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
+        ledger.record_copy(self.target_location.clone(), kernel.clone(), Mover::Dma { engine: "storage controller".into() }, Purpose::PackForDirectIo, n as u64);
+        ledger.record_copy(kernel, Location::memory(staging.domain()), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::PackForDirectIo, n as u64);
+        self.staging = Some(staging);
+        self.staging_offset = from;
+        Ok(())
+    }
+
     /// Removes the partial output (on any failure).
     pub fn abandon(mut self) {
         self.behind.reap();
