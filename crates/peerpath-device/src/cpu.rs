@@ -29,6 +29,9 @@ pub struct CpuDeviceConfig {
     pub queue_depth: usize,
     /// Ask the host for one command per chunk (as a batching device does).
     pub whole_chunk_commands: bool,
+    /// Read registered files into its memory itself ([`crate::Function::StorageRead`],
+    /// `pread` by its workers), as a GPU with GPUDirect Storage does.
+    pub reads_storage: bool,
 }
 
 impl CpuDeviceConfig {
@@ -40,6 +43,7 @@ impl CpuDeviceConfig {
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             queue_depth: 64,
             whole_chunk_commands: false,
+            reads_storage: false,
         }
     }
 }
@@ -58,6 +62,8 @@ struct Done {
 struct Shared {
     memory: DeviceMemory,
     stats: StatsCounters,
+    /// Files registered for storage reads (their numbers index it).
+    files: std::sync::RwLock<Vec<Option<std::fs::File>>>,
     wake: EventFd,
     /// Set by the host before it sleeps on `wake`; a worker that finds it
     /// set clears it and signals (so busy hosts get no wake-ups).
@@ -68,6 +74,7 @@ struct Shared {
 pub struct CpuDevice {
     name: String,
     whole_chunks: bool,
+    storage_reads: Option<crate::StorageReads>,
     shared: Arc<Shared>,
     depth: usize,
     ranges: RangeTable,
@@ -98,6 +105,7 @@ impl CpuDevice {
         let shared = Arc::new(Shared {
             memory,
             stats: StatsCounters::default(),
+            files: Default::default(),
             wake: EventFd::new()?,
             sleeping: AtomicBool::new(false),
         });
@@ -113,6 +121,7 @@ impl CpuDevice {
         }
         Ok(CpuDevice {
             whole_chunks: config.whole_chunk_commands,
+            storage_reads: config.reads_storage.then(|| crate::StorageReads { direct: true, what: "pread by the CPU device's workers".into() }),
             name: config.name,
             shared,
             depth: config.queue_depth,
@@ -157,13 +166,31 @@ impl CpuDevice {
     }
 }
 
+impl Shared {
+    /// Runs a checked, claimed request: a storage read with its file, anything else on memory.
+    ///
+    /// # Safety
+    /// As [`exec::run`].
+    unsafe fn run(&self, request: &Request, encoders: &mut Encoders) -> Outcome {
+        match request.function {
+            crate::Function::StorageRead { file, .. } => {
+                let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+                // SAFETY: the caller's contract, as for exec::run.
+                unsafe { exec::read_storage(&self.memory, request, files.get(file as usize).and_then(Option::as_ref)) }
+            }
+            // SAFETY: the caller's contract.
+            _ => unsafe { exec::run(&self.memory, request, encoders) },
+        }
+    }
+}
+
 fn worker(shared: &Shared, jobs: &Receiver<Job>, done: &Sender<Done>) {
     let mut encoders = Encoders::default();
     for job in jobs {
         // SAFETY: the device checked the request against this memory and
         // claimed its ranges before sending it; they stay claimed until the
         // host has taken the completion.
-        let outcome = unsafe { exec::run(&shared.memory, &job.request, &mut encoders) };
+        let outcome = unsafe { shared.run(&job.request, &mut encoders) };
         shared.stats.record(job.request.function.kind(), job.request.input_bytes(), &outcome);
         if done.send(Done { id: job.id, outcome }).is_err() {
             return; // the device is gone
@@ -185,7 +212,38 @@ impl Device for CpuDevice {
     }
 
     fn functions(&self) -> FunctionSet {
-        FunctionSet::all()
+        match self.storage_reads {
+            Some(_) => FunctionSet::all().with(crate::FunctionKind::StorageRead),
+            None => FunctionSet::all(),
+        }
+    }
+
+    fn storage_reads(&self) -> Option<&crate::StorageReads> {
+        self.storage_reads.as_ref()
+    }
+
+    fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
+        if self.storage_reads.is_none() {
+            return Err(format!("device {} does not read storage itself", self.name));
+        }
+        let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
+        let mut files = self.shared.files.write().unwrap_or_else(|e| e.into_inner());
+        let slot = match files.iter().position(Option::is_none) {
+            Some(i) => i,
+            None if files.len() <= u8::MAX as usize => {
+                files.push(None);
+                files.len() - 1
+            }
+            None => return Err("256 files are registered already".into()),
+        };
+        files[slot] = Some(file);
+        Ok(slot as u8)
+    }
+
+    fn unregister_file(&mut self, file: u8) {
+        if let Some(slot) = self.shared.files.write().unwrap_or_else(|e| e.into_inner()).get_mut(file as usize) {
+            *slot = None;
+        }
     }
 
     fn memory(&self) -> &DeviceMemory {
@@ -223,7 +281,7 @@ impl Device for CpuDevice {
             true => Ok(()),
             false => Err(crate::request::Status::OutOfRange),
         };
-        let checked = exec::check(&request, memory.len() as u64, FunctionSet::all())
+        let checked = exec::check(&request, memory.len() as u64, self.functions())
             .and_then(|()| one_part())
             .and_then(|()| self.ranges.claim(id, &request));
         if let Err(status) = checked {
@@ -235,7 +293,7 @@ impl Device for CpuDevice {
         }
         if let Some(encoders) = &mut self.inline {
             // SAFETY: checked against this memory and claimed just above.
-            let outcome = unsafe { exec::run(&self.shared.memory, &request, encoders) };
+            let outcome = unsafe { self.shared.run(&request, encoders) };
             self.shared.stats.record(request.function.kind(), request.input_bytes(), &outcome);
             self.ranges.release(id);
             let c = self.complete(request, outcome);

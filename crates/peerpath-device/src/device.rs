@@ -120,6 +120,34 @@ pub trait Device: Send {
     fn whole_chunk_commands(&self) -> bool {
         false
     }
+    /// How the device reads storage into its own memory itself
+    /// ([`Function::StorageRead`], for files registered with
+    /// [`Device::register_file`]), where it does.
+    fn storage_reads(&self) -> Option<&StorageReads> {
+        None
+    }
+    /// Registers an open file (O_DIRECT) for [`Function::StorageRead`]
+    /// commands: its number in them, or why the device cannot read it.
+    fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
+        let _ = file;
+        Err(format!("device {} does not read storage itself", self.name()))
+    }
+    /// Lets go of a registered file (no command of it is in flight).
+    fn unregister_file(&mut self, file: u8) {
+        let _ = file;
+    }
+}
+
+/// How a device reads storage itself ([`Device::storage_reads`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StorageReads {
+    /// Storage DMAs straight into the device's memory (GPUDirect Storage
+    /// with nvidia-fs or P2PDMA); otherwise the bytes pass through host
+    /// memory on their way (cuFile's compatibility mode: its own bounce
+    /// buffers and a copy), and the ledger says so.
+    pub direct: bool,
+    /// What reads, in words for the report ("cuFile ..., direct from NVMe").
+    pub what: String,
 }
 
 /// A device that can be made to fail on purpose, as a crash would: the

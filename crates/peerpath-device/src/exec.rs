@@ -46,7 +46,7 @@ pub fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Re
     let count_ok = n <= MAX_INPUT_RANGES
         && match f {
             Function::Copy | Function::Crc32 => true,
-            Function::Fill { .. } => n == 0,
+            Function::Fill { .. } | Function::StorageRead { .. } => n == 0,
             Function::ScanCount { .. } | Function::AeadSealBlock { .. } | Function::AeadOpenBlock { .. } | Function::EcReconstruct { .. } => n == 2,
             Function::GzipCompressMember { .. }
             | Function::GzipCompressChunk { .. }
@@ -94,6 +94,14 @@ pub fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Re
         Function::AeadSealBlock { .. } if request.inputs[0].len > u64::from(MAX_BLOCK_BYTES) => Err(Status::InputTooLarge),
         Function::AeadSealBlock { .. } if request.output.len < request.inputs[0].len + TAG_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.output.len < SCAN_RESULT_BYTES as u64 => Err(Status::OutputTooSmall),
+        Function::StorageRead { offset, .. } => {
+            let aligned = |n: u64| n.is_multiple_of(crate::function::STORAGE_ALIGN_BYTES);
+            if request.output.len == 0 || !aligned(offset) || !aligned(request.output.offset) || !aligned(request.output.len) {
+                Err(Status::InvalidField)
+            } else {
+                Ok(())
+            }
+        }
         Function::EcEncode { data, parity } => {
             if !input_bytes.is_multiple_of(data as u64) {
                 Err(Status::InvalidField)
@@ -347,6 +355,40 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
             let n = decode_member(&header, member, output).map_err(|_| Status::CorruptInput)?;
             Ok((n as u64, crc_of(inputs)))
         }
+        // Reads need the device's files: a device that registers them runs
+        // these itself (the CPU device: `read_storage`).
+        Function::StorageRead { .. } => Err(Status::Unsupported),
+    }
+}
+
+/// Runs a [`Function::StorageRead`] that passed [`check`]: reads `file` at
+/// the command's offset into its output range, until the range is full or
+/// the file ends (the CPU device's own reads, `pread` by its worker).
+///
+/// # Safety
+/// As [`run`]: the output range is claimed for the duration.
+pub(crate) unsafe fn read_storage(memory: &DeviceMemory, request: &Request, file: Option<&std::fs::File>) -> Outcome {
+    let start = Instant::now();
+    let Function::StorageRead { offset, .. } = request.function else { return Outcome::failed(Status::InvalidField) };
+    let Some(file) = file else { return Outcome::failed(Status::StorageError) };
+    // SAFETY: the caller's contract: the output range fits and is claimed.
+    let output = unsafe { memory.output(request.output) };
+    let mut at = 0;
+    while at < output.len() {
+        match std::os::unix::fs::FileExt::read_at(file, &mut output[at..], offset + at as u64) {
+            Ok(0) => break,
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Outcome::failed(Status::StorageError),
+        }
+    }
+    let elapsed = start.elapsed();
+    Outcome {
+        status: Status::Success,
+        output_bytes: at as u64,
+        input_crc32: 0,
+        device_time_us: elapsed.as_micros().min(u32::MAX as u128) as u32,
+        busy_ns: elapsed.as_nanos().min(u64::MAX as u128) as u64,
     }
 }
 

@@ -283,6 +283,18 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         self.inner.functions()
     }
 
+    fn storage_reads(&self) -> Option<&crate::StorageReads> {
+        self.inner.storage_reads()
+    }
+
+    fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
+        self.inner.register_file(file)
+    }
+
+    fn unregister_file(&mut self, file: u8) {
+        self.inner.unregister_file(file)
+    }
+
     fn memory(&self) -> &DeviceMemory {
         self.inner.memory()
     }

@@ -73,7 +73,18 @@ pub enum Function {
     /// [`Function::AeadSealBlock`]; the plaintext is written at the start of
     /// the output range. A block that is not authentic is `CorruptInput`.
     AeadOpenBlock { index: u64 },
+    /// Reads the device's registered file `file` ([`crate::Device::register_file`])
+    /// from byte `offset` into the output range, as storage DMAs into device
+    /// memory (a GPU's through GPUDirect Storage's cuFile): no inputs. Output
+    /// bytes: the bytes read, fewer only at the end of the file. The offset,
+    /// the output range's offset and its length are multiples of
+    /// [`STORAGE_ALIGN_BYTES`] (O_DIRECT); the offset is below 2^56. Not in
+    /// [`FunctionSet::all`]: only a device with files registered runs it.
+    StorageRead { file: u8, offset: u64 },
 }
+
+/// The alignment of [`Function::StorageRead`]'s offsets and lengths.
+pub const STORAGE_ALIGN_BYTES: u64 = 4096;
 
 /// One chunk in [`Function::ChunkFingerprint`]'s output.
 pub const CHUNK_ENTRY_BYTES: usize = 48;
@@ -114,6 +125,7 @@ impl Function {
             Function::ChunkFingerprint { .. } => FunctionKind::ChunkFingerprint,
             Function::AeadSealBlock { .. } => FunctionKind::AeadSealBlock,
             Function::AeadOpenBlock { .. } => FunctionKind::AeadOpenBlock,
+            Function::StorageRead { .. } => FunctionKind::StorageRead,
         }
     }
 
@@ -134,6 +146,7 @@ impl Function {
                 format as u64 | (ignore_case as u64) << 8 | (at_end as u64) << 9 | u64::from(min_length) << 16
             }
             Function::AeadSealBlock { index } | Function::AeadOpenBlock { index } => index,
+            Function::StorageRead { file, offset } => offset | u64::from(file) << 56,
             Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
         }
     }
@@ -194,6 +207,7 @@ impl Function {
             }
             FunctionKind::AeadSealBlock | FunctionKind::AeadOpenBlock if param == u64::MAX => Err(()),
             FunctionKind::AeadSealBlock => Ok(Function::AeadSealBlock { index: param }),
+            FunctionKind::StorageRead => Ok(Function::StorageRead { file: (param >> 56) as u8, offset: param & ((1 << 56) - 1) }),
             FunctionKind::AeadOpenBlock => Ok(Function::AeadOpenBlock { index: param }),
             FunctionKind::EcEncode => {
                 let (data, parity) = ((param & 0xff) as usize, ((param >> 8) & 0xff) as usize);
@@ -244,6 +258,7 @@ impl fmt::Display for Function {
             Function::EcReconstruct { data, parity, wanted } => write!(f, "erasure-code reconstruct ({wanted} unit(s) of RS({data}, {parity}))"),
             Function::AeadSealBlock { index } => write!(f, "AEAD seal block {index}"),
             Function::AeadOpenBlock { index } => write!(f, "AEAD open block {index}"),
+            Function::StorageRead { file, offset } => write!(f, "storage read (file {file}, byte {offset})"),
             Function::ScanCount { format, min_length, .. } => write!(f, "scan count (format {format}, min length {min_length})"),
             Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, .. } => {
                 write!(f, "chunk and fingerprint ({min_kib}/{avg_kib}/{max_kib} KiB, {})", if *sha256 { "sha256" } else { "blake3" })
@@ -270,11 +285,12 @@ pub enum FunctionKind {
     ChunkFingerprint = 0x31,
     AeadSealBlock = 0x40,
     AeadOpenBlock = 0x41,
+    StorageRead = 0x50,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 12] = [
+    pub const ALL: [FunctionKind; 13] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
@@ -287,6 +303,7 @@ impl FunctionKind {
         FunctionKind::ChunkFingerprint,
         FunctionKind::AeadSealBlock,
         FunctionKind::AeadOpenBlock,
+        FunctionKind::StorageRead,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -316,7 +333,13 @@ impl FunctionKind {
             FunctionKind::ChunkFingerprint => "chunk and fingerprint",
             FunctionKind::AeadSealBlock => "aead seal block",
             FunctionKind::AeadOpenBlock => "aead open block",
+            FunctionKind::StorageRead => "storage read",
         }
+    }
+
+    /// It reads storage (files registered with the device), not only device memory.
+    pub fn reaches_storage(self) -> bool {
+        self == FunctionKind::StorageRead
     }
 
     /// Bit of this function in a [`FunctionSet`] (one bit per index).
@@ -332,8 +355,10 @@ pub struct FunctionSet(u32);
 impl FunctionSet {
     pub const EMPTY: FunctionSet = FunctionSet(0);
 
+    /// Every function on device memory alone (not those that reach storage,
+    /// which a device runs only for files registered with it).
     pub fn all() -> FunctionSet {
-        FunctionKind::ALL.into_iter().fold(FunctionSet::EMPTY, FunctionSet::with)
+        FunctionKind::ALL.into_iter().filter(|k| !k.reaches_storage()).fold(FunctionSet::EMPTY, FunctionSet::with)
     }
     pub fn with(self, kind: FunctionKind) -> FunctionSet {
         FunctionSet(self.0 | kind.bit())
@@ -350,7 +375,7 @@ impl FunctionSet {
     }
     /// From the wire form; bits for functions this build does not know are dropped.
     pub fn from_bits(bits: u32) -> FunctionSet {
-        FunctionSet(bits & FunctionSet::all().0)
+        FunctionSet(bits & FunctionKind::ALL.into_iter().fold(FunctionSet::EMPTY, FunctionSet::with).0)
     }
 }
 
@@ -366,7 +391,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::EcReconstruct { data: 4, parity: 2, wanted: 2 }, Function::EcReconstruct { data: 200, parity: 55, wanted: 1 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }, Function::AeadOpenBlock { index: 9 }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::EcReconstruct { data: 4, parity: 2, wanted: 2 }, Function::EcReconstruct { data: 200, parity: 55, wanted: 1 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }, Function::AeadOpenBlock { index: 9 }, Function::StorageRead { file: 255, offset: (1 << 56) - 4096 }, Function::StorageRead { file: 0, offset: 0 }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -406,6 +431,9 @@ mod tests {
         assert!(s.contains(FunctionKind::Crc32));
         assert!(!s.contains(FunctionKind::Copy));
         assert_eq!(FunctionSet::from_bits(FunctionSet::all().bits() | 0x8000_0000), FunctionSet::all());
-        assert_eq!(FunctionSet::all().iter().count(), FunctionKind::ALL.len());
+        assert_eq!(FunctionSet::all().iter().count(), FunctionKind::ALL.len() - 1, "all but the storage read");
+        assert!(!FunctionSet::all().contains(FunctionKind::StorageRead) && FunctionKind::StorageRead.reaches_storage());
+        let with = FunctionSet::all().with(FunctionKind::StorageRead);
+        assert_eq!(FunctionSet::from_bits(with.bits()), with, "the wire keeps it");
     }
 }

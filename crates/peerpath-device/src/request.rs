@@ -144,10 +144,13 @@ pub enum Status {
     Aborted = 11,
     /// An error injected by the faulty-device wrapper.
     InjectedFault = 12,
+    /// Reading a registered file failed (an I/O error, a file the device
+    /// cannot reach, or one it has no number for).
+    StorageError = 13,
 }
 
 impl Status {
-    pub const ALL: [Status; 13] = [
+    pub const ALL: [Status; 14] = [
         Status::Success,
         Status::InvalidOpcode,
         Status::InvalidField,
@@ -161,6 +164,7 @@ impl Status {
         Status::Internal,
         Status::Aborted,
         Status::InjectedFault,
+        Status::StorageError,
     ];
 
     pub fn code(self) -> u16 {
@@ -192,6 +196,7 @@ impl fmt::Display for Status {
             Status::Internal => "internal device error",
             Status::Aborted => "command aborted",
             Status::InjectedFault => "injected fault",
+            Status::StorageError => "storage read failed",
         })
     }
 }

@@ -249,7 +249,7 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                     }
                     assert_eq!(a.output, expect, "{what}: {} differs from FileCipher::seal", request.function);
                 }
-                Function::GzipDecompressMember | Function::AeadOpenBlock { .. } | Function::EcReconstruct { .. } => unreachable!("not in requests_for (tested on their own)"),
+                Function::GzipDecompressMember | Function::AeadOpenBlock { .. } | Function::EcReconstruct { .. } | Function::StorageRead { .. } => unreachable!("not in requests_for (tested on their own)"),
             }
         }
         // Decompression: a member made by the oracle, back to the input.
@@ -516,7 +516,7 @@ fn identify_reports_functions_memory_and_queue_limits() {
     assert_eq!(id.memory_bytes, MEMORY_BYTES as u64);
     assert_eq!((id.queue_count, id.queue_depth, id.max_input_ranges, id.workers), (2, 32, 2, 2));
     assert_eq!(emu.parallelism(), Some(2), "the host sizes its pipeline by the device's workers");
-    assert!(FunctionKind::ALL.iter().all(|k| id.functions.contains(*k)));
+    assert!(FunctionKind::ALL.iter().all(|k| id.functions.contains(*k) != k.reaches_storage()), "every function on memory; no storage reads (it has no files)");
     assert_eq!(id.pid, emu.pid());
     assert_eq!(emu.memory_domains(), vec![peerpath_mem::MemoryDomain::Emulated { device: id.name.clone() }]);
     assert!(emu.memory().mapped_region().is_some(), "a region for the allocator");
@@ -716,4 +716,42 @@ fn ec_reconstruct_rebuilds_erased_units_on_both_devices() {
             assert_eq!(outcome(d, request(&indices[..indices.len() - 1])).status, Status::InvalidField, "{f}: a short index list");
         }
     }
+}
+
+/// The CPU device made to read storage itself (`reads_storage`): a
+/// registered file read into its memory at aligned offsets, the last read
+/// short at the end of the file; unaligned reads refused; an unknown file
+/// number a storage error; without `reads_storage` the function is not
+/// there and registering says so.
+#[test]
+fn the_cpu_device_reads_registered_files_into_its_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("source");
+    let data = peerpath_func::sample::protein_like((3 << 20) + 123, 9);
+    std::fs::write(&path, &data).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let mut plain = cpu(2, 8);
+    assert!(!plain.functions().contains(FunctionKind::StorageRead) && plain.storage_reads().is_none());
+    assert!(plain.register_file(&file).unwrap_err().contains("does not read storage itself"));
+    let read_at = |file: u8, offset: u64, at: u64, len: u64| Request { tag: 1, function: Function::StorageRead { file, offset }, inputs: Vec::new(), output: DeviceRange::new(at, len) };
+    assert_eq!(outcome(&mut plain, read_at(0, 0, 0, 4096)).status, Status::Unsupported);
+    let mut config = peerpath_device::CpuDeviceConfig::new(MEMORY_BYTES);
+    config.reads_storage = true;
+    let mut dev = peerpath_device::CpuDevice::new(config).unwrap();
+    assert!(dev.functions().contains(FunctionKind::StorageRead) && dev.storage_reads().is_some_and(|r| r.direct));
+    let f = dev.register_file(&file).unwrap();
+    drop(file); // the device holds its own
+    for (offset, len) in [(0u64, 1u64 << 20), (2 << 20, 2 << 20), (3 << 20, 4096)] {
+        let got = outcome(&mut dev, read_at(f, offset, OUTPUT_AT, len));
+        let end = (offset + len).min(data.len() as u64) as usize;
+        assert_eq!((got.status, got.output_bytes), (Status::Success, (end - offset as usize) as u64), "read of {len} at {offset}");
+        assert!(got.output == data[offset as usize..end], "read of {len} at {offset}: the file's bytes");
+    }
+    for bad in [read_at(f, 100, OUTPUT_AT, 4096), read_at(f, 0, OUTPUT_AT + 512, 4096), read_at(f, 0, OUTPUT_AT, 1000), read_at(f, 0, OUTPUT_AT, 0)] {
+        assert_eq!(outcome(&mut dev, bad).status, Status::InvalidField, "O_DIRECT's alignment");
+    }
+    assert_eq!(outcome(&mut dev, read_at(f + 1, 0, OUTPUT_AT, 4096)).status, Status::StorageError, "no such file");
+    dev.unregister_file(f);
+    assert_eq!(outcome(&mut dev, read_at(f, 0, OUTPUT_AT, 4096)).status, Status::StorageError, "unregistered");
+    assert_eq!(Function::from_opcode(0x50, 7 << 56 | 4096), Some(Ok(Function::StorageRead { file: 7, offset: 4096 })));
 }

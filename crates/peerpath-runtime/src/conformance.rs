@@ -42,6 +42,9 @@ enum Reach {
     /// Staged, its own memory in the GPU domain: a stand-in for a GPU (the
     /// CPU device computes; the ledger books its stagings as a GPU's).
     StagedAsGpu,
+    /// Staged, but the device reads sources into its own memory itself (as
+    /// a GPU with GPUDirect Storage): only its output passes the window.
+    StagedReadingStorage,
 }
 
 /// CPU devices (the executor reaches device memory by DMA only),
@@ -71,13 +74,13 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
                         std::fs::remove_file(&path).expect("the mapping outlives its file");
                         DeviceMemory::region(Arc::new(region))
                     }
-                    Reach::Staged | Reach::StagedAsGpu => {
+                    Reach::Staged | Reach::StagedAsGpu | Reach::StagedReadingStorage => {
                         let window = MappedRegion::host(WINDOW_BYTES).expect("host window");
-                        let domain = if reach == Reach::Staged { MemoryDomain::Emulated { device: name.clone() } } else { MemoryDomain::Gpu { device: name.clone() } };
+                        let domain = if reach == Reach::StagedAsGpu { MemoryDomain::Gpu { device: name.clone() } } else { MemoryDomain::Emulated { device: name.clone() } };
                         DeviceMemory::staged(DEVICE_MEMORY_BYTES, domain, Arc::new(window))
                     }
                 };
-                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32, whole_chunk_commands: whole_chunks };
+                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32, whole_chunk_commands: whole_chunks, reads_storage: reach == Reach::StagedReadingStorage };
                 let cpu = CpuDevice::with_memory(config, memory).expect("CPU device");
                 let device: Box<dyn Device> = match &faults {
                     Some(f) => Box::new(FaultyDevice::new(cpu, f.clone())),
@@ -328,4 +331,51 @@ fn a_device_whose_bytes_differ_from_the_oracle_s_hands_over_at_a_member_boundary
         }
     }
     assert!(kept_some && read_backs > 0, "some crash came after the device's output was written, within an extent: the CPU went on after it ({read_backs} read back)");
+}
+
+/// A device that reads storage into its own memory itself (as a GPU with
+/// GPUDirect Storage does, `Function::StorageRead`): the sources never pass
+/// the host window, only the packed output does; the same bytes as the
+/// oracle; a failure mid-job (reads in flight on the device) hands over
+/// cleanly; files it cannot read so (not O_DIRECT) go through the window,
+/// and the report says which and why.
+#[test]
+fn a_device_that_reads_storage_itself_takes_sources_straight_into_its_memory() {
+    let dir = scratch();
+    let srcs = sources(dir.path(), &[0, 4097, (9 << 20) + 5, 12 << 20]);
+    let input: u64 = srcs.iter().map(|s| std::fs::metadata(s).unwrap().len()).sum();
+    for (format, block, whole_chunks) in [(Format::Gzip, 1 << 20, false), (Format::Gzip, 64 << 10, true), (Format::Bgzf, 0, true)] {
+        let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, Reach::StagedReadingStorage, whole_chunks));
+        assert!(report.fallbacks.is_empty(), "{format:?}: {:?}", report.fallbacks);
+        assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: all on devices");
+        let entries = &report.ledger.entries;
+        let read_into_device: u64 = entries
+            .iter()
+            .filter(|e| e.purpose == peerpath_metrics::Purpose::ReadSource && matches!(&e.target, peerpath_metrics::Location::Memory { domain: MemoryDomain::Emulated { .. } }))
+            .map(|e| e.bytes_written)
+            .sum();
+        assert_eq!(read_into_device, input, "{format:?}: every source byte read straight into device memory: {entries:?}");
+        let staged: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::Stage).map(|e| e.bytes_read).sum();
+        let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
+        assert!(staged >= output && staged < output + (1 << 20), "{format:?}: only the output is staged ({staged} against {output} out)");
+        let reads = report.devices.iter().filter_map(|d| d.storage_reads.as_deref()).collect::<Vec<_>>();
+        assert_eq!(reads.len(), 2, "{format:?}: {reads:?}");
+        assert!(reads.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s)") && r.contains("pread by the CPU device's workers")), "{format:?}: {reads:?}");
+        assert!(report.render().contains("    reads       its own reads of 2 of 2"), "{}", report.render());
+    }
+    for after in [3, 30] {
+        let mut faults = FaultConfig::seeded(after);
+        faults.crash_after_submissions = Some(after);
+        let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::StagedReadingStorage, true));
+        assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "crash after {after}: {:?}", report.fallbacks);
+    }
+    // In memory (no O_DIRECT): through the window, said so.
+    let Ok(shm) = tempfile::Builder::new().prefix("pp-conformance-shm").tempdir_in("/dev/shm") else {
+        eprintln!("SKIPPED (the memory half): no /dev/shm");
+        return;
+    };
+    let srcs = sources(shm.path(), &[(3 << 20) + 5]);
+    let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(shm.path(), None, Reach::StagedReadingStorage, true));
+    let reads = report.devices.iter().filter_map(|d| d.storage_reads.as_deref()).collect::<Vec<_>>();
+    assert!(reads.iter().any(|r| r.starts_with("its own reads of 0 of 1 source(s)") && r.contains("through the host window instead") && r.contains("not read with O_DIRECT")), "{reads:?}");
 }

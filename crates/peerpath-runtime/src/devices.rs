@@ -329,6 +329,7 @@ impl JobDevice {
             memory_huge_page_bytes: pages.map(|p| p.1),
             failure,
             profile: self.device.profile(),
+            storage_reads: None,
         }
     }
 }

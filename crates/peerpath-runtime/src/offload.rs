@@ -35,7 +35,7 @@ use crate::error::{JobError, Result};
 use crate::report::{DeviceReport, Fallback};
 use crate::token::Token;
 use crate::writer::{TargetWriter, STAGING_BYTES};
-use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, Submit, Watcher};
+use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, StorageReads, Submit, Watcher};
 use peerpath_func::{member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
 use peerpath_io::{IoEngine, IoOp, OpenedFile, Waker};
 use peerpath_mem::{align_down, align_up, RangeAllocator, RangeBuf, RegionAllocator, RegionBuf, DIRECT_IO_ALIGN_BYTES};
@@ -169,6 +169,8 @@ enum Op {
     StageIn { stream: usize, seq: u64, bytes: u64 },
     /// Staged memory: a sealed staging range copied out to the window for its write.
     StageOut { stream: usize, staging: u32, bytes: u64 },
+    /// A device that reads storage itself: a chunk read into its own memory.
+    Load { stream: usize, seq: u64, bytes: u64 },
 }
 
 /// Staged memory: a sealed staging range on its way out through the
@@ -186,6 +188,12 @@ struct StagedOut {
 #[derive(Default)]
 struct OStream {
     dev: usize,
+    /// The source as the ledger names it.
+    source_name: String,
+    /// Its number with a device that reads it itself (`Device::register_file`).
+    src_file: Option<u8>,
+    /// Such reads in flight (the device's commands, not the engine's).
+    loads: usize,
     /// Reads: the next one's source offset and number, and whether all are issued.
     next_read_offset: u64,
     next_seq: u64,
@@ -245,6 +253,12 @@ struct DevState {
     max_input_ranges: usize,
     /// One compress command per chunk rather than per member (the device says).
     whole_chunks: bool,
+    /// Staged memory: the device reads storage into its own memory itself
+    /// (its sources registered with it), and how.
+    storage_reads: Option<StorageReads>,
+    /// What its own reads did for the report: sources read that way, and
+    /// why others were not.
+    reads_note: Option<String>,
 }
 
 impl DevState {
@@ -353,15 +367,36 @@ impl DeviceSide {
         let staging_capacity = staging_capacity(&params);
         let mut os: Vec<Option<OStream>> = (0..streams.len()).map(|_| None).collect();
         let mut devs = Vec::new();
-        for (d, jd) in devices.iter().enumerate() {
+        for (d, jd) in devices.iter_mut().enumerate() {
             let mut dev = device_memory(jd, &params)?;
             let max_inputs = max_inputs(jd.device.parallelism(), jd.streams.len(), &params);
+            let mut refused = Vec::new();
             for &i in &jd.streams {
-                let mut o = OStream { dev: d, max_inputs, chunk_starts: vec![0], ..Default::default() };
+                let s = &streams[i];
+                let mut o = OStream { dev: d, source_name: s.name().to_string(), max_inputs, chunk_starts: vec![0], ..Default::default() };
                 for _ in 0..STAGINGS_PER_STREAM {
                     o.free_stagings.push(dev.alloc(staging_capacity).expect("memory was checked"));
                 }
+                if dev.storage_reads.is_some() {
+                    // Its own reads take O_DIRECT files (GPUDirect Storage does).
+                    let registered = match s.source_via() {
+                        crate::Via::Direct => jd.device.register_file(&s.source().file),
+                        _ => Err("not read with O_DIRECT (a memory file system)".into()),
+                    };
+                    match registered {
+                        Ok(file) => o.src_file = Some(file),
+                        Err(why) => refused.push(format!("{}: {why}", s.name())),
+                    }
+                }
                 os[i] = Some(o);
+            }
+            if let Some(how) = &dev.storage_reads {
+                let own = jd.streams.len() - refused.len();
+                let mut note = format!("its own reads of {own} of {} source(s) into its memory: {}", jd.streams.len(), how.what);
+                if !refused.is_empty() {
+                    note += &format!("; through the host window instead: {}", refused.join("; "));
+                }
+                dev.reads_note = Some(note);
             }
             // First-fit keeps the ranges in use at the start of the region;
             // anything beyond the usual peak is registered when first used.
@@ -455,12 +490,31 @@ impl DeviceSide {
             let o = self.os[i].as_mut().expect("on a device");
             let s = &streams[i];
             let dev = &mut self.devs[o.dev];
-            while o.outcome.is_none() && dev.failure.is_none() && !o.read_done && o.reads_in_flight < params.queue_depth
+            while o.outcome.is_none() && dev.failure.is_none() && !o.read_done && o.reads_in_flight + o.loads < params.queue_depth
                 && o.chunks.len() < 2 * params.queue_depth
                 && o.chunks.values().filter(|c| c.holds_input()).count() < o.max_inputs
             {
                 let offset = o.next_read_offset;
                 let len = params.chunk_bytes.min(align_up((s.size() - offset) as usize, DIRECT_IO_ALIGN_BYTES));
+                if let (Some(file), Some(own)) = (o.src_file, &dev.own) {
+                    // The device reads the chunk into its own memory itself.
+                    let Some(input) = own.try_alloc(len).map(Place::Own) else { break };
+                    let bound = len.div_ceil(params.member_bytes) * member_bound;
+                    let Some(output) = dev.alloc(bound.max(member_bound_bytes(0))) else { break };
+                    let tag = next_tag(dev);
+                    let seq = o.next_seq;
+                    dev.ops.insert(tag, Op::Load { stream: i, seq, bytes: (s.size() - offset).min(params.chunk_bytes as u64) });
+                    dev.backlog.push_back(Request { tag, function: Function::StorageRead { file, offset }, inputs: Vec::new(), output: dev.range(&input, len as u64) });
+                    o.chunks.insert(seq, Chunk { input: Some(input), bounce: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
+                    o.loads += 1;
+                    o.next_seq += 1;
+                    o.next_read_offset += params.chunk_bytes as u64;
+                    if o.next_read_offset >= s.size() {
+                        o.read_done = true;
+                        o.chunk_count = Some(o.next_seq);
+                    }
+                    continue;
+                }
                 // Storage reads into the window: the input range itself, or
                 // (staged memory) a window range the device copies in.
                 let Some(read_into) = dev.window.try_alloc(len) else { break };
@@ -653,7 +707,9 @@ impl DeviceSide {
             device_of.extend(jd.streams.iter().map(|&i| (i, d)));
             let sources = jd.streams.iter().map(|&i| streams[i].name().to_string()).collect();
             let members = jd.streams.iter().map(|&i| outcome(i).members_on_device()).sum();
-            reports.push(jd.report(sources, members, failure.clone(), drive_s, &summary));
+            let mut report = jd.report(sources, members, failure.clone(), drive_s, &summary);
+            report.storage_reads = self.devs[d].reads_note.clone();
+            reports.push(report);
             jd.healthy = failure.is_none();
         }
         device_of.sort_unstable();
@@ -671,6 +727,13 @@ impl DeviceSide {
     }
 
     fn stop_watching(&mut self, engine: &mut dyn IoEngine<JobBuf>) {
+        // Files registered for the devices' own reads: none is in flight now
+        // (every stream ended), or the job is failing.
+        for o in self.os.iter().flatten() {
+            if let Some(file) = o.src_file {
+                self.devices[o.dev].device.unregister_file(file);
+            }
+        }
         self.watchers.clear();
         for fd in self.watched.drain(..) {
             engine.unwatch_eventfd(fd);
@@ -725,6 +788,8 @@ fn device_memory(jd: &JobDevice, params: &Params) -> Result<DevState> {
         eof: None,
         max_input_ranges: jd.device.max_input_ranges().max(1),
         whole_chunks: jd.device.whole_chunk_commands(),
+        storage_reads: if window_at > 0 { jd.device.storage_reads().cloned() } else { None },
+        reads_note: None,
     })
 }
 
@@ -875,6 +940,28 @@ fn on_device_completion(
             let input = chunk.input.expect("staged chunks hold their input range");
             start_chunk(dev, o, stream, seq, input, chunk.output, bytes as usize, params);
         }
+        Op::Load { stream, seq, bytes } => {
+            if c.output_bytes != bytes {
+                return Err(format!("read {} bytes of block {seq} from storage, not its {bytes}", c.output_bytes));
+            }
+            let o = os[stream].as_mut().expect("on a device");
+            o.loads -= 1;
+            let how = dev.storage_reads.as_ref().expect("only devices that read storage get loads");
+            let source = Location::storage(o.source_name.clone());
+            let storage = Mover::Dma { engine: "storage controller".into() };
+            if how.direct {
+                ledger.record_copy(source, here, storage, Purpose::ReadSource, bytes);
+            } else {
+                // Through host memory on its way (cuFile's compatibility mode: its
+                // bounce buffers, then the device's copy).
+                let host = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
+                ledger.record_copy(source, host.clone(), storage, Purpose::ReadSource, bytes);
+                ledger.record_copy(host, here, stager, Purpose::Stage, bytes);
+            }
+            let chunk = o.chunks.remove(&seq).expect("chunk being read");
+            let input = chunk.input.expect("read into its input range");
+            start_chunk(dev, o, stream, seq, input, chunk.output, bytes as usize, params);
+        }
         Op::StageOut { stream, staging, bytes } => {
             if c.output_bytes != bytes {
                 return Err(format!("copied out {} bytes of {bytes} for writing", c.output_bytes));
@@ -895,6 +982,7 @@ fn describe(op: &Op) -> String {
         Op::Tail { .. } => "carrying an unaligned tail".into(),
         Op::StageIn { seq, .. } => format!("copying block {seq} in from the host window"),
         Op::StageOut { .. } => "copying packed output out to the host window".into(),
+        Op::Load { seq, .. } => format!("reading block {seq} from storage"),
     }
 }
 
