@@ -484,7 +484,11 @@ fn compress_and_decompress_on_a_gpu_that_is_not_there_fall_back_with_the_reason_
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
     assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
     assert_eq!(run(&mut pp(args!["decompress", &out, "-o", "-"])).stdout, std::fs::read(&src).unwrap());
-    for bad in [["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"], ["--gpu-algorithm", "6"], ["--inject-faults", "seed=1,error=0.5"]] {
+    // Its own storage reads asked for (cuFile): the same.
+    let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", "--gpu-io", "cufile", "--json"]));
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
+    for bad in [["--gpu-io", "nvme"], ["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"], ["--gpu-algorithm", "6"], ["--inject-faults", "seed=1,error=0.5"]] {
         let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", bad[0], bad[1]]));
         assert_eq!(o.code(), Some(2), "{bad:?}: {}", o.stderr);
     }

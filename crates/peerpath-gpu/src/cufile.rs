@@ -1,13 +1,16 @@
 //! What NVIDIA's cuFile (GPUDirect Storage's library) says about this machine: whether its
 //! driver opens, and whether it moves NVMe data straight into GPU memory or runs in
 //! "compatibility mode" (POSIX reads into host memory, then a copy), which is what peerpath's
-//! GPU device does anyway. peerpath does not read or write through cuFile yet; `gpu probe`
-//! reports this so a user knows whether a direct path exists to be had.
+//! GPU device does anyway with its pinned window ([`probe`], which `gpu probe` reports); and
+//! reads through it ([`Cufile`]): files registered, read into GPU memory by `cuFileRead`, which
+//! the GPU device uses for `Function::StorageRead` (`--gpu-io`).
 //!
 //! cuFile is loaded at run time (a handful of C functions; no maintained Rust binding exposes
 //! them), from `$PEERPATH_CUFILE`, the loader's path (`libcufile.so.0`), or a CUDA installation's
 //! `lib64`. The struct below mirrors `CUfileDrvProps_t` of `cufile.h` (GDS 1.x, CUDA 11.4-13).
 
+use std::ffi::c_void;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -55,6 +58,30 @@ const NVMEOF_SUPPORTED: u32 = 5;
 /// Bit of `dcontrolflags` (`CUfileDriverControlFlags_t`).
 const ALLOW_COMPAT_MODE: u32 = 1;
 
+/// `CUfileDescr_t`'s handle union.
+#[repr(C)]
+#[derive(Clone, Copy)]
+union DescrHandle {
+    fd: i32,
+    handle: *mut c_void,
+}
+
+/// `CUfileDescr_t`.
+#[repr(C)]
+struct Descr {
+    kind: i32,
+    handle: DescrHandle,
+    fs_ops: *const c_void,
+}
+
+/// `CU_FILE_HANDLE_TYPE_OPAQUE_FD`.
+const HANDLE_TYPE_OPAQUE_FD: i32 = 1;
+
+type HandleRegister = unsafe extern "C" fn(*mut *mut c_void, *mut Descr) -> CuFileError;
+type HandleDeregister = unsafe extern "C" fn(*mut c_void);
+type Read = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
+type BufRegister = unsafe extern "C" fn(*const c_void, usize, i32) -> CuFileError;
+type BufDeregister = unsafe extern "C" fn(*const c_void) -> CuFileError;
 type DriverOpen = unsafe extern "C" fn() -> CuFileError;
 type DriverClose = unsafe extern "C" fn() -> CuFileError;
 type GetProperties = unsafe extern "C" fn(*mut DrvProps) -> CuFileError;
@@ -151,25 +178,29 @@ fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
 /// Loads cuFile, opens its driver, reads its properties and closes it again. Never fails: what
 /// could not be done is the report's state and detail.
 pub fn probe(explicit: Option<&Path>) -> CufileReport {
+    match load(explicit) {
+        Ok((lib, library)) => probe_library(lib, library, true),
+        Err(report) => report,
+    }
+}
+
+/// The first candidate that loads. Kept loaded for the life of the process: its driver may
+/// leave threads behind after closing, and unloading code they run would crash the process.
+fn load(explicit: Option<&Path>) -> Result<(&'static libloading::Library, String), CufileReport> {
     let mut tried = Vec::new();
     for path in candidates(explicit) {
         // SAFETY: loading a shared library runs its initialisers; cuFile's set up its own state
         // (it loads libcuda itself when its driver is opened).
         match unsafe { libloading::Library::new(&path) } {
-            Ok(lib) => {
-                let report = probe_library(&lib, path.display().to_string());
-                // Kept loaded for the life of the process: its driver may leave threads behind
-                // after closing, and unloading code they run would crash the process.
-                std::mem::forget(lib);
-                return report;
-            }
+            Ok(lib) => return Ok((Box::leak(Box::new(lib)), path.display().to_string())),
             Err(e) => tried.push(format!("{}: {e}", path.display())),
         }
     }
-    CufileReport::not_found(&tried)
+    Err(CufileReport::not_found(&tried))
 }
 
-fn probe_library(lib: &libloading::Library, library: String) -> CufileReport {
+/// Opens the driver and reads its properties; closes it again when `close`.
+fn probe_library(lib: &libloading::Library, library: String, close_after: bool) -> CufileReport {
     let failed = |detail: String| CufileReport {
         state: "open_failed",
         library: Some(library.clone()),
@@ -202,7 +233,7 @@ fn probe_library(lib: &libloading::Library, library: String) -> CufileReport {
     // 4 times that, all ours.
     let st = unsafe { props(room.as_mut_ptr()) };
     let p = room[0];
-    if let Some(close) = close {
+    if let Some(close) = close.filter(|_| close_after || st.err != 0) {
         // SAFETY: closes the driver opened above; nothing of it is used after.
         unsafe { close() };
     }
@@ -210,6 +241,127 @@ fn probe_library(lib: &libloading::Library, library: String) -> CufileReport {
         return failed(format!("cuFileDriverGetProperties failed (cuFile error {}): {}", st.err, error_text(st.err)));
     }
     CufileReport::from_props(library, version, &p)
+}
+
+/// cuFile open for reads into GPU memory: its driver open, files registered by descriptor
+/// (`cuFileHandleRegister`), `cuFileRead` into device pointers. Shared by the GPU device's I/O
+/// threads (cuFile's calls are thread-safe).
+pub struct Cufile {
+    /// What its driver said when opened (direct, or compatibility mode).
+    pub report: CufileReport,
+    register: HandleRegister,
+    deregister: HandleDeregister,
+    read: Read,
+    buf_register: Option<BufRegister>,
+    buf_deregister: Option<BufDeregister>,
+    close: Option<DriverClose>,
+}
+
+/// A file registered with cuFile (its `CUfileHandle_t`, as an address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileHandle(usize);
+
+impl Cufile {
+    /// Loads cuFile (as [`probe`] looks for it) and keeps its driver open, or says why not:
+    /// the report of a library that is not there or whose driver does not open.
+    pub fn open(explicit: Option<&Path>) -> Result<Cufile, CufileReport> {
+        let (lib, library) = load(explicit)?;
+        let report = probe_library(lib, library.clone(), false);
+        if report.state != "direct" && report.state != "compatibility" {
+            return Err(report);
+        }
+        let missing = |what: &str| CufileReport { state: "open_failed", detail: format!("{library} has no {what}: not cuFile?"), ..report.clone() };
+        let register = *sym::<HandleRegister>(lib, b"cuFileHandleRegister\0").ok_or_else(|| missing("cuFileHandleRegister"))?;
+        let deregister = *sym::<HandleDeregister>(lib, b"cuFileHandleDeregister\0").ok_or_else(|| missing("cuFileHandleDeregister"))?;
+        let read = *sym::<Read>(lib, b"cuFileRead\0").ok_or_else(|| missing("cuFileRead"))?;
+        Ok(Cufile {
+            register,
+            deregister,
+            read,
+            buf_register: sym::<BufRegister>(lib, b"cuFileBufRegister\0").map(|s| *s),
+            buf_deregister: sym::<BufDeregister>(lib, b"cuFileBufDeregister\0").map(|s| *s),
+            close: sym::<DriverClose>(lib, b"cuFileDriverClose_v2\0").or_else(|| sym::<DriverClose>(lib, b"cuFileDriverClose\0")).map(|s| *s),
+            report,
+        })
+    }
+
+    /// Whether storage reaches GPU memory without passing host memory.
+    pub fn direct(&self) -> bool {
+        self.report.state == "direct"
+    }
+
+    /// Registers an open file (O_DIRECT for the direct path) for reads.
+    pub fn register(&self, fd: RawFd) -> Result<FileHandle, String> {
+        let mut descr = Descr { kind: HANDLE_TYPE_OPAQUE_FD, handle: DescrHandle { handle: std::ptr::null_mut() }, fs_ops: std::ptr::null() };
+        descr.handle.fd = fd;
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        // SAFETY: cuFile writes one handle into `handle` and reads the descriptor, both ours for
+        // the call; the descriptor stays open for as long as it is registered (the caller's).
+        let st = unsafe { (self.register)(&mut handle, &mut descr) };
+        if st.err != 0 {
+            return Err(format!("cuFileHandleRegister refused it (cuFile error {}, CUDA result {}): {}", st.err, st.cu_err, error_text(st.err)));
+        }
+        Ok(FileHandle(handle as usize))
+    }
+
+    /// Lets go of a registered file (no read of it in flight).
+    pub fn deregister(&self, file: FileHandle) {
+        // SAFETY: a handle `register` gave, deregistered once (the caller's contract).
+        unsafe { (self.deregister)(file.0 as *mut c_void) };
+    }
+
+    /// Reads `len` bytes of `file` from `offset` into the device memory at `base + at`, until
+    /// it is full or the file ends; the bytes read.
+    ///
+    /// # Safety
+    /// `base` is a device allocation cuFile may write (GPU memory of the current context, or
+    /// host memory for a stand-in) and `[at, at + len)` lies inside it, not used by anything
+    /// else until this returns.
+    pub unsafe fn read(&self, file: FileHandle, base: u64, at: u64, len: usize, offset: u64) -> Result<usize, String> {
+        let mut done = 0usize;
+        while done < len {
+            // SAFETY: the caller's contract: the range is the caller's, in memory cuFile may write.
+            let n = unsafe { (self.read)(file.0 as *mut c_void, base as *mut c_void, len - done, (offset + done as u64) as i64, (at + done as u64) as i64) };
+            match n {
+                0 => break,
+                n if n > 0 => done += n as usize,
+                -1 => return Err(format!("cuFileRead at byte {}: {}", offset + done as u64, std::io::Error::last_os_error())),
+                n => return Err(format!("cuFileRead at byte {}: cuFile error {n}: {}", offset + done as u64, error_text(n as i32))),
+            }
+        }
+        Ok(done)
+    }
+
+    /// Registers device memory as a read target (cuFile then maps it once, not per read); where
+    /// it refuses, reads still work through its own bounce buffers.
+    pub fn register_buffer(&self, base: u64, len: usize) -> Result<(), String> {
+        let Some(reg) = self.buf_register else { return Err("no cuFileBufRegister".into()) };
+        // SAFETY: `base` is a device allocation of `len` bytes that outlives its registration
+        // (the caller deregisters it before freeing it).
+        let st = unsafe { reg(base as *const c_void, len, 0) };
+        if st.err != 0 {
+            return Err(format!("cuFileBufRegister (cuFile error {}): {}", st.err, error_text(st.err)));
+        }
+        Ok(())
+    }
+
+    /// Undoes [`Cufile::register_buffer`].
+    pub fn deregister_buffer(&self, base: u64) {
+        if let Some(dereg) = self.buf_deregister {
+            // SAFETY: a buffer `register_buffer` registered, still allocated.
+            unsafe { dereg(base as *const c_void) };
+        }
+    }
+}
+
+impl Drop for Cufile {
+    fn drop(&mut self) {
+        if let Some(close) = self.close {
+            // SAFETY: closes the driver `open` opened; every file and buffer is deregistered and
+            // no read is in flight (the GPU device's I/O threads ended first).
+            unsafe { close() };
+        }
+    }
 }
 
 /// One of cuFile's functions, `T` its C signature as mirrored above.
@@ -294,6 +446,56 @@ mod tests {
         assert!(r.detail.contains("install the nvidia-gds package") && r.detail.contains(ENV), "{}", r.detail);
     }
 
+    /// Reads through the stand-in (its "device memory" is host memory): a registered file read
+    /// at offsets into a buffer, on past short reads, short at the end of the file; a bad
+    /// descriptor refused at registration; a read error worded with cuFile's code.
+    #[test]
+    fn reads_go_through_cufile_s_handles_into_device_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("stub.c");
+        std::fs::write(&src, STUB_C).unwrap();
+        let so = dir.path().join("io.so");
+        let built = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-DNVFS_MAJOR=0", "-DNVFS_MINOR=0", "-DDSTATUS=0", "-DDCONTROL=2", "-DREAD_ERR=20000", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .status();
+        if !built.is_ok_and(|s| s.success()) {
+            eprintln!("SKIPPED: no C compiler (cc) to build the stand-in library");
+            return;
+        }
+        let cf = Cufile::open(Some(&so)).unwrap_or_else(|r| panic!("{r:?}"));
+        assert!(!cf.direct() && cf.report.state == "compatibility", "{:?}", cf.report);
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let path = dir.path().join("data");
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let h = cf.register(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+        let mut memory = vec![0u8; 16384];
+        let base = memory.as_mut_ptr() as u64;
+        // SAFETY: `memory` is ours, 16 KiB, and nothing else touches it during the reads.
+        let n = unsafe { cf.read(h, base, 4096, 8192, 0) }.unwrap();
+        assert_eq!(n, 8192, "past the stand-in's 3000-byte reads");
+        assert!(memory[4096..4096 + 8192] == data[..8192]);
+        // SAFETY: as above.
+        let n = unsafe { cf.read(h, base, 0, 4096, 8192) }.unwrap();
+        assert_eq!(n, data.len() - 8192, "short at the end of the file");
+        assert!(memory[..n] == data[8192..]);
+        cf.register_buffer(base, memory.len()).unwrap();
+        cf.deregister_buffer(base);
+        cf.deregister(h);
+        assert!(cf.register(-1).unwrap_err().contains("CU_FILE_IO_NOT_SUPPORTED"));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![1u8; 24_000]).unwrap();
+        let big = std::fs::File::open(&big).unwrap();
+        let h = cf.register(std::os::fd::AsRawFd::as_raw_fd(&big)).unwrap();
+        // SAFETY: as above.
+        let e = unsafe { cf.read(h, base, 0, 8192, 16384) }.unwrap_err();
+        assert!(e.contains("cuFile error -5011") && e.contains("CUDA driver API error"), "{e}");
+        let r = Cufile::open(Some(Path::new("/no/such/libcufile.so.0"))).err().unwrap();
+        assert_eq!(r.state, "not_found");
+    }
+
     const STUB_C: &str = r#"
 #include <stddef.h>
 typedef struct { int err; int cu_err; } CUfileError_t;
@@ -319,6 +521,28 @@ typedef struct CUfileDrvProps {
 CUfileError_t cuFileDriverOpen(void) { CUfileError_t e = { OPEN_ERR, 0 }; return e; }
 CUfileError_t cuFileDriverClose_v2(void) { CUfileError_t e = { 0, 0 }; return e; }
 CUfileError_t cuFileGetVersion(int *v) { CUfileError_t e = { 0, 0 }; *v = 1150; return e; }
+/* Reads: a handle is its descriptor + 1; the "device pointer" is host memory here. */
+#include <unistd.h>
+#include <errno.h>
+typedef struct { int type; union { int fd; void *handle; } handle; const void *fs_ops; } CUfileDescr_t;
+int stub_buffers = 0;
+CUfileError_t cuFileHandleRegister(void **fh, CUfileDescr_t *d) {
+    CUfileError_t e = { 0, 0 };
+    if (d->type != 1 || d->handle.fd < 0) { e.err = 5008; return e; }
+    *fh = (void *)(long)(d->handle.fd + 1);
+    return e;
+}
+void cuFileHandleDeregister(void *fh) { (void)fh; }
+long cuFileRead(void *fh, void *base, size_t size, long off, long devoff) {
+#ifdef READ_ERR
+    if (off >= READ_ERR) return -5011;
+#endif
+    /* At most 3000 bytes a call: the caller must go on after a short read. */
+    ssize_t n = pread((int)(long)fh - 1, (char *)base + devoff, size < 3000 ? size : 3000, off);
+    return n;
+}
+CUfileError_t cuFileBufRegister(const void *p, size_t n, int flags) { CUfileError_t e = { 0, 0 }; (void)p; (void)n; (void)flags; stub_buffers++; return e; }
+CUfileError_t cuFileBufDeregister(const void *p) { CUfileError_t e = { 0, 0 }; (void)p; stub_buffers--; return e; }
 CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *p) {
     CUfileError_t e = { 0, 0 };
     p->nvfs.major_version = NVFS_MAJOR;

@@ -95,6 +95,25 @@ pub struct GpuDeviceConfig {
     pub staging: Staging,
     /// How a worker gathers its batch (one nvCOMP launch).
     pub gather: Gather,
+    /// Whether it reads storage into its memory itself, through cuFile.
+    pub reads: GpuReads,
+}
+
+/// Whether the GPU reads storage into its own memory itself, through cuFile
+/// (GPUDirect Storage), for `Function::StorageRead` (`--gpu-io`); the
+/// library is `None` for cuFile's usual places ([`crate::cufile::Cufile::open`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum GpuReads {
+    /// Never: the executor stages every byte through the pinned window.
+    #[default]
+    Staged,
+    /// Where cuFile reports a direct path (nvidia-fs, or the kernel's
+    /// P2PDMA); staged otherwise, and the description says why.
+    Auto(Option<std::path::PathBuf>),
+    /// Through cuFile whatever its mode: in compatibility mode cuFile moves
+    /// the bytes through its own host buffers (the ledger says so). Where
+    /// cuFile does not open, the GPU does not either, with the reason.
+    Cufile(Option<std::path::PathBuf>),
 }
 
 impl GpuDeviceConfig {
@@ -119,6 +138,7 @@ impl GpuDeviceConfig {
             streams: 1,
             staging: Staging::Commands,
             gather: Gather::default(),
+            reads: GpuReads::Staged,
         }
     }
 }
@@ -261,6 +281,110 @@ pub struct GpuDevice {
     pub description: String,
     /// Its PCI address, for the topology's answer on how storage reaches it.
     pub pci_address: String,
+    /// Its own storage reads (cuFile), where it does them, and their threads.
+    io: Option<Arc<Io>>,
+    io_jobs: Option<crossbeam_channel::Sender<Job>>,
+    io_threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// I/O threads cuFile's blocking reads run on: as many reads in flight at
+/// once (a storage queue's worth).
+const IO_THREADS: usize = 4;
+
+/// The GPU's own storage reads: cuFile, the files registered with it (each
+/// with a descriptor of its own, open for as long as it is registered), and
+/// what the reads did. Dropped after its threads end: deregisters the files
+/// and the GPU memory, then closes cuFile's driver, while that memory lives.
+struct Io {
+    cufile: crate::cufile::Cufile,
+    reads: peerpath_device::StorageReads,
+    #[allow(clippy::type_complexity)]
+    files: std::sync::RwLock<Vec<Option<(crate::cufile::FileHandle, std::fs::File)>>>,
+    /// The GPU memory the reads land in, registered with cuFile where it took it.
+    shared: Arc<Shared>,
+    own_base: u64,
+    own_len: u64,
+    buffer_registered: bool,
+    reads_done: AtomicU64,
+    bytes: AtomicU64,
+    busy_ns: AtomicU64,
+    errors: AtomicU64,
+    last_error: std::sync::Mutex<Option<String>>,
+}
+
+impl Io {
+    /// Reads one command's range: its status and bytes.
+    fn read(&self, r: &Request) -> (Status, u64) {
+        let Function::StorageRead { file, offset } = r.function else { return (Status::InvalidField, 0) };
+        let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+        let Some((handle, _)) = files.get(file as usize).and_then(Option::as_ref) else {
+            return self.failed(format!("no file registered as {file}"));
+        };
+        // SAFETY: the device checked the range lies in its own GPU memory
+        // (`own_base`, `own_len` long), and the executor gives it to this
+        // command alone until it completes.
+        match unsafe { self.cufile.read(*handle, self.own_base, r.output.offset, r.output.len as usize, offset) } {
+            Ok(n) => (Status::Success, n as u64),
+            Err(e) => self.failed(e),
+        }
+    }
+
+    fn failed(&self, why: String) -> (Status, u64) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        (Status::StorageError, 0)
+    }
+
+    fn render(&self) -> String {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut s = format!("; its own storage reads: {} ({} MiB, {:.3} s of read time over its {IO_THREADS} I/O threads)", g(&self.reads_done), g(&self.bytes) >> 20, g(&self.busy_ns) as f64 / 1e9);
+        if g(&self.errors) > 0 {
+            s += &format!(", {} failed (the last: {})", g(&self.errors), self.last_error.lock().unwrap_or_else(|e| e.into_inner()).as_deref().unwrap_or("?"));
+        }
+        s
+    }
+
+    fn reset(&self) {
+        for a in [&self.reads_done, &self.bytes, &self.busy_ns, &self.errors] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Io {
+    fn drop(&mut self) {
+        for (handle, _) in self.files.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..).flatten() {
+            self.cufile.deregister(handle);
+        }
+        if self.buffer_registered {
+            self.cufile.deregister_buffer(self.own_base);
+        }
+    }
+}
+
+/// An I/O thread: cuFile reads of the commands it takes, completed like the workers' batches.
+fn io_run(io: &Io, jobs: &crossbeam_channel::Receiver<Job>, done: &crossbeam_channel::Sender<Result<Done, String>>, wake: &EventFd, sleeping: &AtomicBool) {
+    let bound = io.shared.ctx.bind_to_thread();
+    for job in jobs {
+        let t = Instant::now();
+        let (status, n) = match &bound {
+            Ok(()) => io.read(&job.request),
+            Err(e) => io.failed(format!("CUDA context on an I/O thread: {e}")),
+        };
+        let ns = t.elapsed().as_nanos() as u64;
+        io.reads_done.fetch_add(1, Ordering::Relaxed);
+        io.bytes.fetch_add(n, Ordering::Relaxed);
+        io.busy_ns.fetch_add(ns, Ordering::Relaxed);
+        io.shared.stats.add(FunctionKind::StorageRead, 0, status, n, ns);
+        let us = (ns / 1000).min(u32::MAX as u64) as u32;
+        if done.send(Ok(Done { id: job.id, status, output_bytes: n, crc32: 0, device_time_us: us })).is_err() {
+            return;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if sleeping.swap(false, Ordering::SeqCst) {
+            wake.signal();
+        }
+    }
 }
 
 impl GpuDevice {
@@ -346,6 +470,50 @@ impl GpuDevice {
         // Offsets: [0, own) GPU memory, then the window; with device staging the window alone.
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
+        let forced = matches!(config.reads, GpuReads::Cufile(_));
+        let cufile_started = Instant::now();
+        let (io, reads_words) = match &config.reads {
+            GpuReads::Staged => (None, String::new()),
+            GpuReads::Auto(_) | GpuReads::Cufile(_) if config.staging == Staging::Device => {
+                return Err("its own storage reads (--gpu-io) need copy-command staging: GPU memory of its own beside the window".into())
+            }
+            GpuReads::Auto(library) | GpuReads::Cufile(library) => match crate::cufile::Cufile::open(library.as_deref()) {
+                Err(report) if forced => return Err(format!("--gpu-io cufile: {}", report.detail)),
+                Err(report) => (None, format!("; storage reads staged through the window: {}", report.detail)),
+                Ok(cf) if !cf.direct() && !forced => (
+                    None,
+                    format!("; storage reads staged through the window: {} (asked in {:.3} s; --gpu-io cufile reads through cuFile anyway)", cf.report.detail, cufile_started.elapsed().as_secs_f64()),
+                ),
+                Ok(cf) => {
+                    let registered = cf.register_buffer(own_base, own_bytes);
+                    let what = format!(
+                        "cuFile{} ({}; opened in {:.3} s){}",
+                        cf.report.version.map_or(String::new(), |v| format!(" {}.{}", v / 1000, v % 1000 / 10)),
+                        cf.report.detail,
+                        cufile_started.elapsed().as_secs_f64(),
+                        match &registered {
+                            Ok(()) => ", its GPU memory registered with cuFile".to_string(),
+                            Err(e) => format!(", its GPU memory not registered ({e}): cuFile's own buffers"),
+                        }
+                    );
+                    let io = Io {
+                        reads: peerpath_device::StorageReads { direct: cf.direct(), what: what.clone() },
+                        cufile: cf,
+                        files: Default::default(),
+                        shared: shared.clone(),
+                        own_base,
+                        own_len: own_bytes as u64,
+                        buffer_registered: registered.is_ok(),
+                        reads_done: AtomicU64::new(0),
+                        bytes: AtomicU64::new(0),
+                        busy_ns: AtomicU64::new(0),
+                        errors: AtomicU64::new(0),
+                        last_error: Default::default(),
+                    };
+                    (Some(Arc::new(io)), format!("; storage reads by the GPU itself: {what}"))
+                }
+            },
+        };
         let mut parts = Vec::new();
         if let (Some(nv), true) = (&nv, config.compress) {
             parts.push(format!("nvCOMP {} gzip algorithm {}", nv.version, config.algorithm));
@@ -401,7 +569,7 @@ impl GpuDevice {
                 Staging::Device => "each chunk staged by the device itself (its memory as the host sees it is the window)",
             },
             if gpu.info.blocking_sync { "sleep (blocking sync)" } else { "spin (the driver's default: blocking sync could not be set)" }
-        );
+        ) + &reads_words;
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let streams = config.streams.max(1);
@@ -468,6 +636,15 @@ impl GpuDevice {
         if scan.is_some() {
             functions = functions.with(FunctionKind::ScanCount);
         }
+        let (io_jobs, mut io_threads) = (io.as_ref().map(|_| crossbeam_channel::unbounded::<Job>()), Vec::new());
+        if let (Some(io), Some((_, rx))) = (&io, &io_jobs) {
+            functions = functions.with(FunctionKind::StorageRead);
+            for k in 0..IO_THREADS {
+                let (io, rx, done, w, s) = (io.clone(), rx.clone(), done_tx.clone(), wake.clone(), sleeping.clone());
+                let handle = std::thread::Builder::new().name(format!("{}-io{k}", config.name)).spawn(move || io_run(&io, &rx, &done, &w, &s)).map_err(|e| e.to_string())?;
+                io_threads.push(handle);
+            }
+        }
         Ok(GpuDevice {
             name: config.name.clone(),
             functions,
@@ -487,11 +664,15 @@ impl GpuDevice {
             in_device,
             description,
             pci_address,
+            io,
+            io_jobs: io_jobs.map(|(tx, _)| tx),
+            io_threads,
         })
     }
 
     fn fail(&mut self, detail: String) -> DeviceError {
         self.jobs = None;
+        self.io_jobs = None;
         let mut in_flight: Vec<(u64, Request)> = self.in_flight.drain().collect();
         in_flight.sort_by_key(|(id, _)| *id);
         let e = DeviceError { device: self.name.clone(), kind: FailureKind::Lost, detail, in_flight: in_flight.into_iter().map(|(_, r)| r).collect() };
@@ -503,9 +684,12 @@ impl GpuDevice {
 impl Drop for GpuDevice {
     fn drop(&mut self) {
         self.jobs = None; // the workers end when the queue is closed and empty
-        for w in self.workers.drain(..) {
+        self.io_jobs = None;
+        for w in self.workers.drain(..).chain(self.io_threads.drain(..)) {
             let _ = w.join();
         }
+        // Its files and memory deregistered, cuFile closed, before the GPU memory goes.
+        self.io = None;
     }
 }
 
@@ -549,6 +733,22 @@ impl Device for GpuDevice {
         }
         let id = self.next_id;
         self.next_id += 1;
+        if let Function::StorageRead { .. } = request.function {
+            // Its own I/O threads read: into its own GPU memory only.
+            let own_len = self.io.as_ref().map_or(0, |io| io.own_len);
+            let checked = peerpath_device::check_request(&request, own_len, self.functions);
+            let (Ok(()), Some(jobs)) = (checked, &self.io_jobs) else {
+                let status = checked.err().unwrap_or(Status::Unsupported);
+                self.ready.push_back(Completion { request, status, output_bytes: 0, input_crc32: 0, device_time_us: 0 });
+                return Submit::Queued;
+            };
+            if jobs.send(Job { id, request: request.clone() }).is_err() {
+                let e = self.fail("its I/O threads are gone".into());
+                return Submit::Refused(request, e);
+            }
+            self.in_flight.insert(id, request);
+            return Submit::Queued;
+        }
         let Some(jobs) = &self.jobs else { return Submit::Busy(request) };
         self.in_device.fetch_add(1, Ordering::AcqRel);
         if jobs.send(Job { id, request: request.clone() }).is_err() {
@@ -599,10 +799,39 @@ impl Device for GpuDevice {
         Some(self.stats.snapshot())
     }
     fn profile(&mut self) -> Option<String> {
-        Some(self.profile.render())
+        Some(self.profile.render() + &self.io.as_ref().map_or(String::new(), |io| io.render()))
     }
     fn reset_profile(&mut self) {
         self.profile.reset();
+        if let Some(io) = &self.io {
+            io.reset();
+        }
+    }
+    fn storage_reads(&self) -> Option<&peerpath_device::StorageReads> {
+        self.io.as_ref().map(|io| &io.reads)
+    }
+    fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
+        let Some(io) = &self.io else { return Err(format!("device {} does not read storage itself (--gpu-io)", self.name)) };
+        let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
+        let mut files = io.files.write().unwrap_or_else(|e| e.into_inner());
+        let slot = match files.iter().position(Option::is_none) {
+            Some(i) => i,
+            None if files.len() <= u8::MAX as usize => {
+                files.push(None);
+                files.len() - 1
+            }
+            None => return Err("256 files are registered with cuFile already".into()),
+        };
+        let handle = io.cufile.register(std::os::fd::AsRawFd::as_raw_fd(&file))?;
+        files[slot] = Some((handle, file));
+        Ok(slot as u8)
+    }
+    fn unregister_file(&mut self, file: u8) {
+        if let Some(io) = &self.io {
+            if let Some((handle, _)) = io.files.write().unwrap_or_else(|e| e.into_inner()).get_mut(file as usize).and_then(Option::take) {
+                io.cufile.deregister(handle);
+            }
+        }
     }
     fn description(&self) -> Option<&str> {
         Some(&self.description)
@@ -1685,7 +1914,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuReads::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1778,7 +2007,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuReads::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -1871,7 +2100,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuReads::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2111,9 +2340,59 @@ mod tests {
         eprintln!("ran on {}", dev.description);
     }
 
+    /// The GPU reads a file into its own memory itself through cuFile
+    /// (`--gpu-io cufile`: in compatibility mode too, where no direct path
+    /// exists): the bytes in GPU memory are the file's, the last read short
+    /// at its end; an unknown file number and unaligned reads are refused.
+    #[test]
+    fn the_gpu_reads_registered_files_into_its_memory_through_cufile() {
+        let room = 8usize << 20;
+        let config = GpuDeviceConfig { coding: true, reads: GpuReads::Cufile(None), ..GpuDeviceConfig::staged(0, 2 * room, 16) };
+        let mut dev = match GpuDevice::open(&config) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU, or no cuFile, here): {why}");
+                return;
+            }
+        };
+        let reads = dev.storage_reads().expect("it reads storage itself").clone();
+        assert!(dev.functions().contains(FunctionKind::StorageRead) && reads.what.starts_with("cuFile"), "{reads:?}");
+        assert!(dev.description().unwrap().contains("storage reads by the GPU itself: cuFile"), "{}", dev.description().unwrap());
+        let data = crate::kernels::tests::bytes((5 << 20) + 123, 5);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("source");
+        std::fs::write(&path, &data).unwrap();
+        let f = dev.register_file(&std::fs::File::open(&path).unwrap()).unwrap();
+        let own = dev.memory().dma_window().expect("a staged memory").0;
+        let base = dev.memory().io_ptr(DeviceRange::new(own, room as u64)).expect("the window") as usize;
+        let read = |tag, offset: u64, at: u64, len: u64| Request { tag, function: Function::StorageRead { file: f, offset }, inputs: Vec::new(), output: DeviceRange::new(at, len) };
+        let run = |dev: &mut GpuDevice, r: Vec<Request>| {
+            let mut done = peerpath_device::run_to_completion(dev, r, Duration::from_secs(60)).expect("the GPU answers");
+            done.sort_by_key(|c| c.tag());
+            done
+        };
+        let done = run(&mut dev, vec![read(0, 0, 0, 4 << 20), read(1, 4 << 20, 4 << 20, 4 << 20)]);
+        assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, 4 << 20));
+        assert_eq!((done[1].status, done[1].output_bytes), (Status::Success, (data.len() - (4 << 20)) as u64), "short at the end");
+        let done = run(&mut dev, vec![Request::copy(2, &[DeviceRange::new(0, data.len() as u64)], DeviceRange::new(own, data.len() as u64))]);
+        assert_eq!(done[0].status, Status::Success);
+        // SAFETY: the window's first bytes, written by the copy that completed.
+        let got = unsafe { std::slice::from_raw_parts(base as *const u8, data.len()) };
+        assert!(got == &data[..], "GPU memory holds the file's bytes");
+        let bad = |tag, function, at, len| Request { tag, function, inputs: Vec::new(), output: DeviceRange::new(at, len) };
+        let done = run(&mut dev, vec![
+            bad(3, Function::StorageRead { file: f + 1, offset: 0 }, 0, 4096),
+            bad(4, Function::StorageRead { file: f, offset: 100 }, 0, 4096),
+            bad(5, Function::StorageRead { file: f, offset: 0 }, own, 4096),
+        ]);
+        assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>(), [Status::StorageError, Status::InvalidField, Status::OutOfRange], "unknown file, unaligned, outside GPU memory");
+        dev.unregister_file(f);
+        assert!(dev.profile().unwrap().contains("its own storage reads: 3"), "{}", dev.profile().unwrap());
+    }
+
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default() };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), reads: GpuReads::Staged };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

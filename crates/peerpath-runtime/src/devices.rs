@@ -52,11 +52,14 @@ pub struct GpuSpec {
     pub gather: peerpath_gpu::Gather,
     /// Uncompressed bytes per read and per compress command (its members in one launch).
     pub chunk_bytes: usize,
+    /// Whether the GPU reads sources into its memory itself, through cuFile
+    /// (where cuFile reports a direct path, by default).
+    pub reads: peerpath_gpu::GpuReads,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20 }
+        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, reads: peerpath_gpu::GpuReads::Auto(None) }
     }
 }
 
@@ -193,6 +196,7 @@ impl<'a> DeviceSet<'a> {
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
+                    reads: spec.reads.clone(),
                 };
                 let key = format!("{config:?}");
                 if let Some(kept) = take_kept(&key) {
