@@ -179,6 +179,14 @@ impl<'a> DeviceSet<'a> {
             what: "GPU device(s), nvCOMP batched gzip (peerpath's members; {library} asked: the device names the nvCOMP algorithm used for it)",
             provenance: crate::report::Provenance::MeasuredDevice,
             start: Box::new(move |_sizes, _params, fallbacks| {
+                // `--gpu-io auto` asks cuFile only where a direct path can exist at all.
+                let (reads, not_asked) = match &spec.reads {
+                    peerpath_gpu::GpuReads::Auto(_) => match cufile_worth_asking(Path::new("/sys")) {
+                        Ok(()) => (spec.reads.clone(), None),
+                        Err(why) => (peerpath_gpu::GpuReads::Staged, Some(why)),
+                    },
+                    r => (r.clone(), None),
+                };
                 let config = peerpath_gpu::GpuDeviceConfig {
                     name: format!("gpu{}", spec.ordinal),
                     ordinal: spec.ordinal,
@@ -196,7 +204,7 @@ impl<'a> DeviceSet<'a> {
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
-                    reads: spec.reads.clone(),
+                    reads,
                 };
                 let key = format!("{config:?}");
                 if let Some(kept) = take_kept(&key) {
@@ -204,7 +212,10 @@ impl<'a> DeviceSet<'a> {
                 }
                 match peerpath_gpu::GpuDevice::open(&config) {
                     Ok(d) => {
-                        let kind = format!("{}; {}", d.description, gpu_storage_path(Path::new("/sys"), &d.pci_address));
+                        let mut kind = format!("{}; {}", d.description, gpu_storage_path(Path::new("/sys"), &d.pci_address, d.storage_reads().is_some()));
+                        if let Some(why) = not_asked {
+                            kind += &format!(" (--gpu-io auto did not ask cuFile: {why})");
+                        }
                         Ok(vec![JobDevice::new(Box::new(d), kind).kept_as(Some(key))])
                     }
                     Err(why) if no_fallback => Err(JobError::Device { detail: format!("GPU unavailable: {why} (--no-fallback)") }),
@@ -218,10 +229,23 @@ impl<'a> DeviceSet<'a> {
     }
 }
 
+/// Whether cuFile can find a direct path into GPU memory on this machine at all, as sysfs and
+/// the kernel's config say without loading it (its opening takes time, and it writes its log
+/// where the job runs): not without nvidia-fs and with a kernel built without P2PDMA. Where the
+/// topology cannot say, cuFile is asked.
+fn cufile_worth_asking(sysfs: &Path) -> std::result::Result<(), String> {
+    let Ok(topo) = peerpath_topo::Topology::from_sysfs(sysfs) else { return Ok(()) };
+    let nvidia_fs = topo.gpu_modules.map(|m| m.nvidia_fs);
+    match (nvidia_fs, topo.kernel.as_ref().and_then(|k| k.p2pdma.map(|p| (p, k.release.clone())))) {
+        (Some(false), Some((false, release))) => Err(format!("nvidia-fs is not loaded and the kernel ({}) is built without P2PDMA: no direct path for it to find", release.as_deref().unwrap_or("release unknown"))),
+        _ => Ok(()),
+    }
+}
+
 /// How storage reaches the GPU at `pci` (`0000:00:06.0`), as the topology read from `sysfs`
-/// says, for the report: the device stages through its pinned window either way (peerpath
-/// does not drive cuFile), and says so where a direct path exists.
-fn gpu_storage_path(sysfs: &Path, pci: &str) -> String {
+/// says, for the report; where a direct path exists but the device does not read its sources
+/// itself (`reads_itself`: `--gpu-io`, cuFile's answer), it says it stages all the same.
+fn gpu_storage_path(sysfs: &Path, pci: &str, reads_itself: bool) -> String {
     let topo = match peerpath_topo::Topology::from_sysfs(sysfs) {
         Ok(t) => t,
         Err(e) => return format!("storage -> GPU memory: staged through pinned host memory (the topology could not be read: {e})"),
@@ -229,8 +253,8 @@ fn gpu_storage_path(sysfs: &Path, pci: &str) -> String {
     match topo.devices.iter().find(|d| d.bdf.to_string() == pci) {
         Some(d) => {
             let p = peerpath_topo::gpu::memory_path(&topo, d);
-            if p.direct {
-                format!("{}; peerpath does not drive cuFile yet: staged through pinned host memory", p.describe())
+            if p.direct && !reads_itself {
+                format!("{}; the device stages through its pinned host window all the same (--gpu-io, or cuFile's answer, in its description)", p.describe())
             } else {
                 p.describe()
             }
@@ -522,12 +546,26 @@ mod tests {
         let tgz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/h100-gpu-host/sysfs.tgz");
         assert!(std::process::Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(dir.path()).status().unwrap().success());
         let fixture = dir.path().join("sys");
-        let words = gpu_storage_path(&fixture, "0000:00:06.0");
+        let words = gpu_storage_path(&fixture, "0000:00:06.0", false);
         assert!(words.starts_with("storage -> GPU memory: staged through pinned host memory ("), "{words}");
         assert!(words.contains("not a P2PDMA provider") && words.contains("nvidia-fs"), "{words}");
-        let words = gpu_storage_path(&fixture, "0000:00:07.0");
+        let words = gpu_storage_path(&fixture, "0000:00:07.0", false);
         assert!(words.contains("no PCI function 0000:00:07.0"), "{words}");
-        let words = gpu_storage_path(Path::new("/nonexistent-sysfs"), "0000:00:06.0");
+        // `--gpu-io auto` leaves cuFile alone where it cannot find a direct path: nvidia-fs not
+        // loaded (module/ lists nvidia alone) and a kernel built without P2PDMA.
+        assert_eq!(cufile_worth_asking(&fixture), Ok(()), "the capture says nothing of its kernel: ask cuFile");
+        std::fs::create_dir_all(fixture.join("module/nvidia")).unwrap();
+        assert_eq!(cufile_worth_asking(&fixture), Ok(()), "no nvidia-fs, but the kernel unknown: ask cuFile");
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+        std::fs::create_dir_all(dir.path().join("boot")).unwrap();
+        std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "6.18.0-test\n").unwrap();
+        std::fs::write(dir.path().join("boot/config-6.18.0-test"), "CONFIG_PCI=y\n# CONFIG_PCI_P2PDMA is not set\n").unwrap();
+        let why = cufile_worth_asking(&fixture).unwrap_err();
+        assert!(why.contains("nvidia-fs is not loaded") && why.contains("6.18.0-test"), "{why}");
+        std::fs::write(dir.path().join("boot/config-6.18.0-test"), "CONFIG_PCI=y\nCONFIG_PCI_P2PDMA=y\n").unwrap();
+        assert_eq!(cufile_worth_asking(&fixture), Ok(()), "GDS's P2PDMA mode may work: ask cuFile");
+        assert_eq!(cufile_worth_asking(Path::new("/nonexistent-sysfs")), Ok(()), "no topology: ask cuFile");
+        let words = gpu_storage_path(Path::new("/nonexistent-sysfs"), "0000:00:06.0", false);
         assert!(words.contains("the topology could not be read"), "{words}");
     }
 }
