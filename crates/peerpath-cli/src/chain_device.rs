@@ -51,6 +51,10 @@ use std::time::Instant;
 pub(crate) enum Stop {
     Job(JobError),
     Device(String),
+    /// The device says the data is damaged: not taken at its word (a GPU's decoder may refuse
+    /// sound input), the host CPU decodes the set again to check it, unless `--no-fallback`
+    /// forbids the CPU any part, when the verdict stands, said to be the device's alone.
+    Verdict(String),
 }
 
 impl From<String> for Stop {
@@ -658,7 +662,9 @@ impl Unchain<'_> {
         let c = match waited {
             Ok(c) => c,
             Err(e) if e.contains("OutputTooSmall") => return Err(Stop::Device(format!("a member's output is larger than the device path's {} MiB buffers (decode with --engine cpu)", MAX_DEVICE_BLOCK_BYTES >> 20))),
-            Err(e) if e.contains("CorruptInput") => return Err(self.damaged(format!("the member at output byte {at} is corrupt (bad deflate data, CRC-32 or length)"))),
+            // Not taken at the device's word (a GPU's decoder may refuse sound input): the CPU
+            // decodes the set again, and names the member if the data is at fault.
+            Err(e) if e.contains("CorruptInput") => return Err(Stop::Verdict(format!("the member at output byte {at} is corrupt (deflate data, CRC-32 or length)"))),
             Err(e) => return Err(Stop::Device(e)),
         };
         let out = DeviceRange::new(self.l.out[slot].offset, c.output_bytes);
@@ -734,8 +740,9 @@ impl Unchain<'_> {
                 let i = self.block;
                 let opened = self.run(Function::AeadOpenBlock { index: i }, vec![DeviceRange::new(self.l.sealed.offset, want), self.l.material], self.l.plain);
                 if let Err(e) = opened {
+                    // As for members: the CPU opens the blocks again and names one that is not authentic.
                     return Err(match e.contains("CorruptInput") {
-                        true => Stop::Job(JobError::from_crypt(self.dir, peerpath_func::crypt::CryptError::Block { block: i, start: layout.plain_start(i), end: layout.plain_start(i) + layout.plain_len(i) as u64 })),
+                        true => Stop::Verdict(format!("block {i} (plaintext bytes {}..{}) is not authentic", layout.plain_start(i), layout.plain_start(i) + layout.plain_len(i) as u64)),
                         false => Stop::Device(e),
                     });
                 }
@@ -1057,6 +1064,7 @@ mod tests {
         let why = |s: Stop| match s {
             Stop::Job(e) => format!("job: {e}"),
             Stop::Device(w) => format!("device: {w}"),
+            Stop::Verdict(w) => format!("verdict: {w}"),
         };
         for (name, o, k) in [("plain", options(None), None), ("sealed", options(Some((key.clone(), 20_000))), Some(key.clone()))] {
             let set = d.join(name);
@@ -1088,6 +1096,33 @@ mod tests {
                         assert_eq!(b, [0u8; DEVICE_KEY_BYTES], "{name}, staged {staged}: material at {at}");
                     }
                 }
+            }
+        }
+    }
+
+    /// A device that calls a sound member corrupt, or a sound block not authentic, is not
+    /// taken at its word: the reverse chain stops with the device's verdict (the caller has the
+    /// CPU decode the set again, which names what is really damaged), not as damaged data.
+    #[test]
+    fn a_device_s_corrupt_verdict_is_checked_by_the_cpu_not_reported_as_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let src = d.join("src");
+        std::fs::write(&src, xorshift(700_001, 5)).unwrap();
+        let key = std::sync::Arc::new(Key::from_bytes(&[9u8; 32]).unwrap());
+        for (encrypt, kind) in [(None, FunctionKind::GzipDecompressMember), (Some((key.clone(), 128 << 10)), FunctionKind::AeadOpenBlock)] {
+            let set = d.join(format!("set-{kind:?}"));
+            let k = encrypt.as_ref().map(|(k, _): &(std::sync::Arc<Key>, u32)| k.clone());
+            crate::chain::compress_ec(&src, &set, &options(encrypt)).unwrap();
+            let (m, _) = ec::load(&set).map_err(|e| e.to_string()).unwrap();
+            let (data, parity, unit, _, _) = m.shape();
+            let l = DecodeLayout::new(data, parity, unit, slots(2));
+            let mut dev = crate::device_job::testing::Accuses { inner: cpu_device(false, l.bytes()), kind, nth: 2, seen: 0 };
+            match decompress_ec(&mut dev, &set, &d.join(format!("out-{kind:?}")), k, true, 2) {
+                Err(Stop::Verdict(why)) => assert!(why.contains("corrupt") || why.contains("not authentic"), "{kind:?}: {why}"),
+                Err(Stop::Device(why)) => panic!("{kind:?}: not a verdict: {why}"),
+                Err(Stop::Job(e)) => panic!("{kind:?}: reported as the job's failure: {e}"),
+                Ok(_) => panic!("{kind:?}: the accusation went unnoticed"),
             }
         }
     }

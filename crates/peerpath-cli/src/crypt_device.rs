@@ -285,7 +285,16 @@ pub(crate) fn open(dev: &mut dyn Device, src: &File, master: &Key, cipher: &File
             let i = c.tag();
             match c.status {
                 Status::Success => {}
-                Status::CorruptInput => return Err(PassFailure::NotAuthentic(format!("block {i} (bytes {}..) is not authentic: tampered, moved, from another file, or damaged", l.sealed_offset(i)))),
+                // The device's verdict is confirmed on the host: the block read again from the
+                // file and opened on the CPU. One that opens there means the device failed.
+                Status::CorruptInput => {
+                    let mut block = vec![0u8; sealed_len(i)];
+                    std::os::unix::fs::FileExt::read_exact_at(src, &mut block, l.sealed_offset(i)).map_err(|e| PassFailure::Source(e.to_string()))?;
+                    return Err(match cipher.open_block(i, &mut block) {
+                        Err(_) => PassFailure::NotAuthentic(format!("block {i} (bytes {}..) is not authentic: tampered, moved, from another file, or damaged (found by the device, confirmed on the host)", l.sealed_offset(i))),
+                        Ok(()) => PassFailure::Device(format!("{} called block {i} not authentic, and it opens on the host CPU", p.who)),
+                    });
+                }
                 s => return Err(PassFailure::Device(format!("{} answered {s:?} to AeadOpenBlock", p.who))),
             }
         }
@@ -421,8 +430,16 @@ mod tests {
             let at = l.sealed_offset(20) + 5;
             sealed.as_file().write_all_at(&[file[at as usize] ^ 1], at).unwrap();
             match open(&mut dev, sealed.as_file(), &key, &c, opened.as_file()) {
-                Err(PassFailure::NotAuthentic(why)) => assert!(why.contains("block 20 "), "{why}"),
+                Err(PassFailure::NotAuthentic(why)) => assert!(why.contains("block 20 ") && why.contains("confirmed on the host"), "{why}"),
                 _ => panic!("staged {staged}: a tampered block opened"),
+            }
+            // A device that calls a sound block not authentic has failed: the host opens it.
+            sealed.as_file().write_all_at(&file[at as usize..at as usize + 1], at).unwrap();
+            let mut liar = crate::device_job::testing::Accuses { inner: cpu_device(staged, dev.memory().len()), kind: FunctionKind::AeadOpenBlock, nth: 3, seen: 0 };
+            match open(&mut liar, sealed.as_file(), &key, &c, opened.as_file()) {
+                Err(PassFailure::Device(why)) => assert!(why.contains("called block") && why.contains("opens on the host CPU"), "{why}"),
+                Err(e) => panic!("staged {staged}: {}", match e { PassFailure::NotAuthentic(w) | PassFailure::Device(w) | PassFailure::Source(w) => w, PassFailure::Target(e) => e.to_string() }),
+                Ok(_) => panic!("staged {staged}: the accusation went unnoticed"),
             }
         }
     }

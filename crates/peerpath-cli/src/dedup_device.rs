@@ -136,8 +136,8 @@ pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkP
         // SAFETY: the command (and the copy) has completed; the range is not in use.
         unsafe { dev.memory().host_read(io(results).offset, &mut result) };
         let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-        let (count, consumed) = (word(&result[..8]) as usize, word(&result[8..16]) as usize);
-        for e in result[16..].chunks(CHUNK_ENTRY_BYTES).take(count) {
+        let consumed = tiling(&result, input.len, p.max as u64)? as usize;
+        for e in result[16..].chunks(CHUNK_ENTRY_BYTES) {
             let (off, len) = (word(&e[..8]), word(&e[8..16]) as usize);
             let digest: [u8; 32] = e[16..48].try_into().expect("32 bytes");
             digests.extend_from_slice(&digest);
@@ -192,4 +192,71 @@ pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkP
     let host_copies = device_job::HostCopies { bytes: dev.memory().host_copied_bytes() - copied_before, of: "the boundaries and digests".into(), payload_bytes: bytes };
     let pass = DevicePass { device: dev.name().to_string(), gpu: on_gpu, read_by_dma: device_job::is_direct(src), commands, result_bytes: metadata, host_copies };
     Ok(DeviceChunks { digests, bytes, pass })
+}
+
+/// Checks a `ChunkFingerprint` answer (`result`: the count and bytes consumed, then the entries)
+/// for a block of `block` bytes: the chunks tile what the device says it consumed, in order from
+/// 0, each at most `max` bytes, and the answer is exactly that long. The bytes consumed, or why
+/// the device's answer cannot be right (it has failed: nothing it said is kept).
+fn tiling(result: &[u8], block: u64, max: u64) -> Result<u64, String> {
+    let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+    let (count, consumed) = (word(&result[..8]), word(&result[8..16]));
+    if count.checked_mul(CHUNK_ENTRY_BYTES as u64).and_then(|n| n.checked_add(16)) != Some(result.len() as u64) {
+        return Err(format!("the device answered {} bytes of results for {count} chunks", result.len()));
+    }
+    let mut tiled = 0u64;
+    for e in result[16..].chunks(CHUNK_ENTRY_BYTES) {
+        let (off, len) = (word(&e[..8]), word(&e[8..16]));
+        // `off == tiled <= block`: the subtraction cannot wrap.
+        if off != tiled || len == 0 || len > max || len > block - off {
+            return Err(format!("the device's chunk at {off} of {len} bytes does not follow the one before (at {tiled}) inside the {block}-byte block"));
+        }
+        tiled += len;
+    }
+    if tiled != consumed {
+        return Err(format!("the device's chunks cover {tiled} bytes, but it says it consumed {consumed} of {block}"));
+    }
+    Ok(consumed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(consumed: u64, chunks: &[(u64, u64)]) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+        r.extend_from_slice(&consumed.to_le_bytes());
+        for &(off, len) in chunks {
+            r.extend_from_slice(&off.to_le_bytes());
+            r.extend_from_slice(&len.to_le_bytes());
+            r.extend_from_slice(&[7u8; 32]);
+        }
+        r
+    }
+
+    /// A device's chunk list is held to tiling its block: a gap, an overlap, an empty or
+    /// oversized chunk, one past the block, a count or consumed figure that disagrees.
+    #[test]
+    fn a_device_s_chunks_must_tile_what_it_consumed() {
+        assert_eq!(tiling(&answer(300, &[(0, 100), (100, 200)]), 1000, 256), Ok(300));
+        assert_eq!(tiling(&answer(0, &[]), 1000, 256), Ok(0), "nothing cut yet (all carried to the next block)");
+        for (what, bad, block) in [
+            ("a gap", answer(300, &[(0, 100), (101, 199)]), 1000),
+            ("an overlap", answer(300, &[(0, 100), (99, 201)]), 1000),
+            ("an empty chunk", answer(100, &[(0, 100), (100, 0)]), 1000),
+            ("over the largest", answer(300, &[(0, 300)]), 1000),
+            ("past the block", answer(300, &[(0, 200), (200, 100)]), 250),
+            ("consumed disagrees", answer(250, &[(0, 100), (100, 200)]), 1000),
+            ("not starting at 0", answer(100, &[(4, 100)]), 1000),
+        ] {
+            assert!(tiling(&bad, block, 256).is_err(), "{what}");
+        }
+        let mut short = answer(300, &[(0, 100), (100, 200)]);
+        short.truncate(short.len() - 1);
+        assert!(tiling(&short, 1000, 256).unwrap_err().contains("for 2 chunks"));
+        let mut huge = answer(0, &[]);
+        huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(tiling(&huge, 1000, 256).is_err(), "a count that overflows");
+    }
 }

@@ -442,7 +442,7 @@ unsafe fn read_block(file: &File, to: usize, len: usize, at: u64) -> Result<usiz
 
 #[cfg(test)]
 pub(crate) mod testing {
-    use peerpath_device::{CpuDevice, CpuDeviceConfig, DeviceMemory};
+    use peerpath_device::{Completion, CpuDevice, CpuDeviceConfig, Device, DeviceMemory, FunctionKind, Request, Status, Submit};
     use peerpath_mem::{MappedRegion, MemoryDomain};
     use std::sync::Arc;
 
@@ -452,6 +452,57 @@ pub(crate) mod testing {
         let window = Arc::new(MappedRegion::host(bytes).expect("host memory"));
         let memory = if staged { DeviceMemory::staged(bytes, MemoryDomain::Emulated { device: "cpu0".into() }, window) } else { DeviceMemory::region(window) };
         CpuDevice::with_memory(CpuDeviceConfig { name: "cpu0".into(), memory_bytes: 0, workers: 2, queue_depth: 16, whole_chunk_commands: false, reads_storage: false }, memory).expect("CPU device")
+    }
+
+    /// A device that calls its `nth` completion of `kind` (counting from 0) `CorruptInput`
+    /// though the command went well: a device wrong about the data, which the host must not
+    /// take at its word.
+    pub(crate) struct Accuses<D: Device> {
+        pub inner: D,
+        pub kind: FunctionKind,
+        pub nth: usize,
+        pub seen: usize,
+    }
+
+    impl<D: Device> Device for Accuses<D> {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn functions(&self) -> peerpath_device::FunctionSet {
+            self.inner.functions()
+        }
+        fn memory(&self) -> &DeviceMemory {
+            self.inner.memory()
+        }
+        fn queue_depth(&self) -> usize {
+            self.inner.queue_depth()
+        }
+        fn in_flight(&self) -> usize {
+            self.inner.in_flight()
+        }
+        fn parallelism(&self) -> Option<usize> {
+            self.inner.parallelism()
+        }
+        fn submit(&mut self, r: Request) -> Submit {
+            self.inner.submit(r)
+        }
+        fn poll(&mut self, completions: &mut Vec<Completion>) -> Result<usize, peerpath_device::DeviceError> {
+            let from = completions.len();
+            let n = self.inner.poll(completions)?;
+            for c in &mut completions[from..] {
+                if c.request.function.kind() == self.kind {
+                    if self.seen == self.nth && c.status == Status::Success {
+                        c.status = Status::CorruptInput;
+                        c.output_bytes = 0;
+                    }
+                    self.seen += 1;
+                }
+            }
+            Ok(n)
+        }
+        fn wait(&mut self, t: std::time::Duration) -> Result<(), peerpath_device::DeviceError> {
+            self.inner.wait(t)
+        }
     }
 
     /// `n` pseudo-random bytes (xorshift) from `seed`.

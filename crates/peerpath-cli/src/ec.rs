@@ -497,7 +497,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
                 discard_all(&files);
                 return Err(err);
             }
-            Err(crate::chain_device::Stop::Device(why)) => {
+            Err(crate::chain_device::Stop::Device(why) | crate::chain_device::Stop::Verdict(why)) => {
                 discard_all(&files);
                 e.fall_back(why, "; the set is encoded on the host CPU from the start (nothing the device wrote was kept)", &mut fallback)?;
                 device = None;
@@ -1239,7 +1239,7 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
         let done = match ec_device::repair(dev.as_mut(), l, (dir, m), &shards, bad, &to) {
             Ok(pass) => put_shards_in_place(dir, m, &outs).map(|()| Some(pass)),
             Err(crate::chain_device::Stop::Job(err)) => Err(err),
-            Err(crate::chain_device::Stop::Device(why)) => {
+            Err(crate::chain_device::Stop::Device(why) | crate::chain_device::Stop::Verdict(why)) => {
                 outs.iter().for_each(|(_, _, t)| peerpath_io::discard(t));
                 e.fall_back(why, "; the set is repaired on the host CPU from the start (nothing the device wrote was kept)", fallback).map(|()| None)
             }
@@ -1415,7 +1415,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
                 Err(_) => set.lost(s),
             }),
             Err(crate::chain_device::Stop::Job(err)) => Err(err),
-            Err(crate::chain_device::Stop::Device(why)) => {
+            Err(crate::chain_device::Stop::Device(why) | crate::chain_device::Stop::Verdict(why)) => {
                 peerpath_io::discard(&temporary);
                 e.fall_back(why, "; the set is decoded on the host CPU from the start (nothing the device wrote was kept)", &mut fallback).map(|()| None)
             }

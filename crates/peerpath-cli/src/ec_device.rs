@@ -595,7 +595,7 @@ mod tests {
             let pass = match encode(&mut dev, (&src, &source), size as u64, k, m, unit, (&targets, &paths)) {
                 Ok(p) => p,
                 Err(Stop::Job(e)) => panic!("staged {staged}: {e}"),
-                Err(Stop::Device(why)) => panic!("staged {staged}: {why}"),
+                Err(Stop::Device(why) | Stop::Verdict(why)) => panic!("staged {staged}: {why}"),
             };
             for i in 0..k + m {
                 let got = std::fs::read(&paths[i]).unwrap();

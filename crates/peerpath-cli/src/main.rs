@@ -835,7 +835,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
                 }
                 Err(chain_device::Stop::Job(e)) => return Err(e),
                 // The device held the first stripe and the blocks being filled: nothing it did is kept.
-                Err(chain_device::Stop::Device(why)) => (why, "; the chain restarts on the host CPU from the first byte"),
+                Err(chain_device::Stop::Device(why) | chain_device::Stop::Verdict(why)) => (why, "; the chain restarts on the host CPU from the first byte"),
             },
             Err(why) => (why, ": the chain runs on the host CPU"),
         };
@@ -1069,6 +1069,10 @@ fn run(cli: Cli) -> Result<(), JobError> {
                             }
                             Err(chain_device::Stop::Job(e)) => return Err(e),
                             Err(chain_device::Stop::Device(why)) => (why, "; the set is decoded on the host CPU from the start (nothing the device wrote is kept)"),
+                            Err(chain_device::Stop::Verdict(why)) if a.decode.no_fallback => {
+                                return Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{why} (the device's verdict: --no-fallback leaves the host CPU no part, so it was not checked there); nothing was kept") });
+                            }
+                            Err(chain_device::Stop::Verdict(why)) => (format!("the device says {why}"), "; the set is decoded on the host CPU from the start to check it (nothing the device wrote is kept)"),
                         },
                         Err(why) => (why, ": the set is decoded on the host CPU"),
                     };

@@ -455,7 +455,7 @@ fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: 
     match scan_device::scan(dev, (&opened.file, f), format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
         Ok(d) => Ok(Some(d)),
         Err(Stop::Job(e)) => Err(e),
-        Err(Stop::Device(why)) => cpu(format!("the device could not count it ({why}); nothing was printed for it")),
+        Err(Stop::Device(why) | Stop::Verdict(why)) => cpu(format!("the device could not count it ({why}); nothing was printed for it")),
     }
 }
 

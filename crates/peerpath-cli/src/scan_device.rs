@@ -161,7 +161,9 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
                     Ok(false) => return Err(Stop::Device(format!("it named the record at byte {at} malformed ({}), but the host finds that record sound", fault.why()))),
                     Err(e) => return Err(Stop::Device(format!("it named the record at byte {at} malformed ({}), and the host could not read it back to check: {e}", fault.why()))),
                 },
-                Malformed::Block { from, to } => format!("not FASTQ: a record in bytes {from}..{to} is malformed (the device named no record in them; --engine cpu does)"),
+                // A device must name the record: one that does not has failed, and the CPU
+                // counts the file (naming the record, if the data is at fault).
+                Malformed::Block { from, to } => return Err(Stop::Device(format!("it called bytes {from}..{to} malformed FASTQ without naming a record in them"))),
             };
             return Err(Stop::Job(JobError::Damaged { path: path.to_path_buf(), detail }));
         }

@@ -163,9 +163,11 @@ pub trait Crash {
 
 /// Runs `requests` to completion on `device`: submits them (waiting while
 /// it is busy) and collects every completion, in the order the device
-/// finished them. Stops early, with fewer completions than requests, if
-/// nothing completes for `timeout` (the device's own timeout normally
-/// reports such a hang first).
+/// finished them: one per request (and per command already in flight). If
+/// nothing completes for `timeout` while some are outstanding, that is the
+/// device's failure ([`FailureKind::Timeout`](crate::FailureKind)), never
+/// a shorter list: a caller must not take a missing answer for a done one
+/// (a device without a command timeout of its own, as a GPU, hangs so).
 pub fn run_to_completion<D: Device + ?Sized>(
     device: &mut D,
     requests: impl IntoIterator<Item = Request>,
@@ -173,6 +175,12 @@ pub fn run_to_completion<D: Device + ?Sized>(
 ) -> Result<Vec<Completion>, DeviceError> {
     let mut done = Vec::new();
     let mut last_progress = Instant::now();
+    let stalled = |device: &D, waiting: usize| DeviceError {
+        device: device.name().to_string(),
+        kind: crate::FailureKind::Timeout,
+        detail: format!("no completion for {:.0} s with {} command(s) outstanding", timeout.as_secs_f64(), device.in_flight() + waiting),
+        in_flight: Vec::new(),
+    };
     let mut step = |device: &mut D, done: &mut Vec<Completion>| -> Result<bool, DeviceError> {
         if device.poll(done)? > 0 {
             last_progress = Instant::now();
@@ -185,14 +193,20 @@ pub fn run_to_completion<D: Device + ?Sized>(
         device.wait(timeout - idle)?;
         Ok(true)
     };
-    for mut request in requests {
+    let mut requests = requests.into_iter();
+    let mut expected = device.in_flight();
+    while let Some(mut request) = requests.next() {
         loop {
             match device.submit(request) {
-                Submit::Queued => break,
+                Submit::Queued => {
+                    expected += 1;
+                    break;
+                }
                 Submit::Busy(r) => {
                     request = r;
                     if !step(device, &mut done)? {
-                        return Ok(done);
+                        let waiting = 1 + requests.by_ref().count();
+                        return Err(stalled(device, waiting));
                     }
                 }
                 Submit::Refused(_, e) => return Err(e),
@@ -201,9 +215,120 @@ pub fn run_to_completion<D: Device + ?Sized>(
     }
     while device.in_flight() > 0 {
         if !step(device, &mut done)? {
-            break;
+            return Err(stalled(device, 0));
         }
     }
     device.poll(&mut done)?;
+    if done.len() < expected {
+        return Err(DeviceError {
+            device: device.name().to_string(),
+            kind: crate::FailureKind::MalformedCompletion,
+            detail: format!("answered {} of {expected} commands and has none in flight: the others were lost", done.len()),
+            in_flight: Vec::new(),
+        });
+    }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::function::FunctionSet;
+    use crate::request::DeviceRange;
+
+    /// Takes commands and never answers them (a hung GPU kernel).
+    struct Silent {
+        memory: DeviceMemory,
+        taken: usize,
+    }
+
+    impl Device for Silent {
+        fn name(&self) -> &str {
+            "silent"
+        }
+        fn functions(&self) -> FunctionSet {
+            FunctionSet::all()
+        }
+        fn memory(&self) -> &DeviceMemory {
+            &self.memory
+        }
+        fn queue_depth(&self) -> usize {
+            1
+        }
+        fn in_flight(&self) -> usize {
+            self.taken
+        }
+        fn submit(&mut self, request: Request) -> Submit {
+            if self.taken >= 1 {
+                return Submit::Busy(request);
+            }
+            self.taken += 1;
+            Submit::Queued
+        }
+        fn poll(&mut self, _completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
+            Ok(0)
+        }
+        fn wait(&mut self, timeout: Duration) -> Result<(), DeviceError> {
+            std::thread::sleep(timeout.min(Duration::from_millis(20)));
+            Ok(())
+        }
+    }
+
+    /// Takes every other command and forgets it (it never comes back, and is not in flight).
+    struct Forgets {
+        inner: Silent,
+        seen: u64,
+    }
+
+    impl Device for Forgets {
+        fn name(&self) -> &str {
+            "forgets"
+        }
+        fn functions(&self) -> FunctionSet {
+            FunctionSet::all()
+        }
+        fn memory(&self) -> &DeviceMemory {
+            self.inner.memory()
+        }
+        fn queue_depth(&self) -> usize {
+            4
+        }
+        fn in_flight(&self) -> usize {
+            0
+        }
+        fn submit(&mut self, request: Request) -> Submit {
+            self.seen += 1;
+            let _ = request;
+            Submit::Queued
+        }
+        fn poll(&mut self, _completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
+            Ok(0)
+        }
+        fn wait(&mut self, _timeout: Duration) -> Result<(), DeviceError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn commands_lost_without_an_answer_are_the_device_s_failure() {
+        let mut dev = Forgets { inner: Silent { memory: DeviceMemory::host(4096), taken: 0 }, seen: 0 };
+        let e = run_to_completion(&mut dev, [Request::crc32(1, &[DeviceRange::new(0, 8)])], Duration::from_secs(5)).unwrap_err();
+        assert_eq!(e.kind, crate::FailureKind::MalformedCompletion);
+        assert!(e.detail.contains("answered 0 of 1 commands"), "{}", e.detail);
+        assert_eq!(dev.seen, 1);
+    }
+
+    /// A command that never completes is the device's timeout, not a shorter list of answers
+    /// (the callers wrote stale device memory as if it were the command's output).
+    #[test]
+    fn commands_that_never_complete_are_a_timeout_not_fewer_answers() {
+        let crc = |tag| Request::crc32(tag, &[DeviceRange::new(0, 8)]);
+        for requests in [vec![crc(1)], vec![crc(1), crc(2), crc(3)]] {
+            let n = requests.len();
+            let mut dev = Silent { memory: DeviceMemory::host(4096), taken: 0 };
+            let e = run_to_completion(&mut dev, requests, Duration::from_millis(100)).unwrap_err();
+            assert_eq!(e.kind, crate::FailureKind::Timeout);
+            assert!(e.detail.contains(&format!("{n} command(s) outstanding")), "{}", e.detail);
+        }
+    }
 }

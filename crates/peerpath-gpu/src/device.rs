@@ -264,7 +264,11 @@ pub struct GpuDevice {
     functions: FunctionSet,
     memory: DeviceMemory,
     depth: usize,
-    in_flight: HashMap<u64, Request>,
+    /// Commands submitted, not completed, and when each went in.
+    in_flight: HashMap<u64, (Request, Instant)>,
+    /// It stopped answering ([`COMMAND_TIMEOUT`]): its threads may never return, so it is not
+    /// waited for when dropped (they are left to the process's end).
+    hung: bool,
     next_id: u64,
     jobs: Option<crossbeam_channel::Sender<Job>>,
     done: crossbeam_channel::Receiver<Result<Done, String>>,
@@ -286,6 +290,11 @@ pub struct GpuDevice {
     io_jobs: Option<crossbeam_channel::Sender<Job>>,
     io_threads: Vec<std::thread::JoinHandle<()>>,
 }
+
+/// A command not completed in this long is a hung GPU (a kernel or copy that never ends, a
+/// stuck read): the device fails with `FailureKind::Timeout` and the host goes on without it.
+/// The longest batches measured took under a second (a queue depth of 16 MiB chunks).
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// I/O threads cuFile's blocking reads run on: as many reads in flight at
 /// once (a storage queue's worth).
@@ -651,6 +660,7 @@ impl GpuDevice {
             memory,
             depth: config.queue_depth.max(1),
             in_flight: HashMap::new(),
+            hung: false,
             next_id: 0,
             jobs: Some(job_tx),
             done: done_rx,
@@ -673,9 +683,10 @@ impl GpuDevice {
     fn fail(&mut self, detail: String) -> DeviceError {
         self.jobs = None;
         self.io_jobs = None;
-        let mut in_flight: Vec<(u64, Request)> = self.in_flight.drain().collect();
+        let mut in_flight: Vec<(u64, (Request, Instant))> = self.in_flight.drain().collect();
         in_flight.sort_by_key(|(id, _)| *id);
-        let e = DeviceError { device: self.name.clone(), kind: FailureKind::Lost, detail, in_flight: in_flight.into_iter().map(|(_, r)| r).collect() };
+        let kind = if self.hung { FailureKind::Timeout } else { FailureKind::Lost };
+        let e = DeviceError { device: self.name.clone(), kind, detail, in_flight: in_flight.into_iter().map(|(_, (r, _))| r).collect() };
         self.failed = Some(e.without_requests());
         e
     }
@@ -685,6 +696,12 @@ impl Drop for GpuDevice {
     fn drop(&mut self) {
         self.jobs = None; // the workers end when the queue is closed and empty
         self.io_jobs = None;
+        if self.hung {
+            // A thread stuck in CUDA or cuFile may never return: left to the process's end (it
+            // holds what it uses), so that the host's fallback is not stuck behind it.
+            self.workers.clear();
+            self.io_threads.clear();
+        }
         for w in self.workers.drain(..).chain(self.io_threads.drain(..)) {
             let _ = w.join();
         }
@@ -746,7 +763,7 @@ impl Device for GpuDevice {
                 let e = self.fail("its I/O threads are gone".into());
                 return Submit::Refused(request, e);
             }
-            self.in_flight.insert(id, request);
+            self.in_flight.insert(id, (request, Instant::now()));
             return Submit::Queued;
         }
         let Some(jobs) = &self.jobs else { return Submit::Busy(request) };
@@ -755,7 +772,7 @@ impl Device for GpuDevice {
             let e = self.fail("its worker thread is gone".into());
             return Submit::Refused(request, e);
         }
-        self.in_flight.insert(id, request);
+        self.in_flight.insert(id, (request, Instant::now()));
         Submit::Queued
     }
     fn poll(&mut self, completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
@@ -770,12 +787,19 @@ impl Device for GpuDevice {
         while let Ok(done) = self.done.try_recv() {
             match done {
                 Ok(d) => {
-                    let request = self.in_flight.remove(&d.id).expect("a completion for a request in flight");
+                    let (request, _) = self.in_flight.remove(&d.id).expect("a completion for a request in flight");
                     let output_bytes = if d.status == Status::Success { d.output_bytes } else { 0 };
                     completions.push(Completion { request, status: d.status, output_bytes, input_crc32: d.crc32, device_time_us: d.device_time_us });
                     n += 1;
                 }
                 Err(why) => return Err(self.fail(why)),
+            }
+        }
+        if let Some((request, since)) = self.in_flight.values().max_by_key(|(_, t)| t.elapsed()) {
+            if since.elapsed() >= COMMAND_TIMEOUT {
+                let what = request.function.to_string();
+                self.hung = true;
+                return Err(self.fail(format!("no completion in {} s ({what} the oldest in flight): the GPU hangs (a kernel, copy or read that does not end)", COMMAND_TIMEOUT.as_secs())));
             }
         }
         Ok(n)
@@ -787,6 +811,9 @@ impl Device for GpuDevice {
         if self.in_flight.is_empty() || !self.arm_wake() {
             return Ok(());
         }
+        // Back in time for poll to find a command past its timeout.
+        let oldest = self.in_flight.values().map(|(_, t)| t.elapsed()).max().unwrap_or_default();
+        let timeout = timeout.min(COMMAND_TIMEOUT.saturating_sub(oldest) + Duration::from_millis(1));
         let _ = peerpath_device::poll_fds(&[(self.wake.raw(), libc::POLLIN)], Some(timeout));
         self.sleeping.store(false, Ordering::SeqCst);
         self.wake.drain();
