@@ -714,6 +714,10 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
         }
     }
     for src in sources {
+        // A device that failed on an earlier file is not asked again.
+        if device.as_ref().is_some_and(|d| d.failure().is_some()) {
+            device = None;
+        }
         let file = store_one(&s, src, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress, &mut report.fallbacks)?;
         if !json {
             println!("{}", file.render(s.fp.name(), report.compress_level));
@@ -875,6 +879,28 @@ fn keep_new(pack: &mut PackWriter, batch: &[peerpath_func::dedup::Chunk], encode
     Ok(())
 }
 
+/// Chunks `file` on the host CPU into `pack`: the bytes read, the digests in order, and the
+/// cutting threads used.
+fn chunk_on_cpu(file: File, s: &Store, threads: usize, compress: Option<Level>, pack: &mut PackWriter, src: &Path) -> Result<(u64, Vec<u8>, usize), JobError> {
+    let (mut digests, mut total) = (Vec::new(), 0u64);
+    let threads = cutting_threads(s.params, threads);
+    // New chunks are compressed on the cutting threads' count and this thread.
+    let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
+    let mut batch = Vec::with_capacity(BATCH);
+    for c in chunks_parallel(file, s.params, s.fp, threads) {
+        let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+        total += c.data().len() as u64;
+        digests.extend_from_slice(&c.digest);
+        batch.push(c);
+        if batch.len() == BATCH {
+            keep_new(pack, &batch, &mut encoders)?;
+            batch.clear();
+        }
+    }
+    keep_new(pack, &batch, &mut encoders)?;
+    Ok((total, digests, threads))
+}
+
 fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>) -> Result<StoredFile, JobError> {
     let name = src.as_os_str().as_bytes();
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
@@ -897,34 +923,28 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
         d => d,
     };
     let on_device = device.is_some();
-    let on_gpu = device.as_deref().is_some_and(|d| matches!(d.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. }));
     // Opened once (a FIFO must not be opened twice), with O_DIRECT for the device.
     let opened = peerpath_io::open_source(src, on_device).map_err(unreadable)?;
     let size = known_size(&opened);
     let (total, digests, cpu_threads, device_pass) = match device {
         None => {
-            let (mut digests, mut total) = (Vec::new(), 0u64);
-            let threads = cutting_threads(s.params, chunker.threads);
-            // New chunks are compressed on the cutting threads' count and this thread.
-            let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
-            let mut batch = Vec::with_capacity(BATCH);
-            for c in chunks_parallel(opened.file, s.params, s.fp, threads) {
-                let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-                total += c.data().len() as u64;
-                digests.extend_from_slice(&c.digest);
-                batch.push(c);
-                if batch.len() == BATCH {
-                    keep_new(&mut pack, &batch, &mut encoders)?;
-                    batch.clear();
-                }
-            }
-            keep_new(&mut pack, &batch, &mut encoders)?;
+            let (total, digests, threads) = chunk_on_cpu(opened.file, s, chunker.threads, compress, &mut pack, src)?;
             (total, digests, Some(threads), None)
         }
-        Some(dev) => {
-            let d = crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack).map_err(|why| JobError::Device { detail: format!("{}: {why}; nothing was added", src.display()) })?;
-            (d.bytes, d.digests, None, Some(d.pass))
-        }
+        Some(dev) => match crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack) {
+            Ok(d) => (d.bytes, d.digests, None, Some(d.pass)),
+            Err(why) if chunker.no_fallback => return Err(JobError::Device { detail: format!("{}: {why} (--no-fallback); nothing was added", src.display()) }),
+            Err(why) => {
+                // The CPU chunks the whole file again into a fresh run: what the device
+                // appended is cut off first (the pack as it began), so none of it is kept.
+                fallback(fallbacks, format!("{}: the device failed ({why}): chunking the whole file on the host CPU (nothing the device appended is kept)", src.display()));
+                drop(pack);
+                pack = PackWriter::new(s)?;
+                let reopened = peerpath_io::open_source(src, false).map_err(unreadable)?;
+                let (total, digests, threads) = chunk_on_cpu(reopened.file, s, chunker.threads, compress, &mut pack, src)?;
+                (total, digests, Some(threads), None)
+            }
+        },
     };
     let count = digests.len() / 32;
     let size = match size {
@@ -946,7 +966,8 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     pack.kept();
     tx.commit().map_err(db_error(&s.dir))?;
     let secs = started.elapsed().as_secs_f64();
-    let (engine, provenance) = match (on_gpu, on_device) {
+    // Where the chunks were made (the CPU, where a device failed and it took over).
+    let (engine, provenance) = match (device_pass.as_ref().is_some_and(|p| p.gpu), device_pass.is_some()) {
         (true, _) => ("gpu", "measured on a real accelerator (GPU)"),
         (false, true) => ("emulated", "measured on emulated devices"),
         (false, false) => ("cpu", "measured on this host's CPU"),
@@ -1181,6 +1202,41 @@ mod tests {
             for (digest, c) in &pack.new {
                 assert_eq!(&Fingerprint::Blake3.digest(&packed[c.offset as usize..][..c.len]), digest, "staged {staged}");
             }
+        }
+    }
+
+    /// A device that fails in the middle of a file (after some of its chunks were appended):
+    /// the CPU chunks the whole file again, said in the fallbacks, the file's engine is the
+    /// CPU's, and the store is the one the CPU alone makes (nothing the device appended kept);
+    /// with --no-fallback the store fails with nothing added.
+    #[test]
+    fn a_device_that_fails_mid_file_hands_the_file_to_the_cpu_and_nothing_it_appended_is_kept() {
+        let p = ChunkParams::new(4096, 16384, 65536).unwrap();
+        let data = crate::device_job::testing::xorshift((9 << 20) + 77, 8);
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::write(&src, &data).unwrap();
+        let cpu = Store::open(&dir.path().join("cpu"), true, Some((p, Fingerprint::Blake3))).unwrap();
+        let mut none = Vec::new();
+        store_one(&cpu, &src, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut none).unwrap();
+        for no_fallback in [false, true] {
+            let s = Store::open(&dir.path().join(format!("dev-{no_fallback}")), true, Some((p, Fingerprint::Blake3))).unwrap();
+            let mut faults = peerpath_device::FaultConfig::seeded(3);
+            // The second block's command: the first block's new chunks are in the pack by then.
+            faults.crash_after_submissions = Some(2);
+            let mut dev = peerpath_device::FaultyDevice::new(crate::device_job::testing::cpu_device(false, crate::dedup_device::memory_bytes(p)), faults);
+            let mut fallbacks = Vec::new();
+            let stored = store_one(&s, &src, false, Chunker { device: Some(&mut dev), no_fallback, threads: 2 }, None, &mut fallbacks);
+            if no_fallback {
+                let e = stored.err().expect("--no-fallback: the store fails").to_string();
+                assert!(e.contains("--no-fallback") && e.contains("nothing was added"), "{e}");
+                assert_eq!(std::fs::metadata(s.pack_path(0)).map_or(0, |m| m.len()), 0, "nothing the device appended is left");
+                continue;
+            }
+            let f = stored.unwrap();
+            assert!(fallbacks.iter().any(|w| w.contains("the device failed") && w.contains("chunking the whole file on the host CPU")), "{fallbacks:?}");
+            assert_eq!((f.engine, f.device_pass.is_none(), f.bytes), ("cpu", true, data.len() as u64));
+            assert!(std::fs::read(s.pack_path(0)).unwrap() == std::fs::read(cpu.pack_path(0)).unwrap(), "the CPU's store, byte for byte");
         }
     }
 
