@@ -227,17 +227,7 @@ impl Device for CpuDevice {
             return Err(format!("device {} does not read storage itself", self.name));
         }
         let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
-        let mut files = self.shared.files.write().unwrap_or_else(|e| e.into_inner());
-        let slot = match files.iter().position(Option::is_none) {
-            Some(i) => i,
-            None if files.len() <= u8::MAX as usize => {
-                files.push(None);
-                files.len() - 1
-            }
-            None => return Err("256 files are registered already".into()),
-        };
-        files[slot] = Some(file);
-        Ok(slot as u8)
+        crate::register_in(&mut self.shared.files.write().unwrap_or_else(|e| e.into_inner()), file)
     }
 
     fn unregister_file(&mut self, file: u8) {

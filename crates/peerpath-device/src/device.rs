@@ -138,6 +138,21 @@ pub trait Device: Send {
     }
 }
 
+/// Puts `file` in the first free slot of a device's table of registered files: its number
+/// ([`Device::register_file`]), at most 256 of them.
+pub fn register_in<T>(files: &mut Vec<Option<T>>, file: T) -> Result<u8, String> {
+    let slot = match files.iter().position(Option::is_none) {
+        Some(i) => i,
+        None if files.len() <= u8::MAX as usize => {
+            files.push(None);
+            files.len() - 1
+        }
+        None => return Err("256 files are registered with the device already".into()),
+    };
+    files[slot] = Some(file);
+    Ok(slot as u8)
+}
+
 /// How a device reads storage itself ([`Device::storage_reads`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StorageReads {

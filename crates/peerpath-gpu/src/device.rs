@@ -840,18 +840,8 @@ impl Device for GpuDevice {
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
         let Some(io) = &self.io else { return Err(format!("device {} does not read storage itself (--gpu-io)", self.name)) };
         let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
-        let mut files = io.files.write().unwrap_or_else(|e| e.into_inner());
-        let slot = match files.iter().position(Option::is_none) {
-            Some(i) => i,
-            None if files.len() <= u8::MAX as usize => {
-                files.push(None);
-                files.len() - 1
-            }
-            None => return Err("256 files are registered with cuFile already".into()),
-        };
         let handle = io.cufile.register(std::os::fd::AsRawFd::as_raw_fd(&file))?;
-        files[slot] = Some((handle, file));
-        Ok(slot as u8)
+        peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), (handle, file)).inspect_err(|_| io.cufile.deregister(handle))
     }
     fn unregister_file(&mut self, file: u8) {
         if let Some(io) = &self.io {

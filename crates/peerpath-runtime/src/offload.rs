@@ -496,43 +496,46 @@ impl DeviceSide {
             {
                 let offset = o.next_read_offset;
                 let len = params.chunk_bytes.min(align_up((s.size() - offset) as usize, DIRECT_IO_ALIGN_BYTES));
-                if let (Some(file), Some(own)) = (o.src_file, &dev.own) {
-                    // The device reads the chunk into its own memory itself.
-                    let Some(input) = own.try_alloc(len).map(Place::Own) else { break };
-                    let bound = len.div_ceil(params.member_bytes) * member_bound;
-                    let Some(output) = dev.alloc(bound.max(member_bound_bytes(0))) else { break };
-                    let tag = next_tag(dev);
-                    let seq = o.next_seq;
-                    dev.ops.insert(tag, Op::Load { stream: i, seq, bytes: (s.size() - offset).min(params.chunk_bytes as u64) });
-                    dev.backlog.push_back(Request { tag, function: Function::StorageRead { file, offset }, inputs: Vec::new(), output: dev.range(&input, len as u64) });
-                    o.chunks.insert(seq, Chunk { input: Some(input), bounce: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
-                    o.loads += 1;
-                    o.next_seq += 1;
-                    o.next_read_offset += params.chunk_bytes as u64;
-                    if o.next_read_offset >= s.size() {
-                        o.read_done = true;
-                        o.chunk_count = Some(o.next_seq);
-                    }
-                    continue;
-                }
-                // Storage reads into the window: the input range itself, or
-                // (staged memory) a window range the device copies in.
-                let Some(read_into) = dev.window.try_alloc(len) else { break };
-                let input = match &dev.own {
-                    Some(own) => match own.try_alloc(len) {
-                        Some(r) => Some(Place::Own(r)),
+                // Where the read lands: the device's own memory, read by the device itself; else
+                // the window (the input range itself, or, staged, a range the device copies in).
+                let (read_into, input) = match (o.src_file, &dev.own) {
+                    (Some(_), Some(own)) => match own.try_alloc(len) {
+                        Some(r) => (None, Some(Place::Own(r))),
                         None => break,
                     },
-                    None => None,
+                    _ => {
+                        let Some(read_into) = dev.window.try_alloc(len) else { break };
+                        let input = match &dev.own {
+                            Some(own) => match own.try_alloc(len) {
+                                Some(r) => Some(Place::Own(r)),
+                                None => break,
+                            },
+                            None => None,
+                        };
+                        (Some(read_into), input)
+                    }
                 };
                 let bound = len.div_ceil(params.member_bytes) * member_bound;
                 let Some(output) = dev.alloc(bound.max(member_bound_bytes(0))) else { break };
-                o.chunks.insert(o.next_seq, Chunk { input, bounce: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
-                let token = Token::Read { stream: i, seq: o.next_seq }.raw();
-                engine
-                    .submit(IoOp::Read, s.source().file.as_raw_fd(), Some(offset), len, JobBuf::Region(read_into), token)
-                    .map_err(|(_, e)| JobError::SourceIo { path: s.source().path.clone(), detail: e.to_string() })?;
-                o.reads_in_flight += 1;
+                let seq = o.next_seq;
+                let own_range = input.as_ref().map(|p| dev.range(p, len as u64));
+                o.chunks.insert(seq, Chunk { input, bounce: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
+                match read_into {
+                    Some(read_into) => {
+                        let token = Token::Read { stream: i, seq }.raw();
+                        engine
+                            .submit(IoOp::Read, s.source().file.as_raw_fd(), Some(offset), len, JobBuf::Region(read_into), token)
+                            .map_err(|(_, e)| JobError::SourceIo { path: s.source().path.clone(), detail: e.to_string() })?;
+                        o.reads_in_flight += 1;
+                    }
+                    None => {
+                        let (file, to) = (o.src_file.expect("the device reads only registered sources"), own_range.expect("into its own memory"));
+                        let tag = next_tag(dev);
+                        dev.ops.insert(tag, Op::Load { stream: i, seq, bytes: (s.size() - offset).min(params.chunk_bytes as u64) });
+                        dev.backlog.push_back(Request { tag, function: Function::StorageRead { file, offset }, inputs: Vec::new(), output: to });
+                        o.loads += 1;
+                    }
+                }
                 o.next_seq += 1;
                 o.next_read_offset += params.chunk_bytes as u64;
                 if o.next_read_offset >= s.size() {
