@@ -270,17 +270,21 @@ impl Cufile {
         if report.state != "direct" && report.state != "compatibility" {
             return Err(report);
         }
-        let missing = |what: &str| CufileReport { state: "open_failed", detail: format!("{library} has no {what}: not cuFile?"), ..report.clone() };
-        let register = *sym::<HandleRegister>(lib, b"cuFileHandleRegister\0").ok_or_else(|| missing("cuFileHandleRegister"))?;
-        let deregister = *sym::<HandleDeregister>(lib, b"cuFileHandleDeregister\0").ok_or_else(|| missing("cuFileHandleDeregister"))?;
-        let read = *sym::<Read>(lib, b"cuFileRead\0").ok_or_else(|| missing("cuFileRead"))?;
+        let close = sym::<DriverClose>(lib, b"cuFileDriverClose_v2\0").or_else(|| sym::<DriverClose>(lib, b"cuFileDriverClose\0")).map(|s| *s);
+        let (Some(register), Some(deregister), Some(read)) = (sym::<HandleRegister>(lib, b"cuFileHandleRegister\0"), sym::<HandleDeregister>(lib, b"cuFileHandleDeregister\0"), sym::<Read>(lib, b"cuFileRead\0")) else {
+            if let Some(close) = close {
+                // SAFETY: closes the driver `probe_library` left open; nothing of it is used after.
+                unsafe { close() };
+            }
+            return Err(CufileReport { state: "open_failed", detail: format!("{library} has no cuFileHandleRegister, cuFileHandleDeregister or cuFileRead: not cuFile?"), ..report });
+        };
         Ok(Cufile {
-            register,
-            deregister,
-            read,
+            register: *register,
+            deregister: *deregister,
+            read: *read,
             buf_register: sym::<BufRegister>(lib, b"cuFileBufRegister\0").map(|s| *s),
             buf_deregister: sym::<BufDeregister>(lib, b"cuFileBufDeregister\0").map(|s| *s),
-            close: sym::<DriverClose>(lib, b"cuFileDriverClose_v2\0").or_else(|| sym::<DriverClose>(lib, b"cuFileDriverClose\0")).map(|s| *s),
+            close,
             report,
         })
     }
@@ -494,6 +498,11 @@ mod tests {
         assert!(e.contains("cuFile error -5011") && e.contains("CUDA driver API error"), "{e}");
         let r = Cufile::open(Some(Path::new("/no/such/libcufile.so.0"))).err().unwrap();
         assert_eq!(r.state, "not_found");
+        // A library that answers the probe but cannot read (an older or other cuFile): refused.
+        let probe_only = dir.path().join("probe-only.so");
+        assert!(std::process::Command::new("cc").args(["-shared", "-fPIC", "-DNVFS_MAJOR=0", "-DNVFS_MINOR=0", "-DDSTATUS=0", "-DDCONTROL=2", "-DNO_READS", "-o"]).arg(&probe_only).arg(&src).status().unwrap().success());
+        let r = Cufile::open(Some(&probe_only)).err().unwrap();
+        assert!(r.state == "open_failed" && r.detail.contains("no cuFileHandleRegister"), "{r:?}");
     }
 
     const STUB_C: &str = r#"
@@ -522,6 +531,7 @@ CUfileError_t cuFileDriverOpen(void) { CUfileError_t e = { OPEN_ERR, 0 }; return
 CUfileError_t cuFileDriverClose_v2(void) { CUfileError_t e = { 0, 0 }; return e; }
 CUfileError_t cuFileGetVersion(int *v) { CUfileError_t e = { 0, 0 }; *v = 1150; return e; }
 /* Reads: a handle is its descriptor + 1; the "device pointer" is host memory here. */
+#ifndef NO_READS
 #include <unistd.h>
 #include <errno.h>
 typedef struct { int type; union { int fd; void *handle; } handle; const void *fs_ops; } CUfileDescr_t;
@@ -543,6 +553,7 @@ long cuFileRead(void *fh, void *base, size_t size, long off, long devoff) {
 }
 CUfileError_t cuFileBufRegister(const void *p, size_t n, int flags) { CUfileError_t e = { 0, 0 }; (void)p; (void)n; (void)flags; stub_buffers++; return e; }
 CUfileError_t cuFileBufDeregister(const void *p) { CUfileError_t e = { 0, 0 }; (void)p; stub_buffers--; return e; }
+#endif
 CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *p) {
     CUfileError_t e = { 0, 0 };
     p->nvfs.major_version = NVFS_MAJOR;

@@ -731,9 +731,10 @@ impl DeviceSide {
 
     fn stop_watching(&mut self, engine: &mut dyn IoEngine<JobBuf>) {
         // Files registered for the devices' own reads: none is in flight now
-        // (every stream ended), or the job is failing.
+        // (every stream ended), or the job is failing. A failed device keeps
+        // them until it goes (a hung one may still be reading).
         for o in self.os.iter().flatten() {
-            if let Some(file) = o.src_file {
+            if let (Some(file), None) = (o.src_file, &self.devs[o.dev].failure) {
                 self.devices[o.dev].device.unregister_file(file);
             }
         }
