@@ -55,11 +55,11 @@
 #              compress and decompress on the GPU through the daemon against a process of its
 #              own and the CPU on every core, and 4 MiB (the fixed cost), 5 interleaved rounds,
 #              each row the client process's wall; outputs checked; the daemon's reports kept
-#     gpuio    compress --engine gpu of the slice x 8 from the root disk (O_DIRECT) into tmpfs, the GPU
-#              reading its sources itself through cuFile (--gpu-io cufile: in compatibility mode
+#     gpuio    compress --engine gpu of the slice x 8 from the root disk (O_DIRECT) to it, the GPU
+#              reading its sources and writing its targets itself through cuFile (--gpu-io cufile: in compatibility mode
 #              there, the path and not a saving) against the window (--gpu-io staged) and the CPU
 #              on every core; 3 interleaved rounds, every output decoded and compared; each run's
-#              reads line and device profile kept; the peerpath-gpu crate's cuFile tests where
+#              storage line and device profile kept; the peerpath-gpu crate's cuFile tests where
 #              gputests is carried
 #     scaling  bench/gpu-machine-scaling.sh without disk rows (PP_SCALING_QUICK=1), the mapped
 #              output A/B and the machine's ceiling
@@ -461,15 +461,15 @@ for step in $steps; do
         disk)
             bench/disk-ab.sh --peerpath .gpu/peerpath --input "$in/x8" --dir /var/tmp/ppdiskab --runs 3 --out "$OUT/disk" > "$OUT/disk/log" 2>&1 ;;
         gpuio)
-            dd=/dev/shm/ppgpuio; mkdir -p "$dd"; o=$OUT/gpuio; size=$(stat -c %s "$in/x8"); n=$(nproc)
+            dd=/var/tmp/ppgpuio; mkdir -p "$dd"; o=$OUT/gpuio; size=$(stat -c %s "$in/x8"); n=$(nproc)
             [ -x .gpu/gputests ] && { timeout 300 .gpu/gputests --test-threads 1 --nocapture cufile > "$o/gputests.txt" 2>&1; echo "gputests exit $?" >> "$o/gputests.txt"; }
-            { echo "compress of the slice x 8 ($size bytes) from $in (O_DIRECT) into tmpfs; 3 interleaved rounds; --no-sync"; echo
-              echo "| run | wall s (report) | GB/s | output | reads | fallbacks |"; echo "|---|---|---|---|---|---|"; } > "$o/gpuio.md"
+            { echo "compress of the slice x 8 ($size bytes) from $in to the same disk (O_DIRECT both ways); 3 interleaved rounds; --no-sync"; echo
+              echo "| run | wall s (report) | GB/s | output | storage | fallbacks |"; echo "|---|---|---|---|---|---|"; } > "$o/gpuio.md"
             for r in 1 2 3; do
                 for e in "gpu --gpu-io staged" "gpu --gpu-io cufile" "cpu -T $n"; do
                     timeout 120 .gpu/peerpath compress "$in/x8" -o "$dd/out.gz" -f --no-sync --engine $e --json > "$o/r.json" 2> "$o/r.err"; rc=$?
                     .gpu/peerpath decompress "$dd/out.gz" -o - 2>/dev/null | cmp -s - "$in/x8" && ok=ok || ok="WRONG OUTPUT"
-                    python3 -c "import json,sys;r=json.load(open(sys.argv[1]));d=(r.get('devices') or [{}])[0];print('| %s | %.3f | %.2f | %s | %s | %s |' % (sys.argv[2], r['wall_s'], r['bytes_in']/r['wall_s']/1e9, sys.argv[3], (d.get('storage_reads') or '-')[:300], '; '.join(map(str,r['fallbacks']))[:200] or 'none'))" "$o/r.json" "--engine $e ($r); exit $rc" "$ok" >> "$o/gpuio.md" \
+                    python3 -c "import json,sys;r=json.load(open(sys.argv[1]));d=(r.get('devices') or [{}])[0];print('| %s | %.3f | %.2f | %s | %s | %s |' % (sys.argv[2], r['wall_s'], r['bytes_in']/r['wall_s']/1e9, sys.argv[3], (d.get('storage_io') or '-')[:300], '; '.join(map(str,r['fallbacks']))[:200] or 'none'))" "$o/r.json" "--engine $e ($r); exit $rc" "$ok" >> "$o/gpuio.md" \
                         || echo "| --engine $e ($r) | FAILED: exit $rc, $(head -c 300 "$o/r.err" | tr '\n' ' ') |" >> "$o/gpuio.md"
                     [ "$r" = 1 ] && cp "$o/r.json" "$o/report-${e// /_}.json"
                 done

@@ -376,11 +376,11 @@ struct CompressArgs {
     /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: measured no faster, bench/results/2026-11-26-gpu-machine-5).
     #[arg(long, value_enum, default_value_t = GpuStagingArg::Commands, help_heading = "Devices")]
     gpu_staging: GpuStagingArg,
-    /// With --engine gpu: how sources reach GPU memory: `auto` (the GPU reads them itself through
-    /// cuFile, GPUDirect Storage, where cuFile reports a direct path from NVMe; staged through the
-    /// pinned window otherwise, and the report says why), `staged` (always through the window), or
-    /// `cufile` (through cuFile even in its compatibility mode, where it bounces every byte through
-    /// host memory itself; for testing the path). cuFile: $PEERPATH_CUFILE, the loader's path, or a CUDA installation's lib64.
+    /// With --engine gpu: how sources reach GPU memory and outputs leave it: `auto` (the GPU reads
+    /// and writes them itself through cuFile, GPUDirect Storage, where cuFile reports a direct path
+    /// from NVMe; staged through the pinned window otherwise, and the report says why), `staged`
+    /// (always through the window), or `cufile` (through cuFile even in its compatibility mode,
+    /// where it bounces every byte through host memory itself; for testing the path). cuFile: $PEERPATH_CUFILE, the loader's path, or a CUDA installation's lib64.
     #[arg(long, value_enum, default_value_t = GpuIoArg::Auto, help_heading = "Devices")]
     gpu_io: GpuIoArg,
     /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;
@@ -447,12 +447,12 @@ enum GpuIoArg {
     Cufile,
 }
 
-impl From<GpuIoArg> for peerpath_gpu::GpuReads {
+impl From<GpuIoArg> for peerpath_gpu::GpuIo {
     fn from(a: GpuIoArg) -> Self {
         match a {
-            GpuIoArg::Auto => peerpath_gpu::GpuReads::Auto(None),
-            GpuIoArg::Staged => peerpath_gpu::GpuReads::Staged,
-            GpuIoArg::Cufile => peerpath_gpu::GpuReads::Cufile(None),
+            GpuIoArg::Auto => peerpath_gpu::GpuIo::Auto(None),
+            GpuIoArg::Staged => peerpath_gpu::GpuIo::Staged,
+            GpuIoArg::Cufile => peerpath_gpu::GpuIo::Cufile(None),
         }
     }
 }
@@ -944,7 +944,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
                 staging: a.gpu_staging.into(),
                 reads: match (a.gpu_io, a.gpu_staging) {
                     // The device's own staging has no GPU memory apart from the window to read into.
-                    (GpuIoArg::Auto, GpuStagingArg::Device) => peerpath_gpu::GpuReads::Staged,
+                    (GpuIoArg::Auto, GpuStagingArg::Device) => peerpath_gpu::GpuIo::Staged,
                     (io, _) => io.into(),
                 },
                 window_bytes: a.gpu_window,

@@ -29,9 +29,9 @@ pub struct CpuDeviceConfig {
     pub queue_depth: usize,
     /// Ask the host for one command per chunk (as a batching device does).
     pub whole_chunk_commands: bool,
-    /// Read registered files into its memory itself ([`crate::Function::StorageRead`],
+    /// Read and write registered files itself ([`crate::Function::StorageRead`] and `StorageWrite`,
     /// `pread` by its workers), as a GPU with GPUDirect Storage does.
-    pub reads_storage: bool,
+    pub storage_io: bool,
 }
 
 impl CpuDeviceConfig {
@@ -43,7 +43,7 @@ impl CpuDeviceConfig {
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             queue_depth: 64,
             whole_chunk_commands: false,
-            reads_storage: false,
+            storage_io: false,
         }
     }
 }
@@ -74,7 +74,7 @@ struct Shared {
 pub struct CpuDevice {
     name: String,
     whole_chunks: bool,
-    storage_reads: Option<crate::StorageReads>,
+    storage_io: Option<crate::StorageIo>,
     shared: Arc<Shared>,
     depth: usize,
     ranges: RangeTable,
@@ -121,7 +121,7 @@ impl CpuDevice {
         }
         Ok(CpuDevice {
             whole_chunks: config.whole_chunk_commands,
-            storage_reads: config.reads_storage.then(|| crate::StorageReads { direct: true, what: "pread by the CPU device's workers".into() }),
+            storage_io: config.storage_io.then(|| crate::StorageIo { direct: true, writes: true, what: "pread and pwrite by the CPU device's workers".into() }),
             name: config.name,
             shared,
             depth: config.queue_depth,
@@ -173,10 +173,10 @@ impl Shared {
     /// As [`exec::run`].
     unsafe fn run(&self, request: &Request, encoders: &mut Encoders) -> Outcome {
         match request.function {
-            crate::Function::StorageRead { file, .. } => {
+            crate::Function::StorageRead { file, .. } | crate::Function::StorageWrite { file, .. } => {
                 let files = self.files.read().unwrap_or_else(|e| e.into_inner());
                 // SAFETY: the caller's contract, as for exec::run.
-                unsafe { exec::read_storage(&self.memory, request, files.get(file as usize).and_then(Option::as_ref)) }
+                unsafe { exec::storage_io(&self.memory, request, files.get(file as usize).and_then(Option::as_ref)) }
             }
             // SAFETY: the caller's contract.
             _ => unsafe { exec::run(&self.memory, request, encoders) },
@@ -212,22 +212,35 @@ impl Device for CpuDevice {
     }
 
     fn functions(&self) -> FunctionSet {
-        match self.storage_reads {
-            Some(_) => FunctionSet::all().with(crate::FunctionKind::StorageRead),
+        match self.storage_io {
+            Some(_) => FunctionSet::all().with(crate::FunctionKind::StorageRead).with(crate::FunctionKind::StorageWrite),
             None => FunctionSet::all(),
         }
     }
 
-    fn storage_reads(&self) -> Option<&crate::StorageReads> {
-        self.storage_reads.as_ref()
+    fn storage_io(&self) -> Option<&crate::StorageIo> {
+        self.storage_io.as_ref()
     }
 
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
-        if self.storage_reads.is_none() {
-            return Err(format!("device {} does not read storage itself", self.name));
+        if self.storage_io.is_none() {
+            return Err(format!("device {} does not reach storage itself", self.name));
         }
         let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
         crate::register_in(&mut self.shared.files.write().unwrap_or_else(|e| e.into_inner()), file)
+    }
+
+    /// Its workers run what was queued before it failed (a crash stops
+    /// taking commands, not the ones taken), then end: settled once they have.
+    fn settle(&mut self, timeout: Duration) -> bool {
+        let started = std::time::Instant::now();
+        while !self.workers.iter().all(|w| w.is_finished()) {
+            if self.jobs.is_some() || started.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
 
     fn unregister_file(&mut self, file: u8) {

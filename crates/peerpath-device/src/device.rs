@@ -120,21 +120,31 @@ pub trait Device: Send {
     fn whole_chunk_commands(&self) -> bool {
         false
     }
-    /// How the device reads storage into its own memory itself
-    /// ([`Function::StorageRead`], for files registered with
-    /// [`Device::register_file`]), where it does.
-    fn storage_reads(&self) -> Option<&StorageReads> {
+    /// How the device moves storage to and from its own memory itself
+    /// ([`Function::StorageRead`], and [`Function::StorageWrite`] where it
+    /// writes too, for files registered with [`Device::register_file`]),
+    /// where it does.
+    fn storage_io(&self) -> Option<&StorageIo> {
         None
     }
-    /// Registers an open file (O_DIRECT) for [`Function::StorageRead`]
-    /// commands: its number in them, or why the device cannot read it.
+    /// Registers an open file (O_DIRECT) for storage commands: its number
+    /// in them, or why the device cannot take it.
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
         let _ = file;
-        Err(format!("device {} does not read storage itself", self.name()))
+        Err(format!("device {} does not reach storage itself", self.name()))
     }
     /// Lets go of a registered file (no command of it is in flight).
     fn unregister_file(&mut self, file: u8) {
         let _ = file;
+    }
+    /// After the device failed: waits, at most `timeout`, until nothing it
+    /// was given can still reach storage (a storage write queued or running
+    /// when it failed), and says whether that is so. A host hands a target
+    /// the device wrote to another writer only then. Default: true (the
+    /// device writes no storage).
+    fn settle(&mut self, timeout: Duration) -> bool {
+        let _ = timeout;
+        true
     }
 }
 
@@ -153,15 +163,17 @@ pub fn register_in<T>(files: &mut Vec<Option<T>>, file: T) -> Result<u8, String>
     Ok(slot as u8)
 }
 
-/// How a device reads storage itself ([`Device::storage_reads`]).
+/// How a device moves storage itself ([`Device::storage_io`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StorageReads {
-    /// Storage DMAs straight into the device's memory (GPUDirect Storage
-    /// with nvidia-fs or P2PDMA); otherwise the bytes pass through host
-    /// memory on their way (cuFile's compatibility mode: its own bounce
-    /// buffers and a copy), and the ledger says so.
+pub struct StorageIo {
+    /// Storage DMAs straight into and out of the device's memory
+    /// (GPUDirect Storage with nvidia-fs or P2PDMA); otherwise the bytes
+    /// pass through host memory on their way (cuFile's compatibility mode:
+    /// its own bounce buffers and a copy), and the ledger says so.
     pub direct: bool,
-    /// What reads, in words for the report ("cuFile ..., direct from NVMe").
+    /// It writes too ([`Function::StorageWrite`]), not only reads.
+    pub writes: bool,
+    /// What moves them, in words for the report ("cuFile ..., direct from NVMe").
     pub what: String,
 }
 

@@ -52,12 +52,13 @@ pub fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Re
             | Function::GzipCompressChunk { .. }
             | Function::GzipDecompressMember
             | Function::EcEncode { .. }
-            | Function::ChunkFingerprint { .. } => n == 1,
+            | Function::ChunkFingerprint { .. }
+            | Function::StorageWrite { .. } => n == 1,
         };
     if !count_ok {
         return Err(Status::InvalidField);
     }
-    if matches!(f, Function::Crc32) && request.output.len != 0 {
+    if matches!(f, Function::Crc32 | Function::StorageWrite { .. }) && request.output.len != 0 {
         return Err(Status::InvalidField);
     }
     if !request.output.fits(memory_bytes) || request.inputs.iter().any(|r| !r.fits(memory_bytes)) {
@@ -94,9 +95,11 @@ pub fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Re
         Function::AeadSealBlock { .. } if request.inputs[0].len > u64::from(MAX_BLOCK_BYTES) => Err(Status::InputTooLarge),
         Function::AeadSealBlock { .. } if request.output.len < request.inputs[0].len + TAG_BYTES as u64 => Err(Status::OutputTooSmall),
         Function::ScanCount { .. } if request.output.len < SCAN_RESULT_BYTES as u64 => Err(Status::OutputTooSmall),
-        Function::StorageRead { offset, .. } => {
+        Function::StorageRead { offset, .. } | Function::StorageWrite { offset, .. } => {
+            // The device memory read or written: the output of a read, the input of a write.
+            let memory = if let Function::StorageRead { .. } = f { request.output } else { request.inputs[0] };
             let aligned = |n: u64| n.is_multiple_of(crate::function::STORAGE_ALIGN_BYTES);
-            if request.output.len == 0 || !aligned(offset) || !aligned(request.output.offset) || !aligned(request.output.len) {
+            if memory.len == 0 || !aligned(offset) || !aligned(memory.offset) || !aligned(memory.len) {
                 Err(Status::InvalidField)
             } else {
                 Ok(())
@@ -355,32 +358,49 @@ fn execute(function: Function, inputs: &[&[u8]], output: &mut [u8], encoders: &m
             let n = decode_member(&header, member, output).map_err(|_| Status::CorruptInput)?;
             Ok((n as u64, crc_of(inputs)))
         }
-        // Reads need the device's files: a device that registers them runs
-        // these itself (the CPU device: `read_storage`).
-        Function::StorageRead { .. } => Err(Status::Unsupported),
+        // Storage needs the device's files: a device that registers them runs
+        // these itself (the CPU device: `storage_io`).
+        Function::StorageRead { .. } | Function::StorageWrite { .. } => Err(Status::Unsupported),
     }
 }
 
-/// Runs a [`Function::StorageRead`] that passed [`check`]: reads `file` at
-/// the command's offset into its output range, until the range is full or
-/// the file ends (the CPU device's own reads, `pread` by its worker).
+/// Runs a [`Function::StorageRead`] or [`Function::StorageWrite`] that passed
+/// [`check`] on `file` (the CPU device's own storage I/O, `pread`/`pwrite` by
+/// its worker): a read fills its output range until it is full or the file
+/// ends; a write writes all of its input.
 ///
 /// # Safety
-/// As [`run`]: the output range is claimed for the duration.
-pub(crate) unsafe fn read_storage(memory: &DeviceMemory, request: &Request, file: Option<&std::fs::File>) -> Outcome {
+/// As [`run`]: the ranges are claimed for the duration.
+pub(crate) unsafe fn storage_io(memory: &DeviceMemory, request: &Request, file: Option<&std::fs::File>) -> Outcome {
+    use std::os::unix::fs::FileExt;
     let start = Instant::now();
-    let Function::StorageRead { offset, .. } = request.function else { return Outcome::failed(Status::InvalidField) };
     let Some(file) = file else { return Outcome::failed(Status::StorageError) };
-    // SAFETY: the caller's contract: the output range fits and is claimed.
-    let output = unsafe { memory.output(request.output) };
     let mut at = 0;
-    while at < output.len() {
-        match std::os::unix::fs::FileExt::read_at(file, &mut output[at..], offset + at as u64) {
-            Ok(0) => break,
-            Ok(n) => at += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return Outcome::failed(Status::StorageError),
+    let done = match request.function {
+        Function::StorageRead { offset, .. } => {
+            // SAFETY: the caller's contract: the output range fits and is claimed.
+            let output = unsafe { memory.output(request.output) };
+            loop {
+                match file.read_at(&mut output[at..], offset + at as u64) {
+                    Ok(0) => break Ok(()),
+                    Ok(n) => at += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+                if at == output.len() {
+                    break Ok(());
+                }
+            }
         }
+        Function::StorageWrite { offset, .. } => {
+            // SAFETY: the caller's contract: the input range fits and nothing writes it.
+            let input = unsafe { memory.input(request.inputs[0]) };
+            file.write_all_at(input, offset).map(|()| at = input.len())
+        }
+        _ => return Outcome::failed(Status::InvalidField),
+    };
+    if done.is_err() {
+        return Outcome::failed(Status::StorageError);
     }
     let elapsed = start.elapsed();
     Outcome {

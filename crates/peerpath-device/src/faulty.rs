@@ -283,8 +283,8 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         self.inner.functions()
     }
 
-    fn storage_reads(&self) -> Option<&crate::StorageReads> {
-        self.inner.storage_reads()
+    fn storage_io(&self) -> Option<&crate::StorageIo> {
+        self.inner.storage_io()
     }
 
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
@@ -293,6 +293,10 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
 
     fn unregister_file(&mut self, file: u8) {
         self.inner.unregister_file(file)
+    }
+
+    fn settle(&mut self, timeout: Duration) -> bool {
+        self.inner.settle(timeout)
     }
 
     fn memory(&self) -> &DeviceMemory {

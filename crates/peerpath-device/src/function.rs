@@ -81,6 +81,11 @@ pub enum Function {
     /// [`STORAGE_ALIGN_BYTES`] (O_DIRECT); the offset is below 2^56. Not in
     /// [`FunctionSet::all`]: only a device with files registered runs it.
     StorageRead { file: u8, offset: u64 },
+    /// Writes input 0 (device memory) to the device's registered file `file`
+    /// at byte `offset`, as storage DMAs out of device memory: no output
+    /// (an empty output range). Output bytes: the bytes written, all of
+    /// them. Aligned as [`Function::StorageRead`]; not in [`FunctionSet::all`].
+    StorageWrite { file: u8, offset: u64 },
 }
 
 /// The alignment of [`Function::StorageRead`]'s offsets and lengths.
@@ -126,6 +131,7 @@ impl Function {
             Function::AeadSealBlock { .. } => FunctionKind::AeadSealBlock,
             Function::AeadOpenBlock { .. } => FunctionKind::AeadOpenBlock,
             Function::StorageRead { .. } => FunctionKind::StorageRead,
+            Function::StorageWrite { .. } => FunctionKind::StorageWrite,
         }
     }
 
@@ -146,7 +152,7 @@ impl Function {
                 format as u64 | (ignore_case as u64) << 8 | (at_end as u64) << 9 | u64::from(min_length) << 16
             }
             Function::AeadSealBlock { index } | Function::AeadOpenBlock { index } => index,
-            Function::StorageRead { file, offset } => offset | u64::from(file) << 56,
+            Function::StorageRead { file, offset } | Function::StorageWrite { file, offset } => offset | u64::from(file) << 56,
             Function::Copy | Function::Crc32 | Function::GzipDecompressMember => 0,
         }
     }
@@ -208,6 +214,7 @@ impl Function {
             FunctionKind::AeadSealBlock | FunctionKind::AeadOpenBlock if param == u64::MAX => Err(()),
             FunctionKind::AeadSealBlock => Ok(Function::AeadSealBlock { index: param }),
             FunctionKind::StorageRead => Ok(Function::StorageRead { file: (param >> 56) as u8, offset: param & ((1 << 56) - 1) }),
+            FunctionKind::StorageWrite => Ok(Function::StorageWrite { file: (param >> 56) as u8, offset: param & ((1 << 56) - 1) }),
             FunctionKind::AeadOpenBlock => Ok(Function::AeadOpenBlock { index: param }),
             FunctionKind::EcEncode => {
                 let (data, parity) = ((param & 0xff) as usize, ((param >> 8) & 0xff) as usize);
@@ -259,6 +266,7 @@ impl fmt::Display for Function {
             Function::AeadSealBlock { index } => write!(f, "AEAD seal block {index}"),
             Function::AeadOpenBlock { index } => write!(f, "AEAD open block {index}"),
             Function::StorageRead { file, offset } => write!(f, "storage read (file {file}, byte {offset})"),
+            Function::StorageWrite { file, offset } => write!(f, "storage write (file {file}, byte {offset})"),
             Function::ScanCount { format, min_length, .. } => write!(f, "scan count (format {format}, min length {min_length})"),
             Function::ChunkFingerprint { min_kib, avg_kib, max_kib, sha256, .. } => {
                 write!(f, "chunk and fingerprint ({min_kib}/{avg_kib}/{max_kib} KiB, {})", if *sha256 { "sha256" } else { "blake3" })
@@ -286,11 +294,12 @@ pub enum FunctionKind {
     AeadSealBlock = 0x40,
     AeadOpenBlock = 0x41,
     StorageRead = 0x50,
+    StorageWrite = 0x51,
 }
 
 impl FunctionKind {
     /// Every function, in opcode order.
-    pub const ALL: [FunctionKind; 13] = [
+    pub const ALL: [FunctionKind; 14] = [
         FunctionKind::Copy,
         FunctionKind::Fill,
         FunctionKind::Crc32,
@@ -304,6 +313,7 @@ impl FunctionKind {
         FunctionKind::AeadSealBlock,
         FunctionKind::AeadOpenBlock,
         FunctionKind::StorageRead,
+        FunctionKind::StorageWrite,
     ];
 
     pub fn opcode(self) -> u8 {
@@ -334,12 +344,13 @@ impl FunctionKind {
             FunctionKind::AeadSealBlock => "aead seal block",
             FunctionKind::AeadOpenBlock => "aead open block",
             FunctionKind::StorageRead => "storage read",
+            FunctionKind::StorageWrite => "storage write",
         }
     }
 
     /// It reads storage (files registered with the device), not only device memory.
     pub fn reaches_storage(self) -> bool {
-        self == FunctionKind::StorageRead
+        matches!(self, FunctionKind::StorageRead | FunctionKind::StorageWrite)
     }
 
     /// Bit of this function in a [`FunctionSet`] (one bit per index).
@@ -391,7 +402,7 @@ mod tests {
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {
-        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::EcReconstruct { data: 4, parity: 2, wanted: 2 }, Function::EcReconstruct { data: 200, parity: 55, wanted: 1 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }, Function::AeadOpenBlock { index: 9 }, Function::StorageRead { file: 255, offset: (1 << 56) - 4096 }, Function::StorageRead { file: 0, offset: 0 }];
+        let mut functions = vec![Function::Copy, Function::Crc32, Function::GzipDecompressMember, Function::Fill { byte: 0xa5 }, Function::EcEncode { data: 4, parity: 2 }, Function::EcEncode { data: 245, parity: 10 }, Function::EcReconstruct { data: 4, parity: 2, wanted: 2 }, Function::EcReconstruct { data: 200, parity: 55, wanted: 1 }, Function::ScanCount { format: 2, ignore_case: true, at_end: false, min_length: 70_000 }, Function::ChunkFingerprint { min_kib: 16, avg_kib: 64, max_kib: 256, sha256: true, at_end: true }, Function::AeadSealBlock { index: 0 }, Function::AeadSealBlock { index: u64::MAX - 1 }, Function::AeadOpenBlock { index: 9 }, Function::StorageRead { file: 255, offset: (1 << 56) - 4096 }, Function::StorageRead { file: 0, offset: 0 }, Function::StorageWrite { file: 3, offset: 1 << 40 }];
         for level in 0..=Level::MAX {
             for format in [Format::Gzip, Format::Bgzf] {
                 functions.push(Function::GzipCompressMember { level: Level::new(level).unwrap(), format });
@@ -431,9 +442,9 @@ mod tests {
         assert!(s.contains(FunctionKind::Crc32));
         assert!(!s.contains(FunctionKind::Copy));
         assert_eq!(FunctionSet::from_bits(FunctionSet::all().bits() | 0x8000_0000), FunctionSet::all());
-        assert_eq!(FunctionSet::all().iter().count(), FunctionKind::ALL.len() - 1, "all but the storage read");
-        assert!(!FunctionSet::all().contains(FunctionKind::StorageRead) && FunctionKind::StorageRead.reaches_storage());
-        let with = FunctionSet::all().with(FunctionKind::StorageRead);
+        assert_eq!(FunctionSet::all().iter().count(), FunctionKind::ALL.len() - 2, "all but the storage read and write");
+        assert!(!FunctionSet::all().contains(FunctionKind::StorageRead) && FunctionKind::StorageRead.reaches_storage() && FunctionKind::StorageWrite.reaches_storage());
+        let with = FunctionSet::all().with(FunctionKind::StorageRead).with(FunctionKind::StorageWrite);
         assert_eq!(FunctionSet::from_bits(with.bits()), with, "the wire keeps it");
     }
 }

@@ -249,7 +249,7 @@ fn cpu_and_emulated_devices_agree_byte_for_byte_on_every_function() {
                     }
                     assert_eq!(a.output, expect, "{what}: {} differs from FileCipher::seal", request.function);
                 }
-                Function::GzipDecompressMember | Function::AeadOpenBlock { .. } | Function::EcReconstruct { .. } | Function::StorageRead { .. } => unreachable!("not in requests_for (tested on their own)"),
+                Function::GzipDecompressMember | Function::AeadOpenBlock { .. } | Function::EcReconstruct { .. } | Function::StorageRead { .. } | Function::StorageWrite { .. } => unreachable!("not in requests_for (tested on their own)"),
             }
         }
         // Decompression: a member made by the oracle, back to the input.
@@ -718,27 +718,28 @@ fn ec_reconstruct_rebuilds_erased_units_on_both_devices() {
     }
 }
 
-/// The CPU device made to read storage itself (`reads_storage`): a
+/// The CPU device made to reach storage itself (`storage_io`): a
 /// registered file read into its memory at aligned offsets, the last read
-/// short at the end of the file; unaligned reads refused; an unknown file
-/// number a storage error; without `reads_storage` the function is not
-/// there and registering says so.
+/// short at the end of the file, and written from it; unaligned commands
+/// refused; an unknown file number, or a file it cannot write, a storage
+/// error; without `storage_io` the functions are not there and registering
+/// says so.
 #[test]
-fn the_cpu_device_reads_registered_files_into_its_memory() {
+fn the_cpu_device_reads_and_writes_registered_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("source");
     let data = peerpath_func::sample::protein_like((3 << 20) + 123, 9);
     std::fs::write(&path, &data).unwrap();
     let file = std::fs::File::open(&path).unwrap();
     let mut plain = cpu(2, 8);
-    assert!(!plain.functions().contains(FunctionKind::StorageRead) && plain.storage_reads().is_none());
-    assert!(plain.register_file(&file).unwrap_err().contains("does not read storage itself"));
+    assert!(!plain.functions().contains(FunctionKind::StorageRead) && plain.storage_io().is_none());
+    assert!(plain.register_file(&file).unwrap_err().contains("does not reach storage itself"));
     let read_at = |file: u8, offset: u64, at: u64, len: u64| Request { tag: 1, function: Function::StorageRead { file, offset }, inputs: Vec::new(), output: DeviceRange::new(at, len) };
     assert_eq!(outcome(&mut plain, read_at(0, 0, 0, 4096)).status, Status::Unsupported);
     let mut config = peerpath_device::CpuDeviceConfig::new(MEMORY_BYTES);
-    config.reads_storage = true;
+    config.storage_io = true;
     let mut dev = peerpath_device::CpuDevice::new(config).unwrap();
-    assert!(dev.functions().contains(FunctionKind::StorageRead) && dev.storage_reads().is_some_and(|r| r.direct));
+    assert!(dev.functions().contains(FunctionKind::StorageRead) && dev.storage_io().is_some_and(|r| r.direct));
     let f = dev.register_file(&file).unwrap();
     drop(file); // the device holds its own
     for (offset, len) in [(0u64, 1u64 << 20), (2 << 20, 2 << 20), (3 << 20, 4096)] {
@@ -754,4 +755,23 @@ fn the_cpu_device_reads_registered_files_into_its_memory() {
     dev.unregister_file(f);
     assert_eq!(outcome(&mut dev, read_at(f, 0, OUTPUT_AT, 4096)).status, Status::StorageError, "unregistered");
     assert_eq!(Function::from_opcode(0x50, 7 << 56 | 4096), Some(Ok(Function::StorageRead { file: 7, offset: 4096 })));
+    // Writes: device memory to a registered file, at aligned offsets.
+    let out_path = dir.path().join("target");
+    let out = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&out_path).unwrap();
+    let w = dev.register_file(&out).unwrap();
+    write(&dev, INPUT_AT, &data[..1 << 20]);
+    let write_at = |tag, offset: u64, at: u64, len: u64| Request { tag, function: Function::StorageWrite { file: w, offset }, inputs: vec![DeviceRange::new(at, len)], output: DeviceRange::new(0, 0) };
+    let got = outcome(&mut dev, write_at(1, 8192, INPUT_AT, 1 << 20));
+    assert_eq!((got.status, got.output_bytes), (Status::Success, 1 << 20));
+    let written = std::fs::read(&out_path).unwrap();
+    assert!(written.len() == 8192 + (1 << 20) && written[8192..] == data[..1 << 20] && written[..8192].iter().all(|&b| b == 0), "the file holds the device's bytes at the offset");
+    for bad in [write_at(2, 100, INPUT_AT, 4096), write_at(3, 0, INPUT_AT + 512, 4096), write_at(4, 0, INPUT_AT, 1000)] {
+        assert_eq!(outcome(&mut dev, bad).status, Status::InvalidField, "O_DIRECT's alignment");
+    }
+    let with_output = Request { tag: 5, function: Function::StorageWrite { file: w, offset: 0 }, inputs: vec![DeviceRange::new(INPUT_AT, 4096)], output: DeviceRange::new(OUTPUT_AT, 4096) };
+    assert_eq!(outcome(&mut dev, with_output).status, Status::InvalidField, "a write has no output");
+    // A file open for reading only cannot be written: a storage error, not a panic.
+    let ro = dev.register_file(&std::fs::File::open(&path).unwrap()).unwrap();
+    let to_ro = Request { tag: 6, function: Function::StorageWrite { file: ro, offset: 0 }, inputs: vec![DeviceRange::new(INPUT_AT, 4096)], output: DeviceRange::new(0, 0) };
+    assert_eq!(outcome(&mut dev, to_ro).status, Status::StorageError);
 }

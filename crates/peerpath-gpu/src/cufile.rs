@@ -80,6 +80,7 @@ const HANDLE_TYPE_OPAQUE_FD: i32 = 1;
 type HandleRegister = unsafe extern "C" fn(*mut *mut c_void, *mut Descr) -> CuFileError;
 type HandleDeregister = unsafe extern "C" fn(*mut c_void);
 type Read = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
+type Write = unsafe extern "C" fn(*mut c_void, *const c_void, usize, i64, i64) -> isize;
 type BufRegister = unsafe extern "C" fn(*const c_void, usize, i32) -> CuFileError;
 type BufDeregister = unsafe extern "C" fn(*const c_void) -> CuFileError;
 type DriverOpen = unsafe extern "C" fn() -> CuFileError;
@@ -252,6 +253,7 @@ pub struct Cufile {
     register: HandleRegister,
     deregister: HandleDeregister,
     read: Read,
+    write: Write,
     buf_register: Option<BufRegister>,
     buf_deregister: Option<BufDeregister>,
     close: Option<DriverClose>,
@@ -271,17 +273,20 @@ impl Cufile {
             return Err(report);
         }
         let close = sym::<DriverClose>(lib, b"cuFileDriverClose_v2\0").or_else(|| sym::<DriverClose>(lib, b"cuFileDriverClose\0")).map(|s| *s);
-        let (Some(register), Some(deregister), Some(read)) = (sym::<HandleRegister>(lib, b"cuFileHandleRegister\0"), sym::<HandleDeregister>(lib, b"cuFileHandleDeregister\0"), sym::<Read>(lib, b"cuFileRead\0")) else {
+        let (Some(register), Some(deregister), Some(read), Some(write)) =
+            (sym::<HandleRegister>(lib, b"cuFileHandleRegister\0"), sym::<HandleDeregister>(lib, b"cuFileHandleDeregister\0"), sym::<Read>(lib, b"cuFileRead\0"), sym::<Write>(lib, b"cuFileWrite\0"))
+        else {
             if let Some(close) = close {
                 // SAFETY: closes the driver `probe_library` left open; nothing of it is used after.
                 unsafe { close() };
             }
-            return Err(CufileReport { state: "open_failed", detail: format!("{library} has no cuFileHandleRegister, cuFileHandleDeregister or cuFileRead: not cuFile?"), ..report });
+            return Err(CufileReport { state: "open_failed", detail: format!("{library} has no cuFileHandleRegister, cuFileHandleDeregister, cuFileRead or cuFileWrite: not cuFile?"), ..report });
         };
         Ok(Cufile {
             register: *register,
             deregister: *deregister,
             read: *read,
+            write: *write,
             buf_register: sym::<BufRegister>(lib, b"cuFileBufRegister\0").map(|s| *s),
             buf_deregister: sym::<BufDeregister>(lib, b"cuFileBufDeregister\0").map(|s| *s),
             close,
@@ -331,6 +336,26 @@ impl Cufile {
                 n if n > 0 => done += n as usize,
                 -1 => return Err(format!("cuFileRead at byte {}: {}", offset + done as u64, std::io::Error::last_os_error())),
                 n => return Err(format!("cuFileRead at byte {}: cuFile error {n}: {}", offset + done as u64, error_text(n as i32))),
+            }
+        }
+        Ok(done)
+    }
+
+    /// Writes `len` bytes of the device memory at `base + at` to `file` at `offset`, all of them.
+    ///
+    /// # Safety
+    /// `base` is a device allocation cuFile may read (as for [`Cufile::read`]) and `[at, at +
+    /// len)` lies inside it, written by nothing until this returns.
+    pub unsafe fn write(&self, file: FileHandle, base: u64, at: u64, len: usize, offset: u64) -> Result<usize, String> {
+        let mut done = 0usize;
+        while done < len {
+            // SAFETY: the caller's contract: the range is the caller's, in memory cuFile may read.
+            let n = unsafe { (self.write)(file.0 as *mut c_void, base as *const c_void, len - done, (offset + done as u64) as i64, (at + done as u64) as i64) };
+            match n {
+                n if n > 0 => done += n as usize,
+                0 => return Err(format!("cuFileWrite at byte {} wrote nothing", offset + done as u64)),
+                -1 => return Err(format!("cuFileWrite at byte {}: {}", offset + done as u64, std::io::Error::last_os_error())),
+                n => return Err(format!("cuFileWrite at byte {}: cuFile error {n}: {}", offset + done as u64, error_text(n as i32))),
             }
         }
         Ok(done)
@@ -460,7 +485,7 @@ mod tests {
         std::fs::write(&src, STUB_C).unwrap();
         let so = dir.path().join("io.so");
         let built = std::process::Command::new("cc")
-            .args(["-shared", "-fPIC", "-DNVFS_MAJOR=0", "-DNVFS_MINOR=0", "-DDSTATUS=0", "-DDCONTROL=2", "-DREAD_ERR=20000", "-o"])
+            .args(["-shared", "-fPIC", "-DNVFS_MAJOR=0", "-DNVFS_MINOR=0", "-DDSTATUS=0", "-DDCONTROL=2", "-DREAD_ERR=20000", "-DWRITE_ERR=30000", "-o"])
             .arg(&so)
             .arg(&src)
             .status();
@@ -496,6 +521,18 @@ mod tests {
         // SAFETY: as above.
         let e = unsafe { cf.read(h, base, 0, 8192, 16384) }.unwrap_err();
         assert!(e.contains("cuFile error -5011") && e.contains("CUDA driver API error"), "{e}");
+        // Writes: device memory to the file, past the stand-in's short writes; a full disk worded.
+        let out = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(dir.path().join("out")).unwrap();
+        let h = cf.register(std::os::fd::AsRawFd::as_raw_fd(&out)).unwrap();
+        // SAFETY: as above (the first 8 KiB of `memory` hold the file's bytes read above).
+        let n = unsafe { cf.write(h, base, 0, 8192, 4096) }.unwrap();
+        assert_eq!(n, 8192);
+        let written = std::fs::read(dir.path().join("out")).unwrap();
+        assert!(written[4096..] == memory[..8192] && written[..4096].iter().all(|&b| b == 0));
+        // SAFETY: as above.
+        let e = unsafe { cf.write(h, base, 0, 8192, 28_000) }.unwrap_err();
+        assert!(e.contains("cuFileWrite at byte 31000") && e.contains("No space left"), "{e}");
+        cf.deregister(h);
         let r = Cufile::open(Some(Path::new("/no/such/libcufile.so.0"))).err().unwrap();
         assert_eq!(r.state, "not_found");
         // A library that answers the probe but cannot read (an older or other cuFile): refused.
@@ -549,6 +586,13 @@ long cuFileRead(void *fh, void *base, size_t size, long off, long devoff) {
 #endif
     /* At most 3000 bytes a call: the caller must go on after a short read. */
     ssize_t n = pread((int)(long)fh - 1, (char *)base + devoff, size < 3000 ? size : 3000, off);
+    return n;
+}
+long cuFileWrite(void *fh, const void *base, size_t size, long off, long devoff) {
+#ifdef WRITE_ERR
+    if (off >= WRITE_ERR) { errno = ENOSPC; return -1; }
+#endif
+    ssize_t n = pwrite((int)(long)fh - 1, (const char *)base + devoff, size < 3000 ? size : 3000, off);
     return n;
 }
 CUfileError_t cuFileBufRegister(const void *p, size_t n, int flags) { CUfileError_t e = { 0, 0 }; (void)p; (void)n; (void)flags; stub_buffers++; return e; }

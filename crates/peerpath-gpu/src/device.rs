@@ -96,14 +96,14 @@ pub struct GpuDeviceConfig {
     /// How a worker gathers its batch (one nvCOMP launch).
     pub gather: Gather,
     /// Whether it reads storage into its memory itself, through cuFile.
-    pub reads: GpuReads,
+    pub reads: GpuIo,
 }
 
 /// Whether the GPU reads storage into its own memory itself, through cuFile
 /// (GPUDirect Storage), for `Function::StorageRead` (`--gpu-io`); the
 /// library is `None` for cuFile's usual places ([`crate::cufile::Cufile::open`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum GpuReads {
+pub enum GpuIo {
     /// Never: the executor stages every byte through the pinned window.
     #[default]
     Staged,
@@ -138,7 +138,7 @@ impl GpuDeviceConfig {
             streams: 1,
             staging: Staging::Commands,
             gather: Gather::default(),
-            reads: GpuReads::Staged,
+            reads: GpuIo::Staged,
         }
     }
 }
@@ -306,7 +306,7 @@ const IO_THREADS: usize = 4;
 /// and the GPU memory, then closes cuFile's driver, while that memory lives.
 struct Io {
     cufile: crate::cufile::Cufile,
-    reads: peerpath_device::StorageReads,
+    reads: peerpath_device::StorageIo,
     #[allow(clippy::type_complexity)]
     files: std::sync::RwLock<Vec<Option<(crate::cufile::FileHandle, std::fs::File)>>>,
     /// The GPU memory the reads land in, registered with cuFile where it took it.
@@ -322,9 +322,9 @@ struct Io {
 }
 
 impl Io {
-    /// Reads one command's range: its status and bytes.
-    fn read(&self, r: &Request) -> (Status, u64) {
-        let Function::StorageRead { file, offset } = r.function else { return (Status::InvalidField, 0) };
+    /// Reads or writes one command's range: its status and bytes.
+    fn run(&self, r: &Request) -> (Status, u64) {
+        let (Function::StorageRead { file, .. } | Function::StorageWrite { file, .. }) = r.function else { return (Status::InvalidField, 0) };
         let files = self.files.read().unwrap_or_else(|e| e.into_inner());
         let Some((handle, _)) = files.get(file as usize).and_then(Option::as_ref) else {
             return self.failed(format!("no file registered as {file}"));
@@ -332,7 +332,14 @@ impl Io {
         // SAFETY: the device checked the range lies in its own GPU memory
         // (`own_base`, `own_len` long), and the executor gives it to this
         // command alone until it completes.
-        match unsafe { self.cufile.read(*handle, self.own_base, r.output.offset, r.output.len as usize, offset) } {
+        let done = unsafe {
+            match r.function {
+                Function::StorageRead { offset, .. } => self.cufile.read(*handle, self.own_base, r.output.offset, r.output.len as usize, offset),
+                Function::StorageWrite { offset, .. } => self.cufile.write(*handle, self.own_base, r.inputs[0].offset, r.inputs[0].len as usize, offset),
+                _ => unreachable!("matched above"),
+            }
+        };
+        match done {
             Ok(n) => (Status::Success, n as u64),
             Err(e) => self.failed(e),
         }
@@ -346,7 +353,7 @@ impl Io {
 
     fn render(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let mut s = format!("; its own storage reads: {} ({} MiB, {:.3} s of read time over its {IO_THREADS} I/O threads)", g(&self.reads_done), g(&self.bytes) >> 20, g(&self.busy_ns) as f64 / 1e9);
+        let mut s = format!("; its own storage reads and writes: {} ({} MiB, {:.3} s of I/O time over its {IO_THREADS} I/O threads)", g(&self.reads_done), g(&self.bytes) >> 20, g(&self.busy_ns) as f64 / 1e9);
         if g(&self.errors) > 0 {
             s += &format!(", {} failed (the last: {})", g(&self.errors), self.last_error.lock().unwrap_or_else(|e| e.into_inner()).as_deref().unwrap_or("?"));
         }
@@ -377,14 +384,14 @@ fn io_run(io: &Io, jobs: &crossbeam_channel::Receiver<Job>, done: &crossbeam_cha
     for job in jobs {
         let t = Instant::now();
         let (status, n) = match &bound {
-            Ok(()) => io.read(&job.request),
+            Ok(()) => io.run(&job.request),
             Err(e) => io.failed(format!("CUDA context on an I/O thread: {e}")),
         };
         let ns = t.elapsed().as_nanos() as u64;
         io.reads_done.fetch_add(1, Ordering::Relaxed);
         io.bytes.fetch_add(n, Ordering::Relaxed);
         io.busy_ns.fetch_add(ns, Ordering::Relaxed);
-        io.shared.stats.add(FunctionKind::StorageRead, 0, status, n, ns);
+        io.shared.stats.add(job.request.function.kind(), job.request.input_bytes(), status, n, ns);
         let us = (ns / 1000).min(u32::MAX as u64) as u32;
         if done.send(Ok(Done { id: job.id, status, output_bytes: n, crc32: 0, device_time_us: us })).is_err() {
             return;
@@ -479,14 +486,14 @@ impl GpuDevice {
         // Offsets: [0, own) GPU memory, then the window; with device staging the window alone.
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
-        let forced = matches!(config.reads, GpuReads::Cufile(_));
+        let forced = matches!(config.reads, GpuIo::Cufile(_));
         let cufile_started = Instant::now();
         let (io, reads_words) = match &config.reads {
-            GpuReads::Staged => (None, String::new()),
-            GpuReads::Auto(_) | GpuReads::Cufile(_) if config.staging == Staging::Device => {
+            GpuIo::Staged => (None, String::new()),
+            GpuIo::Auto(_) | GpuIo::Cufile(_) if config.staging == Staging::Device => {
                 return Err("its own storage reads (--gpu-io) need copy-command staging: GPU memory of its own beside the window".into())
             }
-            GpuReads::Auto(library) | GpuReads::Cufile(library) => match crate::cufile::Cufile::open(library.as_deref()) {
+            GpuIo::Auto(library) | GpuIo::Cufile(library) => match crate::cufile::Cufile::open(library.as_deref()) {
                 Err(report) if forced => return Err(format!("--gpu-io cufile: {}", report.detail)),
                 Err(report) => (None, format!("; storage reads staged through the window: {}", report.detail)),
                 Ok(cf) if !cf.direct() && !forced => (
@@ -506,7 +513,7 @@ impl GpuDevice {
                         }
                     );
                     let io = Io {
-                        reads: peerpath_device::StorageReads { direct: cf.direct(), what: what.clone() },
+                        reads: peerpath_device::StorageIo { direct: cf.direct(), writes: true, what: what.clone() },
                         cufile: cf,
                         files: Default::default(),
                         shared: shared.clone(),
@@ -647,7 +654,7 @@ impl GpuDevice {
         }
         let (io_jobs, mut io_threads) = (io.as_ref().map(|_| crossbeam_channel::unbounded::<Job>()), Vec::new());
         if let (Some(io), Some((_, rx))) = (&io, &io_jobs) {
-            functions = functions.with(FunctionKind::StorageRead);
+            functions = functions.with(FunctionKind::StorageRead).with(FunctionKind::StorageWrite);
             for k in 0..IO_THREADS {
                 let (io, rx, done, w, s) = (io.clone(), rx.clone(), done_tx.clone(), wake.clone(), sleeping.clone());
                 let handle = std::thread::Builder::new().name(format!("{}-io{k}", config.name)).spawn(move || io_run(&io, &rx, &done, &w, &s)).map_err(|e| e.to_string())?;
@@ -750,8 +757,8 @@ impl Device for GpuDevice {
         }
         let id = self.next_id;
         self.next_id += 1;
-        if let Function::StorageRead { .. } = request.function {
-            // Its own I/O threads read: into its own GPU memory only.
+        if let Function::StorageRead { .. } | Function::StorageWrite { .. } = request.function {
+            // Its own I/O threads read and write: its own GPU memory only.
             let own_len = self.io.as_ref().map_or(0, |io| io.own_len);
             let checked = peerpath_device::check_request(&request, own_len, self.functions);
             let (Ok(()), Some(jobs)) = (checked, &self.io_jobs) else {
@@ -834,14 +841,26 @@ impl Device for GpuDevice {
             io.reset();
         }
     }
-    fn storage_reads(&self) -> Option<&peerpath_device::StorageReads> {
+    fn storage_io(&self) -> Option<&peerpath_device::StorageIo> {
         self.io.as_ref().map(|io| &io.reads)
     }
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
-        let Some(io) = &self.io else { return Err(format!("device {} does not read storage itself (--gpu-io)", self.name)) };
+        let Some(io) = &self.io else { return Err(format!("device {} does not reach storage itself (--gpu-io)", self.name)) };
         let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
         let handle = io.cufile.register(std::os::fd::AsRawFd::as_raw_fd(&file))?;
         peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), (handle, file)).inspect_err(|_| io.cufile.deregister(handle))
+    }
+    /// Its I/O threads end once the queue closed at its failure is empty: settled then (a
+    /// thread stuck in cuFile never is).
+    fn settle(&mut self, timeout: Duration) -> bool {
+        let started = Instant::now();
+        while !self.io_threads.iter().all(|t| t.is_finished()) {
+            if self.io_jobs.is_some() || started.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
     fn unregister_file(&mut self, file: u8) {
         if let Some(io) = &self.io {
@@ -1931,7 +1950,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuReads::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuIo::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2024,7 +2043,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuReads::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuIo::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2117,7 +2136,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuReads::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuIo::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2357,14 +2376,15 @@ mod tests {
         eprintln!("ran on {}", dev.description);
     }
 
-    /// The GPU reads a file into its own memory itself through cuFile
-    /// (`--gpu-io cufile`: in compatibility mode too, where no direct path
-    /// exists): the bytes in GPU memory are the file's, the last read short
-    /// at its end; an unknown file number and unaligned reads are refused.
+    /// The GPU reads a file into its own memory and writes one from it itself
+    /// through cuFile (`--gpu-io cufile`: in compatibility mode too, where no
+    /// direct path exists): the bytes in GPU memory are the file's, the last
+    /// read short at its end, and the file written holds them; an unknown file
+    /// number and unaligned reads are refused.
     #[test]
-    fn the_gpu_reads_registered_files_into_its_memory_through_cufile() {
+    fn the_gpu_reads_and_writes_registered_files_through_cufile() {
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { coding: true, reads: GpuReads::Cufile(None), ..GpuDeviceConfig::staged(0, 2 * room, 16) };
+        let config = GpuDeviceConfig { coding: true, reads: GpuIo::Cufile(None), ..GpuDeviceConfig::staged(0, 2 * room, 16) };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2372,7 +2392,7 @@ mod tests {
                 return;
             }
         };
-        let reads = dev.storage_reads().expect("it reads storage itself").clone();
+        let reads = dev.storage_io().expect("it reads storage itself").clone();
         assert!(dev.functions().contains(FunctionKind::StorageRead) && reads.what.starts_with("cuFile"), "{reads:?}");
         assert!(dev.description().unwrap().contains("storage reads by the GPU itself: cuFile"), "{}", dev.description().unwrap());
         let data = crate::kernels::tests::bytes((5 << 20) + 123, 5);
@@ -2404,12 +2424,22 @@ mod tests {
         ]);
         assert_eq!(done.iter().map(|c| c.status).collect::<Vec<_>>(), [Status::StorageError, Status::InvalidField, Status::OutOfRange], "unknown file, unaligned, outside GPU memory");
         dev.unregister_file(f);
-        assert!(dev.profile().unwrap().contains("its own storage reads: 3"), "{}", dev.profile().unwrap());
+        // Written back from GPU memory to another file, through cuFile.
+        let out_path = dir.path().join("written");
+        let out = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&out_path).unwrap();
+        let w = dev.register_file(&out).unwrap();
+        let write = Request { tag: 6, function: Function::StorageWrite { file: w, offset: 4096 }, inputs: vec![DeviceRange::new(0, 4 << 20)], output: DeviceRange::new(0, 0) };
+        let done = run(&mut dev, vec![write]);
+        assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, 4 << 20));
+        let written = std::fs::read(&out_path).unwrap();
+        assert!(written.len() == 4096 + (4 << 20) && written[4096..] == data[..4 << 20], "the file holds GPU memory's bytes");
+        dev.unregister_file(w);
+        assert!(dev.profile().unwrap().contains("its own storage reads and writes: 4"), "{}", dev.profile().unwrap());
     }
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), reads: GpuReads::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), reads: GpuIo::Staged };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

@@ -25,7 +25,7 @@ mod kernels;
 mod nvcomp;
 pub mod scan;
 
-pub use device::{Gather, GpuDevice, GpuDeviceConfig, GpuReads, Staging};
+pub use device::{Gather, GpuDevice, GpuDeviceConfig, GpuIo, Staging};
 pub use inflate::{Inflater, Member};
 pub use nvcomp::{CompressOpts, Nvcomp};
 

@@ -13,7 +13,7 @@ use crate::job::CommonOptions;
 use crate::report::{Fallback, JobReport};
 use crate::Compute;
 use peerpath_device::{CpuDevice, CpuDeviceConfig, Device, DeviceMemory, FaultConfig, FaultyDevice};
-use peerpath_func::{Format, Level};
+use peerpath_func::{Format, Level, BGZF_EOF_BLOCK};
 use peerpath_mem::{MappedRegion, MemoryDomain};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,9 +42,10 @@ enum Reach {
     /// Staged, its own memory in the GPU domain: a stand-in for a GPU (the
     /// CPU device computes; the ledger books its stagings as a GPU's).
     StagedAsGpu,
-    /// Staged, but the device reads sources into its own memory itself (as
-    /// a GPU with GPUDirect Storage): only its output passes the window.
-    StagedReadingStorage,
+    /// Staged, but the device reads sources into its own memory and writes
+    /// targets from it itself (as a GPU with GPUDirect Storage): no payload
+    /// passes the window.
+    StagedWithStorageIo,
 }
 
 /// CPU devices (the executor reaches device memory by DMA only),
@@ -74,13 +75,13 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
                         std::fs::remove_file(&path).expect("the mapping outlives its file");
                         DeviceMemory::region(Arc::new(region))
                     }
-                    Reach::Staged | Reach::StagedAsGpu | Reach::StagedReadingStorage => {
+                    Reach::Staged | Reach::StagedAsGpu | Reach::StagedWithStorageIo => {
                         let window = MappedRegion::host(WINDOW_BYTES).expect("host window");
                         let domain = if reach == Reach::StagedAsGpu { MemoryDomain::Gpu { device: name.clone() } } else { MemoryDomain::Emulated { device: name.clone() } };
                         DeviceMemory::staged(DEVICE_MEMORY_BYTES, domain, Arc::new(window))
                     }
                 };
-                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32, whole_chunk_commands: whole_chunks, reads_storage: reach == Reach::StagedReadingStorage };
+                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32, whole_chunk_commands: whole_chunks, storage_io: reach == Reach::StagedWithStorageIo };
                 let cpu = CpuDevice::with_memory(config, memory).expect("CPU device");
                 let device: Box<dyn Device> = match &faults {
                     Some(f) => Box::new(FaultyDevice::new(cpu, f.clone())),
@@ -306,7 +307,7 @@ fn a_device_whose_bytes_differ_from_the_oracle_s_hands_over_at_a_member_boundary
     let srcs = sources(dir.path(), &[(24 << 20) + 123, 20 << 20]);
     let opts = options(Format::Gzip, 256 << 10);
     let (mut kept_some, mut read_backs) = (false, 0);
-    for (reach, whole_chunks) in [(Reach::Mapped, false), (Reach::Staged, true)] {
+    for (reach, whole_chunks) in [(Reach::Mapped, false), (Reach::Staged, true), (Reach::StagedWithStorageIo, true)] {
         for after in [1, 20, 40, 60] {
             let mut faults = FaultConfig::seeded(after);
             faults.crash_after_submissions = Some(after);
@@ -333,19 +334,19 @@ fn a_device_whose_bytes_differ_from_the_oracle_s_hands_over_at_a_member_boundary
     assert!(kept_some && read_backs > 0, "some crash came after the device's output was written, within an extent: the CPU went on after it ({read_backs} read back)");
 }
 
-/// A device that reads storage into its own memory itself (as a GPU with
-/// GPUDirect Storage does, `Function::StorageRead`): the sources never pass
-/// the host window, only the packed output does; the same bytes as the
-/// oracle; a failure mid-job (reads in flight on the device) hands over
-/// cleanly; files it cannot read so (not O_DIRECT) go through the window,
-/// and the report says which and why.
+/// A device that reads and writes storage itself (as a GPU with GPUDirect
+/// Storage does, `Function::StorageRead` and `StorageWrite`): no payload
+/// passes the host window; the same bytes as the oracle; a failure mid-job
+/// (reads and writes in flight on the device) hands over cleanly once the
+/// device has settled; files it cannot take so (not O_DIRECT) go through the
+/// window, and the report says which and why.
 #[test]
-fn a_device_that_reads_storage_itself_takes_sources_straight_into_its_memory() {
+fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_memory() {
     let dir = scratch();
     let srcs = sources(dir.path(), &[0, 4097, (9 << 20) + 5, 12 << 20]);
     let input: u64 = srcs.iter().map(|s| std::fs::metadata(s).unwrap().len()).sum();
     for (format, block, whole_chunks) in [(Format::Gzip, 1 << 20, false), (Format::Gzip, 64 << 10, true), (Format::Bgzf, 0, true)] {
-        let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, Reach::StagedReadingStorage, whole_chunks));
+        let report = against_oracle(dir.path(), &srcs, &options(format, block), devices_with(dir.path(), None, Reach::StagedWithStorageIo, whole_chunks));
         assert!(report.fallbacks.is_empty(), "{format:?}: {:?}", report.fallbacks);
         assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: all on devices");
         let entries = &report.ledger.entries;
@@ -355,18 +356,26 @@ fn a_device_that_reads_storage_itself_takes_sources_straight_into_its_memory() {
             .map(|e| e.bytes_written)
             .sum();
         assert_eq!(read_into_device, input, "{format:?}: every source byte read straight into device memory: {entries:?}");
-        let staged: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::Stage).map(|e| e.bytes_read).sum();
+        assert!(entries.iter().all(|e| e.purpose != peerpath_metrics::Purpose::Stage), "{format:?}: nothing staged: {entries:?}");
+        let written_from_device: u64 = entries
+            .iter()
+            .filter(|e| e.purpose == peerpath_metrics::Purpose::WriteTarget && matches!(&e.source, peerpath_metrics::Location::Memory { domain: MemoryDomain::Emulated { .. } }))
+            .map(|e| e.bytes_read)
+            .sum();
         let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
-        assert!(staged >= output && staged < output + (1 << 20), "{format:?}: only the output is staged ({staged} against {output} out)");
-        let reads = report.devices.iter().filter_map(|d| d.storage_reads.as_deref()).collect::<Vec<_>>();
-        assert_eq!(reads.len(), 2, "{format:?}: {reads:?}");
-        assert!(reads.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s)") && r.contains("pread by the CPU device's workers")), "{format:?}: {reads:?}");
-        assert!(report.render().contains("    reads       its own reads of 2 of 2"), "{}", report.render());
+        assert!(written_from_device >= output && written_from_device < output + 4 * 4096, "{format:?}: every output byte written from device memory ({written_from_device} against {output})");
+        // (BGZF: each stream's 28-byte end marker is copied in from the window, host memory.)
+        let marker = if format == Format::Bgzf { BGZF_EOF_BLOCK.len() * srcs.len() } else { 0 };
+        assert_eq!(report.ledger.host_memory_payload_bytes, marker as u64, "{format:?}: no payload in host memory");
+        let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
+        assert_eq!(io.len(), 2, "{format:?}: {io:?}");
+        assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s) into its memory and writes of 2 of 2 target(s) from it") && r.contains("pread and pwrite by the CPU device's workers")), "{format:?}: {io:?}");
+        assert!(report.render().contains("    storage     its own reads of 2 of 2"), "{}", report.render());
     }
     for after in [3, 30] {
         let mut faults = FaultConfig::seeded(after);
         faults.crash_after_submissions = Some(after);
-        let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::StagedReadingStorage, true));
+        let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::StagedWithStorageIo, true));
         assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "crash after {after}: {:?}", report.fallbacks);
     }
     // In memory (no O_DIRECT): through the window, said so.
@@ -375,7 +384,7 @@ fn a_device_that_reads_storage_itself_takes_sources_straight_into_its_memory() {
         return;
     };
     let srcs = sources(shm.path(), &[(3 << 20) + 5]);
-    let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(shm.path(), None, Reach::StagedReadingStorage, true));
-    let reads = report.devices.iter().filter_map(|d| d.storage_reads.as_deref()).collect::<Vec<_>>();
-    assert!(reads.iter().any(|r| r.starts_with("its own reads of 0 of 1 source(s)") && r.contains("through the host window instead") && r.contains("not read with O_DIRECT")), "{reads:?}");
+    let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(shm.path(), None, Reach::StagedWithStorageIo, true));
+    let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
+    assert!(io.iter().any(|r| r.starts_with("its own reads of 0 of 1 source(s) into its memory and writes of 0 of 1 target(s)") && r.contains("through the host window instead") && r.contains("not read with O_DIRECT") && r.contains("not written with O_DIRECT")), "{io:?}");
 }

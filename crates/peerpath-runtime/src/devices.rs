@@ -54,12 +54,12 @@ pub struct GpuSpec {
     pub chunk_bytes: usize,
     /// Whether the GPU reads sources into its memory itself, through cuFile
     /// (where cuFile reports a direct path, by default).
-    pub reads: peerpath_gpu::GpuReads,
+    pub reads: peerpath_gpu::GpuIo,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, reads: peerpath_gpu::GpuReads::Auto(None) }
+        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, reads: peerpath_gpu::GpuIo::Auto(None) }
     }
 }
 
@@ -181,9 +181,9 @@ impl<'a> DeviceSet<'a> {
             start: Box::new(move |_sizes, _params, fallbacks| {
                 // `--gpu-io auto` asks cuFile only where a direct path can exist at all.
                 let (reads, not_asked) = match &spec.reads {
-                    peerpath_gpu::GpuReads::Auto(_) => match cufile_worth_asking(Path::new("/sys")) {
+                    peerpath_gpu::GpuIo::Auto(_) => match cufile_worth_asking(Path::new("/sys")) {
                         Ok(()) => (spec.reads.clone(), None),
-                        Err(why) => (peerpath_gpu::GpuReads::Staged, Some(why)),
+                        Err(why) => (peerpath_gpu::GpuIo::Staged, Some(why)),
                     },
                     r => (r.clone(), None),
                 };
@@ -212,7 +212,7 @@ impl<'a> DeviceSet<'a> {
                 }
                 match peerpath_gpu::GpuDevice::open(&config) {
                     Ok(d) => {
-                        let mut kind = format!("{}; {}", d.description, gpu_storage_path(Path::new("/sys"), &d.pci_address, d.storage_reads().is_some()));
+                        let mut kind = format!("{}; {}", d.description, gpu_storage_path(Path::new("/sys"), &d.pci_address, d.storage_io().is_some()));
                         if let Some(why) = not_asked {
                             kind += &format!(" (--gpu-io auto did not ask cuFile: {why})");
                         }
@@ -357,7 +357,7 @@ impl JobDevice {
             memory_huge_page_bytes: pages.map(|p| p.1),
             failure,
             profile: self.device.profile(),
-            storage_reads: None,
+            storage_io: None,
         }
     }
 }

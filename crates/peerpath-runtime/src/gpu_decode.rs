@@ -222,7 +222,7 @@ impl GpuDecoder {
             memory_huge_page_bytes: None,
             failure: s.failed.clone(),
             profile: Some(self.inflater.profile()),
-            storage_reads: None,
+            storage_io: None,
         }
     }
 }

@@ -35,7 +35,7 @@ use crate::error::{JobError, Result};
 use crate::report::{DeviceReport, Fallback};
 use crate::token::Token;
 use crate::writer::{TargetWriter, STAGING_BYTES};
-use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, StorageReads, Submit, Watcher};
+use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, StorageIo, Submit, Watcher};
 use peerpath_func::{member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
 use peerpath_io::{IoEngine, IoOp, OpenedFile, Waker};
 use peerpath_mem::{align_down, align_up, RangeAllocator, RangeBuf, RegionAllocator, RegionBuf, DIRECT_IO_ALIGN_BYTES};
@@ -56,7 +56,13 @@ pub(crate) trait DeviceStream {
     fn name(&self) -> &str;
     fn size(&self) -> u64;
     fn writer(&mut self) -> &mut TargetWriter;
+    fn target(&self) -> &TargetWriter;
 }
+
+/// How long a failed device that was writing the target itself is given to
+/// stop (the writes it was given run or are dropped) before the CPU may
+/// take the target over.
+const SETTLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How a stream left the devices.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,6 +177,9 @@ enum Op {
     StageOut { stream: usize, staging: u32, bytes: u64 },
     /// A device that reads storage itself: a chunk read into its own memory.
     Load { stream: usize, seq: u64, bytes: u64 },
+    /// A device that writes storage itself: a sealed staging range written
+    /// from its own memory to the target at `at`.
+    Store { stream: usize, staging: u32, at: u64, bytes: u64 },
 }
 
 /// Staged memory: a sealed staging range on its way out through the
@@ -194,6 +203,14 @@ struct OStream {
     src_file: Option<u8>,
     /// Such reads in flight (the device's commands, not the engine's).
     loads: usize,
+    /// The target's number with a device that writes it itself, and where
+    /// it is, as the ledger names it.
+    dst_file: Option<u8>,
+    target_location: Option<Location>,
+    /// Its writes in flight: offset -> bytes (the device's commands).
+    stores: BTreeMap<u64, u64>,
+    /// Bytes its writes completed since the writer last heard of them.
+    device_written: u64,
     /// Reads: the next one's source offset and number, and whether all are issued.
     next_read_offset: u64,
     next_seq: u64,
@@ -255,10 +272,10 @@ struct DevState {
     whole_chunks: bool,
     /// Staged memory: the device reads storage into its own memory itself
     /// (its sources registered with it), and how.
-    storage_reads: Option<StorageReads>,
+    storage_io: Option<StorageIo>,
     /// What its own reads did for the report: sources read that way, and
     /// why others were not.
-    reads_note: Option<String>,
+    io_note: Option<String>,
 }
 
 impl DevState {
@@ -370,14 +387,14 @@ impl DeviceSide {
         for (d, jd) in devices.iter_mut().enumerate() {
             let mut dev = device_memory(jd, &params)?;
             let max_inputs = max_inputs(jd.device.parallelism(), jd.streams.len(), &params);
-            let mut refused = Vec::new();
+            let (mut refused, mut refused_writes) = (Vec::new(), Vec::new());
             for &i in &jd.streams {
                 let s = &streams[i];
                 let mut o = OStream { dev: d, source_name: s.name().to_string(), max_inputs, chunk_starts: vec![0], ..Default::default() };
                 for _ in 0..STAGINGS_PER_STREAM {
                     o.free_stagings.push(dev.alloc(staging_capacity).expect("memory was checked"));
                 }
-                if dev.storage_reads.is_some() {
+                if dev.storage_io.is_some() {
                     // Its own reads take O_DIRECT files (GPUDirect Storage does).
                     let registered = match s.source_via() {
                         crate::Via::Direct => jd.device.register_file(&s.source().file),
@@ -388,15 +405,31 @@ impl DeviceSide {
                         Err(why) => refused.push(format!("{}: {why}", s.name())),
                     }
                 }
+                if dev.storage_io.as_ref().is_some_and(|h| h.writes) {
+                    // And its own writes, of O_DIRECT targets.
+                    let w = s.target();
+                    let registered = match w.via() {
+                        crate::Via::Direct => jd.device.register_file(&w.target.file),
+                        _ => Err("not written with O_DIRECT (a memory file system)".into()),
+                    };
+                    match registered {
+                        Ok(file) => (o.dst_file, o.target_location) = (Some(file), Some(w.target_location().clone())),
+                        Err(why) => refused_writes.push(format!("{}: {why}", w.final_path.display())),
+                    }
+                }
                 os[i] = Some(o);
             }
-            if let Some(how) = &dev.storage_reads {
-                let own = jd.streams.len() - refused.len();
-                let mut note = format!("its own reads of {own} of {} source(s) into its memory: {}", jd.streams.len(), how.what);
-                if !refused.is_empty() {
-                    note += &format!("; through the host window instead: {}", refused.join("; "));
+            if let Some(how) = &dev.storage_io {
+                let n = jd.streams.len();
+                let mut note = format!("its own reads of {} of {n} source(s) into its memory", n - refused.len());
+                if how.writes {
+                    note += &format!(" and writes of {} of {n} target(s) from it", n - refused_writes.len());
                 }
-                dev.reads_note = Some(note);
+                note += &format!(": {}", how.what);
+                if !refused.is_empty() || !refused_writes.is_empty() {
+                    note += &format!("; through the host window instead: {}", refused.iter().chain(&refused_writes).cloned().collect::<Vec<_>>().join("; "));
+                }
+                dev.io_note = Some(note);
             }
             // First-fit keeps the ranges in use at the start of the region;
             // anything beyond the usual peak is registered when first used.
@@ -457,7 +490,7 @@ impl DeviceSide {
         self.issue_reads(streams, engine)?;
         self.poll_devices(ledger);
         let mut ended = self.pack_and_write(streams, engine, ledger)?;
-        ended.extend(self.hand_over_quiesced(streams));
+        ended.extend(self.hand_over_quiesced(streams)?);
         if self.order.iter().all(|&i| self.os[i].as_ref().is_some_and(|o| o.outcome.is_some())) {
             let (cpu, wall) = &self.driving;
             self.ended = Some((peerpath_metrics::thread_cpu_now().minus(cpu).total_s(), wall.elapsed().as_secs_f64()));
@@ -581,7 +614,10 @@ impl DeviceSide {
             pack_ready(o, i, dev, &self.params, self.staging_capacity);
             write_sealed(streams[i].writer(), o, i, dev, engine, ledger)?;
             write_staged_out(streams[i].writer(), o, i, engine, ledger)?;
-            if o.final_written && o.writes_in_flight == 0 {
+            if o.device_written > 0 {
+                streams[i].writer().note_written(std::mem::take(&mut o.device_written));
+            }
+            if o.final_written && o.writes_in_flight == 0 && o.stores.is_empty() {
                 ended.push((i, o.finish(&mut streams[i], self.params.member_bytes)));
             }
         }
@@ -589,13 +625,30 @@ impl DeviceSide {
     }
 
     /// Streams of failed devices: once their I/O is quiet, hand them over.
-    fn hand_over_quiesced(&mut self, streams: &mut [impl DeviceStream]) -> Vec<(usize, Outcome)> {
+    fn hand_over_quiesced(&mut self, streams: &mut [impl DeviceStream]) -> Result<Vec<(usize, Outcome)>> {
         let chunk_members = (self.params.chunk_bytes / self.params.member_bytes) as u64;
         let mut ended = Vec::new();
         for &i in &self.order {
             let o = self.os[i].as_mut().expect("on a device");
             if o.outcome.is_some() || self.devs[o.dev].failure.is_none() || o.reads_in_flight > 0 || o.writes_in_flight > 0 {
                 continue;
+            }
+            if let Some(&first) = o.stores.keys().next() {
+                // It was writing the target itself when it failed: the CPU takes the target only
+                // once the device can write no more, and goes on from before the first write
+                // not known to be done (those done past it are written again, the same way).
+                let device = &mut self.devices[o.dev].device;
+                if !device.settle(SETTLE_TIMEOUT) {
+                    return Err(JobError::Device {
+                        detail: format!("device {} failed with {} of its own writes to {} in flight and did not stop within {} s: nothing was kept", device.name(), o.stores.len(), streams[i].target().final_path.display(), SETTLE_TIMEOUT.as_secs()),
+                    });
+                }
+                o.written = o.written.min(first);
+                o.final_written = false;
+                o.stores.clear();
+            }
+            if o.device_written > 0 {
+                streams[i].writer().note_written(std::mem::take(&mut o.device_written));
             }
             if o.final_written {
                 // Everything was already on its way: nothing to redo.
@@ -610,7 +663,7 @@ impl DeviceSide {
             o.outcome = Some(Outcome::HandOver(h.clone()));
             ended.push((i, Outcome::HandOver(h)));
         }
-        ended
+        Ok(ended)
     }
 
     /// Sends work queued since the last poll; whether the job may sleep (not
@@ -711,7 +764,7 @@ impl DeviceSide {
             let sources = jd.streams.iter().map(|&i| streams[i].name().to_string()).collect();
             let members = jd.streams.iter().map(|&i| outcome(i).members_on_device()).sum();
             let mut report = jd.report(sources, members, failure.clone(), drive_s, &summary);
-            report.storage_reads = self.devs[d].reads_note.clone();
+            report.storage_io = self.devs[d].io_note.clone();
             reports.push(report);
             jd.healthy = failure.is_none();
         }
@@ -734,8 +787,10 @@ impl DeviceSide {
         // (every stream ended), or the job is failing. A failed device keeps
         // them until it goes (a hung one may still be reading).
         for o in self.os.iter().flatten() {
-            if let (Some(file), None) = (o.src_file, &self.devs[o.dev].failure) {
-                self.devices[o.dev].device.unregister_file(file);
+            if self.devs[o.dev].failure.is_none() {
+                for file in o.src_file.iter().chain(&o.dst_file) {
+                    self.devices[o.dev].device.unregister_file(*file);
+                }
             }
         }
         self.watchers.clear();
@@ -792,8 +847,8 @@ fn device_memory(jd: &JobDevice, params: &Params) -> Result<DevState> {
         eof: None,
         max_input_ranges: jd.device.max_input_ranges().max(1),
         whole_chunks: jd.device.whole_chunk_commands(),
-        storage_reads: if window_at > 0 { jd.device.storage_reads().cloned() } else { None },
-        reads_note: None,
+        storage_io: if window_at > 0 { jd.device.storage_io().cloned() } else { None },
+        io_note: None,
     })
 }
 
@@ -950,7 +1005,7 @@ fn on_device_completion(
             }
             let o = os[stream].as_mut().expect("on a device");
             o.loads -= 1;
-            let how = dev.storage_reads.as_ref().expect("only devices that read storage get loads");
+            let how = dev.storage_io.as_ref().expect("only devices that read storage get loads");
             let source = Location::storage(o.source_name.clone());
             let storage = Mover::Dma { engine: "storage controller".into() };
             if how.direct {
@@ -965,6 +1020,25 @@ fn on_device_completion(
             let chunk = o.chunks.remove(&seq).expect("chunk being read");
             let input = chunk.input.expect("read into its input range");
             start_chunk(dev, o, stream, seq, input, chunk.output, bytes as usize, params);
+        }
+        Op::Store { stream, staging, at, bytes } => {
+            if c.output_bytes != bytes {
+                return Err(format!("wrote {} bytes of {bytes} at byte {at} of the target", c.output_bytes));
+            }
+            let o = os[stream].as_mut().expect("on a device");
+            o.stores.remove(&at);
+            o.device_written += bytes;
+            let how = dev.storage_io.as_ref().expect("only devices that write storage get stores");
+            let target = o.target_location.clone().expect("a registered target");
+            let storage = Mover::Dma { engine: "storage controller".into() };
+            if how.direct {
+                ledger.record_copy(here, target, storage, Purpose::WriteTarget, bytes);
+            } else {
+                let host = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
+                ledger.record_copy(here, host.clone(), stager, Purpose::Stage, bytes);
+                ledger.record_copy(host, target, storage, Purpose::WriteTarget, bytes);
+            }
+            release_reader(o, staging, None);
         }
         Op::StageOut { stream, staging, bytes } => {
             if c.output_bytes != bytes {
@@ -987,6 +1061,7 @@ fn describe(op: &Op) -> String {
         Op::StageIn { seq, .. } => format!("copying block {seq} in from the host window"),
         Op::StageOut { .. } => "copying packed output out to the host window".into(),
         Op::Load { seq, .. } => format!("reading block {seq} from storage"),
+        Op::Store { at, .. } => format!("writing the target at byte {at}"),
     }
 }
 
@@ -1103,7 +1178,20 @@ fn write_sealed(w: &mut TargetWriter, o: &mut OStream, stream: usize, dev: &mut 
         let aligned = align_down(st.filled, DIRECT_IO_ALIGN_BYTES);
         let write_len = if st.last { align_up(st.filled, DIRECT_IO_ALIGN_BYTES) } else { aligned };
         let (offset, filled, tail_to, last) = (st.offset, st.filled, st.tail_to, st.last);
-        if dev.own.is_some() {
+        if let (Some(file), Some(_)) = (o.dst_file, &dev.own) {
+            // The device writes the range to the target itself, from its own memory.
+            st.written = true;
+            if write_len > 0 {
+                let (tag, at) = (next_tag(dev), o.written);
+                dev.ops.insert(tag, Op::Store { stream, staging: id, at, bytes: write_len as u64 });
+                let from = DeviceRange::new(offset as u64, write_len as u64);
+                dev.backlog.push_back(Request { tag, function: Function::StorageWrite { file, offset: at }, inputs: vec![from], output: DeviceRange::new(0, 0) });
+                st.readers += 1;
+                o.stores.insert(at, write_len as u64);
+            }
+            o.written += aligned as u64;
+            o.final_written |= last;
+        } else if dev.own.is_some() {
             // Staged memory: the device copies the range out to the window;
             // `write_staged_out` writes it, in order, once it is there.
             let bounce = match write_len {

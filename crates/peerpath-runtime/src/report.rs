@@ -161,10 +161,11 @@ pub struct DeviceReport {
     pub failure: Option<String>,
     /// The device's own account of where its time went, where it keeps one.
     pub profile: Option<String>,
-    /// A device that reads storage into its memory itself (GPUDirect
-    /// Storage): which sources it read so, how, and why not the others.
+    /// A device that moves storage to and from its memory itself (GPUDirect
+    /// Storage): which sources it read and targets it wrote so, how, and why
+    /// not the others.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_reads: Option<String>,
+    pub storage_io: Option<String>,
 }
 
 /// Where a figure comes from. Every report says it.
@@ -648,8 +649,8 @@ fn render_device(s: &mut String, d: &DeviceReport) {
     if let Some(p) = &d.profile {
         let _ = writeln!(s, "    profile     {p}");
     }
-    if let Some(r) = &d.storage_reads {
-        let _ = writeln!(s, "    reads       {r}");
+    if let Some(r) = &d.storage_io {
+        let _ = writeln!(s, "    storage     {r}");
     }
     if let Some(f) = &d.failure {
         let _ = writeln!(s, "    FAILED      {f}");

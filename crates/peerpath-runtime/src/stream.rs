@@ -127,4 +127,7 @@ impl DeviceStream for Stream {
     fn writer(&mut self) -> &mut TargetWriter {
         self.writer.as_mut().expect("writer open")
     }
+    fn target(&self) -> &TargetWriter {
+        self.writer.as_ref().expect("writer open")
+    }
 }
