@@ -15,8 +15,8 @@
 //! device too. Its report carries what `peerpath topo` shows (model, BAR1, link) and its
 //! memory-path verdict ([`crate::gpu`]). Where its memory is a published P2PDMA provider it is
 //! planned as a CSP is; otherwise both its legs are *staged* through pinned host memory
-//! ([`Leg::Staged`], with the verdict's deciding reason; also where nvidia-fs is loaded, since
-//! peerpath's GPU device does not drive cuFile). A staged GPU takes streams only when named:
+//! ([`Leg::Staged`], with the verdict's deciding reason; also where nvidia-fs is loaded: only
+//! cuFile, asked when the GPU opens, confirms the direct path, which the plan cannot). A staged GPU takes streams only when named:
 //! in auto mode it is listed, not used, since the CPU path touches host memory no more.
 //!
 //! ```text
@@ -487,7 +487,7 @@ fn staged_because(path: &GpuMemoryPath, why: &Why) -> String {
 
 /// Why a GPU's legs are staged: the deciding reason of its memory-path verdict (the most severe),
 /// with every reason in words; or, where the verdict says storage could DMA straight into it,
-/// that peerpath's GPU device does not drive cuFile (GPUDirect Storage) yet.
+/// that only cuFile (GPUDirect Storage), asked when the GPU opens, confirms that path.
 fn staged_why(path: &GpuMemoryPath, blocked: Option<&Reason>) -> Why {
     if let Some(r) = blocked {
         return Why {
@@ -501,7 +501,7 @@ fn staged_why(path: &GpuMemoryPath, blocked: Option<&Reason>) -> Why {
         return Why {
             code: "cufile".into(),
             text: if gds {
-                "nvidia-fs is loaded, so GPUDirect Storage could DMA straight into its memory, but peerpath's GPU device does not drive cuFile yet".into()
+                "nvidia-fs is loaded, so GPUDirect Storage could DMA straight into its memory: the GPU reads and writes through cuFile where cuFile confirms it when the GPU opens (--gpu-io auto), which this plan cannot ask; planned staged".into()
             } else {
                 "storage could DMA straight into its memory, but peerpath's GPU device stages through its pinned window".into()
             },

@@ -201,14 +201,14 @@ fn without_nvidia_fs_the_plan_names_it_with_its_remedy_and_with_it_stays_staged_
     assert!(why.remedy.as_deref().is_some_and(|r| r.contains("modprobe nvidia-fs")), "{why:?}");
     let g = p.devices[0].gpu.as_ref().unwrap();
     assert!(g.reasons.iter().any(|r| r.reason == "no_nvidia_fs" && r.severity == Severity::Blocks));
-    // nvidia-fs loaded: the verdict says direct, but peerpath's GPU device does not drive cuFile.
+    // nvidia-fs loaded: the verdict says direct, but only cuFile confirms it when the GPU opens.
     std::fs::create_dir_all(copy.join("module/nvidia_fs")).unwrap();
     let t = Topology::from_sysfs(&copy).unwrap();
     let p = plan_on(&t, "gpu0");
     let g = p.devices[0].gpu.as_ref().unwrap();
     assert!(g.direct);
     assert_eq!(g.data_path, GpuDataPath::Staged);
-    assert!(g.data_path_why.contains("does not drive cuFile"), "{}", g.data_path_why);
+    assert!(g.data_path_why.contains("where cuFile confirms it") && g.data_path_why.contains("planned staged"), "{}", g.data_path_why);
     let Leg::Staged { why, .. } = &p.streams[0].write else { panic!("{:?}", p.streams[0].write) };
     assert_eq!(why.code, "cufile");
 }
