@@ -942,7 +942,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
                 nvcomp: a.nvcomp.clone(),
                 streams: a.gpu_streams as usize,
                 staging: a.gpu_staging.into(),
-                reads: match (a.gpu_io, a.gpu_staging) {
+                io: match (a.gpu_io, a.gpu_staging) {
                     // The device's own staging has no GPU memory apart from the window to read into.
                     (GpuIoArg::Auto, GpuStagingArg::Device) => peerpath_gpu::GpuIo::Staged,
                     (io, _) => io.into(),

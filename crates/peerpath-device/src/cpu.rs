@@ -233,14 +233,7 @@ impl Device for CpuDevice {
     /// Its workers run what was queued before it failed (a crash stops
     /// taking commands, not the ones taken), then end: settled once they have.
     fn settle(&mut self, timeout: Duration) -> bool {
-        let started = std::time::Instant::now();
-        while !self.workers.iter().all(|w| w.is_finished()) {
-            if self.jobs.is_some() || started.elapsed() >= timeout {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        true
+        self.jobs.is_none() && crate::threads_ended(&self.workers, timeout)
     }
 
     fn unregister_file(&mut self, file: u8) {

@@ -148,6 +148,20 @@ pub trait Device: Send {
     }
 }
 
+/// Waits, at most `timeout`, until every one of `threads` has ended (polling: a thread stuck
+/// in a call that never returns cannot be joined); whether they all did. For
+/// [`Device::settle`], once a failed device's queue is closed.
+pub fn threads_ended(threads: &[std::thread::JoinHandle<()>], timeout: Duration) -> bool {
+    let started = Instant::now();
+    while !threads.iter().all(|t| t.is_finished()) {
+        if started.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
 /// Puts `file` in the first free slot of a device's table of registered files: its number
 /// ([`Device::register_file`]), at most 256 of them.
 pub fn register_in<T>(files: &mut Vec<Option<T>>, file: T) -> Result<u8, String> {
@@ -263,10 +277,18 @@ mod tests {
     use crate::function::FunctionSet;
     use crate::request::DeviceRange;
 
-    /// Takes commands and never answers them (a hung GPU kernel).
+    /// Takes commands and never answers them: holding them in flight (a hung GPU kernel), or
+    /// forgetting them at once (not in flight either: a device that lost them).
     struct Silent {
         memory: DeviceMemory,
+        forgets: bool,
         taken: usize,
+    }
+
+    impl Silent {
+        fn new(forgets: bool) -> Silent {
+            Silent { memory: DeviceMemory::host(4096), forgets, taken: 0 }
+        }
     }
 
     impl Device for Silent {
@@ -283,10 +305,14 @@ mod tests {
             1
         }
         fn in_flight(&self) -> usize {
-            self.taken
+            if self.forgets {
+                0
+            } else {
+                self.taken
+            }
         }
         fn submit(&mut self, request: Request) -> Submit {
-            if self.taken >= 1 {
+            if self.in_flight() >= 1 {
                 return Submit::Busy(request);
             }
             self.taken += 1;
@@ -301,48 +327,13 @@ mod tests {
         }
     }
 
-    /// Takes every other command and forgets it (it never comes back, and is not in flight).
-    struct Forgets {
-        inner: Silent,
-        seen: u64,
-    }
-
-    impl Device for Forgets {
-        fn name(&self) -> &str {
-            "forgets"
-        }
-        fn functions(&self) -> FunctionSet {
-            FunctionSet::all()
-        }
-        fn memory(&self) -> &DeviceMemory {
-            self.inner.memory()
-        }
-        fn queue_depth(&self) -> usize {
-            4
-        }
-        fn in_flight(&self) -> usize {
-            0
-        }
-        fn submit(&mut self, request: Request) -> Submit {
-            self.seen += 1;
-            let _ = request;
-            Submit::Queued
-        }
-        fn poll(&mut self, _completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
-            Ok(0)
-        }
-        fn wait(&mut self, _timeout: Duration) -> Result<(), DeviceError> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn commands_lost_without_an_answer_are_the_device_s_failure() {
-        let mut dev = Forgets { inner: Silent { memory: DeviceMemory::host(4096), taken: 0 }, seen: 0 };
+        let mut dev = Silent::new(true);
         let e = run_to_completion(&mut dev, [Request::crc32(1, &[DeviceRange::new(0, 8)])], Duration::from_secs(5)).unwrap_err();
         assert_eq!(e.kind, crate::FailureKind::MalformedCompletion);
         assert!(e.detail.contains("answered 0 of 1 commands"), "{}", e.detail);
-        assert_eq!(dev.seen, 1);
+        assert_eq!(dev.taken, 1);
     }
 
     /// A command that never completes is the device's timeout, not a shorter list of answers
@@ -352,7 +343,7 @@ mod tests {
         let crc = |tag| Request::crc32(tag, &[DeviceRange::new(0, 8)]);
         for requests in [vec![crc(1)], vec![crc(1), crc(2), crc(3)]] {
             let n = requests.len();
-            let mut dev = Silent { memory: DeviceMemory::host(4096), taken: 0 };
+            let mut dev = Silent::new(false);
             let e = run_to_completion(&mut dev, requests, Duration::from_millis(100)).unwrap_err();
             assert_eq!(e.kind, crate::FailureKind::Timeout);
             assert!(e.detail.contains(&format!("{n} command(s) outstanding")), "{}", e.detail);

@@ -31,6 +31,17 @@ impl Outcome {
     pub(crate) fn failed(status: Status) -> Outcome {
         Outcome { status, output_bytes: 0, input_crc32: 0, device_time_us: 0, busy_ns: 0 }
     }
+
+    /// What a command gave, and the time it took (its device time and busy time).
+    fn timed(status: Status, output_bytes: u64, input_crc32: u32, elapsed: std::time::Duration) -> Outcome {
+        Outcome {
+            status,
+            output_bytes,
+            input_crc32,
+            device_time_us: elapsed.as_micros().min(u32::MAX as u128) as u32,
+            busy_ns: elapsed.as_nanos().min(u64::MAX as u128) as u64,
+        }
+    }
 }
 
 /// Checks everything about `request` that can be checked without reading
@@ -221,14 +232,7 @@ pub(crate) unsafe fn run(memory: &DeviceMemory, request: &Request, encoders: &mu
             (Status::Internal, 0, 0)
         }
     };
-    let elapsed = start.elapsed();
-    Outcome {
-        status,
-        output_bytes,
-        input_crc32,
-        device_time_us: elapsed.as_micros().min(u32::MAX as u128) as u32,
-        busy_ns: elapsed.as_nanos().min(u64::MAX as u128) as u64,
-    }
+    Outcome::timed(status, output_bytes, input_crc32, start.elapsed())
 }
 
 /// The functions themselves, on plain slices. Returns (output bytes, CRC-32
@@ -402,14 +406,7 @@ pub(crate) unsafe fn storage_io(memory: &DeviceMemory, request: &Request, file: 
     if done.is_err() {
         return Outcome::failed(Status::StorageError);
     }
-    let elapsed = start.elapsed();
-    Outcome {
-        status: Status::Success,
-        output_bytes: at as u64,
-        input_crc32: 0,
-        device_time_us: elapsed.as_micros().min(u32::MAX as u128) as u32,
-        busy_ns: elapsed.as_nanos().min(u64::MAX as u128) as u64,
-    }
+    Outcome::timed(Status::Success, at as u64, 0, start.elapsed())
 }
 
 #[cfg(test)]

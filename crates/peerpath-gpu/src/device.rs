@@ -95,12 +95,12 @@ pub struct GpuDeviceConfig {
     pub staging: Staging,
     /// How a worker gathers its batch (one nvCOMP launch).
     pub gather: Gather,
-    /// Whether it reads storage into its memory itself, through cuFile.
-    pub reads: GpuIo,
+    /// Whether it reads and writes storage itself, through cuFile.
+    pub io: GpuIo,
 }
 
-/// Whether the GPU reads storage into its own memory itself, through cuFile
-/// (GPUDirect Storage), for `Function::StorageRead` (`--gpu-io`); the
+/// Whether the GPU reads and writes storage itself, through cuFile (GPUDirect
+/// Storage), for `Function::StorageRead` and `StorageWrite` (`--gpu-io`); the
 /// library is `None` for cuFile's usual places ([`crate::cufile::Cufile::open`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum GpuIo {
@@ -138,7 +138,7 @@ impl GpuDeviceConfig {
             streams: 1,
             staging: Staging::Commands,
             gather: Gather::default(),
-            reads: GpuIo::Staged,
+            io: GpuIo::Staged,
         }
     }
 }
@@ -296,17 +296,17 @@ pub struct GpuDevice {
 /// The longest batches measured took under a second (a queue depth of 16 MiB chunks).
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// I/O threads cuFile's blocking reads run on: as many reads in flight at
-/// once (a storage queue's worth).
+/// I/O threads cuFile's blocking reads and writes run on: as many in flight
+/// at once (a storage queue's worth).
 const IO_THREADS: usize = 4;
 
-/// The GPU's own storage reads: cuFile, the files registered with it (each
+/// The GPU's own storage reads and writes: cuFile, the files registered with it (each
 /// with a descriptor of its own, open for as long as it is registered), and
 /// what the reads did. Dropped after its threads end: deregisters the files
 /// and the GPU memory, then closes cuFile's driver, while that memory lives.
 struct Io {
     cufile: crate::cufile::Cufile,
-    reads: peerpath_device::StorageIo,
+    storage: peerpath_device::StorageIo,
     #[allow(clippy::type_complexity)]
     files: std::sync::RwLock<Vec<Option<(crate::cufile::FileHandle, std::fs::File)>>>,
     /// The GPU memory the reads land in, registered with cuFile where it took it.
@@ -378,7 +378,7 @@ impl Drop for Io {
     }
 }
 
-/// An I/O thread: cuFile reads of the commands it takes, completed like the workers' batches.
+/// An I/O thread: cuFile reads and writes of the commands it takes, completed like the workers' batches.
 fn io_run(io: &Io, jobs: &crossbeam_channel::Receiver<Job>, done: &crossbeam_channel::Sender<Result<Done, String>>, wake: &EventFd, sleeping: &AtomicBool) {
     let bound = io.shared.ctx.bind_to_thread();
     for job in jobs {
@@ -486,9 +486,9 @@ impl GpuDevice {
         // Offsets: [0, own) GPU memory, then the window; with device staging the window alone.
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
-        let forced = matches!(config.reads, GpuIo::Cufile(_));
+        let forced = matches!(config.io, GpuIo::Cufile(_));
         let cufile_started = Instant::now();
-        let (io, reads_words) = match &config.reads {
+        let (io, reads_words) = match &config.io {
             GpuIo::Staged => (None, String::new()),
             GpuIo::Auto(_) | GpuIo::Cufile(_) if config.staging == Staging::Device => {
                 return Err("its own storage reads (--gpu-io) need copy-command staging: GPU memory of its own beside the window".into())
@@ -513,7 +513,7 @@ impl GpuDevice {
                         }
                     );
                     let io = Io {
-                        reads: peerpath_device::StorageIo { direct: cf.direct(), writes: true, what: what.clone() },
+                        storage: peerpath_device::StorageIo { direct: cf.direct(), writes: true, what: what.clone() },
                         cufile: cf,
                         files: Default::default(),
                         shared: shared.clone(),
@@ -802,7 +802,9 @@ impl Device for GpuDevice {
                 Err(why) => return Err(self.fail(why)),
             }
         }
-        if let Some((request, since)) = self.in_flight.values().max_by_key(|(_, t)| t.elapsed()) {
+        // Only when nothing came in: a device that answers is not hung (and a poll that
+        // finds completions, the busy case, scans nothing).
+        if let Some((request, since)) = self.in_flight.values().min_by_key(|(_, t)| *t).filter(|_| n == 0) {
             if since.elapsed() >= COMMAND_TIMEOUT {
                 let what = request.function.to_string();
                 self.hung = true;
@@ -819,7 +821,7 @@ impl Device for GpuDevice {
             return Ok(());
         }
         // Back in time for poll to find a command past its timeout.
-        let oldest = self.in_flight.values().map(|(_, t)| t.elapsed()).max().unwrap_or_default();
+        let oldest = self.in_flight.values().map(|(_, t)| *t).min().map_or(Duration::ZERO, |t| t.elapsed());
         let timeout = timeout.min(COMMAND_TIMEOUT.saturating_sub(oldest) + Duration::from_millis(1));
         let _ = peerpath_device::poll_fds(&[(self.wake.raw(), libc::POLLIN)], Some(timeout));
         self.sleeping.store(false, Ordering::SeqCst);
@@ -842,7 +844,7 @@ impl Device for GpuDevice {
         }
     }
     fn storage_io(&self) -> Option<&peerpath_device::StorageIo> {
-        self.io.as_ref().map(|io| &io.reads)
+        self.io.as_ref().map(|io| &io.storage)
     }
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
         let Some(io) = &self.io else { return Err(format!("device {} does not reach storage itself (--gpu-io)", self.name)) };
@@ -853,14 +855,7 @@ impl Device for GpuDevice {
     /// Its I/O threads end once the queue closed at its failure is empty: settled then (a
     /// thread stuck in cuFile never is).
     fn settle(&mut self, timeout: Duration) -> bool {
-        let started = Instant::now();
-        while !self.io_threads.iter().all(|t| t.is_finished()) {
-            if self.io_jobs.is_some() || started.elapsed() >= timeout {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        true
+        self.io_jobs.is_none() && peerpath_device::threads_ended(&self.io_threads, timeout)
     }
     fn unregister_file(&mut self, file: u8) {
         if let Some(io) = &self.io {
@@ -1950,7 +1945,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2043,7 +2038,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2136,7 +2131,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), reads: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2384,7 +2379,7 @@ mod tests {
     #[test]
     fn the_gpu_reads_and_writes_registered_files_through_cufile() {
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { coding: true, reads: GpuIo::Cufile(None), ..GpuDeviceConfig::staged(0, 2 * room, 16) };
+        let config = GpuDeviceConfig { coding: true, io: GpuIo::Cufile(None), ..GpuDeviceConfig::staged(0, 2 * room, 16) };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2439,7 +2434,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), reads: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), io: GpuIo::Staged };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

@@ -52,14 +52,14 @@ pub struct GpuSpec {
     pub gather: peerpath_gpu::Gather,
     /// Uncompressed bytes per read and per compress command (its members in one launch).
     pub chunk_bytes: usize,
-    /// Whether the GPU reads sources into its memory itself, through cuFile
-    /// (where cuFile reports a direct path, by default).
-    pub reads: peerpath_gpu::GpuIo,
+    /// Whether the GPU reads sources and writes targets itself, through
+    /// cuFile (where cuFile reports a direct path, by default).
+    pub io: peerpath_gpu::GpuIo,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, reads: peerpath_gpu::GpuIo::Auto(None) }
+        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, io: peerpath_gpu::GpuIo::Auto(None) }
     }
 }
 
@@ -180,9 +180,9 @@ impl<'a> DeviceSet<'a> {
             provenance: crate::report::Provenance::MeasuredDevice,
             start: Box::new(move |_sizes, _params, fallbacks| {
                 // `--gpu-io auto` asks cuFile only where a direct path can exist at all.
-                let (reads, not_asked) = match &spec.reads {
+                let (io, not_asked) = match &spec.io {
                     peerpath_gpu::GpuIo::Auto(_) => match cufile_worth_asking(Path::new("/sys")) {
-                        Ok(()) => (spec.reads.clone(), None),
+                        Ok(()) => (spec.io.clone(), None),
                         Err(why) => (peerpath_gpu::GpuIo::Staged, Some(why)),
                     },
                     r => (r.clone(), None),
@@ -204,7 +204,7 @@ impl<'a> DeviceSet<'a> {
                     streams: spec.streams,
                     staging: spec.staging,
                     gather: spec.gather,
-                    reads,
+                    io,
                 };
                 let key = format!("{config:?}");
                 if let Some(kept) = take_kept(&key) {

@@ -1005,18 +1005,7 @@ fn on_device_completion(
             }
             let o = os[stream].as_mut().expect("on a device");
             o.loads -= 1;
-            let how = dev.storage_io.as_ref().expect("only devices that read storage get loads");
-            let source = Location::storage(o.source_name.clone());
-            let storage = Mover::Dma { engine: "storage controller".into() };
-            if how.direct {
-                ledger.record_copy(source, here, storage, Purpose::ReadSource, bytes);
-            } else {
-                // Through host memory on its way (cuFile's compatibility mode: its
-                // bounce buffers, then the device's copy).
-                let host = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
-                ledger.record_copy(source, host.clone(), storage, Purpose::ReadSource, bytes);
-                ledger.record_copy(host, here, stager, Purpose::Stage, bytes);
-            }
+            record_device_storage(ledger, dev, (Location::storage(o.source_name.clone()), here), stager, bytes);
             let chunk = o.chunks.remove(&seq).expect("chunk being read");
             let input = chunk.input.expect("read into its input range");
             start_chunk(dev, o, stream, seq, input, chunk.output, bytes as usize, params);
@@ -1028,16 +1017,7 @@ fn on_device_completion(
             let o = os[stream].as_mut().expect("on a device");
             o.stores.remove(&at);
             o.device_written += bytes;
-            let how = dev.storage_io.as_ref().expect("only devices that write storage get stores");
-            let target = o.target_location.clone().expect("a registered target");
-            let storage = Mover::Dma { engine: "storage controller".into() };
-            if how.direct {
-                ledger.record_copy(here, target, storage, Purpose::WriteTarget, bytes);
-            } else {
-                let host = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
-                ledger.record_copy(here, host.clone(), stager, Purpose::Stage, bytes);
-                ledger.record_copy(host, target, storage, Purpose::WriteTarget, bytes);
-            }
+            record_device_storage(ledger, dev, (here, o.target_location.clone().expect("a registered target")), stager, bytes);
             release_reader(o, staging, None);
         }
         Op::StageOut { stream, staging, bytes } => {
@@ -1051,6 +1031,24 @@ fn on_device_completion(
         }
     }
     Ok(())
+}
+
+/// Books a device's own storage transfer, `from` -> `to` (one end storage, the other its
+/// memory): one DMA where its path is direct; else through host memory on its way (cuFile's
+/// compatibility mode: its bounce buffers, DMA on the storage side, the device's copy on the other).
+fn record_device_storage(ledger: &Ledger, dev: &DevState, (from, to): (Location, Location), stager: Mover, bytes: u64) {
+    let direct = dev.storage_io.as_ref().expect("only devices with storage I/O move storage").direct;
+    let storage = Mover::Dma { engine: "storage controller".into() };
+    let reading = matches!(from, Location::Storage { .. });
+    let purpose = if reading { Purpose::ReadSource } else { Purpose::WriteTarget };
+    if direct {
+        ledger.record_copy(from, to, storage, purpose, bytes);
+        return;
+    }
+    let host = Location::memory(&peerpath_mem::MemoryDomain::host_unplaced());
+    let (first, second) = if reading { ((storage, purpose), (stager, Purpose::Stage)) } else { ((stager, Purpose::Stage), (storage, purpose)) };
+    ledger.record_copy(from, host.clone(), first.0, first.1, bytes);
+    ledger.record_copy(host, to, second.0, second.1, bytes);
 }
 
 fn describe(op: &Op) -> String {
