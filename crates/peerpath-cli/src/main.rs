@@ -430,9 +430,11 @@ struct CompressArgs {
     /// the topology planner's verdict for every leg between the files' drives and that memory.
     #[arg(long)]
     explain: bool,
-    /// A device with commands in flight and none completing for this long (seconds) is declared hung.
-    #[arg(long, default_value_t = 10.0, help_heading = "Devices")]
-    device_timeout: f64,
+    /// A device with commands in flight and none completing for this long (seconds) is declared
+    /// hung: it fails, and the CPU goes on (or exit 15 with --no-fallback) [default: 10 for
+    /// emulated devices, 30 for a GPU, whose single batches are bigger].
+    #[arg(long, value_parser = parse_device_timeout, help_heading = "Devices")]
+    device_timeout: Option<std::time::Duration>,
     /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40,hang-after=9,duplicate-after=5".
     #[arg(long, value_parser = parse_faults, help_heading = "Devices")]
     inject_faults: Option<peerpath_device::FaultConfig>,
@@ -898,6 +900,14 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
     Err(JobError::Usage(format!("{}: unknown suffix, cannot name the output; use --output", source.display())))
 }
 
+/// `--device-timeout`: seconds, 0.05 to 3600.
+fn parse_device_timeout(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(t) if (0.05..=3600.0).contains(&t) => Ok(std::time::Duration::from_secs_f64(t)),
+        _ => Err(format!("{s}: give seconds, 0.05 to 3600")),
+    }
+}
+
 /// nvCOMP's algorithm for a GPU compression: `--gpu-algorithm`, or `--level`'s.
 fn gpu_algorithm(a: &CompressArgs) -> i32 {
     a.gpu_algorithm.unwrap_or_else(|| peerpath_gpu::algorithm_for_level(a.level))
@@ -918,7 +928,9 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
             spec.workers = w;
         }
         spec.faults = a.inject_faults.clone();
-        spec.command_timeout = std::time::Duration::from_secs_f64(a.device_timeout.clamp(0.05, 3600.0));
+        if let Some(t) = a.device_timeout {
+            spec.command_timeout = t;
+        }
         match &a.device_memory_from {
             MemoryFrom::P2p(bdf) => spec.memory_from = peerpath_runtime::DeviceMemoryFrom::P2p { sysfs: a.sysfs.clone(), bdf: bdf.clone() },
             MemoryFrom::Shm(dir) => spec.memory_dir = dir.clone(),
@@ -952,6 +964,9 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
                 chunk_bytes: a.gpu_chunk.max(1),
                 ..Default::default()
             };
+            if let Some(t) = a.device_timeout {
+                spec.command_timeout = t;
+            }
             if let Some(m) = a.device_memory {
                 spec.memory_bytes = m;
             }
@@ -1351,6 +1366,15 @@ mod tests {
         assert!(default <= DEFAULT_DEVICE_MEMORY_BYTES && default <= total / 2 + MIN_DEVICE_MEMORY_BYTES);
         assert!(parse_device_memory("3M").is_err());
         assert_eq!(parse_device_memory("1000000G"), Ok(1_000_000 << 30));
+    }
+
+    #[test]
+    fn device_timeouts_are_seconds_within_bounds() {
+        assert_eq!(parse_device_timeout("0.5"), Ok(std::time::Duration::from_millis(500)));
+        assert_eq!(parse_device_timeout("30"), Ok(std::time::Duration::from_secs(30)));
+        for bad in ["0", "0.01", "3601", "-1", "NaN", "inf", "10s", ""] {
+            assert!(parse_device_timeout(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

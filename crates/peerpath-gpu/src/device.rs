@@ -97,6 +97,9 @@ pub struct GpuDeviceConfig {
     pub gather: Gather,
     /// Whether it reads and writes storage itself, through cuFile.
     pub io: GpuIo,
+    /// Commands in flight and none completing for this long: the GPU hangs, and fails
+    /// ([`DEFAULT_COMMAND_TIMEOUT`] unless set; `--device-timeout`).
+    pub command_timeout: Duration,
 }
 
 /// Whether the GPU reads and writes storage itself, through cuFile (GPUDirect
@@ -139,6 +142,7 @@ impl GpuDeviceConfig {
             staging: Staging::Commands,
             gather: Gather::default(),
             io: GpuIo::Staged,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
         }
     }
 }
@@ -266,9 +270,13 @@ pub struct GpuDevice {
     depth: usize,
     /// Commands submitted, not completed, and when each went in.
     in_flight: HashMap<u64, (Request, Instant)>,
-    /// It stopped answering ([`COMMAND_TIMEOUT`]): its threads may never return, so it is not
-    /// waited for when dropped (they are left to the process's end).
+    /// It stopped answering (nothing completed in `command_timeout`): its threads may never
+    /// return, so it is not waited for when dropped (they are left to the process's end).
     hung: bool,
+    command_timeout: Duration,
+    /// The last completion, or the submission that found it idle: with commands in
+    /// flight, nothing completing since then for `command_timeout` is a hung GPU.
+    progress: Instant,
     next_id: u64,
     jobs: Option<crossbeam_channel::Sender<Job>>,
     done: crossbeam_channel::Receiver<Result<Done, String>>,
@@ -291,10 +299,12 @@ pub struct GpuDevice {
     io_threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-/// A command not completed in this long is a hung GPU (a kernel or copy that never ends, a
-/// stuck read): the device fails with `FailureKind::Timeout` and the host goes on without it.
-/// The longest batches measured took under a second (a queue depth of 16 MiB chunks).
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// Commands in flight and none completing for this long is a hung GPU (a kernel or copy that
+/// never ends, a stuck read): the device fails with `FailureKind::Timeout` and the host goes on
+/// without it. The default of [`GpuDeviceConfig::command_timeout`]; the longest batches measured
+/// took under a second (a queue depth of 16 MiB chunks), the slowest algorithm (5, 0.8 GB/s)
+/// would take 5 s over 4 GiB of GPU memory at once.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// I/O threads cuFile's blocking reads and writes run on: as many in flight
 /// at once (a storage queue's worth).
@@ -668,6 +678,8 @@ impl GpuDevice {
             depth: config.queue_depth.max(1),
             in_flight: HashMap::new(),
             hung: false,
+            command_timeout: config.command_timeout.max(Duration::from_millis(1)),
+            progress: Instant::now(),
             next_id: 0,
             jobs: Some(job_tx),
             done: done_rx,
@@ -685,6 +697,14 @@ impl GpuDevice {
             io_jobs: io_jobs.map(|(tx, _)| tx),
             io_threads,
         })
+    }
+
+    /// Counts a command as in flight (an idle device's clock starts now).
+    fn count_in_flight(&mut self, id: u64, request: Request) {
+        if self.in_flight.is_empty() {
+            self.progress = Instant::now();
+        }
+        self.in_flight.insert(id, (request, Instant::now()));
     }
 
     fn fail(&mut self, detail: String) -> DeviceError {
@@ -770,7 +790,7 @@ impl Device for GpuDevice {
                 let e = self.fail("its I/O threads are gone".into());
                 return Submit::Refused(request, e);
             }
-            self.in_flight.insert(id, (request, Instant::now()));
+            self.count_in_flight(id, request);
             return Submit::Queued;
         }
         let Some(jobs) = &self.jobs else { return Submit::Busy(request) };
@@ -779,7 +799,7 @@ impl Device for GpuDevice {
             let e = self.fail("its worker thread is gone".into());
             return Submit::Refused(request, e);
         }
-        self.in_flight.insert(id, (request, Instant::now()));
+        self.count_in_flight(id, request);
         Submit::Queued
     }
     fn poll(&mut self, completions: &mut Vec<Completion>) -> Result<usize, DeviceError> {
@@ -795,6 +815,7 @@ impl Device for GpuDevice {
             match done {
                 Ok(d) => {
                     let (request, _) = self.in_flight.remove(&d.id).expect("a completion for a request in flight");
+                    self.progress = Instant::now();
                     let output_bytes = if d.status == Status::Success { d.output_bytes } else { 0 };
                     completions.push(Completion { request, status: d.status, output_bytes, input_crc32: d.crc32, device_time_us: d.device_time_us });
                     n += 1;
@@ -804,12 +825,11 @@ impl Device for GpuDevice {
         }
         // Only when nothing came in: a device that answers is not hung (and a poll that
         // finds completions, the busy case, scans nothing).
-        if let Some((request, since)) = self.in_flight.values().min_by_key(|(_, t)| *t).filter(|_| n == 0) {
-            if since.elapsed() >= COMMAND_TIMEOUT {
-                let what = request.function.to_string();
-                self.hung = true;
-                return Err(self.fail(format!("no completion in {} s ({what} the oldest in flight): the GPU hangs (a kernel, copy or read that does not end)", COMMAND_TIMEOUT.as_secs())));
-            }
+        if n == 0 && !self.in_flight.is_empty() && self.progress.elapsed() >= self.command_timeout {
+            let (request, since) = self.in_flight.values().min_by_key(|(_, t)| *t).expect("commands in flight");
+            let what = format!("{}, {:.1} s in flight, the oldest of {}", request.function, since.elapsed().as_secs_f64(), self.in_flight.len());
+            self.hung = true;
+            return Err(self.fail(format!("no completion in {:.1} s ({what}): the GPU hangs (a kernel, copy or read that does not end)", self.command_timeout.as_secs_f64())));
         }
         Ok(n)
     }
@@ -820,9 +840,8 @@ impl Device for GpuDevice {
         if self.in_flight.is_empty() || !self.arm_wake() {
             return Ok(());
         }
-        // Back in time for poll to find a command past its timeout.
-        let oldest = self.in_flight.values().map(|(_, t)| *t).min().map_or(Duration::ZERO, |t| t.elapsed());
-        let timeout = timeout.min(COMMAND_TIMEOUT.saturating_sub(oldest) + Duration::from_millis(1));
+        // Back in time for poll to find the device past its timeout.
+        let timeout = timeout.min(self.command_timeout.saturating_sub(self.progress.elapsed()) + Duration::from_millis(1));
         let _ = peerpath_device::poll_fds(&[(self.wake.raw(), libc::POLLIN)], Some(timeout));
         self.sleeping.store(false, Ordering::SeqCst);
         self.wake.drain();
@@ -1945,7 +1964,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2038,7 +2057,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2131,7 +2150,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2434,7 +2453,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), io: GpuIo::Staged };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

@@ -25,7 +25,7 @@ mod kernels;
 mod nvcomp;
 pub mod scan;
 
-pub use device::{Gather, GpuDevice, GpuDeviceConfig, GpuIo, Staging};
+pub use device::{Gather, GpuDevice, GpuDeviceConfig, GpuIo, Staging, DEFAULT_COMMAND_TIMEOUT};
 pub use inflate::{Inflater, Member};
 pub use nvcomp::{CompressOpts, Nvcomp};
 

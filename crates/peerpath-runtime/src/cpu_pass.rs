@@ -216,7 +216,7 @@ impl CpuPass {
     /// Compressed chunks back from the workers, then every stream's chunks
     /// written in order (and each finished stream's writer finished).
     pub fn take_results(&mut self, streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>, ledger: &Ledger) -> Result<()> {
-        for d in self.workers.try_results() {
+        for d in self.workers.try_results()? {
             if let Some(read) = d.read {
                 let s = &mut streams[d.stream];
                 let offset = s.cpu.first_offset + d.seq * self.chunk_bytes as u64;

@@ -613,7 +613,7 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
             Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
         }
     }
-    for d in ctx.workers.try_results() {
+    for d in ctx.workers.try_results()? {
         ctx.members_done(st, d);
     }
     let written = write_ready(ctx, st);
@@ -828,7 +828,7 @@ fn write_ready(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
 }
 
 fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
-    while let Some(d) = ctx.workers.recv() {
+    while let Some(d) = ctx.workers.recv()? {
         ctx.members_done(st, d);
         write_ready(ctx, st)?;
     }
@@ -1178,7 +1178,7 @@ fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: J
 
 fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::OpenedFile, pos: u64, index: u64, why: &'static str) -> Result<Option<DecodeMode>> {
     // Finish what the parallel part started, in order, first.
-    while let Some(d) = ctx.workers.recv() {
+    while let Some(d) = ctx.workers.recv()? {
         ctx.members_done(st, d);
     }
     write_ready(ctx, st)?;
