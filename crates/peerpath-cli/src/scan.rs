@@ -13,7 +13,7 @@ use crossbeam_channel::bounded;
 use crate::scan_device;
 use peerpath_device::Device;
 use crate::chain_device::Stop;
-use peerpath_func::scan::{whole_records, Filter, Found, Malformed, RecordFormat};
+use peerpath_func::scan::{BlockCutter, CutBlock, Filter, Found, Malformed, RecordFormat};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -482,11 +482,11 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
         for _ in 0..threads {
             let (rx, tx) = (block_rx.clone(), found_tx.clone());
             s.spawn(move || {
-                for b in rx {
+                for Block { seq, cut: b } in rx {
                     let mut o = Vec::new();
                     // A malformed record is named by its offset in the (decoded) data.
                     let found = filter.block(&b.data, b.format, b.at_end, keep_records.then_some(&mut o)).map_err(|m| Malformed { offset: m.offset + b.offset as usize, ..m });
-                    if tx.send((b.seq, found, o)).is_err() {
+                    if tx.send((seq, found, o)).is_err() {
                         return;
                     }
                 }
@@ -529,38 +529,24 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
     })
 }
 
-/// A block of whole records for the filter threads.
+/// A block of whole records for the filter threads, and its place among them.
 struct Block {
     seq: u64,
-    /// Where it starts in the (decoded) data.
-    offset: u64,
-    data: Vec<u8>,
-    format: RecordFormat,
-    /// The data's last block.
-    at_end: bool,
+    cut: CutBlock,
 }
 
 /// Reads (and decodes) `input`, sending blocks of whole records; returns the
 /// bytes read and the format (given, or told from the first byte; `None`: no bytes).
 fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<(u64, Option<RecordFormat>), JobError> {
-    let mut pending: Vec<u8> = Vec::with_capacity(2 * BLOCK_BYTES);
-    let mut fmt = format;
-    let (mut seq, mut bytes, mut offset) = (0u64, 0u64, 0u64);
+    let mut cutter = BlockCutter::new(format, BLOCK_BYTES);
+    let (mut seq, mut bytes) = (0u64, 0u64);
     let mut push = |data: &[u8], at_end: bool| {
-        pending.extend_from_slice(data);
         bytes += data.len() as u64;
-        while pending.len() >= BLOCK_BYTES || (at_end && !pending.is_empty()) {
-            let f = *fmt.get_or_insert_with(|| RecordFormat::detect(&pending));
-            let Some(cut) = whole_records(&pending, f, at_end).filter(|&c| c > 0) else { break };
-            let rest = pending.split_off(cut);
-            let data = std::mem::replace(&mut pending, rest);
-            let len = data.len() as u64;
-            if tx.send(Block { seq, offset, data, format: f, at_end: at_end && pending.is_empty() }).is_err() {
-                return Err(std::io::Error::other("the filter threads stopped"));
-            }
-            (seq, offset) = (seq + 1, offset + len);
-        }
-        Ok(())
+        cutter.push(data, at_end, |cut| {
+            tx.send(Block { seq, cut }).map_err(|_| std::io::Error::other("the filter threads stopped"))?;
+            seq += 1;
+            Ok(())
+        })
     };
     let io_error = |e: std::io::Error| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() };
     if gzip {
@@ -578,5 +564,5 @@ fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path:
         }
     }
     push(&[], true).map_err(io_error)?;
-    Ok((bytes, fmt))
+    Ok((bytes, cutter.format()))
 }

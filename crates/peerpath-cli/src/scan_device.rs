@@ -180,22 +180,26 @@ const CONFIRM_MAX_BYTES: usize = 64 << 20;
 /// (the record and what follows, until a whole record is there or the file ends) through the
 /// CPU's filter, which must name that record (offset 0 of what was read) and that fault.
 fn host_confirms(path: &Path, at: u64, fault: FastqFault) -> std::io::Result<bool> {
-    use peerpath_func::scan::{whole_records, Filter};
+    use peerpath_func::scan::{BlockCutter, Filter};
     use std::io::{Read, Seek, SeekFrom};
     let mut f = File::open(path)?;
     f.seek(SeekFrom::Start(at))?;
-    let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 64 << 10]);
-    loop {
+    // The first block of whole records from `at` (a run of blank lines is kept short).
+    let (mut cutter, mut chunk, mut read) = (BlockCutter::new(Some(RecordFormat::Fastq), 1), vec![0u8; 64 << 10], 0);
+    let mut first = None;
+    while first.is_none() {
         let n = f.read(&mut chunk)?;
-        buf.extend_from_slice(&chunk[..n]);
-        let at_end = n == 0;
-        if let Some(whole) = whole_records(&buf, RecordFormat::Fastq, at_end).filter(|&w| w > 0 || at_end) {
-            return Ok(matches!(Filter::default().block(&buf[..whole], RecordFormat::Fastq, at_end, None), Err(m) if m.offset == 0 && m.fault == fault));
-        }
-        if buf.len() >= CONFIRM_MAX_BYTES {
+        read += n;
+        let _ = cutter.push(&chunk[..n], n == 0, |b| {
+            first = Some(b);
+            Err(())
+        });
+        if first.is_none() && read >= CONFIRM_MAX_BYTES {
             return Ok(true);
         }
     }
+    let b = first.expect("a first block");
+    Ok(matches!(Filter::default().block(&b.data, RecordFormat::Fastq, b.at_end, None), Err(m) if m.offset == 0 && m.fault == fault))
 }
 
 #[cfg(test)]

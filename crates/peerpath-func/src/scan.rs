@@ -177,6 +177,107 @@ pub fn whole_records(buf: &[u8], format: RecordFormat, at_end: bool) -> Option<u
     }
 }
 
+/// A block of whole records [`BlockCutter`] cut.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CutBlock {
+    /// Where it starts in the data.
+    pub offset: u64,
+    /// Its bytes (of a FASTQ blank run shortened, the first line only).
+    pub data: Vec<u8>,
+    pub format: RecordFormat,
+    /// The data's last block.
+    pub at_end: bool,
+}
+
+/// Cuts record data arriving in pieces into blocks of whole records (the whole records
+/// of what waits, once `block_bytes` wait), in time linear in the data however it
+/// arrives, and in memory bounded by the longest record:
+/// - where no record is whole yet (a record longer than a block), the next look waits
+///   until the data waiting has doubled, not for every piece (each look scans it all);
+/// - a FASTQ run of blank lines with no record after it yet keeps its first line and
+///   counts the rest: what comes next decides alike whatever the run's length (the end:
+///   they are no records; more data: the run's first line is a malformed record).
+pub struct BlockCutter {
+    format: Option<RecordFormat>,
+    block_bytes: usize,
+    pending: Vec<u8>,
+    /// Where `pending` starts in the data.
+    offset: u64,
+    /// Bytes of a blank run dropped from `pending` (after its first line).
+    dropped: u64,
+    /// No cut is looked for before `pending` is this long (unless the data ends).
+    next_look: usize,
+    /// `pending[..n]` is all blank lines (`None`: it is not).
+    blank_to: Option<usize>,
+    /// Looks for a cut (each scans what waits).
+    #[cfg(test)]
+    looks: usize,
+}
+
+impl BlockCutter {
+    /// `format`: given, or told from the data's first byte.
+    pub fn new(format: Option<RecordFormat>, block_bytes: usize) -> Self {
+        BlockCutter {
+            format,
+            block_bytes: block_bytes.max(1),
+            pending: Vec::new(),
+            offset: 0,
+            dropped: 0,
+            next_look: 0,
+            blank_to: Some(0),
+            #[cfg(test)]
+            looks: 0,
+        }
+    }
+
+    /// The format (`None`: not given, and no byte yet to tell it by).
+    pub fn format(&self) -> Option<RecordFormat> {
+        self.format
+    }
+
+    /// Takes the next piece of the data (`at_end`: the data ends with it) and
+    /// gives `each` the blocks of whole records it completes, in order.
+    pub fn push<E>(&mut self, piece: &[u8], at_end: bool, mut each: impl FnMut(CutBlock) -> Result<(), E>) -> Result<(), E> {
+        self.pending.extend_from_slice(piece);
+        while !self.pending.is_empty() && (at_end || self.pending.len() >= self.block_bytes.max(self.next_look)) {
+            let format = *self.format.get_or_insert_with(|| RecordFormat::detect(&self.pending));
+            #[cfg(test)]
+            {
+                self.looks += 1;
+            }
+            let Some(cut) = whole_records(&self.pending, format, at_end).filter(|&c| c > 0) else {
+                if format == RecordFormat::Fastq {
+                    self.keep_one_blank_line();
+                }
+                self.next_look = 2 * self.pending.len();
+                break;
+            };
+            let rest = self.pending.split_off(cut);
+            let data = std::mem::replace(&mut self.pending, rest);
+            let (offset, len) = (self.offset, data.len() as u64);
+            self.offset += len + std::mem::take(&mut self.dropped);
+            (self.next_look, self.blank_to) = (0, Some(0));
+            each(CutBlock { offset, data, format, at_end: at_end && self.pending.is_empty() })?;
+        }
+        Ok(())
+    }
+
+    /// A FASTQ run of blank lines waiting (where only blank lines wait): its
+    /// first line is kept, the rest counted.
+    fn keep_one_blank_line(&mut self) {
+        let Some(from) = self.blank_to else { return };
+        if !self.pending[from..].iter().all(|&b| b == b'\n' || b == b'\r') {
+            self.blank_to = None;
+            return;
+        }
+        if let Some(end) = memchr::memchr(b'\n', &self.pending) {
+            self.dropped += (self.pending.len() - end - 1) as u64;
+            self.pending.truncate(end + 1);
+        }
+        self.blank_to = Some(self.pending.len());
+    }
+}
+
 /// The end (just past its line break) of line `n` of `buf` (`n` >= 1, and `buf` has `n` line
 /// breaks); 0 for `n` = 0.
 fn nth_line_end(buf: &[u8], n: usize) -> usize {
@@ -481,6 +582,67 @@ mod tests {
         assert_eq!(whole_records(&buf, RecordFormat::Fastq, false), Some(15), "a line not yet ended is no record");
     }
 
+    /// Blank lines after the reads, or between reads, however many: the cutter keeps one of
+    /// them (memory stays a block), and the filter says what it says of the whole data.
+    #[test]
+    fn a_long_blank_run_is_cut_in_bounded_memory() {
+        let reads = b"@r\nACGT\n+\nFFFF\n@s\nAC\n+\nFF\n";
+        let run = |data: &[u8]| {
+            let (mut cutter, mut blocks) = (BlockCutter::new(None, 64 << 10), Vec::new());
+            for (i, piece) in data.chunks(16 << 10).enumerate() {
+                cutter.push(piece, (i + 1) * (16 << 10) >= data.len(), |b| -> Result<(), ()> {
+                    assert!(b.data.len() < 2 * (64 << 10), "a block of {} bytes", b.data.len());
+                    blocks.push(b);
+                    Ok(())
+                }).unwrap();
+            }
+            blocks
+        };
+        let mut tail = reads.to_vec();
+        tail.extend(std::iter::repeat_n(b"\r\n", 4 << 20).flatten());
+        let blocks = run(&tail);
+        let last = blocks.last().expect("blocks");
+        assert!(last.at_end && last.data.len() < 64 << 10, "the run waited whole: {} bytes", last.data.len());
+        let f = Filter::default();
+        let found: Vec<_> = blocks.iter().map(|b| f.block(&b.data, b.format, b.at_end, None).expect("blank lines at the end are no records")).collect();
+        assert_eq!(found.iter().map(|x| x.records).sum::<u64>(), 2);
+        // More reads after the run: the run's first line is the malformed record, at its place.
+        let mut between = tail.clone();
+        between.extend(std::iter::repeat_n(reads, 8 << 10).flatten());
+        let blocks = run(&between);
+        let bad = blocks.iter().find_map(|b| f.block(&b.data, b.format, b.at_end, None).err().map(|m| b.offset as usize + m.offset));
+        assert_eq!(bad, Some(reads.len()));
+        // The block with the shortened run lacks its dropped lines; those after it are where they are.
+        assert!(blocks.len() > 3);
+        let end = blocks.last().map(|b| b.offset + b.data.len() as u64);
+        assert_eq!(end, Some(between.len() as u64), "the blocks' offsets count the lines dropped");
+        assert_eq!(f.block(&between, RecordFormat::Fastq, true, None).unwrap_err().offset, reads.len(), "the whole data says the same");
+    }
+
+    /// A record far longer than a block (one 8 MiB line) is looked for a few times as it
+    /// arrives, not once a piece: the looks scan all that waits.
+    #[test]
+    fn a_long_record_is_looked_for_as_it_doubles() {
+        let line = vec![b'A'; 8 << 20];
+        for format in [RecordFormat::Lines, RecordFormat::Fasta, RecordFormat::Fastq] {
+            let mut cutter = BlockCutter::new(Some(format), 64 << 10);
+            let mut blocks = Vec::new();
+            for piece in line.chunks(16 << 10) {
+                cutter.push(piece, false, |b| -> Result<(), ()> {
+                    blocks.push(b);
+                    Ok(())
+                }).unwrap();
+            }
+            assert!(blocks.is_empty() && cutter.looks <= 8, "{format:?}: {} looks", cutter.looks);
+            cutter.push(b"\n", true, |b| -> Result<(), ()> {
+                    blocks.push(b);
+                    Ok(())
+                }).unwrap();
+            assert_eq!(blocks.len(), 1);
+            assert_eq!(blocks[0].data.len(), line.len() + 1);
+        }
+    }
+
     proptest::proptest! {
         /// The counting FASTQ boundary is the collecting one's, on any bytes.
         #[test]
@@ -491,34 +653,31 @@ mod tests {
         /// Fuzzing: any bytes, in any format, filter without a panic, and
         /// cutting them at `whole_records` boundaries changes nothing.
         #[test]
-        fn any_bytes_filter_the_same_whole_or_in_blocks(data in proptest::collection::vec(proptest::sample::select(b">@+\nACGT xK".to_vec()), 0..2000), step in 1usize..300) {
+        fn any_bytes_filter_the_same_whole_or_in_blocks(data in proptest::collection::vec(proptest::sample::select(b">@+\n\n\n\rACGT xK".to_vec()), 0..2000), step in 1usize..300, block in 1usize..200) {
             let f = Filter { motif: Some(Regex::new("A[CG]T").unwrap()), min_length: Some(2), id_prefix: None };
             for format in [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines] {
                 let mut whole_out = Vec::new();
                 let whole = f.block(&data, format, true, Some(&mut whole_out));
-                let (mut sum, mut out, mut at) = (Ok(Found::default()), Vec::new(), 0);
-                while at < data.len() {
-                    // As the CLI's reader cuts: the whole records of the next `step` bytes, more
-                    // bytes while there is none yet, everything at the end.
-                    let mut end = (at + step).min(data.len());
-                    let cut = loop {
-                        match whole_records(&data[at..end], format, end == data.len()).filter(|&c| c > 0) {
-                            Some(c) => break at + c,
-                            None if end == data.len() => break data.len(),
-                            None => end = (end + step).min(data.len()),
-                        }
-                    };
-                    // The first malformed record, named by its offset in the data.
-                    match f.block(&data[at..cut], format, cut == data.len(), Some(&mut out)) {
-                        Ok(found) => sum.as_mut().map(|s| s.add(&found)).unwrap_or_default(),
-                        Err(m) => {
-                            sum = Err(Malformed { offset: at + m.offset, ..m });
-                            break;
-                        }
-                    }
-                    at = cut;
+                // As the CLI's reader cuts: pieces of `step` bytes into a cutter of `block`-byte
+                // blocks (long blank runs shortened); the first malformed record, named by its
+                // offset in the data.
+                let (mut cutter, mut out, mut blocks) = (BlockCutter::new(Some(format), block), Vec::new(), 0);
+                let mut run = |b: CutBlock| -> Result<Found, Malformed> {
+                    blocks += 1;
+                    f.block(&b.data, b.format, b.at_end, Some(&mut out)).map_err(|m| Malformed { offset: b.offset as usize + m.offset, ..m })
+                };
+                let mut sum = Found::default();
+                let mut each = |b: CutBlock| run(b).map(|found| sum.add(&found));
+                let mut cut = Ok(());
+                for (i, piece) in data.chunks(step).enumerate() {
+                    cut = cut.and_then(|()| cutter.push(piece, (i + 1) * step >= data.len(), &mut each));
                 }
-                proptest::prop_assert_eq!((sum.map(|s| s.matched), &out), (whole.map(|s| s.matched), &whole_out), "{:?}", format);
+                if data.is_empty() {
+                    cut = cutter.push(&[], true, &mut each);
+                }
+                proptest::prop_assert_eq!(cut.map(|()| sum), whole.map(|w| if data.is_empty() { Found::default() } else { w }), "{:?}", format);
+                proptest::prop_assert_eq!(&out, &whole_out, "{:?}", format);
+                proptest::prop_assert!(data.is_empty() || blocks > 0);
             }
         }
 
