@@ -67,7 +67,16 @@ pub(crate) struct ChainReport {
     stream_bytes: u64,
     seconds: f64,
     source_gb_per_s: f64,
-    /// Where the chain ran: "cpu", "emulated" or "gpu"; the host threads (-T); the device.
+    #[serde(flatten)]
+    pub run: ChainRun,
+}
+
+/// Where a chain (or its reverse) ran and what it moved: what both reports
+/// say alike (their JSON has these fields at its end).
+#[derive(Serialize)]
+pub(crate) struct ChainRun {
+    /// Where it ran: "cpu", "emulated" or "gpu"; the host threads (-T: the host's compress or
+    /// inflate threads, or the device's slots asked for); the device.
     engine: &'static str,
     threads: usize,
     device: Option<ChainDevice>,
@@ -76,9 +85,21 @@ pub(crate) struct ChainReport {
     device_stages: Option<Vec<crate::device_job::DeviceStage>>,
     /// Where the bytes went: payload through each memory.
     ledger: Vec<Moved>,
-    /// Why the device asked for did not run the chain (the host CPU did, from the first byte).
+    /// Why the device asked for did not run it (the host CPU did, from the start).
     pub fallbacks: Vec<String>,
     provenance: &'static str,
+}
+
+impl ChainRun {
+    /// On this host's CPU, on `threads` threads: its stages measured by this process.
+    pub(crate) fn on_host(threads: usize, stages: Vec<HostStage>, ledger: Vec<Moved>) -> ChainRun {
+        ChainRun { engine: "cpu", threads, device: None, host_stages: Some(stages), device_stages: None, ledger, fallbacks: Vec::new(), provenance: "measured on this host's CPU" }
+    }
+
+    /// On `device` (the engine `engine`), its stages from its own statistics (`None`: it keeps none).
+    pub(crate) fn on_device(engine: &'static str, threads: usize, device: ChainDevice, stages: Option<Vec<crate::device_job::DeviceStage>>, ledger: Vec<Moved>, provenance: &'static str) -> ChainRun {
+        ChainRun { engine, threads, device: Some(device), host_stages: None, device_stages: stages, ledger, fallbacks: Vec::new(), provenance }
+    }
 }
 
 #[derive(Serialize)]
@@ -150,9 +171,9 @@ impl ChainReport {
         let h = peerpath_metrics::human_bytes;
         let n = self.data_shards + self.parity_shards;
         let shard_bytes = self.stripes * (n * self.unit_bytes) as u64;
-        let stage = |name: &str| self.host_stages.iter().flatten().find(|s| s.stage == name);
+        let stage = |name: &str| self.run.host_stages.iter().flatten().find(|s| s.stage == name);
         let mut t = String::new();
-        match &self.device {
+        match &self.run.device {
             None => {
                 let coding = stage("erasure code").map_or(0.0, |s| s.gb_per_s);
                 t += &format!(
@@ -173,7 +194,7 @@ impl ChainReport {
                     self.seconds,
                     self.source_gb_per_s,
                     if self.encrypted { "encrypt, " } else { "" },
-                    self.threads,
+                    self.run.threads,
                 );
                 let part = |name: &str, f: &dyn Fn(&HostStage) -> String| stage(name).map_or(String::new(), f);
                 t += &format!(
@@ -182,7 +203,7 @@ impl ChainReport {
                     part("compress", &|s| format!("; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread)", s.seconds, s.threads, s.gb_per_s)),
                     part("seal", &|s| format!("; seal {:.3} s ({:.2} GB/s)", s.seconds, s.gb_per_s)),
                     part("erasure code", &|s| format!("; erasure code {:.3} s ({:.2} GB/s)", s.seconds, s.gb_per_s)),
-                    self.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect::<Vec<_>>().join(", "),
+                    self.run.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect::<Vec<_>>().join(", "),
                 );
             }
             Some(d) => {
@@ -212,14 +233,14 @@ impl ChainReport {
                     self.target,
                     self.seconds,
                     self.source_gb_per_s,
-                    self.provenance,
+                    self.run.provenance,
                 );
                 if let Some(desc) = &d.description {
                     t += &format!("the device: {desc}\n");
                 }
-                if let Some(stages) = &self.device_stages {
-                    let bytes: Vec<String> = self.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect();
-                    t += &format!("stages on the device ({}): {}; bytes: {}\n", self.provenance, crate::device_job::render_stages(stages), bytes.join(", "));
+                if let Some(stages) = &self.run.device_stages {
+                    let bytes: Vec<String> = self.run.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect();
+                    t += &format!("stages on the device ({}): {}; bytes: {}\n", self.run.provenance, crate::device_job::render_stages(stages), bytes.join(", "));
                 }
             }
         }
@@ -245,8 +266,8 @@ pub(crate) struct ChainFacts<'a> {
 
 impl ChainReport {
     /// The report of a chain with options `o`; the caller fills in where it ran.
-    pub(crate) fn new(f: ChainFacts, o: &ChainOptions, engine: &'static str, device: Option<ChainDevice>, ledger: Vec<Moved>, provenance: &'static str) -> ChainReport {
-        let gpu = device.as_ref().is_some_and(|d| d.gpu);
+    pub(crate) fn new(f: ChainFacts, o: &ChainOptions, run: ChainRun) -> ChainReport {
+        let gpu = run.device.as_ref().is_some_and(|d| d.gpu);
         ChainReport {
             source: f.source.display().to_string(),
             target: f.dir.display().to_string(),
@@ -269,20 +290,8 @@ impl ChainReport {
             stream_bytes: f.stream_bytes,
             seconds: f.seconds,
             source_gb_per_s: f.source_bytes as f64 / f.seconds.max(1e-9) / 1e9,
-            engine,
-            threads: o.threads,
-            device,
-            host_stages: None,
-            device_stages: None,
-            ledger,
-            fallbacks: Vec::new(),
-            provenance,
+            run,
         }
-    }
-
-    pub(crate) fn with_stages(mut self, host: Option<Vec<HostStage>>, device: Option<Vec<crate::device_job::DeviceStage>>) -> ChainReport {
-        (self.host_stages, self.device_stages) = (host, device);
-        self
     }
 }
 
@@ -302,16 +311,8 @@ pub(crate) struct ReverseChainReport {
     units_rebuilt: Option<u64>,
     seconds: f64,
     output_gb_per_s: f64,
-    /// Where it ran: "cpu", "emulated" or "gpu"; the host threads inflating (or the device's slots' count asked for, -T); the device.
-    engine: &'static str,
-    threads: usize,
-    device: Option<ChainDevice>,
-    host_stages: Option<Vec<HostStage>>,
-    device_stages: Option<Vec<crate::device_job::DeviceStage>>,
-    ledger: Vec<Moved>,
-    /// Why the device asked for did not decode the set (the host CPU did, from the start).
-    pub fallbacks: Vec<String>,
-    provenance: &'static str,
+    #[serde(flatten)]
+    pub run: ChainRun,
 }
 
 impl ReverseChainReport {
@@ -321,11 +322,11 @@ impl ReverseChainReport {
 
     fn render(&self) -> String {
         let h = peerpath_metrics::human_bytes;
-        let bytes: Vec<String> = self.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect();
+        let bytes: Vec<String> = self.run.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect();
         let mut t = String::new();
-        match &self.device {
+        match &self.run.device {
             None => {
-                let stage = |name: &str| self.host_stages.iter().flatten().find(|s| s.stage == name);
+                let stage = |name: &str| self.run.host_stages.iter().flatten().find(|s| s.stage == name);
                 t += &format!(
                     "{} -> {}: {} from the shards{}, inflated to {} on {} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)\n",
                     self.set,
@@ -333,7 +334,7 @@ impl ReverseChainReport {
                     h(self.stream_bytes),
                     if self.encrypted { ", each block authenticated and decrypted as it arrived" } else { "" },
                     h(self.output_bytes),
-                    self.threads,
+                    self.run.threads,
                     self.seconds,
                     self.output_gb_per_s,
                 );
@@ -347,7 +348,7 @@ impl ReverseChainReport {
                     inflate.map_or(0, |s| s.threads),
                     inflate.map_or(0.0, |s| s.gb_per_s),
                     secs("write"),
-                    self.ledger.iter().map(|m| if m.what == "output written" { format!("{} written", h(m.bytes)) } else { format!("{} of {}", h(m.bytes), m.what) }).collect::<Vec<_>>().join(", "),
+                    self.run.ledger.iter().map(|m| if m.what == "output written" { format!("{} written", h(m.bytes)) } else { format!("{} of {}", h(m.bytes), m.what) }).collect::<Vec<_>>().join(", "),
                 );
             }
             Some(d) => {
@@ -370,13 +371,13 @@ impl ReverseChainReport {
                     h(self.output_bytes),
                     self.seconds,
                     self.output_gb_per_s,
-                    self.provenance,
+                    self.run.provenance,
                 );
                 if let Some(desc) = &d.description {
                     t += &format!("the device: {desc}\n");
                 }
-                if let Some(stages) = &self.device_stages {
-                    t += &format!("stages on the device ({}): {}; bytes: {}\n", self.provenance, crate::device_job::render_stages(stages), bytes.join(", "));
+                if let Some(stages) = &self.run.device_stages {
+                    t += &format!("stages on the device ({}): {}; bytes: {}\n", self.run.provenance, crate::device_job::render_stages(stages), bytes.join(", "));
                 }
             }
         }
@@ -394,12 +395,10 @@ pub(crate) struct ReverseFacts<'a> {
     pub members: Option<u64>,
     pub units_rebuilt: Option<u64>,
     pub seconds: f64,
-    pub threads: usize,
 }
 
 impl ReverseChainReport {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(f: ReverseFacts, engine: &'static str, device: Option<ChainDevice>, host_stages: Option<Vec<HostStage>>, device_stages: Option<Vec<crate::device_job::DeviceStage>>, ledger: Vec<Moved>, provenance: &'static str) -> ReverseChainReport {
+    pub(crate) fn new(f: ReverseFacts, run: ChainRun) -> ReverseChainReport {
         ReverseChainReport {
             set: f.dir.display().to_string(),
             output: f.output.display().to_string(),
@@ -410,14 +409,7 @@ impl ReverseChainReport {
             units_rebuilt: f.units_rebuilt,
             seconds: f.seconds,
             output_gb_per_s: f.output_bytes as f64 / f.seconds.max(1e-9) / 1e9,
-            engine,
-            threads: f.threads,
-            device,
-            host_stages,
-            device_stages,
-            ledger,
-            fallbacks: Vec::new(),
-            provenance,
+            run,
         }
     }
 }
@@ -512,7 +504,7 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
         stages.push(HostStage::new("seal", t.as_secs_f64(), 1, counts.compressed));
     }
     stages.push(HostStage::new("erasure code", coding.as_secs_f64(), 1, shard_bytes));
-    Ok(ChainReport::new(facts, o, "cpu", None, ledger, "measured on this host's CPU").with_stages(Some(stages), None))
+    Ok(ChainReport::new(facts, o, ChainRun::on_host(o.threads, stages, ledger)))
 }
 
 /// Compressed bytes to the next stage: sealed first with `--encrypt`.
@@ -741,7 +733,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
         return Err(e);
     }
     let reading = reading.get();
-    let facts = ReverseFacts { dir, output, stream_bytes: set_bytes, encrypted: cipher.is_some(), output_bytes: produced, members: None, units_rebuilt: None, seconds: started.elapsed().as_secs_f64(), threads };
+    let facts = ReverseFacts { dir, output, stream_bytes: set_bytes, encrypted: cipher.is_some(), output_bytes: produced, members: None, units_rebuilt: None, seconds: started.elapsed().as_secs_f64() };
     let mut stages = vec![HostStage::new("read", reading.as_secs_f64(), 1, set_bytes)];
     if cipher.is_some() {
         stages.push(HostStage::new("open", input.saturating_sub(reading).as_secs_f64(), 1, set_bytes));
@@ -749,7 +741,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     stages.push(HostStage::new("inflate", inflating.as_secs_f64(), threads, produced));
     stages.push(HostStage::new("write", writing.as_secs_f64(), 1, produced));
     let ledger = vec![Moved { memory: "host", what: "stream from the shards", bytes: set_bytes }, Moved { memory: "host", what: "output written", bytes: produced }];
-    Ok(ReverseChainReport::new(facts, "cpu", None, Some(stages), None, ledger, "measured on this host's CPU"))
+    Ok(ReverseChainReport::new(facts, ChainRun::on_host(threads, stages, ledger)))
 }
 
 /// A reader that adds the time spent in its reads to a clock.

@@ -398,7 +398,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         crate::chain::Moved { memory: "host", what: "header from this process", bytes: if c.sealer.is_some() { HEADER_BYTES as u64 } else { 0 } },
     ];
     let stages = device_job::stage_figures(c.dev);
-    Ok(crate::chain::ChainReport::new(facts, o, engine, Some(device), ledger, provenance).with_stages(None, stages))
+    Ok(crate::chain::ChainReport::new(facts, o, crate::chain::ChainRun::on_device(engine, o.threads, device, stages, ledger, provenance)))
 }
 
 /// Reads, compresses, seals and codes the whole source; the number of stripes.
@@ -976,11 +976,10 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         members: Some(c.members),
         units_rebuilt: Some(c.rebuilt),
         seconds: started.elapsed().as_secs_f64(),
-        threads: workers,
     };
     let ledger = vec![crate::chain::Moved { memory: "device", what: "units read into device memory", bytes: c.units_read }, crate::chain::Moved { memory: "device", what: "output written from it", bytes: c.produced }];
     let stages = device_job::stage_figures(c.dev);
-    Ok(crate::chain::ReverseChainReport::new(facts, engine, Some(device), None, stages, ledger, provenance))
+    Ok(crate::chain::ReverseChainReport::new(facts, crate::chain::ChainRun::on_device(engine, workers, device, stages, ledger, provenance)))
 }
 
 #[cfg(test)]

@@ -850,7 +850,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
     }
     let mut report = chain::compress_ec(source, dir, &opts)?;
-    report.fallbacks = fallbacks;
+    report.run.fallbacks = fallbacks;
     report.print(a.common.json, a.common.quiet);
     Ok(())
 }
@@ -1098,7 +1098,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     fallbacks.push(format!("{why}{then}"));
                 }
                 let mut report = chain::decompress_ec(dir, output, key, a.target.force, threads)?;
-                report.fallbacks = fallbacks;
+                report.run.fallbacks = fallbacks;
                 report.print(a.common.json, a.common.quiet);
                 return Ok(());
             }
