@@ -21,9 +21,18 @@
 //! reported apart. Fingerprints are always of the uncompressed chunk.
 //! Format 2 added those two columns; a format-1 store is read as it is and
 //! brought to format 2 (one transaction) the first time it is written.
+//!
+//! The `successors` table (added the first time a store is written; older
+//! builds ignore it) keeps, for each chunk a file stored on the host CPU had,
+//! the chunk that followed it and the byte after that one: a later file much
+//! like an earlier one (a new version, an edited copy) then has most of its
+//! chunks found by hashing what the hint says comes next, not cut
+//! (RapidCDC's checked next-chunk prediction; `peerpath_func::dedup::Successor`
+//! says why the chunks are still exactly FastCDC's). Hints are only hints: a
+//! wrong one costs a digest, and the recipe names the chunks as found.
 
 use clap::{Args, Subcommand};
-use peerpath_func::dedup::{chunks_parallel, cutting_threads, ChunkParams, Fingerprint};
+use peerpath_func::dedup::{chunks_parallel, cutting_threads, ChunkParams, Fingerprint, Successor, Successors};
 use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -224,6 +233,8 @@ struct StoredFile {
     source: String,
     bytes: u64,
     chunks: u64,
+    /// Of `chunks`: found from what followed the chunk before them in files stored before (hashed, not cut).
+    found_chunks: u64,
     /// Chunks the store did not hold yet (each once), their own bytes, and the bytes they take in the packs.
     new_chunks: u64,
     new_chunk_bytes: u64,
@@ -251,10 +262,11 @@ impl StoredFile {
             }
         };
         format!(
-            "{}: {} in {} chunk(s), {} new ({} chunk(s){}); {how}: {:.2} GB/s ({})",
+            "{}: {} in {} chunk(s), {}{} new ({} chunk(s){}); {how}: {:.2} GB/s ({})",
             self.source,
             peerpath_metrics::human_bytes(self.bytes),
             self.chunks,
+            if self.found_chunks > 0 { format!("{} found from what followed them in stored files (hashed, not cut), ", self.found_chunks) } else { String::new() },
             peerpath_metrics::human_bytes(self.new_chunk_bytes),
             self.new_chunks,
             if self.pack_bytes != self.new_chunk_bytes { format!(", {} in the pack", peerpath_metrics::human_bytes(self.pack_bytes)) } else { String::new() },
@@ -372,7 +384,11 @@ impl Store {
         }
         let (db, lock) = if write {
             let db = Connection::open(&index).map_err(db_error(dir))?;
-            db.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;").map_err(db_error(dir))?;
+            db.execute_batch(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
+                 CREATE TABLE IF NOT EXISTS successors (digest BLOB PRIMARY KEY, next BLOB NOT NULL, len INTEGER NOT NULL, after INTEGER NOT NULL) WITHOUT ROWID;",
+            )
+            .map_err(db_error(dir))?;
             (db, lock)
         } else {
             open_for_reading(dir, &index)?
@@ -443,6 +459,28 @@ impl Store {
     /// A reader of this store's chunks (one a thread: the index's connection stays here).
     fn packs(&self) -> Packs {
         Packs { dir: self.dir.clone(), max: self.params.max, fp: self.fp, open: HashMap::new(), member: Vec::new() }
+    }
+}
+
+/// A store's successor hints, read by the cutting threads through a
+/// connection of their own (the store's stays with its thread).
+struct StoredSuccessors(std::sync::Mutex<Connection>);
+
+impl StoredSuccessors {
+    fn open(s: &Store) -> Result<StoredSuccessors, JobError> {
+        use rusqlite::OpenFlags;
+        let db = Connection::open_with_flags(s.dir.join("index.sqlite"), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(db_error(&s.dir))?;
+        Ok(StoredSuccessors(std::sync::Mutex::new(db)))
+    }
+}
+
+impl Successors for StoredSuccessors {
+    /// A row that is not one (a damaged index) is no hint.
+    fn successor(&self, digest: &[u8; 32]) -> Option<Successor> {
+        let db = self.0.lock().ok()?;
+        let mut q = db.prepare_cached("SELECT next, len, after FROM successors WHERE digest = ?1").ok()?;
+        let (next, len, after) = q.query_row([&digest[..]], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))).ok()?;
+        Some(Successor { digest: next.try_into().ok()?, len: usize::try_from(len).ok()?, after: u8::try_from(after).ok()? })
     }
 }
 
@@ -881,16 +919,29 @@ fn keep_new(pack: &mut PackWriter, batch: &[peerpath_func::dedup::Chunk], encode
 
 /// Chunks `file` on the host CPU into `pack`: the bytes read, the digests in order, and the
 /// cutting threads used.
-fn chunk_on_cpu(file: File, s: &Store, threads: usize, compress: Option<Level>, pack: &mut PackWriter, src: &Path) -> Result<(u64, Vec<u8>, usize), JobError> {
-    let (mut digests, mut total) = (Vec::new(), 0u64);
+/// What a file's chunking on the host CPU gave besides its recipe: its bytes,
+/// each chunk's length and first byte (for the successor hints), how many
+/// chunks were found from hints, and the cutting threads.
+struct CpuChunks {
+    total: u64,
+    shapes: Vec<(usize, u8)>,
+    found: u64,
+    threads: usize,
+}
+
+fn chunk_on_cpu(file: File, s: &Store, threads: usize, compress: Option<Level>, pack: &mut PackWriter, src: &Path) -> Result<(CpuChunks, Vec<u8>), JobError> {
+    let (mut digests, mut shapes, mut total, mut found) = (Vec::new(), Vec::new(), 0u64, 0u64);
     let threads = cutting_threads(s.params, threads);
     // New chunks are compressed on the cutting threads' count and this thread.
     let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
     let mut batch = Vec::with_capacity(BATCH);
-    for c in chunks_parallel(file, s.params, s.fp, threads) {
+    let hints: std::sync::Arc<dyn Successors> = std::sync::Arc::new(StoredSuccessors::open(s)?);
+    for c in chunks_parallel(file, s.params, s.fp, threads, Some(hints)) {
         let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
         total += c.data().len() as u64;
+        found += u64::from(c.predicted);
         digests.extend_from_slice(&c.digest);
+        shapes.push((c.data().len(), c.data().first().copied().unwrap_or(0)));
         batch.push(c);
         if batch.len() == BATCH {
             keep_new(pack, &batch, &mut encoders)?;
@@ -898,7 +949,15 @@ fn chunk_on_cpu(file: File, s: &Store, threads: usize, compress: Option<Level>, 
         }
     }
     keep_new(pack, &batch, &mut encoders)?;
-    Ok((total, digests, threads))
+    Ok((CpuChunks { total, shapes, found, threads }, digests))
+}
+
+/// Each chunk's successor as a file's recipe shows it (the chunk after it, and
+/// the first byte of the one after that), but for the last two chunks: the
+/// last was cut by the file's end, not by FastCDC.
+fn successors_of<'a>(digests: &'a [u8], shapes: &'a [(usize, u8)]) -> impl Iterator<Item = ([u8; 32], Successor)> + 'a {
+    let digest = |i: usize| -> [u8; 32] { digests[32 * i..32 * i + 32].try_into().expect("32 bytes") };
+    (0..shapes.len().saturating_sub(2)).map(move |i| (digest(i), Successor { digest: digest(i + 1), len: shapes[i + 1].0, after: shapes[i + 2].1 }))
 }
 
 fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>) -> Result<StoredFile, JobError> {
@@ -926,10 +985,10 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     // Opened once (a FIFO must not be opened twice), with O_DIRECT for the device.
     let opened = peerpath_io::open_source(src, on_device).map_err(unreadable)?;
     let size = known_size(&opened);
-    let (total, digests, cpu_threads, device_pass) = match device {
+    let (total, digests, cpu, device_pass) = match device {
         None => {
-            let (total, digests, threads) = chunk_on_cpu(opened.file, s, chunker.threads, compress, &mut pack, src)?;
-            (total, digests, Some(threads), None)
+            let (c, digests) = chunk_on_cpu(opened.file, s, chunker.threads, compress, &mut pack, src)?;
+            (c.total, digests, Some(c), None)
         }
         Some(dev) => match crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack) {
             Ok(d) => (d.bytes, d.digests, None, Some(d.pass)),
@@ -941,8 +1000,8 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
                 drop(pack);
                 pack = PackWriter::new(s)?;
                 let reopened = peerpath_io::open_source(src, false).map_err(unreadable)?;
-                let (total, digests, threads) = chunk_on_cpu(reopened.file, s, chunker.threads, compress, &mut pack, src)?;
-                (total, digests, Some(threads), None)
+                let (c, digests) = chunk_on_cpu(reopened.file, s, chunker.threads, compress, &mut pack, src)?;
+                (c.total, digests, Some(c), None)
             }
         },
     };
@@ -958,6 +1017,14 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     let tx = s.db.unchecked_transaction().map_err(db_error(&s.dir))?;
     for (digest, c) in &pack.new {
         tx.execute("INSERT OR IGNORE INTO chunks VALUES (?1, ?2, ?3, ?4, ?5, ?6)", params![&digest[..], c.pack, c.offset as i64, c.len as i64, c.codec, c.size as i64]).map_err(db_error(&s.dir))?;
+    }
+    // Chunked on the host, the chunks' first bytes are known: what followed each
+    // is kept as a hint for later files (the latest file's, where chunks recur).
+    if let Some(c) = &cpu {
+        let mut put = tx.prepare_cached("INSERT OR REPLACE INTO successors VALUES (?1, ?2, ?3, ?4)").map_err(db_error(&s.dir))?;
+        for (d, n) in successors_of(&digests, &c.shapes) {
+            put.execute(params![&d[..], &n.digest[..], n.len as i64, n.after]).map_err(db_error(&s.dir))?;
+        }
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
@@ -976,14 +1043,15 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
         source: src.display().to_string(),
         bytes: size,
         chunks: count as u64,
+        found_chunks: cpu.as_ref().map_or(0, |c| c.found),
         new_chunks: pack.new.len() as u64,
         new_chunk_bytes: pack.new_size,
         pack_bytes: pack.new_bytes,
         seconds: secs,
         gb_per_s: size as f64 / secs.max(1e-9) / 1e9,
         engine,
-        threads: cpu_threads,
-        compress_threads: cpu_threads.filter(|_| compress.is_some()).map(|t| t + 1),
+        threads: cpu.as_ref().map(|c| c.threads),
+        compress_threads: cpu.as_ref().filter(|_| compress.is_some()).map(|c| c.threads + 1),
         device_pass,
         provenance,
     })

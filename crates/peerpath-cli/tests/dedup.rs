@@ -179,6 +179,65 @@ fn an_emulated_csp_makes_the_same_store_as_the_cpu() {
     run(&mut pp(args!["dedup", "store", &sb, "-s", &odd, "--engine", "emulated", "--no-fallback"])).fails(15, &["whole KiB"]);
 }
 
+/// A file's recipe (its chunks' digests, in order) in a store.
+fn recipe(store: &Path, name: &Path) -> Vec<u8> {
+    let db = rusqlite::Connection::open(store.join("index.sqlite")).unwrap();
+    use std::os::unix::ffi::OsStrExt;
+    db.query_row("SELECT chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| r.get(0)).unwrap()
+}
+
+/// A new version of a stored file has most of its chunks found from what
+/// followed them before (hashed, not cut: RapidCDC's hints), and they are the
+/// chunks a store that never saw the old version cuts, on any thread count;
+/// a file stored through a device leaves no hints, and a damaged hint is none.
+#[test]
+fn a_new_version_is_found_from_what_followed_before_and_cut_alike() {
+    let dir = scratch();
+    let d = dir.path();
+    // Random bytes: no chunk twice (a chunk's hint is what followed it last).
+    let a = random_bytes(12 << 20, 8);
+    let mut b = edited_copy(&a);
+    b.splice(b.len() / 2..b.len() / 2 + 5000, []);
+    let (sa, sb) = (d.join("a"), d.join("b"));
+    std::fs::write(&sa, &a).unwrap();
+    std::fs::write(&sb, &b).unwrap();
+    let sizes = ["--min", "4K", "--avg", "16K", "--max", "64K"];
+    let fresh = d.join("fresh");
+    run(&mut pp(args!["dedup", "store", &sb, "-s", &fresh].into_iter().chain(sizes.map(Into::into)).collect::<Vec<_>>())).ok();
+    for t in ["1", "3"] {
+        let st = d.join(format!("st{t}"));
+        let o = run(&mut pp(args!["dedup", "store", &sa, &sb, "-s", &st, "-T", t, "--json"].into_iter().chain(sizes.map(Into::into)).collect::<Vec<_>>())).ok();
+        let v: serde_json::Value = serde_json::from_str(o.stdout_str().trim()).unwrap();
+        let files = v["files"].as_array().unwrap();
+        assert_eq!(files[0]["found_chunks"], 0, "nothing stored before a: {v}");
+        let (found, chunks) = (files[1]["found_chunks"].as_u64().unwrap(), files[1]["chunks"].as_u64().unwrap());
+        assert!(found * 10 >= chunks * 9, "-T {t}: {found} of {chunks} chunks of b found: {v}");
+        assert_eq!(recipe(&st, &sb), recipe(&fresh, &sb), "-T {t}: b's chunks are those cut without hints");
+        run(&mut pp(args!["dedup", "restore", &sb, "-s", &st, "-o", d.join(format!("b{t}"))])).ok();
+        assert_file_eq(&d.join(format!("b{t}")), &b, "restored");
+    }
+    // Through an emulated CSP no chunk's first byte reaches the host: no hints are kept.
+    let emu = d.join("emu");
+    run(&mut pp(args!["dedup", "store", &sa, "-s", &emu, "--engine", "emulated", "--no-fallback"].into_iter().chain(sizes.map(Into::into)).collect::<Vec<_>>())).ok();
+    let db = rusqlite::Connection::open(emu.join("index.sqlite")).unwrap();
+    assert_eq!(db.query_row("SELECT count(*) FROM successors", [], |r| r.get::<_, i64>(0)).unwrap(), 0);
+    // Damaged hints (lengths wrong or negative, digests of the wrong size, bytes out of range)
+    // are none: the file's chunks are the same.
+    let st = d.join("st1");
+    let db = rusqlite::Connection::open(st.join("index.sqlite")).unwrap();
+    db.execute_batch(
+        "UPDATE successors SET len = -5 WHERE substr(digest, 1, 1) < x'40';
+         UPDATE successors SET len = len + 2 WHERE substr(digest, 1, 1) BETWEEN x'40' AND x'5f';
+         UPDATE successors SET next = x'0102' WHERE substr(digest, 1, 1) >= x'c0';
+         UPDATE successors SET after = 999 WHERE substr(digest, 1, 1) BETWEEN x'80' AND x'bf';",
+    )
+    .unwrap();
+    drop(db);
+    let o = run(&mut pp(args!["dedup", "store", &sb, "-s", &st, "-f", "--json"])).ok();
+    let v: serde_json::Value = serde_json::from_str(o.stdout_str().trim()).unwrap();
+    assert_eq!(recipe(&st, &sb), recipe(&fresh, &sb), "damaged hints change no chunk: {v}");
+}
+
 /// Chunks are cut and hashed on several threads, a segment each, and joined
 /// exactly, and new chunks compressed on as many: stores made on 1, 2, 3
 /// and 7 threads hold the same pack and the same counts, over blocks of several segments, a long run of zeros
@@ -579,6 +638,8 @@ fn json_reports_say_what_the_text_says() {
         let chunks = line.split(" chunk(s), ").next().unwrap().rsplit(' ').next().unwrap();
         let new = number_after(line, " new (");
         assert_eq!((f["chunks"].to_string(), f["new_chunks"].to_string()), (chunks.to_string(), new), "{line}\n{f}");
+        let found = f["found_chunks"].as_u64().unwrap();
+        assert_eq!(line.contains(&format!(", {found} found from what followed them")), found > 0, "{line}\n{f}");
         assert_eq!((f["source"].as_str(), f["bytes"].as_u64(), f["engine"].as_str()), (src.to_str(), Some(data.len() as u64), Some("cpu")), "{f}");
         assert_eq!(f["pack_bytes"], f["new_chunk_bytes"], "nothing compressed: {f}");
         assert!(f["threads"].as_u64().is_some_and(|t| t >= 1) && f["device_pass"].is_null(), "{f}");

@@ -74,6 +74,8 @@ impl Fingerprint {
 pub struct Chunk {
     pub offset: u64,
     pub digest: [u8; 32],
+    /// Found from the chunk before's [`Successor`] (hashed, not cut).
+    pub predicted: bool,
     /// The chunk's bytes: `block[range]` (a block of the source shared by its chunks).
     block: std::sync::Arc<Vec<u8>>,
     range: std::ops::Range<usize>,
@@ -88,14 +90,51 @@ impl Chunk {
 /// The chunks of `source`, in order, each with its digest.
 pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Iterator<Item = std::io::Result<Chunk>> {
     fastcdc::v2020::StreamCDC::new(source, p.min, p.avg, p.max).map(move |c| match c {
-        Ok(c) => Ok(Chunk { offset: c.offset, digest: fp.digest(&c.data), range: 0..c.data.len(), block: std::sync::Arc::new(c.data) }),
+        Ok(c) => Ok(Chunk { offset: c.offset, digest: fp.digest(&c.data), predicted: false, range: 0..c.data.len(), block: std::sync::Arc::new(c.data) }),
         Err(fastcdc::v2020::Error::IoError(e)) => Err(e),
         Err(e) => Err(std::io::Error::other(e.to_string())),
     })
 }
 
+/// What followed a chunk where a store saw it (RapidCDC's next-chunk hint, Ni et
+/// al., SoCC 2019): the next chunk's digest and length, and the byte after
+/// that chunk (the first of the one after it: the byte whose hash made FastCDC
+/// cut there). Only chunks cut by their content or at `max` are successors, not
+/// the last of a file (cut by its end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Successor {
+    pub digest: [u8; 32],
+    pub len: usize,
+    pub after: u8,
+}
+
+/// Where [`chunks_parallel`] asks what followed a chunk before (a store's index).
+pub trait Successors: Send + Sync {
+    fn successor(&self, digest: &[u8; 32]) -> Option<Successor>;
+}
+
+/// The chunk at `at` of `data`, found from the chunk before's successor `s`
+/// without cutting: taken only where FastCDC would cut it there too. A cut
+/// depends on the bytes from the chunk's start to the byte after it (the cut
+/// is where that byte's gear hash passes the mask; the mask is the stricter one
+/// below `avg` from the chunk's start, and `avg` is no further than where the
+/// data ends), and on the data going on past that byte: the crate tests bytes
+/// in pairs, so where the data ends just after an even-length chunk's next
+/// byte, that byte is never tested and the chunk takes it. So `s` holds where
+/// two bytes or more follow it (in this block: the stream has at least as
+/// many), its bytes are the successor's (the digest), and so is the byte after
+/// it (unless it was cut at `max`, which depends on no byte after it). Its
+/// digest is the price of a wrong guess (an edit), as RapidCDC's checked
+/// fast-forward pays.
+fn predicted(data: &[u8], at: usize, s: Successor, p: ChunkParams, fp: Fingerprint) -> Option<Successor> {
+    let fits = (p.min..=p.max).contains(&s.len) && data.len() >= at + s.len + 2;
+    (fits && (s.len == p.max || data[at + s.len] == s.after) && fp.digest(&data[at..at + s.len]) == s.digest).then_some(s)
+}
+
 /// [`chunks`] of a file on `threads` threads: the same chunks in the same
-/// order, cut and hashed in parallel.
+/// order, cut and hashed in parallel. With `hints`, a chunk whose successor
+/// the hints know and that holds here is taken without cutting ([`Successor`]):
+/// a stream much like one stored before is then hashed more than cut.
 ///
 /// FastCDC is serial (each cut depends on where the chunk began), but a
 /// chunk's end depends only on the bytes from its start, and two chains of
@@ -126,7 +165,7 @@ pub fn chunks<R: Read>(source: R, p: ChunkParams, fp: Fingerprint) -> impl Itera
 /// each has at least 1 MiB and 4 of the largest chunks
 /// ([`cutting_threads`]). A source that is neither a regular file nor a
 /// block device (a pipe) is read in order.
-pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, threads: usize) -> impl Iterator<Item = std::io::Result<Chunk>> {
+pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, threads: usize, hints: Option<std::sync::Arc<dyn Successors>>) -> impl Iterator<Item = std::io::Result<Chunk>> {
     use std::sync::{mpsc, Arc, Mutex};
     let threads = cutting_threads(p, threads);
     let seg = segment_len(p, threads);
@@ -172,13 +211,13 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let job_rx = Arc::new(Mutex::new(job_rx));
     for _ in 0..threads {
-        let jobs = job_rx.clone();
+        let (jobs, hints) = (job_rx.clone(), hints.clone());
         std::thread::Builder::new()
             .name("peerpath-cdc-cut".into())
             .spawn(move || loop {
                 let next = jobs.lock().expect("the jobs' lock").recv();
                 let Ok((buf, range, s, at_end, reply)) = next else { return };
-                let _ = reply.send(chain(&buf[range], s, p, fp, at_end));
+                let _ = reply.send(chain(&buf[range], s, p, fp, at_end, hints.as_deref()));
             })
             .expect("a thread for cutting");
     }
@@ -225,7 +264,7 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
                 let data = &buf[range.clone()];
                 let (cuts, _) = join(data, entry, &chains, p, fp, at_end);
                 let used = cuts.last().map_or(entry, |c| c.0 + c.1);
-                let chunks = cuts.into_iter().map(|(o, l, digest)| Chunk { offset: stream_at + (o - entry) as u64, digest, block: buf.clone(), range: range.start + o..range.start + o + l }).collect();
+                let chunks = cuts.into_iter().map(|(o, l, digest, predicted)| Chunk { offset: stream_at + (o - entry) as u64, digest, predicted, block: buf.clone(), range: range.start + o..range.start + o + l }).collect();
                 stream_at += (used - entry) as u64;
                 // The next block begins with this one's last `head` bytes (or all of it).
                 entry = used - (data.len() - data.len().min(head));
@@ -333,27 +372,30 @@ fn read_block(file: &std::fs::File, positional: bool, at: u64, buf: &mut [u8], s
 /// [`cut_points`]' chunks, cut on this thread, runs of one byte counted
 /// rather than cut and hashed once (see [`Cuts`]).
 pub fn chunk_digests(data: &[u8], p: ChunkParams, fp: Fingerprint, at_end: bool) -> Vec<(usize, usize, [u8; 32])> {
-    cut_block(data, p, fp, at_end, 1, usize::MAX).0
+    cut_block(data, p, fp, at_end, 1, usize::MAX).0.into_iter().map(|(o, l, d, _)| (o, l, d)).collect()
 }
+
+/// A chunk of a block: offset, length, digest, and whether it was predicted (not cut).
+type Cut = (usize, usize, [u8; 32], bool);
 
 /// The stream's chunks of `data` (which begins at a chunk boundary) as
 /// (offset, length, digest), cut on up to `threads` threads in segments of
 /// `seg` bytes (see [`chunks_parallel`]), and how many chunks had to be cut
 /// again at the joins. Without `at_end` the chunk reaching the end of
 /// `data` is left out.
-fn cut_block(data: &[u8], p: ChunkParams, fp: Fingerprint, at_end: bool, threads: usize, seg: usize) -> (Vec<(usize, usize, [u8; 32])>, usize) {
-    cut_block_from(data, 0, 0, p, fp, at_end, threads, seg)
+fn cut_block(data: &[u8], p: ChunkParams, fp: Fingerprint, at_end: bool, threads: usize, seg: usize) -> (Vec<Cut>, usize) {
+    cut_block_from(data, 0, 0, p, fp, at_end, threads, seg, None)
 }
 
 /// [`cut_block`] of a block whose first `before` bytes end the block
 /// before it, the stream's chain entering at `entry` (at most `before`).
 #[allow(clippy::too_many_arguments)]
-fn cut_block_from(data: &[u8], before: usize, entry: usize, p: ChunkParams, fp: Fingerprint, at_end: bool, threads: usize, seg: usize) -> (Vec<(usize, usize, [u8; 32])>, usize) {
+fn cut_block_from(data: &[u8], before: usize, entry: usize, p: ChunkParams, fp: Fingerprint, at_end: bool, threads: usize, seg: usize, hints: Option<&dyn Successors>) -> (Vec<Cut>, usize) {
     let segs = segments(data.len(), before, p, threads, seg);
     let chains: Vec<(Segment, Chain)> = match segs[..] {
-        [g] => vec![(g, chain(data, g, p, fp, at_end))],
+        [g] => vec![(g, chain(data, g, p, fp, at_end, hints))],
         _ => std::thread::scope(|s| {
-            let cut: Vec<_> = segs.iter().map(|&g| s.spawn(move || (g, chain(data, g, p, fp, at_end)))).collect();
+            let cut: Vec<_> = segs.iter().map(|&g| s.spawn(move || (g, chain(data, g, p, fp, at_end, hints)))).collect();
             cut.into_iter().map(|h| h.join().expect("a cutting thread does not panic")).collect()
         }),
     };
@@ -369,9 +411,9 @@ struct Segment {
     stop: usize,
 }
 
-/// A thread's chain of cuts: (offset, length, digest) where the digest is
-/// there for chunks at or past their segment's `from`.
-type Chain = Vec<(usize, usize, Option<[u8; 32]>)>;
+/// A thread's chain of cuts: (offset, length, digest, predicted) where the
+/// digest is there for chunks at or past their segment's `from`.
+type Chain = Vec<(usize, usize, Option<[u8; 32]>, bool)>;
 
 /// The segments of a block of `len` bytes whose first `before` bytes end
 /// the block before it: up to `threads` of the new bytes, at least `seg`
@@ -390,15 +432,28 @@ fn segments(len: usize, before: usize, p: ChunkParams, threads: usize, seg: usiz
         .collect()
 }
 
-/// The chunks one thread cuts in `data` for segment `s` (see [`Segment`]).
+/// The chunks one thread cuts in `data` for segment `s` (see [`Segment`]),
+/// each hashed chunk's successor taken from `hints` where it holds.
 /// Without `at_end` the chunk reaching the end of `data` is left out.
-fn chain(data: &[u8], s: Segment, p: ChunkParams, fp: Fingerprint, at_end: bool) -> Chain {
-    let (mut v, mut last) = (Vec::new(), None);
-    for (o, l, repeat) in Cuts::new(data, s.begin, p) {
+fn chain(data: &[u8], s: Segment, p: ChunkParams, fp: Fingerprint, at_end: bool, hints: Option<&dyn Successors>) -> Chain {
+    let (mut v, mut last): (Chain, _) = (Vec::new(), None);
+    let mut cuts = Cuts::new(data, s.begin, p);
+    loop {
+        if let (Some(h), Some(&(o, l, Some(d), _))) = (hints, v.last()) {
+            let at = o + l;
+            let room = at < s.stop && data.len() >= at + p.min + 2;
+            // A chunk followed by itself (a run of one byte) is counted by `Cuts`, cheaper still.
+            if let Some(n) = room.then(|| h.successor(&d)).flatten().filter(|n| n.digest != d).and_then(|n| predicted(data, at, n, p, fp)) {
+                v.push((at, n.len, Some(n.digest), true));
+                cuts = Cuts::new(data, at + n.len, p);
+                continue;
+            }
+        }
+        let Some((o, l, repeat)) = cuts.next() else { break };
         if o >= s.stop || (!at_end && o + l == data.len()) {
             break;
         }
-        v.push((o, l, (o >= s.from).then(|| digest_of(data, (o, l, repeat), fp, &mut last))));
+        v.push((o, l, (o >= s.from).then(|| digest_of(data, (o, l, repeat), fp, &mut last)), false));
     }
     v
 }
@@ -407,7 +462,7 @@ fn chain(data: &[u8], s: Segment, p: ChunkParams, fp: Fingerprint, at_end: bool)
 /// segments' chains in order: where the stream's chain reaches a cut of a
 /// segment's, that segment's chunks from it; elsewhere cut again here, one
 /// at a time. Also how many chunks were cut again.
-fn join(data: &[u8], entry: usize, chains: &[(Segment, Chain)], p: ChunkParams, fp: Fingerprint, at_end: bool) -> (Vec<(usize, usize, [u8; 32])>, usize) {
+fn join(data: &[u8], entry: usize, chains: &[(Segment, Chain)], p: ChunkParams, fp: Fingerprint, at_end: bool) -> (Vec<Cut>, usize) {
     let (mut out, mut pos, mut recut) = (Vec::new(), entry, 0usize);
     let (mut walk, mut last): (Option<Cuts>, _) = (None, None);
     'segments: for (s, ch) in chains {
@@ -416,7 +471,7 @@ fn join(data: &[u8], entry: usize, chains: &[(Segment, Chain)], p: ChunkParams, 
                 // The stream's chain meets this thread's here: from now on they
                 // agree. Chunks before the segment's own bytes (in the bytes of
                 // the block before) are hashed here.
-                out.extend(ch[i..].iter().map(|&(o, l, d)| (o, l, d.unwrap_or_else(|| fp.digest(&data[o..o + l])))));
+                out.extend(ch[i..].iter().map(|&(o, l, d, predicted)| (o, l, d.unwrap_or_else(|| fp.digest(&data[o..o + l])), predicted)));
                 pos = ch.last().map_or(pos, |c| c.0 + c.1);
                 if pos < s.stop {
                     break 'segments; // the thread stopped at the block's end
@@ -429,7 +484,7 @@ fn join(data: &[u8], entry: usize, chains: &[(Segment, Chain)], p: ChunkParams, 
             if !at_end && o + l == data.len() {
                 break 'segments;
             }
-            out.push((o, l, digest_of(data, (o, l, repeat), fp, &mut last)));
+            out.push((o, l, digest_of(data, (o, l, repeat), fp, &mut last), false));
             recut += 1;
             pos += l;
         }
@@ -617,7 +672,7 @@ mod tests {
             f.write_all(d).unwrap();
             for threads in [1, 2, 3, 5] {
                 f.rewind().unwrap();
-                let got: Vec<_> = chunks_parallel(f.try_clone().unwrap(), p, Fingerprint::Blake3, threads).map(|c| summary(c.unwrap())).collect();
+                let got: Vec<_> = chunks_parallel(f.try_clone().unwrap(), p, Fingerprint::Blake3, threads, None).map(|c| summary(c.unwrap())).collect();
                 assert!(got == want, "{} bytes on {threads} threads: {} chunks, want {}", d.len(), got.len(), want.len());
             }
         }
@@ -626,7 +681,7 @@ mod tests {
         std::fs::write(path.path(), d).unwrap();
         let mut cat = std::process::Command::new("cat").arg(path.path()).stdout(std::process::Stdio::piped()).spawn().unwrap();
         let pipe = std::fs::File::from(std::os::fd::OwnedFd::from(cat.stdout.take().unwrap()));
-        let got: Vec<_> = chunks_parallel(pipe, p, Fingerprint::Blake3, 3).map(|c| summary(c.unwrap())).collect();
+        let got: Vec<_> = chunks_parallel(pipe, p, Fingerprint::Blake3, 3, None).map(|c| summary(c.unwrap())).collect();
         assert!(got == oracle(d, p), "read from a pipe");
         cat.wait().unwrap();
     }
@@ -635,7 +690,7 @@ mod tests {
     #[test]
     fn a_failing_source_ends_the_parallel_chunks_with_its_error() {
         let dir = tempfile::tempdir().unwrap();
-        let got: Vec<std::io::Result<Chunk>> = chunks_parallel(std::fs::File::open(dir.path()).unwrap(), ChunkParams::default(), Fingerprint::Sha256, 2).collect();
+        let got: Vec<std::io::Result<Chunk>> = chunks_parallel(std::fs::File::open(dir.path()).unwrap(), ChunkParams::default(), Fingerprint::Sha256, 2, None).collect();
         assert_eq!(got.len(), 1);
         assert!(got[0].as_ref().is_err_and(|e| e.raw_os_error() == Some(21)), "EISDIR: {:?}", got[0].as_ref().err());
     }
@@ -661,7 +716,7 @@ mod tests {
             }
             let want: Vec<(u64, usize, [u8; 32])> = cut_points(&d, p, at_end).into_iter().map(|(o, l)| (o as u64, l, *blake3::hash(&d[o..o + l]).as_bytes())).collect();
             let (got, _) = cut_block(&d, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max);
-            proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
+            proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d, _)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
             let one = chunk_digests(&d, p, Fingerprint::Blake3, at_end);
             proptest::prop_assert_eq!(one.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
             // A block that begins with up to `max` bytes of the one before,
@@ -670,10 +725,119 @@ mod tests {
             let before = (seed as usize * 7919 % (p.max + 1)).min(d.len());
             let entry = want.iter().map(|c| c.0 as usize).chain([0]).filter(|&o| o <= before && before - o <= p.max).max().unwrap_or(0);
             if before - entry <= p.max {
-                let (got, _) = cut_block_from(&d, before, entry, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max);
+                let (got, _) = cut_block_from(&d, before, entry, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max, None);
                 let from_entry: Vec<_> = want.iter().filter(|c| c.0 as usize >= entry).cloned().collect();
-                proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), from_entry);
+                proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d, _)| (o as u64, l, d)).collect::<Vec<_>>(), from_entry);
             }
+        }
+
+        /// A stream edited from one whose chunks' successors are known (inserted,
+        /// deleted and changed bytes, runs, repeats): with the hints, its chunks are
+        /// still exactly FastCDC's, on any threads and segments, and where little
+        /// changed most are found from the hints rather than cut.
+        #[test]
+        fn chunks_found_from_successors_are_the_streams(
+            parts in proptest::collection::vec((0u8..3, 1usize..6000, proptest::num::u8::ANY), 1..30),
+            edits in proptest::collection::vec((0u8..4, proptest::num::usize::ANY, 1usize..300, proptest::num::u8::ANY), 0..6),
+            seed in 1u64..1000,
+            segs in 1usize..4,
+            threads in 1usize..6,
+            at_end: bool,
+        ) {
+            let p = ChunkParams::new(64, 256, 1024).unwrap();
+            let mut old = Vec::new();
+            for (kind, len, b) in parts {
+                match kind {
+                    0 => old.extend(data(len, seed + len as u64)),
+                    1 => old.extend(std::iter::repeat_n(b, len)),
+                    _ => { let from = old.len().saturating_sub(len); old.extend_from_within(from..); }
+                }
+            }
+            let hints = successors_of(&old, p);
+            let mut new = old.clone();
+            for (kind, at, len, b) in edits {
+                let at = at % (new.len() + 1);
+                let end = (at + len).min(new.len());
+                match kind {
+                    0 => { new.splice(at..at, std::iter::repeat_n(b, len)); }
+                    1 => { new.drain(at..end); }
+                    2 => new[at..end].iter_mut().for_each(|x| *x ^= b | 1),
+                    _ => { let copy = new[at..end].to_vec(); new.extend(copy); }
+                }
+            }
+            let want: Vec<(usize, usize, [u8; 32])> = cut_points(&new, p, at_end).into_iter().map(|(o, l)| (o, l, *blake3::hash(&new[o..o + l]).as_bytes())).collect();
+            let (got, _) = cut_block_from(&new, 0, 0, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max, Some(&hints));
+            proptest::prop_assert_eq!(got.iter().map(|&(o, l, d, _)| (o, l, d)).collect::<Vec<_>>(), want);
+            let distinct = got.iter().map(|c| c.2).collect::<std::collections::HashSet<_>>().len() == got.len();
+            if new == old && distinct && segs * 4 * p.max >= new.len() {
+                // One segment, no edit, no chunk twice (a chunk's hint is what followed it
+                // last): every chunk found from the one before but the first and the last.
+                let found = got.iter().filter(|c| c.3).count();
+                proptest::prop_assert!(found + 2 >= got.len(), "{found} of {} found", got.len());
+            }
+        }
+    }
+
+    /// The successors of a stream's chunks as a store keeps them: each chunk's next, but the last.
+    struct Known(std::collections::HashMap<[u8; 32], Successor>);
+
+    impl Successors for Known {
+        fn successor(&self, digest: &[u8; 32]) -> Option<Successor> {
+            self.0.get(digest).copied()
+        }
+    }
+
+    fn successors_of(d: &[u8], p: ChunkParams) -> Known {
+        let cuts = cut_points(d, p, true);
+        let digest = |(o, l): (usize, usize)| *blake3::hash(&d[o..o + l]).as_bytes();
+        Known(cuts.windows(3).map(|w| (digest(w[0]), Successor { digest: digest(w[1]), len: w[1].1, after: d[w[2].0] })).collect())
+    }
+
+    /// A chunk whose bytes are the known successor's but whose next byte is not
+    /// is found only where FastCDC cuts there too; a file stored before gives
+    /// its own chunks again, found, on the threads of [`chunks_parallel`].
+    #[test]
+    fn a_successor_is_taken_only_where_fastcdc_cuts_alike() {
+        let p = ChunkParams::new(1024, 4096, 16384).unwrap();
+        let old = data(3 << 20, 21);
+        let hints = std::sync::Arc::new(successors_of(&old, p));
+        let cuts = cut_points(&old, p, true);
+        // Every chunk's next byte changed in turn (a few of them): each edit is the stream's.
+        for &(o, l) in cuts.iter().skip(5).step_by(97).take(8) {
+            for b in [0u8, 0x55, 0xff] {
+                let mut new = old.clone();
+                new[o + l] = b;
+                let (got, _) = cut_block(&new, p, Fingerprint::Blake3, true, 1, usize::MAX);
+                let (with, _) = cut_block_from(&new, 0, 0, p, Fingerprint::Blake3, true, 1, usize::MAX, Some(hints.as_ref()));
+                assert_eq!(with.iter().map(|c| (c.0, c.1, c.2)).collect::<Vec<_>>(), got.iter().map(|c| (c.0, c.1, c.2)).collect::<Vec<_>>(), "the byte after the chunk at {o} set to {b:#x}");
+            }
+        }
+        // The data ending one byte after a chunk: with an even length, the crate (testing
+        // bytes in pairs) never looks at that byte's hash, and the chunk takes it too.
+        // Two bytes after: the chunk is the stream's and found.
+        let even: Vec<_> = cuts.iter().skip(1).filter(|c| c.1 % 2 == 0).take(4).collect();
+        assert!(!even.is_empty());
+        let cut = |v: &[Cut]| v.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>();
+        for &&(o, l) in &even {
+            for more in [1, 2] {
+                let new = &old[..o + l + more];
+                let (got, _) = cut_block(new, p, Fingerprint::Blake3, true, 1, usize::MAX);
+                assert_eq!(got.last().map(|c| (c.0, c.1)), Some(if more == 1 { (o, l + 1) } else { (o + l, 2) }), "the crate's cut at the end");
+                let (with, _) = cut_block_from(new, 0, 0, p, Fingerprint::Blake3, true, 1, usize::MAX, Some(hints.as_ref()));
+                assert_eq!(cut(&with), cut(&got), "the data ending {more} byte(s) after the chunk at {o}");
+                assert_eq!(with.iter().find(|c| c.0 == o).map(|c| c.3), Some(more == 2), "found where two bytes follow");
+            }
+        }
+        use std::io::Write;
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&old).unwrap();
+        let hints: std::sync::Arc<dyn Successors> = hints;
+        for threads in [1, 3] {
+            let f = f.try_clone().unwrap();
+            let got: Vec<Chunk> = chunks_parallel(f, p, Fingerprint::Blake3, threads, Some(hints.clone())).map(Result::unwrap).collect();
+            assert_eq!(got.iter().map(|c| (c.offset as usize, c.data().len())).collect::<Vec<_>>(), cuts);
+            let found = got.iter().filter(|c| c.predicted).count();
+            assert!(found * 10 >= got.len() * 9, "{threads} thread(s): {found} of {} found from their successors", got.len());
         }
     }
 
