@@ -441,7 +441,9 @@ fn chain(data: &[u8], s: Segment, p: ChunkParams, fp: Fingerprint, at_end: bool,
     loop {
         if let (Some(h), Some(&(o, l, Some(d), _))) = (hints, v.last()) {
             let at = o + l;
-            let room = at < s.stop && data.len() >= at + p.min + 2;
+            // In a run of one byte (a chunk like the one before) `Cuts` counts: no hint asked.
+            let run = v.len() > 1 && v[v.len() - 2].2 == Some(d);
+            let room = at < s.stop && data.len() >= at + p.min + 2 && !run;
             // A chunk followed by itself (a run of one byte) is counted by `Cuts`, cheaper still.
             if let Some(n) = room.then(|| h.successor(&d)).flatten().filter(|n| n.digest != d).and_then(|n| predicted(data, at, n, p, fp)) {
                 v.push((at, n.len, Some(n.digest), true));
