@@ -116,9 +116,10 @@ pub trait Successors: Send + Sync {
 /// The chunk at `at` of `data`, found from the chunk before's successor `s`
 /// without cutting: taken only where FastCDC would cut it there too. A cut
 /// depends on the bytes from the chunk's start to the byte after it (the cut
-/// is where that byte's gear hash passes the mask; the mask is the stricter one
-/// below `avg` from the chunk's start, and `avg` is no further than where the
-/// data ends), and on the data going on past that byte: the crate tests bytes
+/// is where that byte's gear hash first passes the mask: the stricter one up to
+/// `avg` from the chunk's start, or up to the data's end where that is nearer,
+/// which cannot move a cut with two bytes after it), and on the data going on
+/// past that byte: the crate tests bytes
 /// in pairs, so where the data ends just after an even-length chunk's next
 /// byte, that byte is never tested and the chunk takes it. So `s` holds where
 /// two bytes or more follow it (in this block: the stream has at least as
@@ -441,10 +442,10 @@ fn chain(data: &[u8], s: Segment, p: ChunkParams, fp: Fingerprint, at_end: bool,
     loop {
         if let (Some(h), Some(&(o, l, Some(d), _))) = (hints, v.last()) {
             let at = o + l;
-            // In a run of one byte (a chunk like the one before) `Cuts` counts: no hint asked.
+            // A run of one byte (a chunk like the one before it, or one followed by itself)
+            // is counted by `Cuts`, cheaper still: no hint is asked or taken there.
             let run = v.len() > 1 && v[v.len() - 2].2 == Some(d);
             let room = at < s.stop && data.len() >= at + p.min + 2 && !run;
-            // A chunk followed by itself (a run of one byte) is counted by `Cuts`, cheaper still.
             if let Some(n) = room.then(|| h.successor(&d)).flatten().filter(|n| n.digest != d).and_then(|n| predicted(data, at, n, p, fp)) {
                 v.push((at, n.len, Some(n.digest), true));
                 cuts = Cuts::new(data, at + n.len, p);
