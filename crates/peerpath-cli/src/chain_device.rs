@@ -42,7 +42,7 @@ use peerpath_func::{member_bound_bytes, Format, BGZF_EOF_BLOCK};
 use peerpath_runtime::JobError;
 use std::fs::File;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Why a chain on the device stopped: a failure of the job's own (bad
 /// input, a target that cannot be written: the CPU would fail the same way),
@@ -182,20 +182,21 @@ fn check_options(o: &ChainOptions) -> Result<(), String> {
 /// Opens GPU `ordinal` for the chain: nvCOMP's gzip compressor (`algorithm`),
 /// peerpath's coding kernels, and its AES-256-GCM kernels when sealing; the
 /// layout in its memory and again in its pinned host window. Or why not.
-pub(crate) fn start_gpu(o: &ChainOptions, ordinal: usize, nvcomp: Option<std::path::PathBuf>, algorithm: i32) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start_gpu(o: &ChainOptions, ordinal: usize, nvcomp: Option<std::path::PathBuf>, algorithm: i32, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     check_options(o)?;
     if o.format != Format::Gzip {
         return Err("the GPU compresses gzip members (nvCOMP), not BGZF".into());
     }
     let bytes = Layout::new(o).bytes();
-    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { algorithm, nvcomp, compress: true, coding: true, crypt: o.encrypt.is_some(), ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, slots(o.threads) + 2) })
+    let config = peerpath_gpu::GpuDeviceConfig { algorithm, nvcomp, compress: true, coding: true, crypt: o.encrypt.is_some(), ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, slots(o.threads) + 2) };
+    device_job::open_gpu(device_job::timed(config, timeout))
 }
 
 /// Starts an emulated CSP with room for the chain, or says why it cannot run there.
-pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     check_options(o)?;
     let depth = (slots(o.threads) + 2) as u32;
-    let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, device_workers(o.threads) as u32, FunctionKind::GzipCompressMember)?;
+    let dev = device_job::spawn_timed("chain", Layout::new(o).bytes(), depth, device_workers(o.threads) as u32, FunctionKind::GzipCompressMember, timeout)?;
     for need in [FunctionKind::Copy, FunctionKind::EcEncode, FunctionKind::Crc32, FunctionKind::AeadSealBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -534,13 +535,13 @@ impl DecodeLayout {
 /// Starts an emulated CSP of `workers` workers with room for the reverse
 /// chain of a set with `k` data and `m` parity units of `unit` bytes, or
 /// says why it cannot.
-pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize, faults: Option<FaultConfig>) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize, faults: Option<FaultConfig>, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     if k + m > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
     let slots = slots(workers);
     let depth = (slots + k + m + 2) as u32;
-    let dev = device_job::spawn("unchain", DecodeLayout::new(k, m, unit, slots).bytes(), depth, device_workers(workers) as u32, FunctionKind::GzipDecompressMember)?;
+    let dev = device_job::spawn_timed("unchain", DecodeLayout::new(k, m, unit, slots).bytes(), depth, device_workers(workers) as u32, FunctionKind::GzipDecompressMember, timeout)?;
     for need in [FunctionKind::Copy, FunctionKind::EcReconstruct, FunctionKind::Crc32, FunctionKind::AeadOpenBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -553,13 +554,14 @@ pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize, faul
 /// `m` parity units of `unit` bytes: nvCOMP's gzip decompressor, peerpath's
 /// coding (Reed-Solomon, CRC-32) and AES-256-GCM kernels; the layout in its
 /// memory and again in its pinned host window. Or why not.
-pub(crate) fn start_decode_gpu(k: usize, m: usize, unit: usize, workers: usize, ordinal: usize, nvcomp: Option<std::path::PathBuf>) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start_decode_gpu(k: usize, m: usize, unit: usize, workers: usize, ordinal: usize, nvcomp: Option<std::path::PathBuf>, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     if k + m > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", k + m));
     }
     let slots = slots(workers);
     let depth = slots + k + m + 2;
-    let dev = device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { nvcomp, inflate: true, coding: true, crypt: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, DecodeLayout::new(k, m, unit, slots).bytes(), depth) })?;
+    let config = peerpath_gpu::GpuDeviceConfig { nvcomp, inflate: true, coding: true, crypt: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, DecodeLayout::new(k, m, unit, slots).bytes(), depth) };
+    let dev = device_job::open_gpu(device_job::timed(config, timeout))?;
     for need in [FunctionKind::Copy, FunctionKind::EcReconstruct, FunctionKind::Crc32, FunctionKind::AeadOpenBlock, FunctionKind::GzipDecompressMember] {
         if !dev.functions().contains(need) {
             return Err(format!("GPU {ordinal} does not offer {}", need.name()));

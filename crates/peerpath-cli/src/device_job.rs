@@ -13,12 +13,22 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Starts an emulated CSP (`memory_bytes`, one queue) that runs `needs`.
 pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind) -> Result<EmulatedCsp, String> {
+    spawn_timed(tag, memory_bytes, queue_depth, workers, needs, None)
+}
+
+/// As [`spawn`], declared hung after `command_timeout` with commands in
+/// flight and none completing (`--device-timeout`; else its default).
+pub(crate) fn spawn_timed(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind, command_timeout: Option<Duration>) -> Result<EmulatedCsp, String> {
     let mut serve = ServeOptions::new(&format!("{tag}{}", std::process::id()));
     serve.memory_bytes = memory_bytes;
     serve.queues = 1;
     serve.queue_depth = queue_depth;
     serve.workers = workers;
-    let dev = EmulatedCsp::spawn(&SpawnOptions::new(serve)).map_err(|e| format!("the emulated CSP did not start: {e}"))?;
+    let mut options = SpawnOptions::new(serve);
+    if let Some(t) = command_timeout {
+        options.command_timeout = t;
+    }
+    let dev = EmulatedCsp::spawn(&options).map_err(|e| format!("the emulated CSP did not start: {e}"))?;
     if !dev.functions().contains(needs) {
         return Err(format!("the emulated CSP does not offer {}", needs.name()));
     }
@@ -345,6 +355,11 @@ pub(crate) fn moved(direct: bool) -> &'static str {
     } else {
         "by kernel copies (no O_DIRECT here)"
     }
+}
+
+/// `config` with its hang timeout set where one was given (`--device-timeout`).
+pub(crate) fn timed(config: peerpath_gpu::GpuDeviceConfig, command_timeout: Option<Duration>) -> peerpath_gpu::GpuDeviceConfig {
+    peerpath_gpu::GpuDeviceConfig { command_timeout: command_timeout.unwrap_or(config.command_timeout), ..config }
 }
 
 /// Opens the GPU `config` names, or says why not ("GPU N unavailable: ...").

@@ -583,6 +583,11 @@ struct DecodeEngineArgs {
     /// Fail (exit 15, nothing kept) instead of letting the host CPU decode what the device could not.
     #[arg(long, help_heading = "Devices")]
     no_fallback: bool,
+    /// With --engine gpu or emulated: a device with work in flight and none of it finishing for
+    /// this long (seconds) is declared hung: it is retired and the host CPU goes on (or exit 15
+    /// with --no-fallback) [default: 30 for a GPU, 10 for an emulated CSP].
+    #[arg(long, value_parser = parse_device_timeout, help_heading = "Devices")]
+    device_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -597,7 +602,22 @@ const GPU_DECODE_THREADS: usize = 4;
 
 impl DecodeEngineArgs {
     fn spec(&self) -> Option<peerpath_runtime::GpuDecodeSpec> {
-        (self.engine == DecodeEngineArg::Gpu).then(|| peerpath_runtime::GpuDecodeSpec { ordinal: self.gpu, nvcomp: self.nvcomp.clone(), batch_bytes: self.gpu_batch, no_fallback: self.no_fallback, cpu_threads: None })
+        (self.engine == DecodeEngineArg::Gpu).then(|| peerpath_runtime::GpuDecodeSpec {
+            ordinal: self.gpu,
+            nvcomp: self.nvcomp.clone(),
+            batch_bytes: self.gpu_batch,
+            no_fallback: self.no_fallback,
+            timeout: self.device_timeout.unwrap_or(peerpath_gpu::DEFAULT_COMMAND_TIMEOUT),
+            cpu_threads: None,
+        })
+    }
+
+    /// Options that name a device where the host CPU decodes are a usage error, not ignored.
+    fn check(&self) -> Result<(), JobError> {
+        if self.device_timeout.is_some() && self.engine == DecodeEngineArg::Cpu {
+            return Err(JobError::Usage("--device-timeout times devices: give it with --engine gpu or emulated".into()));
+        }
+        Ok(())
     }
 
     /// The job's options, with the GPU's default thread count where -T was not given.
@@ -826,8 +846,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
             return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
         }
         let started = match a.engine {
-            EngineArg::Gpu => chain_device::start_gpu(&opts, a.gpu, a.nvcomp.clone(), gpu_algorithm(a)),
-            _ => chain_device::start(&opts, a.inject_faults.clone()),
+            EngineArg::Gpu => chain_device::start_gpu(&opts, a.gpu, a.nvcomp.clone(), gpu_algorithm(a), a.device_timeout),
+            _ => chain_device::start(&opts, a.inject_faults.clone(), a.device_timeout),
         };
         let (why, then) = match started {
             Ok(mut dev) => match chain_device::compress_ec(dev.as_mut(), source, dir, &opts) {
@@ -996,6 +1016,9 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
 fn run(cli: Cli) -> Result<(), JobError> {
     match cli.command {
         Command::Compress(a) => {
+            if a.device_timeout.is_some() && a.engine == EngineArg::Cpu {
+                return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+            }
             let level = Level::new(a.level).map_err(JobError::Usage)?;
             let encrypt = compress_encryption(&a)?;
             if let Some((data, parity)) = a.ec {
@@ -1052,6 +1075,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
         }
         Command::Decompress(a) => {
+            a.decode.check()?;
             if a.inject_faults.is_some() && !(a.ec && a.decode.engine == DecodeEngineArg::Emulated) {
                 return Err(JobError::Usage("--inject-faults needs --ec --engine emulated".into()));
             }
@@ -1073,8 +1097,8 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     // slot is 128 MiB of GPU memory and as much pinned), so at most 8.
                     let workers = if a.decode.engine == DecodeEngineArg::Gpu { threads.min(8) } else { threads };
                     let started = match a.decode.engine {
-                        DecodeEngineArg::Gpu => chain_device::start_decode_gpu(k, m, unit, workers, a.decode.gpu, a.decode.nvcomp.clone()),
-                        _ => chain_device::start_decode(k, m, unit, workers, a.inject_faults.clone()),
+                        DecodeEngineArg::Gpu => chain_device::start_decode_gpu(k, m, unit, workers, a.decode.gpu, a.decode.nvcomp.clone(), a.decode.device_timeout),
+                        _ => chain_device::start_decode(k, m, unit, workers, a.inject_faults.clone(), a.decode.device_timeout),
                     };
                     let (why, then) = match started {
                         Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers) {
@@ -1114,6 +1138,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             emit(&r?, &a.common, to_stdout);
         }
         Command::Verify(a) => {
+            a.decode.check()?;
             let (progress, bar) = progress_bar(&a.common, false);
             let opts = a.decode.options(common_options(&a.common, false, true, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?)?;
             let r = peerpath_runtime::verify(&a.sources, &opts);

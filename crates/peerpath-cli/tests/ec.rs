@@ -952,6 +952,36 @@ fn a_device_that_dies_mid_chain_hands_the_job_to_the_cpu_and_a_full_target_keeps
     assert_dir_holds(&fs.dir, &[]);
 }
 
+/// A device that stops answering mid-chain (frozen after some commands) is
+/// declared hung after `--device-timeout`, both ways, and the host CPU does
+/// the job; the option is the devices', so it is a usage error without one.
+#[test]
+fn a_device_that_hangs_mid_chain_is_timed_out_and_the_cpu_does_the_job() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    let want = mixed_data(2_500_001, 6);
+    std::fs::write(&src, &want).unwrap();
+    let common = args!["--ec", "4+2", "--ec-unit", "64K", "--block-size", "64K"];
+    let cpu = d.join("cpu");
+    run(pp(args!["compress", &src, "-o", &cpu]).args(&common)).ok();
+    let started = std::time::Instant::now();
+    let dev = d.join("dev");
+    let o = run(pp(args!["compress", &src, "-o", &dev, "--engine", "emulated", "--inject-faults", "seed=1,hang-after=30", "--device-timeout", "0.5"]).args(&common)).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("timed out"), "{}", o.stderr);
+    assert_file_eq(&dev.join("manifest.json"), &std::fs::read(cpu.join("manifest.json")).unwrap(), "the CPU's set after the device hung");
+    let back = d.join("back");
+    let o = run(&mut pp(args!["decompress", "--ec", &cpu, "-o", &back, "--engine", "emulated", "--inject-faults", "seed=1,hang-after=20", "--device-timeout", "0.5"])).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("timed out"), "{}", o.stderr);
+    assert_file_eq(&back, &want, "decoded on the CPU after the device hung");
+    // Two hangs of 0.5 s, not the default 10 s each (generous for a slow machine).
+    assert!(started.elapsed() < std::time::Duration::from_secs(18), "{:?}", started.elapsed());
+    let never = d.join("never");
+    run(pp(args!["compress", &src, "-o", &never, "--device-timeout", "1"]).args(&common)).fails(2, &["--device-timeout", "--engine emulated or gpu"]);
+    run(&mut pp(args!["decompress", "--ec", &cpu, "-o", &never, "--device-timeout", "1"])).fails(2, &["--device-timeout", "--engine gpu or emulated"]);
+    assert_dir_holds(d, &["back", "cpu", "dev", "src"]);
+}
+
 #[test]
 fn a_restored_file_never_replaces_a_file_of_its_set_even_with_force() {
     let dir = scratch();

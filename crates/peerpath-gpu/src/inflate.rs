@@ -13,6 +13,12 @@
 //! CPU copy of the decompressed bytes). Each worker has its own lane (CUDA
 //! stream, pinned and GPU buffers), so batches overlap on the GPU.
 //!
+//! A batch is waited for with a deadline (the timeout given when opened):
+//! a GPU that does not finish it in time (a kernel or copy that never ends)
+//! is a failure the caller retires the GPU for, and the lane's buffers,
+//! which the GPU may still write, are left to the process's end rather than
+//! freed under it; `dst` is written only after the GPU is done with a batch.
+//!
 //! The GPU's answer is checked, not trusted: a member whose nvCOMP status is
 //! not success, whose size differs from its declared size, or whose CRC-32
 //! differs from its trailer's comes back as `Some(reason)`, and the caller
@@ -25,9 +31,9 @@ use crate::nvcomp::{Crc32KernelConf, Crc32Opts, DecompressOpts, Nvcomp};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use peerpath_mem::MappedRegion;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One member of a batch: its whole gzip member (header to trailer) and
 /// the bytes it declares it decodes to.
@@ -67,6 +73,11 @@ pub struct Inflater {
     lanes: Mutex<Vec<Lane>>,
     crc: CrcWhere,
     profile: Profile,
+    /// A batch not done within this is a hung GPU.
+    timeout: Duration,
+    /// A batch timed out: nothing more goes to this GPU, and nothing it may
+    /// still write into (lanes, the context) is freed.
+    hung: AtomicBool,
     /// What it is, for the report.
     pub description: String,
     pub pci_address: String,
@@ -77,8 +88,9 @@ impl Inflater {
     /// there, and makes `lanes` lanes with buffers for batches of
     /// `batch_bytes` decompressed (pinning and allocating now, not during
     /// the first batches; they grow if a batch needs more); or says why the
-    /// GPU cannot be used.
-    pub fn open(ordinal: usize, nvcomp: Option<&std::path::Path>, lanes: usize, batch_bytes: usize) -> Result<Inflater, String> {
+    /// GPU cannot be used. A batch the GPU has not finished after `timeout`
+    /// is its failure (it hangs).
+    pub fn open(ordinal: usize, nvcomp: Option<&std::path::Path>, lanes: usize, batch_bytes: usize, timeout: Duration) -> Result<Inflater, String> {
         let started = Instant::now();
         let gpu = crate::Gpu::open(ordinal)?;
         let nv = Arc::new(Nvcomp::load(nvcomp)?);
@@ -112,15 +124,29 @@ impl Inflater {
             batch_bytes >> 20,
             started.elapsed().as_secs_f64()
         );
-        Ok(Inflater { ctx: gpu.ctx.clone(), nv, lanes: Mutex::new(made), crc, profile: Profile::default(), description, pci_address: gpu.info.pci_address.clone() })
+        Ok(Inflater {
+            ctx: gpu.ctx.clone(),
+            nv,
+            lanes: Mutex::new(made),
+            crc,
+            profile: Profile::default(),
+            timeout: timeout.max(Duration::from_millis(1)),
+            hung: AtomicBool::new(false),
+            description,
+            pci_address: gpu.info.pci_address.clone(),
+        })
     }
 
     /// Decodes `members` into `dst`, back to back (`dst` holds exactly their
     /// declared sizes). Per member: `None` (decoded, size and CRC-32 as its
     /// trailer says) or the reason the GPU did not (the caller decodes that
     /// one on the CPU; its range of `dst` is undefined). An error is the
-    /// GPU's failure: nothing of `dst` is to be trusted.
+    /// GPU's failure (a hung one's among them): nothing of `dst` is to be
+    /// trusted.
     pub fn decode(&self, members: &[Member], dst: &mut [u8]) -> Result<Vec<Option<String>>, String> {
+        if self.hung.load(Ordering::Acquire) {
+            return Err("the GPU hung on an earlier batch".into());
+        }
         let total_out: usize = members.iter().map(|m| m.out_len).sum();
         if total_out != dst.len() {
             return Err(format!("internal: {} output bytes for members declaring {total_out}", dst.len()));
@@ -132,16 +158,25 @@ impl Inflater {
             Some(l) => l,
             None => Lane::new(&self.ctx)?,
         };
-        let result = lane.decode(self, members, dst);
-        match &result {
-            Ok(_) => self.lanes.lock().expect("lanes").push(lane),
+        match lane.decode(self, members, dst) {
+            Ok(verdicts) => {
+                self.lanes.lock().expect("lanes").push(lane);
+                Ok(verdicts)
+            }
+            // The GPU may still copy into the lane's pinned buffers and
+            // read its GPU memory: they stay (leaked) rather than be freed under it.
+            Err(LaneError::Hung(why)) => {
+                self.hung.store(true, Ordering::Release);
+                std::mem::forget(lane);
+                Err(why)
+            }
             // A lane that failed is not reused; its copies end before its
             // pinned buffers are unpinned (best effort on a failing GPU).
-            Err(_) => {
+            Err(LaneError::Failed(why)) => {
                 let _ = lane.stream.synchronize();
+                Err(why)
             }
         }
-        result
     }
 
     /// Zeroes the profile: a decoder kept across jobs reports each job's own.
@@ -172,6 +207,33 @@ impl Inflater {
             s(&p.host_in_ns),
             s(&p.host_out_ns),
         )
+    }
+}
+
+impl Drop for Inflater {
+    fn drop(&mut self) {
+        if self.hung.load(Ordering::Acquire) {
+            // Freeing what a hung GPU may still use (the other lanes' buffers,
+            // the context) could fault the host or block for ever: both are
+            // left to the process's end.
+            std::mem::forget(std::mem::take(&mut *self.lanes.lock().unwrap_or_else(|p| p.into_inner())));
+            std::mem::forget(self.ctx.clone());
+        }
+    }
+}
+
+// The results' layout in pinned memory takes nvCOMP's size_t as 8 bytes.
+const _: () = assert!(std::mem::size_of::<usize>() == 8);
+
+/// Why a lane's batch failed: the GPU said so, or it did not finish in time.
+enum LaneError {
+    Failed(String),
+    Hung(String),
+}
+
+impl From<String> for LaneError {
+    fn from(why: String) -> LaneError {
+        LaneError::Failed(why)
     }
 }
 
@@ -214,9 +276,12 @@ struct Lane {
     stream: Arc<CudaStream>,
     host_in: Option<Pinned>,
     host_out: Option<Pinned>,
+    /// The members' results (sizes, statuses, CRC-32s), copied back here so
+    /// that no copy waits on the GPU without a deadline.
+    host_results: Option<Pinned>,
     d_in: Option<CudaSlice<u8>>,
     d_out: Option<CudaSlice<u8>>,
-    events: [CudaEvent; 5],
+    events: [CudaEvent; 6],
 }
 
 impl Lane {
@@ -224,7 +289,7 @@ impl Lane {
         ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
         let stream = ctx.new_stream().map_err(|e| format!("CUDA stream: {e}"))?;
         let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| format!("CUDA event: {e}"));
-        Ok(Lane { stream, host_in: None, host_out: None, d_in: None, d_out: None, events: [ev()?, ev()?, ev()?, ev()?, ev()?] })
+        Ok(Lane { stream, host_in: None, host_out: None, host_results: None, d_in: None, d_out: None, events: [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?] })
     }
 
     /// Buffers for batches of `in_bytes` compressed and `out_bytes` decompressed.
@@ -236,7 +301,7 @@ impl Lane {
         Ok(())
     }
 
-    fn decode(&mut self, inf: &Inflater, members: &[Member], dst: &mut [u8]) -> Result<Vec<Option<String>>, String> {
+    fn decode(&mut self, inf: &Inflater, members: &[Member], dst: &mut [u8]) -> Result<Vec<Option<String>>, LaneError> {
         let cuda = |e: cudarc::driver::DriverError| format!("CUDA: {e}");
         inf.ctx.bind_to_thread().map_err(cuda)?;
         let n = members.len();
@@ -311,7 +376,7 @@ impl Lane {
                 )
             };
             if st != 0 {
-                return Err(format!("nvcompBatchedGzipDecompressAsync: {}", inf.nv.describe(st)));
+                return Err(LaneError::Failed(format!("nvcompBatchedGzipDecompressAsync: {}", inf.nv.describe(st))));
             }
         }
         self.events[2].record(&stream).map_err(cuda)?;
@@ -325,21 +390,62 @@ impl Lane {
             // declared output range in `d_out`; all outlive the synchronisation below.
             let st = unsafe { inf.nv.crc32_async(op, oc, n, cp, Crc32Opts::gzip(conf), sp, cu as *mut c_void) };
             if st != 0 {
-                return Err(format!("nvcompBatchedCRC32Async: {}", inf.nv.describe(st)));
+                return Err(LaneError::Failed(format!("nvcompBatchedCRC32Async: {}", inf.nv.describe(st))));
             }
         }
         self.events[3].record(&stream).map_err(cuda)?;
         // SAFETY: device scratch of `total_out` bytes to pinned host memory of at least as many.
         unsafe { sys::cuMemcpyDtoHAsync_v2(host_out as *mut c_void, d_out, total_out, cu) }.result().map_err(cuda)?;
         self.events[4].record(&stream).map_err(cuda)?;
-        let actual: Vec<usize> = stream.clone_dtoh(&d_actual).map_err(cuda)?;
-        let status: Vec<i32> = stream.clone_dtoh(&d_status).map_err(cuda)?;
-        let crcs: Vec<u32> = stream.clone_dtoh(&d_crc).map_err(cuda)?;
-        let crc_status: Vec<i32> = stream.clone_dtoh(&d_crc_status).map_err(cuda)?;
-        stream.synchronize().map_err(cuda)?;
+        // The results into pinned memory too (a copy into pageable memory
+        // would wait for the GPU with no deadline): sizes, then statuses,
+        // CRC-32s and their statuses, 4 bytes each.
+        let results = grow_pinned(&mut self.host_results, &inf.ctx, n * 20)?;
+        let (pa, _g1) = d_actual.device_ptr(&stream);
+        let (ps, _g2) = d_status.device_ptr(&stream);
+        let (pc, _g3) = d_crc.device_ptr(&stream);
+        let (pcs, _g4) = d_crc_status.device_ptr(&stream);
+        let mut at = 0;
+        for (from, bytes) in [(pa, 8 * n), (ps, 4 * n), (pc, 4 * n), (pcs, 4 * n)] {
+            // SAFETY: `bytes` of a device array of `n` entries into the
+            // pinned buffer of `20 n` bytes at `at` (the four sum to 20 n).
+            unsafe { sys::cuMemcpyDtoHAsync_v2(results.add(at) as *mut c_void, from, bytes, cu) }.result().map_err(cuda)?;
+            at += bytes;
+        }
+        self.events[5].record(&stream).map_err(cuda)?;
+        let done = &self.events[5];
+        crate::wait_until_done(
+            || {
+                // SAFETY: queries an event of this lane's context (bound above), recorded above.
+                match unsafe { sys::cuEventQuery(done.cu_event()) } {
+                    sys::cudaError_enum::CUDA_SUCCESS => Ok(true),
+                    sys::cudaError_enum::CUDA_ERROR_NOT_READY => Ok(false),
+                    e => Err(format!("CUDA: {e:?}")),
+                }
+            },
+            inf.timeout,
+        )
+        .map_err(|w| match w {
+            crate::Waited::Failed(why) => LaneError::Failed(why),
+            crate::Waited::Hung(after) => LaneError::Hung(format!(
+                "a batch of {n} members ({:.1} MiB) not done after {:.1} s: the GPU hangs (a kernel or copy that does not end)",
+                total_out as f64 / (1 << 20) as f64,
+                after.as_secs_f64()
+            )),
+        })?;
+        // SAFETY: the copies into the pinned buffer are complete (the event
+        // after them is), and it holds the four arrays back to back.
+        let (actual, status, crcs, crc_status) = unsafe {
+            (
+                std::slice::from_raw_parts(results as *const usize, n).to_vec(),
+                std::slice::from_raw_parts(results.add(8 * n) as *const i32, n).to_vec(),
+                std::slice::from_raw_parts(results.add(12 * n) as *const u32, n).to_vec(),
+                std::slice::from_raw_parts(results.add(16 * n) as *const i32, n).to_vec(),
+            )
+        };
         let t = Instant::now();
-        // SAFETY: the copy into the pinned buffer is complete (synchronised),
-        // and it holds at least `total_out` bytes.
+        // SAFETY: the copy into the pinned buffer is complete (the event
+        // after it is), and it holds at least `total_out` bytes.
         let decoded = unsafe { std::slice::from_raw_parts(host_out as *const u8, total_out) };
         dst.copy_from_slice(decoded);
         inf.profile.host_out_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -397,7 +503,7 @@ mod tests {
     /// reason, not as data. Elsewhere: skipped, saying why.
     #[test]
     fn members_decode_on_the_gpu_and_bad_ones_come_back_with_a_reason() {
-        let inf = match Inflater::open(0, None, 1, 4 << 20) {
+        let inf = match Inflater::open(0, None, 1, 4 << 20, crate::DEFAULT_COMMAND_TIMEOUT) {
             Ok(i) => i,
             Err(why) => {
                 eprintln!("SKIPPED (no GPU here): {why}");

@@ -5,7 +5,8 @@
 //! did not decode is decoded on the CPU, which either gives the member's
 //! error as it would without a GPU, or decodes it: then the GPU was wrong,
 //! and the report's fallbacks say so. A GPU that fails outright (CUDA or
-//! nvCOMP refuses a batch) is retired; the CPU decodes from that batch on.
+//! nvCOMP refuses a batch, or a batch is not done within the spec's timeout)
+//! is retired; the CPU decodes from that batch on.
 //! With `no_fallback` either is the job's error (exit 15) instead.
 
 use crate::report::{DeviceReport, Fallback};
@@ -25,6 +26,8 @@ pub struct GpuDecodeSpec {
     pub batch_bytes: usize,
     /// Fail (exit 15) instead of letting the CPU decode what the GPU did not.
     pub no_fallback: bool,
+    /// A batch the GPU has not finished after this long is a hung GPU: retired, the CPU goes on.
+    pub timeout: std::time::Duration,
     /// Worker threads to use instead where the GPU does not start (the
     /// job's thread count was the GPU's default, not the user's).
     pub cpu_threads: Option<usize>,
@@ -32,7 +35,7 @@ pub struct GpuDecodeSpec {
 
 impl Default for GpuDecodeSpec {
     fn default() -> Self {
-        GpuDecodeSpec { ordinal: 0, nvcomp: None, batch_bytes: 96 << 20, no_fallback: false, cpu_threads: None }
+        GpuDecodeSpec { ordinal: 0, nvcomp: None, batch_bytes: 96 << 20, no_fallback: false, timeout: peerpath_gpu::DEFAULT_COMMAND_TIMEOUT, cpu_threads: None }
     }
 }
 
@@ -103,7 +106,7 @@ impl GpuDecoder {
     /// one an earlier job opened the same way, if kept).
     pub fn open(spec: &GpuDecodeSpec, lanes: usize) -> Result<GpuDecoder, String> {
         let name = format!("gpu{}", spec.ordinal);
-        let key = format!("GPU {} {:?}, {} lanes, batches of {} bytes", spec.ordinal, spec.nvcomp, lanes, spec.batch_bytes);
+        let key = format!("GPU {} {:?}, {} lanes, batches of {} bytes, hung after {:?}", spec.ordinal, spec.nvcomp, lanes, spec.batch_bytes, spec.timeout);
         let kept = KEPT.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some((k, inflater, jobs)) = kept.filter(|(k, ..)| crate::devices::keeping() && *k == key) {
             inflater.reset_profile();
@@ -111,7 +114,7 @@ impl GpuDecoder {
             d.keep = Some((k, jobs));
             return Ok(d);
         }
-        let inflater = peerpath_gpu::Inflater::open(spec.ordinal, spec.nvcomp.as_deref(), lanes, spec.batch_bytes)?;
+        let inflater = peerpath_gpu::Inflater::open(spec.ordinal, spec.nvcomp.as_deref(), lanes, spec.batch_bytes, spec.timeout)?;
         let mut d = GpuDecoder::with(Box::new(inflater), name, spec.no_fallback);
         d.keep = crate::devices::keeping().then_some((key, 0));
         Ok(d)
