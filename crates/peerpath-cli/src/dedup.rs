@@ -233,7 +233,7 @@ struct StoredFile {
     source: String,
     bytes: u64,
     chunks: u64,
-    /// Of `chunks`: found from what followed the chunk before them in files stored before (hashed, not cut).
+    /// Of `chunks`: found from what followed the chunk before them, in files stored before or earlier in this one (hashed, not cut).
     found_chunks: u64,
     /// Chunks the store did not hold yet (each once), their own bytes, and the bytes they take in the packs.
     new_chunks: u64,
@@ -266,7 +266,7 @@ impl StoredFile {
             self.source,
             peerpath_metrics::human_bytes(self.bytes),
             self.chunks,
-            if self.found_chunks > 0 { format!("{} found from what followed them in stored files (hashed, not cut), ", self.found_chunks) } else { String::new() },
+            if self.found_chunks > 0 { format!("{} found from what followed them before (hashed, not cut), ", self.found_chunks) } else { String::new() },
             peerpath_metrics::human_bytes(self.new_chunk_bytes),
             self.new_chunks,
             if self.pack_bytes != self.new_chunk_bytes { format!(", {} in the pack", peerpath_metrics::human_bytes(self.pack_bytes)) } else { String::new() },

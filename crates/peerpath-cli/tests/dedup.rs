@@ -209,12 +209,24 @@ fn a_new_version_is_found_from_what_followed_before_and_cut_alike() {
         let o = run(&mut pp(args!["dedup", "store", &sa, &sb, "-s", &st, "-T", t, "--json"].into_iter().chain(sizes.map(Into::into)).collect::<Vec<_>>())).ok();
         let v: serde_json::Value = serde_json::from_str(o.stdout_str().trim()).unwrap();
         let files = v["files"].as_array().unwrap();
-        assert_eq!(files[0]["found_chunks"], 0, "nothing stored before a: {v}");
+        assert_eq!(files[0]["found_chunks"], 0, "nothing stored before a, which does not repeat itself: {v}");
         let (found, chunks) = (files[1]["found_chunks"].as_u64().unwrap(), files[1]["chunks"].as_u64().unwrap());
         assert!(found * 10 >= chunks * 9, "-T {t}: {found} of {chunks} chunks of b found: {v}");
         assert_eq!(recipe(&st, &sb), recipe(&fresh, &sb), "-T {t}: b's chunks are those cut without hints");
         run(&mut pp(args!["dedup", "restore", &sb, "-s", &st, "-o", d.join(format!("b{t}"))])).ok();
         assert_file_eq(&d.join(format!("b{t}")), &b, "restored");
+    }
+    // One file that is a then b: b's half is found from a's, with nothing stored before.
+    let sab = d.join("ab");
+    std::fs::write(&sab, [&a[..], &b[..]].concat()).unwrap();
+    for t in ["1", "2"] {
+        let st = d.join(format!("one{t}"));
+        let o = run(&mut pp(args!["dedup", "store", &sab, "-s", &st, "-T", t, "--json"].into_iter().chain(sizes.map(Into::into)).collect::<Vec<_>>())).ok();
+        let v: serde_json::Value = serde_json::from_str(o.stdout_str().trim()).unwrap();
+        let (found, chunks) = (v["files"][0]["found_chunks"].as_u64().unwrap(), v["files"][0]["chunks"].as_u64().unwrap());
+        assert!(found * 20 >= chunks * 9, "-T {t}: {found} of {chunks} chunks of a then b found: {v}");
+        run(&mut pp(args!["dedup", "restore", &sab, "-s", &st, "-o", d.join(format!("ab{t}"))])).ok();
+        assert_file_eq(&d.join(format!("ab{t}")), &[&a[..], &b[..]].concat(), "restored");
     }
     // Through an emulated CSP no chunk's first byte reaches the host: no hints are kept.
     let emu = d.join("emu");
