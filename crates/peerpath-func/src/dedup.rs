@@ -773,6 +773,11 @@ mod tests {
             proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d, _)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
             let one = chunk_digests(&d, p, Fingerprint::Blake3, at_end);
             proptest::prop_assert_eq!(one.into_iter().map(|(o, l, d)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
+            // Learning as they cut (as `chunks_parallel`'s threads do), the repeats
+            // found from what the stream cut before: the same chunks.
+            let learned = Learned { caller: None, seen: Default::default() };
+            let (got, _) = cut_block_from(&d, 0, 0, p, Fingerprint::Blake3, at_end, threads, segs * 4 * p.max, Some(&learned));
+            proptest::prop_assert_eq!(got.into_iter().map(|(o, l, d, _)| (o as u64, l, d)).collect::<Vec<_>>(), want.clone());
             // A block that begins with up to `max` bytes of the one before,
             // the stream entering at one of its cuts there: the stream's
             // chunks from that cut on.
