@@ -14,7 +14,8 @@
 #   --nvcomp PATH    nvCOMP's libnvcomp.so.6 (else $PEERPATH_NVCOMP, the loader's path, Python's wheel)
 #   --out DIR        where gpu.md and the probe's JSON go (default: the current directory)
 #
-# Rows: peerpath gpu probe (nvCOMP kernel only); file to file (input in DIR, output in DIR,
+# Rows: peerpath gpu probe (nvCOMP kernel only; and copies between GPU memory and registered mappings
+# of /dev/shm files, the case a job in memory could use to skip the host's copies); file to file (input in DIR, output in DIR,
 # synced): peerpath --engine gpu, peerpath --engine cpu -T N, pigz -1 -p N, igzip -1 -T N; the
 # same with the input in /dev/shm; and in memory (input and output in /dev/shm, no sync). Every output is checked once (peerpath decompress | cmp). Then
 # decompression of peerpath's own output (members with size fields), in memory and disk to disk:
@@ -48,7 +49,7 @@ fi
 size=$(stat -c %s "$input")
 secs() { local t0=$EPOCHREALTIME; "$@" >/dev/null 2>"$disk/bench/err" || { echo "FAILED: $*: $(head -c 300 "$disk/bench/err")" >&2; echo NaN; return 0; }; awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.4f\n", a - b }'; }
 median() { sort -g | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.4f %.4f\n", m, v[1]}'; }
-gpu_note=$("$pp" gpu probe --input "$input" --bytes "$size" --chunk 1M --algorithm 0,1,2 --repeat 3 --json > "$out/gpu-probe.json" 2>&1 && echo ok || cat "$out/gpu-probe.json")
+gpu_note=$("$pp" gpu probe --input "$input" --bytes "$size" --chunk 1M --algorithm 0,1,2 --repeat 3 --mapped-at /dev/shm --json > "$out/gpu-probe.json" 2>&1 && echo ok || cat "$out/gpu-probe.json")
 declare -A rows
 row() { # name, command...
     local name=$1; shift
@@ -120,6 +121,7 @@ sizes=$(for f in g c p i; do [ -f "/dev/shm/ppgpu-out/$f.gz" ] || continue; prin
     echo
     if [ "$gpu_note" = ok ]; then
         python3 -c "import json;r=json.load(open('$out/gpu-probe.json'));print('GPU: %s, nvCOMP %s; kernel only: ' % (r['gpu']['name'], r['nvcomp_version']) + ', '.join('algorithm %d %.2f GB/s ratio %.3f' % (x['algorithm'], x['kernel_gb_per_s'], x['ratio']) for x in r['runs']))"
+        python3 -c "import json;m=json.load(open('$out/gpu-probe.json')).get('mapped') or {};print('mapped files in /dev/shm (memory file system: %s): pinned -> GPU %s GB/s; source read-only: registered in %s s, -> GPU %s GB/s, bytes match %s; target: registered in %s s, GPU -> %s GB/s, bytes match %s; error: %s' % tuple(m.get(k) for k in ['memory_file_system', 'pinned_h2d_gb_per_s', 'source_register_s', 'source_h2d_gb_per_s', 'source_bytes_match', 'target_register_s', 'target_d2h_gb_per_s', 'target_bytes_match', 'error']))"
     else
         echo "GPU rows skipped: $gpu_note"
     fi

@@ -42,6 +42,10 @@ struct ProbeArgs {
     /// cuFile's library, to ask whether storage reaches GPU memory directly (default: $PEERPATH_CUFILE, the loader's path, /usr/local/cuda*/lib64).
     #[arg(long)]
     cufile: Option<PathBuf>,
+    /// Also measure copies between GPU memory and files in DIR (on tmpfs: /dev/shm) mapped and
+    /// registered with CUDA, the source read-only: whether a job in memory could skip the host's copies.
+    #[arg(long, value_name = "DIR")]
+    mapped_at: Option<PathBuf>,
     /// Which GPU.
     #[arg(long, default_value_t = 0)]
     device: usize,
@@ -89,7 +93,7 @@ pub fn main(a: GpuArgs) -> ExitCode {
         },
         None => peerpath_func::sample::protein_like(p.bytes, 1),
     };
-    match peerpath_gpu::probe(&gpu, &nv, &data, p.chunk, &p.algorithm, p.repeat, p.cufile.as_deref()) {
+    match peerpath_gpu::probe(&gpu, &nv, &data, p.chunk, &p.algorithm, p.repeat, p.cufile.as_deref(), p.mapped_at.as_deref()) {
         Ok(r) if p.json => {
             println!("{}", crate::jsonout::stamped("gpu-probe", &r));
             ExitCode::SUCCESS
@@ -114,6 +118,17 @@ pub fn main(a: GpuArgs) -> ExitCode {
                     "  algorithm {}   {} chunks of {} B: {:.2} GB/s (kernel {:.4} s), ratio {:.3}, {} members checked on the CPU",
                     run.algorithm, run.chunks, r.chunk_bytes, run.kernel_gb_per_s, run.kernel_s, run.ratio, run.members_verified
                 );
+            }
+            if let Some(m) = &r.mapped {
+                let gb = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2} GB/s"));
+                let s = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3} s"));
+                let same = |x: Option<bool>| x.map_or("-", |b| if b { "bytes match" } else { "BYTES DIFFER" });
+                println!("  mapped files  in {} ({}), {} B: pinned anonymous memory -> GPU {}", m.dir, if m.memory_file_system { "a memory file system" } else { "not a memory file system" }, m.bytes, gb(m.pinned_h2d_gb_per_s));
+                println!("                source mapped read-only, registered in {}: -> GPU {} ({})", s(m.source_register_s), gb(m.source_h2d_gb_per_s), same(m.source_bytes_match));
+                println!("                target mapped shared, registered in {}: GPU -> {} ({})", s(m.target_register_s), gb(m.target_d2h_gb_per_s), same(m.target_bytes_match));
+                if let Some(e) = &m.error {
+                    println!("                stopped: {e}");
+                }
             }
             ExitCode::SUCCESS
         }

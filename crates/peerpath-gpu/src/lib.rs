@@ -22,11 +22,13 @@ mod dedup;
 mod device;
 mod inflate;
 mod kernels;
+mod mapped;
 mod nvcomp;
 pub mod scan;
 
 pub use device::{Gather, GpuDevice, GpuDeviceConfig, GpuIo, Staging, DEFAULT_COMMAND_TIMEOUT};
 pub use inflate::{Inflater, Member};
+pub use mapped::{probe_mapped, MappedProbe};
 pub use nvcomp::{CompressOpts, Nvcomp};
 
 /// nvCOMP's batched gzip algorithm for a compression level (`--level`, 0
@@ -184,6 +186,8 @@ pub struct ProbeReport {
     pub runs: Vec<ProbeRun>,
     /// What cuFile (GPUDirect Storage) says: a direct path from storage, or compatibility mode.
     pub cufile: cufile::CufileReport,
+    /// Copies between GPU memory and registered mappings of files in a directory (`--mapped-at`).
+    pub mapped: Option<MappedProbe>,
 }
 
 /// Compresses `data` in chunks of `chunk_bytes` with nvCOMP's batched gzip
@@ -191,7 +195,8 @@ pub struct ProbeReport {
 /// copies the members back and checks each on the CPU: rewrapped as
 /// peerpath members (the 'PP' size subfield), they decode to exactly their
 /// chunk. Any mismatch is an error.
-pub fn probe(gpu: &Gpu, nv: &Nvcomp, data: &[u8], chunk_bytes: usize, algorithms: &[i32], repeat: usize, cufile_at: Option<&std::path::Path>) -> Result<ProbeReport, String> {
+#[allow(clippy::too_many_arguments)]
+pub fn probe(gpu: &Gpu, nv: &Nvcomp, data: &[u8], chunk_bytes: usize, algorithms: &[i32], repeat: usize, cufile_at: Option<&std::path::Path>, mapped_at: Option<&std::path::Path>) -> Result<ProbeReport, String> {
     let cuda = |what: &str, e: cudarc::driver::DriverError| format!("CUDA {what}: {e}");
     let stream = &gpu.stream;
     gpu.ctx.bind_to_thread().map_err(|e| cuda("bind", e))?;
@@ -292,6 +297,7 @@ pub fn probe(gpu: &Gpu, nv: &Nvcomp, data: &[u8], chunk_bytes: usize, algorithms
         h2d_gb_per_s,
         runs,
         cufile: cufile::probe(cufile_at),
+        mapped: mapped_at.map(|dir| mapped::probe_mapped(gpu, data, dir)),
     })
 }
 
