@@ -498,9 +498,12 @@ fn full_target_file_system_is_exit_11_and_keeps_nothing() {
     // decompress into the full file system.
     let gz = dir.path().join("big.gz");
     run(&mut pp(args!["compress", &big, "-o", &gz, "-q"])).ok();
-    // Its pages allocated by each worker, and by one thread ahead of them.
+    // Written (the default with fewer than 8 workers), and mapped: its pages allocated by
+    // each worker, and by one thread ahead of them.
+    run(&mut pp(args!["decompress", &gz, "-o", fs.dir.join("big")])).fails(11, &["No space left"]);
+    assert_dir_holds(&fs.dir, &[]);
     for allocation in ["each", "ahead"] {
-        run(pp(args!["decompress", &gz, "-o", fs.dir.join("big")]).env("PEERPATH_MAPPED_ALLOCATION", allocation)).fails(11, &["No space left"]);
+        run(pp(args!["decompress", &gz, "-o", fs.dir.join("big")]).env("PEERPATH_MAPPED_OUTPUT", "1").env("PEERPATH_MAPPED_ALLOCATION", allocation)).fails(11, &["No space left"]);
         assert_dir_holds(&fs.dir, &[]);
     }
     assert_file_eq(&big, &data, "the source after ENOSPC");

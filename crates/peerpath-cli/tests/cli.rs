@@ -682,10 +682,12 @@ fn a_memory_file_systems_gzip_is_read_by_the_decoding_workers() {
     drop(fs);
 }
 
-/// Decompressing into a memory file system: the workers decode straight into
-/// the target's mapped pages (no write copy in the ledger, the kernel's
-/// zeroing of fresh pages instead), the bytes are exact, a corrupt member
-/// keeps nothing, and `PEERPATH_NO_MAPPED_OUTPUT=1` gives the written path.
+/// Decompressing into a memory file system: with 8 workers or more (or
+/// `PEERPATH_MAPPED_OUTPUT=1`) the workers decode straight into the target's
+/// mapped pages (no write copy in the ledger, the kernel's zeroing of fresh
+/// pages instead), the bytes are exact, a corrupt member keeps nothing;
+/// with fewer, or `PEERPATH_NO_MAPPED_OUTPUT=1`, it is written, and the
+/// report says why.
 #[test]
 fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
     let test = "decompressing_into_a_memory_file_system_decodes_into_the_mapped_target";
@@ -705,7 +707,7 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
             .collect()
     };
     let target = fs.dir.join("x");
-    let r = run(&mut pp(args!["decompress", &gz, "-o", &target, "-T", "2", "--json"])).ok().json();
+    let r = run(pp(args!["decompress", &gz, "-o", &target, "-T", "2", "--json"]).env("PEERPATH_MAPPED_OUTPUT", "1")).ok().json();
     assert_file_eq(&target, &data, "decoded into the mapped target");
     let why = r["files"][0]["write_path"]["fallback_reason"].as_str().unwrap();
     assert!(why.contains("mapped pages"), "{why}");
@@ -725,6 +727,7 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
     ] {
         std::fs::remove_file(&target).unwrap();
         let mut c = pp(args!["decompress", &gz, "-o", &target, "-T", threads, "--json"]);
+        c.env("PEERPATH_MAPPED_OUTPUT", "1");
         if let Some(a) = allocation {
             c.env("PEERPATH_MAPPED_ALLOCATION", a);
         }
@@ -733,11 +736,26 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
         let why = r["files"][0]["write_path"]["fallback_reason"].as_str().unwrap();
         assert!(why.contains(who), "-T {threads} {allocation:?}: {why}");
     }
-    // The written path, asked for: same bytes, a write copy.
-    std::fs::remove_file(&target).unwrap();
-    let r = run(pp(args!["decompress", &gz, "-o", &target, "-T", "2", "--json"]).env("PEERPATH_NO_MAPPED_OUTPUT", "1")).ok().json();
-    assert_file_eq(&target, &data, "written target");
-    assert!(purposes(&r).iter().any(|(what, mover, _)| what == "write_target" && mover == "cpu"));
+    // The written path, asked for, and by default with fewer than 8 workers (and
+    // mapped from 8): same bytes, a write copy, and why.
+    for (threads, env, mapped, why) in [
+        ("2", Some(("PEERPATH_NO_MAPPED_OUTPUT", "1")), false, "PEERPATH_NO_MAPPED_OUTPUT=1"),
+        ("2", Some(("PEERPATH_MAPPED_OUTPUT", "0")), false, "PEERPATH_MAPPED_OUTPUT=0"),
+        ("2", None, false, "2 worker(s), which one writing thread keeps up with"),
+        ("8", None, true, "mapped pages"),
+    ] {
+        std::fs::remove_file(&target).unwrap();
+        let mut c = pp(args!["decompress", &gz, "-o", &target, "-T", threads, "--json"]);
+        c.env_remove("PEERPATH_MAPPED_OUTPUT").env_remove("PEERPATH_NO_MAPPED_OUTPUT");
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let r = run(&mut c).ok().json();
+        assert_file_eq(&target, &data, why);
+        assert_eq!(purposes(&r).iter().any(|(what, mover, _)| what == "write_target" && mover == "cpu"), !mapped, "-T {threads} {env:?}");
+        let reason = r["files"][0]["write_path"]["fallback_reason"].as_str().unwrap();
+        assert!(reason.contains(why), "-T {threads} {env:?}: {reason}");
+    }
     std::fs::remove_file(&target).unwrap();
     // Members with sizes, then a member without (gzip's): mapped, then written, in order.
     if let Some(gzip) = tool("gzip") {
@@ -746,7 +764,7 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
         mixed.extend(sys(&gzip, &[OsStr::new("-c")], Some(tail.clone())));
         let mixed_gz = dir.path().join("mixed.gz");
         std::fs::write(&mixed_gz, &mixed).unwrap();
-        let r = run(&mut pp(args!["decompress", &mixed_gz, "-o", &target, "--json"])).ok().json();
+        let r = run(pp(args!["decompress", &mixed_gz, "-o", &target, "--json"]).env("PEERPATH_MAPPED_OUTPUT", "1")).ok().json();
         assert_file_eq(&target, &[data.clone(), tail].concat(), "parallel into the mapping, then streaming writes");
         assert!(r["files"][0]["decode_mode"].to_string().contains("streaming"), "{}", r["files"][0]["decode_mode"]);
         std::fs::remove_file(&target).unwrap();

@@ -465,7 +465,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         let why = read_path.fallback_reason.take().unwrap_or_else(|| "a memory file system".into());
         read_path.fallback_reason = Some(format!("{why}; each worker reads its own members (pread), the orchestrator only their headers"));
     }
-    let mapped = writer.as_ref().and_then(|w| map_target(w, &src, ctx.workers.threads()));
+    let mapped = writer.as_ref().and_then(|w| map_target(w, &src, ctx.workers.threads(), ctx.gpu.is_some()));
     let mut write_path = write_path;
     if let (Some(p), Some(m)) = (write_path.as_mut(), &mapped) {
         let who = match m.allocation() {
@@ -473,6 +473,12 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
             peerpath_mem::Allocation::ByEachWriter => "each allocates its own pages",
         };
         p.fallback_reason = Some(format!("a memory file system: the workers decode straight into the file's mapped pages (no write, no copy; {who})"));
+    }
+    if let (Some(p), Some(w), None) = (write_path.as_mut(), writer.as_ref(), &mapped) {
+        if let (false, true, Err(why)) = (w.is_sequential(), w.target.in_memory(), mapping_wanted(ctx.workers.threads(), ctx.gpu.is_some())) {
+            let before = p.fallback_reason.take().unwrap_or_else(|| "a memory file system".into());
+            p.fallback_reason = Some(format!("{before}; written by one thread, not mapped: {why}"));
+        }
     }
     let mut st = FileState {
         path: source,
@@ -1076,19 +1082,51 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
 /// space (not memory), up to this much.
 const MAX_MAPPED_BYTES: u64 = 1 << 46;
 
-/// Maps the target where it is a file on a memory file system and the
-/// source's size bounds the output: the workers then decode straight into
-/// its pages, in parallel, where writes to one tmpfs file are one thread's
-/// copy at a time (its inode lock). `PEERPATH_NO_MAPPED_OUTPUT=1` turns it
-/// off. Its pages are allocated ahead of the workers by one thread where a
+/// Workers from which a memory file system's target is mapped by default.
+/// Written, the target costs one copy, on one thread at a time (the file's
+/// inode lock); mapped, it costs a page fault and an unmapping per 4 KiB page
+/// on the workers instead, but in parallel. Below this one writing thread
+/// keeps up and writing is faster: on the 2-core VM (384 MiB, 5 runs each)
+/// written 0.81 s at -T 1 and 0.51 s at -T 2, mapped 0.97 and 0.60 s, with
+/// less CPU too (perf: populating and unmapping the pages took 18 % of the
+/// mapped job's CPU); on the lent 16-core machine at -T 16 mapped 0.140-0.154
+/// s, written 0.188-0.210 s (one thread's copy, about 2 GB/s, bounds it);
+/// at -T 8 mapped 0.178-0.215 s, about what one writing thread allows
+/// (bench/results/2026-12-02-decompress-mapped-2cpu, 2026-11-26-gpu-machine-4).
+const MAPPED_MIN_WORKERS: usize = 8;
+
+/// Whether the target of `workers` workers is mapped where it can be, or why
+/// not: `PEERPATH_MAPPED_OUTPUT=1` always, `=0` (or the older
+/// `PEERPATH_NO_MAPPED_OUTPUT=1`) never, else from [`MAPPED_MIN_WORKERS`] on,
+/// or always on a GPU (its lanes copy each batch out of pinned memory: into
+/// the target, not into a buffer a writing thread copies again).
+fn mapping_wanted(workers: usize, gpu: bool) -> std::result::Result<(), String> {
+    match std::env::var("PEERPATH_MAPPED_OUTPUT").as_deref() {
+        Ok("1") => return Ok(()),
+        Ok("0") => return Err("PEERPATH_MAPPED_OUTPUT=0".into()),
+        _ => {}
+    }
+    if std::env::var_os("PEERPATH_NO_MAPPED_OUTPUT").is_some_and(|v| v != "0") {
+        return Err("PEERPATH_NO_MAPPED_OUTPUT=1".into());
+    }
+    if workers < MAPPED_MIN_WORKERS && !gpu {
+        return Err(format!("{workers} worker(s), which one writing thread keeps up with (mapped from {MAPPED_MIN_WORKERS}; docs/tuning.md#mapped-output)"));
+    }
+    Ok(())
+}
+
+/// Maps the target where it is a file on a memory file system, the
+/// source's size bounds the output and [`mapping_wanted`] says so: the
+/// workers then decode straight into its pages, in parallel, where writes
+/// to one tmpfs file are one thread's copy at a time (its inode lock). Its pages are allocated ahead of the workers by one thread where a
 /// core is left for it (fewer workers than cores), else by each worker for
 /// its own range: on the lent 16-core machine, ahead was 13 % faster at 1
 /// and 2 workers, even at 4 to 15, and up to 60 % slower at 16 (the workers
 /// waited for an allocator that had no core; bench/results/2026-11-27-gpu-machine-2).
 /// `PEERPATH_MAPPED_ALLOCATION=ahead|each` chooses (for A/B measurements,
 /// docs/tuning.md#mapped-output).
-fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile, workers: usize) -> Option<Arc<FileMapping>> {
-    if w.is_sequential() || !w.target.in_memory() || std::env::var_os("PEERPATH_NO_MAPPED_OUTPUT").is_some_and(|v| v != "0") {
+fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile, workers: usize, gpu: bool) -> Option<Arc<FileMapping>> {
+    if w.is_sequential() || !w.target.in_memory() || mapping_wanted(workers, gpu).is_err() {
         return None;
     }
     let reserve = src.kind.size_bytes()?.checked_mul(1032)?.checked_add(64 << 20)?;
