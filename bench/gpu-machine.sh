@@ -22,8 +22,9 @@
 #              chunks (members) against io_uring's reads, at 1/8/15/16 threads, interleaved
 #     fixed    the GPU job's fixed costs: 4 MiB on the GPU, default GPU memory against 512M, the
 #              report's wall and the opening's parts against the process's wall
-#     allocation  decompression into one tmpfs file, its pages allocated ahead by one thread
-#              against by each worker, at 1/2/4/8/15/16 threads, interleaved
+#     allocation  decompression into one tmpfs file: mapped, its pages allocated ahead by one
+#              thread or by each worker, against written (one thread's copy), at 1/2/4/8/15/16
+#              threads, interleaved (the default maps from 8 workers: this checks where)
 #     ec       erasure coding in memory: ec encode RS(4,2) at -T 1/2/4/8/16, repair (every core)
 #              and decode (intact, two shards lost; one reading thread), cp beside; 3 interleaved rounds, every set
 #              and every decode checked
@@ -272,18 +273,20 @@ for step in $steps; do
             done
             rm -rf "$dd" ;;
         allocation)
-            # Decompression into one tmpfs file: its pages allocated ahead by one thread (the
-            # default) against by each worker (PEERPATH_MAPPED_ALLOCATION=each), 1..16 threads
-            # and 15 (one core left to the orchestrator), interleaved rounds.
+            # Decompression into one tmpfs file: mapped (PEERPATH_MAPPED_OUTPUT=1), its pages
+            # allocated ahead by one thread or by each worker (PEERPATH_MAPPED_ALLOCATION), against
+            # written (PEERPATH_MAPPED_OUTPUT=0), 1..16 threads and 15 (one core left to the
+            # orchestrator), interleaved rounds. The default maps from 8 workers on.
             dd=/dev/shm/ppalloc; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc); o=$OUT/allocation
             .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
-            { echo "decompress of 384 MiB (slice x 8, -T $n output) into tmpfs (mapped target): pages allocated ahead by one thread, or by each worker; interleaved"; echo
+            { echo "decompress of 384 MiB (slice x 8, -T $n output) into tmpfs: the target mapped (pages allocated ahead by one thread, or by each worker) or written; interleaved"; echo
               echo "| run | wall s | GB/s of output | workers busy | compute CPU s | host CPU % of all cores |"; echo "|---|---|---|---|---|---|"; } > "$o/allocation.md"
             for r in 1 2 3; do
                 for t in 1 2 4 8 15 16; do
                     [ "$t" = 1 ] && [ "$r" = 3 ] && continue
-                    for m in ahead each; do
-                        PEERPATH_MAPPED_ALLOCATION=$m .gpu/peerpath decompress -T "$t" -f --no-sync "$dd/in.gz" -o "$dd/out" --json > "$o/d.json" 2>&1
+                    for m in ahead each written; do
+                        mapped=1; [ "$m" = written ] && mapped=0
+                        PEERPATH_MAPPED_OUTPUT=$mapped PEERPATH_MAPPED_ALLOCATION=$m .gpu/peerpath decompress -T "$t" -f --no-sync "$dd/in.gz" -o "$dd/out" --json > "$o/d.json" 2>&1
                         cmp -s "$dd/out" "$dd/in" || echo "WRONG OUTPUT -T $t $m" >> "$o/allocation.md"; rm -f "$dd/out"
                         cl "$o/d.json" "-T $t, $m ($r)" "$o/allocation.md"; cp "$o/d.json" "$o/d-T$t-$m-r$r.json"
                     done
