@@ -930,8 +930,8 @@ mod tests {
                 if name == "new" {
                     assert_eq!(found, 0, "{threads} thread(s)");
                 } else if threads == 1 {
-                    // One thread cuts 1 MiB blocks, a few ahead of what it learned:
-                    // all but the chunks around the edits and the slice's first.
+                    // One thread learns each chunk as it cuts it: all found but the
+                    // chunks around the edits and the slice's first ones.
                     let after = got.iter().filter(|c| c.offset as usize >= repeats + 200_000).count();
                     assert!(found * 10 >= after * 9, "{found} of {after} chunks found past the first copy");
                 }

@@ -214,10 +214,11 @@ impl Drop for Inflater {
     fn drop(&mut self) {
         if self.hung.load(Ordering::Acquire) {
             // Freeing what a hung GPU may still use (the other lanes' buffers,
-            // the context) could fault the host or block for ever: both are
-            // left to the process's end.
+            // the context, nvCOMP's library and its kernels) could fault the
+            // host or block for ever: all are left to the process's end.
             std::mem::forget(std::mem::take(&mut *self.lanes.lock().unwrap_or_else(|p| p.into_inner())));
             std::mem::forget(self.ctx.clone());
+            std::mem::forget(self.nv.clone());
         }
     }
 }

@@ -1118,9 +1118,9 @@ fn mapping_wanted(workers: usize, gpu: bool) -> std::result::Result<(), String> 
 /// Maps the target where it is a file on a memory file system, the
 /// source's size bounds the output and [`mapping_wanted`] says so: the
 /// workers then decode straight into its pages, in parallel, where writes
-/// to one tmpfs file are one thread's copy at a time (its inode lock). Its pages are allocated ahead of the workers by one thread where a
-/// core is left for it (fewer workers than cores), else by each worker for
-/// its own range: on the lent 16-core machine, ahead was 13 % faster at 1
+/// to one tmpfs file are one thread's copy at a time (its inode lock). Its
+/// pages are allocated ahead of the workers by one thread where a core is
+/// left for it (fewer workers than cores), else by each worker for its own range: on the lent 16-core machine, ahead was 13 % faster at 1
 /// and 2 workers, even at 4 to 15, and up to 60 % slower at 16 (the workers
 /// waited for an allocator that had no core; bench/results/2026-11-27-gpu-machine-2).
 /// `PEERPATH_MAPPED_ALLOCATION=ahead|each` chooses (for A/B measurements,
