@@ -196,7 +196,7 @@ pub(crate) fn start_gpu(o: &ChainOptions, ordinal: usize, nvcomp: Option<std::pa
 pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     check_options(o)?;
     let depth = (slots(o.threads) + 2) as u32;
-    let dev = device_job::spawn_timed("chain", Layout::new(o).bytes(), depth, device_workers(o.threads) as u32, FunctionKind::GzipCompressMember, timeout)?;
+    let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, device_workers(o.threads) as u32, FunctionKind::GzipCompressMember, timeout)?;
     for need in [FunctionKind::Copy, FunctionKind::EcEncode, FunctionKind::Crc32, FunctionKind::AeadSealBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -541,7 +541,7 @@ pub(crate) fn start_decode(k: usize, m: usize, unit: usize, workers: usize, faul
     }
     let slots = slots(workers);
     let depth = (slots + k + m + 2) as u32;
-    let dev = device_job::spawn_timed("unchain", DecodeLayout::new(k, m, unit, slots).bytes(), depth, device_workers(workers) as u32, FunctionKind::GzipDecompressMember, timeout)?;
+    let dev = device_job::spawn("unchain", DecodeLayout::new(k, m, unit, slots).bytes(), depth, device_workers(workers) as u32, FunctionKind::GzipDecompressMember, timeout)?;
     for need in [FunctionKind::Copy, FunctionKind::EcReconstruct, FunctionKind::Crc32, FunctionKind::AeadOpenBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));

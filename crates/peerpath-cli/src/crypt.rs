@@ -75,6 +75,11 @@ pub struct CryptArgs {
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: a device's output is not checked here).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
+    /// With --engine emulated or gpu: a device with commands in flight and none completing for
+    /// this long (seconds) is declared hung and the host CPU does the work (or exit 15 with
+    /// --no-fallback) [default: 10 for an emulated CSP, 30 for a GPU].
+    #[arg(long, value_parser = crate::parse_device_timeout)]
+    device_timeout: Option<std::time::Duration>,
     /// Replace an existing output.
     #[arg(short, long)]
     force: bool,
@@ -268,6 +273,9 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if a.gpu != 0 && a.engine != CryptEngine::Gpu {
         return Err(JobError::Usage("--gpu needs --engine gpu".into()));
     }
+    if a.device_timeout.is_some() && a.engine == CryptEngine::Cpu {
+        return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+    }
     if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
         return Err(JobError::Usage("encrypt and decrypt do not check the device's output: --inject-faults takes no corrupt= with them".into()));
     }
@@ -299,8 +307,8 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         let block = if dir == Direction::Encrypt { a.block_size } else { cipher.layout().block_bytes as usize };
         let sealing = dir == Direction::Encrypt;
         let why = match a.engine {
-            CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu, block, sealing),
-            _ => crate::crypt_device::start(block, sealing, a.inject_faults.clone()),
+            CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu, block, sealing, a.device_timeout),
+            _ => crate::crypt_device::start(block, sealing, a.inject_faults.clone(), a.device_timeout),
         };
         match why {
             Ok(d) => device = Some(d),

@@ -84,21 +84,22 @@ fn check_block(block: usize, sealing: bool) -> Result<(), String> {
 }
 
 /// Starts an emulated CSP for blocks of `block` bytes.
-pub(crate) fn start(block: usize, sealing: bool, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start(block: usize, sealing: bool, faults: Option<peerpath_device::FaultConfig>, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
     check_block(block, sealing)?;
     let need = if sealing { FunctionKind::AeadSealBlock } else { FunctionKind::AeadOpenBlock };
-    let dev = device_job::spawn("enc", Layout::new(block, WORKERS).bytes(), 8, WORKERS as u32, need)?;
+    let dev = device_job::spawn("enc", Layout::new(block, WORKERS).bytes(), 8, WORKERS as u32, need, timeout)?;
     Ok(device_job::with_faults(dev, faults))
 }
 
 /// Opens GPU `ordinal` with peerpath's AES-256-GCM kernels (no nvCOMP, no
 /// coding kernels) for blocks of `block` bytes: [`GPU_GROUP`] blocks a
 /// group, the layout in its memory and again in its pinned host window.
-pub(crate) fn start_gpu(ordinal: usize, block: usize, sealing: bool) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start_gpu(ordinal: usize, block: usize, sealing: bool, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
     check_block(block, sealing)?;
     let bytes = Layout::new(block, GPU_GROUP).bytes();
     // A group's copies in, its commands and its copies out.
-    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { crypt: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, 2 * GPU_GROUP) })
+    let config = peerpath_gpu::GpuDeviceConfig { crypt: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, 2 * GPU_GROUP) };
+    device_job::open_gpu(device_job::timed(config, timeout))
 }
 
 /// Why a pass stopped: each is a different failure of the job.

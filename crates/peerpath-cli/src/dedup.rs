@@ -115,6 +115,11 @@ enum DedupCommand {
         /// With --engine gpu: which GPU.
         #[arg(long, default_value_t = 0)]
         gpu: usize,
+        /// With --engine emulated or gpu: a device with commands in flight and none completing for
+        /// this long (seconds) is declared hung and the host CPU chunks (or exit 15 with
+        /// --no-fallback) [default: 10 for an emulated CSP, 30 for a GPU].
+        #[arg(long, value_parser = crate::parse_device_timeout)]
+        device_timeout: Option<std::time::Duration>,
         /// Keep each new chunk compressed (a gzip member at this level, 0-12) where that is smaller;
         /// with --engine emulated the device compresses it in its memory.
         #[arg(long, value_name = "LEVEL", value_parser = clap::value_parser!(u32).range(0..=Level::MAX as i64))]
@@ -164,13 +169,13 @@ enum DedupCommand {
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, compress, threads, json } => {
+        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, device_timeout, compress, threads, json } => {
             let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
             let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)), usize::from);
             if gpu != 0 && engine != DedupEngine::Gpu {
                 Err(JobError::Usage("--gpu needs --engine gpu".into()))
             } else {
-                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu), compress, threads, json)
+                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu, device_timeout), compress, threads, json)
             }
         }
         DedupCommand::Restore { name, dir, output, force, json } => {
@@ -669,10 +674,16 @@ fn lock(dir: &Path) -> Result<File, JobError> {
 
 type Sizes = (Option<usize>, Option<usize>, Option<usize>);
 
+/// Where a store chunks: the engine, `--no-fallback`, the GPU and `--device-timeout`.
+type EngineChoice = (DedupEngine, bool, usize, Option<std::time::Duration>);
+
 #[allow(clippy::too_many_arguments)]
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: (DedupEngine, bool, usize), compress: Option<Level>, threads: usize, json: bool) -> Result<(), JobError> {
+fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: EngineChoice, compress: Option<Level>, threads: usize, json: bool) -> Result<(), JobError> {
     if sources.is_empty() {
         return Err(JobError::Usage("name at least one file to store".into()));
+    }
+    if engine.3.is_some() && engine.0 == DedupEngine::Cpu {
+        return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
     }
     let d = ChunkParams::default();
     let asked = ChunkParams::new(sizes.0.unwrap_or(d.min), sizes.1.unwrap_or(d.avg), sizes.2.unwrap_or(d.max)).map_err(JobError::Usage)?;
@@ -726,7 +737,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
-fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu): (DedupEngine, bool, usize), compress: Option<Level>, threads: usize, stored: &mut usize, (report, json): (&mut StoreReport, bool)) -> Result<(), JobError> {
+fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu, timeout): EngineChoice, compress: Option<Level>, threads: usize, stored: &mut usize, (report, json): (&mut StoreReport, bool)) -> Result<(), JobError> {
     let s = Store::open(dir, true, Some((asked, fp)))?;
     (report.hash, report.chunking) = (s.fp.name(), s.params.into());
     let fallbacks = &mut report.fallbacks;
@@ -738,8 +749,8 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
     if engine != DedupEngine::Cpu {
         let kib = |b: usize| (b.is_multiple_of(1024) && b / 1024 <= u16::MAX as usize).then_some(b / 1024);
         let start = || match engine {
-            DedupEngine::Gpu => crate::dedup_device::start_gpu(gpu, s.params, s.fp, compress.is_some()),
-            _ => crate::dedup_device::start(s.params, compress.is_some()).map(|d| Box::new(d) as Box<dyn peerpath_device::Device>),
+            DedupEngine::Gpu => crate::dedup_device::start_gpu(gpu, s.params, s.fp, compress.is_some(), timeout),
+            _ => crate::dedup_device::start(s.params, compress.is_some(), timeout).map(|d| Box::new(d) as Box<dyn peerpath_device::Device>),
         };
         match (kib(s.params.min), kib(s.params.avg), kib(s.params.max)) {
             (Some(_), Some(_), Some(_)) => match start() {
@@ -1326,7 +1337,7 @@ mod tests {
             std::fs::write(&src, &data).unwrap();
             let [plain, compressed] = [None, Some(Level::new(1).unwrap())].map(|compress| {
                 let st = dir.path().join(if compress.is_some() { "compressed" } else { "plain" });
-                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0), compress, 2, false).unwrap();
+                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), compress, 2, false).unwrap();
                 let packs = std::fs::read_dir(st.join("packs")).unwrap().map(|e| Path::new("packs").join(e.unwrap().file_name()));
                 std::iter::once(PathBuf::from("index.sqlite")).chain(packs).map(|f| (f.clone(), std::fs::read(st.join(f)).unwrap())).collect()
             });

@@ -44,8 +44,8 @@ pub(crate) fn memory_bytes(p: ChunkParams) -> usize {
     (member.offset + member.len) as usize
 }
 
-pub(crate) fn start(p: ChunkParams, compress: bool) -> Result<EmulatedCsp, String> {
-    let dev = device_job::spawn("dd", memory_bytes(p), 8, 1, FunctionKind::ChunkFingerprint)?;
+pub(crate) fn start(p: ChunkParams, compress: bool, timeout: Option<std::time::Duration>) -> Result<EmulatedCsp, String> {
+    let dev = device_job::spawn("dd", memory_bytes(p), 8, 1, FunctionKind::ChunkFingerprint, timeout)?;
     if compress && !dev.functions().contains(FunctionKind::GzipCompressMember) {
         return Err("the emulated CSP does not offer gzip compression".into());
     }
@@ -96,7 +96,7 @@ impl DevicePass {
 /// Opens GPU `ordinal` with peerpath's FastCDC and BLAKE3 kernels (no
 /// nvCOMP) for a store cutting with `p`: the layout in its memory and again
 /// in its pinned host window. Or why it cannot serve this store.
-pub(crate) fn start_gpu(ordinal: usize, p: ChunkParams, fp: Fingerprint, compress: bool) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start_gpu(ordinal: usize, p: ChunkParams, fp: Fingerprint, compress: bool, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
     if fp != Fingerprint::Blake3 {
         return Err(format!("the GPU's kernels fingerprint with BLAKE3, and this store uses {}", fp.name()));
     }
@@ -104,7 +104,8 @@ pub(crate) fn start_gpu(ordinal: usize, p: ChunkParams, fp: Fingerprint, compres
         return Err("the GPU device does not compress chunks (--compress)".into());
     }
     let bytes = memory_bytes(p);
-    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { dedup: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, 8) })
+    let config = peerpath_gpu::GpuDeviceConfig { dedup: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, 8) };
+    device_job::open_gpu(device_job::timed(config, timeout))
 }
 
 pub(crate) fn chunk(dev: &mut dyn Device, src: &File, (p, fp, compress): (ChunkParams, Fingerprint, Option<Level>), pack: &mut PackWriter) -> Result<DeviceChunks, String> {

@@ -11,14 +11,10 @@ use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Starts an emulated CSP (`memory_bytes`, one queue) that runs `needs`.
-pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind) -> Result<EmulatedCsp, String> {
-    spawn_timed(tag, memory_bytes, queue_depth, workers, needs, None)
-}
-
-/// As [`spawn`], declared hung after `command_timeout` with commands in
-/// flight and none completing (`--device-timeout`; else its default).
-pub(crate) fn spawn_timed(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind, command_timeout: Option<Duration>) -> Result<EmulatedCsp, String> {
+/// Starts an emulated CSP (`memory_bytes`, one queue) that runs `needs`,
+/// declared hung after `command_timeout` with commands in flight and none
+/// completing (`--device-timeout`; else its default).
+pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind, command_timeout: Option<Duration>) -> Result<EmulatedCsp, String> {
     let mut serve = ServeOptions::new(&format!("{tag}{}", std::process::id()));
     serve.memory_bytes = memory_bytes;
     serve.queues = 1;

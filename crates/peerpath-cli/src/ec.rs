@@ -137,6 +137,11 @@ struct DeviceArgs {
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=40,corrupt=0.01".
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
+    /// With --engine emulated or gpu: a device with commands in flight and none completing for
+    /// this long (seconds) is declared hung and the host CPU does the work (or exit 15 with
+    /// --no-fallback) [default: 10 for an emulated CSP, 30 for a GPU].
+    #[arg(long, value_parser = crate::parse_device_timeout)]
+    device_timeout: Option<std::time::Duration>,
 }
 
 impl DeviceArgs {
@@ -146,6 +151,9 @@ impl DeviceArgs {
         }
         if self.gpu != 0 && self.engine != EcEngine::Gpu {
             return Err(JobError::Usage("--gpu needs --engine gpu".into()));
+        }
+        if self.device_timeout.is_some() && self.engine == EcEngine::Cpu {
+            return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
         }
         Ok(())
     }
@@ -167,8 +175,8 @@ impl DeviceArgs {
         let (k, p, unit, _, _) = m.shape();
         let started = match self.engine {
             EcEngine::Cpu => return Ok(None),
-            EcEngine::Emulated => ec_device::start_set(k, p, unit, self.inject_faults.clone()),
-            EcEngine::Gpu => ec_device::start_set_gpu(self.gpu, k, p, unit),
+            EcEngine::Emulated => ec_device::start_set(k, p, unit, self.inject_faults.clone(), self.device_timeout),
+            EcEngine::Gpu => ec_device::start_set_gpu(self.gpu, k, p, unit, self.device_timeout),
         };
         match started {
             Ok(d) => Ok(Some(d)),
@@ -457,8 +465,8 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let (mut device, mut fallback) = (None, None);
     let started_device = match e.engine {
         EcEngine::Cpu => None,
-        EcEngine::Emulated => Some(ec_device::start(k, m, unit, e.inject_faults.clone())),
-        EcEngine::Gpu => Some(ec_device::start_gpu(e.gpu, k, m, unit)),
+        EcEngine::Emulated => Some(ec_device::start(k, m, unit, e.inject_faults.clone(), e.device_timeout)),
+        EcEngine::Gpu => Some(ec_device::start_gpu(e.gpu, k, m, unit, e.device_timeout)),
     };
     match started_device {
         Some(Ok(d)) => device = Some(d),
@@ -1631,7 +1639,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn on_cpu() -> DeviceArgs {
-        DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, gpu: 0, inject_faults: None }
+        DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, gpu: 0, inject_faults: None, device_timeout: None }
     }
 
     fn valid() -> String {

@@ -51,23 +51,24 @@ fn fits_a_command(k: usize, m: usize) -> Result<(), String> {
 
 /// Starts an emulated CSP with room for [`SLOTS`] stripes and their parity,
 /// with seeded faults where asked.
-pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     fits_a_command(k, m)?;
-    let dev = device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode)?;
+    let dev = device_job::spawn("ec", SLOTS * (k + m) * unit, (k + m + 2).next_power_of_two().max(8) as u32, 2, FunctionKind::EcEncode, timeout)?;
     Ok(device_job::with_faults(dev, faults))
 }
 
 /// Opens GPU `ordinal` with peerpath's coding kernels (no nvCOMP), with
 /// room for [`SLOTS`] stripes in its memory and in its pinned host window.
-pub(crate) fn start_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start_gpu(ordinal: usize, k: usize, m: usize, unit: usize, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     fits_a_command(k, m)?;
-    open_gpu(ordinal, SLOTS * (k + m) * unit, k + m)
+    open_gpu(ordinal, SLOTS * (k + m) * unit, k + m, timeout)
 }
 
 /// GPU `ordinal` with `bytes` of its memory and of pinned window, coding only,
 /// with room in its queue for a command per unit of `units`.
-fn open_gpu(ordinal: usize, bytes: usize, units: usize) -> Result<Box<dyn Device>, String> {
-    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { coding: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, (units + 2).next_power_of_two().max(8)) })
+fn open_gpu(ordinal: usize, bytes: usize, units: usize, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
+    let config = peerpath_gpu::GpuDeviceConfig { coding: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, (units + 2).next_power_of_two().max(8)) };
+    device_job::open_gpu(device_job::timed(config, timeout))
 }
 
 /// Encodes `size` bytes of `src` in stripes of `k` units of `unit` bytes
@@ -242,11 +243,11 @@ pub(crate) type SetDevice = (Box<dyn Device>, SetLayout);
 
 /// Starts an emulated CSP for a set of `k` + `m` units of `unit` bytes
 /// (see [`SetLayout`]), with seeded faults where asked; or why it cannot.
-pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>) -> Result<SetDevice, String> {
+pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath_device::FaultConfig>, timeout: Option<Duration>) -> Result<SetDevice, String> {
     fits_a_command(k, m)?;
     let l = SetLayout::new(k, m, unit);
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 4) as u32;
-    let dev = device_job::spawn("ecset", l.bytes() as usize, (k + m + 2).next_power_of_two().max(8) as u32, workers, FunctionKind::EcReconstruct)?;
+    let dev = device_job::spawn("ecset", l.bytes() as usize, (k + m + 2).next_power_of_two().max(8) as u32, workers, FunctionKind::EcReconstruct, timeout)?;
     for need in [FunctionKind::Copy, FunctionKind::Crc32] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -257,10 +258,10 @@ pub(crate) fn start_set(k: usize, m: usize, unit: usize, faults: Option<peerpath
 
 /// Opens GPU `ordinal` with peerpath's coding kernels for a set of `k` + `m`
 /// units of `unit` bytes: the layout in its memory and again in its pinned window.
-pub(crate) fn start_set_gpu(ordinal: usize, k: usize, m: usize, unit: usize) -> Result<SetDevice, String> {
+pub(crate) fn start_set_gpu(ordinal: usize, k: usize, m: usize, unit: usize, timeout: Option<Duration>) -> Result<SetDevice, String> {
     fits_a_command(k, m)?;
     let mut l = SetLayout::new(k, m, unit);
-    let dev = open_gpu(ordinal, l.bytes() as usize, k + m)?;
+    let dev = open_gpu(ordinal, l.bytes() as usize, k + m, timeout)?;
     l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
     if l.window_at < l.bytes() {
         return Err("the GPU device's memory is not staged as asked".into());

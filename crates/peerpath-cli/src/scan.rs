@@ -92,6 +92,11 @@ pub struct ScanArgs {
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: the device's counts cannot be checked).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
+    /// With --engine emulated or gpu: a device with commands in flight and none completing for
+    /// this long (seconds) is declared hung and the host CPU does the work (or exit 15 with
+    /// --no-fallback) [default: 10 for an emulated CSP, 30 for a GPU].
+    #[arg(long, value_parser = crate::parse_device_timeout)]
+    device_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -264,6 +269,9 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     if a.gpu != 0 && a.engine != ScanEngine::Gpu {
         return Err(JobError::Usage("--gpu needs --engine gpu".into()));
     }
+    if a.device_timeout.is_some() && a.engine == ScanEngine::Cpu {
+        return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+    }
     let engine = match a.engine {
         ScanEngine::Cpu => "cpu",
         ScanEngine::Emulated => "emulated",
@@ -277,8 +285,8 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             return Err(JobError::Usage("--id-prefix is not a device filter yet: use --engine cpu".into()));
         }
         let started = match a.engine {
-            ScanEngine::Gpu => scan_device::start_gpu(a.gpu, a.motif.as_deref(), a.ignore_case),
-            _ => scan_device::start(a.inject_faults.clone()),
+            ScanEngine::Gpu => scan_device::start_gpu(a.gpu, a.motif.as_deref(), a.ignore_case, a.device_timeout),
+            _ => scan_device::start(a.inject_faults.clone(), a.device_timeout),
         };
         match started {
             Ok(d) => device = Some(d),

@@ -33,15 +33,16 @@ const MEMORY_BYTES: usize = BLOCKS.base as usize + BLOCKS.bytes();
 /// Opens GPU `ordinal` with peerpath's scan kernels (no nvCOMP) for
 /// `motif`, or says why it cannot count with it (a motif its DFA cannot
 /// walk, said before the GPU is opened).
-pub(crate) fn start_gpu(ordinal: usize, motif: Option<&str>, ignore_case: bool) -> Result<Box<dyn Device>, String> {
+pub(crate) fn start_gpu(ordinal: usize, motif: Option<&str>, ignore_case: bool, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
     if let Some(m) = motif {
         peerpath_gpu::scan::Dfa::new(m, ignore_case).map_err(|e| e.to_string())?;
     }
-    device_job::open_gpu(peerpath_gpu::GpuDeviceConfig { scan: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, MEMORY_BYTES, 8) })
+    let config = peerpath_gpu::GpuDeviceConfig { scan: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, MEMORY_BYTES, 8) };
+    device_job::open_gpu(device_job::timed(config, timeout))
 }
 
-pub(crate) fn start(faults: Option<peerpath_device::FaultConfig>) -> Result<Box<dyn Device>, String> {
-    let dev = device_job::spawn("scan", MEMORY_BYTES, 8, 1, FunctionKind::ScanCount)?;
+pub(crate) fn start(faults: Option<peerpath_device::FaultConfig>, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
+    let dev = device_job::spawn("scan", MEMORY_BYTES, 8, 1, FunctionKind::ScanCount, timeout)?;
     Ok(device_job::with_faults(dev, faults))
 }
 

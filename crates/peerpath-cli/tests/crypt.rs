@@ -494,6 +494,29 @@ fn encrypt_and_decrypt_on_a_gpu_give_the_cpus_results_or_fall_back_saying_why() 
     run(&mut pp(args!["encrypt", &src, "-o", d.join("x.xts"), "--key-file", &key, "--mode", "xts", "--engine", "gpu", "--no-fallback"])).fails(15, &["no XTS"]);
 }
 
+/// A device that stops answering mid-file is declared hung after
+/// `--device-timeout`, and the CPU seals the whole file; the option is a
+/// device's, a usage error on the CPU.
+#[test]
+fn a_device_that_hangs_mid_file_is_timed_out_and_the_cpu_seals_the_file() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let data = mixed_data(3_000_001, 10);
+    let src = d.join("s");
+    std::fs::write(&src, &data).unwrap();
+    let started = std::time::Instant::now();
+    let enc = d.join("s.ppenc");
+    let o = run(&mut pp(args!["encrypt", &src, "-o", &enc, "--key-file", &key, "--block-size", "64K", "--engine", "emulated", "--inject-faults", "seed=4,hang-after=5", "--device-timeout", "0.5"])).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("timed out"), "{}", o.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(9), "a hang of 0.5 s, not 10 s: {:?}", started.elapsed());
+    let back = d.join("s.back");
+    run(&mut pp(args!["decrypt", &enc, "-o", &back, "--key-file", &key])).ok();
+    assert_file_eq(&back, &data, "sealed on the CPU after the device hung");
+    run(&mut pp(args!["decrypt", &enc, "-o", d.join("x"), "--key-file", &key, "--device-timeout", "1"])).fails(2, &["--device-timeout", "--engine emulated or gpu"]);
+    assert_dir_holds(d, &["k", "s", "s.ppenc", "s.back"]);
+}
+
 /// A device that dies while it seals or opens: the whole file is done again
 /// on the host CPU, said (and the report names the CPU and the reason); with
 /// --no-fallback exit 15 and nothing kept. Injected faults need the

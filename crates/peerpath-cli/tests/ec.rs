@@ -352,6 +352,32 @@ fn an_emulated_csp_checks_repairs_and_restores_a_set_as_the_cpu_does() {
     }
 }
 
+/// A device that stops answering (frozen after some commands) while encoding
+/// or decoding a set is declared hung after `--device-timeout`, and the CPU
+/// does the job from the start; the option is a device's, a usage error on the CPU.
+#[test]
+fn a_device_that_hangs_mid_set_is_timed_out_and_the_cpu_does_the_job() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(9 * 4 * 8192, 78)).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "8K", "-o", &set])).ok();
+    let started = std::time::Instant::now();
+    let hang = args!["--engine", "emulated", "--inject-faults", "seed=1,hang-after=20", "--device-timeout", "0.5"];
+    let again = d.join("again");
+    let v = run(pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "8K", "-o", &again, "--json"]).args(&hang)).ok().json();
+    assert!(v["fallback"].as_str().is_some_and(|f| f.contains("timed out")), "{v}");
+    assert_eq!(shards(&again), shards(&set), "the CPU's set");
+    std::fs::remove_file(set.join("shard-001")).unwrap();
+    let back = d.join("back");
+    let o = run(pp(args!["ec", "decode", &set, "-o", &back]).args(&hang)).ok();
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("timed out"), "{}", o.stderr);
+    assert_file_eq(&back, &std::fs::read(&src).unwrap(), "decoded on the CPU");
+    assert!(started.elapsed() < std::time::Duration::from_secs(18), "two hangs of 0.5 s, not 10 s each: {:?}", started.elapsed());
+    run(&mut pp(args!["ec", "verify", &set, "--device-timeout", "1"])).fails(2, &["--device-timeout", "--engine emulated or gpu"]);
+}
+
 /// A device that dies or gets a rebuilt unit wrong (a flipped byte in its
 /// memory, caught by the manifest's CRC-32) while repairing or restoring a
 /// set, or dies while encoding one: the CPU does the job from the start,

@@ -212,6 +212,37 @@ fn scan_on_a_gpu_counts_what_the_cpu_counts_or_falls_back_saying_why() {
     run(&mut pp(args!["scan", &fa, "--motif", "K", "-c", "--gpu", "1"])).fails(2, &["--gpu needs --engine gpu"]);
 }
 
+/// A device that stops answering is declared hung after `--device-timeout`
+/// and the CPU counts the rest: the CPU's counts. The option is a device's:
+/// a usage error on the CPU (for `dedup store` too).
+#[test]
+fn a_device_that_hangs_is_timed_out_and_the_cpu_counts() {
+    let dir = scratch();
+    let d = dir.path();
+    let files: Vec<_> = (0..3)
+        .map(|i| {
+            let f = d.join(format!("part{i}.fa"));
+            std::fs::write(&f, &sample()[..300_000 + i * 1000]).unwrap();
+            f
+        })
+        .collect();
+    let mut cpu = args!["scan", "--motif", "KL[VI]", "-c"];
+    cpu.extend(files.iter().map(|f| f.as_os_str().to_os_string()));
+    let want = run(&mut pp(cpu.clone())).ok().stdout_str();
+    let mut emu = cpu.clone();
+    emu.extend(args!["--engine", "emulated", "--inject-faults", "seed=3,hang-after=1", "--device-timeout", "0.5"]);
+    let started = std::time::Instant::now();
+    let o = run(&mut pp(emu)).ok();
+    assert_eq!(o.stdout_str(), want);
+    assert!(o.stderr.contains("timed out"), "{}", o.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(9), "a hang of 0.5 s, not 10 s: {:?}", started.elapsed());
+    let mut bad = cpu.clone();
+    bad.extend(args!["--device-timeout", "1"]);
+    run(&mut pp(bad)).fails(2, &["--device-timeout", "--engine emulated or gpu"]);
+    run(&mut pp(args!["dedup", "store", &files[0], "-s", d.join("st"), "--device-timeout", "1"])).fails(2, &["--device-timeout", "--engine emulated or gpu"]);
+    assert!(!d.join("st").exists(), "no store made");
+}
+
 /// A device that dies during a file: that file is counted on the CPU, said
 /// with the reason, and so are the files after it, said once, without
 /// asking the dead device again; the counts are the CPU's. Injected faults
