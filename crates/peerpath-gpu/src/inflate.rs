@@ -498,6 +498,49 @@ impl Lane {
 mod tests {
     use super::*;
 
+    /// Each block as one of peerpath's gzip members (level 1).
+    fn members_of(blocks: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut enc = peerpath_func::MemberEncoder::new(peerpath_func::Level::new(1).unwrap());
+        blocks
+            .iter()
+            .map(|b| {
+                let mut out = vec![0u8; peerpath_func::member_bound_bytes(b.len())];
+                let n = peerpath_func::encode_member(&mut enc, peerpath_func::Format::Gzip, b, &mut out);
+                out.truncate(n);
+                out
+            })
+            .collect()
+    }
+
+    /// On a machine with a GPU: a batch not done within the timeout (1 ms
+    /// for 32 members of 1 MiB, which take tens of milliseconds) is the GPU's
+    /// failure ("hangs"), `dst` is left as it was, the decoder refuses every
+    /// later batch, and dropping it does not wait for the GPU. Elsewhere:
+    /// skipped, saying why.
+    #[test]
+    fn a_batch_past_the_timeout_is_a_hung_gpu_and_the_decoder_refuses_more() {
+        let inf = match Inflater::open(0, None, 1, 32 << 20, Duration::from_millis(1)) {
+            Ok(i) => i,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU here): {why}");
+                return;
+            }
+        };
+        let data = peerpath_func::sample::protein_like(32 << 20, 9);
+        let blocks: Vec<&[u8]> = data.chunks(1 << 20).collect();
+        let members = members_of(&blocks);
+        let view: Vec<Member> = members.iter().zip(&blocks).map(|(m, b)| Member { bytes: m, out_len: b.len() }).collect();
+        let mut dst = vec![0x5au8; data.len()];
+        let why = inf.decode(&view, &mut dst).expect_err("32 MiB of members are not decoded in 1 ms");
+        assert!(why.contains("the GPU hangs"), "{why}");
+        assert!(dst.iter().all(|&b| b == 0x5a), "dst untouched by a batch that timed out");
+        let again = inf.decode(&view[..1], &mut dst[..blocks[0].len()]).expect_err("retired");
+        assert!(again.contains("hung on an earlier batch"), "{again}");
+        let t = Instant::now();
+        drop(inf);
+        assert!(t.elapsed() < Duration::from_secs(5), "dropping a hung decoder waited {:?}", t.elapsed());
+    }
+
     /// On a machine with a GPU and nvCOMP (`PEERPATH_NVCOMP` or the loader's
     /// path): peerpath's members decode on the GPU to exactly their blocks,
     /// and a member with a corrupt byte or a wrong CRC-32 comes back with a
@@ -513,16 +556,7 @@ mod tests {
         };
         let data = peerpath_func::sample::protein_like(3 << 20, 7);
         let blocks: Vec<&[u8]> = data.chunks(1 << 20).chain(std::iter::once(&b"x"[..])).collect();
-        let mut enc = peerpath_func::MemberEncoder::new(peerpath_func::Level::new(1).unwrap());
-        let mut members: Vec<Vec<u8>> = blocks
-            .iter()
-            .map(|b| {
-                let mut out = vec![0u8; peerpath_func::member_bound_bytes(b.len())];
-                let n = peerpath_func::encode_member(&mut enc, peerpath_func::Format::Gzip, b, &mut out);
-                out.truncate(n);
-                out
-            })
-            .collect();
+        let mut members = members_of(&blocks);
         let total: usize = blocks.iter().map(|b| b.len()).sum();
         let mut dst = vec![0u8; total];
         let view: Vec<Member> = members.iter().zip(&blocks).map(|(m, b)| Member { bytes: m, out_len: b.len() }).collect();
