@@ -274,7 +274,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         return Err(JobError::Usage("--gpu needs --engine gpu".into()));
     }
     if a.device_timeout.is_some() && a.engine == CryptEngine::Cpu {
-        return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+        return Err(crate::device_timeout_without_a_device());
     }
     if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
         return Err(JobError::Usage("encrypt and decrypt do not check the device's output: --inject-faults takes no corrupt= with them".into()));

@@ -683,7 +683,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         return Err(JobError::Usage("name at least one file to store".into()));
     }
     if engine.3.is_some() && engine.0 == DedupEngine::Cpu {
-        return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+        return Err(crate::device_timeout_without_a_device());
     }
     let d = ChunkParams::default();
     let asked = ChunkParams::new(sizes.0.unwrap_or(d.min), sizes.1.unwrap_or(d.avg), sizes.2.unwrap_or(d.max)).map_err(JobError::Usage)?;

@@ -153,7 +153,7 @@ impl DeviceArgs {
             return Err(JobError::Usage("--gpu needs --engine gpu".into()));
         }
         if self.device_timeout.is_some() && self.engine == EcEngine::Cpu {
-            return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+            return Err(crate::device_timeout_without_a_device());
         }
         Ok(())
     }

@@ -920,6 +920,11 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
     Err(JobError::Usage(format!("{}: unknown suffix, cannot name the output; use --output", source.display())))
 }
 
+/// `--device-timeout` given where the host CPU does the work: nothing there to time out.
+pub(crate) fn device_timeout_without_a_device() -> JobError {
+    JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into())
+}
+
 /// `--device-timeout`: seconds, 0.05 to 3600.
 fn parse_device_timeout(s: &str) -> Result<std::time::Duration, String> {
     match s.parse::<f64>() {
@@ -1017,7 +1022,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
     match cli.command {
         Command::Compress(a) => {
             if a.device_timeout.is_some() && a.engine == EngineArg::Cpu {
-                return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+                return Err(crate::device_timeout_without_a_device());
             }
             let level = Level::new(a.level).map_err(JobError::Usage)?;
             let encrypt = compress_encryption(&a)?;

@@ -270,7 +270,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         return Err(JobError::Usage("--gpu needs --engine gpu".into()));
     }
     if a.device_timeout.is_some() && a.engine == ScanEngine::Cpu {
-        return Err(JobError::Usage("--device-timeout times devices: give it with --engine emulated or gpu".into()));
+        return Err(crate::device_timeout_without_a_device());
     }
     let engine = match a.engine {
         ScanEngine::Cpu => "cpu",

@@ -465,7 +465,8 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         let why = read_path.fallback_reason.take().unwrap_or_else(|| "a memory file system".into());
         read_path.fallback_reason = Some(format!("{why}; each worker reads its own members (pread), the orchestrator only their headers"));
     }
-    let mapped = writer.as_ref().and_then(|w| map_target(w, &src, ctx.workers.threads(), ctx.gpu.is_some()));
+    let wanted = mapping_wanted(ctx.workers.threads(), ctx.gpu.is_some());
+    let mapped = writer.as_ref().filter(|_| wanted.is_ok()).and_then(|w| map_target(w, &src, ctx.workers.threads()));
     let mut write_path = write_path;
     if let (Some(p), Some(m)) = (write_path.as_mut(), &mapped) {
         let who = match m.allocation() {
@@ -475,7 +476,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         p.fallback_reason = Some(format!("a memory file system: the workers decode straight into the file's mapped pages (no write, no copy; {who})"));
     }
     if let (Some(p), Some(w), None) = (write_path.as_mut(), writer.as_ref(), &mapped) {
-        if let (false, true, Err(why)) = (w.is_sequential(), w.target.in_memory(), mapping_wanted(ctx.workers.threads(), ctx.gpu.is_some())) {
+        if let (false, true, Err(why)) = (w.is_sequential(), w.target.in_memory(), &wanted) {
             let before = p.fallback_reason.take().unwrap_or_else(|| "a memory file system".into());
             p.fallback_reason = Some(format!("{before}; written by one thread, not mapped: {why}"));
         }
@@ -1115,8 +1116,8 @@ fn mapping_wanted(workers: usize, gpu: bool) -> std::result::Result<(), String> 
     Ok(())
 }
 
-/// Maps the target where it is a file on a memory file system, the
-/// source's size bounds the output and [`mapping_wanted`] says so: the
+/// Maps the target (where [`mapping_wanted`] says so) where it is a file
+/// on a memory file system and the source's size bounds the output: the
 /// workers then decode straight into its pages, in parallel, where writes
 /// to one tmpfs file are one thread's copy at a time (its inode lock). Its
 /// pages are allocated ahead of the workers by one thread where a core is
@@ -1125,8 +1126,8 @@ fn mapping_wanted(workers: usize, gpu: bool) -> std::result::Result<(), String> 
 /// waited for an allocator that had no core; bench/results/2026-11-27-gpu-machine-2).
 /// `PEERPATH_MAPPED_ALLOCATION=ahead|each` chooses (for A/B measurements,
 /// docs/tuning.md#mapped-output).
-fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile, workers: usize, gpu: bool) -> Option<Arc<FileMapping>> {
-    if w.is_sequential() || !w.target.in_memory() || mapping_wanted(workers, gpu).is_err() {
+fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile, workers: usize) -> Option<Arc<FileMapping>> {
+    if w.is_sequential() || !w.target.in_memory() {
         return None;
     }
     let reserve = src.kind.size_bytes()?.checked_mul(1032)?.checked_add(64 << 20)?;
