@@ -462,7 +462,7 @@ pub(crate) mod testing {
     pub(crate) fn cpu_device(staged: bool, bytes: usize) -> CpuDevice {
         let window = Arc::new(MappedRegion::host(bytes).expect("host memory"));
         let memory = if staged { DeviceMemory::staged(bytes, MemoryDomain::Emulated { device: "cpu0".into() }, window) } else { DeviceMemory::region(window) };
-        CpuDevice::with_memory(CpuDeviceConfig { name: "cpu0".into(), memory_bytes: 0, workers: 2, queue_depth: 16, whole_chunk_commands: false, storage_io: false }, memory).expect("CPU device")
+        CpuDevice::with_memory(CpuDeviceConfig { name: "cpu0".into(), memory_bytes: 0, workers: 2, queue_depth: 16, whole_chunk_commands: false, storage_io: false, memory_files: false }, memory).expect("CPU device")
     }
 
     /// A device that calls its `nth` completion of `kind` (counting from 0) `CorruptInput`

@@ -32,6 +32,9 @@ pub struct CpuDeviceConfig {
     /// Read and write registered files itself ([`crate::Function::StorageRead`] and `StorageWrite`,
     /// `pread` by its workers), as a GPU with GPUDirect Storage does.
     pub storage_io: bool,
+    /// With `storage_io`: files of a memory file system too (its workers' `pread` and `pwrite`
+    /// copy the pages; [`crate::StorageIo::memory_files`]).
+    pub memory_files: bool,
 }
 
 impl CpuDeviceConfig {
@@ -44,6 +47,7 @@ impl CpuDeviceConfig {
             queue_depth: 64,
             whole_chunk_commands: false,
             storage_io: false,
+            memory_files: false,
         }
     }
 }
@@ -121,7 +125,12 @@ impl CpuDevice {
         }
         Ok(CpuDevice {
             whole_chunks: config.whole_chunk_commands,
-            storage_io: config.storage_io.then(|| crate::StorageIo { direct: true, writes: true, what: "pread and pwrite by the CPU device's workers".into() }),
+            storage_io: config.storage_io.then(|| crate::StorageIo {
+                direct: true,
+                writes: true,
+                what: "pread and pwrite by the CPU device's workers".into(),
+                memory_files: config.memory_files.then(|| "pread and pwrite by the CPU device's workers (a CPU copy from and to the file's pages)".into()),
+            }),
             name: config.name,
             shared,
             depth: config.queue_depth,

@@ -127,8 +127,9 @@ pub trait Device: Send {
     fn storage_io(&self) -> Option<&StorageIo> {
         None
     }
-    /// Registers an open file (O_DIRECT) for storage commands: its number
-    /// in them, or why the device cannot take it.
+    /// Registers an open file (O_DIRECT, or a file of a memory file system
+    /// where [`StorageIo::memory_files`] says it takes those) for storage
+    /// commands: its number in them, or why the device cannot take it.
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
         let _ = file;
         Err(format!("device {} does not reach storage itself", self.name()))
@@ -189,6 +190,12 @@ pub struct StorageIo {
     pub writes: bool,
     /// What moves them, in words for the report ("cuFile ..., direct from NVMe").
     pub what: String,
+    /// It also takes files of a memory file system (tmpfs), whose pages are
+    /// host memory already, and moves their bytes itself: how, in words for
+    /// the report (a GPU's copy engine reading and writing the pages, mapped
+    /// and registered; the CPU device's `pread`). `None`: only O_DIRECT files
+    /// ([`Device::register_file`] is then not asked for others).
+    pub memory_files: Option<String>,
 }
 
 /// A device that can be made to fail on purpose, as a crash would: the

@@ -523,7 +523,7 @@ impl GpuDevice {
                         }
                     );
                     let io = Io {
-                        storage: peerpath_device::StorageIo { direct: cf.direct(), writes: true, what: what.clone() },
+                        storage: peerpath_device::StorageIo { direct: cf.direct(), writes: true, what: what.clone(), memory_files: None },
                         cufile: cf,
                         files: Default::default(),
                         shared: shared.clone(),

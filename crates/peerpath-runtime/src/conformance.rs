@@ -46,6 +46,9 @@ enum Reach {
     /// targets from it itself (as a GPU with GPUDirect Storage): no payload
     /// passes the window.
     StagedWithStorageIo,
+    /// As `StagedWithStorageIo`, and files of a memory file system too (as a GPU that maps
+    /// and registers them: its copy engine reads and writes their pages).
+    StagedWithMemoryFiles,
 }
 
 /// CPU devices (the executor reaches device memory by DMA only),
@@ -75,13 +78,21 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
                         std::fs::remove_file(&path).expect("the mapping outlives its file");
                         DeviceMemory::region(Arc::new(region))
                     }
-                    Reach::Staged | Reach::StagedAsGpu | Reach::StagedWithStorageIo => {
+                    Reach::Staged | Reach::StagedAsGpu | Reach::StagedWithStorageIo | Reach::StagedWithMemoryFiles => {
                         let window = MappedRegion::host(WINDOW_BYTES).expect("host window");
                         let domain = if reach == Reach::StagedAsGpu { MemoryDomain::Gpu { device: name.clone() } } else { MemoryDomain::Emulated { device: name.clone() } };
                         DeviceMemory::staged(DEVICE_MEMORY_BYTES, domain, Arc::new(window))
                     }
                 };
-                let config = CpuDeviceConfig { name: name.clone(), memory_bytes: 0, workers: 2, queue_depth: 32, whole_chunk_commands: whole_chunks, storage_io: reach == Reach::StagedWithStorageIo };
+                let config = CpuDeviceConfig {
+                    name: name.clone(),
+                    memory_bytes: 0,
+                    workers: 2,
+                    queue_depth: 32,
+                    whole_chunk_commands: whole_chunks,
+                    storage_io: matches!(reach, Reach::StagedWithStorageIo | Reach::StagedWithMemoryFiles),
+                    memory_files: reach == Reach::StagedWithMemoryFiles,
+                };
                 let cpu = CpuDevice::with_memory(config, memory).expect("CPU device");
                 let device: Box<dyn Device> = match &faults {
                     Some(f) => Box::new(FaultyDevice::new(cpu, f.clone())),
@@ -387,4 +398,44 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
     let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(shm.path(), None, Reach::StagedWithStorageIo, true));
     let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
     assert!(io.iter().any(|r| r.starts_with("its own reads of 0 of 1 source(s) into its memory and writes of 0 of 1 target(s)") && r.contains("through the host window instead") && r.contains("not read with O_DIRECT") && r.contains("not written with O_DIRECT")), "{io:?}");
+}
+
+/// A device that also takes files of a memory file system (as a GPU that maps and registers
+/// them, its copy engine reading and writing their pages): sources and targets in tmpfs are
+/// read into and written from its memory by the device, none staged through the window; the
+/// oracle's bytes; the ledger books the file's pages as host memory the device moved (no
+/// storage, no CPU copy of the job's); a crash mid-job hands over to the CPU cleanly.
+#[test]
+fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
+    let Ok(shm) = tempfile::Builder::new().prefix("pp-conformance-shm").tempdir_in("/dev/shm") else {
+        eprintln!("SKIPPED: no /dev/shm");
+        return;
+    };
+    let srcs = sources(shm.path(), &[0, 4097, (5 << 20) + 5, 3 << 20]);
+    let input: u64 = srcs.iter().map(|s| std::fs::metadata(s).unwrap().len()).sum();
+    for (format, block, whole_chunks) in [(Format::Gzip, 1 << 20, true), (Format::Gzip, 64 << 10, false), (Format::Bgzf, 0, true)] {
+        let report = against_oracle(shm.path(), &srcs, &options(format, block), devices_with(shm.path(), None, Reach::StagedWithMemoryFiles, whole_chunks));
+        assert!(report.fallbacks.is_empty(), "{format:?}: {:?}", report.fallbacks);
+        assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: all on devices");
+        let entries = &report.ledger.entries;
+        let host = |l: &peerpath_metrics::Location| matches!(l, peerpath_metrics::Location::Memory { domain } if domain.is_host());
+        let device = |l: &peerpath_metrics::Location| matches!(l, peerpath_metrics::Location::Memory { domain: MemoryDomain::Emulated { .. } });
+        let read: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::ReadSource && host(&e.source) && device(&e.target)).map(|e| e.bytes_written).sum();
+        assert_eq!(read, input, "{format:?}: every source byte moved from the file's pages into device memory by the device: {entries:?}");
+        let written: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::WriteTarget && device(&e.source) && host(&e.target)).map(|e| e.bytes_read).sum();
+        let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
+        assert!(written >= output && written < output + 4 * 4096, "{format:?}: every output byte written from device memory ({written} against {output})");
+        assert!(entries.iter().all(|e| e.purpose != peerpath_metrics::Purpose::Stage), "{format:?}: nothing staged through the window: {entries:?}");
+        assert!(entries.iter().all(|e| !matches!(e.source, peerpath_metrics::Location::Storage { .. }) && !matches!(e.target, peerpath_metrics::Location::Storage { .. })), "{format:?}: no storage on either side: {entries:?}");
+        assert!(entries.iter().all(|e| !matches!(e.mover, peerpath_metrics::Mover::Cpu { .. }) || e.purpose == peerpath_metrics::Purpose::Metadata), "{format:?}: no CPU copy of payload by the job: {entries:?}");
+        let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
+        assert_eq!(io.len(), 2, "{format:?}: {io:?}");
+        assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s) into its memory and writes of 2 of 2 target(s) from it") && r.contains("4 of these file(s) of a memory file system: pread and pwrite") && !r.contains("instead")), "{format:?}: {io:?}");
+    }
+    for after in [3, 11] {
+        let mut faults = FaultConfig::seeded(after);
+        faults.crash_after_submissions = Some(after);
+        let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(shm.path(), Some(faults), Reach::StagedWithMemoryFiles, true));
+        assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "crash after {after}: {:?}", report.fallbacks);
+    }
 }

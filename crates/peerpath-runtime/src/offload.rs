@@ -207,6 +207,10 @@ struct OStream {
     /// it is, as the ledger names it.
     dst_file: Option<u8>,
     target_location: Option<Location>,
+    /// The registered source or target is a file of a memory file system: its pages are host
+    /// memory, which the device reads or writes itself (no storage on that side).
+    src_in_memory: bool,
+    dst_in_memory: bool,
     /// Its writes in flight: offset -> bytes (the device's commands).
     stores: BTreeMap<u64, u64>,
     /// Bytes its writes completed since the writer last heard of them.
@@ -394,26 +398,27 @@ impl DeviceSide {
                 for _ in 0..STAGINGS_PER_STREAM {
                     o.free_stagings.push(dev.alloc(staging_capacity).expect("memory was checked"));
                 }
-                if dev.storage_io.is_some() {
-                    // Its own reads take O_DIRECT files (GPUDirect Storage does).
-                    let registered = match s.source_via() {
-                        crate::Via::Direct => jd.device.register_file(&s.source().file),
-                        _ => Err("not read with O_DIRECT (a memory file system)".into()),
+                if let Some(how) = &dev.storage_io {
+                    // Its own reads take O_DIRECT files (GPUDirect Storage does), and memory
+                    // files where it says it takes those.
+                    let (registered, in_memory) = match own_io_of(s.source(), s.source_via(), how) {
+                        Ok(in_memory) => (jd.device.register_file(&s.source().file), in_memory),
+                        Err(why) => (Err(format!("not read with O_DIRECT ({why})")), false),
                     };
                     match registered {
-                        Ok(file) => o.src_file = Some(file),
+                        Ok(file) => (o.src_file, o.src_in_memory) = (Some(file), in_memory),
                         Err(why) => refused.push(format!("{}: {why}", s.name())),
                     }
                 }
-                if dev.storage_io.as_ref().is_some_and(|h| h.writes) {
-                    // And its own writes, of O_DIRECT targets.
+                if let Some(how) = dev.storage_io.as_ref().filter(|h| h.writes) {
+                    // And its own writes, of the same kinds of target.
                     let w = s.target();
-                    let registered = match w.via() {
-                        crate::Via::Direct => jd.device.register_file(&w.target.file),
-                        _ => Err("not written with O_DIRECT (a memory file system)".into()),
+                    let (registered, in_memory) = match own_io_of(&w.target, w.via(), how) {
+                        Ok(in_memory) => (jd.device.register_file(&w.target.file), in_memory),
+                        Err(why) => (Err(format!("not written with O_DIRECT ({why})")), false),
                     };
                     match registered {
-                        Ok(file) => (o.dst_file, o.target_location) = (Some(file), Some(w.target_location().clone())),
+                        Ok(file) => (o.dst_file, o.target_location, o.dst_in_memory) = (Some(file), Some(w.target_location().clone()), in_memory),
                         Err(why) => refused_writes.push(format!("{}: {why}", w.final_path.display())),
                     }
                 }
@@ -426,6 +431,10 @@ impl DeviceSide {
                     note += &format!(" and writes of {} of {n} target(s) from it", n - refused_writes.len());
                 }
                 note += &format!(": {}", how.what);
+                let in_memory = jd.streams.iter().filter_map(|&i| os[i].as_ref()).map(|o| o.src_in_memory as usize + o.dst_in_memory as usize).sum::<usize>();
+                if let (Some(what), true) = (&how.memory_files, in_memory > 0) {
+                    note += &format!("; {in_memory} of these file(s) of a memory file system: {what}");
+                }
                 if !refused.is_empty() || !refused_writes.is_empty() {
                     note += &format!("; through the host window instead: {}", refused.iter().chain(&refused_writes).cloned().collect::<Vec<_>>().join("; "));
                 }
@@ -1005,7 +1014,12 @@ fn on_device_completion(
             }
             let o = os[stream].as_mut().expect("on a device");
             o.loads -= 1;
-            record_device_storage(ledger, dev, (Location::storage(o.source_name.clone()), here), stager, bytes);
+            if o.src_in_memory {
+                // The file's pages are host memory: the device moves them itself.
+                ledger.record_copy(Location::memory(&peerpath_mem::MemoryDomain::host_unplaced()), here, stager, Purpose::ReadSource, bytes);
+            } else {
+                record_device_storage(ledger, dev, (Location::storage(o.source_name.clone()), here), stager, bytes);
+            }
             let chunk = o.chunks.remove(&seq).expect("chunk being read");
             let input = chunk.input.expect("read into its input range");
             start_chunk(dev, o, stream, seq, input, chunk.output, bytes as usize, params);
@@ -1017,7 +1031,11 @@ fn on_device_completion(
             let o = os[stream].as_mut().expect("on a device");
             o.stores.remove(&at);
             o.device_written += bytes;
-            record_device_storage(ledger, dev, (here, o.target_location.clone().expect("a registered target")), stager, bytes);
+            if o.dst_in_memory {
+                ledger.record_copy(here, Location::memory(&peerpath_mem::MemoryDomain::host_unplaced()), stager, Purpose::WriteTarget, bytes);
+            } else {
+                record_device_storage(ledger, dev, (here, o.target_location.clone().expect("a registered target")), stager, bytes);
+            }
             release_reader(o, staging, None);
         }
         Op::StageOut { stream, staging, bytes } => {
@@ -1031,6 +1049,20 @@ fn on_device_completion(
         }
     }
     Ok(())
+}
+
+/// Whether a device that moves storage itself (`how`) may be given `file`, opened `via`:
+/// O_DIRECT files (`Ok(false)`), and regular files of a memory file system where it takes
+/// those (`Ok(true)`); otherwise why not, in words.
+fn own_io_of(file: &OpenedFile, via: crate::Via, how: &StorageIo) -> std::result::Result<bool, &'static str> {
+    match via {
+        crate::Via::Direct => Ok(false),
+        _ if file.in_memory() && file.reaches_storage() => match how.memory_files {
+            Some(_) => Ok(true),
+            None => Err("a memory file system"),
+        },
+        _ => Err("a pipe, or a file system that refused O_DIRECT"),
+    }
 }
 
 /// Books a device's own storage transfer, `from` -> `to` (one end storage, the other its
