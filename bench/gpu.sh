@@ -17,7 +17,10 @@
 # Rows: peerpath gpu probe (nvCOMP kernel only; and copies between GPU memory and registered mappings
 # of /dev/shm files, the case a job in memory could use to skip the host's copies); file to file (input in DIR, output in DIR,
 # synced): peerpath --engine gpu, peerpath --engine cpu -T N, pigz -1 -p N, igzip -1 -T N; the
-# same with the input in /dev/shm; and in memory (input and output in /dev/shm, no sync). Every output is checked once (peerpath decompress | cmp). Then
+# same with the input in /dev/shm; and in memory (input and output in /dev/shm, no sync), where
+# the GPU also runs with --gpu-memory-files mapped (its copy engine reads and writes the files'
+# pages; each GPU job's JSON report in memory, staged and mapped, is kept as gpu-memory-*.json).
+# Every output is checked once (peerpath decompress | cmp). Then
 # decompression of peerpath's own output (members with size fields), in memory and disk to disk:
 # peerpath decompress --engine gpu, peerpath decompress -T N, igzip -d (one thread: it has no
 # parallel decoder), pigz -d -p N; each output compared with the input once. Last, the disk's own
@@ -63,6 +66,8 @@ for ((r = 0; r < runs; r++)); do
             memory) src=/dev/shm/ppgpu-in o=/dev/shm/ppgpu-out sync=(--no-sync); mkdir -p "$o" ;;
         esac
         [ "$gpu_note" = ok ] && row "peerpath --engine gpu ($where)" "$pp" compress --engine gpu --no-fallback "${sync[@]}" -q -f "$src" -o "$o/g.gz"
+        # Memory files mapped for the copy engine (no CPU copy of either file; --gpu-memory-files).
+        [ "$gpu_note" = ok ] && [ "$where" = memory ] && row "peerpath --engine gpu --gpu-memory-files mapped ($where)" "$pp" compress --engine gpu --gpu-memory-files mapped --no-fallback "${sync[@]}" -q -f "$src" -o "$o/gm.gz"
         row "peerpath --engine cpu -T $threads ($where)" "$pp" compress -T "$threads" "${sync[@]}" -q -f "$src" -o "$o/c.gz"
         sy="&& sync '$o/p.gz'"; [ "$where" = memory ] && sy=""
         command -v pigz >/dev/null && row "pigz -1 -p $threads ($where)" sh -c "LD_LIBRARY_PATH=$ld pigz -1 -p $threads -c '$src' > '$o/p.gz' $sy"
@@ -109,7 +114,14 @@ done
 io_note=$("$pp" bench-io --file "$disk/bench/io" --size 1G --sweep-bs 1M --sweep-qd 16 --random skip --json > "$out/bench-io.json" 2> "$disk/bench/err" && echo ok || head -c 300 "$disk/bench/err")
 rm -f "$disk/bench/io"
 checks=""
-for f in "$disk/bench/g.gz" "$disk/bench/c.gz" /dev/shm/ppgpu-out/g.gz /dev/shm/ppgpu-out/c.gz; do
+# One report of each GPU job in memory: where its time and bytes went.
+if [ "$gpu_note" = ok ]; then
+    for m in staged mapped; do
+        "$pp" compress --engine gpu --gpu-memory-files "$m" --no-fallback --no-sync --json -f /dev/shm/ppgpu-in -o /dev/shm/ppgpu-out/g-$m.gz > "$out/gpu-memory-$m.json" 2> "$disk/bench/err" || echo "FAILED: --gpu-memory-files $m: $(head -c 300 "$disk/bench/err")" >&2
+        rm -f /dev/shm/ppgpu-out/g-$m.gz
+    done
+fi
+for f in "$disk/bench/g.gz" "$disk/bench/c.gz" /dev/shm/ppgpu-out/g.gz /dev/shm/ppgpu-out/gm.gz /dev/shm/ppgpu-out/c.gz; do
     [ -f "$f" ] || continue
     if "$pp" decompress -q -o - "$f" | cmp -s - "$input" && gzip -t "$f"; then checks+="$f: round trip and gzip -t ok; "; else checks+="$f: CHECK FAILED; "; echo "CHECK FAILED: $f" >&2; fi
 done

@@ -383,6 +383,13 @@ struct CompressArgs {
     /// where it bounces every byte through host memory itself; for testing the path). cuFile: $PEERPATH_CUFILE, the loader's path, or a CUDA installation's lib64.
     #[arg(long, value_enum, default_value_t = GpuIoArg::Auto, help_heading = "Devices")]
     gpu_io: GpuIoArg,
+    /// With --engine gpu: sources and targets on a memory file system (tmpfs, /dev/shm): `staged`
+    /// (the kernel copies them to and from the pinned window: a CPU copy each way), or `mapped`
+    /// (mapped and registered with CUDA, 64 MiB at a time: the GPU's copy engine reads and writes
+    /// their pages, no CPU copy; not yet measured on a GPU: `peerpath gpu probe --mapped-at DIR`
+    /// checks that this machine's driver pins them, docs/gpu-nvcomp.md).
+    #[arg(long, value_enum, default_value_t = GpuMemoryFilesArg::Staged, help_heading = "Devices")]
+    gpu_memory_files: GpuMemoryFilesArg,
     /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;
     /// rounded up to whole members of --block-size): a command's members go into one nvCOMP launch
     /// (16M: 0.99-1.07 s for 1.5 GiB against 1.20-1.27 with 1M, bench/results/2026-11-26-gpu-machine-8).
@@ -457,6 +464,12 @@ impl From<GpuIoArg> for peerpath_gpu::GpuIo {
             GpuIoArg::Cufile => peerpath_gpu::GpuIo::Cufile(None),
         }
     }
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Debug)]
+enum GpuMemoryFilesArg {
+    Staged,
+    Mapped,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Debug)]
@@ -972,6 +985,10 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
             if !(0.0..=1000.0).contains(&a.gpu_batch_wait) {
                 return Err(JobError::Usage(format!("--gpu-batch-wait {}: give 0 to 1000 milliseconds", a.gpu_batch_wait)));
             }
+            let map_memory_files = a.gpu_memory_files == GpuMemoryFilesArg::Mapped;
+            if map_memory_files && a.gpu_staging == GpuStagingArg::Device {
+                return Err(JobError::Usage("--gpu-memory-files mapped: the GPU reads files into GPU memory of its own, which --gpu-staging device does not keep (use --gpu-staging commands)".into()));
+            }
             let gather = peerpath_gpu::Gather { bytes: a.gpu_batch as u64, wait: std::time::Duration::from_secs_f64(a.gpu_batch_wait / 1e3) };
             let mut spec = peerpath_runtime::GpuSpec {
                 ordinal: a.gpu,
@@ -985,6 +1002,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
                     (io, _) => io.into(),
                 },
                 window_bytes: a.gpu_window,
+                map_memory_files,
                 gather,
                 chunk_bytes: a.gpu_chunk.max(1),
                 ..Default::default()

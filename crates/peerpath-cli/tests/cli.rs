@@ -488,10 +488,15 @@ fn compress_and_decompress_on_a_gpu_that_is_not_there_fall_back_with_the_reason_
     let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", "--gpu-io", "cufile", "--json"]));
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
     assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
-    for bad in [["--gpu-io", "nvme"], ["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"], ["--gpu-algorithm", "6"], ["--inject-faults", "seed=1,error=0.5"]] {
+    // Memory files mapped for its copy engine asked for: the same.
+    let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", "--gpu-memory-files", "mapped", "--json"]));
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
+    for bad in [["--gpu-io", "nvme"], ["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"], ["--gpu-algorithm", "6"], ["--inject-faults", "seed=1,error=0.5"], ["--gpu-memory-files", "pinned"]] {
         let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", bad[0], bad[1]]));
         assert_eq!(o.code(), Some(2), "{bad:?}: {}", o.stderr);
     }
+    run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", "--gpu-memory-files", "mapped", "--gpu-staging", "device"])).fails(2, &["--gpu-memory-files mapped", "--gpu-staging commands"]);
     // Decompression and verification on a GPU that is not there: the CPU
     // decodes, said so; with --no-fallback, exit 15 and nothing kept.
     let back = dir.path().join("back.fa");

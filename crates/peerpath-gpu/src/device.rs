@@ -97,6 +97,10 @@ pub struct GpuDeviceConfig {
     pub gather: Gather,
     /// Whether it reads and writes storage itself, through cuFile.
     pub io: GpuIo,
+    /// Whether it reads and writes files of a memory file system (tmpfs) itself: mapped and
+    /// registered with CUDA, its copy engine moves their pages (no CPU copy); else they are
+    /// staged through the window like any file (`--gpu-memory-files`).
+    pub map_memory_files: bool,
     /// Commands in flight and none completing for this long: the GPU hangs, and fails
     /// ([`DEFAULT_COMMAND_TIMEOUT`] unless set; `--device-timeout`).
     pub command_timeout: Duration,
@@ -142,6 +146,7 @@ impl GpuDeviceConfig {
             staging: Staging::Commands,
             gather: Gather::default(),
             io: GpuIo::Staged,
+            map_memory_files: false,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
         }
     }
@@ -310,15 +315,16 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// at once (a storage queue's worth).
 const IO_THREADS: usize = 4;
 
-/// The GPU's own storage reads and writes: cuFile, the files registered with it (each
-/// with a descriptor of its own, open for as long as it is registered), and
-/// what the reads did. Dropped after its threads end: deregisters the files
-/// and the GPU memory, then closes cuFile's driver, while that memory lives.
+/// The GPU's own storage reads and writes: cuFile's (where it is used), its copy engine's of
+/// files of a memory file system (where they are mapped), the files registered, and what
+/// the reads did. Dropped after its threads end: deregisters the files and the GPU memory,
+/// then closes cuFile's driver, while that memory lives.
 struct Io {
-    cufile: crate::cufile::Cufile,
+    cufile: Option<crate::cufile::Cufile>,
     storage: peerpath_device::StorageIo,
-    #[allow(clippy::type_complexity)]
-    files: std::sync::RwLock<Vec<Option<(crate::cufile::FileHandle, std::fs::File)>>>,
+    files: std::sync::RwLock<Vec<Option<IoFile>>>,
+    /// Pinning memory files' granules, over the job.
+    pins: Arc<crate::mapped::PinStats>,
     /// The GPU memory the reads land in, registered with cuFile where it took it.
     shared: Arc<Shared>,
     own_base: u64,
@@ -331,23 +337,47 @@ struct Io {
     last_error: std::sync::Mutex<Option<String>>,
 }
 
+/// A file registered for the GPU's own reads or writes.
+enum IoFile {
+    /// Through cuFile: its handle, and the descriptor it was registered with (held open while it is).
+    Cufile { handle: crate::cufile::FileHandle, _file: std::fs::File },
+    /// A file of a memory file system, mapped: the copy engine moves its pages.
+    Mapped(crate::mapped::MappedFile),
+}
+
 impl Io {
-    /// Reads or writes one command's range: its status and bytes.
-    fn run(&self, r: &Request) -> (Status, u64) {
+    /// Reads or writes one command's range: its status and bytes. `stream`: the I/O
+    /// thread's own CUDA stream, for mapped files' copies.
+    fn run(&self, r: &Request, stream: Result<&cudarc::driver::CudaStream, &String>) -> (Status, u64) {
         let (Function::StorageRead { file, .. } | Function::StorageWrite { file, .. }) = r.function else { return (Status::InvalidField, 0) };
         let files = self.files.read().unwrap_or_else(|e| e.into_inner());
-        let Some((handle, _)) = files.get(file as usize).and_then(Option::as_ref) else {
+        let Some(f) = files.get(file as usize).and_then(Option::as_ref) else {
             return self.failed(format!("no file registered as {file}"));
         };
-        // SAFETY: the device checked the range lies in its own GPU memory
-        // (`own_base`, `own_len` long), and the executor gives it to this
-        // command alone until it completes.
-        let done = unsafe {
-            match r.function {
-                Function::StorageRead { offset, .. } => self.cufile.read(*handle, self.own_base, r.output.offset, r.output.len as usize, offset),
-                Function::StorageWrite { offset, .. } => self.cufile.write(*handle, self.own_base, r.inputs[0].offset, r.inputs[0].len as usize, offset),
-                _ => unreachable!("matched above"),
+        // SAFETY (both arms): the device checked the range lies in its own GPU memory
+        // (`own_base`, `own_len` long), and the executor gives it to this command alone
+        // until it completes.
+        let done = match f {
+            IoFile::Cufile { handle, .. } => {
+                let cufile = self.cufile.as_ref().expect("cuFile handles come from cuFile");
+                unsafe {
+                    match r.function {
+                        Function::StorageRead { offset, .. } => cufile.read(*handle, self.own_base, r.output.offset, r.output.len as usize, offset),
+                        Function::StorageWrite { offset, .. } => cufile.write(*handle, self.own_base, r.inputs[0].offset, r.inputs[0].len as usize, offset),
+                        _ => unreachable!("matched above"),
+                    }
+                }
             }
+            IoFile::Mapped(m) => match stream {
+                Err(e) => Err(format!("no CUDA stream on the I/O thread: {e}")),
+                Ok(stream) => unsafe {
+                    match r.function {
+                        Function::StorageRead { offset, .. } => m.read_into(offset, self.own_base + r.output.offset, r.output.len as usize, stream),
+                        Function::StorageWrite { offset, .. } => m.write_from(offset, self.own_base + r.inputs[0].offset, r.inputs[0].len as usize, stream),
+                        _ => unreachable!("matched above"),
+                    }
+                },
+            },
         };
         match done {
             Ok(n) => (Status::Success, n as u64),
@@ -364,6 +394,9 @@ impl Io {
     fn render(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut s = format!("; its own storage reads and writes: {} ({} MiB, {:.3} s of I/O time over its {IO_THREADS} I/O threads)", g(&self.reads_done), g(&self.bytes) >> 20, g(&self.busy_ns) as f64 / 1e9);
+        if g(&self.pins.granules) > 0 {
+            s += &format!(", {} MiB of memory files pinned for the copy engine in {} granule(s), {:.3} s of it pinning", g(&self.pins.bytes) >> 20, g(&self.pins.granules), g(&self.pins.ns) as f64 / 1e9);
+        }
         if g(&self.errors) > 0 {
             s += &format!(", {} failed (the last: {})", g(&self.errors), self.last_error.lock().unwrap_or_else(|e| e.into_inner()).as_deref().unwrap_or("?"));
         }
@@ -371,7 +404,7 @@ impl Io {
     }
 
     fn reset(&self) {
-        for a in [&self.reads_done, &self.bytes, &self.busy_ns, &self.errors] {
+        for a in [&self.reads_done, &self.bytes, &self.busy_ns, &self.errors, &self.pins.granules, &self.pins.bytes, &self.pins.ns] {
             a.store(0, Ordering::Relaxed);
         }
     }
@@ -379,11 +412,13 @@ impl Io {
 
 impl Drop for Io {
     fn drop(&mut self) {
-        for (handle, _) in self.files.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..).flatten() {
-            self.cufile.deregister(handle);
+        for f in self.files.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..).flatten() {
+            if let (IoFile::Cufile { handle, .. }, Some(cufile)) = (f, &self.cufile) {
+                cufile.deregister(handle);
+            } // a mapped file unregisters its granules as it drops
         }
-        if self.buffer_registered {
-            self.cufile.deregister_buffer(self.own_base);
+        if let (true, Some(cufile)) = (self.buffer_registered, &self.cufile) {
+            cufile.deregister_buffer(self.own_base);
         }
     }
 }
@@ -391,10 +426,15 @@ impl Drop for Io {
 /// An I/O thread: cuFile reads and writes of the commands it takes, completed like the workers' batches.
 fn io_run(io: &Io, jobs: &crossbeam_channel::Receiver<Job>, done: &crossbeam_channel::Sender<Result<Done, String>>, wake: &EventFd, sleeping: &AtomicBool) {
     let bound = io.shared.ctx.bind_to_thread();
+    // Mapped files' copies go on a stream of the thread's own (the default stream would wait for the workers').
+    let stream = match &bound {
+        Ok(()) if io.storage.memory_files.is_some() => io.shared.ctx.new_stream().map_err(|e| e.to_string()),
+        _ => Err("not needed".to_string()),
+    };
     for job in jobs {
         let t = Instant::now();
         let (status, n) = match &bound {
-            Ok(()) => io.run(&job.request),
+            Ok(()) => io.run(&job.request, stream.as_deref()),
             Err(e) => io.failed(format!("CUDA context on an I/O thread: {e}")),
         };
         let ns = t.elapsed().as_nanos() as u64;
@@ -497,12 +537,12 @@ impl GpuDevice {
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
         let forced = matches!(config.io, GpuIo::Cufile(_));
+        if config.staging == Staging::Device && (config.io != GpuIo::Staged || config.map_memory_files) {
+            return Err("its own storage reads (--gpu-io, --gpu-memory-files mapped) need copy-command staging: GPU memory of its own beside the window".into());
+        }
         let cufile_started = Instant::now();
-        let (io, reads_words) = match &config.io {
+        let (cufile, mut reads_words) = match &config.io {
             GpuIo::Staged => (None, String::new()),
-            GpuIo::Auto(_) | GpuIo::Cufile(_) if config.staging == Staging::Device => {
-                return Err("its own storage reads (--gpu-io) need copy-command staging: GPU memory of its own beside the window".into())
-            }
             GpuIo::Auto(library) | GpuIo::Cufile(library) => match crate::cufile::Cufile::open(library.as_deref()) {
                 Err(report) if forced => return Err(format!("--gpu-io cufile: {}", report.detail)),
                 Err(report) => (None, format!("; storage reads staged through the window: {}", report.detail)),
@@ -510,7 +550,12 @@ impl GpuDevice {
                     None,
                     format!("; storage reads staged through the window: {} (asked in {:.3} s; --gpu-io cufile reads through cuFile anyway)", cf.report.detail, cufile_started.elapsed().as_secs_f64()),
                 ),
-                Ok(cf) => {
+                Ok(cf) => (Some(cf), String::new()),
+            },
+        };
+        let io = if cufile.is_some() || config.map_memory_files {
+            let (buffer_registered, what) = match &cufile {
+                Some(cf) => {
                     let registered = cf.register_buffer(own_base, own_bytes);
                     let what = format!(
                         "cuFile{} ({}; opened in {:.3} s){}",
@@ -522,23 +567,37 @@ impl GpuDevice {
                             Err(e) => format!(", its GPU memory not registered ({e}): cuFile's own buffers"),
                         }
                     );
-                    let io = Io {
-                        storage: peerpath_device::StorageIo { direct: cf.direct(), writes: true, what: what.clone(), memory_files: None },
-                        cufile: cf,
-                        files: Default::default(),
-                        shared: shared.clone(),
-                        own_base,
-                        own_len: own_bytes as u64,
-                        buffer_registered: registered.is_ok(),
-                        reads_done: AtomicU64::new(0),
-                        bytes: AtomicU64::new(0),
-                        busy_ns: AtomicU64::new(0),
-                        errors: AtomicU64::new(0),
-                        last_error: Default::default(),
-                    };
-                    (Some(Arc::new(io)), format!("; storage reads by the GPU itself: {what}"))
+                    (registered.is_ok(), what)
                 }
-            },
+                None => (false, "no cuFile (O_DIRECT files are staged through the window)".to_string()),
+            };
+            let memory_files = config.map_memory_files.then(|| {
+                format!(
+                    "mapped and registered with CUDA {} MiB at a time as first used (read-only for a source): the GPU's copy engine reads and writes the file's pages, no CPU copy",
+                    crate::mapped::GRANULE_BYTES >> 20
+                )
+            });
+            reads_words = format!("{reads_words}; storage reads by the GPU itself: {what}");
+            if let Some(m) = &memory_files {
+                reads_words += &format!("; files of a memory file system {m}");
+            }
+            Some(Arc::new(Io {
+                storage: peerpath_device::StorageIo { direct: cufile.as_ref().is_some_and(|c| c.direct()), writes: true, what, memory_files },
+                cufile,
+                files: Default::default(),
+                pins: Arc::default(),
+                shared: shared.clone(),
+                own_base,
+                own_len: own_bytes as u64,
+                buffer_registered,
+                reads_done: AtomicU64::new(0),
+                bytes: AtomicU64::new(0),
+                busy_ns: AtomicU64::new(0),
+                errors: AtomicU64::new(0),
+                last_error: Default::default(),
+            }))
+        } else {
+            None
         };
         let mut parts = Vec::new();
         if let (Some(nv), true) = (&nv, config.compress) {
@@ -725,9 +784,11 @@ impl Drop for GpuDevice {
         self.io_jobs = None;
         if self.hung {
             // A thread stuck in CUDA or cuFile may never return: left to the process's end (it
-            // holds what it uses), so that the host's fallback is not stuck behind it.
+            // holds what it uses), so that the host's fallback is not stuck behind it. So are
+            // the files and memory registered for its I/O (a copy may still be under way).
             self.workers.clear();
             self.io_threads.clear();
+            std::mem::forget(self.io.take());
         }
         for w in self.workers.drain(..).chain(self.io_threads.drain(..)) {
             let _ = w.join();
@@ -867,9 +928,15 @@ impl Device for GpuDevice {
     }
     fn register_file(&mut self, file: &std::fs::File) -> Result<u8, String> {
         let Some(io) = &self.io else { return Err(format!("device {} does not reach storage itself (--gpu-io)", self.name)) };
+        let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+        if io.storage.memory_files.is_some() && peerpath_mem::on_memory_file_system(fd) {
+            let mapped = crate::mapped::MappedFile::open(file, io.shared.ctx.clone(), io.pins.clone())?;
+            return peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), IoFile::Mapped(mapped));
+        }
+        let Some(cufile) = &io.cufile else { return Err("no cuFile (--gpu-io): the GPU reads only files of a memory file system itself".into()) };
         let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
-        let handle = io.cufile.register(std::os::fd::AsRawFd::as_raw_fd(&file))?;
-        peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), (handle, file)).inspect_err(|_| io.cufile.deregister(handle))
+        let handle = cufile.register(fd)?;
+        peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), IoFile::Cufile { handle, _file: file }).inspect_err(|_| cufile.deregister(handle))
     }
     /// Its I/O threads end once the queue closed at its failure is empty: settled then (a
     /// thread stuck in cuFile never is).
@@ -878,9 +945,10 @@ impl Device for GpuDevice {
     }
     fn unregister_file(&mut self, file: u8) {
         if let Some(io) = &self.io {
-            if let Some((handle, _)) = io.files.write().unwrap_or_else(|e| e.into_inner()).get_mut(file as usize).and_then(Option::take) {
-                io.cufile.deregister(handle);
-            }
+            let taken = io.files.write().unwrap_or_else(|e| e.into_inner()).get_mut(file as usize).and_then(Option::take);
+            if let (Some(IoFile::Cufile { handle, .. }), Some(cufile)) = (taken, &io.cufile) {
+                cufile.deregister(handle);
+            } // a mapped file unregisters its granules as it drops
         }
     }
     fn description(&self) -> Option<&str> {
@@ -1959,12 +2027,67 @@ mod tests {
     /// parity and rebuilt shards, crc32fast's CRC-32s) through real commands
     /// (copies between the pinned window and GPU memory, the kernels), and
     /// refuse what the CPU device refuses. Elsewhere: skipped, saying why.
+    /// `--gpu-memory-files mapped`: a source in /dev/shm read into GPU memory and a target
+    /// (write-only, unnamed, as a job's is) written from it by the copy engine, across a
+    /// granule's end and up to the source's end (short there); the target holds exactly the
+    /// source's bytes where written; pinned granules in the profile.
+    #[test]
+    fn memory_files_are_read_and_written_by_the_copy_engine_on_a_gpu() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+            eprintln!("SKIPPED: no /dev/shm");
+            return;
+        };
+        let mut config = GpuDeviceConfig::staged(0, 8 << 20, 32);
+        config.coding = true;
+        config.map_memory_files = true;
+        let mut dev = match GpuDevice::open(&config) {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("SKIPPED (no GPU here): {why}");
+                return;
+            }
+        };
+        let io = dev.storage_io().cloned().expect("its own I/O, for memory files");
+        assert!(io.memory_files.as_deref().is_some_and(|m| m.contains("copy engine")) && !io.direct, "{io:?}");
+        let g = crate::mapped::GRANULE_BYTES as usize;
+        let size = g + 10_000;
+        let data = crate::kernels::tests::bytes(size, 5);
+        let src_path = shm.path().join("source");
+        std::fs::write(&src_path, &data).unwrap();
+        let src = std::fs::File::open(&src_path).unwrap();
+        let dst = std::fs::OpenOptions::new().write(true).mode(0o600).custom_flags(libc::O_TMPFILE).open(shm.path()).unwrap();
+        let (s, d) = (dev.register_file(&src).expect("the source mapped"), dev.register_file(&dst).expect("the target mapped"));
+        // (file offset, length): the start, across the granule's end, the short last read.
+        let ranges = [(0usize, 1usize << 20), (g - (1 << 20), 2 << 20), (g, 12_288)];
+        for (tag, &(at, len)) in ranges.iter().enumerate() {
+            let into = DeviceRange::new(0, len as u64);
+            let done = peerpath_device::run_to_completion(&mut dev, vec![Request { tag: tag as u64, function: Function::StorageRead { file: s, offset: at as u64 }, inputs: Vec::new(), output: into }], Duration::from_secs(60)).expect("the GPU answers");
+            let want = len.min(size - at);
+            assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, want as u64), "read of {len} at {at}");
+            let done = peerpath_device::run_to_completion(&mut dev, vec![Request { tag: 9, function: Function::StorageWrite { file: d, offset: at as u64 }, inputs: vec![into], output: DeviceRange::new(0, 0) }], Duration::from_secs(60)).expect("the GPU answers");
+            assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, len as u64), "write of {len} at {at}");
+        }
+        let profile = dev.profile().unwrap_or_default();
+        assert!(profile.contains("granule(s)"), "{profile}");
+        dev.unregister_file(s);
+        dev.unregister_file(d);
+        dst.set_len(size as u64).unwrap(); // as the job's writer does at the end
+        let written = std::fs::read(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&dst))).unwrap();
+        for &(at, len) in &ranges {
+            let end = (at + len).min(size);
+            assert!(written[at..end] == data[at..end], "the target's bytes {at}..{end} are the source's");
+        }
+        drop(dev);
+        assert_eq!(std::fs::read(&src_path).unwrap(), data, "the source is untouched");
+    }
+
     #[test]
     fn the_coding_functions_give_the_cpu_oracles_bytes_on_a_gpu() {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2057,7 +2180,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2150,7 +2273,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2453,7 +2576,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), io: GpuIo::Staged, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {
