@@ -354,12 +354,12 @@ impl Io {
         let Some(f) = files.get(file as usize).and_then(Option::as_ref) else {
             return self.failed(format!("no file registered as {file}"));
         };
-        // SAFETY (both arms): the device checked the range lies in its own GPU memory
-        // (`own_base`, `own_len` long), and the executor gives it to this command alone
-        // until it completes.
+        // Both arms: the device checked the range lies in its own GPU memory (`own_base`,
+        // `own_len` long), and the executor gives it to this command alone until it completes.
         let done = match f {
             IoFile::Cufile { handle, .. } => {
                 let cufile = self.cufile.as_ref().expect("cuFile handles come from cuFile");
+                // SAFETY: as said above.
                 unsafe {
                     match r.function {
                         Function::StorageRead { offset, .. } => cufile.read(*handle, self.own_base, r.output.offset, r.output.len as usize, offset),
@@ -370,6 +370,7 @@ impl Io {
             }
             IoFile::Mapped(m) => match stream {
                 Err(e) => Err(format!("no CUDA stream on the I/O thread: {e}")),
+                // SAFETY: as said above.
                 Ok(stream) => unsafe {
                     match r.function {
                         Function::StorageRead { offset, .. } => m.read_into(offset, self.own_base + r.output.offset, r.output.len as usize, stream),

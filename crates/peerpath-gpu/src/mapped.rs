@@ -315,15 +315,27 @@ impl MappedFile {
             let at = offset + done as u64;
             let g = at / GRANULE_BYTES;
             let slot = self.slot(g);
-            let granule = slot.get_or_init(|| self.map_granule(g, size)).as_ref().map_err(|e| e.clone())?;
+            let granule = match slot.get_or_init(|| self.map_granule(g, size)) {
+                Ok(granule) => granule,
+                Err(e) => {
+                    let _ = stream.synchronize(); // as below
+                    return Err(e.clone());
+                }
+            };
             let within = (at - g * GRANULE_BYTES) as usize;
             if within >= granule.map.len {
+                let _ = stream.synchronize(); // as below
                 return Err(format!("byte {at} is past the file's mapped part (a file that was shorter when first mapped)"));
             }
             let piece = (len - done).min(granule.map.len - within);
             // SAFETY: `within..within + piece` lies in the granule's mapping (registered).
             let host = unsafe { (granule.map.ptr as *const u8).add(within) } as *const c_void;
-            enqueue(host, done, piece).result().map_err(|e| format!("CUDA copy of {piece} bytes at byte {at} of the file: {e}"))?;
+            if let Err(e) = enqueue(host, done, piece).result() {
+                // The pieces already enqueued end before the command does (a failed write must
+                // not land in the target after the CPU took it over).
+                let _ = stream.synchronize();
+                return Err(format!("CUDA copy of {piece} bytes at byte {at} of the file: {e}"));
+            }
             done += piece;
         }
         stream.synchronize().map_err(|e| format!("CUDA: waiting for the file's copy: {e}"))
