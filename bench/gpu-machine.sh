@@ -52,6 +52,10 @@
 #              at every core, 2/4/8 MiB reads, 3 interleaved rounds
 #     gpu      bench/gpu.sh: the probe, then gpu/cpu/pigz/igzip on the slice x 8 (384 MiB), disk to
 #              disk, tmpfs to disk and in memory, 3 runs each
+#     mapped   compress --engine gpu in memory with --gpu-memory-files mapped (the copy engine reads
+#              and writes the tmpfs files' pages) against staged and the CPU on every core, in a
+#              process of its own and through the job server, 5 interleaved rounds; the probe of
+#              /dev/shm first and the gpu crate's mapped-file test; every output checked
 #     daemon   the GPU kept open by a job server (peerpath daemon --gpu 0): 384 MiB in memory,
 #              compress and decompress on the GPU through the daemon against a process of its
 #              own and the CPU on every core, and 4 MiB (the fixed cost), 5 interleaved rounds,
@@ -237,6 +241,40 @@ for step in $steps; do
             done
             for f in g gd; do .gpu/peerpath decompress -q -o - "$dd/$f.gz" | cmp -s - "$dd/in" && echo "$f.gz: round trip ok" || echo "$f.gz: CHECK FAILED"; done >> "$o/daemon.md"
             for f in out outd; do cmp -s "$dd/$f" "$dd/in" && echo "$f: equal to the input" || echo "$f: CHECK FAILED"; done >> "$o/daemon.md"
+            kill "$dpid"; wait "$dpid" 2>/dev/null; rm -rf "$dd" ;;
+        mapped)
+            # Issue 17's in-memory target: --gpu-memory-files mapped (the copy engine reads and
+            # writes the tmpfs files' pages, mapped and registered) against staged (the kernel
+            # copies them through the pinned window) and the CPU on every core, 384 MiB, in a
+            # process of its own and through the job server (no CUDA context to open); the probe
+            # of the same files first, and the gpu crate's mapped-file test.
+            dd=/dev/shm/ppmapped; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; n=$(nproc); o=$OUT/mapped
+            timeout 120 .gpu/peerpath gpu probe --input "$dd/in" --bytes 384M --chunk 1M --algorithm 2 --repeat 2 --mapped-at /dev/shm --json > "$o/probe.json" 2>&1
+            python3 -c "import json,sys;m=json.load(open(sys.argv[1])).get('mapped') or {};print('probe: ' + ', '.join('%s %s' % kv for kv in m.items()))" "$o/probe.json" > "$o/mapped.md" 2>&1 || echo "probe: FAILED: $(head -c 300 "$o/probe.json")" > "$o/mapped.md"
+            [ -x .gpu/gputests ] && { .gpu/gputests --test-threads 1 --nocapture memory_files > "$o/gputests.txt" 2>&1; echo "exit $?" >> "$o/gputests.txt"; }
+            .gpu/peerpath daemon --socket "$dd/sock" --gpu 0 2> "$o/daemon.log" &
+            dpid=$!
+            for _ in $(seq 100); do [ -S "$dd/sock" ] && break; sleep 0.1; done
+            { echo; echo "compress 384 MiB in memory (tmpfs in and out, --no-sync); wall = the client process's"; echo
+              echo "| run | process wall s | GB/s | report wall s | host CPU s (user+sys) | host memory bytes (CPU / DMA) | storage line | device profile |"; echo "|---|---|---|---|---|---|---|---|"; } >> "$o/mapped.md"
+            mj() { # label daemon(0/1) args...
+                local label=$1 via=$2; shift 2
+                local t=$EPOCHREALTIME
+                if [ "$via" = 1 ]; then PEERPATH_DAEMON=$dd/sock timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; else timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; fi
+                local pw; pw=$(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }')
+                python3 -c "import json,sys;r=json.load(open(sys.argv[1]));d=(r.get('devices') or [{}])[0];c=r['cpu'];l=r['ledger'];print('| %s | %.3f | %.2f | %.3f | %.3f | %.0f / %.0f MB | %s | %s |' % (sys.argv[2], float(sys.argv[3]), r['bytes_in']/float(sys.argv[3])/1e9, r['wall_s'], c['total_user_s']+c['total_system_s'], l['host_memory_cpu_bytes']/1e6, l['host_memory_dma_bytes']/1e6, (d.get('storage_io') or '-')[:300], (d.get('profile') or '-')[:400]))" "$o/r.json" "$label" "$pw" >> "$o/mapped.md" \
+                    || echo "| $label | FAILED: $(head -c 300 "$o/r.err" | tr '\n' ' ') |" >> "$o/mapped.md"
+                cp "$o/r.json" "$o/$(echo "$label" | tr -c 'a-zA-Z0-9' _).json"
+            }
+            for r in 1 2 3 4 5; do
+                mj "cpu -T $n ($r)" 0 compress -T "$n" --no-sync -f "$dd/in" -o "$dd/c.gz"
+                mj "gpu staged, own process ($r)" 0 compress --engine gpu --no-fallback --no-sync -f "$dd/in" -o "$dd/gs.gz"
+                mj "gpu mapped, own process ($r)" 0 compress --engine gpu --gpu-memory-files mapped --no-fallback --no-sync -f "$dd/in" -o "$dd/gm.gz"
+                mj "gpu staged, daemon ($r)" 1 compress --engine gpu --no-fallback --no-sync -f "$dd/in" -o "$dd/gsd.gz"
+                mj "gpu mapped, daemon ($r)" 1 compress --engine gpu --gpu-memory-files mapped --no-fallback --no-sync -f "$dd/in" -o "$dd/gmd.gz"
+            done
+            for f in c gs gm gsd gmd; do .gpu/peerpath decompress -q -o - "$dd/$f.gz" | cmp -s - "$dd/in" && gzip -t "$dd/$f.gz" && echo "$f.gz: round trip and gzip -t ok" || echo "$f.gz: CHECK FAILED"; done >> "$o/mapped.md"
+            cmp -s "$dd/gs.gz" "$dd/gm.gz" && echo "gs.gz and gm.gz: the same bytes" >> "$o/mapped.md" || echo "gs.gz and gm.gz differ" >> "$o/mapped.md"
             kill "$dpid"; wait "$dpid" 2>/dev/null; rm -rf "$dd" ;;
         workerreads)
             # Compression in memory: each compute worker reading its own chunks (the default for
@@ -485,7 +523,7 @@ for step in $steps; do
     say "$step: exit $?"
 done
 {
-    for f in "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/gpuec/gpuec.md" "$OUT/gpuec/gputests.txt" "$OUT/gpucrypt/gpucrypt.md" "$OUT/gpucrypt/gputests.txt" "$OUT/gpucrypt/tamper.txt" "$OUT/gpuscan/gpuscan.md" "$OUT/gpuscan/gputests.txt" "$OUT/gpuio/gpuio.md" "$OUT/gpuio/gputests.txt" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
+    for f in "$OUT/mapped/mapped.md" "$OUT/mapped/gputests.txt" "$OUT/daemon/daemon.md" "$OUT/workerreads/workerreads.md" "$OUT/ec/ec.md" "$OUT/gpuec/gpuec.md" "$OUT/gpuec/gputests.txt" "$OUT/gpucrypt/gpucrypt.md" "$OUT/gpucrypt/gputests.txt" "$OUT/gpucrypt/tamper.txt" "$OUT/gpuscan/gpuscan.md" "$OUT/gpuscan/gputests.txt" "$OUT/gpuio/gpuio.md" "$OUT/gpuio/gputests.txt" "$OUT/dedup/dedup.md" "$OUT/fixed/fixed.md" "$OUT/allocation/allocation.md" "$OUT/ceilings/ceilings.md" "$OUT/sweep/sweep.md" "$OUT/gpudecompress/gpudecompress.md" "$OUT/gpudecompress/gputests.txt" "$OUT/gpudecompress/verify.txt" "$OUT/gpudecompress/corrupt.txt" "$OUT/disk/disk-ab.md" "$OUT/decompress/decompress.md" "$OUT/gpu/gpu.md" "$OUT/scaling/ceiling.txt" "$OUT/scaling/mapped-ab.txt"; do
         [ -f "$f" ] && { cat "$f"; echo; }
     done
     [ -f "$OUT/scaling/scaling.md" ] && sed -n '/^## Results in memory/,/^## peerpath/{/^## peerpath/d;p}' "$OUT/scaling/scaling.md"
