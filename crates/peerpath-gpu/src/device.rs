@@ -932,6 +932,7 @@ impl Device for GpuDevice {
         let fd = std::os::fd::AsRawFd::as_raw_fd(file);
         if io.storage.memory_files.is_some() && peerpath_mem::on_memory_file_system(fd) {
             let mapped = crate::mapped::MappedFile::open(file, io.shared.ctx.clone(), io.pins.clone())?;
+            mapped.check()?;
             return peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), IoFile::Mapped(mapped));
         }
         let Some(cufile) = &io.cufile else { return Err("no cuFile (--gpu-io): the GPU reads only files of a memory file system itself".into()) };

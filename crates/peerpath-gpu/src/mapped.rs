@@ -263,6 +263,35 @@ impl MappedFile {
         Ok(MappedFile { file, writable, granules: Mutex::default(), growing: Mutex::default(), ctx, pins })
     }
 
+    /// Whether CUDA pins this file's mapping at all, asked before any command needs it (a
+    /// file it refuses then goes through the window, and the GPU still computes): a source's
+    /// first granule, registered for the reads to come; a target's first page, registered and
+    /// let go (an empty target is given that page for the trial, and its length back after).
+    pub fn check(&self) -> Result<(), String> {
+        let size = self.file.metadata().map_err(|e| format!("fstat: {e}"))?.len();
+        if !self.writable {
+            if size == 0 {
+                return Ok(());
+            }
+            return self.slot(0).get_or_init(|| self.map_granule(0, size)).as_ref().map(|_| ()).map_err(|e| e.clone());
+        }
+        if size == 0 {
+            self.file.set_len(4096).map_err(|e| format!("sizing the target for a trial: {e}"))?;
+        }
+        let trial = (|| {
+            let map = Mapping::at(&self.file, 0, 4096, true)?;
+            self.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
+            let (registered, _) = Registered::new(map.ptr, 4096, sys::CU_MEMHOSTREGISTER_PORTABLE).map_err(|e| format!("pinning the target's first page (mapped shared): {e}"))?;
+            drop(registered);
+            drop(map);
+            Ok(())
+        })();
+        if size == 0 {
+            self.file.set_len(0).map_err(|e| format!("the target's length back after the trial: {e}"))?;
+        }
+        trial
+    }
+
     /// Copies up to `len` bytes of the file at `offset` into GPU memory at
     /// `dst` on `stream`, and waits for the copy: the bytes copied (fewer at
     /// the end of the file).
