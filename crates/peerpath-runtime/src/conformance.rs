@@ -438,4 +438,15 @@ fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
         let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(shm.path(), Some(faults), Reach::StagedWithMemoryFiles, true));
         assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "crash after {after}: {:?}", report.fallbacks);
     }
+    // Sources in memory, targets on storage (O_DIRECT): each side booked as what it is.
+    let disk = scratch();
+    let report = against_oracle(disk.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(disk.path(), None, Reach::StagedWithMemoryFiles, true));
+    let entries = &report.ledger.entries;
+    let from_pages: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::ReadSource && matches!(&e.source, peerpath_metrics::Location::Memory { domain } if domain.is_host())).map(|e| e.bytes_read).sum();
+    assert_eq!(from_pages, input, "every source byte from the files' pages: {entries:?}");
+    let to_storage: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::WriteTarget && matches!(e.target, peerpath_metrics::Location::Storage { .. })).map(|e| e.bytes_written).sum();
+    let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
+    assert!(to_storage >= output && to_storage < output + 4 * 4096, "every output byte to storage ({to_storage} against {output}): {entries:?}");
+    let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
+    assert!(io.iter().all(|r| r.contains("2 of these file(s) of a memory file system")), "{io:?}");
 }
