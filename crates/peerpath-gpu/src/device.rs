@@ -324,7 +324,7 @@ struct Io {
     storage: peerpath_device::StorageIo,
     files: std::sync::RwLock<Vec<Option<IoFile>>>,
     /// Pinning memory files' granules, over the job.
-    pins: Arc<crate::mapped::PinStats>,
+    pins: Arc<crate::memfile::PinStats>,
     /// The GPU memory the reads land in, registered with cuFile where it took it.
     shared: Arc<Shared>,
     own_base: u64,
@@ -342,7 +342,7 @@ enum IoFile {
     /// Through cuFile: its handle, and the descriptor it was registered with (held open while it is).
     Cufile { handle: crate::cufile::FileHandle, _file: std::fs::File },
     /// A file of a memory file system, mapped: the copy engine moves its pages.
-    Mapped(crate::mapped::MappedFile),
+    Mapped(crate::memfile::MappedFile),
 }
 
 impl Io {
@@ -370,14 +370,31 @@ impl Io {
             }
             IoFile::Mapped(m) => match stream {
                 Err(e) => Err(format!("no CUDA stream on the I/O thread: {e}")),
-                // SAFETY: as said above.
-                Ok(stream) => unsafe {
+                Ok(stream) => {
+                    let cu = stream.cu_stream();
+                    let wait = || stream.synchronize().map_err(|e| format!("CUDA: waiting for the file's copy: {e}"));
+                    let failed = |what: &str, n: usize, e: cudarc::driver::DriverError| format!("CUDA copy of {n} bytes {what}: {e}");
                     match r.function {
-                        Function::StorageRead { offset, .. } => m.read_into(offset, self.own_base + r.output.offset, r.output.len as usize, stream),
-                        Function::StorageWrite { offset, .. } => m.write_from(offset, self.own_base + r.inputs[0].offset, r.inputs[0].len as usize, stream),
+                        Function::StorageRead { offset, .. } => {
+                            let to = self.own_base + r.output.offset;
+                            let copy = |host: *const u8, at: usize, n: usize| {
+                                // SAFETY: as said above for the GPU side; `host..host + n` is the
+                                // file's pinned pages, mapped while `m` lives (past the wait).
+                                unsafe { sys::cuMemcpyHtoDAsync_v2(to + at as u64, host as *const c_void, n, cu) }.result().map_err(|e| failed("into GPU memory", n, e))
+                            };
+                            m.read(offset, r.output.len as usize, copy, wait)
+                        }
+                        Function::StorageWrite { offset, .. } => {
+                            let from = self.own_base + r.inputs[0].offset;
+                            let copy = |host: *mut u8, at: usize, n: usize| {
+                                // SAFETY: as for the read, the other way.
+                                unsafe { sys::cuMemcpyDtoHAsync_v2(host as *mut c_void, from + at as u64, n, cu) }.result().map_err(|e| failed("out of GPU memory", n, e))
+                            };
+                            m.write(offset, r.inputs[0].len as usize, copy, wait)
+                        }
                         _ => unreachable!("matched above"),
                     }
-                },
+                }
             },
         };
         match done {
@@ -575,7 +592,7 @@ impl GpuDevice {
             let memory_files = config.map_memory_files.then(|| {
                 format!(
                     "mapped and registered with CUDA {} MiB at a time as first used (read-only for a source): the GPU's copy engine reads and writes the file's pages, no CPU copy",
-                    crate::mapped::GRANULE_BYTES >> 20
+                    crate::memfile::GRANULE_BYTES >> 20
                 )
             });
             reads_words = format!("{reads_words}; storage reads by the GPU itself: {what}");
@@ -931,7 +948,8 @@ impl Device for GpuDevice {
         let Some(io) = &self.io else { return Err(format!("device {} does not reach storage itself (--gpu-io)", self.name)) };
         let fd = std::os::fd::AsRawFd::as_raw_fd(file);
         if io.storage.memory_files.is_some() && peerpath_mem::on_memory_file_system(fd) {
-            let mapped = crate::mapped::MappedFile::open(file, io.shared.ctx.clone(), io.pins.clone())?;
+            let pinner = Arc::new(crate::memfile::CudaPinner(io.shared.ctx.clone()));
+            let mapped = crate::memfile::MappedFile::open(file, crate::memfile::GRANULE_BYTES, pinner, io.pins.clone())?;
             mapped.check()?;
             return peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), IoFile::Mapped(mapped));
         }
@@ -2052,7 +2070,7 @@ mod tests {
         };
         let io = dev.storage_io().cloned().expect("its own I/O, for memory files");
         assert!(io.memory_files.as_deref().is_some_and(|m| m.contains("copy engine")) && !io.direct, "{io:?}");
-        let g = crate::mapped::GRANULE_BYTES as usize;
+        let g = crate::memfile::GRANULE_BYTES as usize;
         let size = g + 10_000;
         let data = crate::kernels::tests::bytes(size, 5);
         let src_path = shm.path().join("source");

@@ -23,6 +23,7 @@ mod device;
 mod inflate;
 mod kernels;
 mod mapped;
+mod memfile;
 mod nvcomp;
 pub mod scan;
 
