@@ -1061,7 +1061,7 @@ fn own_io_of(file: &OpenedFile, via: crate::Via, how: &StorageIo) -> std::result
             Some(_) => Ok(true),
             None => Err("a memory file system"),
         },
-        _ => Err("a pipe, or a file system that refused O_DIRECT"),
+        _ => Err("a pipe, or a file read through the page cache"),
     }
 }
 
