@@ -54,7 +54,8 @@
 #              disk, tmpfs to disk and in memory, 3 runs each
 #     mapped   compress --engine gpu in memory with --gpu-memory-files mapped (the copy engine reads
 #              and writes the tmpfs files' pages) against staged and the CPU on every core, in a
-#              process of its own and through the job server, 5 interleaved rounds; the probe of
+#              process of its own and through the job server (and there with 16M and 512M granules
+#              beside the default 64M: --gpu-map-granule), 5 interleaved rounds; the probe of
 #              /dev/shm first and the gpu crate's mapped-file test; every output checked
 #     daemon   the GPU kept open by a job server (peerpath daemon --gpu 0): 384 MiB in memory,
 #              compress and decompress on the GPU through the daemon against a process of its
@@ -272,8 +273,11 @@ for step in $steps; do
                 mj "gpu mapped, own process ($r)" 0 compress --engine gpu --gpu-memory-files mapped --no-fallback --no-sync -f "$dd/in" -o "$dd/gm.gz"
                 mj "gpu staged, daemon ($r)" 1 compress --engine gpu --no-fallback --no-sync -f "$dd/in" -o "$dd/gsd.gz"
                 mj "gpu mapped, daemon ($r)" 1 compress --engine gpu --gpu-memory-files mapped --no-fallback --no-sync -f "$dd/in" -o "$dd/gmd.gz"
+                for gr in 16M 512M; do
+                    mj "gpu mapped, $gr granules, daemon ($r)" 1 compress --engine gpu --gpu-memory-files mapped --gpu-map-granule "$gr" --no-fallback --no-sync -f "$dd/in" -o "$dd/gmd$gr.gz"
+                done
             done
-            for f in c gs gm gsd gmd; do .gpu/peerpath decompress -q -o - "$dd/$f.gz" | cmp -s - "$dd/in" && gzip -t "$dd/$f.gz" && echo "$f.gz: round trip and gzip -t ok" || echo "$f.gz: CHECK FAILED"; done >> "$o/mapped.md"
+            for f in c gs gm gsd gmd gmd16M gmd512M; do .gpu/peerpath decompress -q -o - "$dd/$f.gz" | cmp -s - "$dd/in" && gzip -t "$dd/$f.gz" && echo "$f.gz: round trip and gzip -t ok" || echo "$f.gz: CHECK FAILED"; done >> "$o/mapped.md"
             cmp -s "$dd/gs.gz" "$dd/gm.gz" && echo "gs.gz and gm.gz: the same bytes" >> "$o/mapped.md" || echo "gs.gz and gm.gz differ" >> "$o/mapped.md"
             kill "$dpid"; wait "$dpid" 2>/dev/null; rm -rf "$dd" ;;
         workerreads)

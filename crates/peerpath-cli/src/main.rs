@@ -390,6 +390,10 @@ struct CompressArgs {
     /// checks that this machine's driver pins them, docs/gpu-nvcomp.md).
     #[arg(long, value_enum, default_value_t = GpuMemoryFilesArg::Staged, help_heading = "Devices")]
     gpu_memory_files: GpuMemoryFilesArg,
+    /// With --gpu-memory-files mapped: bytes of a file mapped and registered at once, as first
+    /// used (K, M, G suffixes; 64K to 64G, whole pages): pinning is paid a granule at a time.
+    #[arg(long, default_value = "64M", value_parser = parse_size, help_heading = "Devices")]
+    gpu_map_granule: usize,
     /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;
     /// rounded up to whole members of --block-size): a command's members go into one nvCOMP launch
     /// (16M: 0.99-1.07 s for 1.5 GiB against 1.20-1.27 with 1M, bench/results/2026-11-26-gpu-machine-8).
@@ -985,9 +989,12 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
             if !(0.0..=1000.0).contains(&a.gpu_batch_wait) {
                 return Err(JobError::Usage(format!("--gpu-batch-wait {}: give 0 to 1000 milliseconds", a.gpu_batch_wait)));
             }
-            let map_memory_files = a.gpu_memory_files == GpuMemoryFilesArg::Mapped;
-            if map_memory_files && a.gpu_staging == GpuStagingArg::Device {
+            let map_memory_files = (a.gpu_memory_files == GpuMemoryFilesArg::Mapped).then_some(a.gpu_map_granule as u64);
+            if map_memory_files.is_some() && a.gpu_staging == GpuStagingArg::Device {
                 return Err(JobError::Usage("--gpu-memory-files mapped: the GPU reads files into GPU memory of its own, which --gpu-staging device does not keep (use --gpu-staging commands)".into()));
+            }
+            if !(64 << 10..=64 << 30).contains(&a.gpu_map_granule) || !a.gpu_map_granule.is_multiple_of(4096) {
+                return Err(JobError::Usage(format!("--gpu-map-granule {}: give 64K to 64G, a multiple of 4K", a.gpu_map_granule)));
             }
             let gather = peerpath_gpu::Gather { bytes: a.gpu_batch as u64, wait: std::time::Duration::from_secs_f64(a.gpu_batch_wait / 1e3) };
             let mut spec = peerpath_runtime::GpuSpec {

@@ -492,7 +492,7 @@ fn compress_and_decompress_on_a_gpu_that_is_not_there_fall_back_with_the_reason_
     let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", "--gpu-memory-files", "mapped", "--json"]));
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
     assert!(o.json()["fallbacks"].to_string().contains("GPU 0 did not start"), "{}", o.stderr);
-    for bad in [["--gpu-io", "nvme"], ["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"], ["--gpu-algorithm", "6"], ["--inject-faults", "seed=1,error=0.5"], ["--gpu-memory-files", "pinned"]] {
+    for bad in [["--gpu-io", "nvme"], ["--gpu-staging", "nowhere"], ["--gpu-streams", "0"], ["--gpu-batch-wait", "-1"], ["--gpu-chunk", "1Q"], ["--gpu-algorithm", "6"], ["--inject-faults", "seed=1,error=0.5"], ["--gpu-memory-files", "pinned"], ["--gpu-map-granule", "1000"], ["--gpu-map-granule", "4K"]] {
         let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "gpu", bad[0], bad[1]]));
         assert_eq!(o.code(), Some(2), "{bad:?}: {}", o.stderr);
     }

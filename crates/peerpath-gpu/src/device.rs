@@ -98,9 +98,10 @@ pub struct GpuDeviceConfig {
     /// Whether it reads and writes storage itself, through cuFile.
     pub io: GpuIo,
     /// Whether it reads and writes files of a memory file system (tmpfs) itself: mapped and
-    /// registered with CUDA, its copy engine moves their pages (no CPU copy); else they are
-    /// staged through the window like any file (`--gpu-memory-files`).
-    pub map_memory_files: bool,
+    /// registered with CUDA this many bytes at a time (`crate::memfile::GRANULE_BYTES` by
+    /// default), its copy engine moves their pages (no CPU copy); `None`: they are staged
+    /// through the window like any file (`--gpu-memory-files`, `--gpu-map-granule`).
+    pub map_memory_files: Option<u64>,
     /// Commands in flight and none completing for this long: the GPU hangs, and fails
     /// ([`DEFAULT_COMMAND_TIMEOUT`] unless set; `--device-timeout`).
     pub command_timeout: Duration,
@@ -146,7 +147,7 @@ impl GpuDeviceConfig {
             staging: Staging::Commands,
             gather: Gather::default(),
             io: GpuIo::Staged,
-            map_memory_files: false,
+            map_memory_files: None,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
         }
     }
@@ -323,8 +324,9 @@ struct Io {
     cufile: Option<crate::cufile::Cufile>,
     storage: peerpath_device::StorageIo,
     files: std::sync::RwLock<Vec<Option<IoFile>>>,
-    /// Pinning memory files' granules, over the job.
+    /// Pinning memory files' granules, over the job, and their size.
     pins: Arc<crate::memfile::PinStats>,
+    map_granule: u64,
     /// The GPU memory the reads land in, registered with cuFile where it took it.
     shared: Arc<Shared>,
     own_base: u64,
@@ -555,7 +557,7 @@ impl GpuDevice {
         let own_len = if config.staging == Staging::Device { 0 } else { own_bytes as u64 };
         let layout = Layout { own_base, own_len, window_host: window.as_ptr() as usize, window_len: window.len() as u64 };
         let forced = matches!(config.io, GpuIo::Cufile(_));
-        if config.staging == Staging::Device && (config.io != GpuIo::Staged || config.map_memory_files) {
+        if config.staging == Staging::Device && (config.io != GpuIo::Staged || config.map_memory_files.is_some()) {
             return Err("its own storage reads (--gpu-io, --gpu-memory-files mapped) need copy-command staging: GPU memory of its own beside the window".into());
         }
         let cufile_started = Instant::now();
@@ -571,7 +573,7 @@ impl GpuDevice {
                 Ok(cf) => (Some(cf), String::new()),
             },
         };
-        let io = if cufile.is_some() || config.map_memory_files {
+        let io = if cufile.is_some() || config.map_memory_files.is_some() {
             let (buffer_registered, what) = match &cufile {
                 Some(cf) => {
                     let registered = cf.register_buffer(own_base, own_bytes);
@@ -589,11 +591,9 @@ impl GpuDevice {
                 }
                 None => (false, "no cuFile (O_DIRECT files are staged through the window)".to_string()),
             };
-            let memory_files = config.map_memory_files.then(|| {
-                format!(
-                    "mapped and registered with CUDA {} MiB at a time as first used (read-only for a source): the GPU's copy engine reads and writes the file's pages, no CPU copy",
-                    crate::memfile::GRANULE_BYTES >> 20
-                )
+            let map_granule = config.map_memory_files.map(|g| g.max(4096).next_multiple_of(4096));
+            let memory_files = map_granule.map(|g| {
+                format!("mapped and registered with CUDA {} KiB at a time as first used (read-only for a source): the GPU's copy engine reads and writes the file's pages, no CPU copy", g >> 10)
             });
             reads_words = format!("{reads_words}; storage reads by the GPU itself: {what}");
             if let Some(m) = &memory_files {
@@ -604,6 +604,7 @@ impl GpuDevice {
                 cufile,
                 files: Default::default(),
                 pins: Arc::default(),
+                map_granule: map_granule.unwrap_or(crate::memfile::GRANULE_BYTES),
                 shared: shared.clone(),
                 own_base,
                 own_len: own_bytes as u64,
@@ -949,7 +950,7 @@ impl Device for GpuDevice {
         let fd = std::os::fd::AsRawFd::as_raw_fd(file);
         if io.storage.memory_files.is_some() && peerpath_mem::on_memory_file_system(fd) {
             let pinner = Arc::new(crate::memfile::CudaPinner(io.shared.ctx.clone()));
-            let mapped = crate::memfile::MappedFile::open(file, crate::memfile::GRANULE_BYTES, pinner, io.pins.clone())?;
+            let mapped = crate::memfile::MappedFile::open(file, io.map_granule, pinner, io.pins.clone())?;
             mapped.check()?;
             return peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), IoFile::Mapped(mapped));
         }
@@ -2060,7 +2061,7 @@ mod tests {
         };
         let mut config = GpuDeviceConfig::staged(0, 8 << 20, 32);
         config.coding = true;
-        config.map_memory_files = true;
+        config.map_memory_files = Some(crate::memfile::GRANULE_BYTES);
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2107,7 +2108,7 @@ mod tests {
         use peerpath_func::ec::RsCode;
         let (k, m, unit) = (6usize, 3usize, (1usize << 20) + 4);
         let stripe = (k + m) * unit;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * stripe, window_bytes: 4 * stripe, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: true, crypt: false, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: None, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2200,7 +2201,7 @@ mod tests {
     fn the_aead_functions_give_aws_lcs_bytes_on_a_gpu() {
         use peerpath_func::crypt::{seal_block_with, DEVICE_KEY_BYTES};
         let room = (4usize << 20) + 4096;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 16 * room, window_bytes: 16 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: true, dedup: false, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: None, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2293,7 +2294,7 @@ mod tests {
     fn the_fingerprint_function_gives_the_cpu_oracles_chunks_on_a_gpu() {
         use peerpath_func::dedup::{chunk_digests, ChunkParams, Fingerprint};
         let room = 8usize << 20;
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 4 * room, window_bytes: 4 * room, algorithm: 0, queue_depth: 32, nvcomp: None, compress: false, coding: false, crypt: false, dedup: true, scan: false, inflate: false, streams: 1, staging: Staging::Commands, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: None, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         let mut dev = match GpuDevice::open(&config) {
             Ok(d) => d,
             Err(why) => {
@@ -2596,7 +2597,7 @@ mod tests {
 
     #[test]
     fn opening_a_gpu_where_there_is_none_says_why() {
-        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: false, command_timeout: DEFAULT_COMMAND_TIMEOUT };
+        let config = GpuDeviceConfig { name: "gpu0".into(), ordinal: 0, own_bytes: 64 << 20, window_bytes: 16 << 20, algorithm: 2, queue_depth: 64, nvcomp: None, compress: true, coding: false, crypt: false, dedup: false, scan: false, inflate: false, streams: 2, staging: Staging::Device, gather: Gather::default(), io: GpuIo::Staged, map_memory_files: None, command_timeout: DEFAULT_COMMAND_TIMEOUT };
         match GpuDevice::open(&config) {
             Ok(d) => eprintln!("a GPU is present: {}", d.description),
             Err(why) => {

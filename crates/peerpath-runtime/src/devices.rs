@@ -56,16 +56,16 @@ pub struct GpuSpec {
     /// cuFile (where cuFile reports a direct path, by default).
     pub io: peerpath_gpu::GpuIo,
     /// Whether the GPU's copy engine reads sources and writes targets of a memory file system
-    /// itself, mapped and registered with CUDA (`--gpu-memory-files mapped`); staged through
-    /// the window otherwise.
-    pub map_memory_files: bool,
+    /// itself, mapped and registered with CUDA this many bytes at a time
+    /// (`--gpu-memory-files mapped`, `--gpu-map-granule`); `None`: staged through the window.
+    pub map_memory_files: Option<u64>,
     /// Commands in flight and none completing for this long: the GPU hangs, and fails.
     pub command_timeout: Duration,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, io: peerpath_gpu::GpuIo::Auto(None), map_memory_files: false, command_timeout: peerpath_gpu::DEFAULT_COMMAND_TIMEOUT }
+        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, io: peerpath_gpu::GpuIo::Auto(None), map_memory_files: None, command_timeout: peerpath_gpu::DEFAULT_COMMAND_TIMEOUT }
     }
 }
 
