@@ -325,9 +325,13 @@ fn stdin_to_stdout_round_trips_through_gzip_and_reports_the_pipe_fallback() {
     // And decompress from a pipe to a pipe: streaming, and --verbose says so.
     let dir = scratch();
     let packed = compress_bytes(dir.path(), "d", &data, &["--block-size", "64K"]);
-    let out = run_full(&mut pp(args!["decompress", "-", "-o", "-", "--verbose"]), Some(packed), DEADLINE).ok();
+    let out = run_full(&mut pp(args!["decompress", "-", "-o", "-", "--verbose"]), Some(packed.clone()), DEADLINE).ok();
     assert_bytes_eq(&out.stdout, &data, "peerpath decompress - -o -");
     assert!(out.stderr.contains("streaming: the source is a pipe"), "{}", out.stderr);
+    // Its report counts the compressed bytes it read (standard input has no size to take them from).
+    let out = run_full(&mut pp(args!["decompress", "-", "-o", "-", "--json"]), Some(packed.clone()), DEADLINE).ok();
+    let r: Value = serde_json::from_str(&out.stderr).expect("JSON report on stderr");
+    assert_eq!((r["bytes_in"].as_u64(), r["files"][0]["bytes_in"].as_u64()), (Some(packed.len() as u64), Some(packed.len() as u64)), "{r}");
     // A file to stdout, stdin to a file.
     let out = run(&mut pp(args!["decompress", dir.path().join("d.gz"), "-o", "-", "-q"])).ok();
     assert_bytes_eq(&out.stdout, &data, "file to stdout");

@@ -404,6 +404,9 @@ struct FileState<'p> {
     first_error: Option<(u64, JobError)>,
     bytes_out: u64,
     members: u64,
+    /// Compressed bytes the streaming decoder read (a source of unknown size, standard input,
+    /// has no other count of them).
+    streamed_in: u64,
     /// How the source's bytes arrive (for the ledger).
     via: crate::Via,
     /// Reads of this file in flight, and completed reads not yet in the
@@ -491,6 +494,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         first_error: None,
         bytes_out: 0,
         members: 0,
+        streamed_in: 0,
         via: crate::Via::of(&src),
         reads_in_flight: 0,
         arrived: BTreeMap::new(),
@@ -513,7 +517,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     };
     let bytes_in = match src.kind {
         SourceKind::Regular { size_bytes } | SourceKind::BlockDevice { size_bytes } => size_bytes,
-        SourceKind::Stream => 0,
+        SourceKind::Stream => st.streamed_in,
     };
     match outcome {
         Ok(mode) => {
@@ -1276,6 +1280,7 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, po
     let via = if st.via == crate::Via::Pipe { crate::Via::Pipe } else { crate::Via::PageCache };
     crate::record_read(&ctx.ledger, &path.display().to_string(), via, &host, compressed);
     st.members = decoder.members;
+    st.streamed_in = compressed;
     result.map_err(|e| stream_error(&path, e))?;
     Ok(Some(mode))
 }
