@@ -468,21 +468,41 @@ impl Store {
 }
 
 /// A store's successor hints, read by the cutting threads through a
-/// connection of their own (the store's stays with its thread).
-struct StoredSuccessors(std::sync::Mutex<Connection>);
+/// connection of their own (the store's stays with its thread). Closed by
+/// [`StoredSuccessors::close`] once the file is cut, whatever the threads
+/// still hold: the store's own connection must be the last to close, so
+/// that it folds the write-ahead log into the index (a read-only connection
+/// closing last leaves the log, which a reader that may not write the store
+/// then cannot apply).
+struct StoredSuccessors(std::sync::Mutex<Option<Connection>>);
 
 impl StoredSuccessors {
     fn open(s: &Store) -> Result<StoredSuccessors, JobError> {
         use rusqlite::OpenFlags;
         let db = Connection::open_with_flags(s.dir.join("index.sqlite"), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(db_error(&s.dir))?;
-        Ok(StoredSuccessors(std::sync::Mutex::new(db)))
+        Ok(StoredSuccessors(std::sync::Mutex::new(Some(db))))
+    }
+
+    /// Closes the connection now (later hints: none).
+    fn close(&self) {
+        drop(self.0.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// Closes a store's hints when the cutting ends, however it ends ([`StoredSuccessors::close`]).
+struct ClosedAtEnd(std::sync::Arc<StoredSuccessors>);
+
+impl Drop for ClosedAtEnd {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
 impl Successors for StoredSuccessors {
-    /// A row that is not one (a damaged index) is no hint.
+    /// A row that is not one (a damaged index) is no hint; nor is any after the close.
     fn successor(&self, digest: &[u8; 32]) -> Option<Successor> {
-        let db = self.0.lock().ok()?;
+        let guard = self.0.lock().ok()?;
+        let db = guard.as_ref()?;
         let mut q = db.prepare_cached("SELECT next, len, after FROM successors WHERE digest = ?1").ok()?;
         let (next, len, after) = q.query_row([&digest[..]], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))).ok()?;
         Some(Successor { digest: next.try_into().ok()?, len: usize::try_from(len).ok()?, after: u8::try_from(after).ok()? })
@@ -946,7 +966,8 @@ fn chunk_on_cpu(file: File, s: &Store, threads: usize, compress: Option<Level>, 
     // New chunks are compressed on the cutting threads' count and this thread.
     let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
     let mut batch = Vec::with_capacity(BATCH);
-    let hints: std::sync::Arc<dyn Successors> = std::sync::Arc::new(StoredSuccessors::open(s)?);
+    let stored = ClosedAtEnd(std::sync::Arc::new(StoredSuccessors::open(s)?));
+    let hints: std::sync::Arc<dyn Successors> = stored.0.clone();
     for c in chunks_parallel(file, s.params, s.fp, threads, Some(hints)) {
         let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
         total += c.data().len() as u64;
@@ -1317,6 +1338,53 @@ mod tests {
             assert_eq!((f.engine, f.device_pass.is_none(), f.bytes), ("cpu", true, data.len() as u64));
             assert!(std::fs::read(s.pack_path(0)).unwrap() == std::fs::read(cpu.pack_path(0)).unwrap(), "the CPU's store, byte for byte");
         }
+    }
+
+    /// A finished store has folded its write-ahead log into the index whatever its cutting
+    /// threads still hold (they read hints through a connection of their own, which must not
+    /// be the last to close): its index alone holds every file, and a reader that may not
+    /// write it restores (a read-only copy of the index and packs; the CLI's store ends its
+    /// process right after, with the threads' connection open, which is what this runs into).
+    #[test]
+    fn a_finished_store_leaves_no_write_ahead_log() {
+        let part: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+        let data = [&part[..], &part[..], &part[..50_000]].concat();
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::write(&src, &data).unwrap();
+        for round in 0..12 {
+            let st = dir.path().join(format!("st{round}"));
+            store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), None, 2, false).unwrap();
+            let wal = std::fs::metadata(st.join("index.sqlite-wal")).map_or(0, |m| m.len());
+            assert_eq!(wal, 0, "round {round}: the log left with {wal} bytes");
+            // The index file alone, as a copy without the log is read.
+            let db = Connection::open_with_flags(st.join("index.sqlite"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+            let files: i64 = db.query_row("SELECT count(*) FROM files", [], |r| r.get(0)).unwrap();
+            assert_eq!(files, 1, "round {round}: the file is in the index itself");
+        }
+    }
+
+    /// The same, deterministically: a cutting thread that still holds the hints when the file
+    /// is cut (as one may, for a moment, after sending its last chunk) no longer keeps their
+    /// connection open, so the store's own closes last and folds the log into the index.
+    #[test]
+    fn hints_a_thread_still_holds_are_closed_when_the_cutting_ends() {
+        let p = ChunkParams::new(1024, 4096, 16384).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::write(&src, crate::device_job::testing::xorshift(200_000, 3)).unwrap();
+        let st = dir.path().join("st");
+        let s = Store::open(&st, true, Some((p, Fingerprint::Blake3))).unwrap();
+        let hints = ClosedAtEnd(std::sync::Arc::new(StoredSuccessors::open(&s).unwrap()));
+        assert!(hints.0.successor(&[0; 32]).is_none(), "a read through its own connection");
+        let lingering = hints.0.clone();
+        store_one(&s, &src, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut Vec::new()).unwrap();
+        drop(hints);
+        assert!(lingering.successor(&[0; 32]).is_none(), "no hint after the close");
+        drop(s);
+        let wal = std::fs::metadata(st.join("index.sqlite-wal")).map_or(0, |m| m.len());
+        assert_eq!(wal, 0, "the log folded into the index while a thread still held the hints");
+        drop(lingering);
     }
 
     /// A store's files (its index and packs), by path within it.
