@@ -131,6 +131,9 @@ enum DedupCommand {
         /// Print the report as JSON (a `dedup-store`, once the files are stored) instead of a line per file.
         #[arg(long)]
         json: bool,
+        /// Print nothing but errors (fallbacks still go to standard error).
+        #[arg(short, long, conflicts_with = "json")]
+        quiet: bool,
     },
     /// Write a stored file out, every chunk checked against its fingerprint.
     Restore {
@@ -146,6 +149,9 @@ enum DedupCommand {
         /// Print a report as JSON (a `dedup-restore`; not with `-o -`, where the file goes).
         #[arg(long)]
         json: bool,
+        /// Print nothing but errors (as without --json).
+        #[arg(short, long, conflicts_with = "json")]
+        quiet: bool,
     },
     /// The files in the store.
     List {
@@ -164,21 +170,25 @@ enum DedupCommand {
     Verify {
         #[command(flatten)]
         dir: StoreDir,
+        /// Print nothing but errors (damage is one: exit 6).
+        #[arg(short, long)]
+        quiet: bool,
     },
 }
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, device_timeout, compress, threads, json } => {
+        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, device_timeout, compress, threads, json, quiet } => {
             let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
             let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)), usize::from);
             if gpu != 0 && engine != DedupEngine::Gpu {
                 Err(JobError::Usage("--gpu needs --engine gpu".into()))
             } else {
-                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu, device_timeout), compress, threads, json)
+                let say = if json { Say::Json } else if quiet { Say::Nothing } else { Say::Lines };
+                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu, device_timeout), compress, threads, say)
             }
         }
-        DedupCommand::Restore { name, dir, output, force, json } => {
+        DedupCommand::Restore { name, dir, output, force, json, quiet: _ } => {
             if json && peerpath_runtime::job::is_std_stream(&output) {
                 Err(JobError::Usage("--json prints the report on standard output, where `-o -` writes the file: restore it to a file, or drop --json".into()))
             } else {
@@ -191,7 +201,7 @@ pub fn main(a: DedupArgs) -> ExitCode {
         }
         DedupCommand::List { dir } => list(&dir.store),
         DedupCommand::Stats { dir, json } => stats(&dir.store, json),
-        DedupCommand::Verify { dir } => verify(&dir.store),
+        DedupCommand::Verify { dir, quiet } => verify(&dir.store, quiet),
     };
     crate::exit_code(r)
 }
@@ -697,8 +707,16 @@ type Sizes = (Option<usize>, Option<usize>, Option<usize>);
 /// Where a store chunks: the engine, `--no-fallback`, the GPU and `--device-timeout`.
 type EngineChoice = (DedupEngine, bool, usize, Option<std::time::Duration>);
 
+/// What `dedup store` prints: a line per file, one JSON report at the end, or nothing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Say {
+    Lines,
+    Json,
+    Nothing,
+}
+
 #[allow(clippy::too_many_arguments)]
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: EngineChoice, compress: Option<Level>, threads: usize, json: bool) -> Result<(), JobError> {
+fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: EngineChoice, compress: Option<Level>, threads: usize, say: Say) -> Result<(), JobError> {
     if sources.is_empty() {
         return Err(JobError::Usage("name at least one file to store".into()));
     }
@@ -729,9 +747,9 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         },
         ..StoreReport::default()
     };
-    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, engine, compress, threads, &mut stored, (&mut report, json));
+    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, engine, compress, threads, &mut stored, (&mut report, say));
     // The report, where files were stored (also before a failure, as the text's lines are).
-    if json && (result.is_ok() || !report.files.is_empty()) {
+    if say == Say::Json && (result.is_ok() || !report.files.is_empty()) {
         report.complete = result.is_ok();
         report.error = result.as_ref().err().map(|e| e.to_string());
         println!("{}", crate::jsonout::stamped("dedup-store", &report));
@@ -757,7 +775,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
-fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu, timeout): EngineChoice, compress: Option<Level>, threads: usize, stored: &mut usize, (report, json): (&mut StoreReport, bool)) -> Result<(), JobError> {
+fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu, timeout): EngineChoice, compress: Option<Level>, threads: usize, stored: &mut usize, (report, say): (&mut StoreReport, Say)) -> Result<(), JobError> {
     let s = Store::open(dir, true, Some((asked, fp)))?;
     (report.hash, report.chunking) = (s.fp.name(), s.params.into());
     let fallbacks = &mut report.fallbacks;
@@ -788,7 +806,7 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
             device = None;
         }
         let file = store_one(&s, src, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress, &mut report.fallbacks)?;
-        if !json {
+        if say == Say::Lines {
             println!("{}", file.render(s.fp.name(), report.compress_level));
         }
         report.files.push(file);
@@ -1210,7 +1228,7 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
     Ok(())
 }
 
-fn verify(dir: &Path) -> Result<(), JobError> {
+fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let mut bad = Vec::new();
     let (mut packs, mut chunk) = (s.packs(), Vec::new());
@@ -1244,7 +1262,9 @@ fn verify(dir: &Path) -> Result<(), JobError> {
         }
     }
     if bad.is_empty() {
-        println!("{}: {n} chunk(s) match their fingerprints; every file's chunks are there", dir.display());
+        if !quiet {
+            println!("{}: {n} chunk(s) match their fingerprints; every file's chunks are there", dir.display());
+        }
         Ok(())
     } else {
         Err(JobError::Damaged { path: dir.to_path_buf(), detail: summary(&bad) })
@@ -1354,7 +1374,7 @@ mod tests {
         std::fs::write(&src, &data).unwrap();
         for round in 0..12 {
             let st = dir.path().join(format!("st{round}"));
-            store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), None, 2, false).unwrap();
+            store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), None, 2, Say::Lines).unwrap();
             let wal = std::fs::metadata(st.join("index.sqlite-wal")).map_or(0, |m| m.len());
             assert_eq!(wal, 0, "round {round}: the log left with {wal} bytes");
             // The index file alone, as a copy without the log is read.
@@ -1405,7 +1425,7 @@ mod tests {
             std::fs::write(&src, &data).unwrap();
             let [plain, compressed] = [None, Some(Level::new(1).unwrap())].map(|compress| {
                 let st = dir.path().join(if compress.is_some() { "compressed" } else { "plain" });
-                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), compress, 2, false).unwrap();
+                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), compress, 2, Say::Lines).unwrap();
                 let packs = std::fs::read_dir(st.join("packs")).unwrap().map(|e| Path::new("packs").join(e.unwrap().file_name()));
                 std::iter::once(PathBuf::from("index.sqlite")).chain(packs).map(|f| (f.clone(), std::fs::read(st.join(f)).unwrap())).collect()
             });
@@ -1488,7 +1508,7 @@ mod tests {
                     prop_assert_eq!(left.len(), 1, "no temporary left: {:?}", left);
                 }
             }
-            if verify(&st).is_ok() {
+            if verify(&st, true).is_ok() {
                 // Every file it lists restores, exactly (a renamed file too: it is still the source).
                 let db = rusqlite::Connection::open(st.join("index.sqlite")).unwrap();
                 let names: Vec<Vec<u8>> = db.prepare("SELECT name FROM files").unwrap().query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();

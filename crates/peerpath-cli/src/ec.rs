@@ -73,6 +73,9 @@ enum EcCommand {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Print nothing but errors (fallbacks still go to standard error).
+        #[arg(short, long, conflicts_with = "json")]
+        quiet: bool,
     },
     /// Check every unit of every shard against the manifest's CRC-32s.
     Verify {
@@ -86,6 +89,9 @@ enum EcCommand {
         /// Print the verdict as JSON (an `ec-verify`; exit 6 still when anything is damaged).
         #[arg(long)]
         json: bool,
+        /// Print nothing but errors (damage is one: exit 6) (fallbacks still go to standard error).
+        #[arg(short, long, conflicts_with = "json")]
+        quiet: bool,
     },
     /// Rebuild missing or corrupt shards in place (at most M per stripe).
     Repair {
@@ -99,6 +105,9 @@ enum EcCommand {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Print nothing but errors (fallbacks still go to standard error).
+        #[arg(short, long, conflicts_with = "json")]
+        quiet: bool,
     },
     /// Restore the source from the shards that survive.
     Decode {
@@ -114,6 +123,9 @@ enum EcCommand {
         force: bool,
         #[command(flatten)]
         device: DeviceArgs,
+        /// Print nothing but errors (fallbacks still go to standard error).
+        #[arg(short, long)]
+        quiet: bool,
     },
 }
 
@@ -264,12 +276,16 @@ struct ShardEntry {
 
 pub fn main(a: EcArgs) -> ExitCode {
     let r = match a.command {
-        EcCommand::Encode { source, data, parity, output, unit, shard_dirs, device, threads, json } => {
-            device.check().and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json))
+        EcCommand::Encode { source, data, parity, output, unit, shard_dirs, device, threads, json, quiet } => {
+            device.check().and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json, quiet))
         }
-        EcCommand::Verify { dir, device, threads, json } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads), json)),
-        EcCommand::Repair { dir, device, threads, json } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.map_or_else(|nothing| println!("{nothing}"), |r| r.print(json))),
-        EcCommand::Decode { dir, threads, output, force, device } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads))),
+        EcCommand::Verify { dir, device, threads, json, quiet } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads), (json, quiet))),
+        EcCommand::Repair { dir, device, threads, json, quiet } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| match r {
+            Ok(r) => r.print(json, quiet),
+            Err(nothing) if !quiet => println!("{nothing}"),
+            Err(_) => {}
+        }),
+        EcCommand::Decode { dir, threads, output, force, device, quiet } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads), quiet)),
     };
     crate::exit_code(r)
 }
@@ -333,9 +349,14 @@ impl EcReport {
         }
     }
 
-    fn print(&self, json: bool) {
+    /// As JSON, nothing (`quiet`: the fallback, if any, was said on standard error when it
+    /// happened), or in words.
+    fn print(&self, json: bool, quiet: bool) {
         if json {
             println!("{}", crate::jsonout::stamped("ec-report", self));
+            return;
+        }
+        if quiet {
             return;
         }
         let what = match self.operation {
@@ -1107,7 +1128,7 @@ struct DamagedShard {
     bad_stripes: Vec<u64>,
 }
 
-fn verify(dir: &Path, e: &DeviceArgs, threads: usize, json: bool) -> Result<(), JobError> {
+fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool)) -> Result<(), JobError> {
     let started = Instant::now();
     let (m, _) = load(dir)?;
     let mut fallback = None;
@@ -1135,11 +1156,11 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, json: bool) -> Result<(), 
     };
     if json {
         println!("{}", crate::jsonout::stamped("ec-verify", &report));
-    } else if device.is_some() {
+    } else if device.is_some() && !quiet {
         println!("{}: {checked}", dir.display());
     }
     if report.intact {
-        if !json {
+        if !json && !quiet {
             let copies = if m.copies().is_empty() { String::new() } else { format!(", and {} copies of the manifest", m.copies().len()) };
             println!("{}: all {} shard(s) intact ({} stripe(s)){copies}", dir.display(), m.shards.len(), m.stripes);
         }
@@ -1404,7 +1425,7 @@ impl Rebuilder {
     }
 }
 
-fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize) -> Result<(), JobError> {
+fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize, quiet: bool) -> Result<(), JobError> {
     let set = OpenSet::open(dir)?;
     set.refuse_as_target(output)?;
     peerpath_runtime::job::check_new_target(output, force)?;
@@ -1429,6 +1450,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
             }
         };
         match done {
+            Ok(Some(_)) if quiet => return Ok(()),
             Ok(Some(pass)) => {
                 let secs = started.elapsed().as_secs_f64();
                 let w = e.words();
@@ -1778,12 +1800,12 @@ mod tests {
             assert_eq!(stripes, (len as u64).div_ceil(stripe as u64).max(1), "{len} bytes");
             data[..head.len()].copy_from_slice(head);
             let back = dir.path().join(format!("b{len}"));
-            decode(&out, &back, false, &on_cpu(), 2).unwrap();
+            decode(&out, &back, false, &on_cpu(), 2, true).unwrap();
             assert!(std::fs::read(&back).unwrap() == data, "{len} bytes");
             for lost in [0, 4] {
                 std::fs::remove_file(out.join(shard_name(lost))).unwrap();
             }
-            decode(&out, &back, true, &on_cpu(), 2).unwrap();
+            decode(&out, &back, true, &on_cpu(), 2, true).unwrap();
             assert!(std::fs::read(&back).unwrap() == data, "{len} bytes, two shards lost");
         }
     }
@@ -1832,13 +1854,13 @@ mod tests {
             }
             let lost: Vec<u64> = (0..stripes).filter(|&s| hit[s as usize].len() > m).collect();
             let back = dir.path().join("back");
-            let decoded = decode(&set, &back, false, &on_cpu(), 2);
+            let decoded = decode(&set, &back, false, &on_cpu(), 2, true);
             if lost.is_empty() {
                 prop_assert!(decoded.is_ok(), "{:?}", decoded.err().map(|e| e.to_string()));
                 prop_assert!(std::fs::read(&back).unwrap() == data);
                 prop_assert!(repair(&set, &on_cpu(), 2).is_ok());
                 std::fs::remove_file(&back).unwrap();
-                decode(&set, &back, false, &on_cpu(), 2).unwrap();
+                decode(&set, &back, false, &on_cpu(), 2, true).unwrap();
                 prop_assert!(std::fs::read(&back).unwrap() == data, "after repair");
                 prop_assert!(survey(&set, &load(&set).unwrap().0, 2).iter().all(Vec::is_empty), "repair left damage");
             } else {

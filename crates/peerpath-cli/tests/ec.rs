@@ -1262,3 +1262,38 @@ fn the_chain_reports_json_as_its_text_says() {
     run(pp(args!["compress", &src, "-o", d.join("v"), "--verify", "--json"]).args(&common)).fails(2, &["--verify"]);
     assert!(!d.join("v").exists());
 }
+
+/// `-q` on every `ec` command and on `dedup store`, `restore` and `verify`, as on compress and
+/// decompress: nothing on standard output when all is well, the same exit codes and files, and
+/// errors (damage among them) still said on standard error; with --json, a usage error.
+#[test]
+fn quiet_commands_print_nothing_but_errors() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(300_000, 5)).unwrap();
+    let set = d.join("set");
+    let quiet = |cmd: Vec<std::ffi::OsString>| {
+        let o = run(&mut pp(cmd)).ok();
+        assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", o.describe());
+    };
+    quiet(args!["ec", "encode", &src, "-k", "3", "-m", "2", "--unit", "16K", "-o", &set, "-q"]);
+    quiet(args!["ec", "verify", &set, "-q"]);
+    quiet(args!["ec", "repair", &set, "-q"]);
+    let first = shards(&set)[0].0.clone();
+    std::fs::remove_file(set.join(&first)).unwrap();
+    run(&mut pp(args!["ec", "verify", &set, "-q"])).fails(6, &["repairable"]);
+    quiet(args!["ec", "decode", &set, "-o", d.join("back"), "-q"]);
+    assert_file_eq(&d.join("back"), &std::fs::read(&src).unwrap(), "decoded quietly");
+    quiet(args!["ec", "repair", &set, "-q"]);
+    assert!(set.join(&first).exists(), "repaired quietly");
+    let store = d.join("st");
+    quiet(args!["dedup", "store", &src, "--store", &store, "-q"]);
+    quiet(args!["dedup", "verify", "--store", &store, "-q"]);
+    quiet(args!["dedup", "restore", &src, "--store", &store, "-o", d.join("r"), "-q"]);
+    assert_file_eq(&d.join("r"), &std::fs::read(&src).unwrap(), "restored quietly");
+    for cmd in [args!["ec", "encode", &src, "-k", "3", "-m", "2", "-o", d.join("set2"), "-q", "--json"], args!["ec", "verify", &set, "-q", "--json"], args!["dedup", "store", &src, "--store", d.join("st2"), "-q", "--json"]] {
+        let o = run(&mut pp(cmd));
+        assert!(o.code() == Some(2) && o.stderr.contains("'--quiet' cannot be used with '--json'"), "{}", o.describe());
+    }
+}
