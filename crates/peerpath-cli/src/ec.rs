@@ -89,7 +89,7 @@ enum EcCommand {
         /// Print the verdict as JSON (an `ec-verify`; exit 6 still when anything is damaged).
         #[arg(long)]
         json: bool,
-        /// Print nothing but errors (damage is one: exit 6) (fallbacks still go to standard error).
+        /// Print nothing but errors (damage is one: exit 6; fallbacks still go to standard error).
         #[arg(short, long, conflicts_with = "json")]
         quiet: bool,
     },
