@@ -216,7 +216,10 @@ fn a_new_version_is_found_from_what_followed_before_and_cut_alike() {
         run(&mut pp(args!["dedup", "restore", &sb, "-s", &st, "-o", d.join(format!("b{t}"))])).ok();
         assert_file_eq(&d.join(format!("b{t}")), &b, "restored");
     }
-    // One file that is a then b: b's half is found from a's, with nothing stored before.
+    // One file that is a then b: b's half is found from a's, with nothing stored before. On
+    // one thread half the chunks at least; on two, how many depends on whether the thread
+    // cutting b's half comes after a's chunks were learned (timing: CI once saw 44.8 %), so
+    // there only the chunks are checked, the same as one thread's.
     let sab = d.join("ab");
     std::fs::write(&sab, [&a[..], &b[..]].concat()).unwrap();
     for t in ["1", "2"] {
@@ -224,7 +227,11 @@ fn a_new_version_is_found_from_what_followed_before_and_cut_alike() {
         let o = run(&mut pp(args!["dedup", "store", &sab, "-s", &st, "-T", t, "--json"].into_iter().chain(sizes.map(Into::into)).collect::<Vec<_>>())).ok();
         let v: serde_json::Value = serde_json::from_str(o.stdout_str().trim()).unwrap();
         let (found, chunks) = (v["files"][0]["found_chunks"].as_u64().unwrap(), v["files"][0]["chunks"].as_u64().unwrap());
-        assert!(found * 20 >= chunks * 9, "-T {t}: {found} of {chunks} chunks of a then b found: {v}");
+        if t == "1" {
+            assert!(found * 20 >= chunks * 9, "-T 1: {found} of {chunks} chunks of a then b found: {v}");
+        } else {
+            assert_eq!(recipe(&st, &sab), recipe(&d.join("one1"), &sab), "-T 2: the chunks of one thread ({found} of {chunks} found)");
+        }
         run(&mut pp(args!["dedup", "restore", &sab, "-s", &st, "-o", d.join(format!("ab{t}"))])).ok();
         assert_file_eq(&d.join(format!("ab{t}")), &[&a[..], &b[..]].concat(), "restored");
     }
