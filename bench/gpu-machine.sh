@@ -95,6 +95,20 @@ cl() { # json label table: one run's row (wall, GB/s of output, workers busy, co
     python3 -c "import json,sys;r=json.load(open(sys.argv[1]));p=r['pipeline'];c=[x for x in r['cpu']['roles'] if x['role'].startswith('compute')];print('| %s | %.3f | %.2f | %.0f%% | %s | %.0f%% |' % (sys.argv[2], r['wall_s'], r['bytes_out']/r['wall_s']/1e9, 100*p['worker_busy_share'], ' '.join('%.2f' % (x['user_s']+x['system_s']) for x in c) or '-', r['cpu']['total_utilisation_pct']))" "$1" "$2" >> "$3" \
         || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$3"
 }
+daemon_up() { # socket log: `peerpath daemon --gpu 0` on the socket, its pid in $dpid once it listens
+    .gpu/peerpath daemon --socket "$1" --gpu 0 2> "$2" &
+    dpid=$!
+    for _ in $(seq 100); do [ -S "$1" ] && break; sleep 0.1; done
+}
+timed_job() { # dir socket label daemon(0/1) args...: one job with --json, in a process of its own or
+    # through the daemon on the socket; its report in dir/r.json (kept as dir/<label>.json), its
+    # standard error in dir/r.err, the client process's wall in $pw
+    local o=$1 sock=$2 label=$3 via=$4; shift 4
+    local t=$EPOCHREALTIME
+    if [ "$via" = 1 ]; then PEERPATH_DAEMON=$sock timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; else timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; fi
+    pw=$(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }')
+    cp "$o/r.json" "$o/$(echo "$label" | tr -c 'a-zA-Z0-9' _).json"
+}
 for step in $steps; do
     mkdir -p "$OUT/$step"
     case $step in
@@ -216,20 +230,15 @@ for step in $steps; do
             # The job server: the same jobs in a fresh process and through a daemon that holds the
             # GPU (its context from start, its device's memory and window from the first job on).
             dd=/dev/shm/ppdaemon; mkdir -p "$dd"; cp "$in/x8" "$dd/in"; head -c 4M "$in/slice" > "$dd/small"; n=$(nproc); o=$OUT/daemon
-            .gpu/peerpath daemon --socket "$dd/sock" --gpu 0 2> "$o/daemon.log" &
-            dpid=$!
-            for _ in $(seq 100); do [ -S "$dd/sock" ] && break; sleep 0.1; done
+            daemon_up "$dd/sock" "$o/daemon.log"
             .gpu/peerpath compress -T "$n" -q -f --no-sync "$dd/in" -o "$dd/in.gz"
             { echo "peerpath jobs on the GPU through a job server (peerpath daemon --gpu 0) against a process of their own, and the CPU on all $n cores; in memory (tmpfs in and out, --no-sync); wall = the client process's, start to exit"; echo
               echo "| run | process wall s | GB/s (uncompressed) | report wall s | device |"; echo "|---|---|---|---|---|"; } > "$o/daemon.md"
             dj() { # label daemon(0/1) args...
-                local label=$1 via=$2; shift 2
-                local t=$EPOCHREALTIME
-                if [ "$via" = 1 ]; then PEERPATH_DAEMON=$dd/sock timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; else timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; fi
-                local pw; pw=$(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }')
+                local label=$1
+                timed_job "$o" "$dd/sock" "$@"
                 python3 -c "import json,sys;r=json.load(open(sys.argv[1]));d=(r.get('devices') or [{}])[0];u=max(r['bytes_in'],r['bytes_out']);print('| %s | %.3f | %.2f | %.3f | %s |' % (sys.argv[2], float(sys.argv[3]), u/float(sys.argv[3])/1e9, r['wall_s'], (d.get('kind') or r.get('runner') or '-')[:220]))" "$o/r.json" "$label" "$pw" >> "$o/daemon.md" \
                     || echo "| $label | FAILED: $(head -c 300 "$o/r.err" | tr '\n' ' ') |" >> "$o/daemon.md"
-                cp "$o/r.json" "$o/$(echo "$label" | tr -c 'a-zA-Z0-9' _).json"
             }
             for r in 1 2 3 4 5; do
                 dj "compress gpu, own process ($r)" 0 compress --engine gpu --no-fallback --no-sync -f "$dd/in" -o "$dd/g.gz"
@@ -254,19 +263,14 @@ for step in $steps; do
             timeout 120 .gpu/peerpath gpu probe --input "$dd/in" --bytes 384M --chunk 1M --algorithm 2 --repeat 2 --mapped-at /dev/shm --json > "$o/probe.json" 2>&1
             python3 -c "import json,sys;m=json.load(open(sys.argv[1])).get('mapped') or {};print('probe: ' + ', '.join('%s %s' % kv for kv in m.items()))" "$o/probe.json" > "$o/mapped.md" 2>&1 || echo "probe: FAILED: $(head -c 300 "$o/probe.json")" > "$o/mapped.md"
             [ -x .gpu/gputests ] && { .gpu/gputests --test-threads 1 --nocapture memory_files > "$o/gputests.txt" 2>&1; echo "exit $?" >> "$o/gputests.txt"; }
-            .gpu/peerpath daemon --socket "$dd/sock" --gpu 0 2> "$o/daemon.log" &
-            dpid=$!
-            for _ in $(seq 100); do [ -S "$dd/sock" ] && break; sleep 0.1; done
+            daemon_up "$dd/sock" "$o/daemon.log"
             { echo; echo "compress 384 MiB in memory (tmpfs in and out, --no-sync); wall = the client process's"; echo
               echo "| run | process wall s | GB/s (uncompressed) | report wall s | host CPU s (user+sys) | host memory bytes (CPU / DMA) | storage line | device profile |"; echo "|---|---|---|---|---|---|---|---|"; } >> "$o/mapped.md"
             mj() { # label daemon(0/1) args...
-                local label=$1 via=$2; shift 2
-                local t=$EPOCHREALTIME
-                if [ "$via" = 1 ]; then PEERPATH_DAEMON=$dd/sock timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; else timeout 120 .gpu/peerpath "$@" --json > "$o/r.json" 2> "$o/r.err"; fi
-                local pw; pw=$(awk -v a="$EPOCHREALTIME" -v b="$t" 'BEGIN { print a - b }')
+                local label=$1
+                timed_job "$o" "$dd/sock" "$@"
                 python3 -c "import json,sys;r=json.load(open(sys.argv[1]));d=(r.get('devices') or [{}])[0];c=r['cpu'];l=r['ledger'];print('| %s | %.3f | %.2f | %.3f | %.3f | %.0f / %.0f MB | %s | %s |' % (sys.argv[2], float(sys.argv[3]), max(r['bytes_in'],r['bytes_out'])/float(sys.argv[3])/1e9, r['wall_s'], c['total_user_s']+c['total_system_s'], l['host_memory_cpu_bytes']/1e6, l['host_memory_dma_bytes']/1e6, (d.get('storage_io') or '-')[:300], (d.get('profile') or '-')[:400]))" "$o/r.json" "$label" "$pw" >> "$o/mapped.md" \
                     || echo "| $label | FAILED: $(head -c 300 "$o/r.err" | tr '\n' ' ') |" >> "$o/mapped.md"
-                cp "$o/r.json" "$o/$(echo "$label" | tr -c 'a-zA-Z0-9' _).json"
             }
             for r in 1 2 3 4 5; do
                 mj "cpu -T $n ($r)" 0 compress -T "$n" --no-sync -f "$dd/in" -o "$dd/c.gz"

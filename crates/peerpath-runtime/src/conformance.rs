@@ -138,6 +138,35 @@ fn against_oracle(dir: &Path, sources: &[PathBuf], opts: &CompressOptions, devic
     report
 }
 
+/// A scratch directory in /dev/shm (a memory file system), where there is one.
+fn shm_scratch() -> Option<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("pp-conformance-shm").tempdir_in("/dev/shm").ok()
+}
+
+/// Bytes the ledger booked for `purpose` from a location `from` accepts to one `to` accepts.
+fn booked(report: &JobReport, purpose: peerpath_metrics::Purpose, from: impl Fn(&peerpath_metrics::Location) -> bool, to: impl Fn(&peerpath_metrics::Location) -> bool) -> u64 {
+    report.ledger.entries.iter().filter(|e| e.purpose == purpose && from(&e.source) && to(&e.target)).map(|e| e.bytes_written).sum()
+}
+
+fn in_device_memory(l: &peerpath_metrics::Location) -> bool {
+    matches!(l, peerpath_metrics::Location::Memory { domain: MemoryDomain::Emulated { .. } })
+}
+
+fn in_host_memory(l: &peerpath_metrics::Location) -> bool {
+    matches!(l, peerpath_metrics::Location::Memory { domain } if domain.is_host())
+}
+
+/// A crash of the devices after each of `afters` submissions: the CPU takes their streams
+/// over (the oracle's bytes, checked by `against_oracle`), said in the fallbacks.
+fn crashes_hand_over(dir: &Path, srcs: &[PathBuf], reach: Reach, afters: &[u64]) {
+    for &after in afters {
+        let mut faults = FaultConfig::seeded(after);
+        faults.crash_after_submissions = Some(after);
+        let report = against_oracle(dir, srcs, &options(Format::Gzip, 256 << 10), devices_with(dir, Some(faults), reach, true));
+        assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "crash after {after}: {:?}", report.fallbacks);
+    }
+}
+
 fn sources(dir: &Path, sizes: &[usize]) -> Vec<PathBuf> {
     sizes
         .iter()
@@ -361,18 +390,10 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
         assert!(report.fallbacks.is_empty(), "{format:?}: {:?}", report.fallbacks);
         assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: all on devices");
         let entries = &report.ledger.entries;
-        let read_into_device: u64 = entries
-            .iter()
-            .filter(|e| e.purpose == peerpath_metrics::Purpose::ReadSource && matches!(&e.target, peerpath_metrics::Location::Memory { domain: MemoryDomain::Emulated { .. } }))
-            .map(|e| e.bytes_written)
-            .sum();
+        let read_into_device = booked(&report, peerpath_metrics::Purpose::ReadSource, |_| true, in_device_memory);
         assert_eq!(read_into_device, input, "{format:?}: every source byte read straight into device memory: {entries:?}");
         assert!(entries.iter().all(|e| e.purpose != peerpath_metrics::Purpose::Stage), "{format:?}: nothing staged: {entries:?}");
-        let written_from_device: u64 = entries
-            .iter()
-            .filter(|e| e.purpose == peerpath_metrics::Purpose::WriteTarget && matches!(&e.source, peerpath_metrics::Location::Memory { domain: MemoryDomain::Emulated { .. } }))
-            .map(|e| e.bytes_read)
-            .sum();
+        let written_from_device = booked(&report, peerpath_metrics::Purpose::WriteTarget, in_device_memory, |_| true);
         let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
         assert!(written_from_device >= output && written_from_device < output + 4 * 4096, "{format:?}: every output byte written from device memory ({written_from_device} against {output})");
         // (BGZF: each stream's 28-byte end marker is copied in from the window, host memory.)
@@ -383,14 +404,9 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
         assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s) into its memory and writes of 2 of 2 target(s) from it") && r.contains("pread and pwrite by the CPU device's workers")), "{format:?}: {io:?}");
         assert!(report.render().contains("    storage     its own reads of 2 of 2"), "{}", report.render());
     }
-    for after in [3, 30] {
-        let mut faults = FaultConfig::seeded(after);
-        faults.crash_after_submissions = Some(after);
-        let report = against_oracle(dir.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(dir.path(), Some(faults), Reach::StagedWithStorageIo, true));
-        assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "crash after {after}: {:?}", report.fallbacks);
-    }
+    crashes_hand_over(dir.path(), &srcs, Reach::StagedWithStorageIo, &[3, 30]);
     // In memory (no O_DIRECT): through the window, said so.
-    let Ok(shm) = tempfile::Builder::new().prefix("pp-conformance-shm").tempdir_in("/dev/shm") else {
+    let Some(shm) = shm_scratch() else {
         eprintln!("SKIPPED (the memory half): no /dev/shm");
         return;
     };
@@ -407,7 +423,7 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
 /// storage, no CPU copy of the job's); a crash mid-job hands over to the CPU cleanly.
 #[test]
 fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
-    let Ok(shm) = tempfile::Builder::new().prefix("pp-conformance-shm").tempdir_in("/dev/shm") else {
+    let Some(shm) = shm_scratch() else {
         eprintln!("SKIPPED: no /dev/shm");
         return;
     };
@@ -418,11 +434,9 @@ fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
         assert!(report.fallbacks.is_empty(), "{format:?}: {:?}", report.fallbacks);
         assert!(report.files.iter().all(|f| f.device.is_some() && f.members_on_device == Some(f.members)), "{format:?}: all on devices");
         let entries = &report.ledger.entries;
-        let host = |l: &peerpath_metrics::Location| matches!(l, peerpath_metrics::Location::Memory { domain } if domain.is_host());
-        let device = |l: &peerpath_metrics::Location| matches!(l, peerpath_metrics::Location::Memory { domain: MemoryDomain::Emulated { .. } });
-        let read: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::ReadSource && host(&e.source) && device(&e.target)).map(|e| e.bytes_written).sum();
+        let read = booked(&report, peerpath_metrics::Purpose::ReadSource, in_host_memory, in_device_memory);
         assert_eq!(read, input, "{format:?}: every source byte moved from the file's pages into device memory by the device: {entries:?}");
-        let written: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::WriteTarget && device(&e.source) && host(&e.target)).map(|e| e.bytes_read).sum();
+        let written = booked(&report, peerpath_metrics::Purpose::WriteTarget, in_device_memory, in_host_memory);
         let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
         assert!(written >= output && written < output + 4 * 4096, "{format:?}: every output byte written from device memory ({written} against {output})");
         assert!(entries.iter().all(|e| e.purpose != peerpath_metrics::Purpose::Stage), "{format:?}: nothing staged through the window: {entries:?}");
@@ -432,19 +446,14 @@ fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
         assert_eq!(io.len(), 2, "{format:?}: {io:?}");
         assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s) into its memory and writes of 2 of 2 target(s) from it") && r.contains("4 of these file(s) of a memory file system: pread and pwrite") && !r.contains("instead")), "{format:?}: {io:?}");
     }
-    for after in [3, 11] {
-        let mut faults = FaultConfig::seeded(after);
-        faults.crash_after_submissions = Some(after);
-        let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 256 << 10), devices_with(shm.path(), Some(faults), Reach::StagedWithMemoryFiles, true));
-        assert!(report.fallbacks.iter().any(|f| matches!(f, Fallback::DeviceFailed { .. })), "crash after {after}: {:?}", report.fallbacks);
-    }
+    crashes_hand_over(shm.path(), &srcs, Reach::StagedWithMemoryFiles, &[3, 11]);
     // Sources in memory, targets on storage (O_DIRECT): each side booked as what it is.
     let disk = scratch();
     let report = against_oracle(disk.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(disk.path(), None, Reach::StagedWithMemoryFiles, true));
     let entries = &report.ledger.entries;
-    let from_pages: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::ReadSource && matches!(&e.source, peerpath_metrics::Location::Memory { domain } if domain.is_host())).map(|e| e.bytes_read).sum();
+    let from_pages = booked(&report, peerpath_metrics::Purpose::ReadSource, in_host_memory, |_| true);
     assert_eq!(from_pages, input, "every source byte from the files' pages: {entries:?}");
-    let to_storage: u64 = entries.iter().filter(|e| e.purpose == peerpath_metrics::Purpose::WriteTarget && matches!(e.target, peerpath_metrics::Location::Storage { .. })).map(|e| e.bytes_written).sum();
+    let to_storage = booked(&report, peerpath_metrics::Purpose::WriteTarget, |_| true, |l| matches!(l, peerpath_metrics::Location::Storage { .. }));
     let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
     assert!(to_storage >= output && to_storage < output + 4 * 4096, "every output byte to storage ({to_storage} against {output}): {entries:?}");
     let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();

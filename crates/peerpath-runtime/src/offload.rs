@@ -197,20 +197,16 @@ struct StagedOut {
 #[derive(Default)]
 struct OStream {
     dev: usize,
-    /// The source as the ledger names it.
-    source_name: String,
-    /// Its number with a device that reads it itself (`Device::register_file`).
+    /// Its number with a device that reads it itself (`Device::register_file`), and where
+    /// those reads come from, as the ledger names it (storage, or a memory file's pages).
     src_file: Option<u8>,
+    source_location: Option<Location>,
     /// Such reads in flight (the device's commands, not the engine's).
     loads: usize,
     /// The target's number with a device that writes it itself, and where
     /// it is, as the ledger names it.
     dst_file: Option<u8>,
     target_location: Option<Location>,
-    /// The registered source or target is a file of a memory file system: its pages are host
-    /// memory, which the device reads or writes itself (no storage on that side).
-    src_in_memory: bool,
-    dst_in_memory: bool,
     /// Its writes in flight: offset -> bytes (the device's commands).
     stores: BTreeMap<u64, u64>,
     /// Bytes its writes completed since the writer last heard of them.
@@ -394,7 +390,7 @@ impl DeviceSide {
             let (mut refused, mut refused_writes) = (Vec::new(), Vec::new());
             for &i in &jd.streams {
                 let s = &streams[i];
-                let mut o = OStream { dev: d, source_name: s.name().to_string(), max_inputs, chunk_starts: vec![0], ..Default::default() };
+                let mut o = OStream { dev: d, max_inputs, chunk_starts: vec![0], ..Default::default() };
                 for _ in 0..STAGINGS_PER_STREAM {
                     o.free_stagings.push(dev.alloc(staging_capacity).expect("memory was checked"));
                 }
@@ -406,7 +402,7 @@ impl DeviceSide {
                         Err(why) => (Err(format!("not read with O_DIRECT ({why})")), false),
                     };
                     match registered {
-                        Ok(file) => (o.src_file, o.src_in_memory) = (Some(file), in_memory),
+                        Ok(file) => (o.src_file, o.source_location) = (Some(file), Some(if in_memory { file_pages() } else { Location::storage(s.name()) })),
                         Err(why) => refused.push(format!("{}: {why}", s.name())),
                     }
                 }
@@ -418,7 +414,7 @@ impl DeviceSide {
                         Err(why) => (Err(format!("not written with O_DIRECT ({why})")), false),
                     };
                     match registered {
-                        Ok(file) => (o.dst_file, o.target_location, o.dst_in_memory) = (Some(file), Some(w.target_location().clone()), in_memory),
+                        Ok(file) => (o.dst_file, o.target_location) = (Some(file), Some(if in_memory { file_pages() } else { w.target_location().clone() })),
                         Err(why) => refused_writes.push(format!("{}: {why}", w.final_path.display())),
                     }
                 }
@@ -431,7 +427,7 @@ impl DeviceSide {
                     note += &format!(" and writes of {} of {n} target(s) from it", n - refused_writes.len());
                 }
                 note += &format!(": {}", how.what);
-                let in_memory = jd.streams.iter().filter_map(|&i| os[i].as_ref()).map(|o| o.src_in_memory as usize + o.dst_in_memory as usize).sum::<usize>();
+                let in_memory = jd.streams.iter().filter_map(|&i| os[i].as_ref()).flat_map(|o| [&o.source_location, &o.target_location]).filter(|l| matches!(l, Some(Location::Memory { .. }))).count();
                 if let (Some(what), true) = (&how.memory_files, in_memory > 0) {
                     note += &format!("; {in_memory} of these file(s) of a memory file system: {what}");
                 }
@@ -1014,12 +1010,7 @@ fn on_device_completion(
             }
             let o = os[stream].as_mut().expect("on a device");
             o.loads -= 1;
-            if o.src_in_memory {
-                // The file's pages are host memory: the device moves them itself.
-                ledger.record_copy(Location::memory(&peerpath_mem::MemoryDomain::host_unplaced()), here, stager, Purpose::ReadSource, bytes);
-            } else {
-                record_device_storage(ledger, dev, (Location::storage(o.source_name.clone()), here), stager, bytes);
-            }
+            record_device_io(ledger, dev, (o.source_location.clone().expect("a registered source"), here), true, stager, bytes);
             let chunk = o.chunks.remove(&seq).expect("chunk being read");
             let input = chunk.input.expect("read into its input range");
             start_chunk(dev, o, stream, seq, input, chunk.output, bytes as usize, params);
@@ -1031,11 +1022,7 @@ fn on_device_completion(
             let o = os[stream].as_mut().expect("on a device");
             o.stores.remove(&at);
             o.device_written += bytes;
-            if o.dst_in_memory {
-                ledger.record_copy(here, Location::memory(&peerpath_mem::MemoryDomain::host_unplaced()), stager, Purpose::WriteTarget, bytes);
-            } else {
-                record_device_storage(ledger, dev, (here, o.target_location.clone().expect("a registered target")), stager, bytes);
-            }
+            record_device_io(ledger, dev, (here, o.target_location.clone().expect("a registered target")), false, stager, bytes);
             release_reader(o, staging, None);
         }
         Op::StageOut { stream, staging, bytes } => {
@@ -1065,14 +1052,24 @@ fn own_io_of(file: &OpenedFile, via: crate::Via, how: &StorageIo) -> std::result
     }
 }
 
-/// Books a device's own storage transfer, `from` -> `to` (one end storage, the other its
-/// memory): one DMA where its path is direct; else through host memory on its way (cuFile's
-/// compatibility mode: its bounce buffers, DMA on the storage side, the device's copy on the other).
-fn record_device_storage(ledger: &Ledger, dev: &DevState, (from, to): (Location, Location), stager: Mover, bytes: u64) {
+/// Where a memory file's bytes are, as the ledger names them: its pages, host memory.
+fn file_pages() -> Location {
+    Location::memory(&peerpath_mem::MemoryDomain::host_unplaced())
+}
+
+/// Books a device's own transfer, `from` -> `to` (`reading`: a source into its memory; else
+/// its memory to a target), whose file end is storage or a memory file's pages. The pages
+/// the device moves itself (its `stager`); storage, one DMA where its path is direct, else
+/// through host memory on its way (cuFile's compatibility mode: its bounce buffers, DMA on
+/// the storage side, the device's copy on the other).
+fn record_device_io(ledger: &Ledger, dev: &DevState, (from, to): (Location, Location), reading: bool, stager: Mover, bytes: u64) {
+    let purpose = if reading { Purpose::ReadSource } else { Purpose::WriteTarget };
+    if !matches!(if reading { &from } else { &to }, Location::Storage { .. }) {
+        ledger.record_copy(from, to, stager, purpose, bytes);
+        return;
+    }
     let direct = dev.storage_io.as_ref().expect("only devices with storage I/O move storage").direct;
     let storage = Mover::Dma { engine: "storage controller".into() };
-    let reading = matches!(from, Location::Storage { .. });
-    let purpose = if reading { Purpose::ReadSource } else { Purpose::WriteTarget };
     if direct {
         ledger.record_copy(from, to, storage, purpose, bytes);
         return;
