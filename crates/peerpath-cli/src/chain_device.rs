@@ -329,9 +329,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())).into());
     }
     ec::check_unit(o.unit)?;
-    if std::fs::symlink_metadata(dir).is_ok() {
-        return Err(JobError::TargetDirExists { path: dir.to_path_buf() }.into());
-    }
+    ec::check_new_set_dir(dir, Some(source))?;
     let n = o.data + o.parity;
     let names = ec::shard_targets(dir, o.placement.as_ref(), n);
     let files = ec::create_temporaries(&names, false).map_err(|source| JobError::TargetIo { path: dir.to_path_buf(), source })?;

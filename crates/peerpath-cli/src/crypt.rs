@@ -36,6 +36,14 @@ pub struct KeyArgs {
     key_env: Option<String>,
 }
 
+impl KeyArgs {
+    /// Whether the command line names a key (PEERPATH_KEY alone does not count: it may be set
+    /// for other commands).
+    pub(crate) fn given(&self) -> bool {
+        self.key_file.is_some() || self.key_env.is_some()
+    }
+}
+
 #[derive(Args)]
 pub struct CryptArgs {
     /// The file to read (never modified).
@@ -45,18 +53,18 @@ pub struct CryptArgs {
     output: Option<PathBuf>,
     #[command(flatten)]
     key: KeyArgs,
-    /// Plaintext bytes per block (encrypt; K, M suffixes; at most 1G).
-    #[arg(long, default_value = "1M", value_parser = crate::parse_size)]
-    block_size: usize,
+    /// Plaintext bytes per block (encrypt with --mode gcm; K, M suffixes; at most 1G) [default: 1M].
+    #[arg(long, value_parser = crate::parse_size)]
+    block_size: Option<usize>,
     /// `gcm`: peerpath-enc/1 (AES-256-GCM: authenticated blocks, a header; the default); `xts`:
     /// AES-256-XTS for block-device images (the same size, sector by sector, each sector's index
     /// its tweak, as dm-crypt's plain64; not authenticated: a changed sector decrypts to garbage,
     /// not to an error). Target SOURCE.xts; decrypt needs --mode xts too (the file says nothing).
     #[arg(long, value_enum, default_value_t = Mode::Gcm)]
     mode: Mode,
-    /// With --mode xts: bytes per sector (data unit), a power of two from 512 to 1M.
-    #[arg(long, default_value = "4K", value_parser = crate::parse_size)]
-    sector_size: usize,
+    /// With --mode xts: bytes per sector (data unit), a power of two from 512 to 1M [default: 4K].
+    #[arg(long, value_parser = crate::parse_size)]
+    sector_size: Option<usize>,
     /// Worker threads [default: all cores].
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
@@ -243,6 +251,7 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
     let var = k.key_env.as_deref().unwrap_or(KEY_ENV);
     match std::env::var_os(var) {
         Some(v) => Key::from_bytes(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str())).map_err(|e| JobError::Usage(format!("environment variable {var}: {e}"))),
+        None if k.key_env.is_some() => Err(JobError::Usage(format!("--key-env {var}: no such environment variable is set"))),
         None => Err(JobError::Usage(format!("no key: give --key-file FILE, --key-env VAR, or set {KEY_ENV} (peerpath keygen -o FILE makes a key)"))),
     }
 }
@@ -258,7 +267,7 @@ fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf
         }
         Direction::Decrypt => match source.extension() {
             Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => Ok(source.with_extension("")),
-            _ => Err(JobError::Usage(format!("{} does not end in .{suffix}: name the output with -o", source.display()))),
+            _ => Err(JobError::Usage(format!("{} is not NAME.{suffix}, so the output has no name to take: name it with -o", source.display()))),
         },
     }
 }
@@ -279,10 +288,16 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
         return Err(JobError::Usage("encrypt and decrypt do not check the device's output: --inject-faults takes no corrupt= with them".into()));
     }
-    if a.mode == Mode::Xts {
-        return run_xts(a, dir);
+    // An option of the other mode, or one the file's header decides, would be ignored.
+    match (a.mode, dir) {
+        (Mode::Gcm, _) if a.sector_size.is_some() => return Err(JobError::Usage("--sector-size goes with --mode xts (gcm seals blocks: --block-size)".into())),
+        (Mode::Xts, _) if a.block_size.is_some() => return Err(JobError::Usage("--block-size goes with --mode gcm (xts works sector by sector: --sector-size)".into())),
+        (Mode::Gcm, Direction::Decrypt) if a.block_size.is_some() => return Err(JobError::Usage("--block-size is for encrypt: decrypt reads it from the file's header".into())),
+        (Mode::Xts, _) => return run_xts(a, dir),
+        (Mode::Gcm, _) => {}
     }
-    if a.block_size == 0 || a.block_size > MAX_BLOCK_BYTES as usize {
+    let block_size = a.block_size.unwrap_or(1 << 20);
+    if block_size == 0 || block_size > MAX_BLOCK_BYTES as usize {
         return Err(JobError::Usage(format!("--block-size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20)));
     }
     let key = load_key(&a.key)?;
@@ -290,7 +305,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     let damaged = |e: CryptError| JobError::from_crypt(&a.source, e);
     let (cipher, header) = match dir {
         Direction::Encrypt => {
-            let (c, h) = FileCipher::create(&key, a.block_size as u32, size).map_err(JobError::Internal)?;
+            let (c, h) = FileCipher::create(&key, block_size as u32, size).map_err(JobError::Internal)?;
             (c, Some(h))
         }
         Direction::Decrypt => {
@@ -304,7 +319,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     // --engine emulated or gpu: the device, or why not (said, or an error with --no-fallback).
     let (mut device, mut fallback) = (None, None);
     if a.engine != CryptEngine::Cpu {
-        let block = if dir == Direction::Encrypt { a.block_size } else { cipher.layout().block_bytes as usize };
+        let block = if dir == Direction::Encrypt { block_size } else { cipher.layout().block_bytes as usize };
         let sealing = dir == Direction::Encrypt;
         let why = match a.engine {
             CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu, block, sealing, a.device_timeout),
@@ -406,7 +421,7 @@ const XTS_TASK_BYTES: usize = 1 << 20;
 /// of the same size, on every core, published only when all are done.
 fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     use peerpath_func::xts::{Xts, XtsKey, MIN_UNIT_BYTES};
-    let sector = a.sector_size;
+    let sector = a.sector_size.unwrap_or(4096);
     if !sector.is_power_of_two() || !(512..=1 << 20).contains(&sector) {
         return Err(JobError::Usage(format!("--sector-size {sector}: a power of two from 512 to 1M")));
     }

@@ -281,8 +281,9 @@ pub fn main(a: EcArgs) -> ExitCode {
         }
         EcCommand::Verify { dir, device, threads, json, quiet } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads), (json, quiet))),
         EcCommand::Repair { dir, device, threads, json, quiet } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| match r {
+            Ok(r) | Err((_, r)) if json => r.print(json, quiet),
             Ok(r) => r.print(json, quiet),
-            Err(nothing) if !quiet => println!("{nothing}"),
+            Err((nothing, _)) if !quiet => println!("{nothing}"),
             Err(_) => {}
         }),
         EcCommand::Decode { dir, threads, output, force, device, quiet } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads), quiet)),
@@ -344,7 +345,7 @@ impl EcReport {
             seconds: started.elapsed().as_secs_f64(),
             coding_seconds,
             coding_gb_per_s: coded_bytes as f64 / coding_seconds.max(1e-9) / 1e9,
-            coding_per: "a core (ISA-L's count",
+            coding_per: "a core, by ISA-L's count",
             provenance: "measured on this host's CPU",
         }
     }
@@ -375,7 +376,7 @@ impl EcReport {
         if let Some(why) = &self.fallback {
             println!("{}: FALLBACK to the host CPU: {why}", self.target);
         }
-        println!("{}: {what} in {:.3} s; coding {:.2} GB/s {}; {}); {}", self.target, self.seconds, self.coding_gb_per_s, self.coding_per, self.provenance, self.engine);
+        println!("{}: {what} in {:.3} s; coding {:.2} GB/s {} ({}); {}", self.target, self.seconds, self.coding_gb_per_s, self.coding_per, self.provenance, self.engine);
     }
 }
 
@@ -467,14 +468,26 @@ pub(crate) fn shard_paths(dir: &Path, placement: Option<&Placement>, n: usize) -
     }
 }
 
+/// A new set's directory `dir` must not exist: the source itself is named as such (exit 5),
+/// anything else as a directory that is never replaced or merged into (exit 4).
+pub(crate) fn check_new_set_dir(dir: &Path, source: Option<&Path>) -> Result<(), JobError> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Ok(());
+    }
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    if source.is_some_and(|s| id(s).is_some() && id(s) == id(dir)) {
+        return Err(JobError::SameFile { path: dir.to_path_buf() });
+    }
+    Err(JobError::TargetDirExists { path: dir.to_path_buf() })
+}
+
 fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&Path, &[PathBuf]), e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
     check_unit(unit)?;
-    if std::fs::symlink_metadata(dir).is_ok() {
-        return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
-    }
+    check_new_set_dir(dir, Some(source))?;
     let placement = Placement::check(placed, k + m, m, dir)?;
     if e.engine != EcEngine::Cpu && !unit.is_multiple_of(4096) {
         return Err(JobError::Usage("the devices move whole 4 KiB blocks by DMA: --unit must be a multiple of 4K with --engine emulated or gpu".into()));
@@ -811,9 +824,7 @@ impl StreamEncoder {
     pub(crate) fn new(dir: &Path, k: usize, m: usize, unit: usize, placement: Option<Placement>) -> Result<StreamEncoder, JobError> {
         let code = RsCode::new(k, m).map_err(JobError::Usage)?;
         check_unit(unit)?;
-        if std::fs::symlink_metadata(dir).is_ok() {
-            return Err(JobError::TargetDirExists { path: dir.to_path_buf() });
-        }
+        check_new_set_dir(dir, None)?;
         let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), false).map_err(io(dir))?;
         let stripe = vec![0u8; k * unit];
         let paths = shard_paths(dir, placement.as_ref(), k + m);
@@ -1035,7 +1046,7 @@ fn lost_stripes(m: &Manifest, bad: &[Vec<usize>]) -> Vec<u64> {
 }
 
 /// What a GPU's coding rate is over.
-const GPU_CODING: &str = "on the GPU (ISA-L's count over its coding commands' time, launch to completion";
+const GPU_CODING: &str = "on the GPU, by ISA-L's count over its coding commands' time, launch to completion";
 
 /// Where a set's units were checked, and how they moved, in words, with
 /// what this process copied to or from the device's memory (measured).
@@ -1197,7 +1208,9 @@ pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError 
 }
 
 /// Rebuilds what is damaged; when nothing was, the line that says so.
-fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport, String>, JobError> {
+/// What `ec repair` did: a report, or (`Err`) the set was whole, in words and as a report that
+/// rebuilt nothing (for --json).
+fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport, (String, EcReport)>, JobError> {
     let started = Instant::now();
     let (m, code) = load(dir)?;
     let mut fallback = None;
@@ -1212,7 +1225,10 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i)) || overlong.contains(i)).collect();
     let stale = m.stale_copies();
     if damaged.is_empty() && stale.is_empty() {
-        return Ok(Err(format!("{}: nothing to repair ({checked})", dir.display())));
+        let mut whole = EcReport::new("repair", dir, &m, Vec::new(), started, Duration::ZERO, 0);
+        whole.engine = format!("nothing to repair ({checked})");
+        whole.fallback = fallback;
+        return Ok(Err((format!("{}: nothing to repair ({checked})", dir.display()), whole)));
     }
     let mut report = if damaged.is_empty() {
         let mut r = EcReport::new("repair", dir, &m, Vec::new(), started, Duration::ZERO, 0);

@@ -421,18 +421,18 @@ struct CompressArgs {
     encrypt: bool,
     #[command(flatten)]
     key: crypt::KeyArgs,
-    /// With --encrypt: compressed bytes per sealed block (K, M suffixes; at most 1G).
-    #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Encryption")]
-    encrypt_block_size: usize,
+    /// With --encrypt: compressed bytes per sealed block (K, M suffixes; at most 1G) [default: 1M].
+    #[arg(long, value_parser = parse_size, help_heading = "Encryption")]
+    encrypt_block_size: Option<usize>,
     /// Erasure-code the output (compressed, and encrypted with --encrypt) into K data and M parity
     /// shards in one pass: --output is then a new directory of shards and a manifest, as
     /// `peerpath ec encode` makes (`ec decode` gives back the .gz or .gz.ppenc). One regular file;
     /// the host CPU, or with --engine emulated an emulated CSP (every stage in its memory).
     #[arg(long, value_name = "K+M", value_parser = parse_ec, help_heading = "Erasure coding")]
     ec: Option<(usize, usize)>,
-    /// With --ec: bytes per unit (a shard's part of one stripe; K, M suffixes).
-    #[arg(long, default_value = "1M", value_parser = parse_size, help_heading = "Erasure coding")]
-    ec_unit: usize,
+    /// With --ec: bytes per unit (a shard's part of one stripe; K, M suffixes) [default: 1M].
+    #[arg(long, value_parser = parse_size, help_heading = "Erasure coding")]
+    ec_unit: Option<usize>,
     /// With --ec: put shard i in the i-th of these directories, one per drive (K + M of them, in
     /// shard order), as `peerpath ec encode --shard-dir` does.
     #[arg(long = "shard-dir", value_name = "SHARD_DIR", help_heading = "Erasure coding")]
@@ -846,6 +846,10 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     if a.verify || a.explain {
         return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
     }
+    if a.target.force {
+        return Err(JobError::Usage("--ec makes a new directory and never replaces one, even with --force: remove it first, or name another".into()));
+    }
+    ec::check_new_set_dir(dir, Some(source))?;
     let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let format = match a.format {
         FormatArg::Gzip => Format::Gzip,
@@ -853,7 +857,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
-    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit, placement };
+    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit.unwrap_or(1 << 20), placement };
     let mut fallbacks = Vec::new();
     if a.engine != EngineArg::Cpu {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
@@ -895,15 +899,20 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
 /// `--encrypt`: the key and block size, or why not.
 fn compress_encryption(a: &CompressArgs) -> Result<Option<(std::sync::Arc<peerpath_func::crypt::Key>, u32)>, JobError> {
     if !a.encrypt {
+        if a.key.given() || a.encrypt_block_size.is_some() {
+            // Ignoring them would write a plain output where one asked for a sealed one.
+            return Err(JobError::Usage("--key-file, --key-env and --encrypt-block-size go with --encrypt: give it, or drop them".into()));
+        }
         return Ok(None);
     }
+    let block = a.encrypt_block_size.unwrap_or(1 << 20);
     if a.verify {
         return Err(JobError::Usage("--verify cannot read an encrypted output yet: check it with `peerpath decrypt` and `peerpath verify`".into()));
     }
-    if a.encrypt_block_size == 0 || a.encrypt_block_size > peerpath_func::crypt::MAX_BLOCK_BYTES as usize {
+    if block == 0 || block > peerpath_func::crypt::MAX_BLOCK_BYTES as usize {
         return Err(JobError::Usage(format!("--encrypt-block-size must be 1 byte to {} MiB", peerpath_func::crypt::MAX_BLOCK_BYTES >> 20)));
     }
-    Ok(Some((std::sync::Arc::new(crypt::load_key(&a.key)?), a.encrypt_block_size as u32)))
+    Ok(Some((std::sync::Arc::new(crypt::load_key(&a.key)?), block as u32)))
 }
 
 /// `SOURCE.gz.ppenc`: what `compress --encrypt` names its output.
@@ -1056,6 +1065,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
             if !a.shard_dirs.is_empty() {
                 return Err(JobError::Usage("--shard-dir places the shards of --ec K+M: give --ec".into()));
+            }
+            if a.ec_unit.is_some() {
+                return Err(JobError::Usage("--ec-unit goes with --ec K+M: give --ec".into()));
             }
             let name = if encrypt.is_some() { encrypted_compressed_name } else { compressed_name };
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;

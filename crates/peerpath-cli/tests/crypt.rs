@@ -158,9 +158,21 @@ fn keys_and_targets_are_handled_with_care() {
     run(&mut pp(args!["encrypt", &src, "--key-file", &key])).fails(4, &["exists"]);
     assert_eq!(std::fs::read(&enc).unwrap(), sealed, "an existing target is not replaced without --force");
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-o", &src, "-f"])).fails(5, &["same file"]);
-    run(&mut pp(args!["decrypt", &src, "--key-file", &key])).fails(2, &["does not end in .ppenc"]);
+    run(&mut pp(args!["decrypt", &src, "--key-file", &key])).fails(2, &["is not NAME.ppenc"]);
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-o", "-"])).fails(2, &["work on files"]);
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "--block-size", "0", "-o", d.join("x")])).fails(2, &["--block-size"]);
+    // An option the mode or the file's header decides is refused, not ignored.
+    run(&mut pp(args!["encrypt", &src, "--key-file", &key, "--sector-size", "512", "-o", d.join("x")])).fails(2, &["--sector-size goes with --mode xts"]);
+    run(&mut pp(args!["encrypt", &src, "--key-file", &key, "--mode", "xts", "--block-size", "4K", "-o", d.join("x")])).fails(2, &["--block-size goes with --mode gcm"]);
+    run(&mut pp(args!["decrypt", &enc, "--key-file", &key, "--block-size", "4K", "-o", d.join("x")])).fails(2, &["decrypt reads it from the file's header"]);
+    run(pp(args!["decrypt", &enc, "--key-env", "PP_TEST_UNSET", "-o", d.join("x")]).env_remove("PP_TEST_UNSET")).fails(2, &["--key-env PP_TEST_UNSET: no such environment variable is set"]);
+    // A key without --encrypt would have written a plain .gz: refused.
+    for extra in [&["--key-file", key.to_str().unwrap()][..], &["--key-env", "PP_TEST_KEY"], &["--encrypt-block-size", "4K"]] {
+        let mut c = pp(args!["compress", &src, "-o", d.join("x.gz")]);
+        c.args(extra);
+        run(&mut c).fails(2, &["go with --encrypt"]);
+    }
+    run(&mut pp(args!["compress", &src, "--ec-unit", "64K", "-o", d.join("x.gz")])).fails(2, &["--ec-unit goes with --ec"]);
     // A key file that never ends is refused after a few KiB (it was read whole: memory without bound).
     run(&mut pp(args!["encrypt", &src, "--key-file", "/dev/zero", "-o", d.join("x")])).fails(2, &["key file /dev/zero: more than 4096 bytes"]);
     run(&mut pp(args!["decompress", &enc, "--key-file", "/dev/zero", "-o", d.join("x")])).fails(2, &["more than 4096 bytes"]);
@@ -173,6 +185,7 @@ fn keys_and_targets_are_handled_with_care() {
     run(&mut pp(args!["ec", "encode", &fifo, "-k", "2", "-m", "1", "-o", d.join("x")])).fails(2, &["fifo is not a regular file"]);
     std::fs::remove_file(&fifo).unwrap();
     assert_eq!(std::fs::read(&src).unwrap(), b"secret");
+    assert!(!d.join("x").exists() && !d.join("x.gz").exists(), "a refused command writes nothing");
     assert_dir_holds(d, &["k", "s", "s.ppenc", "short"]);
 }
 
@@ -534,7 +547,10 @@ fn a_device_that_dies_mid_file_hands_the_whole_file_to_the_cpu() {
     // 46 blocks of 64K, 2 at a time: the device dies on the 5th command.
     let faults = ["--engine", "emulated", "--inject-faults", "seed=4,crash-after=5"];
     for (op, from, to) in [("encrypt", src.clone(), d.join("s.dev.ppenc")), ("decrypt", cpu_enc.clone(), d.join("s.back"))] {
-        let mut args = args![op, &from, "-o", &to, "--key-file", &key, "--block-size", "64K", "--json"];
+        let mut args = args![op, &from, "-o", &to, "--key-file", &key, "--json"];
+        if op == "encrypt" {
+            args.extend(args!["--block-size", "64K"]);
+        }
         args.extend(args!(faults[0], faults[1], faults[2], faults[3]));
         let o = run(&mut pp(args.clone())).ok();
         assert!(o.stderr.contains("FALLBACK: the emulated CSP failed") && o.stderr.contains("the whole file on the host CPU instead"), "{op}: {}", o.stderr);

@@ -128,6 +128,11 @@ fn a_stripe_lost_mid_way_is_named_and_nothing_is_kept() {
     let o = run(&mut pp(args!["ec", "repair", &out, "--json"])).ok();
     assert_eq!(o.json()["shards_written"], serde_json::json!([original[1].0]), "{}", o.describe());
     assert_eq!(shards(&out), original, "repaired byte for byte");
+    // A whole set: --json still prints a report (it printed words), which rebuilt nothing.
+    let v = run(&mut pp(args!["ec", "repair", &out, "--json"])).ok().json();
+    assert_eq!(v["shards_written"], serde_json::json!([]));
+    assert!(v["engine"].as_str().unwrap().starts_with("nothing to repair"), "{v}");
+    assert!(v["coding_per"].as_str().unwrap().ends_with("ISA-L's count"), "{v}");
 }
 
 /// `ec encode -T N`: workers take whole stripes, each written at its own
@@ -683,6 +688,10 @@ fn compress_with_ec_and_encrypt_chains_in_one_pass() {
     let o = run(&mut pp(args!["compress", &src, "--ec", "2", "-o", d.join("x")]));
     assert!(o.code() == Some(2) && o.stderr.contains("data+parity"), "{}", o.stderr);
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0")])).fails(4, &["plain0"]);
+    // --force replaces no set (it was accepted and ignored), and the source is not "a directory".
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0"), "-f"])).fails(2, &["never replaces one, even with --force"]);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", &src])).fails(5, &["same file"]);
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", &src])).fails(5, &["same file"]);
     assert!(!d.join("x").exists());
     run(&mut pp(args!["ec", "verify", d.join("plain0")])).ok();
 }

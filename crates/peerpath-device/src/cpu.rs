@@ -1,7 +1,7 @@
 //! The CPU device: every function, on host memory, on its own worker
 //! threads, with `peerpath-func` (the oracle). Hardware is always optional.
 
-use crate::device::{Crash, Device};
+use crate::device::{Crash, Device, RETIRED};
 use crate::exec::{self, Encoders, Outcome};
 use crate::function::FunctionSet;
 use crate::memory::{DeviceMemory, RangeTable};
@@ -240,8 +240,12 @@ impl Device for CpuDevice {
     }
 
     /// Its workers run what was queued before it failed (a crash stops
-    /// taking commands, not the ones taken), then end: settled once they have.
+    /// taking commands, not the ones taken), then end: settled once they have. A device its
+    /// host retired (a command's failed completion) fails here, so its queue closes too.
     fn settle(&mut self, timeout: Duration) -> bool {
+        if self.failed.is_none() {
+            self.fail(FailureKind::Lost, RETIRED.into());
+        }
         self.jobs.is_none() && crate::threads_ended(&self.workers, timeout)
     }
 

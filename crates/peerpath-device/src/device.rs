@@ -138,16 +138,19 @@ pub trait Device: Send {
     fn unregister_file(&mut self, file: u8) {
         let _ = file;
     }
-    /// After the device failed: waits, at most `timeout`, until nothing it
-    /// was given can still reach storage (a storage write queued or running
-    /// when it failed), and says whether that is so. A host hands a target
-    /// the device wrote to another writer only then. Default: true (the
-    /// device writes no storage).
+    /// After the device failed, or its host retired it (a command's completion failed, with
+    /// the device itself still working): takes no more commands, waits, at most `timeout`,
+    /// until nothing it was given can still reach storage (a storage write queued or running),
+    /// and says whether that is so. A host hands a target the device wrote to another writer
+    /// only then. Default: true (the device writes no storage).
     fn settle(&mut self, timeout: Duration) -> bool {
         let _ = timeout;
         true
     }
 }
+
+/// Why a device its host retired failed ([`Device::settle`]).
+pub const RETIRED: &str = "retired by the host after a command failed";
 
 /// Waits, at most `timeout`, until every one of `threads` has ended (polling: a thread stuck
 /// in a call that never returns cannot be joined); whether they all did. For

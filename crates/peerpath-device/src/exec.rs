@@ -139,6 +139,8 @@ pub fn check(request: &Request, memory_bytes: u64, supported: FunctionSet) -> Re
                 Ok(())
             }
         }
+        // Members of nothing: refused before a split into them divides by it (or never ends).
+        Function::GzipCompressChunk { member_bytes: 0, .. } => Err(Status::InvalidField),
         Function::GzipCompressChunk { format, member_bytes, .. } => {
             let limit = match format {
                 Format::Gzip => MAX_MEMBER_UNCOMPRESSED_BYTES,
@@ -454,6 +456,9 @@ mod tests {
         let cut = |min_kib| Request { tag: 0, function: Function::ChunkFingerprint { min_kib, avg_kib: 64, max_kib: 256, sha256: false, at_end: true }, inputs: vec![r(0, 100)], output: r(1000, 2000) };
         assert_eq!(check(&cut(0), mem, all()), Err(Status::InvalidField), "a minimum of 0 (no division by it)");
         assert_eq!(check(&cut(16), mem, all()), Ok(()));
+        let chunk = |member_bytes| Request::compress_chunk(0, lvl, Format::Gzip, member_bytes, r(0, 1000), r(1000, 4000));
+        assert_eq!(check(&chunk(0), mem, all()), Err(Status::InvalidField), "members of 0 bytes (a split into them panicked)");
+        assert_eq!(check(&chunk(500), mem, all()), Ok(()));
     }
 
     #[test]

@@ -30,7 +30,7 @@ mod sys;
 mod watch;
 
 pub use cpu::{CpuDevice, CpuDeviceConfig};
-pub use device::{register_in, run_to_completion, threads_ended, Crash, Device, StorageIo};
+pub use device::{register_in, run_to_completion, threads_ended, RETIRED, Crash, Device, StorageIo};
 pub use emulated::{ConnectOptions, CspError, CspPaths, EmulatedCsp, Identify, ServeOptions, SpawnOptions};
 pub use faulty::{FaultConfig, FaultEvent, FaultKind, FaultyDevice};
 pub use function::{parse_scan_fault_record, scan_fault_record, Function, FunctionKind, FunctionSet, CHUNK_ENTRY_BYTES, SCAN_FAULT_BYTES, SCAN_RESULT_BYTES, STORAGE_ALIGN_BYTES};

@@ -323,7 +323,9 @@ const IO_THREADS: usize = 4;
 struct Io {
     cufile: Option<crate::cufile::Cufile>,
     storage: peerpath_device::StorageIo,
-    files: std::sync::RwLock<Vec<Option<IoFile>>>,
+    /// Each file shared with the I/O thread using it, which holds no lock while it copies (a
+    /// hung copy would hold off `unregister_file`, and so the host).
+    files: std::sync::RwLock<Vec<Option<Arc<IoFile>>>>,
     /// Pinning memory files' granules, over the job, and their size.
     pins: Arc<crate::memfile::PinStats>,
     map_granule: u64,
@@ -352,13 +354,13 @@ impl Io {
     /// thread's own CUDA stream, for mapped files' copies.
     fn run(&self, r: &Request, stream: Result<&cudarc::driver::CudaStream, &String>) -> (Status, u64) {
         let (Function::StorageRead { file, .. } | Function::StorageWrite { file, .. }) = r.function else { return (Status::InvalidField, 0) };
-        let files = self.files.read().unwrap_or_else(|e| e.into_inner());
-        let Some(f) = files.get(file as usize).and_then(Option::as_ref) else {
+        let f = self.files.read().unwrap_or_else(|e| e.into_inner()).get(file as usize).and_then(Option::clone);
+        let Some(f) = f else {
             return self.failed(format!("no file registered as {file}"));
         };
         // Both arms: the device checked the range lies in its own GPU memory (`own_base`,
         // `own_len` long), and the executor gives it to this command alone until it completes.
-        let done = match f {
+        let done = match &*f {
             IoFile::Cufile { handle, .. } => {
                 let cufile = self.cufile.as_ref().expect("cuFile handles come from cuFile");
                 // SAFETY: as said above.
@@ -374,7 +376,11 @@ impl Io {
                 Err(e) => Err(format!("no CUDA stream on the I/O thread: {e}")),
                 Ok(stream) => {
                     let cu = stream.cu_stream();
-                    let wait = || stream.synchronize().map_err(|e| format!("CUDA: waiting for the file's copy: {e}"));
+                    // The driver's own wait (cudarc's may return another thread's error unwaited,
+                    // and copies would then land after the CPU took the file over); the thread
+                    // made the context current when it began.
+                    // SAFETY: the thread's own stream, alive while `stream` is.
+                    let wait = || unsafe { sys::cuStreamSynchronize(cu) }.result().map_err(|e| format!("CUDA: waiting for the file's copy: {e}"));
                     let failed = |what: &str, n: usize, e: cudarc::driver::DriverError| format!("CUDA copy of {n} bytes {what}: {e}");
                     match r.function {
                         Function::StorageRead { offset, .. } => {
@@ -405,6 +411,14 @@ impl Io {
         }
     }
 
+    /// Lets go of a registered file: a cuFile handle is deregistered, a mapped file unregisters
+    /// its granules as it drops. One an I/O thread still holds (a hung copy) is left to it.
+    fn let_go(&self, f: Arc<IoFile>) {
+        if let (Ok(IoFile::Cufile { handle, .. }), Some(cufile)) = (Arc::try_unwrap(f), &self.cufile) {
+            cufile.deregister(handle);
+        }
+    }
+
     fn failed(&self, why: String) -> (Status, u64) {
         self.errors.fetch_add(1, Ordering::Relaxed);
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
@@ -432,10 +446,9 @@ impl Io {
 
 impl Drop for Io {
     fn drop(&mut self) {
-        for f in self.files.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..).flatten() {
-            if let (IoFile::Cufile { handle, .. }, Some(cufile)) = (f, &self.cufile) {
-                cufile.deregister(handle);
-            } // a mapped file unregisters its granules as it drops
+        let files = std::mem::take(self.files.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for f in files.into_iter().flatten() {
+            self.let_go(f);
         }
         if let (true, Some(cufile)) = (self.buffer_registered, &self.cufile) {
             cufile.deregister_buffer(self.own_base);
@@ -445,7 +458,7 @@ impl Drop for Io {
 
 /// An I/O thread: cuFile reads and writes of the commands it takes, completed like the workers' batches.
 fn io_run(io: &Io, jobs: &crossbeam_channel::Receiver<Job>, done: &crossbeam_channel::Sender<Result<Done, String>>, wake: &EventFd, sleeping: &AtomicBool) {
-    let bound = io.shared.ctx.bind_to_thread();
+    let bound = crate::make_current(&io.shared.ctx);
     // Mapped files' copies go on a stream of the thread's own (the default stream would wait for the workers').
     let stream = match &bound {
         Ok(()) if io.storage.memory_files.is_some() => io.shared.ctx.new_stream().map_err(|e| e.to_string()),
@@ -952,24 +965,28 @@ impl Device for GpuDevice {
             let pinner = Arc::new(crate::memfile::CudaPinner(io.shared.ctx.clone()));
             let mapped = crate::memfile::MappedFile::open(file, io.map_granule, pinner, io.pins.clone())?;
             mapped.check()?;
-            return peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), IoFile::Mapped(mapped));
+            return peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), Arc::new(IoFile::Mapped(mapped)));
         }
         let Some(cufile) = &io.cufile else { return Err("no cuFile (--gpu-io): the GPU reads only files of a memory file system itself".into()) };
         let file = file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?;
         let handle = cufile.register(fd)?;
-        peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), IoFile::Cufile { handle, _file: file }).inspect_err(|_| cufile.deregister(handle))
+        peerpath_device::register_in(&mut io.files.write().unwrap_or_else(|e| e.into_inner()), Arc::new(IoFile::Cufile { handle, _file: file })).inspect_err(|_| cufile.deregister(handle))
     }
     /// Its I/O threads end once the queue closed at its failure is empty: settled then (a
-    /// thread stuck in cuFile never is).
+    /// thread stuck in cuFile never is). A GPU its host retired (a command's failed
+    /// completion) fails here, so its queues close too.
     fn settle(&mut self, timeout: Duration) -> bool {
+        if self.failed.is_none() {
+            self.fail(peerpath_device::RETIRED.into());
+        }
         self.io_jobs.is_none() && peerpath_device::threads_ended(&self.io_threads, timeout)
     }
     fn unregister_file(&mut self, file: u8) {
         if let Some(io) = &self.io {
             let taken = io.files.write().unwrap_or_else(|e| e.into_inner()).get_mut(file as usize).and_then(Option::take);
-            if let (Some(IoFile::Cufile { handle, .. }), Some(cufile)) = (taken, &io.cufile) {
-                cufile.deregister(handle);
-            } // a mapped file unregisters its granules as it drops
+            if let Some(f) = taken {
+                io.let_go(f);
+            }
         }
     }
     fn description(&self) -> Option<&str> {
@@ -1010,7 +1027,7 @@ struct Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
+        if crate::make_current(&self.ctx).is_ok() {
             // SAFETY: the window was pinned by `open`; every worker has
             // synchronised its stream and ended, so no copy uses it.
             unsafe { sys::cuMemHostUnregister(self.window.as_ptr() as *mut c_void) };
@@ -1226,6 +1243,12 @@ impl Worker {
                 out[k].0 = Status::Unsupported;
                 continue;
             };
+            // The CPU device's checks (sizes, bounds, overlap; members of at least a byte).
+            let all = FunctionSet::EMPTY.with(FunctionKind::GzipCompressMember).with(FunctionKind::GzipCompressChunk);
+            if let Err(status) = peerpath_device::check_request(r, self.layout.own_len + self.layout.window_len, all) {
+                out[k].0 = status;
+                continue;
+            }
             let (Some(input), Some(output)) = (self.own_ptr(r.inputs[0]), self.own_ptr(r.output)) else {
                 out[k].0 = Status::OutOfRange;
                 continue;

@@ -257,7 +257,7 @@ impl Pinned {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
+        if crate::make_current(&self.ctx).is_ok() {
             // SAFETY: pinned in `new`; the lane synchronised its stream after its last copy.
             unsafe { sys::cuMemHostUnregister(self.region.as_ptr() as *mut c_void) };
         }

@@ -247,7 +247,7 @@ impl Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
+        if crate::make_current(&self.ctx).is_ok() {
             // SAFETY: every worker synchronised its stream after its last launch and let go
             // of this (the last reference is being dropped): no kernel of the module runs.
             unsafe { sys::cuModuleUnload(self.module) };

@@ -58,6 +58,15 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Makes `ctx` current on this thread with the driver's own call. cudarc's `bind_to_thread`
+/// first hands back (and clears) an error that any thread's drop recorded in the context, and
+/// then does not make it current: a drop that unpins, or a wait for copies into a file, must
+/// not skip its work for an error that is another's.
+pub(crate) fn make_current(ctx: &CudaContext) -> Result<(), String> {
+    // SAFETY: `ctx` holds the context alive.
+    unsafe { sys::cuCtxSetCurrent(ctx.cu_ctx()) }.result().map_err(|e| format!("CUDA: {e}"))
+}
+
 /// How a wait for the GPU ended, where it did not end done.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Waited {

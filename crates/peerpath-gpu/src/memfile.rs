@@ -33,8 +33,9 @@ pub(crate) trait Pinner: Send + Sync {
 pub(crate) struct CudaPinner(pub Arc<CudaContext>);
 
 struct CudaPin {
-    ctx: Arc<CudaContext>,
+    // Dropped first: unregistered while `ctx` still holds the context.
     _registered: Registered,
+    ctx: Arc<CudaContext>,
 }
 
 // SAFETY: a registration of an address range of this process, which CUDA
@@ -46,16 +47,16 @@ unsafe impl Sync for CudaPin {}
 impl Drop for CudaPin {
     /// The registration is released after this, with the context current.
     fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
+        let _ = crate::make_current(&self.ctx);
     }
 }
 
 impl Pinner for CudaPinner {
     fn pin(&self, ptr: *mut u8, len: usize, read_only: bool) -> Result<Box<dyn Send + Sync>, String> {
-        self.0.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
+        crate::make_current(&self.0)?;
         let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | if read_only { sys::CU_MEMHOSTREGISTER_READ_ONLY } else { 0 };
         let (registered, _) = Registered::new(ptr as *mut c_void, len, flags)?;
-        Ok(Box::new(CudaPin { ctx: self.0.clone(), _registered: registered }))
+        Ok(Box::new(CudaPin { _registered: registered, ctx: self.0.clone() }))
     }
 }
 

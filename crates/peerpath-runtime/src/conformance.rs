@@ -167,6 +167,23 @@ fn crashes_hand_over(dir: &Path, srcs: &[PathBuf], reach: Reach, afters: &[u64])
     }
 }
 
+/// Failed completions (an injected error status, as nvCOMP's or a CUDA error) while the
+/// devices' own writes of the targets are in flight: the executor retires the device, which
+/// has not failed by itself; its queued writes end, then the CPU goes on (the oracle's bytes).
+fn errors_hand_over(dir: &Path, srcs: &[PathBuf], reach: Reach) {
+    let mut retired = 0;
+    for seed in 1..=8 {
+        let mut faults = FaultConfig::seeded(seed);
+        faults.error_probability = 0.2;
+        let report = against_oracle(dir, srcs, &options(Format::Gzip, 256 << 10), devices_with(dir, Some(faults), reach, true));
+        let failed = report.devices.iter().filter(|d| d.failure.is_some()).count();
+        let handed = report.fallbacks.iter().filter(|f| matches!(f, Fallback::DeviceFailed { .. })).count();
+        assert!(handed >= failed, "seed {seed}: each retired device's streams handed over, said so: {:?}", report.fallbacks);
+        retired += failed;
+    }
+    assert!(retired >= 8, "injected errors retired devices ({retired} of 16)");
+}
+
 fn sources(dir: &Path, sizes: &[usize]) -> Vec<PathBuf> {
     sizes
         .iter()
@@ -405,6 +422,7 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
         assert!(report.render().contains("    storage     its own reads of 2 of 2"), "{}", report.render());
     }
     crashes_hand_over(dir.path(), &srcs, Reach::StagedWithStorageIo, &[3, 30]);
+    errors_hand_over(dir.path(), &srcs, Reach::StagedWithStorageIo);
     // In memory (no O_DIRECT): through the window, said so.
     let Some(shm) = shm_scratch() else {
         eprintln!("SKIPPED (the memory half): no /dev/shm");
@@ -447,6 +465,7 @@ fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
         assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s) into its memory and writes of 2 of 2 target(s) from it") && r.contains("4 of these file(s) of a memory file system: pread and pwrite") && !r.contains("instead")), "{format:?}: {io:?}");
     }
     crashes_hand_over(shm.path(), &srcs, Reach::StagedWithMemoryFiles, &[3, 11]);
+    errors_hand_over(shm.path(), &srcs, Reach::StagedWithMemoryFiles);
     // Sources in memory, targets on storage (O_DIRECT): each side booked as what it is.
     let disk = scratch();
     let report = against_oracle(disk.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(disk.path(), None, Reach::StagedWithMemoryFiles, true));
