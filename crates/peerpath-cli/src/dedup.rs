@@ -781,7 +781,8 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
     let fallbacks = &mut report.fallbacks;
     let custom = sizes.0.is_some() || sizes.1.is_some() || sizes.2.is_some();
     if (custom && asked != s.params) || hash.is_some_and(|_| fp != s.fp) {
-        return Err(JobError::Usage(format!("the store chunks with {:?} and {}; its sizes and hash are set when it is made", s.params, s.fp.name())));
+        let p = s.params;
+        return Err(JobError::Usage(format!("the store chunks with --min {} --avg {} --max {} and --hash {}; its sizes and hash are set when it is made", p.min, p.avg, p.max, s.fp.name())));
     }
     let mut device: Option<Box<dyn peerpath_device::Device>> = None;
     if engine != DedupEngine::Cpu {

@@ -64,7 +64,7 @@ fn run_in(dir: &Path, json: bool, threads: Option<usize>) -> Result<(), JobError
     }
     let say = |title: &str, r: &peerpath_runtime::JobReport| {
         if json {
-            println!("{}", crate::jsonout::stamped("job-report", r));
+            println!("{}", crate::jsonout::stamped_line("job-report", r));
         } else {
             println!("== {title} ==\n{}", r.render());
         }

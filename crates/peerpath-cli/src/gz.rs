@@ -5,8 +5,11 @@
 //! Differences from gzip, on purpose: sources are kept (`-k` is accepted
 //! and is the default: peerpath never removes a source); outputs are
 //! written atomically and made durable; the default level is peerpath's
-//! (1, ISA-L), `-1`..`-9` as gzip's. Exit status as gzip's: 0, 1 (error),
-//! 2 (warning: a file skipped for its name).
+//! (1, ISA-L), `-1`..`-9` as gzip's; data after the last member is an error
+//! (gzip warns and keeps the output); `-dcf` passes a named file that is not
+//! gzip through unchanged, as gzip does, but decodes standard input always.
+//! Exit status as gzip's: 0, 1 (error), 2 (warning: a file skipped for its
+//! name or kind).
 //!
 //! The options are parsed by hand: gzip's grammar (`-9`, `-cd`, `-p8`,
 //! `-S .z`) is not what an argument-parsing library offers.
@@ -67,7 +70,8 @@ const USAGE: &str = "usage: peerpath gzip [-cdfklqtv1-9] [-p N] [-S SUFFIX] [--r
   -S, --suffix SUF  suffix of compressed files (default .gz)
   -v, --verbose     one line per file, as gzip -v
   -q, --quiet       no warnings
-  --report, --json  peerpath's full report (to standard error when data goes to standard output)
+  --report, --json  peerpath's full report (to standard error when data goes to standard output;
+                    --json: one job report a line, one line a file)
 With no FILE, or FILE '-', standard input goes to standard output.";
 
 fn parse(args: &[OsString]) -> Result<Options, String> {
@@ -175,13 +179,15 @@ pub fn main(args: &[OsString]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if o.list {
+    let table = o.list && !o.json;
+    if table {
         println!("         compressed        uncompressed  ratio uncompressed_name");
     }
     let mut worst = 0u8;
+    let mut totals = (0u64, 0u64, 0usize);
     for f in &o.files {
         let r = if o.list {
-            list(&o, f)
+            list(&o, f, &mut totals)
         } else if o.test {
             test(&o, f)
         } else if o.decompress {
@@ -194,6 +200,9 @@ pub fn main(args: &[OsString]) -> ExitCode {
             Outcome::Warning => 2,
             Outcome::Error => 1,
         });
+    }
+    if table && totals.2 > 1 {
+        println!("{}", list_line(totals.0, totals.1, "(totals)"));
     }
     ExitCode::from(if worst == 2 { 2 } else { worst })
 }
@@ -239,7 +248,7 @@ fn emit(o: &Options, report: &JobReport, data_on_stdout: bool) {
     if !(o.report || o.json) {
         return;
     }
-    let text = if o.json { crate::jsonout::stamped("job-report", report) + "\n" } else { report.render() };
+    let text = if o.json { crate::jsonout::stamped_line("job-report", report) + "\n" } else { report.render() };
     if data_on_stdout {
         eprint!("{text}");
     } else {
@@ -252,6 +261,10 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
     let from_stdin = f == "-";
     if !from_stdin && f.as_bytes().ends_with(o.suffix.as_bytes()) && !o.force {
         return warn(o, format!("{} already has {} suffix -- unchanged", name(f), o.suffix.to_string_lossy()));
+    }
+    if !o.stdout && !from_stdin && std::fs::metadata(f).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        // A device, FIFO or socket: its .gz would be made beside it (in /dev, say).
+        return warn(o, format!("{} is not a directory or a regular file - ignored", name(f)));
     }
     let target: PathBuf = if o.stdout || from_stdin { "-".into() } else { bytes_path([f.as_bytes(), o.suffix.as_bytes()].concat()) };
     if target.as_os_str() == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -286,14 +299,60 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
     }
 }
 
-/// The name of `f` decompressed: without the suffix (`-S`, .gz, .tgz, ...).
+/// gzip's suffixes of compressed names, and what each becomes (gzip.c's `known_suffixes`, with
+/// peerpath's `.bgz`; `.Z` matches `.z`, and an LZW file of compress(1) is refused as not gzip).
+const SUFFIXES: [(&[u8], &[u8]); 9] = [(b".gz", b""), (b".z", b""), (b"-gz", b""), (b"-z", b""), (b"_z", b""), (b".tgz", b".tar"), (b".taz", b".tar"), (b".bgz", b""), (b".gzip", b"")];
+
+/// The name of `f` decompressed: without the suffix (`-S`, .gz, .tgz, ...), which is matched
+/// regardless of case, as gzip does.
 fn plain_name(o: &Options, f: &OsStr) -> Option<PathBuf> {
     let b = f.as_bytes();
-    let suffixes: [(&[u8], &[u8]); 5] = [(o.suffix.as_bytes(), b""), (b".gz", b""), (b".tgz", b".tar"), (b".bgz", b""), (b".z", b"")];
-    suffixes.iter().find_map(|(s, r)| b.strip_suffix(*s).filter(|stem| !stem.is_empty() && !stem.ends_with(b"/")).map(|stem| bytes_path([stem, r].concat())))
+    std::iter::once((o.suffix.as_bytes(), &b""[..])).chain(SUFFIXES).find_map(|(s, r)| {
+        let stem = b.len().checked_sub(s.len()).filter(|&n| n > 0 && b[n..].eq_ignore_ascii_case(s)).map(|n| &b[..n])?;
+        (!stem.ends_with(b"/")).then(|| bytes_path([stem, r].concat()))
+    })
+}
+
+/// The file `f` names: itself, or, where it does not exist and has no compressed suffix,
+/// the first of `f` with a suffix that does (`gzip -d x` reads x.gz).
+fn compressed_file(o: &Options, f: &OsStr) -> Result<OsString, Outcome> {
+    if f == "-" || std::fs::symlink_metadata(f).is_ok() || plain_name(o, f).is_some() {
+        return Ok(f.to_owned());
+    }
+    let with = |s: &[u8]| OsString::from_vec([f.as_bytes(), s].concat());
+    match std::iter::once(o.suffix.as_bytes()).chain(SUFFIXES.iter().map(|(s, _)| *s)).map(with).find(|p| std::fs::symlink_metadata(p).is_ok()) {
+        Some(p) => Ok(p),
+        None => {
+            eprintln!("peerpath gzip: {}: No such file or directory", name(f));
+            Err(Outcome::Error)
+        }
+    }
+}
+
+/// `-dcf` on a named file that is not gzip: its bytes to standard output unchanged, as
+/// gzip (and zcat -f) do; `None` where it is gzip (or cannot be read: the decoder says why).
+fn pass_through(f: &OsStr) -> Option<Outcome> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(f).ok()?;
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic).ok()?;
+    if magic[..n] == [0x1f, 0x8b][..n] && n > 0 {
+        return None;
+    }
+    let mut out = std::io::stdout().lock();
+    let copied = out.write_all(&magic[..n]).and_then(|()| std::io::copy(&mut file, &mut out)).and_then(|_| out.flush());
+    Some(match copied {
+        Ok(()) => Outcome::Done,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => fail(f, &JobError::TargetIo { path: "-".into(), source: e }),
+    })
 }
 
 fn decompress(o: &Options, f: &OsStr) -> Outcome {
+    let f = &match compressed_file(o, f) {
+        Ok(f) => f,
+        Err(outcome) => return outcome,
+    };
     let to_stdout = o.stdout || f == "-";
     let target = if to_stdout {
         PathBuf::from("-")
@@ -303,6 +362,11 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
             None => return warn(o, format!("{}: unknown suffix -- ignored", name(f))),
         }
     };
+    if o.stdout && o.force && f != "-" {
+        if let Some(outcome) = pass_through(f) {
+            return outcome;
+        }
+    }
     if f == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprintln!("peerpath gzip: compressed data not read from a terminal. Use -f to force decompression.");
         return Outcome::Error;
@@ -323,6 +387,10 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
 }
 
 fn test(o: &Options, f: &OsStr) -> Outcome {
+    let f = &match compressed_file(o, f) {
+        Ok(f) => f,
+        Err(outcome) => return outcome,
+    };
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) => {
@@ -337,18 +405,32 @@ fn test(o: &Options, f: &OsStr) -> Outcome {
 }
 
 /// gzip -l's line: compressed and uncompressed bytes, the space saved, the name (found by
-/// checking every member: peerpath has no shortcut through the last trailer).
-fn list(o: &Options, f: &OsStr) -> Outcome {
+/// checking every member: peerpath has no shortcut through the last trailer); with --json,
+/// the check's job report instead. `totals`: bytes in, out and files listed so far.
+fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
+    let f = &match compressed_file(o, f) {
+        Ok(f) => f,
+        Err(outcome) => return outcome,
+    };
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
+        Ok(r) if o.json => {
+            emit(o, &r, false);
+            Outcome::Done
+        }
         Ok(r) => {
-            let saved = if r.bytes_out == 0 { 0.0 } else { 100.0 * (1.0 - r.bytes_in as f64 / r.bytes_out as f64) };
             let plain = plain_name(o, f).map_or_else(|| name(f), |p| p.display().to_string());
-            println!("{:>19} {:>19} {saved:5.1}% {plain}", r.bytes_in, r.bytes_out);
+            println!("{}", list_line(r.bytes_in, r.bytes_out, &plain));
+            *totals = (totals.0 + r.bytes_in, totals.1 + r.bytes_out, totals.2 + 1);
             Outcome::Done
         }
         Err(e) => fail(f, &e),
     }
+}
+
+fn list_line(compressed: u64, uncompressed: u64, name: &str) -> String {
+    let saved = if uncompressed == 0 { 0.0 } else { 100.0 * (1.0 - compressed as f64 / uncompressed as f64) };
+    format!("{compressed:>19} {uncompressed:>19} {saved:5.1}% {name}")
 }
 
 /// A path from name bytes (names need not be UTF-8).
@@ -386,5 +468,10 @@ mod tests {
         assert_eq!(plain_name(&o, OsStr::new("a.tgz")), Some(PathBuf::from("a.tar")));
         assert_eq!(plain_name(&o, OsStr::new("a.txt")), None);
         assert_eq!(plain_name(&o, OsStr::new(".gz")), None);
+        assert_eq!(plain_name(&o, OsStr::new("d/.gz")), None);
+        // gzip's other suffixes, in any case.
+        for (from, to) in [("a.GZ", "a"), ("a-gz", "a"), ("a-z", "a"), ("a_z", "a"), ("a.Z", "a"), ("b.taz", "b.tar"), ("b.TGZ", "b.tar"), ("c.bgz", "c")] {
+            assert_eq!(plain_name(&o, OsStr::new(from)), Some(PathBuf::from(to)), "{from}");
+        }
     }
 }

@@ -38,6 +38,13 @@ pub fn stamped(kind: &str, value: &impl Serialize) -> String {
     stamped_value(kind, serde_json::to_value(value).expect("outputs serialise"))
 }
 
+/// As [`stamped`], on one line: for commands that print a report per file or job (JSON
+/// Lines), so that their output stays one document a line.
+pub fn stamped_line(kind: &str, value: &impl Serialize) -> String {
+    let v: Value = serde_json::from_str(&stamped(kind, value)).expect("peerpath's own JSON parses");
+    serde_json::to_string(&v).expect("JSON prints")
+}
+
 /// The same for JSON already made as text (types that print themselves).
 pub fn stamped_text(kind: &str, json: &str) -> String {
     stamped_value(kind, serde_json::from_str(json).expect("peerpath's own JSON parses"))

@@ -673,7 +673,7 @@ struct DemoArgs {
     /// Replace the demo's files where the work directory holds them already.
     #[arg(long, short = 'f')]
     force: bool,
-    /// Print the reports as JSON.
+    /// Print the four jobs' reports as JSON, one a line (JSON Lines).
     #[arg(long)]
     json: bool,
     /// Compute worker threads, 1 to 1024 [default: all cores].

@@ -397,7 +397,8 @@ fn demo_with_two_threads_round_trips_the_bundled_sample() {
     let dir = scratch();
     let wd = dir.path().join("demo");
     let out = run(&mut pp(args!["demo", "--threads", "2", "--workdir", &wd, "--json"])).ok();
-    let reports: Vec<Value> = serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>().map(|v| v.expect("a JSON report")).collect();
+    // JSON Lines: each line one report (they were pretty-printed back to back: no document).
+    let reports: Vec<Value> = out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).expect("a JSON report a line")).collect();
     assert_eq!(reports.iter().map(|r| r["operation"].as_str().unwrap()).collect::<Vec<_>>(), ["compress", "compress", "verify", "decompress"]);
     assert_eq!(reports[1]["provenance"], "measured_emulated", "fallbacks {}", reports[1]["fallbacks"]);
     assert_eq!(reports[1]["ledger"]["host_memory_payload_bytes"], 0, "fallbacks {}, devices {}", reports[1]["fallbacks"], reports[1]["devices"]);

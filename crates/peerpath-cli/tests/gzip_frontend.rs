@@ -111,3 +111,86 @@ fn compressed_data_never_goes_to_a_terminal_without_force() {
     assert_eq!(o.code(), Some(1));
     assert_eq!(o.stderr.matches("cut.gz").count(), 1, "named once: {}", o.stderr);
 }
+
+/// gzip's ways with names and kinds of files: `-d x` reads x.gz, its other suffixes in any
+/// case, a missing file said so (1), a device or FIFO skipped (2) rather than its .gz made
+/// beside it, `-dcf` passing a file that is not gzip through, `-l` totals, and `--json` one
+/// report a line. Where gzip is installed, its exit statuses and outputs are compared.
+#[test]
+fn names_and_kinds_of_files_are_taken_as_gzip_takes_them() {
+    let dir = scratch();
+    let d = dir.path();
+    let gz = |args: &[&std::ffi::OsStr]| {
+        let mut c = pp(["gzip"]);
+        c.args(args).current_dir(d);
+        run(&mut c)
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    std::fs::write(d.join("a"), sample()).unwrap();
+    assert_eq!(gz(&[&os("a")]).code(), Some(0));
+    std::fs::rename(d.join("a"), d.join("a.orig")).unwrap();
+    // -d a: a.gz is read, a made.
+    let o = gz(&[&os("-d"), &os("a")]);
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    assert_eq!(std::fs::read(d.join("a")).unwrap(), sample());
+    // Other suffixes, in any case; -t and -l find x.gz too.
+    for (name, plain) in [("b.GZ", "b"), ("c-gz", "c"), ("e_z", "e"), ("f.taz", "f.tar")] {
+        std::fs::copy(d.join("a.gz"), d.join(name)).unwrap();
+        let o = gz(&[&os("-d"), &os(name)]);
+        assert_eq!(o.code(), Some(0), "{name}: {}", o.stderr);
+        assert_eq!(std::fs::read(d.join(plain)).unwrap(), sample(), "{name}");
+    }
+    std::fs::remove_file(d.join("a")).unwrap();
+    assert_eq!(gz(&[&os("-t"), &os("a")]).code(), Some(0), "a.gz is found");
+    // A missing file: named, exit 1 (it was "unknown suffix", 2).
+    let o = gz(&[&os("-d"), &os("nothing")]);
+    assert_eq!(o.code(), Some(1), "{}", o.stderr);
+    assert!(o.stderr.contains("nothing: No such file or directory"), "{}", o.stderr);
+    // A character device or a FIFO: skipped with gzip's warning, nothing made in /dev.
+    let fifo = d.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for f in [std::path::Path::new("/dev/null"), &fifo] {
+        let o = gz(&[f.as_os_str()]);
+        assert_eq!(o.code(), Some(2), "{}", o.stderr);
+        assert!(o.stderr.contains("is not a directory or a regular file - ignored"), "{}", o.stderr);
+    }
+    assert!(!std::path::Path::new("/dev/null.gz").exists() && !d.join("fifo.gz").exists());
+    // -dcf: a file that is not gzip comes out as it is (zcat -f); gzip data is decoded.
+    std::fs::write(d.join("plain.txt"), b"not compressed\n").unwrap();
+    std::fs::write(d.join("one"), b"x").unwrap();
+    for f in ["plain.txt", "one", "a.gz"] {
+        let o = gz(&[&os("-dcf"), &os(f)]);
+        assert_eq!(o.code(), Some(0), "{f}: {}", o.stderr);
+        let want = if f == "a.gz" { sample().to_vec() } else { std::fs::read(d.join(f)).unwrap() };
+        assert_eq!(o.stdout, want, "{f}");
+    }
+    // Without -f it is an error, naming the one byte there is.
+    let o = gz(&[&os("-dc"), &os("one")]);
+    assert_eq!(o.code(), Some(1));
+    assert!(o.stderr.contains("the one byte 78"), "{}", o.stderr);
+    // -l of two files: a totals line; --json: one report a line.
+    let o = gz(&[&os("-l"), &os("a.gz"), &os("b.GZ")]);
+    let listing = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(listing.lines().count(), 4, "{listing}");
+    let total = (2 * sample().len()).to_string();
+    assert!(listing.lines().last().unwrap().contains(&total) && listing.ends_with("(totals)\n"), "{listing}");
+    for args in [&["-l", "--json", "a.gz", "b.GZ"][..], &["-t", "--json", "a.gz", "b.GZ"]] {
+        let o = gz(&args.iter().map(|a| os(a)).collect::<Vec<_>>().iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("one JSON report a line")).collect();
+        assert_eq!(lines.len(), 2, "{args:?}");
+        assert!(lines.iter().all(|v| v["bytes_out"] == sample().len()), "{args:?}");
+    }
+    if tool("gzip").is_none() {
+        eprintln!("SKIPPED (against gzip): gzip is not installed");
+        return;
+    }
+    // gzip itself agrees on each exit status above.
+    for args in [&["-d", "-c", "a"][..], &["-d", "-c", "nothing"], &["-c", "/dev/null"], &["-dcf", "plain.txt"], &["/dev/null"]] {
+        let theirs = Command::new("gzip").args(args).current_dir(d).output().unwrap();
+        let o = gz(&args.iter().map(|a| os(a)).collect::<Vec<_>>().iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+        assert_eq!(o.code(), theirs.status.code(), "{args:?}: {}", o.stderr);
+        if theirs.status.success() && args[0] != "-c" {
+            assert_eq!(o.stdout, theirs.stdout, "{args:?}");
+        }
+    }
+}

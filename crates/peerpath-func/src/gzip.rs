@@ -282,10 +282,19 @@ pub struct MemberHeader {
 pub enum HeaderError {
     #[error("header is cut short (needs more than {available} bytes)")]
     Truncated { available: usize },
-    #[error("not gzip data (magic bytes {0:02x} {1:02x}, expected 1f 8b)")]
-    NotGzip(u8, u8),
+    /// Its first byte, and its second where it has one.
+    #[error("not gzip data (starts with {}, not 1f 8b)", first_bytes(*.0, *.1))]
+    NotGzip(u8, Option<u8>),
     #[error("corrupt header at byte {offset}: {reason}")]
     Corrupt { offset: usize, reason: String },
+}
+
+/// "bytes 61 62", or "the one byte 61" of a file that has no more.
+pub fn first_bytes(a: u8, b: Option<u8>) -> String {
+    match b {
+        Some(b) => format!("bytes {a:02x} {b:02x}"),
+        None => format!("the one byte {a:02x}"),
+    }
 }
 
 fn corrupt(offset: usize, reason: impl Into<String>) -> HeaderError {
@@ -305,11 +314,11 @@ impl MemberHeader {
     /// Parses the header at the start of `data`.
     pub fn parse(data: &[u8]) -> Result<MemberHeader, HeaderError> {
         if data.len() >= 2 && (data[0] != ID1 || data[1] != ID2) {
-            return Err(HeaderError::NotGzip(data[0], data[1]));
+            return Err(HeaderError::NotGzip(data[0], Some(data[1])));
         }
         // One byte that is not 1f is already not gzip (not a cut-short header).
         if data.len() == 1 && data[0] != ID1 {
-            return Err(HeaderError::NotGzip(data[0], 0));
+            return Err(HeaderError::NotGzip(data[0], None));
         }
         if data.len() < 10 {
             return Err(HeaderError::Truncated { available: data.len() });
@@ -674,8 +683,7 @@ impl<R: Read> StreamDecoder<R> {
             return Ok(true);
         }
         if first {
-            let b1 = avail.get(1).copied().unwrap_or(0);
-            return Err(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], b1)));
+            return Err(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], avail.get(1).copied())));
         }
         let (at, b0, b1) = (self.offset, avail[0], avail.get(1).copied().unwrap_or(0));
         // gzip ignores trailing zero padding (tar blocks); so do we.

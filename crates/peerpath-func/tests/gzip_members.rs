@@ -195,7 +195,7 @@ fn stream_errors_name_member_and_offset() {
     assert!(matches!(stream_decode(b"", 1), Err(StreamError::Empty)));
     assert!(matches!(
         stream_decode(b"plain text", 1),
-        Err(StreamError::Member { error: MemberError::Header(HeaderError::NotGzip(b'p', b'l')), .. })
+        Err(StreamError::Member { error: MemberError::Header(HeaderError::NotGzip(b'p', Some(b'l'))), .. })
     ));
 }
 

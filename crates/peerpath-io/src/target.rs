@@ -421,9 +421,13 @@ pub struct Inherited {
 }
 
 impl Inherited {
-    /// Of a source file (nothing for standard input or a pipe).
+    /// Of a source file (nothing for standard input or a pipe); of a block device, its
+    /// permission bits only (its contents are as private as its node; its times are not theirs).
     pub fn of(meta: Option<&std::fs::Metadata>) -> Inherited {
-        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        if let Some(m) = meta.filter(|m| m.file_type().is_block_device()) {
+            return Inherited { mode: Some(m.mode() & 0o777), times: None };
+        }
         let Some(m) = meta.filter(|m| m.is_file()) else { return Inherited::default() };
         let ts = |s: i64, ns: i64| libc::timespec { tv_sec: s as libc::time_t, tv_nsec: ns as _ };
         Inherited { mode: Some(m.mode() & 0o777), times: Some((ts(m.atime(), m.atime_nsec()), ts(m.mtime(), m.mtime_nsec()))) }

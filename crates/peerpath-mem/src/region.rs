@@ -149,10 +149,17 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
 /// (TMPFS_MAGIC) and ramfs (RAMFS_MAGIC), from `include/uapi/linux/magic.h`.
 pub const MEMORY_FILE_SYSTEMS: [i64; 2] = [0x0102_1994, 0x8584_58f6];
 
-/// Whether `fd` is on a memory file system (tmpfs, ramfs): its pages are
-/// host memory, and its reads and writes CPU copies however it is opened.
+/// Whether `fd` is a file or directory of a memory file system (tmpfs, ramfs): its pages are
+/// host memory, and its reads and writes CPU copies however it is opened. A device node,
+/// FIFO or socket is not, though /dev is a devtmpfs: its bytes are the device's.
 pub fn on_memory_file_system(fd: std::os::fd::RawFd) -> bool {
-    file_system_type(fd).is_some_and(|t| MEMORY_FILE_SYSTEMS.contains(&t))
+    // SAFETY: stat is plain data; all-zero is a valid value to overwrite.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes one stat struct into `st`, which we own; the caller keeps the
+    // descriptor open for the duration of the call.
+    let rc = unsafe { libc::fstat(fd, &mut st) };
+    let kind = st.st_mode & libc::S_IFMT;
+    rc == 0 && (kind == libc::S_IFREG || kind == libc::S_IFDIR) && file_system_type(fd).is_some_and(|t| MEMORY_FILE_SYSTEMS.contains(&t))
 }
 
 fn is_on_sysfs(file: &File) -> bool {
@@ -723,6 +730,25 @@ VmFlags: rd wr sh mr mw me ms sd hg
 Rss:                   4 kB
 ShmemPmdMapped:     2048 kB
 ";
+
+    /// Files and directories of a tmpfs are memory; a device node on /dev's devtmpfs is not
+    /// (a block device was read as "a file in memory": by CPU copies, booked as such).
+    #[test]
+    fn only_files_and_directories_of_a_memory_file_system_are_memory() {
+        let on = |p: &str| File::open(p).is_ok_and(|f| on_memory_file_system(f.as_raw_fd()));
+        let devtmpfs = File::open("/dev").ok().and_then(|f| file_system_type(f.as_raw_fd())) == Some(MEMORY_FILE_SYSTEMS[0]);
+        if !devtmpfs {
+            eprintln!("SKIPPED: /dev is not a devtmpfs here");
+            return;
+        }
+        assert!(!on("/dev/null"), "a character device node");
+        assert!(on("/dev"), "the directory itself");
+        let shm = Path::new("/dev/shm");
+        if File::open(shm).is_ok_and(|f| on_memory_file_system(f.as_raw_fd())) {
+            let f = tempfile::NamedTempFile::new_in(shm).unwrap();
+            assert!(on_memory_file_system(f.as_file().as_raw_fd()), "a regular file in /dev/shm");
+        }
+    }
 
     #[test]
     fn smaps_gives_resident_and_huge_bytes_of_one_mapping() {

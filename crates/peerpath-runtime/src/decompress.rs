@@ -159,7 +159,7 @@ fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobErr
     let path = path.to_path_buf();
     match e {
         MemberError::Header(HeaderError::NotGzip(a, b)) if member == 0 => {
-            JobError::NotGzip { path, detail: format!("starts with bytes {a:02x} {b:02x}, not 1f 8b") }
+            JobError::NotGzip { path, detail: format!("starts with {}, not 1f 8b", peerpath_func::gzip::first_bytes(a, b)) }
         }
         MemberError::Header(HeaderError::NotGzip(..)) => JobError::TrailingGarbage { path, offset },
         MemberError::Header(HeaderError::Truncated { .. }) | MemberError::Truncated { .. } | MemberError::CutShort { .. } => {

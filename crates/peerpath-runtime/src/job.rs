@@ -109,6 +109,9 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
             .map(|s| {
                 if is_std_stream(s) {
                     Err(JobError::Usage("reading standard input needs --output (a file, or - for standard output)".into()))
+                } else if let Some(kind) = std::fs::metadata(s).ok().and_then(|m| not_a_file(&m)) {
+                    // Its target would be made beside it: /dev/sdb.gz, a file in /dev.
+                    Err(JobError::Usage(format!("{} is {kind}: name the target with --output (a file, or - for standard output)", s.display())))
                 } else {
                     name(s)
                 }
@@ -135,6 +138,19 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
     };
     check_distinct_targets(&targets)?;
     Ok(targets)
+}
+
+/// What `m` is where it is neither a regular file nor a directory: a device, a FIFO or a socket.
+fn not_a_file(m: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    match () {
+        _ if t.is_block_device() => Some("a block device"),
+        _ if t.is_char_device() => Some("a character device"),
+        _ if t.is_fifo() => Some("a FIFO"),
+        _ if t.is_socket() => Some("a socket"),
+        _ => None,
+    }
 }
 
 /// A duplicate of standard input or output, owned by the job (closing it
