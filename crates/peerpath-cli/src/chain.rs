@@ -129,19 +129,25 @@ pub(crate) struct ChainDevice {
 }
 
 /// A stage of a chain on the host CPU: its seconds (summed over its
-/// threads), the bytes its rate is of, and that rate (per thread where it had several).
+/// threads), the bytes its rate is of, and that rate (per thread where it had several; none
+/// where the stage took under a microsecond: a rate of nothing, or millions of GB/s).
 #[derive(Serialize)]
 pub(crate) struct HostStage {
     pub stage: &'static str,
     pub seconds: f64,
     pub threads: usize,
     pub bytes: u64,
-    pub gb_per_s: f64,
+    pub gb_per_s: Option<f64>,
 }
 
 impl HostStage {
     pub fn new(stage: &'static str, seconds: f64, threads: usize, bytes: u64) -> HostStage {
-        HostStage { stage, seconds, threads, bytes, gb_per_s: bytes as f64 / seconds.max(1e-9) / 1e9 }
+        HostStage { stage, seconds, threads, bytes, gb_per_s: (seconds >= 1e-6).then(|| bytes as f64 / seconds / 1e9) }
+    }
+
+    /// Its rate as "1.23 GB/s", or "no rate".
+    fn rate(&self) -> String {
+        self.gb_per_s.map_or_else(|| "no rate".into(), |r| format!("{r:.2} GB/s"))
     }
 }
 
@@ -175,9 +181,9 @@ impl ChainReport {
         let mut t = String::new();
         match &self.run.device {
             None => {
-                let coding = stage("erasure code").map_or(0.0, |s| s.gb_per_s);
+                let coding = stage("erasure code").map_or_else(|| "no rate".into(), HostStage::rate);
                 t += &format!(
-                    "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {coding:.2} GB/s (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))\n",
+                    "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {coding} (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))\n",
                     self.source,
                     h(self.source_bytes),
                     self.members,
@@ -200,9 +206,9 @@ impl ChainReport {
                 t += &format!(
                     "stages on this host's CPU (measured): {}{}{}{}; bytes through this process's memory: {}\n",
                     part("read", &|s| format!("read {:.3} s", s.seconds)),
-                    part("compress", &|s| format!("; compress {:.3} s on {} thread(s) ({:.2} GB/s a thread)", s.seconds, s.threads, s.gb_per_s)),
-                    part("seal", &|s| format!("; seal {:.3} s ({:.2} GB/s)", s.seconds, s.gb_per_s)),
-                    part("erasure code", &|s| format!("; erasure code {:.3} s ({:.2} GB/s)", s.seconds, s.gb_per_s)),
+                    part("compress", &|s| format!("; compress {:.3} s on {} thread(s) ({} a thread)", s.seconds, s.threads, s.rate())),
+                    part("seal", &|s| format!("; seal {:.3} s ({})", s.seconds, s.rate())),
+                    part("erasure code", &|s| format!("; erasure code {:.3} s ({})", s.seconds, s.rate())),
                     self.run.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect::<Vec<_>>().join(", "),
                 );
             }
@@ -341,12 +347,12 @@ impl ReverseChainReport {
                 let secs = |name: &str| stage(name).map_or(0.0, |s| s.seconds);
                 let inflate = stage("inflate");
                 t += &format!(
-                    "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {} thread(s) ({:.2} GB/s out a thread); write {:.3} s; bytes through this process's memory: {}\n",
+                    "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {} thread(s) ({} out a thread); write {:.3} s; bytes through this process's memory: {}\n",
                     secs("read"),
                     stage("open").map_or(String::new(), |s| format!(", blocks opened {:.3} s", s.seconds)),
                     secs("inflate"),
                     inflate.map_or(0, |s| s.threads),
-                    inflate.map_or(0.0, |s| s.gb_per_s),
+                    inflate.map_or_else(|| "no rate".into(), HostStage::rate),
                     secs("write"),
                     self.run.ledger.iter().map(|m| if m.what == "output written" { format!("{} written", h(m.bytes)) } else { format!("{} of {}", h(m.bytes), m.what) }).collect::<Vec<_>>().join(", "),
                 );

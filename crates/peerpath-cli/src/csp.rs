@@ -105,6 +105,11 @@ pub fn main(a: CspArgs) -> ExitCode {
 }
 
 fn run_serve(s: ServeArgs) -> Result<(), CspError> {
+    // Its memory is a file of a memory file system: more than the machine has is found by the
+    // kernel's out-of-memory killer, mid-run or while populating (a tmpfs may be sized past RAM).
+    if let Some(total) = crate::machine_memory_bytes().filter(|&t| s.memory > t) {
+        return Err(CspError::BadOption(format!("--memory {} MiB is more than this machine's memory ({} MiB)", s.memory >> 20, total >> 20)));
+    }
     if s.populate > s.memory {
         return Err(CspError::BadOption(format!("--populate {} MiB is more than the device's --memory {} MiB", s.populate >> 20, s.memory >> 20)));
     }

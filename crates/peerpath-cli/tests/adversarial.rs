@@ -351,6 +351,9 @@ fn absurd_counts_and_sizes_are_usage_errors() {
         args!["compress", &src, "--engine", "emulated", "--device-memory", "0"],
         args!["compress", &src, "--engine", "emulated", "--device-memory", "1000000G"],
         args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "1M", "--populate", "1G"],
+        args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "16M", "--populate", "1G"],
+        // Memory past the machine's (it was found by the kernel's OOM killer).
+        args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "1000000G"],
     ] {
         let out = run_full(&mut pp(bad.clone()), None, HANG_DEADLINE);
         assert_eq!(out.code(), Some(2), "{bad:?}: exit 2, got:\n{}", out.stderr);

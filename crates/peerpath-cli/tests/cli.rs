@@ -258,6 +258,27 @@ fn json_report_ledger_is_consistent_for_decompress_and_verify() {
         assert!(entries(&r, "write_target").is_empty(), "verify writes nothing");
         assert_eq!(r["files"][0]["target"], Value::Null);
     }
+    // A file without size fields (gzip's), decoded streaming on the orchestrating thread: the
+    // function takes all of the file (it was booked as taking nothing) and is that thread's.
+    let Some(gzip) = tool("gzip") else {
+        eprintln!("SKIPPED (streaming part): gzip is not installed");
+        return;
+    };
+    let plain = dir.path().join("plain.gz");
+    let made = Command::new(gzip).arg("-c").arg(&src).output().unwrap();
+    std::fs::write(&plain, &made.stdout).unwrap();
+    for op in ["verify", "decompress"] {
+        let mut a = args![op, &plain, "--json", "-T", "2"];
+        if op == "decompress" {
+            a.extend(args!["-o", dir.path().join("plain.back")]);
+        }
+        let r = run(&mut pp(a)).ok().json();
+        assert!(r["files"][0]["decode_mode"].as_str().unwrap().starts_with("streaming"), "{op}: {}", r["files"][0]["decode_mode"]);
+        let func = entries(&r, "function");
+        assert_eq!(func.iter().map(|e| e["bytes_read"].as_u64().unwrap()).sum::<u64>(), made.stdout.len() as u64, "{op}: function input");
+        assert_eq!(func.iter().map(|e| e["bytes_written"].as_u64().unwrap()).sum::<u64>(), sample().len() as u64, "{op}: function output");
+        assert!(func.iter().all(|e| e["mover"]["role"] == "orchestration"), "{op}: {func:?}");
+    }
 }
 
 /// `cat FILE | peerpath compress - -o - | gzip -d`, with the processes

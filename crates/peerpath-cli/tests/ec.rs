@@ -1233,6 +1233,12 @@ fn the_chain_reports_json_as_its_text_says() {
     assert_file_eq(&d.join("back2"), &data, "decompress --ec --json, sealed");
     assert_eq!(r["encrypted"].as_bool(), Some(true));
     assert_eq!(r["host_stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect::<Vec<_>>(), ["read", "open", "inflate", "write"]);
+    // A rate is a number of GB/s a stage could have run at, or none (one stage of no measurable
+    // time gave 2,070,805 GB/s).
+    for s in r["host_stages"].as_array().unwrap() {
+        let fast = s["seconds"].as_f64().unwrap() < 1e-6;
+        assert!(if fast { s["gb_per_s"].is_null() } else { s["gb_per_s"].as_f64().is_some_and(|g| g < 1000.0) }, "{s}");
+    }
     // On an emulated CSP: the same set (byte for byte), the device's figures as its text gives them.
     let text = chain(&d.join("et"), &["--engine", "emulated", "--no-fallback"]).stdout_str();
     let ej = d.join("ej");

@@ -409,3 +409,17 @@ fn bench_offload_marks_a_device_row_the_cpu_ran_and_refuses_empty_measurements()
     run(&mut pp(args!["bench-offload", &empty, "--no-fio"])).fails(2, &["no bytes"]);
     assert_dir_holds(dir.path(), &["empty", "s.fa"]);
 }
+
+/// The CPU cost of a device job's transfers per GB/s of input is printed only where there is
+/// input enough for a rate (an empty file gave 2,136,000,000 cores per GB/s).
+#[test]
+fn no_rate_per_byte_is_printed_for_a_few_bytes() {
+    let dir = scratch();
+    let srcs = write_inputs(dir.path(), &[("empty", Vec::new()), ("one", vec![b'x'])]);
+    let out = dir.path().join("out");
+    let o = compress(&srcs, &out, &["--engine", "emulated", "--device-memory", MEMORY, "--device-workers", "2"]);
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("while transfers and commands were in flight (too little input for a rate)"), "{text}");
+    assert!(!text.contains("cores per GB/s"), "{text}");
+}

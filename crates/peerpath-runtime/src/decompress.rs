@@ -1243,19 +1243,13 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, po
     let host = MemoryDomain::host_unplaced();
     let mut decoder = StreamDecoder::new(reader, pos, index);
     let mut sink_error: Option<JobError> = None;
+    let mut inflated = 0u64;
     let result = decoder.run(index == 0, |data| {
         if let Err(e) = crate::cancel::check() {
             sink_error = Some(e);
             return Err(std::io::Error::other("cancelled"));
         }
-        ctx.ledger.record(
-            Location::memory(&host),
-            Location::memory(&host),
-            Mover::Cpu { role: CpuRole::Compute },
-            Purpose::Function,
-            0,
-            data.len() as u64,
-        );
+        inflated += data.len() as u64;
         st.bytes_out += data.len() as u64;
         if let Some(w) = st.writer.as_mut() {
             let r = w.push(data, ctx.engine, &mut ctx.cache, Token::write(0), &ctx.ledger, &host);
@@ -1275,8 +1269,10 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, po
     if let Some(e) = sink_error {
         return Err(e);
     }
-    // The streaming decoder's input is read with plain reads; count it.
+    // The streaming decoder's input is read with plain reads; count it. It inflates on this,
+    // the orchestrating thread (the compute workers wait), all it read into all it gave.
     let compressed = decoder.bytes_in;
+    ctx.ledger.record(Location::memory(&host), Location::memory(&host), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Function, compressed, inflated);
     let via = if st.via == crate::Via::Pipe { crate::Via::Pipe } else { crate::Via::PageCache };
     crate::record_read(&ctx.ledger, &path.display().to_string(), via, &host, compressed);
     st.members = decoder.members;

@@ -513,11 +513,10 @@ impl JobReport {
         }
         if let Some(t) = self.offload_transfers_cpu_s {
             let registering = self.memory.fixed_buffers.as_ref().map_or(0.0, |f| f.registration_cpu_s);
-            let _ = writeln!(
-                s,
-                "      of which {t:.3} s while transfers and commands were in flight ({:.3} cores per GB/s of input), {registering:.3} s registering device memory (once per job)",
-                t / (self.bytes_in as f64 / 1e9).max(1e-12)
-            );
+            // Per byte of input only where there is enough of it: a job's fixed costs over a
+            // few bytes gave millions of cores per GB/s.
+            let per = if self.bytes_in >= 1 << 20 { format!("{:.3} cores per GB/s of input", t / (self.bytes_in as f64 / 1e9)) } else { "too little input for a rate".into() };
+            let _ = writeln!(s, "      of which {t:.3} s while transfers and commands were in flight ({per}), {registering:.3} s registering device memory (once per job)");
         }
         match c.io_workers_s {
             Some(io) => {
