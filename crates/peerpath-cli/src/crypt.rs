@@ -203,6 +203,10 @@ fn target_io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {
 }
 
 fn make_key(path: &Path) -> Result<(), JobError> {
+    if peerpath_runtime::job::is_std_stream(path) {
+        // Other commands read "-" as standard output: a key file named "-" would surprise.
+        return Err(JobError::Usage("keygen writes a key to a private file (mode 0600), never to standard output: give -o FILE".into()));
+    }
     if std::fs::symlink_metadata(path).is_ok() {
         return Err(JobError::TargetKept { path: path.to_path_buf(), why: "keygen never replaces a key file (losing a key loses what it encrypted)".into() });
     }

@@ -1442,6 +1442,10 @@ impl Rebuilder {
 }
 
 fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize, quiet: bool) -> Result<(), JobError> {
+    if peerpath_runtime::job::is_std_stream(output) {
+        // As decompress --ec: a file named "-" was made.
+        return Err(JobError::Usage("ec decode writes a file, whole or not at all: give -o FILE, not standard output".into()));
+    }
     let set = OpenSet::open(dir)?;
     set.refuse_as_target(output)?;
     peerpath_runtime::job::check_new_target(output, force)?;

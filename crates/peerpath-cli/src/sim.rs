@@ -162,6 +162,10 @@ fn run_inner(a: SimArgs) -> Result<(), Stop> {
             }
         }
         Some(SimAction::Plan { target, add, limit, run }) => {
+            if run.vary.is_some() || run.svg.is_some() {
+                // The plan is its own sweep (--add); they were taken and ignored.
+                return Err(SimError::Vary("sim plan sweeps what --add names itself: it takes no --vary or --svg".into()).into());
+            }
             let (topo, cat, job) = setup(&run)?;
             let param = match add.as_str() {
                 "csp" | "csps" => Param::Csp,

@@ -151,7 +151,11 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     use peerpath_runtime::JobError;
     let level = Level::new(a.level).map_err(JobError::Usage)?;
     let runs = usize::from(a.runs);
-    let input: u64 = a.sources.iter().filter_map(|s| std::fs::metadata(s).ok()).map(|m| m.len()).sum();
+    let mut input = 0;
+    for s in &a.sources {
+        // A missing source is said as such (it counted as no bytes: "nothing to measure").
+        input += std::fs::metadata(s).map_err(|e| JobError::SourceUnreadable { path: s.clone(), source: e })?.len();
+    }
     if input == 0 {
         return Err(JobError::Usage("the sources hold no bytes: nothing to measure".into()));
     }

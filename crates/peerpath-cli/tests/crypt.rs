@@ -142,6 +142,10 @@ fn keys_and_targets_are_handled_with_care() {
     let before = std::fs::read(&key).unwrap();
     run(&mut pp(args!["keygen", "-o", &key])).fails(4, &["never replaces a key file"]);
     run(&mut pp(args!["keygen", "-o", "/dev/null"])).fails(4, &["never replaces a key file"]);
+    let mut c = pp(args!["keygen", "-o", "-"]);
+    c.current_dir(d);
+    run(&mut c).fails(2, &["never to standard output"]);
+    assert!(!d.join("-").exists(), "no key file named -");
     assert_eq!(std::fs::read(&key).unwrap(), before);
     let src = d.join("s");
     std::fs::write(&src, b"secret").unwrap();

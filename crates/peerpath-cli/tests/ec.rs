@@ -196,6 +196,10 @@ fn a_private_source_stays_private_through_encode_repair_and_decode() {
     assert_eq!(mode(&d.join("back")), 0o600);
     assert_file_eq(&d.join("back"), &std::fs::read(&src).unwrap(), "decoded");
     run(&mut pp(args!["ec", "encode", &src, "-k", "3", "-m", "2", "-o", &out])).fails(4, &["target directory", "exists", "never replaces"]);
+    let mut c = pp(args!["ec", "decode", &out, "-o", "-"]);
+    c.current_dir(d);
+    run(&mut c).fails(2, &["not standard output"]);
+    assert!(!d.join("-").exists(), "no file named -");
 }
 
 /// `--engine emulated`: the stripes go from the source into an emulated

@@ -407,6 +407,7 @@ fn bench_offload_marks_a_device_row_the_cpu_ran_and_refuses_empty_measurements()
     let empty = dir.path().join("empty");
     std::fs::write(&empty, b"").unwrap();
     run(&mut pp(args!["bench-offload", &empty, "--no-fio"])).fails(2, &["no bytes"]);
+    run(&mut pp(args!["bench-offload", dir.path().join("nowhere"), "--no-fio"])).fails(3, &["nowhere"]);
     assert_dir_holds(dir.path(), &["empty", "s.fa"]);
 }
 

@@ -44,6 +44,12 @@ fn a_run_a_sweep_and_a_plan() {
     let out = peerpath().args(["sim", "plan", "--file"]).arg(&f).args(["--target", "100"]).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().contains("proposal: 4 csp(s)"));
+    // --vary and --svg were taken and ignored by plan (no plot written): refused.
+    let plot = dir.path().join("plan.svg");
+    let out = peerpath().args(["sim", "plan", "--file"]).arg(&f).args(["--target", "100", "--vary", "gen=5..5", "--svg"]).arg(&plot).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no --vary or --svg"));
+    assert!(!plot.exists());
 }
 
 #[test]

@@ -88,6 +88,7 @@ impl Topology {
             source: Box::new(e),
         })?;
         t.normalize()?;
+        t.check_numa_references()?;
         Ok(t)
     }
 
@@ -103,6 +104,7 @@ impl Topology {
             source: Box::new(e),
         })?;
         t.normalize()?;
+        t.check_numa_references()?;
         Ok(t)
     }
 

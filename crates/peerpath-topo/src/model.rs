@@ -905,6 +905,24 @@ impl Topology {
         Err(unknown())
     }
 
+    /// A file's NUMA references: a device or host bridge on a node the file does not list (where
+    /// it lists any) is a typo. Not asked of sysfs, whose node list a partial tree may lack.
+    pub(crate) fn check_numa_references(&self) -> Result<()> {
+        if self.numa_nodes.is_empty() {
+            return Ok(());
+        }
+        let nodes: HashSet<u32> = self.numa_nodes.iter().map(|n| n.id).collect();
+        let named = self.devices.iter().filter_map(|d| d.numa_node.map(|n| (d.bdf.to_string(), n)));
+        let named = named.chain(self.host_bridges.iter().filter_map(|h| h.numa_node.map(|n| (h.name.clone(), n))));
+        for (what, node) in named {
+            if !nodes.contains(&node) {
+                let listed: Vec<String> = self.numa_nodes.iter().map(|n| n.id.to_string()).collect();
+                return Err(TopoError::Invalid(format!("{what} is on NUMA node {node}, which is not in the topology (its nodes: {})", listed.join(", "))));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks references and fills in derived fields: device kinds and port roles left as
     /// `auto`, missing host bridges, sort orders. Called by every constructor.
     pub fn normalize(&mut self) -> Result<()> {
@@ -921,6 +939,21 @@ impl Topology {
                 return Err(TopoError::Invalid(format!("device {} is listed twice", d.bdf)));
             }
         }
+        // Names a user gives on the command line name one thing each (one of two was picked).
+        fn twice(what: &str, names: impl Iterator<Item = String>) -> Result<()> {
+            let mut seen = HashSet::new();
+            for n in names {
+                if !seen.insert(n.clone()) {
+                    return Err(TopoError::Invalid(format!("{what} {n:?} is given twice")));
+                }
+            }
+            Ok(())
+        }
+        twice("the label", self.devices.iter().filter_map(|d| d.label.clone()).chain(self.host_bridges.iter().filter_map(|h| h.label.clone())))?;
+        twice("NVMe controller", self.nvme_controllers.iter().map(|c| c.name.clone()))?;
+        twice("block device", self.block_devices.iter().map(|b| b.name.clone()))?;
+        twice("host bridge", self.host_bridges.iter().map(|h| h.name.clone()))?;
+        twice("NUMA node", self.numa_nodes.iter().map(|n| n.id.to_string()))?;
         for d in &self.devices {
             if let Some(up) = d.upstream {
                 if up == d.bdf {

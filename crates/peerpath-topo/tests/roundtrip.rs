@@ -145,6 +145,15 @@ class = 0x060400
     assert!(matches!(Topology::from_toml_str(bad_bdf).unwrap_err(), TopoError::TomlParse { .. }));
     let too_big = "[[device]]\nbdf = \"0000:01:00.0\"\nvendor = 0x10000\ndevice = 1\nclass = 1\n";
     assert!(Topology::from_toml_str(too_big).is_err());
+    // A label names one device (a second ssd0 was taken, and one of the two picked).
+    let dev = |bdf: &str, extra: &str| format!("[[device]]\nbdf = \"{bdf}\"\nvendor = 1\ndevice = 1\nclass = 0x010802\n{extra}");
+    let labels = dev("0000:01:00.0", "label = \"ssd0\"\n") + &dev("0000:02:00.0", "label = \"ssd0\"\n");
+    assert!(Topology::from_toml_str(&labels).unwrap_err().to_string().contains("the label \"ssd0\" is given twice"));
+    // A NUMA node the file does not list, where it lists them.
+    let nodes = "[[numa_node]]\nid = 0\n".to_string() + &dev("0000:01:00.0", "numa_node = 42\n");
+    let e = Topology::from_toml_str(&nodes).unwrap_err().to_string();
+    assert!(e.contains("NUMA node 42, which is not in the topology (its nodes: 0)"), "{e}");
+    assert!(Topology::from_toml_str(&dev("0000:01:00.0", "numa_node = 42\n")).is_ok(), "no node list: nothing to check against");
     let future = "schema_version = 99\n";
     assert!(Topology::from_toml_str(future).unwrap_err().to_string().contains("newer"));
 }
