@@ -10,13 +10,13 @@ test:            ## the test command CI runs
 	scripts/test.sh
 
 PREFIX ?= /usr/local
-install:         ## peerpath (and ppgz) into $(PREFIX)/bin, its man page and bash/zsh/fish completions
+install:         ## peerpath (and ppgz) into $(PREFIX)/bin, its man pages (one a command) and bash/zsh/fish completions
 	cargo build --release --locked -p peerpath-cli
 	install -D -m 0755 target/release/peerpath $(DESTDIR)$(PREFIX)/bin/peerpath
 	ln -sf peerpath $(DESTDIR)$(PREFIX)/bin/ppgz
 	mkdir -p $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	target/release/peerpath man > $(DESTDIR)$(PREFIX)/share/man/man1/peerpath.1
+	target/release/peerpath man --dir $(DESTDIR)$(PREFIX)/share/man/man1
 	target/release/peerpath completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/peerpath
 	target/release/peerpath completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_peerpath
 	target/release/peerpath completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/peerpath.fish

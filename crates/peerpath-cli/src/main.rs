@@ -79,8 +79,16 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff), made from this command line: `peerpath man | man -l -`.
-    Man,
+    /// Print the man page (roff), made from this command line: `peerpath man | man -l -`;
+    /// `peerpath man compress`, `peerpath man ec encode`: a command's own page (its options).
+    Man {
+        /// The command whose page to print [default: peerpath's].
+        command: Vec<String>,
+        /// Write every page instead (peerpath.1, peerpath-compress.1, peerpath-ec-encode.1, ...)
+        /// into this directory, each replaced whole (`make install` does).
+        #[arg(long, conflicts_with = "command")]
+        dir: Option<PathBuf>,
+    },
     /// Erasure coding of files: encode into K data + M parity shards, verify, repair, decode (Reed-Solomon, ISA-L).
     Ec(ec::EcArgs),
     /// Encrypt a file: AES-256-GCM per block, authenticated (format peerpath-enc/1).
@@ -1209,7 +1217,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
         Command::Topo(_) => unreachable!("handled in main"),
         Command::Plan(_) => unreachable!("handled in main"),
         Command::Csp(_) => unreachable!("handled in main"),
-        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) | Command::BenchKv(_) | Command::NicServe(_) | Command::Daemon(_) => {
+        Command::Probe(_) | Command::BenchIo(_) | Command::Sim(_) | Command::BenchOffload(_) | Command::Gpu(_) | Command::Gzip(_) | Command::Completions { .. } | Command::Man { .. } | Command::Ec(_) | Command::Encrypt(_) | Command::Decrypt(_) | Command::Keygen(_) | Command::Dedup(_) | Command::Scan(_) | Command::Serve(_) | Command::BenchKv(_) | Command::NicServe(_) | Command::Daemon(_) => {
             unreachable!("handled in main")
         }
     }
@@ -1369,15 +1377,48 @@ fn main() -> ExitCode {
         Command::NicServe(a) => return serve::nic_serve(a),
         _ => {}
     }
-    if let Command::Man = cli.command {
-        let mut page = Vec::new();
-        clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut page).expect("writing to memory does not fail");
-        return print_whole(&page);
+    if let Command::Man { command, dir } = cli.command {
+        return man(&command, dir.as_deref());
     }
     if let Command::Topo(a) = cli.command {
         return exit_code(topo(a));
     }
     exit_code(run(cli))
+}
+
+/// `peerpath man`: the page of peerpath or of the command `path` names, or every page into `dir`.
+fn man(path: &[String], dir: Option<&Path>) -> ExitCode {
+    let mut root = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    root.build(); // subcommands take their full names: peerpath-ec-encode
+    let render = |cmd: &clap::Command| {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).render(&mut page).expect("writing to memory does not fail");
+        page
+    };
+    if let Some(dir) = dir {
+        fn every(cmd: &clap::Command, out: &mut Vec<clap::Command>) {
+            out.push(cmd.clone());
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                every(sub, out);
+            }
+        }
+        let mut cmds = Vec::new();
+        every(&root, &mut cmds);
+        let written = std::fs::create_dir_all(dir).map_err(|source| JobError::TargetIo { path: dir.to_path_buf(), source });
+        let written = written.and_then(|()| cmds.iter().try_for_each(|c| write_output(&dir.join(format!("{}.1", c.get_display_name().unwrap_or(c.get_name()))), &render(c), true)));
+        return exit_code(written);
+    }
+    let mut cmd = &root;
+    for name in path {
+        match cmd.find_subcommand(name) {
+            Some(sub) => cmd = sub,
+            None => {
+                let known: Vec<&str> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).map(|s| s.get_name()).collect();
+                return exit_code(Err(JobError::Usage(format!("man {}: no such command (it has: {})", path.join(" "), known.join(", ")))));
+            }
+        }
+    }
+    print_whole(&render(cmd))
 }
 
 /// A command's result as the process's exit: the error on standard error and its code.

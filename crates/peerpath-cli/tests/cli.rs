@@ -560,6 +560,18 @@ fn completions_and_the_man_page_are_generated_from_the_cli() {
     let page = String::from_utf8_lossy(&o.stdout);
     assert!(page.starts_with(".ie") || page.contains(".TH peerpath"), "{page:.300}");
     assert!(page.contains("compress"), "{page:.300}");
+    // Each command's own page, with its options (the main page named pages it could not make).
+    let o = run(&mut pp(["man", "ec", "encode"]));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.contains(".TH peerpath-ec-encode") && page.contains("\\-\\-parity"), "{page:.600}");
+    run(&mut pp(["man", "nope"])).fails(2, &["man nope: no such command", "compress"]);
+    let dir = scratch();
+    let pages = dir.path().join("man1");
+    run(&mut pp(args!["man", "--dir", &pages])).ok();
+    for name in ["peerpath.1", "peerpath-compress.1", "peerpath-ec-encode.1", "peerpath-dedup-store.1"] {
+        let text = std::fs::read_to_string(pages.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(text.contains(".TH peerpath"), "{name}");
+    }
     assert_eq!(run(&mut pp(["completions", "no-such-shell"])).code(), Some(2));
 }
 
