@@ -263,6 +263,9 @@ for step in $steps; do
             timeout 120 .gpu/peerpath gpu probe --input "$dd/in" --bytes 384M --chunk 1M --algorithm 2 --repeat 2 --mapped-at /dev/shm --json > "$o/probe.json" 2>&1
             python3 -c "import json,sys;m=json.load(open(sys.argv[1])).get('mapped') or {};print('probe: ' + ', '.join('%s %s' % kv for kv in m.items()))" "$o/probe.json" > "$o/mapped.md" 2>&1 || echo "probe: FAILED: $(head -c 300 "$o/probe.json")" > "$o/mapped.md"
             [ -x .gpu/gputests ] && { .gpu/gputests --test-threads 1 --nocapture memory_files > "$o/gputests.txt" 2>&1; echo "exit $?" >> "$o/gputests.txt"; }
+            # A test that skipped passes: say so here (no GPU context, or an older driver's PTX).
+            grep -h "SKIPPED" "$o/gputests.txt" 2>/dev/null | sed 's/^/gputests: /' >> "$o/mapped.md"
+            df -h /dev/shm | tail -1 | sed 's/^/\/dev\/shm: /' >> "$o/mapped.md"
             daemon_up "$dd/sock" "$o/daemon.log"
             { echo; echo "compress 384 MiB in memory (tmpfs in and out, --no-sync); wall = the client process's"; echo
               echo "| run | process wall s | GB/s (uncompressed) | report wall s | host CPU s (user+sys) | host memory bytes (CPU / DMA) | storage line | device profile |"; echo "|---|---|---|---|---|---|---|---|"; } >> "$o/mapped.md"
