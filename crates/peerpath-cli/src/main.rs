@@ -310,7 +310,7 @@ struct CommonArgs {
 /// How targets are written (compress and decompress).
 #[derive(Args)]
 struct TargetArgs {
-    /// Overwrite existing targets.
+    /// Overwrite existing targets (and, for compress -o -, write even to a terminal).
     #[arg(long, short)]
     force: bool,
     /// Do not sync outputs (as gzip, pigz and igzip leave theirs): each still
@@ -1080,6 +1080,10 @@ fn run(cli: Cli) -> Result<(), JobError> {
             let name = if encrypt.is_some() { encrypted_compressed_name } else { compressed_name };
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
+            if to_stdout && !a.target.force && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                // As gzip: binary on a terminal is never what was meant.
+                return Err(JobError::Usage("compressed data is not written to a terminal: redirect standard output, or give --force".into()));
+            }
             if to_stdout && encrypt.is_some() {
                 return Err(JobError::Usage("--encrypt writes a file (its header, which holds the length, is written last): give --output FILE or DIR, not standard output".into()));
             }

@@ -101,6 +101,12 @@ fn compressed_data_never_goes_to_a_terminal_without_force() {
     assert!(out.contains("compressed data not written to a terminal. Use -f to force compression.") && !out.contains('\u{1f}'), "{out:?}");
     let (code, out) = in_terminal(&format!("echo hi | {} gzip -f | wc -c", bin()));
     assert_eq!(code, Some(0), "{out}");
+    // peerpath compress -o - too (it wrote the binary to the terminal).
+    let (code, out) = in_terminal(&format!("echo hi | {} compress - -o -", bin()));
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("not written to a terminal") && !out.contains('\u{1f}'), "{out:?}");
+    let (code, out) = in_terminal(&format!("echo hi | {} compress - -o - -f -q | wc -c", bin()));
+    assert_eq!(code, Some(0), "{out}");
     let (code, out) = in_terminal(&format!("{} gzip -d", bin()));
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("compressed data not read from a terminal"), "{out}");
