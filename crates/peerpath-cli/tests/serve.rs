@@ -488,7 +488,7 @@ fn set_stores_objects_as_files_whole_and_they_are_served_anew() {
         let s = serve_with(d, mode, 1000, &["--writable", "--max-object", "64"]);
         let big = vec![b'x'; 100];
         let mut req = Vec::new();
-        req.extend_from_slice(b"get old\r\nset new 5 0 11\r\nhello world\r\nget new\r\n");
+        req.extend_from_slice(b"get old\r\nset new 0 0 11\r\nhello world\r\nget new\r\n");
         // The same length again: the NIC must not keep serving its old copy.
         req.extend_from_slice(b"set new 0 0 11\r\nHELLO WORLD\r\nget new\r\n");
         req.extend_from_slice(b"set old 0 0 3 noreply\r\nabc\r\nget old\r\n");
@@ -504,6 +504,16 @@ fn set_stores_objects_as_files_whole_and_they_are_served_anew() {
         let got = exchange(&s.memcached, b"set torn 0 0 3\r\nabcdef\r\nget new\r\n");
         assert_eq!(String::from_utf8_lossy(&got), "CLIENT_ERROR bad data chunk\r\n", "{mode}");
         assert!(!d.join("torn").exists());
+        // Flags a file cannot keep are refused (they were dropped: a client decoding by them got
+        // 0 back), flags past 32 bits are a bad line; with noreply a refusal is not answered
+        // either (it was, and taken for the next get's answer); a bare line feed ends a line.
+        let mut req = b"set f 5 0 1\r\nx\r\nset g 4294967296 0 1\r\nx\r\nset h 0 0 100 noreply\r\n".to_vec();
+        req.extend_from_slice(&big);
+        req.extend_from_slice(b"\r\nset a/b 0 0 1 noreply\r\nx\r\nget old\nquit\n");
+        let got = exchange(&s.memcached, &req);
+        let want = "SERVER_ERROR flags are not kept: objects are plain files (set them with flags 0)\r\nCLIENT_ERROR bad command line format\r\nVALUE old 0 3\r\nabc\r\nEND\r\n";
+        assert_eq!(String::from_utf8_lossy(&got), want, "{mode}");
+        assert!(["f", "g", "h", "a"].iter().all(|k| !d.join(k).exists()), "{mode}: nothing stored");
         std::fs::write(d.join("old"), b"0123456789A").unwrap();
         std::fs::remove_file(d.join("new")).unwrap();
         drop(s);

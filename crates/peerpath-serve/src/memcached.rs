@@ -13,8 +13,10 @@ use crate::{read_head, respond, Conn, Next, ReadHead};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+/// Where a command line ends: after its `\n` (its `\r` before that is optional, as memcached's
+/// own parser takes it: `nc` without -C sends bare line feeds, and got no answer).
 fn line_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(2).position(|w| w == b"\r\n").map(|i| i + 2)
+    buf.iter().position(|&b| b == b'\n').map(|i| i + 1)
 }
 
 /// Answers the connection's commands as long as they come; `Park` when
@@ -38,7 +40,9 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
         };
         let started = Instant::now();
         let line = conn.take_request(n);
-        let words: Vec<&[u8]> = line[..n - 2].split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
+        let text = &line[..n - 1];
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        let words: Vec<&[u8]> = text.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
         let (status, payload, copied, from_host, keep) = match words.first().copied() {
             Some(b"get") | Some(b"gets") if words.len() > 1 => get(conn, &words[1..], words[0] == b"gets"),
             Some(b"version") => (200, 0, 0, 0, conn.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
@@ -167,13 +171,16 @@ fn take(conn: &mut Conn, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> boo
 }
 
 /// `set <key> <flags> <exptime> <bytes> [noreply]` and its data block:
-/// stored as the file `key` under the root (flags and expiry are not kept).
+/// stored as the file `key` under the root. Flags other than 0 are refused: a file keeps none,
+/// and a client that reads them to decode a value (pickled, compressed) would get 0 back and
+/// decode it wrongly. Expiry is not kept: a file stays until replaced. With noreply, nothing is
+/// answered, refusals included (as memcached: an answer would be taken for the next command's).
 /// Returns (status, payload, copied, from host memory, keep).
 fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
     let shared = conn.shared;
     let noreply = words.len() == 6 && words[5] == b"noreply";
     let reply = |conn: &mut Conn, text: &[u8]| noreply || conn.write_all(text).is_ok();
-    let (Some(_flags), Some(_exptime), Some(bytes)) = (words.get(2).and_then(|w| number(w)), words.get(3).and_then(|w| number(w)), words.get(4).and_then(|w| number(w))) else {
+    let (Some(flags), Some(_exptime), Some(bytes)) = (words.get(2).and_then(|w| number(w)), words.get(3).and_then(|w| number(w)), words.get(4).and_then(|w| number(w))) else {
         // Without a length the data block cannot be found: the connection is out of step.
         let _ = conn.write_all(b"CLIENT_ERROR bad command line format\r\n");
         return (400, 0, 0, 0, false);
@@ -182,17 +189,20 @@ fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
     let limit = shared.config.max_set_bytes.unwrap_or(0);
     // A key is one file directly under the root: no '/', not "." or "..".
     let name_ok = valid_key(key) && !key.contains(&b'/') && key != b"." && key != b"..";
-    if !name_ok || bytes > limit || !(5..=6).contains(&words.len()) || (words.len() == 6 && !noreply) {
+    let format_ok = (5..=6).contains(&words.len()) && (words.len() == 5 || noreply) && flags <= u64::from(u32::MAX);
+    if !name_ok || bytes > limit || !format_ok || flags != 0 {
         // Refused, but the data block is read and dropped so the connection stays in step.
-        let why: &[u8] = if bytes > limit {
-            b"SERVER_ERROR object too large for cache\r\n"
-        } else if name_ok {
+        let why: &[u8] = if !format_ok {
             b"CLIENT_ERROR bad command line format\r\n"
-        } else {
+        } else if bytes > limit {
+            b"SERVER_ERROR object too large for cache\r\n"
+        } else if !name_ok {
             b"CLIENT_ERROR bad key: one file name directly under the served directory\r\n"
+        } else {
+            b"SERVER_ERROR flags are not kept: objects are plain files (set them with flags 0)\r\n"
         };
         let in_step = take(conn, bytes.saturating_add(2), |_| true);
-        return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && conn.write_all(why).is_ok());
+        return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && reply(conn, why));
     }
     let path = shared.root.path.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(key));
     let Ok((mut opened, temp)) = peerpath_io::create_temporary(&path, false) else {
