@@ -149,6 +149,10 @@ struct TopoArgs {
 fn write_output(path: &Path, bytes: &[u8], replace: bool) -> Result<(), JobError> {
     use std::io::Write;
     let io = |source| JobError::TargetIo { path: path.to_path_buf(), source };
+    if peerpath_runtime::job::is_std_stream(path) {
+        // A file named "-" was made, where "-" elsewhere means standard output.
+        return Err(JobError::Usage(format!("{} is a file, made whole or not at all: give it a name, not -", path.display())));
+    }
     if !replace && std::fs::symlink_metadata(path).is_ok() {
         return Err(JobError::TargetExists { path: path.to_path_buf() });
     }

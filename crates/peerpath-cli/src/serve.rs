@@ -45,7 +45,7 @@ pub struct ServeArgs {
     writable: bool,
     /// With --writable: the largest object `set` takes (K, M, G suffixes); larger ones are refused
     /// (SERVER_ERROR) and their data dropped.
-    #[arg(long, default_value = "64M", value_parser = crate::parse_size)]
+    #[arg(long, default_value = "64M", value_parser = crate::parse_size, requires = "writable")]
     max_object: usize,
     /// How payloads move.
     #[arg(long, value_enum, default_value = "zerocopy")]

@@ -393,6 +393,13 @@ fn topo_outputs_are_atomic_and_refuse_existing_files() {
     run(&mut pp(args!["topo", "--file", &file, "--export", &out])).fails(4, &["exists"]);
     run(&mut pp(args!["topo", "--file", &file, "--export", &out, "--force"])).ok();
     assert_eq!(std::fs::read(&out).unwrap(), first);
+    // "-" is not a file name here (a file named - was made).
+    for opt in ["--svg", "--export"] {
+        let mut c = pp(args!["topo", "--file", &file, opt, "-"]);
+        c.current_dir(dir.path());
+        run(&mut c).fails(2, &["give it a name, not -"]);
+    }
+    assert!(!dir.path().join("-").exists());
     let Some(fs) = TmpfsMount::new("topo_outputs_are_atomic", "8k") else { return };
     let (toml, svg) = (fs.dir.join("t.toml"), fs.dir.join("t.svg"));
     std::fs::write(&toml, b"old model").unwrap();

@@ -518,6 +518,10 @@ fn set_stores_objects_as_files_whole_and_they_are_served_anew() {
         std::fs::remove_file(d.join("new")).unwrap();
         drop(s);
     }
+    // --max-object without --writable was taken and meant nothing: refused.
+    let out = pp(args!["serve", d, "--max-object", "1M"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--writable"), "{}", String::from_utf8_lossy(&out.stderr));
     // Without --writable the directory stays read-only.
     let s = serve(d, "host", 100);
     let got = exchange(&s.memcached, b"set new 0 0 1\r\nx\r\nquit\r\n");
