@@ -25,6 +25,8 @@ use std::time::Instant;
 pub const KEY_ENV: &str = "PEERPATH_KEY";
 /// Suffix of encrypted files.
 pub(crate) const SUFFIX: &str = "ppenc";
+/// Bytes sealed per block unless asked otherwise (`encrypt --block-size`, `compress --encrypt-block-size`).
+pub(crate) const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
 
 #[derive(Args)]
 pub struct KeyArgs {
@@ -300,7 +302,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         (Mode::Xts, _) => return run_xts(a, dir),
         (Mode::Gcm, _) => {}
     }
-    let block_size = a.block_size.unwrap_or(1 << 20);
+    let block_size = a.block_size.unwrap_or(DEFAULT_BLOCK_BYTES);
     if block_size == 0 || block_size > MAX_BLOCK_BYTES as usize {
         return Err(JobError::Usage(format!("--block-size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20)));
     }

@@ -247,6 +247,10 @@ fn set_dir(set: &Path) -> &Path {
     }
 }
 
+/// Bytes a shard holds of each stripe unless asked otherwise (`compress --ec-unit`; `ec encode
+/// --unit`'s default says the same, "1M").
+pub(crate) const DEFAULT_UNIT_BYTES: usize = 1 << 20;
+
 /// The largest unit `encode` makes (and a manifest may name).
 const MAX_UNIT_BYTES: usize = 256 << 20;
 
@@ -280,12 +284,7 @@ pub fn main(a: EcArgs) -> ExitCode {
             device.check().and_then(|()| encode(&source, (data, parity, unit), (&output, &shard_dirs), &device, threads_or_cores(threads))).map(|r| r.print(json, quiet))
         }
         EcCommand::Verify { dir, device, threads, json, quiet } => device.check().and_then(|()| verify(&dir, &device, threads_or_cores(threads), (json, quiet))),
-        EcCommand::Repair { dir, device, threads, json, quiet } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| match r {
-            Ok(r) | Err((_, r)) if json => r.print(json, quiet),
-            Ok(r) => r.print(json, quiet),
-            Err((nothing, _)) if !quiet => println!("{nothing}"),
-            Err(_) => {}
-        }),
+        EcCommand::Repair { dir, device, threads, json, quiet } => device.check().and_then(|()| repair(&dir, &device, threads_or_cores(threads))).map(|r| r.print(json, quiet)),
         EcCommand::Decode { dir, threads, output, force, device, quiet } => device.check().and_then(|()| decode(&dir, &output, force, &device, threads_or_cores(threads), quiet)),
     };
     crate::exit_code(r)
@@ -358,6 +357,11 @@ impl EcReport {
             return;
         }
         if quiet {
+            return;
+        }
+        if self.operation == "repair" && self.shards_written.is_empty() && self.manifests_written.is_empty() {
+            // A whole set: "nothing to repair (checked ...)", its engine's words.
+            println!("{}: {}", self.target, self.engine);
             return;
         }
         let what = match self.operation {
@@ -1208,9 +1212,8 @@ pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError 
 }
 
 /// Rebuilds what is damaged; when nothing was, the line that says so.
-/// What `ec repair` did: a report, or (`Err`) the set was whole, in words and as a report that
-/// rebuilt nothing (for --json).
-fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport, (String, EcReport)>, JobError> {
+/// What `ec repair` did (a whole set: a report that wrote nothing).
+fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
     let started = Instant::now();
     let (m, code) = load(dir)?;
     let mut fallback = None;
@@ -1224,15 +1227,9 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
     let overlong = overlong_shards(dir, &m);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i)) || overlong.contains(i)).collect();
     let stale = m.stale_copies();
-    if damaged.is_empty() && stale.is_empty() {
-        let mut whole = EcReport::new("repair", dir, &m, Vec::new(), started, Duration::ZERO, 0);
-        whole.engine = format!("nothing to repair ({checked})");
-        whole.fallback = fallback;
-        return Ok(Err((format!("{}: nothing to repair ({checked})", dir.display()), whole)));
-    }
     let mut report = if damaged.is_empty() {
         let mut r = EcReport::new("repair", dir, &m, Vec::new(), started, Duration::ZERO, 0);
-        r.engine = format!("no shard to rebuild ({checked})");
+        r.engine = if stale.is_empty() { format!("nothing to repair ({checked})") } else { format!("no shard to rebuild ({checked})") };
         r
     } else {
         rebuild(dir, (&m, &code), (&bad, &damaged), (&mut device, &mut fallback), e, threads, started)?
@@ -1240,7 +1237,7 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<Result<EcReport,
     report.fallback = fallback;
     report.manifests_written = restore_copies(dir, &m, &stale)?;
     report.seconds = started.elapsed().as_secs_f64();
-    Ok(Ok(report))
+    Ok(report)
 }
 
 /// Rewrites the copies of the manifest in `stale` with its text (each to a

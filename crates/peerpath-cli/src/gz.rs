@@ -186,14 +186,14 @@ pub fn main(args: &[OsString]) -> ExitCode {
     let mut worst = 0u8;
     let mut totals = (0u64, 0u64, 0usize);
     for f in &o.files {
-        let r = if o.list {
-            list(&o, f, &mut totals)
-        } else if o.test {
-            test(&o, f)
-        } else if o.decompress {
-            decompress(&o, f)
-        } else {
-            compress(&o, f)
+        // What is read compressed is found as gzip finds it (x for x.gz).
+        let found = if o.list || o.test || o.decompress { compressed_file(&o, f) } else { Ok(f.clone()) };
+        let r = match found {
+            Err(outcome) => outcome,
+            Ok(f) if o.list => list(&o, &f, &mut totals),
+            Ok(f) if o.test => test(&o, &f),
+            Ok(f) if o.decompress => decompress(&o, &f),
+            Ok(f) => compress(&o, &f),
         };
         worst = worst.max(match r {
             Outcome::Done => 0,
@@ -349,10 +349,6 @@ fn pass_through(f: &OsStr) -> Option<Outcome> {
 }
 
 fn decompress(o: &Options, f: &OsStr) -> Outcome {
-    let f = &match compressed_file(o, f) {
-        Ok(f) => f,
-        Err(outcome) => return outcome,
-    };
     let to_stdout = o.stdout || f == "-";
     let target = if to_stdout {
         PathBuf::from("-")
@@ -387,10 +383,6 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
 }
 
 fn test(o: &Options, f: &OsStr) -> Outcome {
-    let f = &match compressed_file(o, f) {
-        Ok(f) => f,
-        Err(outcome) => return outcome,
-    };
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) => {
@@ -408,10 +400,6 @@ fn test(o: &Options, f: &OsStr) -> Outcome {
 /// checking every member: peerpath has no shortcut through the last trailer); with --json,
 /// the check's job report instead. `totals`: bytes in, out and files listed so far.
 fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
-    let f = &match compressed_file(o, f) {
-        Ok(f) => f,
-        Err(outcome) => return outcome,
-    };
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) if o.json => {

@@ -35,22 +35,22 @@ pub const KINDS: [(&str, u32); 24] = [
 
 /// `value` as pretty JSON with `"schema": "peerpath/<kind>/<version>"` first.
 pub fn stamped(kind: &str, value: &impl Serialize) -> String {
-    stamped_value(kind, serde_json::to_value(value).expect("outputs serialise"))
+    serde_json::to_string_pretty(&stamped_value(kind, serde_json::to_value(value).expect("outputs serialise"))).expect("JSON prints")
 }
 
 /// As [`stamped`], on one line: for commands that print a report per file or job (JSON
 /// Lines), so that their output stays one document a line.
 pub fn stamped_line(kind: &str, value: &impl Serialize) -> String {
-    let v: Value = serde_json::from_str(&stamped(kind, value)).expect("peerpath's own JSON parses");
-    serde_json::to_string(&v).expect("JSON prints")
+    serde_json::to_string(&stamped_value(kind, serde_json::to_value(value).expect("outputs serialise"))).expect("JSON prints")
 }
 
 /// The same for JSON already made as text (types that print themselves).
 pub fn stamped_text(kind: &str, json: &str) -> String {
-    stamped_value(kind, serde_json::from_str(json).expect("peerpath's own JSON parses"))
+    serde_json::to_string_pretty(&stamped_value(kind, serde_json::from_str(json).expect("peerpath's own JSON parses"))).expect("JSON prints")
 }
 
-fn stamped_value(kind: &str, value: Value) -> String {
+/// `value` with the schema's key first.
+fn stamped_value(kind: &str, value: Value) -> Value {
     let version = KINDS.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v).expect("a known kind");
     let mut m = Map::new();
     m.insert("schema".into(), Value::String(format!("peerpath/{kind}/{version}")));
@@ -60,5 +60,5 @@ fn stamped_value(kind: &str, value: Value) -> String {
             m.insert("value".into(), other);
         }
     }
-    serde_json::to_string_pretty(&Value::Object(m)).expect("JSON prints")
+    Value::Object(m)
 }

@@ -869,7 +869,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
-    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit.unwrap_or(1 << 20), placement };
+    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit.unwrap_or(ec::DEFAULT_UNIT_BYTES), placement };
     let mut fallbacks = Vec::new();
     if a.engine != EngineArg::Cpu {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
@@ -917,7 +917,7 @@ fn compress_encryption(a: &CompressArgs) -> Result<Option<(std::sync::Arc<peerpa
         }
         return Ok(None);
     }
-    let block = a.encrypt_block_size.unwrap_or(1 << 20);
+    let block = a.encrypt_block_size.unwrap_or(crypt::DEFAULT_BLOCK_BYTES);
     if a.verify {
         return Err(JobError::Usage("--verify cannot read an encrypted output yet: check it with `peerpath decrypt` and `peerpath verify`".into()));
     }
