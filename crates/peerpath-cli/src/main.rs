@@ -397,13 +397,15 @@ struct CompressArgs {
     gpu_io: GpuIoArg,
     /// With --engine gpu: sources and targets on a memory file system (tmpfs, /dev/shm): `staged`
     /// (the kernel copies them to and from the pinned window: a CPU copy each way), or `mapped`
-    /// (mapped and registered with CUDA, 64 MiB at a time: the GPU's copy engine reads and writes
+    /// (mapped and registered with CUDA, up to 64 MiB at a time: the GPU's copy engine reads and writes
     /// their pages, no CPU copy; not yet measured on a GPU: `peerpath gpu probe --mapped-at DIR`
     /// checks that this machine's driver pins them, docs/gpu-nvcomp.md).
     #[arg(long, value_enum, default_value_t = GpuMemoryFilesArg::Staged, help_heading = "Devices")]
     gpu_memory_files: GpuMemoryFilesArg,
     /// With --gpu-memory-files mapped: bytes of a file mapped and registered at once, as first
-    /// used (K, M, G suffixes; 64K to 64G, whole pages): pinning is paid a granule at a time.
+    /// used (K, M, G suffixes; 64K to 64G, whole pages): pinning is paid a granule at a time. A
+    /// file's first granules are smaller (1 MiB, 1, 2, 4, ... doubling up to this size), so a
+    /// small output holds about its own size pinned, not a whole granule.
     #[arg(long, default_value = "64M", value_parser = parse_size, help_heading = "Devices")]
     gpu_map_granule: usize,
     /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;

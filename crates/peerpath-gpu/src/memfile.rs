@@ -23,6 +23,58 @@ use std::time::Instant;
 /// threads pin different granules at once), not up front for a whole file.
 pub(crate) const GRANULE_BYTES: u64 = 64 << 20;
 
+/// A file's first granule, where the granule is larger: granules then double
+/// (1, 1, 2, 4, ... MiB) up to the granule's size, so that a small output
+/// holds (in tmpfs and pinned) about its own size, not a whole granule, and
+/// a large one pins a few more, smaller granules first.
+const FIRST_GRANULE_BYTES: u64 = 1 << 20;
+
+/// Where a file's granules lie: `first` bytes, then each as long as all
+/// before it, until that is `most` or more; from there, `most` each.
+#[derive(Clone, Copy, Debug)]
+struct Granules {
+    first: u64,
+    most: u64,
+    /// Where the first granule of `most` bytes starts, and its index.
+    steady_at: u64,
+    steady_index: u64,
+}
+
+impl Granules {
+    fn new(most: u64) -> Granules {
+        let first = FIRST_GRANULE_BYTES.min(most);
+        let (mut steady_at, mut steady_index) = (first, 1);
+        while steady_at < most {
+            steady_at *= 2;
+            steady_index += 1;
+        }
+        Granules { first, most, steady_at, steady_index }
+    }
+
+    /// The granule holding byte `at`.
+    fn index(&self, at: u64) -> u64 {
+        if at >= self.steady_at {
+            self.steady_index + (at - self.steady_at) / self.most
+        } else if at < self.first {
+            0
+        } else {
+            u64::from((at / self.first).ilog2()) + 1
+        }
+    }
+
+    /// Granule `g`'s first byte and length.
+    fn span(&self, g: u64) -> (u64, u64) {
+        match g {
+            0 => (0, self.first),
+            g if g >= self.steady_index => (self.steady_at + (g - self.steady_index) * self.most, self.most),
+            g => {
+                let start = self.first << (g - 1);
+                (start, start)
+            }
+        }
+    }
+}
+
 /// Pins host memory for a DMA engine; what it gives back unpins when dropped.
 pub(crate) trait Pinner: Send + Sync {
     fn pin(&self, ptr: *mut u8, len: usize, read_only: bool) -> Result<Box<dyn Send + Sync>, String>;
@@ -95,7 +147,7 @@ type Slot = Arc<OnceLock<Result<Granule, String>>>;
 pub(crate) struct MappedFile {
     file: std::fs::File,
     writable: bool,
-    granule: u64,
+    layout: Granules,
     granules: Mutex<HashMap<u64, Slot>>,
     /// Extending a target: one at a time (a later, smaller extension must not shorten it).
     growing: Mutex<()>,
@@ -121,7 +173,7 @@ impl MappedFile {
         } else {
             file.try_clone().map_err(|e| format!("cannot hold the file: {e}"))?
         };
-        Ok(MappedFile { file, writable, granule, granules: Mutex::default(), growing: Mutex::default(), pinner, pins })
+        Ok(MappedFile { file, writable, layout: Granules::new(granule), granules: Mutex::default(), growing: Mutex::default(), pinner, pins })
     }
 
     /// Whether its mapping can be pinned at all, asked before any command needs it (a file
@@ -162,12 +214,16 @@ impl MappedFile {
 
     /// As [`MappedFile::read`], the other way: `len` bytes into the file
     /// at `offset`, extending it first where it is shorter than the end of
-    /// the granule the write ends in.
+    /// the granule the write ends in (nothing for none).
     pub fn write(&self, offset: u64, len: usize, copy: impl FnMut(*mut u8, usize, usize) -> Result<(), String>, wait: impl FnMut() -> Result<(), String>) -> Result<usize, String> {
         if !self.writable {
             return Err("the file is open for reading only".into());
         }
-        let wanted = (offset + len as u64).next_multiple_of(self.granule);
+        if len == 0 {
+            return Ok(0);
+        }
+        let (last, last_len) = self.layout.span(self.layout.index(offset + len as u64 - 1));
+        let wanted = last + last_len;
         {
             let _one = self.growing.lock().unwrap_or_else(|e| e.into_inner());
             if self.len()? < wanted {
@@ -191,12 +247,12 @@ impl MappedFile {
         let mut done = 0usize;
         while done < len {
             let at = offset + done as u64;
-            let g = at / self.granule;
+            let g = self.layout.index(at);
             let slot = self.slot(g);
             let piece = match slot.get_or_init(|| self.map_granule(g, size)) {
                 Err(e) => Err(e.clone()),
                 Ok(granule) => {
-                    let within = (at - g * self.granule) as usize;
+                    let within = (at - self.layout.span(g).0) as usize;
                     if within >= granule.map.len {
                         Err(format!("byte {at} is past the file's mapped part (the file was shorter when that part was mapped)"))
                     } else {
@@ -225,8 +281,8 @@ impl MappedFile {
     }
 
     fn map_granule(&self, g: u64, size: u64) -> Result<Granule, String> {
-        let start = g * self.granule;
-        let len = (size.min(start + self.granule).saturating_sub(start)).next_multiple_of(4096) as usize;
+        let (start, most) = self.layout.span(g);
+        let len = (size.min(start + most).saturating_sub(start)).next_multiple_of(4096) as usize;
         if len == 0 {
             return Err(format!("byte {start} is past the end of the file ({size} bytes)"));
         }
@@ -367,6 +423,56 @@ mod tests {
         drop(m);
         dst.set_len(size as u64).unwrap();
         assert!(read_back(&dst) == data, "the target holds what was written");
+    }
+
+    /// Granules double from the first (1 MiB) to the granule asked for, then stay that long:
+    /// every byte lies in exactly one, and they follow each other without a gap.
+    #[test]
+    fn granules_double_up_to_the_size_asked_then_stay_it() {
+        const M: u64 = 1 << 20;
+        let g = Granules::new(64 * M);
+        let spans: Vec<(u64, u64)> = (0..10).map(|i| g.span(i)).collect();
+        assert_eq!(spans, [(0, M), (M, M), (2 * M, 2 * M), (4 * M, 4 * M), (8 * M, 8 * M), (16 * M, 16 * M), (32 * M, 32 * M), (64 * M, 64 * M), (128 * M, 64 * M), (192 * M, 64 * M)]);
+        for most in [4096, 64 << 10, M, 3 * M, 5 * M + 4096, 64 * M, 1 << 36] {
+            let g = Granules::new(most);
+            let mut at = 0;
+            for i in 0..40 {
+                let (start, len) = g.span(i);
+                assert_eq!(start, at, "granule {i} of {most} starts where the one before ends");
+                assert!(len > 0 && len <= most && len.is_multiple_of(4096), "granule {i} of {most}: {len} bytes");
+                for b in [start, start + 1, start + len / 2, start + len - 1] {
+                    assert_eq!(g.index(b), i, "byte {b} with granules of {most}");
+                }
+                at = start + len;
+            }
+            assert_eq!(g.span(g.index(1 << 40)).1, most, "far in, granules are as long as asked");
+        }
+    }
+
+    /// A small output pins about its size: with 64 MiB granules, a write of 100 KiB extends
+    /// the target to 1 MiB and pins that; a write at 40 MiB pins the granule of 32-64 MiB.
+    #[test]
+    fn a_small_target_pins_a_small_first_granule() {
+        let Some(dir) = shm() else { return };
+        let dst = target(dir.path());
+        let stats = Arc::new(PinStats::default());
+        let m = MappedFile::open(&dst, 64 << 20, Arc::new(Fake::default()), stats.clone()).unwrap();
+        let data = bytes(100 << 10, 5);
+        let copy = |host: *mut u8, done: usize, piece: usize| {
+            // SAFETY: the mapping's pinned range, `piece` bytes long, as `write` promises.
+            unsafe { std::ptr::copy_nonoverlapping(data[done..].as_ptr(), host, piece) };
+            Ok(())
+        };
+        assert_eq!(m.write(0, data.len(), copy, || Ok(())).unwrap(), data.len());
+        assert_eq!(dst.metadata().unwrap().len(), 1 << 20, "extended to its first granule's end");
+        assert_eq!((stats.granules.load(Ordering::SeqCst), stats.bytes.load(Ordering::SeqCst)), (1, 1 << 20));
+        assert_eq!(m.write(40 << 20, data.len(), copy, || Ok(())).unwrap(), data.len());
+        assert_eq!(dst.metadata().unwrap().len(), 64 << 20);
+        assert_eq!((stats.granules.load(Ordering::SeqCst), stats.bytes.load(Ordering::SeqCst)), (2, 33 << 20));
+        assert_eq!(m.write(1 << 20, 0, copy, || Ok(())).unwrap(), 0, "nothing written for nothing");
+        drop(m);
+        let back = read_back(&dst);
+        assert!(back[..data.len()] == data[..] && back[40 << 20..(40 << 20) + data.len()] == data[..]);
     }
 
     /// A pinner that refuses: the check says so (a target's length is given back); a later
