@@ -42,7 +42,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -389,10 +389,11 @@ impl Store {
         if !index.exists() && create.is_none() {
             return Err(JobError::SourceUnreadable { path: dir.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a dedup store (no index.sqlite there)") });
         }
-        if create.is_some() {
-            std::fs::create_dir_all(dir.join("packs")).map_err(target_io(dir))?;
-        }
-        let lock = if write { Some(lock(dir)?) } else { None };
+        let lock = match (write, create.is_some()) {
+            (true, true) => Some(lock_new(dir)?),
+            (true, false) => Some(lock(dir)?),
+            (false, _) => None,
+        };
         if let (Some(c), false) = (create, index.exists()) {
             refuse_orphaned_packs(dir)?;
             create_index(dir, c)?;
@@ -694,12 +695,69 @@ fn uri_path(p: &Path) -> String {
 /// Takes the store's writer lock (waits for another writer to finish).
 fn lock(dir: &Path) -> Result<File, JobError> {
     let path = dir.join("lock");
-    let f = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(target_io(&path))?;
+    lock_once(&path)?.ok_or_else(|| JobError::TargetIo { path: path.clone(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "the store was removed while this run waited for it") })
+}
+
+/// Makes the store's directories where they are not, and takes its writer
+/// lock. A store begun by a run that then failed is removed with its lock
+/// file ([`undo_new_store`]) by that run while it holds the lock; a run that
+/// waited on that file makes the store anew.
+fn lock_new(dir: &Path) -> Result<File, JobError> {
+    let path = dir.join("lock");
+    for _ in 0..100 {
+        std::fs::create_dir_all(dir.join("packs")).map_err(target_io(dir))?;
+        match lock_once(&path) {
+            Ok(Some(f)) => return Ok(f),
+            Ok(None) => continue,
+            Err(JobError::TargetIo { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(JobError::TargetIo { path, source: std::io::Error::other("the store was removed and made again 100 times while this run waited for it") })
+}
+
+/// The writer lock on the file at `path`, or `None` where that file was
+/// removed (or replaced) while this waited for it: the lock is then of no
+/// use, as the next writer locks the new file.
+fn lock_once(path: &Path) -> Result<Option<File>, JobError> {
+    let f = OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(target_io(path))?;
     // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(target_io(&path)(std::io::Error::last_os_error()));
+        return Err(target_io(path)(std::io::Error::last_os_error()));
     }
-    Ok(f)
+    let held = f.metadata().map_err(target_io(path))?;
+    Ok(std::fs::metadata(path).is_ok_and(|now| (now.dev(), now.ino()) == (held.dev(), held.ino())).then_some(f))
+}
+
+/// Removes a store that a failed run began (there was no index when it
+/// began) and that holds nothing, holding its writer lock: what the run made
+/// goes (`before`: which of [`NEW_STORE`] were there when it began), and
+/// only where no other run has stored a file in it since (runs that began
+/// at once make one store, and the one that failed must not take it from
+/// the one that did not).
+fn undo_new_store(dir: &Path, before: &[bool]) {
+    let Ok(Some(_lock)) = lock_once(&dir.join("lock")) else { return };
+    let index = dir.join("index.sqlite");
+    if index.exists() {
+        let files = Connection::open_with_flags(&index, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|db| db.query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0)));
+        if files != Ok(0) {
+            return;
+        }
+    }
+    let chunks_in_packs = std::fs::read_dir(dir.join("packs")).map(|d| d.flatten().any(|e| e.metadata().is_ok_and(|m| m.len() > 0))).unwrap_or(false);
+    if chunks_in_packs {
+        return;
+    }
+    // The index first (a store without one is no store), the lock file last but the directory.
+    let order = [1, 5, 6, 4, 3, 2, 0];
+    for i in order {
+        let path = dir.join(NEW_STORE[i]);
+        let _ = match NEW_STORE[i] {
+            _ if before[i] => Ok(()),
+            "" | "packs" => std::fs::remove_dir(&path),
+            _ => std::fs::remove_file(&path),
+        };
+    }
 }
 
 type Sizes = (Option<usize>, Option<usize>, Option<usize>);
@@ -755,18 +813,9 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         println!("{}", crate::jsonout::stamped("dedup-store", &report));
     }
     // A store this run began (there was no index), which failed before it kept a file, leaves
-    // nothing behind: what this run made goes, and only that (a pack only while empty: a failed
-    // store undoes its appends, and packs that were there are never touched).
+    // nothing behind (a failed store undoes its appends).
     if result.is_err() && stored == 0 && !before[1] {
-        for (name, &there) in NEW_STORE.iter().zip(&before).rev() {
-            let path = dir.join(name);
-            let _ = match *name {
-                _ if there => Ok(()),
-                "" | "packs" => std::fs::remove_dir(&path),
-                "packs/pack-000000" if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) => Ok(()),
-                _ => std::fs::remove_file(&path),
-            };
-        }
+        undo_new_store(dir, &before);
     }
     result
 }

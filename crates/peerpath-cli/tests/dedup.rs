@@ -532,6 +532,40 @@ fn a_failed_store_leaves_the_store_as_it_was_and_a_lost_index_is_refused() {
     assert_eq!(std::fs::read(&pack).unwrap(), packs);
 }
 
+/// Runs that begin a store at once make one store: the one that fails (its file already there,
+/// or other chunk sizes) never removes what the other stored. A new store whose only run failed
+/// leaves nothing (here: its file system full).
+#[test]
+fn runs_that_begin_a_store_at_once_make_one_and_a_failed_one_leaves_nothing() {
+    let test = "runs_that_begin_a_store_at_once_make_one_and_a_failed_one_leaves_nothing";
+    let dir = scratch();
+    let d = dir.path();
+    let a = d.join("a");
+    std::fs::write(&a, random_bytes(2_000_000, 31)).unwrap();
+    for round in 0..6 {
+        let st = d.join(format!("st{round}"));
+        // Odd rounds: the second run asks other chunk sizes (a usage error once the store is made).
+        let other: Vec<&str> = if round % 2 == 1 { vec!["--min", "4K", "--avg", "16K", "--max", "64K"] } else { vec![] };
+        let outs: Vec<Out> = std::thread::scope(|s| {
+            let first = s.spawn(|| run(&mut pp(args!["dedup", "store", &a, "-s", &st, "-q"])));
+            let second = s.spawn(|| run(pp(args!["dedup", "store", &a, "-s", &st, "-q"]).args(&other)));
+            vec![first.join().unwrap(), second.join().unwrap()]
+        });
+        let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+        assert_eq!(codes.iter().filter(|&&c| c == Some(0)).count(), 1, "round {round}: one run stores, {codes:?}: {}{}", outs[0].stderr, outs[1].stderr);
+        let list = run(&mut pp(args!["dedup", "list", "-s", &st])).ok().stdout_str();
+        assert!(list.contains("2000000"), "round {round}: the file stored is in the store: {list}");
+        run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+        run(&mut pp(args!["dedup", "restore", &a, "-s", &st, "-o", d.join(format!("back{round}"))])).ok();
+        assert_file_eq(&d.join(format!("back{round}")), &std::fs::read(&a).unwrap(), "restored");
+    }
+    if let Some(fs) = TmpfsMount::new(test, "1m") {
+        let st = fs.dir.join("new");
+        run(&mut pp(args!["dedup", "store", &a, "-s", &st])).fails(11, &["No space left"]);
+        assert!(!st.exists(), "a new store whose run failed is not left: {:?}", std::fs::read_dir(&st).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>()));
+    }
+}
+
 /// A store on a read-only file system (a backup mounted read-only) is read
 /// as any other: SQLite cannot make its log's shared-memory file there.
 #[test]
