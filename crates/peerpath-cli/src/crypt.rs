@@ -44,6 +44,19 @@ impl KeyArgs {
     pub(crate) fn given(&self) -> bool {
         self.key_file.is_some() || self.key_env.is_some()
     }
+
+    /// Refuses a target that is the key file (by any name: a link, `./`): with --force it
+    /// would be replaced by what the key encrypted or decrypted, and the key lost with it.
+    pub(crate) fn refuse_as_target<'a>(&self, targets: impl IntoIterator<Item = &'a Path>) -> Result<(), JobError> {
+        use std::os::unix::fs::MetadataExt;
+        let Some(key) = self.key_file.as_deref().and_then(|k| std::fs::metadata(k).ok()) else { return Ok(()) };
+        for t in targets {
+            if std::fs::metadata(t).is_ok_and(|m| (m.dev(), m.ino()) == (key.dev(), key.ino())) {
+                return Err(JobError::PartOfSource { path: t.to_path_buf(), what: "the key file".into() });
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Args)]
@@ -256,6 +269,9 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
     }
     let var = k.key_env.as_deref().unwrap_or(KEY_ENV);
     match std::env::var_os(var) {
+        // 64 digits only: 32 characters would be taken as raw key bytes, and a variable of 32
+        // characters is a passphrase far more often than a key.
+        Some(v) if v.len() == peerpath_func::crypt::KEY_BYTES => Err(JobError::Usage(format!("environment variable {var}: holds {} characters: a key there is 64 hexadecimal digits (peerpath keygen makes one)", v.len()))),
         Some(v) => Key::from_bytes(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str())).map_err(|e| JobError::Usage(format!("environment variable {var}: {e}"))),
         None if k.key_env.is_some() => Err(JobError::Usage(format!("--key-env {var}: no such environment variable is set"))),
         None => Err(JobError::Usage(format!("no key: give --key-file FILE, --key-env VAR, or set {KEY_ENV} (peerpath keygen -o FILE makes a key)"))),
@@ -605,6 +621,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
         None => default_target(&a.source, dir, suffix)?,
     };
     peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
+    a.key.refuse_as_target([target.as_path()])?;
     crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;
     let src = crate::open_file_source(&a.source)?;
     let meta = src.metadata().map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?;

@@ -1085,6 +1085,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
             let name = if encrypt.is_some() { encrypted_compressed_name } else { compressed_name };
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;
+            a.key.refuse_as_target(targets.iter().map(PathBuf::as_path))?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             if to_stdout && !a.target.force && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
                 // As gzip: binary on a terminal is never what was meant.
@@ -1145,6 +1146,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
                 };
                 ec::OpenSet::open(dir)?.refuse_as_target(output)?;
+                a.key.refuse_as_target([output])?;
                 // Before any work, on either engine (a directory was found only at the end).
                 peerpath_runtime::job::check_new_target(output, a.target.force)?;
                 let key = crypt::optional_key(&a.key)?;
@@ -1187,6 +1189,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 return Ok(());
             }
             let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
+            a.key.refuse_as_target(targets.iter().map(PathBuf::as_path))?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
             let opts = a.decode.options(common_options(&a.common, a.target.force, !a.target.no_sync, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?)?;

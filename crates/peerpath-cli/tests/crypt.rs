@@ -162,6 +162,20 @@ fn keys_and_targets_are_handled_with_care() {
     run(&mut pp(args!["encrypt", &src, "--key-file", &key])).fails(4, &["exists"]);
     assert_eq!(std::fs::read(&enc).unwrap(), sealed, "an existing target is not replaced without --force");
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-o", &src, "-f"])).fails(5, &["same file"]);
+    // The key file is never a target (with -f it was replaced by the ciphertext, and the key lost).
+    let key_link = d.join("key-link");
+    std::fs::hard_link(&key, &key_link).unwrap();
+    for target in [&key, &key_link] {
+        run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-o", target, "-f"])).fails(5, &["is the key file"]);
+        run(&mut pp(args!["encrypt", &src, "--key-file", &key, "--mode", "xts", "-o", target, "-f"])).fails(5, &["is the key file"]);
+        run(&mut pp(args!["decrypt", &enc, "--key-file", &key, "-o", target, "-f"])).fails(5, &["is the key file"]);
+        run(&mut pp(args!["compress", &src, "--encrypt", "--key-file", &key, "-o", target, "-f"])).fails(5, &["is the key file"]);
+        run(&mut pp(args!["decompress", &enc, "--key-file", &key, "-o", target, "-f"])).fails(5, &["is the key file"]);
+    }
+    std::fs::remove_file(&key_link).unwrap();
+    assert_eq!(std::fs::read(&key).unwrap(), before, "the key file is as it was");
+    // A variable of 32 characters is not taken as raw key bytes (a passphrase, most likely).
+    run(pp(args!["encrypt", &src, "--key-env", "PP_TEST_KEY", "-o", d.join("x")]).env("PP_TEST_KEY", "abcdefghijklmnopqrstuvwxyz012345")).fails(2, &["holds 32 characters", "64 hexadecimal digits"]);
     run(&mut pp(args!["decrypt", &src, "--key-file", &key])).fails(2, &["is not NAME.ppenc"]);
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-o", "-"])).fails(2, &["work on files"]);
     run(&mut pp(args!["encrypt", &src, "--key-file", &key, "--block-size", "0", "-o", d.join("x")])).fails(2, &["--block-size"]);
