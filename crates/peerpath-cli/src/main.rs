@@ -1084,7 +1084,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 return Err(JobError::Usage("--ec-unit goes with --ec K+M: give --ec".into()));
             }
             let name = if encrypt.is_some() { encrypted_compressed_name } else { compressed_name };
-            let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;
+            let (targets, made) = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), name)?;
             a.key.refuse_as_target(targets.iter().map(PathBuf::as_path))?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             if to_stdout && !a.target.force && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -1121,6 +1121,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 b.finish_and_clear();
             }
             let report = r?;
+            made.keep();
             emit(&report, &a.common, to_stdout);
             if a.explain {
                 let text = match (&report.placement_explain, &opts.compute) {
@@ -1188,7 +1189,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 report.print(a.common.json, a.common.quiet);
                 return Ok(());
             }
-            let targets = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
+            let (targets, made) = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;
             a.key.refuse_as_target(targets.iter().map(PathBuf::as_path))?;
             let to_stdout = targets.iter().any(|t| t.as_os_str() == "-");
             let (progress, bar) = progress_bar(&a.common, to_stdout);
@@ -1199,6 +1200,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 b.finish_and_clear();
             }
             emit(&r?, &a.common, to_stdout);
+            made.keep();
         }
         Command::Verify(a) => {
             a.decode.check()?;

@@ -863,3 +863,54 @@ fn compress_on_a_gpu_gives_members_the_cpu_decodes_and_the_level_picks_the_algor
         }
     }
 }
+
+/// Many files at once: read a few at a time (the read pool does not grow with the count) and
+/// held open within the open-file limit, raised towards the hard limit where the soft one is
+/// too small (it failed at the 508th of 600 under `ulimit -Sn 1024`); a limit that cannot fit
+/// is a usage error before anything is made. `--output DIR/` made for a job that fails is
+/// removed again, and a file there is not taken for a directory.
+#[test]
+fn many_files_at_once_fit_the_open_file_limit_and_a_failed_job_leaves_no_directory() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("in");
+    std::fs::create_dir(&input).unwrap();
+    let n = 150;
+    let mut sources = Vec::new();
+    for i in 0..n {
+        let p = input.join(format!("f{i:03}"));
+        std::fs::write(&p, random_bytes(i * 97 % 5000, i as u64)).unwrap();
+        sources.push(p);
+    }
+    let limited = |limit: &str, args: Vec<std::ffi::OsString>| {
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg(format!("ulimit {limit} 64 && exec \"$0\" \"$@\"")).arg(bin()).args(args);
+        c
+    };
+    let mut a = args!["compress", "--json", "-T", "2", "-o", d.join("gz/")];
+    a.extend(sources.iter().map(|s| s.clone().into_os_string()));
+    let report = run(&mut limited("-Sn", a)).ok().stdout_str();
+    let json: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let pool = json["memory"]["read_pool_buffers"].as_u64().unwrap();
+    assert!(pool <= 6, "the read pool does not grow with the file count (2 per worker and 2 more): {pool} buffers");
+    let gz: Vec<std::ffi::OsString> = sources.iter().map(|s| d.join("gz").join(format!("{}.gz", s.file_name().unwrap().to_str().unwrap())).into_os_string()).collect();
+    let mut v = args!["verify", "-q"];
+    v.extend(gz.iter().cloned());
+    run(&mut limited("-Sn", v)).ok();
+    let mut x = args!["decompress", "-q", "-o", d.join("back/")];
+    x.extend(gz.iter().cloned());
+    run(&mut limited("-Sn", x)).ok();
+    for s in &sources {
+        assert_file_eq(&d.join("back").join(s.file_name().unwrap()), &std::fs::read(s).unwrap(), "round trip");
+    }
+    // A hard limit too small: refused before anything is made.
+    let mut a = args!["compress", "-q", "-o", d.join("nowhere/deep/")];
+    a.extend(sources.iter().map(|s| s.clone().into_os_string()));
+    run(&mut limited("-n", a)).fails(2, &["150 files at once need about", "raise `ulimit -n`"]);
+    assert!(!d.join("nowhere").exists(), "nothing made");
+    // A job that fails (a missing source) removes the directories it made for its outputs.
+    run(&mut pp(args!["compress", &sources[0], d.join("missing"), "-o", d.join("made/deeper/")])).fails(3, &["missing"]);
+    assert!(!d.join("made").exists(), "the directories made for the outputs are gone");
+    std::fs::write(d.join("afile"), b"").unwrap();
+    run(&mut pp(args!["compress", &sources[0], &sources[1], "-o", d.join("afile")])).fails(2, &["afile is not a directory"]);
+}

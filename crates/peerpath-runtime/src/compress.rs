@@ -93,6 +93,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         check_target(s, t, opts.common.force)?;
     }
     check_sources_are_not_targets(pairs)?;
+    crate::job::make_room_for_files(pairs.len(), true)?;
     let mut streams: Vec<Stream> = Vec::new();
     let abandon = |streams: &mut Vec<Stream>| {
         for s in streams.iter_mut() {

@@ -83,6 +83,8 @@ pub(crate) struct CpuPass {
     /// Chunks anywhere in the pipeline, at most `slots`.
     in_pipeline: usize,
     slots: usize,
+    /// Streams begun and not yet read to their end, at most this many.
+    window: usize,
     chunk_bytes: usize,
     out_bytes: usize,
     member_bytes: usize,
@@ -99,10 +101,14 @@ impl CpuPass {
     /// streams.
     pub fn new(p: &CpuParams, stream_count: usize, blocking: bool, waker: Waker, cpu: CpuAccount) -> CpuPass {
         let threads = p.threads.max(1);
+        // Streams read at once: a worker's worth and one, whatever the job's count (a
+        // thousand files are read a few at a time, in the pool of a few).
+        let window = stream_count.min(threads + 1);
         // Chunks in the pipeline (being read, compressed, or waiting their turn
         // to be written): two per worker and one read ahead; more only buffers
-        // (docs/tuning.md#pipeline-slots).
-        let slots = (threads * 2 + 1).max(stream_count * 2);
+        // (docs/tuning.md#pipeline-slots); two for each stream being read, so
+        // that each has one to read while another waits its turn to be written.
+        let slots = (threads * 2 + 1).max(window * 2);
         // The CPU reads 2 MiB chunks while the pool stays within 64 MiB or
         // (2T + 1) x 2 MiB, else the device path's size.
         let mut chunk_bytes = p.device_chunk_bytes;
@@ -116,6 +122,7 @@ impl CpuPass {
             cache: BufferCache::new(slots * 2 + 4),
             in_pipeline: 0,
             slots,
+            window,
             chunk_bytes,
             out_bytes: chunk_bytes.div_ceil(p.member_bytes) * member_bound_bytes(p.member_bytes),
             member_bytes: p.member_bytes,
@@ -165,17 +172,26 @@ impl CpuPass {
         format!("{} of {} chunks in the pipeline", self.in_pipeline, self.slots)
     }
 
-    /// A stream the CPU starts on: an empty source still gets one (empty) member.
+    /// A stream the CPU starts on: an empty source still gets one (empty)
+    /// member, now where a buffer is free, else from [`CpuPass::issue_reads`].
     pub fn start_stream(&mut self, streams: &mut [Stream], i: usize) {
-        let s = &mut streams[i];
-        if s.size == Some(0) && !s.finished() {
-            s.cpu.read_done = true;
-            s.cpu.chunks = Some(1);
-            s.cpu.next_seq = 1;
-            self.in_pipeline += 1;
-            let buf = self.pool.get();
-            self.dispatch(i, 0, buf);
+        if self.in_pipeline < self.slots {
+            self.start_empty(&mut streams[i], i);
         }
+    }
+
+    /// An empty source's one member, given a free buffer: whether it began.
+    fn start_empty(&mut self, s: &mut Stream, i: usize) -> bool {
+        if s.size != Some(0) || s.cpu.read_done || s.finished() {
+            return false;
+        }
+        let Some(buf) = self.pool.try_get() else { return false };
+        s.cpu.read_done = true;
+        s.cpu.chunks = Some(1);
+        s.cpu.next_seq = 1;
+        self.in_pipeline += 1;
+        self.dispatch(i, 0, buf);
+        true
     }
 
     fn dispatch(&mut self, stream: usize, seq: u64, input: PooledBuf) {
@@ -270,10 +286,21 @@ impl CpuPass {
     pub fn issue_reads(&mut self, streams: &mut [Stream], engine: &mut dyn IoEngine<JobBuf>) -> Result<()> {
         let mut progressed = true;
         let mut pass_over = false;
+        // Streams begun and not read to their end; the next begins when one is (in order).
+        let begun = |s: &Stream| s.on_cpu && s.cpu.next_seq > 0 && !s.cpu.read_done;
+        let mut reading = streams.iter().filter(|s| begun(s)).count();
         while progressed && self.in_pipeline < self.slots && !pass_over {
             progressed = false;
             for (i, s) in streams.iter_mut().enumerate() {
                 if !s.on_cpu || self.in_pipeline >= self.slots || !s.can_read(self.queue_depth) || pass_over {
+                    continue;
+                }
+                if s.size == Some(0) {
+                    progressed |= self.start_empty(s, i);
+                    continue;
+                }
+                let new = s.cpu.next_seq == 0;
+                if new && reading >= self.window {
                     continue;
                 }
                 let Some(buf) = self.pool.try_get() else { break };
@@ -305,6 +332,11 @@ impl CpuPass {
                 if s.size.is_some_and(|size| s.cpu.next_read_offset >= size) {
                     s.cpu.read_done = true;
                     s.cpu.chunks = Some(s.cpu.next_seq);
+                }
+                match (new, begun(s)) {
+                    (true, true) => reading += 1,
+                    (false, false) => reading -= 1,
+                    _ => {}
                 }
             }
         }

@@ -185,12 +185,14 @@ pub fn decompress(pairs: &[(PathBuf, PathBuf)], opts: &DecompressOptions) -> Res
         check_target(s, t, opts.common.force)?;
     }
     check_sources_are_not_targets(pairs)?;
+    crate::job::make_room_for_files(pairs.len(), true)?;
     let items: Vec<(PathBuf, Option<PathBuf>)> = pairs.iter().map(|(s, t)| (s.clone(), Some(t.clone()))).collect();
     run_job(Operation::Decompress, &items, opts)
 }
 
 /// Checks every member of each source (CRC-32 and length) without writing.
 pub fn verify(sources: &[PathBuf], opts: &DecompressOptions) -> Result<JobReport> {
+    crate::job::make_room_for_files(sources.len(), false)?;
     let items: Vec<(PathBuf, Option<PathBuf>)> = sources.iter().map(|s| (s.clone(), None)).collect();
     run_job(Operation::Verify, &items, opts)
 }

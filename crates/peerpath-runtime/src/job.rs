@@ -45,6 +45,34 @@ impl Default for CommonOptions {
     }
 }
 
+/// Makes room in this process's open-file limit for a job over `sources`
+/// files (each held open for the whole job, as is each target: an unnamed
+/// temporary is only a descriptor until every output is put in place at
+/// once), raising the soft limit towards the hard one as `serve` does; a
+/// job that cannot fit is a usage error saying how many files it needs,
+/// before anything is opened (not "Too many open files" at the 508th).
+pub fn make_room_for_files(sources: usize, with_targets: bool) -> Result<()> {
+    // A source, its target and the target's reopened descriptor; 256 for the
+    // rest (the I/O engine, devices' sockets and memory, the standard streams).
+    let need = (sources as u64).saturating_mul(if with_targets { 3 } else { 1 }).saturating_add(256);
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur >= need {
+        return Ok(());
+    }
+    if limit.rlim_max >= need {
+        let raised = libc::rlimit { rlim_cur: need, rlim_max: limit.rlim_max };
+        // SAFETY: setrlimit reads the struct it is given.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(JobError::Usage(format!(
+        "{sources} files at once need about {need} open files; this process may open {} (hard limit {}): raise `ulimit -n`, or give fewer files at a time (every output is put in place at once, so all are held open)",
+        limit.rlim_cur, limit.rlim_max
+    )))
+}
+
 /// "-" names standard input or output.
 pub fn is_std_stream(p: &Path) -> bool {
     p.as_os_str() == "-"
@@ -100,9 +128,46 @@ pub fn check_distinct_targets(targets: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// Directories made for a job's targets (`--output DIR/` where DIR was not
+/// there): removed again, where still empty, unless the job [`MadeDirs::keep`]s
+/// them, so that a job that fails leaves nothing it made.
+#[must_use = "dropped, it removes the directories it made"]
+#[derive(Debug, Default)]
+pub struct MadeDirs(Vec<PathBuf>);
+
+impl MadeDirs {
+    /// Makes `dir` and the directories above it that are not there; `made`
+    /// lists them, deepest first.
+    fn make(dir: &Path) -> Result<MadeDirs> {
+        let mut made = Vec::new();
+        let mut p = Some(dir);
+        while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err()) {
+            made.push(d.to_path_buf());
+            p = d.parent();
+        }
+        std::fs::create_dir_all(dir).map_err(|e| JobError::TargetIo { path: dir.to_path_buf(), source: e })?;
+        Ok(MadeDirs(made))
+    }
+
+    /// The job succeeded: its directories stay.
+    pub fn keep(mut self) {
+        self.0.clear();
+    }
+}
+
+impl Drop for MadeDirs {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
 /// Target names for `sources` given `--output` (a file for one source, a
-/// directory for several) and a function naming one target from a source.
-pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&Path) -> Result<PathBuf>) -> Result<Vec<PathBuf>> {
+/// directory for several: made if need be, and removed again unless the job
+/// keeps it) and a function naming one target from a source.
+pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&Path) -> Result<PathBuf>) -> Result<(Vec<PathBuf>, MadeDirs)> {
+    let mut made = MadeDirs::default();
     let targets = match output {
         None => sources
             .iter()
@@ -121,8 +186,11 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
         Some(o) if sources.len() == 1 && !o.is_dir() && !o.as_os_str().as_encoded_bytes().ends_with(b"/") => vec![o.to_path_buf()],
         Some(o) if is_std_stream(o) => return Err(JobError::Usage("several sources cannot all go to standard output".into())),
         Some(o) => {
+            if std::fs::metadata(o).is_ok_and(|m| !m.is_dir()) {
+                return Err(JobError::Usage(format!("{} is not a directory: several sources need --output DIR", o.display())));
+            }
             if !o.exists() {
-                std::fs::create_dir_all(o).map_err(|e| JobError::TargetIo { path: o.to_path_buf(), source: e })?;
+                made = MadeDirs::make(o)?;
             }
             sources
                 .iter()
@@ -137,7 +205,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
         }
     };
     check_distinct_targets(&targets)?;
-    Ok(targets)
+    Ok((targets, made))
 }
 
 /// What `m` is where it is neither a regular file nor a directory: a device, a FIFO or a socket.
