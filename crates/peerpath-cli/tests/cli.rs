@@ -914,3 +914,22 @@ fn many_files_at_once_fit_the_open_file_limit_and_a_failed_job_leaves_no_directo
     std::fs::write(d.join("afile"), b"").unwrap();
     run(&mut pp(args!["compress", &sources[0], &sources[1], "-o", d.join("afile")])).fails(2, &["afile is not a directory"]);
 }
+
+/// A file of /proc says it holds 0 bytes: it is compressed to its end, as a pipe is (it gave
+/// an empty .gz, exit 0).
+#[test]
+fn a_proc_file_is_read_to_its_end_not_to_its_size() {
+    let src = std::path::Path::new("/proc/version");
+    let Ok(want) = std::fs::read(src) else {
+        eprintln!("SKIPPED: no /proc/version here");
+        return;
+    };
+    assert_eq!(std::fs::metadata(src).unwrap().len(), 0, "procfs says 0 bytes");
+    let dir = scratch();
+    let gz = dir.path().join("v.gz");
+    let o = run(&mut pp(args!["compress", src, "-o", &gz])).ok();
+    assert!(o.stdout_str().contains("read to its end"), "{}", o.stdout_str());
+    let back = dir.path().join("v");
+    run(&mut pp(args!["decompress", &gz, "-o", &back])).ok();
+    assert_file_eq(&back, &want, "all of /proc/version");
+}

@@ -53,6 +53,18 @@ impl OpenedFile {
     }
 }
 
+/// File systems whose files' sizes are not what they hold (procfs says 0
+/// bytes, sysfs 4096): proc, sysfs, debugfs, tracefs, securityfs, configfs,
+/// efivarfs, cgroup and cgroup2 (`statfs(2)`'s magic numbers).
+const SIZELESS_FILE_SYSTEMS: [i64; 9] = [0x9fa0, 0x6265_6572, 0x6462_6720, 0x7472_6163, 0x7363_6673, 0x6265_6570, 0xde5e_81e4, 0x0027_e0eb, 0x6367_7270];
+
+/// Whether `file` is a file of such a file system: read to its end, as a
+/// pipe is (by its size, `compress /proc/cpuinfo` made an empty .gz).
+fn sizeless(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    peerpath_mem::file_system_type(file.as_raw_fd()).is_some_and(|t| SIZELESS_FILE_SYSTEMS.contains(&t))
+}
+
 pub(crate) fn open_with(path: &Path, opts: &OpenOptions, direct: bool) -> io::Result<File> {
     let mut o = opts.clone();
     if direct {
@@ -71,7 +83,7 @@ pub fn open_source(path: &Path, want_direct: bool) -> io::Result<OpenedFile> {
     let mut file = open_with(path, &opts, false)?;
     let meta = file.metadata()?;
     let ft = meta.file_type();
-    let kind = if ft.is_file() {
+    let kind = if ft.is_file() && !sizeless(&file) {
         SourceKind::Regular { size_bytes: meta.len() }
     } else if ft.is_block_device() {
         SourceKind::BlockDevice { size_bytes: file.seek(SeekFrom::End(0))? }
@@ -81,6 +93,7 @@ pub fn open_source(path: &Path, want_direct: bool) -> io::Result<OpenedFile> {
         SourceKind::Stream
     };
     let (direct, direct_refused) = match kind {
+        SourceKind::Stream if ft.is_file() => (false, Some("a file of /proc, /sys or the like: its size is not what it holds, so it is read to its end, as a pipe".to_string())),
         SourceKind::Stream => (false, Some("not a regular file or block device".to_string())),
         _ if !want_direct => (false, Some("O_DIRECT disabled (--no-direct)".to_string())),
         _ => match open_with(path, &opts, true) {
@@ -107,6 +120,15 @@ mod tests {
         assert_eq!(f.kind, SourceKind::Regular { size_bytes: 10_000 });
         use std::io::Write;
         assert!((&f.file).write(b"x").is_err(), "sources must be opened read-only");
+    }
+
+    /// A file of /proc says it holds 0 bytes: it is read to its end, as a pipe is.
+    #[test]
+    fn files_whose_size_is_not_their_content_are_streams() {
+        match open_source(Path::new("/proc/self/status"), true) {
+            Ok(f) => assert_eq!((f.kind, f.direct), (SourceKind::Stream, false)),
+            Err(e) => eprintln!("SKIPPED: no /proc here ({e})"),
+        }
     }
 
     #[test]

@@ -161,7 +161,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     let ledger = Ledger::new();
     let outcome = run_job(&mut streams, opts, devices, member_bytes, chunk_bytes, chunk_aligned, &ledger, &cpu, &mut fallbacks);
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
-    let ran = match outcome {
+    let ran = match outcome.and_then(|r| sources_kept_their_size(&streams).map(|()| r)) {
         Ok(r) => r,
         Err(e) => {
             abandon(&mut streams);
@@ -242,6 +242,20 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     report.pipeline = ran.pipeline;
     report.verified_s = verify_wall.map(|t| t.as_secs_f64());
     Ok(report)
+}
+
+/// Refuses outputs of sources that grew while they were read (appended to:
+/// the output would end where the source did when opened, and say nothing);
+/// a source that shrank failed its read already.
+fn sources_kept_their_size(streams: &[Stream]) -> Result<()> {
+    for s in streams {
+        let SourceKind::Regular { size_bytes } = s.source.kind else { continue };
+        let now = s.source.file.metadata().map_err(|e| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?.len();
+        if now > size_bytes {
+            return Err(JobError::SourceIo { path: s.source.path.clone(), detail: format!("the source grew while being read ({size_bytes} bytes when opened, {now} now): its output would lack the end; nothing was kept") });
+        }
+    }
+    Ok(())
 }
 
 /// Checks every member of a finished (not yet renamed) output.
