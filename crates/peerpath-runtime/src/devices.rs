@@ -477,7 +477,10 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
         }
         let (started, memory_at) = match &spec.memory_from {
             DeviceMemoryFrom::Shm => {
+                // Before the room there is counted (a dead job's file takes it).
+                remove_dead_jobs_devices(spec.memory_dir.as_deref().unwrap_or(&so.serve.dir));
                 let memory_at = place_shared_memory(spec, &mut so.serve.dir);
+                remove_dead_jobs_devices(&so.serve.dir);
                 (EmulatedCsp::spawn(&so).map_err(|e| e.to_string()), memory_at)
             }
             from @ DeviceMemoryFrom::P2p { .. } => match map_p2p_memory(&from.p2p_device_dir().expect("P2P"), spec.memory_bytes) {
@@ -503,6 +506,34 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
         devices.push(JobDevice::new(device, kind).kept_as(key.clone()));
     }
     Ok(devices)
+}
+
+/// Removes the files of emulated devices that jobs started (named
+/// `peerpath-csp-pp<host pid>-csp<n>`) whose host process is gone: a job
+/// killed with its process group (SIGKILL reaches the device too, as
+/// `timeout -s KILL` or a cgroup's kill sends it) leaves its device's
+/// memory file, half a GiB of tmpfs, which nothing else would remove.
+/// Devices started by hand (`csp serve --name`) are not touched.
+fn remove_dead_jobs_devices(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(host) = name.to_str().and_then(jobs_device_host) else { continue };
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let gone = host != std::process::id() && unsafe { libc::kill(host as libc::pid_t, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The host process of a job's device file `peerpath-csp-pp<pid>-csp<n>.<mem|queues|sock>`.
+fn jobs_device_host(file: &str) -> Option<u32> {
+    let rest = file.strip_prefix("peerpath-csp-pp")?;
+    let (pid, rest) = rest.split_once("-csp")?;
+    let (n, ext) = rest.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(pid) && digits(n) && ["mem", "queues", "sock"].contains(&ext)).then(|| pid.parse().ok())?
 }
 
 /// Picks the directory of a device's shared-memory file and says where it
@@ -546,6 +577,35 @@ fn map_p2p_memory(device_dir: &Path, asked: usize) -> std::result::Result<(Arc<p
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Files of a job's device whose host is gone are removed; those of a live host (this
+    /// process), of devices started by hand, and other files are not.
+    #[test]
+    fn devices_of_dead_jobs_leave_no_files() {
+        let dir = tempfile::tempdir().unwrap();
+        // A pid past the kernel's limit (pid_max is at most 2^22) is no process.
+        let (dead, me) = (1u32 << 23, std::process::id());
+        let names = [
+            format!("peerpath-csp-pp{dead}-csp0.mem"),
+            format!("peerpath-csp-pp{dead}-csp12.queues"),
+            format!("peerpath-csp-pp{dead}-csp0.sock"),
+            format!("peerpath-csp-pp{me}-csp0.mem"),
+            "peerpath-csp-mine.mem".into(),
+            format!("peerpath-csp-pp{dead}-csp0.mem.bak"),
+            format!("other-pp{dead}-csp0.mem"),
+        ];
+        for n in &names {
+            std::fs::write(dir.path().join(n), b"x").unwrap();
+        }
+        remove_dead_jobs_devices(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        let mut want = names[3..].to_vec();
+        want.sort();
+        assert_eq!(left, want);
+        assert_eq!(jobs_device_host("peerpath-csp-pp42-csp3.sock"), Some(42));
+        assert_eq!(jobs_device_host("peerpath-csp-pp-csp3.sock"), None);
+    }
 
     #[test]
     fn the_gpu_report_says_how_storage_reaches_its_memory_from_the_topology() {

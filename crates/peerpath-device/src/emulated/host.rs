@@ -848,10 +848,15 @@ fn stop_child(child: &mut DeviceProcess, paths: &CspPaths) -> std::io::Result<Ex
 /// Waits for the device's ready line; stops it if it does not come in time.
 fn start(process: &mut DeviceProcess, ready: &mut (impl Read + AsRawFd), paths: &CspPaths, name: &str, timeout: Duration) -> Result<(), CspError> {
     let result = wait_ready(process, ready, name, timeout);
-    if let Err(CspError::StartTimeout { .. }) = &result {
-        let _ = process.kill();
-        let _ = process.wait();
-        paths.remove_all(); // ours: the child got far enough to make them, maybe
+    match &result {
+        Err(CspError::StartTimeout { .. }) => {
+            let _ = process.kill();
+            let _ = process.wait();
+            paths.remove_all(); // ours: the child got far enough to make them, maybe
+        }
+        // Ended (waited for): one killed by a signal (SIGBUS) left its files.
+        Err(CspError::ExitedEarly { .. }) => paths.remove_all(),
+        _ => {}
     }
     result
 }

@@ -285,6 +285,9 @@ pub(crate) fn serve_with_memory(
         }
     };
     let queue_region = Arc::new(MappedRegion::create_shared(&paths.queues, geometry.total_bytes(), &options.name)?);
+    // Its pages are touched at once (the header): room for them is asked first, so that a
+    // full file system (the memory file took the rest) is an error, not SIGBUS.
+    reserve(&paths.queues, queue_region.len())?;
     let qfile = Arc::new(QueueFile::new(queue_region));
     write_header(&qfile, geometry, memory_region.len() as u64);
 
@@ -348,6 +351,22 @@ pub(crate) fn serve_with_memory(
 /// `threads` threads (as many as the device has workers, which are idle
 /// before it starts): its pages are allocated and zeroed here, once, by the
 /// device. Pieces are whole 2 MiB pages, so each huge page is one thread's.
+/// Has the file system give `path` its `len` bytes now (`fallocate`).
+fn reserve(path: &std::path::Path, len: usize) -> Result<(), CspError> {
+    use std::os::fd::AsRawFd;
+    let io = |source| CspError::Io { operation: "make room for", path: path.to_path_buf(), source };
+    let f = std::fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+    // SAFETY: fallocate on a descriptor we own; no memory is passed.
+    match unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len as libc::off_t) } {
+        0 => Ok(()),
+        _ => match std::io::Error::last_os_error() {
+            // A file system without fallocate: the pages come on first touch, as before.
+            e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+            e => Err(io(e)),
+        },
+    }
+}
+
 fn populate(memory: &MappedRegion, bytes: usize, threads: u32) -> std::io::Result<()> {
     const PIECE: usize = 2 << 20;
     let bytes = bytes.min(memory.len());
