@@ -353,7 +353,11 @@ impl StatsReport {
 }
 
 fn db_error(dir: &Path) -> impl Fn(rusqlite::Error) -> JobError + '_ {
-    move |e| JobError::Damaged { path: dir.join("index.sqlite"), detail: format!("the store's index: {e}") }
+    move |e| match e.sqlite_error_code() {
+        // The index could not grow: a full disk (exit 11), not a damaged store (6).
+        Some(rusqlite::ErrorCode::DiskFull) => JobError::TargetIo { path: dir.join("index.sqlite"), source: std::io::Error::new(std::io::ErrorKind::StorageFull, format!("No space left on device (SQLite: {e})")) },
+        _ => JobError::Damaged { path: dir.join("index.sqlite"), detail: format!("the store's index: {e}") },
+    }
 }
 
 fn target_io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {
@@ -388,6 +392,19 @@ impl Store {
         let index = dir.join("index.sqlite");
         if !index.exists() && create.is_none() {
             return Err(JobError::SourceUnreadable { path: dir.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a dedup store (no index.sqlite there)") });
+        }
+        // An index that is not a store's (an empty file, another program's) is refused
+        // before anything is made or written beside it or in it.
+        if write && index.exists() {
+            let format = Connection::open_with_flags(&index, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+                .and_then(|db| db.query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get::<_, String>(0)));
+            // (Where it cannot be opened to write, the writer's own open below says why.)
+            let not_a_store = |e: &rusqlite::Error| matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::Unknown));
+            if let Err(e) = &format {
+                if not_a_store(e) {
+                    return Err(JobError::Damaged { path: index, detail: format!("not a dedup store's index ({e}); nothing was written") });
+                }
+            }
         }
         let lock = match (write, create.is_some()) {
             (true, true) => Some(lock_new(dir)?),
@@ -906,9 +923,16 @@ impl<'a> PackWriter<'a> {
         Ok(PackWriter { store, no, file, len, began: Some((no, len)), new: HashMap::new(), new_bytes: 0, new_size: 0 })
     }
 
-    /// The index refers to this run's chunks now: they stay.
-    fn kept(&mut self) {
-        self.began = None;
+    /// The index refers to this run's chunks now: they stay. Gives back what
+    /// the run began with, for [`PackWriter::not_kept`].
+    fn kept(&mut self) -> Option<(i64, u64)> {
+        self.began.take()
+    }
+
+    /// The commit that would have referred to them was rolled back whole:
+    /// the appends are undone after all (`began`: what [`PackWriter::kept`] gave).
+    fn not_kept(&mut self, began: Option<(i64, u64)>) {
+        self.began = began;
     }
 
     /// Whether the store (or this run) holds `digest` already.
@@ -1130,8 +1154,16 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
     // Kept before the commit: a commit that reports a failure may still be in SQLite's log and
     // replayed later, so its chunks stay (the next store cuts them off if it was not).
-    pack.kept();
-    tx.commit().map_err(db_error(&s.dir))?;
+    let began = pack.kept();
+    if let Err(e) = tx.commit() {
+        // A full disk: SQLite wrote no commit record, and the transaction is rolled back
+        // (no transaction open now), so nothing refers to the appends: they go, and the
+        // space with them.
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) && s.db.is_autocommit() {
+            pack.not_kept(began);
+        }
+        return Err(db_error(&s.dir)(e));
+    }
     let secs = started.elapsed().as_secs_f64();
     // Where the chunks were made (the CPU, where a device failed and it took over).
     let (engine, provenance) = match (device_pass.as_ref().is_some_and(|p| p.gpu), device_pass.is_some()) {
@@ -1161,7 +1193,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     let started = std::time::Instant::now();
     let s = Store::open(dir, false, None)?;
     let row: Option<(i64, Vec<u8>)> = s.db.query_row("SELECT size, chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(db_error(dir))?;
-    let (size, list) = row.ok_or_else(|| JobError::Usage(format!("{} is not in the store {} (peerpath dedup list)", name.display(), dir.display())))?;
+    let (size, list) = row.ok_or_else(|| JobError::SourceUnreadable { path: name.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {} (peerpath dedup list)", dir.display())) })?;
     crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", dir.display()))?;
     // `-o -`: standard output, in order (what reached it before a failure stays there, and the
     // error says how much); else a temporary file put in place whole.
@@ -1194,7 +1226,8 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
             let parts = read.into_iter().zip(readers.iter()).flat_map(|(ranges, (_, buf))| ranges.into_iter().map(move |r| (r, buf)));
             for (k, (range, buf)) in parts.enumerate() {
                 let i = b * BATCH + k;
-                let range = range.map_err(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; nothing was written", name.display()) })?;
+                let written = if to_stdout { format!("{at} bytes had reached standard output before it (they stay there)") } else { "nothing was written".into() };
+                let range = range.map_err(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; {written}", name.display()) })?;
                 let bytes = &buf[range.clone()];
                 match &target {
                     Some((t, _)) => t.file.write_all_at(bytes, at).map_err(target_io(output))?,

@@ -1150,6 +1150,9 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     let mut device = e.set_device(&m, &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
     let lost = lost_stripes(&m, &bad);
+    if lost.is_empty() {
+        OpenSet::open(dir)?.check_last_stripe()?;
+    }
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
     let stale = m.stale_copies();
     let overlong = overlong_shards(dir, &m);
@@ -1578,7 +1581,7 @@ impl OpenSet {
         let good: Vec<bool> = out.chunks_mut(unit).enumerate().map(|(i, u)| self.read_unit(i, s, u)).collect();
         let missing: Vec<usize> = (0..k).filter(|&i| !good[i]).collect();
         if missing.is_empty() {
-            return Ok(true);
+            return self.check_padding(s, out).map(|()| true);
         }
         let n = self.m.shards.len();
         b.parity.resize_with(n - k, Vec::new);
@@ -1614,7 +1617,28 @@ impl OpenSet {
             }
             out[i * unit..(i + 1) * unit].copy_from_slice(r);
         }
-        Ok(true)
+        self.check_padding(s, out).map(|()| true)
+    }
+
+    /// The last stripe's bytes past the source's end are the encoder's zeros: a manifest
+    /// whose `source_bytes` was made smaller (the CRC-32s are of the units, not of it) would
+    /// otherwise decode a file cut short, with no word.
+    fn check_padding(&self, s: u64, stripe: &[u8]) -> Result<(), JobError> {
+        let start = s * stripe.len() as u64;
+        if s + 1 != self.m.stripes || self.m.source_bytes < start {
+            return Ok(());
+        }
+        let end = (self.m.source_bytes - start) as usize;
+        match stripe.get(end..).and_then(|pad| pad.iter().position(|&b| b != 0)) {
+            None => Ok(()),
+            Some(at) => Err(corrupt(&self.dir, format!("the manifest says the source is {} bytes, but the last stripe holds data at byte {} (not the encoder's zero padding): the manifest is damaged; nothing was written", self.m.source_bytes, start + (end + at) as u64))),
+        }
+    }
+
+    /// Reads the last stripe (rebuilt where need be) to check its padding ([`OpenSet::check_padding`]).
+    fn check_last_stripe(&self) -> Result<(), JobError> {
+        let mut out = vec![0u8; self.m.data_shards * self.m.unit_bytes];
+        self.read_stripe(self.m.stripes.saturating_sub(1), &mut out, &mut StripeBufs::default()).map(drop)
     }
 
     /// The error for a set whose stripe `s` lost more than the code

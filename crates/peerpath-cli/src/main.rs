@@ -1239,17 +1239,21 @@ fn run(cli: Cli) -> Result<(), JobError> {
     Ok(())
 }
 
-/// A terminating signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT) removes the
-/// named temporary files of the outputs in progress before the process
+/// A terminating signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM,
+/// SIGUSR1, SIGUSR2) removes the named temporary files of the outputs in progress before the process
 /// dies of it (an unnamed `O_TMPFILE` output needs nothing: it vanishes
 /// with the process, SIGKILL included). The handler only queues the signal;
 /// this thread does the removing, then lets the signal's default action
 /// end the process, so the exit status still says which signal it was.
 /// A signal ignored when peerpath started (`nohup`, a script's background
-/// job) stays ignored.
+/// job) stays ignored. SIGXFSZ (a write past `ulimit -f`) is ignored: the
+/// write fails with EFBIG, which is exit 11 with the reason and nothing
+/// kept, where the signal killed the process with no word.
 fn remove_temporaries_on_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    let caught: Vec<i32> = [SIGTERM, SIGINT, SIGHUP, SIGQUIT].into_iter().filter(|&s| !peerpath_io::signal_ignored(s)).collect();
+    use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+    // SAFETY: sets one signal's disposition to SIG_IGN before any other thread runs.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    let caught: Vec<i32> = [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2].into_iter().filter(|&s| !peerpath_io::signal_ignored(s)).collect();
     let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else { return };
     let _ = std::thread::Builder::new().name("peerpath-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {

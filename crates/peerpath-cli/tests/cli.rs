@@ -933,3 +933,39 @@ fn a_proc_file_is_read_to_its_end_not_to_its_size() {
     run(&mut pp(args!["decompress", &gz, "-o", &back])).ok();
     assert_file_eq(&back, &want, "all of /proc/version");
 }
+
+/// A BGZF file cut at a member's end checks member by member, but lacks htslib's end-of-file
+/// marker: verify and decompress say so (as `bgzip -t` does), where they said OK alone.
+#[test]
+fn a_bgzf_file_without_its_end_marker_is_said_to_be_maybe_truncated() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, mixed_data(300_000, 5)).unwrap();
+    let bgz = d.join("s.gz");
+    run(&mut pp(args!["compress", &src, "--format", "bgzf", "-o", &bgz, "-q"])).ok();
+    let o = run(&mut pp(args!["verify", &bgz])).ok();
+    assert!(!o.stderr.contains("end-of-file marker"), "a whole file: no word: {}", o.stderr);
+    let whole = std::fs::read(&bgz).unwrap();
+    std::fs::write(&bgz, &whole[..whole.len() - 28]).unwrap();
+    for cmd in [args!["verify", &bgz], args!["decompress", &bgz, "-o", d.join("back")]] {
+        let o = run(&mut pp(cmd)).ok();
+        assert!(o.stderr.contains("a BGZF file without its end-of-file marker") && o.stderr.contains("may be truncated"), "{}", o.stderr);
+    }
+}
+
+/// A write past `ulimit -f` (SIGXFSZ, which killed the process with no word, leaving a named
+/// temporary behind) is exit 11 with the reason, and nothing is kept.
+#[test]
+fn a_file_size_limit_is_a_write_error_not_a_silent_death() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(3 << 20, 6)).unwrap();
+    for named in ["0", "1"] {
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg("ulimit -f 1000 && exec \"$0\" \"$@\"").arg(bin()).args(args!["compress", &src, "-o", d.join("s.gz")]).env("PEERPATH_NAMED_TEMPORARIES", named);
+        run(&mut c).fails(11, &["File too large"]);
+        assert_dir_holds(d, &["s"]);
+    }
+}

@@ -51,7 +51,7 @@ fn files_restore_exactly_and_shared_chunks_are_kept_once() {
     cwd(&mut c);
     let o = run(&mut c).fails(2, &["the store chunks with --min 4096 --avg 16384 --max 65536 and --hash blake3", "set when it is made"]);
     assert!(!o.stderr.contains("ChunkParams"), "{}", o.stderr);
-    run(&mut pp(args!["dedup", "restore", "nope", "-s", &st, "-o", d.join("x")])).fails(2, &["not in the store"]);
+    run(&mut pp(args!["dedup", "restore", "nope", "-s", &st, "-o", d.join("x")])).fails(3, &["nope: not in the store"]);
     run(&mut pp(args!["dedup", "restore", "a", "-s", &st, "-o", d.join("a")])).fails(4, &["exists"]);
     assert_eq!(std::fs::read(d.join("a")).unwrap(), a, "sources are never modified");
 }
@@ -76,6 +76,16 @@ fn a_damaged_store_is_named_and_nothing_is_written() {
     std::fs::write(st.join("index.sqlite"), b"not a database at all, just bytes").unwrap();
     run(&mut pp(args!["dedup", "stats", "-s", &st])).fails(6, &["index"]);
     run(&mut pp(args!["dedup", "stats", "-s", d.join("nowhere")])).fails(3, &["index.sqlite"]);
+    // A store into a directory whose index is not a store's writes nothing in it or beside it
+    // (an empty index grew tables; another program's file got a lock and packs beside it).
+    for (name, index) in [("empty", &b""[..]), ("foreign", &b"not a database at all, just bytes"[..])] {
+        let other = d.join(name);
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("index.sqlite"), index).unwrap();
+        run(&mut pp(args!["dedup", "store", &src, "-s", &other, "-f"])).fails(6, &["not a dedup store's index", "nothing was written"]);
+        assert_eq!(std::fs::read(other.join("index.sqlite")).unwrap(), index, "{name}: the index as it was");
+        assert_dir_holds(&other, &["index.sqlite"]);
+    }
 }
 
 /// kill -9 at many points of a store: the store always reopens, verifies
@@ -314,6 +324,9 @@ fn a_restore_of_many_batches_is_exact_and_names_a_damaged_chunk_where_it_lies() 
     let from: usize = e.stderr.split("(bytes ").nth(1).unwrap().split("..").next().unwrap().parse().unwrap();
     assert!(from <= flipped && flipped < from + (16 << 10), "chunk at {from} named for a byte flipped at {flipped}: {}", e.stderr);
     assert!(!d.join("back2").exists());
+    // To standard output, what went out before the damaged chunk is said (it was "nothing was written").
+    let e = run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-o", "-"])).fails(6, &["does not match", "bytes had reached standard output before it"]);
+    assert_eq!(e.stdout.len(), from, "the chunks before the damaged one reached standard output: {}", e.stderr);
 }
 
 /// A pipe is stored as what came through it (its size unknown beforehand),
@@ -564,6 +577,34 @@ fn runs_that_begin_a_store_at_once_make_one_and_a_failed_one_leaves_nothing() {
         run(&mut pp(args!["dedup", "store", &a, "-s", &st])).fails(11, &["No space left"]);
         assert!(!st.exists(), "a new store whose run failed is not left: {:?}", std::fs::read_dir(&st).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>()));
     }
+}
+
+/// A disk that fills while the index grows (the pack's append fitted, SQLite's log did not)
+/// is a full disk, exit 11, and the append is taken back: it was exit 6 ("the store's
+/// index: database or disk is full", a damaged store) with 1 MB the index never named left in
+/// the pack, and the disk still full.
+#[test]
+fn a_disk_that_fills_under_the_index_is_a_full_disk_and_the_pack_is_cut_back() {
+    let test = "a_disk_that_fills_under_the_index_is_a_full_disk_and_the_pack_is_cut_back";
+    let Some(fs) = TmpfsMount::new(test, "3m") else { return };
+    let dir = scratch();
+    let d = dir.path();
+    let (r1, r2) = (d.join("r1"), d.join("r2"));
+    std::fs::write(&r1, random_bytes(1 << 20, 41)).unwrap();
+    std::fs::write(&r2, random_bytes(1_000_000, 42)).unwrap();
+    let st = fs.dir.join("st");
+    run(&mut pp(args!["dedup", "store", &r1, "-s", &st, "-q"])).ok();
+    let pack = st.join("packs/pack-000000");
+    let before = std::fs::read(&pack).unwrap();
+    // Room for the new chunks and a few pages more, not for the index's log.
+    let free = run(std::process::Command::new("stat").args(["-f", "-c", "%a %S"]).arg(&fs.dir)).ok().stdout_str();
+    let (blocks, size) = free.trim().split_once(' ').map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap())).unwrap();
+    std::fs::write(fs.dir.join("fill"), vec![0u8; (blocks * size - 1_000_000 - 45_000) as usize]).unwrap();
+    run(&mut pp(args!["dedup", "store", &r2, "-s", &st])).fails(11, &["No space left"]);
+    assert!(std::fs::read(&pack).unwrap() == before, "the pack cut back to what the index knows");
+    std::fs::remove_file(fs.dir.join("fill")).unwrap();
+    assert!(!stats(&st).contains("no chunk refers to"), "{}", stats(&st));
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
 }
 
 /// A store on a read-only file system (a backup mounted read-only) is read

@@ -79,6 +79,33 @@ fn more_than_m_losses_are_an_error_that_names_the_stripes_and_writes_nothing() {
     assert_eq!(run(&mut pp(args!["ec", "encode", &src, "-k", "0", "-m", "1", "-o", d.join("z")])).code(), Some(2));
 }
 
+/// A manifest whose source size was made smaller (the CRC-32s are of the shards' units, not
+/// of it) is found by the last stripe's padding, which must be the encoder's zeros: verify,
+/// decode and `decompress --ec` refuse it (they passed, and decoded a file cut short).
+#[test]
+fn a_manifest_that_shrank_the_source_is_found_by_the_padding() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(1_000_001, 19)).unwrap();
+    let set = d.join("e");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set, "--unit", "64K"])).ok();
+    let manifest = std::fs::read_to_string(set.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"source_bytes\": 1000001"), "{manifest}");
+    for shorter in ["1000000", "999999", "786433"] {
+        std::fs::write(set.join("manifest.json"), manifest.replace("\"source_bytes\": 1000001", &format!("\"source_bytes\": {shorter}"))).unwrap();
+        run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the last stripe holds data at byte", "the manifest is damaged"]);
+        run(&mut pp(args!["ec", "decode", &set, "-o", d.join("back")])).fails(6, &["the manifest is damaged", "nothing was written"]);
+        assert!(!d.join("back").exists());
+    }
+    // A shard of the last stripe lost too: its unit is rebuilt, and the padding still checked.
+    std::fs::remove_file(set.join("shard-003")).unwrap();
+    run(&mut pp(args!["ec", "decode", &set, "-o", d.join("back")])).fails(6, &["the manifest is damaged"]);
+    std::fs::write(set.join("manifest.json"), &manifest).unwrap();
+    run(&mut pp(args!["ec", "decode", &set, "-o", d.join("back")])).ok();
+    assert_file_eq(&d.join("back"), &std::fs::read(&src).unwrap(), "the set as it was decodes exactly");
+}
+
 /// Damage in one stripe only: `ec decode` reads each stripe's data units
 /// and goes to parity only where one is bad, so a stripe further on that
 /// lost more than M units is found mid-way. The error names that stripe

@@ -523,6 +523,9 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     };
     match outcome {
         Ok(mode) => {
+            if let Some(size) = src.kind.size_bytes() {
+                warn_bgzf_without_eof(source, size);
+            }
             let target_name = st.writer.as_ref().map(|w| w.final_path.display().to_string());
             let mut writer = st.writer.take();
             if let Some(w) = writer.as_mut() {
@@ -552,6 +555,23 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
             }
             Err(e)
         }
+    }
+}
+
+/// Says (on standard error, as `bgzip -t` does) where a BGZF file lacks
+/// htslib's end-of-file marker: every member checked, but a file cut at a
+/// member's end looks whole but for that marker, which is what it is for.
+fn warn_bgzf_without_eof(source: &Path, size: u64) {
+    use std::os::unix::fs::FileExt;
+    let marker = peerpath_func::BGZF_EOF_BLOCK;
+    let Ok(f) = std::fs::File::open(source) else { return };
+    let (mut first, mut last) = ([0u8; 18], [0u8; 28]);
+    if size < (first.len() + marker.len()) as u64 || f.read_exact_at(&mut first, 0).is_err() || f.read_exact_at(&mut last, size - marker.len() as u64).is_err() {
+        return;
+    }
+    let bgzf = peerpath_func::MemberHeader::parse(&first).is_ok_and(|h| matches!(h.sizes, Some(peerpath_func::DeclaredSizes::Bgzf { .. })));
+    if bgzf && last != marker {
+        eprintln!("peerpath: warning: {}: a BGZF file without its end-of-file marker: every member checks, but it may be truncated (at a member's end)", source.display());
     }
 }
 

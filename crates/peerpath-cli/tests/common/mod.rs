@@ -265,9 +265,14 @@ pub fn running_as_root(dir: &Path) -> bool {
     uid == 0
 }
 
-/// Names in `dir` (not recursive).
+/// Names in `dir` (not recursive); none where `dir` is not there (a job
+/// that fails removes the output directory it made).
 pub fn names_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        r => r,
+    };
+    let mut v: Vec<String> = entries
         .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
         .map(|e| e.expect("dir entry").file_name().to_string_lossy().into_owned())
         .collect();
