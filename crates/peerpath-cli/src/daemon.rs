@@ -323,6 +323,9 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     let uid = rustix::process::getuid();
     let accept_log = log.try_clone().ok();
     let reading = Arc::new(AtomicUsize::new(0));
+    // Jobs taken and not yet finished (running, or waiting their turn).
+    let pending = Arc::new(Mutex::new(0usize));
+    let admitted = Arc::clone(&pending);
     std::thread::Builder::new()
         .name("peerpath-daemon-accept".into())
         .spawn(move || {
@@ -345,13 +348,23 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                     }
                     continue;
                 }
-                let (tx, mine) = (tx.clone(), Arc::clone(&reading));
+                let (tx, mine, admitted) = (tx.clone(), Arc::clone(&reading), Arc::clone(&admitted));
                 // One thread per connection reads its request: a client that sends nothing holds only itself.
                 let spawned = std::thread::Builder::new().name("peerpath-daemon-request".into()).spawn(move || {
                     let taken = take_request(conn, uid);
                     mine.fetch_sub(1, Ordering::AcqRel);
                     match taken {
                         Ok(incoming) => {
+                            let mut pending = admitted.lock().unwrap_or_else(|e| e.into_inner());
+                            if *pending > 0 && piped(&incoming.stdio) {
+                                let why = "another job runs or waits here, and this job's standard input or output is a pipe, which may be that job's (a pipeline of the daemon's clients would wait on each other for ever)";
+                                let _ = reply(&incoming.conn, &Reply::Refused { why: why.into() });
+                                if let Some(mut l) = log {
+                                    let _ = writeln!(l, "peerpath daemon: a job refused: {why}");
+                                }
+                                return;
+                            }
+                            *pending += 1;
                             let _ = tx.send(incoming);
                         }
                         Err(why) => {
@@ -373,8 +386,16 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     for incoming in rx {
         jobs += 1;
         run_one(incoming, jobs, exe, &env, &held, &log);
+        *pending.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
     }
     ExitCode::SUCCESS
+}
+
+/// Whether a client's standard input or output is a pipe or a socket: its job may read
+/// what another job writes (`a | b`, both the daemon's clients), so it must not wait
+/// behind one, holding the pipe's other end where no one reads it.
+fn piped(stdio: &[OwnedFd; 3]) -> bool {
+    stdio[..2].iter().any(|fd| rustix::fs::fstat(fd).is_ok_and(|st| matches!(rustix::fs::FileType::from_raw_mode(st.st_mode), rustix::fs::FileType::Fifo | rustix::fs::FileType::Socket)))
 }
 
 /// Binds the socket: a stale one (no daemon answers it) is replaced; a live one is an error.

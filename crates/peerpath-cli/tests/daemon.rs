@@ -341,3 +341,32 @@ fn idle_connections_past_the_bound_are_refused_at_once_not_a_thread_each() {
     }
     assert_eq!(std::fs::read(dir.path().join("here.gz")).unwrap(), std::fs::read(dir.path().join("there.gz")).unwrap());
 }
+
+/// A pipeline of two clients (`decompress -o - | compress -`): the second job's standard
+/// input is the first's output. Queued behind it, the daemon held the pipe's read end where
+/// no one read it, and both waited for ever (and every later client behind them). A job
+/// whose standard input or output is a pipe is now refused while another runs or waits, and
+/// runs in its client, said so.
+#[test]
+fn a_pipeline_of_clients_finishes_and_the_daemon_goes_on() {
+    let dir = scratch();
+    let d = dir.path();
+    let daemon = Daemon::start(d);
+    let data = mixed_data(24 << 20, 3);
+    std::fs::write(d.join("a"), &data).unwrap();
+    run(&mut pp(args!["compress", d.join("a"), "-o", d.join("a.gz"), "-q"])).ok();
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg("\"$0\" decompress a.gz -o - -q | \"$0\" compress - -l 6 -o b.gz -q")
+        .arg(bin())
+        .current_dir(d)
+        .env("PEERPATH_DAEMON", &daemon.socket);
+    let o = run(&mut sh);
+    assert!(o.status.success(), "{}\n{}", o.stderr, daemon.log());
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("a pipe"), "the job that ran here says why: {}", o.stderr);
+    run(&mut pp(args!["decompress", d.join("b.gz"), "-o", d.join("b"), "-q"])).ok();
+    assert_file_eq(&d.join("b"), &data, "through the pipeline");
+    // The daemon still takes jobs.
+    run(&mut daemon.client(d, args!["verify", "b.gz", "-q"])).ok();
+    assert!(daemon.log().contains("job 2: exit 0"), "{}", daemon.log());
+}
