@@ -139,7 +139,7 @@ fn every_json_output_matches_its_documented_schema() {
     std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
     let addr = line.split("http://").nth(1).unwrap().split('/').next().unwrap().to_string();
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /s.fa HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+    s.write_all(b"GET /s.fa HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
     let _ = s.read_to_end(&mut Vec::new());
     matches("serve-report", &child.wait_with_output().unwrap().stdout);
 }

@@ -6,9 +6,11 @@ use crate::{read_head, respond, Conn, Next, ReadHead};
 use std::io::Write;
 use std::time::Instant;
 
-/// The end of a request's headers in `buf`, if they are all there.
+/// The end of a request's headers in `buf`, if they are all there (empty
+/// lines before the request line are not its end: they are skipped).
 fn head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
+    let start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    buf[start..].windows(4).position(|w| w == b"\r\n\r\n").map(|i| start + i + 4)
 }
 
 fn reason(status: u16) -> &'static str {
@@ -19,6 +21,7 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        414 => "URI Too Long",
         416 => "Range Not Satisfiable",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",
@@ -26,10 +29,24 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// An answer without a payload; the connection is closed after it.
-fn simple(conn: &mut Conn, status: u16, extra: &str) {
+/// An answer without a payload (its body says the status; none to a HEAD),
+/// the connection closed after it (`keep`: kept where the request was whole
+/// and understood, and its client asked nothing else). Whether it was written.
+fn simple_to(conn: &mut Conn, status: u16, extra: &str, head_only: bool, keep: bool) -> bool {
     let body = format!("{status} {}\n", reason(status));
-    let _ = write!(conn, "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nConnection: close\r\n{extra}\r\n{body}", reason(status), body.len());
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nDate: {}\r\nConnection: {}\r\n{extra}\r\n",
+        reason(status),
+        body.len(),
+        httpdate::fmt_http_date(std::time::SystemTime::now()),
+        if keep { "keep-alive" } else { "close" }
+    );
+    conn.write_all(head.as_bytes()).is_ok() && (head_only || conn.write_all(body.as_bytes()).is_ok())
+}
+
+/// [`simple_to`] for a request that ends the connection.
+fn simple(conn: &mut Conn, status: u16, extra: &str) {
+    simple_to(conn, status, extra, false, false);
 }
 
 /// What `Range: bytes=...` asks of a `len`-byte file: `None` to send it
@@ -38,8 +55,14 @@ fn simple(conn: &mut Conn, status: u16, extra: &str) {
 /// cannot be satisfied, else the first byte and the length.
 pub(crate) fn byte_range(value: &[u8], len: u64) -> Option<Result<(u64, u64), ()>> {
     let v = std::str::from_utf8(value).ok()?.trim();
-    let spec = v.strip_prefix("bytes=")?;
-    if spec.contains(',') {
+    // The unit is case-insensitive, and empty list elements are allowed (RFC 9110 §14.1, §5.6.1).
+    let (unit, set) = v.split_once('=')?;
+    if !unit.trim().eq_ignore_ascii_case("bytes") {
+        return None;
+    }
+    let mut specs = set.split(',').map(str::trim).filter(|r| !r.is_empty());
+    let spec = specs.next()?;
+    if specs.next().is_some() {
         return None;
     }
     let (a, b) = spec.split_once('-')?;
@@ -77,8 +100,10 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             ReadHead::Ready(n) => n,
             ReadHead::Park => return Next::Park,
             ReadHead::TooLong => {
-                simple(conn, 431, "");
-                shared.done(std::time::Duration::ZERO, 0, 0, 431);
+                // A request line that does not end within the limit is a long URI (414).
+                let status = if conn.pending.windows(2).any(|w| w == b"\r\n") { 431 } else { 414 };
+                simple(conn, status, "");
+                shared.done(std::time::Duration::ZERO, 0, 0, status);
                 return Next::Close;
             }
             ReadHead::TimedOut => {
@@ -110,6 +135,8 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     let shared = conn.shared;
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
+    // Empty lines before a request line are ignored (RFC 9112 §2.2).
+    let head = &head[head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len())..];
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
         Err(httparse::Error::TooManyHeaders) => {
@@ -123,9 +150,15 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     }
     let header = |name: &str| req.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
     let http10 = req.version == Some(0);
-    let close_asked = header("connection").is_some_and(|v| v.eq_ignore_ascii_case(b"close"));
-    let keep_asked = header("connection").is_some_and(|v| v.eq_ignore_ascii_case(b"keep-alive"));
-    let keep = if http10 { keep_asked } else { !close_asked };
+    // Connection's options, in every Connection field (a list: `keep-alive, close`).
+    let option = |o: &str| req.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")).any(|h| h.value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(o.as_bytes())));
+    let keep = if http10 { option("keep-alive") && !option("close") } else { !option("close") };
+    // HTTP/1.1 asks for exactly one Host (RFC 9112 §3.2).
+    let hosts = req.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("host")).count();
+    if !http10 && hosts != 1 {
+        simple(conn, 400, "");
+        return (400, false, 0, 0, 0);
+    }
     // This server reads no request bodies: one would be taken for the next request.
     if header("transfer-encoding").is_some() || header("content-length").is_some_and(|v| v != b"0") {
         simple(conn, 400, "");
@@ -136,37 +169,44 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
         simple(conn, 405, "Allow: GET, HEAD\r\n");
         return (405, false, 0, 0, 0);
     }
+    let head_only = method == "HEAD";
     let target = req.path.unwrap_or("");
+    // The absolute form (`GET http://host/file`), which a server must take (RFC 9112 §3.2.2).
+    let target = match target.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => rest.find('/').map_or("/", |i| &rest[i..]),
+        _ => target,
+    };
     let path = target.split(['?', '#']).next().unwrap_or("");
     let Some(name) = percent_decode(path.as_bytes()) else {
-        simple(conn, 400, "");
+        simple_to(conn, 400, "", head_only, false);
         return (400, false, 0, 0, 0);
     };
     let found = match resolve(&shared.root, &name) {
         Ok(f) => f,
         Err(Refused::BadName) => {
-            simple(conn, 400, "");
+            simple_to(conn, 400, "", head_only, false);
             return (400, false, 0, 0, 0);
         }
-        Err(Refused::NotFound) => {
-            simple(conn, 404, "");
-            return (404, false, 0, 0, 0);
-        }
+        // A whole request, understood: the connection stays for the next one.
+        Err(Refused::NotFound) => return (404, simple_to(conn, 404, "", head_only, keep) && keep, 0, 0, 0),
     };
-    let (status, offset, len, range_line) = match header("range").and_then(|v| byte_range(v, found.len)) {
+    // This server sends no validators, so no If-Range matches: the whole file (RFC 9110 §13.1.5).
+    let range = header("range").filter(|_| header("if-range").is_none());
+    let (status, offset, len, range_line) = match range.and_then(|v| byte_range(v, found.len)) {
         None => (200, 0, found.len, String::new()),
         Some(Ok((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
         Some(Err(())) => {
-            simple(conn, 416, &format!("Content-Range: bytes */{}\r\n", found.len));
-            return (416, false, 0, 0, 0);
+            let written = simple_to(conn, 416, &format!("Content-Range: bytes */{}\r\n", found.len), head_only, keep);
+            return (416, written && keep, 0, 0, 0);
         }
     };
     let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Length: {len}\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\n{range_line}Connection: {}\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Length: {len}\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\n{range_line}Date: {}\r\nConnection: {}\r\n\r\n",
         reason(status),
+        httpdate::fmt_http_date(std::time::SystemTime::now()),
         if keep { "keep-alive" } else { "close" }
     );
-    if method == "HEAD" {
+    if head_only {
         let written = conn.write_all(head.as_bytes()).is_ok();
         return (status, keep && written, 0, 0, 0);
     }
@@ -191,5 +231,8 @@ mod tests {
         assert_eq!(byte_range(b"items=0-1", 100), None);
         assert_eq!(byte_range(b"bytes=9-2", 100), None);
         assert_eq!(byte_range(b"bytes=x-2", 100), None);
+        assert_eq!(byte_range(b"BYTES=0-1", 100), Some(Ok((0, 2))), "the unit in any case");
+        assert_eq!(byte_range(b"bytes=0-1,", 100), Some(Ok((0, 2))), "an empty element is allowed");
+        assert_eq!(byte_range(b"bytes= ,0-1", 100), Some(Ok((0, 2))));
     }
 }

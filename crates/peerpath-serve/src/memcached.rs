@@ -75,8 +75,12 @@ fn number(w: &[u8]) -> Option<u64> {
 /// Returns (status, payload, copied, from host memory, keep).
 fn refuse(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
     let why: &[u8] = if conn.shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
+    // `noreply` (the last word) silences refusals too, as in memcached: a pipelining client
+    // would take the refusal for its next command's answer.
+    let noreply = words.len() > 2 && words.last() == Some(&&b"noreply"[..]);
+    let say = |conn: &mut Conn| noreply || conn.write_all(why).is_ok();
     if words[0] == b"delete" {
-        return (405, 0, 0, 0, conn.write_all(why).is_ok());
+        return (405, 0, 0, 0, say(conn));
     }
     let Some(bytes) = words.get(4).and_then(|w| number(w)) else {
         // Without a length the data block cannot be found: the connection is out of step.
@@ -84,7 +88,7 @@ fn refuse(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
         return (400, 0, 0, 0, false);
     };
     let in_step = take(conn, bytes.saturating_add(2), |_| true);
-    (405, 0, 0, 0, in_step && conn.write_all(why).is_ok())
+    (405, 0, 0, 0, in_step && say(conn))
 }
 
 fn valid_key(k: &[u8]) -> bool {
