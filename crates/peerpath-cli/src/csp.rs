@@ -98,6 +98,8 @@ pub fn main(a: CspArgs) -> ExitCode {
             eprintln!("peerpath: error: {e}");
             match e {
                 CspError::BadName { .. } | CspError::BadOption(_) => ExitCode::from(2),
+                // No device answers at that name (usage.md: a source missing or unreadable).
+                CspError::Connect { .. } => ExitCode::from(3),
                 _ => ExitCode::from(1),
             }
         }
@@ -109,6 +111,10 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
     // kernel's out-of-memory killer, mid-run or while populating (a tmpfs may be sized past RAM).
     if let Some(total) = crate::machine_memory_bytes().filter(|&t| s.memory > t) {
         return Err(CspError::BadOption(format!("--memory {} MiB is more than this machine's memory ({} MiB)", s.memory >> 20, total >> 20)));
+    }
+    // As `compress --device-memory`: less than 4 MiB holds no job's buffers.
+    if s.memory < 4 << 20 {
+        return Err(CspError::BadOption(format!("--memory {} bytes: give at least 4M", s.memory)));
     }
     if s.populate > s.memory {
         return Err(CspError::BadOption(format!("--populate {} MiB is more than the device's --memory {} MiB", s.populate >> 20, s.memory >> 20)));

@@ -153,6 +153,9 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
         Some(b) => c.host_cache_bytes = b as u64,
         None => {}
     }
+    if a.max_requests == Some(0) {
+        return Err(JobError::Usage("--max-requests 0 would stop before the first request: give 1 or more".into()));
+    }
     c.max_requests = a.max_requests;
     c.duration = a.duration.map(|d| seconds(d, "--duration")).transpose()?;
     c.read_timeout = seconds(a.read_timeout, "--read-timeout")?;
@@ -216,7 +219,13 @@ pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
         if !(a.seconds.is_finite() && a.seconds > 0.0) || a.connections == 0 || a.connections > 4096 {
             return Err(JobError::Usage("--seconds must be positive and --connections 1 to 4096".into()));
         }
-        let r = peerpath_serve::load::run(a.server, &a.key, a.connections, a.seconds).map_err(|e| JobError::Device { detail: format!("bench-kv: {e}") })?;
+        use peerpath_serve::load::LoadError;
+        let server = PathBuf::from(a.server.to_string());
+        let r = peerpath_serve::load::run(a.server, &a.key, a.connections, a.seconds).map_err(|e| match e {
+            LoadError::BadKey => JobError::Usage(format!("--key: {e}")),
+            LoadError::Unreachable(why) => JobError::SourceUnreadable { path: server.clone(), source: std::io::Error::other(why) },
+            LoadError::Broken(why) => JobError::SourceIo { path: server.clone(), detail: why },
+        })?;
         println!(
             "{} get {}: {} requests in {:.2} s on {} connection(s): {:.0} requests/s, {:.1} MB/s; latency p50 {} us, p99 {} us, p99.9 {} us (measured on this host; client and server share it)",
             r.server, r.key, r.requests, r.seconds, r.connections, r.requests_per_s, r.mb_per_s, r.p50_us, r.p99_us, r.p999_us

@@ -102,4 +102,26 @@ fn a_failed_sweep_leaves_no_file_it_made_and_an_empty_sweep_is_refused() {
     ]));
     out.fails(11, &["make resident", "file system full"]);
     assert_dir_holds(&fs.dir, &["fill"]);
+    // Buffers past half the machine's memory are refused before anything is made (they were
+    // allocated and touched: 4.2 GB for a point of one transfer, and a panic past memory).
+    let memory_kib: u64 = std::fs::read_to_string("/proc/meminfo").unwrap().lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.trim().trim_end_matches(" kB").parse().ok()).unwrap();
+    if memory_kib < 32 << 20 {
+        run(&mut pp(args!["bench-io", "--file", &file, "--size", "16M", "--sweep-bs", "16M", "--sweep-qd", "1024", "--rw", "read", "--random", "skip"])).fails(2, &["of buffers, more than half this machine's"]);
+        assert!(!file.exists());
+    } else {
+        eprintln!("SKIPPED (one check): 16 GiB of buffers is less than half this machine's memory");
+    }
+    // Interrupted while it lays a new file out: the file goes (a part of it was refused by the
+    // next sweep, "holds fewer bytes than asked for").
+    let mut c = pp(args!["bench-io", "--file", &file, "--size", "2G", "--random", "skip", "--runtime-s", "0.1"]);
+    let mut child = c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let t = std::time::Instant::now();
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) == 0 && t.elapsed() < HANG_DEADLINE {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill sends SIGINT to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_deadline(&mut child, HANG_DEADLINE, "bench-io");
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status).or(status.code().map(|c| c - 128)), Some(libc::SIGINT), "{status:?}");
+    assert!(!file.exists(), "a file it made and did not finish is removed");
 }

@@ -42,7 +42,7 @@ fn the_cli_serves_what_spawn_asks_for_and_answers_identify_and_stats() {
 #[test]
 fn csp_errors_exit_with_their_codes() {
     let out = Command::new(PEERPATH).args(["csp", "identify", "--name", "nobody-here-42"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "no device there: a source missing, not an internal error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `peerpath csp serve --name nobody-here-42` running?"));
     let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "no/slashes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

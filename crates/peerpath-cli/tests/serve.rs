@@ -956,3 +956,17 @@ fn http_requests_are_answered_as_rfc_9110_and_9112_ask() {
     assert!(got.starts_with("HTTP/1.1 414 URI Too Long"), "{got:?}");
     drop(s);
 }
+
+/// bench-kv's failures have the exit codes of their kind (all were 15, a device's failure):
+/// a key that cannot be asked is a usage error, a server not there or without the key a
+/// source missing, and `serve --max-requests 0` is refused.
+#[test]
+fn bench_kv_and_serve_refusals_have_their_exit_codes() {
+    let dir = scratch();
+    run(&mut pp(args!["bench-kv", "--server", "127.0.0.1:1", "--key", "k", "--seconds", "0.1"])).fails(3, &["connecting to 127.0.0.1:1"]);
+    run(&mut pp(args!["bench-kv", "--server", "127.0.0.1:1", "--key", "a b", "--seconds", "0.1"])).fails(2, &["--key"]);
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    let s = serve_with(dir.path(), "host", 1000, &[]);
+    run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "nope", "--seconds", "0.1"])).fails(3, &["no value for nope"]);
+    drop(s);
+}

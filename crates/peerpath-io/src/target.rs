@@ -55,6 +55,12 @@ pub fn remove_on_signal(path: PathBuf) {
     registry().push(path);
 }
 
+/// Takes `path` back from what a signal removes ([`remove_on_signal`]): the
+/// work that made it is done, and it stays.
+pub fn keep_on_signal(path: &Path) {
+    registry().retain(|p| p != path);
+}
+
 /// Whether `signal` is ignored in this process (`SIG_IGN`): what `nohup`,
 /// `trap '' INT` and a shell's background jobs leave to the program they
 /// start. A program catches only the terminating signals that are not

@@ -629,6 +629,15 @@ fn validate(o: &IoBenchOptions) -> Result<(), IoBenchError> {
     if points.is_empty() {
         return usage(format!("nothing to measure: {}", notes.join("; ")));
     }
+    // A point's buffers (queue depth x block size) are allocated and touched whole.
+    // SAFETY: sysconf only reads system configuration.
+    let memory = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES).max(0) as u64 * libc::sysconf(libc::_SC_PAGESIZE).max(0) as u64 };
+    if let Some(p) = points.iter().max_by_key(|p| p.block_size_bytes as u64 * u64::from(p.queue_depth)) {
+        let bytes = p.block_size_bytes as u64 * u64::from(p.queue_depth);
+        if memory > 0 && bytes > memory / 2 {
+            return usage(format!("queue depth {} x {} blocks is {} of buffers, more than half this machine's {:.1} GiB of memory: sweep smaller blocks or depths", p.queue_depth, human_size(p.block_size_bytes as u64), human_size(bytes), memory as f64 / (1u64 << 30) as f64));
+        }
+    }
     Ok(())
 }
 
@@ -758,6 +767,11 @@ pub fn plan_points(o: &IoBenchOptions, span_bytes: u64) -> (Vec<PointSpec>, Vec<
                 continue;
             }
             for &qd in &o.queue_depths {
+                // More requests than the file has blocks: the queue never fills.
+                let blocks = span / bs as u64;
+                if u64::from(qd) > blocks {
+                    notes.push(format!("{} at {} x queue depth {qd}: the {span_bytes}-byte file holds {blocks} such block(s), so at most {blocks} are in flight and the point's figures come from {blocks} transfer(s)", pattern.describe(), human_size(bs as u64)));
+                }
                 points.push(PointSpec { pattern, block_size_bytes: bs, queue_depth: qd, span_bytes: span, max_bytes: span, runtime_ns, seed: o.seed, warm_up: true });
             }
         }
@@ -808,9 +822,17 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
     let opened = open_bench_file(o, writes)?;
     // A file the sweep made is kept for the next sweep, unless the sweep failed (a full disk).
     let created = opened.kind == CREATED;
+    // Interrupted (SIGINT while it is laid out), it goes too: a part of it was refused by
+    // the next sweep ("holds fewer bytes than asked for").
+    if created {
+        peerpath_io::remove_on_signal(o.file.clone());
+    }
     let swept = sweep_file(o, opened, on_point);
-    if created && swept.is_err() {
-        let _ = std::fs::remove_file(&o.file);
+    if created {
+        peerpath_io::keep_on_signal(&o.file);
+        if swept.is_err() {
+            let _ = std::fs::remove_file(&o.file);
+        }
     }
     swept
 }
