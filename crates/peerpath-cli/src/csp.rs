@@ -112,9 +112,9 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
     if let Some(total) = crate::machine_memory_bytes().filter(|&t| s.memory > t) {
         return Err(CspError::BadOption(format!("--memory {} MiB is more than this machine's memory ({} MiB)", s.memory >> 20, total >> 20)));
     }
-    // As `compress --device-memory`: less than 4 MiB holds no job's buffers.
-    if s.memory < 4 << 20 {
-        return Err(CspError::BadOption(format!("--memory {} bytes: give at least 4M", s.memory)));
+    // Device memory is mapped in pages (the functions' own devices ask for as little as 100K).
+    if s.memory < 4096 {
+        return Err(CspError::BadOption(format!("--memory {} bytes: give at least 4K (a page)", s.memory)));
     }
     if s.populate > s.memory {
         return Err(CspError::BadOption(format!("--populate {} MiB is more than the device's --memory {} MiB", s.populate >> 20, s.memory >> 20)));
@@ -136,9 +136,9 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
-            "{READY_LINE_PREFIX} {} ({} MiB of device memory, {} queue pairs of {} entries, {} workers) at {}",
+            "{READY_LINE_PREFIX} {} ({} of device memory, {} queue pairs of {} entries, {} workers) at {}",
             id.name,
-            id.memory_bytes >> 20,
+            if id.memory_bytes >= 1 << 20 { format!("{} MiB", id.memory_bytes >> 20) } else { format!("{} KiB", id.memory_bytes >> 10) },
             id.queue_count,
             id.queue_depth,
             id.workers,

@@ -353,7 +353,7 @@ fn absurd_counts_and_sizes_are_usage_errors() {
         args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "1M", "--populate", "1G"],
         args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "16M", "--populate", "1G"],
         // Memory for no job's buffers (it was announced as "0 MiB of device memory").
-        args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "4K"],
+        args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "100"],
         args!["serve", dir.path(), "--max-requests", "0"],
         // Memory past the machine's (it was found by the kernel's OOM killer).
         args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "1000000G"],

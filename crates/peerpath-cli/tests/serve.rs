@@ -205,7 +205,7 @@ fn the_load_client_measures_gets_and_refuses_misses() {
     let o = run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "obj", "-c", "2", "--seconds", "0.3"])).ok();
     let n: u64 = o.stdout_str().split("obj: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(n > 0, "{}", o.stdout_str());
-    run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "missing", "-c", "1", "--seconds", "0.3"])).fails(15, &["no value for missing"]);
+    run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "missing", "-c", "1", "--seconds", "0.3"])).fails(3, &["no value for missing"]);
     // SAFETY: kill(2) with our own child's pid.
     unsafe { libc::kill(s.pid(), libc::SIGTERM) };
     let report = finish(s);

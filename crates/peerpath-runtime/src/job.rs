@@ -145,8 +145,10 @@ impl MadeDirs {
             made.push(d.to_path_buf());
             p = d.parent();
         }
+        // Held first: where making them fails part way, those made go again.
+        let made = MadeDirs(made);
         std::fs::create_dir_all(dir).map_err(|e| JobError::TargetIo { path: dir.to_path_buf(), source: e })?;
-        Ok(MadeDirs(made))
+        Ok(made)
     }
 
     /// The job succeeded: its directories stay.

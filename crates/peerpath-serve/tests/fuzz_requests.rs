@@ -74,7 +74,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 /// The server still serves exact bytes over both protocols.
 fn still_serves(r: &Running) {
-    let got = exchange(r.http, b"GET /sub/f HTTP/1.1\r\nConnection: close\r\n\r\n");
+    let got = exchange(r.http, b"GET /sub/f HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     let body = got.windows(4).position(|w| w == b"\r\n\r\n").map(|i| &got[i + 4..]).unwrap_or(&[]);
     assert!(got.starts_with(b"HTTP/1.1 200") && body == r.file.as_slice(), "after fuzzing: {:?}", String::from_utf8_lossy(&got[..got.len().min(200)]));
     let got = exchange(r.memcached, b"get k\r\n");

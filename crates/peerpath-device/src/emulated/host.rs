@@ -854,8 +854,14 @@ fn start(process: &mut DeviceProcess, ready: &mut (impl Read + AsRawFd), paths: 
             let _ = process.wait();
             paths.remove_all(); // ours: the child got far enough to make them, maybe
         }
-        // Ended (waited for): one killed by a signal (SIGBUS) left its files.
-        Err(CspError::ExitedEarly { .. }) => paths.remove_all(),
+        // Ended (waited for): one killed by a signal (SIGBUS) left its files. One that
+        // exited removed what it made itself, and the files may be another device's (a
+        // name that is taken).
+        Err(CspError::ExitedEarly { .. }) => {
+            if process.try_wait().ok().flatten().is_some_and(|st| std::os::unix::process::ExitStatusExt::signal(&st).is_some()) {
+                paths.remove_all();
+            }
+        }
         _ => {}
     }
     result
