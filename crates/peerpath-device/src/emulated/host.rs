@@ -857,11 +857,7 @@ fn start(process: &mut DeviceProcess, ready: &mut (impl Read + AsRawFd), paths: 
         // Ended (waited for): one killed by a signal (SIGBUS) left its files. One that
         // exited removed what it made itself, and the files may be another device's (a
         // name that is taken).
-        Err(CspError::ExitedEarly { .. }) => {
-            if process.try_wait().ok().flatten().is_some_and(|st| std::os::unix::process::ExitStatusExt::signal(&st).is_some()) {
-                paths.remove_all();
-            }
-        }
+        Err(CspError::ExitedEarly { .. }) if process.try_wait().ok().flatten().is_some_and(|st| std::os::unix::process::ExitStatusExt::signal(&st).is_some()) => paths.remove_all(),
         _ => {}
     }
     result
