@@ -1206,24 +1206,18 @@ fn run(cli: Cli) -> Result<(), JobError> {
             a.decode.check()?;
             let (progress, bar) = progress_bar(&a.common, false);
             let opts = a.decode.options(common_options(&a.common, false, true, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?)?;
-            let r = peerpath_runtime::verify(&a.sources, &opts);
+            let r = peerpath_runtime::verify_each(&a.sources, &opts);
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
-            // Each file checked again on its own needs sources that can be read twice.
-            let files = a.sources.iter().all(|s| std::fs::metadata(s).is_ok_and(|m| m.is_file()));
-            let report = match r {
-                Err(first) if a.sources.len() > 1 && files && !matches!(first, JobError::Device { .. }) => {
-                    // As `gzip -t`: each bad file named, not only the first. Each is checked on its
-                    // own; the last error is the one returned (printed last, its exit code).
-                    let mut errors: Vec<JobError> = a.sources.iter().filter_map(|s| peerpath_runtime::verify(std::slice::from_ref(s), &opts).err()).collect();
-                    let last = errors.pop().unwrap_or(first);
-                    errors.iter().for_each(|e| eprintln!("peerpath: error: {e}"));
-                    return Err(last);
-                }
-                r => r?,
-            };
+            // As `gzip -t`: every source checked, each bad one named (in the
+            // report too); the last error is printed last and gives the exit code.
+            let (report, mut failed) = r?;
             emit(&report, &a.common, false);
+            if let Some(last) = failed.pop() {
+                failed.iter().for_each(|e| eprintln!("peerpath: error: {e}"));
+                return Err(last);
+            }
             if !a.common.quiet && !a.common.json {
                 println!("OK: {} file(s), {} members, all CRC-32 and lengths match", report.files.len(), report.files.iter().map(|f| f.members).sum::<u64>());
             }

@@ -597,5 +597,13 @@ fn verify_names_every_bad_file() {
     std::fs::write(d.join("c.gz"), &gz[..3000]).unwrap();
     let o = run(&mut pp(args!["verify", &good, d.join("b.gz"), &good, d.join("c.gz")])).fails(7, &["b.gz: member 0", "c.gz: truncated"]);
     assert_eq!(o.stderr.matches("peerpath: error:").count(), 2, "{}", o.stderr);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("FAILED        ") && text.contains("(exit 6)"), "the report names them too: {text}");
+    // A script reading --json gets every file's verdict, the good ones included.
+    let o = run(&mut pp(args!["verify", &good, d.join("b.gz"), &good, d.join("c.gz"), "--json"])).fails(7, &["b.gz: member 0"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(2), "{v}");
+    let failed: Vec<(String, i64)> = v["failed"].as_array().expect("failed").iter().map(|f| (f["source"].as_str().unwrap().to_string(), f["exit_code"].as_i64().unwrap())).collect();
+    assert!(matches!(&failed[..], [(b, 6), (c, 7)] if b.ends_with("b.gz") && c.ends_with("c.gz")), "{failed:?}");
     run(&mut pp(args!["verify", &good, &good, "-q"])).ok();
 }

@@ -100,6 +100,10 @@ fn every_json_output_matches_its_documented_schema() {
     matches("job-report", &out(&mut pp(args!["compress", &src, "-o", &gz, "--json"])));
     matches("job-report", &out(&mut pp(args!["decompress", &gz, "-o", d.join("back"), "--json"])));
     matches("job-report", &out(&mut pp(args!["verify", &gz, "--json"])));
+    std::fs::write(d.join("cut.gz"), &std::fs::read(&gz).unwrap()[..100]).unwrap();
+    let cut = run(&mut pp(args!["verify", &gz, d.join("cut.gz"), "--json"]));
+    assert_eq!(cut.code(), Some(7), "{}", cut.stderr);
+    matches("job-report", &cut.stdout);
     matches("job-report", &out(&mut pp(args!["compress", &src, "-o", d.join("e.gz"), "--engine", "emulated", "--device-memory", "64M", "--device-workers", "2", "--json"])));
     let g = run_full(&mut pp(["gzip", "--json"]), Some(sample().to_vec()), DEADLINE);
     assert_eq!(g.code(), Some(0), "{}", g.stderr);

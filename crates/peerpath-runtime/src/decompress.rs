@@ -187,17 +187,48 @@ pub fn decompress(pairs: &[(PathBuf, PathBuf)], opts: &DecompressOptions) -> Res
     check_sources_are_not_targets(pairs)?;
     crate::job::make_room_for_files(pairs.len(), true)?;
     let items: Vec<(PathBuf, Option<PathBuf>)> = pairs.iter().map(|(s, t)| (s.clone(), Some(t.clone()))).collect();
-    run_job(Operation::Decompress, &items, opts)
+    run_job(Operation::Decompress, &items, opts, false).map(|(report, _)| report)
 }
 
-/// Checks every member of each source (CRC-32 and length) without writing.
+/// Checks every member of each source (CRC-32 and length) without writing;
+/// the first bad source ends the job with its error.
 pub fn verify(sources: &[PathBuf], opts: &DecompressOptions) -> Result<JobReport> {
+    let (report, mut failed) = verify_each(sources, opts)?;
+    match failed.is_empty() {
+        true => Ok(report),
+        false => Err(failed.remove(0)),
+    }
+}
+
+/// Checks every source, as `gzip -t` does: a bad one (damaged, truncated,
+/// not gzip, unreadable, a wrong key) is named in the report's `failed`, and
+/// its error returned in order, and the job goes on with the next. What
+/// concerns the job itself (a device, a cancel, an internal error) ends it.
+pub fn verify_each(sources: &[PathBuf], opts: &DecompressOptions) -> Result<(JobReport, Vec<JobError>)> {
     crate::job::make_room_for_files(sources.len(), false)?;
     let items: Vec<(PathBuf, Option<PathBuf>)> = sources.iter().map(|s| (s.clone(), None)).collect();
-    run_job(Operation::Verify, &items, opts)
+    run_job(Operation::Verify, &items, opts, true)
 }
 
-fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions) -> Result<JobReport> {
+/// A failure that belongs to one source alone: the next can still be checked.
+fn source_failure(e: &JobError) -> bool {
+    matches!(
+        e,
+        JobError::SourceUnreadable { .. }
+            | JobError::Corrupt { .. }
+            | JobError::Damaged { .. }
+            | JobError::Truncated { .. }
+            | JobError::TruncatedFile { .. }
+            | JobError::NotGzip { .. }
+            | JobError::TrailingGarbage { .. }
+            | JobError::EmptyArchive { .. }
+            | JobError::SourceIo { .. }
+            | JobError::WrongKey { .. }
+    )
+}
+
+/// `keep_going`: a source's own failure is kept, and the job goes on (verify).
+fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &DecompressOptions, keep_going: bool) -> Result<(JobReport, Vec<JobError>)> {
     let clocks = (Instant::now(), CpuAccount::start(), thread_cpu_now());
     let mut fallbacks = Vec::new();
     let mut on_cpu = None;
@@ -214,7 +245,7 @@ fn run_job(operation: Operation, items: &[(PathBuf, Option<PathBuf>)], opts: &De
             }
         },
     };
-    run_job_on(operation, items, on_cpu.as_ref().unwrap_or(opts), gpu, fallbacks, clocks)
+    run_job_on(operation, items, on_cpu.as_ref().unwrap_or(opts), gpu, fallbacks, clocks, keep_going)
 }
 
 /// Runs the job, with `gpu` (opened, or a test's stand-in) decoding its
@@ -226,7 +257,8 @@ fn run_job_on(
     gpu: Option<Arc<GpuDecoder>>,
     mut fallbacks: Vec<Fallback>,
     clocks: (Instant, CpuAccount, peerpath_metrics::CpuTime),
-) -> Result<JobReport> {
+    keep_going: bool,
+) -> Result<(JobReport, Vec<JobError>)> {
     let (start, cpu, orchestration_start) = clocks;
     let pipes = items.iter().any(|(s, t)| crate::job::is_std_stream(s) || t.as_deref().is_some_and(crate::job::is_std_stream));
     let qd = opts.common.queue_depth.max(1);
@@ -269,9 +301,15 @@ fn run_job_on(
     // until every file has succeeded: like compress, a failure keeps none.
     let mut finished: Vec<TargetWriter> = Vec::new();
     let abandon_all = |finished: Vec<TargetWriter>| finished.into_iter().for_each(TargetWriter::abandon);
+    let mut failed = Vec::new();
     for (source, target) in items {
         let (mut f, writer, worker_reads) = match run_file(&mut ctx, source, target.as_ref()) {
             Ok(done) => done,
+            // Nothing of the file still in flight (run_file drained it): the next can start.
+            Err(e) if keep_going && source_failure(&e) && ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 => {
+                failed.push((source.clone(), e));
+                continue;
+            }
             Err(e) => {
                 abandon_all(finished);
                 return Err(e);
@@ -343,10 +381,14 @@ fn run_job_on(
         None => JobReport::measured_host(summary),
     };
     report.pipeline = Some(pipeline);
+    report.failed = failed
+        .iter()
+        .map(|(source, e): &(PathBuf, JobError)| crate::report::FailedFile { source: source.display().to_string(), exit_code: e.exit_code(), error: e.to_string() })
+        .collect();
     if let Some(g) = gpu.and_then(|g| Arc::try_unwrap(g).ok()) {
         g.give_back();
     }
-    Ok(report)
+    Ok((report, failed.into_iter().map(|(_, e)| e).collect()))
 }
 
 /// Contiguous read buffers covering [start, end) of the file.
@@ -1382,7 +1424,7 @@ mod tests {
             gpu: Some(spec),
         };
         let gpu = Arc::new(GpuDecoder::with(Box::new(stand_in), "gpu0".into(), no_fallback));
-        let r = run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()));
+        let r = run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()), false).map(|(r, _)| r);
         (r, data, target, dir)
     }
 
@@ -1407,7 +1449,7 @@ mod tests {
             let target = dir.path().join("out");
             let opts = DecompressOptions { common: CommonOptions { threads: 2, durable: false, ..CommonOptions::default() }, key: None, gpu: Some(GpuDecodeSpec { batch_bytes: 4 << 20, ..Default::default() }) };
             let gpu = Arc::new(GpuDecoder::with(Box::new(stand_in), "gpu0".into(), false).kept_as("the test's"));
-            run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now())).expect("decoded");
+            run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()), false).expect("decoded").0;
             assert_eq!(std::fs::read(&target).expect("target"), data);
             assert_eq!(GpuDecoder::take_kept(), kept.then(|| ("the test's".to_string(), 1)));
         }

@@ -26,11 +26,11 @@ pub use writer::DurabilityReport;
 
 pub use compress::{compress, CompressOptions, DEFAULT_BLOCK_BYTES};
 pub use devices::{keep_devices_across_jobs, Compute, DeviceMemoryFrom, EmulatedSpec, GpuSpec};
-pub use decompress::{decompress, verify, DecompressOptions};
+pub use decompress::{decompress, verify, verify_each, DecompressOptions};
 pub use gpu_decode::GpuDecodeSpec;
 pub use error::{JobError, Result};
 pub use job::{plan_targets, CommonOptions, MadeDirs, Progress};
-pub use report::{JobReport, Provenance};
+pub use report::{FailedFile, JobReport, Provenance};
 
 use peerpath_mem::MemoryDomain;
 use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};

@@ -193,6 +193,15 @@ impl Provenance {
     }
 }
 
+/// A source `verify` found bad; the job went on with the others (as `gzip -t`).
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedFile {
+    pub source: String,
+    /// The exit code this failure alone gives (docs/usage.md#exit-codes).
+    pub exit_code: i32,
+    pub error: String,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct FileReport {
     pub source: String,
@@ -264,6 +273,10 @@ pub struct JobReport {
     pub threads: usize,
     pub queue_depth: u32,
     pub files: Vec<FileReport>,
+    /// `verify`: the sources that failed, each with its error (absent when none did;
+    /// `files` holds the ones that passed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedFile>,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Uncompressed / compressed.
@@ -348,6 +361,7 @@ impl JobReport {
             threads: j.threads,
             queue_depth: j.queue_depth,
             files: j.files,
+            failed: Vec::new(),
             bytes_in,
             bytes_out,
             ratio: 0.0,
@@ -398,6 +412,9 @@ impl JobReport {
         let mut s = String::new();
         self.render_job(&mut s);
         self.render_files(&mut s);
+        for f in &self.failed {
+            let _ = writeln!(s, "  FAILED        {}: {} (exit {})", f.source, f.error, f.exit_code);
+        }
         self.render_figures(&mut s);
         self.render_ledger(&mut s);
         for d in &self.devices {
