@@ -954,6 +954,11 @@ fn http_requests_are_answered_as_rfc_9110_and_9112_ask() {
     assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("hello\n"), "empty lines first: {got:?}");
     let got = ask(&format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000)));
     assert!(got.starts_with("HTTP/1.1 414 URI Too Long"), "{got:?}");
+    // A later minor version is answered as 1.1; another major version is 505 (RFC 9110 §2.5, §15.6.6).
+    let got = ask("GET /a.txt HTTP/1.2\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("hello\n"), "{got:?}");
+    assert!(ask("GET /a.txt HTTP/2.0\r\nHost: x\r\n\r\n").starts_with("HTTP/1.1 505 HTTP Version Not Supported"));
+    assert!(ask("GET /a.txt HTTP/1.x\r\nHost: x\r\n\r\n").starts_with("HTTP/1.1 400"));
     drop(s);
 }
 

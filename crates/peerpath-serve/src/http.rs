@@ -25,6 +25,7 @@ fn reason(status: u16) -> &'static str {
         416 => "Range Not Satisfiable",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
         _ => "Error",
     }
 }
@@ -129,6 +130,29 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
     }
 }
 
+/// A request line's version that httparse does not take, where it sits.
+enum Later {
+    /// `HTTP/1.2` to `HTTP/1.9`, at this offset.
+    Minor(usize),
+    /// `HTTP/0.x` or `HTTP/2.x` and up: 505.
+    Major,
+}
+
+/// The version of a whole request line (`METHOD SP TARGET SP HTTP/D.D`) that is
+/// neither 1.0 nor 1.1; `None` for those and for what is not a request line (a 400 after).
+fn later_version(head: &[u8]) -> Option<Later> {
+    let line = &head[..head.windows(2).position(|w| w == b"\r\n")?];
+    let at = line.len().checked_sub(8)?;
+    match &line[at..] {
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() && at > 0 && line[at - 1] == b' ' => match (major, minor) {
+            (b'1', b'0' | b'1') => None,
+            (b'1', _) => Some(Later::Minor(at)),
+            _ => Some(Later::Major),
+        },
+        _ => None,
+    }
+}
+
 /// Answers one request: (status, keep the connection, payload bytes sent,
 /// bytes copied by this process, payload bytes sent from host memory).
 fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
@@ -137,6 +161,19 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     let mut req = httparse::Request::new(&mut headers);
     // Empty lines before a request line are ignored (RFC 9112 §2.2).
     let head = &head[head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len())..];
+    let as_1_1;
+    let head = match later_version(head) {
+        None => head,
+        Some(Later::Minor(at)) => {
+            // A later HTTP/1 is answered as the highest minor version known (RFC 9110 §2.5).
+            as_1_1 = [&head[..at], b"HTTP/1.1", &head[at + 8..]].concat();
+            &as_1_1
+        }
+        Some(Later::Major) => {
+            simple(conn, 505, "");
+            return (505, false, 0, 0, 0);
+        }
+    };
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
         Err(httparse::Error::TooManyHeaders) => {
