@@ -157,6 +157,9 @@ enum DedupCommand {
     List {
         #[command(flatten)]
         dir: StoreDir,
+        /// Print them as JSON (a `dedup-list`).
+        #[arg(long)]
+        json: bool,
     },
     /// Logical and stored bytes, unique chunks, the deduplication ratio.
     Stats {
@@ -199,7 +202,7 @@ pub fn main(a: DedupArgs) -> ExitCode {
                 })
             }
         }
-        DedupCommand::List { dir } => list(&dir.store),
+        DedupCommand::List { dir, json } => list(&dir.store, json),
         DedupCommand::Stats { dir, json } => stats(&dir.store, json),
         DedupCommand::Verify { dir, quiet } => verify(&dir.store, quiet),
     };
@@ -1268,13 +1271,41 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     })
 }
 
-fn list(dir: &Path) -> Result<(), JobError> {
+/// A stored file, as `dedup list --json` gives it.
+#[derive(Serialize)]
+struct Listed {
+    /// The name it was stored under (not UTF-8: its bytes' lossy text, and `name_hex`).
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name_hex: Option<String>,
+    bytes: u64,
+    chunks: u64,
+    /// When the store took it, in seconds since the Unix epoch.
+    stored_at_unix_s: i64,
+}
+
+#[derive(Serialize)]
+struct ListReport {
+    store: String,
+    files: Vec<Listed>,
+}
+
+fn list(dir: &Path, json: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
-    let mut q = s.db.prepare("SELECT name, size, length(chunks) / 32 FROM files ORDER BY name").map_err(db_error(dir))?;
-    let rows = q.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))).map_err(db_error(dir))?;
+    let mut q = s.db.prepare("SELECT name, size, length(chunks) / 32, stored_at FROM files ORDER BY name").map_err(db_error(dir))?;
+    let rows = q.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))).map_err(db_error(dir))?;
+    let mut files = Vec::new();
     for r in rows {
-        let (name, size, n) = r.map_err(db_error(dir))?;
-        println!("{}\t{size}\t{n} chunks", String::from_utf8_lossy(&name));
+        let (name, size, n, at) = r.map_err(db_error(dir))?;
+        let name_hex = std::str::from_utf8(&name).is_err().then(|| name.iter().map(|b| format!("{b:02x}")).collect());
+        files.push(Listed { name: String::from_utf8_lossy(&name).into_owned(), name_hex, bytes: size as u64, chunks: n as u64, stored_at_unix_s: at });
+    }
+    if json {
+        println!("{}", crate::jsonout::stamped("dedup-list", &ListReport { store: dir.display().to_string(), files }));
+    } else {
+        for f in files {
+            println!("{}\t{}\t{} chunks", f.name, f.bytes, f.chunks);
+        }
     }
     Ok(())
 }

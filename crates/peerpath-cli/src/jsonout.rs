@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The kinds of JSON peerpath prints, with their current versions.
-pub const KINDS: [(&str, u32); 24] = [
+pub const KINDS: [(&str, u32); 25] = [
     ("job-report", 1),
     ("topology", 1),
     ("p2p-verdict", 1),
@@ -29,6 +29,7 @@ pub const KINDS: [(&str, u32); 24] = [
     ("dedup-store", 1),
     ("dedup-restore", 1),
     ("dedup-stats", 1),
+    ("dedup-list", 1),
     ("chain-report", 1),
     ("reverse-chain-report", 1),
 ];

@@ -168,6 +168,10 @@ fn scan_dedup_and_chain_outputs_match_their_schemas() {
     matches("dedup-store", &out(&mut pp(args!["dedup", "store", &edited, "-s", &store, "--engine", "emulated", "--compress", "1", "--json"])));
     matches("dedup-restore", &out(&mut pp(args!["dedup", "restore", &edited, "-s", &store, "-o", d.join("t.back"), "--json"])));
     matches("dedup-stats", &out(&mut pp(args!["dedup", "stats", "-s", &store, "--json"])));
+    let listed = out(&mut pp(args!["dedup", "list", "-s", &store, "--json"]));
+    matches("dedup-list", &listed);
+    let v: Value = serde_json::from_slice(&listed).unwrap();
+    assert!(v["files"].as_array().is_some_and(|f| f.len() >= 2 && f.iter().all(|f| f["bytes"].as_u64() > Some(0) && f["chunks"].as_u64() > Some(0))), "{v}");
     let key = d.join("key");
     run(&mut pp(args!["keygen", "-o", &key])).ok();
     let (cpu, emu) = (d.join("cpu"), d.join("emu"));
@@ -235,7 +239,7 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 24, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+    assert_eq!(n, 25, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }
 
 /// The checker itself: a type list admits exactly its types (null only where listed); a single
