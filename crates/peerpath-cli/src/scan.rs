@@ -56,7 +56,7 @@ pub struct ScanArgs {
     /// Print only the matching records' sequence lengths, in power-of-two bins.
     #[arg(long)]
     histogram: bool,
-    /// Record format [default: from the first byte: > FASTA, @ FASTQ, else lines].
+    /// Record format [default: from the first byte that is not white space: > FASTA, @ FASTQ, else lines].
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
     /// Write the matching records here (appears whole or not at all) instead of standard output.
@@ -337,7 +337,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
                     } else {
                         ("1 emulated CSP".to_string(), "measured on emulated devices")
                     };
-                    let host_copies = crate::device_job::HostCopies { bytes: d.host_copied, of: "the motif, the format's first byte and the counters".into(), payload_bytes: d.bytes };
+                    let host_copies = crate::device_job::HostCopies { bytes: d.host_copied, of: "the motif, the format's first byte (more where the file starts with blank lines) and the counters".into(), payload_bytes: d.bytes };
                     let pass = DevicePass { device: on, staged: d.staged, read_by_dma: d.direct, blocks: d.blocks, result_bytes_per_block: peerpath_device::SCAN_RESULT_BYTES, host_copies, provenance };
                     (d.found, d.bytes, d.format, Some(pass))
                 }

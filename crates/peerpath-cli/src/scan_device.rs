@@ -100,15 +100,22 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
     // The file offset the next block's records start at, and the bytes a malformed record lies in.
     let (mut done, mut malformed) = (0u64, None);
     let counted = blocks_in.stream(dev, file, |dev, records, at_end| {
-        // The format, from the first byte (read back: one byte of metadata).
+        // The format, from the first byte that is not white space (read back: one byte of
+        // metadata, up to 4 KiB where the file starts with blank lines).
         let fmt = match format {
             Some(f) => f,
             None => {
-                let mut first = [0u8; 1];
-                let n = records.len.min(1) as usize;
-                // SAFETY: no command is in flight; at most one byte inside the block just read
-                // (the first block: nothing carried in front of it, in the window too).
-                unsafe { dev.memory().host_read(io(records).offset, &mut first[..n]) };
+                let mut first = [0u8; 4096];
+                let mut n = records.len.min(1) as usize;
+                for _ in 0..2 {
+                    // SAFETY: no command is in flight; at most the block's own bytes, inside the block
+                    // just read (the first block: nothing carried in front of it, in the window too).
+                    unsafe { dev.memory().host_read(io(records).offset, &mut first[..n]) };
+                    if !first[..n].iter().all(|b| b" \t\r\n".contains(b)) {
+                        break;
+                    }
+                    n = records.len.min(first.len() as u64) as usize;
+                }
                 *format.insert(RecordFormat::detect(&first[..n]))
             }
         };

@@ -56,6 +56,13 @@ fn matches_are_those_of_seqkit_and_grep() {
     assert_eq!(records(&long), records(&sk(&["seq", "-m", "500"])), "the same records as seqkit seq -m");
     let ids = scan(&[o("--id-prefix").as_os_str(), o("B0").as_os_str(), s.as_os_str(), o("-q").as_os_str()]).stdout;
     assert_eq!(records(&ids), records(&sk(&["grep", "-r", "-p", "^B0"])), "the same records as seqkit grep -r -p ^B0");
+    // Blank lines before the first header (files concatenated): still FASTA, as seqkit reads it.
+    let blank_first = dir.path().join("blank-first.fa");
+    std::fs::write(&blank_first, [&b"\n\r\n\n"[..], &std::fs::read(&s).unwrap()].concat()).unwrap();
+    let got = scan(&[o("--motif").as_os_str(), o("KL[VI]{2}").as_os_str(), blank_first.as_os_str(), o("-q").as_os_str()]).stdout;
+    assert_eq!(records(&got), records(&out), "the blank lines do not make it a file of lines");
+    let emulated = run(&mut pp(args!["scan", &blank_first, "--motif", "KL[VI]{2}", "-c", "-q", "--engine", "emulated", "--no-fallback"])).ok();
+    assert_eq!(emulated.stdout_str().trim(), n.to_string(), "the device's count too");
     // Lines: grep -c -E.
     let lines = dir.path().join("lines.txt");
     let text: Vec<u8> = records(&std::fs::read(&s).unwrap()).into_iter().flat_map(|(_, mut q)| {

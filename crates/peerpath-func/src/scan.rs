@@ -18,9 +18,11 @@ pub enum RecordFormat {
 }
 
 impl RecordFormat {
-    /// From the first byte of the data: `>` FASTA, `@` FASTQ, else lines.
+    /// From the first byte of the data that is not white space (blank lines before a
+    /// FASTA file's first header are common where files were concatenated): `>` FASTA,
+    /// `@` FASTQ, else lines.
     pub fn detect(first: &[u8]) -> RecordFormat {
-        match first.first() {
+        match first.iter().find(|b| !b" \t\r\n".contains(b)) {
             Some(b'>') => RecordFormat::Fasta,
             Some(b'@') => RecordFormat::Fastq,
             _ => RecordFormat::Lines,
@@ -500,6 +502,13 @@ mod tests {
         assert_eq!(fault(b"@r1\r\nACGT\r\n+\r\nII\r\r\n", true), Err((0, FastqFault::QualityLength)), "one carriage return is the line break's");
         for code in 0..6 {
             assert_eq!(FastqFault::from_code(code).map(|f| f as u64), (1..=4).contains(&code).then_some(code));
+        }
+    }
+
+    #[test]
+    fn the_format_is_told_by_the_first_byte_that_is_not_white_space() {
+        for (data, format) in [(&b">a\nAC"[..], RecordFormat::Fasta), (b"\n\r\n >a", RecordFormat::Fasta), (b"\n@r\nA\n+\nI\n", RecordFormat::Fastq), (b"\n\nx>", RecordFormat::Lines), (b"\n\n", RecordFormat::Lines), (b"", RecordFormat::Lines)] {
+            assert_eq!(RecordFormat::detect(data), format, "{:?}", String::from_utf8_lossy(data));
         }
     }
 
