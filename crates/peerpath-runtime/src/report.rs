@@ -413,7 +413,8 @@ impl JobReport {
         self.render_job(&mut s);
         self.render_files(&mut s);
         for f in &self.failed {
-            let _ = writeln!(s, "  FAILED        {}: {} (exit {})", f.source, f.error, f.exit_code);
+            // The error names its file.
+            let _ = writeln!(s, "  FAILED        {} (exit {})", f.error, f.exit_code);
         }
         self.render_figures(&mut s);
         self.render_ledger(&mut s);
