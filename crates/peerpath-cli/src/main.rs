@@ -860,10 +860,20 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     if a.verify || a.explain {
         return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
     }
+    // The source named as the target is that (exit 5), with --force too.
+    let fresh = ec::check_new_set_dir(dir, Some(source));
+    if let Err(e @ JobError::SameFile { .. }) = fresh {
+        return Err(e);
+    }
     if a.target.force {
         return Err(JobError::Usage("--ec makes a new directory and never replaces one, even with --force: remove it first, or name another".into()));
     }
-    ec::check_new_set_dir(dir, Some(source))?;
+    fresh?;
+    let unit = a.ec_unit.unwrap_or(ec::DEFAULT_UNIT_BYTES);
+    let header = peerpath_func::crypt::HEADER_BYTES;
+    if encrypt.is_some() && data * unit < header {
+        return Err(JobError::Usage(format!("with --encrypt the first stripe holds the {header}-byte header: --ec-unit must be at least {} bytes with {data} data shards", header.div_ceil(data))));
+    }
     let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let format = match a.format {
         FormatArg::Gzip => Format::Gzip,
@@ -871,7 +881,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
-    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit: a.ec_unit.unwrap_or(ec::DEFAULT_UNIT_BYTES), placement };
+    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit, placement };
     let mut fallbacks = Vec::new();
     if a.engine != EngineArg::Cpu {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {

@@ -722,6 +722,9 @@ fn compress_with_ec_and_encrypt_chains_in_one_pass() {
     // --force replaces no set (it was accepted and ignored), and the source is not "a directory".
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0"), "-f"])).fails(2, &["never replaces one, even with --force"]);
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", &src])).fails(5, &["same file"]);
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", &src, "-f"])).fails(5, &["same file"]);
+    // The 72-byte header of an encrypted chain lies in its first stripe (a panic, exit 101).
+    run(&mut pp(args!["compress", &src, "--ec", "4+2", "--ec-unit", "17", "--encrypt", "--key-file", &key, "-o", d.join("x")])).fails(2, &["at least 18 bytes"]);
     run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", &src])).fails(5, &["same file"]);
     assert!(!d.join("x").exists());
     run(&mut pp(args!["ec", "verify", d.join("plain0")])).ok();
