@@ -279,6 +279,15 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         }
     };
     crate::JOBS_IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Absolute: jobs run in their clients' directories, where a relative name is another file.
+    let socket = match std::path::absolute(&a.socket) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("peerpath: error: daemon: {}: {e}", a.socket.display());
+            return ExitCode::from(2);
+        }
+    };
+    let a = DaemonArgs { socket, ..a };
     let listener = match listen(&a.socket) {
         // A daemon stopped by a signal (SIGTERM, ^C) removes its socket.
         Ok(l) => {

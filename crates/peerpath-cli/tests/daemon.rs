@@ -204,6 +204,47 @@ fn a_daemon_stopped_by_a_signal_removes_its_socket() {
     }
 }
 
+/// The socket's name is resolved where the daemon started: a relative one was
+/// removed in the directory of the client whose job ran when the signal came
+/// (a file of the client's), and the daemon's own was left. A daemon whose
+/// socket was removed by hand and bound again by another does not remove that one.
+#[test]
+fn a_daemon_stopped_by_a_signal_removes_its_own_socket_and_nothing_else() {
+    let dir = scratch();
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir(&home).unwrap();
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("d.sock"), b"the client's own file").unwrap();
+    let log = dir.path().join("daemon.log");
+    let mut c = pp(args!["daemon", "--socket", "d.sock"]);
+    c.current_dir(&home).stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
+    let mut d = Daemon { child: c.spawn().expect("start the daemon"), socket: home.join("d.sock"), log };
+    d.wait_for_log("listening on", 1);
+    // A job that runs in `work` until its input ends: it holds the daemon there.
+    let mut client = d.client(&work, args!["compress", "-", "-o", "piped.gz"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the client");
+    let mut source = client.stdin.take().unwrap();
+    source.write_all(&random_bytes(64 << 10, 3)).unwrap();
+    d.wait_for_log("job 1: started", 1);
+    // SAFETY: a signal to our own test's daemon, which is running.
+    assert_eq!(unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) }, 0);
+    d.child.wait().unwrap();
+    drop(source);
+    let _ = client.wait();
+    assert_eq!(std::fs::read(work.join("d.sock")).unwrap(), b"the client's own file");
+    assert!(!home.join("d.sock").exists(), "the daemon's socket is left: {:?}", names_in(&home));
+
+    let old = Daemon::start(dir.path());
+    std::fs::remove_file(&old.socket).unwrap();
+    let new = Daemon::start(dir.path());
+    let mut old = old;
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(old.child.id() as i32, libc::SIGTERM) }, 0);
+    old.child.wait().unwrap();
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    let o = run(&mut new.client(dir.path(), args!["compress", "in.fa", "--no-fallback"])).ok();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(RUNNER), "the new daemon is still reached");
+}
+
 #[test]
 fn a_client_that_goes_away_cancels_its_job_and_nothing_is_kept() {
     let dir = scratch();

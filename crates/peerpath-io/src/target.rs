@@ -39,8 +39,25 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     NAMED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Files this process made and keeps (a job server's socket, a benchmark's
+/// file), given to [`remove_on_signal`], with the identity (device, inode)
+/// each had then: a signal removes one only while its name still holds it.
+static MADE: Mutex<Vec<(PathBuf, (u64, u64))>> = Mutex::new(Vec::new());
+
+fn made() -> std::sync::MutexGuard<'static, Vec<(PathBuf, (u64, u64))>> {
+    MADE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 fn remove_all(paths: &mut Vec<PathBuf>) -> usize {
-    std::mem::take(paths).iter().filter(|p| if p.is_dir() { std::fs::remove_dir_all(p).is_ok() } else { std::fs::remove_file(p).is_ok() }).count()
+    let named = std::mem::take(paths).iter().filter(|p| if p.is_dir() { std::fs::remove_dir_all(p).is_ok() } else { std::fs::remove_file(p).is_ok() }).count();
+    // Another process's file now under the name (a new daemon's socket, bound after
+    // this one's was removed by hand) stays.
+    named + std::mem::take(&mut *made()).iter().filter(|(p, id)| identity(p) == Some(*id) && std::fs::remove_file(p).is_ok()).count()
 }
 
 /// Removes every named temporary file and [`ScratchDir`] this process
@@ -49,16 +66,20 @@ pub fn remove_named_temporaries() -> usize {
     remove_all(&mut registry())
 }
 
-/// Adds `path`, which this process made (a job server's socket), to what a
-/// signal removes before the process dies.
+/// Adds `path`, a file this process has just made (a job server's socket),
+/// to what a signal removes before the process dies, as long as the name
+/// still holds that file then. Give an absolute path where the process may
+/// change its directory (a relative one is resolved when the signal comes).
 pub fn remove_on_signal(path: PathBuf) {
-    registry().push(path);
+    if let Some(id) = identity(&path) {
+        made().push((path, id));
+    }
 }
 
 /// Takes `path` back from what a signal removes ([`remove_on_signal`]): the
 /// work that made it is done, and it stays.
 pub fn keep_on_signal(path: &Path) {
-    registry().retain(|p| p != path);
+    made().retain(|(p, _)| p != path);
 }
 
 /// Whether `signal` is ignored in this process (`SIG_IGN`): what `nohup`,
@@ -563,6 +584,28 @@ mod tests {
         let more = create_temporary(&dir.path().join("d"), false).unwrap();
         assert_eq!(publish_provisional(&more.0.file, &more.1, &a).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
         assert!(!registry().contains(&a));
+    }
+
+    /// A daemon's socket removed by hand and bound again by a new daemon: the
+    /// old daemon's signal removed the new one's (and a relative name was
+    /// resolved in a client's directory).
+    #[test]
+    fn a_file_made_is_removed_by_a_signal_only_while_its_name_holds_it() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, taken, kept) = (dir.path().join("mine.sock"), dir.path().join("taken.sock"), dir.path().join("kept"));
+        for p in [&mine, &taken, &kept] {
+            std::fs::write(p, b"made here").unwrap();
+            remove_on_signal(p.clone());
+        }
+        keep_on_signal(&kept);
+        // Another file put in its place (a new inode: both exist at once).
+        std::fs::write(dir.path().join("new"), b"another process's").unwrap();
+        std::fs::rename(dir.path().join("new"), &taken).unwrap();
+        assert_eq!(remove_named_temporaries(), 1);
+        assert!(!mine.exists(), "the file it made goes");
+        assert_eq!(std::fs::read(&taken).unwrap(), b"another process's", "another's stays");
+        assert!(kept.exists());
     }
 
     #[test]
