@@ -334,6 +334,18 @@ fn the_daemon_keeps_emulated_devices_across_jobs_and_replaces_one_that_died() {
     let faulty = job(5, &["--inject-faults", "seed=3,latency=0-1ms"]);
     assert_ne!(pid(&faulty), pid(&fourth));
     assert_eq!(pid(&job(6, &[])), pid(&fourth));
+    // The host's own timeout is no reason for another device (each one kept a device, and
+    // its half GiB of tmpfs, without end).
+    assert_eq!(pid(&job(7, &["--device-timeout", "21"])), pid(&fourth));
+    // Other options make another device, which is then kept in place of the first: it is closed.
+    let other = pid(&job(8, &["--device-workers", "1"]));
+    assert_ne!(other, pid(&fourth));
+    let (closed, start) = (pid(&fourth), Instant::now());
+    while std::fs::read_to_string(format!("/proc/{closed}/stat")).is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')) {
+        assert!(start.elapsed() < Duration::from_secs(20), "the device of other options (process {closed}) is still kept");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(pid(&job(9, &["--device-workers", "1"])), other);
 }
 
 /// Clients that connect and send nothing hold a thread each only up to a

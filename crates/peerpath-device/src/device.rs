@@ -97,6 +97,10 @@ pub trait Device: Send {
     }
     /// Starts its profile afresh: a device kept open across jobs reports each job's own.
     fn reset_profile(&mut self) {}
+    /// How long the host waits, with commands in flight and none completing, before it
+    /// declares the device hung (a host-side setting: a device kept open across jobs
+    /// takes each job's own). Devices that have no such wait ignore it.
+    fn set_command_timeout(&mut self, _timeout: std::time::Duration) {}
     /// What it is and how it was opened (e.g. a GPU's model, driver and the
     /// time its opening took, by part), in words for the report, where it says.
     fn description(&self) -> Option<&str> {

@@ -406,6 +406,10 @@ impl<D: Device + Crash> Device for FaultyDevice<D> {
         self.inner.hangup_fd()
     }
 
+    fn set_command_timeout(&mut self, timeout: std::time::Duration) {
+        self.inner.set_command_timeout(timeout);
+    }
+
     fn process_id(&self) -> Option<u32> {
         self.inner.process_id()
     }

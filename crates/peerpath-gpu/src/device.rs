@@ -949,6 +949,9 @@ impl Device for GpuDevice {
     fn profile(&mut self) -> Option<String> {
         Some(self.profile.render() + &self.io.as_ref().map_or(String::new(), |io| io.render()))
     }
+    fn set_command_timeout(&mut self, timeout: Duration) {
+        self.command_timeout = timeout.max(Duration::from_millis(1));
+    }
     fn reset_profile(&mut self) {
         self.profile.reset();
         if let Some(io) = &self.io {

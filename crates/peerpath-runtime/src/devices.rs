@@ -214,8 +214,10 @@ impl<'a> DeviceSet<'a> {
                     map_memory_files: spec.map_memory_files,
                     command_timeout: spec.command_timeout,
                 };
-                let key = format!("{config:?}");
-                if let Some(kept) = take_kept(&key) {
+                // The host's command timeout is not the device's: a kept GPU takes the job's.
+                let key = format!("{:?}", peerpath_gpu::GpuDeviceConfig { command_timeout: Duration::ZERO, ..config.clone() });
+                if let Some(mut kept) = take_kept(&key) {
+                    kept.device.set_command_timeout(spec.command_timeout);
                     return Ok(vec![kept]);
                 }
                 match peerpath_gpu::GpuDevice::open(&config) {
@@ -427,11 +429,21 @@ fn take_kept(key: &str) -> Option<JobDevice> {
 }
 
 /// The job is over: a device that may be kept, ended well and has nothing
-/// in flight waits for the next job; any other closes here.
+/// in flight waits for the next job; any other closes here. Only the last
+/// job's devices are kept: devices opened with other options close when
+/// these are kept (each holds its memory, a GPU's or half a GiB of tmpfs;
+/// a job server that ran jobs with many settings held them all).
 pub(crate) fn give_back(jd: JobDevice) {
     let JobDevice { device, keep, healthy, kind, jobs_before, .. } = jd;
     if let (Some(key), true, 0) = (keep, healthy && keeping(), device.in_flight()) {
-        KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(Kept { key, device, kind, jobs: jobs_before + 1 });
+        let others: Vec<Kept> = {
+            let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+            let (same, others) = std::mem::take(&mut *kept).into_iter().partition(|k| k.key == key);
+            *kept = same;
+            kept.push(Kept { key, device, kind, jobs: jobs_before + 1 });
+            others
+        };
+        drop(others); // closed outside the lock: a device process is waited for
     }
 }
 
@@ -453,10 +465,12 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
     let mut devices = Vec::new();
     // Devices without faults in shared memory may be kept across jobs (P2P
     // memory is the topology's: mapped for each job).
+    // The host's command timeout is not the device's: a kept device takes the job's.
     let key = (spec.faults.is_none() && spec.memory_from == DeviceMemoryFrom::Shm)
-        .then(|| format!("emulated {} MiB, {} workers, {:?}, {:?}, {:?}", spec.memory_bytes >> 20, spec.workers, spec.program, spec.command_timeout, spec.memory_dir));
+        .then(|| format!("emulated {} MiB, {} workers, {:?}, {:?}", spec.memory_bytes >> 20, spec.workers, spec.program, spec.memory_dir));
     for d in 0..count {
-        if let Some(kept) = key.as_deref().and_then(take_kept) {
+        if let Some(mut kept) = key.as_deref().and_then(take_kept) {
+            kept.device.set_command_timeout(spec.command_timeout);
             devices.push(kept);
             continue;
         }

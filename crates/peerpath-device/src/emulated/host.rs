@@ -617,6 +617,10 @@ impl Device for EmulatedCsp {
         self.failed.as_ref()
     }
 
+    fn set_command_timeout(&mut self, timeout: Duration) {
+        self.command_timeout = timeout;
+    }
+
     fn name(&self) -> &str {
         &self.name
     }
