@@ -1449,7 +1449,7 @@ mod tests {
             let target = dir.path().join("out");
             let opts = DecompressOptions { common: CommonOptions { threads: 2, durable: false, ..CommonOptions::default() }, key: None, gpu: Some(GpuDecodeSpec { batch_bytes: 4 << 20, ..Default::default() }) };
             let gpu = Arc::new(GpuDecoder::with(Box::new(stand_in), "gpu0".into(), false).kept_as("the test's"));
-            run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()), false).expect("decoded").0;
+            run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()), false).expect("decoded");
             assert_eq!(std::fs::read(&target).expect("target"), data);
             assert_eq!(GpuDecoder::take_kept(), kept.then(|| ("the test's".to_string(), 1)));
         }
