@@ -535,7 +535,10 @@ fn remove_dead_jobs_devices(dir: &std::path::Path) {
         let Some(host) = name.to_str().and_then(jobs_device_host) else { continue };
         // SAFETY: kill with signal 0 only asks whether the process exists.
         let gone = host != std::process::id() && unsafe { libc::kill(host as libc::pid_t, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
+        // A device whose socket still answers is alive whatever its name says (started by
+        // hand under such a name, or a job's in another PID namespace sharing this directory).
+        let stem = name.to_str().and_then(|n| n.rsplit_once('.')).map_or("", |(stem, _)| stem);
+        if gone && std::os::unix::net::UnixStream::connect(dir.join(format!("{stem}.sock"))).is_err() {
             let _ = std::fs::remove_file(e.path());
         }
     }
@@ -611,10 +614,16 @@ mod tests {
         for n in &names {
             std::fs::write(dir.path().join(n), b"x").unwrap();
         }
+        // One that answers on its socket is alive, whatever its name says (`csp serve --name`,
+        // or a job in another PID namespace).
+        let live = [format!("peerpath-csp-pp{dead}-csp7.mem"), format!("peerpath-csp-pp{dead}-csp7.sock")];
+        std::fs::write(dir.path().join(&live[0]), b"x").unwrap();
+        let _answers = std::os::unix::net::UnixListener::bind(dir.path().join(&live[1])).unwrap();
         remove_dead_jobs_devices(dir.path());
         let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
         let mut want = names[3..].to_vec();
+        want.extend(live);
         want.sort();
         assert_eq!(left, want);
         assert_eq!(jobs_device_host("peerpath-csp-pp42-csp3.sock"), Some(42));
