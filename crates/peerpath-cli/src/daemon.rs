@@ -154,7 +154,16 @@ pub fn not_here(socket: &Path, why: &str, no_fallback: bool) -> Option<ExitCode>
         return Some(ExitCode::from(EXIT_DAEMON));
     }
     eprintln!("peerpath: FALLBACK: {ENV}={}: {why}; the job runs in this process", socket.display());
+    *NOT_HERE.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{ENV}={}: {why}", socket.display()));
     None
+}
+
+/// Why the daemon asked for did not run this process's job, for its report.
+static NOT_HERE: Mutex<Option<String>> = Mutex::new(None);
+
+/// The daemon asked for did not run the job (it runs here): why, for the report's fallbacks.
+pub fn not_in_daemon() -> Option<String> {
+    NOT_HERE.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// Runs the command line in the daemon at `socket`. `None`: it could not,

@@ -831,14 +831,15 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     if common.quiet {
         return;
     }
-    // A job the daemon ran says so.
+    // A job the daemon ran says so, and one it was asked to run and did not.
     let with_runner;
-    let report = match daemon::runner() {
-        Some(r) => {
-            with_runner = JobReport { runner: Some(r), ..report.clone() };
+    let report = match (daemon::runner(), daemon::not_in_daemon()) {
+        (None, None) => report,
+        (runner, not_in_daemon) => {
+            let fallbacks = report.fallbacks.iter().cloned().chain(not_in_daemon.map(|why| peerpath_runtime::report::Fallback::NotInDaemon { why })).collect();
+            with_runner = JobReport { runner, fallbacks, ..report.clone() };
             &with_runner
         }
-        None => report,
     };
     let text = if common.json { jsonout::stamped("job-report", report) } else { report.render() };
     if data_on_stdout {

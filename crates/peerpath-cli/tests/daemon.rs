@@ -148,6 +148,7 @@ fn a_daemon_that_cannot_run_the_job_is_said_and_the_job_runs_here_or_fails_with_
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.stderr.contains("peerpath: FALLBACK: PEERPATH_DAEMON=") && out.stderr.contains(why) && out.stderr.contains("the job runs in this process"), "{}", out.describe());
         assert!(!text.contains(RUNNER), "ran here, not in the daemon:\n{text}");
+        assert!(text.contains("FALLBACK      PEERPATH_DAEMON=") && text.contains("; the job ran in this process"), "the report lists it with the others:\n{text}");
     };
     type Setup<'a> = Box<dyn Fn(&mut Command) + 'a>;
     let cases: [(&str, Setup); 3] = [

@@ -91,6 +91,8 @@ pub enum Fallback {
     StreamingDecode { source: String, mode: DecodeMode },
     /// Members a device was to decode that the host CPU decoded.
     DecodedOnCpu { device: String, why: String, members: u64 },
+    /// The job server asked for (`PEERPATH_DAEMON`) did not run the job: this process did.
+    NotInDaemon { why: String },
 }
 
 impl fmt::Display for Fallback {
@@ -112,6 +114,7 @@ impl fmt::Display for Fallback {
             }
             Fallback::StreamingDecode { source, mode } => write!(f, "{source}: {mode}"),
             Fallback::DecodedOnCpu { device, why, members } => write!(f, "{device}: {why}; the host CPU decoded {members} member(s) in its place"),
+            Fallback::NotInDaemon { why } => write!(f, "{why}; the job ran in this process"),
         }
     }
 }
