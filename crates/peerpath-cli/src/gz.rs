@@ -9,7 +9,9 @@
 //! (gzip warns and keeps the output); `-dcf` passes a named file that is not
 //! gzip through unchanged, as gzip does, but decodes standard input always.
 //! Exit status as gzip's: 0, 1 (error), 2 (warning: a file skipped for its
-//! name or kind).
+//! name or kind, an output that exists); an error outranks a warning. No name
+//! or time is stored or restored (`-n`, `-N` and pigz's `-T` change nothing);
+//! `--rsyncable` is refused (members are cut every 1 MiB of input, not by content).
 //!
 //! The options are parsed by hand: gzip's grammar (`-9`, `-cd`, `-p8`,
 //! `-S .z`) is not what an argument-parsing library offers.
@@ -35,6 +37,7 @@ struct Options {
     quiet: bool,
     report: bool,
     json: bool,
+    recursive: bool,
     files: Vec<OsString>,
 }
 
@@ -53,23 +56,28 @@ impl Default for Options {
             quiet: false,
             report: false,
             json: false,
+            recursive: false,
             files: Vec::new(),
         }
     }
 }
 
-const USAGE: &str = "usage: peerpath gzip [-cdfklqtv1-9] [-p N] [-S SUFFIX] [--report|--json] [FILE]...
+pub const USAGE: &str = "usage: peerpath gzip [-cdfklnNqrtTvV1-9] [-p N] [-S SUFFIX] [--report|--json] [FILE]...
   -c, --stdout      write to standard output, keep the files
   -d, --decompress  decompress
-  -f, --force       replace existing outputs
+  -f, --force       replace existing outputs; follow a symbolic link named as a file
   -k, --keep        keep the source files (always: peerpath never removes a source)
   -l, --list        list compressed and uncompressed sizes
+  -n, -N, -T, --no-name, --name, --no-time
+                    accepted; no name or time is stored or restored
+  -r, --recursive   the files under each directory named
   -t, --test        check every member (CRC-32 and length)
   -1 .. -9          compression level (--fast = -1, --best = -9; default: peerpath's 1)
-  -p, -T, --processes N   threads
+  -p, --processes N threads
   -S, --suffix SUF  suffix of compressed files (default .gz)
   -v, --verbose     one line per file, as gzip -v
   -q, --quiet       no warnings
+  -V, --version     the version
   --report, --json  peerpath's full report (to standard error when data goes to standard output;
                     --json: one job report a line, one line a file)
 With no FILE, or FILE '-', standard input goes to standard output.";
@@ -119,6 +127,11 @@ fn parse(args: &[OsString]) -> Result<Options, String> {
                 b"report" => o.report = true,
                 b"json" => o.json = true,
                 b"help" => return Err(String::new()),
+                b"version" => return Err(VERSION.into()),
+                b"recursive" => o.recursive = true,
+                // Nothing of a name or time is stored or restored.
+                b"no-name" | b"name" | b"no-time" => {}
+                b"rsyncable" => return Err("--rsyncable is not supported: peerpath cuts a member every 1 MiB of input, not at boundaries found in the content".into()),
                 _ => return Err(format!("unknown option --{}", String::from_utf8_lossy(name))),
             }
             continue;
@@ -137,8 +150,12 @@ fn parse(args: &[OsString]) -> Result<Options, String> {
                 b'v' => o.verbose = true,
                 b'q' => o.quiet = true,
                 b'h' => return Err(String::new()),
+                b'V' => return Err(VERSION.into()),
+                b'r' => o.recursive = true,
+                // gzip's -n/-N, pigz's -T (--no-time): no name or time is stored or restored.
+                b'n' | b'N' | b'T' => {}
                 b'1'..=b'9' => o.level = Some(u32::from(c - b'0')),
-                b'p' | b'T' => {
+                b'p' => {
                     o.threads = Some(threads(&value(&mut it, rest, "-p")?)?);
                     break;
                 }
@@ -160,6 +177,9 @@ fn parse(args: &[OsString]) -> Result<Options, String> {
     Ok(o)
 }
 
+/// What `-V` prints (as an `Err` of `parse`, printed on standard output).
+const VERSION: &str = concat!("peerpath gzip ", env!("CARGO_PKG_VERSION"), " (gzip's and pigz's command line over peerpath's jobs)");
+
 /// How one file went.
 enum Outcome {
     Done,
@@ -174,6 +194,10 @@ pub fn main(args: &[OsString]) -> ExitCode {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
         }
+        Err(e) if e == VERSION => {
+            println!("{VERSION}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("peerpath gzip: {e}\n{USAGE}");
             return ExitCode::from(1);
@@ -183,9 +207,17 @@ pub fn main(args: &[OsString]) -> ExitCode {
     if table {
         println!("         compressed        uncompressed  ratio uncompressed_name");
     }
-    let mut worst = 0u8;
+    let (mut warned, mut failed) = (false, false);
     let mut totals = (0u64, 0u64, 0usize);
+    let mut files = Vec::new();
     for f in &o.files {
+        if o.recursive {
+            walk(&o, f, &mut files, &mut failed);
+        } else {
+            files.push(f.clone());
+        }
+    }
+    for f in &files {
         // What is read compressed is found as gzip finds it (x for x.gz).
         let found = if o.list || o.test || o.decompress { compressed_file(&o, f) } else { Ok(f.clone()) };
         let r = match found {
@@ -195,16 +227,50 @@ pub fn main(args: &[OsString]) -> ExitCode {
             Ok(f) if o.decompress => decompress(&o, &f),
             Ok(f) => compress(&o, &f),
         };
-        worst = worst.max(match r {
-            Outcome::Done => 0,
-            Outcome::Warning => 2,
-            Outcome::Error => 1,
-        });
+        match r {
+            Outcome::Done => {}
+            Outcome::Warning => warned = true,
+            Outcome::Error => failed = true,
+        }
     }
     if table && totals.2 > 1 {
         println!("{}", list_line(totals.0, totals.1, "(totals)"));
     }
-    ExitCode::from(if worst == 2 { 2 } else { worst })
+    // As gzip: an error outranks a warning (a script that takes 2 for "warnings only"
+    // must not pass a corrupt archive).
+    ExitCode::from(if failed { 1 } else if warned { 2 } else { 0 })
+}
+
+/// `-r`: a directory named gives the files under it (symbolic links not followed, as gzip),
+/// in name order; anything else is itself.
+fn walk(o: &Options, f: &OsStr, files: &mut Vec<OsString>, failed: &mut bool) {
+    let is_dir = f != "-" && std::fs::symlink_metadata(f).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        files.push(f.to_owned());
+        return;
+    }
+    let mut names: Vec<OsString> = match std::fs::read_dir(f) {
+        Ok(entries) => entries.flatten().map(|e| e.file_name()).collect(),
+        Err(e) => {
+            eprintln!("peerpath gzip: {}: {e}", name(f));
+            *failed = true;
+            return;
+        }
+    };
+    names.sort();
+    for n in names {
+        let path = std::path::Path::new(f).join(&n).into_os_string();
+        let meta = std::fs::symlink_metadata(&path);
+        if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+            walk(o, &path, files, failed);
+        } else if meta.is_ok_and(|m| m.is_file()) {
+            // What gzip would skip with a warning inside a tree: outputs already there, or not compressed.
+            let compressed = plain_name(o, &path).is_some();
+            if compressed == (o.decompress || o.test || o.list) {
+                files.push(path);
+            }
+        }
+    }
 }
 
 fn common(o: &Options) -> CommonOptions {
@@ -233,8 +299,12 @@ fn fail(f: &OsStr, e: &JobError) -> Outcome {
         // As gzip, which SIGPIPE kills: no word, no further file.
         std::process::exit(141);
     }
-    // Most errors name the file already ("x.gz: truncated: ..."): not twice.
+    // Most errors name the file already ("x.gz: truncated: ..."): not twice ("-" is stdin).
     let (msg, f_) = (e.to_string(), f.to_string_lossy());
+    if let Some(rest) = msg.strip_prefix("-: ").filter(|_| f == "-") {
+        eprintln!("peerpath gzip: stdin: {rest}");
+        return Outcome::Error;
+    }
     if f != "-" && (msg.starts_with(&format!("{f_}:")) || msg.contains(&format!(" {f_}:")) || msg.contains(&format!(" {f_} "))) {
         eprintln!("peerpath gzip: {msg}");
     } else {
@@ -257,16 +327,45 @@ fn emit(o: &Options, report: &JobReport, data_on_stdout: bool) {
     }
 }
 
+/// What gzip says of a named file before it reads it: a directory is skipped (warning), a
+/// symbolic link refused (error) unless -c or -f; `None` to go on.
+fn skipped(o: &Options, f: &OsStr) -> Option<Outcome> {
+    let meta = std::fs::symlink_metadata(f).ok()?;
+    if meta.file_type().is_symlink() && !(o.stdout || o.force) {
+        eprintln!("peerpath gzip: {}: Too many levels of symbolic links", name(f));
+        return Some(Outcome::Error);
+    }
+    std::fs::metadata(f).is_ok_and(|m| m.is_dir()).then(|| warn(o, format!("{} is a directory -- ignored", name(f))))
+}
+
+/// An output that exists without -f: gzip's warning (exit 2), nothing replaced.
+fn exists(o: &Options, target: &std::path::Path) -> Option<Outcome> {
+    (!o.force && target.as_os_str() != "-" && std::fs::symlink_metadata(target).is_ok()).then(|| warn(o, format!("{} already exists; not overwritten", target.display())))
+}
+
 fn compress(o: &Options, f: &OsStr) -> Outcome {
     let from_stdin = f == "-";
-    if !from_stdin && f.as_bytes().ends_with(o.suffix.as_bytes()) && !o.force {
-        return warn(o, format!("{} already has {} suffix -- unchanged", name(f), o.suffix.to_string_lossy()));
+    if let Some(outcome) = (!from_stdin).then(|| skipped(o, f)).flatten() {
+        return outcome;
+    }
+    // gzip's known suffixes and -S, in any case: said, and no warning (gzip's exit status is
+    // 0); -c and -f compress it.
+    let b = f.as_bytes();
+    let has = std::iter::once(o.suffix.as_bytes()).chain(SUFFIXES.iter().map(|(s, _)| *s)).find(|s| b.len() > s.len() && b[b.len() - s.len()..].eq_ignore_ascii_case(s));
+    if let (Some(s), false, false) = (has, from_stdin, o.force || o.stdout) {
+        if !o.quiet {
+            eprintln!("peerpath gzip: {} already has {} suffix -- unchanged", name(f), String::from_utf8_lossy(&b[b.len() - s.len()..]));
+        }
+        return Outcome::Done;
     }
     if !o.stdout && !from_stdin && std::fs::metadata(f).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         // A device, FIFO or socket: its .gz would be made beside it (in /dev, say).
         return warn(o, format!("{} is not a directory or a regular file - ignored", name(f)));
     }
     let target: PathBuf = if o.stdout || from_stdin { "-".into() } else { bytes_path([f.as_bytes(), o.suffix.as_bytes()].concat()) };
+    if let Some(outcome) = exists(o, &target) {
+        return outcome;
+    }
     if target.as_os_str() == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         eprintln!("peerpath gzip: compressed data not written to a terminal. Use -f to force compression.");
         return Outcome::Error;
@@ -334,13 +433,14 @@ fn compressed_file(o: &Options, f: &OsStr) -> Result<OsString, Outcome> {
 fn pass_through(f: &OsStr) -> Option<Outcome> {
     use std::io::Read;
     let mut file = std::fs::File::open(f).ok()?;
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).ok()?;
-    if magic[..n] == [0x1f, 0x8b][..n] && n > 0 {
+    let mut magic = Vec::with_capacity(2);
+    (&mut file).take(2).read_to_end(&mut magic).ok()?;
+    // Gzip only where both magic bytes are there (a lone 0x1f is passed through, as gzip does).
+    if magic == [0x1f, 0x8b] {
         return None;
     }
     let mut out = std::io::stdout().lock();
-    let copied = out.write_all(&magic[..n]).and_then(|()| std::io::copy(&mut file, &mut out)).and_then(|_| out.flush());
+    let copied = out.write_all(&magic).and_then(|()| std::io::copy(&mut file, &mut out)).and_then(|_| out.flush());
     Some(match copied {
         Ok(()) => Outcome::Done,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
@@ -350,6 +450,9 @@ fn pass_through(f: &OsStr) -> Option<Outcome> {
 
 fn decompress(o: &Options, f: &OsStr) -> Outcome {
     let to_stdout = o.stdout || f == "-";
+    if let Some(outcome) = (f != "-").then(|| skipped(o, f)).flatten() {
+        return outcome;
+    }
     let target = if to_stdout {
         PathBuf::from("-")
     } else {
@@ -358,14 +461,16 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
             None => return warn(o, format!("{}: unknown suffix -- ignored", name(f))),
         }
     };
+    if let Some(outcome) = exists(o, &target) {
+        return outcome;
+    }
     if o.stdout && o.force && f != "-" {
         if let Some(outcome) = pass_through(f) {
             return outcome;
         }
     }
-    if f == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprintln!("peerpath gzip: compressed data not read from a terminal. Use -f to force decompression.");
-        return Outcome::Error;
+    if let Some(outcome) = from_terminal(o, f) {
+        return outcome;
     }
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::decompress(&[(PathBuf::from(f), target.clone())], &opts) {
@@ -382,7 +487,18 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
     }
 }
 
+/// gzip's refusal to read compressed data from a terminal (-d, -t, -l on standard input).
+fn from_terminal(o: &Options, f: &OsStr) -> Option<Outcome> {
+    (f == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdin())).then(|| {
+        eprintln!("peerpath gzip: compressed data not read from a terminal. Use -f to force decompression.");
+        Outcome::Error
+    })
+}
+
 fn test(o: &Options, f: &OsStr) -> Outcome {
+    if let Some(outcome) = from_terminal(o, f).or_else(|| (f != "-").then(|| skipped(o, f)).flatten()) {
+        return outcome;
+    }
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) => {
@@ -400,6 +516,9 @@ fn test(o: &Options, f: &OsStr) -> Outcome {
 /// checking every member: peerpath has no shortcut through the last trailer); with --json,
 /// the check's job report instead. `totals`: bytes in, out and files listed so far.
 fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
+    if let Some(outcome) = from_terminal(o, f).or_else(|| (f != "-").then(|| skipped(o, f)).flatten()) {
+        return outcome;
+    }
     let opts = DecompressOptions { common: common(o), ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) if o.json => {
@@ -440,9 +559,12 @@ mod tests {
         assert!(o.stdout && o.decompress);
         assert_eq!((o.level, o.threads), (Some(9), Some(8)));
         assert_eq!(o.files, [OsString::from("a"), OsString::from("-b")]);
-        let o = p(&["-S", ".z", "-T", "4", "--fast", "--processes=2"]).unwrap();
-        assert_eq!((o.suffix.as_os_str(), o.level, o.threads), (OsStr::new(".z"), Some(1), Some(2)));
-        assert_eq!(o.files, [OsString::from("-")], "no file: standard input");
+        let o = p(&["-S", ".z", "-T", "--fast", "--processes=2", "-9n", "-N", "--no-name"]).unwrap();
+        assert_eq!((o.suffix.as_os_str(), o.level, o.threads), (OsStr::new(".z"), Some(9), Some(2)));
+        assert_eq!(o.files, [OsString::from("-")], "no file: standard input (pigz's -T is --no-time, no value)");
+        assert!(p(&["-r", "d"]).unwrap().recursive);
+        assert_eq!(p(&["-V"]).unwrap_err(), VERSION);
+        assert!(p(&["--rsyncable"]).unwrap_err().contains("not supported"));
         assert!(p(&["-x"]).unwrap_err().contains("invalid option"));
         assert!(p(&["-p"]).unwrap_err().contains("needs a value"));
         assert!(p(&["-p0"]).unwrap_err().contains("invalid thread count"));

@@ -72,7 +72,7 @@ enum Command {
     BenchOffload(table1::BenchOffloadArgs),
     /// The GPU as a compute peer: can it compress for peerpath here (CUDA, nvCOMP), and how fast?
     Gpu(gpu::GpuArgs),
-    /// gzip's and pigz's command line (-c -d -k -f -t -l -1..-9 -p N -S -v -q); also the program named `ppgz`.
+    /// gzip's and pigz's command line (-c -d -k -f -t -l -r -n -1..-9 -p N -S -v -q); also the program named `ppgz`.
     Gzip(GzipArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) made from this command line.
     Completions {
@@ -112,7 +112,7 @@ enum Command {
 
 /// `peerpath gzip ARGS...`: parsed by gzip's grammar (`peerpath gzip --help`).
 #[derive(Args)]
-#[command(disable_help_flag = true)]
+#[command(disable_help_flag = true, after_long_help = gz::USAGE)]
 struct GzipArgs {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     args: Vec<std::ffi::OsString>,

@@ -54,14 +54,16 @@ fn files_keep_their_sources_and_gzip_s_exit_statuses_hold() {
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
     assert!(src.exists() && d.join("s.fa.gz").exists());
     assert!(o.stderr.contains("created"), "{}", o.stderr);
-    // A name that already has the suffix: a warning, exit 2, nothing made.
+    // A name that already has the suffix: said, nothing made, exit 0 (gzip 1.12's status).
     let o = run(&mut pp(args!["gzip", d.join("s.fa.gz")]));
-    assert_eq!(o.code(), Some(2), "{}", o.stderr);
+    assert_eq!(o.code(), Some(0), "{}", o.stderr);
+    assert!(o.stderr.contains("already has .gz suffix -- unchanged"), "{}", o.stderr);
     assert!(!d.join("s.fa.gz.gz").exists());
-    // An existing target without -f: an error, exit 1, the target unchanged.
+    // An existing target without -f: gzip's warning, exit 2, the target unchanged.
     let before = std::fs::read(d.join("s.fa.gz")).unwrap();
     let o = run(&mut pp(args!["gzip", &src]));
-    assert_eq!(o.code(), Some(1), "{}", o.stderr);
+    assert_eq!(o.code(), Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("already exists; not overwritten"), "{}", o.stderr);
     assert_eq!(std::fs::read(d.join("s.fa.gz")).unwrap(), before);
     // -t, -l, -d; an unknown suffix on -d is a warning.
     assert_eq!(run(&mut pp(args!["gzip", "-t", d.join("s.fa.gz")])).code(), Some(0));
@@ -107,9 +109,12 @@ fn compressed_data_never_goes_to_a_terminal_without_force() {
     assert!(out.contains("not written to a terminal") && !out.contains('\u{1f}'), "{out:?}");
     let (code, out) = in_terminal(&format!("echo hi | {} compress - -o - -f -q | wc -c", bin()));
     assert_eq!(code, Some(0), "{out}");
-    let (code, out) = in_terminal(&format!("{} gzip -d", bin()));
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("compressed data not read from a terminal"), "{out}");
+    for mode in ["-d", "-t", "-l"] {
+        // -t and -l waited on the terminal for input.
+        let (code, out) = in_terminal(&format!("{} gzip {mode}", bin()));
+        assert_eq!(code, Some(1), "{mode}: {out}");
+        assert!(out.contains("compressed data not read from a terminal"), "{mode}: {out}");
+    }
     let dir = scratch();
     let cut = dir.path().join("cut.gz");
     std::fs::write(&cut, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1]).unwrap();
@@ -199,4 +204,60 @@ fn names_and_kinds_of_files_are_taken_as_gzip_takes_them() {
             assert_eq!(o.stdout, theirs.stdout, "{args:?}");
         }
     }
+}
+
+/// What a helper found against gzip 1.12: an error outranks a warning in the exit status
+/// (2 passed a corrupt archive as "warnings only"); directories are skipped (2), or walked
+/// with -r; a symbolic link is refused without -c or -f (1); gzip's suffixes in any case;
+/// -n, -N, pigz's -T and -V are taken; a lone 0x1f byte is passed through by -dcf.
+#[test]
+fn gzip_s_statuses_options_and_kinds_of_names_hold() {
+    let dir = scratch();
+    let d = dir.path();
+    let gz = |args: &[&str]| {
+        let mut c = pp(["gzip"]);
+        c.args(args).current_dir(d);
+        run(&mut c)
+    };
+    std::fs::write(d.join("plain"), b"x").unwrap();
+    let mut bad = compress_bytes(d, "src", sample(), &[]);
+    let n = bad.len();
+    bad[n - 8] ^= 1;
+    std::fs::write(d.join("badcrc.gz"), &bad).unwrap();
+    std::fs::create_dir(d.join("dir")).unwrap();
+    std::fs::write(d.join("dir/inner"), b"inner\n").unwrap();
+    std::os::unix::fs::symlink("plain", d.join("lnk")).unwrap();
+    std::fs::write(d.join("X.GZ"), b"x").unwrap();
+    let statuses: [(&[&str], i32, &str); 6] = [
+        (&["-d", "badcrc.gz", "plain"], 1, "plain: unknown suffix -- ignored"),
+        (&["nonexistent", "X.GZ"], 1, "X.GZ already has .GZ suffix -- unchanged"),
+        (&["dir"], 2, "dir is a directory -- ignored"),
+        (&["lnk"], 1, "lnk: Too many levels of symbolic links"),
+        (&["-d", "dir"], 2, "dir is a directory -- ignored"),
+        (&["-9n", "-N", "-T", "-c", "plain"], 0, ""),
+    ];
+    for (args, code, said) in statuses {
+        let o = gz(args);
+        assert_eq!(o.code(), Some(code), "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains(said), "{args:?}: {}", o.stderr);
+        if let (Some(gzip), true) = (tool("gzip"), code != 0) {
+            let theirs = Command::new(gzip).args(args).current_dir(d).output().unwrap();
+            assert_eq!(theirs.status.code(), Some(code), "gzip {args:?} agrees: {}", String::from_utf8_lossy(&theirs.stderr));
+        }
+    }
+    assert!(!d.join("lnk.gz").exists() && !d.join("X.GZ.gz").exists() && !d.join("dir.gz").exists());
+    // -c follows the link.
+    assert_eq!(gz(&["-c", "lnk"]).code(), Some(0));
+    // -r: the files under the directory, each beside itself; -dr back (-f: the source is kept).
+    assert_eq!(gz(&["-r", "dir"]).code(), Some(0));
+    assert!(d.join("dir/inner.gz").exists());
+    std::fs::rename(d.join("dir/inner"), d.join("inner.orig")).unwrap();
+    assert_eq!(gz(&["-dr", "dir"]).code(), Some(0));
+    assert_eq!(std::fs::read(d.join("dir/inner")).unwrap(), b"inner\n");
+    assert!(String::from_utf8_lossy(&gz(&["-V"]).stdout).starts_with("peerpath gzip "));
+    assert!(gz(&["--rsyncable", "plain"]).stderr.contains("--rsyncable is not supported"));
+    // -dcf of one byte that begins gzip's magic: passed through, as gzip does.
+    std::fs::write(d.join("one"), [0x1f]).unwrap();
+    let o = gz(&["-dcf", "one"]);
+    assert_eq!((o.code(), o.stdout.as_slice()), (Some(0), &[0x1f][..]), "{}", o.stderr);
 }
