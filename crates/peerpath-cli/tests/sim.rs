@@ -153,6 +153,11 @@ fn an_unknown_function_is_refused_naming_the_known_ones() {
     refused(&sim(&["--file", f, "--job", "compress-cpu", "--function", "nope"]), "compress-zlib-1");
     let g = fixture("h100-gpu-host");
     refused(&sim(&["--file", g.to_str().unwrap(), "--job", "compress-memory-gpu", "--function", "nope"]), "compress-nvcomp-gzip-2");
+    // SSDs the catalog does not know are left out, and a job with none left says so (it said
+    // "0 SSDs" of a machine with four); a platform whose cores are not modelled says that.
+    let q = fixture("qemu-switch-cmb");
+    refused(&sim(&["--file", q.to_str().unwrap(), "--job", "read"]), "nvme0: SSD 1b36:0010 not in the catalog: left out of the jobs");
+    refused(&sim(&["--file", fixture("fpga-cascade").to_str().unwrap(), "--job", "compress-cpu"]), "it has none: its cores are not modelled");
 }
 
 /// A sweep's plot that cannot be written is exit 11 (as `topo --svg`; it was 2, a usage error),

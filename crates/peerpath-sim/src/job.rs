@@ -528,7 +528,9 @@ impl Job {
             groups.push(flows[0].name.clone());
         }
         if flows.is_empty() {
-            return Err(SimError::Job(format!("{}: nothing to do on this machine ({} SSDs)", self.describe(), ssds.len())));
+            let left_out: Vec<&str> = m.unknowns.iter().filter(|u| u.contains("left out of the jobs")).map(String::as_str).collect();
+            let also = if left_out.is_empty() { String::new() } else { format!("; {}", left_out.join("; ")) };
+            return Err(SimError::Job(format!("{}: nothing to do on this machine ({} SSDs in the catalog{also})", self.describe(), ssds.len())));
         }
         let mut resources = BTreeMap::new();
         for f in &flows {
@@ -562,7 +564,8 @@ impl Job {
     fn cpu_rate(&self, m: &Machine, calibrations: &mut Vec<String>) -> Result<f64, SimError> {
         let f = m.platform.functions.get(&self.function).ok_or_else(|| {
             let known: Vec<&str> = m.platform.functions.keys().map(String::as_str).collect();
-            SimError::Job(format!("platform {} has no per-core rate for {} (it has {})", m.platform.name, self.function, known.join(", ")))
+            let has = if known.is_empty() { "it has none: its cores are not modelled".to_string() } else { format!("it has {}", known.join(", ")) };
+            SimError::Job(format!("platform {} has no per-core rate for {} ({has})", m.platform.name, self.function))
         })?;
         let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;
         if f.is_calibration() {

@@ -182,21 +182,21 @@ impl Machine {
                 DeviceKind::NvmeSsd => match catalog.ssd_for(d.vendor, d.device, model) {
                     Some(s) => NodeKind::Ssd(Box::new(s.clone())),
                     None => {
-                        unknowns.push(format!("{name}: SSD {:04x}:{:04x} not in the catalog (unlimited)", d.vendor, d.device));
+                        unknowns.push(format!("{name}: SSD {:04x}:{:04x} not in the catalog: left out of the jobs (add it to the catalog to simulate it)", d.vendor, d.device));
                         NodeKind::Unknown { kind: d.kind }
                     }
                 },
                 DeviceKind::Csp => match catalog.csp_for(d.vendor, d.device, model) {
                     Some(s) => NodeKind::Csp(Box::new(s.clone())),
                     None => {
-                        unknowns.push(format!("{name}: CSP {:04x}:{:04x} not in the catalog (unlimited)", d.vendor, d.device));
+                        unknowns.push(format!("{name}: CSP {:04x}:{:04x} not in the catalog: left out of the jobs (add it to the catalog to simulate it)", d.vendor, d.device));
                         NodeKind::Unknown { kind: d.kind }
                     }
                 },
                 DeviceKind::Gpu => match catalog.gpu_for(d.vendor, d.device) {
                     Some(s) => NodeKind::Gpu(Box::new(s.clone())),
                     None => {
-                        unknowns.push(format!("{name}: GPU {:04x}:{:04x} not in the catalog (unlimited)", d.vendor, d.device));
+                        unknowns.push(format!("{name}: GPU {:04x}:{:04x} not in the catalog: left out of the jobs (add it to the catalog to simulate it)", d.vendor, d.device));
                         NodeKind::Unknown { kind: d.kind }
                     }
                 },
