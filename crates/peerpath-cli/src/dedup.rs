@@ -807,6 +807,12 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         Some(h) => Fingerprint::parse(h).ok_or_else(|| JobError::Usage(format!("--hash {h}: blake3 or sha256")))?,
         None => Fingerprint::Blake3,
     };
+    // A name given twice would be stored, then refused as one the store holds (exit 4, the
+    // first kept): refused before any work.
+    let mut names = std::collections::HashSet::new();
+    if let Some(twice) = sources.iter().find(|s| !names.insert(s.as_os_str())) {
+        return Err(JobError::Usage(format!("{} is named twice: a name is stored once", twice.display())));
+    }
     // Sources that cannot be opened are refused before the store is touched. A pipe is opened
     // only once, when it is stored.
     for src in sources.iter().filter(|s| !std::fs::metadata(s).is_ok_and(|m| m.file_type().is_fifo())) {

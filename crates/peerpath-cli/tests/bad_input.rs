@@ -534,6 +534,17 @@ fn usage_errors_are_exit_2() {
     std::fs::write(&b, b"2").unwrap();
     let out = dir.path().join("out");
     run(&mut pp(args!["compress", &a, &b, "-o", &out])).fails(2, &["both write"]);
+    // The same file under two spellings: refused before any work (it said "target exists",
+    // exit 4, and with --force compressed it twice).
+    for force in [false, true] {
+        let mut c = pp(args!["compress", "a", "./a", "sub/../a"]);
+        c.current_dir(dir.path());
+        if force {
+            c.arg("-f");
+        }
+        run(&mut c).fails(2, &["both write ./a.gz"]);
+        assert!(!dir.path().join("a.gz").exists());
+    }
     run(&mut pp(args!["compress", "-"])).fails(2, &["--output"]);
     run(&mut pp(args!["decompress", &a])).fails(2, &["unknown suffix"]);
     let o = run(&mut pp(args!["compress", "--level", "x", &a]));

@@ -117,11 +117,21 @@ pub fn check_new_target(target: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Refuses two pairs writing the same target.
+/// Refuses two pairs writing the same target, however its name is spelled
+/// (`x.gz`, `./x.gz`, `d/../x.gz`, a directory reached through a link): the
+/// same name in the same directory.
 pub fn check_distinct_targets(targets: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let mut seen = std::collections::HashSet::new();
     for t in targets {
-        if !is_std_stream(t) && !seen.insert(t) {
+        if is_std_stream(t) {
+            continue;
+        }
+        let key = match (std::fs::metadata(peerpath_io::parent_dir(t)), t.file_name()) {
+            (Ok(m), Some(name)) => (Some((m.dev(), m.ino())), PathBuf::from(name)),
+            _ => (None, t.clone()),
+        };
+        if !seen.insert(key) {
             return Err(JobError::Usage(format!("two sources would both write {}", t.display())));
         }
     }
