@@ -725,7 +725,9 @@ fn lock(dir: &Path) -> Result<File, JobError> {
 fn lock_new(dir: &Path) -> Result<File, JobError> {
     let path = dir.join("lock");
     for _ in 0..100 {
-        std::fs::create_dir_all(dir.join("packs")).map_err(target_io(dir))?;
+        // A new store is its owner's alone (0700, as restic makes a repository): it holds the
+        // bytes of every file stored, private ones too. An existing directory keeps its mode.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(dir.join("packs")).map_err(target_io(dir))?;
         match lock_once(&path) {
             Ok(Some(f)) => return Ok(f),
             Ok(None) => continue,

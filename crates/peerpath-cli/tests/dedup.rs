@@ -155,6 +155,11 @@ fn dedup_on_a_gpu_makes_the_cpus_store_or_falls_back_saying_why() {
     run(&mut pp(args!["dedup", "store", &sa, "-s", d.join("sha"), "--hash", "sha256", "--engine", "gpu", "--no-fallback"])).fails(15, &["--no-fallback"]);
     run(&mut pp(args!["dedup", "store", &sa, "-s", d.join("gz"), "--compress", "1", "--engine", "gpu", "--no-fallback"])).fails(15, &["--no-fallback"]);
     run(&mut pp(args!["dedup", "store", &sa, "-s", d.join("x"), "--gpu", "1"])).fails(2, &["--gpu needs --engine gpu"]);
+    // A new store is its owner's alone: it holds every stored file's bytes (private ones too).
+    use std::os::unix::fs::PermissionsExt;
+    for store in [&cpu, &gpu] {
+        assert_eq!(std::fs::metadata(store).unwrap().permissions().mode() & 0o777, 0o700, "{}", store.display());
+    }
     // A name given twice: refused before the store is made (the first was stored, then exit 4).
     run(&mut pp(args!["dedup", "store", &sa, &sb, &sa, "-s", d.join("twice")])).fails(2, &["named twice"]);
     assert!(!d.join("twice").exists());
