@@ -332,7 +332,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     ec::check_new_set_dir(dir, Some(source))?;
     let n = o.data + o.parity;
     let names = ec::shard_targets(dir, o.placement.as_ref(), n);
-    let files = ec::create_temporaries(&names, false).map_err(|source| JobError::TargetIo { path: dir.to_path_buf(), source })?;
+    let files = ec::create_temporaries(&names, false)?;
     let sealer = match &o.encrypt {
         Some((key, block)) => Some(StreamSealer::new(key, *block).map_err(JobError::Usage)?),
         None => None,

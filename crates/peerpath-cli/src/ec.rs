@@ -532,7 +532,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let mut coded_on_device = None;
     if let Some(dev) = device.as_mut() {
         let (src, size) = open(true)?;
-        let files = create_temporaries(&names, true).map_err(io(dir))?;
+        let files = create_temporaries(&names, true)?;
         let targets: Vec<&File> = files.iter().map(|(f, _)| f).collect();
         match ec_device::encode(dev.as_mut(), (&src, source), size, k, m, unit, (&targets, &paths)) {
             Ok(pass) => {
@@ -554,7 +554,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         Some(done) => done,
         None => {
             let (src, size) = open(false)?;
-            let files = create_temporaries(&names, false).map_err(io(dir))?;
+            let files = create_temporaries(&names, false)?;
             // A stripe goes in slices of all its units that fit in a core's cache
             // together, so ISA-L codes data the read has just brought in (whole
             // 1 MiB units gave 75 % of erasure_code_perf's warm rate; bench/ec.sh).
@@ -741,7 +741,7 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
     let mut linked: Vec<PathBuf> = Vec::new();
     let published = (|| -> std::io::Result<()> {
         for target in copies.iter().chain([&dir.with_file_name(MANIFEST)]) {
-            files.push(create_temporaries(std::slice::from_ref(target), false)?.remove(0));
+            files.push(peerpath_io::create_temporary(target, false).map(|(opened, t)| (opened.file, t))?);
             files.last_mut().expect("just pushed").0.write_all(text.as_bytes())?;
         }
         for (f, _) in &files {
@@ -829,7 +829,7 @@ impl StreamEncoder {
         let code = RsCode::new(k, m).map_err(JobError::Usage)?;
         check_unit(unit)?;
         check_new_set_dir(dir, None)?;
-        let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), false).map_err(io(dir))?;
+        let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), false)?;
         let stripe = vec![0u8; k * unit];
         let paths = shard_paths(dir, placement.as_ref(), k + m);
         Ok(StreamEncoder { code, k, unit, files, paths, dir: dir.to_path_buf(), placement, first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
@@ -921,14 +921,16 @@ pub(crate) fn check_unit(unit: usize) -> Result<(), JobError> {
 
 /// One temporary file per target (unnamed where the file system allows);
 /// on an error, those already made are discarded.
-pub(crate) fn create_temporaries(targets: &[PathBuf], direct: bool) -> std::io::Result<Vec<(File, Temporary)>> {
+/// The error names the target whose temporary could not be made (a read-only or full
+/// drive of its own, with `--shard-dir`), not the set.
+pub(crate) fn create_temporaries(targets: &[PathBuf], direct: bool) -> Result<Vec<(File, Temporary)>, JobError> {
     let mut made = Vec::with_capacity(targets.len());
     for t in targets {
         match peerpath_io::create_temporary(t, direct) {
             Ok((opened, temp)) => made.push((opened.file, temp)),
-            Err(e) => {
+            Err(source) => {
                 made.iter().for_each(|(_, t)| peerpath_io::discard(t));
-                return Err(e);
+                return Err(JobError::TargetIo { path: t.clone(), source });
             }
         }
     }
@@ -1271,9 +1273,8 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
     // where the file system allows), then renamed over the old one.
     let targets: Vec<PathBuf> = damaged.iter().map(|&i| m.shard_path(dir, i)).collect();
     let new_shards = |direct: bool| -> Result<Vec<(usize, File, Temporary)>, JobError> {
-        // A shard's directory may be gone with its drive: the error names the one missing.
-        let at = |e| JobError::TargetIo { path: targets.iter().find(|t| t.parent().is_some_and(|p| !p.is_dir())).map_or_else(|| dir.to_path_buf(), PathBuf::clone), source: e };
-        Ok(damaged.iter().zip(create_temporaries(&targets, direct).map_err(at)?).map(|(&i, (f, t))| (i, f, t)).collect())
+        // A shard's directory may be gone with its drive, or read-only: the error names that shard.
+        Ok(damaged.iter().zip(create_temporaries(&targets, direct)?).map(|(&i, (f, t))| (i, f, t)).collect())
     };
     if let Some((dev, l)) = device.as_mut() {
         // Written from the device's memory by DMA where the unit size allows it.

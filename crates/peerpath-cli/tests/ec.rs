@@ -518,6 +518,25 @@ fn shards_placed_one_per_directory_decode_and_repair_in_place() {
         }
         run(&mut pp(args!["ec", "verify", &set])).ok();
     }
+    // A drive that went read-only: repair names its shard (it named the set's manifest).
+    if running_as_root(d) && tool("mount").is_some() {
+        struct Unmount(PathBuf);
+        impl Drop for Unmount {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount").arg(&self.0).status();
+            }
+        }
+        std::fs::remove_file(drives[2].join("photos.shard-002")).unwrap();
+        assert!(std::process::Command::new("mount").arg("--bind").arg(&drives[2]).arg(&drives[2]).status().unwrap().success());
+        let mounted = Unmount(drives[2].clone());
+        assert!(std::process::Command::new("mount").args(["-o", "remount,bind,ro"]).arg(&drives[2]).status().unwrap().success());
+        run(&mut pp(args!["ec", "repair", drives[3].join("photos.manifest.json")])).fails(11, &["ssd2/photos.shard-002: Read-only file system"]);
+        drop(mounted);
+        run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
+        assert_eq!(std::fs::read(drives[2].join("photos.shard-002")).unwrap(), original);
+    } else {
+        eprintln!("SKIPPED (a read-only drive): a bind mount needs root and `mount`");
+    }
     // The set's directory is lost with its drive, and so is a shard's drive; a copy of the
     // manifest is tampered with: any other copy serves, verify names the bad copies, repair
     // writes them back.
