@@ -6,7 +6,15 @@ use std::sync::Arc;
 
 /// A buffer an engine can read into or write from. Implemented by the
 /// memory layer's buffers; the engine never looks at the bytes.
-pub trait IoBuf: Send + 'static {
+///
+/// # Safety
+/// The engine hands `io_ptr()..io_ptr() + io_capacity()` to the kernel and
+/// then moves the buffer (into its table of requests in flight) until the
+/// transfer completes. An implementation must keep those bytes at that
+/// address, valid and used by nothing else, for as long as the value lives:
+/// they may not be stored inline in the value (it moves), nor be freed,
+/// swapped or reached by another owner while the buffer exists.
+pub unsafe trait IoBuf: Send + 'static {
     /// Start of the buffer.
     fn io_ptr(&mut self) -> *mut u8;
     /// Bytes the buffer can hold.
@@ -104,7 +112,8 @@ pub(crate) fn check_direct_io<B: IoBuf>(fd: RawFd, buf: &B) -> io::Result<()> {
 }
 
 
-impl IoBuf for peerpath_mem::AlignedBuf {
+// SAFETY: an AlignedBuf owns its heap allocation, which never moves or is shared.
+unsafe impl IoBuf for peerpath_mem::AlignedBuf {
     fn io_ptr(&mut self) -> *mut u8 {
         self.as_mut_ptr()
     }
@@ -113,7 +122,9 @@ impl IoBuf for peerpath_mem::AlignedBuf {
     }
 }
 
-impl IoBuf for peerpath_mem::PooledBuf {
+// SAFETY: a PooledBuf owns one of the pool's heap buffers until it is dropped, when the buffer
+// goes back to the pool (not before: the pool hands it out again only then).
+unsafe impl IoBuf for peerpath_mem::PooledBuf {
     fn io_ptr(&mut self) -> *mut u8 {
         self.as_mut_ptr()
     }
@@ -127,7 +138,9 @@ impl IoBuf for peerpath_mem::PooledBuf {
 
 /// Device memory (P2P or emulated): the engine hands the range's address to
 /// the kernel for DMA and never touches the bytes.
-impl IoBuf for peerpath_mem::RegionBuf {
+// SAFETY: a RegionBuf is a claim on a range of a mapping it keeps mapped; the range is the
+// claim's alone until it is dropped (the region's allocator gives it out again only then).
+unsafe impl IoBuf for peerpath_mem::RegionBuf {
     fn io_ptr(&mut self) -> *mut u8 {
         peerpath_mem::RegionBuf::io_ptr(self)
     }

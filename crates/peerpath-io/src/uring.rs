@@ -202,7 +202,9 @@ impl<B: IoBuf> UringEngine<B> {
         let p = self.slots[slot].as_mut().expect("pending slot");
         // SAFETY: done < len <= capacity, so the pointer stays in the buffer.
         let ptr = unsafe { p.buf.io_ptr().add(p.done) };
-        let len = (p.len - p.done) as u32;
+        // The engine's transfers are buffers of the pool or device memory, far below 4 GiB; a
+        // longer one would be cut short here and its short read taken for the end of the file.
+        let len = u32::try_from(p.len - p.done).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "one transfer of 4 GiB or more"))?;
         let offset = p.offset.map(|o| o + p.done as u64).unwrap_or(u64::MAX); // -1: current position
         let flags = if self.kernel_workers.contains(&p.fd) { io_uring::squeue::Flags::ASYNC } else { io_uring::squeue::Flags::empty() };
         let fd = types::Fd(p.fd);
@@ -347,7 +349,17 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
                         self.free_slots.push(slot);
                         out.push(Completion { token: p.token, op: p.op, buf: p.buf, result });
                     }
-                    None => self.push_slot(slot)?, // short write: send the rest
+                    // A short write: the rest is sent. Where it cannot be queued, the transfer
+                    // ends with that error (the completions after it in this batch are still
+                    // handled: dropped, their slots would wait for completions already taken).
+                    None => {
+                        if let Err(e) = self.push_slot(slot) {
+                            let p = self.slots[slot].take().expect("live slot");
+                            self.free_slots.push(slot);
+                            let result = Err(crate::engine::PartlyWritten::wrap(e, p.op, p.offset, p.done));
+                            out.push(Completion { token: p.token, op: p.op, buf: p.buf, result });
+                        }
+                    }
                 }
             }
             if woken {
@@ -389,39 +401,64 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
     }
 }
 
+impl<B> UringEngine<B> {
+    /// The ring failed while requests may still be in flight: the kernel can
+    /// still write into their buffers (an O_DIRECT read's DMA is not stopped
+    /// by closing the ring), so none of that memory is given back: the
+    /// buffers, the waker's word and the registered mappings are leaked.
+    fn leak_what_the_kernel_may_write(&mut self) {
+        for p in self.slots.iter_mut().filter_map(Option::take) {
+            std::mem::forget(p.buf);
+        }
+        std::mem::forget(std::mem::replace(&mut self.waker_value, Box::new(0)));
+        std::mem::forget(std::mem::take(&mut self.fixed.owners));
+    }
+}
+
 impl<B> Drop for UringEngine<B> {
     fn drop(&mut self) {
         // Requests still in flight point into buffers we are about to free:
-        // wait for the kernel to finish with them first. The armed waker
-        // read and device polls would wait for a signal that may never
-        // come: cancel them (their completions count; the cancels' own do not).
+        // wait for the kernel to finish with them first. Each is cancelled
+        // (a read of a pipe or socket may never end by itself; an O_DIRECT
+        // transfer the kernel has started is not cancelled and is waited
+        // for), and so are the armed waker read and device polls (their
+        // completions count; the cancels' own do not).
         let armed_watches = self.watched.iter().filter(|w| w.armed).count();
         let live = self.slots.iter().filter(|s| s.is_some()).count() + usize::from(self.waker_armed) + armed_watches;
         if live == 0 {
             return;
         }
         let mut cancels = Vec::new();
+        for (slot, _) in self.slots.iter().enumerate().filter(|(_, s)| s.is_some()) {
+            cancels.push(opcode::AsyncCancel::new(slot as u64).build().user_data(CANCEL_TOKEN));
+        }
         if self.waker_armed {
             cancels.push(opcode::AsyncCancel::new(WAKER_TOKEN).build().user_data(CANCEL_TOKEN));
         }
         for (i, w) in self.watched.iter().enumerate() {
-            // An unwatched one had its poll removed already.
-            if w.armed && w.fd.is_some() {
+            // An unwatched one whose removal could not be queued is removed here too (a
+            // second removal of one already gone fails, harmlessly).
+            if w.armed {
                 cancels.push(opcode::PollRemove::new(WATCH_TOKEN_BASE - i as u64).build().user_data(CANCEL_TOKEN));
             }
         }
         for entry in cancels {
             // SAFETY: cancel and poll-remove entries reference no memory.
             while unsafe { self.ring.submission().push(&entry) }.is_err() {
-                if self.ring.submit().is_err() {
-                    return; // the ring is broken: nothing more can complete
+                match self.ring.submit() {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => return self.leak_what_the_kernel_may_write(),
                 }
             }
         }
         let mut remaining = live;
         while remaining > 0 {
-            if self.ring.submit_and_wait(1).is_err() {
-                break;
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                // A signal (a handler of SIGTERM, SIGUSR1, ...) ends the wait: wait again.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return self.leak_what_the_kernel_may_write(),
             }
             for c in self.ring.completion() {
                 if c.user_data() != CANCEL_TOKEN {

@@ -227,3 +227,33 @@ fn buffered_io_into_p2p_memory_is_refused_by_both_engines() {
         }
     }
 }
+
+/// Dropped with a read of a socket pending that nothing will ever answer (found by a
+/// review): the engine cancels it and returns, where it waited forever; and the buffer it
+/// gives back is the engine's no more: what the peer sends afterwards does not land in it.
+#[test]
+fn an_engine_dropped_with_a_read_pending_cancels_it_and_returns() {
+    let Ok(mut engine) = UringEngine::<peerpath_mem::PooledBuf>::new(4) else {
+        eprintln!("SKIPPED: the kernel refused io_uring");
+        return;
+    };
+    let (r, mut w) = std::os::unix::net::UnixStream::pair().unwrap();
+    let pool = peerpath_mem::BufferPool::new(1, 4096);
+    let mut buf = pool.get();
+    buf.set_len(16);
+    buf[..16].fill(0x11);
+    let at = buf.as_mut_ptr() as usize;
+    engine.submit(IoOp::Read, r.as_raw_fd(), None, 4096, buf, 1).map_err(|(_, e)| e).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(engine);
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the engine's drop returns with a read pending");
+    let mut again = pool.try_get().expect("the buffer is back in the pool");
+    assert_eq!(again.as_mut_ptr() as usize, at);
+    std::io::Write::write_all(&mut w, &[0xab; 16]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    again.set_len(16);
+    assert_eq!(&again[..16], &[0x11; 16], "nothing written into it after the drop");
+}

@@ -29,7 +29,8 @@ impl JobBuf {
     }
 }
 
-impl IoBuf for JobBuf {
+// SAFETY: each variant is one of the buffers above, whose own impls hold the contract.
+unsafe impl IoBuf for JobBuf {
     fn io_ptr(&mut self) -> *mut u8 {
         match self {
             JobBuf::Pooled(b) => b.as_mut_ptr(),
