@@ -120,8 +120,11 @@ fn invalid_reason(rc: i32) -> &'static str {
 }
 
 fn new_inflate_state() -> Box<ffi::inflate_state> {
-    let mut st = Box::<ffi::inflate_state>::new_uninit();
-    // SAFETY: isal_inflate_init initialises the whole struct.
+    // isal_inflate_init sets the scalar fields only (not the tables and buffers): the rest
+    // starts zeroed, a valid value of this plain C struct.
+    let mut st = Box::<ffi::inflate_state>::new_zeroed();
+    // SAFETY: an all-zero inflate_state is valid (integers, arrays and null pointers), and
+    // isal_inflate_init writes only inside it.
     unsafe {
         ffi::isal_inflate_init(st.as_mut_ptr());
         st.assume_init()
@@ -141,7 +144,8 @@ pub fn inflate_stateless(input: &[u8], output: &mut [u8]) -> InflateOutcome {
     let rc = unsafe { ffi::isal_inflate_stateless(&mut *st) };
     match rc {
         0 => InflateOutcome::Finished {
-            consumed: input.len() - st.avail_in as usize,
+            // What ISA-L was given (at most 4 GiB) less what it left.
+            consumed: input.len().min(u32::MAX as usize) - st.avail_in as usize,
             produced: st.total_out as usize,
             crc32: st.crc,
         },

@@ -42,11 +42,11 @@ use std::time::{Duration, Instant};
 fn send_with_fd(sock: &UnixStream, bytes: &[u8], fd: RawFd) -> std::io::Result<()> {
     // SAFETY: msghdr and the control buffer are plain C structs we fill
     // completely; CMSG_* compute positions inside `control`, which is large
-    // enough for one int (CMSG_SPACE); the iovec points at `bytes`, alive
-    // across the call.
+    // enough for one int (CMSG_SPACE) and aligned for a cmsghdr (u64s); the
+    // iovec points at `bytes`, alive across the call.
     unsafe {
         let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
-        let mut control = [0u8; 64];
+        let mut control = [0u64; 8];
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
@@ -67,26 +67,35 @@ fn send_with_fd(sock: &UnixStream, bytes: &[u8], fd: RawFd) -> std::io::Result<(
 /// Receives up to `buf.len()` bytes and the file descriptor sent with them.
 fn recv_with_fd(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Option<OwnedFd>)> {
     // SAFETY: as in send_with_fd, for receiving: the kernel writes at most
-    // buf.len() bytes and one control message into buffers we own; a
-    // received descriptor is ours to own (wrapped at once).
+    // buf.len() bytes and the control messages that fit into buffers we own
+    // (the control buffer aligned for a cmsghdr); CMSG_NXTHDR stays inside
+    // what it wrote; every descriptor received is ours to own (wrapped at once).
     unsafe {
         let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-        let mut control = [0u8; 64];
+        let mut control = [0u64; 8];
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len();
+        msg.msg_controllen = std::mem::size_of_val(&control);
         let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let mut fd = None;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-            fd = Some(OwnedFd::from_raw_fd(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>())));
+        // The first descriptor is the one asked for; any more (a confused peer) are closed.
+        let mut fds = Vec::new();
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c);
+                let count = ((*c).cmsg_len - (data as usize - c as usize)) / std::mem::size_of::<RawFd>();
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.cast::<RawFd>().add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
         }
-        Ok((n as usize, fd))
+        Ok((n as usize, fds.into_iter().next()))
     }
 }
 
