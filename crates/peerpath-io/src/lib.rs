@@ -25,7 +25,7 @@ pub use target::{create_named, create_temporary, discard, parent_dir, publish, r
 pub use sync::{pread_full, SyncEngine};
 pub use uring::UringEngine;
 pub use waker::Waker;
-pub use zc::{send_zc_supported, ZcSender, ZcSent};
+pub use zc::{send_zc_supported, ZcBuf, ZcSender, ZcSent};
 
 /// Picks the engine: io_uring unless `force_sync`, falling back to plain
 /// syscalls (with the reason) where the kernel refuses io_uring

@@ -47,15 +47,24 @@ pub struct ZcSent {
     pub copied_bytes: u64,
 }
 
+/// A buffer the kernel may read after [`ZcSender::send`] returned.
+///
+/// # Safety
+/// `as_ref()` gives the same bytes at every call, at an address that does not
+/// change when the value moves (heap memory or a mapping it owns or keeps
+/// alive, not bytes stored inline), unchanged and valid until the value is dropped.
+pub unsafe trait ZcBuf: AsRef<[u8]> {}
+
 /// A small io_uring that sends from memory with `SEND_ZC`, one send at a
 /// time. Each buffer `B` is kept until the kernel's notifications for it
 /// say it no longer reads it; then it is dropped (an owned mapping unmaps
 /// itself then).
-pub struct ZcSender<B: AsRef<[u8]>> {
+pub struct ZcSender<B: ZcBuf> {
     ring: IoUring,
     next_part: u64,
     next_buffer: u64,
-    /// Per part sent and not yet notified: its buffer and bytes.
+    /// Per part sent whose last completion has not come (its result, or the
+    /// notification after a result with more to come): its buffer and bytes.
     parts: HashMap<u64, (u64, u64)>,
     /// Per buffer kept: the buffer and how many of its parts are not yet notified.
     buffers: HashMap<u64, (B, usize)>,
@@ -79,7 +88,7 @@ fn has_send_zc(ring: &IoUring) -> io::Result<()> {
     Ok(())
 }
 
-impl<B: AsRef<[u8]>> ZcSender<B> {
+impl<B: ZcBuf> ZcSender<B> {
     /// A ring for zero-copy sends, or why this kernel cannot do them.
     pub fn new() -> io::Result<ZcSender<B>> {
         let ring = IoUring::new(MAX_UNSETTLED_PARTS as u32)?;
@@ -107,7 +116,9 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
         let (ptr, len) = (buf.as_ref().as_ptr(), buf.as_ref().len());
         let id = self.next_buffer;
         self.next_buffer += 1;
-        self.buffers.insert(id, (buf, 0));
+        // Owed once for the send itself: no part's last completion may drop it while more
+        // parts are still to be sent from it.
+        self.buffers.insert(id, (buf, 1));
         let mut sent = 0usize;
         let result = 'parts: loop {
             if sent == len {
@@ -125,16 +136,20 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
             let part = (len - sent).min(MAX_PART_BYTES);
             let part_id = self.next_part;
             self.next_part += 1;
-            // SAFETY: the pointer and length lie within `buf`, which
-            // `self.buffers` owns until every part of it sent with a
-            // notification due has had it (`reap`); a buffer still owed a
-            // notification when the sender is dropped is leaked, never freed.
+            // SAFETY: the pointer and length lie within `buf` (ZcBuf: the same bytes at the
+            // same address wherever the value moves), which `self.buffers` owns until every
+            // part of it has had its last completion (`reap`: owed from submission, so a
+            // part cancelled and not yet answered keeps it); a buffer still owed one when the
+            // sender is dropped is leaked, never freed.
             let sqe = opcode::SendZc::new(types::Fd(fd), unsafe { ptr.add(sent) }, part as u32).flags(flags | libc::MSG_NOSIGNAL).zc_flags(SEND_ZC_REPORT_USAGE).build().user_data(part_id);
             // SAFETY: as above: the memory the entry points at outlives the request.
             if unsafe { self.ring.submission().push(&sqe) }.is_err() {
                 break Err(io::Error::other("the SEND_ZC ring is full"));
             }
             self.parts.insert(part_id, (id, 0));
+            if let Some((_, owed)) = self.buffers.get_mut(&id) {
+                *owed += 1;
+            }
             let deadline = Instant::now() + timeout;
             let r = loop {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -156,6 +171,9 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
                 e => break Err(io::Error::from_raw_os_error(-e)),
             }
         };
+        if let Some((_, owed)) = self.buffers.get_mut(&id) {
+            *owed -= 1;
+        }
         self.release_if_done(id);
         result
     }
@@ -191,18 +209,19 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
                 wanted = Some(result);
             }
             if cqueue::more(flags) {
-                // A notification is due: the part's bytes (a negative result sends none) stay owed.
+                // A notification is due: the part stays owed until it comes (a negative
+                // result sends no bytes).
                 let bytes = result.max(0) as u64;
                 if let Some(p) = self.parts.get_mut(&part_id) {
                     p.1 = bytes;
                     self.unsettled_bytes += bytes;
-                    let buffer = p.0;
-                    if let Some((_, owed)) = self.buffers.get_mut(&buffer) {
-                        *owed += 1;
-                    }
                 }
-            } else {
-                self.parts.remove(&part_id);
+            } else if let Some((buffer, _)) = self.parts.remove(&part_id) {
+                // Its last completion: the kernel is done with its bytes.
+                if let Some((_, owed)) = self.buffers.get_mut(&buffer) {
+                    *owed -= 1;
+                }
+                self.release_if_done(buffer);
             }
         }
         Ok(wanted)
@@ -220,7 +239,8 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
     }
 
     /// Cancels part `part_id`'s send (its result, and any notification, are
-    /// taken as they come like any other's: its buffer is kept until then).
+    /// taken as they come like any other's: its buffer is kept until then,
+    /// having been owed since the part was submitted).
     fn cancel(&mut self, part_id: u64) -> io::Result<()> {
         let sqe = opcode::AsyncCancel::new(part_id).build().user_data(CANCEL_USER_DATA);
         // SAFETY: a cancel entry holds no memory of ours.
@@ -251,7 +271,7 @@ impl<B: AsRef<[u8]>> ZcSender<B> {
     }
 }
 
-impl<B: AsRef<[u8]>> Drop for ZcSender<B> {
+impl<B: ZcBuf> Drop for ZcSender<B> {
     fn drop(&mut self) {
         if self.settle(Duration::from_secs(1)).unwrap_or(false) {
             return;
@@ -281,6 +301,8 @@ mod tests {
             &self.0
         }
     }
+    // SAFETY: the bytes are the Vec's, on the heap, shared by no writer.
+    unsafe impl ZcBuf for Held {}
 
     /// Over loopback every byte arrives, in order, and the kernel reports
     /// copying them (the receiver is on this host); each buffer is dropped

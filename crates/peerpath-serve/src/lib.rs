@@ -776,6 +776,10 @@ impl AsRef<[u8]> for Mapping {
     }
 }
 
+// SAFETY: the bytes are the mapping's, which this value owns and unmaps only when dropped; the
+// address does not move with the value, and nothing writes through it.
+unsafe impl peerpath_io::ZcBuf for Mapping {}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: our mapping, unmapped once; dropped only once the kernel is done with it.
