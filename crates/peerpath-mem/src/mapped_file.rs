@@ -90,6 +90,9 @@ pub struct FileMapping {
     file: std::fs::File,
     /// The file's size as grown (`grow_to`), from offset 0.
     len: std::sync::atomic::AtomicUsize,
+    /// Held across a growth's read, `ftruncate` and store: two at once could
+    /// leave the file shorter than ranges already written (a SIGBUS).
+    growing: std::sync::Mutex<()>,
     /// With [`Allocation::AheadOnOneThread`], the allocator thread.
     allocator: Option<(Arc<Allocator>, std::thread::JoinHandle<()>)>,
 }
@@ -97,7 +100,7 @@ pub struct FileMapping {
 // SAFETY: the mapping is plain shared memory; callers write disjoint ranges
 // (see `range`), and the struct itself only holds the address and sizes.
 unsafe impl Send for FileMapping {}
-// SAFETY: as above; `len` is atomic.
+// SAFETY: as above; `len` is atomic, and growing the file is serialised (`growing`).
 unsafe impl Sync for FileMapping {}
 
 impl FileMapping {
@@ -124,7 +127,7 @@ impl FileMapping {
             return Err(io::Error::last_os_error());
         }
         let ptr = NonNull::new(p as *mut u8).ok_or_else(|| io::Error::other("mmap returned a null address"))?;
-        let mut m = FileMapping { ptr, reserved, file, len: std::sync::atomic::AtomicUsize::new(0), allocator: None };
+        let mut m = FileMapping { ptr, reserved, file, len: std::sync::atomic::AtomicUsize::new(0), growing: std::sync::Mutex::new(()), allocator: None };
         if allocation == Allocation::AheadOnOneThread {
             let a = Arc::new(Allocator { progress: Mutex::default(), changed: Condvar::new() });
             let (a2, fd) = (a.clone(), m.file.as_raw_fd());
@@ -146,8 +149,9 @@ impl FileMapping {
     /// Grows the file to `end` bytes (its size only: `ftruncate`, no page
     /// allocated, so the caller's thread does no zeroing). The allocator
     /// thread, or the thread that writes a range, then makes its pages exist
-    /// ([`FileMapping::allocate`]). Call from one thread.
+    /// ([`FileMapping::allocate`]). Never shrinks it, from any number of threads.
     pub fn grow_to(&self, end: usize) -> io::Result<()> {
+        let _one_at_a_time = self.growing.lock().unwrap_or_else(|e| e.into_inner());
         let len = self.len.load(std::sync::atomic::Ordering::Acquire);
         if end <= len {
             return Ok(());
