@@ -93,6 +93,10 @@ pub struct CpuDevice {
     /// A failure found outside poll and wait (a crash), with its requests,
     /// for the next poll or wait to return.
     unreported: Option<DeviceError>,
+    /// The claims of the commands in flight when it failed: its workers may
+    /// still run them (they finish what was queued), so the ranges stay
+    /// claimed until the workers have ended ([`Device::settle`]).
+    claims_of_failed: Vec<u64>,
 }
 
 impl CpuDevice {
@@ -144,6 +148,7 @@ impl CpuDevice {
             inline: if config.workers == 0 { Some(Encoders::default()) } else { None },
             failed: None,
             unreported: None,
+            claims_of_failed: Vec::new(),
         })
     }
 
@@ -166,8 +171,11 @@ impl CpuDevice {
         self.jobs = None; // workers finish what they hold, then exit
         let mut in_flight: Vec<(u64, Request)> = self.in_flight.drain().collect();
         in_flight.sort_by_key(|(id, _)| *id);
-        for (id, _) in &in_flight {
-            self.ranges.release(*id);
+        // Released once no worker can be writing them (settle); a device without workers ran
+        // everything inline, so nothing is running now.
+        match self.workers.is_empty() {
+            true => in_flight.iter().for_each(|(id, _)| self.ranges.release(*id)),
+            false => self.claims_of_failed.extend(in_flight.iter().map(|(id, _)| *id)),
         }
         let e = DeviceError { device: self.name.clone(), kind, detail, in_flight: in_flight.into_iter().map(|(_, r)| r).collect() };
         self.failed = Some(e.without_requests());
@@ -246,7 +254,13 @@ impl Device for CpuDevice {
         if self.failed.is_none() {
             self.fail(FailureKind::Lost, RETIRED.into());
         }
-        self.jobs.is_none() && crate::threads_ended(&self.workers, timeout)
+        let ended = self.jobs.is_none() && crate::threads_ended(&self.workers, timeout);
+        if ended {
+            for id in std::mem::take(&mut self.claims_of_failed) {
+                self.ranges.release(id);
+            }
+        }
+        ended
     }
 
     fn unregister_file(&mut self, file: u8) {
