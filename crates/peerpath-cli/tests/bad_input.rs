@@ -618,3 +618,20 @@ fn verify_names_every_bad_file() {
     assert!(matches!(&failed[..], [(b, 6), (c, 7)] if b.ends_with("b.gz") && c.ends_with("c.gz")), "{failed:?}");
     run(&mut pp(args!["verify", &good, &good, "-q"])).ok();
 }
+
+/// Decoded to standard output, a file found bad at its end has already sent its first
+/// members' bytes, which cannot be taken back: how many is said, beside the error (the reader
+/// got a stream cut short and nothing said so). One thread: batches are decoded in order.
+#[test]
+fn a_stream_cut_short_by_a_bad_member_says_how_much_went_out() {
+    let dir = scratch();
+    let d = dir.path();
+    let data = mixed_data(12 << 20, 41);
+    let mut gz = compress_bytes(d, "m", &data, &[]);
+    let n = gz.len();
+    gz[n - 100] ^= 0xff;
+    std::fs::write(d.join("bad.gz"), &gz).unwrap();
+    let o = run(&mut pp(args!["decompress", d.join("bad.gz"), "-o", "-", "-T", "1"])).fails(6, &["member"]);
+    assert!(!o.stdout.is_empty() && data.starts_with(&o.stdout), "the first members' bytes, exactly");
+    assert!(o.stderr.contains(&format!("peerpath: {} bytes had reached standard output before the job failed", o.stdout.len())), "{}", o.stderr);
+}

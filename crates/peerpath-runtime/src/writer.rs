@@ -116,6 +116,8 @@ pub struct TargetWriter {
     pub logical_len: u64,
     pub writes_in_flight: usize,
     pub bytes_written: u64,
+    /// A failed write to a stream already said how much reached it (`io_error`).
+    stream_failure_said: AtomicBool,
     target_location: Location,
     via: crate::Via,
     behind: WriteBehind,
@@ -159,6 +161,7 @@ impl TargetWriter {
             logical_len: 0,
             writes_in_flight: 0,
             bytes_written: 0,
+            stream_failure_said: AtomicBool::new(false),
             target_location,
             via,
             behind: WriteBehind::new(if sequential { u64::MAX } else { WRITE_BEHIND_BYTES }),
@@ -225,6 +228,7 @@ impl TargetWriter {
             // Standard output keeps what reached it: say how much did (the
             // completed writes, and the part of the failed one that went out).
             let (partly, cause) = peerpath_io::PartlyWritten::split(source);
+            self.stream_failure_said.store(true, Ordering::Relaxed);
             std::io::Error::new(cause.kind(), format!("{cause}, after {} bytes had been written to it (they stay there)", self.bytes_written + partly as u64))
         } else {
             source
@@ -451,11 +455,20 @@ impl TargetWriter {
         Ok(())
     }
 
-    /// Removes the partial output (on any failure).
+    /// Removes the partial output (on any failure). What went to standard
+    /// output or a pipe cannot be taken back: how much did is said (the
+    /// reader got a stream cut short, and the error alone does not say so).
     pub fn abandon(mut self) {
         self.behind.reap();
-        if let Some(p) = &self.placing {
-            peerpath_io::discard(&p.temporary);
+        match &self.placing {
+            Some(p) => peerpath_io::discard(&p.temporary),
+            // A write that failed said it already (and a reader gone, EPIPE, is not to be talked about).
+            None if self.bytes_written > 0 && !self.stream_failure_said.load(Ordering::Relaxed) => {
+                let to = if crate::job::is_std_stream(&self.final_path) { "standard output".to_string() } else { self.final_path.display().to_string() };
+                // Not eprintln!: it panics where standard error is closed.
+                let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: {} bytes had reached {to} before the job failed: they stay there (a stream cannot be taken back)\n", self.bytes_written));
+            }
+            None => {}
         }
     }
 }
