@@ -538,9 +538,12 @@ fn parse_memory_from(v: &str) -> Result<MemoryFrom, String> {
 fn parse_faults(spec: &str) -> Result<peerpath_device::FaultConfig, String> {
     let mut f = peerpath_device::FaultConfig::seeded(0);
     let ms = |v: &str| -> Result<std::time::Duration, String> {
-        let n = v.trim_end_matches("ms").parse::<f64>().map_err(|_| format!("bad latency {v:?} (milliseconds, e.g. 2ms)"))?;
+        // A delay: 0 to a minute (NaN or infinity panicked in Duration).
+        let n = v.trim_end_matches("ms").parse::<f64>().ok().filter(|n| (0.0..=60_000.0).contains(n)).ok_or_else(|| format!("bad latency {v:?} (milliseconds from 0 to 60000, e.g. 2ms)"))?;
         Ok(std::time::Duration::from_secs_f64(n / 1000.0))
     };
+    // Counts of commands: the fault comes after that many (0 never came, silently).
+    let count = |k: &str, v: &str| -> Result<u64, String> { v.parse::<u64>().ok().filter(|&n| n >= 1).ok_or_else(|| format!("bad count {v:?} for {k} (1 or more commands)")) };
     let p = |v: &str| -> Result<f64, String> {
         v.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| format!("bad probability {v:?} (0 to 1)"))
     };
@@ -552,11 +555,15 @@ fn parse_faults(spec: &str) -> Result<peerpath_device::FaultConfig, String> {
             "corrupt" => f.corrupt_probability = p(v)?,
             "latency" => {
                 let (a, b) = v.split_once('-').unwrap_or((v, v));
-                f.latency = Some((ms(a)?, ms(b)?));
+                let (a, b) = (ms(a)?, ms(b)?);
+                if a > b {
+                    return Err(format!("latency {v:?}: the range goes from the shorter delay to the longer"));
+                }
+                f.latency = Some((a, b));
             }
-            "crash-after" => f.crash_after_submissions = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
-            "hang-after" => f.hang_after_submissions = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
-            "duplicate-after" => f.duplicate_completion_after = Some(v.parse().map_err(|_| format!("bad count {v:?}"))?),
+            "crash-after" => f.crash_after_submissions = Some(count(k, v)?),
+            "hang-after" => f.hang_after_submissions = Some(count(k, v)?),
+            "duplicate-after" => f.duplicate_completion_after = Some(count(k, v)?),
             _ => return Err(format!("unknown fault {k:?} (seed, error, corrupt, latency, crash-after, hang-after, duplicate-after)")),
         }
     }

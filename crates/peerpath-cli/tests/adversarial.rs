@@ -357,6 +357,12 @@ fn absurd_counts_and_sizes_are_usage_errors() {
         args!["serve", dir.path(), "--max-requests", "0"],
         // Memory past the machine's (it was found by the kernel's OOM killer).
         args!["csp", "serve", "--name", "pp-absurd-test", "--memory", "1000000G"],
+        // Faults that never come (after 0 commands), delays backwards, not numbers (NaN panicked).
+        args!["compress", &src, "--engine", "emulated", "--inject-faults", "crash-after=0"],
+        args!["compress", &src, "--engine", "emulated", "--inject-faults", "hang-after=0"],
+        args!["compress", &src, "--engine", "emulated", "--inject-faults", "latency=5ms-1ms"],
+        args!["compress", &src, "--engine", "emulated", "--inject-faults", "latency=NaN"],
+        args!["compress", &src, "--engine", "emulated", "--inject-faults", "latency=inf"],
     ] {
         let out = run_full(&mut pp(bad.clone()), None, HANG_DEADLINE);
         assert_eq!(out.code(), Some(2), "{bad:?}: exit 2, got:\n{}", out.stderr);
