@@ -100,6 +100,9 @@ pub fn main(a: CspArgs) -> ExitCode {
                 CspError::BadName { .. } | CspError::BadOption(_) => ExitCode::from(2),
                 // No device answers at that name (usage.md: a source missing or unreadable).
                 CspError::Connect { .. } => ExitCode::from(3),
+                // The name is taken (a live device, or a file it would replace): as a target that exists.
+                CspError::AlreadyRunning { .. } => ExitCode::from(4),
+                CspError::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => ExitCode::from(4),
                 _ => ExitCode::from(1),
             }
         }

@@ -34,6 +34,11 @@ fn the_cli_serves_what_spawn_asks_for_and_answers_identify_and_stats() {
     let fill = stats["functions"].as_array().unwrap().iter().find(|f| f["function"] == "fill").unwrap().clone();
     assert_eq!((fill["commands"].as_u64(), fill["output_bytes"].as_u64()), (Some(1), Some(4096)));
 
+    // The name is taken while it runs: exit 4, as a target that exists.
+    let out = Command::new(PEERPATH).args(["csp", "serve", "--name", &name]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already running"));
+
     let paths = csp.paths().clone();
     assert!(csp.shutdown().unwrap().unwrap().success());
     assert!(paths.all().iter().all(|p| !p.exists()));
@@ -52,7 +57,7 @@ fn csp_errors_exit_with_their_codes() {
         let socket = dir.path().join("peerpath-csp-x.sock");
         make(&socket);
         let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "x", "--dir"]).arg(dir.path()).output().unwrap();
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(4), "a name taken, as a target that exists (it was 1, an internal error)");
         assert!(String::from_utf8_lossy(&out.stderr).contains("is not a socket a device left"), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(socket.exists(), "left as it was");
         let _ = std::fs::remove_file(&socket).or_else(|_| std::fs::remove_dir(&socket));
