@@ -261,7 +261,13 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         const MOST: u64 = 4096;
         // Room for all it may read at once: a reallocation would leave key bytes behind, unzeroed.
         let mut bytes = zeroize::Zeroizing::new(Vec::with_capacity(MOST as usize + 1));
-        std::fs::File::open(f).and_then(|file| std::io::Read::read_to_end(&mut std::io::Read::take(file, MOST + 1), &mut bytes)).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", f.display())))?;
+        let file = std::fs::File::open(f).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", f.display())))?;
+        // As ssh says of a private key others may read (keygen makes 0600): said, not refused.
+        if let Some(m) = file.metadata().ok().filter(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 != 0) {
+            let mode = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777;
+            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: warning: key file {} is readable or writable by others (mode {mode:04o}): chmod 600 it\n", f.display()));
+        }
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MOST + 1), &mut bytes).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", f.display())))?;
         if bytes.len() as u64 > MOST {
             return Err(JobError::Usage(format!("key file {}: more than {MOST} bytes: a key is 32 raw bytes or 64 hexadecimal digits", f.display())));
         }

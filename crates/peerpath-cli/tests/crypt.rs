@@ -155,7 +155,16 @@ fn keys_and_targets_are_handled_with_care() {
     let o = run(&mut pp(args!["encrypt", &src, "--key-file", d.join("short")])).fails(2, &["32 raw bytes or 64 hexadecimal digits"]);
     assert!(!o.stderr.contains("0123"), "a bad key is not quoted");
     run(pp(args!["encrypt", &src, "--key-env", "PP_TEST_KEY"]).env("PP_TEST_KEY", "zz")).fails(2, &["PP_TEST_KEY"]);
-    run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-q"])).ok();
+    let o = run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-q"])).ok();
+    assert!(!o.stderr.contains("warning"), "{}", o.stderr);
+    // A key others may read is said (as ssh says of a private key), not refused.
+    let open_key = d.join("open-key");
+    std::fs::copy(&key, &open_key).unwrap();
+    std::fs::set_permissions(&open_key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = run(&mut pp(args!["encrypt", &src, "--key-file", &open_key, "-o", d.join("s2.ppenc"), "-q"])).ok();
+    assert!(o.stderr.contains("is readable or writable by others (mode 0644): chmod 600 it"), "{}", o.stderr);
+    std::fs::remove_file(d.join("s2.ppenc")).unwrap();
+    std::fs::remove_file(&open_key).unwrap();
     let enc = d.join("s.ppenc");
     assert_eq!(std::fs::metadata(&enc).unwrap().permissions().mode() & 0o777, 0o640, "the output takes the source's mode");
     let sealed = std::fs::read(&enc).unwrap();
