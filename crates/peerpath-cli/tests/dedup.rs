@@ -73,6 +73,11 @@ fn a_damaged_store_is_named_and_nothing_is_written() {
     run(&mut pp(args!["dedup", "restore", &src, "-s", &st, "-o", &out])).fails(6, &["does not match its blake3 fingerprint", "nothing was written"]);
     assert!(!out.exists());
     run(&mut pp(args!["dedup", "verify", "-s", &st])).fails(6, &["pack 0 at byte"]);
+    // A pack cut short: stats still prints the index's figures, and says the packs lost chunks
+    // (it exited 0, its stored bytes those the index placed in the missing part).
+    std::fs::File::options().write(true).open(&pack).unwrap().set_len(500_000).unwrap();
+    let o = run(&mut pp(args!["dedup", "stats", "-s", &st])).fails(6, &["packs shorter than the index says", "pack-000000 holds 500000 bytes"]);
+    assert!(o.stdout_str().contains("stored bytes"), "{}", o.stdout_str());
     std::fs::write(st.join("index.sqlite"), b"not a database at all, just bytes").unwrap();
     run(&mut pp(args!["dedup", "stats", "-s", &st])).fails(6, &["index"]);
     run(&mut pp(args!["dedup", "stats", "-s", d.join("nowhere")])).fails(3, &["index.sqlite"]);
