@@ -1302,20 +1302,47 @@ fn list(dir: &Path, json: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let mut q = s.db.prepare("SELECT name, size, length(chunks) / 32, stored_at FROM files ORDER BY name").map_err(db_error(dir))?;
     let rows = q.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))).map_err(db_error(dir))?;
-    let mut files = Vec::new();
+    let (mut files, mut raws) = (Vec::new(), Vec::new());
     for r in rows {
         let (name, size, n, at) = r.map_err(db_error(dir))?;
+        raws.push(name.clone());
         let name_hex = std::str::from_utf8(&name).is_err().then(|| name.iter().map(|b| format!("{b:02x}")).collect());
         files.push(Listed { name: String::from_utf8_lossy(&name).into_owned(), name_hex, bytes: size as u64, chunks: n as u64, stored_at_unix_s: at });
     }
     if json {
         println!("{}", crate::jsonout::stamped("dedup-list", &ListReport { store: dir.display().to_string(), files }));
     } else {
-        for f in files {
-            println!("{}\t{}\t{} chunks", f.name, f.bytes, f.chunks);
+        for (f, raw) in files.iter().zip(&raws) {
+            println!("{}\t{}\t{} chunks", shell_quoted(raw), f.bytes, f.chunks);
         }
     }
     Ok(())
+}
+
+/// A name as `dedup list` prints it: as it is where that is plain text on one line; else in
+/// bash's `$'...'` quoting (a line break, a tab, bytes that are not UTF-8 as `\xHH`), which a
+/// shell turns back into the very bytes (`dedup restore $'a\nb' ...`).
+fn shell_quoted(name: &[u8]) -> String {
+    let plain = std::str::from_utf8(name).ok().filter(|t| !t.chars().any(char::is_control));
+    if let Some(t) = plain {
+        return t.to_string();
+    }
+    let mut out = String::from("$'");
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\'' => out.push_str("\\'"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => c.to_string().bytes().for_each(|b| out.push_str(&format!("\\x{b:02x}"))),
+                c => out.push(c),
+            }
+        }
+        chunk.invalid().iter().for_each(|b| out.push_str(&format!("\\x{b:02x}")));
+    }
+    out.push('\'');
+    out
 }
 
 fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
@@ -1429,6 +1456,19 @@ fn summary(bad: &[String]) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// `dedup list` prints a name that is not one plain line so that bash gives back its bytes.
+    #[test]
+    fn names_are_listed_as_bash_reads_them_back() {
+        for name in [&b"plain name.fa"[..], b"a\nb", b"tab\there", b"n\xffx", b"it's \\ here\n", "ünï\u{7}".as_bytes()] {
+            let q = shell_quoted(name);
+            assert!(!q.contains('\n') && !q.contains('\t'), "{q}");
+            let back = std::process::Command::new("bash").arg("-c").arg(format!("printf %s {q}")).output().expect("bash");
+            let want = if name == b"plain name.fa" { b"plainname.fa".to_vec() } else { name.to_vec() };
+            // A plain name with a space is printed as it is (one line, tab-separated): not for pasting.
+            assert_eq!(back.stdout, want, "{q}");
+        }
+    }
 
     /// The device pass on a CPU device whose memory is staged (as a GPU's:
     /// blocks read into a window, copied to its own memory by the device,
