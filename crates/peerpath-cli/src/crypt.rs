@@ -284,6 +284,23 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
     }
 }
 
+/// A file shorter than its header says may be cut at its end or have lost a block in the
+/// middle (the blocks after it moved up): the first block before the cut that does not
+/// authenticate where it should be is the damage to name, not the last block.
+fn first_bad_block_before(c: &FileCipher, src: &std::fs::File, short: &CryptError) -> Option<String> {
+    let &CryptError::Truncated { expected, actual, block: cut, .. } = short else { return None };
+    let l = c.layout();
+    let mut buf = Vec::new();
+    let also = format!("the file is also {} bytes short of the {expected} its header says: a block removed?", expected - actual);
+    (0..cut).find_map(|i| {
+        buf.resize(l.plain_len(i) + peerpath_func::crypt::TAG_BYTES, 0);
+        match src.read_exact_at(&mut buf, l.sealed_offset(i)) {
+            Err(e) => Some(format!("block {i} cannot be read: {e} ({also})")),
+            Ok(()) => c.open_block(i, &mut buf).err().map(|e| format!("{e} ({also})")),
+        }
+    })
+}
+
 fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf, JobError> {
     let name = source.file_name().ok_or_else(|| JobError::Usage(format!("{} names no file", source.display())))?;
     match dir {
@@ -340,7 +357,9 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             let mut h = [0u8; HEADER_BYTES];
             let n = src.read_at(&mut h, 0).map_err(|e| JobError::SourceIo { path: a.source.clone(), detail: e.to_string() })?;
             let c = FileCipher::open(&key, &h[..n]).map_err(damaged)?;
-            c.check_length(size).map_err(damaged)?;
+            if let Err(e) = c.check_length(size) {
+                return Err(first_bad_block_before(&c, &src, &e).map_or_else(|| damaged(e), |detail| JobError::Damaged { path: a.source.clone(), detail }));
+            }
             (c, None)
         }
     };

@@ -115,6 +115,10 @@ fn bad_keys_and_damaged_files_are_named_and_nothing_is_written() {
     t[b..b + (b - a)].copy_from_slice(&block2);
     try_file(&t, &key, 6, &["block 2 ", "moved from another position"]);
     try_file(&sealed[..sealed.len() - 5], &key, 7, &["truncated", "block 10"]);
+    // A block taken out of the middle: the first block out of place is named (it said the
+    // file was truncated at its last block).
+    let t = [&sealed[..at(3)], &sealed[at(4)..]].concat();
+    try_file(&t, &key, 6, &["block 3 ", "moved from another position", "4112 bytes short", "a block removed?"]);
     try_file(&sealed[..at(6)], &key, 7, &["truncated", "block 6 "]);
     try_file(&sealed[..40], &key, 7, &["truncated", "72-byte header"]);
     let mut t = sealed.clone();
