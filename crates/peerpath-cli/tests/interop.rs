@@ -261,6 +261,16 @@ fn hand_made_members_with_every_header_field_decode() {
         run(&mut pp(args!["verify", &p])).fails(6, &[name, "member 0 at byte 0", "header CRC"]);
     }
 
+    // An extra field that is not a list of whole subfields (one runs past XLEN): gzip skips the
+    // field whole and reads the member; so does peerpath now, streaming it (it was exit 6).
+    let mut odd = vec![0x1f, 0x8b, 8, 0x04, 0, 0, 0, 0, 0, 3, 8, 0, b'A', b'B', 20, 0, 1, 2, 3, 4];
+    odd.extend_from_slice(body);
+    let f4 = dir.path().join("odd-extra.gz");
+    std::fs::write(&f4, &odd).unwrap();
+    sys(gzip, &[o("-t"), f4.as_os_str()], None);
+    let log = peerpath_restores(dir.path(), &f4, &data, "a subfield past XLEN");
+    assert!(log.contains("streaming"), "{log}");
+
     // gzip -N stores the file name (FNAME) and time.
     let named = dir.path().join("named.txt");
     std::fs::write(&named, &data).unwrap();

@@ -342,7 +342,7 @@ impl MemberHeader {
             if data.len() < pos + xlen {
                 return Err(HeaderError::Truncated { available: data.len() });
             }
-            sizes = parse_extra(&data[pos..pos + xlen], pos)?;
+            sizes = parse_extra(&data[pos..pos + xlen]);
             pos += xlen;
         }
         let name = if flags & FNAME != 0 {
@@ -375,19 +375,22 @@ impl MemberHeader {
     }
 }
 
-/// Walks the FEXTRA subfields (`base` is the offset of the first one).
-fn parse_extra(extra: &[u8], base: usize) -> Result<Option<DeclaredSizes>, HeaderError> {
+/// Walks the FEXTRA subfields. An extra field that is not a list of whole
+/// subfields declares no sizes: gzip skips the field whole and reads such a
+/// member, and so does peerpath, streaming it (its CRC-32 and length still
+/// check the data), rather than trust a size found in it.
+fn parse_extra(extra: &[u8]) -> Option<DeclaredSizes> {
     let mut sizes = None;
     let mut p = 0;
     while p < extra.len() {
         if extra.len() - p < 4 {
-            return Err(corrupt(base + p, "extra field ends inside a subfield header"));
+            return None; // it ends inside a subfield's header
         }
         let id = [extra[p], extra[p + 1]];
         let len = u16::from_le_bytes([extra[p + 2], extra[p + 3]]) as usize;
         let body_start = p + 4;
         if extra.len() - body_start < len {
-            return Err(corrupt(base + p, format!("subfield of {len} bytes runs past the extra field")));
+            return None; // a subfield runs past the field
         }
         let body = &extra[body_start..body_start + len];
         match (&id, len) {
@@ -404,7 +407,7 @@ fn parse_extra(extra: &[u8], base: usize) -> Result<Option<DeclaredSizes>, Heade
         }
         p = body_start + len;
     }
-    Ok(sizes)
+    sizes
 }
 
 /// Why a member failed to decode.
