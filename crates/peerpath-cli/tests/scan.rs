@@ -164,6 +164,14 @@ fn an_emulated_csp_counts_what_the_cpu_counts() {
     assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("gzip"), "{}", o.stderr);
     run(&mut pp(args!["scan", &gz, "--motif", "KLV", "-c", "--engine", "emulated", "--no-fallback"])).fails(15, &["gzip", "--no-fallback"]);
     run(&mut pp(args!["scan", &src, "--motif", "KLV", "--engine", "emulated"])).fails(2, &["--count or --histogram"]);
+    // --id-prefix stays on the CPU, said (as usage.md says; it was a usage error), or exit 15.
+    let o = run(&mut pp(args!["scan", &src, "--id-prefix", "r1", "-c", "--engine", "emulated"])).ok();
+    assert_eq!(o.stdout_str(), run(&mut pp(args!["scan", &src, "--id-prefix", "r1", "-c"])).ok().stdout_str());
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("--id-prefix is not a device filter"), "{}", o.stderr);
+    run(&mut pp(args!["scan", &src, "--id-prefix", "r1", "-c", "--engine", "emulated", "--no-fallback"])).fails(15, &["--id-prefix"]);
+    // Lines have no id: refused, where the count was 0 whatever the lines.
+    std::fs::write(d.join("lines.txt"), b"r1 a\nr1 b\n").unwrap();
+    run(&mut pp(args!["scan", d.join("lines.txt"), "--id-prefix", "r1", "-c"])).fails(2, &["read as lines, which have no id"]);
     // A record longer than the device carries across blocks (9 MiB on one line, a
     // chromosome unwrapped): the file is counted on the CPU, said; an error only with --no-fallback.
     let long = d.join("long.txt");
