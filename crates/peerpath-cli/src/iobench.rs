@@ -8,6 +8,7 @@
 
 use clap::{Args, ValueEnum};
 use peerpath_runtime::iobench::{run_io_bench, BenchMemory, IoBenchError, IoBenchOptions, Pattern};
+use peerpath_runtime::JobError;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -195,6 +196,19 @@ pub fn main(a: BenchIoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(svg) = &a.svg {
+        // Checked before the sweep (minutes of it were lost to a picture that could not be
+        // written): never the file measured (it was replaced by the picture, with --rw read
+        // too), and a place where a file can be made.
+        if peerpath_runtime::job::place_of(svg) == peerpath_runtime::job::place_of(&a.file) || matches!(peerpath_runtime::job::check_target(&a.file, svg, true), Err(JobError::SameFile { .. })) {
+            eprintln!("peerpath: error: --svg {} is the file measured (--file)", svg.display());
+            return ExitCode::from(5);
+        }
+        if let Err(e) = peerpath_runtime::job::check_new_target(svg, true).and_then(|()| peerpath_io::create_temporary(svg, false).map(|(_, t)| peerpath_io::discard(&t)).map_err(|e| JobError::TargetIo { path: svg.clone(), source: e })) {
+            eprintln!("peerpath: error: {e}");
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    }
     let chatty = !a.json && std::io::stderr().is_terminal();
     let mut on_point = |p: &peerpath_runtime::iobench::PointResult| {
         if chatty {
@@ -219,17 +233,18 @@ pub fn main(a: BenchIoArgs) -> ExitCode {
             return ExitCode::from(exit_code(&e, &a.memory));
         }
     };
+    // The figures first: a picture that cannot be written after all loses nothing measured.
+    if a.json {
+        println!("{}", crate::jsonout::stamped_text("bench-io", &report.to_json()));
+    } else {
+        print!("{}", report.render());
+    }
     if let Some(path) = &a.svg {
         // A results picture is replaced when asked for again, but never left half-written.
         if let Err(e) = crate::write_output(path, report.render_svg().as_bytes(), true) {
             eprintln!("peerpath: error: {e}");
             return ExitCode::from(e.exit_code() as u8);
         }
-    }
-    if a.json {
-        println!("{}", crate::jsonout::stamped_text("bench-io", &report.to_json()));
-    } else {
-        print!("{}", report.render());
     }
     ExitCode::SUCCESS
 }

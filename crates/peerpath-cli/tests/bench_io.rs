@@ -125,3 +125,33 @@ fn a_failed_sweep_leaves_no_file_it_made_and_an_empty_sweep_is_refused() {
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status).or(status.code().map(|c| c - 128)), Some(libc::SIGINT), "{status:?}");
     assert!(!file.exists(), "a file it made and did not finish is removed");
 }
+
+/// The picture is never the file measured (it replaced it, with --rw read too), and a place it
+/// cannot be written is said before the sweep (the sweep's figures were lost after it); an
+/// existing empty file is laid out with --rw read as a new one is (it failed, "Bad file
+/// descriptor"); a file under one block is not told to use --size 0.
+#[test]
+fn the_picture_never_replaces_the_file_and_an_empty_file_is_laid_out() {
+    let dir = scratch();
+    let d = dir.path();
+    let file = d.join("data.bin");
+    let data = random_bytes(1 << 20, 5);
+    std::fs::write(&file, &data).unwrap();
+    let quick = |extra: &[&std::ffi::OsStr]| {
+        let mut a = args!["bench-io", "--file", &file, "--size", "1M", "--sweep-bs", "4K", "--sweep-qd", "1", "--rw", "read", "--random", "skip", "--runtime-s", "0.05"];
+        a.extend(extra.iter().map(|x| x.to_os_string()));
+        run(&mut pp(a))
+    };
+    let mut c = pp(["bench-io"]);
+    c.current_dir(d).args(["--file", "data.bin", "--size", "1M", "--sweep-bs", "4K", "--sweep-qd", "1", "--rw", "read", "--random", "skip", "--runtime-s", "0.05", "--svg", "./data.bin"]);
+    run(&mut c).fails(5, &["is the file measured"]);
+    assert_eq!(std::fs::read(&file).unwrap(), data, "the file measured is as it was");
+    let o = quick(&[std::ffi::OsStr::new("--svg"), d.join("nowhere/x.svg").as_os_str()]).fails(11, &["nowhere/x.svg"]);
+    assert!(o.stdout.is_empty(), "refused before the sweep");
+    let empty = d.join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    run(&mut pp(args!["bench-io", "--file", &empty, "--size", "1M", "--sweep-bs", "4K", "--sweep-qd", "1", "--rw", "read", "--random", "skip", "--runtime-s", "0.05"])).ok();
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 1 << 20);
+    std::fs::write(d.join("small.bin"), vec![1u8; 1682]).unwrap();
+    run(&mut pp(args!["bench-io", "--file", d.join("small.bin"), "--size", "1M"])).fails(2, &["smaller than one 4 KiB block: give a new file"]);
+}

@@ -671,8 +671,10 @@ fn open_bench_file(o: &IoBenchOptions, writes: bool) -> Result<OpenedBenchFile, 
     }
     let mut opts = OpenOptions::new();
     opts.read(true);
-    if !is_block && (writes || !exists) {
-        // Written by the sweep, or laid out because it is new.
+    let empty = meta.as_ref().is_ok_and(|m| m.is_file() && m.len() == 0);
+    if !is_block && (writes || !exists || empty) {
+        // Written by the sweep, or laid out because it is new or empty (an empty file opened
+        // for reading only failed at its layout: "Bad file descriptor").
         opts.write(true).create(true);
     }
     let mut direct_opts = opts.clone();
@@ -866,12 +868,14 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
         if opened.size_bytes > 0 {
             // It may be data: never extended (an unaligned end would not
             // take O_DIRECT writes either).
+            // A size to give only where one fits (under 4 KiB none does: --size 0 is refused).
+            let fits = peerpath_mem::align_down(opened.size_bytes as usize, DIRECT_IO_ALIGN_BYTES);
+            let give = if fits > 0 { format!("give --size {fits} or less, or a new file") } else { "it is smaller than one 4 KiB block: give a new file".to_string() };
             return Err(IoBenchError::Usage(format!(
-                "{} holds {} bytes, less than the {} asked for (--size); peerpath lays out only new or empty files and does not extend an existing one: give --size {} or less, or a new file",
+                "{} holds {} bytes, less than the {} asked for (--size); peerpath lays out only new or empty files and does not extend an existing one: {give}",
                 o.file.display(),
                 opened.size_bytes,
                 o.file_size_bytes,
-                peerpath_mem::align_down(opened.size_bytes as usize, DIRECT_IO_ALIGN_BYTES)
             )));
         }
         laid_out_bytes = lay_out(fd, &o.file, opened.size_bytes, o.file_size_bytes, o.sync_io)?;

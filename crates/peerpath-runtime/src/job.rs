@@ -117,21 +117,26 @@ pub fn check_new_target(target: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Refuses two pairs writing the same target, however its name is spelled
-/// (`x.gz`, `./x.gz`, `d/../x.gz`, a directory reached through a link): the
-/// same name in the same directory.
-pub fn check_distinct_targets(targets: &[PathBuf]) -> Result<()> {
+/// Where a name lies, however it is spelled (`x.gz`, `./x.gz`, `d/../x.gz`,
+/// a directory reached through a link): its directory's identity and its
+/// last component; the path itself where the directory is not there (yet).
+pub fn place_of(path: &Path) -> (Option<(u64, u64)>, PathBuf) {
     use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(peerpath_io::parent_dir(path)), path.file_name()) {
+        (Ok(m), Some(name)) => (Some((m.dev(), m.ino())), PathBuf::from(name)),
+        _ => (None, path.to_path_buf()),
+    }
+}
+
+/// Refuses two pairs writing the same target, however its name is spelled
+/// ([`place_of`]).
+pub fn check_distinct_targets(targets: &[PathBuf]) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
     for t in targets {
         if is_std_stream(t) {
             continue;
         }
-        let key = match (std::fs::metadata(peerpath_io::parent_dir(t)), t.file_name()) {
-            (Ok(m), Some(name)) => (Some((m.dev(), m.ino())), PathBuf::from(name)),
-            _ => (None, t.clone()),
-        };
-        if !seen.insert(key) {
+        if !seen.insert(place_of(t)) {
             return Err(JobError::Usage(format!("two sources would both write {}", t.display())));
         }
     }
