@@ -204,7 +204,7 @@ pub fn main(a: BenchIoArgs) -> ExitCode {
             eprintln!("peerpath: error: --svg {} is the file measured (--file)", svg.display());
             return ExitCode::from(5);
         }
-        if let Err(e) = peerpath_runtime::job::check_new_target(svg, true).and_then(|()| peerpath_io::create_temporary(svg, false).map(|(_, t)| peerpath_io::discard(&t)).map_err(|e| JobError::TargetIo { path: svg.clone(), source: e })) {
+        if let Err(e) = crate::check_output(svg, true).and_then(|()| peerpath_io::create_temporary(svg, false).map(|(_, t)| peerpath_io::discard(&t)).map_err(|e| JobError::TargetIo { path: svg.clone(), source: e })) {
             eprintln!("peerpath: error: {e}");
             return ExitCode::from(e.exit_code() as u8);
         }

@@ -147,18 +147,64 @@ struct TopoArgs {
 /// unless `replace`: the same rules as every job's targets (exit 4 for an
 /// existing file, 11 for a failed write).
 fn write_output(path: &Path, bytes: &[u8], replace: bool) -> Result<(), JobError> {
+    write_outputs(&[(path, bytes)], replace)
+}
+
+/// What [`write_outputs`] asks of an output's name before anything is written.
+pub(crate) fn check_output(p: &Path, replace: bool) -> Result<(), JobError> {
+    if peerpath_runtime::job::is_std_stream(p) {
+        return Err(JobError::Usage(format!("{} is a file, made whole or not at all: give it a name, not -", p.display())));
+    }
+    match std::fs::metadata(p) {
+        // As a write into a directory fails (exit 11: the file cannot be written there).
+        Ok(m) if m.is_dir() => Err(JobError::TargetIo { path: p.to_path_buf(), source: std::io::Error::from_raw_os_error(libc::EISDIR) }),
+        // A device node or FIFO would be replaced by the rename.
+        Ok(m) if !m.is_file() => Err(JobError::Usage(format!("{} is not a regular file: name a file", p.display()))),
+        _ if !replace && std::fs::symlink_metadata(p).is_ok() => Err(JobError::TargetExists { path: p.to_path_buf() }),
+        _ => Ok(()),
+    }
+}
+
+/// Several files made whole, put in place together or none: each is checked
+/// (not two at one name; an existing one only with `replace`) and written to
+/// a temporary before any is put in place; one that then fails to go in
+/// place takes back those put in place before it that were new.
+fn write_outputs(outputs: &[(&Path, &[u8])], replace: bool) -> Result<(), JobError> {
     use std::io::Write;
-    let io = |source| JobError::TargetIo { path: path.to_path_buf(), source };
-    if peerpath_runtime::job::is_std_stream(path) {
-        // A file named "-" was made, where "-" elsewhere means standard output.
-        return Err(JobError::Usage(format!("{} is a file, made whole or not at all: give it a name, not -", path.display())));
+    let places: Vec<_> = outputs.iter().map(|(p, _)| peerpath_runtime::job::place_of(p)).collect();
+    if let Some((p, _)) = outputs.iter().enumerate().find(|(i, _)| places[..*i].contains(&places[*i])).map(|(_, o)| o) {
+        return Err(JobError::Usage(format!("{} is named for two outputs", p.display())));
     }
-    if !replace && std::fs::symlink_metadata(path).is_ok() {
-        return Err(JobError::TargetExists { path: path.to_path_buf() });
+    for (p, _) in outputs {
+        check_output(p, replace)?;
     }
-    let (mut t, temporary) = peerpath_io::create_temporary(path, false).map_err(io)?;
-    let written = t.file.write_all(bytes).and_then(|()| peerpath_io::Inherited::default().apply(&t.file)).map_err(io).and_then(|()| put_in_place(&t.file, &temporary, path, replace));
-    written.inspect_err(|_| peerpath_io::discard(&temporary))
+    let mut made: Vec<(std::fs::File, peerpath_io::Temporary)> = Vec::new();
+    let discard_all = |made: &[(std::fs::File, peerpath_io::Temporary)]| made.iter().for_each(|(_, t)| peerpath_io::discard(t));
+    for (p, text) in outputs {
+        let io = |source| JobError::TargetIo { path: p.to_path_buf(), source };
+        let written = peerpath_io::create_temporary(p, false).map_err(io).and_then(|(mut t, temporary)| {
+            let w = t.file.write_all(text).and_then(|()| peerpath_io::Inherited::default().apply(&t.file)).map_err(io);
+            made.push((t.file, temporary));
+            w
+        });
+        if let Err(err) = written {
+            discard_all(&made);
+            return Err(err);
+        }
+    }
+    let mut placed: Vec<&Path> = Vec::new();
+    for ((p, _), (file, temporary)) in outputs.iter().zip(&made) {
+        let new = std::fs::symlink_metadata(p).is_err();
+        if let Err(err) = put_in_place(file, temporary, p, replace) {
+            discard_all(&made);
+            placed.iter().for_each(|q| drop(std::fs::remove_file(q)));
+            return Err(err);
+        }
+        if new {
+            placed.push(p);
+        }
+    }
+    Ok(())
 }
 
 /// Syncs a finished temporary file and puts it in place as `path`, never
@@ -246,12 +292,10 @@ fn topo(a: TopoArgs) -> Result<(), JobError> {
         Some(f) => Topology::from_toml_file(f).map_err(e)?,
         None => Topology::from_sysfs(&a.sysfs).map_err(e)?,
     };
-    if let Some(p) = &a.export {
-        write_output(p, t.to_toml_string().map_err(e)?.as_bytes(), a.force)?;
-    }
-    if let Some(p) = &a.svg {
-        write_output(p, t.render_svg().map_err(e)?.as_bytes(), a.force)?;
-    }
+    let export = a.export.as_ref().map(|p| t.to_toml_string().map(|text| (p, text))).transpose().map_err(e)?;
+    let svg = a.svg.as_ref().map(|p| t.render_svg().map(|text| (p, text))).transpose().map_err(e)?;
+    let outputs: Vec<(&Path, &[u8])> = export.iter().chain(&svg).map(|(p, text)| (p.as_path(), text.as_bytes())).collect();
+    write_outputs(&outputs, a.force)?;
     match (&a.explain, a.json) {
         (Some(pair), true) => {
             let v = t.verdict(&pair[0], &pair[1]).map_err(e)?;

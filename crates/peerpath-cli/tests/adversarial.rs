@@ -409,6 +409,18 @@ fn topo_outputs_are_atomic_and_refuse_existing_files() {
         run(&mut c).fails(2, &["give it a name, not -"]);
     }
     assert!(!dir.path().join("-").exists());
+    // --export and --svg together: both or neither (the export was made, then the picture
+    // refused); one name for both is refused (the export was replaced by the picture).
+    let (new_toml, old_svg) = (dir.path().join("new.toml"), dir.path().join("old.svg"));
+    std::fs::write(&old_svg, b"old picture").unwrap();
+    run(&mut pp(args!["topo", "--file", &file, "--export", &new_toml, "--svg", &old_svg])).fails(4, &["old.svg"]);
+    run(&mut pp(args!["topo", "--file", &file, "--export", &new_toml, "--svg", dir.path().join("nowhere/x.svg")])).fails(11, &["nowhere/x.svg"]);
+    let mut c = pp(args!["topo", "--file", &file, "--export", "both", "--svg", "./both", "--force"]);
+    c.current_dir(dir.path());
+    run(&mut c).fails(2, &["named for two outputs"]);
+    assert!(!new_toml.exists() && !dir.path().join("both").exists());
+    assert_eq!(std::fs::read(&old_svg).unwrap(), b"old picture");
+    std::fs::remove_file(&old_svg).unwrap();
     let Some(fs) = TmpfsMount::new("topo_outputs_are_atomic", "8k") else { return };
     let (toml, svg) = (fs.dir.join("t.toml"), fs.dir.join("t.svg"));
     std::fs::write(&toml, b"old model").unwrap();
