@@ -878,6 +878,16 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
                 o.file_size_bytes,
             )));
         }
+        // The room first, as fio does: a --size past the free space fails here at once, not
+        // after filling the file system for everyone (a file system without fallocate is
+        // laid out as before).
+        // SAFETY: fallocate on a descriptor we own, within the file's range; it writes no memory.
+        if unsafe { libc::fallocate(fd, 0, 0, o.file_size_bytes as libc::off_t) } != 0 {
+            let e = io::Error::last_os_error();
+            if !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)) {
+                return Err(IoBenchError::File { operation: "make room for", path: o.file.clone(), source: e });
+            }
+        }
         laid_out_bytes = lay_out(fd, &o.file, opened.size_bytes, o.file_size_bytes, o.sync_io)?;
         notes.push(format!("laid out {} of the file first (pattern data, O_DIRECT writes) so every point reads written blocks", human_size(laid_out_bytes)));
     }
