@@ -110,6 +110,11 @@ pub fn main(a: ProbeArgs) -> ExitCode {
 }
 
 fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
+    // A target that is not there is the user's to fix whatever the machine has (it was said
+    // only after a provider was found, or not at all): exit 3, as a source missing elsewhere.
+    if let Some(t) = &a.target {
+        std::fs::metadata(t).map_err(|e| (3, format!("cannot read target {}: {e}", t.display())))?;
+    }
     let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, e.to_string()))?;
     let providers: Vec<&peerpath_topo::PciDevice> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).collect();
 
