@@ -263,12 +263,19 @@ fn walk(o: &Options, f: &OsStr, files: &mut Vec<OsString>, failed: &mut bool) {
         let meta = std::fs::symlink_metadata(&path);
         if meta.as_ref().is_ok_and(|m| m.is_dir()) {
             walk(o, &path, files, failed);
-        } else if meta.is_ok_and(|m| m.is_file()) {
-            // What gzip would skip with a warning inside a tree: outputs already there, or not compressed.
-            let compressed = plain_name(o, &path).is_some();
-            if compressed == (o.decompress || o.test || o.list) {
-                files.push(path);
-            }
+            continue;
+        }
+        // As gzip in a tree: a name of the wrong kind is skipped silently (compressed already,
+        // or, for -d without -c, not compressed); -c and -f take every file. Links, FIFOs and
+        // devices go on, to be refused or skipped with gzip's words.
+        let regular = meta.is_ok_and(|m| m.is_file());
+        let wrong_kind = match (o.decompress || o.test || o.list, o.stdout || o.force) {
+            (true, false) => plain_name(o, &path).is_none(),
+            (false, false) => has_gzip_suffix(o, &path).is_some(),
+            (_, true) => false,
+        };
+        if !(regular && wrong_kind) {
+            files.push(path);
         }
     }
 }
@@ -328,10 +335,11 @@ fn emit(o: &Options, report: &JobReport, data_on_stdout: bool) {
 }
 
 /// What gzip says of a named file before it reads it: a directory is skipped (warning), a
-/// symbolic link refused (error) unless -c or -f; `None` to go on.
+/// symbolic link refused (error) unless -c or -f, or -t and -l (which gzip runs as if to
+/// standard output); `None` to go on.
 fn skipped(o: &Options, f: &OsStr) -> Option<Outcome> {
     let meta = std::fs::symlink_metadata(f).ok()?;
-    if meta.file_type().is_symlink() && !(o.stdout || o.force) {
+    if meta.file_type().is_symlink() && !(o.stdout || o.force || o.test || o.list) {
         eprintln!("peerpath gzip: {}: Too many levels of symbolic links", name(f));
         return Some(Outcome::Error);
     }
@@ -350,11 +358,9 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
     }
     // gzip's known suffixes and -S, in any case: said, and no warning (gzip's exit status is
     // 0); -c and -f compress it.
-    let b = f.as_bytes();
-    let has = std::iter::once(o.suffix.as_bytes()).chain(SUFFIXES.iter().map(|(s, _)| *s)).find(|s| b.len() > s.len() && b[b.len() - s.len()..].eq_ignore_ascii_case(s));
-    if let (Some(s), false, false) = (has, from_stdin, o.force || o.stdout) {
+    if let (Some(s), false, false) = (has_gzip_suffix(o, f), from_stdin, o.force || o.stdout) {
         if !o.quiet {
-            eprintln!("peerpath gzip: {} already has {} suffix -- unchanged", name(f), String::from_utf8_lossy(&b[b.len() - s.len()..]));
+            eprintln!("peerpath gzip: {} already has {s} suffix -- unchanged", name(f));
         }
         return Outcome::Done;
     }
@@ -396,6 +402,17 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
         }
         Err(e) => fail(f, &e),
     }
+}
+
+/// The suffix gzip would call `f`'s "already has" one when compressing: -S or one of gzip's
+/// own (`known_suffixes`: not peerpath's .bgz and .gzip, which gzip compresses), in any case.
+fn has_gzip_suffix(o: &Options, f: &OsStr) -> Option<String> {
+    const GZIP_KNOWN: usize = 7;
+    let b = f.as_bytes();
+    std::iter::once(o.suffix.as_bytes())
+        .chain(SUFFIXES[..GZIP_KNOWN].iter().map(|(s, _)| *s))
+        .find(|s| b.len() > s.len() && b[b.len() - s.len()..].eq_ignore_ascii_case(s))
+        .map(|s| String::from_utf8_lossy(&b[b.len() - s.len()..]).into_owned())
 }
 
 /// gzip's suffixes of compressed names, and what each becomes (gzip.c's `known_suffixes`, with

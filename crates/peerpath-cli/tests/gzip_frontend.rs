@@ -246,10 +246,24 @@ fn gzip_s_statuses_options_and_kinds_of_names_hold() {
         }
     }
     assert!(!d.join("lnk.gz").exists() && !d.join("X.GZ.gz").exists() && !d.join("dir.gz").exists());
-    // -c follows the link.
+    // -c follows the link, and so do -t and -l (gzip runs them as if to standard output).
     assert_eq!(gz(&["-c", "lnk"]).code(), Some(0));
+    std::os::unix::fs::symlink("badcrc.gz", d.join("lnk.gz")).unwrap();
+    std::fs::write(d.join("badcrc.gz"), compress_bytes(d, "src2", sample(), &[])).unwrap();
+    assert_eq!(gz(&["-t", "lnk.gz"]).code(), Some(0));
+    assert_eq!(gz(&["-l", "lnk.gz"]).code(), Some(0));
+    std::fs::remove_file(d.join("lnk.gz")).unwrap();
+    // peerpath's own .gzip and .bgz are not gzip's suffixes: compressed, as gzip does.
+    std::fs::write(d.join("f.gzip"), b"x").unwrap();
+    assert_eq!(gz(&["f.gzip"]).code(), Some(0));
+    assert!(d.join("f.gzip.gz").exists());
     // -r: the files under the directory, each beside itself; -dr back (-f: the source is kept).
-    assert_eq!(gz(&["-r", "dir"]).code(), Some(0));
+    // A link inside is refused (1) as gzip refuses it, after the others are done.
+    std::os::unix::fs::symlink("inner", d.join("dir/inner-link")).unwrap();
+    let o = gz(&["-r", "dir"]);
+    assert_eq!(o.code(), Some(1), "{}", o.stderr);
+    assert!(o.stderr.contains("dir/inner-link: Too many levels of symbolic links"), "{}", o.stderr);
+    std::fs::remove_file(d.join("dir/inner-link")).unwrap();
     assert!(d.join("dir/inner.gz").exists());
     std::fs::rename(d.join("dir/inner"), d.join("inner.orig")).unwrap();
     assert_eq!(gz(&["-dr", "dir"]).code(), Some(0));
