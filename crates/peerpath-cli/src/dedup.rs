@@ -712,6 +712,21 @@ fn uri_path(p: &Path) -> String {
     p.as_os_str().as_bytes().iter().map(|&b| if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
+/// The store's directory and its `packs`, each made 0700 where it is not there; the
+/// directories above it with the usual mode.
+fn make_private_dirs(dir: &Path) -> std::io::Result<()> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    for d in [dir.to_path_buf(), dir.join("packs")] {
+        match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&d) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            r => r?,
+        }
+    }
+    Ok(())
+}
+
 /// Takes the store's writer lock (waits for another writer to finish).
 fn lock(dir: &Path) -> Result<File, JobError> {
     let path = dir.join("lock");
@@ -726,8 +741,9 @@ fn lock_new(dir: &Path) -> Result<File, JobError> {
     let path = dir.join("lock");
     for _ in 0..100 {
         // A new store is its owner's alone (0700, as restic makes a repository): it holds the
-        // bytes of every file stored, private ones too. An existing directory keeps its mode.
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(dir.join("packs")).map_err(target_io(dir))?;
+        // bytes of every file stored, private ones too. An existing directory keeps its mode,
+        // and so do the directories above it (made as any would be).
+        make_private_dirs(dir).map_err(target_io(dir))?;
         match lock_once(&path) {
             Ok(Some(f)) => return Ok(f),
             Ok(None) => continue,

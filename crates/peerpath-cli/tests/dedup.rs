@@ -165,6 +165,11 @@ fn dedup_on_a_gpu_makes_the_cpus_store_or_falls_back_saying_why() {
     for store in [&cpu, &gpu] {
         assert_eq!(std::fs::metadata(store).unwrap().permissions().mode() & 0o777, 0o700, "{}", store.display());
     }
+    // The directories above a new store are made as any are (they were made 0700 too).
+    run(&mut pp(args!["dedup", "store", &sa, "-s", d.join("above/store"), "-q"])).ok();
+    assert_eq!(std::fs::metadata(d.join("above/store")).unwrap().permissions().mode() & 0o777, 0o700);
+    std::fs::create_dir(d.join("as-any")).unwrap();
+    assert_eq!(std::fs::metadata(d.join("above")).unwrap().permissions().mode(), std::fs::metadata(d.join("as-any")).unwrap().permissions().mode());
     // A name given twice: refused before the store is made (the first was stored, then exit 4).
     run(&mut pp(args!["dedup", "store", &sa, &sb, &sa, "-s", d.join("twice")])).fails(2, &["named twice"]);
     assert!(!d.join("twice").exists());
