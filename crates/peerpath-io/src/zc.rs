@@ -119,16 +119,28 @@ impl<B: ZcBuf> ZcSender<B> {
         // Owed once for the send itself: no part's last completion may drop it while more
         // parts are still to be sent from it.
         self.buffers.insert(id, (buf, 1));
+        // Every way out of the parts goes past the send's own hold on the buffer, below (a `?`
+        // there kept it until the sender was dropped).
+        let result = self.send_parts(fd, (ptr, len), flags, timeout, id);
+        if let Some((_, owed)) = self.buffers.get_mut(&id) {
+            *owed -= 1;
+        }
+        self.release_if_done(id);
+        result
+    }
+
+    /// The parts of buffer `id` (`ptr`, `len`), each waited for: the bytes sent.
+    fn send_parts(&mut self, fd: RawFd, (ptr, len): (*const u8, usize), flags: i32, timeout: Duration, id: u64) -> io::Result<u64> {
         let mut sent = 0usize;
-        let result = 'parts: loop {
+        loop {
             if sent == len {
-                break Ok(sent as u64);
+                return Ok(sent as u64);
             }
             let deadline = Instant::now() + timeout;
             while self.parts.len() >= MAX_UNSETTLED_PARTS || self.unsettled_bytes >= MAX_UNSETTLED_BYTES {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    break 'parts Err(io::Error::new(io::ErrorKind::TimedOut, "earlier sends' notifications did not come in time"));
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "earlier sends' notifications did not come in time"));
                 }
                 self.wait(left)?;
                 self.reap(None)?;
@@ -144,7 +156,7 @@ impl<B: ZcBuf> ZcSender<B> {
             let sqe = opcode::SendZc::new(types::Fd(fd), unsafe { ptr.add(sent) }, part as u32).flags(flags | libc::MSG_NOSIGNAL).zc_flags(SEND_ZC_REPORT_USAGE).build().user_data(part_id);
             // SAFETY: as above: the memory the entry points at outlives the request.
             if unsafe { self.ring.submission().push(&sqe) }.is_err() {
-                break Err(io::Error::other("the SEND_ZC ring is full"));
+                return Err(io::Error::other("the SEND_ZC ring is full"));
             }
             self.parts.insert(part_id, (id, 0));
             if let Some((_, owed)) = self.buffers.get_mut(&id) {
@@ -164,18 +176,13 @@ impl<B: ZcBuf> ZcSender<B> {
             };
             match r {
                 n if n > 0 => sent += n as usize,
-                0 => break Err(io::Error::new(io::ErrorKind::WriteZero, "SEND_ZC sent nothing")),
+                0 => return Err(io::Error::new(io::ErrorKind::WriteZero, "SEND_ZC sent nothing")),
                 e if -e == libc::EINTR => {}
-                e if -e == libc::ETIMEDOUT => break Err(io::Error::new(io::ErrorKind::TimedOut, "the peer took no data for the send timeout: the send was cancelled")),
-                e if -e == libc::EINVAL => break Err(io::Error::new(io::ErrorKind::Unsupported, "SEND_ZC refused its usage report (Linux 6.2 or later)")),
-                e => break Err(io::Error::from_raw_os_error(-e)),
+                e if -e == libc::ETIMEDOUT => return Err(io::Error::new(io::ErrorKind::TimedOut, "the peer took no data for the send timeout: the send was cancelled")),
+                e if -e == libc::EINVAL => return Err(io::Error::new(io::ErrorKind::Unsupported, "SEND_ZC refused its usage report (Linux 6.2 or later)")),
+                e => return Err(io::Error::from_raw_os_error(-e)),
             }
-        };
-        if let Some((_, owed)) = self.buffers.get_mut(&id) {
-            *owed -= 1;
         }
-        self.release_if_done(id);
-        result
     }
 
     /// Drops buffer `id` if none of its parts still waits for a notification.
