@@ -214,7 +214,10 @@ pub fn verify_each(sources: &[PathBuf], opts: &DecompressOptions) -> Result<(Job
 fn source_failure(e: &JobError) -> bool {
     matches!(
         e,
-        JobError::SourceUnreadable { .. }
+        // Of one source (an encrypted one without a key, say): the job's own usage errors are
+        // found before its first file.
+        JobError::Usage(_)
+            | JobError::SourceUnreadable { .. }
             | JobError::Corrupt { .. }
             | JobError::Damaged { .. }
             | JobError::Truncated { .. }
@@ -312,6 +315,11 @@ fn run_job_on(
             }
             Err(e) => {
                 abandon_all(finished);
+                // The sources found bad before the job itself failed are said (their report
+                // will not be printed).
+                failed.iter().for_each(|(_, bad): &(PathBuf, JobError)| {
+                    let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: error: {bad}\n"));
+                });
                 return Err(e);
             }
         };
