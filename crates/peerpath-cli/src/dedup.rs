@@ -1306,6 +1306,9 @@ struct Listed {
     chunks: u64,
     /// When the store took it, in seconds since the Unix epoch.
     stored_at_unix_s: i64,
+    /// The name's bytes, for the text listing.
+    #[serde(skip)]
+    raw: Vec<u8>,
 }
 
 #[derive(Serialize)]
@@ -1318,18 +1321,17 @@ fn list(dir: &Path, json: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let mut q = s.db.prepare("SELECT name, size, length(chunks) / 32, stored_at FROM files ORDER BY name").map_err(db_error(dir))?;
     let rows = q.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))).map_err(db_error(dir))?;
-    let (mut files, mut raws) = (Vec::new(), Vec::new());
+    let mut files = Vec::new();
     for r in rows {
         let (name, size, n, at) = r.map_err(db_error(dir))?;
-        raws.push(name.clone());
         let name_hex = std::str::from_utf8(&name).is_err().then(|| name.iter().map(|b| format!("{b:02x}")).collect());
-        files.push(Listed { name: String::from_utf8_lossy(&name).into_owned(), name_hex, bytes: size as u64, chunks: n as u64, stored_at_unix_s: at });
+        files.push(Listed { name: String::from_utf8_lossy(&name).into_owned(), name_hex, bytes: size as u64, chunks: n as u64, stored_at_unix_s: at, raw: name });
     }
     if json {
         println!("{}", crate::jsonout::stamped("dedup-list", &ListReport { store: dir.display().to_string(), files }));
     } else {
-        for (f, raw) in files.iter().zip(&raws) {
-            println!("{}\t{}\t{} chunks", shell_quoted(raw), f.bytes, f.chunks);
+        for f in &files {
+            println!("{}\t{}\t{} chunks", shell_quoted(&f.raw), f.bytes, f.chunks);
         }
     }
     Ok(())

@@ -504,6 +504,11 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
     }
 }
 
+/// What -t and -l refuse before they read: a terminal, a directory, a link (as gzip).
+fn not_read(o: &Options, f: &OsStr) -> Option<Outcome> {
+    from_terminal(o, f).or_else(|| (f != "-").then(|| skipped(o, f)).flatten())
+}
+
 /// gzip's refusal to read compressed data from a terminal (-d, -t, -l on standard input).
 fn from_terminal(o: &Options, f: &OsStr) -> Option<Outcome> {
     (f == "-" && !o.force && std::io::IsTerminal::is_terminal(&std::io::stdin())).then(|| {
@@ -513,7 +518,7 @@ fn from_terminal(o: &Options, f: &OsStr) -> Option<Outcome> {
 }
 
 fn test(o: &Options, f: &OsStr) -> Outcome {
-    if let Some(outcome) = from_terminal(o, f).or_else(|| (f != "-").then(|| skipped(o, f)).flatten()) {
+    if let Some(outcome) = not_read(o, f) {
         return outcome;
     }
     let opts = DecompressOptions { common: common(o), ..Default::default() };
@@ -533,7 +538,7 @@ fn test(o: &Options, f: &OsStr) -> Outcome {
 /// checking every member: peerpath has no shortcut through the last trailer); with --json,
 /// the check's job report instead. `totals`: bytes in, out and files listed so far.
 fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
-    if let Some(outcome) = from_terminal(o, f).or_else(|| (f != "-").then(|| skipped(o, f)).flatten()) {
+    if let Some(outcome) = not_read(o, f) {
         return outcome;
     }
     let opts = DecompressOptions { common: common(o), ..Default::default() };

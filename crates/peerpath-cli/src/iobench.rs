@@ -178,8 +178,8 @@ pub fn options(a: &BenchIoArgs) -> Result<IoBenchOptions, String> {
 fn exit_code(e: &IoBenchError, memory: &MemoryArg) -> u8 {
     match e {
         IoBenchError::Usage(_) => 2,
-        // Room for the file it lays out that the file system does not have: a write's failure.
-        IoBenchError::File { operation: "make room for", .. } => 11,
+        // Room the file system does not have: a write's failure.
+        IoBenchError::File { source, .. } if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => 11,
         IoBenchError::File { .. } => 3,
         IoBenchError::Io { source, .. } if source.pattern.op() == peerpath_io::IoOp::Write => 11,
         IoBenchError::Io { .. } => 12,

@@ -111,7 +111,7 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
                     // SAFETY: no command is in flight; at most the block's own bytes, inside the block
                     // just read (the first block: nothing carried in front of it, in the window too).
                     unsafe { dev.memory().host_read(io(records).offset, &mut first[..n]) };
-                    if !first[..n].iter().all(|b| b" \t\r\n".contains(b)) {
+                    if !first[..n].iter().all(|b| peerpath_func::scan::BLANK.contains(b)) {
                         break;
                     }
                     n = records.len.min(first.len() as u64) as usize;

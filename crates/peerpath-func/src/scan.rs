@@ -6,6 +6,9 @@
 
 use regex::bytes::Regex;
 
+/// The bytes [`RecordFormat::detect`] looks past.
+pub const BLANK: &[u8] = b" \t\r\n";
+
 /// What a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordFormat {
@@ -22,7 +25,7 @@ impl RecordFormat {
     /// FASTA file's first header are common where files were concatenated): `>` FASTA,
     /// `@` FASTQ, else lines.
     pub fn detect(first: &[u8]) -> RecordFormat {
-        match first.iter().find(|b| !b" \t\r\n".contains(b)) {
+        match first.iter().find(|b| !BLANK.contains(b)) {
             Some(b'>') => RecordFormat::Fasta,
             Some(b'@') => RecordFormat::Fastq,
             _ => RecordFormat::Lines,
