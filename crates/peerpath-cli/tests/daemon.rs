@@ -319,13 +319,9 @@ fn the_daemon_keeps_emulated_devices_across_jobs_and_replaces_one_that_died() {
     // A kept device that dies between jobs is replaced; the new one is kept in turn.
     // SAFETY: a signal to a process id of our own test's device.
     assert_eq!(unsafe { libc::kill(pid(&second), libc::SIGKILL) }, 0);
-    // Until it is gone or a zombie (the daemon's child, not yet reaped): its
+    // Until it has ended (the daemon's child, maybe not yet reaped): its
     // descriptors are closed then, so the daemon can see that it died.
-    let (dead, start) = (pid(&second), Instant::now());
-    while std::fs::read_to_string(format!("/proc/{dead}/stat")).is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')) {
-        assert!(start.elapsed() < Duration::from_secs(20), "the device (process {dead}) outlived SIGKILL");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_ended(pid(&second), "the device killed with SIGKILL");
     let third = job(3, &[]);
     assert_ne!(pid(&third), pid(&second));
     assert!(!kind(&third).contains("kept open"), "{}", kind(&third));
@@ -341,11 +337,7 @@ fn the_daemon_keeps_emulated_devices_across_jobs_and_replaces_one_that_died() {
     // Other options make another device, which is then kept in place of the first: it is closed.
     let other = pid(&job(8, &["--device-workers", "1"]));
     assert_ne!(other, pid(&fourth));
-    let (closed, start) = (pid(&fourth), Instant::now());
-    while std::fs::read_to_string(format!("/proc/{closed}/stat")).is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')) {
-        assert!(start.elapsed() < Duration::from_secs(20), "the device of other options (process {closed}) is still kept");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_ended(pid(&fourth), "the device of other options, no longer kept,");
     assert_eq!(pid(&job(9, &["--device-workers", "1"])), other);
 }
 

@@ -282,11 +282,7 @@ fn a_devmem_server_leaves_no_files_when_stopped_or_killed() {
         unsafe { libc::kill(pid, signal) };
         let _ = s.child.take().expect("running").wait();
         // The NIC is the server's child: once the server is gone, it ends (a zombie is ended).
-        let start = std::time::Instant::now();
-        while std::fs::read_to_string(format!("/proc/{nic}/stat")).is_ok_and(|st| !st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')) {
-            assert!(start.elapsed() < Duration::from_secs(20), "the NIC (process {nic}) outlived the server");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until_ended(nic, "the NIC, whose server is gone,");
         assert_eq!(files(pid), Vec::<std::path::PathBuf>::new(), "signal {signal}: left behind");
     }
 }

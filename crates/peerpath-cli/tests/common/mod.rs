@@ -193,6 +193,22 @@ pub fn wait_deadline(child: &mut Child, deadline: Duration, what: &str) -> ExitS
     }
 }
 
+/// Waits until process `pid` (not this test's child) has ended: gone, or a
+/// zombie whose every thread has exited. Only then are all its descriptors
+/// closed; a thread-group leader shows `Z` while its other threads are still
+/// exiting (and holding them). Panics after 20 s, naming `what`.
+pub fn wait_until_ended(pid: i32, what: &str) {
+    let start = Instant::now();
+    let ended = |status: &str| {
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+        field("State:").is_some_and(|s| s.starts_with('Z')) && field("Threads:") == Some("1")
+    };
+    while std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|st| !ended(&st)) {
+        assert!(start.elapsed() < Duration::from_secs(20), "{what} (process {pid}) has not ended in 20 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Runs `cmd` with optional standard input, collecting its output.
 pub fn run_full(cmd: &mut Command, stdin: Option<Vec<u8>>, deadline: Duration) -> Out {
     let what = describe_cmd(cmd);
