@@ -288,6 +288,46 @@ fn a_client_that_goes_away_cancels_its_job_and_nothing_is_kept() {
     assert_file_eq(&dir.path().join("in.fa.gz"), &compress_bytes(dir.path(), "again.fa", sample(), &[]), "the next job");
 }
 
+/// A job blocked on its client's pipes (a source that sends nothing, an output nobody
+/// reads), whose client then goes away, ends at once: the daemon runs one job at a time,
+/// so it would otherwise hold every later client until the pipe's other end moved.
+#[test]
+fn a_client_that_goes_away_while_its_job_waits_on_an_idle_pipe_cancels_it() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    run(&mut d.client(dir.path(), args!["compress", "-q", "in.fa", "-o", "in.gz"])).ok();
+    let jobs: [(&[&str], bool); 3] = [
+        (&["compress", "-", "-o", "idle.gz"], true),
+        (&["decompress", "-", "-o", "idle.out"], true),
+        (&["decompress", "in.gz", "-o", "-"], false),
+    ];
+    for (k, (job, reads)) in jobs.into_iter().enumerate() {
+        // The test holds the pipe's other end and neither writes nor reads it.
+        let (pipe_in, pipe_out) = std::io::pipe().unwrap();
+        let mut c = d.client(dir.path(), job.iter().map(std::ffi::OsString::from));
+        let held = if reads {
+            c.stdin(pipe_in).stdout(Stdio::null());
+            Box::new(pipe_out) as Box<dyn std::any::Any>
+        } else {
+            c.stdin(Stdio::null()).stdout(pipe_out);
+            Box::new(pipe_in)
+        };
+        let mut client = c.stderr(Stdio::null()).spawn().expect("start the client");
+        let n = k + 2;
+        d.wait_for_log(&format!("job {n}: started: {}", job.join(" ")), 1);
+        std::thread::sleep(Duration::from_millis(300));
+        client.kill().unwrap();
+        let _ = client.wait();
+        d.wait_for_log(&format!("job {n}: exit 130"), 1);
+        drop(held);
+    }
+    assert_dir_holds(dir.path(), &["daemon.log", "daemon.sock", "in.fa", "in.gz"]);
+    // The daemon goes on with the next client.
+    let o = run(&mut d.client(dir.path(), args!["decompress", "-q", "in.gz", "-o", "-"])).ok();
+    assert_bytes_eq(&o.stdout, sample(), "the next job");
+}
+
 #[test]
 fn the_daemon_keeps_emulated_devices_across_jobs_and_replaces_one_that_died() {
     let dir = scratch();

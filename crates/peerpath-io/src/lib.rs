@@ -13,6 +13,7 @@
 
 mod engine;
 mod file;
+pub mod stop;
 mod sync;
 mod target;
 mod uring;

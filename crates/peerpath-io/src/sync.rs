@@ -30,30 +30,35 @@ pub(crate) fn transfer_blocking(op: IoOp, fd: RawFd, offset: Option<u64>, ptr: *
     while done < len {
         // SAFETY: the caller guarantees ptr..ptr+len is a live buffer it owns
         // for the duration of the call; we pass the unfinished part of it.
-        let n = unsafe {
-            let p = ptr.add(done);
-            let rest = len - done;
-            match (op, offset) {
-                (IoOp::Read, Some(o)) => libc::pread(fd, p as *mut libc::c_void, rest, (o + done as u64) as libc::off_t),
-                (IoOp::Read, None) => libc::read(fd, p as *mut libc::c_void, rest),
-                (IoOp::Write, Some(o)) => libc::pwrite(fd, p as *const libc::c_void, rest, (o + done as u64) as libc::off_t),
-                (IoOp::Write, None) => libc::write(fd, p as *const libc::c_void, rest),
-            }
+        let (p, rest) = (unsafe { ptr.add(done) }, len - done);
+        // A stream (no offset) may wait for ever on its other end: a job
+        // server's transfers there end when it stops them (crate::stop).
+        // SAFETY: as above.
+        let stoppable = offset.is_none().then(|| unsafe { crate::stop::stream_transfer(fd, op == IoOp::Write, p, rest) }).flatten();
+        let n = stoppable.unwrap_or_else(|| {
+            // SAFETY: as above.
+            let n = unsafe {
+                match (op, offset) {
+                    (IoOp::Read, Some(o)) => libc::pread(fd, p as *mut libc::c_void, rest, (o + done as u64) as libc::off_t),
+                    (IoOp::Read, None) => libc::read(fd, p as *mut libc::c_void, rest),
+                    (IoOp::Write, Some(o)) => libc::pwrite(fd, p as *const libc::c_void, rest, (o + done as u64) as libc::off_t),
+                    (IoOp::Write, None) => libc::write(fd, p as *const libc::c_void, rest),
+                }
+            };
+            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        });
+        let n = match n {
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(crate::engine::PartlyWritten::wrap(err, op, offset, done)),
         };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(crate::engine::PartlyWritten::wrap(err, op, offset, done));
-        }
         if n == 0 {
             if op == IoOp::Write {
                 return Err(crate::engine::PartlyWritten::wrap(io::Error::new(io::ErrorKind::WriteZero, "write returned 0 bytes"), op, offset, done));
             }
             break;
         }
-        done += n as usize;
+        done += n;
         // A positional read that comes back short has hit end of file (an
         // O_DIRECT retry at the unaligned remainder would fail with EINVAL).
         if op == IoOp::Read && offset.is_some() && done < len {

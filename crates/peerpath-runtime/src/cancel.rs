@@ -5,10 +5,11 @@
 //! (compress's executor, decompress's and verify's waits), between waits
 //! that end with an I/O completion, a device's command timeout or a wake
 //! from here (a loop registers its waker, so an io_uring wait ends at once;
-//! a blocking read of a pipe, which jobs do with read(2), ends at the pipe's
-//! next bytes or its end), and end with [`JobError::Cancelled`]: the usual
-//! failure path, so outputs in progress are not put in place and their
-//! temporaries go.
+//! a read or write of a pipe, which jobs do with read(2) and write(2), is
+//! stopped: `peerpath_io::stop`, armed in a process that clears the flag
+//! for its jobs), and end with [`JobError::Cancelled`]: the usual failure
+//! path, so outputs in progress are not put in place and their temporaries
+//! go.
 
 use crate::error::{JobError, Result};
 use peerpath_io::Waker;
@@ -63,16 +64,25 @@ impl Flag {
 /// Asks the job in progress (or the next one, until [`clear`]) to stop, for this reason.
 pub fn cancel(why: &str) {
     FLAG.cancel(why);
+    peerpath_io::stop::stop_blocking_transfers();
 }
 
-/// Lets jobs run again: called before each job that a cancellation must not reach.
+/// Lets jobs run again: called before each job that a cancellation must not
+/// reach (by a job server; its transfers on pipes become stoppable).
 pub fn clear() {
     FLAG.clear();
+    peerpath_io::stop::arm();
 }
 
 /// The job's check: an error once the job was cancelled.
 pub(crate) fn check() -> Result<()> {
     FLAG.check()
+}
+
+/// `e`, or the cancellation that caused it (a stopped transfer's error,
+/// say) where the job was cancelled.
+pub(crate) fn or_cancelled(e: JobError) -> JobError {
+    FLAG.check().err().unwrap_or(e)
 }
 
 /// A loop's waker, woken by a cancellation while this lives.

@@ -69,7 +69,8 @@ pub fn compress(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions) -> Result<
         Compute::Emulated(spec) => Some(DeviceSet::emulated(spec, opts.no_fallback)),
         Compute::Gpu(spec) => Some(DeviceSet::gpu(spec, opts.no_fallback)),
     };
-    compress_on(pairs, opts, devices)
+    // A job cancelled from outside ends with that, whatever its transfers then said.
+    compress_on(pairs, opts, devices).map_err(crate::cancel::or_cancelled)
 }
 
 /// [`compress`], with streams placed on `devices` where they can go.

@@ -306,7 +306,8 @@ fn run_job_on(
     let abandon_all = |finished: Vec<TargetWriter>| finished.into_iter().for_each(TargetWriter::abandon);
     let mut failed = Vec::new();
     for (source, target) in items {
-        let (mut f, writer, worker_reads) = match run_file(&mut ctx, source, target.as_ref()) {
+        // A job cancelled from outside ends with that, whatever its transfers then said.
+        let (mut f, writer, worker_reads) = match run_file(&mut ctx, source, target.as_ref()).map_err(crate::cancel::or_cancelled) {
             Ok(done) => done,
             // Nothing of the file still in flight (run_file drained it): the next can start.
             Err(e) if keep_going && source_failure(&e) && ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 => {
@@ -932,7 +933,8 @@ fn drain(ctx: &mut Ctx, st: &mut FileState) -> Result<()> {
 fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState) -> Result<Option<DecodeMode>> {
     let Some(file_size) = src.kind.size_bytes() else {
         let reader = src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
-        return stream_from(ctx, st, reader, 0, 0, DecodeMode::StreamingPipe);
+        // A pipe may be idle for ever: its reads end when the job is cancelled (a job server's).
+        return stream_from(ctx, st, peerpath_io::stop::StoppableRead(reader), 0, 0, DecodeMode::StreamingPipe);
     };
     if st.worker_reads {
         return split_for_reading_workers(ctx, src, st, file_size);
