@@ -814,6 +814,21 @@ impl Topology {
         self.numa_nodes.iter().find(|n| n.id == node).and_then(|n| n.socket)
     }
 
+    /// The NUMA node of PCI function `bdf`: its own, or, where firmware gave it none (sysfs
+    /// `numa_node` -1), its host bridge's (that of the functions below it, where they agree).
+    pub fn numa_node_of(&self, bdf: Bdf) -> Option<u32> {
+        self.device(bdf).and_then(|d| d.numa_node).or_else(|| {
+            let hb = self.host_bridge_of(bdf);
+            self.host_bridges.iter().find(|h| h.name == hb).and_then(|h| h.numa_node)
+        })
+    }
+
+    /// How many CPU sockets the machine has, as far as it says (1 where it says nothing).
+    pub fn socket_count(&self) -> u32 {
+        let of_nodes: HashSet<u32> = self.numa_nodes.iter().filter_map(|n| n.socket).collect();
+        self.cpu.sockets.unwrap_or(1).max(of_nodes.len() as u32).max(1)
+    }
+
     /// The NVMe controller on PCI function `bdf`.
     pub fn nvme_for_pci(&self, bdf: Bdf) -> Option<&NvmeController> {
         self.nvme_controllers.iter().find(|c| c.pci == Some(bdf))

@@ -748,7 +748,7 @@ impl<'a> Planner<'a> {
                 .or_else(|| topo.nvme_for_pci(b).map(|c| c.name.clone()))
                 .or_else(|| gpu::gpu_name(topo, b))
                 .unwrap_or_else(|| b.to_string());
-            let node = d.numa_node;
+            let node = topo.numa_node_of(b);
             let socket = node.and_then(|n| topo.socket_of_node(n));
             // The provider-side reasons are those of the device's memory with itself.
             let v = verdict::verdict(topo, &b.to_string(), &b.to_string())?;
@@ -1478,7 +1478,7 @@ fn refusal(leg: &Leg) -> String {
 
 fn place(topo: &Topology, name: &str) -> Result<Place> {
     let ep = topo.resolve(name)?;
-    let nodes: Vec<Option<u32>> = ep.pci.iter().map(|b| topo.device(*b).and_then(|d| d.numa_node)).collect();
+    let nodes: Vec<Option<u32>> = ep.pci.iter().map(|b| topo.numa_node_of(*b)).collect();
     let node = match nodes.first() {
         Some(Some(n)) if nodes.iter().all(|x| *x == Some(*n)) => Some(*n),
         _ => None,

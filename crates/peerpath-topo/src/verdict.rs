@@ -140,6 +140,9 @@ pub enum Reason {
     CrossSocket { provider_node: u32, client_node: u32, provider_socket: u32, client_socket: u32 },
     /// Different NUMA nodes on one socket, or sockets unknown.
     DifferentNumaNodes { provider_node: u32, client_node: u32 },
+    /// On a machine of several sockets, the path crosses host bridges and firmware gives no
+    /// NUMA node for these devices (nor for their host bridges): it may cross sockets.
+    SocketUnknown { devices: Vec<Bdf>, sockets: u32 },
     /// ACS on these functions could not be read; the verdict assumes no redirect.
     AcsUnknown { devices: Vec<Bdf>, why: String },
     /// The CPU is AMD Zen, so the kernel allows P2P through the root complex without the allow-list.
@@ -181,6 +184,7 @@ impl Reason {
             Reason::ProviderExhausted { .. } => "full",
             Reason::CrossSocket { .. } => "numa",
             Reason::DifferentNumaNodes { .. } => "node",
+            Reason::SocketUnknown { .. } => "numa?",
             Reason::AcsUnknown { .. } => "acs?",
             Reason::CpuAllowsRootComplex { .. } => "zen",
             Reason::HostBridgeAllowListed { .. } => "list",
@@ -280,6 +284,10 @@ impl Reason {
                 provider_node,
                 client_node,
             } => format!("the devices are on different NUMA nodes ({provider_node} and {client_node})"),
+            Reason::SocketUnknown { devices, sockets } => format!(
+                "the path crosses host bridges on a machine of {sockets} sockets, and firmware gives no NUMA node (numa_node -1) for {}, nor for the other functions below its host bridge: it may cross sockets, which peerpath never plans",
+                join_bdfs(devices)
+            ),
             Reason::AcsUnknown { devices, why } => format!(
                 "ACS could not be read on {} ({why}); the verdict assumes no ACS redirect there",
                 join_bdfs(devices)
@@ -350,6 +358,9 @@ impl Reason {
             Reason::CrossSocket { .. } => Some(
                 "pair the device with a provider on its own socket, or stage through a host buffer on the target's NUMA node".to_string(),
             ),
+            Reason::SocketUnknown { .. } => Some(
+                "pair devices below one host bridge, or give each device's node in a topology file (`peerpath topo --export FILE`, set `numa_node` on the devices, then `--file FILE`)".to_string(),
+            ),
             Reason::AcsUnknown { .. } => Some(
                 "run as root (config space beyond 64 bytes needs CAP_SYS_ADMIN) or check `lspci -vvv` ACSCtl".to_string(),
             ),
@@ -367,7 +378,8 @@ impl Reason {
             | Reason::CmbNotRegistered { .. }
             | Reason::CmbNotPublished { .. }
             | Reason::ProviderNotPublished { .. }
-            | Reason::CrossSocket { .. } => Severity::Blocks,
+            | Reason::CrossSocket { .. }
+            | Reason::SocketUnknown { .. } => Severity::Blocks,
             Reason::ProviderExhausted { .. } | Reason::DifferentNumaNodes { .. } | Reason::AcsUnknown { .. } => {
                 Severity::Caveat
             }
@@ -736,8 +748,12 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
             });
         }
         // NUMA and sockets.
-        let pn = topo.device(p).and_then(|d| d.numa_node);
-        let cn = topo.device(k.client).and_then(|d| d.numa_node);
+        let (pn, cn) = (topo.numa_node_of(p), topo.numa_node_of(k.client));
+        let sockets = topo.socket_count();
+        if (pn.is_none() || cn.is_none()) && sockets > 1 && topo.host_bridge_of(p) != topo.host_bridge_of(k.client) {
+            let devices = [(p, pn), (k.client, cn)].into_iter().filter(|(_, n)| n.is_none()).map(|(b, _)| b).collect();
+            reasons.push(Reason::SocketUnknown { devices, sockets });
+        }
         if let (Some(pn), Some(cn)) = (pn, cn) {
             if pn != cn {
                 match (topo.socket_of_node(pn), topo.socket_of_node(cn)) {

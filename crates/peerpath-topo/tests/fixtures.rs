@@ -53,6 +53,47 @@ fn epyc_case_study_verdicts() {
     assert!(groups.iter().all(|(g, bus)| g.len() == 12 && !bus));
 }
 
+/// Firmware that gives no NUMA node (`numa_node` -1) on a machine of two sockets: a device's
+/// node is its host bridge's where the other functions there give theirs; where none does, a
+/// path across host bridges may cross sockets, so it is refused, and said why.
+#[test]
+fn epyc_without_numa_nodes_never_plans_across_sockets() {
+    let (dir, _) = load(&fixture::epyc_case_study());
+    let nodes = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        let out = std::process::Command::new("find").arg(dir).args(["-name", "numa_node", "-path", "*/pci*"]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap().lines().map(Into::into).collect()
+    };
+    let all = nodes(dir.path());
+    assert!(all.len() > 20, "{all:?}");
+    // One device without a node: its host bridge's functions say node 1.
+    let t = Topology::from_sysfs(dir.path()).unwrap();
+    let csp3 = bdf(&t, "csp3");
+    let of_csp3 = all.iter().find(|p| p.to_string_lossy().contains(&format!("/{csp3}/"))).unwrap();
+    std::fs::write(of_csp3, "-1\n").unwrap();
+    let t = Topology::from_sysfs(dir.path()).unwrap();
+    assert_eq!(t.device(csp3).unwrap().numa_node, None);
+    assert_eq!(t.numa_node_of(csp3), Some(1));
+    assert!(matches!(t.verdict("csp3", "ssd0").unwrap().path, P2pPath::NotSupported { reason: Reason::CrossSocket { .. } }));
+    assert_eq!(t.verdict("csp3", "ssd9").unwrap().path, P2pPath::ThroughHostBridge { distance: 4 });
+
+    // No device with a node.
+    all.iter().for_each(|p| std::fs::write(p, "-1\n").unwrap());
+    let t = Topology::from_sysfs(dir.path()).unwrap();
+    assert_eq!(t.socket_count(), 2);
+    for (c, s) in [("csp3", "ssd0"), ("csp0", "ssd9"), ("csp3", "ssd17")] {
+        let v = t.verdict(c, s).unwrap();
+        let P2pPath::NotSupported { reason: r @ Reason::SocketUnknown { sockets: 2, .. } } = &v.path else { panic!("{c} {s}: {:?}", v.path) };
+        assert!(r.describe().contains("numa_node -1") && r.remedy().unwrap().contains("--export"), "{}", r.describe());
+    }
+    // Below one host bridge, the path never leaves the socket.
+    let csp0 = bdf(&t, "csp0");
+    let same: Vec<String> = (0..18).map(|i| format!("ssd{i}")).filter(|s| t.host_bridge_of(bdf(&t, s)) == t.host_bridge_of(csp0)).collect();
+    assert!(!same.is_empty());
+    for s in &same {
+        assert!(!matches!(t.verdict("csp0", s).unwrap().path, P2pPath::NotSupported { .. }), "csp0 {s}");
+    }
+}
+
 #[test]
 fn intel_switch_acs_verdicts() {
     let (_dir, t) = load(&fixture::intel_switch_acs());
