@@ -94,6 +94,24 @@ fn archive_truncated_inside_the_trailer_is_exit_7() {
     }
 }
 
+/// A file that kept its length while its end was lost (zeros where data was never written, as
+/// after a crash) ends in zeros at a member's start: more than padding leaves is exit 9, not a
+/// short output with exit 0. Zeros as padding leaves them are ignored, as gzip does.
+#[test]
+fn an_end_lost_to_zeros_is_exit_9_and_padding_is_not() {
+    let dir = scratch();
+    let (data, a) = random_archive(dir.path());
+    let m2 = a.members[2];
+    let mut lost = a.packed.clone();
+    lost[m2.offset..].fill(0);
+    let zeros = format!("{} zero bytes after the last member, from byte {}", lost.len() - m2.offset, m2.offset);
+    bad(dir.path(), "zero-tail.gz", &lost, 9, &[&zeros, "may be lost"]);
+    let padded = dir.path().join("padded.gz");
+    std::fs::write(&padded, [&a.packed[..], &[0u8; 10_240][..]].concat()).unwrap();
+    let o = run(&mut pp(args!["decompress", &padded, "-o", "-", "-q"])).ok();
+    assert_bytes_eq(&o.stdout, &data, "a tar-padded file");
+}
+
 #[test]
 fn flipped_bit_in_member_data_is_a_crc_mismatch_exit_6() {
     let dir = scratch();

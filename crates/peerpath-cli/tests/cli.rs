@@ -281,6 +281,19 @@ fn json_report_ledger_is_consistent_for_decompress_and_verify() {
     }
 }
 
+/// `--verify` reads each output back; standard output cannot be: "-" would be read as standard
+/// input (it checked whatever came in there: false passes, false failures, or a wait on a terminal).
+#[test]
+fn verify_with_standard_output_is_a_usage_error_before_anything_is_written() {
+    let dir = scratch();
+    let src = dir.path().join("in.fa");
+    std::fs::write(&src, sample()).unwrap();
+    let good = compress_bytes(dir.path(), "good.fa", sample(), &[]);
+    let o = run_full(&mut pp(args!["compress", &src, "-o", "-", "--verify"]), Some(good), DEADLINE).fails(2, &["--verify", "standard output"]);
+    assert!(o.stdout.is_empty(), "nothing written: {} bytes", o.stdout.len());
+    assert_dir_holds(dir.path(), &["good.fa", "good.fa.gz", "in.fa"]);
+}
+
 /// `cat FILE | peerpath compress - -o - | gzip -d`, with the processes
 /// joined by real pipes.
 #[test]

@@ -312,6 +312,12 @@ fn bad_foreign_gzip_files_are_classified() {
     let p = dir.path().join("zero-padded.gz");
     std::fs::write(&p, [&good[..], &[0u8; 1000][..]].concat()).unwrap();
     peerpath_restores(dir.path(), &p, &data, "trailing zeros");
+    // More zeros than padding leaves: the look of a file whose end was lost (exit 9, nothing kept).
+    let p = dir.path().join("zero-tail.gz");
+    std::fs::write(&p, [&good[..], &[0u8; 100_000][..]].concat()).unwrap();
+    run(&mut pp(args!["verify", &p])).fails(9, &["100000 zero bytes after the last member", "may be lost"]);
+    run(&mut pp(args!["decompress", &p, "-o", dir.path().join("zero-tail.out")])).fails(9, &["zero-tail.gz"]);
+    assert!(!dir.path().join("zero-tail.out").exists());
     let names = names_in(dir.path());
     assert!(!names.iter().any(|n| n.contains(".peerpath-tmp.")), "temporary files left: {names:?}");
 }

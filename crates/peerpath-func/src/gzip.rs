@@ -42,6 +42,13 @@ pub const PEERPATH_SUBFIELD: [u8; 2] = *b"PP";
 pub const PEERPATH_HEADER_BYTES: usize = 10 + 2 + 4 + 8;
 const BGZF_HEADER_BYTES: usize = 18;
 
+/// The most zero bytes after a stream's last member taken as padding and
+/// ignored, as gzip ignores them: tar's records (10 KiB by default, 32 KiB
+/// with `-b 64`) and block devices' padding stay below it. More zeros are
+/// how a file whose end was lost looks (a crash leaves zeros where data was
+/// not yet written), which would otherwise decode short without a word.
+pub const MAX_ZERO_PADDING: u64 = 64 << 10;
+
 /// The largest input of one BGZF member (htslib's BGZF_BLOCK_SIZE = 0xff00),
 /// chosen so that even stored (incompressible) data fits the 64 KiB limit.
 pub const BGZF_MAX_INPUT_BYTES: usize = 0xff00;
@@ -528,6 +535,9 @@ pub enum StreamError {
     Empty,
     #[error("trailing garbage after the last member, at byte {offset}")]
     TrailingGarbage { offset: u64 },
+    /// More zero bytes after the last member than padding leaves ([`MAX_ZERO_PADDING`]).
+    #[error("{bytes} zero bytes after the last member, from byte {offset}: more than tar or block padding leaves ({} KiB), so the file's end may be lost (a crash leaves zeros where data was not yet written)", MAX_ZERO_PADDING >> 10)]
+    ZeroTail { offset: u64, bytes: u64 },
     #[error(transparent)]
     Io(#[from] io::Error),
 }
@@ -689,9 +699,11 @@ impl<R: Read> StreamDecoder<R> {
             return Err(StreamError::at(self.members, self.offset, HeaderError::NotGzip(avail[0], avail.get(1).copied())));
         }
         let (at, b0, b1) = (self.offset, avail[0], avail.get(1).copied().unwrap_or(0));
-        // gzip ignores trailing zero padding (tar blocks); so do we.
+        // gzip ignores trailing zero padding (tar blocks); so do we, up to
+        // what padding leaves: more is the look of a file whose end was lost.
         if self.rest_is_zero()? {
-            return Ok(false);
+            let bytes = self.offset - at;
+            return if bytes <= MAX_ZERO_PADDING { Ok(false) } else { Err(StreamError::ZeroTail { offset: at, bytes }) };
         }
         // Bytes that are not a member, then a member that declares its
         // sizes: a damaged member start (exit 6), not garbage at the end.

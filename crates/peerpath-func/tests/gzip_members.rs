@@ -177,6 +177,17 @@ fn stream_errors_name_member_and_offset() {
     let mut garbage = m.clone();
     garbage.extend_from_slice(b"hello");
     assert!(matches!(stream_decode(&garbage, 99), Err(StreamError::TrailingGarbage { offset }) if offset == m.len() as u64));
+    // Zeros as padding leaves them are ignored, as gzip ignores them; more are an end that
+    // may be lost (a crash leaves zeros where data was not yet written), not a clean end.
+    let pad = peerpath_func::gzip::MAX_ZERO_PADDING as usize;
+    for (zeros, ok) in [(1, true), (10_240, true), (pad, true), (pad + 1, false), (1 << 20, false)] {
+        let padded = [&two[..], &vec![0u8; zeros][..]].concat();
+        match stream_decode(&padded, 4099) {
+            Ok(out) if ok => assert_eq!(out.len(), 2 * input.len(), "{zeros} zeros"),
+            Err(StreamError::ZeroTail { offset, bytes }) if !ok => assert_eq!((offset, bytes), (two.len() as u64, zeros as u64)),
+            other => panic!("{zeros} zeros: {:?}", other.map(|o| o.len())),
+        }
+    }
     // A damaged start of the second of three members, followed by a member
     // that declares its sizes: corruption of member 1, not garbage.
     let mut three = two.clone();

@@ -93,6 +93,10 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     for (s, t) in pairs {
         check_target(s, t, opts.common.force)?;
     }
+    if opts.verify && pairs.iter().any(|(_, t)| is_std_stream(t)) {
+        // Read back, "-" would be standard input.
+        return Err(JobError::Usage("--verify reads each output back before it is put in place, and standard output cannot be read back: give --output FILE or DIR (or check the stream with `peerpath verify -` where it goes)".into()));
+    }
     check_sources_are_not_targets(pairs)?;
     crate::job::make_room_for_files(pairs.len(), true)?;
     let mut streams: Vec<Stream> = Vec::new();

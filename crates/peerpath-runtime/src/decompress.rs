@@ -175,6 +175,7 @@ pub fn stream_error(path: &Path, e: StreamError) -> JobError {
         StreamError::Member { member, offset, error } => member_error(path, member, offset, error),
         StreamError::Empty => JobError::EmptyArchive { path: path.to_path_buf() },
         StreamError::TrailingGarbage { offset } => JobError::TrailingGarbage { path: path.to_path_buf(), offset },
+        e @ StreamError::ZeroTail { .. } => JobError::ZeroTail { path: path.to_path_buf(), detail: e.to_string() },
         StreamError::Io(e) => JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() },
     }
 }
@@ -224,6 +225,7 @@ fn source_failure(e: &JobError) -> bool {
             | JobError::TruncatedFile { .. }
             | JobError::NotGzip { .. }
             | JobError::TrailingGarbage { .. }
+            | JobError::ZeroTail { .. }
             | JobError::EmptyArchive { .. }
             | JobError::SourceIo { .. }
             | JobError::WrongKey { .. }

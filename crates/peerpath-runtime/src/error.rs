@@ -37,6 +37,9 @@ pub enum JobError {
     NotGzip { path: PathBuf, detail: String },
     #[error("{path}: trailing garbage after the last member, at byte {offset}")]
     TrailingGarbage { path: PathBuf, offset: u64 },
+    /// More zeros after the last member than padding leaves: its end may be lost.
+    #[error("{path}: {detail}")]
+    ZeroTail { path: PathBuf, detail: String },
     #[error("{path}: empty file (a gzip file holds at least one member)")]
     EmptyArchive { path: PathBuf },
     #[error("cannot write {path}: {source}{hint}", hint = enospc_hint(path, source))]
@@ -80,7 +83,7 @@ impl JobError {
             JobError::Corrupt { .. } | JobError::Damaged { .. } => 6,
             JobError::Truncated { .. } | JobError::TruncatedFile { .. } => 7,
             JobError::NotGzip { .. } => 8,
-            JobError::TrailingGarbage { .. } => 9,
+            JobError::TrailingGarbage { .. } | JobError::ZeroTail { .. } => 9,
             JobError::EmptyArchive { .. } => 10,
             JobError::TargetIo { .. } => 11,
             JobError::SourceIo { .. } => 12,
