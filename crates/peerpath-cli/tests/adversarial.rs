@@ -109,6 +109,37 @@ fn a_signal_at_any_point_leaves_only_the_sources_and_old_targets() {
     }
 }
 
+/// `-o DIR/` that the job makes is removed again when a handled signal ends the job, as when
+/// it fails (docs/usage.md): nothing is left but the sources, or the job's whole output.
+#[test]
+fn a_signal_removes_the_output_directory_the_job_made() {
+    let dir = scratch();
+    let src = dir.path().join("data.fa");
+    let data = mixed_data(24 << 20, 5);
+    std::fs::write(&src, &data).unwrap();
+    let gz = dir.path().join("data.fa.gz");
+    run(&mut pp(args!["compress", &src, "-o", &gz, "-q"])).ok();
+    let out = dir.path().join("made").join("deeper");
+    for (k, sig) in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].into_iter().enumerate() {
+        for (job, delay) in [("compress", 20u64), ("decompress", 10), ("compress", 60)] {
+            let target = format!("{}/", out.display());
+            let mut cmd = match job {
+                "decompress" => pp(args!["decompress", &gz, "-o", &target, "-q"]),
+                _ => pp(args!["compress", &src, "-o", &target, "-q", "-T", "1"]),
+            };
+            let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+            let status = kill_after(&mut child, std::time::Duration::from_millis(delay + k as u64), sig);
+            let what = format!("{job} killed by signal {sig} after {delay} ms: {status}");
+            if status.success() {
+                assert_eq!(names_in(&out).len(), 1, "{what}: the output");
+            } else {
+                assert_eq!(names_in(dir.path()), ["data.fa", "data.fa.gz"], "{what}: left behind");
+            }
+            let _ = std::fs::remove_dir_all(dir.path().join("made"));
+        }
+    }
+}
+
 /// The other commands that write (issue 15: "each subcommand that
 /// writes"): `ec encode`, `ec repair`, `ec decode` and the gzip front end,
 /// killed at several points by each signal, with unnamed and with named

@@ -57,7 +57,9 @@ fn remove_all(paths: &mut Vec<PathBuf>) -> usize {
     let named = std::mem::take(paths).iter().filter(|p| if p.is_dir() { std::fs::remove_dir_all(p).is_ok() } else { std::fs::remove_file(p).is_ok() }).count();
     // Another process's file now under the name (a new daemon's socket, bound after
     // this one's was removed by hand) stays.
-    named + std::mem::take(&mut *made()).iter().filter(|(p, id)| identity(p) == Some(*id) && std::fs::remove_file(p).is_ok()).count()
+    // A directory made for outputs goes only where empty (what it held before it was made stays).
+    let remove = |p: &Path| if p.is_dir() { std::fs::remove_dir(p) } else { std::fs::remove_file(p) };
+    named + std::mem::take(&mut *made()).iter().filter(|(p, id)| identity(p) == Some(*id) && remove(p).is_ok()).count()
 }
 
 /// Removes every named temporary file and [`ScratchDir`] this process
@@ -67,9 +69,11 @@ pub fn remove_named_temporaries() -> usize {
 }
 
 /// Adds `path`, a file this process has just made (a job server's socket),
-/// to what a signal removes before the process dies, as long as the name
-/// still holds that file then. Give an absolute path where the process may
-/// change its directory (a relative one is resolved when the signal comes).
+/// or a directory it made for outputs (removed only where empty), to what a
+/// signal removes before the process dies, as long as the name still holds
+/// that file then; given deepest first, directories go deepest first. Give
+/// an absolute path where the process may change its directory (a relative
+/// one is resolved when the signal comes).
 pub fn remove_on_signal(path: PathBuf) {
     if let Some(id) = identity(&path) {
         made().push((path, id));

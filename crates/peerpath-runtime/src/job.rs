@@ -160,21 +160,25 @@ impl MadeDirs {
             made.push(d.to_path_buf());
             p = d.parent();
         }
-        // Held first: where making them fails part way, those made go again.
-        let made = MadeDirs(made);
+        // Held first: where making them fails part way, those made go again. Absolute:
+        // a job server changes its directory between jobs, and a signal may come then.
+        let made = MadeDirs(made.into_iter().map(|d| std::path::absolute(&d).unwrap_or(d)).collect());
         std::fs::create_dir_all(dir).map_err(|e| JobError::TargetIo { path: dir.to_path_buf(), source: e })?;
+        // A signal that ends the job removes them too (where still empty).
+        made.0.iter().for_each(|d| peerpath_io::remove_on_signal(d.clone()));
         Ok(made)
     }
 
     /// The job succeeded: its directories stay.
     pub fn keep(mut self) {
-        self.0.clear();
+        self.0.drain(..).for_each(|d| peerpath_io::keep_on_signal(&d));
     }
 }
 
 impl Drop for MadeDirs {
     fn drop(&mut self) {
         for d in &self.0 {
+            peerpath_io::keep_on_signal(d);
             let _ = std::fs::remove_dir(d);
         }
     }
