@@ -140,6 +140,42 @@ fn a_signal_removes_the_output_directory_the_job_made() {
     }
 }
 
+/// A gzip file without size fields (decoded by the streaming decoder) that shrinks while it is
+/// read, cut at a member's end, must not give a short output with exit 0: exit 12, nothing kept.
+#[test]
+fn a_streamed_source_that_shrinks_at_a_member_end_is_exit_12() {
+    let Some(t) = tools_or_skip("a_streamed_source_that_shrinks_at_a_member_end_is_exit_12", &["gzip"]) else { return };
+    let dir = scratch();
+    let first = sys(&t[0], &[&os("-1"), &os("-c")], Some(mixed_data(48 << 20, 8)));
+    let second = sys(&t[0], &[&os("-1"), &os("-c")], Some(sample().to_vec()));
+    let src = dir.path().join("two.gz");
+    let out = dir.path().join("two.out");
+    let mut cut_while_read = 0;
+    for delay_ms in [5u64, 20, 60, 150, 400, 5, 20, 60] {
+        std::fs::write(&src, [&first[..], &second[..]].concat()).unwrap();
+        let mut child = pp(args!["decompress", &src, "-o", &out, "-q", "-f"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        std::fs::OpenOptions::new().write(true).open(&src).unwrap().set_len(first.len() as u64).unwrap();
+        let status = wait_deadline(&mut child, HANG_DEADLINE, "decompress of a shrinking file");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        match status.code() {
+            // Done before the cut: the whole output.
+            Some(0) => assert_eq!(std::fs::metadata(&out).unwrap().len(), (48 << 20) + sample().len() as u64, "after {delay_ms} ms: exit 0 with a short output"),
+            Some(12) => {
+                assert!(err.contains("shrank while being read"), "{err}");
+                assert!(!out.exists(), "after {delay_ms} ms: an output was kept");
+                cut_while_read += 1;
+            }
+            other => panic!("after {delay_ms} ms: exit {other:?}: {err}"),
+        }
+        let _ = std::fs::remove_file(&out);
+    }
+    if cut_while_read == 0 {
+        eprintln!("note: every decompress finished before its source was cut: nothing shown on this machine");
+    }
+}
+
 /// The other commands that write (issue 15: "each subcommand that
 /// writes"): `ec encode`, `ec repair`, `ec decode` and the gzip front end,
 /// killed at several points by each signal, with unnamed and with named

@@ -1304,14 +1304,31 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
     if st.first_error.is_some() {
         return Ok(None);
     }
-    let mut reader = std::fs::File::open(&src.path).map_err(|e| JobError::SourceUnreadable { path: src.path.clone(), source: e })?;
+    // The file opened (not its name, which may hold another by now), without O_DIRECT:
+    // the streaming decoder reads what it needs, unaligned.
+    let opened = format!("/proc/self/fd/{}", src.file.as_raw_fd());
+    let mut reader = std::fs::File::open(&opened).map_err(|e| JobError::SourceUnreadable { path: src.path.clone(), source: e })?;
     let mode = if index == 0 { DecodeMode::Streaming { why } } else { DecodeMode::ParallelThenStreaming { members: index, from: pos, why } };
-    if let Some(c) = &st.cipher {
-        let plain = peerpath_func::crypt::BlockReader::new(reader, c.clone(), pos).map_err(|e| JobError::Damaged { path: st.path.to_path_buf(), detail: e.to_string() })?;
-        return stream_from(ctx, st, plain, pos, index, mode);
+    let decoded = match &st.cipher {
+        Some(c) => {
+            let plain = peerpath_func::crypt::BlockReader::new(reader, c.clone(), pos).map_err(|e| JobError::Damaged { path: st.path.to_path_buf(), detail: e.to_string() })?;
+            stream_from(ctx, st, plain, pos, index, mode)
+        }
+        None => {
+            reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
+            stream_from(ctx, st, reader, pos, index, mode)
+        }
+    };
+    // Read to its end, a file that shrank ends early (cleanly, at a member's end) and
+    // one that grew gives more: either way, not the file that was opened.
+    if let Some(size) = src.kind.size_bytes() {
+        let now = src.file.metadata().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?.len();
+        if now != size {
+            let how = if now > size { "grew" } else { "shrank" };
+            return Err(JobError::SourceIo { path: st.path.to_path_buf(), detail: format!("the source {how} while being read ({size} bytes when opened, {now} now)") });
+        }
     }
-    reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
-    stream_from(ctx, st, reader, pos, index, mode)
+    decoded
 }
 
 fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, pos: u64, index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
