@@ -465,16 +465,38 @@ fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: 
     // device that fails (or a record longer than it carries) hands the whole file
     // to the CPU.
     match scan_device::scan(dev, (&opened.file, f), format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
-        Ok(d) => Ok(Some(d)),
+        Ok(d) => kept_its_size(f, &opened.file, opened.kind.size_bytes().unwrap_or(d.bytes), Some(d.bytes)).map(|()| Some(d)),
         Err(Stop::Job(e)) => Err(e),
         Err(Stop::Device(why) | Stop::Verdict(why)) => cpu(format!("the device could not count it ({why}); nothing was printed for it")),
     }
 }
 
+/// A file that shrank or grew while read (`read` bytes of it, where all are read as they
+/// are) gave records of no state it was ever in: the job's error (exit 12).
+fn kept_its_size(path: &Path, f: &File, size: u64, read: Option<u64>) -> Result<(), JobError> {
+    let now = f.metadata().map_or(size, |m| m.len());
+    let read = read.unwrap_or(size);
+    if now == size && read == size {
+        return Ok(());
+    }
+    let how = if now > size || read > size { "grew" } else { "shrank" };
+    Err(JobError::SourceIo { path: path.to_path_buf(), detail: format!("the source {how} while being read ({size} bytes when opened, {now} now)") })
+}
+
 /// Filters one file: returns what was found, how many (decoded) bytes were
 /// read, and the format they were read as (`None`: no bytes to tell it by).
 fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64, Option<RecordFormat>), JobError> {
-    let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) { Box::new(std::io::stdin()) } else { Box::new(crate::open_file_source(path)?) };
+    // A file's size when opened, and the file, to tell at the end whether it changed while read.
+    let mut opened: Option<(std::fs::File, u64)> = None;
+    let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) {
+        Box::new(std::io::stdin())
+    } else {
+        let f = crate::open_file_source(path)?;
+        if let Some(m) = f.metadata().ok().filter(|m| m.is_file()) {
+            opened = f.try_clone().ok().map(|c| (c, m.len()));
+        }
+        Box::new(f)
+    };
     // Gzip or not, from the first two bytes (kept and replayed).
     let mut magic = [0u8; 2];
     let mut got = 0;
@@ -534,6 +556,9 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
             return Err(JobError::Damaged { path: path.to_path_buf(), detail: format!("not FASTQ: the record at byte {}{of} is malformed: {}", m.offset, m.fault.why()) });
         }
         let (bytes, format) = read?;
+        if let Some((f, size)) = &opened {
+            kept_its_size(path, f, *size, (!gzip).then_some(bytes))?;
+        }
         match write_error {
             Some(e) => Err(JobError::TargetIo { path: out_path.to_path_buf(), source: e }),
             None => Ok((total, bytes, format)),
