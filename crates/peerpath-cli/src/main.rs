@@ -295,20 +295,16 @@ fn topo(a: TopoArgs) -> Result<(), JobError> {
     let export = a.export.as_ref().map(|p| t.to_toml_string().map(|text| (p, text))).transpose().map_err(e)?;
     let svg = a.svg.as_ref().map(|p| t.render_svg().map(|text| (p, text))).transpose().map_err(e)?;
     let outputs: Vec<(&Path, &[u8])> = export.iter().chain(&svg).map(|(p, text)| (p.as_path(), text.as_bytes())).collect();
+    // What is printed is made first: a pair that names no device (or a matrix that cannot be
+    // drawn) fails the job before any output is written (all or nothing).
+    let text = match (&a.explain, a.json) {
+        (Some(pair), true) => format!("{}\n", jsonout::stamped("p2p-verdict", &t.verdict(&pair[0], &pair[1]).map_err(e)?)),
+        (Some(pair), false) => t.explain(&pair[0], &pair[1]).map_err(e)?,
+        (None, true) => format!("{}\n", jsonout::stamped_text("topology", &t.to_json_string().map_err(e)?)),
+        (None, false) => format!("{}\n{}", t.render_tree(), t.render_matrix().map_err(e)?),
+    };
     write_outputs(&outputs, a.force)?;
-    match (&a.explain, a.json) {
-        (Some(pair), true) => {
-            let v = t.verdict(&pair[0], &pair[1]).map_err(e)?;
-            println!("{}", jsonout::stamped("p2p-verdict", &v));
-        }
-        (Some(pair), false) => print!("{}", t.explain(&pair[0], &pair[1]).map_err(e)?),
-        (None, true) => println!("{}", jsonout::stamped_text("topology", &t.to_json_string().map_err(e)?)),
-        (None, false) => {
-            print!("{}", t.render_tree());
-            println!();
-            print!("{}", t.render_matrix().map_err(e)?);
-        }
-    }
+    print!("{text}");
     Ok(())
 }
 

@@ -487,6 +487,16 @@ fn topo_outputs_are_atomic_and_refuse_existing_files() {
     run(&mut c).fails(2, &["named for two outputs"]);
     assert!(!new_toml.exists() && !dir.path().join("both").exists());
     assert_eq!(std::fs::read(&old_svg).unwrap(), b"old picture");
+    // A verdict asked for that cannot be given (no such device) fails before any output.
+    let new_svg = dir.path().join("new.svg");
+    for json in [false, true] {
+        let mut c = pp(args!["topo", "--file", &file, "--export", &new_toml, "--svg", &new_svg, "--explain", "nope", "0000:00:00.0"]);
+        if json {
+            c.arg("--json");
+        }
+        run(&mut c).fails(13, &["nope"]);
+        assert!(!new_toml.exists() && !new_svg.exists(), "outputs of a failed topo --explain were written");
+    }
     std::fs::remove_file(&old_svg).unwrap();
     let Some(fs) = TmpfsMount::new("topo_outputs_are_atomic", "8k") else { return };
     let (toml, svg) = (fs.dir.join("t.toml"), fs.dir.join("t.svg"));
