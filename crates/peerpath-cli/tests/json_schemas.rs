@@ -9,17 +9,26 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The subset of JSON Schema the files use (type, const, properties, required, items),
-/// checked by hand: enough for these files, without the `jsonschema` crate's large dependency
-/// tree (HTTP clients, regex engines) in every test build.
+/// The subset of JSON Schema the files use (type, const, enum, properties, required, items,
+/// additionalProperties), checked by hand with a standard validator's semantics (draft 2020-12):
+/// enough for these files, without the `jsonschema` crate's large dependency tree (HTTP clients,
+/// regex engines) in every test build. A type admits null only where it lists "null"
+/// (`["string", "null"]`), as python's `jsonschema` and every other validator read it; a schema
+/// that uses a keyword this check does not know is refused (`known_keywords`), not half-checked.
 fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
     if let Some(c) = schema.get("const") {
-        if c != v {
+        if !same(c, v) {
             return Err(format!("{at}: {v} is not {c}"));
         }
     }
-    let is = |t: &str| -> Result<bool, String> {
-        Ok(match t {
+    if let Some(e) = schema.get("enum") {
+        let options = e.as_array().ok_or_else(|| format!("{at}: enum {e} is not a list"))?;
+        if !options.iter().any(|o| same(o, v)) {
+            return Err(format!("{at}: {v:.80} is none of {e}"));
+        }
+    }
+    let is = |t: &Value| -> Result<bool, String> {
+        Ok(match t.as_str().ok_or_else(|| format!("{at}: a type names {t}"))? {
             "object" => v.is_object(),
             "array" => v.is_array(),
             "string" => v.is_string(),
@@ -30,15 +39,17 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
         })
     };
     match schema.get("type") {
-        // One type: a value that was null in the files' first samples may be null (Options
-        // they did not mark); any other value must be the type.
-        Some(Value::String(t)) if !is(t)? && !v.is_null() => return Err(format!("{at}: expected {t}, found {v:.80}")),
-        Some(Value::String(_)) => {}
-        // A list (`["string", "null"]`): exactly one of them, null only where listed.
+        // One type: exactly that one (null is not a string, a number or an object).
+        Some(t @ Value::String(_)) => {
+            if !is(t)? {
+                return Err(format!("{at}: expected {t}, found {v:.80}"));
+            }
+        }
+        // A list (`["string", "null"]`): one of them, null only where listed.
         Some(Value::Array(ts)) => {
             let mut ok = false;
             for t in ts {
-                ok |= is(t.as_str().ok_or_else(|| format!("{at}: a type list holds {t}"))?)?;
+                ok |= is(t)?;
             }
             if !ok {
                 return Err(format!("{at}: expected one of {ts:?}, found {v:.80}"));
@@ -47,22 +58,66 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
         Some(other) => return Err(format!("{at}: type {other} is neither a name nor a list")),
         None => {}
     }
-    for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
-        let k = key.as_str().expect("required names are strings");
-        if v.get(k).is_none() {
-            return Err(format!("{at}: required key {k} is missing"));
+    // required, properties and additionalProperties hold objects only, items arrays only (a
+    // null where `["object", "null"]` admits it has no keys to require).
+    if let Some(obj) = v.as_object() {
+        for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+            let k = key.as_str().ok_or_else(|| format!("{at}: a required name is {key}"))?;
+            if !obj.contains_key(k) {
+                return Err(format!("{at}: required key {k} is missing"));
+            }
         }
-    }
-    if let (Some(props), Some(obj)) = (schema.get("properties").and_then(Value::as_object), v.as_object()) {
-        for (k, s) in props {
-            if let Some(x) = obj.get(k) {
-                check(s, x, &format!("{at}.{k}"))?;
+        let props = schema.get("properties").and_then(Value::as_object);
+        for (k, x) in obj {
+            match (props.and_then(|p| p.get(k)), schema.get("additionalProperties")) {
+                (Some(s), _) => check(s, x, &format!("{at}.{k}"))?,
+                (None, Some(Value::Bool(false))) => return Err(format!("{at}: key {k} is not in the schema's properties")),
+                (None, Some(extra)) => check(extra, x, &format!("{at}.{k}"))?,
+                (None, None) => {}
             }
         }
     }
     if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
         for (i, x) in arr.iter().enumerate() {
             check(items, x, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// JSON equality as JSON Schema has it: numbers by value (1 is 1.0), objects and arrays member
+/// by member.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, x)| y.get(k).is_some_and(|y| same(x, y))),
+        _ => a == b,
+    }
+}
+
+/// Every keyword of `schema` and its subschemas is one `check` applies or an annotation: a
+/// keyword it would skip (anyOf, pattern, minimum, ...) fails here instead of passing unchecked.
+fn known_keywords(schema: &Value, at: &str) -> Result<(), String> {
+    const APPLIED: [&str; 7] = ["type", "const", "enum", "properties", "required", "items", "additionalProperties"];
+    const ANNOTATIONS: [&str; 4] = ["$schema", "$id", "title", "description"];
+    let Some(obj) = schema.as_object() else {
+        return match schema {
+            Value::Bool(_) => Ok(()),
+            other => Err(format!("{at}: a schema is {other:.80}")),
+        };
+    };
+    for (k, sub) in obj {
+        match k.as_str() {
+            "properties" => {
+                for (name, s) in sub.as_object().ok_or_else(|| format!("{at}: properties is not an object"))? {
+                    known_keywords(s, &format!("{at}.{name}"))?;
+                }
+            }
+            "items" => known_keywords(sub, &format!("{at}[]"))?,
+            "additionalProperties" => known_keywords(sub, &format!("{at}.*"))?,
+            k if APPLIED.contains(&k) || ANNOTATIONS.contains(&k) => {}
+            other => return Err(format!("{at}: the schema uses keyword {other}, which this check does not know")),
         }
     }
     Ok(())
@@ -77,6 +132,7 @@ fn matches(kind: &str, output: &[u8]) {
     assert_eq!(v["schema"], format!("peerpath/{kind}/1"), "{kind}: the output names its schema first");
     let text = std::fs::read_to_string(schema_file(kind)).unwrap_or_else(|e| panic!("{kind}: {e}"));
     let schema: Value = serde_json::from_str(&text).expect("schema files are JSON");
+    known_keywords(&schema, kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
     check(&schema, &v, kind).unwrap_or_else(|e| panic!("{kind}: {e}"));
 }
 
@@ -235,6 +291,7 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert_eq!(s["$id"], format!("peerpath/{kind}/1"), "{}", p.display());
         assert_eq!(s["properties"]["schema"]["const"], format!("peerpath/{kind}/1"));
         assert!(s["required"].as_array().is_some_and(|r| r.len() > 1), "{kind}: requires its keys");
+        known_keywords(&s, &kind).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         // The check refuses what it should.
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
@@ -242,8 +299,9 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
     assert_eq!(n, 25, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }
 
-/// The checker itself: a type list admits exactly its types (null only where listed); a single
-/// type admits null (an Option the first samples showed as null).
+/// The checker itself, as a standard validator reads the same schemas: a type admits exactly
+/// its types (null only where listed), `required` holds objects only, unknown keywords are
+/// refused.
 #[test]
 fn the_checker_holds_type_lists_to_their_types() {
     let nullable = serde_json::json!({"type": ["number", "null"]});
@@ -253,7 +311,23 @@ fn the_checker_holds_type_lists_to_their_types() {
     let strict = serde_json::json!({"type": ["string"]});
     assert!(check(&strict, &Value::Null, "x").is_err());
     let single = serde_json::json!({"type": "string"});
-    assert!(check(&single, &Value::Null, "x").is_ok());
+    assert!(check(&single, &Value::Null, "x").unwrap_err().contains("expected \"string\""), "null is not a string");
     assert!(check(&single, &serde_json::json!(3), "x").is_err());
+    assert!(check(&serde_json::json!({"type": "object"}), &Value::Null, "x").is_err());
     assert!(check(&serde_json::json!({"type": "integer"}), &serde_json::json!(3), "x").unwrap_err().contains("does not know"));
+    // A key an object requires must be there, null or not; a null object requires nothing.
+    let obj = serde_json::json!({"type": ["object", "null"], "required": ["a"], "properties": {"a": {"type": ["number", "null"]}, "b": {"type": "string"}}});
+    assert!(check(&obj, &serde_json::json!({"a": null}), "x").is_ok());
+    assert!(check(&obj, &Value::Null, "x").is_ok());
+    assert!(check(&obj, &serde_json::json!({"b": "s"}), "x").unwrap_err().contains("required key a"));
+    assert!(check(&obj, &serde_json::json!({"a": 1, "b": null}), "x").unwrap_err().contains("x.b"));
+    let items = serde_json::json!({"type": "array", "items": {"type": "object", "properties": {"d": {"type": "string"}}}});
+    assert!(check(&items, &serde_json::json!([{"d": "0"}, {"d": null}]), "x").unwrap_err().contains("x[1].d"));
+    assert!(check(&serde_json::json!({"enum": ["a", 1]}), &serde_json::json!(1.0), "x").is_ok());
+    assert!(check(&serde_json::json!({"enum": ["a", 1]}), &serde_json::json!("b"), "x").is_err());
+    let closed = serde_json::json!({"type": "object", "properties": {"a": {}}, "additionalProperties": false});
+    assert!(check(&closed, &serde_json::json!({"a": 1}), "x").is_ok());
+    assert!(check(&closed, &serde_json::json!({"a": 1, "z": 2}), "x").is_err());
+    assert!(known_keywords(&serde_json::json!({"properties": {"a": {"anyOf": []}}}), "x").unwrap_err().contains("keyword anyOf"));
+    assert!(known_keywords(&obj, "x").is_ok());
 }
