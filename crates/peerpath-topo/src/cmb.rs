@@ -17,6 +17,7 @@ pub const CMBSZ_WDS: u32 = 1 << 4;
 
 /// The two raw registers as `/sys/class/nvme/nvmeX/{cmbloc,cmbsz}` print them (decimal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Cmb {
     /// CMBSZ (offset 0x3c): SQS b0, CQS b1, LISTS b2, RDS b3, WDS b4, SZU 11:8, SZ 31:12.
     #[serde(with = "crate::hexnum::u32_hex")]

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 /// What was learnt about the kernel.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KernelInfo {
     /// `uname -r`, from `proc/sys/kernel/osrelease`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

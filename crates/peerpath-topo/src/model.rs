@@ -28,6 +28,7 @@ fn is_false(b: &bool) -> bool {
 
 /// A whole machine (or an emulated one).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Topology {
     /// Topology file format version ([`SCHEMA_VERSION`]).
     #[serde(default = "schema_version_default")]
@@ -65,6 +66,7 @@ pub struct Topology {
 
 /// Kernel modules that decide how storage reaches a GPU's memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GpuModules {
     /// `nvidia` (the GPU driver).
     #[serde(default)]
@@ -80,6 +82,7 @@ pub struct GpuModules {
 
 /// The boot CPU, as far as the P2P rules care.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Cpu {
     /// `x86`, `aarch64`, ... or `unknown`.
     pub arch: String,
@@ -194,6 +197,7 @@ pub enum IommuStatus {
 /// IOMMU state. An active IOMMU driver makes the kernel enable ACS redirect on every bridge
 /// that supports it (`pci_request_acs()`), whatever its DMA domain type (even `iommu=pt`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Iommu {
     pub status: IommuStatus,
     /// IOMMU units (`/sys/class/iommu/*`: `dmar0`, `ivhd0`, ...).
@@ -220,6 +224,7 @@ impl Default for Iommu {
 
 /// A NUMA node and the socket it belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NumaNode {
     pub id: u32,
     /// CPU list as sysfs prints it (`0-31,64-95`).
@@ -232,6 +237,7 @@ pub struct NumaNode {
 
 /// A host bridge (root complex): one PCI root bus, `pciDDDD:BB` in sysfs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HostBridge {
     /// `pci0000:00`
     pub name: String,
@@ -481,6 +487,7 @@ impl From<LinkSpeed> for String {
 
 /// A PCIe link (the link between this function and its upstream port).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Link {
     pub current_speed: LinkSpeed,
     pub max_speed: LinkSpeed,
@@ -531,6 +538,7 @@ impl Link {
 
 /// A memory BAR, from the `resource` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Bar {
     pub index: u8,
     #[serde(with = "crate::hexnum::u64_hex")]
@@ -541,6 +549,7 @@ pub struct Bar {
 
 /// A P2P memory provider: the `p2pmem/` directory of a PCI function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct P2pProvider {
     /// `p2pmem/size`: all registered ranges.
     pub size_bytes: u64,
@@ -555,6 +564,7 @@ pub struct P2pProvider {
 
 /// One PCI function.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PciDevice {
     pub bdf: Bdf,
     /// The upstream bridge; `None` on a root bus.
@@ -641,6 +651,7 @@ impl PciDevice {
 
 /// An NVMe controller (`/sys/class/nvme/nvmeX`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NvmeController {
     /// `nvme0`
     pub name: String,
@@ -710,6 +721,7 @@ impl BlockKind {
 
 /// A block device (`/sys/class/block/<name>`, partitions left out).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlockDevice {
     pub name: String,
     pub kind: BlockKind,
@@ -980,6 +992,12 @@ impl Topology {
                         d.bdf
                     )));
                 }
+            }
+            if let Some(m) = d.p2pmem.filter(|m| m.available_bytes > m.size_bytes) {
+                return Err(TopoError::Invalid(format!(
+                    "device {} has {} bytes of P2P memory available of {} registered (available is at most size)",
+                    d.bdf, m.available_bytes, m.size_bytes
+                )));
             }
             if let Some(pf) = d.physfn {
                 if self.device(pf).is_none() {

@@ -145,6 +145,18 @@ class = 0x060400
     assert!(matches!(Topology::from_toml_str(bad_bdf).unwrap_err(), TopoError::TomlParse { .. }));
     let too_big = "[[device]]\nbdf = \"0000:01:00.0\"\nvendor = 0x10000\ndevice = 1\nclass = 1\n";
     assert!(Topology::from_toml_str(too_big).is_err());
+    // A misspelt key is an error naming it, not a key dropped (and a root bus invented).
+    for (typo, key) in [("upstrem = \"0000:00:02.0\"\n", "upstrem"), ("numa_nod = 1\n", "numa_nod"), ("[device.p2pmem]\nsize_bytes = 8\navailable_bytes = 8\npublished = true\nallocat = true\n", "allocat")] {
+        let text = format!("[[device]]\nbdf = \"0000:01:00.0\"\nvendor = 1\ndevice = 1\nclass = 1\n{typo}");
+        let e = Topology::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains(&format!("unknown field `{key}`")), "{e}");
+    }
+    let cpu_typo = "[cpu]\narch = \"x86\"\nvendor = \"amd\"\nsocket = 2\n";
+    assert!(Topology::from_toml_str(cpu_typo).unwrap_err().to_string().contains("socket"));
+    // More P2P memory free than registered is no machine's.
+    let over = "[[device]]\nbdf = \"0000:01:00.0\"\nvendor = 1\ndevice = 1\nclass = 1\n[device.p2pmem]\nsize_bytes = 100\navailable_bytes = 1000\npublished = true\n";
+    let e = Topology::from_toml_str(over).unwrap_err().to_string();
+    assert!(e.contains("1000 bytes of P2P memory available of 100"), "{e}");
     // A label names one device (a second ssd0 was taken, and one of the two picked).
     let dev = |bdf: &str, extra: &str| format!("[[device]]\nbdf = \"{bdf}\"\nvendor = 1\ndevice = 1\nclass = 0x010802\n{extra}");
     let labels = dev("0000:01:00.0", "label = \"ssd0\"\n") + &dev("0000:02:00.0", "label = \"ssd0\"\n");
