@@ -281,11 +281,43 @@ impl Job {
         self.ratio.or(m.catalog.data.compress_ratio_zlib_1.value).unwrap_or(1.0).max(1e-6)
     }
 
+    /// The CSP whose memory the SSDs read into or write from (the first one unless named):
+    /// a device without P2P memory (a host bridge, an SSD without a CMB) is refused.
     fn pick_csp(&self, m: &Machine, name: &Option<String>) -> Result<usize, SimError> {
-        match name {
-            Some(n) => m.find(n),
-            None => m.csps().first().copied().ok_or_else(|| SimError::Job("the machine has no CSP".into())),
+        let csps = m.csps();
+        let c = match name {
+            Some(n) => m.find(n)?,
+            None => return csps.first().copied().ok_or_else(|| SimError::Job("the machine has no CSP".into())),
+        };
+        if !csps.contains(&c) {
+            let names: Vec<&str> = csps.iter().map(|&i| m.nodes[i].name.as_str()).collect();
+            return Err(SimError::Job(format!(
+                "{} is not a CSP (no P2P memory to read into or write from); the machine's CSPs: {}",
+                m.nodes[c].name,
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            )));
         }
+        Ok(c)
+    }
+
+    /// The SSDs that reach CSP `c`'s memory by P2P (the verdict real runs get); the others are
+    /// left out, each said in `notes` with the verdict's reason. None is an error.
+    fn reaching(&self, m: &Machine, c: usize, ssds: &[usize], notes: &mut Vec<String>) -> Result<Vec<usize>, SimError> {
+        let name = |i: usize| m.topo_name(i).unwrap_or_else(|| m.nodes[i].name.clone());
+        let (mut reach, mut refused) = (Vec::new(), BTreeMap::<String, Vec<&str>>::new());
+        for &s in ssds.iter().filter(|&&s| s != c) {
+            match m.topology.verdict(&name(c), &name(s))?.path {
+                peerpath_topo::P2pPath::NotSupported { reason } => refused.entry(reason.describe()).or_default().push(&m.nodes[s].name),
+                _ => reach.push(s),
+            }
+        }
+        for (why, left) in refused {
+            notes.push(format!("{} left out: no P2P with {} ({why})", left.join(", "), m.nodes[c].name));
+        }
+        if reach.is_empty() {
+            return Err(SimError::Job(format!("no SSD reaches the memory of {} by P2P (the notes say why for each)", m.nodes[c].name)));
+        }
+        Ok(reach)
     }
 
     /// Plans the job on machine `m`: groups SSDs with CSPs (compress-p2p: only pairs whose P2P
@@ -437,6 +469,9 @@ impl Job {
                     Memory::Host => None,
                     Memory::Cmb(c) => Some(self.pick_csp(m, c)?),
                 };
+                if let Some(c) = place {
+                    ssds = self.reaching(m, c, &ssds, &mut notes)?;
+                }
                 for &s in &ssds {
                     let mut b = Builder::new(m);
                     b.load(ResKey::FlashRead(s), 1.0);
@@ -461,6 +496,9 @@ impl Job {
                     Memory::Host => None,
                     Memory::Cmb(c) => Some(self.pick_csp(m, c)?),
                 };
+                if let Some(c) = place {
+                    ssds = self.reaching(m, c, &ssds, &mut notes)?;
+                }
                 for &s in &ssds {
                     let mut b = Builder::new(m);
                     match place {

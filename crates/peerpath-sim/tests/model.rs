@@ -454,3 +454,21 @@ fn a_nicmem_mover_keeps_payloads_off_host_memory_and_the_links_toward_it() {
     }
     assert!(simulate(&m, &Job::parse("send-nicmem").unwrap(), &exact()).unwrap().notes.iter().any(|n| n.contains("assumed to be a P2P target")));
 }
+
+/// Reads into (and writes from) a CSP's memory take the verdicts real runs get: SSDs of the
+/// other socket are left out, said why; a device without P2P memory is no place to read into.
+#[test]
+fn memory_jobs_follow_the_verdicts_and_name_a_csp() {
+    let m = epyc();
+    for job in ["read-cmb:csp0", "write-cmb:csp0"] {
+        let plan = Job::parse(job).unwrap().plan(&m).unwrap();
+        let socket = |name: &str| m.nodes[m.find(name).unwrap()].socket;
+        assert_eq!(plan.flows.len(), 9, "{job}: the nine SSDs of csp0's socket");
+        assert!(plan.flows.iter().all(|f| f.name.split(" -> ").all(|n| socket(n) == socket("csp0"))), "{job}: {:?}", plan.flows.iter().map(|f| &f.name).collect::<Vec<_>>());
+        assert!(plan.notes.iter().any(|n| n.contains("ssd9") && n.contains("left out") && n.contains("different sockets")), "{job}: {:?}", plan.notes);
+    }
+    for not_a_csp in ["read-cmb:ssd0", "write-cmb:0000:00:00.0"] {
+        let e = Job::parse(not_a_csp).unwrap().plan(&m).unwrap_err().to_string();
+        assert!(e.contains("is not a CSP") && e.contains("csp0"), "{not_a_csp}: {e}");
+    }
+}
