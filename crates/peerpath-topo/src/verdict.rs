@@ -143,6 +143,9 @@ pub enum Reason {
     /// On a machine of several sockets, the path crosses host bridges and firmware gives no
     /// NUMA node for these devices (nor for their host bridges): it may cross sockets.
     SocketUnknown { devices: Vec<Bdf>, sockets: u32 },
+    /// The kernel the topology was read on has no P2PDMA: the verdict is what one with it would
+    /// answer; on that kernel, P2P fails.
+    KernelWithoutP2pdma { release: String, source: String },
     /// ACS on these functions could not be read; the verdict assumes no redirect.
     AcsUnknown { devices: Vec<Bdf>, why: String },
     /// The CPU is AMD Zen, so the kernel allows P2P through the root complex without the allow-list.
@@ -186,6 +189,7 @@ impl Reason {
             Reason::DifferentNumaNodes { .. } => "node",
             Reason::SocketUnknown { .. } => "numa?",
             Reason::AcsUnknown { .. } => "acs?",
+            Reason::KernelWithoutP2pdma { .. } => "kernel",
             Reason::CpuAllowsRootComplex { .. } => "zen",
             Reason::HostBridgeAllowListed { .. } => "list",
             Reason::IommuMapsP2p { .. } => "iommu",
@@ -288,6 +292,9 @@ impl Reason {
                 "the path crosses host bridges on a machine of {sockets} sockets, and firmware gives no NUMA node (numa_node -1) for {}, nor for the other functions below its host bridge: it may cross sockets, which peerpath never plans",
                 join_bdfs(devices)
             ),
+            Reason::KernelWithoutP2pdma { release, source } => format!(
+                "the kernel this machine runs ({release}) has no P2PDMA (CONFIG_PCI_P2PDMA not set, {source}): this verdict is what a kernel with it would answer; on this one no device registers P2P memory, and P2P fails"
+            ),
             Reason::AcsUnknown { devices, why } => format!(
                 "ACS could not be read on {} ({why}); the verdict assumes no ACS redirect there",
                 join_bdfs(devices)
@@ -361,6 +368,9 @@ impl Reason {
             Reason::SocketUnknown { .. } => Some(
                 "pair devices below one host bridge, or give each device's node in a topology file (`peerpath topo --export FILE`, set `numa_node` on the devices, then `--file FILE`)".to_string(),
             ),
+            Reason::KernelWithoutP2pdma { .. } => Some(
+                "boot a kernel built with CONFIG_PCI_P2PDMA=y (vm/ builds one: docs/vm.md)".to_string(),
+            ),
             Reason::AcsUnknown { .. } => Some(
                 "run as root (config space beyond 64 bytes needs CAP_SYS_ADMIN) or check `lspci -vvv` ACSCtl".to_string(),
             ),
@@ -380,7 +390,10 @@ impl Reason {
             | Reason::ProviderNotPublished { .. }
             | Reason::CrossSocket { .. }
             | Reason::SocketUnknown { .. } => Severity::Blocks,
-            Reason::ProviderExhausted { .. } | Reason::DifferentNumaNodes { .. } | Reason::AcsUnknown { .. } => {
+            Reason::ProviderExhausted { .. }
+            | Reason::DifferentNumaNodes { .. }
+            | Reason::AcsUnknown { .. }
+            | Reason::KernelWithoutP2pdma { .. } => {
                 Severity::Caveat
             }
             Reason::CpuAllowsRootComplex { .. }
@@ -769,6 +782,12 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
                     }),
                 }
             }
+        }
+        if let Some(k) = topo.kernel.as_ref().filter(|k| k.p2pdma == Some(false)) {
+            reasons.push(Reason::KernelWithoutP2pdma {
+                release: k.release.clone().unwrap_or_else(|| "release unknown".into()),
+                source: k.p2pdma_source.clone().unwrap_or_default(),
+            });
         }
         let emulated: Vec<Bdf> = [p, k.client]
             .into_iter()

@@ -267,3 +267,21 @@ fn a_registrable_cmb_without_p2pmem_names_the_kernels_p2pdma_where_known() {
     t.kernel.as_mut().unwrap().p2pdma = Some(true);
     assert!(problem(&t).contains("the kernel has CONFIG_PCI_P2PDMA: is the nvme driver"), "{}", problem(&t));
 }
+
+/// Read on a kernel without P2PDMA, a verdict is still what a kernel with it would answer (the
+/// path), and says that this one would fail (a caveat, with the remedy); so do the plan's legs.
+#[test]
+fn a_kernel_without_p2pdma_is_said_in_every_verdict() {
+    let (_dir, mut t) = load(&fixture::epyc_case_study());
+    let before = t.verdict("csp0", "ssd0").unwrap();
+    assert!(!before.reasons.iter().any(|r| matches!(r, Reason::KernelWithoutP2pdma { .. })));
+    t.kernel = Some(peerpath_topo::kernel::KernelInfo { release: Some("6.1.0-test".into()), p2pdma: Some(false), p2pdma_source: Some("/boot/config-6.1.0-test".into()) });
+    let v = t.verdict("csp0", "ssd0").unwrap();
+    assert_eq!(v.path, before.path, "the kernel's answer where it had P2PDMA");
+    let r = v.reasons.iter().find(|r| matches!(r, Reason::KernelWithoutP2pdma { .. })).expect("the kernel said");
+    assert_eq!(r.severity(), peerpath_topo::Severity::Caveat);
+    assert!(r.describe().contains("6.1.0-test") && r.describe().contains("P2P fails"), "{}", r.describe());
+    assert!(r.remedy().unwrap().contains("CONFIG_PCI_P2PDMA=y"));
+    let p = t.plan(&peerpath_topo::PlanRequest::new(["ssd0"], ["ssd1"])).unwrap();
+    assert!(p.explain().contains("no P2PDMA"), "{}", p.explain());
+}
