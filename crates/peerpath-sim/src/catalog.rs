@@ -421,7 +421,9 @@ impl Catalog {
 
     /// The platform whose `match_cpu` fits the topology's CPU best (most fields matched), else
     /// `measured-here`.
-    pub fn platform_for(&self, cpu: &peerpath_topo::Cpu) -> &Platform {
+    /// The platform whose `match_cpu` fits `cpu` best, and whether one did (else
+    /// `measured-here`, this project's development VM, or the first).
+    pub fn platform_for(&self, cpu: &peerpath_topo::Cpu) -> (&Platform, bool) {
         let vendor = cpu.vendor.to_string().to_ascii_lowercase();
         let mut best: Option<(usize, &Platform)> = None;
         for p in &self.platforms {
@@ -447,9 +449,10 @@ impl Catalog {
                 best = Some((score, p));
             }
         }
-        best.map(|(_, p)| p)
-            .or_else(|| self.platforms.iter().find(|p| p.name == "measured-here"))
-            .unwrap_or(&self.platforms[0])
+        match best {
+            Some((_, p)) => (p, true),
+            None => (self.platforms.iter().find(|p| p.name == "measured-here").unwrap_or(&self.platforms[0]), false),
+        }
     }
 
     pub fn ssd_for(&self, vendor: u16, device: u16, model: Option<&str>) -> Option<&SsdSpec> {

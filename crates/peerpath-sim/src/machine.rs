@@ -134,13 +134,23 @@ impl fmt::Display for Dir {
 impl Machine {
     /// Builds the machine; `platform` names a catalog platform, or `None` to match the CPU.
     pub fn new(topology: Topology, catalog: &Catalog, platform: Option<&str>) -> Result<Machine, SimError> {
-        let platform = match platform {
-            Some(p) => catalog.platform(p)?.clone(),
-            None => catalog.platform_for(&topology.cpu).clone(),
+        let (platform, matched) = match platform {
+            Some(p) => (catalog.platform(p)?.clone(), true),
+            None => {
+                let (p, matched) = catalog.platform_for(&topology.cpu);
+                (p.clone(), matched)
+            }
         };
         let tlp = TlpModel::from_catalog(catalog, &platform);
         let sockets = platform.sockets.value.unwrap_or(1.0).max(1.0) as u32;
         let mut unknowns = Vec::new();
+        if !matched {
+            let names: Vec<&str> = catalog.platforms.iter().map(|p| p.name.as_str()).collect();
+            unknowns.push(format!(
+                "the CPU ({}) matches no platform of the catalog: its cores, sockets and memory are those of '{}' ({}); name one with --platform ({})",
+                topology.cpu, platform.name, platform.description, names.join(", ")
+            ));
+        }
         let mut nodes: Vec<Node> = Vec::new();
         // Root complexes first, one per host bridge.
         let mut hbs: Vec<String> = topology.host_bridges.iter().map(|h| h.name.clone()).collect();

@@ -472,3 +472,17 @@ fn memory_jobs_follow_the_verdicts_and_name_a_csp() {
         assert!(e.contains("is not a CSP") && e.contains("csp0"), "{not_a_csp}: {e}");
     }
 }
+
+/// A CPU the catalog has no platform for is simulated with the development VM's figures, and
+/// the report says so (with the names to give --platform); a matched one says nothing of it.
+#[test]
+fn an_unmatched_cpu_is_said() {
+    let mut t = Topology::from_toml_str(EPYC_CASE_STUDY).unwrap();
+    let said = |m: &Machine| m.unknowns.iter().any(|u| u.contains("matches no platform") && u.contains("--platform") && u.contains("measured-here"));
+    assert!(!said(&Machine::new(t.clone(), &Catalog::default_catalog(), None).unwrap()));
+    t.cpu.family = Some(0x6);
+    t.cpu.vendor = peerpath_topo::CpuVendor::Intel;
+    let m = Machine::new(t, &Catalog::default_catalog(), None).unwrap();
+    assert!(said(&m), "{:?}", m.unknowns);
+    assert_eq!(m.platform.name, "measured-here");
+}
