@@ -636,6 +636,15 @@ impl Unchain<'_> {
         }
     }
 
+    /// [`Unchain::damaged_here`] for a stream that ends too soon: truncated (exit 7, as the
+    /// CPU's decoder says it), not damaged.
+    fn truncated_here(&mut self, detail: impl FnOnce(u64) -> String) -> Stop {
+        match self.damaged_here(detail) {
+            Stop::Job(JobError::Damaged { path, detail }) => Stop::Job(JobError::TruncatedFile { path, detail: format!("truncated: {detail}") }),
+            earlier => earlier,
+        }
+    }
+
     /// The slot the member being gathered goes in (the oldest member's,
     /// once written, when none is free).
     fn member_slot(&mut self) -> Result<usize, Stop> {
@@ -787,6 +796,7 @@ impl Unchain<'_> {
                 None => Err(Stop::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do (decode with --engine cpu)".into())),
             },
             Err(peerpath_func::HeaderError::Truncated { .. }) if !at_end && head.len() < MEMBER_PEEK_BYTES => Ok(None),
+            Err(e @ peerpath_func::HeaderError::Truncated { .. }) => Err(self.truncated_here(|at| format!("the member at output byte {at}: {e}"))),
             Err(e) => Err(self.damaged_here(|at| format!("the member at output byte {at}: {e}"))),
         }
     }
@@ -805,12 +815,12 @@ impl Unchain<'_> {
     /// After the last stripe: the stream must end between members (and blocks).
     fn finish(&mut self) -> Result<(), Stop> {
         if self.encrypted && (self.cipher.is_none() || self.sealed_fill > 0) {
-            return Err(self.damaged_here(|_| "the encrypted file ends inside its header or a block".into()));
+            return Err(self.truncated_here(|_| "the encrypted file ends inside its header or a block".into()));
         }
         if self.member_fill > 0 {
             match self.member_length(true)? {
                 Some(n) if n == self.member_fill => self.decode_member()?,
-                _ => return Err(self.damaged_here(|at| format!("the stream ends inside a member (after output byte {at})"))),
+                _ => return Err(self.truncated_here(|at| format!("the stream ends inside a member (after output byte {at})"))),
             }
         }
         self.drain()

@@ -966,7 +966,9 @@ fn read_at_up_to(f: &File, buf: &mut [u8], at: u64, size: u64) -> std::io::Resul
 
 pub(crate) fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
     let path = manifest_file(dir);
-    let text = std::fs::read_to_string(&path).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
+    let bytes = std::fs::read(&path).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
+    // Bytes that are not text are a damaged manifest (exit 6), not an unreadable one.
+    let text = String::from_utf8(bytes).map_err(|e| corrupt(&path, format!("not an ec manifest: not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))?;
     parse_manifest(&text).map_err(|e| corrupt(&path, e))
 }
 
@@ -1020,7 +1022,13 @@ fn unit_checks_out(m: &Manifest, files: &[Option<File>], i: usize, s: u64, buf: 
 }
 
 fn open_shards(dir: &Path, m: &Manifest) -> Vec<Option<File>> {
-    (0..m.shards.len()).map(|i| File::open(m.shard_path(dir, i)).ok()).collect()
+    (0..m.shards.len()).map(|i| shard_file(&m.shard_path(dir, i)).and_then(|p| File::open(p).ok())).collect()
+}
+
+/// `path` where it is a regular file: anything else in a shard's place (a FIFO, whose open
+/// would wait for a writer for ever, a directory, a device) is a missing shard.
+pub(crate) fn shard_file(path: &Path) -> Option<&Path> {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file()).then_some(path)
 }
 
 /// Per stripe, which shards are bad. Stripes are checked on `threads`
@@ -1132,6 +1140,9 @@ struct VerifyReport {
     overlong_shards: Vec<String>,
     /// Whether `ec repair` can make the set whole.
     repairable: bool,
+    /// How the manifest itself is found damaged (its length past the data the last stripe
+    /// holds, copies that hold another valid manifest); `ec repair` refuses such a set.
+    manifest_damage: Option<String>,
     /// Where the units were checked.
     checked: String,
     fallback: Option<String>,
@@ -1152,9 +1163,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     let mut device = e.set_device(&m, &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
     let lost = lost_stripes(&m, &bad);
-    if lost.is_empty() {
-        OpenSet::open(dir)?.check_last_stripe()?;
-    }
+    let manifest_damage = manifest_damage(dir, &m, lost.is_empty())?;
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
     let stale = m.stale_copies();
     let overlong = overlong_shards(dir, &m);
@@ -1163,12 +1172,13 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         code: format!("RS({}, {})", m.data_shards, m.parity_shards),
         stripes: m.stripes,
         shards: m.shards.len(),
-        intact: damaged.is_empty() && stale.is_empty() && overlong.is_empty(),
+        intact: damaged.is_empty() && stale.is_empty() && overlong.is_empty() && manifest_damage.is_none(),
         damaged_shards: damaged.iter().map(|&i| DamagedShard { shard: m.shard_label(i), bad_stripes: (0..m.stripes).filter(|&s| bad[s as usize].contains(&i)).collect() }).collect(),
         lost_stripes: lost.clone(),
         stale_manifest_copies: stale.iter().map(|p| p.display().to_string()).collect(),
         overlong_shards: overlong.iter().map(|&i| m.shard_label(i)).collect(),
-        repairable: lost.is_empty(),
+        repairable: lost.is_empty() && manifest_damage.is_none(),
+        manifest_damage: manifest_damage.clone(),
         checked: checked.to_string(),
         fallback,
         seconds: started.elapsed().as_secs_f64(),
@@ -1187,6 +1197,9 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         return Ok(());
     }
     let mut found = Vec::new();
+    if let Some(d) = &manifest_damage {
+        found.push(d.clone());
+    }
     if !damaged.is_empty() {
         found.push(format!("missing or corrupt units in {}", damaged.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>().join(", ")));
     }
@@ -1196,8 +1209,39 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     if !overlong.is_empty() {
         found.push(format!("bytes past the set's last stripe in {}", report.overlong_shards.join(", ")));
     }
-    let verdict = if lost.is_empty() { "repairable (peerpath ec repair)".to_string() } else { format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards) };
+    let verdict = match (&manifest_damage, lost.is_empty()) {
+        (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
+        (None, true) => "repairable (peerpath ec repair)".to_string(),
+        (None, false) => format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards),
+    };
     Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))
+}
+
+/// How the manifest itself is damaged, where it is: its length leaves data in the last
+/// stripe's padding (read where the stripe can be, `readable`), or no fewer copies of it beside
+/// placed shards hold another valid manifest than hold this one (which is right is not for
+/// `ec repair` to guess; a copy outvoted is written back).
+fn manifest_damage(dir: &Path, m: &Manifest, readable: bool) -> Result<Option<String>, JobError> {
+    if readable {
+        match OpenSet::open(dir)?.check_last_stripe() {
+            Err(JobError::Damaged { detail, .. }) => return Ok(Some(detail.trim_end_matches("; nothing was written").to_string())),
+            other => other?,
+        }
+    }
+    let text = m.text();
+    let copies = m.copies();
+    let held: Vec<Option<String>> = copies.iter().map(|p| std::fs::read_to_string(p).ok().and_then(|t| parse_manifest(&t).ok()).map(|(c, _)| c.text())).collect();
+    // This manifest's own file is one vote where it is not one of the copies (DIR/manifest.json).
+    let own = !copies.iter().any(|p| same_file(p, &manifest_file(dir)));
+    let agree = held.iter().filter(|t| t.as_deref() == Some(text.as_str())).count() + usize::from(own);
+    let other: Vec<String> = copies.iter().zip(&held).filter(|(_, t)| t.as_ref().is_some_and(|t| *t != text)).map(|(p, _)| p.display().to_string()).collect();
+    Ok((!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them)", manifest_file(dir).display(), other.join(", "))))
+}
+
+/// Whether `a` and `b` name one file (both there).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    matches!((std::fs::metadata(a), std::fs::metadata(b)), (Ok(x), Ok(y)) if (x.dev(), x.ino()) == (y.dev(), y.ino()))
 }
 
 /// A unit that checked out in the survey and no longer does.
@@ -1227,6 +1271,10 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobErr
     let lost = lost_stripes(&m, &bad);
     if !lost.is_empty() {
         return Err(unrecoverable(dir, &m, &lost));
+    }
+    // A damaged manifest is never written over its copies, nor used to rebuild shards.
+    if let Some(d) = manifest_damage(dir, &m, true)? {
+        return Err(corrupt(dir, format!("{d}: nothing was repaired or written")));
     }
     // An overlong shard is rewritten as a damaged one is, its units copied.
     let overlong = overlong_shards(dir, &m);
@@ -1563,7 +1611,14 @@ impl OpenSet {
         let mut files = vec![manifest_file(&self.dir), set_dir(&self.dir).join(MANIFEST)];
         files.extend((0..self.m.shards.len()).map(|i| self.m.shard_path(&self.dir, i)));
         files.extend(self.m.copies());
-        crate::refuse_part_of_source(output, &files, &[], &format!("a file of the set {}", self.dir.display()))
+        let what = format!("a file of the set {}", self.dir.display());
+        crate::refuse_part_of_source(output, &files, &[], &what)?;
+        // Read through a copy, the set's own directory is not known: a file that holds this
+        // set's manifest (DIR/manifest.json) is one of its files all the same.
+        if std::fs::read_to_string(output).ok().and_then(|t| parse_manifest(&t).ok()).is_some_and(|(m, _)| m.text() == self.m.text()) {
+            return Err(JobError::PartOfSource { path: output.to_path_buf(), what: format!("{what} (it holds the set's manifest)") });
+        }
+        Ok(())
     }
 
     /// Reads unit `i` of stripe `s` into `buf`: whether it is there whole and checks out.

@@ -97,6 +97,13 @@ fn a_manifest_that_shrank_the_source_is_found_by_the_padding() {
         run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the last stripe holds data at byte", "the manifest is damaged"]);
         run(&mut pp(args!["ec", "decode", &set, "-o", d.join("back")])).fails(6, &["the manifest is damaged", "nothing was written"]);
         assert!(!d.join("back").exists());
+        // Monitoring sees it (a report before the exit 6), and repair refuses it, writing nothing.
+        let r = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &["the manifest is damaged"]).json();
+        assert_eq!((r["intact"].as_bool(), r["repairable"].as_bool()), (Some(false), Some(false)), "{r}");
+        assert!(r["manifest_damage"].as_str().is_some_and(|d| d.contains("the last stripe holds data")), "{r}");
+        let before = snapshot(&set);
+        run(&mut pp(args!["ec", "repair", &set])).fails(6, &["the manifest is damaged", "nothing was repaired"]);
+        assert!(snapshot(&set) == before, "repair wrote into a set whose manifest is damaged");
     }
     // A shard of the last stripe lost too: its unit is rebuilt, and the padding still checked.
     std::fs::remove_file(set.join("shard-003")).unwrap();
@@ -953,6 +960,19 @@ fn the_reverse_chain_runs_in_an_emulated_csps_memory() {
         assert!(dev.code() == cpu.code() && dev.code() != Some(0) && dev.stderr.contains(words), "device: {} / CPU: {}", dev.stderr, cpu.stderr);
         assert!(!never.exists());
     }
+    // A stream cut short (inside a member, inside an encrypted block): truncated, exit 7, on
+    // the device as on the CPU (the device said 6, damaged).
+    for (file, extra) in [(&enc, vec!["--key-file", key.to_str().unwrap()]), (&gz, vec![])] {
+        let bytes = std::fs::read(file).unwrap();
+        let cut = d.join("cut");
+        std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+        let set = d.join(format!("cut-{}", file.file_name().unwrap().to_str().unwrap()));
+        run(&mut pp(args!["ec", "encode", &cut, "-k", "3", "-m", "1", "--unit", "4K", "-o", &set])).ok();
+        let never = d.join("never");
+        run(pp(args!["decompress", "--ec", &set, "-o", &never]).args(&extra)).fails(7, &["truncated"]);
+        decode(&set, &never, &extra).fails(7, &["truncated"]);
+        assert!(!never.exists());
+    }
     // Two corrupt members, with members inflating side by side (4 device
     // workers): the first in the stream is the one named, as on the CPU.
     let mut bytes = std::fs::read(&gz).unwrap();
@@ -1364,4 +1384,53 @@ fn quiet_commands_print_nothing_but_errors() {
         let o = run(&mut pp(cmd));
         assert!(o.code() == Some(2) && o.stderr.contains("'--quiet' cannot be used with '--json'"), "{}", o.describe());
     }
+}
+
+/// A placed set whose given manifest (one copy) is damaged, the others sound: repair refuses
+/// it and writes nothing (it copied the damage over every good copy, exit 0); a file that holds
+/// the set's manifest is never a decode's target, even read through a copy (exit 5); a FIFO in
+/// a shard's place is a missing shard, not a wait for ever; bytes that are not text in the
+/// manifest are damage (6), not an unreadable file (3).
+#[test]
+fn a_damaged_manifest_copy_is_never_spread_and_the_set_s_files_are_never_targets() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(300_001, 23)).unwrap();
+    let drives: Vec<PathBuf> = (0..6).map(|i| d.join(format!("d{i}"))).collect();
+    drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
+    let set = d.join("pset");
+    let mut c = pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "16K", "-o", &set, "-q"]);
+    drives.iter().for_each(|p| {
+        c.arg("--shard-dir").arg(p);
+    });
+    run(&mut c).ok();
+    let copy0 = drives[0].join("pset.manifest.json");
+    let good = std::fs::read_to_string(&copy0).unwrap();
+    std::fs::write(&copy0, good.replace("\"source_bytes\": 300001", "\"source_bytes\": 299001")).unwrap();
+    let before: Vec<_> = drives.iter().map(|p| snapshot(p)).collect();
+    run(&mut pp(args!["ec", "repair", &copy0])).fails(6, &["the manifest is damaged", "nothing was repaired"]);
+    assert!(drives.iter().map(|p| snapshot(p)).collect::<Vec<_>>() == before, "repair wrote with a damaged manifest");
+    // From a sound copy, the damaged one is written back.
+    run(&mut pp(args!["ec", "repair", drives[1].join("pset.manifest.json"), "-q"])).ok();
+    assert_eq!(std::fs::read_to_string(&copy0).unwrap(), good);
+
+    // The set's own manifest as a target, named through a copy: refused even with --force.
+    let main = set.join("manifest.json");
+    run(&mut pp(args!["ec", "decode", &copy0, "-o", &main, "--force"])).fails(5, &["holds the set's manifest"]);
+    assert_eq!(std::fs::read_to_string(&main).unwrap(), good);
+
+    // A FIFO where a shard was: missing, repairable; verify ends.
+    let shard = drives[2].join("pset.shard-002");
+    std::fs::remove_file(&shard).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&shard).status().unwrap().success());
+    run_full(&mut pp(args!["ec", "verify", &set]), None, DEADLINE).fails(6, &["pset.shard-002", "repairable"]);
+    run_full(&mut pp(args!["ec", "decode", &set, "-o", d.join("back")]), None, DEADLINE).ok();
+    assert_file_eq(&d.join("back"), &std::fs::read(&src).unwrap(), "decoded around the FIFO");
+
+    // Bit rot that makes the manifest no text.
+    let mut bytes = std::fs::read(&main).unwrap();
+    bytes.push(0xff);
+    std::fs::write(&main, bytes).unwrap();
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["not UTF-8"]);
 }

@@ -40,11 +40,8 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
     };
     match schema.get("type") {
         // One type: exactly that one (null is not a string, a number or an object).
-        Some(t @ Value::String(_)) => {
-            if !is(t)? {
-                return Err(format!("{at}: expected {t}, found {v:.80}"));
-            }
-        }
+        Some(t @ Value::String(_)) if !is(t)? => return Err(format!("{at}: expected {t}, found {v:.80}")),
+        Some(Value::String(_)) => {}
         // A list (`["string", "null"]`): one of them, null only where listed.
         Some(Value::Array(ts)) => {
             let mut ok = false;
