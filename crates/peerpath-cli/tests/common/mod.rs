@@ -209,6 +209,16 @@ pub fn wait_until_ended(pid: i32, what: &str) {
     }
 }
 
+/// Waits (at most 5 s) until process `pid` has `path` open: a test that changes a source
+/// under a job does it only once the job has it (and its size).
+pub fn wait_until_open(pid: u32, path: &Path) {
+    let start = Instant::now();
+    let opened = || std::fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == path));
+    while !opened() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Runs `cmd` with optional standard input, collecting its output.
 pub fn run_full(cmd: &mut Command, stdin: Option<Vec<u8>>, deadline: Duration) -> Out {
     let what = describe_cmd(cmd);
