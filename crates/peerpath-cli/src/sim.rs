@@ -214,8 +214,9 @@ fn run_inner(a: SimArgs) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Runs `peerpath sim`. Exit codes: 13 topology errors (as `peerpath topo`), 2 a bad job or
-/// parameter, 1 a catalog error, 11 a plot that cannot be written.
+/// Runs `peerpath sim`. Exit codes: 13 topology errors (as `peerpath topo`), 2 a bad job,
+/// parameter or catalog (a `--catalog` file, a `--platform` it lacks: the user's input, as a
+/// job is; 1 is an internal error), 11 a plot that cannot be written.
 pub fn run(a: SimArgs) -> ExitCode {
     match run_inner(a) {
         Ok(()) => ExitCode::SUCCESS,
@@ -224,8 +225,7 @@ pub fn run(a: SimArgs) -> ExitCode {
             eprintln!("peerpath: error: {e}");
             ExitCode::from(match e {
                 SimError::Topology(_) => 13,
-                SimError::Job(_) | SimError::Vary(_) => 2,
-                SimError::Catalog(_) => 1,
+                SimError::Job(_) | SimError::Vary(_) | SimError::Catalog(_) => 2,
             })
         }
     }

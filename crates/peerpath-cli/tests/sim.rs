@@ -63,6 +63,13 @@ fn refusals_have_their_exit_codes() {
     assert_eq!(out.status.code(), Some(13));
     let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--vary", "volts=1..2"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // A catalog or platform the user names that cannot be used is theirs to fix (2), not an
+    // internal error (1).
+    for bad in [&["--platform", "nope"][..], &["--catalog", "/nonexistent.toml"][..]] {
+        let out = peerpath().args(["sim", "--file"]).arg(&f).args(bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(bad[1]), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
 }
 
 #[test]

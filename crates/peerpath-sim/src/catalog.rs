@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::SimError;
 
 /// The catalog shipped with peerpath (`sim/catalog.toml`).
+/// The catalog format this peerpath reads (its `schema`).
+pub const CATALOG_SCHEMA: u32 = 1;
 pub const DEFAULT_CATALOG: &str = include_str!("../../../sim/catalog.toml");
 
 /// What kind of number a figure is.
@@ -387,10 +389,20 @@ impl Catalog {
                 Some(x) if !x.is_finite() || x < 0.0 => {
                     return Err(SimError::Catalog(format!("{path}: {x} is not a usable value")));
                 }
+                // A rate or size of zero leaves the flows through it no bandwidth at all (addr64
+                // is a yes or no, 0 or 1).
+                Some(x) if x == 0.0 && !path.ends_with(".addr64") => {
+                    return Err(SimError::Catalog(format!("{path}: 0 is not a usable value (a figure of zero gives the flows through it nothing); leave the value out, with a note, where it is unknown")));
+                }
                 _ => {}
             }
         }
         for pl in &self.platforms {
+            for (n, f) in [("sockets", &pl.sockets), ("cores_per_socket", &pl.cores_per_socket)] {
+                if f.value.is_some_and(|x| x.fract() != 0.0 || x < 1.0) {
+                    return Err(SimError::Catalog(format!("platform {}.{n}: {} is not a whole number of 1 or more", pl.name, f.value.unwrap_or(0.0))));
+                }
+            }
             for (k, c) in &pl.core_contention {
                 let path = format!("platform {}.core_contention.{k}", pl.name);
                 if c.source.trim().is_empty() {
@@ -406,6 +418,9 @@ impl Catalog {
         }
         if self.platforms.is_empty() {
             return Err(SimError::Catalog("no [[platform]]".into()));
+        }
+        if self.schema != CATALOG_SCHEMA {
+            return Err(SimError::Catalog(format!("schema {} is not the one this peerpath reads ({CATALOG_SCHEMA})", self.schema)));
         }
         Ok(())
     }

@@ -486,3 +486,22 @@ fn an_unmatched_cpu_is_said() {
     assert!(said(&m), "{:?}", m.unknowns);
     assert_eq!(m.platform.name, "measured-here");
 }
+
+/// A catalog's figures are usable or refused, naming the figure: zero (a flow through it gets
+/// nothing), a socket or core count that is no whole number of one or more, another schema.
+#[test]
+fn unusable_catalog_figures_are_refused_by_name() {
+    let text = peerpath_sim::catalog::DEFAULT_CATALOG;
+    assert!(Catalog::from_toml_str(text).is_ok());
+    let cases = [
+        ("schema = 1", "schema = 2", "schema 2"),
+        ("sockets = { value = 2,", "sockets = { value = 0,", "sockets: 0 is not a usable value"),
+        ("cores_per_socket = { value = 32,", "cores_per_socket = { value = 0.5,", "cores_per_socket: 0.5"),
+        ("cores_per_socket = { value = 32,", "cores_per_socket = { value = 0,", "0 is not a usable value"),
+    ];
+    for (from, to, said) in cases {
+        assert!(text.contains(from), "{from}");
+        let e = Catalog::from_toml_str(&text.replacen(from, to, 1)).unwrap_err().to_string();
+        assert!(e.contains(said), "{to}: {e}");
+    }
+}
