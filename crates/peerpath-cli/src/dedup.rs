@@ -831,6 +831,13 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     if let Some(twice) = sources.iter().find(|s| !names.insert(s.as_os_str())) {
         return Err(JobError::Usage(format!("{} is named twice: a name is stored once", twice.display())));
     }
+    // A file of the store itself (a pack it appends to, its index) is the store's target too:
+    // storing it read its own appends.
+    if let Ok(store) = std::fs::canonicalize(dir) {
+        if let Some(own) = sources.iter().find(|s| std::fs::canonicalize(s).is_ok_and(|s| s.starts_with(&store))) {
+            return Err(JobError::SameFile { path: own.clone() });
+        }
+    }
     // Sources that cannot be opened are refused before the store is touched. A pipe is opened
     // only once, when it is stored.
     for src in sources.iter().filter(|s| !std::fs::metadata(s).is_ok_and(|m| m.file_type().is_fifo())) {

@@ -66,6 +66,12 @@ fn a_damaged_store_is_named_and_nothing_is_written() {
     let st = d.join("st");
     run(&mut pp(args!["dedup", "store", &src, "-s", &st])).ok();
     let pack = st.join("packs/pack-000000");
+    // The store's own files are never stored in it (a pack read its own appends).
+    let own = snapshot(&st);
+    for file in [pack.clone(), st.join("index.sqlite"), d.join("st/../st/packs/pack-000000")] {
+        run(&mut pp(args!["dedup", "store", &file, "-s", &st])).fails(5, &["source and target are the same file", file.file_name().unwrap().to_str().unwrap()]);
+    }
+    assert!(snapshot(&st) == own, "the store changed");
     let mut bytes = std::fs::read(&pack).unwrap();
     bytes[1_000_000] ^= 0x40;
     std::fs::write(&pack, &bytes).unwrap();
