@@ -811,3 +811,24 @@ fn json_reports_say_what_the_text_says() {
     let o = run(&mut pp(args!["dedup", "store", &sa, "-s", &json_st, "--json"])).fails(4, &["exists"]);
     assert!(o.stdout.is_empty(), "{}", o.stdout_str());
 }
+
+/// `restore -o -` into a full disk says exactly how many bytes reached standard output (it
+/// counted whole chunks written before the failing one, and bytes still buffered).
+#[test]
+fn a_restore_to_a_full_standard_output_says_how_many_bytes_went_out() {
+    let test = "a_restore_to_a_full_standard_output_says_how_many_bytes_went_out";
+    let Some(fs) = TmpfsMount::new(test, "1m") else { return };
+    let dir = scratch();
+    let d = dir.path();
+    let a = d.join("a");
+    std::fs::write(&a, mixed_data(3 << 20, 11)).unwrap();
+    let st = d.join("st");
+    run(&mut pp(args!["dedup", "store", &a, "-s", &st, "-q"])).ok();
+    let out = fs.dir.join("out");
+    let o = pp(args!["dedup", "restore", &a, "-s", &st, "-o", "-"]).stdout(std::fs::File::create(&out).unwrap()).output().unwrap();
+    let o = Out { status: o.status, stdout: Vec::new(), stderr: String::from_utf8_lossy(&o.stderr).into_owned(), what: "dedup restore -o - > full".into() };
+    let went = std::fs::metadata(&out).unwrap().len();
+    assert!(went > 0, "something fits");
+    let o = o.fails(11, &["No space left"]);
+    assert!(o.stderr.contains(&format!("after {went} bytes had been written")), "{went} bytes are there: {}", o.stderr);
+}
