@@ -739,15 +739,22 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
     let text = manifest.text();
     let copies = manifest.copies();
     let mut linked: Vec<PathBuf> = Vec::new();
+    // What each file will be, in `files`' order, for errors: the shard or copy on a full drive
+    // is named, not the set.
+    let shown: Vec<PathBuf> = (0..n).map(|i| manifest.shard_path(dir, i)).chain(copies.iter().cloned()).chain([dir.join(MANIFEST)]).collect();
+    let mut at = dir.to_path_buf();
     let published = (|| -> std::io::Result<()> {
         for target in copies.iter().chain([&dir.with_file_name(MANIFEST)]) {
+            at = shown[files.len()].clone();
             files.push(peerpath_io::create_temporary(target, false).map(|(opened, t)| (opened.file, t))?);
             files.last_mut().expect("just pushed").0.write_all(text.as_bytes())?;
         }
-        for (f, _) in &files {
+        for (i, (f, _)) in files.iter().enumerate() {
+            at = shown[i].clone();
             mode.apply(f)?;
             f.sync_all()?;
         }
+        at = dir.to_path_buf();
         // Everything is durable before the directory exists: the window in
         // which SIGKILL could leave it is a few links and a rename long
         // (and the next run beside it removes what a dead process left).
@@ -784,7 +791,7 @@ pub(crate) fn publish(dir: &Path, mut files: Vec<(File, Temporary)>, manifest: &
             std::io::ErrorKind::AlreadyExists if linked.len() < n && manifest.placed() => kept(manifest.shard_path(dir, linked.len())),
             std::io::ErrorKind::AlreadyExists if linked.len() < n + copies.len() && manifest.placed() => kept(copies[linked.len() - n].clone()),
             std::io::ErrorKind::AlreadyExists => JobError::TargetDirExists { path: dir.to_path_buf() },
-            _ => io(dir)(e),
+            _ => io(&at)(e),
         });
     }
     peerpath_io::settled(&linked);
