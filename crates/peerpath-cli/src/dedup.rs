@@ -871,21 +871,6 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     result
 }
 
-/// A writer that counts the bytes its writes took.
-struct Counted<W>(W, u64);
-
-impl<W: Write> Write for Counted<W> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let n = self.0.write(b)?;
-        self.1 += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
 /// What a store's first run makes, in order ("": the directory itself).
 const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
@@ -1250,7 +1235,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     peerpath_runtime::job::check_new_target(output, force)?;
     let target = if to_stdout { None } else { Some(peerpath_io::create_temporary(output, false).map_err(target_io(output))?) };
     // Unbuffered, each byte that went out counted: a failed write says exactly how many did.
-    let mut stdout = Counted(std::fs::File::from(std::os::fd::AsFd::as_fd(&std::io::stdout()).try_clone_to_owned().map_err(target_io(output))?), 0);
+    let mut stdout = crate::Counted::stdout().map_err(target_io(output))?;
     // Chunks are read, decoded and checked on every core, BATCH at a time, each thread into a
     // buffer kept from batch to batch, and written in order.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -1281,7 +1266,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
                 let bytes = &buf[range.clone()];
                 match &target {
                     Some((t, _)) => t.file.write_all_at(bytes, at).map_err(target_io(output))?,
-                    None => stdout.write_all(bytes).map_err(|e| JobError::TargetIo { path: output.to_path_buf(), source: std::io::Error::new(e.kind(), format!("{e}, after {} bytes had been written to it (they stay there)", stdout.1)) })?,
+                    None => stdout.write_all(bytes).map_err(|e| JobError::TargetIo { path: output.to_path_buf(), source: stdout.after(e) })?,
                 }
                 at += range.len() as u64;
             }

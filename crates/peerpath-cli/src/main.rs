@@ -255,6 +255,48 @@ pub(crate) fn open_file_source(path: &Path) -> Result<std::fs::File, JobError> {
     Ok(f)
 }
 
+/// Standard output, unbuffered (a duplicate of descriptor 1), counting the bytes its writes
+/// took: a write that fails says exactly how many went out before it (they cannot be taken
+/// back). The count is shared, for a writer wrapped in a buffer.
+pub(crate) struct Counted {
+    out: std::fs::File,
+    count: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl Counted {
+    pub(crate) fn stdout() -> std::io::Result<Counted> {
+        let out = std::fs::File::from(std::os::fd::AsFd::as_fd(&std::io::stdout()).try_clone_to_owned()?);
+        Ok(Counted { out, count: Default::default() })
+    }
+
+    /// The count, kept when the writer goes into a buffer.
+    pub(crate) fn count(&self) -> std::rc::Rc<std::cell::Cell<u64>> {
+        self.count.clone()
+    }
+
+    /// `e`, saying how many bytes had gone out before it.
+    pub(crate) fn after(&self, e: std::io::Error) -> std::io::Error {
+        after_written(e, self.count.get())
+    }
+}
+
+/// A write error on standard output, with the bytes that went out before it.
+pub(crate) fn after_written(e: std::io::Error, n: u64) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{e}, after {n} bytes had been written to it (they stay there)"))
+}
+
+impl std::io::Write for Counted {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(b)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Refuses `output` where it is one of `files` (by path, or the same file
 /// under another name) or lies in one of `dirs`: a file restored from a set
 /// or a store never replaces one of the files it is read from, even with

@@ -296,6 +296,8 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     }
     let device_name = if a.engine == ScanEngine::Gpu { format!("GPU {}", a.gpu) } else { "the emulated CSP".to_string() };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
+    // Bytes that reached standard output, for an error that ends the job part way.
+    let mut written = None;
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
         (Some(o), true) if !peerpath_runtime::job::is_std_stream(o) => {
             for f in &a.files {
@@ -305,7 +307,11 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             let writer = t.file.try_clone().map_err(|e| JobError::TargetIo { path: o.clone(), source: e })?;
             (Box::new(std::io::BufWriter::with_capacity(1 << 20, writer)), Some((t.file, temp, o.clone())))
         }
-        _ => (Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())), None),
+        _ => {
+            let out = crate::Counted::stdout().map_err(|e| JobError::TargetIo { path: PathBuf::from("-"), source: e })?;
+            written = Some(out.count());
+            (Box::new(std::io::BufWriter::with_capacity(1 << 20, out)), None)
+        }
     };
     let out_path = a.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let result = (|| -> Result<ScanReport, JobError> {
@@ -418,6 +424,9 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         (Err(e), Some((_, temp, _))) => {
             peerpath_io::discard(&temp);
             return Err(e);
+        }
+        (Err(JobError::TargetIo { path, source }), None) if written.is_some() => {
+            return Err(JobError::TargetIo { path, source: crate::after_written(source, written.map_or(0, |w| w.get())) });
         }
         (Err(e), None) => return Err(e),
         // The records keep their first source's permissions (as compress's output does), a new file's for standard input.

@@ -503,3 +503,17 @@ fn a_file_that_shrinks_while_scanned_is_exit_12() {
         eprintln!("note: every scan finished before its file was cut: nothing shown on this machine");
     }
 }
+
+/// Records to a full standard output: exit 11, saying exactly how many bytes went out (they
+/// stay there), as compress and decompress say it.
+#[test]
+fn records_to_a_full_standard_output_say_how_many_bytes_went_out() {
+    let test = "records_to_a_full_standard_output_say_how_many_bytes_went_out";
+    let Some(fs) = TmpfsMount::new(test, "256k") else { return };
+    let out = fs.dir.join("out");
+    let o = pp(args!["scan", "--min-length", "1", sample_path(), "-o", "-", "-q"]).stdout(std::fs::File::create(&out).unwrap()).output().unwrap();
+    let o = Out { status: o.status, stdout: Vec::new(), stderr: String::from_utf8_lossy(&o.stderr).into_owned(), what: "scan -o - > full".into() };
+    let went = std::fs::metadata(&out).unwrap().len();
+    let o = o.fails(11, &["No space left"]);
+    assert!(went > 0 && o.stderr.contains(&format!("after {went} bytes had been written")), "{went} bytes are there: {}", o.stderr);
+}
