@@ -724,6 +724,10 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     topo.iommu = records.iommu.clone();
     topo.kernel = records.kernel.clone();
     topo.numa_nodes = records.numa_nodes.clone();
+    // A firmware label on more than one function (every port of a card "Onboard LAN") names
+    // none of them: they keep their addresses as names, and the machine can be read.
+    let mut labels: BTreeMap<&str, usize> = BTreeMap::new();
+    records.pci.iter().filter_map(|r| r.label.as_deref()).for_each(|l| *labels.entry(l).or_default() += 1);
     for r in &records.pci {
         let mut d = PciDevice::new(r.bdf, r.vendor, r.device, r.class);
         d.upstream = match &r.parent {
@@ -739,7 +743,7 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
                 });
             }
         }
-        d.label = r.label.clone();
+        d.label = r.label.clone().filter(|l| labels.get(l.as_str()) == Some(&1));
         d.driver = r.driver.clone();
         d.numa_node = r.numa_node.and_then(|n| u32::try_from(n).ok());
         d.local_cpus = r.local_cpulist.clone();

@@ -206,3 +206,20 @@ fn a_fifo_or_a_device_where_a_file_is_read_is_refused_not_waited_on() {
     let e = Topology::from_toml_file("/dev/zero").unwrap_err();
     assert!(e.to_string().contains("/dev/zero") && e.to_string().contains("not a regular file"), "{e}");
 }
+
+/// A firmware label on two functions (every port of a card "Onboard LAN") names neither: the
+/// machine is read, each keeps its address as its name (the whole tree was refused).
+#[test]
+fn a_label_firmware_gives_twice_names_neither_device() {
+    let (_d, root) = tree();
+    let with_label: Vec<PathBuf> = fs::read_dir(root.join("bus/pci/devices")).unwrap().flatten().map(|e| e.path()).filter(|p| p.join("label").exists()).collect();
+    assert!(with_label.len() >= 2, "{with_label:?}");
+    for p in &with_label[..2] {
+        fs::write(p.join("label"), "Onboard LAN\n").unwrap();
+    }
+    let t = Topology::from_sysfs(&root).unwrap();
+    assert!(t.devices.iter().all(|d| d.label.as_deref() != Some("Onboard LAN")));
+    assert!(t.resolve("Onboard LAN").is_err());
+    let other = t.devices.iter().filter(|d| d.label.is_some()).count();
+    assert_eq!(other, with_label.len() - 2, "the other labels stay");
+}
