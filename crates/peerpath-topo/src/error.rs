@@ -62,6 +62,10 @@ pub enum TopoError {
     /// The model is inconsistent (a dangling reference, a loop, a duplicate).
     #[error("invalid topology: {0}")]
     Invalid(String),
+    /// A device named for a role it cannot play (a bridge as storage, an SSD as a compute
+    /// device): the request's fault, not the topology's.
+    #[error("{0}")]
+    WrongRole(String),
 
     /// A name given by the user (BDF, nvme0, nvme0n1, md0, ...) names nothing in the model.
     #[error("no device {name:?} in this topology (give a PCI address like 0000:01:00.0, a controller like nvme0, a block device like nvme0n1, or a GPU like gpu0)")]

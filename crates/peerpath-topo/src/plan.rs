@@ -1485,6 +1485,11 @@ fn place(topo: &Topology, name: &str) -> Result<Place> {
     };
     let what = match (&ep.block, ep.pci.first().and_then(|b| topo.device(*b))) {
         (Some(b), _) => b.kind.short().to_string(),
+        // A bridge holds no data: a host bridge or a switch port named by mistake.
+        (None, Some(d)) if d.kind == DeviceKind::Bridge => {
+            let role = if d.role == crate::PortRole::Auto { d.kind.short() } else { d.role.short() };
+            return Err(TopoError::WrongRole(format!("{name} is a {role} ({}), not storage: name an SSD, an NVMe controller or a block device", d.bdf)));
+        }
         (None, Some(d)) => d.kind.short().to_string(),
         (None, None) => "not a PCI device".to_string(),
     };
@@ -1500,15 +1505,15 @@ fn place(topo: &Topology, name: &str) -> Result<Place> {
 fn compute_device_bdf(topo: &Topology, name: &str) -> Result<Bdf> {
     let ep = topo.resolve(name)?;
     if let Some(b) = &ep.block {
-        return Err(TopoError::Invalid(format!(
+        return Err(TopoError::WrongRole(format!(
             "{name} is a block device ({}), not a compute device; name a CSP by label, PCI address or controller",
             b.kind.short()
         )));
     }
     match ep.pci.as_slice() {
         [one] => Ok(*one),
-        [] => Err(TopoError::Invalid(format!("{name} is not a PCI device and cannot be a compute device"))),
-        _ => Err(TopoError::Invalid(format!("{name} spans several PCI functions; name one"))),
+        [] => Err(TopoError::WrongRole(format!("{name} is not a PCI device and cannot be a compute device"))),
+        _ => Err(TopoError::WrongRole(format!("{name} spans several PCI functions; name one"))),
     }
 }
 

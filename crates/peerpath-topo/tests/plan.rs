@@ -329,3 +329,16 @@ fn idle_devices_and_unused_targets_are_explained() {
     let p = t.plan(&PlanRequest::new(["ssd0"], ["ssd6"]).with_pairs(vec![(0, 0)])).unwrap();
     assert!(p.explain().contains("Pairing: given by the request (1 pair(s))"), "{}", p.explain());
 }
+
+/// A bridge holds no data: a host bridge or a switch port named as a source or target is
+/// refused, saying what it is (it was planned as storage).
+#[test]
+fn a_bridge_is_no_storage() {
+    let t = sysfs("intel-switch-acs");
+    for (bridge, what) in [("0000:00:00.0", "host bridge"), ("0000:02:03.0", "switch downstream port")] {
+        for req in [PlanRequest::new([bridge], ["ssd1"]), PlanRequest::new(["ssd0"], [bridge])] {
+            let e = t.plan(&req).unwrap_err();
+            assert!(matches!(&e, TopoError::WrongRole(m) if m.contains(what) && m.contains("not storage")), "{bridge}: {e}");
+        }
+    }
+}
