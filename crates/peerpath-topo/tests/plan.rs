@@ -299,7 +299,7 @@ fn unknown_names_and_block_devices_as_devices_are_errors() {
     assert!(matches!(t.plan(&PlanRequest::new(["nope"], ["ssd0"])), Err(TopoError::UnknownDevice { .. })));
     assert!(matches!(t.plan(&PlanRequest::new(["ssd0"], ["nope"])), Err(TopoError::UnknownDevice { .. })));
     let r = PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("md0"));
-    assert!(matches!(t.plan(&r), Err(TopoError::Invalid(_))));
+    assert!(matches!(t.plan(&r), Err(TopoError::WrongRole(_))));
     let r = PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("cpu"));
     let p = t.plan(&r).unwrap();
     assert!(p.streams[0].executor.is_cpu());
