@@ -113,7 +113,11 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
     // A target that is not there is the user's to fix whatever the machine has (it was said
     // only after a provider was found, or not at all): exit 3, as a source missing elsewhere.
     if let Some(t) = &a.target {
-        std::fs::metadata(t).map_err(|e| (3, format!("cannot read target {}: {e}", t.display())))?;
+        let m = std::fs::metadata(t).map_err(|e| (3, format!("cannot read target {}: {e}", t.display())))?;
+        // Nor is one that nothing can be read from into P2P memory (a directory, a FIFO).
+        if !(m.is_file() || std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type())) {
+            return Err((2, format!("target {} is neither a regular file nor a block device: give one to read into P2P memory", t.display())));
+        }
     }
     let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, e.to_string()))?;
     let providers: Vec<&peerpath_topo::PciDevice> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).collect();

@@ -112,6 +112,10 @@ fn fixture_probe_errors_are_reasons() {
     assert!(out.stderr.contains("cannot read target") && out.stderr.contains("nope"), "{}", out.stderr);
     let out = run(&mut pp(args!["probe", "--target", dir.path().join("nope")]));
     assert_eq!(out.code(), Some(3), "the machine's own /sys too: {}", out.stderr);
+    // A directory is no target (it was a failed read, exit 14 "NO P2P").
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--target", dir.path()]));
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("neither a regular file nor a block device"), "{}", out.stderr);
     // A target shorter than the probe's read.
     let short = dir.path().join("short");
     std::fs::write(&short, b"tiny").unwrap();
