@@ -319,9 +319,18 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
         return Err(SimError::Vary(format!("limit {limit}: from {} to {} devices", PLAN_LIMIT.start(), PLAN_LIMIT.end())));
     }
     let mut last: Option<(u32, SimReport)> = None;
+    let mut too_few = None;
     for n in 1..=limit {
         let (m, j) = apply(topo, catalog, platform, job, param, n)?;
-        let r = simulate(&m, &j, opts)?;
+        // The first counts may be too few for the job to run at all (compress-p2p needs two
+        // SSDs, a source and a target): the plan starts where it can.
+        let r = match simulate(&m, &j, opts) {
+            Err(e @ SimError::Job(_)) if last.is_none() => {
+                too_few = Some(e);
+                continue;
+            }
+            r => r?,
+        };
         let reached = r.throughput_gbit_per_s >= target_gbit_per_s;
         let stalled = last.as_ref().is_some_and(|(_, p)| r.throughput_gbit_per_s <= p.throughput_gbit_per_s * 1.0001);
         last = Some((n, r));
@@ -342,7 +351,7 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
             break;
         }
     }
-    let (n, r) = last.expect("at least one point");
+    let Some((n, r)) = last else { return Err(too_few.expect("a point failed or ran")) };
     Ok(Proposal {
         label: crate::LABEL,
         target_gbit_per_s,

@@ -223,6 +223,10 @@ fn plan_proposes_a_csp_count_for_a_target() {
     let p = plan(&topo, &Catalog::default_catalog(), Some("amd-epyc-7501-2s"), &Job::new(JobKind::CompressP2p), Param::Csp, 100.0, 24, &exact()).unwrap();
     assert_eq!(p.count, Some(4), "{}", p.render());
     assert_eq!(p.groups.len(), 4);
+    // SSDs for the default job: it needs two (a source and a target), so the plan starts there
+    // (it failed at one, "needs at least two SSDs").
+    let p = plan(&topo, &Catalog::default_catalog(), Some("amd-epyc-7501-2s"), &Job::new(JobKind::CompressP2p), Param::Ssd, 10.0, 24, &exact()).unwrap();
+    assert!(p.count.is_some_and(|n| n >= 2), "{}", p.render());
 }
 
 #[test]
