@@ -63,6 +63,10 @@ fn refusals_have_their_exit_codes() {
     assert_eq!(out.status.code(), Some(13));
     let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--vary", "volts=1..2"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // Too few SSDs because the catalog lacks the machine's: said which.
+    let out = peerpath().args(["sim", "--file"]).arg(fixture("intel-switch-acs")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SSD 8086:0a54 not in the catalog"), "{}", String::from_utf8_lossy(&out.stderr));
     // A catalog or platform the user names that cannot be used is theirs to fix (2), not an
     // internal error (1).
     for bad in [&["--platform", "nope"][..], &["--catalog", "/nonexistent.toml"][..]] {

@@ -378,7 +378,7 @@ impl Job {
                     }
                 }
                 if sources.is_empty() {
-                    return Err(SimError::Job("compress-p2p needs at least two SSDs (a source and a target)".into()));
+                    return Err(SimError::Job(format!("compress-p2p needs at least two SSDs (a source and a target); {} in the catalog{}", ssds.len(), m.left_out_note())));
                 }
                 let name = |i: usize| m.topo_name(i).unwrap_or_else(|| m.nodes[i].name.clone());
                 let request = peerpath_topo::PlanRequest::new(sources.iter().map(|&i| name(i)), targets.iter().map(|&i| name(i)))
@@ -566,9 +566,7 @@ impl Job {
             groups.push(flows[0].name.clone());
         }
         if flows.is_empty() {
-            let left_out: Vec<&str> = m.unknowns.iter().filter(|u| u.contains("left out of the jobs")).map(String::as_str).collect();
-            let also = if left_out.is_empty() { String::new() } else { format!("; {}", left_out.join("; ")) };
-            return Err(SimError::Job(format!("{}: nothing to do on this machine ({} SSDs in the catalog{also})", self.describe(), ssds.len())));
+            return Err(SimError::Job(format!("{}: nothing to do on this machine ({} SSDs in the catalog{})", self.describe(), ssds.len(), m.left_out_note())));
         }
         let mut resources = BTreeMap::new();
         for f in &flows {

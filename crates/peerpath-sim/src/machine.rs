@@ -420,6 +420,13 @@ impl Machine {
         Some(Resource { key: ResKey::Engine(n), name: format!("{function} engines of {}", self.nodes[n].name), capacity: v, unit: "B/s" })
     }
 
+    /// The devices the catalog lacks, left out of the jobs, as "; ..." for an error that
+    /// found too few ("" where none was).
+    pub fn left_out_note(&self) -> String {
+        let left_out: Vec<&str> = self.unknowns.iter().filter(|u| u.contains("left out of the jobs")).map(String::as_str).collect();
+        if left_out.is_empty() { String::new() } else { format!("; {}", left_out.join("; ")) }
+    }
+
     /// The topology name of a node (for verdicts): its address.
     pub fn topo_name(&self, i: usize) -> Option<String> {
         self.nodes[i].bdf.map(|b| b.to_string())
