@@ -37,6 +37,48 @@ impl std::fmt::Display for Stopped {
 
 impl std::error::Error for Stopped {}
 
+/// Makes this process's transfers on streams stoppable, and lets them run
+/// (the next job's: a stop stays until then).
+pub fn arm() {
+    if let Some(s) = STOP.get_or_init(Stop::new) {
+        s.allow();
+    }
+}
+
+/// Ends every transfer on a stream that waits now, and every one started
+/// until the next [`arm`], with [`Stopped`] (in an armed process).
+pub fn stop_blocking_transfers() {
+    if let Some(s) = STOP.get().and_then(Option::as_ref) {
+        s.stop();
+    }
+}
+
+/// One read (`write` false) or write of up to `len` bytes at `ptr`, at the
+/// stream's position, in an armed process: `None` elsewhere (the caller
+/// transfers as before). Ends with [`Stopped`] where it would wait once
+/// transfers are stopped.
+///
+/// # Safety
+/// `ptr..ptr + len` is memory the caller owns for the call (written to by a read).
+pub(crate) unsafe fn stream_transfer(fd: RawFd, write: bool, ptr: *mut u8, len: usize) -> Option<io::Result<usize>> {
+    // SAFETY: the caller's contract is this one's.
+    STOP.get().and_then(Option::as_ref).map(|stop| unsafe { stop.transfer(fd, write, ptr, len) })
+}
+
+/// A reader of a stream whose reads end with [`Stopped`] when transfers are
+/// stopped ([`stream_transfer`]; a plain read in a process not armed).
+pub struct StoppableRead<R>(pub R);
+
+impl<R: io::Read + AsRawFd> io::Read for StoppableRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: `buf` is ours for the call.
+        match unsafe { stream_transfer(self.0.as_raw_fd(), false, buf.as_mut_ptr(), buf.len()) } {
+            Some(r) => r,
+            None => self.0.read(buf),
+        }
+    }
+}
+
 /// An eventfd that is readable while transfers are to stop.
 struct Stop(OwnedFd);
 
@@ -62,24 +104,13 @@ impl Stop {
         unsafe { libc::read(self.0.as_raw_fd(), (&mut value as *mut u64).cast(), 8) };
     }
 
+    /// Waits until `fd` can be read (`write` false) or written, or the stop comes.
     fn wait_ready(&self, fd: RawFd, write: bool) -> io::Result<()> {
         let events = if write { libc::POLLOUT } else { libc::POLLIN };
-        let mut fds = [
-            libc::pollfd {
-                fd,
-                events,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.0.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
+        let mut fds = [libc::pollfd { fd, events, revents: 0 }, libc::pollfd { fd: self.0.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
         loop {
             // SAFETY: poll(2) on an array of two pollfds that lives across the call.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-            if n < 0 {
+            if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) } < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -95,143 +126,57 @@ impl Stop {
             }
         }
     }
-}
 
-fn armed() -> Option<&'static Stop> {
-    STOP.get().and_then(Option::as_ref)
-}
-
-/// Makes this process's transfers on streams stoppable (and lets them run).
-pub fn arm() {
-    STOP.get_or_init(Stop::new);
-    allow_blocking_transfers();
-}
-
-/// Ends every transfer on a stream that waits now, and every one started
-/// until [`allow_blocking_transfers`], with [`Stopped`] (in an armed process).
-pub fn stop_blocking_transfers() {
-    armed().inspect(|s| s.stop());
-}
-
-/// Lets transfers on streams block again (the next job).
-pub fn allow_blocking_transfers() {
-    armed().inspect(|s| s.allow());
-}
-
-/// One read (`write` false) or write of up to `len` bytes at `ptr`, at the
-/// stream's position, in an armed process: `None` elsewhere (the caller
-/// transfers as before). Ends with [`Stopped`] where it would wait once
-/// transfers are stopped.
-///
-/// # Safety
-/// `ptr..ptr + len` is memory the caller owns for the call (written to by a read).
-pub(crate) unsafe fn stream_transfer(
-    fd: RawFd,
-    write: bool,
-    ptr: *mut u8,
-    len: usize,
-) -> Option<io::Result<usize>> {
-    // SAFETY: the caller's contract is this one's.
-    armed().map(|stop| unsafe { stop.transfer(fd, write, ptr, len) })
-}
-
-impl Stop {
     /// [`stream_transfer`] on this stop.
     ///
     /// # Safety
     /// As [`stream_transfer`].
-    unsafe fn transfer(
-        &self,
-        fd: RawFd,
-        write: bool,
-        ptr: *mut u8,
-        len: usize,
-    ) -> io::Result<usize> {
+    unsafe fn transfer(&self, fd: RawFd, write: bool, ptr: *mut u8, len: usize) -> io::Result<usize> {
         // SAFETY: a stat is plain integers, for which zero is a value.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: fstat(2) into that stat, which lives across the call.
-        let kind = if unsafe { libc::fstat(fd, &mut st) } == 0 {
-            st.st_mode & libc::S_IFMT
-        } else {
-            0
-        };
+        let kind = if unsafe { libc::fstat(fd, &mut st) } == 0 { st.st_mode & libc::S_IFMT } else { 0 };
         if !matches!(kind, libc::S_IFIFO | libc::S_IFSOCK) {
             // A file never waits on another process; a terminal is waited for until it has something.
-            let ready = if kind == libc::S_IFREG {
-                Ok(())
-            } else {
-                self.wait_ready(fd, write)
-            };
-            return ready.and_then(|()| plain(fd, write, ptr, len));
+            let ready = if kind == libc::S_IFREG { Ok(()) } else { self.wait_ready(fd, write) };
+            // SAFETY: the caller's memory, as above.
+            return ready.and_then(|()| unsafe { plain(fd, write, ptr, len) });
         }
-        let iov = libc::iovec {
-            iov_base: ptr.cast(),
-            iov_len: len,
-        };
+        let iov = libc::iovec { iov_base: ptr.cast(), iov_len: len };
         loop {
             // SAFETY: one iovec over the caller's memory (see the function's
             // contract); offset -1 is the stream's own position, as read(2) and write(2).
-            let n = unsafe {
-                if write {
-                    libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT)
-                } else {
-                    libc::preadv2(fd, &iov, 1, -1, libc::RWF_NOWAIT)
-                }
-            };
+            let n = unsafe { if write { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) } else { libc::preadv2(fd, &iov, 1, -1, libc::RWF_NOWAIT) } };
             if n >= 0 {
-                break Ok(n as usize);
+                return Ok(n as usize);
             }
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINTR) => {}
-                Some(libc::EAGAIN) => {
-                    if let Err(stopped) = self.wait_ready(fd, write) {
-                        break Err(stopped);
-                    }
-                }
+                Some(libc::EAGAIN) => self.wait_ready(fd, write)?,
                 // No RWF_NOWAIT for this stream here: wait for it, then as before.
-                Some(libc::EOPNOTSUPP | libc::EINVAL) => {
-                    break self
-                        .wait_ready(fd, write)
-                        .and_then(|()| plain(fd, write, ptr, len))
-                }
-                _ => break Err(e),
+                // SAFETY: the caller's memory, as above.
+                Some(libc::EOPNOTSUPP | libc::EINVAL) => return self.wait_ready(fd, write).and_then(|()| unsafe { plain(fd, write, ptr, len) }),
+                _ => return Err(e),
             }
         }
     }
 }
 
 /// read(2) or write(2), retried on EINTR.
-fn plain(fd: RawFd, write: bool, ptr: *mut u8, len: usize) -> io::Result<usize> {
+///
+/// # Safety
+/// As [`stream_transfer`].
+unsafe fn plain(fd: RawFd, write: bool, ptr: *mut u8, len: usize) -> io::Result<usize> {
     loop {
-        // SAFETY: as in stream_transfer, whose memory this is.
-        let n = unsafe {
-            if write {
-                libc::write(fd, ptr.cast(), len)
-            } else {
-                libc::read(fd, ptr.cast(), len)
-            }
-        };
+        // SAFETY: the caller's memory (the function's contract).
+        let n = unsafe { if write { libc::write(fd, ptr.cast(), len) } else { libc::read(fd, ptr.cast(), len) } };
         if n >= 0 {
             return Ok(n as usize);
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
-        }
-    }
-}
-
-/// A reader of a stream whose reads end with [`Stopped`] when transfers are
-/// stopped ([`stream_transfer`]; a plain read in a process not armed).
-pub struct StoppableRead<R>(pub R);
-
-impl<R: io::Read + AsRawFd> io::Read for StoppableRead<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: `buf` is ours for the call.
-        match unsafe { stream_transfer(self.0.as_raw_fd(), false, buf.as_mut_ptr(), buf.len()) } {
-            Some(r) => r,
-            None => self.0.read(buf),
         }
     }
 }
