@@ -81,6 +81,12 @@ struct QueryArgs {
 /// Runs `peerpath csp ...`. Bad names or options exit with 2, anything
 /// else that fails with 1.
 pub fn main(a: CspArgs) -> ExitCode {
+    // A device a job started: its failure is the job's to handle (it falls back and says why);
+    // said as the device's, not as the command's error.
+    let of_job = match &a.command {
+        CspCommand::Serve(s) => s.parent_pid,
+        _ => None,
+    };
     let result = match a.command {
         CspCommand::Serve(s) => run_serve(s),
         CspCommand::Identify(q) => query(q, |d, json| {
@@ -95,7 +101,10 @@ pub fn main(a: CspArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("peerpath: error: {e}");
+            match of_job {
+                Some(job) => eprintln!("peerpath: emulated device (started by process {job}): {e}"),
+                None => eprintln!("peerpath: error: {e}"),
+            }
             match e {
                 CspError::BadName { .. } | CspError::BadOption(_) => ExitCode::from(2),
                 // No device answers at that name (usage.md: a source missing or unreadable).

@@ -188,6 +188,8 @@ fn device_memory_that_does_not_fit_its_file_system_is_found_when_the_device_star
     let out = dir.path().join("fell-back");
     let o = compress(&sources, &out, &[&opts[..], &["--json"]].concat()).ok();
     assert!(o.stderr.contains("no room for") && o.stderr.contains("device memory in its file system"), "{}", o.stderr);
+    // The device's words are the device's, not an error of the job that went on and succeeded.
+    assert!(o.stderr.contains("peerpath: emulated device (started by process") && !o.stderr.contains("peerpath: error:"), "{}", o.stderr);
     let r = o.json();
     let fallbacks = r["fallbacks"].to_string();
     assert!(fallbacks.contains("did not start") && fallbacks.contains("no room for"), "the report says why: {fallbacks}");
