@@ -80,6 +80,28 @@ pub fn remove_on_signal(path: PathBuf) {
     }
 }
 
+/// Makes the directories `dirs` (given deepest first: each the one below the next) and adds
+/// each made to what a signal removes ([`remove_on_signal`]: only where empty), under the lock
+/// the signal's removal takes: a signal between a directory's making and its adding cannot
+/// leave it. One already there (made by another since) is not added.
+pub fn create_dirs_removed_on_signal(dirs: &[PathBuf]) -> io::Result<()> {
+    let mut made = made();
+    let mut new = Vec::new();
+    for d in dirs.iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => new.extend(identity(d).map(|id| (d.clone(), id))),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => {
+                made.extend(new.into_iter().rev());
+                return Err(e);
+            }
+        }
+    }
+    // Deepest first, as the removal must go.
+    made.extend(new.into_iter().rev());
+    Ok(())
+}
+
 /// Takes `path` back from what a signal removes ([`remove_on_signal`]): the
 /// work that made it is done, and it stays.
 pub fn keep_on_signal(path: &Path) {

@@ -163,9 +163,8 @@ impl MadeDirs {
         // Held first: where making them fails part way, those made go again. Absolute:
         // a job server changes its directory between jobs, and a signal may come then.
         let made = MadeDirs(made.into_iter().map(|d| std::path::absolute(&d).unwrap_or(d)).collect());
-        std::fs::create_dir_all(dir).map_err(|e| JobError::TargetIo { path: dir.to_path_buf(), source: e })?;
         // A signal that ends the job removes them too (where still empty).
-        made.0.iter().for_each(|d| peerpath_io::remove_on_signal(d.clone()));
+        peerpath_io::create_dirs_removed_on_signal(&made.0).map_err(|e| JobError::TargetIo { path: dir.to_path_buf(), source: e })?;
         Ok(made)
     }
 
