@@ -521,7 +521,8 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
     let (found_tx, found_rx) = bounded::<(u64, Result<Found, Malformed>, Vec<u8>)>(threads * 2);
     let keep_records = out.is_some();
     std::thread::scope(|s| -> Result<(Found, u64, Option<RecordFormat>), JobError> {
-        let reader = s.spawn(move || read_blocks(input, gzip, format, path, block_tx));
+        let file = opened.is_some();
+        let reader = s.spawn(move || read_blocks(input, (gzip, file), format, path, block_tx));
         for _ in 0..threads {
             let (rx, tx) = (block_rx.clone(), found_tx.clone());
             s.spawn(move || {
@@ -583,7 +584,9 @@ struct Block {
 
 /// Reads (and decodes) `input`, sending blocks of whole records; returns the
 /// bytes read and the format (given, or told from the first byte; `None`: no bytes).
-fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<(u64, Option<RecordFormat>), JobError> {
+/// `file`: a file, whose end a crash could have zeroed (gzip input: more zeros after its last
+/// member than padding leaves are an error; any, from a pipe).
+fn read_blocks(input: impl Read, (gzip, file): (bool, bool), format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<(u64, Option<RecordFormat>), JobError> {
     let mut cutter = BlockCutter::new(format, BLOCK_BYTES);
     let (mut seq, mut bytes) = (0u64, 0u64);
     let mut push = |data: &[u8], at_end: bool| {
@@ -596,7 +599,9 @@ fn read_blocks(input: impl Read, gzip: bool, format: Option<RecordFormat>, path:
     };
     let io_error = |e: std::io::Error| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() };
     if gzip {
-        peerpath_func::StreamDecoder::new(input, 0, 0).run(true, |d| push(d, false)).map_err(|e| peerpath_runtime::decompress::stream_error(path, e))?;
+        let decoder = peerpath_func::StreamDecoder::new(input, 0, 0);
+        let mut decoder = if file { decoder } else { decoder.any_zero_padding() };
+        decoder.run(true, |d| push(d, false)).map_err(|e| peerpath_runtime::decompress::stream_error(path, e))?;
     } else {
         let mut input = input;
         let mut buf = vec![0u8; 1 << 20];

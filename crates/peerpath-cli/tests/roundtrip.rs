@@ -306,4 +306,17 @@ fn a_block_device_is_read_from_storage_and_its_output_is_as_private_as_it() {
         run(&mut pp(args!["decompress", &out, "-o", &back])).ok();
         assert_file_eq(&back, &bytes, engine);
     }
+    // A block device larger than the gzip stream written to it (`gzip -c f > /dev/sdX`): the
+    // zeros after it are the device's, not an end lost to a crash (that is a file's).
+    let stream = std::fs::read(d.join("cpu.gz")).unwrap();
+    let mut image_bytes = stream.clone();
+    image_bytes.resize(4 << 20, 0);
+    let holder = d.join("holds-a-stream");
+    std::fs::write(&holder, &image_bytes).unwrap();
+    let attached = std::process::Command::new("losetup").args(["-f", "--show"]).arg(&holder).output().unwrap();
+    let dev2 = Loop(String::from_utf8_lossy(&attached.stdout).trim().to_string());
+    let back = d.join("from-device.back");
+    run(&mut pp(args!["decompress", &dev2.0, "-o", &back])).ok();
+    assert_file_eq(&back, &bytes, "a stream read from a block device padded with zeros");
+    run(&mut pp(args!["verify", &holder])).fails(9, &["zero bytes after the last member"]);
 }

@@ -42,11 +42,12 @@ pub const PEERPATH_SUBFIELD: [u8; 2] = *b"PP";
 pub const PEERPATH_HEADER_BYTES: usize = 10 + 2 + 4 + 8;
 const BGZF_HEADER_BYTES: usize = 18;
 
-/// The most zero bytes after a stream's last member taken as padding and
+/// The most zero bytes after a file's last member taken as padding and
 /// ignored, as gzip ignores them: tar's records (10 KiB by default, 32 KiB
-/// with `-b 64`) and block devices' padding stay below it. More zeros are
-/// how a file whose end was lost looks (a crash leaves zeros where data was
-/// not yet written), which would otherwise decode short without a word.
+/// with `-b 64`) stay below it. More zeros are how a file whose end was lost
+/// looks (a crash leaves zeros where data was not yet written), which would
+/// otherwise decode short without a word. Other input (a block device, a
+/// pipe) takes any ([`StreamDecoder::any_zero_padding`]).
 pub const MAX_ZERO_PADDING: u64 = 64 << 10;
 
 /// The largest input of one BGZF member (htslib's BGZF_BLOCK_SIZE = 0xff00),
@@ -610,9 +611,19 @@ pub struct StreamDecoder<R> {
     pub bytes_out: u64,
     /// Time spent inflating (summed over the workers of [`StreamDecoder::run_parallel`]).
     pub inflating: std::time::Duration,
+    /// The most zero bytes after the last member taken as padding ([`MAX_ZERO_PADDING`]).
+    max_zero_padding: u64,
 }
 
 impl<R: Read> StreamDecoder<R> {
+    /// Any number of zero bytes after the last member is padding: for input that is not a
+    /// file whose end a crash could have zeroed (a block device larger than its stream, a pipe
+    /// from `dd` of one), as gzip takes it.
+    pub fn any_zero_padding(mut self) -> Self {
+        self.max_zero_padding = u64::MAX;
+        self
+    }
+
     /// `offset` is where `reader` starts in the file (for error messages);
     /// `members_before` how many members precede it.
     pub fn new(reader: R, offset: u64, members_before: u64) -> Self {
@@ -629,6 +640,7 @@ impl<R: Read> StreamDecoder<R> {
             bytes_in: 0,
             bytes_out: 0,
             inflating: std::time::Duration::ZERO,
+            max_zero_padding: MAX_ZERO_PADDING,
         }
     }
 
@@ -703,7 +715,7 @@ impl<R: Read> StreamDecoder<R> {
         // what padding leaves: more is the look of a file whose end was lost.
         if self.rest_is_zero()? {
             let bytes = self.offset - at;
-            return if bytes <= MAX_ZERO_PADDING { Ok(false) } else { Err(StreamError::ZeroTail { offset: at, bytes }) };
+            return if bytes <= self.max_zero_padding { Ok(false) } else { Err(StreamError::ZeroTail { offset: at, bytes }) };
         }
         // Bytes that are not a member, then a member that declares its
         // sizes: a damaged member start (exit 6), not garbage at the end.

@@ -936,7 +936,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let Some(file_size) = src.kind.size_bytes() else {
         let reader = src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
         // A pipe may be idle for ever: its reads end when the job is cancelled (a job server's).
-        return stream_from(ctx, st, peerpath_io::stop::StoppableRead(reader), 0, 0, DecodeMode::StreamingPipe);
+        return stream_from(ctx, st, (peerpath_io::stop::StoppableRead(reader), false), 0, 0, DecodeMode::StreamingPipe);
     };
     if st.worker_reads {
         return split_for_reading_workers(ctx, src, st, file_size);
@@ -1309,19 +1309,21 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
     let opened = format!("/proc/self/fd/{}", src.file.as_raw_fd());
     let mut reader = std::fs::File::open(&opened).map_err(|e| JobError::SourceUnreadable { path: src.path.clone(), source: e })?;
     let mode = if index == 0 { DecodeMode::Streaming { why } } else { DecodeMode::ParallelThenStreaming { members: index, from: pos, why } };
+    let file = matches!(src.kind, peerpath_io::SourceKind::Regular { .. });
     let decoded = match &st.cipher {
         Some(c) => {
             let plain = peerpath_func::crypt::BlockReader::new(reader, c.clone(), pos).map_err(|e| JobError::Damaged { path: st.path.to_path_buf(), detail: e.to_string() })?;
-            stream_from(ctx, st, plain, pos, index, mode)
+            stream_from(ctx, st, (plain, file), pos, index, mode)
         }
         None => {
             reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
-            stream_from(ctx, st, reader, pos, index, mode)
+            stream_from(ctx, st, (reader, file), pos, index, mode)
         }
     };
     // Read to its end, a file that shrank ends early (cleanly, at a member's end) and
     // one that grew gives more: either way, not the file that was opened.
-    if let Some(size) = src.kind.size_bytes() {
+    // (A file's: a block device's metadata says 0 bytes.)
+    if let peerpath_io::SourceKind::Regular { size_bytes: size } = src.kind {
         let now = src.file.metadata().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?.len();
         if now != size {
             let how = if now > size { "grew" } else { "shrank" };
@@ -1331,10 +1333,15 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
     decoded
 }
 
-fn stream_from(ctx: &mut Ctx, st: &mut FileState, reader: impl std::io::Read, pos: u64, index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
+/// `file`: the source is a file (not a block device or a pipe), whose end a crash could
+/// have zeroed: more zeros after its last member than padding leaves are an error.
+fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io::Read, bool), pos: u64, index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
     let path = st.path.to_path_buf();
     let host = MemoryDomain::host_unplaced();
     let mut decoder = StreamDecoder::new(reader, pos, index);
+    if !file {
+        decoder = decoder.any_zero_padding();
+    }
     let mut sink_error: Option<JobError> = None;
     let mut inflated = 0u64;
     let result = decoder.run(index == 0, |data| {
