@@ -99,9 +99,10 @@ pub fn parse_memory(s: &str) -> Result<MemoryArg, String> {
 
 #[derive(Args)]
 pub struct BenchIoArgs {
-    /// File or block device (reads only). A new or empty file is laid out
-    /// to --size first; an existing shorter one is refused, never extended;
-    /// write sweeps overwrite the file's first --size bytes.
+    /// File or block device (a block device is only read). A new or empty
+    /// file is laid out to --size first; an existing shorter one is refused,
+    /// never extended. A file that holds data is only read unless --rw write
+    /// or both is given: write sweeps overwrite its first --size bytes.
     #[arg(long)]
     file: PathBuf,
     /// Bytes of the file to use; a sequential point stops after one pass over them.
@@ -113,9 +114,10 @@ pub struct BenchIoArgs {
     /// Queue depths: 1,4,16 or 1..16 (powers of two).
     #[arg(long, default_value = "1,4,16", value_parser = parse_depths)]
     sweep_qd: Depths,
-    /// Directions to sweep.
-    #[arg(long, value_enum, default_value_t = RwArg::Both)]
-    rw: RwArg,
+    /// Directions to sweep [default: both for a new or empty file, read for one that holds
+    /// data (its bytes are never overwritten unless asked)].
+    #[arg(long, value_enum)]
+    rw: Option<RwArg>,
     /// The 4 KiB random latency points (queue depth 1).
     #[arg(long, value_enum, default_value_t = RandomArg::Include)]
     random: RandomArg,
@@ -154,7 +156,7 @@ pub fn options(a: &BenchIoArgs) -> Result<IoBenchOptions, String> {
     let mut o = IoBenchOptions::new(a.file.clone(), a.size as u64);
     o.block_sizes_bytes = a.sweep_bs.0.clone();
     o.queue_depths = a.sweep_qd.0.clone();
-    let (read, write) = match a.rw {
+    let (read, write) = match a.rw.unwrap_or_else(|| default_rw(&a.file)) {
         RwArg::Read => (true, false),
         RwArg::Write => (false, true),
         RwArg::Both => (true, true),
@@ -173,6 +175,16 @@ pub fn options(a: &BenchIoArgs) -> Result<IoBenchOptions, String> {
         o.seed = seed;
     }
     Ok(o)
+}
+
+/// The directions swept where `--rw` is not given: a file that holds data, or a block device,
+/// is only read (its bytes are someone's; fio's default is to read too), a new or empty file is
+/// written as well.
+fn default_rw(file: &std::path::Path) -> RwArg {
+    match std::fs::metadata(file) {
+        Ok(m) if (m.is_file() && m.len() > 0) || std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()) => RwArg::Read,
+        _ => RwArg::Both,
+    }
 }
 
 fn exit_code(e: &IoBenchError, memory: &MemoryArg) -> u8 {

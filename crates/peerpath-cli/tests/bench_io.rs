@@ -155,3 +155,22 @@ fn the_picture_never_replaces_the_file_and_an_empty_file_is_laid_out() {
     std::fs::write(d.join("small.bin"), vec![1u8; 1682]).unwrap();
     run(&mut pp(args!["bench-io", "--file", d.join("small.bin"), "--size", "1M"])).fails(2, &["smaller than one 4 KiB block: give a new file"]);
 }
+
+/// A file that holds data is only read unless writes are asked for (`--rw write|both`): its
+/// bytes were overwritten by the default sweep, without a word.
+#[test]
+fn a_file_that_holds_data_is_only_read_unless_writes_are_asked_for() {
+    let dir = scratch();
+    let file = dir.path().join("data.bin");
+    let data = random_bytes(1 << 20, 5);
+    std::fs::write(&file, &data).unwrap();
+    let sweep = args!["bench-io", "--file", &file, "--size", "1M", "--sweep-bs", "64K", "--sweep-qd", "1", "--runtime-s", "0.05", "--json"];
+    let v = run(&mut pp(sweep.clone())).ok().json();
+    let patterns: Vec<String> = v["points"].as_array().unwrap().iter().map(|p| p["pattern"].to_string()).collect();
+    assert!(!patterns.is_empty() && patterns.iter().all(|p| p.contains("read")), "{patterns:?}");
+    assert_file_eq(&file, &data, "the file's data after a sweep that did not ask to write");
+    let mut both = sweep;
+    both.extend(args!["--rw", "both"]);
+    let v = run(&mut pp(both)).ok().json();
+    assert!(v["points"].as_array().unwrap().iter().any(|p| p["pattern"].to_string().contains("write")));
+}
