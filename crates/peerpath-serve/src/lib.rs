@@ -519,12 +519,17 @@ impl<'a> Conn<'a> {
                 self.shared.stats.not_delivered(ch.failed_bytes());
             }
             if let nic::NicMiss::Gone(why) = miss {
-                if !self.shared.nic_gone.swap(true, Ordering::Relaxed) {
-                    *self.shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-                }
+                nic_gone(self.shared, why);
             }
         }
         false
+    }
+}
+
+/// The NIC is gone: the host path serves from now on, and the report says why (the first reason).
+fn nic_gone(shared: &Shared, why: String) {
+    if !shared.nic_gone.swap(true, Ordering::Relaxed) {
+        *shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
     }
 }
 
@@ -666,8 +671,18 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: Resolved, offset: u
         if nic.is_some() && !conn.drain(None) {
             return CLOSED;
         }
+        // A connection that never handed the NIC a response owes nothing from it.
+        let first = conn.nic.is_none();
         match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, &found, offset, len)) {
             Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: false },
+            // The NIC died while idle, found by this connection's first response, no byte of
+            // which reached the client: the host path sends it, and all after it (it was lost:
+            // an empty reply, counted as served).
+            Some(Err(nic::NicMiss::Gone(why))) if first => {
+                conn.nic = None;
+                nic_gone(shared, why);
+                mode = Mode::ZeroCopy;
+            }
             Some(Err(miss @ (nic::NicMiss::ClientFailed | nic::NicMiss::Gone(_)))) => {
                 conn.nic_failed(miss);
                 return CLOSED;
