@@ -932,7 +932,17 @@ fn http_requests_are_answered_as_rfc_9110_and_9112_ask() {
     std::fs::write(d.join("a.txt"), b"hello\n").unwrap();
     let s = serve_with(d, "zerocopy", 1000, &[]);
     let ask = |req: &str| String::from_utf8_lossy(&exchange(&s.http, req.as_bytes())).into_owned();
-    for (req, status) in [("HEAD /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "404"), ("HEAD /a.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=50-\r\nConnection: close\r\n\r\n", "416"), ("HEAD /../x HTTP/1.1\r\nHost: x\r\n\r\n", "400")] {
+    let many_headers = format!("HEAD /a.txt HTTP/1.1\r\nHost: x\r\n{}\r\n", "X: y\r\n".repeat(70));
+    for (req, status) in [
+        ("HEAD /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "404"),
+        ("HEAD /a.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=50-\r\nConnection: close\r\n\r\n", "416"),
+        ("HEAD /../x HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        // Errors found before the method is known to be HEAD: still no body.
+        ("HEAD /a.txt HTTP/1.1\r\n\r\n", "400"),
+        ("HEAD /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n", "400"),
+        ("HEAD /a.txt HTTP/3.0\r\nHost: x\r\n\r\n", "505"),
+        (many_headers.as_str(), "431"),
+    ] {
         let got = ask(req);
         assert!(got.starts_with(&format!("HTTP/1.1 {status}")) && got.ends_with("\r\n\r\n"), "no body to a HEAD: {got:?}");
     }

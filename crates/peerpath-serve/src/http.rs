@@ -45,9 +45,10 @@ fn simple_to(conn: &mut Conn, status: u16, extra: &str, head_only: bool, keep: b
     conn.write_all(head.as_bytes()).is_ok() && (head_only || conn.write_all(body.as_bytes()).is_ok())
 }
 
-/// [`simple_to`] for a request that ends the connection.
-fn simple(conn: &mut Conn, status: u16, extra: &str) {
-    simple_to(conn, status, extra, false, false);
+/// [`simple_to`] for a request that ends the connection (`head`: a HEAD's, answered without
+/// a body, whatever else is wrong with it).
+fn simple(conn: &mut Conn, status: u16, extra: &str, head: bool) {
+    simple_to(conn, status, extra, head, false);
 }
 
 /// What `Range: bytes=...` asks of a `len`-byte file: `None` to send it
@@ -93,7 +94,7 @@ pub(crate) fn byte_range(value: &[u8], len: u64) -> Option<Result<(u64, u64), ()
 pub(crate) fn serve(conn: &mut Conn) -> Next {
     let shared = conn.shared;
     if conn.over {
-        simple(conn, 503, "Retry-After: 1\r\n");
+        simple(conn, 503, "Retry-After: 1\r\n", false);
         return Next::Close;
     }
     loop {
@@ -103,13 +104,13 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             ReadHead::TooLong => {
                 // A request line that does not end within the limit is a long URI (414).
                 let status = if conn.pending.windows(2).any(|w| w == b"\r\n") { 431 } else { 414 };
-                simple(conn, status, "");
+                simple(conn, status, "", false);
                 shared.done(std::time::Duration::ZERO, 0, 0, status);
                 return Next::Close;
             }
             ReadHead::TimedOut => {
                 if !conn.pending.is_empty() {
-                    simple(conn, 408, "");
+                    simple(conn, 408, "", false);
                     shared.done(std::time::Duration::ZERO, 0, 0, 408);
                 }
                 return Next::Close;
@@ -161,6 +162,9 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     let mut req = httparse::Request::new(&mut headers);
     // Empty lines before a request line are ignored (RFC 9112 §2.2).
     let head = &head[head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len())..];
+    // A HEAD is answered without a body, errors included (told from its first bytes: the
+    // request may not parse).
+    let is_head = head.starts_with(b"HEAD ");
     let as_1_1;
     let head = match later_version(head) {
         None => head,
@@ -170,18 +174,18 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
             &as_1_1
         }
         Some(Later::Major) => {
-            simple(conn, 505, "");
+            simple(conn, 505, "", is_head);
             return (505, false, 0, 0, 0);
         }
     };
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
         Err(httparse::Error::TooManyHeaders) => {
-            simple(conn, 431, "");
+            simple(conn, 431, "", is_head);
             return (431, false, 0, 0, 0);
         }
         _ => {
-            simple(conn, 400, "");
+            simple(conn, 400, "", is_head);
             return (400, false, 0, 0, 0);
         }
     }
@@ -193,17 +197,17 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     // HTTP/1.1 asks for exactly one Host (RFC 9112 §3.2).
     let hosts = req.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("host")).count();
     if !http10 && hosts != 1 {
-        simple(conn, 400, "");
+        simple(conn, 400, "", is_head);
         return (400, false, 0, 0, 0);
     }
     // This server reads no request bodies: one would be taken for the next request.
     if header("transfer-encoding").is_some() || header("content-length").is_some_and(|v| v != b"0") {
-        simple(conn, 400, "");
+        simple(conn, 400, "", is_head);
         return (400, false, 0, 0, 0);
     }
     let method = req.method.unwrap_or("");
     if method != "GET" && method != "HEAD" {
-        simple(conn, 405, "Allow: GET, HEAD\r\n");
+        simple(conn, 405, "Allow: GET, HEAD\r\n", is_head);
         return (405, false, 0, 0, 0);
     }
     let head_only = method == "HEAD";
