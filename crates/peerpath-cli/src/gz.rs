@@ -204,9 +204,6 @@ pub fn main(args: &[OsString]) -> ExitCode {
         }
     };
     let table = o.list && !o.json;
-    if table {
-        println!("         compressed        uncompressed  ratio uncompressed_name");
-    }
     let (mut warned, mut failed) = (false, false);
     let mut totals = (0u64, 0u64, 0usize);
     let mut files = Vec::new();
@@ -548,6 +545,10 @@ fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
             Outcome::Done
         }
         Ok(r) => {
+            // The header comes with the first file listed (as gzip's): none where none is.
+            if totals.2 == 0 {
+                println!("         compressed        uncompressed  ratio uncompressed_name");
+            }
             let plain = plain_name(o, f).map_or_else(|| name(f), |p| p.display().to_string());
             println!("{}", list_line(r.bytes_in, r.bytes_out, &plain));
             *totals = (totals.0 + r.bytes_in, totals.1 + r.bytes_out, totals.2 + 1);

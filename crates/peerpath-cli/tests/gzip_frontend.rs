@@ -185,6 +185,10 @@ fn names_and_kinds_of_files_are_taken_as_gzip_takes_them() {
     assert_eq!(listing.lines().count(), 4, "{listing}");
     let total = (2 * sample().len()).to_string();
     assert!(listing.lines().last().unwrap().contains(&total) && listing.ends_with("(totals)\n"), "{listing}");
+    // -l of a file that is not gzip: the error, and no header on standard output (as gzip).
+    let o = gz(&[&os("-l"), &os("one")]);
+    assert_eq!(o.code(), Some(1));
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
     for args in [&["-l", "--json", "a.gz", "b.GZ"][..], &["-t", "--json", "a.gz", "b.GZ"]] {
         let o = gz(&args.iter().map(|a| os(a)).collect::<Vec<_>>().iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
         let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("one JSON report a line")).collect();
