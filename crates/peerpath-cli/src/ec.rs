@@ -1621,8 +1621,11 @@ impl OpenSet {
         let what = format!("a file of the set {}", self.dir.display());
         crate::refuse_part_of_source(output, &files, &[], &what)?;
         // Read through a copy, the set's own directory is not known: a file that holds this
-        // set's manifest (DIR/manifest.json) is one of its files all the same.
-        if std::fs::read_to_string(output).ok().and_then(|t| parse_manifest(&t).ok()).is_some_and(|(m, _)| m.text() == self.m.text()) {
+        // set's manifest (DIR/manifest.json) is one of its files all the same. Only a file of
+        // about a manifest's size is read to tell (not a large output being replaced).
+        let text = self.m.text();
+        let manifest_sized = std::fs::metadata(output).is_ok_and(|m| m.len() <= 2 * text.len() as u64 + 4096);
+        if manifest_sized && std::fs::read_to_string(output).ok().and_then(|t| parse_manifest(&t).ok()).is_some_and(|(m, _)| m.text() == text) {
             return Err(JobError::PartOfSource { path: output.to_path_buf(), what: format!("{what} (it holds the set's manifest)") });
         }
         Ok(())

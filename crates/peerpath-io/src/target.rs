@@ -87,19 +87,17 @@ pub fn remove_on_signal(path: PathBuf) {
 pub fn create_dirs_removed_on_signal(dirs: &[PathBuf]) -> io::Result<()> {
     let mut made = made();
     let mut new = Vec::new();
-    for d in dirs.iter().rev() {
-        match std::fs::create_dir(d) {
-            Ok(()) => new.extend(identity(d).map(|id| (d.clone(), id))),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
-            Err(e) => {
-                made.extend(new.into_iter().rev());
-                return Err(e);
-            }
+    let result = dirs.iter().rev().try_for_each(|d| match std::fs::create_dir(d) {
+        Ok(()) => {
+            new.extend(identity(d).map(|id| (d.clone(), id)));
+            Ok(())
         }
-    }
-    // Deepest first, as the removal must go.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => Ok(()),
+        Err(e) => Err(e),
+    });
+    // Those made (also before a failure), deepest first, as the removal must go.
     made.extend(new.into_iter().rev());
-    Ok(())
+    result
 }
 
 /// Takes `path` back from what a signal removes ([`remove_on_signal`]): the

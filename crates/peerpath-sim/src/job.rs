@@ -300,6 +300,15 @@ impl Job {
         Ok(c)
     }
 
+    /// Where a memory job's SSDs read into or write from: host memory (`None`), or a CSP's,
+    /// `ssds` then cut to those that reach it ([`Job::reaching`]).
+    fn memory_of(&self, m: &Machine, mem: &Memory, ssds: &mut Vec<usize>, notes: &mut Vec<String>) -> Result<Option<usize>, SimError> {
+        let Memory::Cmb(name) = mem else { return Ok(None) };
+        let c = self.pick_csp(m, name)?;
+        *ssds = self.reaching(m, c, ssds, notes)?;
+        Ok(Some(c))
+    }
+
     /// The SSDs that reach CSP `c`'s memory by P2P (the verdict real runs get); the others are
     /// left out, each said in `notes` with the verdict's reason. None is an error.
     fn reaching(&self, m: &Machine, c: usize, ssds: &[usize], notes: &mut Vec<String>) -> Result<Vec<usize>, SimError> {
@@ -465,13 +474,7 @@ impl Job {
                 }
             }
             JobKind::Read { into } => {
-                let place = match into {
-                    Memory::Host => None,
-                    Memory::Cmb(c) => Some(self.pick_csp(m, c)?),
-                };
-                if let Some(c) = place {
-                    ssds = self.reaching(m, c, &ssds, &mut notes)?;
-                }
+                let place = self.memory_of(m, into, &mut ssds, &mut notes)?;
                 for &s in &ssds {
                     let mut b = Builder::new(m);
                     b.load(ResKey::FlashRead(s), 1.0);
@@ -492,13 +495,7 @@ impl Job {
                 groups.push(format!("{} SSD(s) reading", flows.len()));
             }
             JobKind::Write { from } => {
-                let place = match from {
-                    Memory::Host => None,
-                    Memory::Cmb(c) => Some(self.pick_csp(m, c)?),
-                };
-                if let Some(c) = place {
-                    ssds = self.reaching(m, c, &ssds, &mut notes)?;
-                }
+                let place = self.memory_of(m, from, &mut ssds, &mut notes)?;
                 for &s in &ssds {
                     let mut b = Builder::new(m);
                     match place {
