@@ -13,7 +13,7 @@
 
 use crate::ec::{ShardReader, StreamEncoder};
 use peerpath_func::crypt::{BlockReader, FileCipher, InOrder, Key, StreamSealer, HEADER_BYTES, MAGIC, TAG_BYTES};
-use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder, BGZF_EOF_BLOCK};
+use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::io::{Read, Write};
@@ -461,11 +461,10 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     }
     let (ran, mut shards, mut sealing) = pipeline(&mut src, source, o, shards, sealing);
     let ran = ran.and_then(|(mut counts, read)| {
-        if o.format == Format::Bgzf {
-            // BGZF's end-of-file marker, as `compress` ends its files.
-            counts.compressed += BGZF_EOF_BLOCK.len() as u64;
-            feed(&mut shards, &mut sealing.as_mut(), &BGZF_EOF_BLOCK)?;
-        }
+        // The end marker (peerpath's end member, BGZF's end-of-file block), as `compress` ends its files.
+        let marker = o.format.end_marker();
+        counts.compressed += marker.len() as u64;
+        feed(&mut shards, &mut sealing.as_mut(), marker)?;
         Ok((counts, read))
     });
     let (counts, read) = match ran {
@@ -667,7 +666,8 @@ impl Read for ShardStream {
 /// the members inflated into OUTPUT (on `threads` workers where they
 /// declare their sizes, as peerpath's do), which appears whole or not at
 /// all. A set holding any other file is refused.
-pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize) -> Result<ReverseChainReport, JobError> {
+/// `end_member_required`: as [`peerpath_func::StreamDecoder::allow_missing_end_member`] says, when false.
+pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, force: bool, threads: usize, end_member_required: bool) -> Result<ReverseChainReport, JobError> {
     let started = Instant::now();
     let shards = ShardReader::open(dir)?;
     let set_bytes = shards.stream_bytes();
@@ -707,12 +707,18 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
             Some(c) => {
                 let plain = BlockReader::new(InOrder(&mut stream), c.clone(), 0).map_err(shard_error)?;
                 let mut d = StreamDecoder::new(Timed(plain, &mut input), 0, 0);
+                if !end_member_required {
+                    d = d.allow_missing_end_member();
+                }
                 let r = d.run_parallel(threads, true, sink);
                 inflating = d.inflating;
                 r
             }
             None => {
                 let mut d = StreamDecoder::new(Timed(&mut stream, &mut input), 0, 0);
+                if !end_member_required {
+                    d = d.allow_missing_end_member();
+                }
                 let r = d.run_parallel(threads, true, sink);
                 inflating = d.inflating;
                 r

@@ -38,7 +38,8 @@ use crate::device_job;
 use crate::ec::{self, Manifest};
 use peerpath_device::{Device, DeviceRange, FaultConfig, Function, FunctionKind};
 use peerpath_func::crypt::{device_key, StreamSealer, DEVICE_KEY_BYTES, HEADER_BYTES, MAGIC, TAG_BYTES};
-use peerpath_func::{member_bound_bytes, Format, BGZF_EOF_BLOCK};
+use peerpath_func::gzip::END_MARKER_MAX_BYTES;
+use peerpath_func::{member_bound_bytes, Format};
 use peerpath_runtime::JobError;
 use std::fs::File;
 use std::path::Path;
@@ -117,7 +118,7 @@ impl Layout {
             stripe: next(stripe),
             parity: next((o.parity * o.unit) as u64),
             material: next(DEVICE_KEY_BYTES as u64),
-            eof: next(BGZF_EOF_BLOCK.len() as u64),
+            eof: next(END_MARKER_MAX_BYTES as u64),
             window_at: 0,
         }
     }
@@ -436,11 +437,11 @@ fn run_chain(c: &mut Chain, source: &Path, src: &File, size: u64, o: &ChainOptio
         c.feed(DeviceRange::new(c.l.member[slot].offset, bytes))?;
         free.push(slot);
     }
-    if o.format == Format::Bgzf {
-        c.host_put(c.l.eof.offset, &BGZF_EOF_BLOCK)?;
-        c.compressed += BGZF_EOF_BLOCK.len() as u64;
-        c.feed(DeviceRange::new(c.l.eof.offset, BGZF_EOF_BLOCK.len() as u64))?;
-    }
+    // The end marker, as `compress` ends its files.
+    let marker = o.format.end_marker();
+    c.host_put(c.l.eof.offset, marker)?;
+    c.compressed += marker.len() as u64;
+    c.feed(DeviceRange::new(c.l.eof.offset, marker.len() as u64))?;
     let mut head = Vec::new();
     if let Some(s) = &c.sealer {
         if c.plain_fill > 0 || s.blocks() == 0 {
@@ -473,8 +474,13 @@ fn run_chain(c: &mut Chain, source: &Path, src: &File, size: u64, o: &ChainOptio
 /// with `--engine cpu`.
 const MAX_DEVICE_BLOCK_BYTES: u64 = 64 << 20;
 /// Bytes of a member's start the host reads to find its length (peerpath's
-/// and BGZF's headers take 20-30).
+/// and BGZF's headers take 24 and 18), where the first look is not enough
+/// (a name or comment in the header).
 const MEMBER_PEEK_BYTES: usize = 512;
+/// The host's first look at a member: the fewest bytes a member with sizes
+/// has (BGZF's empty one: 28; peerpath's end member: 34), so that the look
+/// never reaches into the next member (the end member follows the last).
+const MEMBER_FIRST_PEEK_BYTES: u64 = 28;
 
 /// Where the reverse chain's data lives in the device's memory.
 struct DecodeLayout {
@@ -591,6 +597,11 @@ struct Unchain<'a> {
     /// length once its header is read.
     slot: Option<usize>,
     member_fill: u64,
+    /// Whether the last member's header wants the end member after it
+    /// ([`peerpath_func::MemberHeader::wants_an_end_member`]), and whether a
+    /// stream that lacks it is an error.
+    unended: bool,
+    end_member_required: bool,
     member_bytes: Option<u64>,
     /// Member slots free, and members inflating (oldest first: the
     /// command's tag and the slot).
@@ -767,7 +778,7 @@ impl Unchain<'_> {
     fn members(&mut self, mut from: DeviceRange) -> Result<(), Stop> {
         while from.len > 0 {
             // Its header first (a few dozen bytes; more only for a long one), then the rest.
-            let peek = if self.member_fill < 64 { 64 } else { MEMBER_PEEK_BYTES as u64 };
+            let peek = if self.member_fill < MEMBER_FIRST_PEEK_BYTES { MEMBER_FIRST_PEEK_BYTES } else { MEMBER_PEEK_BYTES as u64 };
             let want = self.member_bytes.unwrap_or(peek).max(self.member_fill + 1);
             let n = from.len.min(want - self.member_fill);
             let slot = self.member_slot()?;
@@ -792,7 +803,10 @@ impl Unchain<'_> {
             Ok(h) => match h.sizes {
                 Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(Stop::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers (decode with --engine cpu)", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
                 Some(s) if (s.member_bytes() as u64) < self.member_fill => Err(self.damaged_here(|at| format!("the member at output byte {at} declares {} bytes, less than its own header", s.member_bytes()))),
-                Some(s) => Ok(Some(s.member_bytes() as u64)),
+                Some(s) => {
+                    self.unended = h.wants_an_end_member();
+                    Ok(Some(s.member_bytes() as u64))
+                }
                 None => Err(Stop::Device("its members declare no sizes (not peerpath's or BGZF's): the device decodes only members that do (decode with --engine cpu)".into())),
             },
             Err(peerpath_func::HeaderError::Truncated { .. }) if !at_end && head.len() < MEMBER_PEEK_BYTES => Ok(None),
@@ -822,6 +836,9 @@ impl Unchain<'_> {
                 Some(n) if n == self.member_fill => self.decode_member()?,
                 _ => return Err(self.truncated_here(|at| format!("the stream ends inside a member (after output byte {at})"))),
             }
+        }
+        if self.unended && self.end_member_required {
+            return Err(self.truncated_here(|at| format!("the stream ends after output byte {at}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost (a file written before peerpath ended files with it, 2026-12-03: `peerpath decompress --allow-no-end-member` reads it whole)")));
         }
         self.drain()
     }
@@ -889,7 +906,9 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
 /// The host reads only the file's header and each member's first bytes
 /// (to find its length). A stripe that lost too much is named, with every
 /// other such stripe, and nothing is written.
-pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize) -> Result<crate::chain::ReverseChainReport, Stop> {
+/// `end_member_required`: a stream of peerpath's members must end with its
+/// end member, as [`peerpath_func::StreamDecoder`] requires by default.
+pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize, end_member_required: bool) -> Result<crate::chain::ReverseChainReport, Stop> {
     let started = Instant::now();
     let (m, _) = ec::load(dir)?;
     let (k, p, unit, stripes, stream_bytes) = m.shape();
@@ -928,6 +947,8 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
         rebuilt: 0,
         metadata_bytes: 0,
         commands: Default::default(),
+        unended: false,
+        end_member_required,
     };
     let ran = (|| -> Result<(), Stop> {
         let mut lost = Vec::new();
@@ -1092,7 +1113,7 @@ mod tests {
                 let mut l = DecodeLayout::new(data_units, parity, unit, slots(workers));
                 let mut dev = cpu_device(staged, l.bytes());
                 let out = d.join(format!("{name}-{staged}"));
-                decompress_ec(&mut dev, &set, &out, k.clone(), false, workers).map_err(why).unwrap();
+                decompress_ec(&mut dev, &set, &out, k.clone(), false, workers, true).map_err(why).unwrap();
                 assert!(std::fs::read(&out).unwrap() == data, "{name}, staged {staged}: the source, byte for byte");
                 if k.is_some() {
                     // The material is zeroed in the device's own memory and where the host sees it.
@@ -1127,7 +1148,7 @@ mod tests {
             let (data, parity, unit, _, _) = m.shape();
             let l = DecodeLayout::new(data, parity, unit, slots(2));
             let mut dev = crate::device_job::testing::Accuses { inner: cpu_device(false, l.bytes()), kind, nth: 2, seen: 0 };
-            match decompress_ec(&mut dev, &set, &d.join(format!("out-{kind:?}")), k, true, 2) {
+            match decompress_ec(&mut dev, &set, &d.join(format!("out-{kind:?}")), k, true, 2, true) {
                 Err(Stop::Verdict(why)) => assert!(why.contains("corrupt") || why.contains("not authentic"), "{kind:?}: {why}"),
                 Err(Stop::Device(why)) => panic!("{kind:?}: not a verdict: {why}"),
                 Err(Stop::Job(e)) => panic!("{kind:?}: reported as the job's failure: {e}"),

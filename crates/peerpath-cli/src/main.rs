@@ -708,6 +708,11 @@ struct DecodeEngineArgs {
     /// with --no-fallback) [default: 30 for a GPU, 10 for an emulated CSP].
     #[arg(long, value_parser = parse_device_timeout, help_heading = "Devices")]
     device_timeout: Option<std::time::Duration>,
+    /// Read a file of peerpath's members that lacks the end member after its last one, as
+    /// files written before 2026-12-03 do, without an error (exit 7 otherwise: such a file was
+    /// cut at a member's end, and that cut then goes unnoticed).
+    #[arg(long)]
+    allow_no_end_member: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -751,7 +756,7 @@ impl DecodeEngineArgs {
             spec.cpu_threads = Some(common.threads);
             common.threads = GPU_DECODE_THREADS;
         }
-        Ok(DecompressOptions { common, key, gpu })
+        Ok(DecompressOptions { common, key, gpu, allow_missing_end_member: self.allow_no_end_member })
     }
 }
 
@@ -1264,7 +1269,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         _ => chain_device::start_decode(k, m, unit, workers, a.inject_faults.clone(), a.decode.device_timeout),
                     };
                     let (why, then) = match started {
-                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers) {
+                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers, !a.decode.allow_no_end_member) {
                             Ok(report) => {
                                 report.print(a.common.json, a.common.quiet);
                                 return Ok(());
@@ -1284,7 +1289,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     eprintln!("peerpath: FALLBACK: {why}{then}");
                     fallbacks.push(format!("{why}{then}"));
                 }
-                let mut report = chain::decompress_ec(dir, output, key, a.target.force, threads)?;
+                let mut report = chain::decompress_ec(dir, output, key, a.target.force, threads, !a.decode.allow_no_end_member)?;
                 report.run.fallbacks = fallbacks;
                 report.print(a.common.json, a.common.quiet);
                 return Ok(());

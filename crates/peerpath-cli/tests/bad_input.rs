@@ -25,10 +25,10 @@ fn archive(dir: &Path, data: &[u8], extra: &[&str]) -> Archive {
     Archive { packed, members }
 }
 
-/// 300,000 bytes of protein text: five members (four full, one partial).
+/// 300,000 bytes of protein text: five members (four full, one partial), and the end member.
 fn protein_archive(dir: &Path) -> Archive {
     let a = archive(dir, &sample()[..300_000], &[]);
-    assert_eq!(a.members.len(), 5);
+    assert_eq!(a.members.len(), 6);
     a
 }
 
@@ -37,7 +37,7 @@ fn protein_archive(dir: &Path) -> Archive {
 fn random_archive(dir: &Path) -> (Vec<u8>, Archive) {
     let data = random_bytes(5 * BLOCK, 77);
     let a = archive(dir, &data, &[]);
-    assert_eq!(a.members.len(), 5);
+    assert_eq!(a.members.len(), 6, "five, and the end member");
     (data, a)
 }
 
@@ -90,8 +90,69 @@ fn archive_truncated_inside_the_trailer_is_exit_7() {
     let last = a.members[4];
     let at = format!("member 4 at byte {}", last.offset);
     for cut in [1, 3, 4, 7] {
-        bad(dir.path(), &format!("cut-trailer-{cut}.gz"), &a.packed[..a.packed.len() - cut], 7, &["truncated", &at]);
+        bad(dir.path(), &format!("cut-trailer-{cut}.gz"), &a.packed[..last.offset + last.len - cut], 7, &["truncated", &at]);
     }
+}
+
+/// A file cut at a member's end: every member that is left checks, so only the end member
+/// peerpath writes after the last tells that more was there. Each reader refuses it (exit 7),
+/// keeping nothing: the decoder of files on disk, of memory files whose workers read their own
+/// members, of pipes, the gzip front end, scan and a shard set's reverse chain;
+/// `--allow-no-end-member` reads what is there, as for files written before end members.
+#[test]
+fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let end = a.members[5];
+    assert_eq!((end.len, &a.packed[end.offset..]), (34, &peerpath_func::PEERPATH_END_MEMBER[..]), "the file ends with the end member");
+    let m3 = a.members[3];
+    let cut = &a.packed[..m3.offset];
+    let why = format!("ends at byte {}, after a member of peerpath's, without the end member", m3.offset);
+    bad(dir.path(), "cut-at-member-end.gz", cut, 7, &[&why, "cut at a member's end", "--allow-no-end-member"]);
+    // Cut inside the end member itself: a member cut short.
+    bad(dir.path(), "cut-in-end-member.gz", &a.packed[..a.packed.len() - 10], 7, &["truncated", &format!("member 5 at byte {}", end.offset)]);
+    // Whole files joined end one another's streams; a cut one after a whole one still fails.
+    let joined = dir.path().join("joined.gz");
+    std::fs::write(&joined, [&a.packed[..], cut].concat()).unwrap();
+    run(&mut pp(args!["verify", &joined])).fails(7, &["cut at a member's end"]);
+    std::fs::write(&joined, [&a.packed[..], &a.packed[..]].concat()).unwrap();
+    let o = run(&mut pp(args!["decompress", &joined, "-o", "-", "-q"])).ok();
+    assert_bytes_eq(&o.stdout, &[&sample()[..300_000], &sample()[..300_000]].concat(), "two whole files joined");
+    let src = dir.path().join("cut.gz");
+    std::fs::write(&src, cut).unwrap();
+    // A pipe: what was decoded went out, and the exit says the rest is lost.
+    let o = run_full(&mut pp(args!["decompress", "-", "-o", "-"]), Some(cut.to_vec()), DEADLINE).fails(7, &["cut at a member's end"]);
+    assert_bytes_eq(&o.stdout, &sample()[..3 * BLOCK], "a pipe's members before the cut");
+    // A memory file whose workers read their own members.
+    if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+        let in_memory = shm.path().join("cut.gz");
+        std::fs::write(&in_memory, cut).unwrap();
+        let mut cmd = pp(args!["decompress", &in_memory, "-T", "2", "-o", shm.path().join("out")]);
+        cmd.env("PEERPATH_WORKER_READS", "1");
+        run(&mut cmd).fails(7, &["cut at a member's end"]);
+        assert_dir_holds(shm.path(), &["cut.gz"]);
+    }
+    let o = run(&mut pp(args!["gzip", "-t", &src]));
+    assert_eq!(o.code(), Some(1), "{}", o.describe());
+    assert!(o.stderr.contains("cut at a member's end"), "{}", o.describe());
+    run(&mut pp(args!["scan", &src, "--count", "--min-length", "1"])).fails(7, &["cut at a member's end"]);
+    // A shard set of the cut file: its stream is whole, the file in it is not.
+    let set = dir.path().join("set");
+    run(&mut pp(args!["ec", "encode", &src, "--data", "2", "--parity", "1", "-o", &set, "-q"])).ok();
+    let restored = dir.path().join("restored");
+    run(&mut pp(args!["decompress", "--ec", &set, "-o", &restored])).fails(7, &["cut at a member's end"]);
+    assert!(!restored.exists(), "nothing kept");
+    run(&mut pp(args!["decompress", "--ec", &set, "-o", &restored, "--allow-no-end-member", "-q"])).ok();
+    assert_file_eq(&restored, &sample()[..3 * BLOCK], "--ec, allowed");
+    // Allowed: the members there are.
+    for extra in [&[][..], &["--io", "sync"][..]] {
+        let out = dir.path().join("allowed");
+        let mut args = args!["decompress", &src, "-o", &out, "--allow-no-end-member", "-q", "--force"];
+        args.extend(extra.iter().map(os));
+        run(&mut pp(args)).ok();
+        assert_file_eq(&out, &sample()[..3 * BLOCK], "allowed");
+    }
+    run(&mut pp(args!["verify", &src, "--allow-no-end-member", "-q"])).ok();
 }
 
 /// A file that kept its length while its end was lost (zeros where data was never written, as

@@ -129,7 +129,7 @@ fn mixed_peerpath_and_foreign_members_decode() {
     let f1 = dir.path().join("ours-then-theirs.gz");
     std::fs::write(&f1, [&ours[..], &theirs[..]].concat()).unwrap();
     let log = peerpath_restores(dir.path(), &f1, &ab, "peerpath then gzip members");
-    assert!(log.contains("parallel for 11 members, then streaming"), "{log}");
+    assert!(log.contains("parallel for 12 members, then streaming"), "{log}");
     let f2 = dir.path().join("theirs-then-ours.gz");
     std::fs::write(&f2, [&theirs[..], &ours[..]].concat()).unwrap();
     peerpath_restores(dir.path(), &f2, &ba, "gzip then peerpath members");
@@ -243,14 +243,14 @@ fn hand_made_members_with_every_header_field_decode() {
     assert!(log.contains("streaming"), "{log}");
 
     // The same fields plus a 'PP' size subfield: the parallel path must
-    // parse past FNAME, FCOMMENT and FHCRC too. Three of them in a row.
+    // parse past FNAME, FCOMMENT and FHCRC too. Three of them in a row, and the end member.
     let m2 = hand_made_member(body, Some(data.len() as u32));
     let f2 = dir.path().join("hand-sized.gz");
-    std::fs::write(&f2, [&m2[..], &m2[..], &m2[..]].concat()).unwrap();
+    std::fs::write(&f2, [&m2[..], &m2[..], &m2[..], &peerpath_func::PEERPATH_END_MEMBER[..]].concat()).unwrap();
     sys(gzip, &[o("-t"), f2.as_os_str()], None);
     let triple: Vec<u8> = [&data[..], &data[..], &data[..]].concat();
     let log = peerpath_restores(dir.path(), &f2, &triple, "sized hand-made members");
-    assert!(log.contains("parallel: 3 members"), "{log}");
+    assert!(log.contains("parallel: 4 members"), "{log}");
 
     // A wrong header CRC is corrupt data (exit 6), in both paths.
     for (name, mut bad) in [("bad-hcrc.gz", m.clone()), ("bad-hcrc-sized.gz", m2.clone())] {

@@ -99,15 +99,16 @@ fn round_trip_sizes(format: &str, io: Io) {
         check_path(&report, "write_path", io, &what);
 
         // The layout: one member per block (an empty member for no input),
-        // plus the EOF marker block for BGZF.
+        // plus the end marker: BGZF's EOF block, peerpath's end member.
         let data_members = size.div_ceil(block).max(1);
         assert_eq!(report["files"][0]["members"].as_u64(), Some(data_members as u64), "{what}: members in the report");
         let walked = members(&packed);
-        let eof = usize::from(format == "bgzf");
-        assert_eq!(walked.len(), data_members + eof, "{what}: members in the file");
+        assert_eq!(walked.len(), data_members + 1, "{what}: members in the file");
         if format == "bgzf" {
             assert!(walked.iter().all(|m| m.len <= 65536), "{what}: a BGZF member above 64 KiB");
-            assert_eq!(walked.last().unwrap().len, 28, "{what}: BGZF must end with the EOF marker block");
+            assert_eq!(&packed[packed.len() - 28..], &peerpath_func::BGZF_EOF_BLOCK[..], "{what}: BGZF must end with the EOF marker block");
+        } else {
+            assert_eq!(&packed[packed.len() - 34..], &peerpath_func::PEERPATH_END_MEMBER[..], "{what}: peerpath's end member must end the file");
         }
 
         let mut v = args!["verify", &gz];

@@ -18,6 +18,11 @@
 //! `member_bytes` counts the whole member, header to trailer; with it a
 //! reader can split a file into members without inflating, and decompress
 //! them on all cores.
+//!
+//! A stream ends with an empty member of each format: peerpath's end member
+//! ([`PEERPATH_END_MEMBER`]) and BGZF's end-of-file block. A file cut at a
+//! member's end is whole to any reader but for it; readers here refuse a
+//! stream of peerpath's members without it ([`StreamError::NoEndMember`]).
 
 use crate::isal::{inflate_stateless, InflateOutcome, IsalDeflater, StepError, StreamInflater};
 use serde::Serialize;
@@ -57,6 +62,15 @@ pub const BGZF_MAX_INPUT_BYTES: usize = 0xff00;
 pub const BGZF_EOF_BLOCK: [u8; 28] = [
     0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, b'B', b'C', 0x02, 0, 0x1b, 0, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 ];
+/// peerpath's end member: an empty member with the 'PP' subfield (34
+/// bytes, declaring itself and no data), written after every stream's last
+/// member. A file cut at a member's end decodes whole to its last member, in
+/// gzip as in any reader; this member is what tells such a file from one
+/// that ended there (as BGZF's end-of-file block does, [`BGZF_EOF_BLOCK`]).
+/// gzip, pigz and zcat read it as the empty member it is.
+pub const PEERPATH_END_MEMBER: [u8; 34] = [
+    0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0x03, 12, 0, b'P', b'P', 8, 0, 34, 0, 0, 0, 0, 0, 0, 0, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+];
 /// Members declaring more than this many uncompressed bytes are refused
 /// before any allocation (a lying size field must not exhaust memory).
 pub const MAX_MEMBER_UNCOMPRESSED_BYTES: usize = 256 << 20;
@@ -77,6 +91,20 @@ pub enum Format {
     Gzip,
     /// BGZF: 64 KiB members with a 'BC' subfield and an EOF marker block.
     Bgzf,
+}
+
+/// The longer of the formats' end markers ([`Format::end_marker`]).
+pub const END_MARKER_MAX_BYTES: usize = if PEERPATH_END_MEMBER.len() > BGZF_EOF_BLOCK.len() { PEERPATH_END_MEMBER.len() } else { BGZF_EOF_BLOCK.len() };
+
+impl Format {
+    /// What ends every stream written in this format: peerpath's end
+    /// member ([`PEERPATH_END_MEMBER`]), BGZF's end-of-file block.
+    pub fn end_marker(self) -> &'static [u8] {
+        match self {
+            Format::Gzip => &PEERPATH_END_MEMBER,
+            Format::Bgzf => &BGZF_EOF_BLOCK,
+        }
+    }
 }
 
 /// A compression level and the library that implements it.
@@ -319,6 +347,14 @@ fn take_zstring(data: &[u8], pos: usize) -> Result<(Vec<u8>, usize), HeaderError
 }
 
 impl MemberHeader {
+    /// Whether a stream that ends with this member lacks peerpath's end
+    /// member ([`PEERPATH_END_MEMBER`]): a member of peerpath's (the 'PP'
+    /// subfield) that holds data. peerpath ends every stream it writes with
+    /// the empty one, so such a stream was cut at a member's end.
+    pub fn wants_an_end_member(&self) -> bool {
+        matches!(self.sizes, Some(DeclaredSizes::Peerpath { uncompressed_bytes, .. }) if uncompressed_bytes > 0)
+    }
+
     /// Parses the header at the start of `data`.
     pub fn parse(data: &[u8]) -> Result<MemberHeader, HeaderError> {
         if data.len() >= 2 && (data[0] != ID1 || data[1] != ID2) {
@@ -539,6 +575,10 @@ pub enum StreamError {
     /// More zero bytes after the last member than padding leaves ([`MAX_ZERO_PADDING`]).
     #[error("{bytes} zero bytes after the last member, from byte {offset}: more than tar or block padding leaves ({} KiB), so the file's end may be lost (a crash leaves zeros where data was not yet written)", MAX_ZERO_PADDING >> 10)]
     ZeroTail { offset: u64, bytes: u64 },
+    /// The last member is one of peerpath's with data, and no end member
+    /// follows it ([`MemberHeader::wants_an_end_member`]).
+    #[error("the file ends at byte {offset}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost")]
+    NoEndMember { offset: u64 },
     #[error(transparent)]
     Io(#[from] io::Error),
 }
@@ -613,6 +653,11 @@ pub struct StreamDecoder<R> {
     pub inflating: std::time::Duration,
     /// The most zero bytes after the last member taken as padding ([`MAX_ZERO_PADDING`]).
     max_zero_padding: u64,
+    /// Where the last member ended, if it wants an end member after it
+    /// ([`MemberHeader::wants_an_end_member`]).
+    unended_at: Option<u64>,
+    /// Whether a stream that lacks its end member is an error ([`StreamDecoder::allow_missing_end_member`]).
+    end_member_required: bool,
 }
 
 impl<R: Read> StreamDecoder<R> {
@@ -621,6 +666,15 @@ impl<R: Read> StreamDecoder<R> {
     /// from `dd` of one), as gzip takes it.
     pub fn any_zero_padding(mut self) -> Self {
         self.max_zero_padding = u64::MAX;
+        self
+    }
+
+    /// A stream of peerpath's members without the end member after its
+    /// last one decodes without an error: a file written before peerpath
+    /// wrote end members, read knowing that a cut at a member's end goes
+    /// unnoticed.
+    pub fn allow_missing_end_member(mut self) -> Self {
+        self.end_member_required = false;
         self
     }
 
@@ -641,6 +695,16 @@ impl<R: Read> StreamDecoder<R> {
             bytes_out: 0,
             inflating: std::time::Duration::ZERO,
             max_zero_padding: MAX_ZERO_PADDING,
+            unended_at: None,
+            end_member_required: true,
+        }
+    }
+
+    /// At the stream's clean end: an error where its last member wants an end member after it.
+    fn check_end(&self) -> Result<(), StreamError> {
+        match self.unended_at {
+            Some(offset) if self.end_member_required => Err(StreamError::NoEndMember { offset }),
+            _ => Ok(()),
         }
     }
 
@@ -691,7 +755,7 @@ impl<R: Read> StreamDecoder<R> {
             first = false;
             self.member(&mut sink)?;
         }
-        Ok(())
+        self.check_end()
     }
 
     /// Whether another member starts here: false at a clean end (no more
@@ -864,7 +928,7 @@ impl<R: Read> StreamDecoder<R> {
             }
             let at = |e: StreamError| (seq, e);
             if !self.member_follows(first).map_err(at)? {
-                return Ok(());
+                return self.check_end().map_err(at);
             }
             first = false;
             let (index, offset) = (self.members, self.offset);
@@ -899,6 +963,7 @@ impl<R: Read> StreamDecoder<R> {
             member.extend_from_slice(&self.buf[self.start..self.start + n]);
             self.consume(n);
             self.members += 1;
+            self.unended_at = header.wants_an_end_member().then_some(self.offset);
             if jobs.send((seq, index, offset, header, member, out)).is_err() {
                 return Ok(());
             }
@@ -979,6 +1044,7 @@ impl<R: Read> StreamDecoder<R> {
         }
         self.members += 1;
         self.bytes_out += produced;
+        self.unended_at = header.wants_an_end_member().then_some(self.offset);
         Ok(())
     }
 

@@ -17,5 +17,5 @@ pub mod scan;
 pub use gzip::{
     crc32, decode_member, encode_member, member_bound_bytes, peerpath_header, plain_member_body, Format, Level, MemberEncoder, MemberError, MemberHeader,
     DeclaredSizes, HeaderError, StreamDecoder, StreamError, BGZF_EOF_BLOCK, BGZF_MAX_INPUT_BYTES,
-    MAX_MEMBER_UNCOMPRESSED_BYTES, PEERPATH_HEADER_BYTES,
+    MAX_MEMBER_UNCOMPRESSED_BYTES, PEERPATH_END_MEMBER, PEERPATH_HEADER_BYTES,
 };

@@ -25,6 +25,11 @@ fn encode(level: u32, format: Format, input: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `members` as peerpath ends a stream: with its end member.
+fn ended(members: &[u8]) -> Vec<u8> {
+    [members, &PEERPATH_END_MEMBER[..]].concat()
+}
+
 /// A reader that hands out at most `step` bytes per call.
 struct Dribble<'a> {
     data: &'a [u8],
@@ -59,7 +64,7 @@ fn every_level_round_trips_through_both_decoders() {
         let mut out = vec![0u8; declared_output_bytes(&header, &member).unwrap()];
         assert_eq!(decode_member(&header, &member, &mut out).unwrap(), input.len());
         assert_eq!(out, input, "level {level}");
-        assert_eq!(stream_decode(&member, 1 << 20).unwrap(), input, "level {level} streaming");
+        assert_eq!(stream_decode(&ended(&member), 1 << 20).unwrap(), input, "level {level} streaming");
     }
 }
 
@@ -89,7 +94,7 @@ fn incompressible_data_is_stored_and_never_expands_past_the_bound() {
     for level in [1, 6] {
         let m = encode(level, Format::Gzip, &input);
         assert!(m.len() <= member_bound_bytes(input.len()));
-        assert_eq!(stream_decode(&m, 4096).unwrap(), input);
+        assert_eq!(stream_decode(&ended(&m), 4096).unwrap(), input);
     }
 }
 
@@ -112,6 +117,68 @@ fn bgzf_members_carry_bsize_and_the_eof_block_parses() {
     let eof = MemberHeader::parse(&BGZF_EOF_BLOCK).unwrap();
     let mut none = [0u8; 0];
     assert_eq!(decode_member(&eof, &BGZF_EOF_BLOCK, &mut none).unwrap(), 0);
+}
+
+#[test]
+fn the_end_member_is_an_empty_peerpath_member() {
+    let h = MemberHeader::parse(&PEERPATH_END_MEMBER).unwrap();
+    assert_eq!(h.sizes, Some(DeclaredSizes::Peerpath { member_bytes: 34, uncompressed_bytes: 0 }));
+    assert!(!h.wants_an_end_member());
+    assert_eq!(PEERPATH_END_MEMBER[..PEERPATH_HEADER_BYTES], peerpath_header(0, 34, 0));
+    assert_eq!(decode_member(&h, &PEERPATH_END_MEMBER, &mut []).unwrap(), 0);
+    assert_eq!(stream_decode(&PEERPATH_END_MEMBER, 5).unwrap(), Vec::<u8>::new());
+    assert_eq!(Format::Gzip.end_marker(), &PEERPATH_END_MEMBER[..]);
+    assert_eq!(Format::Bgzf.end_marker(), &BGZF_EOF_BLOCK[..]);
+    // What every member of data asks for, and what an empty source's member does not.
+    assert!(MemberHeader::parse(&encode(1, Format::Gzip, b"x")).unwrap().wants_an_end_member());
+    assert!(!MemberHeader::parse(&encode(1, Format::Gzip, b"")).unwrap().wants_an_end_member());
+    assert!(!MemberHeader::parse(&encode(1, Format::Bgzf, b"x")).unwrap().wants_an_end_member());
+}
+
+/// A stream cut at a member's end: every member checks, and only the
+/// missing end member tells; both decoders say where it ends.
+#[test]
+fn a_stream_cut_at_a_member_end_lacks_its_end_member() {
+    let (a, b) = (sample(70_000, 11), sample(50_000, 12));
+    let mut whole = encode(1, Format::Gzip, &a);
+    let cut_at = whole.len();
+    whole.extend_from_slice(&encode(1, Format::Gzip, &b));
+    whole.extend_from_slice(&PEERPATH_END_MEMBER);
+    let cut = &whole[..cut_at];
+    let expected: Vec<u8> = [a.clone(), b].concat();
+    for threads in [1, 3] {
+        assert_eq!(parallel_decode(&whole, 4096, threads).unwrap(), expected);
+        match parallel_decode(cut, 4096, threads) {
+            Err(StreamError::NoEndMember { offset }) => assert_eq!(offset, cut_at as u64, "{threads} threads"),
+            other => panic!("{threads} threads: {other:?}"),
+        }
+        // Zero padding after the cut does not hide it.
+        let padded = [cut, &[0u8; 512][..]].concat();
+        assert!(matches!(parallel_decode(&padded, 4096, threads), Err(StreamError::NoEndMember { .. })), "{threads} threads");
+        // Allowed: the members there are, as before end members.
+        let mut out = Vec::new();
+        let mut d = StreamDecoder::new(cut, 0, 0).allow_missing_end_member();
+        d.run_parallel(threads, true, |x| {
+            out.extend_from_slice(x);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, a);
+    }
+    assert!(matches!(stream_decode(cut, 1000), Err(StreamError::NoEndMember { .. })));
+    // Members that promise no end member: plain gzip's, BGZF's, and a
+    // stream whose last member is plain gzip after peerpath's.
+    let plain = unsized_member(&a);
+    assert_eq!(stream_decode(&plain, 1000).unwrap(), a);
+    let bgzf = encode(1, Format::Bgzf, &a[..60_000]);
+    assert_eq!(stream_decode(&bgzf, 1000).unwrap(), a[..60_000]);
+    let mixed = [cut, &plain].concat();
+    assert_eq!(parallel_decode(&mixed, 1000, 2).unwrap(), [a.clone(), a.clone()].concat());
+    // An end member in the middle (files concatenated) ends nothing: the last member decides.
+    let joined = [&whole[..], cut].concat();
+    assert!(matches!(parallel_decode(&joined, 1000, 2), Err(StreamError::NoEndMember { .. })));
+    let joined = [&whole[..], &whole[..]].concat();
+    assert_eq!(parallel_decode(&joined, 1000, 2).unwrap().len(), 2 * expected.len());
 }
 
 #[test]
@@ -141,7 +208,7 @@ fn stream_decoder_handles_multi_member_and_optional_header_fields() {
     assert_eq!(parsed.comment.as_deref(), Some(&b"a comment"[..]));
     assert_eq!(parsed.sizes, None);
     let mut two = h.clone();
-    two.extend_from_slice(&plain);
+    two.extend_from_slice(&ended(&plain));
     let mut expect = payload.clone();
     expect.extend_from_slice(&payload);
     for step in [1, 3, 4096, 1 << 20] {
@@ -159,7 +226,7 @@ fn stream_errors_name_member_and_offset() {
     let input = sample(100_000, 6);
     let m = encode(1, Format::Gzip, &input);
     let mut two = m.clone();
-    two.extend_from_slice(&m);
+    two.extend_from_slice(&ended(&m));
     // Flip a bit in the second member's CRC.
     let mut crc_bad = two.clone();
     let pos = 2 * m.len() - 6;
@@ -200,7 +267,7 @@ fn stream_errors_name_member_and_offset() {
         }
         other => panic!("{other:?}"),
     }
-    let mut zeros = m.clone();
+    let mut zeros = ended(&m);
     zeros.extend_from_slice(&[0u8; 512]);
     assert_eq!(stream_decode(&zeros, 99).unwrap(), input);
     assert!(matches!(stream_decode(b"", 1), Err(StreamError::Empty)));
@@ -255,7 +322,7 @@ proptest! {
     #[test]
     fn round_trip_any_bytes(data in proptest::collection::vec(any::<u8>(), 0..20_000), level in 0u32..=12, step in 1usize..5000) {
         let m = encode(level, Format::Gzip, &data);
-        prop_assert_eq!(stream_decode(&m, step).unwrap(), data.clone());
+        prop_assert_eq!(stream_decode(&ended(&m), step).unwrap(), data.clone());
         let h = MemberHeader::parse(&m).unwrap();
         let mut out = vec![0u8; data.len()];
         prop_assert_eq!(decode_member(&h, &m, &mut out).unwrap(), data.len());

@@ -9,7 +9,7 @@ use crate::report::MemoryReport;
 use crate::stream::Stream;
 use crate::token::Token;
 use crate::workers::WorkerPool;
-use peerpath_func::{encode_member, member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
+use peerpath_func::{encode_member, member_bound_bytes, Format, Level};
 use peerpath_io::{IoEngine, IoOp, Waker};
 use peerpath_mem::{align_up, AlignedBuf, BufferPool, PooledBuf, DIRECT_IO_ALIGN_BYTES};
 use peerpath_metrics::{CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
@@ -269,10 +269,8 @@ impl CpuPass {
         }
         if !s.cpu.writer_finished && s.cpu.chunks == Some(s.cpu.next_write_seq) {
             let w = s.writer.as_mut().expect("writer open");
-            if self.format == Format::Bgzf {
-                let host = peerpath_mem::MemoryDomain::host_unplaced();
-                w.push(&BGZF_EOF_BLOCK, engine, &mut self.cache, Token::write(i), ledger, &host)?;
-            }
+            // What ends the stream: peerpath's end member, BGZF's end-of-file block.
+            w.push_metadata(self.format.end_marker(), engine, &mut self.cache, Token::write(i), ledger)?;
             w.finish(engine, Token::write(i), ledger)?;
             s.cpu.writer_finished = true;
         }

@@ -35,6 +35,10 @@ pub struct DecompressOptions {
     pub key: Option<Arc<peerpath_func::crypt::Key>>,
     /// Decode on a GPU (`None`: the host CPU).
     pub gpu: Option<crate::gpu_decode::GpuDecodeSpec>,
+    /// A file whose last member is peerpath's without the end member after
+    /// it decodes without an error (a file written before peerpath wrote end
+    /// members; a cut at a member's end goes unnoticed).
+    pub allow_missing_end_member: bool,
 }
 
 const READ_BYTES: usize = 4 << 20;
@@ -153,6 +157,8 @@ struct Ctx<'a> {
     /// Decompressed bytes per batch: 4 MiB on the CPU, the GPU's batch with one.
     batch_bytes: usize,
     gpu: Option<Arc<GpuDecoder>>,
+    /// Whether a file of peerpath's members must end with its end member.
+    end_member_required: bool,
 }
 
 fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobError {
@@ -176,8 +182,16 @@ pub fn stream_error(path: &Path, e: StreamError) -> JobError {
         StreamError::Empty => JobError::EmptyArchive { path: path.to_path_buf() },
         StreamError::TrailingGarbage { offset } => JobError::TrailingGarbage { path: path.to_path_buf(), offset },
         e @ StreamError::ZeroTail { .. } => JobError::ZeroTail { path: path.to_path_buf(), detail: e.to_string() },
+        StreamError::NoEndMember { offset } => no_end_member(path, offset),
         StreamError::Io(e) => JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() },
     }
+}
+
+/// A file of peerpath's members that ends at byte `offset` without the end
+/// member peerpath writes after the last: cut at a member's end (exit 7).
+fn no_end_member(path: &Path, offset: u64) -> JobError {
+    let e = StreamError::NoEndMember { offset };
+    JobError::TruncatedFile { path: path.to_path_buf(), detail: format!("{e} (a file written before peerpath ended files with it, 2026-12-03: `peerpath decompress --allow-no-end-member` reads it whole)") }
 }
 
 /// Decompresses each source into its target.
@@ -299,6 +313,7 @@ fn run_job_on(
         key: opts.key.clone(),
         batch_bytes,
         gpu: gpu.clone(),
+        end_member_required: !opts.allow_missing_end_member,
     };
     let _woken = crate::cancel::wake_on_cancel(&ctx.waker);
     let mut files = Vec::new();
@@ -961,6 +976,8 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let mut need_until = 0u64;
     let blocking = ctx.engine.kind() == EngineKind::Syscalls;
     let mut batch = Batch::new(0);
+    // Whether the last member split wants an end member after it.
+    let mut wants_end = false;
     loop {
         if st.first_error.is_some() {
             return Ok(None);
@@ -1008,6 +1025,9 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 if at_eof {
                     if index == 0 {
                         return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
+                    }
+                    if wants_end && ctx.end_member_required {
+                        return fail_at(ctx, st, batch, index, no_end_member(st.path, pos));
                     }
                     ctx.submit_batch(st, batch);
                     return Ok(Some(DecodeMode::Parallel { members: index, threads: ctx.workers.threads() }));
@@ -1060,6 +1080,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 Ok(n) => n,
                 Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
             };
+            wants_end = header.wants_an_end_member();
             batch.members.push((header, bytes, pos, out_len));
             batch.member_bytes += member_bytes;
             batch.out_bytes += out_len;
@@ -1105,6 +1126,7 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
     let mut head = peek(0, HEADER_PEEK_BYTES)?;
     let max_tasks = ctx.workers.threads() * 2 + 1;
     let mut batch = batch_from(0, 0);
+    let mut wants_end = false;
     loop {
         if st.first_error.is_some() {
             return Ok(None);
@@ -1119,6 +1141,9 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
             if avail == 0 {
                 if index == 0 {
                     return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
+                }
+                if wants_end && ctx.end_member_required {
+                    return fail_at(ctx, st, batch, index, no_end_member(st.path, pos));
                 }
                 ctx.submit_batch(st, batch);
                 return Ok(Some(DecodeMode::Parallel { members: index, threads: ctx.workers.threads() }));
@@ -1143,6 +1168,7 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
                 Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
             };
             let at = batch.member_bytes;
+            wants_end = header.wants_an_end_member();
             batch.members.push((header, MemberBytes::InRead(at..at + member_bytes), pos, out_len));
             batch.member_bytes += member_bytes;
             batch.out_bytes += out_len;
@@ -1342,6 +1368,9 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io:
     if !file {
         decoder = decoder.any_zero_padding();
     }
+    if !ctx.end_member_required {
+        decoder = decoder.allow_missing_end_member();
+    }
     let mut sink_error: Option<JobError> = None;
     let mut inflated = 0u64;
     let result = decoder.run(index == 0, |data| {
@@ -1456,8 +1485,8 @@ mod tests {
         let spec = GpuDecodeSpec { batch_bytes: 4 << 20, no_fallback, ..Default::default() };
         let opts = DecompressOptions {
             common: CommonOptions { threads: 2, durable: false, progress: None, ..CommonOptions::default() },
-            key: None,
             gpu: Some(spec),
+            ..Default::default()
         };
         let gpu = Arc::new(GpuDecoder::with(Box::new(stand_in), "gpu0".into(), no_fallback));
         let r = run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()), false).map(|(r, _)| r);
@@ -1483,7 +1512,7 @@ mod tests {
             let dir = tempfile::tempdir().expect("tempdir");
             let (src, data) = source(dir.path(), None);
             let target = dir.path().join("out");
-            let opts = DecompressOptions { common: CommonOptions { threads: 2, durable: false, ..CommonOptions::default() }, key: None, gpu: Some(GpuDecodeSpec { batch_bytes: 4 << 20, ..Default::default() }) };
+            let opts = DecompressOptions { common: CommonOptions { threads: 2, durable: false, ..CommonOptions::default() }, gpu: Some(GpuDecodeSpec { batch_bytes: 4 << 20, ..Default::default() }), ..Default::default() };
             let gpu = Arc::new(GpuDecoder::with(Box::new(stand_in), "gpu0".into(), false).kept_as("the test's"));
             run_job_on(Operation::Decompress, &[(src, Some(target.clone()))], &opts, Some(gpu), Vec::new(), (Instant::now(), CpuAccount::start(), thread_cpu_now()), false).expect("decoded");
             assert_eq!(std::fs::read(&target).expect("target"), data);

@@ -10,8 +10,8 @@
 //! the device carry the unaligned tail over into the next staging range;
 //! the last extent is padded and the file truncated to its exact length.
 //! The host never reads or writes payload bytes: the only bytes it puts
-//! into device memory are the 28 bytes of the BGZF end-of-file marker
-//! (metadata, counted as such).
+//! into device memory are the format's end marker (peerpath's 34-byte end
+//! member, BGZF's 28-byte end-of-file block: metadata, counted as such).
 //!
 //! The device side of the compress executor (`executor.rs` runs it beside
 //! the CPU's, in one loop on one I/O engine): it drives any [`Device`],
@@ -36,7 +36,8 @@ use crate::report::{DeviceReport, Fallback};
 use crate::token::Token;
 use crate::writer::{TargetWriter, STAGING_BYTES};
 use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, StorageIo, Submit, Watcher};
-use peerpath_func::{member_bound_bytes, Format, Level, BGZF_EOF_BLOCK};
+use peerpath_func::gzip::END_MARKER_MAX_BYTES;
+use peerpath_func::{member_bound_bytes, Format, Level};
 use peerpath_io::{IoEngine, IoOp, OpenedFile, Waker};
 use peerpath_mem::{align_down, align_up, RangeAllocator, RangeBuf, RegionAllocator, RegionBuf, DIRECT_IO_ALIGN_BYTES};
 use peerpath_metrics::{CpuRole, CpuTime, Ledger, Location, Mover, Purpose};
@@ -247,7 +248,7 @@ impl OStream {
     /// length is what was packed (the last extent was padded).
     fn finish(&mut self, s: &mut impl DeviceStream, member_bytes: usize) -> Outcome {
         s.writer().resume_at(self.packed_bytes);
-        // Members in the source (not counting a BGZF end marker).
+        // Members in the source (not counting the end marker).
         let outcome = Outcome::Finished { members: s.size().div_ceil(member_bytes as u64).max(1) };
         self.outcome = Some(outcome.clone());
         outcome
@@ -264,7 +265,7 @@ struct DevState {
     window_at: usize,
     /// Staged memory: its own memory, where it computes.
     own: Option<RangeAllocator>,
-    /// Where the BGZF end-of-file marker sits (in the window).
+    /// Where the format's end marker sits (in the window).
     eof: Option<RegionBuf>,
     /// Input ranges one copy command may gather (the device says).
     max_input_ranges: usize,
@@ -306,9 +307,9 @@ fn out_chunk_bytes(params: &Params) -> usize {
 }
 
 /// One staging range: packed output, one chunk's worth carried over, the
-/// BGZF end-of-file block, and the unaligned tail.
+/// end marker, and the unaligned tail.
 fn staging_capacity(params: &Params) -> usize {
-    STAGING_BYTES + out_chunk_bytes(params) + BGZF_EOF_BLOCK.len() + DIRECT_IO_ALIGN_BYTES
+    STAGING_BYTES + out_chunk_bytes(params) + END_MARKER_MAX_BYTES + DIRECT_IO_ALIGN_BYTES
 }
 
 /// Chunks a stream may have being read or compressed: two per command the
@@ -326,7 +327,7 @@ pub(crate) fn max_inputs(parallelism: Option<usize>, streams: usize, params: &Pa
 }
 
 /// What a device's streams (of these source sizes) usually hold of its memory
-/// at their peak, in whole 2 MiB pages: the BGZF end-of-file block, the
+/// at their peak, in whole 2 MiB pages: the end marker, the
 /// stagings, and per stream `max_inputs` chunks, input and output, plus two
 /// outputs waiting to be packed, or as many as a small source has. The job
 /// registers this much with io_uring ahead of the first transfer, and asks an
@@ -338,7 +339,7 @@ pub(crate) fn usual_peak_bytes(sizes: &[Option<u64>], max_inputs: usize, params:
         .map(|size| size.map_or(1, |n| n.div_ceil(params.chunk_bytes as u64).max(1) as usize).min(max_inputs + 2))
         .sum();
     let per_chunk = align_up(params.chunk_bytes, 4096) + align_up(out_chunk_bytes(params), 4096);
-    align_up(align_up(BGZF_EOF_BLOCK.len(), 4096) + stagings + chunks * per_chunk, 2 << 20)
+    align_up(align_up(END_MARKER_MAX_BYTES, 4096) + stagings + chunks * per_chunk, 2 << 20)
 }
 
 /// The device side of one job: its devices, their memory carved into each
@@ -363,7 +364,7 @@ pub(crate) struct DeviceSide {
 
 impl DeviceSide {
     /// Places stream `on_device[k]` on device `k % n`, carves each device's
-    /// memory into its streams' staging ranges (and the BGZF marker),
+    /// memory into its streams' staging ranges (and the end marker),
     /// registers what they usually use with the engine, and starts watching
     /// the devices (their completion signal in the engine where it can,
     /// docs/tuning.md#device-wakeups; a watcher for the rest: a death, a
@@ -442,9 +443,7 @@ impl DeviceSide {
             if let Some(span) = peerpath_io::region_fixed_span(dev.window.region()) {
                 engine.register_ahead(span, usual_peak_bytes(&sizes, max_inputs, &params));
             }
-            if params.format == Format::Bgzf {
-                dev.eof = Some(place_bgzf_marker(jd, &dev, ledger));
-            }
+            dev.eof = Some(place_end_marker(jd, &dev, params.format, ledger));
             devs.push(dev);
         }
         let (mut watched, mut watchers) = (Vec::new(), Vec::new());
@@ -857,16 +856,18 @@ fn device_memory(jd: &JobDevice, params: &Params) -> Result<DevState> {
     })
 }
 
-/// Puts the BGZF end-of-file marker in device memory, where packing copies
-/// it after each stream's last member: 28 bytes of metadata the host
-/// writes through the memory's own path (counted in the ledger as such).
-fn place_bgzf_marker(jd: &JobDevice, dev: &DevState, ledger: &Ledger) -> RegionBuf {
-    let buf = dev.window.try_alloc(BGZF_EOF_BLOCK.len()).expect("memory was checked");
+/// Puts the format's end marker (peerpath's end member, BGZF's end-of-file
+/// block) in device memory, where packing copies it after each stream's
+/// last member: 34 or 28 bytes of metadata the host writes through the
+/// memory's own path (counted in the ledger as such).
+fn place_end_marker(jd: &JobDevice, dev: &DevState, format: Format, ledger: &Ledger) -> RegionBuf {
+    let marker = format.end_marker();
+    let buf = dev.window.try_alloc(marker.len()).expect("memory was checked");
     // SAFETY: the range was just allocated: no command uses it, and no
     // other thread touches device memory through this handle.
-    unsafe { jd.device.memory().host_write((dev.window_at + buf.offset()) as u64, &BGZF_EOF_BLOCK) };
+    unsafe { jd.device.memory().host_write((dev.window_at + buf.offset()) as u64, marker) };
     let host = peerpath_mem::MemoryDomain::host_unplaced();
-    ledger.record_copy(Location::memory(&host), Location::memory(buf.domain()), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Metadata, BGZF_EOF_BLOCK.len() as u64);
+    ledger.record_copy(Location::memory(&host), Location::memory(buf.domain()), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Metadata, marker.len() as u64);
     buf
 }
 
@@ -975,9 +976,9 @@ fn on_device_completion(
             if c.output_bytes != bytes {
                 return Err(format!("copied {} bytes of {bytes} into the output stream", c.output_bytes));
             }
-            // (The BGZF marker, seq u64::MAX, comes from the window.)
-            let from = if seq == u64::MAX { window } else { here.clone() };
-            ledger.record_copy(from, here, mover, Purpose::PackForDirectIo, bytes);
+            // The end marker (seq u64::MAX) comes from the window: metadata the host put there.
+            let (from, purpose) = if seq == u64::MAX { (window, Purpose::Metadata) } else { (here.clone(), Purpose::PackForDirectIo) };
+            ledger.record_copy(from, here, mover, purpose, bytes);
             let o = os[stream].as_mut().expect("on a device");
             if seq != u64::MAX {
                 let chunk = o.chunks.get_mut(&seq).expect("chunk being packed");
@@ -1096,7 +1097,7 @@ fn describe(op: &Op) -> String {
 fn pack_ready(o: &mut OStream, stream: usize, dev: &mut DevState, params: &Params, staging_capacity: usize) {
     loop {
         let all_packed = o.chunk_count == Some(o.next_pack_seq);
-        if all_packed && (params.format != Format::Bgzf || o.eof_packed) {
+        if all_packed && o.eof_packed {
             // Seal the last staging range (once).
             if let Some(id) = o.filling {
                 let st = o.stagings.get_mut(&id).expect("staging");
@@ -1136,9 +1137,9 @@ fn pack_ready(o: &mut OStream, stream: usize, dev: &mut DevState, params: &Param
         let st_offset = o.stagings[&id].offset;
         let mut at = o.stagings[&id].filled;
         if all_packed {
-            // BGZF: the end-of-file marker after the last member.
-            let eof_at = (dev.window_at + dev.eof.as_ref().expect("BGZF jobs place the marker").offset()) as u64;
-            let len = BGZF_EOF_BLOCK.len() as u64;
+            // The end marker after the last member.
+            let eof_at = (dev.window_at + dev.eof.as_ref().expect("every job places the end marker").offset()) as u64;
+            let len = params.format.end_marker().len() as u64;
             let tag = next_tag(dev);
             dev.ops.insert(tag, Op::Pack { stream, seq: u64::MAX, staging: id, bytes: len });
             dev.backlog.push_back(Request::copy(tag, &[DeviceRange::new(eof_at, len)], DeviceRange::new((st_offset + at) as u64, len)));

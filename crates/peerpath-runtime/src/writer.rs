@@ -238,6 +238,18 @@ impl TargetWriter {
 
     /// Appends bytes by copying them into staging, writing full staging buffers.
     pub fn push(&mut self, data: &[u8], engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: Token, ledger: &Ledger, source_domain: &peerpath_mem::MemoryDomain) -> Result<()> {
+        self.copy_in(data, engine, cache, token, ledger, source_domain, Purpose::PackForDirectIo)
+    }
+
+    /// [`TargetWriter::push`] for bytes of the format the host makes (a
+    /// stream's end marker): booked as metadata, not as payload.
+    pub fn push_metadata(&mut self, data: &[u8], engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: Token, ledger: &Ledger) -> Result<()> {
+        self.copy_in(data, engine, cache, token, ledger, &peerpath_mem::MemoryDomain::host_unplaced(), Purpose::Metadata)
+    }
+
+    /// Copies `data` into staging, booked as `purpose` (or as encryption's, sealing).
+    #[allow(clippy::too_many_arguments)]
+    fn copy_in(&mut self, data: &[u8], engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: Token, ledger: &Ledger, source_domain: &peerpath_mem::MemoryDomain, purpose: Purpose) -> Result<()> {
         let mut rest = data;
         while !rest.is_empty() {
             if self.staging.is_none() {
@@ -246,7 +258,7 @@ impl TargetWriter {
             // Sealing: one block of plaintext per staging buffer, with room for its tag.
             let (fill, room_for_tag, purpose) = match &self.sealer {
                 Some(s) => (s.block_bytes(), peerpath_func::crypt::TAG_BYTES, Purpose::Encrypt),
-                None => (STAGING_BYTES, 0, Purpose::PackForDirectIo),
+                None => (STAGING_BYTES, 0, purpose),
             };
             let staging = self.staging.get_or_insert_with(|| cache.get(fill + room_for_tag));
             let used = staging.len();
