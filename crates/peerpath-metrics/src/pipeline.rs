@@ -108,7 +108,8 @@ impl PipelineClock {
             worker_busy_s: busy,
             worker_idle_s: idle,
             worker_busy_share: if busy + idle > 0.0 { busy / (busy + idle) } else { 0.0 },
-            orchestrator_wait_s: waits.iter().map(|w| w.seconds).sum(),
+            // Folded from +0: an empty f64 sum is -0, which the report printed as "-0.000 s".
+            orchestrator_wait_s: waits.iter().fold(0.0, |total, w| total + w.seconds),
             orchestrator_span_s: span,
             waits,
             orchestrator_stages: stages,
@@ -216,5 +217,13 @@ mod tests {
         assert!((r.worker_busy_share - 0.9).abs() < 1e-9);
         assert_eq!(r.orchestrator_stages, vec![StageShare { stage: "growing the target".into(), seconds: 0.008 }]);
         assert!(r.render().contains("busy 90%") && r.render().contains("worked on growing the target 0.008 s"), "{}", r.render());
+    }
+
+    #[test]
+    fn a_job_that_never_waited_waited_zero_not_minus_zero() {
+        let t0 = Instant::now();
+        let r = PipelineClock::started_at(t0).report_at(2, &WorkerTimes::default(), t0);
+        assert!(r.orchestrator_wait_s == 0.0 && r.orchestrator_wait_s.is_sign_positive(), "{r:?}");
+        assert!(r.render().contains("orchestrator waited 0.000 s"), "{}", r.render());
     }
 }
