@@ -43,6 +43,10 @@ pub struct BenchOffloadArgs {
     /// O_DIRECT and fixed buffers, measured after the rows).
     #[arg(long)]
     no_fio: bool,
+    /// A device row whose work the host CPU took over (a device that did not start, failed or
+    /// hung) is an error (exit 15, as `compress --no-fallback`), not a row marked FALLBACK.
+    #[arg(long)]
+    no_fallback: bool,
 }
 
 /// What fio's own CPU costs to read the sources and write as many bytes as
@@ -197,7 +201,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
                 format: Format::Gzip,
                 block_size: peerpath_runtime::DEFAULT_BLOCK_BYTES,
                 compute: compute.clone(),
-                no_fallback: false,
+                no_fallback: a.no_fallback,
                 verify: false,
                 encrypt: None,
             };

@@ -409,6 +409,8 @@ fn bench_offload_marks_a_device_row_the_cpu_ran_and_refuses_empty_measurements()
     assert!(row["engine"].as_str().unwrap().ends_with("FALLBACK"), "{row}");
     assert!(row["work_on_cpu_instead"][0].as_str().unwrap().contains("did not start"), "{row}");
     assert_eq!(o["rows"][0]["work_on_cpu_instead"], serde_json::json!([]), "the CPU row is the CPU's");
+    // Asked, a fallback is the error it is with `compress --no-fallback`.
+    run(&mut pp(args!["bench-offload", &src, "--runs", "1", "--no-fio", "--device-memory-dir", dir.path().join("missing"), "--no-fallback"])).fails(15, &["did not start"]);
     for bad in [&["--runs", "0"][..], &["--max-devices", "0"]] {
         let o = run(&mut pp(args!["bench-offload", &src, "--no-fio"].into_iter().chain(bad.iter().map(Into::into))));
         assert!(o.code() == Some(2) && o.stderr.contains(bad[0]) && o.stderr.contains("not in 1.."), "{bad:?}: {}", o.stderr);
