@@ -1165,13 +1165,20 @@ struct DamagedShard {
 
 fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool)) -> Result<(), JobError> {
     let started = Instant::now();
-    let (m, _) = load(dir)?;
+    let (m, code) = load(dir)?;
     let mut fallback = None;
     let mut device = e.set_device(&m, &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
     let lost = lost_stripes(&m, &bad);
-    let manifest_damage = manifest_damage(dir, &m, lost.is_empty())?;
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
+    let (manifest_damage, rebuilt_disagree) = match manifest_damage(dir, &m, lost.is_empty())? {
+        None if lost.is_empty() && !damaged.is_empty() => {
+            let disagree = rebuilt_units_disagree(dir, (&m, &code), &bad)?;
+            let found = disagree.is_some();
+            (disagree, found)
+        }
+        found => (found, false),
+    };
     let stale = m.stale_copies();
     let overlong = overlong_shards(dir, &m);
     let report = VerifyReport {
@@ -1217,11 +1224,27 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         found.push(format!("bytes past the set's last stripe in {}", report.overlong_shards.join(", ")));
     }
     let verdict = match (&manifest_damage, lost.is_empty()) {
+        (Some(_), _) if rebuilt_disagree => "NOT repairable by ec repair".to_string(),
         (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
         (None, true) => "repairable (peerpath ec repair)".to_string(),
         (None, false) => format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards),
     };
     Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))
+}
+
+/// `ec repair`'s rebuild of each bad unit (`bad`: per stripe), run dry on
+/// the host CPU (nothing written): where a unit rebuilt from units that
+/// check out does not match the manifest's CRC-32 either, repair refuses the
+/// set, so verify must not call it repairable. Said as the damage found.
+fn rebuilt_units_disagree(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &[Vec<usize>]) -> Result<Option<String>, JobError> {
+    let files = open_shards(dir, m);
+    let mut dry = Rebuilder::default();
+    for s in (0..m.stripes).filter(|&s| !bad[s as usize].is_empty()) {
+        if let Some(i) = dry.stripe(dir, (m, code), &files, &[], s, &bad[s as usize])? {
+            return Ok(Some(format!("{}'s unit of stripe {s}, rebuilt from units that check out, does not match the manifest's CRC-32 either: the manifest's checksum is wrong, or more units are than their checksums show", m.shard_label(i))));
+        }
+    }
+    Ok(None)
 }
 
 /// How the manifest itself is damaged, where it is: its length leaves data in the last
@@ -1384,7 +1407,11 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
     let outs = new_shards(false)?;
     // Workers take whole stripes in turn; on a failure nothing is kept.
     let workers = stripe_threads(threads, m.stripes);
-    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| r.stripe(dir, (m, code), &files, &outs, s, &bad[s as usize])).and_then(|rebuilders| put_shards_in_place(dir, m, &outs).map(|()| rebuilders));
+    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| match r.stripe(dir, (m, code), &files, &outs, s, &bad[s as usize])? {
+        Some(i) => Err(rebuilt_wrong(dir, m, i, s)),
+        None => Ok(()),
+    })
+    .and_then(|rebuilders| put_shards_in_place(dir, m, &outs).map(|()| rebuilders));
     let rebuilders = match rebuilt {
         Ok(r) => r,
         Err(e) => {
@@ -1436,8 +1463,10 @@ impl Rebuilder {
     /// and checked first, coded at 84 % of ISA-L's warm rate:
     /// bench/results/2026-11-28-ec-repair-fused-2cpu). A unit's CRC-32 is
     /// complete only at the stripe's end; one that no longer matches (it
-    /// changed since the survey) fails the repair.
-    fn stripe(&mut self, dir: &Path, (m, code): (&Manifest, &RsCode), files: &[Option<File>], outs: &[(usize, File, Temporary)], s: u64, missing: &Vec<usize>) -> Result<(), JobError> {
+    /// changed since the survey) fails the repair. With no `outs`, a dry
+    /// run (`ec verify`'s). Returns the first rebuilt unit's shard that does
+    /// not match the manifest's CRC-32 ([`rebuilt_wrong`]), if one does not.
+    fn stripe(&mut self, dir: &Path, (m, code): (&Manifest, &RsCode), files: &[Option<File>], outs: &[(usize, File, Temporary)], s: u64, missing: &Vec<usize>) -> Result<Option<usize>, JobError> {
         use std::os::unix::fs::FileExt;
         let (n, k, unit) = (m.shards.len(), m.data_shards, m.unit_bytes);
         self.bufs.resize_with(n, Vec::new);
@@ -1490,10 +1519,7 @@ impl Rebuilder {
         if let Some(&i) = read.iter().find(wrong) {
             return Err(changed(dir, m, i, s));
         }
-        match missing.iter().find(wrong) {
-            Some(&i) => Err(rebuilt_wrong(dir, m, i, s)),
-            None => Ok(()),
-        }
+        Ok(missing.iter().find(wrong).copied())
     }
 }
 

@@ -79,6 +79,42 @@ fn more_than_m_losses_are_an_error_that_names_the_stripes_and_writes_nothing() {
     assert_eq!(run(&mut pp(args!["ec", "encode", &src, "-k", "0", "-m", "1", "-o", d.join("z")])).code(), Some(2));
 }
 
+/// A manifest one of whose unit checksums was changed: the unit looks bad, and rebuilt from
+/// the others it does not match either, so repair refuses the set (nothing written); verify,
+/// which tries that rebuild dry, says so too (it called the set repairable). With the unit
+/// really damaged as well as another, both check and rebuild: repairable, and repaired.
+#[test]
+fn a_set_repair_would_refuse_is_not_called_repairable() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(600_000, 23)).unwrap();
+    let set = d.join("e");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set, "--unit", "64K"])).ok();
+    let manifest = std::fs::read_to_string(set.join("manifest.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let crc = &mut m["shards"][1]["crc32"][1];
+    *crc = serde_json::json!(crc.as_u64().unwrap() ^ 1);
+    std::fs::write(set.join("manifest.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let why = "shard-001's unit of stripe 1, rebuilt from units that check out, does not match the manifest's CRC-32 either";
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &[why, "NOT repairable by ec repair"]);
+    let r = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[why]).json();
+    assert_eq!((r["intact"].as_bool(), r["repairable"].as_bool()), (Some(false), Some(false)), "{r}");
+    assert!(r["manifest_damage"].as_str().is_some_and(|m| m.contains(why)), "{r}");
+    let before = snapshot(&set);
+    run(&mut pp(args!["ec", "repair", &set])).fails(6, &["does not match the manifest's CRC-32", "nothing was written"]);
+    assert!(snapshot(&set) == before, "repair wrote into the set");
+    // The manifest as it was, two shards damaged: repairable, and repair makes it whole.
+    std::fs::write(set.join("manifest.json"), &manifest).unwrap();
+    std::fs::remove_file(set.join("shard-001")).unwrap();
+    let mut b = std::fs::read(set.join("shard-004")).unwrap();
+    b[70_000] ^= 0x40;
+    std::fs::write(set.join("shard-004"), b).unwrap();
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable (peerpath ec repair)"]);
+    run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
+    run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
+}
+
 /// A manifest whose source size was made smaller (the CRC-32s are of the shards' units, not
 /// of it) is found by the last stripe's padding, which must be the encoder's zeros: verify,
 /// decode and `decompress --ec` refuse it (they passed, and decoded a file cut short).
