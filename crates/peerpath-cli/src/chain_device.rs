@@ -838,7 +838,7 @@ impl Unchain<'_> {
             }
         }
         if self.unended && self.end_member_required {
-            return Err(self.truncated_here(|at| format!("the stream ends after output byte {at}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost (a file written before peerpath ended files with it, 2026-12-03: `peerpath decompress --allow-no-end-member` reads it whole)")));
+            return Err(self.truncated_here(|at| format!("the stream ends after output byte {at}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost (a file written before peerpath ended files with it, 2026-12-03, is read whole with --allow-no-end-member: decompress, verify, scan, gzip)")));
         }
         self.drain()
     }

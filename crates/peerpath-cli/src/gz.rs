@@ -38,6 +38,7 @@ struct Options {
     report: bool,
     json: bool,
     recursive: bool,
+    allow_no_end_member: bool,
     files: Vec<OsString>,
 }
 
@@ -57,6 +58,7 @@ impl Default for Options {
             report: false,
             json: false,
             recursive: false,
+            allow_no_end_member: false,
             files: Vec::new(),
         }
     }
@@ -78,6 +80,9 @@ pub const USAGE: &str = "usage: peerpath gzip [-cdfklnNqrtTvV1-9] [-p N] [-S SUF
   -v, --verbose     one line per file, as gzip -v
   -q, --quiet       no warnings
   -V, --version     the version
+  --allow-no-end-member
+                    read a file of peerpath's members without its end member (written before
+                    2026-12-03); else such a file is an error: it was cut at a member's end
   --report, --json  peerpath's full report (to standard error when data goes to standard output;
                     --json: one job report a line, one line a file)
 With no FILE, or FILE '-', standard input goes to standard output.";
@@ -129,6 +134,7 @@ fn parse(args: &[OsString]) -> Result<Options, String> {
                 b"help" => return Err(String::new()),
                 b"version" => return Err(VERSION.into()),
                 b"recursive" => o.recursive = true,
+                b"allow-no-end-member" => o.allow_no_end_member = true,
                 // Nothing of a name or time is stored or restored.
                 b"no-name" | b"name" | b"no-time" => {}
                 b"rsyncable" => return Err("--rsyncable is not supported: peerpath cuts a member every 1 MiB of input, not at boundaries found in the content".into()),
@@ -486,7 +492,7 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
     if let Some(outcome) = from_terminal(o, f) {
         return outcome;
     }
-    let opts = DecompressOptions { common: common(o), ..Default::default() };
+    let opts = DecompressOptions { common: common(o), allow_missing_end_member: o.allow_no_end_member, ..Default::default() };
     match peerpath_runtime::decompress(&[(PathBuf::from(f), target.clone())], &opts) {
         Ok(r) => {
             if o.verbose {
@@ -518,7 +524,7 @@ fn test(o: &Options, f: &OsStr) -> Outcome {
     if let Some(outcome) = not_read(o, f) {
         return outcome;
     }
-    let opts = DecompressOptions { common: common(o), ..Default::default() };
+    let opts = DecompressOptions { common: common(o), allow_missing_end_member: o.allow_no_end_member, ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) => {
             if o.verbose {
@@ -538,7 +544,7 @@ fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
     if let Some(outcome) = not_read(o, f) {
         return outcome;
     }
-    let opts = DecompressOptions { common: common(o), ..Default::default() };
+    let opts = DecompressOptions { common: common(o), allow_missing_end_member: o.allow_no_end_member, ..Default::default() };
     match peerpath_runtime::verify(&[PathBuf::from(f)], &opts) {
         Ok(r) if o.json => {
             emit(o, &r, false);

@@ -97,6 +97,10 @@ pub struct ScanArgs {
     /// --no-fallback) [default: 10 for an emulated CSP, 30 for a GPU].
     #[arg(long, value_parser = crate::parse_device_timeout)]
     device_timeout: Option<std::time::Duration>,
+    /// Read gzip input of peerpath's members without its end member (written before 2026-12-03);
+    /// else such a file is exit 7: it was cut at a member's end.
+    #[arg(long)]
+    allow_no_end_member: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -348,7 +352,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
                     (d.found, d.bytes, d.format, Some(pass))
                 }
                 None => {
-                    let (found, n, fmt) = scan_file(f, format, &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?;
+                    let (found, n, fmt) = scan_file(f, (format, a.allow_no_end_member), &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?;
                     (found, n, fmt, None)
                 }
             };
@@ -494,7 +498,8 @@ fn kept_its_size(path: &Path, f: &File, size: u64, read: Option<u64>) -> Result<
 
 /// Filters one file: returns what was found, how many (decoded) bytes were
 /// read, and the format they were read as (`None`: no bytes to tell it by).
-fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64, Option<RecordFormat>), JobError> {
+/// `allow_no_end_member`: gzip input without its end member is read as it is.
+fn scan_file(path: &Path, (format, allow_no_end_member): (Option<RecordFormat>, bool), filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64, Option<RecordFormat>), JobError> {
     // A file's size when opened, and the file, to tell at the end whether it changed while read.
     let mut opened: Option<(std::fs::File, u64)> = None;
     let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) {
@@ -522,7 +527,7 @@ fn scan_file(path: &Path, format: Option<RecordFormat>, filter: &Filter, threads
     let keep_records = out.is_some();
     std::thread::scope(|s| -> Result<(Found, u64, Option<RecordFormat>), JobError> {
         let file = opened.is_some();
-        let reader = s.spawn(move || read_blocks(input, (gzip, file), format, path, block_tx));
+        let reader = s.spawn(move || read_blocks(input, (gzip, file, allow_no_end_member), format, path, block_tx));
         for _ in 0..threads {
             let (rx, tx) = (block_rx.clone(), found_tx.clone());
             s.spawn(move || {
@@ -586,7 +591,7 @@ struct Block {
 /// bytes read and the format (given, or told from the first byte; `None`: no bytes).
 /// `file`: a file, whose end a crash could have zeroed (gzip input: more zeros after its last
 /// member than padding leaves are an error; any, from a pipe).
-fn read_blocks(input: impl Read, (gzip, file): (bool, bool), format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<(u64, Option<RecordFormat>), JobError> {
+fn read_blocks(input: impl Read, (gzip, file, allow_no_end_member): (bool, bool, bool), format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<(u64, Option<RecordFormat>), JobError> {
     let mut cutter = BlockCutter::new(format, BLOCK_BYTES);
     let (mut seq, mut bytes) = (0u64, 0u64);
     let mut push = |data: &[u8], at_end: bool| {
@@ -600,7 +605,8 @@ fn read_blocks(input: impl Read, (gzip, file): (bool, bool), format: Option<Reco
     let io_error = |e: std::io::Error| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() };
     if gzip {
         let decoder = peerpath_func::StreamDecoder::new(input, 0, 0);
-        let mut decoder = if file { decoder } else { decoder.any_zero_padding() };
+        let decoder = if file { decoder } else { decoder.any_zero_padding() };
+        let mut decoder = if allow_no_end_member { decoder.allow_missing_end_member() } else { decoder };
         decoder.run(true, |d| push(d, false)).map_err(|e| peerpath_runtime::decompress::stream_error(path, e))?;
     } else {
         let mut input = input;

@@ -152,7 +152,38 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
         run(&mut pp(args)).ok();
         assert_file_eq(&out, &sample()[..3 * BLOCK], "allowed");
     }
-    run(&mut pp(args!["verify", &src, "--allow-no-end-member", "-q"])).ok();
+    let o = run(&mut pp(args!["verify", &src, "--allow-no-end-member", "-q"])).ok();
+    assert!(o.stderr.contains("warning") && o.stderr.contains(&format!("no end member after the member that ends at byte {}", m3.offset)), "{}", o.stderr);
+    run(&mut pp(args!["gzip", "-t", "--allow-no-end-member", &src])).ok();
+    run(&mut pp(args!["scan", &src, "--count", "--min-length", "1", "--allow-no-end-member"])).ok();
+    // Padding after the cut (zeros, as tar's records or a block device leave), or the end member
+    // zeroed in place, does not hide it; nor does another kind of member after it.
+    let zeroed = [&a.packed[..end.offset], &[0u8; 34][..]].concat();
+    let plain = sys(&tool("gzip").expect("gzip"), &[&os("-c")], Some(b"plain\n".to_vec()));
+    for (name, bytes) in [("cut-padded.gz", [cut, &[0u8; 4096][..]].concat()), ("end-zeroed.gz", zeroed), ("cut-then-plain.gz", [cut, &plain[..]].concat())] {
+        let at = if name == "end-zeroed.gz" { end.offset } else { m3.offset };
+        bad(dir.path(), name, &bytes, 7, &[&format!("ends at byte {at}, after a member of peerpath's, without the end member")]);
+        if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+            let in_memory = shm.path().join(name);
+            std::fs::write(&in_memory, &bytes).unwrap();
+            let mut cmd = pp(args!["verify", &in_memory, "-T", "2"]);
+            cmd.env("PEERPATH_WORKER_READS", "1");
+            run(&mut cmd).fails(7, &["cut at a member's end"]);
+        }
+    }
+    // A whole file then another kind of member is whole; BGZF then peerpath's, no BGZF warning.
+    let joined = dir.path().join("joined-plain.gz");
+    std::fs::write(&joined, [&a.packed[..], &plain[..]].concat()).unwrap();
+    run(&mut pp(args!["verify", &joined, "-q"])).ok();
+    let bgzf = compress_bytes(dir.path(), "b", &sample()[..100_000], &["--format", "bgzf"]);
+    std::fs::write(&joined, [&bgzf[..], &a.packed[..]].concat()).unwrap();
+    let o = run(&mut pp(args!["verify", &joined, "-q"])).ok();
+    assert!(!o.stderr.contains("warning"), "{}", o.stderr);
+    std::fs::write(&joined, &bgzf[..bgzf.len() - 28]).unwrap();
+    for stdin in [false, true] {
+        let o = if stdin { run_full(&mut pp(args!["verify", "-", "-q"]), Some(bgzf[..bgzf.len() - 28].to_vec()), DEADLINE) } else { run(&mut pp(args!["verify", &joined, "-q"])) };
+        assert!(o.ok().stderr.contains("a BGZF file without its end-of-file marker"), "stdin {stdin}");
+    }
 }
 
 /// A file that kept its length while its end was lost (zeros where data was never written, as

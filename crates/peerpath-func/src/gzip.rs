@@ -355,6 +355,19 @@ impl MemberHeader {
         matches!(self.sizes, Some(DeclaredSizes::Peerpath { uncompressed_bytes, .. }) if uncompressed_bytes > 0)
     }
 
+    /// Whether this member may follow one that wants an end member: only
+    /// peerpath's members make up one of its streams, up to its end member,
+    /// so another member there (plain gzip's, BGZF's) shows the stream cut.
+    pub fn continues_a_peerpath_stream(&self) -> bool {
+        matches!(self.sizes, Some(DeclaredSizes::Peerpath { .. }))
+    }
+
+    /// Whether a stream that ends with this member lacks BGZF's end-of-file
+    /// block: a BGZF member with data (the block is the empty one, 28 bytes).
+    pub fn wants_a_bgzf_eof_block(&self) -> bool {
+        matches!(self.sizes, Some(DeclaredSizes::Bgzf { member_bytes }) if member_bytes as usize != BGZF_EOF_BLOCK.len())
+    }
+
     /// Parses the header at the start of `data`.
     pub fn parse(data: &[u8]) -> Result<MemberHeader, HeaderError> {
         if data.len() >= 2 && (data[0] != ID1 || data[1] != ID2) {
@@ -658,6 +671,10 @@ pub struct StreamDecoder<R> {
     unended_at: Option<u64>,
     /// Whether a stream that lacks its end member is an error ([`StreamDecoder::allow_missing_end_member`]).
     end_member_required: bool,
+    /// Where an end member was missing, where that was allowed.
+    missing_end: Option<u64>,
+    /// Whether the last member is BGZF's with data (no end-of-file block after it).
+    bgzf_unended: bool,
 }
 
 impl<R: Read> StreamDecoder<R> {
@@ -676,6 +693,28 @@ impl<R: Read> StreamDecoder<R> {
     pub fn allow_missing_end_member(mut self) -> Self {
         self.end_member_required = false;
         self
+    }
+
+    /// For a decoder that starts after members decoded elsewhere: the last
+    /// of them ended at `at` and wanted an end member after it (a stream
+    /// cut there must not pass for whole when what follows is padding).
+    pub fn after_member_wanting_an_end(mut self, at: Option<u64>) -> Self {
+        self.unended_at = at;
+        self
+    }
+
+    /// Where an end member was missing (a stream of peerpath's members that
+    /// ended, or went on with another kind of member, without it), where
+    /// [`StreamDecoder::allow_missing_end_member`] let that pass.
+    pub fn missing_end_member(&self) -> Option<u64> {
+        self.missing_end
+    }
+
+    /// Whether the stream ended with a BGZF member of data, without BGZF's
+    /// end-of-file block: a warning, as `bgzip` gives one (htslib's
+    /// specification only recommends the block).
+    pub fn ends_bgzf_without_eof(&self) -> bool {
+        self.bgzf_unended
     }
 
     /// `offset` is where `reader` starts in the file (for error messages);
@@ -697,15 +736,32 @@ impl<R: Read> StreamDecoder<R> {
             max_zero_padding: MAX_ZERO_PADDING,
             unended_at: None,
             end_member_required: true,
+            missing_end: None,
+            bgzf_unended: false,
         }
     }
 
     /// At the stream's clean end: an error where its last member wants an end member after it.
-    fn check_end(&self) -> Result<(), StreamError> {
-        match self.unended_at {
+    fn check_end(&mut self) -> Result<(), StreamError> {
+        self.no_end_member_at(self.unended_at)
+    }
+
+    /// An end member missing where the last member ended (`at`): an error, or noted where allowed.
+    fn no_end_member_at(&mut self, at: Option<u64>) -> Result<(), StreamError> {
+        match at {
             Some(offset) if self.end_member_required => Err(StreamError::NoEndMember { offset }),
-            _ => Ok(()),
+            Some(offset) => {
+                self.missing_end.get_or_insert(offset);
+                Ok(())
+            }
+            None => Ok(()),
         }
+    }
+
+    /// After member `header` (ending at the current offset): what a stream ending here lacks.
+    fn ended_member(&mut self, header: &MemberHeader) {
+        self.unended_at = header.wants_an_end_member().then_some(self.offset);
+        self.bgzf_unended = header.wants_a_bgzf_eof_block();
     }
 
     /// Reads more input after what is buffered; false at end of input.
@@ -835,7 +891,14 @@ impl<R: Read> StreamDecoder<R> {
         let (index, offset) = (self.members, self.offset);
         loop {
             match MemberHeader::parse(&self.buf[self.start..self.end]) {
-                Ok(h) => return Ok(h),
+                Ok(h) => {
+                    // Another kind of member after one of peerpath's that wants its end member.
+                    if !h.continues_a_peerpath_stream() {
+                        let cut = self.unended_at.take();
+                        self.no_end_member_at(cut)?;
+                    }
+                    return Ok(h);
+                }
                 Err(HeaderError::Truncated { .. }) => {
                     if !self.fill()? {
                         return Err(StreamError::at(index, offset, self.cut_short()));
@@ -963,7 +1026,7 @@ impl<R: Read> StreamDecoder<R> {
             member.extend_from_slice(&self.buf[self.start..self.start + n]);
             self.consume(n);
             self.members += 1;
-            self.unended_at = header.wants_an_end_member().then_some(self.offset);
+            self.ended_member(&header);
             if jobs.send((seq, index, offset, header, member, out)).is_err() {
                 return Ok(());
             }
@@ -1044,7 +1107,7 @@ impl<R: Read> StreamDecoder<R> {
         }
         self.members += 1;
         self.bytes_out += produced;
-        self.unended_at = header.wants_an_end_member().then_some(self.offset);
+        self.ended_member(&header);
         Ok(())
     }
 

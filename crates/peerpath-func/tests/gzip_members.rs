@@ -166,14 +166,35 @@ fn a_stream_cut_at_a_member_end_lacks_its_end_member() {
         assert_eq!(out, a);
     }
     assert!(matches!(stream_decode(cut, 1000), Err(StreamError::NoEndMember { .. })));
-    // Members that promise no end member: plain gzip's, BGZF's, and a
-    // stream whose last member is plain gzip after peerpath's.
+    // Members that promise no end member: plain gzip's, BGZF's; but one of
+    // them right after a member of peerpath's shows its stream cut there.
     let plain = unsized_member(&a);
     assert_eq!(stream_decode(&plain, 1000).unwrap(), a);
     let bgzf = encode(1, Format::Bgzf, &a[..60_000]);
     assert_eq!(stream_decode(&bgzf, 1000).unwrap(), a[..60_000]);
-    let mixed = [cut, &plain].concat();
-    assert_eq!(parallel_decode(&mixed, 1000, 2).unwrap(), [a.clone(), a.clone()].concat());
+    for other in [&plain, &bgzf] {
+        let mixed = [cut, other].concat();
+        for threads in [1, 2] {
+            assert!(matches!(parallel_decode(&mixed, 1000, threads), Err(StreamError::NoEndMember { offset }) if offset == cut_at as u64), "{threads} threads");
+        }
+        let whole_then = [&whole[..], other].concat();
+        assert!(parallel_decode(&whole_then, 1000, 2).is_ok());
+        let mut d = StreamDecoder::new(&mixed[..], 0, 0).allow_missing_end_member();
+        d.run(true, |_| Ok(())).unwrap();
+        assert_eq!(d.missing_end_member(), Some(cut_at as u64));
+    }
+    // A decoder that starts where another left off, after a member that wanted an end member.
+    let rest = [0u8; 100];
+    let mut d = StreamDecoder::new(&rest[..], cut_at as u64, 2).after_member_wanting_an_end(Some(cut_at as u64));
+    assert!(matches!(d.run(false, |_| Ok(())), Err(StreamError::NoEndMember { offset }) if offset == cut_at as u64));
+    // BGZF without its end-of-file block: said, not an error.
+    let mut d = StreamDecoder::new(&bgzf[..], 0, 0);
+    d.run(true, |_| Ok(())).unwrap();
+    assert!(d.ends_bgzf_without_eof());
+    let ended_bgzf = [&bgzf[..], &BGZF_EOF_BLOCK[..]].concat();
+    let mut d = StreamDecoder::new(&ended_bgzf[..], 0, 0);
+    d.run(true, |_| Ok(())).unwrap();
+    assert!(!d.ends_bgzf_without_eof());
     // An end member in the middle (files concatenated) ends nothing: the last member decides.
     let joined = [&whole[..], cut].concat();
     assert!(matches!(parallel_decode(&joined, 1000, 2), Err(StreamError::NoEndMember { .. })));

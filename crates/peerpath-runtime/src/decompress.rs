@@ -191,7 +191,7 @@ pub fn stream_error(path: &Path, e: StreamError) -> JobError {
 /// member peerpath writes after the last: cut at a member's end (exit 7).
 fn no_end_member(path: &Path, offset: u64) -> JobError {
     let e = StreamError::NoEndMember { offset };
-    JobError::TruncatedFile { path: path.to_path_buf(), detail: format!("{e} (a file written before peerpath ended files with it, 2026-12-03: `peerpath decompress --allow-no-end-member` reads it whole)") }
+    JobError::TruncatedFile { path: path.to_path_buf(), detail: format!("{e} (a file written before peerpath ended files with it, 2026-12-03, is read whole with --allow-no-end-member: decompress, verify, scan, gzip)") }
 }
 
 /// Decompresses each source into its target.
@@ -487,6 +487,10 @@ struct FileState<'p> {
     /// An encrypted source: its cipher (reads are its sealed blocks, opened
     /// as they arrive).
     cipher: Option<Arc<FileCipher>>,
+    /// Where the file lacked its end member, read as `--allow-no-end-member` lets it.
+    missing_end: Option<u64>,
+    /// Whether its last member is BGZF's with data, no end-of-file block after it.
+    bgzf_unended: bool,
     /// The workers read their members themselves ([`split_for_reading_workers`]).
     worker_reads: bool,
 }
@@ -495,6 +499,21 @@ impl FileState<'_> {
     /// Plaintext bytes per read: a sealed block, or `READ_BYTES`.
     fn unit(&self) -> usize {
         self.cipher.as_ref().map_or(READ_BYTES, |c| c.layout().block_bytes as usize)
+    }
+
+    /// The split reached a member (`next`, at `pos`) or, with `None`, the
+    /// file's end, after one that wanted an end member (`wants_end`): where
+    /// `next` is not one of peerpath's members (and at the end), the end
+    /// member is missing: an error, or (allowed) noted for a warning.
+    fn end_member_check(&mut self, wants_end: bool, next: Option<&MemberHeader>, pos: u64, required: bool) -> Option<JobError> {
+        if !wants_end || next.is_some_and(MemberHeader::continues_a_peerpath_stream) {
+            return None;
+        }
+        if required {
+            return Some(no_end_member(self.path, pos));
+        }
+        self.missing_end.get_or_insert(pos);
+        None
     }
 
     fn fail(&mut self, index: u64, e: JobError) {
@@ -570,6 +589,8 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         arrived: BTreeMap::new(),
         cipher,
         worker_reads,
+        missing_end: None,
+        bgzf_unended: false,
     };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
@@ -591,8 +612,11 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     };
     match outcome {
         Ok(mode) => {
-            if let Some(size) = src.kind.size_bytes() {
-                warn_bgzf_without_eof(source, size);
+            if st.bgzf_unended {
+                eprintln!("peerpath: warning: {}: a BGZF file without its end-of-file marker: every member checks, but it may be truncated (at a member's end)", source.display());
+            }
+            if let Some(at) = st.missing_end {
+                eprintln!("peerpath: warning: {}: no end member after the member that ends at byte {at}: read as --allow-no-end-member asks (a cut at a member's end there goes unnoticed)", source.display());
             }
             let target_name = st.writer.as_ref().map(|w| w.final_path.display().to_string());
             let mut writer = st.writer.take();
@@ -623,23 +647,6 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
             }
             Err(e)
         }
-    }
-}
-
-/// Says (on standard error, as `bgzip -t` does) where a BGZF file lacks
-/// htslib's end-of-file marker: every member checked, but a file cut at a
-/// member's end looks whole but for that marker, which is what it is for.
-fn warn_bgzf_without_eof(source: &Path, size: u64) {
-    use std::os::unix::fs::FileExt;
-    let marker = peerpath_func::BGZF_EOF_BLOCK;
-    let Ok(f) = std::fs::File::open(source) else { return };
-    let (mut first, mut last) = ([0u8; 18], [0u8; 28]);
-    if size < (first.len() + marker.len()) as u64 || f.read_exact_at(&mut first, 0).is_err() || f.read_exact_at(&mut last, size - marker.len() as u64).is_err() {
-        return;
-    }
-    let bgzf = peerpath_func::MemberHeader::parse(&first).is_ok_and(|h| matches!(h.sizes, Some(peerpath_func::DeclaredSizes::Bgzf { .. })));
-    if bgzf && last != marker {
-        eprintln!("peerpath: warning: {}: a BGZF file without its end-of-file marker: every member checks, but it may be truncated (at a member's end)", source.display());
     }
 }
 
@@ -951,7 +958,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let Some(file_size) = src.kind.size_bytes() else {
         let reader = src.file.try_clone().map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
         // A pipe may be idle for ever: its reads end when the job is cancelled (a job server's).
-        return stream_from(ctx, st, (peerpath_io::stop::StoppableRead(reader), false), 0, 0, DecodeMode::StreamingPipe);
+        return stream_from(ctx, st, (peerpath_io::stop::StoppableRead(reader), false), (0, None), 0, DecodeMode::StreamingPipe);
     };
     if st.worker_reads {
         return split_for_reading_workers(ctx, src, st, file_size);
@@ -978,6 +985,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
     let mut batch = Batch::new(0);
     // Whether the last member split wants an end member after it.
     let mut wants_end = false;
+    let mut bgzf_unended = false;
     loop {
         if st.first_error.is_some() {
             return Ok(None);
@@ -1026,9 +1034,10 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                     if index == 0 {
                         return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
                     }
-                    if wants_end && ctx.end_member_required {
-                        return fail_at(ctx, st, batch, index, no_end_member(st.path, pos));
+                    if let Some(e) = st.end_member_check(wants_end, None, pos, ctx.end_member_required) {
+                        return fail_at(ctx, st, batch, index, e);
                     }
+                    st.bgzf_unended = bgzf_unended;
                     ctx.submit_batch(st, batch);
                     return Ok(Some(DecodeMode::Parallel { members: index, threads: ctx.workers.threads() }));
                 }
@@ -1040,10 +1049,13 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 AtHeader::Member(h, n) => (h, n),
                 AtHeader::Stream(why) => {
                     ctx.submit_batch(st, batch);
-                    return switch_to_stream(ctx, st, src, pos, index, why);
+                    return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, why);
                 }
                 AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
+            if let Some(e) = st.end_member_check(wants_end, Some(&header), pos, ctx.end_member_required) {
+                return fail_at(ctx, st, batch, index, e);
+            }
             if member_bytes as u64 > avail {
                 if at_eof {
                     let e = MemberError::Truncated { declared: member_bytes, available: avail as usize };
@@ -1064,7 +1076,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 }
                 if starved || member_bytes > unit * (WINDOW_BUFFERS - 2) {
                     ctx.submit_batch(st, batch);
-                    return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
+                    return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, "a member larger than the read window");
                 }
                 need_until = pos + member_bytes as u64;
                 blocked = true;
@@ -1081,6 +1093,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
             };
             wants_end = header.wants_an_end_member();
+            bgzf_unended = header.wants_a_bgzf_eof_block();
             batch.members.push((header, bytes, pos, out_len));
             batch.member_bytes += member_bytes;
             batch.out_bytes += out_len;
@@ -1127,6 +1140,7 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
     let max_tasks = ctx.workers.threads() * 2 + 1;
     let mut batch = batch_from(0, 0);
     let mut wants_end = false;
+    let mut bgzf_unended = false;
     loop {
         if st.first_error.is_some() {
             return Ok(None);
@@ -1142,9 +1156,10 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
                 if index == 0 {
                     return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
                 }
-                if wants_end && ctx.end_member_required {
-                    return fail_at(ctx, st, batch, index, no_end_member(st.path, pos));
+                if let Some(e) = st.end_member_check(wants_end, None, pos, ctx.end_member_required) {
+                    return fail_at(ctx, st, batch, index, e);
                 }
+                st.bgzf_unended = bgzf_unended;
                 ctx.submit_batch(st, batch);
                 return Ok(Some(DecodeMode::Parallel { members: index, threads: ctx.workers.threads() }));
             }
@@ -1152,13 +1167,16 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
                 AtHeader::Member(h, n) => (h, n),
                 AtHeader::Stream(why) => {
                     ctx.submit_batch(st, batch);
-                    return switch_to_stream(ctx, st, src, pos, index, why);
+                    return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, why);
                 }
                 AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
+            if let Some(e) = st.end_member_check(wants_end, Some(&header), pos, ctx.end_member_required) {
+                return fail_at(ctx, st, batch, index, e);
+            }
             if member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) && member_bytes as u64 <= avail {
                 ctx.submit_batch(st, batch);
-                return switch_to_stream(ctx, st, src, pos, index, "a member larger than the read window");
+                return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, "a member larger than the read window");
             }
             // This member's trailer (its last 8 bytes) and what follows it, in one read.
             let whole = member_bytes >= header.header_bytes + 8 && member_bytes as u64 <= avail;
@@ -1169,6 +1187,7 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
             };
             let at = batch.member_bytes;
             wants_end = header.wants_an_end_member();
+            bgzf_unended = header.wants_a_bgzf_eof_block();
             batch.members.push((header, MemberBytes::InRead(at..at + member_bytes), pos, out_len));
             batch.member_bytes += member_bytes;
             batch.out_bytes += out_len;
@@ -1321,7 +1340,9 @@ fn fail_at(ctx: &mut Ctx, st: &mut FileState, batch: Batch, index: u64, error: J
     Ok(None)
 }
 
-fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::OpenedFile, pos: u64, index: u64, why: &'static str) -> Result<Option<DecodeMode>> {
+/// Decodes the rest of the file from `pos` on one thread; `unended`: where the member before
+/// `pos` ended, if it wanted an end member after it.
+fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::OpenedFile, (pos, unended): (u64, Option<u64>), index: u64, why: &'static str) -> Result<Option<DecodeMode>> {
     // Finish what the parallel part started, in order, first.
     while let Some(d) = ctx.workers.recv()? {
         ctx.members_done(st, d);
@@ -1339,11 +1360,11 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
     let decoded = match &st.cipher {
         Some(c) => {
             let plain = peerpath_func::crypt::BlockReader::new(reader, c.clone(), pos).map_err(|e| JobError::Damaged { path: st.path.to_path_buf(), detail: e.to_string() })?;
-            stream_from(ctx, st, (plain, file), pos, index, mode)
+            stream_from(ctx, st, (plain, file), (pos, unended), index, mode)
         }
         None => {
             reader.seek(SeekFrom::Start(pos)).map_err(|e| JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() })?;
-            stream_from(ctx, st, (reader, file), pos, index, mode)
+            stream_from(ctx, st, (reader, file), (pos, unended), index, mode)
         }
     };
     // Read to its end, a file that shrank ends early (cleanly, at a member's end) and
@@ -1361,10 +1382,10 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
 
 /// `file`: the source is a file (not a block device or a pipe), whose end a crash could
 /// have zeroed: more zeros after its last member than padding leaves are an error.
-fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io::Read, bool), pos: u64, index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
+fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io::Read, bool), (pos, unended): (u64, Option<u64>), index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
     let path = st.path.to_path_buf();
     let host = MemoryDomain::host_unplaced();
-    let mut decoder = StreamDecoder::new(reader, pos, index);
+    let mut decoder = StreamDecoder::new(reader, pos, index).after_member_wanting_an_end(unended);
     if !file {
         decoder = decoder.any_zero_padding();
     }
@@ -1406,6 +1427,8 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io:
     crate::record_read(&ctx.ledger, &path.display().to_string(), via, &host, compressed);
     st.members = decoder.members;
     st.streamed_in = compressed;
+    st.missing_end = st.missing_end.or(decoder.missing_end_member());
+    st.bgzf_unended = decoder.ends_bgzf_without_eof();
     result.map_err(|e| stream_error(&path, e))?;
     Ok(Some(mode))
 }
