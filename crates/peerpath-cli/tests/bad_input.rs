@@ -142,6 +142,8 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
     let restored = dir.path().join("restored");
     run(&mut pp(args!["decompress", "--ec", &set, "-o", &restored])).fails(7, &["cut at a member's end"]);
     assert!(!restored.exists(), "nothing kept");
+    run(&mut pp(args!["decompress", "--ec", &set, "-o", &restored, "--engine", "emulated", "--no-fallback"])).fails(7, &["cut at a member's end"]);
+    assert!(!restored.exists(), "nothing kept");
     run(&mut pp(args!["decompress", "--ec", &set, "-o", &restored, "--allow-no-end-member", "-q"])).ok();
     assert_file_eq(&restored, &sample()[..3 * BLOCK], "--ec, allowed");
     // Allowed: the members there are.
@@ -170,6 +172,17 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
             cmd.env("PEERPATH_WORKER_READS", "1");
             run(&mut cmd).fails(7, &["cut at a member's end"]);
         }
+    }
+    // In a shard set too, on the CPU and in an emulated CSP's memory: the cut, then a BGZF member.
+    let bgzf_one = compress_bytes(dir.path(), "one", b"x", &["--format", "bgzf"]);
+    let cut_then_bgzf = dir.path().join("cut-then-bgzf.gz");
+    std::fs::write(&cut_then_bgzf, [cut, &bgzf_one[..]].concat()).unwrap();
+    let set2 = dir.path().join("set2");
+    run(&mut pp(args!["ec", "encode", &cut_then_bgzf, "--data", "2", "--parity", "1", "-o", &set2, "-q"])).ok();
+    for engine in ["cpu", "emulated"] {
+        let out = dir.path().join(format!("restored-{engine}"));
+        run(&mut pp(args!["decompress", "--ec", &set2, "-o", &out, "--engine", engine, "--no-fallback"])).fails(7, &["cut at a member's end"]);
+        assert!(!out.exists(), "{engine}: nothing kept");
     }
     // A whole file then another kind of member is whole; BGZF then peerpath's, no BGZF warning.
     let joined = dir.path().join("joined-plain.gz");
