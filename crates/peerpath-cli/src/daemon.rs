@@ -112,15 +112,54 @@ fn job_environment() -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// [`job_environment`] and the variables a job's command line names for its key
+/// (`--key-env VAR`): the job reads them too.
+fn client_environment(argv: &[OsString]) -> BTreeMap<String, Vec<u8>> {
+    let mut env = job_environment();
+    let named = argv.windows(2).filter(|w| w[0] == "--key-env").map(|w| w[1].clone());
+    let inline = argv.iter().filter_map(|a| a.to_str()?.strip_prefix("--key-env=").map(OsString::from));
+    for k in named.chain(inline).filter_map(|k| k.into_string().ok()) {
+        if let Some(v) = std::env::var_os(&k) {
+            env.insert(k, v.into_vec());
+        } else {
+            env.remove(&k);
+        }
+    }
+    env
+}
+
+/// The daemon's side of a comparison: its [`job_environment`], and its values of the other
+/// variables the client sent (those its command line names).
+fn daemon_environment(own: &BTreeMap<String, Vec<u8>>, client: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    let mut env = own.clone();
+    for k in client.keys().filter(|k| !own.contains_key(*k) && !k.starts_with("PEERPATH_") && *k != "TMPDIR") {
+        if let Some(v) = std::env::var_os(k) {
+            env.insert(k.clone(), v.into_vec());
+        }
+    }
+    env
+}
+
+/// Whether a variable's value may be shown: peerpath's settings and TMPDIR, not a key
+/// (`PEERPATH_KEY`, or a variable `--key-env` names), which is never logged or printed.
+fn value_shown(k: &str) -> bool {
+    k == "TMPDIR" || (k.starts_with("PEERPATH_") && !k.contains("KEY"))
+}
+
 /// Why the environments differ, or `None`.
 fn environment_difference(client: &BTreeMap<String, Vec<u8>>, daemon: &BTreeMap<String, Vec<u8>>) -> Option<String> {
-    let show = |v: Option<&Vec<u8>>| v.map_or("unset".to_string(), |v| format!("{:?}", String::from_utf8_lossy(v)));
     let keys: std::collections::BTreeSet<&String> = client.keys().chain(daemon.keys()).collect();
     let k = keys.into_iter().find(|k| client.get(*k) != daemon.get(*k))?;
+    let show = |v: Option<&Vec<u8>>, other_set: bool| match v {
+        None => "unset".to_string(),
+        Some(v) if value_shown(k) => format!("{:?}", String::from_utf8_lossy(v)),
+        Some(_) if other_set => "set to another value (a key's value is not shown)".to_string(),
+        Some(_) => "set (a key's value is not shown)".to_string(),
+    };
     Some(format!(
         "{k} is {} here and {} in the daemon (jobs run with the daemon's environment: restart it with this one, or run without {ENV})",
-        show(client.get(k)),
-        show(daemon.get(k))
+        show(client.get(k), false),
+        show(daemon.get(k), client.contains_key(k))
     ))
 }
 
@@ -234,7 +273,7 @@ fn client_request() -> std::io::Result<Request> {
         argv: std::env::args_os().map(OsString::into_vec).collect(),
         cwd: std::env::current_dir()?.into_os_string().into_vec(),
         umask: current_umask(),
-        env: job_environment(),
+        env: client_environment(&std::env::args_os().collect::<Vec<_>>()),
     })
 }
 
@@ -519,7 +558,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     if request.exe != exe {
         return refuse("it runs another build of peerpath than this command (restart it)".into());
     }
-    if let Some(why) = environment_difference(&request.env, env) {
+    if let Some(why) = environment_difference(&request.env, &daemon_environment(env, &request.env)) {
         return refuse(why);
     }
     let cli = match Cli::try_parse_from(&argv) {
@@ -644,6 +683,20 @@ mod tests {
         assert!(why.starts_with("PEERPATH_WORKER_READS is \"0\" here and unset in the daemon"), "{why}");
         let why = environment_difference(&b, &a).unwrap();
         assert!(why.starts_with("PEERPATH_WORKER_READS is unset here and \"0\" in the daemon"), "{why}");
+        // A key's value is never shown: PEERPATH_KEY's, or a variable --key-env names.
+        let secret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+        for k in ["PEERPATH_KEY", "MYKEY"] {
+            let with: BTreeMap<String, Vec<u8>> = [(k.to_string(), secret.as_bytes().to_vec())].into();
+            let other: BTreeMap<String, Vec<u8>> = [(k.to_string(), b"ff".to_vec())].into();
+            for why in [environment_difference(&with, &b).unwrap(), environment_difference(&b, &with).unwrap(), environment_difference(&with, &other).unwrap()] {
+                assert!(why.starts_with(&format!("{k} is ")) && !why.contains(secret) && !why.contains("\"ff\""), "{why}");
+            }
+        }
+        assert!(environment_difference(&with_key(), &b).unwrap().contains("set (a key's value is not shown) here and unset"));
+    }
+
+    fn with_key() -> BTreeMap<String, Vec<u8>> {
+        [("PEERPATH_KEY".to_string(), b"abcd".to_vec())].into()
     }
 
     #[test]

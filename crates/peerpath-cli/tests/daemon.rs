@@ -187,6 +187,19 @@ fn a_daemon_that_cannot_run_the_job_is_said_and_the_job_runs_here_or_fails_with_
     let log = d.log();
     assert_eq!(log.matches(" refused: ").count(), 4, "{log}");
     assert!(!log.contains("started:"), "{log}");
+    // A key in the environment is compared, never shown (in the client's words or the daemon's
+    // log); so is a variable --key-env names, which the job reads: it ran here, not failed there.
+    let secret = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    for (var, extra) in [("PEERPATH_KEY", &[][..]), ("MYKEY", &["--key-env", "MYKEY"][..])] {
+        let target = format!("{var}.ppenc");
+        let mut c = pp(args!["compress", "--encrypt", "in.fa", "-o", &target]);
+        c.args(extra).current_dir(dir.path()).env("PEERPATH_DAEMON", &d.socket).env(var, secret);
+        let out = run(&mut c).ok();
+        here(&out, &format!("{var} is set (a key's value is not shown) here and unset in the daemon"));
+        assert!(!out.stderr.contains(secret) && !String::from_utf8_lossy(&out.stdout).contains(secret), "{}", out.describe());
+        assert!(dir.path().join(&target).exists());
+    }
+    assert!(!d.log().contains(secret), "the key is in the daemon's log");
 }
 
 /// A daemon stopped by SIGTERM or ^C removes its socket (a stale one is
