@@ -89,7 +89,7 @@ pub struct CryptArgs {
     /// same on a GPU with peerpath's AES-256-GCM kernels, through its pinned host window).
     #[arg(long, value_enum, default_value_t = CryptEngine::Cpu)]
     engine: CryptEngine,
-    /// With --engine emulated or gpu: fail (exit 15) instead of working on the CPU when the device cannot.
+    /// With --engine emulated or gpu: fail (exit 15) instead of working on the CPU when the device cannot start or fails.
     #[arg(long)]
     no_fallback: bool,
     /// With --engine gpu: which GPU.

@@ -109,7 +109,7 @@ enum DedupCommand {
         /// BLAKE3 kernels, through its pinned host window; BLAKE3 only, no --compress).
         #[arg(long, value_enum, default_value = "cpu")]
         engine: DedupEngine,
-        /// With --engine emulated or gpu: fail (exit 15) instead of chunking on the CPU when the device cannot.
+        /// With --engine emulated or gpu: fail (exit 15) instead of chunking on the CPU when the device cannot start or fails.
         #[arg(long)]
         no_fallback: bool,
         /// With --engine gpu: which GPU.

@@ -83,7 +83,7 @@ pub struct ScanArgs {
     /// through its pinned host window).
     #[arg(long, value_enum, default_value = "cpu")]
     engine: ScanEngine,
-    /// With --engine emulated or gpu: fail (exit 15) instead of counting on the CPU when the device cannot.
+    /// With --engine emulated or gpu: fail (exit 15) instead of counting on the CPU when the device cannot start or fails.
     #[arg(long)]
     no_fallback: bool,
     /// With --engine gpu: which GPU.

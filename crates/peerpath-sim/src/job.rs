@@ -597,7 +597,7 @@ impl Job {
     fn cpu_rate(&self, m: &Machine, calibrations: &mut Vec<String>) -> Result<f64, SimError> {
         let f = m.platform.functions.get(&self.function).ok_or_else(|| {
             let known: Vec<&str> = m.platform.functions.keys().map(String::as_str).collect();
-            let has = if known.is_empty() { "it has none: its cores are not modelled".to_string() } else { format!("it has {}", known.join(", ")) };
+            let has = if known.is_empty() { "it has none: its cores are not modelled".to_string() } else { format!("it has {}: give one with --function, or --platform one that has this rate", known.join(", ")) };
             SimError::Job(format!("platform {} has no per-core rate for {} ({has})", m.platform.name, self.function))
         })?;
         let rate = f.value.ok_or_else(|| SimError::Job(format!("{}: rate unknown", self.function)))?;

@@ -167,7 +167,7 @@ fn grow(topo: &mut Topology, catalog: &Catalog, csp: bool, want: usize) -> Resul
     let m = Machine::new(topo.clone(), catalog, None)?;
     let have: Vec<usize> = if csp { m.csps() } else { m.ssds() };
     if have.is_empty() {
-        return Err(SimError::Vary(format!("the machine has no {} to clone", if csp { "CSP" } else { "SSD" })));
+        return Err(SimError::Vary(format!("the machine has no {} to clone (read one that has: --file TOPOLOGY.toml, e.g. crates/peerpath-topo/fixtures/epyc-case-study/topology.toml, or --sysfs ROOT)", if csp { "CSP" } else { "SSD" })));
     }
     let templates: Vec<Bdf> = have.iter().filter_map(|&i| m.nodes[i].bdf).collect();
     let prefix = if csp { "csp" } else { "ssd" };
