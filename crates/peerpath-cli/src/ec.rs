@@ -146,7 +146,7 @@ struct DeviceArgs {
     /// With --engine gpu: which GPU.
     #[arg(long, default_value_t = 0)]
     gpu: usize,
-    /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=40,corrupt=0.01".
+    /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=40" (verify, repair and decode also take "corrupt=0.01"; encode cannot check the parity it would corrupt).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
     /// With --engine emulated or gpu: a device with commands in flight and none completing for
