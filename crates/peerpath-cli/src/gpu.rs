@@ -71,14 +71,14 @@ pub fn main(a: GpuArgs) -> ExitCode {
     let gpu = match peerpath_gpu::Gpu::open(p.device) {
         Ok(g) => g,
         Err(why) => {
-            eprintln!("peerpath: GPU unavailable: {why}");
+            eprintln!("peerpath: error: GPU unavailable: {why}");
             return ExitCode::from(UNAVAILABLE);
         }
     };
     let nv = match peerpath_gpu::Nvcomp::load(p.nvcomp.as_deref()) {
         Ok(n) => n,
         Err(why) => {
-            eprintln!("peerpath: GPU unavailable: {why}");
+            eprintln!("peerpath: error: GPU unavailable: {why}");
             return ExitCode::from(UNAVAILABLE);
         }
     };
