@@ -85,6 +85,8 @@ enum DedupEngine {
 enum DedupCommand {
     /// Add files to the store: only chunks it does not hold yet are written.
     Store {
+        /// Files to add (each stored under the name given here).
+        #[arg(required = true)]
         sources: Vec<PathBuf>,
         #[command(flatten)]
         dir: StoreDir,
@@ -141,6 +143,7 @@ enum DedupCommand {
         name: PathBuf,
         #[command(flatten)]
         dir: StoreDir,
+        /// Where the file is restored ("-": standard output; a new file unless --force).
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
         /// Replace an existing output.
@@ -813,9 +816,6 @@ enum Say {
 
 #[allow(clippy::too_many_arguments)]
 fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: EngineChoice, compress: Option<Level>, threads: usize, say: Say) -> Result<(), JobError> {
-    if sources.is_empty() {
-        return Err(JobError::Usage("name at least one file to store".into()));
-    }
     if engine.3.is_some() && engine.0 == DedupEngine::Cpu {
         return Err(crate::device_timeout_without_a_device());
     }

@@ -47,6 +47,7 @@ enum EcEngine {
 enum EcCommand {
     /// Split SOURCE into K data and M parity shards in DIR (a new directory), with a manifest.
     Encode {
+        /// The file (or block device) to encode.
         source: PathBuf,
         /// Data shards (K).
         #[arg(long = "data", short = 'k')]
@@ -116,6 +117,7 @@ enum EcCommand {
         /// Threads reading, checking (and rebuilding) stripes on the CPU [default: all cores].
         #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         threads: Option<u16>,
+        /// The file to restore the source into (new unless --force).
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
         /// Replace an existing output.
