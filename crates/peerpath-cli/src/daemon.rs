@@ -58,7 +58,8 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "PATH")]
     socket: PathBuf,
     /// Open GPU N at start and keep its CUDA context for the daemon's life (jobs with
-    /// `--engine gpu --gpu N` then open on it); without it nothing is held across jobs.
+    /// `--engine gpu --gpu N` then open on it); without it the first GPU job opens it. Either
+    /// way the devices jobs end well with (GPUs, emulated CSPs) are kept for the next jobs.
     #[arg(long, value_name = "N")]
     gpu: Option<usize>,
 }

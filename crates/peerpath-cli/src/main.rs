@@ -58,7 +58,7 @@ enum Command {
     Topo(TopoArgs),
     /// Plan which compute device serves which sources and targets (P2P, host bounce buffer or CPU), and why.
     Plan(plan::PlanArgs),
-    /// Run jobs (compress, decompress, verify) for clients that set PEERPATH_DAEMON, keeping a GPU open across them.
+    /// Run jobs (compress, decompress, verify) for clients that set PEERPATH_DAEMON, keeping the devices they open (GPUs, emulated CSPs) across them.
     Daemon(daemon::DaemonArgs),
     /// Run an emulated computational storage processor (CSP) by hand, or ask a running one what it is and did.
     Csp(csp::CspArgs),
