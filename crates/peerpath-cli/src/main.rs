@@ -881,14 +881,19 @@ fn progress_bar(common: &CommonArgs, to_stdout: bool) -> (Option<Progress>, Opti
         return (None, None);
     }
     let _ = to_stdout;
+    // Bytes and a rate until the job knows its total (a pipe, a decompression's output never
+    // does): a bar of 0 bytes said "4.71 MiB/0 B".
     let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
-            .expect("valid template"),
-    );
+    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bytes} {binary_bytes_per_sec}").expect("valid template"));
     let b = bar.clone();
+    let sized = std::sync::atomic::AtomicBool::new(false);
     let cb: Progress = Arc::new(move |done, total| {
         if let Some(t) = total {
+            if !sized.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                b.set_style(
+                    ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}").expect("valid template"),
+                );
+            }
             b.set_length(t);
         }
         b.set_position(done);
