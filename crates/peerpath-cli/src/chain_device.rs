@@ -819,6 +819,10 @@ impl Unchain<'_> {
             },
             Err(peerpath_func::HeaderError::Truncated { .. }) if !at_end && head.len() < MEMBER_PEEK_BYTES => Ok(None),
             Err(e @ peerpath_func::HeaderError::Truncated { .. }) => Err(self.truncated_here(|at| format!("the member at output byte {at}: {e}"))),
+            // Zeros where a member would start: padding after the last member (tar's records, a
+            // block device's rest), which the CPU's decoder takes up to its limit; not the device's.
+            Err(peerpath_func::HeaderError::NotGzip(0, _)) if self.unended && self.end_member_required => Err(self.no_end_member()),
+            Err(peerpath_func::HeaderError::NotGzip(0, _)) => Err(Stop::Device("zero bytes where a member would start (padding after the last member?): the device decodes members only, the host CPU's decoder judges padding (decode with --engine cpu)".into())),
             Err(e) => Err(self.damaged_here(|at| format!("the member at output byte {at}: {e}"))),
         }
     }

@@ -173,6 +173,24 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
             run(&mut cmd).fails(7, &["cut at a member's end"]);
         }
     }
+    // A set of the cut file with padding after it: the same on the device as on the CPU; a
+    // whole file's padding the device leaves to the CPU (said), which takes it.
+    for (name, file) in [("set-cut-padded", [cut, &[0u8; 4096][..]].concat()), ("set-padded", [&a.packed[..], &[0u8; 4096][..]].concat())] {
+        let padded = dir.path().join(format!("{name}.gz"));
+        std::fs::write(&padded, &file).unwrap();
+        let set = dir.path().join(name);
+        run(&mut pp(args!["ec", "encode", &padded, "--data", "2", "--parity", "1", "-o", &set, "-q"])).ok();
+        let out = dir.path().join(format!("{name}.out"));
+        let o = run(&mut pp(args!["decompress", "--ec", &set, "-o", &out, "--engine", "emulated", "--no-fallback"]));
+        if name == "set-cut-padded" {
+            o.fails(7, &["cut at a member's end"]);
+        } else {
+            o.fails(15, &["zero bytes where a member would start"]);
+            let o = run(&mut pp(args!["decompress", "--ec", &set, "-o", &out, "--engine", "emulated"])).ok();
+            assert!(o.stderr.contains("FALLBACK: zero bytes where a member would start"), "{}", o.stderr);
+            assert_file_eq(&out, &sample()[..300_000], "a padded set, decoded on the CPU");
+        }
+    }
     // In a shard set too, on the CPU and in an emulated CSP's memory: the cut, then a BGZF member.
     let bgzf_one = compress_bytes(dir.path(), "one", b"x", &["--format", "bgzf"]);
     let cut_then_bgzf = dir.path().join("cut-then-bgzf.gz");
