@@ -1515,7 +1515,8 @@ fn man(path: &[String], dir: Option<&Path>) -> ExitCode {
     root.build(); // subcommands take their full names: peerpath-ec-encode
     let render = |cmd: &clap::Command| {
         let mut page = Vec::new();
-        clap_mangen::Man::new(cmd.clone()).render(&mut page).expect("writing to memory does not fail");
+        // The source line names peerpath and its version (a subcommand has none of its own).
+        clap_mangen::Man::new(cmd.clone()).source(format!("peerpath {}", env!("CARGO_PKG_VERSION"))).render(&mut page).expect("writing to memory does not fail");
         page
     };
     if let Some(dir) = dir {
