@@ -578,6 +578,8 @@ fn completions_and_the_man_page_are_generated_from_the_cli() {
     let o = run(&mut pp(["man", "ec", "encode"]));
     let page = String::from_utf8_lossy(&o.stdout);
     assert!(page.contains(".TH peerpath-ec-encode") && page.contains("\\-\\-parity"), "{page:.600}");
+    // Its source is peerpath and its version (a subcommand has no version of its own).
+    assert!(page.contains(&format!(".TH peerpath-ec-encode 1  \"peerpath {}\"", env!("CARGO_PKG_VERSION"))), "{page:.300}");
     run(&mut pp(["man", "nope"])).fails(2, &["man nope: no such command", "compress"]);
     let dir = scratch();
     let pages = dir.path().join("man1");
