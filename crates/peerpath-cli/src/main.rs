@@ -1182,6 +1182,21 @@ fn run(cli: Cli) -> Result<(), JobError> {
             if a.device_timeout.is_some() && a.engine == EngineArg::Cpu {
                 return Err(crate::device_timeout_without_a_device());
             }
+            // Options of devices where the host CPU compresses: a usage error, not ignored.
+            if a.engine == EngineArg::Cpu {
+                let given = [
+                    (a.devices != 1, "--devices"),
+                    (a.device_memory.is_some(), "--device-memory"),
+                    (a.device_workers.is_some(), "--device-workers"),
+                    (a.gpu_algorithm.is_some(), "--gpu-algorithm"),
+                    (a.nvcomp.is_some(), "--nvcomp"),
+                    (a.gpu_streams != 1, "--gpu-streams"),
+                ];
+                let named: Vec<&str> = given.iter().filter(|(g, _)| *g).map(|(_, n)| *n).collect();
+                if !named.is_empty() {
+                    return Err(JobError::Usage(format!("{} set(s) up devices, and --engine cpu compresses on the host CPU: give --engine emulated, gpu or auto with it", named.join(", "))));
+                }
+            }
             let level = Level::new(a.level).map_err(JobError::Usage)?;
             let encrypt = compress_encryption(&a)?;
             if let Some((data, parity)) = a.ec {

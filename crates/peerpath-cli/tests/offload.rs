@@ -251,6 +251,13 @@ fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
     assert!(o.code() == Some(2) && o.stderr.contains("expected shm, shm:DIR or p2p:BDF"), "clap usage error: {}", o.stderr);
     run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "p2p:0000:03:00.0", "-o", dir.path().join("x.gz")]))
         .fails(2, &["use it with --engine emulated"]);
+    // So is every option of devices given where the host CPU compresses: an error, not ignored.
+    for opt in [&["--devices", "2"][..], &["--device-memory", "64M"], &["--device-workers", "1"], &["--gpu-algorithm", "1"], &["--nvcomp", "/x.so"], &["--gpu-streams", "2"]] {
+        let mut a = args!["compress", &sources[0], "-o", dir.path().join("y.gz"), "--engine", "cpu"];
+        a.extend(opt.iter().map(os));
+        run(&mut pp(a)).fails(2, &[opt[0], "--engine cpu compresses on the host CPU"]);
+    }
+    assert!(!dir.path().join("y.gz").exists());
 }
 
 #[test]
