@@ -165,7 +165,9 @@ fn member_error(path: &Path, member: u64, offset: u64, e: MemberError) -> JobErr
     let path = path.to_path_buf();
     match e {
         MemberError::Header(HeaderError::NotGzip(a, b)) if member == 0 => {
-            JobError::NotGzip { path, detail: format!("starts with {}, not 1f 8b", peerpath_func::gzip::first_bytes(a, b)) }
+            // "PP": how an encrypted file begins (PPENCv1), which is opened only by name.
+            let encrypted = if (a, b) == (b'P', Some(b'P')) { " (an encrypted file, peerpath-enc/1, starts so: give it by name, not on standard input, where its blocks cannot be read by position)" } else { "" };
+            JobError::NotGzip { path, detail: format!("starts with {}, not 1f 8b{encrypted}", peerpath_func::gzip::first_bytes(a, b)) }
         }
         MemberError::Header(HeaderError::NotGzip(..)) => JobError::TrailingGarbage { path, offset },
         MemberError::Header(HeaderError::Truncated { .. }) | MemberError::Truncated { .. } | MemberError::CutShort { .. } => {
