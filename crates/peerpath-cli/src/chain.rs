@@ -690,6 +690,8 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     };
     let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let (mut produced, mut writing, mut input, mut inflating) = (0u64, Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    // Where the stream lacked its end member, read as --allow-no-end-member lets it.
+    let mut missing_end = None;
     let written = (|| -> Result<(), JobError> {
         // A failed write is the target's error (a full disk: exit 11), not a read's.
         let mut write_failed = None;
@@ -711,7 +713,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
                     d = d.allow_missing_end_member();
                 }
                 let r = d.run_parallel(threads, true, sink);
-                inflating = d.inflating;
+                (inflating, missing_end) = (d.inflating, d.missing_end_member());
                 r
             }
             None => {
@@ -720,7 +722,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
                     d = d.allow_missing_end_member();
                 }
                 let r = d.run_parallel(threads, true, sink);
-                inflating = d.inflating;
+                (inflating, missing_end) = (d.inflating, d.missing_end_member());
                 r
             }
         };
@@ -743,6 +745,9 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     if let Err(e) = written {
         peerpath_io::discard(&temporary);
         return Err(e);
+    }
+    if let Some(at) = missing_end {
+        eprintln!("peerpath: warning: {}: no end member after the member that ends at byte {at} of its stream: read as --allow-no-end-member asks (a cut at a member's end there goes unnoticed)", dir.display());
     }
     let reading = reading.get();
     let facts = ReverseFacts { dir, output, stream_bytes: set_bytes, encrypted: cipher.is_some(), output_bytes: produced, members: None, units_rebuilt: None, seconds: started.elapsed().as_secs_f64() };
