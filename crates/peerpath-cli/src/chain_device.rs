@@ -659,7 +659,7 @@ impl Unchain<'_> {
     /// The stream of peerpath's members ended, or went on with another kind, without its end
     /// member (exit 7, as the CPU's decoder says it; its offset is in the output here).
     fn no_end_member(&mut self) -> Stop {
-        self.truncated_here(|at| format!("the stream ends after output byte {at}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost (a file written before peerpath ended files with it, 2026-12-03, is read whole with --allow-no-end-member: decompress, verify, scan, gzip)"))
+        self.truncated_here(|at| format!("the stream ends after output byte {at}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost {}", peerpath_runtime::decompress::ALLOW_NO_END_MEMBER_HINT))
     }
 
     /// The slot the member being gathered goes in (the oldest member's,

@@ -189,11 +189,14 @@ pub fn stream_error(path: &Path, e: StreamError) -> JobError {
     }
 }
 
+/// What every missing-end-member error adds: how to read a file written before end members.
+pub const ALLOW_NO_END_MEMBER_HINT: &str = "(a file written before peerpath ended files with it, 2026-12-03, is read whole with --allow-no-end-member: decompress, verify, scan, gzip)";
+
 /// A file of peerpath's members that ends at byte `offset` without the end
 /// member peerpath writes after the last: cut at a member's end (exit 7).
 fn no_end_member(path: &Path, offset: u64) -> JobError {
     let e = StreamError::NoEndMember { offset };
-    JobError::TruncatedFile { path: path.to_path_buf(), detail: format!("{e} (a file written before peerpath ended files with it, 2026-12-03, is read whole with --allow-no-end-member: decompress, verify, scan, gzip)") }
+    JobError::TruncatedFile { path: path.to_path_buf(), detail: format!("{e} {ALLOW_NO_END_MEMBER_HINT}") }
 }
 
 /// Decompresses each source into its target.
