@@ -70,17 +70,11 @@ pub fn main(a: GpuArgs) -> ExitCode {
     }
     let gpu = match peerpath_gpu::Gpu::open(p.device) {
         Ok(g) => g,
-        Err(why) => {
-            eprintln!("peerpath: error: GPU unavailable: {why}");
-            return ExitCode::from(UNAVAILABLE);
-        }
+        Err(why) => return unavailable(&p, "gpu", &why.to_string()),
     };
     let nv = match peerpath_gpu::Nvcomp::load(p.nvcomp.as_deref()) {
         Ok(n) => n,
-        Err(why) => {
-            eprintln!("peerpath: error: GPU unavailable: {why}");
-            return ExitCode::from(UNAVAILABLE);
-        }
+        Err(why) => return unavailable(&p, "nvcomp", &why.to_string()),
     };
     // Made once the GPU and nvCOMP are known to be there: a sample of --bytes takes a while.
     let data = match &p.input {
@@ -137,6 +131,18 @@ pub fn main(a: GpuArgs) -> ExitCode {
             ExitCode::from(UNAVAILABLE)
         }
     }
+}
+
+/// No GPU (`stage` "gpu": no driver, no such device) or no nvCOMP ("nvcomp") here: said on
+/// standard error, and with `--json` also as a `gpu-unavailable` document on standard output
+/// (a script asking a fleet of machines gets an answer from each); exit 15.
+fn unavailable(p: &ProbeArgs, stage: &str, why: &str) -> ExitCode {
+    eprintln!("peerpath: error: GPU unavailable: {why}");
+    if p.json {
+        let doc = serde_json::json!({ "available": false, "stage": stage, "device": p.device, "reason": why });
+        println!("{}", crate::jsonout::stamped("gpu-unavailable", &doc));
+    }
+    ExitCode::from(UNAVAILABLE)
 }
 
 fn read_prefix(path: &std::path::Path, bytes: usize) -> std::io::Result<Vec<u8>> {

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The kinds of JSON peerpath prints, with their current versions.
-pub const KINDS: [(&str, u32); 25] = [
+pub const KINDS: [(&str, u32); 26] = [
     ("job-report", 1),
     ("topology", 1),
     ("p2p-verdict", 1),
@@ -19,6 +19,7 @@ pub const KINDS: [(&str, u32); 25] = [
     ("sim-plan", 1),
     ("sim-reproduce", 1),
     ("gpu-probe", 1),
+    ("gpu-unavailable", 1),
     ("csp-identify", 1),
     ("csp-stats", 1),
     ("crypt-report", 1),

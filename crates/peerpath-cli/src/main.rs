@@ -326,10 +326,14 @@ fn created_at(p: &Path) -> PathBuf {
 }
 
 /// `peerpath topo`. Topology errors (a malformed sysfs or topology file, an
-/// unknown device name) exit with code 13; its outputs fail as any job's do.
+/// unknown device name) exit with code 13, a `--file` that cannot be read 3 (as a
+/// source); its outputs fail as any job's do.
 fn topo(a: TopoArgs) -> Result<(), JobError> {
-    use peerpath_topo::Topology;
-    let e = |e: peerpath_topo::TopoError| JobError::Topology(e.to_string());
+    use peerpath_topo::{TopoError, Topology};
+    let e = |e: TopoError| match e {
+        TopoError::FileUnreadable { path, source } => JobError::SourceUnreadable { path, source },
+        e => JobError::Topology(e.to_string()),
+    };
     let t = match &a.file {
         Some(f) => Topology::from_toml_file(f).map_err(e)?,
         None => Topology::from_sysfs(&a.sysfs).map_err(e)?,

@@ -62,7 +62,8 @@ fn render(a: &PlanArgs) -> Result<String, TopoError> {
     Ok(out)
 }
 
-/// Runs `peerpath plan`: the plan on stdout, or the error on stderr and exit code 13.
+/// Runs `peerpath plan`: the plan on stdout, or the error on stderr and exit code 13
+/// (3 where the `--file` it names cannot be read).
 pub fn main(a: PlanArgs) -> ExitCode {
     match render(&a) {
         Ok(text) => {
@@ -71,7 +72,7 @@ pub fn main(a: PlanArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("peerpath: error: {e}");
-            ExitCode::from(13)
+            ExitCode::from(if matches!(e, TopoError::FileUnreadable { .. }) { 3 } else { 13 })
         }
     }
 }

@@ -214,7 +214,8 @@ fn run_inner(a: SimArgs) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Runs `peerpath sim`. Exit codes: 13 topology errors (as `peerpath topo`), 2 a bad job,
+/// Runs `peerpath sim`. Exit codes: 3 a `--file` or `--catalog` that cannot be read, 13
+/// topology errors (as `peerpath topo`), 2 a bad job,
 /// parameter or catalog (a `--catalog` file, a `--platform` it lacks: the user's input, as a
 /// job is; 1 is an internal error), 11 a plot that cannot be written.
 pub fn run(a: SimArgs) -> ExitCode {
@@ -224,6 +225,7 @@ pub fn run(a: SimArgs) -> ExitCode {
         Err(Stop::Sim(e)) => {
             eprintln!("peerpath: error: {e}");
             ExitCode::from(match e {
+                SimError::Topology(peerpath_topo::TopoError::FileUnreadable { .. }) | SimError::Unreadable(_) => 3,
                 SimError::Topology(_) => 13,
                 SimError::Job(_) | SimError::Vary(_) | SimError::Catalog(_) => 2,
             })

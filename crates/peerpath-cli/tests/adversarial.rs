@@ -479,6 +479,8 @@ fn topo_outputs_are_atomic_and_refuse_existing_files() {
     let first = std::fs::read(&out).unwrap();
     run(&mut pp(args!["topo", "--file", &file, "--export", &out])).fails(4, &["exists"]);
     run(&mut pp(args!["topo", "--file", &file, "--export", &out, "--force"])).ok();
+    // A topology file that cannot be read is a missing source (3), not a malformed one (13).
+    run(&mut pp(args!["topo", "--file", dir.path().join("missing.toml")])).fails(3, &["missing.toml"]);
     assert_eq!(std::fs::read(&out).unwrap(), first);
     // "-" is not a file name here (a file named - was made).
     for opt in ["--svg", "--export"] {

@@ -270,7 +270,14 @@ fn the_gpu_probe_matches_its_schema() {
     let o = run(&mut pp(["gpu", "probe", "--bytes", "4M", "--repeat", "1", "--json"]));
     match o.code() {
         Some(0) => matches("gpu-probe", &o.stdout),
-        _ => eprintln!("SKIPPED (live part): no GPU here: {}", o.stderr.trim()),
+        code => {
+            // No GPU (or no nvCOMP): exit 15, and the JSON still says why.
+            assert_eq!(code, Some(15), "{}", o.stderr);
+            matches("gpu-unavailable", &o.stdout);
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(o.stderr.contains(v["reason"].as_str().unwrap()), "{}", o.stderr);
+            eprintln!("SKIPPED (live part): no GPU here: {}", o.stderr.trim());
+        }
     }
 }
 
@@ -293,7 +300,7 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 25, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+    assert_eq!(n, 26, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }
 
 /// The checker itself, as a standard validator reads the same schemas: a type admits exactly

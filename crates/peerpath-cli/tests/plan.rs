@@ -70,6 +70,10 @@ fn topology_errors_exit_13_usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(13));
     let out = plan(&["--source", "ssd0"]);
     assert_eq!(out.status.code(), Some(2));
+    // A topology file that cannot be read is a missing source (3), as in `topo` and `sim`.
+    let out = plan(&["--file", "/nonexistent.toml", "--source", "a", "--target", "b"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("/nonexistent.toml"), "{}", text(&out.stderr));
 }
 
 /// `topo --explain ... --json` carries each reason's words and its remedy,

@@ -59,8 +59,16 @@ fn refusals_have_their_exit_codes() {
     let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--job", "compress-p2p"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("CSP"));
+    // A file the user names that cannot be read is a missing source (3); one that is read
+    // and malformed is a topology error (13).
     let out = peerpath().args(["sim", "--file", "/nonexistent.toml"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(13));
+    assert_eq!(out.status.code(), Some(3));
+    let out = peerpath().args(["sim", "--file", "/"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(bad.path(), "this is not TOML {{{").unwrap();
+    let out = peerpath().args(["sim", "--file"]).arg(bad.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(13), "{}", String::from_utf8_lossy(&out.stderr));
     let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--vary", "volts=1..2"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     // Too few SSDs because the catalog lacks the machine's: said which.
@@ -68,10 +76,10 @@ fn refusals_have_their_exit_codes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("SSD 8086:0a54 not in the catalog"), "{}", String::from_utf8_lossy(&out.stderr));
     // A catalog or platform the user names that cannot be used is theirs to fix (2), not an
-    // internal error (1).
-    for bad in [&["--platform", "nope"][..], &["--catalog", "/nonexistent.toml"][..]] {
+    // internal error (1); a catalog file that cannot be read is a missing source (3).
+    for (bad, code) in [(&["--platform", "nope"][..], 2), (&["--catalog", bad.path().to_str().unwrap()][..], 2), (&["--catalog", "/nonexistent.toml"][..], 3)] {
         let out = peerpath().args(["sim", "--file"]).arg(&f).args(bad).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(code), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stderr).contains(bad[1]), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }

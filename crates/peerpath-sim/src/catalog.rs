@@ -297,8 +297,14 @@ impl Catalog {
     }
 
     pub fn from_file(path: &Path) -> Result<Catalog, SimError> {
-        let text = peerpath_topo::read_text_file(path).map_err(|e| SimError::Catalog(format!("{}: {e}", path.display())))?;
-        Catalog::from_toml_str(&text)
+        let text = peerpath_topo::read_text_file(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => SimError::Catalog(format!("{}: {e}", path.display())),
+            _ => SimError::Unreadable(format!("{}: {e}", path.display())),
+        })?;
+        Catalog::from_toml_str(&text).map_err(|e| match e {
+            SimError::Catalog(why) => SimError::Catalog(format!("{}: {why}", path.display())),
+            e => e,
+        })
     }
 
     /// Every figure with its path, for checks and listings.

@@ -41,6 +41,10 @@ pub const LABEL: &str = "simulated";
 pub enum SimError {
     #[error("catalog: {0}")]
     Catalog(String),
+    /// A catalog file the user named cannot be opened or read (missing, permission, a
+    /// directory); one that is read but too large or not UTF-8 is [`SimError::Catalog`].
+    #[error("cannot read {0}")]
+    Unreadable(String),
     #[error(transparent)]
     Topology(#[from] peerpath_topo::TopoError),
     #[error("job: {0}")]

@@ -13,6 +13,16 @@ pub enum TopoError {
         source: std::io::Error,
     },
 
+    /// The topology file the user named (`--file`) could not be opened or read: missing,
+    /// permission, a directory, an I/O error (the user's input, as a source is, not a malformed
+    /// topology; a file too large or not UTF-8 is [`TopoError::Io`], malformed).
+    #[error("cannot read {path}: {source}")]
+    FileUnreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     /// A file was read but its content is not what the kernel writes there.
     #[error("malformed {path}: expected {expected}, found {found:?}")]
     Parse {

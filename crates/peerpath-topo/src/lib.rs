@@ -95,9 +95,9 @@ impl Topology {
     /// Reads a topology file (a regular file of at most [`MAX_TEXT_FILE_BYTES`]).
     pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Topology> {
         let path = path.as_ref();
-        let text = read_text_file(path).map_err(|e| TopoError::Io {
-            path: path.to_path_buf(),
-            source: e,
+        let text = read_text_file(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => TopoError::Io { path: path.to_path_buf(), source: e },
+            _ => TopoError::FileUnreadable { path: path.to_path_buf(), source: e },
         })?;
         let mut t: Topology = toml::from_str(&text).map_err(|e| TopoError::TomlParse {
             path: Some(path.to_path_buf()),
