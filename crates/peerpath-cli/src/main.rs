@@ -932,6 +932,12 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
         }
     }
     if common.quiet {
+        // No report, but never a silent fallback: each is said on stderr (as `--verbose` does).
+        if !common.verbose {
+            for f in &report.fallbacks {
+                eprintln!("peerpath: FALLBACK: {f}");
+            }
+        }
         return;
     }
     // A job the daemon ran says so, and one it was asked to run and did not.

@@ -315,6 +315,17 @@ fn a_device_killed_mid_job_is_replaced_by_the_cpu_and_the_output_is_exact() {
     survives("seed=1,crash-after=12", &[], "lost");
 }
 
+/// `-q` prints no report, but a fallback is never silent: it is said on stderr.
+#[test]
+fn quiet_still_says_each_fallback() {
+    let dir = scratch();
+    let sources = write_inputs(dir.path(), &[("big", mixed_data(12 << 20, 3))]);
+    let out = dir.path().join("out");
+    let o = compress(&sources, &out, &["--engine", "emulated", "--device-memory", MEMORY, "--device-workers", "2", "--block-size", "256K", "--inject-faults", "seed=1,crash-after=12", "-q"]).ok();
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(o.stderr.contains("peerpath: FALLBACK: ") && o.stderr.contains("the host CPU compressed"), "{}", o.stderr);
+}
+
 #[test]
 fn a_device_answering_errors_is_retired_and_the_cpu_finishes() {
     survives("seed=9,error=0.1", &[], "injected fault");
