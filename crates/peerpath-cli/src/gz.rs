@@ -310,7 +310,7 @@ fn fail(f: &OsStr, e: &JobError) -> Outcome {
         std::process::exit(141);
     }
     // Most errors name the file already ("x.gz: truncated: ..."): not twice ("-" is stdin).
-    let (msg, f_) = (e.to_string(), f.to_string_lossy());
+    let (msg, f_) = (crate::job_error_text(e), f.to_string_lossy());
     if let Some(rest) = msg.strip_prefix("-: ").filter(|_| f == "-") {
         eprintln!("peerpath gzip: stdin: {rest}");
         return Outcome::Error;

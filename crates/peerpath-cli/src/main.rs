@@ -1427,8 +1427,77 @@ pub(crate) fn unwritable_stdout_code(why: &str) -> u8 {
     if why.starts_with("Broken pipe") {
         return 141;
     }
+    let why = STDOUT_UNUSABLE.get().copied().unwrap_or(why);
     eprintln!("peerpath: error: cannot write standard output: {why}");
     11
+}
+
+/// Standard streams that were closed when the process started (bit n: descriptor n), seen
+/// before Rust's runtime opens /dev/null in their place (which it does so that no file opened
+/// later takes descriptor 1 and receives the reports), and which then would swallow every byte.
+static CLOSED_AT_START: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+extern "C" fn note_closed_standard_streams() {
+    for fd in 0..3 {
+        // SAFETY: fcntl(F_GETFD) only reads the descriptor's flags; no memory is passed.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            CLOSED_AT_START.fetch_or(1 << fd, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+// Run by the loader before `main` and before Rust's runtime sanitises descriptors 0-2: the
+// only moment a closed standard output can be told from /dev/null. (A constructor is a few
+// lines; the `ctor` crate would be a dependency for them.)
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STANDARD_STREAMS: extern "C" fn() = note_closed_standard_streams;
+
+/// Why standard output cannot take bytes, where it cannot (closed, `>&-`, or open only for
+/// reading, `1<file`): set once at start, said by every failure to write it.
+static STDOUT_UNUSABLE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Standard output that cannot take bytes is made to refuse them loudly. Both kinds write with
+/// EBADF, which Rust's `println!` takes for success (a report would vanish, exit 0) and so would
+/// the data of `-o -` through /dev/null; descriptor 1 becomes an epoll instance, which every
+/// write(2) refuses (EINVAL), so a report fails as a full disk does (exit 11) and so does data,
+/// both saying why.
+fn refuse_writes_to_unusable_stdout() {
+    let closed = CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) & 2 != 0;
+    let read_only = || rustix::fs::fcntl_getfl(std::io::stdout()).is_ok_and(|f| f & rustix::fs::OFlags::ACCMODE == rustix::fs::OFlags::RDONLY);
+    let why = if closed {
+        "it was closed when peerpath started (>&-)"
+    } else if read_only() {
+        "it is open only for reading"
+    } else {
+        return;
+    };
+    let refuses = match rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC) {
+        Ok(fd) => fd,
+        Err(_) => return,
+    };
+    let mut stdout = stdout_fd_to_replace();
+    if rustix::io::dup2(&refuses, &mut stdout).is_ok() {
+        let _ = STDOUT_UNUSABLE.set(why);
+    }
+    std::mem::forget(stdout);
+}
+
+/// Descriptor 1 as an owned descriptor, to be replaced by `dup2` and then forgotten (never closed).
+fn stdout_fd_to_replace() -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: descriptor 1 is open (the runtime opened /dev/null there if it was not); the caller
+    // forgets the value, so it is never closed through it.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(1) }
+}
+
+/// A job's error in words: a write to standard output that it refuses says why (see
+/// [`refuse_writes_to_unusable_stdout`]) rather than the kernel's EINVAL.
+pub(crate) fn job_error_text(e: &JobError) -> String {
+    match (e, STDOUT_UNUSABLE.get()) {
+        (JobError::TargetIo { path, .. }, Some(why)) if peerpath_runtime::job::is_std_stream(path) => format!("cannot write standard output: {why}"),
+        _ => e.to_string(),
+    }
 }
 
 /// Writes `bytes` to standard output, with the exit codes of
@@ -1443,6 +1512,7 @@ fn print_whole(bytes: &[u8]) -> ExitCode {
 
 fn main() -> ExitCode {
     exit_on_unwritable_stdout();
+    refuse_writes_to_unusable_stdout();
     // gzip's grammar is not clap's: `peerpath gzip ...` and `ppgz ...` go to it before clap.
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let gzip_args = if argv.first().and_then(|a| Path::new(a).file_name()).is_some_and(|n| n == "ppgz") {
@@ -1587,7 +1657,7 @@ pub(crate) fn say_error(r: Result<(), JobError>) -> u8 {
         Ok(()) => 0,
         Err(e) if reader_gone(&e) => 141,
         Err(e) => {
-            eprintln!("peerpath: error: {e}");
+            eprintln!("peerpath: error: {}", job_error_text(&e));
             e.exit_code() as u8
         }
     }

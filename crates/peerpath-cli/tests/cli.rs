@@ -621,6 +621,20 @@ fn an_unwritable_standard_output_is_exit_11_or_141_never_a_panic() {
         assert_eq!(closed.status.code(), Some(141), "{args:?}");
         assert_eq!(String::from_utf8_lossy(&closed.stderr), "", "{args:?}");
     }
+    // Standard output closed (`>&-`) or open only for reading (`1<file`): not a sink that takes
+    // everything (what the runtime's /dev/null and EBADF would make it), but 11 with the reason,
+    // for a report and for data alike; with -q nothing is printed, so nothing fails.
+    let report_only = args!["verify", &gz];
+    let quiet = args!["verify", &gz, "-q"];
+    for (args, code) in [(&report_only, 11), (&args!["decompress", &gz, "-o", "-", "-q"], 11), (&args!["gzip", "-c", sample_path()], 1), (&quiet, 0)] {
+        let closed = std::process::Command::new("sh").arg("-c").arg("exec \"$0\" \"$@\" >&-").arg(bin()).args(args).output().unwrap();
+        let read_only = std::process::Command::new(bin()).args(args).stdout(std::fs::File::open(&gz).unwrap()).output().unwrap();
+        for (o, why) in [(closed, "it was closed when peerpath started"), (read_only, "it is open only for reading")] {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+            assert!(code == 0 || err.contains(&format!("cannot write standard output: {why}")), "{args:?}: {err}");
+        }
+    }
 }
 
 /// Compressing a file of a memory file system: each compute worker reads its
