@@ -331,13 +331,20 @@ struct StatsReport {
     unique_chunks: u64,
     unique_chunk_bytes: u64,
     stored_bytes: u64,
-    /// logical / unique chunk bytes.
+    /// Of the unique chunks, those no stored file refers to (a file replaced with `--force`
+    /// leaves the chunks only it had: nothing reclaims them yet), and their own bytes.
+    unreferenced_chunks: u64,
+    unreferenced_chunk_bytes: u64,
+    /// logical / the bytes of the chunks the files refer to.
     dedup_ratio: f64,
     /// unique chunk bytes / stored (1 when no chunk is compressed), and logical / stored.
     compression_ratio: f64,
     overall_ratio: f64,
-    /// Bytes in the packs no chunk refers to (left by a store that was killed).
+    /// Bytes in the packs no chunk refers to (left by a store that was killed, or being
+    /// appended by one that runs: `store_running`).
     unreferenced_pack_bytes: u64,
+    /// A store held the writer lock when these figures were taken: they are its last commit's.
+    store_running: bool,
 }
 
 impl StatsReport {
@@ -347,11 +354,22 @@ impl StatsReport {
             "files: {}; logical bytes: {}; chunk references: {}; unique chunks: {} ({} bytes); stored bytes: {}\n",
             self.files, self.logical_bytes, self.chunk_references, self.unique_chunks, self.unique_chunk_bytes, self.stored_bytes
         );
-        t += &format!("deduplication ratio: {:.3} (logical / unique chunk bytes)\n", self.dedup_ratio);
+        if self.unreferenced_chunks > 0 {
+            t += &format!(
+                "chunks no file refers to: {} ({} bytes; left by files replaced with --force: nothing reclaims them yet)\n",
+                self.unreferenced_chunks, self.unreferenced_chunk_bytes
+            );
+        }
+        t += &format!("deduplication ratio: {:.3} (logical / bytes of the chunks files refer to)\n", self.dedup_ratio);
         if self.stored_bytes != self.unique_chunk_bytes {
             t += &format!("compression ratio: {:.3} (unique chunk bytes / stored); overall: {:.3} (logical / stored)\n", self.compression_ratio, self.overall_ratio);
         }
-        if self.unreferenced_pack_bytes > 0 {
+        if self.store_running {
+            t += "a store is running: these are the figures of its last commit\n";
+        }
+        if self.unreferenced_pack_bytes > 0 && self.store_running {
+            t += &format!("pack bytes no chunk refers to yet: {} (the running store's, indexed when it commits)\n", self.unreferenced_pack_bytes);
+        } else if self.unreferenced_pack_bytes > 0 {
             t += &format!("pack bytes no chunk refers to: {} (left by a store that was killed; the next store cuts them off where it appends)\n", self.unreferenced_pack_bytes);
         }
         t
@@ -1371,6 +1389,38 @@ fn shell_quoted(name: &[u8]) -> String {
     out
 }
 
+/// Whether a store (a writer) holds the store's lock now.
+fn writer_holds_lock(dir: &Path) -> bool {
+    let Ok(f) = File::open(dir.join("lock")) else { return false };
+    // SAFETY: flock on a descriptor we own, released when `f` closes at the end of this function.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+}
+
+/// The chunks no stored file refers to, and their own bytes.
+fn unreferenced_chunks(s: &Store) -> Result<(u64, u64), JobError> {
+    let dir = &s.dir;
+    let mut referenced: std::collections::HashSet<[u8; 32]> = std::collections::HashSet::new();
+    let mut q = s.db.prepare("SELECT chunks FROM files").map_err(db_error(dir))?;
+    let mut rows = q.query([]).map_err(db_error(dir))?;
+    while let Some(r) = rows.next().map_err(db_error(dir))? {
+        let list: Vec<u8> = r.get(0).map_err(db_error(dir))?;
+        referenced.extend(list.chunks_exact(32).map(|d| <[u8; 32]>::try_from(d).expect("32 bytes")));
+    }
+    let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
+    let mut q = s.db.prepare(&format!("SELECT digest, {size_column} FROM chunks")).map_err(db_error(dir))?;
+    let mut rows = q.query([]).map_err(db_error(dir))?;
+    let (mut n, mut bytes) = (0u64, 0u64);
+    while let Some(r) = rows.next().map_err(db_error(dir))? {
+        let digest: Vec<u8> = r.get(0).map_err(db_error(dir))?;
+        if !<[u8; 32]>::try_from(digest.as_slice()).is_ok_and(|d| referenced.contains(&d)) {
+            n += 1;
+            bytes += r.get::<_, i64>(1).map_err(db_error(dir))? as u64;
+        }
+    }
+    Ok((n, bytes))
+}
+
 fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let one = |sql: &str| s.db.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(db_error(dir));
@@ -1378,7 +1428,11 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
     let (unique, stored) = (one("SELECT count(*) FROM chunks")?, one("SELECT coalesce(sum(len), 0) FROM chunks")?);
     let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
     let unique_bytes = one(&format!("SELECT coalesce(sum({size_column}), 0) FROM chunks"))?;
+    // Taken before the packs are measured: a store that starts after this cannot make the
+    // bytes it appends look like a killed store's.
+    let store_running = writer_holds_lock(dir);
     let on_disk: u64 = std::fs::read_dir(dir.join("packs")).map_err(target_io(dir))?.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
+    let (unreferenced, unreferenced_bytes) = unreferenced_chunks(&s)?;
     let ratio = |a: i64, b: i64| a as f64 / b.max(1) as f64;
     let report = StatsReport {
         store: dir.display().to_string(),
@@ -1390,10 +1444,13 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
         unique_chunks: unique as u64,
         unique_chunk_bytes: unique_bytes as u64,
         stored_bytes: stored as u64,
-        dedup_ratio: ratio(logical, unique_bytes),
+        unreferenced_chunks: unreferenced,
+        unreferenced_chunk_bytes: unreferenced_bytes,
+        dedup_ratio: ratio(logical, unique_bytes - unreferenced_bytes as i64),
         compression_ratio: ratio(unique_bytes, stored),
         overall_ratio: ratio(logical, stored),
         unreferenced_pack_bytes: on_disk.saturating_sub(stored as u64),
+        store_running,
     };
     if json {
         println!("{}", crate::jsonout::stamped("dedup-stats", &report));

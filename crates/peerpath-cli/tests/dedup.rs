@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 fn edited_copy(data: &[u8]) -> Vec<u8> {
@@ -54,6 +55,55 @@ fn files_restore_exactly_and_shared_chunks_are_kept_once() {
     run(&mut pp(args!["dedup", "restore", "nope", "-s", &st, "-o", d.join("x")])).fails(3, &["nope: not in the store"]);
     run(&mut pp(args!["dedup", "restore", "a", "-s", &st, "-o", d.join("a")])).fails(4, &["exists"]);
     assert_eq!(std::fs::read(d.join("a")).unwrap(), a, "sources are never modified");
+}
+
+/// A file replaced with --force leaves the chunks only it had: stats counts them apart (the
+/// ratio is of the chunks files refer to, not below 1), and says when a store is running
+/// rather than calling its pack bytes a killed store's.
+#[test]
+fn stats_tell_chunks_no_file_refers_to_and_a_running_store() {
+    use std::os::fd::AsRawFd;
+    let dir = scratch();
+    let d = dir.path();
+    let (a, c) = (mixed_data(2 << 20, 11), mixed_data(2 << 20, 12));
+    std::fs::write(d.join("a"), &a).unwrap();
+    std::fs::write(d.join("c"), &c).unwrap();
+    let (st, only_c) = (d.join("st"), d.join("only-c"));
+    let store_in = |st: &Path, src: &str, extra: &[&str]| {
+        let mut cmd = pp(args!["dedup", "store", src, "-s", st, "--min", "4K", "--avg", "16K", "--max", "64K"]);
+        cmd.args(extra).current_dir(d);
+        run(&mut cmd).ok();
+    };
+    let store = |src: &str, extra: &[&str]| store_in(&st, src, extra);
+    store_in(&only_c, "c", &[]);
+    let c_alone = run(&mut pp(args!["dedup", "stats", "-s", &only_c, "--json"])).ok().json();
+    store("a", &[]);
+    let j = run(&mut pp(args!["dedup", "stats", "-s", &st, "--json"])).ok().json();
+    assert_eq!((j["unreferenced_chunks"].as_u64(), j["store_running"].as_bool()), (Some(0), Some(false)), "{j}");
+    // Name "a" now holds c's bytes: a's chunks are left, no file refers to them.
+    std::fs::write(d.join("a"), &c).unwrap();
+    store("a", &["-f"]);
+    let j = run(&mut pp(args!["dedup", "stats", "-s", &st, "--json"])).ok().json();
+    let unique = j["unique_chunk_bytes"].as_u64().unwrap();
+    let c_bytes = c_alone["unique_chunk_bytes"].as_u64().unwrap();
+    assert_eq!(j["unreferenced_chunk_bytes"].as_u64(), Some(unique - c_bytes), "{j}\n{c_alone}");
+    assert_eq!(j["unreferenced_chunks"].as_u64(), Some(j["unique_chunks"].as_u64().unwrap() - c_alone["unique_chunks"].as_u64().unwrap()), "{j}");
+    assert!(j["unreferenced_chunks"].as_u64().unwrap() > 10, "{j}");
+    assert_eq!(j["dedup_ratio"], c_alone["dedup_ratio"], "the ratio is the files' (c's alone): {j}");
+    let text = stats(&st);
+    assert!(text.contains("chunks no file refers to: ") && text.contains("replaced with --force"), "{text}");
+    // A writer holds the lock (as a running store does): its pack bytes are not a killed store's.
+    let pack = std::fs::read_dir(st.join("packs")).unwrap().next().unwrap().unwrap().path();
+    std::fs::OpenOptions::new().append(true).open(&pack).unwrap().write_all(&[7u8; 1000]).unwrap();
+    let text = stats(&st);
+    assert!(text.contains("left by a store that was killed") && !text.contains("a store is running"), "{text}");
+    let lock = std::fs::File::open(st.join("lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns, released when it closes.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let j = run(&mut pp(args!["dedup", "stats", "-s", &st, "--json"])).ok().json();
+    assert_eq!((j["store_running"].as_bool(), j["unreferenced_pack_bytes"].as_u64()), (Some(true), Some(1000)), "{j}");
+    let text = stats(&st);
+    assert!(text.contains("a store is running") && text.contains("the running store's") && !text.contains("killed"), "{text}");
 }
 
 #[test]
