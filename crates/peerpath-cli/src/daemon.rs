@@ -49,8 +49,14 @@ pub const EXIT_DAEMON: u8 = 18;
 /// A request is a command line and a few names: anything bigger is not one.
 const MAX_REQUEST_BYTES: u32 = 1 << 20;
 /// Connections whose requests are read at once (a thread each, for at most
-/// 10 s); more are refused at once (their clients run the job themselves).
+/// [`REQUEST_TIME`]); more are refused at once (their clients run the job themselves).
 const MAX_READING: usize = 64;
+/// The time a connection has to send its whole request (however it trickles it in).
+const REQUEST_TIME: Duration = Duration::from_secs(10);
+/// The time a client waits for the daemon's first answer (`Queued`, or a refusal), which the
+/// daemon gives as soon as it has read the request: a daemon that says nothing for that long
+/// is stopped (SIGSTOP) or wedged, and the client runs the job itself (said).
+const FIRST_ANSWER_TIME: Duration = Duration::from_secs(10);
 
 #[derive(Args)]
 pub struct DaemonArgs {
@@ -62,6 +68,11 @@ pub struct DaemonArgs {
     /// way the devices jobs end well with (GPUs, emulated CSPs) are kept for the next jobs.
     #[arg(long, value_name = "N")]
     gpu: Option<usize>,
+    /// A job that has waited this long behind the one running (which may be stalled on a pipe
+    /// no one reads) is refused: its client runs it itself, said (exit 18 with `--no-fallback`).
+    /// 0: jobs wait as long as it takes.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    max_wait: u64,
 }
 
 /// What the client asks for.
@@ -95,6 +106,8 @@ impl ExeId {
 /// The daemon's answers, a JSON line each.
 #[derive(Serialize, Deserialize, Debug)]
 enum Reply {
+    /// The request was read and the job is queued, behind `ahead` jobs (running or waiting).
+    Queued { ahead: usize },
     /// The job started (it may have waited for the jobs before it).
     Started { job: u64 },
     /// The daemon will not run it, and why: the client runs it itself, or fails with `--no-fallback`.
@@ -230,24 +243,34 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         }
         return not_here(format!("cannot hand the job to the daemon: {e}"));
     }
-    // A job that does not start within a second waits behind another: said where a person watches.
+    // Until the job starts, the client wakes each second: a daemon that has not answered
+    // within FIRST_ANSWER_TIME is given up (the connection closed first, so that the daemon,
+    // if it wakes, finds its client gone and does not run the job), and a job that waits
+    // behind another is said where a person watches.
     let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+    let sent = Instant::now();
     let mut lines = BufReader::new(&conn).lines();
-    let mut started = false;
+    let (mut queued, mut started, mut said_waiting) = (false, false, false);
     loop {
         let reply = match lines.next() {
             Some(Ok(line)) => serde_json::from_str::<Reply>(&line).map_err(|e| format!("a reply that is not one ({e}): {line}")),
             Some(Err(e)) if !started && matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                if std::io::stderr().is_terminal() {
-                    eprintln!("peerpath: waiting for the daemon at {}: it runs one job at a time", socket.display());
+                if !queued && sent.elapsed() >= FIRST_ANSWER_TIME {
+                    drop(lines);
+                    drop(conn);
+                    return not_here(format!("the daemon took the connection but did not answer within {} s (stopped, or wedged)", FIRST_ANSWER_TIME.as_secs()));
                 }
-                let _ = conn.set_read_timeout(None);
+                if queued && !said_waiting && std::io::stderr().is_terminal() {
+                    eprintln!("peerpath: waiting for the daemon at {}: it runs one job at a time", socket.display());
+                    said_waiting = true;
+                }
                 continue;
             }
             Some(Err(e)) => Err(e.to_string()),
             None => Err("the connection closed".into()),
         };
         match reply {
+            Ok(Reply::Queued { .. }) if !started => queued = true,
             Ok(Reply::Started { .. }) => {
                 started = true;
                 let _ = conn.set_read_timeout(None);
@@ -256,6 +279,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
             Ok(Reply::Refused { why }) if !started => return not_here(format!("the daemon refused the job: {why}")),
             Err(why) if !started => return not_here(format!("the daemon did not take the job: {why}")),
             Ok(Reply::Refused { why }) | Err(why) => why_ended(&why),
+            Ok(Reply::Queued { .. }) => why_ended("the daemon queued a job that had started"),
         }
     }
 }
@@ -377,13 +401,16 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     }
     let held = format!("{held}; devices kept open across jobs that ask for the same");
     let _ = writeln!(&log, "peerpath daemon (pid {}): listening on {}; {held}", std::process::id(), a.socket.display());
-    let (tx, rx) = crossbeam_channel::unbounded::<Incoming>();
+    let queue = Arc::new(Queue::default());
     let uid = rustix::process::getuid();
     let accept_log = log.try_clone().ok();
     let reading = Arc::new(AtomicUsize::new(0));
-    // Jobs taken and not yet finished (running, or waiting their turn).
-    let pending = Arc::new(Mutex::new(0usize));
-    let admitted = Arc::clone(&pending);
+    if a.max_wait > 0 {
+        let (queue, log) = (Arc::clone(&queue), log.try_clone().ok());
+        let max_wait = Duration::from_secs(a.max_wait);
+        std::thread::Builder::new().name("peerpath-daemon-waits".into()).spawn(move || queue.refuse_long_waits(max_wait, log)).expect("a thread starts");
+    }
+    let admitted = Arc::clone(&queue);
     std::thread::Builder::new()
         .name("peerpath-daemon-accept".into())
         .spawn(move || {
@@ -406,15 +433,16 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                     }
                     continue;
                 }
-                let (tx, mine, admitted) = (tx.clone(), Arc::clone(&reading), Arc::clone(&admitted));
+                let (mine, admitted) = (Arc::clone(&reading), Arc::clone(&admitted));
                 // One thread per connection reads its request: a client that sends nothing holds only itself.
                 let spawned = std::thread::Builder::new().name("peerpath-daemon-request".into()).spawn(move || {
                     let taken = take_request(conn, uid);
                     mine.fetch_sub(1, Ordering::AcqRel);
                     match taken {
                         Ok(incoming) => {
-                            let mut pending = admitted.lock().unwrap_or_else(|e| e.into_inner());
-                            if *pending > 0 && piped(&incoming.stdio) {
+                            let mut q = admitted.lock();
+                            let ahead = q.waiting.len() + usize::from(q.running.is_some());
+                            if ahead > 0 && piped(&incoming.stdio) {
                                 let why = "another job runs or waits here, and this job's standard input or output is a pipe, which may be that job's (a pipeline of the daemon's clients would wait on each other for ever)";
                                 let _ = reply(&incoming.conn, &Reply::Refused { why: why.into() });
                                 if let Some(mut l) = log {
@@ -422,8 +450,11 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                                 }
                                 return;
                             }
-                            *pending += 1;
-                            let _ = tx.send(incoming);
+                            // Answered at once, whatever runs: the client knows the daemon is alive.
+                            if reply(&incoming.conn, &Reply::Queued { ahead }).is_ok() {
+                                q.waiting.push_back((incoming, Instant::now()));
+                                admitted.ready.notify_one();
+                            }
                         }
                         Err(why) => {
                             if let Some(mut l) = log {
@@ -441,12 +472,72 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         .expect("a thread starts");
     let env = job_environment();
     let mut jobs = 0u64;
-    for incoming in rx {
+    loop {
+        let incoming = queue.next();
         jobs += 1;
+        let shown = shown_argv(&incoming.request.argv);
+        queue.lock().running = Some((jobs, shown, Instant::now()));
         run_one(incoming, jobs, exe, &env, &held, &log);
-        *pending.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        queue.lock().running = None;
     }
-    ExitCode::SUCCESS
+}
+
+/// The jobs taken and not yet finished: the one running (its number, command line and start),
+/// and those waiting their turn (each with when it was queued).
+#[derive(Default)]
+struct Jobs {
+    running: Option<(u64, String, Instant)>,
+    waiting: std::collections::VecDeque<(Incoming, Instant)>,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: Mutex<Jobs>,
+    ready: std::sync::Condvar,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Jobs> {
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next job to run, waiting for one.
+    fn next(&self) -> Incoming {
+        let mut q = self.lock();
+        loop {
+            if let Some((incoming, _)) = q.waiting.pop_front() {
+                return incoming;
+            }
+            q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Refuses, each second, the jobs that have waited `max_wait` or longer: the one ahead may
+    /// be stalled on a pipe no one reads (`decompress -o - | less`, left open), and every later
+    /// client would wait with it, saying nothing. Taken out of the queue under its lock, a
+    /// refused job can no longer be started: its client runs it itself.
+    fn refuse_long_waits(&self, max_wait: Duration, log: Option<std::fs::File>) {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let mut q = self.lock();
+            let Some((job, shown, since)) = q.running.clone() else { continue };
+            let (late, keep): (Vec<_>, Vec<_>) = q.waiting.drain(..).partition(|(_, queued)| queued.elapsed() >= max_wait);
+            q.waiting.extend(keep);
+            drop(q);
+            for (incoming, _) in late {
+                let why = format!("it waited {} s (--max-wait) behind job {job}, which has run for {:.0} s: {shown}", max_wait.as_secs(), since.elapsed().as_secs_f64());
+                if let Some(mut l) = log.as_ref() {
+                    let _ = writeln!(l, "peerpath daemon: a job refused: {why}: {}", shown_argv(&incoming.request.argv));
+                }
+                let _ = reply(&incoming.conn, &Reply::Refused { why });
+            }
+        }
+    }
+}
+
+/// A job's command line as the log shows it (its arguments after `peerpath`).
+fn shown_argv(argv: &[Vec<u8>]) -> String {
+    argv.iter().skip(1).map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>().join(" ")
 }
 
 /// Whether a client's standard input or output is a pipe or a socket: its job may read
@@ -457,7 +548,9 @@ fn piped(stdio: &[OwnedFd; 3]) -> bool {
 }
 
 /// Binds the socket: a stale one (no daemon answers it) is replaced; a live one is an error.
+/// The check, the removal and the bind are one step for one daemon at a time (see [`claim`]).
 fn listen(socket: &Path) -> Result<UnixListener, String> {
+    let _claim = claim(socket)?;
     if let Ok(m) = std::fs::symlink_metadata(socket) {
         use std::os::unix::fs::FileTypeExt;
         if !m.file_type().is_socket() {
@@ -477,6 +570,33 @@ fn listen(socket: &Path) -> Result<UnixListener, String> {
     Ok(listener)
 }
 
+/// One daemon at a time checks a socket path, removes a stale socket there and binds its own:
+/// an abstract Unix socket named after the path (its directory resolved), which one process at
+/// a time can bind and which goes with the process (no file is left, whatever kills it), held
+/// while [`listen`] runs. Two daemons started at once cannot both find the path stale, the
+/// second unlinking the first's new socket (two daemons up, one that no client can reach,
+/// whose SIGTERM would remove the other's socket): the second finds the first listening.
+fn claim(socket: &Path) -> Result<UnixListener, String> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::ffi::OsStrExt;
+    let resolved = match (socket.parent().map(std::fs::canonicalize), socket.file_name()) {
+        (Some(Ok(dir)), Some(name)) => dir.join(name),
+        _ => socket.to_path_buf(),
+    };
+    let name = format!("peerpath-daemon:{}", &blake3::hash(resolved.as_os_str().as_bytes()).to_hex()[..32]);
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| format!("{name}: {e}"))?;
+    // Another daemon's claim lasts the few system calls of its `listen`.
+    let start = Instant::now();
+    loop {
+        match UnixListener::bind_addr(&addr) {
+            Ok(l) => return Ok(l),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && start.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(format!("another daemon has been starting on {} for 10 s", socket.display())),
+            Err(e) => return Err(format!("cannot claim {}: {e}", socket.display())),
+        }
+    }
+}
+
 /// Reads a client's request and descriptors; only the daemon's own user may ask
 /// (a job writes files as the daemon's user).
 fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming, String> {
@@ -486,11 +606,17 @@ fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming,
         let _ = reply(&conn, &Reply::Refused { why: why.clone() });
         return Err(why);
     }
-    conn.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + REQUEST_TIME;
+    let late = || format!("no whole request within {} s", REQUEST_TIME.as_secs());
+    conn.set_read_timeout(Some(REQUEST_TIME)).map_err(|e| e.to_string())?;
     let mut first = vec![0u8; 64 << 10];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let got = rustix::net::recvmsg(&conn, &mut [std::io::IoSliceMut::new(&mut first)], &mut control, RecvFlags::CMSG_CLOEXEC).map_err(|e| format!("recvmsg: {e}"))?;
+    let got = match rustix::net::recvmsg(&conn, &mut [std::io::IoSliceMut::new(&mut first)], &mut control, RecvFlags::CMSG_CLOEXEC) {
+        Ok(got) => got,
+        Err(rustix::io::Errno::AGAIN) => return Err(late()),
+        Err(e) => return Err(format!("recvmsg: {e}")),
+    };
     let mut fds: Vec<OwnedFd> = Vec::new();
     for m in control.drain() {
         if let RecvAncillaryMessage::ScmRights(r) = m {
@@ -498,13 +624,10 @@ fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming,
         }
     }
     let mut data = first[..got.bytes].to_vec();
-    while data.len() < 4 {
-        let mut b = [0u8; 4];
-        let n = (&conn).read(&mut b[..4 - data.len()]).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the client closed before its request".into());
-        }
-        data.extend_from_slice(&b[..n]);
+    if data.len() < 4 {
+        let have = data.len();
+        data.resize(4, 0);
+        read_by(&conn, &mut data[have..], deadline).map_err(|e| e.unwrap_or_else(late))?;
     }
     let len = u32::from_le_bytes(data[..4].try_into().expect("4 bytes"));
     if len > MAX_REQUEST_BYTES {
@@ -514,12 +637,31 @@ fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming,
     if data.len() < total {
         let have = data.len();
         data.resize(total, 0);
-        (&conn).read_exact(&mut data[have..]).map_err(|e| format!("the request was cut short: {e}"))?;
+        read_by(&conn, &mut data[have..], deadline).map_err(|e| e.unwrap_or_else(late))?;
     }
     let request: Request = serde_json::from_slice(&data[4..total]).map_err(|e| format!("not a request: {e}"))?;
     let stdio: [OwnedFd; 3] = fds.try_into().map_err(|f: Vec<OwnedFd>| format!("{} descriptors with the request (standard input, output and error: 3)", f.len()))?;
     conn.set_read_timeout(None).map_err(|e| e.to_string())?;
     Ok(Incoming { conn, request, stdio })
+}
+
+/// Fills `buf` from `conn` by `deadline`: a client that trickles its request in holds its
+/// reading thread no longer than one that sends nothing. `Err(None)`: the deadline passed.
+fn read_by(conn: &UnixStream, mut buf: &mut [u8], deadline: Instant) -> Result<(), Option<String>> {
+    while !buf.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(None);
+        }
+        conn.set_read_timeout(Some(left)).map_err(|e| Some(e.to_string()))?;
+        match (&*conn).read(buf) {
+            Ok(0) => return Err(Some("the client closed before its whole request".into())),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
+            Err(e) => return Err(Some(format!("the request was cut short: {e}"))),
+        }
+    }
+    Ok(())
 }
 
 fn reply(conn: &UnixStream, r: &Reply) -> std::io::Result<()> {

@@ -21,9 +21,14 @@ struct Daemon {
 
 impl Daemon {
     fn start(dir: &Path) -> Daemon {
+        Daemon::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &Path, extra: &[&str]) -> Daemon {
         let socket = dir.join("daemon.sock");
         let log = dir.join("daemon.log");
         let child = pp(args!["daemon", "--socket", &socket])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("the daemon's log"))
@@ -468,4 +473,135 @@ fn a_pipeline_of_clients_finishes_and_the_daemon_goes_on() {
     // The daemon still takes jobs.
     run(&mut daemon.client(d, args!["verify", "b.gz", "-q"])).ok();
     assert!(daemon.log().contains("job 2: exit 0"), "{}", daemon.log());
+}
+
+/// A client whose standard output and error are files (not the pipes `run` reads, which a
+/// job queued behind another may not have), as a person's terminal would be: its exit code,
+/// output and error once it has exited.
+fn run_to_files(mut c: Command, dir: &Path, tag: &str) -> (Option<i32>, String, String) {
+    let (out, err) = (dir.join(format!("{tag}.out")), dir.join(format!("{tag}.err")));
+    let mut child = c.stdin(Stdio::null()).stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap()).spawn().unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < HANG_DEADLINE, "{tag}: the client never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let r = (status.code(), read(&out), read(&err));
+    std::fs::remove_file(out).unwrap();
+    std::fs::remove_file(err).unwrap();
+    r
+}
+
+/// A job stalled on a pipe no one reads (`decompress -o - | less`, left open) held every later
+/// client, silent: a job that has waited `--max-wait` behind it is refused and runs in its
+/// client, said (exit 18 with --no-fallback).
+#[test]
+fn a_job_waits_at_most_max_wait_behind_one_stalled_on_a_pipe() {
+    let dir = scratch();
+    let d = Daemon::start_with(dir.path(), &["--max-wait", "1"]);
+    std::fs::write(dir.path().join("a"), mixed_data(8 << 20, 5)).unwrap();
+    run(&mut pp(args!["compress", dir.path().join("a"), "-o", dir.path().join("a.gz"), "-q"])).ok();
+    // The test holds the read end of the job's output and never reads it.
+    let (held, pipe_out) = std::io::pipe().unwrap();
+    let mut stalled = d.client(dir.path(), args!["decompress", "a.gz", "-o", "-", "-q"]).stdin(Stdio::null()).stdout(pipe_out).stderr(Stdio::null()).spawn().unwrap();
+    d.wait_for_log("job 1: started: decompress a.gz -o -", 1);
+    let (code, _, err) = run_to_files(d.client(dir.path(), args!["verify", "a.gz", "-q"]), dir.path(), "late");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("FALLBACK: PEERPATH_DAEMON=") && err.contains("(--max-wait) behind job 1"), "{err}\n{}", d.log());
+    let (code, _, err) = run_to_files(d.client(dir.path(), args!["verify", "a.gz", "-q", "--no-fallback"]), dir.path(), "strict");
+    assert_eq!(code, Some(18), "{err}");
+    assert!(err.contains("--max-wait"), "{err}");
+    assert!(!d.log().contains("job 2"), "a refused job never starts: {}", d.log());
+    drop(held);
+    let _ = stalled.wait();
+    // The daemon takes the next job.
+    let (code, out, err) = run_to_files(d.client(dir.path(), args!["verify", "a.gz"]), dir.path(), "next");
+    assert!(code == Some(0) && out.contains(RUNNER), "{out}{err}");
+    d.wait_for_log("job 2: exit 0", 1);
+}
+
+/// A daemon that takes the connection and says nothing (stopped, SIGSTOP) held its clients for
+/// ever: a client gives it up after its first answer's time and runs the job itself, said; the
+/// daemon, once it goes on, does not run the job its client gave up.
+#[test]
+fn a_stopped_daemon_is_given_up_and_does_not_run_the_job_later() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    run(&mut d.client(dir.path(), args!["compress", "in.fa", "-o", "in.gz", "-q"])).ok();
+    // SAFETY: kill(2) with the pid of the child this test started.
+    assert_eq!(unsafe { libc::kill(d.child.id() as i32, libc::SIGSTOP) }, 0);
+    // Files, not pipes: the stopped daemon holds the descriptors its client sent until it goes on.
+    let (code, _, err) = run_to_files(d.client(dir.path(), args!["verify", "in.gz", "-q"]), dir.path(), "given-up");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(d.child.id() as i32, libc::SIGCONT) }, 0);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("FALLBACK") && err.contains("did not answer within 10 s"), "{err}");
+    // The next client's job runs in the daemon, as job 2: the one given up was not run.
+    let out = run(&mut d.client(dir.path(), args!["verify", "in.gz"])).ok();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(RUNNER), "{}", out.describe());
+    d.wait_for_log("job 2: exit 0", 1);
+    assert!(!d.log().contains("job 3") && d.log().matches("started: verify").count() == 1, "{}", d.log());
+}
+
+/// A connection that trickles its request in (a byte a second) held a reading slot for as long
+/// as it went on: the whole request has 10 s.
+#[test]
+fn a_request_sent_a_byte_at_a_time_is_cut_off_after_10_s() {
+    use std::os::unix::net::UnixStream;
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    let mut c = UnixStream::connect(&d.socket).unwrap();
+    c.write_all(&1000u32.to_le_bytes()).unwrap();
+    let start = Instant::now();
+    while c.write_all(b" ").is_ok() {
+        assert!(start.elapsed() < HANG_DEADLINE, "the daemon still reads the trickle: {}", d.log());
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    d.wait_for_log("a connection refused: no whole request within 10 s", 1);
+}
+
+/// Daemons started at once on one stale socket: one listens, the others are refused (two used
+/// to stay up, one unreachable, its SIGTERM removing the other's socket).
+#[test]
+fn daemons_started_at_once_on_one_socket_leave_one() {
+    let dir = scratch();
+    let socket = dir.path().join("d.sock");
+    // A stale socket: bound, its listener gone.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let mut daemons: Vec<Child> = (0..4)
+        .map(|_| pp(args!["daemon", "--socket", &socket]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap())
+        .collect();
+    // Three are refused and exit; one stays.
+    let start = Instant::now();
+    let mut refused = 0;
+    while refused < 3 {
+        assert!(start.elapsed() < HANG_DEADLINE, "{refused} daemons refused");
+        std::thread::sleep(Duration::from_millis(50));
+        let mut k = 0;
+        while k < daemons.len() {
+            if let Some(status) = daemons[k].try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(daemons[k].stderr.as_mut().unwrap(), &mut err).unwrap();
+                assert_eq!(status.code(), Some(2), "{err}");
+                assert!(err.contains("already listens on"), "{err}");
+                daemons.remove(k);
+                refused += 1;
+            } else {
+                k += 1;
+            }
+        }
+    }
+    assert_eq!(daemons.len(), 1);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(daemons[0].try_wait().unwrap().is_none(), "the one left stays up");
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    let o = run(pp(args!["compress", "in.fa", "-o", "in.gz"]).current_dir(dir.path()).env("PEERPATH_DAEMON", &socket)).ok();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(RUNNER), "{}", o.describe());
+    let _ = daemons[0].kill();
+    let _ = daemons[0].wait();
 }
