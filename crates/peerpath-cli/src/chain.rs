@@ -548,7 +548,10 @@ fn pipeline(src: &mut std::fs::File, source: &Path, o: &ChainOptions, mut shards
     use std::sync::mpsc::sync_channel;
     let in_flight = 2 * o.threads;
     let (work_tx, work_rx) = sync_channel::<(u64, Vec<u8>)>(in_flight);
-    let work_rx = std::sync::Mutex::new(work_rx);
+    // The workers own the work queue's receiver, so that when they have all stopped (the sink
+    // failed: a shard target full) the reader's send fails instead of waiting for ever on a
+    // full queue that no one empties.
+    let work_rx = std::sync::Arc::new(std::sync::Mutex::new(work_rx));
     let (done_tx, done_rx) = sync_channel::<(u64, Vec<u8>)>(in_flight);
     // Buffers go round (blocks: reader -> worker -> reader; members: worker
     // -> sink -> worker) rather than being allocated and faulted in afresh.
@@ -559,7 +562,7 @@ fn pipeline(src: &mut std::fs::File, source: &Path, o: &ChainOptions, mut shards
     let mut reading = Duration::ZERO;
     let (read, counts) = std::thread::scope(|scope| {
         for _ in 0..o.threads {
-            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            let (work_rx, done_tx) = (std::sync::Arc::clone(&work_rx), done_tx.clone());
             let (spare_blocks, spare_members) = (&spare_blocks, &spare_members);
             let (level, format, compressing_ns) = (o.level, o.format, &compressing_ns);
             scope.spawn(move || {
@@ -581,6 +584,7 @@ fn pipeline(src: &mut std::fs::File, source: &Path, o: &ChainOptions, mut shards
             });
         }
         drop(done_tx);
+        drop(work_rx);
         let (shards, sealing, spare_members_sink) = (&mut shards, &mut sealing, &spare_members);
         let sink = scope.spawn(move || -> Result<Counts, JobError> {
             let mut counts = Counts { members: 0, compressed: 0, reading: Duration::ZERO, compressing: Duration::ZERO };

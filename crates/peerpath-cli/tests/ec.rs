@@ -1269,6 +1269,21 @@ fn a_full_drive_among_the_shard_directories_is_named_and_nothing_is_kept() {
             assert_dir_holds(d, &["src", "ssd0", "ssd1"]);
         }
     }
+    // Many blocks still to read when the drive fills (64 KiB blocks): the chain's reader
+    // waited for ever on a full work queue once the workers had stopped (it hung, 0 % CPU).
+    for encrypt in [false, true] {
+        let mut c = pp(args!["compress", &src, "--ec", "2+1", "--block-size", "64K", "-o", d.join("many")]);
+        if encrypt {
+            c.args(["--encrypt", "--key-env", "PP_TEST_KEY"]).env("PP_TEST_KEY", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+        }
+        drives.iter().for_each(|p| {
+            c.arg("--shard-dir").arg(p);
+        });
+        run_full(&mut c, None, HANG_DEADLINE).fails(11, &["No space left", "nothing was kept"]);
+        for p in &drives {
+            assert_dir_holds(p, &[]);
+        }
+    }
 }
 
 /// The number just after `label` in a report.
