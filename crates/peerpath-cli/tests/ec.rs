@@ -1271,8 +1271,10 @@ fn a_full_drive_among_the_shard_directories_is_named_and_nothing_is_kept() {
     }
     // Many blocks still to read when the drive fills (64 KiB blocks): the chain's reader
     // waited for ever on a full work queue once the workers had stopped (it hung, 0 % CPU).
+    let long = d.join("long");
+    std::fs::write(&long, random_bytes(20_000_000, 6)).unwrap();
     for encrypt in [false, true] {
-        let mut c = pp(args!["compress", &src, "--ec", "2+1", "--block-size", "64K", "-o", d.join("many")]);
+        let mut c = pp(args!["compress", &long, "--ec", "2+1", "--block-size", "64K", "-o", d.join("many")]);
         if encrypt {
             c.args(["--encrypt", "--key-env", "PP_TEST_KEY"]).env("PP_TEST_KEY", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
         }
