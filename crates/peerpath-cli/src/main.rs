@@ -1456,6 +1456,9 @@ static NOTE_CLOSED_STANDARD_STREAMS: extern "C" fn() = note_closed_standard_stre
 /// Why standard output cannot take bytes, where it cannot (closed, `>&-`, or open only for
 /// reading, `1<file`): set once at start, said by every failure to write it.
 static STDOUT_UNUSABLE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+/// Why standard input gives no bytes, where it was closed (`<&-`; the runtime's /dev/null
+/// would read as an empty input, and `gzip <&- > x.gz` make an empty archive, exit 0).
+static STDIN_CLOSED: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
 /// Standard output that cannot take bytes is made to refuse them loudly. Both kinds write with
 /// EBADF, which Rust's `println!` takes for success (a report would vanish, exit 0) and so would
@@ -1463,7 +1466,18 @@ static STDOUT_UNUSABLE: std::sync::OnceLock<&'static str> = std::sync::OnceLock:
 /// write(2) refuses (EINVAL), so a report fails as a full disk does (exit 11) and so does data,
 /// both saying why.
 fn refuse_writes_to_unusable_stdout() {
-    let closed = CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) & 2 != 0;
+    let closed_at_start = CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed);
+    // Standard input closed: reads fail the same way (EINVAL), said as such.
+    if closed_at_start & 1 != 0 {
+        if let Ok(refuses) = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC) {
+            let mut stdin = std_fd_to_replace(0);
+            if rustix::io::dup2(&refuses, &mut stdin).is_ok() {
+                let _ = STDIN_CLOSED.set("it was closed when peerpath started (<&-)");
+            }
+            std::mem::forget(stdin);
+        }
+    }
+    let closed = closed_at_start & 2 != 0;
     let read_only = || rustix::fs::fcntl_getfl(std::io::stdout()).is_ok_and(|f| f & rustix::fs::OFlags::ACCMODE == rustix::fs::OFlags::RDONLY);
     let why = if closed {
         "it was closed when peerpath started (>&-)"
@@ -1476,26 +1490,30 @@ fn refuse_writes_to_unusable_stdout() {
         Ok(fd) => fd,
         Err(_) => return,
     };
-    let mut stdout = stdout_fd_to_replace();
+    let mut stdout = std_fd_to_replace(1);
     if rustix::io::dup2(&refuses, &mut stdout).is_ok() {
         let _ = STDOUT_UNUSABLE.set(why);
     }
     std::mem::forget(stdout);
 }
 
-/// Descriptor 1 as an owned descriptor, to be replaced by `dup2` and then forgotten (never closed).
-fn stdout_fd_to_replace() -> std::os::fd::OwnedFd {
+/// Standard descriptor `fd` (0 or 1) as an owned descriptor, to be replaced by `dup2` and then
+/// forgotten (never closed).
+fn std_fd_to_replace(fd: i32) -> std::os::fd::OwnedFd {
     use std::os::fd::FromRawFd;
-    // SAFETY: descriptor 1 is open (the runtime opened /dev/null there if it was not); the caller
-    // forgets the value, so it is never closed through it.
-    unsafe { std::os::fd::OwnedFd::from_raw_fd(1) }
+    // SAFETY: descriptors 0-2 are open (the runtime opened /dev/null there if they were not); the
+    // caller forgets the value, so it is never closed through it.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }
 
 /// A job's error in words: a write to standard output that it refuses says why (see
 /// [`refuse_writes_to_unusable_stdout`]) rather than the kernel's EINVAL.
 pub(crate) fn job_error_text(e: &JobError) -> String {
-    match (e, STDOUT_UNUSABLE.get()) {
-        (JobError::TargetIo { path, .. }, Some(why)) if peerpath_runtime::job::is_std_stream(path) => format!("cannot write standard output: {why}"),
+    match (e, STDOUT_UNUSABLE.get(), STDIN_CLOSED.get()) {
+        (JobError::TargetIo { path, .. }, Some(why), _) if peerpath_runtime::job::is_std_stream(path) => format!("cannot write standard output: {why}"),
+        (JobError::SourceIo { path, .. } | JobError::SourceUnreadable { path, .. }, _, Some(why)) if peerpath_runtime::job::is_std_stream(path) => {
+            format!("cannot read standard input: {why}")
+        }
         _ => e.to_string(),
     }
 }

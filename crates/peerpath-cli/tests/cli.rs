@@ -635,6 +635,15 @@ fn an_unwritable_standard_output_is_exit_11_or_141_never_a_panic() {
             assert!(code == 0 || err.contains(&format!("cannot write standard output: {why}")), "{args:?}: {err}");
         }
     }
+    // Standard input closed (`<&-`): not an empty input (an empty archive, exit 0) but an error.
+    let out = dir.path().join("from-closed.gz");
+    for (args, code) in [(args!["compress", "-", "-o", &out, "-q"], 12), (args!["gzip"], 1), (args!["gzip", "-d"], 1)] {
+        let o = std::process::Command::new("sh").arg("-c").arg("exec \"$0\" \"$@\" <&- >/dev/null").arg(bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains("cannot read standard input: it was closed when peerpath started"), "{args:?}: {err}");
+    }
+    assert!(!out.exists());
 }
 
 /// Compressing a file of a memory file system: each compute worker reads its
