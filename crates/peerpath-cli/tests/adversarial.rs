@@ -148,6 +148,35 @@ fn a_signal_removes_the_output_directory_the_job_made() {
     }
 }
 
+/// A job of many outputs killed while it puts them in place (a signal once the first is there)
+/// left those placed before the signal, a partial set: every output of a job appears, or none.
+#[test]
+fn a_signal_while_outputs_are_put_in_place_leaves_none_of_them() {
+    let dir = scratch();
+    let srcs = dir.path().join("srcs");
+    std::fs::create_dir(&srcs).unwrap();
+    let n = 1500;
+    for i in 0..n {
+        std::fs::write(srcs.join(format!("f{i}")), &sample()[..1000 + i]).unwrap();
+    }
+    let out = dir.path().join("out");
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let mut cmd = pp(args!["compress", "-o", format!("{}/", out.display()), "-q"]);
+        cmd.args((0..n).map(|i| srcs.join(format!("f{i}"))));
+        let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let start = std::time::Instant::now();
+        while names_in(&out).is_empty() && child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < HANG_DEADLINE, "no output appeared");
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let status = kill_after(&mut child, std::time::Duration::ZERO, sig);
+        let placed = names_in(&out).len();
+        // All of them (the signal came after the last was in place), or none.
+        assert!(placed == 0 || placed == n, "signal {sig}: {status}: {placed} of {n} outputs left");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
 /// A gzip file without size fields (decoded by the streaming decoder) that shrinks while it is
 /// read, cut at a member's end, must not give a short output with exit 0: exit 12, nothing kept.
 #[test]

@@ -449,7 +449,9 @@ pub fn publish_provisional(file: &File, temp: &Temporary, final_path: &Path) -> 
 /// Takes names that [`publish_provisional`] put on the signal list off it:
 /// their set is complete (or they are gone).
 pub fn settled(paths: &[PathBuf]) {
-    registry().retain(|p| !paths.contains(p));
+    // A set: a job may put tens of thousands of outputs in place.
+    let done: std::collections::HashSet<&PathBuf> = paths.iter().collect();
+    registry().retain(|p| !done.contains(p));
 }
 
 /// Removes a temporary file that will not be published (an unnamed one

@@ -272,6 +272,9 @@ pub(crate) fn open_target(final_path: &Path, common: &CommonOptions, source: &Op
 /// their directories once each. If one cannot be put in place (a file
 /// appeared under its name, say), the outputs put in place before it under
 /// new names are taken back and the rest removed: a failed job keeps none.
+/// So does a signal before the last is in place (those under new names are
+/// on the signal list until then): a job of many outputs killed while it
+/// puts them in place left those before the signal.
 pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Result<()> {
     let names: Vec<PathBuf> = writers.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
     let mut placed: Vec<PathBuf> = Vec::new();
@@ -286,10 +289,12 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Res
                 placed.iter().for_each(|p| {
                     let _ = std::fs::remove_file(p);
                 });
+                peerpath_io::settled(&placed);
                 return Err(e);
             }
         }
     }
+    peerpath_io::settled(&placed);
     if durable {
         crate::writer::sync_directories(names.iter().map(PathBuf::as_path));
     }

@@ -403,12 +403,19 @@ impl TargetWriter {
     /// Puts a finalized output in place under its final name: never over
     /// an existing file (not even one that appeared since the job started)
     /// unless told to replace. Returns whether a new name was made (not
-    /// replaced), so a job that fails later can take its outputs back. The
-    /// caller then syncs the directories ([`sync_directories`]), once for
-    /// all its outputs. On failure the temporary file is removed.
+    /// replaced), so a job that fails later can take its outputs back: a new
+    /// name is also on the signal list from the same step (a signal before the
+    /// job's last output is in place removes it too) until the caller calls
+    /// [`peerpath_io::settled`] with it. The caller then syncs the directories
+    /// ([`sync_directories`]), once for all its outputs. On failure the
+    /// temporary file is removed.
     pub fn put_in_place(self) -> Result<bool> {
         let Some(placing) = &self.placing else { return Ok(false) };
-        match peerpath_io::publish(&self.target.file, &placing.temporary, &self.final_path, placing.replace) {
+        let published = match placing.replace {
+            true => peerpath_io::publish(&self.target.file, &placing.temporary, &self.final_path, true),
+            false => peerpath_io::publish_provisional(&self.target.file, &placing.temporary, &self.final_path),
+        };
+        match published {
             Ok(()) => Ok(!placing.replace),
             Err(e) => {
                 peerpath_io::discard(&placing.temporary);
