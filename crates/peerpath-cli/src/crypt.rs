@@ -308,10 +308,10 @@ fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf
             let mut n = name.to_os_string();
             n.push(".");
             n.push(suffix);
-            Ok(source.with_file_name(n))
+            peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_file_name(n))
         }
         Direction::Decrypt => match source.extension() {
-            Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => Ok(source.with_extension("")),
+            Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_extension("")),
             _ => Err(JobError::Usage(format!("{} is not NAME.{suffix}, so the output has no name to take: name it with -o", source.display()))),
         },
     }

@@ -932,9 +932,11 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
         }
     }
     if common.quiet {
-        // No report, but never a silent fallback: each is said on stderr (as `--verbose` does).
+        // No report, but work that left a device for the host CPU is never silent: said on
+        // stderr (`--verbose` says every fallback, I/O notes too). The job server's is said
+        // already, by the client.
         if !common.verbose {
-            for f in &report.fallbacks {
+            for f in report.fallbacks.iter().filter(|f| f.moves_work_to_the_host_cpu()) {
                 eprintln!("peerpath: FALLBACK: {f}");
             }
         }

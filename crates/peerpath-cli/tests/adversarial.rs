@@ -148,6 +148,35 @@ fn a_signal_removes_the_output_directory_the_job_made() {
     }
 }
 
+/// `/dev/stdin` (a link to /proc/self/fd/0, a regular file when stdin is one) and `/dev/fd/0`
+/// named with no --output: the target beside it would be a stray file in /dev (or /proc), as
+/// `/dev/sdb.gz` would: a usage error. /dev/shm holds files as any directory does.
+#[test]
+fn a_target_beside_a_file_of_dev_or_proc_is_refused() {
+    let dir = scratch();
+    let src = dir.path().join("in");
+    std::fs::write(&src, &sample()[..100_000]).unwrap();
+    let key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    for (args, gone) in [
+        (args!["compress", "-q", "/dev/stdin"], "/dev/stdin.gz"),
+        (args!["compress", "-q", "/dev/fd/0"], "/dev/fd/0.gz"),
+        (args!["encrypt", "-q", "/dev/stdin", "--key-env", "PP_TEST_KEY"], "/dev/stdin.ppenc"),
+    ] {
+        let mut c = pp(args);
+        c.env("PP_TEST_KEY", key).stdin(std::fs::File::open(&src).unwrap());
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("name the target with --output"), "{err}");
+        assert!(!Path::new(gone).exists(), "{gone} was made");
+    }
+    // Named with --output, it is read as the file it is.
+    let out = dir.path().join("out.gz");
+    let o = pp(args!["compress", "-q", "/dev/stdin", "-o", &out]).stdin(std::fs::File::open(&src).unwrap()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    run(&mut pp(args!["verify", "-q", &out])).ok();
+}
+
 /// A job of many outputs killed while it puts them in place (a signal once the first is there)
 /// left those placed before the signal, a partial set: every output of a job appears, or none.
 #[test]

@@ -198,7 +198,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                     // Its target would be made beside it: /dev/sdb.gz, a file in /dev.
                     Err(JobError::Usage(format!("{} is {kind}: name the target with --output (a file, or - for standard output)", s.display())))
                 } else {
-                    name(s)
+                    name(s).and_then(|t| refuse_target_beside_a_system_file(s, t))
                 }
             })
             .collect::<Result<Vec<_>>>()?,
@@ -226,6 +226,24 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
     };
     check_distinct_targets(&targets)?;
     Ok((targets, made))
+}
+
+/// A target named after its source, beside it, where that is a directory of the system's
+/// (`/dev` itself, `/proc`, `/sys`): `/dev/stdin` (a link to `/proc/self/fd/0`, which may be a
+/// regular file) would give `/dev/stdin.gz`, a stray file on devtmpfs. `/dev/shm` and others
+/// below `/dev` hold files as any directory does.
+pub fn refuse_target_beside_a_system_file(source: &Path, target: PathBuf) -> Result<PathBuf> {
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let resolved = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if resolved == Path::new("/dev") || resolved.starts_with("/proc") || resolved.starts_with("/sys") {
+        return Err(JobError::Usage(format!(
+            "{}: its target beside it would be {}, in {}: name the target with --output (a file, or - for standard output)",
+            source.display(),
+            target.display(),
+            resolved.display()
+        )));
+    }
+    Ok(target)
 }
 
 /// What `m` is where it is neither a regular file nor a directory: a device, a FIFO or a socket.

@@ -95,6 +95,18 @@ pub enum Fallback {
     NotInDaemon { why: String },
 }
 
+impl Fallback {
+    /// Whether work a device (or the job server) was to do fell to this process's host CPU, as
+    /// opposed to a note on how bytes moved (no O_DIRECT on tmpfs, plain syscalls for a pipe) or
+    /// on one-thread decoding: what `-q` still says on stderr.
+    pub fn moves_work_to_the_host_cpu(&self) -> bool {
+        matches!(
+            self,
+            Fallback::HostCpuNotDevice { .. } | Fallback::FewerDevices { .. } | Fallback::DeviceNotStarted { .. } | Fallback::DeviceFailed { .. } | Fallback::DecodedOnCpu { .. }
+        )
+    }
+}
+
 impl fmt::Display for Fallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
