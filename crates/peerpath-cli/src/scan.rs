@@ -69,6 +69,10 @@ pub struct ScanArgs {
     /// Filter threads [default: all cores].
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
+    /// The longest record (or line) waited for, K/M/G suffixes: one longer stops the scan (exit
+    /// 12, saying where it starts) [default: half of this machine's memory, at most 16G].
+    #[arg(long, value_name = "SIZE", value_parser = crate::parse_size)]
+    max_record: Option<usize>,
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
@@ -300,6 +304,9 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     }
     let device_name = if a.engine == ScanEngine::Gpu { format!("GPU {}", a.gpu) } else { "the emulated CSP".to_string() };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
+    // A record's end is waited for in memory: at most half of it (a stream of zeros, a file of
+    // one endless line, stops with an error, not when the machine has no memory left).
+    let max_record = a.max_record.unwrap_or_else(|| crate::machine_memory_bytes().map_or(16 << 30, |t| (t as usize / 2).min(16 << 30)));
     // Bytes that reached standard output, for an error that ends the job part way.
     let mut written = None;
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
@@ -352,7 +359,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
                     (d.found, d.bytes, d.format, Some(pass))
                 }
                 None => {
-                    let (found, n, fmt) = scan_file(f, (format, a.allow_no_end_member), &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?;
+                    let (found, n, fmt) = scan_file(f, (format, a.allow_no_end_member, max_record), &filter, threads, records_out.then_some(&mut *sink as &mut dyn Write), &out_path)?;
                     (found, n, fmt, None)
                 }
             };
@@ -499,7 +506,7 @@ fn kept_its_size(path: &Path, f: &File, size: u64, read: Option<u64>) -> Result<
 /// Filters one file: returns what was found, how many (decoded) bytes were
 /// read, and the format they were read as (`None`: no bytes to tell it by).
 /// `allow_no_end_member`: gzip input without its end member is read as it is.
-fn scan_file(path: &Path, (format, allow_no_end_member): (Option<RecordFormat>, bool), filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64, Option<RecordFormat>), JobError> {
+fn scan_file(path: &Path, (format, allow_no_end_member, max_record): (Option<RecordFormat>, bool, usize), filter: &Filter, threads: usize, mut out: Option<&mut dyn Write>, out_path: &Path) -> Result<(Found, u64, Option<RecordFormat>), JobError> {
     // A file's size when opened, and the file, to tell at the end whether it changed while read.
     let mut opened: Option<(std::fs::File, u64)> = None;
     let mut input: Box<dyn Read + Send> = if peerpath_runtime::job::is_std_stream(path) {
@@ -527,7 +534,7 @@ fn scan_file(path: &Path, (format, allow_no_end_member): (Option<RecordFormat>, 
     let keep_records = out.is_some();
     std::thread::scope(|s| -> Result<(Found, u64, Option<RecordFormat>), JobError> {
         let file = opened.is_some();
-        let reader = s.spawn(move || read_blocks(input, (gzip, file, allow_no_end_member), format, path, block_tx));
+        let reader = s.spawn(move || read_blocks(input, (gzip, file, allow_no_end_member), (format, max_record), path, block_tx));
         for _ in 0..threads {
             let (rx, tx) = (block_rx.clone(), found_tx.clone());
             s.spawn(move || {
@@ -591,23 +598,43 @@ struct Block {
 /// bytes read and the format (given, or told from the first byte; `None`: no bytes).
 /// `file`: a file, whose end a crash could have zeroed (gzip input: more zeros after its last
 /// member than padding leaves are an error; any, from a pipe).
-fn read_blocks(input: impl Read, (gzip, file, allow_no_end_member): (bool, bool, bool), format: Option<RecordFormat>, path: &Path, tx: crossbeam_channel::Sender<Block>) -> Result<(u64, Option<RecordFormat>), JobError> {
-    let mut cutter = BlockCutter::new(format, BLOCK_BYTES);
+fn read_blocks(
+    input: impl Read,
+    (gzip, file, allow_no_end_member): (bool, bool, bool),
+    (format, max_record): (Option<RecordFormat>, usize),
+    path: &Path,
+    tx: crossbeam_channel::Sender<Block>,
+) -> Result<(u64, Option<RecordFormat>), JobError> {
+    let mut cutter = BlockCutter::new(format, BLOCK_BYTES).max_record(max_record);
     let (mut seq, mut bytes) = (0u64, 0u64);
+    // A record too long to wait for stops the reading (the decoder too): said as itself.
+    let too_long = std::cell::Cell::new(None);
     let mut push = |data: &[u8], at_end: bool| {
         bytes += data.len() as u64;
         cutter.push(data, at_end, |cut| {
             tx.send(Block { seq, cut }).map_err(|_| std::io::Error::other("the filter threads stopped"))?;
             seq += 1;
-            Ok(())
-        })
+            Ok::<(), std::io::Error>(())
+        })?;
+        match cutter.too_long() {
+            Some(t) => {
+                too_long.set(Some(t));
+                Err(std::io::Error::other(t.to_string()))
+            }
+            None => Ok(()),
+        }
     };
-    let io_error = |e: std::io::Error| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() };
+    let io_error = |e: std::io::Error| JobError::SourceIo { path: path.to_path_buf(), detail: too_long.get().map_or_else(|| e.to_string(), |t| t.to_string()) };
     if gzip {
         let decoder = peerpath_func::StreamDecoder::new(input, 0, 0);
         let decoder = if file { decoder } else { decoder.any_zero_padding() };
         let mut decoder = if allow_no_end_member { decoder.allow_missing_end_member() } else { decoder };
-        decoder.run(true, |d| push(d, false)).map_err(|e| peerpath_runtime::decompress::stream_error(path, e))?;
+        let ran = decoder.run(true, |d| push(d, false));
+        if let Some(t) = too_long.get() {
+            let of = " of its decompressed data";
+            return Err(JobError::SourceIo { path: path.to_path_buf(), detail: format!("{t}{of}") });
+        }
+        ran.map_err(|e| peerpath_runtime::decompress::stream_error(path, e))?;
     } else {
         let mut input = input;
         let mut buf = vec![0u8; 1 << 20];

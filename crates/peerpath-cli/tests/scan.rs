@@ -517,3 +517,24 @@ fn records_to_a_full_standard_output_say_how_many_bytes_went_out() {
     let o = o.fails(11, &["No space left"]);
     assert!(went > 0 && o.stderr.contains(&format!("after {went} bytes had been written")), "{went} bytes are there: {}", o.stderr);
 }
+
+/// A record with no end in sight (a stream of zeros, one endless line) grew in memory until the
+/// process aborted (exit 134) or the machine ran out: it stops at --max-record (default half the
+/// machine's memory), exit 12, naming where the record starts; plain, gzip and a pipe alike.
+#[test]
+fn a_record_longer_than_max_record_stops_the_scan_with_exit_12() {
+    let dir = scratch();
+    let long = dir.path().join("long");
+    let mut data = b">r1\nACGT\n>r2\n".to_vec();
+    data.extend(std::iter::repeat_n(b'A', 3 << 20));
+    std::fs::write(&long, &data).unwrap();
+    run(&mut pp(args!["scan", &long, "--count", "--motif", "C", "--max-record", "1M"])).fails(12, &["from byte 9 has no end within", "--max-record"]);
+    let gz = dir.path().join("long.gz");
+    run(&mut pp(args!["compress", "-q", &long, "-o", &gz])).ok();
+    run(&mut pp(args!["scan", &gz, "--count", "--motif", "C", "--max-record", "1M"])).fails(12, &["from byte 9 has no end within", "of its decompressed data"]);
+    let zeros = pp(args!["scan", "-", "--count", "--motif", "A", "--max-record", "2M", "--format", "lines"]).stdin(std::fs::File::open("/dev/zero").unwrap()).output().unwrap();
+    assert_eq!(zeros.status.code(), Some(12), "{}", String::from_utf8_lossy(&zeros.stderr));
+    // Under the bound, the same file is counted.
+    let o = run(&mut pp(args!["scan", &long, "--count", "--motif", "C", "--max-record", "4M"])).ok();
+    assert!(o.stdout_str().starts_with('1'), "{}", o.stdout_str());
+}

@@ -214,9 +214,40 @@ pub struct BlockCutter {
     next_look: usize,
     /// `pending[..n]` is all blank lines (`None`: it is not).
     blank_to: Option<usize>,
+    /// The most bytes that may wait for a record's end ([`BlockCutter::max_record`]).
+    max_pending: usize,
+    /// A record that outgrew `max_pending` or the memory there was: the cutter takes nothing more.
+    too_long: Option<RecordTooLong>,
     /// Looks for a cut (each scans what waits).
     #[cfg(test)]
     looks: usize,
+}
+
+/// A record whose end the cutter could not wait for: it starts at byte `offset` of the data, and
+/// `waiting` bytes of it (with what came before it in the same block) had come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordTooLong {
+    pub offset: u64,
+    pub waiting: u64,
+    pub why: TooLongWhy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TooLongWhy {
+    /// More than this many bytes ([`BlockCutter::max_record`]).
+    Limit(u64),
+    /// The memory to hold it could not be had.
+    NoMemory,
+}
+
+impl std::fmt::Display for RecordTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the record (or line) from byte {} has no end within {} bytes: ", self.offset, self.waiting)?;
+        match self.why {
+            TooLongWhy::Limit(max) => write!(f, "more than the {max} bytes a record may have (--max-record)"),
+            TooLongWhy::NoMemory => f.write_str("no memory to hold more of it"),
+        }
+    }
 }
 
 impl BlockCutter {
@@ -230,9 +261,25 @@ impl BlockCutter {
             dropped: 0,
             next_look: 0,
             blank_to: Some(0),
+            max_pending: usize::MAX,
+            too_long: None,
             #[cfg(test)]
             looks: 0,
         }
+    }
+
+    /// At most `bytes` wait for a record's end (a record, or a line of line records, longer
+    /// than that stops the cutter: [`BlockCutter::too_long`]); without it, as much as memory
+    /// takes, and a record that cannot be held is stopped at too (no abort of the process).
+    pub fn max_record(mut self, bytes: usize) -> Self {
+        self.max_pending = bytes.max(1);
+        self
+    }
+
+    /// The record that stopped the cutter, if one did: every `push` after it takes nothing, so
+    /// the caller checks this after each.
+    pub fn too_long(&self) -> Option<RecordTooLong> {
+        self.too_long
     }
 
     /// The format (`None`: not given, and no byte yet to tell it by).
@@ -243,6 +290,12 @@ impl BlockCutter {
     /// Takes the next piece of the data (`at_end`: the data ends with it) and
     /// gives `each` the blocks of whole records it completes, in order.
     pub fn push<E>(&mut self, piece: &[u8], at_end: bool, mut each: impl FnMut(CutBlock) -> Result<(), E>) -> Result<(), E> {
+        if self.too_long.is_some() {
+            return Ok(());
+        }
+        if self.pending.try_reserve(piece.len()).is_err() {
+            return self.stop(self.pending.len() + piece.len(), TooLongWhy::NoMemory);
+        }
         self.pending.extend_from_slice(piece);
         while !self.pending.is_empty() && (at_end || self.pending.len() >= self.block_bytes.max(self.next_look)) {
             let format = *self.format.get_or_insert_with(|| RecordFormat::detect(&self.pending));
@@ -264,6 +317,22 @@ impl BlockCutter {
             (self.next_look, self.blank_to) = (0, Some(0));
             each(CutBlock { offset, data, format, at_end: at_end && self.pending.is_empty() })?;
         }
+        if self.pending.len() > self.max_pending {
+            return self.stop(self.pending.len(), TooLongWhy::Limit(self.max_pending as u64));
+        }
+        Ok(())
+    }
+
+    /// Stops the cutter at the record that `waiting` bytes have come of without its end (those
+    /// whole records that wait with it are not it: it starts after them).
+    fn stop<E>(&mut self, waiting: usize, why: TooLongWhy) -> Result<(), E> {
+        let format = *self.format.get_or_insert_with(|| RecordFormat::detect(&self.pending));
+        let before = whole_records(&self.pending, format, false).unwrap_or(0);
+        if why != TooLongWhy::NoMemory && waiting - before <= self.max_pending {
+            return Ok(()); // whole records waiting for a block's worth: cut at the next push
+        }
+        self.too_long = Some(RecordTooLong { offset: self.offset + before as u64, waiting: (waiting - before) as u64, why });
+        self.pending = Vec::new();
         Ok(())
     }
 
@@ -653,6 +722,36 @@ mod tests {
             assert_eq!(blocks.len(), 1);
             assert_eq!(blocks[0].data.len(), line.len() + 1);
         }
+    }
+
+    /// `max_record` bounds a record, not what waits: short records waiting for a block's worth
+    /// pass it; a longer record stops the cutter, named by where it starts.
+    #[test]
+    fn max_record_stops_at_a_long_record_not_at_short_ones_waiting() {
+        let mut data = b">a\nAC\n".repeat(100);
+        let long_at = data.len() as u64;
+        data.extend_from_slice(b">long\n");
+        data.extend(std::iter::repeat_n(b'G', 300));
+        let mut cutter = BlockCutter::new(Some(RecordFormat::Fasta), 10_000).max_record(100);
+        let mut blocks = 0;
+        for piece in data.chunks(7) {
+            cutter.push(piece, false, |_| -> Result<(), ()> {
+                blocks += 1;
+                Ok(())
+            }).unwrap();
+        }
+        let t = cutter.too_long().expect("the long record stops it");
+        assert_eq!((t.offset, t.why), (long_at, TooLongWhy::Limit(100)), "{t}");
+        assert!(t.waiting > 100 && t.waiting <= 107, "{t}");
+        assert_eq!(blocks, 0, "no block was due yet");
+        // Nothing more is taken.
+        cutter.push(b"\n", true, |_| -> Result<(), ()> { panic!("a block after the stop") }).unwrap();
+        // Short records only: never stopped.
+        let mut cutter = BlockCutter::new(Some(RecordFormat::Fasta), 10_000).max_record(100);
+        for piece in b">a\nAC\n".repeat(5000).chunks(7) {
+            cutter.push(piece, false, |_| -> Result<(), ()> { Ok(()) }).unwrap();
+        }
+        assert_eq!(cutter.too_long(), None);
     }
 
     proptest::proptest! {
