@@ -646,6 +646,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
         None => default_target(&a.source, dir, suffix)?,
     };
     peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
+    peerpath_runtime::job::check_target_name(&target)?;
     a.key.refuse_as_target([target.as_path()])?;
     crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;
     let src = crate::open_file_source(&a.source)?;

@@ -523,6 +523,15 @@ fn a_long_source_name_compresses() {
     let gz = dir.path().join(format!("{}.gz", "n".repeat(230)));
     assert!(gz.exists());
     assert_no_temporaries(dir.path());
+    // A name the suffix takes past 255 bytes fails before any work (it failed once all the
+    // data was compressed, at the last step), and a name given with -o goes through.
+    let long = dir.path().join("z".repeat(253));
+    std::fs::write(&long, &sample()[..30_000]).unwrap();
+    run(&mut pp(args!["compress", &long, "-q"])).fails(11, &["File name too long", "256 bytes", "--output"]);
+    let key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    run(pp(args!["encrypt", &long, "-q", "--key-env", "PP_TEST_KEY"]).env("PP_TEST_KEY", key)).fails(11, &["File name too long", "259 bytes"]);
+    run(&mut pp(args!["compress", &long, "-q", "-o", dir.path().join("short.gz")])).ok();
+    assert_no_temporaries(dir.path());
 }
 
 /// topo --export and --svg: never a half-written file, never over an

@@ -224,8 +224,22 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                 .collect::<Result<Vec<_>>>()?
         }
     };
+    targets.iter().try_for_each(|t| check_target_name(t))?;
     check_distinct_targets(&targets)?;
     Ok((targets, made))
+}
+
+/// A target whose name is longer than a directory entry may be (255 bytes on Linux's file
+/// systems) fails when it is put in place: said before any work is done (exit 11, as then).
+pub fn check_target_name(target: &Path) -> Result<()> {
+    const NAME_MAX_BYTES: usize = 255;
+    match target.file_name() {
+        Some(n) if !is_std_stream(target) && n.len() > NAME_MAX_BYTES => Err(JobError::TargetIo {
+            path: target.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidFilename, format!("File name too long: its name is {} bytes, more than the {NAME_MAX_BYTES} a file system takes (name it with --output)", n.len())),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// A target named after its source, beside it, where that is a directory of the system's
