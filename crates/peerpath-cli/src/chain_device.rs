@@ -333,7 +333,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     ec::check_new_set_dir(dir, Some(source))?;
     let n = o.data + o.parity;
     let names = ec::shard_targets(dir, o.placement.as_ref(), n);
-    let files = ec::create_temporaries(&names, false)?;
+    let files = ec::create_temporaries(&names, &ec::shard_paths(dir, o.placement.as_ref(), n), false)?;
     let sealer = match &o.encrypt {
         Some((key, block)) => Some(StreamSealer::new(key, *block).map_err(JobError::Usage)?),
         None => None,

@@ -428,7 +428,13 @@ impl Placement {
         let mut dirs = Vec::with_capacity(n);
         let mut devices: Vec<(u64, Vec<String>)> = Vec::new();
         for (i, d) in given.iter().enumerate() {
-            let abs = std::fs::canonicalize(d).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
+            let abs = std::fs::canonicalize(d).map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => JobError::TargetIo {
+                    path: d.clone(),
+                    source: std::io::Error::new(source.kind(), "no such directory: each --shard-dir must exist (peerpath does not make a drive's directory)"),
+                },
+                _ => JobError::TargetIo { path: d.clone(), source },
+            })?;
             let meta = std::fs::metadata(&abs).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
             if !meta.is_dir() || abs.to_str().is_none() || dirs.contains(&abs) {
                 return Err(JobError::Usage(format!("--shard-dir {}: not a directory, not UTF-8, or given twice", d.display())));
@@ -534,7 +540,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let mut coded_on_device = None;
     if let Some(dev) = device.as_mut() {
         let (src, size) = open(true)?;
-        let files = create_temporaries(&names, true)?;
+        let files = create_temporaries(&names, &paths, true)?;
         let targets: Vec<&File> = files.iter().map(|(f, _)| f).collect();
         match ec_device::encode(dev.as_mut(), (&src, source), size, k, m, unit, (&targets, &paths)) {
             Ok(pass) => {
@@ -556,7 +562,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         Some(done) => done,
         None => {
             let (src, size) = open(false)?;
-            let files = create_temporaries(&names, false)?;
+            let files = create_temporaries(&names, &paths, false)?;
             // A stripe goes in slices of all its units that fit in a core's cache
             // together, so ISA-L codes data the read has just brought in (whole
             // 1 MiB units gave 75 % of erasure_code_perf's warm rate; bench/ec.sh).
@@ -838,9 +844,9 @@ impl StreamEncoder {
         let code = RsCode::new(k, m).map_err(JobError::Usage)?;
         check_unit(unit)?;
         check_new_set_dir(dir, None)?;
-        let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), false)?;
-        let stripe = vec![0u8; k * unit];
         let paths = shard_paths(dir, placement.as_ref(), k + m);
+        let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), &paths, false)?;
+        let stripe = vec![0u8; k * unit];
         Ok(StreamEncoder { code, k, unit, files, paths, dir: dir.to_path_buf(), placement, first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
     }
 
@@ -932,14 +938,17 @@ pub(crate) fn check_unit(unit: usize) -> Result<(), JobError> {
 /// on an error, those already made are discarded.
 /// The error names the target whose temporary could not be made (a read-only or full
 /// drive of its own, with `--shard-dir`), not the set.
-pub(crate) fn create_temporaries(targets: &[PathBuf], direct: bool) -> Result<Vec<(File, Temporary)>, JobError> {
+/// The shards' temporaries, in the directories of `targets` ([`shard_targets`]); an error
+/// names the shard where it would lie once in place (`paths`, [`shard_paths`]): the set's
+/// directory is not made yet, and a name beside it (`x/shard-000`) is no file of the user's.
+pub(crate) fn create_temporaries(targets: &[PathBuf], paths: &[PathBuf], direct: bool) -> Result<Vec<(File, Temporary)>, JobError> {
     let mut made = Vec::with_capacity(targets.len());
-    for t in targets {
+    for (t, path) in targets.iter().zip(paths) {
         match peerpath_io::create_temporary(t, direct) {
             Ok((opened, temp)) => made.push((opened.file, temp)),
             Err(source) => {
                 made.iter().for_each(|(_, t)| peerpath_io::discard(t));
-                return Err(JobError::TargetIo { path: t.clone(), source });
+                return Err(JobError::TargetIo { path: path.clone(), source });
             }
         }
     }
@@ -1354,7 +1363,7 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
     let targets: Vec<PathBuf> = damaged.iter().map(|&i| m.shard_path(dir, i)).collect();
     let new_shards = |direct: bool| -> Result<Vec<(usize, File, Temporary)>, JobError> {
         // A shard's directory may be gone with its drive, or read-only: the error names that shard.
-        Ok(damaged.iter().zip(create_temporaries(&targets, direct)?).map(|(&i, (f, t))| (i, f, t)).collect())
+        Ok(damaged.iter().zip(create_temporaries(&targets, &targets, direct)?).map(|(&i, (f, t))| (i, f, t)).collect())
     };
     if let Some((dev, l)) = device.as_mut() {
         // Written from the device's memory by DMA where the unit size allows it.

@@ -1489,3 +1489,29 @@ fn a_damaged_manifest_copy_is_never_spread_and_the_set_s_files_are_never_targets
     std::fs::write(&main, bytes).unwrap();
     run(&mut pp(args!["ec", "verify", &set])).fails(6, &["not UTF-8"]);
 }
+
+/// A set that cannot be made where it is asked for names the shard as it would lie in the
+/// set (`x/set/shard-000`), not a name beside the set (`x/shard-000`) no one asked for; a
+/// `--shard-dir` that does not exist says that each must exist.
+#[test]
+fn a_set_that_cannot_be_made_names_its_own_shard_and_shard_dirs_must_exist() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(100_000, 3)).unwrap();
+    let file = d.join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let want = file.join("set").join("shard-000");
+    for engine in ["cpu", "emulated"] {
+        run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", file.join("set"), "--engine", engine])).fails(11, &[&format!("cannot write {}", want.display())]);
+        run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", file.join("set"), "--engine", engine])).fails(11, &[&format!("cannot write {}", want.display())]);
+    }
+    std::fs::create_dir(d.join("s1")).unwrap();
+    std::fs::create_dir(d.join("s2")).unwrap();
+    let mut c = pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", d.join("placed")]);
+    for s in [d.join("nowhere"), d.join("s1"), d.join("s2")] {
+        c.arg("--shard-dir").arg(s);
+    }
+    run(&mut c).fails(11, &["nowhere", "each --shard-dir must exist"]);
+    assert_dir_holds(d, &["a-file", "s1", "s2", "src"]);
+}
