@@ -53,9 +53,10 @@ const MAX_REQUEST_BYTES: u32 = 1 << 20;
 const MAX_READING: usize = 64;
 /// The time a connection has to send its whole request (however it trickles it in).
 const REQUEST_TIME: Duration = Duration::from_secs(10);
-/// The time a client waits for the daemon's first answer (`Queued`, or a refusal), which the
-/// daemon gives as soon as it has read the request: a daemon that says nothing for that long
-/// is stopped (SIGSTOP) or wedged, and the client runs the job itself (said).
+/// The time a client waits for the daemon's first answers (`Descriptors`, then `Queued`, or a
+/// refusal), which the daemon gives as soon as it has read the request: a daemon that says
+/// nothing for that long is stopped (SIGSTOP) or wedged, and the client runs the job itself
+/// (said), its standard streams still its own (they are sent only when the daemon asks).
 const FIRST_ANSWER_TIME: Duration = Duration::from_secs(10);
 
 #[derive(Args)]
@@ -106,6 +107,8 @@ impl ExeId {
 /// The daemon's answers, a JSON line each.
 #[derive(Serialize, Deserialize, Debug)]
 enum Reply {
+    /// The request was read: the client sends its standard streams (the daemon's first answer).
+    Descriptors,
     /// The request was read and the job is queued, behind `ahead` jobs (running or waiting).
     Queued { ahead: usize },
     /// The job started (it may have waited for the jobs before it).
@@ -250,7 +253,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
     let sent = Instant::now();
     let mut lines = BufReader::new(&conn).lines();
-    let (mut queued, mut started, mut said_waiting) = (false, false, false);
+    let (mut answered, mut queued, mut started, mut said_waiting) = (false, false, false, false);
     loop {
         let reply = match lines.next() {
             Some(Ok(line)) => serde_json::from_str::<Reply>(&line).map_err(|e| format!("a reply that is not one ({e}): {line}")),
@@ -270,6 +273,12 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
             None => Err("the connection closed".into()),
         };
         match reply {
+            Ok(Reply::Descriptors) if !started && !answered => {
+                answered = true;
+                if let Err(e) = send_descriptors(&conn) {
+                    return not_here(format!("cannot hand the daemon this process's standard streams: {e}"));
+                }
+            }
             Ok(Reply::Queued { .. }) if !started => queued = true,
             Ok(Reply::Started { .. }) => {
                 started = true;
@@ -279,7 +288,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
             Ok(Reply::Refused { why }) if !started => return not_here(format!("the daemon refused the job: {why}")),
             Err(why) if !started => return not_here(format!("the daemon did not take the job: {why}")),
             Ok(Reply::Refused { why }) | Err(why) => why_ended(&why),
-            Ok(Reply::Queued { .. }) => why_ended("the daemon queued a job that had started"),
+            Ok(Reply::Queued { .. } | Reply::Descriptors) => why_ended("the daemon's answers are out of order"),
         }
     }
 }
@@ -302,19 +311,26 @@ fn client_request() -> std::io::Result<Request> {
     })
 }
 
-/// The request as one length-prefixed JSON message, this process's standard
-/// input, output and error riding with its first bytes.
+/// The request as one length-prefixed JSON message.
 fn send_request(conn: &UnixStream, request: &Request) -> std::io::Result<()> {
     let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
     let mut message = (body.len() as u32).to_le_bytes().to_vec();
     message.extend_from_slice(&body);
+    (&*conn).write_all(&message)
+}
+
+/// This process's standard input, output and error, with one byte, once the daemon asks
+/// for them ([`Reply::Descriptors`]).
+fn send_descriptors(conn: &UnixStream) -> std::io::Result<()> {
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     let fds = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     control.push(SendAncillaryMessage::ScmRights(&fds));
-    let sent = rustix::net::sendmsg(conn, &[std::io::IoSlice::new(&message)], &mut control, SendFlags::NOSIGNAL)?;
-    (&*conn).write_all(&message[sent..])
+    match rustix::net::sendmsg(conn, &[std::io::IoSlice::new(&[0u8])], &mut control, SendFlags::NOSIGNAL)? {
+        1 => Ok(()),
+        _ => Err(std::io::Error::other("the descriptors were not sent")),
+    }
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -608,13 +624,27 @@ fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming,
     }
     let deadline = Instant::now() + REQUEST_TIME;
     let late = || format!("no whole request within {} s", REQUEST_TIME.as_secs());
-    conn.set_read_timeout(Some(REQUEST_TIME)).map_err(|e| e.to_string())?;
-    let mut first = vec![0u8; 64 << 10];
+    let mut data = vec![0u8; 4];
+    read_by(&conn, &mut data, deadline).map_err(|e| e.unwrap_or_else(late))?;
+    let len = u32::from_le_bytes(data[..4].try_into().expect("4 bytes"));
+    if len > MAX_REQUEST_BYTES {
+        return Err(format!("a request of {len} bytes (at most {MAX_REQUEST_BYTES})"));
+    }
+    data.resize(4 + len as usize, 0);
+    read_by(&conn, &mut data[4..], deadline).map_err(|e| e.unwrap_or_else(late))?;
+    let request: Request = serde_json::from_slice(&data[4..]).map_err(|e| format!("not a request: {e}"))?;
+    // The descriptors are asked for once the request is read: a client whose daemon never
+    // reads it (stopped) gives it up holding its own standard streams, which would otherwise
+    // wait in the daemon's socket (a pipe's reader downstream waiting for its end).
+    reply(&conn, &Reply::Descriptors).map_err(|e| format!("the client went away: {e}"))?;
+    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    conn.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+    let mut byte = [0u8; 1];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let got = match rustix::net::recvmsg(&conn, &mut [std::io::IoSliceMut::new(&mut first)], &mut control, RecvFlags::CMSG_CLOEXEC) {
+    let got = match rustix::net::recvmsg(&conn, &mut [std::io::IoSliceMut::new(&mut byte)], &mut control, RecvFlags::CMSG_CLOEXEC) {
         Ok(got) => got,
-        Err(rustix::io::Errno::AGAIN) => return Err(late()),
+        Err(rustix::io::Errno::AGAIN) => return Err(format!("no standard streams within {} s of the request", REQUEST_TIME.as_secs())),
         Err(e) => return Err(format!("recvmsg: {e}")),
     };
     let mut fds: Vec<OwnedFd> = Vec::new();
@@ -623,23 +653,9 @@ fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming,
             fds.extend(r);
         }
     }
-    let mut data = first[..got.bytes].to_vec();
-    if data.len() < 4 {
-        let have = data.len();
-        data.resize(4, 0);
-        read_by(&conn, &mut data[have..], deadline).map_err(|e| e.unwrap_or_else(late))?;
+    if got.bytes != 1 {
+        return Err("the client closed before sending its standard streams".into());
     }
-    let len = u32::from_le_bytes(data[..4].try_into().expect("4 bytes"));
-    if len > MAX_REQUEST_BYTES {
-        return Err(format!("a request of {len} bytes (at most {MAX_REQUEST_BYTES})"));
-    }
-    let total = 4 + len as usize;
-    if data.len() < total {
-        let have = data.len();
-        data.resize(total, 0);
-        read_by(&conn, &mut data[have..], deadline).map_err(|e| e.unwrap_or_else(late))?;
-    }
-    let request: Request = serde_json::from_slice(&data[4..total]).map_err(|e| format!("not a request: {e}"))?;
     let stdio: [OwnedFd; 3] = fds.try_into().map_err(|f: Vec<OwnedFd>| format!("{} descriptors with the request (standard input, output and error: 3)", f.len()))?;
     conn.set_read_timeout(None).map_err(|e| e.to_string())?;
     Ok(Incoming { conn, request, stdio })
