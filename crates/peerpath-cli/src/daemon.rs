@@ -53,6 +53,8 @@ const MAX_REQUEST_BYTES: u32 = 1 << 20;
 const MAX_READING: usize = 64;
 /// The time a connection has to send its whole request (however it trickles it in).
 const REQUEST_TIME: Duration = Duration::from_secs(10);
+/// The byte a client sends when its job may start ([`Reply::Started`]).
+const GO: u8 = b'g';
 /// The time a client waits for the daemon's first answers (`Descriptors`, then `Queued`, or a
 /// refusal), which the daemon gives as soon as it has read the request: a daemon that says
 /// nothing for that long is stopped (SIGSTOP) or wedged, and the client runs the job itself
@@ -111,7 +113,7 @@ enum Reply {
     Descriptors,
     /// The request was read and the job is queued, behind `ahead` jobs (running or waiting).
     Queued { ahead: usize },
-    /// The job started (it may have waited for the jobs before it).
+    /// The job starts once the client says go ([`GO`]; it may have waited for the jobs before it).
     Started { job: u64 },
     /// The daemon will not run it, and why: the client runs it itself, or fails with `--no-fallback`.
     Refused { why: String },
@@ -234,6 +236,8 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         Ok(c) => c,
         Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
     };
+    // A stopped daemon whose socket buffer is full would hold the request's send for ever.
+    let _ = conn.set_write_timeout(Some(FIRST_ANSWER_TIME));
     if let Err(e) = send_request(&conn, &request) {
         // A daemon that refuses a connection at once (too many at a time) may close it
         // before the request is all sent: its reason is still there to read.
@@ -254,6 +258,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
     let sent = Instant::now();
     let mut lines = BufReader::new(&conn).lines();
     let (mut answered, mut queued, mut started, mut said_waiting) = (false, false, false, false);
+    let mut ahead = 0;
     loop {
         let reply = match lines.next() {
             Some(Ok(line)) => serde_json::from_str::<Reply>(&line).map_err(|e| format!("a reply that is not one ({e}): {line}")),
@@ -263,7 +268,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
                     drop(conn);
                     return not_here(format!("the daemon took the connection but did not answer within {} s (stopped, or wedged)", FIRST_ANSWER_TIME.as_secs()));
                 }
-                if queued && !said_waiting && std::io::stderr().is_terminal() {
+                if ahead > 0 && !said_waiting && std::io::stderr().is_terminal() {
                     eprintln!("peerpath: waiting for the daemon at {}: it runs one job at a time", socket.display());
                     said_waiting = true;
                 }
@@ -279,8 +284,12 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
                     return not_here(format!("cannot hand the daemon this process's standard streams: {e}"));
                 }
             }
-            Ok(Reply::Queued { .. }) if !started => queued = true,
-            Ok(Reply::Started { .. }) => {
+            Ok(Reply::Queued { ahead: n }) if !started => (queued, ahead) = (true, n),
+            Ok(Reply::Started { .. }) if !started => {
+                // The go: from here the job is the daemon's (it runs only with it).
+                if let Err(e) = (&conn).write_all(&[GO]) {
+                    return not_here(format!("the daemon did not take the job: {e}"));
+                }
                 started = true;
                 let _ = conn.set_read_timeout(None);
             }
@@ -288,7 +297,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
             Ok(Reply::Refused { why }) if !started => return not_here(format!("the daemon refused the job: {why}")),
             Err(why) if !started => return not_here(format!("the daemon did not take the job: {why}")),
             Ok(Reply::Refused { why }) | Err(why) => why_ended(&why),
-            Ok(Reply::Queued { .. } | Reply::Descriptors) => why_ended("the daemon's answers are out of order"),
+            Ok(Reply::Queued { .. } | Reply::Descriptors | Reply::Started { .. }) => why_ended("the daemon's answers are out of order"),
         }
     }
 }
@@ -489,20 +498,28 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     let env = job_environment();
     let mut jobs = 0u64;
     loop {
-        let incoming = queue.next();
         jobs += 1;
-        let shown = shown_argv(&incoming.request.argv);
-        queue.lock().running = Some((jobs, shown, Instant::now()));
+        let incoming = queue.next(jobs);
         run_one(incoming, jobs, exe, &env, &held, &log);
         queue.lock().running = None;
     }
+}
+
+/// The job that runs: its number, command line, start, and whether it may wait on another
+/// process for ever (its standard input or output a pipe, socket or terminal).
+#[derive(Clone)]
+struct Running {
+    job: u64,
+    shown: String,
+    since: Instant,
+    may_stall: bool,
 }
 
 /// The jobs taken and not yet finished: the one running (its number, command line and start),
 /// and those waiting their turn (each with when it was queued).
 #[derive(Default)]
 struct Jobs {
-    running: Option<(u64, String, Instant)>,
+    running: Option<Running>,
     waiting: std::collections::VecDeque<(Incoming, Instant)>,
 }
 
@@ -517,26 +534,32 @@ impl Queue {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The next job to run, waiting for one.
-    fn next(&self) -> Incoming {
+    /// The next job to run, waiting for one; it is the running job `job` from the moment it
+    /// leaves the queue (under the same lock: a piped job arriving then is not queued behind it
+    /// unseen).
+    fn next(&self, job: u64) -> Incoming {
         let mut q = self.lock();
         loop {
             if let Some((incoming, _)) = q.waiting.pop_front() {
+                let may_stall = piped(&incoming.stdio) || incoming.stdio[..2].iter().any(|fd| rustix::termios::isatty(fd));
+                q.running = Some(Running { job, shown: shown_argv(&incoming.request.argv), since: Instant::now(), may_stall });
                 return incoming;
             }
             q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
         }
     }
 
-    /// Refuses, each second, the jobs that have waited `max_wait` or longer: the one ahead may
-    /// be stalled on a pipe no one reads (`decompress -o - | less`, left open), and every later
+    /// Refuses, each second, the jobs that have waited `max_wait` or longer behind one whose
+    /// standard input or output is a pipe, socket or terminal: it may be stalled on a pipe no one reads (`decompress -o - | less`, left open), and every later
     /// client would wait with it, saying nothing. Taken out of the queue under its lock, a
     /// refused job can no longer be started: its client runs it itself.
     fn refuse_long_waits(&self, max_wait: Duration, log: Option<std::fs::File>) {
         loop {
             std::thread::sleep(Duration::from_secs(1));
             let mut q = self.lock();
-            let Some((job, shown, since)) = q.running.clone() else { continue };
+            // Only a job that may wait on another process for ever holds the queue for ever; one
+            // reading and writing files ends, however long it takes.
+            let Some(Running { job, shown, since, may_stall: true }) = q.running.clone() else { continue };
             let (late, keep): (Vec<_>, Vec<_>) = q.waiting.drain(..).partition(|(_, queued)| queued.elapsed() >= max_wait);
             q.waiting.extend(keep);
             drop(q);
@@ -700,6 +723,17 @@ fn client_gone(conn: &UnixStream, stop: Option<&UnixStream>, wait: Duration) -> 
     }
 }
 
+/// Tells the client its job `job` starts and waits (at most [`FIRST_ANSWER_TIME`]) for its go,
+/// the byte [`GO`].
+fn client_says_go(conn: &UnixStream, job: u64) -> bool {
+    if reply(conn, &Reply::Started { job }).is_err() || conn.set_read_timeout(Some(FIRST_ANSWER_TIME)).is_err() {
+        return false;
+    }
+    let mut b = [0u8; 1];
+    let go = matches!((&*conn).read(&mut b), Ok(1) if b[0] == GO);
+    go && conn.set_read_timeout(None).is_ok()
+}
+
 /// Runs one client's job in this process, its standard streams and
 /// directory in place of the daemon's while it runs.
 fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File) {
@@ -740,7 +774,22 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         }
     };
     let umask = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(request.umask));
-    let _ = reply(&conn, &Reply::Started { job });
+    // The job runs only once its client, told it starts, says go: a client that gave the daemon
+    // up (no answer for FIRST_ANSWER_TIME) and runs the job itself never says it, so a job is
+    // never run both here and there.
+    if !client_says_go(&conn, job) {
+        rustix::process::umask(umask);
+        let restored = saved.restore();
+        if let Some(d) = &daemon_cwd {
+            let _ = std::env::set_current_dir(d);
+        }
+        let _ = writeln!(&*log, "peerpath daemon: job {job} not run: its client did not confirm it (it went away, or gave the daemon up): {shown}");
+        if let Err(e) = restored {
+            let _ = writeln!(&*log, "peerpath daemon: cannot restore its standard streams: {e}; stopping");
+            std::process::exit(1);
+        }
+        return;
+    }
     let _ = writeln!(&*log, "peerpath daemon: job {job}: started: {shown}");
     *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("peerpath daemon (pid {}), job {job} since it started; {held}", std::process::id()));
     peerpath_runtime::cancel::clear();

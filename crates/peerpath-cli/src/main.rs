@@ -1429,7 +1429,8 @@ pub(crate) fn unwritable_stdout_code(why: &str) -> u8 {
     if why.starts_with("Broken pipe") {
         return 141;
     }
-    let why = STDOUT_UNUSABLE.get().copied().unwrap_or(why);
+    // The job server's own standard output is not its jobs' (they write their clients').
+    let why = STDOUT_UNUSABLE.get().copied().filter(|_| !JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(why);
     eprintln!("peerpath: error: cannot write standard output: {why}");
     11
 }
@@ -1472,11 +1473,9 @@ fn refuse_writes_to_unusable_stdout() {
     // Standard input closed: reads fail the same way (EINVAL), said as such.
     if closed_at_start & 1 != 0 {
         if let Ok(refuses) = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC) {
-            let mut stdin = std_fd_to_replace(0);
-            if rustix::io::dup2(&refuses, &mut stdin).is_ok() {
+            if rustix::stdio::dup2_stdin(&refuses).is_ok() {
                 let _ = STDIN_CLOSED.set("it was closed when peerpath started (<&-)");
             }
-            std::mem::forget(stdin);
         }
     }
     let closed = closed_at_start & 2 != 0;
@@ -1492,25 +1491,24 @@ fn refuse_writes_to_unusable_stdout() {
         Ok(fd) => fd,
         Err(_) => return,
     };
-    let mut stdout = std_fd_to_replace(1);
-    if rustix::io::dup2(&refuses, &mut stdout).is_ok() {
+    if rustix::stdio::dup2_stdout(&refuses).is_ok() {
         let _ = STDOUT_UNUSABLE.set(why);
     }
-    std::mem::forget(stdout);
 }
 
-/// Standard descriptor `fd` (0 or 1) as an owned descriptor, to be replaced by `dup2` and then
-/// forgotten (never closed).
-fn std_fd_to_replace(fd: i32) -> std::os::fd::OwnedFd {
-    use std::os::fd::FromRawFd;
-    // SAFETY: descriptors 0-2 are open (the runtime opened /dev/null there if they were not); the
-    // caller forgets the value, so it is never closed through it.
-    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+/// Why a standard stream this process was given cannot be used, where one cannot: a job with
+/// such streams runs here (where it fails saying so), not in a job server, which would get an
+/// epoll instance for a stream.
+pub(crate) fn unusable_standard_stream() -> Option<&'static str> {
+    STDOUT_UNUSABLE.get().or(STDIN_CLOSED.get()).copied()
 }
 
 /// A job's error in words: a write to standard output that it refuses says why (see
 /// [`refuse_writes_to_unusable_stdout`]) rather than the kernel's EINVAL.
 pub(crate) fn job_error_text(e: &JobError) -> String {
+    if JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+        return e.to_string(); // the job server's own streams are not its jobs'
+    }
     match (e, STDOUT_UNUSABLE.get(), STDIN_CLOSED.get()) {
         (JobError::TargetIo { path, .. }, Some(why), _) if peerpath_runtime::job::is_std_stream(path) => format!("cannot write standard output: {why}"),
         (JobError::SourceIo { path, .. } | JobError::SourceUnreadable { path, .. }, _, Some(why)) if peerpath_runtime::job::is_std_stream(path) => {
@@ -1557,7 +1555,11 @@ fn main() -> ExitCode {
         };
         let socket = Path::new(&socket);
         let code = match daemon::runs_in_daemon(&cli.command) {
-            Some(Ok(())) => daemon::forward(socket, no_fallback),
+            Some(Ok(())) => match unusable_standard_stream() {
+                // The job runs here, where a write to that stream fails saying why.
+                Some(why) => daemon::not_here(socket, &format!("a standard stream of this process cannot be used ({why})"), no_fallback),
+                None => daemon::forward(socket, no_fallback),
+            },
             Some(Err(why)) => daemon::not_here(socket, why, no_fallback),
             None => None,
         };

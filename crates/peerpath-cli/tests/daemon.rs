@@ -606,3 +606,20 @@ fn daemons_started_at_once_on_one_socket_leave_one() {
     let _ = daemons[0].kill();
     let _ = daemons[0].wait();
 }
+
+/// A client started with its standard output closed (`>&-`) holds an epoll instance there (so
+/// that writes fail rather than vanish): handed to the daemon, the job waited for ever on it.
+/// Such a job runs in its client, said, and fails there saying why.
+#[test]
+fn a_client_with_a_closed_standard_stream_runs_its_job_itself() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    run(&mut d.client(dir.path(), args!["compress", "in.fa", "-o", "in.gz", "-q"])).ok();
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg("exec \"$0\" \"$@\" >&-").arg(bin()).args(["decompress", "in.gz", "-o", "-", "-q"]).current_dir(dir.path()).env("PEERPATH_DAEMON", &d.socket);
+    let o = run_full(&mut sh, None, HANG_DEADLINE);
+    assert_eq!(o.code(), Some(11), "{}", o.describe());
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("cannot write standard output: it was closed"), "{}", o.describe());
+    assert!(!d.log().contains("job 2"), "{}", d.log());
+}

@@ -137,8 +137,11 @@ impl Stop {
         // SAFETY: fstat(2) into that stat, which lives across the call.
         let kind = if unsafe { libc::fstat(fd, &mut st) } == 0 { st.st_mode & libc::S_IFMT } else { 0 };
         if !matches!(kind, libc::S_IFIFO | libc::S_IFSOCK) {
-            // A file never waits on another process; a terminal is waited for until it has something.
-            let ready = if kind == libc::S_IFREG { Ok(()) } else { self.wait_ready(fd, write) };
+            // A file never waits on another process; a terminal (a character device) is waited
+            // for until it has something. Anything else (an anonymous inode: an epoll instance in
+            // place of a closed standard stream, which never becomes ready) goes straight to the
+            // system call, which says what it says.
+            let ready = if kind == libc::S_IFCHR { self.wait_ready(fd, write) } else { Ok(()) };
             // SAFETY: the caller's memory, as above.
             return ready.and_then(|()| unsafe { plain(fd, write, ptr, len) });
         }
