@@ -454,6 +454,17 @@ pub fn settled(paths: &[PathBuf]) {
     registry().retain(|p| !done.contains(p));
 }
 
+/// Removes outputs [`publish_provisional`] put in place, and takes them off the signal list, in
+/// one step under its lock (their set failed).
+pub fn take_back(paths: &[PathBuf]) {
+    let mut named = registry();
+    paths.iter().for_each(|p| {
+        let _ = std::fs::remove_file(p);
+    });
+    let gone: std::collections::HashSet<&PathBuf> = paths.iter().collect();
+    named.retain(|p| !gone.contains(p));
+}
+
 /// Removes a temporary file that will not be published (an unnamed one
 /// disappears with its descriptor).
 pub fn discard(temp: &Temporary) {

@@ -318,10 +318,7 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Res
             Ok(false) => {}
             Err(e) => {
                 rest.for_each(TargetWriter::abandon);
-                placed.iter().for_each(|p| {
-                    let _ = std::fs::remove_file(p);
-                });
-                peerpath_io::settled(&placed);
+                peerpath_io::take_back(&placed);
                 return Err(e);
             }
         }

@@ -411,12 +411,15 @@ impl TargetWriter {
     /// temporary file is removed.
     pub fn put_in_place(self) -> Result<bool> {
         let Some(placing) = &self.placing else { return Ok(false) };
-        let published = match placing.replace {
-            true => peerpath_io::publish(&self.target.file, &placing.temporary, &self.final_path, true),
-            false => peerpath_io::publish_provisional(&self.target.file, &placing.temporary, &self.final_path),
+        // A new name, also with --force: on the signal list (and taken back on a later failure).
+        let published = match peerpath_io::publish_provisional(&self.target.file, &placing.temporary, &self.final_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && placing.replace => {
+                peerpath_io::publish(&self.target.file, &placing.temporary, &self.final_path, true).map(|()| false)
+            }
+            r => r.map(|()| true),
         };
         match published {
-            Ok(()) => Ok(!placing.replace),
+            Ok(new_name) => Ok(new_name),
             Err(e) => {
                 peerpath_io::discard(&placing.temporary);
                 if e.kind() == std::io::ErrorKind::AlreadyExists {
