@@ -1389,12 +1389,17 @@ fn shell_quoted(name: &[u8]) -> String {
     out
 }
 
-/// Whether a store (a writer) holds the store's lock now.
-fn writer_holds_lock(dir: &Path) -> bool {
-    let Ok(f) = File::open(dir.join("lock")) else { return false };
-    // SAFETY: flock on a descriptor we own, released when `f` closes at the end of this function.
+/// A shared hold on the store's writer lock, taken without waiting: `Ok(Some(f))` held (no store
+/// can start while `f` is open), `Ok(None)` no lock file (never written), `Err(())` a store runs.
+fn hold_off_writers(dir: &Path) -> Result<Option<File>, ()> {
+    let Ok(f) = File::open(dir.join("lock")) else { return Ok(None) };
+    // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
     let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    match r {
+        0 => Ok(Some(f)),
+        _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) => Err(()),
+        _ => Ok(None),
+    }
 }
 
 /// The chunks no stored file refers to, and their own bytes.
@@ -1422,17 +1427,22 @@ fn unreferenced_chunks(s: &Store) -> Result<(u64, u64), JobError> {
 }
 
 fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
+    // Held while the index is read and the packs are measured: a store cannot start and commit
+    // or append meanwhile (its bytes would look like a killed store's); one that runs already is
+    // said to, and its figures are its last commit's, read in one transaction (one snapshot).
+    let held = hold_off_writers(dir);
+    let store_running = held.is_err();
     let s = Store::open(dir, false, None)?;
+    s.db.execute_batch("BEGIN").map_err(db_error(dir))?;
     let one = |sql: &str| s.db.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(db_error(dir));
     let (files, logical, refs) = (one("SELECT count(*) FROM files")?, one("SELECT coalesce(sum(size), 0) FROM files")?, one("SELECT coalesce(sum(length(chunks)) / 32, 0) FROM files")?);
     let (unique, stored) = (one("SELECT count(*) FROM chunks")?, one("SELECT coalesce(sum(len), 0) FROM chunks")?);
     let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
     let unique_bytes = one(&format!("SELECT coalesce(sum({size_column}), 0) FROM chunks"))?;
-    // Taken before the packs are measured: a store that starts after this cannot make the
-    // bytes it appends look like a killed store's.
-    let store_running = writer_holds_lock(dir);
     let on_disk: u64 = std::fs::read_dir(dir.join("packs")).map_err(target_io(dir))?.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
     let (unreferenced, unreferenced_bytes) = unreferenced_chunks(&s)?;
+    s.db.execute_batch("COMMIT").map_err(db_error(dir))?;
+    drop(held);
     let ratio = |a: i64, b: i64| a as f64 / b.max(1) as f64;
     let report = StatsReport {
         store: dir.display().to_string(),

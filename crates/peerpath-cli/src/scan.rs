@@ -71,7 +71,7 @@ pub struct ScanArgs {
     threads: Option<u16>,
     /// The longest record (or line) waited for, K/M/G suffixes: one longer stops the scan (exit
     /// 12, saying where it starts) [default: half of this machine's memory, at most 16G].
-    #[arg(long, value_name = "SIZE", value_parser = crate::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = positive_size)]
     max_record: Option<usize>,
     /// No summary on standard error.
     #[arg(short, long)]
@@ -116,6 +116,11 @@ enum ScanEngine {
 
 /// The `-o` target's temporary file, how it exists, and its final name.
 type OutputFile = (File, peerpath_io::Temporary, PathBuf);
+
+/// A size of at least one byte (a record of none would stop every scan at its first byte).
+fn positive_size(s: &str) -> Result<usize, String> {
+    crate::parse_size(s).and_then(|n| if n == 0 { Err("at least 1 byte".into()) } else { Ok(n) })
+}
 
 pub fn main(a: ScanArgs) -> ExitCode {
     crate::exit_code(run(a))
