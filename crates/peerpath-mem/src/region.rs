@@ -253,8 +253,11 @@ impl MappedRegion {
                 size_bytes,
             });
         }
-        let open = |write: bool| match OpenOptions::new().read(true).write(write).open(&allocate) {
-            Ok(f) => Ok(f),
+        // O_NONBLOCK: a FIFO in a tree's place of `allocate` must not hold the open for ever; what
+        // is not a regular file (sysfs's attributes are) is refused, as a malformed tree.
+        let open = |write: bool| match OpenOptions::new().read(true).write(write).custom_flags(libc::O_NONBLOCK).open(&allocate) {
+            Ok(f) if f.metadata().is_ok_and(|m| m.is_file()) => Ok(f),
+            Ok(_) => Err(io_error("open", &allocate, io::Error::new(io::ErrorKind::InvalidInput, "not a regular file (the kernel's allocate is one)"))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Err(RegionError::NoAllocate { path: allocate.clone() }),
             Err(e) if e.raw_os_error() == Some(libc::ENODEV) => Err(RegionError::P2pProviderGone { path: allocate.clone() }),
             Err(e) => Err(io_error("open", &allocate, e)),
@@ -822,6 +825,27 @@ ShmemPmdMapped:     2048 kB
             File::create(p2p.join("allocate")).unwrap().set_len(n).unwrap();
         }
         (tmp, dev)
+    }
+
+    /// An `allocate` that is not a regular file: a FIFO held the open for ever (probe hung); a
+    /// directory or a character device passed as mapped memory. Each is refused, naming it.
+    #[test]
+    fn an_allocate_that_is_not_a_regular_file_is_refused_at_once() {
+        for kind in ["fifo", "dir", "chardev"] {
+            let (_t, dev) = fake_provider("1048576", "1048576", "1", None);
+            let allocate = dev.join("p2pmem/allocate");
+            match kind {
+                "fifo" => {
+                    let c = std::ffi::CString::new(allocate.as_os_str().as_encoded_bytes()).unwrap();
+                    // SAFETY: mkfifo(3) with a NUL-terminated path that lives across the call.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                }
+                "dir" => std::fs::create_dir(&allocate).unwrap(),
+                _ => std::os::unix::fs::symlink("/dev/zero", &allocate).unwrap(),
+            }
+            let e = MappedRegion::map_p2pmem(&dev, 4096).unwrap_err().to_string();
+            assert!(e.contains("not a regular file") && e.contains("allocate"), "{kind}: {e}");
+        }
     }
 
     fn shm_path(tag: &str) -> PathBuf {

@@ -156,9 +156,14 @@ fn parse_hex_prefixed(path: &Path, text: &str, max: u64, expected: &'static str)
     Ok(v)
 }
 
-fn read_hex(path: &Path, max: u64, expected: &'static str) -> Result<u64> {
+/// A hex id as the kernel writes it, `0x` and exactly `digits` digits (`0x%04x`, `0x%06x`): a
+/// shorter one (`0x01` for a class) is a damaged file, not a device of another kind.
+fn read_hex(path: &Path, digits: usize, expected: &'static str) -> Result<u64> {
     let t = read_text(path)?;
-    parse_hex_prefixed(path, &t, max, expected)
+    if t.trim().len() != 2 + digits {
+        return Err(TopoError::parse(path, expected, t.as_bytes()));
+    }
+    parse_hex_prefixed(path, &t, u64::MAX >> (64 - 4 * digits), expected)
 }
 
 fn parse_dec<T: std::str::FromStr>(path: &Path, text: &str, expected: &'static str) -> Result<T> {
@@ -321,10 +326,13 @@ fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRe
         limit: MAX_TREE_DEPTH,
     })?;
 
-    let vendor = read_hex(&real.join("vendor"), 0xffff, "a vendor id like 0x8086")? as u16;
-    let device = read_hex(&real.join("device"), 0xffff, "a device id like 0x1234")? as u16;
-    let class = read_hex(&real.join("class"), 0xff_ffff, "a class code like 0x010802")? as u32;
+    let vendor = read_hex(&real.join("vendor"), 4, "a vendor id like 0x8086")? as u16;
+    let device = read_hex(&real.join("device"), 4, "a device id like 0x1234")? as u16;
+    let class = read_hex(&real.join("class"), 6, "a class code like 0x010802")? as u32;
     let numa_node = read_opt_dec::<i32>(&real.join("numa_node"), "a NUMA node number or -1")?;
+    if numa_node.is_some_and(|n| n < -1) {
+        return Err(TopoError::parse(real.join("numa_node"), "a NUMA node number or -1", numa_node.unwrap_or_default().to_string().as_bytes()));
+    }
     let local_cpulist = match read_opt_text(&real.join("local_cpulist"))? {
         None => None,
         Some(t) => {
@@ -372,6 +380,11 @@ fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRe
         Some(t) => parse_resource(&real.join("resource"), &t)?,
     };
     let p2p_dir = real.join("p2pmem");
+    // The kernel's p2pmem is an attribute group (a directory); a file there is a damaged tree,
+    // not a device that provides no P2P memory.
+    if std::fs::symlink_metadata(&p2p_dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(TopoError::parse(&p2p_dir, "a directory (the kernel's p2pmem attribute group)", b"not a directory"));
+    }
     let p2pmem = if p2p_dir.is_dir() {
         let size_bytes = parse_dec::<u64>(&p2p_dir.join("size"), &read_text(&p2p_dir.join("size"))?, "a byte count")?;
         let available_bytes = parse_dec::<u64>(
@@ -746,6 +759,11 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
         d.label = r.label.clone().filter(|l| labels.get(l.as_str()) == Some(&1));
         d.driver = r.driver.clone();
         d.numa_node = r.numa_node.and_then(|n| u32::try_from(n).ok());
+        // A node the machine does not have (where its nodes are known) is a damaged file: taken
+        // as is, it would pass two devices on different sockets as one socket's.
+        if let Some(n) = d.numa_node.filter(|n| !records.numa_nodes.is_empty() && !records.numa_nodes.iter().any(|node| node.id == *n)) {
+            return Err(TopoError::parse(r.real_path.join("numa_node"), "a NUMA node of this machine (node/nodeN) or -1", n.to_string().as_bytes()));
+        }
         d.local_cpus = r.local_cpulist.clone();
         d.physfn = r.physfn;
         d.bars = r.bars.clone();

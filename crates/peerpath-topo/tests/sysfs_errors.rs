@@ -223,3 +223,26 @@ fn a_label_firmware_gives_twice_names_neither_device() {
     let other = t.devices.iter().filter(|d| d.label.is_some()).count();
     assert_eq!(other, with_label.len() - 2, "the other labels stay");
 }
+
+/// Values that parse but are not what the kernel writes were taken as another device or
+/// another socket: a class or vendor id without its zero padding (`0x01` for `0x010802`: the
+/// device shown as "other", a GPU gone), a NUMA node the machine does not have (a cross-socket
+/// pair passed as one socket's), below -1, and a `p2pmem` that is a file (a provider dropped).
+/// Each is a malformed file, named.
+#[test]
+fn values_the_kernel_never_writes_are_malformed_not_another_device() {
+    for (file, text) in [("class", "0x01\n"), ("vendor", "0x1\n"), ("device", "0x12345\n"), ("numa_node", "7\n"), ("numa_node", "-2\n")] {
+        let (_d, root) = tree();
+        let f = dev(&root, "0000:04:00.0").join(file);
+        fs::write(&f, text).unwrap();
+        let e = Topology::from_sysfs(&root).unwrap_err();
+        assert!(matches!(e, TopoError::Parse { .. }), "{file} {text:?}: {e}");
+        err_names(&e, &f.display().to_string());
+    }
+    let (_d, root) = tree();
+    let p2p = dev(&root, "0000:03:00.0").join("p2pmem");
+    fs::remove_dir_all(&p2p).unwrap();
+    fs::write(&p2p, "x\n").unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    err_names(&e, &p2p.display().to_string());
+}
