@@ -271,7 +271,9 @@ fn walk(o: &Options, f: &OsStr, files: &mut Vec<OsString>, failed: &mut bool) {
         // As gzip in a tree: a name of the wrong kind is skipped silently (compressed already,
         // or, for -d without -c, not compressed); -c and -f take every file. Links, FIFOs and
         // devices go on, to be refused or skipped with gzip's words.
-        let regular = meta.is_ok_and(|m| m.is_file());
+        // -t, -l, -c and -f follow a link to its file, as gzip's (which opens without
+        // O_NOFOLLOW then): a link to a file of the wrong kind is skipped as that file is.
+        let regular = if o.test || o.list || o.stdout || o.force { std::fs::metadata(&path).is_ok_and(|m| m.is_file()) } else { meta.is_ok_and(|m| m.is_file()) };
         let wrong_kind = match (o.decompress || o.test || o.list, o.stdout || o.force) {
             (true, false) => plain_name(o, &path).is_none(),
             (false, false) => has_gzip_suffix(o, &path).is_some(),
@@ -410,7 +412,6 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
 /// The suffix gzip would call `f`'s "already has" one when compressing: -S or one of gzip's
 /// own (`known_suffixes`: not peerpath's .bgz and .gzip, which gzip compresses), in any case.
 fn has_gzip_suffix(o: &Options, f: &OsStr) -> Option<String> {
-    const GZIP_KNOWN: usize = 7;
     let b = f.as_bytes();
     std::iter::once(o.suffix.as_bytes())
         .chain(SUFFIXES[..GZIP_KNOWN].iter().map(|(s, _)| *s))
@@ -420,13 +421,19 @@ fn has_gzip_suffix(o: &Options, f: &OsStr) -> Option<String> {
 
 /// gzip's suffixes of compressed names, and what each becomes (gzip.c's `known_suffixes`, with
 /// peerpath's `.bgz`; `.Z` matches `.z`, and an LZW file of compress(1) is refused as not gzip).
+/// How many of [`SUFFIXES`] are gzip's own (the rest are peerpath's).
+const GZIP_KNOWN: usize = 7;
 const SUFFIXES: [(&[u8], &[u8]); 9] = [(b".gz", b""), (b".z", b""), (b"-gz", b""), (b"-z", b""), (b"_z", b""), (b".tgz", b".tar"), (b".taz", b".tar"), (b".bgz", b""), (b".gzip", b"")];
 
 /// The name of `f` decompressed: without the suffix (`-S`, .gz, .tgz, ...), which is matched
-/// regardless of case, as gzip does.
+/// regardless of case, as gzip does. As gzip's `get_suffix`, a `-S` that is the tail of one of
+/// gzip's own (`-S gz`, `-S z`) is tried after them: `-d -S gz x.gz` makes `x`, not `x.`.
 fn plain_name(o: &Options, f: &OsStr) -> Option<PathBuf> {
     let b = f.as_bytes();
-    std::iter::once((o.suffix.as_bytes(), &b""[..])).chain(SUFFIXES).find_map(|(s, r)| {
+    let user = o.suffix.as_bytes();
+    let tail_of_builtin = SUFFIXES[..GZIP_KNOWN].iter().any(|(s, _)| user.len() < s.len() && s.ends_with(user));
+    let (first, last) = if tail_of_builtin { (None, Some((user, &b""[..]))) } else { (Some((user, &b""[..])), None) };
+    first.into_iter().chain(SUFFIXES).chain(last).find_map(|(s, r)| {
         let stem = b.len().checked_sub(s.len()).filter(|&n| n > 0 && b[n..].eq_ignore_ascii_case(s)).map(|n| &b[..n])?;
         (!stem.ends_with(b"/")).then(|| bytes_path([stem, r].concat()))
     })
@@ -611,6 +618,11 @@ mod tests {
         // gzip's other suffixes, in any case.
         for (from, to) in [("a.GZ", "a"), ("a-gz", "a"), ("a-z", "a"), ("a_z", "a"), ("a.Z", "a"), ("b.taz", "b.tar"), ("b.TGZ", "b.tar"), ("c.bgz", "c")] {
             assert_eq!(plain_name(&o, OsStr::new(from)), Some(PathBuf::from(to)), "{from}");
+        }
+        // A -S that is the tail of one of gzip's own is tried after them (gzip's get_suffix).
+        for (suffix, from, to) in [("gz", "p.gz", "p"), ("z", "p.gz", "p"), ("z", "p.z", "p"), ("z", "pz", "p"), ("gz", "pgz", "p")] {
+            let o = p(&["-S", suffix]).unwrap();
+            assert_eq!(plain_name(&o, OsStr::new(from)), Some(PathBuf::from(to)), "-S {suffix} {from}");
         }
     }
 }

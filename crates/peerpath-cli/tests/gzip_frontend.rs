@@ -272,6 +272,25 @@ fn gzip_s_statuses_options_and_kinds_of_names_hold() {
     std::fs::rename(d.join("dir/inner"), d.join("inner.orig")).unwrap();
     assert_eq!(gz(&["-dr", "dir"]).code(), Some(0));
     assert_eq!(std::fs::read(d.join("dir/inner")).unwrap(), b"inner\n");
+    // -rt and -rl follow a link in the tree to its file, as gzip: one to a plain file is skipped
+    // as that file is (it failed as "not a gzip file", exit 1), one to a .gz is read.
+    std::os::unix::fs::symlink("inner", d.join("dir/to-plain")).unwrap();
+    std::os::unix::fs::symlink("inner.gz", d.join("dir/to-gz.gz")).unwrap();
+    assert_eq!(gz(&["-c", "dir/inner"]).code(), Some(0));
+    std::fs::write(d.join("dir/inner.gz"), gz(&["-c", "dir/inner"]).stdout).unwrap();
+    for flag in ["-rt", "-rl"] {
+        let o = gz(&[flag, "dir"]);
+        assert_eq!(o.code(), Some(0), "{flag}: {}", o.stderr);
+    }
+    assert!(String::from_utf8_lossy(&gz(&["-rl", "dir"]).stdout).contains("dir/to-gz"));
+    std::fs::remove_file(d.join("dir/to-plain")).unwrap();
+    std::fs::remove_file(d.join("dir/to-gz.gz")).unwrap();
+    std::fs::remove_file(d.join("dir/inner.gz")).unwrap();
+    // -d -S with the tail of one of gzip's suffixes: the builtin is tried first (x.gz -> x, not x.).
+    std::fs::write(d.join("s.gz"), gz(&["-c", "dir/inner"]).stdout).unwrap();
+    assert_eq!(gz(&["-d", "-S", "gz", "s.gz"]).code(), Some(0));
+    assert!(d.join("s").exists() && !d.join("s.").exists());
+    std::fs::remove_file(d.join("s")).unwrap();
     assert!(String::from_utf8_lossy(&gz(&["-V"]).stdout).starts_with("peerpath gzip "));
     assert!(gz(&["--rsyncable", "plain"]).stderr.contains("--rsyncable is not supported"));
     // -dcf of one byte that begins gzip's magic: passed through, as gzip does.
