@@ -71,9 +71,9 @@ pub struct DaemonArgs {
     /// way the devices jobs end well with (GPUs, emulated CSPs) are kept for the next jobs.
     #[arg(long, value_name = "N")]
     gpu: Option<usize>,
-    /// A job that has waited this long behind the one running (which may be stalled on a pipe
-    /// no one reads) is refused: its client runs it itself, said (exit 18 with `--no-fallback`).
-    /// 0: jobs wait as long as it takes.
+    /// A job that has waited this long behind one whose standard input or output is a pipe,
+    /// socket or terminal (it may be stalled on a pipe no one reads) is refused: its client runs
+    /// it itself, said (exit 18 with `--no-fallback`). 0: jobs wait as long as it takes.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     max_wait: u64,
 }
@@ -250,10 +250,10 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         }
         return not_here(format!("cannot hand the job to the daemon: {e}"));
     }
-    // Until the job starts, the client wakes each second: a daemon that has not answered
-    // within FIRST_ANSWER_TIME is given up (the connection closed first, so that the daemon,
-    // if it wakes, finds its client gone and does not run the job), and a job that waits
-    // behind another is said where a person watches.
+    // Until the job starts, the client wakes each second: a daemon that has not queued the job
+    // within FIRST_ANSWER_TIME is given up (the daemon runs a job only on its client's go,
+    // which a client that gave up never sends), and a job that waits behind another is said
+    // where a person watches.
     let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
     let sent = Instant::now();
     let mut lines = BufReader::new(&conn).lines();
@@ -541,7 +541,7 @@ impl Queue {
         let mut q = self.lock();
         loop {
             if let Some((incoming, _)) = q.waiting.pop_front() {
-                let may_stall = piped(&incoming.stdio) || incoming.stdio[..2].iter().any(|fd| rustix::termios::isatty(fd));
+                let may_stall = piped(&incoming.stdio) || incoming.stdio[..2].iter().any(rustix::termios::isatty);
                 q.running = Some(Running { job, shown: shown_argv(&incoming.request.argv), since: Instant::now(), may_stall });
                 return incoming;
             }

@@ -311,7 +311,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     // A record's end is waited for in memory: at most half of it (a stream of zeros, a file of
     // one endless line, stops with an error, not when the machine has no memory left).
-    let max_record = a.max_record.unwrap_or_else(|| crate::machine_memory_bytes().map_or(16 << 30, |t| (t as usize / 2).min(16 << 30)));
+    let max_record = a.max_record.unwrap_or_else(|| crate::machine_memory_bytes().map_or(16 << 30, |t| (t / 2).min(16 << 30)));
     // Bytes that reached standard output, for an error that ends the job part way.
     let mut written = None;
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {

@@ -590,7 +590,7 @@ fn daemons_started_at_once_on_one_socket_leave_one() {
                 std::io::Read::read_to_string(daemons[k].stderr.as_mut().unwrap(), &mut err).unwrap();
                 assert_eq!(status.code(), Some(2), "{err}");
                 assert!(err.contains("already listens on"), "{err}");
-                daemons.remove(k);
+                let _ = daemons.remove(k).wait(); // exited (try_wait said so): reaped already
                 refused += 1;
             } else {
                 k += 1;
