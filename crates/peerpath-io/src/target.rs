@@ -26,7 +26,7 @@ use std::sync::Mutex;
 pub const TEMPORARY_MARK: &str = ".peerpath-tmp.";
 
 /// The longest file name most Linux file systems take (NAME_MAX).
-const NAME_MAX_BYTES: usize = 255;
+pub const NAME_MAX_BYTES: usize = 255;
 
 /// Named temporary files and directories that exist now, for removal on a
 /// signal. Every step that creates, renames or removes one of them holds

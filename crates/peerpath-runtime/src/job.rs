@@ -232,7 +232,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
 /// A target whose name is longer than a directory entry may be (255 bytes on Linux's file
 /// systems) fails when it is put in place: said before any work is done (exit 11, as then).
 pub fn check_target_name(target: &Path) -> Result<()> {
-    const NAME_MAX_BYTES: usize = 255;
+    use peerpath_io::NAME_MAX_BYTES;
     match target.file_name() {
         Some(n) if !is_std_stream(target) && n.len() > NAME_MAX_BYTES => Err(JobError::TargetIo {
             path: target.to_path_buf(),
