@@ -830,9 +830,12 @@ mod tests {
             let distinct = got.iter().map(|c| c.2).collect::<std::collections::HashSet<_>>().len() == got.len();
             if new == old && distinct && segs * 4 * p.max >= new.len() {
                 // One segment, no edit, no chunk twice (a chunk's hint is what followed it
-                // last): every chunk found from the one before but the first and the last.
+                // last): every chunk found from the one before but the first, and but
+                // those fewer than two bytes from the end (`predicted`: the stream's last,
+                // and the one before it where the last is one byte long).
                 let found = got.iter().filter(|c| c.3).count();
-                proptest::prop_assert!(found + 2 >= got.len(), "{found} of {} found", got.len());
+                let findable = got.iter().skip(1).filter(|c| c.0 + c.1 + 2 <= new.len()).count();
+                proptest::prop_assert!(found >= findable, "{found} of {} found, {findable} could be: {:?}", got.len(), got.iter().map(|c| (c.0, c.1, c.3)).collect::<Vec<_>>());
             }
         }
     }
