@@ -46,6 +46,9 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+#[path = "dedup_gc.rs"]
+mod gc;
+
 const FORMAT: &str = "peerpath-dedup/2";
 /// Stores made before chunks could be compressed: no `codec` or `size` column.
 const FORMAT_1: &str = "peerpath-dedup/1";
@@ -172,6 +175,41 @@ enum DedupCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Remove files from the store (all named, or none); `dedup gc` then takes back the space of
+    /// the chunks no file refers to any more.
+    Remove {
+        /// The names they were stored under (as `dedup list` prints them).
+        #[arg(required = true)]
+        names: Vec<PathBuf>,
+        #[command(flatten)]
+        dir: StoreDir,
+        /// Print what was removed as JSON (a `dedup-remove`).
+        #[arg(long)]
+        json: bool,
+        /// Print nothing but errors.
+        #[arg(short, long, conflicts_with = "json")]
+        quiet: bool,
+    },
+    /// Take back the space of chunks no file refers to: packs mostly unused are rewritten (their
+    /// live chunks checked and copied), packs with nothing live removed; crash-safe, and readers
+    /// (restore, verify) are waited for before old packs go.
+    Gc {
+        #[command(flatten)]
+        dir: StoreDir,
+        /// Rewrite a pack when at least this share of its bytes is unused (0: every pack with any
+        /// unused byte) [percent].
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=100))]
+        min_unused: u8,
+        /// Say what would be done, change nothing.
+        #[arg(short = 'n', long)]
+        dry_run: bool,
+        /// Print the report as JSON (a `dedup-gc`).
+        #[arg(long)]
+        json: bool,
+        /// Print nothing but errors.
+        #[arg(short, long, conflicts_with = "json")]
+        quiet: bool,
+    },
     /// Check every chunk against its fingerprint and every file's chunk list.
     Verify {
         #[command(flatten)]
@@ -208,6 +246,16 @@ pub fn main(a: DedupArgs) -> ExitCode {
         DedupCommand::List { dir, json } => list(&dir.store, json),
         DedupCommand::Stats { dir, json } => stats(&dir.store, json),
         DedupCommand::Verify { dir, quiet } => verify(&dir.store, quiet),
+        DedupCommand::Remove { names, dir, json, quiet } => gc::remove(&dir.store, &names).map(|r| match (json, quiet) {
+            (true, _) => println!("{}", crate::jsonout::stamped("dedup-remove", &r)),
+            (false, false) => println!("{}", r.render()),
+            (false, true) => {}
+        }),
+        DedupCommand::Gc { dir, min_unused, dry_run, json, quiet } => gc::gc(&dir.store, min_unused, dry_run).map(|r| match (json, quiet) {
+            (true, _) => println!("{}", crate::jsonout::stamped("dedup-gc", &r)),
+            (false, false) => print!("{}", r.render()),
+            (false, true) => {}
+        }),
     };
     crate::exit_code(r)
 }
@@ -332,7 +380,7 @@ struct StatsReport {
     unique_chunk_bytes: u64,
     stored_bytes: u64,
     /// Of the unique chunks, those no stored file refers to (a file replaced with `--force`
-    /// leaves the chunks only it had: nothing reclaims them yet), and their own bytes.
+    /// leaves the chunks only it had, as `dedup remove` does: `dedup gc` takes them back), and their own bytes.
     unreferenced_chunks: u64,
     unreferenced_chunk_bytes: u64,
     /// logical / the bytes of the chunks the files refer to.
@@ -340,7 +388,7 @@ struct StatsReport {
     /// unique chunk bytes / stored (1 when no chunk is compressed), and logical / stored.
     compression_ratio: f64,
     overall_ratio: f64,
-    /// Bytes in the packs no chunk refers to (left by a store that was killed, or being
+    /// Bytes in the packs no chunk refers to (left by a store or gc that was killed, or being
     /// appended by one that runs: `store_running`).
     unreferenced_pack_bytes: u64,
     /// A store held the writer lock when these figures were taken: they are its last commit's.
@@ -356,7 +404,7 @@ impl StatsReport {
         );
         if self.unreferenced_chunks > 0 {
             t += &format!(
-                "chunks no file refers to: {} ({} bytes; left by files replaced with --force: nothing reclaims them yet)\n",
+                "chunks no file refers to: {} ({} bytes; left by files removed or replaced with --force: `peerpath dedup gc` takes back their space)\n",
                 self.unreferenced_chunks, self.unreferenced_chunk_bytes
             );
         }
@@ -365,12 +413,12 @@ impl StatsReport {
             t += &format!("compression ratio: {:.3} (unique chunk bytes / stored); overall: {:.3} (logical / stored)\n", self.compression_ratio, self.overall_ratio);
         }
         if self.store_running {
-            t += "a store is running: these are the figures of its last commit\n";
+            t += "a writer is running (store, remove or gc): these are the figures of its last commit\n";
         }
         if self.unreferenced_pack_bytes > 0 && self.store_running {
-            t += &format!("pack bytes no chunk refers to yet: {} (the running store's, indexed when it commits)\n", self.unreferenced_pack_bytes);
+            t += &format!("pack bytes no chunk refers to yet: {} (the running writer's: a store's are indexed when it commits, a gc's old packs removed after)\n", self.unreferenced_pack_bytes);
         } else if self.unreferenced_pack_bytes > 0 {
-            t += &format!("pack bytes no chunk refers to: {} (left by a store that was killed; the next store cuts them off where it appends)\n", self.unreferenced_pack_bytes);
+            t += &format!("pack bytes no chunk refers to: {} (left by a store that was killed, which the next store cuts off where it appends, or by a gc that was killed: `peerpath dedup gc` removes them)\n", self.unreferenced_pack_bytes);
         }
         t
     }
@@ -397,6 +445,8 @@ pub(crate) struct Store {
     /// The index's columns for a chunk's codec and size ("0", "len" in a format-1 store).
     codec_size: &'static str,
     _lock: Option<File>,
+    /// A reader's shared hold on `readers` ([`gc::hold_off_gc`]).
+    _readers: Option<File>,
 }
 
 /// Where a chunk is and how it is kept.
@@ -439,16 +489,23 @@ impl Store {
             refuse_orphaned_packs(dir)?;
             create_index(dir, c)?;
         }
-        let (db, lock) = if write {
+        let (db, lock, readers) = if write {
             let db = Connection::open(&index).map_err(db_error(dir))?;
             db.execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
                  CREATE TABLE IF NOT EXISTS successors (digest BLOB PRIMARY KEY, next BLOB NOT NULL, len INTEGER NOT NULL, after INTEGER NOT NULL) WITHOUT ROWID;",
             )
             .map_err(db_error(dir))?;
-            (db, lock)
+            // What readers hold while they use the store ([`gc::hold_off_gc`]), made by writers
+            // (a reader never writes the store).
+            gc::make_readers_lock(dir)?;
+            (db, lock, None)
         } else {
-            open_for_reading(dir, &index)?
+            let (db, shared) = open_for_reading(dir, &index)?;
+            // Before the index is read: gc removes no pack this reader may be about to read.
+            // (An immutable open holds the writer lock shared, which keeps gc from starting.)
+            let readers = if shared.is_none() { Some(gc::hold_off_gc(dir)?) } else { None };
+            (db, shared, readers)
         };
         let meta = |db: &Connection, key: &str| db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional();
         let bad = |what: &str| JobError::Damaged { path: index.clone(), detail: format!("the store's {what} is missing or not understood") };
@@ -473,7 +530,7 @@ impl Store {
         let fp = Fingerprint::parse(&get("hash")?).ok_or_else(|| bad("hash"))?;
         let size = |k: &str| get(k)?.parse::<usize>().map_err(|_| bad(k));
         let params = ChunkParams::new(size("min")?, size("avg")?, size("max")?).map_err(|_| bad("chunk sizes"))?;
-        Ok(Store { dir: dir.to_path_buf(), db, params, fp, codec_size, _lock: lock })
+        Ok(Store { dir: dir.to_path_buf(), db, params, fp, codec_size, _lock: lock, _readers: readers })
     }
 
     fn pack_path(&self, n: i64) -> PathBuf {
@@ -586,6 +643,13 @@ impl Packs {
             out.truncate(start);
         }
         read
+    }
+
+    /// A chunk as it lies in its pack (compressed or not), checked against its
+    /// fingerprint first (decoded into `scratch` where compressed).
+    fn read_checked_stored<'a>(&'a mut self, digest: &[u8], at: Stored, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], String> {
+        self.read_into(digest, at, scratch)?;
+        Ok(if at.codec == RAW { &scratch[..] } else { &self.member[..at.len] })
     }
 
     /// Appends the chunk's own bytes to `out`, unchecked.
@@ -807,8 +871,8 @@ fn undo_new_store(dir: &Path, before: &[bool]) {
     if chunks_in_packs {
         return;
     }
-    // The index first (a store without one is no store), the lock file last but the directory.
-    let order = [1, 5, 6, 4, 3, 2, 0];
+    // The index first (a store without one is no store), the lock files last but the directory.
+    let order = [1, 6, 7, 5, 4, 3, 2, 0];
     for i in order {
         let path = dir.join(NEW_STORE[i]);
         let _ = match NEW_STORE[i] {
@@ -890,7 +954,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 }
 
 /// What a store's first run makes, in order ("": the directory itself).
-const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
+const NEW_STORE: [&str; 8] = ["", "index.sqlite", "lock", "readers", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
 fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu, timeout): EngineChoice, compress: Option<Level>, threads: usize, stored: &mut usize, (report, say): (&mut StoreReport, Say)) -> Result<(), JobError> {
@@ -1405,13 +1469,7 @@ fn hold_off_writers(dir: &Path) -> Result<Option<File>, ()> {
 /// The chunks no stored file refers to, and their own bytes.
 fn unreferenced_chunks(s: &Store) -> Result<(u64, u64), JobError> {
     let dir = &s.dir;
-    let mut referenced: std::collections::HashSet<[u8; 32]> = std::collections::HashSet::new();
-    let mut q = s.db.prepare("SELECT chunks FROM files").map_err(db_error(dir))?;
-    let mut rows = q.query([]).map_err(db_error(dir))?;
-    while let Some(r) = rows.next().map_err(db_error(dir))? {
-        let list: Vec<u8> = r.get(0).map_err(db_error(dir))?;
-        referenced.extend(list.chunks_exact(32).map(|d| <[u8; 32]>::try_from(d).expect("32 bytes")));
-    }
+    let referenced = gc::referenced_digests(s)?;
     let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
     let mut q = s.db.prepare(&format!("SELECT digest, {size_column} FROM chunks")).map_err(db_error(dir))?;
     let mut rows = q.query([]).map_err(db_error(dir))?;

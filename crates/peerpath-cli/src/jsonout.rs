@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The kinds of JSON peerpath prints, with their current versions.
-pub const KINDS: [(&str, u32); 26] = [
+pub const KINDS: [(&str, u32); 28] = [
     ("job-report", 1),
     ("topology", 1),
     ("p2p-verdict", 1),
@@ -31,6 +31,8 @@ pub const KINDS: [(&str, u32); 26] = [
     ("dedup-restore", 1),
     ("dedup-stats", 1),
     ("dedup-list", 1),
+    ("dedup-remove", 1),
+    ("dedup-gc", 1),
     ("chain-report", 1),
     ("reverse-chain-report", 1),
 ];

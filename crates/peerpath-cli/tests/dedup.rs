@@ -96,14 +96,14 @@ fn stats_tell_chunks_no_file_refers_to_and_a_running_store() {
     let pack = std::fs::read_dir(st.join("packs")).unwrap().next().unwrap().unwrap().path();
     std::fs::OpenOptions::new().append(true).open(&pack).unwrap().write_all(&[7u8; 1000]).unwrap();
     let text = stats(&st);
-    assert!(text.contains("left by a store that was killed") && !text.contains("a store is running"), "{text}");
+    assert!(text.contains("left by a store that was killed") && !text.contains("a writer is running"), "{text}");
     let lock = std::fs::File::open(st.join("lock")).unwrap();
     // SAFETY: flock on a descriptor this test owns, released when it closes.
     assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
     let j = run(&mut pp(args!["dedup", "stats", "-s", &st, "--json"])).ok().json();
     assert_eq!((j["store_running"].as_bool(), j["unreferenced_pack_bytes"].as_u64()), (Some(true), Some(1000)), "{j}");
     let text = stats(&st);
-    assert!(text.contains("a store is running") && text.contains("the running store's") && !text.contains("killed"), "{text}");
+    assert!(text.contains("a writer is running") && text.contains("the running writer's") && !text.contains("killed"), "{text}");
 }
 
 #[test]
@@ -881,4 +881,196 @@ fn a_restore_to_a_full_standard_output_says_how_many_bytes_went_out() {
     assert!(went > 0, "something fits");
     let o = o.fails(11, &["No space left"]);
     assert!(o.stderr.contains(&format!("after {went} bytes had been written")), "{went} bytes are there: {}", o.stderr);
+}
+
+/// The packs' files: names and contents.
+fn packs_of(st: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    snapshot(&st.join("packs"))
+}
+
+fn pack_bytes_on_disk(st: &Path) -> u64 {
+    std::fs::read_dir(st.join("packs")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum()
+}
+
+/// `dedup remove` takes names out (all named or none); `gc --dry-run` changes nothing; `gc`
+/// rewrites packs with unused bytes (compressed and raw chunks alike), removes those with
+/// nothing live, and packs a killed gc or store left; every file left restores exactly, and
+/// the store takes new files after it.
+#[test]
+fn removed_files_space_comes_back_with_gc_and_the_rest_restores_exactly() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(3 << 20, 21);
+    let (b, c) = (edited_copy(&a), mixed_data(2 << 20, 22));
+    for (n, v) in [("a", &a), ("b", &b), ("c", &c)] {
+        std::fs::write(d.join(n), v).unwrap();
+    }
+    let st = d.join("st");
+    let dd = |extra: &[&str]| {
+        let mut c = pp(["dedup"].iter().chain(extra));
+        c.arg("-s").arg(&st).current_dir(d).env("PEERPATH_TEST_PACK_BYTES", "300000");
+        c
+    };
+    run(&mut dd(&["store", "a", "b", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
+    run(&mut dd(&["store", "c", "--compress", "1"])).ok();
+    let j = run(&mut dd(&["stats", "--json"])).ok().json();
+    assert!(j["stored_bytes"].as_u64() < j["unique_chunk_bytes"].as_u64(), "c's chunks are compressed: {j}");
+    // A name the store does not hold: nothing is removed.
+    run(&mut dd(&["remove", "a", "nope"])).fails(3, &["nope", "not in the store", "nothing was removed"]);
+    assert!(run(&mut dd(&["list"])).ok().stdout_str().contains("a\t"), "a stays");
+    run(&mut dd(&["remove", "a", "a"])).fails(2, &["named twice"]);
+    let o = run(&mut dd(&["remove", "a", "c", "--json"])).ok().json();
+    assert_eq!((o["files"].as_u64(), o["logical_bytes"].as_u64()), (Some(2), Some((a.len() + c.len()) as u64)), "{o}");
+    let before = run(&mut dd(&["stats", "--json"])).ok().json();
+    let dead = before["unreferenced_chunk_bytes"].as_u64().unwrap();
+    assert!(dead > 1 << 20, "c's chunks and a's own: {before}");
+    assert!(stats(&st).contains("dedup gc"), "stats says what takes the space back");
+    // What a killed store leaves (a tail on the last pack) and a killed gc (a pack past the last).
+    let last = std::fs::read_dir(st.join("packs")).unwrap().map(|e| e.unwrap().path()).max().unwrap();
+    std::fs::OpenOptions::new().append(true).open(&last).unwrap().write_all(&[9u8; 5000]).unwrap();
+    std::fs::write(st.join("packs/pack-000900"), vec![7u8; 12345]).unwrap();
+    let packs = packs_of(&st);
+    let n = run(&mut dd(&["gc", "-n", "--min-unused", "0", "--json"])).ok().json();
+    assert_eq!(n["dry_run"].as_bool(), Some(true));
+    assert!(n["packs_rewritten"].as_u64() > Some(0) && n["packs_removed"].as_u64() > Some(0), "{n}");
+    assert!(packs_of(&st) == packs, "--dry-run changes nothing");
+    let g = run(&mut dd(&["gc", "--min-unused", "0", "--json"])).ok().json();
+    assert_eq!(g["chunk_bytes_dropped"].as_u64(), Some(dead), "{g}");
+    for k in ["packs_rewritten", "packs_removed", "live_bytes_copied", "chunks_dropped"] {
+        assert_eq!(g[k], n[k], "the dry run said what gc did: {n}\n{g}");
+    }
+    let after = run(&mut dd(&["stats", "--json"])).ok().json();
+    assert_eq!((after["unreferenced_chunks"].as_u64(), after["unreferenced_pack_bytes"].as_u64()), (Some(0), Some(0)), "{after}");
+    assert_eq!(pack_bytes_on_disk(&st), after["stored_bytes"].as_u64().unwrap(), "the packs hold the live chunks and nothing else: {after}");
+    assert_eq!(g["pack_bytes_after"].as_u64(), after["stored_bytes"].as_u64(), "{g}");
+    assert!(!st.join("packs/pack-000900").exists());
+    assert_eq!(after["logical_bytes"].as_u64(), Some(b.len() as u64));
+    run(&mut dd(&["verify"])).ok();
+    run(&mut dd(&["restore", "b", "-o", "b.back"])).ok();
+    assert_file_eq(&d.join("b.back"), &b, "b after gc");
+    // Nothing left to take back: a second gc changes nothing.
+    let packs = packs_of(&st);
+    let again = run(&mut dd(&["gc", "--min-unused", "0", "--json"])).ok().json();
+    assert_eq!((again["packs_rewritten"].as_u64(), again["packs_removed"].as_u64()), (Some(0), Some(0)), "{again}");
+    assert!(packs_of(&st) == packs);
+    // The store goes on: a's chunks come back (b's are found), c's too, compressed.
+    run(&mut dd(&["store", "a"])).ok();
+    run(&mut dd(&["store", "c", "--compress", "1"])).ok();
+    for (n, v) in [("a", &a), ("b", &b), ("c", &c)] {
+        let out = format!("{n}.again");
+        run(&mut dd(&["restore", n, "-o", &out])).ok();
+        assert_file_eq(&d.join(&out), v, n);
+    }
+    run(&mut dd(&["verify"])).ok();
+    // Under the default share, packs with few unused bytes stay, and gc says so.
+    run(&mut dd(&["store", "-f", "c"])).ok(); // the same bytes: nothing unused
+    std::fs::write(d.join("c"), [&c[..100_000], b"a small edit".as_slice(), &c[100_000..]].concat()).unwrap();
+    run(&mut dd(&["store", "-f", "c", "--compress", "1"])).ok();
+    let t = run(&mut dd(&["gc"])).ok().stdout_str();
+    assert!(t.contains("kept 1 pack(s)") && t.contains("under --min-unused 10 %"), "{t}");
+}
+
+/// A live chunk that does not match its fingerprint stops gc before anything changes (no new
+/// pack, the index as it was), naming it; a store that is not one is refused.
+#[test]
+fn gc_checks_each_chunk_it_copies_and_changes_nothing_when_one_is_damaged() {
+    let dir = scratch();
+    let d = dir.path();
+    let (x, a) = (mixed_data(60_000, 31), mixed_data(1 << 20, 32));
+    std::fs::write(d.join("x"), &x).unwrap();
+    std::fs::write(d.join("a"), &a).unwrap();
+    let st = d.join("st");
+    let dd = |extra: &[&str]| {
+        let mut c = pp(["dedup"].iter().chain(extra));
+        c.arg("-s").arg(&st).current_dir(d).env("PEERPATH_TEST_PACK_BYTES", "300000");
+        c
+    };
+    run(&mut dd(&["store", "x", "a", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
+    run(&mut dd(&["remove", "x"])).ok();
+    // Pack 0 holds x (no file refers to it now) and then a's first chunks: its last byte is a's.
+    let first = st.join("packs/pack-000000");
+    let mut bytes = std::fs::read(&first).unwrap();
+    *bytes.last_mut().unwrap() ^= 0x40;
+    std::fs::write(&first, &bytes).unwrap();
+    let (packs, listed) = (packs_of(&st), run(&mut dd(&["list"])).ok().stdout_str());
+    let stats_before = run(&mut dd(&["stats", "--json"])).ok().json();
+    run(&mut dd(&["gc", "--min-unused", "0"])).fails(6, &["pack 0", "does not match", "gc changed nothing"]);
+    assert!(packs_of(&st) == packs, "no pack made, changed or removed");
+    assert_eq!(run(&mut dd(&["list"])).ok().stdout_str(), listed);
+    let mut stats_after = run(&mut dd(&["stats", "--json"])).ok().json();
+    stats_after["store_running"] = stats_before["store_running"].clone();
+    assert_eq!(stats_after, stats_before, "the index as it was");
+    run(&mut pp(args!["dedup", "gc", "-s", d.join("nowhere")])).fails(3, &["not a dedup store"]);
+}
+
+/// gc removes the old packs only once no reader holds the store (a restore or verify running
+/// from before its commit could be about to read them): it waits, and says so.
+#[test]
+fn gc_waits_for_readers_before_removing_old_packs() {
+    use std::io::BufRead;
+    use std::os::fd::AsRawFd;
+    let dir = scratch();
+    let d = dir.path();
+    let (a, c) = (mixed_data(1 << 20, 41), mixed_data(1 << 20, 42));
+    std::fs::write(d.join("a"), &a).unwrap();
+    std::fs::write(d.join("c"), &c).unwrap();
+    let st = d.join("st");
+    run(pp(args!["dedup", "store", "a", "c", "-s", &st]).current_dir(d)).ok();
+    run(pp(args!["dedup", "remove", "a", "-s", &st]).current_dir(d)).ok();
+    // A reader's hold, as restore and verify take it (on the file every writer makes).
+    let readers = std::fs::File::open(st.join("readers")).expect("writers make the readers' lock file");
+    // SAFETY: flock on a descriptor this test owns, released when it closes.
+    assert_eq!(unsafe { libc::flock(readers.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let old = st.join("packs/pack-000000");
+    let mut gc = pp(args!["dedup", "gc", "-s", &st, "--min-unused", "0"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut err = std::io::BufReader::new(gc.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("waiting for readers"), "{line}");
+    assert!(old.exists(), "the old pack stays while a reader holds the store");
+    drop(readers);
+    assert!(wait_deadline(&mut gc, HANG_DEADLINE, "gc").success());
+    assert!(!old.exists(), "and goes once none does");
+    run(&mut pp(args!["dedup", "restore", "c", "-s", &st, "-o", d.join("c.back")])).ok();
+    assert_file_eq(&d.join("c.back"), &c, "c after gc");
+}
+
+/// kill -9 at many points of a gc: every file left restores exactly, and the next gc leaves the
+/// packs holding exactly the live chunks.
+#[test]
+fn a_gc_killed_at_any_instant_loses_nothing() {
+    let dir = scratch();
+    let d = dir.path();
+    let st = d.join("st");
+    let files: Vec<Vec<u8>> = (0..6).map(|i| mixed_data(3 << 20, 50 + i)).collect();
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(d.join(format!("f{i}")), f).unwrap();
+    }
+    let dd = |extra: &[&str]| {
+        let mut c = pp(["dedup"].iter().chain(extra));
+        c.arg("-s").arg(&st).current_dir(d).env("PEERPATH_TEST_PACK_BYTES", "1000000");
+        c
+    };
+    run(&mut dd(&["store", "f0", "f1", "f2", "f3", "f4", "f5", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
+    for (k, delay) in [0u64, 5, 15, 30, 60, 120].into_iter().enumerate() {
+        // Every other file goes, one a round, so each gc has packs to rewrite.
+        if k % 2 == 0 && k / 2 < 3 {
+            run(&mut dd(&["remove", &format!("f{}", k)])).ok();
+        }
+        let mut child = dd(&["gc", "--min-unused", "0"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        // SAFETY: kill(2) with our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        wait_deadline(&mut child, HANG_DEADLINE, "a killed gc");
+        run(&mut dd(&["verify"])).ok();
+        for i in [1, 3, 5] {
+            let out = format!("f{i}.back");
+            run(&mut dd(&["restore", &format!("f{i}"), "-o", &out, "-f"])).ok();
+            assert_file_eq(&d.join(&out), &files[i], &format!("f{i} after a gc killed at {delay} ms"));
+        }
+    }
+    run(&mut dd(&["gc", "--min-unused", "0"])).ok();
+    let j = run(&mut dd(&["stats", "--json"])).ok().json();
+    assert_eq!((j["unreferenced_chunks"].as_u64(), j["unreferenced_pack_bytes"].as_u64(), j["files"].as_u64()), (Some(0), Some(0), Some(3)), "{j}");
+    assert_eq!(pack_bytes_on_disk(&st), j["stored_bytes"].as_u64().unwrap());
 }

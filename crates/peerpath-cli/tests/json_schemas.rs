@@ -201,7 +201,7 @@ fn every_json_output_matches_its_documented_schema() {
     matches("serve-report", &child.wait_with_output().unwrap().stdout);
 }
 
-/// `scan`, `dedup store|restore|stats` and the chain both ways, on the host CPU and an emulated CSP.
+/// `scan`, `dedup store|restore|stats|list|remove|gc` and the chain both ways, on the host CPU and an emulated CSP.
 #[test]
 fn scan_dedup_and_chain_outputs_match_their_schemas() {
     let dir = scratch();
@@ -225,6 +225,9 @@ fn scan_dedup_and_chain_outputs_match_their_schemas() {
     matches("dedup-list", &listed);
     let v: Value = serde_json::from_slice(&listed).unwrap();
     assert!(v["files"].as_array().is_some_and(|f| f.len() >= 2 && f.iter().all(|f| f["bytes"].as_u64() > Some(0) && f["chunks"].as_u64() > Some(0))), "{v}");
+    matches("dedup-remove", &out(&mut pp(args!["dedup", "remove", &src, "-s", &store, "--json"])));
+    matches("dedup-gc", &out(&mut pp(args!["dedup", "gc", "-s", &store, "-n", "--min-unused", "0", "--json"])));
+    matches("dedup-gc", &out(&mut pp(args!["dedup", "gc", "-s", &store, "--min-unused", "0", "--json"])));
     let key = d.join("key");
     run(&mut pp(args!["keygen", "-o", &key])).ok();
     let (cpu, emu) = (d.join("cpu"), d.join("emu"));
@@ -300,7 +303,7 @@ fn every_schema_file_is_a_known_kind_and_checks_something() {
         assert!(check(&s, &serde_json::json!({ "schema": "peerpath/other/1" }), &kind).is_err());
         n += 1;
     }
-    assert_eq!(n, 26, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
+    assert_eq!(n, 28, "one schema file per kind of JSON output (src/jsonout.rs KINDS)");
 }
 
 /// The checker itself, as a standard validator reads the same schemas: a type admits exactly

@@ -1,0 +1,413 @@
+//! `peerpath dedup remove` and `peerpath dedup gc`: files leave the store,
+//! and the space of the chunks no file refers to any more comes back.
+//!
+//! `gc` holds the writer lock (no store runs meanwhile). A pack whose bytes
+//! no live chunk uses (dead chunks, and the tail a killed store left) are at
+//! least `--min-unused` percent of it is rewritten: each live chunk read,
+//! checked against its fingerprint and copied as it is stored (compressed or
+//! not) into new packs, numbered after every pack there is; a pack with no
+//! live chunk is removed. Crash rule, a store's: the new packs are written and
+//! synced before the one transaction that points the index at them (and
+//! forgets the dead chunks and their successor hints) commits; the old packs
+//! go only after it, and only once no reader can be using them: readers
+//! (restore, verify, stats, list) hold `DIR/readers` shared while they use
+//! the store ([`hold_off_gc`]), and gc takes it exclusively to unlink. Killed
+//! before the commit, gc leaves new packs no chunk refers to; after it, old
+//! packs no chunk refers to: either way every file restores, and the next gc
+//! removes them. A damaged live chunk stops it before anything changes.
+//!
+//! Memory: the digests files refer to and those the index holds (hash sets),
+//! and each chunk's place: about 150 bytes a chunk, some 15 GB for 100
+//! million chunks (6 TB of 64 KiB chunks).
+
+use super::{db_error, pack_bytes, pack_path, stored_from_row, target_io, Store, Stored};
+use peerpath_runtime::JobError;
+use rusqlite::params;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The digests the store's files refer to.
+pub(super) fn referenced_digests(s: &Store) -> Result<HashSet<[u8; 32]>, JobError> {
+    let dir = &s.dir;
+    let mut referenced = HashSet::new();
+    let mut q = s.db.prepare("SELECT chunks FROM files").map_err(db_error(dir))?;
+    let mut rows = q.query([]).map_err(db_error(dir))?;
+    while let Some(r) = rows.next().map_err(db_error(dir))? {
+        let list: Vec<u8> = r.get(0).map_err(db_error(dir))?;
+        referenced.extend(list.chunks_exact(32).map(|d| <[u8; 32]>::try_from(d).expect("32 bytes")));
+    }
+    Ok(referenced)
+}
+
+/// A shared hold on `DIR/readers` for as long as a reader uses the store, so that
+/// gc removes no pack under it ([`gc`] takes it exclusively to unlink, and holds
+/// it only while it unlinks). Every writer makes that file when it takes the
+/// store ([`make_readers_lock`]); readers never write the store. A store no
+/// writer of this version has taken has none: there the writer lock is held
+/// shared instead, as for an index read immutable (no writer, gc included,
+/// starts while this reads), waiting while a writer runs; one that makes the
+/// file meanwhile is a writer of this version, whose file is then used.
+pub(super) fn hold_off_gc(dir: &Path) -> Result<File, JobError> {
+    let flock = |f: &File, how: i32| {
+        // SAFETY: flock on a descriptor we own; the lock lives as long as the descriptor.
+        match unsafe { libc::flock(f.as_raw_fd(), how) } {
+            0 => Ok(true),
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(false),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
+    let unreadable = |path: PathBuf| move |source| JobError::SourceUnreadable { path: path.clone(), source };
+    loop {
+        let path = dir.join("readers");
+        match File::open(&path) {
+            Ok(f) => {
+                flock(&f, libc::LOCK_SH).map_err(unreadable(path))?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(unreadable(path)(e)),
+            Err(_) => {}
+        }
+        let lock = dir.join("lock");
+        let f = File::open(&lock).map_err(unreadable(lock.clone()))?;
+        if flock(&f, libc::LOCK_SH | libc::LOCK_NB).map_err(unreadable(lock))? {
+            return Ok(f);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Makes `DIR/readers` where it is not there (a writer, holding the writer lock).
+pub(super) fn make_readers_lock(dir: &Path) -> Result<File, JobError> {
+    let path = dir.join("readers");
+    OpenOptions::new().write(true).create(true).truncate(false).open(&path).map_err(target_io(&path))
+}
+
+/// What `dedup remove` did.
+#[derive(Serialize)]
+pub(super) struct RemoveReport {
+    store: String,
+    files: u64,
+    logical_bytes: u64,
+    /// Chunks no file refers to now (these and any before), and their own bytes: `dedup gc` takes their space back.
+    unreferenced_chunks: u64,
+    unreferenced_chunk_bytes: u64,
+}
+
+impl RemoveReport {
+    pub(super) fn render(&self) -> String {
+        format!(
+            "removed {} file(s) ({} bytes) from {}; chunks no file refers to now: {} ({} bytes): `peerpath dedup gc -s {}` takes back their space",
+            self.files, self.logical_bytes, self.store, self.unreferenced_chunks, self.unreferenced_chunk_bytes, self.store
+        )
+    }
+}
+
+/// Removes the files `names` from the store, all or none (one transaction): a
+/// name the store does not hold is exit 3 and nothing is removed. Their chunks
+/// stay in the packs until [`gc`].
+pub(super) fn remove(dir: &Path, names: &[PathBuf]) -> Result<RemoveReport, JobError> {
+    let mut seen = HashSet::new();
+    if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_os_str())) {
+        return Err(JobError::Usage(format!("{} is named twice", twice.display())));
+    }
+    let s = Store::open(dir, true, None)?;
+    let tx = s.db.unchecked_transaction().map_err(db_error(dir))?;
+    let (mut bytes, mut missing) = (0u64, Vec::new());
+    for name in names {
+        let size: Option<i64> = rusqlite::OptionalExtension::optional(tx.query_row("SELECT size FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| r.get(0))).map_err(db_error(dir))?;
+        match size {
+            Some(size) => {
+                tx.execute("DELETE FROM files WHERE name = ?1", [name.as_os_str().as_bytes()]).map_err(db_error(dir))?;
+                bytes += size as u64;
+            }
+            None => missing.push(name.display().to_string()),
+        }
+    }
+    if let Some(first) = missing.first() {
+        let others = if missing.len() > 1 { format!(" (nor {})", missing[1..].join(", ")) } else { String::new() };
+        return Err(JobError::SourceUnreadable {
+            path: PathBuf::from(first),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {}{others} (peerpath dedup list); nothing was removed", dir.display())),
+        });
+    }
+    tx.commit().map_err(db_error(dir))?;
+    let (unreferenced, unreferenced_bytes) = super::unreferenced_chunks(&s)?;
+    Ok(RemoveReport { store: dir.display().to_string(), files: names.len() as u64, logical_bytes: bytes, unreferenced_chunks: unreferenced, unreferenced_chunk_bytes: unreferenced_bytes })
+}
+
+/// What `dedup gc` did (or, `dry_run`, would do).
+#[derive(Serialize, Default)]
+pub(super) struct GcReport {
+    store: String,
+    dry_run: bool,
+    /// A pack is rewritten where at least this share of it is unused.
+    min_unused_percent: u8,
+    packs_before: u64,
+    pack_bytes_before: u64,
+    /// Packs whose live chunks were copied into new packs, and the bytes copied (as stored).
+    packs_rewritten: u64,
+    live_bytes_copied: u64,
+    /// Packs removed whole: no chunk a file refers to was in them.
+    packs_removed: u64,
+    /// Chunks no file referred to that left the index, and their own bytes.
+    chunks_dropped: u64,
+    chunk_bytes_dropped: u64,
+    /// Packs kept although part of them is unused (under min_unused_percent), and those bytes.
+    packs_kept_with_unused: u64,
+    unused_bytes_kept: u64,
+    packs_after: u64,
+    pack_bytes_after: u64,
+    bytes_reclaimed: u64,
+    /// How long gc waited for readers (restore, verify) before it removed the old packs.
+    waited_for_readers_s: f64,
+    seconds: f64,
+}
+
+impl GcReport {
+    pub(super) fn render(&self) -> String {
+        let mut t = if self.dry_run {
+            format!(
+                "gc --dry-run on {}: would rewrite {} pack(s) (copying {} bytes of live chunks) and remove {}; would drop {} chunk(s) no file refers to ({} bytes); packs would go from {} to {} bytes; nothing was changed\n",
+                self.store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after
+            )
+        } else {
+            format!(
+                "gc on {}: {} pack(s) rewritten ({} bytes of live chunks copied, each checked against its fingerprint), {} removed; {} chunk(s) no file referred to dropped ({} bytes); packs {} -> {} bytes, {} reclaimed, in {:.2} s\n",
+                self.store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after, self.bytes_reclaimed, self.seconds
+            )
+        };
+        if self.packs_kept_with_unused > 0 {
+            t += &format!("kept {} pack(s) with {} unused bytes: under --min-unused {} % of each (--min-unused 0 rewrites them too)\n", self.packs_kept_with_unused, self.unused_bytes_kept, self.min_unused_percent);
+        }
+        if self.waited_for_readers_s >= 1.0 {
+            t += &format!("waited {:.1} s for readers of the store to finish before removing the old packs\n", self.waited_for_readers_s);
+        }
+        t
+    }
+}
+
+/// A pack on disk and what gc does with it.
+struct Pack {
+    len: u64,
+    /// Live chunks (a file refers to them), in offset order, and their pack bytes.
+    live: Vec<([u8; 32], Stored)>,
+    live_bytes: u64,
+    /// Chunks no file refers to, and their own bytes.
+    dead: Vec<[u8; 32]>,
+    dead_size: u64,
+}
+
+/// New packs being written by gc: removed when dropped before [`NewPacks::kept`]
+/// (and by a signal until then).
+struct NewPacks {
+    dir: PathBuf,
+    next: i64,
+    open: Option<(i64, std::io::BufWriter<File>, u64)>,
+    made: Vec<PathBuf>,
+    kept: bool,
+}
+
+impl NewPacks {
+    /// Appends a chunk's stored bytes; where it now lies.
+    fn append(&mut self, bytes: &[u8]) -> Result<(i64, u64), JobError> {
+        if self.open.as_ref().is_some_and(|(_, _, len)| *len >= pack_bytes()) {
+            self.close()?;
+        }
+        if self.open.is_none() {
+            let path = pack_path(&self.dir, self.next);
+            let f = OpenOptions::new().write(true).create_new(true).open(&path).map_err(target_io(&path))?;
+            peerpath_io::remove_on_signal(path.clone());
+            self.made.push(path);
+            self.open = Some((self.next, std::io::BufWriter::with_capacity(1 << 20, f), 0));
+            self.next += 1;
+        }
+        let (no, w, len) = self.open.as_mut().expect("opened above");
+        let at = (*no, *len);
+        w.write_all(bytes).map_err(target_io(&pack_path(&self.dir, *no)))?;
+        *len += bytes.len() as u64;
+        Ok(at)
+    }
+
+    /// Writes out and syncs the pack being written.
+    fn close(&mut self) -> Result<(), JobError> {
+        if let Some((no, w, _)) = self.open.take() {
+            let path = pack_path(&self.dir, no);
+            w.into_inner().map_err(|e| target_io(&path)(e.into_error()))?.sync_all().map_err(target_io(&path))?;
+        }
+        Ok(())
+    }
+
+    /// Every new pack synced, and their names (the packs directory synced).
+    fn finish(&mut self) -> Result<(), JobError> {
+        self.close()?;
+        let packs = self.dir.join("packs");
+        File::open(&packs).and_then(|d| d.sync_all()).map_err(target_io(&packs))
+    }
+
+    /// The index refers to them: they stay, a signal no longer removes them.
+    fn kept(&mut self) {
+        self.kept = true;
+        self.made.iter().for_each(|p| peerpath_io::keep_on_signal(p));
+    }
+}
+
+impl Drop for NewPacks {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.open = None;
+            for p in &self.made {
+                let _ = std::fs::remove_file(p);
+                peerpath_io::keep_on_signal(p);
+            }
+        }
+    }
+}
+
+/// The packs on disk: number and length (other files in `packs/` are not gc's).
+fn packs_on_disk(dir: &Path) -> Result<BTreeMap<i64, u64>, JobError> {
+    let packs = dir.join("packs");
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(&packs).map_err(|source| JobError::SourceUnreadable { path: packs.clone(), source })? {
+        let e = e.map_err(|source| JobError::SourceUnreadable { path: packs.clone(), source })?;
+        let name = e.file_name();
+        let Some(n) = name.to_str().and_then(|n| n.strip_prefix("pack-")).filter(|n| n.len() >= 6 && n.bytes().all(|b| b.is_ascii_digit())).and_then(|n| n.parse::<i64>().ok()) else { continue };
+        let m = e.metadata().map_err(|source| JobError::SourceUnreadable { path: e.path(), source })?;
+        if m.is_file() && pack_path(dir, n) == e.path() {
+            out.insert(n, m.len());
+        }
+    }
+    Ok(out)
+}
+
+/// Takes back the space of chunks no file refers to (see the module's text).
+pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, JobError> {
+    let started = std::time::Instant::now();
+    let s = Store::open(dir, true, None)?;
+    let referenced = referenced_digests(&s)?;
+    let on_disk = packs_on_disk(dir)?;
+    let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{detail}; gc changed nothing (`peerpath dedup verify` names the damage)") };
+    let mut packs: BTreeMap<i64, Pack> = on_disk.iter().map(|(&n, &len)| (n, Pack { len, live: Vec::new(), live_bytes: 0, dead: Vec::new(), dead_size: 0 })).collect();
+    let mut held = HashSet::new();
+    let mut q = s.db.prepare(&format!("SELECT pack, offset, len, {}, digest FROM chunks ORDER BY pack, offset", s.codec_size)).map_err(db_error(dir))?;
+    let mut rows = q.query([]).map_err(db_error(dir))?;
+    while let Some(r) = rows.next().map_err(db_error(dir))? {
+        let at = stored_from_row(r).map_err(db_error(dir))?;
+        let digest: [u8; 32] = r.get::<_, Vec<u8>>(5).map_err(db_error(dir))?.try_into().map_err(|_| damaged("the index holds a digest that is not 32 bytes".into()))?;
+        let pack = packs.get_mut(&at.pack).ok_or_else(|| damaged(format!("the index has chunks in {}, which is not there", pack_path(dir, at.pack).display())))?;
+        if at.offset.checked_add(at.len as u64).is_none_or(|end| end > pack.len) {
+            return Err(damaged(format!("{} is {} bytes, but the index places a chunk at bytes {}..{}", pack_path(dir, at.pack).display(), pack.len, at.offset, at.offset.saturating_add(at.len as u64))));
+        }
+        held.insert(digest);
+        if referenced.contains(&digest) {
+            pack.live_bytes += at.len as u64;
+            pack.live.push((digest, at));
+        } else {
+            pack.dead_size += at.size as u64;
+            pack.dead.push(digest);
+        }
+    }
+    drop(rows);
+    drop(q);
+    let lost = referenced.iter().filter(|d| !held.contains(*d)).count();
+    if lost > 0 {
+        return Err(damaged(format!("files refer to {lost} chunk(s) the index does not hold")));
+    }
+    let mut report = GcReport { store: dir.display().to_string(), dry_run, min_unused_percent: min_unused, packs_before: packs.len() as u64, ..GcReport::default() };
+    report.pack_bytes_before = packs.values().map(|p| p.len).sum();
+    // What goes: packs with nothing live (removed), and those unused enough (rewritten).
+    let (mut rewrite, mut remove) = (Vec::new(), Vec::new());
+    for (&n, p) in &packs {
+        let unused = p.len.saturating_sub(p.live_bytes); // (chunks that overlap are a damaged index's)
+        if p.live.is_empty() {
+            remove.push(n);
+        } else if unused > 0 && u128::from(unused) * 100 >= u128::from(min_unused) * u128::from(p.len) {
+            rewrite.push(n);
+        } else if unused > 0 {
+            report.packs_kept_with_unused += 1;
+            report.unused_bytes_kept += unused;
+        }
+    }
+    let going = || rewrite.iter().chain(&remove).map(|n| &packs[n]);
+    report.packs_rewritten = rewrite.len() as u64;
+    report.packs_removed = remove.len() as u64;
+    report.live_bytes_copied = rewrite.iter().map(|n| packs[n].live_bytes).sum();
+    report.chunks_dropped = going().map(|p| p.dead.len() as u64).sum();
+    report.chunk_bytes_dropped = going().map(|p| p.dead_size).sum();
+    let gone: u64 = going().map(|p| p.len).sum();
+    if dry_run || (rewrite.is_empty() && remove.is_empty()) {
+        report.pack_bytes_after = report.pack_bytes_before - gone + report.live_bytes_copied;
+        // (New packs as they would roll over, near enough: a chunk may pass the size by its own.)
+        report.packs_after = report.packs_before - report.packs_rewritten - report.packs_removed + report.live_bytes_copied.div_ceil(pack_bytes());
+        report.seconds = started.elapsed().as_secs_f64();
+        return Ok(report);
+    }
+    // Copy the live chunks of the packs rewritten, each checked, into new packs.
+    let first_new = packs.keys().next_back().map_or(0, |n| n + 1);
+    let mut new = NewPacks { dir: dir.to_path_buf(), next: first_new, open: None, made: Vec::new(), kept: false };
+    let mut moved: Vec<([u8; 32], (i64, u64))> = Vec::new();
+    let (mut reader, mut scratch) = (s.packs(), Vec::new());
+    for n in &rewrite {
+        for (digest, at) in &packs[n].live {
+            scratch.clear();
+            let bytes = reader.read_checked_stored(digest, *at, &mut scratch).map_err(damaged)?;
+            moved.push((*digest, new.append(bytes)?));
+        }
+    }
+    new.finish()?;
+    // One transaction: chunks moved, dead ones (in packs that go) forgotten, hints to or from them too.
+    let tx = s.db.unchecked_transaction().map_err(db_error(dir))?;
+    {
+        let mut up = tx.prepare("UPDATE chunks SET pack = ?1, offset = ?2 WHERE digest = ?3").map_err(db_error(dir))?;
+        for (d, (pack, offset)) in &moved {
+            up.execute(params![pack, *offset as i64, &d[..]]).map_err(db_error(dir))?;
+        }
+        let mut del = tx.prepare("DELETE FROM chunks WHERE digest = ?1").map_err(db_error(dir))?;
+        for d in going().flat_map(|p| &p.dead) {
+            del.execute([&d[..]]).map_err(db_error(dir))?;
+        }
+        tx.execute("DELETE FROM successors WHERE digest NOT IN (SELECT digest FROM chunks) OR next NOT IN (SELECT digest FROM chunks)", []).map_err(db_error(dir))?;
+    }
+    // Kept from here: a signal during the commit must not take packs the index may now name,
+    // nor a commit that fails (where it is not known whether it reached the disk); packs the
+    // index does not name are removed by the next gc.
+    new.kept();
+    tx.commit().map_err(db_error(dir))?;
+    // The old packs go once no reader that may still use them is left.
+    let waiting = std::time::Instant::now();
+    let readers = wait_for_readers(dir)?;
+    report.waited_for_readers_s = waiting.elapsed().as_secs_f64();
+    for n in rewrite.iter().chain(&remove) {
+        let path = pack_path(dir, *n);
+        std::fs::remove_file(&path).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(target_io(&path))?;
+    }
+    let packs_dir = dir.join("packs");
+    File::open(&packs_dir).and_then(|d| d.sync_all()).map_err(target_io(&packs_dir))?;
+    drop(readers);
+    let after = packs_on_disk(dir)?;
+    report.packs_after = after.len() as u64;
+    report.pack_bytes_after = after.values().sum();
+    report.bytes_reclaimed = report.pack_bytes_before.saturating_sub(report.pack_bytes_after);
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Holds `DIR/readers` exclusively (made where it is not there): no reader
+/// ([`hold_off_gc`]) uses the store while it is held. Says so where it waits.
+fn wait_for_readers(dir: &Path) -> Result<File, JobError> {
+    let path = dir.join("readers");
+    let f = make_readers_lock(dir)?;
+    // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        eprintln!("peerpath: dedup gc: waiting for readers of the store (restore, verify, stats) to finish before removing the old packs");
+        // SAFETY: as above.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(target_io(&path)(std::io::Error::last_os_error()));
+        }
+    }
+    Ok(f)
+}
