@@ -504,7 +504,7 @@ impl Store {
             let (db, shared) = open_for_reading(dir, &index)?;
             // Before the index is read: gc removes no pack this reader may be about to read.
             // (An immutable open holds the writer lock shared, which keeps gc from starting.)
-            let readers = if shared.is_none() { Some(gc::hold_off_gc(dir)?) } else { None };
+            let readers = if shared.is_none() { gc::hold_off_gc(dir)? } else { None };
             (db, shared, readers)
         };
         let meta = |db: &Connection, key: &str| db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional();

@@ -52,7 +52,7 @@ pub(super) fn referenced_digests(s: &Store) -> Result<HashSet<[u8; 32]>, JobErro
 /// shared instead, as for an index read immutable (no writer, gc included,
 /// starts while this reads), waiting while a writer runs; one that makes the
 /// file meanwhile is a writer of this version, whose file is then used.
-pub(super) fn hold_off_gc(dir: &Path) -> Result<File, JobError> {
+pub(super) fn hold_off_gc(dir: &Path) -> Result<Option<File>, JobError> {
     let flock = |f: &File, how: i32| {
         // SAFETY: flock on a descriptor we own; the lock lives as long as the descriptor.
         match unsafe { libc::flock(f.as_raw_fd(), how) } {
@@ -67,15 +67,20 @@ pub(super) fn hold_off_gc(dir: &Path) -> Result<File, JobError> {
         match File::open(&path) {
             Ok(f) => {
                 flock(&f, libc::LOCK_SH).map_err(unreadable(path))?;
-                return Ok(f);
+                return Ok(Some(f));
             }
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(unreadable(path)(e)),
             Err(_) => {}
         }
         let lock = dir.join("lock");
-        let f = File::open(&lock).map_err(unreadable(lock.clone()))?;
+        let f = match File::open(&lock) {
+            Ok(f) => f,
+            // No writer has taken this store (its index and packs were copied here): none to hold off.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unreadable(lock)(e)),
+        };
         if flock(&f, libc::LOCK_SH | libc::LOCK_NB).map_err(unreadable(lock))? {
-            return Ok(f);
+            return Ok(Some(f));
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
