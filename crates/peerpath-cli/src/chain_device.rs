@@ -656,8 +656,8 @@ impl Unchain<'_> {
         }
     }
 
-    /// The stream of peerpath's members ended, or went on with another kind, without its end
-    /// member (exit 7, as the CPU's decoder says it; its offset is in the output here).
+    /// The stream of peerpath's members ended without its end member (exit 7, as the CPU's
+    /// decoder says it; its offset is in the output here).
     fn no_end_member(&mut self) -> Stop {
         self.truncated_here(|at| format!("the stream ends after output byte {at}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost {}", peerpath_runtime::decompress::ALLOW_NO_END_MEMBER_HINT))
     }
@@ -809,8 +809,10 @@ impl Unchain<'_> {
             Ok(h) => match h.sizes {
                 Some(s) if s.member_bytes() as u64 > MAX_DEVICE_BLOCK_BYTES => Err(Stop::Device(format!("a member of {} bytes is larger than the device path's {} MiB buffers (decode with --engine cpu)", s.member_bytes(), MAX_DEVICE_BLOCK_BYTES >> 20))),
                 Some(s) if (s.member_bytes() as u64) < self.member_fill => Err(self.damaged_here(|at| format!("the member at output byte {at} declares {} bytes, less than its own header", s.member_bytes()))),
-                // A BGZF member right after one of peerpath's that wants its end member: cut there.
-                Some(_) if self.unended && self.end_member_required && !h.continues_a_peerpath_stream() => Err(self.no_end_member()),
+                // A BGZF member right after one of peerpath's that wants its end member: damaged there.
+                Some(_) if self.unended && self.end_member_required && !h.continues_a_peerpath_stream() => {
+                    Err(self.damaged_here(|at| format!("the member at output byte {at}: {} {}", peerpath_func::gzip::NOT_PEERPATH_AFTER_PEERPATH, peerpath_runtime::decompress::ALLOW_NO_END_MEMBER_HINT)))
+                }
                 Some(s) => {
                     self.unended = h.wants_an_end_member();
                     Ok(Some(s.member_bytes() as u64))

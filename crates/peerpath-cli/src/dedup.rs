@@ -547,7 +547,17 @@ impl Store {
         loop {
             let end: i64 = self.db.query_row("SELECT coalesce(max(offset + len), 0) FROM chunks WHERE pack = ?1", [n], |r| r.get(0)).map_err(db_error(&self.dir))?;
             let path = self.pack_path(n);
-            let f = OpenOptions::new().create(true).append(true).read(true).open(&path).map_err(target_io(&path))?;
+            // A pack the index has chunks in is never made here: missing, the store is damaged.
+            if end == 0 {
+                let packs = self.dir.join("packs");
+                std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).recursive(true).create(&packs).map_err(target_io(&packs))?;
+            }
+            let f = match OpenOptions::new().create(end == 0).append(true).read(true).open(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && end > 0 => {
+                    return Err(JobError::Damaged { path, detail: format!("the pack is missing, but the index has chunks in it up to byte {end}: the store is damaged (peerpath dedup verify); nothing was written") });
+                }
+                r => r.map_err(target_io(&path))?,
+            };
             // Appends go to the file's end (O_APPEND), which must be where the index says its chunks end.
             let len = f.metadata().map_err(target_io(&path))?.len();
             if len < end as u64 {
@@ -797,13 +807,15 @@ fn uri_path(p: &Path) -> String {
     p.as_os_str().as_bytes().iter().map(|&b| if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
-/// The store's directory and its `packs`, each made 0700 where it is not there; the
-/// directories above it with the usual mode.
+/// The store's directory and (a new store's: no index yet) its `packs`, each made 0700 where
+/// it is not there; the directories above it with the usual mode. An existing store's missing
+/// `packs` is not made here: where its index has chunks, it is damage to report, not to hide.
 fn make_private_dirs(dir: &Path) -> std::io::Result<()> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    for d in [dir.to_path_buf(), dir.join("packs")] {
+    let new = !dir.join("index.sqlite").exists();
+    for d in [Some(dir.to_path_buf()), new.then(|| dir.join("packs"))].into_iter().flatten() {
         match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&d) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
             r => r?,
@@ -1497,7 +1509,12 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
     let (unique, stored) = (one("SELECT count(*) FROM chunks")?, one("SELECT coalesce(sum(len), 0) FROM chunks")?);
     let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
     let unique_bytes = one(&format!("SELECT coalesce(sum({size_column}), 0) FROM chunks"))?;
-    let on_disk: u64 = std::fs::read_dir(dir.join("packs")).map_err(target_io(dir))?.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
+    // (No packs directory: no pack bytes; the check below names what the index misses.)
+    let on_disk: u64 = match std::fs::read_dir(dir.join("packs")) {
+        Ok(d) => d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(source) => return Err(JobError::SourceUnreadable { path: dir.join("packs"), source }),
+    };
     let (unreferenced, unreferenced_bytes) = unreferenced_chunks(&s)?;
     s.db.execute_batch("COMMIT").map_err(db_error(dir))?;
     drop(held);

@@ -160,18 +160,27 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
     run(&mut pp(args!["gzip", "-t", "--allow-no-end-member", &src])).ok();
     run(&mut pp(args!["scan", &src, "--count", "--min-length", "1", "--allow-no-end-member"])).ok();
     // Padding after the cut (zeros, as tar's records or a block device leave), or the end member
-    // zeroed in place, does not hide it; nor does another kind of member after it.
+    // zeroed in place, does not hide it; another kind of member after it (plain gzip's, BGZF's,
+    // or one of peerpath's whose 'PP' field was hit) shows the file damaged there (exit 6: it
+    // does not end there).
     let zeroed = [&a.packed[..end.offset], &[0u8; 34][..]].concat();
     let plain = sys(&tool("gzip").expect("gzip"), &[&os("-c")], Some(b"plain\n".to_vec()));
-    for (name, bytes) in [("cut-padded.gz", [cut, &[0u8; 4096][..]].concat()), ("end-zeroed.gz", zeroed), ("cut-then-plain.gz", [cut, &plain[..]].concat())] {
+    let mut no_extra = a.packed.clone();
+    no_extra[m3.offset + 3] &= !4; // FEXTRA off: the 'PP' field is read as the deflate stream
+    let bgzf = compress_bytes(dir.path(), "after-cut", b"bgzf data\n", &["--format", "bgzf"]);
+    for (name, bytes) in [("cut-padded.gz", [cut, &[0u8; 4096][..]].concat()), ("end-zeroed.gz", zeroed), ("cut-then-plain.gz", [cut, &plain[..]].concat()), ("cut-then-bgzf.gz", [cut, &bgzf[..]].concat()), ("no-extra.gz", no_extra)] {
         let at = if name == "end-zeroed.gz" { end.offset } else { m3.offset };
-        bad(dir.path(), name, &bytes, 7, &[&format!("ends at byte {at}, after a member of peerpath's, without the end member")]);
+        let (code, why) = match name {
+            "cut-padded.gz" | "end-zeroed.gz" => (7, format!("ends at byte {at}, after a member of peerpath's, without the end member")),
+            _ => (6, format!("member 3 at byte {at}: not a member of peerpath's (no 'PP' size field in its header), yet it follows one of peerpath's")),
+        };
+        bad(dir.path(), name, &bytes, code, &[&why]);
         if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
             let in_memory = shm.path().join(name);
             std::fs::write(&in_memory, &bytes).unwrap();
             let mut cmd = pp(args!["verify", &in_memory, "-T", "2"]);
             cmd.env("PEERPATH_WORKER_READS", "1");
-            run(&mut cmd).fails(7, &["cut at a member's end"]);
+            run(&mut cmd).fails(code, &[if code == 7 { "cut at a member's end" } else { "this member's header is damaged" }]);
         }
     }
     // A set of the cut file with padding after it: the same on the device as on the CPU; a
@@ -192,7 +201,8 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
             assert_file_eq(&out, &sample()[..300_000], "a padded set, decoded on the CPU");
         }
     }
-    // In a shard set too, on the CPU and in an emulated CSP's memory: the cut, then a BGZF member.
+    // In a shard set too, on the CPU and in an emulated CSP's memory: the cut, then a BGZF member
+    // (damaged there, exit 6).
     let bgzf_one = compress_bytes(dir.path(), "one", b"x", &["--format", "bgzf"]);
     let cut_then_bgzf = dir.path().join("cut-then-bgzf.gz");
     std::fs::write(&cut_then_bgzf, [cut, &bgzf_one[..]].concat()).unwrap();
@@ -200,7 +210,7 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
     run(&mut pp(args!["ec", "encode", &cut_then_bgzf, "--data", "2", "--parity", "1", "-o", &set2, "-q"])).ok();
     for engine in ["cpu", "emulated"] {
         let out = dir.path().join(format!("restored-{engine}"));
-        run(&mut pp(args!["decompress", "--ec", &set2, "-o", &out, "--engine", engine, "--no-fallback"])).fails(7, &["cut at a member's end"]);
+        run(&mut pp(args!["decompress", "--ec", &set2, "-o", &out, "--engine", engine, "--no-fallback"])).fails(6, &["not a member of peerpath's", "this member's header is damaged"]);
         assert!(!out.exists(), "{engine}: nothing kept");
     }
     // A whole file then another kind of member is whole; BGZF then peerpath's, no BGZF warning.

@@ -1074,3 +1074,22 @@ fn a_gc_killed_at_any_instant_loses_nothing() {
     assert_eq!((j["unreferenced_chunks"].as_u64(), j["unreferenced_pack_bytes"].as_u64(), j["files"].as_u64()), (Some(0), Some(0), Some(3)), "{j}");
     assert_eq!(pack_bytes_on_disk(&st), j["stored_bytes"].as_u64().unwrap());
 }
+
+/// A store whose packs directory is gone: stats gives its figures and then names the packs the
+/// index misses (exit 6, not a write error), and a store into it is refused without making the
+/// directory or a pack (the damage stays as it was found).
+#[test]
+fn a_store_without_its_packs_directory_is_damage_and_nothing_is_made() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("f"), mixed_data(300_000, 61)).unwrap();
+    std::fs::write(d.join("g"), mixed_data(300_000, 62)).unwrap();
+    let st = d.join("st");
+    run(pp(args!["dedup", "store", "f", "-s", &st]).current_dir(d)).ok();
+    std::fs::remove_dir_all(st.join("packs")).unwrap();
+    let o = run(&mut pp(args!["dedup", "stats", "-s", &st])).fails(6, &["packs shorter than the index says", "pack-000000 holds 0 bytes"]);
+    assert!(o.stdout_str().contains("files: 1"), "the figures come first: {}", o.stdout_str());
+    run(pp(args!["dedup", "store", "g", "-s", &st]).current_dir(d)).fails(6, &["pack-000000", "the pack is missing", "nothing was written"]);
+    assert!(!st.join("packs").exists(), "nothing made");
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).fails(6, &["cannot be opened"]);
+}

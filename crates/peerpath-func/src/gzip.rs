@@ -592,9 +592,18 @@ pub enum StreamError {
     /// follows it ([`MemberHeader::wants_an_end_member`]).
     #[error("the file ends at byte {offset}, after a member of peerpath's, without the end member peerpath writes after a file's last member: it was cut at a member's end, and what followed is lost")]
     NoEndMember { offset: u64 },
+    /// A member that is not peerpath's right after one of peerpath's that
+    /// wants its end member: the file does not end there, so it is damaged
+    /// there (a member header whose 'PP' field was hit, or a cut stream
+    /// joined to other gzip data).
+    #[error("member {member} at byte {offset}: {}", NOT_PEERPATH_AFTER_PEERPATH)]
+    NotPeerpathAfterPeerpath { member: u64, offset: u64 },
     #[error(transparent)]
     Io(#[from] io::Error),
 }
+
+/// What [`StreamError::NotPeerpathAfterPeerpath`] says of its member.
+pub const NOT_PEERPATH_AFTER_PEERPATH: &str = "not a member of peerpath's (no 'PP' size field in its header), yet it follows one of peerpath's with no end member between them: this member's header is damaged, or the peerpath stream was cut here and other gzip data joined to it";
 
 impl StreamError {
     fn at(member: u64, offset: u64, error: impl Into<MemberError>) -> Self {
@@ -892,10 +901,15 @@ impl<R: Read> StreamDecoder<R> {
         loop {
             match MemberHeader::parse(&self.buf[self.start..self.end]) {
                 Ok(h) => {
-                    // Another kind of member after one of peerpath's that wants its end member.
+                    // Another kind of member after one of peerpath's that wants its end member:
+                    // damaged here (the file does not end here), or allowed and noted.
                     if !h.continues_a_peerpath_stream() {
-                        let cut = self.unended_at.take();
-                        self.no_end_member_at(cut)?;
+                        if let Some(at) = self.unended_at.take() {
+                            if self.end_member_required {
+                                return Err(StreamError::NotPeerpathAfterPeerpath { member: index, offset });
+                            }
+                            self.missing_end.get_or_insert(at);
+                        }
                     }
                     return Ok(h);
                 }

@@ -185,6 +185,7 @@ pub fn stream_error(path: &Path, e: StreamError) -> JobError {
         StreamError::TrailingGarbage { offset } => JobError::TrailingGarbage { path: path.to_path_buf(), offset },
         e @ StreamError::ZeroTail { .. } => JobError::ZeroTail { path: path.to_path_buf(), detail: e.to_string() },
         StreamError::NoEndMember { offset } => no_end_member(path, offset),
+        StreamError::NotPeerpathAfterPeerpath { member, offset } => not_peerpath_after_peerpath(path, member, offset),
         StreamError::Io(e) => JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() },
     }
 }
@@ -197,6 +198,12 @@ pub const ALLOW_NO_END_MEMBER_HINT: &str = "(a file written before peerpath ende
 fn no_end_member(path: &Path, offset: u64) -> JobError {
     let e = StreamError::NoEndMember { offset };
     JobError::TruncatedFile { path: path.to_path_buf(), detail: format!("{e} {ALLOW_NO_END_MEMBER_HINT}") }
+}
+
+/// A member that is not peerpath's right after one of peerpath's that wants
+/// its end member: the file is damaged there (exit 6), not cut at its end.
+fn not_peerpath_after_peerpath(path: &Path, member: u64, offset: u64) -> JobError {
+    JobError::Corrupt { path: path.to_path_buf(), member, offset, detail: format!("{} {ALLOW_NO_END_MEMBER_HINT}", peerpath_func::gzip::NOT_PEERPATH_AFTER_PEERPATH) }
 }
 
 /// Decompresses each source into its target.
@@ -506,16 +513,20 @@ impl FileState<'_> {
         self.cipher.as_ref().map_or(READ_BYTES, |c| c.layout().block_bytes as usize)
     }
 
-    /// The split reached a member (`next`, at `pos`) or, with `None`, the
-    /// file's end, after one that wanted an end member (`wants_end`): where
-    /// `next` is not one of peerpath's members (and at the end), the end
-    /// member is missing: an error, or (allowed) noted for a warning.
-    fn end_member_check(&mut self, wants_end: bool, next: Option<&MemberHeader>, pos: u64, required: bool) -> Option<JobError> {
+    /// The split reached a member (`next`, the `index`th, at `pos`) or, with
+    /// `None`, the file's end, after one that wanted an end member
+    /// (`wants_end`): where `next` is not one of peerpath's members (and at
+    /// the end), the end member is missing: an error (the file damaged
+    /// there, or cut at its end), or (allowed) noted for a warning.
+    fn end_member_check(&mut self, wants_end: bool, next: Option<&MemberHeader>, (index, pos): (u64, u64), required: bool) -> Option<JobError> {
         if !wants_end || next.is_some_and(MemberHeader::continues_a_peerpath_stream) {
             return None;
         }
         if required {
-            return Some(no_end_member(self.path, pos));
+            return Some(match next {
+                Some(_) => not_peerpath_after_peerpath(self.path, index, pos),
+                None => no_end_member(self.path, pos),
+            });
         }
         self.missing_end.get_or_insert(pos);
         None
@@ -1039,7 +1050,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                     if index == 0 {
                         return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
                     }
-                    if let Some(e) = st.end_member_check(wants_end, None, pos, ctx.end_member_required) {
+                    if let Some(e) = st.end_member_check(wants_end, None, (index, pos), ctx.end_member_required) {
                         return fail_at(ctx, st, batch, index, e);
                     }
                     st.bgzf_unended = bgzf_unended;
@@ -1058,7 +1069,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 }
                 AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
-            if let Some(e) = st.end_member_check(wants_end, Some(&header), pos, ctx.end_member_required) {
+            if let Some(e) = st.end_member_check(wants_end, Some(&header), (index, pos), ctx.end_member_required) {
                 return fail_at(ctx, st, batch, index, e);
             }
             if member_bytes as u64 > avail {
@@ -1161,7 +1172,7 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
                 if index == 0 {
                     return Err(JobError::EmptyArchive { path: st.path.to_path_buf() });
                 }
-                if let Some(e) = st.end_member_check(wants_end, None, pos, ctx.end_member_required) {
+                if let Some(e) = st.end_member_check(wants_end, None, (index, pos), ctx.end_member_required) {
                     return fail_at(ctx, st, batch, index, e);
                 }
                 st.bgzf_unended = bgzf_unended;
@@ -1176,7 +1187,7 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
                 }
                 AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
-            if let Some(e) = st.end_member_check(wants_end, Some(&header), pos, ctx.end_member_required) {
+            if let Some(e) = st.end_member_check(wants_end, Some(&header), (index, pos), ctx.end_member_required) {
                 return fail_at(ctx, st, batch, index, e);
             }
             if member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) && member_bytes as u64 <= avail {
