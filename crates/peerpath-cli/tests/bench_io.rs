@@ -84,7 +84,7 @@ fn random_offsets_come_from_a_fresh_seed_unless_one_is_given() {
 }
 
 /// A sweep with no point is refused before any file is made; a file the
-/// sweep made is removed when it fails (a full disk); shm memory that its
+/// sweep made is removed when it fails (a full disk), an empty one it was given emptied again; shm memory that its
 /// directory cannot hold is said at once (exit 11), not as a bad address.
 #[test]
 fn a_failed_sweep_leaves_no_file_it_made_and_an_empty_sweep_is_refused() {
@@ -96,6 +96,24 @@ fn a_failed_sweep_leaves_no_file_it_made_and_an_empty_sweep_is_refused() {
     let new = fs.dir.join("new.dat");
     run(&mut pp(args!["bench-io", "--file", &new, "--size", "4M", "--runtime-s", "0.1"])).fails(11, &["No space left"]);
     assert_dir_holds(&fs.dir, &[]);
+    // A file on a memory file system measures memory, and says so; so do shm buffers (or not).
+    let o = run(&mut pp(args!["bench-io", "--file", fs.dir.join("m.dat"), "--size", "256K", "--sweep-bs", "64K", "--sweep-qd", "1", "--random", "skip", "--runtime-s", "0.05", "--memory", "shm", "--shm-dir", &fs.dir])).ok();
+    assert!(o.stdout_str().contains("is on a memory file system (tmpfs or ramfs)") && o.stdout_str().contains("host pages of a memory file system"), "{}", o.stdout_str());
+    std::fs::remove_file(fs.dir.join("m.dat")).unwrap();
+    let not_memory = !std::process::Command::new("stat").args(["-f", "-c", "%T"]).arg(dir.path()).output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("tmpfs"));
+    if not_memory {
+        let o = run(&mut pp(args!["bench-io", "--file", &file, "--size", "256K", "--sweep-bs", "64K", "--sweep-qd", "1", "--random", "skip", "--runtime-s", "0.05", "--memory", "shm", "--shm-dir", dir.path()])).ok();
+        assert!(o.stdout_str().contains("page-cache pages of a file in") && !o.stdout_str().contains("memory file system (tmpfs"), "{}", o.stdout_str());
+        std::fs::remove_file(&file).unwrap();
+    }
+    // An empty file it was given, laid out until the disk filled: empty again, the room given
+    // back (ext4's fallocate keeps what it allocated before ENOSPC, and the size; tmpfs's not).
+    if let Some(ext4) = Ext4Mount::new("a_failed_sweep_empties_an_empty_file_again", 16) {
+        let given = ext4.dir.join("empty.dat");
+        std::fs::write(&given, b"").unwrap();
+        run(&mut pp(args!["bench-io", "--file", &given, "--size", "64M", "--runtime-s", "0.1"])).fails(11, &["No space left"]);
+        assert_eq!(std::fs::metadata(&given).unwrap().len(), 0, "the empty file as it was");
+    }
     std::fs::write(fs.dir.join("fill"), vec![0u8; 1 << 20]).unwrap_or(()); // as much as fits
     let out = run(&mut pp(args![
         "bench-io", "--file", &file, "--size", "4M", "--sweep-bs", "1M", "--sweep-qd", "8", "--random", "skip", "--memory", "shm", "--shm-dir", &fs.dir, "--runtime-s", "0.1"
@@ -173,4 +191,33 @@ fn a_file_that_holds_data_is_only_read_unless_writes_are_asked_for() {
     both.extend(args!["--rw", "both"]);
     let v = run(&mut pp(both)).ok().json();
     assert!(v["points"].as_array().unwrap().iter().any(|p| p["pattern"].to_string().contains("write")));
+}
+
+/// A small ext4 in a file, loop-mounted on a fresh directory; unmounted on drop. None (said)
+/// where it cannot be made (not root, no mkfs.ext4, no loop devices).
+struct Ext4Mount {
+    dir: std::path::PathBuf,
+    _parent: tempfile::TempDir,
+}
+
+impl Ext4Mount {
+    fn new(test: &str, mib: u64) -> Option<Ext4Mount> {
+        let parent = scratch();
+        let (image, dir) = (parent.path().join("fs.img"), parent.path().join("fs"));
+        std::fs::File::create(&image).unwrap().set_len(mib << 20).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        let made = std::process::Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&image).status().is_ok_and(|s| s.success());
+        let mounted = made && std::process::Command::new("mount").args(["-o", "loop"]).arg(&image).arg(&dir).status().is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("SKIPPED {test}: cannot make and loop-mount an ext4 here (needs root, mkfs.ext4 and a loop device)");
+            return None;
+        }
+        Some(Ext4Mount { dir, _parent: parent })
+    }
+}
+
+impl Drop for Ext4Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.dir).status();
+    }
 }

@@ -829,12 +829,17 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
     if created {
         peerpath_io::remove_on_signal(o.file.clone());
     }
+    // An empty file given to lay out is empty again after a failure (the room it took given back).
+    let given_empty = opened.kind == "regular file" && opened.size_bytes == 0;
     let swept = sweep_file(o, opened, on_point);
     if created {
         peerpath_io::keep_on_signal(&o.file);
         if swept.is_err() {
             let _ = std::fs::remove_file(&o.file);
         }
+    }
+    if given_empty && swept.is_err() {
+        let _ = OpenOptions::new().write(true).open(&o.file).and_then(|f| f.set_len(0));
     }
     swept
 }
@@ -853,6 +858,10 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
     }
     if let Some(r) = &opened.direct_refused {
         notes.push(r.clone());
+    }
+    // O_DIRECT on tmpfs (Linux 6.6 on) is a copy between memory pages: no device is measured.
+    if opened.kind != "block device" && peerpath_mem::on_memory_file_system(opened.file.as_raw_fd()) {
+        notes.push(format!("{} is on a memory file system (tmpfs or ramfs): its reads and writes are copies between memory pages, so these figures measure memory, not a storage device", o.file.display()));
     }
     let fd = opened.file.as_raw_fd();
     let mut laid_out_bytes = 0;
@@ -936,8 +945,13 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
             let allocator = RegionAllocator::new(region.clone());
             let mut make = |bs: usize, count: usize| (0..count).map(|_| allocator.alloc(bs)).collect();
             let (r, k) = sweep(o, fd, &points, &mut make, on_point, &mut notes)?;
+            // Where its pages are: a memory file system's (as /dev/shm), or a file system's page cache.
+            let pages = match File::open(dir).is_ok_and(|d| peerpath_mem::on_memory_file_system(d.as_raw_fd())) {
+                true => format!("host pages of a memory file system, {}", dir.display()),
+                false => format!("page-cache pages of a file in {} (not a memory file system: the kernel may write them back to its disk)", dir.display()),
+            };
             let text = format!(
-                "{}: a {} shm region standing in for an emulated device's memory (host never touches the payload; DMA goes to and from host pages of /dev/shm, so this is not hardware device memory)",
+                "{}: a {} shm region standing in for an emulated device's memory (host never touches the payload; DMA goes to and from {pages}, so this is not hardware device memory)",
                 region.domain(),
                 human_size(region.len() as u64)
             );
