@@ -229,11 +229,17 @@ impl Machine {
             };
             // sysfs gives root ports and switch downstream ports the link *below* them (their
             // child's link); endpoints and switch upstream ports carry their link to the parent.
-            let link = match d.role {
-                PortRole::RootPort | PortRole::SwitchDownstream => None,
-                _ if d.upstream.is_none() && d.role.is_bridge() => None,
-                _ => d.link,
+            let carries_link = match d.role {
+                PortRole::RootPort | PortRole::SwitchDownstream => false,
+                _ => !(d.upstream.is_none() && d.role.is_bridge()),
             };
+            let link = d.link.filter(|_| carries_link);
+            // A link a job crosses whose rate cannot be told (speed "Unknown", width 0) is no limit: said.
+            let in_jobs = matches!(kind, NodeKind::Ssd(_) | NodeKind::Csp(_) | NodeKind::Gpu(_) | NodeKind::Nic(_)) || d.role == PortRole::SwitchUpstream;
+            if carries_link && in_jobs && link.and_then(|l| l.bytes_per_s()).is_none() {
+                let what = link.map_or_else(|| "no link status".to_string(), |l| l.describe());
+                unknowns.push(format!("PCIe link of {name}: rate unknown ({what}): unlimited"));
+            }
             let socket = nodes[rc].socket;
             nodes.push(Node { name, bdf: Some(d.bdf), parent, kind, link, host_bridge: hb, socket });
         }

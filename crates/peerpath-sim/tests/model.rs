@@ -509,3 +509,17 @@ fn unusable_catalog_figures_are_refused_by_name() {
         assert!(e.contains(said), "{to}: {e}");
     }
 }
+
+/// A link a job crosses whose rate cannot be told (speed "Unknown") is no limit, and the report
+/// says so by name; a machine whose links are all known says nothing of links.
+#[test]
+fn a_link_of_unknown_rate_is_said() {
+    let said = |m: &Machine| m.unknowns.iter().filter(|u| u.starts_with("PCIe link of")).cloned().collect::<Vec<_>>();
+    assert_eq!(said(&epyc()), Vec::<String>::new());
+    let at = EPYC_CASE_STUDY.find("label = \"csp0\"").unwrap();
+    let speed = at + EPYC_CASE_STUDY[at..].find("current_speed = \"8.0 GT/s\"").unwrap();
+    let text = format!("{}current_speed = \"Unknown\"{}", &EPYC_CASE_STUDY[..speed], &EPYC_CASE_STUDY[speed + "current_speed = \"8.0 GT/s\"".len()..]);
+    let m = Machine::new(Topology::from_toml_str(&text).unwrap(), &Catalog::default_catalog(), None).unwrap();
+    let links = said(&m);
+    assert!(links.len() == 1 && links[0].contains("csp0") && links[0].contains("unlimited"), "{links:?}");
+}
