@@ -278,7 +278,8 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         // 64 digits only: 32 characters would be taken as raw key bytes, and a variable of 32
         // characters is a passphrase far more often than a key.
         Some(v) if v.len() == peerpath_func::crypt::KEY_BYTES => Err(JobError::Usage(format!("environment variable {var}: holds {} characters: a key there is 64 hexadecimal digits (peerpath keygen makes one)", v.len()))),
-        Some(v) => Key::from_bytes(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str())).map_err(|e| JobError::Usage(format!("environment variable {var}: {e}"))),
+        // (Its own words: the file's rule, which also takes 32 raw bytes, is not this one.)
+        Some(v) => Key::from_bytes(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str())).map_err(|_| JobError::Usage(format!("environment variable {var}: not a key: a key there is 64 hexadecimal digits (peerpath keygen makes one)"))),
         None if k.key_env.is_some() => Err(JobError::Usage(format!("--key-env {var}: no such environment variable is set"))),
         None => Err(JobError::Usage(format!("no key: give --key-file FILE, --key-env VAR, or set {KEY_ENV} (peerpath keygen -o FILE makes a key)"))),
     }
@@ -487,6 +488,14 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             "{} is {size} bytes: its last sector would be {tail} bytes, and XTS needs at least {MIN_UNIT_BYTES} (images are whole sectors; try another --sector-size)",
             a.source.display()
         )));
+    }
+    // A peerpath-enc/1 file given to XTS decryption would come out as noise with exit 0 (XTS
+    // checks nothing): the wrong mode, refused.
+    if dir == Direction::Decrypt {
+        let mut head = [0u8; 8];
+        if src.read_exact_at(&mut head, 0).is_ok() && &head == peerpath_func::crypt::MAGIC {
+            return Err(JobError::Usage(format!("{} is a peerpath-enc/1 file (AES-256-GCM, it begins with its header): decrypt it without --mode xts", a.source.display())));
+        }
     }
     let task = XTS_TASK_BYTES.max(sector);
     let tasks = size.div_ceil(task as u64);

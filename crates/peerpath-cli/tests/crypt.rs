@@ -158,7 +158,8 @@ fn keys_and_targets_are_handled_with_care() {
     std::fs::write(d.join("short"), b"0123").unwrap();
     let o = run(&mut pp(args!["encrypt", &src, "--key-file", d.join("short")])).fails(2, &["32 raw bytes or 64 hexadecimal digits"]);
     assert!(!o.stderr.contains("0123"), "a bad key is not quoted");
-    run(pp(args!["encrypt", &src, "--key-env", "PP_TEST_KEY"]).env("PP_TEST_KEY", "zz")).fails(2, &["PP_TEST_KEY"]);
+    let o = run(pp(args!["encrypt", &src, "--key-env", "PP_TEST_KEY"]).env("PP_TEST_KEY", "zz")).fails(2, &["PP_TEST_KEY", "64 hexadecimal digits"]);
+    assert!(!o.stderr.contains("raw bytes"), "a variable takes hexadecimal digits only: {}", o.stderr);
     let o = run(&mut pp(args!["encrypt", &src, "--key-file", &key, "-q"])).ok();
     assert!(!o.stderr.contains("warning"), "{}", o.stderr);
     // A key others may read is said (as ssh says of a private key), not refused.
@@ -413,6 +414,11 @@ fn xts_images_keep_their_size_round_trip_and_an_independent_reader_agrees() {
             assert!(std::fs::read(&wrong).unwrap() != data, "another key gives garbage, not the data");
         }
     }
+    // A peerpath-enc/1 file is not an image: XTS would give noise with exit 0; refused, nothing written.
+    let sealed = d.join("sealed");
+    run(&mut pp(args!["encrypt", d.join("img12288"), "--key-file", &key, "-o", &sealed])).ok();
+    run(&mut pp(args!["decrypt", &sealed, "--mode", "xts", "--key-file", &key, "-o", d.join("noise")])).fails(2, &["is a peerpath-enc/1 file", "without --mode xts"]);
+    assert!(!d.join("noise").exists());
     let short = d.join("short");
     std::fs::write(&short, vec![7u8; 4096 + 10]).unwrap();
     let o = run(&mut pp(args!["encrypt", &short, "--mode", "xts", "--key-file", &key]));
