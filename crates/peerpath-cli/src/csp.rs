@@ -9,6 +9,7 @@
 use clap::{Args, Subcommand};
 use peerpath_device::emulated::{default_dir, serve, ConnectOptions, CspError, ServeOptions, READY_LINE_PREFIX};
 use peerpath_device::{DeviceStats, EmulatedCsp, Identify};
+use peerpath_mem::RegionError;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -78,7 +79,8 @@ struct QueryArgs {
     json: bool,
 }
 
-/// Runs `peerpath csp ...`. Bad names or options exit with 2, anything
+/// Runs `peerpath csp ...`. Bad names or options exit with 2, a name
+/// taken with 4, files that do not fit their file system with 11, anything
 /// else that fails with 1.
 pub fn main(a: CspArgs) -> ExitCode {
     // A device a job started: its failure is the job's to handle (it falls back and says why);
@@ -112,10 +114,17 @@ pub fn main(a: CspArgs) -> ExitCode {
                 // The name is taken (a live device, or a file it would replace): as a target that exists.
                 CspError::AlreadyRunning { .. } => ExitCode::from(4),
                 CspError::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => ExitCode::from(4),
+                // Its files do not fit their file system (a full tmpfs, found making room for the
+                // queues or populating the memory): as a target that cannot be written.
+                CspError::Io { source, .. } | CspError::Region(RegionError::Io { source, .. }) if no_room(&source) => ExitCode::from(11),
                 _ => ExitCode::from(1),
             }
         }
     }
+}
+
+fn no_room(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(libc::EDQUOT)
 }
 
 fn run_serve(s: ServeArgs) -> Result<(), CspError> {

@@ -544,13 +544,13 @@ fn remove_dead_jobs_devices(dir: &std::path::Path) {
     }
 }
 
-/// The host process of a job's device file `peerpath-csp-pp<pid>-csp<n>.<mem|queues|sock>`.
+/// The host process of a job's device file `peerpath-csp-pp<pid>-csp<n>.<mem|queues|sock|lock>`.
 fn jobs_device_host(file: &str) -> Option<u32> {
     let rest = file.strip_prefix("peerpath-csp-pp")?;
     let (pid, rest) = rest.split_once("-csp")?;
     let (n, ext) = rest.split_once('.')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(pid) && digits(n) && ["mem", "queues", "sock"].contains(&ext)).then(|| pid.parse().ok())?
+    (digits(pid) && digits(n) && ["mem", "queues", "sock", "lock"].contains(&ext)).then(|| pid.parse().ok())?
 }
 
 /// Picks the directory of a device's shared-memory file and says where it

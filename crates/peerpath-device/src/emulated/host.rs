@@ -6,6 +6,7 @@ use super::layout::{
     Identify, Sqe,
     OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, STATE_READY,
 };
+use super::name_lock::remove_files_left;
 use super::server::{default_dir, serve_with_memory, ServeOptions, FAILED_LINE_PREFIX, READY_LINE_PREFIX};
 use super::shared::{QueueFile, QueuePair};
 use super::{CspError, CspPaths, CLAIM_ANY, CLAIM_MAGIC, CLAIM_NO_FREE_QUEUE, CLAIM_OK};
@@ -825,10 +826,11 @@ fn run_forked_device(serve: &ServeOptions, memory: Arc<MappedRegion>, ready: std
 }
 
 /// SIGTERM, up to 5 s for the device to clean up, then SIGKILL. A device
-/// that did not remove its files (killed) has them removed here.
+/// that did not remove its files (killed) has them removed here, unless
+/// another device has taken the name since.
 fn stop_child(child: &mut DeviceProcess, paths: &CspPaths) -> std::io::Result<ExitStatus> {
     if let Some(status) = child.try_wait()? {
-        paths.remove_all();
+        remove_files_left(paths);
         return Ok(status);
     }
     let _ = sys::kill(child.id(), libc::SIGTERM);
@@ -845,7 +847,7 @@ fn stop_child(child: &mut DeviceProcess, paths: &CspPaths) -> std::io::Result<Ex
         }
         std::thread::sleep(Duration::from_millis(2));
     };
-    paths.remove_all();
+    remove_files_left(paths);
     Ok(status)
 }
 
@@ -856,12 +858,12 @@ fn start(process: &mut DeviceProcess, ready: &mut (impl Read + AsRawFd), paths: 
         Err(CspError::StartTimeout { .. }) => {
             let _ = process.kill();
             let _ = process.wait();
-            paths.remove_all(); // ours: the child got far enough to make them, maybe
+            remove_files_left(paths); // the child's, if it got far enough to make them
         }
         // Ended (waited for): one killed by a signal (SIGBUS) left its files. One that
         // exited removed what it made itself, and the files may be another device's (a
         // name that is taken).
-        Err(CspError::ExitedEarly { .. }) if process.try_wait().ok().flatten().is_some_and(|st| std::os::unix::process::ExitStatusExt::signal(&st).is_some()) => paths.remove_all(),
+        Err(CspError::ExitedEarly { .. }) if process.try_wait().ok().flatten().is_some_and(|st| std::os::unix::process::ExitStatusExt::signal(&st).is_some()) => remove_files_left(paths),
         _ => {}
     }
     result

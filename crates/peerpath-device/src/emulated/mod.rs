@@ -11,6 +11,9 @@
 //! | `<dir>/peerpath-csp-<name>.queues` | header + queue pairs (doorbells, data page, SQ, CQ) |
 //! | `<dir>/peerpath-csp-<name>.sock` | Unix socket: a host claims a queue pair and receives its two eventfds |
 //!
+//! and the name's lock, `<dir>/peerpath-csp-<name>.lock` (empty, `flock`ed
+//! by the device before it makes the others; see `name_lock.rs`).
+//!
 //! Wake-ups: one eventfd per direction and queue pair, passed over the
 //! socket (SCM_RIGHTS), signalled only when the other side said it sleeps
 //! (a need-wake word next to the doorbells, virtio-style). The socket also
@@ -18,6 +21,7 @@
 
 mod host;
 pub mod layout;
+mod name_lock;
 mod server;
 mod shared;
 
@@ -44,6 +48,8 @@ pub struct CspPaths {
     pub memory: PathBuf,
     pub queues: PathBuf,
     pub socket: PathBuf,
+    /// The name's lock: only its holder makes, replaces or removes the three above.
+    pub lock: PathBuf,
 }
 
 impl CspPaths {
@@ -55,7 +61,7 @@ impl CspPaths {
             return Err(CspError::BadName { name: name.to_string() });
         }
         let file = |ext: &str| dir.join(format!("peerpath-csp-{name}.{ext}"));
-        let paths = CspPaths { memory: file("mem"), queues: file("queues"), socket: file("sock") };
+        let paths = CspPaths { memory: file("mem"), queues: file("queues"), socket: file("sock"), lock: file("lock") };
         // sockaddr_un holds 108 bytes with the terminating zero.
         if paths.socket.as_os_str().len() > 107 {
             return Err(CspError::BadOption(format!("{}: socket path longer than 107 bytes; use a shorter --dir", paths.socket.display())));
@@ -63,12 +69,14 @@ impl CspPaths {
         Ok(paths)
     }
 
+    /// The device's three files (not its lock).
     pub fn all(&self) -> [&Path; 3] {
         [&self.memory, &self.queues, &self.socket]
     }
 
     /// Removes the files that exist (errors other than "not there" ignored:
-    /// this runs on the way out).
+    /// this runs on the way out). Only for the holder of the name's lock:
+    /// anyone else may be removing another device's files.
     pub fn remove_all(&self) {
         for p in self.all() {
             let _ = std::fs::remove_file(p);
@@ -83,8 +91,8 @@ pub enum CspError {
     BadName { name: String },
     #[error("{0}")]
     BadOption(String),
-    #[error("a device with this name is already running (its socket {} answers); pick another --name or stop it", socket.display())]
-    AlreadyRunning { socket: PathBuf },
+    #[error("a device with this name is already running (it holds {}); pick another --name or stop it", path.display())]
+    AlreadyRunning { path: PathBuf },
     #[error(transparent)]
     Region(#[from] RegionError),
     #[error("cannot {operation} {}: {source}", path.display())]

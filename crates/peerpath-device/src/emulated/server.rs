@@ -15,6 +15,7 @@ use super::layout::{
     self, decode_sqe, encode_cqe, encode_identify, encode_stats, header, Command, CqeFields, Geometry, Identify, QUEUE_MAGIC,
     QUEUE_VERSION, STATE_READY, STATE_STARTING, STATE_STOPPING,
 };
+use super::name_lock::NameLock;
 use super::shared::{QueueFile, QueuePair};
 use super::{CspError, CspPaths, CLAIM_ANY, CLAIM_MAGIC, CLAIM_NO_FREE_QUEUE, CLAIM_OK, CLAIM_BAD_REQUEST};
 use crate::exec::{self, Encoders, Outcome};
@@ -184,15 +185,6 @@ impl ServeOptions {
     }
 }
 
-/// Removes the device's files when the server ends, however it ends.
-struct RemoveOnDrop(CspPaths);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        self.0.remove_all();
-    }
-}
-
 /// What every thread of the device shares.
 struct Core {
     memory: DeviceMemory,
@@ -271,8 +263,12 @@ pub(crate) fn serve_with_memory(
     sys::set_umask(0o077);
     let signals = sys::block_into_signalfd(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP])
         .map_err(|source| CspError::Io { operation: "block signals for", path: paths.socket.clone(), source })?;
+    // The name first, before any file is made or replaced: a second device started at once
+    // under it stops here, and touches nothing of this one's.
+    let mut name_lock = NameLock::try_take(&paths)?.ok_or_else(|| CspError::AlreadyRunning { path: paths.lock.clone() })?;
     clear_stale(&paths)?;
-    let _files = RemoveOnDrop(paths.clone());
+    // Its files are removed (then the lock released) when the server ends, however it ends.
+    name_lock.own_files();
 
     let geometry = options.geometry();
     let memory_region = match memory {
@@ -395,12 +391,15 @@ fn populate(memory: &MappedRegion, bytes: usize, threads: u32) -> std::io::Resul
     })
 }
 
+/// Removes the files of a device that died without cleaning up (SIGKILL). Called with the
+/// name's lock held, so no live device of this build owns them.
 fn clear_stale(paths: &CspPaths) -> Result<(), CspError> {
+    // One that answers anyway is a device that takes no lock (an older peerpath).
     if paths.socket.exists() && UnixStream::connect(&paths.socket).is_ok() {
-        return Err(CspError::AlreadyRunning { socket: paths.socket.clone() });
+        return Err(CspError::AlreadyRunning { path: paths.socket.clone() });
     }
-    // Files of a device that died without cleaning up (SIGKILL): only what a device makes (a
-    // socket, regular files) is removed; anything else under those names is not ours.
+    // Only what a device makes (a socket, regular files) is removed; anything else under
+    // those names is not ours.
     use std::os::unix::fs::FileTypeExt;
     for (p, socket) in [(&paths.socket, true), (&paths.memory, false), (&paths.queues, false)] {
         let Ok(kind) = std::fs::symlink_metadata(p).map(|m| m.file_type()) else { continue };
