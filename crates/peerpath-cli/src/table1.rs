@@ -235,7 +235,8 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         let orch: Vec<f64> = reports.iter().map(|r| orchestration(r, true)).collect();
         let orch_user: Vec<f64> = reports.iter().map(|r| orchestration(r, false)).collect();
         let steady: Option<Vec<f64>> = reports.iter().map(|r| r.offload_transfers_cpu_s).collect();
-        let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().map(|d| d.process_cpu_s.unwrap_or(0.0) + d.start_cpu_s.unwrap_or(0.0)).sum()).collect();
+        // (A fold from +0.0: f64's sum of no devices is -0.0, printed "-0.00".)
+        let dev_cpu: Vec<f64> = reports.iter().map(|r| r.devices.iter().map(|d| d.process_cpu_s.unwrap_or(0.0) + d.start_cpu_s.unwrap_or(0.0)).fold(0.0, |a, b| a + b)).collect();
         let per = |cpu: &[f64]| median(cpu.iter().zip(&wall).zip(&gbps).map(|((c, w), g)| c / w.max(1e-9) / g.max(1e-12)).collect());
         let last = reports.last().expect("at least one run");
         let mut work_on_cpu_instead: Vec<String> = Vec::new();

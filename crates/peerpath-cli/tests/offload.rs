@@ -427,6 +427,10 @@ fn bench_offload_marks_a_device_row_the_cpu_ran_and_refuses_empty_measurements()
     assert!(row["engine"].as_str().unwrap().ends_with("FALLBACK"), "{row}");
     assert!(row["work_on_cpu_instead"][0].as_str().unwrap().contains("did not start"), "{row}");
     assert_eq!(o["rows"][0]["work_on_cpu_instead"], serde_json::json!([]), "the CPU row is the CPU's");
+    // Rows without a device process say 0 device seconds, not -0 (f64's sum of none).
+    for r in o["rows"].as_array().unwrap() {
+        assert!(r["emulated_device_cpu_s"].as_f64().is_some_and(|v| v.is_sign_positive()), "{r}");
+    }
     // Asked, a fallback is the error it is with `compress --no-fallback`.
     run(&mut pp(args!["bench-offload", &src, "--runs", "1", "--no-fio", "--device-memory-dir", dir.path().join("missing"), "--no-fallback"])).fails(15, &["did not start"]);
     for bad in [&["--runs", "0"][..], &["--max-devices", "0"]] {
