@@ -97,7 +97,7 @@ pub fn main(a: CspArgs) -> ExitCode {
         }),
         CspCommand::Stats(q) => query(q, |d, json| {
             let s = d.device_stats()?;
-            Ok(if json { crate::jsonout::stamped("csp-stats", &s) } else { render_stats(&s) })
+            Ok(if json { crate::jsonout::stamped("csp-stats", &with_provenance(&s)) } else { render_stats(&s) })
         }),
     };
     match result {
@@ -177,16 +177,29 @@ fn query(q: QueryArgs, answer: impl FnOnce(&mut EmulatedCsp, bool) -> Result<Str
     Ok(())
 }
 
+/// What every `csp identify` and `csp stats` says of the device (no figure of it is a hardware one).
+const EMULATED: &str = "an emulated CSP: a host process whose functions run on host cores, in shared memory standing in for device memory";
+
+/// `value` as JSON with `provenance` added ([`EMULATED`]).
+fn with_provenance(value: &impl serde::Serialize) -> serde_json::Value {
+    let mut v = serde_json::to_value(value).expect("outputs serialise");
+    if let Some(m) = v.as_object_mut() {
+        m.insert("provenance".into(), EMULATED.into());
+    }
+    v
+}
+
 fn render_identify(device: &EmulatedCsp, id: &Identify, json: bool) -> String {
     if json {
-        return crate::jsonout::stamped("csp-identify", id);
+        return crate::jsonout::stamped("csp-identify", &with_provenance(id));
     }
     let functions: Vec<&str> = id.functions.iter().map(|k| k.name()).collect();
     let p = device.paths();
     format!(
         "{}: pid {}, {} MiB of device memory, {} queue pairs of {} entries, {} workers, up to {} input ranges per command\n\
          functions: {}\n\
-         files: {} {} {}",
+         files: {} {} {}\n\
+         {EMULATED}",
         id.name,
         id.pid,
         id.memory_bytes >> 20,
@@ -216,6 +229,6 @@ fn render_stats(s: &DeviceStats) -> String {
             f.busy_ns as f64 / 1e6
         ));
     }
-    t.push_str(&format!("entries refused before naming a function: {}; up {:.1} s", s.rejected_entries, s.uptime_ns as f64 / 1e9));
+    t.push_str(&format!("entries refused before naming a function: {}; up {:.1} s\nmeasured on {EMULATED}", s.rejected_entries, s.uptime_ns as f64 / 1e9));
     t
 }

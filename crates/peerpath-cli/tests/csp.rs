@@ -34,12 +34,14 @@ fn the_cli_serves_what_spawn_asks_for_and_answers_identify_and_stats() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("16 MiB of device memory") && text.contains("gzip compress member"), "{text}");
+    assert!(text.contains("an emulated CSP: a host process"), "what the device is, said: {text}");
 
     let out = Command::new(PEERPATH).args(["csp", "stats", "--name", &name, "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let fill = stats["functions"].as_array().unwrap().iter().find(|f| f["function"] == "fill").unwrap().clone();
     assert_eq!((fill["commands"].as_u64(), fill["output_bytes"].as_u64()), (Some(1), Some(4096)));
+    assert!(stats["provenance"].as_str().is_some_and(|p| p.starts_with("an emulated CSP")), "{stats}");
 
     // The name is taken while it runs: exit 4, as a target that exists.
     let out = Command::new(PEERPATH).args(["csp", "serve", "--name", &name]).output().unwrap();
