@@ -160,6 +160,12 @@ fn a_plan_needs_a_finite_target_and_a_limit_of_one_or_more() {
     for l in ["0", "257"] {
         refused(&sim(&["plan", "--file", f, "--target", "100", "--limit", l]), "from 1 to 256");
     }
+    // CSPs proposed for a job that uses none (they changed nothing); SSDs are planned.
+    for job in ["read", "compress-cpu", "write"] {
+        refused(&sim(&["plan", "--file", f, "--target", "30", "--job", job]), "uses no CSP");
+    }
+    let o = sim(&["plan", "--file", f, "--target", "30", "--job", "read", "--add", "ssd"]);
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("proposal: 1 ssd(s)"), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
 /// A mistyped function became an engine of unlimited throughput (exit 0); it is refused with the

@@ -17,7 +17,7 @@ use peerpath_topo::{Bdf, LinkSpeed, Topology};
 
 use crate::catalog::{Catalog, Figure};
 use crate::engine::{simulate, SimOptions};
-use crate::job::Job;
+use crate::job::{Job, JobKind, Memory};
 use crate::machine::Machine;
 use crate::pcie::TlpModel;
 use crate::report::SimReport;
@@ -317,6 +317,11 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
     }
     if !PLAN_LIMIT.contains(&limit) {
         return Err(SimError::Vary(format!("limit {limit}: from {} to {} devices", PLAN_LIMIT.start(), PLAN_LIMIT.end())));
+    }
+    // CSPs a job does not use cannot change it (it proposed them all the same).
+    let uses_csps = matches!(job.kind, JobKind::CompressP2p | JobKind::Read { into: Memory::Cmb(_) } | JobKind::Write { from: Memory::Cmb(_) });
+    if param == Param::Csp && !uses_csps {
+        return Err(SimError::Vary("this job uses no CSP, so adding CSPs cannot change it: plan it with --add ssd (or plan compress-p2p, or a job into or out of a CMB)".into()));
     }
     let mut last: Option<(u32, SimReport)> = None;
     let mut too_few = None;
