@@ -2,6 +2,17 @@
 //! job options, runs the job, prints the report. Errors exit with the code
 //! of their class (see README).
 
+/// `eprintln!` that never panics. std's panics (exit 101) where standard error cannot be
+/// written (its reader gone: `peerpath ... 2>&1 >/dev/null | true`), and the exit code that
+/// says what failed is lost with it; a message nobody can read is dropped instead. Defined
+/// before the modules, it is the `eprintln!` of the whole crate (textual scope).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod chain;
 mod chain_device;
 mod csp;

@@ -212,3 +212,16 @@ fn a_plot_that_cannot_be_written_is_exit_11_and_leaves_nothing() {
     assert_eq!(std::fs::read(&svg).unwrap(), b"old picture");
     assert_dir_holds(&fs.dir, &["x.svg"]);
 }
+
+/// An error said where standard error's reader has gone (`2>&1 >/dev/null | true`): the exit
+/// code still says what failed (it was a panic, exit 101).
+#[test]
+fn an_error_with_nobody_reading_standard_error_keeps_its_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("w.toml");
+    std::fs::write(&bad, "schema_version = \"one\"\n").unwrap();
+    let mut child = peerpath().args(["sim", "--file"]).arg(&bad).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    drop(child.stderr.take()); // the reader goes before anything is written
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(13), "{status:?}");
+}
