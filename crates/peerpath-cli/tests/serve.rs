@@ -981,3 +981,130 @@ fn bench_kv_and_serve_refusals_have_their_exit_codes() {
     run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "nope", "--seconds", "0.1"])).fails(3, &["no value for nope"]);
     drop(s);
 }
+
+/// memcached data blocks are read as they come, the connection waiting in epoll between their
+/// pieces: clients that drip a block a byte at a time (refused, or stored with --writable) hold
+/// no worker, and are cut at the block's deadline (the read timeout plus a second per MiB). They
+/// held the worker for as long as a byte came within the read timeout, for ever: with one
+/// worker, two such clients froze both ports. A refused block longer than any the server reads
+/// to drop is refused at once, unread, and its connection closed (it was read, a worker held).
+#[test]
+fn clients_that_drip_a_data_block_hold_no_worker_and_are_cut_at_its_deadline() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("a.txt"), b"hello\n").unwrap();
+    for (extra, refusal) in [(&[][..], "SERVER_ERROR read-only"), (&["--writable"][..], "SERVER_ERROR object too large for cache")] {
+        let s = serve_with(d, "zerocopy", 1000, &[&["--workers", "1", "--read-timeout", "4"], extra].concat());
+        let mut huge = TcpStream::connect(&s.memcached).unwrap();
+        huge.write_all(b"set k 0 0 1000000000\r\n").unwrap();
+        let drippers: Vec<TcpStream> = (0..2)
+            .map(|_| {
+                let mut c = TcpStream::connect(&s.memcached).unwrap();
+                c.write_all(b"set k 0 0 1000\r\n").unwrap();
+                c
+            })
+            .collect();
+        // A byte every 300 ms: the block would take 5 minutes; the read timeout never passes.
+        let mut dripping: Vec<TcpStream> = drippers.iter().map(|c| c.try_clone().unwrap()).collect();
+        let dripper = std::thread::spawn(move || {
+            for _ in 0..1000 {
+                dripping.retain_mut(|c| c.write_all(b"x").is_ok());
+                if dripping.is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        // Others are served meanwhile, on both ports.
+        assert_eq!(String::from_utf8_lossy(&exchange(&s.memcached, b"get a.txt\r\nquit\r\n")), "VALUE a.txt 0 6\r\nhello\n\r\nEND\r\n", "{extra:?}");
+        let (head, body) = split(&exchange(&s.http, b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+        assert!(head.starts_with("HTTP/1.1 200") && body == b"hello\n", "{extra:?}: {head}");
+        let mut said = Vec::new();
+        huge.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        huge.read_to_end(&mut said).unwrap();
+        assert!(String::from_utf8_lossy(&said).starts_with(refusal), "{extra:?}: refused at once and closed: {:?}", String::from_utf8_lossy(&said));
+        for mut c in drippers {
+            let mut said = Vec::new();
+            c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let _ = c.read_to_end(&mut said);
+            assert_eq!(String::from_utf8_lossy(&said), "SERVER_ERROR data block not whole in time (the read timeout plus a second per MiB)\r\n", "{extra:?}");
+        }
+        dripper.join().unwrap();
+        assert!(!d.join("k").exists(), "{extra:?}: nothing of a cut value is stored");
+        // SAFETY: kill(2) with our own child's pid.
+        unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+        let report = finish(s);
+        assert!(report.contains("408: 2"), "{report}");
+    }
+}
+
+/// A request with two Content-Length fields (0, then 38) was taken with the first, and its
+/// 38-byte body answered as a second request: request smuggling past a proxy that takes the
+/// last. Two are refused (400, closed: RFC 9112 §6.3), even two of 0; one 0 is still taken.
+#[test]
+fn two_content_lengths_are_refused_and_the_body_is_not_taken_for_a_request() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    let s = serve_with(dir.path(), "zerocopy", 1000, &[]);
+    let smuggled = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 38\r\n\r\nGET /b/x.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    let twice_0 = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\ncontent-length: 0\r\n\r\n";
+    for req in [&smuggled[..], &twice_0[..]] {
+        let got = String::from_utf8_lossy(&exchange(&s.http, req)).into_owned();
+        assert!(got.starts_with("HTTP/1.1 400") && got.contains("Connection: close\r\n") && got.matches("HTTP/1.1").count() == 1, "{got:?}");
+    }
+    let got = String::from_utf8_lossy(&exchange(&s.http, b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")).into_owned();
+    assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("\r\n\r\nhello\n"), "{got:?}");
+    drop(s);
+}
+
+/// A memcached server of one connection for bench-kv: answers the first get with `answer`,
+/// then drips a byte every 500 ms (`drip`), and closes when the client goes, or at once
+/// (`close`). Returns its address and the thread (joined once the client is done).
+fn fake_kv_server(answer: &[u8], drip: bool, close: bool) -> (String, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let answer = answer.to_vec();
+    let server = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let _ = c.read(&mut [0u8; 100]);
+        let _ = c.write_all(&answer);
+        while drip && c.write_all(b"x").is_ok() {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        if !close {
+            let _ = c.read_to_end(&mut Vec::new());
+        }
+    });
+    (addr, server)
+}
+
+/// bench-kv against a server that accepts and never answers, or drips its answer: the run ends
+/// with an error a bounded time after --seconds (it hung for ever), exit 12 (an error reading
+/// the server), saying why.
+#[test]
+fn bench_kv_gives_up_on_a_server_that_does_not_answer() {
+    for (answer, drip, needle) in [(&b""[..], false, "reading the answer: the server sent nothing for 5 s"), (b"VALUE k 0 1000\r\n", true, "the value was not whole 5 s after the run's end")] {
+        let (addr, server) = fake_kv_server(answer, drip, false);
+        let o = run_full(&mut pp(args!["bench-kv", "--server", &addr, "--key", "k", "-c", "1", "--seconds", "0.5"]), None, Duration::from_secs(90));
+        o.fails(12, &[needle]);
+        server.join().unwrap();
+    }
+}
+
+/// bench-kv takes no value length a server declares on trust: it is counted through a fixed
+/// buffer, never allocated (100 GB aborted the process, 2^64 - 6 panicked, and a 1 GiB object
+/// took 1 GiB a connection): a lie is exit 12, saying what was wrong.
+#[test]
+fn bench_kv_allocates_no_value_length_a_server_declares() {
+    for (answer, needle) in [
+        (&b"VALUE k 0 100000000000\r\n"[..], "the server closed the connection 0 bytes into a 100000000000-byte value"),
+        (b"VALUE k 0 18446744073709551610\r\nabc", "more than any file holds"),
+        (b"VALUE k 0 3\r\nabc\r\nEXD\r\n", "not followed by END"),
+    ] {
+        let (addr, server) = fake_kv_server(answer, false, true);
+        let o = run_full(&mut pp(args!["bench-kv", "--server", &addr, "--key", "k", "-c", "1", "--seconds", "0.5"]), None, Duration::from_secs(90));
+        o.fails(12, &[needle]);
+        server.join().unwrap();
+    }
+}

@@ -200,8 +200,12 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
         simple(conn, 400, "", is_head);
         return (400, false, 0, 0, 0);
     }
-    // This server reads no request bodies: one would be taken for the next request.
-    if header("transfer-encoding").is_some() || header("content-length").is_some_and(|v| v != b"0") {
+    // This server reads no request bodies: one would be taken for the next request. Content-Length
+    // given twice is refused too, even twice 0 (RFC 9112 §6.3: differing ones are a framing error
+    // the connection cannot recover from): only the first was looked at, so `0` then `38` let 38
+    // bytes of body be taken for a second request (smuggled past a proxy that read the last).
+    let lengths = req.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("content-length")).count();
+    if header("transfer-encoding").is_some() || lengths > 1 || header("content-length").is_some_and(|v| v != b"0") {
         simple(conn, 400, "", is_head);
         return (400, false, 0, 0, 0);
     }

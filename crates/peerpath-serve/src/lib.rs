@@ -23,8 +23,11 @@
 //! with `httparse`; paths are resolved under the root and refused if they
 //! leave it (`..`, symlinks out); header floods, slow clients (a request
 //! head must arrive whole within the read timeout of its first byte) and
-//! ranges past the end get their HTTP answers. Every request's latency and
-//! bytes are counted for the report.
+//! ranges past the end get their HTTP answers. A memcached data block is
+//! read as it comes, the connection waiting in epoll between its pieces
+//! like an idle one, and must be whole by a deadline of its own
+//! ([`memcached::Block`]). Every request's latency and bytes are counted
+//! for the report.
 
 mod event;
 mod hostcache;
@@ -311,12 +314,13 @@ impl Server {
 /// Makes room for the connection limit in this process's open-file limit
 /// (raising its soft limit towards the hard one, as nginx's
 /// `worker_rlimit_nofile` does): a connection holds its socket and, in
-/// devmem mode, a channel to the NIC, in send-zc mode its ring; 64 more
-/// for the rest. A limit that cannot fit is a usage error that
-/// says how many files it needs.
+/// devmem mode, a channel to the NIC, in send-zc mode its ring, and when
+/// `set` is taken, the temporary file of a value on its way (it waits in
+/// epoll with the connection); 64 more for the rest. A limit that cannot
+/// fit is a usage error that says how many files it needs.
 fn open_files_for(config: &Config) -> Result<(), ServeError> {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let per_conn = if matches!(config.mode, Mode::DevMem | Mode::SendZc) { 2 } else { 1 };
+    let per_conn = if matches!(config.mode, Mode::DevMem | Mode::SendZc) { 2 } else { 1 } + u64::from(config.max_set_bytes.is_some());
     let need = (config.max_connections as u64).saturating_mul(per_conn).saturating_add(64);
     let limit = getrlimit(Resource::Nofile);
     let have = limit.current.unwrap_or(u64::MAX);
@@ -384,6 +388,10 @@ pub(crate) struct Conn<'a> {
     /// waits for it (poll) before the first read, saving a read that
     /// finds nothing.
     wait_first: bool,
+    /// memcached: the data block being read (a `set`'s value, a refused
+    /// write's block), kept here while the connection waits in epoll for
+    /// more of it, so a client that sends it slowly holds no worker.
+    pub block: Option<memcached::Block>,
 }
 
 impl<'a> Conn<'a> {
@@ -391,7 +399,7 @@ impl<'a> Conn<'a> {
     pub(crate) fn new(shared: &'a Shared, stream: TcpStream, proto: Proto) -> Conn<'a> {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_nodelay(true);
-        // Reads wait at most this long (memcached `set`'s data block), so a
+        // A lingering worker's read waits at most this long (see `read_more`), so a
         // stopping server is noticed; the client's own timeout is counted across them.
         let _ = stream.set_read_timeout(Some(event::TICK));
         // A send waits at most PATIENCE, then the connection waits in epoll
@@ -407,7 +415,7 @@ impl<'a> Conn<'a> {
             shared.peak_connections.fetch_max(served, Ordering::Relaxed);
         }
         let now = Instant::now();
-        Conn { shared, stream, proto, over, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, out: Default::default(), sent_at: now, close_after: false, broken: false, wait_first: false }
+        Conn { shared, stream, proto, over, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, out: Default::default(), sent_at: now, close_after: false, broken: false, wait_first: false, block: None }
     }
 
     /// Sends what a slow client did not take yet, then answers what it
@@ -474,8 +482,14 @@ impl<'a> Conn<'a> {
     /// if the client does nothing: the read timeout after its last byte
     /// (idle), or after the first byte of a request still incomplete; with
     /// output queued, the write timeout (the same) after the client last
-    /// took some.
+    /// took some. A memcached data block must also be whole by its own
+    /// deadline ([`memcached::Block`]): a client that keeps it coming a byte
+    /// at a time is not kept for ever.
     pub(crate) fn deadline(&self) -> Instant {
+        let timeout = self.shared.config.read_timeout;
+        if let Some(block) = self.block.as_ref().filter(|_| self.out.is_empty()) {
+            return block.deadline.min(self.quiet_since + timeout);
+        }
         let since = if !self.out.is_empty() {
             self.sent_at
         } else if self.pending.is_empty() {
@@ -483,7 +497,7 @@ impl<'a> Conn<'a> {
         } else {
             self.head_since
         };
-        since + self.shared.config.read_timeout
+        since + timeout
     }
 
     /// Whether the reactor waits for this connection to be writable (output
@@ -583,45 +597,77 @@ pub(crate) enum ReadHead {
 /// worker lingers ([`event::LINGER`]; at once when other connections wait
 /// for a worker).
 pub(crate) fn read_head(conn: &mut Conn, done: impl Fn(&[u8]) -> Option<usize>) -> ReadHead {
-    use rustix::event::{PollFd, PollFlags};
-    let shared = conn.shared;
     let linger_until = Instant::now() + event::LINGER;
+    let mut chunk = [0u8; 4096];
     loop {
         if let Some(n) = done(&conn.pending) {
             return ReadHead::Ready(n);
         }
-        if conn.pending.len() > shared.config.max_header_bytes {
+        if conn.pending.len() > conn.shared.config.max_header_bytes {
             return ReadHead::TooLong;
         }
-        if shared.stop.load(Ordering::Relaxed) {
-            return ReadHead::Closed;
+        match read_more(conn, linger_until, &mut chunk) {
+            More::Got => {}
+            More::Park => return ReadHead::Park,
+            More::TimedOut => return ReadHead::TimedOut,
+            More::Closed => return ReadHead::Closed,
         }
-        let mut chunk = [0u8; 4096];
-        let got = if std::mem::take(&mut conn.wait_first) && conn.pending.is_empty() { Err(rustix::io::Errno::AGAIN) } else { rustix::net::recv(&conn.stream, &mut chunk, rustix::net::RecvFlags::DONTWAIT) };
+    }
+}
+
+/// How waiting for more of a request ended (see [`read_more`]).
+pub(crate) enum More {
+    /// Bytes came: they are at the end of `Conn::pending`.
+    Got,
+    /// Nothing came while the worker lingered: park the connection.
+    Park,
+    /// [`Conn::deadline`] passed.
+    TimedOut,
+    /// The client closed (or the server stops, or the NIC failed a response).
+    Closed,
+}
+
+/// Waits for the client's next bytes (received through `chunk` into
+/// `conn.pending`), until [`Conn::deadline`], or while this worker lingers,
+/// until `linger_until` (at once when other connections wait for a worker).
+pub(crate) fn read_more(conn: &mut Conn, linger_until: Instant, chunk: &mut [u8]) -> More {
+    use rustix::event::{PollFd, PollFlags};
+    let shared = conn.shared;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            return More::Closed;
+        }
+        let got = if std::mem::take(&mut conn.wait_first) && conn.pending.is_empty() { Err(rustix::io::Errno::AGAIN) } else { rustix::net::recv(&conn.stream, &mut *chunk, rustix::net::RecvFlags::DONTWAIT) };
         match got {
-            Ok((0, _)) => return ReadHead::Closed,
-            Ok((n, _)) => conn.received(&chunk[..n]),
+            Ok((0, _)) => return More::Closed,
+            Ok((n, _)) => {
+                conn.received(&chunk[..n]);
+                return More::Got;
+            }
             Err(rustix::io::Errno::INTR) => {}
             Err(rustix::io::Errno::AGAIN) => {
                 let now = Instant::now();
                 let deadline = conn.deadline();
                 if now >= deadline {
-                    return ReadHead::TimedOut;
+                    return More::TimedOut;
                 }
                 if now >= linger_until {
-                    return ReadHead::Park;
+                    return More::Park;
                 }
                 if !shared.pool_full.load(Ordering::Relaxed) {
                     // No connection can be kept waiting for a worker (the pool
                     // still grows): wait in the read itself, one system call a
                     // request (the socket's receive timeout is a tick).
-                    match rustix::net::recv(&conn.stream, &mut chunk, rustix::net::RecvFlags::empty()) {
-                        Ok((0, _)) => return ReadHead::Closed,
-                        Ok((n, _)) => conn.received(&chunk[..n]),
+                    match rustix::net::recv(&conn.stream, &mut *chunk, rustix::net::RecvFlags::empty()) {
+                        Ok((0, _)) => return More::Closed,
+                        Ok((n, _)) => {
+                            conn.received(&chunk[..n]);
+                            return More::Got;
+                        }
                         // A quiet tick: see below for the NIC.
-                        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) if !conn.poll_nic() => return ReadHead::Closed,
+                        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) if !conn.poll_nic() => return More::Closed,
                         Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
-                        Err(_) => return ReadHead::Closed,
+                        Err(_) => return More::Closed,
                     }
                     continue;
                 }
@@ -636,12 +682,12 @@ pub(crate) fn read_head(conn: &mut Conn, done: impl Fn(&[u8]) -> Option<usize>) 
                     // not at the client's next request (looked at once a quiet tick,
                     // not once a request: it is a receive on the NIC's channel; a
                     // parked connection's, the reactor looks at).
-                    Ok(0) if !conn.poll_nic() => return ReadHead::Closed,
-                    Ok(_) if park => return ReadHead::Park,
+                    Ok(0) if !conn.poll_nic() => return More::Closed,
+                    Ok(_) if park => return More::Park,
                     _ => {}
                 }
             }
-            Err(_) => return ReadHead::Closed,
+            Err(_) => return More::Closed,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! before the next, for a fixed time. The same client measures peerpath
 //! serve and memcached itself, so the two are compared on equal terms.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -37,14 +37,53 @@ pub enum LoadError {
     Broken(String),
 }
 
-/// Reads one `get` answer: exactly one VALUE of some length, then END.
-/// Returns the value's length.
-fn read_answer(r: &mut BufReader<TcpStream>, key: &str) -> Result<u64, LoadError> {
-    let mut line = String::new();
-    r.read_line(&mut line).map_err(|e| LoadError::Broken(format!("reading: {e}")))?;
-    if line.is_empty() {
-        return Err(LoadError::Broken("the server closed the connection".into()));
+/// How long one read or write of an answer may wait, and how long after
+/// the run's end an answer still coming is waited for: a server that
+/// accepts and never answers (or drips) ends the run with an error, not a hang.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An answer's first line (`VALUE <key> <flags> <bytes> [<cas>]`, its key
+/// at most 250 bytes) is shorter than this, or is not an answer.
+const LINE_BYTES_MAX: usize = 1024;
+
+/// No file is longer (off_t): a value declared longer is no answer.
+const VALUE_BYTES_MAX: u64 = i64::MAX as u64;
+
+/// The reader's next bytes (at most its buffer's worth), or an error once
+/// `give_up` (if any) has passed; each read waits at most [`ANSWER_TIMEOUT`].
+fn fill<'r>(r: &'r mut BufReader<TcpStream>, give_up: Option<Instant>, what: &str) -> Result<&'r [u8], LoadError> {
+    if give_up.is_some_and(|g| Instant::now() > g) {
+        return Err(LoadError::Broken(format!("{what} was not whole {} s after the run's end", ANSWER_TIMEOUT.as_secs())));
     }
+    r.fill_buf().map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!("the server sent nothing for {} s", ANSWER_TIMEOUT.as_secs()),
+            _ => e.to_string(),
+        };
+        LoadError::Broken(format!("reading {what}: {why}"))
+    })
+}
+
+/// Reads one `get` answer: exactly one VALUE of some length, then END;
+/// gives up once `give_up` has passed. The value is counted, not kept: it
+/// passes through the reader's buffer (a length the server declares is
+/// never allocated: 100 GB aborted the process, 2^64 - 6 overflowed).
+/// Returns the value's length.
+fn read_answer(r: &mut BufReader<TcpStream>, key: &str, give_up: Option<Instant>) -> Result<u64, LoadError> {
+    let mut line = Vec::new();
+    while !line.ends_with(b"\n") {
+        let buf = fill(r, give_up, "the answer")?;
+        if buf.is_empty() {
+            return Err(LoadError::Broken("the server closed the connection".into()));
+        }
+        let n = buf.iter().position(|&b| b == b'\n').map_or(buf.len(), |i| i + 1);
+        line.extend_from_slice(&buf[..n]);
+        r.consume(n);
+        if line.len() > LINE_BYTES_MAX {
+            return Err(LoadError::Broken(format!("an answer line longer than {LINE_BYTES_MAX} bytes")));
+        }
+    }
+    let line = String::from_utf8_lossy(&line);
     if line == "END\r\n" {
         return Err(LoadError::Unreachable(format!("the server has no value for {key}")));
     }
@@ -54,9 +93,32 @@ fn read_answer(r: &mut BufReader<TcpStream>, key: &str) -> Result<u64, LoadError
     if k != key {
         return Err(LoadError::Broken(format!("answer for {k}, asked {key}")));
     }
-    let mut rest = vec![0u8; len as usize + 2 + 5];
-    r.read_exact(&mut rest).map_err(|e| LoadError::Broken(format!("reading the value: {e}")))?;
-    if &rest[len as usize..] != b"\r\nEND\r\n" {
+    if len > VALUE_BYTES_MAX {
+        return Err(LoadError::Broken(format!("the server says the value of {key} is {len} bytes, more than any file holds")));
+    }
+    let mut left = len;
+    while left > 0 {
+        let got = fill(r, give_up, "the value")?.len();
+        if got == 0 {
+            return Err(LoadError::Broken(format!("the server closed the connection {} bytes into a {len}-byte value", len - left)));
+        }
+        let n = usize::try_from(left).map_or(got, |l| l.min(got));
+        r.consume(n);
+        left -= n as u64;
+    }
+    let mut end = [0u8; 7];
+    let mut have = 0;
+    while have < end.len() {
+        let buf = fill(r, give_up, "the value's end")?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len().min(end.len() - have);
+        end[have..have + n].copy_from_slice(&buf[..n]);
+        r.consume(n);
+        have += n;
+    }
+    if end != *b"\r\nEND\r\n" {
         return Err(LoadError::Broken("the value is not followed by END".into()));
     }
     Ok(len)
@@ -67,14 +129,18 @@ pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64) -> R
     if key.is_empty() || key.len() > 250 || key.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(LoadError::BadKey);
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();
+    // A run longer than the clock can count (`--seconds 1e20`, which panicked) runs until stopped.
+    let deadline = Duration::try_from_secs_f64(seconds.max(0.0)).ok().and_then(|d| started.checked_add(d));
+    let give_up = deadline.and_then(|d| d.checked_add(ANSWER_TIMEOUT));
     let results: Vec<Result<(Vec<u64>, u64), LoadError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..connections.max(1))
             .map(|_| {
                 s.spawn(move || -> Result<(Vec<u64>, u64), LoadError> {
-                    let stream = TcpStream::connect(server).map_err(|e| LoadError::Unreachable(format!("connecting to {server}: {e}")))?;
+                    let stream = TcpStream::connect_timeout(&server, ANSWER_TIMEOUT).map_err(|e| LoadError::Unreachable(format!("connecting to {server}: {e}")))?;
                     stream.set_nodelay(true).ok();
+                    stream.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(|e| LoadError::Broken(e.to_string()))?;
+                    stream.set_write_timeout(Some(ANSWER_TIMEOUT)).map_err(|e| LoadError::Broken(e.to_string()))?;
                     let mut w = stream.try_clone().map_err(|e| LoadError::Broken(e.to_string()))?;
                     let mut r = BufReader::with_capacity(1 << 20, stream);
                     let request = format!("get {key}\r\n");
@@ -83,9 +149,9 @@ pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64) -> R
                     loop {
                         let t = Instant::now();
                         w.write_all(request.as_bytes()).map_err(|e| LoadError::Broken(format!("sending: {e}")))?;
-                        bytes += read_answer(&mut r, key)?;
+                        bytes = bytes.saturating_add(read_answer(&mut r, key, give_up)?);
                         lat.push(t.elapsed().as_micros() as u64);
-                        if Instant::now() >= deadline {
+                        if deadline.is_some_and(|d| Instant::now() >= d) {
                             break;
                         }
                     }
@@ -100,7 +166,7 @@ pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64) -> R
     for r in results {
         let (l, b) = r?;
         lat.extend(l);
-        bytes += b;
+        bytes = bytes.saturating_add(b);
     }
     lat.sort_unstable();
     let n = lat.len();

@@ -4,12 +4,14 @@
 //! path component; written to a temporary file as it arrives, so memory
 //! stays bounded, and renamed into place whole: a reader sees the old file
 //! or the new one, never part of one). Other writes are refused, their
-//! data blocks read and dropped. A key is at most 250 bytes without
-//! spaces or control characters (the protocol's rule).
+//! data blocks read and dropped (up to a size: see [`Block`] for how a
+//! data block is read without holding a worker, and by when it must be
+//! whole). A key is at most 250 bytes without spaces or control characters
+//! (the protocol's rule).
 
 use crate::resolve::resolve;
 use crate::out::Done;
-use crate::{read_head, respond, Conn, Next, ReadHead};
+use crate::{read_head, read_more, respond, Conn, More, Next, ReadHead};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -19,8 +21,13 @@ fn line_end(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|&b| b == b'\n').map(|i| i + 1)
 }
 
+/// What a command came to: (status, payload bytes, bytes copied, payload bytes from host memory,
+/// keep the connection).
+type Outcome = (u16, u64, u64, u64, bool);
+
 /// Answers the connection's commands as long as they come; `Park` when
-/// the client has sent nothing more for a while.
+/// the client has sent nothing more for a while (in the middle of a data
+/// block too: the rest of it is read when it comes, by any worker).
 pub(crate) fn serve(conn: &mut Conn) -> Next {
     let shared = conn.shared;
     if conn.over {
@@ -28,28 +35,40 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
         return Next::Close;
     }
     loop {
-        let n = match read_head(conn, line_end) {
-            ReadHead::Ready(n) => n,
-            ReadHead::Park => return Next::Park,
-            ReadHead::TooLong => {
-                let _ = conn.write_all(b"CLIENT_ERROR line too long\r\n");
-                shared.done(Duration::ZERO, 0, 0, 400);
-                return Next::Close;
+        let (started, (status, payload, copied, from_host, keep)) = if conn.block.is_some() {
+            match read_block(conn) {
+                Ok(answered) => answered,
+                Err(next) => return next,
             }
-            ReadHead::TimedOut | ReadHead::Closed => return Next::Close,
-        };
-        let started = Instant::now();
-        let line = conn.take_request(n);
-        let text = &line[..n - 1];
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        let words: Vec<&[u8]> = text.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
-        let (status, payload, copied, from_host, keep) = match words.first().copied() {
-            Some(b"get") | Some(b"gets") if words.len() > 1 => get(conn, &words[1..], words[0] == b"gets"),
-            Some(b"version") => (200, 0, 0, 0, conn.write_all(b"VERSION peerpath-serve\r\n").is_ok()),
-            Some(b"quit") => return Next::Close,
-            Some(b"set") if shared.config.max_set_bytes.is_some() => set(conn, &words),
-            Some(b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" | b"delete") => refuse(conn, &words),
-            _ => (400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok()),
+        } else {
+            let n = match read_head(conn, line_end) {
+                ReadHead::Ready(n) => n,
+                ReadHead::Park => return Next::Park,
+                ReadHead::TooLong => {
+                    let _ = conn.write_all(b"CLIENT_ERROR line too long\r\n");
+                    shared.done(Duration::ZERO, 0, 0, 400);
+                    return Next::Close;
+                }
+                ReadHead::TimedOut | ReadHead::Closed => return Next::Close,
+            };
+            let started = Instant::now();
+            let line = conn.take_request(n);
+            let text = &line[..n - 1];
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            let words: Vec<&[u8]> = text.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
+            let outcome = match words.first().copied() {
+                Some(b"get") | Some(b"gets") if words.len() > 1 => Some(get(conn, &words[1..], words[0] == b"gets")),
+                Some(b"version") => Some((200, 0, 0, 0, conn.write_all(b"VERSION peerpath-serve\r\n").is_ok())),
+                Some(b"quit") => return Next::Close,
+                Some(b"set") if shared.config.max_set_bytes.is_some() => set(conn, &words, started),
+                Some(b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" | b"delete") => refuse(conn, &words, started),
+                _ => Some((400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok())),
+            };
+            match outcome {
+                Some(o) => (started, o),
+                // Its data block follows (`conn.block`): answered once it is read.
+                None => continue,
+            }
         };
         conn.request_done(Done { started, payload, copied, from_host, status });
         conn.answered();
@@ -67,28 +86,165 @@ fn number(w: &[u8]) -> Option<u64> {
     std::str::from_utf8(w).ok().and_then(|s| s.parse::<u64>().ok())
 }
 
+/// A data block comes at least this fast, or is cut: its deadline is the
+/// read timeout, plus a second per this many bytes, after its command line.
+const BLOCK_BYTES_PER_S_MIN: u64 = 1 << 20;
+
+/// Refused data blocks up to this size (or the largest object taken, if
+/// larger) are read and dropped, the connection kept in step; a longer one
+/// is refused and the connection closed without reading it. memcached's own
+/// item limit (`-I`) is 1 MiB by default, so its clients send no larger
+/// block expecting it to be taken; reading gigabytes only to drop them
+/// would tie up a worker and the network for nothing.
+const DROPPED_BLOCK_BYTES_MAX: u64 = 1 << 20;
+
+/// The longest refused data block read and dropped ([`DROPPED_BLOCK_BYTES_MAX`]).
+fn droppable(conn: &Conn) -> u64 {
+    conn.shared.config.max_set_bytes.unwrap_or(0).max(DROPPED_BLOCK_BYTES_MAX)
+}
+
+/// A storage command's data block being read: a `set`'s value on its way
+/// to a file, or a refused write's block, dropped. It lives in the
+/// connection ([`Conn::block`]), so between its pieces the connection waits
+/// in epoll and a client that sends it slowly holds no worker (it held one
+/// for as long as it kept a byte coming within the read timeout: 64 such
+/// clients stopped the server); and it must be whole by its deadline, the
+/// read timeout plus a second per MiB after its command line, or the
+/// connection is closed.
+pub(crate) struct Block {
+    /// Bytes still to come, the block's closing `\r\n` included.
+    left: u64,
+    pub deadline: Instant,
+    /// When its command line was taken (the request's latency counts from then).
+    started: Instant,
+    sink: Sink,
+}
+
+/// What becomes of a data block's bytes.
+enum Sink {
+    /// Refused: dropped, then `answer` given (none with noreply).
+    Dropped { status: u16, answer: Option<&'static [u8]> },
+    Stored(Store),
+}
+
+/// A `set`'s value on its way to a temporary file, renamed into place once whole.
+struct Store {
+    opened: peerpath_io::OpenedFile,
+    /// `None` once published; discarded when dropped before (a client gone mid-block).
+    temp: Option<peerpath_io::Temporary>,
+    path: std::path::PathBuf,
+    key: Vec<u8>,
+    /// The value's length, and how much of it has come.
+    bytes: u64,
+    written: u64,
+    /// The first write that failed (the rest of the block is still read, to answer in step).
+    failed: Option<std::io::Error>,
+    /// What came after the value: `\r\n` if the block ends where its length says.
+    tail: Vec<u8>,
+    noreply: bool,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            peerpath_io::discard(&temp);
+        }
+    }
+}
+
+impl Block {
+    /// A block of `bytes` (and its `\r\n`) after a command line taken at `started`.
+    fn new(conn: &Conn, started: Instant, bytes: u64, sink: Sink) -> Block {
+        let deadline = started + conn.shared.config.read_timeout + Duration::from_secs(bytes / BLOCK_BYTES_PER_S_MIN);
+        Block { left: bytes.saturating_add(2), deadline, started, sink }
+    }
+
+    /// Takes `piece` (at most what is left of the block).
+    fn take(&mut self, piece: &[u8]) {
+        self.left -= piece.len() as u64;
+        if let Sink::Stored(s) = &mut self.sink {
+            let (data, rest) = piece.split_at(piece.len().min((s.bytes - s.written) as usize));
+            if s.failed.is_none() && !data.is_empty() {
+                s.failed = s.opened.file.write_all(data).err();
+            }
+            s.written += data.len() as u64;
+            s.tail.extend_from_slice(rest);
+        }
+    }
+}
+
+/// Reads the rest of the connection's data block as it comes, then answers
+/// its command: the block's start and the command's outcome; `Err` with
+/// what to do with the connection when the client sends nothing more for
+/// now (park it: the block stays), closes, or misses the block's deadline.
+fn read_block(conn: &mut Conn) -> Result<(Instant, Outcome), Next> {
+    let mut linger_until = Instant::now() + crate::event::LINGER;
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let block = conn.block.as_mut().expect("a data block is being read");
+        let n = block.left.min(conn.pending.len() as u64) as usize;
+        block.take(&conn.pending[..n]);
+        conn.pending.drain(..n);
+        if block.left == 0 {
+            break;
+        }
+        let more = read_more(conn, linger_until, &mut chunk);
+        let status = match (more, &conn.block) {
+            (More::Got, _) => {
+                // The worker waits a quiet spell, not a fixed time from the block's start: a
+                // large value coming steadily is not handed back at each pause between segments.
+                linger_until = Instant::now() + crate::event::LINGER;
+                continue;
+            }
+            (More::Park, _) => return Err(Next::Park),
+            (More::TimedOut, _) => {
+                let _ = conn.write_all(b"SERVER_ERROR data block not whole in time (the read timeout plus a second per MiB)\r\n");
+                408
+            }
+            (More::Closed, Some(Block { sink: Sink::Dropped { status, .. }, .. })) => *status,
+            (More::Closed, _) => 400,
+        };
+        // Counted as the command it ended; a value half stored is discarded (`Store`'s Drop).
+        let started = conn.block.take().map_or_else(Instant::now, |b| b.started);
+        conn.request_done(Done { started, payload: 0, copied: 0, from_host: 0, status });
+        return Err(Next::Close);
+    }
+    let block = conn.block.take().expect("a data block is being read");
+    let started = block.started;
+    let outcome = match block.sink {
+        Sink::Dropped { status, answer } => (status, 0, 0, 0, answer.is_none_or(|a| conn.write_all(a).is_ok())),
+        Sink::Stored(store) => stored(conn, store),
+    };
+    Ok((started, outcome))
+}
+
 /// Refuses a write command: read-only (or, writable, only `set` is taken):
 /// the store is the directory. A storage command's data block (`<command>
 /// <key> <flags> <exptime> <bytes> ...`, `cas` with its unique after
-/// `<bytes>`) is read and dropped first: left unread, its bytes were taken
-/// for commands, and pipelined answers fell out of step.
-/// Returns (status, payload, copied, from host memory, keep).
-fn refuse(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
-    let why: &[u8] = if conn.shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
+/// `<bytes>`) is read and dropped first ([`Block`]): left unread, its bytes
+/// were taken for commands, and pipelined answers fell out of step. One
+/// longer than [`droppable`] is not read: refused, and the connection closed.
+/// `None` when the block is to be read (`conn.block`).
+fn refuse(conn: &mut Conn, words: &[&[u8]], started: Instant) -> Option<Outcome> {
+    let why: &'static [u8] = if conn.shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
     // `noreply` (the last word) silences refusals too, as in memcached: a pipelining client
     // would take the refusal for its next command's answer.
     let noreply = words.len() > 2 && words.last() == Some(&&b"noreply"[..]);
-    let say = |conn: &mut Conn| noreply || conn.write_all(why).is_ok();
+    let answer = (!noreply).then_some(why);
     if words[0] == b"delete" {
-        return (405, 0, 0, 0, say(conn));
+        return Some((405, 0, 0, 0, answer.is_none_or(|a| conn.write_all(a).is_ok())));
     }
     let Some(bytes) = words.get(4).and_then(|w| number(w)) else {
         // Without a length the data block cannot be found: the connection is out of step.
         let _ = conn.write_all(b"CLIENT_ERROR bad command line format\r\n");
-        return (400, 0, 0, 0, false);
+        return Some((400, 0, 0, 0, false));
     };
-    let in_step = take(conn, bytes.saturating_add(2), |_| true);
-    (405, 0, 0, 0, in_step && say(conn))
+    if bytes > droppable(conn) {
+        let _ = answer.is_none_or(|a| conn.write_all(a).is_ok());
+        return Some((405, 0, 0, 0, false));
+    }
+    conn.block = Some(Block::new(conn, started, bytes, Sink::Dropped { status: 405, answer }));
+    None
 }
 
 fn valid_key(k: &[u8]) -> bool {
@@ -135,59 +291,19 @@ fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool)
     (200, payload, copied, from_host, keep)
 }
 
-/// Reads exactly `n` more bytes of the request, first from what the
-/// connection already holds, handing them to `sink`; false if the client
-/// went quiet for the read timeout, closed, or the server is stopping.
-fn take(conn: &mut Conn, mut n: u64, mut sink: impl FnMut(&[u8]) -> bool) -> bool {
-    use std::io::Read;
-    let shared = conn.shared;
-    let first = (n as usize).min(conn.pending.len());
-    if !sink(&conn.pending[..first]) {
-        return false;
-    }
-    conn.pending.drain(..first);
-    n -= first as u64;
-    let mut chunk = vec![0u8; 64 << 10];
-    let mut quiet_since = Instant::now();
-    while n > 0 {
-        if shared.stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return false;
-        }
-        let want = (n as usize).min(chunk.len());
-        match conn.stream.read(&mut chunk[..want]) {
-            Ok(0) => return false,
-            Ok(got) => {
-                if !sink(&chunk[..got]) {
-                    return false;
-                }
-                n -= got as u64;
-                quiet_since = Instant::now();
-            }
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
-                if quiet_since.elapsed() >= shared.config.read_timeout {
-                    return false;
-                }
-            }
-            Err(_) => return false,
-        }
-    }
-    true
-}
-
 /// `set <key> <flags> <exptime> <bytes> [noreply]` and its data block:
 /// stored as the file `key` under the root. Flags other than 0 are refused: a file keeps none,
 /// and a client that reads them to decode a value (pickled, compressed) would get 0 back and
 /// decode it wrongly. Expiry is not kept: a file stays until replaced. With noreply, nothing is
 /// answered, refusals included (as memcached: an answer would be taken for the next command's).
-/// Returns (status, payload, copied, from host memory, keep).
-fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
+/// `None` when the data block is to be read (`conn.block`), then stored or dropped.
+fn set(conn: &mut Conn, words: &[&[u8]], started: Instant) -> Option<Outcome> {
     let shared = conn.shared;
     let noreply = words.len() == 6 && words[5] == b"noreply";
-    let reply = |conn: &mut Conn, text: &[u8]| noreply || conn.write_all(text).is_ok();
     let (Some(flags), Some(_exptime), Some(bytes)) = (words.get(2).and_then(|w| number(w)), words.get(3).and_then(|w| number(w)), words.get(4).and_then(|w| number(w))) else {
         // Without a length the data block cannot be found: the connection is out of step.
         let _ = conn.write_all(b"CLIENT_ERROR bad command line format\r\n");
-        return (400, 0, 0, 0, false);
+        return Some((400, 0, 0, 0, false));
     };
     let key = words[1];
     let limit = shared.config.max_set_bytes.unwrap_or(0);
@@ -195,8 +311,7 @@ fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
     let name_ok = valid_key(key) && !key.contains(&b'/') && key != b"." && key != b"..";
     let format_ok = (5..=6).contains(&words.len()) && (words.len() == 5 || noreply) && flags <= u64::from(u32::MAX);
     if !name_ok || bytes > limit || !format_ok || flags != 0 {
-        // Refused, but the data block is read and dropped so the connection stays in step.
-        let why: &[u8] = if !format_ok {
+        let why: &'static [u8] = if !format_ok {
             b"CLIENT_ERROR bad command line format\r\n"
         } else if bytes > limit {
             b"SERVER_ERROR object too large for cache\r\n"
@@ -205,38 +320,45 @@ fn set(conn: &mut Conn, words: &[&[u8]]) -> (u16, u64, u64, u64, bool) {
         } else {
             b"SERVER_ERROR flags are not kept: objects are plain files (set them with flags 0)\r\n"
         };
-        let in_step = take(conn, bytes.saturating_add(2), |_| true);
-        return (if bytes > limit { 413 } else { 400 }, 0, 0, 0, in_step && reply(conn, why));
+        let status = if bytes > limit { 413 } else { 400 };
+        let answer = (!noreply).then_some(why);
+        if bytes > droppable(conn) {
+            // Longer than any block read to be dropped: refused without reading it, and closed.
+            let _ = answer.is_none_or(|a| conn.write_all(a).is_ok());
+            return Some((status, 0, 0, 0, false));
+        }
+        // Refused, but the data block is read and dropped so the connection stays in step.
+        conn.block = Some(Block::new(conn, started, bytes, Sink::Dropped { status, answer }));
+        return None;
     }
     let path = shared.root.path.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(key));
-    let Ok((mut opened, temp)) = peerpath_io::create_temporary(&path, false) else {
-        let in_step = take(conn, bytes + 2, |_| true);
-        return (500, 0, 0, 0, in_step && conn.write_all(b"SERVER_ERROR cannot store here\r\n").is_ok());
+    let sink = match peerpath_io::create_temporary(&path, false) {
+        Ok((opened, temp)) => Sink::Stored(Store { opened, temp: Some(temp), path, key: key.to_vec(), bytes, written: 0, failed: None, tail: Vec::with_capacity(2), noreply }),
+        Err(_) => Sink::Dropped { status: 500, answer: Some(b"SERVER_ERROR cannot store here\r\n") },
     };
-    let (mut written, mut failed, mut tail) = (0u64, None, Vec::with_capacity(2));
-    let complete = take(conn, bytes + 2, |piece| {
-        let data_left = (bytes - written) as usize;
-        let (data, rest) = piece.split_at(piece.len().min(data_left));
-        if failed.is_none() && !data.is_empty() {
-            failed = opened.file.write_all(data).err();
-        }
-        written += data.len() as u64;
-        tail.extend_from_slice(rest);
-        true
-    });
-    if !complete || tail != b"\r\n" {
+    conn.block = Some(Block::new(conn, started, bytes, sink));
+    None
+}
+
+/// A `set`'s whole data block has come: the value is put in place as its
+/// file if the block ended where its length said and it was written whole.
+fn stored(conn: &mut Conn, mut store: Store) -> Outcome {
+    let reply = |conn: &mut Conn, text: &[u8]| store.noreply || conn.write_all(text).is_ok();
+    let temp = store.temp.take().expect("a value is put in place once");
+    if store.tail != b"\r\n" {
         peerpath_io::discard(&temp);
-        let _ = complete && conn.write_all(b"CLIENT_ERROR bad data chunk\r\n").is_ok();
+        let _ = conn.write_all(b"CLIENT_ERROR bad data chunk\r\n");
         return (400, 0, 0, 0, false);
     }
-    let stored = match failed {
+    let written = store.written;
+    let published = match store.failed.take() {
         Some(e) => Err(e),
-        None => opened.file.sync_all().and_then(|()| peerpath_io::publish(&opened.file, &temp, &path, true)),
+        None => store.opened.file.sync_all().and_then(|()| peerpath_io::publish(&store.opened.file, &temp, &store.path, true)),
     };
-    if let Err(e) = stored {
+    if let Err(e) = published {
         peerpath_io::discard(&temp);
         // The real reason: "out of space" only when it is (a directory of the key's name was said to be).
-        let key = String::from_utf8_lossy(key);
+        let key = String::from_utf8_lossy(&store.key);
         let (status, why) = match e.raw_os_error() {
             Some(libc::ENOSPC | libc::EDQUOT) => (507, "SERVER_ERROR out of space storing object\r\n".to_string()),
             Some(libc::EISDIR) => (500, format!("SERVER_ERROR cannot store object: {key} is a directory\r\n")),
