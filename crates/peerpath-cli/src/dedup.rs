@@ -445,7 +445,7 @@ pub(crate) struct Store {
     /// The index's columns for a chunk's codec and size ("0", "len" in a format-1 store).
     codec_size: &'static str,
     _lock: Option<File>,
-    /// A reader's shared hold on `readers` ([`gc::hold_off_gc`]).
+    /// A reader's shared hold on the packs directory ([`gc::hold_off_gc`]).
     _readers: Option<File>,
 }
 
@@ -496,9 +496,6 @@ impl Store {
                  CREATE TABLE IF NOT EXISTS successors (digest BLOB PRIMARY KEY, next BLOB NOT NULL, len INTEGER NOT NULL, after INTEGER NOT NULL) WITHOUT ROWID;",
             )
             .map_err(db_error(dir))?;
-            // What readers hold while they use the store ([`gc::hold_off_gc`]), made by writers
-            // (a reader never writes the store).
-            gc::make_readers_lock(dir)?;
             (db, lock, None)
         } else {
             let (db, shared) = open_for_reading(dir, &index)?;
@@ -778,13 +775,6 @@ fn open_for_reading(dir: &Path, index: &Path) -> Result<(Connection, Option<File
     if !cannot_open {
         return Err(db_error(dir)(e));
     }
-    // An immutable open reads the database file alone: commits still in the log would be unseen.
-    if std::fs::metadata(dir.join("index.sqlite-wal")).is_ok_and(|m| m.len() > 0) {
-        return Err(JobError::SourceUnreadable {
-            path: index.to_path_buf(),
-            source: std::io::Error::other(format!("{e}; and its write-ahead log holds commits that only a process that may write the store can apply: open it once where it can be written (as its owner, or read-write)")),
-        });
-    }
     let shared = match File::open(dir.join("lock")) {
         Ok(f) => {
             // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
@@ -796,6 +786,14 @@ fn open_for_reading(dir: &Path, index: &Path) -> Result<(Connection, Option<File
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None, // never written to: no writer to keep out
         Err(e) => return Err(JobError::SourceUnreadable { path: dir.join("lock"), source: e }),
     };
+    // An immutable open reads the database file alone: commits still in the log would be unseen
+    // (a gc's among them, whose old packs are gone). Looked at once no writer can run.
+    if std::fs::metadata(dir.join("index.sqlite-wal")).is_ok_and(|m| m.len() > 0) {
+        return Err(JobError::SourceUnreadable {
+            path: index.to_path_buf(),
+            source: std::io::Error::other(format!("{e}; and its write-ahead log holds commits that only a process that may write the store can apply: open it once where it can be written (as its owner, or read-write)")),
+        });
+    }
     let absolute = std::fs::canonicalize(index).map_err(|source| JobError::SourceUnreadable { path: index.to_path_buf(), source })?;
     let db = Connection::open_with_flags(format!("file:{}?immutable=1", uri_path(&absolute)), flags | OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(usable).map_err(db_error(dir))?;
     Ok((db, shared))
@@ -883,8 +881,8 @@ fn undo_new_store(dir: &Path, before: &[bool]) {
     if chunks_in_packs {
         return;
     }
-    // The index first (a store without one is no store), the lock files last but the directory.
-    let order = [1, 6, 7, 5, 4, 3, 2, 0];
+    // The index first (a store without one is no store), the lock file last but the directory.
+    let order = [1, 5, 6, 4, 3, 2, 0];
     for i in order {
         let path = dir.join(NEW_STORE[i]);
         let _ = match NEW_STORE[i] {
@@ -966,7 +964,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 }
 
 /// What a store's first run makes, in order ("": the directory itself).
-const NEW_STORE: [&str; 8] = ["", "index.sqlite", "lock", "readers", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
+const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
 fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu, timeout): EngineChoice, compress: Option<Level>, threads: usize, stored: &mut usize, (report, say): (&mut StoreReport, Say)) -> Result<(), JobError> {
@@ -1320,6 +1318,9 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
 fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<RestoreReport, JobError> {
     let started = std::time::Instant::now();
     let s = Store::open(dir, false, None)?;
+    // One snapshot for the whole restore: a file removed and collected (`dedup gc`) meanwhile is
+    // still read as it was (gc removes no pack while this holds the store: [`gc::hold_off_gc`]).
+    s.db.execute_batch("BEGIN").map_err(db_error(dir))?;
     let row: Option<(i64, Vec<u8>)> = s.db.query_row("SELECT size, chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(db_error(dir))?;
     let (size, list) = row.ok_or_else(|| JobError::SourceUnreadable { path: name.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {} (peerpath dedup list)", dir.display())) })?;
     crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", dir.display()))?;

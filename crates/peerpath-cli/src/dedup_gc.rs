@@ -10,14 +10,15 @@
 //! synced before the one transaction that points the index at them (and
 //! forgets the dead chunks and their successor hints) commits; the old packs
 //! go only after it, and only once no reader can be using them: readers
-//! (restore, verify, stats, list) hold `DIR/readers` shared while they use
-//! the store ([`hold_off_gc`]), and gc takes it exclusively to unlink. Killed
+//! (restore, verify, stats, list) hold a shared `flock` on the packs
+//! directory while they use the store ([`hold_off_gc`]), and gc takes it
+//! exclusively to unlink. Killed
 //! before the commit, gc leaves new packs no chunk refers to; after it, old
 //! packs no chunk refers to: either way every file restores, and the next gc
 //! removes them. A damaged live chunk stops it before anything changes.
 //!
 //! Memory: the digests files refer to and those the index holds (hash sets),
-//! and each chunk's place: about 150 bytes a chunk, some 15 GB for 100
+//! and each chunk's place: about 200 bytes a chunk, some 20 GB for 100
 //! million chunks (6 TB of 64 KiB chunks).
 
 use super::{db_error, pack_bytes, pack_path, stored_from_row, target_io, Store, Stored};
@@ -44,52 +45,24 @@ pub(super) fn referenced_digests(s: &Store) -> Result<HashSet<[u8; 32]>, JobErro
     Ok(referenced)
 }
 
-/// A shared hold on `DIR/readers` for as long as a reader uses the store, so that
-/// gc removes no pack under it ([`gc`] takes it exclusively to unlink, and holds
-/// it only while it unlinks). Every writer makes that file when it takes the
-/// store ([`make_readers_lock`]); readers never write the store. A store no
-/// writer of this version has taken has none: there the writer lock is held
-/// shared instead, as for an index read immutable (no writer, gc included,
-/// starts while this reads), waiting while a writer runs; one that makes the
-/// file meanwhile is a writer of this version, whose file is then used.
+/// A shared `flock` on the store's packs directory for as long as a reader
+/// uses the store, so that gc removes no pack under it ([`gc`] takes it
+/// exclusively to unlink, and holds it only while it unlinks). The directory
+/// is always there (a store without one has no pack to protect), needs no
+/// writer to make it and no write permission to lock (read-only mounts,
+/// another user's store, a store copied without its lock file).
 pub(super) fn hold_off_gc(dir: &Path) -> Result<Option<File>, JobError> {
-    let flock = |f: &File, how: i32| {
-        // SAFETY: flock on a descriptor we own; the lock lives as long as the descriptor.
-        match unsafe { libc::flock(f.as_raw_fd(), how) } {
-            0 => Ok(true),
-            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(false),
-            _ => Err(std::io::Error::last_os_error()),
-        }
+    let packs = dir.join("packs");
+    let f = match File::open(&packs) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(JobError::SourceUnreadable { path: packs, source }),
     };
-    let unreadable = |path: PathBuf| move |source| JobError::SourceUnreadable { path: path.clone(), source };
-    loop {
-        let path = dir.join("readers");
-        match File::open(&path) {
-            Ok(f) => {
-                flock(&f, libc::LOCK_SH).map_err(unreadable(path))?;
-                return Ok(Some(f));
-            }
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(unreadable(path)(e)),
-            Err(_) => {}
-        }
-        let lock = dir.join("lock");
-        let f = match File::open(&lock) {
-            Ok(f) => f,
-            // No writer has taken this store (its index and packs were copied here): none to hold off.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(unreadable(lock)(e)),
-        };
-        if flock(&f, libc::LOCK_SH | libc::LOCK_NB).map_err(unreadable(lock))? {
-            return Ok(Some(f));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
+        return Err(JobError::SourceUnreadable { path: packs, source: std::io::Error::last_os_error() });
     }
-}
-
-/// Makes `DIR/readers` where it is not there (a writer, holding the writer lock).
-pub(super) fn make_readers_lock(dir: &Path) -> Result<File, JobError> {
-    let path = dir.join("readers");
-    OpenOptions::new().write(true).create(true).truncate(false).open(&path).map_err(target_io(&path))
+    Ok(Some(f))
 }
 
 /// What `dedup remove` did.
@@ -187,7 +160,11 @@ impl GcReport {
             )
         };
         if self.packs_kept_with_unused > 0 {
-            t += &format!("kept {} pack(s) with {} unused bytes: under --min-unused {} % of each (--min-unused 0 rewrites them too)\n", self.packs_kept_with_unused, self.unused_bytes_kept, self.min_unused_percent);
+            let kept = if self.dry_run { "would keep" } else { "kept" };
+            t += &format!("{kept} {} pack(s) with {} unused bytes: under --min-unused {} % of each (--min-unused 0 rewrites them too)\n", self.packs_kept_with_unused, self.unused_bytes_kept, self.min_unused_percent);
+        }
+        if self.dry_run {
+            t += "(a dry run reads no chunk: a damaged one, which stops gc before it changes anything, is not found; `peerpath dedup verify` finds it)\n";
         }
         if self.waited_for_readers_s >= 1.0 {
             t += &format!("waited {:.1} s for readers of the store to finish before removing the old packs\n", self.waited_for_readers_s);
@@ -254,10 +231,16 @@ impl NewPacks {
         File::open(&packs).and_then(|d| d.sync_all()).map_err(target_io(&packs))
     }
 
-    /// The index refers to them: they stay, a signal no longer removes them.
-    fn kept(&mut self) {
+    /// The index is about to refer to them: they stay, a signal no longer removes them. An
+    /// error where a signal took one already (it removes what it holds, then the process dies:
+    /// a commit made meanwhile would name packs that are gone).
+    fn kept(&mut self) -> Result<(), JobError> {
         self.kept = true;
         self.made.iter().for_each(|p| peerpath_io::keep_on_signal(p));
+        match self.made.iter().find(|p| !p.exists()) {
+            Some(gone) => Err(target_io(gone)(std::io::Error::new(std::io::ErrorKind::Interrupted, "removed by a signal before the index named it"))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -292,7 +275,8 @@ fn packs_on_disk(dir: &Path) -> Result<BTreeMap<i64, u64>, JobError> {
 /// Takes back the space of chunks no file refers to (see the module's text).
 pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, JobError> {
     let started = std::time::Instant::now();
-    let s = Store::open(dir, true, None)?;
+    // A dry run only reads (no lock taken, no format upgraded, nothing made), as restore does.
+    let s = Store::open(dir, !dry_run, None)?;
     let referenced = referenced_digests(&s)?;
     let on_disk = packs_on_disk(dir)?;
     let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{detail}; gc changed nothing (`peerpath dedup verify` names the damage)") };
@@ -346,8 +330,17 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
     let gone: u64 = going().map(|p| p.len).sum();
     if dry_run || (rewrite.is_empty() && remove.is_empty()) {
         report.pack_bytes_after = report.pack_bytes_before - gone + report.live_bytes_copied;
-        // (New packs as they would roll over, near enough: a chunk may pass the size by its own.)
-        report.packs_after = report.packs_before - report.packs_rewritten - report.packs_removed + report.live_bytes_copied.div_ceil(pack_bytes());
+        report.bytes_reclaimed = gone - report.live_bytes_copied;
+        // New packs as [`NewPacks::append`] rolls them over: a new one once the last is full.
+        let mut fill: Option<u64> = None;
+        let mut new_packs = 0;
+        for (_, at) in rewrite.iter().flat_map(|n| &packs[n].live) {
+            if fill.is_none_or(|f| f >= pack_bytes()) {
+                (fill, new_packs) = (Some(0), new_packs + 1);
+            }
+            fill = fill.map(|f| f + at.len as u64);
+        }
+        report.packs_after = report.packs_before - report.packs_rewritten - report.packs_removed + new_packs;
         report.seconds = started.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -377,11 +370,17 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
         }
         tx.execute("DELETE FROM successors WHERE digest NOT IN (SELECT digest FROM chunks) OR next NOT IN (SELECT digest FROM chunks)", []).map_err(db_error(dir))?;
     }
-    // Kept from here: a signal during the commit must not take packs the index may now name,
-    // nor a commit that fails (where it is not known whether it reached the disk); packs the
-    // index does not name are removed by the next gc.
-    new.kept();
-    tx.commit().map_err(db_error(dir))?;
+    // Kept from here: a signal during the commit must not take packs the index may now name.
+    new.kept()?;
+    if let Err(e) = tx.commit() {
+        // Rolled back for want of room (as a store's commit is): the packs go, so that the next
+        // gc finds the room again. Otherwise whether it reached the disk is not known: they stay
+        // (packs no chunk is in are removed by the next gc).
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) && s.db.is_autocommit() {
+            new.kept = false;
+        }
+        return Err(db_error(dir)(e));
+    }
     // The old packs go once no reader that may still use them is left.
     let waiting = std::time::Instant::now();
     let readers = wait_for_readers(dir)?;
@@ -401,11 +400,11 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
     Ok(report)
 }
 
-/// Holds `DIR/readers` exclusively (made where it is not there): no reader
-/// ([`hold_off_gc`]) uses the store while it is held. Says so where it waits.
+/// Holds the packs directory's lock exclusively: no reader ([`hold_off_gc`])
+/// uses the store while it is held. Says so where it waits.
 fn wait_for_readers(dir: &Path) -> Result<File, JobError> {
-    let path = dir.join("readers");
-    let f = make_readers_lock(dir)?;
+    let path = dir.join("packs");
+    let f = File::open(&path).map_err(target_io(&path))?;
     // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         eprintln!("peerpath: dedup gc: waiting for readers of the store (restore, verify, stats) to finish before removing the old packs");

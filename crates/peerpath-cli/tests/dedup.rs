@@ -929,15 +929,15 @@ fn removed_files_space_comes_back_with_gc_and_the_rest_restores_exactly() {
     let last = std::fs::read_dir(st.join("packs")).unwrap().map(|e| e.unwrap().path()).max().unwrap();
     std::fs::OpenOptions::new().append(true).open(&last).unwrap().write_all(&[9u8; 5000]).unwrap();
     std::fs::write(st.join("packs/pack-000900"), vec![7u8; 12345]).unwrap();
-    let packs = packs_of(&st);
+    let (packs, names) = (packs_of(&st), names_in(&st));
     let n = run(&mut dd(&["gc", "-n", "--min-unused", "0", "--json"])).ok().json();
     assert_eq!(n["dry_run"].as_bool(), Some(true));
     assert!(n["packs_rewritten"].as_u64() > Some(0) && n["packs_removed"].as_u64() > Some(0), "{n}");
-    assert!(packs_of(&st) == packs, "--dry-run changes nothing");
+    assert!(packs_of(&st) == packs && names_in(&st) == names, "--dry-run changes nothing");
     let g = run(&mut dd(&["gc", "--min-unused", "0", "--json"])).ok().json();
     assert_eq!(g["chunk_bytes_dropped"].as_u64(), Some(dead), "{g}");
-    for k in ["packs_rewritten", "packs_removed", "live_bytes_copied", "chunks_dropped"] {
-        assert_eq!(g[k], n[k], "the dry run said what gc did: {n}\n{g}");
+    for k in ["packs_rewritten", "packs_removed", "live_bytes_copied", "chunks_dropped", "chunk_bytes_dropped", "packs_after", "pack_bytes_after", "bytes_reclaimed"] {
+        assert_eq!(g[k], n[k], "{k}: the dry run said what gc did: {n}\n{g}");
     }
     let after = run(&mut dd(&["stats", "--json"])).ok().json();
     assert_eq!((after["unreferenced_chunks"].as_u64(), after["unreferenced_pack_bytes"].as_u64()), (Some(0), Some(0)), "{after}");
@@ -1004,10 +1004,11 @@ fn gc_checks_each_chunk_it_copies_and_changes_nothing_when_one_is_damaged() {
 }
 
 /// gc removes the old packs only once no reader holds the store (a restore or verify running
-/// from before its commit could be about to read them): it waits, and says so.
+/// from before its commit could be about to read them): it waits, and says so. A restore into a
+/// pipe nobody reads yet holds it; so does any process's shared flock on the packs directory.
 #[test]
 fn gc_waits_for_readers_before_removing_old_packs() {
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
     use std::os::fd::AsRawFd;
     let dir = scratch();
     let d = dir.path();
@@ -1017,20 +1018,38 @@ fn gc_waits_for_readers_before_removing_old_packs() {
     let st = d.join("st");
     run(pp(args!["dedup", "store", "a", "c", "-s", &st]).current_dir(d)).ok();
     run(pp(args!["dedup", "remove", "a", "-s", &st]).current_dir(d)).ok();
-    // A reader's hold, as restore and verify take it (on the file every writer makes).
-    let readers = std::fs::File::open(st.join("readers")).expect("writers make the readers' lock file");
-    // SAFETY: flock on a descriptor this test owns, released when it closes.
-    assert_eq!(unsafe { libc::flock(readers.as_raw_fd(), libc::LOCK_SH) }, 0);
     let old = st.join("packs/pack-000000");
+    // A restore of c to a pipe: once its first byte is out it holds the store, and it stalls
+    // (1 MiB, more than a pipe holds) until the pipe is read.
+    let mut restore = pp(args!["dedup", "restore", "c", "-s", &st, "-o", "-"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut out = restore.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    out.read_exact(&mut first).unwrap();
     let mut gc = pp(args!["dedup", "gc", "-s", &st, "--min-unused", "0"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let mut err = std::io::BufReader::new(gc.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     assert!(line.contains("waiting for readers"), "{line}");
-    assert!(old.exists(), "the old pack stays while a reader holds the store");
-    drop(readers);
+    assert!(old.exists(), "the old pack stays while the restore reads the store");
+    let mut rest = Vec::new();
+    out.read_to_end(&mut rest).unwrap();
+    assert!(wait_deadline(&mut restore, HANG_DEADLINE, "restore").success());
+    assert!([&first[..], &rest[..]].concat() == c, "the restore gave c whole");
     assert!(wait_deadline(&mut gc, HANG_DEADLINE, "gc").success());
-    assert!(!old.exists(), "and goes once none does");
+    assert!(!old.exists(), "and goes once it is done");
+    // A shared flock on the packs directory, as every reader takes it: gc waits for it too.
+    run(pp(args!["dedup", "store", "a", "-s", &st]).current_dir(d)).ok();
+    run(pp(args!["dedup", "remove", "a", "-s", &st]).current_dir(d)).ok();
+    let packs = std::fs::File::open(st.join("packs")).unwrap();
+    // SAFETY: flock on a descriptor this test owns, released when it closes.
+    assert_eq!(unsafe { libc::flock(packs.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let mut gc = pp(args!["dedup", "gc", "-s", &st, "--min-unused", "0"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut err = std::io::BufReader::new(gc.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("waiting for readers"), "{line}");
+    drop(packs);
+    assert!(wait_deadline(&mut gc, HANG_DEADLINE, "gc").success());
     run(&mut pp(args!["dedup", "restore", "c", "-s", &st, "-o", d.join("c.back")])).ok();
     assert_file_eq(&d.join("c.back"), &c, "c after gc");
 }

@@ -830,7 +830,7 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
         peerpath_io::remove_on_signal(o.file.clone());
     }
     // An empty file given to lay out is empty again after a failure (the room it took given back).
-    let given_empty = opened.kind == "regular file" && opened.size_bytes == 0;
+    let given_empty = !created && opened.kind == "regular file" && opened.size_bytes == 0;
     let swept = sweep_file(o, opened, on_point);
     if created {
         peerpath_io::keep_on_signal(&o.file);
