@@ -175,6 +175,8 @@ fn a_file_cut_at_a_member_end_is_exit_7_unless_allowed() {
             _ => (6, format!("member 3 at byte {at}: not a member of peerpath's (no 'PP' size field in its header), yet it follows one of peerpath's")),
         };
         bad(dir.path(), name, &bytes, code, &[&why]);
+        // The same on a pipe (the streaming decoder).
+        run_full(&mut pp(args!["decompress", "-", "-o", "-"]), Some(bytes.clone()), DEADLINE).fails(code, &[if code == 7 { "cut at a member's end" } else { "not a member of peerpath's" }]);
         if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
             let in_memory = shm.path().join(name);
             std::fs::write(&in_memory, &bytes).unwrap();
