@@ -12,10 +12,10 @@
 //! go only after it, and only once no reader can be using them: readers
 //! (restore, verify, stats, list) hold a shared `flock` on the packs
 //! directory while they use the store ([`hold_off_gc`]), and gc takes it
-//! exclusively to unlink. Killed
-//! before the commit, gc leaves new packs no chunk refers to; after it, old
-//! packs no chunk refers to: either way every file restores, and the next gc
-//! removes them. A damaged live chunk stops it before anything changes.
+//! exclusively to unlink. Killed before the commit, gc leaves new packs no
+//! chunk refers to; after it, old packs no chunk refers to: either way every
+//! file restores, and the next gc removes them. A damaged live chunk stops it
+//! before anything changes.
 //!
 //! Memory: the digests files refer to and those the index holds (hash sets),
 //! and each chunk's place: about 200 bytes a chunk, some 20 GB for 100
@@ -357,6 +357,7 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
         }
     }
     new.finish()?;
+    stop_here_for_a_test("before-commit");
     // One transaction: chunks moved, dead ones (in packs that go) forgotten, hints to or from them too.
     let tx = s.db.unchecked_transaction().map_err(db_error(dir))?;
     {
@@ -381,11 +382,15 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
         }
         return Err(db_error(dir)(e));
     }
+    stop_here_for_a_test("after-commit");
     // The old packs go once no reader that may still use them is left.
     let waiting = std::time::Instant::now();
     let readers = wait_for_readers(dir)?;
     report.waited_for_readers_s = waiting.elapsed().as_secs_f64();
-    for n in rewrite.iter().chain(&remove) {
+    for (i, n) in rewrite.iter().chain(&remove).enumerate() {
+        if i == 1 {
+            stop_here_for_a_test("mid-unlink");
+        }
         let path = pack_path(dir, *n);
         std::fs::remove_file(&path).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(target_io(&path))?;
     }
@@ -398,6 +403,15 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
     report.bytes_reclaimed = report.pack_bytes_before.saturating_sub(report.pack_bytes_after);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Testing aid: dies at once (no destructor, no signal handler runs: as SIGKILL leaves things)
+/// where `PEERPATH_TEST_GC_ABORT` names this step, so that a test meets each crash window of gc
+/// exactly rather than by timing.
+fn stop_here_for_a_test(step: &str) {
+    if std::env::var_os("PEERPATH_TEST_GC_ABORT").is_some_and(|v| v == step) {
+        std::process::abort();
+    }
 }
 
 /// Holds the packs directory's lock exclusively: no reader ([`hold_off_gc`])
