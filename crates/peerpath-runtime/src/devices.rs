@@ -538,7 +538,15 @@ fn remove_dead_jobs_devices(dir: &std::path::Path) {
         // A device whose socket still answers is alive whatever its name says (started by
         // hand under such a name, or a job's in another PID namespace sharing this directory).
         let stem = name.to_str().and_then(|n| n.rsplit_once('.')).map_or("", |(stem, _)| stem);
-        if gone && std::os::unix::net::UnixStream::connect(dir.join(format!("{stem}.sock"))).is_err() {
+        // Nor is one that holds its name's lock (it has taken the name and not yet bound its
+        // socket): only the holder removes a device's files.
+        let lock_held = || {
+            std::fs::File::open(dir.join(format!("{stem}.lock"))).is_ok_and(|f| {
+                // SAFETY: flock on a descriptor we own, released when it closes here.
+                unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+            })
+        };
+        if gone && std::os::unix::net::UnixStream::connect(dir.join(format!("{stem}.sock"))).is_err() && !lock_held() {
             let _ = std::fs::remove_file(e.path());
         }
     }
@@ -606,6 +614,7 @@ mod tests {
             format!("peerpath-csp-pp{dead}-csp0.mem"),
             format!("peerpath-csp-pp{dead}-csp12.queues"),
             format!("peerpath-csp-pp{dead}-csp0.sock"),
+            format!("peerpath-csp-pp{dead}-csp0.lock"),
             format!("peerpath-csp-pp{me}-csp0.mem"),
             "peerpath-csp-mine.mem".into(),
             format!("peerpath-csp-pp{dead}-csp0.mem.bak"),
@@ -619,11 +628,20 @@ mod tests {
         let live = [format!("peerpath-csp-pp{dead}-csp7.mem"), format!("peerpath-csp-pp{dead}-csp7.sock")];
         std::fs::write(dir.path().join(&live[0]), b"x").unwrap();
         let _answers = std::os::unix::net::UnixListener::bind(dir.path().join(&live[1])).unwrap();
+        // One that holds its name's lock is alive too (it took the name, its socket is not bound yet).
+        let taking = [format!("peerpath-csp-pp{dead}-csp8.mem"), format!("peerpath-csp-pp{dead}-csp8.lock")];
+        for n in &taking {
+            std::fs::write(dir.path().join(n), b"").unwrap();
+        }
+        let held = std::fs::File::open(dir.path().join(&taking[1])).unwrap();
+        // SAFETY: flock on a descriptor this test owns, released when it closes.
+        assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) }, 0);
         remove_dead_jobs_devices(dir.path());
         let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
-        let mut want = names[3..].to_vec();
+        let mut want = names[4..].to_vec();
         want.extend(live);
+        want.extend(taking);
         want.sort();
         assert_eq!(left, want);
         assert_eq!(jobs_device_host("peerpath-csp-pp42-csp3.sock"), Some(42));
