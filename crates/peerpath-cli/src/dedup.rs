@@ -36,11 +36,11 @@ use peerpath_func::dedup::{chunks_parallel, cutting_threads, ChunkParams, Finger
 use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
+use rustix::fs::{flock, FlockOperation};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -777,10 +777,8 @@ fn open_for_reading(dir: &Path, index: &Path) -> Result<(Connection, Option<File
     }
     let shared = match File::open(dir.join("lock")) {
         Ok(f) => {
-            // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
-                return Err(JobError::SourceUnreadable { path: dir.join("lock"), source: std::io::Error::last_os_error() });
-            }
+            // Held as long as `f` is open.
+            flock(&f, FlockOperation::LockShared).map_err(|e| JobError::SourceUnreadable { path: dir.join("lock"), source: e.into() })?;
             Some(f)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None, // never written to: no writer to keep out
@@ -854,10 +852,7 @@ fn lock_new(dir: &Path) -> Result<File, JobError> {
 /// use, as the next writer locks the new file.
 fn lock_once(path: &Path) -> Result<Option<File>, JobError> {
     let f = OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(target_io(path))?;
-    // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(target_io(path)(std::io::Error::last_os_error()));
-    }
+    flock(&f, FlockOperation::LockExclusive).map_err(|e| target_io(path)(e.into()))?;
     let held = f.metadata().map_err(target_io(path))?;
     Ok(std::fs::metadata(path).is_ok_and(|now| (now.dev(), now.ino()) == (held.dev(), held.ino())).then_some(f))
 }
@@ -1470,12 +1465,10 @@ fn shell_quoted(name: &[u8]) -> String {
 /// can start while `f` is open), `Ok(None)` no lock file (never written), `Err(())` a store runs.
 fn hold_off_writers(dir: &Path) -> Result<Option<File>, ()> {
     let Ok(f) = File::open(dir.join("lock")) else { return Ok(None) };
-    // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    match r {
-        0 => Ok(Some(f)),
-        _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) => Err(()),
-        _ => Ok(None),
+    match flock(&f, FlockOperation::NonBlockingLockShared) {
+        Ok(()) => Ok(Some(f)),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(()),
+        Err(_) => Ok(None),
     }
 }
 

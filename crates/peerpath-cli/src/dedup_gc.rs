@@ -24,11 +24,11 @@
 use super::{db_error, pack_bytes, pack_path, stored_from_row, target_io, Store, Stored};
 use peerpath_runtime::JobError;
 use rusqlite::params;
+use rustix::fs::{flock, FlockOperation};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -58,10 +58,8 @@ pub(super) fn hold_off_gc(dir: &Path) -> Result<Option<File>, JobError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(JobError::SourceUnreadable { path: packs, source }),
     };
-    // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
-        return Err(JobError::SourceUnreadable { path: packs, source: std::io::Error::last_os_error() });
-    }
+    // Held as long as `f` is open.
+    flock(&f, FlockOperation::LockShared).map_err(|e| JobError::SourceUnreadable { path: packs, source: e.into() })?;
     Ok(Some(f))
 }
 
@@ -419,13 +417,10 @@ fn stop_here_for_a_test(step: &str) {
 fn wait_for_readers(dir: &Path) -> Result<File, JobError> {
     let path = dir.join("packs");
     let f = File::open(&path).map_err(target_io(&path))?;
-    // SAFETY: flock on a descriptor we own; the lock lives as long as `f`.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    // Held as long as `f` is open.
+    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
         eprintln!("peerpath: dedup gc: waiting for readers of the store (restore, verify, stats) to finish before removing the old packs");
-        // SAFETY: as above.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(target_io(&path)(std::io::Error::last_os_error()));
-        }
+        flock(&f, FlockOperation::LockExclusive).map_err(|e| target_io(&path)(e.into()))?;
     }
     Ok(f)
 }

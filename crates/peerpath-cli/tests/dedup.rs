@@ -883,6 +883,13 @@ fn a_restore_to_a_full_standard_output_says_how_many_bytes_went_out() {
     assert!(o.stderr.contains(&format!("after {went} bytes had been written")), "{went} bytes are there: {}", o.stderr);
 }
 
+/// `peerpath dedup ARGS -s STORE`, run in `cwd`, its packs rolled over past `pack_bytes`.
+fn dedup_in(store: &Path, cwd: &Path, pack_bytes: &str, args: &[&str]) -> std::process::Command {
+    let mut c = pp(["dedup"].iter().chain(args));
+    c.arg("-s").arg(store).current_dir(cwd).env("PEERPATH_TEST_PACK_BYTES", pack_bytes);
+    c
+}
+
 /// The packs' files: names and contents.
 fn packs_of(st: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     snapshot(&st.join("packs"))
@@ -906,11 +913,7 @@ fn removed_files_space_comes_back_with_gc_and_the_rest_restores_exactly() {
         std::fs::write(d.join(n), v).unwrap();
     }
     let st = d.join("st");
-    let dd = |extra: &[&str]| {
-        let mut c = pp(["dedup"].iter().chain(extra));
-        c.arg("-s").arg(&st).current_dir(d).env("PEERPATH_TEST_PACK_BYTES", "300000");
-        c
-    };
+    let dd = |extra: &[&str]| dedup_in(&st, d, "300000", extra);
     run(&mut dd(&["store", "a", "b", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
     run(&mut dd(&["store", "c", "--compress", "1"])).ok();
     let j = run(&mut dd(&["stats", "--json"])).ok().json();
@@ -980,11 +983,7 @@ fn gc_checks_each_chunk_it_copies_and_changes_nothing_when_one_is_damaged() {
     std::fs::write(d.join("x"), &x).unwrap();
     std::fs::write(d.join("a"), &a).unwrap();
     let st = d.join("st");
-    let dd = |extra: &[&str]| {
-        let mut c = pp(["dedup"].iter().chain(extra));
-        c.arg("-s").arg(&st).current_dir(d).env("PEERPATH_TEST_PACK_BYTES", "300000");
-        c
-    };
+    let dd = |extra: &[&str]| dedup_in(&st, d, "300000", extra);
     run(&mut dd(&["store", "x", "a", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
     run(&mut dd(&["remove", "x"])).ok();
     // Pack 0 holds x (no file refers to it now) and then a's first chunks: its last byte is a's.
@@ -1065,11 +1064,7 @@ fn a_gc_killed_at_any_instant_loses_nothing() {
     for (i, f) in files.iter().enumerate() {
         std::fs::write(d.join(format!("f{i}")), f).unwrap();
     }
-    let dd = |extra: &[&str]| {
-        let mut c = pp(["dedup"].iter().chain(extra));
-        c.arg("-s").arg(&st).current_dir(d).env("PEERPATH_TEST_PACK_BYTES", "1000000");
-        c
-    };
+    let dd = |extra: &[&str]| dedup_in(&st, d, "1000000", extra);
     run(&mut dd(&["store", "f0", "f1", "f2", "f3", "f4", "f5", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
     for (k, delay) in [0u64, 5, 15, 30, 60, 120].into_iter().enumerate() {
         // Every other file goes, one a round, so each gc has packs to rewrite.
@@ -1126,11 +1121,7 @@ fn a_gc_stopped_dead_at_each_step_loses_nothing() {
     for (i, f) in files.iter().enumerate() {
         std::fs::write(d.join(format!("f{i}")), f).unwrap();
     }
-    let dd = |extra: &[&str]| {
-        let mut c = pp(["dedup"].iter().chain(extra));
-        c.arg("-s").arg(&st).current_dir(d).env("PEERPATH_TEST_PACK_BYTES", "500000");
-        c
-    };
+    let dd = |extra: &[&str]| dedup_in(&st, d, "500000", extra);
     run(&mut dd(&["store", "f0", "f1", "f2", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
     for step in ["before-commit", "after-commit", "mid-unlink"] {
         run(&mut dd(&["remove", "f1"])).ok();
