@@ -309,10 +309,10 @@ fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf
             let mut n = name.to_os_string();
             n.push(".");
             n.push(suffix);
-            peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_file_name(n))
+            peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_file_name(n), peerpath_runtime::job::Writes::FileOnly)
         }
         Direction::Decrypt => match source.extension() {
-            Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_extension("")),
+            Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_extension(""), peerpath_runtime::job::Writes::FileOnly),
             _ => Err(JobError::Usage(format!("{} is not NAME.{suffix}, so the output has no name to take: name it with -o", source.display()))),
         },
     }
@@ -648,22 +648,28 @@ struct Opened {
 }
 
 /// Resolves the target (`suffix` for the default name), checks it, and
-/// opens the source, which must be a regular file.
+/// opens the source, which must be a regular file or a block device (whose
+/// size is its end's offset; its target must be named: it would be beside it).
 fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError> {
+    let block_device = std::fs::metadata(&a.source).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
     let target = match &a.output {
         Some(o) => o.clone(),
+        None if block_device => return Err(JobError::Usage(format!("{} is a block device: name the target with --output (a file)", a.source.display()))),
         None => default_target(&a.source, dir, suffix)?,
     };
-    peerpath_runtime::job::check_target(&a.source, &target, a.force)?;
+    peerpath_runtime::job::check_target(&a.source, &target, a.force, peerpath_runtime::job::Writes::FileOnly)?;
     peerpath_runtime::job::check_target_name(&target)?;
     a.key.refuse_as_target([target.as_path()])?;
     crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;
-    let src = crate::open_file_source(&a.source)?;
+    let mut src = crate::open_file_source(&a.source)?;
     let meta = src.metadata().map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?;
-    if !meta.is_file() {
-        return Err(JobError::Usage(format!("{} is not a regular file", a.source.display())));
-    }
-    let size = meta.len();
+    let size = match () {
+        _ if meta.is_file() => meta.len(),
+        _ if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) => {
+            std::io::Seek::seek(&mut src, std::io::SeekFrom::End(0)).map_err(|e| JobError::SourceIo { path: a.source.clone(), detail: format!("its size: {e}") })?
+        }
+        _ => return Err(JobError::Usage(format!("{} is not a regular file or block device", a.source.display()))),
+    };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     Ok(Opened { target, src, meta, size, threads })
 }

@@ -1322,7 +1322,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     // `-o -`: standard output, in order (what reached it before a failure stays there, and the
     // error says how much); else a temporary file put in place whole.
     let to_stdout = peerpath_runtime::job::is_std_stream(output);
-    peerpath_runtime::job::check_new_target(output, force)?;
+    peerpath_runtime::job::check_new_target(output, force, peerpath_runtime::job::Writes::FileOrStdout)?;
     let target = if to_stdout { None } else { Some(peerpath_io::create_temporary(output, false).map_err(target_io(output))?) };
     // Unbuffered, each byte that went out counted: a failed write says exactly how many did.
     let mut stdout = crate::Counted::stdout().map_err(target_io(output))?;

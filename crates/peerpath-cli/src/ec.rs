@@ -1541,7 +1541,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
     }
     let set = OpenSet::open(dir)?;
     set.refuse_as_target(output)?;
-    peerpath_runtime::job::check_new_target(output, force)?;
+    peerpath_runtime::job::check_new_target(output, force, peerpath_runtime::job::Writes::FileOnly)?;
     let mut fallback = None;
     let mut device = e.set_device(&set.m, &mut fallback)?;
     if let Some((dev, l)) = device.as_mut() {

@@ -214,7 +214,7 @@ pub fn main(a: BenchIoArgs) -> ExitCode {
         // Checked before the sweep (minutes of it were lost to a picture that could not be
         // written): never the file measured (it was replaced by the picture, with --rw read
         // too), and a place where a file can be made.
-        if peerpath_runtime::job::place_of(svg) == peerpath_runtime::job::place_of(&a.file) || matches!(peerpath_runtime::job::check_target(&a.file, svg, true), Err(JobError::SameFile { .. })) {
+        if peerpath_runtime::job::place_of(svg) == peerpath_runtime::job::place_of(&a.file) || matches!(peerpath_runtime::job::check_target(&a.file, svg, true, peerpath_runtime::job::Writes::FileOnly), Err(JobError::SameFile { .. })) {
             eprintln!("peerpath: error: --svg {} is the file measured (--file)", svg.display());
             return ExitCode::from(5);
         }

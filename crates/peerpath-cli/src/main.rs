@@ -1297,7 +1297,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 ec::OpenSet::open(dir)?.refuse_as_target(output)?;
                 a.key.refuse_as_target([output])?;
                 // Before any work, on either engine (a directory was found only at the end).
-                peerpath_runtime::job::check_new_target(output, a.target.force)?;
+                peerpath_runtime::job::check_new_target(output, a.target.force, peerpath_runtime::job::Writes::FileOnly)?;
                 let key = crypt::optional_key(&a.key)?;
                 let threads = a.common.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 let mut fallbacks = Vec::new();

@@ -317,7 +317,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
         (Some(o), true) if !peerpath_runtime::job::is_std_stream(o) => {
             for f in &a.files {
-                peerpath_runtime::job::check_target(f, o, a.force)?;
+                peerpath_runtime::job::check_target(f, o, a.force, peerpath_runtime::job::Writes::FileOrStdout)?;
             }
             let (t, temp) = peerpath_io::create_temporary(o, false).map_err(|e| JobError::TargetIo { path: o.clone(), source: e })?;
             let writer = t.file.try_clone().map_err(|e| JobError::TargetIo { path: o.clone(), source: e })?;

@@ -429,6 +429,45 @@ fn xts_images_keep_their_size_round_trip_and_an_independent_reader_agrees() {
     assert!(!d.join("short.xts").exists());
 }
 
+/// A block device (a disk image on a loop device): encrypted and decrypted from it, on the CPU
+/// and on an emulated CSP, once its target is named (beside it would be in /dev); a device is
+/// never a target (the output is put in place whole), and the refusals offer only a file
+/// (encrypt and decrypt never write standard output).
+#[test]
+fn a_block_device_is_encrypted_from_and_never_written() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let image = d.join("img");
+    let data = mixed_data(3 << 20, 11);
+    std::fs::write(&image, &data).unwrap();
+    let Some(dev) = Loop::attach("a_block_device_is_encrypted_from_and_never_written", &image) else { return };
+    for (mode, suffix) in [("gcm", "ppenc"), ("xts", "xts")] {
+        let o = run(&mut pp(args!["encrypt", &dev.0, "--mode", mode, "--key-file", &key])).fails(2, &["is a block device", "name the target with --output (a file)"]);
+        assert!(!o.stderr.contains("standard output"), "{}", o.stderr);
+        assert!(!Path::new(&format!("{}.{suffix}", dev.0)).exists(), "nothing made in /dev");
+        for engine in ["cpu", "emulated"] {
+            if mode == "xts" && engine == "emulated" {
+                continue;
+            }
+            let sealed = d.join(format!("{engine}.{suffix}"));
+            run(&mut pp(args!["encrypt", &dev.0, "--mode", mode, "--engine", engine, "--no-fallback", "--key-file", &key, "-o", &sealed, "-q"])).ok();
+            let back = d.join(format!("{engine}-{mode}.back"));
+            run(&mut pp(args!["decrypt", &sealed, "--mode", mode, "--key-file", &key, "-o", &back, "-q"])).ok();
+            assert_file_eq(&back, &data, &format!("{mode} on {engine}"));
+        }
+        // A device as the target: refused before any work, offering a file, not standard output.
+        let o = run(&mut pp(args!["decrypt", d.join(format!("cpu.{suffix}")), "--mode", mode, "--key-file", &key, "-o", &dev.0, "-f"])).fails(2, &["is not a regular file", "write it to a file"]);
+        assert!(!o.stderr.contains("-o -"), "{}", o.stderr);
+    }
+    // An XTS image written onto a device decrypts from it (the device is the image, whole).
+    use std::io::Write;
+    std::fs::OpenOptions::new().write(true).open(&dev.0).unwrap().write_all(&std::fs::read(d.join("cpu.xts")).unwrap()).unwrap();
+    let back = d.join("from-device");
+    run(&mut pp(args!["decrypt", &dev.0, "--mode", "xts", "--key-file", &key, "-o", &back, "-q"])).ok();
+    assert_file_eq(&back, &data, "an XTS image read from a block device");
+}
+
 /// `encrypt --engine emulated`: each block read into an emulated CSP's
 /// memory and sealed there; the file decrypts like the CPU's (and, where
 /// Python's `cryptography` is, with the independent reader), and what the

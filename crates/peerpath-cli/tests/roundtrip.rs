@@ -262,33 +262,18 @@ fn members_larger_than_the_read_window_stream_and_round_trip() {
     assert_file_eq(&back, &data, "64 MiB members");
 }
 
-/// A loop device for a test, detached however the test ends.
-struct Loop(String);
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("losetup").args(["-d", &self.0]).status();
-    }
-}
-
 /// A block device (a loop device over an image): read from storage by DMA (/dev is a
 /// devtmpfs, and its nodes were taken for files in memory: read by CPU copies, booked so, and
 /// staged through host memory on a device), its output as private as its node; without
 /// --output, refused rather than made as /dev/loopN.gz.
 #[test]
 fn a_block_device_is_read_from_storage_and_its_output_is_as_private_as_it() {
-    let Some(_) = tools_or_skip("a_block_device_is_read_from_storage_and_its_output_is_as_private_as_it", &["losetup"]) else { return };
     let dir = scratch();
     let d = dir.path();
     let image = d.join("img");
     let bytes: Vec<u8> = sample().iter().copied().cycle().take(3 << 20).collect();
     std::fs::write(&image, &bytes).unwrap();
-    let attached = std::process::Command::new("losetup").args(["-f", "--show"]).arg(&image).output().unwrap();
-    if !attached.status.success() {
-        eprintln!("SKIPPED: no loop device here ({})", String::from_utf8_lossy(&attached.stderr).trim());
-        return;
-    }
-    let dev = Loop(String::from_utf8_lossy(&attached.stdout).trim().to_string());
+    let Some(dev) = Loop::attach("a_block_device_is_read_from_storage_and_its_output_is_as_private_as_it", &image) else { return };
     let mode = |p: &std::path::Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777;
     let dev_mode = mode(std::path::Path::new(&dev.0));
     run(&mut pp(args!["compress", &dev.0])).fails(2, &["is a block device", "--output"]);
@@ -314,8 +299,7 @@ fn a_block_device_is_read_from_storage_and_its_output_is_as_private_as_it() {
     image_bytes.resize(4 << 20, 0);
     let holder = d.join("holds-a-stream");
     std::fs::write(&holder, &image_bytes).unwrap();
-    let attached = std::process::Command::new("losetup").args(["-f", "--show"]).arg(&holder).output().unwrap();
-    let dev2 = Loop(String::from_utf8_lossy(&attached.stdout).trim().to_string());
+    let dev2 = Loop::attach("a_block_device_is_read_from_storage_and_its_output_is_as_private_as_it", &holder).expect("a second loop device");
     let back = d.join("from-device.back");
     run(&mut pp(args!["decompress", &dev2.0, "-o", &back])).ok();
     assert_file_eq(&back, &bytes, "a stream read from a block device padded with zeros");

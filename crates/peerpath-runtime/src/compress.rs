@@ -12,7 +12,7 @@ use crate::cpu_pass::CpuParams;
 use crate::devices::{Compute, DeviceMemoryFrom, DeviceSet};
 use crate::error::{JobError, Result};
 use crate::executor::Executor;
-use crate::job::{check_sources_are_not_targets, check_target, is_std_stream, open_source_checked, open_target, put_all_in_place, set_engine, CommonOptions};
+use crate::job::{check_sources_are_not_targets, check_target, is_std_stream, open_source_checked, open_target, put_all_in_place, set_engine, CommonOptions, Writes};
 use crate::offload::{DeviceSide, Params};
 use crate::report::{DeviceReport, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
 use crate::stream::{CpuState, Stream};
@@ -91,7 +91,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     let (chunk_bytes, chunk_aligned) = read_chunk_bytes(member_bytes, devices.as_ref().map_or(1 << 20, |d| d.chunk_bytes));
     let mut fallbacks = Vec::new();
     for (s, t) in pairs {
-        check_target(s, t, opts.common.force)?;
+        check_target(s, t, opts.common.force, Writes::FileOrStdout)?;
     }
     if opts.verify && pairs.iter().any(|(_, t)| is_std_stream(t)) {
         // Read back, "-" would be standard input.

@@ -9,7 +9,7 @@
 use crate::buf::{BufferCache, JobBuf};
 use crate::job::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
-use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions};
+use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions, Writes};
 use crate::token::Token;
 use crate::report::{DecodeMode, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
 use crate::gpu_decode::{GpuDecoder, OnGpu};
@@ -209,7 +209,7 @@ fn not_peerpath_after_peerpath(path: &Path, member: u64, offset: u64) -> JobErro
 /// Decompresses each source into its target.
 pub fn decompress(pairs: &[(PathBuf, PathBuf)], opts: &DecompressOptions) -> Result<JobReport> {
     for (s, t) in pairs {
-        check_target(s, t, opts.common.force)?;
+        check_target(s, t, opts.common.force, Writes::FileOrStdout)?;
     }
     check_sources_are_not_targets(pairs)?;
     crate::job::make_room_for_files(pairs.len(), true)?;

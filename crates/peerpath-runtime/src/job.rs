@@ -78,9 +78,28 @@ pub fn is_std_stream(p: &Path) -> bool {
     p.as_os_str() == "-"
 }
 
+/// What a command can write its output to, so that a refusal offers only what the command
+/// takes: a file, or standard output too (`-o -`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writes {
+    FileOrStdout,
+    /// Outputs that appear whole or not at all (encrypt, decrypt, ec decode): never a stream.
+    FileOnly,
+}
+
+impl Writes {
+    /// What `--output` may name.
+    fn choices(self) -> &'static str {
+        match self {
+            Writes::FileOrStdout => "a file, or - for standard output",
+            Writes::FileOnly => "a file",
+        }
+    }
+}
+
 /// Checks a target before anything is written: refuses an existing target
 /// without `force`, and refuses a target that is the source itself.
-pub fn check_target(source: &Path, target: &Path, force: bool) -> Result<()> {
+pub fn check_target(source: &Path, target: &Path, force: bool, writes: Writes) -> Result<()> {
     if is_std_stream(target) {
         return Ok(());
     }
@@ -91,14 +110,14 @@ pub fn check_target(source: &Path, target: &Path, force: bool) -> Result<()> {
             }
         }
     }
-    check_new_target(target, force)
+    check_new_target(target, force, writes)
 }
 
 /// The checks of a target that will be created, before any work: a
 /// directory (exit 2: `--force` cannot help) or anything else that is not a
 /// regular file is refused, and an existing name (a dangling symbolic link
 /// included) is exit 4 unless `force`. Standard output (`-`) passes.
-pub fn check_new_target(target: &Path, force: bool) -> Result<()> {
+pub fn check_new_target(target: &Path, force: bool, writes: Writes) -> Result<()> {
     if is_std_stream(target) {
         return Ok(());
     }
@@ -107,7 +126,11 @@ pub fn check_new_target(target: &Path, force: bool) -> Result<()> {
         // Targets are replaced by renaming a finished temporary file over them;
         // doing that to /dev/null or a FIFO would replace the device node.
         Ok(m) if !m.is_file() => {
-            return Err(JobError::Usage(format!("target {} is not a regular file; write to standard output with -o - and redirect it", target.display())));
+            let instead = match writes {
+                Writes::FileOrStdout => "write to standard output with -o - and redirect it",
+                Writes::FileOnly => "the output is a file put in place whole: write it to a file, then copy that there",
+            };
+            return Err(JobError::Usage(format!("target {} is not a regular file; {instead}", target.display())));
         }
         _ => {}
     }
@@ -198,7 +221,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                     // Its target would be made beside it: /dev/sdb.gz, a file in /dev.
                     Err(JobError::Usage(format!("{} is {kind}: name the target with --output (a file, or - for standard output)", s.display())))
                 } else {
-                    name(s).and_then(|t| refuse_target_beside_a_system_file(s, t))
+                    name(s).and_then(|t| refuse_target_beside_a_system_file(s, t, Writes::FileOrStdout))
                 }
             })
             .collect::<Result<Vec<_>>>()?,
@@ -246,15 +269,16 @@ pub fn check_target_name(target: &Path) -> Result<()> {
 /// (`/dev` itself, `/proc`, `/sys`): `/dev/stdin` (a link to `/proc/self/fd/0`, which may be a
 /// regular file) would give `/dev/stdin.gz`, a stray file on devtmpfs. `/dev/shm` and others
 /// below `/dev` hold files as any directory does.
-pub fn refuse_target_beside_a_system_file(source: &Path, target: PathBuf) -> Result<PathBuf> {
+pub fn refuse_target_beside_a_system_file(source: &Path, target: PathBuf, writes: Writes) -> Result<PathBuf> {
     let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let resolved = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     if resolved == Path::new("/dev") || resolved.starts_with("/proc") || resolved.starts_with("/sys") {
         return Err(JobError::Usage(format!(
-            "{}: its target beside it would be {}, in {}: name the target with --output (a file, or - for standard output)",
+            "{}: its target beside it would be {}, in {}: name the target with --output ({})",
             source.display(),
             target.display(),
-            resolved.display()
+            resolved.display(),
+            writes.choices()
         )));
     }
     Ok(target)

@@ -429,6 +429,29 @@ impl Drop for TmpfsMount {
     }
 }
 
+/// A loop device over an image file, detached however the test ends.
+pub struct Loop(pub String);
+
+impl Loop {
+    /// Attaches `image`; None (with the reason printed) where there is no `losetup` or no
+    /// loop device to be had (not root, a container).
+    pub fn attach(test: &str, image: &Path) -> Option<Loop> {
+        tools_or_skip(test, &["losetup"])?;
+        let attached = Command::new("losetup").args(["-f", "--show"]).arg(image).output().unwrap();
+        if !attached.status.success() {
+            eprintln!("SKIPPED {test}: no loop device here ({})", String::from_utf8_lossy(&attached.stderr).trim());
+            return None;
+        }
+        Some(Loop(String::from_utf8_lossy(&attached.stdout).trim().to_string()))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
 /// Every regular file under `root`, at any depth (symbolic links not followed).
 pub fn walk(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
