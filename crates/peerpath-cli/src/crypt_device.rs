@@ -292,7 +292,8 @@ pub(crate) fn open(dev: &mut dyn Device, src: &File, master: &Key, cipher: &File
                     let mut block = vec![0u8; sealed_len(i)];
                     std::os::unix::fs::FileExt::read_exact_at(src, &mut block, l.sealed_offset(i)).map_err(|e| PassFailure::Source(e.to_string()))?;
                     return Err(match cipher.open_block(i, &mut block) {
-                        Err(_) => PassFailure::NotAuthentic(format!("block {i} (bytes {}..) is not authentic: tampered, moved, from another file, or damaged (found by the device, confirmed on the host)", l.sealed_offset(i))),
+                        // The CPU's own words (the block and its plaintext bytes), as without a device.
+                        Err(e) => PassFailure::NotAuthentic(format!("{e} (found by the device, confirmed on the host)")),
                         Ok(()) => PassFailure::Device(format!("{} called block {i} not authentic, and it opens on the host CPU", p.who)),
                     });
                 }

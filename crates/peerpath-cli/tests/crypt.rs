@@ -528,8 +528,10 @@ fn an_emulated_csp_seals_files_that_open_as_the_cpus_do() {
         let n = bad.len();
         bad[n - 1] ^= 1;
         std::fs::write(&enc, &bad).unwrap();
-        run(&mut pp(args!["decrypt", &enc, "-o", d.join("never"), "--key-file", &key])).fails(6, &["block"]);
-        run(&mut pp(args!["decrypt", &enc, "-o", d.join("never"), "--key-file", &key, "--engine", "emulated", "--no-fallback"])).fails(6, &["is not authentic", "nothing was written"]);
+        let cpu_says = run(&mut pp(args!["decrypt", &enc, "-o", d.join("never"), "--key-file", &key])).fails(6, &["block", "plaintext bytes"]).stderr;
+        let dev_says = run(&mut pp(args!["decrypt", &enc, "-o", d.join("never"), "--key-file", &key, "--engine", "emulated", "--no-fallback"])).fails(6, &["fails authentication", "nothing was written"]).stderr;
+        // The same words for the same block (its plaintext bytes), the device's verdict said to be checked.
+        assert_eq!(dev_says.replace(" (found by the device, confirmed on the host)", ""), cpu_says, "{dev_says}");
         assert!(!d.join("never").exists());
     }
     let src = d.join("s5000");
