@@ -80,6 +80,11 @@ pub enum TopoError {
     /// A name given by the user (BDF, nvme0, nvme0n1, md0, ...) names nothing in the model.
     #[error("no device {name:?} in this topology (give a PCI address like 0000:01:00.0, a controller like nvme0, a block device like nvme0n1, or a GPU like gpu0)")]
     UnknownDevice { name: String },
+
+    /// A name given by the user that names more than one thing, or nothing any more (a firmware
+    /// label on two functions): never one of them picked.
+    #[error("{name:?} names no one device: {why}; give a PCI address like 0000:01:00.0")]
+    AmbiguousName { name: String, why: String },
 }
 
 /// Result alias for this crate.

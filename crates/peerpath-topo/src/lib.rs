@@ -64,7 +64,7 @@ pub use bdf::Bdf;
 pub use cmb::Cmb;
 pub use error::{Result, TopoError};
 pub use model::{
-    BlockDevice, BlockKind, Cpu, CpuVendor, DeviceKind, Endpoint, GpuModules, HostBridge, Iommu, IommuStatus, Link, LinkSpeed,
+    BlockDevice, BlockKind, Cpu, CpuVendor, DeviceKind, DroppedLabel, Endpoint, GpuModules, HostBridge, Iommu, IommuStatus, Link, LinkSpeed,
     NumaNode, NvmeController, P2pProvider, PciDevice, PortRole, Topology,
 };
 pub use pcicfg::AcsState;
@@ -89,6 +89,7 @@ impl Topology {
         })?;
         t.normalize()?;
         t.check_numa_references()?;
+        t.check_label_names()?;
         Ok(t)
     }
 
@@ -105,6 +106,7 @@ impl Topology {
         })?;
         t.normalize()?;
         t.check_numa_references()?;
+        t.check_label_names()?;
         Ok(t)
     }
 

@@ -54,6 +54,10 @@ pub struct Topology {
     pub nvme_controllers: Vec<NvmeController>,
     #[serde(default, rename = "block", skip_serializing_if = "Vec::is_empty")]
     pub block_devices: Vec<BlockDevice>,
+    /// Firmware labels that name no device (on more than one function, or equal to a kernel
+    /// name of something else), kept so that the name is said to be ambiguous, not unknown.
+    #[serde(default, rename = "dropped_label", skip_serializing_if = "Vec::is_empty")]
+    pub dropped_labels: Vec<DroppedLabel>,
     /// The kernel modules that open direct paths into GPU memory, from sysfs's `module/`;
     /// `None` where it was not looked at (a topology file, a fixture without `module/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +66,17 @@ pub struct Topology {
     /// files beside sysfs (see [`crate::kernel`]); `None` where none was there to read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<crate::kernel::KernelInfo>,
+}
+
+/// A firmware label that was dropped on reading, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DroppedLabel {
+    pub label: String,
+    /// The functions firmware gave it to.
+    pub devices: Vec<Bdf>,
+    /// Why it names none of them, in words.
+    pub why: String,
 }
 
 /// Kernel modules that decide how storage reaches a GPU's memory.
@@ -640,6 +655,12 @@ impl PciDevice {
         self.class >> 8 == 0x0604 || self.class >> 8 == 0x0609
     }
 
+    /// The class code says the function is certainly no bridge: a defined base class other
+    /// than bridges (0x06). Unclassified (0x00) and unassigned (0xff) functions may be anything.
+    pub fn is_endpoint_class(&self) -> bool {
+        is_endpoint_class(self.class)
+    }
+
     /// `label (bdf)` or just the address.
     pub fn display_name(&self) -> String {
         match &self.label {
@@ -647,6 +668,11 @@ impl PciDevice {
             None => self.bdf.to_string(),
         }
     }
+}
+
+/// See [`PciDevice::is_endpoint_class`].
+pub(crate) fn is_endpoint_class(class: u32) -> bool {
+    matches!(class >> 16, 0x01..=0x05 | 0x07..=0x13)
 }
 
 /// An NVMe controller (`/sys/class/nvme/nvmeX`).
@@ -762,6 +788,7 @@ impl Topology {
             devices: Vec::new(),
             nvme_controllers: Vec::new(),
             block_devices: Vec::new(),
+            dropped_labels: Vec::new(),
             gpu_modules: None,
             kernel: None,
         }
@@ -835,10 +862,72 @@ impl Topology {
         })
     }
 
-    /// How many CPU sockets the machine has, as far as it says (1 where it says nothing).
-    pub fn socket_count(&self) -> u32 {
+    /// How many CPU sockets the machine has, as far as it says: its CPUs' packages, or its
+    /// NUMA nodes' sockets; one on a machine of at most one NUMA node that says nothing; `None`
+    /// (unknown) on one of several NUMA nodes whose CPUs give no package.
+    pub fn socket_count(&self) -> Option<u32> {
         let of_nodes: HashSet<u32> = self.numa_nodes.iter().filter_map(|n| n.socket).collect();
-        self.cpu.sockets.unwrap_or(1).max(of_nodes.len() as u32).max(1)
+        let nodes: HashSet<u32> = self
+            .numa_nodes
+            .iter()
+            .map(|n| n.id)
+            .chain(self.devices.iter().filter_map(|d| d.numa_node))
+            .chain(self.host_bridges.iter().filter_map(|h| h.numa_node))
+            .collect();
+        match self.cpu.sockets {
+            Some(s) => Some(s.max(of_nodes.len() as u32).max(1)),
+            None if !self.numa_nodes.is_empty() && self.numa_nodes.iter().all(|n| n.socket.is_some()) => Some(of_nodes.len() as u32),
+            None if nodes.len() <= 1 => Some(1),
+            None => None,
+        }
+    }
+
+    /// The socket of host bridge `hb`'s root complex, with the NUMA node that gives it: from
+    /// the bridge's node, or, where it has none, from the nodes of the functions below it, which
+    /// must agree on one socket. `Err` says why it is not known.
+    pub fn socket_of_host_bridge(&self, hb: &str) -> std::result::Result<(u32, u32), String> {
+        let mut nodes: BTreeMap<u32, Vec<Bdf>> = BTreeMap::new();
+        match self.host_bridges.iter().find(|h| h.name == hb).and_then(|h| h.numa_node) {
+            Some(n) => {
+                nodes.insert(n, Vec::new());
+            }
+            None => {
+                let up: BTreeMap<Bdf, Option<Bdf>> = self.devices.iter().map(|d| (d.bdf, d.upstream)).collect();
+                for d in &self.devices {
+                    let mut top = d.bdf;
+                    for _ in 0..self.devices.len() {
+                        match up.get(&top) {
+                            Some(Some(u)) => top = *u,
+                            _ => break,
+                        }
+                    }
+                    if let (Some(n), true) = (d.numa_node, top.root_bus_name() == hb) {
+                        nodes.entry(n).or_default().push(d.bdf);
+                    }
+                }
+            }
+        }
+        let mut sockets: BTreeMap<u32, u32> = BTreeMap::new();
+        for &n in nodes.keys() {
+            let s = self.socket_of_node(n).ok_or_else(|| {
+                format!("which socket NUMA node {n} (of host bridge {hb}) is on is not known (its CPUs give no physical_package_id)")
+            })?;
+            sockets.entry(s).or_insert(n);
+        }
+        match sockets.len() {
+            0 => Err(format!("firmware gives no NUMA node (numa_node -1) for any function below host bridge {hb}")),
+            1 => Ok(sockets.into_iter().next().map(|(s, n)| (n, s)).unwrap_or_default()),
+            _ => {
+                let said: Vec<String> = nodes
+                    .iter()
+                    .map(|(n, on)| {
+                        let shown: Vec<String> = on.iter().take(3).map(|b| b.to_string()).collect();
+                        format!("node {n}: {}{}", shown.join(", "), if on.len() > 3 { format!(" and {} more", on.len() - 3) } else { String::new() })
+                    })
+                    .collect();
+                Err(format!("the functions below host bridge {hb} disagree on their NUMA node ({})", said.join("; ")))
+            }
+        }
     }
 
     /// The NVMe controller on PCI function `bdf`.
@@ -873,39 +962,49 @@ impl Topology {
             .collect()
     }
 
-    /// Resolves what a user typed: a PCI address (`0000:01:00.0` or `01:00.0`), a label, an
-    /// NVMe controller (`nvme0`), a block device (`nvme0n1`, `/dev/md0`, `dm-0`), or a GPU by
-    /// the runtime's name (`gpu0`: the first GPU in PCI address order).
+    /// Resolves what a user typed: a PCI address (`0000:01:00.0` or `01:00.0`), an NVMe
+    /// controller (`nvme0`), a block device (`nvme0n1`, `/dev/md0`, `dm-0`), a GPU by the
+    /// runtime's name (`gpu0`: the first GPU in PCI address order), or a label. The kernel's
+    /// names come first: a label that is also one was refused (a file) or dropped (sysfs).
     pub fn resolve(&self, name: &str) -> Result<Endpoint> {
         let n = name.trim();
         let n = n.strip_prefix("/dev/").unwrap_or(n);
-        let unknown = || TopoError::UnknownDevice { name: name.to_string() };
-        if let Ok(bdf) = n.parse::<Bdf>() {
-            if self.device(bdf).is_some() {
+        if let Some((e, _)) = self.kernel_name(n) {
+            return Ok(Endpoint { name: name.to_string(), ..e });
+        }
+        if n.parse::<Bdf>().is_err() {
+            if let Some(d) = self.devices.iter().find(|d| d.label.as_deref() == Some(n)) {
                 return Ok(Endpoint {
                     name: name.to_string(),
-                    pci: vec![bdf],
+                    pci: vec![d.bdf],
                     block: None,
-                    controller: self.nvme_for_pci(bdf).map(|c| c.name.clone()),
+                    controller: self.nvme_for_pci(d.bdf).map(|c| c.name.clone()),
                 });
             }
-            return Err(unknown());
+            if let Some(l) = self.dropped_labels.iter().find(|l| l.label == n) {
+                let on: Vec<String> = l.devices.iter().map(|b| b.to_string()).collect();
+                return Err(TopoError::AmbiguousName {
+                    name: name.to_string(),
+                    why: format!("firmware's label {n:?} on {} was dropped: {}", on.join(" and "), l.why),
+                });
+            }
         }
-        if let Some(d) = self.devices.iter().find(|d| d.label.as_deref() == Some(n)) {
-            return Ok(Endpoint {
-                name: name.to_string(),
-                pci: vec![d.bdf],
-                block: None,
-                controller: self.nvme_for_pci(d.bdf).map(|c| c.name.clone()),
-            });
+        Err(TopoError::UnknownDevice { name: name.to_string() })
+    }
+
+    /// What a kernel name (PCI address, NVMe controller, block device, `gpuN`) resolves to, and
+    /// what it is in words.
+    fn kernel_name(&self, n: &str) -> Option<(Endpoint, String)> {
+        let endpoint = |pci: Vec<Bdf>, block: Option<BlockDevice>, controller: Option<String>| Endpoint { name: n.to_string(), pci, block, controller };
+        if let Ok(bdf) = n.parse::<Bdf>() {
+            let d = self.device(bdf)?;
+            return Some((endpoint(vec![bdf], None, self.nvme_for_pci(bdf).map(|c| c.name.clone())), format!("the address of PCI function {}", d.bdf)));
         }
+        let on = |pci: &[Bdf]| if pci.is_empty() { String::new() } else { format!(" on {}", pci.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")) };
         if let Some(c) = self.nvme_controllers.iter().find(|c| c.name == n) {
-            return Ok(Endpoint {
-                name: name.to_string(),
-                pci: c.pci.into_iter().collect(),
-                block: None,
-                controller: Some(c.name.clone()),
-            });
+            let pci: Vec<Bdf> = c.pci.into_iter().collect();
+            let what = format!("the name of NVMe controller {n}{}", on(&pci));
+            return Some((endpoint(pci, None, Some(c.name.clone())), what));
         }
         if let Some(b) = self.block_devices.iter().find(|b| b.name == n) {
             let controller = self
@@ -913,23 +1012,35 @@ impl Topology {
                 .iter()
                 .find(|c| c.namespaces.iter().any(|ns| ns == &b.name))
                 .map(|c| c.name.clone());
-            return Ok(Endpoint {
-                name: name.to_string(),
-                pci: b.pci.clone(),
-                block: Some(b.clone()),
-                controller,
-            });
+            let what = format!("the name of block device {n}{}", on(&b.pci));
+            return Some((endpoint(b.pci.clone(), Some(b.clone()), controller), what));
         }
         // `gpu0`: the runtime's name for a GPU (the N-th in PCI address order).
-        if let Some(bdf) = crate::gpu::gpu_by_name(self, n) {
-            return Ok(Endpoint {
-                name: name.to_string(),
-                pci: vec![bdf],
-                block: None,
-                controller: None,
-            });
+        let bdf = crate::gpu::gpu_by_name(self, n)?;
+        Some((endpoint(vec![bdf], None, None), format!("the runtime's name of GPU {bdf}")))
+    }
+
+    /// What the label of function `own` would shadow: a kernel name that names something else
+    /// (`nvme3n1` on a CSP while the block device nvme3n1 is another drive). A label equal to
+    /// its own function's names (its address, its controller) shadows nothing.
+    pub(crate) fn label_shadows(&self, label: &str, own: Bdf) -> Option<String> {
+        match self.kernel_name(label) {
+            Some((e, what)) => (e.pci != [own] || e.block.as_ref().is_some_and(|b| b.kind.rejects_p2p())).then_some(what),
+            // An address of no function here: looked up as an address, never as the label.
+            None => label.parse::<Bdf>().ok().filter(|b| *b != own).map(|b| format!("the PCI address {b}")),
         }
-        Err(unknown())
+    }
+
+    /// A file's labels: one that is also a kernel name of something else would be looked up as
+    /// that (the kernel's names come first) and never name its device.
+    pub(crate) fn check_label_names(&self) -> Result<()> {
+        for d in &self.devices {
+            let Some(l) = &d.label else { continue };
+            if let Some(what) = self.label_shadows(l, d.bdf) {
+                return Err(TopoError::Invalid(format!("device {} has the label {l:?}, which is {what}: give it another label", d.bdf)));
+            }
+        }
+        Ok(())
     }
 
     /// A file's NUMA references: a device or host bridge on a node the file does not list (where
@@ -986,11 +1097,22 @@ impl Topology {
                 if up == d.bdf {
                     return Err(TopoError::Invalid(format!("device {} is its own upstream bridge", d.bdf)));
                 }
-                if self.device(up).is_none() {
-                    return Err(TopoError::Invalid(format!(
-                        "device {} names upstream bridge {up}, which is not in the topology",
-                        d.bdf
-                    )));
+                match self.device(up) {
+                    None => {
+                        return Err(TopoError::Invalid(format!(
+                            "device {} names upstream bridge {up}, which is not in the topology",
+                            d.bdf
+                        )));
+                    }
+                    // The kernel's upstream bridge is the bridge above the function's bus
+                    // (`bus->self`): an endpoint has no bus below it.
+                    Some(p) if p.is_endpoint_class() => {
+                        return Err(TopoError::Invalid(format!(
+                            "device {} names upstream bridge {up}, which is an endpoint (class {:#08x}), not a bridge",
+                            d.bdf, p.class
+                        )));
+                    }
+                    Some(_) => {}
                 }
             }
             if let Some(m) = d.p2pmem.filter(|m| m.available_bytes > m.size_bytes) {
@@ -1000,10 +1122,25 @@ impl Topology {
                 )));
             }
             if let Some(pf) = d.physfn {
-                if self.device(pf).is_none() {
+                // A physical function has no physfn: one that has (itself, or a VF naming
+                // its own VF) is a loop or a chain no kernel makes.
+                let pf_of_pf = match self.device(pf) {
+                    None => {
+                        return Err(TopoError::Invalid(format!(
+                            "virtual function {} names physical function {pf}, which is not in the topology",
+                            d.bdf
+                        )));
+                    }
+                    Some(p) => p.physfn,
+                };
+                if pf == d.bdf {
+                    return Err(TopoError::Invalid(format!("virtual function {} names itself as its physical function (physfn)", d.bdf)));
+                }
+                if let Some(pp) = pf_of_pf {
                     return Err(TopoError::Invalid(format!(
-                        "virtual function {} names physical function {pf}, which is not in the topology",
-                        d.bdf
+                        "virtual function {} names physical function {pf}, which is itself a virtual function (of {pp}){}",
+                        d.bdf,
+                        if pp == d.bdf { ": a loop" } else { "" }
                     )));
                 }
             }
@@ -1101,6 +1238,9 @@ impl Topology {
                 }
             }
         }
+        if let Some(cycle) = member_loop(&self.block_devices) {
+            return Err(TopoError::Invalid(format!("loop in stacked block devices' members: {}", cycle.join(" -> "))));
+        }
         let block_names: HashSet<&str> = self.block_devices.iter().map(|b| b.name.as_str()).collect();
         for b in &self.block_devices {
             for p in &b.pci {
@@ -1125,6 +1265,30 @@ impl Topology {
         self.numa_nodes.sort_by_key(|n| n.id);
         Ok(())
     }
+}
+
+/// A loop among stacked block devices (`md0 -> md1 -> md0`, `md0 -> md0`), if any: a member is
+/// a device below, so no device can be its own member, however far down.
+pub(crate) fn member_loop(blocks: &[BlockDevice]) -> Option<Vec<String>> {
+    fn walk<'a>(name: &'a str, members: &BTreeMap<&'a str, &'a [String]>, path: &mut Vec<&'a str>, done: &mut HashSet<&'a str>) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|n| *n == name) {
+            return Some(path[i..].iter().chain([&name]).map(|n| n.to_string()).collect());
+        }
+        if !done.insert(name) {
+            return None;
+        }
+        path.push(name);
+        for m in members.get(name).copied().unwrap_or_default() {
+            if let Some(cycle) = walk(m, members, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let members: BTreeMap<&str, &[String]> = blocks.iter().map(|b| (b.name.as_str(), b.members.as_slice())).collect();
+    let mut done = HashSet::new();
+    blocks.iter().find_map(|b| walk(&b.name, &members, &mut Vec::new(), &mut done))
 }
 
 /// Sort key that orders `nvme2` before `nvme10`.

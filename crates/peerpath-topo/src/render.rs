@@ -37,7 +37,11 @@ fn cpu_line(topo: &Topology) -> String {
     } else {
         "not AMD Zen: P2P through the root complex needs an allow-listed host bridge"
     };
-    format!("CPU: {} ({verdict})", topo.cpu)
+    let sockets = match (topo.cpu.sockets, topo.socket_count()) {
+        (None, None) => ", sockets unknown",
+        _ => "",
+    };
+    format!("CPU: {}{sockets} ({verdict})", topo.cpu)
 }
 
 fn iommu_line(topo: &Topology) -> String {
@@ -167,6 +171,10 @@ pub fn render_tree(topo: &Topology) -> String {
             n.cpulist.as_deref().unwrap_or("?"),
             n.socket.map(|s| format!(", socket {s}")).unwrap_or_default()
         );
+    }
+    for l in &topo.dropped_labels {
+        let on: Vec<String> = l.devices.iter().map(|b| short_bdf(topo, *b)).collect();
+        let _ = writeln!(out, "Label \"{}\" of {} dropped: {}", l.label, on.join(" and "), l.why);
     }
     let unknown_acs: Vec<&PciDevice> = topo
         .devices

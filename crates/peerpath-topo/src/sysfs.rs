@@ -363,9 +363,13 @@ fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRe
         Ok(_) => {
             let p = resolve_inside(&real.join("physfn"), root_real)?;
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            Some(n.parse::<Bdf>().map_err(|_| {
+            let pf = n.parse::<Bdf>().map_err(|_| {
                 TopoError::parse(real.join("physfn"), "a link to a PCI function", n.as_bytes())
-            })?)
+            })?;
+            if pf == bdf {
+                return Err(TopoError::BadLink { path: real.join("physfn"), what: "points to its own function: a virtual function's physfn is another function".to_string() });
+            }
+            Some(pf)
         }
         Err(_) => None,
     };
@@ -697,15 +701,38 @@ pub fn read_records(root: &Path) -> Result<SysfsRecords> {
         pci.push(read_pci_function(&pci_dir.join(&name), &name, &root_real)?);
     }
     pci.sort_by_key(|r| r.bdf);
-    let known: BTreeSet<Bdf> = pci.iter().map(|r| r.bdf).collect();
+    let known: BTreeMap<Bdf, u32> = pci.iter().map(|r| (r.bdf, r.class)).collect();
     for r in &pci {
         if let ParentRef::Bridge(b) = r.parent {
-            if !known.contains(&b) {
-                return Err(TopoError::BadLink {
-                    path: r.real_path.clone(),
-                    what: format!("parent directory {b} is not listed in {}", pci_dir.display()),
-                });
+            match known.get(&b) {
+                None => {
+                    return Err(TopoError::BadLink {
+                        path: r.real_path.clone(),
+                        what: format!("parent directory {b} is not listed in {}", pci_dir.display()),
+                    });
+                }
+                // sysfs nests a function only under the bridge above its bus; a device's other
+                // functions are its siblings, never below it.
+                Some(&class) if is_endpoint_class(class) => {
+                    return Err(TopoError::BadLink {
+                        path: r.real_path.clone(),
+                        what: format!("parent directory {b} is an endpoint (class {class:#08x}), not a bridge"),
+                    });
+                }
+                Some(_) => {}
             }
+        }
+    }
+    let known: BTreeSet<Bdf> = known.into_keys().collect();
+    // A physical function has no physfn of its own: a link back (PF and VF naming each other)
+    // or onward is a damaged tree.
+    let physfn: BTreeMap<Bdf, Bdf> = pci.iter().filter_map(|r| Some((r.bdf, r.physfn?))).collect();
+    for r in &pci {
+        if let Some((pf, pp)) = r.physfn.and_then(|pf| Some((pf, *physfn.get(&pf)?))) {
+            return Err(TopoError::BadLink {
+                path: r.real_path.join("physfn"),
+                what: format!("points to {pf}, which is itself a virtual function (its physfn is {pp}){}", if pp == r.bdf { ": a loop" } else { "" }),
+            });
         }
     }
     let (nvme, nvme_subsystems) = read_nvme(&root_real, &root_real, &known)?;
@@ -739,8 +766,11 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     topo.numa_nodes = records.numa_nodes.clone();
     // A firmware label on more than one function (every port of a card "Onboard LAN") names
     // none of them: they keep their addresses as names, and the machine can be read.
-    let mut labels: BTreeMap<&str, usize> = BTreeMap::new();
-    records.pci.iter().filter_map(|r| r.label.as_deref()).for_each(|l| *labels.entry(l).or_default() += 1);
+    let mut labels: BTreeMap<&str, Vec<Bdf>> = BTreeMap::new();
+    records.pci.iter().filter_map(|r| Some((r.label.as_deref()?, r.bdf))).for_each(|(l, b)| labels.entry(l).or_default().push(b));
+    for (label, devices) in labels.iter().filter(|(_, on)| on.len() > 1) {
+        topo.dropped_labels.push(DroppedLabel { label: label.to_string(), devices: devices.clone(), why: "it is on more than one function".to_string() });
+    }
     for r in &records.pci {
         let mut d = PciDevice::new(r.bdf, r.vendor, r.device, r.class);
         d.upstream = match &r.parent {
@@ -756,7 +786,7 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
                 });
             }
         }
-        d.label = r.label.clone().filter(|l| labels.get(l.as_str()) == Some(&1));
+        d.label = r.label.clone().filter(|l| labels.get(l.as_str()).is_some_and(|on| on.len() == 1));
         d.driver = r.driver.clone();
         d.numa_node = r.numa_node.and_then(|n| u32::try_from(n).ok());
         // A node the machine does not have (where its nodes are known) is a damaged file: taken
@@ -904,6 +934,10 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
             detail: b.detail.clone(),
         });
     }
+    if let Some(cycle) = member_loop(&blocks) {
+        let path = records.block.iter().find(|b| b.name == cycle[0]).map(|b| b.real_path.join("slaves")).unwrap_or_default();
+        return Err(TopoError::BadLink { path, what: format!("stacked block devices loop: {}", cycle.join(" -> ")) });
+    }
     // Stacked devices carry their members' PCI functions (bounded passes for nested stacks).
     for _ in 0..8 {
         let snapshot: BTreeMap<String, Vec<Bdf>> = blocks.iter().map(|b| (b.name.clone(), b.pci.clone())).collect();
@@ -925,6 +959,21 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     }
     topo.block_devices = blocks;
     topo.normalize()?;
+    // A firmware label that is also a kernel name of something else (`nvme3n1` on a CSP while
+    // nvme3n1 is another drive) would pass one device as the other: the kernel's names win,
+    // and the label is dropped, which `topo` says.
+    let shadowing: Vec<(usize, String)> = topo
+        .devices
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| Some((i, topo.label_shadows(d.label.as_deref()?, d.bdf)?)))
+        .collect();
+    for (i, what) in shadowing {
+        let d = &mut topo.devices[i];
+        if let Some(label) = d.label.take() {
+            topo.dropped_labels.push(DroppedLabel { label, devices: vec![d.bdf], why: format!("it is {what}") });
+        }
+    }
     // Which GPU modules are loaded matters only where there is a GPU: elsewhere the model
     // (and a topology file exported from it) leaves it out.
     if topo.devices.iter().any(|d| d.kind == DeviceKind::Gpu) {

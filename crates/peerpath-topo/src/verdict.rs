@@ -140,9 +140,10 @@ pub enum Reason {
     CrossSocket { provider_node: u32, client_node: u32, provider_socket: u32, client_socket: u32 },
     /// Different NUMA nodes on one socket, or sockets unknown.
     DifferentNumaNodes { provider_node: u32, client_node: u32 },
-    /// On a machine of several sockets, the path crosses host bridges and firmware gives no
-    /// NUMA node for these devices (nor for their host bridges): it may cross sockets.
-    SocketUnknown { devices: Vec<Bdf>, sockets: u32 },
+    /// On a machine of several sockets (or of several NUMA nodes, sockets unknown), the path
+    /// crosses host bridges and the socket of these devices' host bridges is not known (`why`):
+    /// it may cross sockets.
+    SocketUnknown { devices: Vec<Bdf>, sockets: Option<u32>, why: String },
     /// The kernel the topology was read on has no P2PDMA: the verdict is what one with it would
     /// answer; on that kernel, P2P fails.
     KernelWithoutP2pdma { release: String, source: String },
@@ -288,8 +289,12 @@ impl Reason {
                 provider_node,
                 client_node,
             } => format!("the devices are on different NUMA nodes ({provider_node} and {client_node})"),
-            Reason::SocketUnknown { devices, sockets } => format!(
-                "the path crosses host bridges on a machine of {sockets} sockets, and firmware gives no NUMA node (numa_node -1) for {}, nor for the other functions below its host bridge: it may cross sockets, which peerpath never plans",
+            Reason::SocketUnknown { devices, sockets, why } => format!(
+                "the path crosses host bridges on a machine of {}, and the socket of {} is not known ({why}): it may cross sockets, which peerpath never plans",
+                match sockets {
+                    Some(s) => format!("{s} sockets"),
+                    None => "several NUMA nodes and an unknown number of sockets".to_string(),
+                },
                 join_bdfs(devices)
             ),
             Reason::KernelWithoutP2pdma { release, source } => format!(
@@ -366,7 +371,7 @@ impl Reason {
                 "pair the device with a provider on its own socket, or stage through a host buffer on the target's NUMA node".to_string(),
             ),
             Reason::SocketUnknown { .. } => Some(
-                "pair devices below one host bridge, or give each device's node in a topology file (`peerpath topo --export FILE`, set `numa_node` on the devices, then `--file FILE`)".to_string(),
+                "pair devices below one host bridge, or give each device's node and each node's socket in a topology file (`peerpath topo --export FILE`, set `numa_node` on the devices or host bridges and `socket` on the numa_node entries, then `--file FILE`)".to_string(),
             ),
             Reason::KernelWithoutP2pdma { .. } => Some(
                 "boot a kernel built with CONFIG_PCI_P2PDMA=y (vm/ builds one: docs/vm.md)".to_string(),
@@ -760,27 +765,34 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
                 why,
             });
         }
-        // NUMA and sockets.
+        // NUMA and sockets. The socket rule is peerpath's (the kernel never looks at NUMA): a
+        // path through root complexes on two sockets crosses the inter-socket link. So a path's
+        // sockets are its host bridges': below one host bridge it never leaves the socket,
+        // whatever a function's numa_node says, and a function whose numa_node contradicts
+        // the others below its host bridge leaves that bridge's socket unknown.
         let (pn, cn) = (topo.numa_node_of(p), topo.numa_node_of(k.client));
+        let (hp, hc) = (topo.host_bridge_of(p), topo.host_bridge_of(k.client));
         let sockets = topo.socket_count();
-        if (pn.is_none() || cn.is_none()) && sockets > 1 && topo.host_bridge_of(p) != topo.host_bridge_of(k.client) {
-            let devices = [(p, pn), (k.client, cn)].into_iter().filter(|(_, n)| n.is_none()).map(|(b, _)| b).collect();
-            reasons.push(Reason::SocketUnknown { devices, sockets });
-        }
-        if let (Some(pn), Some(cn)) = (pn, cn) {
-            if pn != cn {
-                match (topo.socket_of_node(pn), topo.socket_of_node(cn)) {
-                    (Some(ps), Some(cs)) if ps != cs => reasons.push(Reason::CrossSocket {
-                        provider_node: pn,
-                        client_node: cn,
-                        provider_socket: ps,
-                        client_socket: cs,
-                    }),
-                    _ => reasons.push(Reason::DifferentNumaNodes {
-                        provider_node: pn,
-                        client_node: cn,
-                    }),
+        let mut refused = false;
+        if hp != hc && sockets != Some(1) {
+            match (topo.socket_of_host_bridge(&hp), topo.socket_of_host_bridge(&hc)) {
+                (Ok((provider_node, provider_socket)), Ok((client_node, client_socket))) => {
+                    if provider_socket != client_socket {
+                        reasons.push(Reason::CrossSocket { provider_node, client_node, provider_socket, client_socket });
+                        refused = true;
+                    }
                 }
+                (ps, cs) => {
+                    let unknown = [(p, ps), (k.client, cs)].into_iter().filter_map(|(b, s)| s.err().map(|why| (b, why)));
+                    let (devices, why): (Vec<Bdf>, Vec<String>) = unknown.unzip();
+                    reasons.push(Reason::SocketUnknown { devices, sockets, why: why.join("; ") });
+                    refused = true;
+                }
+            }
+        }
+        if let (Some(pn), Some(cn), false) = (pn, cn, refused) {
+            if pn != cn {
+                reasons.push(Reason::DifferentNumaNodes { provider_node: pn, client_node: cn });
             }
         }
         if let Some(k) = topo.kernel.as_ref().filter(|k| k.p2pdma == Some(false)) {

@@ -79,10 +79,10 @@ fn epyc_without_numa_nodes_never_plans_across_sockets() {
     // No device with a node.
     all.iter().for_each(|p| std::fs::write(p, "-1\n").unwrap());
     let t = Topology::from_sysfs(dir.path()).unwrap();
-    assert_eq!(t.socket_count(), 2);
+    assert_eq!(t.socket_count(), Some(2));
     for (c, s) in [("csp3", "ssd0"), ("csp0", "ssd9"), ("csp3", "ssd17")] {
         let v = t.verdict(c, s).unwrap();
-        let P2pPath::NotSupported { reason: r @ Reason::SocketUnknown { sockets: 2, .. } } = &v.path else { panic!("{c} {s}: {:?}", v.path) };
+        let P2pPath::NotSupported { reason: r @ Reason::SocketUnknown { sockets: Some(2), .. } } = &v.path else { panic!("{c} {s}: {:?}", v.path) };
         assert!(r.describe().contains("numa_node -1") && r.remedy().unwrap().contains("--export"), "{}", r.describe());
     }
     // Below one host bridge, the path never leaves the socket.
@@ -92,6 +92,54 @@ fn epyc_without_numa_nodes_never_plans_across_sockets() {
     for s in &same {
         assert!(!matches!(t.verdict("csp0", s).unwrap().path, P2pPath::NotSupported { .. }), "csp0 {s}");
     }
+}
+
+/// CPUs that give no package (`physical_package_id`) on a machine of two NUMA nodes: the
+/// sockets are unknown, not one, and a path across host bridges on different nodes is refused
+/// (`numa?`), never passed as one socket's.
+#[test]
+fn epyc_without_cpu_packages_has_sockets_unknown() {
+    let (dir, _) = load(&fixture::epyc_case_study());
+    let cpus = dir.path().join("devices/system/cpu");
+    let mut removed = 0;
+    for e in std::fs::read_dir(&cpus).unwrap().flatten() {
+        let f = e.path().join("topology/physical_package_id");
+        if f.exists() {
+            std::fs::remove_file(f).unwrap();
+            removed += 1;
+        }
+    }
+    assert!(removed > 1);
+    let t = Topology::from_sysfs(dir.path()).unwrap();
+    assert_eq!(t.socket_count(), None);
+    assert!(t.render_tree().contains("sockets unknown"), "{}", t.render_tree());
+    for (c, s) in [("csp3", "ssd0"), ("csp0", "ssd9")] {
+        let v = t.verdict(c, s).unwrap();
+        let P2pPath::NotSupported { reason: r @ Reason::SocketUnknown { sockets: None, .. } } = &v.path else { panic!("{c} {s}: {:?}", v.path) };
+        assert!(r.describe().contains("physical_package_id") && r.code() == "numa?", "{}", r.describe());
+    }
+    assert_eq!(t.verdict("csp3", "ssd9").unwrap().path, P2pPath::ThroughHostBridge { distance: 4 });
+}
+
+/// A function whose numa_node contradicts the other functions below its host bridge: the path
+/// below that bridge never leaves its socket (csp3 -> ssd9 stays supported), and one across
+/// bridges from it has an unknown socket, said so (it was passed as node 0's, and the other
+/// refused as crossing sockets).
+#[test]
+fn a_numa_node_contradicting_its_host_bridge_leaves_the_socket_unknown() {
+    let (dir, t) = load(&fixture::epyc_case_study());
+    let csp3 = bdf(&t, "csp3");
+    assert_eq!(t.numa_node_of(csp3), Some(1));
+    std::fs::write(std::fs::canonicalize(dir.path().join("bus/pci/devices").join(csp3.to_string())).unwrap().join("numa_node"), "0\n").unwrap();
+    let t = Topology::from_sysfs(dir.path()).unwrap();
+    let v = t.verdict("csp3", "ssd9").unwrap();
+    assert_eq!(v.path, P2pPath::ThroughHostBridge { distance: 4 }, "{:?}", v.reasons);
+    let v = t.verdict("csp3", "ssd0").unwrap();
+    let P2pPath::NotSupported { reason: r @ Reason::SocketUnknown { .. } } = &v.path else { panic!("{:?}", v.path) };
+    assert!(r.describe().contains("disagree on their NUMA node") && r.describe().contains(&csp3.to_string()), "{}", r.describe());
+    // The other host bridges still know their sockets.
+    let other = (9..18).map(|i| format!("ssd{i}")).find(|s| t.host_bridge_of(bdf(&t, s)) != t.host_bridge_of(csp3)).unwrap();
+    assert!(matches!(t.verdict("csp0", &other).unwrap().path, P2pPath::NotSupported { reason: Reason::CrossSocket { .. } }), "csp0 {other}");
 }
 
 #[test]

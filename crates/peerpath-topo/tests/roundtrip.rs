@@ -161,6 +161,35 @@ class = 0x060400
     let dev = |bdf: &str, extra: &str| format!("[[device]]\nbdf = \"{bdf}\"\nvendor = 1\ndevice = 1\nclass = 0x010802\n{extra}");
     let labels = dev("0000:01:00.0", "label = \"ssd0\"\n") + &dev("0000:02:00.0", "label = \"ssd0\"\n");
     assert!(Topology::from_toml_str(&labels).unwrap_err().to_string().contains("the label \"ssd0\" is given twice"));
+    // A label that is also a kernel name of another device would never name its own.
+    let nvme = "[[nvme]]\nname = \"nvme1\"\npci = \"0000:02:00.0\"\n";
+    let block = "[[block]]\nname = \"nvme1n1\"\nkind = \"nvme_namespace\"\npci = [\"0000:02:00.0\"]\n";
+    for (label, what) in [("nvme1", "NVMe controller nvme1 on 0000:02:00.0"), ("nvme1n1", "block device nvme1n1 on 0000:02:00.0"), ("0000:02:00.0", "PCI function 0000:02:00.0"), ("0000:07:00.0", "the PCI address 0000:07:00.0")] {
+        let text = dev("0000:01:00.0", &format!("label = {label:?}\n")) + &dev("0000:02:00.0", "") + nvme + block;
+        let e = Topology::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains(&format!("device 0000:01:00.0 has the label {label:?}, which is ")) && e.contains(what), "{e}");
+    }
+    let own = dev("0000:02:00.0", "label = \"nvme1\"\n") + nvme + block;
+    assert!(Topology::from_toml_str(&own).is_ok(), "a label naming its own controller shadows nothing");
+    // An endpoint is no one's upstream bridge; a function of unknown class may be one.
+    let below = |class: &str| dev("0000:01:00.0", "").replace("class = 0x010802", &format!("class = {class}")) + &dev("0000:02:00.0", "upstream = \"0000:01:00.0\"\n");
+    let e = Topology::from_toml_str(&below("0x010802")).unwrap_err().to_string();
+    assert!(e.contains("device 0000:02:00.0 names upstream bridge 0000:01:00.0, which is an endpoint (class 0x010802)"), "{e}");
+    for class in ["0x060400", "0x000000", "0xff0000"] {
+        assert!(Topology::from_toml_str(&below(class)).is_ok(), "{class}");
+    }
+    // Loops: an md device among its own members, however far down; a VF that is its own PF,
+    // or whose PF is its VF.
+    let md = |name: &str, members: &str| format!("[[block]]\nname = \"{name}\"\nkind = \"md\"\nmembers = [{members}]\n");
+    let e = Topology::from_toml_str(&md("md0", "\"md0\"")).unwrap_err().to_string();
+    assert!(e.contains("loop in stacked block devices' members: md0 -> md0"), "{e}");
+    let e = Topology::from_toml_str(&(md("md0", "\"md1\"") + &md("md1", "\"md0\""))).unwrap_err().to_string();
+    assert!(e.contains("md0 -> md1 -> md0"), "{e}");
+    let e = Topology::from_toml_str(&dev("0000:01:00.0", "physfn = \"0000:01:00.0\"\n")).unwrap_err().to_string();
+    assert!(e.contains("virtual function 0000:01:00.0 names itself as its physical function"), "{e}");
+    let pair = dev("0000:01:00.0", "physfn = \"0000:02:00.0\"\n") + &dev("0000:02:00.0", "physfn = \"0000:01:00.0\"\n");
+    let e = Topology::from_toml_str(&pair).unwrap_err().to_string();
+    assert!(e.contains("which is itself a virtual function (of 0000:01:00.0): a loop"), "{e}");
     // A NUMA node the file does not list, where it lists them.
     let nodes = "[[numa_node]]\nid = 0\n".to_string() + &dev("0000:01:00.0", "numa_node = 42\n");
     let e = Topology::from_toml_str(&nodes).unwrap_err().to_string();

@@ -219,7 +219,13 @@ fn a_label_firmware_gives_twice_names_neither_device() {
     }
     let t = Topology::from_sysfs(&root).unwrap();
     assert!(t.devices.iter().all(|d| d.label.as_deref() != Some("Onboard LAN")));
-    assert!(t.resolve("Onboard LAN").is_err());
+    // Said to be ambiguous, on both functions, not "no device".
+    let e = t.resolve("Onboard LAN").unwrap_err();
+    assert!(matches!(e, TopoError::AmbiguousName { .. }), "{e}");
+    for p in &with_label[..2] {
+        assert!(e.to_string().contains(p.file_name().unwrap().to_str().unwrap()), "{e}");
+    }
+    assert!(t.render_tree().contains("Label \"Onboard LAN\" of "), "{}", t.render_tree());
     let other = t.devices.iter().filter(|d| d.label.is_some()).count();
     assert_eq!(other, with_label.len() - 2, "the other labels stay");
 }
@@ -245,4 +251,84 @@ fn values_the_kernel_never_writes_are_malformed_not_another_device() {
     fs::write(&p2p, "x\n").unwrap();
     let e = Topology::from_sysfs(&root).unwrap_err();
     err_names(&e, &p2p.display().to_string());
+}
+
+/// A firmware label equal to a kernel name of another device (the CSP labelled `nvme3n1`, while
+/// nvme3n1 is the drive at 0000:06:00.0) passed the CSP as that drive: the kernel's names come
+/// first, the label is dropped, and `topo` says so.
+#[test]
+fn a_firmware_label_never_shadows_a_kernel_name() {
+    let csp: peerpath_topo::Bdf = "0000:03:00.0".parse().unwrap();
+    for name in ["nvme3n1", "nvme1", "0000:06:00.0"] {
+        let (_d, root) = tree();
+        fs::write(dev(&root, "0000:03:00.0").join("label"), format!("{name}\n")).unwrap();
+        let t = Topology::from_sysfs(&root).unwrap();
+        let e = t.resolve(name).unwrap();
+        assert!(!e.pci.contains(&csp), "{name} resolved to the CSP: {e:?}");
+        assert_eq!(t.device(csp).unwrap().label, None, "{name}");
+        let tree = t.render_tree();
+        assert!(tree.contains(&format!("Label \"{name}\" of 03:00.0 dropped: it is the ")), "{tree}");
+        assert_ne!(t.verdict("0000:03:00.0", name).unwrap().path.distance(), Some(0), "{name}");
+    }
+}
+
+/// A function directory nested under an NVMe endpoint was read as below that endpoint (a
+/// "common upstream bridge" of the SSD itself, bus address, distance 1). sysfs nests functions
+/// only under bridges (a device's other functions are siblings): the tree is refused, by path.
+#[test]
+fn a_function_below_an_endpoint_is_refused() {
+    let (_d, root) = tree();
+    let nested = dev(&root, "0000:06:00.0").join("0000:0e:00.0");
+    fs::create_dir_all(&nested).unwrap();
+    for (f, v) in [("vendor", "0x8086"), ("device", "0x1234"), ("class", "0x010802")] {
+        fs::write(nested.join(f), format!("{v}\n")).unwrap();
+    }
+    symlink(&root.join("bus/pci/devices/0000:0e:00.0"), &nested).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(matches!(e, TopoError::BadLink { .. }), "{e}");
+    err_names(&e, &nested.display().to_string());
+    assert!(e.to_string().contains("0000:06:00.0 is an endpoint (class 0x010802)"), "{e}");
+}
+
+/// Loops no kernel makes: an md device among its own members (directly or through another),
+/// a VF whose physfn is itself, a PF and VF naming each other. Each is refused by its link.
+#[test]
+fn loops_of_slaves_and_physfn_are_refused_by_path() {
+    let md_tree = || {
+        let dir = tempfile::tempdir().unwrap();
+        fixture::iommu_multipath().write(dir.path()).unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        (dir, root)
+    };
+    // md0 over itself.
+    let (_d, root) = md_tree();
+    let md0 = root.join("devices/virtual/block/md0");
+    symlink(&md0.join("slaves/md0"), &md0).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(e.to_string().contains("md0 -> md0"), "{e}");
+    err_names(&e, &md0.join("slaves").display().to_string());
+    // md0 over md1 over md0.
+    let (_d, root) = md_tree();
+    let md0 = root.join("devices/virtual/block/md0");
+    let md1 = root.join("devices/virtual/block/md1");
+    fs::create_dir_all(md1.join("md")).unwrap();
+    fs::write(md1.join("md/level"), "raid0\n").unwrap();
+    symlink(&root.join("class/block/md1"), &md1).unwrap();
+    symlink(&md0.join("slaves/md1"), &md1).unwrap();
+    symlink(&md1.join("slaves/md0"), &md0).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(e.to_string().contains("md0 -> md1 -> md0"), "{e}");
+    // A VF whose physfn is itself; a PF and a VF naming each other.
+    let (_d, root) = tree();
+    let vf = dev(&root, "0000:05:00.0");
+    std::os::unix::fs::symlink("../0000:05:00.0", vf.join("physfn")).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    err_names(&e, &vf.join("physfn").display().to_string());
+    let (_d, root) = tree();
+    let (a, b) = (dev(&root, "0000:05:00.0"), dev(&root, "0000:06:00.0"));
+    symlink(&a.join("physfn"), &b).unwrap();
+    symlink(&b.join("physfn"), &a).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(e.to_string().contains("itself a virtual function") && e.to_string().contains("a loop"), "{e}");
+    err_names(&e, "physfn");
 }
