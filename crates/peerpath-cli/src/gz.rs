@@ -6,8 +6,8 @@
 //! and is the default: peerpath never removes a source); outputs are
 //! written atomically and made durable; the default level is peerpath's
 //! (1, ISA-L), `-1`..`-9` as gzip's; data after the last member is an error
-//! (gzip warns and keeps the output); `-dcf` passes a named file that is not
-//! gzip through unchanged, as gzip does, but decodes standard input always.
+//! (gzip warns and keeps the output); `-dcf` passes input that is not gzip
+//! through unchanged, a named file or standard input, as gzip and `zcat -f` do.
 //! Exit status as gzip's: 0, 1 (error), 2 (warning: a file skipped for its
 //! name or kind, an output that exists); an error outranks a warning. No name
 //! or time is stored or restored (`-n`, `-N` and pigz's `-T` change nothing);
@@ -475,6 +475,35 @@ fn pass_through(f: &OsStr) -> Option<Outcome> {
     })
 }
 
+/// `-dcf` on standard input: its first two bytes read to tell; not gzip, all of it to standard
+/// output unchanged (`... | zcat -f`). Gzip: the decoder reads standard input from the start,
+/// so the process's standard input becomes a pipe that a thread fills with those two bytes and
+/// then the rest (a pipe cannot be read again; a file is put back where it was).
+fn stdin_pass_through() -> Option<Outcome> {
+    use std::io::{Read, Seek};
+    let mut stdin = std::fs::File::from(std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned().ok()?);
+    let mut magic = Vec::with_capacity(2);
+    (&mut stdin).take(2).read_to_end(&mut magic).ok()?;
+    if magic != [0x1f, 0x8b] {
+        let mut out = std::io::stdout().lock();
+        let copied = out.write_all(&magic).and_then(|()| std::io::copy(&mut stdin, &mut out)).and_then(|_| out.flush());
+        return Some(match copied {
+            Ok(()) => Outcome::Done,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+            Err(e) => fail(OsStr::new("-"), &JobError::TargetIo { path: "-".into(), source: e }),
+        });
+    }
+    if stdin.seek(std::io::SeekFrom::Current(-2)).is_ok() {
+        return None;
+    }
+    let (reader, mut writer) = std::io::pipe().ok()?;
+    rustix::stdio::dup2_stdin(&reader).ok()?;
+    // Ends with the input (or a failed write: the decoder has stopped reading); a read error
+    // ends the stream early, which the decoder reports as truncation.
+    std::thread::spawn(move || writer.write_all(&magic).and_then(|()| std::io::copy(&mut stdin, &mut writer)));
+    None
+}
+
 fn decompress(o: &Options, f: &OsStr) -> Outcome {
     let to_stdout = o.stdout || f == "-";
     if let Some(outcome) = (f != "-").then(|| skipped(o, f)).flatten() {
@@ -491,8 +520,8 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
     if let Some(outcome) = exists(o, &target) {
         return outcome;
     }
-    if o.stdout && o.force && f != "-" {
-        if let Some(outcome) = pass_through(f) {
+    if o.stdout && o.force {
+        if let Some(outcome) = if f == "-" { stdin_pass_through() } else { pass_through(f) } {
             return outcome;
         }
     }

@@ -631,6 +631,51 @@ fn existing_target_is_exit_4_without_force_and_replaced_with_force() {
     assert_dir_holds(dir.path(), &["x", "x.gz"]);
 }
 
+/// `-o /dev/stdout` with standard output a file: `/dev/stdout` is a link to `/proc/self/fd/1`,
+/// which names that regular file; with --force the output was renamed over the system's link
+/// (exit 0, the file left empty). Nothing is made in /dev itself or /proc, with or without
+/// --force, on every command that takes `-o`.
+#[test]
+fn a_target_in_dev_or_proc_is_refused_even_with_force() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("x");
+    std::fs::write(&src, &sample()[..50_000]).unwrap();
+    let gz = d.join("x.gz");
+    run(&mut pp(args!["compress", &src, "-q"])).ok();
+    let fa = d.join("x.fa");
+    std::fs::write(&fa, b">a\nACGT\n").unwrap();
+    let key = d.join("k");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    let link_before = std::fs::read_link("/dev/stdout").ok();
+    let commands = [
+        vec![os("compress"), os(&src)],
+        vec![os("decompress"), os(&gz)],
+        vec![os("scan"), os(&fa), os("--motif"), os("A")],
+        vec![os("encrypt"), os(&src), os("--key-file"), os(&key)],
+    ];
+    for target in ["/dev/stdout", "/proc/self/fd/1"] {
+        for args in &commands {
+            for force in [false, true] {
+                let captured = d.join("captured");
+                let mut c = pp(args);
+                c.args(["-o", target]);
+                if force {
+                    c.arg("-f");
+                }
+                // Standard output a regular file (`run` would make it a pipe, refused as one).
+                let o = c.stdout(std::fs::File::create(&captured).unwrap()).output().unwrap();
+                let stderr = String::from_utf8_lossy(&o.stderr);
+                assert_eq!(o.status.code(), Some(2), "{args:?} -o {target} (force {force}): {stderr}");
+                assert!(stderr.contains(&format!("target {target} is in /")) && stderr.contains("whose names are the system's"), "{stderr}");
+                assert_eq!(std::fs::metadata(&captured).unwrap().len(), 0, "nothing written");
+                assert_eq!(std::fs::read_link("/dev/stdout").ok(), link_before, "{args:?} -o {target}: /dev/stdout is still the system's link");
+            }
+        }
+    }
+    assert!(std::fs::symlink_metadata("/dev/stdout").is_ok_and(|m| m.file_type().is_symlink()), "/dev/stdout is a link");
+}
+
 #[test]
 fn full_target_file_system_is_exit_11_and_keeps_nothing() {
     let test = "full_target_file_system_is_exit_11_and_keeps_nothing";

@@ -175,6 +175,18 @@ fn names_and_kinds_of_files_are_taken_as_gzip_takes_them() {
         let want = if f == "a.gz" { sample().to_vec() } else { std::fs::read(d.join(f)).unwrap() };
         assert_eq!(o.stdout, want, "{f}");
     }
+    // So is standard input (`... | zcat -f`), a pipe or a file, empty too; gzip data from a
+    // pipe is decoded whole after the two bytes that told it apart.
+    std::fs::write(d.join("empty"), b"").unwrap();
+    for f in ["plain.txt", "one", "a.gz", "empty"] {
+        let bytes = std::fs::read(d.join(f)).unwrap();
+        let want = if f == "a.gz" { sample().to_vec() } else { bytes.clone() };
+        let piped = run_full(pp(["gzip", "-dcf"]).current_dir(d), Some(bytes), std::time::Duration::from_secs(120));
+        assert_eq!((piped.code(), &piped.stdout), (Some(0), &want), "{f} from a pipe: {}", piped.stderr);
+        // (`run` would give it /dev/null.)
+        let filed = pp(["gzip", "-dcf", "-"]).current_dir(d).stdin(std::fs::File::open(d.join(f)).unwrap()).output().unwrap();
+        assert_eq!((filed.status.code(), &filed.stdout), (Some(0), &want), "{f} as standard input: {}", String::from_utf8_lossy(&filed.stderr));
+    }
     // Without -f it is an error, naming the one byte there is.
     let o = gz(&[&os("-dc"), &os("one")]);
     assert_eq!(o.code(), Some(1));

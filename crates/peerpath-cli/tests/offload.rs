@@ -87,6 +87,23 @@ fn check_offloaded_in(r: &Value, devices: usize, what: &str, domain: &str) {
     assert!(r["fallbacks"].as_array().unwrap().is_empty(), "{what}: {}", r["fallbacks"]);
 }
 
+/// More devices than sources: one per source starts, which the report notes; no work left a
+/// device, so it is no FALLBACK on stderr (what `-q` keeps for work the host CPU took) and no
+/// failure with --no-fallback.
+#[test]
+fn more_devices_than_sources_is_a_note_not_a_fallback() {
+    let dir = scratch();
+    let sources = write_inputs(dir.path(), &[("one", mixed_data(300_000, 9))]);
+    let out = dir.path().join("out");
+    let o = compress(&sources, &out, &emulated(&["--devices", "3", "--no-fallback", "-q"])).ok();
+    assert!(!o.stderr.contains("FALLBACK"), "{}", o.stderr);
+    let r = compress(&sources, &out, &emulated(&["--devices", "3", "--no-fallback", "-f"])).ok().json();
+    assert_eq!(r["devices"].as_array().map(Vec::len), Some(1), "{r}");
+    assert_eq!(r["files"][0]["members_on_device"], r["files"][0]["members"], "every member made by the device");
+    assert_eq!(r["ledger"]["host_memory_payload_bytes"], 0);
+    assert!(r["fallbacks"].as_array().unwrap().iter().any(|f| f.as_str().unwrap().contains("3 asked for, 1 started")), "{}", r["fallbacks"]);
+}
+
 #[test]
 fn emulated_devices_make_the_same_bytes_as_the_cpu_with_no_payload_in_host_memory() {
     let dir = scratch();

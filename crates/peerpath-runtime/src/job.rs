@@ -134,6 +134,16 @@ pub fn check_new_target(target: &Path, force: bool, writes: Writes) -> Result<()
         }
         _ => {}
     }
+    // `/dev/stdout` is a link to `/proc/self/fd/1`, a regular file where standard output is one:
+    // renaming the output over it (with --force) would replace the system's link, and the
+    // output would not reach the file. Nothing is made in `/dev` itself, `/proc` or `/sys`.
+    if let Some(dir) = system_dir(target) {
+        let instead = match writes {
+            Writes::FileOrStdout => "write to standard output with -o - instead",
+            Writes::FileOnly => "name a file elsewhere",
+        };
+        return Err(JobError::Usage(format!("target {} is in {}, whose names are the system's: {instead}", target.display(), dir.display())));
+    }
     if !force && std::fs::symlink_metadata(target).is_ok() {
         return Err(JobError::TargetExists { path: target.to_path_buf() });
     }
@@ -270,9 +280,7 @@ pub fn check_target_name(target: &Path) -> Result<()> {
 /// regular file) would give `/dev/stdin.gz`, a stray file on devtmpfs. `/dev/shm` and others
 /// below `/dev` hold files as any directory does.
 pub fn refuse_target_beside_a_system_file(source: &Path, target: PathBuf, writes: Writes) -> Result<PathBuf> {
-    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let resolved = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if resolved == Path::new("/dev") || resolved.starts_with("/proc") || resolved.starts_with("/sys") {
+    if let Some(resolved) = system_dir(&target) {
         return Err(JobError::Usage(format!(
             "{}: its target beside it would be {}, in {}: name the target with --output ({})",
             source.display(),
@@ -282,6 +290,14 @@ pub fn refuse_target_beside_a_system_file(source: &Path, target: PathBuf, writes
         )));
     }
     Ok(target)
+}
+
+/// The directory `path` would be made in, resolved, where that is one of the system's: `/dev`
+/// itself (not its subdirectories: `/dev/shm` holds files), `/proc` or `/sys` and below them.
+fn system_dir(path: &Path) -> Option<PathBuf> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let resolved = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    (resolved == Path::new("/dev") || resolved.starts_with("/proc") || resolved.starts_with("/sys")).then_some(resolved)
 }
 
 /// What `m` is where it is neither a regular file nor a directory: a device, a FIFO or a socket.

@@ -102,7 +102,8 @@ impl Fallback {
     pub fn moves_work_to_the_host_cpu(&self) -> bool {
         matches!(
             self,
-            Fallback::HostCpuNotDevice { .. } | Fallback::FewerDevices { .. } | Fallback::DeviceNotStarted { .. } | Fallback::DeviceFailed { .. } | Fallback::DecodedOnCpu { .. }
+            // Not FewerDevices: every source still has a device (one each), no work moved.
+            Fallback::HostCpuNotDevice { .. } | Fallback::DeviceNotStarted { .. } | Fallback::DeviceFailed { .. } | Fallback::DecodedOnCpu { .. }
         )
     }
 }
@@ -114,7 +115,7 @@ impl fmt::Display for Fallback {
             Fallback::ReadsNotDirect { source, why } => write!(f, "{source}: reads without O_DIRECT: {why}"),
             Fallback::WritesNotDirect { target, why } => write!(f, "{target}: writes without O_DIRECT: {why}"),
             Fallback::HostCpuNotDevice { source, why } => write!(f, "{source}: compressed on the host CPU, not on a device: {why}"),
-            Fallback::FewerDevices { asked, started } => write!(f, "devices: {asked} asked for, {started} started (one per source at most)"),
+            Fallback::FewerDevices { asked, started } => write!(f, "devices: {asked} asked for, {started} started (one per source at most: every source has one, no work moved to the host CPU)"),
             Fallback::DeviceNotStarted { device, why } => write!(f, "{device} did not start ({why}); its sources ran on the host CPU"),
             Fallback::DeviceFailed { source, device, why, from, kept } => {
                 write!(f, "{source}: device {device} failed ({why}); ")?;
