@@ -306,7 +306,8 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
 /// job's outputs in progress were not put in place (its temporaries go with
 /// the daemon's signal handler, or with the process); the client fails.
 fn why_ended(why: &str) -> ! {
-    eprintln!("peerpath: error: the daemon ended before the job did ({why}); outputs in progress were not put in place (see the daemon's log)");
+    // What the job had written to a stream (standard output) cannot be taken back, nor counted here.
+    eprintln!("peerpath: error: the daemon ended before the job did ({why}); outputs in progress were not put in place, and what the job wrote to standard output, if anything, stays there (see the daemon's log)");
     std::process::exit(EXIT_DAEMON as i32);
 }
 
@@ -800,13 +801,18 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         Ok(p) => (Some(p.0), Some(p.1)),
         Err(_) => (None, None),
     };
+    // Set when the client went away: its job's error is then the log's alone (its stderr,
+    // still held here, would get a line after its process ended, on a shell's prompt).
+    let client_went_away = std::sync::atomic::AtomicBool::new(false);
     let code = std::thread::scope(|s| {
         let conn = &conn;
+        let went_away = &client_went_away;
         if let Some(watch_done) = watch_done {
             s.spawn(move || {
                 let mut stop = [0u8; 1];
                 loop {
                     if client_gone(conn, Some(&watch_done), Duration::from_secs(1)) {
+                        went_away.store(true, std::sync::atomic::Ordering::SeqCst);
                         peerpath_runtime::cancel::cancel("its client went away");
                         return;
                     }
@@ -821,6 +827,10 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::run(cli)));
         drop(done);
         match r {
+            Ok(Err(e)) if client_went_away.load(std::sync::atomic::Ordering::SeqCst) => {
+                let _ = writeln!(&*log, "peerpath daemon: job {job}: {} (not said to the client: it went away)", crate::job_error_text(&e));
+                e.exit_code() as u8
+            }
             Ok(r) => crate::say_error(r),
             Err(panic) => match crate::stdout_failure(&*panic) {
                 // The client's standard output cannot be written: that job's end, said as elsewhere.

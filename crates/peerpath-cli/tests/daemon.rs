@@ -268,11 +268,14 @@ fn a_daemon_stopped_by_a_signal_removes_its_own_socket_and_nothing_else() {
 fn a_client_that_goes_away_cancels_its_job_and_nothing_is_kept() {
     let dir = scratch();
     let d = Daemon::start(dir.path());
+    // The client's stderr, which the daemon holds while it runs the job.
+    let elsewhere = scratch();
+    let client_stderr = elsewhere.path().join("client.err");
     let mut client = d
         .client(dir.path(), args!["compress", "-", "-o", "piped.gz"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&client_stderr).unwrap())
         .spawn()
         .expect("start the client");
     // A source that keeps coming, slowly, from a pipe the test holds open.
@@ -299,6 +302,9 @@ fn a_client_that_goes_away_cancels_its_job_and_nothing_is_kept() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     assert_dir_holds(dir.path(), &["daemon.log", "daemon.sock"]);
+    // The job's end is the log's: nothing written to the stderr of a client that is gone.
+    assert!(d.log().contains("job 1: cancelled: its client went away (not said to the client: it went away)"), "{}", d.log());
+    assert_eq!(std::fs::read_to_string(&client_stderr).unwrap(), "", "the gone client's stderr");
 
     // The daemon goes on with the next client.
     std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
