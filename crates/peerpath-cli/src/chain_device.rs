@@ -329,7 +329,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     if !meta.is_file() {
         return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())).into());
     }
-    ec::check_unit(o.unit)?;
+    ec::check_unit(o.data, o.parity, o.unit)?;
     ec::check_new_set_dir(dir, Some(source))?;
     let n = o.data + o.parity;
     let names = ec::shard_targets(dir, o.placement.as_ref(), n);
@@ -825,6 +825,15 @@ impl Unchain<'_> {
             // block device's rest), which the CPU's decoder takes up to its limit; not the device's.
             Err(peerpath_func::HeaderError::NotGzip(0, _)) if self.unended && self.end_member_required => Err(self.no_end_member()),
             Err(peerpath_func::HeaderError::NotGzip(0, _)) => Err(Stop::Device("zero bytes where a member would start (padding after the last member?): the device decodes members only, the host CPU's decoder judges padding (decode with --engine cpu)".into())),
+            // As the CPU's decoder says it (exit 8): the stream is no gzip file at all.
+            Err(peerpath_func::HeaderError::NotGzip(a, b)) if self.members == 0 => Err(Stop::Job(JobError::NotGzip { path: self.dir.to_path_buf(), detail: format!("starts with {}, not 1f 8b", peerpath_func::gzip::first_bytes(a, b)) })),
+            // Trailing garbage (exit 9) or a damaged member start with members after it (exit 6):
+            // the CPU's decoder tells them apart by looking for members further on, which the
+            // device does not; its word is checked by the CPU, as a corrupt member's is.
+            Err(e @ peerpath_func::HeaderError::NotGzip(..)) => Err(match self.drain() {
+                Ok(()) => Stop::Verdict(format!("bytes that are not a member follow output byte {} ({e})", self.produced)),
+                Err(earlier) => earlier,
+            }),
             Err(e) => Err(self.damaged_here(|at| format!("the member at output byte {at}: {e}"))),
         }
     }
@@ -850,6 +859,10 @@ impl Unchain<'_> {
                 Some(n) if n == self.member_fill => self.decode_member()?,
                 _ => return Err(self.truncated_here(|at| format!("the stream ends inside a member (after output byte {at})"))),
             }
+        }
+        if self.members == 0 {
+            // As the CPU's decoder says it (exit 10): zero bytes are no gzip file.
+            return Err(Stop::Job(JobError::EmptyArchive { path: self.dir.to_path_buf() }));
         }
         if self.unended && self.end_member_required {
             return Err(self.no_end_member());

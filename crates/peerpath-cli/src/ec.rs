@@ -436,8 +436,15 @@ impl Placement {
                 _ => JobError::TargetIo { path: d.clone(), source },
             })?;
             let meta = std::fs::metadata(&abs).map_err(|source| JobError::TargetIo { path: d.clone(), source })?;
-            if !meta.is_dir() || abs.to_str().is_none() || dirs.contains(&abs) {
-                return Err(JobError::Usage(format!("--shard-dir {}: not a directory, not UTF-8, or given twice", d.display())));
+            let fault = if !meta.is_dir() {
+                Some("not a directory".to_string())
+            } else if abs.to_str().is_none() {
+                Some(format!("its path {} is not UTF-8 (the manifest names it as text)", abs.display()))
+            } else {
+                dirs.iter().position(|x| *x == abs).map(|j| format!("given twice: it is also shard {j}'s directory, {}", given[j].display()))
+            };
+            if let Some(fault) = fault {
+                return Err(JobError::Usage(format!("--shard-dir {}: {fault}", d.display())));
             }
             for path in [abs.join(placed_name(set, i)), abs.join(copy_name(set))] {
                 match std::fs::symlink_metadata(&path) {
@@ -482,14 +489,24 @@ pub(crate) fn shard_paths(dir: &Path, placement: Option<&Placement>, n: usize) -
 
 /// A new set's directory `dir` must not exist: the source itself is named as such (exit 5),
 /// anything else as a directory that is never replaced or merged into (exit 4).
+/// Its parent must exist: the set's directory is made in one, and the error names the missing
+/// directory (not a shard inside the set that could not be made).
 pub(crate) fn check_new_set_dir(dir: &Path, source: Option<&Path>) -> Result<(), JobError> {
-    if std::fs::symlink_metadata(dir).is_err() {
+    let Ok(found) = std::fs::symlink_metadata(dir) else {
+        let parent = peerpath_io::parent_dir(dir);
+        if std::fs::symlink_metadata(&parent).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            let why = "no such directory: the set's directory is made in an existing one (peerpath makes no parent directories)";
+            return Err(JobError::TargetIo { path: parent, source: std::io::Error::new(std::io::ErrorKind::NotFound, why) });
+        }
         return Ok(());
-    }
+    };
     use std::os::unix::fs::MetadataExt;
     let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
     if source.is_some_and(|s| id(s).is_some() && id(s) == id(dir)) {
         return Err(JobError::SameFile { path: dir.to_path_buf() });
+    }
+    if !found.is_dir() {
+        return Err(JobError::TargetKept { path: dir.to_path_buf(), why: "it is a file, not a directory: the set is made as a new directory there, never over an existing name".into() });
     }
     Err(JobError::TargetDirExists { path: dir.to_path_buf() })
 }
@@ -498,7 +515,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
-    check_unit(unit)?;
+    check_unit(k, m, unit)?;
     check_new_set_dir(dir, Some(source))?;
     let placement = Placement::check(placed, k + m, m, dir)?;
     if e.engine != EcEngine::Cpu && !unit.is_multiple_of(4096) {
@@ -842,12 +859,15 @@ impl StreamEncoder {
     /// or in the directories of `placement`.
     pub(crate) fn new(dir: &Path, k: usize, m: usize, unit: usize, placement: Option<Placement>) -> Result<StreamEncoder, JobError> {
         let code = RsCode::new(k, m).map_err(JobError::Usage)?;
-        check_unit(unit)?;
+        check_unit(k, m, unit)?;
         check_new_set_dir(dir, None)?;
+        let fewer = "the chain holds two stripes and a stripe's parity: give a smaller --ec-unit or fewer data shards";
+        let first = zeroed(k * unit, "the chain's first stripe", fewer)?;
+        let stripe = zeroed(k * unit, "the chain's stripe being filled", fewer)?;
+        let parity = (0..m).map(|_| zeroed(unit, "a parity unit", fewer)).collect::<Result<Vec<_>, _>>()?;
         let paths = shard_paths(dir, placement.as_ref(), k + m);
         let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), &paths, false)?;
-        let stripe = vec![0u8; k * unit];
-        Ok(StreamEncoder { code, k, unit, files, paths, dir: dir.to_path_buf(), placement, first: stripe.clone(), stripe, fill: 0, stripes: 0, parity: vec![vec![0u8; unit]; m], crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
+        Ok(StreamEncoder { code, k, unit, files, paths, dir: dir.to_path_buf(), placement, first, stripe, fill: 0, stripes: 0, parity, crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
     }
 
     /// Appends bytes to the stream.
@@ -927,12 +947,50 @@ impl StreamEncoder {
     }
 }
 
-pub(crate) fn check_unit(unit: usize) -> Result<(), JobError> {
+/// A new set's code: units of 1 byte to 256 MiB, and stripes this machine could decode
+/// ([`decode_bytes`]: at most half its memory, the share other commands size their buffers
+/// by), so that no set is made that `decode` here could only abort on.
+pub(crate) fn check_unit(k: usize, m: usize, unit: usize) -> Result<(), JobError> {
     if unit == 0 || unit > MAX_UNIT_BYTES {
         return Err(JobError::Usage("--unit must be 1 byte to 256 MiB".into()));
     }
+    let need = decode_bytes(k, m, unit);
+    if let Some(total) = crate::machine_memory_bytes().filter(|&t| need > t as u64 / 2) {
+        return Err(JobError::Usage(format!(
+            "a stripe of {k} units of {unit} bytes cannot be decoded on this machine: decoding holds {} per thread (the stripe, and {m} parity and {m} rebuilt units where units are lost), more than half of its memory ({}); give a smaller unit or fewer data shards",
+            peerpath_metrics::human_bytes(need),
+            peerpath_metrics::human_bytes(total as u64)
+        )));
+    }
     Ok(())
 }
+
+/// The memory one thread of `decode` (or the reverse chain) holds at most for a set of `k` +
+/// `m` units of `unit` bytes: the stripe's k data units, and where units are lost up to `m`
+/// parity units read and `m` units rebuilt.
+fn decode_bytes(k: usize, m: usize, unit: usize) -> u64 {
+    (k as u64 + 2 * m as u64) * unit as u64
+}
+
+/// `bytes` zeroed bytes for `what`, or the error that says the memory is lacking (exit 1; the
+/// allocator's abort, SIGABRT, said nothing). `fewer`: how to do with less.
+fn zeroed(bytes: usize, what: &str, fewer: &str) -> Result<Vec<u8>, JobError> {
+    let mut v = Vec::new();
+    grow(&mut v, bytes, what, fewer)?;
+    Ok(v)
+}
+
+/// Grows `buf` to `len` zeroed bytes (where shorter), fallibly ([`zeroed`]).
+fn grow(buf: &mut Vec<u8>, len: usize, what: &str, fewer: &str) -> Result<(), JobError> {
+    if let Some(more) = len.checked_sub(buf.len()).filter(|&n| n > 0) {
+        buf.try_reserve_exact(more).map_err(|_| JobError::Internal(format!("out of memory: {what} needs {} ({len} bytes), which could not be allocated; {fewer}", peerpath_metrics::human_bytes(len as u64))))?;
+        buf.resize(len, 0);
+    }
+    Ok(())
+}
+
+/// How a reader of a set does with less memory.
+const ONE_STRIPE: &str = "it holds one stripe at a time: free memory, or raise the process's limit (ulimit -v)";
 
 /// One temporary file per target (unnamed where the file system allows);
 /// on an error, those already made are discarded.
@@ -1014,11 +1072,27 @@ fn parse_manifest(text: &str) -> Result<(Manifest, RsCode), String> {
             m.schema == PLACED_SCHEMA && p.is_absolute() && !d.contains('\0') && p.components().all(|c| c != std::path::Component::ParentDir) && set.is_some_and(|set| !set.is_empty() && !set.starts_with('.'))
         }
     };
-    let schema_ok = m.schema == "peerpath/ec-manifest/1" || m.schema == PLACED_SCHEMA;
-    if !schema_ok || m.shards.len() != n || !stripes_ok || m.shards.iter().enumerate().any(|(i, s)| s.crc32.len() as u64 != m.stripes || !name_ok(&s.file) || !placed_ok(i, s)) {
-        return Err("inconsistent manifest (schema, shard count, unit size, stripes, checksums, shard names or directories)".into());
+    // Each check says what failed: the damage is found by its name.
+    let fault = if m.schema != "peerpath/ec-manifest/1" && m.schema != PLACED_SCHEMA {
+        Some(format!("schema {:?} is neither peerpath/ec-manifest/1 nor {PLACED_SCHEMA}", m.schema))
+    } else if m.shards.len() != n {
+        Some(format!("{} shard entries for {} data + {} parity shards", m.shards.len(), m.data_shards, m.parity_shards))
+    } else if !(1..=MAX_UNIT_BYTES).contains(&m.unit_bytes) {
+        Some(format!("unit_bytes {} is not 1 byte to 256 MiB", m.unit_bytes))
+    } else if !stripes_ok {
+        Some(format!("stripes {} is not what {} source bytes in stripes of {} x {} bytes make", m.stripes, m.source_bytes, m.data_shards, m.unit_bytes))
+    } else if let Some((i, s)) = m.shards.iter().enumerate().find(|(_, s)| s.crc32.len() as u64 != m.stripes) {
+        Some(format!("shard {i} ({}) has {} checksums for {} stripes", s.file, s.crc32.len(), m.stripes))
+    } else if let Some((i, s)) = m.shards.iter().enumerate().find(|&(i, s)| !name_ok(&s.file) || !placed_ok(i, s)) {
+        let placed = if m.schema == PLACED_SCHEMA { format!("SET.{} in an absolute directory without '..'", shard_name(i)) } else { format!("{} in the set's directory, without a \"dir\" ({PLACED_SCHEMA} places shards)", shard_name(i)) };
+        Some(format!("shard {i} is named {:?}{}, not {placed}", s.file, s.dir.as_ref().map(|d| format!(" in {d:?}")).unwrap_or_default()))
+    } else {
+        None
+    };
+    match fault {
+        Some(f) => Err(format!("inconsistent manifest: {f}")),
+        None => Ok((m, code)),
     }
-    Ok((m, code))
 }
 
 /// Whether unit `i` of stripe `s` is there whole and its CRC-32 matches the
@@ -1156,6 +1230,8 @@ struct VerifyReport {
     stale_manifest_copies: Vec<String>,
     /// Shards whose files go on past the set's last stripe.
     overlong_shards: Vec<String>,
+    /// Directories of placed shards that are gone: a shard is rebuilt only in its own directory.
+    missing_shard_dirs: Vec<String>,
     /// Whether `ec repair` can make the set whole.
     repairable: bool,
     /// How the manifest itself is found damaged (its length past the data the last stripe
@@ -1168,6 +1244,18 @@ struct VerifyReport {
     provenance: &'static str,
 }
 
+/// An `ec-verify`'s code where the manifest could not be read to say it.
+const UNKNOWN_CODE: &str = "unknown";
+
+/// The directories of the placed shards among `shards` that are gone (no directory there):
+/// their shards cannot be rebuilt in place until it exists again.
+fn gone_shard_dirs(m: &Manifest, shards: &[usize]) -> Vec<PathBuf> {
+    let mut gone: Vec<PathBuf> = shards.iter().filter_map(|&i| m.shards[i].dir.as_ref()).map(PathBuf::from).filter(|d| !std::fs::metadata(d).is_ok_and(|d| d.is_dir())).collect();
+    gone.sort();
+    gone.dedup();
+    gone
+}
+
 #[derive(Serialize)]
 struct DamagedShard {
     shard: String,
@@ -1176,7 +1264,33 @@ struct DamagedShard {
 
 fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool)) -> Result<(), JobError> {
     let started = Instant::now();
-    let (m, code) = load(dir)?;
+    let (m, code) = match load(dir) {
+        Ok(loaded) => loaded,
+        // A manifest that is no manifest is damage like any other: reported for monitoring too.
+        Err(JobError::Damaged { path, detail }) if json => {
+            let report = VerifyReport {
+                target: dir.display().to_string(),
+                code: UNKNOWN_CODE.into(),
+                stripes: 0,
+                shards: 0,
+                intact: false,
+                damaged_shards: Vec::new(),
+                lost_stripes: Vec::new(),
+                stale_manifest_copies: Vec::new(),
+                overlong_shards: Vec::new(),
+                missing_shard_dirs: Vec::new(),
+                repairable: false,
+                manifest_damage: Some(format!("{}: {detail}", path.display())),
+                checked: "nothing: the manifest cannot be read".into(),
+                fallback: None,
+                seconds: started.elapsed().as_secs_f64(),
+                provenance: "measured on this host's CPU",
+            };
+            println!("{}", crate::jsonout::stamped("ec-verify", &report));
+            return Err(JobError::Damaged { path, detail });
+        }
+        Err(e) => return Err(e),
+    };
     let mut fallback = None;
     let mut device = e.set_device(&m, &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
@@ -1192,6 +1306,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     };
     let stale = m.stale_copies();
     let overlong = overlong_shards(dir, &m);
+    let gone = gone_shard_dirs(&m, &damaged);
     let report = VerifyReport {
         target: dir.display().to_string(),
         code: format!("RS({}, {})", m.data_shards, m.parity_shards),
@@ -1202,7 +1317,8 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         lost_stripes: lost.clone(),
         stale_manifest_copies: stale.iter().map(|p| p.display().to_string()).collect(),
         overlong_shards: overlong.iter().map(|&i| m.shard_label(i)).collect(),
-        repairable: lost.is_empty() && manifest_damage.is_none(),
+        missing_shard_dirs: gone.iter().map(|d| d.display().to_string()).collect(),
+        repairable: lost.is_empty() && manifest_damage.is_none() && gone.is_empty(),
         manifest_damage: manifest_damage.clone(),
         checked: checked.to_string(),
         fallback,
@@ -1234,9 +1350,13 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     if !overlong.is_empty() {
         found.push(format!("bytes past the set's last stripe in {}", report.overlong_shards.join(", ")));
     }
+    if !gone.is_empty() {
+        found.push(format!("shard directories gone: {}", report.missing_shard_dirs.join(", ")));
+    }
     let verdict = match (&manifest_damage, lost.is_empty()) {
         (Some(_), _) if rebuilt_disagree => "NOT repairable by ec repair".to_string(),
         (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
+        (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair`", report.missing_shard_dirs.join(", ")),
         (None, true) => "repairable (peerpath ec repair)".to_string(),
         (None, false) => format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards),
     };
@@ -1264,11 +1384,18 @@ fn rebuilt_units_disagree(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &[Ve
 /// `ec repair` to guess; a copy outvoted is written back).
 fn manifest_damage(dir: &Path, m: &Manifest, readable: bool) -> Result<Option<String>, JobError> {
     if readable {
-        match OpenSet::open(dir)?.check_last_stripe() {
+        match OpenSet::open_unvoted(dir)?.check_last_stripe() {
             Err(JobError::Damaged { detail, .. }) => return Ok(Some(detail.trim_end_matches("; nothing was written").to_string())),
             other => other?,
         }
     }
+    Ok(outvoted(dir, m))
+}
+
+/// Where no fewer copies of the manifest beside placed shards hold another valid manifest
+/// than hold `m` (read from `dir`), the damage, said; `verify` and `repair` call such a
+/// manifest damaged, and `decode` and `decompress --ec` refuse to restore from it.
+fn outvoted(dir: &Path, m: &Manifest) -> Option<String> {
     let text = m.text();
     let copies = m.copies();
     let held: Vec<Option<String>> = copies.iter().map(|p| std::fs::read_to_string(p).ok().and_then(|t| parse_manifest(&t).ok()).map(|(c, _)| c.text())).collect();
@@ -1276,7 +1403,7 @@ fn manifest_damage(dir: &Path, m: &Manifest, readable: bool) -> Result<Option<St
     let own = !copies.iter().any(|p| same_file(p, &manifest_file(dir)));
     let agree = held.iter().filter(|t| t.as_deref() == Some(text.as_str())).count() + usize::from(own);
     let other: Vec<String> = copies.iter().zip(&held).filter(|(_, t)| t.as_ref().is_some_and(|t| *t != text)).map(|(p, _)| p.display().to_string()).collect();
-    Ok((!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them)", manifest_file(dir).display(), other.join(", "))))
+    (!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them)", manifest_file(dir).display(), other.join(", ")))
 }
 
 /// Whether `a` and `b` name one file (both there).
@@ -1320,6 +1447,10 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobErr
     // An overlong shard is rewritten as a damaged one is, its units copied.
     let overlong = overlong_shards(dir, &m);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i)) || overlong.contains(i)).collect();
+    if let Some((i, gone)) = damaged.iter().find_map(|&i| gone_shard_dirs(&m, &[i]).pop().map(|d| (i, d))) {
+        let why = format!("its directory {} is gone: mount the replacement drive there (or make the directory), then repair again; nothing was repaired", gone.display());
+        return Err(JobError::TargetIo { path: m.shard_path(dir, i), source: std::io::Error::new(std::io::ErrorKind::NotFound, why) });
+    }
     let stale = m.stale_copies();
     let mut report = if damaged.is_empty() {
         let mut r = EcReport::new("repair", dir, &m, Vec::new(), started, Duration::ZERO, 0);
@@ -1597,10 +1728,14 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
         }
     }
     // Workers take whole stripes in turn and write each at its offset.
+    let (k, p, unit, stripes, size) = set.m.shape();
+    let stripes_held = stripe_buffers(threads, stripes, (k, p, unit))?;
+    let workers = stripes_held.len();
+    let stripes_held = std::sync::Mutex::new(stripes_held);
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
-    let (k, _, unit, stripes, size) = set.m.shape();
     let lost = AtomicU64::new(u64::MAX);
-    let written = for_each_stripe(threads, stripes, || (vec![0u8; k * unit], StripeBufs::default()), |(buf, b), s| {
+    let take = || stripes_held.lock().expect("no worker panics holding it").pop().expect("a stripe buffer per worker");
+    let written = for_each_stripe(workers, stripes, || (take(), StripeBufs::default()), |(buf, b), s| {
         use std::os::unix::fs::FileExt;
         if !set.read_stripe(s, buf, b)? {
             // Stops the other threads; replaced below by the error that names every lost stripe.
@@ -1623,6 +1758,30 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
     Ok(())
 }
 
+/// One stripe buffer (k units) per decoding thread: `threads` at most (one per stripe), as
+/// many as half this machine's memory holds at [`decode_bytes`] each, and as many as can be
+/// allocated (where one more could not be, one fewer is kept as room for the rest of the job:
+/// the parity and rebuilt units of a stripe that lost units). At least one, or the error.
+fn stripe_buffers(threads: usize, stripes: u64, (k, m, unit): (usize, usize, usize)) -> Result<Vec<Vec<u8>>, JobError> {
+    let fit = crate::machine_memory_bytes().map_or(usize::MAX, |t| (t as u64 / 2 / decode_bytes(k, m, unit)).max(1) as usize);
+    let wanted = stripe_threads(threads.min(fit), stripes);
+    let mut held = Vec::with_capacity(wanted);
+    // Only the first stripe's failure is an error, and one is the least decode holds.
+    while held.len() < wanted {
+        match zeroed(k * unit, &format!("a stripe ({k} units of {unit} bytes) to decode"), ONE_STRIPE) {
+            Ok(b) => held.push(b),
+            Err(e) if held.is_empty() => return Err(e),
+            Err(_) => {
+                if held.len() > 1 {
+                    held.pop();
+                }
+                break;
+            }
+        }
+    }
+    Ok(held)
+}
+
 /// A set opened for reading: its manifest (checked), code and shard
 /// files (the shards are checked as they are read).
 pub(crate) struct OpenSet {
@@ -1643,7 +1802,18 @@ struct StripeBufs {
 }
 
 impl OpenSet {
+    /// Opens a set to restore from: one whose manifest the copies beside its placed shards
+    /// outvote (as `ec verify` calls it damaged) is refused (exit 6), not trusted.
     pub(crate) fn open(dir: &Path) -> Result<OpenSet, JobError> {
+        let set = OpenSet::open_unvoted(dir)?;
+        match outvoted(dir, &set.m) {
+            Some(damage) => Err(corrupt(dir, format!("the manifest is damaged: {damage}; nothing was written"))),
+            None => Ok(set),
+        }
+    }
+
+    /// Opens a set without asking the manifest's copies (`verify` and `repair` weigh them themselves).
+    fn open_unvoted(dir: &Path) -> Result<OpenSet, JobError> {
         let (m, code) = load(dir)?;
         let files = open_shards(dir, &m);
         Ok(OpenSet { dir: dir.to_path_buf(), m, code, files })
@@ -1651,7 +1821,12 @@ impl OpenSet {
 
     /// Refuses `output` as a target where it is one of the set's files: its
     /// manifest, a shard or a copy of the manifest (exit 5, even with --force).
+    /// A target that is not a regular file (a FIFO, `/dev/stdout` of a pipe, a directory) is
+    /// refused first, by its metadata (exit 2, as `check_new_target` says it): nothing here may
+    /// open one, as the open of a FIFO waits for a writer for ever and a read of `/dev/stdout`
+    /// of a pipe reads this process's own output.
     pub(crate) fn refuse_as_target(&self, output: &Path) -> Result<(), JobError> {
+        peerpath_runtime::job::check_new_target(output, true, peerpath_runtime::job::Writes::FileOnly)?;
         let mut files = vec![manifest_file(&self.dir), set_dir(&self.dir).join(MANIFEST)];
         files.extend((0..self.m.shards.len()).map(|i| self.m.shard_path(&self.dir, i)));
         files.extend(self.m.copies());
@@ -1661,8 +1836,7 @@ impl OpenSet {
         // set's manifest (DIR/manifest.json) is one of its files all the same. Only a file of
         // about a manifest's size is read to tell (not a large output being replaced).
         let text = self.m.text();
-        let manifest_sized = std::fs::metadata(output).is_ok_and(|m| m.len() <= 2 * text.len() as u64 + 4096);
-        if manifest_sized && std::fs::read_to_string(output).ok().and_then(|t| parse_manifest(&t).ok()).is_some_and(|(m, _)| m.text() == text) {
+        if holds_text(output, &text) {
             return Err(JobError::PartOfSource { path: output.to_path_buf(), what: format!("{what} (it holds the set's manifest)") });
         }
         Ok(())
@@ -1694,7 +1868,7 @@ impl OpenSet {
                 break;
             }
             let mut buf = std::mem::take(&mut b.parity[p - k]);
-            buf.resize(unit, 0);
+            grow(&mut buf, unit, "a parity unit read to rebuild a lost one", ONE_STRIPE)?;
             if self.read_unit(p, s, &mut buf) {
                 survivors.push(p);
             }
@@ -1710,7 +1884,9 @@ impl OpenSet {
         }
         let (survivors, missing) = &key;
         b.rebuilt.resize_with(missing.len(), Vec::new);
-        b.rebuilt.iter_mut().for_each(|r| r.resize(unit, 0));
+        for r in &mut b.rebuilt {
+            grow(r, unit, "a rebuilt unit", ONE_STRIPE)?;
+        }
         let inputs: Vec<&[u8]> = survivors.iter().map(|&i| if i < k { &out[i * unit..(i + 1) * unit] } else { b.parity[i - k].as_slice() }).collect();
         let mut o: Vec<&mut [u8]> = b.rebuilt.iter_mut().map(Vec::as_mut_slice).collect();
         b.decoders[&key].decode(&inputs, &mut o);
@@ -1740,7 +1916,7 @@ impl OpenSet {
 
     /// Reads the last stripe (rebuilt where need be) to check its padding ([`OpenSet::check_padding`]).
     fn check_last_stripe(&self) -> Result<(), JobError> {
-        let mut out = vec![0u8; self.m.data_shards * self.m.unit_bytes];
+        let mut out = zeroed(self.m.data_shards * self.m.unit_bytes, "the set's last stripe (its padding is checked)", ONE_STRIPE)?;
         self.read_stripe(self.m.stripes.saturating_sub(1), &mut out, &mut StripeBufs::default()).map(drop)
     }
 
@@ -1754,6 +1930,27 @@ impl OpenSet {
         }
         unrecoverable(&self.dir, &self.m, &lost)
     }
+}
+
+/// Whether `path` is a regular file of about a manifest's size that holds a manifest whose
+/// text is `text`. It is opened without waiting (O_NONBLOCK: what was checked to be a regular
+/// file may have been replaced by a FIFO since) and read only where its open file is a regular
+/// file: a FIFO or a device is never read.
+fn holds_text(path: &Path, text: &str) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let limit = 2 * text.len() as u64 + 4096;
+    let small_file = |m: std::fs::Metadata| m.is_file() && m.len() <= limit;
+    // By its metadata first: anything else is never opened.
+    if !std::fs::metadata(path).is_ok_and(small_file) {
+        return false;
+    }
+    let Ok(f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else { return false };
+    if !f.metadata().is_ok_and(small_file) {
+        return false;
+    }
+    let mut held = String::new();
+    f.take(limit).read_to_string(&mut held).is_ok() && parse_manifest(&held).is_ok_and(|(m, _)| m.text() == text)
 }
 
 /// The stream a shard set holds, stripe by stripe, in one pass
@@ -1787,7 +1984,7 @@ impl ShardReader {
             return Ok(false);
         }
         let s = self.next;
-        out.resize(self.set.m.data_shards * self.set.m.unit_bytes, 0);
+        grow(out, self.set.m.data_shards * self.set.m.unit_bytes, "a stripe", ONE_STRIPE)?;
         if !self.set.read_stripe(s, out, &mut self.bufs)? {
             return Err(self.set.lost(s));
         }

@@ -1515,3 +1515,242 @@ fn a_set_that_cannot_be_made_names_its_own_shard_and_shard_dirs_must_exist() {
     run(&mut c).fails(11, &["nowhere", "each --shard-dir must exist"]);
     assert_dir_holds(d, &["a-file", "s1", "s2", "src"]);
 }
+
+/// A FIFO or `/dev/stdout` of a pipe as the restored file is refused by its metadata (exit 2),
+/// never opened: the check that the target is no file of the set opened it to read it, and
+/// `ec decode` and `decompress --ec` (both engines) hung for ever.
+#[test]
+fn a_target_that_is_no_regular_file_is_refused_without_being_opened() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(50_000, 61)).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "16K", "-o", &set, "-q"])).ok();
+    let chain = d.join("chain");
+    run(&mut pp(args!["compress", "-q", &src, "--ec", "2+1", "--ec-unit", "16K", "-o", &chain])).ok();
+    let fifo = d.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for target in [fifo.clone(), PathBuf::from("/dev/stdout")] {
+        for (cmd, force) in [(args!["ec", "decode", &set], false), (args!["ec", "decode", &set], true), (args!["decompress", "--ec", &chain], false), (args!["decompress", "--ec", &chain, "--engine", "emulated"], true)] {
+            let mut a = cmd.clone();
+            a.extend(args!["-o", &target]);
+            if force {
+                a.push("-f".into());
+            }
+            run_full(&mut pp(a), None, HANG_DEADLINE).fails(2, &["not a regular file"]);
+        }
+    }
+    assert_dir_holds(d, &["chain", "fifo", "set", "src"]);
+}
+
+/// `decode` and `decompress --ec` weigh the manifest's copies as `verify` and `repair` do: a
+/// manifest the copies outvote is damaged (exit 6, nothing written); before, decode restored
+/// from it (here a byte too many, a zero, appended).
+#[test]
+fn a_manifest_its_copies_outvote_is_not_restored_from() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(60_000, 62)).unwrap();
+    let drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("d{i}"))).collect();
+    drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
+    let with_drives = |mut c: std::process::Command| {
+        drives.iter().for_each(|p| {
+            c.arg("--shard-dir").arg(p);
+        });
+        c
+    };
+    let set = d.join("ps");
+    run(&mut with_drives(pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "16K", "-o", &set, "-q"]))).ok();
+    let chain = d.join("pc");
+    run(&mut with_drives(pp(args!["compress", "-q", &src, "--ec", "2+1", "--ec-unit", "16K", "-o", &chain]))).ok();
+    let text = std::fs::read_to_string(set.join("manifest.json")).unwrap();
+    std::fs::write(set.join("manifest.json"), text.replace("\"source_bytes\": 60000", "\"source_bytes\": 60001")).unwrap();
+    let text = std::fs::read_to_string(chain.join("manifest.json")).unwrap();
+    let bytes = number_after(&text, "\"source_bytes\": ");
+    std::fs::write(chain.join("manifest.json"), text.replace(&format!("\"source_bytes\": {bytes}"), &format!("\"source_bytes\": {}", bytes + 1))).unwrap();
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the manifest is damaged"]);
+    let back = d.join("back");
+    run(&mut pp(args!["ec", "decode", &set, "-o", &back])).fails(6, &["the manifest is damaged", "ps/manifest.json", "nothing was written"]);
+    for engine in ["cpu", "emulated"] {
+        run(&mut pp(args!["decompress", "--ec", &chain, "-o", &back, "--engine", engine])).fails(6, &["the manifest is damaged"]);
+    }
+    assert!(!back.exists(), "a refused decode kept its target");
+    // Through a copy the copies agree with, the set restores.
+    run(&mut pp(args!["ec", "decode", drives[0].join("ps.manifest.json"), "-o", &back])).ok();
+    assert_file_eq(&back, &std::fs::read(&src).unwrap(), "restored through a sound copy");
+}
+
+/// `decompress --ec --engine emulated` classifies a set holding no gzip file as the CPU does:
+/// an empty file (10; it wrote an empty output), not gzip (8; was 6) and trailing garbage
+/// (9; was 6).
+#[test]
+fn the_emulated_reverse_chain_gives_the_cpus_errors_for_files_that_are_not_gzip() {
+    let dir = scratch();
+    let d = dir.path();
+    let plain = d.join("plain");
+    std::fs::write(&plain, random_bytes(30_000, 63)).unwrap();
+    let gz = d.join("plain.gz");
+    run(&mut pp(args!["compress", "-q", &plain, "-o", &gz])).ok();
+    let mut garbage = std::fs::read(&gz).unwrap();
+    garbage.extend_from_slice(b"garbage\n");
+    let empty = d.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let trailing = d.join("trailing");
+    std::fs::write(&trailing, garbage).unwrap();
+    for (file, code, words) in [(&empty, 10, "empty file"), (&plain, 8, "not a gzip file"), (&trailing, 9, "trailing garbage")] {
+        let set = d.join(format!("{}.set", file.file_name().unwrap().to_string_lossy()));
+        run(&mut pp(args!["ec", "encode", file, "-k", "2", "-m", "1", "--unit", "16K", "-o", &set, "-q"])).ok();
+        for engine in ["cpu", "emulated"] {
+            let back = d.join("back");
+            run(&mut pp(args!["decompress", "--ec", &set, "-o", &back, "--engine", engine])).fails(code, &[words]);
+            assert!(!back.exists(), "{engine}: a failed decode kept its target");
+        }
+    }
+}
+
+/// `ec verify --json` prints its report before exit 6 for a manifest that is no manifest
+/// too (it printed nothing), its damage said; and a manifest found inconsistent names the
+/// check it failed.
+#[test]
+fn verify_json_reports_a_manifest_that_cannot_be_read_and_names_the_check_that_failed() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(40_000, 64)).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "16K", "-o", &set, "-q"])).ok();
+    let good = std::fs::read_to_string(set.join("manifest.json")).unwrap();
+    for (text, why) in [
+        ("{".to_string(), "not an ec manifest"),
+        (good.replace("\"stripes\": 2", "\"stripes\": 3"), "inconsistent manifest: stripes 3 is not what 40000 source bytes"),
+        (good.replace("shard-001", "shard-002"), "inconsistent manifest: shard 1 is named \"shard-002\""),
+        (good.replace("\"unit_bytes\": 16384", "\"unit_bytes\": 0"), "inconsistent manifest: unit_bytes 0"),
+    ] {
+        std::fs::write(set.join("manifest.json"), &text).unwrap();
+        run(&mut pp(args!["ec", "verify", &set])).fails(6, &[why]);
+        let o = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[why]);
+        let r = o.json();
+        assert_eq!(r["schema"], "peerpath/ec-verify/1", "{r}");
+        assert!(r["manifest_damage"].as_str().is_some_and(|m| m.contains(why)), "{r}");
+        assert_eq!((r["intact"].as_bool(), r["repairable"].as_bool(), r["code"].as_str()), (Some(false), Some(false), Some("unknown")), "{r}");
+    }
+}
+
+/// A placed shard whose directory is gone (its drive lost) is not called repairable: repair
+/// cannot rebuild it in place until the directory exists again, and says which it is.
+#[test]
+fn a_shard_directory_that_is_gone_is_named_not_called_repairable() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(40_000, 65)).unwrap();
+    let drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("d{i}"))).collect();
+    let set = d.join("pd");
+    let mut c = pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "16K", "-o", &set, "-q"]);
+    for p in &drives {
+        std::fs::create_dir(p).unwrap();
+        c.arg("--shard-dir").arg(p);
+    }
+    run(&mut c).ok();
+    std::fs::remove_dir_all(&drives[1]).unwrap();
+    let gone = drives[1].canonicalize().unwrap_or_else(|_| d.canonicalize().unwrap().join("d1"));
+    let gone = gone.display().to_string();
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["shard directories gone", &gone, "NOT repairable in place"]);
+    let r = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[]).json();
+    assert_eq!(r["repairable"].as_bool(), Some(false), "{r}");
+    assert_eq!(r["missing_shard_dirs"][0].as_str(), Some(gone.as_str()), "{r}");
+    run(&mut pp(args!["ec", "repair", &set])).fails(11, &[&format!("cannot write {gone}/pd.shard-001: its directory {gone} is gone"), "nothing was repaired"]);
+    // Made again (the replacement drive mounted there), the shard is rebuilt in it.
+    std::fs::create_dir(&drives[1]).unwrap();
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable (peerpath ec repair)"]);
+    run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
+    run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
+}
+
+/// Errors name what is at fault: a --shard-dir given twice (not "not a directory, not UTF-8,
+/// or given twice"), a file where the set's directory would go (not "target directory ...
+/// exists"), a missing parent directory (not a shard inside the set).
+#[test]
+fn encode_errors_name_what_is_at_fault() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(10_000, 66)).unwrap();
+    let a = d.join("a");
+    std::fs::create_dir(&a).unwrap();
+    let mut c = pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", d.join("set")]);
+    for p in [&a, &d.join("a/../a"), &src] {
+        c.arg("--shard-dir").arg(p);
+    }
+    run(&mut c).fails(2, &["given twice: it is also shard 0's directory"]);
+    let mut c = pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", d.join("set")]);
+    for p in [&a, &src, &d.join("a/../a")] {
+        c.arg("--shard-dir").arg(p);
+    }
+    run(&mut c).fails(2, &["src: not a directory"]);
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", &src])).fails(5, &["same file"]);
+    let afile = d.join("afile");
+    std::fs::write(&afile, b"x").unwrap();
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", &afile])).fails(4, &["it is a file, not a directory"]);
+    let missing = d.join("nonexist").join("sub");
+    for engine in ["cpu", "emulated"] {
+        run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", missing.join("set"), "--engine", engine])).fails(11, &[&format!("cannot write {}: no such directory", missing.display())]);
+        run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", missing.join("set"), "--engine", engine])).fails(11, &[&format!("cannot write {}: no such directory", missing.display())]);
+    }
+    assert_eq!(std::fs::read(&afile).unwrap(), b"x");
+    assert_dir_holds(d, &["a", "afile", "src"]);
+}
+
+/// A command under `ulimit` as `sh` sets it.
+fn limited(limit: &str, a: Vec<std::ffi::OsString>) -> std::process::Command {
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c").arg(format!("ulimit {limit}; exec \"$0\" \"$@\"")).arg(bin()).args(a);
+    c
+}
+
+/// A set whose stripe this machine could not decode is not made (it was, and decode aborted
+/// on the allocation, SIGABRT); decode holds a stripe per thread only as far as memory
+/// allows, and with room for one it restores the set on fewer threads (it aborted).
+#[test]
+fn stripes_are_held_only_as_far_as_memory_allows() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    // Six stripes of 8 units of 2 MiB.
+    let data = random_bytes(6 * 8 * (2 << 20) - 1000, 67);
+    std::fs::write(&src, &data).unwrap();
+    let total_kib: u64 = std::fs::read_to_string("/proc/meminfo").unwrap().lines().find_map(|l| l.strip_prefix("MemTotal:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+    // The largest code and unit: 310 units of 256 MiB held to decode a stripe. (A file size
+    // limit stops an encode that goes ahead before it fills the disk.)
+    if (200 + 2 * 55) * (256 << 10) > total_kib / 2 {
+        let o = run(&mut limited("-f 1024", args!["ec", "encode", &src, "-k", "200", "-m", "55", "--unit", "256M", "-o", d.join("huge")]));
+        o.fails(2, &["cannot be decoded on this machine", "give a smaller unit or fewer data shards"]);
+        assert!(!d.join("huge").exists());
+    }
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "8", "-m", "1", "--unit", "2M", "-o", &set, "-q"])).ok();
+    std::fs::remove_file(set.join("shard-003")).unwrap();
+    // One thread's stripe (16 MiB), its parity and rebuilt units, and the process besides fit
+    // in `least`; 40 MiB more do not hold six threads' stripes, but two or three.
+    let least = least_address_space_kib(&set, d);
+    let back = d.join("back");
+    run(&mut limited(&format!("-v {}", least + (40 << 10)), args!["ec", "decode", &set, "-o", &back, "-T", "6"])).ok();
+    assert_file_eq(&back, &data, "decoded on the threads memory allowed");
+}
+
+/// The least address space (KiB, in 8 MiB steps) in which `ec decode -T 1` restores `set`.
+fn least_address_space_kib(set: &Path, d: &Path) -> u64 {
+    let back = d.join("probe");
+    let mut kib = 32 << 10;
+    loop {
+        let o = run(&mut limited(&format!("-v {kib}"), args!["ec", "decode", set, "-o", &back, "-T", "1"]));
+        let _ = std::fs::remove_file(&back);
+        if o.code() == Some(0) {
+            return kib;
+        }
+        assert!(kib < 4 << 20, "ec decode -T 1 does not pass in 4 GiB of address space: {}", o.stderr);
+        kib += 8 << 10;
+    }
+}
