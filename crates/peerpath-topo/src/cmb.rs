@@ -15,6 +15,25 @@ pub const CMBSZ_LISTS: u32 = 1 << 2;
 pub const CMBSZ_RDS: u32 = 1 << 3;
 pub const CMBSZ_WDS: u32 = 1 << 4;
 
+/// Why the nvme driver did not register a CMB as P2P memory: what the registers and the BAR
+/// show (`Registers`, `BarAbsent`, `Alignment`), or, where they show nothing wrong, what the
+/// verdict concludes from the kernel (`KernelWithoutP2pdma`, `Unexplained`). The remedy follows
+/// from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CmbFault {
+    /// CMBSZ/CMBLOC themselves: a reserved size unit, a size of 0, an offset past the BAR.
+    Registers,
+    /// CMBLOC names a BAR of zero length (`resource` lists it as zeros).
+    BarAbsent,
+    /// The size (clamped to the BAR) or the BAR's start is not 2 MiB aligned.
+    Alignment,
+    /// The CMB looks registrable, but the kernel is built without `CONFIG_PCI_P2PDMA`.
+    KernelWithoutP2pdma,
+    /// The CMB looks registrable and nothing read says why it is not registered.
+    Unexplained,
+}
+
 /// The two raw registers as `/sys/class/nvme/nvmeX/{cmbloc,cmbsz}` print them (decimal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,36 +145,51 @@ impl Cmb {
         v
     }
 
-    /// Why `nvme_map_cmb()` would skip registering this CMB, given the BAR's start and size
-    /// when known. `None` means it would register it (or we cannot tell).
-    pub fn registration_problem(&self, bar_start: Option<u64>, bar_size: Option<u64>) -> Option<String> {
+    /// Why `nvme_map_cmb()` would not register this CMB, given the BAR's start and size when
+    /// known (a size of 0: the BAR does not exist). `None` means it would register it (or we
+    /// cannot tell).
+    pub fn registration_problem(&self, bar_start: Option<u64>, bar_size: Option<u64>) -> Option<(CmbFault, String)> {
         let Some(mut size) = self.size_bytes() else {
-            return Some(format!("CMBSZ {:#x} has a reserved size unit (SZU > 6)", self.cmbsz));
+            return Some((CmbFault::Registers, format!("CMBSZ {:#x} has a reserved size unit (SZU > 6)", self.cmbsz)));
         };
         if size == 0 {
-            return Some("CMBSZ.SZ is 0: no CMB".to_string());
+            return Some((CmbFault::Registers, "CMBSZ.SZ is 0: no CMB".to_string()));
         }
         let offset = self.offset_bytes().unwrap_or(0);
         if let Some(bar_size) = bar_size {
+            // nvme_map_cmb() clamps the size to the BAR's length, 0 here, and
+            // pci_p2pdma_add_resource() refuses an offset at or past the BAR's end.
+            if bar_size == 0 {
+                return Some((
+                    CmbFault::BarAbsent,
+                    format!(
+                        "BAR {} absent (zero length in `resource`), yet CMBLOC puts the CMB there; nvme_map_cmb clamps the CMB to the BAR's length and pci_p2pdma_add_resource refuses it",
+                        self.bar()
+                    ),
+                ));
+            }
             if offset >= bar_size {
-                return Some(format!(
-                    "CMB offset {offset:#x} lies beyond BAR {} ({bar_size:#x} bytes)",
-                    self.bar()
+                return Some((
+                    CmbFault::Registers,
+                    format!("CMB offset {offset:#x} lies beyond BAR {} ({bar_size:#x} bytes)", self.bar()),
                 ));
             }
             size = size.min(bar_size - offset);
         }
         if size % CMB_REQUIRED_ALIGN_BYTES != 0 {
-            return Some(format!(
-                "CMB size {} is not a multiple of 2 MiB (memremap_compat_align); the driver skips it silently",
-                peerpath_metrics::human_bytes(size)
+            return Some((
+                CmbFault::Alignment,
+                format!(
+                    "CMB size {} is not a multiple of 2 MiB (memremap_compat_align); the driver skips it silently",
+                    peerpath_metrics::human_bytes(size)
+                ),
             ));
         }
         if let Some(start) = bar_start {
             if start % CMB_REQUIRED_ALIGN_BYTES != 0 {
-                return Some(format!(
-                    "BAR {} starts at {start:#x}, not 2 MiB aligned; the driver skips the CMB silently",
-                    self.bar()
+                return Some((
+                    CmbFault::Alignment,
+                    format!("BAR {} starts at {start:#x}, not 2 MiB aligned; the driver skips the CMB silently", self.bar()),
                 ));
             }
         }
@@ -179,6 +213,7 @@ mod tests {
         assert!(small.registration_problem(Some(0x1000_0000), Some(1 << 20)).is_some());
         assert!(c.registration_problem(Some(0x4000_0000), Some(1 << 30)).is_none());
         assert!(c.registration_problem(Some(0x4010_0000), Some(1 << 30)).is_some());
+        assert_eq!(c.registration_problem(Some(0), Some(0)).map(|p| p.0), Some(CmbFault::BarAbsent));
         let nowds = Cmb::encode(64 << 20, 2, CMBSZ_SQS | CMBSZ_CQS);
         assert_eq!(nowds.missing_for_publish(), vec!["RDS", "WDS"]);
     }

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bdf::Bdf;
+
 /// What was learnt about the kernel.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +41,22 @@ impl KernelInfo {
         let major = parts.next()?.parse().ok()?;
         let minor = parts.next()?.parse().ok()?;
         Some((major, minor))
+    }
+
+    /// Trusts a registered P2P provider (`p2pmem/` on `provider`) over a config or kallsyms that
+    /// says "not set": `p2pmem/` is P2PDMA's own sysfs group, so a kernel without it has none,
+    /// and the file that said otherwise belongs to another build (a stale `boot/config-*`, a
+    /// capture's files from another boot). The answer becomes "built in", saying what
+    /// contradicted what.
+    pub(crate) fn trust_registered_provider(&mut self, provider: Bdf) {
+        if self.p2pdma != Some(false) {
+            return;
+        }
+        let said = self.p2pdma_source.take().unwrap_or_else(|| "the kernel's config".to_string());
+        self.p2pdma = Some(true);
+        self.p2pdma_source = Some(format!(
+            "{provider} has registered P2P memory (p2pmem/), which only a kernel with P2PDMA creates; {said} says CONFIG_PCI_P2PDMA is not set, which that contradicts"
+        ));
     }
 
     /// One line: `kernel 6.1.0-28-amd64: CONFIG_PCI_P2PDMA not set (/boot/config-6.1.0-28-amd64)`.

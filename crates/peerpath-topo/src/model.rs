@@ -722,6 +722,9 @@ pub enum BlockKind {
     /// Device mapper (LVM, dm-crypt, ...); lacks the P2P queue feature.
     Dm,
     Virtio,
+    /// A partition (`nvme1n1p1`): its one member is its disk, whose queue and PCI functions it
+    /// shares; a name resolves to the disk.
+    Partition,
     Other,
 }
 
@@ -740,12 +743,13 @@ impl BlockKind {
             BlockKind::Md => "md RAID",
             BlockKind::Dm => "device mapper",
             BlockKind::Virtio => "virtio block",
+            BlockKind::Partition => "partition",
             BlockKind::Other => "block device",
         }
     }
 }
 
-/// A block device (`/sys/class/block/<name>`, partitions left out).
+/// A block device (`/sys/class/block/<name>`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlockDevice {
@@ -772,6 +776,8 @@ pub struct Endpoint {
     pub pci: Vec<Bdf>,
     pub block: Option<BlockDevice>,
     pub controller: Option<String>,
+    /// Where the name is a partition: its disk, which `pci`, `block` and `controller` describe.
+    pub partition_of: Option<String>,
 }
 
 impl Topology {
@@ -979,6 +985,7 @@ impl Topology {
                     pci: vec![d.bdf],
                     block: None,
                     controller: self.nvme_for_pci(d.bdf).map(|c| c.name.clone()),
+                    partition_of: None,
                 });
             }
             if let Some(l) = self.dropped_labels.iter().find(|l| l.label == n) {
@@ -995,7 +1002,7 @@ impl Topology {
     /// What a kernel name (PCI address, NVMe controller, block device, `gpuN`) resolves to, and
     /// what it is in words.
     fn kernel_name(&self, n: &str) -> Option<(Endpoint, String)> {
-        let endpoint = |pci: Vec<Bdf>, block: Option<BlockDevice>, controller: Option<String>| Endpoint { name: n.to_string(), pci, block, controller };
+        let endpoint = |pci: Vec<Bdf>, block: Option<BlockDevice>, controller: Option<String>| Endpoint { name: n.to_string(), pci, block, controller, partition_of: None };
         if let Ok(bdf) = n.parse::<Bdf>() {
             let d = self.device(bdf)?;
             return Some((endpoint(vec![bdf], None, self.nvme_for_pci(bdf).map(|c| c.name.clone())), format!("the address of PCI function {}", d.bdf)));
@@ -1007,13 +1014,23 @@ impl Topology {
             return Some((endpoint(pci, None, Some(c.name.clone())), what));
         }
         if let Some(b) = self.block_devices.iter().find(|b| b.name == n) {
+            // A partition shares its disk's queue and PCI function: it is the disk's endpoint
+            // (normalize checked that a partition names one disk).
+            let disk = (b.kind == BlockKind::Partition).then(|| b.members.first().and_then(|m| self.block_devices.iter().find(|d| &d.name == m))).flatten();
+            let (b, partition_of) = match disk {
+                Some(d) => (d, Some(d.name.clone())),
+                None => (b, None),
+            };
             let controller = self
                 .nvme_controllers
                 .iter()
                 .find(|c| c.namespaces.iter().any(|ns| ns == &b.name))
                 .map(|c| c.name.clone());
-            let what = format!("the name of block device {n}{}", on(&b.pci));
-            return Some((endpoint(b.pci.clone(), Some(b.clone()), controller), what));
+            let what = match &partition_of {
+                Some(d) => format!("the name of partition {n} of block device {d}{}", on(&b.pci)),
+                None => format!("the name of block device {n}{}", on(&b.pci)),
+            };
+            return Some((Endpoint { partition_of, ..endpoint(b.pci.clone(), Some(b.clone()), controller) }, what));
         }
         // `gpu0`: the runtime's name for a GPU (the N-th in PCI address order).
         let bdf = crate::gpu::gpu_by_name(self, n)?;
@@ -1259,10 +1276,26 @@ impl Topology {
                     )));
                 }
             }
+            // A partition is resolved to its disk: exactly one, and not a partition itself.
+            if b.kind == BlockKind::Partition {
+                let disk = match b.members.as_slice() {
+                    [d] => self.block_devices.iter().find(|x| &x.name == d),
+                    _ => None,
+                };
+                if disk.is_none_or(|d| d.kind == BlockKind::Partition) {
+                    return Err(TopoError::Invalid(format!(
+                        "partition {} must name its disk as its one member (members = [\"nvme0n1\"]), not {:?}",
+                        b.name, b.members
+                    )));
+                }
+            }
         }
         self.nvme_controllers.sort_by_key(|a| natural_key(&a.name));
         self.block_devices.sort_by_key(|a| natural_key(&a.name));
         self.numa_nodes.sort_by_key(|n| n.id);
+        if let (Some(k), Some(provider)) = (self.kernel.as_mut(), self.devices.iter().find(|d| d.p2pmem.is_some())) {
+            k.trust_registered_provider(provider.bdf);
+        }
         Ok(())
     }
 }

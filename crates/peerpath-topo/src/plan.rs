@@ -1478,12 +1478,17 @@ fn refusal(leg: &Leg) -> String {
 
 fn place(topo: &Topology, name: &str) -> Result<Place> {
     let ep = topo.resolve(name)?;
+    // Not even a host buffer reaches a disk user space cannot open.
+    if let Some(r) = ep.block.as_ref().and_then(|b| crate::verdict::hidden_path(topo, b)) {
+        return Err(TopoError::WrongRole(format!("{}; {}", r.describe(), r.remedy().unwrap_or_default())));
+    }
     let nodes: Vec<Option<u32>> = ep.pci.iter().map(|b| topo.numa_node_of(*b)).collect();
     let node = match nodes.first() {
         Some(Some(n)) if nodes.iter().all(|x| *x == Some(*n)) => Some(*n),
         _ => None,
     };
     let what = match (&ep.block, ep.pci.first().and_then(|b| topo.device(*b))) {
+        (Some(b), _) if ep.partition_of.is_some() => format!("partition of {} ({})", b.name, b.kind.short()),
         (Some(b), _) => b.kind.short().to_string(),
         // A bridge holds no data: a host bridge or a switch port named by mistake.
         (None, Some(d)) if d.kind == DeviceKind::Bridge => {

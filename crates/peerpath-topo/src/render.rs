@@ -123,7 +123,7 @@ fn device_line(topo: &Topology, d: &PciDevice) -> String {
     let blocks: Vec<&str> = topo
         .block_devices
         .iter()
-        .filter(|b| b.pci == vec![d.bdf] && !matches!(b.kind, BlockKind::NvmeNamespace | BlockKind::NvmeNamespacePath))
+        .filter(|b| b.pci == vec![d.bdf] && !matches!(b.kind, BlockKind::NvmeNamespace | BlockKind::NvmeNamespacePath | BlockKind::Partition))
         .map(|b| b.name.as_str())
         .collect();
     if !blocks.is_empty() {
@@ -311,11 +311,16 @@ pub fn explain(topo: &Topology, provider: &str, client: &str) -> Result<String> 
         Some(k) => name_of(topo, k.client),
         None => client.to_string(),
     };
+    // A partition is its disk's endpoint: say so, or the disk's function looks like a mix-up.
+    let client_named = match topo.resolve(client)?.partition_of {
+        Some(disk) => format!("{client} (a partition of {disk})"),
+        None => client.to_string(),
+    };
     let _ = writeln!(
         out,
         "P2P between the memory of {} and {}",
         name_of(topo, v.provider),
-        if client_desc.starts_with(client) { client_desc.clone() } else { format!("{client} = {client_desc}") }
+        if client_desc.starts_with(client) { client_desc.clone() } else { format!("{client_named} = {client_desc}") }
     );
     match &v.path {
         P2pPath::NotSupported { reason } => {

@@ -7,7 +7,7 @@
 //!   `class` (required), `numa_node`, `local_cpulist`, `*_link_speed`, `*_link_width`, `label`,
 //!   `driver` (link), `physfn` (link), `config` (binary), `resource`, `p2pmem/{size,available,published,allocate}`.
 //! - `class/nvme/*`, `class/nvme-subsystem/*`: controllers, CMB registers, subsystems, heads.
-//! - `class/block/*`: namespaces, md/dm stacks (`slaves/`), multipath heads.
+//! - `class/block/*`: namespaces, partitions (in their disk's directory), md/dm stacks (`slaves/`), multipath heads.
 //! - `devices/system/cpu/modalias`, `cpu*/topology/physical_package_id`, `devices/system/node/node*/cpulist`.
 //! - `class/iommu/*`, `kernel/iommu_groups/*/type`.
 //!
@@ -874,7 +874,8 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
             namespaces: n.namespaces.clone(),
         });
     }
-    // Block devices (partitions left out; a stacked device on a partition names its disk).
+    // Block devices. A partition sits in its disk's directory (`nvme1n1/nvme1n1p1/partition`):
+    // it is kept as a partition of that disk, and a stacked device on a partition names the disk.
     let names: BTreeSet<&str> = records.block.iter().filter(|b| !b.is_partition).map(|b| b.name.as_str()).collect();
     let partition_parent: BTreeMap<&str, String> = records
         .block
@@ -932,6 +933,21 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
             pci: b.pci.into_iter().collect(),
             members,
             detail: b.detail.clone(),
+        });
+    }
+    for b in records.block.iter().filter(|b| b.is_partition) {
+        let Some(disk) = partition_parent.get(b.name.as_str()).filter(|d| names.contains(d.as_str())) else {
+            return Err(TopoError::BadLink {
+                path: b.real_path.clone(),
+                what: "a partition (it has a `partition` file) whose parent directory is no disk listed in class/block".to_string(),
+            });
+        };
+        blocks.push(BlockDevice {
+            name: b.name.clone(),
+            kind: BlockKind::Partition,
+            pci: b.pci.into_iter().collect(),
+            members: vec![disk.clone()],
+            detail: None,
         });
     }
     if let Some(cycle) = member_loop(&blocks) {

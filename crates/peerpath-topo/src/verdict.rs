@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::allowlist;
 use crate::bdf::Bdf;
+use crate::cmb::CmbFault;
 use crate::error::{Result, TopoError};
 use crate::model::*;
 
@@ -124,12 +125,15 @@ pub enum Reason {
     },
     /// The client is a block device whose queue lacks the P2P feature (md, dm, multipath head).
     StackedBlockDevice { device: String, kind: BlockKind, members: Vec<String> },
+    /// The client is a hidden per-path disk (`nvmeXcYnZ`) of a multipath namespace: user space
+    /// cannot open it, so no I/O of ours reaches it. `head` is its multipath head, where listed.
+    HiddenNamespacePath { device: String, head: Option<String> },
     /// The client is not a PCI device (virtual, fabrics).
     NotPci { device: String },
     /// The provider has no P2P memory at all.
     NoP2pMemory { device: Bdf, detail: String },
     /// The provider is an NVMe controller whose CMB the driver did not register.
-    CmbNotRegistered { device: Bdf, controller: String, problem: String },
+    CmbNotRegistered { device: Bdf, controller: String, problem: String, fault: CmbFault },
     /// The provider's CMB is registered but not published: CMBSZ lacks RDS and/or WDS.
     CmbNotPublished { device: Bdf, controller: String, missing: Vec<String> },
     /// The provider's memory (not a CMB) is registered but not published.
@@ -147,8 +151,10 @@ pub enum Reason {
     /// The kernel the topology was read on has no P2PDMA: the verdict is what one with it would
     /// answer; on that kernel, P2P fails.
     KernelWithoutP2pdma { release: String, source: String },
-    /// ACS on these functions could not be read; the verdict assumes no redirect.
-    AcsUnknown { devices: Vec<Bdf>, why: String },
+    /// ACS on these functions could not be read; the verdict assumes no redirect, and, where
+    /// the IOMMU's state is not known either (`iommu_unknown`, a file without `[iommu]`), no
+    /// active IOMMU. `not_in_file`: a topology file gives no `acs` for some of them.
+    AcsUnknown { devices: Vec<Bdf>, why: String, not_in_file: bool, iommu_unknown: bool },
     /// The CPU is AMD Zen, so the kernel allows P2P through the root complex without the allow-list.
     CpuAllowsRootComplex { cpu: String },
     /// The host bridge is on the allow-list.
@@ -180,6 +186,7 @@ impl Reason {
             Reason::AcsRedirect { .. } => "acs",
             Reason::HostBridgeNotAllowed { .. } => "hb",
             Reason::StackedBlockDevice { .. } => "blk",
+            Reason::HiddenNamespacePath { .. } => "hid",
             Reason::NotPci { .. } => "pci",
             Reason::NoP2pMemory { .. } => "mem",
             Reason::CmbNotRegistered { .. } => "cmb",
@@ -251,6 +258,13 @@ impl Reason {
                     kind.short()
                 )
             }
+            Reason::HiddenNamespacePath { device, head } => format!(
+                "{device} is one controller's path to {}: the nvme driver adds it hidden (GENHD_FL_HIDDEN), with no /dev node, so user space cannot open it; its I/O goes through the multipath head",
+                match head {
+                    Some(h) => format!("multipath namespace {h}"),
+                    None => "a multipath namespace".to_string(),
+                }
+            ),
             Reason::NotPci { device } => format!(
                 "{device} is not backed by a PCI function (virtual or fabrics device): the kernel cannot do P2P DMA with it"
             ),
@@ -261,6 +275,7 @@ impl Reason {
                 device,
                 controller,
                 problem,
+                ..
             } => format!("{controller} ({device}) has a CMB but the nvme driver did not register it as P2P memory: {problem}"),
             Reason::CmbNotPublished {
                 device,
@@ -300,9 +315,14 @@ impl Reason {
             Reason::KernelWithoutP2pdma { release, source } => format!(
                 "the kernel this machine runs ({release}) has no P2PDMA (CONFIG_PCI_P2PDMA not set, {source}): this verdict is what a kernel with it would answer; on this one no device registers P2P memory, and P2P fails"
             ),
-            Reason::AcsUnknown { devices, why } => format!(
-                "ACS could not be read on {} ({why}); the verdict assumes no ACS redirect there",
-                join_bdfs(devices)
+            Reason::AcsUnknown { devices, why, iommu_unknown, .. } => format!(
+                "ACS could not be read on {} ({why}); the verdict assumes no ACS redirect there{}",
+                join_bdfs(devices),
+                if *iommu_unknown {
+                    ", and no active IOMMU (its state is not known either): with an IOMMU on, the kernel enables ACS redirect and this path would go through the root complex"
+                } else {
+                    ""
+                }
             ),
             Reason::CpuAllowsRootComplex { cpu } => format!(
                 "the path goes through the root complex, which the kernel allows because the CPU ({cpu}) is AMD Zen or newer (cpu_supports_p2pdma)"
@@ -353,13 +373,21 @@ impl Reason {
                     if members.is_empty() { String::new() } else { format!(" ({})", members.join(", ")) }
                 ),
             }),
+            Reason::HiddenNamespacePath { head, .. } => Some(format!(
+                "name the head {} instead (its queue does not advertise P2P: its I/O goes through a host buffer), or boot with nvme_core.multipath=N so each controller exposes its own namespace (nvmeXnY) that can do P2P",
+                head.as_deref().unwrap_or("nvmeXnY")
+            )),
             Reason::NotPci { .. } => Some("use a host bounce buffer for this device".to_string()),
             Reason::NoP2pMemory { .. } => Some(
                 "pick a provider with P2P memory (an NVMe CMB of 2 MiB or more with RDS and WDS, or a device whose driver registers a BAR); the kernel needs CONFIG_PCI_P2PDMA".to_string(),
             ),
-            Reason::CmbNotRegistered { .. } => Some(
-                "use a controller whose CMB size and BAR start are 2 MiB aligned (QEMU: cmb_size_mb >= 2)".to_string(),
-            ),
+            Reason::CmbNotRegistered { fault, .. } => Some(match fault {
+                CmbFault::Alignment => "use a controller whose CMB size and BAR start are 2 MiB aligned (QEMU: cmb_size_mb >= 2)".to_string(),
+                CmbFault::Registers => "the controller's CMBSZ/CMBLOC are not usable (firmware): pick another provider, or use a host bounce buffer".to_string(),
+                CmbFault::BarAbsent => "check the controller's CMBLOC and what dmesg says about assigning the BAR it names (`no space`, `failed to assign`: the firmware's above-4G decoding, `pci=realloc`), or pick another provider".to_string(),
+                CmbFault::KernelWithoutP2pdma => "boot a kernel built with CONFIG_PCI_P2PDMA=y (vm/ builds one: docs/vm.md)".to_string(),
+                CmbFault::Unexplained => "check that the nvme driver is bound to this controller and what dmesg says about its CMB, and that the kernel (4.20+) has CONFIG_PCI_P2PDMA=y".to_string(),
+            }),
             Reason::CmbNotPublished { .. } => Some(
                 "use a provider whose CMBSZ has both RDS and WDS (a CSP or CMB-capable SSD), or a host bounce buffer".to_string(),
             ),
@@ -376,9 +404,15 @@ impl Reason {
             Reason::KernelWithoutP2pdma { .. } => Some(
                 "boot a kernel built with CONFIG_PCI_P2PDMA=y (vm/ builds one: docs/vm.md)".to_string(),
             ),
-            Reason::AcsUnknown { .. } => Some(
-                "run as root (config space beyond 64 bytes needs CAP_SYS_ADMIN) or check `lspci -vvv` ACSCtl".to_string(),
-            ),
+            Reason::AcsUnknown { not_in_file, iommu_unknown, .. } => {
+                let acs = if *not_in_file {
+                    "give their ACS in the topology file: `acs = { state = \"absent\" }`, or `acs = { state = \"control\", ctrl = \"0x..\" }` with the control register `lspci -vvv` shows (ACSCtl, as root on the machine)"
+                } else {
+                    "run as root (config space beyond 64 bytes needs CAP_SYS_ADMIN) or check `lspci -vvv` ACSCtl"
+                };
+                let iommu = if *iommu_unknown { "; and state the IOMMU in the topology file (`[iommu]` with `status = \"on\"` or `\"off\"`)" } else { "" };
+                Some(format!("{acs}{iommu}"))
+            }
             _ => None,
         }
     }
@@ -388,6 +422,7 @@ impl Reason {
             Reason::AcsRedirect { .. } => Severity::Reroutes,
             Reason::HostBridgeNotAllowed { .. }
             | Reason::StackedBlockDevice { .. }
+            | Reason::HiddenNamespacePath { .. }
             | Reason::NotPci { .. }
             | Reason::NoP2pMemory { .. }
             | Reason::CmbNotRegistered { .. }
@@ -631,22 +666,33 @@ fn provider_reasons(topo: &Topology, provider: Bdf) -> Vec<Reason> {
     let ctrl = topo.nvme_for_pci(provider);
     match (&dev.p2pmem, ctrl.and_then(|c| c.cmb.map(|cmb| (c, cmb)))) {
         (None, Some((c, cmb))) => {
-            let bar = dev.bars.iter().find(|b| b.index == cmb.bar());
-            let problem = cmb
-                .registration_problem(bar.map(|b| b.start), bar.map(|b| b.size))
+            // BARs read (`resource`) but none at CMBLOC's index: that BAR has zero length. None
+            // read at all (a file without `bars`): unknown, judged on the size alone.
+            let bar = match dev.bars.iter().find(|b| b.index == cmb.bar()) {
+                Some(b) => Some((b.start, b.size)),
+                None if !dev.bars.is_empty() => Some((0, 0)),
+                None => None,
+            };
+            let looks = if bar.is_some() { "size and BAR start 2 MiB aligned" } else { "size 2 MiB aligned; the BAR's address was not read" };
+            let (fault, problem) = cmb
+                .registration_problem(bar.map(|b| b.0), bar.map(|b| b.1))
                 .unwrap_or_else(|| match topo.kernel.as_ref().map(|k| (k, k.p2pdma)) {
-                    Some((k, Some(false))) => format!(
-                        "the CMB looks registrable (size and BAR 2 MiB aligned), but the kernel{} is built without CONFIG_PCI_P2PDMA ({})",
-                        k.release.as_ref().map(|r| format!(" {r}")).unwrap_or_default(),
-                        k.p2pdma_source.as_deref().unwrap_or("its config")
+                    Some((k, Some(false))) => (
+                        CmbFault::KernelWithoutP2pdma,
+                        format!(
+                            "the CMB looks registrable ({looks}), but the kernel{} is built without CONFIG_PCI_P2PDMA ({})",
+                            k.release.as_ref().map(|r| format!(" {r}")).unwrap_or_default(),
+                            k.p2pdma_source.as_deref().unwrap_or("its config")
+                        ),
                     ),
-                    Some((_, Some(true))) => "the CMB looks registrable (size and BAR 2 MiB aligned) and the kernel has CONFIG_PCI_P2PDMA: is the nvme driver new enough (4.20+) and did it load on this controller?".to_string(),
-                    _ => "the CMB looks registrable (size and BAR 2 MiB aligned); is the kernel built with CONFIG_PCI_P2PDMA (4.20+)?".to_string(),
+                    Some((_, Some(true))) => (CmbFault::Unexplained, format!("the CMB looks registrable ({looks}) and the kernel has CONFIG_PCI_P2PDMA: is the nvme driver new enough (4.20+) and did it load on this controller?")),
+                    _ => (CmbFault::Unexplained, format!("the CMB looks registrable ({looks}); is the kernel built with CONFIG_PCI_P2PDMA (4.20+)?")),
                 });
             out.push(Reason::CmbNotRegistered {
                 device: provider,
                 controller: c.name.clone(),
                 problem,
+                fault,
             });
         }
         (None, None) => out.push(Reason::NoP2pMemory {
@@ -689,6 +735,7 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
 
     // Client: a block device whose queue rejects P2P pages, or no PCI function at all.
     if let Some(b) = &client_ep.block {
+        reasons.extend(hidden_path(topo, b));
         let stacked = stacked_kind(topo, b);
         if let Some(kind_dev) = stacked {
             reasons.push(Reason::StackedBlockDevice {
@@ -760,9 +807,13 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
                     _ => String::new(),
                 })
                 .unwrap_or_default();
+            // A topology file that leaves `acs` out gets the default state; its remedy is the file.
+            let not_in_file = unknown_not_assumed.iter().any(|b| topo.device(*b).is_some_and(|d| d.acs == crate::pcicfg::AcsState::default()));
             reasons.push(Reason::AcsUnknown {
                 devices: unknown_not_assumed,
                 why,
+                not_in_file,
+                iommu_unknown: topo.iommu.status == IommuStatus::Unknown,
             });
         }
         // NUMA and sockets. The socket rule is peerpath's (the kernel never looks at NUMA): a
@@ -837,6 +888,20 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
         kernel,
         path,
         reasons,
+    })
+}
+
+/// Why `b` cannot be an endpoint at all: a hidden per-path disk (`nvmeXcYnZ`), which the nvme
+/// driver adds with GENHD_FL_HIDDEN (`nvme_alloc_ns()`), so the block layer registers no device
+/// node for it.
+pub(crate) fn hidden_path(topo: &Topology, b: &BlockDevice) -> Option<Reason> {
+    (b.kind == BlockKind::NvmeNamespacePath).then(|| Reason::HiddenNamespacePath {
+        device: b.name.clone(),
+        head: topo
+            .block_devices
+            .iter()
+            .find(|h| h.kind == BlockKind::NvmeMultipathHead && h.members.contains(&b.name))
+            .map(|h| h.name.clone()),
     })
 }
 

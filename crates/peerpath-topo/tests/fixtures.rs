@@ -333,3 +333,90 @@ fn a_kernel_without_p2pdma_is_said_in_every_verdict() {
     let p = t.plan(&peerpath_topo::PlanRequest::new(["ssd0"], ["ssd1"])).unwrap();
     assert!(p.explain().contains("no P2PDMA"), "{}", p.explain());
 }
+
+/// A hidden per-path disk (`nvme3c3n1`, GENHD_FL_HIDDEN: no /dev node) is no endpoint: the
+/// verdict refuses it, naming its head and the boot parameter, and a plan naming it is refused.
+#[test]
+fn a_hidden_multipath_path_disk_is_refused_as_an_endpoint() {
+    let (_dir, t) = load(&fixture::iommu_multipath());
+    let v = t.verdict("csp0", "nvme3c3n1").unwrap();
+    let P2pPath::NotSupported { reason } = &v.path else { panic!("{:?}", v.path) };
+    assert_eq!(reason, &Reason::HiddenNamespacePath { device: "nvme3c3n1".into(), head: Some("nvme3n1".into()) });
+    assert!(reason.describe().contains("GENHD_FL_HIDDEN") && reason.describe().contains("cannot open"), "{}", reason.describe());
+    let remedy = reason.remedy().unwrap();
+    assert!(remedy.contains("nvme3n1") && remedy.contains("nvme_core.multipath=N"), "{remedy}");
+    let e = t.plan(&peerpath_topo::PlanRequest::new(["nvme1n1"], ["nvme3c3n1"])).unwrap_err();
+    assert!(matches!(&e, peerpath_topo::TopoError::WrongRole(m) if m.starts_with("nvme3c3n1 is one controller's path to multipath namespace nvme3n1") && m.contains("name the head nvme3n1")), "{e}");
+}
+
+/// A CMB in a BAR that `resource` lists as zeros: nvme_map_cmb clamps it to nothing, so the
+/// reason is the absent BAR, and the remedy is not about alignment.
+#[test]
+fn a_cmb_in_an_absent_bar_says_the_bar_is_absent() {
+    let mut spec = fixture::intel_switch_acs();
+    let ssd0: peerpath_topo::Bdf = "0000:04:00.0".parse().unwrap();
+    // 64 MiB (1 MiB units) with RDS and WDS, on BAR 2, which the SSD does not have.
+    spec.nvme.iter_mut().find(|n| n.pci == ssd0).unwrap().cmb = Some(peerpath_topo::Cmb { cmbsz: 262680, cmbloc: 2 });
+    let (_dir, t) = load(&spec);
+    assert!(!t.device(ssd0).unwrap().bars.is_empty(), "BAR 0 was read");
+    let v = t.verdict("ssd0", "csp0").unwrap();
+    let P2pPath::NotSupported { reason } = &v.path else { panic!("{:?}", v.path) };
+    let Reason::CmbNotRegistered { problem, fault, .. } = reason else { panic!("{reason:?}") };
+    assert_eq!(*fault, peerpath_topo::cmb::CmbFault::BarAbsent);
+    assert!(problem.contains("BAR 2 absent (zero length"), "{problem}");
+    let remedy = reason.remedy().unwrap();
+    assert!(!remedy.contains("aligned") && remedy.contains("CMBLOC"), "{remedy}");
+}
+
+/// A `p2pmem/` directory is P2PDMA's own: a config that says it is not set is contradicted, and
+/// the provider is trusted (no "no device registers P2P memory" caveat).
+#[test]
+fn a_registered_provider_outweighs_a_config_without_p2pdma() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::intel_switch_acs().write(&dir.path().join("sys")).unwrap();
+    std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+    std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "6.18.0-pp\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("boot")).unwrap();
+    std::fs::write(dir.path().join("boot/config-6.18.0-pp"), "CONFIG_PCI=y\n# CONFIG_PCI_P2PDMA is not set\n").unwrap();
+    let t = Topology::from_sysfs(dir.path().join("sys")).unwrap();
+    let k = t.kernel.as_ref().unwrap();
+    assert_eq!(k.p2pdma, Some(true), "{k:?}");
+    let said = k.p2pdma_source.as_deref().unwrap();
+    assert!(said.contains("0000:03:00.0 has registered P2P memory") && said.contains("/boot/config-6.18.0-pp") && said.contains("contradicts"), "{said}");
+    let v = t.verdict("csp0", "ssd0").unwrap();
+    assert!(!has(&v.reasons, |r| matches!(r, Reason::KernelWithoutP2pdma { .. })), "{:?}", v.reasons);
+    assert_eq!(v.path, P2pPath::BusAddress { distance: 4 });
+    // Without a provider the config is believed.
+    let mut spec = fixture::intel_switch_acs();
+    spec.functions.iter_mut().for_each(|f| f.p2pmem = None);
+    std::fs::remove_dir_all(dir.path().join("sys")).unwrap();
+    spec.write(&dir.path().join("sys")).unwrap();
+    let t = Topology::from_sysfs(dir.path().join("sys")).unwrap();
+    assert_eq!(t.kernel.as_ref().unwrap().p2pdma, Some(false));
+}
+
+/// A partition (a directory in its disk's with a `partition` file, as sysfs lays it out) is
+/// named as its disk's endpoint, and said to be a partition of it.
+#[test]
+fn a_partition_resolves_to_its_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::intel_switch_acs().write(dir.path()).unwrap();
+    let disk = std::fs::canonicalize(dir.path().join("class/block/nvme1n1")).unwrap();
+    let part = disk.join("nvme1n1p1");
+    std::fs::create_dir_all(&part).unwrap();
+    for (f, v) in [("partition", "1\n"), ("start", "2048\n"), ("size", "7501474480\n")] {
+        std::fs::write(part.join(f), v).unwrap();
+    }
+    fixture::symlink(&dir.path().join("class/block/nvme1n1p1"), &part).unwrap();
+    let t = Topology::from_sysfs(dir.path()).unwrap();
+    let ep = t.resolve("/dev/nvme1n1p1").unwrap();
+    let whole = t.resolve("nvme1n1").unwrap();
+    assert_eq!((ep.pci, ep.block, ep.partition_of.as_deref()), (whole.pci, whole.block, Some("nvme1n1")));
+    assert!(t.explain("csp0", "nvme1n1p1").unwrap().contains("nvme1n1p1 (a partition of nvme1n1) = ssd0 (0000:04:00.0)"));
+    assert_eq!(t.verdict("csp0", "nvme1n1p1").unwrap().path, P2pPath::BusAddress { distance: 4 });
+    let p = t.plan(&peerpath_topo::PlanRequest::new(["nvme1n1p1"], ["ssd1"])).unwrap();
+    assert!(p.explain().contains("read nvme1n1p1 (0000:04:00.0, partition of nvme1n1 (NVMe namespace), NUMA node 0): peer-to-peer"), "{}", p.explain());
+    // The model keeps it, and a topology file exported from it reads back the same.
+    assert!(t.block_devices.iter().any(|b| b.name == "nvme1n1p1" && b.kind == BlockKind::Partition && b.members == ["nvme1n1"]));
+    assert_eq!(Topology::from_toml_str(&t.to_toml_string().unwrap()).unwrap(), t);
+}

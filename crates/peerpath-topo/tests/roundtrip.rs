@@ -2,7 +2,7 @@
 
 mod common;
 
-use peerpath_topo::{fixture, DeviceKind, P2pPath, PortRole, TopoError, Topology};
+use peerpath_topo::{fixture, DeviceKind, P2pPath, PortRole, Reason, TopoError, Topology};
 
 const HAND_WRITTEN: &str = r#"
 description = "two NVMe drives behind a QEMU switch, one with a CMB"
@@ -210,4 +210,42 @@ fn the_example_in_docs_topology_md_loads() {
     let end = start + text[start..].find("```").unwrap();
     let t = Topology::from_toml_str(&text[start..end]).unwrap();
     assert_eq!(t.verdict("cmb0", "nvm1").unwrap().path, P2pPath::BusAddress { distance: 4 });
+}
+
+/// A file with neither `[iommu]` nor `acs` keys: the verdict says it assumed no redirect and no
+/// IOMMU, and the remedy is the file (its `acs` and `[iommu]`), not running as root.
+#[test]
+fn a_file_without_acs_or_iommu_says_what_it_assumed_and_how_to_say_it() {
+    let text: String = HAND_WRITTEN
+        .replace("[iommu]\nstatus = \"off\"\n", "")
+        .lines()
+        .filter(|l| !l.starts_with("acs = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let t = Topology::from_toml_str(&text).unwrap();
+    let v = t.verdict("cmb0", "nvm1").unwrap();
+    assert_eq!(v.path, P2pPath::BusAddress { distance: 4 });
+    let r = v.reasons.iter().find(|r| matches!(r, Reason::AcsUnknown { .. })).expect("ACS unknown said");
+    assert!(matches!(r, Reason::AcsUnknown { not_in_file: true, iommu_unknown: true, .. }), "{r:?}");
+    assert!(r.describe().contains("no active IOMMU"), "{}", r.describe());
+    let remedy = r.remedy().unwrap();
+    assert!(remedy.contains("acs = {") && remedy.contains("[iommu]") && !remedy.contains("run as root"), "{remedy}");
+    // With the IOMMU given, only the ACS is asked for.
+    let t = Topology::from_toml_str(&format!("{text}\n[iommu]\nstatus = \"off\"\n")).unwrap();
+    let v = t.verdict("cmb0", "nvm1").unwrap();
+    let r = v.reasons.iter().find(|r| matches!(r, Reason::AcsUnknown { .. })).unwrap();
+    assert!(!r.describe().contains("IOMMU") && !r.remedy().unwrap().contains("[iommu]"), "{r:?}");
+}
+
+/// A partition in a file names its disk as its one member; it resolves to the disk.
+#[test]
+fn a_partition_in_a_file_names_one_disk() {
+    let with = |members: &str| format!("{HAND_WRITTEN}\n[[block]]\nname = \"nvme0n1p1\"\nkind = \"partition\"\nmembers = {members}\n");
+    let t = Topology::from_toml_str(&with("[\"nvme0n1\"]")).unwrap();
+    let ep = t.resolve("nvme0n1p1").unwrap();
+    assert_eq!((ep.pci, ep.partition_of.as_deref()), (vec!["0000:03:00.0".parse().unwrap()], Some("nvme0n1")));
+    for bad in ["[]", "[\"nvme0n1\", \"nvme0n1\"]", "[\"nvme0n1p1\"]"] {
+        let e = Topology::from_toml_str(&with(bad)).unwrap_err().to_string();
+        assert!(e.contains("partition nvme0n1p1 must name its disk") || e.contains("loop"), "{bad}: {e}");
+    }
 }
