@@ -455,52 +455,38 @@ fn compressed_file(o: &Options, f: &OsStr) -> Result<OsString, Outcome> {
     }
 }
 
-/// `-dcf` on a named file that is not gzip: its bytes to standard output unchanged, as
-/// gzip (and zcat -f) do; `None` where it is gzip (or cannot be read: the decoder says why).
+/// `-dcf` on input that is not gzip (a named file, or standard input as `... | zcat -f`): its
+/// bytes to standard output unchanged, as gzip does; `None` where it is gzip (or cannot be
+/// read: the decoder says why). The first two bytes tell. Standard input that is gzip is then
+/// read by the decoder from its start: a file is put back where it was; a pipe cannot be read
+/// again, so the process's standard input becomes a pipe that a thread fills with those two
+/// bytes and then the rest.
 fn pass_through(f: &OsStr) -> Option<Outcome> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(f).ok()?;
-    let mut magic = Vec::with_capacity(2);
-    (&mut file).take(2).read_to_end(&mut magic).ok()?;
-    // Gzip only where both magic bytes are there (a lone 0x1f is passed through, as gzip does).
-    if magic == [0x1f, 0x8b] {
-        return None;
-    }
-    let mut out = std::io::stdout().lock();
-    let copied = out.write_all(&magic).and_then(|()| std::io::copy(&mut file, &mut out)).and_then(|_| out.flush());
-    Some(match copied {
-        Ok(()) => Outcome::Done,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
-        Err(e) => fail(f, &JobError::TargetIo { path: "-".into(), source: e }),
-    })
-}
-
-/// `-dcf` on standard input: its first two bytes read to tell; not gzip, all of it to standard
-/// output unchanged (`... | zcat -f`). Gzip: the decoder reads standard input from the start,
-/// so the process's standard input becomes a pipe that a thread fills with those two bytes and
-/// then the rest (a pipe cannot be read again; a file is put back where it was).
-fn stdin_pass_through() -> Option<Outcome> {
     use std::io::{Read, Seek};
-    let mut stdin = std::fs::File::from(std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned().ok()?);
+    let mut input = match f == "-" {
+        true => std::fs::File::from(std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned().ok()?),
+        false => std::fs::File::open(f).ok()?,
+    };
     let mut magic = Vec::with_capacity(2);
-    (&mut stdin).take(2).read_to_end(&mut magic).ok()?;
+    (&mut input).take(2).read_to_end(&mut magic).ok()?;
+    // Gzip only where both magic bytes are there (a lone 0x1f is passed through, as gzip does).
     if magic != [0x1f, 0x8b] {
         let mut out = std::io::stdout().lock();
-        let copied = out.write_all(&magic).and_then(|()| std::io::copy(&mut stdin, &mut out)).and_then(|_| out.flush());
+        let copied = out.write_all(&magic).and_then(|()| std::io::copy(&mut input, &mut out)).and_then(|_| out.flush());
         return Some(match copied {
             Ok(()) => Outcome::Done,
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
-            Err(e) => fail(OsStr::new("-"), &JobError::TargetIo { path: "-".into(), source: e }),
+            Err(e) => fail(f, &JobError::TargetIo { path: "-".into(), source: e }),
         });
     }
-    if stdin.seek(std::io::SeekFrom::Current(-2)).is_ok() {
+    if f != "-" || input.seek(std::io::SeekFrom::Current(-2)).is_ok() {
         return None;
     }
     let (reader, mut writer) = std::io::pipe().ok()?;
     rustix::stdio::dup2_stdin(&reader).ok()?;
     // Ends with the input (or a failed write: the decoder has stopped reading); a read error
     // ends the stream early, which the decoder reports as truncation.
-    std::thread::spawn(move || writer.write_all(&magic).and_then(|()| std::io::copy(&mut stdin, &mut writer)));
+    std::thread::spawn(move || writer.write_all(&magic).and_then(|()| std::io::copy(&mut input, &mut writer)));
     None
 }
 
@@ -521,7 +507,7 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
         return outcome;
     }
     if o.stdout && o.force {
-        if let Some(outcome) = if f == "-" { stdin_pass_through() } else { pass_through(f) } {
+        if let Some(outcome) = pass_through(f) {
             return outcome;
         }
     }

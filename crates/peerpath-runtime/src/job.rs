@@ -95,6 +95,14 @@ impl Writes {
             Writes::FileOnly => "a file",
         }
     }
+
+    /// What to do instead of writing where a target cannot be made.
+    fn instead(self) -> &'static str {
+        match self {
+            Writes::FileOrStdout => "write to standard output with -o - and redirect it",
+            Writes::FileOnly => "the output is a file put in place whole: write it to a file elsewhere, then copy that there",
+        }
+    }
 }
 
 /// Checks a target before anything is written: refuses an existing target
@@ -126,11 +134,7 @@ pub fn check_new_target(target: &Path, force: bool, writes: Writes) -> Result<()
         // Targets are replaced by renaming a finished temporary file over them;
         // doing that to /dev/null or a FIFO would replace the device node.
         Ok(m) if !m.is_file() => {
-            let instead = match writes {
-                Writes::FileOrStdout => "write to standard output with -o - and redirect it",
-                Writes::FileOnly => "the output is a file put in place whole: write it to a file, then copy that there",
-            };
-            return Err(JobError::Usage(format!("target {} is not a regular file; {instead}", target.display())));
+            return Err(JobError::Usage(format!("target {} is not a regular file; {}", target.display(), writes.instead())));
         }
         _ => {}
     }
@@ -138,11 +142,7 @@ pub fn check_new_target(target: &Path, force: bool, writes: Writes) -> Result<()
     // renaming the output over it (with --force) would replace the system's link, and the
     // output would not reach the file. Nothing is made in `/dev` itself, `/proc` or `/sys`.
     if let Some(dir) = system_dir(target) {
-        let instead = match writes {
-            Writes::FileOrStdout => "write to standard output with -o - instead",
-            Writes::FileOnly => "name a file elsewhere",
-        };
-        return Err(JobError::Usage(format!("target {} is in {}, whose names are the system's: {instead}", target.display(), dir.display())));
+        return Err(JobError::Usage(format!("target {} is in {}, whose names are the system's: {}", target.display(), dir.display(), writes.instead())));
     }
     if !force && std::fs::symlink_metadata(target).is_ok() {
         return Err(JobError::TargetExists { path: target.to_path_buf() });
@@ -229,7 +229,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                     Err(JobError::Usage("reading standard input needs --output (a file, or - for standard output)".into()))
                 } else if let Some(kind) = std::fs::metadata(s).ok().and_then(|m| not_a_file(&m)) {
                     // Its target would be made beside it: /dev/sdb.gz, a file in /dev.
-                    Err(JobError::Usage(format!("{} is {kind}: name the target with --output (a file, or - for standard output)", s.display())))
+                    Err(JobError::Usage(format!("{} is {kind}: name the target with --output ({})", s.display(), Writes::FileOrStdout.choices())))
                 } else {
                     name(s).and_then(|t| refuse_target_beside_a_system_file(s, t, Writes::FileOrStdout))
                 }
