@@ -4,8 +4,8 @@ written from the description, not from peerpath's code, in plain Python: the tes
 peerpath's parity and restore its sets with it.
 
 A set is a manifest (JSON: data_shards k, parity_shards m, unit_bytes, stripes,
-source_bytes, and per shard its file, its directory where placed, and the CRC-32 of each
-of its units) and k + m shard files; stripe s is unit s of every shard. Parity is
+source_bytes, source_crc32 (zlib's CRC-32 of the source; absent from older sets), and per
+shard its file, its directory where placed, and the CRC-32 of each of its units) and k + m shard files; stripe s is unit s of every shard. Parity is
 Reed-Solomon over GF(2^8) (polynomial 0x11d) with ISA-L's Cauchy matrix: row k + i,
 column j is the inverse of (k + i) xor j; the data rows are the identity.
 
@@ -98,6 +98,7 @@ def decode(set_path):
     k = m["data_shards"]
     left = m["source_bytes"]
     out = sys.stdout.buffer
+    crc = 0
     for s in range(m["stripes"]):
         units = read_units(m, files, s)
         if all(u is not None for u in units[:k]):
@@ -110,7 +111,10 @@ def decode(set_path):
             data = [combine(d[j], [units[r] for r in have]) for j in range(k)]
         stripe = b"".join(data)[:left]
         out.write(stripe)
+        crc = zlib.crc32(stripe, crc)
         left -= len(stripe)
+    if "source_crc32" in m and crc != m["source_crc32"]:
+        sys.exit("the restored bytes' CRC-32 is %d, the manifest's source_crc32 %d" % (crc, m["source_crc32"]))
 
 
 def check(set_path):

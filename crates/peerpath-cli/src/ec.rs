@@ -262,6 +262,12 @@ pub(crate) struct Manifest {
     code: String,
     source: String,
     source_bytes: u64,
+    /// The CRC-32 (zlib's) of the source's bytes. It follows from the data units' CRC-32s and
+    /// `source_bytes` ([`Manifest::source_crc`]), so a manifest whose length or checksums were
+    /// changed is found damaged when it is read, on every path (a length grown into the last
+    /// stripe's padding decoded zeros with no word). Absent from manifests made before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source_crc32: Option<u32>,
     data_shards: usize,
     parity_shards: usize,
     unit_bytes: usize,
@@ -738,16 +744,114 @@ impl Manifest {
     }
 
     pub(crate) fn new(source: String, source_bytes: u64, (k, m, unit): (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
-        Manifest {
+        let mut manifest = Manifest {
             schema: "peerpath/ec-manifest/1".into(),
             code: "Reed-Solomon over GF(2^8), ISA-L's Cauchy matrix".into(),
             source,
             source_bytes,
+            source_crc32: None,
             data_shards: k,
             parity_shards: m,
             unit_bytes: unit,
             stripes,
             shards: crcs.into_iter().enumerate().map(|(i, crc32)| ShardEntry { file: shard_name(i), dir: None, crc32 }).collect(),
+        };
+        manifest.source_crc32 = Some(manifest.source_crc());
+        manifest
+    }
+
+    /// The source's CRC-32, from the data units' CRC-32s: in stripe order they are the CRC-32
+    /// of the source followed by the last stripe's zero padding, whose length the manifest
+    /// gives. Shapes as [`parse_manifest`] checks them (a CRC-32 per stripe per shard).
+    fn source_crc(&self) -> u32 {
+        let (k, unit) = (self.data_shards, self.unit_bytes as u64);
+        let after_unit = crc32_shift::after_zeros(unit);
+        let mut padded = 0u32;
+        for s in 0..self.stripes as usize {
+            for shard in &self.shards[..k] {
+                padded = crc32_shift::mul(after_unit, padded) ^ shard.crc32[s];
+            }
+        }
+        let padding = (u128::from(self.stripes) * u128::from(k as u64 * unit)).saturating_sub(u128::from(self.source_bytes));
+        crc32_shift::without_zeros(padded, u64::try_from(padding).unwrap_or(u64::MAX))
+    }
+}
+
+/// CRC-32 arithmetic crc32fast does not offer (its `combine` appends; nothing removes): a CRC-32
+/// register is a polynomial over GF(2) modulo the CRC's; n zero bytes appended multiply it by
+/// x^(8n), so they are removed by multiplying by x^(-8n). `mul` is zlib's `multmodp` (crc32.c),
+/// over the reflected polynomial, in which x^i is bit 31 - i.
+mod crc32_shift {
+    const POLY: u32 = 0xedb8_8320;
+    /// x^0.
+    const ONE: u32 = 1 << 31;
+    /// x^8: one byte.
+    const X8: u32 = 1 << 23;
+    /// x^-1 = (p(x) - 1) / x (p's constant term is 1): p without x^0, one degree down, plus x^31.
+    const X_INVERSE: u32 = ((POLY & !ONE) << 1) | 1;
+
+    /// a x b modulo the CRC-32 polynomial.
+    pub(super) fn mul(a: u32, mut b: u32) -> u32 {
+        let mut m = ONE;
+        let mut p = 0;
+        while m != 0 {
+            if a & m != 0 {
+                p ^= b;
+            }
+            m >>= 1;
+            b = if b & 1 != 0 { (b >> 1) ^ POLY } else { b >> 1 };
+        }
+        p
+    }
+
+    fn pow(mut base: u32, mut e: u64) -> u32 {
+        let mut p = ONE;
+        while e > 0 {
+            if e & 1 != 0 {
+                p = mul(p, base);
+            }
+            base = mul(base, base);
+            e >>= 1;
+        }
+        p
+    }
+
+    /// What a CRC-32 register is multiplied by when n zero bytes follow: x^(8n).
+    pub(super) fn after_zeros(n: u64) -> u32 {
+        pow(X8, n)
+    }
+
+    /// The CRC-32 of n zero bytes: the register starts as all ones and ends inverted.
+    fn of_zeros(n: u64) -> u32 {
+        mul(after_zeros(n), !0) ^ !0
+    }
+
+    /// The CRC-32 of a message, given the CRC-32 of it followed by n zero bytes
+    /// (crc(a ++ b) = crc(a) x^(8 len(b)) + crc(b), as zlib's `crc32_combine`).
+    pub(super) fn without_zeros(crc: u32, n: u64) -> u32 {
+        mul(pow(pow(X_INVERSE, 8), n), crc ^ of_zeros(n))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[test]
+        fn x_inverse_is_the_inverse_of_x() {
+            assert_eq!(mul(X_INVERSE, 1 << 30), ONE);
+        }
+
+        proptest! {
+            #[test]
+            fn zeros_appended_are_removed_and_combine_as_crc32fast(data in proptest::collection::vec(any::<u8>(), 0..300), zeros in 0usize..5000, split in 0usize..300) {
+                let mut padded = data.clone();
+                padded.resize(data.len() + zeros, 0);
+                prop_assert_eq!(of_zeros(zeros as u64), crc32fast::hash(&vec![0; zeros]));
+                prop_assert_eq!(without_zeros(crc32fast::hash(&padded), zeros as u64), crc32fast::hash(&data));
+                let (a, b) = data.split_at(split.min(data.len()));
+                prop_assert_eq!(mul(after_zeros(b.len() as u64), crc32fast::hash(a)) ^ crc32fast::hash(b), crc32fast::hash(&data));
+            }
         }
     }
 }
@@ -1086,6 +1190,8 @@ fn parse_manifest(text: &str) -> Result<(Manifest, RsCode), String> {
     } else if let Some((i, s)) = m.shards.iter().enumerate().find(|&(i, s)| !name_ok(&s.file) || !placed_ok(i, s)) {
         let placed = if m.schema == PLACED_SCHEMA { format!("SET.{} in an absolute directory without '..'", shard_name(i)) } else { format!("{} in the set's directory, without a \"dir\" ({PLACED_SCHEMA} places shards)", shard_name(i)) };
         Some(format!("shard {i} is named {:?}{}, not {placed}", s.file, s.dir.as_ref().map(|d| format!(" in {d:?}")).unwrap_or_default()))
+    } else if let Some(c) = m.source_crc32.filter(|&c| c != m.source_crc()) {
+        Some(format!("source_crc32 {c} is not the CRC-32 that the data units' checksums make of {} source bytes (source_bytes, a data unit's checksum or source_crc32 itself was changed)", m.source_bytes))
     } else {
         None
     };
@@ -2006,17 +2112,7 @@ mod tests {
     }
 
     fn valid() -> String {
-        let m = Manifest {
-            schema: "peerpath/ec-manifest/1".into(),
-            code: "RS".into(),
-            source: "s".into(),
-            source_bytes: 10_000,
-            data_shards: 3,
-            parity_shards: 2,
-            unit_bytes: 4096,
-            stripes: 1,
-            shards: (0..5).map(|i| ShardEntry { file: shard_name(i), dir: None, crc32: vec![i as u32] }).collect(),
-        };
+        let m = Manifest::new("s".into(), 10_000, (3, 2, 4096), 1, (0..5).map(|i| vec![i]).collect());
         serde_json::to_string_pretty(&m).unwrap()
     }
 
@@ -2083,6 +2179,19 @@ mod tests {
         for (from, to) in [("\"unit_bytes\": 4096", "\"unit_bytes\": 1099511627776"), ("\"stripes\": 1", "\"stripes\": 2"), ("shard-001", "../x"), ("shard-001", "manifest.json"), ("shard-001", "shard-002"), ("\"data_shards\": 3", "\"data_shards\": 300")] {
             assert!(parse_manifest(&valid().replace(from, to)).is_err(), "{to}");
         }
+        // The length, a data unit's checksum and the source's CRC-32 answer for each other
+        // (a parity unit's checksum is no part of the source's).
+        for (from, to) in [("\"source_bytes\": 10000", "\"source_bytes\": 10001"), ("\"source_bytes\": 10000", "\"source_bytes\": 9999"), ("[\n        1\n      ]", "[\n        7\n      ]")] {
+            let text = valid().replace(from, to);
+            assert_ne!(text, valid(), "{from}");
+            let e = parse_manifest(&text).unwrap_err();
+            assert!(e.contains("source_crc32") && e.contains("is not the CRC-32"), "{e}");
+        }
+        let text = valid().replace("[\n        4\n      ]", "[\n        7\n      ]");
+        assert!(text != valid() && parse_manifest(&text).is_ok());
+        // A manifest made before the field: still read.
+        let old = valid().lines().filter(|l| !l.contains("source_crc32")).collect::<Vec<_>>().join("\n");
+        assert!(parse_manifest(&old).is_ok_and(|(m, _)| m.source_crc32.is_none()), "{old}");
     }
 
     proptest! {

@@ -5,6 +5,13 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
+/// A manifest's text without its `source_crc32` line: as made before the field, so that the
+/// checks behind it (unit checksums, padding, copies' votes) are reached by a damaged field.
+fn without_source_crc(text: &str) -> String {
+    assert!(text.contains("\"source_crc32\": "), "{text}");
+    text.lines().filter(|l| !l.contains("\"source_crc32\": ")).collect::<Vec<_>>().join("\n")
+}
+
 fn shards(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
         .unwrap()
@@ -95,6 +102,12 @@ fn a_set_repair_would_refuse_is_not_called_repairable() {
     let mut m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
     let crc = &mut m["shards"][1]["crc32"][1];
     *crc = serde_json::json!(crc.as_u64().unwrap() ^ 1);
+    // The data unit's checksum and the source's CRC-32 disagree: the manifest is found damaged as it is read.
+    std::fs::write(set.join("manifest.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let r = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &["inconsistent manifest: source_crc32"]).json();
+    assert_eq!((r["code"].as_str(), r["repairable"].as_bool()), (Some("unknown"), Some(false)), "{r}");
+    // Without the source's CRC-32 (a manifest made before it), the unit's rebuild tells.
+    m.as_object_mut().unwrap().remove("source_crc32").unwrap();
     std::fs::write(set.join("manifest.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
     let why = "shard-001's unit of stripe 1, rebuilt from units that check out, does not match the manifest's CRC-32 either";
     run(&mut pp(args!["ec", "verify", &set])).fails(6, &[why, "NOT repairable by ec repair"]);
@@ -115,11 +128,13 @@ fn a_set_repair_would_refuse_is_not_called_repairable() {
     run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
 }
 
-/// A manifest whose source size was made smaller (the CRC-32s are of the shards' units, not
-/// of it) is found by the last stripe's padding, which must be the encoder's zeros: verify,
-/// decode and `decompress --ec` refuse it (they passed, and decoded a file cut short).
+/// A manifest whose source size was made smaller is found by the source's CRC-32, and in one
+/// made before that field by the last stripe's padding, which must be the encoder's zeros:
+/// verify, decode and `decompress --ec` refuse it (they passed, and decoded a file cut short).
+/// One whose size grew into the padding is found by the source's CRC-32 on both engines (it
+/// decoded zeros past the source's end, exit 0; the emulated CSP's decode a file cut short).
 #[test]
-fn a_manifest_that_shrank_the_source_is_found_by_the_padding() {
+fn a_manifest_that_changed_the_source_s_size_is_found_damaged() {
     let dir = scratch();
     let d = dir.path();
     let src = d.join("s");
@@ -128,6 +143,15 @@ fn a_manifest_that_shrank_the_source_is_found_by_the_padding() {
     run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set, "--unit", "64K"])).ok();
     let manifest = std::fs::read_to_string(set.join("manifest.json")).unwrap();
     assert!(manifest.contains("\"source_bytes\": 1000001"), "{manifest}");
+    for other in ["1000002", "1048576", "1000000", "786433"] {
+        std::fs::write(set.join("manifest.json"), manifest.replace("\"source_bytes\": 1000001", &format!("\"source_bytes\": {other}"))).unwrap();
+        for engine in ["cpu", "emulated"] {
+            run(&mut pp(args!["ec", "decode", &set, "-o", d.join("back"), "--engine", engine])).fails(6, &["inconsistent manifest: source_crc32", &format!("of {other} source bytes")]);
+            assert!(!d.join("back").exists());
+        }
+        run(&mut pp(args!["ec", "verify", &set])).fails(6, &["inconsistent manifest: source_crc32"]);
+    }
+    let manifest = without_source_crc(&manifest);
     for shorter in ["1000000", "999999", "786433"] {
         std::fs::write(set.join("manifest.json"), manifest.replace("\"source_bytes\": 1000001", &format!("\"source_bytes\": {shorter}"))).unwrap();
         run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the last stripe holds data at byte", "the manifest is damaged"]);
@@ -1198,6 +1222,8 @@ fn a_rebuilt_unit_that_does_not_match_the_manifest_is_an_error_and_nothing_is_wr
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let crc = m["shards"][0]["crc32"][1].as_u64().unwrap();
     m["shards"][0]["crc32"][1] = serde_json::json!(crc ^ 1);
+    // Made before the source's CRC-32 (which would find the change as the manifest is read).
+    m.as_object_mut().unwrap().remove("source_crc32").unwrap();
     std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
     let before = snapshot(&set);
     let out = d.join("out");
@@ -1208,6 +1234,7 @@ fn a_rebuilt_unit_that_does_not_match_the_manifest_is_an_error_and_nothing_is_wr
     let mut c: serde_json::Value = serde_json::from_slice(&std::fs::read(&chain_manifest).unwrap()).unwrap();
     let crc = c["shards"][0]["crc32"][1].as_u64().unwrap();
     c["shards"][0]["crc32"][1] = serde_json::json!(crc ^ 1);
+    c.as_object_mut().unwrap().remove("source_crc32").unwrap();
     std::fs::write(&chain_manifest, serde_json::to_vec(&c).unwrap()).unwrap();
     for (a, engine) in [(args!["ec", "repair", &set], "cpu"), (args!["ec", "decode", &set, "-o", &out], "cpu"), (args!["decompress", "--ec", &chain, "-o", &out], "cpu"), (args!["ec", "repair", &set, "--engine", "emulated"], "emulated"), (args!["ec", "decode", &set, "-o", &out, "--engine", "emulated"], "emulated")] {
         let o = run(&mut pp(a.clone()));
@@ -1462,7 +1489,8 @@ fn a_damaged_manifest_copy_is_never_spread_and_the_set_s_files_are_never_targets
     run(&mut c).ok();
     let copy0 = drives[0].join("pset.manifest.json");
     let good = std::fs::read_to_string(&copy0).unwrap();
-    std::fs::write(&copy0, good.replace("\"source_bytes\": 300001", "\"source_bytes\": 299001")).unwrap();
+    // A copy whose length was changed, without the source's CRC-32 that would give it away as it is read.
+    std::fs::write(&copy0, without_source_crc(&good).replace("\"source_bytes\": 300001", "\"source_bytes\": 299001")).unwrap();
     let before: Vec<_> = drives.iter().map(|p| snapshot(p)).collect();
     run(&mut pp(args!["ec", "repair", &copy0])).fails(6, &["the manifest is damaged", "nothing was repaired"]);
     assert!(drives.iter().map(|p| snapshot(p)).collect::<Vec<_>>() == before, "repair wrote with a damaged manifest");
@@ -1566,8 +1594,10 @@ fn a_manifest_its_copies_outvote_is_not_restored_from() {
     let chain = d.join("pc");
     run(&mut with_drives(pp(args!["compress", "-q", &src, "--ec", "2+1", "--ec-unit", "16K", "-o", &chain]))).ok();
     let text = std::fs::read_to_string(set.join("manifest.json")).unwrap();
-    std::fs::write(set.join("manifest.json"), text.replace("\"source_bytes\": 60000", "\"source_bytes\": 60001")).unwrap();
-    let text = std::fs::read_to_string(chain.join("manifest.json")).unwrap();
+    // Valid manifests (without the source's CRC-32, which would find the change as they are
+    // read) that the copies outvote.
+    std::fs::write(set.join("manifest.json"), without_source_crc(&text).replace("\"source_bytes\": 60000", "\"source_bytes\": 60001")).unwrap();
+    let text = without_source_crc(&std::fs::read_to_string(chain.join("manifest.json")).unwrap());
     let bytes = number_after(&text, "\"source_bytes\": ");
     std::fs::write(chain.join("manifest.json"), text.replace(&format!("\"source_bytes\": {bytes}"), &format!("\"source_bytes\": {}", bytes + 1))).unwrap();
     run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the manifest is damaged"]);
