@@ -666,10 +666,17 @@ fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming,
     let mut byte = [0u8; 1];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let got = match rustix::net::recvmsg(&conn, &mut [std::io::IoSliceMut::new(&mut byte)], &mut control, RecvFlags::CMSG_CLOEXEC) {
-        Ok(got) => got,
-        Err(rustix::io::Errno::AGAIN) => return Err(format!("no standard streams within {} s of the request", REQUEST_TIME.as_secs())),
-        Err(e) => return Err(format!("recvmsg: {e}")),
+    let got = loop {
+        // EINTR with no signal, as in [`client_says_go`]: the same wait again, to the same deadline.
+        match rustix::net::recvmsg(&conn, &mut [std::io::IoSliceMut::new(&mut byte)], &mut control, RecvFlags::CMSG_CLOEXEC) {
+            Ok(got) => break got,
+            Err(rustix::io::Errno::INTR) if Instant::now() < deadline => {
+                let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+                conn.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+            }
+            Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => return Err(format!("no standard streams within {} s of the request", REQUEST_TIME.as_secs())),
+            Err(e) => return Err(format!("recvmsg: {e}")),
+        }
     };
     let mut fds: Vec<OwnedFd> = Vec::new();
     for m in control.drain() {
@@ -726,13 +733,31 @@ fn client_gone(conn: &UnixStream, stop: Option<&UnixStream>, wait: Duration) -> 
 
 /// Tells the client its job `job` starts and waits (at most [`FIRST_ANSWER_TIME`]) for its go,
 /// the byte [`GO`].
-fn client_says_go(conn: &UnixStream, job: u64) -> bool {
-    if reply(conn, &Reply::Started { job }).is_err() || conn.set_read_timeout(Some(FIRST_ANSWER_TIME)).is_err() {
-        return false;
-    }
+fn client_says_go(conn: &UnixStream, job: u64) -> Result<(), String> {
+    reply(conn, &Reply::Started { job }).map_err(|e| format!("telling it the job starts: {e}"))?;
+    let deadline = Instant::now() + FIRST_ANSWER_TIME;
     let mut b = [0u8; 1];
-    let go = matches!((&*conn).read(&mut b), Ok(1) if b[0] == GO);
-    go && conn.set_read_timeout(None).is_ok()
+    // The wait can end early with EINTR while no signal is sent to this process (seen under
+    // load, the kernel's signal tracing showing none): a read with a timeout (SO_RCVTIMEO) is
+    // never restarted, and the thread may be woken for task work (io_uring's) or resumed after a
+    // stop. The job was then refused and its client's go met a closed socket. Only the deadline
+    // ends the wait.
+    let got = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Err(format!("no go within {} s", FIRST_ANSWER_TIME.as_secs()));
+        }
+        conn.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        match (&*conn).read(&mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r.map_err(|e| format!("waiting for its go: {e}")),
+        }
+    };
+    match got? {
+        1 if b[0] == GO => conn.set_read_timeout(None).map_err(|e| e.to_string()),
+        0 => Err("it closed the connection".into()),
+        _ => Err(format!("it sent {:?}, not the go", b[0] as char)),
+    }
 }
 
 /// Runs one client's job in this process, its standard streams and
@@ -778,13 +803,13 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     // The job runs only once its client, told it starts, says go: a client that gave the daemon
     // up (no answer for FIRST_ANSWER_TIME) and runs the job itself never says it, so a job is
     // never run both here and there.
-    if !client_says_go(&conn, job) {
+    if let Err(why) = client_says_go(&conn, job) {
         rustix::process::umask(umask);
         let restored = saved.restore();
         if let Some(d) = &daemon_cwd {
             let _ = std::env::set_current_dir(d);
         }
-        let _ = writeln!(&*log, "peerpath daemon: job {job} not run: its client did not confirm it (it went away, or gave the daemon up): {shown}");
+        let _ = writeln!(&*log, "peerpath daemon: job {job} not run: its client did not confirm it (it went away, or gave the daemon up: {why}): {shown}");
         if let Err(e) = restored {
             let _ = writeln!(&*log, "peerpath daemon: cannot restore its standard streams: {e}; stopping");
             std::process::exit(1);
@@ -911,6 +936,28 @@ mod tests {
             }
         }
         assert!(environment_difference(&with_key(), &b).unwrap().contains("set (a key's value is not shown) here and unset"));
+    }
+
+    /// A wait for the client's go that is interrupted (EINTR: here the process is stopped and
+    /// continued, as a shell's ^Z and fg do) goes on waiting: it refused the job, and the client's
+    /// go met a closed socket (seen under load with no signal at all).
+    #[test]
+    fn the_wait_for_the_go_outlasts_an_interruption() {
+        let (daemon_end, client_end) = UnixStream::pair().unwrap();
+        let pid = std::process::id();
+        let client = std::thread::spawn(move || {
+            let mut line = String::new();
+            BufReader::new(&client_end).read_line(&mut line).unwrap();
+            assert!(line.contains("Started"), "{line}");
+            std::thread::sleep(Duration::from_millis(200));
+            // Another process stops this one and continues it while the daemon's side waits.
+            let st = std::process::Command::new("sh").arg("-c").arg(format!("kill -STOP {pid}; sleep 0.2; kill -CONT {pid}")).status().unwrap();
+            assert!(st.success());
+            std::thread::sleep(Duration::from_millis(200));
+            (&client_end).write_all(&[GO]).unwrap();
+        });
+        assert_eq!(client_says_go(&daemon_end, 7), Ok(()));
+        client.join().unwrap();
     }
 
     fn with_key() -> BTreeMap<String, Vec<u8>> {

@@ -63,6 +63,14 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // A test that failed shows how the daemon saw it (and whether it was still there).
+        if std::thread::panicking() {
+            let state = match self.child.try_wait() {
+                Ok(Some(st)) => format!("it had ended: {st}"),
+                _ => "it was still running".into(),
+            };
+            eprintln!("the daemon's log ({state}):\n{}", self.log());
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
