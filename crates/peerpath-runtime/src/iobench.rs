@@ -641,6 +641,15 @@ fn validate(o: &IoBenchOptions) -> Result<(), IoBenchError> {
     Ok(())
 }
 
+/// Where the first hole of a file lies before byte `end`, if it has one there (SEEK_HOLE; a
+/// file system without it reports none, as Linux's fallback places the only hole at the end).
+fn first_hole(fd: RawFd, end: u64) -> Option<u64> {
+    // SAFETY: lseek on a descriptor we own; it reads and writes no memory (the offset it moves
+    // is put back by the next point's positioned I/O, which never uses it).
+    let at = unsafe { libc::lseek(fd, 0, libc::SEEK_HOLE) };
+    u64::try_from(at).ok().filter(|&h| h < end)
+}
+
 /// The kind of a file the sweep made.
 const CREATED: &str = "regular file (created)";
 
@@ -900,6 +909,12 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
         laid_out_bytes = lay_out(fd, &o.file, opened.size_bytes, o.file_size_bytes, o.sync_io)?;
         notes.push(format!("laid out {} of the file first (pattern data, O_DIRECT writes) so every point reads written blocks", human_size(laid_out_bytes)));
     }
+    let reads = o.sequential.iter().chain(&o.random).any(|p| p.op() == IoOp::Read);
+    if reads && opened.kind != "block device" {
+        if let Some(hole) = first_hole(fd, o.file_size_bytes) {
+            notes.push(format!("{} has a hole (it is sparse) at byte {hole}, within the {} used: a read of a hole touches no device (the file system hands back zeros), so read figures over it measure no storage; give a file whose blocks are written (a new file is laid out first)", o.file.display(), human_size(o.file_size_bytes)));
+        }
+    }
     let (points, mut plan_notes) = plan_points(o, o.file_size_bytes);
     notes.append(&mut plan_notes);
     let region_bytes = points.iter().map(|p| align_up(p.block_size_bytes, DIRECT_IO_ALIGN_BYTES) * p.queue_depth as usize).max().unwrap_or(DIRECT_IO_ALIGN_BYTES);
@@ -1030,7 +1045,9 @@ impl IoBenchReport {
         let _ = writeln!(s, "  file          {} ({}, {} used)", self.file, self.file_kind, human_size(self.file_size_bytes));
         let _ = writeln!(s, "  I/O path      {}", self.io_path);
         let _ = writeln!(s, "  buffers       {}", self.memory_text);
-        let _ = writeln!(s, "  writes carry  {}", self.write_payload);
+        if self.points.iter().any(|p| p.pattern.op() == IoOp::Write) {
+            let _ = writeln!(s, "  writes carry  {}", self.write_payload);
+        }
         let _ = writeln!(s, "  per point     at most {:.1} s or one pass over the file, after one untimed transfer per buffer", self.runtime_per_point_s);
         if self.points.iter().any(|p| p.pattern.is_random()) {
             let _ = writeln!(s, "  offsets       random, seed {} (--seed {} repeats them)", self.seed, self.seed);
@@ -1325,6 +1342,29 @@ mod tests {
         let e = run_io_bench(&o, &mut |_| {}).unwrap_err().to_string();
         assert!(e.contains("does not extend an existing one") && e.contains("--size 45056"), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), data, "the file was modified");
+    }
+
+    /// A file with holes gives read figures of zeros the file system makes up, not of storage:
+    /// the report says so (it printed them as measured with no word); a written file has no such
+    /// note, and a sweep without writes says nothing of what writes carry.
+    #[test]
+    fn a_sparse_file_is_said_to_measure_no_storage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse");
+        std::fs::File::create(&path).unwrap().set_len(1 << 20).unwrap();
+        let mut o = IoBenchOptions::new(path.clone(), 1 << 20);
+        o.sequential = vec![Pattern::SequentialRead];
+        o.random = vec![];
+        o.block_sizes_bytes = vec![64 << 10];
+        o.queue_depths = vec![1];
+        o.runtime_per_point = Duration::from_millis(50);
+        let r = run_io_bench(&o, &mut |_| {}).unwrap();
+        assert!(r.notes.iter().any(|n| n.contains("has a hole (it is sparse) at byte 0")), "{:?}", r.notes);
+        assert!(!r.render().contains("writes carry"), "{}", r.render());
+        std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let r = run_io_bench(&o, &mut |_| {}).unwrap();
+        assert!(!r.notes.iter().any(|n| n.contains("sparse")), "{:?}", r.notes);
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 1 << 20], "a read sweep wrote the file");
     }
 
     #[test]
