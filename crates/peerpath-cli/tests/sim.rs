@@ -36,7 +36,7 @@ fn a_run_a_sweep_and_a_plan() {
 
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("csp.svg");
-    let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--vary", "csp=1..8", "--svg"]).arg(&svg).output().unwrap();
+    let out = peerpath().args(["sim", "--file"]).arg(&f).args(["--vary", "csp=1..20", "--svg"]).arg(&svg).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8(out.stdout).unwrap().contains("<- moves"));
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));

@@ -5,7 +5,7 @@
 //! so. Calibrations (figures taken from a result the simulator also predicts) are marked, so the
 //! reproduction can label the predictions that depend on them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -291,9 +291,107 @@ impl Catalog {
     }
 
     pub fn from_toml_str(text: &str) -> Result<Catalog, SimError> {
-        let c: Catalog = toml::from_str(text).map_err(|e| SimError::Catalog(e.to_string()))?;
+        let mut c: Catalog = toml::from_str(text).map_err(|e| SimError::Catalog(e.to_string()))?;
+        c.convert_units()?;
         c.check()?;
         Ok(c)
+    }
+
+    /// Every figure in the unit the model reads (B/s, b/s, us, ns, ...): a figure given in
+    /// another unit of its kind (`6.5` `GB/s`, `1.2` `Gb/s` for a byte rate, `0.07` `ms`) is
+    /// converted; one whose unit is not of its kind (`GB/s` for a latency, `ms` for a count) is
+    /// refused by name. Without this the unit was read as a comment: 6.5 GB/s became 6.5 B/s.
+    fn convert_units(&mut self) -> Result<(), SimError> {
+        for (path, f) in self.figures_mut() {
+            let (canonical, factor) = unit_factor(&path, f.unit.trim()).map_err(SimError::Catalog)?;
+            if let Some(v) = f.value.as_mut() {
+                *v *= factor;
+            }
+            if factor != 1.0 {
+                f.unit = canonical.to_string();
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Catalog::figures`], to change them.
+    fn figures_mut(&mut self) -> Vec<(String, &mut Figure)> {
+        let mut v: Vec<(String, &mut Figure)> = Vec::new();
+        let p = &mut self.pcie;
+        for (n, f) in [
+            ("framing_bytes", &mut p.framing_bytes),
+            ("header_3dw_bytes", &mut p.header_3dw_bytes),
+            ("header_4dw_bytes", &mut p.header_4dw_bytes),
+            ("dllp_bytes", &mut p.dllp_bytes),
+            ("dllps_per_tlp", &mut p.dllps_per_tlp),
+            ("read_request_bytes", &mut p.read_request_bytes),
+        ] {
+            v.push((format!("pcie.{n}"), f));
+        }
+        for pl in &mut self.platforms {
+            let name = pl.name.clone();
+            for (n, f) in [
+                ("sockets", &mut pl.sockets),
+                ("cores_per_socket", &mut pl.cores_per_socket),
+                ("memory_bytes_per_s_per_socket", &mut pl.memory_bytes_per_s_per_socket),
+                ("max_payload_bytes", &mut pl.max_payload_bytes),
+                ("addr64", &mut pl.addr64),
+            ] {
+                v.push((format!("platform {name}.{n}"), f));
+            }
+            if let Some(f) = &mut pl.orchestration_core_s_per_gb {
+                v.push((format!("platform {name}.orchestration_core_s_per_gb"), f));
+            }
+            for (k, f) in &mut pl.functions {
+                v.push((format!("platform {name}.functions.{k}"), f));
+            }
+        }
+        for s in &mut self.ssds {
+            let name = s.name.clone();
+            v.push((format!("ssd {name}.seq_read_bytes_per_s"), &mut s.seq_read_bytes_per_s));
+            v.push((format!("ssd {name}.seq_write_bytes_per_s"), &mut s.seq_write_bytes_per_s));
+            if let Some(f) = &mut s.seq_write_after_cache_bytes_per_s {
+                v.push((format!("ssd {name}.seq_write_after_cache_bytes_per_s"), f));
+            }
+            v.push((format!("ssd {name}.read_4k_latency_us"), &mut s.read_4k_latency_us));
+            v.push((format!("ssd {name}.write_4k_latency_us"), &mut s.write_4k_latency_us));
+        }
+        for n in &mut self.nics {
+            let name = n.name.clone();
+            v.push((format!("nic {name}.line_rate_bits_per_s"), &mut n.line_rate_bits_per_s));
+            v.push((format!("nic {name}.payload_efficiency"), &mut n.payload_efficiency));
+        }
+        for c in &mut self.csps {
+            let name = c.name.clone();
+            for (k, f) in &mut c.functions {
+                v.push((format!("csp {name}.functions.{k}"), f));
+            }
+            for (n, f) in [
+                ("cmb_memory_bytes_per_s", &mut c.cmb_memory_bytes_per_s),
+                ("cmb_banks", &mut c.cmb_banks),
+                ("cmb_bank_data_bits", &mut c.cmb_bank_data_bits),
+                ("cmb_bank_mt_per_s", &mut c.cmb_bank_mt_per_s),
+                ("cmb_efficiency", &mut c.cmb_efficiency),
+            ] {
+                if let Some(f) = f {
+                    v.push((format!("csp {name}.{n}"), f));
+                }
+            }
+        }
+        for g in &mut self.gpus {
+            let name = g.name.clone();
+            v.push((format!("gpu {name}.memory_bytes_per_s"), &mut g.memory_bytes_per_s));
+            for (k, f) in &mut g.functions {
+                v.push((format!("gpu {name}.functions.{k}"), f));
+            }
+        }
+        for s in &mut self.switches {
+            v.push((format!("switch {}.crossing_latency_ns", s.name), &mut s.crossing_latency_ns));
+        }
+        v.push(("nvme.read_crossings".into(), &mut self.nvme.read_crossings));
+        v.push(("nvme.write_crossings".into(), &mut self.nvme.write_crossings));
+        v.push(("data.compress_ratio_zlib_1".into(), &mut self.data.compress_ratio_zlib_1));
+        v
     }
 
     pub fn from_file(path: &Path) -> Result<Catalog, SimError> {
@@ -403,6 +501,64 @@ impl Catalog {
                 _ => {}
             }
         }
+        for (path, f) in self.figures() {
+            let Some(x) = f.value else { continue };
+            let field = path.rsplit('.').next().unwrap_or(&path);
+            // A device slower than 1 kB/s is no device (1e-300 B/s gave "a flow got no bandwidth
+            // at all", naming nothing).
+            let rate = if field.ends_with("_bits_per_s") { x / 8.0 } else if path.contains(".functions.") || field.contains("_bytes_per_s") { x } else { f64::INFINITY };
+            if rate < 1e3 {
+                return Err(SimError::Catalog(format!("{path}: {x} {} is below 1 kB/s, no device's rate (is the unit right?)", f.unit)));
+            }
+            let refuse = |why: String| Err(SimError::Catalog(format!("{path}: {x} {why}")));
+            match field {
+                "cmb_efficiency" | "payload_efficiency" if x > 1.0 => return refuse("is above 1: a share of the peak, at most all of it".into()),
+                "compress_ratio_zlib_1" if !crate::job::RATIO.contains(&x) => {
+                    return refuse(format!("is not a compression ratio deflate can give (from {} to {}, as --ratio)", crate::job::RATIO.start(), crate::job::RATIO.end()))
+                }
+                "max_payload_bytes" if ![128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0].contains(&x) => {
+                    return refuse("is not a PCIe Max_Payload_Size (128, 256, 512, 1024, 2048 or 4096 B)".into())
+                }
+                _ => {}
+            }
+        }
+        // Entries are found by name (platforms) or by PCI id and model string (devices), first
+        // match wins: a second entry with the same key was silently never used.
+        let mut names = BTreeSet::new();
+        for pl in &self.platforms {
+            if !names.insert(pl.name.as_str()) {
+                return Err(SimError::Catalog(format!("platform {}: a second [[platform]] with this name (names must be unique)", pl.name)));
+            }
+        }
+        // (kind, [(name, PCI ids, models)]) per device list.
+        type Keys<'a> = Vec<(&'a str, &'a [String], &'a [String])>;
+        let kinds: [(&str, Keys); 5] = [
+            ("ssd", self.ssds.iter().map(|d| (d.name.as_str(), &d.pci_ids[..], &d.models[..])).collect()),
+            ("csp", self.csps.iter().map(|d| (d.name.as_str(), &d.pci_ids[..], &d.models[..])).collect()),
+            ("nic", self.nics.iter().map(|d| (d.name.as_str(), &d.pci_ids[..], &d.models[..])).collect()),
+            ("gpu", self.gpus.iter().map(|d| (d.name.as_str(), &d.pci_ids[..], &[][..])).collect()),
+            ("switch", self.switches.iter().map(|d| (d.name.as_str(), &d.pci_ids[..], &[][..])).collect()),
+        ];
+        for (kind, entries) in &kinds {
+            let (mut names, mut ids, mut models) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+            for &(name, pci_ids, mods) in entries {
+                if names.insert(name, name).is_some() {
+                    return Err(SimError::Catalog(format!("{kind} {name}: a second [[{kind}]] with this name (names must be unique)")));
+                }
+                // One PCI id may serve several models (matched by model string first); an entry
+                // without models that repeats an id is never matched.
+                for id in pci_ids {
+                    if let Some(first) = ids.insert(id.to_ascii_lowercase(), name).filter(|_| mods.is_empty()) {
+                        return Err(SimError::Catalog(format!("{kind} {name}.pci_ids: {id} is already {kind} {first}'s and this entry names no models (the first entry would always win)")));
+                    }
+                }
+                for m in mods {
+                    if let Some(first) = models.insert(m.as_str(), name) {
+                        return Err(SimError::Catalog(format!("{kind} {name}.models: '{m}' is already {kind} {first}'s (the first entry would always win)")));
+                    }
+                }
+            }
+        }
         for pl in &self.platforms {
             for (n, f) in [("sockets", &pl.sockets), ("cores_per_socket", &pl.cores_per_socket)] {
                 if f.value.is_some_and(|x| x.fract() != 0.0 || x < 1.0) {
@@ -508,4 +664,93 @@ impl Catalog {
             .find(|s| id_matches(&s.pci_ids, vendor, device))
             .or_else(|| self.switches.iter().find(|s| s.pci_ids.is_empty()))
     }
+}
+
+/// The unit the model reads a figure in (by its path in [`Catalog::figures`]) and the factor
+/// that turns `unit` into it; "" is the model's unit. Rates convert between byte and bit units
+/// (SI and binary prefixes), times between s, ms, us and ns; every other figure takes its own
+/// unit only.
+fn unit_factor(path: &str, unit: &str) -> Result<(&'static str, f64), String> {
+    let field = path.rsplit('.').next().unwrap_or(path);
+    let per_core = path.starts_with("platform ") && path.contains(".functions.");
+    let function = path.contains(".functions.");
+    let (canonical, family, own): (&'static str, &str, &[&str]) = if per_core {
+        ("B/s per core", "rate", &["B/s per core"])
+    } else if function || field.ends_with("_bytes_per_s") || field.ends_with("_bytes_per_s_per_socket") {
+        ("B/s", "rate", &["B/s"])
+    } else if field.ends_with("_bits_per_s") {
+        ("b/s", "bits", &["b/s"])
+    } else if field.ends_with("_us") {
+        ("us", "time", &["us"])
+    } else if field.ends_with("_ns") {
+        ("ns", "time", &["ns"])
+    } else if field == "max_payload_bytes" || field == "read_request_bytes" {
+        ("B", "", &["B"])
+    } else if field.ends_with("_bytes") {
+        ("B", "", &["B", "B/TLP", "B/DLLP"])
+    } else if field == "dllps_per_tlp" {
+        ("DLLP/TLP", "", &["DLLP/TLP"])
+    } else if field == "orchestration_core_s_per_gb" {
+        ("core-s/GB", "", &["core-s/GB"])
+    } else if field == "cmb_bank_data_bits" {
+        ("bit", "", &["bit", "bits"])
+    } else if field == "cmb_bank_mt_per_s" {
+        ("MT/s", "", &["MT/s"])
+    } else {
+        ("", "", &[])
+    };
+    if unit.is_empty() || own.contains(&unit) {
+        return Ok((canonical, 1.0));
+    }
+    // A byte rate in bytes per second; a bit rate in bits per second.
+    let bytes_per_s = |u: &str| -> Option<f64> {
+        let u = u.strip_suffix(" per core").filter(|_| per_core).unwrap_or(u);
+        let (num, den) = u.split_once('/')?;
+        if den != "s" {
+            return None;
+        }
+        let (prefix, bits) = match num {
+            n if n.ends_with("bit") => (&n[..n.len() - 3], true),
+            n if n.ends_with('B') => (&n[..n.len() - 1], false),
+            n if n.ends_with('b') => (&n[..n.len() - 1], true),
+            _ => return None,
+        };
+        let scale = match prefix {
+            "" => 1.0,
+            "k" | "K" => 1e3,
+            "M" => 1e6,
+            "G" => 1e9,
+            "T" => 1e12,
+            "Ki" => 1024.0,
+            "Mi" => 1024.0 * 1024.0,
+            "Gi" => 1024.0 * 1024.0 * 1024.0,
+            "Ti" => 1024.0f64.powi(4),
+            _ => return None,
+        };
+        Some(if bits { scale / 8.0 } else { scale })
+    };
+    let seconds = |u: &str| -> Option<f64> {
+        match u {
+            "s" => Some(1.0),
+            "ms" => Some(1e-3),
+            "us" | "\u{b5}s" | "\u{3bc}s" => Some(1e-6),
+            "ns" => Some(1e-9),
+            _ => None,
+        }
+    };
+    let factor = match family {
+        "rate" => bytes_per_s(unit),
+        "bits" => bytes_per_s(unit).map(|x| x * 8.0),
+        "time" => seconds(unit).map(|x| x / seconds(canonical).expect("a time unit")),
+        _ => None,
+    };
+    factor.map(|x| (canonical, x)).ok_or_else(|| {
+        let takes = match family {
+            "rate" | "bits" => format!("{canonical} or another rate: B/s, kB/s, MB/s, GB/s, MiB/s, GiB/s, b/s, Mb/s, Gb/s{}", if per_core { " (optionally \"per core\")" } else { "" }),
+            "time" => format!("{canonical} or another time: s, ms, us, ns"),
+            _ if own.is_empty() => "no unit (a count or a ratio)".to_string(),
+            _ => format!("{} (or none)", own.join(" or ")),
+        };
+        format!("{path}: unit '{unit}' is not one this figure takes ({takes})")
+    })
 }

@@ -148,7 +148,7 @@ impl Job {
             "compress-memory-gpu" => JobKind::CompressMemory { on: Compute::Gpu(arg) },
             other => {
                 return Err(SimError::Job(format!(
-                    "unknown job '{other}' (compress-p2p, compress-cpu, compress-memory, compress-memory-gpu[:GPU], read, write, read-cmb[:CSP], write-cmb[:CSP], send)"
+                    "unknown job '{other}' (compress-p2p, compress-cpu, compress-memory, compress-memory-gpu[:GPU], read, write, read-cmb[:CSP], write-cmb[:CSP], send, send-nicmem)"
                 )))
             }
         };
@@ -232,6 +232,8 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// Calibrated figures the result depends on.
     pub calibrations: Vec<String>,
+    /// Figures this job needs that the catalog lacks, each with what it leaves out.
+    pub unknowns: Vec<String>,
 }
 
 struct Builder<'m> {
@@ -337,7 +339,11 @@ impl Job {
         let mut groups = Vec::new();
         let mut notes = Vec::new();
         let mut calibrations = Vec::new();
+        let mut unknowns = Vec::new();
         let mut ssds = m.ssds();
+        if self.kind == JobKind::CompressP2p {
+            ssds = self.p2p_order(m, ssds);
+        }
         if let Some(n) = self.ssds {
             ssds.truncate(n);
         }
@@ -353,43 +359,59 @@ impl Job {
                     return Err(SimError::Job("compress-p2p needs a CSP; the machine has none".into()));
                 }
                 self.known_function("CSP", m.catalog.csps.iter().flat_map(|c| c.functions.keys()))?;
-                let orch = m.platform.orchestration_core_s_per_gb.clone();
-                if let Some(f) = &orch {
-                    if f.is_calibration() {
-                        calibrations.push(format!("host CPU per GB orchestrated: {} ({})", f.value.unwrap_or(0.0), f.source));
-                    }
-                }
-                // Sources and targets as a job would name them: for each CSP (in address
-                // order) its sources and its target, the least used SSDs first, preferring the
-                // CSP's socket (when CSPs outnumber SSDs / 3 an SSD serves several streams, as
-                // several files on one SSD would). Then the same planner as real runs
+                let orch = orchestration(m, &mut calibrations, &mut unknowns);
+                // Sources and targets as a job would name them, on SSDs that reach the CSP by
+                // P2P (the others cannot serve its streams): for each CSP (in address order)
+                // the least read SSDs as its sources, then the least written one that is not
+                // among them as its target, or the least written of all if that is fewer
+                // (its sources then chosen from the rest). When CSPs outnumber the SSDs / 3 an
+                // SSD serves several streams, as several files on one SSD would; a CSP that
+                // reaches fewer than two SSDs stays idle. Then the same planner as real runs
                 // (`peerpath_topo::plan`) gives each stream its CSP: nearest by P2P distance,
                 // same NUMA node, never P2P where the kernel would refuse.
-                let mut uses = vec![0usize; m.nodes.len()];
+                let name = |i: usize| m.topo_name(i).unwrap_or_else(|| m.nodes[i].name.clone());
+                let (mut reads, mut writes) = (vec![0usize; m.nodes.len()], vec![0usize; m.nodes.len()]);
                 let (mut sources, mut targets, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
                 for &c in &csps {
-                    let mut take = |want: usize, taken: &[usize]| -> Vec<usize> {
-                        let mut cands: Vec<usize> = ssds.iter().copied().filter(|s| !taken.contains(s)).collect();
-                        cands.sort_by_key(|&s| (uses[s], m.nodes[s].socket != m.nodes[c].socket, s));
-                        let got: Vec<usize> = cands.into_iter().take(want).collect();
-                        for &s in &got {
-                            uses[s] += 1;
+                    let mut reach = Vec::new();
+                    for &s in &ssds {
+                        if m.topology.verdict(&name(c), &name(s))?.is_supported() {
+                            reach.push(s);
                         }
-                        got
+                    }
+                    if reach.len() < 2 {
+                        continue;
+                    }
+                    let want = self.sources_per_csp.min(reach.len() - 1);
+                    let pick_sources = |but: &[usize], reads: &[usize], writes: &[usize]| -> Vec<usize> {
+                        let mut cands: Vec<usize> = reach.iter().copied().filter(|s| !but.contains(s)).collect();
+                        cands.sort_by_key(|&s| (reads[s], reads[s] + writes[s], s));
+                        cands.truncate(want);
+                        cands
                     };
-                    let srcs = take(self.sources_per_csp, &[]);
-                    let tgt = take(1, &srcs);
-                    let Some(&d) = tgt.first() else { continue };
+                    let least_written = |but: &[usize]| reach.iter().copied().filter(|s| !but.contains(s)).min_by_key(|&s| (writes[s], reads[s] + writes[s], s));
+                    let mut srcs = pick_sources(&[], &reads, &writes);
+                    let mut d = least_written(&srcs).expect("two SSDs reach the CSP");
+                    let any = least_written(&[]).expect("two SSDs reach the CSP");
+                    if writes[any] < writes[d] {
+                        d = any;
+                        srcs = pick_sources(&[d], &reads, &writes);
+                    }
+                    writes[d] += 1;
                     targets.push(d);
                     for s in srcs {
+                        reads[s] += 1;
                         pairs.push((sources.len(), targets.len() - 1));
                         sources.push(s);
                     }
                 }
                 if sources.is_empty() {
-                    return Err(SimError::Job(format!("compress-p2p needs at least two SSDs (a source and a target); {} in the catalog{}", ssds.len(), m.left_out_note())));
+                    let why = match ssds.len() {
+                        n @ 0..=1 => format!("the job has {n} SSD{}", match self.ssds { Some(k) if k <= n => format!(" (--ssds {k})"), _ => " the catalog knows".into() }),
+                        n => format!("no CSP reaches two of the job's {n} SSDs by P2P"),
+                    };
+                    return Err(SimError::Job(format!("compress-p2p needs two SSDs that reach one CSP by P2P (a source and a target); {why}{}", m.left_out_note())));
                 }
-                let name = |i: usize| m.topo_name(i).unwrap_or_else(|| m.nodes[i].name.clone());
                 let request = peerpath_topo::PlanRequest::new(sources.iter().map(|&i| name(i)), targets.iter().map(|&i| name(i)))
                     .with_devices(peerpath_topo::DeviceSelection::Named(csps.iter().map(|&c| name(c)).collect()))
                     .with_pairs(pairs);
@@ -428,7 +450,7 @@ impl Job {
                         b.transfer(&m.route(c, d), tlp.dma_read(), 1.0 / r);
                         b.load(ResKey::FlashWrite(d), 1.0 / r);
                         let socket = m.nodes[c].socket;
-                        if let Some(v) = orch.as_ref().and_then(|f| f.value) {
+                        if let Some(v) = orch {
                             b.cores(socket, "orchestration", v / 1e9);
                         }
                         // Submission (64 B) and completion (16 B) entries of the read, compress and
@@ -475,6 +497,7 @@ impl Job {
             }
             JobKind::Read { into } => {
                 let place = self.memory_of(m, into, &mut ssds, &mut notes)?;
+                let orch = place.and_then(|_| orchestration(m, &mut calibrations, &mut unknowns));
                 for &s in &ssds {
                     let mut b = Builder::new(m);
                     b.load(ResKey::FlashRead(s), 1.0);
@@ -487,6 +510,9 @@ impl Job {
                         Some(c) => {
                             b.transfer(&m.route(s, c), tlp.posted_write(), 1.0);
                             b.load(ResKey::CmbMemory(c), 1.0);
+                            if let Some(v) = orch {
+                                b.cores(m.nodes[c].socket, "orchestration", v / 1e9);
+                            }
                         }
                     }
                     let to = place.map(|c| m.nodes[c].name.clone()).unwrap_or_else(|| "host memory".into());
@@ -496,6 +522,7 @@ impl Job {
             }
             JobKind::Write { from } => {
                 let place = self.memory_of(m, from, &mut ssds, &mut notes)?;
+                let orch = place.and_then(|_| orchestration(m, &mut calibrations, &mut unknowns));
                 for &s in &ssds {
                     let mut b = Builder::new(m);
                     match place {
@@ -507,6 +534,9 @@ impl Job {
                         Some(c) => {
                             b.transfer(&m.route(c, s), tlp.dma_read(), 1.0);
                             b.load(ResKey::CmbMemory(c), 1.0);
+                            if let Some(v) = orch {
+                                b.cores(m.nodes[c].socket, "orchestration", v / 1e9);
+                            }
                         }
                     }
                     b.load(ResKey::FlashWrite(s), 1.0);
@@ -559,7 +589,7 @@ impl Job {
             JobKind::CompressMemory { .. } => {}
         }
         if let JobKind::CompressMemory { on } = &self.kind {
-            flows.push(self.memory_flow(m, on, r, &mut notes, &mut calibrations)?);
+            flows.push(self.memory_flow(m, on, r, &mut notes, &mut calibrations, &mut unknowns)?);
             groups.push(flows[0].name.clone());
         }
         if flows.is_empty() {
@@ -590,7 +620,33 @@ impl Job {
                 }
             }
         }
-        Ok(Plan { flows, resources, groups, notes, calibrations })
+        Ok(Plan { flows, resources, groups, notes, calibrations, unknowns })
+    }
+
+    /// The order in which compress-p2p takes the machine's SSDs (`--ssds N`: the first N): a
+    /// group of sources + target at a time, from each socket in turn in proportion to the CSPs
+    /// it has (address order within a socket), so that N SSDs feed as many CSPs as they can;
+    /// SSDs on a socket without CSPs come last. On one socket: address order.
+    fn p2p_order(&self, m: &Machine, ssds: Vec<usize>) -> Vec<usize> {
+        let mut csps = m.csps();
+        if let Some(n) = self.csps {
+            csps.truncate(n);
+        }
+        let group = self.sources_per_csp + 1;
+        let mut rank = BTreeMap::<u32, usize>::new();
+        let mut keyed: Vec<(f64, u32, usize, usize)> = ssds
+            .into_iter()
+            .map(|s| {
+                let socket = m.nodes[s].socket;
+                let r = rank.entry(socket).or_default();
+                let k = csps.iter().filter(|&&c| m.nodes[c].socket == socket).count();
+                let turn = if k == 0 { f64::INFINITY } else { (*r / group + 1) as f64 / k as f64 };
+                *r += 1;
+                (turn, socket, *r, s)
+            })
+            .collect();
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+        keyed.into_iter().map(|k| k.3).collect()
     }
 
     /// The platform's per-core rate of the job's function (a calibrated one is listed).
@@ -620,7 +676,7 @@ impl Job {
     }
 
     /// The one flow of a memory-to-memory compression (socket 0: where the benchmarks ran).
-    fn memory_flow(&self, m: &Machine, on: &Compute, r: f64, notes: &mut Vec<String>, calibrations: &mut Vec<String>) -> Result<Flow, SimError> {
+    fn memory_flow(&self, m: &Machine, on: &Compute, r: f64, notes: &mut Vec<String>, calibrations: &mut Vec<String>, unknowns: &mut Vec<String>) -> Result<Flow, SimError> {
         let socket = 0;
         let mut b = Builder::new(m);
         b.host_memory(socket, "the kernel copies the input out of the page cache (read + write)", 2.0);
@@ -666,11 +722,36 @@ impl Job {
                 b.load(ResKey::Engine(g), 1.0);
                 b.transfer(&m.route(g, rc), tlp.posted_write(), 1.0 / r);
                 b.host_memory(socket, "the GPU's copy engines write the output (GPU -> host)", 1.0 / r);
-                if let Some(v) = m.platform.orchestration_core_s_per_gb.as_ref().and_then(|f| f.value) {
+                if let Some(v) = orchestration(m, calibrations, unknowns) {
                     b.cores(socket, "orchestration", v / 1e9);
                 }
                 Ok(b.flow(format!("memory -> {} -> memory", m.nodes[g].name), self.bytes_per_source))
             }
+        }
+    }
+}
+
+/// The platform's host CPU per GB a P2P or device job orchestrates (core-seconds per GB): a
+/// calibrated one is listed; a missing one is said under unknowns, since the host CPU the
+/// report shows then leaves the orchestration out (it read "0.00 cores" as if measured).
+fn orchestration(m: &Machine, calibrations: &mut Vec<String>, unknowns: &mut Vec<String>) -> Option<f64> {
+    let f = m.platform.orchestration_core_s_per_gb.as_ref();
+    match f.and_then(|f| f.value) {
+        Some(v) => {
+            let f = f.expect("has a value");
+            let line = format!("host CPU per GB orchestrated: {v} ({})", f.source);
+            if f.is_calibration() && !calibrations.contains(&line) {
+                calibrations.push(line);
+            }
+            Some(v)
+        }
+        None => {
+            let why = f.map(|f| f.note.clone().unwrap_or_else(|| f.source.clone())).unwrap_or_else(|| "the catalog has no orchestration_core_s_per_gb for it".into());
+            let line = format!("host CPU orchestrating the job on {}: {why}; the host CPU shown leaves it out", m.platform.name);
+            if !unknowns.contains(&line) {
+                unknowns.push(line);
+            }
+            None
         }
     }
 }

@@ -236,6 +236,9 @@ impl Machine {
             let link = d.link.filter(|_| carries_link);
             // A link a job crosses whose rate cannot be told (speed "Unknown", width 0) is no limit: said.
             let in_jobs = matches!(kind, NodeKind::Ssd(_) | NodeKind::Csp(_) | NodeKind::Gpu(_) | NodeKind::Nic(_)) || d.role == PortRole::SwitchUpstream;
+            if let Some(l) = link.filter(|_| carries_link && in_jobs) {
+                link_plausible(&name, &l)?;
+            }
             if carries_link && in_jobs && link.and_then(|l| l.bytes_per_s()).is_none() {
                 let what = link.map_or_else(|| "no link status".to_string(), |l| l.describe());
                 unknowns.push(format!("PCIe link of {name}: rate unknown ({what}): unlimited"));
@@ -255,7 +258,8 @@ impl Machine {
         }
         unknowns.push("root complexes and the socket fabric between them: no published bandwidth (unlimited)".into());
         Ok(Machine {
-            description: topology.description.clone().unwrap_or_default(),
+            // A real /sys has no description: an empty "machine:" line named nothing.
+            description: topology.description.clone().filter(|d| !d.trim().is_empty()).unwrap_or_else(|| format!("unnamed ({} PCI devices, CPU {})", topology.devices.len(), topology.cpu)),
             topology,
             catalog: catalog.clone(),
             platform,
@@ -437,4 +441,33 @@ impl Machine {
     pub fn topo_name(&self, i: usize) -> Option<String> {
         self.nodes[i].bdf.map(|b| b.to_string())
     }
+}
+
+/// Refuses a link a job would cross that describes no trained PCIe link: width 0 or 0 GT/s
+/// (the link is down: every flow through it got "no bandwidth at all", naming nothing), a
+/// width PCIe does not have (x1, x2, x4, x8, x12, x16, x32) or above the port's maximum, and a
+/// rate no generation signals at (2.5, 5, 8, 16, 32, 64 GT/s). Unknown figures stay allowed:
+/// the report lists them as unlimited.
+fn link_plausible(name: &str, l: &peerpath_topo::Link) -> Result<(), SimError> {
+    let bad = |why: String| Err(SimError::Topology(peerpath_topo::TopoError::Invalid(format!("{name}: PCIe link {}: {why}", l.describe()))));
+    if let Some(w) = l.current_width {
+        if w == 0 {
+            return bad("width 0: the link is down and carries nothing (leave the device out, or give its trained width)".into());
+        }
+        if ![1, 2, 4, 8, 12, 16, 32].contains(&w) {
+            return bad(format!("x{w} is not a PCIe link width (x1, x2, x4, x8, x12, x16, x32)"));
+        }
+        if let Some(max) = l.max_width.filter(|&m| m >= 1 && w > m) {
+            return bad(format!("trained at x{w}, wider than the port's maximum x{max}"));
+        }
+    }
+    if let Some(mt) = l.current_speed.mt_per_s {
+        if mt == 0 {
+            return bad("0 GT/s: the link is down and carries nothing (leave the device out, or give its trained speed)".into());
+        }
+        if ![2500, 5000, 8000, 16000, 32000, 64000].contains(&mt) {
+            return bad(format!("{:.1} GT/s is not a PCIe signalling rate (2.5, 5.0, 8.0, 16.0, 32.0, 64.0 GT/s)", mt as f64 / 1000.0));
+        }
+    }
+    Ok(())
 }

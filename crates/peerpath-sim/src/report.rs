@@ -146,7 +146,7 @@ pub(crate) fn build(
             .and_then(|(f, r)| crate::latency::chunk_latency(&f.name, *r, job.chunk_bytes, job.queue_depth)),
         plan: plan.groups.clone(),
         notes: plan.notes.clone(),
-        unknowns: m.unknowns.clone(),
+        unknowns: plan.unknowns.iter().chain(&m.unknowns).cloned().collect(),
         calibrations: plan.calibrations.clone(),
     }
 }
@@ -181,10 +181,11 @@ impl SimReport {
         );
         let _ = writeln!(
             s,
-            "host CPU:   {:.2} of {} cores ({:.1}%)",
+            "host CPU:   {:.2} of {} cores ({:.1}%){}",
             self.host_cpu_cores_used,
             self.host_cpu_cores,
-            self.host_cpu_share * 100.0
+            self.host_cpu_share * 100.0,
+            if self.unknowns.iter().any(|u| u.starts_with("host CPU orchestrating")) { "; orchestration unknown (below), not counted" } else { "" }
         );
         for (r, v) in &self.host_cpu_by_role {
             let _ = writeln!(s, "  {r}: {v:.2} cores");

@@ -104,6 +104,15 @@ pub struct Sweep {
     pub job: String,
     pub param: Param,
     pub points: Vec<Point>,
+    /// Values at which the job cannot run (compress-p2p with one SSD), and why; the sweep goes on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub value: u32,
+    pub why: String,
 }
 
 fn gts_of_gen(g: u32) -> f64 {
@@ -221,10 +230,20 @@ pub fn apply(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &J
 pub fn sweep(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Job, vary: &Vary, opts: &SimOptions) -> Result<Sweep, SimError> {
     let mut points: Vec<Point> = Vec::new();
     let mut machine = String::new();
+    let mut skipped = Vec::new();
+    let mut first_error = None;
     for &v in &vary.values {
         let (m, j) = apply(topo, catalog, platform, job, vary.param, v)?;
         machine = m.description.clone();
-        let r: SimReport = simulate(&m, &j, opts)?;
+        let r: SimReport = match simulate(&m, &j, opts) {
+            Ok(r) => r,
+            Err(SimError::Job(why)) => {
+                skipped.push(Skipped { value: v, why: why.clone() });
+                first_error.get_or_insert(SimError::Job(why));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let short = r.bottleneck.rsplit_once(" at ").map(|(a, _)| a.to_string()).unwrap_or_else(|| r.bottleneck.clone());
         let moved = points.last().is_some_and(|p: &Point| {
             let prev = p.bottleneck.rsplit_once(" at ").map(|(a, _)| a).unwrap_or(&p.bottleneck);
@@ -240,7 +259,10 @@ pub fn sweep(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &J
             notes: r.notes.clone(),
         });
     }
-    Ok(Sweep { label: crate::LABEL, machine, job: job.describe(), param: vary.param, points })
+    if points.is_empty() {
+        return Err(first_error.expect("a value failed"));
+    }
+    Ok(Sweep { label: crate::LABEL, machine, job: job.describe(), param: vary.param, points, skipped })
 }
 
 /// What kind of resource a bottleneck is, without the device's name ("PCIe link x4",
@@ -285,6 +307,9 @@ impl Sweep {
                 p.bottleneck
             );
         }
+        for k in &self.skipped {
+            let _ = writeln!(s, "{:>5} skipped: {}", k.value, k.why);
+        }
         s
     }
 }
@@ -323,24 +348,32 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
     if param == Param::Csp && !uses_csps {
         return Err(SimError::Vary("this job uses no CSP, so adding CSPs cannot change it: plan it with --add ssd (or plan compress-p2p, or a job into or out of a CMB)".into()));
     }
-    let mut last: Option<(u32, SimReport)> = None;
+    // Every count up to the limit: a flat stretch need not be the end (on a two-socket machine
+    // the second socket's SSDs help only once there are enough of them to form a group).
+    let mut best: Option<(u32, SimReport)> = None;
     let mut too_few = None;
+    let mut tried = limit;
+    let mut full = String::new();
     for n in 1..=limit {
-        let (m, j) = apply(topo, catalog, platform, job, param, n)?;
+        // Clones take new bus numbers: a topology may run out of them before the limit.
+        let (m, j) = match apply(topo, catalog, platform, job, param, n) {
+            Err(SimError::Vary(e)) if best.is_some() => {
+                tried = n - 1;
+                full = format!("; {n} do not fit: {e}");
+                break;
+            }
+            r => r?,
+        };
         // The first counts may be too few for the job to run at all (compress-p2p needs two
         // SSDs, a source and a target): the plan starts where it can.
         let r = match simulate(&m, &j, opts) {
-            Err(e @ SimError::Job(_)) if last.is_none() => {
+            Err(e @ SimError::Job(_)) if best.is_none() => {
                 too_few = Some(e);
                 continue;
             }
             r => r?,
         };
-        let reached = r.throughput_gbit_per_s >= target_gbit_per_s;
-        let stalled = last.as_ref().is_some_and(|(_, p)| r.throughput_gbit_per_s <= p.throughput_gbit_per_s * 1.0001);
-        last = Some((n, r));
-        if reached {
-            let (n, r) = last.expect("just set");
+        if r.throughput_gbit_per_s >= target_gbit_per_s {
             return Ok(Proposal {
                 label: crate::LABEL,
                 target_gbit_per_s,
@@ -349,29 +382,42 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
                 throughput_gbit_per_s: r.throughput_gbit_per_s,
                 bottleneck: r.bottleneck,
                 groups: r.plan,
-                why: format!("{n} {}(s) reach {:.1} Gb/s (simulated)", param.name(), target_gbit_per_s),
+                why: format!("{n} {}(s) reach {} Gb/s (simulated)", param.name(), gbit(target_gbit_per_s)),
             });
         }
-        if stalled && n > 2 {
-            break;
+        // The smallest count that reaches the most.
+        if best.as_ref().is_none_or(|(_, b)| r.throughput_gbit_per_s > b.throughput_gbit_per_s * 1.0001) {
+            best = Some((n, r));
         }
     }
-    let Some((n, r)) = last else { return Err(too_few.expect("a point failed or ran")) };
+    let Some((n, r)) = best else { return Err(too_few.expect("a point failed or ran")) };
     Ok(Proposal {
         label: crate::LABEL,
         target_gbit_per_s,
         param,
         count: None,
         throughput_gbit_per_s: r.throughput_gbit_per_s,
-        why: format!("more {}s stop helping at {n}: {:.1} Gb/s, limited by {}", param.name(), r.throughput_gbit_per_s, r.bottleneck),
+        why: format!(
+            "up to {tried} {}s ({}) the most is {:.1} Gb/s, first at {n}, limited by {}",
+            param.name(),
+            if full.is_empty() { "--limit".to_string() } else { format!("--limit {limit}{full}") },
+            r.throughput_gbit_per_s,
+            r.bottleneck
+        ),
         bottleneck: r.bottleneck,
         groups: r.plan,
     })
 }
 
+/// A throughput in Gb/s as the plan prints it: one decimal, or 3 significant digits below
+/// 0.1 Gb/s (a target of 0.01 was "0.0").
+pub fn gbit(x: f64) -> String {
+    if x >= 0.1 { format!("{x:.1}") } else { format!("{x:.3e}") }
+}
+
 impl Proposal {
     pub fn render(&self) -> String {
-        let mut s = format!("peerpath sim plan ({}): target {:.1} Gb/s\n", self.label, self.target_gbit_per_s);
+        let mut s = format!("peerpath sim plan ({}): target {} Gb/s\n", self.label, gbit(self.target_gbit_per_s));
         match self.count {
             Some(n) => s.push_str(&format!("proposal: {n} {}(s), {:.1} Gb/s, bottleneck {}\n", self.param.name(), self.throughput_gbit_per_s, self.bottleneck)),
             None => s.push_str(&format!("not reachable: {}\n", self.why)),
