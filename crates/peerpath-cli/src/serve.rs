@@ -33,11 +33,12 @@ enum ModeArg {
 pub struct ServeArgs {
     /// The directory whose files are served (keys and URL paths are names under it).
     dir: PathBuf,
-    /// HTTP address (loopback by default; port 0: any free port, printed).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// HTTP address (loopback by default; port 0: any free port, printed); a host name
+    /// (`localhost:8080`) is resolved, its first IPv4 address taken if it has one.
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = socket_addr)]
     listen: SocketAddr,
-    /// Also answer memcached's text protocol (get/gets) here.
-    #[arg(long)]
+    /// Also answer memcached's text protocol (get/gets) here (an address as --listen takes).
+    #[arg(long, value_parser = socket_addr)]
     memcached: Option<SocketAddr>,
     /// Take memcached `set`: each object is stored as a file directly under DIR (the key its name),
     /// written to a temporary file as it arrives and renamed into place whole. Off: read-only.
@@ -85,6 +86,17 @@ pub struct ServeArgs {
     /// the host (so a few large objects do not evict many small hot ones) [default: half of --nic-memory].
     #[arg(long, value_parser = crate::parse_size)]
     nic_max_object: Option<usize>,
+}
+
+/// An address as `IP:PORT`, or `HOST:PORT` resolved (`localhost:8080` was refused): the
+/// first IPv4 address the name has, else its first.
+fn socket_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    use std::net::ToSocketAddrs;
+    let all: Vec<SocketAddr> = s.to_socket_addrs().map_err(|e| format!("{s}: not an address (IP:PORT or HOST:PORT): {e}"))?.collect();
+    all.iter().find(|a| a.is_ipv4()).or(all.first()).copied().ok_or_else(|| format!("{s}: the name has no address"))
 }
 
 /// `peerpath nic-serve SOCKET MEMORY BYTES`: the emulated NIC process (started by `serve --mode devmem`).
@@ -200,8 +212,9 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
 /// `peerpath bench-kv`: a memcached-protocol load client, the same for every server.
 #[derive(Args)]
 pub struct BenchKvArgs {
-    /// The server (memcached, or `peerpath serve --memcached`).
-    #[arg(long)]
+    /// The server (memcached, or `peerpath serve --memcached`): an address, or HOST:PORT
+    /// (`localhost:11211`) resolved as --listen is.
+    #[arg(long, value_parser = socket_addr)]
     server: SocketAddr,
     /// The key to get (it must be there).
     #[arg(long)]

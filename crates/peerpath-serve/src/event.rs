@@ -249,11 +249,12 @@ pub(crate) fn run(shared: &Shared, epoll: &std::os::fd::OwnedFd, listeners: [(Op
             if last_scan.elapsed() >= TICK {
                 last_scan = Instant::now();
                 // Deadlines passed, or a response the NIC could not finish:
-                // a worker answers (408) or closes them.
+                // a worker answers (408) or closes them. The NIC's answers
+                // first: a connection's idle time counts from its last one.
                 let due: Vec<Conn> = {
                     let mut conns = lock(&parked.conns);
                     let now = Instant::now();
-                    let tokens: Vec<u64> = conns.iter_mut().filter_map(|(&t, c)| (now >= c.deadline() || !c.poll_nic()).then_some(t)).collect();
+                    let tokens: Vec<u64> = conns.iter_mut().filter_map(|(&t, c)| (!c.poll_nic() || now >= c.deadline()).then_some(t)).collect();
                     tokens.into_iter().filter_map(|t| parked.take(&mut conns, t)).collect()
                 };
                 for c in due {

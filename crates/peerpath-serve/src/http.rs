@@ -7,10 +7,22 @@ use std::io::Write;
 use std::time::Instant;
 
 /// The end of a request's headers in `buf`, if they are all there (empty
-/// lines before the request line are not its end: they are skipped).
+/// lines before the request line are not its end: they are skipped). A
+/// line may end with a bare LF as well as CRLF (RFC 9112 §2.2 lets a
+/// recipient take a single LF as a line's end; httparse does): a head of
+/// bare LFs waited for a CRLF CRLF that never came, then got 408.
 fn head_end(buf: &[u8]) -> Option<usize> {
     let start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
-    buf[start..].windows(4).position(|w| w == b"\r\n\r\n").map(|i| start + i + 4)
+    let mut at = start;
+    while let Some(i) = buf[at..].iter().position(|&b| b == b'\n') {
+        let lf = at + i;
+        match &buf[lf + 1..] {
+            [b'\n', ..] => return Some(lf + 2),
+            [b'\r', b'\n', ..] => return Some(lf + 3),
+            _ => at = lf + 1,
+        }
+    }
+    None
 }
 
 fn reason(status: u16) -> &'static str {
@@ -52,32 +64,44 @@ fn simple(conn: &mut Conn, status: u16, extra: &str, head: bool) {
 }
 
 /// What `Range: bytes=...` asks of a `len`-byte file: `None` to send it
-/// whole (no header, or one this server does not take: several ranges or
-/// bad syntax, which RFC 9110 lets a server ignore), `Some(Err)` if it
-/// cannot be satisfied, else the first byte and the length.
+/// whole (no header, or one this server does not take: several ranges, or
+/// one that is not valid syntax, which RFC 9110 §14.2 lets a server ignore),
+/// `Some(Err)` if it cannot be satisfied (416), else the first byte and the
+/// length. Positions are digits only (RFC 9110 §14.1.2: `+1-3` and `0 - 1`
+/// are not ranges, so ignored); a position too large for a u64 is still a
+/// number, just larger than any file: a first byte past the end (416), a
+/// last byte or suffix beyond it (up to the end). `99999999999999999999-`
+/// was taken for bad syntax and got the whole file (200), not 416.
 pub(crate) fn byte_range(value: &[u8], len: u64) -> Option<Result<(u64, u64), ()>> {
+    /// A position: one or more ASCII digits, saturating at u64::MAX.
+    fn position(s: &str) -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(s.bytes().fold(0u64, |v, d| v.saturating_mul(10).saturating_add(u64::from(d - b'0'))))
+    }
     let v = std::str::from_utf8(value).ok()?.trim();
-    // The unit is case-insensitive, and empty list elements are allowed (RFC 9110 §14.1, §5.6.1).
+    // The unit is case-insensitive, and empty list elements (and spaces around them) are
+    // allowed (RFC 9110 §14.1, §5.6.1); within an element, no spaces.
     let (unit, set) = v.split_once('=')?;
     if !unit.trim().eq_ignore_ascii_case("bytes") {
         return None;
     }
-    let mut specs = set.split(',').map(str::trim).filter(|r| !r.is_empty());
+    let mut specs = set.split(',').map(|r| r.trim_matches([' ', '\t'])).filter(|r| !r.is_empty());
     let spec = specs.next()?;
     if specs.next().is_some() {
         return None;
     }
     let (a, b) = spec.split_once('-')?;
-    let (a, b) = (a.trim(), b.trim());
     let range = if a.is_empty() {
-        let n: u64 = b.parse().ok()?;
+        let n = position(b)?;
         if n == 0 || len == 0 {
             return Some(Err(()));
         }
         (len - n.min(len), n.min(len))
     } else {
-        let first: u64 = a.parse().ok()?;
-        let last: u64 = if b.is_empty() { u64::MAX } else { b.parse().ok()? };
+        let first = position(a)?;
+        let last = if b.is_empty() { u64::MAX } else { position(b)? };
         if last < first {
             return None;
         }
@@ -103,7 +127,8 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             ReadHead::Park => return Next::Park,
             ReadHead::TooLong => {
                 // A request line that does not end within the limit is a long URI (414).
-                let status = if conn.pending.windows(2).any(|w| w == b"\r\n") { 431 } else { 414 };
+                let line = &conn.pending[conn.pending.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(0)..];
+                let status = if line.contains(&b'\n') { 431 } else { 414 };
                 simple(conn, status, "", false);
                 shared.done(std::time::Duration::ZERO, 0, 0, status);
                 return Next::Close;
@@ -142,7 +167,8 @@ enum Later {
 /// The version of a whole request line (`METHOD SP TARGET SP HTTP/D.D`) that is
 /// neither 1.0 nor 1.1; `None` for those and for what is not a request line (a 400 after).
 fn later_version(head: &[u8]) -> Option<Later> {
-    let line = &head[..head.windows(2).position(|w| w == b"\r\n")?];
+    let line = &head[..head.iter().position(|&b| b == b'\n')?];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
     let at = line.len().checked_sub(8)?;
     match &line[at..] {
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() && at > 0 && line[at - 1] == b' ' => match (major, minor) {
@@ -255,13 +281,34 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
         let written = conn.write_all(head.as_bytes()).is_ok();
         return (status, keep && written, 0, 0, 0);
     }
-    let sent = respond(conn, head.as_bytes(), found, offset, len, b"");
+    let sent = respond(conn, status, head.as_bytes(), found, offset, len, b"");
     (status, keep && !sent.close, sent.payload, sent.copied, sent.from_host)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::byte_range;
+    use super::{byte_range, head_end, later_version, Later};
+
+    #[test]
+    fn a_head_ends_at_an_empty_line_after_crlf_or_a_bare_lf() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET"), Some(27));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nHost: x\n\nGET"), Some(24));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\n\r\n"), Some(26));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nHost: x\r\n\n"), Some(25));
+        assert_eq!(head_end(b"\r\n\nGET / HTTP/1.1\nHost: x\n\n"), Some(27), "empty lines first are skipped");
+        assert_eq!(head_end(b"GET / HTTP/1.1\nHost: x\n"), None);
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n\r"), None);
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\r\n"), None, "a bare CR ends no line");
+        assert_eq!(head_end(b"\r\n\n"), None);
+        // What head_end takes, httparse parses whole.
+        let head = b"GET /a HTTP/1.1\nHost: x\r\nRange: bytes=0-1\n\n";
+        let mut headers = [httparse::EMPTY_HEADER; 4];
+        let mut req = httparse::Request::new(&mut headers);
+        assert_eq!(req.parse(head), Ok(httparse::Status::Complete(head.len())));
+        assert_eq!((req.path, req.headers.len()), (Some("/a"), 2));
+        assert!(matches!(later_version(b"GET / HTTP/1.5\nHost: x\n\n"), Some(Later::Minor(6))));
+        assert!(matches!(later_version(b"GET / HTTP/2.0\r\nHost: x\r\n\r\n"), Some(Later::Major)));
+    }
 
     #[test]
     fn ranges() {
@@ -279,5 +326,15 @@ mod tests {
         assert_eq!(byte_range(b"BYTES=0-1", 100), Some(Ok((0, 2))), "the unit in any case");
         assert_eq!(byte_range(b"bytes=0-1,", 100), Some(Ok((0, 2))), "an empty element is allowed");
         assert_eq!(byte_range(b"bytes= ,0-1", 100), Some(Ok((0, 2))));
+        // Positions too large for a u64 are numbers past any end.
+        assert_eq!(byte_range(b"bytes=99999999999999999999-", 100), Some(Err(())), "a first byte past the end");
+        assert_eq!(byte_range(b"bytes=99999999999999999999-99999999999999999999", 100), Some(Err(())));
+        assert_eq!(byte_range(b"bytes=18446744073709551615-", 100), Some(Err(())));
+        assert_eq!(byte_range(b"bytes=5-99999999999999999999", 100), Some(Ok((5, 95))), "a last byte past the end: to the end");
+        assert_eq!(byte_range(b"bytes=-99999999999999999999", 100), Some(Ok((0, 100))), "a suffix longer than the file: all of it");
+        // Digits only: anything else is not a range, and is ignored (the whole file).
+        for bad in ["bytes=+1-3", "bytes=1-+3", "bytes=-+3", "bytes=0 - 1", "bytes=0x1-2", "bytes=1.0-2", "bytes=--1", "bytes=-", "bytes=1-2-3", "bytes=\u{0661}-2"] {
+            assert_eq!(byte_range(bad.as_bytes(), 100), None, "{bad}");
+        }
     }
 }

@@ -27,7 +27,9 @@
 //! read as it comes, the connection waiting in epoll between its pieces
 //! like an idle one, and must be whole by a deadline of its own
 //! ([`memcached::Block`]). Every request's latency and bytes are counted
-//! for the report.
+//! for the report once its response is sent whole; one cut short (the
+//! client gone, a send failed, in devmem mode the NIC's) is counted as
+//! aborted instead.
 
 mod event;
 mod hostcache;
@@ -183,6 +185,18 @@ impl Shared {
     /// As [`Shared::done`], with the payload bytes read from host memory given apart.
     pub fn done_from(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) {
         let n = self.stats.record(latency, payload, copied, from_host, status);
+        self.spent(n);
+    }
+
+    /// Counts a request whose response was not sent whole (the client went
+    /// away, a send failed): aborted, not under its status.
+    pub fn aborted(&self) {
+        let n = self.stats.record_aborted();
+        self.spent(n);
+    }
+
+    /// `n` requests are counted: asks the server to stop when the budget is spent.
+    fn spent(&self, n: u64) {
         if self.config.max_requests.is_some_and(|m| n >= m) {
             self.stop.store(true, Ordering::Relaxed);
         }
@@ -384,6 +398,16 @@ pub(crate) struct Conn<'a> {
     close_after: bool,
     /// A response handed to the NIC failed: the connection must close.
     broken: bool,
+    /// A send of this process failed (or a response could not be made after
+    /// its header was due): what is not sent yet is counted as aborted.
+    failed: bool,
+    /// Requests answered on this connection (their Done made): the next
+    /// one's number, which tags its descriptors to the NIC.
+    requests: u64,
+    /// The first request counted as aborted at once (the NIC had failed):
+    /// it and those after are not counted again when the NIC's answers say
+    /// their descriptors failed too.
+    aborted_from: Option<u64>,
     /// Just answered: the next request is rarely there yet, so the worker
     /// waits for it (poll) before the first read, saving a read that
     /// finds nothing.
@@ -415,7 +439,7 @@ impl<'a> Conn<'a> {
             shared.peak_connections.fetch_max(served, Ordering::Relaxed);
         }
         let now = Instant::now();
-        Conn { shared, stream, proto, over, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, out: Default::default(), sent_at: now, close_after: false, broken: false, wait_first: false, block: None }
+        Conn { shared, stream, proto, over, pending: Vec::new(), head_since: now, quiet_since: now, nic: None, zc: None, host_buf: None, out: Default::default(), sent_at: now, close_after: false, broken: false, failed: false, requests: 0, aborted_from: None, wait_first: false, block: None }
     }
 
     /// Sends what a slow client did not take yet, then answers what it
@@ -490,14 +514,22 @@ impl<'a> Conn<'a> {
         if let Some(block) = self.block.as_ref().filter(|_| self.out.is_empty()) {
             return block.deadline.min(self.quiet_since + timeout);
         }
-        let since = if !self.out.is_empty() {
-            self.sent_at
-        } else if self.pending.is_empty() {
-            self.quiet_since
-        } else {
-            self.head_since
-        };
-        since + timeout
+        if !self.out.is_empty() {
+            return self.sent_at + timeout;
+        }
+        let since = if self.pending.is_empty() { self.quiet_since } else { self.head_since };
+        // Devmem: the NIC sends the payloads, after the request is answered
+        // here. While it still sends one, the client is not idle (it is
+        // taking a response; the NIC's send gives up by itself after the
+        // write timeout without progress); once it has sent them all, the
+        // client's time counts from then. It counted from the hand-over: a
+        // response that took longer than the read timeout to send closed its
+        // keep-alive connection.
+        match self.nic.as_ref().map(nic::Channel::idle_since) {
+            Some(None) => Instant::now() + timeout,
+            Some(Some(sent)) => since.max(sent) + timeout,
+            None => since + timeout,
+        }
     }
 
     /// Whether the reactor waits for this connection to be writable (output
@@ -524,14 +556,26 @@ impl<'a> Conn<'a> {
         }
     }
 
-    /// A response handed to the NIC failed: its bytes were not delivered;
-    /// if the NIC is gone, the host path serves from now on (said in the report).
+    /// A response handed to the NIC failed: its bytes were not delivered,
+    /// and the requests it answered, counted as sent, are counted as aborted
+    /// instead (those of the request being answered are not counted yet: it
+    /// is aborted, the connection being broken); if the NIC is gone, the host
+    /// path serves from now on (said in the report).
     fn nic_failed(&mut self, miss: nic::NicMiss) -> bool {
+        if let Some(ch) = &self.nic {
+            let (mut bytes, mut statuses, mut last) = (0, Vec::new(), None);
+            for h in ch.take_failed().into_iter().filter(|h| h.request < self.aborted_from.unwrap_or(self.requests)) {
+                bytes += h.payload;
+                // A memcached get's several values are one request.
+                if last != Some(h.request) {
+                    statuses.push(h.status);
+                    last = Some(h.request);
+                }
+            }
+            self.shared.stats.not_delivered(bytes, &statuses);
+        }
         if !self.broken {
             self.broken = true;
-            if let Some(ch) = &self.nic {
-                self.shared.stats.not_delivered(ch.failed_bytes());
-            }
             if let nic::NicMiss::Gone(why) = miss {
                 nic_gone(self.shared, why);
             }
@@ -701,11 +745,19 @@ pub(crate) struct Sent {
     pub close: bool,
 }
 
-/// Sends `header`, `len` bytes of `found` from `offset`, then `trailer`:
-/// by the NIC in devmem mode (falling back to the host path, said in the
-/// report, when it cannot), else as the mode says. Host and zerocopy
-/// responses are queued ([`out`]) and sent as the client takes them.
-pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: Resolved, offset: u64, len: u64, trailer: &[u8]) -> Sent {
+/// Sends `header`, `len` bytes of `found` from `offset`, then `trailer`, a
+/// response (or part of one) with `status`: by the NIC in devmem mode
+/// (falling back to the host path, said in the report, when it cannot),
+/// else as the mode says. Host and zerocopy responses are queued ([`out`])
+/// and sent as the client takes them. One that fails (`close`) makes its
+/// request aborted ([`Conn::request_done`]).
+pub(crate) fn respond(conn: &mut Conn, status: u16, header: &[u8], found: Resolved, offset: u64, len: u64, trailer: &[u8]) -> Sent {
+    let sent = respond_by(conn, status, header, found, offset, len, trailer);
+    conn.failed |= sent.close;
+    sent
+}
+
+fn respond_by(conn: &mut Conn, status: u16, header: &[u8], found: Resolved, offset: u64, len: u64, trailer: &[u8]) -> Sent {
     use out::Chunk;
     use std::os::fd::AsRawFd;
     const CLOSED: Sent = Sent { payload: 0, copied: 0, from_host: 0, close: true };
@@ -719,7 +771,7 @@ pub(crate) fn respond(conn: &mut Conn, header: &[u8], found: Resolved, offset: u
         }
         // A connection that never handed the NIC a response owes nothing from it.
         let first = conn.nic.is_none();
-        match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, &found, offset, len)) {
+        match nic.map(|n| n.send(&mut conn.nic, conn.stream.as_raw_fd(), header, trailer, &found, offset, len, (conn.requests, status))) {
             Some(Ok(n)) => return Sent { payload: n, copied: 0, from_host: 0, close: false },
             // The NIC died while idle, found by this connection's first response, no byte of
             // which reached the client: the host path sends it, and all after it (it was lost:

@@ -3,7 +3,7 @@
 //! before the next, for a fixed time. The same client measures peerpath
 //! serve and memcached itself, so the two are compared on equal terms.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -51,17 +51,28 @@ const VALUE_BYTES_MAX: u64 = i64::MAX as u64;
 
 /// The reader's next bytes (at most its buffer's worth), or an error once
 /// `give_up` (if any) has passed; each read waits at most [`ANSWER_TIMEOUT`].
-fn fill<'r>(r: &'r mut BufReader<TcpStream>, give_up: Option<Instant>, what: &str) -> Result<&'r [u8], LoadError> {
-    if give_up.is_some_and(|g| Instant::now() > g) {
-        return Err(LoadError::Broken(format!("{what} was not whole {} s after the run's end", ANSWER_TIMEOUT.as_secs())));
+/// A read interrupted (EINTR) is tried again: a socket with a receive
+/// timeout returns it even for a signal whose handler asked for restarts,
+/// and `fill_buf` passes it on (it ended the run as the server's error).
+fn fill<'r, R: Read>(r: &'r mut BufReader<R>, give_up: Option<Instant>, what: &str) -> Result<&'r [u8], LoadError> {
+    loop {
+        if give_up.is_some_and(|g| Instant::now() > g) {
+            return Err(LoadError::Broken(format!("{what} was not whole {} s after the run's end", ANSWER_TIMEOUT.as_secs())));
+        }
+        match r.fill_buf() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let why = match e.kind() {
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!("the server sent nothing for {} s", ANSWER_TIMEOUT.as_secs()),
+                    _ => e.to_string(),
+                };
+                return Err(LoadError::Broken(format!("reading {what}: {why}")));
+            }
+            Ok(_) => break,
+        }
     }
-    r.fill_buf().map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!("the server sent nothing for {} s", ANSWER_TIMEOUT.as_secs()),
-            _ => e.to_string(),
-        };
-        LoadError::Broken(format!("reading {what}: {why}"))
-    })
+    // Filled (the borrow checker takes the buffer only outside the loop): what is there.
+    Ok(r.buffer())
 }
 
 /// Reads one `get` answer: exactly one VALUE of some length, then END;
@@ -69,7 +80,7 @@ fn fill<'r>(r: &'r mut BufReader<TcpStream>, give_up: Option<Instant>, what: &st
 /// passes through the reader's buffer (a length the server declares is
 /// never allocated: 100 GB aborted the process, 2^64 - 6 overflowed).
 /// Returns the value's length.
-fn read_answer(r: &mut BufReader<TcpStream>, key: &str, give_up: Option<Instant>) -> Result<u64, LoadError> {
+fn read_answer<R: Read>(r: &mut BufReader<R>, key: &str, give_up: Option<Instant>) -> Result<u64, LoadError> {
     let mut line = Vec::new();
     while !line.ends_with(b"\n") {
         let buf = fill(r, give_up, "the answer")?;
@@ -184,4 +195,39 @@ pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64) -> R
         p99_us: pct(0.99),
         p999_us: pct(0.999),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gives `data` a few bytes at a time, each piece after an EINTR.
+    struct Interrupting {
+        data: Vec<u8>,
+        at: usize,
+        interrupt: bool,
+    }
+
+    impl Read for Interrupting {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            let n = buf.len().min(3).min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    /// An interrupted read (EINTR, which a socket with a receive timeout
+    /// gives even for a restarting signal handler) is read again, not the
+    /// server's error.
+    #[test]
+    fn interrupted_reads_are_tried_again() {
+        let data = b"VALUE k 0 5\r\nhello\r\nEND\r\n".to_vec();
+        let mut r = BufReader::with_capacity(8, Interrupting { data, at: 0, interrupt: false });
+        assert_eq!(read_answer(&mut r, "k", None).map_err(|e| e.to_string()), Ok(5));
+    }
 }

@@ -262,7 +262,7 @@ fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool)
     let mut waiting: Option<(crate::Resolved, Vec<u8>)> = None;
     let mut send = |conn: &mut Conn, (found, head): (crate::Resolved, Vec<u8>), trailer: &[u8]| {
         let len = found.len;
-        let sent = respond(conn, &head, found, 0, len, trailer);
+        let sent = respond(conn, 200, &head, found, 0, len, trailer);
         payload += sent.payload;
         copied += sent.copied;
         from_host += sent.from_host;

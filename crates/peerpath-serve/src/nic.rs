@@ -78,10 +78,17 @@ fn recv_with_fd(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Op
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = std::mem::size_of_val(&control);
-        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        // Interrupted (EINTR): received nothing, so tried again (it ended the channel).
+        let n = loop {
+            let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+            if n >= 0 {
+                break n;
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        };
         // The first descriptor is the one asked for; any more (a confused peer) are closed.
         let mut fds = Vec::new();
         let mut c = libc::CMSG_FIRSTHDR(&msg);
@@ -108,9 +115,14 @@ pub fn nic_main(socket: &Path, memory: &Path, bytes: usize) -> Result<(), String
     let (control, _) = listener.accept().map_err(|e| e.to_string())?;
     let socket = socket.to_path_buf();
     std::thread::spawn(move || {
-        // The host is gone when its control channel closes.
+        // The host is gone when its control channel closes (or fails), not
+        // when a read of it is interrupted (EINTR).
         let mut b = [0u8; 1];
-        let _ = (&control).read(&mut b);
+        while let Err(e) = (&control).read(&mut b) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                break;
+            }
+        }
         let _ = std::fs::remove_file(&socket);
         std::process::exit(0);
     });
@@ -229,6 +241,15 @@ struct Placement {
     counts: NicCounts,
 }
 
+/// A descriptor handed to the NIC: its payload bytes, and the request
+/// (the connection's count) and status of the response it is part of.
+#[derive(Clone, Copy, Debug)]
+pub struct Handed {
+    pub payload: u64,
+    pub request: u64,
+    pub status: u16,
+}
+
 /// A client connection's channel to the NIC.
 pub struct Channel {
     state: std::sync::Arc<std::sync::Mutex<ChannelState>>,
@@ -239,11 +260,16 @@ struct ChannelState {
     /// Whether the client's socket went with an earlier descriptor.
     client_passed: bool,
     /// The payload bytes of each descriptor handed over and not yet answered, oldest first.
-    owed: std::collections::VecDeque<u64>,
+    owed: std::collections::VecDeque<Handed>,
     /// Payload bytes of descriptors the NIC answered it could not send (the client failed).
-    failed_bytes: u64,
+    failed: bool,
+    /// Descriptors the NIC could not send, not yet taken by [`Channel::take_failed`].
+    failed_sends: Vec<Handed>,
     /// Why the channel broke (the NIC is gone), if it did.
     gone: Option<String>,
+    /// When the last answer owed was taken (or the channel opened): the NIC
+    /// had sent every response handed to it by then.
+    settled_at: Instant,
 }
 
 impl ChannelState {
@@ -270,9 +296,13 @@ impl ChannelState {
                     return;
                 }
             }
-            let payload = self.owed.pop_front().expect("an answer was owed");
+            let handed = self.owed.pop_front().expect("an answer was owed");
             if u64::from_le_bytes(answer) == u64::MAX {
-                self.failed_bytes += payload;
+                self.failed = true;
+                self.failed_sends.push(handed);
+            }
+            if self.owed.is_empty() {
+                self.settled_at = Instant::now();
             }
         }
     }
@@ -282,7 +312,7 @@ impl ChannelState {
         if let Some(why) = &self.gone {
             return Err(NicMiss::Gone(why.clone()));
         }
-        if self.failed_bytes > 0 {
+        if self.failed {
             return Err(NicMiss::ClientFailed);
         }
         Ok(())
@@ -310,9 +340,19 @@ impl Channel {
         s.verdict()
     }
 
-    /// Payload bytes handed over that the NIC said it could not send.
-    pub fn failed_bytes(&self) -> u64 {
-        self.state().failed_bytes
+    /// `None` while the NIC may still be sending a response handed to it
+    /// (an answer is owed); else when it was last seen to have sent them
+    /// all (the answers taken so far: call [`Channel::poll`] first). A
+    /// client's idle time counts from then, not from the hand-over.
+    pub fn idle_since(&self) -> Option<Instant> {
+        let s = self.state();
+        s.owed.is_empty().then_some(s.settled_at)
+    }
+
+    /// The descriptors the NIC said it could not send (the client failed),
+    /// each once: taken from the channel.
+    pub fn take_failed(&self) -> Vec<Handed> {
+        std::mem::take(&mut self.state().failed_sends)
     }
 }
 
@@ -537,8 +577,10 @@ impl Nic {
     /// `trailer`, on `client`, through the connection's `channel` (opened
     /// on first use). Returns the payload bytes handed over; the NIC's
     /// answer is taken later ([`Channel::poll`], [`Channel::settle`]).
+    /// `tag`: the request it answers (the connection's count) and its
+    /// status, given back with a descriptor the NIC could not send.
     #[allow(clippy::too_many_arguments)]
-    pub fn send(&self, channel: &mut Option<Channel>, client: RawFd, header: &[u8], trailer: &[u8], found: &Resolved, range_at: u64, range_len: u64) -> Result<u64, NicMiss> {
+    pub fn send(&self, channel: &mut Option<Channel>, client: RawFd, header: &[u8], trailer: &[u8], found: &Resolved, range_at: u64, range_len: u64, tag: (u64, u16)) -> Result<u64, NicMiss> {
         let len = found.len;
         if header.len() + trailer.len() > MAX_INLINE_BYTES {
             return Err(NicMiss::NotPlaced("a header longer than the NIC takes".into()));
@@ -577,7 +619,7 @@ impl Nic {
         let gone = |e: std::io::Error| NicMiss::Gone(format!("the emulated NIC is gone: {e}"));
         if channel.is_none() {
             let sock = UnixStream::connect(&self.socket).map_err(gone)?;
-            let state = std::sync::Arc::new(std::sync::Mutex::new(ChannelState { sock, client_passed: false, owed: Default::default(), failed_bytes: 0, gone: None }));
+            let state = std::sync::Arc::new(std::sync::Mutex::new(ChannelState { sock, client_passed: false, owed: Default::default(), failed: false, failed_sends: Vec::new(), gone: None, settled_at: Instant::now() }));
             let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
             // Closed connections' entries go as new ones come (at most the connection limit stay).
             channels.retain(|c| c.strong_count() > 0);
@@ -599,7 +641,7 @@ impl Nic {
             return Err(gone(e));
         }
         ch.client_passed = true;
-        ch.owed.push_back(range_len);
+        ch.owed.push_back(Handed { payload: range_len, request: tag.0, status: tag.1 });
         Ok(range_len)
     }
 
@@ -612,6 +654,41 @@ impl Nic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A signal that interrupts a channel's receive (EINTR: a handler
+    /// without SA_RESTART, or any on a socket with a receive timeout) does
+    /// not end the channel: the receive is tried again and gets what comes.
+    #[test]
+    fn an_interrupted_receive_is_tried_again() {
+        extern "C" fn nothing(_: libc::c_int) {}
+        // SAFETY: a handler that does nothing, for SIGUSR2 (no other test uses
+        // it), without SA_RESTART so that a blocked receive fails with EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = nothing as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+        }
+        let (a, b) = UnixStream::pair().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let receiver = std::thread::spawn(move || {
+            // SAFETY: this thread's own id.
+            tx.send(unsafe { libc::pthread_self() }).unwrap();
+            let mut buf = [0u8; 8];
+            recv_with_fd(&b, &mut buf).map(|(n, fd)| (buf[..n].to_vec(), fd.is_some())).map_err(|e| e.to_string())
+        });
+        let thread = rx.recv().unwrap();
+        // Signals while it waits (the first ones may come before it does).
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(10));
+            // SAFETY: a live thread of this process (it waits until `a` sends).
+            unsafe { libc::pthread_kill(thread, libc::SIGUSR2) };
+        }
+        let f = tempfile::tempfile().unwrap();
+        let sent = send_with_fd(&a, b"answer", f.as_raw_fd());
+        assert_eq!(receiver.join().unwrap(), Ok((b"answer".to_vec(), true)), "the receive gave up at a signal");
+        sent.unwrap();
+    }
 
     /// A NIC process that exits at start is not waited for (10 s), and its
     /// reason is in the error.

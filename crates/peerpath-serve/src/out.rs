@@ -106,9 +106,17 @@ impl Conn<'_> {
         }
     }
 
-    /// Counts a request once its response, queued before this, is sent.
+    /// Counts a request once its response, queued before this, is sent;
+    /// as aborted at once if a send on the connection failed (what was
+    /// queued is dropped) or a response the NIC owed on it did.
     pub(crate) fn request_done(&mut self, d: Done) {
-        self.out.push(Chunk::Done(d));
+        self.requests += 1;
+        if self.failed || self.broken {
+            self.aborted_from.get_or_insert(self.requests - 1);
+            self.shared.aborted();
+        } else {
+            self.out.push(Chunk::Done(d));
+        }
     }
 
     /// Sends what is queued, each send waiting at most [`PATIENCE`], for at
@@ -210,12 +218,14 @@ impl Conn<'_> {
         }
     }
 
-    /// The connection fails: queued requests are counted as answered with
-    /// nothing sent (as a send that failed always was), the rest dropped.
+    /// The connection fails: queued requests are counted as aborted (they
+    /// were counted under their status, 200s, with nothing sent), the rest
+    /// dropped, and so is every request answered after this on it.
     pub(crate) fn drop_output(&mut self) {
+        self.failed = true;
         for c in std::mem::take(&mut self.out.chunks) {
-            if let Chunk::Done(d) = c {
-                self.shared.done_from(d.started.elapsed(), 0, 0, 0, d.status);
+            if let Chunk::Done(_) = c {
+                self.shared.aborted();
             }
         }
     }

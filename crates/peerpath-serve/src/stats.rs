@@ -11,6 +11,11 @@ pub struct Stats {
 
 #[derive(Default)]
 struct Inner {
+    /// Requests answered, aborted ones included.
+    requests: u64,
+    /// Requests whose response was not sent whole (the client went away,
+    /// a send failed): in `requests`, not in `by_status` nor the latencies.
+    aborted: u64,
     latencies_us: Vec<u64>,
     payload_bytes: u64,
     copied_bytes: u64,
@@ -29,7 +34,8 @@ impl Stats {
         Stats { inner: Mutex::new(Inner::default()) }
     }
 
-    /// Records one request; returns how many have been recorded.
+    /// Records one request whose response was sent whole; returns how many
+    /// have been recorded (aborted ones included).
     pub fn record(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> u64 {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.latencies_us.push(latency.as_micros() as u64);
@@ -37,21 +43,44 @@ impl Stats {
         s.copied_bytes += copied;
         s.from_host_bytes += from_host;
         *s.by_status.entry(status).or_insert(0) += 1;
-        s.latencies_us.len() as u64
+        s.requests += 1;
+        s.requests
     }
 
-    /// Payload bytes counted when a response was handed to the NIC that
-    /// it then could not send (the client went away): taken back.
-    pub fn not_delivered(&self, bytes: u64) {
+    /// Records one request whose response was not sent whole (the client
+    /// went away, a send failed): counted as aborted, not under its status;
+    /// returns how many have been recorded.
+    pub fn record_aborted(&self) -> u64 {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.aborted += 1;
+        s.requests += 1;
+        s.requests
+    }
+
+    /// Responses counted as sent (with `statuses`, one a response) and
+    /// `bytes` of payload, handed to the NIC, that it then could not send
+    /// (the client went away): counted as aborted instead, the payload taken
+    /// back (their latencies stay among the others').
+    pub fn not_delivered(&self, bytes: u64, statuses: &[u16]) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.payload_bytes = s.payload_bytes.saturating_sub(bytes);
+        for status in statuses {
+            if let Some(n) = s.by_status.get_mut(status).filter(|n| **n > 0) {
+                *n -= 1;
+                if *n == 0 {
+                    s.by_status.remove(status);
+                }
+                s.aborted += 1;
+            }
+        }
     }
 
     pub(crate) fn report(&self, config: &Config, wall: Duration, cpu: Duration) -> Report {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.latencies_us.sort_unstable();
-        let n = s.latencies_us.len();
-        let pct = |p: f64| if n == 0 { 0 } else { s.latencies_us[((n as f64 * p).ceil() as usize).clamp(1, n) - 1] };
+        let done = s.latencies_us.len();
+        let pct = |p: f64| if done == 0 { 0 } else { s.latencies_us[((done as f64 * p).ceil() as usize).clamp(1, done) - 1] };
+        let n = s.requests as usize;
         let secs = wall.as_secs_f64().max(1e-9);
         Report {
             mode: config.mode.name(),
@@ -68,6 +97,7 @@ impl Stats {
             host_memory_payload_bytes_per_request: if n == 0 { 0.0 } else { s.copied_bytes as f64 / n as f64 },
             payload_bytes_from_host_memory_per_request: if n == 0 { 0.0 } else { s.from_host_bytes as f64 / n as f64 },
             by_status: s.by_status.clone(),
+            aborted: s.aborted,
             host_cache: None,
             nic: None,
             nic_fallback: None,
@@ -99,7 +129,12 @@ pub struct Report {
     /// process's buffers), per request: every payload byte in host and
     /// zerocopy modes; in devmem mode only what the NIC did not send.
     pub payload_bytes_from_host_memory_per_request: f64,
+    /// Requests answered whole, by status.
     pub by_status: std::collections::BTreeMap<u16, u64>,
+    /// Requests whose response was not sent whole (the client went away or
+    /// a send failed midway): in `requests`, not in `by_status` nor the
+    /// latencies (as a status, they were counted as sent: 200s).
+    pub aborted: u64,
     /// Host: the host memory's object cache (`None`: off, every payload read per request).
     pub host_cache: Option<HostCacheCounts>,
     /// DevMem: the NIC memory's cache.
@@ -165,7 +200,7 @@ impl Report {
             "serve ({} mode; measured on this host): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
              latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request; payload bytes through this process's memory per request: {:.0}\n\
              payload bytes sent from host memory per request: {:.0}\n\
-             status codes: {}\n\
+             status codes: {}{}\n\
              connections: at most {} open at once (limit {}), served by {} worker thread(s) (limit {}); idle ones wait in the event loop{}{}{}{}{}",
             self.mode,
             self.requests,
@@ -179,6 +214,7 @@ impl Report {
             self.host_memory_payload_bytes_per_request,
             self.payload_bytes_from_host_memory_per_request,
             statuses.join(", "),
+            if self.aborted > 0 { format!("; {} aborted (the client went away or a send failed before the response was whole)", self.aborted) } else { String::new() },
             self.connections.peak,
             self.connections.limit,
             self.connections.workers,
