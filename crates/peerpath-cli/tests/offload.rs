@@ -474,3 +474,31 @@ fn no_rate_per_byte_is_printed_for_a_few_bytes() {
     assert!(text.contains("while transfers and commands were in flight (too little input for a rate)"), "{text}");
     assert!(!text.contains("cores per GB/s"), "{text}");
 }
+
+/// At the least device memory the binary accepts (it names it when refusing less), memory
+/// holds one block in flight at a time: each block's read must start as soon as the last
+/// one's completions free its memory, not at the watcher's next tick (200 ms a block, 13 s
+/// for these 65 blocks, where the job takes ~0.2 s); the report says what memory allowed.
+#[test]
+fn the_least_device_memory_runs_a_block_at_a_time_without_waiting_for_a_tick() {
+    let dir = scratch();
+    let sources = write_inputs(dir.path(), &[("z", vec![0u8; (64 << 20) + 1])]);
+    let cpu = cpu_outputs(dir.path(), &sources, &[]);
+    let refused = compress(&sources, &dir.path().join("none"), &["--engine", "emulated", "--device-memory", "4M"]).fails(2, &["need at least"]);
+    let least: u64 = refused.stderr.split("need at least ").nth(1).and_then(|t| t.split(" MiB").next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no least memory in: {}", refused.stderr));
+    let memory = format!("{least}M");
+    let dev = dir.path().join("dev");
+    let started = std::time::Instant::now();
+    let r = compress(&sources, &dev, &["--engine", "emulated", "--device-memory", &memory, "--device-workers", "2", "--json"]).ok().json();
+    let took = started.elapsed();
+    check_offloaded(&r, 1, &memory);
+    assert_same_outputs(&cpu, &dev, &["z"], &memory);
+    assert!(took < std::time::Duration::from_secs(5), "{memory}: took {took:?} for 65 blocks (a tick's wait a block is 13 s)");
+    let note = r["devices"][0]["blocks_in_flight"].as_str().unwrap_or_else(|| panic!("{memory}: no word on blocks in flight: {}", r["devices"][0]));
+    assert!(note.contains("holds 1 block(s) of 1024 KiB in flight at a time"), "{memory}: {note}");
+    // With room for the usual inputs in flight, nothing to say.
+    let roomy = dir.path().join("roomy");
+    let r = compress(&sources, &roomy, &emulated(&[])).ok().json();
+    assert_same_outputs(&cpu, &roomy, &["z"], MEMORY);
+    assert!(r["devices"][0]["blocks_in_flight"].is_null(), "{MEMORY}: {}", r["devices"][0]);
+}

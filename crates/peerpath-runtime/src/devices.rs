@@ -368,6 +368,7 @@ impl JobDevice {
             failure,
             profile: self.device.profile(),
             storage_io: None,
+            blocks_in_flight: None,
         }
     }
 }

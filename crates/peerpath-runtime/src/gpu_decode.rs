@@ -226,6 +226,7 @@ impl GpuDecoder {
             failure: s.failed.clone(),
             profile: Some(self.inflater.profile()),
             storage_io: None,
+            blocks_in_flight: None,
         }
     }
 }

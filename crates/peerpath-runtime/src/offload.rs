@@ -277,6 +277,11 @@ struct DevState {
     /// What its own reads did for the report: sources read that way, and
     /// why others were not.
     io_note: Option<String>,
+    /// A read waited for memory (not for the device or the queue), and the
+    /// most blocks its streams had being read or compressed at once: the
+    /// report says when its memory, not the device, set that.
+    short_of_memory: bool,
+    peak_inputs: usize,
 }
 
 impl DevState {
@@ -494,6 +499,11 @@ impl DeviceSide {
         self.issue_reads(streams, engine)?;
         self.poll_devices(ledger);
         let mut ended = self.pack_and_write(streams, engine, ledger)?;
+        // The completions just taken freed device memory (a compressed block's
+        // input, a packed block's output): read into it now. Where memory holds
+        // one block at a time nothing else may be in flight, and the job would
+        // sleep until the watcher's tick (200 ms) before reading the next.
+        self.issue_reads(streams, engine)?;
         ended.extend(self.hand_over_quiesced(streams)?);
         if self.order.iter().all(|&i| self.os[i].as_ref().is_some_and(|o| o.outcome.is_some())) {
             let (cpu, wall) = &self.driving;
@@ -538,14 +548,23 @@ impl DeviceSide {
                 let (read_into, input) = match (o.src_file, &dev.own) {
                     (Some(_), Some(own)) => match own.try_alloc(len) {
                         Some(r) => (None, Some(Place::Own(r))),
-                        None => break,
+                        None => {
+                            dev.short_of_memory = true;
+                            break;
+                        }
                     },
                     _ => {
-                        let Some(read_into) = dev.window.try_alloc(len) else { break };
+                        let Some(read_into) = dev.window.try_alloc(len) else {
+                            dev.short_of_memory = true;
+                            break;
+                        };
                         let input = match &dev.own {
                             Some(own) => match own.try_alloc(len) {
                                 Some(r) => Some(Place::Own(r)),
-                                None => break,
+                                None => {
+                                    dev.short_of_memory = true;
+                                    break;
+                                }
                             },
                             None => None,
                         };
@@ -553,7 +572,10 @@ impl DeviceSide {
                     }
                 };
                 let bound = len.div_ceil(params.member_bytes) * member_bound;
-                let Some(output) = dev.alloc(bound.max(member_bound_bytes(0))) else { break };
+                let Some(output) = dev.alloc(bound.max(member_bound_bytes(0))) else {
+                    dev.short_of_memory = true;
+                    break;
+                };
                 let seq = o.next_seq;
                 let own_range = input.as_ref().map(|p| dev.range(p, len as u64));
                 o.chunks.insert(seq, Chunk { input, bounce: None, output, lens: Vec::new(), outstanding: 0, copies: 0 });
@@ -580,6 +602,11 @@ impl DeviceSide {
                     o.chunk_count = Some(o.next_seq);
                 }
             }
+        }
+        // Chunks start only here: the most holding an input at once is seen here.
+        for (d, jd) in self.devices.iter().enumerate() {
+            let now: usize = jd.streams.iter().filter_map(|&i| self.os[i].as_ref()).map(|o| o.chunks.values().filter(|c| c.holds_input()).count()).sum();
+            self.devs[d].peak_inputs = self.devs[d].peak_inputs.max(now);
         }
         Ok(())
     }
@@ -769,6 +796,8 @@ impl DeviceSide {
             let members = jd.streams.iter().map(|&i| outcome(i).members_on_device()).sum();
             let mut report = jd.report(sources, members, failure.clone(), drive_s, &summary);
             report.storage_io = self.devs[d].io_note.clone();
+            let limit = jd.streams.iter().filter_map(|&i| self.os[i].as_ref()).map(|o| o.max_inputs).sum();
+            report.blocks_in_flight = memory_bound_note(&self.devs[d], limit, self.params.chunk_bytes);
             reports.push(report);
             jd.healthy = failure.is_none();
         }
@@ -807,6 +836,18 @@ impl DeviceSide {
     pub fn abandon(mut self, engine: &mut dyn IoEngine<JobBuf>) {
         self.stop_watching(engine);
     }
+}
+
+/// Where a device's memory, not the device, held back its blocks in flight
+/// (`limit`: what its streams would have taken), the report says so.
+fn memory_bound_note(dev: &DevState, limit: usize, chunk_bytes: usize) -> Option<String> {
+    (dev.short_of_memory && dev.peak_inputs < limit).then(|| {
+        format!(
+            "device memory holds {} block(s) of {} KiB in flight at a time (read or compressed; its streams take up to {limit}): more memory, more overlap",
+            dev.peak_inputs,
+            chunk_bytes >> 10
+        )
+    })
 }
 
 fn no_fallback_error(device: &str, why: &str) -> JobError {
@@ -853,6 +894,8 @@ fn device_memory(jd: &JobDevice, params: &Params) -> Result<DevState> {
         whole_chunks: jd.device.whole_chunk_commands(),
         storage_io: if window_at > 0 { jd.device.storage_io().cloned() } else { None },
         io_note: None,
+        short_of_memory: false,
+        peak_inputs: 0,
     })
 }
 

@@ -182,6 +182,9 @@ pub struct DeviceReport {
     /// not the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_io: Option<String>,
+    /// Where its memory, not the device, limited the blocks in flight: how many it held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocks_in_flight: Option<String>,
 }
 
 /// Where a figure comes from. Every report says it.
@@ -684,6 +687,9 @@ fn render_device(s: &mut String, d: &DeviceReport) {
     }
     if let Some(r) = &d.storage_io {
         let _ = writeln!(s, "    storage     {r}");
+    }
+    if let Some(b) = &d.blocks_in_flight {
+        let _ = writeln!(s, "    in flight   {b}");
     }
     if let Some(f) = &d.failure {
         let _ = writeln!(s, "    FAILED      {f}");
