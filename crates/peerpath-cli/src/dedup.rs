@@ -88,9 +88,15 @@ enum DedupEngine {
 enum DedupCommand {
     /// Add files to the store: only chunks it does not hold yet are written.
     Store {
-        /// Files to add (each stored under the name given here).
+        /// Files to add (each stored under the name given here, or --name); `-`: standard input
+        /// (with --name).
         #[arg(required = true)]
         sources: Vec<PathBuf>,
+        /// Store the one SOURCE under this name instead (what `restore`, `list` and `remove` then
+        /// call it): needed for `-`; wise for a pipe, whose path says nothing of it (`<(tar c DIR)`
+        /// is /dev/fd/63).
+        #[arg(long, value_name = "NAME")]
+        name: Option<PathBuf>,
         #[command(flatten)]
         dir: StoreDir,
         /// Smallest chunk (a new store only; K, M suffixes).
@@ -222,14 +228,14 @@ enum DedupCommand {
 
 pub fn main(a: DedupArgs) -> ExitCode {
     let r = match a.command {
-        DedupCommand::Store { sources, dir, min, avg, max, hash, force, engine, no_fallback, gpu, device_timeout, compress, threads, json, quiet } => {
+        DedupCommand::Store { sources, name, dir, min, avg, max, hash, force, engine, no_fallback, gpu, device_timeout, compress, threads, json, quiet } => {
             let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
             let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)), usize::from);
             if gpu != 0 && engine != DedupEngine::Gpu {
                 Err(JobError::Usage("--gpu needs --engine gpu".into()))
             } else {
                 let say = if json { Say::Json } else if quiet { Say::Nothing } else { Say::Lines };
-                store(&sources, &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu, device_timeout), compress, threads, say)
+                store(&sources, name.as_deref(), &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu, device_timeout), compress, threads, say)
             }
         }
         DedupCommand::Restore { name, dir, output, force, json, quiet: _ } => {
@@ -299,7 +305,9 @@ struct StoreReport {
 /// One file stored.
 #[derive(Serialize)]
 struct StoredFile {
+    /// What was read (`-`: standard input), and the name it is stored under (the source's, or --name).
     source: String,
+    name: String,
     bytes: u64,
     chunks: u64,
     /// Of `chunks`: found from what followed the chunk before them, in files stored before or earlier in this one (hashed, not cut).
@@ -330,9 +338,9 @@ impl StoredFile {
                 format!("chunking + {hash} on {} thread(s){compressed}, on the host CPU", threads.unwrap_or(0))
             }
         };
+        let stored = if self.name == self.source { self.name.clone() } else { format!("{} (from {})", self.name, if self.source == "-" { "standard input" } else { &self.source }) };
         format!(
-            "{}: {} in {} chunk(s), {}{} new ({} chunk(s){}); {how}: {:.2} GB/s ({})",
-            self.source,
+            "{stored}: {} in {} chunk(s), {}{} new ({} chunk(s){}); {how}: {:.2} GB/s ({})",
             peerpath_metrics::human_bytes(self.bytes),
             self.chunks,
             if self.found_chunks > 0 { format!("{} found from what followed them before (hashed, not cut), ", self.found_chunks) } else { String::new() },
@@ -849,10 +857,15 @@ fn lock_new(dir: &Path) -> Result<File, JobError> {
 
 /// The writer lock on the file at `path`, or `None` where that file was
 /// removed (or replaced) while this waited for it: the lock is then of no
-/// use, as the next writer locks the new file.
+/// use, as the next writer locks the new file. Where another writer holds
+/// it, says that this run waits (as gc says it waits for readers).
 fn lock_once(path: &Path) -> Result<Option<File>, JobError> {
     let f = OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(target_io(path))?;
-    flock(&f, FlockOperation::LockExclusive).map_err(|e| target_io(path)(e.into()))?;
+    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let store = path.parent().unwrap_or(path);
+        eprintln!("peerpath: dedup: waiting for another writer of the store {} (a store, remove or gc: it holds {}) to finish", store.display(), path.display());
+        flock(&f, FlockOperation::LockExclusive).map_err(|e| target_io(path)(e.into()))?;
+    }
     let held = f.metadata().map_err(target_io(path))?;
     Ok(std::fs::metadata(path).is_ok_and(|now| (now.dev(), now.ino()) == (held.dev(), held.ino())).then_some(f))
 }
@@ -902,9 +915,18 @@ enum Say {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: EngineChoice, compress: Option<Level>, threads: usize, say: Say) -> Result<(), JobError> {
+fn store(sources: &[PathBuf], name: Option<&Path>, dir: &Path, sizes: Sizes, hash: Option<&str>, force: bool, engine: EngineChoice, compress: Option<Level>, threads: usize, say: Say) -> Result<(), JobError> {
     if engine.3.is_some() && engine.0 == DedupEngine::Cpu {
         return Err(crate::device_timeout_without_a_device());
+    }
+    let stdin = |s: &PathBuf| peerpath_runtime::job::is_std_stream(s);
+    match name {
+        Some(_) if sources.len() != 1 => return Err(JobError::Usage(format!("--name names one source, and {} are given: store them one at a time", sources.len()))),
+        Some(n) if n.as_os_str().is_empty() => return Err(JobError::Usage("--name: a name is not empty".into())),
+        None if sources.iter().any(stdin) => {
+            return Err(JobError::Usage("`-` (standard input) needs --name NAME: the name it is stored under, and restored by (`dedup store - --name NAME`)".into()));
+        }
+        _ => {}
     }
     let d = ChunkParams::default();
     let asked = ChunkParams::new(sizes.0.unwrap_or(d.min), sizes.1.unwrap_or(d.avg), sizes.2.unwrap_or(d.max)).map_err(JobError::Usage)?;
@@ -921,14 +943,25 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
     // A file of the store itself (a pack it appends to, its index) is the store's target too:
     // storing it read its own appends.
     if let Ok(store) = std::fs::canonicalize(dir) {
-        if let Some(own) = sources.iter().find(|s| std::fs::canonicalize(s).is_ok_and(|s| s.starts_with(&store))) {
+        if let Some(own) = sources.iter().filter(|s| !stdin(s)).find(|s| std::fs::canonicalize(s).is_ok_and(|s| s.starts_with(&store))) {
             return Err(JobError::SameFile { path: own.clone() });
         }
     }
     // Sources that cannot be opened are refused before the store is touched. A pipe is opened
-    // only once, when it is stored.
-    for src in sources.iter().filter(|s| !std::fs::metadata(s).is_ok_and(|m| m.file_type().is_fifo())) {
-        crate::open_file_source(src)?;
+    // only once, when it is stored; standard input is there already. A character device named
+    // (/dev/zero, /dev/urandom, a terminal) may never end: it is read only as standard input,
+    // where whoever gives it says where it ends (`head -c N /dev/urandom | ... store -`).
+    for src in sources.iter().filter(|s| !stdin(s)) {
+        match std::fs::metadata(src) {
+            Ok(m) if m.file_type().is_fifo() => {}
+            Ok(m) if m.file_type().is_char_device() => {
+                return Err(JobError::Usage(format!(
+                    "{} is a character device: it may never end (/dev/zero and /dev/urandom never do), so it is not read as a file: give what to store of it as standard input (`head -c SIZE {0} | peerpath dedup store - --name NAME`)",
+                    src.display()
+                )));
+            }
+            _ => drop(crate::open_file_source(src)?),
+        }
     }
     let was = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
     let before: Vec<bool> = NEW_STORE.iter().map(|n| was(n)).collect();
@@ -943,7 +976,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
         },
         ..StoreReport::default()
     };
-    let result = store_into(sources, dir, (asked, fp, sizes, hash), force, engine, compress, threads, &mut stored, (&mut report, say));
+    let result = store_into(sources, name, dir, (asked, fp, sizes, hash), force, engine, compress, threads, &mut stored, (&mut report, say));
     // The report, where files were stored (also before a failure, as the text's lines are).
     if say == Say::Json && (result.is_ok() || !report.files.is_empty()) {
         report.complete = result.is_ok();
@@ -962,7 +995,7 @@ fn store(sources: &[PathBuf], dir: &Path, sizes: Sizes, hash: Option<&str>, forc
 const NEW_STORE: [&str; 7] = ["", "index.sqlite", "lock", "packs", "packs/pack-000000", "index.sqlite-wal", "index.sqlite-shm"];
 
 #[allow(clippy::too_many_arguments)]
-fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu, timeout): EngineChoice, compress: Option<Level>, threads: usize, stored: &mut usize, (report, say): (&mut StoreReport, Say)) -> Result<(), JobError> {
+fn store_into(sources: &[PathBuf], name: Option<&Path>, dir: &Path, (asked, fp, sizes, hash): (ChunkParams, Fingerprint, Sizes, Option<&str>), force: bool, (engine, no_fallback, gpu, timeout): EngineChoice, compress: Option<Level>, threads: usize, stored: &mut usize, (report, say): (&mut StoreReport, Say)) -> Result<(), JobError> {
     let s = Store::open(dir, true, Some((asked, fp)))?;
     (report.hash, report.chunking) = (s.fp.name(), s.params.into());
     let fallbacks = &mut report.fallbacks;
@@ -993,7 +1026,7 @@ fn store_into(sources: &[PathBuf], dir: &Path, (asked, fp, sizes, hash): (ChunkP
         if device.as_ref().is_some_and(|d| d.failure().is_some()) {
             device = None;
         }
-        let file = store_one(&s, src, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress, &mut report.fallbacks)?;
+        let file = store_one(&s, src, name, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress, &mut report.fallbacks)?;
         if say == Say::Lines {
             println!("{}", file.render(s.fp.name(), report.compress_level));
         }
@@ -1205,17 +1238,100 @@ fn successors_of<'a>(digests: &'a [u8], shapes: &'a [(usize, u8)]) -> impl Itera
     (0..shapes.len().saturating_sub(2)).map(move |i| (digest(i), Successor { digest: digest(i + 1), len: shapes[i + 1].0, after: shapes[i + 2].1 }))
 }
 
-fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>) -> Result<StoredFile, JobError> {
-    let name = src.as_os_str().as_bytes();
-    let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [name], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
+/// What says a regular file changed while it was read (as tar's "file changed as we read it"):
+/// its size, and its modification and status-change times (a write moves both; a write that
+/// keeps the size and puts the modification time back still moves the status-change time).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Stamp {
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(m: &std::fs::Metadata) -> Stamp {
+        Stamp { size: m.len(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
+    }
+}
+
+/// A regular file being stored, and its [`Stamp`] before it was read (taken on the open
+/// descriptor: the file read, whatever its path names meanwhile).
+struct Watched {
+    file: File,
+    before: Stamp,
+}
+
+impl Watched {
+    /// Watches `file` where it is a regular file (a pipe's or a device's times say nothing of what it gives).
+    fn new(file: &File, src: &Path) -> Result<Option<Watched>, JobError> {
+        let m = file.metadata().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+        if !m.is_file() {
+            return Ok(None);
+        }
+        let file = file.try_clone().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+        Ok(Some(Watched { file, before: Stamp::of(&m) }))
+    }
+
+    /// An error where the file's stamp now is not what it was before it was read.
+    fn unchanged(&self, src: &Path) -> Result<(), JobError> {
+        let now = self.file.metadata().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+        changed_while_read(src, self.before, Stamp::of(&now))
+    }
+}
+
+/// The error a source whose stamp moved while it was read gets (exit 12): what was read may be
+/// part old, part new, so it is not stored (nothing refers to what was appended for it).
+fn changed_while_read(src: &Path, before: Stamp, after: Stamp) -> Result<(), JobError> {
+    if before == after {
+        return Ok(());
+    }
+    let time = |(s, ns): (i64, i64)| format!("{s}.{ns:09}");
+    let mut what = Vec::new();
+    if before.size != after.size {
+        what.push(format!("size {} -> {} bytes", before.size, after.size));
+    }
+    if before.mtime != after.mtime {
+        what.push(format!("modification time {} -> {}", time(before.mtime), time(after.mtime)));
+    }
+    if before.ctime != after.ctime {
+        what.push(format!("status-change time {} -> {}", time(before.ctime), time(after.ctime)));
+    }
+    Err(JobError::SourceIo {
+        path: src.to_path_buf(),
+        detail: format!("the file changed while it was being read ({}): it was not stored, what was read may mix old and new bytes; nothing was added for it (store it again once nothing writes it)", what.join(", ")),
+    })
+}
+
+/// Standard input as a source: a regular file (`< FILE`) is read whole, by offset, as a file
+/// named is; anything else in order, as a pipe.
+fn open_stdin() -> Result<peerpath_io::OpenedFile, JobError> {
+    let path = PathBuf::from("-");
+    let unreadable = |e| JobError::SourceUnreadable { path: PathBuf::from("-"), source: e };
+    let file = File::from(std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned().map_err(unreadable)?);
+    let m = file.metadata().map_err(unreadable)?;
+    if m.is_dir() {
+        return Err(unreadable(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory")));
+    }
+    let kind = if m.is_file() { peerpath_io::SourceKind::Regular { size_bytes: m.len() } } else { peerpath_io::SourceKind::Stream };
+    Ok(peerpath_io::OpenedFile { file, path, kind, direct: false, direct_refused: Some("standard input".into()) })
+}
+
+fn store_one(s: &Store, src: &Path, name: Option<&Path>, force: bool, chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>) -> Result<StoredFile, JobError> {
+    let stdin = peerpath_runtime::job::is_std_stream(src);
+    let named = name.unwrap_or(src);
+    let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [named.as_os_str().as_bytes()], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
     if exists && !force {
-        return Err(JobError::TargetExists { path: PathBuf::from(format!("{} in the store {}", src.display(), s.dir.display())) });
+        return Err(JobError::TargetExists { path: PathBuf::from(format!("{} in the store {}", named.display(), s.dir.display())) });
     }
     let unreadable = |e| JobError::SourceUnreadable { path: src.to_path_buf(), source: e };
     let mut pack = PackWriter::new(s)?;
     let started = std::time::Instant::now();
     // Told from its metadata, not by opening it: a pipe refused is left to its writer.
-    let pipe = || std::fs::metadata(src).is_ok_and(|m| !m.is_file() && !m.file_type().is_block_device() && !m.is_dir());
+    // (Standard input is taken for one: the device reads its sources by offset.)
+    let pipe = || stdin || std::fs::metadata(src).is_ok_and(|m| !m.is_file() && !m.file_type().is_block_device() && !m.is_dir());
+    if name.is_none() && pipe() {
+        eprintln!("peerpath: warning: {} is a pipe: stored under the name {0}, which says nothing of what came through it (another pipe may get that path): `--name NAME` stores it under a name of its own", src.display());
+    }
     let device = match chunker.device {
         Some(_) if pipe() && chunker.no_fallback => {
             return Err(JobError::Device { detail: format!("{}: a pipe, and the device reads its sources by offset (--no-fallback)", src.display()) });
@@ -1228,8 +1344,9 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     };
     let on_device = device.is_some();
     // Opened once (a FIFO must not be opened twice), with O_DIRECT for the device.
-    let opened = peerpath_io::open_source(src, on_device).map_err(unreadable)?;
+    let opened = if stdin { open_stdin()? } else { peerpath_io::open_source(src, on_device).map_err(unreadable)? };
     let size = known_size(&opened);
+    let mut watched = Watched::new(&opened.file, src)?;
     let (total, digests, cpu, device_pass) = match device {
         None => {
             let (c, digests) = chunk_on_cpu(opened.file, s, chunker.threads, compress, &mut pack, src)?;
@@ -1245,6 +1362,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
                 drop(pack);
                 pack = PackWriter::new(s)?;
                 let reopened = peerpath_io::open_source(src, false).map_err(unreadable)?;
+                watched = Watched::new(&reopened.file, src)?;
                 let (c, digests) = chunk_on_cpu(reopened.file, s, chunker.threads, compress, &mut pack, src)?;
                 (c.total, digests, Some(c), None)
             }
@@ -1257,6 +1375,10 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
         }
         _ => total, // a pipe is as long as what came through it
     };
+    // Written to while it was read (the same size, other bytes): not stored, as tar says of it.
+    if let Some(w) = &watched {
+        w.unchanged(src)?;
+    }
     // The data is durable before anything refers to it.
     pack.file.sync_data().map_err(target_io(&s.pack_path(pack.no)))?;
     let tx = s.db.unchecked_transaction().map_err(db_error(&s.dir))?;
@@ -1272,7 +1394,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
         }
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![name, size as i64, digests, now]).map_err(db_error(&s.dir))?;
+    tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![named.as_os_str().as_bytes(), size as i64, digests, now]).map_err(db_error(&s.dir))?;
     // Kept before the commit: a commit that reports a failure may still be in SQLite's log and
     // replayed later, so its chunks stay (the next store cuts them off if it was not).
     let began = pack.kept();
@@ -1294,6 +1416,7 @@ fn store_one(s: &Store, src: &Path, force: bool, chunker: Chunker, compress: Opt
     };
     Ok(StoredFile {
         source: src.display().to_string(),
+        name: named.display().to_string(),
         bytes: size,
         chunks: count as u64,
         found_chunks: cpu.as_ref().map_or(0, |c| c.found),
@@ -1677,7 +1800,7 @@ mod tests {
         std::fs::write(&src, &data).unwrap();
         let cpu = Store::open(&dir.path().join("cpu"), true, Some((p, Fingerprint::Blake3))).unwrap();
         let mut none = Vec::new();
-        store_one(&cpu, &src, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut none).unwrap();
+        store_one(&cpu, &src, None, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut none).unwrap();
         for no_fallback in [false, true] {
             let s = Store::open(&dir.path().join(format!("dev-{no_fallback}")), true, Some((p, Fingerprint::Blake3))).unwrap();
             let mut faults = peerpath_device::FaultConfig::seeded(3);
@@ -1685,7 +1808,7 @@ mod tests {
             faults.crash_after_submissions = Some(2);
             let mut dev = peerpath_device::FaultyDevice::new(crate::device_job::testing::cpu_device(false, crate::dedup_device::memory_bytes(p)), faults);
             let mut fallbacks = Vec::new();
-            let stored = store_one(&s, &src, false, Chunker { device: Some(&mut dev), no_fallback, threads: 2 }, None, &mut fallbacks);
+            let stored = store_one(&s, &src, None, false, Chunker { device: Some(&mut dev), no_fallback, threads: 2 }, None, &mut fallbacks);
             if no_fallback {
                 let e = stored.err().expect("--no-fallback: the store fails").to_string();
                 assert!(e.contains("--no-fallback") && e.contains("nothing was added"), "{e}");
@@ -1713,7 +1836,7 @@ mod tests {
         std::fs::write(&src, &data).unwrap();
         for round in 0..12 {
             let st = dir.path().join(format!("st{round}"));
-            store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), None, 2, Say::Lines).unwrap();
+            store(std::slice::from_ref(&src), None, &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), None, 2, Say::Lines).unwrap();
             let wal = std::fs::metadata(st.join("index.sqlite-wal")).map_or(0, |m| m.len());
             assert_eq!(wal, 0, "round {round}: the log left with {wal} bytes");
             // The index file alone, as a copy without the log is read.
@@ -1737,13 +1860,45 @@ mod tests {
         let hints = ClosedAtEnd(std::sync::Arc::new(StoredSuccessors::open(&s).unwrap()));
         assert!(hints.0.successor(&[0; 32]).is_none(), "a read through its own connection");
         let lingering = hints.0.clone();
-        store_one(&s, &src, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut Vec::new()).unwrap();
+        store_one(&s, &src, None, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut Vec::new()).unwrap();
         drop(hints);
         assert!(lingering.successor(&[0; 32]).is_none(), "no hint after the close");
         drop(s);
         let wal = std::fs::metadata(st.join("index.sqlite-wal")).map_or(0, |m| m.len());
         assert_eq!(wal, 0, "the log folded into the index while a thread still held the hints");
         drop(lingering);
+    }
+
+    /// A regular file whose size, modification or status-change time moved between the stamp
+    /// taken before it was read and the one after is said to have changed while it was read
+    /// (exit 12, naming it and what moved); one untouched is not; a pipe is not watched.
+    #[test]
+    fn a_file_whose_stamp_moved_while_it_was_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::write(&src, b"some bytes").unwrap();
+        let f = File::open(&src).unwrap();
+        let w = Watched::new(&f, &src).unwrap().expect("a regular file is watched");
+        w.unchanged(&src).expect("untouched");
+        // Written to with the same size: the modification time moves (set here, as `touch -d` does).
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000_000, 123_456_789);
+        OpenOptions::new().write(true).open(&src).unwrap().set_modified(t).unwrap();
+        let e = w.unchanged(&src).expect_err("changed");
+        let text = e.to_string();
+        assert_eq!(e.exit_code(), 12, "{text}");
+        assert!(text.contains(&src.display().to_string()) && text.contains("changed while it was being read") && text.contains("modification time") && text.contains("-> 1000000000.123456789"), "{text}");
+        assert!(text.contains("not stored") && !text.contains("size "), "{text}");
+        // Each part of the stamp alone counts.
+        let before = Stamp { size: 10, mtime: (5, 1), ctime: (5, 1) };
+        for (after, says) in [(Stamp { size: 11, ..before }, "size 10 -> 11 bytes"), (Stamp { ctime: (5, 2), ..before }, "status-change time 5.000000001 -> 5.000000002"), (Stamp { mtime: (6, 1), ..before }, "modification time")] {
+            let e = changed_while_read(&src, before, after).expect_err(says).to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        changed_while_read(&src, before, before).unwrap();
+        // A pipe's times say nothing of what it gives: not watched.
+        let (r, _w) = std::io::pipe().unwrap();
+        let r = File::from(std::os::fd::OwnedFd::from(r));
+        assert!(Watched::new(&r, Path::new("/dev/fd/63")).unwrap().is_none());
     }
 
     /// A store's files (its index and packs), by path within it.
@@ -1764,7 +1919,7 @@ mod tests {
             std::fs::write(&src, &data).unwrap();
             let [plain, compressed] = [None, Some(Level::new(1).unwrap())].map(|compress| {
                 let st = dir.path().join(if compress.is_some() { "compressed" } else { "plain" });
-                store(std::slice::from_ref(&src), &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), compress, 2, Say::Lines).unwrap();
+                store(std::slice::from_ref(&src), None, &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), compress, 2, Say::Lines).unwrap();
                 let packs = std::fs::read_dir(st.join("packs")).unwrap().map(|e| Path::new("packs").join(e.unwrap().file_name()));
                 std::iter::once(PathBuf::from("index.sqlite")).chain(packs).map(|f| (f.clone(), std::fs::read(st.join(f)).unwrap())).collect()
             });

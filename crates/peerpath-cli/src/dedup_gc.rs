@@ -15,7 +15,11 @@
 //! exclusively to unlink. Killed before the commit, gc leaves new packs no
 //! chunk refers to; after it, old packs no chunk refers to: either way every
 //! file restores, and the next gc removes them. A damaged live chunk stops it
-//! before anything changes.
+//! before anything changes. A dead chunk is never read: one whose bytes are
+//! not there (past the end of a pack cut short, or in a pack that is gone) is
+//! dropped from the index like any other, whatever becomes of its pack, and
+//! counted apart (`damaged_chunks_dropped`), so that a damaged pack whose
+//! files were all removed can still be collected.
 //!
 //! Memory: the digests files refer to and those the index holds (hash sets),
 //! and each chunk's place: about 200 bytes a chunk, some 20 GB for 100
@@ -133,6 +137,9 @@ pub(super) struct GcReport {
     /// Chunks no file referred to that left the index, and their own bytes.
     chunks_dropped: u64,
     chunk_bytes_dropped: u64,
+    /// Of those: chunks whose bytes were not there to read (past the end of a pack cut short, or
+    /// in a pack that is gone). No file referred to them: no file lost anything.
+    damaged_chunks_dropped: u64,
     /// Packs kept although part of them is unused (under min_unused_percent), and those bytes.
     packs_kept_with_unused: u64,
     unused_bytes_kept: u64,
@@ -157,6 +164,13 @@ impl GcReport {
                 self.store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after, self.bytes_reclaimed, self.seconds
             )
         };
+        if self.damaged_chunks_dropped > 0 {
+            let dropped = if self.dry_run { "would be dropped" } else { "were dropped" };
+            t += &format!(
+                "{} of the chunks no file refers to had no data left to read (past the end of a pack cut short, or in a pack that is gone): they {dropped} without reading them; no file referred to them, so no file lost anything\n",
+                self.damaged_chunks_dropped
+            );
+        }
         if self.packs_kept_with_unused > 0 {
             let kept = if self.dry_run { "would keep" } else { "kept" };
             t += &format!("{kept} {} pack(s) with {} unused bytes: under --min-unused {} % of each (--min-unused 0 rewrites them too)\n", self.packs_kept_with_unused, self.unused_bytes_kept, self.min_unused_percent);
@@ -177,9 +191,18 @@ struct Pack {
     /// Live chunks (a file refers to them), in offset order, and their pack bytes.
     live: Vec<([u8; 32], Stored)>,
     live_bytes: u64,
-    /// Chunks no file refers to, and their own bytes.
+    /// Chunks no file refers to, and their own bytes (never read: gc drops them unseen).
     dead: Vec<[u8; 32]>,
     dead_size: u64,
+}
+
+/// A chunk no file refers to whose bytes are not there: dropped from the index whatever
+/// becomes of its pack (kept, rewritten, removed, or already gone).
+struct Unreadable {
+    digest: [u8; 32],
+    size: u64,
+    /// Whether its pack goes anyway (its drop counted with the pack's).
+    pack_goes: bool,
 }
 
 /// New packs being written by gc: removed when dropped before [`NewPacks::kept`]
@@ -280,17 +303,30 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
     let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{detail}; gc changed nothing (`peerpath dedup verify` names the damage)") };
     let mut packs: BTreeMap<i64, Pack> = on_disk.iter().map(|(&n, &len)| (n, Pack { len, live: Vec::new(), live_bytes: 0, dead: Vec::new(), dead_size: 0 })).collect();
     let mut held = HashSet::new();
+    // Dead chunks whose bytes are not there (the pack they are in when it is on disk).
+    let mut unreadable: Vec<(Option<i64>, [u8; 32], u64)> = Vec::new();
     let mut q = s.db.prepare(&format!("SELECT pack, offset, len, {}, digest FROM chunks ORDER BY pack, offset", s.codec_size)).map_err(db_error(dir))?;
     let mut rows = q.query([]).map_err(db_error(dir))?;
     while let Some(r) = rows.next().map_err(db_error(dir))? {
         let at = stored_from_row(r).map_err(db_error(dir))?;
         let digest: [u8; 32] = r.get::<_, Vec<u8>>(5).map_err(db_error(dir))?.try_into().map_err(|_| damaged("the index holds a digest that is not 32 bytes".into()))?;
-        let pack = packs.get_mut(&at.pack).ok_or_else(|| damaged(format!("the index has chunks in {}, which is not there", pack_path(dir, at.pack).display())))?;
-        if at.offset.checked_add(at.len as u64).is_none_or(|end| end > pack.len) {
-            return Err(damaged(format!("{} is {} bytes, but the index places a chunk at bytes {}..{}", pack_path(dir, at.pack).display(), pack.len, at.offset, at.offset.saturating_add(at.len as u64))));
-        }
         held.insert(digest);
-        if referenced.contains(&digest) {
+        let live = referenced.contains(&digest);
+        // A dead chunk is dropped unread: where its bytes are not there, that is said, not refused.
+        let Some(pack) = packs.get_mut(&at.pack) else {
+            if live {
+                return Err(damaged(format!("the index has chunks files refer to in {}, which is not there", pack_path(dir, at.pack).display())));
+            }
+            unreadable.push((None, digest, at.size as u64));
+            continue;
+        };
+        if at.offset.checked_add(at.len as u64).is_none_or(|end| end > pack.len) {
+            if live {
+                return Err(damaged(format!("{} is {} bytes, but the index places a chunk files refer to at bytes {}..{}", pack_path(dir, at.pack).display(), pack.len, at.offset, at.offset.saturating_add(at.len as u64))));
+            }
+            unreadable.push((Some(at.pack), digest, at.size as u64));
+        }
+        if live {
             pack.live_bytes += at.len as u64;
             pack.live.push((digest, at));
         } else {
@@ -323,10 +359,14 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
     report.packs_rewritten = rewrite.len() as u64;
     report.packs_removed = remove.len() as u64;
     report.live_bytes_copied = rewrite.iter().map(|n| packs[n].live_bytes).sum();
-    report.chunks_dropped = going().map(|p| p.dead.len() as u64).sum();
-    report.chunk_bytes_dropped = going().map(|p| p.dead_size).sum();
+    let unreadable: Vec<Unreadable> = unreadable.into_iter().map(|(pack, digest, size)| Unreadable { digest, size, pack_goes: pack.is_some_and(|n| rewrite.contains(&n) || remove.contains(&n)) }).collect();
+    // Those whose pack stays (or is gone already) leave the index too.
+    let dropped_apart = || unreadable.iter().filter(|u| !u.pack_goes);
+    report.chunks_dropped = going().map(|p| p.dead.len() as u64).sum::<u64>() + dropped_apart().count() as u64;
+    report.chunk_bytes_dropped = going().map(|p| p.dead_size).sum::<u64>() + dropped_apart().map(|u| u.size).sum::<u64>();
+    report.damaged_chunks_dropped = unreadable.len() as u64;
     let gone: u64 = going().map(|p| p.len).sum();
-    if dry_run || (rewrite.is_empty() && remove.is_empty()) {
+    if dry_run || (rewrite.is_empty() && remove.is_empty() && unreadable.is_empty()) {
         report.pack_bytes_after = report.pack_bytes_before - gone + report.live_bytes_copied;
         report.bytes_reclaimed = gone - report.live_bytes_copied;
         // New packs as [`NewPacks::append`] rolls them over: a new one once the last is full.
@@ -364,7 +404,7 @@ pub(super) fn gc(dir: &Path, min_unused: u8, dry_run: bool) -> Result<GcReport, 
             up.execute(params![pack, *offset as i64, &d[..]]).map_err(db_error(dir))?;
         }
         let mut del = tx.prepare("DELETE FROM chunks WHERE digest = ?1").map_err(db_error(dir))?;
-        for d in going().flat_map(|p| &p.dead) {
+        for d in going().flat_map(|p| &p.dead).chain(dropped_apart().map(|u| &u.digest)) {
             del.execute([&d[..]]).map_err(db_error(dir))?;
         }
         tx.execute("DELETE FROM successors WHERE digest NOT IN (SELECT digest FROM chunks) OR next NOT IN (SELECT digest FROM chunks)", []).map_err(db_error(dir))?;

@@ -1144,3 +1144,237 @@ fn a_gc_stopped_dead_at_each_step_loses_nothing() {
     run(&mut dd(&["restore", "f1", "-o", "f1.back"])).ok();
     assert_file_eq(&d.join("f1.back"), &files[1], "f1 stored again");
 }
+
+/// A pack cut short, or gone, whose chunks no file refers to any more (their files removed): gc
+/// drops those chunks without reading them and says that their data was not there, whatever
+/// becomes of their pack (kept, removed, or already gone), and the store is whole again. A chunk
+/// a file still refers to past a pack's end stops gc before anything changes, naming it.
+#[test]
+fn gc_drops_unreferenced_chunks_of_a_damaged_pack_unread_and_says_so() {
+    let dir = scratch();
+    let d = dir.path();
+    // Random bytes: every chunk new, so the first pack holds a's bytes, then x's.
+    let (a, x) = (random_bytes(200_000, 81), random_bytes(2 << 20, 82));
+    std::fs::write(d.join("a"), &a).unwrap();
+    std::fs::write(d.join("x"), &x).unwrap();
+    let st = d.join("st");
+    let dd = |extra: &[&str]| dedup_in(&st, d, "300000", extra);
+    run(&mut dd(&["store", "a", "x", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
+    run(&mut dd(&["remove", "x"])).ok();
+    let packs: Vec<PathBuf> = {
+        let mut p: Vec<PathBuf> = std::fs::read_dir(st.join("packs")).unwrap().map(|e| e.unwrap().path()).collect();
+        p.sort();
+        p
+    };
+    assert!(packs.len() >= 4, "x spans several packs: {packs:?}");
+    let first = packs[0].clone();
+    let set_len = |p: &Path, len: u64| std::fs::OpenOptions::new().write(true).open(p).unwrap().set_len(len).unwrap();
+    // A chunk a refers to past the end: refused, nothing changed.
+    let whole = std::fs::read(&first).unwrap();
+    set_len(&first, 150_000);
+    let before = packs_of(&st);
+    run(&mut dd(&["gc", "--min-unused", "0"])).fails(6, &["pack-000000 is 150000 bytes", "a chunk files refer to", "gc changed nothing"]);
+    assert!(packs_of(&st) == before, "no pack made, changed or removed");
+    std::fs::write(&first, &whole).unwrap();
+    // Only x's chunks lost: the first pack cut just past a's bytes, another cut short, the last gone.
+    set_len(&first, a.len() as u64 + 1000);
+    set_len(&packs[2], 1000);
+    std::fs::remove_file(packs.last().unwrap()).unwrap();
+    run(&mut dd(&["stats"])).fails(6, &["packs shorter than the index says"]);
+    let n = run(&mut dd(&["gc", "-n", "--json"])).ok().json();
+    let damaged = n["damaged_chunks_dropped"].as_u64().unwrap();
+    assert!(damaged > 3 && damaged < n["chunks_dropped"].as_u64().unwrap(), "{n}");
+    let t = run(&mut dd(&["gc", "-n"])).ok().stdout_str();
+    assert!(t.contains(&format!("{damaged} of the chunks no file refers to had no data left to read")) && t.contains("would be dropped without reading them"), "{t}");
+    let g = run(&mut dd(&["gc"])).ok().stdout_str();
+    assert!(g.contains(&format!("{damaged} of the chunks no file refers to had no data left to read")) && g.contains("were dropped without reading them"), "{g}");
+    assert!(g.contains("kept 1 pack(s) with 1000 unused bytes"), "the first pack stays (a is in it), its lost chunks leave the index: {g}");
+    let j = run(&mut dd(&["stats", "--json"])).ok().json();
+    assert_eq!((j["unreferenced_chunks"].as_u64(), j["files"].as_u64()), (Some(0), Some(1)), "{j}");
+    run(&mut dd(&["verify"])).ok();
+    run(&mut dd(&["restore", "a", "-o", "a.back"])).ok();
+    assert_file_eq(&d.join("a.back"), &a, "a after gc");
+    // The store goes on: x again, and then a gc with nothing damaged left.
+    run(&mut dd(&["store", "x"])).ok();
+    run(&mut dd(&["restore", "x", "-o", "x.back"])).ok();
+    assert_file_eq(&d.join("x.back"), &x, "x stored again");
+    let g = run(&mut dd(&["gc", "--json"])).ok().json();
+    assert_eq!(g["damaged_chunks_dropped"].as_u64(), Some(0), "{g}");
+    run(&mut dd(&["verify"])).ok();
+}
+
+/// A file rewritten in place while it is stored (the same size, other bytes: a log, a database,
+/// a file being copied over) is not stored as a mix of old and new bytes: as tar's "file changed
+/// as we read it", the store compares the file's size, modification and status-change times
+/// before and after reading it, and refuses it (exit 12, naming it; nothing recorded under its
+/// name, the store as usable as before). A writer here rewrites a block of the file over and
+/// over and moves its modification time to a new value each time (as `touch -d` does: so that a
+/// coarse clock cannot hide a write), from before the store starts until it ends; a store it did
+/// not reach (a scheduler may starve it) must have stored one version exactly, and a few runs
+/// are made until one is refused.
+#[test]
+fn a_file_changed_in_place_while_it_is_stored_is_refused_naming_it() {
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let dir = scratch();
+    let d = dir.path();
+    let old = random_bytes(24 << 20, 91);
+    let block = random_bytes(1 << 20, 92);
+    let mid = (12 << 20) as u64;
+    let mut new = old.clone();
+    new[mid as usize..][..block.len()].copy_from_slice(&block);
+    let src = d.join("busy");
+    std::fs::write(&src, &old).unwrap();
+    std::fs::write(d.join("other"), b"a file stored first: the store is there whatever happens").unwrap();
+    let st = d.join("st");
+    run(pp(args!["dedup", "store", "other", "-s", &st]).current_dir(d)).ok();
+    let mut refused = 0;
+    for attempt in 0..10 {
+        let (stop, writes) = (AtomicBool::new(false), AtomicU64::new(0));
+        let o = std::thread::scope(|sc| {
+            sc.spawn(|| {
+                let f = std::fs::OpenOptions::new().write(true).open(&src).unwrap();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let what = if i.is_multiple_of(2) { &block[..] } else { &old[mid as usize..][..block.len()] };
+                    f.write_all_at(what, mid).unwrap();
+                    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + 1000 * attempt + i)).unwrap();
+                    i += 1;
+                    writes.store(i, Ordering::Relaxed);
+                }
+                // The last write done: the file holds one version whole again.
+                if !i.is_multiple_of(2) {
+                    f.write_all_at(&old[mid as usize..][..block.len()], mid).unwrap();
+                }
+            });
+            while writes.load(Ordering::Relaxed) < 2 {
+                std::thread::yield_now();
+            }
+            let o = run(pp(args!["dedup", "store", "busy", "-s", &st, "-f", "-T", "2"]).current_dir(d));
+            stop.store(true, Ordering::Relaxed);
+            o
+        });
+        let listed = run(&mut pp(args!["dedup", "list", "-s", &st])).ok().stdout_str();
+        match o.code() {
+            Some(12) => {
+                o.fails(12, &["busy", "the file changed while it was being read", "modification time", "it was not stored"]);
+                assert!(!listed.contains("busy\t"), "attempt {attempt}: nothing recorded under its name: {listed}");
+                refused += 1;
+                break;
+            }
+            _ => {
+                o.ok();
+                let back = d.join("busy.back");
+                run(&mut pp(args!["dedup", "restore", "busy", "-s", &st, "-o", &back, "-f"])).ok();
+                let got = std::fs::read(&back).unwrap();
+                assert!(got == old || got == new, "attempt {attempt}: stored as one version, not a mix ({} writes)", writes.load(Ordering::Relaxed));
+                run(&mut pp(args!["dedup", "remove", "busy", "-s", &st])).ok();
+            }
+        }
+    }
+    assert_eq!(refused, 1, "a store that a writer ran through was refused");
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+    // Left alone, it is stored, and restores exactly.
+    run(pp(args!["dedup", "store", "busy", "-s", &st]).current_dir(d)).ok();
+    run(&mut pp(args!["dedup", "restore", "busy", "-s", &st, "-o", d.join("busy.back"), "-f"])).ok();
+    assert_file_eq(&d.join("busy.back"), &old, "stored once nothing writes it");
+}
+
+/// `-` stores standard input, under the name `--name` gives (required: a stream has none), and
+/// `--name` names any one source (a pipe, whose `/dev/fd/N` path says nothing, or a file);
+/// `restore NAME` gives the bytes back. A pipe stored without `--name` is stored under its path,
+/// and a warning says which name that is.
+#[test]
+fn standard_input_and_pipes_are_stored_under_the_name_given() {
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(3 << 20, 95);
+    let (file, st) = (d.join("a"), d.join("st"));
+    std::fs::write(&file, &a).unwrap();
+    // Standard input, a pipe and a file of that name (`< a`).
+    let o = run_full(&mut pp(args!["dedup", "store", "-", "--name", "backup.tar", "-s", &st, "-T", "2"]), Some(a.clone()), DEADLINE).ok();
+    assert!(o.stdout_str().starts_with("backup.tar (from standard input): "), "{}", o.stdout_str());
+    let o = pp(args!["dedup", "store", "-", "--name", "from-file", "-s", &st, "--json"]).stdin(std::fs::File::open(&file).unwrap()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((o["files"][0]["source"].as_str(), o["files"][0]["name"].as_str(), o["files"][0]["bytes"].as_u64()), (Some("-"), Some("from-file"), Some(a.len() as u64)), "{o}");
+    for name in ["backup.tar", "from-file"] {
+        let back = d.join(format!("{name}.back"));
+        run(&mut pp(args!["dedup", "restore", name, "-s", &st, "-o", &back])).ok();
+        assert_file_eq(&back, &a, name);
+    }
+    let listed = run(&mut pp(args!["dedup", "list", "-s", &st])).ok().stdout_str();
+    assert!(listed.contains("backup.tar\t") && listed.contains("from-file\t") && !listed.contains("-\t"), "{listed}");
+    // A name held already needs --force, as a path does.
+    run_full(&mut pp(args!["dedup", "store", "-", "--name", "backup.tar", "-s", &st]), Some(b"other".to_vec()), DEADLINE).fails(4, &["backup.tar", "exists"]);
+    // `-` without a name, --name with two sources: usage errors, nothing stored.
+    let before = snapshot(&st);
+    run_full(&mut pp(args!["dedup", "store", "-", "-s", &st]), Some(b"x".to_vec()), DEADLINE).fails(2, &["`-` (standard input) needs --name NAME"]);
+    run(&mut pp(args!["dedup", "store", &file, "-", "--name", "n", "-s", &st])).fails(2, &["--name names one source, and 2 are given"]);
+    assert!(snapshot(&st) == before, "nothing stored");
+    // A file under another name.
+    let o = run(&mut pp(args!["dedup", "store", &file, "--name", "renamed", "-s", &st])).ok();
+    assert!(o.stdout_str().starts_with(&format!("renamed (from {}): ", file.display())), "{}", o.stdout_str());
+    run(&mut pp(args!["dedup", "restore", "renamed", "-s", &st, "-o", d.join("renamed.back")])).ok();
+    assert_file_eq(&d.join("renamed.back"), &a, "renamed");
+    // A pipe by its path (bash's `<(...)` is /dev/fd/N): stored under that path, said so; with --name, under the name.
+    let Some(bash) = tool("bash") else { return };
+    let script = |name: &str| format!("exec \"$0\" dedup store <(cat \"$1\") -s \"$2\" {name}");
+    let o = run(std::process::Command::new(&bash).arg("-c").arg(script("")).arg(bin()).arg(&file).arg(&st)).ok();
+    let recorded = o.stdout_str().split(':').next().unwrap().to_string();
+    assert!(recorded.starts_with("/dev/fd/"), "{}", o.stdout_str());
+    assert!(o.stderr.contains(&format!("warning: {recorded} is a pipe: stored under the name {recorded}")) && o.stderr.contains("--name NAME"), "{}", o.stderr);
+    run(&mut pp(args!["dedup", "restore", &recorded, "-s", &st, "-o", d.join("fd.back")])).ok();
+    assert_file_eq(&d.join("fd.back"), &a, "stored as /dev/fd/N");
+    let o = run(std::process::Command::new(&bash).arg("-c").arg(script("--name tree.tar")).arg(bin()).arg(&file).arg(&st)).ok();
+    assert!(o.stdout_str().starts_with("tree.tar (from /dev/fd/") && !o.stderr.contains("warning"), "{}\n{}", o.stdout_str(), o.stderr);
+    run(&mut pp(args!["dedup", "restore", "tree.tar", "-s", &st, "-o", d.join("tree.back")])).ok();
+    assert_file_eq(&d.join("tree.back"), &a, "a pipe stored under --name");
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).ok();
+}
+
+/// A store that finds another writer holding the store says that it waits for it (it waited
+/// silently), and stores once the lock is let go. A character device named as a source
+/// (/dev/zero never ends) is refused before the store is touched, saying to give it as standard
+/// input; as `-` it is read (here /dev/null: nothing).
+#[test]
+fn a_store_says_it_waits_for_another_writer_and_an_endless_device_is_refused() {
+    use std::io::BufRead;
+    use std::os::fd::AsRawFd;
+    let dir = scratch();
+    let d = dir.path();
+    let a = mixed_data(500_000, 97);
+    std::fs::write(d.join("a"), &a).unwrap();
+    std::fs::write(d.join("b"), b"first").unwrap();
+    let st = d.join("st");
+    run(pp(args!["dedup", "store", "b", "-s", &st]).current_dir(d)).ok();
+    let lock = std::fs::File::open(st.join("lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns, released when it closes.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let mut store = pp(args!["dedup", "store", "a", "-s", &st]).current_dir(d).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // Its first line, read aside: a store that waits without a word would leave this waiting too.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = store.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(err).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(HANG_DEADLINE).unwrap_or_else(|_| {
+        let _ = store.kill();
+        let _ = store.wait();
+        panic!("the store said nothing in {} s while it waited for the lock", HANG_DEADLINE.as_secs())
+    });
+    assert!(line.starts_with("peerpath: dedup: waiting for another writer of the store") && line.contains("a store, remove or gc"), "{line}");
+    drop(lock);
+    assert!(wait_deadline(&mut store, HANG_DEADLINE, "the store that waited").success());
+    run(pp(args!["dedup", "restore", "a", "-s", &st, "-o", d.join("a.back")]).current_dir(d)).ok();
+    assert_file_eq(&d.join("a.back"), &a, "stored once the lock was let go");
+    let before = snapshot(&st);
+    run(&mut pp(args!["dedup", "store", "/dev/zero", "-s", &st])).fails(2, &["/dev/zero is a character device: it may never end", "store - --name NAME"]);
+    assert!(snapshot(&st) == before, "nothing stored");
+    // (`run` gives it /dev/null as standard input.)
+    run(&mut pp(args!["dedup", "store", "-", "--name", "nothing", "-s", &st])).ok();
+    let listed = run(&mut pp(args!["dedup", "list", "-s", &st])).ok().stdout_str();
+    assert!(listed.contains("nothing\t0\t0 chunks"), "{listed}");
+}
