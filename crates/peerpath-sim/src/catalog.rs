@@ -285,6 +285,84 @@ fn model_matches(models: &[String], model: Option<&str>) -> bool {
     }
 }
 
+/// Every figure of a catalog with its path, borrowed (`figures!(cat)`) or to change
+/// (`figures!(cat, mut)`): one list, so a figure added is both checked and converted.
+macro_rules! figures {
+    ($cat:expr $(, $m:ident)?) => {{
+        let mut v: Vec<(String, &$($m)? Figure)> = Vec::new();
+        let p = &$($m)? $cat.pcie;
+        for (n, f) in [
+            ("framing_bytes", &$($m)? p.framing_bytes),
+            ("header_3dw_bytes", &$($m)? p.header_3dw_bytes),
+            ("header_4dw_bytes", &$($m)? p.header_4dw_bytes),
+            ("dllp_bytes", &$($m)? p.dllp_bytes),
+            ("dllps_per_tlp", &$($m)? p.dllps_per_tlp),
+            ("read_request_bytes", &$($m)? p.read_request_bytes),
+        ] {
+            v.push((format!("pcie.{n}"), f));
+        }
+        for pl in &$($m)? $cat.platforms {
+            for (n, f) in [
+                ("sockets", &$($m)? pl.sockets),
+                ("cores_per_socket", &$($m)? pl.cores_per_socket),
+                ("memory_bytes_per_s_per_socket", &$($m)? pl.memory_bytes_per_s_per_socket),
+                ("max_payload_bytes", &$($m)? pl.max_payload_bytes),
+                ("addr64", &$($m)? pl.addr64),
+            ] {
+                v.push((format!("platform {}.{n}", pl.name), f));
+            }
+            if let Some(f) = &$($m)? pl.orchestration_core_s_per_gb {
+                v.push((format!("platform {}.orchestration_core_s_per_gb", pl.name), f));
+            }
+            for (k, f) in &$($m)? pl.functions {
+                v.push((format!("platform {}.functions.{k}", pl.name), f));
+            }
+        }
+        for s in &$($m)? $cat.ssds {
+            v.push((format!("ssd {}.seq_read_bytes_per_s", s.name), &$($m)? s.seq_read_bytes_per_s));
+            v.push((format!("ssd {}.seq_write_bytes_per_s", s.name), &$($m)? s.seq_write_bytes_per_s));
+            if let Some(f) = &$($m)? s.seq_write_after_cache_bytes_per_s {
+                v.push((format!("ssd {}.seq_write_after_cache_bytes_per_s", s.name), f));
+            }
+            v.push((format!("ssd {}.read_4k_latency_us", s.name), &$($m)? s.read_4k_latency_us));
+            v.push((format!("ssd {}.write_4k_latency_us", s.name), &$($m)? s.write_4k_latency_us));
+        }
+        for n in &$($m)? $cat.nics {
+            v.push((format!("nic {}.line_rate_bits_per_s", n.name), &$($m)? n.line_rate_bits_per_s));
+            v.push((format!("nic {}.payload_efficiency", n.name), &$($m)? n.payload_efficiency));
+        }
+        for c in &$($m)? $cat.csps {
+            for (k, f) in &$($m)? c.functions {
+                v.push((format!("csp {}.functions.{k}", c.name), f));
+            }
+            for (n, f) in [
+                ("cmb_memory_bytes_per_s", &$($m)? c.cmb_memory_bytes_per_s),
+                ("cmb_banks", &$($m)? c.cmb_banks),
+                ("cmb_bank_data_bits", &$($m)? c.cmb_bank_data_bits),
+                ("cmb_bank_mt_per_s", &$($m)? c.cmb_bank_mt_per_s),
+                ("cmb_efficiency", &$($m)? c.cmb_efficiency),
+            ] {
+                if let Some(f) = f {
+                    v.push((format!("csp {}.{n}", c.name), f));
+                }
+            }
+        }
+        for g in &$($m)? $cat.gpus {
+            v.push((format!("gpu {}.memory_bytes_per_s", g.name), &$($m)? g.memory_bytes_per_s));
+            for (k, f) in &$($m)? g.functions {
+                v.push((format!("gpu {}.functions.{k}", g.name), f));
+            }
+        }
+        for s in &$($m)? $cat.switches {
+            v.push((format!("switch {}.crossing_latency_ns", s.name), &$($m)? s.crossing_latency_ns));
+        }
+        v.push(("nvme.read_crossings".into(), &$($m)? $cat.nvme.read_crossings));
+        v.push(("nvme.write_crossings".into(), &$($m)? $cat.nvme.write_crossings));
+        v.push(("data.compress_ratio_zlib_1".into(), &$($m)? $cat.data.compress_ratio_zlib_1));
+        v
+    }};
+}
+
 impl Catalog {
     pub fn default_catalog() -> Catalog {
         Catalog::from_toml_str(DEFAULT_CATALOG).expect("the shipped catalog parses (tested)")
@@ -316,82 +394,7 @@ impl Catalog {
 
     /// [`Catalog::figures`], to change them.
     fn figures_mut(&mut self) -> Vec<(String, &mut Figure)> {
-        let mut v: Vec<(String, &mut Figure)> = Vec::new();
-        let p = &mut self.pcie;
-        for (n, f) in [
-            ("framing_bytes", &mut p.framing_bytes),
-            ("header_3dw_bytes", &mut p.header_3dw_bytes),
-            ("header_4dw_bytes", &mut p.header_4dw_bytes),
-            ("dllp_bytes", &mut p.dllp_bytes),
-            ("dllps_per_tlp", &mut p.dllps_per_tlp),
-            ("read_request_bytes", &mut p.read_request_bytes),
-        ] {
-            v.push((format!("pcie.{n}"), f));
-        }
-        for pl in &mut self.platforms {
-            let name = pl.name.clone();
-            for (n, f) in [
-                ("sockets", &mut pl.sockets),
-                ("cores_per_socket", &mut pl.cores_per_socket),
-                ("memory_bytes_per_s_per_socket", &mut pl.memory_bytes_per_s_per_socket),
-                ("max_payload_bytes", &mut pl.max_payload_bytes),
-                ("addr64", &mut pl.addr64),
-            ] {
-                v.push((format!("platform {name}.{n}"), f));
-            }
-            if let Some(f) = &mut pl.orchestration_core_s_per_gb {
-                v.push((format!("platform {name}.orchestration_core_s_per_gb"), f));
-            }
-            for (k, f) in &mut pl.functions {
-                v.push((format!("platform {name}.functions.{k}"), f));
-            }
-        }
-        for s in &mut self.ssds {
-            let name = s.name.clone();
-            v.push((format!("ssd {name}.seq_read_bytes_per_s"), &mut s.seq_read_bytes_per_s));
-            v.push((format!("ssd {name}.seq_write_bytes_per_s"), &mut s.seq_write_bytes_per_s));
-            if let Some(f) = &mut s.seq_write_after_cache_bytes_per_s {
-                v.push((format!("ssd {name}.seq_write_after_cache_bytes_per_s"), f));
-            }
-            v.push((format!("ssd {name}.read_4k_latency_us"), &mut s.read_4k_latency_us));
-            v.push((format!("ssd {name}.write_4k_latency_us"), &mut s.write_4k_latency_us));
-        }
-        for n in &mut self.nics {
-            let name = n.name.clone();
-            v.push((format!("nic {name}.line_rate_bits_per_s"), &mut n.line_rate_bits_per_s));
-            v.push((format!("nic {name}.payload_efficiency"), &mut n.payload_efficiency));
-        }
-        for c in &mut self.csps {
-            let name = c.name.clone();
-            for (k, f) in &mut c.functions {
-                v.push((format!("csp {name}.functions.{k}"), f));
-            }
-            for (n, f) in [
-                ("cmb_memory_bytes_per_s", &mut c.cmb_memory_bytes_per_s),
-                ("cmb_banks", &mut c.cmb_banks),
-                ("cmb_bank_data_bits", &mut c.cmb_bank_data_bits),
-                ("cmb_bank_mt_per_s", &mut c.cmb_bank_mt_per_s),
-                ("cmb_efficiency", &mut c.cmb_efficiency),
-            ] {
-                if let Some(f) = f {
-                    v.push((format!("csp {name}.{n}"), f));
-                }
-            }
-        }
-        for g in &mut self.gpus {
-            let name = g.name.clone();
-            v.push((format!("gpu {name}.memory_bytes_per_s"), &mut g.memory_bytes_per_s));
-            for (k, f) in &mut g.functions {
-                v.push((format!("gpu {name}.functions.{k}"), f));
-            }
-        }
-        for s in &mut self.switches {
-            v.push((format!("switch {}.crossing_latency_ns", s.name), &mut s.crossing_latency_ns));
-        }
-        v.push(("nvme.read_crossings".into(), &mut self.nvme.read_crossings));
-        v.push(("nvme.write_crossings".into(), &mut self.nvme.write_crossings));
-        v.push(("data.compress_ratio_zlib_1".into(), &mut self.data.compress_ratio_zlib_1));
-        v
+        figures!(self, mut)
     }
 
     pub fn from_file(path: &Path) -> Result<Catalog, SimError> {
@@ -407,77 +410,7 @@ impl Catalog {
 
     /// Every figure with its path, for checks and listings.
     pub fn figures(&self) -> Vec<(String, &Figure)> {
-        let mut v: Vec<(String, &Figure)> = Vec::new();
-        let p = &self.pcie;
-        for (n, f) in [
-            ("framing_bytes", &p.framing_bytes),
-            ("header_3dw_bytes", &p.header_3dw_bytes),
-            ("header_4dw_bytes", &p.header_4dw_bytes),
-            ("dllp_bytes", &p.dllp_bytes),
-            ("dllps_per_tlp", &p.dllps_per_tlp),
-            ("read_request_bytes", &p.read_request_bytes),
-        ] {
-            v.push((format!("pcie.{n}"), f));
-        }
-        for pl in &self.platforms {
-            for (n, f) in [
-                ("sockets", &pl.sockets),
-                ("cores_per_socket", &pl.cores_per_socket),
-                ("memory_bytes_per_s_per_socket", &pl.memory_bytes_per_s_per_socket),
-                ("max_payload_bytes", &pl.max_payload_bytes),
-                ("addr64", &pl.addr64),
-            ] {
-                v.push((format!("platform {}.{n}", pl.name), f));
-            }
-            if let Some(f) = &pl.orchestration_core_s_per_gb {
-                v.push((format!("platform {}.orchestration_core_s_per_gb", pl.name), f));
-            }
-            for (k, f) in &pl.functions {
-                v.push((format!("platform {}.functions.{k}", pl.name), f));
-            }
-        }
-        for s in &self.ssds {
-            v.push((format!("ssd {}.seq_read_bytes_per_s", s.name), &s.seq_read_bytes_per_s));
-            v.push((format!("ssd {}.seq_write_bytes_per_s", s.name), &s.seq_write_bytes_per_s));
-            if let Some(f) = &s.seq_write_after_cache_bytes_per_s {
-                v.push((format!("ssd {}.seq_write_after_cache_bytes_per_s", s.name), f));
-            }
-            v.push((format!("ssd {}.read_4k_latency_us", s.name), &s.read_4k_latency_us));
-            v.push((format!("ssd {}.write_4k_latency_us", s.name), &s.write_4k_latency_us));
-        }
-        for n in &self.nics {
-            v.push((format!("nic {}.line_rate_bits_per_s", n.name), &n.line_rate_bits_per_s));
-            v.push((format!("nic {}.payload_efficiency", n.name), &n.payload_efficiency));
-        }
-        for c in &self.csps {
-            for (k, f) in &c.functions {
-                v.push((format!("csp {}.functions.{k}", c.name), f));
-            }
-            for (n, f) in [
-                ("cmb_memory_bytes_per_s", &c.cmb_memory_bytes_per_s),
-                ("cmb_banks", &c.cmb_banks),
-                ("cmb_bank_data_bits", &c.cmb_bank_data_bits),
-                ("cmb_bank_mt_per_s", &c.cmb_bank_mt_per_s),
-                ("cmb_efficiency", &c.cmb_efficiency),
-            ] {
-                if let Some(f) = f {
-                    v.push((format!("csp {}.{n}", c.name), f));
-                }
-            }
-        }
-        for g in &self.gpus {
-            v.push((format!("gpu {}.memory_bytes_per_s", g.name), &g.memory_bytes_per_s));
-            for (k, f) in &g.functions {
-                v.push((format!("gpu {}.functions.{k}", g.name), f));
-            }
-        }
-        for s in &self.switches {
-            v.push((format!("switch {}.crossing_latency_ns", s.name), &s.crossing_latency_ns));
-        }
-        v.push(("nvme.read_crossings".into(), &self.nvme.read_crossings));
-        v.push(("nvme.write_crossings".into(), &self.nvme.write_crossings));
-        v.push(("data.compress_ratio_zlib_1".into(), &self.data.compress_ratio_zlib_1));
-        v
+        figures!(self)
     }
 
     /// Every figure has a source; unknowns say why; values are finite and positive (addr64 may be 0).
