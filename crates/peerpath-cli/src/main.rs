@@ -40,7 +40,7 @@ mod table1;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use peerpath_func::{Format, Level};
-use peerpath_runtime::{CommonOptions, CompressOptions, DecompressOptions, JobError, JobReport, Progress};
+use peerpath_runtime::{CommonOptions, CompressOptions, DecompressOptions, JobError, JobReport, Progress, DEFAULT_BLOCK_BYTES};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -433,9 +433,10 @@ struct CompressArgs {
     /// Compression level: 0-3 use ISA-L igzip (fastest deflate on x86), 4-12 use libdeflate.
     #[arg(long, short, default_value_t = 1)]
     level: u32,
-    /// Uncompressed bytes per gzip member (K, M, G suffixes; 1 byte to 256M). BGZF always uses 65280.
-    #[arg(long, default_value = "1M", value_parser = parse_size)]
-    block_size: usize,
+    /// Uncompressed bytes per gzip member (K, M, G suffixes; 1 byte to 256M) [default: 1M]. BGZF
+    /// always uses 65280 (its format's limit), so it is not given with --format bgzf.
+    #[arg(long, value_parser = parse_size)]
+    block_size: Option<usize>,
     /// Output layout.
     #[arg(long, value_enum, default_value_t = FormatArg::Gzip)]
     format: FormatArg,
@@ -1002,7 +1003,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         FormatArg::Gzip => Format::Gzip,
         FormatArg::Bgzf => Format::Bgzf,
     };
-    let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size };
+    let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size.unwrap_or(DEFAULT_BLOCK_BYTES) };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
     let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit, placement };
     let mut fallbacks = Vec::new();
@@ -1090,7 +1091,7 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
             }
         }
     }
-    Err(JobError::Usage(format!("{}: unknown suffix, cannot name the output; use --output", source.display())))
+    Err(JobError::Usage(format!("{}: unknown suffix (not .gz, .bgz, .gzip, .tgz or .gz.ppenc), cannot name the output: name the target file with --output FILE", source.display())))
 }
 
 /// `--device-timeout` given where the host CPU does the work: nothing there to time out.
@@ -1111,8 +1112,9 @@ fn gpu_algorithm(a: &CompressArgs) -> i32 {
     a.gpu_algorithm.unwrap_or_else(|| peerpath_gpu::algorithm_for_level(a.level))
 }
 
-/// Where `compress` runs its function.
-fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobError> {
+/// Where `compress` runs its function, and why the host CPU where `--engine auto` found no
+/// device (a fallback the report says).
+fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option<String>), JobError> {
     if a.inject_faults.is_some() && a.engine != EngineArg::Emulated {
         // Faults are injected into the emulated devices' queues; nowhere else would they be, silently.
         return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
@@ -1139,8 +1141,8 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
         return Err(JobError::Usage("--device-memory-from p2p:BDF is the memory of emulated devices: use it with --engine emulated".into()));
     }
     Ok(match a.engine {
-        EngineArg::Cpu => peerpath_runtime::Compute::Cpu,
-        EngineArg::Emulated => emulated(),
+        EngineArg::Cpu => (peerpath_runtime::Compute::Cpu, None),
+        EngineArg::Emulated => (emulated(), None),
         EngineArg::Gpu => {
             if !(0.0..=1000.0).contains(&a.gpu_batch_wait) {
                 return Err(JobError::Usage(format!("--gpu-batch-wait {}: give 0 to 1000 milliseconds", a.gpu_batch_wait)));
@@ -1176,7 +1178,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
             if let Some(m) = a.device_memory {
                 spec.memory_bytes = m;
             }
-            peerpath_runtime::Compute::Gpu(Box::new(spec))
+            (peerpath_runtime::Compute::Gpu(Box::new(spec)), None)
         }
         EngineArg::Auto => {
             // No driver for real CSP hardware exists yet: say so rather than guess.
@@ -1191,10 +1193,7 @@ fn compute_choice(a: &CompressArgs) -> Result<peerpath_runtime::Compute, JobErro
             if a.no_fallback {
                 return Err(JobError::Device { detail: format!("--engine auto: {why} (--no-fallback)") });
             }
-            if !a.common.quiet {
-                eprintln!("peerpath: --engine auto: {why}; compressing on the host CPU");
-            }
-            peerpath_runtime::Compute::Cpu
+            (peerpath_runtime::Compute::Cpu, Some(why))
         }
     })
 }
@@ -1219,6 +1218,10 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 if !named.is_empty() {
                     return Err(JobError::Usage(format!("{} set(s) up devices, and --engine cpu compresses on the host CPU: give --engine emulated, gpu or auto with it", named.join(", "))));
                 }
+            }
+            if let (FormatArg::Bgzf, Some(b)) = (a.format, a.block_size) {
+                // Ignored, it left members of 65280 bytes where other sizes were asked for.
+                return Err(JobError::Usage(format!("--block-size {b}: BGZF's blocks are always 65280 bytes (its format's limit): drop --block-size, or give --format gzip")));
             }
             let level = Level::new(a.level).map_err(JobError::Usage)?;
             let encrypt = compress_encryption(&a)?;
@@ -1250,6 +1253,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 // bench/results/2026-11-26-gpu-machine-4).
                 common.queue_depth = common.queue_depth.max(128);
             }
+            let (compute, auto_on_cpu) = compute_choice(&a)?;
             let opts = CompressOptions {
                 common,
                 level,
@@ -1257,8 +1261,8 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     FormatArg::Gzip => Format::Gzip,
                     FormatArg::Bgzf => Format::Bgzf,
                 },
-                block_size: a.block_size,
-                compute: compute_choice(&a)?,
+                block_size: a.block_size.unwrap_or(DEFAULT_BLOCK_BYTES),
+                compute,
                 no_fallback: a.no_fallback,
                 verify: a.verify,
                 encrypt,
@@ -1268,8 +1272,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
-            let report = r?;
+            let mut report = r?;
             made.keep();
+            report.fallbacks.extend(auto_on_cpu.map(|why| peerpath_runtime::report::Fallback::AutoOnHostCpu { why }));
             emit(&report, &a.common, to_stdout);
             if a.explain {
                 let text = match (&report.placement_explain, &opts.compute) {

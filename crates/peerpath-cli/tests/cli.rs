@@ -492,6 +492,25 @@ fn the_gpu_probe_says_why_it_cannot_run_or_checks_every_member() {
     assert!(o.stderr.contains("GPU unavailable: "), "{}", o.stderr);
 }
 
+/// `--engine auto` where no device can be driven (peerpath has no driver for real CSPs): the
+/// host CPU compresses, and the report's fallbacks say so (it was a stderr line only, and the
+/// report said "fallbacks none"); -q still says it; --no-fallback makes it exit 15.
+#[test]
+fn engine_auto_on_the_host_cpu_is_a_fallback_in_the_report() {
+    let dir = scratch();
+    let src = dir.path().join("s.fa");
+    std::fs::write(&src, b"ACDEFGHIKLMNPQRSTVWY\n".repeat(5_000)).unwrap();
+    let out = dir.path().join("s.fa.gz");
+    let j = run(&mut pp(args!["compress", &src, "-o", &out, "--engine", "auto", "--json"])).ok().json();
+    let fallbacks = j["fallbacks"].to_string();
+    assert!(fallbacks.contains("--engine auto: ") && fallbacks.contains("every source ran on the host CPU"), "{fallbacks}");
+    let o = run(&mut pp(args!["compress", &src, "-f", "-o", &out, "--engine", "auto", "-q"])).ok();
+    assert!(o.stderr.contains("FALLBACK: --engine auto: "), "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "said once: {}", o.stderr);
+    run(&mut pp(args!["compress", &src, "-f", "-o", dir.path().join("strict.gz"), "--engine", "auto", "--no-fallback"])).fails(15, &["--engine auto", "--no-fallback"]);
+    assert!(!dir.path().join("strict.gz").exists());
+}
+
 /// `compress` and `decompress --engine gpu` where no GPU can be used: the
 /// CPU does the work, and the fallbacks say why; with --no-fallback, exit 15
 /// and nothing kept.

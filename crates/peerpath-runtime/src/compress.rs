@@ -49,6 +49,9 @@ fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// Why a block size keeps reads from O_DIRECT and streams from devices (said after the size).
+const UNALIGNED_BLOCKS: &str = "cannot be grouped into aligned reads of at most 64 MiB (any multiple of 4 KiB up to 64 MiB can)";
+
 /// Bytes per read: a whole number of members, aligned for O_DIRECT, at least
 /// `min_bytes`; and whether such a size exists at most 64 MiB (odd block
 /// sizes: no, then reads go through the page cache).
@@ -118,7 +121,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         };
         let mut refused = src.direct_refused.clone();
         if opts.common.direct && !chunk_aligned {
-            refused = Some(format!("block size {member_bytes} B cannot be grouped into aligned reads of at most 64 MiB"));
+            refused = Some(format!("block size {member_bytes} B {UNALIGNED_BLOCKS}"));
         }
         let opened = match &opts.encrypt {
             // Sealed blocks sit at unaligned offsets (72 + i x (block + 16)): written buffered.
@@ -301,7 +304,7 @@ fn offload_refusal(s: &Stream, chunk_aligned: bool, host_window: bool) -> Option
     if s.sequential_read || w.is_sequential() {
         Some("pipes and standard streams cannot move data by DMA into device memory".into())
     } else if !chunk_aligned {
-        Some("the block size cannot be grouped into aligned reads".into())
+        Some(format!("the block size {UNALIGNED_BLOCKS}"))
     } else if !s.source.direct && !host_window {
         Some(format!("the source refused O_DIRECT ({}), and device memory is only reached by DMA", s.source.direct_refused.as_deref().unwrap_or("no reason given")))
     } else if w.encrypting() {

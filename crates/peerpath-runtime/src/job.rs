@@ -108,6 +108,10 @@ impl Writes {
 /// Checks a target before anything is written: refuses an existing target
 /// without `force`, and refuses a target that is the source itself.
 pub fn check_target(source: &Path, target: &Path, force: bool, writes: Writes) -> Result<()> {
+    // A source that cannot be there is said first: "target exists" sent users to --force for a typo.
+    if !is_std_stream(source) {
+        std::fs::metadata(source).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
+    }
     if is_std_stream(target) {
         return Ok(());
     }
@@ -239,8 +243,15 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
         Some(o) if sources.len() == 1 && !o.is_dir() && !o.as_os_str().as_encoded_bytes().ends_with(b"/") => vec![o.to_path_buf()],
         Some(o) if is_std_stream(o) => return Err(JobError::Usage("several sources cannot all go to standard output".into())),
         Some(o) => {
-            if std::fs::metadata(o).is_ok_and(|m| !m.is_dir()) {
-                return Err(JobError::Usage(format!("{} is not a directory: several sources need --output DIR", o.display())));
+            // "FILE/" is looked up as FILE: its metadata through the slash is ENOTDIR, not "a file".
+            let bytes = o.as_os_str().as_encoded_bytes();
+            let named = match bytes.iter().rposition(|&b| b != b'/') {
+                Some(last) => Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes[..=last])),
+                None => o,
+            };
+            if std::fs::metadata(named).is_ok_and(|m| !m.is_dir()) {
+                let why = if sources.len() == 1 { "a name ending in / is a directory" } else { "several sources need --output DIR" };
+                return Err(JobError::Usage(format!("{} is not a directory: {why}", named.display())));
             }
             if !o.exists() {
                 made = MadeDirs::make(o)?;

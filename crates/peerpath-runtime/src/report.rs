@@ -93,6 +93,8 @@ pub enum Fallback {
     DecodedOnCpu { device: String, why: String, members: u64 },
     /// The job server asked for (`PEERPATH_DAEMON`) did not run the job: this process did.
     NotInDaemon { why: String },
+    /// `--engine auto` found no device to drive: every source ran on the host CPU.
+    AutoOnHostCpu { why: String },
 }
 
 impl Fallback {
@@ -103,7 +105,11 @@ impl Fallback {
         matches!(
             self,
             // Not FewerDevices: every source still has a device (one each), no work moved.
-            Fallback::HostCpuNotDevice { .. } | Fallback::DeviceNotStarted { .. } | Fallback::DeviceFailed { .. } | Fallback::DecodedOnCpu { .. }
+            Fallback::HostCpuNotDevice { .. }
+                | Fallback::DeviceNotStarted { .. }
+                | Fallback::DeviceFailed { .. }
+                | Fallback::DecodedOnCpu { .. }
+                | Fallback::AutoOnHostCpu { .. }
         )
     }
 }
@@ -128,6 +134,7 @@ impl fmt::Display for Fallback {
             Fallback::StreamingDecode { source, mode } => write!(f, "{source}: {mode}"),
             Fallback::DecodedOnCpu { device, why, members } => write!(f, "{device}: {why}; the host CPU decoded {members} member(s) in its place"),
             Fallback::NotInDaemon { why } => write!(f, "{why}; the job ran in this process"),
+            Fallback::AutoOnHostCpu { why } => write!(f, "--engine auto: {why}; every source ran on the host CPU"),
         }
     }
 }
