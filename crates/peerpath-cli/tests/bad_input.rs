@@ -784,6 +784,33 @@ fn errors_name_the_fault_the_user_must_fix() {
     assert_dir_holds(dir.path(), &["a", "old.gz", "noext", "out", "n", "n.gz"]);
 }
 
+/// Standard output that is the source file itself (`decompress a.gz -o - >> a.gz`, `gzip -c a
+/// >> a`, `compress - -o - < a >> a`): refused before anything is written (exit 5; the gzip
+/// front end's 1), the source unchanged. It appended to the file being read, exit 0.
+#[test]
+fn standard_output_that_is_the_source_is_refused() {
+    let dir = scratch();
+    let data = &sample()[..300_000];
+    let gz = dir.path().join("a.gz");
+    std::fs::write(&gz, compress_bytes(dir.path(), "a", data, &[])).unwrap();
+    let packed = std::fs::read(&gz).unwrap();
+    let src = dir.path().join("a");
+    let append = |p: &Path| std::fs::OpenOptions::new().append(true).open(p).unwrap();
+    let o = pp(args!["decompress", &gz, "-o", "-", "-q"]).stdout(append(&gz)).output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the same file: standard output"));
+    assert_eq!(std::fs::read(&gz).unwrap(), packed, "the source is unchanged");
+    let o = pp(args!["gzip", "-c", &src]).stdout(append(&src)).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = pp(args!["compress", "-", "-o", "-", "-q"]).stdin(std::fs::File::open(&src).unwrap()).stdout(append(&src)).output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&src).unwrap(), data, "the source is unchanged");
+    // Another file as standard output still works.
+    let other = dir.path().join("other.gz");
+    let o = pp(args!["compress", &src, "-o", "-", "-q"]).stdout(std::fs::File::create(&other).unwrap()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// The same member without its extra field: a valid gzip member that
 /// declares no sizes ("foreign"), so the decoder streams from there on.
 fn without_sizes(member: &[u8]) -> Vec<u8> {

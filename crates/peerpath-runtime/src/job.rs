@@ -112,15 +112,21 @@ pub fn check_target(source: &Path, target: &Path, force: bool, writes: Writes) -
     if !is_std_stream(source) {
         std::fs::metadata(source).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
     }
+    // Standard streams are what descriptors 0 and 1 are: `decompress a.gz -o - >> a.gz` appends
+    // to the file it reads (it ran, exit 0, and left a.gz with trailing garbage), as `cat a >> a`
+    // would, which cat refuses. Only regular files are compared: a terminal is both, harmlessly.
+    let identity = |p: &Path, fd: u8| -> Option<(u64, u64)> {
+        let m = if is_std_stream(p) { std::fs::metadata(format!("/proc/self/fd/{fd}")) } else { std::fs::metadata(p) };
+        m.ok().filter(|m| m.is_file()).map(|m| (m.dev(), m.ino()))
+    };
+    if let (Some(s), Some(t)) = (identity(source, 0), identity(target, 1)) {
+        if s == t {
+            let path = if is_std_stream(target) { PathBuf::from("standard output") } else { target.to_path_buf() };
+            return Err(JobError::SameFile { path });
+        }
+    }
     if is_std_stream(target) {
         return Ok(());
-    }
-    if let (Ok(tmeta), false) = (std::fs::metadata(target), is_std_stream(source)) {
-        if let Ok(smeta) = std::fs::metadata(source) {
-            if smeta.dev() == tmeta.dev() && smeta.ino() == tmeta.ino() {
-                return Err(JobError::SameFile { path: target.to_path_buf() });
-            }
-        }
     }
     check_new_target(target, force, writes)
 }
