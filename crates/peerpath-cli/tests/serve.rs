@@ -160,7 +160,8 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         let value = "VALUE a.txt 0 6\r\nhello\n\r\n";
         assert_eq!(String::from_utf8_lossy(&got), format!("{value}END\r\nVERSION peerpath-serve\r\n{value}END\r\n{value}CLIENT_ERROR bad key\r\nERROR\r\n"), "{mode}");
         let report = finish(s);
-        assert!(report.contains(&format!("({mode} mode; measured on this host): 25 request(s)")), "{report}");
+        let provenance = if mode == "devmem" { EMULATED_NIC } else { "measured on this host" };
+        assert!(report.contains(&format!("({mode} mode; {provenance}): 25 request(s)")), "{report}");
         let per_request: f64 = report.split("memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         let from_host: f64 = report.split("sent from host memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         match mode {
@@ -234,6 +235,8 @@ fn when_the_emulated_nic_dies_the_host_path_takes_over_and_says_so() {
     unsafe { libc::kill(s.pid(), libc::SIGTERM) };
     let report = finish(s);
     assert!(report.contains("FALLBACK: the emulated NIC is gone"), "{report}");
+    // Its CPU is still read once it is dead (not reaped until the server stops).
+    assert!(report.contains(&format!("(devmem mode; {EMULATED_NIC})")) && report.contains("the emulated NIC's process, which sends the payloads: "), "{report}");
 }
 
 /// devmem: a NIC that cannot start is not waited for. A --nic-memory it
@@ -256,6 +259,62 @@ fn a_nic_that_cannot_start_is_said_at_once_and_the_host_path_serves() {
     assert_eq!(exchange(&s.memcached, b"get f\r\nquit\r\n").len(), want.len() + "VALUE f 0 100000\r\n\r\nEND\r\n".len());
     let report = finish(s);
     assert!(report.contains("FALLBACK: the emulated NIC did not start: NIC socket") && report.contains("2 request(s)"), "{report}");
+    // No NIC sent anything: the figures are this host's alone.
+    assert!(report.contains("(devmem mode; measured on this host): 2 request(s)") && !report.contains("emulated NIC's process"), "{report}");
+}
+
+/// What a devmem report says its figures are: measured with an emulated
+/// NIC, a process of its own (not real NIC hardware).
+const EMULATED_NIC: &str = "measured on this host with an emulated NIC, a process of its own whose CPU is not in the host CPU figure";
+
+/// Every figure says what it is. devmem's payloads are sent by an emulated
+/// NIC, a process of its own: its report says so (text and JSON
+/// `provenance`), its host CPU is the server process's only, and the NIC
+/// process's CPU is given apart (it sends every payload here, so it is
+/// some). The other modes' figures are this host's alone. (devmem's said
+/// "measured on this host", its NIC's CPU nowhere.)
+#[test]
+fn devmem_figures_say_they_are_measured_with_an_emulated_nic_and_count_its_cpu_apart() {
+    let dir = scratch();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let blob = random_bytes(4 << 20, 12);
+    std::fs::write(root.join("blob"), &blob).unwrap();
+    let requests = 64;
+    for (mode, json) in [("devmem", true), ("devmem", false), ("host", true), ("zerocopy", true)] {
+        let s = serve_with(&root, mode, requests, if json { &["--json"] } else { &[] });
+        // One connection, many gets: the NIC sends 256 MiB, some CPU of its own
+        // (tens of ms; its figures are in clock ticks, 10 ms on most hosts).
+        let c = TcpStream::connect(&s.http).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut c = BufReader::new(c);
+        for i in 0..requests {
+            let close = if i + 1 == requests { "Connection: close\r\n" } else { "" };
+            c.get_mut().write_all(format!("GET /blob HTTP/1.1\r\nHost: x\r\n{close}\r\n").as_bytes()).unwrap();
+            let (head, len) = read_head_of(&mut c);
+            assert!(head.starts_with("HTTP/1.1 200") && len == blob.len(), "{mode}: {head}");
+            let mut body = vec![0; len];
+            c.read_exact(&mut body).unwrap();
+            assert!(body == blob, "{mode}: request {i}: the payload");
+        }
+        let out = finish(s);
+        if !json {
+            assert!(out.starts_with(&format!("serve (devmem mode; {EMULATED_NIC}): {requests} request(s)")), "{out}");
+            let us: f64 = out.split("which sends the payloads: ").nth(1).and_then(|t| t.split(" us per request").next()).and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("the NIC's CPU per request: {out}"));
+            assert!(us > 0.0 && out.contains("host CPU ") && out.contains(" us per request (the server process only; the emulated NIC's process"), "{out}");
+            continue;
+        }
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let (seconds, per_request) = (&report["nic_process_cpu_seconds"], &report["nic_process_cpu_us_per_request"]);
+        if mode == "devmem" {
+            assert_eq!(report["provenance"], EMULATED_NIC, "{report}");
+            let (seconds, per_request) = (seconds.as_f64().unwrap_or_else(|| panic!("{report}")), per_request.as_f64().unwrap_or_else(|| panic!("{report}")));
+            assert!(seconds > 0.0 && (per_request - seconds * 1e6 / requests as f64).abs() < 1e-3 * per_request.max(1.0), "{report}");
+        } else {
+            assert_eq!(report["provenance"], "measured on this host", "{mode}: {report}");
+            assert!(seconds.is_null() && per_request.is_null(), "{mode}: no NIC: {report}");
+        }
+    }
 }
 
 /// devmem: the emulated NIC's socket and memory files are gone when the

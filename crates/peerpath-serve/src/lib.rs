@@ -292,11 +292,16 @@ impl Server {
         let started = Instant::now();
         let cpu_start = stats::process_cpu();
         let shared = self.shared;
+        // Devmem: the emulated NIC, which sends the payloads, is a process
+        // of its own: its CPU is not in this process's, and is read apart.
+        let nic_cpu_start = shared.nic.as_ref().and_then(nic::Nic::process_cpu);
         let listeners = [(self.http.as_ref(), Proto::Http), (self.memcached.as_ref(), Proto::Memcached)];
         let workers = event::run(&shared, &self.epoll, listeners, started);
+        let nic_cpu = shared.nic.as_ref().and_then(|n| Some(n.process_cpu()?.saturating_sub(nic_cpu_start?)));
         let mut report = shared.stats.report(&shared.config, started.elapsed(), stats::process_cpu().saturating_sub(cpu_start));
         if let Some(n) = &shared.nic {
             report.nic = Some(n.counts());
+            report.with_emulated_nic(nic_cpu);
         }
         report.host_cache = shared.host_cache.as_ref().map(hostcache::HostCache::counts);
         report.nic_fallback = shared.nic_fallback.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -649,6 +649,29 @@ impl Nic {
     pub fn process_id(&self) -> u32 {
         self.child.lock().unwrap_or_else(|e| e.into_inner()).id()
     }
+
+    /// The NIC process's CPU time so far (user + system, every thread of
+    /// it), from /proc/PID/stat; `None` where that cannot be read. The
+    /// process is reaped only when this is dropped, so a NIC that died is
+    /// still read (a zombie's figures are its last).
+    pub fn process_cpu(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process_id())).ok()?;
+        // SAFETY: sysconf only reads a constant of the system.
+        let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        cpu_of_stat(&stat, u64::try_from(ticks_per_s).ok().filter(|&t| t > 0)?)
+    }
+}
+
+/// utime + stime of a /proc/PID/stat line, whose times are in clock ticks
+/// (`ticks_per_s` of them a second).
+fn cpu_of_stat(stat: &str, ticks_per_s: u64) -> Option<Duration> {
+    // The command name, field 2, is in parentheses and may hold anything,
+    // those included: the fields after its last ')' start with the state
+    // (field 3); utime and stime are fields 14 and 15.
+    let mut after = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
+    let (user, system): (u64, u64) = (after.next()?.parse().ok()?, after.next()?.parse().ok()?);
+    let ticks = user.checked_add(system)?;
+    Some(Duration::from_secs(ticks / ticks_per_s) + Duration::from_nanos((ticks % ticks_per_s) * 1_000_000_000 / ticks_per_s))
 }
 
 #[cfg(test)]
@@ -688,6 +711,16 @@ mod tests {
         let sent = send_with_fd(&a, b"answer", f.as_raw_fd());
         assert_eq!(receiver.join().unwrap(), Ok((b"answer".to_vec(), true)), "the receive gave up at a signal");
         sent.unwrap();
+    }
+
+    /// utime and stime are read after the command name, whatever it holds.
+    #[test]
+    fn a_stat_lines_cpu_is_its_utime_and_stime() {
+        let line = "4242 (a) b) (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123 0 0";
+        assert_eq!(cpu_of_stat(line, 100), Some(Duration::from_millis(3250)));
+        assert_eq!(cpu_of_stat(line, 1000), Some(Duration::from_millis(325)));
+        assert_eq!(cpu_of_stat("4242 (a) S 1", 100), None, "cut short");
+        assert_eq!(cpu_of_stat("no name", 100), None);
     }
 
     /// A NIC process that exits at start is not waited for (10 s), and its

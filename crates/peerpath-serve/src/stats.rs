@@ -4,6 +4,15 @@ use crate::Config;
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// What the figures of a run are, when this host did all the work (every
+/// mode but devmem with its NIC started).
+pub const MEASURED_HERE: &str = "measured on this host";
+
+/// What the figures of a devmem run are whose emulated NIC started: that
+/// NIC is a process of its own on this host, and its CPU is not in
+/// `host_cpu_us_per_request` (given apart, `nic_process_cpu_*`).
+pub const MEASURED_WITH_EMULATED_NIC: &str = "measured on this host with an emulated NIC, a process of its own whose CPU is not in the host CPU figure";
+
 /// Counts requests as they finish.
 pub struct Stats {
     inner: Mutex<Inner>,
@@ -84,7 +93,7 @@ impl Stats {
         let secs = wall.as_secs_f64().max(1e-9);
         Report {
             mode: config.mode.name(),
-            provenance: "measured on this host",
+            provenance: MEASURED_HERE,
             requests: n as u64,
             seconds: secs,
             requests_per_s: n as f64 / secs,
@@ -98,6 +107,8 @@ impl Stats {
             payload_bytes_from_host_memory_per_request: if n == 0 { 0.0 } else { s.from_host_bytes as f64 / n as f64 },
             by_status: s.by_status.clone(),
             aborted: s.aborted,
+            nic_process_cpu_seconds: None,
+            nic_process_cpu_us_per_request: None,
             host_cache: None,
             nic: None,
             nic_fallback: None,
@@ -107,10 +118,13 @@ impl Stats {
     }
 }
 
-/// What a run served, measured on this host.
+/// What a run served, measured on this host (devmem: with an emulated NIC,
+/// see `provenance`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
     pub mode: &'static str,
+    /// What the figures are: [`MEASURED_HERE`], or, devmem with its NIC
+    /// started, [`MEASURED_WITH_EMULATED_NIC`].
     pub provenance: &'static str,
     pub requests: u64,
     pub seconds: f64,
@@ -120,8 +134,16 @@ pub struct Report {
     pub p50_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
-    /// The server process's CPU time (user + system) per request.
+    /// The server process's CPU time (user + system) per request; in devmem
+    /// mode not the emulated NIC's process, which sends the payloads (its
+    /// own figures below).
     pub host_cpu_us_per_request: f64,
+    /// Devmem: the emulated NIC process's CPU time (user + system, all its
+    /// threads, from /proc/PID/stat in clock ticks) while serving, and per
+    /// request; `None` in the other modes, when the NIC did not start, or
+    /// when its figures could not be read.
+    pub nic_process_cpu_seconds: Option<f64>,
+    pub nic_process_cpu_us_per_request: Option<f64>,
     /// Payload bytes this process copied through its own memory, per request
     /// (host mode: every byte; zerocopy: none; the kernel's own copies not counted).
     pub host_memory_payload_bytes_per_request: f64,
@@ -194,15 +216,30 @@ pub struct NicCounts {
 }
 
 impl Report {
+    /// Devmem with its NIC started: the figures are measured with an
+    /// emulated NIC, whose process's CPU over the run (`cpu`, if it could be
+    /// read) is given apart from the server's.
+    pub(crate) fn with_emulated_nic(&mut self, cpu: Option<Duration>) {
+        self.provenance = MEASURED_WITH_EMULATED_NIC;
+        self.nic_process_cpu_seconds = cpu.map(|c| c.as_secs_f64());
+        self.nic_process_cpu_us_per_request = cpu.map(|c| if self.requests == 0 { 0.0 } else { c.as_secs_f64() * 1e6 / self.requests as f64 });
+    }
+
     pub fn render(&self) -> String {
         let statuses: Vec<String> = self.by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+        let nic_cpu = match (self.provenance == MEASURED_WITH_EMULATED_NIC, self.nic_process_cpu_seconds, self.nic_process_cpu_us_per_request) {
+            (false, ..) => String::new(),
+            (true, Some(s), Some(us)) => format!(" (the server process only; the emulated NIC's process, which sends the payloads: {us:.1} us per request, {s:.2} s CPU)"),
+            (true, ..) => " (the server process only; the emulated NIC's process, which sends the payloads, not counted: its CPU could not be read)".to_string(),
+        };
         format!(
-            "serve ({} mode; measured on this host): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
-             latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request; payload bytes through this process's memory per request: {:.0}\n\
+            "serve ({} mode; {}): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
+             latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request{}; payload bytes through this process's memory per request: {:.0}\n\
              payload bytes sent from host memory per request: {:.0}\n\
              status codes: {}{}\n\
              connections: at most {} open at once (limit {}), served by {} worker thread(s) (limit {}); idle ones wait in the event loop{}{}{}{}{}",
             self.mode,
+            self.provenance,
             self.requests,
             self.seconds,
             self.requests_per_s,
@@ -211,6 +248,7 @@ impl Report {
             self.p99_us,
             self.p999_us,
             self.host_cpu_us_per_request,
+            nic_cpu,
             self.host_memory_payload_bytes_per_request,
             self.payload_bytes_from_host_memory_per_request,
             statuses.join(", "),
