@@ -250,9 +250,14 @@ fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
     check_offloaded_in(&r, 1, "p2p", "p2p");
     assert_same_outputs(&cpu, &dev, &names, "p2p");
     let kind = r["devices"][0]["kind"].as_str().unwrap_or_default().to_string();
-    for needle in ["48 MiB of p2p memory of 0000:03:00.0", "capped at the 50331648 bytes available", "NOT on sysfs", "shared with the device by fork"] {
+    for needle in ["48 MiB of p2p memory of 0000:03:00.0 (a fixture's stand-in: host memory)", "capped at the 50331648 bytes available", "NOT on sysfs", "shared with the device by fork"] {
         assert!(kind.contains(needle), "device kind lacks {needle:?}: {kind}");
     }
+    // The text report's ledger and payload lines say so too: they said "p2p memory" and
+    // "0 B of payload through host memory" with no word of the fixture.
+    let text = compress(&sources, &dev, &["--engine", "emulated", "--device-memory", MEMORY, "--device-memory-from", "p2p:0000:03:00.0", "--sysfs", &sysfs, "-f", "--block-size", "256K"]).ok().stdout_str();
+    assert!(text.contains("-> p2p memory of 0000:03:00.0 (a fixture's stand-in: host memory), DMA"), "{text}");
+    assert!(text.contains("of metadata (the p2p memory above is a fixture's stand-in, itself host memory"), "{text}");
     // The files are on this machine's disk, which the fake sysfs does not
     // list: the placement says it could not check the path (the VM tests
     // check a real one), one line per source.

@@ -15,9 +15,18 @@ pub enum MemoryDomain {
     Gpu { device: String },
 }
 
+/// What a P2P domain's device name ends with where a fixture's plain file stood in for the
+/// kernel's `p2pmem/allocate`: its bytes are host memory, whatever the path exercised.
+pub const FIXTURE_STAND_IN: &str = " (a fixture's stand-in: host memory)";
+
 impl MemoryDomain {
     pub fn is_host(&self) -> bool {
         matches!(self, MemoryDomain::Host { .. })
+    }
+
+    /// P2P memory that a fixture's plain file stood in for ([`FIXTURE_STAND_IN`]): host memory.
+    pub fn is_fixture_stand_in(&self) -> bool {
+        matches!(self, MemoryDomain::P2p { device } if device.ends_with(FIXTURE_STAND_IN))
     }
 
     /// Host memory the job does not place itself (the page cache, a pipe's

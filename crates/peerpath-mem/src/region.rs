@@ -282,7 +282,11 @@ impl MappedRegion {
         })?;
         // The mapping holds the allocation; closing the file frees nothing.
         drop(file);
-        let device = device_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| device_dir.display().to_string());
+        let mut device = device_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| device_dir.display().to_string());
+        if !allocate_on_sysfs {
+            // Every ledger line and report naming this memory says what it is.
+            device.push_str(crate::domain::FIXTURE_STAND_IN);
+        }
         Ok(MappedRegion {
             ptr,
             len,
@@ -873,7 +877,9 @@ ShmemPmdMapped:     2048 kB
         let (_tmp, dev) = fake_provider("268435456", "268435456", "1", Some(1 << 20));
         let r = MappedRegion::map_p2pmem(&dev, 5000).unwrap();
         assert_eq!(r.len(), 2 * PAGE);
-        assert_eq!(r.domain(), &MemoryDomain::P2p { device: "0000:03:00.0".into() });
+        // A temp dir is no sysfs: the domain says its bytes are host memory standing in.
+        assert_eq!(r.domain(), &MemoryDomain::P2p { device: format!("0000:03:00.0{}", crate::domain::FIXTURE_STAND_IN) });
+        assert!(r.domain().is_fixture_stand_in());
         assert_eq!(r.as_ptr() as usize % PAGE, 0);
         let info = r.p2p_info().unwrap();
         assert_eq!((info.size_bytes, info.available_bytes, info.published), (268435456, 268435456, true));

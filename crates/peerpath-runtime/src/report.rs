@@ -593,11 +593,17 @@ impl JobReport {
             );
         }
         if !self.devices.is_empty() {
+            let stand_in = |loc: &peerpath_metrics::Location| matches!(loc, peerpath_metrics::Location::Memory { domain } if domain.is_fixture_stand_in());
             let _ = writeln!(
                 s,
-                "  payload       {} of payload through host memory, {} of metadata",
+                "  payload       {} of payload through host memory, {} of metadata{}",
                 human_bytes_exact(l.host_memory_payload_bytes),
-                human_bytes_exact(l.host_memory_metadata_bytes)
+                human_bytes_exact(l.host_memory_metadata_bytes),
+                if l.entries.iter().any(|e| stand_in(&e.source) || stand_in(&e.target)) {
+                    " (the p2p memory above is a fixture's stand-in, itself host memory: the P2P path exercised, not P2P memory measured)"
+                } else {
+                    ""
+                }
             );
         }
     }
