@@ -663,6 +663,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
     crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;
     let mut src = crate::open_file_source(&a.source)?;
     let meta = src.metadata().map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?;
+    crate::refuse_a_sizeless_file(&src, &meta, &a.source, if dir == Direction::Encrypt { "encrypt" } else { "decrypt" })?;
     let size = match () {
         _ if meta.is_file() => meta.len(),
         _ if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) => {

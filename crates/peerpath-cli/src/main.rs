@@ -266,6 +266,24 @@ pub(crate) fn open_file_source(path: &Path) -> Result<std::fs::File, JobError> {
     Ok(f)
 }
 
+/// Refuses a regular file whose size says 0 bytes but that gives data (a kernel file of /proc
+/// or /sys) to a command that reads its source by its size: it encrypted nothing, exit 0.
+pub(crate) fn refuse_a_sizeless_file(f: &std::fs::File, meta: &std::fs::Metadata, path: &Path, command: &str) -> Result<(), JobError> {
+    if !meta.is_file() || meta.len() != 0 {
+        return Ok(());
+    }
+    let mut byte = [0u8; 1];
+    match std::os::unix::fs::FileExt::read_at(f, &mut byte, 0) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(JobError::Usage(format!(
+            "{}: its size says 0 bytes, yet it gives data (a kernel file, as in /proc or /sys): {command} reads a file by its size; copy it first (cat {} > FILE)",
+            path.display(),
+            path.display()
+        ))),
+        Err(e) => Err(JobError::SourceUnreadable { path: path.to_path_buf(), source: e }),
+    }
+}
+
 /// Standard output, unbuffered (a duplicate of descriptor 1), counting the bytes its writes
 /// took: a write that fails says exactly how many went out before it (they cannot be taken
 /// back). The count is shared, for a writer wrapped in a buffer.
@@ -539,7 +557,8 @@ struct CompressArgs {
     /// Erasure-code the output (compressed, and encrypted with --encrypt) into K data and M parity
     /// shards in one pass: --output is then a new directory of shards and a manifest, as
     /// `peerpath ec encode` makes (`ec decode` gives back the .gz or .gz.ppenc). One regular file;
-    /// the host CPU, or with --engine emulated an emulated CSP (every stage in its memory).
+    /// the host CPU, or with --engine emulated an emulated CSP, with --engine gpu a GPU (every stage
+    /// in the device's memory).
     #[arg(long, value_name = "K+M", value_parser = parse_ec, help_heading = "Erasure coding")]
     ec: Option<(usize, usize)>,
     /// With --ec: bytes per unit (a shard's part of one stripe; K, M suffixes) [default: 1M].
@@ -683,7 +702,8 @@ struct DecompressArgs {
     key: crypt::KeyArgs,
     /// The source is a shard directory (from `compress --ec` or `ec encode` of a .gz or .gz.ppenc):
     /// its stream is rebuilt from the shards that survive, opened and inflated in one pass into
-    /// --output (on -T threads of the host CPU, or in an emulated CSP's memory with --engine emulated).
+    /// --output (on -T threads of the host CPU, or in an emulated CSP's memory with --engine
+    /// emulated, in GPU memory with --engine gpu).
     #[arg(long)]
     ec: bool,
     #[command(flatten)]
