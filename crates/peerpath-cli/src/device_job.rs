@@ -13,18 +13,33 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Starts an emulated CSP (`memory_bytes`, one queue) that runs `needs`,
 /// declared hung after `command_timeout` with commands in flight and none
-/// completing (`--device-timeout`; else its default).
+/// completing (`--device-timeout`; else its default). Its memory goes where
+/// compress's devices put theirs (/dev/shm, or the temporary directory where
+/// /dev/shm has too little room: said on stderr) and is made resident as it
+/// starts, so a file system without room for it is a device that did not
+/// start, saying so, not a SIGBUS (or a read into it failing) mid-job.
 pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind, command_timeout: Option<Duration>) -> Result<EmulatedCsp, String> {
-    let mut serve = ServeOptions::new(&format!("{tag}{}", std::process::id()));
+    let name = format!("{tag}{}", std::process::id());
+    let mut serve = ServeOptions::new(&name);
     serve.memory_bytes = memory_bytes;
     serve.queues = 1;
     serve.queue_depth = queue_depth;
     serve.workers = workers;
+    let mut spec = peerpath_runtime::EmulatedSpec::new();
+    spec.memory_bytes = memory_bytes;
+    let default_dir = serve.dir.clone();
+    let memory_at = spec.place_shared_memory(&mut serve.dir);
+    // All of it: the job uses its whole memory.
+    serve.populate_bytes = memory_bytes;
+    let moved = serve.dir != default_dir;
     let mut options = SpawnOptions::new(serve);
     if let Some(t) = command_timeout {
         options.command_timeout = t;
     }
-    let dev = EmulatedCsp::spawn(&options).map_err(|e| format!("the emulated CSP did not start: {e}"))?;
+    let dev = EmulatedCsp::spawn(&options).map_err(|e| format!("the emulated CSP did not start ({} MiB of device {memory_at}): {e}", memory_bytes.div_ceil(1 << 20)))?;
+    if moved {
+        eprintln!("peerpath: emulated CSP {name}: {memory_at}");
+    }
     if !dev.functions().contains(needs) {
         return Err(format!("the emulated CSP does not offer {}", needs.name()));
     }

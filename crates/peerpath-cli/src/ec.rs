@@ -1561,6 +1561,13 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobErr
     let mut report = if damaged.is_empty() {
         let mut r = EcReport::new("repair", dir, &m, Vec::new(), started, Duration::ZERO, 0);
         r.engine = if stale.is_empty() { format!("nothing to repair ({checked})") } else { format!("no shard to rebuild ({checked})") };
+        if device.is_some() {
+            // The check ran on the device (it said "measured on this host's CPU", ISA-L's count).
+            r.provenance = e.words().provenance;
+            if e.engine == EcEngine::Gpu {
+                r.coding_per = GPU_CODING;
+            }
+        }
         r
     } else {
         rebuild(dir, (&m, &code), (&bad, &damaged), (&mut device, &mut fallback), e, threads, started)?

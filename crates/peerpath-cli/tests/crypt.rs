@@ -433,6 +433,27 @@ fn xts_images_keep_their_size_round_trip_and_an_independent_reader_agrees() {
 /// and on an emulated CSP, once its target is named (beside it would be in /dev); a device is
 /// never a target (the output is put in place whole), and the refusals offer only a file
 /// (encrypt and decrypt never write standard output).
+/// A kernel file whose size says 0 bytes but that gives data (/proc/cpuinfo): refused, nothing
+/// written (it was encrypted as 0 bytes, exit 0: decrypt gave back an empty file). An empty file
+/// still encrypts.
+#[test]
+fn a_file_whose_size_says_0_but_gives_data_is_refused() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    assert!(std::fs::metadata("/proc/cpuinfo").unwrap().len() == 0 && !std::fs::read("/proc/cpuinfo").unwrap().is_empty());
+    for mode in ["gcm", "xts"] {
+        let out = d.join(format!("cpuinfo.{mode}"));
+        run(&mut pp(args!["encrypt", "/proc/cpuinfo", "--mode", mode, "--key-file", &key, "-o", &out])).fails(2, &["/proc/cpuinfo", "size says 0 bytes", "cat /proc/cpuinfo > FILE"]);
+        assert!(!out.exists());
+    }
+    let empty = d.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    run(&mut pp(args!["encrypt", &empty, "--key-file", &key, "-o", d.join("empty.ppenc"), "-q"])).ok();
+    run(&mut pp(args!["decrypt", d.join("empty.ppenc"), "--key-file", &key, "-o", d.join("back"), "-q"])).ok();
+    assert_eq!(std::fs::read(d.join("back")).unwrap(), b"");
+}
+
 #[test]
 fn a_block_device_is_encrypted_from_and_never_written() {
     let dir = scratch();
@@ -652,4 +673,64 @@ fn a_device_that_dies_mid_file_hands_the_whole_file_to_the_cpu() {
     run(&mut pp(args!["encrypt", &src, "-o", d.join("x"), "--key-file", &key, "--inject-faults", "seed=1,crash-after=2"])).fails(2, &["--engine emulated"]);
     run(&mut pp(args!["encrypt", &src, "-o", d.join("x"), "--key-file", &key, "--engine", "emulated", "--inject-faults", "seed=1,corrupt=0.5"])).fails(2, &["corrupt="]);
     assert_dir_holds(d, &["k", "s", "s.cpu.ppenc", "s.dev.ppenc", "s.back", "s.dev.back"]);
+}
+
+/// `peerpath` run where /dev/shm is a 1 MiB tmpfs (too small for any device job's memory) and,
+/// with `tmpfs`, the temporary directory `tmp` a tmpfs of that size: mounted in a mount
+/// namespace of its own (`unshare -rm`: with a user namespace, so no root is needed where the
+/// kernel gives users one); the machine's /dev/shm is untouched. None, the reason printed,
+/// where that cannot be done.
+fn with_small_shm(test: &str, tmp: &Path, tmpfs: Option<&str>, a: Vec<std::ffi::OsString>) -> Option<std::process::Command> {
+    const SCRIPT: &str = r#"mount -t tmpfs -o size=1m tmpfs /dev/shm || exit 97; if [ -n "$PP_TMPFS" ]; then mount -t tmpfs -o size="$PP_TMPFS" tmpfs "$TMPDIR" || exit 97; fi; exec "$@""#;
+    let probe = tool("unshare").map(|u| run(std::process::Command::new(u).args(["-rm", "sh", "-c", SCRIPT, "sh", "true"])));
+    match probe {
+        None => eprintln!("SKIPPED {test}: `unshare` is not installed"),
+        Some(o) if !o.status.success() => eprintln!("SKIPPED {test}: no mount namespace with a small /dev/shm here (unshare -rm): {}", o.stderr.trim()),
+        Some(_) => {
+            let mut c = std::process::Command::new("unshare");
+            c.args(["-rm", "sh", "-c", SCRIPT, "sh", bin()]).args(a).env("TMPDIR", tmp).env("PP_TMPFS", tmpfs.unwrap_or("")).env_remove("PEERPATH_DAEMON");
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// An emulated CSP's memory goes where compress's devices put theirs: with /dev/shm too
+/// small, in a file in the temporary directory (said), and the file is sealed and opened
+/// there; with no room there either, the device does not start and says its memory has no
+/// room (the CPU seals the file, said; --no-fallback exits 15). Never a SIGBUS, nor a read
+/// error that blames the source (it was made resident first).
+#[test]
+fn an_emulated_csp_s_memory_goes_where_it_has_room_or_the_device_says_it_has_none() {
+    let test = "an_emulated_csp_s_memory_goes_where_it_has_room_or_the_device_says_it_has_none";
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let data = mixed_data(3_000_001, 12);
+    let src = d.join("s");
+    std::fs::write(&src, &data).unwrap();
+    let tmp = d.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let (enc, back) = (d.join("s.ppenc"), d.join("s.back"));
+    let Some(mut c) = with_small_shm(test, &tmp, None, args!["encrypt", &src, "-o", &enc, "--key-file", &key, "--engine", "emulated", "--no-fallback"]) else { return };
+    let o = run(&mut c).ok();
+    let moved = format!("memory in a file in {} (/dev/shm had less than", tmp.display());
+    assert!(o.stderr.contains(&moved) && !o.stderr.contains("FALLBACK"), "{}", o.describe());
+    assert!(o.stdout_str().contains("sealed on 1 emulated CSP"), "{}", o.describe());
+    let o = run(&mut with_small_shm(test, &tmp, None, args!["decrypt", &enc, "-o", &back, "--key-file", &key, "--engine", "emulated", "--no-fallback"]).unwrap()).ok();
+    assert!(o.stderr.contains(&moved) && o.stdout_str().contains("opened on 1 emulated CSP"), "{}", o.describe());
+    assert_file_eq(&back, &data, "sealed and opened with the device's memory in the temporary directory");
+    assert!(names_in(&tmp).is_empty(), "the device removes its files: {:?}", names_in(&tmp));
+    // No room in the temporary directory either (a 2 MiB tmpfs).
+    let cpu = d.join("s.cpu.ppenc");
+    let o = run(&mut with_small_shm(test, &tmp, Some("2m"), args!["encrypt", &src, "-o", &cpu, "--key-file", &key, "--engine", "emulated"]).unwrap()).ok();
+    assert!(o.stderr.contains("FALLBACK: the emulated CSP did not start") && o.stderr.contains("device memory") && o.stderr.contains("no room for"), "{}", o.describe());
+    assert!(!o.stderr.contains("SIGBUS") && o.stdout_str().contains("measured on this host's CPU"), "{}", o.describe());
+    run(&mut pp(args!["decrypt", &cpu, "-o", d.join("s.cpu.back"), "--key-file", &key])).ok();
+    assert_file_eq(&d.join("s.cpu.back"), &data, "sealed on the CPU");
+    let never = d.join("never");
+    let o = run(&mut with_small_shm(test, &tmp, Some("2m"), args!["encrypt", &src, "-o", &never, "--key-file", &key, "--engine", "emulated", "--no-fallback", "-q"]).unwrap());
+    let o = o.fails(15, &["the emulated CSP did not start", "device memory", "no room for", "--no-fallback"]);
+    assert!(!o.stderr.contains("error reading") && !o.stderr.contains("SIGBUS"), "{}", o.describe());
+    assert!(!never.exists());
 }

@@ -427,6 +427,10 @@ fn an_emulated_csp_checks_repairs_and_restores_a_set_as_the_cpu_does() {
         assert_metadata_only(v["engine"].as_str().unwrap());
         assert_eq!(v["shards_written"], serde_json::json!(["shard-001", "shard-004"]), "{v}");
         assert_eq!(shards(&set), original, "case {case}: repaired on the device, byte for byte the originals");
+        // Nothing to repair: checked on the device, and said so (it said "measured on this host's CPU").
+        let v = run(&mut pp(args!["ec", "repair", &set, "--engine", "emulated", "--no-fallback", "--json"])).ok().json();
+        assert_eq!(v["provenance"], "measured on emulated devices", "{v}");
+        assert!(v["engine"].as_str().unwrap().starts_with("nothing to repair (checked on 1 emulated CSP"), "{v}");
         // Bytes appended to a shard whose units all check out: named, and cut off by either engine.
         for engine in ["emulated", "cpu"] {
             let mut longer = original[2].1.clone();
@@ -1784,5 +1788,68 @@ fn least_address_space_kib(set: &Path, d: &Path) -> u64 {
         }
         assert!(kib < 4 << 20, "ec decode -T 1 does not pass in 4 GiB of address space: {}", o.stderr);
         kib += 8 << 10;
+    }
+}
+
+/// `peerpath` run where /dev/shm is a 1 MiB tmpfs (too small for any device job's memory) and,
+/// with `tmpfs`, the temporary directory `tmp` a tmpfs of that size: mounted in a mount
+/// namespace of its own (`unshare -rm`: with a user namespace, so no root is needed where the
+/// kernel gives users one); the machine's /dev/shm is untouched. None, the reason printed,
+/// where that cannot be done.
+fn with_small_shm(test: &str, tmp: &Path, tmpfs: Option<&str>, a: Vec<std::ffi::OsString>) -> Option<std::process::Command> {
+    const SCRIPT: &str = r#"mount -t tmpfs -o size=1m tmpfs /dev/shm || exit 97; if [ -n "$PP_TMPFS" ]; then mount -t tmpfs -o size="$PP_TMPFS" tmpfs "$TMPDIR" || exit 97; fi; exec "$@""#;
+    let probe = tool("unshare").map(|u| run(std::process::Command::new(u).args(["-rm", "sh", "-c", SCRIPT, "sh", "true"])));
+    match probe {
+        None => eprintln!("SKIPPED {test}: `unshare` is not installed"),
+        Some(o) if !o.status.success() => eprintln!("SKIPPED {test}: no mount namespace with a small /dev/shm here (unshare -rm): {}", o.stderr.trim()),
+        Some(_) => {
+            let mut c = std::process::Command::new("unshare");
+            c.args(["-rm", "sh", "-c", SCRIPT, "sh", bin()]).args(a).env("TMPDIR", tmp).env("PP_TMPFS", tmpfs.unwrap_or("")).env_remove("PEERPATH_DAEMON");
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// `ec encode` and `ec decode` on an emulated CSP put its memory where compress's devices put
+/// theirs: with /dev/shm too small, in a file in the temporary directory (said); with no room
+/// there either, the device does not start and says its memory has no room (the CPU does
+/// the job, said; --no-fallback exits 15). Never a dead device, nor a read error that blames
+/// the source (its memory was made resident first).
+#[test]
+fn ec_on_an_emulated_csp_puts_its_memory_where_it_has_room_or_says_it_has_none() {
+    let test = "ec_on_an_emulated_csp_puts_its_memory_where_it_has_room_or_says_it_has_none";
+    let dir = scratch();
+    let d = dir.path();
+    let data = mixed_data(3_000_001, 13);
+    let src = d.join("s");
+    std::fs::write(&src, &data).unwrap();
+    let tmp = d.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let (set, back) = (d.join("set"), d.join("back"));
+    let Some(mut c) = with_small_shm(test, &tmp, None, args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &set, "--engine", "emulated", "--no-fallback"]) else { return };
+    let o = run(&mut c).ok();
+    let moved = format!("memory in a file in {} (/dev/shm had less than", tmp.display());
+    assert!(o.stderr.contains(&moved) && !o.stderr.contains("FALLBACK"), "{}", o.describe());
+    assert!(o.stdout_str().contains("1 emulated CSP"), "{}", o.describe());
+    run(&mut pp(args!["ec", "verify", &set])).ok();
+    let o = run(&mut with_small_shm(test, &tmp, None, args!["ec", "decode", &set, "-o", &back, "--engine", "emulated", "--no-fallback"]).unwrap()).ok();
+    assert!(o.stderr.contains(&moved) && o.stdout_str().contains("measured on emulated devices"), "{}", o.describe());
+    assert_file_eq(&back, &data, "encoded and decoded with the device's memory in the temporary directory");
+    assert!(names_in(&tmp).is_empty(), "the device removes its files: {:?}", names_in(&tmp));
+    // No room in the temporary directory either (a 2 MiB tmpfs).
+    let cpu = d.join("set.cpu");
+    let o = run(&mut with_small_shm(test, &tmp, Some("2m"), args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &cpu, "--engine", "emulated"]).unwrap()).ok();
+    assert!(o.stderr.contains("FALLBACK: the emulated CSP did not start") && o.stderr.contains("device memory") && o.stderr.contains("no room for"), "{}", o.describe());
+    assert_eq!(shards(&cpu), shards(&set), "the CPU's set is the device's");
+    let o = run(&mut with_small_shm(test, &tmp, Some("2m"), args!["ec", "decode", &set, "-o", d.join("back.cpu"), "--engine", "emulated"]).unwrap()).ok();
+    assert!(o.stderr.contains("FALLBACK: the emulated CSP did not start") && o.stderr.contains("no room for"), "{}", o.describe());
+    assert_file_eq(&d.join("back.cpu"), &data, "decoded on the CPU");
+    for (op, never) in [("encode", d.join("never-set")), ("decode", d.join("never"))] {
+        let mut a = if op == "encode" { args!["ec", "encode", &src, "-k", "4", "-m", "2", "-o", &never] } else { args!["ec", "decode", &set, "-o", &never] };
+        a.extend(args!["--engine", "emulated", "--no-fallback", "-q"]);
+        let o = run(&mut with_small_shm(test, &tmp, Some("2m"), a).unwrap()).fails(15, &["the emulated CSP did not start", "device memory", "no room for", "--no-fallback"]);
+        assert!(!o.stderr.contains("error reading") && !o.stderr.contains("lost"), "{op}: {}", o.describe());
+        assert!(!never.exists(), "{op}");
     }
 }

@@ -128,6 +128,15 @@ impl EmulatedSpec {
             memory_dir: None,
         }
     }
+
+    /// Where a device of this spec with shared memory puts its memory file:
+    /// sets `dir` (a device's `ServeOptions::dir`) as this spec's devices
+    /// get it (`memory_dir`, else /dev/shm where it has room, else the
+    /// temporary directory) and says where, in words for a report. For
+    /// devices started outside a job (the CLI's device jobs).
+    pub fn place_shared_memory(&self, dir: &mut PathBuf) -> String {
+        place_shared_memory(self, dir)
+    }
 }
 
 impl Default for EmulatedSpec {
