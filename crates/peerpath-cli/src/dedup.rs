@@ -432,11 +432,25 @@ impl StatsReport {
     }
 }
 
+/// What an error of the store's index is: only what SQLite found wrong in the database itself is
+/// damage (exit 6); a store that cannot be read or written (a full disk, a file size limit, a
+/// read-only file, no descriptor or inode left) is said as such, and its index is not called
+/// damaged (which sends users to delete a sound store).
 fn db_error(dir: &Path) -> impl Fn(rusqlite::Error) -> JobError + '_ {
-    move |e| match e.sqlite_error_code() {
-        // The index could not grow: a full disk (exit 11), not a damaged store (6).
-        Some(rusqlite::ErrorCode::DiskFull) => JobError::TargetIo { path: dir.join("index.sqlite"), source: std::io::Error::new(std::io::ErrorKind::StorageFull, format!("No space left on device (SQLite: {e})")) },
-        _ => JobError::Damaged { path: dir.join("index.sqlite"), detail: format!("the store's index: {e}") },
+    use rusqlite::ErrorCode as C;
+    move |e| {
+        let path = dir.join("index.sqlite");
+        let read = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if [rusqlite::ffi::SQLITE_IOERR_READ, rusqlite::ffi::SQLITE_IOERR_SHORT_READ].contains(&f.extended_code));
+        match e.sqlite_error_code() {
+            // The index could not grow: a full disk (exit 11), not a damaged store (6).
+            Some(C::DiskFull) => JobError::TargetIo { path, source: std::io::Error::new(std::io::ErrorKind::StorageFull, format!("No space left on device (SQLite: {e})")) },
+            Some(C::SystemIoFailure) if !read => JobError::TargetIo { path, source: std::io::Error::other(format!("the store's index could not be written: {e} (a file size limit, or a failing disk?)")) },
+            Some(C::ReadOnly) => JobError::TargetIo { path, source: std::io::Error::other(format!("the store's index cannot be written: {e} (its file or directory is read-only to this user?)")) },
+            Some(C::SystemIoFailure | C::CannotOpen | C::PermissionDenied | C::FileLockingProtocolFailed | C::OutOfMemory) => {
+                JobError::SourceUnreadable { path, source: std::io::Error::other(format!("the store's index cannot be opened or read: {e} (permissions, no file descriptor or inode left?)")) }
+            }
+            _ => JobError::Damaged { path, detail: format!("the store's index: {e}") },
+        }
     }
 }
 
@@ -638,7 +652,7 @@ struct Packs {
     dir: PathBuf,
     max: usize,
     fp: Fingerprint,
-    open: HashMap<i64, Option<File>>,
+    open: HashMap<i64, File>,
     /// A compressed chunk as read, before it is decoded.
     member: Vec<u8>,
 }
@@ -674,7 +688,11 @@ impl Packs {
             return Err(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.max));
         }
         let path = pack_path(&self.dir, at.pack);
-        let pack = self.open.entry(at.pack).or_insert_with(|| File::open(path).ok()).as_ref().ok_or_else(|| format!("pack {} cannot be opened", at.pack))?;
+        if !self.open.contains_key(&at.pack) {
+            let f = File::open(&path).map_err(|e| format!("pack {} cannot be opened: {e}", at.pack))?;
+            self.open.insert(at.pack, f);
+        }
+        let pack = &self.open[&at.pack];
         let start = out.len();
         let read = |buf: &mut [u8]| {
             pack.read_exact_at(buf, at.offset).map_err(|e| match e.kind() {
@@ -724,12 +742,24 @@ fn decode_chunk(member: &[u8], out: &mut [u8]) -> Result<(), String> {
 /// `index.sqlite`, so a store killed while it is made leaves no index that
 /// lacks its settings (the next writer removes the temporary). Called with
 /// the writer lock held.
-fn create_index(dir: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Result<(), JobError> {
+fn create_index(dir: &Path, params: (ChunkParams, Fingerprint)) -> Result<(), JobError> {
     let tmp = dir.join(".index.sqlite.peerpath-tmp");
+    let journal = dir.join(".index.sqlite.peerpath-tmp-journal");
     let _ = std::fs::remove_file(&tmp);
-    let _ = std::fs::remove_file(dir.join(".index.sqlite.peerpath-tmp-journal"));
+    let _ = std::fs::remove_file(&journal);
+    let made = make_index(dir, &tmp, params);
+    if made.is_err() {
+        // Nothing half made is left (a new store's directory then goes too: `undo_new_store`).
+        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(&journal);
+    }
+    made
+}
+
+/// [`create_index`]'s work, at `tmp`.
+fn make_index(dir: &Path, tmp: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Result<(), JobError> {
     {
-        let db = Connection::open(&tmp).map_err(db_error(dir))?;
+        let db = Connection::open(tmp).map_err(db_error(dir))?;
         db.execute_batch("PRAGMA synchronous=FULL;").map_err(db_error(dir))?;
         let tx = db.unchecked_transaction().map_err(db_error(dir))?;
         tx.execute_batch(
@@ -743,8 +773,8 @@ fn create_index(dir: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Result<(), J
         }
         tx.commit().map_err(db_error(dir))?;
     }
-    File::open(&tmp).and_then(|f| f.sync_all()).map_err(target_io(dir))?;
-    std::fs::rename(&tmp, dir.join("index.sqlite")).map_err(target_io(dir))?;
+    File::open(tmp).and_then(|f| f.sync_all()).map_err(target_io(dir))?;
+    std::fs::rename(tmp, dir.join("index.sqlite")).map_err(target_io(dir))?;
     File::open(dir).and_then(|d| d.sync_all()).map_err(target_io(dir))
 }
 

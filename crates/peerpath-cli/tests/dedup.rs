@@ -106,6 +106,24 @@ fn stats_tell_chunks_no_file_refers_to_and_a_running_store() {
     assert!(text.contains("a writer is running") && text.contains("the running writer's") && !text.contains("killed"), "{text}");
 }
 
+/// An index that cannot be written (here a file size limit of 0) is said as that (exit 11), not
+/// as a damaged store (6, which sends users to delete a sound one), and a new store that could
+/// not be made leaves nothing (it left the directory with its half-made index).
+#[test]
+fn an_index_that_cannot_be_written_is_no_damaged_store() {
+    let dir = scratch();
+    let src = dir.path().join("a");
+    std::fs::write(&src, &sample()[..200_000]).unwrap();
+    let store = dir.path().join("store");
+    let o = std::process::Command::new("sh").arg("-c").arg("ulimit -f 0; exec \"$0\" \"$@\"").arg(bin()).args(args!["dedup", "store", &src, "-s", &store, "-q"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(11), "{stderr}");
+    assert!(stderr.contains("index.sqlite") && stderr.contains("could not be written") && !stderr.contains("damaged"), "{stderr}");
+    assert!(!store.exists(), "nothing made is left: {:?}", std::fs::read_dir(&store).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>()));
+    // Without the limit the same store is made.
+    run(&mut pp(args!["dedup", "store", &src, "-s", &store, "-q"])).ok();
+}
+
 #[test]
 fn a_damaged_store_is_named_and_nothing_is_written() {
     let dir = scratch();
