@@ -966,6 +966,14 @@ fn many_files_at_once_fit_the_open_file_limit_and_a_failed_job_leaves_no_directo
     a.extend(sources.iter().map(|s| s.clone().into_os_string()));
     run(&mut limited("-n", a)).fails(2, &["150 files at once need about", "raise `ulimit -n`"]);
     assert!(!d.join("nowhere").exists(), "nothing made");
+    // A few files fit a small hard limit (a flat 256 descriptors refused even one file).
+    let mut a = args!["compress", "-q", "-o", d.join("few/")];
+    a.extend(sources[..4].iter().map(|s| s.clone().into_os_string()));
+    run(&mut limited("-n", a)).ok();
+    let mut a = args!["compress", "-q", "-o", d.join("few-emulated/"), "--engine", "emulated", "--devices", "4", "--device-memory", "32M", "--no-fallback"];
+    a.extend(sources[..4].iter().map(|s| s.clone().into_os_string()));
+    run(&mut limited("-n", a)).ok();
+    run(&mut limited("-n", args!["verify", "-q", &gz[0]])).ok();
     // A job that fails (a missing source) removes the directories it made for its outputs.
     run(&mut pp(args!["compress", &sources[0], d.join("missing"), "-o", d.join("made/deeper/")])).fails(3, &["missing"]);
     assert!(!d.join("made").exists(), "the directories made for the outputs are gone");
