@@ -1009,7 +1009,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     if let Err(e @ JobError::SameFile { .. }) = fresh {
         return Err(e);
     }
-    if a.target.force {
+    if a.target.force && fresh.is_err() {
+        // (Where there is nothing to replace, --force asks nothing: the set is made.)
         return Err(JobError::Usage("--ec makes a new directory and never replaces one, even with --force: remove it first, or name another".into()));
     }
     fresh?;

@@ -811,6 +811,9 @@ fn compress_with_ec_and_encrypt_chains_in_one_pass() {
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0")])).fails(4, &["plain0"]);
     // --force replaces no set (it was accepted and ignored), and the source is not "a directory".
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("plain0"), "-f"])).fails(2, &["never replaces one, even with --force"]);
+    // Where there is nothing to replace, -f is no error (it said "never replaces one").
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", d.join("fresh-f"), "-f", "-q"])).ok();
+    run(&mut pp(args!["ec", "verify", d.join("fresh-f")])).ok();
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", &src])).fails(5, &["same file"]);
     run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", &src, "-f"])).fails(5, &["same file"]);
     // The 72-byte header of an encrypted chain lies in its first stripe (a panic, exit 101).
