@@ -13,7 +13,7 @@ use crossbeam_channel::bounded;
 use crate::scan_device;
 use peerpath_device::Device;
 use crate::chain_device::Stop;
-use peerpath_func::scan::{BlockCutter, CutBlock, Filter, Found, Malformed, RecordFormat};
+use peerpath_func::scan::{BlockCutter, CutBlock, Filter, Found, Malformed, RecordFormat, RecordTooLong, Refused, TooLongWhy};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -69,8 +69,10 @@ pub struct ScanArgs {
     /// Filter threads [default: all cores].
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
-    /// The longest record (or line) waited for, K/M/G suffixes: one longer stops the scan (exit
-    /// 12, saying where it starts) [default: half of this machine's memory, at most 16G].
+    /// The longest record (or line) waited for, K/M/G suffixes: its bytes (header and line breaks
+    /// counted, not the line break that ends it); one longer, wherever it lies, stops the scan
+    /// (exit 12, saying where it starts) [default: half of this machine's memory, at most 16G].
+    /// With --engine emulated or gpu, below 8M: the files are scanned on the host CPU (said).
     #[arg(long, value_name = "SIZE", value_parser = positive_size)]
     max_record: Option<usize>,
     /// No summary on standard error.
@@ -290,6 +292,9 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         ScanEngine::Emulated => "emulated",
         ScanEngine::Gpu => "gpu",
     };
+    // A record's end is waited for in memory: at most half of it (a stream of zeros, a file of
+    // one endless line, stops with an error, not when the machine has no memory left).
+    let max_record = a.max_record.unwrap_or_else(|| crate::machine_memory_bytes().map_or(16 << 30, |t| (t / 2).min(16 << 30)));
     if a.engine != ScanEngine::Cpu {
         if records_out {
             return Err(JobError::Usage(format!("--engine {engine} returns only counts: add --count or --histogram")));
@@ -298,6 +303,12 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         // as a fallback (as usage.md has it; it was a usage error).
         let started = match a.engine {
             _ if a.id_prefix.is_some() => Err("--id-prefix is not a device filter".to_string()),
+            // The devices count records of up to LONGEST_RECORD bytes and say nothing of their
+            // lengths: a lower --max-record is held to on the CPU (a longer record the device
+            // cannot count, and the CPU it falls back to stops at it).
+            _ if max_record < scan_device::LONGEST_RECORD => {
+                Err(format!("--max-record {max_record} is below the {} bytes a record may have on the device, which does not check records' lengths", scan_device::LONGEST_RECORD))
+            }
             ScanEngine::Gpu => scan_device::start_gpu(a.gpu, a.motif.as_deref(), a.ignore_case, a.device_timeout),
             _ => scan_device::start(a.inject_faults.clone(), a.device_timeout),
         };
@@ -309,9 +320,6 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     }
     let device_name = if a.engine == ScanEngine::Gpu { format!("GPU {}", a.gpu) } else { "the emulated CSP".to_string() };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
-    // A record's end is waited for in memory: at most half of it (a stream of zeros, a file of
-    // one endless line, stops with an error, not when the machine has no memory left).
-    let max_record = a.max_record.unwrap_or_else(|| crate::machine_memory_bytes().map_or(16 << 30, |t| (t / 2).min(16 << 30)));
     // Bytes that reached standard output, for an error that ends the job part way.
     let mut written = None;
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
@@ -518,7 +526,9 @@ fn scan_file(path: &Path, (format, allow_no_end_member, max_record): (Option<Rec
         Box::new(std::io::stdin())
     } else {
         let f = crate::open_file_source(path)?;
-        if let Some(m) = f.metadata().ok().filter(|m| m.is_file()) {
+        // A file of /proc says 0 bytes: it is read to its end, as a pipe is (it was said to
+        // have grown while read, exit 12).
+        if let Some(m) = f.metadata().ok().filter(|m| m.is_file() && !peerpath_io::sizeless(&f)) {
             opened = f.try_clone().ok().map(|c| (c, m.len()));
         }
         Box::new(f)
@@ -535,7 +545,7 @@ fn scan_file(path: &Path, (format, allow_no_end_member, max_record): (Option<Rec
     let gzip = got == 2 && magic == [0x1f, 0x8b];
     let input = std::io::Cursor::new(magic[..got].to_vec()).chain(input);
     let (block_tx, block_rx) = bounded::<Block>(threads * 2);
-    let (found_tx, found_rx) = bounded::<(u64, Result<Found, Malformed>, Vec<u8>)>(threads * 2);
+    let (found_tx, found_rx) = bounded::<(u64, Result<Found, Refused>, Vec<u8>)>(threads * 2);
     let keep_records = out.is_some();
     std::thread::scope(|s| -> Result<(Found, u64, Option<RecordFormat>), JobError> {
         let file = opened.is_some();
@@ -545,8 +555,13 @@ fn scan_file(path: &Path, (format, allow_no_end_member, max_record): (Option<Rec
             s.spawn(move || {
                 for Block { seq, cut: b } in rx {
                     let mut o = Vec::new();
-                    // A malformed record is named by its offset in the (decoded) data.
-                    let found = filter.block(&b.data, b.format, b.at_end, keep_records.then_some(&mut o)).map_err(|m| Malformed { offset: m.offset + b.offset as usize, ..m });
+                    // A malformed record, or one longer than --max-record (checked here, where
+                    // the records are split: the reader's cutter stops only at one whose end has
+                    // not come), is named by its offset in the (decoded) data.
+                    let found = filter.block_within(&b.data, b.format, b.at_end, keep_records.then_some(&mut o), max_record).map_err(|r| match r {
+                        Refused::Malformed(m) => Refused::Malformed(Malformed { offset: m.offset + b.offset as usize, ..m }),
+                        Refused::TooLong { offset, len } => Refused::TooLong { offset: offset + b.offset as usize, len },
+                    });
                     if tx.send((seq, found, o)).is_err() {
                         return;
                     }
@@ -555,17 +570,17 @@ fn scan_file(path: &Path, (format, allow_no_end_member, max_record): (Option<Rec
         }
         drop((block_rx, found_tx));
         let (mut total, mut next, mut waiting) = (Found::default(), 0u64, BTreeMap::new());
-        let (mut write_error, mut malformed) = (None, None);
-        // A malformed record stops the job: the channel dropped at the break stops
-        // the filter threads, and they the reader.
+        let (mut write_error, mut refused) = (None, None);
+        // A malformed or too long record stops the job: the channel dropped at the break
+        // stops the filter threads, and they the reader.
         'blocks: for (seq, found, o) in found_rx {
             waiting.insert(seq, (found, o));
             while let Some((found, o)) = waiting.remove(&next) {
                 next += 1;
                 let found = match found {
                     Ok(found) => found,
-                    Err(m) => {
-                        malformed = Some(m);
+                    Err(r) => {
+                        refused = Some(r);
                         break 'blocks;
                     }
                 };
@@ -578,9 +593,17 @@ fn scan_file(path: &Path, (format, allow_no_end_member, max_record): (Option<Rec
             }
         }
         let read = reader.join().expect("the scan reader does not panic");
-        if let Some(m) = malformed {
-            let of = if gzip { " of its decompressed data" } else { "" };
-            return Err(JobError::Damaged { path: path.to_path_buf(), detail: format!("not FASTQ: the record at byte {}{of} is malformed: {}", m.offset, m.fault.why()) });
+        let of = if gzip { " of its decompressed data" } else { "" };
+        match refused {
+            Some(Refused::Malformed(m)) => {
+                return Err(JobError::Damaged { path: path.to_path_buf(), detail: format!("not FASTQ: the record at byte {}{of} is malformed: {}", m.offset, m.fault.why()) });
+            }
+            // As the reader says a record whose end did not come within the limit (exit 12).
+            Some(Refused::TooLong { offset, len }) => {
+                let t = RecordTooLong { offset: offset as u64, waiting: len as u64, ended: true, why: TooLongWhy::Limit(max_record as u64) };
+                return Err(JobError::SourceIo { path: path.to_path_buf(), detail: format!("{t}{of}") });
+            }
+            None => {}
         }
         let (bytes, format) = read?;
         if let Some((f, size)) = &opened {

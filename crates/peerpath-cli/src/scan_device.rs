@@ -27,6 +27,12 @@ const RESULT_AT: u64 = PATTERN_MAX as u64;
 /// Blocks of 4 MiB, records of up to 4 MiB carried between them.
 const BLOCKS: Blocks = Blocks { base: 2 * PATTERN_MAX as u64, carry: 4 << 20, block: 4 << 20, window_at: 0 };
 
+/// The longest record the pass may count: one carried whole from a block and the next block
+/// after it. The device says nothing of records' lengths, so it cannot hold records to a lower
+/// `--max-record` (the scan keeps such a limit on the CPU); a longer record it cannot count (its
+/// tail overflows the carry), and the file goes to the CPU, which stops at it there.
+pub(crate) const LONGEST_RECORD: usize = BLOCKS.carry + BLOCKS.block;
+
 /// Bytes of device memory the pass lays out.
 const MEMORY_BYTES: usize = BLOCKS.base as usize + BLOCKS.bytes();
 

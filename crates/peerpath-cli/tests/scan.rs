@@ -540,3 +540,92 @@ fn a_record_longer_than_max_record_stops_the_scan_with_exit_12() {
     let o = run(&mut pp(args!["scan", &long, "--count", "--motif", "C", "--max-record", "4M"])).ok();
     assert!(o.stdout_str().starts_with('1'), "{}", o.stdout_str());
 }
+
+/// The defect: --max-record was held only to the part of a record still waiting for its end
+/// after each 1 MiB read, so a long record that ended within a read was counted (`--max-record
+/// 1K` counted a 3000-base record in the middle of a file, exit 0) and whether the scan stopped
+/// depended on where the reads split the file. A record over the limit stops the scan wherever it
+/// lies (at the start, within a read, across a read's end, at the very end without its line
+/// break), exit 12 naming the byte it starts at; plain, gzip and standard input; FASTA, FASTQ and
+/// lines. One at the limit (its bytes, not the line break that ends it) is counted. The devices,
+/// which say nothing of records' lengths, leave a limit below what they may count to the CPU.
+#[test]
+fn a_record_over_max_record_stops_the_scan_wherever_it_lies() {
+    let dir = scratch();
+    let d = dir.path();
+    // About 3 MiB of 14-byte records (three reads), one of 3006 bytes among them.
+    let short = ">s\nACGTACGTCC\n";
+    let long = format!(">long\n{}\n", "A".repeat(3000));
+    let limit = long.len() - 1;
+    let n = (3 << 20) / short.len();
+    let places = [("start", 0), ("middle", (3 << 19) / short.len()), ("across a read's end", ((1 << 20) - 1000) / short.len()), ("end", n)];
+    let mut files = Vec::new();
+    for (name, before) in places {
+        let mut data = short.repeat(before).into_bytes();
+        let at = data.len();
+        data.extend_from_slice(long.as_bytes());
+        data.extend_from_slice(short.repeat(n - before).as_bytes());
+        if before == n {
+            data.pop(); // no line break after it
+        }
+        if name == "across a read's end" {
+            assert!(at < 1 << 20 && at + long.len() > 1 << 20);
+        }
+        let path = d.join(format!("{}.fa", name.replace(' ', "-")));
+        std::fs::write(&path, &data).unwrap();
+        files.push((name, path, at));
+    }
+    let over = format!("{}", limit - 1);
+    for (name, path, at) in &files {
+        let from = format!("the record (or line) from byte {at} ");
+        run(&mut pp(args!["scan", path, "--motif", "A{3000}", "--count", "--max-record", &over])).fails(12, &[&from, "--max-record"]);
+        run(&mut pp(args!["scan", path, "--motif", "A{3000}", "--count", "--max-record", "1K"])).fails(12, &[&from, "--max-record"]);
+        let o = run(&mut pp(args!["scan", path, "--motif", "A{3000}", "--count", "-q", "--max-record", limit.to_string()])).ok();
+        assert_eq!(o.stdout_str().trim(), "1", "{name}: the record at the limit is counted");
+        let stdin = pp(args!["scan", "-", "--motif", "A{3000}", "--count", "--max-record", "1K"]).stdin(std::fs::File::open(path).unwrap()).output().unwrap();
+        assert_eq!(stdin.status.code(), Some(12), "{name}, standard input: {}", String::from_utf8_lossy(&stdin.stderr));
+        assert!(String::from_utf8_lossy(&stdin.stderr).contains(&from), "{name}: {}", String::from_utf8_lossy(&stdin.stderr));
+        let gz = path.with_extension("fa.gz");
+        run(&mut pp(args!["compress", "-q", path, "-o", &gz])).ok();
+        run(&mut pp(args!["scan", &gz, "--motif", "A{3000}", "--count", "--max-record", "1K"])).fails(12, &[&from, "of its decompressed data", "--max-record"]);
+        // Records printed: stopped too, nothing of -o left.
+        let out = d.join("out.fa");
+        run(&mut pp(args!["scan", path, "--motif", "A{3000}", "-o", &out, "--max-record", "1K"])).fails(12, &[&from]);
+        assert!(!out.exists(), "{name}: -o appears whole or not at all");
+    }
+    // FASTQ and lines, the long record in the middle of a read.
+    let (read, line) = ("@r\nACGT\n+\nIIII\n".repeat(50_000), "ACGT\n".repeat(100_000));
+    let fastq = [&read, &*format!("@long\n{}\n+\n{}\n", "A".repeat(3000), "I".repeat(3000)), &read].concat();
+    let lines = [&line, &*format!("{}\n", "A".repeat(3000)), &line].concat();
+    for (file, text, at) in [("m.fq", &fastq, read.len()), ("m.txt", &lines, line.len())] {
+        let path = d.join(file);
+        std::fs::write(&path, text).unwrap();
+        run(&mut pp(args!["scan", &path, "--motif", "A{3000}", "--count", "--max-record", "1K"])).fails(12, &[&format!("from byte {at} is "), "bytes long"]);
+        let o = run(&mut pp(args!["scan", &path, "--motif", "A{3000}", "--count", "-q", "--max-record", "8K"])).ok();
+        assert_eq!(o.stdout_str().trim(), "1", "{file}");
+    }
+    // On a device: a limit below the records it may count goes to the CPU (said), which stops at
+    // the record; --no-fallback refuses; a limit it cannot pass (8M) stays on it.
+    let (_, middle, at) = &files[1];
+    let o = run(&mut pp(args!["scan", middle, "--motif", "A{3000}", "--count", "--max-record", "1K", "--engine", "emulated"]));
+    let o = o.fails(12, &[&format!("from byte {at} "), "--max-record"]);
+    assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("--max-record 1024 is below"), "{}", o.stderr);
+    run(&mut pp(args!["scan", middle, "--motif", "A{3000}", "--count", "--max-record", "1K", "--engine", "emulated", "--no-fallback"])).fails(15, &["--max-record"]);
+    let o = run(&mut pp(args!["scan", middle, "--motif", "A{3000}", "--count", "--max-record", "8M", "--engine", "emulated", "--no-fallback"])).ok();
+    assert!(o.stdout_str().starts_with("1\n") && o.stderr.contains("emulated CSP"), "{}", o.describe());
+}
+
+/// A file of /proc says it holds 0 bytes: it is scanned to its end, as a pipe is (it was said
+/// to have grown while read, "0 bytes when opened, 0 now", exit 12).
+#[test]
+fn a_proc_file_is_scanned_to_its_end() {
+    let src = std::path::Path::new("/proc/version");
+    let Ok(text) = std::fs::read_to_string(src) else {
+        eprintln!("SKIPPED: no /proc/version here");
+        return;
+    };
+    let lines = text.lines().count();
+    let o = run(&mut pp(args!["scan", src, "--format", "lines", "--motif", ".", "--count", "--json"])).ok();
+    let j = o.json();
+    assert_eq!(j["matched"].as_u64(), Some(lines as u64), "{j}");
+}

@@ -118,6 +118,24 @@ pub struct Malformed {
     pub fault: FastqFault,
 }
 
+/// What stops [`Filter::block_within`]: the first record (in the block's order) that is a FASTQ
+/// record that is not one, or that is longer than the limit it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    Malformed(Malformed),
+    /// The record from byte `offset` of the block has `len` bytes ([`record_bytes`]).
+    TooLong { offset: usize, len: usize },
+}
+
+/// A record's length as `--max-record` bounds it: its bytes (a FASTA record's header and line
+/// breaks, a FASTQ record's four lines) up to the next record's start, without the `\n` that
+/// ends it. Of the part of a record that has come (a prefix of it) it is never more than of
+/// the whole record, so a record that has not ended yet is refused only where the whole one
+/// would be ([`BlockCutter`] and [`Filter::block_within`] agree, wherever the data is cut).
+pub fn record_bytes(record: &[u8]) -> usize {
+    record.len() - usize::from(record.last() == Some(&b'\n'))
+}
+
 /// Why the FASTQ record made of `lines` (up to four, each with its line
 /// break) is not one, if it is not.
 fn fastq_fault(lines: [Option<&[u8]>; 4]) -> Option<FastqFault> {
@@ -224,11 +242,13 @@ pub struct BlockCutter {
 }
 
 /// A record whose end the cutter could not wait for: it starts at byte `offset` of the data, and
-/// `waiting` bytes of it (with what came before it in the same block) had come.
+/// `waiting` bytes of it had come; or (`ended`) a record that ended, but is longer than the
+/// limit: `waiting` is its length ([`record_bytes`]; found by [`Filter::block_within`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordTooLong {
     pub offset: u64,
     pub waiting: u64,
+    pub ended: bool,
     pub why: TooLongWhy,
 }
 
@@ -242,7 +262,10 @@ pub enum TooLongWhy {
 
 impl std::fmt::Display for RecordTooLong {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the record (or line) from byte {} has no end within {} bytes: ", self.offset, self.waiting)?;
+        match self.ended {
+            true => write!(f, "the record (or line) from byte {} is {} bytes long: ", self.offset, self.waiting)?,
+            false => write!(f, "the record (or line) from byte {} has no end within {} bytes: ", self.offset, self.waiting)?,
+        }
         match self.why {
             TooLongWhy::Limit(max) => write!(f, "more than the {max} bytes a record may have (--max-record)"),
             TooLongWhy::NoMemory => f.write_str("no memory to hold more of it"),
@@ -268,9 +291,14 @@ impl BlockCutter {
         }
     }
 
-    /// At most `bytes` wait for a record's end (a record, or a line of line records, longer
-    /// than that stops the cutter: [`BlockCutter::too_long`]); without it, as much as memory
-    /// takes, and a record that cannot be held is stopped at too (no abort of the process).
+    /// At most `bytes` wait for a record's end (a record, or a line of line records, that passes
+    /// that many bytes, as [`record_bytes`] counts them, before its end has come stops the
+    /// cutter: [`BlockCutter::too_long`]); without it, as much as memory takes, and a record that cannot
+    /// be held is stopped at too (no abort of the process). A record that ends within what one
+    /// push brings is cut into a block whole, however long: the blocks' filter holds those to
+    /// the same limit ([`Filter::block_within`]), so that a long record stops the data wherever
+    /// the pieces are cut. (FASTQ blank lines after the last read wait as a record's start
+    /// would, until the data ends: more than `bytes` of them stop the cutter too.)
     pub fn max_record(mut self, bytes: usize) -> Self {
         self.max_pending = bytes.max(1);
         self
@@ -294,7 +322,7 @@ impl BlockCutter {
             return Ok(());
         }
         if self.pending.try_reserve(piece.len()).is_err() {
-            return self.stop(self.pending.len() + piece.len(), TooLongWhy::NoMemory);
+            return self.stop(self.pending.len() + piece.len(), TooLongWhy::NoMemory, &mut each);
         }
         self.pending.extend_from_slice(piece);
         while !self.pending.is_empty() && (at_end || self.pending.len() >= self.block_bytes.max(self.next_look)) {
@@ -318,22 +346,34 @@ impl BlockCutter {
             each(CutBlock { offset, data, format, at_end: at_end && self.pending.is_empty() })?;
         }
         if self.pending.len() > self.max_pending {
-            return self.stop(self.pending.len(), TooLongWhy::Limit(self.max_pending as u64));
+            return self.stop(self.pending.len(), TooLongWhy::Limit(self.max_pending as u64), &mut each);
         }
         Ok(())
     }
 
     /// Stops the cutter at the record that `waiting` bytes have come of without its end (those
-    /// whole records that wait with it are not it: it starts after them).
-    fn stop<E>(&mut self, waiting: usize, why: TooLongWhy) -> Result<(), E> {
+    /// whole records that wait with it are not it: it starts after them). With a limit, only
+    /// where what came of it is over the limit as [`record_bytes`] measures it (a line break
+    /// it ends with may be its last). The whole records waiting before it go to `each` first, a
+    /// block of their own: what they hold (a record refused before it, matches) is as it would
+    /// be had the data come in other pieces.
+    fn stop<E>(&mut self, waiting: usize, why: TooLongWhy, each: &mut impl FnMut(CutBlock) -> Result<(), E>) -> Result<(), E> {
         let format = *self.format.get_or_insert_with(|| RecordFormat::detect(&self.pending));
         let before = whole_records(&self.pending, format, false).unwrap_or(0);
-        if why != TooLongWhy::NoMemory && waiting - before <= self.max_pending {
+        if why != TooLongWhy::NoMemory && record_bytes(&self.pending[before..]) <= self.max_pending {
             return Ok(()); // whole records waiting for a block's worth: cut at the next push
         }
-        self.too_long = Some(RecordTooLong { offset: self.offset + before as u64, waiting: (waiting - before) as u64, why });
-        self.pending = Vec::new();
-        Ok(())
+        let mut data = std::mem::take(&mut self.pending);
+        data.truncate(before);
+        let offset = self.offset;
+        if before > 0 {
+            self.offset += before as u64 + std::mem::take(&mut self.dropped);
+        }
+        self.too_long = Some(RecordTooLong { offset: self.offset, waiting: (waiting - before) as u64, ended: false, why });
+        match data.is_empty() {
+            true => Ok(()),
+            false => each(CutBlock { offset, data, format, at_end: false }),
+        }
     }
 
     /// A FASTQ run of blank lines waiting (where only blank lines wait): its
@@ -415,7 +455,23 @@ impl Filter {
     /// the block ends the data (blank lines after its last FASTQ record are
     /// no record). A FASTQ record that is not one stops the block: what
     /// `out` got before it stays there.
-    pub fn block(&self, buf: &[u8], format: RecordFormat, at_end: bool, mut out: Option<&mut Vec<u8>>) -> Result<Found, Malformed> {
+    pub fn block(&self, buf: &[u8], format: RecordFormat, at_end: bool, out: Option<&mut Vec<u8>>) -> Result<Found, Malformed> {
+        self.block_within(buf, format, at_end, out, usize::MAX).map_err(|r| match r {
+            Refused::Malformed(m) => m,
+            Refused::TooLong { .. } => unreachable!("no record has more than usize::MAX bytes"),
+        })
+    }
+
+    /// [`Filter::block`], where a record longer than `max_record` bytes ([`record_bytes`]) stops
+    /// the block too, as a FASTQ record that is not one does: the first such record in the
+    /// block's order is named (one that is both is named as long, as [`BlockCutter`] names it
+    /// where it stops before the record's end has come). Records are split here anyway: the
+    /// check is a comparison a record.
+    pub fn block_within(&self, buf: &[u8], format: RecordFormat, at_end: bool, mut out: Option<&mut Vec<u8>>, max_record: usize) -> Result<Found, Refused> {
+        let too_long = |offset: usize, record: &[u8]| match record_bytes(record) {
+            len if len > max_record => Err(Refused::TooLong { offset, len }),
+            _ => Ok(()),
+        };
         let mut found = Found::default();
         let mut keep = |found: &mut Found, record: &[u8], id: Option<&[u8]>, seq: &[u8]| {
             found.records += 1;
@@ -431,8 +487,11 @@ impl Filter {
         };
         match format {
             RecordFormat::Lines => {
+                let mut start = 0;
                 for l in lines(buf) {
+                    too_long(start, l)?;
                     keep(&mut found, l, None, trim_eol(l));
+                    start += l.len();
                 }
             }
             RecordFormat::Fastq => {
@@ -443,11 +502,12 @@ impl Filter {
                         break;
                     }
                     let record = [it.next(), it.next(), it.next(), it.next()];
+                    let len = record.iter().flatten().map(|l| l.len()).sum::<usize>();
+                    too_long(start, &buf[start..start + len])?;
                     if let Some(fault) = fastq_fault(record) {
-                        return Err(Malformed { offset: start, fault });
+                        return Err(Refused::Malformed(Malformed { offset: start, fault }));
                     }
                     let [h, s, ..] = record.map(Option::unwrap_or_default);
-                    let len = record.iter().flatten().map(|l| l.len()).sum::<usize>();
                     keep(&mut found, &buf[start..start + len], Some(id(h)), trim_eol(s));
                     start += len;
                 }
@@ -462,6 +522,7 @@ impl Filter {
                     // `whole_records` cuts it).
                     let end = next.find(&buf[start..]).map_or(buf.len(), |i| start + i + 1);
                     let record = &buf[start..end];
+                    too_long(start, record)?;
                     let header_end = memchr::memchr(b'\n', record).map_or(record.len(), |i| i + 1);
                     let header = &record[..header_end];
                     let seq = sequence(&record[header_end..], &mut scratch);
@@ -733,17 +794,17 @@ mod tests {
         data.extend_from_slice(b">long\n");
         data.extend(std::iter::repeat_n(b'G', 300));
         let mut cutter = BlockCutter::new(Some(RecordFormat::Fasta), 10_000).max_record(100);
-        let mut blocks = 0;
+        let mut blocks = Vec::new();
         for piece in data.chunks(7) {
-            cutter.push(piece, false, |_| -> Result<(), ()> {
-                blocks += 1;
+            cutter.push(piece, false, |b| -> Result<(), ()> {
+                blocks.push((b.offset, b.data.len() as u64, b.at_end));
                 Ok(())
             }).unwrap();
         }
         let t = cutter.too_long().expect("the long record stops it");
-        assert_eq!((t.offset, t.why), (long_at, TooLongWhy::Limit(100)), "{t}");
+        assert_eq!((t.offset, t.why, t.ended), (long_at, TooLongWhy::Limit(100), false), "{t}");
         assert!(t.waiting > 100 && t.waiting <= 107, "{t}");
-        assert_eq!(blocks, 0, "no block was due yet");
+        assert_eq!(blocks, [(0, long_at, false)], "no block was due yet: the short records before it go as one when it stops");
         // Nothing more is taken.
         cutter.push(b"\n", true, |_| -> Result<(), ()> { panic!("a block after the stop") }).unwrap();
         // Short records only: never stopped.
@@ -754,7 +815,100 @@ mod tests {
         assert_eq!(cutter.too_long(), None);
     }
 
+    /// What a cutter of `block`-byte blocks, given `data` in pieces of `step` bytes (then the end,
+    /// with no bytes), and `block_within` on its blocks say with `max_record` (as the CLI runs
+    /// them): the records and matches, or the first record refused, by its offset in the data
+    /// (`Ok`: too long, `Err`: malformed FASTQ).
+    fn cut_within(f: &Filter, data: &[u8], format: RecordFormat, (step, block, max_record): (usize, usize, usize)) -> Result<Found, Result<u64, u64>> {
+        let mut cutter = BlockCutter::new(Some(format), block).max_record(max_record);
+        let mut sum = Found::default();
+        let mut each = |b: CutBlock| match f.block_within(&b.data, b.format, b.at_end, None, max_record) {
+            Ok(found) => {
+                sum.add(&found);
+                Ok(())
+            }
+            Err(Refused::TooLong { offset, .. }) => Err(Ok(b.offset + offset as u64)),
+            Err(Refused::Malformed(m)) => Err(Err(b.offset + m.offset as u64)),
+        };
+        for (piece, at_end) in data.chunks(step).map(|p| (p, false)).chain([(&[][..], true)]) {
+            cutter.push(piece, at_end, &mut each)?;
+            if let Some(t) = cutter.too_long() {
+                return Err(Ok(t.offset));
+            }
+        }
+        Ok(sum)
+    }
+
+    /// The defect this guards: the limit was checked only on what waited for its end after each
+    /// piece, so a long record that ended within a piece passed (`scan --max-record 1K` counted a
+    /// 3000-base record in the middle of a file, and stopped at it at the start of one). Now a
+    /// record over the limit stops the data wherever it lies and however the data is cut, named
+    /// by where it starts; one at the limit passes.
+    #[test]
+    fn max_record_stops_a_long_record_wherever_the_pieces_are_cut() {
+        let f = Filter { motif: Some(Regex::new("A{50}").unwrap()), ..Filter::default() };
+        let long = 3000;
+        for format in [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines] {
+            let record = |i: usize, len: usize| match format {
+                RecordFormat::Fasta => format!(">r{i:05}\n{}\n", "A".repeat(len - 8)),
+                RecordFormat::Fastq => format!("@r{i:05}\n{}\n+\n{}\n", "A".repeat((len - 11) / 2), "I".repeat((len - 11) / 2)),
+                RecordFormat::Lines => format!("{}\n", "A".repeat(len)),
+            };
+            let short = record(0, 31);
+            let long_record = match format {
+                RecordFormat::Fastq => record(1, long + 2),
+                _ => record(1, long),
+            };
+            let len = record_bytes(long_record.as_bytes());
+            for at in [0, 1, 500, 1999, 2000] {
+                let mut data = short.repeat(at).into_bytes();
+                let long_at = data.len() as u64;
+                data.extend_from_slice(long_record.as_bytes());
+                data.extend_from_slice(short.repeat(2000 - at).as_bytes());
+                for (step, block) in [(1 << 20, 4 << 20), (4096, 4 << 20), (4096, 1000), (777, 64), (len + 1, 10_000), (data.len(), 1)] {
+                    let what = format!("{format:?}, long record {len} bytes at {long_at}, pieces of {step}, blocks of {block}");
+                    assert_eq!(cut_within(&f, &data, format, (step, block, len - 1)), Err(Ok(long_at)), "{what}: one byte over the limit");
+                    let found = cut_within(&f, &data, format, (step, block, len)).unwrap_or_else(|e| panic!("{what}: stopped at {e:?} at the limit"));
+                    assert_eq!((found.records, found.matched), (2001, 1), "{what}");
+                }
+            }
+            // At the end, without its line break.
+            let mut data = short.repeat(100).into_bytes();
+            data.extend_from_slice(long_record.trim_end().as_bytes());
+            assert_eq!(cut_within(&f, &data, format, (4096, 4 << 20, len - 1)), Err(Ok(100 * short.len() as u64)), "{format:?} at the end");
+            assert_eq!(cut_within(&f, &data, format, (4096, 4 << 20, len)).map(|found| found.records), Ok(101), "{format:?} at the end");
+        }
+        let t = RecordTooLong { offset: 7, waiting: 3005, ended: true, why: TooLongWhy::Limit(1024) };
+        assert_eq!(t.to_string(), "the record (or line) from byte 7 is 3005 bytes long: more than the 1024 bytes a record may have (--max-record)");
+    }
+
     proptest::proptest! {
+        /// Fuzzing the limit: on any bytes, any pieces and blocks, the cutter and the blocks'
+        /// filter stop at the record the whole data's filter stops at, or at none. FASTQ at the
+        /// same record, but maybe for the other reason (a record after blank lines that waited
+        /// with it is named long where the whole data's filter finds the blank lines malformed);
+        /// and blank lines after the last read that pass the limit stop it (they wait, for
+        /// the cutter cannot tell them from a record until the data ends).
+        #[test]
+        fn max_record_stops_alike_however_the_data_is_cut(data in proptest::collection::vec(proptest::sample::select(b">@+\n\n\rACGT".to_vec()), 0..600), step in 1usize..200, block in 1usize..100, max in 1usize..40) {
+            let f = Filter { motif: Some(Regex::new("A[CG]T").unwrap()), min_length: Some(2), id_prefix: None };
+            for format in [RecordFormat::Fasta, RecordFormat::Fastq, RecordFormat::Lines] {
+                let whole = match f.block_within(&data, format, true, None, max) {
+                    Ok(found) => Ok(if data.is_empty() { Found::default() } else { found }),
+                    Err(Refused::TooLong { offset, .. }) => Err(Ok(offset as u64)),
+                    Err(Refused::Malformed(m)) => Err(Err(m.offset as u64)),
+                };
+                let cut = cut_within(&f, &data, format, (step, block, max));
+                match (format, cut, whole) {
+                    (RecordFormat::Fastq, Err(Ok(at) | Err(at)), Err(Ok(w) | Err(w))) => proptest::prop_assert_eq!(at, w),
+                    (RecordFormat::Fastq, Err(Ok(at)), Ok(_)) => {
+                        proptest::prop_assert!(data[at as usize..].iter().all(|b| b"\r\n".contains(b)) && data.len() - at as usize > max, "stopped at {} in blank lines", at);
+                    }
+                    (_, cut, whole) => proptest::prop_assert_eq!(cut, whole, "{:?}", format),
+                }
+            }
+        }
+
         /// The counting FASTQ boundary is the collecting one's, on any bytes.
         #[test]
         fn fastq_whole_records_are_as_first_written(data in proptest::collection::vec(proptest::sample::select(b"@+\n\n\n\rAC".to_vec()), 0..400)) {

@@ -60,7 +60,7 @@ const SIZELESS_FILE_SYSTEMS: [i64; 9] = [0x9fa0, 0x6265_6572, 0x6462_6720, 0x747
 
 /// Whether `file` is a file of such a file system: read to its end, as a
 /// pipe is (by its size, `compress /proc/cpuinfo` made an empty .gz).
-fn sizeless(file: &File) -> bool {
+pub fn sizeless(file: &File) -> bool {
     use std::os::fd::AsRawFd;
     peerpath_mem::file_system_type(file.as_raw_fd()).is_some_and(|t| SIZELESS_FILE_SYSTEMS.contains(&t))
 }
