@@ -478,6 +478,11 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
         shards.discard();
         return Err(JobError::SourceIo { path: source.to_path_buf(), detail: format!("read {read} bytes of a {}-byte file: it changed while it was compressed; nothing was kept", meta.len()) });
     }
+    // Written in place, same size: the set would mix old and new bytes (it was kept, exit 0).
+    if let Err(e) = crate::source_size_unchanged(&src, source, meta.len(), Some(peerpath_io::Stamp::of(&meta))) {
+        shards.discard();
+        return Err(e);
+    }
     let name = source.file_name().map_or_else(|| "source".into(), |n| n.to_string_lossy().into_owned());
     let (head, name, sealed) = match sealing {
         Some(mut s) => {

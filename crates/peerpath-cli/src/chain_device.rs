@@ -359,7 +359,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
             return Err(stop);
         }
     };
-    if let Err(err) = crate::source_size_unchanged(&opened.file, source, meta.len()) {
+    if let Err(err) = crate::source_size_unchanged(&opened.file, source, meta.len(), Some(peerpath_io::Stamp::of(&meta))) {
         c.files.iter().for_each(|(_, t)| peerpath_io::discard(t));
         return Err(err.into());
     }

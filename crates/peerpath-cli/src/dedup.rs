@@ -32,6 +32,7 @@
 //! wrong one costs a digest, and the recipe names the chunks as found.
 
 use clap::{Args, Subcommand};
+use peerpath_io::Stamp;
 use peerpath_func::dedup::{chunks_parallel, cutting_threads, ChunkParams, Fingerprint, Successor, Successors};
 use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
@@ -1268,22 +1269,6 @@ fn successors_of<'a>(digests: &'a [u8], shapes: &'a [(usize, u8)]) -> impl Itera
     (0..shapes.len().saturating_sub(2)).map(move |i| (digest(i), Successor { digest: digest(i + 1), len: shapes[i + 1].0, after: shapes[i + 2].1 }))
 }
 
-/// What says a regular file changed while it was read (as tar's "file changed as we read it"):
-/// its size, and its modification and status-change times (a write moves both; a write that
-/// keeps the size and puts the modification time back still moves the status-change time).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Stamp {
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    fn of(m: &std::fs::Metadata) -> Stamp {
-        Stamp { size: m.len(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
-    }
-}
-
 /// A regular file being stored, and its [`Stamp`] before it was read (taken on the open
 /// descriptor: the file read, whatever its path names meanwhile).
 struct Watched {
@@ -1312,24 +1297,13 @@ impl Watched {
 /// The error a source whose stamp moved while it was read gets (exit 12): what was read may be
 /// part old, part new, so it is not stored (nothing refers to what was appended for it).
 fn changed_while_read(src: &Path, before: Stamp, after: Stamp) -> Result<(), JobError> {
-    if before == after {
-        return Ok(());
+    match before.changes(&after) {
+        None => Ok(()),
+        Some(what) => Err(JobError::SourceIo {
+            path: src.to_path_buf(),
+            detail: format!("the file changed while it was being read ({what}): it was not stored, what was read may mix old and new bytes; nothing was added for it (store it again once nothing writes it)"),
+        }),
     }
-    let time = |(s, ns): (i64, i64)| format!("{s}.{ns:09}");
-    let mut what = Vec::new();
-    if before.size != after.size {
-        what.push(format!("size {} -> {} bytes", before.size, after.size));
-    }
-    if before.mtime != after.mtime {
-        what.push(format!("modification time {} -> {}", time(before.mtime), time(after.mtime)));
-    }
-    if before.ctime != after.ctime {
-        what.push(format!("status-change time {} -> {}", time(before.ctime), time(after.ctime)));
-    }
-    Err(JobError::SourceIo {
-        path: src.to_path_buf(),
-        detail: format!("the file changed while it was being read ({}): it was not stored, what was read may mix old and new bytes; nothing was added for it (store it again once nothing writes it)", what.join(", ")),
-    })
 }
 
 /// Standard input as a source: a regular file (`< FILE`) is read whole, by offset, as a file

@@ -543,9 +543,12 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         None => {}
     }
     // O_DIRECT only for the device's reads (DMA into its memory); the CPU path reads into its own buffers.
+    // The source's stamp when first opened: a change while it is read is refused.
+    let stamp = std::cell::OnceCell::new();
     let open = |direct: bool| -> Result<(File, u64), JobError> {
         crate::refuse_stream_source(source, "ec encode reads its source by offset (a file or a block device)")?;
         let src = peerpath_io::open_source(source, direct).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
+        stamp.get_or_init(|| peerpath_io::Stamp::of_file(&src.file));
         match src.kind {
             peerpath_io::SourceKind::Regular { size_bytes } | peerpath_io::SourceKind::BlockDevice { size_bytes } => Ok((src.file, size_bytes)),
             peerpath_io::SourceKind::Stream => Err(JobError::Usage(format!("{} is not a regular file: ec encode reads its source by offset (a file or a block device)", source.display()))),
@@ -616,7 +619,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
             (src, size, files)
         }
     };
-    if let Err(err) = crate::source_size_unchanged(&src, source, size) {
+    if let Err(err) = crate::source_size_unchanged(&src, source, size, stamp.get().copied().flatten()) {
         discard_all(&files);
         return Err(err);
     }
@@ -2141,9 +2144,9 @@ mod tests {
         assert!(e.to_string().contains("shrank") && e.to_string().contains("ended at byte 10000"), "{e}");
         let e = read_at_up_to(&f, &mut buf, 12_288, 16_000).unwrap_err();
         assert!(e.to_string().contains("shrank"), "{e}");
-        crate::source_size_unchanged(&f, &path, 10_000).unwrap();
+        crate::source_size_unchanged(&f, &path, 10_000, None).unwrap();
         for (at_open, how) in [(9_000, "grew"), (12_000, "shrank")] {
-            let e = crate::source_size_unchanged(&f, &path, at_open).unwrap_err();
+            let e = crate::source_size_unchanged(&f, &path, at_open, None).unwrap_err();
             assert_eq!(e.exit_code(), 12);
             assert!(e.to_string().contains(how) && e.to_string().contains(&format!("{at_open} bytes when opened, 10000 now")), "{e}");
         }

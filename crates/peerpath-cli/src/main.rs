@@ -244,12 +244,17 @@ pub(crate) fn refuse_stream_source(source: &Path, why: &str) -> Result<(), JobEr
 /// The job's failure (exit 12) when `file`, the regular file `path` that
 /// had `size` bytes when opened, no longer has them once it has been read:
 /// it grew (its new bytes are not in the output) or shrank while it was
-/// read. What every offset-reading job checks before it keeps an output.
-pub(crate) fn source_size_unchanged(file: &std::fs::File, path: &Path, size: u64) -> Result<(), JobError> {
+/// read, or (`before`: its stamp when opened) was written in place. What every
+/// offset-reading job checks before it keeps an output.
+pub(crate) fn source_size_unchanged(file: &std::fs::File, path: &Path, size: u64, before: Option<peerpath_io::Stamp>) -> Result<(), JobError> {
     let meta = file.metadata().map_err(|e| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() })?;
     if meta.is_file() && meta.len() != size {
         let how = if meta.len() > size { "grew" } else { "shrank" };
         return Err(JobError::SourceIo { path: path.to_path_buf(), detail: format!("the source {how} while it was read ({size} bytes when opened, {} now); nothing was kept", meta.len()) });
+    }
+    // Written in place, same size: what was read may mix old and new bytes (it was kept, exit 0).
+    if let Some(what) = before.and_then(|b| b.changes(&peerpath_io::Stamp::of(&meta))) {
+        return Err(JobError::SourceIo { path: path.to_path_buf(), detail: format!("the source changed while it was read ({what}): what was read may mix old and new bytes; nothing was kept (run it again once nothing writes it)") });
     }
     Ok(())
 }

@@ -895,3 +895,71 @@ fn a_stream_cut_short_by_a_bad_member_says_how_much_went_out() {
     assert!(!o.stdout.is_empty() && data.starts_with(&o.stdout), "the first members' bytes, exactly");
     assert!(o.stderr.contains(&format!("peerpath: {} bytes had reached standard output before the job failed", o.stdout.len())), "{}", o.stderr);
 }
+
+/// A source written in place while it is read (same size: a database file, a file being copied
+/// over) is refused, exit 12, nothing kept, by every command that reads a file by offset:
+/// compress on the CPU and on an emulated CSP, encrypt, ec encode and the compress --ec chain.
+/// They compared only the size, and kept an output of a state the file never had, which
+/// verified (exit 0). A writer rewrites a block of the file over and over, moving its
+/// modification time to a new value each time (so that a coarse clock cannot hide a write),
+/// from before the job starts until it ends; a job it did not reach (a scheduler may starve
+/// it) must have kept one version exactly, and a few runs are made until one is refused.
+#[test]
+fn a_source_written_in_place_while_read_is_refused() {
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let dir = scratch();
+    let d = dir.path();
+    let old = random_bytes(16 << 20, 31);
+    let block = random_bytes(1 << 20, 32);
+    let mid = (8 << 20) as u64;
+    let mut new = old.clone();
+    new[mid as usize..][..block.len()].copy_from_slice(&block);
+    let src = d.join("busy");
+    let key = d.join("key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    let jobs: [(&str, Vec<std::ffi::OsString>); 5] = [
+        ("compress", args!["compress", &src, "-o", d.join("out"), "-q"]),
+        ("compress --engine emulated", args!["compress", &src, "-o", d.join("out"), "-q", "--engine", "emulated", "--device-memory", "64M", "--no-fallback"]),
+        ("encrypt", args!["encrypt", &src, "-o", d.join("out"), "-q", "--key-file", &key]),
+        ("ec encode", args!["ec", "encode", &src, "-k", "2", "-m", "1", "-o", d.join("out"), "-q"]),
+        ("compress --ec", args!["compress", &src, "--ec", "2+1", "-o", d.join("out"), "-q"]),
+    ];
+    for (what, job) in &jobs {
+        let mut refused = false;
+        for attempt in 0..10u64 {
+            std::fs::write(&src, &old).unwrap();
+            let (stop, writes) = (AtomicBool::new(false), AtomicU64::new(0));
+            let o = std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    let f = std::fs::OpenOptions::new().write(true).open(&src).unwrap();
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let part = if i.is_multiple_of(2) { &block[..] } else { &old[mid as usize..][..block.len()] };
+                        f.write_all_at(part, mid).unwrap();
+                        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + 1000 * attempt + i)).unwrap();
+                        i += 1;
+                        writes.store(i, Ordering::Relaxed);
+                    }
+                });
+                while writes.load(Ordering::Relaxed) < 2 {
+                    std::thread::yield_now();
+                }
+                let o = run(&mut pp(job.clone()));
+                stop.store(true, Ordering::Relaxed);
+                o
+            });
+            let out = d.join("out");
+            if o.code() == Some(12) {
+                assert!(o.stderr.contains("changed while"), "{what}: {}", o.stderr);
+                assert!(!out.exists(), "{what}: nothing kept");
+                refused = true;
+                break;
+            }
+            // Not reached by the writer: one version whole, or it would be a mix.
+            assert_eq!(o.code(), Some(0), "{what}: {}", o.stderr);
+            let _ = std::fs::remove_file(&out).or_else(|_| std::fs::remove_dir_all(&out));
+        }
+        assert!(refused, "{what}: never refused in 10 runs with a writer at work");
+    }
+}

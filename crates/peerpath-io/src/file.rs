@@ -53,6 +53,45 @@ impl OpenedFile {
     }
 }
 
+/// What says a regular file changed while it was read (as tar's "file changed as we read it"):
+/// its size, and its modification and status-change times (a write moves both; a write that
+/// keeps the size and puts the modification time back still moves the status-change time).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+impl Stamp {
+    pub fn of(m: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp { size: m.len(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
+    }
+
+    /// Of a regular file whose size is what it holds (not a /proc file, not a pipe or a
+    /// device, whose times say nothing of what they give), read from its descriptor.
+    pub fn of_file(file: &File) -> Option<Stamp> {
+        file.metadata().ok().filter(|m| m.is_file() && !sizeless(file)).map(|m| Stamp::of(&m))
+    }
+
+    /// What changed from `self` to `after`, in words (`None`: nothing).
+    pub fn changes(&self, after: &Stamp) -> Option<String> {
+        let time = |(s, ns): (i64, i64)| format!("{s}.{ns:09}");
+        let mut what = Vec::new();
+        if self.size != after.size {
+            what.push(format!("size {} -> {} bytes", self.size, after.size));
+        }
+        if self.mtime != after.mtime {
+            what.push(format!("modification time {} -> {}", time(self.mtime), time(after.mtime)));
+        }
+        if self.ctime != after.ctime {
+            what.push(format!("status-change time {} -> {}", time(self.ctime), time(after.ctime)));
+        }
+        (!what.is_empty()).then(|| what.join(", "))
+    }
+}
+
 /// File systems whose files' sizes are not what they hold (procfs says 0
 /// bytes, sysfs 4096): proc, sysfs, debugfs, tracefs, securityfs, configfs,
 /// efivarfs, cgroup and cgroup2 (`statfs(2)`'s magic numbers).

@@ -148,6 +148,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         streams.push(Stream {
             source_name: source.display().to_string(),
             size: src.kind.size_bytes(),
+            stamp: peerpath_io::Stamp::of_file(&src.file),
             read_path: IoPath { engine: peerpath_io::EngineKind::IoUring, direct: src.direct, fallback_reason: refused },
             source_via: crate::Via::of(&src),
             source: src,
@@ -169,7 +170,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
     let ledger = Ledger::new();
     let outcome = run_job(&mut streams, opts, devices, member_bytes, chunk_bytes, chunk_aligned, &ledger, &cpu, &mut fallbacks);
     cpu.charge_thread(CpuRole::Orchestration, orchestration_start);
-    let ran = match outcome.and_then(|r| sources_kept_their_size(&streams).map(|()| r)) {
+    let ran = match outcome.and_then(|r| sources_unchanged(&streams).map(|()| r)) {
         Ok(r) => r,
         Err(e) => {
             abandon(&mut streams);
@@ -253,14 +254,19 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
 }
 
 /// Refuses outputs of sources that grew while they were read (appended to:
-/// the output would end where the source did when opened, and say nothing);
-/// a source that shrank failed its read already.
-fn sources_kept_their_size(streams: &[Stream]) -> Result<()> {
+/// the output would end where the source did when opened, and say nothing),
+/// or were written in place (the output would mix old and new bytes, a state
+/// the file never had, and verify); a source that shrank failed its read already.
+fn sources_unchanged(streams: &[Stream]) -> Result<()> {
     for s in streams {
         let SourceKind::Regular { size_bytes } = s.source.kind else { continue };
-        let now = s.source.file.metadata().map_err(|e| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?.len();
+        let meta = s.source.file.metadata().map_err(|e| JobError::SourceIo { path: s.source.path.clone(), detail: e.to_string() })?;
+        let now = meta.len();
         if now > size_bytes {
             return Err(JobError::SourceIo { path: s.source.path.clone(), detail: format!("the source grew while being read ({size_bytes} bytes when opened, {now} now): its output would lack the end; nothing was kept") });
+        }
+        if let Some(what) = s.stamp.and_then(|before| before.changes(&peerpath_io::Stamp::of(&meta))) {
+            return Err(JobError::SourceIo { path: s.source.path.clone(), detail: format!("the source changed while being read ({what}): its output could mix old and new bytes; nothing was kept (compress it again once nothing writes it)") });
         }
     }
     Ok(())

@@ -14,6 +14,8 @@ pub(crate) struct Stream {
     pub source_via: crate::Via,
     pub source_name: String,
     pub size: Option<u64>,
+    /// The source's stamp when opened (a regular file): a change while it is read is refused.
+    pub stamp: Option<peerpath_io::Stamp>,
     pub sequential_read: bool,
     pub read_path: IoPath,
     pub writer: Option<TargetWriter>,
