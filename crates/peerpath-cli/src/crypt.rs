@@ -629,7 +629,13 @@ where
     W: Fn() -> Result<(), (u64, JobError)> + Sync,
 {
     let results: Vec<Result<(), (u64, JobError)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(&worker)).collect();
+        // Workers take tasks in turn, so fewer threads than asked (the process's or user's
+        // thread limit, a cgroup's pids.max) still do the whole job, and none, this thread (a
+        // panic, exit 101, left the shards' temporaries behind).
+        let handles: Vec<_> = (0..threads.max(1)).map_while(|_| std::thread::Builder::new().name("peerpath-worker".into()).spawn_scoped(s, &worker).ok()).collect();
+        if handles.is_empty() {
+            return vec![worker()];
+        }
         handles.into_iter().map(|h| h.join().expect("a worker does not panic")).collect()
     });
     match results.into_iter().filter_map(Result::err).min_by_key(|(i, _)| *i) {

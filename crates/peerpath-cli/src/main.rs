@@ -1446,7 +1446,17 @@ fn remove_temporaries_on_signals() {
 fn exit_on_unwritable_stdout() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let Some(why) = stdout_failure(info.payload()) else { return default(info) };
+        let Some(why) = stdout_failure(info.payload()) else {
+            default(info);
+            // The process ends with this panic (exit 101): the named temporaries of its outputs go
+            // first (they stayed). Only the main thread's (a worker's panic reaches it when
+            // joined, or is caught), and not the job server's; not the `_before_exit` form,
+            // which keeps the registry locked for the unwinding drops that still use it.
+            if !JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) && std::thread::current().name() == Some("main") {
+                peerpath_io::remove_named_temporaries();
+            }
+            return;
+        };
         if JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
             return; // the daemon's job: unwinds to its catch, which says it (`unwritable_stdout_code`)
         }

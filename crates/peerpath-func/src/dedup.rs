@@ -213,7 +213,10 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
     let (read_tx, read_rx) = mpsc::sync_channel::<std::io::Result<ReadBlock>>(0);
     let reuse = spent.clone();
     let learned = Arc::new(Learned { caller: hints, seen: Mutex::default() });
-    std::thread::Builder::new()
+    // A thread that cannot start (the thread limit) ends the chunks with that error: the
+    // threads started before it see their channels close and end.
+    let mut failed = None;
+    let read = std::thread::Builder::new()
         .name("peerpath-cdc-read".into())
         .spawn(move || {
             let positional = file.metadata().is_ok_and(|m| {
@@ -243,94 +246,115 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
                 }
                 at += block as u64;
             }
-        })
-        .expect("a thread for reading");
+        });
+    failed = failed.or(read.err());
     // The pool: each job is a segment of a block, answered on its own channel.
     type Job = (Arc<Vec<u8>>, std::ops::Range<usize>, Segment, bool, mpsc::SyncSender<Chain>);
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let job_rx = Arc::new(Mutex::new(job_rx));
     for _ in 0..threads {
+        if failed.is_some() {
+            break;
+        }
         let (jobs, hints) = (job_rx.clone(), learned.clone());
-        std::thread::Builder::new()
+        let cut = std::thread::Builder::new()
             .name("peerpath-cdc-cut".into())
             .spawn(move || loop {
                 let next = jobs.lock().expect("the jobs' lock").recv();
                 let Ok((buf, range, s, at_end, reply)) = next else { return };
                 let _ = reply.send(chain(&buf[range], s, p, fp, at_end, Some(hints.as_ref())));
-            })
-            .expect("a thread for cutting");
+            });
+        failed = failed.or(cut.err());
     }
     let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<Chunk>>>(1);
-    std::thread::Builder::new()
-        .name("peerpath-cdc".into())
-        .spawn(move || {
-            let mut pending = std::collections::VecDeque::new();
-            let (mut failed, mut read_all) = (None, false);
-            // Where the stream's next chunk begins in the next block's bytes, and in the file.
-            let (mut entry, mut stream_at) = (0usize, 0u64);
-            loop {
-                // Two blocks are being cut at a time.
-                while !read_all && pending.len() < 2 {
-                    match read_rx.recv() {
-                        Ok(Ok(r)) => {
-                            let buf = Arc::new(r.buf);
-                            let range = r.start..r.start + r.len;
-                            let replies: Vec<_> = segments(r.len, r.before, p, threads, seg)
-                                .into_iter()
-                                .map(|s| {
-                                    let (reply, answer) = mpsc::sync_channel(1);
-                                    let _ = job_tx.send((buf.clone(), range.clone(), s, r.at_end, reply));
-                                    (s, answer)
-                                })
-                                .collect();
-                            read_all = r.at_end;
-                            pending.push_back((buf, range, r.at_end, replies));
+    // Nothing more starts after a failure: the channels the joining thread would
+    // have taken close as this returns, and the threads started end.
+    if failed.is_none() {
+        failed = std::thread::Builder::new()
+            .name("peerpath-cdc".into())
+            .spawn(move || {
+                let mut pending = std::collections::VecDeque::new();
+                let (mut failed, mut read_all) = (None, false);
+                // Where the stream's next chunk begins in the next block's bytes, and in the file.
+                let (mut entry, mut stream_at) = (0usize, 0u64);
+                loop {
+                    // Two blocks are being cut at a time.
+                    while !read_all && pending.len() < 2 {
+                        match read_rx.recv() {
+                            Ok(Ok(r)) => {
+                                let buf = Arc::new(r.buf);
+                                let range = r.start..r.start + r.len;
+                                let replies: Vec<_> = segments(r.len, r.before, p, threads, seg)
+                                    .into_iter()
+                                    .map(|s| {
+                                        let (reply, answer) = mpsc::sync_channel(1);
+                                        let _ = job_tx.send((buf.clone(), range.clone(), s, r.at_end, reply));
+                                        (s, answer)
+                                    })
+                                    .collect();
+                                read_all = r.at_end;
+                                pending.push_back((buf, range, r.at_end, replies));
+                            }
+                            Ok(Err(e)) => (failed, read_all) = (Some(e), true),
+                            Err(_) => (failed, read_all) = (Some(std::io::Error::other("the reading thread stopped")), true),
                         }
-                        Ok(Err(e)) => (failed, read_all) = (Some(e), true),
-                        Err(_) => (failed, read_all) = (Some(std::io::Error::other("the reading thread stopped")), true),
+                    }
+                    let Some((buf, range, at_end, replies)) = pending.pop_front() else {
+                        if let Some(e) = failed {
+                            let _ = tx.send(Err(e));
+                        }
+                        return;
+                    };
+                    let Ok(chains) = replies.iter().map(|(s, answer)| answer.recv().map(|c| (*s, c))).collect::<Result<Vec<_>, _>>() else {
+                        let _ = tx.send(Err(std::io::Error::other("a cutting thread stopped")));
+                        return;
+                    };
+                    let data = &buf[range.clone()];
+                    let (cuts, _) = join(data, entry, &chains, p, fp, at_end);
+                    let used = cuts.last().map_or(entry, |c| c.0 + c.1);
+                    let chunks = cuts.into_iter().map(|(o, l, digest, predicted)| Chunk { offset: stream_at + (o - entry) as u64, digest, predicted, block: buf.clone(), range: range.start + o..range.start + o + l }).collect();
+                    stream_at += (used - entry) as u64;
+                    // The next block begins with this one's last `head` bytes (or all of it).
+                    entry = used - (data.len() - data.len().min(head));
+                    spent.lock().expect("the spent blocks' lock").push(buf);
+                    if tx.send(Ok(chunks)).is_err() || at_end {
+                        return;
                     }
                 }
-                let Some((buf, range, at_end, replies)) = pending.pop_front() else {
-                    if let Some(e) = failed {
-                        let _ = tx.send(Err(e));
-                    }
-                    return;
-                };
-                let Ok(chains) = replies.iter().map(|(s, answer)| answer.recv().map(|c| (*s, c))).collect::<Result<Vec<_>, _>>() else {
-                    let _ = tx.send(Err(std::io::Error::other("a cutting thread stopped")));
-                    return;
-                };
-                let data = &buf[range.clone()];
-                let (cuts, _) = join(data, entry, &chains, p, fp, at_end);
-                let used = cuts.last().map_or(entry, |c| c.0 + c.1);
-                let chunks = cuts.into_iter().map(|(o, l, digest, predicted)| Chunk { offset: stream_at + (o - entry) as u64, digest, predicted, block: buf.clone(), range: range.start + o..range.start + o + l }).collect();
-                stream_at += (used - entry) as u64;
-                // The next block begins with this one's last `head` bytes (or all of it).
-                entry = used - (data.len() - data.len().min(head));
-                spent.lock().expect("the spent blocks' lock").push(buf);
-                if tx.send(Ok(chunks)).is_err() || at_end {
-                    return;
-                }
-            }
-        })
-        .expect("a thread for joining");
+            })
+            .err();
+    }
+    let mut failed = failed.map(|e| cannot_start_thread(&e));
     let mut block = Vec::new().into_iter();
-    let mut failed = false;
+    let mut ended = false;
     std::iter::from_fn(move || loop {
         if let Some(c) = block.next() {
             return Some(Ok(c));
         }
-        if failed {
+        if let Some(e) = failed.take() {
+            ended = true;
+            return Some(Err(e));
+        }
+        if ended {
             return None;
         }
         match rx.recv().ok()? {
             Ok(v) => block = v.into_iter(),
             Err(e) => {
-                failed = true;
+                ended = true;
                 return Some(Err(e));
             }
         }
     })
+}
+
+/// A thread that could not start, said as such: EAGAIN is the process's or
+/// the user's thread limit (`ulimit -u`, a cgroup's `pids.max`), or no memory
+/// for the thread's stack (`ulimit -v`).
+fn cannot_start_thread(e: &std::io::Error) -> std::io::Error {
+    // EAGAIN, as the standard library names it.
+    let hint = if e.kind() == std::io::ErrorKind::WouldBlock { " (the process or user thread limit, or no memory for its stack?)" } else { "" };
+    std::io::Error::new(e.kind(), format!("cannot start a thread: {e}{hint}"))
 }
 
 /// A block as read: `buf[start..start + len]` are its bytes, of which
@@ -390,9 +414,14 @@ fn read_block(file: &std::fs::File, positional: bool, at: u64, buf: &mut [u8], s
     if !positional {
         return fill(buf, |b, _| (&*file).read(b));
     }
+    // A part whose thread cannot start fails the block (with that), once the others are read.
     let got: Vec<std::io::Result<usize>> = std::thread::scope(|s| {
-        let parts: Vec<_> = buf.chunks_mut(seg).enumerate().map(|(k, part)| s.spawn(move || fill(part, |b, off| file.read_at(b, at + (k * seg) as u64 + off)))).collect();
-        parts.into_iter().map(|h| h.join().expect("a reading thread does not panic")).collect()
+        let parts: Vec<_> = buf
+            .chunks_mut(seg)
+            .enumerate()
+            .map(|(k, part)| std::thread::Builder::new().name("peerpath-cdc-pread".into()).spawn_scoped(s, move || fill(part, |b, off| file.read_at(b, at + (k * seg) as u64 + off))))
+            .collect();
+        parts.into_iter().map(|h| h.map_err(|e| cannot_start_thread(&e)).and_then(|h| h.join().expect("a reading thread does not panic"))).collect()
     });
     let mut total = 0;
     for n in got {
@@ -433,9 +462,10 @@ fn cut_block_from(data: &[u8], before: usize, entry: usize, p: ChunkParams, fp: 
     let segs = segments(data.len(), before, p, threads, seg);
     let chains: Vec<(Segment, Chain)> = match segs[..] {
         [g] => vec![(g, chain(data, g, p, fp, at_end, hints))],
+        // A segment whose thread cannot start (the thread limit) is cut on this one.
         _ => std::thread::scope(|s| {
-            let cut: Vec<_> = segs.iter().map(|&g| s.spawn(move || (g, chain(data, g, p, fp, at_end, hints)))).collect();
-            cut.into_iter().map(|h| h.join().expect("a cutting thread does not panic")).collect()
+            let cut: Vec<_> = segs.iter().map(|&g| (g, std::thread::Builder::new().name("peerpath-cdc-cut".into()).spawn_scoped(s, move || chain(data, g, p, fp, at_end, hints)).ok())).collect();
+            cut.into_iter().map(|(g, h)| (g, h.map_or_else(|| chain(data, g, p, fp, at_end, hints), |h| h.join().expect("a cutting thread does not panic")))).collect()
         }),
     };
     join(data, entry, &chains, p, fp, at_end)

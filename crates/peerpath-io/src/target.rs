@@ -137,6 +137,10 @@ pub fn remove_named_temporaries_before_exit() -> usize {
 #[derive(Debug)]
 pub struct ScratchDir {
     path: Option<PathBuf>,
+    /// The directory, open from its making until it is published: syncing
+    /// and emptying it take no new descriptor, so a job that fails at its
+    /// open-file limit (`ulimit -n`) still leaves nothing behind.
+    dir: Option<File>,
 }
 
 impl ScratchDir {
@@ -149,10 +153,17 @@ impl ScratchDir {
             let tmp = temporary_name(final_path, attempt);
             let mut named = registry();
             match std::fs::create_dir(&tmp) {
-                Ok(()) => {
-                    named.push(tmp.clone());
-                    return Ok(ScratchDir { path: Some(tmp) });
-                }
+                Ok(()) => match open_dir(&tmp) {
+                    Ok(dir) => {
+                        named.push(tmp.clone());
+                        return Ok(ScratchDir { path: Some(tmp), dir: Some(dir) });
+                    }
+                    // Removing an empty directory takes no descriptor.
+                    Err(e) => {
+                        let _ = std::fs::remove_dir(&tmp);
+                        return Err(e);
+                    }
+                },
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -167,14 +178,81 @@ impl ScratchDir {
     /// Syncs the directory and renames it to `final_path`, which must not
     /// exist (`AlreadyExists` otherwise; the directory is then removed on drop).
     pub fn publish(mut self, final_path: &Path) -> io::Result<()> {
-        File::open(self.path()).and_then(|d| d.sync_all())?;
+        if let Some(dir) = &self.dir {
+            dir.sync_all()?;
+        }
+        // The parent is opened before the rename (once the directory has its name, nothing
+        // fails); at the open-file limit, in the place of the directory's own descriptor.
+        let parent = File::open(parent_dir(final_path)).or_else(|e| match e.raw_os_error() {
+            Some(libc::EMFILE) if self.dir.is_some() => {
+                self.dir = None;
+                File::open(parent_dir(final_path))
+            }
+            _ => Err(e),
+        })?;
         {
             let mut named = registry();
             rename_noreplace(self.path(), final_path)?;
             let tmp = self.path.take().expect("not yet published");
             named.retain(|p| *p != tmp);
         }
-        File::open(parent_dir(final_path)).and_then(|d| d.sync_all())
+        parent.sync_all()
+    }
+}
+
+/// A directory opened for syncing and for removing what it holds.
+fn open_dir(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY).open(path)
+}
+
+/// Removes what the directory open as `dir` (at `path`) holds through that
+/// descriptor (`getdents64`, `unlinkat`), so it needs no new one; a
+/// directory inside is removed where empty, else with `remove_dir_all`.
+fn empty_dir(dir: &File, path: &Path) {
+    let fd = dir.as_raw_fd();
+    let mut buf = vec![0u8; 16 << 10];
+    // Entries removed while the directory is read may move others past the
+    // read's position: it is read again from its start until nothing is left
+    // (or nothing more could be removed).
+    for _ in 0..16 {
+        // SAFETY: repositions a directory descriptor we own.
+        if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
+            return;
+        }
+        let (mut seen, mut removed) = (0usize, 0usize);
+        loop {
+            // SAFETY: the kernel writes at most buf.len() bytes of entries into buf.
+            let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated).
+            while at + 19 < n as usize {
+                let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+                if reclen == 0 {
+                    break;
+                }
+                let name = &buf[at + 19..at + reclen];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                at += reclen;
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                seen += 1;
+                let Ok(c) = CString::new(name) else { continue };
+                // SAFETY: a NUL-terminated name relative to a directory descriptor we hold.
+                let gone = unsafe { libc::unlinkat(fd, c.as_ptr(), 0) } == 0
+                    || (io::Error::last_os_error().raw_os_error() == Some(libc::EISDIR)
+                        // SAFETY: as above.
+                        && (unsafe { libc::unlinkat(fd, c.as_ptr(), libc::AT_REMOVEDIR) } == 0
+                            || std::fs::remove_dir_all(path.join(OsStr::from_bytes(name))).is_ok()));
+                removed += usize::from(gone);
+            }
+        }
+        if seen == 0 || removed == 0 {
+            return;
+        }
     }
 }
 
@@ -202,7 +280,15 @@ impl Drop for ScratchDir {
     fn drop(&mut self) {
         if let Some(p) = self.path.take() {
             let mut named = registry();
-            let _ = std::fs::remove_dir_all(&p);
+            // Emptied through the descriptor it holds (a job out of descriptors), then removed by name.
+            match self.dir.take().or_else(|| open_dir(&p).ok()) {
+                Some(dir) => {
+                    empty_dir(&dir, &p);
+                    drop(dir);
+                    let _ = std::fs::remove_dir(&p);
+                }
+                None => drop(std::fs::remove_dir_all(&p)),
+            }
             named.retain(|q| *q != p);
         }
     }
@@ -681,6 +767,74 @@ mod tests {
         s.publish(&target).unwrap();
         assert_eq!(names(dir.path()), ["shards"]);
         assert_eq!(std::fs::read(target.join("a")).unwrap(), b"x");
+    }
+
+    /// Opens /dev/null until the open-file limit refuses another: what a job
+    /// that has run out of descriptors leaves.
+    fn every_descriptor_taken() -> Vec<File> {
+        let mut held = Vec::new();
+        loop {
+            match File::open("/dev/null") {
+                Ok(f) => held.push(f),
+                Err(e) => {
+                    assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+                    return held;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_scratch_directory_at_the_open_file_limit_is_removed_or_published_whole() {
+        const CHILD: &str = "PEERPATH_TEST_SCRATCH_AT_FD_LIMIT";
+        let name = "target::tests::a_scratch_directory_at_the_open_file_limit_is_removed_or_published_whole";
+        if std::env::var_os(CHILD).is_none() {
+            // The limit is lowered and reached in a process of its own (this test, alone).
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--nocapture", "--test-threads=1"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success() && said.contains("1 passed"), "{said}");
+            return;
+        }
+        let limit = libc::rlimit { rlim_cur: 64, rlim_max: 64 };
+        // SAFETY: setrlimit reads the struct it is given.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("set");
+        let fill = |s: &ScratchDir| {
+            for i in 0..40 {
+                std::fs::write(s.path().join(format!("shard-{i:03}")), b"x").unwrap();
+            }
+            std::fs::create_dir(s.path().join("empty")).unwrap();
+        };
+
+        // A job that fails for want of descriptors drops its directory: removed all the same.
+        let s = ScratchDir::beside(&target).unwrap();
+        fill(&s);
+        let held = every_descriptor_taken();
+        drop(s);
+        drop(held);
+        assert!(names(dir.path()).is_empty(), "nothing left: {:?}", names(dir.path()));
+
+        // Published at the limit: whole, under its name.
+        let s = ScratchDir::beside(&target).unwrap();
+        fill(&s);
+        let held = every_descriptor_taken();
+        let published = s.publish(&target);
+        drop(held);
+        published.unwrap();
+        assert_eq!(names(dir.path()), ["set"]);
+        assert_eq!(names(&target).len(), 41);
+
+        // No descriptor for a new one: an error, and no directory made.
+        let held = every_descriptor_taken();
+        let e = ScratchDir::beside(&dir.path().join("other")).unwrap_err();
+        drop(held);
+        assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+        assert_eq!(names(dir.path()), ["set"]);
     }
 
     #[test]

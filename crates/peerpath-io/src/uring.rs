@@ -329,7 +329,13 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
                 let slot = user_data as usize;
                 let finished = {
                     let p = self.slots[slot].as_mut().expect("completion for a live slot");
-                    if res < 0 {
+                    if res == -libc::ECANCELED {
+                        // This engine cancels no transfer before its drop: the kernel could not
+                        // start an io-wq worker for it (the process's or user's thread limit, a
+                        // cgroup's pids.max). It is done here by plain syscalls, as the fallback
+                        // engine does every transfer.
+                        Some(finish_by_syscalls(p))
+                    } else if res < 0 {
                         Some(Err(crate::engine::PartlyWritten::wrap(io::Error::from_raw_os_error(-res), p.op, p.offset, p.done)))
                     } else if res == 0 && p.op == IoOp::Write {
                         Some(Err(crate::engine::PartlyWritten::wrap(io::Error::new(io::ErrorKind::WriteZero, "write returned 0 bytes"), p.op, p.offset, p.done)))
@@ -401,6 +407,22 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
     }
 }
 
+/// The rest of `p`'s transfer by `pread`/`pwrite` on this thread: all the
+/// bytes it moved, or its error (a sequential write's, with how many went out).
+fn finish_by_syscalls<B: IoBuf>(p: &mut Pending<B>) -> io::Result<usize> {
+    // SAFETY: done < len <= capacity (a read completes on its first result, so only a
+    // write has bytes done), and the buffer stays in its slot across the call.
+    let ptr = unsafe { p.buf.io_ptr().add(p.done) };
+    let offset = p.offset.map(|o| o + p.done as u64);
+    match crate::sync::transfer_blocking(p.op, p.fd, offset, ptr, p.len - p.done) {
+        Ok(n) => Ok(p.done + n),
+        Err(e) => {
+            let (more, cause) = crate::engine::PartlyWritten::split(e);
+            Err(crate::engine::PartlyWritten::wrap(cause, p.op, p.offset, p.done + more))
+        }
+    }
+}
+
 impl<B> UringEngine<B> {
     /// The ring failed while requests may still be in flight: the kernel can
     /// still write into their buffers (an O_DIRECT read's DMA is not stopped
@@ -466,5 +488,91 @@ impl<B> Drop for UringEngine<B> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use peerpath_mem::AlignedBuf;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::time::{Duration, Instant};
+
+    /// Runs the test `name` of this binary alone in a child process with `var` set
+    /// (where it changes what only a process of its own may: its user, its limits),
+    /// and checks it passed within a minute.
+    fn in_a_child(name: &str, var: &str) {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(var, "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said.contains("1 passed"), "{}: {said}", out.status);
+        if let Some(skipped) = said.lines().find(|l| l.starts_with("skipped")) {
+            println!("{skipped}");
+        }
+    }
+
+    #[test]
+    fn a_transfer_the_kernel_had_no_worker_for_is_done_by_syscalls() {
+        const CHILD: &str = "PEERPATH_TEST_URING_NO_WORKERS";
+        if std::env::var_os(CHILD).is_none() {
+            return in_a_child("uring::tests::a_transfer_the_kernel_had_no_worker_for_is_done_by_syscalls", CHILD);
+        }
+        // No new thread for this process's user (RLIMIT_NPROC, which root is not held
+        // to: root becomes nobody): io-wq's worker cannot start, as under a cgroup's
+        // pids.max, and the kernel cancels (ECANCELED) the request it was for.
+        // SAFETY: geteuid has no preconditions; setresgid and setresuid change this
+        // process's (this child's) credentials, every thread's.
+        if unsafe { libc::geteuid() } == 0 && unsafe { libc::setresgid(65534, 65534, 65534) != 0 || libc::setresuid(65534, 65534, 65534) != 0 } {
+            return println!("skipped: root could not become nobody ({})", io::Error::last_os_error());
+        }
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes the struct it is given; setrlimit reads it.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) }, 0);
+        limit.rlim_cur = 1;
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &limit) }, 0);
+        assert!(std::thread::Builder::new().spawn(|| ()).is_err(), "no thread can start now");
+        let mut engine = match UringEngine::<AlignedBuf>::new(4) {
+            Ok(e) => e,
+            Err(e) => return println!("skipped: no io_uring here ({e})"),
+        };
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into the array.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both are open descriptors owned by nothing else.
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // Always to an io-wq worker (IOSQE_ASYNC).
+        engine.copy_on_kernel_workers(w.as_raw_fd());
+        let mut buf = AlignedBuf::new(4096);
+        buf.set_len(4096);
+        buf.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        engine.submit(IoOp::Write, w.as_raw_fd(), None, 4096, buf, 7).map_err(|e| e.1).unwrap();
+        let waker = Waker::new().unwrap();
+        let mut out = Vec::new();
+        while out.is_empty() {
+            engine.wait(&mut out, &waker).unwrap();
+        }
+        let c = out.pop().unwrap();
+        assert_eq!((c.token, c.op), (7, IoOp::Write));
+        assert_eq!(c.result.expect("written all the same"), 4096);
+        let mut back = vec![0u8; 4096];
+        // SAFETY: reads at most 4096 bytes into a buffer that long.
+        let n = unsafe { libc::read(r.as_raw_fd(), back.as_mut_ptr() as *mut libc::c_void, 4096) };
+        assert_eq!(n, 4096);
+        assert!(back.iter().enumerate().all(|(i, &b)| b == i as u8));
     }
 }

@@ -29,8 +29,20 @@ unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     /// Allocates `capacity_bytes` (rounded up to the alignment) of zeroed,
-    /// aligned host memory.
+    /// aligned host memory. Panics where the memory cannot be mapped: a
+    /// job's buffers, sized by its options, come from [`AlignedBuf::try_new`].
     pub fn new(capacity_bytes: usize) -> Self {
+        Self::try_new(capacity_bytes).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`AlignedBuf::new`], or an error that says how much could not be
+    /// mapped (ENOMEM: out of memory, or over the address-space limit, `ulimit -v`).
+    pub fn try_new(capacity_bytes: usize) -> std::io::Result<Self> {
+        Self::map(capacity_bytes).map_err(|e| out_of_memory(&format!("a buffer of {}", size_words(align_up(capacity_bytes.max(1), DIRECT_IO_ALIGN_BYTES))), e))
+    }
+
+    /// The mapping itself; its error is the system call's.
+    fn map(capacity_bytes: usize) -> std::io::Result<Self> {
         let capacity_bytes = align_up(capacity_bytes.max(1), DIRECT_IO_ALIGN_BYTES);
         // SAFETY: an anonymous private mapping of a non-zero length at an
         // address of the kernel's choosing touches no existing memory.
@@ -45,7 +57,7 @@ impl AlignedBuf {
             )
         };
         if raw == libc::MAP_FAILED {
-            panic!("out of memory: mmap of {capacity_bytes} bytes failed: {}", std::io::Error::last_os_error());
+            return Err(std::io::Error::last_os_error());
         }
         let ptr = NonNull::new(raw as *mut u8).expect("mmap never returns null on success");
         if capacity_bytes >= HUGE_PAGE_BYTES {
@@ -58,7 +70,7 @@ impl AlignedBuf {
         // The pages stay untouched until the buffer is used: a pool or cache
         // sized for the worst case costs page faults and zeroing only for
         // the buffers a job actually uses.
-        AlignedBuf { ptr, capacity_bytes, len: 0, domain: OnceLock::new() }
+        Ok(AlignedBuf { ptr, capacity_bytes, len: 0, domain: OnceLock::new() })
     }
 
     pub fn capacity(&self) -> usize {
@@ -154,6 +166,22 @@ impl std::fmt::Debug for AlignedBuf {
     }
 }
 
+/// A mapping of `what` that failed with `e`, said as what it is (of the
+/// kind `e` has: a caller can still tell it is out of memory).
+fn out_of_memory(what: &str, e: std::io::Error) -> std::io::Error {
+    let hint = if e.raw_os_error() == Some(libc::ENOMEM) { " (the machine's memory, or the address-space limit: ulimit -v?)" } else { "" };
+    std::io::Error::new(e.kind(), format!("out of memory: cannot map {what}: {e}{hint}"))
+}
+
+/// `bytes` in KiB or MiB where whole.
+fn size_words(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b % 1024 == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 /// The pool's idle buffers, and how many threads wait for one (a returned
 /// buffer wakes someone only if someone waits: a condvar notify is a futex
 /// system call even when no one does).
@@ -203,18 +231,30 @@ pub struct PoolStats {
 }
 
 impl BufferPool {
+    /// `count` buffers of `buffer_bytes` each; panics where they cannot be
+    /// mapped (a job's pool comes from [`BufferPool::try_new`]).
     pub fn new(count: usize, buffer_bytes: usize) -> Self {
+        Self::try_new(count, buffer_bytes).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`BufferPool::new`], or an error that says how much memory the pool
+    /// needed where it cannot be mapped (the buffers mapped are unmapped).
+    pub fn try_new(count: usize, buffer_bytes: usize) -> std::io::Result<Self> {
         assert!(count > 0, "a buffer pool needs at least one buffer");
-        let free: Vec<AlignedBuf> = (0..count).map(|_| AlignedBuf::new(buffer_bytes)).collect();
+        // Those mapped before one fails are unmapped as the vector is dropped.
+        let free = (0..count).map(|_| AlignedBuf::map(buffer_bytes)).collect::<std::io::Result<Vec<AlignedBuf>>>().map_err(|e| {
+            let each = align_up(buffer_bytes.max(1), DIRECT_IO_ALIGN_BYTES);
+            out_of_memory(&format!("a pool of {count} buffers of {} ({})", size_words(each), size_words(count.saturating_mul(each))), e)
+        })?;
         let buffer_bytes = free[0].capacity();
-        BufferPool {
+        Ok(BufferPool {
             inner: Arc::new(PoolInner {
                 free: Mutex::new(Free { buffers: free, waiters: 0, peak_in_use: 0 }),
                 available: Condvar::new(),
                 buffer_bytes,
                 count,
             }),
-        }
+        })
     }
 
     /// Takes a buffer, waiting for one to be returned if none is free.
@@ -354,6 +394,19 @@ mod tests {
         assert!(c.first_use(), "the third is a first use");
         drop((a, b, c));
         assert!(!pool.get().first_use(), "and the next loan of any is not");
+    }
+
+    #[test]
+    fn a_mapping_the_system_refuses_is_an_error_that_says_so() {
+        // More than any address space holds: mmap fails with ENOMEM.
+        let e = AlignedBuf::try_new(usize::MAX / 2).expect_err("no such mapping");
+        assert_eq!(e.raw_os_error(), None, "the error says what it was mapping");
+        let text = e.to_string();
+        assert!(text.starts_with("out of memory: cannot map a buffer of ") && text.contains("ulimit -v"), "{text}");
+        let Err(e) = BufferPool::try_new(3, 1 << 62) else { panic!("no such pool") };
+        assert!(e.to_string().starts_with("out of memory: cannot map a pool of 3 buffers of "), "{e}");
+        assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+        assert!(BufferPool::try_new(2, 4096).is_ok());
     }
 
     #[test]

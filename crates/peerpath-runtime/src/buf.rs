@@ -60,6 +60,12 @@ unsafe impl IoBuf for JobBuf {
     }
 }
 
+/// Memory a job needs that cannot be mapped ([`AlignedBuf::try_new`],
+/// [`peerpath_mem::BufferPool::try_new`]: their error says how much), as the job's error.
+pub(crate) fn out_of_memory(e: std::io::Error) -> crate::error::JobError {
+    crate::error::JobError::Internal(e.to_string())
+}
+
 /// Reuses owned buffers of varying sizes (allocating and zeroing a fresh
 /// MiB per block would add page faults and memory traffic the ledger does
 /// not see). Keeps at most `keep` buffers; reports the peak it held.
@@ -75,19 +81,20 @@ impl BufferCache {
         BufferCache { free: Vec::new(), keep, allocated_bytes: 0, peak_allocated_bytes: 0 }
     }
 
-    pub fn get(&mut self, min_capacity: usize) -> AlignedBuf {
+    /// A buffer of at least `min_capacity` bytes; memory that cannot be mapped is the job's error.
+    pub fn get(&mut self, min_capacity: usize) -> crate::error::Result<AlignedBuf> {
         // Best fit: the smallest buffer that is big enough, so fewer are
         // allocated (docs/tuning.md#buffer-cache).
         let fit = self.free.iter().enumerate().filter(|(_, b)| b.capacity() >= min_capacity).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
         if let Some(i) = fit {
             let mut b = self.free.swap_remove(i);
             b.set_len(0);
-            return b;
+            return Ok(b);
         }
-        let b = AlignedBuf::new(min_capacity);
+        let b = AlignedBuf::try_new(min_capacity).map_err(out_of_memory)?;
         self.allocated_bytes += b.capacity();
         self.peak_allocated_bytes = self.peak_allocated_bytes.max(self.allocated_bytes);
-        b
+        Ok(b)
     }
 
     pub fn put(&mut self, buf: AlignedBuf) {
@@ -110,10 +117,10 @@ mod tests {
         let (big_cap, small_cap) = (big.capacity(), small.capacity());
         cache.put(big);
         cache.put(small);
-        assert_eq!(cache.get(4096).capacity(), small_cap, "a small request takes the small buffer");
-        assert_eq!(cache.get(4096).capacity(), big_cap, "then the big one, being all that is left");
+        assert_eq!(cache.get(4096).unwrap().capacity(), small_cap, "a small request takes the small buffer");
+        assert_eq!(cache.get(4096).unwrap().capacity(), big_cap, "then the big one, being all that is left");
         let before = cache.allocated_bytes;
-        let fresh = cache.get(8 << 20);
+        let fresh = cache.get(8 << 20).unwrap();
         assert!(fresh.capacity() >= 8 << 20);
         assert_eq!(cache.allocated_bytes, before + fresh.capacity(), "nothing big enough: a new buffer, counted");
     }

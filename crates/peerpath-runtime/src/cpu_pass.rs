@@ -98,8 +98,9 @@ pub(crate) struct CpuPass {
 
 impl CpuPass {
     /// Starts the workers and maps the read pool for a job of `stream_count`
-    /// streams.
-    pub fn new(p: &CpuParams, stream_count: usize, blocking: bool, waker: Waker, cpu: CpuAccount) -> CpuPass {
+    /// streams; memory that cannot be mapped, or a thread that cannot start,
+    /// is the job's error.
+    pub fn new(p: &CpuParams, stream_count: usize, blocking: bool, waker: Waker, cpu: CpuAccount) -> Result<CpuPass> {
         let threads = p.threads.max(1);
         // Streams read at once: a worker's worth and one, whatever the job's count (a
         // thousand files are read a few at a time, in the pool of a few).
@@ -116,9 +117,10 @@ impl CpuPass {
         if slots * read_bytes <= CPU_READ_POOL_BYTES.max((threads * 2 + 1) * read_bytes) {
             chunk_bytes = crate::compress::read_chunk_bytes(p.member_bytes, read_bytes).0.max(chunk_bytes);
         }
-        CpuPass {
-            workers: WorkerPool::new(threads, waker, cpu),
-            pool: BufferPool::new(slots, chunk_bytes),
+        let pool = BufferPool::try_new(slots, chunk_bytes).map_err(crate::buf::out_of_memory)?;
+        Ok(CpuPass {
+            workers: WorkerPool::new(threads, waker, cpu)?,
+            pool,
             cache: BufferCache::new(slots * 2 + 4),
             in_pipeline: 0,
             slots,
@@ -131,7 +133,7 @@ impl CpuPass {
             queue_depth: p.queue_depth.max(1),
             blocking,
             done_bytes: 0,
-        }
+        })
     }
 
     /// Tasks with the workers.
@@ -174,34 +176,35 @@ impl CpuPass {
 
     /// A stream the CPU starts on: an empty source still gets one (empty)
     /// member, now where a buffer is free, else from [`CpuPass::issue_reads`].
-    pub fn start_stream(&mut self, streams: &mut [Stream], i: usize) {
+    pub fn start_stream(&mut self, streams: &mut [Stream], i: usize) -> Result<()> {
         if self.in_pipeline < self.slots {
-            self.start_empty(&mut streams[i], i);
+            self.start_empty(&mut streams[i], i)?;
         }
+        Ok(())
     }
 
     /// An empty source's one member, given a free buffer: whether it began.
-    fn start_empty(&mut self, s: &mut Stream, i: usize) -> bool {
+    fn start_empty(&mut self, s: &mut Stream, i: usize) -> Result<bool> {
         if s.size != Some(0) || s.cpu.read_done || s.finished() {
-            return false;
+            return Ok(false);
         }
-        let Some(buf) = self.pool.try_get() else { return false };
+        let Some(buf) = self.pool.try_get() else { return Ok(false) };
         s.cpu.read_done = true;
         s.cpu.chunks = Some(1);
         s.cpu.next_seq = 1;
         self.in_pipeline += 1;
-        self.dispatch(i, 0, buf);
-        true
+        self.dispatch(i, 0, buf)?;
+        Ok(true)
     }
 
-    fn dispatch(&mut self, stream: usize, seq: u64, input: PooledBuf) {
-        self.dispatch_reading(stream, seq, input, None);
+    fn dispatch(&mut self, stream: usize, seq: u64, input: PooledBuf) -> Result<()> {
+        self.dispatch_reading(stream, seq, input, None)
     }
 
     /// A chunk to compress; with `read` (descriptor, offset, length) the
     /// worker reads it into `input` first.
-    fn dispatch_reading(&mut self, stream: usize, seq: u64, mut input: PooledBuf, read: Option<(std::os::fd::RawFd, u64, usize)>) {
-        let mut output = self.cache.get(self.out_bytes);
+    fn dispatch_reading(&mut self, stream: usize, seq: u64, mut input: PooledBuf, read: Option<(std::os::fd::RawFd, u64, usize)>) -> Result<()> {
+        let mut output = self.cache.get(self.out_bytes)?;
         let (format, level, member_bytes) = (self.format, self.level, self.member_bytes);
         self.workers.submit(move |local| {
             let read = read.map(|(fd, offset, len)| {
@@ -227,6 +230,7 @@ impl CpuPass {
             output.set_len(pos);
             Done { stream, seq, input, output, members, read }
         });
+        Ok(())
     }
 
     /// Compressed chunks back from the workers, then every stream's chunks
@@ -294,7 +298,7 @@ impl CpuPass {
                     continue;
                 }
                 if s.size == Some(0) {
-                    progressed |= self.start_empty(s, i);
+                    progressed |= self.start_empty(s, i)?;
                     continue;
                 }
                 let new = s.cpu.next_seq == 0;
@@ -313,7 +317,7 @@ impl CpuPass {
                     // and with it the descriptor, outlives the pass, whose
                     // workers are joined first.
                     let (seq, fd) = (s.cpu.next_seq, s.source.file.as_raw_fd());
-                    self.dispatch_reading(i, seq, buf, Some((fd, offset, len)));
+                    self.dispatch_reading(i, seq, buf, Some((fd, offset, len)))?;
                 } else {
                     pass_over = self.blocking || buf.first_use();
                     let token = Token::Read { stream: i, seq: s.cpu.next_seq }.raw();
@@ -359,8 +363,7 @@ impl CpuPass {
             }
             s.cpu.chunks = Some(seq + 1);
         }
-        self.dispatch(i, seq, buf);
-        Ok(())
+        self.dispatch(i, seq, buf)
     }
 
     /// A write of stream `s` completed.

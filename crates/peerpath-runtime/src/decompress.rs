@@ -302,23 +302,25 @@ fn run_job_on(
         (Some(_), Some(spec)) => spec.batch_bytes.max(BATCH_OUTPUT_BYTES),
         _ => BATCH_OUTPUT_BYTES,
     };
+    // Read buffers: the read-ahead (a buffer per worker) plus what the
+    // tasks in flight hold (up to two batches per worker, each keeping
+    // its members' buffers): 16 (64 MiB) up to 6 threads, 2 per thread
+    // + 4 above (16 threads: 36, 144 MiB). docs/tuning.md#decompress-read-ahead.
+    // With a GPU, whose batches are large: enough for a batch per worker
+    // and one being split, at one compressed byte per decompressed byte at most
+    // (docs/gpu-nvcomp.md, section 9). Memory that cannot be mapped is the job's error.
+    let pool = BufferPool::try_new(
+        WINDOW_BUFFERS.max(qd as usize + 2).max(2 * threads + 4).max(if gpu.is_some() { (threads + 1) * batch_bytes.div_ceil(READ_BYTES) } else { 0 }),
+        READ_BYTES,
+    )
+    .map_err(crate::buf::out_of_memory)?;
     let mut ctx = Ctx {
         engine: engine.as_mut(),
-        workers: WorkerPool::new(threads, waker.clone(), cpu.clone()),
+        workers: WorkerPool::new(threads, waker.clone(), cpu.clone())?,
         waker,
         ledger: Ledger::new(),
         cache: BufferCache::new(threads * 4 + 8),
-        // Read buffers: the read-ahead (a buffer per worker) plus what the
-        // tasks in flight hold (up to two batches per worker, each keeping
-        // its members' buffers): 16 (64 MiB) up to 6 threads, 2 per thread
-        // + 4 above (16 threads: 36, 144 MiB). docs/tuning.md#decompress-read-ahead.
-        // With a GPU, whose batches are large: enough for a batch per worker
-        // and one being split, at one compressed byte per decompressed byte at most
-        // (docs/gpu-nvcomp.md, section 9).
-        pool: BufferPool::new(
-            WINDOW_BUFFERS.max(qd as usize + 2).max(2 * threads + 4).max(if gpu.is_some() { (threads + 1) * batch_bytes.div_ceil(READ_BYTES) } else { 0 }),
-            READ_BYTES,
-        ),
+        pool,
         common: &opts.common,
         done_bytes: 0,
         clock: peerpath_metrics::PipelineClock::default(),
@@ -833,11 +835,23 @@ impl Ctx<'_> {
                 }
                 Output::Mapped { map: map.clone(), at, len: batch.out_bytes }
             }
-            None => Output::Buf(self.cache.get(batch.out_bytes.max(1))),
+            None => match self.cache.get(batch.out_bytes.max(1)) {
+                Ok(b) => Output::Buf(b),
+                Err(e) => return st.fail(batch.first_index, e),
+            },
+        };
+        // Memory that cannot be mapped fails the file (and the job), as a target's growth does.
+        let mut read_buf = match batch.read_from.is_some().then(|| self.cache.get(batch.member_bytes.max(1))).transpose() {
+            Ok(b) => b,
+            Err(e) => {
+                if let Output::Buf(b) = out {
+                    self.cache.put(b);
+                }
+                return st.fail(batch.first_index, e);
+            }
         };
         st.outstanding_out_bytes += batch.out_bytes;
         let gpu = self.gpu.clone();
-        let mut read_buf = batch.read_from.is_some().then(|| self.cache.get(batch.member_bytes.max(1)));
         self.workers.submit(move |_| {
             let Batch { first_index, members, member_bytes, out_bytes, read_from } = batch;
             // The members' bytes, where this task reads them itself.

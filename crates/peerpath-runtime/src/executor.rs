@@ -43,13 +43,18 @@ impl Executor<'_> {
         for s in self.streams.iter() {
             crate::job::copy_memory_files_on_kernel_workers(self.engine, &s.source, s.writer.as_ref());
         }
+        // The CPU pass may fail to start (its memory, its threads): the devices are then abandoned too.
+        let mut started = Ok(());
         for i in 0..self.streams.len() {
             if self.streams[i].on_cpu {
-                self.cpu_pass(&mut cpu, waker).start_stream(self.streams, i);
+                started = self.cpu_pass(&mut cpu, waker).and_then(|c| c.start_stream(self.streams, i));
+                if started.is_err() {
+                    break;
+                }
             }
         }
         let mut clock = peerpath_metrics::PipelineClock::default();
-        let result = self.drive(waker, &mut cpu, &mut dev, &mut clock);
+        let result = started.and_then(|()| self.drive(waker, &mut cpu, &mut dev, &mut clock));
         let (cpu_memory, pipeline) = cpu.map(|c| c.finish(&mut clock)).unzip(); // joins the workers
         let devices = match (dev, &result) {
             (Some(d), Ok(())) => Some(d.finish(self.streams, self.engine, self.ledger, self.no_fallback, fallbacks)?),
@@ -62,10 +67,13 @@ impl Executor<'_> {
         result.map(|()| Executed { cpu_memory, pipeline, devices })
     }
 
-    /// The CPU pass, started when the first stream needs it.
-    fn cpu_pass<'c>(&self, cpu: &'c mut Option<CpuPass>, waker: &Waker) -> &'c mut CpuPass {
-        let blocking = self.engine.kind() == peerpath_io::EngineKind::Syscalls;
-        cpu.get_or_insert_with(|| CpuPass::new(&self.cpu_params, self.streams.len(), blocking, waker.clone(), self.cpu.clone()))
+    /// The CPU pass, started when the first stream needs it (or the error that kept it from starting).
+    fn cpu_pass<'c>(&self, cpu: &'c mut Option<CpuPass>, waker: &Waker) -> Result<&'c mut CpuPass> {
+        if cpu.is_none() {
+            let blocking = self.engine.kind() == peerpath_io::EngineKind::Syscalls;
+            *cpu = Some(CpuPass::new(&self.cpu_params, self.streams.len(), blocking, waker.clone(), self.cpu.clone())?);
+        }
+        Ok(cpu.as_mut().expect("started above"))
     }
 
     fn drive(&mut self, waker: &Waker, cpu: &mut Option<CpuPass>, dev: &mut Option<DeviceSide>, clock: &mut peerpath_metrics::PipelineClock) -> Result<()> {
@@ -137,7 +145,7 @@ impl Executor<'_> {
             Outcome::HandOver(_) if self.no_fallback => return Err(dev.failure_error(i).expect("a handover follows a failure")),
             Outcome::HandOver(h) => {
                 self.streams[i].resume_on_cpu(&h, self.cpu_params.device_chunk_bytes, self.ledger)?;
-                self.cpu_pass(cpu, waker).start_stream(self.streams, i);
+                self.cpu_pass(cpu, waker)?.start_stream(self.streams, i)?;
             }
         }
         Ok(())

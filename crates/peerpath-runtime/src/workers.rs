@@ -39,45 +39,55 @@ pub struct WorkerPool<T: Send + 'static> {
 }
 
 impl<T: Send + 'static> WorkerPool<T> {
-    pub fn new(threads: usize, waker: Waker, cpu: CpuAccount) -> Self {
+    /// Starts `threads` workers (at least one). A thread that cannot start
+    /// (the process's or user's thread limit, no memory for its stack) is the
+    /// job's error, said as such, after those already started have ended.
+    pub fn new(threads: usize, waker: Waker, cpu: CpuAccount) -> Result<Self> {
         let (task_tx, task_rx) = crossbeam_channel::unbounded::<Task<T>>();
         let (result_tx, result_rx) = crossbeam_channel::unbounded::<std::result::Result<T, String>>();
         let times = WorkerTimes::default();
-        let handles = (0..threads.max(1))
-            .map(|i| {
-                let rx = task_rx.clone();
-                let tx = result_tx.clone();
-                let waker = waker.clone();
-                let cpu = cpu.clone();
-                let times = times.clone();
-                std::thread::Builder::new()
-                    .name(format!("peerpath-worker-{i}"))
-                    .spawn(move || {
-                        let start = thread_cpu_now();
-                        let mut local = WorkerLocal::default();
-                        let mut waiting = Instant::now();
-                        while let Ok(task) = rx.recv() {
-                            let began = Instant::now();
-                            times.add_idle(began - waiting);
-                            // A panic is a bug, not a reason to hang the job: its message goes
-                            // back in the task's place, and the worker's state starts afresh.
-                            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(&mut local))).map_err(|p| {
-                                local = WorkerLocal::default();
-                                panic_message(p.as_ref())
-                            });
-                            waiting = Instant::now();
-                            times.add_busy(waiting - began);
-                            if tx.send(result).is_err() {
-                                break;
-                            }
-                            waker.wake();
-                        }
-                        cpu.charge_thread(CpuRole::Compute, start);
-                    })
-                    .expect("spawning a worker thread")
-            })
-            .collect();
-        WorkerPool { tasks: Some(task_tx), results: result_rx, handles, in_flight: 0, times }
+        let mut handles = Vec::with_capacity(threads.max(1));
+        for i in 0..threads.max(1) {
+            let rx = task_rx.clone();
+            let tx = result_tx.clone();
+            let waker = waker.clone();
+            let cpu = cpu.clone();
+            let times = times.clone();
+            let spawned = std::thread::Builder::new().name(format!("peerpath-worker-{i}")).spawn(move || {
+                let start = thread_cpu_now();
+                let mut local = WorkerLocal::default();
+                let mut waiting = Instant::now();
+                while let Ok(task) = rx.recv() {
+                    let began = Instant::now();
+                    times.add_idle(began - waiting);
+                    // A panic is a bug, not a reason to hang the job: its message goes
+                    // back in the task's place, and the worker's state starts afresh.
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(&mut local))).map_err(|p| {
+                        local = WorkerLocal::default();
+                        panic_message(p.as_ref())
+                    });
+                    waiting = Instant::now();
+                    times.add_busy(waiting - began);
+                    if tx.send(result).is_err() {
+                        break;
+                    }
+                    waker.wake();
+                }
+                cpu.charge_thread(CpuRole::Compute, start);
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The workers started so far see the task channel close and end.
+                    drop(task_tx);
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(cannot_start_thread(&e));
+                }
+            }
+        }
+        Ok(WorkerPool { tasks: Some(task_tx), results: result_rx, handles, in_flight: 0, times })
     }
 
     pub fn submit(&mut self, task: impl FnOnce(&mut WorkerLocal) -> T + Send + 'static) {
@@ -111,6 +121,14 @@ impl<T: Send + 'static> WorkerPool<T> {
     }
 }
 
+/// A thread the job needs that could not start, as the job's error: EAGAIN is
+/// the process's or the user's thread limit (`ulimit -u`, a cgroup's `pids.max`),
+/// or no memory for the thread's stack (`ulimit -v`).
+pub(crate) fn cannot_start_thread(e: &std::io::Error) -> JobError {
+    let hint = if e.raw_os_error() == Some(libc::EAGAIN) { " (the process or user thread limit, or no memory for its stack?)" } else { "" };
+    JobError::Internal(format!("cannot start a thread: {e}{hint}"))
+}
+
 fn panicked(why: String) -> JobError {
     JobError::Internal(format!("a compute worker's task panicked ({why}); nothing of this job is kept"))
 }
@@ -134,7 +152,7 @@ mod tests {
     use super::*;
 
     fn pool(threads: usize) -> WorkerPool<u32> {
-        WorkerPool::new(threads, Waker::new().expect("an eventfd"), CpuAccount::start())
+        WorkerPool::new(threads, Waker::new().expect("an eventfd"), CpuAccount::start()).expect("the workers start")
     }
 
     #[test]

@@ -260,7 +260,10 @@ impl TargetWriter {
                 Some(s) => (s.block_bytes(), peerpath_func::crypt::TAG_BYTES, Purpose::Encrypt),
                 None => (STAGING_BYTES, 0, purpose),
             };
-            let staging = self.staging.get_or_insert_with(|| cache.get(fill + room_for_tag));
+            if self.staging.is_none() {
+                self.staging = Some(cache.get(fill + room_for_tag)?);
+            }
+            let staging = self.staging.as_mut().expect("just given one");
             let used = staging.len();
             let room = fill.min(staging.capacity()) - used;
             let n = room.min(rest.len());
@@ -366,11 +369,11 @@ impl TargetWriter {
         // The last block: the short one in staging, or an empty one where the
         // stream is empty (a stream that ended on a block boundary has none).
         if self.staging.is_none() && self.logical_len == 0 {
-            self.staging = Some(AlignedBuf::new(peerpath_func::crypt::TAG_BYTES));
+            self.staging = Some(AlignedBuf::try_new(peerpath_func::crypt::TAG_BYTES).map_err(crate::buf::out_of_memory)?);
         }
         self.flush_staging(engine, token, ledger)?;
         let header = self.sealer.as_ref().expect("checked").header();
-        let mut buf = AlignedBuf::new(header.len());
+        let mut buf = AlignedBuf::try_new(header.len()).map_err(crate::buf::out_of_memory)?;
         buf.set_len(header.len());
         buf.copy_from_slice(&header);
         ledger.record_copy(Location::memory(buf.domain()), Location::memory(buf.domain()), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Metadata, header.len() as u64);
@@ -461,7 +464,7 @@ impl TargetWriter {
             return Ok(());
         }
         let n = (len - from) as usize;
-        let mut staging = AlignedBuf::new(STAGING_BYTES);
+        let mut staging = AlignedBuf::try_new(STAGING_BYTES).map_err(crate::buf::out_of_memory)?;
         staging.set_len(n);
         // The target is open for writing only: read it through a second open
         // file description of the same file (it may have no name yet).
