@@ -310,3 +310,29 @@ fn gzip_s_statuses_options_and_kinds_of_names_hold() {
     let o = gz(&["-dcf", "one"]);
     assert_eq!((o.code(), o.stdout.as_slice()), (Some(0), &[0x1f][..]), "{}", o.stderr);
 }
+
+/// As gzip does, the output keeps its source's owner and group where this process may give
+/// them (root): root's `peerpath gzip` of a user's 0600 file left a file only root could read.
+#[test]
+fn outputs_keep_the_sources_owner_where_they_may() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED outputs_keep_the_sources_owner_where_they_may: not root (only root gives files away)");
+        return;
+    }
+    let dir = scratch();
+    let src = dir.path().join("theirs.txt");
+    std::fs::write(&src, &sample()[..100_000]).unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&src, Some(65534), Some(65534)).unwrap();
+    run(&mut pp(args!["gzip", "-k", &src])).ok();
+    let gz = std::fs::metadata(dir.path().join("theirs.txt.gz")).unwrap();
+    assert_eq!((gz.uid(), gz.gid(), gz.mode() & 0o7777), (65534, 65534, 0o600));
+    run(&mut pp(args!["compress", &src, "-o", dir.path().join("c.gz"), "-q"])).ok();
+    let c = std::fs::metadata(dir.path().join("c.gz")).unwrap();
+    assert_eq!((c.uid(), c.gid()), (65534, 65534));
+    run(&mut pp(args!["decompress", dir.path().join("c.gz"), "-o", dir.path().join("back"), "-q"])).ok();
+    let b = std::fs::metadata(dir.path().join("back")).unwrap();
+    assert_eq!((b.uid(), b.gid(), b.mode() & 0o7777), (65534, 65534, 0o600));
+}

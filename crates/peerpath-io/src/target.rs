@@ -568,6 +568,9 @@ pub fn discard(temp: &Temporary) {
 pub struct Inherited {
     pub mode: Option<u32>,
     pub times: Option<(libc::timespec, libc::timespec)>,
+    /// The source's owner and group, given where this process may (root; a group it is in),
+    /// as gzip gives them: root's `gzip` of another user's file leaves that user's file.
+    pub owner: Option<(u32, u32)>,
 }
 
 impl Inherited {
@@ -576,22 +579,32 @@ impl Inherited {
     pub fn of(meta: Option<&std::fs::Metadata>) -> Inherited {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
         if let Some(m) = meta.filter(|m| m.file_type().is_block_device()) {
-            return Inherited { mode: Some(m.mode() & 0o777), times: None };
+            return Inherited { mode: Some(m.mode() & 0o777), times: None, owner: None };
         }
         let Some(m) = meta.filter(|m| m.is_file()) else { return Inherited::default() };
         let ts = |s: i64, ns: i64| libc::timespec { tv_sec: s as libc::time_t, tv_nsec: ns as _ };
-        Inherited { mode: Some(m.mode() & 0o777), times: Some((ts(m.atime(), m.atime_nsec()), ts(m.mtime(), m.mtime_nsec()))) }
+        Inherited { mode: Some(m.mode() & 0o777), times: Some((ts(m.atime(), m.atime_nsec()), ts(m.mtime(), m.mtime_nsec()))), owner: Some((m.uid(), m.gid())) }
     }
 
     /// Only the permission bits (for outputs that are not one source's copy,
     /// such as erasure-coded shards: as private as what they came from).
     pub fn mode_of(meta: Option<&std::fs::Metadata>) -> Inherited {
-        Inherited { times: None, ..Inherited::of(meta) }
+        Inherited { times: None, owner: None, ..Inherited::of(meta) }
     }
 
     /// Sets the output's mode and times (before it is published, so the
     /// name never shows other permissions).
     pub fn apply(&self, file: &File) -> io::Result<()> {
+        if let Some((uid, gid)) = self.owner {
+            // Before the mode (a change of owner may clear mode bits). Where this process may
+            // not give the file away (not root), the owner stays its own, as gzip leaves it;
+            // the group, where it is one of this process's, still follows.
+            // SAFETY: fchown on a descriptor we own.
+            if unsafe { libc::fchown(file.as_raw_fd(), uid, gid) } != 0 {
+                // SAFETY: as above; -1 leaves the owner as it is.
+                let _ = unsafe { libc::fchown(file.as_raw_fd(), u32::MAX, gid) };
+            }
+        }
         let mode = self.mode.unwrap_or(0o666 & !process_umask());
         // SAFETY: fchmod on a descriptor we own.
         check(unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) })?;
