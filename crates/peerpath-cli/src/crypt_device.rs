@@ -136,7 +136,7 @@ struct Pass {
     layout: Layout,
     base: usize,
     material: DeviceRange,
-    /// The device, in words ("1 emulated CSP (enc0)", "1 GPU (gpu0)").
+    /// The device, in words ("1 emulated CSP (pp1234-enc0)", "1 GPU (gpu0)").
     who: String,
     /// What this process had copied to or from the device's memory before the pass.
     copied_before: u64,

@@ -689,11 +689,11 @@ impl Packs {
             return Err(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.max));
         }
         let path = pack_path(&self.dir, at.pack);
-        if !self.open.contains_key(&at.pack) {
-            let f = File::open(&path).map_err(|e| format!("pack {} cannot be opened: {e}", at.pack))?;
-            self.open.insert(at.pack, f);
-        }
-        let pack = &self.open[&at.pack];
+        let pack = match self.open.entry(at.pack) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(File::open(&path).map_err(|e| format!("pack {} cannot be opened: {e}", at.pack))?),
+        };
+        let pack = &*pack;
         let start = out.len();
         let read = |buf: &mut [u8]| {
             pack.read_exact_at(buf, at.offset).map_err(|e| match e.kind() {

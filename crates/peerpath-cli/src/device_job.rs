@@ -18,8 +18,12 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// /dev/shm has too little room: said on stderr) and is made resident as it
 /// starts, so a file system without room for it is a device that did not
 /// start, saying so, not a SIGBUS (or a read into it failing) mid-job.
+/// It is named as compress's devices are, `pp<pid>-<tag><n>`
+/// (`tag`: lowercase letters), and as they do it first removes the files
+/// of devices of jobs whose process is gone (a job killed with its process
+/// group leaves its device's memory files) where its own may go.
 pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u32, needs: FunctionKind, command_timeout: Option<Duration>) -> Result<EmulatedCsp, String> {
-    let name = format!("{tag}{}", std::process::id());
+    let name = peerpath_runtime::EmulatedSpec::job_device_name(tag);
     let mut serve = ServeOptions::new(&name);
     serve.memory_bytes = memory_bytes;
     serve.queues = 1;
@@ -28,6 +32,7 @@ pub(crate) fn spawn(tag: &str, memory_bytes: usize, queue_depth: u32, workers: u
     let mut spec = peerpath_runtime::EmulatedSpec::new();
     spec.memory_bytes = memory_bytes;
     let default_dir = serve.dir.clone();
+    // Sweeps dead jobs' devices' files there first (compress's and device jobs').
     let memory_at = spec.place_shared_memory(&mut serve.dir);
     // All of it: the job uses its whole memory.
     serve.populate_bytes = memory_bytes;

@@ -784,9 +784,9 @@ fn errors_name_the_fault_the_user_must_fix() {
     assert_dir_holds(dir.path(), &["a", "old.gz", "noext", "out", "n", "n.gz"]);
 }
 
-/// Standard output that is the source file itself (`decompress a.gz -o - >> a.gz`, `gzip -c a
-/// >> a`, `compress - -o - < a >> a`): refused before anything is written (exit 5; the gzip
-/// front end's 1), the source unchanged. It appended to the file being read, exit 0.
+/// Standard output that is the source file itself (`decompress a.gz -o - >> a.gz`,
+/// `gzip -c a >> a`, `compress - -o - < a >> a`): refused before anything is written (exit 5;
+/// the gzip front end's 1), the source unchanged. It appended to the file being read, exit 0.
 #[test]
 fn standard_output_that_is_the_source_is_refused() {
     let dir = scratch();

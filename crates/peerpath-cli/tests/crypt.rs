@@ -734,3 +734,92 @@ fn an_emulated_csp_s_memory_goes_where_it_has_room_or_the_device_says_it_has_non
     assert!(!o.stderr.contains("error reading") && !o.stderr.contains("SIGBUS"), "{}", o.describe());
     assert!(!never.exists());
 }
+
+/// A device job killed with its whole process group (SIGKILL reaches its emulated CSP too, as
+/// `timeout -s KILL` sends it) leaves its device's files (memory, queues, socket, lock); the next
+/// device job sweeps them, as compress's devices sweep theirs, and so it does where device memory
+/// went to the temporary directory for want of room in /dev/shm. Files of a device started by
+/// hand (`csp serve --name`) are left alone.
+#[test]
+fn a_device_job_killed_with_its_process_group_leaves_files_the_next_one_sweeps() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let test = "a_device_job_killed_with_its_process_group_leaves_files_the_next_one_sweeps";
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let tmp = d.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let shm = if Path::new("/dev/shm").is_dir() { Path::new("/dev/shm") } else { tmp.as_path() };
+    // The device files of host `pid` in `dir`, whatever the form of their name.
+    let files_of = |dir: &Path, pid: u32| -> Vec<String> {
+        let pid = pid.to_string();
+        names_in(dir).into_iter().filter(|n| n.strip_prefix("peerpath-csp-").is_some_and(|r| r.split(|c: char| !c.is_ascii_digit()).any(|run| run == pid))).collect()
+    };
+    // The processes of process group `pgid`.
+    let group = |pgid: u32| -> Vec<i32> {
+        let pgid = pgid.to_string();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| r.split_whitespace().nth(2) == Some(pgid.as_str()))))
+            .collect()
+    };
+    // A job long enough to be killed mid-file (1 GiB, sparse: read as fast as the device takes it).
+    let big = d.join("big");
+    std::fs::File::create(&big).unwrap().set_len(1 << 30).unwrap();
+    let mut child = pp(args!["encrypt", &big, "-o", d.join("big.ppenc"), "--key-file", &key, "--engine", "emulated", "--no-fallback", "-q"])
+        .env("TMPDIR", &tmp)
+        .env_remove("PEERPATH_DAEMON")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = std::time::Instant::now();
+    // Its device is up once its socket is there.
+    let seen = loop {
+        let f: Vec<String> = [shm, tmp.as_path()].iter().flat_map(|dir| files_of(dir, pid)).collect();
+        if f.iter().any(|n| n.ends_with(".sock")) {
+            break f;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the job ended before its device was seen: {f:?}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "no device for the job in 60 s: {f:?}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    let members = group(pid);
+    assert!(members.len() >= 2, "the job and its device share a process group: {members:?}");
+    // SAFETY: SIGKILL to the process group this test started (the job and its device).
+    assert_eq!(unsafe { libc::kill(-(pid as i32), libc::SIGKILL) }, 0);
+    // Not reaped yet: a job killed with its parent (`timeout -s KILL` kills itself with the
+    // group) stays a zombie until init reaps it, which may be later.
+    for p in members {
+        wait_until_ended(p, "the killed job and its device");
+    }
+    assert!(seen.iter().any(|n| n.ends_with(".mem")), "the killed job's device had its memory file: {seen:?}");
+    // The next device job (any: here a small encrypt) sweeps what the killed one left.
+    let small = d.join("small");
+    std::fs::write(&small, mixed_data(300_001, 5)).unwrap();
+    let o = run(pp(args!["encrypt", &small, "-o", d.join("small.ppenc"), "--key-file", &key, "--engine", "emulated", "--no-fallback"]).env("TMPDIR", &tmp).env_remove("PEERPATH_DAEMON")).ok();
+    assert!(o.stdout_str().contains("sealed on 1 emulated CSP"), "{}", o.describe());
+    let left: Vec<String> = [shm, tmp.as_path()].iter().flat_map(|dir| files_of(dir, pid)).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "killed mid-job, not ended: {status:?}");
+    assert!(left.is_empty(), "the killed job's device files (seen: {seen:?}) are still there after the next device job: {left:?}");
+    // Where /dev/shm is too small and device memory goes to the temporary directory, that is
+    // swept too (the files of a job killed with its device's memory there).
+    let dead = 1u32 << 23; // past pid_max (at most 2^22): no process
+    let swept = ["enc0.mem", "enc0.queues", "enc0.sock", "enc0.lock", "ec3.mem", "csp0.mem"].map(|f| format!("peerpath-csp-pp{dead}-{f}"));
+    let by_hand = [format!("peerpath-csp-enc{dead}.mem"), "peerpath-csp-mine.mem".to_string()];
+    for n in swept.iter().chain(&by_hand) {
+        std::fs::write(tmp.join(n), b"x").unwrap();
+    }
+    let Some(mut c) = with_small_shm(test, &tmp, None, args!["encrypt", &small, "-o", d.join("small2.ppenc"), "--key-file", &key, "--engine", "emulated", "--no-fallback"]) else { return };
+    let o = run(&mut c).ok();
+    assert!(o.stderr.contains(&format!("memory in a file in {}", tmp.display())), "{}", o.describe());
+    let mut want = by_hand.to_vec();
+    want.sort();
+    assert_eq!(names_in(&tmp), want, "dead jobs' device files in the temporary directory are swept, those started by hand kept");
+}

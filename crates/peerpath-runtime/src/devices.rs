@@ -132,10 +132,24 @@ impl EmulatedSpec {
     /// Where a device of this spec with shared memory puts its memory file:
     /// sets `dir` (a device's `ServeOptions::dir`) as this spec's devices
     /// get it (`memory_dir`, else /dev/shm where it has room, else the
-    /// temporary directory) and says where, in words for a report. For
-    /// devices started outside a job (the CLI's device jobs).
+    /// temporary directory) and says where, in words for a report. As for
+    /// them, the files that dead jobs' devices left where it may go are
+    /// removed first (see [`EmulatedSpec::job_device_name`]). For devices
+    /// started outside a job (the CLI's device jobs).
     pub fn place_shared_memory(&self, dir: &mut PathBuf) -> String {
-        place_shared_memory(self, dir)
+        sweep_and_place_shared_memory(self, dir)
+    }
+
+    /// The name of a device this process starts for a job, `pp<pid>-<tag><n>`
+    /// (`tag`: lowercase letters, what the device is for: `csp` for
+    /// compress's, `enc`, `ec`, ...; `n` counts the devices this process
+    /// has started): the name by which a later job knows its files
+    /// (`peerpath-csp-pp<pid>-<tag><n>.*`) as a job's device whose host
+    /// is gone once this process is, and removes them.
+    pub fn job_device_name(tag: &str) -> String {
+        debug_assert!(!tag.is_empty() && tag.bytes().all(|b| b.is_ascii_lowercase()), "a job device's tag is lowercase letters: {tag:?}");
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        format!("pp{}-{tag}{}", std::process::id(), STARTED.fetch_add(1, Ordering::Relaxed))
     }
 }
 
@@ -485,8 +499,7 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
             continue;
         }
         // Named in the order this process starts them (a kept device keeps its name).
-        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let name = format!("pp{}-csp{}", std::process::id(), STARTED.fetch_add(1, Ordering::Relaxed));
+        let name = EmulatedSpec::job_device_name("csp");
         let mut serve = ServeOptions::new(&name);
         serve.memory_bytes = spec.memory_bytes;
         serve.workers = spec.workers.max(1);
@@ -501,10 +514,7 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
         }
         let (started, memory_at) = match &spec.memory_from {
             DeviceMemoryFrom::Shm => {
-                // Before the room there is counted (a dead job's file takes it).
-                remove_dead_jobs_devices(spec.memory_dir.as_deref().unwrap_or(&so.serve.dir));
-                let memory_at = place_shared_memory(spec, &mut so.serve.dir);
-                remove_dead_jobs_devices(&so.serve.dir);
+                let memory_at = sweep_and_place_shared_memory(spec, &mut so.serve.dir);
                 (EmulatedCsp::spawn(&so).map_err(|e| e.to_string()), memory_at)
             }
             from @ DeviceMemoryFrom::P2p { .. } => match map_p2p_memory(&from.p2p_device_dir().expect("P2P"), spec.memory_bytes) {
@@ -532,8 +542,28 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
     Ok(devices)
 }
 
+/// [`place_shared_memory`], with the files of dead jobs' devices removed
+/// first from every directory it may pick (`memory_dir`; else `dir`, /dev/shm,
+/// and the temporary directory), before the room there is counted (a dead
+/// job's file takes it): a job killed while its device's memory was in the
+/// temporary directory leaves its files there, whichever the next one picks.
+fn sweep_and_place_shared_memory(spec: &EmulatedSpec, dir: &mut PathBuf) -> String {
+    match &spec.memory_dir {
+        Some(d) => remove_dead_jobs_devices(d),
+        None => {
+            let tmp = std::env::temp_dir();
+            remove_dead_jobs_devices(dir);
+            if tmp != *dir {
+                remove_dead_jobs_devices(&tmp);
+            }
+        }
+    }
+    place_shared_memory(spec, dir)
+}
+
 /// Removes the files of emulated devices that jobs started (named
-/// `peerpath-csp-pp<host pid>-csp<n>`) whose host process is gone: a job
+/// `peerpath-csp-pp<host pid>-<tag><n>`, [`EmulatedSpec::job_device_name`]:
+/// compress's `csp`, the CLI's device jobs' `enc`, `ec`, `scan`, ...) whose host process is gone: a job
 /// killed with its process group (SIGKILL reaches the device too, as
 /// `timeout -s KILL` or a cgroup's kill sends it) leaves its device's
 /// memory file, half a GiB of tmpfs, which nothing else would remove.
@@ -543,8 +573,7 @@ fn remove_dead_jobs_devices(dir: &std::path::Path) {
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(host) = name.to_str().and_then(jobs_device_host) else { continue };
-        // SAFETY: kill with signal 0 only asks whether the process exists.
-        let gone = host != std::process::id() && unsafe { libc::kill(host as libc::pid_t, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let gone = host_gone(host);
         // A device whose socket still answers is alive whatever its name says (started by
         // hand under such a name, or a job's in another PID namespace sharing this directory).
         let stem = name.to_str().and_then(|n| n.rsplit_once('.')).map_or("", |(stem, _)| stem);
@@ -562,13 +591,35 @@ fn remove_dead_jobs_devices(dir: &std::path::Path) {
     }
 }
 
-/// The host process of a job's device file `peerpath-csp-pp<pid>-csp<n>.<mem|queues|sock|lock>`.
+/// Whether process `pid` (not this one) is gone: there is none, or it has ended and waits only to
+/// be reaped (a zombie whose every thread has exited: a job killed with its parent, as `timeout -s
+/// KILL` kills itself with its group, is reparented, and init may reap it only later).
+fn host_gone(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only asks whether the process exists.
+    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return true;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+        field("State:").is_some_and(|s| s.starts_with('Z')) && field("Threads:") == Some("1")
+    })
+}
+
+/// The host process of a job's device file `peerpath-csp-pp<pid>-<tag><n>.<mem|queues|sock|lock>`
+/// (`tag` lowercase letters, `pid` and `n` digits: [`EmulatedSpec::job_device_name`]).
 fn jobs_device_host(file: &str) -> Option<u32> {
     let rest = file.strip_prefix("peerpath-csp-pp")?;
-    let (pid, rest) = rest.split_once("-csp")?;
-    let (n, ext) = rest.split_once('.')?;
+    let (pid, rest) = rest.split_once('-')?;
+    let (device, ext) = rest.split_once('.')?;
+    let (tag, n) = device.split_at(device.find(|c: char| c.is_ascii_digit())?);
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(pid) && digits(n) && ["mem", "queues", "sock", "lock"].contains(&ext)).then(|| pid.parse().ok())?
+    let letters = !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_lowercase());
+    // A process id: not 0 (to kill(), this process group) nor past pid_t (a group, or all).
+    let host = pid.parse().ok().filter(|&p: &u32| p > 0 && p <= libc::pid_t::MAX as u32);
+    (digits(pid) && letters && digits(n) && ["mem", "queues", "sock", "lock"].contains(&ext)).then_some(host)?
 }
 
 /// Picks the directory of a device's shared-memory file and says where it
@@ -656,6 +707,84 @@ mod tests {
         assert_eq!(left, want);
         assert_eq!(jobs_device_host("peerpath-csp-pp42-csp3.sock"), Some(42));
         assert_eq!(jobs_device_host("peerpath-csp-pp-csp3.sock"), None);
+    }
+
+    /// The CLI's device jobs name their devices as compress does, with their own tags
+    /// (`pp<pid>-enc<n>`, `pp<pid>-ecset<n>`, ...): a dead host's are removed where a device
+    /// is placed; a live host's, one answering on its socket, and any name not of that form
+    /// (one started by hand, `csp serve --name enc<digits>`) are kept.
+    #[test]
+    fn device_jobs_devices_of_dead_hosts_leave_no_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (dead, me) = (1u32 << 23, std::process::id());
+        let swept = [
+            format!("peerpath-csp-pp{dead}-enc0.mem"),
+            format!("peerpath-csp-pp{dead}-enc0.queues"),
+            format!("peerpath-csp-pp{dead}-enc0.sock"),
+            format!("peerpath-csp-pp{dead}-enc0.lock"),
+            format!("peerpath-csp-pp{dead}-ecset3.mem"),
+            format!("peerpath-csp-pp{dead}-unchain12.queues"),
+            format!("peerpath-csp-pp{dead}-dd1.lock"),
+        ];
+        let kept = [
+            format!("peerpath-csp-pp{me}-enc0.mem"),
+            format!("peerpath-csp-{}.mem", EmulatedSpec::job_device_name("scan")),
+            // Started by hand: any name not `pp<digits>-<lowercase letters><digits>`.
+            format!("peerpath-csp-enc{dead}.mem"),
+            format!("peerpath-csp-ec{dead}.sock"),
+            format!("peerpath-csp-pp{dead}-Enc0.mem"),
+            format!("peerpath-csp-pp{dead}-enc.mem"),
+            format!("peerpath-csp-pp{dead}-0.mem"),
+            format!("peerpath-csp-pp{dead}-enc0x.mem"),
+            format!("peerpath-csp-pp{dead}-enc-1.mem"),
+            format!("peerpath-csp-pp{dead}-enc_1.mem"),
+            format!("peerpath-csp-pp{dead}x-enc0.mem"),
+            format!("peerpath-csp-pp{dead}-enc0.mem.bak"),
+            format!("peerpath-csp-pp{dead}-enc0.log"),
+        ];
+        for n in swept.iter().chain(&kept) {
+            std::fs::write(dir.path().join(n), b"x").unwrap();
+        }
+        // Alive whatever its name says: it answers on its socket.
+        let live = [format!("peerpath-csp-pp{dead}-scan1.mem"), format!("peerpath-csp-pp{dead}-scan1.sock")];
+        std::fs::write(dir.path().join(&live[0]), b"x").unwrap();
+        let _answers = std::os::unix::net::UnixListener::bind(dir.path().join(&live[1])).unwrap();
+        // Swept where a device job's memory goes, as compress's devices sweep theirs.
+        let spec = EmulatedSpec { memory_dir: Some(dir.path().to_path_buf()), memory_bytes: 1 << 20, ..EmulatedSpec::new() };
+        let mut at = std::path::PathBuf::from("/nonexistent");
+        spec.place_shared_memory(&mut at);
+        assert_eq!(at, dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        let mut want = kept.to_vec();
+        want.extend(live);
+        want.sort();
+        assert_eq!(left, want);
+        // A host that has ended but is not yet reaped (a zombie) is gone: its device's files go.
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let zombie = ended.id();
+        let start = std::time::Instant::now();
+        while !std::fs::read_to_string(format!("/proc/{zombie}/status")).unwrap().lines().any(|l| l.starts_with("State:") && l.contains('Z')) {
+            assert!(start.elapsed() < Duration::from_secs(20), "`true` has not ended in 20 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let of_zombie = [format!("peerpath-csp-pp{zombie}-dd0.mem"), format!("peerpath-csp-pp{zombie}-dd0.lock")];
+        for n in &of_zombie {
+            std::fs::write(dir.path().join(n), b"").unwrap();
+        }
+        assert!(host_gone(zombie) && !host_gone(me) && !host_gone(1));
+        spec.place_shared_memory(&mut at);
+        ended.wait().unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, want, "a zombie host's device files are swept");
+        let name = EmulatedSpec::job_device_name("ecset");
+        assert!(name.starts_with(&format!("pp{me}-ecset")), "{name}");
+        assert_eq!(jobs_device_host(&format!("peerpath-csp-{name}.queues")), Some(me));
+        assert_eq!(jobs_device_host("peerpath-csp-pp42-unchain0.lock"), Some(42));
+        assert_eq!(jobs_device_host("peerpath-csp-pp99999999999-enc0.mem"), None);
+        assert_eq!(jobs_device_host("peerpath-csp-pp4294967295-enc0.mem"), None, "kill(-1, 0) is every process");
+        assert_eq!(jobs_device_host("peerpath-csp-pp0-enc0.mem"), None, "kill(0, 0) is this process group");
     }
 
     #[test]
