@@ -436,6 +436,80 @@ fn a_device_killed_after_writing_part_of_the_output_is_resumed_mid_stream() {
     assert!(fallbacks.contains("output bytes from the device were kept"), "{fallbacks}");
 }
 
+/// A job started with SIGHUP and SIGINT ignored (`nohup`, a script's
+/// background job) keeps them ignored in its emulated devices too: sent to
+/// the device process mid-job, they neither stop it nor make the job fall
+/// back (`--no-fallback` would fail it, exit 15); the output is the CPU's.
+#[test]
+fn a_device_of_a_job_with_hup_and_int_ignored_ignores_them_too() {
+    let dir = scratch();
+    // About 1.5 s of work for one device worker at level 9 here: the signals come mid-job.
+    let mut data = Vec::with_capacity(64 << 20);
+    while data.len() < 64 << 20 {
+        data.extend_from_slice(sample());
+    }
+    let sources = write_inputs(dir.path(), &[("big", data)]);
+    let cpu = cpu_outputs(dir.path(), &sources, &["--block-size", "256K", "-l", "9"]);
+    let dev = dir.path().join("dev");
+    let script = format!(
+        "trap '' HUP INT; exec \"$0\" compress {} -o {}/ -l 9 --engine emulated --device-memory {MEMORY} --device-workers 1 --block-size 256K --no-fallback --json",
+        sources[0].display(),
+        dev.display()
+    );
+    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut job = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .arg(bin())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let field = |pid: u32, name: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string())
+    };
+    let mask = |pid: u32, name: &str| field(pid, name).map_or(0, |v| u64::from_str_radix(&v, 16).unwrap());
+    let bit = |sig: i32| 1u64 << (sig - 1);
+    // The device: the job's child running `csp serve` (not the fork before
+    // its exec), once its signalfd takes SIGTERM and its workers run.
+    let is_device = |pid: u32| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let serving = cmdline.split(|&b| b == 0).any(|a| a == b"csp") && cmdline.split(|&b| b == 0).any(|a| a == b"serve");
+        serving && mask(pid, "SigBlk:") & bit(libc::SIGTERM) != 0 && field(pid, "Threads:").is_some_and(|t| t != "1")
+    };
+    let start = std::time::Instant::now();
+    let device = loop {
+        assert!(job.try_wait().unwrap().is_none(), "the job ended before its device started: {}", std::fs::read_to_string(&stderr).unwrap());
+        assert!(start.elapsed() < HANG_DEADLINE, "no device process");
+        let children: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", job.id()))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|t| std::fs::read_to_string(t.path().join("children")).unwrap_or_default().split_whitespace().map(|p| p.parse().unwrap()).collect::<Vec<u32>>())
+            .collect();
+        if let Some(&d) = children.iter().find(|&&d| is_device(d)) {
+            break d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert_eq!(mask(device, "SigIgn:") & (bit(libc::SIGHUP) | bit(libc::SIGINT)), bit(libc::SIGHUP) | bit(libc::SIGINT), "the device inherits them ignored");
+    // Once the job drives it.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(job.try_wait().unwrap().is_none(), "the job ended before the signals: make it longer");
+    for sig in [libc::SIGHUP, libc::SIGINT] {
+        // SAFETY: kill(2) takes plain integers: our job's device's pid and a signal number.
+        assert_eq!(unsafe { libc::kill(device as i32, sig) }, 0, "the device runs when signalled");
+    }
+    let done = wait_deadline(&mut job, HANG_DEADLINE, "a job on a device with HUP and INT ignored");
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    assert!(done.success(), "{done:?}: {err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&stdout).unwrap()).unwrap();
+    assert!(r["fallbacks"].as_array().unwrap().is_empty(), "{}", r["fallbacks"]);
+    check_offloaded(&r, 1, "HUP and INT ignored");
+    assert_same_outputs(&cpu, &dev, &["big"], "HUP and INT ignored");
+}
+
 /// `bench-offload`: a device row whose devices did not start is marked
 /// FALLBACK with the reason (its figures are the host CPU's), and values
 /// that would measure nothing are refused.

@@ -239,6 +239,46 @@ pub(crate) fn block_into_signalfd(signals: &[libc::c_int]) -> io::Result<OwnedFd
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Whether `signal` is ignored in this process (`SIG_IGN`): what `nohup`,
+/// `trap '' INT` and a shell's background jobs leave to the programs they
+/// start (an ignored signal stays ignored across fork and exec).
+pub(crate) fn signal_ignored(signal: libc::c_int) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current one
+    // into `old`, a whole `struct sigaction` we own.
+    let r = unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: `old` started zeroed and sigaction wrote it when it succeeded.
+    r == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+}
+
+/// A signal read from a signalfd: its number and the process that sent it
+/// (0 when the kernel did).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SignalInfo {
+    pub(crate) signal: libc::c_int,
+    pub(crate) sender: u32,
+}
+
+/// Every signal waiting on a non-blocking signalfd (none: an empty list).
+pub(crate) fn read_signals(fd: &OwnedFd) -> Vec<SignalInfo> {
+    let mut got = Vec::new();
+    loop {
+        // SAFETY: signalfd_siginfo is plain data; zero is a valid value.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: reads at most `size` bytes into `info`, which we own.
+        let n = unsafe { libc::read(fd.as_raw_fd(), &mut info as *mut libc::signalfd_siginfo as *mut libc::c_void, size) };
+        if n == size as isize {
+            got.push(SignalInfo { signal: info.ssi_signo as libc::c_int, sender: info.ssi_pid });
+            continue;
+        }
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return got; // EAGAIN: nothing more waits
+    }
+}
+
 /// Sets the process's file mode creation mask, returning the old one.
 pub(crate) fn set_umask(mask: u32) -> u32 {
     // SAFETY: umask takes a plain integer and cannot fail.

@@ -175,6 +175,158 @@ fn time_the_host_was_not_looking_is_not_the_devices_silence() {
     assert_eq!(done[0].status, Status::Success);
 }
 
+/// Whether process `pid` (our child) has exited: gone, or a zombie not yet reaped.
+fn exited(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name's closing parenthesis.
+    stat.rsplit_once(')').is_none_or(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+}
+
+/// A signal mask of /proc/PID/status (`SigIgn:`, `SigBlk:`), as bits.
+fn signal_mask(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix(field)).map_or(0, |v| u64::from_str_radix(v.trim(), 16).unwrap())
+}
+
+fn signal_bit(signal: libc::c_int) -> u64 {
+    1 << (signal - 1)
+}
+
+/// Spawn options for a device started as `nohup`, `trap '' INT` or a
+/// script's background job start it: with `signals` ignored (SIG_IGN
+/// survives exec).
+fn spawn_ignoring(tag: &str, signals: &str) -> peerpath_device::emulated::SpawnOptions {
+    let mut o = spawn_options(tag, 8);
+    o.program = Some("sh".into());
+    o.program_args = vec![
+        "-c".into(),
+        format!("trap '' {signals}; exec \"$0\" \"$@\""),
+        env!("CARGO_BIN_EXE_peerpath-csp").into(),
+        "serve".into(),
+    ];
+    o
+}
+
+/// SIGHUP and SIGINT ignored when the device started (`nohup`, a script's
+/// background job) stay ignored: sent to the device, they neither stop it
+/// nor wait in its signalfd; it goes on answering. SIGTERM (not ignored)
+/// still stops it cleanly.
+#[test]
+fn signals_ignored_when_the_device_started_stay_ignored() {
+    let mut emu = EmulatedCsp::spawn(&spawn_ignoring("nohup", "HUP INT")).unwrap();
+    let pid = emu.pid();
+    let (hup, int, term) = (signal_bit(libc::SIGHUP), signal_bit(libc::SIGINT), signal_bit(libc::SIGTERM));
+    assert_eq!(signal_mask(pid, "SigIgn:") & (hup | int), hup | int, "the device inherits them ignored");
+    for signal in [libc::SIGHUP, libc::SIGINT, libc::SIGHUP, libc::SIGINT] {
+        // SAFETY: kill takes plain integers; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+    }
+    // Time for a device that took them to act on them (it stops at once).
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!exited(pid), "the device stopped on an ignored signal");
+    write(&emu, 0, b"still here");
+    let done = run_to_completion(&mut emu, [Request::copy(1, &[DeviceRange::new(0, 10)], DeviceRange::new(4096, 10))], TIMEOUT)
+        .unwrap_or_else(|e| panic!("the device stopped on an ignored signal: {e}"));
+    assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, 10));
+    assert_eq!(read(&emu, 4096, 10), b"still here");
+    // Not blocked, so not kept for a signalfd either: the kernel drops them.
+    assert_eq!(signal_mask(pid, "SigBlk:") & (hup | int | term), term, "only SIGTERM is taken into the signalfd");
+    let paths = emu.paths().clone();
+    let status = emu.shutdown().unwrap().expect("a spawned device has an exit status");
+    assert!(status.success(), "SIGTERM stops it cleanly: {status}");
+    for p in paths.all() {
+        assert!(!p.exists(), "{} left behind", p.display());
+    }
+}
+
+/// SIGTERM ignored when the device started stays ignored too, except from
+/// the host that started it, which stops it with SIGTERM: at once and
+/// cleanly, not after the 5 s the host waits before SIGKILL.
+#[test]
+fn sigterm_ignored_at_start_is_taken_from_the_host_alone() {
+    let mut emu = EmulatedCsp::spawn(&spawn_ignoring("noterm", "TERM HUP INT")).unwrap();
+    let pid = emu.pid();
+    // From another process (a shell's kill): ignored.
+    let sent = std::process::Command::new("sh").args(["-c", &format!("kill -TERM {pid} && kill -HUP {pid} && kill -INT {pid}")]).status().unwrap();
+    assert!(sent.success());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!exited(pid), "the device stopped on an ignored SIGTERM from another process");
+    let done = run_to_completion(&mut emu, [Request::fill(1, 7, DeviceRange::new(0, 4096))], TIMEOUT)
+        .unwrap_or_else(|e| panic!("the device stopped on an ignored signal: {e}"));
+    assert_eq!(done[0].status, Status::Success);
+    // From its host: it stops.
+    let start = Instant::now();
+    let status = emu.shutdown().unwrap().expect("a spawned device has an exit status");
+    assert!(status.success(), "it stops cleanly on its host's SIGTERM: {status}");
+    assert!(start.elapsed() < Duration::from_secs(4), "stopped in {:?}", start.elapsed());
+}
+
+/// A device stopped by SIGTERM while a host still polls its queue pair
+/// never makes that queue pair show completions it did not post: rounds
+/// stop it with the host's completion queue wrapped an odd number of times
+/// (the host then takes entries of phase 0 as new: a zeroed queue would
+/// read as command 0 succeeding with 0 bytes) and an even number, with
+/// one to three commands in flight (command id 0 among them or not). The
+/// host reports the device stopped on SIGTERM, with the commands it did not
+/// complete; what it did complete is real.
+#[test]
+fn a_device_stopped_by_sigterm_never_shows_completions_it_did_not_post() {
+    const DEPTH: u32 = 4;
+    let data = protein(8 << 20);
+    for round in 0..8u64 {
+        let mut emu = spawn_csp("term", DEPTH);
+        write(&emu, 0, &data);
+        // Identify was one completion; the fills make 4 + round in all, so
+        // the host expects phase 0 in rounds 0-3 and phase 1 in rounds 4-7.
+        for i in 0..3 + round {
+            let done = run_to_completion(&mut emu, [Request::fill(1000 + i, 1, DeviceRange::new(OUTPUT_AT - 4096, 4096))], TIMEOUT).unwrap();
+            assert_eq!(done[0].status, Status::Success);
+        }
+        let slow = slow_requests(1 + round % 3);
+        for r in slow.clone() {
+            assert!(matches!(emu.submit(r), Submit::Queued));
+        }
+        let pid = emu.pid();
+        // SAFETY: kill takes plain integers; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) }, 0);
+        let start = Instant::now();
+        let mut done = Vec::new();
+        let failure = loop {
+            assert!(start.elapsed() < Duration::from_secs(20), "round {round}: the host never saw the device stop");
+            match emu.poll(&mut done) {
+                Err(e) => break Some(e),
+                Ok(0) if emu.in_flight() == 0 && exited(pid) => {
+                    // Everything completed before it stopped: nothing more may come.
+                    match emu.poll(&mut done) {
+                        Ok(0) => break None,
+                        Ok(n) => panic!("round {round}: {n} completion(s) after the device exited: {:?}", &done[done.len() - n..]),
+                        Err(e) => break Some(e),
+                    }
+                }
+                Ok(0) => {
+                    if let Err(e) = emu.wait(Duration::from_millis(20)) {
+                        break Some(e);
+                    }
+                }
+                Ok(_) => {}
+            }
+        };
+        for c in &done {
+            // A member of 1 MiB at level 12 is never 0 bytes: a zeroed entry would be.
+            assert!(c.status == Status::Success && c.output_bytes > 0, "round {round}: a completion the device did not post: {c:?}");
+        }
+        let mut tags: Vec<u64> = done.iter().map(|c| c.tag()).collect();
+        if let Some(e) = &failure {
+            assert_eq!(e.kind, FailureKind::Lost, "round {round}: {e}");
+            assert!(e.detail.contains("stopped on SIGTERM"), "round {round}: the host says the device stopped: {e}");
+            tags.extend(e.in_flight.iter().map(|r| r.tag));
+        }
+        tags.sort();
+        assert_eq!(tags, slow.iter().map(|r| r.tag).collect::<Vec<_>>(), "round {round}: every request comes back once");
+        drop(emu);
+    }
+}
+
 #[test]
 fn shared_memory_files_are_owner_only_and_removed_on_shutdown() {
     let emu = spawn_csp("files", 8);

@@ -4,7 +4,7 @@
 use super::layout::{
     self, cqe_phase, decode_cqe, decode_identify, decode_sqe, decode_stats, encode_admin, encode_sqe, header, set_sqe_cid, Command as Entry, Geometry,
     Identify, Sqe,
-    OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, STATE_READY,
+    OPCODE_GET_STATS, OPCODE_IDENTIFY, QUEUE_MAGIC, QUEUE_VERSION, STATE_READY, STATE_STOPPING,
 };
 use super::name_lock::remove_files_left;
 use super::server::{default_dir, serve_with_memory, ServeOptions, FAILED_LINE_PREFIX, READY_LINE_PREFIX};
@@ -423,9 +423,19 @@ impl EmulatedCsp {
     }
 
     fn lost(&mut self) -> DeviceError {
-        let detail = match self.child.as_mut().map(|c| c.try_wait()) {
-            Some(Ok(Some(status))) => format!("the device process exited ({status})"),
-            _ => "the device closed its connection (its process died or stopped)".to_string(),
+        let exited = match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(Some(status))) => Some(status),
+            _ => None,
+        };
+        // A device that stops (not one killed) says so in the header first.
+        let file = self.qp.file();
+        let stopped = (file.u32_at(header::STATE).load(Ordering::Acquire) == STATE_STOPPING)
+            .then(|| file.u32_at(header::STOP_SIGNAL).load(Ordering::Relaxed));
+        let detail = match (stopped, exited) {
+            (Some(signal), Some(status)) => format!("the device stopped{} and its process exited ({status})", stop_reason(signal)),
+            (Some(signal), None) => format!("the device stopped{} and closed its connection", stop_reason(signal)),
+            (None, Some(status)) => format!("the device process exited ({status})"),
+            (None, None) => "the device closed its connection (its process died or stopped)".to_string(),
         };
         self.fail(FailureKind::Lost, detail)
     }
@@ -938,6 +948,19 @@ fn claim(paths: &CspPaths, name: &str, queue: Option<u32>) -> Result<(UnixStream
     };
     sock.set_read_timeout(None).map_err(io_err)?;
     Ok((sock, word(2), EventFd::from_owned(sq), EventFd::from_owned(cq)))
+}
+
+/// " on SIGTERM" for the signal a device said it stopped on (0: none, it
+/// stopped for another reason: the process that started it exited).
+fn stop_reason(signal: u32) -> String {
+    let name = match signal as libc::c_int {
+        0 => return String::new(),
+        libc::SIGTERM => "SIGTERM".to_string(),
+        libc::SIGINT => "SIGINT".to_string(),
+        libc::SIGHUP => "SIGHUP".to_string(),
+        other => format!("signal {other}"),
+    };
+    format!(" on {name}")
 }
 
 /// Checks the queue file's header; returns its geometry.

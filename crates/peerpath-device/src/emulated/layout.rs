@@ -30,6 +30,9 @@ pub mod header {
     pub const QUEUE_STRIDE: usize = 32; // u64
     pub const MEMORY_BYTES: usize = 40; // u64
     pub const SERVER_PID: usize = 48; // u32
+    /// u32: 0, or the signal that stopped the device (written before the
+    /// state becomes STATE_STOPPING), for the host's report.
+    pub const STOP_SIGNAL: usize = 52;
 }
 
 pub const STATE_STARTING: u32 = 0;

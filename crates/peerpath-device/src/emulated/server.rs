@@ -9,7 +9,17 @@
 //!        reset it, send eventfds     completion; claims ranges, hands the rest    completion, wake the
 //!  host socket closed -> stop its    to the workers                               host if it sleeps
 //!        dispatcher, drain, reset
+//!  stop (signal, parent gone) ->
+//!        stop every dispatcher,
+//!        drain, reset nothing
 //! ```
+//!
+//! A queue pair is zeroed only when no host polls it: when a host claims it
+//! and once its host has gone. A device that stops leaves the queue pairs of
+//! hosts still attached as they are: a zeroed completion queue would show a
+//! host that expects phase 0 (after an odd number of wraps) entries that
+//! look like completions (command 0, success, 0 bytes). Those hosts see the
+//! connection hang up, and the header says why (state stopping, the signal).
 
 use super::layout::{
     self, decode_sqe, encode_cqe, encode_identify, encode_stats, header, Command, CqeFields, Geometry, Identify, QUEUE_MAGIC,
@@ -230,7 +240,10 @@ struct Job {
 }
 
 /// Runs an emulated CSP until SIGTERM, SIGINT or SIGHUP (or the death of
-/// `parent_pid`), then removes its files. `on_ready` runs once the device
+/// `parent_pid`), then removes its files. A signal that was ignored when it
+/// started (`nohup`, `trap '' INT`, a script's background job) stays
+/// ignored, except SIGTERM from the host that started it (`parent_pid`),
+/// which is how that host stops it. `on_ready` runs once the device
 /// takes connections (the CLI prints [`READY_LINE_PREFIX`] there). A device
 /// started by a host (`parent_pid`) that fails prints [`FAILED_LINE_PREFIX`]
 /// and the reason on standard output, where the host reads.
@@ -261,7 +274,7 @@ pub(crate) fn serve_with_memory(
     options.check()?;
     let paths = CspPaths::new(&options.dir, &options.name)?;
     sys::set_umask(0o077);
-    let signals = sys::block_into_signalfd(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP])
+    let signals = StopSignals::take(options.parent_pid)
         .map_err(|source| CspError::Io { operation: "block signals for", path: paths.socket.clone(), source })?;
     // The name first, before any file is made or replaced: a second device started at once
     // under it stops here, and touches nothing of this one's.
@@ -334,8 +347,8 @@ pub(crate) fn serve_with_memory(
     qfile.u32_at(header::STATE).store(STATE_READY, Ordering::Release);
     on_ready(&paths, &identify);
 
+    // main_loop says STATE_STOPPING in the header before it stops the queue pairs.
     let result = main_loop(&MainLoop { listener: &listener, signals: &signals, parent, qfile: &qfile, geometry, core: &core, jobs: &job_tx });
-    qfile.u32_at(header::STATE).store(STATE_STOPPING, Ordering::Release);
     drop(job_tx);
     for w in workers {
         let _ = w.join();
@@ -426,9 +439,44 @@ fn write_header(q: &QueueFile, g: Geometry, memory_bytes: u64) {
     q.u32_at(header::SERVER_PID).store(std::process::id(), Ordering::Relaxed);
 }
 
+/// The signals that stop the device, read from a signalfd.
+struct StopSignals {
+    fd: OwnedFd,
+    /// Taken only from this process (the host that started the device):
+    /// SIGTERM when it was ignored at start.
+    parent: Option<u32>,
+    parent_only: Vec<libc::c_int>,
+}
+
+impl StopSignals {
+    const ALL: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
+    /// Blocks, into a signalfd, those of SIGTERM, SIGINT and SIGHUP that
+    /// were not ignored at start: a blocked signal is never discarded, so
+    /// one taken there would stop the device however it was ignored.
+    /// SIGTERM ignored at start is taken all the same when a host started
+    /// the device (`parent`): its host stops it with SIGTERM, and the device
+    /// acts on it from that host alone.
+    fn take(parent: Option<u32>) -> std::io::Result<StopSignals> {
+        let ignored: Vec<libc::c_int> = StopSignals::ALL.into_iter().filter(|&s| sys::signal_ignored(s)).collect();
+        let parent_only: Vec<libc::c_int> = ignored.iter().copied().filter(|&s| s == libc::SIGTERM && parent.is_some()).collect();
+        let taken: Vec<libc::c_int> = StopSignals::ALL.into_iter().filter(|s| !ignored.contains(s) || parent_only.contains(s)).collect();
+        Ok(StopSignals { fd: sys::block_into_signalfd(&taken)?, parent, parent_only })
+    }
+
+    /// The first signal waiting that stops the device, if any (the others
+    /// are dropped: sent by someone else than the host, where it was ignored).
+    fn read(&self) -> Option<libc::c_int> {
+        sys::read_signals(&self.fd)
+            .into_iter()
+            .find(|i| !self.parent_only.contains(&i.signal) || Some(i.sender) == self.parent)
+            .map(|i| i.signal)
+    }
+}
+
 struct MainLoop<'a> {
     listener: &'a UnixListener,
-    signals: &'a OwnedFd,
+    signals: &'a StopSignals,
     parent: Option<(u32, Option<OwnedFd>)>,
     qfile: &'a Arc<QueueFile>,
     geometry: Geometry,
@@ -439,8 +487,9 @@ struct MainLoop<'a> {
 fn main_loop(m: &MainLoop) -> Result<(), CspError> {
     let mut conns: Vec<Connection> = Vec::new();
     let mut in_use = vec![false; m.geometry.queue_count as usize];
+    let mut stop_signal = 0u32;
     let result = loop {
-        let mut fds = vec![(m.signals.as_raw_fd(), libc::POLLIN), (m.listener.as_raw_fd(), libc::POLLIN)];
+        let mut fds = vec![(m.signals.fd.as_raw_fd(), libc::POLLIN), (m.listener.as_raw_fd(), libc::POLLIN)];
         let parent_fd = m.parent.as_ref().and_then(|(_, fd)| fd.as_ref().map(|f| f.as_raw_fd()));
         fds.push((parent_fd.unwrap_or(-1), libc::POLLIN)); // poll ignores -1
         let first_conn = fds.len();
@@ -455,7 +504,10 @@ fn main_loop(m: &MainLoop) -> Result<(), CspError> {
             Err(source) => break Err(CspError::Io { operation: "wait on", path: PathBuf::from("the device's descriptors"), source }),
         };
         if ev[0] != 0 {
-            break Ok(()); // SIGTERM, SIGINT or SIGHUP
+            if let Some(signal) = m.signals.read() {
+                stop_signal = signal as u32;
+                break Ok(()); // SIGTERM, SIGINT or SIGHUP
+            }
         }
         if ev[2] != 0 {
             break Ok(()); // the parent exited
@@ -469,7 +521,7 @@ fn main_loop(m: &MainLoop) -> Result<(), CspError> {
             if ev[first_conn + i] != 0 && !drain_connection(&conns[i].sock) {
                 let c = conns.swap_remove(i);
                 let index = c.session.index as usize;
-                in_use[index] = teardown(c).is_some();
+                in_use[index] = teardown(c, true).is_some();
             }
         }
         if ev[1] != 0 {
@@ -480,8 +532,13 @@ fn main_loop(m: &MainLoop) -> Result<(), CspError> {
             }
         }
     };
+    // Said before the queue pairs stop, for the hosts still attached: they
+    // find it when the connection hangs up (`EmulatedCsp`'s report).
+    m.qfile.u32_at(header::STOP_SIGNAL).store(stop_signal, Ordering::Relaxed);
+    m.qfile.u32_at(header::STATE).store(STATE_STOPPING, Ordering::Release);
     for c in conns {
-        teardown(c);
+        // Not zeroed: their hosts may still poll them (see the module docs).
+        teardown(c, false);
     }
     result
 }
@@ -558,7 +615,7 @@ fn claim(m: &MainLoop, sock: UnixStream, in_use: &mut [bool]) -> Option<Connecti
         || conn.sock.set_nonblocking(true).is_err()
     {
         conn.session.active.store(false, Ordering::SeqCst);
-        teardown(conn);
+        teardown(conn, true);
         return None;
     }
     conn.dispatcher.as_ref()?;
@@ -566,11 +623,13 @@ fn claim(m: &MainLoop, sock: UnixStream, in_use: &mut [bool]) -> Option<Connecti
     Some(conn)
 }
 
-/// Stops a queue pair whose host has gone: stops its dispatcher, lets its
-/// commands drain (workers skip those not started), and zeroes it for the
-/// next host. Returns the index if the queue pair could not be drained
-/// (it then stays claimed).
-fn teardown(mut c: Connection) -> Option<u32> {
+/// Stops a queue pair: stops its dispatcher, lets its commands drain
+/// (workers skip those not started), and, with `reset` (its host has gone),
+/// zeroes it for the next host. Without `reset` (the device stops while its
+/// host may still poll it) it is left as it is: zeroed, its completion
+/// queue could show that host completions nobody posted. Returns the index
+/// if the queue pair could not be drained (it then stays claimed).
+fn teardown(mut c: Connection, reset: bool) -> Option<u32> {
     let s = &c.session;
     s.active.store(false, Ordering::SeqCst);
     s.sq_efd.signal();
@@ -585,7 +644,9 @@ fn teardown(mut c: Connection) -> Option<u32> {
         eprintln!("peerpath csp: queue pair {} did not drain; it stays out of use", s.index);
         return Some(s.index);
     }
-    s.qp.reset();
+    if reset {
+        s.qp.reset();
+    }
     None
 }
 

@@ -79,6 +79,11 @@ impl QueuePair {
         self.depth
     }
 
+    /// The queue file this queue pair lies in (its header).
+    pub(crate) fn file(&self) -> &QueueFile {
+        &self.file
+    }
+
     pub(crate) fn doorbell(&self, which: usize) -> &AtomicU32 {
         self.file.u32_at(self.base + QP_DOORBELLS + which)
     }
@@ -162,7 +167,8 @@ impl QueuePair {
     }
 
     /// Device: zeroes the whole queue pair (doorbells, data, SQ, CQ) for a
-    /// new owner. Nobody may be using it.
+    /// new owner. Nobody may be using it: a host still polling would take
+    /// a zeroed completion as new once it expects phase 0.
     pub(crate) fn reset(&self) {
         self.file.zero(self.base, self.stride);
     }
