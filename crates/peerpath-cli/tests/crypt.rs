@@ -675,26 +675,6 @@ fn a_device_that_dies_mid_file_hands_the_whole_file_to_the_cpu() {
     assert_dir_holds(d, &["k", "s", "s.cpu.ppenc", "s.dev.ppenc", "s.back", "s.dev.back"]);
 }
 
-/// `peerpath` run where /dev/shm is a 1 MiB tmpfs (too small for any device job's memory) and,
-/// with `tmpfs`, the temporary directory `tmp` a tmpfs of that size: mounted in a mount
-/// namespace of its own (`unshare -rm`: with a user namespace, so no root is needed where the
-/// kernel gives users one); the machine's /dev/shm is untouched. None, the reason printed,
-/// where that cannot be done.
-fn with_small_shm(test: &str, tmp: &Path, tmpfs: Option<&str>, a: Vec<std::ffi::OsString>) -> Option<std::process::Command> {
-    const SCRIPT: &str = r#"mount -t tmpfs -o size=1m tmpfs /dev/shm || exit 97; if [ -n "$PP_TMPFS" ]; then mount -t tmpfs -o size="$PP_TMPFS" tmpfs "$TMPDIR" || exit 97; fi; exec "$@""#;
-    let probe = tool("unshare").map(|u| run(std::process::Command::new(u).args(["-rm", "sh", "-c", SCRIPT, "sh", "true"])));
-    match probe {
-        None => eprintln!("SKIPPED {test}: `unshare` is not installed"),
-        Some(o) if !o.status.success() => eprintln!("SKIPPED {test}: no mount namespace with a small /dev/shm here (unshare -rm): {}", o.stderr.trim()),
-        Some(_) => {
-            let mut c = std::process::Command::new("unshare");
-            c.args(["-rm", "sh", "-c", SCRIPT, "sh", bin()]).args(a).env("TMPDIR", tmp).env("PP_TMPFS", tmpfs.unwrap_or("")).env_remove("PEERPATH_DAEMON");
-            return Some(c);
-        }
-    }
-    None
-}
-
 /// An emulated CSP's memory goes where compress's devices put theirs: with /dev/shm too
 /// small, in a file in the temporary directory (said), and the file is sealed and opened
 /// there; with no room there either, the device does not start and says its memory has no

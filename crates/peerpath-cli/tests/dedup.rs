@@ -1232,8 +1232,6 @@ fn gc_drops_unreferenced_chunks_of_a_damaged_pack_unread_and_says_so() {
 /// are made until one is refused.
 #[test]
 fn a_file_changed_in_place_while_it_is_stored_is_refused_naming_it() {
-    use std::os::unix::fs::FileExt;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let dir = scratch();
     let d = dir.path();
     let old = random_bytes(24 << 20, 91);
@@ -1248,30 +1246,7 @@ fn a_file_changed_in_place_while_it_is_stored_is_refused_naming_it() {
     run(pp(args!["dedup", "store", "other", "-s", &st]).current_dir(d)).ok();
     let mut refused = 0;
     for attempt in 0..10 {
-        let (stop, writes) = (AtomicBool::new(false), AtomicU64::new(0));
-        let o = std::thread::scope(|sc| {
-            sc.spawn(|| {
-                let f = std::fs::OpenOptions::new().write(true).open(&src).unwrap();
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let what = if i.is_multiple_of(2) { &block[..] } else { &old[mid as usize..][..block.len()] };
-                    f.write_all_at(what, mid).unwrap();
-                    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + 1000 * attempt + i)).unwrap();
-                    i += 1;
-                    writes.store(i, Ordering::Relaxed);
-                }
-                // The last write done: the file holds one version whole again.
-                if !i.is_multiple_of(2) {
-                    f.write_all_at(&old[mid as usize..][..block.len()], mid).unwrap();
-                }
-            });
-            while writes.load(Ordering::Relaxed) < 2 {
-                std::thread::yield_now();
-            }
-            let o = run(pp(args!["dedup", "store", "busy", "-s", &st, "-f", "-T", "2"]).current_dir(d));
-            stop.store(true, Ordering::Relaxed);
-            o
-        });
+        let (o, writes) = while_rewritten(&src, (&old[mid as usize..][..block.len()], &block, mid), attempt, || run(pp(args!["dedup", "store", "busy", "-s", &st, "-f", "-T", "2"]).current_dir(d)));
         let listed = run(&mut pp(args!["dedup", "list", "-s", &st])).ok().stdout_str();
         match o.code() {
             Some(12) => {
@@ -1285,7 +1260,7 @@ fn a_file_changed_in_place_while_it_is_stored_is_refused_naming_it() {
                 let back = d.join("busy.back");
                 run(&mut pp(args!["dedup", "restore", "busy", "-s", &st, "-o", &back, "-f"])).ok();
                 let got = std::fs::read(&back).unwrap();
-                assert!(got == old || got == new, "attempt {attempt}: stored as one version, not a mix ({} writes)", writes.load(Ordering::Relaxed));
+                assert!(got == old || got == new, "attempt {attempt}: stored as one version, not a mix ({writes} writes)");
                 run(&mut pp(args!["dedup", "remove", "busy", "-s", &st])).ok();
             }
         }

@@ -493,3 +493,57 @@ pub fn assert_metadata_only(report: &str) {
     let (copied, payload) = host_copies(report);
     assert!(copied <= 4096 + payload / 100, "{copied} bytes copied by this process for {payload} of payload: {report}");
 }
+
+/// `peerpath` run where /dev/shm is a 1 MiB tmpfs (too small for any device job's memory) and,
+/// with `tmpfs`, the temporary directory `tmp` a tmpfs of that size: mounted in a mount
+/// namespace of its own (`unshare -rm`: with a user namespace, so no root is needed where the
+/// kernel gives users one); the machine's /dev/shm is untouched. None, the reason printed,
+/// where that cannot be done.
+pub fn with_small_shm(test: &str, tmp: &Path, tmpfs: Option<&str>, a: Vec<std::ffi::OsString>) -> Option<std::process::Command> {
+    const SCRIPT: &str = r#"mount -t tmpfs -o size=1m tmpfs /dev/shm || exit 97; if [ -n "$PP_TMPFS" ]; then mount -t tmpfs -o size="$PP_TMPFS" tmpfs "$TMPDIR" || exit 97; fi; exec "$@""#;
+    let probe = tool("unshare").map(|u| run(std::process::Command::new(u).args(["-rm", "sh", "-c", SCRIPT, "sh", "true"])));
+    match probe {
+        None => eprintln!("SKIPPED {test}: `unshare` is not installed"),
+        Some(o) if !o.status.success() => eprintln!("SKIPPED {test}: no mount namespace with a small /dev/shm here (unshare -rm): {}", o.stderr.trim()),
+        Some(_) => {
+            let mut c = std::process::Command::new("unshare");
+            c.args(["-rm", "sh", "-c", SCRIPT, "sh", bin()]).args(a).env("TMPDIR", tmp).env("PP_TMPFS", tmpfs.unwrap_or("")).env_remove("PEERPATH_DAEMON");
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Runs `job` while a thread writes `new` and `old` (the bytes there before) in turn at byte
+/// `at` of the file `src`, moving its modification time to a new value each time (so that a
+/// coarse clock cannot hide a write; `attempt` keeps different runs' times apart), from before
+/// the job starts until it ends; the file holds its old bytes there again after. What the job
+/// gave, and how many writes were made.
+pub fn while_rewritten<T>(src: &Path, (old, new, at): (&[u8], &[u8], u64), attempt: u64, job: impl FnOnce() -> T) -> (T, u64) {
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let (stop, writes) = (AtomicBool::new(false), AtomicU64::new(0));
+    let got = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let f = std::fs::OpenOptions::new().write(true).open(src).unwrap();
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                f.write_all_at(if i.is_multiple_of(2) { new } else { old }, at).unwrap();
+                f.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_000_000 + 1000 * attempt + i)).unwrap();
+                i += 1;
+                writes.store(i, Ordering::Relaxed);
+            }
+            // The last write done: the file holds one version whole again.
+            if !i.is_multiple_of(2) {
+                f.write_all_at(old, at).unwrap();
+            }
+        });
+        while writes.load(Ordering::Relaxed) < 2 {
+            std::thread::yield_now();
+        }
+        let got = job();
+        stop.store(true, Ordering::Relaxed);
+        got
+    });
+    (got, writes.load(std::sync::atomic::Ordering::Relaxed))
+}
