@@ -125,7 +125,7 @@ impl<T: Send + 'static> WorkerPool<T> {
 /// the process's or the user's thread limit (`ulimit -u`, a cgroup's `pids.max`),
 /// or no memory for the thread's stack (`ulimit -v`).
 pub(crate) fn cannot_start_thread(e: &std::io::Error) -> JobError {
-    let hint = if e.raw_os_error() == Some(libc::EAGAIN) { " (the process or user thread limit, or no memory for its stack?)" } else { "" };
+    let hint = if e.raw_os_error() == Some(libc::EAGAIN) { " (the process or user thread limit, or no memory for its stack?): give fewer threads (-T)" } else { "" };
     JobError::Internal(format!("cannot start a thread: {e}{hint}"))
 }
 
