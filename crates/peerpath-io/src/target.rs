@@ -256,9 +256,10 @@ fn empty_dir(dir: &File, path: &Path) {
     }
 }
 
-/// Removes `.NAME.peerpath-tmp.PID.*` directories beside `final_path`
-/// whose PID is not a running process. A live PID (ours, another job's,
-/// or a reused one) keeps its directory: this never takes a live job's work.
+/// Removes `.NAME.peerpath-tmp.PID.*` directories and files beside
+/// `final_path` whose PID is not a running process (a job killed by SIGKILL,
+/// which no handler outlives). A live PID (ours, another job's, or a reused
+/// one) keeps its own: this never takes a live job's work.
 fn remove_abandoned(final_path: &Path) {
     let Some(name) = temporary_name(final_path, 0).file_name().map(|n| n.as_bytes().to_vec()) else { return };
     let Some(cut) = name.windows(TEMPORARY_MARK.len()).position(|w| w == TEMPORARY_MARK.as_bytes()) else { return };
@@ -270,8 +271,10 @@ fn remove_abandoned(final_path: &Path) {
         let pid = std::str::from_utf8(rest).ok().and_then(|r| r.split('.').next()).and_then(|p| p.parse::<libc::pid_t>().ok());
         // SAFETY: kill(2) with signal 0 only checks whether the process exists.
         let gone = pid.is_some_and(|p| p > 0 && unsafe { libc::kill(p, 0) } == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH));
-        if gone && e.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = std::fs::remove_dir_all(e.path());
+        match e.file_type() {
+            Ok(t) if gone && t.is_dir() => drop(std::fs::remove_dir_all(e.path())),
+            Ok(t) if gone && t.is_file() => drop(std::fs::remove_file(e.path())),
+            _ => {}
         }
     }
 }
@@ -397,6 +400,9 @@ fn dir_in_memory(dir: &Path) -> bool {
 
 /// A named temporary file next to `final_path` (the fallback where there is no `O_TMPFILE`).
 pub fn create_named(final_path: &Path, want_direct: bool) -> io::Result<OpenedFile> {
+    // A job killed by SIGKILL left its temporary of this name (as large as what it had
+    // written): it goes now, as a scratch directory's does.
+    remove_abandoned(final_path);
     let in_memory = want_direct && dir_in_memory(&parent_dir(final_path));
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true).mode(0o600);
@@ -866,5 +872,26 @@ mod tests {
         let out = std::fs::metadata(&target).unwrap();
         assert_eq!(out.permissions().mode() & 0o777, 0o600);
         assert_eq!(out.modified().unwrap(), old);
+    }
+
+    /// A named temporary a process killed by SIGKILL left (no handler outlives it) is removed
+    /// by the next job that writes the same name: it stayed, as large as what was written. A
+    /// live process's, and another name's, stay.
+    #[test]
+    fn a_dead_jobs_named_temporary_of_the_same_name_is_removed() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("x.gz");
+        let dead = dir.path().join(format!(".x.gz{TEMPORARY_MARK}{}.0abc", i32::MAX));
+        let live = dir.path().join(format!(".x.gz{TEMPORARY_MARK}{}.0abc", std::process::id()));
+        let other = dir.path().join(format!(".y.gz{TEMPORARY_MARK}{}.0abc", i32::MAX));
+        for p in [&dead, &live, &other] {
+            std::fs::write(p, b"partial").unwrap();
+        }
+        let made = create_named(&target, false).unwrap();
+        let mut want = vec![live.file_name().unwrap().to_str().unwrap().to_string(), other.file_name().unwrap().to_str().unwrap().to_string(), made.path.file_name().unwrap().to_str().unwrap().to_string()];
+        want.sort();
+        assert_eq!(names(dir.path()), want, "the dead job's is gone");
+        discard(&Temporary::Named(made.path.clone()));
     }
 }
