@@ -347,7 +347,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         return Err(JobError::Usage(format!("--block-size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20)));
     }
     let key = load_key(&a.key)?;
-    let Opened { target, src, meta, size, stamp, threads } = open(&a, dir, SUFFIX)?;
+    let Opened { target, src, meta, size, threads } = open(&a, dir, SUFFIX)?;
     let damaged = |e: CryptError| JobError::from_crypt(&a.source, e);
     let (cipher, header) = match dir {
         Direction::Encrypt => {
@@ -418,7 +418,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
             None => transform(&cipher, &src, &t.file, dir, threads, &clock, &a.source, &target)?,
         }
         // The source must still be the size the header was made for (or checked against).
-        publish(&a, &src, (size, stamp), &meta, &t.file, &temp, &target)
+        publish(&a, &src, size, &meta, &t.file, &temp, &target)
     })();
     if let Err(e) = result {
         peerpath_io::discard(&temp);
@@ -481,7 +481,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         }
         eprintln!("peerpath: FALLBACK: {why}: on the host CPU");
     }
-    let Opened { target, src, meta, size, stamp, threads } = open(&a, dir, XTS_SUFFIX)?;
+    let Opened { target, src, meta, size, threads } = open(&a, dir, XTS_SUFFIX)?;
     let tail = (size % sector as u64) as usize;
     if tail != 0 && tail < MIN_UNIT_BYTES {
         return Err(JobError::Usage(format!(
@@ -528,7 +528,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     };
     let result = (|| -> Result<(), JobError> {
         run_workers(threads.min(tasks as usize), worker)?;
-        publish(&a, &src, (size, stamp), &meta, &t.file, &temp, &target)
+        publish(&a, &src, size, &meta, &t.file, &temp, &target)
     })();
     if let Err(e) = result {
         peerpath_io::discard(&temp);
@@ -650,8 +650,6 @@ struct Opened {
     src: File,
     meta: std::fs::Metadata,
     size: u64,
-    /// The source's stamp when opened: a change while it is read is refused.
-    stamp: Option<peerpath_io::Stamp>,
     threads: usize,
 }
 
@@ -680,14 +678,14 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
         _ => return Err(JobError::Usage(format!("{} is not a regular file or block device", a.source.display()))),
     };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
-    let stamp = peerpath_io::Stamp::of_file(&src);
-    Ok(Opened { target, src, meta, size, stamp, threads })
+    Ok(Opened { target, src, meta, size, threads })
 }
 
 /// Puts the finished temporary in place, once the source is checked to be
 /// still the size it was read at: its owner and mode, the rename, the directory synced.
-fn publish(a: &CryptArgs, src: &File, (size, stamp): (u64, Option<peerpath_io::Stamp>), meta: &std::fs::Metadata, file: &File, temp: &peerpath_io::Temporary, target: &Path) -> Result<(), JobError> {
-    crate::source_size_unchanged(src, &a.source, size, stamp)?;
+fn publish(a: &CryptArgs, src: &File, size: u64, meta: &std::fs::Metadata, file: &File, temp: &peerpath_io::Temporary, target: &Path) -> Result<(), JobError> {
+    // `meta` is the source's at open: a change since (written in place) is refused too.
+    crate::source_size_unchanged(src, &a.source, size, meta.is_file().then(|| peerpath_io::Stamp::of(meta)))?;
     peerpath_io::Inherited::of(Some(meta)).apply(file).map_err(target_io(target))?;
     crate::put_in_place(file, temp, target, a.force)?;
     File::open(peerpath_io::parent_dir(target)).and_then(|d| d.sync_all()).map_err(target_io(target))

@@ -543,12 +543,11 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         None => {}
     }
     // O_DIRECT only for the device's reads (DMA into its memory); the CPU path reads into its own buffers.
-    // The source's stamp when first opened: a change while it is read is refused.
-    let stamp = std::cell::OnceCell::new();
+    // The source's stamp before it is read: a change while it is read is refused.
+    let stamp = std::fs::metadata(source).ok().filter(std::fs::Metadata::is_file).map(|m| peerpath_io::Stamp::of(&m));
     let open = |direct: bool| -> Result<(File, u64), JobError> {
         crate::refuse_stream_source(source, "ec encode reads its source by offset (a file or a block device)")?;
         let src = peerpath_io::open_source(source, direct).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
-        stamp.get_or_init(|| peerpath_io::Stamp::of_file(&src.file));
         match src.kind {
             peerpath_io::SourceKind::Regular { size_bytes } | peerpath_io::SourceKind::BlockDevice { size_bytes } => Ok((src.file, size_bytes)),
             peerpath_io::SourceKind::Stream => Err(JobError::Usage(format!("{} is not a regular file: ec encode reads its source by offset (a file or a block device)", source.display()))),
@@ -619,7 +618,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
             (src, size, files)
         }
     };
-    if let Err(err) = crate::source_size_unchanged(&src, source, size, stamp.get().copied().flatten()) {
+    if let Err(err) = crate::source_size_unchanged(&src, source, size, stamp) {
         discard_all(&files);
         return Err(err);
     }

@@ -271,22 +271,19 @@ pub(crate) fn open_file_source(path: &Path) -> Result<std::fs::File, JobError> {
     Ok(f)
 }
 
-/// Refuses a regular file whose size says 0 bytes but that gives data (a kernel file of /proc
-/// or /sys) to a command that reads its source by its size: it encrypted nothing, exit 0.
+/// Refuses a file of a file system whose sizes are not what its files hold (a kernel file of
+/// /proc or /sys: `peerpath_io::sizeless`) to a command that reads its source by its size: it
+/// encrypted nothing of /proc/cpuinfo, exit 0.
 pub(crate) fn refuse_a_sizeless_file(f: &std::fs::File, meta: &std::fs::Metadata, path: &Path, command: &str) -> Result<(), JobError> {
-    if !meta.is_file() || meta.len() != 0 {
+    if !meta.is_file() || !peerpath_io::sizeless(f) {
         return Ok(());
     }
-    let mut byte = [0u8; 1];
-    match std::os::unix::fs::FileExt::read_at(f, &mut byte, 0) {
-        Ok(0) => Ok(()),
-        Ok(_) => Err(JobError::Usage(format!(
-            "{}: its size says 0 bytes, yet it gives data (a kernel file, as in /proc or /sys): {command} reads a file by its size; copy it first (cat {} > FILE)",
-            path.display(),
-            path.display()
-        ))),
-        Err(e) => Err(JobError::SourceUnreadable { path: path.to_path_buf(), source: e }),
-    }
+    Err(JobError::Usage(format!(
+        "{}: its size says {} bytes, which is not what it holds (a kernel file, as in /proc or /sys): {command} reads a file by its size; copy it first (cat {} > FILE)",
+        path.display(),
+        meta.len(),
+        path.display()
+    )))
 }
 
 /// Standard output, unbuffered (a duplicate of descriptor 1), counting the bytes its writes
