@@ -982,8 +982,8 @@ fn a_refused_connection_is_not_counted_in_the_peak() {
 }
 
 /// What RFC 9110/9112 ask that the server did not do: HEAD answers carry no body, errors
-/// included; HTTP/1.1 asks for one Host; the absolute form is taken; `If-Range` (no
-/// validator of ours can match) sends the whole file; every `Connection` option counts;
+/// included; HTTP/1.1 asks for one Host; the absolute form is taken; an `If-Range` that does
+/// not match sends the whole file; every `Connection` option counts;
 /// a Date on each answer; a long URI is 414; empty lines before a request are skipped; the
 /// range unit is case-insensitive.
 #[test]
@@ -1256,4 +1256,130 @@ fn addresses_may_be_host_names() {
     // No port: refused (a usage error, said by the argument parser), no name looked up.
     let o = run(&mut pp(args!["serve", dir.path(), "--listen", "localhost"]));
     assert!(o.code() == Some(2) && o.stderr.contains("localhost: not an address (IP:PORT or HOST:PORT)"), "{}", o.stderr);
+}
+
+/// Conditional requests (RFC 9110 §13), in every mode: 200 and 206 answers carry a strong ETag
+/// (inode, length, modification time to the nanosecond) and Last-Modified; an If-None-Match
+/// naming it (in a list, weakly compared, or `*`) or, without one, an If-Modified-Since not
+/// before Last-Modified gets 304 with no body, a HEAD's too, the connection kept; If-Range
+/// serves the range only if it is the file's (a strong tag, or its date), else the whole file;
+/// a rewrite in the same second, same length, has another tag. 304s are counted. (There were
+/// no validators: a client that revalidated got the whole body every time.)
+#[test]
+fn conditional_requests_get_304_and_if_range_serves_the_range_only_on_a_match() {
+    let dir = scratch();
+    let path = dir.path().join("a.txt");
+    // 2020-01-01 00:00:00 UTC, and `ms` milliseconds.
+    let set = |body: &[u8], ms: u64| {
+        std::fs::write(&path, body).unwrap();
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(std::time::UNIX_EPOCH + Duration::from_millis(1_577_836_800_000 + ms)).unwrap();
+    };
+    let lm = "Wed, 01 Jan 2020 00:00:00 GMT";
+    for mode in ["zerocopy", "host", "send-zc", "devmem"] {
+        set(b"hello\n", 500);
+        let s = serve_with(dir.path(), mode, 1000, &["--json"]);
+        let ask = |extra: &str| String::from_utf8_lossy(&exchange(&s.http, format!("GET /a.txt HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").as_bytes())).into_owned();
+        let etag_of = |got: &str| got.split("\r\nETag: ").nth(1).and_then(|t| t.split("\r\n").next()).unwrap_or_else(|| panic!("{mode}: no ETag: {got:?}")).to_string();
+        let got = ask("");
+        let etag = etag_of(&got);
+        assert!(etag.len() > 2 && etag.starts_with('"') && etag.ends_with('"') && got.contains(&format!("\r\nLast-Modified: {lm}\r\n")) && got.ends_with("\r\n\r\nhello\n"), "{mode}: {got:?}");
+        let weak = format!("W/{etag}");
+        for current in [format!("If-None-Match: {etag}"), format!("If-None-Match: {weak}"), format!("If-None-Match: \"x\", {etag}"), "If-None-Match: *".into(), format!("If-Modified-Since: {lm}")] {
+            let got = ask(&format!("{current}\r\n"));
+            assert!(got.starts_with("HTTP/1.1 304 Not Modified\r\n") && got.contains(&format!("\r\nETag: {etag}\r\n")) && !got.contains("Content-Length") && got.ends_with("\r\n\r\n"), "{mode}: {current}: {got:?}");
+        }
+        // If-Modified-Since is not looked at when If-None-Match is there.
+        for stale in ["If-None-Match: \"x\"\r\n".to_string(), "If-Modified-Since: Tue, 31 Dec 2019 23:59:59 GMT\r\n".into(), format!("If-None-Match: \"x\"\r\nIf-Modified-Since: {lm}\r\n")] {
+            let got = ask(&stale);
+            assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("\r\n\r\nhello\n"), "{mode}: {stale:?}: {got:?}");
+        }
+        // A HEAD's 304 too; a 304 keeps its connection for the next request.
+        let got = exchange(&s.http, format!("HEAD /a.txt HTTP/1.1\r\nHost: x\r\nIf-None-Match: {etag}\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\nIf-None-Match: {etag}\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.matches("HTTP/1.1 304").count() == 2 && got.contains("Connection: keep-alive") && got.matches("hello\n").count() == 1 && got.ends_with("\r\n\r\nhello\n"), "{mode}: {got:?}");
+        for (if_range, ranged) in [(etag.as_str(), true), (lm, true), (weak.as_str(), false), ("\"x\"", false), ("Tue, 31 Dec 2019 23:59:59 GMT", false)] {
+            let got = ask(&format!("Range: bytes=1-2\r\nIf-Range: {if_range}\r\n"));
+            let want = if ranged { got.starts_with("HTTP/1.1 206") && got.contains("Content-Range: bytes 1-2/6\r\n") && got.ends_with("\r\n\r\nel") } else { got.starts_with("HTTP/1.1 200") && got.ends_with("\r\n\r\nhello\n") };
+            assert!(want && got.contains(&format!("\r\nETag: {etag}\r\n")), "{mode}: If-Range {if_range}: {got:?}");
+        }
+        // Rewritten: the same length, in the same second (the same Last-Modified), another tag.
+        set(b"HELLO\n", 600);
+        let got = ask(&format!("If-None-Match: {etag}\r\n"));
+        assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("\r\n\r\nHELLO\n") && etag_of(&got) != etag, "{mode}: {got:?}");
+        // SAFETY: kill(2) with our own child's pid.
+        unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+        let report: serde_json::Value = serde_json::from_str(&finish(s)).unwrap();
+        assert_eq!(report["by_status"], serde_json::json!({"200": 9, "206": 2, "304": 7}), "{mode}: {report}");
+    }
+}
+
+/// Every error answer the server sends is counted once under its status, once it is sent, as
+/// the others are: 408, 414, 431 (a header block too long, or too many fields), a refused
+/// connection's 503 (memcached: SERVER_ERROR), a memcached line too long (400). A refused
+/// connection's answer was not counted at all; 408, 414 and the first 431 were counted before
+/// they were sent, whether they were or not, with no latency (0 us among the others'). A
+/// HEAD's 408 or 431 has no body (it had one).
+#[test]
+fn every_error_answer_is_counted_once_under_its_status() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    let s = serve_with(dir.path(), "zerocopy", 1000, &["--max-connections", "1", "--read-timeout", "60", "--json"]);
+    let ask = |addr: &str, req: &[u8]| String::from_utf8_lossy(&exchange(addr, req)).into_owned();
+    // One connection served and kept: the next ones are refused.
+    let mut held = BufReader::new(TcpStream::connect(&s.http).unwrap());
+    held.get_ref().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(get_on(&mut held, "a.txt").1, b"hello\n");
+    let got = ask(&s.http, b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(got.starts_with("HTTP/1.1 503"), "{got:?}");
+    assert_eq!(ask(&s.memcached, b"get a.txt\r\n"), "SERVER_ERROR too many connections\r\n");
+    // Closed by the server (its count of connections is down before the client sees the end).
+    held.get_mut().write_all(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut rest = Vec::new();
+    held.read_to_end(&mut rest).unwrap();
+    assert!(rest.ends_with(b"\r\n\r\nhello\n"), "{:?}", String::from_utf8_lossy(&rest));
+    let got = ask(&s.http, format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000)).as_bytes());
+    assert!(got.starts_with("HTTP/1.1 414"), "{got:?}");
+    let got = ask(&s.http, format!("HEAD /a.txt HTTP/1.1\r\nHost: x\r\n{}\r\n", "X-Flood: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n".repeat(400)).as_bytes());
+    assert!(got.starts_with("HTTP/1.1 431") && got.ends_with("\r\n\r\n"), "a HEAD's header flood, no body: {got:?}");
+    let got = ask(&s.http, format!("GET /a.txt HTTP/1.1\r\nHost: x\r\n{}\r\n", "X: y\r\n".repeat(70)).as_bytes());
+    assert!(got.starts_with("HTTP/1.1 431"), "too many fields: {got:?}");
+    assert_eq!(ask(&s.memcached, format!("get {}", "k".repeat(70_000)).as_bytes()), "CLIENT_ERROR line too long\r\n");
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+    let report: serde_json::Value = serde_json::from_str(&finish(s)).unwrap();
+    assert_eq!(report["by_status"], serde_json::json!({"200": 2, "400": 1, "414": 1, "431": 2, "503": 2}), "{report}");
+    assert_eq!((report["requests"].as_u64(), report["aborted"].as_u64()), (Some(8), Some(0)), "{report}");
+    // 408, a HEAD's: no body.
+    let s = serve_with(dir.path(), "zerocopy", 1000, &["--read-timeout", "1", "--json"]);
+    let got = ask(&s.http, b"HEAD /a.txt HTTP/1.1\r\nHost: sl");
+    assert!(got.starts_with("HTTP/1.1 408") && got.ends_with("\r\n\r\n"), "{got:?}");
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+    let report: serde_json::Value = serde_json::from_str(&finish(s)).unwrap();
+    assert_eq!((&report["by_status"], report["requests"].as_u64()), (&serde_json::json!({"408": 1}), Some(1)), "{report}");
+}
+
+/// devmem: a response the NIC could not finish (the client went away mid-body) is aborted, and
+/// its latency is not among the percentiles, as no aborted request's is; the report says so.
+/// (It was: the server counts a response as sent once the NIC has it, and when the NIC's send
+/// failed, only its status was taken back.)
+#[test]
+fn a_devmem_response_the_nic_could_not_finish_is_not_among_the_latencies() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("big"), random_bytes(64 << 20, 14)).unwrap();
+    let s = serve_with(dir.path(), "devmem", 1000, &["--nic-memory", "200M"]);
+    let mut c = BufReader::new(TcpStream::connect(&s.http).unwrap());
+    c.get_ref().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.get_mut().write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    // The response has begun (64 MiB: more than loopback's sockets hold); then the client goes.
+    let (status, len) = read_head_of(&mut c);
+    assert!(status.starts_with("HTTP/1.1 200") && len == 64 << 20, "{status}");
+    let mut some = vec![0u8; 1 << 20];
+    c.read_exact(&mut some).unwrap();
+    drop(c);
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+    let report = finish(s);
+    assert!(report.contains(": 1 request(s)") && report.contains("1 aborted (") && report.contains("not in the latencies)"), "{report}");
+    assert!(report.contains("latency p50 0 us, p99 0 us, p99.9 0 us;"), "no request was sent whole: {report}");
 }

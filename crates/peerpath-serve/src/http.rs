@@ -1,10 +1,12 @@
-//! HTTP/1.1: GET and HEAD of files, one byte range, keep-alive.
+//! HTTP/1.1: GET and HEAD of files, one byte range, conditional requests (ETag and
+//! Last-Modified), keep-alive.
 
-use crate::resolve::{percent_decode, resolve, Refused};
+use crate::resolve::{percent_decode, resolve, Refused, Version};
 use crate::out::Done;
 use crate::{read_head, respond, Conn, Next, ReadHead};
+use httpdate::HttpDate;
 use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 /// The end of a request's headers in `buf`, if they are all there (empty
 /// lines before the request line are not its end: they are skipped). A
@@ -29,6 +31,7 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         206 => "Partial Content",
+        304 => "Not Modified",
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",
@@ -61,6 +64,104 @@ fn simple_to(conn: &mut Conn, status: u16, extra: &str, head_only: bool, keep: b
 /// a body, whatever else is wrong with it).
 fn simple(conn: &mut Conn, status: u16, extra: &str, head: bool) {
     simple_to(conn, status, extra, head, false);
+}
+
+/// A request's bytes from its request line on (empty lines before it are skipped: RFC 9112 §2.2).
+fn after_empty_lines(buf: &[u8]) -> &[u8] {
+    &buf[buf.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(buf.len())..]
+}
+
+/// The strong entity tag of a version of a file (RFC 9110 §8.8.3): its inode, length and
+/// modification time to the nanosecond, in hex; cheap (the metadata is at hand), and changed by
+/// a replacement (another inode), a new length or a rewrite the modification time sees.
+struct ETag<'a>(&'a Version);
+
+impl std::fmt::Display for ETag<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let (v, (secs, nanos)) = (self.0, self.0.mtime);
+        write!(f, "\"{:x}-{:x}-{secs:x}.{nanos:x}\"", v.ino, v.len)
+    }
+}
+
+/// A file's modification time as an HTTP date (to the second); `None` before 1970 or from the
+/// year 10000 on, which an HTTP date cannot say.
+fn last_modified(v: &Version) -> Option<HttpDate> {
+    let secs = u64::try_from(v.mtime.0).ok().filter(|&s| s < 253_402_300_800)?;
+    Some(HttpDate::from(SystemTime::UNIX_EPOCH + Duration::from_secs(secs)))
+}
+
+/// A version's validators (its entity tag, its Last-Modified date where it has one), as a
+/// response's header fields.
+struct Validators<'a>(&'a Version, Option<HttpDate>);
+
+impl std::fmt::Display for Validators<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "ETag: {}\r\n", ETag(self.0))?;
+        match self.1 {
+            Some(date) => write!(f, "Last-Modified: {date}\r\n"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The entity tags of a list of them (`If-None-Match`'s, RFC 9110 §13.1.2): each whether it is
+/// weak (`W/`), and its opaque tag, quotes included; `None` if the value is no such list. Empty
+/// elements and spaces around them are allowed (§5.6.1); a tag may hold a comma.
+fn entity_tags(mut v: &[u8]) -> Option<Vec<(bool, &[u8])>> {
+    let mut tags = Vec::new();
+    loop {
+        v = v.trim_ascii_start();
+        while let [b',', rest @ ..] = v {
+            v = rest.trim_ascii_start();
+        }
+        if v.is_empty() {
+            return Some(tags);
+        }
+        let (weak, tag) = match v.strip_prefix(b"W/") {
+            Some(rest) => (true, rest),
+            None => (false, v),
+        };
+        let [b'"', inner @ ..] = tag else { return None };
+        let end = inner.iter().position(|&b| b == b'"')?;
+        // etagc: %x21 / %x23-7E / obs-text (§8.8.3).
+        if !inner[..end].iter().all(|&b| b == 0x21 || (0x23..=0x7e).contains(&b) || b >= 0x80) {
+            return None;
+        }
+        tags.push((weak, &tag[..end + 2]));
+        v = inner[end + 1..].trim_ascii_start();
+        if !v.is_empty() && v[0] != b',' {
+            return None;
+        }
+    }
+}
+
+/// Whether a GET's or HEAD's preconditions (RFC 9110 §13.2.2) say the client's copy is current
+/// (304, no body): an `If-None-Match` that is `*` or names the file's entity tag (weak comparison,
+/// `W/` ignored on either side: §13.1.2), in any of its fields; without one, an
+/// `If-Modified-Since` date not before its Last-Modified (§13.1.3; one that is not a date is
+/// ignored).
+fn not_modified(headers: &[httparse::Header], ours: &Validators) -> bool {
+    let mut none_match = headers.iter().filter(|h| h.name.eq_ignore_ascii_case("if-none-match")).peekable();
+    if none_match.peek().is_some() {
+        let etag = ETag(ours.0).to_string();
+        return none_match.any(|h| h.value.trim_ascii() == b"*" || entity_tags(h.value).is_some_and(|tags| tags.iter().any(|&(_, tag)| tag == etag.as_bytes())));
+    }
+    let since = headers.iter().find(|h| h.name.eq_ignore_ascii_case("if-modified-since")).and_then(|h| std::str::from_utf8(h.value).ok()?.parse::<HttpDate>().ok());
+    since.zip(ours.1).is_some_and(|(since, modified)| modified <= since)
+}
+
+/// Whether an `If-Range` lets its Range be served (RFC 9110 §13.1.5; else the whole file, 200):
+/// it is the file's entity tag, by strong comparison (a weak tag never matches), or exactly its
+/// Last-Modified date, which is a strong validator only once its second is over (§8.8.2.2: a
+/// file changed twice within the second it names would have the same date).
+fn if_range_holds(value: &[u8], ours: &Validators, now: SystemTime) -> bool {
+    let value = value.trim_ascii();
+    if value.starts_with(b"\"") || value.starts_with(b"W/") {
+        let etag = ETag(ours.0).to_string();
+        return matches!(entity_tags(value).as_deref(), Some([(false, tag)]) if *tag == etag.as_bytes());
+    }
+    let date = std::str::from_utf8(value).ok().and_then(|d| d.parse::<HttpDate>().ok());
+    date.zip(ours.1).is_some_and(|(date, modified)| date == modified && SystemTime::from(modified) + Duration::from_secs(1) <= now)
 }
 
 /// What `Range: bytes=...` asks of a `len`-byte file: `None` to send it
@@ -116,30 +217,26 @@ pub(crate) fn byte_range(value: &[u8], len: u64) -> Option<Result<(u64, u64), ()
 /// Answers the connection's requests as long as they come; `Park` when
 /// the client has sent nothing more for a while.
 pub(crate) fn serve(conn: &mut Conn) -> Next {
-    let shared = conn.shared;
     if conn.over {
-        simple(conn, 503, "Retry-After: 1\r\n", false);
-        return Next::Close;
+        return conn.refuse_unread(503, |c| simple(c, 503, "Retry-After: 1\r\n", false));
     }
     loop {
         let n = match read_head(conn, head_end) {
             ReadHead::Ready(n) => n,
             ReadHead::Park => return Next::Park,
             ReadHead::TooLong => {
-                // A request line that does not end within the limit is a long URI (414).
-                let line = &conn.pending[conn.pending.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(0)..];
-                let status = if line.contains(&b'\n') { 431 } else { 414 };
-                simple(conn, status, "", false);
-                shared.done(std::time::Duration::ZERO, 0, 0, status);
-                return Next::Close;
+                // A request line that does not end within the limit is a long URI (414); a HEAD's
+                // answer has no body (it had one).
+                let line = after_empty_lines(&conn.pending);
+                let status = if line.is_empty() || line.contains(&b'\n') { 431 } else { 414 };
+                let head = line.starts_with(b"HEAD ");
+                return conn.refuse_unread(status, |c| simple(c, status, "", head));
             }
-            ReadHead::TimedOut => {
-                if !conn.pending.is_empty() {
-                    simple(conn, 408, "", false);
-                    shared.done(std::time::Duration::ZERO, 0, 0, 408);
-                }
-                return Next::Close;
+            ReadHead::TimedOut if !conn.pending.is_empty() => {
+                let head = after_empty_lines(&conn.pending).starts_with(b"HEAD ");
+                return conn.refuse_unread(408, |c| simple(c, 408, "", head));
             }
+            ReadHead::TimedOut => return Next::Close,
             ReadHead::Closed => return Next::Close,
         };
         let started = Instant::now();
@@ -186,8 +283,7 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     let shared = conn.shared;
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
-    // Empty lines before a request line are ignored (RFC 9112 §2.2).
-    let head = &head[head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len())..];
+    let head = after_empty_lines(head);
     // A HEAD is answered without a body, errors included (told from its first bytes: the
     // request may not parse).
     let is_head = head.starts_with(b"HEAD ");
@@ -261,8 +357,14 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
         // A whole request, understood: the connection stays for the next one.
         Err(Refused::NotFound) => return (404, simple_to(conn, 404, "", head_only, keep) && keep, 0, 0, 0),
     };
-    // This server sends no validators, so no If-Range matches: the whole file (RFC 9110 §13.1.5).
-    let range = header("range").filter(|_| header("if-range").is_none());
+    let now = SystemTime::now();
+    let validators = Validators(&found.version, last_modified(&found.version));
+    if not_modified(req.headers, &validators) {
+        let head = format!("HTTP/1.1 304 Not Modified\r\n{validators}Date: {}\r\nConnection: {}\r\n\r\n", HttpDate::from(now), if keep { "keep-alive" } else { "close" });
+        let written = conn.write_all(head.as_bytes()).is_ok();
+        return (304, keep && written, 0, 0, 0);
+    }
+    let range = header("range").filter(|_| header("if-range").is_none_or(|v| if_range_holds(v, &validators, now)));
     let (status, offset, len, range_line) = match range.and_then(|v| byte_range(v, found.len)) {
         None => (200, 0, found.len, String::new()),
         Some(Ok((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
@@ -272,9 +374,9 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
         }
     };
     let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Length: {len}\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\n{range_line}Date: {}\r\nConnection: {}\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Length: {len}\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\n{range_line}{validators}Date: {}\r\nConnection: {}\r\n\r\n",
         reason(status),
-        httpdate::fmt_http_date(std::time::SystemTime::now()),
+        HttpDate::from(now),
         if keep { "keep-alive" } else { "close" }
     );
     if head_only {
@@ -287,7 +389,86 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{byte_range, head_end, later_version, Later};
+    use super::{byte_range, entity_tags, head_end, if_range_holds, last_modified, later_version, not_modified, ETag, Later, Validators};
+    use crate::resolve::Version;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn entity_tag_lists_are_parsed_as_rfc_9110_writes_them() {
+        let tags = entity_tags(b" W/\"a\", \"b,c\" ,, \"\",\"d\"").unwrap();
+        assert_eq!(tags, vec![(true, &b"\"a\""[..]), (false, b"\"b,c\""), (false, b"\"\""), (false, b"\"d\"")]);
+        assert_eq!(entity_tags(b""), Some(vec![]));
+        for bad in [&b"a"[..], b"\"a", b"\"a\" \"b\"", b"\"a\"x", b"w/\"a\"", b"W/ \"a\"", b"\"a b\""] {
+            assert_eq!(entity_tags(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// A file's version, its modification time set to `mtime` (seconds, nanoseconds).
+    fn version(mtime: (i64, i64)) -> Version {
+        let mut v = Version::of(&std::fs::metadata(std::env::current_exe().unwrap()).unwrap());
+        v.mtime = mtime;
+        v
+    }
+
+    #[test]
+    fn preconditions_compare_the_entity_tag_then_the_date() {
+        // 2020-01-01 00:00:00 UTC and a half.
+        let v = version((1_577_836_800, 500_000_000));
+        let ours = Validators(&v, last_modified(&v));
+        let etag = ETag(&v).to_string();
+        assert!(etag.starts_with('"') && etag.ends_with("-5e0be100.1dcd6500\""), "{etag}");
+        assert_eq!(ours.to_string(), format!("ETag: {etag}\r\nLast-Modified: Wed, 01 Jan 2020 00:00:00 GMT\r\n"));
+        let ask = |fields: &[(&str, &str)]| {
+            let headers: Vec<httparse::Header> = fields.iter().map(|&(name, value)| httparse::Header { name, value: value.as_bytes() }).collect();
+            not_modified(&headers, &ours)
+        };
+        let weak = format!("W/{etag}");
+        let listed = format!("\"other\", {etag}");
+        for current in [&etag[..], &weak, &listed, "*", " * "] {
+            assert!(ask(&[("If-None-Match", current)]), "{current}");
+        }
+        assert!(ask(&[("if-none-match", "\"other\""), ("If-None-Match", &etag)]), "in a later field");
+        for stale in ["\"other\"", "garbage", "", "\"5e0be100\""] {
+            assert!(!ask(&[("If-None-Match", stale)]), "{stale}");
+        }
+        // If-None-Match there: If-Modified-Since is not looked at.
+        assert!(!ask(&[("If-None-Match", "\"other\""), ("If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT")]));
+        for (since, current) in [
+            ("Wed, 01 Jan 2020 00:00:00 GMT", true),
+            ("Wednesday, 01-Jan-20 00:00:01 GMT", true),
+            ("Tue, 31 Dec 2019 23:59:59 GMT", false),
+            ("yesterday", false),
+        ] {
+            assert_eq!(ask(&[("If-Modified-Since", since)]), current, "{since}");
+        }
+        assert!(!ask(&[]));
+        // No HTTP date before 1970 or from the year 10000: no Last-Modified, If-Modified-Since ignored.
+        for mtime in [-1, 253_402_300_800] {
+            let v = version((mtime, 0));
+            assert_eq!(last_modified(&v), None);
+            let headers = [httparse::Header { name: "If-Modified-Since", value: b"Fri, 31 Dec 9999 23:59:59 GMT" }];
+            assert!(!not_modified(&headers, &Validators(&v, None)));
+            assert!(Validators(&v, None).to_string().starts_with("ETag: \"") && !Validators(&v, None).to_string().contains("Last-Modified"));
+        }
+        assert!(last_modified(&version((253_402_300_799, 0))).is_some());
+    }
+
+    #[test]
+    fn if_range_takes_a_strong_tag_or_a_date_whose_second_is_over() {
+        let v = version((1_577_836_800, 500_000_000));
+        let ours = Validators(&v, last_modified(&v));
+        let etag = ETag(&v).to_string();
+        let later = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+        assert!(if_range_holds(etag.as_bytes(), &ours, later));
+        for no in [format!("W/{etag}"), "\"other\"".into(), format!("{etag}, {etag}"), "Tue, 31 Dec 2019 23:59:59 GMT".into(), "soon".into()] {
+            assert!(!if_range_holds(no.as_bytes(), &ours, later), "{no}");
+        }
+        let date = b"Wed, 01 Jan 2020 00:00:00 GMT";
+        assert!(if_range_holds(date, &ours, later));
+        // Within the second the date names, the file may change again unseen: not strong.
+        let within = SystemTime::UNIX_EPOCH + Duration::from_millis(1_577_836_800_900);
+        assert!(!if_range_holds(date, &ours, within) && if_range_holds(etag.as_bytes(), &ours, within));
+    }
 
     #[test]
     fn a_head_ends_at_an_empty_line_after_crlf_or_a_bare_lf() {

@@ -1,6 +1,7 @@
 //! The data mover (seed 002's second type): a server that maps a key to
 //! stored data and sends it, looking at headers only. `serve` answers
-//! HTTP/1.1 (GET, HEAD, one byte range) and the memcached text protocol
+//! HTTP/1.1 (GET, HEAD, one byte range, conditional requests against an
+//! ETag and Last-Modified) and the memcached text protocol
 //! (`get`/`gets`) for the files under a directory, moving each payload in
 //! one of the ways the seed compares:
 //!
@@ -29,7 +30,7 @@
 //! ([`memcached::Block`]). Every request's latency and bytes are counted
 //! for the report once its response is sent whole; one cut short (the
 //! client gone, a send failed, in devmem mode the NIC's) is counted as
-//! aborted instead.
+//! aborted instead, its latency not among the percentiles.
 
 mod event;
 mod hostcache;
@@ -177,15 +178,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Counts a finished request; asks the server to stop when the budget is spent.
-    pub fn done(&self, latency: Duration, payload: u64, copied: u64, status: u16) {
-        self.done_from(latency, payload, copied, payload, status)
-    }
-
-    /// As [`Shared::done`], with the payload bytes read from host memory given apart.
-    pub fn done_from(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) {
-        let n = self.stats.record(latency, payload, copied, from_host, status);
+    /// Counts a request sent whole (`from_host`: its payload bytes read from
+    /// host memory); asks the server to stop when the budget is spent.
+    /// Returns where its latency is ([`Stats::record`]).
+    pub fn done(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> usize {
+        let (n, latency_at) = self.stats.record(latency, payload, copied, from_host, status);
         self.spent(n);
+        latency_at
     }
 
     /// Counts a request whose response was not sent whole (the client went
@@ -563,21 +562,22 @@ impl<'a> Conn<'a> {
 
     /// A response handed to the NIC failed: its bytes were not delivered,
     /// and the requests it answered, counted as sent, are counted as aborted
-    /// instead (those of the request being answered are not counted yet: it
-    /// is aborted, the connection being broken); if the NIC is gone, the host
-    /// path serves from now on (said in the report).
+    /// instead, their latencies withdrawn from the percentiles (those of the
+    /// request being answered are not counted yet: it is aborted, the
+    /// connection being broken); if the NIC is gone, the host path serves
+    /// from now on (said in the report).
     fn nic_failed(&mut self, miss: nic::NicMiss) -> bool {
         if let Some(ch) = &self.nic {
-            let (mut bytes, mut statuses, mut last) = (0, Vec::new(), None);
+            let (mut bytes, mut responses, mut last) = (0, Vec::new(), None);
             for h in ch.take_failed().into_iter().filter(|h| h.request < self.aborted_from.unwrap_or(self.requests)) {
                 bytes += h.payload;
                 // A memcached get's several values are one request.
                 if last != Some(h.request) {
-                    statuses.push(h.status);
+                    responses.push((h.status, h.latency_at));
                     last = Some(h.request);
                 }
             }
-            self.shared.stats.not_delivered(bytes, &statuses);
+            self.shared.stats.not_delivered(bytes, &responses);
         }
         if !self.broken {
             self.broken = true;

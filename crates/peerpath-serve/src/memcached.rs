@@ -31,8 +31,7 @@ type Outcome = (u16, u64, u64, u64, bool);
 pub(crate) fn serve(conn: &mut Conn) -> Next {
     let shared = conn.shared;
     if conn.over {
-        let _ = conn.write_all(b"SERVER_ERROR too many connections\r\n");
-        return Next::Close;
+        return conn.refuse_unread(503, |c| drop(c.write_all(b"SERVER_ERROR too many connections\r\n")));
     }
     loop {
         let (started, (status, payload, copied, from_host, keep)) = if conn.block.is_some() {
@@ -44,11 +43,7 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             let n = match read_head(conn, line_end) {
                 ReadHead::Ready(n) => n,
                 ReadHead::Park => return Next::Park,
-                ReadHead::TooLong => {
-                    let _ = conn.write_all(b"CLIENT_ERROR line too long\r\n");
-                    shared.done(Duration::ZERO, 0, 0, 400);
-                    return Next::Close;
-                }
+                ReadHead::TooLong => return conn.refuse_unread(400, |c| drop(c.write_all(b"CLIENT_ERROR line too long\r\n"))),
                 ReadHead::TimedOut | ReadHead::Closed => return Next::Close,
             };
             let started = Instant::now();

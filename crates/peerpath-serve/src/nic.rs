@@ -241,13 +241,16 @@ struct Placement {
     counts: NicCounts,
 }
 
-/// A descriptor handed to the NIC: its payload bytes, and the request
-/// (the connection's count) and status of the response it is part of.
+/// A descriptor handed to the NIC: its payload bytes, the request (the
+/// connection's count) and status of the response it is part of, and,
+/// once that request is counted as sent, where its latency is
+/// ([`crate::Stats::record`]: withdrawn if the NIC could not send it).
 #[derive(Clone, Copy, Debug)]
 pub struct Handed {
     pub payload: u64,
     pub request: u64,
     pub status: u16,
+    pub latency_at: Option<usize>,
 }
 
 /// A client connection's channel to the NIC.
@@ -353,6 +356,18 @@ impl Channel {
     /// each once: taken from the channel.
     pub fn take_failed(&self) -> Vec<Handed> {
         std::mem::take(&mut self.state().failed_sends)
+    }
+
+    /// `request` is counted as sent, its latency at `latency_at`: kept with
+    /// its descriptors, answered or not (the newest, so looked for from the end).
+    pub fn counted(&self, request: u64, latency_at: usize) {
+        let mut s = self.state();
+        let s = &mut *s;
+        for h in s.owed.iter_mut().rev().take_while(|h| h.request >= request).chain(s.failed_sends.iter_mut().rev().take_while(|h| h.request >= request)) {
+            if h.request == request {
+                h.latency_at = Some(latency_at);
+            }
+        }
     }
 }
 
@@ -641,7 +656,7 @@ impl Nic {
             return Err(gone(e));
         }
         ch.client_passed = true;
-        ch.owed.push_back(Handed { payload: range_len, request: tag.0, status: tag.1 });
+        ch.owed.push_back(Handed { payload: range_len, request: tag.0, status: tag.1, latency_at: None });
         Ok(range_len)
     }
 

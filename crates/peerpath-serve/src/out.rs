@@ -41,8 +41,8 @@ pub(crate) enum Chunk {
     Read(File, u64, u64),
     /// The same, by `sendfile(2)`.
     Sendfile(File, u64, u64),
-    /// A request answered: counted once all before it is sent.
-    Done(Done),
+    /// A request answered (its number on the connection): counted once all before it is sent.
+    Done(Done, u64),
 }
 
 /// A request's figures, counted when its response is sent.
@@ -115,8 +115,20 @@ impl Conn<'_> {
             self.aborted_from.get_or_insert(self.requests - 1);
             self.shared.aborted();
         } else {
-            self.out.push(Chunk::Done(d));
+            self.out.push(Chunk::Done(d, self.requests - 1));
         }
+    }
+
+    /// Answers a request that is not read (a refused connection's, one too long or not whole
+    /// in time) with what `answer` writes, and closes the connection after it. Counted under
+    /// `status` as every answer is: once sent (aborted if it cannot be), its latency from now,
+    /// when the server had all it answers from. (These were counted at once with no latency,
+    /// 0 us among the others', whether sent or not; a refused connection's not at all.)
+    pub(crate) fn refuse_unread(&mut self, status: u16, answer: impl FnOnce(&mut Self)) -> Next {
+        let started = Instant::now();
+        answer(self);
+        self.request_done(Done { started, payload: 0, copied: 0, from_host: 0, status });
+        Next::Close
     }
 
     /// Sends what is queued, each send waiting at most [`PATIENCE`], for at
@@ -224,7 +236,7 @@ impl Conn<'_> {
     pub(crate) fn drop_output(&mut self) {
         self.failed = true;
         for c in std::mem::take(&mut self.out.chunks) {
-            if let Chunk::Done(_) = c {
+            if let Chunk::Done(..) = c {
                 self.shared.aborted();
             }
         }
@@ -233,8 +245,12 @@ impl Conn<'_> {
     /// The request at the front is sent: counted, and the client's time (idle,
     /// or a request it pipelined) counts from now, not from before a long response.
     fn count_front(&mut self) {
-        if let Some(Chunk::Done(d)) = self.out.chunks.pop_front() {
-            self.shared.done_from(d.started.elapsed(), d.payload, d.copied, d.from_host, d.status);
+        if let Some(Chunk::Done(d, request)) = self.out.chunks.pop_front() {
+            let latency_at = self.shared.done(d.started.elapsed(), d.payload, d.copied, d.from_host, d.status);
+            // Devmem: the NIC may yet fail to send it; its descriptors keep where its latency is.
+            if let Some(ch) = &self.nic {
+                ch.counted(request, latency_at);
+            }
             self.answered();
         }
     }
@@ -245,7 +261,7 @@ impl Conn<'_> {
     fn send_front(&mut self) -> std::io::Result<bool> {
         let progress = match self.out.chunks.front_mut() {
             None => return Ok(false),
-            Some(Chunk::Done(_)) => {
+            Some(Chunk::Done(..)) => {
                 self.count_front();
                 return Ok(true);
             }
@@ -287,7 +303,7 @@ impl Conn<'_> {
             let part: &[u8] = match c {
                 Chunk::Bytes(b, at) => &b[*at..],
                 Chunk::Object(o, at, end) => &o[*at..*end],
-                Chunk::Done(_) => continue,
+                Chunk::Done(..) => continue,
                 Chunk::Sendfile(..) => {
                     more = libc::MSG_MORE;
                     break;
@@ -318,7 +334,7 @@ impl Conn<'_> {
             let (at, end) = match front {
                 Chunk::Bytes(b, at) => (at, b.len()),
                 Chunk::Object(_, at, end) => (at, *end),
-                Chunk::Done(_) if left > 0 => {
+                Chunk::Done(..) if left > 0 => {
                     self.count_front();
                     continue;
                 }

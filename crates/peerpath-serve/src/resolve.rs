@@ -26,7 +26,8 @@ pub struct Version {
     pub len: u64,
     pub ino: u64,
     dev: u64,
-    mtime: (i64, i64),
+    /// Seconds and nanoseconds since the epoch.
+    pub(crate) mtime: (i64, i64),
     ctime: (i64, i64),
 }
 

@@ -13,6 +13,10 @@ pub const MEASURED_HERE: &str = "measured on this host";
 /// `host_cpu_us_per_request` (given apart, `nic_process_cpu_*`).
 pub const MEASURED_WITH_EMULATED_NIC: &str = "measured on this host with an emulated NIC, a process of its own whose CPU is not in the host CPU figure";
 
+/// A latency taken back: its request was found not delivered after all
+/// ([`Stats::not_delivered`]); no latency recorded is this long.
+const WITHDRAWN: u64 = u64::MAX;
+
 /// Counts requests as they finish.
 pub struct Stats {
     inner: Mutex<Inner>,
@@ -25,7 +29,12 @@ struct Inner {
     /// Requests whose response was not sent whole (the client went away,
     /// a send failed): in `requests`, not in `by_status` nor the latencies.
     aborted: u64,
+    /// The latencies of requests sent whole, in the order they were recorded
+    /// (a request's place in it is what [`Stats::record`] returned); one found
+    /// not delivered after all is [`WITHDRAWN`].
     latencies_us: Vec<u64>,
+    /// Whether any latency was withdrawn.
+    withdrawn: bool,
     payload_bytes: u64,
     copied_bytes: u64,
     from_host_bytes: u64,
@@ -44,8 +53,9 @@ impl Stats {
     }
 
     /// Records one request whose response was sent whole; returns how many
-    /// have been recorded (aborted ones included).
-    pub fn record(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> u64 {
+    /// have been recorded (aborted ones included), and where its latency is
+    /// (for [`Stats::not_delivered`]).
+    pub fn record(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> (u64, usize) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.latencies_us.push(latency.as_micros() as u64);
         s.payload_bytes += payload;
@@ -53,7 +63,7 @@ impl Stats {
         s.from_host_bytes += from_host;
         *s.by_status.entry(status).or_insert(0) += 1;
         s.requests += 1;
-        s.requests
+        (s.requests, s.latencies_us.len() - 1)
     }
 
     /// Records one request whose response was not sent whole (the client
@@ -66,26 +76,35 @@ impl Stats {
         s.requests
     }
 
-    /// Responses counted as sent (with `statuses`, one a response) and
-    /// `bytes` of payload, handed to the NIC, that it then could not send
-    /// (the client went away): counted as aborted instead, the payload taken
-    /// back (their latencies stay among the others').
-    pub fn not_delivered(&self, bytes: u64, statuses: &[u16]) {
+    /// Responses counted as sent (each its status and, once counted, where
+    /// its latency is: what [`Stats::record`] returned) and `bytes` of
+    /// payload, handed to the NIC, that it then could not send (the client
+    /// went away): counted as aborted instead, the payload taken back and
+    /// their latencies withdrawn from the percentiles (they stayed among the
+    /// others', as if sent). Called before [`Stats::report`], which sorts them.
+    pub fn not_delivered(&self, bytes: u64, responses: &[(u16, Option<usize>)]) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.payload_bytes = s.payload_bytes.saturating_sub(bytes);
-        for status in statuses {
-            if let Some(n) = s.by_status.get_mut(status).filter(|n| **n > 0) {
+        for &(status, latency_at) in responses {
+            if let Some(n) = s.by_status.get_mut(&status).filter(|n| **n > 0) {
                 *n -= 1;
                 if *n == 0 {
-                    s.by_status.remove(status);
+                    s.by_status.remove(&status);
                 }
                 s.aborted += 1;
+                if let Some(l) = latency_at.and_then(|at| s.latencies_us.get_mut(at)) {
+                    *l = WITHDRAWN;
+                    s.withdrawn = true;
+                }
             }
         }
     }
 
     pub(crate) fn report(&self, config: &Config, wall: Duration, cpu: Duration) -> Report {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if std::mem::take(&mut s.withdrawn) {
+            s.latencies_us.retain(|&l| l != WITHDRAWN);
+        }
         s.latencies_us.sort_unstable();
         let done = s.latencies_us.len();
         let pct = |p: f64| if done == 0 { 0 } else { s.latencies_us[((done as f64 * p).ceil() as usize).clamp(1, done) - 1] };
@@ -131,6 +150,8 @@ pub struct Report {
     pub requests_per_s: f64,
     pub payload_bytes: u64,
     pub payload_bytes_per_s: f64,
+    /// Latency percentiles of the requests sent whole (`by_status`'s; the
+    /// aborted ones are not among them), 0 when there are none.
     pub p50_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
@@ -154,8 +175,9 @@ pub struct Report {
     /// Requests answered whole, by status.
     pub by_status: std::collections::BTreeMap<u16, u64>,
     /// Requests whose response was not sent whole (the client went away or
-    /// a send failed midway): in `requests`, not in `by_status` nor the
-    /// latencies (as a status, they were counted as sent: 200s).
+    /// a send failed midway; in devmem mode, the NIC's send): in `requests`,
+    /// not in `by_status` nor the latencies (they were counted as sent, 200s,
+    /// and devmem's among the latencies).
     pub aborted: u64,
     /// Host: the host memory's object cache (`None`: off, every payload read per request).
     pub host_cache: Option<HostCacheCounts>,
@@ -252,7 +274,7 @@ impl Report {
             self.host_memory_payload_bytes_per_request,
             self.payload_bytes_from_host_memory_per_request,
             statuses.join(", "),
-            if self.aborted > 0 { format!("; {} aborted (the client went away or a send failed before the response was whole)", self.aborted) } else { String::new() },
+            if self.aborted > 0 { format!("; {} aborted (the client went away or a send failed before the response was whole; not in the latencies)", self.aborted) } else { String::new() },
             self.connections.peak,
             self.connections.limit,
             self.connections.workers,
@@ -296,4 +318,27 @@ pub(crate) fn process_cpu() -> Duration {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
     t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stats;
+    use std::time::Duration;
+
+    /// Responses the NIC could not send after all are aborted: their status,
+    /// payload and latency are taken back (the latency stayed among the others').
+    #[test]
+    fn a_response_not_delivered_leaves_the_latencies() {
+        let stats = Stats::new();
+        let ms = Duration::from_millis;
+        let (_, first) = stats.record(ms(1), 10, 0, 0, 200);
+        let (_, slow) = stats.record(ms(900), 1000, 0, 0, 200);
+        let (n, _) = stats.record(ms(2), 10, 0, 0, 404);
+        assert_eq!((n, first), (3, 0));
+        stats.not_delivered(1000, &[(200, Some(slow))]);
+        let r = stats.report(&crate::Config::new("/".into()), Duration::from_secs(1), Duration::ZERO);
+        assert_eq!((r.requests, r.aborted, r.payload_bytes), (3, 1, 20));
+        assert_eq!(r.by_status, [(200, 1), (404, 1)].into());
+        assert_eq!((r.p50_us, r.p99_us, r.p999_us), (1000, 2000, 2000), "the 900 ms one is not among them");
+    }
 }
