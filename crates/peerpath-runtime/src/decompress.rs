@@ -17,7 +17,7 @@ use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
 use peerpath_func::gzip::declared_output_bytes;
 use peerpath_func::crypt::FileCipher;
-use peerpath_func::{decode_member, HeaderError, MemberError, MemberHeader, StreamDecoder, StreamError};
+use peerpath_func::{decode_member, DeclaredSizes, HeaderError, MemberError, MemberHeader, StreamDecoder, StreamError};
 use peerpath_io::{choose_engine, Completion, EngineKind, IoEngine, IoOp, IoPath, SourceKind, Waker};
 use peerpath_mem::{AlignedBuf, BufferPool, FileMapping, MemoryDomain, PooledBuf};
 use peerpath_metrics::{thread_cpu_now, CpuAccount, CpuRole, Ledger, Location, Mover, Purpose};
@@ -336,9 +336,11 @@ fn run_job_on(
     let mut finished: Vec<TargetWriter> = Vec::new();
     let abandon_all = |finished: Vec<TargetWriter>| finished.into_iter().for_each(TargetWriter::abandon);
     let mut failed = Vec::new();
+    // What the files are, each named once, in the order first met.
+    let mut formats: Vec<&'static str> = Vec::new();
     for (source, target) in items {
         // A job cancelled from outside ends with that, whatever its transfers then said.
-        let (mut f, writer, worker_reads) = match run_file(&mut ctx, source, target.as_ref()).map_err(crate::cancel::or_cancelled) {
+        let (mut f, writer, worker_reads, format) = match run_file(&mut ctx, source, target.as_ref()).map_err(crate::cancel::or_cancelled) {
             Ok(done) => done,
             // Nothing of the file still in flight (run_file drained it): the next can start.
             Err(e) if keep_going && source_failure(&e) && ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 => {
@@ -356,6 +358,9 @@ fn run_job_on(
             }
         };
         finished.extend(writer);
+        if !formats.contains(&format) {
+            formats.push(format);
+        }
         if !worker_reads {
             set_engine(&mut f.read_path, ctx.engine.kind(), &note);
         }
@@ -400,7 +405,8 @@ fn run_job_on(
             Some(g) => format!("GPU {}: {}; CPU (ISA-L inflate) for what the GPU did not decode", g.name, g.description()),
             None => "host CPU, ISA-L inflate".into(),
         },
-        format: "gzip".into(),
+        // (No file decoded: gzip, what the job reads.)
+        format: if formats.is_empty() { format_of(None).into() } else { formats.join(" + ") },
         level: None,
         block_size_bytes: None,
         threads,
@@ -507,6 +513,8 @@ struct FileState<'p> {
     bgzf_unended: bool,
     /// The workers read their members themselves ([`split_for_reading_workers`]).
     worker_reads: bool,
+    /// What its first member says the file is ([`format_of`]).
+    format: Option<&'static str>,
 }
 
 impl FileState<'_> {
@@ -541,10 +549,37 @@ impl FileState<'_> {
     }
 }
 
+/// The format a file's first member names by its size subfield (what the report says):
+/// peerpath's ('PP', as `compress` writes), BGZF's ('BC', as `bgzip` and `compress --format bgzf`
+/// write), or none (plain gzip; also a header too long to read, which neither writes).
+fn format_of(first: Option<DeclaredSizes>) -> &'static str {
+    match first {
+        Some(DeclaredSizes::Peerpath { .. }) => "gzip (multi-member, 'PP' size subfield)",
+        Some(DeclaredSizes::Bgzf { .. }) => "BGZF (htslib)",
+        None => "gzip",
+    }
+}
+
+/// A reader that keeps the first bytes it reads: where decoding streams from a file's start,
+/// its first member's header, which names the format.
+struct KeepsFirst<R> {
+    inner: R,
+    first: Vec<u8>,
+}
+
+impl<R: std::io::Read> std::io::Read for KeepsFirst<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let keep = n.min(HEADER_PEEK_BYTES.saturating_sub(self.first.len()));
+        self.first.extend_from_slice(&buf[..keep]);
+        Ok(n)
+    }
+}
+
 /// Decodes one file. On success its target (if any) is durable under its
-/// temporary name; the caller puts it in place. The flag: the workers read
-/// the source themselves (its read path says so already).
-fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<(FileReport, Option<TargetWriter>, bool)> {
+/// temporary name; the caller puts it in place. Also: whether the workers read
+/// the source themselves (its read path says so already), and its format.
+fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<(FileReport, Option<TargetWriter>, bool, &'static str)> {
     let cipher = open_cipher(source, ctx.key.as_deref())?;
     // Sealed blocks sit at unaligned offsets: an encrypted source is read through the page cache.
     let src = open_source_checked(source, ctx.common.direct && cipher.is_none())?;
@@ -609,6 +644,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         worker_reads,
         missing_end: None,
         bgzf_unended: false,
+        format: None,
     };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
@@ -657,7 +693,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
                 members_on_device: None,
                 durability: writer.as_ref().and_then(|w| w.durability_report()),
             };
-            Ok((report, writer, st.worker_reads))
+            Ok((report, writer, st.worker_reads, st.format.unwrap_or_else(|| format_of(None))))
         }
         Err(e) => {
             if let Some(w) = st.writer.take() {
@@ -1083,6 +1119,7 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
                 }
                 AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
+            st.format.get_or_insert(format_of(header.sizes));
             if let Some(e) = st.end_member_check(wants_end, Some(&header), (index, pos), ctx.end_member_required) {
                 return fail_at(ctx, st, batch, index, e);
             }
@@ -1201,6 +1238,7 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
                 }
                 AtHeader::Fail(e) => return fail_at(ctx, st, batch, index, e),
             };
+            st.format.get_or_insert(format_of(header.sizes));
             if let Some(e) = st.end_member_check(wants_end, Some(&header), (index, pos), ctx.end_member_required) {
                 return fail_at(ctx, st, batch, index, e);
             }
@@ -1415,7 +1453,8 @@ fn switch_to_stream(ctx: &mut Ctx, st: &mut FileState, src: &peerpath_io::Opened
 fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io::Read, bool), (pos, unended): (u64, Option<u64>), index: u64, mode: DecodeMode) -> Result<Option<DecodeMode>> {
     let path = st.path.to_path_buf();
     let host = MemoryDomain::host_unplaced();
-    let mut decoder = StreamDecoder::new(reader, pos, index).after_member_wanting_an_end(unended);
+    let mut reader = KeepsFirst { inner: reader, first: Vec::new() };
+    let mut decoder = StreamDecoder::new(&mut reader, pos, index).after_member_wanting_an_end(unended);
     if !file {
         decoder = decoder.any_zero_padding();
     }
@@ -1460,6 +1499,10 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io:
     st.missing_end = st.missing_end.or(decoder.missing_end_member());
     st.bgzf_unended = decoder.ends_bgzf_without_eof();
     result.map_err(|e| stream_error(&path, e))?;
+    // From the file's start (a pipe, or a first member without a size field): the first bytes read.
+    if st.format.is_none() {
+        st.format = Some(format_of(MemberHeader::parse(&reader.first).ok().and_then(|h| h.sizes)));
+    }
     Ok(Some(mode))
 }
 

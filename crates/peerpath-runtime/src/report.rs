@@ -4,8 +4,63 @@
 use peerpath_io::IoPath;
 use peerpath_metrics::{human_bytes_exact, CpuSummary, LedgerSummary};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
+
+/// A file's name as the text reports print it: unchanged, unless it holds a control character
+/// (a newline in it would split the report's line) or begins as a quoted name does (`'`, `$'`);
+/// then shell-quoted, as GNU `ls` quotes (its `shell-escape` style): `'a'$'\n''b'`, which a shell
+/// reads back as the name. JSON needs none of this: its strings escape every control character.
+pub fn quoted_name(name: &str) -> Cow<'_, str> {
+    if !name.contains(char::is_control) && !name.starts_with('\'') && !name.starts_with("$'") {
+        return Cow::Borrowed(name);
+    }
+    let mut q = Quoting { text: String::with_capacity(name.len() + 8), open: Quotes::None };
+    for c in name.chars() {
+        match c {
+            '\'' => q.put(Quotes::None, "\\'"),
+            '\n' => q.put(Quotes::Escapes, "\\n"),
+            '\t' => q.put(Quotes::Escapes, "\\t"),
+            '\r' => q.put(Quotes::Escapes, "\\r"),
+            c if c.is_control() => c.encode_utf8(&mut [0; 4]).bytes().for_each(|b| q.put(Quotes::Escapes, format_args!("\\{b:03o}"))),
+            c => q.put(Quotes::Plain, c),
+        }
+    }
+    q.put(Quotes::None, "");
+    Cow::Owned(q.text)
+}
+
+/// The quotes open in a [`quoted_name`]: none, `'...'` or `$'...'`.
+#[derive(PartialEq)]
+enum Quotes {
+    None,
+    Plain,
+    Escapes,
+}
+
+struct Quoting {
+    text: String,
+    open: Quotes,
+}
+
+impl Quoting {
+    /// `piece`, inside the quotes it needs (closing those open before).
+    fn put(&mut self, quotes: Quotes, piece: impl fmt::Display) {
+        if quotes != self.open {
+            if self.open != Quotes::None {
+                self.text.push('\'');
+            }
+            self.text.push_str(match quotes {
+                Quotes::None => "",
+                Quotes::Plain => "'",
+                Quotes::Escapes => "$'",
+            });
+            self.open = quotes;
+        }
+        let _ = write!(self.text, "{piece}");
+    }
+}
 
 /// What a job did.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
@@ -118,20 +173,20 @@ impl fmt::Display for Fallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fallback::IoEngine { why } => write!(f, "I/O engine: {why}"),
-            Fallback::ReadsNotDirect { source, why } => write!(f, "{source}: reads without O_DIRECT: {why}"),
-            Fallback::WritesNotDirect { target, why } => write!(f, "{target}: writes without O_DIRECT: {why}"),
-            Fallback::HostCpuNotDevice { source, why } => write!(f, "{source}: compressed on the host CPU, not on a device: {why}"),
+            Fallback::ReadsNotDirect { source, why } => write!(f, "{}: reads without O_DIRECT: {why}", quoted_name(source)),
+            Fallback::WritesNotDirect { target, why } => write!(f, "{}: writes without O_DIRECT: {why}", quoted_name(target)),
+            Fallback::HostCpuNotDevice { source, why } => write!(f, "{}: compressed on the host CPU, not on a device: {why}", quoted_name(source)),
             Fallback::FewerDevices { asked, started } => write!(f, "devices: {asked} asked for, {started} started (one per source at most: every source has one, no work moved to the host CPU)"),
             Fallback::DeviceNotStarted { device, why } => write!(f, "{device} did not start ({why}); its sources ran on the host CPU"),
             Fallback::DeviceFailed { source, device, why, from, kept } => {
-                write!(f, "{source}: device {device} failed ({why}); ")?;
+                write!(f, "{}: device {device} failed ({why}); ", quoted_name(source))?;
                 if *kept == 0 {
                     f.write_str("the host CPU compressed all of it")
                 } else {
                     write!(f, "the host CPU compressed it from source byte {from} on ({kept} output bytes from the device were kept)")
                 }
             }
-            Fallback::StreamingDecode { source, mode } => write!(f, "{source}: {mode}"),
+            Fallback::StreamingDecode { source, mode } => write!(f, "{}: {mode}", quoted_name(source)),
             Fallback::DecodedOnCpu { device, why, members } => write!(f, "{device}: {why}; the host CPU decoded {members} member(s) in its place"),
             Fallback::NotInDaemon { why } => write!(f, "{why}; the job ran in this process"),
             Fallback::AutoOnHostCpu { why } => write!(f, "--engine auto: {why}; every source ran on the host CPU"),
@@ -439,8 +494,12 @@ impl JobReport {
         self.render_job(&mut s);
         self.render_files(&mut s);
         for f in &self.failed {
-            // The error names its file.
-            let _ = writeln!(s, "  FAILED        {} (exit {})", f.error, f.exit_code);
+            // The error names its file: quoted where the report quotes it.
+            let error = match quoted_name(&f.source) {
+                Cow::Owned(quoted) => Cow::Owned(f.error.replace(&f.source, &quoted)),
+                Cow::Borrowed(_) => Cow::Borrowed(&f.error),
+            };
+            let _ = writeln!(s, "  FAILED        {error} (exit {})", f.exit_code);
         }
         self.render_figures(&mut s);
         self.render_ledger(&mut s);
@@ -506,7 +565,8 @@ impl JobReport {
     /// Each file: its paths, decode mode, bytes and durability.
     fn render_files(&self, s: &mut String) {
         for f in &self.files {
-            let _ = writeln!(s, "  file          {} -> {}", f.source, f.target.as_deref().unwrap_or("(nothing written)"));
+            let target = f.target.as_deref().map_or(Cow::Borrowed("(nothing written)"), quoted_name);
+            let _ = writeln!(s, "  file          {} -> {target}", quoted_name(&f.source));
             let _ = writeln!(s, "    read        {}", f.read_path);
             if let Some(w) = &f.write_path {
                 let _ = writeln!(s, "    write       {w}");
@@ -585,11 +645,21 @@ impl JobReport {
             human_bytes_exact(l.host_memory_cpu_bytes)
         );
         let _ = writeln!(s, "  ledger (source -> target, mover, purpose: bytes read / written)");
+        let at = |l: &peerpath_metrics::Location| match l {
+            peerpath_metrics::Location::Storage { name } => format!("storage {}", quoted_name(name)),
+            memory => memory.to_string(),
+        };
         for e in &l.entries {
             let _ = writeln!(
                 s,
                 "    {} -> {}, {}, {}: {} / {} in {} ops",
-                e.source, e.target, e.mover, e.purpose, e.bytes_read, e.bytes_written, e.operations
+                at(&e.source),
+                at(&e.target),
+                e.mover,
+                e.purpose,
+                e.bytes_read,
+                e.bytes_written,
+                e.operations
             );
         }
         if !self.devices.is_empty() {
@@ -668,7 +738,7 @@ fn render_device(s: &mut String, d: &DeviceReport) {
         let _ = writeln!(s, "  device        {}: {}", d.name, d.kind);
     }
     if !d.sources.is_empty() {
-        let _ = writeln!(s, "    serves      {}", d.sources.join(", "));
+        let _ = writeln!(s, "    serves      {}", d.sources.iter().map(|n| quoted_name(n)).collect::<Vec<_>>().join(", "));
     }
     let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
@@ -712,6 +782,29 @@ fn render_device(s: &mut String, d: &DeviceReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names print as they are, unless a control character (or a leading quote) would make the
+    /// line ambiguous: then shell-quoted, as GNU `ls --quoting-style=shell-escape` does.
+    #[test]
+    fn names_with_control_characters_are_shell_quoted() {
+        for plain in ["a.fa", "dir/my file.fa.gz", "it's.fa", "é—\u{fffd}.gz", "-", "a$'b"] {
+            assert!(matches!(quoted_name(plain), Cow::Borrowed(n) if n == plain), "{plain:?}");
+        }
+        for (name, quoted) in [
+            ("a\nb", r"'a'$'\n''b'"),
+            ("\nb", r"$'\n''b'"),
+            ("a\n\t\r", r"'a'$'\n\t\r'"),
+            ("x\u{1b}[31m\u{7f}", r"'x'$'\033''[31m'$'\177'"),
+            ("c1\u{85}", r"'c1'$'\302\205'"),
+            ("'a'", r"\''a'\'"),
+            ("$'x'", r"'$'\''x'\'"),
+            ("it's\n", r"'it'\''s'$'\n'"),
+        ] {
+            assert_eq!(quoted_name(name), quoted, "{name:?}");
+        }
+        let f = Fallback::ReadsNotDirect { source: "a\nb".into(), why: "tmpfs".into() };
+        assert_eq!(f.to_string(), r"'a'$'\n''b': reads without O_DIRECT: tmpfs");
+    }
 
     /// Typed fallbacks and decode modes print (and serialise) as the lines the report always had.
     #[test]
