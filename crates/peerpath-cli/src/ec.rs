@@ -184,9 +184,18 @@ impl DeviceArgs {
         Ok(())
     }
 
-    /// The device for `m`'s set (an emulated CSP or a GPU), where asked and where it starts.
-    fn set_device(&self, m: &Manifest, fallback: &mut Option<String>) -> Result<Option<ec_device::SetDevice>, JobError> {
+    /// The device for the set `dir` (an emulated CSP or a GPU), where asked and where it
+    /// starts; a set of units below [`ec_device::MIN_SET_UNIT_BYTES`] is refused (exit 2).
+    fn set_device(&self, (dir, m): (&Path, &Manifest), fallback: &mut Option<String>) -> Result<Option<ec_device::SetDevice>, JobError> {
         let (k, p, unit, _, _) = m.shape();
+        if self.engine != EcEngine::Cpu && unit < ec_device::MIN_SET_UNIT_BYTES {
+            return Err(JobError::Usage(format!(
+                "{}: the set's units are {}, and --engine emulated or gpu takes sets of units of at least {} (a device command per unit: smaller ones only add commands); give --engine cpu",
+                dir.display(),
+                peerpath_metrics::human_bytes(unit as u64),
+                peerpath_metrics::human_bytes(ec_device::MIN_SET_UNIT_BYTES as u64)
+            )));
+        }
         let started = match self.engine {
             EcEngine::Cpu => return Ok(None),
             EcEngine::Emulated => ec_device::start_set(k, p, unit, self.inject_faults.clone(), self.device_timeout),
@@ -594,7 +603,8 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
             let slice = encode_slice_bytes(n, unit);
             let stripes = size.div_ceil((k * unit) as u64).max(1);
             // Each worker reads, codes and writes whole stripes at their own offsets.
-            let done = for_each_stripe(threads, stripes, || (vec![vec![0u8; slice]; n], Vec::new(), Duration::ZERO), |(units, mine, coded), s| {
+            let slices = || (0..n).map(|_| zeroed(slice, "a slice of a unit being coded", EACH_THREAD)).collect::<Result<Vec<_>, _>>();
+            let done = for_each_stripe(threads, stripes, || Ok((slices()?, Vec::new(), Duration::ZERO)), |(units, mine, coded), s| {
                 let crcs = encode_stripe(&code, s, (k, unit), (&src, size), &files, units, coded).map_err(|e| match e {
                     StripeError::Source(e) => JobError::SourceIo { path: source.to_path_buf(), detail: e.to_string() },
                     StripeError::Target(i, e) => io(&paths[i])(e),
@@ -1089,14 +1099,17 @@ fn zeroed(bytes: usize, what: &str, fewer: &str) -> Result<Vec<u8>, JobError> {
 /// Grows `buf` to `len` zeroed bytes (where shorter), fallibly ([`zeroed`]).
 fn grow(buf: &mut Vec<u8>, len: usize, what: &str, fewer: &str) -> Result<(), JobError> {
     if let Some(more) = len.checked_sub(buf.len()).filter(|&n| n > 0) {
-        buf.try_reserve_exact(more).map_err(|_| JobError::Internal(format!("out of memory: {what} needs {} ({len} bytes), which could not be allocated; {fewer}", peerpath_metrics::human_bytes(len as u64))))?;
+        buf.try_reserve_exact(more).map_err(|_| JobError::Internal(format!("out of memory: {what} needs {} ({len} bytes), which could not be allocated (the machine's memory, or the address-space limit: ulimit -v); {fewer}", peerpath_metrics::human_bytes(len as u64))))?;
         buf.resize(len, 0);
     }
     Ok(())
 }
 
 /// How a reader of a set does with less memory.
-const ONE_STRIPE: &str = "it holds one stripe at a time: free memory, or raise the process's limit (ulimit -v)";
+const ONE_STRIPE: &str = "a reader holds a stripe (K units, and up to 2M more where units are lost): give ec decode fewer threads (-T), raise the limit, or encode with a smaller unit (--unit; compress: --ec-unit)";
+
+/// How a job whose threads each hold slices of units (a few hundred KiB) does with less memory.
+const EACH_THREAD: &str = "each thread holds its own: give fewer threads (-T), or raise the limit";
 
 /// One temporary file per target (unnamed where the file system allows);
 /// on an error, those already made are discarded.
@@ -1232,17 +1245,16 @@ pub(crate) fn shard_file(path: &Path) -> Option<&Path> {
 }
 
 /// Per stripe, which shards are bad. Stripes are checked on `threads`
-/// threads, each holding one 1 MiB piece at a time.
-fn survey(dir: &Path, m: &Manifest, threads: usize) -> Vec<Vec<usize>> {
+/// threads, each holding one 1 MiB piece at a time (the error: memory refused it).
+fn survey(dir: &Path, m: &Manifest, threads: usize) -> Result<Vec<Vec<usize>>, JobError> {
     let files = open_shards(dir, m);
-    let checked = for_each_stripe(threads, m.stripes, || (vec![0u8; m.unit_bytes.min(1 << 20)], Vec::new()), |(buf, mine), s| {
+    let checked = for_each_stripe(threads, m.stripes, || Ok((zeroed(m.unit_bytes.min(1 << 20), "a piece of a unit being checked", EACH_THREAD)?, Vec::new())), |(buf, mine), s| {
         mine.push((s, (0..m.shards.len()).filter(|&i| !unit_checks_out(m, &files, i, s, buf)).collect::<Vec<usize>>()));
         Ok(())
-    })
-    .expect("checking a stripe does not fail");
+    })?;
     let mut bad = vec![Vec::new(); m.stripes as usize];
     checked.into_iter().flat_map(|c| c.1).for_each(|(s, b)| bad[s as usize] = b);
-    bad
+    Ok(bad)
 }
 
 /// Shards whose files hold bytes past the set's last stripe (appended to
@@ -1257,6 +1269,37 @@ fn overlong_shards(dir: &Path, m: &Manifest) -> Vec<usize> {
 /// The stripes with more bad units than the code can rebuild.
 fn lost_stripes(m: &Manifest, bad: &[Vec<usize>]) -> Vec<u64> {
     (0..m.stripes).filter(|&s| bad[s as usize].len() > m.parity_shards).collect()
+}
+
+/// `stripes` (ascending) as runs of consecutive stripes, each `[first, last]`.
+fn stripe_ranges(stripes: &[u64]) -> Vec<[u64; 2]> {
+    let mut ranges: Vec<[u64; 2]> = Vec::new();
+    for &s in stripes {
+        match ranges.last_mut() {
+            Some(r) if r[1] + 1 == s => r[1] = s,
+            _ => ranges.push([s, s]),
+        }
+    }
+    ranges
+}
+
+/// The runs of stripes a message names before it gives only their count.
+const RANGES_SAID: usize = 8;
+
+/// `stripes` (ascending) in a message: the first [`RANGES_SAID`] runs and how
+/// many stripes in all, "stripes 0-4095 (4096 stripes)", however many there are (listing
+/// every one made a line as long as the set is large).
+fn stripes_words(stripes: &[u64]) -> String {
+    let ranges = stripe_ranges(stripes);
+    let mut said: Vec<String> = ranges.iter().take(RANGES_SAID).map(|&[a, b]| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+    match (stripes.len(), ranges.len()) {
+        (1, _) => format!("stripe {}", stripes[0]),
+        (n, r) if r > RANGES_SAID => {
+            said.push("...".into());
+            format!("stripes {} ({n} stripes in {r} runs)", said.join(", "))
+        }
+        (n, _) => format!("stripes {} ({n} stripes)", said.join(", ")),
+    }
 }
 
 /// What a GPU's coding rate is over.
@@ -1286,7 +1329,7 @@ fn survey_on(device: &mut Option<ec_device::SetDevice>, (dir, m): (&Path, &Manif
             }
         }
     }
-    Ok((survey(dir, m, threads), "checked on the host CPU".into()))
+    Ok((survey(dir, m, threads)?, "checked on the host CPU".into()))
 }
 
 /// The threads a job over `stripes` stripes runs on: `threads`, at most one
@@ -1297,14 +1340,15 @@ fn stripe_threads(threads: usize, stripes: u64) -> usize {
 
 /// Runs `each(state, s)` for every stripe `s` on `threads` threads (see
 /// [`stripe_threads`]), which take stripes in turn, each thread with its own
-/// state from `init`. The first failure (lowest stripe) stops the others and
-/// is the error; else the threads' states.
-fn for_each_stripe<S: Send>(threads: usize, stripes: u64, init: impl Fn() -> S + Sync, each: impl Fn(&mut S, u64) -> Result<(), JobError> + Sync) -> Result<Vec<S>, JobError> {
+/// state from `init` (whose failure, its buffers refused, is one too). The
+/// first failure (lowest stripe) stops the others and is the error; else the
+/// threads' states.
+fn for_each_stripe<S: Send>(threads: usize, stripes: u64, init: impl Fn() -> Result<S, JobError> + Sync, each: impl Fn(&mut S, u64) -> Result<(), JobError> + Sync) -> Result<Vec<S>, JobError> {
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let states = std::sync::Mutex::new(Vec::new());
     crate::crypt::run_workers(stripe_threads(threads, stripes), || {
-        let mut state = init();
+        let mut state = init().inspect_err(|_| stop.store(true, Ordering::Relaxed)).map_err(|e| (next.load(Ordering::Relaxed), e))?;
         let ran = loop {
             let s = next.fetch_add(1, Ordering::Relaxed);
             if s >= stripes || stop.load(Ordering::Relaxed) {
@@ -1334,6 +1378,9 @@ struct VerifyReport {
     damaged_shards: Vec<DamagedShard>,
     /// Stripes that lost more units than the code rebuilds.
     lost_stripes: Vec<u64>,
+    /// The same as runs of consecutive stripes, `[first, last]` each: as many as there are
+    /// runs, where the list above is as long as the damage.
+    lost_stripe_ranges: Vec<[u64; 2]>,
     /// Copies of the manifest beside placed shards that are missing or differ from it.
     stale_manifest_copies: Vec<String>,
     /// Shards whose files go on past the set's last stripe.
@@ -1368,6 +1415,8 @@ fn gone_shard_dirs(m: &Manifest, shards: &[usize]) -> Vec<PathBuf> {
 struct DamagedShard {
     shard: String,
     bad_stripes: Vec<u64>,
+    /// The same as runs, `[first, last]` each (a lost shard: one run, however large the set).
+    bad_stripe_ranges: Vec<[u64; 2]>,
 }
 
 fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool)) -> Result<(), JobError> {
@@ -1384,6 +1433,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
                 intact: false,
                 damaged_shards: Vec::new(),
                 lost_stripes: Vec::new(),
+                lost_stripe_ranges: Vec::new(),
                 stale_manifest_copies: Vec::new(),
                 overlong_shards: Vec::new(),
                 missing_shard_dirs: Vec::new(),
@@ -1400,11 +1450,11 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         Err(e) => return Err(e),
     };
     let mut fallback = None;
-    let mut device = e.set_device(&m, &mut fallback)?;
+    let mut device = e.set_device((dir, &m), &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
     let lost = lost_stripes(&m, &bad);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i))).collect();
-    let (manifest_damage, rebuilt_disagree) = match manifest_damage(dir, &m, lost.is_empty())? {
+    let (manifest_damage, rebuilt_disagree) = match manifest_damage(dir, (&m, &code), bad.last().filter(|_| lost.is_empty()))? {
         None if lost.is_empty() && !damaged.is_empty() => {
             let disagree = rebuilt_units_disagree(dir, (&m, &code), &bad)?;
             let found = disagree.is_some();
@@ -1421,7 +1471,14 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         stripes: m.stripes,
         shards: m.shards.len(),
         intact: damaged.is_empty() && stale.is_empty() && overlong.is_empty() && manifest_damage.is_none(),
-        damaged_shards: damaged.iter().map(|&i| DamagedShard { shard: m.shard_label(i), bad_stripes: (0..m.stripes).filter(|&s| bad[s as usize].contains(&i)).collect() }).collect(),
+        damaged_shards: damaged
+            .iter()
+            .map(|&i| {
+                let bad_stripes: Vec<u64> = (0..m.stripes).filter(|&s| bad[s as usize].contains(&i)).collect();
+                DamagedShard { shard: m.shard_label(i), bad_stripe_ranges: stripe_ranges(&bad_stripes), bad_stripes }
+            })
+            .collect(),
+        lost_stripe_ranges: stripe_ranges(&lost),
         lost_stripes: lost.clone(),
         stale_manifest_copies: stale.iter().map(|p| p.display().to_string()).collect(),
         overlong_shards: overlong.iter().map(|&i| m.shard_label(i)).collect(),
@@ -1466,7 +1523,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
         (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair`", report.missing_shard_dirs.join(", ")),
         (None, true) => "repairable (peerpath ec repair)".to_string(),
-        (None, false) => format!("NOT repairable: stripes {lost:?} lost more than {} shard(s)", m.parity_shards),
+        (None, false) => format!("NOT repairable: {} lost more than {} shard(s)", stripes_words(&lost), m.parity_shards),
     };
     Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))
 }
@@ -1479,7 +1536,7 @@ fn rebuilt_units_disagree(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &[Ve
     let files = open_shards(dir, m);
     let mut dry = Rebuilder::default();
     for s in (0..m.stripes).filter(|&s| !bad[s as usize].is_empty()) {
-        if let Some(i) = dry.stripe(dir, (m, code), &files, &[], s, &bad[s as usize])? {
+        if let Some(i) = dry.stripe(dir, (m, code), &files, &[], (s, &bad[s as usize]), None)?.rebuilt_wrong {
             return Ok(Some(format!("{}'s unit of stripe {s}, rebuilt from units that check out, does not match the manifest's CRC-32 either: the manifest's checksum is wrong, or more units are than their checksums show", m.shard_label(i))));
         }
     }
@@ -1487,17 +1544,34 @@ fn rebuilt_units_disagree(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &[Ve
 }
 
 /// How the manifest itself is damaged, where it is: its length leaves data in the last
-/// stripe's padding (read where the stripe can be, `readable`), or no fewer copies of it beside
-/// placed shards hold another valid manifest than hold this one (which is right is not for
-/// `ec repair` to guess; a copy outvoted is written back).
-fn manifest_damage(dir: &Path, m: &Manifest, readable: bool) -> Result<Option<String>, JobError> {
-    if readable {
-        match OpenSet::open_unvoted(dir)?.check_last_stripe() {
-            Err(JobError::Damaged { detail, .. }) => return Ok(Some(detail.trim_end_matches("; nothing was written").to_string())),
-            other => other?,
+/// stripe's padding (checked where `last` gives that stripe's bad units, [`padding_damage`]),
+/// or no fewer copies of it beside placed shards hold another valid manifest than hold this
+/// one (which is right is not for `ec repair` to guess; a copy outvoted is written back).
+fn manifest_damage(dir: &Path, (m, code): (&Manifest, &RsCode), last: Option<&Vec<usize>>) -> Result<Option<String>, JobError> {
+    if let Some(bad) = last {
+        if let Some(d) = padding_damage(dir, (m, code), bad)? {
+            return Ok(Some(d));
         }
     }
     Ok(outvoted(dir, m))
+}
+
+/// Where the last stripe holds data past the source's end (its padding is the encoder's
+/// zeros), the damage, said. The stripe (`bad`: its bad units, rebuilt as `repair` would) is
+/// read in slices of its units, as repair reads it: whatever the unit, this holds a cache's
+/// worth, not the stripe (512 MiB of RS(8, 4) with 64 MiB units). A unit rebuilt wrong says
+/// nothing of the padding: [`rebuilt_units_disagree`] and `repair` find it as such.
+fn padding_damage(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &Vec<usize>) -> Result<Option<String>, JobError> {
+    let s = m.stripes - 1;
+    let start = s * (m.data_shards * m.unit_bytes) as u64;
+    let zeros_from = m.source_bytes.saturating_sub(start) as usize;
+    let found = Rebuilder::default().stripe(dir, (m, code), &open_shards(dir, m), &[], (s, bad), Some(zeros_from))?;
+    Ok(found.data_past_the_end.filter(|_| found.rebuilt_wrong.is_none()).map(|at| data_in_padding(m, start + at as u64)))
+}
+
+/// A manifest whose length ends before data the last stripe holds at byte `at` of the stream.
+fn data_in_padding(m: &Manifest, at: u64) -> String {
+    format!("the manifest says the source is {} bytes, but the last stripe holds data at byte {at} (not the encoder's zero padding): the manifest is damaged", m.source_bytes)
 }
 
 /// Where no fewer copies of the manifest beside placed shards hold another valid manifest
@@ -1533,7 +1607,8 @@ fn rebuilt_wrong(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobErro
 }
 
 pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError {
-    corrupt(dir, format!("stripes {lost:?} lost more than {} of their {} shards: they cannot be rebuilt (nothing was written)", m.parity_shards, m.shards.len()))
+    let (their, they) = if lost.len() == 1 { ("its", "it") } else { ("their", "they") };
+    corrupt(dir, format!("{} lost more than {} of {their} {} shards: {they} cannot be rebuilt (nothing was written)", stripes_words(lost), m.parity_shards, m.shards.len()))
 }
 
 /// Rebuilds what is damaged; when nothing was, the line that says so.
@@ -1542,14 +1617,14 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobErr
     let started = Instant::now();
     let (m, code) = load(dir)?;
     let mut fallback = None;
-    let mut device = e.set_device(&m, &mut fallback)?;
+    let mut device = e.set_device((dir, &m), &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
     let lost = lost_stripes(&m, &bad);
     if !lost.is_empty() {
         return Err(unrecoverable(dir, &m, &lost));
     }
     // A damaged manifest is never written over its copies, nor used to rebuild shards.
-    if let Some(d) = manifest_damage(dir, &m, true)? {
+    if let Some(d) = manifest_damage(dir, (&m, &code), bad.last())? {
         return Err(corrupt(dir, format!("{d}: nothing was repaired or written")));
     }
     // An overlong shard is rewritten as a damaged one is, its units copied.
@@ -1664,7 +1739,7 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
     let outs = new_shards(false)?;
     // Workers take whole stripes in turn; on a failure nothing is kept.
     let workers = stripe_threads(threads, m.stripes);
-    let rebuilt = for_each_stripe(workers, m.stripes, Rebuilder::default, |r, s| match r.stripe(dir, (m, code), &files, &outs, s, &bad[s as usize])? {
+    let rebuilt = for_each_stripe(workers, m.stripes, || Ok(Rebuilder::default()), |r, s| match r.stripe(dir, (m, code), &files, &outs, (s, &bad[s as usize]), None)?.rebuilt_wrong {
         Some(i) => Err(rebuilt_wrong(dir, m, i, s)),
         None => Ok(()),
     })
@@ -1712,6 +1787,14 @@ struct Rebuilder {
     coded: u64,
 }
 
+/// What [`Rebuilder::stripe`] found wrong in a stripe.
+struct StripeFound {
+    /// The first rebuilt unit's shard that does not match the manifest's CRC-32 ([`rebuilt_wrong`]).
+    rebuilt_wrong: Option<usize>,
+    /// Where asked, the first byte (of the stripe) from there on that is not zero.
+    data_past_the_end: Option<usize>,
+}
+
 impl Rebuilder {
     /// Reads, checks and rebuilds stripe `s` (whose bad units are `missing`),
     /// writing each rewritten shard's unit at its offset. The stripe goes in
@@ -1721,14 +1804,14 @@ impl Rebuilder {
     /// bench/results/2026-11-28-ec-repair-fused-2cpu). A unit's CRC-32 is
     /// complete only at the stripe's end; one that no longer matches (it
     /// changed since the survey) fails the repair. With no `outs`, a dry
-    /// run (`ec verify`'s). Returns the first rebuilt unit's shard that does
-    /// not match the manifest's CRC-32 ([`rebuilt_wrong`]), if one does not.
-    fn stripe(&mut self, dir: &Path, (m, code): (&Manifest, &RsCode), files: &[Option<File>], outs: &[(usize, File, Temporary)], s: u64, missing: &Vec<usize>) -> Result<Option<usize>, JobError> {
+    /// run (`ec verify`'s). With `zeros_from`, the stripe's data from that
+    /// byte on (the last stripe's padding) is looked at too.
+    fn stripe(&mut self, dir: &Path, (m, code): (&Manifest, &RsCode), files: &[Option<File>], outs: &[(usize, File, Temporary)], (s, missing): (u64, &Vec<usize>), zeros_from: Option<usize>) -> Result<StripeFound, JobError> {
         use std::os::unix::fs::FileExt;
         let (n, k, unit) = (m.shards.len(), m.data_shards, m.unit_bytes);
         self.bufs.resize_with(n, Vec::new);
         self.rebuilt.resize_with(m.parity_shards, Vec::new);
-        // The first k good units, and the good units of shards being rewritten.
+        // The first k good units (every good data unit among them), and the good units of shards being rewritten.
         let survivors: Vec<usize> = (0..n).filter(|i| !missing.contains(i)).take(k).collect();
         let mut read: Vec<usize> = survivors.iter().copied().chain(outs.iter().map(|o| o.0).filter(|i| !missing.contains(i))).collect();
         read.sort_unstable();
@@ -1742,18 +1825,21 @@ impl Rebuilder {
         let decoder = self.decoders.get(missing);
         let slice = encode_slice_bytes(read.len() + missing.len(), unit);
         let mut hashers = vec![crc32fast::Hasher::new(); n];
+        let mut data_past_the_end: Option<usize> = None;
         for start in (0..unit).step_by(slice) {
             let len = slice.min(unit - start);
             let at = s * unit as u64 + start as u64;
             for &i in &read {
                 let b = &mut self.bufs[i];
-                b.resize(len.max(b.len()), 0);
+                grow(b, len, "a slice of a unit being checked", EACH_THREAD)?;
                 let f = files[i].as_ref().ok_or_else(|| changed(dir, m, i, s))?;
                 f.read_exact_at(&mut b[..len], at).map_err(|_| changed(dir, m, i, s))?;
                 hashers[i].update(&b[..len]);
             }
             if let Some(d) = decoder {
-                self.rebuilt.iter_mut().for_each(|r| r.resize(len.max(r.len()), 0));
+                for r in &mut self.rebuilt {
+                    grow(r, len, "a slice of a unit being rebuilt", EACH_THREAD)?;
+                }
                 let inputs: Vec<&[u8]> = survivors.iter().map(|&i| &self.bufs[i][..len]).collect();
                 let mut o: Vec<&mut [u8]> = self.rebuilt.iter_mut().take(missing.len()).map(|r| &mut r[..len]).collect();
                 let t = Instant::now();
@@ -1764,19 +1850,29 @@ impl Rebuilder {
                     hashers[i].update(&r[..len]);
                 }
             }
+            // Unit i's slice, as read or as rebuilt.
+            let slice_of = |i: usize| match missing.iter().position(|&j| j == i) {
+                Some(p) => &self.rebuilt[p][..len],
+                None => &self.bufs[i][..len],
+            };
+            if let Some(from) = zeros_from {
+                for i in 0..k {
+                    let here = i * unit + start;
+                    let skip = from.saturating_sub(here).min(len);
+                    if let Some(z) = slice_of(i)[skip..].iter().position(|&b| b != 0) {
+                        data_past_the_end = Some(data_past_the_end.map_or(here + skip + z, |d| d.min(here + skip + z)));
+                    }
+                }
+            }
             for (i, out, _) in outs {
-                let bytes = match missing.iter().position(|j| j == i) {
-                    Some(p) => &self.rebuilt[p][..len],
-                    None => &self.bufs[*i][..len],
-                };
-                out.write_all_at(bytes, at).map_err(io(dir))?;
+                out.write_all_at(slice_of(*i), at).map_err(io(dir))?;
             }
         }
         let wrong = |i: &&usize| hashers[**i].clone().finalize() != m.shards[**i].crc32[s as usize];
         if let Some(&i) = read.iter().find(wrong) {
             return Err(changed(dir, m, i, s));
         }
-        Ok(missing.iter().find(wrong).copied())
+        Ok(StripeFound { rebuilt_wrong: missing.iter().find(wrong).copied(), data_past_the_end })
     }
 }
 
@@ -1789,7 +1885,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
     set.refuse_as_target(output)?;
     peerpath_runtime::job::check_new_target(output, force, peerpath_runtime::job::Writes::FileOnly)?;
     let mut fallback = None;
-    let mut device = e.set_device(&set.m, &mut fallback)?;
+    let mut device = e.set_device((dir, &set.m), &mut fallback)?;
     if let Some((dev, l)) = device.as_mut() {
         let started = Instant::now();
         let before = dev.memory().host_copied_bytes();
@@ -1799,7 +1895,14 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
             Ok(Ok(pass)) => put_restored_in_place(&t.file, &temporary, output, dir, force).map(|()| Some(pass)),
             // Every lost stripe named, as `ec verify` and `ec repair` name them (the device surveys).
             Ok(Err(s)) => Err(match ec_device::survey(dev.as_mut(), l, &set.m, &files) {
-                Ok(bad) => unrecoverable(dir, &set.m, &lost_stripes(&set.m, &bad)),
+                Ok(bad) => {
+                    // (The survey's verdicts and the pass's may differ: a shard changed between them.)
+                    let mut lost = lost_stripes(&set.m, &bad);
+                    if lost.is_empty() {
+                        lost.push(s);
+                    }
+                    unrecoverable(dir, &set.m, &lost)
+                }
                 Err(_) => set.lost(s),
             }),
             Err(crate::chain_device::Stop::Job(err)) => Err(err),
@@ -1850,7 +1953,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(io(output))?;
     let lost = AtomicU64::new(u64::MAX);
     let take = || stripes_held.lock().expect("no worker panics holding it").pop().expect("a stripe buffer per worker");
-    let written = for_each_stripe(workers, stripes, || (take(), StripeBufs::default()), |(buf, b), s| {
+    let written = for_each_stripe(workers, stripes, || Ok((take(), StripeBufs::default())), |(buf, b), s| {
         use std::os::unix::fs::FileExt;
         if !set.read_stripe(s, buf, b)? {
             // Stops the other threads; replaced below by the error that names every lost stripe.
@@ -1920,16 +2023,10 @@ impl OpenSet {
     /// Opens a set to restore from: one whose manifest the copies beside its placed shards
     /// outvote (as `ec verify` calls it damaged) is refused (exit 6), not trusted.
     pub(crate) fn open(dir: &Path) -> Result<OpenSet, JobError> {
-        let set = OpenSet::open_unvoted(dir)?;
-        match outvoted(dir, &set.m) {
-            Some(damage) => Err(corrupt(dir, format!("the manifest is damaged: {damage}; nothing was written"))),
-            None => Ok(set),
-        }
-    }
-
-    /// Opens a set without asking the manifest's copies (`verify` and `repair` weigh them themselves).
-    fn open_unvoted(dir: &Path) -> Result<OpenSet, JobError> {
         let (m, code) = load(dir)?;
+        if let Some(damage) = outvoted(dir, &m) {
+            return Err(corrupt(dir, format!("the manifest is damaged: {damage}; nothing was written")));
+        }
         let files = open_shards(dir, &m);
         Ok(OpenSet { dir: dir.to_path_buf(), m, code, files })
     }
@@ -2025,21 +2122,18 @@ impl OpenSet {
         let end = (self.m.source_bytes - start) as usize;
         match stripe.get(end..).and_then(|pad| pad.iter().position(|&b| b != 0)) {
             None => Ok(()),
-            Some(at) => Err(corrupt(&self.dir, format!("the manifest says the source is {} bytes, but the last stripe holds data at byte {} (not the encoder's zero padding): the manifest is damaged; nothing was written", self.m.source_bytes, start + (end + at) as u64))),
+            Some(at) => Err(corrupt(&self.dir, format!("{}; nothing was written", data_in_padding(&self.m, start + (end + at) as u64)))),
         }
-    }
-
-    /// Reads the last stripe (rebuilt where need be) to check its padding ([`OpenSet::check_padding`]).
-    fn check_last_stripe(&self) -> Result<(), JobError> {
-        let mut out = zeroed(self.m.data_shards * self.m.unit_bytes, "the set's last stripe (its padding is checked)", ONE_STRIPE)?;
-        self.read_stripe(self.m.stripes.saturating_sub(1), &mut out, &mut StripeBufs::default()).map(drop)
     }
 
     /// The error for a set whose stripe `s` lost more than the code
     /// rebuilds: every such stripe of the set named, as `ec verify` and
     /// `ec repair` name them.
     fn lost(&self, s: u64) -> JobError {
-        let mut lost = lost_stripes(&self.m, &survey(&self.dir, &self.m, threads_or_cores(None)));
+        let mut lost = match survey(&self.dir, &self.m, threads_or_cores(None)) {
+            Ok(bad) => lost_stripes(&self.m, &bad),
+            Err(e) => return e,
+        };
         if lost.is_empty() {
             lost.push(s);
         }
@@ -2149,6 +2243,20 @@ mod tests {
             assert_eq!(e.exit_code(), 12);
             assert!(e.to_string().contains(how) && e.to_string().contains(&format!("{at_open} bytes when opened, 10000 now")), "{e}");
         }
+    }
+
+    /// Stripes in messages: one named alone, runs as ranges, and past the eighth run only
+    /// the count.
+    #[test]
+    fn stripes_are_said_as_runs_and_a_count() {
+        assert_eq!(stripes_words(&[3]), "stripe 3");
+        assert_eq!(stripes_words(&[0, 1, 2, 3]), "stripes 0-3 (4 stripes)");
+        assert_eq!(stripes_words(&[0, 2, 3, 9]), "stripes 0, 2-3, 9 (4 stripes)");
+        let runs: Vec<u64> = (0..9).map(|r| r * 10).chain([81]).collect();
+        assert_eq!(stripes_words(&runs), "stripes 0, 10, 20, 30, 40, 50, 60, 70, ... (10 stripes in 9 runs)");
+        assert_eq!(stripe_ranges(&runs).last(), Some(&[80, 81]));
+        assert_eq!(stripe_ranges(&(0..4096).collect::<Vec<u64>>()), vec![[0, 4095]]);
+        assert_eq!(stripes_words(&(0..4096).collect::<Vec<u64>>()), "stripes 0-4095 (4096 stripes)");
     }
 
     /// The same set with its shards in directories of their own.
@@ -2321,10 +2429,10 @@ mod tests {
                 std::fs::remove_file(&back).unwrap();
                 decode(&set, &back, false, &on_cpu(), 2, true).unwrap();
                 prop_assert!(std::fs::read(&back).unwrap() == data, "after repair");
-                prop_assert!(survey(&set, &load(&set).unwrap().0, 2).iter().all(Vec::is_empty), "repair left damage");
+                prop_assert!(survey(&set, &load(&set).unwrap().0, 2).unwrap().iter().all(Vec::is_empty), "repair left damage");
             } else {
                 let text = decoded.err().map(|e| e.to_string()).unwrap_or_default();
-                prop_assert!(text.contains(&format!("stripes {lost:?}")), "{text}");
+                prop_assert!(text.contains(&format!("{} lost more than", stripes_words(&lost))), "{text}");
                 prop_assert!(!back.exists(), "a failed decode kept its target");
                 let before: Vec<Option<Vec<u8>>> = (0..k + m).map(|i| std::fs::read(set.join(shard_name(i))).ok()).collect();
                 prop_assert!(repair(&set, &on_cpu(), 2).is_err());

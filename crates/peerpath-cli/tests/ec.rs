@@ -73,7 +73,7 @@ fn more_than_m_losses_are_an_error_that_names_the_stripes_and_writes_nothing() {
     for cmd in [args!["ec", "repair", &out], args!["ec", "decode", &out, "-o", d.join("back")]] {
         let o = run(&mut pp(cmd));
         assert_eq!(o.code(), Some(6), "{}", o.stderr);
-        assert!(o.stderr.contains("stripes [0, 1, 2, 3]") && o.stderr.contains("cannot be rebuilt"), "{}", o.stderr);
+        assert!(o.stderr.contains("stripes 0-3 (4 stripes) lost more than 2 of their 6 shards") && o.stderr.contains("cannot be rebuilt"), "{}", o.stderr);
     }
     assert_eq!(shards(&out), left, "nothing written");
     assert!(!d.join("back").exists());
@@ -212,7 +212,7 @@ fn a_stripe_lost_mid_way_is_named_and_nothing_is_kept() {
     for cmd in [args!["ec", "decode", &out, "-o", d.join("back2")], args!["decompress", "--ec", &out, "-o", d.join("back2")]] {
         let o = run(&mut pp(cmd));
         assert_eq!(o.code(), Some(6), "{}", o.describe());
-        assert!(o.stderr.contains("stripes [3]") && o.stderr.contains("cannot be rebuilt"), "{}", o.stderr);
+        assert!(o.stderr.contains("stripe 3 lost more than 2 of its 5 shards") && o.stderr.contains("cannot be rebuilt"), "{}", o.stderr);
         assert!(!d.join("back2").exists(), "nothing kept");
     }
     // Two of the three bad units put back: repair rewrites shard 1 alone, exactly.
@@ -449,10 +449,10 @@ fn an_emulated_csp_checks_repairs_and_restores_a_set_as_the_cpu_does() {
             std::fs::write(set.join(name), b).unwrap();
         }
         let before = shards(&set);
-        let cpu_error = run(&mut pp(args!["ec", "repair", &set])).fails(6, &["stripes [0]", "cannot be rebuilt"]).stderr;
+        let cpu_error = run(&mut pp(args!["ec", "repair", &set])).fails(6, &["stripe 0 lost", "cannot be rebuilt"]).stderr;
         assert_eq!(run(&mut pp(args!["ec", "repair", &set, "--engine", "emulated", "--no-fallback"])).fails(6, &[]).stderr, cpu_error);
         let never = d.join(format!("never{case}"));
-        run(&mut pp(args!["ec", "decode", &set, "-o", &never, "--engine", "emulated", "--no-fallback"])).fails(6, &["stripes [0]", "cannot be rebuilt"]);
+        run(&mut pp(args!["ec", "decode", &set, "-o", &never, "--engine", "emulated", "--no-fallback"])).fails(6, &["stripe 0 lost", "cannot be rebuilt"]);
         assert!(!never.exists());
         assert_eq!(shards(&set), before, "nothing was written to the set");
         assert_eq!(names_in(d).iter().filter(|n| n.starts_with('.')).count(), 0, "no temporary left: {:?}", names_in(d));
@@ -1835,4 +1835,120 @@ fn ec_on_an_emulated_csp_puts_its_memory_where_it_has_room_or_says_it_has_none()
         assert!(!o.stderr.contains("error reading") && !o.stderr.contains("lost"), "{op}: {}", o.describe());
         assert!(!never.exists(), "{op}");
     }
+}
+
+/// `ec verify` and `repair` hold slices of a stripe's units a thread, as repair's rebuild
+/// does, whatever the unit: they held the whole last stripe to check its padding, and a lost
+/// unit's parity and rebuild besides (RS(8, 4) of 64 MiB units peaked at 665 MB), so a set
+/// whose stripe did not fit could not be checked ("out of memory: the set's last stripe").
+/// `decode`, which holds a stripe a thread, says which memory ran out and what to do, exit 1.
+#[test]
+fn verify_and_repair_hold_slices_of_a_stripe_and_decode_says_which_memory_ran_out() {
+    let dir = scratch();
+    let d = dir.path();
+    // The process itself: what `ec decode -T 1` of a set of 4 KiB units needs.
+    let small = d.join("small");
+    std::fs::write(d.join("small.src"), random_bytes(100_000, 71)).unwrap();
+    run(&mut pp(args!["ec", "encode", d.join("small.src"), "-k", "8", "-m", "2", "--unit", "4K", "-o", &small, "-q"])).ok();
+    let least = least_address_space_kib(&small, d);
+    // One stripe of 8 units of 8 MiB (64 MiB, 3 MiB of it the source's), in 24 MiB more.
+    let data = random_bytes((3 << 20) + 777, 72);
+    let src = d.join("src");
+    std::fs::write(&src, &data).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "8", "-m", "2", "--unit", "8M", "-o", &set, "-q"])).ok();
+    let original = shards(&set);
+    let within = |a: Vec<std::ffi::OsString>| run(&mut limited(&format!("-v {}", least + (24 << 10)), a));
+    within(args!["ec", "verify", &set, "-T", "2", "-q"]).ok();
+    // A data unit lost and a parity unit corrupt: found, rebuilt slice by slice, repaired.
+    std::fs::remove_file(set.join("shard-000")).unwrap();
+    let mut parity = original[9].1.clone();
+    parity[5 << 20] ^= 1;
+    std::fs::write(set.join("shard-009"), parity).unwrap();
+    within(args!["ec", "verify", &set, "-T", "2"]).fails(6, &["shard-000, shard-009", "repairable (peerpath ec repair)"]);
+    within(args!["ec", "repair", &set, "-T", "2", "-q"]).ok();
+    assert!(shards(&set) == original, "repaired byte for byte");
+    // The padding is still checked, slice by slice, also in a rebuilt unit: a length cut in
+    // a manifest made before its source_crc32 names the first byte of data past it.
+    let manifest = std::fs::read_to_string(set.join("manifest.json")).unwrap();
+    let cut = data.len() - 600_000;
+    let first = cut + data[cut..].iter().position(|&b| b != 0).unwrap();
+    let length = |n: usize| format!("\"source_bytes\": {n}");
+    std::fs::write(set.join("manifest.json"), without_source_crc(&manifest).replace(&length(data.len()), &length(cut))).unwrap();
+    let said = format!("the last stripe holds data at byte {first} (not the encoder's zero padding): the manifest is damaged");
+    within(args!["ec", "verify", &set, "-T", "2"]).fails(6, &[&said]);
+    std::fs::remove_file(set.join("shard-000")).unwrap();
+    within(args!["ec", "verify", &set, "-T", "2"]).fails(6, &[&said]);
+    std::fs::write(set.join("manifest.json"), &manifest).unwrap();
+    std::fs::write(set.join("shard-000"), &original[0].1).unwrap();
+    // Decode holds the stripe (64 MiB): an error that says which memory and what to do.
+    let back = d.join("back");
+    within(args!["ec", "decode", &set, "-o", &back, "-T", "1"]).fails(1, &["out of memory", "needs 64 MiB", "the address-space limit: ulimit -v", "a smaller unit"]);
+    assert!(!back.exists(), "nothing kept");
+}
+
+/// A set that lost more than M units in thousands of stripes: every message names how many
+/// stripes and the first runs of them (it listed every stripe, a line as long as the set is
+/// large); `verify --json` gives the runs beside its lists.
+#[test]
+fn many_lost_stripes_are_named_by_count_and_runs() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(10_000, 73)).unwrap();
+    let set = d.join("set");
+    // 5000 stripes of 2 units of 1 byte.
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "1", "-o", &set, "-q"])).ok();
+    let original = shards(&set);
+    // Every other stripe loses both data units: 2500 runs of one stripe.
+    for (name, bytes) in original.iter().take(2) {
+        let flipped: Vec<u8> = bytes.iter().enumerate().map(|(i, &b)| if i % 2 == 0 { !b } else { b }).collect();
+        std::fs::write(set.join(name), flipped).unwrap();
+    }
+    let said = "stripes 0, 2, 4, 6, 8, 10, 12, 14, ... (2500 stripes in 2500 runs)";
+    let o = run(&mut pp(args!["ec", "verify", &set])).fails(6, &[&format!("NOT repairable: {said} lost more than 1 shard(s)")]);
+    assert!(o.stderr.len() < 400, "a bounded line: {}", o.stderr);
+    let v = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[]).json();
+    assert_eq!(v["lost_stripes"].as_array().map(Vec::len), Some(2500), "{}", v["lost_stripes"]);
+    let runs: Vec<[u64; 2]> = serde_json::from_value(v["lost_stripe_ranges"].clone()).unwrap();
+    assert_eq!(runs, (0..5000).step_by(2).map(|s| [s, s]).collect::<Vec<_>>());
+    assert_eq!(v["damaged_shards"][1]["bad_stripe_ranges"], v["lost_stripe_ranges"], "{}", v["damaged_shards"][1]);
+    // Both data shards gone: one run of every stripe.
+    for (name, _) in original.iter().take(2) {
+        std::fs::remove_file(set.join(name)).unwrap();
+    }
+    let said = "stripes 0-4999 (5000 stripes) lost more than 1 of their 3 shards: they cannot be rebuilt";
+    for a in [args!["ec", "repair", &set], args!["ec", "decode", &set, "-o", d.join("back")]] {
+        let o = run(&mut pp(a)).fails(6, &[said]);
+        assert!(o.stderr.len() < 400, "a bounded line: {}", o.stderr);
+    }
+    assert!(!d.join("back").exists());
+    let v = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &["stripes 0-4999 (5000 stripes) lost more than 1 shard(s)"]).json();
+    assert_eq!(v["lost_stripe_ranges"], serde_json::json!([[0, 4999]]), "{}", v["lost_stripe_ranges"]);
+    assert_eq!(v["damaged_shards"][0]["bad_stripe_ranges"], serde_json::json!([[0, 4999]]), "{}", v["damaged_shards"][0]);
+}
+
+/// A device takes sets of units of 4 KiB and more: a set of 1-byte units is refused at once,
+/// saying so (it took one device command per byte: a 4 MiB file in RS(8, 4) ran for minutes on
+/// an emulated CSP, where the CPU checks it in seconds); the CPU still takes it.
+#[test]
+fn a_device_refuses_a_set_of_units_below_4k() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s");
+    std::fs::write(&src, random_bytes(4000, 74)).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "1", "-o", &set, "-q"])).ok();
+    let back = d.join("back");
+    for engine in ["emulated", "gpu"] {
+        for a in [args!["ec", "verify", &set], args!["ec", "repair", &set], args!["ec", "decode", &set, "-o", &back]] {
+            let mut c = pp(a);
+            c.args(["--engine", engine]);
+            run(&mut c).fails(2, &["the set's units are 1 B", "--engine emulated or gpu takes sets of units of at least 4 KiB", "give --engine cpu"]);
+        }
+    }
+    assert!(!back.exists());
+    run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
+    run(&mut pp(args!["ec", "decode", &set, "-o", &back, "-q"])).ok();
+    assert_file_eq(&back, &std::fs::read(&src).unwrap(), "decoded on the CPU");
 }
