@@ -1099,7 +1099,7 @@ fn zeroed(bytes: usize, what: &str, fewer: &str) -> Result<Vec<u8>, JobError> {
 /// Grows `buf` to `len` zeroed bytes (where shorter), fallibly ([`zeroed`]).
 fn grow(buf: &mut Vec<u8>, len: usize, what: &str, fewer: &str) -> Result<(), JobError> {
     if let Some(more) = len.checked_sub(buf.len()).filter(|&n| n > 0) {
-        buf.try_reserve_exact(more).map_err(|_| JobError::Internal(format!("out of memory: {what} needs {} ({len} bytes), which could not be allocated (the machine's memory, or the address-space limit: ulimit -v); {fewer}", peerpath_metrics::human_bytes(len as u64))))?;
+        buf.try_reserve_exact(more).map_err(|_| JobError::OutOfMemory(format!("out of memory: {what} needs {} ({len} bytes), which could not be allocated (the machine's memory, or the address-space limit: ulimit -v); {fewer}", peerpath_metrics::human_bytes(len as u64))))?;
         buf.resize(len, 0);
     }
     Ok(())

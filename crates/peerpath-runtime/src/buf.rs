@@ -63,7 +63,7 @@ unsafe impl IoBuf for JobBuf {
 /// Memory a job needs that cannot be mapped ([`AlignedBuf::try_new`],
 /// [`peerpath_mem::BufferPool::try_new`]: their error says how much), as the job's error.
 pub(crate) fn out_of_memory(e: std::io::Error) -> crate::error::JobError {
-    crate::error::JobError::Internal(e.to_string())
+    crate::error::JobError::OutOfMemory(e.to_string())
 }
 
 /// Reuses owned buffers of varying sizes (allocating and zeroing a fresh

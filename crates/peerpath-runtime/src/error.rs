@@ -52,6 +52,10 @@ pub enum JobError {
     Verify { path: PathBuf, detail: String },
     #[error("internal error: {0}")]
     Internal(String),
+    /// Memory a job needs that could not be had (the machine's, or the address-space limit);
+    /// the text starts "out of memory:" and says how much, and how to do with less.
+    #[error("{0}")]
+    OutOfMemory(String),
     /// A malformed sysfs tree or topology file, an unknown device name.
     #[error("{0}")]
     Topology(String),
@@ -75,7 +79,7 @@ impl JobError {
     /// Distinct non-zero exit codes per class of failure, documented in the README.
     pub fn exit_code(&self) -> i32 {
         match self {
-            JobError::Internal(_) => 1,
+            JobError::Internal(_) | JobError::OutOfMemory(_) => 1,
             JobError::Usage(_) => 2,
             JobError::SourceUnreadable { .. } => 3,
             JobError::TargetExists { .. } | JobError::TargetDirExists { .. } | JobError::TargetKept { .. } => 4,
