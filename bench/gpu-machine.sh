@@ -96,6 +96,7 @@ cl() { # json label table: one run's row (wall, GB/s of output, workers busy, co
         || echo "| $2 | FAILED: $(head -c 300 "$1" | tr '\n' ' ') |" >> "$3"
 }
 daemon_up() { # socket log: `peerpath daemon --gpu 0` on the socket, its pid in $dpid once it listens
+    chmod 700 "$(dirname "$1")" # the daemon takes a socket only in a directory no other user can reach
     .gpu/peerpath daemon --socket "$1" --gpu 0 2> "$2" &
     dpid=$!
     for _ in $(seq 100); do [ -S "$1" ] && break; sleep 0.1; done

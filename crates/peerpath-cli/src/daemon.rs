@@ -14,6 +14,10 @@
 //! input, output and error (as descriptors, `SCM_RIGHTS`) over a Unix socket
 //! that only the daemon's user may use; the job reads and writes through them
 //! as if it ran in the client, and the client exits with the job's code.
+//! Each side checks the other's user (SO_PEERCRED): the daemon takes jobs of its
+//! own user and root only, a client hands its job only to a daemon of its own
+//! user or root; and the socket lies in a directory no other user can reach, so
+//! none can put a socket of theirs at its name first.
 //! A client that goes away (killed, Ctrl-C) cancels its job: the job ends as
 //! a failed job does, its outputs not put in place.
 //!
@@ -63,9 +67,12 @@ const FIRST_ANSWER_TIME: Duration = Duration::from_secs(10);
 
 #[derive(Args)]
 pub struct DaemonArgs {
-    /// The Unix socket to listen on (made with mode 0600; clients name it in PEERPATH_DAEMON).
+    /// The Unix socket to listen on (made with mode 0600; clients name it in PEERPATH_DAEMON), in a
+    /// directory of this user's that no other user can reach (mode 0700) [default:
+    /// $XDG_RUNTIME_DIR/peerpath-daemon.sock, or TMPDIR/peerpath-UID/peerpath-daemon.sock (TMPDIR
+    /// or /tmp), that directory made mode 0700 where it is missing].
     #[arg(long, value_name = "PATH")]
-    socket: PathBuf,
+    socket: Option<PathBuf>,
     /// Open GPU N at start and keep its CUDA context for the daemon's life (jobs with
     /// `--engine gpu --gpu N` then open on it); without it the first GPU job opens it. Either
     /// way the devices jobs end well with (GPUs, emulated CSPs) are kept for the next jobs.
@@ -236,6 +243,13 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         Ok(c) => c,
         Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
     };
+    // Whoever listens there gets the job's command line, environment (a key too) and standard
+    // streams: only a daemon of this user's (or root's), never a socket another user put there.
+    match rustix::net::sockopt::socket_peercred(&conn) {
+        Ok(peer) if trusted(peer.uid) => {}
+        Ok(peer) => return not_here(format!("the socket is held by user {}, neither this user ({}) nor root: not a daemon of this user's, so the job, its streams and its environment are not handed to it", peer.uid.as_raw(), rustix::process::geteuid().as_raw())),
+        Err(e) => return not_here(format!("cannot tell whose the daemon is (SO_PEERCRED): {e}")),
+    }
     // A stopped daemon whose socket buffer is full would hold the request's send for ever.
     let _ = conn.set_write_timeout(Some(FIRST_ANSWER_TIME));
     if let Err(e) = send_request(&conn, &request) {
@@ -311,6 +325,12 @@ fn why_ended(why: &str) -> ! {
     std::process::exit(EXIT_DAEMON as i32);
 }
 
+/// Whether a process of user `uid` at the other end of the socket may be trusted with a job (the
+/// daemon's view of a client, a client's of the daemon): this process's own user, or root.
+fn trusted(uid: rustix::process::Uid) -> bool {
+    uid == rustix::process::geteuid() || uid.is_root()
+}
+
 fn client_request() -> std::io::Result<Request> {
     Ok(Request {
         exe: ExeId::of_this_process()?,
@@ -378,19 +398,25 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         }
     };
     crate::JOBS_IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
-    // Absolute: jobs run in their clients' directories, where a relative name is another file.
-    let socket = match std::path::absolute(&a.socket) {
+    let named = match a.socket.clone().map_or_else(default_socket, Ok) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("peerpath: error: daemon: {}: {e}", a.socket.display());
+        Err(why) => {
+            eprintln!("peerpath: error: daemon: {why}");
             return ExitCode::from(2);
         }
     };
-    let a = DaemonArgs { socket, ..a };
-    let listener = match listen(&a.socket) {
+    // Absolute: jobs run in their clients' directories, where a relative name is another file.
+    let socket = match std::path::absolute(&named) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("peerpath: error: daemon: {}: {e}", named.display());
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match listen(&socket) {
         // A daemon stopped by a signal (SIGTERM, ^C) removes its socket.
         Ok(l) => {
-            peerpath_io::remove_on_signal(a.socket.clone());
+            peerpath_io::remove_on_signal(socket.clone());
             l
         }
         Err(why) => {
@@ -410,7 +436,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                     (Some(g), held)
                 }
                 Err(why) => {
-                    let _ = std::fs::remove_file(&a.socket);
+                    let _ = std::fs::remove_file(&socket);
                     eprintln!("peerpath: error: daemon: --gpu {n}: {why}");
                     return ExitCode::from(15); // a device that cannot be used, as elsewhere
                 }
@@ -426,9 +452,8 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         }
     }
     let held = format!("{held}; devices kept open across jobs that ask for the same");
-    let _ = writeln!(&log, "peerpath daemon (pid {}): listening on {}; {held}", std::process::id(), a.socket.display());
+    let _ = writeln!(&log, "peerpath daemon (pid {}): listening on {} (clients: {ENV}={}); {held}", std::process::id(), socket.display(), socket.display());
     let queue = Arc::new(Queue::default());
-    let uid = rustix::process::getuid();
     let accept_log = log.try_clone().ok();
     let reading = Arc::new(AtomicUsize::new(0));
     if a.max_wait > 0 {
@@ -462,7 +487,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                 let (mine, admitted) = (Arc::clone(&reading), Arc::clone(&admitted));
                 // One thread per connection reads its request: a client that sends nothing holds only itself.
                 let spawned = std::thread::Builder::new().name("peerpath-daemon-request".into()).spawn(move || {
-                    let taken = take_request(conn, uid);
+                    let taken = take_request(conn);
                     mine.fetch_sub(1, Ordering::AcqRel);
                     match taken {
                         Ok(incoming) => {
@@ -587,62 +612,100 @@ fn piped(stdio: &[OwnedFd; 3]) -> bool {
     stdio[..2].iter().any(|fd| rustix::fs::fstat(fd).is_ok_and(|st| matches!(rustix::fs::FileType::from_raw_mode(st.st_mode), rustix::fs::FileType::Fifo | rustix::fs::FileType::Socket)))
 }
 
-/// Binds the socket: a stale one (no daemon answers it) is replaced; a live one is an error.
-/// The check, the removal and the bind are one step for one daemon at a time (see [`claim`]).
+/// Where the daemon listens without `--socket`: in `$XDG_RUNTIME_DIR` (the user's own, made mode
+/// 0700 by the login manager), else in `peerpath-UID` in the temporary directory (`TMPDIR`, or
+/// /tmp), made mode 0700 where it is missing. Either is checked as any directory of a socket is
+/// ([`private_directory`]): one another user made first is refused, not used.
+fn default_socket() -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let d = std::env::temp_dir().join(format!("peerpath-{}", rustix::process::geteuid().as_raw()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&d) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(format!("cannot make {}: {e}", d.display())),
+                _ => d,
+            }
+        }
+    };
+    Ok(dir.join("peerpath-daemon.sock"))
+}
+
+/// Opens the directory that holds the socket, checked: a directory (not a symbolic link) owned by
+/// this user, with no permission for group or others. Anywhere else another user could put a
+/// socket of theirs at the name before the daemon (squat it: clients would reach theirs), or hold
+/// the directory's lock ([`listen`]) so that no daemon starts.
+fn private_directory(dir: &Path) -> Result<OwnedFd, String> {
+    use rustix::fs::{Mode, OFlags};
+    let fix = "give --socket in a directory of yours that no other user can reach (mode 0700)";
+    let fd = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()).map_err(|e| match e {
+        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => format!("{} is not a directory (a symbolic link, or a file): {fix}", dir.display()),
+        e => format!("cannot open the socket's directory {}: {e}", dir.display()),
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let me = rustix::process::geteuid();
+    if st.st_uid != me.as_raw() {
+        return Err(format!("{} belongs to user {}, not to this user ({}): another user could put a socket of theirs there; {fix}", dir.display(), st.st_uid, me.as_raw()));
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(format!("{} has mode {mode:04o}: other users can reach it; chmod 700 it, or {fix}", dir.display()));
+    }
+    Ok(fd)
+}
+
+/// Binds the socket in its directory, which must be this user's alone ([`private_directory`]): a
+/// stale socket there (no daemon answers it) is replaced; a live one is an error. All of it goes
+/// through the directory's descriptor (`/proc/self/fd/N/NAME`): the socket is made in the
+/// directory checked, whatever is renamed meanwhile.
+///
+/// The check, the removal and the bind are one step for one daemon at a time: each holds an
+/// exclusive lock on the directory (flock, released when the descriptor closes or the process
+/// ends, no file left) while it does them, and no other user can open the directory to take it.
+/// Two daemons started at once cannot both find the path stale, the second unlinking the first's
+/// new socket (two daemons up, one that no client can reach, whose SIGTERM would remove the
+/// other's socket): the second finds the first listening.
 fn listen(socket: &Path) -> Result<UnixListener, String> {
-    let _claim = claim(socket)?;
-    if let Ok(m) = std::fs::symlink_metadata(socket) {
+    let (Some(dir), Some(name)) = (socket.parent(), socket.file_name()) else {
+        return Err(format!("{} names no file in a directory", socket.display()));
+    };
+    let dir_fd = private_directory(dir)?;
+    let inside = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&dir_fd))).join(name);
+    // Another daemon's lock lasts the few system calls of its `listen`.
+    let start = Instant::now();
+    loop {
+        match rustix::fs::flock(&dir_fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => break,
+            Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(5)),
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(format!("another daemon has been starting in {} for 10 s", dir.display())),
+            Err(e) => return Err(format!("cannot lock {}: {e}", dir.display())),
+        }
+    }
+    if let Ok(m) = std::fs::symlink_metadata(&inside) {
         use std::os::unix::fs::FileTypeExt;
         if !m.file_type().is_socket() {
             return Err(format!("{} exists and is not a socket", socket.display()));
         }
-        if UnixStream::connect(socket).is_ok() {
+        if UnixStream::connect(&inside).is_ok() {
             return Err(format!("a daemon already listens on {}", socket.display()));
         }
-        std::fs::remove_file(socket).map_err(|e| format!("cannot remove the stale socket {}: {e}", socket.display()))?;
+        std::fs::remove_file(&inside).map_err(|e| format!("cannot remove the stale socket {}: {e}", socket.display()))?;
     }
     // Made with no permission for others from the start (the umask), then 0600.
     let before = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o177));
-    let bound = UnixListener::bind(socket);
+    let bound = UnixListener::bind(&inside);
     rustix::process::umask(before);
     let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("{}: {e}", socket.display()))?;
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("{}: {e}", socket.display()))?;
     Ok(listener)
 }
 
-/// One daemon at a time checks a socket path, removes a stale socket there and binds its own:
-/// an abstract Unix socket named after the path (its directory resolved), which one process at
-/// a time can bind and which goes with the process (no file is left, whatever kills it), held
-/// while [`listen`] runs. Two daemons started at once cannot both find the path stale, the
-/// second unlinking the first's new socket (two daemons up, one that no client can reach,
-/// whose SIGTERM would remove the other's socket): the second finds the first listening.
-fn claim(socket: &Path) -> Result<UnixListener, String> {
-    use std::os::linux::net::SocketAddrExt;
-    use std::os::unix::ffi::OsStrExt;
-    let resolved = match (socket.parent().map(std::fs::canonicalize), socket.file_name()) {
-        (Some(Ok(dir)), Some(name)) => dir.join(name),
-        _ => socket.to_path_buf(),
-    };
-    let name = format!("peerpath-daemon:{}", &blake3::hash(resolved.as_os_str().as_bytes()).to_hex()[..32]);
-    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| format!("{name}: {e}"))?;
-    // Another daemon's claim lasts the few system calls of its `listen`.
-    let start = Instant::now();
-    loop {
-        match UnixListener::bind_addr(&addr) {
-            Ok(l) => return Ok(l),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && start.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(format!("another daemon has been starting on {} for 10 s", socket.display())),
-            Err(e) => return Err(format!("cannot claim {}: {e}", socket.display())),
-        }
-    }
-}
-
-/// Reads a client's request and descriptors; only the daemon's own user may ask
+/// Reads a client's request and descriptors; only the daemon's own user, or root, may ask
 /// (a job writes files as the daemon's user).
-fn take_request(conn: UnixStream, uid: rustix::process::Uid) -> Result<Incoming, String> {
+fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     let peer = rustix::net::sockopt::socket_peercred(&conn).map_err(|e| format!("SO_PEERCRED: {e}"))?;
-    if peer.uid != uid {
-        let why = format!("user {} is not the daemon's user ({})", peer.uid.as_raw(), uid.as_raw());
+    if !trusted(peer.uid) {
+        let why = format!("user {} is neither the daemon's user ({}) nor root", peer.uid.as_raw(), rustix::process::geteuid().as_raw());
         let _ = reply(&conn, &Reply::Refused { why: why.clone() });
         return Err(why);
     }

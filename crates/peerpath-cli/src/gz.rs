@@ -210,16 +210,16 @@ pub fn main(args: &[OsString]) -> ExitCode {
         }
     };
     let table = o.list && !o.json;
-    let (mut warned, mut failed) = (false, false);
     let mut totals = (0u64, 0u64, 0usize);
-    let mut files = Vec::new();
+    let mut found = Walk::default();
     for f in &o.files {
         if o.recursive {
-            walk(&o, f, &mut files, &mut failed);
+            walk(&o, f, &mut found);
         } else {
-            files.push(f.clone());
+            found.files.push(f.clone());
         }
     }
+    let Walk { files, mut warned, mut failed, .. } = found;
     for f in &files {
         // What is read compressed is found as gzip finds it (x for x.gz).
         let found = if o.list || o.test || o.decompress { compressed_file(&o, f) } else { Ok(f.clone()) };
@@ -244,43 +244,69 @@ pub fn main(args: &[OsString]) -> ExitCode {
     ExitCode::from(if failed { 1 } else if warned { 2 } else { 0 })
 }
 
-/// `-r`: a directory named gives the files under it (symbolic links not followed, as gzip),
-/// in name order; anything else is itself.
-fn walk(o: &Options, f: &OsStr, files: &mut Vec<OsString>, failed: &mut bool) {
-    let is_dir = f != "-" && std::fs::symlink_metadata(f).is_ok_and(|m| m.is_dir());
-    if !is_dir {
-        files.push(f.to_owned());
+/// Whether a symbolic link named or met is followed to what it names, as gzip does: with -c
+/// and -f, and with -t and -l (which gzip runs as if to standard output); elsewhere gzip
+/// refuses it ("Too many levels of symbolic links").
+fn follows_links(o: &Options) -> bool {
+    o.stdout || o.force || o.test || o.list
+}
+
+/// What `-r` found: the files to take, in order; the directories walked, each with the name it
+/// was walked under; whether one was not walked again (a warning) or could not be read (an error).
+#[derive(Default)]
+struct Walk {
+    files: Vec<OsString>,
+    walked: std::collections::HashMap<(u64, u64), OsString>,
+    warned: bool,
+    failed: bool,
+}
+
+/// `-r`: a directory named gives the files under it, in name order; anything else is itself.
+/// As gzip's, a symbolic link is followed where gzip follows one ([`follows_links`]), a link
+/// to a directory walked then too, and elsewhere refused ([`skipped`]) as any link is. Unlike
+/// gzip, a directory is walked once: a link back into the tree (`d/up -> ..`) is said and not
+/// followed, where gzip walks round the loop until the name is too long.
+fn walk(o: &Options, f: &OsStr, found: &mut Walk) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = |p: &OsStr| if follows_links(o) { std::fs::metadata(p) } else { std::fs::symlink_metadata(p) };
+    let dir = match meta(f) {
+        Ok(m) if f != "-" && m.is_dir() => m,
+        _ => return found.files.push(f.to_owned()),
+    };
+    if let Some(first) = found.walked.get(&(dir.dev(), dir.ino())) {
+        warn(o, format!("{}: the directory {} is walked already (a symbolic link back into the tree?) -- not again", name(f), name(first)));
+        found.warned = true;
         return;
     }
+    found.walked.insert((dir.dev(), dir.ino()), f.to_owned());
     let mut names: Vec<OsString> = match std::fs::read_dir(f) {
         Ok(entries) => entries.flatten().map(|e| e.file_name()).collect(),
         Err(e) => {
             eprintln!("peerpath gzip: {}: {e}", name(f));
-            *failed = true;
+            found.failed = true;
             return;
         }
     };
     names.sort();
     for n in names {
         let path = std::path::Path::new(f).join(&n).into_os_string();
-        let meta = std::fs::symlink_metadata(&path);
-        if meta.as_ref().is_ok_and(|m| m.is_dir()) {
-            walk(o, &path, files, failed);
+        let m = meta(&path);
+        if m.as_ref().is_ok_and(|m| m.is_dir()) {
+            walk(o, &path, found);
             continue;
         }
         // As gzip in a tree: a name of the wrong kind is skipped silently (compressed already,
-        // or, for -d without -c, not compressed); -c and -f take every file. Links, FIFOs and
-        // devices go on, to be refused or skipped with gzip's words.
-        // -t, -l, -c and -f follow a link to its file, as gzip's (which opens without
-        // O_NOFOLLOW then): a link to a file of the wrong kind is skipped as that file is.
-        let regular = if o.test || o.list || o.stdout || o.force { std::fs::metadata(&path).is_ok_and(|m| m.is_file()) } else { meta.is_ok_and(|m| m.is_file()) };
+        // or, for -d without -c, not compressed); -c and -f take every file. Links (where not
+        // followed), FIFOs and devices go on, to be refused or skipped with gzip's words; a
+        // followed link to a file of the wrong kind is skipped as that file is.
+        let regular = m.is_ok_and(|m| m.is_file());
         let wrong_kind = match (o.decompress || o.test || o.list, o.stdout || o.force) {
             (true, false) => plain_name(o, &path).is_none(),
             (false, false) => has_gzip_suffix(o, &path).is_some(),
             (_, true) => false,
         };
         if !(regular && wrong_kind) {
-            files.push(path);
+            found.files.push(path);
         }
     }
 }
@@ -344,7 +370,7 @@ fn emit(o: &Options, report: &JobReport, data_on_stdout: bool) {
 /// standard output); `None` to go on.
 fn skipped(o: &Options, f: &OsStr) -> Option<Outcome> {
     let meta = std::fs::symlink_metadata(f).ok()?;
-    if meta.file_type().is_symlink() && !(o.stdout || o.force || o.test || o.list) {
+    if meta.file_type().is_symlink() && !follows_links(o) {
         eprintln!("peerpath gzip: {}: Too many levels of symbolic links", name(f));
         return Some(Outcome::Error);
     }

@@ -121,10 +121,11 @@ fn a_failed_sweep_leaves_no_file_it_made_and_an_empty_sweep_is_refused() {
     out.fails(11, &["make resident", "file system full"]);
     assert_dir_holds(&fs.dir, &["fill"]);
     // Buffers past half the machine's memory are refused before anything is made (they were
-    // allocated and touched: 4.2 GB for a point of one transfer, and a panic past memory).
+    // allocated and touched, and a panic past memory): 1024 requests of 16 MiB in flight, in a
+    // 16 GiB file that holds as many blocks (a smaller file has fewer in flight).
     let memory_kib: u64 = std::fs::read_to_string("/proc/meminfo").unwrap().lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.trim().trim_end_matches(" kB").parse().ok()).unwrap();
     if memory_kib < 32 << 20 {
-        run(&mut pp(args!["bench-io", "--file", &file, "--size", "16M", "--sweep-bs", "16M", "--sweep-qd", "1024", "--rw", "read", "--random", "skip"])).fails(2, &["of buffers, more than half this machine's"]);
+        run(&mut pp(args!["bench-io", "--file", &file, "--size", "16G", "--sweep-bs", "16M", "--sweep-qd", "1024", "--rw", "read", "--random", "skip"])).fails(2, &["of buffers, more than half this machine's"]);
         assert!(!file.exists());
     } else {
         eprintln!("SKIPPED (one check): 16 GiB of buffers is less than half this machine's memory");
@@ -220,4 +221,43 @@ impl Drop for Ext4Mount {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.dir).status();
     }
+}
+
+/// A queue deeper than the file has blocks made a buffer for every request, in flight or not:
+/// queue depth 128 x 1 MiB against a 1 MiB file allocated and touched 128 MiB for one transfer.
+/// Only what can be in flight is made (the process's peak memory, and the shm region's size,
+/// show it), and the report says the depth was capped and at what.
+#[test]
+// The child is reaped by wait4 (which alone gives its own peak memory), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn a_queue_deeper_than_the_file_is_capped_and_said() {
+    let dir = scratch();
+    let file = dir.path().join("one-block.dat");
+    std::fs::write(&file, random_bytes(1 << 20, 9)).unwrap();
+    let sweep = args!["bench-io", "--file", &file, "--size", "1M", "--sweep-bs", "1M", "--sweep-qd", "1,128", "--rw", "read", "--random", "skip", "--runtime-s", "0.1"];
+    // Its peak resident memory, this child's alone (wait4: the tests' other children do not count).
+    let mut child = pp(sweep.iter().chain(&args!["--json"])).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut v).map(|_| v)
+    });
+    let (mut status, mut usage) = (0, std::mem::MaybeUninit::<libc::rusage>::zeroed());
+    // SAFETY: wait4 on the child this test started (not waited for elsewhere); status and usage
+    // are this frame's, written by the kernel.
+    assert_eq!(unsafe { libc::wait4(child.id() as i32, &mut status, 0, usage.as_mut_ptr()) }, child.id() as i32);
+    // SAFETY: wait4 succeeded, so it filled the rusage (zeroed before, too).
+    let peak_kib = unsafe { usage.assume_init() }.ru_maxrss;
+    let v: serde_json::Value = serde_json::from_slice(&reader.join().unwrap().unwrap()).unwrap();
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "bench-io failed: {v}");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.iter().map(|p| (p["queue_depth"].as_u64().unwrap(), p["queue_depth_in_flight"].as_u64().unwrap())).collect::<Vec<_>>(), [(1, 1), (128, 1)]);
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("queue depth 128: the 1048576-byte file holds 1 such block(s), so the queue depth was capped at 1")), "{v}");
+    assert!(peak_kib < 64 << 10, "peak resident memory {peak_kib} KiB: buffers for requests that were never in flight");
+    // In a shm region (standing in for device memory): the region is what can be in flight.
+    let mut shm = sweep.clone();
+    shm.extend(args!["--memory", "shm", "--shm-dir", dir.path()]);
+    let text = run(&mut pp(shm)).ok().stdout_str();
+    assert!(text.contains("a 1M shm region") && !text.contains("128M"), "{text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("seq read") && l.split_whitespace().nth(3) == Some("128*")), "the capped point is marked: {text}");
 }

@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,15 +26,16 @@ impl Daemon {
     }
 
     fn start_with(dir: &Path, extra: &[&str]) -> Daemon {
+        private(dir);
         let socket = dir.join("daemon.sock");
-        let log = dir.join("daemon.log");
-        let child = pp(args!["daemon", "--socket", &socket])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("the daemon's log"))
-            .spawn()
-            .expect("start the daemon");
+        let mut c = pp(args!["daemon", "--socket", &socket]);
+        c.args(extra);
+        Daemon::spawn(c, socket, dir.join("daemon.log"))
+    }
+
+    /// Starts `c` (a daemon that will listen on `socket`), its standard error to `log`.
+    fn spawn(mut c: Command, socket: PathBuf, log: PathBuf) -> Daemon {
+        let child = c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&log).expect("the daemon's log")).spawn().expect("start the daemon");
         let d = Daemon { child, socket, log };
         d.wait_for_log("listening on", 1);
         d
@@ -76,6 +78,11 @@ impl Drop for Daemon {
     }
 }
 
+/// Makes `dir` one no other user can reach (mode 0700), as a daemon's socket's directory must be.
+fn private(dir: &Path) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+}
+
 const RUNNER: &str = "runner        peerpath daemon (pid ";
 
 #[test]
@@ -116,7 +123,6 @@ fn jobs_run_in_the_daemon_with_the_clients_directory_streams_umask_and_exit_code
         let mut c = Command::new("sh");
         c.arg("-c").arg(format!("umask {umask}; exec \"$0\" compress -q - -o {target} < in.fa")).arg(bin()).current_dir(&work).env("PEERPATH_DAEMON", &d.socket);
         run(&mut c).ok();
-        use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(work.join(target)).unwrap().permissions().mode() & 0o777
     };
     assert_eq!(sh("077", "private.gz"), 0o600);
@@ -240,6 +246,7 @@ fn a_daemon_stopped_by_a_signal_removes_its_own_socket_and_nothing_else() {
     let dir = scratch();
     let (home, work) = (dir.path().join("home"), dir.path().join("work"));
     std::fs::create_dir(&home).unwrap();
+    private(&home);
     std::fs::create_dir(&work).unwrap();
     std::fs::write(work.join("d.sock"), b"the client's own file").unwrap();
     let log = dir.path().join("daemon.log");
@@ -585,6 +592,7 @@ fn a_request_sent_a_byte_at_a_time_is_cut_off_after_10_s() {
 #[test]
 fn daemons_started_at_once_on_one_socket_leave_one() {
     let dir = scratch();
+    private(dir.path());
     let socket = dir.path().join("d.sock");
     // A stale socket: bound, its listener gone.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
@@ -636,4 +644,166 @@ fn a_client_with_a_closed_standard_stream_runs_its_job_itself() {
     assert_eq!(o.code(), Some(11), "{}", o.describe());
     assert!(o.stderr.contains("FALLBACK") && o.stderr.contains("cannot write standard output: it was closed"), "{}", o.describe());
     assert!(!d.log().contains("job 2"), "{}", d.log());
+}
+
+/// Whether this test runs as root (which alone can run a process of another user here).
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// setpriv, to run processes as nobody (uid and gid 65534), where this test can: it runs as root,
+/// setpriv is there and nobody can run the binary. `None`, saying why, elsewhere.
+fn setpriv_for_nobody(test: &str) -> Option<PathBuf> {
+    if !root() {
+        eprintln!("SKIPPED {test}: only root can run a process of another user (setpriv)");
+        return None;
+    }
+    let Some(setpriv) = tool("setpriv") else {
+        eprintln!("SKIPPED {test}: there is no setpriv to run a process as nobody");
+        return None;
+    };
+    if !as_nobody(&setpriv).arg(bin()).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED {test}: nobody cannot run {} (a parent directory closed to other users?)", bin());
+        return None;
+    }
+    Some(setpriv)
+}
+
+/// `peerpath` run as nobody, through `setpriv`.
+fn as_nobody(setpriv: &Path) -> Command {
+    let mut c = Command::new(setpriv);
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    c
+}
+
+/// A scratch directory that nobody may pass through (not list), for a directory of nobody's in it.
+fn passable_scratch() -> tempfile::TempDir {
+    let dir = scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    dir
+}
+
+/// A directory `name` in `dir` that belongs to nobody, mode 0700.
+fn nobodys_directory(dir: &Path, name: &str) -> PathBuf {
+    let d = dir.join(name);
+    std::fs::create_dir(&d).unwrap();
+    std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    d
+}
+
+/// The daemon listened on an abstract socket name (to claim a path while it bound), which any user
+/// could bind first, and anywhere it was told: in a directory another user can write, theirs could
+/// be there first. Its socket's directory must now be its user's alone (owned, mode 0700); one
+/// that is not, or that another user made at the default place first, is refused, saying why.
+/// Without --socket it listens in TMPDIR/peerpath-UID (or $XDG_RUNTIME_DIR), made mode 0700.
+#[test]
+fn the_socket_lies_in_a_directory_no_other_user_can_reach() {
+    let dir = scratch();
+    let d = dir.path();
+    let refused = |c: &mut Command, why: &str| {
+        let o = run_full(c, None, HANG_DEADLINE);
+        assert_eq!(o.code(), Some(2), "{}", o.describe());
+        assert!(o.stderr.starts_with("peerpath: error: daemon: ") && o.stderr.contains(why) && o.stderr.lines().count() == 1, "{}", o.describe());
+    };
+    let open = d.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    refused(&mut pp(args!["daemon", "--socket", open.join("d.sock")]), &format!("{} has mode 0755: other users can reach it", open.display()));
+    assert!(!open.join("d.sock").exists());
+
+    // Without --socket: TMPDIR/peerpath-UID, unless another took that name first.
+    let tmp = d.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let private = tmp.join(format!("peerpath-{uid}"));
+    let default = |c: &mut Command| {
+        c.env("TMPDIR", &tmp).env_remove("XDG_RUNTIME_DIR");
+    };
+    std::os::unix::fs::symlink(&open, &private).unwrap();
+    let mut c = pp(args!["daemon"]);
+    default(&mut c);
+    refused(&mut c, &format!("{} is not a directory (a symbolic link, or a file)", private.display()));
+    std::fs::remove_file(&private).unwrap();
+    if !root() {
+        eprintln!("SKIPPED the_socket_lies_in_a_directory_no_other_user_can_reach, in part: only root can make a directory of another user's");
+    } else {
+        nobodys_directory(&tmp, &format!("peerpath-{uid}"));
+        let mut c = pp(args!["daemon"]);
+        default(&mut c);
+        refused(&mut c, &format!("{} belongs to user 65534, not to this user (0)", private.display()));
+        std::fs::remove_dir(&private).unwrap();
+    }
+    let mut c = pp(args!["daemon"]);
+    default(&mut c);
+    let socket = private.join("peerpath-daemon.sock");
+    let daemon = Daemon::spawn(c, socket.clone(), d.join("daemon.log"));
+    assert!(daemon.log().contains(&format!("listening on {} (clients: PEERPATH_DAEMON={})", socket.display(), socket.display())), "{}", daemon.log());
+    assert_eq!(std::fs::metadata(&private).unwrap().permissions().mode() & 0o7777, 0o700);
+    std::fs::write(d.join("in.fa"), sample()).unwrap();
+    let mut c = daemon.client(d, args!["compress", "in.fa", "--no-fallback"]);
+    default(&mut c);
+    let o = run(&mut c).ok();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(RUNNER), "{}", o.describe());
+}
+
+/// A client handed its job (command line, environment with a key, standard streams) to whatever
+/// listened at PEERPATH_DAEMON: a socket another user put there got them. It now hands it only to a
+/// daemon of its own user or root's, and runs the job itself otherwise, saying why (exit 18 with
+/// --no-fallback). Root's jobs are taken by a daemon of another user (root can do all it can).
+#[test]
+fn a_client_hands_its_job_only_to_a_daemon_of_its_own_user_or_roots() {
+    let test = "a_client_hands_its_job_only_to_a_daemon_of_its_own_user_or_roots";
+    let Some(setpriv) = setpriv_for_nobody(test) else { return };
+    let dir = passable_scratch();
+    let d = dir.path();
+    let theirs = nobodys_directory(d, "theirs");
+    let mut nobody = as_nobody(&setpriv);
+    nobody.arg(bin()).args(["daemon", "--socket"]).arg(theirs.join("d.sock"));
+    let daemon = Daemon::spawn(nobody, theirs.join("d.sock"), d.join("daemon.log"));
+    std::fs::write(d.join("in.fa"), sample()).unwrap();
+    let key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    let o = run(daemon.client(d, args!["compress", "in.fa", "-o", "here.gz"]).env("PEERPATH_KEY", key)).ok();
+    assert!(o.stderr.contains("the socket is held by user 65534, neither this user (0) nor root") && o.stderr.contains("the job runs in this process"), "{}", o.describe());
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(RUNNER));
+    assert!(d.join("here.gz").exists());
+    let o = run(daemon.client(d, args!["compress", "in.fa", "-o", "never.gz", "--no-fallback"]).env("PEERPATH_KEY", key));
+    assert_eq!(o.code(), Some(18), "{}", o.describe());
+    assert!(o.stderr.contains("held by user 65534") && o.stderr.contains("(--no-fallback)"), "{}", o.describe());
+    assert!(!d.join("never.gz").exists());
+    // Root, at the daemon's end: taken past SO_PEERCRED to its request (here not one).
+    let mut conn = std::os::unix::net::UnixStream::connect(&daemon.socket).unwrap();
+    conn.write_all(&2u32.to_le_bytes()).unwrap();
+    conn.write_all(b"{}").unwrap();
+    daemon.wait_for_log("a connection refused: not a request", 1);
+    let log = daemon.log();
+    assert!(!log.contains("job 1") && !log.contains("neither") && !log.contains(key), "no request reached the daemon before this one:\n{log}");
+    assert_eq!(std::fs::metadata(&daemon.socket).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+/// A client of another user is refused by the daemon (SO_PEERCRED), even where it can reach the
+/// socket (here opened to all on purpose: the directory and the socket's mode keep it out first).
+#[test]
+fn a_client_of_another_user_is_refused_by_the_daemon() {
+    let test = "a_client_of_another_user_is_refused_by_the_daemon";
+    let Some(setpriv) = setpriv_for_nobody(test) else { return };
+    let dir = scratch();
+    let daemon = Daemon::start(dir.path());
+    let client = || {
+        let mut c = as_nobody(&setpriv);
+        c.arg(bin()).args(["verify", "x.gz", "--no-fallback"]).current_dir("/").env("PEERPATH_DAEMON", &daemon.socket);
+        c
+    };
+    let o = run(&mut client());
+    assert_eq!(o.code(), Some(18), "{}", o.describe());
+    assert!(o.stderr.contains("cannot reach the daemon: Permission denied"), "the socket's directory keeps nobody out: {}", o.describe());
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = run(&mut client());
+    assert_eq!(o.code(), Some(18), "{}", o.describe());
+    assert!(o.stderr.contains("the daemon refused the job: user 65534 is neither the daemon's user (0) nor root"), "{}", o.describe());
+    daemon.wait_for_log("a connection refused: user 65534 is neither the daemon's user (0) nor root", 1);
+    assert!(!daemon.log().contains("job 1"), "{}", daemon.log());
 }

@@ -336,3 +336,90 @@ fn outputs_keep_the_sources_owner_where_they_may() {
     let b = std::fs::metadata(dir.path().join("back")).unwrap();
     assert_eq!((b.uid(), b.gid(), b.mode() & 0o7777), (65534, 65534, 0o600));
 }
+
+/// `gzip -r` with symbolic links in the tree, as gzip 1.12 does it: without -c or -f every link is
+/// refused (1), a link to a directory too; with -f (or -c) links are followed, to files and to
+/// directories, whose files are compressed beside them (through the link). peerpath said a
+/// followed link to a directory "is a directory -- ignored" (2) and left its files. Unlike gzip,
+/// a directory is walked once: a link back into the tree is said (2), not walked round until
+/// the names are too long.
+#[test]
+fn gzip_r_follows_links_to_directories_as_gzip_does() {
+    let dir = scratch();
+    // A fresh tree in `at`: t/a, t/sub/b, out/o, t/dirlink -> ../out, t/filelink -> a.
+    let tree = |at: &std::path::Path| {
+        std::fs::create_dir_all(at.join("t/sub")).unwrap();
+        std::fs::create_dir_all(at.join("out")).unwrap();
+        std::fs::write(at.join("t/a"), b"a\n").unwrap();
+        std::fs::write(at.join("t/sub/b"), b"b\n").unwrap();
+        std::fs::write(at.join("out/o"), b"o\n").unwrap();
+        std::os::unix::fs::symlink("../out", at.join("t/dirlink")).unwrap();
+        std::os::unix::fs::symlink("a", at.join("t/filelink")).unwrap();
+    };
+    // The names under `at` (links as themselves), in order.
+    fn names(at: &std::path::Path, under: &std::path::Path, v: &mut Vec<String>) {
+        for e in std::fs::read_dir(at).unwrap().flatten() {
+            let p = e.path();
+            v.push(p.strip_prefix(under).unwrap().display().to_string());
+            if e.file_type().unwrap().is_dir() {
+                names(&p, under, v);
+            }
+        }
+    }
+    let listing = |at: &std::path::Path| {
+        let mut v = Vec::new();
+        names(at, at, &mut v);
+        v.sort();
+        v
+    };
+    // The lines of what a run wrote to standard output, decompressed, in order.
+    let lines = |gz: &[u8]| {
+        if gz.is_empty() {
+            return Vec::new();
+        }
+        let mut c = pp(["gzip", "-dc"]);
+        let mut v: Vec<String> = String::from_utf8(run_full(&mut c, Some(gz.to_vec()), DEADLINE).ok().stdout).unwrap().lines().map(str::to_string).collect();
+        v.sort();
+        v
+    };
+    // The flags, the exit status, what is said, the files made, the lines written out.
+    type Case<'a> = (&'a str, i32, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+    let expected: [Case; 3] = [
+        ("-r", 1, &["t/dirlink: Too many levels of symbolic links", "t/filelink: Too many levels of symbolic links"], &["t/a.gz", "t/sub/b.gz"], &[]),
+        ("-rf", 0, &[], &["out/o.gz", "t/a.gz", "t/filelink.gz", "t/sub/b.gz"], &[]),
+        ("-rc", 0, &[], &[], &["a", "a", "b", "o"]),
+    ];
+    for (k, (flags, code, said, made, out)) in expected.into_iter().enumerate() {
+        let at = dir.path().join(format!("peerpath{k}"));
+        tree(&at);
+        let before = listing(&at);
+        let o = run(pp(["gzip", flags, "t"]).current_dir(&at));
+        assert_eq!(o.code(), Some(code), "{flags}: {}", o.describe());
+        assert!(said.iter().all(|s| o.stderr.contains(s)) && o.stderr.lines().count() == said.len(), "{flags}: {}", o.describe());
+        let mut want: Vec<String> = before.iter().cloned().chain(made.iter().map(|m| m.to_string())).collect();
+        want.sort();
+        assert_eq!(listing(&at), want, "{flags}: the files made");
+        assert_eq!(lines(&o.stdout), *out, "{flags}: the files written to standard output");
+        // gzip's own, where it is here (-k: it keeps its sources as peerpath always does).
+        if let Some(gzip) = tool("gzip") {
+            let theirs = dir.path().join(format!("gzip{k}"));
+            tree(&theirs);
+            let g = Command::new(&gzip).args(["-k", flags, "t"]).current_dir(&theirs).output().unwrap();
+            assert_eq!(g.status.code(), Some(code), "gzip -k {flags}: {}", String::from_utf8_lossy(&g.stderr));
+            assert_eq!(listing(&theirs), want, "gzip -k {flags} makes the same files");
+            assert_eq!(lines(&g.stdout), *out, "gzip -k {flags} writes the same files");
+        }
+    }
+    // Links back into the tree, followed (-f): each directory walked once, each file compressed once.
+    let at = dir.path().join("loops");
+    tree(&at);
+    std::os::unix::fs::symlink(".", at.join("t/self")).unwrap();
+    std::os::unix::fs::symlink("..", at.join("t/sub/up")).unwrap();
+    let o = run_full(pp(["gzip", "-rc", "t"]).current_dir(&at), None, HANG_DEADLINE);
+    assert_eq!(o.code(), Some(2), "{}", o.describe());
+    assert!(o.stderr.contains("peerpath gzip: t/self: the directory t is walked already") && o.stderr.contains("peerpath gzip: t/sub/up: the directory t is walked already"), "{}", o.describe());
+    assert_eq!(lines(&o.stdout), ["a", "a", "b", "o"]);
+    let o = run_full(pp(["gzip", "-rfq", "t"]).current_dir(&at), None, HANG_DEADLINE);
+    assert_eq!((o.code(), o.stderr.as_str()), (Some(2), ""), "-q: no word, the warning's status");
+    assert!(at.join("out/o.gz").exists() && at.join("t/sub/b.gz").exists() && !at.join("t/self").join("a.gz.gz").exists());
+}

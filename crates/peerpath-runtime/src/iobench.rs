@@ -225,7 +225,11 @@ pub struct LatencySummary {
 pub struct PointSpec {
     pub pattern: Pattern,
     pub block_size_bytes: usize,
+    /// The queue depth asked for (the sweep's axis).
     pub queue_depth: u32,
+    /// Requests in flight at once, each with a buffer of its own: the queue depth, or fewer where
+    /// the span holds fewer blocks (more could never be in flight).
+    pub queue_depth_in_flight: u32,
     /// Offsets stay in `[0, span_bytes)`; a multiple of the block size.
     pub span_bytes: u64,
     /// Stop submitting after this many bytes (a sequential point does one
@@ -254,7 +258,11 @@ pub enum StopReason {
 pub struct PointResult {
     pub pattern: Pattern,
     pub block_size_bytes: usize,
+    /// The queue depth asked for.
     pub queue_depth: u32,
+    /// The requests that were in flight at most (and the buffers made): less than `queue_depth`
+    /// where the file holds fewer blocks.
+    pub queue_depth_in_flight: u32,
     pub ops: u64,
     pub bytes: u64,
     pub elapsed_s: f64,
@@ -310,7 +318,7 @@ impl Offsets {
     }
 }
 
-/// Runs one point: `buffers` (exactly `queue_depth` of them, each holding at
+/// Runs one point: `buffers` (exactly `queue_depth_in_flight` of them, each holding at
 /// least a block) go round through `engine` against `fd`. The buffers come
 /// back with the result; on an I/O error the in-flight requests are drained
 /// first.
@@ -323,8 +331,8 @@ pub fn run_point<B: IoBuf>(
     buffers: Vec<B>,
 ) -> (Vec<B>, Result<PointResult, PointError>) {
     let bs = spec.block_size_bytes;
-    assert!(bs > 0 && spec.queue_depth > 0, "a point needs a block size and a queue depth");
-    assert_eq!(buffers.len(), spec.queue_depth as usize, "one buffer per request in flight");
+    assert!(bs > 0 && spec.queue_depth_in_flight > 0, "a point needs a block size and a queue depth");
+    assert_eq!(buffers.len(), spec.queue_depth_in_flight as usize, "one buffer per request in flight");
     assert!(buffers.iter().all(|b| b.io_capacity() >= bs), "every buffer holds a block");
     assert!(spec.span_bytes >= bs as u64 && spec.span_bytes / bs as u64 * bs as u64 == spec.span_bytes, "the span is whole blocks");
     assert_eq!(engine.in_flight(), 0, "a point starts on an idle engine");
@@ -337,7 +345,7 @@ pub fn run_point<B: IoBuf>(
         next_block: 0,
         rng: Rng(spec.seed),
     };
-    let qd = spec.queue_depth as usize;
+    let qd = spec.queue_depth_in_flight as usize;
     let mut spare: Vec<B> = Vec::with_capacity(qd);
     let mut completions: Vec<Completion<B>> = Vec::with_capacity(qd);
     let mut submitted_at_ns = vec![0u64; qd];
@@ -479,6 +487,7 @@ pub fn run_point<B: IoBuf>(
         pattern: spec.pattern,
         block_size_bytes: bs,
         queue_depth: spec.queue_depth,
+        queue_depth_in_flight: spec.queue_depth_in_flight,
         ops,
         bytes,
         elapsed_s,
@@ -629,13 +638,13 @@ fn validate(o: &IoBenchOptions) -> Result<(), IoBenchError> {
     if points.is_empty() {
         return usage(format!("nothing to measure: {}", notes.join("; ")));
     }
-    // A point's buffers (queue depth x block size) are allocated and touched whole.
+    // A point's buffers (requests in flight x block size) are allocated and touched whole.
     // SAFETY: sysconf only reads system configuration.
     let memory = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES).max(0) as u64 * libc::sysconf(libc::_SC_PAGESIZE).max(0) as u64 };
-    if let Some(p) = points.iter().max_by_key(|p| p.block_size_bytes as u64 * u64::from(p.queue_depth)) {
-        let bytes = p.block_size_bytes as u64 * u64::from(p.queue_depth);
+    if let Some(p) = points.iter().max_by_key(|p| p.block_size_bytes as u64 * u64::from(p.queue_depth_in_flight)) {
+        let bytes = p.block_size_bytes as u64 * u64::from(p.queue_depth_in_flight);
         if memory > 0 && bytes > memory / 2 {
-            return usage(format!("queue depth {} x {} blocks is {} of buffers, more than half this machine's {:.1} GiB of memory: sweep smaller blocks or depths", p.queue_depth, human_size(p.block_size_bytes as u64), human_size(bytes), memory as f64 / (1u64 << 30) as f64));
+            return usage(format!("queue depth {} x {} blocks is {} of buffers, more than half this machine's {:.1} GiB of memory: sweep smaller blocks or depths", p.queue_depth_in_flight, human_size(p.block_size_bytes as u64), human_size(bytes), memory as f64 / (1u64 << 30) as f64));
         }
     }
     Ok(())
@@ -778,18 +787,20 @@ pub fn plan_points(o: &IoBenchOptions, span_bytes: u64) -> (Vec<PointSpec>, Vec<
                 continue;
             }
             for &qd in &o.queue_depths {
-                // More requests than the file has blocks: the queue never fills.
+                // More requests than the file has blocks: the queue never fills, and buffers
+                // (and ring entries) past those blocks would never be used, only allocated.
                 let blocks = span / bs as u64;
-                if u64::from(qd) > blocks {
-                    notes.push(format!("{} at {} x queue depth {qd}: the {span_bytes}-byte file holds {blocks} such block(s), so at most {blocks} are in flight and the point's figures come from {blocks} transfer(s)", pattern.describe(), human_size(bs as u64)));
+                let in_flight = u32::try_from(blocks).unwrap_or(u32::MAX).min(qd);
+                if in_flight < qd {
+                    notes.push(format!("{} at {} x queue depth {qd}: the {span_bytes}-byte file holds {blocks} such block(s), so the queue depth was capped at {in_flight} (qd {qd}* below: {in_flight} in flight at most, {in_flight} buffer(s) made) and the point's figures come from {blocks} transfer(s)", pattern.describe(), human_size(bs as u64)));
                 }
-                points.push(PointSpec { pattern, block_size_bytes: bs, queue_depth: qd, span_bytes: span, max_bytes: span, runtime_ns, seed: o.seed, warm_up: true });
+                points.push(PointSpec { pattern, block_size_bytes: bs, queue_depth: qd, queue_depth_in_flight: in_flight, span_bytes: span, max_bytes: span, runtime_ns, seed: o.seed, warm_up: true });
             }
         }
     }
     for &pattern in &o.random {
         let span = span_bytes / RANDOM_BLOCK_BYTES as u64 * RANDOM_BLOCK_BYTES as u64;
-        points.push(PointSpec { pattern, block_size_bytes: RANDOM_BLOCK_BYTES, queue_depth: 1, span_bytes: span, max_bytes: span, runtime_ns, seed: o.seed, warm_up: true });
+        points.push(PointSpec { pattern, block_size_bytes: RANDOM_BLOCK_BYTES, queue_depth: 1, queue_depth_in_flight: 1, span_bytes: span, max_bytes: span, runtime_ns, seed: o.seed, warm_up: true });
     }
     (points, notes)
 }
@@ -808,14 +819,14 @@ fn sweep<B: IoBuf>(
     let mut results = Vec::with_capacity(points.len());
     let mut kind = if o.sync_io { EngineKind::Syscalls } else { EngineKind::IoUring };
     for spec in points {
-        let (mut engine, fallback) = make_engine::<B>(spec.queue_depth, o.sync_io);
+        let (mut engine, fallback) = make_engine::<B>(spec.queue_depth_in_flight, o.sync_io);
         if let Some(f) = fallback {
             if !notes.contains(&f) {
                 notes.push(f);
             }
         }
         kind = engine.kind();
-        let buffers = make_buffers(spec.block_size_bytes, spec.queue_depth as usize);
+        let buffers = make_buffers(spec.block_size_bytes, spec.queue_depth_in_flight as usize);
         let (buffers, result) = run_point(engine.as_mut(), &waker, &clock, fd, spec, buffers);
         drop(engine);
         drop(buffers);
@@ -917,7 +928,7 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
     }
     let (points, mut plan_notes) = plan_points(o, o.file_size_bytes);
     notes.append(&mut plan_notes);
-    let region_bytes = points.iter().map(|p| align_up(p.block_size_bytes, DIRECT_IO_ALIGN_BYTES) * p.queue_depth as usize).max().unwrap_or(DIRECT_IO_ALIGN_BYTES);
+    let region_bytes = points.iter().map(|p| align_up(p.block_size_bytes, DIRECT_IO_ALIGN_BYTES) * p.queue_depth_in_flight as usize).max().unwrap_or(DIRECT_IO_ALIGN_BYTES);
 
     let (results, kind, domain, memory_text, write_payload) = match &o.memory {
         BenchMemory::Host => {
@@ -940,7 +951,7 @@ fn sweep_file(o: &IoBenchOptions, opened: OpenedBenchFile, on_point: &mut dyn Fn
                 b.domain().clone()
             };
             let (r, k) = sweep(o, fd, &points, &mut make, on_point, &mut notes)?;
-            let text = format!("{domain}: a fixed set of aligned buffers per point (queue depth x block size)");
+            let text = format!("{domain}: a fixed set of aligned buffers per point (requests in flight x block size)");
             (r, k, domain, text, "pseudo-random pattern (filled once per point, outside the timing)".to_string())
         }
         BenchMemory::Shm { dir } => {
@@ -1058,16 +1069,17 @@ impl IoBenchReport {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "  {:<10} {:>5} {:>4} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>6}",
+            "  {:<10} {:>5} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>6}",
             "pattern", "bs", "qd", "GB/s", "IOPS", "p50 us", "p99 us", "p99.9 us", "ops", "stop"
         );
         for p in &self.points {
             let _ = writeln!(
                 s,
-                "  {:<10} {:>5} {:>4} {:>9.3} {:>10.0} {:>10.1} {:>10.1} {:>10.1} {:>9} {:>6}",
+                "  {:<10} {:>5} {:>5} {:>9.3} {:>10.0} {:>10.1} {:>10.1} {:>10.1} {:>9} {:>6}",
                 p.pattern.describe(),
                 human_size(p.block_size_bytes as u64),
-                p.queue_depth,
+                // Capped (the file holds fewer blocks): a note says at what.
+                format!("{}{}", p.queue_depth, if p.queue_depth_in_flight < p.queue_depth { "*" } else { "" }),
                 p.throughput_gb_per_s,
                 p.iops,
                 p.latency.p50_us,
@@ -1264,6 +1276,20 @@ mod tests {
     }
 
     #[test]
+    fn plans_cap_the_queue_depth_at_the_blocks_the_file_holds() {
+        let mut o = IoBenchOptions::new("x".into(), 128 << 10);
+        o.block_sizes_bytes = vec![4096, 64 << 10];
+        o.queue_depths = vec![1, 4];
+        o.sequential = vec![Pattern::SequentialRead];
+        o.random = Vec::new();
+        let (points, notes) = plan_points(&o, 128 << 10);
+        let depths: Vec<(usize, u32, u32)> = points.iter().map(|p| (p.block_size_bytes, p.queue_depth, p.queue_depth_in_flight)).collect();
+        assert_eq!(depths, [(4096, 1, 1), (4096, 4, 4), (64 << 10, 1, 1), (64 << 10, 4, 2)], "two 64K blocks: two in flight at most");
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("64K x queue depth 4") && notes[0].contains("capped at 2"), "{notes:?}");
+    }
+
+    #[test]
     fn bad_options_are_usage_errors() {
         let mut o = IoBenchOptions::new("/nonexistent/x".into(), 1 << 20);
         o.block_sizes_bytes = vec![1000];
@@ -1427,7 +1453,7 @@ mod tests {
         let f = File::open(&path).unwrap();
         let mut engine = SyncEngine::<AlignedBuf>::new();
         let waker = Waker::new().unwrap();
-        let spec = PointSpec { pattern: Pattern::SequentialRead, block_size_bytes: 4096, queue_depth: 2, span_bytes: 64 << 10, max_bytes: 64 << 10, runtime_ns: u64::MAX, seed: 1, warm_up: false };
+        let spec = PointSpec { pattern: Pattern::SequentialRead, block_size_bytes: 4096, queue_depth: 2, queue_depth_in_flight: 2, span_bytes: 64 << 10, max_bytes: 64 << 10, runtime_ns: u64::MAX, seed: 1, warm_up: false };
         let bufs = vec![AlignedBuf::new(4096), AlignedBuf::new(4096)];
         let (bufs, r) = run_point(&mut engine, &waker, &Ticks(std::cell::Cell::new(0)), f.as_raw_fd(), &spec, bufs);
         let r = r.unwrap();
