@@ -11,8 +11,10 @@
 //! the `sqlite3` shell by anyone who must look inside. Crash rule: pack
 //! bytes are written and synced before the transaction that references
 //! them commits, so a killed store leaves at worst unreferenced pack bytes
-//! (counted by `stats`), never a chunk referenced without its data. One
-//! writer at a time (flock on `DIR/lock`).
+//! (counted by `stats`), never a chunk referenced without its data. A run's
+//! files share one transaction, committed (the pack synced first) about once
+//! a second and at the end ([`store_files`]). One writer at a time (flock on
+//! `DIR/lock`).
 //!
 //! `--compress LEVEL` keeps each new chunk as one peerpath gzip member
 //! (its sizes and CRC-32 inside, decoded in parallel-friendly pieces) when
@@ -33,7 +35,7 @@
 
 use clap::{Args, Subcommand};
 use peerpath_io::Stamp;
-use peerpath_func::dedup::{chunks_parallel, cutting_threads, ChunkParams, Fingerprint, Successor, Successors};
+use peerpath_func::dedup::{chunks_parallel, cutting_threads, CannotStartThread, ChunkParams, Fingerprint, Successor, Successors};
 use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -608,23 +610,41 @@ impl Store {
 
 /// A store's successor hints, read by the cutting threads through a
 /// connection of their own (the store's stays with its thread). Closed by
-/// [`StoredSuccessors::close`] once the file is cut, whatever the threads
+/// [`StoredSuccessors::close`] once the run's files are cut, whatever the threads
 /// still hold: the store's own connection must be the last to close, so
 /// that it folds the write-ahead log into the index (a read-only connection
 /// closing last leaves the log, which a reader that may not write the store
-/// then cannot apply).
-struct StoredSuccessors(std::sync::Mutex<Option<Connection>>);
+/// then cannot apply). That connection does not see the store's open
+/// transaction: the hints of the files stored since its last commit are kept
+/// here too ([`StoredSuccessors::uncommitted`]), so a file finds those of the
+/// files before it in the same run.
+struct StoredSuccessors {
+    db: std::sync::Mutex<Option<Connection>>,
+    /// The successors the store's transaction holds, until it commits ([`Batch::commit`]).
+    uncommitted: std::sync::Mutex<HashMap<[u8; 32], Successor>>,
+}
 
 impl StoredSuccessors {
     fn open(s: &Store) -> Result<StoredSuccessors, JobError> {
         use rusqlite::OpenFlags;
         let db = Connection::open_with_flags(s.dir.join("index.sqlite"), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(db_error(&s.dir))?;
-        Ok(StoredSuccessors(std::sync::Mutex::new(Some(db))))
+        Ok(StoredSuccessors { db: std::sync::Mutex::new(Some(db)), uncommitted: std::sync::Mutex::default() })
     }
 
     /// Closes the connection now (later hints: none).
     fn close(&self) {
-        drop(self.0.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(self.db.lock().unwrap_or_else(|e| e.into_inner()).take());
+        self.committed();
+    }
+
+    /// The hints a file put into the store's transaction.
+    fn put(&self, hints: impl IntoIterator<Item = ([u8; 32], Successor)>) {
+        self.uncommitted.lock().unwrap_or_else(|e| e.into_inner()).extend(hints);
+    }
+
+    /// The store's transaction committed: its hints are read from the index now.
+    fn committed(&self) {
+        self.uncommitted.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
@@ -640,15 +660,18 @@ impl Drop for ClosedAtEnd {
 impl Successors for StoredSuccessors {
     /// A row that is not one (a damaged index) is no hint; nor is any after the close.
     fn successor(&self, digest: &[u8; 32]) -> Option<Successor> {
-        let guard = self.0.lock().ok()?;
+        let guard = self.db.lock().ok()?;
         let db = guard.as_ref()?;
+        if let Some(&s) = self.uncommitted.lock().ok()?.get(digest) {
+            return Some(s);
+        }
         let mut q = db.prepare_cached("SELECT next, len, after FROM successors WHERE digest = ?1").ok()?;
         let (next, len, after) = q.query_row([&digest[..]], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))).ok()?;
         Some(Successor { digest: next.try_into().ok()?, len: usize::try_from(len).ok()?, after: u8::try_from(after).ok()? })
     }
 }
 
-/// Reads chunks back from a store's packs, keeping the packs open.
+/// Reads chunks back from a store's packs, keeping up to [`OPEN_PACKS`] of them open.
 struct Packs {
     dir: PathBuf,
     max: usize,
@@ -658,14 +681,37 @@ struct Packs {
     member: Vec<u8>,
 }
 
+/// Packs a reader keeps open at most (a restore has a reader a core): a store of many packs does
+/// not take a descriptor each, a reader's file's chunks mostly lie in a few.
+const OPEN_PACKS: usize = 16;
+
+/// Why a chunk could not be read: the store is damaged (what is wrong with it), or its pack could
+/// not be opened or read for a reason that is not the store's (no descriptor left, its
+/// permissions, a failing disk), which is not called damage (that sends users to delete a sound store).
+pub(crate) enum ChunkError {
+    Damaged(String),
+    Unreadable { path: PathBuf, source: std::io::Error },
+}
+
+impl ChunkError {
+    /// As the job's error, `then` said after it (what was done, or not): a damaged store's as
+    /// `damaged` makes it (exit 6), an unreadable pack's as a source that cannot be read (exit 3).
+    fn into_job(self, damaged: impl FnOnce(String) -> JobError, then: &str) -> JobError {
+        match self {
+            ChunkError::Damaged(detail) => damaged(format!("{detail}; {then}")),
+            ChunkError::Unreadable { path, source } => JobError::SourceUnreadable { path, source: std::io::Error::new(source.kind(), format!("{source}; {then}")) },
+        }
+    }
+}
+
 impl Packs {
     /// Appends a chunk from its pack to `out`, decoded and checked against
     /// its fingerprint (on an error `out` is as it was).
-    fn read_into(&mut self, digest: &[u8], at: Stored, out: &mut Vec<u8>) -> Result<(), String> {
+    fn read_into(&mut self, digest: &[u8], at: Stored, out: &mut Vec<u8>) -> Result<(), ChunkError> {
         let start = out.len();
         let read = self.read_at_end(at, out).and_then(|()| {
             if self.fp.digest(&out[start..]) != digest {
-                return Err(format!("pack {} at byte {} does not match its {} fingerprint: the store is damaged", at.pack, at.offset, self.fp.name()));
+                return Err(ChunkError::Damaged(format!("pack {} at byte {} does not match its {} fingerprint: the store is damaged", at.pack, at.offset, self.fp.name())));
             }
             Ok(())
         });
@@ -677,32 +723,39 @@ impl Packs {
 
     /// A chunk as it lies in its pack (compressed or not), checked against its
     /// fingerprint first (decoded into `scratch` where compressed).
-    fn read_checked_stored<'a>(&'a mut self, digest: &[u8], at: Stored, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], String> {
+    fn read_checked_stored<'a>(&'a mut self, digest: &[u8], at: Stored, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], ChunkError> {
         self.read_into(digest, at, scratch)?;
         Ok(if at.codec == RAW { &scratch[..] } else { &self.member[..at.len] })
     }
 
     /// Appends the chunk's own bytes to `out`, unchecked.
-    fn read_at_end(&mut self, at: Stored, out: &mut Vec<u8>) -> Result<(), String> {
+    fn read_at_end(&mut self, at: Stored, out: &mut Vec<u8>) -> Result<(), ChunkError> {
+        let damaged = ChunkError::Damaged;
         // A damaged index must not size a buffer: a chunk is at most `max` bytes, its member a bound of that.
         if at.size > self.max || at.len > peerpath_func::member_bound_bytes(self.max) {
-            return Err(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.max));
+            return Err(damaged(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.max)));
         }
         let path = pack_path(&self.dir, at.pack);
+        if !self.open.contains_key(&at.pack) && self.open.len() >= OPEN_PACKS {
+            self.open.clear();
+        }
         let pack = match self.open.entry(at.pack) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(File::open(&path).map_err(|e| format!("pack {} cannot be opened: {e}", at.pack))?),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(File::open(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => damaged(format!("pack {} cannot be opened: {e}", at.pack)),
+                _ => ChunkError::Unreadable { path: path.clone(), source: e },
+            })?),
         };
         let pack = &*pack;
         let start = out.len();
         let read = |buf: &mut [u8]| {
             pack.read_exact_at(buf, at.offset).map_err(|e| match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => format!("pack {} at byte {}: the pack ends before this chunk's {} bytes (truncated)", at.pack, at.offset, buf.len()),
-                _ => format!("pack {} at byte {}: {e}", at.pack, at.offset),
+                std::io::ErrorKind::UnexpectedEof => damaged(format!("pack {} at byte {}: the pack ends before this chunk's {} bytes (truncated)", at.pack, at.offset, buf.len())),
+                _ => ChunkError::Unreadable { path: path.clone(), source: std::io::Error::new(e.kind(), format!("at byte {}: {e}", at.offset)) },
             })
         };
         match at.codec {
-            RAW if at.size != at.len => Err(format!("pack {} at byte {}: the index says {} bytes stored raw for a chunk of {}: the index is damaged", at.pack, at.offset, at.len, at.size)),
+            RAW if at.size != at.len => Err(damaged(format!("pack {} at byte {}: the index says {} bytes stored raw for a chunk of {}: the index is damaged", at.pack, at.offset, at.len, at.size))),
             RAW => {
                 out.resize(start + at.len, 0);
                 read(&mut out[start..])
@@ -711,11 +764,18 @@ impl Packs {
                 self.member.resize(at.len, 0);
                 read(&mut self.member)?;
                 out.resize(start + at.size, 0);
-                decode_chunk(&self.member, &mut out[start..]).map_err(|e| format!("pack {} at byte {}: the compressed chunk does not decode: {e}", at.pack, at.offset))
+                decode_chunk(&self.member, &mut out[start..]).map_err(|e| damaged(format!("pack {} at byte {}: the compressed chunk does not decode: {e}", at.pack, at.offset)))
             }
-            other => Err(format!("pack {} at byte {}: unknown chunk codec {other}", at.pack, at.offset)),
+            other => Err(damaged(format!("pack {} at byte {}: unknown chunk codec {other}", at.pack, at.offset))),
         }
     }
+}
+
+/// Whether `bytes` are all zeros (compared a page at a time: the slice comparison is the C
+/// library's vectorised `bcmp`).
+fn all_zeros(bytes: &[u8]) -> bool {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    bytes.chunks(ZEROS.len()).all(|piece| piece == &ZEROS[..piece.len()])
 }
 
 fn pack_path(dir: &Path, n: i64) -> PathBuf {
@@ -1052,19 +1112,91 @@ fn store_into(sources: &[PathBuf], name: Option<&Path>, dir: &Path, (asked, fp, 
             _ => fallback(fallbacks, "the device takes chunk sizes in whole KiB: chunking on the host CPU".into()),
         }
     }
-    for src in sources {
-        // A device that failed on an earlier file is not asked again.
-        if device.as_ref().is_some_and(|d| d.failure().is_some()) {
-            device = None;
-        }
-        let file = store_one(&s, src, name, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress, &mut report.fallbacks)?;
+    let said = |file: StoredFile| {
         if say == Say::Lines {
             println!("{}", file.render(s.fp.name(), report.compress_level));
         }
         report.files.push(file);
         *stored += 1;
+    };
+    store_files(&s, sources, name, force, Chunker { device: device.as_deref_mut(), no_fallback, threads }, compress, &mut report.fallbacks, said)
+}
+
+/// Stores `sources` (each under its own name, or `name`) into `s`, handing each file to `said`
+/// once it is committed. One pack writer, hints reader and open transaction serve them all:
+/// each file's chunks and recipe go into the transaction, which is committed (its chunks'
+/// bytes synced first) once it is [`COMMIT_EVERY`] old, and at the end: a store of many small
+/// files pays a sync and a commit a batch, not a file. A file that fails adds nothing (what it
+/// appended is cut off) and ends the run; the files before it stay.
+#[allow(clippy::too_many_arguments)]
+fn store_files(s: &Store, sources: &[PathBuf], name: Option<&Path>, force: bool, mut chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>, mut said: impl FnMut(StoredFile)) -> Result<(), JobError> {
+    let hints = ClosedAtEnd(std::sync::Arc::new(StoredSuccessors::open(s)?));
+    let mut pack = PackWriter::new(s)?;
+    let mut batch = Batch { tx: None, began: std::time::Instant::now(), files: Vec::new() };
+    for src in sources {
+        // A device that failed on an earlier file is not asked again.
+        if chunker.device.as_ref().is_some_and(|d| d.failure().is_some()) {
+            chunker.device = None;
+        }
+        if batch.tx.is_none() {
+            batch = Batch { tx: Some(s.db.unchecked_transaction().map_err(db_error(&s.dir))?), began: std::time::Instant::now(), files: Vec::new() };
+        }
+        let mark = pack.mark();
+        let one = Chunker { device: chunker.device.as_deref_mut(), ..chunker };
+        match store_one(s, &mut pack, &hints, src, name, force, one, compress, fallbacks) {
+            Ok(file) => batch.files.push(file),
+            Err(e) => {
+                // Nothing is added for it (what it appended is cut off); the files before it
+                // stay, unless SQLite rolled the whole transaction back (a full disk in the
+                // middle of a statement): then the batch's appends go as the writer is dropped.
+                pack.cut_back(mark)?;
+                if !s.db.is_autocommit() {
+                    batch.commit(s, &mut pack, &hints, &mut said)?;
+                }
+                return Err(e);
+            }
+        }
+        if batch.began.elapsed() >= COMMIT_EVERY {
+            batch.commit(s, &mut pack, &hints, &mut said)?;
+        }
     }
-    Ok(())
+    batch.commit(s, &mut pack, &hints, &mut said)
+}
+
+/// A store's files are committed in batches at least this often (see [`store_into`]).
+const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The files stored since the last commit: their chunks and recipes are in `tx`.
+struct Batch<'a> {
+    tx: Option<rusqlite::Transaction<'a>>,
+    began: std::time::Instant,
+    files: Vec<StoredFile>,
+}
+
+impl Batch<'_> {
+    /// Commits the batch, the pack's new bytes synced first (the data is durable before
+    /// anything refers to it), and hands each file on to `said` (`hints` are read from the
+    /// index from now on).
+    fn commit(&mut self, s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, said: &mut impl FnMut(StoredFile)) -> Result<(), JobError> {
+        let Some(tx) = self.tx.take() else { return Ok(()) };
+        pack.file.sync_data().map_err(target_io(&s.pack_path(pack.no)))?;
+        // Kept before the commit: a commit that reports a failure may still be in SQLite's log and
+        // replayed later, so its chunks stay (the next store cuts them off if it was not).
+        let began = pack.kept();
+        if let Err(e) = tx.commit() {
+            // A full disk: SQLite wrote no commit record, and the transaction is rolled back
+            // (no transaction open now), so nothing refers to the appends: they go, and the
+            // space with them.
+            if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) && s.db.is_autocommit() {
+                pack.not_kept(began);
+            }
+            return Err(db_error(&s.dir)(e));
+        }
+        pack.not_kept(Some(pack.mark()));
+        hints.0.committed();
+        self.files.drain(..).for_each(said);
+        Ok(())
+    }
 }
 
 /// Says a fallback on standard error and keeps it for the report.
@@ -1082,21 +1214,23 @@ struct Chunker<'a> {
     threads: usize,
 }
 
-/// The pack being appended to.
-/// Appends a run's new chunks to the store's packs. Until [`PackWriter::kept`]
-/// (the index refers to them), dropping it undoes the appends: the pack it
-/// began with is cut back to its length then, and packs it began are
-/// removed, so a store that fails (a full disk) leaves the store as it was.
+/// Appends a run's new chunks to the store's packs. Dropped, it undoes the
+/// appends the index does not refer to yet (since it began, or since the last
+/// [`PackWriter::kept`]): the pack it began with is cut back to its length
+/// then, and packs it began are removed, so a store that fails (a full disk)
+/// leaves the store as it was.
 pub(crate) struct PackWriter<'a> {
     store: &'a Store,
     no: i64,
     file: File,
     len: u64,
-    /// The pack and length this run began with; `None` once kept.
+    /// The pack and length the appends not yet referred to began at; `None` while a commit
+    /// that refers to them is under way.
     began: Option<(i64, u64)>,
-    /// Chunks written by this run, not yet in the index.
+    /// The current file's new chunks ([`PackWriter::begin_file`]); the store's transaction holds
+    /// the earlier files'.
     pub new: HashMap<[u8; 32], Stored>,
-    /// Bytes this run appended, and the chunks' own bytes.
+    /// Bytes the current file appended, and its new chunks' own bytes.
     pub new_bytes: u64,
     pub new_size: u64,
 }
@@ -1108,14 +1242,41 @@ impl<'a> PackWriter<'a> {
         Ok(PackWriter { store, no, file, len, began: Some((no, len)), new: HashMap::new(), new_bytes: 0, new_size: 0 })
     }
 
-    /// The index refers to this run's chunks now: they stay. Gives back what
-    /// the run began with, for [`PackWriter::not_kept`].
+    /// Where the next chunk goes: a pack and its length.
+    fn mark(&self) -> (i64, u64) {
+        (self.no, self.len)
+    }
+
+    /// A new file's chunks are appended from here (those before are in the store's transaction).
+    fn begin_file(&mut self) {
+        self.new.clear();
+        (self.new_bytes, self.new_size) = (0, 0);
+    }
+
+    /// Undoes the current file's appends: back to `mark` (taken before it), packs begun since removed.
+    fn cut_back(&mut self, (no, len): (i64, u64)) -> Result<(), JobError> {
+        let path = self.store.pack_path(no);
+        if no != self.no {
+            for n in no + 1..=self.no {
+                let _ = std::fs::remove_file(self.store.pack_path(n));
+            }
+            self.file = OpenOptions::new().append(true).open(&path).map_err(target_io(&path))?;
+            self.no = no;
+        }
+        self.file.set_len(len).map_err(target_io(&path))?;
+        self.len = len;
+        self.begin_file();
+        Ok(())
+    }
+
+    /// The index is about to refer to the appends so far: they stay. Gives back where they
+    /// began, for [`PackWriter::not_kept`].
     fn kept(&mut self) -> Option<(i64, u64)> {
         self.began.take()
     }
 
-    /// The commit that would have referred to them was rolled back whole:
-    /// the appends are undone after all (`began`: what [`PackWriter::kept`] gave).
+    /// The appends from `began` are not referred to (the commit was rolled back whole, or
+    /// they are the next batch's): undone when this is dropped.
     fn not_kept(&mut self, began: Option<(i64, u64)>) {
         self.began = began;
     }
@@ -1237,16 +1398,18 @@ struct CpuChunks {
     threads: usize,
 }
 
-fn chunk_on_cpu(file: File, s: &Store, threads: usize, compress: Option<Level>, pack: &mut PackWriter, src: &Path) -> Result<(CpuChunks, Vec<u8>), JobError> {
+fn chunk_on_cpu(file: File, s: &Store, hints: &ClosedAtEnd, threads: usize, compress: Option<Level>, pack: &mut PackWriter, src: &Path) -> Result<(CpuChunks, Vec<u8>), JobError> {
     let (mut digests, mut shapes, mut total, mut found) = (Vec::new(), Vec::new(), 0u64, 0u64);
     let threads = cutting_threads(s.params, threads);
     // New chunks are compressed on the cutting threads' count and this thread.
     let mut encoders: Vec<(MemberEncoder, Vec<u8>)> = compress.map_or_else(Vec::new, |level| (0..=threads).map(|_| (MemberEncoder::new(level), Vec::new())).collect());
     let mut batch = Vec::with_capacity(BATCH);
-    let stored = ClosedAtEnd(std::sync::Arc::new(StoredSuccessors::open(s)?));
-    let hints: std::sync::Arc<dyn Successors> = stored.0.clone();
-    for c in chunks_parallel(file, s.params, s.fp, threads, Some(hints)) {
-        let c = c.map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
+    for c in chunks_parallel(file, s.params, s.fp, threads, Some(hints.0.clone())) {
+        let c = c.map_err(|e| match e.get_ref().is_some_and(|e| e.is::<CannotStartThread>()) {
+            // Not the source's fault (exit 12 said "error reading" it): as any job's thread that cannot start.
+            true => JobError::Internal(format!("{e}: give fewer threads (-T)")),
+            false => JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() },
+        })?;
         total += c.data().len() as u64;
         found += u64::from(c.predicted);
         digests.extend_from_slice(&c.digest);
@@ -1320,7 +1483,11 @@ fn open_stdin() -> Result<peerpath_io::OpenedFile, JobError> {
     Ok(peerpath_io::OpenedFile { file, path, kind, direct: false, direct_refused: Some("standard input".into()) })
 }
 
-fn store_one(s: &Store, src: &Path, name: Option<&Path>, force: bool, chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>) -> Result<StoredFile, JobError> {
+/// Stores `src` into the store's open transaction (its recipe, its new chunks, appended to
+/// `pack`, and their successors): kept once that commits ([`Batch::commit`]). On an error,
+/// what it appended is the caller's to cut off ([`PackWriter::cut_back`]).
+#[allow(clippy::too_many_arguments)]
+fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, name: Option<&Path>, force: bool, chunker: Chunker, compress: Option<Level>, fallbacks: &mut Vec<String>) -> Result<StoredFile, JobError> {
     let stdin = peerpath_runtime::job::is_std_stream(src);
     let named = name.unwrap_or(src);
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [named.as_os_str().as_bytes()], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
@@ -1328,7 +1495,8 @@ fn store_one(s: &Store, src: &Path, name: Option<&Path>, force: bool, chunker: C
         return Err(JobError::TargetExists { path: PathBuf::from(format!("{} in the store {}", named.display(), s.dir.display())) });
     }
     let unreadable = |e| JobError::SourceUnreadable { path: src.to_path_buf(), source: e };
-    let mut pack = PackWriter::new(s)?;
+    pack.begin_file();
+    let mark = pack.mark();
     let started = std::time::Instant::now();
     // Told from its metadata, not by opening it: a pipe refused is left to its writer.
     // (Standard input is taken for one: the device reads its sources by offset.)
@@ -1353,21 +1521,20 @@ fn store_one(s: &Store, src: &Path, name: Option<&Path>, force: bool, chunker: C
     let mut watched = Watched::new(&opened.file, src)?;
     let (total, digests, cpu, device_pass) = match device {
         None => {
-            let (c, digests) = chunk_on_cpu(opened.file, s, chunker.threads, compress, &mut pack, src)?;
+            let (c, digests) = chunk_on_cpu(opened.file, s, hints, chunker.threads, compress, pack, src)?;
             (c.total, digests, Some(c), None)
         }
-        Some(dev) => match crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), &mut pack) {
+        Some(dev) => match crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), pack) {
             Ok(d) => (d.bytes, d.digests, None, Some(d.pass)),
             Err(why) if chunker.no_fallback => return Err(JobError::Device { detail: format!("{}: {why} (--no-fallback); nothing was added", src.display()) }),
             Err(why) => {
                 // The CPU chunks the whole file again into a fresh run: what the device
                 // appended is cut off first (the pack as it began), so none of it is kept.
                 fallback(fallbacks, format!("{}: the device failed ({why}): chunking the whole file on the host CPU (nothing the device appended is kept)", src.display()));
-                drop(pack);
-                pack = PackWriter::new(s)?;
+                pack.cut_back(mark)?;
                 let reopened = peerpath_io::open_source(src, false).map_err(unreadable)?;
                 watched = Watched::new(&reopened.file, src)?;
-                let (c, digests) = chunk_on_cpu(reopened.file, s, chunker.threads, compress, &mut pack, src)?;
+                let (c, digests) = chunk_on_cpu(reopened.file, s, hints, chunker.threads, compress, pack, src)?;
                 (c.total, digests, Some(c), None)
             }
         },
@@ -1383,33 +1550,36 @@ fn store_one(s: &Store, src: &Path, name: Option<&Path>, force: bool, chunker: C
     if let Some(w) = &watched {
         w.unchanged(src)?;
     }
-    // The data is durable before anything refers to it.
-    pack.file.sync_data().map_err(target_io(&s.pack_path(pack.no)))?;
-    let tx = s.db.unchecked_transaction().map_err(db_error(&s.dir))?;
-    for (digest, c) in &pack.new {
-        tx.execute("INSERT OR IGNORE INTO chunks VALUES (?1, ?2, ?3, ?4, ?5, ?6)", params![&digest[..], c.pack, c.offset as i64, c.len as i64, c.codec, c.size as i64]).map_err(db_error(&s.dir))?;
-    }
-    // Chunked on the host, the chunks' first bytes are known: what followed each
-    // is kept as a hint for later files (the latest file's, where chunks recur).
-    if let Some(c) = &cpu {
-        let mut put = tx.prepare_cached("INSERT OR REPLACE INTO successors VALUES (?1, ?2, ?3, ?4)").map_err(db_error(&s.dir))?;
-        for (d, n) in successors_of(&digests, &c.shapes) {
-            put.execute(params![&d[..], &n.digest[..], n.len as i64, n.after]).map_err(db_error(&s.dir))?;
+    // Into the store's open transaction, committed once the pack's bytes are synced
+    // ([`Batch::commit`]); a savepoint of its own, so that a file whose rows fail half-way
+    // leaves none (the files before it in the batch stay).
+    s.db.execute_batch("SAVEPOINT file").map_err(db_error(&s.dir))?;
+    let rows = (|| {
+        let mut put = s.db.prepare_cached("INSERT OR IGNORE INTO chunks VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+        for (digest, c) in &pack.new {
+            put.execute(params![&digest[..], c.pack, c.offset as i64, c.len as i64, c.codec, c.size as i64])?;
         }
-    }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    tx.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![named.as_os_str().as_bytes(), size as i64, digests, now]).map_err(db_error(&s.dir))?;
-    // Kept before the commit: a commit that reports a failure may still be in SQLite's log and
-    // replayed later, so its chunks stay (the next store cuts them off if it was not).
-    let began = pack.kept();
-    if let Err(e) = tx.commit() {
-        // A full disk: SQLite wrote no commit record, and the transaction is rolled back
-        // (no transaction open now), so nothing refers to the appends: they go, and the
-        // space with them.
-        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) && s.db.is_autocommit() {
-            pack.not_kept(began);
+        // Chunked on the host, the chunks' first bytes are known: what followed each
+        // is kept as a hint for later files (the latest file's, where chunks recur).
+        if let Some(c) = &cpu {
+            let mut put = s.db.prepare_cached("INSERT OR REPLACE INTO successors VALUES (?1, ?2, ?3, ?4)")?;
+            for (d, n) in successors_of(&digests, &c.shapes) {
+                put.execute(params![&d[..], &n.digest[..], n.len as i64, n.after])?;
+            }
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        s.db.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![named.as_os_str().as_bytes(), size as i64, digests, now])?;
+        s.db.execute_batch("RELEASE file")
+    })();
+    if let Err(e) = rows {
+        // (Where SQLite rolled the whole transaction back, a full disk, there is nothing to undo here.)
+        if !s.db.is_autocommit() {
+            let _ = s.db.execute_batch("ROLLBACK TO file; RELEASE file");
         }
         return Err(db_error(&s.dir)(e));
+    }
+    if let Some(c) = &cpu {
+        hints.0.put(successors_of(&digests, &c.shapes));
     }
     let secs = started.elapsed().as_secs_f64();
     // Where the chunks were made (the CPU, where a device failed and it took over).
@@ -1450,6 +1620,10 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     // error says how much); else a temporary file put in place whole.
     let to_stdout = peerpath_runtime::job::is_std_stream(output);
     peerpath_runtime::job::check_new_target(output, force, peerpath_runtime::job::Writes::FileOrStdout)?;
+    // The store keeps no file's mode: a new file gets a new file's (0666 less the umask), and one
+    // replaced (--force) keeps its own mode and owner, as `cp` and the shell's `>` leave it.
+    let replaced = if force { std::fs::symlink_metadata(output).ok() } else { None };
+    let mode = peerpath_io::Inherited { times: None, ..peerpath_io::Inherited::of(replaced.as_ref()) };
     let target = if to_stdout { None } else { Some(peerpath_io::create_temporary(output, false).map_err(target_io(output))?) };
     // Unbuffered, each byte that went out counted: a failed write says exactly how many did.
     let mut stdout = crate::Counted::stdout().map_err(target_io(output))?;
@@ -1472,16 +1646,19 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
             readers.iter_mut().for_each(|(_, buf)| buf.clear());
             let read = map_in_parts(&jobs, &mut readers, |&(d, stored), (packs, buf)| {
                 let start = buf.len();
-                packs.read_into(d, stored.ok_or_else(|| "missing from the index".to_string())?, buf)?;
-                Ok::<_, String>(start..buf.len())
+                packs.read_into(d, stored.ok_or_else(|| ChunkError::Damaged("missing from the index".into()))?, buf)?;
+                Ok::<_, ChunkError>(start..buf.len())
             });
             let parts = read.into_iter().zip(readers.iter()).flat_map(|(ranges, (_, buf))| ranges.into_iter().map(move |r| (r, buf)));
             for (k, (range, buf)) in parts.enumerate() {
                 let i = b * BATCH + k;
                 let written = if to_stdout { format!("{at} bytes had reached standard output before it (they stay there)") } else { "nothing was written".into() };
-                let range = range.map_err(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}; {written}", name.display()) })?;
+                let range = range.map_err(|e| e.into_job(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}", name.display()) }, &written))?;
                 let bytes = &buf[range.clone()];
                 match &target {
+                    // A chunk of zeros is a hole of the new file (as `cp --sparse=auto` and
+                    // `tar -S` leave one): its length is set at the end.
+                    Some(_) if all_zeros(bytes) => {}
                     Some((t, _)) => t.file.write_all_at(bytes, at).map_err(target_io(output))?,
                     None => stdout.write_all(bytes).map_err(|e| JobError::TargetIo { path: output.to_path_buf(), source: stdout.after(e) })?,
                 }
@@ -1492,8 +1669,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
             return Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: its chunks hold {at} bytes, the index says {size}", name.display()) });
         }
         match &target {
-            // The store keeps no file's mode: a new file's (0666 less the umask), as a shell's `>` makes.
-            Some((t, temp)) => peerpath_io::Inherited::default().apply(&t.file).map_err(target_io(output)).and_then(|()| crate::put_in_place(&t.file, temp, output, force)),
+            Some((t, temp)) => t.file.set_len(at).and_then(|()| mode.apply(&t.file)).map_err(target_io(output)).and_then(|()| crate::put_in_place(&t.file, temp, output, force)),
             None => Ok(()),
         }
     })();
@@ -1692,8 +1868,11 @@ fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
         let (at, digest) = r.map_err(db_error(dir))?;
         n += 1;
         chunk.clear();
-        if let Err(why) = packs.read_into(&digest, at, &mut chunk) {
-            bad.push(why);
+        match packs.read_into(&digest, at, &mut chunk) {
+            Err(ChunkError::Damaged(why)) => bad.push(why),
+            // Not the store's fault: said at once, as that (not each chunk of the pack as damaged).
+            Err(ChunkError::Unreadable { path, source }) => return Err(JobError::SourceUnreadable { path, source }),
+            Ok(()) => {}
         }
     }
     let mut q = s.db.prepare("SELECT name, size, chunks FROM files").map_err(db_error(dir))?;
@@ -1803,8 +1982,7 @@ mod tests {
         let src = dir.path().join("src");
         std::fs::write(&src, &data).unwrap();
         let cpu = Store::open(&dir.path().join("cpu"), true, Some((p, Fingerprint::Blake3))).unwrap();
-        let mut none = Vec::new();
-        store_one(&cpu, &src, None, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut none).unwrap();
+        store_files(&cpu, std::slice::from_ref(&src), None, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut Vec::new(), drop).unwrap();
         for no_fallback in [false, true] {
             let s = Store::open(&dir.path().join(format!("dev-{no_fallback}")), true, Some((p, Fingerprint::Blake3))).unwrap();
             let mut faults = peerpath_device::FaultConfig::seeded(3);
@@ -1812,14 +1990,16 @@ mod tests {
             faults.crash_after_submissions = Some(2);
             let mut dev = peerpath_device::FaultyDevice::new(crate::device_job::testing::cpu_device(false, crate::dedup_device::memory_bytes(p)), faults);
             let mut fallbacks = Vec::new();
-            let stored = store_one(&s, &src, None, false, Chunker { device: Some(&mut dev), no_fallback, threads: 2 }, None, &mut fallbacks);
+            let mut files = Vec::new();
+            let stored = store_files(&s, std::slice::from_ref(&src), None, false, Chunker { device: Some(&mut dev), no_fallback, threads: 2 }, None, &mut fallbacks, |f| files.push(f));
             if no_fallback {
-                let e = stored.err().expect("--no-fallback: the store fails").to_string();
+                let e = stored.expect_err("--no-fallback: the store fails").to_string();
                 assert!(e.contains("--no-fallback") && e.contains("nothing was added"), "{e}");
                 assert_eq!(std::fs::metadata(s.pack_path(0)).map_or(0, |m| m.len()), 0, "nothing the device appended is left");
                 continue;
             }
-            let f = stored.unwrap();
+            stored.unwrap();
+            let f = &files[0];
             assert!(fallbacks.iter().any(|w| w.contains("the device failed") && w.contains("chunking the whole file on the host CPU")), "{fallbacks:?}");
             assert_eq!((f.engine, f.device_pass.is_none(), f.bytes), ("cpu", true, data.len() as u64));
             assert!(std::fs::read(s.pack_path(0)).unwrap() == std::fs::read(cpu.pack_path(0)).unwrap(), "the CPU's store, byte for byte");
@@ -1864,8 +2044,11 @@ mod tests {
         let hints = ClosedAtEnd(std::sync::Arc::new(StoredSuccessors::open(&s).unwrap()));
         assert!(hints.0.successor(&[0; 32]).is_none(), "a read through its own connection");
         let lingering = hints.0.clone();
-        store_one(&s, &src, None, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut Vec::new()).unwrap();
-        drop(hints);
+        let mut pack = PackWriter::new(&s).unwrap();
+        let mut batch = Batch { tx: Some(s.db.unchecked_transaction().unwrap()), began: std::time::Instant::now(), files: Vec::new() };
+        batch.files.push(store_one(&s, &mut pack, &hints, &src, None, false, Chunker { device: None, no_fallback: false, threads: 2 }, None, &mut Vec::new()).unwrap());
+        batch.commit(&s, &mut pack, &hints, &mut drop).unwrap();
+        drop((batch, pack, hints));
         assert!(lingering.successor(&[0; 32]).is_none(), "no hint after the close");
         drop(s);
         let wal = std::fs::metadata(st.join("index.sqlite-wal")).map_or(0, |m| m.len());

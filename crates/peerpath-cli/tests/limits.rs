@@ -169,10 +169,18 @@ fn no_thread_for_dedup_store_is_an_error_that_says_so() {
     let test = "no_thread_for_dedup_store_is_an_error_that_says_so";
     let dir = scratch();
     readable_sample(dir.path());
+    // A file of 4 MiB or less is cut and fingerprinted on the reading thread: no thread to start.
     let Some(out) = without_threads(test, dir.path(), &["dedup", "store", "-q", "--store", "st", "text.txt"]) else { return };
     no_panic(&out);
-    // Exit 12 as peerpath-cli's dedup says a chunking error today ("error reading text.txt").
-    let out = out.fails(12, &["cannot start a thread", "thread limit"]);
+    out.ok();
+    // A larger one needs the chunker's threads: an internal error (exit 1) that says what to do,
+    // not "error reading" (exit 12: it was).
+    let big = dir.path().join("big.bin");
+    std::fs::write(&big, mixed_data(8 << 20, 1)).unwrap();
+    std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let Some(out) = without_threads(test, dir.path(), &["dedup", "store", "-q", "--store", "st", "big.bin"]) else { return };
+    no_panic(&out);
+    let out = out.fails(1, &["cannot start a thread", "thread limit", "give fewer threads (-T)"]);
     assert_eq!(temporaries(dir.path()), Vec::<String>::new(), "nothing left behind:\n{}", out.describe());
 }
 

@@ -23,15 +23,16 @@ impl Default for ChunkParams {
 }
 
 impl ChunkParams {
-    /// Checks the sizes against what FastCDC takes (min 64 B-1 MiB, avg 256 B-4 MiB, max 1 KiB-16 MiB, min <= avg <= max).
+    /// Checks the sizes against what FastCDC takes (min 64 B-1 MiB, avg 256 B-4 MiB, max 1 KiB-16 MiB, min <= avg <= max,
+    /// each even: the crate asserts that in debug builds and cuts outside its contract without).
     pub fn new(min: usize, avg: usize, max: usize) -> Result<ChunkParams, String> {
         use fastcdc::v2020::{AVERAGE_MAX, AVERAGE_MIN, MAXIMUM_MAX, MAXIMUM_MIN, MINIMUM_MAX, MINIMUM_MIN};
         let ok = (MINIMUM_MIN..=MINIMUM_MAX).contains(&min) && (AVERAGE_MIN..=AVERAGE_MAX).contains(&avg) && (MAXIMUM_MIN..=MAXIMUM_MAX).contains(&max) && min <= avg && avg <= max;
-        if ok {
+        if ok && [min, avg, max].iter().all(|n| n % 2 == 0) {
             Ok(ChunkParams { min, avg, max })
         } else {
             Err(format!(
-                "chunk sizes min {min}, avg {avg}, max {max}: need {MINIMUM_MIN} <= min <= {MINIMUM_MAX}, {AVERAGE_MIN} <= avg <= {AVERAGE_MAX}, {MAXIMUM_MIN} <= max <= {MAXIMUM_MAX}, min <= avg <= max"
+                "chunk sizes min {min}, avg {avg}, max {max}: need {MINIMUM_MIN} <= min <= {MINIMUM_MAX}, {AVERAGE_MIN} <= avg <= {AVERAGE_MAX}, {MAXIMUM_MIN} <= max <= {MAXIMUM_MAX}, min <= avg <= max, each even"
             ))
         }
     }
@@ -202,19 +203,70 @@ impl Successors for Learned {
 /// one on its way to the caller, the caller's. Threads are capped so that
 /// each has at least 1 MiB and 4 of the largest chunks
 /// ([`cutting_threads`]). A source that is neither a regular file nor a
-/// block device (a pipe) is read in order.
+/// block device (a pipe) is read in order. A regular file of one segment
+/// or less is read and cut on the calling thread: no thread is started
+/// for it (a store of many small files spent most of its time starting
+/// threads and handing each file between them).
+///
+/// A thread that cannot start (the thread limit) ends the chunks with an
+/// error holding a [`CannotStartThread`] (`std::io::Error::get_ref`), not one
+/// of reading the source.
 pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, threads: usize, hints: Option<std::sync::Arc<dyn Successors>>) -> impl Iterator<Item = std::io::Result<Chunk>> {
-    use std::sync::{mpsc, Arc, Mutex};
     let threads = cutting_threads(p, threads);
     let seg = segment_len(p, threads);
+    let learned = std::sync::Arc::new(Learned { caller: hints, seen: std::sync::Mutex::default() });
+    let (mut block, mut failed, mut rx) = match cut_small(&file, p, fp, seg, &learned) {
+        Some(Ok(chunks)) => (chunks.into_iter(), None, None),
+        Some(Err(e)) => (Vec::new().into_iter(), Some(e), None),
+        None => {
+            let (rx, failed) = start_cutting(file, p, fp, threads, seg, learned);
+            (Vec::new().into_iter(), failed, Some(rx))
+        }
+    };
+    std::iter::from_fn(move || loop {
+        if let Some(c) = block.next() {
+            return Some(Ok(c));
+        }
+        if let Some(e) = failed.take() {
+            rx = None;
+            return Some(Err(e));
+        }
+        match rx.as_ref()?.recv().ok()? {
+            Ok(v) => block = v.into_iter(),
+            Err(e) => {
+                rx = None;
+                return Some(Err(e));
+            }
+        }
+    })
+}
+
+/// The chunks of `file` where it is a regular file of at most `seg` bytes, read and cut on this
+/// thread (`None` otherwise: a larger file, one that grew as it was read, a pipe).
+fn cut_small(file: &std::fs::File, p: ChunkParams, fp: Fingerprint, seg: usize, hints: &Learned) -> Option<std::io::Result<Vec<Chunk>>> {
+    let len = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()).filter(|&l| l <= seg as u64)?;
+    // A byte more than its size: a file that grew meanwhile is read as a large one.
+    let mut buf = vec![0u8; len as usize + 1];
+    let n = match read_block(file, true, 0, &mut buf, len as usize + 1) {
+        Ok(n) if n as u64 > len => return None,
+        Ok(n) => n,
+        Err(e) => return Some(Err(e)),
+    };
+    buf.truncate(n);
+    let (cuts, _) = cut_block_from(&buf, 0, 0, p, fp, true, 1, seg, Some(hints));
+    let block = std::sync::Arc::new(buf);
+    Some(Ok(cuts.into_iter().map(|(o, l, digest, predicted)| Chunk { offset: o as u64, digest, predicted, block: block.clone(), range: o..o + l }).collect()))
+}
+
+/// [`chunks_parallel`]'s threads, started: what they cut, a block's chunks at a time, and why a
+/// thread could not start (those started before it see their channels close and end).
+fn start_cutting(file: std::fs::File, p: ChunkParams, fp: Fingerprint, threads: usize, seg: usize, learned: std::sync::Arc<Learned>) -> (std::sync::mpsc::Receiver<std::io::Result<Vec<Chunk>>>, Option<std::io::Error>) {
+    use std::sync::{mpsc, Arc, Mutex};
     let (head, block) = (p.max, threads * seg);
     // Blocks whose chunks have all been dropped are read into again.
     let spent: Arc<Mutex<Vec<Arc<Vec<u8>>>>> = Arc::default();
     let (read_tx, read_rx) = mpsc::sync_channel::<std::io::Result<ReadBlock>>(0);
     let reuse = spent.clone();
-    let learned = Arc::new(Learned { caller: hints, seen: Mutex::default() });
-    // A thread that cannot start (the thread limit) ends the chunks with that error: the
-    // threads started before it see their channels close and end.
     let mut failed = None;
     let read = std::thread::Builder::new()
         .name("peerpath-cdc-read".into())
@@ -324,29 +376,14 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
             })
             .err();
     }
-    let mut failed = failed.map(|e| cannot_start_thread(&e));
-    let mut block = Vec::new().into_iter();
-    let mut ended = false;
-    std::iter::from_fn(move || loop {
-        if let Some(c) = block.next() {
-            return Some(Ok(c));
-        }
-        if let Some(e) = failed.take() {
-            ended = true;
-            return Some(Err(e));
-        }
-        if ended {
-            return None;
-        }
-        match rx.recv().ok()? {
-            Ok(v) => block = v.into_iter(),
-            Err(e) => {
-                ended = true;
-                return Some(Err(e));
-            }
-        }
-    })
+    (rx, failed.map(|e| cannot_start_thread(&e)))
 }
+
+/// Why [`chunks_parallel`] could not go on: a thread it needs could not start (not an error of
+/// reading the source).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CannotStartThread(String);
 
 /// A thread that could not start, said as such: EAGAIN is the process's or
 /// the user's thread limit (`ulimit -u`, a cgroup's `pids.max`), or no memory
@@ -354,7 +391,7 @@ pub fn chunks_parallel(file: std::fs::File, p: ChunkParams, fp: Fingerprint, thr
 fn cannot_start_thread(e: &std::io::Error) -> std::io::Error {
     // EAGAIN, as the standard library names it.
     let hint = if e.kind() == std::io::ErrorKind::WouldBlock { " (the process or user thread limit, or no memory for its stack?)" } else { "" };
-    std::io::Error::new(e.kind(), format!("cannot start a thread: {e}{hint}"))
+    std::io::Error::new(e.kind(), CannotStartThread(format!("cannot start a thread: {e}{hint}")))
 }
 
 /// A block as read: `buf[start..start + len]` are its bytes, of which
@@ -414,14 +451,14 @@ fn read_block(file: &std::fs::File, positional: bool, at: u64, buf: &mut [u8], s
     if !positional {
         return fill(buf, |b, _| (&*file).read(b));
     }
-    // A part whose thread cannot start fails the block (with that), once the others are read.
+    // The first part is read on this thread, the others on a thread each. A part whose thread
+    // cannot start fails the block (with that), once the others are read.
     let got: Vec<std::io::Result<usize>> = std::thread::scope(|s| {
-        let parts: Vec<_> = buf
-            .chunks_mut(seg)
-            .enumerate()
-            .map(|(k, part)| std::thread::Builder::new().name("peerpath-cdc-pread".into()).spawn_scoped(s, move || fill(part, |b, off| file.read_at(b, at + (k * seg) as u64 + off))))
-            .collect();
-        parts.into_iter().map(|h| h.map_err(|e| cannot_start_thread(&e)).and_then(|h| h.join().expect("a reading thread does not panic"))).collect()
+        let mut parts = buf.chunks_mut(seg).enumerate().map(|(k, part)| (at + (k * seg) as u64, part));
+        let first = parts.next();
+        let others: Vec<_> = parts.map(|(from, part)| std::thread::Builder::new().name("peerpath-cdc-pread".into()).spawn_scoped(s, move || fill(part, |b, off| file.read_at(b, from + off)))).collect();
+        let first = first.map(|(from, part)| fill(part, |b, off| file.read_at(b, from + off)));
+        first.into_iter().chain(others.into_iter().map(|h| h.map_err(|e| cannot_start_thread(&e)).and_then(|h| h.join().expect("a reading thread does not panic")))).collect()
     });
     let mut total = 0;
     for n in got {
@@ -681,6 +718,16 @@ pub fn cut_points(data: &[u8], p: ChunkParams, at_end: bool) -> Vec<(usize, usiz
 mod tests {
     use super::*;
     use crate::sample::protein_like as data;
+
+    #[test]
+    fn chunk_sizes_must_be_even_as_fastcdc_requires() {
+        // fuzz/regressions/dedup_chunks/odd-min-size: an odd size panicked in debug builds.
+        for (min, avg, max) in [(65, 1024, 4096), (64, 1025, 4096), (64, 1024, 4097)] {
+            let e = ChunkParams::new(min, avg, max).unwrap_err();
+            assert!(e.contains("each even"), "{e}");
+        }
+        assert!(ChunkParams::new(66, 1026, 4098).is_ok());
+    }
 
     #[test]
     fn chunks_cover_the_stream_within_their_bounds() {
