@@ -11,46 +11,50 @@ use std::process::ExitCode;
 pub struct GpuArgs {
     #[command(subcommand)]
     command: GpuCommand,
+    /// The probe's options: global, so they are taken on either side of `probe`
+    /// (`gpu --json probe` was refused).
+    #[command(flatten)]
+    probe: ProbeArgs,
 }
 
 #[derive(Subcommand)]
 enum GpuCommand {
     /// Open the GPU, load nvCOMP, compress a sample in GPU memory and check every member on the CPU.
-    Probe(ProbeArgs),
+    Probe,
 }
 
-#[derive(Args)]
+#[derive(Args, Debug, PartialEq)]
 struct ProbeArgs {
     /// The data to compress (its first --bytes); default: a generated protein-like text.
-    #[arg(long)]
+    #[arg(long, global = true)]
     input: Option<PathBuf>,
     /// Bytes to compress (K, M, G suffixes).
-    #[arg(long, default_value = "64M", value_parser = crate::parse_size)]
+    #[arg(long, global = true, default_value = "64M", value_parser = crate::parse_size)]
     bytes: usize,
     /// Bytes per member (chunk).
-    #[arg(long, default_value = "1M", value_parser = crate::parse_size)]
+    #[arg(long, global = true, default_value = "1M", value_parser = crate::parse_size)]
     chunk: usize,
     /// nvCOMP gzip algorithms to run (0 fastest .. 5 best ratio), comma-separated.
-    #[arg(long, default_value = "0,1,2", value_delimiter = ',')]
+    #[arg(long, global = true, default_value = "0,1,2", value_delimiter = ',')]
     algorithm: Vec<i32>,
     /// Timed runs of each algorithm (the best is reported).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, global = true, default_value_t = 3)]
     repeat: usize,
     /// nvCOMP's library (default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel).
-    #[arg(long)]
+    #[arg(long, global = true)]
     nvcomp: Option<PathBuf>,
     /// cuFile's library, to ask whether storage reaches GPU memory directly (default: $PEERPATH_CUFILE, the loader's path, /usr/local/cuda*/lib64).
-    #[arg(long)]
+    #[arg(long, global = true)]
     cufile: Option<PathBuf>,
     /// Also measure copies between GPU memory and files in DIR (on tmpfs: /dev/shm) mapped and
     /// registered with CUDA, the source read-only: whether a job in memory could skip the host's copies.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR")]
     mapped_at: Option<PathBuf>,
     /// Which GPU.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, global = true, default_value_t = 0)]
     device: usize,
     /// Print the report as JSON.
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
 }
 
@@ -58,7 +62,8 @@ struct ProbeArgs {
 const UNAVAILABLE: u8 = 15;
 
 pub fn main(a: GpuArgs) -> ExitCode {
-    let GpuCommand::Probe(p) = a.command;
+    let GpuCommand::Probe = a.command;
+    let p = a.probe;
     if p.chunk == 0 || p.bytes == 0 {
         eprintln!("peerpath: error: --bytes and --chunk must be at least 1");
         return ExitCode::from(2);
@@ -153,4 +158,42 @@ fn read_prefix(path: &std::path::Path, bytes: usize) -> std::io::Result<Vec<u8>>
         return Err(std::io::Error::other("it is empty"));
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: GpuArgs,
+    }
+
+    fn probe(args: &[&str]) -> Result<ProbeArgs, clap::Error> {
+        T::try_parse_from(std::iter::once("gpu").chain(args.iter().copied())).map(|t| t.a.probe)
+    }
+
+    /// The options are taken on either side of `probe`, as every command takes its options
+    /// anywhere among its arguments (`gpu --json probe` was "unexpected argument '--json'").
+    #[test]
+    fn options_are_taken_before_and_after_probe() {
+        let after = probe(&["probe", "--json", "--bytes", "4M", "--algorithm", "1,2", "--device", "1", "--input", "x.fa"]).unwrap();
+        assert!(after.json && after.bytes == 4 << 20 && after.algorithm == [1, 2] && after.device == 1, "{after:?}");
+        for order in [
+            &["--json", "--bytes", "4M", "--algorithm", "1,2", "--device", "1", "--input", "x.fa", "probe"][..],
+            &["--json", "--bytes", "4M", "probe", "--algorithm", "1,2", "--device", "1", "--input", "x.fa"],
+            &["--device", "1", "probe", "--input", "x.fa", "--algorithm", "1,2", "--bytes", "4M", "--json"],
+        ] {
+            assert_eq!(probe(order).unwrap(), after, "{order:?}");
+        }
+        // Defaults where nothing is given, on either side.
+        let plain = probe(&["probe"]).unwrap();
+        assert_eq!((plain.bytes, plain.chunk, plain.algorithm.as_slice(), plain.repeat, plain.json), (64 << 20, 1 << 20, &[0, 1, 2][..], 3, false));
+        assert_eq!(probe(&["--repeat", "1", "probe"]).unwrap(), ProbeArgs { repeat: 1, ..plain });
+        // Still one subcommand, and nothing but its options.
+        assert!(probe(&["--json"]).is_err(), "gpu needs `probe`");
+        assert!(probe(&["probe", "extra"]).is_err());
+    }
 }

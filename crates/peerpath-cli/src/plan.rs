@@ -30,8 +30,8 @@ pub struct PlanArgs {
     /// peer-to-peer), a list (`csp0,csp1`; a GPU as `gpu0` or by PCI address: named, it takes
     /// streams, staged through pinned host memory unless P2P works), or `cpu` (the host only).
     /// The host CPU is always available.
-    #[arg(long, default_value = "auto", value_name = "csp0,gpu0|auto")]
-    devices: String,
+    #[arg(long, default_value = "auto", value_name = "csp0,gpu0|auto", value_parser = DeviceSelection::parse)]
+    devices: DeviceSelection,
     /// Print the plan as JSON (every decision and its reasons included).
     #[arg(long)]
     json: bool,
@@ -47,7 +47,7 @@ fn render(a: &PlanArgs) -> Result<String, TopoError> {
         None => Topology::from_sysfs(&a.sysfs)?,
     };
     let request = PlanRequest::new(a.sources.iter().cloned(), a.targets.iter().cloned())
-        .with_devices(DeviceSelection::parse(&a.devices));
+        .with_devices(a.devices.clone());
     let plan = peerpath_topo::plan(&topo, &request)?;
     if a.json {
         let mut s = crate::jsonout::stamped_text("plan", &plan.to_json_string()?);

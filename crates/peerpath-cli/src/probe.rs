@@ -23,7 +23,7 @@
 use clap::Args;
 use peerpath_io::{IoEngine, IoOp, SyncEngine, UringEngine, Waker};
 use peerpath_mem::{MappedRegion, RegionAllocator, RegionBuf, RegionError};
-use peerpath_topo::{Bdf, Topology};
+use peerpath_topo::{Bdf, PciDevice, TopoError, Topology};
 use serde_json::{json, Value};
 use std::fs::OpenOptions;
 use std::io::{self, Read, Seek};
@@ -42,8 +42,9 @@ const PROBE_BYTES: usize = 4096;
 
 #[derive(Args)]
 pub struct ProbeArgs {
-    /// Probe only this provider (a PCI address, e.g. 0000:03:00.0).
-    #[arg(long, value_name = "BDF", conflicts_with = "all")]
+    /// Probe only this provider: a PCI address (0000:03:00.0), an NVMe controller (nvme0,
+    /// /dev/nvme0) or a block device on one (nvme0n1, /dev/nvme0n1).
+    #[arg(long, value_name = "DEVICE", conflicts_with = "all")]
     device: Option<String>,
     /// Probe every provider (the default when --device is not given).
     #[arg(long)]
@@ -120,17 +121,19 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
         }
     }
     let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, e.to_string()))?;
-    let providers: Vec<&peerpath_topo::PciDevice> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).collect();
+    let providers: Vec<&PciDevice> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).collect();
 
-    let chosen: Vec<&peerpath_topo::PciDevice> = match &a.device {
+    let chosen: Vec<&PciDevice> = match &a.device {
         Some(name) => {
-            let bdf: Bdf = name.parse().map_err(|e| (2, format!("--device {name}: {e}")))?;
-            let dev = topo.device(bdf).ok_or_else(|| (EXIT_TOPOLOGY, format!("--device {bdf}: no such PCI function under {}", a.sysfs.display())))?;
+            let dev = match named_function(&topo, &a.sysfs, name)? {
+                Ok(dev) => dev,
+                Err(no_pci) => return finish(a, &topo, &[], Some(no_pci)),
+            };
             if dev.p2pmem.is_none() {
                 let msg = format!(
                     "{} is not a P2P memory provider: {} has no p2pmem/ directory (no driver registered P2P memory for it; nvme does so only for a CMB, on a kernel with CONFIG_PCI_P2PDMA). Providers here: {}",
                     dev.display_name(),
-                    device_dir(&a.sysfs, bdf).display(),
+                    device_dir(&a.sysfs, dev.bdf).display(),
                     if providers.is_empty() { "none".to_string() } else { providers.iter().map(|p| p.bdf.to_string()).collect::<Vec<_>>().join(", ") }
                 );
                 return finish(a, &topo, &[], Some(msg));
@@ -144,6 +147,47 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
     }
     let probes: Vec<ProviderProbe> = chosen.iter().map(|d| probe_provider(a, &topo, d)).collect();
     finish(a, &topo, &probes, None)
+}
+
+/// The PCI function `--device` names: a PCI address, or a drive as a user names it, an NVMe
+/// controller (`nvme0`, `/dev/nvme0`) or a block device (`nvme0n1`, `/dev/nvme0n1`, a
+/// partition), found through the sysfs tree read (`class/nvme/<name>/device`, `class/block/
+/// <name>`), or a firmware label. `Ok(Err(why))`: the name is there but on no PCI function
+/// (a fabrics controller), so it has no P2P memory to probe.
+fn named_function<'t>(topo: &'t Topology, sysfs: &Path, name: &str) -> Result<Result<&'t PciDevice, String>, (u8, String)> {
+    // Only an address has a colon: a malformed one is the user's to fix.
+    if name.contains(':') {
+        let bdf: Bdf = name.parse().map_err(|e| (2, format!("--device {name}: {e}")))?;
+        return topo.device(bdf).map(Ok).ok_or_else(|| (EXIT_TOPOLOGY, format!("--device {bdf}: no such PCI function under {}", sysfs.display())));
+    }
+    if name.trim().is_empty() {
+        return Err((2, "--device names nothing: give a PCI address (0000:03:00.0), an NVMe controller (nvme0) or a block device (nvme0n1)".to_string()));
+    }
+    let endpoint = topo.resolve(name).map_err(|e| match e {
+        TopoError::UnknownDevice { .. } => (
+            EXIT_TOPOLOGY,
+            format!(
+                "--device {name}: no NVMe controller ({}), block device ({}) or PCI function labelled {:?} there; give a PCI address (0000:03:00.0), an NVMe controller (nvme0) or a block device (nvme0n1)",
+                sysfs.join("class/nvme").display(),
+                sysfs.join("class/block").display(),
+                name.strip_prefix("/dev/").unwrap_or(name)
+            ),
+        ),
+        e => (EXIT_TOPOLOGY, format!("--device {name}: {e}")),
+    })?;
+    let functions: Vec<&PciDevice> = endpoint.pci.iter().filter_map(|b| topo.device(*b)).collect();
+    match functions.as_slice() {
+        [one] => Ok(Ok(one)),
+        [] => Ok(Err(format!("--device {name} is on no PCI function (not a PCIe drive), so there is no P2P memory of its to probe"))),
+        many => Err((
+            2,
+            format!(
+                "--device {name} is on {} PCI functions ({}): name the one to probe",
+                many.len(),
+                many.iter().map(|d| d.bdf.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        )),
+    }
 }
 
 fn device_dir(sysfs: &Path, bdf: Bdf) -> PathBuf {
@@ -292,7 +336,7 @@ fn kernel_p2pdma_config() -> Option<(String, String)> {
     Some((find(&String::from_utf8_lossy(&text)), "/proc/config.gz".to_string()))
 }
 
-fn probe_provider(a: &ProbeArgs, topo: &Topology, dev: &peerpath_topo::PciDevice) -> ProviderProbe {
+fn probe_provider(a: &ProbeArgs, topo: &Topology, dev: &PciDevice) -> ProviderProbe {
     let p = dev.p2pmem.expect("only providers are probed");
     let mut probe = ProviderProbe {
         device: dev.bdf,

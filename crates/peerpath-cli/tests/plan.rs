@@ -76,6 +76,23 @@ fn topology_errors_exit_13_usage_errors_exit_2() {
     assert!(text(&out.stderr).contains("/nonexistent.toml"), "{}", text(&out.stderr));
 }
 
+/// `--devices ""` planned the CPU alone, as `cpu` does, without a word: a usage error now,
+/// saying what the option takes; `cpu` still plans the CPU.
+#[test]
+fn an_empty_device_list_is_a_usage_error_saying_what_devices_takes() {
+    let sys = fixture("fpga-cascade/sys");
+    for devices in ["", " ", ",", " , "] {
+        let out = plan(&["--sysfs", sys.to_str().unwrap(), "--source", "ssd0", "--target", "ssd1", "--devices", devices]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--devices {devices:?}: {stderr}");
+        assert!(stderr.contains("--devices") && stderr.contains("it names no device") && stderr.contains("`auto`, `cpu`"), "{stderr}");
+        assert!(out.stdout.is_empty(), "no plan: {}", text(&out.stdout));
+    }
+    let out = plan(&["--sysfs", sys.to_str().unwrap(), "--source", "ssd0", "--target", "ssd1", "--devices", "cpu"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("1 on the host CPU"), "{}", text(&out.stdout));
+}
+
 /// `topo --explain ... --json` carries each reason's words and its remedy,
 /// so a script can tell a user what to change (here: the kernel parameter
 /// that clears ACS redirect on the bridge above ssd2).

@@ -139,9 +139,48 @@ fn fixture_probe_errors_are_reasons() {
 }
 
 #[test]
-fn unknown_device_argument_is_a_usage_error() {
-    let out = run(&mut pp(["probe", "--device", "not-a-bdf"]));
+fn malformed_device_argument_is_a_usage_error() {
+    let out = run(&mut pp(["probe", "--device", "0000:zz:00.0"]));
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("not a PCI address"), "{}", out.stderr);
+    let out = run(&mut pp(["probe", "--device", ""]));
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
     let out = run(&mut pp(["probe", "--device", "0000:00:00.0", "--all"]));
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
+}
+
+/// `--device` takes a drive as a user names it, not only its PCI address: the controller or
+/// a block device on it, with or without /dev/, found through the sysfs tree (it was "is not
+/// a PCI address", exit 2). A name that is not there says where it was looked for (13); one on
+/// several functions (md0, a multipath head) asks for one of them (2).
+#[test]
+fn device_may_be_a_controller_or_block_device_found_through_sysfs() {
+    let dir = scratch();
+    let sys = dir.path().join("sys");
+    peerpath_topo::fixture::intel_switch_acs().write(&sys).unwrap();
+    // nvme0 is the CSP at 0000:03:00.0, the provider.
+    for name in ["nvme0", "/dev/nvme0", "nvme0n1", "/dev/nvme0n1", "csp0", "03:00.0"] {
+        let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", name, "--json"]));
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        let v = out.json();
+        assert_eq!(v["providers"][0]["device"], "0000:03:00.0", "--device {name}: {v}");
+        assert_eq!(v["providers"].as_array().map(Vec::len), Some(1), "{v}");
+    }
+    // nvme1n1 is on ssd0 (0000:04:00.0), which has no P2P memory.
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", "/dev/nvme1n1"]));
+    assert_eq!(out.code(), Some(14), "{}", out.stderr);
+    assert!(out.stdout_str().contains("ssd0 (0000:04:00.0) is not a P2P memory provider"), "{}", out.stdout_str());
+    // Not there: exit 13, saying where it was looked for.
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", "/dev/nvme9n1"]));
+    assert_eq!(out.code(), Some(13), "{}", out.stderr);
+    assert!(out.stderr.contains("--device /dev/nvme9n1") && out.stderr.contains(&format!("{}", sys.join("class/block").display())), "{}", out.stderr);
+    // On two functions: which one?
+    let dir = scratch();
+    let sys = dir.path().join("sys");
+    peerpath_topo::fixture::iommu_multipath().write(&sys).unwrap();
+    for name in ["md0", "nvme3n1"] {
+        let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", name]));
+        assert_eq!(out.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(&format!("--device {name} is on 2 PCI functions")), "{}", out.stderr);
+    }
 }

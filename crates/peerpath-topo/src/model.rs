@@ -47,7 +47,8 @@ pub struct Topology {
     pub numa_nodes: Vec<NumaNode>,
     #[serde(default, rename = "host_bridge", skip_serializing_if = "Vec::is_empty")]
     pub host_bridges: Vec<HostBridge>,
-    /// Every PCI function, sorted by address.
+    /// Every PCI function, sorted by address ([`Topology::normalize`] sorts them; lookups by
+    /// address rely on it).
     #[serde(default, rename = "device", skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<PciDevice>,
     #[serde(default, rename = "nvme", skip_serializing_if = "Vec::is_empty")]
@@ -427,6 +428,8 @@ pub struct LinkSpeed {
 
 impl LinkSpeed {
     pub const UNKNOWN: LinkSpeed = LinkSpeed { mt_per_s: None };
+    /// The rates PCIe signals at, in MT/s per lane: generations 1 to 7.
+    pub const PCIE_RATES_MT: [u32; 7] = [2500, 5000, 8000, 16000, 32000, 64000, 128000];
 
     pub fn from_gts(gts: f64) -> LinkSpeed {
         LinkSpeed {
@@ -452,26 +455,19 @@ impl LinkSpeed {
         Some(LinkSpeed::from_gts(v))
     }
 
-    /// PCIe generation (1..6) for the standard rates.
+    /// PCIe generation (1..7) for the standard rates.
     pub fn generation(&self) -> Option<u8> {
-        match self.mt_per_s? {
-            2500 => Some(1),
-            5000 => Some(2),
-            8000 => Some(3),
-            16000 => Some(4),
-            32000 => Some(5),
-            64000 => Some(6),
-            _ => None,
-        }
+        let mt = self.mt_per_s?;
+        Self::PCIE_RATES_MT.iter().position(|&r| r == mt).map(|i| i as u8 + 1)
     }
 
     /// Usable bytes per second per lane and direction after line encoding
-    /// (8b/10b for Gen1/2, 128b/130b for Gen3-5, 242/256 FLIT for Gen6); no protocol overhead.
+    /// (8b/10b for Gen1/2, 128b/130b for Gen3-5, 242/256 FLIT for Gen6/7); no protocol overhead.
     pub fn lane_bytes_per_s(&self) -> Option<f64> {
         let mt = self.mt_per_s? as f64 * 1e6;
         let eff = match self.generation() {
             Some(1) | Some(2) => 0.8,
-            Some(6) => 242.0 / 256.0,
+            Some(6) | Some(7) => 242.0 / 256.0,
             _ => 128.0 / 130.0,
         };
         Some(mt * eff / 8.0)
@@ -482,7 +478,13 @@ impl fmt::Display for LinkSpeed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.mt_per_s {
             None => f.write_str("unknown"),
-            Some(mt) => write!(f, "{}.{} GT/s", mt / 1000, (mt % 1000) / 100),
+            // Every digit the MT/s count holds ("2.5", "8.0", "2.52"): a topology file's speed
+            // reads back as the same speed (tenths only turned 2.52 GT/s into 2.5).
+            Some(mt) => {
+                let frac = format!("{:03}", mt % 1000);
+                let frac = frac.trim_end_matches('0');
+                write!(f, "{}.{} GT/s", mt / 1000, if frac.is_empty() { "0" } else { frac })
+            }
         }
     }
 }
@@ -513,6 +515,9 @@ pub struct Link {
 }
 
 impl Link {
+    /// The lane counts a PCIe link trains at.
+    pub const PCIE_WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
+
     pub fn new(speed_gts: f64, width: u8) -> Link {
         Link {
             current_speed: LinkSpeed::from_gts(speed_gts),
@@ -800,9 +805,9 @@ impl Topology {
         }
     }
 
-    /// The function at `bdf`.
+    /// The function at `bdf` (a binary search: `devices` is sorted by address).
     pub fn device(&self, bdf: Bdf) -> Option<&PciDevice> {
-        self.devices.iter().find(|d| d.bdf == bdf)
+        self.devices.binary_search_by_key(&bdf, |d| d.bdf).ok().map(|i| &self.devices[i])
     }
 
     /// `bdf` and then each upstream bridge up to the root bus (the kernel's
@@ -831,15 +836,16 @@ impl Topology {
         chain.last().copied().unwrap_or(bdf).root_bus_name()
     }
 
-    /// The devices on the root bus of host bridge `name`, by devfn.
+    /// The devices on the root bus of host bridge `name`, by devfn: those of its bus number
+    /// (a run of `devices`, which is sorted by address) that sit on no bridge.
     pub fn root_bus_devices(&self, name: &str) -> Vec<&PciDevice> {
-        let mut v: Vec<&PciDevice> = self
-            .devices
+        let Some((domain, bus)) = crate::bdf::parse_root_bus_name(name) else { return Vec::new() };
+        let start = self.devices.partition_point(|d| (d.bdf.domain, d.bdf.bus) < (domain, bus));
+        self.devices[start..]
             .iter()
-            .filter(|d| d.upstream.is_none() && d.bdf.root_bus_name() == name)
-            .collect();
-        v.sort_by_key(|d| d.bdf.devfn());
-        v
+            .take_while(|d| (d.bdf.domain, d.bdf.bus) == (domain, bus))
+            .filter(|d| d.upstream.is_none())
+            .collect()
     }
 
     /// The device the kernel compares with the allow-list for host bridge `name`
@@ -873,17 +879,20 @@ impl Topology {
     /// (unknown) on one of several NUMA nodes whose CPUs give no package.
     pub fn socket_count(&self) -> Option<u32> {
         let of_nodes: HashSet<u32> = self.numa_nodes.iter().filter_map(|n| n.socket).collect();
-        let nodes: HashSet<u32> = self
-            .numa_nodes
-            .iter()
-            .map(|n| n.id)
-            .chain(self.devices.iter().filter_map(|d| d.numa_node))
-            .chain(self.host_bridges.iter().filter_map(|h| h.numa_node))
-            .collect();
+        // Every function's node is looked at only where nothing else says (a verdict asks
+        // this for every pair of a matrix).
+        let nodes = || -> HashSet<u32> {
+            self.numa_nodes
+                .iter()
+                .map(|n| n.id)
+                .chain(self.devices.iter().filter_map(|d| d.numa_node))
+                .chain(self.host_bridges.iter().filter_map(|h| h.numa_node))
+                .collect()
+        };
         match self.cpu.sockets {
             Some(s) => Some(s.max(of_nodes.len() as u32).max(1)),
             None if !self.numa_nodes.is_empty() && self.numa_nodes.iter().all(|n| n.socket.is_some()) => Some(of_nodes.len() as u32),
-            None if nodes.len() <= 1 => Some(1),
+            None if nodes().len() <= 1 => Some(1),
             None => None,
         }
     }
@@ -939,17 +948,6 @@ impl Topology {
     /// The NVMe controller on PCI function `bdf`.
     pub fn nvme_for_pci(&self, bdf: Bdf) -> Option<&NvmeController> {
         self.nvme_controllers.iter().find(|c| c.pci == Some(bdf))
-    }
-
-    /// The children of `bdf` (devices whose upstream is `bdf`), by address.
-    pub fn children(&self, bdf: Option<Bdf>, host_bridge: &str) -> Vec<&PciDevice> {
-        self.devices
-            .iter()
-            .filter(|d| match bdf {
-                Some(b) => d.upstream == Some(b),
-                None => d.upstream.is_none() && d.bdf.root_bus_name() == host_bridge,
-            })
-            .collect()
     }
 
     /// Endpoints worth a row in a P2P matrix: NVMe SSDs, CSPs, GPUs, NICs, other storage

@@ -68,18 +68,23 @@ pub enum DeviceSelection {
 
 impl DeviceSelection {
     /// Parses the CLI form: `auto`, or a comma-separated list (`csp0,csp1`); `cpu` (the host,
-    /// always available) is accepted and dropped, so `cpu` alone plans the CPU path.
-    pub fn parse(s: &str) -> DeviceSelection {
+    /// always available) is accepted and dropped, so `cpu` alone plans the CPU path. A list
+    /// that names nothing (`""`, `,`) is refused: it meant the CPU alone, said nowhere.
+    pub fn parse(s: &str) -> std::result::Result<DeviceSelection, String> {
         if s.trim().eq_ignore_ascii_case("auto") {
-            return DeviceSelection::Auto;
+            return Ok(DeviceSelection::Auto);
         }
-        DeviceSelection::Named(
-            s.split(',')
-                .map(str::trim)
-                .filter(|n| !n.is_empty() && !n.eq_ignore_ascii_case("cpu") && !n.eq_ignore_ascii_case("host"))
+        let names: Vec<&str> = s.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+        if names.is_empty() {
+            return Err("it names no device: give `auto`, `cpu` (the host only) or device names separated by commas (csp0,gpu0)".to_string());
+        }
+        Ok(DeviceSelection::Named(
+            names
+                .into_iter()
+                .filter(|n| !n.eq_ignore_ascii_case("cpu") && !n.eq_ignore_ascii_case("host"))
                 .map(String::from)
                 .collect(),
-        )
+        ))
     }
 }
 
@@ -1695,13 +1700,16 @@ mod tests {
 
     #[test]
     fn device_selection_parses() {
-        assert_eq!(DeviceSelection::parse("auto"), DeviceSelection::Auto);
-        assert_eq!(DeviceSelection::parse(" AUTO "), DeviceSelection::Auto);
+        assert_eq!(DeviceSelection::parse("auto"), Ok(DeviceSelection::Auto));
+        assert_eq!(DeviceSelection::parse(" AUTO "), Ok(DeviceSelection::Auto));
         assert_eq!(
             DeviceSelection::parse("csp0, csp1,,cpu"),
-            DeviceSelection::Named(vec!["csp0".into(), "csp1".into()])
+            Ok(DeviceSelection::Named(vec!["csp0".into(), "csp1".into()]))
         );
-        assert_eq!(DeviceSelection::parse("cpu"), DeviceSelection::Named(vec![]));
+        assert_eq!(DeviceSelection::parse("cpu"), Ok(DeviceSelection::Named(vec![])));
+        for nothing in ["", " ", ",", " , "] {
+            assert!(DeviceSelection::parse(nothing).is_err_and(|e| e.contains("`auto`, `cpu`")), "{nothing:?}");
+        }
     }
 
     #[test]

@@ -258,6 +258,33 @@ fn nearest_bdf_ancestor(path: &Path, stop: &Path) -> Option<Bdf> {
     None
 }
 
+/// `current_link_speed` or `max_link_speed`: a PCIe rate as the kernel writes it
+/// (`pci_speed_string()`: `8.0 GT/s PCIe`; before 5.7 `8 GT/s`), or unknown (`Unknown`; before
+/// 5.7 `Unknown speed`), the kernel's word for a link that is down or a port that reports no
+/// rate. Any other rate is a damaged file, not a figure to compute bandwidth with.
+fn read_link_speed(path: &Path) -> Result<Option<LinkSpeed>> {
+    let Some(text) = read_opt_text(path)? else { return Ok(None) };
+    let t = text.trim();
+    let speed = if t == "Unknown speed" { Some(LinkSpeed::UNKNOWN) } else { LinkSpeed::parse(t) };
+    speed
+        .filter(|s| s.mt_per_s.is_none_or(|mt| LinkSpeed::PCIE_RATES_MT.contains(&mt)))
+        .map(Some)
+        .ok_or_else(|| TopoError::parse(path, "a PCIe link speed (2.5, 5.0, 8.0, 16.0, 32.0, 64.0 or 128.0 GT/s PCIe) or Unknown", text.as_bytes()))
+}
+
+/// `current_link_width` or `max_link_width`: the lanes as the kernel writes them, the Link
+/// Status or Capabilities register's field in decimal. A value in `unknown` is the kernel's
+/// "none": 0 for a link that is down (or a port that reports no width), 255
+/// (`PCIE_LNK_WIDTH_UNKNOWN`) where a function has no Link Capabilities. Any other value than a
+/// PCIe width is a damaged file, not a figure to compute bandwidth with.
+fn read_link_width(path: &Path, unknown: &[u8], expected: &'static str) -> Result<Option<u8>> {
+    match read_opt_dec::<u8>(path, expected)? {
+        Some(w) if unknown.contains(&w) => Ok(None),
+        Some(w) if !Link::PCIE_WIDTHS.contains(&w) => Err(TopoError::parse(path, expected, w.to_string().as_bytes())),
+        w => Ok(w),
+    }
+}
+
 /// Expands a cpulist (`0-3,8,10-11`) with bounds; `None` if malformed.
 pub fn parse_cpulist(s: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
@@ -342,19 +369,10 @@ fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRe
             Some(t.trim().to_string())
         }
     };
-    let speed = |file: &str| -> Result<Option<LinkSpeed>> {
-        let p = real.join(file);
-        match read_opt_text(&p)? {
-            None => Ok(None),
-            Some(t) => LinkSpeed::parse(&t)
-                .map(Some)
-                .ok_or_else(|| TopoError::parse(&p, "a link speed like \"8.0 GT/s PCIe\" or \"Unknown\"", t.as_bytes())),
-        }
-    };
-    let current_link_speed = speed("current_link_speed")?;
-    let max_link_speed = speed("max_link_speed")?;
-    let current_link_width = read_opt_dec::<u8>(&real.join("current_link_width"), "a link width like 4")?;
-    let max_link_width = read_opt_dec::<u8>(&real.join("max_link_width"), "a link width like 4")?;
+    let current_link_speed = read_link_speed(&real.join("current_link_speed"))?;
+    let max_link_speed = read_link_speed(&real.join("max_link_speed"))?;
+    let current_link_width = read_link_width(&real.join("current_link_width"), &[0], "a PCIe link width (1, 2, 4, 8, 12, 16 or 32; 0 where the link is down)")?;
+    let max_link_width = read_link_width(&real.join("max_link_width"), &[0, 255], "a PCIe link width (1, 2, 4, 8, 12, 16 or 32; 0 or 255 where the port reports none)")?;
     let label = read_opt_text(&real.join("label"))?
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
@@ -835,8 +853,9 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     }
     // Host bridges, with the NUMA node of their functions when they agree.
     let mut hb_nodes: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    let parents: BTreeMap<Bdf, &ParentRef> = records.pci.iter().map(|r| (r.bdf, &r.parent)).collect();
     for r in &records.pci {
-        let chain_root = root_of(records, r.bdf);
+        let chain_root = root_of(&parents, r.bdf);
         let e = hb_nodes.entry(chain_root).or_default();
         if let Some(n) = r.numa_node.and_then(|n| u32::try_from(n).ok()) {
             e.insert(n);
@@ -998,10 +1017,11 @@ pub fn derive(records: &SysfsRecords) -> Result<Topology> {
     Ok(topo)
 }
 
-fn root_of(records: &SysfsRecords, bdf: Bdf) -> String {
+/// The root bus above `bdf`, walking `parents` (each function's parent).
+fn root_of(parents: &BTreeMap<Bdf, &ParentRef>, bdf: Bdf) -> String {
     let mut cur = bdf;
-    for _ in 0..=records.pci.len() {
-        match records.pci.iter().find(|r| r.bdf == cur).map(|r| &r.parent) {
+    for _ in 0..=parents.len() {
+        match parents.get(&cur) {
             Some(ParentRef::Bridge(b)) => cur = *b,
             Some(ParentRef::RootBus(name)) => return name.clone(),
             None => break,

@@ -21,6 +21,7 @@
 //! provider's published memory, CMB registration) and peerpath's placement rule (no P2P across
 //! sockets).
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::Serialize;
@@ -504,63 +505,101 @@ fn host_bridges_allowed(a: &HostBridgeId, b: &HostBridgeId) -> bool {
     }
 }
 
+/// What a kernel map needs of one function alone: the functions from it up to its root bus,
+/// and its host bridge as the allow-list sees it.
+struct Side<'a> {
+    chain: Vec<&'a PciDevice>,
+    host_bridge: HostBridgeId,
+}
+
+/// Kernel maps of one topology, with each function's [`Side`] worked out once however many
+/// pairs it is in: a matrix asks for every pair, and walking both chains and scanning the root
+/// bus again for each pair made `topo` on a machine of 1,800 functions take half a minute.
+pub(crate) struct KernelMaps<'a> {
+    topo: &'a Topology,
+    sides: HashMap<Bdf, Side<'a>>,
+}
+
+impl<'a> KernelMaps<'a> {
+    pub(crate) fn new(topo: &'a Topology) -> Self {
+        KernelMaps { topo, sides: HashMap::new() }
+    }
+
+    fn add_side(&mut self, bdf: Bdf) -> Result<()> {
+        if self.sides.contains_key(&bdf) {
+            return Ok(());
+        }
+        let topo = self.topo;
+        if topo.device(bdf).is_none() {
+            return Err(TopoError::UnknownDevice { name: bdf.to_string() });
+        }
+        let chain: Vec<&PciDevice> = topo.upstream_chain(bdf).into_iter().filter_map(|b| topo.device(b)).collect();
+        let root = chain.last().map_or(bdf, |d| d.bdf);
+        let host_bridge = host_bridge_id(topo, &root.root_bus_name());
+        self.sides.insert(bdf, Side { chain, host_bridge });
+        Ok(())
+    }
+
+    /// [`kernel_map`] of `provider` and `client`.
+    pub(crate) fn map(&mut self, provider: Bdf, client: Bdf) -> Result<KernelMap> {
+        self.add_side(provider)?;
+        self.add_side(client)?;
+        Ok(map_sides(self.topo, provider, &self.sides[&provider], client, &self.sides[&client]))
+    }
+}
+
 /// Re-implements `calc_map_type_and_dist(provider, client)` on the model.
 ///
 /// ACS that could not be read counts as redirect when the IOMMU is on (the kernel then enables
 /// it on every capable bridge), and as no redirect otherwise; either way it is listed in
 /// `acs_unknown`.
 pub fn kernel_map(topo: &Topology, provider: Bdf, client: Bdf) -> Result<KernelMap> {
-    for b in [provider, client] {
-        if topo.device(b).is_none() {
-            return Err(TopoError::UnknownDevice { name: b.to_string() });
-        }
-    }
+    KernelMaps::new(topo).map(provider, client)
+}
+
+fn map_sides(topo: &Topology, provider: Bdf, a: &Side, client: Bdf, b: &Side) -> KernelMap {
     let iommu_on = topo.iommu.status == IommuStatus::On;
-    let a_chain = topo.upstream_chain(provider);
-    let b_chain = topo.upstream_chain(client);
+    let (a_chain, b_chain) = (&a.chain, &b.chain);
     let mut acs_redirect = Vec::new();
     let mut acs_unknown = Vec::new();
     // Unreadable ACS on a bridge counts as redirect when the IOMMU is on (the kernel enables it
     // on every capable bridge); on an endpoint, or with the IOMMU off, as clear.
-    let check = |bdf: Bdf, redirect: &mut Vec<Bdf>, unknown: &mut Vec<Bdf>| {
-        let Some(d) = topo.device(bdf) else { return };
-        match d.acs.redirects() {
-            Some(true) => redirect.push(bdf),
-            None => {
-                unknown.push(bdf);
-                if iommu_on && d.role.is_bridge() {
-                    redirect.push(bdf);
-                }
+    let check = |d: &PciDevice, redirect: &mut Vec<Bdf>, unknown: &mut Vec<Bdf>| match d.acs.redirects() {
+        Some(true) => redirect.push(d.bdf),
+        None => {
+            unknown.push(d.bdf);
+            if iommu_on && d.role.is_bridge() {
+                redirect.push(d.bdf);
             }
-            Some(false) => {}
         }
+        Some(false) => {}
     };
     let mut found: Option<(usize, usize)> = None;
     let mut dist_b = 0usize;
-    for (ia, a) in a_chain.iter().enumerate() {
-        check(*a, &mut acs_redirect, &mut acs_unknown);
-        if let Some(ib) = b_chain.iter().position(|bb| bb == a) {
+    for (ia, ad) in a_chain.iter().enumerate() {
+        check(ad, &mut acs_redirect, &mut acs_unknown);
+        if let Some(ib) = b_chain.iter().position(|bd| bd.bdf == ad.bdf) {
             found = Some((ia, ib));
             break;
         }
         dist_b = b_chain.len();
     }
-    let provider_host_bridge = host_bridge_id(topo, &topo.host_bridge_of(provider));
-    let client_host_bridge = host_bridge_id(topo, &topo.host_bridge_of(client));
+    let provider_host_bridge = a.host_bridge.clone();
+    let client_host_bridge = b.host_bridge.clone();
     let cpu_ok = allowlist::cpu_supports_p2pdma(&topo.cpu);
     let (distance, common_upstream, route, acs_redirects) = match found {
         Some((ia, ib)) => {
             // check_b_path_acs: the client's chain below the common ancestor.
-            for bb in &b_chain[..ib] {
-                check(*bb, &mut acs_redirect, &mut acs_unknown);
+            for bd in &b_chain[..ib] {
+                check(bd, &mut acs_redirect, &mut acs_unknown);
             }
-            let mut route: Vec<Bdf> = a_chain[..=ia].to_vec();
-            route.extend(b_chain[..ib].iter().rev());
-            ((ia + ib) as u32, Some(a_chain[ia]), route, !acs_redirect.is_empty())
+            let mut route: Vec<Bdf> = a_chain[..=ia].iter().map(|d| d.bdf).collect();
+            route.extend(b_chain[..ib].iter().rev().map(|d| d.bdf));
+            ((ia + ib) as u32, Some(a_chain[ia].bdf), route, !acs_redirect.is_empty())
         }
         None => {
-            let mut route = a_chain.clone();
-            route.extend(b_chain.iter().rev());
+            let mut route: Vec<Bdf> = a_chain.iter().map(|d| d.bdf).collect();
+            route.extend(b_chain.iter().rev().map(|d| d.bdf));
             // The kernel reports ACS only when a common bridge exists.
             acs_redirect.clear();
             ((a_chain.len() + dist_b) as u32, None, route, false)
@@ -579,7 +618,7 @@ pub fn kernel_map(topo: &Topology, provider: Bdf, client: Bdf) -> Result<KernelM
             },
         }
     };
-    Ok(KernelMap {
+    KernelMap {
         provider,
         client,
         path,
@@ -592,7 +631,7 @@ pub fn kernel_map(topo: &Topology, provider: Bdf, client: Bdf) -> Result<KernelM
         provider_host_bridge,
         client_host_bridge,
         cpu_allows_root_complex: cpu_ok,
-    })
+    }
 }
 
 /// The full answer for one provider and one client.
@@ -729,6 +768,12 @@ fn provider_reasons(topo: &Topology, provider: Bdf) -> Vec<Reason> {
 /// Both are names as [`Topology::resolve`] takes them: `0000:41:00.0`, `csp0` (a label),
 /// `nvme3`, `nvme3n1`, `md0`. The provider must be one PCI function.
 pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict> {
+    verdict_with(&mut KernelMaps::new(topo), provider, client)
+}
+
+/// [`verdict`], with the kernel map from `maps`.
+fn verdict_with(maps: &mut KernelMaps, provider: &str, client: &str) -> Result<Verdict> {
+    let topo = maps.topo;
     let p = provider_bdf(topo, provider)?;
     let client_ep = topo.resolve(client)?;
     let mut reasons: Vec<Reason> = Vec::new();
@@ -754,7 +799,7 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
 
     // Topology: the kernel's map for the (first) PCI function behind the client.
     let kernel = match client_ep.pci.first() {
-        Some(c) => Some(kernel_map(topo, p, *c)?),
+        Some(c) => Some(maps.map(p, *c)?),
         None => None,
     };
     if let Some(k) = &kernel {
@@ -933,9 +978,10 @@ pub struct ManyVerdict {
 /// `pci_p2pdma_distance_many()` with peerpath's reasons per client.
 pub fn verdict_many(topo: &Topology, provider: &str, clients: &[&str]) -> Result<ManyVerdict> {
     let p = provider_bdf(topo, provider)?;
+    let mut maps = KernelMaps::new(topo);
     let mut out = Vec::new();
     for c in clients {
-        out.push(verdict(topo, provider, c)?);
+        out.push(verdict_with(&mut maps, provider, c)?);
     }
     let total_distance = if out.is_empty() {
         None
@@ -984,14 +1030,15 @@ pub fn matrix(topo: &Topology) -> Result<Matrix> {
     let providers: Vec<Bdf> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).map(|d| d.bdf).collect();
     let topology_only = providers.is_empty();
     let rows = if topology_only { columns.clone() } else { providers };
+    let mut maps = KernelMaps::new(topo);
     let mut cells = Vec::new();
     for r in &rows {
         let mut row = Vec::new();
         for c in &columns {
             let cell = if topology_only {
-                kernel_map(topo, *r, *c)?.path
+                maps.map(*r, *c)?.path
             } else {
-                verdict(topo, &r.to_string(), &c.to_string())?.path
+                verdict_with(&mut maps, &r.to_string(), &c.to_string())?.path
             };
             row.push(cell);
         }

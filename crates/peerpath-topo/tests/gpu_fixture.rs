@@ -114,7 +114,7 @@ fn the_committed_topology_file_is_the_tree_read_back() {
 
 /// `peerpath plan`'s request on that machine: its two virtio disks, on the devices named.
 fn plan_on(t: &Topology, devices: &str) -> Plan {
-    t.plan(&PlanRequest::new(["vda"], ["vdb"]).with_devices(DeviceSelection::parse(devices))).unwrap()
+    t.plan(&PlanRequest::new(["vda"], ["vdb"]).with_devices(DeviceSelection::parse(devices).unwrap())).unwrap()
 }
 
 #[test]

@@ -124,7 +124,7 @@ fn epyc_balances_one_target_over_equally_near_devices() {
     assert!(p.groups.iter().all(|g| g.targets == names(["ssd6"])));
     // Naming devices restricts the choice.
     let p = t
-        .plan(&PlanRequest::new(["ssd0", "ssd1"], ["ssd6"]).with_devices(DeviceSelection::parse("csp2")))
+        .plan(&PlanRequest::new(["ssd0", "ssd1"], ["ssd6"]).with_devices(DeviceSelection::parse("csp2").unwrap()))
         .unwrap();
     assert_eq!(p.groups.len(), 1);
     assert_eq!(p.groups[0].executor.name(), "csp2");
@@ -188,7 +188,7 @@ fn fpga_cascade_no_p2p_memory_anywhere_is_all_cpu() {
     assert!(text.contains("no device in this topology has published P2P memory"), "{text}");
     // Naming an SSD as the device: refused with the verdict's reason (no P2P memory).
     let p = t
-        .plan(&PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("ssd2")))
+        .plan(&PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("ssd2").unwrap()))
         .unwrap();
     assert!(!p.devices[0].usable);
     assert!(p.devices[0].why.contains("no P2P memory"), "{}", p.devices[0].why);
@@ -230,7 +230,7 @@ fn iommu_multipath_stacked_targets_refused_with_the_block_layer_reason() {
     assert!(d.rejected.iter().any(|r| r.option == "csp0" && r.why.contains("EREMOTEIO")), "{d:?}");
     // Devices whose CMB is not usable are named, with the verdict's reason.
     let p = t
-        .plan(&PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("nvme5,nvme6,csp0")))
+        .plan(&PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("nvme5,nvme6,csp0").unwrap()))
         .unwrap();
     let why = |n: &str| p.devices.iter().find(|d| d.name == n).unwrap().why.clone();
     assert!(why("ssd-cmb-nords").contains("not published"), "{}", why("ssd-cmb-nords"));
@@ -261,7 +261,7 @@ fn json_round_trip() {
     for (name, req) in [
         ("epyc-case-study", case_study_request()),
         ("intel-switch-acs", PlanRequest::new(["ssd0", "ssd2", "ssd4"], ["ssd1", "ssd3"])),
-        ("fpga-cascade", PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("ssd2"))),
+        ("fpga-cascade", PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("ssd2").unwrap())),
         ("iommu-multipath", PlanRequest::new(["md0", "nvme1n1"], ["nvme3n1"])),
     ] {
         let p = sysfs(name).plan(&req).unwrap();
@@ -298,9 +298,9 @@ fn unknown_names_and_block_devices_as_devices_are_errors() {
     let t = sysfs("iommu-multipath");
     assert!(matches!(t.plan(&PlanRequest::new(["nope"], ["ssd0"])), Err(TopoError::UnknownDevice { .. })));
     assert!(matches!(t.plan(&PlanRequest::new(["ssd0"], ["nope"])), Err(TopoError::UnknownDevice { .. })));
-    let r = PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("md0"));
+    let r = PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("md0").unwrap());
     assert!(matches!(t.plan(&r), Err(TopoError::WrongRole(_))));
-    let r = PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("cpu"));
+    let r = PlanRequest::new(["ssd0"], ["ssd1"]).with_devices(DeviceSelection::parse("cpu").unwrap());
     let p = t.plan(&r).unwrap();
     assert!(p.streams[0].executor.is_cpu());
     assert!(p.explain().contains("CPU only"));

@@ -249,3 +249,27 @@ fn a_partition_in_a_file_names_one_disk() {
         assert!(e.contains("partition nvme0n1p1 must name its disk") || e.contains("loop"), "{bad}: {e}");
     }
 }
+
+/// A speed that is not a whole number of tenths of GT/s exports as itself (found by the fuzz
+/// target `topo_file`: fuzz/regressions/topo_file/link-speed-0.16-gts, "2.52 GT/s" exported as
+/// "2.5 GT/s" and read back as another model).
+#[test]
+fn link_speeds_export_with_every_digit_they_have() {
+    let file = r#"
+[[device]]
+bdf = "17:02.0"
+vendor = "8"
+device = "3"
+class = "0"
+[device.link]
+current_speed = "2.52 GT/s"
+max_speed = ".16 GT/s"
+"#;
+    let t = Topology::from_toml_str(file).unwrap();
+    let exported = t.to_toml_string().unwrap();
+    assert!(exported.contains("\"2.52 GT/s\"") && exported.contains("\"0.16 GT/s\""), "{exported}");
+    assert_eq!(Topology::from_toml_str(&exported).unwrap(), t);
+    for (mt, text) in [(2500, "2.5 GT/s"), (8000, "8.0 GT/s"), (64000, "64.0 GT/s"), (2520, "2.52 GT/s"), (16, "0.016 GT/s")] {
+        assert_eq!(peerpath_topo::LinkSpeed { mt_per_s: Some(mt) }.to_string(), text);
+    }
+}

@@ -87,6 +87,56 @@ fn missing_link_files_are_unknown_not_errors() {
     err_names(&Topology::from_sysfs(&root).unwrap_err(), "max_link_width");
 }
 
+/// Link figures are what the kernel writes (drivers/pci/pci-sysfs.c): a PCIe width, 0 for a
+/// link that is down (and 255, `PCIE_LNK_WIDTH_UNKNOWN`, in max_link_width), a PCIe rate or
+/// "Unknown" ("Unknown speed" and "8 GT/s" before 5.7). Anything else was taken as read and
+/// multiplied into bandwidth figures (x64 at 8 GT/s: 63 GB/s); now it names the file and value.
+#[test]
+fn implausible_link_figures_name_the_file_and_the_kernels_unknowns_are_unknown() {
+    let (_d, root) = tree();
+    let d = dev(&root, "0000:04:00.0");
+    let bdf = "0000:04:00.0".parse().unwrap();
+    let link = |root: &Path| Topology::from_sysfs(root).unwrap().device(bdf).unwrap().link.unwrap();
+    for (file, bad) in [
+        ("current_link_width", "0x4"),
+        ("current_link_width", "3"),
+        ("current_link_width", "64"),
+        ("current_link_width", "255"),
+        ("current_link_width", "-4"),
+        ("max_link_width", "24"),
+        ("max_link_width", "x16"),
+        ("current_link_speed", "10 GT/s"),
+        ("current_link_speed", "0 GT/s PCIe"),
+        ("max_link_speed", "8.5 GT/s PCIe"),
+        ("max_link_speed", "Unknown AGP"),
+    ] {
+        let saved = fs::read(d.join(file)).unwrap();
+        fs::write(d.join(file), format!("{bad}\n")).unwrap();
+        let e = Topology::from_sysfs(&root).err().unwrap_or_else(|| panic!("{file} {bad:?} was taken as read"));
+        assert!(matches!(e, TopoError::Parse { .. }), "{file} {bad}: {e}");
+        err_names(&e, &d.join(file).display().to_string());
+        err_names(&e, &format!("found \"{bad}"));
+        fs::write(d.join(file), saved).unwrap();
+    }
+    // A link that is down, as the kernel says it: unknown, counted as no figure at all (a
+    // width of 0 read as "trained at x0, capable of x4" made the link look degraded).
+    fs::write(d.join("current_link_width"), "0\n").unwrap();
+    fs::write(d.join("current_link_speed"), "Unknown speed\n").unwrap();
+    fs::write(d.join("max_link_width"), "255\n").unwrap();
+    let l = link(&root);
+    assert_eq!((l.current_width, l.max_width, l.current_speed), (None, None, LinkSpeed::UNKNOWN));
+    assert!(l.bytes_per_s().is_none() && !l.degraded(), "{l:?}");
+    // Every width PCIe trains at, and both spellings of each rate.
+    for w in [1, 2, 4, 8, 12, 16, 32] {
+        fs::write(d.join("current_link_width"), format!("{w}\n")).unwrap();
+        assert_eq!(link(&root).current_width, Some(w));
+    }
+    for (text, gen) in [("2.5 GT/s PCIe", 1), ("5 GT/s", 2), ("5.0 GT/s PCIe", 2), ("8 GT/s", 3), ("16.0 GT/s PCIe", 4), ("32 GT/s", 5), ("64.0 GT/s PCIe", 6)] {
+        fs::write(d.join("current_link_speed"), format!("{text}\n")).unwrap();
+        assert_eq!(link(&root).current_speed.generation(), Some(gen), "{text}");
+    }
+}
+
 #[test]
 fn numa_minus_one_is_none() {
     let (_d, root) = tree();
