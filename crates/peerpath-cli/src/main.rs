@@ -1270,13 +1270,15 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
             let (progress, bar) = progress_bar(&a.common, to_stdout);
             let mut common = common_options(&a.common, a.target.force, !a.target.no_sync, progress);
-            if a.engine == EngineArg::Gpu && a.common.queue_depth.is_none() {
+            let (mut compute, auto_on_cpu) = compute_choice(&a)?;
+            if let (peerpath_runtime::Compute::Gpu(spec), None) = (&mut compute, a.common.queue_depth) {
                 // A GPU is filled by big batches: each stream keeps 128 chunks in flight
                 // (64: 1.31-1.37 GB/s, 128: 1.45-1.52, 256: 1.49-1.52 on 1.5 GiB in memory,
-                // bench/results/2026-11-26-gpu-machine-4).
+                // bench/results/2026-11-26-gpu-machine-4). Where the GPU does not start, the
+                // CPU gets its usual depth.
+                spec.cpu_queue_depth = Some(common.queue_depth);
                 common.queue_depth = common.queue_depth.max(128);
             }
-            let (compute, auto_on_cpu) = compute_choice(&a)?;
             let opts = CompressOptions {
                 common,
                 level,
@@ -1419,6 +1421,11 @@ fn run(cli: Cli) -> Result<(), JobError> {
 /// job) stays ignored. SIGXFSZ (a write past `ulimit -f`) is ignored: the
 /// write fails with EFBIG, which is exit 11 with the reason and nothing
 /// kept, where the signal killed the process with no word.
+///
+/// A signal that comes once the job's outputs are complete and in place ends
+/// the process all the same, as it ends cp, mv and gzip (its status says the
+/// signal, so a shell loop stops at ^C), and they stay: that is said on
+/// standard error first, naming them, since the status alone says nothing of them.
 fn remove_temporaries_on_signals() {
     use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
     // SAFETY: sets one signal's disposition to SIG_IGN before any other thread runs.
@@ -1427,7 +1434,17 @@ fn remove_temporaries_on_signals() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else { return };
     let _ = std::thread::Builder::new().name("peerpath-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            peerpath_io::remove_named_temporaries_before_exit();
+            let kept = peerpath_io::remove_named_temporaries_before_exit();
+            // Not the job server's: its jobs' outputs are its clients' to speak of.
+            if kept.outputs > 0 && !JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+                let name = signal_hook::low_level::signal_name(sig).map_or_else(|| format!("signal {sig}"), str::to_string);
+                let said = match kept.outputs {
+                    1 => format!("{kept} was complete and in place: it stays"),
+                    n => format!("{n} outputs were complete and in place: they stay ({kept})"),
+                };
+                // Not eprintln!: it panics where standard error is closed.
+                let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: {name} came once {said}\n"));
+            }
             let _ = signal_hook::low_level::emulate_default_handler(sig);
             std::process::exit(128 + sig);
         }

@@ -511,6 +511,32 @@ fn engine_auto_on_the_host_cpu_is_a_fallback_in_the_report() {
     assert!(!dir.path().join("strict.gz").exists());
 }
 
+/// `--engine gpu` keeps 128 chunks in flight to fill a GPU, but where the GPU does not start
+/// the host CPU runs the job at its own usual queue depth (it kept the GPU's 128, and the
+/// report said so); a depth given with `--queue-depth` is the job's either way.
+#[test]
+fn a_gpu_that_does_not_start_leaves_the_cpu_its_own_queue_depth() {
+    let dir = scratch();
+    let src = dir.path().join("s.fa");
+    std::fs::write(&src, &sample()[..1 << 20]).unwrap();
+    let out = dir.path().join("s.fa.gz");
+    let depth = |extra: &[&str]| {
+        let mut a = args!["compress", &src, "-f", "-o", &out, "-T", "2", "--json"];
+        a.extend(extra.iter().map(std::ffi::OsString::from));
+        let j = run(&mut pp(a)).ok().json();
+        (j["queue_depth"].as_u64().unwrap(), j["fallbacks"].to_string().contains("GPU 0 did not start"))
+    };
+    let (cpu, _) = depth(&["--engine", "cpu"]);
+    let (gpu, fell_back) = depth(&["--engine", "gpu"]);
+    if fell_back {
+        assert_eq!(gpu, cpu, "the host CPU ran the job: its own queue depth");
+    } else {
+        assert_eq!(gpu, cpu.max(128), "the GPU ran the job: its queue depth");
+    }
+    assert_eq!(depth(&["--engine", "gpu", "--queue-depth", "24"]).0, 24, "the depth given");
+    assert_eq!(depth(&["--engine", "cpu", "--queue-depth", "24"]).0, 24, "the depth given");
+}
+
 /// `compress` and `decompress --engine gpu` where no GPU can be used: the
 /// CPU does the work, and the fallbacks say why; with --no-fallback, exit 15
 /// and nothing kept.
@@ -728,7 +754,7 @@ fn a_memory_file_systems_gzip_is_read_by_the_decoding_workers() {
     assert_file_eq(&out.path().join("w"), &data, "worker reads");
     assert_eq!(r["memory"]["read_pool_peak_buffers"], 0, "the read pool is not used: {}", r["memory"]);
     let text = run(pp(args!["decompress", &gz, "-o", out.path().join("t"), "-T", "2"]).env("PEERPATH_WORKER_READS", "1")).ok();
-    assert!(text.describe().contains("read pool not used"), "{}", text.describe());
+    assert!(text.stdout_str().contains("read pool not used"), "{}", text.describe());
     let r = run(pp(args!["decompress", &gz, "-o", out.path().join("e"), "-T", "2", "--json"]).env("PEERPATH_WORKER_READS", "0")).ok().json();
     assert!(!read_line(&r).contains("own members"), "{}", read_line(&r));
     assert_file_eq(&out.path().join("e"), &data, "engine reads");

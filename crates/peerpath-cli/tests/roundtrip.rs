@@ -305,3 +305,59 @@ fn a_block_device_is_read_from_storage_and_its_output_is_as_private_as_it() {
     assert_file_eq(&back, &bytes, "a stream read from a block device padded with zeros");
     run(&mut pp(args!["verify", &holder])).fails(9, &["zero bytes after the last member"]);
 }
+
+/// io_uring requests the kernel cancels (ECANCELED: no io-wq worker thread could start, at the
+/// user's thread limit or a cgroup's pids.max) are done by pread/pwrite instead: the output is
+/// exact, and the report says some I/O went by plain syscalls and why (it said io_uring
+/// alone). Provoked for real: the job runs as nobody with just the threads it starts itself,
+/// writing to a memory file system, whose writes go to io-wq's workers.
+#[test]
+fn transfers_the_kernel_cancelled_are_done_by_syscalls_and_the_report_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let test = "transfers_the_kernel_cancelled_are_done_by_syscalls_and_the_report_says_so";
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return eprintln!("SKIPPED {test}: only root can run the job as nobody (a user's own thread limit counts all its processes)");
+    }
+    let Some(tools) = tools_or_skip(test, &["setpriv", "bash"]) else { return };
+    // io-wq's workers are threads of the process, held to its user's limit, since Linux 5.12.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut version = release.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
+    if (version.next().unwrap_or(0), version.next().unwrap_or(0)) < (5, 12) {
+        return eprintln!("SKIPPED {test}: Linux {} runs io_uring's workers apart from the process", release.trim());
+    }
+    let shm_is_tmpfs = std::fs::read_to_string("/proc/mounts").unwrap_or_default().lines().any(|l| l.split(' ').skip(1).take(2).eq(["/dev/shm", "tmpfs"]));
+    let dir = match tempfile::Builder::new().prefix("peerpath-cancelled").tempdir_in("/dev/shm") {
+        Ok(d) if shm_is_tmpfs => d,
+        _ => return eprintln!("SKIPPED {test}: no tmpfs at /dev/shm"),
+    };
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let src = dir.path().join("src");
+    std::fs::write(&src, &sample()[..1 << 20]).unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let as_nobody = |script: &str| {
+        let mut c = std::process::Command::new(&tools[0]);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&tools[1]).args(["-c", script, bin()]).current_dir(dir.path());
+        c
+    };
+    if !as_nobody("test -x \"$0\" && test -w .").status().is_ok_and(|s| s.success()) {
+        return eprintln!("SKIPPED {test}: nobody cannot run {} (a parent directory closed to other users?)", bin());
+    }
+    // The fewest threads the job runs with: none left for an io-wq worker.
+    for threads in 1..=8 {
+        let _ = std::fs::remove_file(dir.path().join("src.gz"));
+        let mut c = as_nobody(&format!("ulimit -u {threads} && exec \"$0\" compress src -T 1 --json"));
+        let o = run(&mut c);
+        if !o.status.success() {
+            assert!(o.stderr.contains("cannot start a thread"), "{threads} threads: {}", o.stderr);
+            continue;
+        }
+        let r: Value = o.json();
+        let fallbacks = r["fallbacks"].to_string();
+        assert!(fallbacks.contains("cancelled by the kernel") && fallbacks.contains("done by pread/pwrite"), "{threads} threads: {fallbacks}");
+        let back = run(&mut pp(args!["decompress", dir.path().join("src.gz"), "-o", "-", "-q"])).ok().stdout;
+        assert_bytes_eq(&back, &sample()[..1 << 20], "the output written by syscalls");
+        return;
+    }
+    panic!("the job never ran with up to 8 threads");
+}

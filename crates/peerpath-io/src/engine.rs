@@ -266,6 +266,13 @@ pub trait IoEngine<B: IoBuf>: Send {
     fn fixed_buffers(&self) -> Option<FixedBufferStats> {
         None
     }
+
+    /// Why some of its transfers were done by plain syscalls after all, where
+    /// any were (requests the kernel cancelled), for the report; `None` where
+    /// every one went as its [`IoEngine::kind`] says.
+    fn done_by_syscalls(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A write without an offset (to a pipe or standard output) that failed

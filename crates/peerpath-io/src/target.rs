@@ -20,7 +20,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Marks a named temporary file (tests and users look for it).
 pub const TEMPORARY_MARK: &str = ".peerpath-tmp.";
@@ -40,11 +40,19 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 }
 
 /// Files this process made and keeps (a job server's socket, a benchmark's
-/// file), given to [`remove_on_signal`], with the identity (device, inode)
-/// each had then: a signal removes one only while its name still holds it.
-static MADE: Mutex<Vec<(PathBuf, (u64, u64))>> = Mutex::new(Vec::new());
+/// file), given to [`remove_on_signal`], and the directories it made for
+/// outputs ([`OutputDir::make`]), with the identity (device, inode) each had
+/// then: a signal removes one only while its name still holds it.
+static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
 
-fn made() -> std::sync::MutexGuard<'static, Vec<(PathBuf, (u64, u64))>> {
+struct Made {
+    path: PathBuf,
+    id: (u64, u64),
+    /// An output directory's own lock ([`OutputDir`]), which its removal makes exclusive.
+    held: Option<Arc<File>>,
+}
+
+fn made() -> std::sync::MutexGuard<'static, Vec<Made>> {
     MADE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -57,9 +65,9 @@ fn remove_all(paths: &mut Vec<PathBuf>) -> usize {
     let named = std::mem::take(paths).iter().filter(|p| if p.is_dir() { std::fs::remove_dir_all(p).is_ok() } else { std::fs::remove_file(p).is_ok() }).count();
     // Another process's file now under the name (a new daemon's socket, bound after
     // this one's was removed by hand) stays.
-    // A directory made for outputs goes only where empty (what it held before it was made stays).
-    let remove = |p: &Path| if p.is_dir() { std::fs::remove_dir(p) } else { std::fs::remove_file(p) };
-    named + std::mem::take(&mut *made()).iter().filter(|(p, id)| identity(p) == Some(*id) && remove(p).is_ok()).count()
+    // A directory made for outputs goes only where empty and no other job writes there.
+    let remove = |m: &Made| if m.path.is_dir() { remove_made_dir(&m.path, m.held.as_deref()) } else { std::fs::remove_file(&m.path).is_ok() };
+    named + std::mem::take(&mut *made()).iter().filter(|m| identity(&m.path) == Some(m.id) && remove(m)).count()
 }
 
 /// Removes every named temporary file and [`ScratchDir`] this process
@@ -69,41 +77,167 @@ pub fn remove_named_temporaries() -> usize {
 }
 
 /// Adds `path`, a file this process has just made (a job server's socket),
-/// or a directory it made for outputs (removed only where empty), to what a
+/// or a directory it made (removed only where empty), to what a
 /// signal removes before the process dies, as long as the name still holds
 /// that file then; given deepest first, directories go deepest first. Give
 /// an absolute path where the process may change its directory (a relative
 /// one is resolved when the signal comes).
 pub fn remove_on_signal(path: PathBuf) {
     if let Some(id) = identity(&path) {
-        made().push((path, id));
+        made().push(Made { path, id, held: None });
     }
 }
 
+/// Takes `path` back from what a signal removes ([`remove_on_signal`]): the
+/// work that made it is done, and it stays.
+pub fn keep_on_signal(path: &Path) {
+    made().retain(|m| m.path != path);
+}
+
+/// The directory a job writes its outputs in, held while it does: a shared `flock` on it.
+/// A job removes a directory it made for its outputs (`--output DIR/` where DIR was not
+/// there) only where it is empty and it can make that lock exclusive: no other job writes
+/// there. An output not yet put in place has no name (`O_TMPFILE`), so a directory another
+/// job writes in can look empty; it was removed under that job, which then failed.
+///
+/// Dropped, it removes the directories made for it (deepest first) on those terms; a signal
+/// that ends the job does too; [`OutputDir::keep`] keeps them.
+#[must_use = "dropped, it removes the directories it made"]
+#[derive(Debug, Default)]
+pub struct OutputDir {
+    /// The directory, open, with this job's shared lock on it.
+    held: Option<Arc<File>>,
+    /// Directories made for it, deepest first, absolute (a job server changes its
+    /// directory between jobs, and a signal may come then).
+    made: Vec<PathBuf>,
+}
+
+impl OutputDir {
+    /// Holds `dir`, a directory that is there (the parent of a target named with `--output
+    /// FILE`); nothing where it cannot be opened (the target's own creation then says why).
+    pub fn hold(dir: &Path) -> OutputDir {
+        OutputDir { held: hold(dir).ok().flatten(), made: Vec::new() }
+    }
+
+    /// Holds `dir`, made first where it is not there, with the directories above it that are
+    /// not. One that the job that made it removes before it is held is made again.
+    pub fn make(dir: &Path) -> io::Result<OutputDir> {
+        for _ in 0..100 {
+            let mut missing = Vec::new();
+            let mut p = Some(dir);
+            while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err()) {
+                missing.push(std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+                p = d.parent();
+            }
+            let mut out = OutputDir::default();
+            // Held before a failure: where making them fails part way, those made go again.
+            match create_dirs_removed_on_signal(&missing, &mut out.made) {
+                // A directory above it was removed meanwhile (by the job that made it): again.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                r => r?,
+            }
+            let held = match hold(dir) {
+                Ok(Some(held)) => held,
+                // Removed again before it was held.
+                Ok(None) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(dir).is_err() => continue,
+                // One it may write in but not read (mode 0733), or a link to nothing (the
+                // target's creation says so): held without a lock.
+                Err(_) => return Ok(out),
+            };
+            if let Some(m) = made().iter_mut().find(|m| out.made.first() == Some(&m.path) && same_file(&held, &m.path)) {
+                m.held = Some(held.clone());
+            }
+            out.held = Some(held);
+            return Ok(out);
+        }
+        Err(io::Error::other("it was removed each time it was made (100 times)"))
+    }
+
+    /// The job succeeded: the directories it made stay.
+    pub fn keep(mut self) {
+        let mut made = made();
+        made.retain(|m| !self.made.contains(&m.path));
+        self.made.clear();
+    }
+}
+
+impl Drop for OutputDir {
+    fn drop(&mut self) {
+        // Under the lock the signal's removal takes: it finds them here or gone.
+        let mut made = made();
+        made.retain(|m| !self.made.contains(&m.path));
+        for d in self.made.drain(..) {
+            remove_made_dir(&d, self.held.as_deref());
+        }
+    }
+}
+
+/// Opens the directory `dir` and takes a shared lock on it, waiting (a second at most) while
+/// the job that made it holds it to remove it; `None` where `dir` no longer names the
+/// directory locked (it was removed meanwhile). Where the lock cannot be had (a file system
+/// that takes none; `flock DIR command` around the job, which holds it all along) the
+/// directory is held without one: another job that made it may then remove it under this one.
+fn hold(dir: &Path) -> io::Result<Option<Arc<File>>> {
+    let f = open_dir(dir)?;
+    for _ in 0..1000 {
+        // SAFETY: flock on a descriptor we own; it does not wait (LOCK_NB).
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EWOULDBLOCK) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    Ok(same_file(&f, dir).then(|| Arc::new(f)))
+}
+
+/// Whether `path` names the file open as `f`.
+fn same_file(f: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Removes `dir`, a directory this process made, where it is empty and no job writes there:
+/// only while an exclusive lock on it can be had at once, through `held` where that is this
+/// job's own lock on it (made exclusive), else through a new descriptor. Whether it went.
+fn remove_made_dir(dir: &Path, held: Option<&File>) -> bool {
+    let fresh;
+    let f = match held.filter(|f| same_file(f, dir)) {
+        Some(f) => f,
+        None => match open_dir(dir) {
+            Ok(f) => {
+                fresh = f;
+                &fresh
+            }
+            Err(_) => return false,
+        },
+    };
+    // SAFETY: flock on a descriptor we hold; it does not wait (LOCK_NB).
+    let alone = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    alone && std::fs::remove_dir(dir).is_ok()
+}
+
 /// Makes the directories `dirs` (given deepest first: each the one below the next) and adds
-/// each made to what a signal removes ([`remove_on_signal`]: only where empty), under the lock
-/// the signal's removal takes: a signal between a directory's making and its adding cannot
-/// leave it. One already there (made by another since) is not added.
-pub fn create_dirs_removed_on_signal(dirs: &[PathBuf]) -> io::Result<()> {
+/// each made to `made` and to what a signal removes (only where empty and no job writes
+/// there), under the lock the signal's removal takes: a signal between a directory's making
+/// and its adding cannot leave it. One already there (made by another since) is not added.
+fn create_dirs_removed_on_signal(dirs: &[PathBuf], made_here: &mut Vec<PathBuf>) -> io::Result<()> {
     let mut made = made();
     let mut new = Vec::new();
     let result = dirs.iter().rev().try_for_each(|d| match std::fs::create_dir(d) {
         Ok(()) => {
-            new.extend(identity(d).map(|id| (d.clone(), id)));
+            new.extend(identity(d).map(|id| Made { path: d.clone(), id, held: None }));
             Ok(())
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => Ok(()),
         Err(e) => Err(e),
     });
     // Those made (also before a failure), deepest first, as the removal must go.
+    made_here.extend(new.iter().rev().map(|m| m.path.clone()));
     made.extend(new.into_iter().rev());
     result
-}
-
-/// Takes `path` back from what a signal removes ([`remove_on_signal`]): the
-/// work that made it is done, and it stays.
-pub fn keep_on_signal(path: &Path) {
-    made().retain(|(p, _)| p != path);
 }
 
 /// Whether `signal` is ignored in this process (`SIG_IGN`): what `nohup`,
@@ -120,12 +254,44 @@ pub fn signal_ignored(signal: i32) -> bool {
 
 /// [`remove_named_temporaries`] for a process about to die of a signal:
 /// the registry stays locked afterwards, so no other thread can create or
-/// name a temporary between the removal and the process's end.
-pub fn remove_named_temporaries_before_exit() -> usize {
+/// name a temporary between the removal and the process's end. Returns the
+/// outputs that stay: those its jobs had put in place complete ([`committed`]).
+pub fn remove_named_temporaries_before_exit() -> Committed {
     let mut guard = registry();
-    let n = remove_all(&mut guard);
+    remove_all(&mut guard);
+    let kept = committed_list().clone();
     std::mem::forget(guard);
-    n
+    kept
+}
+
+/// The outputs this process's jobs put in place complete ([`committed`]): how many, and the
+/// first few of them by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Committed {
+    pub outputs: usize,
+    pub first: Vec<PathBuf>,
+}
+
+impl Committed {
+    /// Names kept, at most.
+    const NAMED: usize = 3;
+}
+
+impl std::fmt::Display for Committed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.first.iter().map(|p| p.display().to_string()).collect();
+        f.write_str(&names.join(", "))?;
+        match self.outputs.saturating_sub(names.len()) {
+            0 => Ok(()),
+            more => write!(f, " and {more} more"),
+        }
+    }
+}
+
+static COMMITTED: Mutex<Committed> = Mutex::new(Committed { outputs: 0, first: Vec::new() });
+
+fn committed_list() -> std::sync::MutexGuard<'static, Committed> {
+    COMMITTED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A directory of work in progress, removed when dropped and by the
@@ -541,9 +707,26 @@ pub fn publish_provisional(file: &File, temp: &Temporary, final_path: &Path) -> 
 /// Takes names that [`publish_provisional`] put on the signal list off it:
 /// their set is complete (or they are gone).
 pub fn settled(paths: &[PathBuf]) {
+    settle(&mut registry(), paths);
+}
+
+fn settle(named: &mut Vec<PathBuf>, paths: &[PathBuf]) {
     // A set: a job may put tens of thousands of outputs in place.
     let done: std::collections::HashSet<&PathBuf> = paths.iter().collect();
-    registry().retain(|p| !done.contains(p));
+    named.retain(|p| !done.contains(p));
+}
+
+/// [`settled`] for a job's `outputs` once every one of them is complete and in place (those
+/// that replaced a file too): a signal from now on leaves them, and the process that dies of
+/// it says so ([`remove_named_temporaries_before_exit`]). In one step with the removal a signal
+/// does: it finds them on its list (and removes them) or committed.
+pub fn committed(outputs: &[PathBuf]) {
+    let mut named = registry();
+    settle(&mut named, outputs);
+    let mut c = committed_list();
+    c.outputs += outputs.len();
+    let room = Committed::NAMED.saturating_sub(c.first.len());
+    c.first.extend(outputs.iter().take(room).cloned());
 }
 
 /// Removes outputs [`publish_provisional`] put in place, and takes them off the signal list, in
@@ -726,6 +909,84 @@ mod tests {
         let more = create_temporary(&dir.path().join("d"), false).unwrap();
         assert_eq!(publish_provisional(&more.0.file, &more.1, &a).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
         assert!(!registry().contains(&a));
+    }
+
+    /// A directory made for a job's outputs goes again when the job fails (dropped) or a signal
+    /// ends it, where empty; not while another job writes there (it holds it, as
+    /// `OutputDir::hold` and `make` do), though its unnamed outputs leave it looking empty; and
+    /// not once kept.
+    #[test]
+    fn a_directory_made_for_outputs_is_removed_only_where_no_other_job_writes_there() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("made").join("out");
+        // Alone: it goes when dropped, and so does the directory made above it.
+        drop(OutputDir::make(&out).unwrap());
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+        // Another job writes there (an unnamed output): it stays, dropped or at a signal.
+        let maker = OutputDir::make(&out).unwrap();
+        let other = OutputDir::make(&out).unwrap();
+        let (unnamed, _) = create_temporary(&out.join("x"), false).unwrap();
+        assert!(names(&out).is_empty(), "an unnamed output leaves it looking empty");
+        assert!(made().iter().any(|m| m.path == std::path::absolute(&out).unwrap()), "on the signal list");
+        remove_named_temporaries();
+        assert!(out.is_dir(), "a signal leaves a directory another job writes in");
+        drop(maker);
+        assert!(out.is_dir(), "a failed job leaves a directory another job writes in");
+        drop(unnamed);
+        drop(other);
+        assert!(out.is_dir(), "the other job did not make it: it leaves it");
+        std::fs::remove_dir_all(dir.path().join("made")).unwrap();
+        // Held through `hold` (`--output DIR/FILE`), the same.
+        let maker = OutputDir::make(&out).unwrap();
+        let other = OutputDir::hold(&out);
+        drop(maker);
+        assert!(out.is_dir());
+        drop(other);
+        std::fs::remove_dir_all(dir.path().join("made")).unwrap();
+        // Alone at a signal: it goes.
+        let maker = OutputDir::make(&out).unwrap();
+        remove_named_temporaries();
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+        drop(maker);
+        // Kept: it stays.
+        OutputDir::make(&out).unwrap().keep();
+        assert!(out.is_dir());
+        assert_eq!(remove_named_temporaries(), 0);
+        assert!(out.is_dir(), "kept: off the signal list");
+        // `flock DIR command` around a job holds the directory exclusively all along: the job
+        // goes on (it is held without the lock) rather than wait for it.
+        let outside = open_dir(&out).unwrap();
+        // SAFETY: flock on a descriptor this test owns, released when it closes.
+        assert_eq!(unsafe { libc::flock(outside.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+        let held = OutputDir::make(&out).unwrap();
+        assert!(held.held.is_some() && held.made.is_empty(), "{held:?}");
+        drop(held);
+        assert!(OutputDir::hold(&out).held.is_some());
+        assert!(out.is_dir());
+    }
+
+    /// Outputs committed are off the signal list, and what a process dying of a signal says it
+    /// leaves: their number and the first names.
+    #[test]
+    fn committed_outputs_stay_at_a_signal_and_are_named() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let before = committed_list().clone();
+        let outputs: Vec<PathBuf> = (0..5).map(|i| dir.path().join(format!("o{i}"))).collect();
+        for o in &outputs {
+            let (t, temp) = create_temporary(o, false).unwrap();
+            publish_provisional(&t.file, &temp, o).unwrap();
+        }
+        committed(&outputs);
+        assert_eq!(remove_named_temporaries(), 0);
+        assert!(outputs.iter().all(|o| o.exists()));
+        let now = committed_list().clone();
+        assert_eq!(now.outputs, before.outputs + 5);
+        assert_eq!(now.first.len(), Committed::NAMED);
+        let said = Committed { outputs: 5, first: outputs[..3].to_vec() }.to_string();
+        assert_eq!(said, format!("{}, {}, {} and 2 more", outputs[0].display(), outputs[1].display(), outputs[2].display()));
+        assert_eq!(Committed { outputs: 1, first: outputs[..1].to_vec() }.to_string(), outputs[0].display().to_string());
     }
 
     /// A daemon's socket removed by hand and bound again by a new daemon: the

@@ -151,6 +151,8 @@ pub struct UringEngine<B> {
     watched: Vec<Watched>,
     /// Descriptors whose requests go to io-wq (IOSQE_ASYNC).
     kernel_workers: Vec<RawFd>,
+    /// Transfers the kernel cancelled that were done by plain syscalls, and their bytes.
+    by_syscalls: (u64, u64),
 }
 
 struct Watched {
@@ -184,6 +186,7 @@ impl<B: IoBuf> UringEngine<B> {
             waker_value: Box::new(0),
             watched: Vec::new(),
             kernel_workers: Vec::new(),
+            by_syscalls: (0, 0),
         })
     }
 
@@ -333,7 +336,9 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
                         // This engine cancels no transfer before its drop: the kernel could not
                         // start an io-wq worker for it (the process's or user's thread limit, a
                         // cgroup's pids.max). It is done here by plain syscalls, as the fallback
-                        // engine does every transfer.
+                        // engine does every transfer; the report says so.
+                        self.by_syscalls.0 += 1;
+                        self.by_syscalls.1 += (p.len - p.done) as u64;
                         Some(finish_by_syscalls(p))
                     } else if res < 0 {
                         Some(Err(crate::engine::PartlyWritten::wrap(io::Error::from_raw_os_error(-res), p.op, p.offset, p.done)))
@@ -404,6 +409,15 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
 
     fn fixed_buffers(&self) -> Option<FixedBufferStats> {
         Some(self.fixed.stats.clone())
+    }
+
+    fn done_by_syscalls(&self) -> Option<String> {
+        let (n, bytes) = self.by_syscalls;
+        (n > 0).then(|| {
+            format!(
+                "{n} io_uring transfer(s) of {bytes} bytes in all were cancelled by the kernel (ECANCELED: no io-wq worker thread could start for them, at the process's or user's thread limit or a cgroup's pids.max) and done by pread/pwrite on the orchestrating thread instead"
+            )
+        })
     }
 }
 
@@ -569,6 +583,8 @@ mod tests {
         let c = out.pop().unwrap();
         assert_eq!((c.token, c.op), (7, IoOp::Write));
         assert_eq!(c.result.expect("written all the same"), 4096);
+        let said = engine.done_by_syscalls().expect("the engine says a transfer went by syscalls");
+        assert!(said.starts_with("1 io_uring transfer(s) of 4096 bytes") && said.contains("ECANCELED"), "{said}");
         let mut back = vec![0u8; 4096];
         // SAFETY: reads at most 4096 bytes into a buffer that long.
         let n = unsafe { libc::read(r.as_raw_fd(), back.as_mut_ptr() as *mut libc::c_void, 4096) };

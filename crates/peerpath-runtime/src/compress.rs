@@ -232,7 +232,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         level: Some(opts.level.get()),
         block_size_bytes: Some(member_bytes),
         threads: ran.threads,
-        queue_depth: opts.common.queue_depth.max(1),
+        queue_depth: ran.queue_depth,
         files,
         fallbacks,
         wall: start.elapsed(),
@@ -299,6 +299,8 @@ struct Ran {
     provenance: Option<crate::report::Provenance>,
     /// Where the CPU pass's time went.
     pipeline: Option<peerpath_metrics::PipelineReport>,
+    /// The queue depth it ran with.
+    queue_depth: u32,
 }
 
 /// Whether a stream can go through device memory: O_DIRECT both ways (or,
@@ -336,10 +338,10 @@ fn run_job(
     cpu: &CpuAccount,
     fallbacks: &mut Vec<Fallback>,
 ) -> Result<Ran> {
-    let qd = opts.common.queue_depth.max(1);
+    let mut qd = opts.common.queue_depth.max(1);
     let mut placement = Placement::default();
     let mut started = Vec::new();
-    let params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
+    let mut params = Params { member_bytes, chunk_bytes, level: opts.level, format: opts.format, queue_depth: qd as usize };
     let mut device_text = None;
     if let Some(set) = devices {
         placement = place(streams, &set, chunk_aligned, opts.no_fallback, fallbacks)?;
@@ -348,6 +350,11 @@ fn run_job(
             started = (set.start)(&sizes, &params, fallbacks)?;
             device_text = Some((set.what, set.workers, set.provenance));
         }
+    }
+    // No GPU: the host CPU's queue depth, not the one chosen to fill a GPU.
+    if let (true, Compute::Gpu(spec)) = (started.is_empty(), &opts.compute) {
+        qd = spec.cpu_queue_depth.map_or(qd, |q| q.max(1));
+        params.queue_depth = qd as usize;
     }
     let on_device: &[usize] = if started.is_empty() { &[] } else { &placement.on_device };
     for (i, s) in streams.iter_mut().enumerate() {
@@ -400,6 +407,7 @@ fn run_job(
     let cpu_ran = ran.cpu_memory.is_some();
     let mut memory = ran.cpu_memory.unwrap_or_default();
     memory.add_engine(engine.as_ref());
+    fallbacks.extend(engine.done_by_syscalls().map(|why| Fallback::IoEngine { why }));
     cpu.sample_io_workers();
     drop(engine); // all I/O is done
     let library = format!("{} (level {})", opts.level.library(), opts.level.get());
@@ -417,7 +425,7 @@ fn run_job(
         }
         _ => (format!("host CPU, {library}"), opts.common.threads.max(1), Vec::new(), None),
     };
-    Ok(Ran { engine: engine_text, threads, memory, devices, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s: transfers, provenance, pipeline: ran.pipeline })
+    Ok(Ran { engine: engine_text, threads, memory, devices, placement: placement.lines, placement_explain: placement.explain, offload_transfers_cpu_s: transfers, provenance, pipeline: ran.pipeline, queue_depth: qd })
 }
 
 /// Which streams go to devices, and what the report says of the choice.

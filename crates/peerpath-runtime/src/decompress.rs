@@ -393,6 +393,7 @@ fn run_job_on(
     let pipeline = ctx.clock.report(threads, &times);
     let mut memory = MemoryReport::new(&pool_stats, peak);
     memory.add_engine(engine.as_ref());
+    fallbacks.extend(engine.done_by_syscalls().map(|why| Fallback::IoEngine { why }));
     cpu.sample_io_workers();
     drop(engine);
     let wall = start.elapsed();

@@ -61,11 +61,14 @@ pub struct GpuSpec {
     pub map_memory_files: Option<u64>,
     /// Commands in flight and none completing for this long: the GPU hangs, and fails.
     pub command_timeout: Duration,
+    /// The job's queue depth where the GPU does not start, where it is not the job's own
+    /// (which is then the GPU's: `--queue-depth` not given): the host CPU's usual one.
+    pub cpu_queue_depth: Option<u32>,
 }
 
 impl Default for GpuSpec {
     fn default() -> Self {
-        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, io: peerpath_gpu::GpuIo::Auto(None), map_memory_files: None, command_timeout: peerpath_gpu::DEFAULT_COMMAND_TIMEOUT }
+        GpuSpec { ordinal: 0, memory_bytes: 4 << 30, window_bytes: 128 << 20, algorithm: 2, nvcomp: None, queue_depth: 256, streams: 1, staging: peerpath_gpu::Staging::Commands, gather: peerpath_gpu::Gather::default(), chunk_bytes: 16 << 20, io: peerpath_gpu::GpuIo::Auto(None), map_memory_files: None, command_timeout: peerpath_gpu::DEFAULT_COMMAND_TIMEOUT, cpu_queue_depth: None }
     }
 }
 
@@ -608,18 +611,29 @@ fn host_gone(pid: u32) -> bool {
     })
 }
 
+/// What the CLI's device jobs named their devices before they were named as compress's
+/// are: `<tag><pid>` (`enc12345`), one device per process.
+const OLD_JOB_DEVICE_TAGS: [&str; 7] = ["chain", "unchain", "enc", "dd", "ec", "ecset", "scan"];
+
 /// The host process of a job's device file `peerpath-csp-pp<pid>-<tag><n>.<mem|queues|sock|lock>`
-/// (`tag` lowercase letters, `pid` and `n` digits: [`EmulatedSpec::job_device_name`]).
+/// (`tag` lowercase letters, `pid` and `n` digits: [`EmulatedSpec::job_device_name`]), or
+/// `peerpath-csp-<tag><pid>.<...>`, as a device job of an older peerpath named its device
+/// (`tag` one of [`OLD_JOB_DEVICE_TAGS`]: another name of that form is one given by hand).
 fn jobs_device_host(file: &str) -> Option<u32> {
-    let rest = file.strip_prefix("peerpath-csp-pp")?;
-    let (pid, rest) = rest.split_once('-')?;
+    let rest = file.strip_prefix("peerpath-csp-")?;
     let (device, ext) = rest.split_once('.')?;
-    let (tag, n) = device.split_at(device.find(|c: char| c.is_ascii_digit())?);
+    fn split(s: &str) -> Option<(&str, &str)> {
+        s.find(|c: char| c.is_ascii_digit()).map(|at| s.split_at(at))
+    }
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let letters = !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_lowercase());
+    let letters = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase());
+    let pid = match device.strip_prefix("pp").and_then(|r| r.split_once('-')) {
+        Some((pid, named)) => split(named).filter(|(tag, n)| letters(tag) && digits(n)).map(|_| pid),
+        None => split(device).filter(|(tag, _)| OLD_JOB_DEVICE_TAGS.contains(tag)).map(|(_, pid)| pid),
+    }?;
     // A process id: not 0 (to kill(), this process group) nor past pid_t (a group, or all).
     let host = pid.parse().ok().filter(|&p: &u32| p > 0 && p <= libc::pid_t::MAX as u32);
-    (digits(pid) && letters && digits(n) && ["mem", "queues", "sock", "lock"].contains(&ext)).then_some(host)?
+    (digits(pid) && ["mem", "queues", "sock", "lock"].contains(&ext)).then_some(host)?
 }
 
 /// Picks the directory of a device's shared-memory file and says where it
@@ -729,9 +743,9 @@ mod tests {
         let kept = [
             format!("peerpath-csp-pp{me}-enc0.mem"),
             format!("peerpath-csp-{}.mem", EmulatedSpec::job_device_name("scan")),
-            // Started by hand: any name not `pp<digits>-<lowercase letters><digits>`.
-            format!("peerpath-csp-enc{dead}.mem"),
-            format!("peerpath-csp-ec{dead}.sock"),
+            // Started by hand: any name not `pp<digits>-<lowercase letters><digits>` (nor
+            // an older device job's, below).
+            format!("peerpath-csp-mine{dead}.mem"),
             format!("peerpath-csp-pp{dead}-Enc0.mem"),
             format!("peerpath-csp-pp{dead}-enc.mem"),
             format!("peerpath-csp-pp{dead}-0.mem"),
@@ -785,6 +799,47 @@ mod tests {
         assert_eq!(jobs_device_host("peerpath-csp-pp99999999999-enc0.mem"), None);
         assert_eq!(jobs_device_host("peerpath-csp-pp4294967295-enc0.mem"), None, "kill(-1, 0) is every process");
         assert_eq!(jobs_device_host("peerpath-csp-pp0-enc0.mem"), None, "kill(0, 0) is this process group");
+    }
+
+    /// Device jobs of an older peerpath named their devices `<tag><pid>` (`enc12345`): where
+    /// that process is gone, its files are swept too; a live process's, one answering on its
+    /// socket, other tags and other kinds of file are kept.
+    #[test]
+    fn older_device_jobs_devices_of_dead_hosts_leave_no_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (dead, me) = (1u32 << 23, std::process::id());
+        let mut swept: Vec<String> = ["mem", "queues", "sock", "lock"].iter().map(|ext| format!("peerpath-csp-enc{dead}.{ext}")).collect();
+        swept.extend(OLD_JOB_DEVICE_TAGS.iter().map(|tag| format!("peerpath-csp-{tag}{dead}.mem")));
+        let kept = [
+            format!("peerpath-csp-enc{me}.mem"),
+            format!("peerpath-csp-ec{me}.queues"),
+            format!("peerpath-csp-csp{dead}.mem"),
+            format!("peerpath-csp-gpu{dead}.mem"),
+            format!("peerpath-csp-Enc{dead}.mem"),
+            format!("peerpath-csp-enc{dead}x.mem"),
+            format!("peerpath-csp-enc{dead}.mem.bak"),
+            format!("peerpath-csp-enc{dead}.log"),
+            "peerpath-csp-enc.mem".to_string(),
+            "peerpath-csp-enc0.mem".to_string(),
+            format!("peerpath-csp-enc{}.mem", u64::from(u32::MAX) + 1),
+            format!("other-enc{dead}.mem"),
+        ];
+        for n in swept.iter().chain(&kept) {
+            std::fs::write(dir.path().join(n), b"x").unwrap();
+        }
+        let live = [format!("peerpath-csp-scan{dead}.mem"), format!("peerpath-csp-scan{dead}.sock")];
+        std::fs::write(dir.path().join(&live[0]), b"x").unwrap();
+        let _answers = std::os::unix::net::UnixListener::bind(dir.path().join(&live[1])).unwrap();
+        remove_dead_jobs_devices(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        let mut want = kept.to_vec();
+        want.extend(live);
+        want.sort();
+        assert_eq!(left, want);
+        assert_eq!(jobs_device_host("peerpath-csp-ecset42.lock"), Some(42));
+        assert_eq!(jobs_device_host("peerpath-csp-unchain42.sock"), Some(42));
+        assert_eq!(jobs_device_host("peerpath-csp-dd0.mem"), None, "kill(0, 0) is this process group");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use crate::error::{JobError, Result};
 use crate::buf::JobBuf;
 use crate::writer::TargetWriter;
-use peerpath_io::{create_temporary, open_source, Inherited, IoEngine, IoPath, OpenedFile, SourceKind};
+use peerpath_io::{create_temporary, open_source, Inherited, IoEngine, IoPath, OpenedFile, OutputDir, SourceKind};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -189,51 +189,13 @@ pub fn check_distinct_targets(targets: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// Directories made for a job's targets (`--output DIR/` where DIR was not
-/// there): removed again, where still empty, unless the job [`MadeDirs::keep`]s
-/// them, so that a job that fails leaves nothing it made.
-#[must_use = "dropped, it removes the directories it made"]
-#[derive(Debug, Default)]
-pub struct MadeDirs(Vec<PathBuf>);
-
-impl MadeDirs {
-    /// Makes `dir` and the directories above it that are not there; `made`
-    /// lists them, deepest first.
-    fn make(dir: &Path) -> Result<MadeDirs> {
-        let mut made = Vec::new();
-        let mut p = Some(dir);
-        while let Some(d) = p.filter(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err()) {
-            made.push(d.to_path_buf());
-            p = d.parent();
-        }
-        // Held first: where making them fails part way, those made go again. Absolute:
-        // a job server changes its directory between jobs, and a signal may come then.
-        let made = MadeDirs(made.into_iter().map(|d| std::path::absolute(&d).unwrap_or(d)).collect());
-        // A signal that ends the job removes them too (where still empty).
-        peerpath_io::create_dirs_removed_on_signal(&made.0).map_err(|e| JobError::TargetIo { path: dir.to_path_buf(), source: e })?;
-        Ok(made)
-    }
-
-    /// The job succeeded: its directories stay.
-    pub fn keep(mut self) {
-        self.0.drain(..).for_each(|d| peerpath_io::keep_on_signal(&d));
-    }
-}
-
-impl Drop for MadeDirs {
-    fn drop(&mut self) {
-        for d in &self.0 {
-            peerpath_io::keep_on_signal(d);
-            let _ = std::fs::remove_dir(d);
-        }
-    }
-}
-
 /// Target names for `sources` given `--output` (a file for one source, a
 /// directory for several: made if need be, and removed again unless the job
-/// keeps it) and a function naming one target from a source.
-pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&Path) -> Result<PathBuf>) -> Result<(Vec<PathBuf>, MadeDirs)> {
-    let mut made = MadeDirs::default();
+/// keeps it) and a function naming one target from a source; with the
+/// directory `--output` names or puts the target in, held while the job
+/// writes there ([`OutputDir`]: another job that made it and fails leaves it).
+pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&Path) -> Result<PathBuf>) -> Result<(Vec<PathBuf>, OutputDir)> {
+    let mut output_dir = OutputDir::default();
     let targets = match output {
         None => sources
             .iter()
@@ -249,7 +211,12 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
             })
             .collect::<Result<Vec<_>>>()?,
         // "DIR/" names a directory (created if need be) even for one source.
-        Some(o) if sources.len() == 1 && !o.is_dir() && !o.as_os_str().as_encoded_bytes().ends_with(b"/") => vec![o.to_path_buf()],
+        Some(o) if sources.len() == 1 && !o.is_dir() && !o.as_os_str().as_encoded_bytes().ends_with(b"/") => {
+            if !is_std_stream(o) {
+                output_dir = OutputDir::hold(&peerpath_io::parent_dir(o));
+            }
+            vec![o.to_path_buf()]
+        }
         Some(o) if is_std_stream(o) => return Err(JobError::Usage("several sources cannot all go to standard output".into())),
         Some(o) => {
             // "FILE/" is looked up as FILE: its metadata through the slash is ENOTDIR, not "a file".
@@ -262,9 +229,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                 let why = if sources.len() == 1 { "a name ending in / is a directory" } else { "several sources need --output DIR" };
                 return Err(JobError::Usage(format!("{} is not a directory: {why}", named.display())));
             }
-            if !o.exists() {
-                made = MadeDirs::make(o)?;
-            }
+            output_dir = OutputDir::make(o).map_err(|e| JobError::TargetIo { path: o.to_path_buf(), source: e })?;
             sources
                 .iter()
                 .map(|s| {
@@ -279,7 +244,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
     };
     targets.iter().try_for_each(|t| check_target_name(t))?;
     check_distinct_targets(&targets)?;
-    Ok((targets, made))
+    Ok((targets, output_dir))
 }
 
 /// A target whose name is longer than a directory entry may be (255 bytes on Linux's file
@@ -366,7 +331,9 @@ pub(crate) fn open_target(final_path: &Path, common: &CommonOptions, source: &Op
 /// new names are taken back and the rest removed: a failed job keeps none.
 /// So does a signal before the last is in place (those under new names are
 /// on the signal list until then): a job of many outputs killed while it
-/// puts them in place left those before the signal.
+/// puts them in place left those before the signal. Once the last is in
+/// place they are committed ([`peerpath_io::committed`]): a signal from then
+/// on leaves them all, and the process says so as it dies of it.
 pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Result<()> {
     let names: Vec<PathBuf> = writers.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
     let mut placed: Vec<PathBuf> = Vec::new();
@@ -383,7 +350,7 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Res
             }
         }
     }
-    peerpath_io::settled(&placed);
+    peerpath_io::committed(&names);
     if durable {
         crate::writer::sync_directories(names.iter().map(PathBuf::as_path));
     }

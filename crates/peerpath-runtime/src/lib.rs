@@ -29,7 +29,7 @@ pub use devices::{keep_devices_across_jobs, Compute, DeviceMemoryFrom, EmulatedS
 pub use decompress::{decompress, verify, verify_each, DecompressOptions};
 pub use gpu_decode::GpuDecodeSpec;
 pub use error::{JobError, Result};
-pub use job::{plan_targets, CommonOptions, MadeDirs, Progress};
+pub use job::{plan_targets, CommonOptions, Progress};
 pub use report::{FailedFile, JobReport, Provenance};
 
 use peerpath_mem::MemoryDomain;
