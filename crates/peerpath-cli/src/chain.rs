@@ -446,6 +446,8 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     if !meta.is_file() {
         return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())));
     }
+    // A kernel file's size (0 in /proc) is not what it holds: the set would mix the two.
+    crate::refuse_a_sizeless_file(&src, &meta, source, "compress --ec")?;
     let mode = peerpath_io::Inherited::mode_of(Some(&meta));
     let mut shards = StreamEncoder::new(dir, o.data, o.parity, o.unit, o.placement.clone())?;
     let sealing = match &o.encrypt {

@@ -172,7 +172,9 @@ fn slots(threads: usize) -> usize {
 /// What every device needs of the chain's options.
 fn check_options(o: &ChainOptions) -> Result<(), String> {
     if !(o.block_size as u64).is_multiple_of(ALIGN) {
-        return Err(format!("the device reads whole 4 KiB pages by DMA: --block-size {} is not a multiple of 4K", o.block_size));
+        // BGZF's blocks are its own size, not an option given (--block-size is refused with it).
+        let what = if o.format == Format::Bgzf { format!("BGZF's blocks ({} bytes of input each) are", o.block_size) } else { format!("--block-size {} is", o.block_size) };
+        return Err(format!("the device reads whole 4 KiB pages by DMA: {what} not a multiple of 4K"));
     }
     if o.data + o.parity > u8::MAX as usize {
         return Err(format!("the device's command holds at most 255 shards, not {}", o.data + o.parity));
@@ -329,6 +331,8 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     if !meta.is_file() {
         return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())).into());
     }
+    // A kernel file's size (0 in /proc) is not what it holds: the device reads the file by its size.
+    crate::refuse_a_sizeless_file(&opened.file, &meta, source, "compress --ec")?;
     ec::check_unit(o.data, o.parity, o.unit)?;
     ec::check_new_set_dir(dir, Some(source))?;
     let n = o.data + o.parity;

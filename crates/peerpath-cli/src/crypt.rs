@@ -367,11 +367,10 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     // --engine emulated or gpu: the device, or why not (said, or an error with --no-fallback).
     let (mut device, mut fallback) = (None, None);
     if a.engine != CryptEngine::Cpu {
-        let block = if dir == Direction::Encrypt { block_size } else { cipher.layout().block_bytes as usize };
         let sealing = dir == Direction::Encrypt;
         let why = match a.engine {
-            CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu, block, sealing, a.device_timeout),
-            _ => crate::crypt_device::start(block, sealing, a.inject_faults.clone(), a.device_timeout),
+            CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu, cipher.layout(), sealing, a.device_timeout),
+            _ => crate::crypt_device::start(cipher.layout(), sealing, a.inject_faults.clone(), a.device_timeout),
         };
         match why {
             Ok(d) => device = Some(d),
@@ -436,7 +435,8 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         blocks: l.blocks(),
         plaintext_bytes: l.plaintext_bytes,
         file_bytes: l.file_bytes(),
-        threads: if device_seconds.is_some() { 1 } else { threads },
+        // The workers that ran: no more than the blocks (transform starts no idle ones).
+        threads: if device_seconds.is_some() { 1 } else { threads.min(l.blocks() as usize) },
         seconds,
         plaintext_gb_per_s: l.plaintext_bytes as f64 / seconds.max(1e-9) / 1e9,
         // On the device: the seconds its worker spent in the seal commands.
@@ -545,7 +545,8 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         blocks: size.div_ceil(sector as u64),
         plaintext_bytes: size,
         file_bytes: size,
-        threads,
+        // The workers that ran: no more than the tasks, and one for an empty image.
+        threads: threads.min(tasks as usize).max(1),
         seconds,
         plaintext_gb_per_s: size as f64 / seconds.max(1e-9) / 1e9,
         cipher_gb_per_s_per_core: size as f64 / clock.stages().cipher_s.max(1e-9) / 1e9,

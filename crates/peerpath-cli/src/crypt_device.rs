@@ -53,6 +53,12 @@ impl Layout {
     fn new(block: usize, width: usize) -> Layout {
         Layout { room: (block + TAG_BYTES).next_multiple_of(ALIGN) as u64, width, window_at: 0 }
     }
+    /// For the file `l`: room for its largest block (block 0), so a file shorter than a block
+    /// asks for no more than itself (1 GiB blocks of a 3 MB file asked an emulated CSP for 12
+    /// GiB, populated before it was ready: it timed out, a fallback).
+    fn of(l: &peerpath_func::crypt::Layout, width: usize) -> Layout {
+        Layout::new(l.plain_len(0), width)
+    }
     /// Block `i`'s plaintext and sealed ranges (its group's slot, its place in the group).
     fn ranges(&self, i: u64) -> (DeviceRange, DeviceRange) {
         let w = self.width as u64;
@@ -83,20 +89,20 @@ fn check_block(block: usize, sealing: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Starts an emulated CSP for blocks of `block` bytes.
-pub(crate) fn start(block: usize, sealing: bool, faults: Option<peerpath_device::FaultConfig>, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
-    check_block(block, sealing)?;
+/// Starts an emulated CSP for the blocks of the file `l`.
+pub(crate) fn start(l: &peerpath_func::crypt::Layout, sealing: bool, faults: Option<peerpath_device::FaultConfig>, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
+    check_block(l.block_bytes as usize, sealing)?;
     let need = if sealing { FunctionKind::AeadSealBlock } else { FunctionKind::AeadOpenBlock };
-    let dev = device_job::spawn("enc", Layout::new(block, WORKERS).bytes(), 8, WORKERS as u32, need, timeout)?;
+    let dev = device_job::spawn("enc", Layout::of(l, WORKERS).bytes(), 8, WORKERS as u32, need, timeout)?;
     Ok(device_job::with_faults(dev, faults))
 }
 
 /// Opens GPU `ordinal` with peerpath's AES-256-GCM kernels (no nvCOMP, no
-/// coding kernels) for blocks of `block` bytes: [`GPU_GROUP`] blocks a
+/// coding kernels) for the blocks of the file `l`: [`GPU_GROUP`] blocks a
 /// group, the layout in its memory and again in its pinned host window.
-pub(crate) fn start_gpu(ordinal: usize, block: usize, sealing: bool, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
-    check_block(block, sealing)?;
-    let bytes = Layout::new(block, GPU_GROUP).bytes();
+pub(crate) fn start_gpu(ordinal: usize, l: &peerpath_func::crypt::Layout, sealing: bool, timeout: Option<std::time::Duration>) -> Result<Box<dyn Device>, String> {
+    check_block(l.block_bytes as usize, sealing)?;
+    let bytes = Layout::of(l, GPU_GROUP).bytes();
     // A group's copies in, its commands and its copies out.
     let config = peerpath_gpu::GpuDeviceConfig { crypt: true, ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, 2 * GPU_GROUP) };
     device_job::open_gpu(device_job::timed(config, timeout))
@@ -149,7 +155,7 @@ impl Pass {
     fn begin(dev: &mut dyn Device, master: &Key, cipher: &FileCipher) -> Result<Pass, String> {
         let l = *cipher.layout();
         let window_at = dev.memory().dma_window().map_or(0, |w| w.0);
-        let mut layout = Layout::new(l.block_bytes as usize, if window_at > 0 { GPU_GROUP } else { WORKERS });
+        let mut layout = Layout::of(&l, if window_at > 0 { GPU_GROUP } else { WORKERS });
         layout.window_at = window_at;
         if window_at > 0 && (window_at < layout.bytes() as u64 || dev.memory().len() < 2 * layout.bytes()) {
             return Err("the device's memory is not staged as this pass needs (its own memory and its window each the pass's size)".into());

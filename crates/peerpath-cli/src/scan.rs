@@ -116,6 +116,36 @@ enum ScanEngine {
     Gpu,
 }
 
+/// Bytes of a file's start that tell what it holds (bzip2's magic is the longest).
+const HEAD_BYTES: usize = 10;
+
+/// Refuses data whose first bytes (`head`, fewer where the file is shorter) say it is
+/// encrypted (peerpath-enc/1) or another compressor's (zstd, xz, bzip2): read as lines,
+/// a motif would match nothing, or binary noise, and the scan say so with exit 0.
+fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
+    if head.starts_with(peerpath_func::crypt::MAGIC) {
+        return Err(JobError::Usage(format!(
+            "{}: encrypted (peerpath-enc/1): scan reads gzip or plain records; decrypt it first (peerpath decompress FILE.gz.ppenc --key-file KEY -o - | peerpath scan - ..., or peerpath decrypt)",
+            path.display()
+        )));
+    }
+    // "BZh", the block size, then a block's magic (or the end-of-stream one for an empty stream).
+    let bzip2 = head.len() == HEAD_BYTES
+        && head.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&head[3])
+        && [[0x31, 0x41, 0x59, 0x26, 0x53, 0x59], [0x17, 0x72, 0x45, 0x38, 0x50, 0x90]].iter().any(|m| head[4..] == m[..]);
+    let (what, decode) = if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        ("zstd", "zstd -dc")
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        ("xz", "xz -dc")
+    } else if bzip2 {
+        ("bzip2", "bzip2 -dc")
+    } else {
+        return Ok(());
+    };
+    Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first ({decode} FILE | peerpath scan - ...)", path.display())))
+}
+
 /// The `-o` target's temporary file, how it exists, and its final name.
 type OutputFile = (File, peerpath_io::Temporary, PathBuf);
 
@@ -486,9 +516,10 @@ fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: 
         return cpu("standard input is not read into device memory".into());
     }
     let opened = peerpath_io::open_source(f, true).map_err(|e| JobError::SourceUnreadable { path: f.to_path_buf(), source: e })?;
-    let mut magic = [0u8; 2];
-    let gzip = std::os::unix::fs::FileExt::read_at(&File::open(f).map_err(|e| JobError::SourceUnreadable { path: f.to_path_buf(), source: e })?, &mut magic, 0).is_ok_and(|n| n == 2) && magic == [0x1f, 0x8b];
-    if gzip {
+    let mut head = [0u8; HEAD_BYTES];
+    let got = std::os::unix::fs::FileExt::read_at(&File::open(f).map_err(|e| JobError::SourceUnreadable { path: f.to_path_buf(), source: e })?, &mut head, 0).unwrap_or(0);
+    refuse_unreadable(f, &head[..got])?;
+    if head[..got].starts_with(&[0x1f, 0x8b]) {
         return cpu("gzip input is decoded on the host (the device does not inflate yet)".into());
     }
     if !matches!(opened.kind, peerpath_io::SourceKind::Regular { .. }) {
@@ -533,17 +564,18 @@ fn scan_file(path: &Path, (format, allow_no_end_member, max_record): (Option<Rec
         }
         Box::new(f)
     };
-    // Gzip or not, from the first two bytes (kept and replayed).
-    let mut magic = [0u8; 2];
+    // Gzip or not (or data no record format describes), from the first bytes (kept and replayed).
+    let mut head = [0u8; HEAD_BYTES];
     let mut got = 0;
-    while got < 2 {
-        match input.read(&mut magic[got..]).map_err(|e| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() })? {
+    while got < HEAD_BYTES {
+        match input.read(&mut head[got..]).map_err(|e| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() })? {
             0 => break,
             n => got += n,
         }
     }
-    let gzip = got == 2 && magic == [0x1f, 0x8b];
-    let input = std::io::Cursor::new(magic[..got].to_vec()).chain(input);
+    refuse_unreadable(path, &head[..got])?;
+    let gzip = head[..got].starts_with(&[0x1f, 0x8b]);
+    let input = std::io::Cursor::new(head[..got].to_vec()).chain(input);
     let (block_tx, block_rx) = bounded::<Block>(threads * 2);
     let (found_tx, found_rx) = bounded::<(u64, Result<Found, Refused>, Vec<u8>)>(threads * 2);
     let keep_records = out.is_some();

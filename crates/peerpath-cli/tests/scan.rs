@@ -629,3 +629,43 @@ fn a_proc_file_is_scanned_to_its_end() {
     let j = o.json();
     assert_eq!(j["matched"].as_u64(), Some(lines as u64), "{j}");
 }
+
+/// An encrypted file (peerpath-enc/1, as `compress --encrypt` writes it) or another
+/// compressor's (zstd, xz, bzip2) was read as lines: a motif matched nothing, or binary
+/// noise, and the scan said so with exit 0. Each is refused, saying what it is and what
+/// to do, from a file, from standard input and with a device engine alike; nothing is
+/// written. A line that only begins like bzip2's magic is still a line.
+#[test]
+fn encrypted_or_foreign_compressed_input_is_refused_not_read_as_lines() {
+    let dir = scratch();
+    let d = dir.path();
+    let fa = d.join("s.fa");
+    std::fs::write(&fa, ">a\nACGTACGT\n>b\nACGT\n").unwrap();
+    let key = d.join("k.key");
+    run(&mut pp(args!["keygen", "-o", &key])).ok();
+    let sealed = d.join("s.fa.gz.ppenc");
+    run(&mut pp(args!["compress", &fa, "--encrypt", "--key-file", &key, "-o", &sealed, "-q"])).ok();
+    let foreign = [
+        ("s.fa.zst", [&[0x28u8, 0xb5, 0x2f, 0xfd][..], b"\x04\x00ACGT\n"].concat(), "zstd"),
+        ("s.fa.xz", [&[0xfdu8, b'7', b'z', b'X', b'Z', 0][..], b"\x00\x04ACGT\n"].concat(), "xz"),
+        ("s.fa.bz2", [&b"BZh9"[..], &[0x31, 0x41, 0x59, 0x26, 0x53, 0x59], b"ACGT\n"].concat(), "bzip2"),
+    ];
+    let mut refused = vec![(sealed.clone(), "encrypted (peerpath-enc/1)")];
+    for (name, bytes, what) in &foreign {
+        std::fs::write(d.join(name), bytes).unwrap();
+        refused.push((d.join(name), what));
+    }
+    let out = d.join("out.fa");
+    for (f, what) in &refused {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        run(&mut pp(args!["scan", f, "--motif", "ACGT", "-c"])).fails(2, &[name, what]);
+        run(&mut pp(args!["scan", &fa, f, "--motif", "ACGT", "-o", &out])).fails(2, &[name, what]);
+        assert!(!out.exists(), "{name}: nothing written");
+        run(&mut pp(args!["scan", f, "--motif", "ACGT", "-c", "--engine", "emulated"])).fails(2, &[name, what]);
+        let piped = run_full(&mut pp(args!["scan", "-", "--motif", "ACGT", "-c"]), Some(std::fs::read(f).unwrap()), std::time::Duration::from_secs(60));
+        piped.fails(2, &["-", what]);
+    }
+    let line = d.join("bz.txt");
+    std::fs::write(&line, "BZh9 is a line\nACGT\n").unwrap();
+    assert_eq!(run(&mut pp(args!["scan", &line, "--motif", "ACGT", "-c", "-q"])).ok().stdout_str().trim(), "1");
+}

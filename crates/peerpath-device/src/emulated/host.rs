@@ -55,6 +55,18 @@ pub struct SpawnOptions {
     pub stderr: Option<Arc<OwnedFd>>,
 }
 
+/// What a device process is given of this process's environment: where its temporary files go,
+/// how it reports a panic, and peerpath's own settings, never a key (`PEERPATH_KEY`, or whatever
+/// variable `--key-env` names: a device is given per-file block keys by command, never the
+/// master key, and anything in its environment is readable in /proc/PID/environ for its life).
+fn device_environment(vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    vars.filter(|(k, _)| {
+        let k = k.to_string_lossy();
+        matches!(&*k, "PATH" | "TMPDIR" | "RUST_BACKTRACE" | "RUST_LIB_BACKTRACE") || (k.starts_with("PEERPATH_") && !k.contains("KEY"))
+    })
+    .collect()
+}
+
 impl SpawnOptions {
     pub fn new(serve: ServeOptions) -> SpawnOptions {
         SpawnOptions {
@@ -146,6 +158,8 @@ impl EmulatedCsp {
         let mut child = Command::new(&program)
             .args(&options.program_args)
             .args(serve.to_args())
+            .env_clear()
+            .envs(device_environment(std::env::vars_os()))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -994,4 +1008,19 @@ fn check_header(q: &QueueFile, path: &Path) -> Result<Geometry, CspError> {
         return bad(format!("queue stride {stride} or file length {} does not match the geometry", q.len()));
     }
     Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_environment;
+    use std::ffi::OsString;
+
+    /// A device process gets no key from its host's environment (it inherited PEERPATH_KEY and
+    /// the variable --key-env named: readable in /proc/PID/environ), and keeps what it needs.
+    #[test]
+    fn a_device_is_given_no_key_of_its_hosts_environment() {
+        let host = ["PEERPATH_KEY", "MY_SECRET", "PEERPATH_KEYS", "HOME", "PATH", "TMPDIR", "RUST_BACKTRACE", "PEERPATH_NAMED_TEMPORARIES", "PEERPATH_TEST_PACK_BYTES"];
+        let given: Vec<String> = device_environment(host.iter().map(|k| (OsString::from(k), OsString::from("x")))).into_iter().map(|(k, _)| k.into_string().unwrap()).collect();
+        assert_eq!(given, ["PATH", "TMPDIR", "RUST_BACKTRACE", "PEERPATH_NAMED_TEMPORARIES", "PEERPATH_TEST_PACK_BYTES"]);
+    }
 }

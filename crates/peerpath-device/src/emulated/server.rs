@@ -149,17 +149,16 @@ impl ServeOptions {
         let mut it = args.iter();
         while let Some(flag) = it.next() {
             let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            let num = |v: &str| v.parse::<u64>().map_err(|_| format!("{flag}: '{v}' is not a number"));
             match flag.as_str() {
                 "--name" => o.name = value.clone(),
                 "--dir" => o.dir = PathBuf::from(value),
-                "--memory" => o.memory_bytes = num(value)? as usize,
-                "--queues" => o.queues = num(value)? as u32,
-                "--queue-depth" => o.queue_depth = num(value)? as u32,
-                "--workers" => o.workers = num(value)? as u32,
-                "--parent-pid" => o.parent_pid = Some(num(value)? as u32),
-                "--duplicate-completion-after" => o.duplicate_completion_after = Some(num(value)?),
-                "--populate" => o.populate_bytes = num(value)? as usize,
+                "--memory" => o.memory_bytes = number(flag, value, usize::MAX)?,
+                "--queues" => o.queues = number(flag, value, u32::MAX)?,
+                "--queue-depth" => o.queue_depth = number(flag, value, u32::MAX)?,
+                "--workers" => o.workers = number(flag, value, u32::MAX)?,
+                "--parent-pid" => o.parent_pid = Some(number(flag, value, u32::MAX)?),
+                "--duplicate-completion-after" => o.duplicate_completion_after = Some(number(flag, value, u64::MAX)?),
+                "--populate" => o.populate_bytes = number(flag, value, usize::MAX)?,
                 other => return Err(format!("unknown option {other}")),
             }
         }
@@ -193,6 +192,19 @@ impl ServeOptions {
         }
         Ok(())
     }
+}
+
+/// `value` of `flag` as a number of the option's type, whose largest value
+/// is `max`: a value beyond it is refused, never cut to its low bits
+/// (`--queues 4294967297` is not 1 queue pair).
+fn number<T>(flag: &str, value: &str, max: T) -> Result<T, String>
+where
+    T: std::str::FromStr<Err = std::num::ParseIntError> + std::fmt::Display,
+{
+    value.parse::<T>().map_err(|e| match e.kind() {
+        std::num::IntErrorKind::PosOverflow => format!("{flag}: {value} is too large (at most {max})"),
+        _ => format!("{flag}: '{value}' is not a number"),
+    })
 }
 
 /// What every thread of the device shares.
@@ -797,5 +809,30 @@ fn post_once(s: &Session, cid: u16, o: &Outcome) {
     fence(Ordering::SeqCst);
     if qp.cq_need_wake().load(Ordering::SeqCst) == 1 && qp.cq_need_wake().swap(0, Ordering::SeqCst) == 1 {
         s.cq_efd.signal();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServeOptions;
+
+    fn parse(flag: &str, value: &str) -> Result<ServeOptions, String> {
+        ServeOptions::parse_args(&["--name".into(), "a".into(), flag.into(), value.into()])
+    }
+
+    #[test]
+    fn numbers_beyond_their_type_are_refused_not_truncated() {
+        for flag in ["--queues", "--queue-depth", "--workers", "--parent-pid"] {
+            let e = parse(flag, "4294967297").expect_err(flag);
+            assert_eq!(e, format!("{flag}: 4294967297 is too large (at most 4294967295)"));
+            assert!(parse(flag, "4294967295").is_ok(), "{flag}: the largest u32 is its type's");
+        }
+        for flag in ["--memory", "--populate", "--duplicate-completion-after"] {
+            let e = parse(flag, "18446744073709551616").expect_err(flag);
+            assert!(e.starts_with(&format!("{flag}: 18446744073709551616 is too large (at most ")), "{e}");
+        }
+        assert_eq!(parse("--queues", "4").unwrap().queues, 4);
+        assert_eq!(parse("--queues", "-1").unwrap_err(), "--queues: '-1' is not a number");
+        assert_eq!(parse("--workers", "x").unwrap_err(), "--workers: 'x' is not a number");
     }
 }
