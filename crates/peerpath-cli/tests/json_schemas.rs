@@ -153,6 +153,12 @@ fn every_json_output_matches_its_documented_schema() {
     matches("job-report", &out(&mut pp(args!["compress", &src, "-o", &gz, "--json"])));
     matches("job-report", &out(&mut pp(args!["decompress", &gz, "-o", d.join("back"), "--json"])));
     matches("job-report", &out(&mut pp(args!["verify", &gz, "--json"])));
+    // A name that is not UTF-8: its exact bytes beside its string.
+    let odd = d.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"s\xff.fa.gz"));
+    std::fs::copy(&gz, &odd).unwrap();
+    let v = out(&mut pp(args!["decompress", &odd, "--json"]));
+    assert!(serde_json::from_slice::<Value>(&v).unwrap()["files"][0]["target_bytes"].is_array());
+    matches("job-report", &v);
     std::fs::write(d.join("cut.gz"), &std::fs::read(&gz).unwrap()[..100]).unwrap();
     let cut = run(&mut pp(args!["verify", &gz, d.join("cut.gz"), "--json"]));
     assert_eq!(cut.code(), Some(7), "{}", cut.stderr);

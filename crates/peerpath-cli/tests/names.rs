@@ -1,4 +1,5 @@
-//! How reports name files and formats: a name with a control character stays on its report line
+//! How reports name files and formats: a name that is not UTF-8 keeps its exact bytes in JSON
+//! (`source_bytes`, `target_bytes`), a name with a control character stays on its report line
 //! (shell-quoted, as GNU `ls` quotes it), and `decompress` names the format its input is in
 //! (BGZF, peerpath's 'PP' members, plain gzip).
 
@@ -6,6 +7,7 @@ mod common;
 
 use common::*;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// The text report's lines of `kind` (`file`, `FAILED`, ...): what follows the label.
@@ -17,6 +19,46 @@ fn lines<'a>(report: &'a str, kind: &str) -> Vec<&'a str> {
 fn as_a_shell_reads(quoted: &str) -> Option<Vec<u8>> {
     let bash = tool("bash")?;
     Some(sys(&bash, &[OsStr::new("-c"), OsStr::new(&format!("printf %s {quoted}"))], None))
+}
+
+/// JSON's byte list of a name, as `source_bytes` holds it.
+fn byte_list(name: &[u8]) -> serde_json::Value {
+    name.iter().map(|&b| serde_json::Value::from(b)).collect()
+}
+
+#[test]
+fn json_keeps_the_exact_bytes_of_a_name_that_is_not_utf8() {
+    let dir = scratch();
+    let d = dir.path();
+    // Two names that differ only in a byte that is not UTF-8: their strings read the same.
+    let (ff, fe, good) = (OsStr::from_bytes(b"a\xffb"), OsStr::from_bytes(b"a\xfeb"), OsStr::new("good.fa"));
+    for n in [ff, fe, good] {
+        std::fs::write(d.join(n), &sample()[..100_000]).unwrap();
+    }
+    let v = run(pp([OsStr::new("compress"), ff, fe, good, OsStr::new("--json")]).current_dir(d)).ok().json();
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 3, "{v}");
+    for (f, name) in files.iter().zip([b"a\xffb".as_slice(), b"a\xfeb"]) {
+        assert_eq!(f["source"], "a\u{fffd}b", "the string as before: {f}");
+        assert_eq!(f["source_bytes"], byte_list(name), "{f}");
+        assert_eq!(f["target_bytes"], byte_list(&[name, b".gz"].concat()), "{f}");
+    }
+    assert!(files[2].get("source_bytes").is_none() && files[2].get("target_bytes").is_none(), "a UTF-8 name has its string only: {}", files[2]);
+    // verify: a bad file's name in `failed`, a good one's in `files`.
+    std::fs::write(d.join(OsStr::from_bytes(b"cut\xff.gz")), &std::fs::read(d.join(OsStr::from_bytes(b"a\xffb.gz"))).unwrap()[..100]).unwrap();
+    let o = run(pp([OsStr::new("verify"), OsStr::from_bytes(b"cut\xff.gz"), OsStr::from_bytes(b"a\xffb.gz"), OsStr::new("--json")]).current_dir(d));
+    assert_eq!(o.code(), Some(7), "{}", o.describe());
+    let v = o.json();
+    assert_eq!(v["failed"][0]["source_bytes"], byte_list(b"cut\xff.gz"), "{v}");
+    assert_eq!(v["files"][0]["source_bytes"], byte_list(b"a\xffb.gz"), "{v}");
+    // The text report prints them exactly too, as `ls` quotes them.
+    let o = run(pp([OsStr::new("decompress"), OsStr::from_bytes(b"a\xffb.gz"), OsStr::new("-o"), OsStr::from_bytes(b"out\xff")]).current_dir(d)).ok();
+    let text = o.stdout_str();
+    assert_eq!(lines(&text, "file"), [r"'a'$'\377''b.gz' -> 'out'$'\377'"], "{text}");
+    if let Some(read) = as_a_shell_reads(r"'a'$'\377''b.gz'") {
+        assert_eq!(read, b"a\xffb.gz", "a shell reads the quoted name back as the name");
+    }
+    assert_file_eq(&d.join(OsStr::from_bytes(b"out\xff")), &sample()[..100_000], "the file the report names");
 }
 
 #[test]

@@ -201,7 +201,9 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         let w = s.writer.take().expect("writer present");
         files.push(FileReport {
             source: s.source_name.clone(),
+            source_bytes: crate::report::name_bytes(&s.source.path),
             target: Some(w.final_path.display().to_string()),
+            target_bytes: crate::report::name_bytes(&w.final_path),
             bytes_in: s.bytes_in,
             bytes_out: w.file_len(),
             members: s.members,

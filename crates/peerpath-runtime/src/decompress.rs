@@ -11,7 +11,7 @@ use crate::job::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
 use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions, Writes};
 use crate::token::Token;
-use crate::report::{DecodeMode, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
+use crate::report::{name_bytes, DecodeMode, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
 use crate::gpu_decode::{GpuDecoder, OnGpu};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
@@ -430,7 +430,7 @@ fn run_job_on(
     report.pipeline = Some(pipeline);
     report.failed = failed
         .iter()
-        .map(|(source, e): &(PathBuf, JobError)| crate::report::FailedFile { source: source.display().to_string(), exit_code: e.exit_code(), error: e.to_string() })
+        .map(|(source, e): &(PathBuf, JobError)| crate::report::FailedFile { source: source.display().to_string(), source_bytes: name_bytes(source), exit_code: e.exit_code(), error: e.to_string() })
         .collect();
     if let Some(g) = gpu.and_then(|g| Arc::try_unwrap(g).ok()) {
         g.give_back();
@@ -683,7 +683,9 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
             }
             let report = FileReport {
                 source: source.display().to_string(),
+                source_bytes: name_bytes(source),
                 target: target_name,
+                target_bytes: writer.as_ref().and_then(|w| name_bytes(&w.final_path)),
                 bytes_in,
                 bytes_out: st.bytes_out,
                 members: st.members,

@@ -7,28 +7,50 @@ use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// The exact bytes of a file's name that is not UTF-8, for the reports' `*_bytes` fields: the
+/// name's string has U+FFFD in their place, which loses them (two names can read the same).
+pub fn name_bytes(path: &Path) -> Option<Vec<u8>> {
+    path.to_str().is_none().then(|| path.as_os_str().as_bytes().to_vec())
+}
 
 /// A file's name as the text reports print it: unchanged, unless it holds a control character
 /// (a newline in it would split the report's line) or begins as a quoted name does (`'`, `$'`);
 /// then shell-quoted, as GNU `ls` quotes (its `shell-escape` style): `'a'$'\n''b'`, which a shell
 /// reads back as the name. JSON needs none of this: its strings escape every control character.
 pub fn quoted_name(name: &str) -> Cow<'_, str> {
-    if !name.contains(char::is_control) && !name.starts_with('\'') && !name.starts_with("$'") {
-        return Cow::Borrowed(name);
+    quoted_bytes(name.as_bytes())
+}
+
+/// [`quoted_name`] of a name's exact bytes: those that are not UTF-8 are quoted too (`$'\377'`).
+pub fn quoted_bytes(name: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(name) {
+        Ok(s) if !s.contains(char::is_control) && !s.starts_with('\'') && !s.starts_with("$'") => return Cow::Borrowed(s),
+        _ => {}
     }
     let mut q = Quoting { text: String::with_capacity(name.len() + 8), open: Quotes::None };
-    for c in name.chars() {
-        match c {
-            '\'' => q.put(Quotes::None, "\\'"),
-            '\n' => q.put(Quotes::Escapes, "\\n"),
-            '\t' => q.put(Quotes::Escapes, "\\t"),
-            '\r' => q.put(Quotes::Escapes, "\\r"),
-            c if c.is_control() => c.encode_utf8(&mut [0; 4]).bytes().for_each(|b| q.put(Quotes::Escapes, format_args!("\\{b:03o}"))),
-            c => q.put(Quotes::Plain, c),
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\'' => q.put(Quotes::None, "\\'"),
+                '\n' => q.put(Quotes::Escapes, "\\n"),
+                '\t' => q.put(Quotes::Escapes, "\\t"),
+                '\r' => q.put(Quotes::Escapes, "\\r"),
+                c if c.is_control() => c.encode_utf8(&mut [0; 4]).bytes().for_each(|b| q.put(Quotes::Escapes, format_args!("\\{b:03o}"))),
+                c => q.put(Quotes::Plain, c),
+            }
         }
+        chunk.invalid().iter().for_each(|b| q.put(Quotes::Escapes, format_args!("\\{b:03o}")));
     }
     q.put(Quotes::None, "");
     Cow::Owned(q.text)
+}
+
+/// A name as the text reports print it, from its exact bytes where the report keeps them.
+fn quoted_exact<'a>(name: &'a str, exact: Option<&'a [u8]>) -> Cow<'a, str> {
+    quoted_bytes(exact.unwrap_or(name.as_bytes()))
 }
 
 /// The quotes open in a [`quoted_name`]: none, `'...'` or `$'...'`.
@@ -278,6 +300,9 @@ impl Provenance {
 #[derive(Clone, Debug, Serialize)]
 pub struct FailedFile {
     pub source: String,
+    /// `source`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_bytes: Option<Vec<u8>>,
     /// The exit code this failure alone gives (docs/usage.md#exit-codes).
     pub exit_code: i32,
     pub error: String,
@@ -286,7 +311,13 @@ pub struct FailedFile {
 #[derive(Clone, Debug, Serialize)]
 pub struct FileReport {
     pub source: String,
+    /// `source`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_bytes: Option<Vec<u8>>,
     pub target: Option<String>,
+    /// `target`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_bytes: Option<Vec<u8>>,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub members: u64,
@@ -495,7 +526,7 @@ impl JobReport {
         self.render_files(&mut s);
         for f in &self.failed {
             // The error names its file: quoted where the report quotes it.
-            let error = match quoted_name(&f.source) {
+            let error = match quoted_exact(&f.source, f.source_bytes.as_deref()) {
                 Cow::Owned(quoted) => Cow::Owned(f.error.replace(&f.source, &quoted)),
                 Cow::Borrowed(_) => Cow::Borrowed(&f.error),
             };
@@ -565,8 +596,8 @@ impl JobReport {
     /// Each file: its paths, decode mode, bytes and durability.
     fn render_files(&self, s: &mut String) {
         for f in &self.files {
-            let target = f.target.as_deref().map_or(Cow::Borrowed("(nothing written)"), quoted_name);
-            let _ = writeln!(s, "  file          {} -> {target}", quoted_name(&f.source));
+            let target = f.target.as_deref().map_or(Cow::Borrowed("(nothing written)"), |t| quoted_exact(t, f.target_bytes.as_deref()));
+            let _ = writeln!(s, "  file          {} -> {target}", quoted_exact(&f.source, f.source_bytes.as_deref()));
             let _ = writeln!(s, "    read        {}", f.read_path);
             if let Some(w) = &f.write_path {
                 let _ = writeln!(s, "    write       {w}");
@@ -802,6 +833,10 @@ mod tests {
         ] {
             assert_eq!(quoted_name(name), quoted, "{name:?}");
         }
+        assert_eq!(quoted_bytes(b"a\xffb\n\xfe"), r"'a'$'\377''b'$'\n\376'");
+        assert_eq!(quoted_bytes("é".as_bytes()), "é");
+        assert_eq!(name_bytes(Path::new(std::ffi::OsStr::from_bytes(b"a\xffb"))), Some(b"a\xffb".to_vec()));
+        assert_eq!(name_bytes(Path::new("é\nb")), None);
         let f = Fallback::ReadsNotDirect { source: "a\nb".into(), why: "tmpfs".into() };
         assert_eq!(f.to_string(), r"'a'$'\n''b': reads without O_DIRECT: tmpfs");
     }
