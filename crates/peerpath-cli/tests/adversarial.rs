@@ -774,8 +774,7 @@ fn a_failed_job_leaves_the_directory_it_made_where_another_job_writes() {
         assert!(std::process::Command::new("mkfifo").arg(f).status().unwrap().success());
     }
     let job = |args: Vec<std::ffi::OsString>| pp(args).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    // The failing job: its source is not gzip. The FIFO is held open until it has ended
-    // (decompress opens its source twice: data in a FIFO nobody holds open would be lost).
+    // The failing job: its source is not gzip.
     let fail = |mut first: std::process::Child, to_first: std::fs::File| {
         (&to_first).write_all(b"not gzip").unwrap();
         let failed = wait_deadline(&mut first, HANG_DEADLINE, "the failing job");

@@ -1353,7 +1353,9 @@ fn map_target(w: &TargetWriter, src: &peerpath_io::OpenedFile, workers: usize) -
 /// encrypted source without a key, or with the wrong one, is the job's error.
 fn open_cipher(source: &Path, key: Option<&peerpath_func::crypt::Key>) -> Result<Option<Arc<FileCipher>>> {
     use peerpath_func::crypt::{CryptError, HEADER_BYTES, MAGIC};
-    if crate::job::is_std_stream(source) {
+    // Only a regular file is looked into here: opening a FIFO twice (here, then to decode it)
+    // lost what its writer had written and closed, and the second open waited for ever.
+    if crate::job::is_std_stream(source) || !std::fs::metadata(source).is_ok_and(|m| m.is_file()) {
         return Ok(None);
     }
     let Ok(f) = std::fs::File::open(source) else { return Ok(None) }; // opening it later says why
@@ -1514,6 +1516,28 @@ mod tests {
     use super::*;
     use crate::gpu_decode::{BatchInflater, GpuDecodeSpec};
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A FIFO is not opened to look for an encryption header: the source was opened twice (this
+    /// look, then to decode it), and data its writer had written and closed on before the first
+    /// close was lost, the second open waiting for a writer for ever. Here: no writer at all,
+    /// which the first open waited for.
+    #[test]
+    fn a_fifo_is_not_opened_to_look_for_an_encryption_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("p");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let looked_at = fifo.clone();
+        std::thread::spawn(move || tx.send(open_cipher(&looked_at, None).map(|c| c.is_none())));
+        let answer = rx.recv_timeout(std::time::Duration::from_secs(20));
+        if answer.is_err() {
+            // Let the thread's open return before the directory goes.
+            drop(std::fs::OpenOptions::new().write(true).open(&fifo));
+        }
+        assert!(matches!(answer, Ok(Ok(true))), "open_cipher waited on the FIFO, or looked into it: {answer:?}");
+    }
 
     /// A stand-in for the GPU that decodes on the CPU, and can be told to
     /// get members wrong (every `wrong_every`th, its output scribbled over)
