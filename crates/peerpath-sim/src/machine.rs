@@ -446,7 +446,7 @@ impl Machine {
 /// Refuses a link a job would cross that describes no trained PCIe link: width 0 or 0 GT/s
 /// (the link is down: every flow through it got "no bandwidth at all", naming nothing), a
 /// width PCIe does not have (x1, x2, x4, x8, x12, x16, x32) or above the port's maximum, and a
-/// rate no generation signals at (2.5, 5, 8, 16, 32, 64 GT/s). Unknown figures stay allowed:
+/// rate no generation signals at (2.5 to 128 GT/s: `LinkSpeed::PCIE_RATES_MT`). Unknown figures stay allowed:
 /// the report lists them as unlimited.
 fn link_plausible(name: &str, l: &peerpath_topo::Link) -> Result<(), SimError> {
     let bad = |why: String| Err(SimError::Topology(peerpath_topo::TopoError::Invalid(format!("{name}: PCIe link {}: {why}", l.describe()))));
@@ -454,8 +454,9 @@ fn link_plausible(name: &str, l: &peerpath_topo::Link) -> Result<(), SimError> {
         if w == 0 {
             return bad("width 0: the link is down and carries nothing (leave the device out, or give its trained width)".into());
         }
-        if ![1, 2, 4, 8, 12, 16, 32].contains(&w) {
-            return bad(format!("x{w} is not a PCIe link width (x1, x2, x4, x8, x12, x16, x32)"));
+        if !peerpath_topo::Link::PCIE_WIDTHS.contains(&w) {
+            let widths: Vec<String> = peerpath_topo::Link::PCIE_WIDTHS.iter().map(|w| format!("x{w}")).collect();
+            return bad(format!("x{w} is not a PCIe link width ({})", widths.join(", ")));
         }
         if let Some(max) = l.max_width.filter(|&m| m >= 1 && w > m) {
             return bad(format!("trained at x{w}, wider than the port's maximum x{max}"));
@@ -465,8 +466,9 @@ fn link_plausible(name: &str, l: &peerpath_topo::Link) -> Result<(), SimError> {
         if mt == 0 {
             return bad("0 GT/s: the link is down and carries nothing (leave the device out, or give its trained speed)".into());
         }
-        if ![2500, 5000, 8000, 16000, 32000, 64000].contains(&mt) {
-            return bad(format!("{:.1} GT/s is not a PCIe signalling rate (2.5, 5.0, 8.0, 16.0, 32.0, 64.0 GT/s)", mt as f64 / 1000.0));
+        if !peerpath_topo::LinkSpeed::PCIE_RATES_MT.contains(&mt) {
+            let rates: Vec<String> = peerpath_topo::LinkSpeed::PCIE_RATES_MT.iter().map(|&r| format!("{:.1}", r as f64 / 1000.0)).collect();
+            return bad(format!("{} is not a PCIe signalling rate ({} GT/s)", l.current_speed, rates.join(", ")));
         }
     }
     Ok(())

@@ -140,6 +140,10 @@ fn a_link_that_carries_nothing_or_no_pcie_rate_is_refused_by_device() {
         assert!(matches!(e, SimError::Topology(_)), "{e}");
         assert!(e.to_string().contains("ssd0: PCIe link") && e.to_string().contains(says), "{e}");
     }
+    // PCIe 7's rate (128 GT/s), which the topology reader knows, is a rate (it was refused).
+    let t = SEED004_SR635.replacen("current_speed = \"16.0 GT/s\"", "current_speed = \"128.0 GT/s\"", 1);
+    assert!(t != SEED004_SR635);
+    Machine::new(Topology::from_toml_str(&t).unwrap(), &Catalog::default_catalog(), None).unwrap();
 }
 
 #[test]
