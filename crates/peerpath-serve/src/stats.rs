@@ -248,7 +248,10 @@ impl Report {
     }
 
     pub fn render(&self) -> String {
-        let statuses: Vec<String> = self.by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+        let mut statuses: Vec<String> = self.by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+        if statuses.is_empty() {
+            statuses.push("none sent whole".into());
+        }
         let nic_cpu = match (self.provenance == MEASURED_WITH_EMULATED_NIC, self.nic_process_cpu_seconds, self.nic_process_cpu_us_per_request) {
             (false, ..) => String::new(),
             (true, Some(s), Some(us)) => format!(" (the server process only; the emulated NIC's process, which sends the payloads: {us:.1} us per request, {s:.2} s CPU)"),
@@ -340,5 +343,15 @@ mod tests {
         assert_eq!((r.requests, r.aborted, r.payload_bytes), (3, 1, 20));
         assert_eq!(r.by_status, [(200, 1), (404, 1)].into());
         assert_eq!((r.p50_us, r.p99_us, r.p999_us), (1000, 2000, 2000), "the 900 ms one is not among them");
+    }
+
+    /// A run whose every response was aborted says so, not "status codes: ; 1 aborted".
+    #[test]
+    fn a_run_of_aborted_responses_says_none_was_sent_whole() {
+        let stats = Stats::new();
+        let (_, at) = stats.record(Duration::from_millis(1), 10, 0, 0, 200);
+        stats.not_delivered(10, &[(200, Some(at))]);
+        let text = stats.report(&crate::Config::new("/".into()), Duration::from_secs(1), Duration::ZERO).render();
+        assert!(text.contains("status codes: none sent whole; 1 aborted"), "{text}");
     }
 }
