@@ -526,8 +526,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     loop {
         jobs += 1;
         let incoming = queue.next(jobs);
-        run_one(incoming, jobs, exe, &env, &held, &log);
-        queue.lock().running = None;
+        run_one(incoming, jobs, exe, &env, &held, &log, &queue);
     }
 }
 
@@ -824,18 +823,25 @@ fn client_says_go(conn: &UnixStream, job: u64) -> Result<(), String> {
 }
 
 /// Runs one client's job in this process, its standard streams and
-/// directory in place of the daemon's while it runs.
-fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File) {
+/// directory in place of the daemon's while it runs; `queue`'s running job until it ends.
+fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File, queue: &Queue) {
     let Incoming { conn, request, stdio } = incoming;
     let argv: Vec<OsString> = request.argv.into_iter().map(OsString::from_vec).collect();
     let shown = argv.iter().skip(1).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
-    let refuse = |why: String| {
-        let _ = writeln!(&*log, "peerpath daemon: job {job} refused: {why}: {shown}");
-        let _ = reply(&conn, &Reply::Refused { why });
+    // The job's end: the daemon is free before it is said (logged, told its client). A client
+    // told its job ended sends its next one at once (a script's next line), and one whose standard
+    // input or output is a pipe is refused while a job runs: freed after, it was refused for a
+    // job that had ended (said as a fallback, exit 18 with --no-fallback).
+    let end = |line: String, last: Option<Reply>| {
+        queue.lock().running = None;
+        let _ = writeln!(&*log, "peerpath daemon: job {job}{line}: {shown}");
+        if let Some(r) = last {
+            let _ = reply(&conn, &r);
+        }
     };
+    let refuse = |why: String| end(format!(" refused: {why}"), Some(Reply::Refused { why }));
     if client_gone(&conn, None, Duration::ZERO) {
-        let _ = writeln!(&*log, "peerpath daemon: job {job} not run: its client went away while it waited: {shown}");
-        return;
+        return end(" not run: its client went away while it waited".into(), None);
     }
     if request.exe != exe {
         return refuse("it runs another build of peerpath than this command (restart it)".into());
@@ -872,7 +878,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         if let Some(d) = &daemon_cwd {
             let _ = std::env::set_current_dir(d);
         }
-        let _ = writeln!(&*log, "peerpath daemon: job {job} not run: its client did not confirm it (it went away, or gave the daemon up: {why}): {shown}");
+        end(format!(" not run: its client did not confirm it (it went away, or gave the daemon up: {why})"), None);
         if let Err(e) = restored {
             let _ = writeln!(&*log, "peerpath daemon: cannot restore its standard streams: {e}; stopping");
             std::process::exit(1);
@@ -936,15 +942,17 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     if let Some(d) = &daemon_cwd {
         let _ = std::env::set_current_dir(d);
     }
-    let _ = writeln!(&*log, "peerpath daemon: job {job}: exit {code} after {:.3} s: {shown}", started.elapsed().as_secs_f64());
+    // Its copies of the client's streams closed first: a reader of its output has its end when its client has.
+    drop(stdio);
+    let exited = format!(": exit {code} after {:.3} s", started.elapsed().as_secs_f64());
     if let Err(e) = restored {
         // The daemon's own streams are gone: it cannot go on as itself.
+        end(exited, None);
         let _ = writeln!(&*log, "peerpath daemon: cannot restore its standard streams: {e}; stopping");
         let _ = reply(&conn, &Reply::Exit { code });
         std::process::exit(1);
     }
-    let _ = reply(&conn, &Reply::Exit { code });
-    drop(stdio);
+    end(exited, Some(Reply::Exit { code }));
 }
 
 /// The daemon's standard streams, kept while a job has the client's in their place.

@@ -496,6 +496,47 @@ fn a_pipeline_of_clients_finishes_and_the_daemon_goes_on() {
     assert!(daemon.log().contains("job 2: exit 0"), "{}", daemon.log());
 }
 
+/// A client told its job ended sends its next one at once (a script's next line). The daemon was
+/// free again only after it had said the end (logged it, told the client, closed its streams): a
+/// job whose standard input or output is a pipe, sent in between, was refused as if a job ran
+/// ("another job runs or waits here"), said as a fallback, exit 18 with --no-fallback (seen as
+/// a_client_that_goes_away_while_its_job_waits_on_an_idle_pipe_cancels_it failing now and then,
+/// a job refused just after the last one's 'exit' line). Here that instant is widened: the daemon
+/// runs under strace, each of its close(2)s held 200 ms on its way back, so the order of its
+/// steps decides, not the machine's speed.
+#[test]
+fn a_job_sent_as_the_last_one_ends_is_not_refused() {
+    let test = "a_job_sent_as_the_last_one_ends_is_not_refused";
+    let Some(tools) = tools_or_skip(test, &["strace"]) else { return };
+    // -D: the daemon is the process the test starts (and kills), its tracer a grandchild.
+    let strace = |c: &mut Command| {
+        c.args(["-D", "-f", "-qq", "-o", "/dev/null", "-e", "trace=close", "-e", "inject=close:delay_exit=200000"]);
+    };
+    let mut probe = Command::new(&tools[0]);
+    strace(&mut probe);
+    let probe = run(probe.arg("true"));
+    if !probe.status.success() {
+        eprintln!("SKIPPED {test}: strace cannot trace here: {}", probe.stderr.trim());
+        return;
+    }
+    let dir = scratch();
+    let d = dir.path();
+    private(d);
+    let socket = d.join("daemon.sock");
+    let mut c = Command::new(&tools[0]);
+    strace(&mut c);
+    c.arg(bin()).arg("daemon").arg("--socket").arg(&socket);
+    let daemon = Daemon::spawn(c, socket, d.join("daemon.log"));
+    std::fs::write(d.join("in.fa"), sample()).unwrap();
+    run(&mut pp(args!["compress", d.join("in.fa"), "-o", d.join("in.gz"), "-q"])).ok();
+    // A job whose client's streams are files: the test goes on once that client has exited.
+    let (code, _, err) = run_to_files(daemon.client(d, args!["verify", "in.gz", "-q", "--no-fallback"]), d, "first");
+    assert_eq!(code, Some(0), "{err}");
+    // At once, one whose standard output and error are pipes (the test reads them).
+    run(&mut daemon.client(d, args!["verify", "in.gz", "--no-fallback"])).ok();
+    assert!(daemon.log().contains("job 2: exit 0") && !daemon.log().contains("refused"), "{}", daemon.log());
+}
+
 /// A client whose standard output and error are files (not the pipes `run` reads, which a
 /// job queued behind another may not have), as a person's terminal would be: its exit code,
 /// output and error once it has exited.
