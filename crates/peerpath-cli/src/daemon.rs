@@ -452,7 +452,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         }
     }
     let held = format!("{held}; devices kept open across jobs that ask for the same");
-    let _ = writeln!(&log, "peerpath daemon (pid {}): listening on {} (clients: {ENV}={}); {held}", std::process::id(), socket.display(), socket.display());
+    say(&log, format_args!("peerpath daemon (pid {}): listening on {} (clients: {ENV}={}); {held}", std::process::id(), socket.display(), socket.display()));
     let queue = Arc::new(Queue::default());
     let accept_log = log.try_clone().ok();
     let reading = Arc::new(AtomicUsize::new(0));
@@ -479,8 +479,8 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                     let why = format!("{MAX_READING} connections are already sending their requests");
                     let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
                     let _ = reply(&conn, &Reply::Refused { why: why.clone() });
-                    if let Some(mut l) = log {
-                        let _ = writeln!(l, "peerpath daemon: a connection refused: {why}");
+                    if let Some(l) = log {
+                        say(l, format_args!("peerpath daemon: a connection refused: {why}"));
                     }
                     continue;
                 }
@@ -496,8 +496,8 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                             if ahead > 0 && piped(&incoming.stdio) {
                                 let why = "another job runs or waits here, and this job's standard input or output is a pipe, which may be that job's (a pipeline of the daemon's clients would wait on each other for ever)";
                                 let _ = reply(&incoming.conn, &Reply::Refused { why: why.into() });
-                                if let Some(mut l) = log {
-                                    let _ = writeln!(l, "peerpath daemon: a job refused: {why}");
+                                if let Some(l) = log {
+                                    say(l, format_args!("peerpath daemon: a job refused: {why}"));
                                 }
                                 return;
                             }
@@ -508,8 +508,8 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                             }
                         }
                         Err(why) => {
-                            if let Some(mut l) = log {
-                                let _ = writeln!(l, "peerpath daemon: a connection refused: {why}");
+                            if let Some(l) = log {
+                                say(l, format_args!("peerpath daemon: a connection refused: {why}"));
                             }
                         }
                     }
@@ -590,8 +590,8 @@ impl Queue {
             drop(q);
             for (incoming, _) in late {
                 let why = format!("it waited {} s (--max-wait) behind job {job}, which has run for {:.0} s: {shown}", max_wait.as_secs(), since.elapsed().as_secs_f64());
-                if let Some(mut l) = log.as_ref() {
-                    let _ = writeln!(l, "peerpath daemon: a job refused: {why}: {}", shown_argv(&incoming.request.argv));
+                if let Some(l) = log.as_ref() {
+                    say(l, format_args!("peerpath daemon: a job refused: {why}: {}", shown_argv(&incoming.request.argv)));
                 }
                 let _ = reply(&incoming.conn, &Reply::Refused { why });
             }
@@ -822,6 +822,13 @@ fn client_says_go(conn: &UnixStream, job: u64) -> Result<(), String> {
     }
 }
 
+/// Writes one line of the daemon's log in one write(2): `writeln!` on a file writes each piece
+/// apart, so lines of threads writing at once (request threads, the wait limit's, the jobs')
+/// interleaved mid-line.
+fn say(mut log: impl Write, line: std::fmt::Arguments) {
+    let _ = log.write_all(format!("{line}\n").as_bytes());
+}
+
 /// Runs one client's job in this process, its standard streams and
 /// directory in place of the daemon's while it runs; `queue`'s running job until it ends.
 fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File, queue: &Queue) {
@@ -834,7 +841,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     // job that had ended (said as a fallback, exit 18 with --no-fallback).
     let end = |line: String, last: Option<Reply>| {
         queue.lock().running = None;
-        let _ = writeln!(&*log, "peerpath daemon: job {job}{line}: {shown}");
+        say(&*log, format_args!("peerpath daemon: job {job}{line}: {shown}"));
         if let Some(r) = last {
             let _ = reply(&conn, &r);
         }
@@ -880,12 +887,12 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         }
         end(format!(" not run: its client did not confirm it (it went away, or gave the daemon up: {why})"), None);
         if let Err(e) = restored {
-            let _ = writeln!(&*log, "peerpath daemon: cannot restore its standard streams: {e}; stopping");
+            say(&*log, format_args!("peerpath daemon: cannot restore its standard streams: {e}; stopping"));
             std::process::exit(1);
         }
         return;
     }
-    let _ = writeln!(&*log, "peerpath daemon: job {job}: started: {shown}");
+    say(&*log, format_args!("peerpath daemon: job {job}: started: {shown}"));
     *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("peerpath daemon (pid {}), job {job} since it started; {held}", std::process::id()));
     peerpath_runtime::cancel::clear();
     let started = Instant::now();
@@ -922,7 +929,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         drop(done);
         match r {
             Ok(Err(e)) if client_went_away.load(std::sync::atomic::Ordering::SeqCst) => {
-                let _ = writeln!(&*log, "peerpath daemon: job {job}: {} (not said to the client: it went away)", crate::job_error_text(&e));
+                say(&*log, format_args!("peerpath daemon: job {job}: {} (not said to the client: it went away)", crate::job_error_text(&e)));
                 e.exit_code() as u8
             }
             Ok(r) => crate::say_error(r),
@@ -948,7 +955,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     if let Err(e) = restored {
         // The daemon's own streams are gone: it cannot go on as itself.
         end(exited, None);
-        let _ = writeln!(&*log, "peerpath daemon: cannot restore its standard streams: {e}; stopping");
+        say(&*log, format_args!("peerpath daemon: cannot restore its standard streams: {e}; stopping"));
         let _ = reply(&conn, &Reply::Exit { code });
         std::process::exit(1);
     }

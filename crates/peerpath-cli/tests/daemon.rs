@@ -537,6 +537,40 @@ fn a_job_sent_as_the_last_one_ends_is_not_refused() {
     assert!(daemon.log().contains("job 2: exit 0") && !daemon.log().contains("refused"), "{}", daemon.log());
 }
 
+/// Each line of the daemon's log is one write(2): `writeln!` wrote its pieces apart ("peerpath
+/// daemon: job ", "1", ": exit ", ...), so lines of threads logging at once could interleave
+/// mid-line.
+#[test]
+fn each_line_of_the_daemons_log_is_written_whole() {
+    let test = "each_line_of_the_daemons_log_is_written_whole";
+    let Some(tools) = tools_or_skip(test, &["strace"]) else { return };
+    let dir = scratch();
+    let d = dir.path();
+    private(d);
+    let trace = d.join("writes.txt");
+    let mut probe = Command::new(&tools[0]);
+    let probe = run(probe.args(["-qq", "-o", "/dev/null", "true"]));
+    if !probe.status.success() {
+        eprintln!("SKIPPED {test}: strace cannot trace here: {}", probe.stderr.trim());
+        return;
+    }
+    let socket = d.join("daemon.sock");
+    let mut c = Command::new(&tools[0]);
+    c.args(["-D", "-f", "-qq", "-s", "4096", "-e", "trace=write", "-o"]).arg(&trace).arg(bin()).arg("daemon").arg("--socket").arg(&socket);
+    let daemon = Daemon::spawn(c, socket, d.join("daemon.log"));
+    std::fs::write(d.join("in.fa"), &sample()[..100_000]).unwrap();
+    run(&mut pp(args!["compress", d.join("in.fa"), "-o", d.join("in.gz"), "-q"])).ok();
+    run(&mut daemon.client(d, args!["verify", "in.gz", "--no-fallback"])).ok();
+    assert!(daemon.log().contains("job 1: exit 0"), "{}", daemon.log());
+    drop(daemon);
+    let writes = std::fs::read_to_string(&trace).unwrap();
+    let pieces: Vec<&str> = writes.lines().filter(|l| l.contains("write(") && l.contains("\"peerpath daemon")).collect();
+    assert!(pieces.len() >= 3, "the log's writes were traced:\n{writes}");
+    for w in pieces {
+        assert!(w.contains("\\n\", "), "a log line written in pieces: {w}");
+    }
+}
+
 /// A client whose standard output and error are files (not the pipes `run` reads, which a
 /// job queued behind another may not have), as a person's terminal would be: its exit code,
 /// output and error once it has exited.
