@@ -841,7 +841,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     // job that had ended (said as a fallback, exit 18 with --no-fallback).
     let end = |line: String, last: Option<Reply>| {
         queue.lock().running = None;
-        say(&*log, format_args!("peerpath daemon: job {job}{line}: {shown}"));
+        say(log, format_args!("peerpath daemon: job {job}{line}: {shown}"));
         if let Some(r) = last {
             let _ = reply(&conn, &r);
         }
@@ -887,12 +887,12 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         }
         end(format!(" not run: its client did not confirm it (it went away, or gave the daemon up: {why})"), None);
         if let Err(e) = restored {
-            say(&*log, format_args!("peerpath daemon: cannot restore its standard streams: {e}; stopping"));
+            say(log, format_args!("peerpath daemon: cannot restore its standard streams: {e}; stopping"));
             std::process::exit(1);
         }
         return;
     }
-    say(&*log, format_args!("peerpath daemon: job {job}: started: {shown}"));
+    say(log, format_args!("peerpath daemon: job {job}: started: {shown}"));
     *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("peerpath daemon (pid {}), job {job} since it started; {held}", std::process::id()));
     peerpath_runtime::cancel::clear();
     let started = Instant::now();
@@ -929,7 +929,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         drop(done);
         match r {
             Ok(Err(e)) if client_went_away.load(std::sync::atomic::Ordering::SeqCst) => {
-                say(&*log, format_args!("peerpath daemon: job {job}: {} (not said to the client: it went away)", crate::job_error_text(&e)));
+                say(log, format_args!("peerpath daemon: job {job}: {} (not said to the client: it went away)", crate::job_error_text(&e)));
                 e.exit_code() as u8
             }
             Ok(r) => crate::say_error(r),
@@ -955,7 +955,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     if let Err(e) = restored {
         // The daemon's own streams are gone: it cannot go on as itself.
         end(exited, None);
-        say(&*log, format_args!("peerpath daemon: cannot restore its standard streams: {e}; stopping"));
+        say(log, format_args!("peerpath daemon: cannot restore its standard streams: {e}; stopping"));
         let _ = reply(&conn, &Reply::Exit { code });
         std::process::exit(1);
     }
