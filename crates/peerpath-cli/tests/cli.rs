@@ -1061,3 +1061,171 @@ fn a_file_size_limit_is_a_write_error_not_a_silent_death() {
         assert_dir_holds(d, &["s"]);
     }
 }
+
+/// A command path ("", "ec", "ec encode") with the options its `--help` lists
+/// (long and one-letter short ones) and its subcommands.
+struct Help {
+    options: std::collections::BTreeSet<String>,
+    subcommands: Vec<String>,
+}
+
+/// Every command and subcommand of `peerpath --help`, recursively, by path.
+fn command_tree(path: &[String], tree: &mut std::collections::BTreeMap<String, Help>) {
+    let o = run(&mut pp(path.iter().map(String::as_str).chain(["--help"]))).ok();
+    let text = o.stdout_str();
+    let (mut options, mut subcommands, mut in_commands) = (std::collections::BTreeSet::new(), Vec::new(), false);
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let trimmed = line.trim_start();
+        in_commands = (in_commands && !line.is_empty()) || line == "Commands:";
+        if in_commands && indent == 2 && !trimmed.starts_with("help ") {
+            subcommands.extend(trimmed.split_whitespace().next().map(String::from));
+        } else if (2..=6).contains(&indent) && trimmed.starts_with('-') {
+            // "-o, --output <OUTPUT>  Target..." (gzip's own: "-n, -N, -T, --no-name, ...").
+            let head = trimmed.split("  ").next().unwrap_or_default();
+            options.extend(head.split([',', ' ']).filter(|w| w.starts_with('-') && w.len() > 1).map(String::from));
+        }
+    }
+    for sub in &subcommands {
+        command_tree(&[path, std::slice::from_ref(sub)].concat(), tree);
+    }
+    tree.insert(path.join(" "), Help { options, subcommands });
+}
+
+/// The command paths a command line in the docs names: "peerpath ec encode ...",
+/// "PEERPATH_DAEMON=P peerpath compress|decompress|verify ...", `csp serve|identify|stats`
+/// (the word "peerpath" optional, as prose writes `ec encode --shard-dir`).
+fn documented_paths(text: &str, tree: &std::collections::BTreeMap<String, Help>) -> Vec<String> {
+    let mut words = text.split_whitespace().skip_while(|w| w.contains('=') && !w.starts_with('-'));
+    let mut first = words.next().unwrap_or_default();
+    if first == "peerpath" {
+        first = words.next().unwrap_or_default();
+    }
+    let bases: Vec<&str> = first.split('|').collect();
+    if !bases.iter().all(|b| tree.contains_key(*b)) {
+        return Vec::new();
+    }
+    let second: Vec<&str> = words.next().unwrap_or_default().split('|').collect();
+    let mut paths = Vec::new();
+    for base in bases {
+        if second.iter().all(|s| tree[base].subcommands.iter().any(|c| c == s)) {
+            paths.extend(second.iter().map(|s| format!("{base} {s}")));
+        } else {
+            paths.push(base.to_string());
+        }
+    }
+    paths
+}
+
+/// The options a command line in the docs shows: `--name` and one-letter `-x`
+/// (not bundles such as gzip's `-dcf`, nor `-` alone).
+fn shown_options(text: &str) -> Vec<String> {
+    let option = regex::Regex::new(r"(?:^|[\s\[(|])(--?[A-Za-z][A-Za-z0-9-]*)").unwrap();
+    option.captures_iter(text).map(|c| c[1].to_string()).filter(|o| o.starts_with("--") || o.len() == 2).collect()
+}
+
+/// The command line's descriptions agree: every option that docs/usage.md's synopsis
+/// lines and its prose's command spans (`peerpath ec encode ... --unit 1M`, `dedup store
+/// --compress LEVEL`), and README.md's quick start, show for a command is one its
+/// `--help` lists; every command has a synopsis line or span of its own in
+/// docs/usage.md; and `man --dir` writes a page for every command with every option
+/// of its `--help`.
+#[test]
+fn the_docs_and_man_pages_show_every_command_and_only_options_it_takes() {
+    let mut tree = std::collections::BTreeMap::new();
+    command_tree(&[], &mut tree);
+    assert!(tree.contains_key("ec encode") && tree["compress"].options.contains("--engine"), "{:?}", tree.keys());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (usage, readme) = (read("docs/usage.md"), read("README.md"));
+    // A line's command, without its comment (" # ...").
+    let comment = regex::Regex::new(r"\s#\s").unwrap();
+    let code = |l: &str| comment.split(l).next().unwrap_or_default().to_string();
+    let is_command_line = |l: &str| l.split_whitespace().take(2).any(|w| w == "peerpath") && !documented_paths(l, &tree).is_empty();
+    // (where, command line): usage.md's synopses with their continuation lines...
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let mut prose = String::new();
+    let mut continued = false; // the line before was a synopsis line (or its continuation)
+    for (n, line) in usage.lines().enumerate() {
+        if continued && line.starts_with("        [") {
+            lines.last_mut().unwrap().1 += &code(line);
+        } else if line.starts_with("    ") && !line.starts_with("     ") && is_command_line(line) {
+            lines.push((format!("docs/usage.md:{}", n + 1), code(line)));
+            continued = true;
+        } else {
+            continued = false;
+            prose += line;
+            prose.push('\n');
+        }
+    }
+    // ... README's quick start (`keygen -o KEY; peerpath encrypt ...`: each command) ...
+    let quick_start = readme.split("## Quick start").nth(1).and_then(|s| s.split("\n## ").next()).expect("README.md has a Quick start");
+    for (n, line) in quick_start.lines().enumerate() {
+        for part in line.split("; ").filter(|p| p.starts_with("    ") || p.starts_with("peerpath")).filter(|p| is_command_line(p)) {
+            lines.push((format!("README.md, quick start line {}", n + 1), code(part)));
+        }
+    }
+    let mut wrong = Vec::new();
+    let mut documented = std::collections::BTreeSet::new();
+    let mut check = |place: &str, text: &str, paths: Vec<String>| {
+        for path in &paths {
+            for o in shown_options(text).into_iter().filter(|o| !tree[path].options.contains(o)) {
+                wrong.push(format!("{place}: `peerpath {path}` has no {o} (its --help lists {:?}): {}", tree[path].options, text.trim()));
+            }
+        }
+        if place.starts_with("docs/usage.md") {
+            documented.extend(paths);
+        }
+    };
+    for (place, code) in &lines {
+        // "sim reproduce | --vary csp=1..12 ... | plan --target T": alternatives of the first
+        // word's command (` | ` outside brackets), each a subcommand of it or its own options.
+        let (mut depth, mut start, mut segments) = (0i32, 0, Vec::new());
+        for (i, c) in code.char_indices() {
+            depth += match c {
+                '[' => 1,
+                ']' => -1,
+                _ => 0,
+            };
+            if depth == 0 && code[i..].starts_with(" | ") {
+                segments.push(&code[start..i]);
+                start = i + 3;
+            }
+        }
+        segments.push(&code[start..]);
+        let paths = documented_paths(segments[0], &tree);
+        let base = paths[0].split(' ').next().unwrap().to_string();
+        check(place, segments[0], paths);
+        for segment in &segments[1..] {
+            let sub = segment.split_whitespace().next().unwrap_or_default();
+            let paths = match tree[&base].subcommands.iter().any(|c| c == sub) {
+                true => vec![format!("{base} {sub}")],
+                false => vec![base.clone()],
+            };
+            check(place, segment, paths);
+        }
+    }
+    // ... and the prose's spans that are command lines (a span may cross a line break).
+    for span in regex::Regex::new(r"`([^`]+)`").unwrap().captures_iter(&prose) {
+        let text = span[1].split_whitespace().collect::<Vec<_>>().join(" ");
+        let paths = documented_paths(&text, &tree);
+        if !paths.is_empty() {
+            check("docs/usage.md prose", &text, paths);
+        }
+    }
+    assert!(wrong.is_empty(), "the docs show options their commands do not take:\n{}", wrong.join("\n"));
+    // (A group of subcommands with no options of its own, `ec`, is its subcommands.)
+    let group = |h: &Help| !h.subcommands.is_empty() && h.options.iter().all(|o| o == "-h" || o == "--help");
+    let undocumented: Vec<&String> = tree.iter().filter(|(p, h)| !p.is_empty() && !group(h) && !documented.contains(*p)).map(|(p, _)| p).collect();
+    assert!(undocumented.is_empty(), "commands docs/usage.md shows in no synopsis line or `peerpath ...` span: {undocumented:?}");
+    // The man pages: one a command, every option of its --help on it.
+    let dir = scratch();
+    run(&mut pp(args!["man", "--dir", dir.path()])).ok();
+    for (path, help) in &tree {
+        let name = format!("{}.1", ["peerpath", path].join(" ").trim().replace(' ', "-"));
+        let page = std::fs::read_to_string(dir.path().join(&name)).unwrap_or_else(|e| panic!("man --dir wrote no {name}: {e}"));
+        for o in help.options.iter().filter(|o| o.starts_with("--")) {
+            assert!(page.contains(&o.replace('-', "\\-")), "{name} lacks {o}, which `peerpath {path} --help` lists");
+        }
+    }
+}
