@@ -9,8 +9,8 @@
 # on an emulated CSP (one process; measured on emulated devices), and on a GPU where
 # `--engine gpu` finds one (said otherwise). It prints the median seconds of each store, the
 # dedup ratio and stored bytes from `dedup stats`, which must be the same for every engine and
-# round (the CPU is the oracle), checks that B restores exactly from every store, and compares
-# the ratio with what the edit leaves unique. Files in DIR (default /dev/shm).
+# round (the CPU is the oracle), and checks that B restores exactly from every store. Files in
+# DIR (default /dev/shm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3 fasta=data/corpus/metastudent_MFO_goasp.fasta scratch="" out=""

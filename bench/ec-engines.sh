@@ -76,7 +76,7 @@ med() { awk -v c="$2" '{print $c}' "$scratch/$1" | sort -g | awk '{v[NR]=$1} END
 echo "# peerpath ec on the host CPU and on an emulated CSP, RS($k, $m), $unit units, $(date -u +%F)"
 echo
 echo "Machine: $(uname -n), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -r)."
-echo "Data: ${size_mib} MiB of random bytes in $(dirname "$scratch"); the set damaged before verify, decode and repair (shard-000 deleted, $last cut in half: both lost in every stripe)."
+echo "Data: ${size_mib} MiB of random bytes in $(dirname "$scratch"); the set damaged before verify, decode and repair (shard-000 deleted, $last cut in half: both units lost in the stripes past the cut, shard-000's in the others)."
 echo "Command: \`bench/ec-engines.sh --k $k --m $m --unit $unit --rounds $rounds --size-mib $size_mib\`; median of $rounds interleaved rounds. CPU rows measured on this host's CPU; emulated rows measured on emulated devices (the device process runs on the same cores; its CPU is in the CPU column)."
 echo
 echo "| job | cpu -T 1: wall s | CPU s | cpu, $(nproc) threads: wall s | CPU s | emulated CSP: wall s | CPU s (host + device) |"

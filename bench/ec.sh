@@ -28,8 +28,9 @@ while [ $# -gt 0 ]; do
 done
 cargo build --release --locked -q -p peerpath-cli
 pp=target/release/peerpath
-# The ISA-L source peerpath builds: vendored (vendor/isal-sys, patched), else the registry's.
-isal=$( (ls -d vendor/isal-sys/isa-l "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/isal-sys-*/isa-l 2>/dev/null || true) | head -1)
+# The ISA-L source peerpath builds: vendored (vendor/isal-sys, patched), else the registry's
+# (in that order: `ls` would sort the registry's /root/... path first).
+isal=$(for d in vendor/isal-sys/isa-l "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/isal-sys-*/isa-l; do [ -d "$d" ] && echo "$d" && break; done || true)
 lib=$(ls target/release/build/isal-sys-*/out/lib/libisal.a | head -1)
 scratch=${scratch:-/dev/shm}/.bench-ec.$$
 mkdir -p "$scratch"

@@ -239,6 +239,8 @@ def pp_point(p):
     return {
         "gb_per_s": p["throughput_gb_per_s"], "iops": p["iops"], "bytes": p["bytes"], "ops": p["ops"],
         "p50_us": l["p50_us"], "p99_us": l["p99_us"], "p99_9_us": l["p99_9_us"], "mean_us": l["mean_us"],
+        # What ran: the asked queue depth capped at the blocks the file holds (absent before 2026-12-04).
+        "qd_in_flight": p.get("queue_depth_in_flight", p["queue_depth"]),
     }
 
 def size_of(s):
@@ -350,7 +352,8 @@ w("| rw | bs | qd | peerpath GB/s | fio GB/s | ratio | peerpath p50 / p99 / p99.
 w("|---|---:|---:|---:|---:|---:|---|---|")
 for r in rows:
     a, b = r["peerpath"], r["fio"]
-    w(f"| {r['rw']} | {human(r['bs'])} | {r['qd']} | {a['gb_per_s']:.3f} | {b['gb_per_s']:.3f} | {ratio(a['gb_per_s'], b['gb_per_s']):.2f} | "
+    qd = r["qd"] if a["qd_in_flight"] == r["qd"] else f"{r['qd']} ({a['qd_in_flight']} in flight)"
+    w(f"| {r['rw']} | {human(r['bs'])} | {qd} | {a['gb_per_s']:.3f} | {b['gb_per_s']:.3f} | {ratio(a['gb_per_s'], b['gb_per_s']):.2f} | "
       f"{a['p50_us']:.0f} / {a['p99_us']:.0f} / {a['p99_9_us']:.0f} | {b['p50_us']:.0f} / {b['p99_us']:.0f} / {b['p99_9_us']:.0f} |")
 w("")
 w("## Notes")

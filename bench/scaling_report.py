@@ -418,7 +418,8 @@ def markdown(cells, meta, threads, checks, bench_io, partial):
             w("| pattern | block | queue depth | GB/s | p50 latency us |")
             w("|---|---|---|---|---|")
             for p in bench_io.get("points", []):
-                w(f"| {p.get('pattern')} | {p.get('block_size_bytes', 0) // 1024} KiB | {p.get('queue_depth')} | "
+                qd, run = p.get("queue_depth"), p.get("queue_depth_in_flight", p.get("queue_depth"))
+                w(f"| {p.get('pattern')} | {p.get('block_size_bytes', 0) // 1024} KiB | {qd if run == qd else f'{qd} ({run} in flight)'} | "
                   f"{p.get('throughput_gb_per_s', 0):.2f} | {p.get('latency', {}).get('p50_us', 0):.0f} |")
             w("")
         drows = [c for c in order if c["phase"] == "disk"]
