@@ -14,10 +14,11 @@
 use crate::ec::{ShardReader, StreamEncoder};
 use peerpath_func::crypt::{BlockReader, FileCipher, InOrder, Key, StreamSealer, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder};
+use peerpath_runtime::report::{quoted_name, Quoted};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,9 +41,11 @@ pub(crate) struct ChainOptions {
 /// key, or derived from it, is here.
 #[derive(Serialize)]
 pub(crate) struct ChainReport {
-    source: String,
+    #[serde(serialize_with = "crate::serialize_name")]
+    source: PathBuf,
     /// The set's directory, and where each shard lies (placed with --shard-dir, or in it).
-    target: String,
+    #[serde(serialize_with = "crate::serialize_name")]
+    target: PathBuf,
     shards: Vec<String>,
     source_bytes: u64,
     /// Members made, their bytes, their format ("gzip", "bgzf"), the uncompressed bytes per member,
@@ -184,7 +187,7 @@ impl ChainReport {
                 let coding = stage("erasure code").map_or_else(|| "no rate".into(), HostStage::rate);
                 t += &format!(
                     "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {coding} (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))\n",
-                    self.source,
+                    Quoted(&self.source),
                     h(self.source_bytes),
                     self.members,
                     h(self.compressed_bytes),
@@ -196,7 +199,7 @@ impl ChainReport {
                     self.data_shards,
                     self.unit_bytes,
                     h(shard_bytes),
-                    self.target,
+                    Quoted(&self.target),
                     self.seconds,
                     self.source_gb_per_s,
                     if self.encrypted { "encrypt, " } else { "" },
@@ -228,7 +231,7 @@ impl ChainReport {
                 };
                 t += &format!(
                     "{}: {} -> {} members, {} {compressed}{} -> RS({}, {}): {} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source ({}: {how})\n",
-                    self.source,
+                    Quoted(&self.source),
                     h(self.source_bytes),
                     self.members,
                     h(self.compressed_bytes),
@@ -236,7 +239,7 @@ impl ChainReport {
                     self.data_shards,
                     self.parity_shards,
                     self.stripes,
-                    self.target,
+                    Quoted(&self.target),
                     self.seconds,
                     self.source_gb_per_s,
                     self.run.provenance,
@@ -250,7 +253,8 @@ impl ChainReport {
                 }
             }
         }
-        t += &format!("{}: `peerpath decompress --ec {} -o FILE` (or `ec decode`) gives back the {}-byte {}\n", self.target, self.target, self.stream_bytes, self.stream_name);
+        let target = Quoted(&self.target);
+        t += &format!("{target}: `peerpath decompress --ec {target} -o FILE` (or `ec decode`) gives back the {}-byte {}\n", self.stream_bytes, quoted_name(&self.stream_name));
         t
     }
 }
@@ -275,8 +279,8 @@ impl ChainReport {
     pub(crate) fn new(f: ChainFacts, o: &ChainOptions, run: ChainRun) -> ChainReport {
         let gpu = run.device.as_ref().is_some_and(|d| d.gpu);
         ChainReport {
-            source: f.source.display().to_string(),
-            target: f.dir.display().to_string(),
+            source: f.source.to_path_buf(),
+            target: f.dir.to_path_buf(),
             shards: crate::ec::shard_paths(f.dir, o.placement.as_ref(), o.data + o.parity).iter().map(|p| p.display().to_string()).collect(),
             source_bytes: f.source_bytes,
             members: f.members,
@@ -306,8 +310,10 @@ impl ChainReport {
 #[derive(Serialize)]
 pub(crate) struct ReverseChainReport {
     /// The set read, and the file written.
-    set: String,
-    output: String,
+    #[serde(serialize_with = "crate::serialize_name")]
+    set: PathBuf,
+    #[serde(serialize_with = "crate::serialize_name")]
+    output: PathBuf,
     /// The file the set holds (its bytes), and whether it is encrypted (peerpath-enc/1: each block authenticated and decrypted as it arrived).
     stream_bytes: u64,
     encrypted: bool,
@@ -335,8 +341,8 @@ impl ReverseChainReport {
                 let stage = |name: &str| self.run.host_stages.iter().flatten().find(|s| s.stage == name);
                 t += &format!(
                     "{} -> {}: {} from the shards{}, inflated to {} on {} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)\n",
-                    self.set,
-                    self.output,
+                    Quoted(&self.set),
+                    Quoted(&self.output),
                     h(self.stream_bytes),
                     if self.encrypted { ", each block authenticated and decrypted as it arrived" } else { "" },
                     h(self.output_bytes),
@@ -368,8 +374,8 @@ impl ReverseChainReport {
                 let rebuilt = self.units_rebuilt.unwrap_or(0);
                 t += &format!(
                     "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out ({}: {how})\n",
-                    self.set,
-                    self.output,
+                    Quoted(&self.set),
+                    Quoted(&self.output),
                     h(self.stream_bytes),
                     if rebuilt > 0 { format!(", {rebuilt} unit(s) rebuilt on the device") } else { String::new() },
                     if self.encrypted { ", each block authenticated and decrypted there" } else { "" },
@@ -406,8 +412,8 @@ pub(crate) struct ReverseFacts<'a> {
 impl ReverseChainReport {
     pub(crate) fn new(f: ReverseFacts, run: ChainRun) -> ReverseChainReport {
         ReverseChainReport {
-            set: f.dir.display().to_string(),
-            output: f.output.display().to_string(),
+            set: f.dir.to_path_buf(),
+            output: f.output.to_path_buf(),
             stream_bytes: f.stream_bytes,
             encrypted: f.encrypted,
             output_bytes: f.output_bytes,
@@ -444,7 +450,7 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     let mut src = std::fs::File::open(source).map_err(unreadable)?;
     let meta = src.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())));
+        return Err(JobError::Usage(format!("{}: --ec takes a regular file", Quoted(source))));
     }
     // A kernel file's size (0 in /proc) is not what it holds: the set would mix the two.
     crate::refuse_a_sizeless_file(&src, &meta, source, "compress --ec")?;
@@ -689,7 +695,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     let first = std::io::BufRead::fill_buf(&mut stream).map_err(shard_error)?;
     let cipher = if first.starts_with(MAGIC) {
         let Some(key) = key else {
-            return Err(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", dir.display())));
+            return Err(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", Quoted(dir))));
         };
         let mut header = [0u8; HEADER_BYTES];
         stream.read_exact(&mut header).map_err(shard_error)?;
@@ -758,7 +764,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
         return Err(e);
     }
     if let Some(at) = missing_end {
-        eprintln!("peerpath: warning: {}: no end member after the member that ends at byte {at} of its stream: read as --allow-no-end-member asks (a cut at a member's end there goes unnoticed)", dir.display());
+        eprintln!("peerpath: warning: {}: no end member after the member that ends at byte {at} of its stream: read as --allow-no-end-member asks (a cut at a member's end there goes unnoticed)", Quoted(dir));
     }
     let reading = reading.get();
     let facts = ReverseFacts { dir, output, stream_bytes: set_bytes, encrypted: cipher.is_some(), output_bytes: produced, members: None, units_rebuilt: None, seconds: started.elapsed().as_secs_f64() };

@@ -40,6 +40,7 @@ use peerpath_device::{Device, DeviceRange, FaultConfig, Function, FunctionKind};
 use peerpath_func::crypt::{device_key, StreamSealer, DEVICE_KEY_BYTES, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::gzip::END_MARKER_MAX_BYTES;
 use peerpath_func::{member_bound_bytes, Format};
+use peerpath_runtime::report::Quoted;
 use peerpath_runtime::JobError;
 use std::fs::File;
 use std::path::Path;
@@ -329,7 +330,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     let opened = peerpath_io::open_source(source, true).map_err(unreadable)?;
     let meta = opened.file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(JobError::Usage(format!("{}: --ec takes a regular file", source.display())).into());
+        return Err(JobError::Usage(format!("{}: --ec takes a regular file", Quoted(source))).into());
     }
     // A kernel file's size (0 in /proc) is not what it holds: the device reads the file by its size.
     crate::refuse_a_sizeless_file(&opened.file, &meta, source, "compress --ec")?;
@@ -734,7 +735,7 @@ impl Unchain<'_> {
             let head = self.peek(DeviceRange::new(from.offset, from.len.min(MAGIC.len() as u64)))?;
             if head.starts_with(MAGIC) {
                 if self.key.is_none() {
-                    return Err(Stop::Job(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", self.dir.display()))));
+                    return Err(Stop::Job(JobError::Usage(format!("{}: holds an encrypted file (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", Quoted(self.dir)))));
                 }
                 self.encrypted = true;
             }

@@ -12,6 +12,7 @@
 
 use clap::Args;
 use peerpath_func::crypt::{CryptError, FileCipher, Key, Layout, HEADER_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
+use peerpath_runtime::report::Quoted;
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::fs::File;
@@ -148,8 +149,10 @@ enum Direction {
 #[derive(Serialize)]
 struct CryptReport {
     operation: Direction,
-    source: String,
-    target: String,
+    #[serde(serialize_with = "crate::serialize_name")]
+    source: PathBuf,
+    #[serde(serialize_with = "crate::serialize_name")]
+    target: PathBuf,
     algorithm: &'static str,
     library: &'static str,
     block_bytes: u32,
@@ -240,7 +243,7 @@ fn make_key(path: &Path) -> Result<(), JobError> {
             _ => target_io(path)(e),
         });
     }
-    eprintln!("peerpath: wrote a new 256-bit key to {} (mode 0600); keep a copy: without it nothing encrypted with it can be read", path.display());
+    eprintln!("peerpath: wrote a new 256-bit key to {} (mode 0600); keep a copy: without it nothing encrypted with it can be read", Quoted(path));
     Ok(())
 }
 
@@ -261,17 +264,17 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         const MOST: u64 = 4096;
         // Room for all it may read at once: a reallocation would leave key bytes behind, unzeroed.
         let mut bytes = zeroize::Zeroizing::new(Vec::with_capacity(MOST as usize + 1));
-        let file = std::fs::File::open(f).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", f.display())))?;
+        let file = std::fs::File::open(f).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", Quoted(f))))?;
         // As ssh says of a private key others may read (keygen makes 0600): said, not refused.
         if let Some(m) = file.metadata().ok().filter(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 != 0) {
             let mode = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777;
-            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: warning: key file {} is readable or writable by others (mode {mode:04o}): chmod 600 it\n", f.display()));
+            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: warning: key file {} is readable or writable by others (mode {mode:04o}): chmod 600 it\n", Quoted(f)));
         }
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, MOST + 1), &mut bytes).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", f.display())))?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MOST + 1), &mut bytes).map_err(|e| JobError::Usage(format!("cannot read key file {}: {e}", Quoted(f))))?;
         if bytes.len() as u64 > MOST {
-            return Err(JobError::Usage(format!("key file {}: more than {MOST} bytes: a key is 32 raw bytes or 64 hexadecimal digits", f.display())));
+            return Err(JobError::Usage(format!("key file {}: more than {MOST} bytes: a key is 32 raw bytes or 64 hexadecimal digits", Quoted(f))));
         }
-        return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", f.display())));
+        return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", Quoted(f))));
     }
     let var = k.key_env.as_deref().unwrap_or(KEY_ENV);
     match std::env::var_os(var) {
@@ -303,7 +306,7 @@ fn first_bad_block_before(c: &FileCipher, src: &std::fs::File, short: &CryptErro
 }
 
 fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf, JobError> {
-    let name = source.file_name().ok_or_else(|| JobError::Usage(format!("{} names no file", source.display())))?;
+    let name = source.file_name().ok_or_else(|| JobError::Usage(format!("{} names no file", Quoted(source))))?;
     match dir {
         Direction::Encrypt => {
             let mut n = name.to_os_string();
@@ -313,7 +316,7 @@ fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf
         }
         Direction::Decrypt => match source.extension() {
             Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_extension(""), peerpath_runtime::job::Writes::FileOnly),
-            _ => Err(JobError::Usage(format!("{} is not NAME.{suffix}, so the output has no name to take: name it with -o", source.display()))),
+            _ => Err(JobError::Usage(format!("{} is not NAME.{suffix}, so the output has no name to take: name it with -o", Quoted(source)))),
         },
     }
 }
@@ -427,8 +430,8 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     let l = cipher.layout();
     let report = CryptReport {
         operation: dir,
-        source: a.source.display().to_string(),
-        target: target.display().to_string(),
+        source: a.source.clone(),
+        target: target.clone(),
         algorithm: "AES-256-GCM, peerpath-enc/1",
         library: if device_seconds.is_some() && a.engine == CryptEngine::Gpu { "peerpath's AES-256-GCM kernels (kernels/crypt.cu)" } else { "aws-lc (aws-lc-rs)" },
         block_bytes: l.block_bytes,
@@ -486,7 +489,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if tail != 0 && tail < MIN_UNIT_BYTES {
         return Err(JobError::Usage(format!(
             "{} is {size} bytes: its last sector would be {tail} bytes, and XTS needs at least {MIN_UNIT_BYTES} (images are whole sectors; try another --sector-size)",
-            a.source.display()
+            Quoted(&a.source)
         )));
     }
     // A peerpath-enc/1 file given to XTS decryption would come out as noise with exit 0 (XTS
@@ -494,7 +497,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if dir == Direction::Decrypt {
         let mut head = [0u8; 8];
         if src.read_exact_at(&mut head, 0).is_ok() && &head == peerpath_func::crypt::MAGIC {
-            return Err(JobError::Usage(format!("{} is a peerpath-enc/1 file (AES-256-GCM, it begins with its header): decrypt it without --mode xts", a.source.display())));
+            return Err(JobError::Usage(format!("{} is a peerpath-enc/1 file (AES-256-GCM, it begins with its header): decrypt it without --mode xts", Quoted(&a.source))));
         }
     }
     let task = XTS_TASK_BYTES.max(sector);
@@ -537,8 +540,8 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     let seconds = started.elapsed().as_secs_f64();
     let report = CryptReport {
         operation: dir,
-        source: a.source.display().to_string(),
-        target: target.display().to_string(),
+        source: a.source.clone(),
+        target: target.clone(),
         algorithm: "AES-256-XTS (IEEE 1619), tweak = sector index (plain64), not authenticated",
         library: "aws-lc (aws-lc-sys)",
         block_bytes: sector as u32,
@@ -619,7 +622,7 @@ fn emit(a: &CryptArgs, report: &CryptReport, what: impl FnOnce() -> String) {
         println!("{}", crate::jsonout::stamped("crypt-report", report));
     } else if !a.quiet {
         let on = if report.provenance == "measured on this host's CPU" { format!("on {} thread(s)", report.threads) } else { report.engine.clone() };
-        println!("{} -> {}: {}, {:.3} s, {:.2} GB/s {on} ({})", report.source, report.target, what(), report.seconds, report.plaintext_gb_per_s, report.provenance);
+        println!("{} -> {}: {}, {:.3} s, {:.2} GB/s {on} ({})", Quoted(&report.source), Quoted(&report.target), what(), report.seconds, report.plaintext_gb_per_s, report.provenance);
     }
 }
 
@@ -661,7 +664,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
     let block_device = std::fs::metadata(&a.source).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
     let target = match &a.output {
         Some(o) => o.clone(),
-        None if block_device => return Err(JobError::Usage(format!("{} is a block device: name the target with --output (a file)", a.source.display()))),
+        None if block_device => return Err(JobError::Usage(format!("{} is a block device: name the target with --output (a file)", Quoted(&a.source)))),
         None => default_target(&a.source, dir, suffix)?,
     };
     peerpath_runtime::job::check_target(&a.source, &target, a.force, peerpath_runtime::job::Writes::FileOnly)?;
@@ -676,7 +679,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
         _ if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) => {
             std::io::Seek::seek(&mut src, std::io::SeekFrom::End(0)).map_err(|e| JobError::SourceIo { path: a.source.clone(), detail: format!("its size: {e}") })?
         }
-        _ => return Err(JobError::Usage(format!("{} is not a regular file or block device", a.source.display()))),
+        _ => return Err(JobError::Usage(format!("{} is not a regular file or block device", Quoted(&a.source)))),
     };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     Ok(Opened { target, src, meta, size, threads })

@@ -16,11 +16,12 @@
 //! The options are parsed by hand: gzip's grammar (`-9`, `-cd`, `-p8`,
 //! `-S .z`) is not what an argument-parsing library offers.
 
+use peerpath_runtime::report::Quoted;
 use peerpath_runtime::{CommonOptions, CompressOptions, DecompressOptions, JobError, JobReport};
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, PartialEq)]
@@ -321,8 +322,10 @@ fn common(o: &Options) -> CommonOptions {
     c
 }
 
+/// A file's name as gzip's messages give it ("stdin" for "-"), quoted as peerpath's reports
+/// quote names ([`Quoted`]): a newline in it would split the message's line.
 fn name(f: &OsStr) -> String {
-    if f == "-" { "stdin".into() } else { f.to_string_lossy().into_owned() }
+    if f == "-" { "stdin".into() } else { Quoted(Path::new(f)).to_string() }
 }
 
 fn warn(o: &Options, msg: String) -> Outcome {
@@ -338,7 +341,7 @@ fn fail(f: &OsStr, e: &JobError) -> Outcome {
         std::process::exit(141);
     }
     // Most errors name the file already ("x.gz: truncated: ..."): not twice ("-" is stdin).
-    let (msg, f_) = (crate::job_error_text(e), f.to_string_lossy());
+    let (msg, f_) = (crate::job_error_text(e), Quoted(Path::new(f)).to_string());
     if let Some(rest) = msg.strip_prefix("-: ").filter(|_| f == "-") {
         eprintln!("peerpath gzip: stdin: {rest}");
         return Outcome::Error;
@@ -378,8 +381,8 @@ fn skipped(o: &Options, f: &OsStr) -> Option<Outcome> {
 }
 
 /// An output that exists without -f: gzip's warning (exit 2), nothing replaced.
-fn exists(o: &Options, target: &std::path::Path) -> Option<Outcome> {
-    (!o.force && target.as_os_str() != "-" && std::fs::symlink_metadata(target).is_ok()).then(|| warn(o, format!("{} already exists; not overwritten", target.display())))
+fn exists(o: &Options, target: &Path) -> Option<Outcome> {
+    (!o.force && target.as_os_str() != "-" && std::fs::symlink_metadata(target).is_ok()).then(|| warn(o, format!("{} already exists; not overwritten", Quoted(target))))
 }
 
 fn compress(o: &Options, f: &OsStr) -> Outcome {
@@ -425,7 +428,7 @@ fn compress(o: &Options, f: &OsStr) -> Outcome {
         Ok(r) => {
             if o.verbose {
                 let saved = if r.bytes_in == 0 { 0.0 } else { 100.0 * (1.0 - r.bytes_out as f64 / r.bytes_in as f64) };
-                let to = if target.as_os_str() == "-" { String::new() } else { format!(" -- created {}", target.display()) };
+                let to = if target.as_os_str() == "-" { String::new() } else { format!(" -- created {}", Quoted(&target)) };
                 eprintln!("{}:\t{saved:5.1}%{to}", name(f));
             }
             emit(o, &r, target.as_os_str() == "-");
@@ -545,7 +548,7 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
         Ok(r) => {
             if o.verbose {
                 let saved = if r.bytes_out == 0 { 0.0 } else { 100.0 * (1.0 - r.bytes_in as f64 / r.bytes_out as f64) };
-                let to = if to_stdout { String::new() } else { format!(" -- created {}", target.display()) };
+                let to = if to_stdout { String::new() } else { format!(" -- created {}", Quoted(&target)) };
                 eprintln!("{}:\t{saved:5.1}%{to}", name(f));
             }
             emit(o, &r, to_stdout);
@@ -603,7 +606,7 @@ fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
             if totals.2 == 0 {
                 println!("         compressed        uncompressed  ratio uncompressed_name");
             }
-            let plain = plain_name(o, f).map_or_else(|| name(f), |p| p.display().to_string());
+            let plain = plain_name(o, f).map_or_else(|| name(f), |p| Quoted(&p).to_string());
             println!("{}", list_line(r.bytes_in, r.bytes_out, &plain));
             *totals = (totals.0 + r.bytes_in, totals.1 + r.bytes_out, totals.2 + 1);
             Outcome::Done

@@ -40,6 +40,7 @@ mod table1;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use peerpath_func::{Format, Level};
+use peerpath_runtime::report::Quoted;
 use peerpath_runtime::{CommonOptions, CompressOptions, DecompressOptions, JobError, JobReport, Progress, DEFAULT_BLOCK_BYTES};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -164,13 +165,13 @@ fn write_output(path: &Path, bytes: &[u8], replace: bool) -> Result<(), JobError
 /// What [`write_outputs`] asks of an output's name before anything is written.
 pub(crate) fn check_output(p: &Path, replace: bool) -> Result<(), JobError> {
     if peerpath_runtime::job::is_std_stream(p) {
-        return Err(JobError::Usage(format!("{} is a file, made whole or not at all: give it a name, not -", p.display())));
+        return Err(JobError::Usage(format!("{} is a file, made whole or not at all: give it a name, not -", Quoted(p))));
     }
     match std::fs::metadata(p) {
         // As a write into a directory fails (exit 11: the file cannot be written there).
         Ok(m) if m.is_dir() => Err(JobError::TargetIo { path: p.to_path_buf(), source: std::io::Error::from_raw_os_error(libc::EISDIR) }),
         // A device node or FIFO would be replaced by the rename.
-        Ok(m) if !m.is_file() => Err(JobError::Usage(format!("{} is not a regular file: name a file", p.display()))),
+        Ok(m) if !m.is_file() => Err(JobError::Usage(format!("{} is not a regular file: name a file", Quoted(p)))),
         _ if !replace && std::fs::symlink_metadata(p).is_ok() => Err(JobError::TargetExists { path: p.to_path_buf() }),
         _ => Ok(()),
     }
@@ -184,7 +185,7 @@ fn write_outputs(outputs: &[(&Path, &[u8])], replace: bool) -> Result<(), JobErr
     use std::io::Write;
     let places: Vec<_> = outputs.iter().map(|(p, _)| peerpath_runtime::job::place_of(p)).collect();
     if let Some((p, _)) = outputs.iter().enumerate().find(|(i, _)| places[..*i].contains(&places[*i])).map(|(_, o)| o) {
-        return Err(JobError::Usage(format!("{} is named for two outputs", p.display())));
+        return Err(JobError::Usage(format!("{} is named for two outputs", Quoted(p))));
     }
     for (p, _) in outputs {
         check_output(p, replace)?;
@@ -235,7 +236,7 @@ pub(crate) fn refuse_stream_source(source: &Path, why: &str) -> Result<(), JobEr
     use std::os::unix::fs::FileTypeExt;
     match std::fs::metadata(source) {
         Ok(m) if m.file_type().is_fifo() || m.file_type().is_socket() || m.file_type().is_char_device() => {
-            Err(JobError::Usage(format!("{} is not a regular file: {why}", source.display())))
+            Err(JobError::Usage(format!("{} is not a regular file: {why}", Quoted(source))))
         }
         _ => Ok(()),
     }
@@ -280,9 +281,9 @@ pub(crate) fn refuse_a_sizeless_file(f: &std::fs::File, meta: &std::fs::Metadata
     }
     Err(JobError::Usage(format!(
         "{}: its size says {} bytes, which is not what it holds (a kernel file, as in /proc or /sys): {command} reads a file by its size; copy it first (cat {} > FILE)",
-        path.display(),
+        Quoted(path),
         meta.len(),
-        path.display()
+        Quoted(path)
     )))
 }
 
@@ -956,9 +957,10 @@ fn common_options(a: &CommonArgs, force: bool, durable: bool, progress: Option<P
 fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     if common.verbose {
         for f in &report.files {
-            eprintln!("peerpath: {}: read via {}", f.source, f.read_path);
+            let source = peerpath_runtime::report::quoted_exact(&f.source, f.source_bytes.as_deref());
+            eprintln!("peerpath: {source}: read via {}", f.read_path);
             if let Some(m) = &f.decode_mode {
-                eprintln!("peerpath: {}: {m}", f.source);
+                eprintln!("peerpath: {source}: {m}");
             }
         }
         for f in &report.fallbacks {
@@ -1114,7 +1116,7 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
             }
         }
     }
-    Err(JobError::Usage(format!("{}: unknown suffix (not .gz, .bgz, .gzip, .tgz or .gz.ppenc), cannot name the output: name the target file with --output FILE", source.display())))
+    Err(JobError::Usage(format!("{}: unknown suffix (not .gz, .bgz, .gzip, .tgz or .gz.ppenc), cannot name the output: name the target file with --output FILE", Quoted(source))))
 }
 
 /// `--device-timeout` given where the host CPU does the work: nothing there to time out.
@@ -1567,6 +1569,12 @@ fn refuse_writes_to_unusable_stdout() {
 /// epoll instance for a stream.
 pub(crate) fn unusable_standard_stream() -> Option<&'static str> {
     STDOUT_UNUSABLE.get().or(STDIN_CLOSED.get()).copied()
+}
+
+/// A file's name in a JSON report: its string, as `Path::display` writes it (U+FFFD for bytes that
+/// are not UTF-8); the text reports print it with [`Quoted`].
+pub(crate) fn serialize_name<S: serde::Serializer>(name: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&name.display())
 }
 
 /// A job's error in words: a write to standard output that it refuses says why (see

@@ -14,6 +14,7 @@ use crate::scan_device;
 use peerpath_device::Device;
 use crate::chain_device::Stop;
 use peerpath_func::scan::{BlockCutter, CutBlock, Filter, Found, Malformed, RecordFormat, RecordTooLong, Refused, TooLongWhy};
+use peerpath_runtime::report::Quoted;
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -126,7 +127,7 @@ fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
     if head.starts_with(peerpath_func::crypt::MAGIC) {
         return Err(JobError::Usage(format!(
             "{}: encrypted (peerpath-enc/1): scan reads gzip or plain records; decrypt it first (peerpath decompress FILE.gz.ppenc --key-file KEY -o - | peerpath scan - ..., or peerpath decrypt)",
-            path.display()
+            Quoted(path)
         )));
     }
     // "BZh", the block size, then a block's magic (or the end-of-stream one for an empty stream).
@@ -143,7 +144,7 @@ fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
     } else {
         return Ok(());
     };
-    Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first ({decode} FILE | peerpath scan - ...)", path.display())))
+    Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first ({decode} FILE | peerpath scan - ...)", Quoted(path))))
 }
 
 /// The `-o` target's temporary file, how it exists, and its final name.
@@ -204,7 +205,8 @@ struct FilterReport {
 
 #[derive(Serialize)]
 struct FileReport {
-    path: String,
+    #[serde(serialize_with = "crate::serialize_name")]
+    path: PathBuf,
     /// The record format it was read as (null: an empty file).
     format: Option<&'static str>,
     records: u64,
@@ -269,7 +271,7 @@ impl ScanReport {
             t += &format!(
                 "scan: on {}: {} read {} into {into}, {} block(s), {} bytes of results each{back}; {} ({})\n",
                 d.device,
-                f.path,
+                Quoted(&f.path),
                 crate::device_job::moved(d.read_by_dma),
                 d.blocks,
                 d.result_bytes_per_block,
@@ -387,7 +389,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             if device.as_ref().is_some_and(|d| d.failure().is_some()) {
                 device = None;
                 if i + 1 < a.files.len() {
-                    fallback(&mut fallbacks, format!("{device_name} has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, f.display()));
+                    fallback(&mut fallbacks, format!("{device_name} has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, Quoted(f)));
                 }
             }
             let (found, n, fmt, pass) = match on_device {
@@ -408,16 +410,16 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             };
             if a.id_prefix.is_some() && fmt == Some(RecordFormat::Lines) {
                 // A line has no id: the filter matched nothing, and said nothing.
-                return Err(JobError::Usage(format!("{}: read as lines, which have no id: --id-prefix filters FASTA and FASTQ records (--format fasta|fastq if it is one)", f.display())));
+                return Err(JobError::Usage(format!("{}: read as lines, which have no id: --id-prefix filters FASTA and FASTQ records (--format fasta|fastq if it is one)", Quoted(f))));
             }
             if a.count && !a.json {
-                let line = if a.files.len() > 1 { format!("{}\t{}", f.display(), found.matched) } else { found.matched.to_string() };
+                let line = if a.files.len() > 1 { format!("{}\t{}", Quoted(f), found.matched) } else { found.matched.to_string() };
                 writeln!(sink, "{line}").map_err(|e| JobError::TargetIo { path: out_path.clone(), source: e })?;
             }
             total.add(&found);
             bytes += n;
             files.push(FileReport {
-                path: f.display().to_string(),
+                path: f.clone(),
                 format: fmt.map(format_name),
                 records: found.records,
                 matched: found.matched,
@@ -506,9 +508,9 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
 fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: &ScanArgs, fallbacks: &mut Vec<String>) -> Result<Option<scan_device::DeviceScan>, JobError> {
     let mut cpu = |why: String| {
         if a.no_fallback {
-            Err(JobError::Device { detail: format!("{}: {why} (--no-fallback)", f.display()) })
+            Err(JobError::Device { detail: format!("{}: {why} (--no-fallback)", Quoted(f)) })
         } else {
-            fallback(fallbacks, format!("{}: {why}: scanned on the host CPU", f.display()));
+            fallback(fallbacks, format!("{}: {why}: scanned on the host CPU", Quoted(f)));
             Ok(None)
         }
     };

@@ -3,6 +3,7 @@
 //! by host copies or zero-copy, with a report of what it served.
 
 use clap::{Args, ValueEnum};
+use peerpath_runtime::report::Quoted;
 use peerpath_runtime::JobError;
 use peerpath_serve::{Config, Mode, Server};
 use std::net::SocketAddr;
@@ -124,7 +125,7 @@ pub fn main(a: ServeArgs) -> ExitCode {
 fn run(a: ServeArgs) -> Result<(), JobError> {
     let root = a.dir.canonicalize().map_err(|e| JobError::SourceUnreadable { path: a.dir.clone(), source: e })?;
     if !root.is_dir() {
-        return Err(JobError::Usage(format!("{} is not a directory", a.dir.display())));
+        return Err(JobError::Usage(format!("{} is not a directory", Quoted(&a.dir))));
     }
     // Deadlines are instants this far from now, which must stay representable
     // (1e20 panicked): at most MAX_SECONDS.
@@ -177,7 +178,7 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     let host_cache = (c.mode == Mode::Host).then_some(c.host_cache_bytes);
     let server = Server::bind(c).map_err(|e| JobError::Usage(e.to_string()))?;
     if let Some(h) = server.http_addr() {
-        eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode; up to {} connections, {} worker threads)", root.display(), a.max_connections, a.workers);
+        eprintln!("peerpath serve: {} on http://{h}/ ({mode} mode; up to {} connections, {} worker threads)", Quoted(&root), a.max_connections, a.workers);
     }
     if let Some(why) = server.nic_fallback() {
         eprintln!("peerpath serve: FALLBACK: {why}: the host path (sendfile) serves every request");

@@ -161,3 +161,179 @@ fn decompress_and_verify_name_the_format_of_their_input() {
         assert_eq!(format_said(d, &[os("verify"), os("h.gz")], None).0, BGZF);
     }
 }
+
+/// Names for the tests below: one with a newline (its quoted form), one that is not UTF-8.
+const NL: &str = "s\nrc";
+const NL_QUOTED: &str = r"'s'$'\n''rc'";
+const FF: &[u8] = b"u\xff";
+const FF_QUOTED: &str = r"'u'$'\377'";
+
+fn ff() -> &'static OsStr {
+    OsStr::from_bytes(FF)
+}
+
+/// `OsStr::from_bytes` of `name` and `suffix` joined.
+fn with_suffix(name: &[u8], suffix: &str) -> std::ffi::OsString {
+    OsStr::from_bytes(&[name, suffix.as_bytes()].concat()).to_owned()
+}
+
+/// Asserts `text` is `n` lines, each beginning with `each` or one of `or` (no name's newline split
+/// one), and that it names `quoted` (a name as [`NL_QUOTED`] quotes it), which a shell reads back
+/// as `name`.
+#[track_caller]
+fn said_on_its_lines(text: &str, n: usize, (each, or): (&str, &[&str]), quoted: &str, name: &[u8]) {
+    assert_eq!(text.lines().count(), n, "a line was split:\n{text}");
+    assert!(text.lines().all(|l| l.starts_with(each) || or.iter().any(|p| l.starts_with(p))), "a line was split:\n{text}");
+    assert!(text.contains(quoted), "{quoted} is not named:\n{text}");
+    if let Some(read) = as_a_shell_reads(quoted) {
+        assert_eq!(read, name, "a shell reads {quoted} back as the name");
+    }
+}
+
+/// A job's errors (`JobError`) and the commands' own: a name with a newline or that is not UTF-8
+/// is quoted, so the error stays one line and names the file exactly (it split the line, and
+/// printed U+FFFD). `--verbose`'s "read via" lines too.
+#[test]
+fn errors_name_a_file_quoted_on_one_line() {
+    let dir = scratch();
+    let d = dir.path();
+    // A source that is not there (exit 3), and one that is not gzip (exit 8).
+    let o = run(pp(["compress", NL]).current_dir(d)).fails(3, &["cannot read source"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), NL_QUOTED, NL.as_bytes());
+    std::fs::write(d.join(NL), b"plain text\n").unwrap();
+    std::fs::write(d.join(ff()), b"plain text\n").unwrap();
+    let o = run(pp([OsStr::new("decompress"), ff(), OsStr::new("-o"), OsStr::new("out")]).current_dir(d)).fails(8, &["not a gzip file"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), FF_QUOTED, FF);
+    // No -o, and no suffix to take off (main's own message).
+    let o = run(pp(["decompress", NL]).current_dir(d)).fails(2, &["unknown suffix"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), NL_QUOTED, NL.as_bytes());
+    // verify's FAILED line and its error.
+    let o = run(pp([OsStr::new("verify"), OsStr::new(NL), ff()]).current_dir(d));
+    assert_eq!(o.code(), Some(8), "{}", o.describe());
+    let report = o.stdout_str();
+    let failed = lines(&report, "FAILED");
+    assert!(failed.len() == 2 && failed[0].starts_with(&format!("{NL_QUOTED}: not a gzip file")) && failed[1].starts_with(&format!("{FF_QUOTED}: not a gzip file")), "{}", o.describe());
+    said_on_its_lines(&o.stderr, 2, ("peerpath: error: ", &[]), NL_QUOTED, NL.as_bytes());
+    assert!(o.stderr.contains(&format!("{FF_QUOTED}: not a gzip file")), "{}", o.describe());
+    // A name that begins with a quote: quoted once, in the error and in its FAILED line.
+    std::fs::write(d.join("'q.gz"), b"plain text\n").unwrap();
+    let o = run(pp(["verify", "'q.gz"]).current_dir(d));
+    assert_eq!(lines(&o.stdout_str(), "FAILED"), [r"\''q.gz': not a gzip file: starts with bytes 70 6c, not 1f 8b (exit 8)"], "{}", o.describe());
+    // --verbose: how each file was read, a line each.
+    compress_bytes(d, "plain", &sample()[..100_000], &[]);
+    std::fs::rename(d.join("plain.gz"), d.join(with_suffix(FF, ".gz"))).unwrap();
+    let o = run(pp([OsStr::new("decompress"), &with_suffix(FF, ".gz"), OsStr::new("-o"), OsStr::new("back"), OsStr::new("--verbose")]).current_dir(d)).ok();
+    let said: Vec<&str> = o.stderr.lines().filter(|l| l.contains("read via")).collect();
+    assert_eq!(said.len(), 1, "{}", o.describe());
+    assert!(said[0].starts_with(r"peerpath: 'u'$'\377''.gz': read via "), "{}", o.describe());
+    assert!(o.stderr.lines().all(|l| l.starts_with("peerpath: ")), "a line was split: {}", o.describe());
+}
+
+/// encrypt and decrypt: the report's line and the errors quote the names they give.
+#[test]
+fn encrypt_names_files_quoted() {
+    let dir = scratch();
+    let d = dir.path();
+    run(pp(["keygen", "-o", "key"]).current_dir(d)).ok();
+    for (name, quoted, target) in [(NL.as_bytes(), NL_QUOTED, r"'s'$'\n''rc.ppenc'"), (FF, FF_QUOTED, r"'u'$'\377''.ppenc'")] {
+        std::fs::write(d.join(OsStr::from_bytes(name)), &sample()[..100_000]).unwrap();
+        let o = run(pp([OsStr::new("encrypt"), OsStr::from_bytes(name), OsStr::new("--key-file"), OsStr::new("key")]).current_dir(d)).ok();
+        said_on_its_lines(&o.stdout_str(), 1, (&format!("{quoted} -> {target}: encrypted "), &[]), quoted, name);
+        // decrypt of a name without .ppenc: no output name to take.
+        let o = run(pp([OsStr::new("decrypt"), OsStr::from_bytes(name), OsStr::new("--key-file"), OsStr::new("key")]).current_dir(d)).fails(2, &["is not NAME.ppenc"]);
+        said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), quoted, name);
+    }
+    let o = run(pp([OsStr::new("encrypt"), ff(), OsStr::new("-o"), OsStr::new("x"), OsStr::new("--key-file"), OsStr::new("k\ney")]).current_dir(d)).fails(2, &["cannot read key file"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), r"'k'$'\n''ey'", b"k\ney");
+}
+
+/// compress --ec and decompress --ec: their reports and errors quote the names they give.
+#[test]
+fn erasure_coded_sets_name_files_quoted() {
+    let dir = scratch();
+    let d = dir.path();
+    let set = with_suffix(FF, "\nset");
+    let set_quoted = r"'u'$'\377\n''set'";
+    std::fs::write(d.join(NL), &sample()[..100_000]).unwrap();
+    let o = run(pp([OsStr::new("compress"), OsStr::new("--ec"), OsStr::new("2+1"), OsStr::new(NL), OsStr::new("-o"), &set]).current_dir(d)).ok();
+    let report = o.stdout_str();
+    assert_eq!(report.lines().count(), 3, "a line was split:\n{report}");
+    assert!(report.starts_with(&format!("{NL_QUOTED}: ")) && report.contains(&format!(" in {set_quoted}; ")), "{report}");
+    let last = report.lines().last().unwrap();
+    assert!(last.starts_with(&format!("{set_quoted}: `peerpath decompress --ec {set_quoted} -o FILE`")) && last.ends_with(r"-byte 's'$'\n''rc.gz'"), "{report}");
+    if let Some(read) = as_a_shell_reads(set_quoted) {
+        assert_eq!(read, set.as_bytes(), "a shell reads the quoted name back as the name");
+    }
+    let o = run(pp([OsStr::new("decompress"), OsStr::new("--ec"), &set, OsStr::new("-o"), OsStr::new("back\n")]).current_dir(d)).ok();
+    let report = o.stdout_str();
+    assert_eq!(report.lines().count(), 2, "a line was split:\n{report}");
+    assert!(report.starts_with(&format!(r"{set_quoted} -> 'back'$'\n': ")), "{report}");
+    assert_file_eq(&d.join("back\n"), &sample()[..100_000], "the set decodes");
+    // A directory is not a file to code.
+    std::fs::create_dir(d.join(ff())).unwrap();
+    let o = run(pp([OsStr::new("compress"), OsStr::new("--ec"), OsStr::new("2+1"), ff(), OsStr::new("-o"), OsStr::new("set2")]).current_dir(d)).fails(2, &["--ec takes a regular file"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), FF_QUOTED, FF);
+}
+
+/// scan: `--count`'s name-and-count lines (one a file, as `grep -c`), its fallbacks and errors
+/// quote the names they give.
+#[test]
+fn scan_names_files_quoted() {
+    let dir = scratch();
+    let d = dir.path();
+    let records = b">r1\nACGT\n>r2\nTTTT\n";
+    std::fs::write(d.join(NL), records).unwrap();
+    std::fs::write(d.join(ff()), records).unwrap();
+    let o = run(pp([OsStr::new("scan"), OsStr::new("--motif"), OsStr::new("ACG"), OsStr::new("--count"), OsStr::new(NL), ff()]).current_dir(d)).ok();
+    assert_eq!(o.stdout_str(), format!("{NL_QUOTED}\t1\n{FF_QUOTED}\t1\n"), "{}", o.describe());
+    // Another compressor's file: refused, named.
+    std::fs::write(d.join(NL), b"\xfd7zXZ\0 not read").unwrap();
+    let o = run(pp(["scan", "--motif", "A", NL]).current_dir(d)).fails(2, &["compressed with xz"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), NL_QUOTED, NL.as_bytes());
+    // On an emulated device: gzip input goes to the host CPU, said naming the file (and refused with --no-fallback).
+    compress_bytes(d, "r", records, &[]);
+    std::fs::rename(d.join("r.gz"), d.join(ff())).unwrap();
+    let o = run(pp([OsStr::new("scan"), OsStr::new("--motif"), OsStr::new("A"), OsStr::new("--count"), OsStr::new("--engine"), OsStr::new("emulated"), ff()]).current_dir(d)).ok();
+    said_on_its_lines(&o.stderr, 3, ("peerpath: FALLBACK: ", &["scan: "]), FF_QUOTED, FF);
+    assert!(o.stderr.starts_with(&format!("peerpath: FALLBACK: {FF_QUOTED}: gzip input")), "{}", o.describe());
+    let o = run(pp([OsStr::new("scan"), OsStr::new("--motif"), OsStr::new("A"), OsStr::new("--count"), OsStr::new("--engine"), OsStr::new("emulated"), OsStr::new("--no-fallback"), ff()]).current_dir(d))
+        .fails(15, &["(--no-fallback)"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), FF_QUOTED, FF);
+}
+
+/// `peerpath gzip`'s messages and listing quote names as peerpath's others do (GNU gzip 1.12 prints
+/// them as they are, a newline splitting its line): a plain name is printed as gzip prints it.
+#[test]
+fn gzip_names_files_quoted() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join(NL), &sample()[..100_000]).unwrap();
+    let target = r"'s'$'\n''rc.gz'";
+    let o = run(pp(["gzip", "-v", NL]).current_dir(d)).ok();
+    said_on_its_lines(&o.stderr, 1, (&format!("{NL_QUOTED}:\t"), &[]), NL_QUOTED, NL.as_bytes());
+    assert!(o.stderr.trim_end().ends_with(&format!("% -- created {target}")), "{}", o.describe());
+    let o = run(pp(["gzip", NL]).current_dir(d));
+    assert_eq!(o.code(), Some(2), "{}", o.describe());
+    said_on_its_lines(&o.stderr, 1, (&format!("peerpath gzip: {target} already exists; not overwritten"), &[]), target, b"s\nrc.gz");
+    let o = run(pp(["gzip", "-l", &format!("{NL}.gz")]).current_dir(d)).ok();
+    let listing = o.stdout_str();
+    assert!(listing.lines().count() == 2 && listing.ends_with(&format!("% {NL_QUOTED}\n")), "{listing}");
+    // A file that is not gzip: the error names it once, quoted.
+    std::fs::write(d.join(ff()), b"plain").unwrap();
+    let o = run(pp([OsStr::new("gzip"), OsStr::new("-t"), ff()]).current_dir(d));
+    assert_eq!(o.code(), Some(1), "{}", o.describe());
+    said_on_its_lines(&o.stderr, 1, ("peerpath gzip: ", &[]), FF_QUOTED, FF);
+    assert_eq!(o.stderr.matches(FF_QUOTED).count(), 1, "named once: {}", o.describe());
+    let o = run(pp(["gzip", "-d", NL]).current_dir(d));
+    assert_eq!(o.code(), Some(2), "{}", o.describe());
+    said_on_its_lines(&o.stderr, 1, (&format!("peerpath gzip: {NL_QUOTED}: unknown suffix -- ignored"), &[]), NL_QUOTED, NL.as_bytes());
+}
+
+/// serve: a directory that is not one is named quoted.
+#[test]
+fn serve_names_its_directory_quoted() {
+    let dir = scratch();
+    std::fs::write(dir.path().join(NL), b"x").unwrap();
+    let o = run(pp(["serve", NL]).current_dir(dir.path())).fails(2, &["is not a directory"]);
+    said_on_its_lines(&o.stderr, 1, ("peerpath: error: ", &[]), NL_QUOTED, NL.as_bytes());
+}

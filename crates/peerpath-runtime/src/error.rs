@@ -1,54 +1,56 @@
+use crate::report::Quoted;
 use std::io;
 use std::path::PathBuf;
 
-/// Why a job failed. Each class has its own exit code (see [`JobError::exit_code`]).
+/// Why a job failed. Each class has its own exit code (see [`JobError::exit_code`]). A file is
+/// named as the reports name it ([`Quoted`]): its message stays one line, with the name's bytes.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
     #[error("{0}")]
     Usage(String),
-    #[error("cannot read source {path}: {source}")]
+    #[error("cannot read source {path}: {source}", path = Quoted(path))]
     SourceUnreadable { path: PathBuf, source: io::Error },
-    #[error("target {path} exists (use --force to overwrite)")]
+    #[error("target {path} exists (use --force to overwrite)", path = Quoted(path))]
     TargetExists { path: PathBuf },
     /// An existing target a command never replaces, even with --force.
-    #[error("target {path} exists: {why}")]
+    #[error("target {path} exists: {why}", path = Quoted(path))]
     TargetKept { path: PathBuf, why: String },
-    #[error("target directory {path} exists (a new one is made; it never replaces or merges into another)")]
+    #[error("target directory {path} exists (a new one is made; it never replaces or merges into another)", path = Quoted(path))]
     TargetDirExists { path: PathBuf },
-    #[error("source and target are the same file: {path}")]
+    #[error("source and target are the same file: {path}", path = Quoted(path))]
     SameFile { path: PathBuf },
     /// A target that is one of the files a job reads from (a set's shard or
     /// manifest) or lies in a store it reads from: never written, even with --force.
-    #[error("target {path} is {what}: a source is never a target, even with --force")]
+    #[error("target {path} is {what}: a source is never a target, even with --force", path = Quoted(path))]
     PartOfSource { path: PathBuf, what: String },
-    #[error("{path}: member {member} at byte {offset}: {detail}")]
+    #[error("{path}: member {member} at byte {offset}: {detail}", path = Quoted(path))]
     Corrupt { path: PathBuf, member: u64, offset: u64, detail: String },
     /// Damaged data that is not one gzip member (erasure-coded shards, their manifest).
-    #[error("{path}: {detail}")]
+    #[error("{path}: {detail}", path = Quoted(path))]
     Damaged { path: PathBuf, detail: String },
-    #[error("{path}: truncated: member {member} at byte {offset}: {detail}")]
+    #[error("{path}: truncated: member {member} at byte {offset}: {detail}", path = Quoted(path))]
     Truncated { path: PathBuf, member: u64, offset: u64, detail: String },
     /// A file cut short that is not a gzip file (an encrypted file).
-    #[error("{path}: {detail}")]
+    #[error("{path}: {detail}", path = Quoted(path))]
     TruncatedFile { path: PathBuf, detail: String },
-    #[error("{path}: wrong key: the header's key check does not match this key (nothing was written)")]
+    #[error("{path}: wrong key: the header's key check does not match this key (nothing was written)", path = Quoted(path))]
     WrongKey { path: PathBuf },
-    #[error("{path}: not a gzip file: {detail}")]
+    #[error("{path}: not a gzip file: {detail}", path = Quoted(path))]
     NotGzip { path: PathBuf, detail: String },
-    #[error("{path}: trailing garbage after the last member, at byte {offset}")]
+    #[error("{path}: trailing garbage after the last member, at byte {offset}", path = Quoted(path))]
     TrailingGarbage { path: PathBuf, offset: u64 },
     /// More zeros after the last member than padding leaves: its end may be lost.
-    #[error("{path}: {detail}")]
+    #[error("{path}: {detail}", path = Quoted(path))]
     ZeroTail { path: PathBuf, detail: String },
-    #[error("{path}: empty file (a gzip file holds at least one member)")]
+    #[error("{path}: empty file (a gzip file holds at least one member)", path = Quoted(path))]
     EmptyArchive { path: PathBuf },
-    #[error("cannot write {path}: {source}{hint}", hint = enospc_hint(path, source))]
+    #[error("cannot write {path}: {source}{hint}", hint = enospc_hint(path, source), path = Quoted(path))]
     TargetIo { path: PathBuf, source: io::Error },
-    #[error("error reading {path}: {detail}")]
+    #[error("error reading {path}: {detail}", path = Quoted(path))]
     SourceIo { path: PathBuf, detail: String },
     #[error("{detail}")]
     Device { detail: String },
-    #[error("{path}: the output failed its check and was not kept: {detail}")]
+    #[error("{path}: the output failed its check and was not kept: {detail}", path = Quoted(path))]
     Verify { path: PathBuf, detail: String },
     #[error("internal error: {0}")]
     Internal(String),

@@ -48,8 +48,19 @@ pub fn quoted_bytes(name: &[u8]) -> Cow<'_, str> {
     Cow::Owned(q.text)
 }
 
+/// A path as the text reports and messages print it: [`quoted_bytes`] of its exact bytes, so a
+/// name with a newline stays on its line and one that is not UTF-8 keeps its bytes (`$'\377'`).
+/// Plain names print as `Path::display` prints them.
+pub struct Quoted<'a>(pub &'a Path);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&quoted_bytes(self.0.as_os_str().as_bytes()))
+    }
+}
+
 /// A name as the text reports print it, from its exact bytes where the report keeps them.
-fn quoted_exact<'a>(name: &'a str, exact: Option<&'a [u8]>) -> Cow<'a, str> {
+pub fn quoted_exact<'a>(name: &'a str, exact: Option<&'a [u8]>) -> Cow<'a, str> {
     quoted_bytes(exact.unwrap_or(name.as_bytes()))
 }
 
@@ -525,10 +536,11 @@ impl JobReport {
         self.render_job(&mut s);
         self.render_files(&mut s);
         for f in &self.failed {
-            // The error names its file: quoted where the report quotes it.
+            // The error names its file: quoted where the report quotes it (a job error quotes it
+            // already; a message built with `Path::display` does not).
             let error = match quoted_exact(&f.source, f.source_bytes.as_deref()) {
-                Cow::Owned(quoted) => Cow::Owned(f.error.replace(&f.source, &quoted)),
-                Cow::Borrowed(_) => Cow::Borrowed(&f.error),
+                Cow::Owned(quoted) if !f.error.contains(&quoted) => Cow::Owned(f.error.replace(&f.source, &quoted)),
+                _ => Cow::Borrowed(&f.error),
             };
             let _ = writeln!(s, "  FAILED        {error} (exit {})", f.exit_code);
         }
