@@ -447,6 +447,8 @@ struct Sealing {
 pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result<ChainReport, JobError> {
     let started = Instant::now();
     let unreadable = |e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e };
+    // Before opening it: a FIFO's open waits for a writer.
+    crate::refuse_stream_source(source, "--ec takes a regular file")?;
     let mut src = std::fs::File::open(source).map_err(unreadable)?;
     let meta = src.metadata().map_err(unreadable)?;
     if !meta.is_file() {

@@ -327,6 +327,8 @@ impl Chain<'_> {
 pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &ChainOptions) -> Result<crate::chain::ChainReport, Stop> {
     let started = Instant::now();
     let unreadable = |e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e };
+    // Before opening it: a FIFO's open waits for a writer.
+    crate::refuse_stream_source(source, "--ec takes a regular file")?;
     let opened = peerpath_io::open_source(source, true).map_err(unreadable)?;
     let meta = opened.file.metadata().map_err(unreadable)?;
     if !meta.is_file() {

@@ -1581,6 +1581,20 @@ fn a_target_that_is_no_regular_file_is_refused_without_being_opened() {
     assert_dir_holds(d, &["chain", "fifo", "set", "src"]);
 }
 
+/// `compress --ec` of a FIFO is refused before it is opened (the open waited for a writer for
+/// ever, on both engines).
+#[test]
+fn a_fifo_source_of_compress_ec_is_refused_without_being_opened() {
+    let dir = scratch();
+    let d = dir.path();
+    let fifo = d.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for engine in ["cpu", "emulated"] {
+        run_full(&mut pp(args!["compress", "-q", &fifo, "--ec", "2+1", "--engine", engine, "-o", d.join("set")]), None, HANG_DEADLINE).fails(2, &["not a regular file", "--ec takes a regular file"]);
+    }
+    assert_dir_holds(d, &["fifo"]);
+}
+
 /// `decode` and `decompress --ec` weigh the manifest's copies as `verify` and `repair` do: a
 /// manifest the copies outvote is damaged (exit 6, nothing written); before, decode restored
 /// from it (here a byte too many, a zero, appended).
