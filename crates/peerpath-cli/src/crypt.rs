@@ -64,7 +64,8 @@ impl KeyArgs {
 pub struct CryptArgs {
     /// The file to read (never modified).
     source: PathBuf,
-    /// The file to write [default: SOURCE.ppenc to encrypt; SOURCE less .ppenc to decrypt].
+    /// The file to write [default: SOURCE.ppenc to encrypt (SOURCE.xts with --mode xts); SOURCE
+    /// less .ppenc (or .xts) to decrypt].
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     #[command(flatten)]

@@ -409,7 +409,7 @@ struct CommonArgs {
     threads: Option<usize>,
     /// Most reads in flight per source (reads run only as far ahead of the
     /// workers as keeps them busy; buffers beyond that are never touched)
-    /// [default: 8, or the thread count where that is more].
+    /// [default: 8, or the thread count where that is more; 128 with --engine gpu].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     queue_depth: Option<u32>,
     /// Do not use O_DIRECT (go through the page cache).
