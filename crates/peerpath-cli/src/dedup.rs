@@ -36,7 +36,9 @@
 use clap::{Args, Subcommand};
 use peerpath_io::Stamp;
 use peerpath_func::dedup::{chunks_parallel, cutting_threads, CannotStartThread, ChunkParams, Fingerprint, Successor, Successors};
-use peerpath_func::{Format, Level, MemberEncoder, MemberHeader};
+use peerpath_func::dedup_store::{decode_chunk, recipe_digests, Kept, Stored};
+pub(crate) use peerpath_func::dedup_store::{GZIP_MEMBER, RAW};
+use peerpath_func::{Format, Level, MemberEncoder};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
 use rustix::fs::{flock, FlockOperation};
@@ -55,9 +57,6 @@ mod gc;
 const FORMAT: &str = "peerpath-dedup/2";
 /// Stores made before chunks could be compressed: no `codec` or `size` column.
 const FORMAT_1: &str = "peerpath-dedup/1";
-/// How a chunk lies in its pack (the index's `codec` column).
-pub(crate) const RAW: u8 = 0;
-pub(crate) const GZIP_MEMBER: u8 = 1;
 /// A pack is closed and a new one begun past this size.
 const PACK_BYTES: u64 = 1 << 30;
 
@@ -474,18 +473,6 @@ pub(crate) struct Store {
     _readers: Option<File>,
 }
 
-/// Where a chunk is and how it is kept.
-#[derive(Clone, Copy)]
-pub(crate) struct Stored {
-    pub pack: i64,
-    pub offset: u64,
-    /// Bytes in the pack.
-    pub len: usize,
-    pub codec: u8,
-    /// The chunk's own size.
-    pub size: usize,
-}
-
 impl Store {
     fn open(dir: &Path, write: bool, create: Option<(ChunkParams, Fingerprint)>) -> Result<Store, JobError> {
         let index = dir.join("index.sqlite");
@@ -731,10 +718,7 @@ impl Packs {
     /// Appends the chunk's own bytes to `out`, unchecked.
     fn read_at_end(&mut self, at: Stored, out: &mut Vec<u8>) -> Result<(), ChunkError> {
         let damaged = ChunkError::Damaged;
-        // A damaged index must not size a buffer: a chunk is at most `max` bytes, its member a bound of that.
-        if at.size > self.max || at.len > peerpath_func::member_bound_bytes(self.max) {
-            return Err(damaged(format!("pack {} at byte {}: the index says {} bytes for a chunk of at most {}: the index is damaged", at.pack, at.offset, at.len.max(at.size), self.max)));
-        }
+        at.check_sizes(self.max).map_err(damaged)?;
         let path = pack_path(&self.dir, at.pack);
         if !self.open.contains_key(&at.pack) && self.open.len() >= OPEN_PACKS {
             self.open.clear();
@@ -754,19 +738,17 @@ impl Packs {
                 _ => ChunkError::Unreadable { path: path.clone(), source: std::io::Error::new(e.kind(), format!("at byte {}: {e}", at.offset)) },
             })
         };
-        match at.codec {
-            RAW if at.size != at.len => Err(damaged(format!("pack {} at byte {}: the index says {} bytes stored raw for a chunk of {}: the index is damaged", at.pack, at.offset, at.len, at.size))),
-            RAW => {
+        match at.kept().map_err(damaged)? {
+            Kept::Raw => {
                 out.resize(start + at.len, 0);
                 read(&mut out[start..])
             }
-            GZIP_MEMBER => {
+            Kept::Member => {
                 self.member.resize(at.len, 0);
                 read(&mut self.member)?;
                 out.resize(start + at.size, 0);
                 decode_chunk(&self.member, &mut out[start..]).map_err(|e| damaged(format!("pack {} at byte {}: the compressed chunk does not decode: {e}", at.pack, at.offset)))
             }
-            other => Err(damaged(format!("pack {} at byte {}: unknown chunk codec {other}", at.pack, at.offset))),
         }
     }
 }
@@ -782,20 +764,10 @@ fn pack_path(dir: &Path, n: i64) -> PathBuf {
     dir.join("packs").join(format!("pack-{n:06}"))
 }
 
+/// A chunk's record from its row (pack, offset, len, codec, size): an integer out of range is
+/// the index's error, as SQLite's own conversions say one.
 fn stored_from_row(r: &rusqlite::Row) -> rusqlite::Result<Stored> {
-    Ok(Stored { pack: r.get(0)?, offset: r.get::<_, i64>(1)? as u64, len: r.get::<_, i64>(2)? as usize, codec: r.get(3)?, size: r.get::<_, i64>(4)? as usize })
-}
-
-/// One gzip member holding exactly `size` bytes, its CRC-32 checked.
-/// Decodes a chunk's member into `out`, which the index sized.
-fn decode_chunk(member: &[u8], out: &mut [u8]) -> Result<(), String> {
-    let size = out.len();
-    let header = MemberHeader::parse(member).map_err(|e| e.to_string())?;
-    let declared = peerpath_func::gzip::declared_output_bytes(&header, member).map_err(|e| e.to_string())?;
-    if declared != size || header.sizes.is_none_or(|s| s.member_bytes() != member.len()) {
-        return Err(format!("it declares {declared} bytes in a {}-byte member; the index says {size} bytes in {}", header.sizes.map_or(0, |s| s.member_bytes()), member.len()));
-    }
-    peerpath_func::decode_member(&header, member, out).map(|_| ()).map_err(|e| e.to_string())
+    Stored::from_columns(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?).map_err(|e| rusqlite::Error::IntegralValueOutOfRange(e.column, e.value))
 }
 
 /// Makes the index whole before it has its name: built under a temporary
@@ -1615,6 +1587,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     s.db.execute_batch("BEGIN").map_err(db_error(dir))?;
     let row: Option<(i64, Vec<u8>)> = s.db.query_row("SELECT size, chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(db_error(dir))?;
     let (size, list) = row.ok_or_else(|| JobError::SourceUnreadable { path: name.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {} (peerpath dedup list)", dir.display())) })?;
+    let digests = recipe_digests(&list).map_err(|e| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: {e}; nothing was written", name.display()) })?;
     crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", dir.display()))?;
     // `-o -`: standard output, in order (what reached it before a failure stays there, and the
     // error says how much); else a temporary file put in place whole.
@@ -1631,7 +1604,6 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     // buffer kept from batch to batch, and written in order.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (mut compressed_chunks, mut pack_bytes) = (0u64, 0u64);
-    let digests: Vec<&[u8]> = list.chunks(32).collect();
     let written = (|| -> Result<(), JobError> {
         let mut readers: Vec<(Packs, Vec<u8>)> = (0..threads).map(|_| (s.packs(), Vec::new())).collect();
         let mut at = 0u64;
@@ -1641,7 +1613,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
                 compressed_chunks += u64::from(c.codec == GZIP_MEMBER);
                 pack_bytes = pack_bytes.saturating_add(c.len as u64); // a damaged index may say anything
             }
-            let jobs: Vec<(&[u8], Option<Stored>)> = batch.iter().copied().zip(stored).collect();
+            let jobs: Vec<(&[u8], Option<Stored>)> = batch.iter().map(|d| d.as_slice()).zip(stored).collect();
             // Each chunk's bytes, as a range of its thread's buffer.
             readers.iter_mut().for_each(|(_, buf)| buf.clear());
             let read = map_in_parts(&jobs, &mut readers, |&(d, stored), (packs, buf)| {
@@ -1778,7 +1750,7 @@ fn hold_off_writers(dir: &Path) -> Result<Option<File>, ()> {
 /// The chunks no stored file refers to, and their own bytes.
 fn unreferenced_chunks(s: &Store) -> Result<(u64, u64), JobError> {
     let dir = &s.dir;
-    let referenced = gc::referenced_digests(s)?;
+    let referenced = gc::referenced_digests(s, |detail| JobError::Damaged { path: dir.to_path_buf(), detail })?;
     let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
     let mut q = s.db.prepare(&format!("SELECT digest, {size_column} FROM chunks")).map_err(db_error(dir))?;
     let mut rows = q.query([]).map_err(db_error(dir))?;
@@ -1880,7 +1852,14 @@ fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
     for r in rows {
         let (name, size, list) = r.map_err(db_error(dir))?;
         let name = String::from_utf8_lossy(&name);
-        let held: Option<Vec<Stored>> = if list.len() % 32 == 0 { list.chunks(32).map(|d| s.chunk(d).ok().flatten()).collect() } else { None };
+        let digests = match recipe_digests(&list) {
+            Ok(digests) => digests,
+            Err(e) => {
+                bad.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let held: Option<Vec<Stored>> = digests.iter().map(|d| s.chunk(d).ok().flatten()).collect();
         match held {
             None => bad.push(format!("{name} refers to a chunk the store does not hold")),
             Some(chunks) => {
@@ -2027,6 +2006,32 @@ mod tests {
             let db = Connection::open_with_flags(st.join("index.sqlite"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
             let files: i64 = db.query_row("SELECT count(*) FROM files", [], |r| r.get(0)).unwrap();
             assert_eq!(files, 1, "round {round}: the file is in the index itself");
+        }
+    }
+
+    /// A chunk's row that is no place (a negative offset) and a recipe cut inside a digest are
+    /// damage on every path that reads them (exit 6), said alike: a negative offset was read
+    /// at byte 2^64 - 5 (EINVAL: "cannot read source", exit 3), and gc went on past a recipe
+    /// that restore refused as a chunk missing from the index.
+    #[test]
+    fn rows_and_recipes_no_store_writes_are_damage_on_every_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::write(&src, (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect::<Vec<u8>>()).unwrap();
+        let damages = [
+            ("UPDATE chunks SET offset = -5 WHERE offset = 0", "the store's index: Integer -5 out of range at index 1"),
+            ("UPDATE files SET chunks = substr(chunks, 1, length(chunks) - 3)", "not a whole number of 32-byte digests: the index is damaged"),
+        ];
+        for (i, (damage, said)) in damages.into_iter().enumerate() {
+            let st = dir.path().join(format!("st{i}"));
+            store(std::slice::from_ref(&src), None, &st, (Some(1024), Some(4096), Some(16384)), None, false, (DedupEngine::Cpu, false, 0, None), None, 2, Say::Lines).unwrap();
+            Connection::open(st.join("index.sqlite")).unwrap().execute(damage, []).unwrap();
+            let out = dir.path().join("out");
+            for (what, e) in [("restore", restore(&st, &src, &out, false).err()), ("verify", verify(&st, true).err()), ("gc", gc::gc(&st, 0, false).err())] {
+                let e = e.unwrap_or_else(|| panic!("{damage}: {what} took it"));
+                assert!(e.exit_code() == 6 && e.to_string().contains(said), "{damage}: {what}: {e}");
+            }
+            assert!(!out.exists());
         }
     }
 

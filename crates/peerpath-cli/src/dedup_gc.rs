@@ -28,6 +28,7 @@
 //! pages, it is compacted (VACUUM).
 
 use super::{db_error, pack_bytes, pack_path, stored_from_row, target_io, Store, Stored};
+use peerpath_func::dedup_store::recipe_digests;
 use peerpath_runtime::JobError;
 use rusqlite::params;
 use rustix::fs::{flock, FlockOperation};
@@ -38,15 +39,22 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// The digests the store's files refer to.
-pub(super) fn referenced_digests(s: &Store) -> Result<HashSet<[u8; 32]>, JobError> {
+/// The digests the store's files refer to; a recipe that is not whole digests is the
+/// damage `damaged` makes of its words.
+pub(super) fn referenced_digests(s: &Store, damaged: impl Fn(String) -> JobError) -> Result<HashSet<[u8; 32]>, JobError> {
     let dir = &s.dir;
     let mut referenced = HashSet::new();
-    let mut q = s.db.prepare("SELECT chunks FROM files").map_err(db_error(dir))?;
+    let mut q = s.db.prepare("SELECT name, chunks FROM files").map_err(db_error(dir))?;
     let mut rows = q.query([]).map_err(db_error(dir))?;
     while let Some(r) = rows.next().map_err(db_error(dir))? {
-        let list: Vec<u8> = r.get(0).map_err(db_error(dir))?;
-        referenced.extend(list.chunks_exact(32).map(|d| <[u8; 32]>::try_from(d).expect("32 bytes")));
+        let list: Vec<u8> = r.get(1).map_err(db_error(dir))?;
+        match recipe_digests(&list) {
+            Ok(digests) => referenced.extend(digests.iter().copied()),
+            Err(e) => {
+                let name: Vec<u8> = r.get(0).map_err(db_error(dir))?;
+                return Err(damaged(format!("{}: {e}", String::from_utf8_lossy(&name))));
+            }
+        }
     }
     Ok(referenced)
 }
@@ -351,9 +359,9 @@ fn compact_index(s: &Store, min_unused: u8, report: &mut GcReport) -> Result<(),
 /// [`gc`]'s work on the packs, in `s` (opened to write, or to read for a dry run).
 fn collect(s: &Store, min_unused: u8, dry_run: bool) -> Result<GcReport, JobError> {
     let dir = s.dir.as_path();
-    let referenced = referenced_digests(s)?;
-    let on_disk = packs_on_disk(dir)?;
     let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{detail}; gc changed nothing (`peerpath dedup verify` names the damage)") };
+    let referenced = referenced_digests(s, damaged)?;
+    let on_disk = packs_on_disk(dir)?;
     let mut packs: BTreeMap<i64, Pack> = on_disk.iter().map(|(&n, &len)| (n, Pack { len, live: Vec::new(), live_bytes: 0, dead: Vec::new(), dead_size: 0 })).collect();
     // Of the digests files refer to, those the index holds (each once: digests are its key).
     let mut held = 0usize;

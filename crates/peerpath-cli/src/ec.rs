@@ -18,10 +18,11 @@
 
 use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
+use peerpath_func::ec_manifest::{self, copy_name, placed_name, set_name_ok, shard_name, MANIFEST, MAX_UNIT_BYTES};
 use crate::{device_job, ec_device};
 use peerpath_io::{ScratchDir, Temporary};
 use peerpath_runtime::JobError;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -226,20 +227,6 @@ struct DeviceWords {
     provenance: &'static str,
 }
 
-const MANIFEST: &str = "manifest.json";
-/// The manifest of a set whose shards lie in directories of their own.
-const PLACED_SCHEMA: &str = "peerpath/ec-manifest/2";
-
-/// Shard `i`'s file name in a directory of its own: `SET.shard-NNN`.
-fn placed_name(set: &str, i: usize) -> String {
-    format!("{set}.{}", shard_name(i))
-}
-
-/// The name of the manifest's copy kept beside each placed shard.
-fn copy_name(set: &str) -> String {
-    format!("{set}.{MANIFEST}")
-}
-
 /// The manifest a command names: DIR's, or a manifest file itself (a
 /// placed set's copy, `SET.manifest.json`, when DIR is gone).
 fn manifest_file(set: &Path) -> PathBuf {
@@ -262,37 +249,16 @@ fn set_dir(set: &Path) -> &Path {
 /// --unit`'s default says the same, "1M").
 pub(crate) const DEFAULT_UNIT_BYTES: usize = 1 << 20;
 
-/// The largest unit `encode` makes (and a manifest may name).
-const MAX_UNIT_BYTES: usize = 256 << 20;
+/// A set's manifest ([`ec_manifest::Manifest`]: parsed and checked there, with all that is
+/// said of it without the file system) and where its files lie on this one.
+#[derive(Debug)]
+pub(crate) struct Manifest(ec_manifest::Manifest);
 
-#[derive(Serialize, Deserialize, Debug)]
-pub(crate) struct Manifest {
-    schema: String,
-    code: String,
-    source: String,
-    source_bytes: u64,
-    /// The CRC-32 (zlib's) of the source's bytes. It follows from the data units' CRC-32s and
-    /// `source_bytes` ([`Manifest::source_crc`]), so a manifest whose length or checksums were
-    /// changed is found damaged when it is read, on every path (a length grown into the last
-    /// stripe's padding decoded zeros with no word). Absent from manifests made before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    source_crc32: Option<u32>,
-    data_shards: usize,
-    parity_shards: usize,
-    unit_bytes: usize,
-    stripes: u64,
-    /// Per shard: its file (in the directory) and the CRC-32 of each of its units.
-    shards: Vec<ShardEntry>,
-}
-
-#[derive(Serialize, Deserialize, Debug)]
-struct ShardEntry {
-    file: String,
-    /// The directory holding the shard where it is not the set's own
-    /// (`ec encode --shard-dir`, one per drive): an absolute path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    dir: Option<String>,
-    crc32: Vec<u32>,
+impl std::ops::Deref for Manifest {
+    type Target = ec_manifest::Manifest;
+    fn deref(&self) -> &ec_manifest::Manifest {
+        &self.0
+    }
 }
 
 pub fn main(a: EcArgs) -> ExitCode {
@@ -439,7 +405,7 @@ impl Placement {
         if given.len() != n {
             return Err(JobError::Usage(format!("--shard-dir: give one directory per shard, {n} (K + M), not {}", given.len())));
         }
-        let set = dir.file_name().and_then(|s| s.to_str()).filter(|s| !s.starts_with('.')).ok_or_else(|| JobError::Usage(format!("{}: with --shard-dir the set's directory names its shards: give it a UTF-8 name not starting with '.'", dir.display())))?;
+        let set = dir.file_name().and_then(|s| s.to_str()).filter(|s| set_name_ok(s)).ok_or_else(|| JobError::Usage(format!("{}: with --shard-dir the set's directory names its shards: give it a UTF-8 name not starting with '.'", dir.display())))?;
         let mut dirs = Vec::with_capacity(n);
         let mut devices: Vec<(u64, Vec<String>)> = Vec::new();
         for (i, d) in given.iter().enumerate() {
@@ -695,35 +661,15 @@ fn encode_stripe(code: &RsCode, s: u64, (k, unit): (usize, usize), (src, size): 
 }
 
 impl Manifest {
-    /// Data shards, parity shards, unit bytes, stripes, and the stream's length.
-    pub(crate) fn shape(&self) -> (usize, usize, usize, u64, u64) {
-        (self.data_shards, self.parity_shards, self.unit_bytes, self.stripes, self.source_bytes)
-    }
-
-    /// The CRC-32 of shard `i`'s unit in stripe `s`.
-    pub(crate) fn crc(&self, i: usize, s: u64) -> u32 {
-        self.shards[i].crc32[s as usize]
+    pub(crate) fn new(source: String, source_bytes: u64, shape: (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
+        Manifest(ec_manifest::Manifest::new(source, source_bytes, shape, stripes, crcs))
     }
 
     /// Where shard `i` of the set `set` (a directory, or its manifest
     /// file) lies: in the set's directory, or in the directory the
     /// manifest names for it (checked when it was loaded).
     pub(crate) fn shard_path(&self, set: &Path, i: usize) -> PathBuf {
-        self.shards[i].dir.as_ref().map_or_else(|| set_dir(set), Path::new).join(&self.shards[i].file)
-    }
-
-    /// The manifest's text, as written.
-    fn text(&self) -> String {
-        serde_json::to_string_pretty(self).expect("manifest serialises")
-    }
-
-    /// A placed set's copies of its manifest: `SET.manifest.json` beside each shard.
-    fn copies(&self) -> Vec<PathBuf> {
-        let Some(set) = self.shards.first().and_then(|s| s.file.strip_suffix(&format!(".{}", shard_name(0)))) else { return Vec::new() };
-        let mut dirs: Vec<&str> = self.shards.iter().filter_map(|s| s.dir.as_deref()).collect();
-        dirs.sort_unstable();
-        dirs.dedup();
-        dirs.into_iter().map(|d| Path::new(d).join(copy_name(set))).collect()
+        self.shard_path_in(set_dir(set), i)
     }
 
     /// The copies missing, or whose text is not this manifest's.
@@ -732,139 +678,11 @@ impl Manifest {
         self.copies().into_iter().filter(|p| std::fs::read(p).map_or(true, |t| t != text.as_bytes())).collect()
     }
 
-    /// Shard `i` in messages: its file name, or its whole path where it lies outside the set's directory.
-    pub(crate) fn shard_label(&self, i: usize) -> String {
-        match &self.shards[i].dir {
-            Some(d) => Path::new(d).join(&self.shards[i].file).display().to_string(),
-            None => self.shards[i].file.clone(),
-        }
-    }
-
-    /// Whether the shards lie in directories of their own (`--shard-dir`).
-    fn placed(&self) -> bool {
-        self.shards.iter().any(|s| s.dir.is_some())
-    }
-
     /// Names each shard where `placement` puts it (nothing without one).
     pub(crate) fn place(&mut self, placement: Option<&Placement>) {
         let Some(p) = placement else { return };
-        self.schema = PLACED_SCHEMA.into();
-        for (i, (entry, d)) in self.shards.iter_mut().zip(&p.dirs).enumerate() {
-            entry.file = placed_name(&p.set, i);
-            entry.dir = Some(d.to_str().expect("checked to be UTF-8").to_string());
-        }
-    }
-
-    pub(crate) fn new(source: String, source_bytes: u64, (k, m, unit): (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
-        let mut manifest = Manifest {
-            schema: "peerpath/ec-manifest/1".into(),
-            code: "Reed-Solomon over GF(2^8), ISA-L's Cauchy matrix".into(),
-            source,
-            source_bytes,
-            source_crc32: None,
-            data_shards: k,
-            parity_shards: m,
-            unit_bytes: unit,
-            stripes,
-            shards: crcs.into_iter().enumerate().map(|(i, crc32)| ShardEntry { file: shard_name(i), dir: None, crc32 }).collect(),
-        };
-        manifest.source_crc32 = Some(manifest.source_crc());
-        manifest
-    }
-
-    /// The source's CRC-32, from the data units' CRC-32s: in stripe order they are the CRC-32
-    /// of the source followed by the last stripe's zero padding, whose length the manifest
-    /// gives. Shapes as [`parse_manifest`] checks them (a CRC-32 per stripe per shard).
-    fn source_crc(&self) -> u32 {
-        let (k, unit) = (self.data_shards, self.unit_bytes as u64);
-        let after_unit = crc32_shift::after_zeros(unit);
-        let mut padded = 0u32;
-        for s in 0..self.stripes as usize {
-            for shard in &self.shards[..k] {
-                padded = crc32_shift::mul(after_unit, padded) ^ shard.crc32[s];
-            }
-        }
-        let padding = (u128::from(self.stripes) * u128::from(k as u64 * unit)).saturating_sub(u128::from(self.source_bytes));
-        crc32_shift::without_zeros(padded, u64::try_from(padding).unwrap_or(u64::MAX))
-    }
-}
-
-/// CRC-32 arithmetic crc32fast does not offer (its `combine` appends; nothing removes): a CRC-32
-/// register is a polynomial over GF(2) modulo the CRC's; n zero bytes appended multiply it by
-/// x^(8n), so they are removed by multiplying by x^(-8n). `mul` is zlib's `multmodp` (crc32.c),
-/// over the reflected polynomial, in which x^i is bit 31 - i.
-mod crc32_shift {
-    const POLY: u32 = 0xedb8_8320;
-    /// x^0.
-    const ONE: u32 = 1 << 31;
-    /// x^8: one byte.
-    const X8: u32 = 1 << 23;
-    /// x^-1 = (p(x) - 1) / x (p's constant term is 1): p without x^0, one degree down, plus x^31.
-    const X_INVERSE: u32 = ((POLY & !ONE) << 1) | 1;
-
-    /// a x b modulo the CRC-32 polynomial.
-    pub(super) fn mul(a: u32, mut b: u32) -> u32 {
-        let mut m = ONE;
-        let mut p = 0;
-        while m != 0 {
-            if a & m != 0 {
-                p ^= b;
-            }
-            m >>= 1;
-            b = if b & 1 != 0 { (b >> 1) ^ POLY } else { b >> 1 };
-        }
-        p
-    }
-
-    fn pow(mut base: u32, mut e: u64) -> u32 {
-        let mut p = ONE;
-        while e > 0 {
-            if e & 1 != 0 {
-                p = mul(p, base);
-            }
-            base = mul(base, base);
-            e >>= 1;
-        }
-        p
-    }
-
-    /// What a CRC-32 register is multiplied by when n zero bytes follow: x^(8n).
-    pub(super) fn after_zeros(n: u64) -> u32 {
-        pow(X8, n)
-    }
-
-    /// The CRC-32 of n zero bytes: the register starts as all ones and ends inverted.
-    fn of_zeros(n: u64) -> u32 {
-        mul(after_zeros(n), !0) ^ !0
-    }
-
-    /// The CRC-32 of a message, given the CRC-32 of it followed by n zero bytes
-    /// (crc(a ++ b) = crc(a) x^(8 len(b)) + crc(b), as zlib's `crc32_combine`).
-    pub(super) fn without_zeros(crc: u32, n: u64) -> u32 {
-        mul(pow(pow(X_INVERSE, 8), n), crc ^ of_zeros(n))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-        use proptest::prelude::*;
-
-        #[test]
-        fn x_inverse_is_the_inverse_of_x() {
-            assert_eq!(mul(X_INVERSE, 1 << 30), ONE);
-        }
-
-        proptest! {
-            #[test]
-            fn zeros_appended_are_removed_and_combine_as_crc32fast(data in proptest::collection::vec(any::<u8>(), 0..300), zeros in 0usize..5000, split in 0usize..300) {
-                let mut padded = data.clone();
-                padded.resize(data.len() + zeros, 0);
-                prop_assert_eq!(of_zeros(zeros as u64), crc32fast::hash(&vec![0; zeros]));
-                prop_assert_eq!(without_zeros(crc32fast::hash(&padded), zeros as u64), crc32fast::hash(&data));
-                let (a, b) = data.split_at(split.min(data.len()));
-                prop_assert_eq!(mul(after_zeros(b.len() as u64), crc32fast::hash(a)) ^ crc32fast::hash(b), crc32fast::hash(&data));
-            }
-        }
+        let dirs: Vec<&str> = p.dirs.iter().map(|d| d.to_str().expect("checked to be UTF-8")).collect();
+        self.0.place_shards(&p.set, &dirs);
     }
 }
 
@@ -1132,10 +950,6 @@ pub(crate) fn create_temporaries(targets: &[PathBuf], paths: &[PathBuf], direct:
     Ok(made)
 }
 
-pub(crate) fn shard_name(i: usize) -> String {
-    format!("shard-{i:03}")
-}
-
 /// Bytes of each unit coded at a time: `n` slices fit in 512 KiB (a core's
 /// L2 with room to spare), a multiple of 4 KiB, at most the unit.
 fn encode_slice_bytes(n: usize, unit: usize) -> usize {
@@ -1163,57 +977,12 @@ pub(crate) fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
     let path = manifest_file(dir);
     let bytes = std::fs::read(&path).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
     // Bytes that are not text are a damaged manifest (exit 6), not an unreadable one.
-    let text = String::from_utf8(bytes).map_err(|e| corrupt(&path, format!("not an ec manifest: not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))?;
-    parse_manifest(&text).map_err(|e| corrupt(&path, e))
+    ec_manifest::parse_bytes(&bytes).map(|(m, code)| (Manifest(m), code)).map_err(|e| corrupt(&path, e))
 }
 
-/// A manifest's text, checked for everything the commands rely on: the
-/// code, sizes within what `encode` makes (so no buffer is sized by an
-/// absurd field), one checksum per stripe, and shard names that stay in
-/// the directory.
+/// A manifest's text, checked ([`ec_manifest::parse`]).
 fn parse_manifest(text: &str) -> Result<(Manifest, RsCode), String> {
-    let m: Manifest = serde_json::from_str(text).map_err(|e| format!("not an ec manifest: {e}"))?;
-    let code = RsCode::new(m.data_shards, m.parity_shards)?;
-    let n = m.data_shards + m.parity_shards;
-    let stripe_bytes = (m.data_shards as u64).checked_mul(m.unit_bytes as u64).filter(|_| (1..=MAX_UNIT_BYTES).contains(&m.unit_bytes));
-    let stripes_ok = stripe_bytes.is_some_and(|b| m.stripes == m.source_bytes.div_ceil(b).max(1));
-    let name_ok = |f: &str| !f.is_empty() && f != "." && f != ".." && !f.contains(['/', '\0']);
-    // A repair writes the shards' files: one in the set's directory must be
-    // shard-NNN, one in a directory of its own SET.shard-NNN, with its own
-    // index, in an absolute directory without `..`: a manifest cannot make
-    // a repair write any other file.
-    let placed_ok = |i: usize, s: &ShardEntry| match &s.dir {
-        // In the set's own directory a shard is shard-NNN (not, say, manifest.json).
-        None => m.schema != PLACED_SCHEMA && s.file == shard_name(i),
-        Some(d) => {
-            let p = Path::new(d);
-            let set = s.file.strip_suffix(&format!(".{}", shard_name(i)));
-            m.schema == PLACED_SCHEMA && p.is_absolute() && !d.contains('\0') && p.components().all(|c| c != std::path::Component::ParentDir) && set.is_some_and(|set| !set.is_empty() && !set.starts_with('.'))
-        }
-    };
-    // Each check says what failed: the damage is found by its name.
-    let fault = if m.schema != "peerpath/ec-manifest/1" && m.schema != PLACED_SCHEMA {
-        Some(format!("schema {:?} is neither peerpath/ec-manifest/1 nor {PLACED_SCHEMA}", m.schema))
-    } else if m.shards.len() != n {
-        Some(format!("{} shard entries for {} data + {} parity shards", m.shards.len(), m.data_shards, m.parity_shards))
-    } else if !(1..=MAX_UNIT_BYTES).contains(&m.unit_bytes) {
-        Some(format!("unit_bytes {} is not 1 byte to 256 MiB", m.unit_bytes))
-    } else if !stripes_ok {
-        Some(format!("stripes {} is not what {} source bytes in stripes of {} x {} bytes make", m.stripes, m.source_bytes, m.data_shards, m.unit_bytes))
-    } else if let Some((i, s)) = m.shards.iter().enumerate().find(|(_, s)| s.crc32.len() as u64 != m.stripes) {
-        Some(format!("shard {i} ({}) has {} checksums for {} stripes", s.file, s.crc32.len(), m.stripes))
-    } else if let Some((i, s)) = m.shards.iter().enumerate().find(|&(i, s)| !name_ok(&s.file) || !placed_ok(i, s)) {
-        let placed = if m.schema == PLACED_SCHEMA { format!("SET.{} in an absolute directory without '..'", shard_name(i)) } else { format!("{} in the set's directory, without a \"dir\" ({PLACED_SCHEMA} places shards)", shard_name(i)) };
-        Some(format!("shard {i} is named {:?}{}, not {placed}", s.file, s.dir.as_ref().map(|d| format!(" in {d:?}")).unwrap_or_default()))
-    } else if let Some(c) = m.source_crc32.filter(|&c| c != m.source_crc()) {
-        Some(format!("source_crc32 {c} is not the CRC-32 that the data units' checksums make of {} source bytes (source_bytes, a data unit's checksum or source_crc32 itself was changed)", m.source_bytes))
-    } else {
-        None
-    };
-    match fault {
-        Some(f) => Err(format!("inconsistent manifest: {f}")),
-        None => Ok((m, code)),
-    }
+    ec_manifest::parse(text).map(|(m, code)| (Manifest(m), code))
 }
 
 /// Whether unit `i` of stripe `s` is there whole and its CRC-32 matches the
@@ -1566,12 +1335,7 @@ fn padding_damage(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &Vec<usize>)
     let start = s * (m.data_shards * m.unit_bytes) as u64;
     let zeros_from = m.source_bytes.saturating_sub(start) as usize;
     let found = Rebuilder::default().stripe(dir, (m, code), &open_shards(dir, m), &[], (s, bad), Some(zeros_from))?;
-    Ok(found.data_past_the_end.filter(|_| found.rebuilt_wrong.is_none()).map(|at| data_in_padding(m, start + at as u64)))
-}
-
-/// A manifest whose length ends before data the last stripe holds at byte `at` of the stream.
-fn data_in_padding(m: &Manifest, at: u64) -> String {
-    format!("the manifest says the source is {} bytes, but the last stripe holds data at byte {at} (not the encoder's zero padding): the manifest is damaged", m.source_bytes)
+    Ok(found.data_past_the_end.filter(|_| found.rebuilt_wrong.is_none()).map(|at| m.data_in_padding(start + at as u64)))
 }
 
 /// Where no fewer copies of the manifest beside placed shards hold another valid manifest
@@ -2111,18 +1875,12 @@ impl OpenSet {
         self.check_padding(s, out).map(|()| true)
     }
 
-    /// The last stripe's bytes past the source's end are the encoder's zeros: a manifest
-    /// whose `source_bytes` was made smaller (the CRC-32s are of the units, not of it) would
-    /// otherwise decode a file cut short, with no word.
+    /// The last stripe's bytes past the source's end are the encoder's zeros
+    /// ([`ec_manifest::Manifest::data_in_padding_at`]).
     fn check_padding(&self, s: u64, stripe: &[u8]) -> Result<(), JobError> {
-        let start = s * stripe.len() as u64;
-        if s + 1 != self.m.stripes || self.m.source_bytes < start {
-            return Ok(());
-        }
-        let end = (self.m.source_bytes - start) as usize;
-        match stripe.get(end..).and_then(|pad| pad.iter().position(|&b| b != 0)) {
+        match self.m.data_in_padding_at(s, stripe) {
             None => Ok(()),
-            Some(at) => Err(corrupt(&self.dir, format!("{}; nothing was written", data_in_padding(&self.m, start + (end + at) as u64)))),
+            Some(at) => Err(corrupt(&self.dir, format!("{}; nothing was written", self.m.data_in_padding(at)))),
         }
     }
 
@@ -2214,11 +1972,6 @@ mod tests {
         DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, gpu: 0, inject_faults: None, device_timeout: None }
     }
 
-    fn valid() -> String {
-        let m = Manifest::new("s".into(), 10_000, (3, 2, 4096), 1, (0..5).map(|i| vec![i]).collect());
-        serde_json::to_string_pretty(&m).unwrap()
-    }
-
     /// A source that ends before its size at open (it shrank while the set
     /// was encoded) is an error, never zeros in the set; one that grew or
     /// shrank is refused before the set is kept (both were exit 0).
@@ -2258,85 +2011,6 @@ mod tests {
         assert_eq!(stripe_ranges(&(0..4096).collect::<Vec<u64>>()), vec![[0, 4095]]);
         assert_eq!(stripes_words(&(0..4096).collect::<Vec<u64>>()), "stripes 0-4095 (4096 stripes)");
     }
-
-    /// The same set with its shards in directories of their own.
-    fn placed() -> String {
-        let mut m: Manifest = serde_json::from_str(&valid()).unwrap();
-        m.place(Some(&Placement { dirs: (0..5).map(|i| PathBuf::from(format!("/mnt/ssd{i}/sets"))).collect(), set: "photos".into() }));
-        serde_json::to_string_pretty(&m).unwrap()
-    }
-
-    /// A manifest decides which files a repair writes: only SET.shard-NNN
-    /// (its own index) in an absolute directory without `..`.
-    #[test]
-    fn a_placed_manifest_names_only_its_own_shard_files_in_absolute_directories() {
-        let (m, _) = parse_manifest(&placed()).unwrap();
-        assert_eq!(m.shard_path(Path::new("/elsewhere"), 3), Path::new("/mnt/ssd3/sets/photos.shard-003"));
-        assert_eq!(m.shard_label(0), "/mnt/ssd0/sets/photos.shard-000");
-        for (from, to) in [
-            ("/mnt/ssd1/sets", "mnt/ssd1/sets"),
-            ("/mnt/ssd1/sets", "/mnt/ssd1/../../etc"),
-            ("photos.shard-001", "passwd"),
-            ("photos.shard-001", "photos.shard-002"),
-            ("photos.shard-001", ".shard-001"),
-            ("photos.shard-001", ".x.shard-001"),
-            ("photos.shard-001", "a/b.shard-001"),
-            ("peerpath/ec-manifest/2", "peerpath/ec-manifest/1"),
-        ] {
-            assert!(parse_manifest(&placed().replacen(from, to, 1)).is_err(), "{from} -> {to}");
-        }
-        // Schema 2 without directories, or a directory in schema 1: refused.
-        assert!(parse_manifest(&valid().replace("peerpath/ec-manifest/1", PLACED_SCHEMA)).is_err());
-        assert!(parse_manifest(&valid().replacen("\"crc32\"", "\"dir\": \"/x\", \"crc32\"", 1)).is_err());
-    }
-
-    #[test]
-    fn a_valid_manifest_parses_and_lying_fields_do_not() {
-        assert!(parse_manifest(&valid()).is_ok());
-        for (from, to) in [("\"unit_bytes\": 4096", "\"unit_bytes\": 1099511627776"), ("\"stripes\": 1", "\"stripes\": 2"), ("shard-001", "../x"), ("shard-001", "manifest.json"), ("shard-001", "shard-002"), ("\"data_shards\": 3", "\"data_shards\": 300")] {
-            assert!(parse_manifest(&valid().replace(from, to)).is_err(), "{to}");
-        }
-        // The length, a data unit's checksum and the source's CRC-32 answer for each other
-        // (a parity unit's checksum is no part of the source's).
-        for (from, to) in [("\"source_bytes\": 10000", "\"source_bytes\": 10001"), ("\"source_bytes\": 10000", "\"source_bytes\": 9999"), ("[\n        1\n      ]", "[\n        7\n      ]")] {
-            let text = valid().replace(from, to);
-            assert_ne!(text, valid(), "{from}");
-            let e = parse_manifest(&text).unwrap_err();
-            assert!(e.contains("source_crc32") && e.contains("is not the CRC-32"), "{e}");
-        }
-        let text = valid().replace("[\n        4\n      ]", "[\n        7\n      ]");
-        assert!(text != valid() && parse_manifest(&text).is_ok());
-        // A manifest made before the field: still read.
-        let old = valid().lines().filter(|l| !l.contains("source_crc32")).collect::<Vec<_>>().join("\n");
-        assert!(parse_manifest(&old).is_ok_and(|(m, _)| m.source_crc32.is_none()), "{old}");
-    }
-
-    proptest! {
-        /// Fuzzing: any text, and any byte of a valid manifest changed,
-        /// gives a manifest or an error, never a panic; what parses has
-        /// units the commands can allocate.
-        #[test]
-        fn manifests_never_panic(text in "\\PC{0,400}", at in 0usize..2000, byte in any::<u8>()) {
-            let _ = parse_manifest(&text);
-            for base in [valid(), placed()] {
-                let mut v = base.into_bytes();
-                let i = at % v.len();
-                v[i] = byte;
-                if let Ok(t) = std::str::from_utf8(&v) {
-                    if let Ok((m, _)) = parse_manifest(t) {
-                        prop_assert!(m.unit_bytes <= MAX_UNIT_BYTES && m.shards.len() == m.data_shards + m.parity_shards);
-                        // Whatever a manifest says, a shard's path is its own file name in a directory without `..`.
-                        for i in 0..m.shards.len() {
-                            let p = m.shard_path(Path::new("/set"), i);
-                            prop_assert!(p.is_absolute() && p.components().all(|c| c != std::path::Component::ParentDir), "{}", p.display());
-                            prop_assert!(p.file_name().unwrap().to_string_lossy().ends_with(&shard_name(i)), "{}", p.display());
-                        }
-                    }
-                }
-            }
-        }
-    }
-
 
     /// A stream coded as it arrives, with its head written last, decodes to
     /// exactly that stream, at and around every stripe boundary, also with

@@ -35,7 +35,7 @@ pub struct RsCode {
 impl RsCode {
     /// A code of `k` >= 1 data and `m` >= 1 parity shards, k + m <= 255.
     pub fn new(k: usize, m: usize) -> Result<RsCode, String> {
-        if k == 0 || m == 0 || k + m > MAX_SHARDS {
+        if k == 0 || m == 0 || k.checked_add(m).is_none_or(|n| n > MAX_SHARDS) {
             return Err(format!("{k} data and {m} parity shards: need at least 1 of each and at most {MAX_SHARDS} in all"));
         }
         let n = k + m;
@@ -187,6 +187,15 @@ pub fn coding_slice_bytes(units: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Shard counts whose sum does not fit are refused (k + m overflowed: a panic in debug
+    /// builds, a capacity overflow in release; found through a manifest by fuzz/ec_manifest).
+    #[test]
+    fn shard_counts_whose_sum_overflows_are_refused() {
+        assert!(RsCode::new(usize::MAX, 2).is_err());
+        assert!(RsCode::new(2, usize::MAX).is_err());
+        assert!(RsCode::new(4, 2).is_ok());
+    }
 
     fn shards(k: usize, len: usize, seed: u64) -> Vec<Vec<u8>> {
         let mut x = seed | 1;
