@@ -223,8 +223,8 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         engine: ran.engine,
         format: {
             let f = match opts.format {
-                Format::Gzip => "gzip (multi-member, 'PP' size subfield)".to_string(),
-                Format::Bgzf => "BGZF (htslib)".to_string(),
+                Format::Gzip => crate::decompress::PEERPATH_FORMAT.to_string(),
+                Format::Bgzf => crate::decompress::BGZF_FORMAT.to_string(),
             };
             match &opts.encrypt {
                 Some((_, block)) => format!("{f}, encrypted: peerpath-enc/1 (AES-256-GCM, {} blocks)", peerpath_metrics::human_bytes(*block as u64)),

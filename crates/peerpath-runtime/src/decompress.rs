@@ -550,13 +550,17 @@ impl FileState<'_> {
     }
 }
 
+/// What the reports call peerpath's own format (compress writes it), and BGZF.
+pub(crate) const PEERPATH_FORMAT: &str = "gzip (multi-member, 'PP' size subfield)";
+pub(crate) const BGZF_FORMAT: &str = "BGZF (htslib)";
+
 /// The format a file's first member names by its size subfield (what the report says):
 /// peerpath's ('PP', as `compress` writes), BGZF's ('BC', as `bgzip` and `compress --format bgzf`
 /// write), or none (plain gzip; also a header too long to read, which neither writes).
 fn format_of(first: Option<DeclaredSizes>) -> &'static str {
     match first {
-        Some(DeclaredSizes::Peerpath { .. }) => "gzip (multi-member, 'PP' size subfield)",
-        Some(DeclaredSizes::Bgzf { .. }) => "BGZF (htslib)",
+        Some(DeclaredSizes::Peerpath { .. }) => PEERPATH_FORMAT,
+        Some(DeclaredSizes::Bgzf { .. }) => BGZF_FORMAT,
         None => "gzip",
     }
 }
