@@ -11,21 +11,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use peerpath_func::{StreamDecoder, StreamError};
-use std::io::Read;
 
-struct Pieces<'a> {
-    data: &'a [u8],
-    step: usize,
-}
-
-impl Read for Pieces<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.step.min(buf.len()).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
+#[path = "common/pieces.rs"]
+mod pieces;
+use pieces::Pieces;
 
 /// Where and how a stream failed: a member's error by its place, any other by its text.
 fn failure(e: StreamError) -> String {

@@ -5,21 +5,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use peerpath_func::StreamDecoder;
-use std::io::Read;
 
-struct Pieces<'a> {
-    data: &'a [u8],
-    step: usize,
-}
-
-impl Read for Pieces<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.step.min(buf.len()).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
+#[path = "common/pieces.rs"]
+mod pieces;
+use pieces::Pieces;
 
 fuzz_target!(|input: &[u8]| {
     let (step, data) = match input.split_first() {
