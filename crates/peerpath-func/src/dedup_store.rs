@@ -77,8 +77,8 @@ impl Stored {
     }
 }
 
-/// One gzip member holding exactly `size` bytes, its CRC-32 checked.
-/// Decodes a chunk's member into `out`, which the index sized.
+/// Decodes a chunk's member into `out`, which the index sized: one gzip member holding exactly
+/// that many bytes, its CRC-32 checked.
 pub fn decode_chunk(member: &[u8], out: &mut [u8]) -> Result<(), String> {
     let size = out.len();
     let header = MemberHeader::parse(member).map_err(|e| e.to_string())?;
