@@ -52,7 +52,8 @@ pub struct ServeArgs {
     /// How payloads move.
     #[arg(long, value_enum, default_value = "zerocopy")]
     mode: ModeArg,
-    /// Stop after this many requests and print the report.
+    /// Stop after this many requests and print the report (connections refused at
+    /// --max-connections are not counted toward it).
     #[arg(long)]
     max_requests: Option<u64>,
     /// Stop after this many seconds and print the report.

@@ -36,6 +36,7 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        412 => "Precondition Failed",
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
         431 => "Request Header Fields Too Large",
@@ -71,15 +72,18 @@ fn after_empty_lines(buf: &[u8]) -> &[u8] {
     &buf[buf.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(buf.len())..]
 }
 
-/// The strong entity tag of a version of a file (RFC 9110 §8.8.3): its inode, length and
-/// modification time to the nanosecond, in hex; cheap (the metadata is at hand), and changed by
-/// a replacement (another inode), a new length or a rewrite the modification time sees.
+/// The strong entity tag of a version of a file (RFC 9110 §8.8.3): its inode, length, and
+/// modification and change times to the nanosecond, in hex; cheap (the metadata is at hand), and
+/// changed by a replacement (another inode), a new length, or any rewrite: one within the
+/// modification time's tick (or with that time set back) still moves the change time, which
+/// nothing sets back. Without it, a file rewritten at the same length within one tick kept its
+/// tag, and a cache that revalidated kept the old content.
 struct ETag<'a>(&'a Version);
 
 impl std::fmt::Display for ETag<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        let (v, (secs, nanos)) = (self.0, self.0.mtime);
-        write!(f, "\"{:x}-{:x}-{secs:x}.{nanos:x}\"", v.ino, v.len)
+        let (v, (secs, nanos), (csecs, cnanos)) = (self.0, self.0.mtime, self.0.ctime);
+        write!(f, "\"{:x}-{:x}-{secs:x}.{nanos:x}-{csecs:x}.{cnanos:x}\"", v.ino, v.len)
     }
 }
 
@@ -135,19 +139,46 @@ fn entity_tags(mut v: &[u8]) -> Option<Vec<(bool, &[u8])>> {
     }
 }
 
+/// Whether a request has `name` fields (`If-Match`, `If-None-Match`: lists of entity tags) and,
+/// if so, whether any of them is `*` or lists the file's entity tag: by strong comparison (a weak
+/// tag never matches: §8.8.3.2), else by weak comparison (`W/` ignored on either side). A field
+/// that is no such list lists none.
+fn tag_condition(headers: &[httparse::Header], name: &str, ours: &Validators, strong: bool) -> Option<bool> {
+    let mut fields = headers.iter().filter(|h| h.name.eq_ignore_ascii_case(name)).peekable();
+    fields.peek()?;
+    let etag = ETag(ours.0).to_string();
+    let listed = |&(weak, tag): &(bool, &[u8])| tag == etag.as_bytes() && !(strong && weak);
+    Some(fields.any(|h| h.value.trim_ascii() == b"*" || entity_tags(h.value).is_some_and(|tags| tags.iter().any(listed))))
+}
+
+/// The date of a request's first `name` field (`If-Modified-Since`, `If-Unmodified-Since`);
+/// `None` without one, or if it is not an HTTP date (such a field is ignored: §13.1.3, §13.1.4).
+fn date_field(headers: &[httparse::Header], name: &str) -> Option<HttpDate> {
+    let value = headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))?.value;
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// Whether a request's preconditions fail (412 Precondition Failed; evaluated first, RFC 9110
+/// §13.2.2): an `If-Match` (in any of its fields) that is neither `*` nor lists the file's entity
+/// tag by strong comparison (§13.1.1); without one, an `If-Unmodified-Since` date before its
+/// Last-Modified (§13.1.4; one that is not a date, or a file without a Last-Modified, is ignored).
+fn precondition_failed(headers: &[httparse::Header], ours: &Validators) -> bool {
+    if let Some(matched) = tag_condition(headers, "if-match", ours, true) {
+        return !matched;
+    }
+    date_field(headers, "if-unmodified-since").zip(ours.1).is_some_and(|(since, modified)| modified > since)
+}
+
 /// Whether a GET's or HEAD's preconditions (RFC 9110 §13.2.2) say the client's copy is current
 /// (304, no body): an `If-None-Match` that is `*` or names the file's entity tag (weak comparison,
 /// `W/` ignored on either side: §13.1.2), in any of its fields; without one, an
 /// `If-Modified-Since` date not before its Last-Modified (§13.1.3; one that is not a date is
 /// ignored).
 fn not_modified(headers: &[httparse::Header], ours: &Validators) -> bool {
-    let mut none_match = headers.iter().filter(|h| h.name.eq_ignore_ascii_case("if-none-match")).peekable();
-    if none_match.peek().is_some() {
-        let etag = ETag(ours.0).to_string();
-        return none_match.any(|h| h.value.trim_ascii() == b"*" || entity_tags(h.value).is_some_and(|tags| tags.iter().any(|&(_, tag)| tag == etag.as_bytes())));
+    if let Some(matched) = tag_condition(headers, "if-none-match", ours, false) {
+        return matched;
     }
-    let since = headers.iter().find(|h| h.name.eq_ignore_ascii_case("if-modified-since")).and_then(|h| std::str::from_utf8(h.value).ok()?.parse::<HttpDate>().ok());
-    since.zip(ours.1).is_some_and(|(since, modified)| modified <= since)
+    date_field(headers, "if-modified-since").zip(ours.1).is_some_and(|(since, modified)| modified <= since)
 }
 
 /// Whether an `If-Range` lets its Range be served (RFC 9110 §13.1.5; else the whole file, 200):
@@ -359,6 +390,10 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     };
     let now = SystemTime::now();
     let validators = Validators(&found.version, last_modified(&found.version));
+    if precondition_failed(req.headers, &validators) {
+        let written = simple_to(conn, 412, "", head_only, keep);
+        return (412, written && keep, 0, 0, 0);
+    }
     if not_modified(req.headers, &validators) {
         let head = format!("HTTP/1.1 304 Not Modified\r\n{validators}Date: {}\r\nConnection: {}\r\n\r\n", HttpDate::from(now), if keep { "keep-alive" } else { "close" });
         let written = conn.write_all(head.as_bytes()).is_ok();
@@ -389,7 +424,7 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{byte_range, entity_tags, head_end, if_range_holds, last_modified, later_version, not_modified, ETag, Later, Validators};
+    use super::{byte_range, entity_tags, head_end, if_range_holds, last_modified, later_version, not_modified, precondition_failed, ETag, Later, Validators};
     use crate::resolve::Version;
     use std::time::{Duration, SystemTime};
 
@@ -416,7 +451,7 @@ mod tests {
         let v = version((1_577_836_800, 500_000_000));
         let ours = Validators(&v, last_modified(&v));
         let etag = ETag(&v).to_string();
-        assert!(etag.starts_with('"') && etag.ends_with("-5e0be100.1dcd6500\""), "{etag}");
+        assert!(etag.starts_with('"') && etag.contains("-5e0be100.1dcd6500-"), "{etag}");
         assert_eq!(ours.to_string(), format!("ETag: {etag}\r\nLast-Modified: Wed, 01 Jan 2020 00:00:00 GMT\r\n"));
         let ask = |fields: &[(&str, &str)]| {
             let headers: Vec<httparse::Header> = fields.iter().map(|&(name, value)| httparse::Header { name, value: value.as_bytes() }).collect();
@@ -451,6 +486,69 @@ mod tests {
             assert!(Validators(&v, None).to_string().starts_with("ETag: \"") && !Validators(&v, None).to_string().contains("Last-Modified"));
         }
         assert!(last_modified(&version((253_402_300_799, 0))).is_some());
+    }
+
+    #[test]
+    fn if_match_then_if_unmodified_since_fail_a_request_with_412() {
+        let v = version((1_577_836_800, 500_000_000));
+        let ours = Validators(&v, last_modified(&v));
+        let etag = ETag(&v).to_string();
+        let fails = |fields: &[(&str, &str)]| {
+            let headers: Vec<httparse::Header> = fields.iter().map(|&(name, value)| httparse::Header { name, value: value.as_bytes() }).collect();
+            precondition_failed(&headers, &ours)
+        };
+        assert!(!fails(&[]));
+        let listed = format!("\"other\", {etag}");
+        for holds in [&etag[..], &listed, "*", " * "] {
+            assert!(!fails(&[("If-Match", holds)]), "{holds}");
+        }
+        assert!(!fails(&[("if-match", "\"other\""), ("IF-MATCH", &etag)]), "in a later field");
+        // Strong comparison: a weak tag never matches (RFC 9110 §13.1.1).
+        let weak = format!("W/{etag}");
+        for stale in [&weak[..], "\"other\"", "garbage", ""] {
+            assert!(fails(&[("If-Match", stale)]), "{stale}");
+        }
+        // If-Match there: If-Unmodified-Since is not looked at.
+        assert!(!fails(&[("If-Match", &etag), ("If-Unmodified-Since", "Tue, 31 Dec 2019 23:59:59 GMT")]));
+        assert!(fails(&[("If-Match", "\"other\""), ("If-Unmodified-Since", "Fri, 01 Jan 2100 00:00:00 GMT")]));
+        for (since, failed) in [
+            ("Wed, 01 Jan 2020 00:00:00 GMT", false),
+            ("Fri, 01 Jan 2100 00:00:00 GMT", false),
+            ("Tue, 31 Dec 2019 23:59:59 GMT", true),
+            ("Tuesday, 31-Dec-19 23:59:59 GMT", true),
+            ("yesterday", false),
+        ] {
+            assert_eq!(fails(&[("If-Unmodified-Since", since)]), failed, "{since}");
+        }
+        // No Last-Modified: If-Unmodified-Since is ignored (§13.1.4).
+        let old = version((-1, 0));
+        let headers = [httparse::Header { name: "If-Unmodified-Since", value: b"Thu, 01 Jan 1970 00:00:00 GMT" }];
+        assert!(!precondition_failed(&headers, &Validators(&old, None)));
+    }
+
+    /// A file rewritten at the same length with the same modification time (within one tick of
+    /// it, or set back) is another version: its change time moved, and so does its tag.
+    #[test]
+    fn the_entity_tag_changes_with_the_change_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"first").unwrap();
+        let before = std::fs::metadata(&path).unwrap();
+        let mtime = before.modified().unwrap();
+        // Rewritten until the change time moves (a coarse clock may need a tick), the modification time set back.
+        let after = loop {
+            std::fs::write(&path, b"other").unwrap();
+            std::fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
+            let after = std::fs::metadata(&path).unwrap();
+            if Version::of(&after).ctime != Version::of(&before).ctime {
+                break after;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let (a, b) = (Version::of(&before), Version::of(&after));
+        assert_eq!((a.ino, a.len, a.mtime), (b.ino, b.len, b.mtime));
+        assert_ne!(ETag(&a).to_string(), ETag(&b).to_string());
+        assert_eq!(last_modified(&a), last_modified(&b), "Last-Modified is the modification time's alone");
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use stats::{Report, Stats};
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -87,7 +87,7 @@ pub struct Config {
     pub http: Option<SocketAddr>,
     pub memcached: Option<SocketAddr>,
     pub mode: Mode,
-    /// Stop after this many requests (all protocols), if set.
+    /// Stop after this many requests (all protocols; a refused connection's answer is not one), if set.
     pub max_requests: Option<u64>,
     /// Stop after this long, if set.
     pub duration: Option<Duration>,
@@ -150,6 +150,8 @@ pub(crate) struct Shared {
     /// `config.root`, opened once.
     pub root: Root,
     pub stats: Stats,
+    /// Requests counted toward `max_requests` (those of refused connections are not).
+    budget_spent: AtomicU64,
     pub stop: Arc<AtomicBool>,
     /// Connections open now (refused ones too, until they are closed: the
     /// limit counts descriptors), those of them served (not refused), and
@@ -179,23 +181,30 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Counts a request sent whole (`from_host`: its payload bytes read from
-    /// host memory); asks the server to stop when the budget is spent.
+    /// host memory); asks the server to stop when the budget is spent
+    /// (`refused`: a refused connection's answer, which spends none of it).
     /// Returns where its latency is ([`Stats::record`]).
-    pub fn done(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> usize {
-        let (n, latency_at) = self.stats.record(latency, payload, copied, from_host, status);
-        self.spent(n);
+    pub fn done(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16, refused: bool) -> usize {
+        let latency_at = self.stats.record(latency, payload, copied, from_host, status);
+        self.spent(refused);
         latency_at
     }
 
     /// Counts a request whose response was not sent whole (the client went
-    /// away, a send failed): aborted, not under its status.
-    pub fn aborted(&self) {
-        let n = self.stats.record_aborted();
-        self.spent(n);
+    /// away, a send failed): aborted, not under its status (`refused`: as for [`Shared::done`]).
+    pub fn aborted(&self, refused: bool) {
+        self.stats.record_aborted();
+        self.spent(refused);
     }
 
-    /// `n` requests are counted: asks the server to stop when the budget is spent.
-    fn spent(&self, n: u64) {
+    /// A request is counted: asks the server to stop when the budget is spent. A refused
+    /// connection's answer (`refused`: 503, SERVER_ERROR) spends none of it: a burst of
+    /// refused clients ended the server before it had served what it was asked to.
+    fn spent(&self, refused: bool) {
+        if refused {
+            return;
+        }
+        let n = self.budget_spent.fetch_add(1, Ordering::Relaxed) + 1;
         if self.config.max_requests.is_some_and(|m| n >= m) {
             self.stop.store(true, Ordering::Relaxed);
         }
@@ -257,6 +266,7 @@ impl Server {
             config,
             root,
             stats: Stats::new(),
+            budget_spent: AtomicU64::new(0),
             stop: Arc::new(AtomicBool::new(false)),
             connections: AtomicUsize::new(0),
             served_connections: AtomicUsize::new(0),

@@ -295,7 +295,7 @@ impl ChannelState {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) => {
-                    self.gone = Some(format!("the emulated NIC is gone: {e}"));
+                    self.lost(format!("the emulated NIC is gone: {e}"));
                     return;
                 }
             }
@@ -308,6 +308,16 @@ impl ChannelState {
                 self.settled_at = Instant::now();
             }
         }
+    }
+
+    /// The NIC is gone (`why`): the responses it owed an answer for are not known to be sent
+    /// (the one in flight was cut short), so they are as ones it could not send. They were
+    /// left owed, counted as sent: a response cut short by the NIC's death was a 200, its
+    /// whole payload counted, not aborted.
+    fn lost(&mut self, why: String) {
+        self.gone = Some(why);
+        let owed = std::mem::take(&mut self.owed);
+        self.failed_sends.extend(owed);
     }
 
     /// What the answers taken so far say: the NIC gone, or a send failed.
@@ -652,7 +662,7 @@ impl Nic {
         msg.extend_from_slice(trailer);
         let handed = if ch.client_passed { (&ch.sock).write_all(&msg) } else { send_with_fd(&ch.sock, &msg, client) };
         if let Err(e) = handed {
-            ch.gone = Some(format!("the emulated NIC is gone: {e}"));
+            ch.lost(format!("the emulated NIC is gone: {e}"));
             return Err(gone(e));
         }
         ch.client_passed = true;
@@ -726,6 +736,23 @@ mod tests {
         let sent = send_with_fd(&a, b"answer", f.as_raw_fd());
         assert_eq!(receiver.join().unwrap(), Ok((b"answer".to_vec(), true)), "the receive gave up at a signal");
         sent.unwrap();
+    }
+
+    /// A channel whose NIC is gone gives back, as not sent, the descriptors it owed an answer
+    /// for (one may have been cut short mid-send), each once; those answered stay answered.
+    #[test]
+    fn descriptors_a_gone_nic_owed_are_not_delivered() {
+        let (host, nic) = UnixStream::pair().unwrap();
+        let handed = |request, payload| Handed { payload, request, status: 200, latency_at: Some(request as usize) };
+        let state = ChannelState { sock: host, client_passed: true, owed: [handed(0, 10), handed(1, 20), handed(2, 30)].into(), failed: false, failed_sends: Vec::new(), gone: None, settled_at: Instant::now() };
+        let ch = Channel { state: std::sync::Arc::new(std::sync::Mutex::new(state)) };
+        (&nic).write_all(&10u64.to_le_bytes()).unwrap();
+        assert!(ch.poll().is_ok() && ch.take_failed().is_empty(), "the first sent");
+        drop(nic);
+        assert!(matches!(ch.settle(), Err(NicMiss::Gone(_))));
+        let lost: Vec<(u64, u64)> = ch.take_failed().iter().map(|h| (h.request, h.payload)).collect();
+        assert_eq!(lost, [(1, 20), (2, 30)]);
+        assert!(matches!(ch.settle(), Err(NicMiss::Gone(_))) && ch.take_failed().is_empty(), "given back once");
     }
 
     /// utime and stime are read after the command name, whatever it holds.

@@ -113,7 +113,7 @@ impl Conn<'_> {
         self.requests += 1;
         if self.failed || self.broken {
             self.aborted_from.get_or_insert(self.requests - 1);
-            self.shared.aborted();
+            self.shared.aborted(self.over);
         } else {
             self.out.push(Chunk::Done(d, self.requests - 1));
         }
@@ -237,7 +237,7 @@ impl Conn<'_> {
         self.failed = true;
         for c in std::mem::take(&mut self.out.chunks) {
             if let Chunk::Done(..) = c {
-                self.shared.aborted();
+                self.shared.aborted(self.over);
             }
         }
     }
@@ -246,7 +246,7 @@ impl Conn<'_> {
     /// or a request it pipelined) counts from now, not from before a long response.
     fn count_front(&mut self) {
         if let Some(Chunk::Done(d, request)) = self.out.chunks.pop_front() {
-            let latency_at = self.shared.done(d.started.elapsed(), d.payload, d.copied, d.from_host, d.status);
+            let latency_at = self.shared.done(d.started.elapsed(), d.payload, d.copied, d.from_host, d.status, self.over);
             // Devmem: the NIC may yet fail to send it; its descriptors keep where its latency is.
             if let Some(ch) = &self.nic {
                 ch.counted(request, latency_at);

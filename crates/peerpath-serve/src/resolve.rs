@@ -28,7 +28,7 @@ pub struct Version {
     dev: u64,
     /// Seconds and nanoseconds since the epoch.
     pub(crate) mtime: (i64, i64),
-    ctime: (i64, i64),
+    pub(crate) ctime: (i64, i64),
 }
 
 impl Version {

@@ -52,10 +52,9 @@ impl Stats {
         Stats { inner: Mutex::new(Inner::default()) }
     }
 
-    /// Records one request whose response was sent whole; returns how many
-    /// have been recorded (aborted ones included), and where its latency is
-    /// (for [`Stats::not_delivered`]).
-    pub fn record(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> (u64, usize) {
+    /// Records one request whose response was sent whole; returns where its
+    /// latency is (for [`Stats::not_delivered`]).
+    pub fn record(&self, latency: Duration, payload: u64, copied: u64, from_host: u64, status: u16) -> usize {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.latencies_us.push(latency.as_micros() as u64);
         s.payload_bytes += payload;
@@ -63,17 +62,15 @@ impl Stats {
         s.from_host_bytes += from_host;
         *s.by_status.entry(status).or_insert(0) += 1;
         s.requests += 1;
-        (s.requests, s.latencies_us.len() - 1)
+        s.latencies_us.len() - 1
     }
 
     /// Records one request whose response was not sent whole (the client
-    /// went away, a send failed): counted as aborted, not under its status;
-    /// returns how many have been recorded.
-    pub fn record_aborted(&self) -> u64 {
+    /// went away, a send failed): counted as aborted, not under its status.
+    pub fn record_aborted(&self) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.aborted += 1;
         s.requests += 1;
-        s.requests
     }
 
     /// Responses counted as sent (each its status and, once counted, where
@@ -334,10 +331,10 @@ mod tests {
     fn a_response_not_delivered_leaves_the_latencies() {
         let stats = Stats::new();
         let ms = Duration::from_millis;
-        let (_, first) = stats.record(ms(1), 10, 0, 0, 200);
-        let (_, slow) = stats.record(ms(900), 1000, 0, 0, 200);
-        let (n, _) = stats.record(ms(2), 10, 0, 0, 404);
-        assert_eq!((n, first), (3, 0));
+        let first = stats.record(ms(1), 10, 0, 0, 200);
+        let slow = stats.record(ms(900), 1000, 0, 0, 200);
+        stats.record(ms(2), 10, 0, 0, 404);
+        assert_eq!(first, 0);
         stats.not_delivered(1000, &[(200, Some(slow))]);
         let r = stats.report(&crate::Config::new("/".into()), Duration::from_secs(1), Duration::ZERO);
         assert_eq!((r.requests, r.aborted, r.payload_bytes), (3, 1, 20));
@@ -349,7 +346,7 @@ mod tests {
     #[test]
     fn a_run_of_aborted_responses_says_none_was_sent_whole() {
         let stats = Stats::new();
-        let (_, at) = stats.record(Duration::from_millis(1), 10, 0, 0, 200);
+        let at = stats.record(Duration::from_millis(1), 10, 0, 0, 200);
         stats.not_delivered(10, &[(200, Some(at))]);
         let text = stats.report(&crate::Config::new("/".into()), Duration::from_secs(1), Duration::ZERO).render();
         assert!(text.contains("status codes: none sent whole; 1 aborted"), "{text}");
