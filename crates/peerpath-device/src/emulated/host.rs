@@ -20,6 +20,7 @@ use peerpath_mem::MappedRegion;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -60,11 +61,58 @@ pub struct SpawnOptions {
 /// variable `--key-env` names: a device is given per-file block keys by command, never the
 /// master key, and anything in its environment is readable in /proc/PID/environ for its life).
 fn device_environment(vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    vars.filter(|(k, _)| {
-        let k = k.to_string_lossy();
-        matches!(&*k, "PATH" | "TMPDIR" | "RUST_BACKTRACE" | "RUST_LIB_BACKTRACE") || (k.starts_with("PEERPATH_") && !k.contains("KEY"))
-    })
-    .collect()
+    vars.filter(|(k, _)| given_to_device(k.as_bytes())).collect()
+}
+
+/// Whether a device process has this variable of its host's environment ([`device_environment`]).
+fn given_to_device(name: &[u8]) -> bool {
+    matches!(name, b"PATH" | b"TMPDIR" | b"RUST_BACKTRACE" | b"RUST_LIB_BACKTRACE") || (name.starts_with(b"PEERPATH_") && !name.windows(3).any(|w| w == b"KEY"))
+}
+
+/// A forked device ([`EmulatedCsp::fork_with_memory`]: no exec, so no [`device_environment`])
+/// keeps of its host's environment what an exec'd one is given: the others are removed, and
+/// their `NAME=value` strings in the block exec put on the stack (what /proc/PID/environ shows
+/// for the process's whole life, whatever is unset since; glibc's first environment points
+/// there) are overwritten with zeros. That block is the child's own copy-on-write page: the
+/// host's is untouched. Run on the child's only thread before it starts any, it is not
+/// async-signal-safe (it allocates, and unsetenv takes glibc's lock and std's): it relies, as
+/// the whole child does, on [`EmulatedCsp::fork_with_memory`]'s rule that no other thread of
+/// the host held a lock at the fork.
+fn forget_host_environment() -> Result<(), String> {
+    let removed: Vec<std::ffi::OsString> = std::env::vars_os().map(|(k, _)| k).filter(|k| !given_to_device(k.as_bytes())).collect();
+    for k in &removed {
+        // The child's only thread: no other reads the environment while it changes.
+        std::env::remove_var(k);
+    }
+    let stat = std::fs::read_to_string("/proc/self/stat").map_err(|e| format!("cannot read /proc/self/stat: {e}"))?;
+    let Some((start, end)) = exec_environment_block(&stat) else {
+        return Err("/proc/self/stat gives no environment block (fields 50 and 51, env_start and env_end)".into());
+    };
+    // SAFETY: [start, end) is this process's environment block as the kernel reports it:
+    // mapped and writable (the top of the main thread's stack), and referenced now only by
+    // glibc's environment for the variables kept, whose bytes are not written. This is the
+    // child's only thread, so nothing reads it meanwhile.
+    let block = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
+    for var in block.split_mut(|b| *b == 0) {
+        let name = var.split(|b| *b == b'=').next().unwrap_or_default();
+        if !var.is_empty() && !given_to_device(name) {
+            // Volatile: nothing reads these bytes again, and the writes must not be dropped for it.
+            var.iter_mut().for_each(|b| {
+                // SAFETY: `b` is a byte of the block above, a valid `&mut u8`.
+                unsafe { std::ptr::write_volatile(b, 0) }
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `env_start` and `env_end` (fields 50 and 51, Linux 3.5 and later) of a /proc/PID/stat line.
+fn exec_environment_block(stat: &str) -> Option<(usize, usize)> {
+    // The name in parentheses (field 2) may hold spaces and parentheses: fields count from after its last ')'.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace().skip(50 - 3);
+    let start: usize = fields.next()?.parse().ok()?;
+    let end: usize = fields.next()?.parse().ok()?;
+    (start != 0 && end > start).then_some((start, end))
 }
 
 impl SpawnOptions {
@@ -177,7 +225,10 @@ impl EmulatedCsp {
     /// `allocate` is a new allocation, so the memory cannot be shared
     /// through a file as the shm memory is). `options.program` is not
     /// used. Call it before this process starts threads that hold locks
-    /// (the child runs the device on the forking thread alone).
+    /// (the child runs the device on the forking thread alone). The child
+    /// keeps of the environment what [`EmulatedCsp::spawn`] gives a device
+    /// (no key: `forget_host_environment`), but the rest of this process's
+    /// memory as it is now is its too: call it before loading a key.
     pub fn fork_with_memory(options: &SpawnOptions, memory: Arc<MappedRegion>) -> Result<EmulatedCsp, CspError> {
         let mut serve = options.serve.clone();
         serve.parent_pid = Some(std::process::id());
@@ -832,11 +883,13 @@ impl DeviceProcess {
 fn run_forked_device(serve: &ServeOptions, memory: Arc<MappedRegion>, ready: std::os::fd::OwnedFd) -> i32 {
     let mut ready = std::fs::File::from(ready);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        forget_host_environment().map_err(|e| format!("its host's environment (a key may be there) could not be cleared from it: {e}"))?;
         serve_with_memory(serve, Some(memory), |paths, id| {
             // Straight to the pipe: the parent's stdout lock may have been
             // held by another thread at fork time.
             let _ = writeln!(ready, "{READY_LINE_PREFIX} {} ({} bytes of caller-mapped memory) at {}", id.name, id.memory_bytes, paths.socket.display());
         })
+        .map_err(|e| e.to_string())
     }));
     match result {
         Ok(Ok(())) => 0,
