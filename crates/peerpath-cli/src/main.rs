@@ -153,6 +153,10 @@ struct TopoArgs {
     /// Replace an existing --export or --svg file.
     #[arg(long, short)]
     force: bool,
+    /// One row and column of the P2P matrix per SR-IOV virtual function (by default a VF the
+    /// verdict cannot tell from its physical function is shown in the PF's).
+    #[arg(long)]
+    vfs: bool,
 }
 
 /// Writes a small output whole or not at all, never over an existing file
@@ -379,7 +383,7 @@ fn topo(a: TopoArgs) -> Result<(), JobError> {
         (Some(pair), true) => format!("{}\n", jsonout::stamped("p2p-verdict", &t.verdict(&pair[0], &pair[1]).map_err(e)?)),
         (Some(pair), false) => t.explain(&pair[0], &pair[1]).map_err(e)?,
         (None, true) => format!("{}\n", jsonout::stamped_text("topology", &t.to_json_string().map_err(e)?)),
-        (None, false) => format!("{}\n{}", t.render_tree(), t.render_matrix().map_err(e)?),
+        (None, false) => format!("{}\n{}", t.render_tree(), t.render_matrix_of(if a.vfs { peerpath_topo::Vfs::Each } else { peerpath_topo::Vfs::Folded }).map_err(e)?),
     };
     write_outputs(&outputs, a.force)?;
     print!("{text}");
@@ -761,6 +765,18 @@ enum DecodeEngineArg {
     Emulated,
 }
 
+/// verify's `--engine` ([`VerifyArgs`]).
+const VERIFY_ENGINE_HELP: &str = "Where members are decoded: the host CPU (ISA-L), or a GPU (nvCOMP's batched gzip \
+    decompressor, CRC-32 checked on the GPU; files whose members declare no sizes are decoded on the CPU, streaming, as \
+    with `cpu`)";
+
+/// The values of verify's `--engine`: [`DecodeEngineArg`]'s but `emulated`.
+fn verify_engine() -> impl clap::builder::TypedValueParser<Value = DecodeEngineArg> {
+    use clap::builder::TypedValueParser;
+    let values = [DecodeEngineArg::Cpu, DecodeEngineArg::Gpu].map(|v| v.to_possible_value().expect("no value is skipped"));
+    clap::builder::PossibleValuesParser::new(values).map(|name| DecodeEngineArg::from_str(&name, false).expect("one of the values above"))
+}
+
 /// Worker threads (CUDA streams) of a GPU decode where -T is not given.
 const GPU_DECODE_THREADS: usize = 4;
 
@@ -799,7 +815,10 @@ impl DecodeEngineArgs {
     }
 }
 
+/// verify decodes on the host CPU or a GPU: not on an emulated CSP, which decodes shard sets only
+/// (`decompress --ec`), so its `--engine` neither offers nor takes `emulated`.
 #[derive(Args)]
+#[command(mut_arg("engine", |a| a.value_parser(verify_engine()).help(VERIFY_ENGINE_HELP).long_help(None::<&str>)))]
 struct VerifyArgs {
     /// gzip files to check (encrypted ones too, with their key).
     #[arg(required = true)]
@@ -1427,7 +1446,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
 /// A signal that comes once the job's outputs are complete and in place ends
 /// the process all the same, as it ends cp, mv and gzip (its status says the
 /// signal, so a shell loop stops at ^C), and they stay: that is said on
-/// standard error first, naming them, since the status alone says nothing of them.
+/// standard error first, naming them, since the status alone says nothing of them;
+/// so are the existing targets `--force` replaced, also where the signal came earlier
+/// ([`left_at_signal_note`]).
 fn remove_temporaries_on_signals() {
     use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
     // SAFETY: sets one signal's disposition to SIG_IGN before any other thread runs.
@@ -1436,21 +1457,52 @@ fn remove_temporaries_on_signals() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else { return };
     let _ = std::thread::Builder::new().name("peerpath-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            let kept = peerpath_io::remove_named_temporaries_before_exit();
+            let (kept, replaced) = peerpath_runtime::job::left_at_signal();
             // Not the job server's: its jobs' outputs are its clients' to speak of.
-            if kept.outputs > 0 && !JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+            if !JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
                 let name = signal_hook::low_level::signal_name(sig).map_or_else(|| format!("signal {sig}"), str::to_string);
-                let said = match kept.outputs {
-                    1 => format!("{kept} was complete and in place: it stays"),
-                    n => format!("{n} outputs were complete and in place: they stay ({kept})"),
-                };
-                // Not eprintln!: it panics where standard error is closed.
-                let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: {name} came once {said}\n"));
+                if let Some(note) = left_at_signal_note(&name, &kept, &replaced) {
+                    // Not eprintln!: it panics where standard error is closed.
+                    let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{note}\n"));
+                }
             }
             let _ = signal_hook::low_level::emulate_default_handler(sig);
             std::process::exit(128 + sig);
         }
     });
+}
+
+/// What a process dying of signal `name` says of the outputs that stay: those its jobs
+/// committed (the first few named), and every existing target `--force` replaced, which keeps
+/// its new output also where the signal came before its job's last output was in place (those
+/// under new names are removed then): the old file is gone, and nothing else would say so.
+/// `None` where nothing stays.
+fn left_at_signal_note(name: &str, kept: &peerpath_io::Committed, replaced: &[PathBuf]) -> Option<String> {
+    let names = |paths: &[PathBuf]| paths.iter().map(|p| Quoted(p).to_string()).collect::<Vec<_>>().join(", ");
+    let replaced_text = match replaced {
+        [] => String::new(),
+        [one] => format!("the existing file {}", Quoted(one)),
+        many => format!("{} existing files: {}", many.len(), names(many)),
+    };
+    Some(match (kept.outputs, replaced.is_empty()) {
+        (0, true) => return None,
+        (0, false) => {
+            let stays = if replaced.len() == 1 { "it keeps its new output" } else { "they keep their new outputs" };
+            format!("peerpath: {name} came before the outputs were all in place: those under new names were removed, but --force had already replaced {replaced_text}, and {stays}")
+        }
+        (n, _) => {
+            let more = match n.saturating_sub(kept.first.len()) {
+                0 => String::new(),
+                more => format!(" and {more} more"),
+            };
+            let said = match n {
+                1 => format!("{} was complete and in place: it stays", names(&kept.first)),
+                n => format!("{n} outputs were complete and in place: they stay ({}{more})", names(&kept.first)),
+            };
+            let replaced_said = if replaced.is_empty() { String::new() } else { format!("; --force replaced {replaced_text}") };
+            format!("peerpath: {name} came once {said}{replaced_said}")
+        }
+    })
 }
 
 /// Standard output that cannot be written (a full disk, a closed pipe)
@@ -1616,6 +1668,7 @@ fn main() -> ExitCode {
     };
     if let Some(args) = gzip_args {
         remove_temporaries_on_signals();
+        peerpath_runtime::job::name_replaced_targets();
         return gz::main(args);
     }
     let cli = Cli::parse();
@@ -1646,6 +1699,10 @@ fn main() -> ExitCode {
     // writes must not be able to skip it.
     if !matches!(cli.command, Command::Csp(_) | Command::Serve(_)) {
         remove_temporaries_on_signals();
+    }
+    // Not a job server's: it runs for long, and its signal names no outputs.
+    if !matches!(cli.command, Command::Daemon(_)) {
+        peerpath_runtime::job::name_replaced_targets();
     }
     if let Command::Plan(a) = cli.command {
         return plan::main(a);
@@ -1809,6 +1866,29 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let odd = Path::new(std::ffi::OsStr::from_bytes(b"caf\xe9\xff\xfe.fa.gz"));
         assert_eq!(decompressed_name(odd).unwrap().as_os_str().as_bytes(), b"caf\xe9\xff\xfe.fa", "not UTF-8: kept byte for byte");
+    }
+
+    /// A signal's note names every existing target `--force` replaced, quoted as the reports quote
+    /// names, past the first few outputs it names, and also where the signal came before the job's
+    /// last output was in place (those under new names removed): it said nothing of them, and a
+    /// name with a newline split its line.
+    #[test]
+    fn a_signals_note_names_every_target_force_replaced() {
+        let p = PathBuf::from;
+        let kept = peerpath_io::Committed { outputs: 5, first: vec![p("a.gz"), p("b.gz"), p("c.gz")] };
+        assert_eq!(
+            left_at_signal_note("SIGTERM", &kept, &[p("b.gz"), p("d\ne.gz")]).unwrap(),
+            "peerpath: SIGTERM came once 5 outputs were complete and in place: they stay (a.gz, b.gz, c.gz and 2 more); --force replaced 2 existing files: b.gz, 'd'$'\\n''e.gz'"
+        );
+        let one = peerpath_io::Committed { outputs: 1, first: vec![p("x.gz")] };
+        assert_eq!(left_at_signal_note("SIGINT", &one, &[]).unwrap(), "peerpath: SIGINT came once x.gz was complete and in place: it stays");
+        assert_eq!(left_at_signal_note("SIGINT", &one, &[p("x.gz")]).unwrap(), "peerpath: SIGINT came once x.gz was complete and in place: it stays; --force replaced the existing file x.gz");
+        let none = peerpath_io::Committed::default();
+        assert_eq!(left_at_signal_note("SIGINT", &none, &[]), None);
+        assert_eq!(
+            left_at_signal_note("SIGTERM", &none, &[p("x.gz")]).unwrap(),
+            "peerpath: SIGTERM came before the outputs were all in place: those under new names were removed, but --force had already replaced the existing file x.gz, and it keeps its new output"
+        );
     }
 
     #[test]

@@ -1229,3 +1229,133 @@ fn the_docs_and_man_pages_show_every_command_and_only_options_it_takes() {
         }
     }
 }
+
+/// verify decodes on the host CPU or a GPU, not on an emulated CSP (only `decompress --ec` does):
+/// its `--engine` offered `emulated` (`[possible values: cpu, gpu, emulated]`, with the help of
+/// decompress's) and refused it only once run. Now neither offered nor taken: exit 2, naming the
+/// values it takes; decompress still takes it.
+#[test]
+fn verify_offers_and_takes_only_the_engines_it_decodes_on() {
+    let dir = scratch();
+    compress_bytes(dir.path(), "s", b"some data\n", &[]);
+    let o = run(&mut pp(args!["verify", "--engine", "emulated", dir.path().join("s.gz")]));
+    let refused = o.stderr.contains("invalid value 'emulated' for '--engine <ENGINE>'") && o.stderr.contains("[possible values: cpu, gpu]\n");
+    assert!(o.code() == Some(2) && refused, "clap's usage error: {}", o.describe());
+    let help = run(&mut pp(args!["verify", "--help"])).ok().stdout_str();
+    let engine = help.split("--engine <ENGINE>").nth(1).and_then(|h| h.split("[default: cpu]").next()).expect("verify --help shows --engine");
+    assert!(!engine.contains("emulated"), "{engine}");
+    assert!(help.contains("[possible values: cpu, gpu]\n"), "{help}");
+    let decompress = run(&mut pp(args!["decompress", "--help"])).ok().stdout_str();
+    assert!(decompress.contains("[possible values: cpu, gpu, emulated]"), "{decompress}");
+}
+
+/// The jobs' messages name files as the reports do (quoted as GNU ls quotes): a newline in a name split the
+/// line, and a byte that is not UTF-8 was printed as U+FFFD. The checks of targets (one name
+/// for two, an `--output` that is not a directory), a source's warning, and the placement of
+/// streams on P2P memory.
+#[test]
+fn the_jobs_messages_quote_the_names_they_give() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch();
+    let d = dir.path();
+    let at = d.display();
+    let odd = |name: &[u8]| d.join(OsStr::from_bytes(name));
+    // Two sources, one target name (with a newline).
+    let (x, y) = (d.join("x"), d.join("y"));
+    for sub in [&x, &y] {
+        std::fs::create_dir(sub).unwrap();
+        std::fs::write(sub.join("a\nb"), b"data\n").unwrap();
+    }
+    let o = run(&mut pp(args!["compress", x.join("a\nb"), y.join("a\nb"), "-o", d.join("out/")])).fails(2, &[]);
+    assert!(o.stderr.contains(&format!("two sources would both write '{at}/out/a'$'\\n''b.gz'\n")), "{}", o.stderr);
+    // An --output for several sources that is a file (not UTF-8).
+    std::fs::write(odd(b"file\xff"), b"").unwrap();
+    let o = run(&mut pp(args!["compress", x.join("a\nb"), y.join("a\nb"), "-o", odd(b"file\xff")])).fails(2, &[]);
+    assert!(o.stderr.contains(&format!("'{at}/file'$'\\377' is not a directory: several sources need --output DIR\n")), "{}", o.stderr);
+    // A BGZF file without its end-of-file marker: the warning (not UTF-8).
+    let src = d.join("s");
+    std::fs::write(&src, mixed_data(300_000, 5)).unwrap();
+    let bgz = odd(b"s\xff.gz");
+    run(&mut pp(args!["compress", &src, "--format", "bgzf", "-o", &bgz, "-q"])).ok();
+    let whole = std::fs::read(&bgz).unwrap();
+    std::fs::write(&bgz, &whole[..whole.len() - 28]).unwrap();
+    let o = run(&mut pp(args!["verify", &bgz, "-q"])).ok();
+    assert!(o.stderr.contains(&format!("peerpath: warning: '{at}/s'$'\\377''.gz': a BGZF file without its end-of-file marker")), "{}", o.stderr);
+    // Streams on P2P memory (a fake provider: see tests/offload.rs): the placement of a source
+    // the fake sysfs cannot place names it, and why (its device, which sysfs does not list).
+    let p2pmem = d.join("sys/bus/pci/devices/0000:03:00.0/p2pmem");
+    std::fs::create_dir_all(&p2pmem).unwrap();
+    for (name, value) in [("size", "67108864"), ("available", "50331648"), ("published", "1")] {
+        std::fs::write(p2pmem.join(name), format!("{value}\n")).unwrap();
+    }
+    std::fs::File::create(p2pmem.join("allocate")).unwrap().set_len(64 << 20).unwrap();
+    let r = run(&mut pp(args![
+        "compress", x.join("a\nb"), "-o", d.join("p2p.gz"), "--engine", "emulated", "--device-memory", "64M", "--device-workers", "1",
+        "--device-memory-from", "p2p:0000:03:00.0", "--sysfs", d.join("sys"), "--json"
+    ]))
+    .ok()
+    .json();
+    let placement: Vec<&str> = r["placement"].as_array().expect("a placement").iter().filter_map(|p| p.as_str()).collect();
+    let source = format!("'{at}/x/a'$'\\n''b'");
+    assert!(
+        placement.iter().any(|p| p.starts_with(&format!("{source}: P2P path not checked ({source} is on device ")) && p.contains(&format!(", which {at}/sys/dev/block/")) && !p.contains('\n')),
+        "{placement:?}"
+    );
+}
+
+/// A signal that ends a job once its outputs are in place names, on standard error, every
+/// existing target `--force` replaced, quoted: it named the first three outputs only ("and 2
+/// more"), so which existing files were overwritten could not be told (and a name with a
+/// newline split its line). No race: standard output is a full pipe that nobody reads, so the
+/// job, its outputs in place, waits to print its report until the signal comes.
+#[test]
+fn a_signal_after_force_replaced_targets_names_every_one() {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch();
+    let d = dir.path();
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let names = ["a", "b", "c", "d\ne", "f"];
+    let mut a = args!["compress"];
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(d.join(n), mixed_data(64 << 10, i as u64)).unwrap();
+        std::fs::write(out.join(format!("{n}.gz")), b"old").unwrap();
+        a.push(d.join(n).into());
+    }
+    a.extend(args!["-o", format!("{}/", out.display()), "--force", "-T", "2"]);
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into `fds`, owned from here on.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
+    // SAFETY: both are open and owned by nothing else.
+    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let mut full = std::fs::File::from(write_end);
+    for chunk in [4096, 1] {
+        while full.write(&vec![0; chunk]).is_ok() {}
+    }
+    // SAFETY: fcntl on a descriptor this test owns: blocking again, so the job's writes wait.
+    assert_eq!(unsafe { libc::fcntl(full.as_raw_fd(), libc::F_SETFL, 0) }, 0);
+    let mut child = pp(a).stdout(Stdio::from(full)).stderr(Stdio::piped()).spawn().unwrap();
+    let replaced = |n: &str| std::fs::read(out.join(format!("{n}.gz"))).is_ok_and(|b| b != b"old");
+    let start = std::time::Instant::now();
+    while !names.iter().all(|n| replaced(n)) {
+        assert!(child.try_wait().unwrap().is_none(), "the job ended before its outputs were all in place");
+        assert!(start.elapsed() < DEADLINE, "the outputs were not put in place");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SAFETY: kill(2) takes plain integers: our own (unreaped) child's pid and a signal number.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_deadline(&mut child, DEADLINE, "a job signalled with its outputs in place");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+    drop(read_end);
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}: {said}");
+    let quoted: Vec<String> = names.iter().map(|n| format!("{}/{}.gz", out.display(), n.replace('\n', "'$'\\n''"))).collect();
+    // A name with a newline is quoted whole: 'DIR/d'$'\n''e.gz'.
+    let quoted: Vec<String> = quoted.into_iter().map(|q| if q.contains('$') { format!("'{q}'") } else { q }).collect();
+    let note = said.lines().find(|l| l.starts_with("peerpath: SIGTERM came ")).unwrap_or_else(|| panic!("no word of the outputs: {said:?}"));
+    assert!(note.contains(&format!("replaced 5 existing files: {}", quoted.join(", "))), "{note}");
+    for n in names {
+        run(&mut pp(args!["verify", out.join(format!("{n}.gz")), "-q"])).ok();
+    }
+}

@@ -14,7 +14,7 @@ use crate::error::{JobError, Result};
 use crate::executor::Executor;
 use crate::job::{check_sources_are_not_targets, check_target, is_std_stream, open_source_checked, open_target, put_all_in_place, set_engine, CommonOptions, Writes};
 use crate::offload::{DeviceSide, Params};
-use crate::report::{DeviceReport, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
+use crate::report::{DeviceReport, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation, Quoted};
 use crate::stream::{CpuState, Stream};
 use crate::writer::TargetWriter;
 use peerpath_func::{Format, Level, BGZF_MAX_INPUT_BYTES};
@@ -451,7 +451,7 @@ fn place(streams: &[Stream], set: &DeviceSet, chunk_aligned: bool, no_fallback: 
         match offload_refusal(s, chunk_aligned, set.host_window) {
             None => eligible.push(i),
             Some(why) if no_fallback => {
-                return Err(JobError::Device { detail: format!("{}: cannot offload: {why} (--no-fallback)", s.source_name) });
+                return Err(JobError::Device { detail: format!("{}: cannot offload: {why} (--no-fallback)", Quoted(&s.source.path)) });
             }
             Some(why) => fallbacks.push(Fallback::HostCpuNotDevice { source: s.source_name.clone(), why }),
         }
@@ -498,7 +498,7 @@ fn p2p_routes(
         format!("{e}\nThis job: the emulated device has no host bounce buffers: a stream with a leg that is not peer to peer runs on the host CPU instead (its placement line says so).\n")
     });
     for (&i, route) in eligible.iter().zip(routes) {
-        let name = &streams[i].source_name;
+        let name = Quoted(&streams[i].source.path);
         match route {
             Route::P2p { what } => {
                 placement.push(format!("{name}: peer to peer: {what}"));
@@ -513,7 +513,7 @@ fn p2p_routes(
             }
             Route::Refused { why } => {
                 placement.push(format!("{name}: host CPU: {why}"));
-                fallbacks.push(Fallback::HostCpuNotDevice { source: name.clone(), why });
+                fallbacks.push(Fallback::HostCpuNotDevice { source: streams[i].source_name.clone(), why });
             }
         }
     }

@@ -434,6 +434,22 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
     assert!(io.iter().any(|r| r.starts_with("its own reads of 0 of 1 source(s) into its memory and writes of 0 of 1 target(s)") && r.contains("through the host window instead") && r.contains("not read with O_DIRECT") && r.contains("not written with O_DIRECT")), "{io:?}");
 }
 
+/// The files a device does not read or write itself are named in its note as the reports quote
+/// names: a newline in one was printed as it is, and split the report's line.
+#[test]
+fn the_files_a_device_does_not_reach_itself_are_named_quoted() {
+    let Some(shm) = shm_scratch() else {
+        eprintln!("SKIPPED: no /dev/shm");
+        return;
+    };
+    let src = shm.path().join("a\nb");
+    std::fs::write(&src, peerpath_func::sample::protein_like(1 << 20, 3)).unwrap();
+    let report = against_oracle(shm.path(), &[src], &options(Format::Gzip, 1 << 20), devices_with(shm.path(), None, Reach::StagedWithStorageIo, true));
+    let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
+    let quoted = |r: &str| r.contains("$'\\n''b': not read with O_DIRECT") && r.contains("$'\\n''b.dev.gz': not written with O_DIRECT") && !r.contains('\n');
+    assert!(io.iter().any(|r| quoted(r)), "{io:?}");
+}
+
 /// A device that also takes files of a memory file system (as a GPU that maps and registers
 /// them, its copy engine reading and writing their pages): sources and targets in tmpfs are
 /// read into and written from its memory by the device, none staged through the window; the

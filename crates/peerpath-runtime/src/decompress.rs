@@ -11,7 +11,7 @@ use crate::job::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
 use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions, Writes};
 use crate::token::Token;
-use crate::report::{name_bytes, DecodeMode, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
+use crate::report::{name_bytes, DecodeMode, Quoted, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
 use crate::gpu_decode::{GpuDecoder, OnGpu};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
@@ -662,7 +662,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     let outcome = match (outcome, st.first_error.take()) {
         (_, Some((_, e))) => Err(e),
         (Ok(Some(mode)), None) => Ok(mode),
-        (Ok(None), None) => Err(JobError::Internal(format!("{}: decoding stopped without an error", source.display()))),
+        (Ok(None), None) => Err(JobError::Internal(format!("{}: decoding stopped without an error", Quoted(source)))),
         (Err(e), None) => Err(e),
     };
     let bytes_in = match src.kind {
@@ -672,10 +672,10 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
     match outcome {
         Ok(mode) => {
             if st.bgzf_unended {
-                eprintln!("peerpath: warning: {}: a BGZF file without its end-of-file marker: every member checks, but it may be truncated (at a member's end)", source.display());
+                eprintln!("peerpath: warning: {}: a BGZF file without its end-of-file marker: every member checks, but it may be truncated (at a member's end)", Quoted(source));
             }
             if let Some(at) = st.missing_end {
-                eprintln!("peerpath: warning: {}: no end member after the member that ends at byte {at}: read as --allow-no-end-member asks (a cut at a member's end there goes unnoticed)", source.display());
+                eprintln!("peerpath: warning: {}: no end member after the member that ends at byte {at}: read as --allow-no-end-member asks (a cut at a member's end there goes unnoticed)", Quoted(source));
             }
             let target_name = st.writer.as_ref().map(|w| w.final_path.display().to_string());
             let mut writer = st.writer.take();
@@ -735,7 +735,7 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
         // Nothing could end the wait: a bug, said as an error, not a hang.
         return Err(JobError::Internal(format!(
             "decompress stalled with no I/O and no work in flight: {}: member {} next to write, {} batches waiting, {} reads arrived out of order, {} free read buffers",
-            st.path.display(),
+            Quoted(st.path),
             st.next_write,
             st.ready.len(),
             st.arrived.len(),
@@ -850,7 +850,7 @@ impl Ctx<'_> {
                     BatchFailure::Member(e, offset) => member_error(st.path, index, offset, e),
                     BatchFailure::Target(e) => st.writer.as_ref().expect("a mapped target has a writer").io_error(e),
                     BatchFailure::Device(detail) => JobError::Device { detail },
-                    BatchFailure::Read => JobError::Internal(format!("{}: a worker's read failed, and its result said it did not", st.path.display())),
+                    BatchFailure::Read => JobError::Internal(format!("{}: a worker's read failed, and its result said it did not", Quoted(st.path))),
                 };
                 st.fail(index, e);
             }
@@ -1369,14 +1369,14 @@ fn open_cipher(source: &Path, key: Option<&peerpath_func::crypt::Key>) -> Result
         return Ok(None);
     }
     let Some(key) = key else {
-        return Err(JobError::Usage(format!("{}: encrypted (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", source.display())));
+        return Err(JobError::Usage(format!("{}: encrypted (peerpath-enc/1): give its key (--key-file FILE, --key-env VAR or $PEERPATH_KEY)", Quoted(source))));
     };
     let crypt_error = |e: CryptError| JobError::from_crypt(source, e);
     let cipher = FileCipher::open(key, &header[..n]).map_err(crypt_error)?;
     let len = f.metadata().map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?.len();
     cipher.check_length(len).map_err(crypt_error)?;
     if cipher.layout().block_bytes as usize + peerpath_func::crypt::TAG_BYTES > READ_BYTES {
-        return Err(JobError::Usage(format!("{}: its blocks are over {} MiB: decrypt it first (peerpath decrypt), then decompress", source.display(), READ_BYTES >> 20)));
+        return Err(JobError::Usage(format!("{}: its blocks are over {} MiB: decrypt it first (peerpath decrypt), then decompress", Quoted(source), READ_BYTES >> 20)));
     }
     Ok(Some(Arc::new(cipher)))
 }

@@ -1,6 +1,7 @@
 //! What every job shares: options, source/target checks, naming.
 
 use crate::error::{JobError, Result};
+use crate::report::Quoted;
 use crate::buf::JobBuf;
 use crate::writer::TargetWriter;
 use peerpath_io::{create_temporary, open_source, Inherited, IoEngine, IoPath, OpenedFile, OutputDir, SourceKind};
@@ -143,11 +144,11 @@ pub fn check_new_target(target: &Path, force: bool, writes: Writes) -> Result<()
         return Ok(());
     }
     match std::fs::metadata(target) {
-        Ok(m) if m.is_dir() => return Err(JobError::Usage(format!("target {} is a directory", target.display()))),
+        Ok(m) if m.is_dir() => return Err(JobError::Usage(format!("target {} is a directory", Quoted(target)))),
         // Targets are replaced by renaming a finished temporary file over them;
         // doing that to /dev/null or a FIFO would replace the device node.
         Ok(m) if !m.is_file() => {
-            return Err(JobError::Usage(format!("target {} is not a regular file; {}", target.display(), writes.instead())));
+            return Err(JobError::Usage(format!("target {} is not a regular file; {}", Quoted(target), writes.instead())));
         }
         _ => {}
     }
@@ -155,7 +156,7 @@ pub fn check_new_target(target: &Path, force: bool, writes: Writes) -> Result<()
     // renaming the output over it (with --force) would replace the system's link, and the
     // output would not reach the file. Nothing is made in `/dev` itself, `/proc` or `/sys`.
     if let Some(dir) = system_dir(target) {
-        return Err(JobError::Usage(format!("target {} is in {}, whose names are the system's: {}", target.display(), dir.display(), writes.instead())));
+        return Err(JobError::Usage(format!("target {} is in {}, whose names are the system's: {}", Quoted(target), Quoted(&dir), writes.instead())));
     }
     if !force && std::fs::symlink_metadata(target).is_ok() {
         return Err(JobError::TargetExists { path: target.to_path_buf() });
@@ -183,7 +184,7 @@ pub fn check_distinct_targets(targets: &[PathBuf]) -> Result<()> {
             continue;
         }
         if !seen.insert(place_of(t)) {
-            return Err(JobError::Usage(format!("two sources would both write {}", t.display())));
+            return Err(JobError::Usage(format!("two sources would both write {}", Quoted(t))));
         }
     }
     Ok(())
@@ -204,7 +205,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                     Err(JobError::Usage("reading standard input needs --output (a file, or - for standard output)".into()))
                 } else if let Some(kind) = std::fs::metadata(s).ok().and_then(|m| not_a_file(&m)) {
                     // Its target would be made beside it: /dev/sdb.gz, a file in /dev.
-                    Err(JobError::Usage(format!("{} is {kind}: name the target with --output ({})", s.display(), Writes::FileOrStdout.choices())))
+                    Err(JobError::Usage(format!("{} is {kind}: name the target with --output ({})", Quoted(s), Writes::FileOrStdout.choices())))
                 } else {
                     name(s).and_then(|t| refuse_target_beside_a_system_file(s, t, Writes::FileOrStdout))
                 }
@@ -227,7 +228,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
             };
             if std::fs::metadata(named).is_ok_and(|m| !m.is_dir()) {
                 let why = if sources.len() == 1 { "a name ending in / is a directory" } else { "several sources need --output DIR" };
-                return Err(JobError::Usage(format!("{} is not a directory: {why}", named.display())));
+                return Err(JobError::Usage(format!("{} is not a directory: {why}", Quoted(named))));
             }
             output_dir = OutputDir::make(o).map_err(|e| JobError::TargetIo { path: o.to_path_buf(), source: e })?;
             sources
@@ -268,9 +269,9 @@ pub fn refuse_target_beside_a_system_file(source: &Path, target: PathBuf, writes
     if let Some(resolved) = system_dir(&target) {
         return Err(JobError::Usage(format!(
             "{}: its target beside it would be {}, in {}: name the target with --output ({})",
-            source.display(),
-            target.display(),
-            resolved.display(),
+            Quoted(source),
+            Quoted(&target),
+            Quoted(&resolved),
             writes.choices()
         )));
     }
@@ -331,7 +332,9 @@ pub(crate) fn open_target(final_path: &Path, common: &CommonOptions, source: &Op
 /// new names are taken back and the rest removed: a failed job keeps none.
 /// So does a signal before the last is in place (those under new names are
 /// on the signal list until then): a job of many outputs killed while it
-/// puts them in place left those before the signal. Once the last is in
+/// puts them in place left those before the signal. An existing target
+/// replaced (`--force`) cannot be given back: it keeps its new output, and
+/// the process dying of a signal names it ([`left_at_signal`]). Once the last is in
 /// place they are committed ([`peerpath_io::committed`]): a signal from then
 /// on leaves them all, and the process says so as it dies of it.
 pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Result<()> {
@@ -339,11 +342,19 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Res
     let mut placed: Vec<PathBuf> = Vec::new();
     let mut rest = writers.into_iter();
     while let Some(w) = rest.next() {
-        let name = w.final_path.clone();
+        let (name, sequential) = (w.final_path.clone(), w.is_sequential());
+        // Under the lock a signal takes first ([`left_at_signal`]): a target replaced is named.
+        let mut replaced = replaced_list();
         match w.put_in_place() {
             Ok(true) => placed.push(name),
-            Ok(false) => {}
+            Ok(false) if sequential => {}
+            Ok(false) => {
+                if let Some(r) = replaced.as_mut() {
+                    r.push(name);
+                }
+            }
             Err(e) => {
+                drop(replaced);
                 rest.for_each(TargetWriter::abandon);
                 peerpath_io::take_back(&placed);
                 return Err(e);
@@ -355,6 +366,36 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Res
         crate::writer::sync_directories(names.iter().map(PathBuf::as_path));
     }
     Ok(())
+}
+
+/// The existing targets this process's jobs replaced (`--force`), in order, where it names them
+/// ([`name_replaced_targets`]): what a signal that ends the process says ([`left_at_signal`]).
+static REPLACED: std::sync::Mutex<Option<Vec<PathBuf>>> = std::sync::Mutex::new(None);
+
+fn replaced_list() -> std::sync::MutexGuard<'static, Option<Vec<PathBuf>>> {
+    REPLACED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Has this process keep the names of the existing targets its jobs replace (`--force`) for
+/// [`left_at_signal`]; not a job server, whose jobs' outputs are its clients' to speak of (and
+/// which would keep a name for each of them as long as it runs).
+pub fn name_replaced_targets() {
+    replaced_list().get_or_insert_with(Vec::new);
+}
+
+/// For a process about to die of a signal: removes the named temporaries
+/// ([`peerpath_io::remove_named_temporaries_before_exit`]) and returns the outputs its jobs
+/// committed, with the existing targets they replaced (`--force`; where
+/// [`name_replaced_targets`]). Those stay replaced also where the signal came before their
+/// job's last output was in place (the outputs under new names are removed then, but an
+/// overwritten file cannot be given back). No target is replaced from then on.
+pub fn left_at_signal() -> (peerpath_io::Committed, Vec<PathBuf>) {
+    let replaced = replaced_list();
+    let kept = peerpath_io::remove_named_temporaries_before_exit();
+    let names = replaced.clone().unwrap_or_default();
+    // Locked to the end, as the temporaries' registry is: a target being put in place waits.
+    std::mem::forget(replaced);
+    (kept, names)
 }
 
 /// Has the engine run the copies of `source` and `writer`'s target on the

@@ -32,7 +32,7 @@
 use crate::buf::JobBuf;
 use crate::devices::JobDevice;
 use crate::error::{JobError, Result};
-use crate::report::{DeviceReport, Fallback};
+use crate::report::{DeviceReport, Fallback, Quoted};
 use crate::token::Token;
 use crate::writer::{TargetWriter, STAGING_BYTES};
 use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, StorageIo, Submit, Watcher};
@@ -409,7 +409,7 @@ impl DeviceSide {
                     };
                     match registered {
                         Ok(file) => (o.src_file, o.source_location) = (Some(file), Some(if in_memory { file_pages() } else { Location::storage(s.name()) })),
-                        Err(why) => refused.push(format!("{}: {why}", s.name())),
+                        Err(why) => refused.push(format!("{}: {why}", Quoted(&s.source().path))),
                     }
                 }
                 if let Some(how) = dev.storage_io.as_ref().filter(|h| h.writes) {
@@ -421,7 +421,7 @@ impl DeviceSide {
                     };
                     match registered {
                         Ok(file) => (o.dst_file, o.target_location) = (Some(file), Some(if in_memory { file_pages() } else { w.target_location().clone() })),
-                        Err(why) => refused_writes.push(format!("{}: {why}", w.final_path.display())),
+                        Err(why) => refused_writes.push(format!("{}: {why}", Quoted(&w.final_path))),
                     }
                 }
                 os[i] = Some(o);
@@ -671,7 +671,7 @@ impl DeviceSide {
                 let device = &mut self.devices[o.dev].device;
                 if !device.settle(SETTLE_TIMEOUT) {
                     return Err(JobError::Device {
-                        detail: format!("device {} failed with {} of its own writes to {} in flight and did not stop within {} s: nothing was kept", device.name(), o.stores.len(), streams[i].target().final_path.display(), SETTLE_TIMEOUT.as_secs()),
+                        detail: format!("device {} failed with {} of its own writes to {} in flight and did not stop within {} s: nothing was kept", device.name(), o.stores.len(), Quoted(&streams[i].target().final_path), SETTLE_TIMEOUT.as_secs()),
                     });
                 }
                 o.written = o.written.min(first);

@@ -6,6 +6,7 @@
 //! refuse (EREMOTEIO) is known before any transfer: that stream runs on the
 //! host CPU, and the report says why.
 
+use crate::report::Quoted;
 use peerpath_topo::plan::Leg;
 use peerpath_topo::{DeviceSelection, PlanRequest, Topology};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -27,18 +28,18 @@ pub(crate) enum Route {
 /// partition gives its disk): the device itself for a block device, the
 /// device of its file system for a file.
 fn block_device_of(path: &Path, sysfs: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", Quoted(path)))?;
     let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
     // glibc's gnu_dev_major/minor, written out (dev_t is 64 bits on Linux).
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
     let link = sysfs.join(format!("dev/block/{major}:{minor}"));
     let real = std::fs::canonicalize(&link)
-        .map_err(|e| format!("{} is on device {major}:{minor}, which {} does not list ({e})", path.display(), link.display()))?;
+        .map_err(|e| format!("{} is on device {major}:{minor}, which {} does not list ({e})", Quoted(path), Quoted(&link)))?;
     let disk = if real.join("partition").exists() { real.parent().map(Path::to_path_buf).unwrap_or(real) } else { real };
     disk.file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{}: no device name", disk.display()))
+        .ok_or_else(|| format!("{}: no device name", Quoted(&disk)))
 }
 
 fn leg_words(what: &str, dev: &str, leg: &Leg) -> String {
@@ -96,7 +97,7 @@ pub(crate) fn routes(sysfs: &Path, provider: &str, pairs: &[(PathBuf, PathBuf)])
             }
             Err(e) => {
                 for (i, ..) in &names {
-                    out[*i] = Some(Route::Unchecked { why: format!("topology of {}: {e}", sysfs.display()) });
+                    out[*i] = Some(Route::Unchecked { why: format!("topology of {}: {e}", Quoted(sysfs)) });
                 }
             }
         }

@@ -489,7 +489,7 @@ impl TargetWriter {
             Some(p) => peerpath_io::discard(&p.temporary),
             // A write that failed said it already (and a reader gone, EPIPE, is not to be talked about).
             None if self.bytes_written > 0 && !self.stream_failure_said.load(Ordering::Relaxed) => {
-                let to = if crate::job::is_std_stream(&self.final_path) { "standard output".to_string() } else { self.final_path.display().to_string() };
+                let to = if crate::job::is_std_stream(&self.final_path) { "standard output".to_string() } else { crate::report::Quoted(&self.final_path).to_string() };
                 // Not eprintln!: it panics where standard error is closed.
                 let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: {} bytes had reached {to} before the job failed: they stay there (a stream cannot be taken back)\n", self.bytes_written));
             }
