@@ -23,6 +23,7 @@
 use clap::Args;
 use peerpath_io::{IoEngine, IoOp, SyncEngine, UringEngine, Waker};
 use peerpath_mem::{MappedRegion, RegionAllocator, RegionBuf, RegionError};
+use peerpath_runtime::report::{quoted_name, Quoted};
 use peerpath_topo::{Bdf, PciDevice, TopoError, Topology};
 use serde_json::{json, Value};
 use std::fs::OpenOptions;
@@ -43,7 +44,8 @@ const PROBE_BYTES: usize = 4096;
 #[derive(Args)]
 pub struct ProbeArgs {
     /// Probe only this provider: a PCI address (0000:03:00.0), an NVMe controller (nvme0,
-    /// /dev/nvme0) or a block device on one (nvme0n1, /dev/nvme0n1).
+    /// /dev/nvme0) or a block device on one (nvme0n1, /dev/nvme0n1), or a symbolic link to
+    /// one (/dev/disk/by-id/nvme-...), followed.
     #[arg(long, value_name = "DEVICE", conflicts_with = "all")]
     device: Option<String>,
     /// Probe every provider (the default when --device is not given).
@@ -120,18 +122,20 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
             return Err((2, format!("target {} is neither a regular file nor a block device: give one to read into P2P memory", t.display())));
         }
     }
+    let device = a.device.as_deref().map(DeviceArg::new).transpose()?;
     let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, e.to_string()))?;
     let providers: Vec<&PciDevice> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).collect();
 
-    let chosen: Vec<&PciDevice> = match &a.device {
-        Some(name) => {
-            let dev = match named_function(&topo, &a.sysfs, name)? {
+    let chosen: Vec<&PciDevice> = match &device {
+        Some(arg) => {
+            let dev = match named_function(&topo, &a.sysfs, arg)? {
                 Ok(dev) => dev,
                 Err(no_pci) => return finish(a, &topo, &[], Some(no_pci)),
             };
             if dev.p2pmem.is_none() {
                 let msg = format!(
-                    "{} is not a P2P memory provider: {} has no p2pmem/ directory (no driver registered P2P memory for it; nvme does so only for a CMB, on a kernel with CONFIG_PCI_P2PDMA). Providers here: {}",
+                    "{}{} is not a P2P memory provider: {} has no p2pmem/ directory (no driver registered P2P memory for it; nvme does so only for a CMB, on a kernel with CONFIG_PCI_P2PDMA). Providers here: {}",
+                    arg.resolved.as_ref().map(|_| format!("--device {}: ", arg.shown())).unwrap_or_default(),
                     dev.display_name(),
                     device_dir(&a.sysfs, dev.bdf).display(),
                     if providers.is_empty() { "none".to_string() } else { providers.iter().map(|p| p.bdf.to_string()).collect::<Vec<_>>().join(", ") }
@@ -145,8 +149,48 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
     if chosen.is_empty() {
         return finish(a, &topo, &[], Some(no_provider_message(&a.sysfs, &topo)));
     }
-    let probes: Vec<ProviderProbe> = chosen.iter().map(|d| probe_provider(a, &topo, d)).collect();
+    let mut probes: Vec<ProviderProbe> = chosen.iter().map(|d| probe_provider(a, &topo, d)).collect();
+    if let (Some(arg @ DeviceArg { resolved: Some(r), .. }), [probe]) = (&device, probes.as_mut_slice()) {
+        probe.notes.insert(0, format!("--device {} is {r}, a symbolic link followed", quoted_name(&arg.given)));
+    }
     finish(a, &topo, &probes, None)
+}
+
+/// `--device` as given, and where it is a symbolic link (udev's `/dev/disk/by-id/nvme-...`,
+/// `/dev/disk/by-path/pci-...-nvme-1`) the path it resolves to (`/dev/nvme0n1`), which is
+/// the name looked up.
+struct DeviceArg {
+    given: String,
+    resolved: Option<String>,
+}
+
+impl DeviceArg {
+    /// Follows `given` where it is a symbolic link; one that leads nowhere is the user's to fix
+    /// (exit 3, as a missing source), named with what it points to.
+    fn new(given: &str) -> Result<DeviceArg, (u8, String)> {
+        let path = Path::new(given);
+        if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Ok(DeviceArg { given: given.to_string(), resolved: None });
+        }
+        let target = std::fs::canonicalize(path).map_err(|e| {
+            let to = std::fs::read_link(path).map(|t| Quoted(&t).to_string()).unwrap_or_else(|_| "?".to_string());
+            (3, format!("--device {}: a symbolic link to {to}, which cannot be followed: {e}", Quoted(path)))
+        })?;
+        Ok(DeviceArg { given: given.to_string(), resolved: Some(target.to_string_lossy().into_owned()) })
+    }
+
+    /// The name looked up.
+    fn name(&self) -> &str {
+        self.resolved.as_deref().unwrap_or(&self.given)
+    }
+
+    /// The name as messages say it: a link with the device it resolved to.
+    fn shown(&self) -> String {
+        match &self.resolved {
+            Some(r) => format!("{} ({r})", quoted_name(&self.given)),
+            None => self.given.clone(),
+        }
+    }
 }
 
 /// The PCI function `--device` names: a PCI address, or a drive as a user names it, an NVMe
@@ -154,10 +198,11 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
 /// partition), found through the sysfs tree read (`class/nvme/<name>/device`, `class/block/
 /// <name>`), or a firmware label. `Ok(Err(why))`: the name is there but on no PCI function
 /// (a fabrics controller), so it has no P2P memory to probe.
-fn named_function<'t>(topo: &'t Topology, sysfs: &Path, name: &str) -> Result<Result<&'t PciDevice, String>, (u8, String)> {
+fn named_function<'t>(topo: &'t Topology, sysfs: &Path, arg: &DeviceArg) -> Result<Result<&'t PciDevice, String>, (u8, String)> {
+    let (name, shown) = (arg.name(), arg.shown());
     // Only an address has a colon: a malformed one is the user's to fix.
     if name.contains(':') {
-        let bdf: Bdf = name.parse().map_err(|e| (2, format!("--device {name}: {e}")))?;
+        let bdf: Bdf = name.parse().map_err(|e| (2, format!("--device {shown}: {e}")))?;
         return topo.device(bdf).map(Ok).ok_or_else(|| (EXIT_TOPOLOGY, format!("--device {bdf}: no such PCI function under {}", sysfs.display())));
     }
     if name.trim().is_empty() {
@@ -167,22 +212,22 @@ fn named_function<'t>(topo: &'t Topology, sysfs: &Path, name: &str) -> Result<Re
         TopoError::UnknownDevice { .. } => (
             EXIT_TOPOLOGY,
             format!(
-                "--device {name}: no NVMe controller ({}), block device ({}) or PCI function labelled {:?} there; give a PCI address (0000:03:00.0), an NVMe controller (nvme0) or a block device (nvme0n1)",
+                "--device {shown}: no NVMe controller ({}), block device ({}) or PCI function labelled {:?} there; give a PCI address (0000:03:00.0), an NVMe controller (nvme0) or a block device (nvme0n1)",
                 sysfs.join("class/nvme").display(),
                 sysfs.join("class/block").display(),
                 name.strip_prefix("/dev/").unwrap_or(name)
             ),
         ),
-        e => (EXIT_TOPOLOGY, format!("--device {name}: {e}")),
+        e => (EXIT_TOPOLOGY, format!("--device {shown}: {e}")),
     })?;
     let functions: Vec<&PciDevice> = endpoint.pci.iter().filter_map(|b| topo.device(*b)).collect();
     match functions.as_slice() {
         [one] => Ok(Ok(one)),
-        [] => Ok(Err(format!("--device {name} is on no PCI function (not a PCIe drive), so there is no P2P memory of its to probe"))),
+        [] => Ok(Err(format!("--device {shown} is on no PCI function (not a PCIe drive), so there is no P2P memory of its to probe"))),
         many => Err((
             2,
             format!(
-                "--device {name} is on {} PCI functions ({}): name the one to probe",
+                "--device {shown} is on {} PCI functions ({}): name the one to probe",
                 many.len(),
                 many.iter().map(|d| d.bdf.to_string()).collect::<Vec<_>>().join(", ")
             ),

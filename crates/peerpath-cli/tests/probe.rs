@@ -184,3 +184,70 @@ fn device_may_be_a_controller_or_block_device_found_through_sysfs() {
         assert!(out.stderr.contains(&format!("--device {name} is on 2 PCI functions")), "{}", out.stderr);
     }
 }
+
+/// `--device` may be a symbolic link to the drive, as udev names drives (`/dev/disk/by-id/
+/// nvme-...`, `/dev/disk/by-path/pci-0000:03:00.0-nvme-1`): it is followed, and what it led to
+/// is said. The link's own path was looked up ("no NVMe controller ... labelled" it, exit 13; a
+/// by-path name with colons "is not a PCI address", exit 2). A link that leads nowhere is
+/// named with where it points (exit 3, as a missing source).
+#[test]
+fn device_given_as_a_symbolic_link_is_followed_and_said() {
+    let dir = scratch();
+    let sys = dir.path().join("sys");
+    peerpath_topo::fixture::intel_switch_acs().write(&sys).unwrap();
+    // A by-path name, to a node every machine has and no fixture names.
+    let link = dir.path().join("pci-0000:03:00.0-nvme-1");
+    std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", &link]));
+    assert_eq!(out.code(), Some(13), "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("--device {} (/dev/null): no NVMe controller", link.display())), "{}", out.stderr);
+    assert!(out.stderr.contains("labelled \"null\""), "{}", out.stderr);
+
+    let gone = dir.path().join("nvme-gone");
+    std::os::unix::fs::symlink(dir.path().join("nvme9n1"), &gone).unwrap();
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", &gone]));
+    assert_eq!(out.code(), Some(3), "{}", out.stderr);
+    let said = format!("--device {}: a symbolic link to {}, which cannot be followed", gone.display(), dir.path().join("nvme9n1").display());
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}
+
+/// A link to a block device of this machine found in a real capture of sysfs
+/// (fixtures/h100-gpu-host: vda, vdb on virtio PCI functions) reaches that device's PCI
+/// function, here made a provider, and the report says what the link led to. Skipped where no
+/// block device of the capture is a block device in this machine's /dev.
+#[test]
+fn device_link_to_a_block_device_reaches_its_pci_function() {
+    let dir = scratch();
+    let tgz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/h100-gpu-host/sysfs.tgz");
+    let ok = std::process::Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(dir.path()).status().unwrap().success();
+    assert!(ok, "tar xzf {}", tgz.display());
+    let sys = dir.path().join("sys");
+    // A drive of the capture on a PCI function, present here: (its name, its function).
+    let drive = names_in(&sys.join("class/block")).into_iter().find_map(|name| {
+        use std::os::unix::fs::FileTypeExt;
+        let node = std::fs::metadata(Path::new("/dev").join(&name)).ok()?;
+        let real = std::fs::canonicalize(sys.join("class/block").join(&name)).ok()?;
+        let bdf = real.iter().filter_map(|c| c.to_str()?.parse::<peerpath_topo::Bdf>().ok()).next_back()?;
+        node.file_type().is_block_device().then_some((name, bdf))
+    });
+    let Some((name, bdf)) = drive else {
+        eprintln!("skipped: no block device of the h100 capture is in this machine's /dev");
+        return;
+    };
+    let p2pmem = sys.join("bus/pci/devices").join(bdf.to_string()).join("p2pmem");
+    std::fs::create_dir(&p2pmem).unwrap();
+    for (file, text) in [("size", "4194304\n"), ("available", "4194304\n"), ("published", "1\n"), ("allocate", "")] {
+        std::fs::write(p2pmem.join(file), text).unwrap();
+    }
+    let link = dir.path().join("virtio-drive");
+    std::os::unix::fs::symlink(Path::new("/dev").join(&name), &link).unwrap();
+    let note = format!("--device {} is /dev/{name}, a symbolic link followed", link.display());
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", &link, "--json"]));
+    assert_eq!(out.code(), Some(14), "a fixture never passes: {}\n{}", out.stdout_str(), out.stderr);
+    let v = out.json();
+    assert_eq!(v["providers"][0]["device"], bdf.to_string(), "{v}");
+    assert_eq!(v["providers"][0]["notes"][0], note.as_str(), "{v}");
+    let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", &link]));
+    assert!(out.stdout_str().contains(&format!("note    {note}")), "{}", out.stdout_str());
+}

@@ -55,6 +55,9 @@ pub struct FakeFunction {
     pub link: Option<(String, String, u8, u8)>,
     pub p2pmem: Option<P2pProvider>,
     pub bars: Vec<Bar>,
+    /// An SR-IOV virtual function of this physical function: `physfn` here, `virtfn<N>` and
+    /// `sriov_numvfs` there (N counts the PF's VFs in address order).
+    pub physfn: Option<Bdf>,
 }
 
 impl FakeFunction {
@@ -75,6 +78,7 @@ impl FakeFunction {
             link: None,
             p2pmem: None,
             bars: Vec::new(),
+            physfn: None,
         }
     }
 
@@ -116,6 +120,11 @@ impl FakeFunction {
     }
     pub fn bar(mut self, index: u8, start: u64, size: u64) -> Self {
         self.bars.push(Bar { index, start, size });
+        self
+    }
+    /// A virtual function of the physical function `pf`.
+    pub fn vf_of(mut self, pf: &str) -> Self {
+        self.physfn = Some(pf.parse().unwrap_or_else(|e| panic!("fixture address: {e}")));
         self
     }
 }
@@ -302,6 +311,7 @@ impl FakeSysfs {
             }
             symlink(&root.join("bus/pci/devices").join(f.bdf.to_string()), dir)?;
         }
+        self.write_sriov(&paths)?;
         self.write_nvme(&root, &paths)?;
         for s in &self.stacks {
             let dir = root.join("devices/virtual/block").join(&s.name);
@@ -342,6 +352,28 @@ impl FakeSysfs {
             if let Some(t) = &self.iommu_domain {
                 write(&root.join("kernel/iommu_groups/0/type"), format!("{t}\n"))?;
             }
+        }
+        Ok(())
+    }
+
+    /// SR-IOV: `physfn` in each virtual function, `virtfn<N>`, `sriov_numvfs` and
+    /// `sriov_totalvfs` in its physical function, as the kernel's `pci_iov_sysfs_link()` makes them.
+    fn write_sriov(&self, paths: &BTreeMap<Bdf, PathBuf>) -> Result<()> {
+        let mut vfs: BTreeMap<Bdf, Vec<Bdf>> = BTreeMap::new();
+        for f in &self.functions {
+            if let Some(pf) = f.physfn {
+                vfs.entry(pf).or_default().push(f.bdf);
+            }
+        }
+        for (pf, list) in &mut vfs {
+            let pf_dir = paths.get(pf).ok_or_else(|| TopoError::Invalid(format!("fixture: physical function {pf} missing")))?;
+            list.sort();
+            for (n, vf) in list.iter().enumerate() {
+                symlink(&pf_dir.join(format!("virtfn{n}")), &paths[vf])?;
+                symlink(&paths[vf].join("physfn"), pf_dir)?;
+            }
+            write(&pf_dir.join("sriov_numvfs"), format!("{}\n", list.len()))?;
+            write(&pf_dir.join("sriov_totalvfs"), format!("{}\n", list.len()))?;
         }
         Ok(())
     }
@@ -775,9 +807,77 @@ pub fn iommu_multipath() -> FakeSysfs {
     f
 }
 
+/// An AMD EPYC 7003 (Milan, family 0x19) server with SR-IOV enabled and the IOMMU on (so the
+/// kernel set ACS redirect on the root ports): a dual-port Mellanox ConnectX-6 Dx (`nic0`, `nic1`:
+/// two physical functions, 48 virtual functions each) on root port 00:01.1, and a Samsung PM1735
+/// NVMe SSD (`ssd0`) with 32 virtual functions on root port 00:03.1. No P2P memory.
+pub fn sriov_host() -> FakeSysfs {
+    let mut f = FakeSysfs {
+        name: "sriov-host".into(),
+        description: "AMD EPYC 7003 server, IOMMU on, SR-IOV: a dual-port NIC with 2 x 48 VFs and an NVMe SSD with 32 VFs".into(),
+        cpu_modalias: Some("cpu:type:x86,ven0002fam0019mod0001:feature:,0000,0001,0002,0003".into()),
+        cpus: (0..64).map(|c| (c, 0)).collect(),
+        numa: vec![(0, "0-63".into())],
+        iommu_units: Some(vec!["ivhd0".into()]),
+        iommu_domain: Some("DMA-FQ".into()),
+        ..Default::default()
+    };
+    let c = "0-63";
+    f.functions.push(FakeFunction::new("0000:00:00.0", None, 0x1022, 0x1480, 0x060000).node(0, c));
+    for (rp, width) in [("0000:00:01.1", 16), ("0000:00:03.1", 4)] {
+        f.functions.push(
+            FakeFunction::new(rp, None, 0x1022, 0x1483, 0x060400)
+                .pcie(PCIE_ROOT_PORT)
+                .acs(ACS_CTRL_IOMMU)
+                .driver("pcieport")
+                .node(0, c)
+                .link("16.0", width),
+        );
+    }
+    // A virtual function at `devfn` on `bus` (ARI: the device and function numbers are one
+    // 8-bit number), below the physical function's bridge.
+    let vf = |bus: u8, devfn: u32, parent: &str, pf: &str, vendor: u16, device: u16, class: u32| {
+        FakeFunction::new(&format!("0000:{bus:02x}:{:02x}.{}", devfn >> 3, devfn & 7), Some(parent), vendor, device, class)
+            .vf_of(pf)
+            .pcie(PCIE_ENDPOINT)
+            .node(0, c)
+    };
+    // ConnectX-6 Dx: first VF offset 2, stride 1: PF0's VFs at devfn 2..=49, PF1's at 50..=97.
+    for (port, pf) in ["0000:01:00.0", "0000:01:00.1"].into_iter().enumerate() {
+        f.functions.push(
+            FakeFunction::new(pf, Some("0000:00:01.1"), 0x15b3, 0x101d, 0x020000)
+                .label(&format!("nic{port}"))
+                .pcie(PCIE_ENDPOINT)
+                .driver("mlx5_core")
+                .node(0, c)
+                .link("16.0", 16)
+                .bar(0, 0x3800_0000_0000 + port as u64 * 0x200_0000, 32 * MIB),
+        );
+        for i in 0..48 {
+            f.functions.push(vf(1, 2 + port as u32 * 48 + i, "0000:00:01.1", pf, 0x15b3, 0x101e, 0x020000).driver("mlx5_core"));
+        }
+    }
+    // PM1735: VFs at devfn 1..=32, bound to no driver in the host (they are for guests).
+    let ssd = "0000:02:00.0";
+    f.functions.push(
+        FakeFunction::new(ssd, Some("0000:00:03.1"), 0x144d, 0xa824, 0x010802)
+            .label("ssd0")
+            .pcie(PCIE_ENDPOINT)
+            .driver("nvme")
+            .node(0, c)
+            .link("16.0", 4)
+            .bar(0, 0x3900_0000_0000, 32 * 1024),
+    );
+    f.nvme.push(nvme(0, ssd.parse().expect("fixture address"), "SAMSUNG MZWLJ3T8HBLS-00007", None));
+    for devfn in 1..=32 {
+        f.functions.push(vf(2, devfn, "0000:00:03.1", ssd, 0x144d, 0xa824, 0x010802));
+    }
+    f
+}
+
 /// All canned machines, in a fixed order.
 pub fn all() -> Vec<FakeSysfs> {
-    vec![epyc_case_study(), intel_switch_acs(), fpga_cascade(), iommu_multipath()]
+    vec![epyc_case_study(), intel_switch_acs(), fpga_cascade(), iommu_multipath(), sriov_host()]
 }
 
 /// The directory holding the committed fixture trees of this crate.

@@ -69,7 +69,7 @@ pub use model::{
 };
 pub use pcicfg::AcsState;
 pub use plan::{plan, DeviceSelection, Plan, PlanRequest};
-pub use verdict::{KernelMap, ManyVerdict, Matrix, P2pPath, Reason, Severity, Verdict};
+pub use verdict::{FoldedVfs, KernelMap, ManyVerdict, Matrix, P2pPath, Reason, Severity, Verdict, Vfs};
 
 /// The default sysfs root.
 pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
@@ -145,9 +145,15 @@ impl Topology {
         verdict::find_providers(self, clients)
     }
 
-    /// The P2P matrix of the devices that matter.
+    /// The P2P matrix of the devices that matter, SR-IOV virtual functions in their physical
+    /// function's row and column ([`Vfs::Folded`]).
     pub fn matrix(&self) -> Result<Matrix> {
-        verdict::matrix(self)
+        verdict::matrix(self, Vfs::Folded)
+    }
+
+    /// The P2P matrix of the devices that matter, SR-IOV virtual functions as `vfs` says.
+    pub fn matrix_of(&self, vfs: Vfs) -> Result<Matrix> {
+        verdict::matrix(self, vfs)
     }
 
     /// The annotated tree.
@@ -160,9 +166,15 @@ impl Topology {
         render::render_tree(self)
     }
 
-    /// The P2P matrix as a table.
+    /// The P2P matrix as a table, SR-IOV virtual functions in their physical function's row
+    /// and column ([`Vfs::Folded`]).
     pub fn render_matrix(&self) -> Result<String> {
-        render::render_matrix(self)
+        render::render_matrix(self, Vfs::Folded)
+    }
+
+    /// The P2P matrix as a table, SR-IOV virtual functions as `vfs` says.
+    pub fn render_matrix_of(&self, vfs: Vfs) -> Result<String> {
+        render::render_matrix(self, vfs)
     }
 
     /// The explanation for one pair.

@@ -9,7 +9,7 @@ use crate::bdf::Bdf;
 use crate::error::Result;
 use crate::model::*;
 use crate::pcicfg::AcsState;
-use crate::verdict::{self, P2pPath, Reason, Severity};
+use crate::verdict::{self, P2pPath, Reason, Severity, Vfs};
 
 use peerpath_metrics::human_bytes;
 
@@ -269,9 +269,10 @@ pub fn render_tree(topo: &Topology) -> String {
 }
 
 /// The P2P matrix as a table: rows are providers (or every device that matters when there is
-/// no provider, then showing the kernel's topology answer only), columns the devices that matter.
-pub fn render_matrix(topo: &Topology) -> Result<String> {
-    let m = verdict::matrix(topo)?;
+/// no provider, then showing the kernel's topology answer only), columns the devices that matter;
+/// SR-IOV virtual functions as `vfs` says.
+pub fn render_matrix(topo: &Topology, vfs: Vfs) -> Result<String> {
+    let m = verdict::matrix(topo, vfs)?;
     let mut out = String::new();
     if m.columns.is_empty() {
         out.push_str("No devices that matter (NVMe SSD, CSP, GPU, NIC or P2P provider) in this topology.\n");
@@ -296,11 +297,12 @@ pub fn render_matrix(topo: &Topology) -> Result<String> {
         let d = topo.device(*b);
         let _ = writeln!(
             out,
-            "  [{:>2}] {}  {}{}",
+            "  [{:>2}] {}  {}{}{}",
             i + 1,
             name_of(topo, *b),
             d.map(|d| d.kind.short()).unwrap_or("?"),
-            d.and_then(|d| d.numa_node).map(|n| format!("  node {n}")).unwrap_or_default()
+            d.and_then(|d| d.numa_node).map(|n| format!("  node {n}")).unwrap_or_default(),
+            m.folded.get(b).map(|g| format!("  + {}", vf_count(g))).unwrap_or_default()
         );
     }
     let width = m
@@ -323,12 +325,48 @@ pub fn render_matrix(topo: &Topology) -> Result<String> {
         }
         out.push('\n');
     }
+    if !m.folded.is_empty() {
+        out.push_str("\nSR-IOV: a virtual function's path is its physical function's, so it is shown in its PF's row and column.\n");
+        for (pf, g) in &m.folded {
+            let within: Vec<String> = [("a VF and its PF", &g.vf_and_pf), ("two of its VFs", &g.vf_and_vf)]
+                .into_iter()
+                .filter_map(|(what, cell)| cell.as_ref().map(|c| format!("{what} {}", c.short())))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  [{:>2}] {} {}{}",
+                index[pf],
+                vf_count(g),
+                join_bdfs_ranges(&g.vfs),
+                if within.is_empty() { String::new() } else { format!(": {}", within.join(", ")) }
+            );
+        }
+    }
     out.push_str(
         "\nB<n>: bus address below a common switch, distance n.  H<n>: through the host bridge, distance n.\n\
          x<why>: not supported: acs = ACS redirect and root complex refuses, hb = host bridge not allow-listed and CPU not AMD Zen,\n\
          numa = different sockets, mem = no P2P memory, cmb = CMB not registered, pub = not published, blk = md/dm/multipath, pci = not PCI.\n",
     );
     Ok(out)
+}
+
+/// `48 VFs`.
+fn vf_count(g: &verdict::FoldedVfs) -> String {
+    format!("{} VF{}", g.vfs.len(), if g.vfs.len() == 1 { "" } else { "s" })
+}
+
+/// Sorted addresses as runs of consecutive functions (`0000:01:00.2-0000:01:06.1`): a
+/// physical function's virtual functions are usually one run.
+fn join_bdfs_ranges(bdfs: &[Bdf]) -> String {
+    let mut runs: Vec<(Bdf, Bdf)> = Vec::new();
+    for b in bdfs {
+        match runs.last_mut() {
+            Some((_, last)) if (last.domain, last.bus, last.devfn().checked_add(1)) == (b.domain, b.bus, Some(b.devfn())) => *last = *b,
+            _ => runs.push((*b, *b)),
+        }
+    }
+    let words: Vec<String> = runs.iter().map(|(a, z)| if a == z { a.to_string() } else { format!("{a}-{z}") }).collect();
+    words.join(" ")
 }
 
 /// A plain-words explanation of P2P between the memory of `provider` and the device `client`.

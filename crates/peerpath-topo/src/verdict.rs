@@ -21,7 +21,7 @@
 //! provider's published memory, CMB registration) and peerpath's placement rule (no P2P across
 //! sockets).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use serde::Serialize;
@@ -1022,32 +1022,93 @@ pub struct Matrix {
     pub cells: Vec<Vec<P2pPath>>,
     /// True when no device has P2P memory and cells show the kernel's topology answer only.
     pub topology_only: bool,
+    /// SR-IOV virtual functions shown in their physical function's row and column
+    /// ([`Vfs::Folded`]), by physical function. Empty with [`Vfs::Each`].
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub folded: BTreeMap<Bdf, FoldedVfs>,
 }
 
-/// Computes the matrix of the devices that matter.
-pub fn matrix(topo: &Topology) -> Result<Matrix> {
-    let columns: Vec<Bdf> = topo.devices_that_matter().iter().map(|d| d.bdf).collect();
+/// How a matrix shows SR-IOV virtual functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vfs {
+    /// In their physical function's row and column: a virtual function's path is its physical
+    /// function's (the kernel walks up from a VF's PF), so its cells are the PF's. A VF the
+    /// verdict could tell from its PF (P2P memory of its own, another ACS state, NUMA node or
+    /// emulation) keeps its own row and column.
+    Folded,
+    /// One row and column per function (hundreds on a host with SR-IOV enabled).
+    Each,
+}
+
+/// The virtual functions a physical function's row and column stand for, and what the matrix
+/// cannot show in a cell: the answers within the group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FoldedVfs {
+    /// In address order.
+    pub vfs: Vec<Bdf>,
+    /// A virtual function and its physical function (the PF's memory, or with no provider the
+    /// kernel's answer); `None` when the PF is no row (not a provider).
+    pub vf_and_pf: Option<P2pPath>,
+    /// Two of its virtual functions (the kernel's answer, with no provider); `None` otherwise
+    /// and with one VF.
+    pub vf_and_vf: Option<P2pPath>,
+}
+
+/// The physical function whose row and column stand for the virtual function `d` in a
+/// [`Vfs::Folded`] matrix, if it is among `shown` and the verdicts cannot tell `d` from it:
+/// its chain above itself is its PF's ([`Topology::upstream_chain`]), and of the function itself
+/// a verdict reads its P2P memory, ACS, NUMA node and emulation.
+fn folds_into(topo: &Topology, d: &PciDevice, shown: &HashSet<Bdf>) -> Option<Bdf> {
+    let pf = topo.device(d.physfn?).filter(|pf| shown.contains(&pf.bdf))?;
+    let alike = d.p2pmem.is_none()
+        && d.acs.redirects() == pf.acs.redirects()
+        && d.emulated == pf.emulated
+        && topo.numa_node_of(d.bdf) == topo.numa_node_of(pf.bdf);
+    alike.then_some(pf.bdf)
+}
+
+/// Computes the matrix of the devices that matter, virtual functions as `vfs` says.
+pub fn matrix(topo: &Topology, vfs: Vfs) -> Result<Matrix> {
+    let mut columns: Vec<Bdf> = topo.devices_that_matter().iter().map(|d| d.bdf).collect();
+    let mut folded: BTreeMap<Bdf, FoldedVfs> = BTreeMap::new();
+    if vfs == Vfs::Folded {
+        let shown: HashSet<Bdf> = columns.iter().copied().collect();
+        for d in topo.devices_that_matter() {
+            if let Some(pf) = folds_into(topo, d, &shown) {
+                folded.entry(pf).or_insert_with(|| FoldedVfs { vfs: Vec::new(), vf_and_pf: None, vf_and_vf: None }).vfs.push(d.bdf);
+            }
+        }
+        let hidden: HashSet<Bdf> = folded.values().flat_map(|g| g.vfs.iter().copied()).collect();
+        columns.retain(|b| !hidden.contains(b));
+    }
     let providers: Vec<Bdf> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).map(|d| d.bdf).collect();
     let topology_only = providers.is_empty();
     let rows = if topology_only { columns.clone() } else { providers };
     let mut maps = KernelMaps::new(topo);
+    let cell = |maps: &mut KernelMaps, r: Bdf, c: Bdf| -> Result<P2pPath> {
+        Ok(if topology_only { maps.map(r, c)?.path } else { verdict_with(maps, &r.to_string(), &c.to_string())?.path })
+    };
     let mut cells = Vec::new();
     for r in &rows {
         let mut row = Vec::new();
         for c in &columns {
-            let cell = if topology_only {
-                maps.map(*r, *c)?.path
-            } else {
-                verdict_with(&mut maps, &r.to_string(), &c.to_string())?.path
-            };
-            row.push(cell);
+            row.push(cell(&mut maps, *r, *c)?);
         }
         cells.push(row);
+    }
+    for (pf, g) in folded.iter_mut() {
+        if rows.contains(pf) {
+            g.vf_and_pf = Some(cell(&mut maps, *pf, g.vfs[0])?);
+        }
+        if let (true, [a, b, ..]) = (topology_only, g.vfs.as_slice()) {
+            g.vf_and_vf = Some(cell(&mut maps, *a, *b)?);
+        }
     }
     Ok(Matrix {
         rows,
         columns,
         cells,
         topology_only,
+        folded,
     })
 }

@@ -1,0 +1,57 @@
+//! `peerpath topo` on a host with SR-IOV enabled (fixtures/sriov-host: 3 physical functions,
+//! 128 virtual functions). The P2P matrix was one row and column per function, 131 x 131
+//! cells and 100 KB of text; each virtual function is now shown in its physical function's row
+//! and column (its path is its PF's), with the count and the answers within the group.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn sriov_host() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/sriov-host/sys")
+}
+
+#[test]
+fn topo_shows_virtual_functions_in_their_physical_functions_row_and_column() {
+    let out = run(&mut pp(args!["topo", "--sysfs", sriov_host()])).ok();
+    let text = out.stdout_str();
+    let matrix = &text[text.find("No P2P providers").expect("the matrix")..];
+    let header = matrix.lines().find(|l| l.trim_start().starts_with("[1]")).expect("the column header");
+    assert_eq!(header.split_whitespace().count(), 3, "{matrix}");
+    let rows: Vec<&str> = matrix.lines().filter(|l| l.starts_with("   [")).collect();
+    assert_eq!(rows, ["   [1]   B0   H2   H4", "   [2]   H2   B0   H4", "   [3]   H4   H4   B0"], "{matrix}");
+    for line in [
+        "[ 1] nic0 (0000:01:00.0)  NIC  node 0  + 48 VFs",
+        "[ 2] nic1 (0000:01:00.1)  NIC  node 0  + 48 VFs",
+        "[ 3] ssd0 (0000:02:00.0)  NVMe SSD  node 0  + 32 VFs",
+        "[ 2] 48 VFs 0000:01:06.2-0000:01:0c.1: a VF and its PF H2, two of its VFs H2",
+    ] {
+        assert!(matrix.contains(line), "{line}\n{matrix}");
+    }
+}
+
+/// Folding is the matrix's: a virtual function is still named on its own, and the model in JSON
+/// keeps every function with its physical function.
+#[test]
+fn topo_explains_a_virtual_function_and_keeps_every_function_in_json() {
+    let out = run(&mut pp(args!["topo", "--sysfs", sriov_host(), "--explain", "0000:01:00.2", "0000:02:04.0"])).ok();
+    let text = out.stdout_str();
+    assert!(text.contains("PCI_P2PDMA_MAP_THRU_HOST_BRIDGE, distance 4"), "{text}");
+    let out = run(&mut pp(args!["topo", "--sysfs", sriov_host(), "--json"])).ok();
+    let v = out.json();
+    let devices = v["device"].as_array().expect("devices");
+    assert_eq!(devices.len(), 134);
+    assert_eq!(devices.iter().filter(|d| d["physfn"] == "0000:02:00.0").count(), 32);
+}
+
+/// `--vfs`: every virtual function its own row and column again (3 PFs + 128 VFs).
+#[test]
+fn topo_vfs_gives_every_virtual_function_its_own_row_and_column() {
+    let out = run(&mut pp(args!["topo", "--sysfs", sriov_host(), "--vfs"])).ok();
+    let text = out.stdout_str();
+    let matrix = &text[text.find("No P2P providers").expect("the matrix")..];
+    let header = matrix.lines().find(|l| l.trim_start().starts_with("[1]")).expect("the column header");
+    assert_eq!(header.split_whitespace().count(), 131, "{header}");
+    assert!(!matrix.contains("+ 48 VFs"), "{matrix}");
+}
