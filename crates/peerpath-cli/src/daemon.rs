@@ -27,17 +27,18 @@
 //! error (exit 18).
 
 use crate::{Cli, Command};
+use peerpath_runtime::daemon_proto::{self as proto, ExeId, Reply, Request, GO};
+use peerpath_runtime::report::{quoted_bytes, Quoted};
 use clap::{Args, Parser};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,15 +51,15 @@ pub const ENV: &str = "PEERPATH_DAEMON";
 /// The client's exit code when the daemon was asked for and could not run
 /// the job (`--no-fallback`), or ended before the job did.
 pub const EXIT_DAEMON: u8 = 18;
-/// A request is a command line and a few names: anything bigger is not one.
-const MAX_REQUEST_BYTES: u32 = 1 << 20;
 /// Connections whose requests are read at once (a thread each, for at most
 /// [`REQUEST_TIME`]); more are refused at once (their clients run the job themselves).
 const MAX_READING: usize = 64;
+/// Jobs that wait their turn at once; more are refused at once (their clients run the job
+/// themselves). Each holds its request and four descriptors (the connection, the client's
+/// streams): with [`MAX_READING`], 512 at most, within the usual limit of 1024.
+const MAX_WAITING: usize = 64;
 /// The time a connection has to send its whole request (however it trickles it in).
 const REQUEST_TIME: Duration = Duration::from_secs(10);
-/// The byte a client sends when its job may start ([`Reply::Started`]).
-const GO: u8 = b'g';
 /// The time a client waits for the daemon's first answers (`Descriptors`, then `Queued`, or a
 /// refusal), which the daemon gives as soon as it has read the request: a daemon that says
 /// nothing for that long is stopped (SIGSTOP) or wedged, and the client runs the job itself
@@ -83,49 +84,6 @@ pub struct DaemonArgs {
     /// it itself, said (exit 18 with `--no-fallback`). 0: jobs wait as long as it takes.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     max_wait: u64,
-}
-
-/// What the client asks for.
-#[derive(Serialize, Deserialize)]
-struct Request {
-    /// Which peerpath binary the client is (the daemon runs only its own build's command lines).
-    exe: ExeId,
-    argv: Vec<Vec<u8>>,
-    cwd: Vec<u8>,
-    umask: u32,
-    /// The variables jobs read, as the client has them.
-    env: BTreeMap<String, Vec<u8>>,
-}
-
-/// A binary's identity: the file the process runs (a rebuilt binary is a new file).
-#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
-struct ExeId {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime_ns: i128,
-}
-
-impl ExeId {
-    fn of_this_process() -> std::io::Result<ExeId> {
-        let m = std::fs::metadata("/proc/self/exe")?;
-        Ok(ExeId { dev: m.dev(), ino: m.ino(), size: m.size(), mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128 })
-    }
-}
-
-/// The daemon's answers, a JSON line each.
-#[derive(Serialize, Deserialize, Debug)]
-enum Reply {
-    /// The request was read: the client sends its standard streams (the daemon's first answer).
-    Descriptors,
-    /// The request was read and the job is queued, behind `ahead` jobs (running or waiting).
-    Queued { ahead: usize },
-    /// The job starts once the client says go ([`GO`]; it may have waited for the jobs before it).
-    Started { job: u64 },
-    /// The daemon will not run it, and why: the client runs it itself, or fails with `--no-fallback`.
-    Refused { why: String },
-    /// The job ended with this exit code.
-    Exit { code: u8 },
 }
 
 /// The variables a job reads from its environment: the client's must be the daemon's.
@@ -215,11 +173,11 @@ pub fn runs_in_daemon(command: &Command) -> Option<Result<(), &'static str>> {
 /// caller runs it (`None`), or, with `no_fallback`, exits with this.
 pub fn not_here(socket: &Path, why: &str, no_fallback: bool) -> Option<ExitCode> {
     if no_fallback {
-        eprintln!("peerpath: error: {ENV}={}: {why} (--no-fallback)", socket.display());
+        eprintln!("peerpath: error: {ENV}={}: {why} (--no-fallback)", Quoted(socket));
         return Some(ExitCode::from(EXIT_DAEMON));
     }
-    eprintln!("peerpath: FALLBACK: {ENV}={}: {why}; the job runs in this process", socket.display());
-    *NOT_HERE.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{ENV}={}: {why}", socket.display()));
+    eprintln!("peerpath: FALLBACK: {ENV}={}: {why}; the job runs in this process", Quoted(socket));
+    *NOT_HERE.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{ENV}={}: {why}", Quoted(socket)));
     None
 }
 
@@ -239,6 +197,11 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         Ok(r) => r,
         Err(e) => return not_here(format!("cannot describe this process to the daemon: {e}")),
     };
+    // A request the daemon would not take is not sent (it would close the connection on it).
+    let message = match proto::encode_request(&request) {
+        Ok(m) => m,
+        Err(why) => return not_here(format!("the daemon does not take this job: {why}")),
+    };
     let conn = match UnixStream::connect(socket) {
         Ok(c) => c,
         Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
@@ -252,13 +215,13 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
     }
     // A stopped daemon whose socket buffer is full would hold the request's send for ever.
     let _ = conn.set_write_timeout(Some(FIRST_ANSWER_TIME));
-    if let Err(e) = send_request(&conn, &request) {
+    if let Err(e) = (&conn).write_all(&message) {
         // A daemon that refuses a connection at once (too many at a time) may close it
         // before the request is all sent: its reason is still there to read.
         let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
         let mut line = String::new();
         if BufReader::new(&conn).read_line(&mut line).is_ok() {
-            if let Ok(Reply::Refused { why }) = serde_json::from_str::<Reply>(&line) {
+            if let Ok(Reply::Refused { why }) = proto::decode_reply(line.trim_end_matches('\n')) {
                 return not_here(format!("the daemon refused the job: {why}"));
             }
         }
@@ -275,7 +238,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
     let mut ahead = 0;
     loop {
         let reply = match lines.next() {
-            Some(Ok(line)) => serde_json::from_str::<Reply>(&line).map_err(|e| format!("a reply that is not one ({e}): {line}")),
+            Some(Ok(line)) => proto::decode_reply(&line),
             Some(Err(e)) if !started && matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                 if !queued && sent.elapsed() >= FIRST_ANSWER_TIME {
                     drop(lines);
@@ -283,7 +246,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
                     return not_here(format!("the daemon took the connection but did not answer within {} s (stopped, or wedged)", FIRST_ANSWER_TIME.as_secs()));
                 }
                 if ahead > 0 && !said_waiting && std::io::stderr().is_terminal() {
-                    eprintln!("peerpath: waiting for the daemon at {}: it runs one job at a time", socket.display());
+                    eprintln!("peerpath: waiting for the daemon at {}: it runs one job at a time", Quoted(socket));
                     said_waiting = true;
                 }
                 continue;
@@ -339,14 +302,6 @@ fn client_request() -> std::io::Result<Request> {
         umask: current_umask(),
         env: client_environment(&std::env::args_os().collect::<Vec<_>>()),
     })
-}
-
-/// The request as one length-prefixed JSON message.
-fn send_request(conn: &UnixStream, request: &Request) -> std::io::Result<()> {
-    let body = serde_json::to_vec(request).map_err(std::io::Error::other)?;
-    let mut message = (body.len() as u32).to_le_bytes().to_vec();
-    message.extend_from_slice(&body);
-    (&*conn).write_all(&message)
 }
 
 /// This process's standard input, output and error, with one byte, once the daemon asks
@@ -409,7 +364,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
     let socket = match std::path::absolute(&named) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("peerpath: error: daemon: {}: {e}", named.display());
+            eprintln!("peerpath: error: daemon: {}: {e}", Quoted(&named));
             return ExitCode::from(2);
         }
     };
@@ -452,7 +407,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         }
     }
     let held = format!("{held}; devices kept open across jobs that ask for the same");
-    say(&log, format_args!("peerpath daemon (pid {}): listening on {} (clients: {ENV}={}); {held}", std::process::id(), socket.display(), socket.display()));
+    say(&log, format_args!("peerpath daemon (pid {}): listening on {} (clients: {ENV}={}); {held}", std::process::id(), Quoted(&socket), Quoted(&socket)));
     let queue = Arc::new(Queue::default());
     let accept_log = log.try_clone().ok();
     let reading = Arc::new(AtomicUsize::new(0));
@@ -493,9 +448,15 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                         Ok(incoming) => {
                             let mut q = admitted.lock();
                             let ahead = q.waiting.len() + usize::from(q.running.is_some());
-                            if ahead > 0 && piped(&incoming.stdio) {
-                                let why = "another job runs or waits here, and this job's standard input or output is a pipe, which may be that job's (a pipeline of the daemon's clients would wait on each other for ever)";
-                                let _ = reply(&incoming.conn, &Reply::Refused { why: why.into() });
+                            let why = if q.waiting.len() >= MAX_WAITING {
+                                Some(format!("{MAX_WAITING} jobs already wait here"))
+                            } else if ahead > 0 && piped(&incoming.stdio) {
+                                Some("another job runs or waits here, and this job's standard input or output is a pipe, which may be that job's (a pipeline of the daemon's clients would wait on each other for ever)".to_string())
+                            } else {
+                                None
+                            };
+                            if let Some(why) = why {
+                                let _ = reply(&incoming.conn, &Reply::Refused { why: why.clone() });
                                 if let Some(l) = log {
                                     say(l, format_args!("peerpath daemon: a job refused: {why}"));
                                 }
@@ -599,9 +560,11 @@ impl Queue {
     }
 }
 
-/// A job's command line as the log shows it (its arguments after `peerpath`).
+/// A job's command line as the log shows it (its arguments after `peerpath`), each quoted as
+/// names are ([`quoted_bytes`]): a newline in one stays on the log's line, and bytes that are
+/// not UTF-8 are kept.
 fn shown_argv(argv: &[Vec<u8>]) -> String {
-    argv.iter().skip(1).map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>().join(" ")
+    argv.iter().skip(1).map(|a| quoted_bytes(a)).collect::<Vec<_>>().join(" ")
 }
 
 /// Whether a client's standard input or output is a pipe or a socket: its job may read
@@ -622,7 +585,7 @@ fn default_socket() -> Result<PathBuf, String> {
         None => {
             let d = std::env::temp_dir().join(format!("peerpath-{}", rustix::process::geteuid().as_raw()));
             match std::fs::DirBuilder::new().mode(0o700).create(&d) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(format!("cannot make {}: {e}", d.display())),
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(format!("cannot make {}: {e}", Quoted(&d))),
                 _ => d,
             }
         }
@@ -638,17 +601,17 @@ fn private_directory(dir: &Path) -> Result<OwnedFd, String> {
     use rustix::fs::{Mode, OFlags};
     let fix = "give --socket in a directory of yours that no other user can reach (mode 0700)";
     let fd = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()).map_err(|e| match e {
-        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => format!("{} is not a directory (a symbolic link, or a file): {fix}", dir.display()),
-        e => format!("cannot open the socket's directory {}: {e}", dir.display()),
+        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => format!("{} is not a directory (a symbolic link, or a file): {fix}", Quoted(dir)),
+        e => format!("cannot open the socket's directory {}: {e}", Quoted(dir)),
     })?;
-    let st = rustix::fs::fstat(&fd).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("{}: {e}", Quoted(dir)))?;
     let me = rustix::process::geteuid();
     if st.st_uid != me.as_raw() {
-        return Err(format!("{} belongs to user {}, not to this user ({}): another user could put a socket of theirs there; {fix}", dir.display(), st.st_uid, me.as_raw()));
+        return Err(format!("{} belongs to user {}, not to this user ({}): another user could put a socket of theirs there; {fix}", Quoted(dir), st.st_uid, me.as_raw()));
     }
     let mode = st.st_mode & 0o7777;
     if mode & 0o077 != 0 {
-        return Err(format!("{} has mode {mode:04o}: other users can reach it; chmod 700 it, or {fix}", dir.display()));
+        return Err(format!("{} has mode {mode:04o}: other users can reach it; chmod 700 it, or {fix}", Quoted(dir)));
     }
     Ok(fd)
 }
@@ -666,7 +629,7 @@ fn private_directory(dir: &Path) -> Result<OwnedFd, String> {
 /// other's socket): the second finds the first listening.
 fn listen(socket: &Path) -> Result<UnixListener, String> {
     let (Some(dir), Some(name)) = (socket.parent(), socket.file_name()) else {
-        return Err(format!("{} names no file in a directory", socket.display()));
+        return Err(format!("{} names no file in a directory", Quoted(socket)));
     };
     let dir_fd = private_directory(dir)?;
     let inside = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&dir_fd))).join(name);
@@ -676,26 +639,26 @@ fn listen(socket: &Path) -> Result<UnixListener, String> {
         match rustix::fs::flock(&dir_fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => break,
             Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(5)),
-            Err(rustix::io::Errno::WOULDBLOCK) => return Err(format!("another daemon has been starting in {} for 10 s", dir.display())),
-            Err(e) => return Err(format!("cannot lock {}: {e}", dir.display())),
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(format!("another daemon has been starting in {} for 10 s", Quoted(dir))),
+            Err(e) => return Err(format!("cannot lock {}: {e}", Quoted(dir))),
         }
     }
     if let Ok(m) = std::fs::symlink_metadata(&inside) {
         use std::os::unix::fs::FileTypeExt;
         if !m.file_type().is_socket() {
-            return Err(format!("{} exists and is not a socket", socket.display()));
+            return Err(format!("{} exists and is not a socket", Quoted(socket)));
         }
         if UnixStream::connect(&inside).is_ok() {
-            return Err(format!("a daemon already listens on {}", socket.display()));
+            return Err(format!("a daemon already listens on {}", Quoted(socket)));
         }
-        std::fs::remove_file(&inside).map_err(|e| format!("cannot remove the stale socket {}: {e}", socket.display()))?;
+        std::fs::remove_file(&inside).map_err(|e| format!("cannot remove the stale socket {}: {e}", Quoted(socket)))?;
     }
     // Made with no permission for others from the start (the umask), then 0600.
     let before = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o177));
     let bound = UnixListener::bind(&inside);
     rustix::process::umask(before);
-    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
-    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("{}: {e}", socket.display()))?;
+    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", Quoted(socket)))?;
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("{}: {e}", Quoted(socket)))?;
     Ok(listener)
 }
 
@@ -710,15 +673,17 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     }
     let deadline = Instant::now() + REQUEST_TIME;
     let late = || format!("no whole request within {} s", REQUEST_TIME.as_secs());
-    let mut data = vec![0u8; 4];
-    read_by(&conn, &mut data, deadline).map_err(|e| e.unwrap_or_else(late))?;
-    let len = u32::from_le_bytes(data[..4].try_into().expect("4 bytes"));
-    if len > MAX_REQUEST_BYTES {
-        return Err(format!("a request of {len} bytes (at most {MAX_REQUEST_BYTES})"));
-    }
-    data.resize(4 + len as usize, 0);
-    read_by(&conn, &mut data[4..], deadline).map_err(|e| e.unwrap_or_else(late))?;
-    let request: Request = serde_json::from_slice(&data[4..]).map_err(|e| format!("not a request: {e}"))?;
+    // A request this daemon does not take (too long, or not one) is refused to the client too,
+    // which then says why (it closed the connection, saying nothing).
+    let refuse = |why: String| {
+        let _ = reply(&conn, &Reply::Refused { why: why.clone() });
+        why
+    };
+    let mut prefix = [0u8; 4];
+    read_by(&conn, &mut prefix, deadline).map_err(|e| e.unwrap_or_else(late))?;
+    let mut body = vec![0u8; proto::request_length(prefix).map_err(refuse)?];
+    read_by(&conn, &mut body, deadline).map_err(|e| e.unwrap_or_else(late))?;
+    let request = proto::decode_request(&body).map_err(refuse)?;
     // The descriptors are asked for once the request is read: a client whose daemon never
     // reads it (stopped) gives it up holding its own standard streams, which would otherwise
     // wait in the daemon's socket (a pipe's reader downstream waiting for its end).
@@ -774,9 +739,7 @@ fn read_by(conn: &UnixStream, mut buf: &mut [u8], deadline: Instant) -> Result<(
 }
 
 fn reply(conn: &UnixStream, r: &Reply) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(r).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    (&*conn).write_all(&line)
+    (&*conn).write_all(&proto::encode_reply(r))
 }
 
 /// Whether the client has gone (it sends nothing after its request: any
@@ -833,8 +796,8 @@ fn say(mut log: impl Write, line: std::fmt::Arguments) {
 /// directory in place of the daemon's while it runs; `queue`'s running job until it ends.
 fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File, queue: &Queue) {
     let Incoming { conn, request, stdio } = incoming;
+    let shown = shown_argv(&request.argv);
     let argv: Vec<OsString> = request.argv.into_iter().map(OsString::from_vec).collect();
-    let shown = argv.iter().skip(1).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
     // The job's end: the daemon is free before it is said (logged, told its client). A client
     // told its job ended sends its next one at once (a script's next line), and one whose standard
     // input or output is a pipe is refused while a job runs: freed after, it was refused for a
@@ -864,7 +827,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     let cwd = PathBuf::from(OsString::from_vec(request.cwd));
     let daemon_cwd = std::env::current_dir().ok();
     if let Err(e) = std::env::set_current_dir(&cwd) {
-        return refuse(format!("cannot enter the client's directory {}: {e}", cwd.display()));
+        return refuse(format!("cannot enter the client's directory {}: {e}", Quoted(&cwd)));
     }
     let saved = match Stdio::redirect(&stdio) {
         Ok(s) => s,

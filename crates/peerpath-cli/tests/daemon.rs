@@ -882,3 +882,170 @@ fn a_client_of_another_user_is_refused_by_the_daemon() {
     daemon.wait_for_log("a connection refused: user 65534 is neither the daemon's user (0) nor root", 1);
     assert!(!daemon.log().contains("job 1"), "{}", daemon.log());
 }
+
+/// What a client sends is untrusted input (any process of the daemon's user): a length past the
+/// bound, or bytes that are not a request, were dropped with the connection, said only in the
+/// daemon's log (its client then said "the connection closed"). They are refused to the client
+/// too, before anything is sized by the length, and the daemon goes on.
+#[test]
+fn a_length_past_the_bound_or_bytes_that_are_not_a_request_are_refused_to_the_client() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::net::UnixStream;
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), &sample()[..100_000]).unwrap();
+    let cases: [(&[u8], &str); 4] = [
+        (&u32::MAX.to_le_bytes(), "a request of 4294967295 bytes (at most 1048576"),
+        (&((1u32 << 20) + 1).to_le_bytes(), "a request of 1048577 bytes (at most 1048576"),
+        (b"\x05\0\0\0hello", "not a request: "),
+        (b"\x02\0\0\0{}", "not a request: missing field"),
+    ];
+    for (k, (sent, why)) in cases.iter().enumerate() {
+        let c = UnixStream::connect(&d.socket).unwrap();
+        c.set_read_timeout(Some(HANG_DEADLINE)).unwrap();
+        (&c).write_all(sent).unwrap();
+        let mut line = String::new();
+        BufReader::new(&c).read_line(&mut line).unwrap();
+        assert!(line.starts_with("{\"Refused\"") && line.contains(why), "{sent:?}: {line:?}");
+        d.wait_for_log("a connection refused: ", k + 1);
+    }
+    let out = run(&mut d.client(dir.path(), args!["compress", "in.fa", "-o", "in.fa.gz"])).ok();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(RUNNER), "{}", out.describe());
+}
+
+/// A client that sends part of its request and waits, or goes away in the middle of it, holds
+/// only its own reading thread (for at most 10 s): the daemon does not exit, and other clients'
+/// jobs run meanwhile.
+#[test]
+fn a_truncated_request_or_one_cut_mid_way_holds_no_other_client() {
+    use std::os::unix::net::UnixStream;
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), &sample()[..100_000]).unwrap();
+    let mut waiting = UnixStream::connect(&d.socket).unwrap();
+    waiting.write_all(b"\x00\x00\x10\x00{\"exe\":").unwrap();
+    let out = run(&mut d.client(dir.path(), args!["compress", "in.fa", "-o", "a.gz"])).ok();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(RUNNER), "{}", out.describe());
+    for cut in [&b"\x00\x00"[..], b"\x00\x00\x10\x00{\"exe\":"] {
+        let mut gone = UnixStream::connect(&d.socket).unwrap();
+        gone.write_all(cut).unwrap();
+        drop(gone);
+    }
+    d.wait_for_log("a connection refused: the client closed before its whole request", 2);
+    // Its end: gone, or past its 10 s on a slow machine.
+    drop(waiting);
+    d.wait_for_log("a connection refused: ", 3);
+    let out = run(&mut d.client(dir.path(), args!["compress", "in.fa", "-o", "b.gz"])).ok();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(RUNNER), "{}", out.describe());
+    assert_eq!(std::fs::read(dir.path().join("a.gz")).unwrap(), std::fs::read(dir.path().join("b.gz")).unwrap());
+}
+
+/// A command line longer than the daemon takes (a request past 1 MiB: `compress` of many files)
+/// was sent anyway, the daemon closed the connection on it, and the client said only "the
+/// connection closed". The client says why, and does not send it.
+#[test]
+fn a_command_line_too_long_for_the_daemon_is_said_by_its_client() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    let long: Vec<String> = (0..4).map(|i| format!("{i}{}", "a".repeat(100_000))).collect();
+    let mut c = d.client(dir.path(), args!["verify", "--no-fallback"]);
+    c.args(&long);
+    let out = run(&mut c);
+    assert_eq!(out.status.code(), Some(18), "{}", out.describe());
+    assert!(out.stderr.contains("the daemon does not take this job: a request of ") && out.stderr.contains("bytes (at most 1048576"), "{}", out.describe());
+    assert!(!d.log().contains("a connection"), "the request was sent: {}", d.log());
+}
+
+/// Names in the client's and the daemon's messages are quoted as elsewhere: a newline in a
+/// socket's name, or in an argument of a job's command line, split the message's line.
+#[test]
+fn names_in_the_daemons_and_its_clients_messages_are_quoted() {
+    let dir = scratch();
+    let out = run(pp(args!["verify", "--no-fallback", "x.gz"]).current_dir(dir.path()).env("PEERPATH_DAEMON", dir.path().join("no\ndaemon.sock")));
+    assert_eq!(out.status.code(), Some(18), "{}", out.describe());
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.describe());
+    assert!(out.stderr.contains("no'$'\\n''daemon.sock': cannot reach the daemon"), "{}", out.describe());
+    private(dir.path());
+    let socket = dir.path().join("d\naemon.sock");
+    let d = Daemon::spawn(pp(args!["daemon", "--socket", &socket]), socket, dir.path().join("daemon.log"));
+    assert!(d.log().contains("d'$'\\n''aemon.sock' (clients: PEERPATH_DAEMON='"), "{}", d.log());
+    let out = run(&mut d.client(dir.path(), args!["verify", "a\nb.gz"]));
+    assert_ne!(out.status.code(), Some(0), "{}", out.describe());
+    d.wait_for_log("job 1: exit ", 1);
+    assert!(d.log().contains("started: verify 'a'$'\\n''b.gz'\n"), "{}", d.log());
+}
+
+/// Sends a request (any: the daemon queues a job before it looks at it) and `fd` as the
+/// client's three standard streams, as a client does; returns the connection and the daemon's
+/// answer to it.
+fn queue_raw(socket: &Path, fd: &std::fs::File) -> (std::os::unix::net::UnixStream, String) {
+    use std::io::{BufRead, BufReader};
+    use std::os::fd::AsRawFd;
+    let c = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    c.set_read_timeout(Some(HANG_DEADLINE)).unwrap();
+    let body = br#"{"exe":{"dev":0,"ino":0,"size":0,"mtime_ns":0},"argv":[],"cwd":[],"umask":0,"env":{}}"#;
+    (&c).write_all(&(body.len() as u32).to_le_bytes()).unwrap();
+    (&c).write_all(body).unwrap();
+    let mut reader = BufReader::new(&c);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "\"Descriptors\"\n");
+    let fds = [fd.as_raw_fd(); 3];
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let mut control = [0u64; 8];
+    // SAFETY: the control buffer (64 bytes, 8-aligned) holds one header with three descriptors
+    // (CMSG_SPACE(12) = 32); the message points at `iov` and `control`, which outlive sendmsg.
+    let sent = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of_val(&fds) as u32) as _;
+        let h = libc::CMSG_FIRSTHDR(&msg);
+        (*h).cmsg_level = libc::SOL_SOCKET;
+        (*h).cmsg_type = libc::SCM_RIGHTS;
+        (*h).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(&fds) as u32) as _;
+        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(h).cast(), fds.len());
+        libc::sendmsg(c.as_raw_fd(), &msg, 0)
+    };
+    assert_eq!(sent, 1, "{}", std::io::Error::last_os_error());
+    line.clear();
+    reader.read_line(&mut line).unwrap();
+    (c, line)
+}
+
+/// Jobs queued behind a running one were kept however many came, each with its request and
+/// four descriptors: a client (or a runaway script) that queued thousands and never said go held
+/// every later client for 10 s each (hours), and the daemon's memory and descriptors grew until
+/// it could accept no connection. At most 64 wait; past that a job is refused at once and runs
+/// in its client, said (exit 18 with --no-fallback); the daemon goes on.
+#[test]
+fn at_most_64_jobs_wait_and_more_are_refused_at_once() {
+    let dir = scratch();
+    let d = Daemon::start_with(dir.path(), &["--max-wait", "0"]);
+    std::fs::write(dir.path().join("a"), mixed_data(8 << 20, 5)).unwrap();
+    run(&mut pp(args!["compress", dir.path().join("a"), "-o", dir.path().join("a.gz"), "-q"])).ok();
+    // The running job: its output a pipe the test holds and never reads.
+    let (held, pipe_out) = std::io::pipe().unwrap();
+    let mut stalled = d.client(dir.path(), args!["decompress", "a.gz", "-o", "-", "-q"]).stdin(Stdio::null()).stdout(pipe_out).stderr(Stdio::null()).spawn().unwrap();
+    d.wait_for_log("job 1: started: decompress a.gz -o -", 1);
+    let streams = std::fs::File::create(dir.path().join("streams")).unwrap();
+    let mut waiting = Vec::new();
+    for k in 0..64 {
+        let (c, line) = queue_raw(&d.socket, &streams);
+        assert_eq!(line, format!("{{\"Queued\":{{\"ahead\":{}}}}}\n", k + 1));
+        waiting.push(c);
+    }
+    let (_c, line) = queue_raw(&d.socket, &streams);
+    assert!(line.starts_with("{\"Refused\"") && line.contains("64 jobs already wait here"), "{line}");
+    let (code, _, err) = run_to_files(d.client(dir.path(), args!["verify", "a.gz", "-q", "--no-fallback"]), dir.path(), "strict");
+    assert_eq!(code, Some(18), "{err}");
+    assert!(err.contains("the daemon refused the job: 64 jobs already wait here"), "{err}");
+    // The waiting clients go away, the running job's reader too: the daemon takes the next job.
+    drop(waiting);
+    drop(held);
+    let _ = stalled.wait();
+    let (code, out, err) = run_to_files(d.client(dir.path(), args!["verify", "a.gz"]), dir.path(), "next");
+    assert!(code == Some(0) && out.contains(RUNNER), "{out}{err}");
+}

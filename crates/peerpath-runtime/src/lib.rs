@@ -6,6 +6,7 @@ mod buf;
 pub mod cancel;
 pub mod compress;
 mod cpu_pass;
+pub mod daemon_proto;
 #[cfg(test)]
 mod conformance;
 pub mod decompress;
