@@ -20,11 +20,14 @@ use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
 use peerpath_func::ec_manifest::{self, copy_name, placed_name, set_name_ok, shard_name, MANIFEST, MAX_UNIT_BYTES};
 use crate::{device_job, ec_device};
-use peerpath_io::{ScratchDir, Temporary};
+use peerpath_io::{OutputDir, ScratchDir, Temporary};
+use peerpath_runtime::report::{name_bytes, quoted_exact, quoted_name, Quoted};
 use peerpath_runtime::JobError;
 use serde::Serialize;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -192,7 +195,7 @@ impl DeviceArgs {
         if self.engine != EcEngine::Cpu && unit < ec_device::MIN_SET_UNIT_BYTES {
             return Err(JobError::Usage(format!(
                 "{}: the set's units are {}, and --engine emulated or gpu takes sets of units of at least {} (a device command per unit: smaller ones only add commands); give --engine cpu",
-                dir.display(),
+                Quoted(dir),
                 peerpath_metrics::human_bytes(unit as u64),
                 peerpath_metrics::human_bytes(ec_device::MIN_SET_UNIT_BYTES as u64)
             )));
@@ -283,6 +286,9 @@ fn threads_or_cores(threads: Option<u16>) -> usize {
 struct EcReport {
     operation: &'static str,
     target: String,
+    /// `target`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_bytes: Option<Vec<u8>>,
     code: String,
     unit_bytes: usize,
     stripes: u64,
@@ -315,7 +321,8 @@ impl EcReport {
         let coding_seconds = coding.as_secs_f64();
         EcReport {
             operation,
-            target: target.display().to_string(),
+            target: target.to_string_lossy().into_owned(),
+            target_bytes: name_bytes(target),
             code: format!("RS({}, {})", m.data_shards, m.parity_shards),
             unit_bytes: m.unit_bytes,
             stripes: m.stripes,
@@ -342,9 +349,10 @@ impl EcReport {
         if quiet {
             return;
         }
+        let target = quoted_exact(&self.target, self.target_bytes.as_deref());
         if self.operation == "repair" && self.shards_written.is_empty() && self.manifests_written.is_empty() {
             // A whole set: "nothing to repair (checked ...)", its engine's words.
-            println!("{}: {}", self.target, self.engine);
+            println!("{target}: {}", self.engine);
             return;
         }
         let what = match self.operation {
@@ -352,19 +360,24 @@ impl EcReport {
             _ => {
                 let mut done = Vec::new();
                 if !self.shards_written.is_empty() {
-                    done.push(format!("rebuilt {}", self.shards_written.join(", ")));
+                    done.push(format!("rebuilt {}", quoted_list(&self.shards_written)));
                 }
                 if !self.manifests_written.is_empty() {
-                    done.push(format!("wrote back the manifest's copies {}", self.manifests_written.join(", ")));
+                    done.push(format!("wrote back the manifest's copies {}", quoted_list(&self.manifests_written)));
                 }
                 done.join("; ")
             }
         };
         if let Some(why) = &self.fallback {
-            println!("{}: FALLBACK to the host CPU: {why}", self.target);
+            println!("{target}: FALLBACK to the host CPU: {why}");
         }
-        println!("{}: {what} in {:.3} s; coding {:.2} GB/s {} ({}); {}", self.target, self.seconds, self.coding_gb_per_s, self.coding_per, self.provenance, self.engine);
+        println!("{target}: {what} in {:.3} s; coding {:.2} GB/s {} ({}); {}", self.seconds, self.coding_gb_per_s, self.coding_per, self.provenance, self.engine);
     }
+}
+
+/// Names in a message (the manifest's shards and copies), each quoted ([`quoted_name`]).
+fn quoted_list(names: &[String]) -> String {
+    names.iter().map(|n| quoted_name(n)).collect::<Vec<_>>().join(", ")
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> JobError + '_ {
@@ -405,7 +418,7 @@ impl Placement {
         if given.len() != n {
             return Err(JobError::Usage(format!("--shard-dir: give one directory per shard, {n} (K + M), not {}", given.len())));
         }
-        let set = dir.file_name().and_then(|s| s.to_str()).filter(|s| set_name_ok(s)).ok_or_else(|| JobError::Usage(format!("{}: with --shard-dir the set's directory names its shards: give it a UTF-8 name not starting with '.'", dir.display())))?;
+        let set = dir.file_name().and_then(|s| s.to_str()).filter(|s| set_name_ok(s)).ok_or_else(|| JobError::Usage(format!("{}: with --shard-dir the set's directory names its shards: give it a UTF-8 name not starting with '.'", Quoted(dir))))?;
         let mut dirs = Vec::with_capacity(n);
         let mut devices: Vec<(u64, Vec<String>)> = Vec::new();
         for (i, d) in given.iter().enumerate() {
@@ -420,12 +433,12 @@ impl Placement {
             let fault = if !meta.is_dir() {
                 Some("not a directory".to_string())
             } else if abs.to_str().is_none() {
-                Some(format!("its path {} is not UTF-8 (the manifest names it as text)", abs.display()))
+                Some(format!("its path {} is not UTF-8 (the manifest names it as text)", Quoted(&abs)))
             } else {
-                dirs.iter().position(|x| *x == abs).map(|j| format!("given twice: it is also shard {j}'s directory, {}", given[j].display()))
+                dirs.iter().position(|x| *x == abs).map(|j| format!("given twice: it is also shard {j}'s directory, {}", Quoted(&given[j])))
             };
             if let Some(fault) = fault {
-                return Err(JobError::Usage(format!("--shard-dir {}: {fault}", d.display())));
+                return Err(JobError::Usage(format!("--shard-dir {}: {fault}", Quoted(d))));
             }
             for path in [abs.join(placed_name(set, i)), abs.join(copy_name(set))] {
                 match std::fs::symlink_metadata(&path) {
@@ -436,8 +449,8 @@ impl Placement {
                 }
             }
             match devices.iter_mut().find(|(dev, _)| *dev == meta.dev()) {
-                Some((_, on)) => on.push(d.display().to_string()),
-                None => devices.push((meta.dev(), vec![d.display().to_string()])),
+                Some((_, on)) => on.push(Quoted(d).to_string()),
+                None => devices.push((meta.dev(), vec![Quoted(d).to_string()])),
             }
             dirs.push(abs);
         }
@@ -466,6 +479,23 @@ pub(crate) fn shard_paths(dir: &Path, placement: Option<&Placement>, n: usize) -
         Some(_) => shard_targets(dir, placement, n),
         None => (0..n).map(|i| dir.join(shard_name(i))).collect(),
     }
+}
+
+/// Holds the directories the shards and the manifest of the new set `dir` are written in,
+/// while they are: beside `dir`, and those of `placement` ([`hold_dirs`]).
+pub(crate) fn hold_set_dirs(dir: &Path, placement: Option<&Placement>) -> Vec<OutputDir> {
+    hold_dirs(std::iter::once(peerpath_io::parent_dir(dir)).chain(placement.into_iter().flat_map(|p| p.dirs.iter().cloned())))
+}
+
+/// Holds each of `dirs`, directories a command writes in, while it does ([`OutputDir::hold`],
+/// as compress and decompress hold theirs): another job that made one and fails does not
+/// remove it under this one (what this one writes there has no name until it is put in
+/// place, so the directory can look empty).
+fn hold_dirs(dirs: impl IntoIterator<Item = PathBuf>) -> Vec<OutputDir> {
+    let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs.iter().map(|d| OutputDir::hold(d)).collect()
 }
 
 /// A new set's directory `dir` must not exist: the source itself is named as such (exit 5),
@@ -499,6 +529,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     check_unit(k, m, unit)?;
     check_new_set_dir(dir, Some(source))?;
     let placement = Placement::check(placed, k + m, m, dir)?;
+    let _held = hold_set_dirs(dir, placement.as_ref());
     if e.engine != EcEngine::Cpu && !unit.is_multiple_of(4096) {
         return Err(JobError::Usage("the devices move whole 4 KiB blocks by DMA: --unit must be a multiple of 4K with --engine emulated or gpu".into()));
     }
@@ -525,7 +556,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         let src = peerpath_io::open_source(source, direct).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
         match src.kind {
             peerpath_io::SourceKind::Regular { size_bytes } | peerpath_io::SourceKind::BlockDevice { size_bytes } => Ok((src.file, size_bytes)),
-            peerpath_io::SourceKind::Stream => Err(JobError::Usage(format!("{} is not a regular file: ec encode reads its source by offset (a file or a block device)", source.display()))),
+            peerpath_io::SourceKind::Stream => Err(JobError::Usage(format!("{} is not a regular file: ec encode reads its source by offset (a file or a block device)", Quoted(source)))),
         }
     };
     // Shards are written as unnamed files (nothing survives a killed
@@ -602,7 +633,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let mode = peerpath_io::Inherited::mode_of(src.metadata().ok().as_ref());
     let stripes = size.div_ceil((k * unit) as u64).max(1);
     let workers = stripe_threads(threads, stripes);
-    let mut manifest = Manifest::new(source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned()), size, (k, m, unit), stripes, crcs);
+    let mut manifest = Manifest::new(source.file_name().unwrap_or(source.as_os_str()), size, (k, m, unit), stripes, crcs);
     manifest.place(placement.as_ref());
     publish(dir, files, &manifest, &mode)?;
     let coded = stripes * (n * unit) as u64;
@@ -661,8 +692,11 @@ fn encode_stripe(code: &RsCode, s: u64, (k, unit): (usize, usize), (src, size): 
 }
 
 impl Manifest {
-    pub(crate) fn new(source: String, source_bytes: u64, shape: (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
-        Manifest(ec_manifest::Manifest::new(source, source_bytes, shape, stripes, crcs))
+    /// A new set's manifest, naming the source (or stream) `source` by its exact bytes.
+    pub(crate) fn new(source: impl AsRef<OsStr>, source_bytes: u64, shape: (usize, usize, usize), stripes: u64, crcs: Vec<Vec<u32>>) -> Manifest {
+        let mut m = ec_manifest::Manifest::new(String::new(), source_bytes, shape, stripes, crcs);
+        m.name_source(source.as_ref().as_bytes());
+        Manifest(m)
     }
 
     /// Where shard `i` of the set `set` (a directory, or its manifest
@@ -786,6 +820,8 @@ pub(crate) struct StreamEncoder {
     crcs: Vec<Vec<u32>>,
     pub coding: Duration,
     pub len: u64,
+    /// The directories written in ([`hold_set_dirs`]).
+    _held: Vec<OutputDir>,
 }
 
 impl StreamEncoder {
@@ -795,13 +831,14 @@ impl StreamEncoder {
         let code = RsCode::new(k, m).map_err(JobError::Usage)?;
         check_unit(k, m, unit)?;
         check_new_set_dir(dir, None)?;
+        let _held = hold_set_dirs(dir, placement.as_ref());
         let fewer = "the chain holds two stripes and a stripe's parity: give a smaller --ec-unit or fewer data shards";
         let first = zeroed(k * unit, "the chain's first stripe", fewer)?;
         let stripe = zeroed(k * unit, "the chain's stripe being filled", fewer)?;
         let parity = (0..m).map(|_| zeroed(unit, "a parity unit", fewer)).collect::<Result<Vec<_>, _>>()?;
         let paths = shard_paths(dir, placement.as_ref(), k + m);
         let files = create_temporaries(&shard_targets(dir, placement.as_ref(), k + m), &paths, false)?;
-        Ok(StreamEncoder { code, k, unit, files, paths, dir: dir.to_path_buf(), placement, first, stripe, fill: 0, stripes: 0, parity, crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0 })
+        Ok(StreamEncoder { code, k, unit, files, paths, dir: dir.to_path_buf(), placement, first, stripe, fill: 0, stripes: 0, parity, crcs: vec![Vec::new(); k + m], coding: Duration::ZERO, len: 0, _held })
     }
 
     /// Appends bytes to the stream.
@@ -844,7 +881,7 @@ impl StreamEncoder {
 
     /// Codes what is left, with `head` written over the stream's first
     /// bytes; the shards and a manifest naming `source` become `dir`.
-    pub(crate) fn finish(mut self, head: &[u8], source: String, mode: &peerpath_io::Inherited) -> Result<(u64, Duration), JobError> {
+    pub(crate) fn finish(mut self, head: &[u8], source: impl AsRef<OsStr>, mode: &peerpath_io::Inherited) -> Result<(u64, Duration), JobError> {
         assert!(head.len() as u64 <= self.len.min(self.unit as u64 * self.k as u64), "the head lies in the first stripe");
         let done = (|| -> Result<u64, JobError> {
             if self.stripes > 0 && self.fill > 0 {
@@ -1138,6 +1175,9 @@ fn for_each_stripe<S: Send>(threads: usize, stripes: u64, init: impl Fn() -> Res
 #[derive(Serialize)]
 struct VerifyReport {
     target: String,
+    /// `target`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_bytes: Option<Vec<u8>>,
     code: String,
     stripes: u64,
     shards: usize,
@@ -1195,7 +1235,8 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         // A manifest that is no manifest is damage like any other: reported for monitoring too.
         Err(JobError::Damaged { path, detail }) if json => {
             let report = VerifyReport {
-                target: dir.display().to_string(),
+                target: dir.to_string_lossy().into_owned(),
+                target_bytes: name_bytes(dir),
                 code: UNKNOWN_CODE.into(),
                 stripes: 0,
                 shards: 0,
@@ -1207,7 +1248,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
                 overlong_shards: Vec::new(),
                 missing_shard_dirs: Vec::new(),
                 repairable: false,
-                manifest_damage: Some(format!("{}: {detail}", path.display())),
+                manifest_damage: Some(format!("{}: {detail}", Quoted(&path))),
                 checked: "nothing: the manifest cannot be read".into(),
                 fallback: None,
                 seconds: started.elapsed().as_secs_f64(),
@@ -1235,7 +1276,8 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     let overlong = overlong_shards(dir, &m);
     let gone = gone_shard_dirs(&m, &damaged);
     let report = VerifyReport {
-        target: dir.display().to_string(),
+        target: dir.to_string_lossy().into_owned(),
+        target_bytes: name_bytes(dir),
         code: format!("RS({}, {})", m.data_shards, m.parity_shards),
         stripes: m.stripes,
         shards: m.shards.len(),
@@ -1262,12 +1304,12 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     if json {
         println!("{}", crate::jsonout::stamped("ec-verify", &report));
     } else if device.is_some() && !quiet {
-        println!("{}: {checked}", dir.display());
+        println!("{}: {checked}", Quoted(dir));
     }
     if report.intact {
         if !json && !quiet {
             let copies = if m.copies().is_empty() { String::new() } else { format!(", and {} copies of the manifest", m.copies().len()) };
-            println!("{}: all {} shard(s) intact ({} stripe(s)){copies}", dir.display(), m.shards.len(), m.stripes);
+            println!("{}: all {} shard(s) intact ({} stripe(s)){copies}", Quoted(dir), m.shards.len(), m.stripes);
         }
         return Ok(());
     }
@@ -1276,21 +1318,21 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         found.push(d.clone());
     }
     if !damaged.is_empty() {
-        found.push(format!("missing or corrupt units in {}", damaged.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>().join(", ")));
+        found.push(format!("missing or corrupt units in {}", quoted_list(&report.damaged_shards.iter().map(|d| d.shard.clone()).collect::<Vec<_>>())));
     }
     if !stale.is_empty() {
-        found.push(format!("copies of the manifest missing or different in {}", report.stale_manifest_copies.join(", ")));
+        found.push(format!("copies of the manifest missing or different in {}", quoted_list(&report.stale_manifest_copies)));
     }
     if !overlong.is_empty() {
-        found.push(format!("bytes past the set's last stripe in {}", report.overlong_shards.join(", ")));
+        found.push(format!("bytes past the set's last stripe in {}", quoted_list(&report.overlong_shards)));
     }
     if !gone.is_empty() {
-        found.push(format!("shard directories gone: {}", report.missing_shard_dirs.join(", ")));
+        found.push(format!("shard directories gone: {}", quoted_list(&report.missing_shard_dirs)));
     }
     let verdict = match (&manifest_damage, lost.is_empty()) {
         (Some(_), _) if rebuilt_disagree => "NOT repairable by ec repair".to_string(),
         (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
-        (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair`", report.missing_shard_dirs.join(", ")),
+        (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair`", quoted_list(&report.missing_shard_dirs)),
         (None, true) => "repairable (peerpath ec repair)".to_string(),
         (None, false) => format!("NOT repairable: {} lost more than {} shard(s)", stripes_words(&lost), m.parity_shards),
     };
@@ -1306,7 +1348,7 @@ fn rebuilt_units_disagree(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &[Ve
     let mut dry = Rebuilder::default();
     for s in (0..m.stripes).filter(|&s| !bad[s as usize].is_empty()) {
         if let Some(i) = dry.stripe(dir, (m, code), &files, &[], (s, &bad[s as usize]), None)?.rebuilt_wrong {
-            return Ok(Some(format!("{}'s unit of stripe {s}, rebuilt from units that check out, does not match the manifest's CRC-32 either: the manifest's checksum is wrong, or more units are than their checksums show", m.shard_label(i))));
+            return Ok(Some(format!("{}'s unit of stripe {s}, rebuilt from units that check out, does not match the manifest's CRC-32 either: the manifest's checksum is wrong, or more units are than their checksums show", quoted_name(&m.shard_label(i)))));
         }
     }
     Ok(None)
@@ -1348,8 +1390,8 @@ fn outvoted(dir: &Path, m: &Manifest) -> Option<String> {
     // This manifest's own file is one vote where it is not one of the copies (DIR/manifest.json).
     let own = !copies.iter().any(|p| same_file(p, &manifest_file(dir)));
     let agree = held.iter().filter(|t| t.as_deref() == Some(text.as_str())).count() + usize::from(own);
-    let other: Vec<String> = copies.iter().zip(&held).filter(|(_, t)| t.as_ref().is_some_and(|t| *t != text)).map(|(p, _)| p.display().to_string()).collect();
-    (!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them)", manifest_file(dir).display(), other.join(", ")))
+    let other: Vec<String> = copies.iter().zip(&held).filter(|(_, t)| t.as_ref().is_some_and(|t| *t != text)).map(|(p, _)| Quoted(p).to_string()).collect();
+    (!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them)", Quoted(&manifest_file(dir)), other.join(", ")))
 }
 
 /// Whether `a` and `b` name one file (both there).
@@ -1360,14 +1402,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// A unit that checked out in the survey and no longer does.
 pub(crate) fn changed(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobError {
-    corrupt(dir, format!("{} changed while it was read (stripe {stripe}): nothing was written", m.shard_label(shard)))
+    corrupt(dir, format!("{} changed while it was read (stripe {stripe}): nothing was written", quoted_name(&m.shard_label(shard))))
 }
 
 /// A unit rebuilt from survivors that all checked out, whose CRC-32 is still
 /// not the manifest's: the manifest's checksum is wrong, or more units are
 /// than their checksums show. Nothing is written from it.
 fn rebuilt_wrong(dir: &Path, m: &Manifest, shard: usize, stripe: u64) -> JobError {
-    corrupt(dir, format!("{}'s unit of stripe {stripe}, rebuilt from units that check out, does not match the manifest's CRC-32: the manifest is damaged, or more units are wrong than their checksums show; nothing was written", m.shard_label(shard)))
+    corrupt(dir, format!("{}'s unit of stripe {stripe}, rebuilt from units that check out, does not match the manifest's CRC-32: the manifest is damaged, or more units are wrong than their checksums show; nothing was written", quoted_name(&m.shard_label(shard))))
 }
 
 pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError {
@@ -1380,6 +1422,8 @@ pub(crate) fn unrecoverable(dir: &Path, m: &Manifest, lost: &[u64]) -> JobError 
 fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobError> {
     let started = Instant::now();
     let (m, code) = load(dir)?;
+    // Where rebuilt shards and copies of the manifest are written.
+    let _held = hold_dirs(std::iter::once(set_dir(dir).to_path_buf()).chain(m.shards.iter().filter_map(|s| s.dir.as_ref().map(PathBuf::from))));
     let mut fallback = None;
     let mut device = e.set_device((dir, &m), &mut fallback)?;
     let (bad, checked) = survey_on(&mut device, (dir, &m), threads, e, &mut fallback)?;
@@ -1395,7 +1439,7 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobErr
     let overlong = overlong_shards(dir, &m);
     let damaged: Vec<usize> = (0..m.shards.len()).filter(|i| bad.iter().any(|b| b.contains(i)) || overlong.contains(i)).collect();
     if let Some((i, gone)) = damaged.iter().find_map(|&i| gone_shard_dirs(&m, &[i]).pop().map(|d| (i, d))) {
-        let why = format!("its directory {} is gone: mount the replacement drive there (or make the directory), then repair again; nothing was repaired", gone.display());
+        let why = format!("its directory {} is gone: mount the replacement drive there (or make the directory), then repair again; nothing was repaired", Quoted(&gone));
         return Err(JobError::TargetIo { path: m.shard_path(dir, i), source: std::io::Error::new(std::io::ErrorKind::NotFound, why) });
     }
     let stale = m.stale_copies();
@@ -1645,6 +1689,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
         // As decompress --ec: a file named "-" was made.
         return Err(JobError::Usage("ec decode writes a file, whole or not at all: give -o FILE, not standard output".into()));
     }
+    let _held = OutputDir::hold(&peerpath_io::parent_dir(output));
     let set = OpenSet::open(dir)?;
     set.refuse_as_target(output)?;
     peerpath_runtime::job::check_new_target(output, force, peerpath_runtime::job::Writes::FileOnly)?;
@@ -1682,8 +1727,8 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
                 let w = e.words();
                 println!(
                     "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s ({}: {}, units read {} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; {})",
-                    dir.display(),
-                    output.display(),
+                    Quoted(dir),
+                    Quoted(output),
                     peerpath_metrics::human_bytes(set.m.source_bytes),
                     set.m.source_bytes as f64 / secs.max(1e-9) / 1e9,
                     w.provenance,
@@ -1806,7 +1851,7 @@ impl OpenSet {
         let mut files = vec![manifest_file(&self.dir), set_dir(&self.dir).join(MANIFEST)];
         files.extend((0..self.m.shards.len()).map(|i| self.m.shard_path(&self.dir, i)));
         files.extend(self.m.copies());
-        let what = format!("a file of the set {}", self.dir.display());
+        let what = format!("a file of the set {}", Quoted(&self.dir));
         crate::refuse_part_of_source(output, &files, &[], &what)?;
         // Read through a copy, the set's own directory is not known: a file that holds this
         // set's manifest (DIR/manifest.json) is one of its files all the same. Only a file of
@@ -2037,7 +2082,7 @@ mod tests {
                 piece = piece * 3 + 1;
             }
             let mode = peerpath_io::Inherited::mode_of(None);
-            let (stripes, _) = e.finish(head, "s".into(), &mode).unwrap();
+            let (stripes, _) = e.finish(head, "s", &mode).unwrap();
             assert_eq!(stripes, (len as u64).div_ceil(stripe as u64).max(1), "{len} bytes");
             data[..head.len()].copy_from_slice(head);
             let back = dir.path().join(format!("b{len}"));
@@ -2067,7 +2112,7 @@ mod tests {
             let set = dir.path().join("set");
             let mut e = StreamEncoder::new(&set, k, m, unit, None).unwrap();
             e.put(&data).unwrap();
-            let (stripes, _) = e.finish(&[], "s".into(), &peerpath_io::Inherited::mode_of(None)).unwrap();
+            let (stripes, _) = e.finish(&[], "s", &peerpath_io::Inherited::mode_of(None)).unwrap();
             // Which units each damage hits: a flipped byte (kind 0-5), a shard cut short (6), deleted (7).
             let mut hit = vec![std::collections::BTreeSet::new(); stripes as usize];
             let mut flipped = std::collections::HashSet::new();

@@ -397,7 +397,7 @@ fn rebuild_units((dev, commands): (&mut dyn Device, &mut device_job::Commands), 
         let r = DeviceRange::new(rebuilt.offset + (j * unit) as u64, unit as u64);
         let crc = commands.run(dev, Function::Crc32, vec![r], DeviceRange::EMPTY)?.input_crc32;
         if crc != m.crc(i, s) {
-            return Err(format!("the device rebuilt {}'s unit of stripe {s} wrong (its CRC-32 is not the manifest's, from survivors that checked out)", m.shard_label(i)));
+            return Err(format!("the device rebuilt {}'s unit of stripe {s} wrong (its CRC-32 is not the manifest's, from survivors that checked out)", peerpath_runtime::report::quoted_name(&m.shard_label(i))));
         }
     }
     // Staged: the rebuilt units back to the window, where they are written from.
@@ -637,7 +637,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let set = dir.path();
         let crcs = shards.iter().map(|sh| sh.chunks(unit).map(crc32fast::hash).collect()).collect();
-        let manifest = Manifest::new("src".into(), size as u64, (k, m, unit), stripes as u64, crcs);
+        let manifest = Manifest::new("src", size as u64, (k, m, unit), stripes as u64, crcs);
         for (i, sh) in shards.iter().enumerate() {
             std::fs::write(manifest.shard_path(set, i), sh).unwrap();
         }

@@ -42,7 +42,14 @@ pub fn set_name_ok(set: &str) -> bool {
 pub struct Manifest {
     pub schema: String,
     pub code: String,
+    /// The source's (or the chain's stream's) file name as text: U+FFFD in place of bytes that
+    /// are not UTF-8 ([`Manifest::source_name`] gives them back).
     pub source: String,
+    /// The name's exact bytes, where it is not UTF-8 (as the reports' `*_bytes` fields): two
+    /// names that differ only there read the same in `source`. Absent otherwise, and from
+    /// manifests made before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_name_bytes: Option<Vec<u8>>,
     pub source_bytes: u64,
     /// The CRC-32 (zlib's) of the source's bytes. It follows from the data units' CRC-32s and
     /// `source_bytes` ([`Manifest::source_crc`]), so a manifest whose length or checksums were
@@ -74,6 +81,7 @@ impl Manifest {
             schema: SCHEMA.into(),
             code: "Reed-Solomon over GF(2^8), ISA-L's Cauchy matrix".into(),
             source,
+            source_name_bytes: None,
             source_bytes,
             source_crc32: None,
             data_shards: k,
@@ -84,6 +92,18 @@ impl Manifest {
         };
         manifest.source_crc32 = Some(manifest.source_crc());
         manifest
+    }
+
+    /// Names the source by its file name's exact bytes: `source`, and `source_name_bytes` where
+    /// they are not UTF-8.
+    pub fn name_source(&mut self, name: &[u8]) {
+        self.source = String::from_utf8_lossy(name).into_owned();
+        self.source_name_bytes = std::str::from_utf8(name).is_err().then(|| name.to_vec());
+    }
+
+    /// The source's file name, exactly: `source_name_bytes` where the manifest has them.
+    pub fn source_name(&self) -> &[u8] {
+        self.source_name_bytes.as_deref().unwrap_or(self.source.as_bytes())
     }
 
     /// Data shards, parity shards, unit bytes, stripes, and the stream's length.
@@ -352,6 +372,25 @@ mod tests {
         // Schema 2 without directories, or a directory in schema 1: refused.
         assert!(parse(&valid().replace(SCHEMA, PLACED_SCHEMA)).is_err());
         assert!(parse(&valid().replacen("\"crc32\"", "\"dir\": \"/x\", \"crc32\"", 1)).is_err());
+    }
+
+    /// A name that is not UTF-8 keeps its bytes (its text alone read the same for `a\xffb` and
+    /// `a\xfeb`); a UTF-8 one, and a manifest made before the field, have the text only.
+    #[test]
+    fn a_source_name_that_is_not_utf8_keeps_its_bytes() {
+        let mut texts = Vec::new();
+        for name in [b"a\xffb".as_slice(), b"a\xfeb", "a\u{fffd}b".as_bytes()] {
+            let (mut m, _) = parse(&valid()).unwrap();
+            m.name_source(name);
+            let (back, _) = parse(&m.text()).unwrap();
+            assert_eq!(back.source_name(), name);
+            assert_eq!(back.source, "a\u{fffd}b");
+            texts.push(m.text());
+        }
+        assert!(texts[0] != texts[1] && texts[1] != texts[2], "three names, three manifests");
+        assert!(texts[0].contains("\"source_name_bytes\"") && !texts[2].contains("source_name_bytes"), "{}", texts[2]);
+        let (old, _) = parse(&valid()).unwrap();
+        assert_eq!((old.source_name(), old.source_name_bytes.as_deref()), (b"s".as_slice(), None));
     }
 
     /// Shard counts whose sum is past usize: refused (RsCode::new's sum overflowed: a panic
