@@ -14,7 +14,7 @@
 use crate::ec::{ShardReader, StreamEncoder};
 use peerpath_func::crypt::{BlockReader, FileCipher, InOrder, Key, StreamSealer, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder};
-use peerpath_runtime::report::{quoted_name, Quoted};
+use peerpath_runtime::report::{name_bytes, Quoted};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::io::{Read, Write};
@@ -43,10 +43,18 @@ pub(crate) struct ChainOptions {
 pub(crate) struct ChainReport {
     #[serde(serialize_with = "crate::serialize_name")]
     source: PathBuf,
+    /// `source`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]; `source_bytes` is its size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_name_bytes: Option<Vec<u8>>,
     /// The set's directory, and where each shard lies (placed with --shard-dir, or in it).
     #[serde(serialize_with = "crate::serialize_name")]
     target: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_name_bytes: Option<Vec<u8>>,
     shards: Vec<String>,
+    /// Each shard's exact bytes, where a shard's name is not UTF-8 (the set's is not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shards_name_bytes: Option<Vec<Vec<u8>>>,
     source_bytes: u64,
     /// Members made, their bytes, their format ("gzip", "bgzf"), the uncompressed bytes per member,
     /// the level asked for (null where nvCOMP compressed: its algorithm came from it) and the compressor.
@@ -66,7 +74,10 @@ pub(crate) struct ChainReport {
     unit_bytes: usize,
     stripes: u64,
     /// The file the set holds (what `ec decode` gives back, `decompress --ec` decodes) and its length.
-    stream_name: String,
+    #[serde(serialize_with = "crate::serialize_name")]
+    stream_name: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_name_bytes: Option<Vec<u8>>,
     stream_bytes: u64,
     seconds: f64,
     source_gb_per_s: f64,
@@ -254,7 +265,7 @@ impl ChainReport {
             }
         }
         let target = Quoted(&self.target);
-        t += &format!("{target}: `peerpath decompress --ec {target} -o FILE` (or `ec decode`) gives back the {}-byte {}\n", self.stream_bytes, quoted_name(&self.stream_name));
+        t += &format!("{target}: `peerpath decompress --ec {target} -o FILE` (or `ec decode`) gives back the {}-byte {}\n", self.stream_bytes, Quoted(&self.stream_name));
         t
     }
 }
@@ -269,7 +280,7 @@ pub(crate) struct ChainFacts<'a> {
     /// Sealed blocks (with --encrypt).
     pub sealed_blocks: Option<u64>,
     pub stripes: u64,
-    pub stream_name: String,
+    pub stream_name: PathBuf,
     pub stream_bytes: u64,
     pub seconds: f64,
 }
@@ -278,10 +289,14 @@ impl ChainReport {
     /// The report of a chain with options `o`; the caller fills in where it ran.
     pub(crate) fn new(f: ChainFacts, o: &ChainOptions, run: ChainRun) -> ChainReport {
         let gpu = run.device.as_ref().is_some_and(|d| d.gpu);
+        let shards = crate::ec::shard_paths(f.dir, o.placement.as_ref(), o.data + o.parity);
         ChainReport {
             source: f.source.to_path_buf(),
+            source_name_bytes: name_bytes(f.source),
             target: f.dir.to_path_buf(),
-            shards: crate::ec::shard_paths(f.dir, o.placement.as_ref(), o.data + o.parity).iter().map(|p| p.display().to_string()).collect(),
+            target_name_bytes: name_bytes(f.dir),
+            shards: shards.iter().map(|p| p.display().to_string()).collect(),
+            shards_name_bytes: shards.iter().any(|p| p.to_str().is_none()).then(|| shards.iter().map(|p| p.as_os_str().as_encoded_bytes().to_vec()).collect()),
             source_bytes: f.source_bytes,
             members: f.members,
             compressed_bytes: f.compressed_bytes,
@@ -296,6 +311,7 @@ impl ChainReport {
             parity_shards: o.parity,
             unit_bytes: o.unit,
             stripes: f.stripes,
+            stream_name_bytes: name_bytes(&f.stream_name),
             stream_name: f.stream_name,
             stream_bytes: f.stream_bytes,
             seconds: f.seconds,
@@ -312,8 +328,13 @@ pub(crate) struct ReverseChainReport {
     /// The set read, and the file written.
     #[serde(serialize_with = "crate::serialize_name")]
     set: PathBuf,
+    /// `set`'s and `output`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]; `output_bytes` is its size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    set_name_bytes: Option<Vec<u8>>,
     #[serde(serialize_with = "crate::serialize_name")]
     output: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_name_bytes: Option<Vec<u8>>,
     /// The file the set holds (its bytes), and whether it is encrypted (peerpath-enc/1: each block authenticated and decrypted as it arrived).
     stream_bytes: u64,
     encrypted: bool,
@@ -413,7 +434,9 @@ impl ReverseChainReport {
     pub(crate) fn new(f: ReverseFacts, run: ChainRun) -> ReverseChainReport {
         ReverseChainReport {
             set: f.dir.to_path_buf(),
+            set_name_bytes: name_bytes(f.dir),
             output: f.output.to_path_buf(),
+            output_name_bytes: name_bytes(f.output),
             stream_bytes: f.stream_bytes,
             encrypted: f.encrypted,
             output_bytes: f.output_bytes,
@@ -444,6 +467,14 @@ struct Sealing {
     sealing: Duration,
 }
 
+/// The name of the file a set made of `source` holds (its manifest's), byte for byte: the
+/// source's name and `suffix` (a name that is not UTF-8 was made lossy, and two could read the same).
+pub(crate) fn stream_name(source: &Path, suffix: &str) -> PathBuf {
+    let mut name = source.file_name().map_or_else(|| "source".into(), std::ffi::OsStr::to_os_string);
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result<ChainReport, JobError> {
     let started = Instant::now();
     let unreadable = |e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e };
@@ -457,6 +488,7 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
     // A kernel file's size (0 in /proc) is not what it holds: the set would mix the two.
     crate::refuse_a_sizeless_file(&src, &meta, source, "compress --ec")?;
     let mode = peerpath_io::Inherited::mode_of(Some(&meta));
+    // StreamEncoder holds the directories it writes in ([`crate::ec::hold_set_dirs`]).
     let mut shards = StreamEncoder::new(dir, o.data, o.parity, o.unit, o.placement.clone())?;
     let sealing = match &o.encrypt {
         Some((key, block)) => Some(Sealing { sealer: StreamSealer::new(key, *block).map_err(JobError::Usage)?, block: Vec::with_capacity(*block as usize + TAG_BYTES), sealing: Duration::ZERO }),
@@ -493,7 +525,6 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
         shards.discard();
         return Err(e);
     }
-    let name = source.file_name().map_or_else(|| "source".into(), |n| n.to_string_lossy().into_owned());
     let (head, name, sealed) = match sealing {
         Some(mut s) => {
             // The last block is the short one; a stream that ended on a block
@@ -509,9 +540,9 @@ pub(crate) fn compress_ec(source: &Path, dir: &Path, o: &ChainOptions) -> Result
                     return Err(e);
                 }
             }
-            (s.sealer.header().to_vec(), format!("{name}.gz.ppenc"), Some((s.sealer.blocks(), s.sealer.block_bytes(), s.sealing)))
+            (s.sealer.header().to_vec(), stream_name(source, ".gz.ppenc"), Some((s.sealer.blocks(), s.sealer.block_bytes(), s.sealing)))
         }
-        None => (Vec::new(), format!("{name}.gz"), None),
+        None => (Vec::new(), stream_name(source, ".gz"), None),
     };
     let stream_bytes = shards.len;
     let (stripes, coding) = shards.finish(&head, name.clone(), &mode)?;
@@ -707,6 +738,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     } else {
         None
     };
+    let _held = peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(output));
     let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let (mut produced, mut writing, mut input, mut inflating) = (0u64, Duration::ZERO, Duration::ZERO, Duration::ZERO);
     // Where the stream lacked its end member, read as --allow-no-end-member lets it.

@@ -340,6 +340,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     ec::check_new_set_dir(dir, Some(source))?;
     let n = o.data + o.parity;
     let names = ec::shard_targets(dir, o.placement.as_ref(), n);
+    let _held = ec::hold_set_dirs(dir, o.placement.as_ref());
     let files = ec::create_temporaries(&names, &ec::shard_paths(dir, o.placement.as_ref(), n), false)?;
     let sealer = match &o.encrypt {
         Some((key, block)) => Some(StreamSealer::new(key, *block).map_err(JobError::Usage)?),
@@ -370,9 +371,8 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         c.files.iter().for_each(|(_, t)| peerpath_io::discard(t));
         return Err(err.into());
     }
-    let name = source.file_name().map_or_else(|| "source".into(), |n| n.to_string_lossy().into_owned());
-    let name = if c.sealer.is_some() { format!("{name}.gz.ppenc") } else { format!("{name}.gz") };
-    let mut manifest = Manifest::new(name.clone(), c.len, (o.data, o.parity, o.unit), stripes, std::mem::take(&mut c.crcs));
+    let name = crate::chain::stream_name(source, if c.sealer.is_some() { ".gz.ppenc" } else { ".gz" });
+    let mut manifest = Manifest::new(&name, c.len, (o.data, o.parity, o.unit), stripes, std::mem::take(&mut c.crcs));
     manifest.place(o.placement.as_ref());
     ec::publish(dir, c.files, &manifest, &peerpath_io::Inherited::mode_of(Some(&meta)))?;
     let facts = crate::chain::ChainFacts {
@@ -955,6 +955,7 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
     let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
     let copied_before = dev.memory().host_copied_bytes();
     let shards: Vec<Option<File>> = (0..k + p).map(|i| peerpath_io::open_source(&m.shard_path(dir, i), direct).ok().map(|o| o.file)).collect();
+    let _held = peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(output));
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let mut c = Unchain {
         dev,

@@ -12,7 +12,7 @@
 
 use clap::Args;
 use peerpath_func::crypt::{CryptError, FileCipher, Key, Layout, HEADER_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
-use peerpath_runtime::report::Quoted;
+use peerpath_runtime::report::{name_bytes, Quoted};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::fs::File;
@@ -152,8 +152,14 @@ struct CryptReport {
     operation: Direction,
     #[serde(serialize_with = "crate::serialize_name")]
     source: PathBuf,
+    /// `source`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_bytes: Option<Vec<u8>>,
     #[serde(serialize_with = "crate::serialize_name")]
     target: PathBuf,
+    /// `target`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_bytes: Option<Vec<u8>>,
     algorithm: &'static str,
     library: &'static str,
     block_bytes: u32,
@@ -251,7 +257,8 @@ fn make_key(path: &Path) -> Result<(), JobError> {
 /// The key where one is given (an option, or PEERPATH_KEY set), for commands
 /// whose sources may or may not be encrypted.
 pub(crate) fn optional_key(k: &KeyArgs) -> Result<Option<std::sync::Arc<Key>>, JobError> {
-    if k.key_file.is_none() && k.key_env.is_none() && std::env::var_os(KEY_ENV).is_none() {
+    // The copy `var_os` makes is zeroized when dropped ([`load_key`]).
+    if k.key_file.is_none() && k.key_env.is_none() && std::env::var_os(KEY_ENV).map(|v| zeroize::Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(v))).is_none() {
         return Ok(None);
     }
     load_key(k).map(|key| Some(std::sync::Arc::new(key)))
@@ -278,12 +285,13 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", Quoted(f))));
     }
     let var = k.key_env.as_deref().unwrap_or(KEY_ENV);
-    match std::env::var_os(var) {
+    // Zeroized when dropped: a job server forks devices later, and freed memory keeps what it held.
+    match std::env::var_os(var).map(|v| zeroize::Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(v))) {
         // 64 digits only: 32 characters would be taken as raw key bytes, and a variable of 32
         // characters is a passphrase far more often than a key.
         Some(v) if v.len() == peerpath_func::crypt::KEY_BYTES => Err(JobError::Usage(format!("environment variable {var}: holds {} characters: a key there is 64 hexadecimal digits (peerpath keygen makes one)", v.len()))),
         // (Its own words: the file's rule, which also takes 32 raw bytes, is not this one.)
-        Some(v) => Key::from_bytes(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str())).map_err(|_| JobError::Usage(format!("environment variable {var}: not a key: a key there is 64 hexadecimal digits (peerpath keygen makes one)"))),
+        Some(v) => Key::from_bytes(&v).map_err(|_| JobError::Usage(format!("environment variable {var}: not a key: a key there is 64 hexadecimal digits (peerpath keygen makes one)"))),
         None if k.key_env.is_some() => Err(JobError::Usage(format!("--key-env {var}: no such environment variable is set"))),
         None => Err(JobError::Usage(format!("no key: give --key-file FILE, --key-env VAR, or set {KEY_ENV} (peerpath keygen -o FILE makes a key)"))),
     }
@@ -351,7 +359,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         return Err(JobError::Usage(format!("--block-size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20)));
     }
     let key = load_key(&a.key)?;
-    let Opened { target, src, meta, size, threads } = open(&a, dir, SUFFIX)?;
+    let Opened { target, src, meta, size, threads, held: _held } = open(&a, dir, SUFFIX)?;
     let damaged = |e: CryptError| JobError::from_crypt(&a.source, e);
     let (cipher, header) = match dir {
         Direction::Encrypt => {
@@ -432,7 +440,9 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     let report = CryptReport {
         operation: dir,
         source: a.source.clone(),
+        source_bytes: name_bytes(&a.source),
         target: target.clone(),
+        target_bytes: name_bytes(&target),
         algorithm: "AES-256-GCM, peerpath-enc/1",
         library: if device_seconds.is_some() && a.engine == CryptEngine::Gpu { "peerpath's AES-256-GCM kernels (kernels/crypt.cu)" } else { "aws-lc (aws-lc-rs)" },
         block_bytes: l.block_bytes,
@@ -485,7 +495,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         }
         eprintln!("peerpath: FALLBACK: {why}: on the host CPU");
     }
-    let Opened { target, src, meta, size, threads } = open(&a, dir, XTS_SUFFIX)?;
+    let Opened { target, src, meta, size, threads, held: _held } = open(&a, dir, XTS_SUFFIX)?;
     let tail = (size % sector as u64) as usize;
     if tail != 0 && tail < MIN_UNIT_BYTES {
         return Err(JobError::Usage(format!(
@@ -542,7 +552,9 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     let report = CryptReport {
         operation: dir,
         source: a.source.clone(),
+        source_bytes: name_bytes(&a.source),
         target: target.clone(),
+        target_bytes: name_bytes(&target),
         algorithm: "AES-256-XTS (IEEE 1619), tweak = sector index (plain64), not authenticated",
         library: "aws-lc (aws-lc-sys)",
         block_bytes: sector as u32,
@@ -656,6 +668,8 @@ struct Opened {
     meta: std::fs::Metadata,
     size: u64,
     threads: usize,
+    /// The directory `-o` puts the target in, held while the job writes there.
+    held: peerpath_io::OutputDir,
 }
 
 /// Resolves the target (`suffix` for the default name), checks it, and
@@ -671,6 +685,12 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
     peerpath_runtime::job::check_target(&a.source, &target, a.force, peerpath_runtime::job::Writes::FileOnly)?;
     peerpath_runtime::job::check_target_name(&target)?;
     a.key.refuse_as_target([target.as_path()])?;
+    // As `plan_targets` holds it: the target has no name until it is in place, so another job
+    // that made the directory and fails would find it empty and remove it under this one.
+    let held = match &a.output {
+        Some(_) => peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(&target)),
+        None => peerpath_io::OutputDir::default(),
+    };
     crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;
     let mut src = crate::open_file_source(&a.source)?;
     let meta = src.metadata().map_err(|e| JobError::SourceUnreadable { path: a.source.clone(), source: e })?;
@@ -683,7 +703,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
         _ => return Err(JobError::Usage(format!("{} is not a regular file or block device", Quoted(&a.source)))),
     };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
-    Ok(Opened { target, src, meta, size, threads })
+    Ok(Opened { target, src, meta, size, threads, held })
 }
 
 /// Puts the finished temporary in place, once the source is checked to be

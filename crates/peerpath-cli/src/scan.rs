@@ -14,7 +14,7 @@ use crate::scan_device;
 use peerpath_device::Device;
 use crate::chain_device::Stop;
 use peerpath_func::scan::{BlockCutter, CutBlock, Filter, Found, Malformed, RecordFormat, RecordTooLong, Refused, TooLongWhy};
-use peerpath_runtime::report::Quoted;
+use peerpath_runtime::report::{name_bytes, Quoted};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -171,6 +171,9 @@ struct ScanReport {
     printed: &'static str,
     /// Where the matching records went (`-o FILE`), when they were written.
     output: Option<String>,
+    /// `output`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_bytes: Option<Vec<u8>>,
     records: u64,
     matched: u64,
     /// Sequence bytes of the matching records.
@@ -207,6 +210,9 @@ struct FilterReport {
 struct FileReport {
     #[serde(serialize_with = "crate::serialize_name")]
     path: PathBuf,
+    /// `path`'s exact bytes, where the name is not UTF-8 ([`name_bytes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<Vec<u8>>,
     /// The record format it was read as (null: an empty file).
     format: Option<&'static str>,
     records: u64,
@@ -354,6 +360,9 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     // Bytes that reached standard output, for an error that ends the job part way.
     let mut written = None;
+    // As `plan_targets` holds it: the records have no name until they are in place, so another
+    // job that made the directory and fails would find it empty and remove it under this one.
+    let _held = a.output.as_deref().filter(|o| records_out && !peerpath_runtime::job::is_std_stream(o)).map(|o| peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(o)));
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
         (Some(o), true) if !peerpath_runtime::job::is_std_stream(o) => {
             for f in &a.files {
@@ -420,6 +429,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             bytes += n;
             files.push(FileReport {
                 path: f.clone(),
+                path_bytes: name_bytes(f),
                 format: fmt.map(format_name),
                 records: found.records,
                 matched: found.matched,
@@ -452,6 +462,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
                 "records"
             },
             output: temp.as_ref().map(|(_, _, p)| p.display().to_string()),
+            output_bytes: temp.as_ref().and_then(|(_, _, p)| name_bytes(p)),
             records: total.records,
             matched: total.matched,
             matched_bases: total.matched_bases,
@@ -530,7 +541,7 @@ fn device_scan(dev: &mut dyn Device, f: &Path, format: Option<RecordFormat>, a: 
     // Nothing is printed for a file until the device has counted all of it, so a
     // device that fails (or a record longer than it carries) hands the whole file
     // to the CPU.
-    match scan_device::scan(dev, (&opened.file, f), format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
+    match scan_device::scan(dev, (&opened.file, f, peerpath_func::scan::byte_order_mark(&head[..got])), format, a.motif.as_deref().unwrap_or(""), a.ignore_case, a.min_length) {
         Ok(d) => kept_its_size(f, &opened.file, opened.kind.size_bytes().unwrap_or(d.bytes), Some(d.bytes)).map(|()| Some(d)),
         Err(Stop::Job(e)) => Err(e),
         Err(Stop::Device(why) | Stop::Verdict(why)) => cpu(format!("the device could not count it ({why}); nothing was printed for it")),

@@ -79,7 +79,9 @@ enum Malformed {
 /// Counts `file`'s records on the device. `motif` is the pattern's text.
 /// Records the device finds malformed (FASTQ that is not) stop the pass
 /// as the data's fault ([`Stop::Job`], naming the bytes of `path` they lie in).
-pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: Option<RecordFormat>, motif: &str, ignore_case: bool, min_length: Option<usize>) -> Result<DeviceScan, Stop> {
+/// `skip`: bytes at the file's start that are no part of its records (a byte order mark,
+/// [`peerpath_func::scan::byte_order_mark`]: the device is not given them, the CPU drops them).
+pub(crate) fn scan(dev: &mut dyn Device, (file, path, skip): (&File, &Path, usize), format: Option<RecordFormat>, motif: &str, ignore_case: bool, min_length: Option<usize>) -> Result<DeviceScan, Stop> {
     if motif.len() > PATTERN_MAX {
         return Err(format!("the motif is longer than the device takes ({PATTERN_MAX} bytes)").into());
     }
@@ -104,8 +106,11 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
     }
     let (mut found, mut blocks, mut format) = (Found::default(), 0u64, format);
     // The file offset the next block's records start at, and the bytes a malformed record lies in.
-    let (mut done, mut malformed) = (0u64, None);
+    let (mut done, mut malformed, mut skip) = (skip as u64, None, skip as u64);
     let counted = blocks_in.stream(dev, file, |dev, records, at_end| {
+        // The first block's records start after the bytes skipped (the file has them all).
+        let skipped = std::mem::take(&mut skip).min(records.len);
+        let records = DeviceRange::new(records.offset + skipped, records.len - skipped);
         // The format, from the first byte that is not white space (read back: one byte of
         // metadata, up to 4 KiB where the file starts with blank lines).
         let fmt = match format {
@@ -163,7 +168,7 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path): (&File, &Path), format: O
         // The device's count of whole-record bytes, held to the block (Blocks clamps it too).
         let whole = word(3).min(records.len);
         done += whole;
-        Ok(whole as usize)
+        Ok((skipped + whole) as usize)
     });
     let bytes = match (counted, malformed) {
         (_, Some(m)) => {
@@ -199,7 +204,7 @@ fn host_confirms(path: &Path, at: u64, fault: FastqFault) -> std::io::Result<boo
     let mut f = File::open(path)?;
     f.seek(SeekFrom::Start(at))?;
     // The first block of whole records from `at` (a run of blank lines is kept short).
-    let (mut cutter, mut chunk, mut read) = (BlockCutter::new(Some(RecordFormat::Fastq), 1), vec![0u8; 64 << 10], 0);
+    let (mut cutter, mut chunk, mut read) = (BlockCutter::new(Some(RecordFormat::Fastq), 1).within(), vec![0u8; 64 << 10], 0);
     let mut first = None;
     while first.is_none() {
         let n = f.read(&mut chunk)?;
@@ -247,7 +252,8 @@ mod tests {
     /// The pass on a device whose memory is mapped whole (an emulated CSP's)
     /// and on one staged as a GPU's counts what the CPU's filter counts, over
     /// blocks and records carried between them; a staged pass that skipped
-    /// its copies would count other bytes.
+    /// its copies would count other bytes. A file that starts with a byte order mark, skipped,
+    /// counts as the file without it.
     #[test]
     fn the_pass_counts_what_the_cpu_counts_staged_or_not() {
         let protein = peerpath_func::sample::protein_like(11 << 20, 3);
@@ -261,16 +267,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.fa");
         std::fs::write(&path, &data).unwrap();
+        let marked = dir.path().join("bom.fa");
+        std::fs::write(&marked, [peerpath_func::scan::BYTE_ORDER_MARK, &data].concat()).unwrap();
         for (motif, ic, min) in [("KL[VI]", false, None), ("mk", true, Some(150)), ("", false, Some(250))] {
             let regex = (!motif.is_empty()).then(|| regex::bytes::RegexBuilder::new(motif).case_insensitive(ic).build().unwrap());
             let want = Filter { motif: regex, min_length: min, id_prefix: None }.block(&data, RecordFormat::Fasta, true, None).unwrap();
             assert!(want.matched > 100 && want.matched < want.records, "a weak case: {want:?}");
             for staged in [false, true] {
                 let mut dev = cpu_device(staged, 2 * MEMORY_BYTES);
-                let Ok(got) = scan(&mut dev, (&File::open(&path).unwrap(), &path), None, motif, ic, min) else { panic!("motif {motif:?}, staged {staged}: the pass failed") };
+                let Ok(got) = scan(&mut dev, (&File::open(&path).unwrap(), &path, 0), None, motif, ic, min) else { panic!("motif {motif:?}, staged {staged}: the pass failed") };
                 assert_eq!((&got.found, got.bytes, got.blocks, got.staged), (&want, data.len() as u64, 3, staged), "motif {motif:?}, staged {staged}");
                 // The motif in, the format's first byte and three blocks' counters out: no record.
                 assert_eq!(got.host_copied, (motif.len() + 1 + 3 * SCAN_RESULT_BYTES) as u64, "motif {motif:?}, staged {staged}");
+                let mut dev = cpu_device(staged, 2 * MEMORY_BYTES);
+                let Ok(got) = scan(&mut dev, (&File::open(&marked).unwrap(), &marked, 3), None, motif, ic, min) else { panic!("motif {motif:?}, staged {staged}: the marked file's pass failed") };
+                assert_eq!((&got.found, got.bytes, got.format), (&want, data.len() as u64 + 3, Some(RecordFormat::Fasta)), "the marked file: motif {motif:?}, staged {staged}");
             }
         }
     }

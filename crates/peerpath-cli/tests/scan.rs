@@ -669,3 +669,47 @@ fn encrypted_or_foreign_compressed_input_is_refused_not_read_as_lines() {
     std::fs::write(&line, "BZh9 is a line\nACGT\n").unwrap();
     assert_eq!(run(&mut pp(args!["scan", &line, "--motif", "ACGT", "-c", "-q"])).ok().stdout_str().trim(), "1");
 }
+
+/// A file that starts with a UTF-8 byte order mark (EF BB BF, as some editors and Windows tools
+/// write): read as the same file without it, as seqkit reads it (it was read as lines: the
+/// format was told from the mark's first byte, and no FASTA or FASTQ record matched), plain
+/// or gzip, on the CPU and on an emulated CSP. A malformed record is named by its offset in the
+/// file, mark included, on both.
+#[test]
+fn a_byte_order_mark_at_the_start_is_no_part_of_the_records() {
+    let dir = scratch();
+    let d = dir.path();
+    let fastq: String = (0..200).map(|i| format!("@read{i} x\n{}\n+\n{}\n", &"ACGTTGCA"[..i % 8 + 1], "F".repeat(i % 8 + 1))).collect();
+    let bom = b"\xEF\xBB\xBF";
+    for (name, data, format) in [("s.fa", sample().to_vec(), "fasta"), ("r.fq", fastq.into_bytes(), "fastq")] {
+        let (plain, marked) = (d.join(name), d.join(format!("bom-{name}")));
+        std::fs::write(&plain, &data).unwrap();
+        std::fs::write(&marked, [bom.as_slice(), &data].concat()).unwrap();
+        let marked_gz = d.join(format!("bom-{name}.gz"));
+        run(&mut pp(args!["compress", &marked, "-o", &marked_gz, "-q"])).ok();
+        let report = |path: &std::path::Path, engine: &str| run(&mut pp(args!["scan", path, "--motif", "GT", "-c", "--json", "--engine", engine])).ok().json();
+        let want = report(&plain, "cpu");
+        assert!(want["matched"].as_u64().unwrap() > 10, "a weak case: {want}");
+        for (path, engine) in [(&marked, "cpu"), (&marked_gz, "cpu"), (&marked, "emulated")] {
+            let got = report(path, engine);
+            let f = &got["files"][0];
+            assert_eq!((f["format"].as_str(), f["engine"].as_str()), (Some(format), Some(engine)), "{}: {got}", path.display());
+            assert_eq!((&got["records"], &got["matched"], &got["matched_bases"], f["bytes"].as_u64()), (&want["records"], &want["matched"], &want["matched_bases"], Some(data.len() as u64 + 3)), "{}: {got}", path.display());
+        }
+        // The records written are the file's without the mark.
+        let (a, b) = (d.join("a.out"), d.join("b.out"));
+        run(&mut pp(args!["scan", &plain, "--motif", "GT", "-o", &a, "-f"])).ok();
+        run(&mut pp(args!["scan", &marked_gz, "--motif", "GT", "-o", &b, "-f"])).ok();
+        assert_file_eq(&b, &std::fs::read(&a).unwrap(), "the records of the marked file");
+        if let Some(tools) = tools_or_skip("scan of a marked file vs seqkit", &["seqkit"]) {
+            let ids = |out: &[u8]| String::from_utf8_lossy(out).lines().filter(|l| l.starts_with(['>', '@'])).count() as u64;
+            let n = ids(&sys(&tools[0], &[std::ffi::OsStr::new("grep"), std::ffi::OsStr::new("-s"), std::ffi::OsStr::new("-P"), std::ffi::OsStr::new("-p"), std::ffi::OsStr::new("GT"), marked.as_os_str()], None));
+            assert_eq!(Some(n), want["matched"].as_u64(), "seqkit grep -s -P on the marked {name}");
+        }
+    }
+    // A malformed read after the mark: named at its byte in the file.
+    let bad = d.join("bad.fq");
+    std::fs::write(&bad, [bom.as_slice(), b"@a\nACGT\n+\nFFFF\n@b\nAC\n+\nF\n"].concat()).unwrap();
+    run(&mut pp(args!["scan", &bad, "--motif", "A", "-c"])).fails(6, &["the record at byte 18 is malformed: its quality line"]);
+    run(&mut pp(args!["scan", &bad, "--motif", "A", "-c", "--engine", "emulated", "--no-fallback"])).fails(6, &["the record at byte 18 is malformed: its quality line", "confirmed on the host"]);
+}

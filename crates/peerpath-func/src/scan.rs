@@ -9,6 +9,15 @@ use regex::bytes::Regex;
 /// The bytes [`RecordFormat::detect`] looks past.
 pub const BLANK: &[u8] = b" \t\r\n";
 
+/// A UTF-8 byte order mark: one that starts the data is no part of its first record (seqkit
+/// drops it too), and the format is told from what follows it.
+pub const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// The bytes a [`BYTE_ORDER_MARK`] takes at the start of `data` (0 where it has none).
+pub fn byte_order_mark(data: &[u8]) -> usize {
+    if data.starts_with(BYTE_ORDER_MARK) { BYTE_ORDER_MARK.len() } else { 0 }
+}
+
 /// What a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordFormat {
@@ -232,6 +241,8 @@ pub struct BlockCutter {
     next_look: usize,
     /// `pending[..n]` is all blank lines (`None`: it is not).
     blank_to: Option<usize>,
+    /// Nothing of the data's start has been looked at yet for a [`BYTE_ORDER_MARK`].
+    at_start: bool,
     /// The most bytes that may wait for a record's end ([`BlockCutter::max_record`]).
     max_pending: usize,
     /// A record that outgrew `max_pending` or the memory there was: the cutter takes nothing more.
@@ -274,7 +285,9 @@ impl std::fmt::Display for RecordTooLong {
 }
 
 impl BlockCutter {
-    /// `format`: given, or told from the data's first byte.
+    /// `format`: given, or told from the data's first byte. A [`BYTE_ORDER_MARK`] that starts
+    /// the data is skipped (the blocks' offsets still count its bytes), unless
+    /// [`BlockCutter::within`] says the data starts within a file.
     pub fn new(format: Option<RecordFormat>, block_bytes: usize) -> Self {
         BlockCutter {
             format,
@@ -284,6 +297,7 @@ impl BlockCutter {
             dropped: 0,
             next_look: 0,
             blank_to: Some(0),
+            at_start: true,
             max_pending: usize::MAX,
             too_long: None,
             #[cfg(test)]
@@ -301,6 +315,12 @@ impl BlockCutter {
     /// would, until the data ends: more than `bytes` of them stop the cutter too.)
     pub fn max_record(mut self, bytes: usize) -> Self {
         self.max_pending = bytes.max(1);
+        self
+    }
+
+    /// The data starts within a file, not at its start: a [`BYTE_ORDER_MARK`] there is data.
+    pub fn within(mut self) -> Self {
+        self.at_start = false;
         self
     }
 
@@ -325,6 +345,16 @@ impl BlockCutter {
             return self.stop(self.pending.len() + piece.len(), TooLongWhy::NoMemory, &mut each);
         }
         self.pending.extend_from_slice(piece);
+        if self.at_start {
+            // What has come may still be the start of a byte order mark: more is waited for.
+            if !at_end && self.pending.len() < BYTE_ORDER_MARK.len() && BYTE_ORDER_MARK.starts_with(&self.pending) {
+                return Ok(());
+            }
+            self.at_start = false;
+            let skip = byte_order_mark(&self.pending);
+            self.pending.drain(..skip);
+            self.offset += skip as u64;
+        }
         while !self.pending.is_empty() && (at_end || self.pending.len() >= self.block_bytes.max(self.next_look)) {
             let format = *self.format.get_or_insert_with(|| RecordFormat::detect(&self.pending));
             #[cfg(test)]
@@ -643,6 +673,42 @@ mod tests {
         for (data, format) in [(&b">a\nAC"[..], RecordFormat::Fasta), (b"\n\r\n >a", RecordFormat::Fasta), (b"\n@r\nA\n+\nI\n", RecordFormat::Fastq), (b"\n\nx>", RecordFormat::Lines), (b"\n\n", RecordFormat::Lines), (b"", RecordFormat::Lines)] {
             assert_eq!(RecordFormat::detect(data), format, "{:?}", String::from_utf8_lossy(data));
         }
+    }
+
+    /// A byte order mark that starts the data (seqkit drops it) is no part of the first record,
+    /// and the format is told from what follows it, however the data arrives; the blocks'
+    /// offsets still count it. The data within a file ([`BlockCutter::within`]), or the mark's
+    /// first bytes without the rest, are data.
+    #[test]
+    fn a_byte_order_mark_that_starts_the_data_is_skipped() {
+        let all = Filter { min_length: Some(0), ..Filter::default() };
+        let cut = |cutter: BlockCutter, data: &[u8], step: usize| -> (Option<RecordFormat>, Vec<CutBlock>) {
+            let (mut cutter, mut blocks) = (cutter, Vec::new());
+            for (piece, at_end) in data.chunks(step).map(|p| (p, false)).chain([(&[][..], true)]) {
+                cutter
+                    .push(piece, at_end, |b| {
+                        blocks.push(b);
+                        Ok::<(), ()>(())
+                    })
+                    .unwrap();
+            }
+            (cutter.format(), blocks)
+        };
+        for (data, format) in [(&b">a x\nACGT\n>b\nAC\n"[..], RecordFormat::Fasta), (b"@a\nACGT\n+\nIIII\n@b\nAC\n+\nII\n", RecordFormat::Fastq)] {
+            let marked = [BYTE_ORDER_MARK, data].concat();
+            for step in [1, 2, 3, 5, 64] {
+                let (told, blocks) = cut(BlockCutter::new(None, 4), &marked, step);
+                assert_eq!(told, Some(format), "step {step}");
+                let mut kept = Vec::new();
+                let found: Vec<Found> = blocks.iter().map(|b| all.block(&b.data, b.format, b.at_end, Some(&mut kept)).unwrap()).collect();
+                assert_eq!((found.iter().map(|f| f.records).sum::<u64>(), kept.as_slice()), (2, data), "step {step}: the records as they are without the mark");
+                assert_eq!(blocks[0].offset, 3, "step {step}");
+            }
+        }
+        let (told, blocks) = cut(BlockCutter::new(None, 1 << 20).within(), &[BYTE_ORDER_MARK, b">a\nAC\n"].concat(), 1);
+        assert_eq!((told, blocks[0].offset, blocks[0].data.len()), (Some(RecordFormat::Lines), 0, 9), "within a file: data");
+        let (told, blocks) = cut(BlockCutter::new(None, 1 << 20), b"\xEF\xBB>a\n", 1);
+        assert_eq!((told, blocks[0].data.as_slice()), (Some(RecordFormat::Lines), &b"\xEF\xBB>a\n"[..]), "not a whole mark: data");
     }
 
     /// Found by the fuzzing below: a line break right before a header
