@@ -709,7 +709,7 @@ impl Manifest {
     /// The copies missing, or whose text is not this manifest's.
     fn stale_copies(&self) -> Vec<PathBuf> {
         let text = self.text();
-        self.copies().into_iter().filter(|p| std::fs::read(p).map_or(true, |t| t != text.as_bytes())).collect()
+        self.copies().into_iter().filter(|p| read_manifest_file(p, text.len() as u64).map_or(true, |t| t != text.as_bytes())).collect()
     }
 
     /// Names each shard where `placement` puts it (nothing without one).
@@ -1012,9 +1012,29 @@ fn read_at_up_to(f: &File, buf: &mut [u8], at: u64, size: u64) -> std::io::Resul
 
 pub(crate) fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
     let path = manifest_file(dir);
-    let bytes = std::fs::read(&path).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
+    let bytes = read_manifest_file(&path, u64::MAX).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
     // Bytes that are not text are a damaged manifest (exit 6), not an unreadable one.
     ec_manifest::parse_bytes(&bytes).map(|(m, code)| (Manifest(m), code)).map_err(|e| corrupt(&path, e))
+}
+
+/// A manifest file's bytes (the set's, or a copy beside a placed shard), where it is a regular
+/// file of at most `limit` bytes; no more is read than it held when opened. Anything else in its
+/// place (a FIFO, whose open waits for a writer for ever, a device, a directory) is refused by
+/// its metadata, never opened; one put there since is opened without waiting and refused by its
+/// open file's ([`peerpath_topo::open_regular`]).
+fn read_manifest_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let size = |m: std::fs::Metadata| match m.len() {
+        _ if !m.is_file() => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file")),
+        len if len > limit => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{len} bytes, more than {limit}"))),
+        len => Ok(len),
+    };
+    size(std::fs::metadata(path)?)?;
+    let f = peerpath_topo::open_regular(path)?;
+    let len = size(f.metadata()?)?;
+    let mut bytes = Vec::new();
+    f.take(len).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A manifest's text, checked ([`ec_manifest::parse`]).
@@ -1386,7 +1406,7 @@ fn padding_damage(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &Vec<usize>)
 fn outvoted(dir: &Path, m: &Manifest) -> Option<String> {
     let text = m.text();
     let copies = m.copies();
-    let held: Vec<Option<String>> = copies.iter().map(|p| std::fs::read_to_string(p).ok().and_then(|t| parse_manifest(&t).ok()).map(|(c, _)| c.text())).collect();
+    let held: Vec<Option<String>> = copies.iter().map(|p| read_manifest_file(p, u64::MAX).ok().and_then(|b| String::from_utf8(b).ok()).and_then(|t| parse_manifest(&t).ok()).map(|(c, _)| c.text())).collect();
     // This manifest's own file is one vote where it is not one of the copies (DIR/manifest.json).
     let own = !copies.iter().any(|p| same_file(p, &manifest_file(dir)));
     let agree = held.iter().filter(|t| t.as_deref() == Some(text.as_str())).count() + usize::from(own);
@@ -1945,24 +1965,9 @@ impl OpenSet {
 }
 
 /// Whether `path` is a regular file of about a manifest's size that holds a manifest whose
-/// text is `text`. It is opened without waiting (O_NONBLOCK: what was checked to be a regular
-/// file may have been replaced by a FIFO since) and read only where its open file is a regular
-/// file: a FIFO or a device is never read.
+/// text is `text` ([`read_manifest_file`]: a FIFO or a device is never read).
 fn holds_text(path: &Path, text: &str) -> bool {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let limit = 2 * text.len() as u64 + 4096;
-    let small_file = |m: std::fs::Metadata| m.is_file() && m.len() <= limit;
-    // By its metadata first: anything else is never opened.
-    if !std::fs::metadata(path).is_ok_and(small_file) {
-        return false;
-    }
-    let Ok(f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else { return false };
-    if !f.metadata().is_ok_and(small_file) {
-        return false;
-    }
-    let mut held = String::new();
-    f.take(limit).read_to_string(&mut held).is_ok() && parse_manifest(&held).is_ok_and(|(m, _)| m.text() == text)
+    read_manifest_file(path, 2 * text.len() as u64 + 4096).is_ok_and(|b| std::str::from_utf8(&b).is_ok_and(|t| parse_manifest(t).is_ok_and(|(m, _)| m.text() == text)))
 }
 
 /// The stream a shard set holds, stripe by stripe, in one pass

@@ -277,17 +277,6 @@ impl Committed {
     const NAMED: usize = 3;
 }
 
-impl std::fmt::Display for Committed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<String> = self.first.iter().map(|p| p.display().to_string()).collect();
-        f.write_str(&names.join(", "))?;
-        match self.outputs.saturating_sub(names.len()) {
-            0 => Ok(()),
-            more => write!(f, " and {more} more"),
-        }
-    }
-}
-
 static COMMITTED: Mutex<Committed> = Mutex::new(Committed { outputs: 0, first: Vec::new() });
 
 fn committed_list() -> std::sync::MutexGuard<'static, Committed> {
@@ -966,8 +955,8 @@ mod tests {
         assert!(out.is_dir());
     }
 
-    /// Outputs committed are off the signal list, and what a process dying of a signal says it
-    /// leaves: their number and the first names.
+    /// Outputs committed are off the signal list, and kept for what a process dying of a signal
+    /// says it leaves: their number and the first names.
     #[test]
     fn committed_outputs_stay_at_a_signal_and_are_named() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -984,9 +973,6 @@ mod tests {
         let now = committed_list().clone();
         assert_eq!(now.outputs, before.outputs + 5);
         assert_eq!(now.first.len(), Committed::NAMED);
-        let said = Committed { outputs: 5, first: outputs[..3].to_vec() }.to_string();
-        assert_eq!(said, format!("{}, {}, {} and 2 more", outputs[0].display(), outputs[1].display(), outputs[2].display()));
-        assert_eq!(Committed { outputs: 1, first: outputs[..1].to_vec() }.to_string(), outputs[0].display().to_string());
     }
 
     /// A daemon's socket removed by hand and bound again by a new daemon: the
