@@ -765,6 +765,10 @@ enum DecodeEngineArg {
     Emulated,
 }
 
+/// verify's `--device-timeout` ([`VerifyArgs`]): a GPU's only.
+const VERIFY_DEVICE_TIMEOUT_HELP: &str = "With --engine gpu: a GPU with work in flight and none of it finishing for this long \
+    (seconds) is declared hung: it is retired and the host CPU goes on (or exit 15 with --no-fallback) [default: 30]";
+
 /// verify's `--engine` ([`VerifyArgs`]).
 const VERIFY_ENGINE_HELP: &str = "Where members are decoded: the host CPU (ISA-L), or a GPU (nvCOMP's batched gzip \
     decompressor, CRC-32 checked on the GPU; files whose members declare no sizes are decoded on the CPU, streaming, as \
@@ -792,10 +796,11 @@ impl DecodeEngineArgs {
         })
     }
 
-    /// Options that name a device where the host CPU decodes are a usage error, not ignored.
-    fn check(&self) -> Result<(), JobError> {
+    /// Options that name a device where the host CPU decodes are a usage error, not ignored;
+    /// `devices`: the command's engines that take them.
+    fn check(&self, devices: &str) -> Result<(), JobError> {
         if self.device_timeout.is_some() && self.engine == DecodeEngineArg::Cpu {
-            return Err(JobError::Usage("--device-timeout times devices: give it with --engine gpu or emulated".into()));
+            return Err(JobError::Usage(format!("--device-timeout times devices: give it with --engine {devices}")));
         }
         Ok(())
     }
@@ -816,9 +821,11 @@ impl DecodeEngineArgs {
 }
 
 /// verify decodes on the host CPU or a GPU: not on an emulated CSP, which decodes shard sets only
-/// (`decompress --ec`), so its `--engine` neither offers nor takes `emulated`.
+/// (`decompress --ec`), so its `--engine` neither offers nor takes `emulated`, and its
+/// `--device-timeout` times a GPU only.
 #[derive(Args)]
 #[command(mut_arg("engine", |a| a.value_parser(verify_engine()).help(VERIFY_ENGINE_HELP).long_help(None::<&str>)))]
+#[command(mut_arg("device_timeout", |a| a.help(VERIFY_DEVICE_TIMEOUT_HELP).long_help(None::<&str>)))]
 struct VerifyArgs {
     /// gzip files to check (encrypted ones too, with their key).
     #[arg(required = true)]
@@ -1336,7 +1343,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
         }
         Command::Decompress(a) => {
-            a.decode.check()?;
+            a.decode.check("gpu or emulated")?;
             if a.inject_faults.is_some() && !(a.ec && a.decode.engine == DecodeEngineArg::Emulated) {
                 return Err(JobError::Usage("--inject-faults needs --ec --engine emulated".into()));
             }
@@ -1402,7 +1409,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             made.keep();
         }
         Command::Verify(a) => {
-            a.decode.check()?;
+            a.decode.check("gpu")?;
             let (progress, bar) = progress_bar(&a.common, false);
             let opts = a.decode.options(common_options(&a.common, false, true, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?)?;
             let r = peerpath_runtime::verify_each(&a.sources, &opts);
@@ -1478,18 +1485,11 @@ fn remove_temporaries_on_signals() {
 /// under new names are removed then): the old file is gone, and nothing else would say so.
 /// `None` where nothing stays.
 fn left_at_signal_note(name: &str, kept: &peerpath_io::Committed, replaced: &[PathBuf]) -> Option<String> {
+    use peerpath_runtime::job::{kept_after_replacing, replaced_files};
     let names = |paths: &[PathBuf]| paths.iter().map(|p| Quoted(p).to_string()).collect::<Vec<_>>().join(", ");
-    let replaced_text = match replaced {
-        [] => String::new(),
-        [one] => format!("the existing file {}", Quoted(one)),
-        many => format!("{} existing files: {}", many.len(), names(many)),
-    };
     Some(match (kept.outputs, replaced.is_empty()) {
         (0, true) => return None,
-        (0, false) => {
-            let stays = if replaced.len() == 1 { "it keeps its new output" } else { "they keep their new outputs" };
-            format!("peerpath: {name} came before the outputs were all in place: those under new names were removed, but --force had already replaced {replaced_text}, and {stays}")
-        }
+        (0, false) => format!("peerpath: {name} came before the outputs were all in place: {}", kept_after_replacing(replaced)),
         (n, _) => {
             let more = match n.saturating_sub(kept.first.len()) {
                 0 => String::new(),
@@ -1499,7 +1499,7 @@ fn left_at_signal_note(name: &str, kept: &peerpath_io::Committed, replaced: &[Pa
                 1 => format!("{} was complete and in place: it stays", names(&kept.first)),
                 n => format!("{n} outputs were complete and in place: they stay ({}{more})", names(&kept.first)),
             };
-            let replaced_said = if replaced.is_empty() { String::new() } else { format!("; --force replaced {replaced_text}") };
+            let replaced_said = if replaced.is_empty() { String::new() } else { format!("; --force replaced {}", replaced_files(replaced)) };
             format!("peerpath: {name} came once {said}{replaced_said}")
         }
     })
@@ -1887,7 +1887,7 @@ mod tests {
         assert_eq!(left_at_signal_note("SIGINT", &none, &[]), None);
         assert_eq!(
             left_at_signal_note("SIGTERM", &none, &[p("x.gz")]).unwrap(),
-            "peerpath: SIGTERM came before the outputs were all in place: those under new names were removed, but --force had already replaced the existing file x.gz, and it keeps its new output"
+            "peerpath: SIGTERM came before the outputs were all in place: the outputs under new names were removed, but --force had already replaced the existing file x.gz, and it keeps its new output"
         );
     }
 

@@ -1359,3 +1359,72 @@ fn a_signal_after_force_replaced_targets_names_every_one() {
         run(&mut pp(args!["verify", out.join(format!("{n}.gz")), "-q"])).ok();
     }
 }
+
+/// A job that fails putting its outputs in place after `--force` replaced an existing target
+/// names it, quoted: the replaced file keeps its new output (the old one cannot be given back),
+/// and the error said only why the last failed, so the user believed nothing had changed. No
+/// race: the second source is a FIFO, and its target is made a directory while the job waits
+/// for the FIFO's data, after every target was checked.
+#[test]
+fn a_job_that_fails_after_force_replaced_a_target_names_it() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = scratch();
+    let d = dir.path();
+    let (out, fifo) = (d.join("out"), d.join("b"));
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(d.join("a"), mixed_data(64 << 10, 1)).unwrap();
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (a_gz, b_gz) = (out.join("a.gz"), out.join("b.gz"));
+    std::fs::write(&a_gz, b"old").unwrap();
+    std::fs::write(&b_gz, b"old").unwrap();
+    let mut cmd = pp(args!["compress", d.join("a"), &fifo, "-o", &out, "--force", "-T", "2"]);
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // Opened for writing without waiting: it fails (ENXIO) until the job has the FIFO open.
+    let mut writer = loop {
+        match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo) {
+            Ok(w) => break w,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                assert!(child.try_wait().unwrap().is_none(), "the job ended before it opened the FIFO");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => panic!("open the FIFO: {e}"),
+        }
+    };
+    // A directory that is not empty: the output is never renamed over it (EISDIR).
+    std::fs::remove_file(&b_gz).unwrap();
+    std::fs::create_dir(&b_gz).unwrap();
+    std::fs::write(b_gz.join("kept"), b"").unwrap();
+    writer.write_all(b"fifo data").unwrap();
+    drop(writer);
+    let status = wait_deadline(&mut child, DEADLINE, "a job whose second target became a directory");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(status.code(), Some(11), "{said}");
+    let error = said.lines().find(|l| l.starts_with("peerpath: error: ")).unwrap_or_else(|| panic!("no error: {said:?}"));
+    assert!(error.starts_with(&format!("peerpath: error: cannot write {}: ", b_gz.display())), "{error}");
+    assert!(error.ends_with(&format!("--force had already replaced the existing file {}, and it keeps its new output", a_gz.display())), "{error}");
+    // As said: a.gz is the new output, b.gz the directory, and nothing else is left.
+    run(&mut pp(args!["verify", &a_gz, "-q"])).ok();
+    assert_dir_holds(&out, &["a.gz", "b.gz"]);
+    assert_eq!(names_in(&b_gz), ["kept"]);
+}
+
+/// verify decodes on the CPU or a GPU only: its `--device-timeout` help and the error where it
+/// is given without a GPU say `--engine gpu` (they said "gpu or emulated", an engine verify
+/// refuses); decompress, which takes emulated with --ec, still says both.
+#[test]
+fn verifys_device_timeout_speaks_of_a_gpu_only() {
+    let help = run(&mut pp(args!["verify", "--help"])).ok().stdout_str();
+    let lines: Vec<&str> = help.lines().collect();
+    let at = lines.iter().position(|l| l.trim_start().starts_with("--device-timeout")).unwrap_or_else(|| panic!("no --device-timeout in:\n{help}"));
+    let section = lines[at + 1..].iter().take_while(|l| !l.trim().is_empty() && !l.trim_start().starts_with('-')).copied().collect::<Vec<_>>().join(" ");
+    assert!(section.trim_start().starts_with("With --engine gpu: a GPU with work in flight"), "{section}");
+    assert!(!section.contains("emulated"), "{section}");
+    let dir = scratch();
+    let gz = dir.path().join("x.gz");
+    std::fs::write(dir.path().join("x"), b"x").unwrap();
+    run(&mut pp(args!["compress", dir.path().join("x"), "-q"])).ok();
+    let o = run(&mut pp(args!["verify", &gz, "--device-timeout", "1"])).fails(2, &["--device-timeout times devices: give it with --engine gpu"]);
+    assert!(!o.stderr.contains("emulated"), "{}", o.stderr);
+    run(&mut pp(args!["decompress", &gz, "-o", dir.path().join("y"), "--device-timeout", "1"])).fails(2, &["give it with --engine gpu or emulated"]);
+}

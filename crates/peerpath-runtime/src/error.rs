@@ -61,6 +61,11 @@ pub enum JobError {
     /// A malformed sysfs tree or topology file, an unknown device name.
     #[error("{0}")]
     Topology(String),
+    /// A job that failed putting its outputs in place once `--force` had replaced existing
+    /// targets, which keep their new outputs ([`crate::job::kept_after_replacing`]): `error`'s
+    /// exit code.
+    #[error("{error}; {kept}", kept = crate::job::kept_after_replacing(replaced))]
+    AfterReplacing { error: Box<JobError>, replaced: Vec<PathBuf> },
     /// The job was stopped from outside (`cancel::cancel`: its client went away).
     #[error("cancelled: {why}")]
     Cancelled { why: String },
@@ -82,6 +87,7 @@ impl JobError {
     pub fn exit_code(&self) -> i32 {
         match self {
             JobError::Internal(_) | JobError::OutOfMemory(_) => 1,
+            JobError::AfterReplacing { error, .. } => error.exit_code(),
             JobError::Usage(_) => 2,
             JobError::SourceUnreadable { .. } => 3,
             JobError::TargetExists { .. } | JobError::TargetDirExists { .. } | JobError::TargetKept { .. } => 4,

@@ -326,21 +326,27 @@ pub(crate) fn open_target(final_path: &Path, common: &CommonOptions, source: &Op
     Ok((w, path))
 }
 
-/// Puts finished outputs in place, in order, then (if `durable`) syncs
-/// their directories once each. If one cannot be put in place (a file
-/// appeared under its name, say), the outputs put in place before it under
-/// new names are taken back and the rest removed: a failed job keeps none.
-/// So does a signal before the last is in place (those under new names are
-/// on the signal list until then): a job of many outputs killed while it
-/// puts them in place left those before the signal. An existing target
-/// replaced (`--force`) cannot be given back: it keeps its new output, and
-/// the process dying of a signal names it ([`left_at_signal`]). Once the last is in
-/// place they are committed ([`peerpath_io::committed`]): a signal from then
-/// on leaves them all, and the process says so as it dies of it.
+/// Puts finished outputs in place, then (if `durable`) syncs their directories once each. Those
+/// under new names go first, in order, and those that replace an existing file (`--force`)
+/// last: a failure among the first replaces nothing. If one cannot be put in place (a file
+/// appeared under its name, say), the outputs put in place before it under new names are taken
+/// back and the rest removed: a failed job keeps none. So does a signal before the last is in
+/// place (those under new names are on the signal list until then): a job of many outputs
+/// killed while it puts them in place left those before the signal. An existing target
+/// replaced (`--force`) cannot be given back: it keeps its new output, and the job's error
+/// names it ([`JobError::AfterReplacing`]), as the process dying of a signal does
+/// ([`left_at_signal`]). Once the last is in place they are committed
+/// ([`peerpath_io::committed`]): a signal from then on leaves them all, and the process says so
+/// as it dies of it.
 pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Result<()> {
     let names: Vec<PathBuf> = writers.iter().filter(|w| !w.is_sequential()).map(|w| w.final_path.clone()).collect();
+    // Which targets exist is foreseen here only to order them (a file may appear or go
+    // meanwhile): what each placement did is what is said.
+    let (replacing, new): (Vec<TargetWriter>, Vec<TargetWriter>) =
+        writers.into_iter().partition(|w| !w.is_sequential() && std::fs::symlink_metadata(&w.final_path).is_ok());
     let mut placed: Vec<PathBuf> = Vec::new();
-    let mut rest = writers.into_iter();
+    let mut replaced_here: Vec<PathBuf> = Vec::new();
+    let mut rest = new.into_iter().chain(replacing);
     while let Some(w) = rest.next() {
         let (name, sequential) = (w.final_path.clone(), w.is_sequential());
         // Under the lock a signal takes first ([`left_at_signal`]): a target replaced is named.
@@ -350,14 +356,15 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Res
             Ok(false) if sequential => {}
             Ok(false) => {
                 if let Some(r) = replaced.as_mut() {
-                    r.push(name);
+                    r.push(name.clone());
                 }
+                replaced_here.push(name);
             }
             Err(e) => {
                 drop(replaced);
                 rest.for_each(TargetWriter::abandon);
                 peerpath_io::take_back(&placed);
-                return Err(e);
+                return Err(if replaced_here.is_empty() { e } else { JobError::AfterReplacing { error: Box::new(e), replaced: replaced_here } });
             }
         }
     }
@@ -366,6 +373,23 @@ pub(crate) fn put_all_in_place(writers: Vec<TargetWriter>, durable: bool) -> Res
         crate::writer::sync_directories(names.iter().map(PathBuf::as_path));
     }
     Ok(())
+}
+
+/// The existing targets `--force` replaced (not none), named as messages name files
+/// ([`Quoted`]): "the existing file x.gz", or "2 existing files: a.gz, b.gz".
+pub fn replaced_files(replaced: &[PathBuf]) -> String {
+    match replaced {
+        [one] => format!("the existing file {}", Quoted(one)),
+        many => format!("{} existing files: {}", many.len(), many.iter().map(|p| Quoted(p).to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// What stays of a job's outputs where it ended (failed, or its process died of a signal)
+/// before the last was in place, once `--force` had replaced `replaced` (not empty): the old
+/// files are gone, and nothing else would say so.
+pub fn kept_after_replacing(replaced: &[PathBuf]) -> String {
+    let stays = if replaced.len() == 1 { "it keeps its new output" } else { "they keep their new outputs" };
+    format!("the outputs under new names were removed, but --force had already replaced {}, and {stays}", replaced_files(replaced))
 }
 
 /// The existing targets this process's jobs replaced (`--force`), in order, where it names them
@@ -474,5 +498,61 @@ mod tests {
         let grew = changed_size(8192, 4096, 0, 4096);
         assert!(grew.contains("grew") && grew.contains("4096 bytes when opened"), "{grew}");
         assert!(changed_size(100, 4096, 0, 4096).contains("shrank"));
+    }
+
+    /// A writer of `data` to `target` that replaces an existing file there (`--force`).
+    fn forced_writer(target: &Path, data: &[u8]) -> TargetWriter {
+        let (t, temporary) = create_temporary(target, false).unwrap();
+        std::io::Write::write_all(&mut &t.file, data).unwrap();
+        TargetWriter::to_file(t, temporary, target.to_path_buf(), true, Inherited::default())
+    }
+
+    /// An output that cannot be put in place after `--force` replaced existing targets: those
+    /// keep their new outputs (an overwritten file cannot be given back), and the error names
+    /// every one, quoted (it said only why the last failed: the user believed nothing changed).
+    #[test]
+    fn a_failure_after_a_replacement_names_every_target_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, new, b, c) = (dir.path().join("a.gz"), dir.path().join("n.gz"), dir.path().join("b\nc.gz"), dir.path().join("c.gz"));
+        std::fs::write(&a, b"old a").unwrap();
+        std::fs::write(&b, b"old b").unwrap();
+        // A directory that is not empty: a file is never renamed over it (EISDIR).
+        std::fs::create_dir(&c).unwrap();
+        std::fs::write(c.join("x"), b"").unwrap();
+        let writers = vec![forced_writer(&a, b"new a"), forced_writer(&new, b"new n"), forced_writer(&b, b"new b"), forced_writer(&c, b"new c")];
+        let e = put_all_in_place(writers, false).unwrap_err();
+        let said = e.to_string();
+        assert_eq!(e.exit_code(), 11, "{said}");
+        assert!(said.starts_with(&format!("cannot write {}: ", Quoted(&c))), "{said}");
+        let tail = format!(
+            "; the outputs under new names were removed, but --force had already replaced 2 existing files: {}, {}, and they keep their new outputs",
+            Quoted(&a),
+            Quoted(&b)
+        );
+        assert!(said.ends_with(&tail), "{said}");
+        assert!(!said.contains('\n'), "one line: {said:?}");
+        assert_eq!(std::fs::read(&a).unwrap(), b"new a");
+        assert_eq!(std::fs::read(&b).unwrap(), b"new b");
+        assert!(!new.exists(), "the output under a new name is taken back");
+        let mut left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        left.sort();
+        assert_eq!(left, ["a.gz", "b\nc.gz", "c.gz"], "no temporary is left");
+    }
+
+    /// The outputs under new names go in place before any replaces a file (`--force`): one of
+    /// them that fails (its directory removed meanwhile) leaves the existing target as it was
+    /// (it was replaced first, and kept its new output).
+    #[test]
+    fn outputs_under_new_names_go_in_place_before_any_replacement() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, sub) = (dir.path().join("x.gz"), dir.path().join("sub"));
+        std::fs::write(&old, b"old").unwrap();
+        std::fs::create_dir(&sub).unwrap();
+        let writers = vec![forced_writer(&old, b"new x"), forced_writer(&sub.join("n.gz"), b"new n")];
+        std::fs::remove_dir_all(&sub).unwrap();
+        let e = put_all_in_place(writers, false).unwrap_err();
+        assert!(matches!(e, JobError::TargetIo { .. }), "{e}");
+        assert_eq!(std::fs::read(&old).unwrap(), b"old", "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary is left");
     }
 }
