@@ -1383,3 +1383,35 @@ fn a_devmem_response_the_nic_could_not_finish_is_not_among_the_latencies() {
     assert!(report.contains(": 1 request(s)") && report.contains("1 aborted (") && report.contains("not in the latencies)"), "{report}");
     assert!(report.contains("latency p50 0 us, p99 0 us, p99.9 0 us;"), "no request was sent whole: {report}");
 }
+
+/// devmem: the emulated NIC dies mid-response (SIGKILL while it is sending 64 MiB to a client
+/// that took a few MiB and then stopped reading): that response was not sent whole, so it is
+/// aborted, not a 200, and none of its payload is counted. (The NIC's answers it still owed were
+/// left owed when it died: the report said 200 and the whole 64 MiB sent.)
+#[test]
+fn a_devmem_response_cut_short_by_the_nics_death_is_aborted() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("big"), random_bytes(64 << 20, 15)).unwrap();
+    let s = serve_with(dir.path(), "devmem", 1000, &["--nic-memory", "200M", "--json"]);
+    let nic = s.nic.expect("the NIC's process id is printed");
+    let mut c = BufReader::new(TcpStream::connect(&s.http).unwrap());
+    c.get_ref().set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    c.get_mut().write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    // The NIC is sending (64 MiB: more than loopback's sockets hold); the client takes 4 MiB, then stalls.
+    let (status, len) = read_head_of(&mut c);
+    assert!(status.starts_with("HTTP/1.1 200") && len == 64 << 20, "{status}");
+    let mut some = vec![0u8; 4 << 20];
+    c.read_exact(&mut some).unwrap();
+    // SAFETY: kill(2) with the pid of a process this test's child started.
+    unsafe { libc::kill(nic, libc::SIGKILL) };
+    wait_until_ended(nic, "the NIC killed with SIGKILL");
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+    let report: serde_json::Value = serde_json::from_str(&finish(s)).unwrap();
+    // The client is still there, having read nothing more: the NIC's death cut the response short.
+    drop(c);
+    assert!(report["nic_fallback"].as_str().is_some_and(|w| w.contains("the emulated NIC is gone")), "{report}");
+    assert_eq!((report["requests"].as_u64(), report["aborted"].as_u64()), (Some(1), Some(1)), "{report}");
+    assert_eq!(report["by_status"], serde_json::json!({}), "nothing was sent whole: {report}");
+    assert_eq!(report["payload_bytes"].as_u64(), Some(0), "{report}");
+}

@@ -151,16 +151,20 @@ fn tag_condition(headers: &[httparse::Header], name: &str, ours: &Validators, st
     Some(fields.any(|h| h.value.trim_ascii() == b"*" || entity_tags(h.value).is_some_and(|tags| tags.iter().any(listed))))
 }
 
+/// The value of a request's first `name` field, if it has one.
+fn field<'h>(headers: &[httparse::Header<'h>], name: &str) -> Option<&'h [u8]> {
+    headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+}
+
 /// The date of a request's first `name` field (`If-Modified-Since`, `If-Unmodified-Since`);
 /// `None` without one, or if it is not an HTTP date (such a field is ignored: §13.1.3, §13.1.4).
 fn date_field(headers: &[httparse::Header], name: &str) -> Option<HttpDate> {
-    let value = headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))?.value;
-    std::str::from_utf8(value).ok()?.parse().ok()
+    std::str::from_utf8(field(headers, name)?).ok()?.parse().ok()
 }
 
-/// Whether a request's preconditions fail (412 Precondition Failed; evaluated first, RFC 9110
-/// §13.2.2): an `If-Match` (in any of its fields) that is neither `*` nor lists the file's entity
-/// tag by strong comparison (§13.1.1); without one, an `If-Unmodified-Since` date before its
+/// Whether a request's preconditions fail (412 Precondition Failed; the first precondition
+/// evaluated, RFC 9110 §13.2.2): an `If-Match` (in any of its fields) that is neither `*` nor
+/// lists the file's entity tag by strong comparison (§13.1.1); without one, an `If-Unmodified-Since` date before its
 /// Last-Modified (§13.1.4; one that is not a date, or a file without a Last-Modified, is ignored).
 fn precondition_failed(headers: &[httparse::Header], ours: &Validators) -> bool {
     if let Some(matched) = tag_condition(headers, "if-match", ours, true) {
@@ -193,6 +197,28 @@ fn if_range_holds(value: &[u8], ours: &Validators, now: SystemTime) -> bool {
     }
     let date = std::str::from_utf8(value).ok().and_then(|d| d.parse::<HttpDate>().ok());
     date.zip(ours.1).is_some_and(|(date, modified)| date == modified && SystemTime::from(modified) + Duration::from_secs(1) <= now)
+}
+
+/// What a GET or HEAD of a `len`-byte file gets: `Ok` with the range to send (`None`: the whole
+/// file, 200; else its first byte and length, 206), or `Err` with the status of an answer without
+/// a payload (416, 412, 304). A Range that cannot be satisfied is 416 whatever the preconditions:
+/// RFC 9110 §13.2.1 has a server ignore every precondition received where the same request
+/// without them would get neither a 2xx nor 412, and 416 is neither (the rule makes no exception
+/// for 304: a current If-None-Match does not make it 304 either). An If-Range that does not hold is no 416: the Range is then
+/// ignored (§13.1.5), the response a 200, and the preconditions stand. Then they are evaluated
+/// in §13.2.2's order: 412 (If-Match, else If-Unmodified-Since), then 304 (If-None-Match, else
+/// If-Modified-Since). They were evaluated first: a failing If-Match made an unsatisfiable Range
+/// 412, and a current copy made it 304.
+fn outcome(headers: &[httparse::Header], ours: &Validators, len: u64, now: SystemTime) -> Result<Option<(u64, u64)>, u16> {
+    let range = field(headers, "range").filter(|_| field(headers, "if-range").is_none_or(|v| if_range_holds(v, ours, now)));
+    let range = range.and_then(|v| byte_range(v, len)).transpose().map_err(|()| 416_u16)?;
+    if precondition_failed(headers, ours) {
+        return Err(412);
+    }
+    if not_modified(headers, ours) {
+        return Err(304);
+    }
+    Ok(range)
 }
 
 /// What `Range: bytes=...` asks of a `len`-byte file: `None` to send it
@@ -342,7 +368,7 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
             return (400, false, 0, 0, 0);
         }
     }
-    let header = |name: &str| req.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
+    let header = |name: &str| field(req.headers, name);
     let http10 = req.version == Some(0);
     // Connection's options, in every Connection field (a list: `keep-alive, close`).
     let option = |o: &str| req.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")).any(|h| h.value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(o.as_bytes())));
@@ -390,22 +416,18 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     };
     let now = SystemTime::now();
     let validators = Validators(&found.version, last_modified(&found.version));
-    if precondition_failed(req.headers, &validators) {
-        let written = simple_to(conn, 412, "", head_only, keep);
-        return (412, written && keep, 0, 0, 0);
-    }
-    if not_modified(req.headers, &validators) {
-        let head = format!("HTTP/1.1 304 Not Modified\r\n{validators}Date: {}\r\nConnection: {}\r\n\r\n", HttpDate::from(now), if keep { "keep-alive" } else { "close" });
-        let written = conn.write_all(head.as_bytes()).is_ok();
-        return (304, keep && written, 0, 0, 0);
-    }
-    let range = header("range").filter(|_| header("if-range").is_none_or(|v| if_range_holds(v, &validators, now)));
-    let (status, offset, len, range_line) = match range.and_then(|v| byte_range(v, found.len)) {
-        None => (200, 0, found.len, String::new()),
-        Some(Ok((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
-        Some(Err(())) => {
-            let written = simple_to(conn, 416, &format!("Content-Range: bytes */{}\r\n", found.len), head_only, keep);
-            return (416, written && keep, 0, 0, 0);
+    let (status, offset, len, range_line) = match outcome(req.headers, &validators, found.len, now) {
+        Ok(None) => (200, 0, found.len, String::new()),
+        Ok(Some((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
+        Err(304) => {
+            let head = format!("HTTP/1.1 304 Not Modified\r\n{validators}Date: {}\r\nConnection: {}\r\n\r\n", HttpDate::from(now), if keep { "keep-alive" } else { "close" });
+            let written = conn.write_all(head.as_bytes()).is_ok();
+            return (304, keep && written, 0, 0, 0);
+        }
+        Err(status) => {
+            let extra = if status == 416 { format!("Content-Range: bytes */{}\r\n", found.len) } else { String::new() };
+            let written = simple_to(conn, status, &extra, head_only, keep);
+            return (status, written && keep, 0, 0, 0);
         }
     };
     let head = format!(
@@ -424,7 +446,7 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{byte_range, entity_tags, head_end, if_range_holds, last_modified, later_version, not_modified, precondition_failed, ETag, Later, Validators};
+    use super::{byte_range, entity_tags, head_end, if_range_holds, last_modified, later_version, not_modified, outcome, precondition_failed, ETag, Later, Validators};
     use crate::resolve::Version;
     use std::time::{Duration, SystemTime};
 
@@ -524,6 +546,41 @@ mod tests {
         let old = version((-1, 0));
         let headers = [httparse::Header { name: "If-Unmodified-Since", value: b"Thu, 01 Jan 1970 00:00:00 GMT" }];
         assert!(!precondition_failed(&headers, &Validators(&old, None)));
+    }
+
+    /// RFC 9110 §13.2.1: preconditions are ignored where the response without them would be
+    /// neither 2xx nor 412, so an unsatisfiable Range is 416 whatever they say (it was 412 after
+    /// a failing If-Match or If-Unmodified-Since, 304 after a current If-None-Match or
+    /// If-Modified-Since); an If-Range that does not hold drops the Range, and they stand.
+    #[test]
+    fn an_unsatisfiable_range_is_416_whatever_the_preconditions_say() {
+        let v = version((1_577_836_800, 500_000_000));
+        let ours = Validators(&v, last_modified(&v));
+        let etag = ETag(&v).to_string();
+        let later = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+        let ask = |fields: &[(&str, &str)]| {
+            let headers: Vec<httparse::Header> = fields.iter().map(|&(name, value)| httparse::Header { name, value: value.as_bytes() }).collect();
+            outcome(&headers, &ours, 100, later)
+        };
+        let (stale, past, future) = ("\"other\"", "Tue, 31 Dec 2019 23:59:59 GMT", "Fri, 01 Jan 2100 00:00:00 GMT");
+        for (range, sent) in [("bytes=100-", Err(416)), ("bytes=-0", Err(416)), ("bytes=90-", Ok(Some((90, 10)))), ("bytes=0-1,5-6", Ok(None))] {
+            assert_eq!(ask(&[("Range", range)]), sent, "{range}");
+            // Failing preconditions answer what would have been 2xx; the 416 stays.
+            let failed = |conditional: Result<Option<(u64, u64)>, u16>| if sent == Err(416) { Err(416) } else { conditional };
+            for fields in [[("If-Match", stale)], [("If-Unmodified-Since", past)]] {
+                assert_eq!(ask(&[fields[0], ("Range", range)]), failed(Err(412)), "{range} {fields:?}");
+            }
+            for fields in [[("If-None-Match", &etag[..])], [("If-Modified-Since", future)]] {
+                assert_eq!(ask(&[fields[0], ("Range", range)]), failed(Err(304)), "{range} {fields:?}");
+            }
+            assert_eq!(ask(&[("If-Match", stale), ("If-None-Match", &etag), ("Range", range)]), failed(Err(412)), "{range}: 412 before 304");
+            assert_eq!(ask(&[("If-Match", &etag), ("If-None-Match", stale), ("Range", range)]), sent, "{range}: preconditions that hold");
+            // A stale If-Range: the Range is ignored (the whole file), so it is no 416.
+            assert_eq!(ask(&[("Range", range), ("If-Range", stale)]), Ok(None), "{range}");
+            assert_eq!(ask(&[("If-None-Match", &etag), ("Range", range), ("If-Range", stale)]), Err(304), "{range}");
+            assert_eq!(ask(&[("If-Match", stale), ("Range", range), ("If-Range", stale)]), Err(412), "{range}");
+        }
+        assert_eq!(ask(&[]), Ok(None));
     }
 
     /// A file rewritten at the same length with the same modification time (within one tick of

@@ -1,6 +1,6 @@
 //! A server running in this process on loopback, asked as a client asks: preconditions
-//! (If-Match, If-Unmodified-Since: 412), entity tags across rewrites, and what `max_requests`
-//! counts.
+//! (If-Match, If-Unmodified-Since: 412; an unsatisfiable Range before them: 416), entity tags
+//! across rewrites, and what `max_requests` counts.
 
 use peerpath_serve::{Config, Report, Server};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -109,6 +109,45 @@ fn failed_preconditions_get_412_before_anything_else() {
     drop(c);
     let report = s.report();
     assert_eq!(report.by_status, [(200, 8), (304, 1), (412, 6)].into(), "every 412 counted under its status");
+}
+
+/// RFC 9110 §13.2.1: preconditions are evaluated only where the response would otherwise be 2xx,
+/// so a Range `a` (6 bytes) cannot satisfy is 416 whatever they say, GET or HEAD, its
+/// Content-Range saying the length; one a stale If-Range drops is not, and they stand. (A failing
+/// If-Match or If-Unmodified-Since made it 412, a current If-None-Match or If-Modified-Since 304.)
+#[test]
+fn an_unsatisfiable_range_is_416_before_any_precondition() {
+    let s = start(|_| {});
+    let mut c = connect(s.http);
+    let (head, _) = ask(&mut c, &get("/a", ""));
+    let etag = field(&head, "etag").unwrap().to_string();
+    let modified = field(&head, "last-modified").unwrap().to_string();
+    let unsatisfiable = "Range: bytes=6-\r\n";
+    for (fields, status) in [
+        ("If-Match: \"other\"\r\n".to_string(), 416),
+        ("If-Unmodified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n".to_string(), 416),
+        (format!("If-None-Match: {etag}\r\n"), 416),
+        (format!("If-Modified-Since: {modified}\r\n"), 416),
+        (format!("If-Match: \"other\"\r\nIf-None-Match: {etag}\r\n"), 416),
+        // A stale If-Range: the Range is ignored, the preconditions answer.
+        (format!("If-None-Match: {etag}\r\nIf-Range: \"other\"\r\n"), 304),
+        ("If-Match: \"other\"\r\nIf-Range: \"other\"\r\n".to_string(), 412),
+        ("If-Range: \"other\"\r\n".to_string(), 200),
+    ] {
+        let (head, body) = ask(&mut c, &get("/a", &format!("{fields}{unsatisfiable}")));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{fields:?}: {head}");
+        assert!(status != 416 || (field(&head, "content-range") == Some("bytes */6") && body == b"416 Range Not Satisfiable\n"), "{fields:?}: {head}");
+    }
+    // A satisfiable Range: the preconditions answer as before.
+    for (fields, status) in [("If-Match: \"other\"\r\n".to_string(), 412), (format!("If-None-Match: {etag}\r\n"), 304), (format!("If-Match: {etag}\r\n"), 206)] {
+        let (head, _) = ask(&mut c, &get("/a", &format!("{fields}Range: bytes=5-\r\n")));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{fields:?}: {head}");
+    }
+    let (head, body) = ask(&mut c, &format!("HEAD /a HTTP/1.1\r\nHost: x\r\nIf-None-Match: {etag}\r\n{unsatisfiable}\r\n"));
+    assert!(head.starts_with("HTTP/1.1 416 ") && body.is_empty() && field(&head, "connection") == Some("keep-alive"), "{head}");
+    drop(c);
+    let report = s.report();
+    assert_eq!(report.by_status, [(200, 2), (206, 1), (304, 2), (412, 2), (416, 6)].into(), "{:?}", report.by_status);
 }
 
 /// A file rewritten at the same length with its modification time as before (a rewrite within
