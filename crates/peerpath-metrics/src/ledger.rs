@@ -1,23 +1,49 @@
 use crate::CpuRole;
 use peerpath_mem::MemoryDomain;
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
 use std::sync::{Arc, Mutex};
 
 /// One end of a data movement.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Location {
-    /// A file or block device (named by path).
-    Storage { name: String },
+    /// A file or block device, named by its path byte for byte: two names
+    /// that differ only in bytes that are not UTF-8 are two locations.
+    Storage { name: OsString },
     /// A memory domain (host NUMA node, P2P memory, emulated device memory).
     Memory { domain: MemoryDomain },
 }
 
+/// JSON: `{"kind": "storage", "name": ...}` (with `name_bytes`, the name's
+/// exact bytes, where it is not UTF-8: `name` then has U+FFFD in their
+/// place, as the job report's `source_bytes`), or `{"kind": "memory", "domain": ...}`.
+impl Serialize for Location {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Location::Storage { name } => {
+                map.serialize_entry("kind", "storage")?;
+                map.serialize_entry("name", &name.to_string_lossy())?;
+                if name.to_str().is_none() {
+                    map.serialize_entry("name_bytes", name.as_bytes())?;
+                }
+            }
+            Location::Memory { domain } => {
+                map.serialize_entry("kind", "memory")?;
+                map.serialize_entry("domain", domain)?;
+            }
+        }
+        map.end()
+    }
+}
+
 impl Location {
-    pub fn storage(name: impl Into<String>) -> Self {
-        Location::Storage { name: name.into() }
+    pub fn storage(name: impl AsRef<OsStr>) -> Self {
+        Location::Storage { name: name.as_ref().to_os_string() }
     }
     pub fn memory(domain: &MemoryDomain) -> Self {
         Location::Memory { domain: domain.clone() }
@@ -30,7 +56,8 @@ impl Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Location::Storage { name } => write!(f, "storage {name}"),
+            // Lossy: the reports print it quoted, from its bytes (peerpath-runtime's report.rs).
+            Location::Storage { name } => write!(f, "storage {}", name.display()),
             Location::Memory { domain } => write!(f, "{domain}"),
         }
     }
@@ -279,6 +306,27 @@ mod tests {
         l.record_copy(Location::storage("in"), host(), Mover::Dma { engine: "nvme".into() }, Purpose::ReadSource, 100);
         let s = l.summary();
         assert_eq!((s.host_memory_metadata_bytes, s.host_memory_payload_bytes), (28, 100));
+    }
+
+    #[test]
+    fn storage_names_stay_exact_and_apart() {
+        let l = Ledger::new();
+        let dma = Mover::Dma { engine: "storage controller".into() };
+        for (name, bytes) in [(b"a\xffb".as_slice(), 10), (b"a\xfeb", 20), (b"plain", 30)] {
+            l.record_copy(Location::storage(OsStr::from_bytes(name)), host(), dma.clone(), Purpose::ReadSource, bytes);
+        }
+        let s = l.summary();
+        let json: Vec<serde_json::Value> = s.entries.iter().map(|e| serde_json::to_value(&e.source).unwrap()).collect();
+        assert_eq!(
+            json,
+            [
+                serde_json::json!({"kind": "storage", "name": "a\u{fffd}b", "name_bytes": [97, 254, 98]}),
+                serde_json::json!({"kind": "storage", "name": "a\u{fffd}b", "name_bytes": [97, 255, 98]}),
+                serde_json::json!({"kind": "storage", "name": "plain"}),
+            ]
+        );
+        assert_eq!(s.entries.iter().map(|e| e.bytes_read).collect::<Vec<_>>(), [20, 10, 30]);
+        assert_eq!(serde_json::to_value(host()).unwrap(), serde_json::json!({"kind": "memory", "domain": {"kind": "host", "numa_node": 0}}));
     }
 
     #[test]

@@ -242,7 +242,7 @@ impl CpuPass {
                 let offset = s.cpu.first_offset + d.seq * self.chunk_bytes as u64;
                 let n = crate::job::check_read(&s.source.path, read, offset, self.chunk_bytes, s.size)?;
                 s.bytes_in += n as u64;
-                crate::record_read_by(ledger, &s.source_name, s.source_via, d.input.domain(), n as u64, CpuRole::Compute);
+                crate::record_read_by(ledger, &s.source.path, s.source_via, d.input.domain(), n as u64, CpuRole::Compute);
             }
             ledger.record(
                 Location::memory(d.input.domain()),
@@ -353,7 +353,7 @@ impl CpuPass {
         let JobBuf::Pooled(mut buf) = buf else { unreachable!("CPU reads use pool buffers") };
         buf.set_len(n);
         s.bytes_in += n as u64;
-        crate::record_read(ledger, &s.source_name, s.source_via, buf.domain(), n as u64);
+        crate::record_read(ledger, &s.source.path, s.source_via, buf.domain(), n as u64);
         if n < self.chunk_bytes && s.size.is_none() {
             s.cpu.read_done = true; // a stream ended
             if n == 0 && seq > 0 {

@@ -766,7 +766,7 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
         match c.result {
             Ok(n) => {
                 buf.set_len(n);
-                crate::record_read(&ctx.ledger, &st.path.display().to_string(), st.via, buf.domain(), n as u64);
+                crate::record_read(&ctx.ledger, st.path, st.via, buf.domain(), n as u64);
                 if let Some(c) = &st.cipher {
                     // Authenticate and decrypt the block in place before any byte of it is used.
                     let host = Location::memory(buf.domain());
@@ -796,7 +796,7 @@ impl Ctx<'_> {
             self.cache.put(buf);
             match crate::job::check_read(st.path, result, from.offset, d.member_bytes, Some(from.size)) {
                 // The kernel's copy out of the memory file's pages, on the worker.
-                Ok(n) => crate::record_read_by(&self.ledger, &st.path.display().to_string(), st.via, &MemoryDomain::host_unplaced(), n as u64, CpuRole::Compute),
+                Ok(n) => crate::record_read_by(&self.ledger, st.path, st.via, &MemoryDomain::host_unplaced(), n as u64, CpuRole::Compute),
                 Err(e) => {
                     let (Ok(out) | Err((_, _, out))) = d.result;
                     if let Output::Buf(b) = out {
@@ -1502,7 +1502,7 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io:
     let compressed = decoder.bytes_in;
     ctx.ledger.record(Location::memory(&host), Location::memory(&host), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Function, compressed, inflated);
     let via = if st.via == crate::Via::Pipe { crate::Via::Pipe } else { crate::Via::PageCache };
-    crate::record_read(&ctx.ledger, &path.display().to_string(), via, &host, compressed);
+    crate::record_read(&ctx.ledger, &path, via, &host, compressed);
     st.members = decoder.members;
     st.streamed_in = compressed;
     st.missing_end = st.missing_end.or(decoder.missing_end_member());

@@ -35,6 +35,7 @@ pub use report::{FailedFile, JobReport, Provenance};
 
 use peerpath_mem::MemoryDomain;
 use peerpath_metrics::{CpuRole, Ledger, Location, Mover, Purpose};
+use std::path::Path;
 
 /// How a file's bytes reach the job's buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,13 +67,13 @@ impl Via {
 }
 
 /// Records a read of `bytes` from `source` into a buffer in `domain`.
-pub(crate) fn record_read(ledger: &Ledger, source: &str, via: Via, domain: &MemoryDomain, bytes: u64) {
+pub(crate) fn record_read(ledger: &Ledger, source: &Path, via: Via, domain: &MemoryDomain, bytes: u64) {
     record_read_by(ledger, source, via, domain, bytes, CpuRole::Orchestration);
 }
 
 /// As [`record_read`], the kernel's copy charged to threads of `role` (the
 /// compute workers, where they read their own chunks).
-pub(crate) fn record_read_by(ledger: &Ledger, source: &str, via: Via, domain: &MemoryDomain, bytes: u64, role: CpuRole) {
+pub(crate) fn record_read_by(ledger: &Ledger, source: &Path, via: Via, domain: &MemoryDomain, bytes: u64, role: CpuRole) {
     let dma = Mover::Dma { engine: "storage controller".into() };
     let kernel = Location::memory(&MemoryDomain::host_unplaced());
     let copy = Mover::Cpu { role };

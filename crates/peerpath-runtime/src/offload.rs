@@ -408,7 +408,7 @@ impl DeviceSide {
                         Err(why) => (Err(format!("not read with O_DIRECT ({why})")), false),
                     };
                     match registered {
-                        Ok(file) => (o.src_file, o.source_location) = (Some(file), Some(if in_memory { file_pages() } else { Location::storage(s.name()) })),
+                        Ok(file) => (o.src_file, o.source_location) = (Some(file), Some(if in_memory { file_pages() } else { Location::storage(&s.source().path) })),
                         Err(why) => refused.push(format!("{}: {why}", Quoted(&s.source().path))),
                     }
                 }
@@ -739,7 +739,7 @@ impl DeviceSide {
         let s = &streams[i];
         let offset = seq * self.params.chunk_bytes as u64;
         let n = crate::job::check_read(&s.source().path, result, offset, self.params.chunk_bytes, Some(s.size()))?;
-        crate::record_read(ledger, s.name(), s.source_via(), buf.domain(), n as u64);
+        crate::record_read(ledger, &s.source().path, s.source_via(), buf.domain(), n as u64);
         let dev = &mut self.devs[o.dev];
         if dev.failure.is_some() {
             o.chunks.remove(&seq);

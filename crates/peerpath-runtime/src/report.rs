@@ -689,7 +689,7 @@ impl JobReport {
         );
         let _ = writeln!(s, "  ledger (source -> target, mover, purpose: bytes read / written)");
         let at = |l: &peerpath_metrics::Location| match l {
-            peerpath_metrics::Location::Storage { name } => format!("storage {}", quoted_name(name)),
+            peerpath_metrics::Location::Storage { name } => format!("storage {}", quoted_bytes(name.as_bytes())),
             memory => memory.to_string(),
         };
         for e in &l.entries {

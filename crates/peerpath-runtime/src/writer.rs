@@ -149,7 +149,7 @@ impl TargetWriter {
     }
 
     fn new(target: OpenedFile, final_path: PathBuf, sequential: bool) -> Self {
-        let target_location = Location::storage(final_path.display().to_string());
+        let target_location = Location::storage(&final_path);
         let via = crate::Via::of(&target);
         TargetWriter {
             target,
