@@ -153,8 +153,9 @@ struct TopoArgs {
     /// Replace an existing --export or --svg file.
     #[arg(long, short)]
     force: bool,
-    /// One row and column of the P2P matrix per SR-IOV virtual function (by default a VF the
-    /// verdict cannot tell from its physical function is shown in the PF's).
+    /// One line of the tree, box of the picture, and row and column of the P2P matrix per SR-IOV
+    /// virtual function (by default the VFs the verdict cannot tell from their physical
+    /// function are shown in the PF's).
     #[arg(long)]
     vfs: bool,
 }
@@ -375,7 +376,8 @@ fn topo(a: TopoArgs) -> Result<(), JobError> {
         None => Topology::from_sysfs(&a.sysfs).map_err(e)?,
     };
     let export = a.export.as_ref().map(|p| t.to_toml_string().map(|text| (p, text))).transpose().map_err(e)?;
-    let svg = a.svg.as_ref().map(|p| t.render_svg().map(|text| (p, text))).transpose().map_err(e)?;
+    let vfs = if a.vfs { peerpath_topo::Vfs::Each } else { peerpath_topo::Vfs::Folded };
+    let svg = a.svg.as_ref().map(|p| t.render_svg_of(vfs).map(|text| (p, text))).transpose().map_err(e)?;
     let outputs: Vec<(&Path, &[u8])> = export.iter().chain(&svg).map(|(p, text)| (p.as_path(), text.as_bytes())).collect();
     // What is printed is made first: a pair that names no device (or a matrix that cannot be
     // drawn) fails the job before any output is written (all or nothing).
@@ -383,7 +385,7 @@ fn topo(a: TopoArgs) -> Result<(), JobError> {
         (Some(pair), true) => format!("{}\n", jsonout::stamped("p2p-verdict", &t.verdict(&pair[0], &pair[1]).map_err(e)?)),
         (Some(pair), false) => t.explain(&pair[0], &pair[1]).map_err(e)?,
         (None, true) => format!("{}\n", jsonout::stamped_text("topology", &t.to_json_string().map_err(e)?)),
-        (None, false) => format!("{}\n{}", t.render_tree(), t.render_matrix_of(if a.vfs { peerpath_topo::Vfs::Each } else { peerpath_topo::Vfs::Folded }).map_err(e)?),
+        (None, false) => format!("{}\n{}", t.render_tree_of(vfs), t.render_matrix_of(vfs).map_err(e)?),
     };
     write_outputs(&outputs, a.force)?;
     print!("{text}");

@@ -55,3 +55,38 @@ fn topo_vfs_gives_every_virtual_function_its_own_row_and_column() {
     assert_eq!(header.split_whitespace().count(), 131, "{header}");
     assert!(!matrix.contains("+ 48 VFs"), "{matrix}");
 }
+
+/// The tree and the picture of `topo`, from its output and the `--svg` file.
+fn tree_and_svg(extra: &[&str]) -> (Vec<String>, String) {
+    let dir = scratch();
+    let svg = dir.path().join("t.svg");
+    let out = run(&mut pp(args!["topo", "--sysfs", sriov_host(), "--svg", &svg].into_iter().chain(extra.iter().map(os)))).ok();
+    let text = out.stdout_str();
+    let tree = &text[..text.find("No P2P providers").expect("the matrix")];
+    let lines = tree.lines().filter(|l| l.contains("── ")).map(str::to_string).collect();
+    (lines, std::fs::read_to_string(&svg).expect("the picture"))
+}
+
+/// The tree and the `--svg` picture drew every function, 134 lines and boxes; like the matrix,
+/// they now show a physical function's virtual functions as one line under it.
+#[test]
+fn topo_folds_virtual_functions_in_the_tree_and_the_svg() {
+    let (lines, svg) = tree_and_svg(&[]);
+    assert_eq!(lines.len(), 6 + 3, "{lines:#?}");
+    assert_eq!(lines[3], "│   │   └── + 48 VFs 01:00.2-01:06.1  NIC  Mellanox 15b3:101e  [mlx5_core]", "{lines:#?}");
+    assert_eq!(lines[8], "        └── + 32 VFs 02:00.1-02:04.0  NVMe SSD  Samsung 144d:a824", "{lines:#?}");
+    // Background, host bridge, 6 functions, 3 folded rows, the legend's swatch.
+    assert_eq!(svg.matches("<rect ").count(), 11 + 1, "{svg}");
+    assert!(svg.contains(">+ 48 VFs 0000:01:06.2-0000:01:0c.1</text>"), "{svg}");
+    assert!(svg.contains(" - nic0 + 48 VFs, nic1 + 48 VFs, ssd0 + 32 VFs</text>"), "{svg}");
+}
+
+/// `--vfs` draws every function in the tree and the picture too.
+#[test]
+fn topo_vfs_draws_every_virtual_function_in_the_tree_and_the_svg() {
+    let (lines, svg) = tree_and_svg(&["--vfs"]);
+    assert_eq!(lines.len(), 134, "{lines:#?}");
+    assert!(lines.iter().all(|l| !l.contains(" VFs ")), "{lines:#?}");
+    assert_eq!(svg.matches("<rect ").count(), 2 + 134 + 1, "{svg}");
+    assert!(svg.contains("(131 devices)</text>"), "{svg}");
+}

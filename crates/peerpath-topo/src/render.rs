@@ -1,7 +1,7 @@
 //! Renderings of a topology: an annotated tree (like `lspci -t`), a P2P matrix, an explanation
 //! of one pair, JSON, and an SVG picture with the P2P groups coloured. All return `String`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::allowlist;
@@ -140,26 +140,87 @@ fn device_line(topo: &Topology, d: &PciDevice) -> String {
 struct Children<'a> {
     topo: &'a Topology,
     below: BTreeMap<Bdf, Vec<&'a PciDevice>>,
+    /// SR-IOV virtual functions drawn as one line under their physical function, by PF, in
+    /// address order ([`Vfs::Folded`]: those the verdicts cannot tell from their PF, as in the
+    /// matrix, and with nothing below them).
+    folded: BTreeMap<Bdf, Vec<&'a PciDevice>>,
+    /// Each folded virtual function's physical function.
+    pf_of: HashMap<Bdf, Bdf>,
 }
 
 impl<'a> Children<'a> {
-    fn new(topo: &'a Topology) -> Self {
+    fn new(topo: &'a Topology, vfs: Vfs) -> Self {
         let mut below: BTreeMap<Bdf, Vec<&PciDevice>> = BTreeMap::new();
         for d in &topo.devices {
             if let Some(up) = d.upstream {
                 below.entry(up).or_default().push(d);
             }
         }
-        Children { topo, below }
+        let mut folded: BTreeMap<Bdf, Vec<&PciDevice>> = BTreeMap::new();
+        let mut pf_of = HashMap::new();
+        if vfs == Vfs::Folded {
+            for d in &topo.devices {
+                if let Some(pf) = verdict::folds_into(topo, d).filter(|_| !below.contains_key(&d.bdf)) {
+                    folded.entry(pf).or_default().push(d);
+                    pf_of.insert(d.bdf, pf);
+                }
+            }
+        }
+        Children { topo, below, folded, pf_of }
     }
 
     /// The devices whose upstream is `parent`, by address; with `None`, those on root bus `hb`.
+    /// Folded virtual functions are left out (their PF's line stands for them).
     fn of(&self, parent: Option<Bdf>, hb: &str) -> Vec<&'a PciDevice> {
-        match parent {
+        let mut kids = match parent {
             Some(b) => self.below.get(&b).cloned().unwrap_or_default(),
             None => self.topo.root_bus_devices(hb),
+        };
+        kids.retain(|d| !self.pf_of.contains_key(&d.bdf));
+        kids
+    }
+}
+
+/// `48 VFs`.
+fn vf_count(n: usize) -> String {
+    format!("{n} VF{}", if n == 1 { "" } else { "s" })
+}
+
+/// The distinct values in `items`, in order, with how many of each when they differ:
+/// `mlx5_core`, or `mlx5_core 40, vfio-pci 8`.
+fn tally(items: impl Iterator<Item = String>) -> String {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for it in items {
+        match seen.iter_mut().find(|(s, _)| *s == it) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((it, 1)),
         }
     }
+    match seen.as_slice() {
+        [(one, _)] => one.clone(),
+        many => many.iter().map(|(s, n)| format!("{s} {n}")).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// The tree's line for the virtual functions folded under their physical function:
+/// `+ 48 VFs 01:00.2-01:06.1  NIC  Mellanox 15b3:101e  [mlx5_core]`.
+fn folded_line(topo: &Topology, vfs: &[&PciDevice]) -> String {
+    let bdfs: Vec<Bdf> = vfs.iter().map(|d| d.bdf).collect();
+    let ids = tally(vfs.iter().map(|d| {
+        format!(
+            "{}  {}{} {:04x}:{:04x}",
+            d.kind.short(),
+            vendor_name(d.vendor),
+            device_name(d.vendor, d.device).map(|n| format!(" {n}")).unwrap_or_default(),
+            d.vendor,
+            d.device
+        )
+    }));
+    let drivers = match vfs.iter().all(|d| d.driver.is_none()) {
+        true => String::new(),
+        false => format!("  [{}]", tally(vfs.iter().map(|d| d.driver.clone().unwrap_or_else(|| "no driver".into())))),
+    };
+    format!("+ {} {}  {ids}{drivers}", vf_count(vfs.len()), join_bdfs_ranges(&bdfs, |b| short_bdf(topo, *b)))
 }
 
 fn tree_children(topo: &Topology, tree: &Children, parent: Option<Bdf>, hb: &str, prefix: &str, out: &mut String, depth: usize) {
@@ -167,17 +228,29 @@ fn tree_children(topo: &Topology, tree: &Children, parent: Option<Bdf>, hb: &str
         return;
     }
     let kids = tree.of(parent, hb);
+    let fold = parent.and_then(|pf| tree.folded.get(&pf));
     for (i, d) in kids.iter().enumerate() {
-        let last = i + 1 == kids.len();
+        let last = i + 1 == kids.len() && fold.is_none();
         let _ = writeln!(out, "{prefix}{}{}", if last { "└── " } else { "├── " }, device_line(topo, d));
         let next = format!("{prefix}{}", if last { "    " } else { "│   " });
         tree_children(topo, tree, Some(d.bdf), hb, &next, out, depth + 1);
     }
+    if let Some(vfs) = fold {
+        let _ = writeln!(out, "{prefix}└── {}", folded_line(topo, vfs));
+    }
 }
 
 /// The tree, like `lspci -t` but one function per line, annotated with kinds, links, NUMA
-/// nodes, ACS redirect, NVMe controllers and CMBs, P2P providers and block devices.
+/// nodes, ACS redirect, NVMe controllers and CMBs, P2P providers and block devices; SR-IOV
+/// virtual functions folded into one line under their physical function ([`Vfs::Folded`]).
 pub fn render_tree(topo: &Topology) -> String {
+    render_tree_of(topo, Vfs::Folded)
+}
+
+/// The tree, SR-IOV virtual functions as `vfs` says: with [`Vfs::Folded`], those the verdicts
+/// cannot tell from their physical function (as in the matrix) are one line under it, with their
+/// count, addresses, ids and drivers; with [`Vfs::Each`], one line each.
+pub fn render_tree_of(topo: &Topology, vfs: Vfs) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -232,7 +305,7 @@ pub fn render_tree(topo: &Topology) -> String {
             let _ = writeln!(out, "  remedy: {remedy}");
         }
     }
-    let tree = Children::new(topo);
+    let tree = Children::new(topo, vfs);
     for hb in &topo.host_bridges {
         let id = topo.host_bridge_device(&hb.name);
         let allow = match id {
@@ -302,7 +375,7 @@ pub fn render_matrix(topo: &Topology, vfs: Vfs) -> Result<String> {
             name_of(topo, *b),
             d.map(|d| d.kind.short()).unwrap_or("?"),
             d.and_then(|d| d.numa_node).map(|n| format!("  node {n}")).unwrap_or_default(),
-            m.folded.get(b).map(|g| format!("  + {}", vf_count(g))).unwrap_or_default()
+            m.folded.get(b).map(|g| format!("  + {}", vf_count(g.vfs.len()))).unwrap_or_default()
         );
     }
     let width = m
@@ -336,8 +409,8 @@ pub fn render_matrix(topo: &Topology, vfs: Vfs) -> Result<String> {
                 out,
                 "  [{:>2}] {} {}{}",
                 index[pf],
-                vf_count(g),
-                join_bdfs_ranges(&g.vfs),
+                vf_count(g.vfs.len()),
+                join_bdfs_ranges(&g.vfs, Bdf::to_string),
                 if within.is_empty() { String::new() } else { format!(": {}", within.join(", ")) }
             );
         }
@@ -350,14 +423,9 @@ pub fn render_matrix(topo: &Topology, vfs: Vfs) -> Result<String> {
     Ok(out)
 }
 
-/// `48 VFs`.
-fn vf_count(g: &verdict::FoldedVfs) -> String {
-    format!("{} VF{}", g.vfs.len(), if g.vfs.len() == 1 { "" } else { "s" })
-}
-
-/// Sorted addresses as runs of consecutive functions (`0000:01:00.2-0000:01:06.1`): a
-/// physical function's virtual functions are usually one run.
-fn join_bdfs_ranges(bdfs: &[Bdf]) -> String {
+/// Sorted addresses as runs of consecutive functions (`0000:01:00.2-0000:01:06.1`), each
+/// address written by `show`: a physical function's virtual functions are usually one run.
+fn join_bdfs_ranges(bdfs: &[Bdf], show: impl Fn(&Bdf) -> String) -> String {
     let mut runs: Vec<(Bdf, Bdf)> = Vec::new();
     for b in bdfs {
         match runs.last_mut() {
@@ -365,7 +433,7 @@ fn join_bdfs_ranges(bdfs: &[Bdf]) -> String {
             _ => runs.push((*b, *b)),
         }
     }
-    let words: Vec<String> = runs.iter().map(|(a, z)| if a == z { a.to_string() } else { format!("{a}-{z}") }).collect();
+    let words: Vec<String> = runs.iter().map(|(a, z)| if a == z { show(a) } else { format!("{}-{}", show(a), show(z)) }).collect();
     words.join(" ")
 }
 
@@ -552,8 +620,15 @@ fn title_chars(topo: &Topology) -> usize {
 }
 
 /// An SVG picture of the tree: one row per function, indented by depth, P2P groups coloured,
-/// bridges with ACS redirect outlined red, P2P providers marked.
+/// bridges with ACS redirect outlined red, P2P providers marked; SR-IOV virtual functions
+/// folded into one row under their physical function ([`Vfs::Folded`]).
 pub fn render_svg(topo: &Topology) -> Result<String> {
+    render_svg_of(topo, Vfs::Folded)
+}
+
+/// The SVG picture, SR-IOV virtual functions as `vfs` says (as in [`render_tree_of`]); the
+/// legend names a physical function with its folded virtual functions as `nic0 + 48 VFs`.
+pub fn render_svg_of(topo: &Topology, vfs: Vfs) -> Result<String> {
     let groups = p2p_groups(topo)?;
     let mut colour: BTreeMap<Bdf, &str> = BTreeMap::new();
     for (i, (g, _)) in groups.iter().enumerate() {
@@ -561,7 +636,8 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
             colour.insert(*b, PALETTE[i % PALETTE.len()]);
         }
     }
-    // Layout: (label, depth, bdf or host bridge).
+    // Layout: (label, depth, bdf or host bridge). A row of folded virtual functions has its
+    // first one's address, and takes its colour and outline.
     struct Row {
         depth: usize,
         text: String,
@@ -599,9 +675,17 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
                 bdf: Some(d.bdf),
             });
             walk(topo, tree, Some(d.bdf), hb, depth + 1, rows);
+            if let Some(vfs) = tree.folded.get(&d.bdf) {
+                let bdfs: Vec<Bdf> = vfs.iter().map(|v| v.bdf).collect();
+                rows.push(Row {
+                    depth: depth + 1,
+                    text: format!("+ {} {}", vf_count(vfs.len()), join_bdfs_ranges(&bdfs, Bdf::to_string)),
+                    bdf: Some(bdfs[0]),
+                });
+            }
         }
     }
-    let tree = Children::new(topo);
+    let tree = Children::new(topo, vfs);
     for hb in &topo.host_bridges {
         rows.push(Row {
             depth: 0,
@@ -681,9 +765,25 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
             y - 11,
             PALETTE[i % PALETTE.len()]
         );
-        let names: Vec<String> = g.iter().map(|b| topo.device(*b).and_then(|d| d.label.clone()).unwrap_or(b.to_string())).collect();
+        // A physical function stands for its folded virtual functions of the group.
+        let members: HashSet<&Bdf> = g.iter().collect();
+        let mut stood_for: BTreeMap<Bdf, usize> = BTreeMap::new();
+        for pf in g.iter().filter_map(|b| tree.pf_of.get(b)).filter(|pf| members.contains(pf)) {
+            *stood_for.entry(*pf).or_default() += 1;
+        }
+        let names: Vec<String> = g
+            .iter()
+            .filter(|b| !tree.pf_of.get(b).is_some_and(|pf| stood_for.contains_key(pf)))
+            .map(|b| {
+                let name = topo.device(*b).and_then(|d| d.label.clone()).unwrap_or(b.to_string());
+                match stood_for.get(b) {
+                    Some(n) => format!("{name} + {}", vf_count(*n)),
+                    None => name,
+                }
+            })
+            .collect();
         let shown = if names.len() > 8 {
-            format!("{} ... ({} devices)", names[..8].join(", "), names.len())
+            format!("{} ... ({} devices)", names[..8].join(", "), g.len())
         } else {
             names.join(", ")
         };
@@ -703,4 +803,16 @@ pub fn render_svg(topo: &Topology) -> Result<String> {
 /// Why a pair is what it is, in one line per reason (for logs and reports).
 pub fn reasons_text(reasons: &[Reason]) -> String {
     reasons.iter().map(|r| format!("- {}", r.describe())).collect::<Vec<_>>().join("\n")
+}
+
+impl Topology {
+    /// The tree, SR-IOV virtual functions as `vfs` says ([`render_tree_of`]).
+    pub fn render_tree_of(&self, vfs: Vfs) -> String {
+        render_tree_of(self, vfs)
+    }
+
+    /// The SVG picture, SR-IOV virtual functions as `vfs` says ([`render_svg_of`]).
+    pub fn render_svg_of(&self, vfs: Vfs) -> Result<String> {
+        render_svg_of(self, vfs)
+    }
 }

@@ -1054,12 +1054,12 @@ pub struct FoldedVfs {
     pub vf_and_vf: Option<P2pPath>,
 }
 
-/// The physical function whose row and column stand for the virtual function `d` in a
-/// [`Vfs::Folded`] matrix, if it is among `shown` and the verdicts cannot tell `d` from it:
-/// its chain above itself is its PF's ([`Topology::upstream_chain`]), and of the function itself
-/// a verdict reads its P2P memory, ACS, NUMA node and emulation.
-fn folds_into(topo: &Topology, d: &PciDevice, shown: &HashSet<Bdf>) -> Option<Bdf> {
-    let pf = topo.device(d.physfn?).filter(|pf| shown.contains(&pf.bdf))?;
+/// The physical function that stands for the virtual function `d` ([`Vfs::Folded`]: in a matrix
+/// its row and column, in the tree and the picture its line), if the verdicts cannot tell `d`
+/// from it: its chain above itself is its PF's ([`Topology::upstream_chain`]), and of the
+/// function itself a verdict reads its P2P memory, ACS, NUMA node and emulation.
+pub(crate) fn folds_into(topo: &Topology, d: &PciDevice) -> Option<Bdf> {
+    let pf = topo.device(d.physfn?)?;
     let alike = d.p2pmem.is_none()
         && d.acs.redirects() == pf.acs.redirects()
         && d.emulated == pf.emulated
@@ -1074,7 +1074,7 @@ pub fn matrix(topo: &Topology, vfs: Vfs) -> Result<Matrix> {
     if vfs == Vfs::Folded {
         let shown: HashSet<Bdf> = columns.iter().copied().collect();
         for d in topo.devices_that_matter() {
-            if let Some(pf) = folds_into(topo, d, &shown) {
+            if let Some(pf) = folds_into(topo, d).filter(|pf| shown.contains(pf)) {
                 folded.entry(pf).or_insert_with(|| FoldedVfs { vfs: Vec::new(), vf_and_pf: None, vf_and_vf: None }).vfs.push(d.bdf);
             }
         }
