@@ -1,8 +1,10 @@
 //! The job server's wire format (`peerpath_runtime::daemon_proto`) on arbitrary bytes, as the
 //! daemon reads a client's (any process of its user: untrusted) and a client the daemon's.
 //! First byte even: a request message, its length then its JSON, as the daemon takes it: the
-//! length is refused past the bound before anything is sized by it; a request decoded
-//! encodes to a message a client can send (within the bound) that decodes to itself. Odd: a
+//! length is refused past the bound before anything is sized by it; a request decodes to no
+//! more bytes than its length (its arguments and variables one buffer each, however many); a
+//! request decoded encodes to a message a client can send (within the bound) that decodes to
+//! itself. Odd: a
 //! reply line, as the client reads it: a reply or an error; a reply encodes to one line that
 //! decodes to itself. Never a panic.
 #![no_main]
@@ -34,6 +36,8 @@ fuzz_target!(|data: &[u8]| {
     // Fewer bytes than the length says: the daemon waits for the rest (until its deadline).
     let Some(body) = rest.get(..len) else { return };
     if let Ok(request) = decode_request(body) {
+        // However many arguments and variables, no more bytes than the request's own.
+        assert!(request.argv.as_bytes().len() + request.env.as_bytes().len() + request.cwd.len() <= len, "{request:?}");
         let message = encode_request(&request).unwrap_or_else(|why| panic!("a request the daemon took cannot be sent: {why}"));
         let again = request_length(message[..4].try_into().unwrap()).expect("a length within the bound");
         assert_eq!(again, message.len() - 4);

@@ -32,12 +32,13 @@ use peerpath_runtime::report::{quoted_bytes, Quoted};
 use clap::{Args, Parser};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -295,12 +296,13 @@ fn trusted(uid: rustix::process::Uid) -> bool {
 }
 
 fn client_request() -> std::io::Result<Request> {
+    let argv: Vec<OsString> = std::env::args_os().collect();
     Ok(Request {
         exe: ExeId::of_this_process()?,
-        argv: std::env::args_os().map(OsString::into_vec).collect(),
+        argv: proto::ByteStrings::new(argv.iter().map(|a| a.as_bytes())).map_err(std::io::Error::other)?,
         cwd: std::env::current_dir()?.into_os_string().into_vec(),
         umask: current_umask(),
-        env: client_environment(&std::env::args_os().collect::<Vec<_>>()),
+        env: proto::variables(&client_environment(&argv)).map_err(std::io::Error::other)?,
     })
 }
 
@@ -560,11 +562,20 @@ impl Queue {
     }
 }
 
-/// A job's command line as the log shows it (its arguments after `peerpath`), each quoted as
-/// names are ([`quoted_bytes`]): a newline in one stays on the log's line, and bytes that are
-/// not UTF-8 are kept.
-fn shown_argv(argv: &[Vec<u8>]) -> String {
-    argv.iter().skip(1).map(|a| quoted_bytes(a)).collect::<Vec<_>>().join(" ")
+/// A job's command line as the log shows it (its arguments after `peerpath`), each a word a
+/// shell reads back as that argument ([`shell_word`]).
+fn shown_argv(argv: &proto::ByteStrings) -> String {
+    argv.iter().skip(1).map(shell_word).collect::<Vec<_>>().join(" ")
+}
+
+/// An argument quoted as names are ([`quoted_bytes`]: a newline stays on the log's line, bytes
+/// that are not UTF-8 are kept), and in `'...'` where it is empty or holds a space or a character
+/// a shell reads apart, as GNU `ls` quotes names: `a b` read as two arguments.
+fn shell_word(arg: &[u8]) -> Cow<'_, str> {
+    match quoted_bytes(arg) {
+        Cow::Borrowed(s) if s.is_empty() || s.contains(|c: char| c.is_whitespace() || "\"#$&'()*;<>?[\\]^`{|}~!".contains(c)) => Cow::Owned(format!("'{}'", s.replace('\'', r"'\''"))),
+        quoted => quoted,
+    }
 }
 
 /// Whether a client's standard input or output is a pipe or a socket: its job may read
@@ -681,9 +692,11 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     };
     let mut prefix = [0u8; 4];
     read_by(&conn, &mut prefix, deadline).map_err(|e| e.unwrap_or_else(late))?;
-    let mut body = vec![0u8; proto::request_length(prefix).map_err(refuse)?];
-    read_by(&conn, &mut body, deadline).map_err(|e| e.unwrap_or_else(late))?;
-    let request = proto::decode_request(&body).map_err(refuse)?;
+    let request = {
+        let mut body = vec![0u8; proto::request_length(prefix).map_err(refuse)?];
+        read_by(&conn, &mut body, deadline).map_err(|e| e.unwrap_or_else(late))?;
+        proto::decode_request(&body).map_err(refuse)?
+    };
     // The descriptors are asked for once the request is read: a client whose daemon never
     // reads it (stopped) gives it up holding its own standard streams, which would otherwise
     // wait in the daemon's socket (a pipe's reader downstream waiting for its end).
@@ -714,7 +727,10 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     if got.bytes != 1 {
         return Err("the client closed before sending its standard streams".into());
     }
-    let stdio: [OwnedFd; 3] = fds.try_into().map_err(|f: Vec<OwnedFd>| format!("{} descriptors with the request (standard input, output and error: 3)", f.len()))?;
+    // Descriptors past the control buffer's room (3, and its padding) were closed by the kernel
+    // (MSG_CTRUNC); those taken close here, with `fds`.
+    let sent = if got.flags.contains(rustix::net::ReturnFlags::CTRUNC) { format!("more than {}", fds.len()) } else { fds.len().to_string() };
+    let stdio: [OwnedFd; 3] = fds.try_into().map_err(|_| refuse(format!("{sent} descriptors with the request (its standard input, output and error: 3)")))?;
     conn.set_read_timeout(None).map_err(|e| e.to_string())?;
     Ok(Incoming { conn, request, stdio })
 }
@@ -797,7 +813,8 @@ fn say(mut log: impl Write, line: std::fmt::Arguments) {
 fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File, queue: &Queue) {
     let Incoming { conn, request, stdio } = incoming;
     let shown = shown_argv(&request.argv);
-    let argv: Vec<OsString> = request.argv.into_iter().map(OsString::from_vec).collect();
+    let argv: Vec<OsString> = request.argv.iter().map(|a| OsString::from_vec(a.to_vec())).collect();
+    let client_env = request.environment();
     // The job's end: the daemon is free before it is said (logged, told its client). A client
     // told its job ended sends its next one at once (a script's next line), and one whose standard
     // input or output is a pipe is refused while a job runs: freed after, it was refused for a
@@ -816,7 +833,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
     if request.exe != exe {
         return refuse("it runs another build of peerpath than this command (restart it)".into());
     }
-    if let Some(why) = environment_difference(&request.env, &daemon_environment(env, &request.env)) {
+    if let Some(why) = environment_difference(&client_env, &daemon_environment(env, &client_env)) {
         return refuse(why);
     }
     let cli = match Cli::try_parse_from(&argv) {
@@ -999,6 +1016,16 @@ mod tests {
         });
         assert_eq!(client_says_go(&daemon_end, 7), Ok(()));
         client.join().unwrap();
+    }
+
+    /// Each argument in the log is a word a shell reads back as that argument: `a b` read as two.
+    #[test]
+    fn arguments_in_the_log_read_back_in_a_shell_as_themselves() {
+        let args: [&[u8]; 10] = [b"plain.gz", b"a b", b"", b"it's", b"$HOME", b"--key-env=K", b"a\nb", b"\xff c", b"'x", b"*;|&<>"];
+        let shown = shown_argv(&proto::ByteStrings::new([&b"peerpath"[..]].into_iter().chain(args)).unwrap());
+        assert!(shown.starts_with(r"plain.gz 'a b' '' 'it'\''s' '$HOME' --key-env=K "), "{shown}");
+        let out = std::process::Command::new("bash").arg("-c").arg(format!("printf '%s\\0' {shown}")).output().unwrap();
+        assert_eq!(out.stdout, proto::ByteStrings::new(args).unwrap().as_bytes(), "{shown}");
     }
 
     fn with_key() -> BTreeMap<String, Vec<u8>> {
