@@ -68,7 +68,8 @@ struct RunArgs {
     /// compress-nvcomp-gzip-2, ...) [default: the job's].
     #[arg(long)]
     function: Option<String>,
-    /// Compute threads of a CPU job, 1 to 8192: at most this many cores compute [default: every core].
+    /// Compute threads, 1 to 8192, of a CPU job (compress-cpu, compress-memory): at most this many
+    /// cores compute, all sockets together [default: every core].
     #[arg(long)]
     threads: Option<usize>,
     /// Vary one parameter: csp=1..12, ssd=3..18, gen=3..5, mps=128,256,512.
@@ -118,6 +119,9 @@ fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), SimError> {
     let mut job = Job::parse(&a.job)?;
     job.ratio = a.ratio;
     if let Some(f) = &a.function {
+        if !job.compresses() {
+            return Err(SimError::Job(format!("--function '{f}' for a job that runs none ({})", job.describe())));
+        }
         job.function = f.clone();
     }
     job.threads = a.threads;

@@ -36,6 +36,7 @@ pub enum SourceKind {
 
 /// One number and its provenance.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Figure {
     /// `None`: unknown (the component is unlimited in the model).
     #[serde(default)]
@@ -62,6 +63,7 @@ impl Figure {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Pcie {
     pub framing_bytes: Figure,
     pub header_3dw_bytes: Figure,
@@ -72,6 +74,7 @@ pub struct Pcie {
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CpuMatch {
     #[serde(default)]
     pub vendor: Option<String>,
@@ -86,6 +89,7 @@ pub struct CpuMatch {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Platform {
     pub name: String,
     #[serde(default)]
@@ -111,6 +115,7 @@ pub struct Platform {
 /// A measured curve: `points` are (x, y) pairs, sorted by x; read with linear interpolation
 /// between them and the nearest end beyond them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Curve {
     pub points: Vec<[f64; 2]>,
     pub kind: SourceKind,
@@ -137,6 +142,7 @@ impl Curve {
 
 /// A GPU: its engines' rate per function (kernel time, data in GPU memory) and its memory.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GpuSpec {
     pub name: String,
     #[serde(default)]
@@ -150,6 +156,7 @@ pub struct GpuSpec {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SsdSpec {
     pub name: String,
     #[serde(default)]
@@ -167,6 +174,7 @@ pub struct SsdSpec {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CspSpec {
     pub name: String,
     #[serde(default)]
@@ -209,6 +217,7 @@ impl CspSpec {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SwitchSpec {
     pub name: String,
     #[serde(default)]
@@ -219,18 +228,21 @@ pub struct SwitchSpec {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Nvme {
     pub read_crossings: Figure,
     pub write_crossings: Figure,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Data {
     pub compress_ratio_zlib_1: Figure,
 }
 
 /// A network adapter: what its ports can carry.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NicSpec {
     pub name: String,
     #[serde(default)]
@@ -254,6 +266,7 @@ impl NicSpec {
 
 /// The whole catalog.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Catalog {
     pub schema: u32,
     pub pcie: Pcie,

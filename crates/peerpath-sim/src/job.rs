@@ -178,13 +178,32 @@ impl Job {
         if self.csps == Some(0) || self.ssds == Some(0) {
             return bad("use at least 1 CSP and 1 SSD".into());
         }
+        // A knob the job has no use for was taken and ignored (`read --ratio 3`), or applied
+        // to what it does not name (`compress-p2p --threads 1` capped the orchestration).
+        if self.ratio.is_some() && !self.compresses() {
+            return bad(format!("a compression ratio for a job that compresses nothing ({})", self.describe()));
+        }
+        let on_cores = matches!(self.kind, JobKind::CompressCpu | JobKind::CompressMemory { on: Compute::Cpu });
+        if self.threads.is_some() && !on_cores {
+            return bad(format!("compute threads for a job that computes nothing on the host CPU ({}): --threads is for compress-cpu and compress-memory", self.describe()));
+        }
         Ok(())
+    }
+
+    /// Whether the job runs a function (compresses): the others only move bytes, and take no
+    /// `--function` or `--ratio`.
+    pub fn compresses(&self) -> bool {
+        matches!(self.kind, JobKind::CompressP2p | JobKind::CompressCpu | JobKind::CompressMemory { .. })
     }
 
     pub fn describe(&self) -> String {
         match &self.kind {
             JobKind::CompressP2p => format!("{} on CSPs over P2P DMA ({} sources + 1 target per CSP)", self.function, self.sources_per_csp),
-            JobKind::CompressCpu => format!("{} on the host CPU (SSD -> host memory -> cores -> host memory -> SSD)", self.function),
+            JobKind::CompressCpu => format!(
+                "{} on the host CPU{} (SSD -> host memory -> cores -> host memory -> SSD)",
+                self.function,
+                self.threads.map(|t| format!(" with {t} compute thread(s)")).unwrap_or_default()
+            ),
             JobKind::Read { into: Memory::Host } => "sequential reads from SSDs into host memory".into(),
             JobKind::Read { into: Memory::Cmb(c) } => format!("sequential reads from SSDs into the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
             JobKind::Write { from: Memory::Host } => "sequential writes to SSDs from host memory".into(),
@@ -618,6 +637,20 @@ impl Job {
                         res.capacity = t as f64;
                     }
                 }
+            }
+            // `--threads` counts the cores of every socket together: with compute on more
+            // than one socket, all of them share `t` (each socket had `t` of its own, so
+            // `--threads 3` ran 6 cores on two sockets).
+            let on_sockets: BTreeSet<ResKey> = flows.iter().flat_map(|f| f.loads.iter().map(|(k, _)| *k)).filter(|k| matches!(k, ResKey::CpuCores(_))).collect();
+            if on_sockets.len() > 1 {
+                for f in &mut flows {
+                    let cores: f64 = f.loads.iter().filter(|(k, _)| on_sockets.contains(k)).map(|(_, a)| a).sum();
+                    if cores > 0.0 {
+                        f.loads.push((ResKey::Threads, cores));
+                    }
+                }
+                let name = format!("compute threads of all sockets (--threads {t})");
+                resources.insert(ResKey::Threads, Resource { key: ResKey::Threads, name, capacity: t as f64, unit: "cores" });
             }
         }
         Ok(Plan { flows, resources, groups, notes, calibrations, unknowns })

@@ -79,6 +79,8 @@ pub enum ResKey {
     NicSend(usize),
     /// A GPU's own memory (reads and writes share it).
     GpuMemory(usize),
+    /// The cores a CPU job may compute on, all sockets together (`--threads`).
+    Threads,
 }
 
 /// What a resource is, in words, and its capacity (bytes/s, or cores for CPU).
@@ -417,6 +419,8 @@ impl Machine {
                 NodeKind::Gpu(g) => mk(format!("GPU memory of {}", self.nodes[n].name), g.memory_bytes_per_s.value?, "B/s"),
                 _ => None,
             },
+            // The job's, not the machine's: see `Job::plan`.
+            ResKey::Threads => None,
         }
     }
 

@@ -28,10 +28,12 @@ pub fn render(sw: &Sweep) -> String {
     let (l, r, t, b) = (70.0, 70.0, 60.0, 120.0);
     let pw = w - l - r;
     let ph = h - t - b;
-    let n = sw.points.len().max(1);
     let ymax = nice_max(sw.points.iter().map(|p| p.throughput_gbit_per_s.max(p.host_memory_gbit_per_s)).fold(0.0, f64::max) * 1.05);
     let cmax = nice_max((sw.points.iter().map(|p| p.host_cpu_share * 100.0).fold(0.0, f64::max) * 1.05).max(1.0)).min(100.0);
-    let x = |i: usize| if n == 1 { l + pw / 2.0 } else { l + pw * i as f64 / (n - 1) as f64 };
+    // The x axis is the parameter's own scale (csp=1,2,12 are not evenly spaced): each point
+    // at its value, the sweep's values in increasing order (`Vary::parse`).
+    let (vmin, vmax) = (sw.points.iter().map(|p| p.value).min().unwrap_or(0), sw.points.iter().map(|p| p.value).max().unwrap_or(0));
+    let x = |i: usize| if vmax == vmin { l + pw / 2.0 } else { l + pw * f64::from(sw.points[i].value - vmin) / f64::from(vmax - vmin) };
     let y = |v: f64| t + ph - ph * v / ymax;
     let yc = |v: f64| t + ph - ph * v / cmax;
     let mut s = String::new();
@@ -51,9 +53,12 @@ pub fn render(sw: &Sweep) -> String {
     let _ = writeln!(s, r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{:.1}" stroke="black"/>"#, t + ph);
     let _ = writeln!(s, r#"<line x1="{l}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"#, t + ph, l + pw, t + ph);
     let _ = writeln!(s, r#"<text x="18" y="{:.1}" transform="rotate(-90 18 {:.1})" text-anchor="middle">Gb/s</text>"#, t + ph / 2.0, t + ph / 2.0);
+    // A value's label where it does not run into the one before it.
+    let mut last_label = f64::NEG_INFINITY;
     for (i, p) in sw.points.iter().enumerate() {
-        if n <= 24 || i % (n / 12).max(1) == 0 {
+        if x(i) - last_label >= 32.0 {
             let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, x(i), t + ph + 16.0, p.value);
+            last_label = x(i);
         }
     }
     let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, l + pw / 2.0, t + ph + 34.0, sw.param.name());

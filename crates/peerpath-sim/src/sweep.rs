@@ -17,7 +17,7 @@ use peerpath_topo::{Bdf, LinkSpeed, Topology};
 
 use crate::catalog::{Catalog, Figure};
 use crate::engine::{simulate, SimOptions};
-use crate::job::{Job, JobKind, Memory};
+use crate::job::{Job, JobKind};
 use crate::machine::Machine;
 use crate::pcie::TlpModel;
 use crate::report::SimReport;
@@ -43,6 +43,10 @@ impl Param {
     }
 }
 
+/// The most steps a sweep takes (a range `A..B` with `B - A` at most this; a list of at most
+/// one more value).
+pub const MAX_STEPS: u32 = 256;
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Vary {
     pub param: Param,
@@ -61,17 +65,21 @@ impl Vary {
             other => return Err(SimError::Vary(format!("unknown parameter '{other}' (csp, ssd, gen, mps)"))),
         };
         let num = |x: &str| x.trim().parse::<u32>().map_err(|_| SimError::Vary(format!("'{x}' is not a number in '{s}'")));
-        let values: Vec<u32> = if let Some((a, b)) = v.split_once("..") {
+        let mut values: Vec<u32> = if let Some((a, b)) = v.split_once("..") {
             let (a, b) = (num(a)?, num(b.trim_start_matches('='))?);
-            if a > b || b - a > 256 {
-                return Err(SimError::Vary(format!("'{s}': range must go up, at most 256 steps")));
+            if a > b || b - a > MAX_STEPS {
+                return Err(SimError::Vary(format!("'{s}': range must go up, at most {MAX_STEPS} steps")));
             }
             (a..=b).collect()
         } else {
             v.split(',').map(num).collect::<Result<_, _>>()?
         };
-        if values.is_empty() {
-            return Err(SimError::Vary(format!("'{s}': no values")));
+        // Each value once, in increasing order: the table, its "<- moves" and the plot's axis
+        // follow the parameter (a list in another order drew its line back and forth).
+        values.sort_unstable();
+        values.dedup();
+        if values.len() > MAX_STEPS as usize + 1 {
+            return Err(SimError::Vary(format!("'{s}': at most {} values ({MAX_STEPS} steps)", MAX_STEPS + 1)));
         }
         match param {
             Param::Gen if values.iter().any(|g| !(1..=6).contains(g)) => return Err(SimError::Vary("gen: 1 to 6".into())),
@@ -226,14 +234,49 @@ pub fn apply(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &J
     Ok((m, job))
 }
 
+/// Refuses to count what the job does not (`plan --add csp` or `--vary csp` of a job that
+/// uses no CSP, or one CSP's memory, gave the same figures at every count, and plan proposed
+/// them all the same), and a count that `--csps`/`--ssds` also sets (the sweep's won without a
+/// word).
+fn counted(job: &Job, param: Param) -> Result<(), SimError> {
+    let (uses, given) = match param {
+        // read-cmb and write-cmb use the memory of one CSP, whatever the count.
+        Param::Csp => (job.kind == JobKind::CompressP2p, job.csps),
+        Param::Ssd => (!matches!(job.kind, JobKind::CompressMemory { .. }), job.ssds),
+        Param::Gen | Param::Mps => return Ok(()),
+    };
+    let what = param.name();
+    if !uses {
+        let why = match param {
+            Param::Csp => "uses no CSP (or one CSP's memory, whatever the count), so the number of CSPs cannot change it: count SSDs (--add ssd, --vary ssd=A..B), or use compress-p2p",
+            _ => "uses no SSD, so the number of SSDs cannot change it",
+        };
+        return Err(SimError::Vary(format!("{}: this job {why}", job.describe())));
+    }
+    if given.is_some() {
+        return Err(SimError::Vary(format!("--{what}s and a count of {what}s to sweep or plan both say how many {what}s: give one")));
+    }
+    Ok(())
+}
+
 /// Runs the sweep.
 pub fn sweep(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Job, vary: &Vary, opts: &SimOptions) -> Result<Sweep, SimError> {
+    counted(job, vary.param)?;
     let mut points: Vec<Point> = Vec::new();
     let mut machine = String::new();
     let mut skipped = Vec::new();
     let mut first_error = None;
     for &v in &vary.values {
-        let (m, j) = apply(topo, catalog, platform, job, vary.param, v)?;
+        // Clones take new bus numbers: the larger counts may not fit (a plan stops there), and
+        // the values that do still run (one that did not failed the whole sweep).
+        let (m, j) = match apply(topo, catalog, platform, job, vary.param, v) {
+            Err(SimError::Vary(why)) if matches!(vary.param, Param::Csp | Param::Ssd) => {
+                skipped.push(Skipped { value: v, why: format!("{v} {}s do not fit: {why}", vary.param.name()) });
+                first_error.get_or_insert(SimError::Vary(why));
+                continue;
+            }
+            r => r?,
+        };
         machine = m.description.clone();
         let r: SimReport = match simulate(&m, &j, opts) {
             Ok(r) => r,
@@ -343,11 +386,7 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
     if !PLAN_LIMIT.contains(&limit) {
         return Err(SimError::Vary(format!("limit {limit}: from {} to {} devices", PLAN_LIMIT.start(), PLAN_LIMIT.end())));
     }
-    // CSPs a job does not use cannot change it (it proposed them all the same).
-    let uses_csps = matches!(job.kind, JobKind::CompressP2p | JobKind::Read { into: Memory::Cmb(_) } | JobKind::Write { from: Memory::Cmb(_) });
-    if param == Param::Csp && !uses_csps {
-        return Err(SimError::Vary("this job uses no CSP, so adding CSPs cannot change it: plan it with --add ssd (or plan compress-p2p, or a job into or out of a CMB)".into()));
-    }
+    counted(job, param)?;
     // Every count up to the limit: a flat stretch need not be the end (on a two-socket machine
     // the second socket's SSDs help only once there are enough of them to form a group).
     let mut best: Option<(u32, SimReport)> = None;

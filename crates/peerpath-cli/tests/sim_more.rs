@@ -1,0 +1,173 @@
+//! `peerpath sim` as a demanding user drives it: what `--threads` counts on a two-socket
+//! machine, knobs a job has no use for, sweeps past what fits, and the plot's x axis.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn epyc() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/epyc-case-study/topology.toml").display().to_string()
+}
+
+fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_peerpath")).arg("sim").args(args).output().unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = sim(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn num(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"))
+}
+
+/// `--threads T` is "at most T cores compute"; on the EPYC's two sockets each socket had T of
+/// its own, so `--threads 3` computed on 6 cores and the throughput was twice 3 cores' worth.
+#[test]
+fn threads_count_the_cores_of_every_socket_together() {
+    let f = epyc();
+    let all = json(&["--file", &f, "--job", "compress-cpu", "--json"]);
+    // Every core busy: the per-core rate is the throughput over the cores.
+    let per_core = num(&all, "throughput_bytes_per_s") / num(&all, "host_cpu_cores_used");
+    for t in [1usize, 3, 32, 40] {
+        let v = json(&["--file", &f, "--job", "compress-cpu", "--threads", &t.to_string(), "--json"]);
+        let used = num(&v, "host_cpu_cores_used");
+        assert!((used - t as f64).abs() < 1e-6, "--threads {t}: {used} cores computed");
+        let want = per_core * t as f64;
+        assert!((num(&v, "throughput_bytes_per_s") - want).abs() / want < 1e-9, "--threads {t}: {v}");
+        assert!(v["bottleneck"].as_str().unwrap().contains(&format!("--threads {t}")), "{}", v["bottleneck"]);
+    }
+}
+
+/// A knob the job does not use was taken and ignored (`read --ratio 3` printed the plain
+/// read), or capped what it does not name (`compress-p2p --threads 1` throttled the P2P
+/// orchestration to two cores, 164 -> 105 Gb/s): usage errors, as plan's --vary is.
+#[test]
+fn a_knob_the_job_has_no_use_for_is_refused() {
+    let f = epyc();
+    for (args, needle) in [
+        (&["--job", "read", "--ratio", "3"][..], "compresses nothing"),
+        (&["--job", "write-cmb", "--ratio", "2"][..], "compresses nothing"),
+        (&["--job", "read", "--function", "compress-zlib-1"][..], "runs none"),
+        (&["--job", "compress-p2p", "--threads", "1"][..], "--threads is for compress-cpu"),
+        (&["--job", "read", "--threads", "4"][..], "--threads is for compress-cpu"),
+    ] {
+        let mut a = vec!["--file", f.as_str()];
+        a.extend_from_slice(args);
+        let out = sim(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        // The plan takes the same job.
+        let mut p = vec!["plan", "--target", "10", "--add", "ssd", "--file", f.as_str()];
+        p.extend_from_slice(args);
+        assert_eq!(sim(&p).status.code(), Some(2), "plan {args:?}");
+    }
+    // The knobs of the jobs that use them still run.
+    json(&["--file", &f, "--job", "compress-cpu", "--threads", "8", "--ratio", "2", "--function", "compress-zlib-1", "--json"]);
+    json(&["--file", &f, "--job", "compress-p2p", "--ratio", "2", "--json"]);
+}
+
+/// A count of CSPs whose clones no longer fit the PCI domain's bus numbers failed the whole
+/// sweep (exit 2, no table); the plan stopped there and said so. The values that fit run, the
+/// others are listed as skipped.
+#[test]
+fn a_sweep_past_what_fits_keeps_the_values_that_do() {
+    let f = epyc();
+    let v = json(&["--file", &f, "--vary", "csp=30..40", "--json"]);
+    let points = v["points"].as_array().unwrap();
+    let skipped = v["skipped"].as_array().unwrap();
+    assert!(!points.is_empty() && !skipped.is_empty(), "{v}");
+    assert_eq!(points.len() + skipped.len(), 11);
+    let last = points.last().unwrap()["value"].as_u64().unwrap();
+    assert!(skipped.iter().all(|s| s["value"].as_u64().unwrap() > last && s["why"].as_str().unwrap().contains("do not fit")), "{v}");
+    // The plan finds the same edge.
+    let out = sim(&["plan", "--file", &f, "--target", "100000", "--limit", "256"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("up to {last} csps")), "{text}");
+    // Each row is what a single run of that count says.
+    let one = json(&["--file", &f, "--vary", &format!("csp={last}"), "--json"]);
+    assert_eq!(one["points"][0]["throughput_gbit_per_s"], points.last().unwrap()["throughput_gbit_per_s"]);
+    // Nothing fits: the error, as before.
+    let out = sim(&["--file", &f, "--vary", "csp=250,251"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no free bus number"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `csp=1,2,6` drew its three points evenly spaced (6 where 3 belongs), and `csp=6,1,3` drew
+/// the line back and forth with the axis labelled 6, 1, 3. The values are taken once each, in
+/// increasing order, and placed at their value; a list has the range's bound on its length.
+#[test]
+fn a_sweep_runs_its_values_in_order_and_plots_them_at_their_value() {
+    let f = epyc();
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("s.svg");
+    let out = sim(&["--file", &f, "--vary", "csp=6,1,3,1", "--json", "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let values: Vec<u64> = v["points"].as_array().unwrap().iter().map(|p| p["value"].as_u64().unwrap()).collect();
+    assert_eq!(values, [1, 3, 6]);
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    // The throughput points' x coordinates (the circles), in order.
+    let xs: Vec<f64> = plot.lines().filter(|l| l.starts_with("<circle")).map(|l| l.split("cx=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(xs.len(), 3, "{plot}");
+    // 3 lies 2/5 of the way from 1 to 6.
+    let share = (xs[1] - xs[0]) / (xs[2] - xs[0]);
+    assert!((share - 0.4).abs() < 0.01, "{xs:?}");
+    let long = (1..=300).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let out = sim(&["--file", &f, "--vary", &format!("mps={long}")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 257 values"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A misspelt catalog field was dropped without a word: `cmb_efficency = 0.32` left the CMB at
+/// the default efficiency 1.0, and `vaule = 3.2e9` left a figure unknown (unlimited). Unknown
+/// fields are refused naming the file and the field, as the topology file's are.
+#[test]
+fn a_misspelt_catalog_field_is_refused_by_name() {
+    let machine = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../peerpath-sim/machines/seed004-sr635.toml");
+    let shipped = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sim/catalog.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (from, to, field) in [
+        ("\ncmb_efficiency = { value = 1.0,", "\ncmb_efficency = { value = 0.32,", "cmb_efficency"),
+        ("seq_read_bytes_per_s = { value = 6.5e9,", "seq_read_bytes_per_s = { vaule = 6.5e9, note = \"typo\",", "vaule"),
+    ] {
+        assert!(shipped.contains(from), "{from}");
+        let cat = dir.path().join(format!("{field}.toml"));
+        std::fs::write(&cat, shipped.replacen(from, to, 1)).unwrap();
+        let out = sim(&["--file", machine.to_str().unwrap(), "--job", "read-cmb", "--catalog", cat.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(err.contains(&format!("unknown field `{field}`")) && err.contains(cat.to_str().unwrap()), "{err}");
+    }
+}
+
+/// A count the job does not use gave the same row at every value: `read-cmb` reads into one
+/// CSP's memory whatever the count (plan tried 34 CSPs and called 100 Gb/s unreachable), and a
+/// sweep of CSPs for `read` printed a flat table. `--csps 1` with `--vary csp` or
+/// `plan --add csp` was overridden without a word. Both refused, in the sweep as in the plan.
+#[test]
+fn a_count_the_job_does_not_use_or_that_is_given_twice_is_refused() {
+    let f = epyc();
+    for args in [
+        &["--job", "read-cmb", "--vary", "csp=1..3"][..],
+        &["--job", "read", "--vary", "csp=1..3"][..],
+        &["--csps", "1", "--vary", "csp=1..3"][..],
+        &["--ssds", "4", "--vary", "ssd=5..6"][..],
+        &["plan", "--target", "100", "--job", "read-cmb"][..],
+        &["plan", "--target", "100", "--csps", "1"][..],
+        &["plan", "--target", "100", "--add", "ssd", "--ssds", "3"][..],
+    ] {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&["--file", f.as_str()]);
+        let out = sim(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}{}", String::from_utf8_lossy(&out.stdout));
+        assert!(err.contains("cannot change it") || err.contains("give one"), "{args:?}: {err}");
+    }
+    // What the counts do change still runs.
+    json(&["--file", &f, "--job", "read-cmb", "--vary", "ssd=1..3", "--json"]);
+    json(&["--file", &f, "--csps", "2", "--vary", "ssd=3..6", "--json"]);
+}
