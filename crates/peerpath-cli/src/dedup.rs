@@ -21,8 +21,11 @@
 //! that is smaller than the chunk, else as it is; the index says which
 //! (`codec`) and the chunk's own size, so dedup and compression ratios are
 //! reported apart. Fingerprints are always of the uncompressed chunk.
-//! Format 2 added those two columns; a format-1 store is read as it is and
-//! brought to format 2 (one transaction) the first time it is written.
+//! Format 2 added those two columns, format 3 each file's permission bits
+//! (`files.mode`, restored with it; none for what came through a pipe); an
+//! older store is read as it is and brought to format 3 (one transaction) the
+//! first time it is written (older builds then refuse it as a format they do
+//! not know).
 //!
 //! The `successors` table (added the first time a store is written; older
 //! builds ignore it) keeps, for each chunk a file stored on the host CPU had,
@@ -36,9 +39,10 @@
 use clap::{Args, Subcommand};
 use peerpath_io::Stamp;
 use peerpath_func::dedup::{chunks_parallel, cutting_threads, CannotStartThread, ChunkParams, Fingerprint, Successor, Successors};
-use peerpath_func::dedup_store::{decode_chunk, recipe_digests, Kept, Stored};
+use peerpath_func::dedup_store::{decode_chunk, file_mode, recipe_digests, Kept, Stored};
 pub(crate) use peerpath_func::dedup_store::{GZIP_MEMBER, RAW};
 use peerpath_func::{Format, Level, MemberEncoder};
+use peerpath_runtime::report::{name_bytes, quoted_bytes, quoted_exact, Quoted};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
 use rustix::fs::{flock, FlockOperation};
@@ -46,7 +50,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,9 +58,11 @@ use std::process::ExitCode;
 #[path = "dedup_gc.rs"]
 mod gc;
 
-const FORMAT: &str = "peerpath-dedup/2";
+const FORMAT: &str = "peerpath-dedup/3";
 /// Stores made before chunks could be compressed: no `codec` or `size` column.
 const FORMAT_1: &str = "peerpath-dedup/1";
+/// Stores made before files' modes were kept: no `mode` column in `files`.
+const FORMAT_2: &str = "peerpath-dedup/2";
 /// A pack is closed and a new one begun past this size.
 const PACK_BYTES: u64 = 1 << 30;
 
@@ -288,6 +294,9 @@ impl From<ChunkParams> for Chunking {
 #[derive(Serialize, Default)]
 struct StoreReport {
     store: String,
+    /// `store`'s exact bytes, where the name is not UTF-8 (as each `*_bytes` here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_bytes: Option<Vec<u8>>,
     /// The store's fingerprint and chunk sizes.
     hash: &'static str,
     chunking: Chunking,
@@ -309,7 +318,11 @@ struct StoreReport {
 struct StoredFile {
     /// What was read (`-`: standard input), and the name it is stored under (the source's, or --name).
     source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_bytes: Option<Vec<u8>>,
     name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name_bytes: Option<Vec<u8>>,
     bytes: u64,
     chunks: u64,
     /// Of `chunks`: found from what followed the chunk before them, in files stored before or earlier in this one (hashed, not cut).
@@ -340,7 +353,8 @@ impl StoredFile {
                 format!("chunking + {hash} on {} thread(s){compressed}, on the host CPU", threads.unwrap_or(0))
             }
         };
-        let stored = if self.name == self.source { self.name.clone() } else { format!("{} (from {})", self.name, if self.source == "-" { "standard input" } else { &self.source }) };
+        let (name, source) = (quoted_exact(&self.name, self.name_bytes.as_deref()), quoted_exact(&self.source, self.source_bytes.as_deref()));
+        let stored = if (&self.name, &self.name_bytes) == (&self.source, &self.source_bytes) { name.into_owned() } else { format!("{name} (from {})", if self.source == "-" { "standard input".into() } else { source }) };
         format!(
             "{stored}: {} in {} chunk(s), {}{} new ({} chunk(s){}); {how}: {:.2} GB/s ({})",
             peerpath_metrics::human_bytes(self.bytes),
@@ -359,8 +373,15 @@ impl StoredFile {
 #[derive(Serialize)]
 struct RestoreReport {
     store: String,
+    /// `store`'s, `name`'s and `output`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_bytes: Option<Vec<u8>>,
     name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name_bytes: Option<Vec<u8>>,
     output: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_bytes: Option<Vec<u8>>,
     bytes: u64,
     chunks: u64,
     /// Chunks kept as gzip members (decoded), and the bytes read from the packs.
@@ -379,6 +400,9 @@ struct RestoreReport {
 #[derive(Serialize)]
 struct StatsReport {
     store: String,
+    /// `store`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_bytes: Option<Vec<u8>>,
     hash: &'static str,
     chunking: Chunking,
     files: u64,
@@ -407,7 +431,7 @@ struct StatsReport {
 
 impl StatsReport {
     fn render(&self) -> String {
-        let mut t = format!("store {} ({}, chunks {}/{}/{} bytes min/avg/max)\n", self.store, self.hash, self.chunking.min_bytes, self.chunking.avg_bytes, self.chunking.max_bytes);
+        let mut t = format!("store {} ({}, chunks {}/{}/{} bytes min/avg/max)\n", quoted_exact(&self.store, self.store_bytes.as_deref()), self.hash, self.chunking.min_bytes, self.chunking.avg_bytes, self.chunking.max_bytes);
         t += &format!(
             "files: {}; logical bytes: {}; chunk references: {}; unique chunks: {} ({} bytes); stored bytes: {}\n",
             self.files, self.logical_bytes, self.chunk_references, self.unique_chunks, self.unique_chunk_bytes, self.stored_bytes
@@ -468,6 +492,8 @@ pub(crate) struct Store {
     fp: Fingerprint,
     /// The index's columns for a chunk's codec and size ("0", "len" in a format-1 store).
     codec_size: &'static str,
+    /// The index's column for a file's permission bits ("NULL" before format 3: none kept).
+    mode_column: &'static str,
     _lock: Option<File>,
     /// A reader's shared hold on the packs directory ([`gc::hold_off_gc`]).
     _readers: Option<File>,
@@ -519,27 +545,31 @@ impl Store {
         let meta = |db: &Connection, key: &str| db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional();
         let bad = |what: &str| JobError::Damaged { path: index.clone(), detail: format!("the store's {what} is missing or not understood") };
         let get = |k: &str| meta(&db, k).map_err(db_error(dir))?.ok_or_else(|| bad(k));
-        let mut codec_size = "codec, size";
+        let (mut codec_size, mut mode_column) = ("codec, size", "mode");
         match get("format")?.as_str() {
             FORMAT => {}
-            FORMAT_1 if write => {
+            old @ (FORMAT_1 | FORMAT_2) if write => {
+                // Brought to this format in one transaction: the columns each format added.
                 let tx = db.unchecked_transaction().map_err(db_error(dir))?;
-                tx.execute_batch(&format!(
-                    "ALTER TABLE chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT {RAW};
-                     ALTER TABLE chunks ADD COLUMN size INTEGER;
-                     UPDATE chunks SET size = len;
-                     UPDATE meta SET value = '{FORMAT}' WHERE key = 'format';"
-                ))
-                .map_err(db_error(dir))?;
+                if old == FORMAT_1 {
+                    tx.execute_batch(&format!(
+                        "ALTER TABLE chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT {RAW};
+                         ALTER TABLE chunks ADD COLUMN size INTEGER;
+                         UPDATE chunks SET size = len;"
+                    ))
+                    .map_err(db_error(dir))?;
+                }
+                tx.execute_batch(&format!("ALTER TABLE files ADD COLUMN mode INTEGER; UPDATE meta SET value = '{FORMAT}' WHERE key = 'format';")).map_err(db_error(dir))?;
                 tx.commit().map_err(db_error(dir))?;
             }
-            FORMAT_1 => codec_size = "0, len",
+            FORMAT_1 => (codec_size, mode_column) = ("0, len", "NULL"),
+            FORMAT_2 => mode_column = "NULL",
             _ => return Err(bad("format")),
         }
         let fp = Fingerprint::parse(&get("hash")?).ok_or_else(|| bad("hash"))?;
         let size = |k: &str| get(k)?.parse::<usize>().map_err(|_| bad(k));
         let params = ChunkParams::new(size("min")?, size("avg")?, size("max")?).map_err(|_| bad("chunk sizes"))?;
-        Ok(Store { dir: dir.to_path_buf(), db, params, fp, codec_size, _lock: lock, _readers: readers })
+        Ok(Store { dir: dir.to_path_buf(), db, params, fp, codec_size, mode_column, _lock: lock, _readers: readers })
     }
 
     fn pack_path(&self, n: i64) -> PathBuf {
@@ -798,7 +828,7 @@ fn make_index(dir: &Path, tmp: &Path, (p, fp): (ChunkParams, Fingerprint)) -> Re
         tx.execute_batch(
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE chunks (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL, len INTEGER NOT NULL, codec INTEGER NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
-             CREATE TABLE files (name BLOB PRIMARY KEY, size INTEGER NOT NULL, chunks BLOB NOT NULL, stored_at INTEGER NOT NULL);",
+             CREATE TABLE files (name BLOB PRIMARY KEY, size INTEGER NOT NULL, chunks BLOB NOT NULL, stored_at INTEGER NOT NULL, mode INTEGER);",
         )
         .map_err(db_error(dir))?;
         for (k, v) in [("format", FORMAT.to_string()), ("hash", fp.name().into()), ("min", p.min.to_string()), ("avg", p.avg.to_string()), ("max", p.max.to_string())] {
@@ -822,7 +852,7 @@ fn refuse_orphaned_packs(dir: &Path) -> Result<(), JobError> {
     if bytes > 0 {
         return Err(JobError::Damaged {
             path: dir.join("index.sqlite"),
-            detail: format!("the store's index is missing, but {} holds {bytes} bytes of chunks that only it can name: put index.sqlite back (from a backup), or store into another directory; nothing was written", packs.display()),
+            detail: format!("the store's index is missing, but {} holds {bytes} bytes of chunks that only it can name: put index.sqlite back (from a backup), or store into another directory; nothing was written", Quoted(&packs)),
         });
     }
     Ok(())
@@ -926,7 +956,7 @@ fn lock_once(path: &Path) -> Result<Option<File>, JobError> {
     let f = OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(target_io(path))?;
     if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
         let store = path.parent().unwrap_or(path);
-        eprintln!("peerpath: dedup: waiting for another writer of the store {} (a store, remove or gc: it holds {}) to finish", store.display(), path.display());
+        eprintln!("peerpath: dedup: waiting for another writer of the store {} (a store, remove or gc: it holds {}) to finish", Quoted(store), Quoted(path));
         flock(&f, FlockOperation::LockExclusive).map_err(|e| target_io(path)(e.into()))?;
     }
     let held = f.metadata().map_err(target_io(path))?;
@@ -1001,7 +1031,7 @@ fn store(sources: &[PathBuf], name: Option<&Path>, dir: &Path, sizes: Sizes, has
     // first kept): refused before any work.
     let mut names = std::collections::HashSet::new();
     if let Some(twice) = sources.iter().find(|s| !names.insert(s.as_os_str())) {
-        return Err(JobError::Usage(format!("{} is named twice: a name is stored once", twice.display())));
+        return Err(JobError::Usage(format!("{} is named twice: a name is stored once", Quoted(twice))));
     }
     // A file of the store itself (a pack it appends to, its index) is the store's target too:
     // storing it read its own appends.
@@ -1020,7 +1050,7 @@ fn store(sources: &[PathBuf], name: Option<&Path>, dir: &Path, sizes: Sizes, has
             Ok(m) if m.file_type().is_char_device() => {
                 return Err(JobError::Usage(format!(
                     "{} is a character device: it may never end (/dev/zero and /dev/urandom never do), so it is not read as a file: give what to store of it as standard input (`head -c SIZE {0} | peerpath dedup store - --name NAME`)",
-                    src.display()
+                    Quoted(src)
                 )));
             }
             _ => drop(crate::open_file_source(src)?),
@@ -1031,6 +1061,7 @@ fn store(sources: &[PathBuf], name: Option<&Path>, dir: &Path, sizes: Sizes, has
     let mut stored = 0;
     let mut report = StoreReport {
         store: dir.display().to_string(),
+        store_bytes: name_bytes(dir),
         compress_level: compress.map(|l| l.get()),
         engine: match engine.0 {
             DedupEngine::Cpu => "cpu",
@@ -1409,6 +1440,8 @@ fn successors_of<'a>(digests: &'a [u8], shapes: &'a [(usize, u8)]) -> impl Itera
 struct Watched {
     file: File,
     before: Stamp,
+    /// Its permission bits, which the store keeps for restore.
+    mode: u32,
 }
 
 impl Watched {
@@ -1419,7 +1452,7 @@ impl Watched {
             return Ok(None);
         }
         let file = file.try_clone().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-        Ok(Some(Watched { file, before: Stamp::of(&m) }))
+        Ok(Some(Watched { file, before: Stamp::of(&m), mode: m.mode() & 0o777 }))
     }
 
     /// An error where the file's stamp now is not what it was before it was read.
@@ -1464,7 +1497,7 @@ fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, 
     let named = name.unwrap_or(src);
     let exists = s.db.query_row("SELECT 1 FROM files WHERE name = ?1", [named.as_os_str().as_bytes()], |_| Ok(())).optional().map_err(db_error(&s.dir))?.is_some();
     if exists && !force {
-        return Err(JobError::TargetExists { path: PathBuf::from(format!("{} in the store {}", named.display(), s.dir.display())) });
+        return Err(JobError::TargetExists { path: PathBuf::from(std::ffi::OsString::from_vec([named.as_os_str().as_bytes(), b" in the store ", s.dir.as_os_str().as_bytes()].concat())) });
     }
     let unreadable = |e| JobError::SourceUnreadable { path: src.to_path_buf(), source: e };
     pack.begin_file();
@@ -1474,14 +1507,14 @@ fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, 
     // (Standard input is taken for one: the device reads its sources by offset.)
     let pipe = || stdin || std::fs::metadata(src).is_ok_and(|m| !m.is_file() && !m.file_type().is_block_device() && !m.is_dir());
     if name.is_none() && pipe() {
-        eprintln!("peerpath: warning: {} is a pipe: stored under the name {0}, which says nothing of what came through it (another pipe may get that path): `--name NAME` stores it under a name of its own", src.display());
+        eprintln!("peerpath: warning: {} is a pipe: stored under the name {0}, which says nothing of what came through it (another pipe may get that path): `--name NAME` stores it under a name of its own", Quoted(src));
     }
     let device = match chunker.device {
         Some(_) if pipe() && chunker.no_fallback => {
-            return Err(JobError::Device { detail: format!("{}: a pipe, and the device reads its sources by offset (--no-fallback)", src.display()) });
+            return Err(JobError::Device { detail: format!("{}: a pipe, and the device reads its sources by offset (--no-fallback)", Quoted(src)) });
         }
         Some(_) if pipe() => {
-            fallback(fallbacks, format!("{}: a pipe, and the device reads its sources by offset: chunking on the host CPU", src.display()));
+            fallback(fallbacks, format!("{}: a pipe, and the device reads its sources by offset: chunking on the host CPU", Quoted(src)));
             None
         }
         d => d,
@@ -1498,11 +1531,11 @@ fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, 
         }
         Some(dev) => match crate::dedup_device::chunk(dev, &opened.file, (s.params, s.fp, compress), pack) {
             Ok(d) => (d.bytes, d.digests, None, Some(d.pass)),
-            Err(why) if chunker.no_fallback => return Err(JobError::Device { detail: format!("{}: {why} (--no-fallback); nothing was added", src.display()) }),
+            Err(why) if chunker.no_fallback => return Err(JobError::Device { detail: format!("{}: {why} (--no-fallback); nothing was added", Quoted(src)) }),
             Err(why) => {
                 // The CPU chunks the whole file again into a fresh run: what the device
                 // appended is cut off first (the pack as it began), so none of it is kept.
-                fallback(fallbacks, format!("{}: the device failed ({why}): chunking the whole file on the host CPU (nothing the device appended is kept)", src.display()));
+                fallback(fallbacks, format!("{}: the device failed ({why}): chunking the whole file on the host CPU (nothing the device appended is kept)", Quoted(src)));
                 pack.cut_back(mark)?;
                 let reopened = peerpath_io::open_source(src, false).map_err(unreadable)?;
                 watched = Watched::new(&reopened.file, src)?;
@@ -1540,7 +1573,9 @@ fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, 
             }
         }
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        s.db.execute("INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4)", params![named.as_os_str().as_bytes(), size as i64, digests, now])?;
+        // A regular file's permission bits (a pipe's say nothing of what came through it).
+        let mode = watched.as_ref().map(|w| w.mode);
+        s.db.execute("INSERT OR REPLACE INTO files (name, size, chunks, stored_at, mode) VALUES (?1, ?2, ?3, ?4, ?5)", params![named.as_os_str().as_bytes(), size as i64, digests, now, mode])?;
         s.db.execute_batch("RELEASE file")
     })();
     if let Err(e) = rows {
@@ -1562,7 +1597,9 @@ fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, 
     };
     Ok(StoredFile {
         source: src.display().to_string(),
+        source_bytes: name_bytes(src),
         name: named.display().to_string(),
+        name_bytes: name_bytes(named),
         bytes: size,
         chunks: count as u64,
         found_chunks: cpu.as_ref().map_or(0, |c| c.found),
@@ -1581,22 +1618,30 @@ fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, 
 
 fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<RestoreReport, JobError> {
     let started = std::time::Instant::now();
+    // The output's directory is held (a shared lock) while the file is written, as compress
+    // holds it: another job that made it and fails does not remove it under this one.
+    let _output_dir = (!peerpath_runtime::job::is_std_stream(output)).then(|| peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(output)));
     let s = Store::open(dir, false, None)?;
     // One snapshot for the whole restore: a file removed and collected (`dedup gc`) meanwhile is
     // still read as it was (gc removes no pack while this holds the store: [`gc::hold_off_gc`]).
     s.db.execute_batch("BEGIN").map_err(db_error(dir))?;
-    let row: Option<(i64, Vec<u8>)> = s.db.query_row("SELECT size, chunks FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(db_error(dir))?;
-    let (size, list) = row.ok_or_else(|| JobError::SourceUnreadable { path: name.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {} (peerpath dedup list)", dir.display())) })?;
-    let digests = recipe_digests(&list).map_err(|e| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: {e}; nothing was written", name.display()) })?;
-    crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", dir.display()))?;
+    let sql = format!("SELECT size, chunks, {} FROM files WHERE name = ?1", s.mode_column);
+    let row: Option<(i64, Vec<u8>, Option<i64>)> = s.db.query_row(&sql, [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional().map_err(db_error(dir))?;
+    let (size, list, stored_mode) = row.ok_or_else(|| JobError::SourceUnreadable { path: name.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {} (peerpath dedup list)", Quoted(dir))) })?;
+    let digests = recipe_digests(&list).map_err(|e| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: {e}; nothing was written", Quoted(name)) })?;
+    let stored_mode = file_mode(stored_mode).map_err(|e| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: {e}; nothing was written", Quoted(name)) })?;
+    crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", Quoted(dir)))?;
     // `-o -`: standard output, in order (what reached it before a failure stays there, and the
     // error says how much); else a temporary file put in place whole.
     let to_stdout = peerpath_runtime::job::is_std_stream(output);
     peerpath_runtime::job::check_new_target(output, force, peerpath_runtime::job::Writes::FileOrStdout)?;
-    // The store keeps no file's mode: a new file gets a new file's (0666 less the umask), and one
-    // replaced (--force) keeps its own mode and owner, as `cp` and the shell's `>` leave it.
+    // The file gets the permission bits it had when it was stored, set before it has its name.
+    // Where the store kept none (a pipe's, or a store made before modes were kept), a new file
+    // gets a new file's (0666 less the umask) and one replaced (--force) keeps its own mode, as
+    // `cp` and the shell's `>` leave it; one replaced keeps its owner either way.
     let replaced = if force { std::fs::symlink_metadata(output).ok() } else { None };
-    let mode = peerpath_io::Inherited { times: None, ..peerpath_io::Inherited::of(replaced.as_ref()) };
+    let kept = peerpath_io::Inherited::of(replaced.as_ref());
+    let mode = peerpath_io::Inherited { times: None, mode: stored_mode.or(kept.mode), ..kept };
     let target = if to_stdout { None } else { Some(peerpath_io::create_temporary(output, false).map_err(target_io(output))?) };
     // Unbuffered, each byte that went out counted: a failed write says exactly how many did.
     let mut stdout = crate::Counted::stdout().map_err(target_io(output))?;
@@ -1625,7 +1670,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
             for (k, (range, buf)) in parts.enumerate() {
                 let i = b * BATCH + k;
                 let written = if to_stdout { format!("{at} bytes had reached standard output before it (they stay there)") } else { "nothing was written".into() };
-                let range = range.map_err(|e| e.into_job(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}", name.display()) }, &written))?;
+                let range = range.map_err(|e| e.into_job(|detail| JobError::Damaged { path: dir.to_path_buf(), detail: format!("chunk {i} of {} (bytes {at}..): {detail}", Quoted(name)) }, &written))?;
                 let bytes = &buf[range.clone()];
                 match &target {
                     // A chunk of zeros is a hole of the new file (as `cp --sparse=auto` and
@@ -1638,7 +1683,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
             }
         }
         if at != size as u64 {
-            return Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: its chunks hold {at} bytes, the index says {size}", name.display()) });
+            return Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: its chunks hold {at} bytes, the index says {size}", Quoted(name)) });
         }
         match &target {
             Some((t, temp)) => t.file.set_len(at).and_then(|()| mode.apply(&t.file)).map_err(target_io(output)).and_then(|()| crate::put_in_place(&t.file, temp, output, force)),
@@ -1654,8 +1699,11 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     let seconds = started.elapsed().as_secs_f64();
     Ok(RestoreReport {
         store: dir.display().to_string(),
+        store_bytes: name_bytes(dir),
         name: name.display().to_string(),
+        name_bytes: name_bytes(name),
         output: output.display().to_string(),
+        output_bytes: name_bytes(output),
         bytes: size as u64,
         chunks: digests.len() as u64,
         compressed_chunks,
@@ -1687,6 +1735,9 @@ struct Listed {
 #[derive(Serialize)]
 struct ListReport {
     store: String,
+    /// `store`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_bytes: Option<Vec<u8>>,
     files: Vec<Listed>,
 }
 
@@ -1697,11 +1748,11 @@ fn list(dir: &Path, json: bool) -> Result<(), JobError> {
     let mut files = Vec::new();
     for r in rows {
         let (name, size, n, at) = r.map_err(db_error(dir))?;
-        let name_hex = std::str::from_utf8(&name).is_err().then(|| name.iter().map(|b| format!("{b:02x}")).collect());
+        let name_hex = std::str::from_utf8(&name).is_err().then(|| hex(&name));
         files.push(Listed { name: String::from_utf8_lossy(&name).into_owned(), name_hex, bytes: size as u64, chunks: n as u64, stored_at_unix_s: at, raw: name });
     }
     if json {
-        println!("{}", crate::jsonout::stamped("dedup-list", &ListReport { store: dir.display().to_string(), files }));
+        println!("{}", crate::jsonout::stamped("dedup-list", &ListReport { store: dir.display().to_string(), store_bytes: name_bytes(dir), files }));
     } else {
         for f in &files {
             println!("{}\t{}\t{} chunks", shell_quoted(&f.raw), f.bytes, f.chunks);
@@ -1747,22 +1798,79 @@ fn hold_off_writers(dir: &Path) -> Result<Option<File>, ()> {
     }
 }
 
-/// The chunks no stored file refers to, and their own bytes.
-fn unreferenced_chunks(s: &Store) -> Result<(u64, u64), JobError> {
+/// An integer of a record of the index (`column` of `record`, which the error names): where it
+/// is no integer, the record's damage.
+fn integer(r: &rusqlite::Row, i: usize, dir: &Path, record: &dyn Fn() -> String, column: &str) -> Result<i64, JobError> {
+    use rusqlite::types::ValueRef;
+    match r.get_ref(i).map_err(db_error(dir))? {
+        ValueRef::Integer(n) => Ok(n),
+        other => Err(damaged_record(dir, record(), &format!("its {column} is {} {}", other.data_type(), match other {
+            ValueRef::Real(x) => x.to_string(),
+            ValueRef::Text(t) | ValueRef::Blob(t) => format!("of {} bytes", t.len()),
+            _ => String::new(),
+        }.trim_end()))),
+    }
+}
+
+/// A record of the index (a file, a chunk) that holds what no store writes: exit 6, naming the
+/// store and the record.
+fn damaged_record(dir: &Path, record: String, what: &str) -> JobError {
+    JobError::Damaged { path: dir.to_path_buf(), detail: format!("{record}: {what}: the index is damaged") }
+}
+
+/// A sum of sizes the index keeps, past 2^64 (a damaged record's), said as the damage it is.
+fn add(sum: u64, n: u64, dir: &Path, record: &dyn Fn() -> String, what: &str) -> Result<u64, JobError> {
+    sum.checked_add(n).ok_or_else(|| damaged_record(dir, record(), &format!("with its {what} of {n}, the store's {what}s add up past 2^64")))
+}
+
+/// `bytes` in hexadecimal (a digest, a name that is not UTF-8).
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the index's chunks add up to (each row's integers checked: a negative or non-integer
+/// length or size is its damage, named, not a wrong figure).
+#[derive(Default)]
+struct ChunkTotals {
+    unique: u64,
+    /// Their bytes in the packs, and their own.
+    stored: u64,
+    unique_bytes: u64,
+    /// Those no stored file refers to, and their own bytes.
+    unreferenced: u64,
+    unreferenced_bytes: u64,
+    /// Where each pack's chunks end, by the index.
+    ends: std::collections::BTreeMap<i64, u64>,
+}
+
+/// The index's chunks, added up ([`ChunkTotals`]); the digests files refer to are marked first
+/// ([`gc::mark_live`]).
+fn chunk_totals(s: &Store) -> Result<ChunkTotals, JobError> {
     let dir = &s.dir;
-    let referenced = gc::referenced_digests(s, |detail| JobError::Damaged { path: dir.to_path_buf(), detail })?;
-    let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
-    let mut q = s.db.prepare(&format!("SELECT digest, {size_column} FROM chunks")).map_err(db_error(dir))?;
+    gc::mark_live(s, |detail| JobError::Damaged { path: dir.to_path_buf(), detail })?;
+    let sql = format!("SELECT c.digest, pack, offset, len, {}, c.digest IN (SELECT digest FROM temp.live) FROM chunks c", s.codec_size);
+    let mut q = s.db.prepare(&sql).map_err(db_error(dir))?;
     let mut rows = q.query([]).map_err(db_error(dir))?;
-    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut t = ChunkTotals::default();
     while let Some(r) = rows.next().map_err(db_error(dir))? {
         let digest: Vec<u8> = r.get(0).map_err(db_error(dir))?;
-        if !<[u8; 32]>::try_from(digest.as_slice()).is_ok_and(|d| referenced.contains(&d)) {
-            n += 1;
-            bytes += r.get::<_, i64>(1).map_err(db_error(dir))? as u64;
+        let record = || format!("the chunk {}", hex(&digest));
+        const COLUMNS: [&str; 5] = ["pack", "offset", "length", "codec", "size"];
+        let column = |i: usize| integer(r, i + 1, dir, &record, COLUMNS[i]);
+        let at = Stored::from_columns(column(0)?, column(1)?, column(2)?, column(3)?, column(4)?)
+            .map_err(|e| damaged_record(dir, record(), &format!("its {} is {}", COLUMNS[e.column], e.value)))?;
+        let live: bool = r.get(6).map_err(db_error(dir))?;
+        t.unique += 1;
+        t.stored = add(t.stored, at.len as u64, dir, &record, "length")?;
+        t.unique_bytes = add(t.unique_bytes, at.size as u64, dir, &record, "size")?;
+        if !live {
+            t.unreferenced += 1;
+            t.unreferenced_bytes += at.size as u64; // (a part of unique_bytes, which did not pass 2^64)
         }
+        let end = at.offset.saturating_add(at.len as u64);
+        t.ends.entry(at.pack).and_modify(|e| *e = end.max(*e)).or_insert(end);
     }
-    Ok((n, bytes))
+    Ok(t)
 }
 
 fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
@@ -1773,37 +1881,48 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
     let store_running = held.is_err();
     let s = Store::open(dir, false, None)?;
     s.db.execute_batch("BEGIN").map_err(db_error(dir))?;
-    let one = |sql: &str| s.db.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(db_error(dir));
-    let (files, logical, refs) = (one("SELECT count(*) FROM files")?, one("SELECT coalesce(sum(size), 0) FROM files")?, one("SELECT coalesce(sum(length(chunks)) / 32, 0) FROM files")?);
-    let (unique, stored) = (one("SELECT count(*) FROM chunks")?, one("SELECT coalesce(sum(len), 0) FROM chunks")?);
-    let size_column = s.codec_size.rsplit(", ").next().expect("two columns");
-    let unique_bytes = one(&format!("SELECT coalesce(sum({size_column}), 0) FROM chunks"))?;
+    // The files' figures, each record's size checked.
+    let (mut files, mut logical, mut refs) = (0u64, 0u64, 0u64);
+    {
+        let mut q = s.db.prepare("SELECT name, size, length(chunks) FROM files").map_err(db_error(dir))?;
+        let mut rows = q.query([]).map_err(db_error(dir))?;
+        while let Some(r) = rows.next().map_err(db_error(dir))? {
+            let name: Vec<u8> = r.get(0).map_err(db_error(dir))?;
+            let record = || format!("the file {}", quoted_bytes(&name));
+            let size = integer(r, 1, dir, &record, "size")?;
+            let size = u64::try_from(size).map_err(|_| damaged_record(dir, record(), &format!("its size is {size}")))?;
+            files += 1;
+            logical = add(logical, size, dir, &record, "size")?;
+            refs += r.get::<_, Option<i64>>(2).map_err(db_error(dir))?.map_or(0, |n| n as u64 / 32);
+        }
+    }
     // (No packs directory: no pack bytes; the check below names what the index misses.)
     let on_disk: u64 = match std::fs::read_dir(dir.join("packs")) {
         Ok(d) => d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(source) => return Err(JobError::SourceUnreadable { path: dir.join("packs"), source }),
     };
-    let (unreferenced, unreferenced_bytes) = unreferenced_chunks(&s)?;
+    let chunks = chunk_totals(&s)?;
     s.db.execute_batch("COMMIT").map_err(db_error(dir))?;
     drop(held);
-    let ratio = |a: i64, b: i64| a as f64 / b.max(1) as f64;
+    let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
     let report = StatsReport {
         store: dir.display().to_string(),
+        store_bytes: name_bytes(dir),
         hash: s.fp.name(),
         chunking: s.params.into(),
-        files: files as u64,
-        logical_bytes: logical as u64,
-        chunk_references: refs as u64,
-        unique_chunks: unique as u64,
-        unique_chunk_bytes: unique_bytes as u64,
-        stored_bytes: stored as u64,
-        unreferenced_chunks: unreferenced,
-        unreferenced_chunk_bytes: unreferenced_bytes,
-        dedup_ratio: ratio(logical, unique_bytes - unreferenced_bytes as i64),
-        compression_ratio: ratio(unique_bytes, stored),
-        overall_ratio: ratio(logical, stored),
-        unreferenced_pack_bytes: on_disk.saturating_sub(stored as u64),
+        files,
+        logical_bytes: logical,
+        chunk_references: refs,
+        unique_chunks: chunks.unique,
+        unique_chunk_bytes: chunks.unique_bytes,
+        stored_bytes: chunks.stored,
+        unreferenced_chunks: chunks.unreferenced,
+        unreferenced_chunk_bytes: chunks.unreferenced_bytes,
+        dedup_ratio: ratio(logical, chunks.unique_bytes - chunks.unreferenced_bytes),
+        compression_ratio: ratio(chunks.unique_bytes, chunks.stored),
+        overall_ratio: ratio(logical, chunks.stored),
+        unreferenced_pack_bytes: on_disk.saturating_sub(chunks.stored),
         store_running,
     };
     if json {
@@ -1813,14 +1932,13 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
     }
     // The index's figures are what it says the packs hold: a pack shorter than that has lost
     // chunks (the figures above would pass it as whole).
-    let mut q = s.db.prepare("SELECT pack, max(offset + len) FROM chunks GROUP BY pack ORDER BY pack").map_err(db_error(dir))?;
-    let ends: Vec<(i64, i64)> = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(db_error(dir))?.collect::<Result<_, _>>().map_err(db_error(dir))?;
-    let short: Vec<String> = ends
+    let short: Vec<String> = chunks
+        .ends
         .iter()
-        .filter_map(|&(pack, end)| {
+        .filter_map(|(&pack, &end)| {
             let path = pack_path(dir, pack);
             let len = std::fs::metadata(&path).map_or(0, |m| m.len());
-            (len < end as u64).then(|| format!("{} holds {len} bytes, the index places chunks up to byte {end}", path.display()))
+            (len < end).then(|| format!("{} holds {len} bytes, the index places chunks up to byte {end}", Quoted(&path)))
         })
         .collect();
     match short.is_empty() {
@@ -1851,7 +1969,7 @@ fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
     let rows = q.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?))).map_err(db_error(dir))?;
     for r in rows {
         let (name, size, list) = r.map_err(db_error(dir))?;
-        let name = String::from_utf8_lossy(&name);
+        let name = quoted_bytes(&name);
         let digests = match recipe_digests(&list) {
             Ok(digests) => digests,
             Err(e) => {
@@ -1874,7 +1992,7 @@ fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
     }
     if bad.is_empty() {
         if !quiet {
-            println!("{}: {n} chunk(s) match their fingerprints; every file's chunks are there", dir.display());
+            println!("{}: {n} chunk(s) match their fingerprints; every file's chunks are there", Quoted(dir));
         }
         Ok(())
     } else {

@@ -21,10 +21,12 @@
 //! counted apart (`damaged_chunks_dropped`), so that a damaged pack whose
 //! files were all removed can still be collected.
 //!
-//! Memory: the digests files refer to (a hash set) and each chunk's place:
-//! about 140 bytes a chunk (measured: 193 328 chunks, 26 MB more than an
-//! empty store's gc), some 14 GB for 100 million chunks (6 TB of 64 KiB
-//! chunks). Where at least `--min-unused` percent of the index is then free
+//! Memory: bounded. The digests files refer to are marked in an SQLite
+//! temporary table (`temp.live`, its page cache at most `TEMP_CACHE_KIB`; the
+//! rest spills to the temporary directory, about 50 bytes a chunk), and only
+//! counts per pack are held (measured, `gc -n` of a synthetic store of 2
+//! million chunks: 300 MB peak RSS when a hash set held them, 84 MB now, a
+//! debug build). Where at least `--min-unused` percent of the index is then free
 //! pages, it is compacted (VACUUM).
 
 use super::{db_error, pack_bytes, pack_path, stored_from_row, target_io, Store, Stored};
@@ -33,31 +35,51 @@ use peerpath_runtime::JobError;
 use rusqlite::params;
 use rustix::fs::{flock, FlockOperation};
 use serde::Serialize;
+use peerpath_runtime::report::{name_bytes, quoted_bytes, quoted_exact, Quoted};
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// The digests the store's files refer to; a recipe that is not whole digests is the
+/// Marks the digests the store's files refer to: the connection's temporary table `live`
+/// (SQLite's, in its temporary file past [`TEMP_CACHE_KIB`] of cache: memory does not grow
+/// with the store), made anew; how many there are. A recipe that is not whole digests is the
 /// damage `damaged` makes of its words.
-pub(super) fn referenced_digests(s: &Store, damaged: impl Fn(String) -> JobError) -> Result<HashSet<[u8; 32]>, JobError> {
+pub(super) fn mark_live(s: &Store, damaged: impl Fn(String) -> JobError) -> Result<u64, JobError> {
     let dir = &s.dir;
-    let mut referenced = HashSet::new();
+    s.db.execute_batch(&format!("PRAGMA temp.cache_size = -{TEMP_CACHE_KIB}; CREATE TEMP TABLE IF NOT EXISTS live (digest BLOB PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.live;")).map_err(db_error(dir))?;
+    // One transaction for the marks (within the caller's, where one is open): not one a digest.
+    s.db.execute_batch("SAVEPOINT mark").map_err(db_error(dir))?;
+    let marked = mark_each(s, &damaged);
+    s.db.execute_batch(if marked.is_ok() { "RELEASE mark" } else { "ROLLBACK TO mark; RELEASE mark" }).map_err(db_error(dir))?;
+    marked?;
+    s.db.query_row("SELECT count(*) FROM temp.live", [], |r| r.get::<_, i64>(0)).map(|n| n as u64).map_err(db_error(dir))
+}
+
+/// [`mark_live`]'s marks, one a digest.
+fn mark_each(s: &Store, damaged: &impl Fn(String) -> JobError) -> Result<(), JobError> {
+    let dir = &s.dir;
+    let mut put = s.db.prepare_cached("INSERT OR IGNORE INTO temp.live VALUES (?1)").map_err(db_error(dir))?;
     let mut q = s.db.prepare("SELECT name, chunks FROM files").map_err(db_error(dir))?;
     let mut rows = q.query([]).map_err(db_error(dir))?;
     while let Some(r) = rows.next().map_err(db_error(dir))? {
         let list: Vec<u8> = r.get(1).map_err(db_error(dir))?;
         match recipe_digests(&list) {
-            Ok(digests) => referenced.extend(digests.iter().copied()),
+            Ok(digests) => digests.iter().try_for_each(|d| put.execute([&d[..]]).map(drop)).map_err(db_error(dir))?,
             Err(e) => {
                 let name: Vec<u8> = r.get(0).map_err(db_error(dir))?;
-                return Err(damaged(format!("{}: {e}", String::from_utf8_lossy(&name))));
+                return Err(damaged(format!("{}: {e}", quoted_bytes(&name))));
             }
         }
     }
-    Ok(referenced)
+    Ok(())
 }
+
+/// The page cache of a connection's temporary tables (SQLite's default is 2 MiB): what gc's
+/// marks ([`mark_live`]) and the places of the chunks it moves take in memory at most, past
+/// which SQLite keeps them in its temporary file.
+const TEMP_CACHE_KIB: u32 = 64 << 10;
 
 /// A shared `flock` on the store's packs directory for as long as a reader
 /// uses the store, so that gc removes no pack under it ([`gc`] takes it
@@ -81,6 +103,9 @@ pub(super) fn hold_off_gc(dir: &Path) -> Result<Option<File>, JobError> {
 #[derive(Serialize)]
 pub(super) struct RemoveReport {
     store: String,
+    /// `store`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_bytes: Option<Vec<u8>>,
     files: u64,
     logical_bytes: u64,
     /// Chunks no file refers to now (these and any before), and their own bytes: `dedup gc` takes their space back.
@@ -91,8 +116,12 @@ pub(super) struct RemoveReport {
 impl RemoveReport {
     pub(super) fn render(&self) -> String {
         format!(
-            "removed {} file(s) ({} bytes) from {}; chunks no file refers to now: {} ({} bytes): `peerpath dedup gc -s {}` takes back their space",
-            self.files, self.logical_bytes, self.store, self.unreferenced_chunks, self.unreferenced_chunk_bytes, self.store
+            "removed {} file(s) ({} bytes) from {store}; chunks no file refers to now: {} ({} bytes): `peerpath dedup gc -s {store}` takes back their space",
+            self.files,
+            self.logical_bytes,
+            self.unreferenced_chunks,
+            self.unreferenced_chunk_bytes,
+            store = quoted_exact(&self.store, self.store_bytes.as_deref())
         )
     }
 }
@@ -103,7 +132,7 @@ impl RemoveReport {
 pub(super) fn remove(dir: &Path, names: &[PathBuf]) -> Result<RemoveReport, JobError> {
     let mut seen = HashSet::new();
     if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_os_str())) {
-        return Err(JobError::Usage(format!("{} is named twice", twice.display())));
+        return Err(JobError::Usage(format!("{} is named twice", Quoted(twice))));
     }
     let s = Store::open(dir, true, None)?;
     let tx = s.db.unchecked_transaction().map_err(db_error(dir))?;
@@ -115,25 +144,28 @@ pub(super) fn remove(dir: &Path, names: &[PathBuf]) -> Result<RemoveReport, JobE
                 tx.execute("DELETE FROM files WHERE name = ?1", [name.as_os_str().as_bytes()]).map_err(db_error(dir))?;
                 bytes += size as u64;
             }
-            None => missing.push(name.display().to_string()),
+            None => missing.push(name),
         }
     }
     if let Some(first) = missing.first() {
-        let others = if missing.len() > 1 { format!(" (nor {})", missing[1..].join(", ")) } else { String::new() };
+        let others = if missing.len() > 1 { format!(" (nor {})", missing[1..].iter().map(|n| Quoted(n).to_string()).collect::<Vec<_>>().join(", ")) } else { String::new() };
         return Err(JobError::SourceUnreadable {
-            path: PathBuf::from(first),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {}{others} (peerpath dedup list); nothing was removed", dir.display())),
+            path: first.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {}{others} (peerpath dedup list); nothing was removed", Quoted(dir))),
         });
     }
     tx.commit().map_err(db_error(dir))?;
-    let (unreferenced, unreferenced_bytes) = super::unreferenced_chunks(&s)?;
-    Ok(RemoveReport { store: dir.display().to_string(), files: names.len() as u64, logical_bytes: bytes, unreferenced_chunks: unreferenced, unreferenced_chunk_bytes: unreferenced_bytes })
+    let chunks = super::chunk_totals(&s)?;
+    Ok(RemoveReport { store: dir.display().to_string(), store_bytes: name_bytes(dir), files: names.len() as u64, logical_bytes: bytes, unreferenced_chunks: chunks.unreferenced, unreferenced_chunk_bytes: chunks.unreferenced_bytes })
 }
 
 /// What `dedup gc` did (or, `dry_run`, would do).
 #[derive(Serialize, Default)]
 pub(super) struct GcReport {
     store: String,
+    /// `store`'s exact bytes, where the name is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_bytes: Option<Vec<u8>>,
     dry_run: bool,
     /// A pack is rewritten where at least this share of it is unused.
     min_unused_percent: u8,
@@ -169,15 +201,16 @@ pub(super) struct GcReport {
 
 impl GcReport {
     pub(super) fn render(&self) -> String {
+        let store = quoted_exact(&self.store, self.store_bytes.as_deref());
         let mut t = if self.dry_run {
             format!(
                 "gc --dry-run on {}: would rewrite {} pack(s) (copying {} bytes of live chunks) and remove {}; would drop {} chunk(s) no file refers to ({} bytes); packs would go from {} to {} bytes; nothing was changed\n",
-                self.store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after
+                store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after
             )
         } else {
             format!(
                 "gc on {}: {} pack(s) rewritten ({} bytes of live chunks copied, each checked against its fingerprint), {} removed; {} chunk(s) no file referred to dropped ({} bytes); packs {} -> {} bytes, {} reclaimed, in {:.2} s\n",
-                self.store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after, self.bytes_reclaimed, self.seconds
+                store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after, self.bytes_reclaimed, self.seconds
             )
         };
         if self.damaged_chunks_dropped > 0 {
@@ -204,24 +237,21 @@ impl GcReport {
     }
 }
 
-/// A pack on disk and what gc does with it.
+/// A pack on disk and what gc does with it: counts only (the chunks themselves stay in the
+/// index, read again where they are copied), so that gc's memory does not grow with the store.
+#[derive(Default)]
 struct Pack {
     len: u64,
-    /// Live chunks (a file refers to them), in offset order, and their pack bytes.
-    live: Vec<([u8; 32], Stored)>,
+    /// Live chunks (a file refers to them), and their pack bytes.
+    live: u64,
     live_bytes: u64,
     /// Chunks no file refers to, and their own bytes (never read: gc drops them unseen).
-    dead: Vec<[u8; 32]>,
+    dead: u64,
     dead_size: u64,
-}
-
-/// A chunk no file refers to whose bytes are not there: dropped from the index whatever
-/// becomes of its pack (kept, rewritten, removed, or already gone).
-struct Unreadable {
-    digest: [u8; 32],
-    size: u64,
-    /// Whether its pack goes anyway (its drop counted with the pack's).
-    pack_goes: bool,
+    /// Of those, the chunks whose bytes are not there (past the end of the pack cut short),
+    /// and their own bytes: dropped from the index whatever becomes of the pack.
+    unreadable: u64,
+    unreadable_size: u64,
 }
 
 /// New packs being written by gc: removed when dropped before [`NewPacks::kept`]
@@ -356,59 +386,69 @@ fn compact_index(s: &Store, min_unused: u8, report: &mut GcReport) -> Result<(),
     Ok(())
 }
 
-/// [`gc`]'s work on the packs, in `s` (opened to write, or to read for a dry run).
+/// [`gc`]'s work on the packs, in `s` (opened to write, or to read for a dry run). What it
+/// holds in memory is a count per pack; the digests files refer to, the chunks that no file
+/// refers to and are not there to read, and the new places of the chunks it moves are kept in
+/// the connection's temporary tables ([`mark_live`]).
 fn collect(s: &Store, min_unused: u8, dry_run: bool) -> Result<GcReport, JobError> {
     let dir = s.dir.as_path();
     let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{detail}; gc changed nothing (`peerpath dedup verify` names the damage)") };
-    let referenced = referenced_digests(s, damaged)?;
+    let referenced = mark_live(s, damaged)?;
     let on_disk = packs_on_disk(dir)?;
-    let mut packs: BTreeMap<i64, Pack> = on_disk.iter().map(|(&n, &len)| (n, Pack { len, live: Vec::new(), live_bytes: 0, dead: Vec::new(), dead_size: 0 })).collect();
+    let mut packs: BTreeMap<i64, Pack> = on_disk.iter().map(|(&n, &len)| (n, Pack { len, ..Pack::default() })).collect();
     // Of the digests files refer to, those the index holds (each once: digests are its key).
-    let mut held = 0usize;
-    // Dead chunks whose bytes are not there (the pack they are in when it is on disk).
-    let mut unreadable: Vec<(Option<i64>, [u8; 32], u64)> = Vec::new();
-    let mut q = s.db.prepare(&format!("SELECT pack, offset, len, {}, digest FROM chunks ORDER BY pack, offset", s.codec_size)).map_err(db_error(dir))?;
-    let mut rows = q.query([]).map_err(db_error(dir))?;
-    while let Some(r) = rows.next().map_err(db_error(dir))? {
-        let at = stored_from_row(r).map_err(db_error(dir))?;
-        let digest: [u8; 32] = r.get::<_, Vec<u8>>(5).map_err(db_error(dir))?.try_into().map_err(|_| damaged("the index holds a digest that is not 32 bytes".into()))?;
-        let live = referenced.contains(&digest);
-        held += usize::from(live);
-        // A dead chunk is dropped unread: where its bytes are not there, that is said, not refused.
-        let Some(pack) = packs.get_mut(&at.pack) else {
-            if live {
-                return Err(damaged(format!("the index has chunks files refer to in {}, which is not there", pack_path(dir, at.pack).display())));
+    let mut held = 0u64;
+    // Dead chunks in packs that are gone, and their own bytes.
+    let (mut gone, mut gone_size) = (0u64, 0u64);
+    s.db.execute_batch("CREATE TEMP TABLE IF NOT EXISTS unreadable (digest BLOB PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.unreadable;").map_err(db_error(dir))?;
+    {
+        let mut unreadable = s.db.prepare("INSERT OR IGNORE INTO temp.unreadable VALUES (?1)").map_err(db_error(dir))?;
+        let sql = format!("SELECT pack, offset, len, {}, c.digest, c.digest IN (SELECT digest FROM temp.live) FROM chunks c", s.codec_size);
+        let mut q = s.db.prepare(&sql).map_err(db_error(dir))?;
+        let mut rows = q.query([]).map_err(db_error(dir))?;
+        while let Some(r) = rows.next().map_err(db_error(dir))? {
+            let at = stored_from_row(r).map_err(db_error(dir))?;
+            let digest: Vec<u8> = r.get(5).map_err(db_error(dir))?;
+            if digest.len() != 32 {
+                return Err(damaged("the index holds a digest that is not 32 bytes".into()));
             }
-            unreadable.push((None, digest, at.size as u64));
-            continue;
-        };
-        if at.offset.checked_add(at.len as u64).is_none_or(|end| end > pack.len) {
-            if live {
-                return Err(damaged(format!("{} is {} bytes, but the index places a chunk files refer to at bytes {}..{}", pack_path(dir, at.pack).display(), pack.len, at.offset, at.offset.saturating_add(at.len as u64))));
+            let live: bool = r.get(6).map_err(db_error(dir))?;
+            held += u64::from(live);
+            // A dead chunk is dropped unread: where its bytes are not there, that is said, not refused.
+            let Some(pack) = packs.get_mut(&at.pack) else {
+                if live {
+                    return Err(damaged(format!("the index has chunks files refer to in {}, which is not there", Quoted(&pack_path(dir, at.pack)))));
+                }
+                unreadable.execute([&digest]).map_err(db_error(dir))?;
+                (gone, gone_size) = (gone + 1, gone_size.saturating_add(at.size as u64));
+                continue;
+            };
+            if at.offset.checked_add(at.len as u64).is_none_or(|end| end > pack.len) {
+                if live {
+                    return Err(damaged(format!("{} is {} bytes, but the index places a chunk files refer to at bytes {}..{}", Quoted(&pack_path(dir, at.pack)), pack.len, at.offset, at.offset.saturating_add(at.len as u64))));
+                }
+                unreadable.execute([&digest]).map_err(db_error(dir))?;
+                (pack.unreadable, pack.unreadable_size) = (pack.unreadable + 1, pack.unreadable_size.saturating_add(at.size as u64));
             }
-            unreadable.push((Some(at.pack), digest, at.size as u64));
-        }
-        if live {
-            pack.live_bytes += at.len as u64;
-            pack.live.push((digest, at));
-        } else {
-            pack.dead_size += at.size as u64;
-            pack.dead.push(digest);
+            // (Sizes a damaged index says may be anything: the sums stop at 2^64.)
+            if live {
+                (pack.live, pack.live_bytes) = (pack.live + 1, pack.live_bytes.saturating_add(at.len as u64));
+            } else {
+                (pack.dead, pack.dead_size) = (pack.dead + 1, pack.dead_size.saturating_add(at.size as u64));
+            }
         }
     }
-    drop(rows);
-    drop(q);
-    let lost = referenced.len() - held;
+    let lost = referenced - held;
     if lost > 0 {
         return Err(damaged(format!("files refer to {lost} chunk(s) the index does not hold")));
     }
-    let mut report = GcReport { store: dir.display().to_string(), dry_run, min_unused_percent: min_unused, packs_before: packs.len() as u64, ..GcReport::default() };
+    let mut report = GcReport { store: dir.display().to_string(), store_bytes: name_bytes(dir), dry_run, min_unused_percent: min_unused, packs_before: packs.len() as u64, ..GcReport::default() };
     report.pack_bytes_before = packs.values().map(|p| p.len).sum();
     // What goes: packs with nothing live (removed), and those unused enough (rewritten).
     let (mut rewrite, mut remove) = (Vec::new(), Vec::new());
     for (&n, p) in &packs {
         let unused = p.len.saturating_sub(p.live_bytes); // (chunks that overlap are a damaged index's)
-        if p.live.is_empty() {
+        if p.live == 0 {
             remove.push(n);
         } else if unused > 0 && u128::from(unused) * 100 >= u128::from(min_unused) * u128::from(p.len) {
             rewrite.push(n);
@@ -421,55 +461,64 @@ fn collect(s: &Store, min_unused: u8, dry_run: bool) -> Result<GcReport, JobErro
     report.packs_rewritten = rewrite.len() as u64;
     report.packs_removed = remove.len() as u64;
     report.live_bytes_copied = rewrite.iter().map(|n| packs[n].live_bytes).sum();
-    let unreadable: Vec<Unreadable> = unreadable.into_iter().map(|(pack, digest, size)| Unreadable { digest, size, pack_goes: pack.is_some_and(|n| rewrite.contains(&n) || remove.contains(&n)) }).collect();
-    // Those whose pack stays (or is gone already) leave the index too.
-    let dropped_apart = || unreadable.iter().filter(|u| !u.pack_goes);
-    report.chunks_dropped = going().map(|p| p.dead.len() as u64).sum::<u64>() + dropped_apart().count() as u64;
-    report.chunk_bytes_dropped = going().map(|p| p.dead_size).sum::<u64>() + dropped_apart().map(|u| u.size).sum::<u64>();
-    report.damaged_chunks_dropped = unreadable.len() as u64;
-    let gone: u64 = going().map(|p| p.len).sum();
-    if dry_run || (rewrite.is_empty() && remove.is_empty() && unreadable.is_empty()) {
-        report.pack_bytes_after = report.pack_bytes_before - gone + report.live_bytes_copied;
-        report.bytes_reclaimed = gone - report.live_bytes_copied;
+    // Unreadable chunks whose pack stays (or is gone already) leave the index too.
+    let staying = || packs.iter().filter(|(n, _)| !rewrite.contains(n) && !remove.contains(n)).map(|(_, p)| p);
+    let (apart, apart_size) = (gone + staying().map(|p| p.unreadable).sum::<u64>(), gone_size + staying().map(|p| p.unreadable_size).sum::<u64>());
+    report.chunks_dropped = going().map(|p| p.dead).sum::<u64>() + apart;
+    report.chunk_bytes_dropped = going().map(|p| p.dead_size).sum::<u64>() + apart_size;
+    report.damaged_chunks_dropped = gone + packs.values().map(|p| p.unreadable).sum::<u64>();
+    let gone_bytes: u64 = going().map(|p| p.len).sum();
+    // The packs that go, and whether each is rewritten (its live chunks copied first).
+    s.db.execute_batch("CREATE TEMP TABLE IF NOT EXISTS going (pack INTEGER PRIMARY KEY, rewrite INTEGER NOT NULL); DELETE FROM temp.going;").map_err(db_error(dir))?;
+    {
+        let mut put = s.db.prepare("INSERT INTO temp.going VALUES (?1, ?2)").map_err(db_error(dir))?;
+        for (n, rewritten) in rewrite.iter().map(|n| (n, true)).chain(remove.iter().map(|n| (n, false))) {
+            put.execute(params![n, rewritten]).map_err(db_error(dir))?;
+        }
+    }
+    if dry_run || (rewrite.is_empty() && remove.is_empty() && report.damaged_chunks_dropped == 0) {
+        report.pack_bytes_after = report.pack_bytes_before - gone_bytes + report.live_bytes_copied;
+        report.bytes_reclaimed = gone_bytes - report.live_bytes_copied;
         // New packs as [`NewPacks::append`] rolls them over: a new one once the last is full.
         let mut fill: Option<u64> = None;
         let mut new_packs = 0;
-        for (_, at) in rewrite.iter().flat_map(|n| &packs[n].live) {
+        each_live_chunk_moved(s, |_, at| {
             if fill.is_none_or(|f| f >= pack_bytes()) {
                 (fill, new_packs) = (Some(0), new_packs + 1);
             }
             fill = fill.map(|f| f + at.len as u64);
-        }
+            Ok(())
+        })?;
         report.packs_after = report.packs_before - report.packs_rewritten - report.packs_removed + new_packs;
         return Ok(report);
     }
-    // Copy the live chunks of the packs rewritten, each checked, into new packs.
+    // Copy the live chunks of the packs rewritten, each checked, into new packs; their new
+    // places wait in a temporary table for the transaction.
     let first_new = packs.keys().next_back().map_or(0, |n| n + 1);
     let mut new = NewPacks { dir: dir.to_path_buf(), next: first_new, open: None, made: Vec::new(), kept: false };
-    let mut moved: Vec<([u8; 32], (i64, u64))> = Vec::new();
-    let (mut reader, mut scratch) = (s.packs(), Vec::new());
-    for n in &rewrite {
-        for (digest, at) in &packs[n].live {
+    s.db.execute_batch("CREATE TEMP TABLE IF NOT EXISTS moved (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL) WITHOUT ROWID; DELETE FROM temp.moved;").map_err(db_error(dir))?;
+    {
+        let mut put = s.db.prepare("INSERT INTO temp.moved VALUES (?1, ?2, ?3)").map_err(db_error(dir))?;
+        let (mut reader, mut scratch) = (s.packs(), Vec::new());
+        each_live_chunk_moved(s, |digest, at| {
             scratch.clear();
-            let bytes = reader.read_checked_stored(digest, *at, &mut scratch).map_err(|e| e.into_job(|d| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{d} (`peerpath dedup verify` names the damage)") }, "gc changed nothing"))?;
-            moved.push((*digest, new.append(bytes)?));
-        }
+            let bytes = reader.read_checked_stored(digest, at, &mut scratch).map_err(|e| e.into_job(|d| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{d} (`peerpath dedup verify` names the damage)") }, "gc changed nothing"))?;
+            let (pack, offset) = new.append(bytes)?;
+            put.execute(params![digest, pack, offset as i64]).map_err(db_error(dir)).map(drop)
+        })?;
     }
     new.finish()?;
     stop_here_for_a_test("before-commit");
-    // One transaction: chunks moved, dead ones (in packs that go) forgotten, hints to or from them too.
+    // One transaction: chunks moved, dead ones (in packs that go, and those not there to read)
+    // forgotten, hints to or from them too.
     let tx = s.db.unchecked_transaction().map_err(db_error(dir))?;
-    {
-        let mut up = tx.prepare("UPDATE chunks SET pack = ?1, offset = ?2 WHERE digest = ?3").map_err(db_error(dir))?;
-        for (d, (pack, offset)) in &moved {
-            up.execute(params![pack, *offset as i64, &d[..]]).map_err(db_error(dir))?;
-        }
-        let mut del = tx.prepare("DELETE FROM chunks WHERE digest = ?1").map_err(db_error(dir))?;
-        for d in going().flat_map(|p| &p.dead).chain(dropped_apart().map(|u| &u.digest)) {
-            del.execute([&d[..]]).map_err(db_error(dir))?;
-        }
-        tx.execute("DELETE FROM successors WHERE digest NOT IN (SELECT digest FROM chunks) OR next NOT IN (SELECT digest FROM chunks)", []).map_err(db_error(dir))?;
-    }
+    tx.execute_batch(
+        "UPDATE chunks SET pack = m.pack, offset = m.offset FROM temp.moved m WHERE chunks.digest = m.digest;
+         DELETE FROM chunks WHERE pack IN (SELECT pack FROM temp.going);
+         DELETE FROM chunks WHERE digest IN (SELECT digest FROM temp.unreadable);
+         DELETE FROM successors WHERE digest NOT IN (SELECT digest FROM chunks) OR next NOT IN (SELECT digest FROM chunks);",
+    )
+    .map_err(db_error(dir))?;
     // Kept from here: a signal during the commit must not take packs the index may now name.
     new.kept()?;
     if let Err(e) = tx.commit() {
@@ -501,6 +550,23 @@ fn collect(s: &Store, min_unused: u8, dry_run: bool) -> Result<GcReport, JobErro
     report.pack_bytes_after = after.values().sum();
     report.bytes_reclaimed = report.pack_bytes_before.saturating_sub(report.pack_bytes_after);
     Ok(report)
+}
+
+/// Hands `f` each live chunk of the packs gc rewrites (marked in `temp.going` and
+/// `temp.live`), pack by pack, in the order they lie in it, read from the index as they come.
+fn each_live_chunk_moved(s: &Store, mut f: impl FnMut(&[u8], Stored) -> Result<(), JobError>) -> Result<(), JobError> {
+    let dir = &s.dir;
+    let sql = format!(
+        "SELECT pack, offset, len, {}, digest FROM chunks WHERE pack IN (SELECT pack FROM temp.going WHERE rewrite) AND digest IN (SELECT digest FROM temp.live) ORDER BY pack, offset",
+        s.codec_size
+    );
+    let mut q = s.db.prepare(&sql).map_err(db_error(dir))?;
+    let mut rows = q.query([]).map_err(db_error(dir))?;
+    while let Some(r) = rows.next().map_err(db_error(dir))? {
+        let at = stored_from_row(r).map_err(db_error(dir))?;
+        f(&r.get::<_, Vec<u8>>(5).map_err(db_error(dir))?, at)?;
+    }
+    Ok(())
 }
 
 /// Testing aid: dies at once (no destructor, no signal handler runs: as SIGKILL leaves things)

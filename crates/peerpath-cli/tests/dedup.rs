@@ -505,7 +505,7 @@ fn compressed_chunks_restore_exactly_and_the_device_makes_the_same_pack() {
 }
 
 /// A store made before chunks could be compressed (format 1: no codec or
-/// size column) is read as it is, and brought to format 2 when written.
+/// size column, nor files' modes) is read as it is, and brought to format 3 when written.
 #[test]
 fn a_format_1_store_is_read_and_upgraded_when_written() {
     let dir = scratch();
@@ -525,7 +525,7 @@ fn a_format_1_store_is_read_and_upgraded_when_written() {
         db.execute_batch(
             "CREATE TABLE old (digest BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL, len INTEGER NOT NULL) WITHOUT ROWID;
              INSERT INTO old SELECT digest, pack, offset, len FROM chunks; DROP TABLE chunks; ALTER TABLE old RENAME TO chunks;
-             UPDATE meta SET value = 'peerpath-dedup/1' WHERE key = 'format';",
+             ALTER TABLE files DROP COLUMN mode; UPDATE meta SET value = 'peerpath-dedup/1' WHERE key = 'format';",
         )
         .unwrap();
     }
@@ -536,7 +536,7 @@ fn a_format_1_store_is_read_and_upgraded_when_written() {
     assert!(stats(&st).contains("deduplication ratio: 1.000"));
     assert_eq!(format(), "peerpath-dedup/1", "reading changes nothing");
     run(&mut pp(args!["dedup", "store", &sb, "-s", &st, "--compress", "1"])).ok();
-    assert_eq!(format(), "peerpath-dedup/2");
+    assert_eq!(format(), "peerpath-dedup/3");
     for (src, want) in [(&sa, &a), (&sb, &b)] {
         run(&mut pp(args!["dedup", "restore", src, "-s", &st, "-o", &out, "-f"])).ok();
         assert_file_eq(&out, want, "restored after the upgrade");
@@ -1377,7 +1377,7 @@ fn a_store_says_it_waits_for_another_writer_and_an_endless_device_is_refused() {
 /// file's own mode, as `cp` and `>` leave it (it was reset to a new file's: an executable, or a
 /// private file, lost its bits).
 #[test]
-fn a_restore_over_a_file_keeps_its_mode_and_a_new_one_gets_a_new_files() {
+fn a_restore_gives_the_mode_kept_and_where_none_was_a_new_files_or_the_replaced_ones() {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch();
     let d = dir.path();
@@ -1386,19 +1386,27 @@ fn a_restore_over_a_file_keeps_its_mode_and_a_new_one_gets_a_new_files() {
     std::fs::write(&src, &a).unwrap();
     std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o750)).unwrap();
     run(&mut pp(args!["dedup", "store", "-q", &src, "-s", &st])).ok();
-    let restore = |out: &Path, extra: &[&str]| {
+    // The same bytes through a pipe: no mode kept.
+    let mut c = pp(args!["dedup", "store", "-q", "-", "--name", "piped", "-s", &st]);
+    c.stdin(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(&a).unwrap();
+    assert!(child.wait().unwrap().success());
+    let restore = |name: &Path, out: &Path, extra: &[&str]| {
         let mut c = std::process::Command::new("sh");
-        c.arg("-c").arg("umask 027 && exec \"$0\" \"$@\"").arg(bin()).args(args!["dedup", "restore", &src, "-s", &st, "-o", out]).args(extra);
+        c.arg("-c").arg("umask 027 && exec \"$0\" \"$@\"").arg(bin()).args(args!["dedup", "restore", name, "-s", &st, "-o", out]).args(extra);
         run(&mut c).ok();
         assert_file_eq(out, &a, &out.display().to_string());
         std::fs::metadata(out).unwrap().permissions().mode() & 0o7777
     };
-    assert_eq!(restore(&d.join("new"), &[]), 0o640, "a new file: 0666 less the umask");
+    assert_eq!(restore(&src, &d.join("new"), &[]), 0o750, "the mode kept, whatever the umask");
+    assert_eq!(restore(Path::new("piped"), &d.join("new-piped"), &[]), 0o640, "none kept: 0666 less the umask");
     for mode in [0o751, 0o600] {
         let old = d.join(format!("old-{mode:o}"));
         std::fs::write(&old, b"what was there").unwrap();
         std::fs::set_permissions(&old, std::fs::Permissions::from_mode(mode)).unwrap();
-        assert_eq!(restore(&old, &["-f"]), mode, "a file replaced keeps its mode");
+        assert_eq!(restore(Path::new("piped"), &old, &["-f"]), mode, "none kept: a file replaced keeps its mode");
+        assert_eq!(restore(&src, &old, &["-f"]), 0o750, "the mode kept, over a file replaced too");
     }
 }
 

@@ -99,6 +99,15 @@ pub fn recipe_digests(recipe: &[u8]) -> Result<&[[u8; DIGEST_BYTES]], String> {
     }
 }
 
+/// A file's permission bits as its record keeps them (the index's `mode`: none in a store made
+/// before they were kept, and none for what came through a pipe): more than `0o777` is damage.
+pub fn file_mode(mode: Option<i64>) -> Result<Option<u32>, String> {
+    match mode {
+        None => Ok(None),
+        Some(m) => u32::try_from(m).ok().filter(|m| m & !0o777 == 0).map(Some).ok_or_else(|| format!("its mode is {m}, not permission bits (0 to 0o777): the index is damaged")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +119,17 @@ mod tests {
         assert_eq!(Stored::from_columns(-1, 7, 5, 1, 9), Ok(Stored { pack: -1, offset: 7, len: 5, codec: GZIP_MEMBER, size: 9 }));
         for (column, row) in [(1, [0, -5, 5, 0, 5]), (2, [0, 0, -1, 0, 5]), (3, [0, 0, 5, 256, 5]), (3, [0, 0, 5, -1, 5]), (4, [0, 0, 5, 0, i64::MIN])] {
             assert_eq!(Stored::from_columns(row[0], row[1], row[2], row[3], row[4]), Err(OutOfRange { column, value: row[column] }), "{row:?}");
+        }
+    }
+
+    /// A mode is permission bits or damage; none kept is none.
+    #[test]
+    fn a_mode_is_permission_bits_or_damage() {
+        assert_eq!(file_mode(None), Ok(None));
+        assert_eq!(file_mode(Some(0o755)), Ok(Some(0o755)));
+        assert_eq!(file_mode(Some(0)), Ok(Some(0)));
+        for bad in [-1, 0o1000, 0o4755, i64::MAX, i64::MIN] {
+            assert!(file_mode(Some(bad)).is_err_and(|e| e.contains(&format!("its mode is {bad}"))), "{bad}");
         }
     }
 
