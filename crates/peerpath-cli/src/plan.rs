@@ -29,7 +29,7 @@ pub struct PlanArgs {
     /// BAR1, link and memory-path verdict, and placed only where storage reaches their memory
     /// peer-to-peer), a list (`csp0,csp1`; a GPU as `gpu0` or by PCI address: named, it takes
     /// streams, staged through pinned host memory unless P2P works), or `cpu` (the host only).
-    /// The host CPU is always available.
+    /// The host CPU is always available. Each device once: one named twice is refused.
     #[arg(long, default_value = "auto", value_name = "csp0,gpu0|auto", value_parser = DeviceSelection::parse)]
     devices: DeviceSelection,
     /// Print the plan as JSON (every decision and its reasons included).

@@ -69,7 +69,8 @@ struct RunArgs {
     #[arg(long)]
     function: Option<String>,
     /// Compute threads, 1 to 8192, of a CPU job (compress-cpu, compress-memory): at most this many
-    /// cores compute, all sockets together [default: every core].
+    /// cores compute, all sockets together (compress-memory computes on socket 0: at most its
+    /// cores) [default: every core].
     #[arg(long)]
     threads: Option<usize>,
     /// Vary one parameter: csp=1..12, ssd=3..18, gen=3..5, mps=128,256,512.
@@ -81,10 +82,12 @@ struct RunArgs {
     /// Compression ratio (input / output), 0.5 to 1032 (deflate's most) [default: the catalog's].
     #[arg(long)]
     ratio: Option<f64>,
-    /// Use at most this many CSPs (1 or more).
+    /// Use at most this many CSPs (1 or more; fewer on this machine: a note says so, and
+    /// --vary csp=N clones more).
     #[arg(long)]
     csps: Option<usize>,
-    /// Use at most this many SSDs (1 or more).
+    /// Use at most this many SSDs (1 or more; fewer on this machine: a note says so, and
+    /// --vary ssd=N clones more).
     #[arg(long)]
     ssds: Option<usize>,
     /// Chunks each flow keeps in flight, 1 to 65536 (an NVMe queue's most entries), for the chunk

@@ -224,3 +224,22 @@ fn the_h100_s_gpu_in_plan_json_and_its_fields_documented_in_the_schema() {
         }
     }
 }
+
+/// `--devices csp0,csp0` planned on csp0 once, without a word (a slip for `csp0,csp1`): refused
+/// as a usage error naming it (exit 2); two names of one device (its label and its address)
+/// are refused by the planner, naming both (exit 13, as an unknown name is).
+#[test]
+fn a_device_named_twice_is_refused() {
+    let f = fixture("epyc-case-study/topology.toml");
+    let f = f.to_str().unwrap();
+    let out = plan(&["--file", f, "--source", "ssd0", "--target", "ssd1", "--devices", "csp0,csp1,csp0"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}{}", text(&out.stdout));
+    assert!(err.contains("names csp0 twice"), "{err}");
+    let out = plan(&["--file", f, "--source", "ssd0", "--target", "ssd1", "--devices", "csp0,0000:01:00.0"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(13), "{err}{}", text(&out.stdout));
+    assert!(err.contains("0000:01:00.0 twice (csp0 and 0000:01:00.0)"), "{err}");
+    let out = plan(&["--file", f, "--source", "ssd0", "--target", "ssd1", "--devices", "csp0,cpu"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

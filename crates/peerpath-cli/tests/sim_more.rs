@@ -171,3 +171,39 @@ fn a_count_the_job_does_not_use_or_that_is_given_twice_is_refused() {
     json(&["--file", &f, "--job", "read-cmb", "--vary", "ssd=1..3", "--json"]);
     json(&["--file", &f, "--csps", "2", "--vary", "ssd=3..6", "--json"]);
 }
+
+/// `--csps 10` on the EPYC's 6 CSPs ran the 6 ("at most") while `--vary csp=10` cloned 4 more:
+/// the single run and the sweep of the same point disagreed, and the run did not say it used
+/// fewer than asked. It says so now, in the text and the JSON report, and the sweep's point is
+/// what the note points to.
+#[test]
+fn a_count_above_what_the_machine_has_is_said() {
+    let f = epyc();
+    let ten = json(&["--file", &f, "--csps", "10", "--ssds", "20", "--json"]);
+    let notes: Vec<&str> = ten["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    for want in ["6 of the 10 CSPs asked for exist on this machine; --vary csp=10 clones more", "18 of the 20 SSDs asked for exist on this machine; --vary ssd=20 clones more"] {
+        assert!(notes.contains(&want), "{notes:?}");
+    }
+    let out = sim(&["--file", &f, "--csps", "10"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("note: 6 of the 10 CSPs asked for exist on this machine"), "{}", String::from_utf8_lossy(&out.stdout));
+    // The single run is the machine's 6; the sweep's 10 clones more and differs.
+    let six = json(&["--file", &f, "--csps", "6", "--json"]);
+    assert_eq!(num(&ten, "throughput_bytes_per_s"), num(&six, "throughput_bytes_per_s"));
+    assert!(!six["notes"].to_string().contains("asked for"), "{}", six["notes"]);
+    let sw = json(&["--file", &f, "--vary", "csp=10", "--json"]);
+    assert_ne!(num(&sw["points"][0], "throughput_gbit_per_s"), num(&ten, "throughput_gbit_per_s"), "{sw}");
+}
+
+/// `compress-memory` computes on socket 0 only: `--threads 48` on the EPYC's 2 x 32 cores
+/// printed "with 48 compute thread(s)" and computed on 32. Refused, naming the most it takes;
+/// one socket's worth still runs, on that many cores.
+#[test]
+fn compress_memory_threads_beyond_one_socket_are_refused() {
+    let f = epyc();
+    let out = sim(&["--file", &f, "--job", "compress-memory", "--function", "compress-zlib-1", "--threads", "48"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}{}", String::from_utf8_lossy(&out.stdout));
+    assert!(err.contains("--threads 48") && err.contains("at most 32"), "{err}");
+    let v = json(&["--file", &f, "--job", "compress-memory", "--function", "compress-zlib-1", "--threads", "32", "--json"]);
+    assert!((num(&v, "host_cpu_cores_used") - 32.0).abs() < 1e-6, "{v}");
+}

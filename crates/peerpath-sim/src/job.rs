@@ -366,6 +366,16 @@ impl Job {
         if let Some(n) = self.ssds {
             ssds.truncate(n);
         }
+        // `--csps`/`--ssds` are "at most": past what the machine has, the run uses what there
+        // is, while a sweep to the same count clones more. Said, so the two do not disagree
+        // unsaid.
+        let csps_counted = self.kind == JobKind::CompressP2p;
+        let ssds_counted = !matches!(self.kind, JobKind::CompressMemory { .. });
+        for (asked, have, what, counted) in [(self.csps, m.csps().len(), "CSP", csps_counted), (self.ssds, m.ssds().len(), "SSD", ssds_counted)] {
+            if let Some(n) = asked.filter(|&n| counted && n > have) {
+                notes.push(format!("{have} of the {n} {what}s asked for exist on this machine{}; --vary {}={n} clones more", m.left_out_note(), what.to_lowercase()));
+            }
+        }
         let r = self.ratio_value(m);
         let tlp = m.tlp;
         match &self.kind {
@@ -718,7 +728,19 @@ impl Job {
         match on {
             Compute::Cpu => {
                 let rate = self.cpu_rate(m, calibrations)?;
-                let cores = m.platform.cores_per_socket.value.unwrap_or(1.0);
+                let known = m.platform.cores_per_socket.value;
+                // One socket computes: threads on another would read and write the file across
+                // the fabric between sockets, which has no figure. On a machine of several,
+                // more threads than it has cores ran on its cores alone under a job line that
+                // named them all (where another socket's cores would have taken them); on one
+                // socket they share its cores, as compress-cpu's do.
+                if let Some((t, c)) = self.threads.zip(known).filter(|&(t, c)| m.sockets > 1 && t as f64 > c) {
+                    return Err(SimError::Job(format!(
+                        "--threads {t}: compress-memory computes on one socket of the {} (socket {socket}, with its file's memory; the fabric to another socket has no figure), and {} has {c} cores per socket: give at most {c}",
+                        m.sockets, m.platform.name
+                    )));
+                }
+                let cores = known.unwrap_or(1.0);
                 let busy = self.threads.map(|t| (t as f64).min(cores)).unwrap_or(cores);
                 let share = match m.platform.core_contention.get(&self.function) {
                     Some(c) => {

@@ -69,7 +69,9 @@ pub enum DeviceSelection {
 impl DeviceSelection {
     /// Parses the CLI form: `auto`, or a comma-separated list (`csp0,csp1`); `cpu` (the host,
     /// always available) is accepted and dropped, so `cpu` alone plans the CPU path. A list
-    /// that names nothing (`""`, `,`) is refused: it meant the CPU alone, said nowhere.
+    /// that names nothing (`""`, `,`) is refused: it meant the CPU alone, said nowhere. So is a
+    /// device named twice (`csp0,csp0`): the planner used it once, and the slip that wrote it
+    /// (`csp0,csp1` meant) went unsaid.
     pub fn parse(s: &str) -> std::result::Result<DeviceSelection, String> {
         if s.trim().eq_ignore_ascii_case("auto") {
             return Ok(DeviceSelection::Auto);
@@ -78,13 +80,15 @@ impl DeviceSelection {
         if names.is_empty() {
             return Err("it names no device: give `auto`, `cpu` (the host only) or device names separated by commas (csp0,gpu0)".to_string());
         }
-        Ok(DeviceSelection::Named(
-            names
-                .into_iter()
-                .filter(|n| !n.eq_ignore_ascii_case("cpu") && !n.eq_ignore_ascii_case("host"))
-                .map(String::from)
-                .collect(),
-        ))
+        let devices: Vec<String> = names
+            .into_iter()
+            .filter(|n| !n.eq_ignore_ascii_case("cpu") && !n.eq_ignore_ascii_case("host"))
+            .map(String::from)
+            .collect();
+        if let Some((_, twice)) = devices.iter().enumerate().find(|(i, n)| devices[..*i].contains(n)) {
+            return Err(format!("it names {twice} twice: name each device once"));
+        }
+        Ok(DeviceSelection::Named(devices))
     }
 }
 
@@ -738,9 +742,12 @@ impl<'a> Planner<'a> {
                 let mut v: Vec<Bdf> = Vec::new();
                 for n in names {
                     let b = compute_device_bdf(topo, n)?;
-                    if !v.contains(&b) {
-                        v.push(b);
+                    // Two names of one device (`csp0` and its address) were used once, unsaid;
+                    // `v` holds one address per name so far, so `j` indexes `names` too.
+                    if let Some(j) = v.iter().position(|x| *x == b) {
+                        return Err(TopoError::WrongRole(format!("the devices name {b} twice ({} and {n}): name each device once", names[j])));
                     }
+                    v.push(b);
                 }
                 (v, true)
             }
@@ -1707,6 +1714,7 @@ mod tests {
             Ok(DeviceSelection::Named(vec!["csp0".into(), "csp1".into()]))
         );
         assert_eq!(DeviceSelection::parse("cpu"), Ok(DeviceSelection::Named(vec![])));
+        assert!(DeviceSelection::parse("csp0, csp1,csp0").is_err_and(|e| e.contains("names csp0 twice")));
         for nothing in ["", " ", ",", " , "] {
             assert!(DeviceSelection::parse(nothing).is_err_and(|e| e.contains("`auto`, `cpu`")), "{nothing:?}");
         }
