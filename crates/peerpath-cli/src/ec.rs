@@ -1061,13 +1061,27 @@ fn unit_checks_out(m: &Manifest, files: &[Option<File>], i: usize, s: u64, buf: 
 }
 
 fn open_shards(dir: &Path, m: &Manifest) -> Vec<Option<File>> {
-    (0..m.shards.len()).map(|i| shard_file(&m.shard_path(dir, i)).and_then(|p| File::open(p).ok())).collect()
+    (0..m.shards.len()).map(|i| shard_file(&m.shard_path(dir, i)).and_then(|p| open_shard(p, false))).collect()
 }
 
 /// `path` where it is a regular file: anything else in a shard's place (a FIFO, whose open
-/// would wait for a writer for ever, a directory, a device) is a missing shard.
+/// would wait for a writer for ever, a directory, a device) is a missing shard, never opened.
 pub(crate) fn shard_file(path: &Path) -> Option<&Path> {
     std::fs::metadata(path).is_ok_and(|m| m.is_file()).then_some(path)
+}
+
+/// A shard's file ([`shard_file`]) opened to read: one swapped for a FIFO since it was looked
+/// at is opened without waiting for a writer and refused by its open file's type
+/// ([`peerpath_topo::open_regular`]), a missing shard. Reads then wait as usual (O_NONBLOCK
+/// off), with O_DIRECT where `direct` and the file system takes it.
+pub(crate) fn open_shard(path: &Path, direct: bool) -> Option<File> {
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+    let f = peerpath_topo::open_regular(path).ok()?;
+    let flags = fcntl_getfl(&f).ok()? - OFlags::NONBLOCK;
+    if !(direct && fcntl_setfl(&f, flags | OFlags::DIRECT).is_ok()) {
+        fcntl_setfl(&f, flags).ok()?;
+    }
+    Some(f)
 }
 
 /// Per stripe, which shards are bad. Stripes are checked on `threads`
@@ -2045,6 +2059,27 @@ mod tests {
             let e = crate::source_size_unchanged(&f, &path, at_open, None).unwrap_err();
             assert_eq!(e.exit_code(), 12);
             assert!(e.to_string().contains(how) && e.to_string().contains(&format!("{at_open} bytes when opened, 10000 now")), "{e}");
+        }
+    }
+
+    /// A shard swapped for a FIFO after [`shard_file`] looked at it: its open does not wait
+    /// for a writer (`File::open` and `open_source` did, for ever) but finds no regular file,
+    /// a missing shard; a regular one is opened with reads that wait (O_NONBLOCK off).
+    #[test]
+    fn a_shard_swapped_for_a_fifo_is_opened_without_waiting_and_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fifo, file) = (dir.path().join("shard-000"), dir.path().join("shard-001"));
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        std::fs::write(&file, [7u8; 4096]).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = fifo.clone();
+        // On its own thread: an open that waits for a writer fails the test at the deadline.
+        std::thread::spawn(move || tx.send([false, true].map(|direct| open_shard(&p, direct).is_none())).unwrap());
+        let refused = rx.recv_timeout(Duration::from_secs(60)).expect("the open of a FIFO waited for a writer");
+        assert_eq!(refused, [true, true], "a FIFO opened as a shard");
+        for direct in [false, true] {
+            let f = open_shard(&file, direct).expect("a regular shard refused");
+            assert!(!rustix::fs::fcntl_getfl(&f).unwrap().contains(rustix::fs::OFlags::NONBLOCK), "O_NONBLOCK left on");
         }
     }
 

@@ -280,7 +280,7 @@ pub(crate) fn start_set_gpu(ordinal: usize, k: usize, m: usize, unit: usize, tim
 /// size allows it and the file system takes it.
 pub(crate) fn open_shards(dir: &std::path::Path, m: &Manifest) -> Vec<Option<File>> {
     let (k, p, unit, _, _) = m.shape();
-    (0..k + p).map(|i| crate::ec::shard_file(&m.shard_path(dir, i)).and_then(|p| peerpath_io::open_source(p, unit.is_multiple_of(4096)).ok()).map(|o| o.file)).collect()
+    (0..k + p).map(|i| crate::ec::shard_file(&m.shard_path(dir, i)).and_then(|p| crate::ec::open_shard(p, unit.is_multiple_of(4096)))).collect()
 }
 
 /// The set's memory as the host addresses it (for the kernel's reads and

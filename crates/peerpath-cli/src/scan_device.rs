@@ -111,6 +111,11 @@ pub(crate) fn scan(dev: &mut dyn Device, (file, path, skip): (&File, &Path, usiz
         // The first block's records start after the bytes skipped (the file has them all).
         let skipped = std::mem::take(&mut skip).min(records.len);
         let records = DeviceRange::new(records.offset + skipped, records.len - skipped);
+        if records.len == 0 {
+            // No byte of records (an empty file, or one of only a byte order mark): nothing to
+            // count, nor to tell the format by (the CPU tells none either).
+            return Ok(skipped as usize);
+        }
         // The format, from the first byte that is not white space (read back: one byte of
         // metadata, up to 4 KiB where the file starts with blank lines).
         let fmt = match format {

@@ -74,3 +74,52 @@ fn a_fifo_for_a_copy_of_the_manifest_is_passed_over_not_waited_on() {
     assert_eq!(std::fs::read(&copy).unwrap(), good, "the copy written back");
     run_full(&mut pp(args!["ec", "verify", &set]), None, HANG_DEADLINE).ok();
 }
+
+/// A FIFO in the place of a shard, on the CPU and on an emulated CSP: `verify` names the shard
+/// damaged (exit 6, repairable), `decode` restores the source around it, and `repair` writes the
+/// shard back as a file; none waits for a writer. (One swapped in after the shard's type was
+/// looked at is opened without waiting too: the unit test
+/// `a_shard_swapped_for_a_fifo_is_opened_without_waiting_and_refused`.)
+#[test]
+fn a_fifo_for_a_shard_is_a_damaged_shard_on_either_engine() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    let data = random_bytes(40_000, 9);
+    std::fs::write(&src, &data).unwrap();
+    for engine in ["cpu", "emulated"] {
+        let set = d.join(format!("set-{engine}"));
+        run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &set, "-q"])).ok();
+        let shard = set.join("shard-001");
+        mkfifo(&shard);
+        run_full(&mut pp(args!["ec", "verify", &set, "--engine", engine]), None, HANG_DEADLINE).fails(6, &["shard-001", "repairable"]);
+        let v = run_full(&mut pp(args!["ec", "verify", &set, "--json", "--engine", engine]), None, HANG_DEADLINE).fails(6, &[]).json();
+        assert_eq!((v["damaged_shards"][0]["shard"].as_str(), v["damaged_shards"].as_array().map(Vec::len), v["lost_stripes"].as_array().map(Vec::len)), (Some("shard-001"), Some(1), Some(0)), "{engine}: {v}");
+        let back = d.join(format!("back-{engine}"));
+        run_full(&mut pp(args!["ec", "decode", &set, "-o", &back, "--engine", engine]), None, HANG_DEADLINE).ok();
+        assert_file_eq(&back, &data, &format!("decoded on {engine} with a FIFO for a shard"));
+        run_full(&mut pp(args!["ec", "repair", &set, "-q", "--engine", engine]), None, HANG_DEADLINE).ok();
+        assert!(std::fs::symlink_metadata(&shard).unwrap().is_file(), "{engine}: the shard was written back as a file");
+        run_full(&mut pp(args!["ec", "verify", &set, "--engine", engine]), None, HANG_DEADLINE).ok();
+    }
+}
+
+/// A chain's set (`compress --ec`) with a FIFO for a shard: the device's reverse chain opened it
+/// with a blocking open and waited for a writer for ever; it is a missing shard, rebuilt from
+/// the others, on either engine.
+#[test]
+fn a_fifo_for_a_shard_of_a_chain_is_a_missing_shard_on_either_engine() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    let data = random_bytes(300_000, 11);
+    std::fs::write(&src, &data).unwrap();
+    let set = d.join("chain");
+    run(&mut pp(args!["compress", &src, "--ec", "2+1", "-o", &set, "-q"])).ok();
+    mkfifo(&set.join("shard-001"));
+    for engine in ["cpu", "emulated"] {
+        let out = d.join(format!("out-{engine}"));
+        run_full(&mut pp(args!["decompress", "--ec", &set, "-o", &out, "--engine", engine, "-q"]), None, HANG_DEADLINE).ok();
+        assert_file_eq(&out, &data, &format!("the chain restored on {engine} with a FIFO for a shard"));
+    }
+}

@@ -713,3 +713,33 @@ fn a_byte_order_mark_at_the_start_is_no_part_of_the_records() {
     run(&mut pp(args!["scan", &bad, "--motif", "A", "-c"])).fails(6, &["the record at byte 18 is malformed: its quality line"]);
     run(&mut pp(args!["scan", &bad, "--motif", "A", "-c", "--engine", "emulated", "--no-fallback"])).fails(6, &["the record at byte 18 is malformed: its quality line", "confirmed on the host"]);
 }
+
+/// An empty file, and one of only a UTF-8 byte order mark: no records, and the same format on
+/// an emulated CSP as on the CPU (none, unless given): the device told "lines" from no byte.
+#[test]
+fn an_empty_or_mark_only_file_is_reported_alike_on_the_cpu_and_a_device() {
+    let dir = scratch();
+    let d = dir.path();
+    let (empty, mark) = (d.join("empty"), d.join("mark"));
+    std::fs::write(&empty, b"").unwrap();
+    std::fs::write(&mark, b"\xef\xbb\xbf").unwrap();
+    for (path, len) in [(&empty, 0), (&mark, 3)] {
+        for (given, format) in [(None, None), (Some("fastq"), Some("fastq"))] {
+            let report = |engine: &str| {
+                let mut a = args!["scan", path, "--motif", "A", "-c", "--json", "--engine", engine];
+                a.extend(given.map(|g| args!["--format", g]).unwrap_or_default());
+                run(&mut pp(a)).ok().json()
+            };
+            let (cpu, emulated) = (report("cpu"), report("emulated"));
+            let (a, b) = (&cpu["files"][0], &emulated["files"][0]);
+            assert_eq!((a["format"].as_str(), a["records"].as_u64(), a["bytes"].as_u64()), (format, Some(0), Some(len)), "{}: {cpu}", path.display());
+            assert_eq!(b["engine"].as_str(), Some("emulated"), "counted on the device: {emulated}");
+            for k in ["format", "records", "matched", "matched_bases", "bytes"] {
+                assert_eq!(a[k], b[k], "{} ({given:?}): {k}: cpu {cpu}, emulated {emulated}", path.display());
+            }
+            for k in ["records", "matched", "matched_bases", "histogram", "bytes"] {
+                assert_eq!(cpu[k], emulated[k], "{} ({given:?}): {k}", path.display());
+            }
+        }
+    }
+}
