@@ -1440,8 +1440,45 @@ fn successors_of<'a>(digests: &'a [u8], shapes: &'a [(usize, u8)]) -> impl Itera
 struct Watched {
     file: File,
     before: Stamp,
+    /// When the read began (taken after the stamp, before the first byte is read).
+    read_from: std::time::SystemTime,
     /// Its permission bits, which the store keeps for restore.
     mode: u32,
+}
+
+/// Nanoseconds since the Unix epoch (a stamp's `(seconds, nanoseconds)`).
+fn epoch_ns((s, ns): (i64, i64)) -> i128 {
+    i128::from(s) * 1_000_000_000 + i128::from(ns)
+}
+
+fn system_time_ns(t: std::time::SystemTime) -> i128 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+}
+
+/// How much older than a read's start a file's stamp must be for any write during the read to
+/// move it. The kernel stamps a write from its coarse clock, up to a tick behind the time of the
+/// write, so two ticks (`clock_getres(CLOCK_REALTIME_COARSE)`: 4 ms at HZ=250, 10 ms where it
+/// cannot say); a stamp with no fraction of a second may be a file system's that keeps whole
+/// seconds (FAT: two), so 2 s more.
+fn stamp_margin(stamp: &Stamp) -> std::time::Duration {
+    let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_getres writes one timespec, which `res` is.
+    let tick = match unsafe { libc::clock_getres(libc::CLOCK_REALTIME_COARSE, &mut res) } {
+        0 => std::time::Duration::new(res.tv_sec.unsigned_abs(), res.tv_nsec.clamp(0, 999_999_999) as u32),
+        _ => std::time::Duration::from_millis(10),
+    };
+    let whole_seconds = stamp.mtime.1 == 0 && stamp.ctime.1 == 0;
+    2 * tick + if whole_seconds { std::time::Duration::from_secs(2) } else { std::time::Duration::ZERO }
+}
+
+/// Whether a write during a read begun at `read_from` could leave `stamp` as it was ("racily
+/// clean", as git says of such index entries): its newer time is not `margin` older than the
+/// read's start, so a write within the same tick gets the same time.
+fn racy(stamp: &Stamp, read_from: std::time::SystemTime, margin: std::time::Duration) -> bool {
+    epoch_ns(stamp.mtime.max(stamp.ctime)) + margin.as_nanos() as i128 >= system_time_ns(read_from)
 }
 
 impl Watched {
@@ -1452,7 +1489,7 @@ impl Watched {
             return Ok(None);
         }
         let file = file.try_clone().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-        Ok(Some(Watched { file, before: Stamp::of(&m), mode: m.mode() & 0o777 }))
+        Ok(Some(Watched { file, before: Stamp::of(&m), read_from: std::time::SystemTime::now(), mode: m.mode() & 0o777 }))
     }
 
     /// An error where the file's stamp now is not what it was before it was read.
@@ -1460,17 +1497,47 @@ impl Watched {
         let now = self.file.metadata().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
         changed_while_read(src, self.before, Stamp::of(&now))
     }
+
+    /// Where the file's stamp is too fresh to tell a write during its read ([`racy`]), it is read
+    /// again once any write would move its stamp (a wait of at most the margin) and chunked as
+    /// `digests` were: other chunks, or a stamp that moved, and it changed while it was read. A
+    /// file older than the margin is not read again.
+    fn same_when_racy(&self, src: &Path, s: &Store, threads: usize, digests: &[u8]) -> Result<(), JobError> {
+        let margin = stamp_margin(&self.before);
+        if !racy(&self.before, self.read_from, margin) {
+            return Ok(());
+        }
+        // (A stamp further ahead than the margin is the future's: stamps tell nothing then.)
+        let wait = epoch_ns(self.before.mtime.max(self.before.ctime)) + margin.as_nanos() as i128 - system_time_ns(std::time::SystemTime::now());
+        if wait > 0 && wait <= margin.as_nanos() as i128 {
+            std::thread::sleep(std::time::Duration::from_nanos(wait as u64));
+        }
+        let io = |e: std::io::Error| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() };
+        let again = self.file.try_clone().map_err(io)?;
+        // Read through the page cache (the device's descriptor may be O_DIRECT).
+        let flags = rustix::fs::fcntl_getfl(&again).map_err(|e| io(e.into()))?;
+        rustix::fs::fcntl_setfl(&again, flags - rustix::fs::OFlags::DIRECT).map_err(|e| io(e.into()))?;
+        let mut read = Vec::with_capacity(digests.len());
+        for c in chunks_parallel(again, s.params, s.fp, threads, None) {
+            read.extend_from_slice(&c.map_err(io)?.digest);
+        }
+        if read != digests {
+            return Err(changed(src, "its bytes differ when read again, its stamp too recent to tell"));
+        }
+        self.unchanged(src)
+    }
 }
 
 /// The error a source whose stamp moved while it was read gets (exit 12): what was read may be
 /// part old, part new, so it is not stored (nothing refers to what was appended for it).
 fn changed_while_read(src: &Path, before: Stamp, after: Stamp) -> Result<(), JobError> {
-    match before.changes(&after) {
-        None => Ok(()),
-        Some(what) => Err(JobError::SourceIo {
-            path: src.to_path_buf(),
-            detail: format!("the file changed while it was being read ({what}): it was not stored, what was read may mix old and new bytes; nothing was added for it (store it again once nothing writes it)"),
-        }),
+    before.changes(&after).map_or(Ok(()), |what| Err(changed(src, &what)))
+}
+
+fn changed(src: &Path, what: &str) -> JobError {
+    JobError::SourceIo {
+        path: src.to_path_buf(),
+        detail: format!("the file changed while it was being read ({what}): it was not stored, what was read may mix old and new bytes; nothing was added for it (store it again once nothing writes it)"),
     }
 }
 
@@ -1552,8 +1619,11 @@ fn store_one(s: &Store, pack: &mut PackWriter, hints: &ClosedAtEnd, src: &Path, 
         _ => total, // a pipe is as long as what came through it
     };
     // Written to while it was read (the same size, other bytes): not stored, as tar says of it.
+    // One written within a tick of the read's start may keep its stamp through a write during
+    // the read: read again (that alone pays for it; an older file does not).
     if let Some(w) = &watched {
         w.unchanged(src)?;
+        w.same_when_racy(src, s, chunker.threads, &digests)?;
     }
     // Into the store's open transaction, committed once the pack's bytes are synced
     // ([`Batch::commit`]); a savepoint of its own, so that a file whose rows fail half-way
@@ -1719,10 +1789,13 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
 /// A stored file, as `dedup list --json` gives it.
 #[derive(Serialize)]
 struct Listed {
-    /// The name it was stored under (not UTF-8: its bytes' lossy text, and `name_hex`).
+    /// The name it was stored under (not UTF-8: its bytes' lossy text, and `name_hex` and
+    /// `name_bytes`, as the other reports give them).
     name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     name_hex: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name_bytes: Option<Vec<u8>>,
     bytes: u64,
     chunks: u64,
     /// When the store took it, in seconds since the Unix epoch.
@@ -1744,12 +1817,15 @@ struct ListReport {
 fn list(dir: &Path, json: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
     let mut q = s.db.prepare("SELECT name, size, length(chunks) / 32, stored_at FROM files ORDER BY name").map_err(db_error(dir))?;
-    let rows = q.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))).map_err(db_error(dir))?;
+    let mut rows = q.query([]).map_err(db_error(dir))?;
     let mut files = Vec::new();
-    for r in rows {
-        let (name, size, n, at) = r.map_err(db_error(dir))?;
+    while let Some(r) = rows.next().map_err(db_error(dir))? {
+        let name: Vec<u8> = r.get(0).map_err(db_error(dir))?;
+        let bytes = file_size(r, 1, dir, &|| format!("the file {}", quoted_bytes(&name)))?;
+        let (n, at): (u64, i64) = (r.get(2).map_err(db_error(dir))?, r.get(3).map_err(db_error(dir))?);
         let name_hex = std::str::from_utf8(&name).is_err().then(|| hex(&name));
-        files.push(Listed { name: String::from_utf8_lossy(&name).into_owned(), name_hex, bytes: size as u64, chunks: n as u64, stored_at_unix_s: at, raw: name });
+        let name_bytes = name_bytes(Path::new(std::ffi::OsStr::from_bytes(&name)));
+        files.push(Listed { name: String::from_utf8_lossy(&name).into_owned(), name_hex, name_bytes, bytes, chunks: n, stored_at_unix_s: at, raw: name });
     }
     if json {
         println!("{}", crate::jsonout::stamped("dedup-list", &ListReport { store: dir.display().to_string(), store_bytes: name_bytes(dir), files }));
@@ -1810,6 +1886,13 @@ fn integer(r: &rusqlite::Row, i: usize, dir: &Path, record: &dyn Fn() -> String,
             _ => String::new(),
         }.trim_end()))),
     }
+}
+
+/// A file's size (column `i` of its record, which `record` names): an integer no less than 0,
+/// else the record's damage (a negative one was said as 2^64 less it).
+fn file_size(r: &rusqlite::Row, i: usize, dir: &Path, record: &dyn Fn() -> String) -> Result<u64, JobError> {
+    let size = integer(r, i, dir, record, "size")?;
+    u64::try_from(size).map_err(|_| damaged_record(dir, record(), &format!("its size is {size}")))
 }
 
 /// A record of the index (a file, a chunk) that holds what no store writes: exit 6, naming the
@@ -1889,8 +1972,7 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
         while let Some(r) = rows.next().map_err(db_error(dir))? {
             let name: Vec<u8> = r.get(0).map_err(db_error(dir))?;
             let record = || format!("the file {}", quoted_bytes(&name));
-            let size = integer(r, 1, dir, &record, "size")?;
-            let size = u64::try_from(size).map_err(|_| damaged_record(dir, record(), &format!("its size is {size}")))?;
+            let size = file_size(r, 1, dir, &record)?;
             files += 1;
             logical = add(logical, size, dir, &record, "size")?;
             refs += r.get::<_, Option<i64>>(2).map_err(db_error(dir))?.map_or(0, |n| n as u64 / 32);
@@ -2209,6 +2291,64 @@ mod tests {
         let (r, _w) = std::io::pipe().unwrap();
         let r = File::from(std::os::fd::OwnedFd::from(r));
         assert!(Watched::new(&r, Path::new("/dev/fd/63")).unwrap().is_none());
+    }
+
+    /// A stamp is racy where its newer time (modification or status change) is not `margin`
+    /// older than the read's start: a write within that tick may keep it. Older is not; a stamp
+    /// from the future is; a whole-second stamp needs seconds more.
+    #[test]
+    fn a_stamp_within_a_tick_of_the_read_is_racy() {
+        let at = |s: u64, ns: u32| std::time::UNIX_EPOCH + std::time::Duration::new(s, ns);
+        let ms = std::time::Duration::from_millis;
+        let stamp = |m: (i64, i64), c: (i64, i64)| Stamp { size: 1, mtime: m, ctime: c };
+        let read = at(1_000, 500_000_000);
+        for (what, st, margin, is) in [
+            ("old", stamp((999, 0), (999, 1)), ms(8), false),
+            ("just older than the margin", stamp((1_000, 491_999_999), (1_000, 491_999_999)), ms(8), false),
+            ("at the margin", stamp((1_000, 492_000_000), (1_000, 1)), ms(8), true),
+            ("same tick", stamp((1_000, 500_000_000), (1_000, 500_000_000)), ms(8), true),
+            ("its status change recent", stamp((900, 0), (1_000, 499_000_000)), ms(8), true),
+            ("from the future", stamp((2_000, 0), (2_000, 0)), ms(8), true),
+            ("before the epoch", stamp((-5, 0), (-5, 0)), ms(8), false),
+        ] {
+            assert_eq!(racy(&st, read, margin), is, "{what}");
+        }
+        assert!(racy(&stamp((1_000, 400_000_000), (1_000, 400_000_000)), read, ms(200)), "a wider margin");
+        // The margin: two ticks of the coarse clock, at least 2 s more for whole seconds.
+        let fine = stamp_margin(&stamp((5, 1), (5, 0)));
+        assert!(fine > std::time::Duration::ZERO && fine < std::time::Duration::from_secs(1), "{fine:?}");
+        assert_eq!(stamp_margin(&stamp((5, 0), (5, 0))), fine + std::time::Duration::from_secs(2));
+    }
+
+    /// A file whose stamp is racy is read again and its chunks compared: other bytes under the
+    /// same stamp (a write in the read's tick) are refused as changed while read (exit 12); the
+    /// same bytes pass; an old stamp is not read again (the common case pays nothing).
+    #[test]
+    fn a_racy_file_is_read_again_and_refused_where_its_bytes_differ() {
+        let p = ChunkParams::new(1024, 4096, 16384).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        let old = crate::device_job::testing::xorshift(100_000, 3);
+        let mut new = old.clone();
+        new[70_000] ^= 1;
+        let s = Store::open(&dir.path().join("st"), true, Some((p, Fingerprint::Blake3))).unwrap();
+        let digests = |data: &[u8]| {
+            std::fs::write(&src, data).unwrap();
+            chunks_parallel(File::open(&src).unwrap(), p, Fingerprint::Blake3, 2, None).flat_map(|c| c.unwrap().digest).collect::<Vec<u8>>()
+        };
+        let (read, now) = (digests(&old), digests(&new));
+        assert_ne!(read, now);
+        let f = File::open(&src).unwrap();
+        let stamp = Stamp::of(&f.metadata().unwrap());
+        // What the first read gave (`read`), the file now holding other bytes with the stamp it had.
+        let when = |from: std::time::SystemTime| Watched { file: f.try_clone().unwrap(), before: stamp, read_from: from, mode: 0o644 };
+        let stamped = std::time::UNIX_EPOCH + std::time::Duration::new(stamp.mtime.0 as u64, stamp.mtime.1 as u32);
+        let e = when(stamped).same_when_racy(&src, &s, 2, &read).expect_err("racy, other bytes");
+        let text = e.to_string();
+        assert_eq!(e.exit_code(), 12, "{text}");
+        assert!(text.contains(&src.display().to_string()) && text.contains("changed while it was being read") && text.contains("differ when read again"), "{text}");
+        when(stamped).same_when_racy(&src, &s, 2, &now).expect("racy, the same bytes");
+        when(stamped + std::time::Duration::from_secs(60)).same_when_racy(&src, &s, 2, &read).expect("an old stamp: not read again");
     }
 
     /// A store's files (its index and packs), by path within it.

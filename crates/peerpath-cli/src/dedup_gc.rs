@@ -138,14 +138,17 @@ pub(super) fn remove(dir: &Path, names: &[PathBuf]) -> Result<RemoveReport, JobE
     let tx = s.db.unchecked_transaction().map_err(db_error(dir))?;
     let (mut bytes, mut missing) = (0u64, Vec::new());
     for name in names {
-        let size: Option<i64> = rusqlite::OptionalExtension::optional(tx.query_row("SELECT size FROM files WHERE name = ?1", [name.as_os_str().as_bytes()], |r| r.get(0))).map_err(db_error(dir))?;
-        match size {
-            Some(size) => {
-                tx.execute("DELETE FROM files WHERE name = ?1", [name.as_os_str().as_bytes()]).map_err(db_error(dir))?;
-                bytes += size as u64;
+        let record = || format!("the file {}", Quoted(name));
+        let mut q = tx.prepare_cached("SELECT size FROM files WHERE name = ?1").map_err(db_error(dir))?;
+        let size = match q.query([name.as_os_str().as_bytes()]).map_err(db_error(dir))?.next().map_err(db_error(dir))? {
+            Some(r) => super::file_size(r, 0, dir, &record)?,
+            None => {
+                missing.push(name);
+                continue;
             }
-            None => missing.push(name),
-        }
+        };
+        tx.execute("DELETE FROM files WHERE name = ?1", [name.as_os_str().as_bytes()]).map_err(db_error(dir))?;
+        bytes = super::add(bytes, size, dir, &record, "size")?;
     }
     if let Some(first) = missing.first() {
         let others = if missing.len() > 1 { format!(" (nor {})", missing[1..].iter().map(|n| Quoted(n).to_string()).collect::<Vec<_>>().join(", ")) } else { String::new() };

@@ -155,3 +155,86 @@ fn a_restore_holds_its_output_directory() {
     assert!(status.success());
     assert_file_eq(&out_dir.join("f"), &data, "restored");
 }
+
+/// A file written just before `store` (its stamp within a tick of the read, so read again and
+/// compared) is stored, not refused: files written in a burst, one stamped in the future (which
+/// every read is racy for), each restored exactly.
+#[test]
+fn a_file_written_just_before_it_is_stored_is_stored() {
+    let dir = scratch();
+    let d = dir.path();
+    let st = d.join("st");
+    let names: Vec<String> = (0..8).map(|i| format!("fresh{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(d.join(n), mixed_data(50_000 + 30_000 * i, 20 + i as u64)).unwrap();
+    }
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(d.join("fresh0")).unwrap().set_modified(future).unwrap();
+    run(pp(args!["dedup", "store", "-q", "-s", &st].into_iter().chain(names.iter().map(os))).current_dir(d)).ok();
+    // Through standard input (`< FILE`: read by offset, so read again from its start).
+    std::fs::write(d.join("piped"), mixed_data(120_000, 30)).unwrap();
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c").arg("exec \"$0\" \"$@\" < piped").arg(bin()).args(args!["dedup", "store", "-q", "-", "--name", "piped", "-s", &st]);
+    run(c.current_dir(d)).ok();
+    for n in names.iter().chain([&"piped".to_string()]) {
+        let out = d.join(format!("{n}.back"));
+        run(pp(args!["dedup", "restore", n, "-s", &st, "-o", &out]).current_dir(d)).ok();
+        assert_file_eq(&out, &std::fs::read(d.join(n)).unwrap(), n);
+    }
+}
+
+/// `list` and `remove` check a record's size as `stats` does: a negative one (listed as
+/// 2^64 - 5, and added so by remove) or sizes adding up past 2^64 are the record's damage, exit 6
+/// naming the store and the file, with no listing and nothing removed.
+#[test]
+fn list_and_remove_name_a_record_whose_size_is_damaged() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("f"), mixed_data(200_000, 8)).unwrap();
+    std::fs::write(d.join("g"), mixed_data(200_000, 9)).unwrap();
+    for (i, (damage, said)) in [
+        ("UPDATE files SET size = -5 WHERE name = X'66'", "the file f: its size is -5"),
+        ("UPDATE files SET size = 'x' WHERE name = X'66'", "the file f: its size is Text of 1 bytes"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let st = d.join(format!("st{i}"));
+        run(pp(args!["dedup", "store", "-q", "f", "g", "-s", &st]).current_dir(d)).ok();
+        rusqlite::Connection::open(st.join("index.sqlite")).unwrap().execute_batch(damage).unwrap();
+        let needles = [said, "the index is damaged", &st.display().to_string()];
+        for json in [false, true] {
+            let o = run(&mut pp(args!["dedup", "list", "-s", &st].into_iter().chain(json.then(|| os("--json"))))).fails(6, &needles);
+            assert!(o.stdout.is_empty(), "{damage}: no listing: {}", o.stdout_str());
+        }
+        run(&mut pp(args!["dedup", "remove", "g", "f", "-s", &st])).fails(6, &needles);
+        let left: i64 = rusqlite::Connection::open(st.join("index.sqlite")).unwrap().query_row("SELECT count(*) FROM files", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 2, "{damage}: nothing removed");
+    }
+    // Two sizes that add up past 2^64.
+    let st = d.join("huge");
+    run(pp(args!["dedup", "store", "-q", "f", "g", "-s", &st]).current_dir(d)).ok();
+    rusqlite::Connection::open(st.join("index.sqlite")).unwrap().execute_batch("UPDATE files SET size = 9223372036854775807; INSERT INTO files SELECT X'68', size, chunks, stored_at, mode FROM files WHERE name = X'66'").unwrap();
+    run(&mut pp(args!["dedup", "remove", "f", "g", "h", "-s", &st])).fails(6, &["the file h: with its size of 9223372036854775807, the store's sizes add up past 2^64", &st.display().to_string()]);
+}
+
+/// `list --json` gives a name that is not UTF-8 as `name_bytes` too, as the other reports do
+/// (`name_hex` kept); a UTF-8 name has neither.
+#[test]
+fn list_gives_a_names_bytes_as_the_other_reports_do() {
+    let dir = scratch();
+    let d = dir.path();
+    let st = d.join("st");
+    let raw = OsStr::from_bytes(b"n\xffm");
+    std::fs::write(d.join(raw), mixed_data(100_000, 10)).unwrap();
+    std::fs::write(d.join("plain"), mixed_data(100_000, 11)).unwrap();
+    run(pp(args!["dedup", "store", "-q", raw, "plain", "-s", &st]).current_dir(d)).ok();
+    let j = run(&mut pp(args!["dedup", "list", "-s", &st, "--json"])).ok().json();
+    let files = j["files"].as_array().unwrap();
+    let odd = files.iter().find(|f| f.get("name_hex").is_some()).expect("the name that is not UTF-8");
+    let bytes: Vec<u8> = odd["name_bytes"].as_array().unwrap_or_else(|| panic!("{j}")).iter().map(|b| b.as_u64().unwrap() as u8).collect();
+    assert_eq!(bytes, b"n\xffm", "{j}");
+    assert_eq!(odd["name_hex"], "6eff6d");
+    let plain = files.iter().find(|f| f["name"] == "plain").unwrap();
+    assert!(plain.get("name_bytes").is_none() && plain.get("name_hex").is_none(), "{j}");
+}
