@@ -1428,3 +1428,62 @@ fn verifys_device_timeout_speaks_of_a_gpu_only() {
     assert!(!o.stderr.contains("emulated"), "{}", o.stderr);
     run(&mut pp(args!["decompress", &gz, "-o", dir.path().join("y"), "--device-timeout", "1"])).fails(2, &["give it with --engine gpu or emulated"]);
 }
+
+/// The files `topo --export`/`--svg` write (and `sim`, `bench io`, `man` through the same
+/// `write_outputs`) are named in their errors as the jobs name files: quoted, a newline kept on
+/// the error's line, a byte that is not UTF-8 kept as its octal escape.
+#[test]
+fn written_outputs_errors_quote_their_names() {
+    use std::os::unix::ffi::OsStrExt;
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/qemu-switch-cmb/topology.toml");
+    let dir = scratch();
+    let at = dir.path().display();
+    // A directory that does not exist, with a newline in its name: exit 11, one line.
+    let missing = dir.path().join("no\ndir");
+    let o = run(&mut pp(args!["topo", "--file", &file, "--svg", missing.join("t.svg")])).fails(11, &[]);
+    assert_eq!(o.stderr.lines().collect::<Vec<_>>(), [format!(r"peerpath: error: cannot write '{at}/no'$'\n''dir/t.svg': No such file or directory (os error 2)")], "{}", o.stderr);
+    let o = run(&mut pp(args!["topo", "--file", &file, "--export", missing.join(OsStr::from_bytes(b"t\xff.toml"))])).fails(11, &[]);
+    assert!(o.stderr.starts_with(&format!(r"peerpath: error: cannot write '{at}/no'$'\n''dir/t'$'\377''.toml': ")), "{}", o.stderr);
+    // An existing one without --force, and one name for both.
+    let there = dir.path().join("a\nb.svg");
+    std::fs::write(&there, b"").unwrap();
+    run(&mut pp(args!["topo", "--file", &file, "--svg", &there])).fails(4, &[&format!(r"target '{at}/a'$'\n''b.svg' exists")]);
+    run(&mut pp(args!["topo", "--file", &file, "--svg", &there, "--export", &there, "--force"])).fails(2, &[&format!(r"'{at}/a'$'\n''b.svg' is named for two outputs")]);
+    assert_eq!(std::fs::read(&there).unwrap(), b"");
+}
+
+/// A fallback names its file by the file's exact bytes: the text report quotes them (`$'\377'`),
+/// and JSON gives them in `fallback_name_bytes` where a name is not UTF-8 (both read U+FFFD: two
+/// names differing in one byte were the same in the report).
+#[test]
+fn fallbacks_name_their_files_exactly() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch();
+    let at = dir.path().display();
+    // One gzip member, a stored block, with no size field (as gzip makes them): decoded streaming.
+    let data = b"no size field\n";
+    let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1];
+    gz.extend((data.len() as u16).to_le_bytes());
+    gz.extend((!(data.len() as u16)).to_le_bytes());
+    gz.extend(data);
+    gz.extend(crc32(data).to_le_bytes());
+    gz.extend((data.len() as u32).to_le_bytes());
+    let names: [&[u8]; 3] = [b"a\xffb.gz", b"a\xfeb.gz", b"c.gz"];
+    let paths: Vec<_> = names.iter().map(|n| dir.path().join(OsStr::from_bytes(n))).collect();
+    paths.iter().for_each(|p| std::fs::write(p, &gz).unwrap());
+    let r = run(&mut pp(args!["verify", &paths[0], &paths[1], &paths[2], "--json"])).ok().json();
+    let lines: Vec<&str> = r["fallbacks"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    let why = ": streaming on one thread: members do not declare their sizes";
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for (line, name) in lines.iter().zip([format!(r"'{at}/a'$'\377''b.gz'"), format!(r"'{at}/a'$'\376''b.gz'"), format!("{at}/c.gz")]) {
+        assert!(line.starts_with(&format!("{name}{why}")), "{line}");
+    }
+    let bytes = |n: &[u8]| Value::from(dir.path().join(OsStr::from_bytes(n)).as_os_str().as_bytes().to_vec());
+    assert_eq!(r["fallback_name_bytes"], Value::Array(vec![bytes(names[0]), bytes(names[1]), Value::Null]), "{r}");
+    // None there where every name is UTF-8.
+    let r = run(&mut pp(args!["verify", &paths[2], "--json"])).ok().json();
+    assert!(r.get("fallback_name_bytes").is_none() && r["fallbacks"].as_array().unwrap().len() == 1, "{r}");
+    // The text report.
+    let text = run(&mut pp(args!["verify", &paths[1]])).ok().stdout_str();
+    assert!(text.contains(&format!(r"  FALLBACK      '{at}/a'$'\376''b.gz'{why}")), "{text}");
+}

@@ -378,11 +378,11 @@ fn run_job(
         }
         if let Some(r) = &s.read_path.fallback_reason {
             if s.read_path.engine == peerpath_io::EngineKind::IoUring || !s.read_path.direct {
-                fallbacks.push(Fallback::ReadsNotDirect { source: s.source_name.clone(), why: r.clone() });
+                fallbacks.push(Fallback::ReadsNotDirect { source: s.source.path.clone(), why: r.clone() });
             }
         }
         if let (false, Some(r)) = (s.write_path.direct, &s.write_path.fallback_reason) {
-            fallbacks.push(Fallback::WritesNotDirect { target: s.writer.as_ref().expect("open").final_path.display().to_string(), why: r.clone() });
+            fallbacks.push(Fallback::WritesNotDirect { target: s.writer.as_ref().expect("open").final_path.clone(), why: r.clone() });
         }
         if s.cpu.worker_reads {
             s.read_path.engine = peerpath_io::EngineKind::Syscalls;
@@ -453,7 +453,7 @@ fn place(streams: &[Stream], set: &DeviceSet, chunk_aligned: bool, no_fallback: 
             Some(why) if no_fallback => {
                 return Err(JobError::Device { detail: format!("{}: cannot offload: {why} (--no-fallback)", Quoted(&s.source.path)) });
             }
-            Some(why) => fallbacks.push(Fallback::HostCpuNotDevice { source: s.source_name.clone(), why }),
+            Some(why) => fallbacks.push(Fallback::HostCpuNotDevice { source: s.source.path.clone(), why }),
         }
     }
     match &set.memory_from {
@@ -513,7 +513,7 @@ fn p2p_routes(
             }
             Route::Refused { why } => {
                 placement.push(format!("{name}: host CPU: {why}"));
-                fallbacks.push(Fallback::HostCpuNotDevice { source: streams[i].source_name.clone(), why });
+                fallbacks.push(Fallback::HostCpuNotDevice { source: streams[i].source.path.clone(), why });
             }
         }
     }

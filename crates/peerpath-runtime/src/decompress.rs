@@ -369,16 +369,16 @@ fn run_job_on(
         }
         if let Some(r) = &f.read_path.fallback_reason {
             if !f.read_path.direct {
-                fallbacks.push(Fallback::ReadsNotDirect { source: f.source.clone(), why: r.clone() });
+                fallbacks.push(Fallback::ReadsNotDirect { source: source.clone(), why: r.clone() });
             }
         }
         if let Some(w) = &f.write_path {
             if let (false, Some(r)) = (w.direct, &w.fallback_reason) {
-                fallbacks.push(Fallback::WritesNotDirect { target: f.target.as_deref().unwrap_or("-").to_string(), why: r.clone() });
+                fallbacks.push(Fallback::WritesNotDirect { target: target.clone().unwrap_or_else(|| "-".into()), why: r.clone() });
             }
         }
         if let Some(m) = f.decode_mode.as_ref().filter(|m| m.is_streaming()) {
-            fallbacks.push(Fallback::StreamingDecode { source: f.source.clone(), mode: m.clone() });
+            fallbacks.push(Fallback::StreamingDecode { source: source.clone(), mode: m.clone() });
         }
         files.push(f);
     }

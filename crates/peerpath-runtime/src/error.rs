@@ -44,7 +44,7 @@ pub enum JobError {
     ZeroTail { path: PathBuf, detail: String },
     #[error("{path}: empty file (a gzip file holds at least one member)", path = Quoted(path))]
     EmptyArchive { path: PathBuf },
-    #[error("cannot write {path}: {source}{hint}", hint = enospc_hint(path, source), path = Quoted(path))]
+    #[error("{}", cannot_write(path, source, true))]
     TargetIo { path: PathBuf, source: io::Error },
     #[error("error reading {path}: {detail}", path = Quoted(path))]
     SourceIo { path: PathBuf, detail: String },
@@ -64,21 +64,40 @@ pub enum JobError {
     /// A job that failed putting its outputs in place once `--force` had replaced existing
     /// targets, which keep their new outputs ([`crate::job::kept_after_replacing`]): `error`'s
     /// exit code.
-    #[error("{error}; {kept}", kept = crate::job::kept_after_replacing(replaced))]
+    #[error("{error}; {kept}", error = BeforeReplaced(error), kept = crate::job::kept_after_replacing(replaced))]
     AfterReplacing { error: Box<JobError>, replaced: Vec<PathBuf> },
     /// The job was stopped from outside (`cancel::cancel`: its client went away).
     #[error("cancelled: {why}")]
     Cancelled { why: String },
 }
 
-fn enospc_hint(path: &std::path::Path, e: &io::Error) -> &'static str {
-    if e.raw_os_error() != Some(libc::ENOSPC) {
+/// [`JobError::TargetIo`]'s message; a full file system's says that nothing was kept where
+/// `nothing_kept` (not so once `--force` had replaced targets: [`BeforeReplaced`]).
+fn cannot_write(path: &std::path::Path, e: &io::Error, nothing_kept: bool) -> String {
+    let hint = if e.raw_os_error() != Some(libc::ENOSPC) {
         ""
     } else if path.as_os_str() == "-" {
         // Standard output cannot be taken back: say what is true.
         " (no space left where standard output goes)"
-    } else {
+    } else if nothing_kept {
         " (no space left on the target's file system; nothing was kept)"
+    } else {
+        " (no space left on the target's file system)"
+    };
+    format!("cannot write {}: {e}{hint}", Quoted(path))
+}
+
+/// The error of a job that had replaced targets (`--force`) when it failed, as
+/// [`JobError::AfterReplacing`] begins: what it says alone, less a "nothing was kept" that the
+/// replaced targets make untrue (what was kept follows it).
+struct BeforeReplaced<'a>(&'a JobError);
+
+impl std::fmt::Display for BeforeReplaced<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            JobError::TargetIo { path, source } => f.write_str(&cannot_write(path, source, false)),
+            e => e.fmt(f),
+        }
     }
 }
 
@@ -122,5 +141,31 @@ impl JobError {
             CryptError::Truncated { .. } | CryptError::TruncatedHeader(_) => JobError::TruncatedFile { path, detail: e.to_string() },
             other => JobError::Damaged { path, detail: other.to_string() },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full file system's error says that nothing was kept, unless `--force` had already
+    /// replaced targets: then it says which, and nothing that contradicts it.
+    #[test]
+    fn a_full_file_system_says_nothing_was_kept_only_where_true() {
+        let full = |name: &str| JobError::TargetIo { path: name.into(), source: io::Error::from_raw_os_error(libc::ENOSPC) };
+        let alone = full("a\nb.gz").to_string();
+        assert!(alone.starts_with(r"cannot write 'a'$'\n''b.gz': ") && alone.ends_with("(no space left on the target's file system; nothing was kept)"), "{alone}");
+        let after = JobError::AfterReplacing { error: Box::new(full("b.gz")), replaced: vec!["a.gz".into()] };
+        let text = after.to_string();
+        assert!(!text.contains("nothing was kept"), "{text}");
+        assert!(text.starts_with("cannot write b.gz: ") && text.contains("(no space left on the target's file system); the outputs under new names were removed"), "{text}");
+        assert!(text.ends_with("--force had already replaced the existing file a.gz, and it keeps its new output"), "{text}");
+        assert_eq!(after.exit_code(), 11);
+        // Other errors read as they do alone.
+        let exists = JobError::TargetExists { path: "c.gz".into() };
+        let text = JobError::AfterReplacing { error: Box::new(JobError::TargetExists { path: "c.gz".into() }), replaced: vec!["a.gz".into()] }.to_string();
+        assert!(text.starts_with(&format!("{exists}; the outputs under new names")), "{text}");
+        let stdout = full("-").to_string();
+        assert!(stdout.ends_with("(no space left where standard output goes)"), "{stdout}");
     }
 }

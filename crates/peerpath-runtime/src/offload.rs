@@ -782,7 +782,7 @@ impl DeviceSide {
                 for &i in &jd.streams {
                     if let Outcome::HandOver(h) = outcome(i) {
                         fallbacks.push(Fallback::DeviceFailed {
-                            source: streams[i].name().to_string(),
+                            source: streams[i].source().path.clone(),
                             device: name.clone(),
                             why: why.clone(),
                             from: h.chunk * self.params.chunk_bytes as u64,

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The exact bytes of a file's name that is not UTF-8, for the reports' `*_bytes` fields: the
 /// name's string has U+FFFD in their place, which loses them (two names can read the same).
@@ -156,27 +156,28 @@ impl From<DecodeMode> for String {
 }
 
 /// A fallback the job took, with its reason: never silent. Reports print
-/// (and serialise) each as one line of text.
+/// (and serialise) each as one line of text, naming its file by its exact bytes ([`Quoted`]);
+/// JSON adds them where they are not UTF-8 ([`JobReport::fallbacks`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(into = "String")]
 pub enum Fallback {
     /// The I/O engine is not the one asked for.
     IoEngine { why: String },
     /// A source read without O_DIRECT.
-    ReadsNotDirect { source: String, why: String },
+    ReadsNotDirect { source: PathBuf, why: String },
     /// A target written without O_DIRECT.
-    WritesNotDirect { target: String, why: String },
+    WritesNotDirect { target: PathBuf, why: String },
     /// A source compressed on the host CPU instead of a device, before any device ran it.
-    HostCpuNotDevice { source: String, why: String },
+    HostCpuNotDevice { source: PathBuf, why: String },
     /// Fewer devices than asked for.
     FewerDevices { asked: usize, started: usize },
     /// A device that did not start; its sources ran on the host CPU.
     DeviceNotStarted { device: String, why: String },
     /// A device that failed mid-job; the host CPU compressed the source from `from` on
     /// (`kept`: output bytes from the device that were kept).
-    DeviceFailed { source: String, device: String, why: String, from: u64, kept: u64 },
+    DeviceFailed { source: PathBuf, device: String, why: String, from: u64, kept: u64 },
     /// Members decoded on one thread.
-    StreamingDecode { source: String, mode: DecodeMode },
+    StreamingDecode { source: PathBuf, mode: DecodeMode },
     /// Members a device was to decode that the host CPU decoded.
     DecodedOnCpu { device: String, why: String, members: u64 },
     /// The job server asked for (`PEERPATH_DAEMON`) did not run the job: this process did.
@@ -186,6 +187,17 @@ pub enum Fallback {
 }
 
 impl Fallback {
+    /// The file it names, if it names one.
+    fn file(&self) -> Option<&Path> {
+        match self {
+            Fallback::ReadsNotDirect { source, .. } | Fallback::HostCpuNotDevice { source, .. } | Fallback::DeviceFailed { source, .. } | Fallback::StreamingDecode { source, .. } => {
+                Some(source)
+            }
+            Fallback::WritesNotDirect { target, .. } => Some(target),
+            _ => None,
+        }
+    }
+
     /// Whether work a device (or the job server) was to do fell to this process's host CPU, as
     /// opposed to a note on how bytes moved (no O_DIRECT on tmpfs, plain syscalls for a pipe) or
     /// on one-thread decoding: what `-q` still says on stderr.
@@ -206,20 +218,20 @@ impl fmt::Display for Fallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fallback::IoEngine { why } => write!(f, "I/O engine: {why}"),
-            Fallback::ReadsNotDirect { source, why } => write!(f, "{}: reads without O_DIRECT: {why}", quoted_name(source)),
-            Fallback::WritesNotDirect { target, why } => write!(f, "{}: writes without O_DIRECT: {why}", quoted_name(target)),
-            Fallback::HostCpuNotDevice { source, why } => write!(f, "{}: compressed on the host CPU, not on a device: {why}", quoted_name(source)),
+            Fallback::ReadsNotDirect { source, why } => write!(f, "{}: reads without O_DIRECT: {why}", Quoted(source)),
+            Fallback::WritesNotDirect { target, why } => write!(f, "{}: writes without O_DIRECT: {why}", Quoted(target)),
+            Fallback::HostCpuNotDevice { source, why } => write!(f, "{}: compressed on the host CPU, not on a device: {why}", Quoted(source)),
             Fallback::FewerDevices { asked, started } => write!(f, "devices: {asked} asked for, {started} started (one per source at most: every source has one, no work moved to the host CPU)"),
             Fallback::DeviceNotStarted { device, why } => write!(f, "{device} did not start ({why}); its sources ran on the host CPU"),
             Fallback::DeviceFailed { source, device, why, from, kept } => {
-                write!(f, "{}: device {device} failed ({why}); ", quoted_name(source))?;
+                write!(f, "{}: device {device} failed ({why}); ", Quoted(source))?;
                 if *kept == 0 {
                     f.write_str("the host CPU compressed all of it")
                 } else {
                     write!(f, "the host CPU compressed it from source byte {from} on ({kept} output bytes from the device were kept)")
                 }
             }
-            Fallback::StreamingDecode { source, mode } => write!(f, "{}: {mode}", quoted_name(source)),
+            Fallback::StreamingDecode { source, mode } => write!(f, "{}: {mode}", Quoted(source)),
             Fallback::DecodedOnCpu { device, why, members } => write!(f, "{device}: {why}; the host CPU decoded {members} member(s) in its place"),
             Fallback::NotInDaemon { why } => write!(f, "{why}; the job ran in this process"),
             Fallback::AutoOnHostCpu { why } => write!(f, "--engine auto: {why}; every source ran on the host CPU"),
@@ -414,7 +426,9 @@ pub struct JobReport {
     pub host_memory_traffic_per_input_byte: f64,
     pub host_memory_traffic_gbit_per_s: f64,
     pub memory: MemoryReport,
-    /// Every fallback taken, with its reason. Never silent.
+    /// Every fallback taken, with its reason. Never silent. JSON adds `fallback_name_bytes`
+    /// where a fallback names a file whose name is not UTF-8 ([`fallbacks_json`]).
+    #[serde(flatten, serialize_with = "fallbacks_json")]
     pub fallbacks: Vec<Fallback>,
     /// The compute devices of the job (offload path).
     pub devices: Vec<DeviceReport>,
@@ -435,6 +449,19 @@ pub struct JobReport {
     /// what held the orchestrator, queues' occupancy (`None`: no CPU pass).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<peerpath_metrics::PipelineReport>,
+}
+
+/// A job report's `fallbacks` in JSON: their lines, and where one names a file whose name is not
+/// UTF-8, `fallback_name_bytes`: for each fallback in turn, those bytes ([`name_bytes`]), or null.
+fn fallbacks_json<S: serde::Serializer>(fallbacks: &[Fallback], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let bytes: Vec<Option<Vec<u8>>> = fallbacks.iter().map(|f| f.file().and_then(name_bytes)).collect();
+    let mut map = s.serialize_map(None)?;
+    map.serialize_entry("fallbacks", fallbacks)?;
+    if bytes.iter().any(Option::is_some) {
+        map.serialize_entry("fallback_name_bytes", &bytes)?;
+    }
+    map.end()
 }
 
 /// What a job knows about itself; the figures are derived from it.
@@ -851,6 +878,8 @@ mod tests {
         assert_eq!(name_bytes(Path::new("é\nb")), None);
         let f = Fallback::ReadsNotDirect { source: "a\nb".into(), why: "tmpfs".into() };
         assert_eq!(f.to_string(), r"'a'$'\n''b': reads without O_DIRECT: tmpfs");
+        let f = Fallback::StreamingDecode { source: Path::new(std::ffi::OsStr::from_bytes(b"a\xffb.gz")).into(), mode: DecodeMode::StreamingPipe };
+        assert_eq!(f.to_string(), r"'a'$'\377''b.gz': streaming: the source is a pipe");
     }
 
     /// Typed fallbacks and decode modes print (and serialise) as the lines the report always had.

@@ -2,6 +2,7 @@
 //! stream is placed, and the CPU pass's progress through it.
 
 use crate::offload::{DeviceStream, Handover};
+use crate::report::Quoted;
 use crate::writer::TargetWriter;
 use peerpath_io::{IoPath, OpenedFile};
 use peerpath_mem::AlignedBuf;
@@ -12,6 +13,8 @@ pub(crate) struct Stream {
     pub source: OpenedFile,
     /// How the source's bytes arrive (for the ledger).
     pub source_via: crate::Via,
+    /// The source's name for the job report (U+FFFD for bytes that are not UTF-8, as the
+    /// report's strings have it); messages name `source.path`, exactly ([`Quoted`]).
     pub source_name: String,
     pub size: Option<u64>,
     /// The source's stamp when opened (a regular file): a change while it is read is refused.
@@ -97,7 +100,7 @@ impl Stream {
         let c = &self.cpu;
         format!(
             "{}: read to byte {} of {}, {} reads in flight, chunks {}, next to write {}, {} waiting, writer {}",
-            self.source_name,
+            Quoted(&self.source.path),
             c.next_read_offset,
             self.size.map_or("unknown".into(), |n| n.to_string()),
             c.reads_in_flight,
@@ -131,5 +134,42 @@ impl DeviceStream for Stream {
     }
     fn target(&self) -> &TargetWriter {
         self.writer.as_ref().expect("writer open")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// A stalled job's error names each source by its exact bytes, quoted as messages quote
+    /// (it gave the report's lossy name: U+FFFD for a byte that is not UTF-8, a newline as is).
+    #[test]
+    fn a_streams_state_names_its_source_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(std::ffi::OsStr::from_bytes(b"a\xff\nb"));
+        std::fs::write(&path, b"data").unwrap();
+        let source = OpenedFile { file: std::fs::File::open(&path).unwrap(), path: path.clone(), kind: peerpath_io::SourceKind::Regular { size_bytes: 4 }, direct: false, direct_refused: None };
+        let io = IoPath { engine: peerpath_io::EngineKind::IoUring, direct: false, fallback_reason: None };
+        let s = Stream {
+            source,
+            source_via: crate::Via::PageCache,
+            source_name: path.display().to_string(),
+            size: Some(4),
+            stamp: None,
+            sequential_read: false,
+            read_path: io.clone(),
+            writer: None,
+            write_path: io,
+            bytes_in: 0,
+            members: 0,
+            on_cpu: true,
+            device: None,
+            members_on_device: 0,
+            cpu: CpuState::default(),
+        };
+        let state = s.state();
+        let at = dir.path().display();
+        assert!(state.starts_with(&format!(r"'{at}/a'$'\377\n''b': read to byte 0 of 4, ")), "{state}");
     }
 }
