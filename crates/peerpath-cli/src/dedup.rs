@@ -1485,7 +1485,9 @@ impl Watched {
     /// Watches `file` where it is a regular file (a pipe's or a device's times say nothing of what it gives).
     fn new(file: &File, src: &Path) -> Result<Option<Watched>, JobError> {
         let m = file.metadata().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;
-        if !m.is_file() {
+        // A kernel file (/proc, /sys: size 0) is made as it is read, and its times are its
+        // inode's: they say nothing of its bytes (a fresh /proc/PID file read twice differs).
+        if !m.is_file() || peerpath_io::sizeless(file) {
             return Ok(None);
         }
         let file = file.try_clone().map_err(|e| JobError::SourceIo { path: src.to_path_buf(), detail: e.to_string() })?;

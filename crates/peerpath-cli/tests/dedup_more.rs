@@ -238,3 +238,18 @@ fn list_gives_a_names_bytes_as_the_other_reports_do() {
     let plain = files.iter().find(|f| f["name"] == "plain").unwrap();
     assert!(plain.get("name_bytes").is_none() && plain.get("name_hex").is_none(), "{j}");
 }
+
+/// A kernel file is made as it is read and its times are its inode's: `/proc/self/stat` of the
+/// storing process itself is as fresh as can be, and differs at each read. It was taken for a file
+/// written during its read (read again for its fresh stamp, other bytes: exit 12); it is stored
+/// as read, as a pipe is.
+#[test]
+fn a_fresh_kernel_file_is_stored_as_read() {
+    let dir = scratch();
+    let st = dir.path().join("st");
+    run(&mut pp(args!["dedup", "store", "-q", "/proc/self/stat", "--name", "stat", "-s", &st])).ok();
+    let out = dir.path().join("back");
+    run(&mut pp(args!["dedup", "restore", "stat", "-s", &st, "-o", &out])).ok();
+    let back = std::fs::read_to_string(&out).unwrap();
+    assert!(back.contains("(peerpath)"), "a process's stat line: {back}");
+}
