@@ -208,9 +208,11 @@ fn if_range_holds(value: &[u8], ours: &Validators, now: SystemTime) -> bool {
 /// ignored (§13.1.5), the response a 200, and the preconditions stand. Then they are evaluated
 /// in §13.2.2's order: 412 (If-Match, else If-Unmodified-Since), then 304 (If-None-Match, else
 /// If-Modified-Since). They were evaluated first: a failing If-Match made an unsatisfiable Range
-/// 412, and a current copy made it 304.
-fn outcome(headers: &[httparse::Header], ours: &Validators, len: u64, now: SystemTime) -> Result<Option<(u64, u64)>, u16> {
-    let range = field(headers, "range").filter(|_| field(headers, "if-range").is_none_or(|v| if_range_holds(v, ours, now)));
+/// 412, and a current copy made it 304. `get`: whether the method is GET, the only one range
+/// handling is defined for; any other (HEAD) has its Range and If-Range ignored (§14.2), the
+/// answer the one without them. (A HEAD with a Range was answered 206 or 416.)
+fn outcome(headers: &[httparse::Header], ours: &Validators, len: u64, now: SystemTime, get: bool) -> Result<Option<(u64, u64)>, u16> {
+    let range = field(headers, "range").filter(|_| get && field(headers, "if-range").is_none_or(|v| if_range_holds(v, ours, now)));
     let range = range.and_then(|v| byte_range(v, len)).transpose().map_err(|()| 416_u16)?;
     if precondition_failed(headers, ours) {
         return Err(412);
@@ -416,7 +418,7 @@ fn answer(conn: &mut Conn, head: &[u8]) -> (u16, bool, u64, u64, u64) {
     };
     let now = SystemTime::now();
     let validators = Validators(&found.version, last_modified(&found.version));
-    let (status, offset, len, range_line) = match outcome(req.headers, &validators, found.len, now) {
+    let (status, offset, len, range_line) = match outcome(req.headers, &validators, found.len, now, !head_only) {
         Ok(None) => (200, 0, found.len, String::new()),
         Ok(Some((first, n))) => (206, first, n, format!("Content-Range: bytes {first}-{}/{}\r\n", first + n - 1, found.len)),
         Err(304) => {
@@ -560,7 +562,7 @@ mod tests {
         let later = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
         let ask = |fields: &[(&str, &str)]| {
             let headers: Vec<httparse::Header> = fields.iter().map(|&(name, value)| httparse::Header { name, value: value.as_bytes() }).collect();
-            outcome(&headers, &ours, 100, later)
+            outcome(&headers, &ours, 100, later, true)
         };
         let (stale, past, future) = ("\"other\"", "Tue, 31 Dec 2019 23:59:59 GMT", "Fri, 01 Jan 2100 00:00:00 GMT");
         for (range, sent) in [("bytes=100-", Err(416)), ("bytes=-0", Err(416)), ("bytes=90-", Ok(Some((90, 10)))), ("bytes=0-1,5-6", Ok(None))] {
@@ -581,6 +583,30 @@ mod tests {
             assert_eq!(ask(&[("If-Match", stale), ("Range", range), ("If-Range", stale)]), Err(412), "{range}");
         }
         assert_eq!(ask(&[]), Ok(None));
+    }
+
+    /// RFC 9110 §14.2: range handling is defined for GET only, so a HEAD's Range is ignored,
+    /// satisfiable or not, If-Range with it: the whole file (200), its preconditions standing.
+    /// (A HEAD was answered as a GET's range: 206, or 416 whatever the preconditions.)
+    #[test]
+    fn a_heads_range_is_ignored() {
+        let v = version((1_577_836_800, 500_000_000));
+        let ours = Validators(&v, last_modified(&v));
+        let etag = ETag(&v).to_string();
+        let later = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+        let ask = |fields: &[(&str, &str)], get: bool| {
+            let headers: Vec<httparse::Header> = fields.iter().map(|&(name, value)| httparse::Header { name, value: value.as_bytes() }).collect();
+            outcome(&headers, &ours, 100, later, get)
+        };
+        for (range, as_get) in [("bytes=0-1", Ok(Some((0, 2)))), ("bytes=90-", Ok(Some((90, 10)))), ("bytes=100-", Err(416)), ("bytes=-0", Err(416))] {
+            assert_eq!(ask(&[("Range", range)], true), as_get, "GET {range}");
+            assert_eq!(ask(&[("Range", range)], false), Ok(None), "HEAD {range}");
+            for if_range in [&etag[..], "\"other\""] {
+                assert_eq!(ask(&[("Range", range), ("If-Range", if_range)], false), Ok(None), "HEAD {range} If-Range {if_range}");
+            }
+            assert_eq!(ask(&[("If-None-Match", &etag), ("Range", range)], false), Err(304), "HEAD {range}");
+            assert_eq!(ask(&[("If-Match", "\"other\""), ("Range", range)], false), Err(412), "HEAD {range}");
+        }
     }
 
     /// A file rewritten at the same length with the same modification time (within one tick of
