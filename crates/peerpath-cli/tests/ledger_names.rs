@@ -76,3 +76,39 @@ fn the_ledger_keeps_names_that_differ_only_in_a_byte_that_is_not_utf8_apart() {
         assert!(text.contains(quoted), "a ledger line has {quoted}:\n{text}");
     }
 }
+
+/// A device's sources name the files it served exactly: in JSON, `sources_bytes` gives each name
+/// that is not UTF-8 its bytes (its `sources` string has U+FFFD for them, so two names read the
+/// same), and the text report's "serves" line quotes them as `ls` does.
+#[test]
+fn a_devices_sources_are_named_exactly() {
+    let dir = scratch();
+    let d = dir.path();
+    let (ff, fe) = (b"a\xffb".as_slice(), b"a\xfeb".as_slice());
+    std::fs::write(d.join(OsStr::from_bytes(ff)), &sample()[..300_000]).unwrap();
+    std::fs::write(d.join(OsStr::from_bytes(fe)), &sample()[..500_000]).unwrap();
+    let compress = |out: &str, json: bool| {
+        let args = ["--engine", "emulated", "--devices", "1", "--device-memory", "64M", "--device-workers", "2", "--no-fallback", "-o", out];
+        let json = json.then_some("--json");
+        run(pp([OsStr::new("compress"), OsStr::from_bytes(ff), OsStr::from_bytes(fe)].into_iter().chain(args.iter().chain(&json).map(OsStr::new))).current_dir(d)).ok()
+    };
+
+    let v = compress("json/", true).json();
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 1, "{v}");
+    let sources = devices[0]["sources"].as_array().unwrap();
+    let exact = devices[0]["sources_bytes"].as_array().unwrap_or_else(|| panic!("sources_bytes: {}", devices[0]));
+    assert_eq!(sources.len(), exact.len(), "one entry per source: {}", devices[0]);
+    let mut names: Vec<Vec<u8>> = exact.iter().map(|b| b.as_array().unwrap().iter().map(|b| u8::try_from(b.as_u64().unwrap()).unwrap()).collect()).collect();
+    for (name, bytes) in sources.iter().zip(&names) {
+        assert_eq!(name, String::from_utf8_lossy(bytes).as_ref(), "the string as before: {}", devices[0]);
+    }
+    names.sort();
+    assert_eq!(names, [fe.to_vec(), ff.to_vec()], "{}", devices[0]);
+
+    let text = compress("text/", false).stdout_str();
+    let serves = text.lines().find(|l| l.trim_start().starts_with("serves ")).unwrap_or_else(|| panic!("a serves line:\n{text}"));
+    for quoted in [r"'a'$'\377''b'", r"'a'$'\376''b'"] {
+        assert!(serves.contains(quoted), "the serves line has {quoted}: {serves}");
+    }
+}

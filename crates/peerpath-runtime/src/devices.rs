@@ -379,6 +379,7 @@ impl JobDevice {
             },
             memory_bytes: memory.len(),
             sources,
+            sources_bytes: None,
             members,
             commands,
             memory_traffic_bytes: ledger.device_memory_bytes.get(&memory.domain().to_string()).copied().unwrap_or(0),

@@ -213,6 +213,7 @@ impl GpuDecoder {
             kind: self.description(),
             memory_bytes: 0,
             sources: Vec::new(),
+            sources_bytes: None,
             members,
             commands: BTreeMap::from([("gzip_decompress_member".to_string(), members)]),
             memory_traffic_bytes: 0,

@@ -32,7 +32,7 @@
 use crate::buf::JobBuf;
 use crate::devices::JobDevice;
 use crate::error::{JobError, Result};
-use crate::report::{DeviceReport, Fallback, Quoted};
+use crate::report::{name_bytes, DeviceReport, Fallback, Quoted};
 use crate::token::Token;
 use crate::writer::{TargetWriter, STAGING_BYTES};
 use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, StorageIo, Submit, Watcher};
@@ -795,6 +795,8 @@ impl DeviceSide {
             let sources = jd.streams.iter().map(|&i| streams[i].name().to_string()).collect();
             let members = jd.streams.iter().map(|&i| outcome(i).members_on_device()).sum();
             let mut report = jd.report(sources, members, failure.clone(), drive_s, &summary);
+            let exact: Vec<_> = jd.streams.iter().map(|&i| name_bytes(&streams[i].source().path)).collect();
+            report.sources_bytes = exact.iter().any(Option::is_some).then_some(exact);
             report.storage_io = self.devs[d].io_note.clone();
             let limit = jd.streams.iter().filter_map(|&i| self.os[i].as_ref()).map(|o| o.max_inputs).sum();
             report.blocks_in_flight = memory_bound_note(&self.devs[d], limit, self.params.chunk_bytes);

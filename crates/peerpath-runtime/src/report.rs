@@ -254,6 +254,10 @@ pub struct DeviceReport {
     pub memory_bytes: usize,
     /// The sources it served.
     pub sources: Vec<String>,
+    /// Where some source's name is not UTF-8: for each of `sources` in turn, its exact bytes
+    /// ([`name_bytes`]), or null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sources_bytes: Option<Vec<Option<Vec<u8>>>>,
     /// Members it compressed that went into the output.
     pub members: u64,
     /// Commands it completed, by function.
@@ -808,7 +812,8 @@ fn render_device(s: &mut String, d: &DeviceReport) {
         let _ = writeln!(s, "  device        {}: {}", d.name, d.kind);
     }
     if !d.sources.is_empty() {
-        let _ = writeln!(s, "    serves      {}", d.sources.iter().map(|n| quoted_name(n)).collect::<Vec<_>>().join(", "));
+        let exact = |i: usize| d.sources_bytes.as_ref().and_then(|b| b.get(i)?.as_deref());
+        let _ = writeln!(s, "    serves      {}", d.sources.iter().enumerate().map(|(i, n)| quoted_exact(n, exact(i))).collect::<Vec<_>>().join(", "));
     }
     let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
