@@ -82,12 +82,12 @@ struct RunArgs {
     /// Compression ratio (input / output), 0.5 to 1032 (deflate's most) [default: the catalog's].
     #[arg(long)]
     ratio: Option<f64>,
-    /// Use at most this many CSPs (1 or more; fewer on this machine: a note says so, and
-    /// --vary csp=N clones more).
+    /// Use at most this many CSPs, compress-p2p only (1 or more; fewer on this machine: a note
+    /// says so, and --vary csp=N clones more).
     #[arg(long)]
     csps: Option<usize>,
-    /// Use at most this many SSDs (1 or more; fewer on this machine: a note says so, and
-    /// --vary ssd=N clones more).
+    /// Use at most this many SSDs, not for compress-memory (1 or more; fewer on this machine: a
+    /// note says so, and --vary ssd=N clones more).
     #[arg(long)]
     ssds: Option<usize>,
     /// Chunks each flow keeps in flight, 1 to 65536 (an NVMe queue's most entries), for the chunk

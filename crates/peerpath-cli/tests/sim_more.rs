@@ -207,3 +207,39 @@ fn compress_memory_threads_beyond_one_socket_are_refused() {
     let v = json(&["--file", &f, "--job", "compress-memory", "--function", "compress-zlib-1", "--threads", "32", "--json"]);
     assert!((num(&v, "host_cpu_cores_used") - 32.0).abs() < 1e-6, "{v}");
 }
+
+/// `read --csps 4` ran the same read as without it, and `compress-memory --ssds 2` the same
+/// compression: counts the job has no use for, taken and ignored. Refused, naming the option;
+/// the jobs that count them still take them.
+#[test]
+fn a_count_the_job_has_no_use_for_is_refused() {
+    let f = epyc();
+    for (args, option) in [
+        (&["--job", "read", "--csps", "4"][..], "--csps 4"),
+        (&["--job", "write", "--csps", "1"][..], "--csps 1"),
+        (&["--job", "read-cmb", "--csps", "2"][..], "--csps 2"),
+        (&["--job", "compress-cpu", "--csps", "2"][..], "--csps 2"),
+        (&["--job", "send", "--csps", "2"][..], "--csps 2"),
+        (&["--job", "compress-memory", "--function", "compress-zlib-1", "--csps", "2"][..], "--csps 2"),
+        (&["--job", "compress-memory", "--function", "compress-zlib-1", "--ssds", "2"][..], "--ssds 2"),
+    ] {
+        let mut a = vec!["--file", f.as_str()];
+        a.extend_from_slice(args);
+        let out = sim(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(option) && err.lines().count() == 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    for args in [
+        &["--job", "read", "--ssds", "2"][..],
+        &["--job", "compress-cpu", "--ssds", "2"][..],
+        &["--job", "write", "--ssds", "2"][..],
+        &["--job", "read-cmb", "--ssds", "2"][..],
+        &["--job", "compress-p2p", "--csps", "2", "--ssds", "6"][..],
+    ] {
+        let mut a = vec!["--file", f.as_str(), "--json"];
+        a.extend_from_slice(args);
+        json(&a);
+    }
+}

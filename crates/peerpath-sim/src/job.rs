@@ -163,7 +163,7 @@ impl Job {
 
     /// Refuses knobs that describe no job: a ratio, queue depth or thread count outside
     /// [`RATIO`], [`QUEUE_DEPTH`], [`THREADS`], and 0 CSPs or SSDs (which read as "the
-    /// machine has none").
+    /// machine has none"), and knobs the job has no use for.
     pub fn check(&self) -> Result<(), SimError> {
         let bad = |what: String| Err(SimError::Job(what));
         if let Some(r) = self.ratio.filter(|r| !RATIO.contains(r)) {
@@ -187,7 +187,25 @@ impl Job {
         if self.threads.is_some() && !on_cores {
             return bad(format!("compute threads for a job that computes nothing on the host CPU ({}): --threads is for compress-cpu and compress-memory", self.describe()));
         }
+        // `read --csps 4` ran the same read as without it.
+        if let Some(n) = self.csps.filter(|_| !self.counts_csps()) {
+            return bad(format!("--csps {n} for a job whose CSP count cannot change it ({}): --csps is for compress-p2p", self.describe()));
+        }
+        if let Some(n) = self.ssds.filter(|_| !self.counts_ssds()) {
+            return bad(format!("--ssds {n} for a job that uses no SSD ({})", self.describe()));
+        }
         Ok(())
+    }
+
+    /// Whether the number of CSPs changes the job: only compress-p2p runs on several
+    /// (`read-cmb` and `write-cmb` use one CSP's memory, whatever the count).
+    pub fn counts_csps(&self) -> bool {
+        self.kind == JobKind::CompressP2p
+    }
+
+    /// Whether the number of SSDs changes the job: all but the memory-to-memory ones.
+    pub fn counts_ssds(&self) -> bool {
+        !matches!(self.kind, JobKind::CompressMemory { .. })
     }
 
     /// Whether the job runs a function (compresses): the others only move bytes, and take no
@@ -369,10 +387,8 @@ impl Job {
         // `--csps`/`--ssds` are "at most": past what the machine has, the run uses what there
         // is, while a sweep to the same count clones more. Said, so the two do not disagree
         // unsaid.
-        let csps_counted = self.kind == JobKind::CompressP2p;
-        let ssds_counted = !matches!(self.kind, JobKind::CompressMemory { .. });
-        for (asked, have, what, counted) in [(self.csps, m.csps().len(), "CSP", csps_counted), (self.ssds, m.ssds().len(), "SSD", ssds_counted)] {
-            if let Some(n) = asked.filter(|&n| counted && n > have) {
+        for (asked, have, what) in [(self.csps, m.csps().len(), "CSP"), (self.ssds, m.ssds().len(), "SSD")] {
+            if let Some(n) = asked.filter(|&n| n > have) {
                 notes.push(format!("{have} of the {n} {what}s asked for exist on this machine{}; --vary {}={n} clones more", m.left_out_note(), what.to_lowercase()));
             }
         }

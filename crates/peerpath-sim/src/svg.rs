@@ -46,9 +46,9 @@ pub fn render(sw: &Sweep) -> String {
         let v = ymax * k as f64 / 5.0;
         let yy = y(v);
         let _ = writeln!(s, r##"<line x1="{l}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e5e5e5"/>"##, l + pw);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, l - 6.0, yy + 4.0, fmt_num(v));
+        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, l - 6.0, yy + 4.0, fmt_tick(v, ymax / 5.0));
         let c = cmax * k as f64 / 5.0;
-        let _ = writeln!(s, r##"<text x="{:.1}" y="{:.1}" fill="#b35900">{}%</text>"##, l + pw + 6.0, yc(c) + 4.0, fmt_num(c));
+        let _ = writeln!(s, r##"<text x="{:.1}" y="{:.1}" fill="#b35900">{}%</text>"##, l + pw + 6.0, yc(c) + 4.0, fmt_tick(c, cmax / 5.0));
     }
     let _ = writeln!(s, r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{:.1}" stroke="black"/>"#, t + ph);
     let _ = writeln!(s, r#"<line x1="{l}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"#, t + ph, l + pw, t + ph);
@@ -93,10 +93,40 @@ pub fn render(sw: &Sweep) -> String {
     s
 }
 
-fn fmt_num(v: f64) -> String {
-    if v >= 100.0 || v == v.round() {
-        format!("{v:.0}")
+/// A tick's label with as many decimals as the tick step needs (steps from [`nice_max`] have
+/// one significant digit), trailing zeros dropped: a slow sweep's axis read "0.0" at every tick
+/// when one decimal was all it had.
+fn fmt_tick(v: f64, step: f64) -> String {
+    let decimals = if step > 0.0 { (-step.log10()).ceil().max(0.0) as usize } else { 0 };
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
-        format!("{v:.1}")
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticks(max: f64) -> Vec<String> {
+        let ymax = nice_max(max);
+        (0..=5).map(|k| fmt_tick(ymax * k as f64 / 5.0, ymax / 5.0)).collect()
+    }
+
+    #[test]
+    fn ticks_of_a_slow_sweep_differ() {
+        assert_eq!(ticks(0.23), ["0", "0.05", "0.1", "0.15", "0.2", "0.25"]);
+        assert_eq!(ticks(0.0031), ["0", "0.001", "0.002", "0.003", "0.004", "0.005"]);
+        assert_eq!(ticks(0.19), ["0", "0.04", "0.08", "0.12", "0.16", "0.2"]);
+    }
+
+    #[test]
+    fn ticks_of_a_usual_sweep_are_as_they_were() {
+        assert_eq!(ticks(2.4), ["0", "0.5", "1", "1.5", "2", "2.5"]);
+        assert_eq!(ticks(0.9), ["0", "0.2", "0.4", "0.6", "0.8", "1"]);
+        assert_eq!(ticks(180.0), ["0", "40", "80", "120", "160", "200"]);
+        assert_eq!(ticks(2300.0), ["0", "500", "1000", "1500", "2000", "2500"]);
     }
 }

@@ -17,7 +17,7 @@ use peerpath_topo::{Bdf, LinkSpeed, Topology};
 
 use crate::catalog::{Catalog, Figure};
 use crate::engine::{simulate, SimOptions};
-use crate::job::{Job, JobKind};
+use crate::job::Job;
 use crate::machine::Machine;
 use crate::pcie::TlpModel;
 use crate::report::SimReport;
@@ -241,8 +241,8 @@ pub fn apply(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &J
 fn counted(job: &Job, param: Param) -> Result<(), SimError> {
     let (uses, given) = match param {
         // read-cmb and write-cmb use the memory of one CSP, whatever the count.
-        Param::Csp => (job.kind == JobKind::CompressP2p, job.csps),
-        Param::Ssd => (!matches!(job.kind, JobKind::CompressMemory { .. }), job.ssds),
+        Param::Csp => (job.counts_csps(), job.csps),
+        Param::Ssd => (job.counts_ssds(), job.ssds),
         Param::Gen | Param::Mps => return Ok(()),
     };
     let what = param.name();
