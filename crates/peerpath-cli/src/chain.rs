@@ -738,7 +738,7 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
     } else {
         None
     };
-    let _held = peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(output));
+    let _held = peerpath_io::OutputDir::hold_parent_of(output);
     let (mut t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let (mut produced, mut writing, mut input, mut inflating) = (0u64, Duration::ZERO, Duration::ZERO, Duration::ZERO);
     // Where the stream lacked its end member, read as --allow-no-end-member lets it.

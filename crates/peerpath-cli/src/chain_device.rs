@@ -956,7 +956,7 @@ pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key
     let copied_before = dev.memory().host_copied_bytes();
     // A shard that is not a regular file (a FIFO: its open waited for a writer for ever) is a missing one.
     let shards: Vec<Option<File>> = (0..k + p).map(|i| ec::shard_file(&m.shard_path(dir, i)).and_then(|p| ec::open_shard(p, direct))).collect();
-    let _held = peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(output));
+    let _held = peerpath_io::OutputDir::hold_parent_of(output);
     let (t, temporary) = peerpath_io::create_temporary(output, false).map_err(|source| JobError::TargetIo { path: output.to_path_buf(), source })?;
     let mut c = Unchain {
         dev,

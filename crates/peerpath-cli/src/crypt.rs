@@ -257,11 +257,16 @@ fn make_key(path: &Path) -> Result<(), JobError> {
 /// The key where one is given (an option, or PEERPATH_KEY set), for commands
 /// whose sources may or may not be encrypted.
 pub(crate) fn optional_key(k: &KeyArgs) -> Result<Option<std::sync::Arc<Key>>, JobError> {
-    // The copy `var_os` makes is zeroized when dropped ([`load_key`]).
-    if k.key_file.is_none() && k.key_env.is_none() && std::env::var_os(KEY_ENV).map(|v| zeroize::Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(v))).is_none() {
+    if k.key_file.is_none() && k.key_env.is_none() && key_variable(KEY_ENV).is_none() {
         return Ok(None);
     }
     load_key(k).map(|key| Some(std::sync::Arc::new(key)))
+}
+
+/// Environment variable `name`'s value, zeroized when dropped: a job server forks devices
+/// later, and freed memory keeps what it held.
+fn key_variable(name: &str) -> Option<zeroize::Zeroizing<Vec<u8>>> {
+    std::env::var_os(name).map(|v| zeroize::Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(v)))
 }
 
 /// The key from `--key-file`, `--key-env` or PEERPATH_KEY.
@@ -285,8 +290,7 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", Quoted(f))));
     }
     let var = k.key_env.as_deref().unwrap_or(KEY_ENV);
-    // Zeroized when dropped: a job server forks devices later, and freed memory keeps what it held.
-    match std::env::var_os(var).map(|v| zeroize::Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(v))) {
+    match key_variable(var) {
         // 64 digits only: 32 characters would be taken as raw key bytes, and a variable of 32
         // characters is a passphrase far more often than a key.
         Some(v) if v.len() == peerpath_func::crypt::KEY_BYTES => Err(JobError::Usage(format!("environment variable {var}: holds {} characters: a key there is 64 hexadecimal digits (peerpath keygen makes one)", v.len()))),
@@ -688,7 +692,7 @@ fn open(a: &CryptArgs, dir: Direction, suffix: &str) -> Result<Opened, JobError>
     // As `plan_targets` holds it: the target has no name until it is in place, so another job
     // that made the directory and fails would find it empty and remove it under this one.
     let held = match &a.output {
-        Some(_) => peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(&target)),
+        Some(_) => peerpath_io::OutputDir::hold_parent_of(&target),
         None => peerpath_io::OutputDir::default(),
     };
     crate::refuse_stream_source(&a.source, "encrypt and decrypt read files by offset")?;

@@ -1692,7 +1692,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     let started = std::time::Instant::now();
     // The output's directory is held (a shared lock) while the file is written, as compress
     // holds it: another job that made it and fails does not remove it under this one.
-    let _output_dir = (!peerpath_runtime::job::is_std_stream(output)).then(|| peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(output)));
+    let _output_dir = (!peerpath_runtime::job::is_std_stream(output)).then(|| peerpath_io::OutputDir::hold_parent_of(output));
     let s = Store::open(dir, false, None)?;
     // One snapshot for the whole restore: a file removed and collected (`dedup gc`) meanwhile is
     // still read as it was (gc removes no pack while this holds the store: [`gc::hold_off_gc`]).

@@ -1723,7 +1723,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
         // As decompress --ec: a file named "-" was made.
         return Err(JobError::Usage("ec decode writes a file, whole or not at all: give -o FILE, not standard output".into()));
     }
-    let _held = OutputDir::hold(&peerpath_io::parent_dir(output));
+    let _held = OutputDir::hold_parent_of(output);
     let set = OpenSet::open(dir)?;
     set.refuse_as_target(output)?;
     peerpath_runtime::job::check_new_target(output, force, peerpath_runtime::job::Writes::FileOnly)?;

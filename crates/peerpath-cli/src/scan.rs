@@ -362,7 +362,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     let mut written = None;
     // As `plan_targets` holds it: the records have no name until they are in place, so another
     // job that made the directory and fails would find it empty and remove it under this one.
-    let _held = a.output.as_deref().filter(|o| records_out && !peerpath_runtime::job::is_std_stream(o)).map(|o| peerpath_io::OutputDir::hold(&peerpath_io::parent_dir(o)));
+    let _held = a.output.as_deref().filter(|o| records_out && !peerpath_runtime::job::is_std_stream(o)).map(peerpath_io::OutputDir::hold_parent_of);
     let (mut sink, temp): (Box<dyn Write>, Option<OutputFile>) = match (&a.output, records_out) {
         (Some(o), true) if !peerpath_runtime::job::is_std_stream(o) => {
             for f in &a.files {

@@ -119,6 +119,11 @@ impl OutputDir {
         OutputDir { held: hold(dir).ok().flatten(), made: Vec::new() }
     }
 
+    /// Holds the directory `target` is put in ([`parent_dir`]), as [`OutputDir::hold`].
+    pub fn hold_parent_of(target: &Path) -> OutputDir {
+        OutputDir::hold(&parent_dir(target))
+    }
+
     /// Holds `dir`, made first where it is not there, with the directories above it that are
     /// not. One that the job that made it removes before it is held is made again.
     pub fn make(dir: &Path) -> io::Result<OutputDir> {

@@ -679,6 +679,13 @@ fn map_p2p_memory(device_dir: &Path, asked: usize) -> std::result::Result<(Arc<p
 mod tests {
     use super::*;
 
+    /// The names in `dir`, sorted.
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    }
+
     /// Files of a job's device whose host is gone are removed; those of a live host (this
     /// process), of devices started by hand, and other files are not.
     #[test]
@@ -713,8 +720,7 @@ mod tests {
         // SAFETY: flock on a descriptor this test owns, released when it closes.
         assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) }, 0);
         remove_dead_jobs_devices(dir.path());
-        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        left.sort();
+        let left = names_in(dir.path());
         let mut want = names[4..].to_vec();
         want.extend(live);
         want.extend(taking);
@@ -769,8 +775,7 @@ mod tests {
         let mut at = std::path::PathBuf::from("/nonexistent");
         spec.place_shared_memory(&mut at);
         assert_eq!(at, dir.path());
-        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        left.sort();
+        let left = names_in(dir.path());
         let mut want = kept.to_vec();
         want.extend(live);
         want.sort();
@@ -790,8 +795,7 @@ mod tests {
         assert!(host_gone(zombie) && !host_gone(me) && !host_gone(1));
         spec.place_shared_memory(&mut at);
         ended.wait().unwrap();
-        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        left.sort();
+        let left = names_in(dir.path());
         assert_eq!(left, want, "a zombie host's device files are swept");
         let name = EmulatedSpec::job_device_name("ecset");
         assert!(name.starts_with(&format!("pp{me}-ecset")), "{name}");
@@ -832,8 +836,7 @@ mod tests {
         std::fs::write(dir.path().join(&live[0]), b"x").unwrap();
         let _answers = std::os::unix::net::UnixListener::bind(dir.path().join(&live[1])).unwrap();
         remove_dead_jobs_devices(dir.path());
-        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        left.sort();
+        let left = names_in(dir.path());
         let mut want = kept.to_vec();
         want.extend(live);
         want.sort();

@@ -214,7 +214,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
         // "DIR/" names a directory (created if need be) even for one source.
         Some(o) if sources.len() == 1 && !o.is_dir() && !o.as_os_str().as_encoded_bytes().ends_with(b"/") => {
             if !is_std_stream(o) {
-                output_dir = OutputDir::hold(&peerpath_io::parent_dir(o));
+                output_dir = OutputDir::hold_parent_of(o);
             }
             vec![o.to_path_buf()]
         }
