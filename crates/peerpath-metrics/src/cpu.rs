@@ -69,12 +69,8 @@ pub fn io_uring_worker_cpu() -> Option<CpuTime> {
             continue;
         }
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
-        // Fields after the command's closing parenthesis start at field 3
-        // (state); utime and stime are fields 14 and 15.
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).map_or(0.0, |v| v as f64 / ticks as f64);
-        sum = sum.plus(&CpuTime { user_s: tick(11), system_s: tick(12) });
+        let Some((user, system)) = stat_ticks(&stat) else { continue };
+        sum = sum.plus(&CpuTime { user_s: user as f64 / ticks as f64, system_s: system as f64 / ticks as f64 });
     }
     Some(sum)
 }
@@ -174,18 +170,56 @@ impl CpuAccount {
 /// emulated device's process: its work on host cores).
 pub fn process_cpu(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) in parentheses.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let (utime, stime): (u64, u64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
-    // SAFETY: sysconf takes a plain integer.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (hz > 0).then(|| Duration::from_secs_f64((utime + stime) as f64 / hz as f64))
+    // SAFETY: sysconf only reads a constant of the system.
+    let ticks_per_s = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|&t| t > 0)?;
+    cpu_of_stat(&stat, ticks_per_s)
+}
+
+/// utime + stime of a /proc/PID/stat line, whose times are in clock ticks (`ticks_per_s` of them
+/// a second).
+fn cpu_of_stat(stat: &str, ticks_per_s: u64) -> Option<Duration> {
+    let (user, system) = stat_ticks(stat)?;
+    let ticks = user.checked_add(system)?;
+    Some(Duration::from_secs(ticks / ticks_per_s) + Duration::from_nanos((ticks % ticks_per_s) * 1_000_000_000 / ticks_per_s))
+}
+
+/// utime and stime (clock ticks) of a /proc/PID/stat or /proc/PID/task/TID/stat line. The
+/// command name, field 2, is in parentheses and may hold anything, those included: the fields
+/// after its last ')' start with the state (field 3); utime and stime are fields 14 and 15.
+fn stat_ticks(stat: &str) -> Option<(u64, u64)> {
+    let mut after = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
+    Some((after.next()?.parse().ok()?, after.next()?.parse().ok()?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// utime and stime are read after the command name, whatever it holds; a line cut short
+    /// (even right after the name's ')') is none.
+    #[test]
+    fn a_stat_lines_cpu_is_its_utime_and_stime() {
+        let line = "4242 (a) b) (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123 0 0";
+        assert_eq!(stat_ticks(line), Some((250, 75)));
+        assert_eq!(cpu_of_stat(line, 100), Some(Duration::from_millis(3250)));
+        assert_eq!(cpu_of_stat(line, 1000), Some(Duration::from_millis(325)));
+        assert_eq!(cpu_of_stat("4242 (a) S 1", 100), None, "cut short");
+        assert_eq!(cpu_of_stat("4242 (a)", 100), None, "cut after the name");
+        assert_eq!(cpu_of_stat("no name", 100), None);
+    }
+
+    /// This process's own line reads, and its CPU time only grows.
+    #[test]
+    fn a_live_process_has_cpu_time() {
+        let first = process_cpu(std::process::id()).expect("/proc/self/stat reads");
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while process_cpu(std::process::id()).unwrap() == first && start.elapsed() < Duration::from_secs(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert!(process_cpu(std::process::id()).unwrap() > first);
+    }
 
     #[test]
     fn busy_thread_is_charged_to_its_role() {

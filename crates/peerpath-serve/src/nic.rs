@@ -680,23 +680,8 @@ impl Nic {
     /// process is reaped only when this is dropped, so a NIC that died is
     /// still read (a zombie's figures are its last).
     pub fn process_cpu(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process_id())).ok()?;
-        // SAFETY: sysconf only reads a constant of the system.
-        let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        cpu_of_stat(&stat, u64::try_from(ticks_per_s).ok().filter(|&t| t > 0)?)
+        peerpath_metrics::process_cpu(self.process_id())
     }
-}
-
-/// utime + stime of a /proc/PID/stat line, whose times are in clock ticks
-/// (`ticks_per_s` of them a second).
-fn cpu_of_stat(stat: &str, ticks_per_s: u64) -> Option<Duration> {
-    // The command name, field 2, is in parentheses and may hold anything,
-    // those included: the fields after its last ')' start with the state
-    // (field 3); utime and stime are fields 14 and 15.
-    let mut after = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
-    let (user, system): (u64, u64) = (after.next()?.parse().ok()?, after.next()?.parse().ok()?);
-    let ticks = user.checked_add(system)?;
-    Some(Duration::from_secs(ticks / ticks_per_s) + Duration::from_nanos((ticks % ticks_per_s) * 1_000_000_000 / ticks_per_s))
 }
 
 #[cfg(test)]
@@ -753,16 +738,6 @@ mod tests {
         let lost: Vec<(u64, u64)> = ch.take_failed().iter().map(|h| (h.request, h.payload)).collect();
         assert_eq!(lost, [(1, 20), (2, 30)]);
         assert!(matches!(ch.settle(), Err(NicMiss::Gone(_))) && ch.take_failed().is_empty(), "given back once");
-    }
-
-    /// utime and stime are read after the command name, whatever it holds.
-    #[test]
-    fn a_stat_lines_cpu_is_its_utime_and_stime() {
-        let line = "4242 (a) b) (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 123 0 0";
-        assert_eq!(cpu_of_stat(line, 100), Some(Duration::from_millis(3250)));
-        assert_eq!(cpu_of_stat(line, 1000), Some(Duration::from_millis(325)));
-        assert_eq!(cpu_of_stat("4242 (a) S 1", 100), None, "cut short");
-        assert_eq!(cpu_of_stat("no name", 100), None);
     }
 
     /// A NIC process that exits at start is not waited for (10 s), and its
