@@ -20,13 +20,16 @@ const FILES: [&str; 4] = ["protein.fasta", "protein.fasta.gz", "protein.fasta.of
 
 /// Runs the demo in `workdir` (or a temporary directory). A work directory's
 /// files are replaced only with `force` (exit 4 otherwise, before anything
-/// is written); a demo that fails removes the files it made there, and the
-/// directory if it made it.
+/// is written, or as soon as another demo in the same directory put one
+/// there first); a demo that fails removes the files it made there (those
+/// its names still hold: not another demo's), and the directory if it made
+/// it and no other job writes there.
 pub fn run(workdir: Option<PathBuf>, force: bool, json: bool, threads: Option<usize>) -> Result<(), JobError> {
     let Some(dir) = workdir else {
         // Removed at the end, and by the signal thread if the demo is stopped.
-        let tmp = peerpath_io::ScratchDir::beside(&std::env::temp_dir().join("peerpath-demo")).map_err(|e| io_err(&std::env::temp_dir(), e))?;
-        return run_in(tmp.path(), json, threads);
+        let base = std::env::temp_dir();
+        let tmp = peerpath_io::ScratchDir::beside(&base.join("peerpath-demo")).map_err(|e| io_err(&base, std::io::Error::new(e.kind(), format!("{e}; without --workdir the demo works in the temporary directory (TMPDIR, else /tmp): give --workdir DIR"))))?;
+        return run_in(tmp.path(), true, json, threads, &mut Vec::new());
     };
     if std::fs::metadata(&dir).is_ok_and(|m| !m.is_dir()) {
         return Err(io_err(&dir, std::io::Error::new(std::io::ErrorKind::NotADirectory, "--workdir names a file, not a directory")));
@@ -35,30 +38,48 @@ pub fn run(workdir: Option<PathBuf>, force: bool, json: bool, threads: Option<us
     if let (Some(f), false) = (existing.first(), force) {
         return Err(JobError::TargetExists { path: dir.join(f) });
     }
-    let made_dir = std::fs::symlink_metadata(&dir).is_err();
-    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-    let ran = run_in(&dir, json, threads);
-    if ran.is_err() {
-        FILES.iter().filter(|f| !existing.contains(f)).for_each(|f| drop(std::fs::remove_file(dir.join(f))));
-        if made_dir {
-            let _ = std::fs::remove_dir(&dir);
+    // Held (a shared lock) while the demo writes there: a failing demo
+    // that made the directory removes it only where no other job writes in it.
+    let held = peerpath_io::OutputDir::make(&dir).map_err(|e| io_err(&dir, e))?;
+    let mut made = Vec::new();
+    let ran = run_in(&dir, force, json, threads, &mut made);
+    match ran {
+        Ok(()) => held.keep(),
+        Err(_) => {
+            for (path, id) in &made {
+                if !existing.iter().any(|f| dir.join(f) == *path) && identity(path) == Some(*id) {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
         }
     }
     ran
 }
 
-fn run_in(dir: &Path, json: bool, threads: Option<usize>) -> Result<(), JobError> {
+/// The file a name holds (device, inode), if any.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Runs the demo's four jobs in `dir`, replacing its files there only with
+/// `replace`; adds each file it put in place to `made`, with the file its
+/// name held then.
+fn run_in(dir: &Path, replace: bool, json: bool, threads: Option<usize>, made: &mut Vec<(PathBuf, (u64, u64))>) -> Result<(), JobError> {
+    let mut put = |path: &Path| made.extend(identity(path).map(|id| (path.to_path_buf(), id)));
     let source = dir.join(FILES[0]);
     let packed = dir.join(FILES[1]);
     let restored = dir.join(FILES[3]);
     // The sample appears whole or not at all, as every output does.
     let (mut t, temporary) = peerpath_io::create_temporary(&source, false).map_err(|e| io_err(&source, e))?;
-    let written = t.file.write_all(SAMPLE).and_then(|()| peerpath_io::publish(&t.file, &temporary, &source, true));
+    let written = t.file.write_all(SAMPLE).and_then(|()| peerpath_io::publish(&t.file, &temporary, &source, replace));
     if let Err(e) = written {
         peerpath_io::discard(&temporary);
-        return Err(io_err(&source, e));
+        // Another demo in the same directory put it there since it was looked for.
+        return Err(if e.kind() == std::io::ErrorKind::AlreadyExists { JobError::TargetExists { path: source } } else { io_err(&source, e) });
     }
-    let mut common = CommonOptions { force: true, ..CommonOptions::default() };
+    put(&source);
+    let mut common = CommonOptions { force: replace, ..CommonOptions::default() };
     if let Some(t) = threads {
         common.threads = t.max(1);
     }
@@ -79,6 +100,7 @@ fn run_in(dir: &Path, json: bool, threads: Option<usize>) -> Result<(), JobError
     }
     let copts = CompressOptions { common: common.clone(), level: Level::new(1).expect("valid"), format: Format::Gzip, block_size: DEFAULT_BLOCK_BYTES, compute: peerpath_runtime::Compute::Cpu, no_fallback: false, verify: false, encrypt: None };
     let r = peerpath_runtime::compress(&[(source.clone(), packed.clone())], &copts)?;
+    put(&packed);
     say("compress (host CPU, the reference)", &r);
     // The offload path on the embedded default: an emulated CSP process
     // owns device memory; the sample goes SSD -> device memory -> device
@@ -86,6 +108,7 @@ fn run_in(dir: &Path, json: bool, threads: Option<usize>) -> Result<(), JobError
     let offloaded = dir.join(FILES[2]);
     let eopts = CompressOptions { compute: peerpath_runtime::Compute::Emulated(Box::new(peerpath_runtime::EmulatedSpec::new())), ..copts.clone() };
     let r = peerpath_runtime::compress(&[(source.clone(), offloaded.clone())], &eopts)?;
+    put(&offloaded);
     say("compress (emulated CSP device, the offload path)", &r);
     let (a, b) = (std::fs::read(&packed).map_err(|e| io_err(&packed, e))?, std::fs::read(&offloaded).map_err(|e| io_err(&offloaded, e))?);
     if a != b {
@@ -99,6 +122,7 @@ fn run_in(dir: &Path, json: bool, threads: Option<usize>) -> Result<(), JobError
     let r = peerpath_runtime::verify(std::slice::from_ref(&packed), &dopts)?;
     say("verify", &r);
     let r = peerpath_runtime::decompress(&[(packed.clone(), restored.clone())], &dopts)?;
+    put(&restored);
     say("decompress", &r);
     let back = std::fs::read(&restored).map_err(|e| io_err(&restored, e))?;
     if back != SAMPLE {

@@ -169,7 +169,10 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         None => a.sources[0].parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }).unwrap_or_else(|| PathBuf::from(".")),
     };
     // Removed at the end, and by the signal thread if the benchmark is stopped.
-    let dir = peerpath_io::ScratchDir::beside(&base.join("peerpath-bench-offload")).map_err(|e| JobError::TargetIo { path: base.clone(), source: e })?;
+    let dir = peerpath_io::ScratchDir::beside(&base.join("peerpath-bench-offload")).map_err(|e| {
+        let why = if a.workdir.is_some() { e } else { std::io::Error::new(e.kind(), format!("{e}; without --workdir the outputs go next to the first source: give --workdir DIR")) };
+        JobError::TargetIo { path: base.clone(), source: why }
+    })?;
     let mut configs: Vec<(String, Compute, usize)> = vec![("host CPU".into(), Compute::Cpu, cores)];
     for d in 1..=usize::from(a.max_devices).min(a.sources.len()) {
         let mut spec = EmulatedSpec::new();

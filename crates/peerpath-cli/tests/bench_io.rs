@@ -43,7 +43,8 @@ fn shm_memory_and_text_output() {
     ]))
     .ok();
     let text = out.stdout_str();
-    assert!(text.contains("measured on this machine"), "{text}");
+    // The figures are the emulation's, and the first line says so (it read "measured on this machine").
+    assert!(text.starts_with("peerpath bench-io — measured on this machine with emulated device memory (not hardware device memory)\n"), "{text}");
     assert!(text.contains("emulated device memory of shm"), "{text}");
     assert!(text.contains("seq read") && !text.contains("seq write") && !text.contains("rand"), "{text}");
 }
@@ -260,4 +261,13 @@ fn a_queue_deeper_than_the_file_is_capped_and_said() {
     let text = run(&mut pp(shm)).ok().stdout_str();
     assert!(text.contains("a 1M shm region") && !text.contains("128M"), "{text}");
     assert!(text.lines().any(|l| l.trim_start().starts_with("seq read") && l.split_whitespace().nth(3) == Some("128*")), "the capped point is marked: {text}");
+}
+
+/// The time limit a point was given is printed as given: `--runtime-s 0.05` read "at most 0.1 s".
+#[test]
+fn the_time_limit_per_point_is_printed_as_given() {
+    let dir = scratch();
+    let file = dir.path().join("bench.dat");
+    let out = run(&mut pp(args!["bench-io", "--file", &file, "--size", "64K", "--sweep-bs", "4K", "--sweep-qd", "1", "--random", "skip", "--runtime-s", "0.05"])).ok();
+    assert!(out.stdout_str().contains("per point     at most 0.05 s or one pass"), "{}", out.describe());
 }
