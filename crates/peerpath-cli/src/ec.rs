@@ -18,7 +18,7 @@
 
 use clap::{Args, Subcommand};
 use peerpath_func::ec::RsCode;
-use peerpath_func::ec_manifest::{self, copy_name, placed_name, set_name_ok, shard_name, MANIFEST, MAX_UNIT_BYTES};
+use peerpath_func::ec_manifest::{self, copy_name, placed_name, set_name_ok, shard_name, MANIFEST, MAX_MANIFEST_BYTES, MAX_UNIT_BYTES};
 use crate::{device_job, ec_device};
 use peerpath_io::{OutputDir, ScratchDir, Temporary};
 use peerpath_runtime::report::{name_bytes, quoted_exact, quoted_name, Quoted};
@@ -555,7 +555,10 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
         crate::refuse_stream_source(source, "ec encode reads its source by offset (a file or a block device)")?;
         let src = peerpath_io::open_source(source, direct).map_err(|e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e })?;
         match src.kind {
-            peerpath_io::SourceKind::Regular { size_bytes } | peerpath_io::SourceKind::BlockDevice { size_bytes } => Ok((src.file, size_bytes)),
+            peerpath_io::SourceKind::Regular { size_bytes } | peerpath_io::SourceKind::BlockDevice { size_bytes } => {
+                check_stripes(k + m, size_bytes.div_ceil((k * unit) as u64), source)?;
+                Ok((src.file, size_bytes))
+            }
             peerpath_io::SourceKind::Stream => Err(JobError::Usage(format!("{} is not a regular file: ec encode reads its source by offset (a file or a block device)", Quoted(source)))),
         }
     };
@@ -845,6 +848,10 @@ impl StreamEncoder {
     pub(crate) fn put(&mut self, mut data: &[u8]) -> Result<(), JobError> {
         let stripe_bytes = self.k * self.unit;
         while !data.is_empty() {
+            if self.fill == 0 {
+                // A stripe begun: the set grows to `stripes + 1`.
+                check_stripes(self.files.len(), self.stripes + 1, &self.dir)?;
+            }
             let buf = if self.stripes == 0 { &mut self.first } else { &mut self.stripe };
             let n = data.len().min(stripe_bytes - self.fill);
             buf[self.fill..self.fill + n].copy_from_slice(&data[..n]);
@@ -936,6 +943,20 @@ pub(crate) fn check_unit(k: usize, m: usize, unit: usize) -> Result<(), JobError
     Ok(())
 }
 
+/// A set of `n` shards in `stripes` stripes (of the source, or stream, `what`), refused (exit 2)
+/// where its manifest could be bigger than the commands read ([`ec_manifest::max_stripes`]).
+pub(crate) fn check_stripes(n: usize, stripes: u64, what: &Path) -> Result<(), JobError> {
+    let most = ec_manifest::max_stripes(n);
+    if stripes <= most {
+        return Ok(());
+    }
+    Err(JobError::Usage(format!(
+        "{}: {stripes} stripes of {n} shards are more than a manifest holds ({most} stripes, a checksum each per shard, in at most {}): give a larger unit or fewer shards",
+        Quoted(what),
+        peerpath_metrics::human_bytes(MAX_MANIFEST_BYTES)
+    )))
+}
+
 /// The memory one thread of `decode` (or the reverse chain) holds at most for a set of `k` +
 /// `m` units of `unit` bytes: the stripe's k data units, and where units are lost up to `m`
 /// parity units read and `m` units rebuilt.
@@ -1012,21 +1033,25 @@ fn read_at_up_to(f: &File, buf: &mut [u8], at: u64, size: u64) -> std::io::Resul
 
 pub(crate) fn load(dir: &Path) -> Result<(Manifest, RsCode), JobError> {
     let path = manifest_file(dir);
-    let bytes = read_manifest_file(&path, u64::MAX).map_err(|e| JobError::SourceUnreadable { path: path.clone(), source: e })?;
+    // One too big to be a manifest is a damaged one (exit 6), as bytes that are not text are.
+    let bytes = read_manifest_file(&path, MAX_MANIFEST_BYTES).map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => corrupt(&path, e.to_string()),
+        _ => JobError::SourceUnreadable { path: path.clone(), source: e },
+    })?;
     // Bytes that are not text are a damaged manifest (exit 6), not an unreadable one.
     ec_manifest::parse_bytes(&bytes).map(|(m, code)| (Manifest(m), code)).map_err(|e| corrupt(&path, e))
 }
 
 /// A manifest file's bytes (the set's, or a copy beside a placed shard), where it is a regular
-/// file of at most `limit` bytes; no more is read than it held when opened. Anything else in its
-/// place (a FIFO, whose open waits for a writer for ever, a device, a directory) is refused by
-/// its metadata, never opened; one put there since is opened without waiting and refused by its
-/// open file's ([`peerpath_topo::open_regular`]).
+/// file of at most `limit` bytes (a bigger one is FileTooLarge, never read); no more is read than
+/// it held when opened. Anything else in its place (a FIFO, whose open waits for a writer for
+/// ever, a device, a directory) is refused by its metadata, never opened; one put there since is
+/// opened without waiting and refused by its open file's ([`peerpath_topo::open_regular`]).
 fn read_manifest_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let size = |m: std::fs::Metadata| match m.len() {
         _ if !m.is_file() => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file")),
-        len if len > limit => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{len} bytes, more than {limit}"))),
+        len if len > limit => Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{len} bytes, more than a manifest holds ({}): not read", peerpath_metrics::human_bytes(limit)))),
         len => Ok(len),
     };
     size(std::fs::metadata(path)?)?;
@@ -1254,6 +1279,12 @@ fn gone_shard_dirs(m: &Manifest, shards: &[usize]) -> Vec<PathBuf> {
     gone
 }
 
+/// Those of `shards` whose place holds a directory: a rebuilt shard is renamed into its place,
+/// which a directory refuses (a FIFO, a link or a device there is replaced).
+fn shards_in_the_way(dir: &Path, m: &Manifest, shards: &[usize]) -> Vec<usize> {
+    shards.iter().copied().filter(|&i| std::fs::symlink_metadata(m.shard_path(dir, i)).is_ok_and(|md| md.is_dir())).collect()
+}
+
 #[derive(Serialize)]
 struct DamagedShard {
     shard: String,
@@ -1309,6 +1340,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     let stale = m.stale_copies();
     let overlong = overlong_shards(dir, &m);
     let gone = gone_shard_dirs(&m, &damaged);
+    let in_the_way = shards_in_the_way(dir, &m, &damaged);
     let report = VerifyReport {
         target: dir.to_string_lossy().into_owned(),
         target_bytes: name_bytes(dir),
@@ -1328,7 +1360,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         stale_manifest_copies: stale.iter().map(|p| p.display().to_string()).collect(),
         overlong_shards: overlong.iter().map(|&i| m.shard_label(i)).collect(),
         missing_shard_dirs: gone.iter().map(|d| d.display().to_string()).collect(),
-        repairable: lost.is_empty() && manifest_damage.is_none() && gone.is_empty(),
+        repairable: lost.is_empty() && manifest_damage.is_none() && gone.is_empty() && in_the_way.is_empty(),
         manifest_damage: manifest_damage.clone(),
         checked: checked.to_string(),
         fallback,
@@ -1367,6 +1399,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
         (Some(_), _) if rebuilt_disagree => "NOT repairable by ec repair".to_string(),
         (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
         (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair`", quoted_list(&report.missing_shard_dirs)),
+        (None, true) if !in_the_way.is_empty() => format!("NOT repairable in place while a directory lies where {} should be: move it away, then `peerpath ec repair`", quoted_list(&in_the_way.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>())),
         (None, true) => "repairable (peerpath ec repair)".to_string(),
         (None, false) => format!("NOT repairable: {} lost more than {} shard(s)", stripes_words(&lost), m.parity_shards),
     };
@@ -1420,7 +1453,7 @@ fn padding_damage(dir: &Path, (m, code): (&Manifest, &RsCode), bad: &Vec<usize>)
 fn outvoted(dir: &Path, m: &Manifest) -> Option<String> {
     let text = m.text();
     let copies = m.copies();
-    let held: Vec<Option<String>> = copies.iter().map(|p| read_manifest_file(p, u64::MAX).ok().and_then(|b| String::from_utf8(b).ok()).and_then(|t| parse_manifest(&t).ok()).map(|(c, _)| c.text())).collect();
+    let held: Vec<Option<String>> = copies.iter().map(|p| read_manifest_file(p, MAX_MANIFEST_BYTES).ok().and_then(|b| String::from_utf8(b).ok()).and_then(|t| parse_manifest(&t).ok()).map(|(c, _)| c.text())).collect();
     // This manifest's own file is one vote where it is not one of the copies (DIR/manifest.json).
     let own = !copies.iter().any(|p| same_file(p, &manifest_file(dir)));
     let agree = held.iter().filter(|t| t.as_deref() == Some(text.as_str())).count() + usize::from(own);
@@ -1475,6 +1508,10 @@ fn repair(dir: &Path, e: &DeviceArgs, threads: usize) -> Result<EcReport, JobErr
     if let Some((i, gone)) = damaged.iter().find_map(|&i| gone_shard_dirs(&m, &[i]).pop().map(|d| (i, d))) {
         let why = format!("its directory {} is gone: mount the replacement drive there (or make the directory), then repair again; nothing was repaired", Quoted(&gone));
         return Err(JobError::TargetIo { path: m.shard_path(dir, i), source: std::io::Error::new(std::io::ErrorKind::NotFound, why) });
+    }
+    if let Some(&i) = shards_in_the_way(dir, &m, &damaged).first() {
+        let why = "a directory lies in its place: move it away, then repair again; nothing was repaired";
+        return Err(JobError::TargetIo { path: m.shard_path(dir, i), source: std::io::Error::new(std::io::ErrorKind::IsADirectory, why) });
     }
     let stale = m.stale_copies();
     let mut report = if damaged.is_empty() {

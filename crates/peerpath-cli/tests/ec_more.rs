@@ -123,3 +123,116 @@ fn a_fifo_for_a_shard_of_a_chain_is_a_missing_shard_on_either_engine() {
         assert_file_eq(&out, &data, &format!("the chain restored on {engine} with a FIFO for a shard"));
     }
 }
+
+/// `cmd` under an address-space limit of 2 GiB (`ulimit -v`): a command that read a manifest
+/// of gigabytes whole failed for memory there, not after filling the machine's.
+fn in_2_gib(cmd: std::process::Command) -> std::process::Command {
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c").arg("ulimit -v 2097152 && exec \"$0\" \"$@\"").arg(cmd.get_program()).args(cmd.get_args());
+    c
+}
+
+/// A manifest past 4 GiB (a set's manifest, then a chain's, each a valid one made sparse past
+/// that): every command that reads it calls it damaged (exit 6), naming it and its size, and
+/// reads none of it (it was read whole into memory, exit 3 for memory under a limit).
+#[test]
+fn a_manifest_bigger_than_any_set_s_is_damaged_and_never_read() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(40_000, 12)).unwrap();
+    let (set, chain) = (d.join("set"), d.join("chain"));
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &set, "-q"])).ok();
+    run(&mut pp(args!["compress", "-q", &src, "--ec", "2+1", "--ec-unit", "4K", "-o", &chain])).ok();
+    let size = (4u64 << 30) + 1;
+    for s in [&set, &chain] {
+        std::fs::OpenOptions::new().write(true).open(s.join("manifest.json")).unwrap().set_len(size).unwrap();
+    }
+    let back = d.join("back");
+    for (a, manifest) in [
+        (args!["ec", "verify", &set], &set),
+        (args!["ec", "verify", &set, "--json"], &set),
+        (args!["ec", "repair", &set], &set),
+        (args!["ec", "decode", &set, "-o", &back], &set),
+        (args!["decompress", "--ec", &chain, "-o", &back], &chain),
+    ] {
+        let named = manifest.join("manifest.json").display().to_string();
+        run_full(&mut in_2_gib(pp(a)), None, HANG_DEADLINE).fails(6, &[&named, &format!("{size} bytes, more than a manifest holds")]);
+    }
+    assert_dir_holds(d, &["chain", "set", "src"]);
+    assert_dir_holds(&set, &["manifest.json", "shard-000", "shard-001", "shard-002"]);
+}
+
+/// A copy of a placed set's manifest past 4 GiB is a damaged copy, not read: `verify` names it
+/// (exit 6, repairable), `decode` restores the source from the set's own manifest, and
+/// `repair` writes the copy back.
+#[test]
+fn a_copy_of_the_manifest_bigger_than_any_set_s_is_a_damaged_copy() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    let data = random_bytes(40_000, 13);
+    std::fs::write(&src, &data).unwrap();
+    let drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("ssd{i}"))).collect();
+    drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
+    let set = d.join("pset");
+    let mut c = pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &set, "-q"]);
+    for p in &drives {
+        c.arg("--shard-dir").arg(p);
+    }
+    run(&mut c).ok();
+    let good = std::fs::read(set.join("manifest.json")).unwrap();
+    let copy = drives[1].join("pset.manifest.json");
+    std::fs::OpenOptions::new().write(true).open(&copy).unwrap().set_len((4 << 30) + 1).unwrap();
+    run_full(&mut in_2_gib(pp(args!["ec", "verify", &set])), None, HANG_DEADLINE).fails(6, &["copies of the manifest missing or different", &copy.display().to_string(), "repairable"]);
+    let back = d.join("back");
+    run_full(&mut in_2_gib(pp(args!["ec", "decode", &set, "-o", &back])), None, HANG_DEADLINE).ok();
+    assert_file_eq(&back, &data, "decoded with a copy of the manifest past 4 GiB");
+    run_full(&mut in_2_gib(pp(args!["ec", "repair", &set, "-q"])), None, HANG_DEADLINE).ok();
+    assert_eq!(std::fs::read(&copy).unwrap(), good, "the copy written back");
+    run_full(&mut pp(args!["ec", "verify", &set]), None, HANG_DEADLINE).ok();
+}
+
+/// A source whose set would have more stripes than a manifest of 4 GiB holds a checksum for
+/// (254 + 1 shards of 1-byte units: 828,991 stripes at most) is refused before any is coded
+/// (exit 2, nothing made), so that no set is made that the commands would refuse to read.
+#[test]
+fn encode_refuses_a_set_whose_manifest_would_be_too_big_to_read() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("sparse");
+    std::fs::File::create(&src).unwrap().set_len(828_992 * 254).unwrap();
+    let set = d.join("set");
+    run_full(&mut pp(args!["ec", "encode", &src, "-k", "254", "-m", "1", "--unit", "1", "-o", &set]), None, HANG_DEADLINE).fails(2, &["828992 stripes of 255 shards are more than a manifest holds", "give a larger unit"]);
+    assert_dir_holds(d, &["sparse"]);
+}
+
+/// A directory in the place of a lost shard: a rebuilt shard cannot be renamed over it, so
+/// `verify` calls the set not repairable in place (it called it repairable; exit 6 either way)
+/// and `repair` refuses it up front, naming it (exit 11), rebuilding no other shard; `decode`
+/// restores the source around it, and once the directory is moved away `repair` mends the set.
+#[test]
+fn a_directory_in_a_shard_s_place_is_not_repairable_in_place() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    let data = random_bytes(40_000, 14);
+    std::fs::write(&src, &data).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "2", "--unit", "4K", "-o", &set, "-q"])).ok();
+    std::fs::remove_file(set.join("shard-000")).unwrap();
+    let blocker = set.join("shard-001");
+    std::fs::remove_file(&blocker).unwrap();
+    std::fs::create_dir(&blocker).unwrap();
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["NOT repairable in place while a directory lies where shard-001 should be"]);
+    let v = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[]).json();
+    assert_eq!(v["repairable"], false, "{v}");
+    run(&mut pp(args!["ec", "repair", &set])).fails(11, &[&blocker.display().to_string(), "a directory lies in its place"]);
+    assert_dir_holds(&set, &["manifest.json", "shard-001", "shard-002", "shard-003"]);
+    let back = d.join("back");
+    run(&mut pp(args!["ec", "decode", &set, "-o", &back])).ok();
+    assert_file_eq(&back, &data, "decoded around a directory for a shard");
+    std::fs::remove_dir(&blocker).unwrap();
+    run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
+    run(&mut pp(args!["ec", "verify", &set])).ok();
+}

@@ -16,6 +16,25 @@ pub const PLACED_SCHEMA: &str = "peerpath/ec-manifest/2";
 pub const SCHEMA: &str = "peerpath/ec-manifest/1";
 /// The largest unit `encode` makes (and a manifest may name).
 pub const MAX_UNIT_BYTES: usize = 256 << 20;
+/// The largest manifest file the commands read (4 GiB): one past it is damaged, never read
+/// (a sparse or padded file had it all read into memory). A manifest's text is at most 20 bytes
+/// a checksum (`        4294967295,` on a line of its own) besides its names ([`NAMES_BYTES`]),
+/// and a set has one checksum per shard per stripe: 4 GiB holds 211 million, RS(32+32) of
+/// 433 GB at 4 KiB units, 111 TB at 1 MiB (the default); `encode` makes no set with more
+/// ([`max_stripes`]), so this never refuses a manifest peerpath wrote.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 30;
+/// A manifest's text per checksum, at most: a line of the pretty-printed list.
+const TEXT_PER_CHECKSUM: u64 = 20;
+/// A manifest's text besides its checksums, at most, with room to spare: its fields, the
+/// source's name (255 bytes, each up to 6 as JSON escapes it, and as a list of numbers) and each
+/// of up to 255 shards' names and directories (4096 bytes, escaped: 24 KiB).
+const NAMES_BYTES: u64 = 64 << 20;
+
+/// The most stripes a set of `n` shards may have for its manifest to stay within
+/// [`MAX_MANIFEST_BYTES`].
+pub fn max_stripes(n: usize) -> u64 {
+    (MAX_MANIFEST_BYTES - NAMES_BYTES) / (TEXT_PER_CHECKSUM * n.max(1) as u64)
+}
 
 /// Shard `i`'s file name in the set's directory: `shard-NNN`.
 pub fn shard_name(i: usize) -> String {
@@ -391,6 +410,26 @@ mod tests {
         assert!(texts[0].contains("\"source_name_bytes\"") && !texts[2].contains("source_name_bytes"), "{}", texts[2]);
         let (old, _) = parse(&valid()).unwrap();
         assert_eq!((old.source_name(), old.source_name_bytes.as_deref()), (b"s".as_slice(), None));
+    }
+
+    /// A manifest's text is at most 20 bytes a checksum besides names of at most `NAMES_BYTES`,
+    /// worst cases throughout (255 shards, every checksum 10 digits, names of escaped bytes at
+    /// their longest): what `max_stripes` lets `encode` make, the readers take.
+    #[test]
+    fn a_manifest_s_text_stays_within_what_max_stripes_allows() {
+        let (k, m, unit) = (254, 1, 1);
+        let text = |stripes: u64| {
+            let mut man = Manifest::new(String::new(), stripes * k as u64, (k, m, unit), stripes, vec![vec![u32::MAX; stripes as usize]; k + m]);
+            man.name_source(&[0xff; 255]);
+            let dirs: Vec<String> = (0..k + m).map(|i| format!("/{}{i}", "\u{1}".repeat(4080))).collect();
+            man.place_shards(&"\u{1}".repeat(245), &dirs.iter().map(String::as_str).collect::<Vec<_>>());
+            man.text().len() as u64
+        };
+        // Stripes of as many digits: only the checksums differ.
+        let (one, more) = (text(100), text(140));
+        assert!(one <= NAMES_BYTES, "{one} bytes besides the checksums");
+        assert!(more - one <= TEXT_PER_CHECKSUM * (k + m) as u64 * 40, "{} bytes for {} checksums", more - one, (k + m) * 40);
+        assert!(max_stripes(k + m) * (k + m) as u64 * TEXT_PER_CHECKSUM + NAMES_BYTES <= MAX_MANIFEST_BYTES);
     }
 
     /// Shard counts whose sum is past usize: refused (RsCode::new's sum overflowed: a panic
