@@ -9,8 +9,9 @@
 //! (gzip warns and keeps the output); `-dcf` passes input that is not gzip
 //! through unchanged, a named file or standard input, as gzip and `zcat -f` do.
 //! Exit status as gzip's: 0, 1 (error), 2 (warning: a file skipped for its
-//! name or kind, an output that exists); an error outranks a warning. No name
-//! or time is stored or restored (`-n`, `-N` and pigz's `-T` change nothing);
+//! name, kind or other hard links, an output that exists); an error outranks a
+//! warning. No name or time is stored or restored (`-n`, `-N` and pigz's `-T`,
+//! `-m`, `-M` change nothing); the GZIP variable is not read;
 //! `--rsyncable` is refused (members are cut every 1 MiB of input, not by content).
 //!
 //! The options are parsed by hand: gzip's grammar (`-9`, `-cd`, `-p8`,
@@ -65,14 +66,15 @@ impl Default for Options {
     }
 }
 
-pub const USAGE: &str = "usage: peerpath gzip [-cdfklnNqrtTvV1-9] [-p N] [-S SUFFIX] [--report|--json] [FILE]...
+pub const USAGE: &str = "usage: peerpath gzip [-cdfklmMnNqrtTvV1-9] [-p N] [-S SUFFIX] [--report|--json] [FILE]...
   -c, --stdout      write to standard output, keep the files
   -d, --decompress  decompress
   -f, --force       replace existing outputs; follow a symbolic link named as a file
   -k, --keep        keep the source files (always: peerpath never removes a source)
   -l, --list        list compressed and uncompressed sizes
-  -n, -N, -T, --no-name, --name, --no-time
+  -n, -N, -T, -m, -M, --no-name, --name, --no-time, --time
                     accepted; no name or time is stored or restored
+  --synchronous     accepted; outputs are always made durable
   -r, --recursive   the files under each directory named
   -t, --test        check every member (CRC-32 and length)
   -1 .. -9          compression level (--fast = -1, --best = -9; default: peerpath's 1)
@@ -136,8 +138,9 @@ fn parse(args: &[OsString]) -> Result<Options, String> {
                 b"version" => return Err(VERSION.into()),
                 b"recursive" => o.recursive = true,
                 b"allow-no-end-member" => o.allow_no_end_member = true,
-                // Nothing of a name or time is stored or restored.
-                b"no-name" | b"name" | b"no-time" => {}
+                // Nothing of a name or time is stored or restored (pigz's --time too); outputs
+                // are made durable always (gzip's --synchronous).
+                b"no-name" | b"name" | b"no-time" | b"time" | b"synchronous" => {}
                 b"rsyncable" => return Err("--rsyncable is not supported: peerpath cuts a member every 1 MiB of input, not at boundaries found in the content".into()),
                 _ => return Err(format!("unknown option --{}", String::from_utf8_lossy(name))),
             }
@@ -159,8 +162,9 @@ fn parse(args: &[OsString]) -> Result<Options, String> {
                 b'h' => return Err(String::new()),
                 b'V' => return Err(VERSION.into()),
                 b'r' => o.recursive = true,
-                // gzip's -n/-N, pigz's -T (--no-time): no name or time is stored or restored.
-                b'n' | b'N' | b'T' => {}
+                // gzip's -n/-N, pigz's -T and -m (--no-time), -M (--time): no name or time is
+                // stored or restored.
+                b'n' | b'N' | b'T' | b'm' | b'M' => {}
                 b'1'..=b'9' => o.level = Some(u32::from(c - b'0')),
                 b'p' => {
                     o.threads = Some(threads(&value(&mut it, rest, "-p")?)?);
@@ -237,7 +241,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
             Outcome::Error => failed = true,
         }
     }
-    if table && totals.2 > 1 {
+    if table && totals.2 > 1 && !o.quiet {
         println!("{}", list_line(totals.0, totals.1, "(totals)"));
     }
     // As gzip: an error outranks a warning (a script that takes 2 for "warnings only"
@@ -296,17 +300,19 @@ fn walk(o: &Options, f: &OsStr, found: &mut Walk) {
             walk(o, &path, found);
             continue;
         }
-        // As gzip in a tree: a name of the wrong kind is skipped silently (compressed already,
-        // or, for -d without -c, not compressed); -c and -f take every file. Links (where not
-        // followed), FIFOs and devices go on, to be refused or skipped with gzip's words; a
-        // followed link to a file of the wrong kind is skipped as that file is.
+        // As gzip in a tree: a name of the wrong kind is skipped silently: compressed already
+        // (unless -c or -f), or, for -d, -t and -l, not compressed (unless -dc; -f does not
+        // matter). Links (where not followed), FIFOs and devices go on, to be refused or skipped
+        // with gzip's words; a followed link to a file of the wrong kind is skipped as that file
+        // is. A file with other hard links goes on too: gzip looks at its links before its name
+        // ([`hard_linked`]).
+        let linked = !(o.test || o.list || o.stdout || o.force) && m.as_ref().is_ok_and(|m| m.nlink() > 1);
         let regular = m.is_ok_and(|m| m.is_file());
-        let wrong_kind = match (o.decompress || o.test || o.list, o.stdout || o.force) {
-            (true, false) => plain_name(o, &path).is_none(),
-            (false, false) => has_gzip_suffix(o, &path).is_some(),
-            (_, true) => false,
+        let wrong_kind = match o.decompress || o.test || o.list {
+            true => !(o.stdout && !o.test && !o.list) && plain_name(o, &path).is_none(),
+            false => !(o.stdout || o.force) && has_gzip_suffix(o, &path).is_some(),
         };
-        if !(regular && wrong_kind) {
+        if !(regular && wrong_kind && !linked) {
             found.files.push(path);
         }
     }
@@ -380,6 +386,14 @@ fn skipped(o: &Options, f: &OsStr) -> Option<Outcome> {
     std::fs::metadata(f).is_ok_and(|m| m.is_dir()).then(|| warn(o, format!("{} is a directory -- ignored", name(f))))
 }
 
+/// gzip's refusal of a file with other hard links without -c or -f (a warning, the file left
+/// as it is), though peerpath, like `gzip -k`, would keep it: `None` to go on.
+fn hard_linked(o: &Options, f: &OsStr) -> Option<Outcome> {
+    use std::os::unix::fs::MetadataExt;
+    let others = std::fs::metadata(f).ok().filter(|m| m.is_file())?.nlink().checked_sub(1).filter(|&n| n > 0 && !o.stdout && !o.force)?;
+    Some(warn(o, format!("{} has {others} other link{} -- file ignored", name(f), if others > 1 { "s" } else { "" })))
+}
+
 /// An output that exists without -f: gzip's warning (exit 2), nothing replaced.
 fn exists(o: &Options, target: &Path) -> Option<Outcome> {
     (!o.force && target.as_os_str() != "-" && std::fs::symlink_metadata(target).is_ok()).then(|| warn(o, format!("{} already exists; not overwritten", Quoted(target))))
@@ -387,7 +401,8 @@ fn exists(o: &Options, target: &Path) -> Option<Outcome> {
 
 fn compress(o: &Options, f: &OsStr) -> Outcome {
     let from_stdin = f == "-";
-    if let Some(outcome) = (!from_stdin).then(|| skipped(o, f)).flatten() {
+    // As gzip, a file's kind and links are looked at before its name.
+    if let Some(outcome) = (!from_stdin).then(|| skipped(o, f).or_else(|| hard_linked(o, f))).flatten() {
         return outcome;
     }
     // gzip's known suffixes and -S, in any case: said, and no warning (gzip's exit status is
@@ -484,7 +499,7 @@ fn compressed_file(o: &Options, f: &OsStr) -> Result<OsString, Outcome> {
     }
 }
 
-/// `-dcf` on input that is not gzip (a named file, or standard input as `... | zcat -f`): its
+/// `-dcf` (or `-df` of standard input) on input that is not gzip (a named file, or standard input as `... | zcat -f`): its
 /// bytes to standard output unchanged, as gzip does; `None` where it is gzip (or cannot be
 /// read: the decoder says why). The first two bytes tell. Standard input that is gzip is then
 /// read by the decoder from its start: a file is put back where it was; a pipe cannot be read
@@ -521,7 +536,7 @@ fn pass_through(f: &OsStr) -> Option<Outcome> {
 
 fn decompress(o: &Options, f: &OsStr) -> Outcome {
     let to_stdout = o.stdout || f == "-";
-    if let Some(outcome) = (f != "-").then(|| skipped(o, f)).flatten() {
+    if let Some(outcome) = (f != "-").then(|| skipped(o, f).or_else(|| hard_linked(o, f))).flatten() {
         return outcome;
     }
     let target = if to_stdout {
@@ -529,13 +544,18 @@ fn decompress(o: &Options, f: &OsStr) -> Outcome {
     } else {
         match plain_name(o, f) {
             Some(t) => t,
+            // gzip -q skips it without a word or a warning's status.
+            None if o.quiet => return Outcome::Done,
             None => return warn(o, format!("{}: unknown suffix -- ignored", name(f))),
         }
     };
+
     if let Some(outcome) = exists(o, &target) {
         return outcome;
     }
-    if o.stdout && o.force {
+    // As gzip: -f passes what is not gzip through where it goes to standard output (-c, or
+    // standard input's data).
+    if to_stdout && o.force {
         if let Some(outcome) = pass_through(f) {
             return outcome;
         }
@@ -602,11 +622,12 @@ fn list(o: &Options, f: &OsStr, totals: &mut (u64, u64, usize)) -> Outcome {
             Outcome::Done
         }
         Ok(r) => {
-            // The header comes with the first file listed (as gzip's): none where none is.
-            if totals.2 == 0 {
+            // The header comes with the first file listed (as gzip's): none where none is, nor with -q.
+            if totals.2 == 0 && !o.quiet {
                 println!("         compressed        uncompressed  ratio uncompressed_name");
             }
-            let plain = plain_name(o, f).map_or_else(|| name(f), |p| Quoted(&p).to_string());
+            // Standard input's data is listed as gzip lists it: "stdout".
+            let plain = if f == "-" { "stdout".into() } else { plain_name(o, f).map_or_else(|| name(f), |p| Quoted(&p).to_string()) };
             println!("{}", list_line(r.bytes_in, r.bytes_out, &plain));
             *totals = (totals.0 + r.bytes_in, totals.1 + r.bytes_out, totals.2 + 1);
             Outcome::Done
@@ -639,7 +660,7 @@ mod tests {
         assert!(o.stdout && o.decompress);
         assert_eq!((o.level, o.threads), (Some(9), Some(8)));
         assert_eq!(o.files, [OsString::from("a"), OsString::from("-b")]);
-        let o = p(&["-S", ".z", "-T", "--fast", "--processes=2", "-9n", "-N", "--no-name"]).unwrap();
+        let o = p(&["-S", ".z", "-T", "--fast", "--processes=2", "-9n", "-N", "--no-name", "-mM", "--time", "--synchronous"]).unwrap();
         assert_eq!((o.suffix.as_os_str(), o.level, o.threads), (OsStr::new(".z"), Some(9), Some(2)));
         assert_eq!(o.files, [OsString::from("-")], "no file: standard input (pigz's -T is --no-time, no value)");
         assert!(p(&["-r", "d"]).unwrap().recursive);

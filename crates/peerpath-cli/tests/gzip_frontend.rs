@@ -423,3 +423,115 @@ fn gzip_r_follows_links_to_directories_as_gzip_does() {
     assert_eq!((o.code(), o.stderr.as_str()), (Some(2), ""), "-q: no word, the warning's status");
     assert!(at.join("out/o.gz").exists() && at.join("t/sub/b.gz").exists() && !at.join("t/self").join("a.gz.gz").exists());
 }
+
+/// What a differential run against gzip 1.12 (`gzip -k`) found: a file with other hard links is
+/// left alone without -c or -f (a warning, exit 2: peerpath compressed or decompressed it, 0), in
+/// a tree too, before its name is looked at (`-dr` skipped it silently); in a tree, `-drf` and
+/// `-rtf` skip names without a compressed suffix silently as `-dr` does (they were warned of, 2,
+/// or read as "not a gzip file", 1); `-dq` skips a name without a compressed suffix silently with status 0 (it was 2);
+/// pigz's -m and -M (--no-time, --time) and gzip's --synchronous are taken (they were refused, 1).
+#[test]
+fn hard_links_quiet_suffixes_and_time_options_as_gzip() {
+    let dir = scratch();
+    // A fresh copy in `at`: h and hl one file, g1.gz and g2.gz one file, d/f and d/f2 one file.
+    let setup = |at: &std::path::Path| {
+        std::fs::create_dir_all(at.join("d")).unwrap();
+        std::fs::write(at.join("h"), b"hello\n").unwrap();
+        std::fs::hard_link(at.join("h"), at.join("hl")).unwrap();
+        std::fs::write(at.join("g1.gz"), compress_bytes(at, "src", b"hello\n", &[])).unwrap();
+        std::fs::hard_link(at.join("g1.gz"), at.join("g2.gz")).unwrap();
+        std::fs::write(at.join("d/f"), b"in\n").unwrap();
+        std::fs::hard_link(at.join("d/f"), at.join("d/f2")).unwrap();
+        std::fs::write(at.join("nosuf"), b"x").unwrap();
+    };
+    let listing = |at: &std::path::Path| {
+        let mut v: Vec<String> = Vec::new();
+        for sub in [".", "d"] {
+            v.extend(std::fs::read_dir(at.join(sub)).unwrap().flatten().map(|e| format!("{sub}/{}", e.file_name().to_string_lossy())));
+        }
+        v.sort();
+        v
+    };
+    // The flags and file, the exit status, what is said (in order), the files made.
+    type Case<'a> = (&'a [&'a str], i32, &'a [&'a str], &'a [&'a str]);
+    let cases: [Case; 11] = [
+        (&["hl"], 2, &["hl has 1 other link -- file ignored"], &[]),
+        (&["-dr", "d"], 2, &["d/f has 1 other link -- file ignored", "d/f2 has 1 other link -- file ignored"], &[]),
+        (&["-drf", "d"], 0, &[], &[]),
+        (&["-rtf", "d"], 0, &[], &[]),
+        (&["-q", "h"], 2, &[], &[]),
+        (&["-f", "hl"], 0, &[], &["./hl.gz"]),
+        (&["-d", "g2.gz"], 2, &["g2.gz has 1 other link -- file ignored"], &[]),
+        (&["-r", "d"], 2, &["d/f has 1 other link -- file ignored", "d/f2 has 1 other link -- file ignored"], &[]),
+        (&["-dq", "nosuf"], 0, &[], &[]),
+        (&["-d", "nosuf"], 2, &["nosuf: unknown suffix -- ignored"], &[]),
+        (&["-m", "-M", "--synchronous", "nosuf"], 0, &[], &["./nosuf.gz"]),
+    ];
+    for (k, (args, code, said, made)) in cases.into_iter().enumerate() {
+        let at = dir.path().join(format!("peerpath{k}"));
+        setup(&at);
+        let before = listing(&at);
+        let o = run(pp(["gzip"]).args(args).current_dir(&at));
+        assert_eq!(o.code(), Some(code), "{args:?}: {}", o.describe());
+        let lines: Vec<&str> = o.stderr.lines().collect();
+        assert_eq!(lines.len(), said.len(), "{args:?}: {}", o.describe());
+        assert!(lines.iter().zip(said).all(|(l, s)| l.ends_with(s)), "{args:?}: {}", o.describe());
+        let mut want: Vec<String> = before.iter().cloned().chain(made.iter().map(|m| m.to_string())).collect();
+        want.sort();
+        assert_eq!(listing(&at), want, "{args:?}: the files made");
+        // gzip's own, where it is here (-k: it keeps its sources as peerpath always does;
+        // gzip has no -m or -M).
+        if let (Some(gzip), false) = (tool("gzip"), args[0] == "-m") {
+            let theirs = dir.path().join(format!("gzip{k}"));
+            setup(&theirs);
+            let g = Command::new(&gzip).arg("-k").args(args).current_dir(&theirs).output().unwrap();
+            let g_err = String::from_utf8_lossy(&g.stderr);
+            assert_eq!(g.status.code(), Some(code), "gzip -k {args:?}: {g_err}");
+            assert_eq!(g_err.lines().count(), said.len(), "gzip -k {args:?}: {g_err}");
+            assert_eq!(listing(&theirs), want, "gzip -k {args:?} makes the same files");
+        }
+    }
+}
+
+/// Also found against gzip 1.12: `-df` of standard input that is not gzip passes it through, as
+/// `-dcf` does (standard input's data goes to standard output: it was "not a gzip file", 1); `-lq`
+/// lists without the header and the totals line; standard input's data is listed as "stdout".
+#[test]
+fn df_of_standard_input_and_quiet_listing_as_gzip() {
+    let dir = scratch();
+    let d = dir.path();
+    let gz = compress_bytes(d, "src", b"hello\n", &[]);
+    std::fs::write(d.join("b.gz"), &gz).unwrap();
+    std::fs::write(d.join("c.gz"), &gz).unwrap();
+    let ours = |args: &[&str], input: &[u8]| run_full(pp(["gzip"]).args(args).current_dir(d), Some(input.to_vec()), DEADLINE);
+    let o = ours(&["-df"], b"plain text\n");
+    assert_eq!((o.code(), o.stdout.as_slice()), (Some(0), &b"plain text\n"[..]), "{}", o.describe());
+    let o = ours(&["-df"], &gz);
+    assert_eq!((o.code(), o.stdout.as_slice()), (Some(0), &b"hello\n"[..]), "{}", o.describe());
+    let o = ours(&["-lq", "b.gz", "c.gz"], b"");
+    let listing = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.code(), Some(0), "{}", o.describe());
+    assert_eq!(listing.lines().count(), 2, "no header, no totals: {listing}");
+    assert!(listing.lines().all(|l| l.split_whitespace().nth(1) == Some("6")), "{listing}");
+    let o = ours(&["-l"], &gz);
+    let listing = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(listing.lines().nth(1).is_some_and(|l| l.ends_with("% stdout")), "{listing}");
+    // gzip's own, where it is here: the same statuses, data and lines.
+    let Some(gzip) = tool("gzip") else {
+        eprintln!("SKIPPED (against gzip): gzip is not installed");
+        return;
+    };
+    let theirs = |args: &[&str], input: &[u8]| {
+        let mut c = Command::new(&gzip);
+        c.args(args).current_dir(d);
+        run_full(&mut c, Some(input.to_vec()), DEADLINE)
+    };
+    for (args, input) in [(&["-df"][..], &b"plain text\n"[..]), (&["-df"], &gz)] {
+        let (g, o) = (theirs(args, input), ours(args, input));
+        assert_eq!((o.code(), &o.stdout), (g.code(), &g.stdout), "{args:?}");
+    }
+    let g = theirs(&["-lq", "b.gz", "c.gz"], b"");
+    assert_eq!(String::from_utf8_lossy(&g.stdout).lines().count(), 2, "gzip -lq: {}", g.describe());
+    let g = theirs(&["-l"], &gz);
+    assert!(String::from_utf8_lossy(&g.stdout).lines().nth(1).is_some_and(|l| l.ends_with("% stdout")), "{}", g.describe());
+}
