@@ -524,6 +524,11 @@ impl FileState<'_> {
         self.cipher.as_ref().map_or(READ_BYTES, |c| c.layout().block_bytes as usize)
     }
 
+    /// Where the `seq`th read starts in the file (a sealed block's offset, or `seq` units in).
+    fn read_offset(&self, seq: u64) -> u64 {
+        self.cipher.as_ref().map_or(seq * READ_BYTES as u64, |c| c.layout().sealed_offset(seq))
+    }
+
     /// The split reached a member (`next`, the `index`th, at `pos`) or, with
     /// `None`, the file's end, after one that wanted an end member
     /// (`wants_end`): where `next` is not one of peerpath's members (and at
@@ -779,7 +784,7 @@ fn pump(ctx: &mut Ctx, st: &mut FileState, why: Option<&'static str>) -> Result<
                 }
                 st.arrived.insert(seq * st.unit() as u64, buf);
             }
-            Err(e) => st.fail(0, JobError::SourceIo { path: st.path.to_path_buf(), detail: e.to_string() }),
+            Err(e) => st.fail(0, crate::job::read_error(st.path, &e, st.read_offset(seq), st.unit())),
         }
     }
     for d in ctx.workers.try_results()? {
@@ -1076,8 +1081,8 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             pass_over = blocking || buf.first_use();
             let seq = next_read / unit as u64;
             let (at, len) = match &st.cipher {
-                Some(c) => (c.layout().sealed_offset(seq), c.layout().plain_len(seq) + peerpath_func::crypt::TAG_BYTES),
-                None => (next_read, READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES))),
+                Some(c) => (st.read_offset(seq), c.layout().plain_len(seq) + peerpath_func::crypt::TAG_BYTES),
+                None => (st.read_offset(seq), READ_BYTES.min(peerpath_mem::align_up((size - next_read) as usize, peerpath_mem::DIRECT_IO_ALIGN_BYTES))),
             };
             ctx.engine
                 .submit(IoOp::Read, fd, Some(at), len, JobBuf::Pooled(buf), Token::Read { stream: 0, seq }.raw())

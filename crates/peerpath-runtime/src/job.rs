@@ -314,7 +314,11 @@ pub(crate) fn open_target(final_path: &Path, common: &CommonOptions, source: &Op
         let t = std_stream(std::io::stdout().as_fd(), "standard output")
             .map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
         let path = IoPath { engine: peerpath_io::EngineKind::Syscalls, direct: false, fallback_reason: t.direct_refused.clone() };
-        return Ok((TargetWriter::to_stream(t, final_path.to_path_buf()), path));
+        let mut w = TargetWriter::to_stream(t, final_path.to_path_buf());
+        if !common.durable {
+            w.skip_syncs();
+        }
+        return Ok((w, path));
     }
     let (t, temporary) = create_temporary(final_path, common.direct).map_err(|e| JobError::TargetIo { path: final_path.to_path_buf(), source: e })?;
     let path = IoPath { engine: peerpath_io::EngineKind::IoUring, direct: t.direct, fallback_reason: t.direct_refused.clone() };
@@ -433,21 +437,34 @@ pub(crate) fn copy_memory_files_on_kernel_workers(engine: &mut dyn IoEngine<JobB
 }
 
 /// Says how a source changed size while being read: a read at `offset`
-/// returned `n` bytes where the size at open (`size`) gave `expected`.
-fn changed_size(n: usize, expected: usize, offset: u64, size: u64) -> String {
-    let how = if n > expected { "grew" } else { "shrank" };
-    format!("read {n} bytes at offset {offset}, expected {expected}: the source {how} while being read (it had {size} bytes when opened)")
+/// returned `n` bytes where the size at open (`size`) gave `expected`. A short
+/// read of a file at `path` that still has its size is no shrinking: a read
+/// error (EIO part way through) cuts a read short as well.
+fn changed_size(path: &Path, n: usize, expected: usize, offset: u64, size: u64) -> String {
+    let read = format!("read {n} bytes at offset {offset}, expected {expected}");
+    let now = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len());
+    match now {
+        _ if n > expected => format!("{read}: the source grew while being read (it had {size} bytes when opened)"),
+        Some(now) if now >= size => format!("{read}: the read was cut short, though the source still has {now} bytes (a read error at offset {})", offset + n as u64),
+        _ => format!("{read}: the source shrank while being read (it had {size} bytes when opened)"),
+    }
+}
+
+/// A read of at most `len` bytes at `offset` of `path` that failed with `e`:
+/// the job's failure, saying where.
+pub(crate) fn read_error(path: &Path, e: &std::io::Error, offset: u64, len: usize) -> JobError {
+    JobError::SourceIo { path: path.to_path_buf(), detail: format!("{e}, in a read of up to {len} bytes at offset {offset}") }
 }
 
 /// Checks a read of at most `len` bytes at `offset` of `path`: an error, or
 /// (where the size at open is known) a length other than what that size
-/// leaves, is the job's failure. Returns the bytes read.
+/// leaves, is the job's failure (an error says where it was read). Returns the bytes read.
 pub(crate) fn check_read(path: &Path, result: std::io::Result<usize>, offset: u64, len: usize, size: Option<u64>) -> Result<usize> {
-    let n = result.map_err(|e| JobError::SourceIo { path: path.to_path_buf(), detail: e.to_string() })?;
+    let n = result.map_err(|e| read_error(path, &e, offset, len))?;
     if let Some(size) = size {
         let expected = size.saturating_sub(offset).min(len as u64) as usize;
         if n != expected {
-            return Err(JobError::SourceIo { path: path.to_path_buf(), detail: changed_size(n, expected, offset, size) });
+            return Err(JobError::SourceIo { path: path.to_path_buf(), detail: changed_size(path, n, expected, offset, size) });
         }
     }
     Ok(n)
@@ -495,9 +512,15 @@ mod tests {
 
     #[test]
     fn a_source_that_changed_size_is_said_to_have_grown_or_shrunk() {
-        let grew = changed_size(8192, 4096, 0, 4096);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, [0; 100]).unwrap();
+        let grew = changed_size(&f, 8192, 4096, 0, 4096);
         assert!(grew.contains("grew") && grew.contains("4096 bytes when opened"), "{grew}");
-        assert!(changed_size(100, 4096, 0, 4096).contains("shrank"));
+        assert!(changed_size(&f, 100, 4096, 0, 4096).contains("shrank"));
+        // Still its size at open: not shrunk, a read that failed part way.
+        let cut = changed_size(&f, 50, 100, 0, 100);
+        assert!(cut.contains("cut short") && cut.contains("still has 100 bytes") && cut.contains("at offset 50"), "{cut}");
     }
 
     /// A writer of `data` to `target` that replaces an existing file there (`--force`).

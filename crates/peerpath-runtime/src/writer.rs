@@ -387,10 +387,19 @@ impl TargetWriter {
     }
 
     /// Truncates to the exact length, gives it the source's mode and times,
-    /// and syncs unless told not to (not yet visible).
+    /// and syncs unless told not to (not yet visible). Standard output that
+    /// is a file or a block device is synced too: a write the kernel fails
+    /// only at writeback (EIO) fails the job, not a job said to succeed.
     pub fn finalize(&mut self) -> Result<()> {
         assert_eq!(self.writes_in_flight, 0, "finalize with writes in flight");
-        let Some(placing) = &self.placing else { return Ok(()) };
+        let Some(placing) = &self.placing else {
+            let file = &self.target.file;
+            let syncable = file.metadata().is_ok_and(|m| m.is_file() || std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
+            if self.behind.stats.synced && syncable {
+                file.sync_data().map_err(|e| self.io_error(e))?;
+            }
+            return Ok(());
+        };
         self.behind.reap();
         let t = Instant::now();
         let file = &self.target.file;
