@@ -101,12 +101,18 @@ impl ProviderProbe {
     }
 }
 
-/// `peerpath probe`.
+/// `peerpath probe`. An error that stops it before any provider is probed (usage 2, a target
+/// missing 3, topology 13) is said on standard error, and with `--json` also as a `probe`
+/// document on standard output (`error`, `passed` false, `providers_found` null), so that a
+/// script reading it gets why.
 pub fn main(a: ProbeArgs) -> ExitCode {
     match run(&a) {
         Ok(code) => ExitCode::from(code),
         Err((code, msg)) => {
             eprintln!("peerpath: error: {msg}");
+            if a.json {
+                println!("{}", crate::jsonout::stamped("probe", &document(&a, None, false, code, &msg, Some(&msg), Vec::new())));
+            }
             ExitCode::from(code)
         }
     }
@@ -116,14 +122,14 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
     // A target that is not there is the user's to fix whatever the machine has (it was said
     // only after a provider was found, or not at all): exit 3, as a source missing elsewhere.
     if let Some(t) = &a.target {
-        let m = std::fs::metadata(t).map_err(|e| (3, format!("cannot read target {}: {e}", t.display())))?;
+        let m = std::fs::metadata(t).map_err(|e| (3, format!("--target {}: cannot read it: {e}", Quoted(t))))?;
         // Nor is one that nothing can be read from into P2P memory (a directory, a FIFO).
-        if !(m.is_file() || std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type())) {
-            return Err((2, format!("target {} is neither a regular file nor a block device: give one to read into P2P memory", t.display())));
+        if !(m.is_file() || m.file_type().is_block_device()) {
+            return Err((2, format!("--target {} is neither a regular file nor a block device: give one to read into P2P memory", Quoted(t))));
         }
     }
     let device = a.device.as_deref().map(DeviceArg::new).transpose()?;
-    let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, e.to_string()))?;
+    let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, sysfs_error(&a.sysfs, e)))?;
     let providers: Vec<&PciDevice> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).collect();
 
     let chosen: Vec<&PciDevice> = match &device {
@@ -154,6 +160,17 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
         probe.notes.insert(0, format!("--device {} is {r}, a symbolic link followed", quoted_name(&arg.given)));
     }
     finish(a, &topo, &probes, None)
+}
+
+/// A sysfs tree that cannot be read, named as the option that gave it; where the root itself
+/// is the trouble (not there, no `bus/pci/devices` in it), with what was expected there.
+fn sysfs_error(root: &Path, e: TopoError) -> String {
+    const EXPECTED: &str = "give a sysfs root, a directory holding bus/pci/devices (/sys, or a fixture tree)";
+    match e {
+        TopoError::Io { path, source } if path == root => format!("--sysfs {}: cannot read it: {source}; {EXPECTED}", Quoted(root)),
+        TopoError::NotSysfs { what, .. } => format!("--sysfs {} is not a sysfs root: {what}; {EXPECTED}", Quoted(root)),
+        e => format!("--sysfs {}: {e}", Quoted(root)),
+    }
 }
 
 /// `--device` as given, and where it is a symbolic link (udev's `/dev/disk/by-id/nvme-...`,
@@ -256,15 +273,7 @@ fn finish(a: &ProbeArgs, topo: &Topology, probes: &[ProviderProbe], refusal: Opt
         None => "P2P does not work for at least one provider probed; the reasons are above".to_string(),
     };
     if a.json {
-        let v = json!({
-            "sysfs": a.sysfs.display().to_string(),
-            "providers_found": providers_total,
-            "target": a.target.as_ref().map(|t| t.display().to_string()),
-            "passed": all_passed,
-            "exit_code": code,
-            "summary": summary,
-            "kernel_pci_p2pdma": if a.sysfs == Path::new("/sys") { kernel_p2pdma_config().map(|(v, src)| json!({"value": v, "from": src})) } else { None },
-            "providers": probes.iter().map(|p| json!({
+        let providers = probes.iter().map(|p| json!({
                 "device": p.device.to_string(),
                 "name": p.name,
                 "size_bytes": p.size_bytes,
@@ -276,8 +285,8 @@ fn finish(a: &ProbeArgs, topo: &Topology, probes: &[ProviderProbe], refusal: Opt
                 "read": p.read.as_ref().map(Step::to_json),
                 "notes": p.notes,
                 "passed": p.passed(),
-            })).collect::<Vec<_>>(),
-        });
+            })).collect();
+        let v = document(a, Some(providers_total), all_passed, code, &summary, None, providers);
         println!("{}", crate::jsonout::stamped("probe", &v));
     } else {
         println!("peerpath probe — P2P pre-flight ({} under {})", plural(providers_total, "provider"), a.sysfs.display());
@@ -297,6 +306,22 @@ fn finish(a: &ProbeArgs, topo: &Topology, probes: &[ProviderProbe], refusal: Opt
         println!("{}{summary}", if all_passed { "OK: " } else { "NO P2P: " });
     }
     Ok(code)
+}
+
+/// The `probe` JSON document: `providers_found` and `error` as [`finish`] or [`main`] (an
+/// error before the probe) know them.
+fn document(a: &ProbeArgs, providers_found: Option<usize>, passed: bool, code: u8, summary: &str, error: Option<&str>, providers: Vec<Value>) -> Value {
+    json!({
+        "sysfs": a.sysfs.display().to_string(),
+        "providers_found": providers_found,
+        "target": a.target.as_ref().map(|t| t.display().to_string()),
+        "passed": passed,
+        "exit_code": code,
+        "summary": summary,
+        "error": error,
+        "kernel_pci_p2pdma": if a.sysfs == Path::new("/sys") { kernel_p2pdma_config().map(|(v, src)| json!({"value": v, "from": src})) } else { None },
+        "providers": providers,
+    })
 }
 
 fn mark(ok: bool) -> &'static str {

@@ -109,7 +109,7 @@ fn fixture_probe_errors_are_reasons() {
     // (it was a failed read, exit 14, and on a machine without providers not said at all).
     let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--target", dir.path().join("nope")]));
     assert_eq!(out.code(), Some(3));
-    assert!(out.stderr.contains("cannot read target") && out.stderr.contains("nope"), "{}", out.stderr);
+    assert!(out.stderr.contains("--target ") && out.stderr.contains("nope: cannot read it"), "{}", out.stderr);
     let out = run(&mut pp(args!["probe", "--target", dir.path().join("nope")]));
     assert_eq!(out.code(), Some(3), "the machine's own /sys too: {}", out.stderr);
     // A directory is no target (it was a failed read, exit 14 "NO P2P").
@@ -250,4 +250,84 @@ fn device_link_to_a_block_device_reaches_its_pci_function() {
     assert_eq!(v["providers"][0]["notes"][0], note.as_str(), "{v}");
     let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--device", &link]));
     assert!(out.stdout_str().contains(&format!("note    {note}")), "{}", out.stdout_str());
+}
+
+/// With `--json`, an error that stops the probe before any provider is probed (usage 2, a
+/// target missing 3, topology 13) is a `probe` document on standard output too, saying why as
+/// standard error does (standard output was empty: a script got nothing to read). Its keys are
+/// the schema's; a probe that ran has `error` null.
+#[test]
+fn json_errors_before_the_probe_are_documents_saying_why() {
+    let dir = scratch();
+    let sys = dir.path().join("sys");
+    peerpath_topo::fixture::intel_switch_acs().write(&sys).unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas/probe.schema.json")).unwrap()).unwrap();
+    let cases: [(Vec<std::ffi::OsString>, i32); 4] = [
+        (args!["probe", "--sysfs", &sys, "--device", "0000:zz:00.0", "--json"], 2),
+        (args!["probe", "--sysfs", &sys, "--target", dir.path().join("nope"), "--json"], 3),
+        (args!["probe", "--sysfs", &sys, "--device", "0000:44:00.0", "--json"], 13),
+        (args!["probe", "--sysfs", dir.path().join("no-sys"), "--json"], 13),
+    ];
+    for (argv, code) in cases {
+        let out = run(&mut pp(&argv));
+        assert_eq!(out.code(), Some(code), "{argv:?}: {}", out.stderr);
+        let said = out.stderr.strip_prefix("peerpath: error: ").unwrap_or_else(|| panic!("{argv:?}: {}", out.stderr)).trim_end();
+        let v = out.json();
+        assert_eq!(v["schema"], "peerpath/probe/1", "{v}");
+        assert_eq!(v["error"], said, "{v}");
+        assert_eq!(v["summary"], said, "{v}");
+        assert_eq!((v["exit_code"].as_i64(), &v["passed"], &v["providers_found"]), (Some(code.into()), &false.into(), &serde_json::Value::Null), "{v}");
+        for key in schema["required"].as_array().unwrap() {
+            assert!(v.get(key.as_str().unwrap()).is_some(), "{argv:?}: no {key} in {v}");
+        }
+        for key in v.as_object().unwrap().keys() {
+            assert!(schema["properties"].get(key).is_some(), "{argv:?}: {key} is not in the schema");
+        }
+    }
+    let v = run(&mut pp(args!["probe", "--sysfs", &sys, "--json"])).json();
+    assert_eq!((&v["error"], &v["providers_found"]), (&serde_json::Value::Null, &1.into()), "{v}");
+}
+
+/// A `--sysfs` that is no sysfs root is named as the option, with what was expected there (it
+/// was "cannot read /nonexist: ..."), its name quoted where it holds a newline (one line).
+#[test]
+fn a_sysfs_that_is_no_sysfs_root_is_named_as_the_option() {
+    let dir = scratch();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let odd = dir.path().join("a\nb");
+    for (root, shown) in [(dir.path().join("nonexist"), format!("{}", dir.path().join("nonexist").display())), (dir.path().to_path_buf(), format!("{}", dir.path().display())), (file.clone(), format!("{}", file.display())), (odd.clone(), format!("'{}/a'$'\\n''b'", dir.path().display()))] {
+        let out = run(&mut pp(args!["probe", "--sysfs", &root]));
+        assert_eq!(out.code(), Some(13), "{}", out.stderr);
+        assert!(out.stderr.starts_with(&format!("peerpath: error: --sysfs {shown}")), "{}", out.stderr);
+        assert!(out.stderr.contains("give a sysfs root, a directory holding bus/pci/devices"), "{}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+}
+
+/// Odd `--target`s are named as the option (they were "cannot read target X", "target X is
+/// neither ..."): one not there, a dangling link, `-` (no standard input here), a name with a
+/// newline (quoted, one line), a directory, a character device.
+#[test]
+fn odd_targets_are_named_as_the_option() {
+    let dir = scratch();
+    let sys = dir.path().join("sys");
+    peerpath_topo::fixture::intel_switch_acs().write(&sys).unwrap();
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("gone"), &dangling).unwrap();
+    let odd = dir.path().join("a\nb");
+    let cases = [
+        (dir.path().join("nope"), format!("{}: cannot read it", dir.path().join("nope").display()), 3),
+        (dangling.clone(), format!("{}: cannot read it", dangling.display()), 3),
+        ("-".into(), "-: cannot read it".to_string(), 3),
+        (odd, format!("'{}/a'$'\\n''b': cannot read it", dir.path().display()), 3),
+        (dir.path().to_path_buf(), format!("{} is neither a regular file nor a block device", dir.path().display()), 2),
+        ("/dev/null".into(), "/dev/null is neither a regular file nor a block device".to_string(), 2),
+    ];
+    for (target, said, code) in cases {
+        let out = run(&mut pp(args!["probe", "--sysfs", &sys, "--target", &target]));
+        assert_eq!(out.code(), Some(code), "{}", out.stderr);
+        assert!(out.stderr.starts_with(&format!("peerpath: error: --target {said}")), "{}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
 }
