@@ -465,6 +465,13 @@ impl Catalog {
                 "max_payload_bytes" if ![128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0].contains(&x) => {
                     return refuse("is not a PCIe Max_Payload_Size (128, 256, 512, 1024, 2048 or 4096 B)".into())
                 }
+                // 1e300 framing bytes per TLP printed 0.0 Gb/s and a job of 1e290 seconds.
+                "read_request_bytes" if ![128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0].contains(&x) => {
+                    return refuse("is not a PCIe Max_Read_Request_Size (128, 256, 512, 1024, 2048 or 4096 B)".into())
+                }
+                "framing_bytes" | "header_3dw_bytes" | "header_4dw_bytes" | "dllp_bytes" if x > 64.0 => {
+                    return refuse("B is more than any PCIe TLP framing, header (4 dwords and 4 prefixes: 32 B) or DLLP (8 B) takes: at most 64".into())
+                }
                 _ => {}
             }
         }

@@ -21,7 +21,7 @@ use std::ops::RangeInclusive;
 use serde::Serialize;
 
 use crate::machine::{Dir, Machine, ResKey, Resource, Route};
-use crate::pcie::WireCost;
+use crate::pcie::{WireCost, FIRST_FLIT_GEN};
 use crate::SimError;
 
 /// The compression ratios (input / output) a job may be given. Every function the catalog
@@ -274,7 +274,7 @@ pub struct Plan {
 }
 
 struct Builder<'m> {
-    _machine: &'m Machine,
+    machine: &'m Machine,
     loads: Vec<(ResKey, f64)>,
     memory: Vec<(String, f64)>,
     cpu: Vec<(String, f64)>,
@@ -283,7 +283,7 @@ struct Builder<'m> {
 
 impl<'m> Builder<'m> {
     fn new(m: &'m Machine) -> Self {
-        Builder { _machine: m, loads: Vec::new(), memory: Vec::new(), cpu: Vec::new(), switches: 0 }
+        Builder { machine: m, loads: Vec::new(), memory: Vec::new(), cpu: Vec::new(), switches: 0 }
     }
     fn load(&mut self, k: ResKey, x: f64) {
         if x == 0.0 {
@@ -297,8 +297,10 @@ impl<'m> Builder<'m> {
     fn transfer(&mut self, route: &Route, cost: WireCost, scale: f64) {
         for &(n, dir) in &route.hops {
             let rev = if dir == Dir::Up { Dir::Down } else { Dir::Up };
-            self.load(ResKey::Link(n, dir), cost.data_direction * scale);
-            self.load(ResKey::Link(n, rev), cost.reverse_direction * scale);
+            let flit = self.machine.nodes[n].link.and_then(|l| l.current_speed.generation()).is_some_and(|g| g >= FIRST_FLIT_GEN);
+            let (data, reverse) = cost.on(flit);
+            self.load(ResKey::Link(n, dir), data * scale);
+            self.load(ResKey::Link(n, rev), reverse * scale);
         }
         self.switches = self.switches.max(route.switches.len());
     }

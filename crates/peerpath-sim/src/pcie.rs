@@ -14,7 +14,18 @@
 //!
 //! Line encoding (8b/10b, 128b/130b) is already in the link's capacity
 //! ([`peerpath_topo::Link::bytes_per_s`]). SKP ordered sets (~0.3% at Gen3) are left out.
-//! Gen6 flit mode is approximated with the same per-TLP overhead.
+//!
+//! Gen6 and later (64 GT/s and up) run in flit mode, 1b/1b encoding: each 256-byte flit carries
+//! 236 B of TLPs, 6 B of DLP (the flit's sequence number, and the Ack/Nak and flow-control
+//! updates that were DLLPs), 8 B of CRC over both, and 6 B of FEC (PCIe Base Specification
+//! 6.x, Flit Mode; as summarised from r6.2 at
+//! <https://blog.csdn.net/weixin_43770660/article/details/141707780>). TLPs have no STP token
+//! and no LCRC of their own (the flit's CRC covers them), and no DLLP crosses the link
+//! separately. The link's capacity already leaves out the CRC and FEC (242/256), so a flit-mode
+//! TLP costs its header and payload only, times 242/236 for the DLP bytes beside them; charging
+//! it the 8 framing bytes and 2 DLLPs of a Gen1-5 TLP as well counted framing twice. A posted
+//! write of 256 B with a 4-dword header on Gen6 x16 moves 128 GB/s x 236/256 x 256/272 =
+//! 111.06 GB/s of payload (it was 128 x 242/256 x 256/280 = 110.63).
 
 use serde::Serialize;
 
@@ -34,11 +45,38 @@ pub struct TlpModel {
     pub addr64: bool,
 }
 
-/// Bytes on the wire per payload byte: in the direction the data moves, and in the other one.
+/// Bytes on the wire per payload byte: in the direction the data moves, and in the other one,
+/// on a link in non-flit mode (Gen1-5) and on one in flit mode (Gen6 and later).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct WireCost {
     pub data_direction: f64,
     pub reverse_direction: f64,
+    pub flit_data_direction: f64,
+    pub flit_reverse_direction: f64,
+}
+
+/// TLP bytes per flit, and the bytes of a flit a link's capacity counts (TLP + DLP: the CRC
+/// and FEC are out of it, see [`peerpath_topo::LinkSpeed::lane_bytes_per_s`]).
+const FLIT_TLP_BYTES: f64 = 236.0;
+const FLIT_USABLE_BYTES: f64 = 242.0;
+
+/// The first generation that runs in flit mode (64 GT/s).
+pub const FIRST_FLIT_GEN: u8 = 6;
+
+impl WireCost {
+    /// (data direction, reverse direction) on a link in flit mode or not.
+    pub fn on(&self, flit: bool) -> (f64, f64) {
+        if flit {
+            (self.flit_data_direction, self.flit_reverse_direction)
+        } else {
+            (self.data_direction, self.reverse_direction)
+        }
+    }
+}
+
+/// Capacity bytes per TLP byte in flit mode: the DLP bytes beside each flit's TLP bytes.
+fn flit(tlp_bytes_per_payload_byte: f64) -> f64 {
+    tlp_bytes_per_payload_byte * FLIT_USABLE_BYTES / FLIT_TLP_BYTES
 }
 
 fn val(f: &crate::catalog::Figure, default: f64) -> f64 {
@@ -78,6 +116,8 @@ impl TlpModel {
         WireCost {
             data_direction: (p + self.framing_bytes + self.request_header()) / p,
             reverse_direction: self.dllp_per_tlp_bytes() / p,
+            flit_data_direction: flit((p + self.request_header()) / p),
+            flit_reverse_direction: 0.0,
         }
     }
 
@@ -88,6 +128,8 @@ impl TlpModel {
         WireCost {
             data_direction: (c + self.framing_bytes + self.header_3dw_bytes) / c + self.dllp_per_tlp_bytes() / r,
             reverse_direction: (self.framing_bytes + self.request_header()) / r + self.dllp_per_tlp_bytes() / c,
+            flit_data_direction: flit((c + self.header_3dw_bytes) / c),
+            flit_reverse_direction: flit(self.request_header() / r),
         }
     }
 
@@ -121,6 +163,25 @@ mod tests {
         let e = m(256.0, false).posted_write_efficiency();
         assert!((e - 256.0 / 276.0).abs() < 1e-12);
         assert!((e - 0.9275).abs() < 1e-3);
+    }
+
+    #[test]
+    fn gen6_x16_posted_writes_are_charged_the_flit_once() {
+        // 64 GT/s x 16 lanes / 8 = 128 GB/s raw; flits keep 236 of 256 bytes for TLPs; a 256 B
+        // write with a 4-dword header is 272 TLP bytes: 128 x 236/256 x 256/272 = 111.06 GB/s.
+        let link = peerpath_topo::Link::new(64.0, 16);
+        let cost = m(256.0, true).posted_write();
+        let payload = link.bytes_per_s().unwrap() / cost.on(true).0;
+        assert!((payload - 128e9 * 236.0 / 256.0 * 256.0 / 272.0).abs() < 1e3, "{payload}");
+        assert!((payload / 1e9 - 111.06).abs() < 0.01, "{payload}");
+        // No DLLP crosses the other way: Acks ride in the DLP bytes of its flits.
+        assert_eq!(cost.on(true).1, 0.0);
+        // Gen5 x16 keeps its per-TLP framing and DLLPs: 64 x 128/130 x 256/280 GB/s.
+        let gen5 = peerpath_topo::Link::new(32.0, 16).bytes_per_s().unwrap() / cost.on(false).0;
+        assert!((gen5 - 64e9 * 128.0 / 130.0 * 256.0 / 280.0).abs() < 1e3, "{gen5}");
+        // A DMA read's requests: header only, 512 B each, plus the DLP share.
+        let r = m(256.0, true).dma_read().on(true);
+        assert!((r.1 - 16.0 / 512.0 * 242.0 / 236.0).abs() < 1e-12 && (r.0 - 268.0 / 256.0 * 242.0 / 236.0).abs() < 1e-12);
     }
 
     #[test]

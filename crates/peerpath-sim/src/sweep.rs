@@ -13,6 +13,7 @@ use std::ops::RangeInclusive;
 
 use serde::Serialize;
 
+use peerpath_topo::bdf::parse_root_bus_name;
 use peerpath_topo::{Bdf, LinkSpeed, Topology};
 
 use crate::catalog::{Catalog, Figure};
@@ -82,7 +83,7 @@ impl Vary {
             return Err(SimError::Vary(format!("'{s}': at most {} values ({MAX_STEPS} steps)", MAX_STEPS + 1)));
         }
         match param {
-            Param::Gen if values.iter().any(|g| !(1..=6).contains(g)) => return Err(SimError::Vary("gen: 1 to 6".into())),
+            Param::Gen if values.iter().any(|g| !(1..=7).contains(g)) => return Err(SimError::Vary("gen: 1 to 7".into())),
             Param::Mps if values.iter().any(|m| ![128, 256, 512, 1024, 2048, 4096].contains(m)) => {
                 return Err(SimError::Vary("mps: 128, 256, 512, 1024, 2048 or 4096".into()))
             }
@@ -130,7 +131,8 @@ fn gts_of_gen(g: u32) -> f64 {
         3 => 8.0,
         4 => 16.0,
         5 => 32.0,
-        _ => 64.0,
+        6 => 64.0,
+        _ => 128.0,
     }
 }
 
@@ -140,22 +142,27 @@ pub fn add_like(topo: &mut Topology, template: Bdf, label: &str) -> Result<Bdf, 
     let t = topo.device(template).cloned().ok_or_else(|| SimError::Vary(format!("{template}: no such device")))?;
     let port_bdf = t.upstream.ok_or_else(|| SimError::Vary(format!("{template} sits on a root bus: cannot add a sibling")))?;
     let port = topo.device(port_bdf).cloned().ok_or_else(|| SimError::Vary(format!("{port_bdf}: missing")))?;
-    let used = |d: u8, f: u8, bus: u8, topo: &Topology| topo.devices.iter().any(|x| x.bdf.domain == port_bdf.domain && x.bdf.bus == bus && x.bdf.device == d && x.bdf.function == f);
-    let mut slot = None;
-    'outer: for d in 0..32u8 {
-        for f in 0..8u8 {
-            if d == 0 && f == 0 && port.upstream.is_none() {
-                continue; // 00.0 on a root bus is the host bridge's place
-            }
-            if !used(d, f, port_bdf.bus, topo) {
-                slot = Some((d, f));
-                break 'outer;
-            }
-        }
-    }
+    let domain = port_bdf.domain;
+    let in_domain = || topo.devices.iter().map(|x| x.bdf).filter(|b| b.domain == domain);
+    let slot = (0..32u8)
+        .flat_map(|d| (0..8u8).map(move |f| (d, f)))
+        // 00.0 on a root bus is the host bridge's place
+        .filter(|&(d, f)| (d, f) != (0, 0) || port.upstream.is_some())
+        .find(|&(d, f)| !in_domain().any(|b| (b.bus, b.device, b.function) == (port_bdf.bus, d, f)));
     let (d, f) = slot.ok_or_else(|| SimError::Vary(format!("bus {:02x} is full", port_bdf.bus)))?;
-    let max_bus = topo.devices.iter().filter(|x| x.bdf.domain == port_bdf.domain).map(|x| x.bdf.bus).max().unwrap_or(0);
-    let bus = max_bus.checked_add(1).ok_or_else(|| SimError::Vary("no free bus number left".into()))?;
+    // A bus of its own: the one past the highest in use, then the free ones below it (the clones
+    // of a machine whose buses reach ff ran out at its highest). A bus is taken when a function
+    // sits on it or a host bridge's root bus has its number. Bus numbers say nothing else here:
+    // the host bridge above a function is found by its upstream bridges, so the clone's verdicts
+    // stay those of its template whatever its number.
+    let mut taken = [false; 256];
+    for b in in_domain().map(|b| b.bus).chain(topo.host_bridges.iter().filter_map(|h| parse_root_bus_name(&h.name)).filter(|&(dom, _)| dom == domain).map(|(_, b)| b)) {
+        taken[b as usize] = true;
+    }
+    let above = taken.iter().rposition(|&t| t).map_or(0, |b| b + 1);
+    let bus = (above..256).chain(0..above).find(|&b| !taken[b]).ok_or_else(|| {
+        SimError::Vary(format!("PCI domain {domain:04x} has no free bus number left: all 256 are in use, and each clone takes one"))
+    })? as u8;
     let new_port = Bdf::new(port_bdf.domain, port_bdf.bus, d, f).expect("valid slot");
     let new_dev = Bdf::new(port_bdf.domain, bus, 0, 0).expect("valid");
     let mut p = port.clone();
@@ -195,7 +202,10 @@ fn grow(topo: &mut Topology, catalog: &Catalog, csp: bool, want: usize) -> Resul
         while m.nodes.iter().any(|n| n.name == label) {
             label.push('+');
         }
-        add_like(topo, templates[i % templates.len()], &label)?;
+        add_like(topo, templates[i % templates.len()], &label).map_err(|e| match e {
+            SimError::Vary(why) => SimError::Vary(format!("{why}; at most {next} {prefix}s fit on this machine")),
+            e => e,
+        })?;
         next += 1;
         i += 1;
     }

@@ -110,6 +110,8 @@ fn catalog_figures_looser_than_the_command_line_are_refused_by_name() {
     refused("compress_ratio_zlib_1 = { value = 1.784", "compress_ratio_zlib_1 = { value = 0.4", "compress_ratio_zlib_1: 0.4 is not a compression ratio");
     refused("compress_ratio_zlib_1 = { value = 1.784", "compress_ratio_zlib_1 = { value = 1e9", "compress_ratio_zlib_1: 1000000000 is not a compression ratio");
     refused("max_payload_bytes = { value = 256", "max_payload_bytes = { value = 100", "max_payload_bytes: 100 is not a PCIe Max_Payload_Size");
+    refused("framing_bytes = { value = 8,", "framing_bytes = { value = 100,", "framing_bytes: 100 B is more than any PCIe TLP framing");
+    refused("read_request_bytes = { value = 512,", "read_request_bytes = { value = 3,", "read_request_bytes: 3 is not a PCIe Max_Read_Request_Size");
     refused("seq_read_bytes_per_s = { value = 6.5e9", "seq_read_bytes_per_s = { value = 1e-300", "seq_read_bytes_per_s: 0.000");
     let first = CATALOG.split("[[platform]]").nth(1).unwrap();
     let name = first.lines().find_map(|l| l.strip_prefix("name = ")).unwrap();
@@ -176,4 +178,35 @@ fn a_published_range_is_compared_from_its_nearer_end() {
 fn an_unknown_job_lists_every_job() {
     let e = Job::parse("nope").unwrap_err().to_string();
     assert!(e.contains("send-nicmem"), "{e}");
+}
+
+/// Clones took the bus past the highest in use, and the EPYC's reach ff (host bridge e0): at
+/// 35 CSPs there was "no free bus number left" with 224 of the domain's 256 free. The clones
+/// now take the free ones below too, each on a bus of its own under its template's root
+/// complex; past the domain's 256 the error says how many fit and why.
+#[test]
+fn clones_take_every_free_bus_of_the_domain_and_say_the_limit_past_it() {
+    let topo = epyc_topo();
+    let cat = Catalog::default_catalog();
+    let job = Job::new(JobKind::CompressP2p);
+    let m0 = Machine::new(topo.clone(), &cat, None).unwrap();
+    let originals: Vec<usize> = m0.csps();
+    let used: std::collections::BTreeSet<u8> = topo.devices.iter().map(|d| d.bdf.bus).collect();
+    let fit = originals.len() + 256 - used.len();
+    let (m, _) = peerpath_sim::sweep::apply(&topo, &cat, None, &job, Param::Csp, fit as u32).unwrap();
+    let csps = m.csps();
+    assert_eq!(csps.len(), fit);
+    m.topology.clone().normalize().unwrap();
+    let buses: std::collections::BTreeSet<u8> = m.topology.devices.iter().map(|d| d.bdf.bus).collect();
+    assert_eq!(buses.len(), 256, "every bus number in use once the domain is full");
+    for &c in &csps {
+        let n = &m.nodes[c];
+        let k: usize = n.name.strip_prefix("csp").unwrap().parse().unwrap();
+        let t = &m0.nodes[originals[k.checked_sub(originals.len()).map_or(k, |i| i % originals.len())]];
+        // Each clone alone on its bus, under its template's root complex and socket.
+        assert_eq!(m.topology.devices.iter().filter(|d| d.bdf.bus == n.bdf.unwrap().bus).count(), 1, "{}", n.name);
+        assert_eq!((&n.host_bridge, n.socket), (&t.host_bridge, t.socket), "{} like {}", n.name, t.name);
+    }
+    let e = peerpath_sim::sweep::apply(&topo, &cat, None, &job, Param::Csp, fit as u32 + 1).unwrap_err().to_string();
+    assert!(e.contains("no free bus number") && e.contains(&format!("at most {fit} csps fit")), "{e}");
 }

@@ -524,3 +524,38 @@ fn a_link_of_unknown_rate_is_said() {
     let links = said(&m);
     assert!(links.len() == 1 && links[0].contains("csp0") && links[0].contains("unlimited"), "{links:?}");
 }
+
+/// Gen6 links run in flit mode: a TLP has no framing token, LCRC or DLLPs of its own (the
+/// flit's CRC, and its DLP bytes, carry them), and the link's 242/256 already leaves the CRC
+/// and FEC out. The model charged a Gen6 TLP the 8 framing bytes and 2 DLLPs of a Gen3 one on
+/// top. A read (SSDs writing into memory) on the EPYC at Gen6: each payload byte costs its
+/// share of a 256 B write with a 4-dword header, 272 B, plus the DLP beside it (242/236).
+/// Gen7 (128 GT/s, flits as Gen6's), which the links know, could not be swept ("gen: 1 to 6").
+#[test]
+fn gen6_and_gen7_links_charge_the_flit_not_gen3_framing_on_top() {
+    let topo = Topology::from_toml_str(EPYC_CASE_STUDY).unwrap();
+    for (gen, gts) in [(6u8, 64e9), (7, 128e9)] {
+        let vary = peerpath_sim::sweep::Vary::parse(&format!("gen={gen}")).unwrap();
+        let (m, job) = peerpath_sim::sweep::apply(&topo, &Catalog::default_catalog(), Some("amd-epyc-7501-2s"), &Job::new(JobKind::Read { into: Memory::Host }), vary.param, vary.values[0]).unwrap();
+        assert_eq!((m.tlp.max_payload_bytes, m.tlp.addr64), (256.0, true));
+        let plan = job.plan(&m).unwrap();
+        let want = 272.0 / 256.0 * 242.0 / 236.0;
+        let mut links = 0;
+        for f in &plan.flows {
+            for (k, a) in &f.loads {
+                // Root ports carry no link of their own (their child's is counted once).
+                if let (ResKey::Link(n, dir), Some(r)) = (k, m.resource(*k)) {
+                    assert_eq!(m.nodes[*n].link.unwrap().current_speed.generation(), Some(gen));
+                    // Toward the root complex only: no DLLP load the other way.
+                    assert_eq!(*dir, Dir::Up, "{}: {a}", r.name);
+                    assert!((a - want).abs() < 1e-12, "{}: {a}, want {want}", r.name);
+                    // A Gen6 x4 SSD link moves 32 GB/s x 236/256 x 256/272 of payload.
+                    let lanes = f64::from(m.nodes[*n].link.unwrap().current_width.unwrap());
+                    assert!((r.capacity / a - lanes * gts / 8.0 * 236.0 / 256.0 * 256.0 / 272.0).abs() < 1.0, "{}", r.name);
+                    links += 1;
+                }
+            }
+        }
+        assert!(links > 0);
+    }
+}
