@@ -214,6 +214,8 @@ struct Chain<'a> {
     dev: &'a mut dyn Device,
     l: Layout,
     o: &'a ChainOptions,
+    /// The set's directory (for errors).
+    dir: &'a Path,
     files: Vec<(File, peerpath_io::Temporary)>,
     /// Where the shards go (for errors).
     names: Vec<std::path::PathBuf>,
@@ -257,6 +259,10 @@ impl Chain<'_> {
     fn put(&mut self, mut from: DeviceRange) -> Result<(), Stop> {
         let stripe_bytes = self.l.stripe.len;
         while from.len > 0 {
+            if self.stripe_fill == 0 {
+                // A stripe begun: the set grows to `stripes + 1`.
+                ec::check_stripes(self.o.data + self.o.parity, self.stripes + 1, self.dir)?;
+            }
             let n = from.len.min(stripe_bytes - self.stripe_fill);
             let to = DeviceRange::new(self.current().offset + self.stripe_fill, n);
             self.run(Function::Copy, vec![DeviceRange::new(from.offset, n)], to)?;
@@ -353,7 +359,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     }
     let on_gpu = matches!(dev.memory().domain(), peerpath_mem::MemoryDomain::Gpu { .. });
     let copied_before = dev.memory().host_copied_bytes();
-    let mut c = Chain { dev, l, o, files, names: ec::shard_paths(dir, o.placement.as_ref(), n), crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
+    let mut c = Chain { dev, l, o, dir, files, names: ec::shard_paths(dir, o.placement.as_ref(), n), crcs: vec![Vec::new(); n], sealer, plain_fill: 0, stripe_fill: 0, stripes: 0, len: 0, compressed: 0, members: 0, commands: Default::default() };
     let ran = run_chain(&mut c, source, &opened.file, meta.len(), o);
     // The device's copy of the file's key material goes, whatever happened (on a
     // staged device that failed, the window's copy at least).
@@ -1107,6 +1113,26 @@ mod tests {
             // SAFETY: the material's range in the device's memory (the window's copy when staged); no command runs.
             unsafe { dev.memory().host_read(l.io(l.material).offset, &mut m) };
             assert_eq!(m, [0u8; DEVICE_KEY_BYTES]);
+        }
+    }
+
+    /// A stripe begun past the most a manifest holds stops the chain (exit 2, naming the set's
+    /// directory), as the CPU's stream encoder does; the last stripe allowed is begun.
+    #[test]
+    fn a_stripe_past_what_a_manifest_holds_is_refused() {
+        let o = options(None);
+        let n = o.data + o.parity;
+        let (bytes, plain) = (Layout::new(&o).bytes(), Layout::new(&o).plain);
+        let mut dev = cpu_device(false, bytes);
+        let dir = Path::new("set");
+        let most = peerpath_func::ec_manifest::max_stripes(n);
+        for (stripes, refused) in [(most - 1, false), (most, true)] {
+            let mut c = Chain { dev: &mut dev, l: Layout::new(&o), o: &o, dir, files: Vec::new(), names: Vec::new(), crcs: vec![Vec::new(); n], sealer: None, plain_fill: 0, stripe_fill: 0, stripes, len: 0, compressed: 0, members: 0, commands: Default::default() };
+            match c.put(DeviceRange::new(plain.offset, 10)) {
+                Err(Stop::Job(JobError::Usage(why))) => assert!(refused && why.starts_with("set: ") && why.contains("more than a manifest holds"), "{stripes} stripes: {why}"),
+                Err(_) => panic!("{stripes} stripes: not a usage error"),
+                Ok(()) => assert!(!refused && c.stripe_fill == 10, "{stripes} stripes: stripe {} begun", stripes + 1),
+            }
         }
     }
 

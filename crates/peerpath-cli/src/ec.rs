@@ -1744,7 +1744,7 @@ impl Rebuilder {
                 }
             }
             for (i, out, _) in outs {
-                out.write_all_at(slice_of(*i), at).map_err(io(dir))?;
+                out.write_all_at(slice_of(*i), at).map_err(io(&m.shard_path(dir, *i)))?;
             }
         }
         let wrong = |i: &&usize| hashers[**i].clone().finalize() != m.shards[**i].crc32[s as usize];

@@ -236,3 +236,27 @@ fn a_directory_in_a_shard_s_place_is_not_repairable_in_place() {
     run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
     run(&mut pp(args!["ec", "verify", &set])).ok();
 }
+
+/// A shard that cannot be written as it is rebuilt (here past `ulimit -f`, as on a full drive):
+/// `repair` fails naming that shard's file and the reason (it named the set's directory), exit
+/// 11, and leaves the set as it was (no temporary, the lost shard still lost); with room again
+/// it mends the set.
+#[test]
+fn a_shard_that_cannot_be_written_is_named_by_repair() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(3_000_000, 15)).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "4", "-m", "2", "--unit", "64K", "-o", &set, "-q"])).ok();
+    let lost = set.join("shard-000");
+    std::fs::remove_file(&lost).unwrap();
+    // 1024 blocks of 512 bytes: half a shard (768 KiB).
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c").arg("ulimit -f 1024; exec \"$0\" \"$@\"").arg(bin()).args(args!["ec", "repair", &set]);
+    run(&mut c).fails(11, &[&format!("cannot write {}: File too large", lost.display())]);
+    assert_dir_holds(&set, &["manifest.json", "shard-001", "shard-002", "shard-003", "shard-004", "shard-005"]);
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable"]);
+    run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
+    run(&mut pp(args!["ec", "verify", &set])).ok();
+}
