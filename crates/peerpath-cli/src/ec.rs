@@ -1458,7 +1458,7 @@ fn outvoted(dir: &Path, m: &Manifest) -> Option<String> {
     let own = !copies.iter().any(|p| same_file(p, &manifest_file(dir)));
     let agree = held.iter().filter(|t| t.as_deref() == Some(text.as_str())).count() + usize::from(own);
     let other: Vec<String> = copies.iter().zip(&held).filter(|(_, t)| t.as_ref().is_some_and(|t| *t != text)).map(|(p, _)| Quoted(p).to_string()).collect();
-    (!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them)", Quoted(&manifest_file(dir)), other.join(", ")))
+    (!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {own} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them: where a copy checks and {own} does not, put that copy in its place, `cp COPY {own}`, then `peerpath ec repair` rewrites the others)", other.join(", "), own = Quoted(&manifest_file(dir))))
 }
 
 /// Whether `a` and `b` name one file (both there).

@@ -1623,7 +1623,8 @@ fn a_manifest_its_copies_outvote_is_not_restored_from() {
     let text = without_source_crc(&std::fs::read_to_string(chain.join("manifest.json")).unwrap());
     let bytes = number_after(&text, "\"source_bytes\": ");
     std::fs::write(chain.join("manifest.json"), text.replace(&format!("\"source_bytes\": {bytes}"), &format!("\"source_bytes\": {}", bytes + 1))).unwrap();
-    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the manifest is damaged"]);
+    // What to do is said: the copy that checks goes in the outvoted manifest's place.
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the manifest is damaged", "`cp COPY", "ps/manifest.json`, then `peerpath ec repair`"]);
     let back = d.join("back");
     run(&mut pp(args!["ec", "decode", &set, "-o", &back])).fails(6, &["the manifest is damaged", "ps/manifest.json", "nothing was written"]);
     for engine in ["cpu", "emulated"] {
@@ -1633,6 +1634,9 @@ fn a_manifest_its_copies_outvote_is_not_restored_from() {
     // Through a copy the copies agree with, the set restores.
     run(&mut pp(args!["ec", "decode", drives[0].join("ps.manifest.json"), "-o", &back])).ok();
     assert_file_eq(&back, &std::fs::read(&src).unwrap(), "restored through a sound copy");
+    // And as the error said: that copy in the manifest's place, the set checks again.
+    std::fs::copy(drives[0].join("ps.manifest.json"), set.join("manifest.json")).unwrap();
+    run(&mut pp(args!["ec", "verify", &set])).ok();
 }
 
 /// `decompress --ec --engine emulated` classifies a set holding no gzip file as the CPU does:
