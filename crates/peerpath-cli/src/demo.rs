@@ -23,13 +23,18 @@ const FILES: [&str; 4] = ["protein.fasta", "protein.fasta.gz", "protein.fasta.of
 /// is written, or as soon as another demo in the same directory put one
 /// there first); a demo that fails removes the files it made there (those
 /// its names still hold: not another demo's), and the directory if it made
-/// it and no other job writes there.
+/// it and no other job writes there. So does a demo stopped by a signal (its
+/// files are not outputs that stay: [`peerpath_io::remove_on_signal_once_in_place`]).
 pub fn run(workdir: Option<PathBuf>, force: bool, json: bool, threads: Option<usize>) -> Result<(), JobError> {
     let Some(dir) = workdir else {
         // Removed at the end, and by the signal thread if the demo is stopped.
         let base = std::env::temp_dir();
         let tmp = peerpath_io::ScratchDir::beside(&base.join("peerpath-demo")).map_err(|e| io_err(&base, std::io::Error::new(e.kind(), format!("{e}; without --workdir the demo works in the temporary directory (TMPDIR, else /tmp): give --workdir DIR"))))?;
-        return run_in(tmp.path(), true, json, threads, &mut Vec::new());
+        let mine: Vec<PathBuf> = FILES.iter().map(|f| tmp.path().join(f)).collect();
+        mine.iter().for_each(|p| peerpath_io::remove_on_signal_once_in_place(p.clone()));
+        let ran = run_in(tmp.path(), true, json, threads, &mut Vec::new());
+        mine.iter().for_each(|p| peerpath_io::keep_on_signal(p));
+        return ran;
     };
     if std::fs::metadata(&dir).is_ok_and(|m| !m.is_dir()) {
         return Err(io_err(&dir, std::io::Error::new(std::io::ErrorKind::NotADirectory, "--workdir names a file, not a directory")));
@@ -41,32 +46,30 @@ pub fn run(workdir: Option<PathBuf>, force: bool, json: bool, threads: Option<us
     // Held (a shared lock) while the demo writes there: a failing demo
     // that made the directory removes it only where no other job writes in it.
     let held = peerpath_io::OutputDir::make(&dir).map_err(|e| io_err(&dir, e))?;
+    // Those it puts in place where nothing was: a signal removes them, as a failure does.
+    let mine: Vec<PathBuf> = FILES.iter().filter(|f| !existing.contains(f)).map(|f| dir.join(f)).collect();
+    mine.iter().for_each(|p| peerpath_io::remove_on_signal_once_in_place(p.clone()));
     let mut made = Vec::new();
     let ran = run_in(&dir, force, json, threads, &mut made);
-    match ran {
-        Ok(()) => held.keep(),
-        Err(_) => {
-            for (path, id) in &made {
-                if !existing.iter().any(|f| dir.join(f) == *path) && identity(path) == Some(*id) {
-                    let _ = std::fs::remove_file(path);
-                }
+    if ran.is_err() {
+        for (path, id) in &made {
+            if mine.contains(path) && peerpath_io::identity(path) == Some(*id) {
+                let _ = std::fs::remove_file(path);
             }
         }
     }
+    mine.iter().for_each(|p| peerpath_io::keep_on_signal(p));
+    if ran.is_ok() {
+        held.keep();
+    }
     ran
-}
-
-/// The file a name holds (device, inode), if any.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Runs the demo's four jobs in `dir`, replacing its files there only with
 /// `replace`; adds each file it put in place to `made`, with the file its
 /// name held then.
 fn run_in(dir: &Path, replace: bool, json: bool, threads: Option<usize>, made: &mut Vec<(PathBuf, (u64, u64))>) -> Result<(), JobError> {
-    let mut put = |path: &Path| made.extend(identity(path).map(|id| (path.to_path_buf(), id)));
+    let mut put = |path: &Path| made.extend(peerpath_io::identity(path).map(|id| (path.to_path_buf(), id)));
     let source = dir.join(FILES[0]);
     let packed = dir.join(FILES[1]);
     let restored = dir.join(FILES[3]);

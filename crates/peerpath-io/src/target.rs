@@ -40,23 +40,31 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 }
 
 /// Files this process made and keeps (a job server's socket, a benchmark's
-/// file), given to [`remove_on_signal`], and the directories it made for
-/// outputs ([`OutputDir::make`]), with the identity (device, inode) each had
-/// then: a signal removes one only while its name still holds it.
+/// file), given to [`remove_on_signal`], the directories it made for
+/// outputs ([`OutputDir::make`]), the outputs it makes for a while
+/// ([`remove_on_signal_once_in_place`]) and the files it lays out from empty
+/// ([`empty_on_signal`]), with the identity (device, inode) each had
+/// then: a signal removes (or empties) one only while its name still holds it.
 static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
 
 struct Made {
     path: PathBuf,
-    id: (u64, u64),
+    /// `None` until a job of this process puts it in place ([`remove_on_signal_once_in_place`]).
+    id: Option<(u64, u64)>,
     /// An output directory's own lock ([`OutputDir`]), which its removal makes exclusive.
     held: Option<Arc<File>>,
+    /// Emptied (truncated to nothing) rather than removed ([`empty_on_signal`]).
+    empty: bool,
 }
 
 fn made() -> std::sync::MutexGuard<'static, Vec<Made>> {
     MADE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn identity(path: &Path) -> Option<(u64, u64)> {
+/// The file `path` names itself (not one a symbolic link there points to), as
+/// (device, inode); `None` where it names nothing. Two names with one identity
+/// hold the same file; a name whose identity changed holds another file now.
+pub fn identity(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
@@ -65,9 +73,24 @@ fn remove_all(paths: &mut Vec<PathBuf>) -> usize {
     let named = std::mem::take(paths).iter().filter(|p| if p.is_dir() { std::fs::remove_dir_all(p).is_ok() } else { std::fs::remove_file(p).is_ok() }).count();
     // Another process's file now under the name (a new daemon's socket, bound after
     // this one's was removed by hand) stays.
-    // A directory made for outputs goes only where empty and no other job writes there.
-    let remove = |m: &Made| if m.path.is_dir() { remove_made_dir(&m.path, m.held.as_deref()) } else { std::fs::remove_file(&m.path).is_ok() };
-    named + std::mem::take(&mut *made()).iter().filter(|m| identity(&m.path) == Some(m.id) && remove(m)).count()
+    let made = std::mem::take(&mut *made());
+    let (dirs, files): (Vec<&Made>, Vec<&Made>) = made.iter().filter(|m| m.id.is_some() && identity(&m.path) == m.id).partition(|m| m.path.is_dir());
+    // A directory made for outputs goes only where empty and no other job writes there: after
+    // the files made in it.
+    let remove = |m: &&&Made| match (m.empty, m.path.is_dir()) {
+        (true, _) => empty_file(&m.path, m.id),
+        (false, true) => remove_made_dir(&m.path, m.held.as_deref()),
+        (false, false) => std::fs::remove_file(&m.path).is_ok(),
+    };
+    named + files.iter().chain(&dirs).filter(remove).count()
+}
+
+/// Truncates `path` to nothing where it still holds the file `id` (a regular file: opening
+/// anything else for writing may wait, or do more than open).
+fn empty_file(path: &Path, id: Option<(u64, u64)>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(f) = OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW).open(path) else { return false };
+    f.metadata().is_ok_and(|m| m.is_file() && Some((m.dev(), m.ino())) == id) && f.set_len(0).is_ok()
 }
 
 /// Removes every named temporary file and [`ScratchDir`] this process
@@ -84,14 +107,51 @@ pub fn remove_named_temporaries() -> usize {
 /// one is resolved when the signal comes).
 pub fn remove_on_signal(path: PathBuf) {
     if let Some(id) = identity(&path) {
-        made().push(Made { path, id, held: None });
+        made().push(Made { path, id: Some(id), held: None, empty: false });
     }
 }
 
-/// Takes `path` back from what a signal removes ([`remove_on_signal`]): the
-/// work that made it is done, and it stays.
+/// Has a signal remove the file a job of this process puts in place as `path` from then on
+/// ([`publish`], or a job's [`committed`] outputs), as [`remove_on_signal`] does (only while the
+/// name still holds it): an output made for a while (a demo's), which is not among the outputs
+/// that stay at a signal. Nothing before it is in place (a file there now is not this
+/// process's).
+pub fn remove_on_signal_once_in_place(path: PathBuf) {
+    made().push(Made { path, id: None, held: None, empty: false });
+}
+
+/// Has a signal empty `path` (truncate it to nothing) before the process dies, as long as the
+/// name still holds the file it holds now: a file given empty that this process lays out (a
+/// benchmark's), which would otherwise stay full size. From then on no write of the dying
+/// process makes a file longer (`RLIMIT_FSIZE` 0; SIGXFSZ is ignored): its writes still in
+/// flight cannot lay the file out again.
+pub fn empty_on_signal(path: PathBuf) {
+    if let Some(id) = identity(&path) {
+        made().push(Made { path, id: Some(id), held: None, empty: true });
+    }
+}
+
+/// Takes `path` back from what a signal removes or empties ([`remove_on_signal`],
+/// [`remove_on_signal_once_in_place`], [`empty_on_signal`]): the work that made it is done,
+/// and it stays.
 pub fn keep_on_signal(path: &Path) {
     made().retain(|m| m.path != path);
+}
+
+/// Whether `path`, just put in place (under the temporaries' registry lock, which a signal's
+/// removal takes first), is an output made for a while ([`remove_on_signal_once_in_place`]):
+/// then it is on what a signal removes, with the file it holds now.
+fn made_for_a_while(path: &Path) -> bool {
+    let mut made = made();
+    match made.iter_mut().find(|m| m.path == path && !m.empty && !m.path.is_dir()) {
+        Some(m) => {
+            if m.id.is_none() {
+                m.id = identity(path);
+            }
+            true
+        }
+        None => false,
+    }
 }
 
 /// The directory a job writes its outputs in, held while it does: a shared `flock` on it.
@@ -233,7 +293,7 @@ fn create_dirs_removed_on_signal(dirs: &[PathBuf], made_here: &mut Vec<PathBuf>)
     let mut new = Vec::new();
     let result = dirs.iter().rev().try_for_each(|d| match std::fs::create_dir(d) {
         Ok(()) => {
-            new.extend(identity(d).map(|id| Made { path: d.clone(), id, held: None }));
+            new.extend(identity(d).map(|id| Made { path: d.clone(), id: Some(id), held: None, empty: false }));
             Ok(())
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => Ok(()),
@@ -263,6 +323,11 @@ pub fn signal_ignored(signal: i32) -> bool {
 /// outputs that stay: those its jobs had put in place complete ([`committed`]).
 pub fn remove_named_temporaries_before_exit() -> Committed {
     let mut guard = registry();
+    if made().iter().any(|m| m.empty) {
+        let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: setrlimit reads a whole rlimit that lives across the call.
+        unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &none) };
+    }
     remove_all(&mut guard);
     let kept = committed_list().clone();
     std::mem::forget(guard);
@@ -648,36 +713,41 @@ fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
 /// `replace`, an existing `final_path` (even one that appeared since the
 /// job started) is left alone and the result is an `AlreadyExists` error.
 /// On any error the temporary file is left for [`discard`].
+///
+/// Under the registry's lock: a signal meanwhile waits, then finds nothing to remove, or the
+/// output in place where it is one made for a while ([`remove_on_signal_once_in_place`]).
 pub fn publish(file: &File, temp: &Temporary, final_path: &Path, replace: bool) -> io::Result<()> {
+    let mut named = registry();
     match temp {
-        Temporary::Unnamed if !replace => link_unnamed(file, final_path),
-        Temporary::Unnamed => {
-            // Link to a fresh hidden name, then rename over: an atomic replace.
-            // Under the registry's lock: a signal meanwhile waits, then finds nothing to remove.
-            let _named = registry();
-            for attempt in 0..100u32 {
-                let tmp = temporary_name(final_path, attempt);
-                match link_unnamed(file, &tmp) {
-                    Ok(()) => {
-                        let r = std::fs::rename(&tmp, final_path);
-                        if r.is_err() {
-                            let _ = std::fs::remove_file(&tmp);
-                        }
-                        return r;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not find a free temporary name"))
-        }
+        Temporary::Unnamed if !replace => link_unnamed(file, final_path)?,
+        Temporary::Unnamed => link_over(file, final_path)?,
         Temporary::Named(tmp) => {
-            let mut named = registry();
             if replace { std::fs::rename(tmp, final_path) } else { rename_noreplace(tmp, final_path) }?;
             named.retain(|p| p != tmp);
-            Ok(())
         }
     }
+    made_for_a_while(final_path);
+    Ok(())
+}
+
+/// Gives an unnamed file the name `to`, replacing what is there atomically: linked to a fresh
+/// hidden name, then renamed over (with the registry's lock held).
+fn link_over(file: &File, to: &Path) -> io::Result<()> {
+    for attempt in 0..100u32 {
+        let tmp = temporary_name(to, attempt);
+        match link_unnamed(file, &tmp) {
+            Ok(()) => {
+                let r = std::fs::rename(&tmp, to);
+                if r.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                return r;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not find a free temporary name"))
 }
 
 /// [`publish`], never replacing, for one of several outputs put in place
@@ -714,13 +784,17 @@ fn settle(named: &mut Vec<PathBuf>, paths: &[PathBuf]) {
 /// that replaced a file too): a signal from now on leaves them, and the process that dies of
 /// it says so ([`remove_named_temporaries_before_exit`]). In one step with the removal a signal
 /// does: it finds them on its list (and removes them) or committed.
+///
+/// Those made for a while ([`remove_on_signal_once_in_place`]) are not among them: a signal
+/// removes them.
 pub fn committed(outputs: &[PathBuf]) {
     let mut named = registry();
     settle(&mut named, outputs);
+    let stay: Vec<&PathBuf> = outputs.iter().filter(|p| !made_for_a_while(p)).collect();
     let mut c = committed_list();
-    c.outputs += outputs.len();
+    c.outputs += stay.len();
     let room = Committed::NAMED.saturating_sub(c.first.len());
-    c.first.extend(outputs.iter().take(room).cloned());
+    c.first.extend(stay.into_iter().take(room).cloned());
 }
 
 /// Removes outputs [`publish_provisional`] put in place, and takes them off the signal list, in
@@ -1000,6 +1074,34 @@ mod tests {
         assert!(!mine.exists(), "the file it made goes");
         assert_eq!(std::fs::read(&taken).unwrap(), b"another process's", "another's stays");
         assert!(kept.exists());
+    }
+
+    /// Outputs made for a while (a demo's): a signal removes them once in place (published, or a
+    /// job's committed), and they are not among the outputs that stay; nothing before. A file
+    /// given empty and laid out is emptied, not removed.
+    #[test]
+    fn outputs_made_for_a_while_are_removed_and_files_given_empty_emptied_by_a_signal() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let (sample, packed, later) = (dir.path().join("s"), dir.path().join("s.gz"), dir.path().join("r"));
+        for p in [&sample, &packed, &later] {
+            remove_on_signal_once_in_place(p.clone());
+        }
+        std::fs::write(&later, b"not yet in place: another's").unwrap();
+        let (t, temp) = create_temporary(&sample, false).unwrap();
+        publish(&t.file, &temp, &sample, false).unwrap();
+        let (t, temp) = create_temporary(&packed, false).unwrap();
+        publish_provisional(&t.file, &temp, &packed).unwrap();
+        let before = committed_list().clone();
+        committed(std::slice::from_ref(&packed));
+        assert_eq!(*committed_list(), before, "not an output that stays");
+        let given = dir.path().join("given");
+        std::fs::write(&given, vec![7u8; 1 << 16]).unwrap();
+        empty_on_signal(given.clone());
+        assert_eq!(remove_named_temporaries(), 3);
+        assert_eq!(names(dir.path()), ["given", "r"]);
+        assert_eq!(std::fs::metadata(&given).unwrap().len(), 0);
+        keep_on_signal(&later);
     }
 
     #[test]

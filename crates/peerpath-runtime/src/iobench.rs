@@ -849,17 +849,22 @@ pub fn run_io_bench(o: &IoBenchOptions, on_point: &mut dyn FnMut(&PointResult)) 
     if created {
         peerpath_io::remove_on_signal(o.file.clone());
     }
-    // An empty file given to lay out is empty again after a failure (the room it took given back).
+    // An empty file given to lay out is empty again after a failure (the room it took given
+    // back), and after a signal (SIGINT while it is laid out left it full size).
     let given_empty = !created && opened.kind == "regular file" && opened.size_bytes == 0;
+    if given_empty {
+        peerpath_io::empty_on_signal(o.file.clone());
+    }
     let swept = sweep_file(o, opened, on_point);
-    if created {
-        peerpath_io::keep_on_signal(&o.file);
-        if swept.is_err() {
-            let _ = std::fs::remove_file(&o.file);
-        }
+    if created && swept.is_err() {
+        let _ = std::fs::remove_file(&o.file);
     }
     if given_empty && swept.is_err() {
         let _ = OpenOptions::new().write(true).open(&o.file).and_then(|f| f.set_len(0));
+    }
+    // Done with it (a signal meanwhile found it as the sweep left it, or as its failure does).
+    if created || given_empty {
+        peerpath_io::keep_on_signal(&o.file);
     }
     swept
 }

@@ -236,6 +236,15 @@ impl TargetWriter {
         JobError::TargetIo { path: self.final_path.clone(), source }
     }
 
+    /// [`TargetWriter::io_error`] for the final sync of standard output on a file or a block
+    /// device: every write had succeeded, but a sync that fails (EIO at writeback) may have
+    /// lost some of their bytes, which do not "stay there".
+    fn sync_error(&self, source: std::io::Error) -> JobError {
+        self.stream_failure_said.store(true, Ordering::Relaxed);
+        let source = std::io::Error::new(source.kind(), format!("{source}, at the final sync of the {} bytes written to it: they were written, but the sync failed, so they may not all have reached the device", self.bytes_written));
+        JobError::TargetIo { path: self.final_path.clone(), source }
+    }
+
     /// Appends bytes by copying them into staging, writing full staging buffers.
     pub fn push(&mut self, data: &[u8], engine: &mut dyn IoEngine<JobBuf>, cache: &mut BufferCache, token: Token, ledger: &Ledger, source_domain: &peerpath_mem::MemoryDomain) -> Result<()> {
         self.copy_in(data, engine, cache, token, ledger, source_domain, Purpose::PackForDirectIo)
@@ -396,7 +405,7 @@ impl TargetWriter {
             let file = &self.target.file;
             let syncable = file.metadata().is_ok_and(|m| m.is_file() || std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
             if self.behind.stats.synced && syncable {
-                file.sync_data().map_err(|e| self.io_error(e))?;
+                file.sync_data().map_err(|e| self.sync_error(e))?;
             }
             return Ok(());
         };
@@ -560,6 +569,20 @@ mod tests {
         assert!(w.put_in_place().unwrap(), "a new name");
         sync_directories([final_path.as_path()]);
         (final_path, report)
+    }
+
+    /// Standard output on a file whose final sync fails (here procfs's, which takes none; a
+    /// writeback EIO elsewhere): the bytes written are not said to stay there.
+    #[test]
+    fn a_failed_final_sync_of_standard_output_does_not_say_its_bytes_stay() {
+        let file = std::fs::OpenOptions::new().write(true).open("/proc/self/comm").unwrap();
+        assert!(file.sync_data().is_err(), "procfs takes no sync");
+        let target = OpenedFile { file, path: PathBuf::from("-"), kind: peerpath_io::SourceKind::Stream, direct: false, direct_refused: None };
+        let mut w = TargetWriter::to_stream(target, PathBuf::from("-"));
+        w.note_written(5);
+        let e = w.finalize().unwrap_err().to_string();
+        assert!(e.contains("at the final sync of the 5 bytes written to it") && e.contains("may not all have reached the device"), "{e}");
+        assert!(!e.contains("they stay there"), "{e}");
     }
 
     #[test]
