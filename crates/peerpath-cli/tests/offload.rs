@@ -465,35 +465,9 @@ fn a_device_of_a_job_with_hup_and_int_ignored_ignores_them_too() {
         .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()
         .unwrap();
-    let field = |pid: u32, name: &str| {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string())
-    };
-    let mask = |pid: u32, name: &str| field(pid, name).map_or(0, |v| u64::from_str_radix(&v, 16).unwrap());
-    let bit = |sig: i32| 1u64 << (sig - 1);
-    // The device: the job's child running `csp serve` (not the fork before
-    // its exec), once its signalfd takes SIGTERM and its workers run.
-    let is_device = |pid: u32| {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let serving = cmdline.split(|&b| b == 0).any(|a| a == b"csp") && cmdline.split(|&b| b == 0).any(|a| a == b"serve");
-        serving && mask(pid, "SigBlk:") & bit(libc::SIGTERM) != 0 && field(pid, "Threads:").is_some_and(|t| t != "1")
-    };
-    let start = std::time::Instant::now();
-    let device = loop {
-        assert!(job.try_wait().unwrap().is_none(), "the job ended before its device started: {}", std::fs::read_to_string(&stderr).unwrap());
-        assert!(start.elapsed() < HANG_DEADLINE, "no device process");
-        let children: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", job.id()))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .flat_map(|t| std::fs::read_to_string(t.path().join("children")).unwrap_or_default().split_whitespace().map(|p| p.parse().unwrap()).collect::<Vec<u32>>())
-            .collect();
-        if let Some(&d) = children.iter().find(|&&d| is_device(d)) {
-            break d;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
-    assert_eq!(mask(device, "SigIgn:") & (bit(libc::SIGHUP) | bit(libc::SIGINT)), bit(libc::SIGHUP) | bit(libc::SIGINT), "the device inherits them ignored");
+    let device = device_of(&mut job, &stderr);
+    let bit = signal_bit;
+    assert_eq!(signal_mask(device, "SigIgn:") & (bit(libc::SIGHUP) | bit(libc::SIGINT)), bit(libc::SIGHUP) | bit(libc::SIGINT), "the device inherits them ignored");
     // Once the job drives it.
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(job.try_wait().unwrap().is_none(), "the job ended before the signals: make it longer");
@@ -508,6 +482,86 @@ fn a_device_of_a_job_with_hup_and_int_ignored_ignores_them_too() {
     assert!(r["fallbacks"].as_array().unwrap().is_empty(), "{}", r["fallbacks"]);
     check_offloaded(&r, 1, "HUP and INT ignored");
     assert_same_outputs(&cpu, &dev, &["big"], "HUP and INT ignored");
+}
+
+fn status_field(pid: u32, name: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string())
+}
+
+fn signal_mask(pid: u32, name: &str) -> u64 {
+    status_field(pid, name).map_or(0, |v| u64::from_str_radix(&v, 16).unwrap())
+}
+
+fn signal_bit(sig: i32) -> u64 {
+    1u64 << (sig - 1)
+}
+
+/// The device of a running `job`: its child running `csp serve` (not the
+/// fork before its exec), once its signalfd takes SIGTERM and its workers run.
+fn device_of(job: &mut std::process::Child, stderr: &Path) -> u32 {
+    let is_device = |pid: u32| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let serving = cmdline.split(|&b| b == 0).any(|a| a == b"csp") && cmdline.split(|&b| b == 0).any(|a| a == b"serve");
+        serving && signal_mask(pid, "SigBlk:") & signal_bit(libc::SIGTERM) != 0 && status_field(pid, "Threads:").is_some_and(|t| t != "1")
+    };
+    let start = std::time::Instant::now();
+    loop {
+        assert!(job.try_wait().unwrap().is_none(), "the job ended before its device started: {}", std::fs::read_to_string(stderr).unwrap());
+        assert!(start.elapsed() < HANG_DEADLINE, "no device process");
+        let children: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", job.id()))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|t| std::fs::read_to_string(t.path().join("children")).unwrap_or_default().split_whitespace().map(|p| p.parse().unwrap()).collect::<Vec<u32>>())
+            .collect();
+        if let Some(&d) = children.iter().find(|&&d| is_device(d)) {
+            return d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A hung device killed from outside (as a user ends a stuck device): the
+/// job's report names the signal that killed it, not a guess ("died or
+/// stopped"), and the host CPU's count is printed. Its connection hangs up
+/// a moment before its process can be waited for: the host waits that
+/// moment out. The device hangs (SIGSTOP, `hang-after=1`) at its first
+/// command, so the kill always comes mid-job.
+#[test]
+fn a_hung_device_killed_from_outside_is_reported_killed_by_its_signal() {
+    let dir = scratch();
+    let mut data = Vec::with_capacity(16 << 20);
+    while data.len() < 16 << 20 {
+        data.extend_from_slice(sample());
+    }
+    let sources = write_inputs(dir.path(), &[("big", data)]);
+    let cpu = run(&mut pp(args!["scan", &sources[0], "--motif", "MKV", "-c"])).ok().stdout_str();
+    // A few times: the host may find the hang-up late, once the process can be waited for anyway.
+    for round in 0..5 {
+        let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+        let mut job = std::process::Command::new(bin())
+            .args(["scan", "--engine", "emulated", "--motif", "MKV", "-c", "--device-timeout", "60", "--inject-faults", "seed=1,hang-after=1"])
+            .arg(&sources[0])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let device = device_of(&mut job, &stderr);
+        let start = std::time::Instant::now();
+        while !status_field(device, "State:").is_some_and(|s| s.starts_with('T')) {
+            assert!(start.elapsed() < HANG_DEADLINE, "round {round}: the device did not hang");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // SAFETY: kill(2) takes plain integers: our job's device's pid and a signal number.
+        assert_eq!(unsafe { libc::kill(device as i32, libc::SIGKILL) }, 0, "round {round}: the device is there to kill");
+        let done = wait_deadline(&mut job, HANG_DEADLINE, "a scan whose device was killed");
+        let err = std::fs::read_to_string(&stderr).unwrap();
+        assert!(done.success(), "round {round}: {done:?}: {err}");
+        assert_eq!(std::fs::read_to_string(&stdout).unwrap(), cpu, "round {round}: the host CPU's count");
+        assert!(err.contains("FALLBACK") && err.contains("SIGKILL"), "round {round}: the report names the signal: {err}");
+    }
 }
 
 /// `bench-offload`: a device row whose devices did not start is marked

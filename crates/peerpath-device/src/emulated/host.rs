@@ -35,6 +35,10 @@ const LIVENESS_CHECK_INTERVAL: Duration = Duration::from_millis(20);
 /// SIGSTOP, with the device in its process group; starved; busy
 /// elsewhere), and the device cannot be blamed for that time.
 const UNWATCHED_GAP: Duration = Duration::from_secs(1);
+/// The most a lost device's process is waited for, once its connection
+/// has hung up, to say how it ended (a process that closed its connection
+/// but runs on is reported as such after it).
+const LOST_EXIT_WAIT: Duration = Duration::from_secs(1);
 
 /// How to start a device process ([`EmulatedCsp::spawn`]).
 #[derive(Clone, Debug)]
@@ -488,14 +492,14 @@ impl EmulatedCsp {
     }
 
     fn lost(&mut self) -> DeviceError {
-        let exited = match self.child.as_mut().map(|c| c.try_wait()) {
-            Some(Ok(Some(status))) => Some(status),
-            _ => None,
-        };
         // A device that stops (not one killed) says so in the header first.
         let file = self.qp.file();
         let stopped = (file.u32_at(header::STATE).load(Ordering::Acquire) == STATE_STOPPING)
             .then(|| file.u32_at(header::STOP_SIGNAL).load(Ordering::Relaxed));
+        // A killed process's connection hangs up as its files close, a moment before it can be
+        // waited for: that moment is waited out (bounded), so that the report says how it died.
+        let wait = if stopped.is_none() { LOST_EXIT_WAIT } else { Duration::ZERO };
+        let exited = self.child.as_mut().and_then(|c| c.exit_status_within(wait));
         let detail = match (stopped, exited) {
             (Some(signal), Some(status)) => format!("the device stopped{} and its process exited ({status})", stop_reason(signal)),
             (Some(signal), None) => format!("the device stopped{} and closed its connection", stop_reason(signal)),
@@ -855,6 +859,20 @@ impl DeviceProcess {
                 Ok(*status)
             }
         }
+    }
+
+    /// Its exit status, waiting up to `timeout` for the process to end
+    /// (`None`: it still runs, or it cannot be waited for).
+    fn exit_status_within(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        if let Some(status) = self.try_wait().ok().flatten() {
+            return Some(status);
+        }
+        if !timeout.is_zero() {
+            // A pidfd is readable once the process has exited.
+            let pidfd = sys::pidfd_open(self.id()).ok()?;
+            poll_fds(&[(pidfd.as_raw_fd(), libc::POLLIN)], Some(timeout)).ok()?;
+        }
+        self.try_wait().ok().flatten()
     }
 
     fn kill(&mut self) -> std::io::Result<()> {
