@@ -265,7 +265,14 @@ impl ChainReport {
             }
         }
         let target = Quoted(&self.target);
-        t += &format!("{target}: `peerpath decompress --ec {target} -o FILE` (or `ec decode`) gives back the {}-byte {}\n", self.stream_bytes, Quoted(&self.stream_name));
+        let key = if self.encrypted { " --key-file KEY" } else { "" };
+        t += &format!(
+            "{target}: `peerpath ec decode {target} -o FILE` gives back the {}-byte {} it holds; `peerpath decompress --ec {target}{key} -o FILE` the {}-byte {}\n",
+            self.stream_bytes,
+            Quoted(&self.stream_name),
+            self.source_bytes,
+            Quoted(&self.source)
+        );
         t
     }
 }

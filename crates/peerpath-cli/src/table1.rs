@@ -168,6 +168,9 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         Some(d) => d.clone(),
         None => a.sources[0].parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }).unwrap_or_else(|| PathBuf::from(".")),
     };
+    // A --workdir that is not there is made (as demo's), and removed at the end only where
+    // this run made it and no other job writes in it; dropped after the scratch directory.
+    let _workdir = a.workdir.as_ref().map(|d| peerpath_io::OutputDir::make(d).map_err(|e| JobError::TargetIo { path: d.clone(), source: e })).transpose()?;
     // Removed at the end, and by the signal thread if the benchmark is stopped.
     let dir = peerpath_io::ScratchDir::beside(&base.join("peerpath-bench-offload")).map_err(|e| {
         let why = if a.workdir.is_some() { e } else { std::io::Error::new(e.kind(), format!("{e}; without --workdir the outputs go next to the first source: give --workdir DIR")) };

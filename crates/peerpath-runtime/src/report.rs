@@ -48,6 +48,11 @@ pub fn quoted_bytes(name: &[u8]) -> Cow<'_, str> {
     Cow::Owned(q.text)
 }
 
+/// `n` and `what`, plural where `n` is not 1, as the text reports count: "1 thread", "2 threads".
+pub fn count<N: Copy + PartialEq + From<u8> + fmt::Display>(n: N, what: &str) -> String {
+    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
+}
+
 /// A path as the text reports and messages print it: [`quoted_bytes`] of its exact bytes, so a
 /// name with a newline stays on its line and one that is not UTF-8 keeps its bytes (`$'\377'`).
 /// Plain names print as `Path::display` prints them.
@@ -139,11 +144,11 @@ impl DecodeMode {
 impl fmt::Display for DecodeMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DecodeMode::Parallel { members, threads } => write!(f, "parallel: {members} members with declared sizes, on {threads} threads"),
+            DecodeMode::Parallel { members, threads } => write!(f, "parallel: {} with declared sizes, on {}", count(*members, "member"), count(*threads, "thread")),
             DecodeMode::StreamingPipe => f.write_str("streaming: the source is a pipe"),
             DecodeMode::Streaming { why } => write!(f, "streaming on one thread: {why}"),
             DecodeMode::ParallelThenStreaming { members, from, why } => {
-                write!(f, "parallel for {members} members, then streaming on one thread from byte {from}: {why}")
+                write!(f, "parallel for {}, then streaming on one thread from byte {from}: {why}", count(*members, "member"))
             }
         }
     }
@@ -232,7 +237,7 @@ impl fmt::Display for Fallback {
                 }
             }
             Fallback::StreamingDecode { source, mode } => write!(f, "{}: {mode}", Quoted(source)),
-            Fallback::DecodedOnCpu { device, why, members } => write!(f, "{device}: {why}; the host CPU decoded {members} member(s) in its place"),
+            Fallback::DecodedOnCpu { device, why, members } => write!(f, "{device}: {why}; the host CPU decoded {} in its place", count(*members, "member")),
             Fallback::NotInDaemon { why } => write!(f, "{why}; the job ran in this process"),
             Fallback::AutoOnHostCpu { why } => write!(f, "--engine auto: {why}; every source ran on the host CPU"),
         }
@@ -347,6 +352,8 @@ pub struct FileReport {
     pub target_bytes: Option<Vec<u8>>,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// compress: the members it wrote with data, not the end marker after them (itself a
+    /// member); decompress and verify: every member read, end markers too.
     pub members: u64,
     pub read_path: IoPath,
     pub write_path: Option<IoPath>,
@@ -620,17 +627,17 @@ impl JobReport {
         } else if self.provenance == Provenance::MeasuredDevice {
             let _ = writeln!(
                 s,
-                "  threads       {} host worker(s) driving {} GPU(s), a CUDA stream each, + 1 host I/O orchestration, queue depth {}",
-                self.threads,
-                self.devices.len(),
+                "  threads       {} driving {}, a CUDA stream each, + 1 host I/O orchestration, queue depth {}",
+                count(self.threads, "host worker"),
+                count(self.devices.len(), "GPU"),
                 self.queue_depth
             );
         } else {
             let _ = writeln!(
                 s,
-                "  threads       {} device(s) x {} worker(s) in the device processes + 1 host I/O orchestration, queue depth {}",
-                self.devices.len(),
-                self.threads,
+                "  threads       {} x {} in the device processes + 1 host I/O orchestration, queue depth {}",
+                count(self.devices.len(), "device"),
+                count(self.threads, "worker"),
                 self.queue_depth
             );
         }
@@ -648,13 +655,19 @@ impl JobReport {
             if let Some(m) = &f.decode_mode {
                 let _ = writeln!(s, "    decode      {m}");
             }
-            let _ = writeln!(s, "    bytes       {} in, {} out, {} members", f.bytes_in, f.bytes_out, f.members);
+            // Counted as `decompress` counts the file's members: compress's `members` (as its JSON
+            // has them) leave out the end marker written after them, a member too.
+            let members = match self.operation {
+                Operation::Compress => format!("{} + the end marker: {} written", count(f.members, "member"), count(f.members + 1, "member")),
+                Operation::Decompress | Operation::Verify => format!("{} read", count(f.members, "member")),
+            };
+            let _ = writeln!(s, "    bytes       {} in, {} out, {members}", f.bytes_in, f.bytes_out);
             match &f.durability {
                 Some(d) if d.synced => {
                     let _ = writeln!(
                         s,
-                        "    synced      {} data sync(s) in the background while writing ({:.3} s), then {:.3} s for the last before the rename",
-                        d.background_syncs, d.background_sync_s, d.final_sync_s
+                        "    synced      {} in the background while writing ({:.3} s), then {:.3} s for the last before the rename",
+                        count(d.background_syncs, "data sync"), d.background_sync_s, d.final_sync_s
                     );
                 }
                 Some(_) => {
@@ -675,15 +688,19 @@ impl JobReport {
         let c = &self.cpu;
         let _ = writeln!(
             s,
-            "  host CPU      {:.2} s user + {:.2} s system = {:.1}% of {} cores",
-            c.total_user_s, c.total_system_s, c.total_utilisation_pct, c.cores
+            "  host CPU      {:.2} s user + {:.2} s system = {:.1}% of {}",
+            c.total_user_s,
+            c.total_system_s,
+            c.total_utilisation_pct,
+            count(c.cores, "core")
         );
         for r in &c.roles {
             let _ = writeln!(
                 s,
-                "    {:<20} {:>2} threads  {:.2} s user + {:.2} s system = {:.1}%",
+                "    {:<20} {:>2} {:<7}  {:.2} s user + {:.2} s system = {:.1}%",
                 r.role.to_string(),
                 r.threads,
+                if r.threads == 1 { "thread" } else { "threads" },
                 r.user_s,
                 r.system_s,
                 r.utilisation_pct
@@ -726,14 +743,14 @@ impl JobReport {
         for e in &l.entries {
             let _ = writeln!(
                 s,
-                "    {} -> {}, {}, {}: {} / {} in {} ops",
+                "    {} -> {}, {}, {}: {} / {} in {}",
                 at(&e.source),
                 at(&e.target),
                 e.mover,
                 e.purpose,
                 e.bytes_read,
                 e.bytes_written,
-                e.operations
+                count(e.operations, "op")
             );
         }
         if !self.devices.is_empty() {
@@ -782,16 +799,16 @@ impl JobReport {
         } else if let Some(f) = m.fixed_buffers.as_ref().filter(|f| f.registered_bytes == 0 && f.refused.is_none()) {
             let _ = writeln!(
                 s,
-                "  registered    nothing with io_uring: the {} transfers moved memory that is never registered (P2P memory, one-off buffers)",
-                f.other_transfers
+                "  registered    nothing with io_uring: the {} moved memory that is never registered (P2P memory, one-off buffers)",
+                count(f.other_transfers, "transfer")
             );
         } else if let Some(f) = &m.fixed_buffers {
-            let transfers = f.fixed_transfers + f.other_transfers;
             let _ = write!(
                 s,
-                "  registered    {} with io_uring once (fixed buffers), {} of {transfers} transfers used them; registering took {:.3} s of CPU",
+                "  registered    {} with io_uring once (fixed buffers), {} of {} used them; registering took {:.3} s of CPU",
                 human_bytes_exact(f.registered_bytes),
                 f.fixed_transfers,
+                count(f.fixed_transfers + f.other_transfers, "transfer"),
                 f.registration_cpu_s
             );
             match &f.refused {
@@ -816,7 +833,7 @@ fn render_device(s: &mut String, d: &DeviceReport) {
         let _ = writeln!(s, "    serves      {}", d.sources.iter().enumerate().map(|(i, n)| quoted_exact(n, exact(i))).collect::<Vec<_>>().join(", "));
     }
     let commands: Vec<String> = d.commands.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    let _ = writeln!(s, "    did         {} members; commands: {}", d.members, if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
+    let _ = writeln!(s, "    did         {}; commands: {}", count(d.members, "member"), if commands.is_empty() { "unknown".into() } else { commands.join(", ") });
     if d.memory_traffic_bytes > 0 || d.memory_bytes > 0 {
         let _ = writeln!(s, "    memory      {} read + written in device memory", human_bytes_exact(d.memory_traffic_bytes));
     }

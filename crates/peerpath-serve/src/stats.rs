@@ -255,7 +255,7 @@ impl Report {
             (true, ..) => " (the server process only; the emulated NIC's process, which sends the payloads, not counted: its CPU could not be read)".to_string(),
         };
         format!(
-            "serve ({} mode; {}): {} request(s) in {:.2} s, {:.0} requests/s, {:.1} MB/s of payload\n\
+            "serve ({} mode; {}): {} request(s) in {:.2} s, {} requests/s, {} MB/s of payload\n\
              latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request{}; payload bytes through this process's memory per request: {:.0}\n\
              payload bytes sent from host memory per request: {:.0}\n\
              status codes: {}{}\n\
@@ -264,8 +264,8 @@ impl Report {
             self.provenance,
             self.requests,
             self.seconds,
-            self.requests_per_s,
-            self.payload_bytes_per_s / 1e6,
+            rate(self.requests_per_s),
+            rate(self.payload_bytes_per_s / 1e6),
             self.p50_us,
             self.p99_us,
             self.p999_us,
@@ -310,6 +310,16 @@ impl Report {
     }
 }
 
+/// A rate as the report prints it: whole from 10 up, else 3 significant digits, so that one
+/// request in 2 s reads 0.485, not 0.
+fn rate(x: f64) -> String {
+    if x >= 10.0 || x <= 0.0 || !x.is_finite() {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.*}", (2.0 - x.log10().floor()) as usize)
+    }
+}
+
 /// This process's CPU time so far (user + system).
 pub(crate) fn process_cpu() -> Duration {
     // SAFETY: getrusage fills the struct we pass; RUSAGE_SELF is always valid.
@@ -340,6 +350,16 @@ mod tests {
         assert_eq!((r.requests, r.aborted, r.payload_bytes), (3, 1, 20));
         assert_eq!(r.by_status, [(200, 1), (404, 1)].into());
         assert_eq!((r.p50_us, r.p99_us, r.p999_us), (1000, 2000, 2000), "the 900 ms one is not among them");
+    }
+
+    /// A rate under 1 a second prints with its digits, not as 0.
+    #[test]
+    fn a_slow_run_prints_its_rate() {
+        let stats = Stats::new();
+        stats.record(Duration::from_millis(1), 1000, 0, 0, 200);
+        let text = stats.report(&crate::Config::new("/".into()), Duration::from_millis(2060), Duration::ZERO).render();
+        assert!(text.contains(": 1 request(s) in 2.06 s, 0.485 requests/s, 0.000485 MB/s of payload"), "{text}");
+        assert_eq!((super::rate(0.0), super::rate(2.5), super::rate(12.4), super::rate(1234.6)), ("0".into(), "2.50".into(), "12".into(), "1235".into()));
     }
 
     /// A run whose every response was aborted says so, not "status codes: ; 1 aborted".
