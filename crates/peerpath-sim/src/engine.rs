@@ -6,8 +6,6 @@
 //! randomness is an optional jitter of flow sizes drawn from `seed` (SplitMix64), which moves
 //! the job's finishing time but not the steady-state figures.
 
-use std::collections::BTreeMap;
-
 use crate::job::{Job, Plan};
 use crate::machine::{Machine, ResKey};
 use crate::report::{self, SimReport};
@@ -51,69 +49,101 @@ pub struct Allocation {
     pub saturated: Vec<ResKey>,
 }
 
-/// Max-min fair rates for `active` flows of `plan` (inactive flows get 0).
+/// Max-min fair rates for `active` flows of `plan` (inactive flows get 0); a run that
+/// allocates again and again builds its `Shares` once.
 pub fn allocate(plan: &Plan, active: &[bool]) -> Result<Allocation, SimError> {
-    let n = plan.flows.len();
-    let mut rates = vec![0.0; n];
-    let mut frozen: Vec<bool> = active.iter().map(|a| !a).collect();
-    let mut remaining: BTreeMap<ResKey, f64> = plan.resources.iter().map(|(k, r)| (*k, r.capacity)).collect();
-    let mut saturated = Vec::new();
-    for _round in 0..=(plan.resources.len() + n) {
-        if frozen.iter().all(|f| *f) {
-            break;
-        }
-        // Per resource: the sum of the unfrozen flows' coefficients.
-        let mut denom: BTreeMap<ResKey, f64> = BTreeMap::new();
+    Shares::new(plan).allocate(active)
+}
+
+/// A plan's resources as dense indices, in `ResKey` order (the order each round visits them),
+/// built once per run: each flow's positive loads on resources of known capacity, and the
+/// flows each resource carries.
+pub struct Shares<'p> {
+    plan: &'p Plan,
+    keys: Vec<ResKey>,
+    capacity: Vec<f64>,
+    loads: Vec<Vec<(usize, f64)>>,
+    users: Vec<Vec<usize>>,
+}
+
+impl<'p> Shares<'p> {
+    pub fn new(plan: &'p Plan) -> Self {
+        let keys: Vec<ResKey> = plan.resources.keys().copied().collect();
+        let capacity = plan.resources.values().map(|r| r.capacity).collect();
+        let mut users = vec![Vec::new(); keys.len()];
+        let mut loads = Vec::with_capacity(plan.flows.len());
         for (i, f) in plan.flows.iter().enumerate() {
-            if frozen[i] {
-                continue;
-            }
+            let mut mine = Vec::with_capacity(f.loads.len());
             for (k, a) in &f.loads {
-                if remaining.contains_key(k) && *a > 0.0 {
-                    *denom.entry(*k).or_insert(0.0) += a;
+                if let (Ok(r), true) = (keys.binary_search(k), *a > 0.0) {
+                    mine.push((r, *a));
+                    users[r].push(i);
                 }
             }
+            loads.push(mine);
         }
-        let mut step = f64::INFINITY;
-        for (k, d) in &denom {
-            let inc = remaining[k].max(0.0) / d;
-            if inc < step {
-                step = inc;
+        Shares { plan, keys, capacity, loads, users }
+    }
+
+    /// Max-min fair rates for the `active` flows (inactive flows get 0).
+    pub fn allocate(&self, active: &[bool]) -> Result<Allocation, SimError> {
+        let n = self.loads.len();
+        let kn = self.keys.len();
+        let mut rates = vec![0.0; n];
+        let mut frozen: Vec<bool> = active.iter().map(|a| !a).collect();
+        // The unfrozen flows, in flow order: each round's sums add them in that order.
+        let mut unfrozen: Vec<usize> = (0..n).filter(|&i| !frozen[i]).collect();
+        let mut remaining = self.capacity.clone();
+        let mut denom = vec![0.0; kn];
+        let mut carried = vec![false; kn];
+        let mut is_saturated = vec![false; kn];
+        let mut saturated = Vec::new();
+        for _round in 0..=(kn + n) {
+            if unfrozen.is_empty() {
+                break;
             }
-        }
-        if !step.is_finite() {
-            let names: Vec<&str> = plan.flows.iter().enumerate().filter(|(i, _)| !frozen[*i]).map(|(_, f)| f.name.as_str()).collect();
-            return Err(SimError::Job(format!(
-                "nothing with a known capacity limits {} (every component on its path is unknown to the catalog)",
-                names.join(", ")
-            )));
-        }
-        for i in 0..n {
-            if !frozen[i] {
+            // Per resource: the sum of the unfrozen flows' coefficients.
+            denom.fill(0.0);
+            carried.fill(false);
+            for &i in &unfrozen {
+                for &(r, a) in &self.loads[i] {
+                    denom[r] += a;
+                    carried[r] = true;
+                }
+            }
+            let mut step = f64::INFINITY;
+            for r in (0..kn).filter(|&r| carried[r]) {
+                let inc = remaining[r].max(0.0) / denom[r];
+                if inc < step {
+                    step = inc;
+                }
+            }
+            if !step.is_finite() {
+                let names: Vec<&str> = unfrozen.iter().map(|&i| self.plan.flows[i].name.as_str()).collect();
+                return Err(SimError::Job(format!(
+                    "nothing with a known capacity limits {} (every component on its path is unknown to the catalog)",
+                    names.join(", ")
+                )));
+            }
+            for &i in &unfrozen {
                 rates[i] += step;
             }
-        }
-        let mut full = Vec::new();
-        for (k, d) in &denom {
-            let r = remaining.get_mut(k).expect("denominators only for known resources");
-            *r -= step * d;
-            let cap = plan.resources[k].capacity;
-            if *r <= cap * 1e-9 {
-                full.push(*k);
-            }
-        }
-        for k in &full {
-            if !saturated.contains(k) {
-                saturated.push(*k);
-            }
-            for (i, f) in plan.flows.iter().enumerate() {
-                if f.loads.iter().any(|(kk, a)| kk == k && *a > 0.0) {
-                    frozen[i] = true;
+            for r in (0..kn).filter(|&r| carried[r]) {
+                remaining[r] -= step * denom[r];
+                if remaining[r] <= self.capacity[r] * 1e-9 {
+                    if !is_saturated[r] {
+                        is_saturated[r] = true;
+                        saturated.push(self.keys[r]);
+                    }
+                    for &i in &self.users[r] {
+                        frozen[i] = true;
+                    }
                 }
             }
+            unfrozen.retain(|&i| !frozen[i]);
         }
+        Ok(Allocation { rates, saturated })
     }
-    Ok(Allocation { rates, saturated })
 }
 
 /// Runs `job` on machine `m`: steady-state allocation, then the event loop to the end.
@@ -127,12 +157,13 @@ pub fn simulate(m: &Machine, job: &Job, opts: &SimOptions) -> Result<SimReport, 
     let n = plan.flows.len();
     let mut active = vec![true; n];
     let mut left: Vec<f64> = plan.flows.iter().map(|f| f.bytes).collect();
-    let steady = allocate(&plan, &active)?;
+    let shares = Shares::new(&plan);
+    let steady = shares.allocate(&active)?;
     let mut t = 0.0;
     let mut events = 0usize;
     let mut phases = Vec::new();
     while active.iter().any(|a| *a) && events <= n {
-        let alloc = if events == 0 { steady.clone() } else { allocate(&plan, &active)? };
+        let alloc = if events == 0 { steady.clone() } else { shares.allocate(&active)? };
         let mut dt = f64::INFINITY;
         for i in 0..n {
             if active[i] && alloc.rates[i] > 0.0 {
