@@ -253,3 +253,43 @@ fn a_fresh_kernel_file_is_stored_as_read() {
     let back = std::fs::read_to_string(&out).unwrap();
     assert!(back.contains("(peerpath)"), "a process's stat line: {back}");
 }
+
+/// gc reads and checks the chunks it copies on every core, 64 at a time (each thread a
+/// contiguous part of them), and appends them in order. A damaged one met late (the last of the
+/// second batch: a thread other than gc's own reads it where there are two cores or more, after
+/// the first batch went into a new pack) still stops gc before anything changes: no new pack
+/// left, the index as it was, the damaged chunk named. (Serial gc stopped there too: a guard.)
+#[test]
+fn a_damaged_chunk_late_in_what_gc_copies_stops_it_with_nothing_changed() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("a"), random_bytes(4 << 20, 51)).unwrap();
+    std::fs::write(d.join("x"), random_bytes(300_000, 52)).unwrap();
+    let st = d.join("st");
+    let dd = |args: &[&str]| {
+        let mut c = pp(["dedup"].iter().chain(args));
+        c.arg("-s").arg(&st).current_dir(d);
+        c
+    };
+    run(&mut dd(&["store", "-q", "a", "x", "--min", "4K", "--avg", "16K", "--max", "64K"])).ok();
+    run(&mut dd(&["remove", "x"])).ok();
+    // a's chunks come first in pack 0, in its order; x's (no file refers to them now) after them.
+    let db = rusqlite::Connection::open_with_flags(st.join("index.sqlite"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let places: Vec<(i64, i64)> = db.prepare("SELECT pack, offset FROM chunks ORDER BY pack, offset").unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    drop(db);
+    assert!(places.len() > 128 && places.iter().all(|&(p, _)| p == 0), "{} chunks, all in pack 0", places.len());
+    let offset = places[127].1;
+    let pack = st.join("packs/pack-000000");
+    let mut bytes = std::fs::read(&pack).unwrap();
+    bytes[offset as usize] ^= 0x40;
+    std::fs::write(&pack, &bytes).unwrap();
+    let (packs, listed) = (snapshot(&st.join("packs")), run(&mut dd(&["list"])).ok().stdout_str());
+    let stats_before = run(&mut dd(&["stats", "--json"])).ok().json();
+    let named = format!("pack 0 at byte {offset} does not match");
+    run(&mut dd(&["gc", "--min-unused", "0"])).fails(6, &[named.as_str(), "gc changed nothing"]);
+    assert!(snapshot(&st.join("packs")) == packs, "no pack made, changed or removed");
+    assert_eq!(run(&mut dd(&["list"])).ok().stdout_str(), listed);
+    let mut stats_after = run(&mut dd(&["stats", "--json"])).ok().json();
+    stats_after["store_running"] = stats_before["store_running"].clone();
+    assert_eq!(stats_after, stats_before, "the index as it was");
+}
