@@ -254,11 +254,9 @@ fn a_fresh_kernel_file_is_stored_as_read() {
     assert!(back.contains("(peerpath)"), "a process's stat line: {back}");
 }
 
-/// gc reads and checks the chunks it copies on every core, 64 at a time (each thread a
-/// contiguous part of them), and appends them in order. A damaged one met late (the last of the
-/// second batch: a thread other than gc's own reads it where there are two cores or more, after
-/// the first batch went into a new pack) still stops gc before anything changes: no new pack
-/// left, the index as it was, the damaged chunk named. (Serial gc stopped there too: a guard.)
+/// gc checks each chunk it copies as it reads it. A damaged one met late (the 128th, after
+/// many went into a new pack) still stops gc before anything changes: no new pack left, the
+/// index as it was, the damaged chunk named. (A guard: gc did so before this test.)
 #[test]
 fn a_damaged_chunk_late_in_what_gc_copies_stops_it_with_nothing_changed() {
     let dir = scratch();
