@@ -8,6 +8,7 @@
 
 use clap::{Args, ValueEnum};
 use peerpath_runtime::iobench::{run_io_bench, BenchMemory, IoBenchError, IoBenchOptions, Pattern};
+use peerpath_runtime::report::Quoted;
 use peerpath_runtime::JobError;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -210,6 +211,19 @@ pub fn main(a: BenchIoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let MemoryArg::P2p(bdf) = &a.memory {
+        // A root that is not sysfs, or a function not under it, is a name to fix (exit 13, as
+        // probe's --device): it was said as "p2pmem does not exist: this PCI function is not a
+        // P2P memory provider", naming neither option.
+        let named = crate::p2p_devices_dir(&a.sysfs).and_then(|devices| match devices.join(bdf).exists() {
+            true => Ok(()),
+            false => Err(format!("--memory p2p:{bdf}: no such PCI function under --sysfs {}", Quoted(&a.sysfs))),
+        });
+        if let Err(m) = named {
+            eprintln!("peerpath: error: {m}");
+            return ExitCode::from(crate::probe::EXIT_TOPOLOGY);
+        }
+    }
     if let Some(svg) = &a.svg {
         // Checked before the sweep (minutes of it were lost to a picture that could not be
         // written): never the file measured (it was replaced by the picture, with --rw read

@@ -362,6 +362,32 @@ fn created_at(p: &Path) -> PathBuf {
     }
 }
 
+/// A sysfs tree that cannot be read, named as the option that gave it (`--sysfs`, of `topo`,
+/// `plan`, `probe`, `bench-io` and the jobs' `--device-memory-from p2p:BDF`); where the root
+/// itself is the trouble (not there, no `bus/pci/devices` in it), with what was expected there.
+pub(crate) fn sysfs_error(root: &Path, e: peerpath_topo::TopoError) -> String {
+    use peerpath_topo::TopoError;
+    const EXPECTED: &str = "give a sysfs root, a directory holding bus/pci/devices (/sys, or a fixture tree)";
+    match e {
+        TopoError::Io { path, source } if path == root => format!("--sysfs {}: cannot read it: {source}; {EXPECTED}", Quoted(root)),
+        TopoError::NotSysfs { what, .. } => format!("--sysfs {} is not a sysfs root: {what}; {EXPECTED}", Quoted(root)),
+        e => format!("--sysfs {}: {e}", Quoted(root)),
+    }
+}
+
+/// The `bus/pci/devices` directory of the sysfs root `root`, where `p2p:BDF` memory is looked
+/// for, or why `root` is not a sysfs root, as [`sysfs_error`] says it (a root that was not there
+/// was said as a function that is no P2P memory provider, or a device that did not start).
+pub(crate) fn p2p_devices_dir(root: &Path) -> Result<PathBuf, String> {
+    use peerpath_topo::TopoError;
+    std::fs::metadata(root).map_err(|source| sysfs_error(root, TopoError::Io { path: root.to_path_buf(), source }))?;
+    let devices = root.join("bus/pci/devices");
+    if !devices.is_dir() {
+        return Err(sysfs_error(root, TopoError::NotSysfs { path: root.to_path_buf(), what: format!("{} is not a directory", Quoted(&devices)) }));
+    }
+    Ok(devices)
+}
+
 /// `peerpath topo`. Topology errors (a malformed sysfs or topology file, an
 /// unknown device name) exit with code 13, a `--file` that cannot be read 3 (as a
 /// source); its outputs fail as any job's do.
@@ -373,7 +399,7 @@ fn topo(a: TopoArgs) -> Result<(), JobError> {
     };
     let t = match &a.file {
         Some(f) => Topology::from_toml_file(f).map_err(e)?,
-        None => Topology::from_sysfs(&a.sysfs).map_err(e)?,
+        None => Topology::from_sysfs(&a.sysfs).map_err(|e| JobError::Topology(sysfs_error(&a.sysfs, e)))?,
     };
     let export = a.export.as_ref().map(|p| t.to_toml_string().map(|text| (p, text))).transpose().map_err(e)?;
     let vfs = if a.vfs { peerpath_topo::Vfs::Each } else { peerpath_topo::Vfs::Folded };
@@ -995,15 +1021,16 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
             eprintln!("peerpath: fallback: {f}");
         }
     }
-    if common.quiet {
-        // No report, but work that left a device for the host CPU is never silent: said on
-        // stderr (`--verbose` says every fallback, I/O notes too). The job server's is said
-        // already, by the client.
-        if !common.verbose {
-            for f in report.fallbacks.iter().filter(|f| f.moves_work_to_the_host_cpu()) {
-                eprintln!("peerpath: FALLBACK: {f}");
-            }
+    // Work that left a device for the host CPU is never silent, wherever the report goes (none
+    // with -q; `> report.txt`, `--json > r.json`): said on stderr, as ec, encrypt, scan and dedup
+    // say theirs, once (`--verbose` said every fallback above, I/O notes too; a report on stderr,
+    // with the data on stdout, says it). The job server's is said already, by the client.
+    if !common.verbose && (common.quiet || !data_on_stdout) {
+        for f in report.fallbacks.iter().filter(|f| f.moves_work_to_the_host_cpu()) {
+            eprintln!("peerpath: FALLBACK: {f}");
         }
+    }
+    if common.quiet {
         return;
     }
     // A job the daemon ran says so, and one it was asked to run and did not.
@@ -1192,6 +1219,11 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
     };
     if matches!(a.device_memory_from, MemoryFrom::P2p(_)) && a.engine != EngineArg::Emulated {
         return Err(JobError::Usage("--device-memory-from p2p:BDF is the memory of emulated devices: use it with --engine emulated".into()));
+    }
+    if matches!(a.device_memory_from, MemoryFrom::P2p(_)) {
+        // A root that is not sysfs is the user's to fix (exit 13, as topo's): its devices did not
+        // start, said as a fallback that named no option, and the job ran on the host CPU.
+        p2p_devices_dir(&a.sysfs).map_err(JobError::Topology)?;
     }
     Ok(match a.engine {
         EngineArg::Cpu => (peerpath_runtime::Compute::Cpu, None),

@@ -40,15 +40,20 @@ pub struct PlanArgs {
     explain: bool,
 }
 
-/// What `peerpath plan` prints for `a`.
-fn render(a: &PlanArgs) -> Result<String, TopoError> {
-    let topo = match &a.file {
-        Some(f) => Topology::from_toml_file(f)?,
-        None => Topology::from_sysfs(&a.sysfs)?,
-    };
+/// The topology `a` names, or the error and its exit code: 3 where the `--file` cannot be read,
+/// else 13 (a `--sysfs` root's named as the option).
+fn topology(a: &PlanArgs) -> Result<Topology, (u8, String)> {
+    match &a.file {
+        Some(f) => Topology::from_toml_file(f).map_err(|e| (if matches!(e, TopoError::FileUnreadable { .. }) { 3 } else { 13 }, e.to_string())),
+        None => Topology::from_sysfs(&a.sysfs).map_err(|e| (13, crate::sysfs_error(&a.sysfs, e))),
+    }
+}
+
+/// What `peerpath plan` prints for `a` on `topo`.
+fn render(a: &PlanArgs, topo: &Topology) -> Result<String, TopoError> {
     let request = PlanRequest::new(a.sources.iter().cloned(), a.targets.iter().cloned())
         .with_devices(a.devices.clone());
-    let plan = peerpath_topo::plan(&topo, &request)?;
+    let plan = peerpath_topo::plan(topo, &request)?;
     if a.json {
         let mut s = crate::jsonout::stamped_text("plan", &plan.to_json_string()?);
         s.push('\n');
@@ -65,14 +70,14 @@ fn render(a: &PlanArgs) -> Result<String, TopoError> {
 /// Runs `peerpath plan`: the plan on stdout, or the error on stderr and exit code 13
 /// (3 where the `--file` it names cannot be read).
 pub fn main(a: PlanArgs) -> ExitCode {
-    match render(&a) {
+    match topology(&a).and_then(|topo| render(&a, &topo).map_err(|e| (13, e.to_string()))) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("peerpath: error: {e}");
-            ExitCode::from(if matches!(e, TopoError::FileUnreadable { .. }) { 3 } else { 13 })
+        Err((code, msg)) => {
+            eprintln!("peerpath: error: {msg}");
+            ExitCode::from(code)
         }
     }
 }
@@ -101,7 +106,7 @@ mod tests {
             "epyc-case-study",
             &["--source", "ssd0", "ssd1", "ssd2", "ssd3", "ssd4", "ssd5", "--target", "ssd6,ssd7,ssd8"],
         );
-        let out = render(&a).unwrap();
+        let out = render(&a, &topology(&a).unwrap()).unwrap();
         assert!(out.contains("6 stream(s): 6 on 3 device(s)"), "{out}");
         let row = out.lines().find(|l| l.starts_with("csp0 ")).unwrap();
         assert!(row.contains("ssd0, ssd3") && row.contains("ssd6"), "{row}");
@@ -111,11 +116,11 @@ mod tests {
     #[test]
     fn explain_and_json() {
         let a = args("intel-switch-acs", &["--source", "ssd2", "--target", "ssd1", "--explain"]);
-        let out = render(&a).unwrap();
+        let out = render(&a, &topology(&a).unwrap()).unwrap();
         assert!(out.contains("bounce node 0 (acs)"), "{out}");
         assert!(out.contains("pci=disable_acs_redir=0000:02:03.0"), "{out}");
         let a = args("intel-switch-acs", &["--source", "ssd2", "--target", "ssd1", "--json"]);
-        let v: serde_json::Value = serde_json::from_str(&render(&a).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&render(&a, &topology(&a).unwrap()).unwrap()).unwrap();
         assert_eq!(v["streams"][0]["read"]["path"], "bounce");
         assert_eq!(v["streams"][0]["read"]["why"]["code"], "acs");
     }
@@ -125,16 +130,16 @@ mod tests {
         let toml = peerpath_topo::fixture::committed_fixtures_dir().join("iommu-multipath/topology.toml");
         let v = ["plan", "--file", toml.to_str().unwrap(), "--source", "md0", "--target", "ssd1", "--devices", "cpu"];
         let a = T::try_parse_from(v).unwrap().a;
-        let out = render(&a).unwrap();
+        let out = render(&a, &topology(&a).unwrap()).unwrap();
         assert!(out.contains("cpu (node 0)"), "{out}");
     }
 
     #[test]
     fn unknown_names_are_topology_errors() {
         let a = args("fpga-cascade", &["--source", "ssd99", "--target", "ssd1"]);
-        assert!(matches!(render(&a), Err(TopoError::UnknownDevice { .. })));
+        assert!(matches!(render(&a, &topology(&a).unwrap()), Err(TopoError::UnknownDevice { .. })));
         let a = args("fpga-cascade", &["--source", "ssd0", "--target", "ssd1", "--devices", "nope"]);
-        assert!(matches!(render(&a), Err(TopoError::UnknownDevice { .. })));
+        assert!(matches!(render(&a, &topology(&a).unwrap()), Err(TopoError::UnknownDevice { .. })));
         assert!(T::try_parse_from(["plan", "--source", "ssd0"]).is_err(), "--target is required");
     }
 }

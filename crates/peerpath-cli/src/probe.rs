@@ -36,7 +36,8 @@ use std::sync::Arc;
 
 /// Exit code: no P2P provider, or P2P memory could not be mapped or read into.
 pub const EXIT_NO_P2P: u8 = 14;
-const EXIT_TOPOLOGY: u8 = 13;
+/// Exit code: a topology error (a `--sysfs` root that is not one, no such PCI function).
+pub const EXIT_TOPOLOGY: u8 = 13;
 
 /// Bytes mapped and read by the probe.
 const PROBE_BYTES: usize = 4096;
@@ -129,7 +130,7 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
         }
     }
     let device = a.device.as_deref().map(DeviceArg::new).transpose()?;
-    let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, sysfs_error(&a.sysfs, e)))?;
+    let topo = Topology::from_sysfs(&a.sysfs).map_err(|e| (EXIT_TOPOLOGY, crate::sysfs_error(&a.sysfs, e)))?;
     let providers: Vec<&PciDevice> = topo.devices.iter().filter(|d| d.p2pmem.is_some()).collect();
 
     let chosen: Vec<&PciDevice> = match &device {
@@ -160,17 +161,6 @@ fn run(a: &ProbeArgs) -> Result<u8, (u8, String)> {
         probe.notes.insert(0, format!("--device {} is {r}, a symbolic link followed", quoted_name(&arg.given)));
     }
     finish(a, &topo, &probes, None)
-}
-
-/// A sysfs tree that cannot be read, named as the option that gave it; where the root itself
-/// is the trouble (not there, no `bus/pci/devices` in it), with what was expected there.
-fn sysfs_error(root: &Path, e: TopoError) -> String {
-    const EXPECTED: &str = "give a sysfs root, a directory holding bus/pci/devices (/sys, or a fixture tree)";
-    match e {
-        TopoError::Io { path, source } if path == root => format!("--sysfs {}: cannot read it: {source}; {EXPECTED}", Quoted(root)),
-        TopoError::NotSysfs { what, .. } => format!("--sysfs {} is not a sysfs root: {what}; {EXPECTED}", Quoted(root)),
-        e => format!("--sysfs {}: {e}", Quoted(root)),
-    }
 }
 
 /// `--device` as given, and where it is a symbolic link (udev's `/dev/disk/by-id/nvme-...`,

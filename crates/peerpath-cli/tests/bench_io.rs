@@ -53,11 +53,19 @@ fn shm_memory_and_text_output() {
 fn p2p_memory_that_is_absent_exits_14_and_bad_flags_exit_2() {
     let dir = scratch();
     let file = dir.path().join("bench.dat");
+    // A function there that has no P2P memory: 14.
+    let sysfs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/qemu-switch-cmb/sys");
+    let out = run(&mut pp(args![
+        "bench-io", "--file", &file, "--size", "64K", "--sweep-bs", "4K", "--sweep-qd", "1", "--memory", "p2p:0000:00:00.0",
+        "--sysfs", &sysfs
+    ]));
+    out.fails(14, &["not a P2P memory provider", "peerpath probe"]);
+    // A --sysfs that is no sysfs root is that, said (it read "not a P2P memory provider").
     let out = run(&mut pp(args![
         "bench-io", "--file", &file, "--size", "64K", "--sweep-bs", "4K", "--sweep-qd", "1", "--memory", "p2p:0000:7f:00.0",
         "--sysfs", dir.path()
     ]));
-    out.fails(14, &["not a P2P memory provider", "peerpath probe"]);
+    out.fails(13, &["--sysfs", "is not a sysfs root"]);
     let out = run(&mut pp(args!["bench-io", "--file", &file, "--sweep-bs", "1000"]));
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
     let out = run(&mut pp(args!["bench-io", "--file", &file, "--memory", "gpu"]));

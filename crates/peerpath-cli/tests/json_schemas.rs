@@ -172,6 +172,12 @@ fn every_json_output_matches_its_documented_schema() {
     matches("p2p-verdict", &out(&mut pp(args!["topo", "--file", &acs, "--explain", "csp0", "ssd2", "--json"])));
     matches("plan", &out(&mut pp(args!["plan", "--file", &acs, "--source", "ssd0", "--target", "ssd1", "--json"])));
     matches("probe", &out(&mut pp(["probe", "--json"])));
+    // An error before the probe is a probe document too: `error` said, no providers counted.
+    let bad = run(&mut pp(args!["probe", "--sysfs", d.join("nonexist"), "--json"]));
+    assert_eq!(bad.code(), Some(13), "{}", bad.stderr);
+    matches("probe", &bad.stdout);
+    let v = bad.json();
+    assert!(v["error"].as_str().is_some_and(|e| e.contains("--sysfs")) && v["providers_found"].is_null(), "{v}");
     matches("bench-io", &out(&mut pp(args!["bench-io", "--file", d.join("bio"), "--size", "4M", "--sweep-bs", "1M", "--sweep-qd", "1", "--rw", "read", "--random", "skip", "--runtime-s", "1", "--json"])));
     let epyc = topo_fixture("epyc-case-study");
     matches("sim-report", &out(&mut pp(args!["sim", "--file", &epyc, "--json"])));

@@ -86,3 +86,42 @@ fn ramfs_refuses_o_direct_and_the_report_says_so() {
     assert_file_eq(&back, sample(), "round trip through the page cache");
     assert_dir_holds(&fs.dir, &["back", "protein.fasta", "protein.fasta.gz"]);
 }
+
+/// The `peerpath: FALLBACK:` lines of a run's standard error.
+fn fallbacks_said(o: &Out) -> Vec<&str> {
+    o.stderr.lines().filter(|l| l.starts_with("peerpath: FALLBACK: ")).collect()
+}
+
+/// Work a device was to do that fell to the host CPU is said on standard error, whatever becomes
+/// of the report: compress, decompress and verify said it only in the report on standard output
+/// (which a user redirects: `> report.txt`, `--json > r.json`) unless -q, where ec, encrypt,
+/// scan and dedup always say theirs on stderr. Once: `--verbose` says it on its own, not twice.
+#[test]
+fn a_fallback_to_the_host_cpu_is_said_on_stderr_with_the_report_on_stdout() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("s.fa");
+    std::fs::write(&src, sample()).unwrap();
+    // An emulated device that dies at once, on any machine; the report (JSON here) unchanged.
+    let o = run(&mut pp(args!["compress", &src, "-o", d.join("e.gz"), "--engine", "emulated", "--device-memory", "64M", "--inject-faults", "crash-after=1", "--json"])).ok();
+    let said = fallbacks_said(&o);
+    assert!(said.len() == 1 && said[0].contains("failed (") && said[0].contains("the host CPU compressed"), "{}", o.stderr);
+    let reported = o.json()["fallbacks"].to_string();
+    assert!(reported.contains(&said[0]["peerpath: FALLBACK: ".len()..]), "the report says the same: {reported}\n{}", o.stderr);
+    let o = run(&mut pp(args!["compress", &src, "-o", d.join("v.gz"), "--engine", "emulated", "--device-memory", "64M", "--inject-faults", "crash-after=1", "-v"])).ok();
+    assert!(fallbacks_said(&o).is_empty(), "--verbose says it once: {}", o.stderr);
+    assert_eq!(o.stderr.lines().filter(|l| l.starts_with("peerpath: fallback: ") && l.contains("the host CPU compressed")).count(), 1, "{}", o.stderr);
+    // --engine gpu where the GPU cannot start (no CUDA here): compress, decompress and verify.
+    if run(&mut pp(["gpu", "probe", "--bytes", "1M", "--algorithm", "2", "--repeat", "1"])).code() == Some(0) {
+        eprintln!("SKIPPED (the --engine gpu part): a GPU is present here");
+        return;
+    }
+    let gz = d.join("g.gz");
+    for cmd in [args!["compress", &src, "--engine", "gpu", "-o", &gz], args!["decompress", &gz, "--engine", "gpu", "-o", d.join("back")], args!["verify", &gz, "--engine", "gpu", "--json"]] {
+        let o = run(&mut pp(cmd)).ok();
+        let said = fallbacks_said(&o);
+        assert!(said.len() == 1 && said[0].contains("GPU 0 did not start (") && said[0].contains("host CPU"), "{}", o.stderr);
+        assert!(o.stdout_str().contains("did not start"), "the report still says it: {}", o.stdout_str());
+    }
+    assert_file_eq(&d.join("back"), sample(), "the host CPU's work");
+}

@@ -90,3 +90,36 @@ fn topo_vfs_draws_every_virtual_function_in_the_tree_and_the_svg() {
     assert_eq!(svg.matches("<rect ").count(), 2 + 134 + 1, "{svg}");
     assert!(svg.contains("(131 devices)</text>"), "{svg}");
 }
+
+/// A `--sysfs` root that is not one is said naming the option and what was expected, by every
+/// command that takes one (as `probe` does): `topo`, `plan`, `bench-io --memory p2p:BDF` and
+/// `compress --device-memory-from p2p:BDF` said "cannot read /nonexist" or "p2pmem does not
+/// exist: this PCI function is not a P2P memory provider" (exit 14), or ran the job on the host
+/// CPU (a fallback naming neither option). A function not under a root is named too.
+#[test]
+fn every_sysfs_option_names_itself_when_its_root_is_not_one() {
+    let dir = scratch();
+    let d = dir.path();
+    let missing = d.join("no such root");
+    let src = d.join("s.fa");
+    std::fs::write(&src, sample()).unwrap();
+    let bench = |root: &Path, bdf: &str| args!["bench-io", "--file", &src, "--size", "1M", "--rw", "read", "--memory", format!("p2p:{bdf}"), "--sysfs", root];
+    let commands = [
+        args!["topo", "--sysfs", &missing],
+        args!["topo", "--sysfs", &missing, "--json"],
+        args!["plan", "--sysfs", &missing, "--source", "ssd0", "--target", "ssd1"],
+        args!["probe", "--sysfs", &missing],
+        bench(&missing, "0000:03:00.0"),
+        args!["compress", &src, "-o", d.join("x.gz"), "--engine", "emulated", "--device-memory-from", "p2p:0000:03:00.0", "--sysfs", &missing],
+    ];
+    let named = format!("--sysfs {}: cannot read it: No such file or directory", missing.display());
+    for cmd in commands {
+        run(&mut pp(cmd)).fails(13, &[&named, "give a sysfs root, a directory holding bus/pci/devices"]);
+    }
+    // A directory that is not a sysfs root: said so.
+    run(&mut pp(args!["topo", "--sysfs", d])).fails(13, &[&format!("--sysfs {} is not a sysfs root: ", d.display()), "bus/pci/devices is not a directory"]);
+    // A root, but no such function under it: the option and the root named (it was "p2pmem does
+    // not exist: this PCI function is not a P2P memory provider", exit 14).
+    run(&mut pp(bench(&sriov_host(), "0000:09:00.0"))).fails(13, &["--memory p2p:0000:09:00.0: no such PCI function under --sysfs "]);
+    assert!(!d.join("x.gz").exists(), "nothing kept");
+}
