@@ -23,7 +23,7 @@
 use clap::Args;
 use peerpath_io::{IoEngine, IoOp, SyncEngine, UringEngine, Waker};
 use peerpath_mem::{MappedRegion, RegionAllocator, RegionBuf, RegionError};
-use peerpath_runtime::report::{quoted_name, Quoted};
+use peerpath_runtime::report::{count, quoted_name, Quoted};
 use peerpath_topo::{Bdf, PciDevice, TopoError, Topology};
 use serde_json::{json, Value};
 use std::fs::OpenOptions;
@@ -279,7 +279,7 @@ fn finish(a: &ProbeArgs, topo: &Topology, probes: &[ProviderProbe], refusal: Opt
         let v = document(a, Some(providers_total), all_passed, code, &summary, None, providers);
         println!("{}", crate::jsonout::stamped("probe", &v));
     } else {
-        println!("peerpath probe — P2P pre-flight ({} under {})", plural(providers_total, "provider"), a.sysfs.display());
+        println!("peerpath probe — P2P pre-flight ({} under {})", count(providers_total, "provider"), a.sysfs.display());
         for p in probes {
             println!();
             println!("  provider  {} — {} of {} bytes available, {}", p.name, p.available_bytes, p.size_bytes, if p.published { "published" } else { "NOT published" });
@@ -322,10 +322,6 @@ fn mark(ok: bool) -> &'static str {
     }
 }
 
-fn plural(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
 /// Why there is no provider, with what this machine says about it.
 fn no_provider_message(sysfs: &Path, topo: &Topology) -> String {
     let mut why = Vec::new();
@@ -340,8 +336,8 @@ fn no_provider_message(sysfs: &Path, topo: &Topology) -> String {
     let with_cmb = topo.nvme_controllers.iter().filter(|c| c.cmb.is_some()).count();
     why.push(format!(
         "no device offers P2P memory: {} with a Controller Memory Buffer (of {}), and P2P providers are NVMe CMBs or accelerators with a P2P BAR",
-        if with_cmb == 0 { "no NVMe controller".to_string() } else { plural(with_cmb, "NVMe controller") },
-        plural(nvme, "NVMe controller")
+        if with_cmb == 0 { "no NVMe controller".to_string() } else { count(with_cmb, "NVMe controller") },
+        count(nvme, "NVMe controller")
     ));
     let endpoints: Vec<String> = topo
         .devices

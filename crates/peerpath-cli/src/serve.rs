@@ -241,9 +241,20 @@ pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
             LoadError::Unreachable(why) => JobError::SourceUnreadable { path: server.clone(), source: std::io::Error::other(why) },
             LoadError::Broken(why) => JobError::SourceIo { path: server.clone(), detail: why },
         })?;
+        // Rates as serve's report prints them: one request in 2 s read "0 requests/s".
+        let rate = peerpath_serve::Report::rate;
         println!(
-            "{} get {}: {} requests in {:.2} s on {} connection(s): {:.0} requests/s, {:.1} MB/s; latency p50 {} us, p99 {} us, p99.9 {} us (measured on this host; client and server share it)",
-            r.server, r.key, r.requests, r.seconds, r.connections, r.requests_per_s, r.mb_per_s, r.p50_us, r.p99_us, r.p999_us
+            "{} get {}: {} requests in {:.2} s on {} connection(s): {} requests/s, {} MB/s; latency p50 {} us, p99 {} us, p99.9 {} us (measured on this host; client and server share it)",
+            r.server,
+            r.key,
+            r.requests,
+            r.seconds,
+            r.connections,
+            rate(r.requests_per_s),
+            rate(r.mb_per_s),
+            r.p50_us,
+            r.p99_us,
+            r.p999_us
         );
         Ok(())
     })())

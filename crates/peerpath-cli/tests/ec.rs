@@ -123,7 +123,7 @@ fn a_set_repair_would_refuse_is_not_called_repairable() {
     let mut b = std::fs::read(set.join("shard-004")).unwrap();
     b[70_000] ^= 0x40;
     std::fs::write(set.join("shard-004"), b).unwrap();
-    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable (peerpath ec repair)"]);
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable (`peerpath ec repair "]);
     run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
     run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
 }
@@ -1624,7 +1624,7 @@ fn a_manifest_its_copies_outvote_is_not_restored_from() {
     let bytes = number_after(&text, "\"source_bytes\": ");
     std::fs::write(chain.join("manifest.json"), text.replace(&format!("\"source_bytes\": {bytes}"), &format!("\"source_bytes\": {}", bytes + 1))).unwrap();
     // What to do is said: the copy that checks goes in the outvoted manifest's place.
-    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the manifest is damaged", "`cp COPY", "ps/manifest.json`, then `peerpath ec repair`"]);
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["the manifest is damaged", "`cp COPY", "ps/manifest.json`, then `peerpath ec repair ", "/ps` rewrites the others"]);
     let back = d.join("back");
     run(&mut pp(args!["ec", "decode", &set, "-o", &back])).fails(6, &["the manifest is damaged", "ps/manifest.json", "nothing was written"]);
     for engine in ["cpu", "emulated"] {
@@ -1721,7 +1721,7 @@ fn a_shard_directory_that_is_gone_is_named_not_called_repairable() {
     run(&mut pp(args!["ec", "repair", &set])).fails(11, &[&format!("cannot write {gone}/pd.shard-001: its directory {gone} is gone"), "nothing was repaired"]);
     // Made again (the replacement drive mounted there), the shard is rebuilt in it.
     std::fs::create_dir(&drives[1]).unwrap();
-    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable (peerpath ec repair)"]);
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable (`peerpath ec repair "]);
     run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
     run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
 }
@@ -1883,7 +1883,7 @@ fn verify_and_repair_hold_slices_of_a_stripe_and_decode_says_which_memory_ran_ou
     let mut parity = original[9].1.clone();
     parity[5 << 20] ^= 1;
     std::fs::write(set.join("shard-009"), parity).unwrap();
-    within(args!["ec", "verify", &set, "-T", "2"]).fails(6, &["shard-000, shard-009", "repairable (peerpath ec repair)"]);
+    within(args!["ec", "verify", &set, "-T", "2"]).fails(6, &["shard-000, shard-009", "repairable (`peerpath ec repair "]);
     within(args!["ec", "repair", &set, "-T", "2", "-q"]).ok();
     assert!(shards(&set) == original, "repaired byte for byte");
     // The padding is still checked, slice by slice, also in a rebuilt unit: a length cut in

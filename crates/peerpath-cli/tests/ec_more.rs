@@ -224,7 +224,7 @@ fn a_directory_in_a_shard_s_place_is_not_repairable_in_place() {
     let blocker = set.join("shard-001");
     std::fs::remove_file(&blocker).unwrap();
     std::fs::create_dir(&blocker).unwrap();
-    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["NOT repairable in place while a directory lies where shard-001 should be"]);
+    let said = run(&mut pp(args!["ec", "verify", &set])).fails(6, &["NOT repairable in place while a directory lies where shard-001 should be"]).stderr;
     let v = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[]).json();
     assert_eq!(v["repairable"], false, "{v}");
     run(&mut pp(args!["ec", "repair", &set])).fails(11, &[&blocker.display().to_string(), "a directory lies in its place"]);
@@ -233,8 +233,51 @@ fn a_directory_in_a_shard_s_place_is_not_repairable_in_place() {
     run(&mut pp(args!["ec", "decode", &set, "-o", &back])).ok();
     assert_file_eq(&back, &data, "decoded around a directory for a shard");
     std::fs::remove_dir(&blocker).unwrap();
-    run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
+    // What verify said to run then, run as it said it.
+    run_hint(&said, "`peerpath ec repair ").ok();
     run(&mut pp(args!["ec", "verify", &set])).ok();
+}
+
+/// The command in `message` that begins `start` (a backtick, then the command's words), run by
+/// bash as printed, with this build's peerpath first on PATH.
+fn run_hint(message: &str, start: &str) -> Out {
+    let rest = message.split(start).nth(1).and_then(|t| t.split('`').next()).unwrap_or_else(|| panic!("no {start:?}...` in {message:?}"));
+    let command = format!("{}{rest}", &start[1..]);
+    let bin_dir = Path::new(bin()).parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
+    run(std::process::Command::new("bash").arg("-c").arg(&command).env("PATH", path))
+}
+
+/// `ec verify`'s hints run as printed: they said "`peerpath ec repair`", without the set's
+/// directory (a usage error as written). Here one whose name a shell must have quoted (a line
+/// break in it): the repairable set's hint mends it, and so does the one that says to make a
+/// shard's directory again first.
+#[test]
+fn the_hints_of_ec_verify_run_as_printed() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(40_000, 15)).unwrap();
+    let set = d.join("the\nset");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &set, "-q"])).ok();
+    std::fs::remove_file(set.join("shard-002")).unwrap();
+    let said = run(&mut pp(args!["ec", "verify", &set])).fails(6, &["repairable (`peerpath ec repair '", "/the'$'\\n''set'`)"]).stderr;
+    run_hint(&said, "`peerpath ec repair ").ok();
+    run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
+    // A shard directory gone (a drive not mounted): made again, the hint mends the set.
+    let drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("drive {i}"))).collect();
+    drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
+    let spread = d.join("spread\tset");
+    let mut encode = pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &spread, "-q"]);
+    drives.iter().for_each(|p| {
+        encode.arg("--shard-dir").arg(p);
+    });
+    run(&mut encode).ok();
+    std::fs::remove_dir_all(&drives[1]).unwrap();
+    let said = run(&mut pp(args!["ec", "verify", &spread])).fails(6, &["NOT repairable in place until", "then `peerpath ec repair '", "/spread'$'\\t''set'`"]).stderr;
+    std::fs::create_dir(&drives[1]).unwrap();
+    run_hint(&said, "`peerpath ec repair ").ok();
+    run(&mut pp(args!["ec", "verify", &spread, "-q"])).ok();
 }
 
 /// A shard that cannot be written as it is rebuilt (here past `ulimit -f`, as on a full drive):

@@ -264,10 +264,19 @@ fn device_memory_from_a_p2p_provider_is_shared_with_a_forked_device() {
     let placement = r["placement"].as_array().unwrap();
     assert_eq!(placement.len(), names.len(), "{placement:?}");
     assert!(placement.iter().all(|p| p.as_str().unwrap().contains("P2P path not checked")), "{placement:?}");
-    // No such provider: said, and with --no-fallback an error that keeps nothing.
-    let missing = emulated(&["--device-memory-from", "p2p:0000:09:00.0", "--sysfs", &sysfs, "--no-fallback"]);
+    // No such provider: said by the options that name it (it read ".../0000:09:00.0/p2pmem/available:
+    // No such file or directory"), a fallback to the host CPU, and with --no-fallback an error
+    // that keeps nothing.
+    let no_function = format!("--device-memory-from p2p:0000:09:00.0: no such PCI function under --sysfs {sysfs}");
+    let mut missing = emulated(&["--device-memory-from", "p2p:0000:09:00.0", "--sysfs", &sysfs]);
+    missing.extend_from_slice(&extra);
     let out = dir.path().join("dev-missing");
-    compress(&sources, &out, &missing).fails(15, &["0000:09:00.0", "p2pmem"]);
+    let r = compress(&sources, &out, &missing).ok().json();
+    assert!(r["fallbacks"].as_array().unwrap().iter().any(|f| f.as_str().unwrap().contains(&no_function)), "{}", r["fallbacks"]);
+    assert_same_outputs(&cpu, &out, &names, "no such provider: the host CPU");
+    std::fs::remove_dir_all(&out).unwrap();
+    missing.push("--no-fallback");
+    compress(&sources, &out, &missing).fails(15, &[&no_function]);
     assert!(!out.exists() || names_in(&out).is_empty(), "targets left in {}", out.display());
     let o = run(&mut pp(args!["compress", &sources[0], "--device-memory-from", "p2p:"]));
     assert!(o.code() == Some(2) && o.stderr.contains("expected shm, shm:DIR or p2p:BDF"), "clap usage error: {}", o.stderr);

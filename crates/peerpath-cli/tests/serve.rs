@@ -1143,16 +1143,17 @@ fn two_content_lengths_are_refused_and_the_body_is_not_taken_for_a_request() {
     drop(s);
 }
 
-/// A memcached server of one connection for bench-kv: answers the first get with `answer`,
-/// then drips a byte every 500 ms (`drip`), and closes when the client goes, or at once
-/// (`close`). Returns its address and the thread (joined once the client is done).
-fn fake_kv_server(answer: &[u8], drip: bool, close: bool) -> (String, std::thread::JoinHandle<()>) {
+/// A memcached server of one connection for bench-kv: answers the first get with `answer`
+/// (`after` it came), then drips a byte every 500 ms (`drip`), and closes when the client goes,
+/// or at once (`close`). Returns its address and the thread (joined once the client is done).
+fn fake_kv_server(answer: &[u8], after: Duration, drip: bool, close: bool) -> (String, std::thread::JoinHandle<()>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let answer = answer.to_vec();
     let server = std::thread::spawn(move || {
         let (mut c, _) = listener.accept().unwrap();
         let _ = c.read(&mut [0u8; 100]);
+        std::thread::sleep(after);
         let _ = c.write_all(&answer);
         while drip && c.write_all(b"x").is_ok() {
             std::thread::sleep(Duration::from_millis(500));
@@ -1164,13 +1165,29 @@ fn fake_kv_server(answer: &[u8], drip: bool, close: bool) -> (String, std::threa
     (addr, server)
 }
 
+/// bench-kv prints a rate under 1 a second with its digits, as serve's report does: one get
+/// answered 1.5 s after it was sent read "1 requests/s" (0.66 rounded), or 0 for a slower one.
+#[test]
+fn bench_kv_prints_a_slow_rate_with_its_digits() {
+    let (addr, server) = fake_kv_server(b"VALUE k 0 3\r\nabc\r\nEND\r\n", Duration::from_millis(1500), false, true);
+    let o = run_full(&mut pp(args!["bench-kv", "--server", &addr, "--key", "k", "-c", "1", "--seconds", "0.1"]), None, Duration::from_secs(90)).ok();
+    server.join().unwrap();
+    let text = o.stdout_str();
+    let word_after = |s: &str| -> String { text.split(s).nth(1).and_then(|t| t.split(' ').next()).unwrap_or_else(|| panic!("no {s:?}: {text}")).to_string() };
+    let (requests, seconds, rate) = (word_after(": "), word_after(" requests in "), word_after(" connection(s): "));
+    let (seconds, got): (f64, f64) = (seconds.parse().unwrap(), rate.parse().unwrap());
+    assert!(requests == "1" && seconds >= 1.5, "{text}");
+    // Three significant digits, of the rate the line's own count and time give.
+    assert!(rate.starts_with("0.") && rate[2..].trim_start_matches('0').len() == 3 && (got - 1.0 / seconds).abs() < 0.01, "{rate} requests/s: {text}");
+}
+
 /// bench-kv against a server that accepts and never answers, or drips its answer: the run ends
 /// with an error a bounded time after --seconds (it hung for ever), exit 12 (an error reading
 /// the server), saying why.
 #[test]
 fn bench_kv_gives_up_on_a_server_that_does_not_answer() {
     for (answer, drip, needle) in [(&b""[..], false, "reading the answer: the server sent nothing for 5 s"), (b"VALUE k 0 1000\r\n", true, "the value was not whole 5 s after the run's end")] {
-        let (addr, server) = fake_kv_server(answer, drip, false);
+        let (addr, server) = fake_kv_server(answer, Duration::ZERO, drip, false);
         let o = run_full(&mut pp(args!["bench-kv", "--server", &addr, "--key", "k", "-c", "1", "--seconds", "0.5"]), None, Duration::from_secs(90));
         o.fails(12, &[needle]);
         server.join().unwrap();
@@ -1187,7 +1204,7 @@ fn bench_kv_allocates_no_value_length_a_server_declares() {
         (b"VALUE k 0 18446744073709551610\r\nabc", "more than any file holds"),
         (b"VALUE k 0 3\r\nabc\r\nEXD\r\n", "not followed by END"),
     ] {
-        let (addr, server) = fake_kv_server(answer, false, true);
+        let (addr, server) = fake_kv_server(answer, Duration::ZERO, false, true);
         let o = run_full(&mut pp(args!["bench-kv", "--server", &addr, "--key", "k", "-c", "1", "--seconds", "0.5"]), None, Duration::from_secs(90));
         o.fails(12, &[needle]);
         server.join().unwrap();

@@ -5,7 +5,7 @@
 
 use crate::error::{JobError, Result};
 use crate::offload::{max_inputs, usual_peak_bytes, Params};
-use crate::report::{DeviceReport, Fallback};
+use crate::report::{DeviceReport, Fallback, Quoted};
 use peerpath_device::{Device, DeviceStats};
 use peerpath_mem::{align_down, free_bytes};
 use peerpath_metrics::{process_cpu, LedgerSummary};
@@ -521,9 +521,13 @@ pub(crate) fn start_emulated(spec: &EmulatedSpec, sizes: &[Option<u64>], params:
                 let memory_at = sweep_and_place_shared_memory(spec, &mut so.serve.dir);
                 (EmulatedCsp::spawn(&so).map_err(|e| e.to_string()), memory_at)
             }
-            from @ DeviceMemoryFrom::P2p { .. } => match map_p2p_memory(&from.p2p_device_dir().expect("P2P"), spec.memory_bytes) {
-                Ok((region, memory_at)) => (EmulatedCsp::fork_with_memory(&so, region).map_err(|e| e.to_string()), memory_at),
-                Err(e) => (Err(e), String::new()),
+            from @ DeviceMemoryFrom::P2p { sysfs, bdf } => match from.p2p_device_dir().filter(|d| d.exists()) {
+                // Said by the options that name it (it read "<root>/bus/pci/devices/<bdf>/p2pmem/available: No such file").
+                None => (Err(format!("--device-memory-from p2p:{bdf}: no such PCI function under --sysfs {}", Quoted(sysfs))), String::new()),
+                Some(device_dir) => match map_p2p_memory(&device_dir, spec.memory_bytes) {
+                    Ok((region, memory_at)) => (EmulatedCsp::fork_with_memory(&so, region).map_err(|e| e.to_string()), memory_at),
+                    Err(e) => (Err(e), String::new()),
+                },
             },
         };
         let device: Box<dyn Device> = match started {

@@ -264,8 +264,8 @@ impl Report {
             self.provenance,
             self.requests,
             self.seconds,
-            rate(self.requests_per_s),
-            rate(self.payload_bytes_per_s / 1e6),
+            Report::rate(self.requests_per_s),
+            Report::rate(self.payload_bytes_per_s / 1e6),
             self.p50_us,
             self.p99_us,
             self.p999_us,
@@ -308,15 +308,15 @@ impl Report {
             ))
         )
     }
-}
 
-/// A rate as the report prints it: whole from 10 up, else 3 significant digits, so that one
-/// request in 2 s reads 0.485, not 0.
-fn rate(x: f64) -> String {
-    if x >= 10.0 || x <= 0.0 || !x.is_finite() {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.*}", (2.0 - x.log10().floor()) as usize)
+    /// A rate as the report prints it: whole from 10 up, else 3 significant digits, so that one
+    /// request in 2 s reads 0.485, not 0 (`bench-kv` prints its rates so too).
+    pub fn rate(x: f64) -> String {
+        if x >= 10.0 || x <= 0.0 || !x.is_finite() {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.*}", (2.0 - x.log10().floor()) as usize)
+        }
     }
 }
 
@@ -359,7 +359,7 @@ mod tests {
         stats.record(Duration::from_millis(1), 1000, 0, 0, 200);
         let text = stats.report(&crate::Config::new("/".into()), Duration::from_millis(2060), Duration::ZERO).render();
         assert!(text.contains(": 1 request(s) in 2.06 s, 0.485 requests/s, 0.000485 MB/s of payload"), "{text}");
-        assert_eq!((super::rate(0.0), super::rate(2.5), super::rate(12.4), super::rate(1234.6)), ("0".into(), "2.50".into(), "12".into(), "1235".into()));
+        assert_eq!((super::Report::rate(0.0), super::Report::rate(2.5), super::Report::rate(12.4), super::Report::rate(1234.6)), ("0".into(), "2.50".into(), "12".into(), "1235".into()));
     }
 
     /// A run whose every response was aborted says so, not "status codes: ; 1 aborted".
