@@ -80,7 +80,7 @@ struct QueryArgs {
 }
 
 /// Runs `peerpath csp ...`. Bad names or options exit with 2, a name
-/// taken with 4, files that do not fit their file system with 11, anything
+/// taken with 4, files that do not fit their file system or may not be made there with 11, anything
 /// else that fails with 1.
 pub fn main(a: CspArgs) -> ExitCode {
     // A device a job started: its failure is the job's to handle (it falls back and says why);
@@ -115,8 +115,11 @@ pub fn main(a: CspArgs) -> ExitCode {
                 CspError::AlreadyRunning { .. } => ExitCode::from(4),
                 CspError::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => ExitCode::from(4),
                 // Its files do not fit their file system (a full tmpfs, found making room for the
-                // queues or populating the memory): as a target that cannot be written.
-                CspError::Io { source, .. } | CspError::Region(RegionError::Io { source, .. }) if no_room(&source) => ExitCode::from(11),
+                // queues or populating the memory), or may not be made there (a read-only --dir, one
+                // not ours to write in): as a target that cannot be written.
+                CspError::Io { source, .. } | CspError::Region(RegionError::Io { source, .. }) if no_room(&source) || not_writable(&source) => {
+                    ExitCode::from(11)
+                }
                 _ => ExitCode::from(1),
             }
         }
@@ -125,6 +128,10 @@ pub fn main(a: CspArgs) -> ExitCode {
 
 fn no_room(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(libc::EDQUOT)
+}
+
+fn not_writable(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES | libc::EPERM))
 }
 
 fn run_serve(s: ServeArgs) -> Result<(), CspError> {
@@ -159,7 +166,7 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
             out,
             "{READY_LINE_PREFIX} {} ({} of device memory, {} queue pairs of {} entries, {} workers) at {}",
             id.name,
-            if id.memory_bytes >= 1 << 20 { format!("{} MiB", id.memory_bytes >> 20) } else { format!("{} KiB", id.memory_bytes >> 10) },
+            memory_size(id.memory_bytes),
             id.queue_count,
             id.queue_depth,
             id.workers,
@@ -167,6 +174,16 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
         );
         let _ = out.flush();
     })
+}
+
+/// A device's memory as its ready line and `csp identify` say it: whole MiB, else KiB (it is
+/// whole pages): `--memory 100K` was "0 MiB", `--memory 1536K` "1 MiB".
+fn memory_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
 }
 
 fn query(q: QueryArgs, answer: impl FnOnce(&mut EmulatedCsp, bool) -> Result<String, CspError>) -> Result<(), CspError> {
@@ -196,13 +213,13 @@ fn render_identify(device: &EmulatedCsp, id: &Identify, json: bool) -> String {
     let functions: Vec<&str> = id.functions.iter().map(|k| k.name()).collect();
     let p = device.paths();
     format!(
-        "{}: pid {}, {} MiB of device memory, {} queue pairs of {} entries, {} workers, up to {} input ranges per command\n\
+        "{}: pid {}, {} of device memory, {} queue pairs of {} entries, {} workers, up to {} input ranges per command\n\
          functions: {}\n\
          files: {} {} {}\n\
          {EMULATED}",
         id.name,
         id.pid,
-        id.memory_bytes >> 20,
+        memory_size(id.memory_bytes),
         id.queue_count,
         id.queue_depth,
         id.workers,

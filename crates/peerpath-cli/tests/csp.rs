@@ -303,3 +303,80 @@ fn a_dir_that_is_not_one_is_a_usage_error_and_a_full_one_is_no_room() {
         assert_eq!(names_in(&fs.dir), Vec::<String>::new(), "a device that did not start leaves no files");
     }
 }
+
+#[test]
+fn files_under_a_devices_names_that_no_device_left_are_left_as_they_are() {
+    // A free name used to mean "a dead device's files": any regular file called
+    // peerpath-csp-NAME.queues or .mem was removed and replaced, a user's data too.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::scratch();
+    let files = device_files(dir.path(), "mine");
+    let owner_only = std::fs::Permissions::from_mode(0o600);
+    // (file, contents, owner-only): a queue file without the queue magic, a file anyone may read.
+    for (file, contents, private) in [(&files[1], &b"not a queue file, but mine"[..], true), (&files[0], &b"my notes"[..], false), (&files[1], &[0u8; 16][..], false)] {
+        std::fs::write(file, contents).unwrap();
+        if private {
+            std::fs::set_permissions(file, owner_only.clone()).unwrap();
+        }
+        let mut serves = Serves::start(1, "mine", dir.path(), &[]);
+        assert_eq!(serves.first_line(0), "", "it does not get ready");
+        let (status, err) = serves.ended(0);
+        assert_eq!(status.code(), Some(4), "{err}");
+        assert!(err.contains(&file.display().to_string()) && err.contains("a device left"), "{err}");
+        assert_eq!(std::fs::read(file).unwrap(), contents, "left as it was");
+        std::fs::remove_file(file).unwrap();
+        assert_eq!(names_in(dir.path()), Vec::<String>::new(), "nothing else made or left");
+    }
+}
+
+#[test]
+fn memory_that_is_not_whole_mib_is_said_in_kib() {
+    let dir = common::scratch();
+    // It said "0 MiB" and "1 MiB".
+    for (memory, said) in [("100K", "100 KiB"), ("1536K", "1536 KiB"), ("2M", "2 MiB")] {
+        let child = Command::new(PEERPATH)
+            .args(["csp", "serve", "--name", "small", "--memory", memory, "--queues", "1", "--workers", "1", "--dir"])
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut serves = Serves(vec![child]);
+        let ready = serves.first_line(0);
+        assert!(ready.contains(&format!("({said} of device memory")), "--memory {memory}: {ready}");
+        let out = Command::new(PEERPATH).args(["csp", "identify", "--name", "small", "--dir"]).arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!(", {said} of device memory,")), "--memory {memory}: {text}");
+        assert!(serves.stop(0).success());
+    }
+}
+
+#[test]
+fn a_dir_the_device_may_not_write_in_is_exit_11_not_an_internal_error() {
+    let test = "a_dir_the_device_may_not_write_in_is_exit_11_not_an_internal_error";
+    let Some(fs) = common::TmpfsMount::mount(test, "tmpfs", "size=1m,ro") else { return };
+    let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "ro", "--memory", "1M", "--dir"]).arg(&fs.dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(11), "a target that cannot be written (it was 1): {err}");
+    assert!(err.contains(&fs.dir.join("peerpath-csp-ro.lock").display().to_string()) && err.contains("Read-only file system"), "{err}");
+}
+
+#[test]
+fn a_device_that_takes_connections_but_does_not_answer_is_said_so() {
+    let dir = common::scratch();
+    let mut serves = Serves::start(1, "stopped", dir.path(), &[]);
+    assert!(serves.first_line(0).starts_with("peerpath csp ready:"));
+    // SAFETY: kill(2) with this test's own child's pid (continued below, then stopped by Drop).
+    assert_eq!(unsafe { libc::kill(serves.pid(0) as libc::pid_t, libc::SIGSTOP) }, 0);
+    let out = Command::new(PEERPATH).args(["csp", "stats", "--name", "stopped", "--dir"]).arg(dir.path()).output().unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(serves.pid(0) as libc::pid_t, libc::SIGCONT) }, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // It said "Resource temporarily unavailable (os error 11)".
+    assert!(err.contains("peerpath-csp-stopped.sock: the device gave no answer within 10 s (is its process stopped, or hung?)"), "{err}");
+    assert!(serves.stop(0).success());
+    assert_eq!(names_in(dir.path()), Vec::<String>::new());
+}

@@ -18,7 +18,7 @@ use crate::stats::DeviceStats;
 use crate::sys::{self, peer_closed, poll_fds, EventFd};
 use peerpath_mem::MappedRegion;
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
@@ -1005,13 +1005,22 @@ fn claim(paths: &CspPaths, name: &str, queue: Option<u32>) -> Result<(UnixStream
     let connect_err = |source| CspError::Connect { name: name.to_string(), socket: paths.socket.clone(), source };
     let io_err = |source| CspError::Io { operation: "claim a queue pair on", path: paths.socket.clone(), source };
     let mut sock = UnixStream::connect(&paths.socket).map_err(connect_err)?;
-    sock.set_read_timeout(Some(Duration::from_secs(10))).map_err(io_err)?;
+    const CLAIM_WAIT: Duration = Duration::from_secs(10);
+    sock.set_read_timeout(Some(CLAIM_WAIT)).map_err(io_err)?;
     let mut msg = [0u8; 8];
     msg[0..4].copy_from_slice(&CLAIM_MAGIC.to_le_bytes());
     msg[4..8].copy_from_slice(&queue.unwrap_or(CLAIM_ANY).to_le_bytes());
     sock.write_all(&msg).map_err(io_err)?;
     let mut answer = [0u8; 16];
-    let fds = sys::recv_with_fds(&sock, &mut answer, 2).map_err(io_err)?;
+    let fds = sys::recv_with_fds(&sock, &mut answer, 2).map_err(|e| match e.kind() {
+        // The read timed out (it said "Resource temporarily unavailable"): a device that takes
+        // connections but does not answer them.
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io_err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the device gave no answer within {} s (is its process stopped, or hung?)", CLAIM_WAIT.as_secs()),
+        )),
+        _ => io_err(e),
+    })?;
     let word = |i: usize| u32::from_le_bytes(answer[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
     let refused = |reason: String| CspError::Refused { name: name.to_string(), reason };
     if word(0) != CLAIM_MAGIC {

@@ -423,19 +423,34 @@ fn clear_stale(paths: &CspPaths) -> Result<(), CspError> {
     if paths.socket.exists() && UnixStream::connect(&paths.socket).is_ok() {
         return Err(CspError::AlreadyRunning { path: paths.socket.clone() });
     }
-    // Only what a device makes (a socket, regular files) is removed; anything else under
-    // those names is not ours.
-    use std::os::unix::fs::FileTypeExt;
-    for (p, socket) in [(&paths.socket, true), (&paths.memory, false), (&paths.queues, false)] {
-        let Ok(kind) = std::fs::symlink_metadata(p).map(|m| m.file_type()) else { continue };
-        if (socket && !kind.is_socket()) || (!socket && !kind.is_file()) {
-            let what = if socket { "a socket" } else { "a regular file" };
+    // Only what a device makes is removed: a socket, owner-only regular files, a queue file that
+    // starts with its magic (or with nothing yet: killed before it wrote its header). Anything
+    // else under those names (a user's file that happens to be called so) is not ours.
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    for (p, what) in [(&paths.socket, "a socket"), (&paths.memory, "a memory file"), (&paths.queues, "a queue file")] {
+        let Ok(meta) = std::fs::symlink_metadata(p) else { continue };
+        let left_by_device = if p == &paths.socket {
+            meta.file_type().is_socket()
+        } else {
+            meta.is_file() && meta.permissions().mode() & 0o077 == 0 && (p != &paths.queues || starts_as_queue_file(p))
+        };
+        if !left_by_device {
             let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("it exists and is not {what} a device left: remove it, or give another --name or --dir"));
             return Err(CspError::Io { operation: "replace", path: p.clone(), source });
         }
     }
     paths.remove_all();
     Ok(())
+}
+
+/// Whether the file at `p` begins as a device's queue file does: with [`QUEUE_MAGIC`], or with
+/// zeros or less than a word (its device died before it wrote the header).
+fn starts_as_queue_file(p: &std::path::Path) -> bool {
+    let mut word = [0u8; 8];
+    match std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut word)) {
+        Ok(()) => word == QUEUE_MAGIC.to_le_bytes() || word == [0; 8],
+        Err(e) => e.kind() == io::ErrorKind::UnexpectedEof,
+    }
 }
 
 fn write_header(q: &QueueFile, g: Geometry, memory_bytes: u64) {
