@@ -118,12 +118,12 @@ fn catalog(path: &Option<PathBuf>) -> Result<Catalog, SimError> {
 
 /// The topology, catalog and job the options describe; the job's numbers are checked first, so a
 /// usage error is said before any file is read.
-fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), SimError> {
+fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), Stop> {
     let mut job = Job::parse(&a.job)?;
     job.ratio = a.ratio;
     if let Some(f) = &a.function {
         if !job.compresses() {
-            return Err(SimError::Job(format!("--function '{f}' for a job that runs none ({})", job.describe())));
+            return Err(SimError::Job(format!("--function '{f}' for a job that runs none ({})", job.describe())).into());
         }
         job.function = f.clone();
     }
@@ -133,9 +133,12 @@ fn setup(a: &RunArgs) -> Result<(Topology, Catalog, Job), SimError> {
     job.queue_depth = a.queue_depth;
     job.check()?;
     let topo = match (&a.file, &a.sysfs) {
-        (Some(f), _) => Topology::from_toml_file(f)?,
-        (None, Some(root)) => Topology::from_sysfs(root)?,
-        (None, None) => Topology::from_sysfs("/sys")?,
+        (Some(f), _) => Topology::from_toml_file(f).map_err(SimError::from)?,
+        // Said as topo's: it named no option ("/nonexist is not a sysfs root: ...").
+        (None, root) => {
+            let root = root.as_deref().unwrap_or(std::path::Path::new("/sys"));
+            Topology::from_sysfs(root).map_err(|e| Stop::Job(JobError::Topology(crate::sysfs_error(root, e))))?
+        }
     };
     let cat = catalog(&a.catalog)?;
     Ok((topo, cat, job))
@@ -145,11 +148,12 @@ fn opts(a: &RunArgs) -> SimOptions {
     SimOptions { seed: a.seed, ..SimOptions::default() }
 }
 
-/// Why `peerpath sim` stops: the simulator refused, or the plot could not be written (exit 11
-/// with nothing left behind, as `topo --svg`; it was a what-if error, exit 2).
+/// Why `peerpath sim` stops: the simulator refused, or as a job does: the plot could not be
+/// written (exit 11 with nothing left behind, as `topo --svg`; it was a what-if error, exit 2),
+/// or the sysfs root is none (exit 13, said as topo says it).
 enum Stop {
     Sim(SimError),
-    Write(JobError),
+    Job(JobError),
 }
 
 impl From<SimError> for Stop {
@@ -195,7 +199,7 @@ fn run_inner(a: SimArgs) -> Result<(), Stop> {
                     let sw = sweep::sweep(&topo, &cat, r.platform.as_deref(), &job, &vary, &opts(r))?;
                     if let Some(p) = &r.svg {
                         // Replaced when asked for again, but never left half-written.
-                        crate::write_output(p, svg::render(&sw).as_bytes(), true).map_err(Stop::Write)?;
+                        crate::write_output(p, svg::render(&sw).as_bytes(), true).map_err(Stop::Job)?;
                     }
                     if r.json {
                         println!("{}", crate::jsonout::stamped_text("sim-sweep", &sw.to_json()));
@@ -228,7 +232,7 @@ fn run_inner(a: SimArgs) -> Result<(), Stop> {
 pub fn run(a: SimArgs) -> ExitCode {
     match run_inner(a) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Stop::Write(e)) => crate::exit_code(Err(e)),
+        Err(Stop::Job(e)) => crate::exit_code(Err(e)),
         Err(Stop::Sim(e)) => {
             eprintln!("peerpath: error: {e}");
             ExitCode::from(match e {

@@ -86,6 +86,18 @@ fn a_sweep_past_what_fits_keeps_the_values_that_do() {
     assert_eq!(v["points"][0]["value"], 230, "{v}");
     let why = v["skipped"][0]["why"].as_str().unwrap();
     assert!(why.starts_with("231 csps do not fit: ") && why.contains("no free bus number") && why.contains("at most 230 csps fit"), "{why}");
+    // The plan tries every count up to the same edge (the planner ran once per count, each
+    // time weighing every CSP for every stream in words: 18 s in a debug build), and its best
+    // is what a single run of that count gives.
+    let p = json(&["plan", "--file", &f, "--target", "100000", "--limit", "256", "--json"]);
+    assert!(p["count"].is_null(), "{p}");
+    let why = p["why"].as_str().unwrap();
+    assert!(why.starts_with("up to 230 csps (--limit 256; 231 do not fit: ") && why.contains("at most 230 csps fit"), "{why}");
+    let first = why.split_once(", first at ").unwrap().1.split(',').next().unwrap();
+    let one = json(&["--file", &f, "--vary", &format!("csp={first}"), "--json"]);
+    assert_eq!(one["points"][0]["throughput_gbit_per_s"], p["throughput_gbit_per_s"], "{why}");
+    // Dozens of CSPs on the 18 SSDs: the SSDs are shared, and the plan says so.
+    assert!(p["groups"].as_array().unwrap().last().unwrap().as_str().unwrap().contains("SSD(s) shared by several CSPs"), "{p}");
     // Nothing fits: the error, with the limit.
     let out = sim(&["--file", &f, "--vary", "csp=250,251"]);
     assert_eq!(out.status.code(), Some(2));
@@ -239,4 +251,66 @@ fn a_count_the_job_has_no_use_for_is_refused() {
         a.extend_from_slice(args);
         json(&a);
     }
+}
+
+/// A `--sysfs` that is no sysfs root is said as topo, plan and probe say it, naming the option
+/// and what was expected (it read "/nonexist is not a sysfs root: ..."), exit 13; `sim plan` too.
+#[test]
+fn a_sysfs_root_that_is_none_names_the_option() {
+    let empty = tempfile::tempdir().unwrap();
+    let e = empty.path().display().to_string();
+    let none = format!("--sysfs {e} is not a sysfs root: ");
+    for (args, words) in [
+        (&["--sysfs", "/nonexist"][..], &["--sysfs /nonexist", "give a sysfs root"][..]),
+        (&["plan", "--target", "10", "--sysfs", "/nonexist"], &["--sysfs /nonexist", "give a sysfs root"]),
+        (&["--sysfs", &e], &[&none, "give a sysfs root"]),
+    ] {
+        let out = sim(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(13), "{args:?}: {err}");
+        assert!(words.iter().all(|w| err.contains(w)) && err.lines().count() == 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// With more CSPs than the SSDs make groups of three, the plan puts several CSPs' streams on
+/// one SSD (on the EPYC at 250 Gb/s, csp6 reads ssd2, csp0's target), and said nothing: each
+/// group read as if its SSDs were its own. Every SSD that two or more CSPs use now gets a line
+/// naming them by role, and a line says the simulated rate includes the sharing.
+#[test]
+fn a_plan_says_which_ssds_several_csps_share() {
+    let f = epyc();
+    let v = json(&["plan", "--file", &f, "--target", "250", "--json"]);
+    let groups: Vec<&str> = v["groups"].as_array().unwrap().iter().map(|g| g.as_str().unwrap()).collect();
+    // Who reads and who writes each SSD, from the CSP groups themselves.
+    let mut users = std::collections::BTreeMap::<String, (Vec<String>, Vec<String>)>::new();
+    for g in groups.iter().filter(|g| g.starts_with("csp")) {
+        let (csp, rest) = g.split_once(": sources ").unwrap();
+        let (srcs, rest) = rest.split_once(" -> target ").unwrap();
+        let tgt = rest.split_once(" (").unwrap().0;
+        for s in srcs.split(", ") {
+            users.entry(s.to_string()).or_default().0.push(csp.to_string());
+        }
+        users.entry(tgt.to_string()).or_default().1.push(csp.to_string());
+    }
+    let shared: Vec<_> = users.iter().filter(|(_, (r, w))| r.len() + w.len() > 1).collect();
+    assert!(!shared.is_empty(), "10 CSPs on 18 SSDs share some: {groups:#?}");
+    for (ssd, (r, w)) in &shared {
+        let mut want = Vec::new();
+        if !r.is_empty() {
+            want.push(format!("source of {}", r.join(", ")));
+        }
+        if !w.is_empty() {
+            want.push(format!("target of {}", w.join(", ")));
+        }
+        let line = format!("{ssd} shared: {}", want.join("; "));
+        assert!(groups.contains(&line.as_str()), "no {line:?} in {groups:#?}");
+    }
+    let said = groups.iter().filter(|g| g.contains(" shared: ")).count();
+    assert_eq!(said, shared.len(), "only shared SSDs get a line: {groups:#?}");
+    let last = groups.last().unwrap();
+    assert!(last.starts_with(&format!("{} SSD(s) shared by several CSPs", shared.len())) && last.contains("simulated rate includes that sharing"), "{last}");
+    // Few enough CSPs that each has SSDs of its own: nothing to say.
+    let v = json(&["plan", "--file", &f, "--target", "100", "--json"]);
+    assert!(!v["groups"].to_string().contains("shared"), "{}", v["groups"]);
 }

@@ -420,12 +420,10 @@ impl Job {
                 let (mut reads, mut writes) = (vec![0usize; m.nodes.len()], vec![0usize; m.nodes.len()]);
                 let (mut sources, mut targets, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
                 for &c in &csps {
-                    let mut reach = Vec::new();
-                    for &s in &ssds {
-                        if m.topology.verdict(&name(c), &name(s))?.is_supported() {
-                            reach.push(s);
-                        }
-                    }
+                    let ssd_names: Vec<String> = ssds.iter().map(|&s| name(s)).collect();
+                    let ssd_names: Vec<&str> = ssd_names.iter().map(String::as_str).collect();
+                    let verdicts = m.topology.verdict_many(&name(c), &ssd_names)?.clients;
+                    let reach: Vec<usize> = ssds.iter().zip(&verdicts).filter(|(_, v)| v.is_supported()).map(|(&s, _)| s).collect();
                     if reach.len() < 2 {
                         continue;
                     }
@@ -462,10 +460,11 @@ impl Job {
                 let request = peerpath_topo::PlanRequest::new(sources.iter().map(|&i| name(i)), targets.iter().map(|&i| name(i)))
                     .with_devices(peerpath_topo::DeviceSelection::Named(csps.iter().map(|&c| name(c)).collect()))
                     .with_pairs(pairs);
-                let placed = peerpath_topo::plan(&m.topology, &request).map_err(|e| SimError::Job(format!("placement: {e}")))?;
+                let placed = peerpath_topo::plan::streams(&m.topology, &request).map_err(|e| SimError::Job(format!("placement: {e}")))?;
+                // Per SSD, the CSPs that read it and those that write it.
+                let mut users = BTreeMap::<usize, (Vec<usize>, Vec<usize>)>::new();
                 for &c in &csps {
                     let streams: Vec<&peerpath_topo::plan::Stream> = placed
-                        .streams
                         .iter()
                         .filter(|st| matches!(&st.executor, peerpath_topo::plan::Executor::Device { bdf, .. } if m.nodes[c].bdf == Some(*bdf)))
                         .filter(|st| st.read.is_p2p() && st.write.is_p2p())
@@ -477,6 +476,12 @@ impl Job {
                     let srcs: Vec<usize> = streams.iter().map(|st| sources[st.source_index]).collect();
                     let mut tgts: Vec<usize> = streams.iter().map(|st| targets[st.target_index]).collect();
                     tgts.dedup();
+                    for &s in &srcs {
+                        users.entry(s).or_default().0.push(c);
+                    }
+                    for &d in &tgts {
+                        users.entry(d).or_default().1.push(c);
+                    }
                     groups.push(format!(
                         "{}: sources {} -> target {} ({})",
                         m.nodes[c].name,
@@ -506,6 +511,25 @@ impl Job {
                         b.host_memory(socket, "NVMe submission/completion entries", per_cmd * (2.0 + 1.0 / r));
                         flows.push(b.flow(format!("{} -> {} -> {}", m.nodes[s].name, m.nodes[c].name, m.nodes[d].name), self.bytes_per_source));
                     }
+                }
+                // Several CSPs' streams on one SSD (more CSPs than SSDs / 3): said, since each
+                // group above reads as if its SSDs were its own. The SSD's flash and link are one
+                // resource in the simulation, shared by all its streams.
+                let shared: Vec<_> = users.iter().filter(|(_, (r, w))| r.len() + w.len() > 1).collect();
+                for &(&d, (readers, writers)) in &shared {
+                    let names = |v: &[usize]| v.iter().map(|&c| m.nodes[c].name.as_str()).collect::<Vec<_>>().join(", ");
+                    let roles: Vec<String> = [("source of", readers), ("target of", writers)]
+                        .iter()
+                        .filter(|(_, v)| !v.is_empty())
+                        .map(|(what, v)| format!("{what} {}", names(v)))
+                        .collect();
+                    groups.push(format!("{} shared: {}", m.nodes[d].name, roles.join("; ")));
+                }
+                if !shared.is_empty() {
+                    groups.push(format!(
+                        "{} SSD(s) shared by several CSPs: each one's flash and PCIe link serve all its streams, and the simulated rate includes that sharing",
+                        shared.len()
+                    ));
                 }
             }
             JobKind::CompressCpu => {

@@ -41,7 +41,8 @@
 //! leg is bounced through a buffer on the endpoint's node. Same input, same plan: everything is
 //! ordered by the request and by PCI address, never by hash order.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -51,7 +52,7 @@ use crate::error::{Result, TopoError};
 use crate::gpu::{self, GpuMemoryPath, GpuReason};
 use crate::model::{device_name, vendor_name, DeviceKind, PciDevice, Topology};
 use peerpath_metrics::human_bytes;
-use crate::verdict::{self, P2pPath, Reason, Severity};
+use crate::verdict::{self, KernelMaps, P2pPath, Reason, Severity};
 
 /// Which compute devices the planner may use. The host CPU is always available.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -582,7 +583,14 @@ pub struct Plan {
 /// Plans `request` on `topo`. Errors: an unknown name, a block device named as a compute
 /// device, no sources or targets, bad pairs.
 pub fn plan(topo: &Topology, request: &PlanRequest) -> Result<Plan> {
-    Planner::new(topo, request)?.run()
+    Planner::new(topo, request, true)?.run()
+}
+
+/// The streams of [`plan()`] (the same executors and legs, and `decision` the same index into
+/// its decisions), without writing out why each option was or was not taken: for callers that
+/// plan many times and read only the streams (the simulator).
+pub fn streams(topo: &Topology, request: &PlanRequest) -> Result<Vec<Stream>> {
+    Ok(Planner::new(topo, request, false)?.run()?.streams)
 }
 
 impl Topology {
@@ -646,8 +654,8 @@ struct LegEval {
 #[derive(Clone)]
 struct Opt {
     cand: usize,
-    read: LegEval,
-    write: LegEval,
+    read: Rc<LegEval>,
+    write: Rc<LegEval>,
     host_legs: u8,
     distance: u32,
     mismatch: u8,
@@ -676,14 +684,23 @@ struct Planner<'a> {
     request: &'a PlanRequest,
     sources: Vec<Place>,
     targets: Vec<Place>,
+    /// Each endpoint once (a name may be a source and a target), and where each source and
+    /// target is among them.
+    ends: Vec<Place>,
+    source_end: Vec<usize>,
+    target_end: Vec<usize>,
     cands: Vec<Cand>,
-    /// (candidate, endpoint name) -> leg.
-    legs: BTreeMap<(usize, String), LegEval>,
+    /// (candidate, endpoint) -> leg.
+    legs: HashMap<(usize, usize), Rc<LegEval>>,
+    /// Each function's way up to its root bus, walked once for all the legs' verdicts.
+    maps: KernelMaps<'a>,
     decisions: Vec<Decision>,
+    /// Whether decisions say why (their `why` and `rejected`); without, they only count.
+    explain: bool,
 }
 
 impl<'a> Planner<'a> {
-    fn new(topo: &'a Topology, request: &'a PlanRequest) -> Result<Planner<'a>> {
+    fn new(topo: &'a Topology, request: &'a PlanRequest, explain: bool) -> Result<Planner<'a>> {
         if request.sources.is_empty() {
             return Err(TopoError::Invalid("a plan needs at least one source".into()));
         }
@@ -710,14 +727,29 @@ impl<'a> Planner<'a> {
                 return Err(TopoError::Invalid(format!("source #{s} ({}) is in no pair", sources[s].name)));
             }
         }
+        let mut ends: Vec<Place> = Vec::new();
+        let mut end_of = |p: &Place| match ends.iter().position(|e| e.name == p.name) {
+            Some(i) => i,
+            None => {
+                ends.push(p.clone());
+                ends.len() - 1
+            }
+        };
+        let source_end = sources.iter().map(&mut end_of).collect();
+        let target_end = targets.iter().map(&mut end_of).collect();
         let mut p = Planner {
             topo,
             request,
             sources,
             targets,
+            ends,
+            source_end,
+            target_end,
             cands: Vec::new(),
-            legs: BTreeMap::new(),
+            legs: HashMap::new(),
+            maps: KernelMaps::new(topo),
             decisions: Vec::new(),
+            explain,
         };
         p.select_devices()?;
         Ok(p)
@@ -763,7 +795,7 @@ impl<'a> Planner<'a> {
             let node = topo.numa_node_of(b);
             let socket = node.and_then(|n| topo.socket_of_node(n));
             // The provider-side reasons are those of the device's memory with itself.
-            let v = verdict::verdict(topo, &b.to_string(), &b.to_string())?;
+            let v = verdict::verdict_with(&mut self.maps, &b.to_string(), &b.to_string())?;
             let blocking = v
                 .reasons
                 .iter()
@@ -907,21 +939,22 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn leg(&mut self, cand: usize, place: &Place) -> Result<LegEval> {
-        let key = (cand, place.name.clone());
+    fn leg(&mut self, cand: usize, end: usize) -> Result<Rc<LegEval>> {
+        let key = (cand, end);
         if let Some(l) = self.legs.get(&key) {
-            return Ok(l.clone());
+            return Ok(Rc::clone(l));
         }
+        let place = &self.ends[end];
         if let Some(why) = &self.cands[cand].staged {
-            let l = LegEval {
+            let l = Rc::new(LegEval {
                 leg: Leg::Staged { node: self.cands[cand].report.node.or(place.node), why: why.clone() },
                 notes: Vec::new(),
-            };
-            self.legs.insert(key, l.clone());
+            });
+            self.legs.insert(key, Rc::clone(&l));
             return Ok(l);
         }
         let c = &self.cands[cand].report;
-        let v = verdict::verdict(self.topo, &c.bdf.to_string(), &place.name)?;
+        let v = verdict::verdict_with(&mut self.maps, &c.bdf.to_string(), &place.name)?;
         let notes: Vec<String> = v
             .reasons
             .iter()
@@ -939,23 +972,21 @@ impl<'a> Planner<'a> {
                 why: Why::from(reason),
             },
         };
-        let l = LegEval {
+        let l = Rc::new(LegEval {
             leg,
             notes: if v.path.is_supported() { notes } else { Vec::new() },
-        };
-        self.legs.insert(key, l.clone());
+        });
+        self.legs.insert(key, Rc::clone(&l));
         Ok(l)
     }
 
     fn option(&mut self, cand: usize, s: usize, t: usize) -> Result<Opt> {
-        let src = self.sources[s].clone();
-        let tgt = self.targets[t].clone();
-        let read = self.leg(cand, &src)?;
-        let write = self.leg(cand, &tgt)?;
+        let read = self.leg(cand, self.source_end[s])?;
+        let write = self.leg(cand, self.target_end[t])?;
         let host_legs = [&read, &write].iter().filter(|l| !l.leg.is_p2p()).count() as u8;
         let distance = read.leg.distance().unwrap_or(0) + write.leg.distance().unwrap_or(0);
         let dn = self.cands[cand].report.node;
-        let mismatch = [src.node, tgt.node]
+        let mismatch = [self.sources[s].node, self.targets[t].node]
             .iter()
             .filter(|n| matches!((n, dn), (Some(a), Some(b)) if *a != b))
             .count() as u8;
@@ -1147,64 +1178,67 @@ impl<'a> Planner<'a> {
             let stream = match chosen {
                 Some(o) => {
                     let c = self.cands[o.cand].report.clone();
-                    let mut why = vec![
-                        format!("read {}: {}", src.describe(), o.read.leg.words()),
-                        format!("write {}: {}", tgt.describe(), o.write.leg.words()),
-                    ];
-                    for n in o.read.notes.iter().chain(&o.write.notes) {
-                        if !why.iter().any(|w| w.ends_with(n.as_str())) {
-                            why.push(format!("note: {n}"));
+                    // Why, and the options not taken (which say why not): only when asked.
+                    let (mut why, mut rejected) = (Vec::new(), Vec::new());
+                    if self.explain {
+                        why = vec![
+                            format!("read {}: {}", src.describe(), o.read.leg.words()),
+                            format!("write {}: {}", tgt.describe(), o.write.leg.words()),
+                        ];
+                        for n in o.read.notes.iter().chain(&o.write.notes) {
+                            if !why.iter().any(|w| w.ends_with(n.as_str())) {
+                                why.push(format!("note: {n}"));
+                            }
                         }
-                    }
-                    why.push(match o.mismatch {
-                        0 if c.node.is_some() && src.node.is_some() && tgt.node.is_some() => {
-                            format!("{} is on {}, the node of the source and the target", c.name, node_words(c.node))
+                        why.push(match o.mismatch {
+                            0 if c.node.is_some() && src.node.is_some() && tgt.node.is_some() => {
+                                format!("{} is on {}, the node of the source and the target", c.name, node_words(c.node))
+                            }
+                            0 => format!("{} is on {}; the node of the source or target is unknown", c.name, node_words(c.node)),
+                            _ => format!("{} is on {}; {} leg(s) reach another NUMA node of the same socket", c.name, node_words(c.node), o.mismatch),
+                        });
+                        let ties: Vec<&Opt> = opts.iter().filter(|x| x.eligible() && x.primary() == o.primary()).collect();
+                        if ties.len() > 1 {
+                            let names: Vec<String> = ties.iter().map(|x| self.cands[x.cand].report.name.clone()).collect();
+                            let mut b = format!(
+                                "balance: {} are equally near; {} had {} stream(s), its fair share is {}",
+                                list(&names),
+                                c.name,
+                                load[o.cand],
+                                cap[o.cand]
+                            );
+                            if serves_t[o.cand].contains(&tgt.name) {
+                                let _ = write!(b, ", and it already writes {} (a target stays with one device)", tgt.name);
+                            } else if serves_s[o.cand].contains(&src.name) {
+                                let _ = write!(b, ", and it already reads {}", src.name);
+                            }
+                            why.push(b);
                         }
-                        0 => format!("{} is on {}; the node of the source or target is unknown", c.name, node_words(c.node)),
-                        _ => format!("{} is on {}; {} leg(s) reach another NUMA node of the same socket", c.name, node_words(c.node), o.mismatch),
-                    });
-                    let ties: Vec<&Opt> = opts.iter().filter(|x| x.eligible() && x.primary() == o.primary()).collect();
-                    if ties.len() > 1 {
-                        let names: Vec<String> = ties.iter().map(|x| self.cands[x.cand].report.name.clone()).collect();
-                        let mut b = format!(
-                            "balance: {} are equally near; {} had {} stream(s), its fair share is {}",
-                            list(&names),
-                            c.name,
-                            load[o.cand],
-                            cap[o.cand]
-                        );
-                        if serves_t[o.cand].contains(&tgt.name) {
-                            let _ = write!(b, ", and it already writes {} (a target stays with one device)", tgt.name);
-                        } else if serves_s[o.cand].contains(&src.name) {
-                            let _ = write!(b, ", and it already reads {}", src.name);
+                        let ck = key(&o);
+                        for x in &opts {
+                            if x.cand == o.cand {
+                                continue;
+                            }
+                            rejected.push(Rejected {
+                                option: self.cands[x.cand].report.name.clone(),
+                                why: self.device_why_not(x, &o, key(x), ck, &src, &tgt, load[x.cand], cap[x.cand]),
+                            });
                         }
-                        why.push(b);
-                    }
-                    let ck = key(&o);
-                    let mut rejected = Vec::new();
-                    for x in &opts {
-                        if x.cand == o.cand {
-                            continue;
+                        for c2 in self.cands.iter().filter(|c| !c.report.usable) {
+                            rejected.push(Rejected {
+                                option: c2.report.name.clone(),
+                                why: format!("not usable: {}", c2.report.why),
+                            });
                         }
                         rejected.push(Rejected {
-                            option: self.cands[x.cand].report.name.clone(),
-                            why: self.device_why_not(x, &o, key(x), ck, &src, &tgt, load[x.cand], cap[x.cand]),
+                            option: "host CPU".into(),
+                            why: if o.staged {
+                                format!("{} was named to compute: the CPU path is only for streams that no named device takes", c.name)
+                            } else {
+                                "the CPU path is only for streams that no device reaches peer-to-peer on either leg".into()
+                            },
                         });
                     }
-                    for c2 in self.cands.iter().filter(|c| !c.report.usable) {
-                        rejected.push(Rejected {
-                            option: c2.report.name.clone(),
-                            why: format!("not usable: {}", c2.report.why),
-                        });
-                    }
-                    rejected.push(Rejected {
-                        option: "host CPU".into(),
-                        why: if o.staged {
-                            format!("{} was named to compute: the CPU path is only for streams that no named device takes", c.name)
-                        } else {
-                            "the CPU path is only for streams that no device reaches peer-to-peer on either leg".into()
-                        },
-                    });
                     self.decisions.push(Decision {
                         kind: DecisionKind::Stream,
                         subject,
@@ -1253,17 +1287,19 @@ impl<'a> Planner<'a> {
                         node_words(tgt.node)
                     ));
                     let mut rejected = Vec::new();
-                    for x in &opts {
-                        rejected.push(Rejected {
-                            option: self.cands[x.cand].report.name.clone(),
-                            why: neither(&src, &tgt, x),
-                        });
-                    }
-                    for c2 in self.cands.iter().filter(|c| !c.report.usable) {
-                        rejected.push(Rejected {
-                            option: c2.report.name.clone(),
-                            why: format!("not usable: {}", c2.report.why),
-                        });
+                    if self.explain {
+                        for x in &opts {
+                            rejected.push(Rejected {
+                                option: self.cands[x.cand].report.name.clone(),
+                                why: neither(&src, &tgt, x),
+                            });
+                        }
+                        for c2 in self.cands.iter().filter(|c| !c.report.usable) {
+                            rejected.push(Rejected {
+                                option: c2.report.name.clone(),
+                                why: format!("not usable: {}", c2.report.why),
+                            });
+                        }
                     }
                     self.decisions.push(Decision {
                         kind: DecisionKind::Stream,
@@ -1394,10 +1430,15 @@ impl<'a> Planner<'a> {
         // Idle devices and unused targets.
         for c in self.cands.iter().filter(|c| c.report.usable && c.report.streams == 0) {
             let ci = self.cands.iter().position(|x| x.report.bdf == c.report.bdf).expect("candidate");
-            let reachable = self
+            // Its legs evaluated so far, by endpoint name.
+            let mut legs: Vec<(&str, &LegEval)> = self
                 .legs
                 .iter()
-                .any(|((cand, _), l)| *cand == ci && l.leg.is_p2p());
+                .filter(|((cand, _), _)| *cand == ci)
+                .map(|((_, e), l)| (self.ends[*e].name.as_str(), &**l))
+                .collect();
+            legs.sort_by_key(|(n, _)| *n);
+            let reachable = legs.iter().any(|(_, l)| l.leg.is_p2p());
             // Who took the streams: another staged device (a second GPU named too) or devices
             // that reach an endpoint peer-to-peer.
             let taken_by_staged = streams.iter().any(|s| {
@@ -1410,11 +1451,9 @@ impl<'a> Planner<'a> {
             } else if reachable {
                 "equally near or nearer devices took every stream it could serve".to_string()
             } else {
-                let first = self
-                    .legs
-                    .iter()
-                    .find(|((cand, _), _)| *cand == ci)
-                    .map(|((_, n), l)| format!(" (e.g. {n}: {})", refusal(&l.leg)))
+                let first = legs
+                    .first()
+                    .map(|(n, l)| format!(" (e.g. {n}: {})", refusal(&l.leg)))
                     .unwrap_or_default();
                 format!("no source or target reaches it peer-to-peer{first}")
             };

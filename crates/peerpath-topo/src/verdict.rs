@@ -772,7 +772,7 @@ pub fn verdict(topo: &Topology, provider: &str, client: &str) -> Result<Verdict>
 }
 
 /// [`verdict`], with the kernel map from `maps`.
-fn verdict_with(maps: &mut KernelMaps, provider: &str, client: &str) -> Result<Verdict> {
+pub(crate) fn verdict_with(maps: &mut KernelMaps, provider: &str, client: &str) -> Result<Verdict> {
     let topo = maps.topo;
     let p = provider_bdf(topo, provider)?;
     let client_ep = topo.resolve(client)?;
