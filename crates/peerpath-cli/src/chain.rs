@@ -14,7 +14,7 @@
 use crate::ec::{ShardReader, StreamEncoder};
 use peerpath_func::crypt::{BlockReader, FileCipher, InOrder, Key, StreamSealer, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder};
-use peerpath_runtime::report::{name_bytes, Quoted};
+use peerpath_runtime::report::{name_bytes, Quoted, ShellWord};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::io::{Read, Write};
@@ -264,10 +264,10 @@ impl ChainReport {
                 }
             }
         }
-        let target = Quoted(&self.target);
+        let (target, word) = (Quoted(&self.target), ShellWord(&self.target));
         let key = if self.encrypted { " --key-file KEY" } else { "" };
         t += &format!(
-            "{target}: `peerpath ec decode {target} -o FILE` gives back the {}-byte {} it holds; `peerpath decompress --ec {target}{key} -o FILE` the {}-byte {}\n",
+            "{target}: `peerpath ec decode {word} -o FILE` gives back the {}-byte {} it holds; `peerpath decompress --ec {word}{key} -o FILE` the {}-byte {}\n",
             self.stream_bytes,
             Quoted(&self.stream_name),
             self.source_bytes,

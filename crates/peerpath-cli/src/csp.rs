@@ -130,8 +130,10 @@ fn no_room(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(libc::EDQUOT)
 }
 
+/// Files that may not be made in --dir: ENOENT too, where --dir was found a directory first
+/// (one that takes no new files, /proc).
 fn not_writable(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES | libc::EPERM))
+    matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES | libc::EPERM | libc::ENOENT))
 }
 
 fn run_serve(s: ServeArgs) -> Result<(), CspError> {
@@ -161,10 +163,12 @@ fn run_serve(s: ServeArgs) -> Result<(), CspError> {
     o.duplicate_completion_after = s.duplicate_completion_after;
     o.populate_bytes = s.populate;
     serve(&o, |paths, id| {
+        // Device memory is whole pages: a size that is not is rounded up, and said so.
+        let rounded = if id.memory_bytes == s.memory as u64 { String::new() } else { format!(": --memory {} bytes rounded up to whole pages", s.memory) };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
-            "{READY_LINE_PREFIX} {} ({} of device memory, {} queue pairs of {} entries, {} workers) at {}",
+            "{READY_LINE_PREFIX} {} ({} of device memory{rounded}, {} queue pairs of {} entries, {} workers) at {}",
             id.name,
             memory_size(id.memory_bytes),
             id.queue_count,

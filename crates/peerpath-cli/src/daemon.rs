@@ -28,11 +28,10 @@
 
 use crate::{Cli, Command};
 use peerpath_runtime::daemon_proto::{self as proto, ExeId, Reply, Request, GO};
-use peerpath_runtime::report::{quoted_bytes, Quoted};
+use peerpath_runtime::report::{shell_word, Quoted};
 use clap::{Args, Parser};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
@@ -566,16 +565,6 @@ impl Queue {
 /// shell reads back as that argument ([`shell_word`]).
 fn shown_argv(argv: &proto::ByteStrings) -> String {
     argv.iter().skip(1).map(shell_word).collect::<Vec<_>>().join(" ")
-}
-
-/// An argument quoted as names are ([`quoted_bytes`]: a newline stays on the log's line, bytes
-/// that are not UTF-8 are kept), and in `'...'` where it is empty or holds a space or a character
-/// a shell reads apart, as GNU `ls` quotes names: `a b` read as two arguments.
-fn shell_word(arg: &[u8]) -> Cow<'_, str> {
-    match quoted_bytes(arg) {
-        Cow::Borrowed(s) if s.is_empty() || s.contains(|c: char| c.is_whitespace() || "\"#$&'()*;<>?[\\]^`{|}~!".contains(c)) => Cow::Owned(format!("'{}'", s.replace('\'', r"'\''"))),
-        quoted => quoted,
-    }
 }
 
 /// Whether a client's standard input or output is a pipe or a socket: its job may read

@@ -42,7 +42,7 @@ use peerpath_func::dedup::{chunks_parallel, cutting_threads, CannotStartThread, 
 use peerpath_func::dedup_store::{decode_chunk, file_mode, recipe_digests, Kept, Stored};
 pub(crate) use peerpath_func::dedup_store::{GZIP_MEMBER, RAW};
 use peerpath_func::{Format, Level, MemberEncoder};
-use peerpath_runtime::report::{name_bytes, quoted_bytes, quoted_exact, Quoted};
+use peerpath_runtime::report::{name_bytes, quoted_bytes, quoted_exact, Quoted, ShellWord};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
 use rustix::fs::{flock, FlockOperation};
@@ -1049,8 +1049,9 @@ fn store(sources: &[PathBuf], name: Option<&Path>, dir: &Path, sizes: Sizes, has
             Ok(m) if m.file_type().is_fifo() => {}
             Ok(m) if m.file_type().is_char_device() => {
                 return Err(JobError::Usage(format!(
-                    "{} is a character device: it may never end (/dev/zero and /dev/urandom never do), so it is not read as a file: give what to store of it as standard input (`head -c SIZE {0} | peerpath dedup store - --name NAME`)",
-                    Quoted(src)
+                    "{} is a character device: it may never end (/dev/zero and /dev/urandom never do), so it is not read as a file: give what to store of it as standard input (`head -c SIZE {} | peerpath dedup store - --name NAME`)",
+                    Quoted(src),
+                    ShellWord(src)
                 )));
             }
             _ => drop(crate::open_file_source(src)?),

@@ -116,12 +116,13 @@ pub(super) struct RemoveReport {
 impl RemoveReport {
     pub(super) fn render(&self) -> String {
         format!(
-            "removed {} file(s) ({} bytes) from {store}; chunks no file refers to now: {} ({} bytes): `peerpath dedup gc -s {store}` takes back their space",
+            "removed {} file(s) ({} bytes) from {store}; chunks no file refers to now: {} ({} bytes): `peerpath dedup gc -s {word}` takes back their space",
             self.files,
             self.logical_bytes,
             self.unreferenced_chunks,
             self.unreferenced_chunk_bytes,
-            store = quoted_exact(&self.store, self.store_bytes.as_deref())
+            store = quoted_exact(&self.store, self.store_bytes.as_deref()),
+            word = peerpath_runtime::report::shell_word(self.store_bytes.as_deref().unwrap_or(self.store.as_bytes()))
         )
     }
 }

@@ -21,7 +21,7 @@ use peerpath_func::ec::RsCode;
 use peerpath_func::ec_manifest::{self, copy_name, placed_name, set_name_ok, shard_name, MANIFEST, MAX_MANIFEST_BYTES, MAX_UNIT_BYTES};
 use crate::{device_job, ec_device};
 use peerpath_io::{OutputDir, ScratchDir, Temporary};
-use peerpath_runtime::report::{name_bytes, quoted_exact, quoted_name, Quoted};
+use peerpath_runtime::report::{name_bytes, quoted_exact, quoted_name, Quoted, ShellWord};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::ffi::OsStr;
@@ -1398,9 +1398,9 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     let verdict = match (&manifest_damage, lost.is_empty()) {
         (Some(_), _) if rebuilt_disagree => "NOT repairable by ec repair".to_string(),
         (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
-        (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair {}`", quoted_list(&report.missing_shard_dirs), Quoted(dir)),
-        (None, true) if !in_the_way.is_empty() => format!("NOT repairable in place while a directory lies where {} should be: move it away, then `peerpath ec repair {}`", quoted_list(&in_the_way.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>()), Quoted(dir)),
-        (None, true) => format!("repairable (`peerpath ec repair {}`)", Quoted(dir)),
+        (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair {}`", quoted_list(&report.missing_shard_dirs), ShellWord(dir)),
+        (None, true) if !in_the_way.is_empty() => format!("NOT repairable in place while a directory lies where {} should be: move it away, then `peerpath ec repair {}`", quoted_list(&in_the_way.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>()), ShellWord(dir)),
+        (None, true) => format!("repairable (`peerpath ec repair {}`)", ShellWord(dir)),
         (None, false) => format!("NOT repairable: {} lost more than {} shard(s)", stripes_words(&lost), m.parity_shards),
     };
     Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))
@@ -1458,7 +1458,7 @@ fn outvoted(dir: &Path, m: &Manifest) -> Option<String> {
     let own = !copies.iter().any(|p| same_file(p, &manifest_file(dir)));
     let agree = held.iter().filter(|t| t.as_deref() == Some(text.as_str())).count() + usize::from(own);
     let other: Vec<String> = copies.iter().zip(&held).filter(|(_, t)| t.as_ref().is_some_and(|t| *t != text)).map(|(p, _)| Quoted(p).to_string()).collect();
-    (!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {own} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them: where a copy checks and {own} does not, put that copy in its place, `cp COPY {own}`, then `peerpath ec repair {}` rewrites the others)", other.join(", "), Quoted(dir), own = Quoted(&manifest_file(dir))))
+    (!other.is_empty() && other.len() >= agree).then(|| format!("as many copies of the manifest or more hold another valid manifest than {own} does: {} (check each with `peerpath ec verify COPY`; nothing is chosen between them: where a copy checks and {own} does not, put that copy in its place, `cp COPY {own_word}`, then `peerpath ec repair {}` rewrites the others)", other.join(", "), ShellWord(dir), own = Quoted(&manifest_file(dir)), own_word = ShellWord(&manifest_file(dir))))
 }
 
 /// Whether `a` and `b` name one file (both there).

@@ -74,6 +74,25 @@ fn csp_errors_exit_with_their_codes() {
     }
 }
 
+/// A numeric option out of range is named in the error, as the user typed it: it said
+/// "0 workers: use 1-1024" and "0 queue pairs of 128 entries: use ...".
+#[test]
+fn numbers_out_of_range_name_their_option() {
+    let dir = tempfile::tempdir().unwrap();
+    for (option, value, said) in [
+        ("--workers", "0", "--workers 0: use 1-1024"),
+        ("--workers", "1025", "--workers 1025: use 1-1024"),
+        ("--queues", "0", "--queues 0 --queue-depth 128: use --queues 1-"),
+        ("--queue-depth", "1", "--queues 4 --queue-depth 1: use --queues 1-"),
+    ] {
+        let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "n", "--memory", "1M", option, value, "--dir"]).arg(dir.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{option} {value}: {err}");
+        assert!(err.contains(said), "{option} {value}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing made");
+}
+
 /// `csp serve` children, stopped (SIGTERM, then SIGKILL after a minute) however the test ends.
 struct Serves(Vec<Child>);
 
@@ -286,10 +305,18 @@ fn a_dir_that_is_not_one_is_a_usage_error_and_a_full_one_is_no_room() {
     let dir = common::scratch();
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"").unwrap();
-    for bad in [Path::new("/nonexistent-peerpath-dir"), &file] {
+    for (bad, said) in [(Path::new("/nonexistent-peerpath-dir"), "no such directory"), (&file, "not a directory")] {
         let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "d", "--memory", "4M", "--dir"]).arg(bad).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "a bad --dir is a usage error: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("--dir {}: {said}", bad.display())), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // A directory that takes no new files (creating one in /proc is ENOENT, as in a missing
+    // directory): it was "not a directory (it must exist)", a usage error. As a read-only one: 11.
+    if Path::new("/proc/self").exists() {
+        let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "d", "--memory", "4M", "--dir", "/proc"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(11), "{err}");
+        assert!(err.contains("cannot create /proc/peerpath-csp-d.lock: No such file or directory") && !err.contains("not a directory"), "{err}");
     }
     let test = "a_dir_that_is_not_one_is_a_usage_error_and_a_full_one_is_no_room";
     let Some(fs) = common::TmpfsMount::new(test, "8m") else { return };
@@ -333,7 +360,9 @@ fn files_under_a_devices_names_that_no_device_left_are_left_as_they_are() {
 fn memory_that_is_not_whole_mib_is_said_in_kib() {
     let dir = common::scratch();
     // It said "0 MiB" and "1 MiB".
-    for (memory, said) in [("100K", "100 KiB"), ("1536K", "1536 KiB"), ("2M", "2 MiB")] {
+    // A size that is not whole pages is rounded up, and said so (it was said as 8 KiB alone).
+    let rounded = ": --memory 5000 bytes rounded up to whole pages";
+    for (memory, said, note) in [("100K", "100 KiB", ""), ("1536K", "1536 KiB", ""), ("2M", "2 MiB", ""), ("5000", "8 KiB", rounded), ("8K", "8 KiB", "")] {
         let child = Command::new(PEERPATH)
             .args(["csp", "serve", "--name", "small", "--memory", memory, "--queues", "1", "--workers", "1", "--dir"])
             .arg(dir.path())
@@ -344,7 +373,7 @@ fn memory_that_is_not_whole_mib_is_said_in_kib() {
             .unwrap();
         let mut serves = Serves(vec![child]);
         let ready = serves.first_line(0);
-        assert!(ready.contains(&format!("({said} of device memory")), "--memory {memory}: {ready}");
+        assert!(ready.contains(&format!("({said} of device memory{note}, ")), "--memory {memory}: {ready}");
         let out = Command::new(PEERPATH).args(["csp", "identify", "--name", "small", "--dir"]).arg(dir.path()).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);

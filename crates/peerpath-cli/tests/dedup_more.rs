@@ -291,3 +291,23 @@ fn a_damaged_chunk_late_in_what_gc_copies_stops_it_with_nothing_changed() {
     stats_after["store_running"] = stats_before["store_running"].clone();
     assert_eq!(stats_after, stats_before, "the index as it was");
 }
+
+/// `dedup remove`'s hint is a command that runs as printed in a shell, whatever the store's name
+/// (`$HOME` and a space in it were printed bare).
+#[test]
+fn removes_gc_hint_runs_as_printed() {
+    let dir = scratch();
+    let d = dir.path();
+    let store = d.join("my $HOME store");
+    std::fs::write(d.join("a"), random_bytes(200_000, 61)).unwrap();
+    run(pp(args!["dedup", "store", "-q", "a", "-s", &store]).current_dir(d)).ok();
+    let o = run(&mut pp(args!["dedup", "remove", "a", "-s", &store])).ok();
+    let text = o.stdout_str();
+    let hint = text.split('`').nth(1).unwrap_or_else(|| panic!("no hint: {text}"));
+    assert!(hint.starts_with("peerpath dedup gc -s "), "{text}");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_peerpath")).parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let ran = std::process::Command::new("bash").arg("-c").arg(hint).env("PATH", path).output().unwrap();
+    assert!(ran.status.success(), "{hint}: {}", String::from_utf8_lossy(&ran.stderr));
+    assert!(String::from_utf8_lossy(&ran.stdout).contains("gc"), "{}", String::from_utf8_lossy(&ran.stdout));
+}

@@ -278,6 +278,14 @@ fn the_hints_of_ec_verify_run_as_printed() {
     std::fs::create_dir(&drives[1]).unwrap();
     run_hint(&said, "`peerpath ec repair ").ok();
     run(&mut pp(args!["ec", "verify", &spread, "-q"])).ok();
+    // A name a shell reads apart or expands (a space, `$`, `*`): quoted, the hint mends it
+    // (printed as the message prints names, `ec repair` got `my`, `$HOME`'s value, `*` expanded).
+    let odd = d.join("my $HOME *");
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &odd, "-q"])).ok();
+    std::fs::remove_file(odd.join("shard-000")).unwrap();
+    let said = run(&mut pp(args!["ec", "verify", &odd])).fails(6, &["/my $HOME *: ", "/my $HOME *'`)"]).stderr;
+    run_hint(&said, "`peerpath ec repair ").ok();
+    run(&mut pp(args!["ec", "verify", &odd, "-q"])).ok();
 }
 
 /// A shard that cannot be written as it is rebuilt (here past `ulimit -f`, as on a full drive):

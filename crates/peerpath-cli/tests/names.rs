@@ -260,7 +260,11 @@ fn erasure_coded_sets_name_files_quoted() {
     assert_eq!(report.lines().count(), 3, "a line was split:\n{report}");
     assert!(report.starts_with(&format!("{NL_QUOTED}: ")) && report.contains(&format!(" in {set_quoted}; ")), "{report}");
     let last = report.lines().last().unwrap();
-    assert!(last.starts_with(&format!("{set_quoted}: `peerpath decompress --ec {set_quoted} -o FILE`")) && last.ends_with(r"-byte 's'$'\n''rc.gz'"), "{report}");
+    assert!(
+        last.starts_with(&format!("{set_quoted}: `peerpath ec decode {set_quoted} -o FILE` gives back the ")) && last.contains(r"-byte 's'$'\n''rc.gz' it holds; ")
+            && last.contains(&format!("`peerpath decompress --ec {set_quoted} -o FILE` the ")) && last.ends_with(r"-byte 's'$'\n''rc'"),
+        "{report}"
+    );
     if let Some(read) = as_a_shell_reads(set_quoted) {
         assert_eq!(read, set.as_bytes(), "a shell reads the quoted name back as the name");
     }

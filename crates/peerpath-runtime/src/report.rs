@@ -64,6 +64,30 @@ impl fmt::Display for Quoted<'_> {
     }
 }
 
+/// An argument as a command line that a reader pastes into a shell prints it (a hint such as
+/// "`peerpath ec repair DIR`", a job in the daemon's log): one word that `sh`/`bash` reads back
+/// as exactly these bytes. Quoted as names are ([`quoted_bytes`]: a newline stays on its line,
+/// bytes that are not UTF-8 are written in `$'...'` with octal escapes, `$'\377'`, as GNU `ls`
+/// writes them and as bash, zsh and ksh read them), and in `'...'` where it is empty or holds a
+/// space or a character a shell reads apart or expands (`$`, `` ` ``, `*`, quotes, ...), which
+/// [`quoted_bytes`] leaves as they are: a message may print `my file`, a command may not.
+pub fn shell_word(arg: &[u8]) -> Cow<'_, str> {
+    match quoted_bytes(arg) {
+        Cow::Borrowed(s) if s.is_empty() || s.contains(|c: char| c.is_whitespace() || "\"#$&'()*;<>?[\\]^`{|}~!".contains(c)) => Cow::Owned(format!("'{}'", s.replace('\'', r"'\''"))),
+        quoted => quoted,
+    }
+}
+
+/// A path as a printed command line holds it: [`shell_word`] of its exact bytes. Messages that
+/// are not commands print names with [`Quoted`], which leaves spaces and `$` as they are.
+pub struct ShellWord<'a>(pub &'a Path);
+
+impl fmt::Display for ShellWord<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&shell_word(self.0.as_os_str().as_bytes()))
+    }
+}
+
 /// A name as the text reports print it, from its exact bytes where the report keeps them.
 pub fn quoted_exact<'a>(name: &'a str, exact: Option<&'a [u8]>) -> Cow<'a, str> {
     quoted_bytes(exact.unwrap_or(name.as_bytes()))
@@ -874,6 +898,36 @@ fn render_device(s: &mut String, d: &DeviceReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A command line's words: quoted for a shell wherever one would read the name apart or
+    /// expand it, and each read back by bash as the name's exact bytes.
+    #[test]
+    fn shell_words_read_back_as_the_names() {
+        for plain in ["a.fa", "dir/set-1.gz", "-", "é", "a=b,c%d:e@f+g"] {
+            assert!(matches!(shell_word(plain.as_bytes()), Cow::Borrowed(n) if n == plain), "{plain:?}");
+        }
+        let names: [(&[u8], &str); 11] = [
+            (b"my set", "'my set'"),
+            (b"a$HOME", "'a$HOME'"),
+            (b"`id`", "'`id`'"),
+            (b"*", "'*'"),
+            (b"it's", r"'it'\''s'"),
+            (b"say \"hi\"", r#"'say "hi"'"#),
+            (b"'a'", r"\''a'\'"),
+            (b"", "''"),
+            (b"a b\nc$", r"'a b'$'\n''c$'"),
+            (b"a\xff b", r"'a'$'\377'' b'"),
+            (b"~x!", "'~x!'"),
+        ];
+        for (name, word) in names {
+            assert_eq!(shell_word(name), word, "{}", String::from_utf8_lossy(name));
+        }
+        assert_eq!(ShellWord(Path::new(std::ffi::OsStr::from_bytes(b"a b\xfe"))).to_string(), r"'a b'$'\376'");
+        let line = names.iter().map(|(_, w)| *w).collect::<Vec<_>>().join(" ");
+        let out = std::process::Command::new("bash").arg("-c").arg(format!("printf '%s\\0' {line}")).output().expect("bash runs");
+        let read: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
+        assert_eq!(read[..read.len() - 1], names.map(|(n, _)| n), "bash read {line} as {:?}", String::from_utf8_lossy(&out.stdout));
+    }
 
     /// Names print as they are, unless a control character (or a leading quote) would make the
     /// line ambiguous: then shell-quoted, as GNU `ls --quoting-style=shell-escape` does.

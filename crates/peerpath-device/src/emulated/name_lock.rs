@@ -43,11 +43,6 @@ impl NameLock {
             let opened = std::fs::OpenOptions::new().read(true).write(true).create(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(lock);
             let file = match opened {
                 Ok(f) => f,
-                // A missing directory (or a file where one should be): the option, not the device, is wrong.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
-                    let dir = lock.parent().unwrap_or(lock);
-                    return Err(CspError::BadOption(format!("--dir {}: not a directory (it must exist)", dir.display())));
-                }
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::EISDIR)) => return Err(not_ours()),
                 Err(e) => return Err(io_err("create", e)),
             };

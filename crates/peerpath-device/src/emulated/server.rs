@@ -176,7 +176,7 @@ impl ServeOptions {
         let bad = |s: String| Err(CspError::BadOption(s));
         if !self.geometry().is_valid() {
             return bad(format!(
-                "{} queue pairs of {} entries: use 1-{} queue pairs of {}-{} entries",
+                "--queues {} --queue-depth {}: use --queues 1-{} and --queue-depth {}-{}",
                 self.queues,
                 self.queue_depth,
                 layout::MAX_QUEUES,
@@ -185,10 +185,18 @@ impl ServeOptions {
             ));
         }
         if self.memory_bytes == 0 {
-            return bad("device memory of 0 bytes".into());
+            return bad("--memory 0: a device needs memory".into());
         }
         if !(1..=1024).contains(&self.workers) {
-            return bad(format!("{} workers: use 1-1024", self.workers));
+            return bad(format!("--workers {}: use 1-1024", self.workers));
+        }
+        // Said here, where it is known which: a file made in a directory that takes none (/proc)
+        // fails with ENOENT as one made in a missing directory does.
+        match std::fs::metadata(&self.dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return bad(format!("--dir {}: not a directory", self.dir.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return bad(format!("--dir {}: no such directory (it must exist)", self.dir.display())),
+            Err(e) => return Err(CspError::Io { operation: "read", path: self.dir.clone(), source: e }),
         }
         Ok(())
     }
