@@ -122,7 +122,7 @@ impl RemoveReport {
             self.unreferenced_chunks,
             self.unreferenced_chunk_bytes,
             store = quoted_exact(&self.store, self.store_bytes.as_deref()),
-            word = peerpath_runtime::report::shell_word(self.store_bytes.as_deref().unwrap_or(self.store.as_bytes()))
+            word = peerpath_runtime::report::ShellWord(Path::new(std::ffi::OsStr::from_bytes(self.store_bytes.as_deref().unwrap_or(self.store.as_bytes()))))
         )
     }
 }

@@ -78,13 +78,18 @@ pub fn shell_word(arg: &[u8]) -> Cow<'_, str> {
     }
 }
 
-/// A path as a printed command line holds it: [`shell_word`] of its exact bytes. Messages that
-/// are not commands print names with [`Quoted`], which leaves spaces and `$` as they are.
+/// A path as a printed command line holds it: [`shell_word`] of its exact bytes, after `./`
+/// where it starts with `-` (which the command would read as an option). Messages that are not
+/// commands print names with [`Quoted`], which leaves spaces and `$` as they are.
 pub struct ShellWord<'a>(pub &'a Path);
 
 impl fmt::Display for ShellWord<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&shell_word(self.0.as_os_str().as_bytes()))
+        let bytes = self.0.as_os_str().as_bytes();
+        match bytes.first() {
+            Some(b'-') => f.pad(&shell_word(&[b"./", bytes].concat())),
+            _ => f.pad(&shell_word(bytes)),
+        }
     }
 }
 
@@ -923,6 +928,10 @@ mod tests {
             assert_eq!(shell_word(name), word, "{}", String::from_utf8_lossy(name));
         }
         assert_eq!(ShellWord(Path::new(std::ffi::OsStr::from_bytes(b"a b\xfe"))).to_string(), r"'a b'$'\376'");
+        // A path the command would read as an option is given as ./ one.
+        assert_eq!(ShellWord(Path::new("-x set")).to_string(), "'./-x set'");
+        assert_eq!(ShellWord(Path::new("-")).to_string(), "./-");
+        assert_eq!(ShellWord(Path::new("/-x")).to_string(), "/-x");
         let line = names.iter().map(|(_, w)| *w).collect::<Vec<_>>().join(" ");
         let out = std::process::Command::new("bash").arg("-c").arg(format!("printf '%s\\0' {line}")).output().expect("bash runs");
         let read: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
