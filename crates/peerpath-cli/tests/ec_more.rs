@@ -43,15 +43,11 @@ fn a_fifo_for_the_manifest_is_refused_not_waited_on() {
     assert_dir_holds(&set, &["manifest.json", "shard-000", "shard-001", "shard-002"]);
 }
 
-/// A FIFO in the place of a copy of the manifest beside a placed shard: `verify` names the copy
-/// as missing or different (exit 6, repairable), `decode` restores the source around it (the
-/// copy has no vote), and `repair` writes the copy back in its place.
-#[test]
-fn a_fifo_for_a_copy_of_the_manifest_is_passed_over_not_waited_on() {
-    let dir = scratch();
-    let d = dir.path();
+/// An RS(2, 1) set `d/pset` of 40,000 random bytes (`seed`) from `d/src`, one shard in each of
+/// `d/ssd0..2`: the source's bytes, the drives and the set.
+fn placed_set(d: &Path, seed: u64) -> (Vec<u8>, Vec<PathBuf>, PathBuf) {
     let src = d.join("src");
-    let data = random_bytes(40_000, 8);
+    let data = random_bytes(40_000, seed);
     std::fs::write(&src, &data).unwrap();
     let drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("ssd{i}"))).collect();
     drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
@@ -61,6 +57,17 @@ fn a_fifo_for_a_copy_of_the_manifest_is_passed_over_not_waited_on() {
         c.arg("--shard-dir").arg(p);
     }
     run(&mut c).ok();
+    (data, drives, set)
+}
+
+/// A FIFO in the place of a copy of the manifest beside a placed shard: `verify` names the copy
+/// as missing or different (exit 6, repairable), `decode` restores the source around it (the
+/// copy has no vote), and `repair` writes the copy back in its place.
+#[test]
+fn a_fifo_for_a_copy_of_the_manifest_is_passed_over_not_waited_on() {
+    let dir = scratch();
+    let d = dir.path();
+    let (data, drives, set) = placed_set(d, 8);
     let good = std::fs::read(set.join("manifest.json")).unwrap();
     let copy = drives[1].join("pset.manifest.json");
     mkfifo(&copy);
@@ -170,17 +177,7 @@ fn a_manifest_bigger_than_any_set_s_is_damaged_and_never_read() {
 fn a_copy_of_the_manifest_bigger_than_any_set_s_is_a_damaged_copy() {
     let dir = scratch();
     let d = dir.path();
-    let src = d.join("src");
-    let data = random_bytes(40_000, 13);
-    std::fs::write(&src, &data).unwrap();
-    let drives: Vec<PathBuf> = (0..3).map(|i| d.join(format!("ssd{i}"))).collect();
-    drives.iter().for_each(|p| std::fs::create_dir(p).unwrap());
-    let set = d.join("pset");
-    let mut c = pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &set, "-q"]);
-    for p in &drives {
-        c.arg("--shard-dir").arg(p);
-    }
-    run(&mut c).ok();
+    let (data, drives, set) = placed_set(d, 13);
     let good = std::fs::read(set.join("manifest.json")).unwrap();
     let copy = drives[1].join("pset.manifest.json");
     std::fs::OpenOptions::new().write(true).open(&copy).unwrap().set_len((4 << 30) + 1).unwrap();
