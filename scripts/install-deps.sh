@@ -62,23 +62,24 @@ if ! pp_cargo_ok && command -v rustup >/dev/null 2>&1; then
   export RUSTUP_TOOLCHAIN=stable
 elif ! pp_cargo_ok; then
   echo "peerpath: $(pp_cargo_why)installing Rust (stable) with rustup" >&2
-  rustup_url="https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init"
-  rustup_dir=$(mktemp -d)
-  trap 'rm -rf "$rustup_dir"' EXIT
-  curl --proto '=https' --tlsv1.2 -sSf -o "$rustup_dir/rustup-init" "$rustup_url" \
-    || pp_die "cannot download $rustup_url"
-  curl --proto '=https' --tlsv1.2 -sSf -o "$rustup_dir/rustup-init.sha256" "$rustup_url.sha256" \
-    || pp_die "cannot download $rustup_url.sha256"
-  rustup_want=$(cut -d ' ' -f 1 "$rustup_dir/rustup-init.sha256")
-  rustup_got=$(sha256sum "$rustup_dir/rustup-init" | cut -d ' ' -f 1)
-  [ "$rustup_want" = "$rustup_got" ] \
-    || pp_die "$rustup_url: sha256 $rustup_got does not match the published $rustup_want; not running it"
-  chmod +x "$rustup_dir/rustup-init"
-  # -y also accepts a Debian cargo left in /usr/bin; ~/.cargo/bin goes before it on PATH.
-  RUSTUP_INIT_SKIP_PATH_CHECK=yes "$rustup_dir/rustup-init" -y -q --profile minimal \
-    --default-toolchain stable >/dev/null
-  rm -rf "$rustup_dir"
-  trap - EXIT
+  # In a subshell: its EXIT trap and exits are its own (this file is sourced by the scripts).
+  (
+    rustup_url="https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init"
+    rustup_dir=$(mktemp -d)
+    trap 'rm -rf "$rustup_dir"' EXIT
+    curl --proto '=https' --tlsv1.2 -sSf -o "$rustup_dir/rustup-init" "$rustup_url" \
+      || pp_die "cannot download $rustup_url"
+    curl --proto '=https' --tlsv1.2 -sSf -o "$rustup_dir/rustup-init.sha256" "$rustup_url.sha256" \
+      || pp_die "cannot download $rustup_url.sha256"
+    rustup_want=$(cut -d ' ' -f 1 "$rustup_dir/rustup-init.sha256")
+    rustup_got=$(sha256sum "$rustup_dir/rustup-init" | cut -d ' ' -f 1)
+    [ "$rustup_want" = "$rustup_got" ] \
+      || pp_die "$rustup_url: sha256 $rustup_got does not match the published $rustup_want; not running it"
+    chmod +x "$rustup_dir/rustup-init"
+    # -y also accepts a Debian cargo left in /usr/bin; ~/.cargo/bin goes before it on PATH.
+    RUSTUP_INIT_SKIP_PATH_CHECK=yes "$rustup_dir/rustup-init" -y -q --profile minimal \
+      --default-toolchain stable >/dev/null
+  ) || exit 1
   export PATH="$HOME/.cargo/bin:$PATH"
   pp_cargo_ok || pp_die "rustup installed cargo $(pp_cargo_version), older than the workspace's rust-version $rust_min"
 fi

@@ -1025,7 +1025,8 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     // with -q; `> report.txt`, `--json > r.json`): said on stderr, as ec, encrypt, scan and dedup
     // say theirs, once (`--verbose` said every fallback above, I/O notes too; a report on stderr,
     // with the data on stdout, says it). The job server's is said already, by the client.
-    if !common.verbose && (common.quiet || !data_on_stdout) {
+    // (With the report on a terminal, where standard error is too as a rule, it is said there.)
+    if !common.verbose && (common.quiet || !(data_on_stdout || std::io::IsTerminal::is_terminal(&std::io::stdout()))) {
         for f in report.fallbacks.iter().filter(|f| f.moves_work_to_the_host_cpu()) {
             eprintln!("peerpath: FALLBACK: {f}");
         }
@@ -1507,6 +1508,8 @@ fn remove_temporaries_on_signals() {
                     let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{note}\n"));
                 }
             }
+            // Last, once it is said: what is in flight can no longer lay out a file given empty.
+            peerpath_io::empty_laid_out_files_before_exit();
             let _ = signal_hook::low_level::emulate_default_handler(sig);
             std::process::exit(128 + sig);
         }
@@ -1563,7 +1566,9 @@ fn exit_on_unwritable_stdout() {
             return; // the daemon's job: unwinds to its catch, which says it (`unwritable_stdout_code`)
         }
         peerpath_io::remove_named_temporaries_before_exit();
-        std::process::exit(unwritable_stdout_code(why).into());
+        let code = unwritable_stdout_code(why);
+        peerpath_io::empty_laid_out_files_before_exit();
+        std::process::exit(code.into());
     }));
 }
 

@@ -95,7 +95,11 @@ fn bench_io_stopped_while_it_lays_out_an_empty_file_empties_it_again() {
     let mut child = pp(args!["bench-io", "--file", &file, "--size", "1G", "--random", "skip", "--runtime-s", "0.1"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let start = Instant::now();
     let io_counted = std::path::Path::new("/proc/self/io").exists();
-    while std::fs::metadata(&file).unwrap().len() == 0 || (io_counted && written_bytes(child.id()) == 0) {
+    // Laid out: its size set, and bytes written (counted by the kernel, or blocks there: a
+    // memory file system counts no write_bytes).
+    let pid = child.id();
+    let laid_out = |m: std::fs::Metadata| m.len() > 0 && (!io_counted || m.blocks() > 0 || written_bytes(pid) > 0);
+    while !laid_out(std::fs::metadata(&file).unwrap()) {
         assert!(child.try_wait().unwrap().is_none(), "it ended before laying the file out");
         assert!(start.elapsed() < HANG_DEADLINE, "the file was not laid out");
         std::thread::sleep(std::time::Duration::from_millis(2));

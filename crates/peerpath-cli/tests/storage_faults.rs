@@ -274,8 +274,12 @@ fn standard_output_on_a_block_device_that_fails_writeback_fails_the_job() {
     }
     let _detach = Detach(tools[0].clone(), loop_dev.clone());
     let stdout = std::fs::OpenOptions::new().write(true).open(&loop_dev).unwrap();
-    let o = pp(args!["decompress", &archive, "-o", "-"]).stdout(stdout).output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(11), "a lost write said as success:\n{stderr}");
+    let mut cmd = pp(args!["decompress", &archive, "-o", "-"]);
+    let what = describe_cmd(&cmd);
+    let mut child = cmd.stdout(stdout).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let err = reader_thread(child.stderr.take().unwrap());
+    let status = wait_deadline(&mut child, HANG_DEADLINE, &what);
+    let stderr = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
+    assert_eq!(status.code(), Some(11), "a lost write said as success:\n{stderr}");
     assert!(stderr.contains("cannot write -: Input/output error"), "{stderr}");
 }

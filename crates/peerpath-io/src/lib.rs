@@ -22,7 +22,7 @@ mod zc;
 
 pub use engine::{region_fixed_span, Completion, EngineKind, FixedBufferStats, FixedSpan, IoBuf, IoEngine, IoOp, IoPath, PartlyWritten};
 pub use file::{open_source, sizeless, OpenedFile, SourceKind, Stamp};
-pub use target::{committed, create_named, create_temporary, discard, empty_on_signal, identity, parent_dir, publish, remove_named_temporaries, remove_named_temporaries_before_exit, publish_provisional, keep_on_signal, remove_on_signal, remove_on_signal_once_in_place, settled, Committed, OutputDir, signal_ignored, take_back, NAME_MAX_BYTES, Inherited, ScratchDir, Temporary, TEMPORARY_MARK};
+pub use target::{committed, create_named, create_temporary, discard, empty_laid_out_files_before_exit, empty_on_signal, identity, parent_dir, publish, remove_named_temporaries, remove_named_temporaries_before_exit, publish_provisional, keep_on_signal, remove_on_signal, remove_on_signal_once_in_place, settled, Committed, OutputDir, signal_ignored, take_back, NAME_MAX_BYTES, Inherited, ScratchDir, Temporary, TEMPORARY_MARK};
 pub use sync::{pread_full, SyncEngine};
 pub use uring::UringEngine;
 pub use waker::Waker;

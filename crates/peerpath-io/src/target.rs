@@ -69,11 +69,17 @@ pub fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-fn remove_all(paths: &mut Vec<PathBuf>) -> usize {
+fn remove_all(paths: &mut Vec<PathBuf>, empty_later: bool) -> usize {
     let named = std::mem::take(paths).iter().filter(|p| if p.is_dir() { std::fs::remove_dir_all(p).is_ok() } else { std::fs::remove_file(p).is_ok() }).count();
     // Another process's file now under the name (a new daemon's socket, bound after
-    // this one's was removed by hand) stays.
-    let made = std::mem::take(&mut *made());
+    // this one's was removed by hand) stays. Files to empty stay listed where a dying process
+    // empties them last ([`empty_laid_out_files_before_exit`]).
+    let made = {
+        let mut list = made();
+        let (later, now): (Vec<Made>, Vec<Made>) = std::mem::take(&mut *list).into_iter().partition(|m| m.empty && empty_later);
+        *list = later;
+        now
+    };
     let (dirs, files): (Vec<&Made>, Vec<&Made>) = made.iter().filter(|m| m.id.is_some() && identity(&m.path) == m.id).partition(|m| m.path.is_dir());
     // A directory made for outputs goes only where empty and no other job writes there: after
     // the files made in it.
@@ -96,7 +102,7 @@ fn empty_file(path: &Path, id: Option<(u64, u64)>) -> bool {
 /// Removes every named temporary file and [`ScratchDir`] this process
 /// still has; unnamed files need nothing. Returns how many were removed.
 pub fn remove_named_temporaries() -> usize {
-    remove_all(&mut registry())
+    remove_all(&mut registry(), false)
 }
 
 /// Adds `path`, a file this process has just made (a job server's socket),
@@ -321,17 +327,38 @@ pub fn signal_ignored(signal: i32) -> bool {
 /// the registry stays locked afterwards, so no other thread can create or
 /// name a temporary between the removal and the process's end. Returns the
 /// outputs that stay: those its jobs had put in place complete ([`committed`]).
+///
+/// Files given empty and laid out ([`empty_on_signal`]) are left for
+/// [`empty_laid_out_files_before_exit`], the process's last step, so that what it says before
+/// (on a standard error that may be a file) is written.
 pub fn remove_named_temporaries_before_exit() -> Committed {
     let mut guard = registry();
-    if made().iter().any(|m| m.empty) {
-        let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: setrlimit reads a whole rlimit that lives across the call.
-        unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &none) };
-    }
-    remove_all(&mut guard);
+    remove_all(&mut guard, true);
     let kept = committed_list().clone();
     std::mem::forget(guard);
     kept
+}
+
+/// For a process about to die, after [`remove_named_temporaries_before_exit`] and whatever it
+/// says: empties the files given empty that it laid out ([`empty_on_signal`]). From then on no
+/// write of this process makes a file longer or writes a regular file at all (`RLIMIT_FSIZE`'s
+/// soft limit 0; SIGXFSZ is ignored), so that its writes still in flight cannot lay one out
+/// again.
+pub fn empty_laid_out_files_before_exit() {
+    let mut list = made();
+    if !list.iter().any(|m| m.empty) {
+        return;
+    }
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one whole rlimit into `limit`, which lives across the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0 {
+        limit.rlim_cur = 0;
+        // SAFETY: setrlimit reads one whole rlimit that lives across the call.
+        unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &limit) };
+    }
+    for m in std::mem::take(&mut *list).iter().filter(|m| m.empty) {
+        empty_file(&m.path, m.id);
+    }
 }
 
 /// The outputs this process's jobs put in place complete ([`committed`]): how many, and the

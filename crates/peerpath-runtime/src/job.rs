@@ -442,7 +442,12 @@ pub(crate) fn copy_memory_files_on_kernel_workers(engine: &mut dyn IoEngine<JobB
 /// error (EIO part way through) cuts a read short as well.
 fn changed_size(path: &Path, n: usize, expected: usize, offset: u64, size: u64) -> String {
     let read = format!("read {n} bytes at offset {offset}, expected {expected}");
-    let now = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len());
+    // A block device does not shrink: a read of one cut short is a read error.
+    let now = std::fs::metadata(path).ok().and_then(|m| match () {
+        _ if m.is_file() => Some(m.len()),
+        _ if std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()) => Some(size),
+        _ => None,
+    });
     match now {
         _ if n > expected => format!("{read}: the source grew while being read (it had {size} bytes when opened)"),
         Some(now) if now >= size => format!("{read}: the read was cut short, though the source still has {now} bytes (a read error at offset {})", offset + n as u64),

@@ -159,7 +159,7 @@ macro_rules! args {
     }};
 }
 
-fn describe_cmd(cmd: &Command) -> String {
+pub fn describe_cmd(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();
     for a in cmd.get_args() {
         s.push(' ');
@@ -168,7 +168,7 @@ fn describe_cmd(cmd: &Command) -> String {
     s
 }
 
-fn reader_thread(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+pub fn reader_thread(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut v = Vec::new();
         let _ = r.read_to_end(&mut v);
