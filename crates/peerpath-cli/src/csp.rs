@@ -117,9 +117,8 @@ pub fn main(a: CspArgs) -> ExitCode {
                 // Its files do not fit their file system (a full tmpfs, found making room for the
                 // queues or populating the memory), or may not be made there (a read-only --dir, one
                 // not ours to write in): as a target that cannot be written.
-                CspError::Io { source, .. } | CspError::Region(RegionError::Io { source, .. }) if no_room(&source) || not_writable(&source) => {
-                    ExitCode::from(11)
-                }
+                CspError::Io { source, .. } | CspError::Region(RegionError::Io { source, .. }) if no_room(&source) => ExitCode::from(11),
+                CspError::Io { operation: "create", source, .. } if not_writable(&source) => ExitCode::from(11),
                 _ => ExitCode::from(1),
             }
         }

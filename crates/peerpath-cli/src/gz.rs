@@ -70,7 +70,8 @@ pub const USAGE: &str = "usage: peerpath gzip [-cdfklmMnNqrtTvV1-9] [-p N] [-S S
   -c, --stdout      write to standard output, keep the files
   -d, --decompress  decompress
   -f, --force       replace existing outputs; follow a symbolic link named as a file
-  -k, --keep        keep the source files (always: peerpath never removes a source)
+  -k, --keep        keep the source files (always: peerpath never removes a source);
+                    as gzip (-k too), a file with other hard links is left (exit 2) unless -c or -f
   -l, --list        list compressed and uncompressed sizes
   -n, -N, -T, -m, -M, --no-name, --name, --no-time, --time
                     accepted; no name or time is stored or restored
@@ -391,7 +392,7 @@ fn skipped(o: &Options, f: &OsStr) -> Option<Outcome> {
 fn hard_linked(o: &Options, f: &OsStr) -> Option<Outcome> {
     use std::os::unix::fs::MetadataExt;
     let others = std::fs::metadata(f).ok().filter(|m| m.is_file())?.nlink().checked_sub(1).filter(|&n| n > 0 && !o.stdout && !o.force)?;
-    Some(warn(o, format!("{} has {others} other link{} -- file ignored", name(f), if others > 1 { "s" } else { "" })))
+    Some(warn(o, format!("{} has {} -- file ignored", name(f), peerpath_runtime::report::count(others, "other link"))))
 }
 
 /// An output that exists without -f: gzip's warning (exit 2), nothing replaced.

@@ -313,9 +313,16 @@ impl Report {
     /// request in 2 s reads 0.485, not 0 (`bench-kv` prints its rates so too).
     pub fn rate(x: f64) -> String {
         if x >= 10.0 || x <= 0.0 || !x.is_finite() {
-            format!("{x:.0}")
+            return format!("{x:.0}");
+        }
+        // Three significant digits of the value rounded so (9.996 is 10, not "10.00").
+        let decimals = |v: f64| (2.0 - v.log10().floor()) as i32;
+        let scale = 10f64.powi(decimals(x));
+        let rounded = (x * scale).round() / scale;
+        if rounded >= 10.0 {
+            format!("{rounded:.0}")
         } else {
-            format!("{x:.*}", (2.0 - x.log10().floor()) as usize)
+            format!("{rounded:.*}", decimals(rounded) as usize)
         }
     }
 }
@@ -360,6 +367,8 @@ mod tests {
         let text = stats.report(&crate::Config::new("/".into()), Duration::from_millis(2060), Duration::ZERO).render();
         assert!(text.contains(": 1 request(s) in 2.06 s, 0.485 requests/s, 0.000485 MB/s of payload"), "{text}");
         assert_eq!((super::Report::rate(0.0), super::Report::rate(2.5), super::Report::rate(12.4), super::Report::rate(1234.6)), ("0".into(), "2.50".into(), "12".into(), "1235".into()));
+        // Rounded first, then given its digits.
+        assert_eq!((super::Report::rate(9.996), super::Report::rate(0.0009996), super::Report::rate(0.999)), ("10".into(), "0.00100".into(), "0.999".into()));
     }
 
     /// A run whose every response was aborted says so, not "status codes: ; 1 aborted".

@@ -298,7 +298,7 @@ pub(crate) fn serve_with_memory(
         .map_err(|source| CspError::Io { operation: "block signals for", path: paths.socket.clone(), source })?;
     // The name first, before any file is made or replaced: a second device started at once
     // under it stops here, and touches nothing of this one's.
-    let mut name_lock = NameLock::try_take(&paths)?.ok_or_else(|| CspError::AlreadyRunning { path: paths.lock.clone() })?;
+    let mut name_lock = take_name(&paths)?;
     clear_stale(&paths)?;
     // Its files are removed (then the lock released) when the server ends, however it ends.
     name_lock.own_files();
@@ -449,6 +449,23 @@ fn clear_stale(paths: &CspPaths) -> Result<(), CspError> {
     }
     paths.remove_all();
     Ok(())
+}
+
+/// The name's lock ([`NameLock::try_take`]), or [`CspError::AlreadyRunning`] where another
+/// process holds it. A device killed a moment ago may still hold it while its threads exit (the
+/// lock goes with the last of them): where no device answers on the name's socket, the lock is
+/// tried again for up to a second before the name is said taken.
+fn take_name(paths: &CspPaths) -> Result<NameLock, CspError> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        if let Some(lock) = NameLock::try_take(paths)? {
+            return Ok(lock);
+        }
+        if Instant::now() >= deadline || UnixStream::connect(&paths.socket).is_ok() {
+            return Err(CspError::AlreadyRunning { path: paths.lock.clone() });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Whether the file at `p` begins as a device's queue file does: with [`QUEUE_MAGIC`], or with
