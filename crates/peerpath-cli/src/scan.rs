@@ -14,7 +14,7 @@ use crate::scan_device;
 use peerpath_device::Device;
 use crate::chain_device::Stop;
 use peerpath_func::scan::{BlockCutter, CutBlock, Filter, Found, Malformed, RecordFormat, RecordTooLong, Refused, TooLongWhy};
-use peerpath_runtime::report::{name_bytes, Quoted};
+use peerpath_runtime::report::{count, name_bytes, shell_word, Quoted};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -147,6 +147,16 @@ fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
     Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first ({decode} FILE | peerpath scan - ...)", Quoted(path))))
 }
 
+/// A motif the regex crate refuses, said on one line (its parse error is the pattern, a caret
+/// under the fault and the reason, each on a line of its own).
+fn bad_motif(motif: &str, e: &regex::Error) -> JobError {
+    let why = match e {
+        regex::Error::Syntax(t) => t.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(t).to_string(),
+        e => e.to_string(),
+    };
+    JobError::Usage(format!("--motif {}: not a regular expression: {why}", shell_word(motif.as_bytes())))
+}
+
 /// The `-o` target's temporary file, how it exists, and its final name.
 type OutputFile = (File, peerpath_io::Temporary, PathBuf);
 
@@ -260,26 +270,26 @@ impl ScanReport {
     /// The summary lines on standard error.
     fn render(&self) -> String {
         let mut t = format!(
-            "scan: {} of {} record(s) matched ({} bases); read {} in {:.3} s, {:.2} GB/s ({})\n",
+            "scan: {} of {} matched ({}); read {} in {:.3} s, {:.2} GB/s ({})\n",
             self.matched,
-            self.records,
-            self.matched_bases,
+            count(self.records, "record"),
+            count(self.matched_bases, "base"),
             peerpath_metrics::human_bytes(self.bytes),
             self.seconds,
             self.gb_per_s,
             self.provenance,
         );
         if self.cpu_files > 0 {
-            t += &format!("scan: {} file(s) on {} filter thread(s) of the host CPU\n", self.cpu_files, self.threads);
+            t += &format!("scan: {} on {} of the host CPU\n", count(self.cpu_files, "file"), count(self.threads, "filter thread"));
         }
         for (f, d) in self.files.iter().filter_map(|f| f.device_pass.as_ref().map(|d| (f, d))) {
             let (into, back) = if d.staged { ("its pinned host window and copied to GPU memory by the device", " copied back") } else { ("its memory", "") };
             t += &format!(
-                "scan: on {}: {} read {} into {into}, {} block(s), {} bytes of results each{back}; {} ({})\n",
+                "scan: on {}: {} read {} into {into}, {}, {} bytes of results each{back}; {} ({})\n",
                 d.device,
                 Quoted(&f.path),
                 crate::device_job::moved(d.read_by_dma),
-                d.blocks,
+                count(d.blocks, "block"),
                 d.result_bytes_per_block,
                 d.host_copies.text(),
                 d.provenance
@@ -307,9 +317,22 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         return Err(JobError::Usage("--json prints the report on standard output, where the matching records would go: write them to a file (-o FILE), or count them (--count, --histogram)".into()));
     }
     let motif = match &a.motif {
-        Some(m) => Some(regex::bytes::RegexBuilder::new(m).case_insensitive(a.ignore_case).build().map_err(|e| JobError::Usage(format!("--motif: {e}")))?),
+        Some(m) => Some(regex::bytes::RegexBuilder::new(m).case_insensitive(a.ignore_case).build().map_err(|e| bad_motif(m, &e))?),
         None => None,
     };
+    if let Some(p) = a.id_prefix.as_deref().filter(|p| p.bytes().any(|b| b.is_ascii_whitespace())) {
+        // An id is the header's first word: a prefix with white space in it matched nothing, and said nothing.
+        return Err(JobError::Usage(format!("--id-prefix {}: an id is the header's first word, which has no white space: no record can match", shell_word(p.as_bytes()))));
+    }
+    // A missing or unreadable source (a directory) among several stops the scan before any is
+    // read, as seqkit's does: not after the files before it were scanned and printed. A file
+    // other than a regular one (a FIFO) is not opened twice: its writer could see no reader.
+    for f in a.files.iter().filter(|f| !peerpath_runtime::job::is_std_stream(f)) {
+        let m = std::fs::metadata(f).map_err(|e| JobError::SourceUnreadable { path: f.clone(), source: e })?;
+        if m.is_file() || m.is_dir() {
+            crate::open_file_source(f)?;
+        }
+    }
     let filter = Filter { motif, min_length: a.min_length, id_prefix: a.id_prefix.as_ref().map(|p| p.as_bytes().to_vec()) };
     let mut device = None;
     let mut fallbacks = Vec::new();
@@ -398,7 +421,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             if device.as_ref().is_some_and(|d| d.failure().is_some()) {
                 device = None;
                 if i + 1 < a.files.len() {
-                    fallback(&mut fallbacks, format!("{device_name} has failed: the {} file(s) after {} are scanned on the host CPU", a.files.len() - i - 1, Quoted(f)));
+                    fallback(&mut fallbacks, format!("{device_name} has failed: the {} after {} {} scanned on the host CPU", count(a.files.len() - i - 1, "file"), Quoted(f), if i + 2 == a.files.len() { "is" } else { "are" }));
                 }
             }
             let (found, n, fmt, pass) = match on_device {

@@ -154,7 +154,7 @@ fn an_emulated_csp_counts_what_the_cpu_counts() {
         assert!(!a.stdout_str().trim().is_empty());
     }
     let o = run(&mut pp(args!["scan", &src, "--motif", "KLV", "-c", "--engine", "emulated"])).ok();
-    assert!(o.stderr.contains("block(s)"), "{}", o.stderr);
+    assert!(o.stderr.contains(" blocks, 544 bytes of results each"), "{}", o.stderr);
     let (copied, payload) = host_copies(&o.stderr);
     assert_eq!(payload, fasta.len() as u64, "{}", o.stderr);
     assert!(copied > 3 && copied < 8 * 544, "the motif, a byte and each block's counters: {}", o.stderr);
@@ -287,7 +287,10 @@ fn a_device_that_dies_hands_this_file_and_the_rest_to_the_cpu_said_once() {
     let o = run(&mut pp(emu.clone())).ok();
     assert_eq!(o.stdout_str(), want);
     let failed = (1..=2).find(|i| o.stderr.contains(&format!("part{i}.fa: the device could not count it"))).unwrap_or_else(|| panic!("{}", o.stderr));
-    let rest = format!("has failed: the {} file(s) after {} are scanned on the host CPU", 3 - failed, files[failed].display());
+    let rest = match failed {
+        1 => format!("has failed: the 2 files after {} are scanned on the host CPU", files[1].display()),
+        _ => format!("has failed: the 1 file after {} is scanned on the host CPU", files[2].display()),
+    };
     assert!(o.stderr.contains(&rest), "{rest}: {}", o.stderr);
     assert_eq!(o.stderr.matches("could not count").count(), 1, "the dead device is not asked again: {}", o.stderr);
     assert!(o.stderr.contains("files on the emulated CSP and on this host's CPU"), "{}", o.stderr);
@@ -372,10 +375,10 @@ fn fastq_reads_are_those_of_seqkit_and_malformed_ones_are_named() {
 
 /// The summary line's three counts: matched, records, matched bases.
 fn summary_counts(stderr: &str) -> (u64, u64, u64) {
-    let line = stderr.lines().find(|l| l.starts_with("scan: ") && l.contains(" record(s) matched (")).unwrap_or_else(|| panic!("no summary in: {stderr}"));
+    let line = stderr.lines().find(|l| l.starts_with("scan: ") && l.contains(" matched (")).unwrap_or_else(|| panic!("no summary in: {stderr}"));
     let words: Vec<&str> = line.split([' ', '(']).filter(|w| !w.is_empty()).collect();
     let n = |i: usize| words[i].parse::<u64>().unwrap_or_else(|_| panic!("{line}"));
-    (n(1), n(3), n(7))
+    (n(1), n(3), n(6))
 }
 
 /// `--json` (a `scan-report`): the counts, the histogram and where each file
@@ -742,4 +745,69 @@ fn an_empty_or_mark_only_file_is_reported_alike_on_the_cpu_and_a_device() {
             }
         }
     }
+}
+
+/// The summary counts in words: one record, one file, one thread, one base are
+/// singular (report::count), not "record(s)".
+#[test]
+fn the_summary_says_one_record_and_many_records() {
+    let dir = scratch();
+    let fa = dir.path().join("one.fa");
+    std::fs::write(&fa, b">r1\nA\n>r2\nCC\n").unwrap();
+    let o = run(&mut pp(args!["scan", &fa, "--motif", "^A$", "-c", "-T", "1"])).ok();
+    assert!(o.stderr.contains("scan: 1 of 2 records matched (1 base); "), "{}", o.stderr);
+    assert!(o.stderr.contains("scan: 1 file on 1 filter thread of the host CPU"), "{}", o.stderr);
+    let o = run(&mut pp(args!["scan", &fa, &fa, "--min-length", "1", "-c", "-T", "2"])).ok();
+    assert!(o.stderr.contains("scan: 4 of 4 records matched (6 bases); "), "{}", o.stderr);
+    assert!(o.stderr.contains("scan: 2 files on 2 filter threads of the host CPU"), "{}", o.stderr);
+    assert!(!o.stderr.contains("(s)"), "{}", o.stderr);
+}
+
+/// A motif that is no regular expression is one line naming it and why (the regex
+/// crate's own message is the pattern, a caret and the reason on three lines); an
+/// id prefix with white space, which no id (the header's first word) can start with,
+/// is refused rather than matching nothing, as `seqkit grep -r -p '^r1 desc'` does.
+#[test]
+fn a_bad_motif_or_an_id_prefix_with_a_space_is_a_one_line_usage_error() {
+    let dir = scratch();
+    let fa = dir.path().join("a.fa");
+    std::fs::write(&fa, b">r1 desc\nACGT\n").unwrap();
+    for (motif, why) in [("(AC", "unclosed group"), ("x{2,1}", "invalid repetition count range")] {
+        let o = run(&mut pp(args!["scan", &fa, "--motif", motif, "-c"])).fails(2, &[&format!("--motif '{motif}': not a regular expression: {why}")]);
+        assert_eq!(o.stderr.trim_end().lines().count(), 1, "{}", o.stderr);
+    }
+    for prefix in ["r1 desc", "r1\t"] {
+        let o = run(&mut pp(args!["scan", &fa, "--id-prefix", prefix, "-c"])).fails(2, &["--id-prefix", "first word", "no white space"]);
+        assert!(o.stdout.is_empty(), "{}", o.describe());
+    }
+    assert_eq!(run(&mut pp(args!["scan", &fa, "--id-prefix", "r1", "-c", "-q"])).ok().stdout_str(), "1\n");
+}
+
+/// Several files: a missing one or a directory among them stops the scan before
+/// any is read (exit 3, naming it), as seqkit does; not after the files before
+/// it were scanned and their counts or records printed.
+#[test]
+fn a_missing_file_or_directory_among_several_stops_the_scan_before_any_is_read() {
+    let dir = scratch();
+    let fa = dir.path().join("a.fa");
+    std::fs::write(&fa, b">r1\nACGT\n").unwrap();
+    let missing = dir.path().join("missing.fa");
+    for (bad, why) in [(missing.as_path(), "No such file"), (dir.path(), "is a directory")] {
+        for extra in [&["-c"][..], &[][..]] {
+            let mut a = args!["scan", &fa, bad, &fa, "--motif", "ACGT"];
+            a.extend(extra.iter().map(std::ffi::OsString::from));
+            let o = run(&mut pp(a)).fails(3, &[&bad.display().to_string(), why]);
+            assert!(o.stdout.is_empty(), "nothing printed: {}", o.describe());
+        }
+    }
+    // A FIFO among them is not opened to check it (its writer would see no reader): read once.
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, b">r2\nACGTACGT\n>r3\nT\n").unwrap())
+    };
+    let o = run(&mut pp(args!["scan", &fa, &fifo, "--motif", "ACGT", "-c", "-q"])).ok();
+    writer.join().unwrap();
+    assert_eq!(o.stdout_str(), format!("{}\t1\n{}\t1\n", fa.display(), fifo.display()));
 }
