@@ -1733,10 +1733,10 @@ fn main() -> ExitCode {
             return code;
         }
     }
-    // Every command but `csp serve` and `serve` (which handle their own
-    // signals; they write no files), before any of them runs: one that
-    // writes must not be able to skip it.
-    if !matches!(cli.command, Command::Csp(_) | Command::Serve(_)) {
+    // Every command but `csp serve`, `serve` and `bench-kv` (which handle
+    // their own signals; they write no files), before any of them runs: one
+    // that writes must not be able to skip it.
+    if !matches!(cli.command, Command::Csp(_) | Command::Serve(_) | Command::BenchKv(_)) {
         remove_temporaries_on_signals();
     }
     // Not a job server's: it runs for long, and its signal names no outputs.

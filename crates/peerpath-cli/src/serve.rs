@@ -3,7 +3,7 @@
 //! by host copies or zero-copy, with a report of what it served.
 
 use clap::{Args, ValueEnum};
-use peerpath_runtime::report::Quoted;
+use peerpath_runtime::report::{count, Quoted};
 use peerpath_runtime::JobError;
 use peerpath_serve::{Config, Mode, Server};
 use std::net::SocketAddr;
@@ -199,9 +199,7 @@ fn run(a: ServeArgs) -> Result<(), JobError> {
     }
     // SIGINT and SIGTERM stop serving and print the report (main leaves
     // `serve` out of the signal thread that ends the other commands).
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM].into_iter().filter(|&s| !peerpath_io::signal_ignored(s)) {
-        signal_hook::flag::register(sig, server.stop_flag()).map_err(|e| JobError::Internal(format!("signal handler: {e}")))?;
-    }
+    stop_on_signals(&server.stop_flag())?;
     let report = server.run();
     if a.json {
         println!("{}", crate::jsonout::stamped("serve-report", &report));
@@ -229,6 +227,17 @@ pub struct BenchKvArgs {
     seconds: f64,
 }
 
+/// SIGINT and SIGTERM (where not ignored) set `stop`; a second one, while the first is being
+/// acted on, ends the process at once with 128 + the signal, as a shell reports it.
+fn stop_on_signals(stop: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Result<(), JobError> {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM].into_iter().filter(|&s| !peerpath_io::signal_ignored(s)) {
+        // Registered first, so it reads the flag before the first signal sets it.
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, stop.clone()).map_err(|e| JobError::Internal(format!("signal handler: {e}")))?;
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| JobError::Internal(format!("signal handler: {e}")))?;
+    }
+    Ok(())
+}
+
 pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
     crate::exit_code((|| {
         if !(a.seconds.is_finite() && a.seconds > 0.0) || a.connections == 0 || a.connections > 4096 {
@@ -236,7 +245,11 @@ pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
         }
         use peerpath_serve::load::LoadError;
         let server = PathBuf::from(a.server.to_string());
-        let r = peerpath_serve::load::run(a.server, &a.key, a.connections, a.seconds).map_err(|e| match e {
+        // SIGINT and SIGTERM end the run early with its report, as they end serve's (main
+        // leaves bench-kv out of its signal thread too: they killed it with no word).
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        stop_on_signals(&stop)?;
+        let r = peerpath_serve::load::run(a.server, &a.key, a.connections, a.seconds, &stop).map_err(|e| match e {
             LoadError::BadKey => JobError::Usage(format!("--key: {e}")),
             LoadError::Unreachable(why) => JobError::SourceUnreadable { path: server.clone(), source: std::io::Error::other(why) },
             LoadError::Broken(why) => JobError::SourceIo { path: server.clone(), detail: why },
@@ -244,12 +257,12 @@ pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
         // Rates as serve's report prints them: one request in 2 s read "0 requests/s".
         let rate = peerpath_serve::Report::rate;
         println!(
-            "{} get {}: {} requests in {:.2} s on {} connection(s): {} requests/s, {} MB/s; latency p50 {} us, p99 {} us, p99.9 {} us (measured on this host; client and server share it)",
+            "{} get {}: {} in {:.2} s on {}: {} requests/s, {} MB/s; latency p50 {} us, p99 {} us, p99.9 {} us (measured on this host; client and server share it)",
             r.server,
             r.key,
-            r.requests,
+            count(r.requests, "request"),
             r.seconds,
-            r.connections,
+            count(r.connections, "connection"),
             rate(r.requests_per_s),
             rate(r.mb_per_s),
             r.p50_us,

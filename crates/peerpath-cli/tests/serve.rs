@@ -161,7 +161,7 @@ fn files_ranges_and_errors_over_http_and_memcached_in_both_modes() {
         assert_eq!(String::from_utf8_lossy(&got), format!("{value}END\r\nVERSION peerpath-serve\r\n{value}END\r\n{value}CLIENT_ERROR bad key\r\nERROR\r\n"), "{mode}");
         let report = finish(s);
         let provenance = if mode == "devmem" { EMULATED_NIC } else { "measured on this host" };
-        assert!(report.contains(&format!("({mode} mode; {provenance}): 25 request(s)")), "{report}");
+        assert!(report.contains(&format!("({mode} mode; {provenance}): 25 requests in ")), "{report}");
         let per_request: f64 = report.split("memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         let from_host: f64 = report.split("sent from host memory per request: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
         match mode {
@@ -193,7 +193,7 @@ fn an_interrupted_server_prints_its_report() {
     // SAFETY: kill(2) with our own child's pid.
     unsafe { libc::kill(s.pid(), libc::SIGINT) };
     let report = finish(s);
-    assert!(report.contains("(host mode; measured on this host): 1 request(s)"), "{report}");
+    assert!(report.contains("(host mode; measured on this host): 1 request in "), "{report}");
 }
 
 /// `peerpath bench-kv` loads a memcached-protocol server and checks every
@@ -210,7 +210,7 @@ fn the_load_client_measures_gets_and_refuses_misses() {
     // SAFETY: kill(2) with our own child's pid.
     unsafe { libc::kill(s.pid(), libc::SIGTERM) };
     let report = finish(s);
-    assert!(report.contains(&format!("): {} request(s)", n + 1)), "the server counted the client's gets and the miss: {report}");
+    assert!(report.contains(&format!("): {} requests in ", n + 1)), "the server counted the client's gets and the miss: {report}");
 }
 
 /// devmem: the emulated NIC dies while idle; the next request (a new connection's first,
@@ -258,9 +258,9 @@ fn a_nic_that_cannot_start_is_said_at_once_and_the_host_path_serves() {
     assert_eq!(split(&exchange(&s.http, b"GET /f HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")).1, want);
     assert_eq!(exchange(&s.memcached, b"get f\r\nquit\r\n").len(), want.len() + "VALUE f 0 100000\r\n\r\nEND\r\n".len());
     let report = finish(s);
-    assert!(report.contains("FALLBACK: the emulated NIC did not start: NIC socket") && report.contains("2 request(s)"), "{report}");
+    assert!(report.contains("FALLBACK: the emulated NIC did not start: NIC socket") && report.contains("2 requests in "), "{report}");
     // No NIC sent anything: the figures are this host's alone.
-    assert!(report.contains("(devmem mode; measured on this host): 2 request(s)") && !report.contains("emulated NIC's process"), "{report}");
+    assert!(report.contains("(devmem mode; measured on this host): 2 requests in ") && !report.contains("emulated NIC's process"), "{report}");
 }
 
 /// What a devmem report says its figures are: measured with an emulated
@@ -299,7 +299,7 @@ fn devmem_figures_say_they_are_measured_with_an_emulated_nic_and_count_its_cpu_a
         }
         let out = finish(s);
         if !json {
-            assert!(out.starts_with(&format!("serve (devmem mode; {EMULATED_NIC}): {requests} request(s)")), "{out}");
+            assert!(out.starts_with(&format!("serve (devmem mode; {EMULATED_NIC}): {requests} requests in ")), "{out}");
             let us: f64 = out.split("which sends the payloads: ").nth(1).and_then(|t| t.split(" us per request").next()).and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("the NIC's CPU per request: {out}"));
             assert!(us > 0.0 && out.contains("host CPU ") && out.contains(" us per request (the server process only; the emulated NIC's process"), "{out}");
             continue;
@@ -526,7 +526,7 @@ fn host_mode_keeps_objects_in_memory_and_never_sends_an_old_version() {
     let s = serve_with(&root, "host", 1, &["--host-cache", "4M"]);
     get(&s, "a");
     let report = finish(s);
-    assert!(report.contains("host memory cache (4.0 MiB): 0 hit(s), 1 read in and kept"), "{report}");
+    assert!(report.contains("host memory cache (4.0 MiB): 0 hits, 1 read in and kept"), "{report}");
     let out = pp(args!["serve", &root, "--mode", "zerocopy", "--host-cache", "1M"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--host-cache needs --mode host"), "{}", String::from_utf8_lossy(&out.stderr));
@@ -644,7 +644,7 @@ fn a_client_that_stops_reading_is_dropped_and_the_server_still_stops() {
         unsafe { libc::kill(s.pid(), libc::SIGTERM) };
         let report = finish(s);
         assert!(t.elapsed() < Duration::from_secs(15), "{mode}: the server took {:?} to stop", t.elapsed());
-        assert!(report.contains("request(s)"), "{report}");
+        assert!(report.contains(" in ") && report.contains("requests/s"), "{report}");
         drop(stuck);
     }
 }
@@ -829,7 +829,7 @@ fn more_busy_clients_than_workers_are_all_served_right() {
             }
         });
         let report = finish(s);
-        assert!(report.contains(&format!("{total} request(s)")) && report.contains(&format!("status codes: 200: {total}\n")), "{mode}: {report}");
+        assert!(report.contains(&format!("{total} requests in ")) && report.contains(&format!("status codes: 200: {total}\n")), "{mode}: {report}");
         let workers: u32 = report.split("served by ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
         assert!((1..=2).contains(&workers), "{mode}: {report}");
     }
@@ -1053,6 +1053,31 @@ fn http_requests_are_answered_as_rfc_9110_and_9112_ask() {
     drop(s);
 }
 
+/// SIGINT (^C) ends a bench-kv run early with its report, of the time it ran: it killed the
+/// client with no word, the run's figures lost.
+#[test]
+fn an_interrupted_bench_kv_prints_its_report() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("obj"), b"value").unwrap();
+    let s = serve(dir.path(), "host", 1_000_000_000);
+    let child = pp(args!["bench-kv", "--server", &s.memcached, "--key", "obj", "-c", "2", "--seconds", "120"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // Once it catches SIGINT (its SigCgt mask has bit 1; the old client never did: sent after 30 s).
+    let caught = || std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok().and_then(|t| t.lines().find_map(|l| l.strip_prefix("SigCgt:").map(|m| u64::from_str_radix(m.trim(), 16).unwrap_or(0) & 2 != 0))).unwrap_or(false);
+    let t = std::time::Instant::now();
+    while !caught() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) with our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{:?}: {out}{err}", o.status);
+    let seconds: f64 = out.split(" in ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("no time: {out}"));
+    assert!(out.contains(" get obj: ") && out.contains(" on 2 connections: ") && seconds < 120.0, "{out}");
+    drop(s);
+}
+
 /// bench-kv's failures have the exit codes of their kind (all were 15, a device's failure):
 /// a key that cannot be asked is a usage error, a server not there or without the key a
 /// source missing, and `serve --max-requests 0` is refused.
@@ -1174,7 +1199,7 @@ fn bench_kv_prints_a_slow_rate_with_its_digits() {
     server.join().unwrap();
     let text = o.stdout_str();
     let word_after = |s: &str| -> String { text.split(s).nth(1).and_then(|t| t.split(' ').next()).unwrap_or_else(|| panic!("no {s:?}: {text}")).to_string() };
-    let (requests, seconds, rate) = (word_after(": "), word_after(" requests in "), word_after(" connection(s): "));
+    let (requests, seconds, rate) = (word_after(": "), word_after(" request in "), word_after(" connection: "));
     let (seconds, got): (f64, f64) = (seconds.parse().unwrap(), rate.parse().unwrap());
     assert!(requests == "1" && seconds >= 1.5, "{text}");
     // Three significant digits, of the rate the line's own count and time give.
@@ -1270,7 +1295,7 @@ fn addresses_may_be_host_names() {
     assert!(s.http.starts_with("127.0.0.1:") && s.memcached.starts_with("127.0.0.1:"), "{}", s.said);
     assert!(exchange(&s.http, b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ends_with(b"\r\n\r\nhello\n"));
     assert_eq!(exchange(&s.memcached, b"get a.txt\r\nquit\r\n"), b"VALUE a.txt 0 6\r\nhello\n\r\nEND\r\n");
-    assert!(finish(s).contains("2 request(s)"));
+    assert!(finish(s).contains("2 requests in"));
     // No port: refused (a usage error, said by the argument parser), no name looked up.
     let o = run(&mut pp(args!["serve", dir.path(), "--listen", "localhost"]));
     assert!(o.code() == Some(2) && o.stderr.contains("localhost: not an address (IP:PORT or HOST:PORT)"), "{}", o.stderr);
@@ -1398,7 +1423,7 @@ fn a_devmem_response_the_nic_could_not_finish_is_not_among_the_latencies() {
     // SAFETY: kill(2) with our own child's pid.
     unsafe { libc::kill(s.pid(), libc::SIGTERM) };
     let report = finish(s);
-    assert!(report.contains(": 1 request(s)") && report.contains("1 aborted (") && report.contains("not in the latencies)"), "{report}");
+    assert!(report.contains(": 1 request in") && report.contains("1 aborted (") && report.contains("not in the latencies)"), "{report}");
     assert!(report.contains("latency p50 0 us, p99 0 us, p99.9 0 us;"), "no request was sent whole: {report}");
 }
 

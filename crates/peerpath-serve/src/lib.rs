@@ -360,7 +360,7 @@ fn open_files_for(config: &Config) -> Result<(), ServeError> {
         return Ok(());
     }
     Err(ServeError::Usage(format!(
-        "{} connection(s) need about {need} open files; this process may open {have} (hard limit {can}): lower --max-connections or raise `ulimit -n`",
+        "--max-connections {} needs about {need} open files; this process may open {have} (hard limit {can}): lower --max-connections or raise `ulimit -n`",
         config.max_connections
     )))
 }

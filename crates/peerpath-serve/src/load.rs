@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What a load run measured (on this host, client and server sharing it).
@@ -135,8 +136,9 @@ fn read_answer<R: Read>(r: &mut BufReader<R>, key: &str, give_up: Option<Instant
     Ok(len)
 }
 
-/// Runs the load: `connections` clients for `seconds`.
-pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64) -> Result<LoadReport, LoadError> {
+/// Runs the load: `connections` clients for `seconds`, or until `stop` is set (a signal):
+/// each client ends after its answer in flight, and the report is of the time run.
+pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64, stop: &AtomicBool) -> Result<LoadReport, LoadError> {
     if key.is_empty() || key.len() > 250 || key.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(LoadError::BadKey);
     }
@@ -162,7 +164,7 @@ pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64) -> R
                         w.write_all(request.as_bytes()).map_err(|e| LoadError::Broken(format!("sending: {e}")))?;
                         bytes = bytes.saturating_add(read_answer(&mut r, key, give_up)?);
                         lat.push(t.elapsed().as_micros() as u64);
-                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                        if deadline.is_some_and(|d| Instant::now() >= d) || stop.load(Ordering::Relaxed) {
                             break;
                         }
                     }

@@ -98,7 +98,9 @@ pub fn resolve(root: &Root, name: &[u8]) -> Result<Resolved, Refused> {
             Component::ParentDir | Component::Prefix(_) => return Err(Refused::BadName),
         }
     }
-    if clean.as_os_str().is_empty() {
+    // A name ending in `/` (or `/.`) names a directory, which is never served: `components`
+    // drops the ending, and `a.txt/` was served as `a.txt` (the kernel says ENOTDIR).
+    if clean.as_os_str().is_empty() || matches!(name.rsplit(|&b| b == b'/').next(), Some(b"" | b".")) {
         return Err(Refused::NotFound);
     }
     let file = match open_beneath(root, &clean) {
@@ -185,6 +187,8 @@ mod tests {
         assert_eq!(resolve(&root, b"sub").unwrap_err(), Refused::NotFound, "a directory is not a file");
         assert_eq!(resolve(&root, b"a\0b").unwrap_err(), Refused::BadName);
         assert_eq!(resolve(&root, b"/").unwrap_err(), Refused::NotFound);
+        assert_eq!(resolve(&root, b"sub/a.txt/").unwrap_err(), Refused::NotFound, "a name ending in / is a directory's");
+        assert_eq!(resolve(&root, b"sub/a.txt/.").unwrap_err(), Refused::NotFound, "so is one ending in /.");
         assert_eq!(percent_decode(b"a%20b%2e"), Some(b"a b.".to_vec()));
         assert_eq!(percent_decode(b"bad%2"), None);
     }

@@ -255,14 +255,14 @@ impl Report {
             (true, ..) => " (the server process only; the emulated NIC's process, which sends the payloads, not counted: its CPU could not be read)".to_string(),
         };
         format!(
-            "serve ({} mode; {}): {} request(s) in {:.2} s, {} requests/s, {} MB/s of payload\n\
+            "serve ({} mode; {}): {} in {:.2} s, {} requests/s, {} MB/s of payload\n\
              latency p50 {} us, p99 {} us, p99.9 {} us; host CPU {:.1} us per request{}; payload bytes through this process's memory per request: {:.0}\n\
              payload bytes sent from host memory per request: {:.0}\n\
              status codes: {}{}\n\
-             connections: at most {} open at once (limit {}), served by {} worker thread(s) (limit {}); idle ones wait in the event loop{}{}{}{}{}",
+             connections: at most {} open at once (limit {}), served by {} (limit {}); idle ones wait in the event loop{}{}{}{}{}",
             self.mode,
             self.provenance,
-            self.requests,
+            count(self.requests, "request"),
             self.seconds,
             Report::rate(self.requests_per_s),
             Report::rate(self.payload_bytes_per_s / 1e6),
@@ -277,21 +277,21 @@ impl Report {
             if self.aborted > 0 { format!("; {} aborted (the client went away or a send failed before the response was whole; not in the latencies)", self.aborted) } else { String::new() },
             self.connections.peak,
             self.connections.limit,
-            self.connections.workers,
+            count(self.connections.workers, "worker thread"),
             self.connections.worker_limit,
             self.connections.accept_error.as_ref().map_or(String::new(), |e| format!("; accept failed: {e}")),
             self.host_cache.as_ref().map_or(String::new(), |c| format!(
-                "\nhost memory cache ({:.1} MiB): {} hit(s), {} read in and kept, {} evicted, {} too large and {} changed while read (read per request)",
+                "\nhost memory cache ({:.1} MiB): {}, {} read in and kept, {} evicted, {} too large and {} changed while read (read per request)",
                 c.bytes as f64 / (1u64 << 20) as f64,
-                c.hits,
+                count(c.hits, "hit"),
                 c.misses,
                 c.evictions,
                 c.too_large,
                 c.changed
             )),
             self.nic.as_ref().map_or(String::new(), |n| format!(
-                "\nemulated NIC memory: {} hit(s), {} placed, {} evicted, {} too large and {} not placed (sent from the host){}",
-                n.hits,
+                "\nemulated NIC memory: {}, {} placed, {} evicted, {} too large and {} not placed (sent from the host){}",
+                count(n.hits, "hit"),
                 n.misses,
                 n.evictions,
                 n.too_large,
@@ -300,8 +300,8 @@ impl Report {
             )),
             self.nic_fallback.as_ref().map_or(String::new(), |w| format!("\nFALLBACK: {w}: the host path served the requests after it")),
             self.send_zc.as_ref().map_or(String::new(), |z| format!(
-                "\nSEND_ZC: {} payload byte(s) sent from mapped pages; the kernel reported copying {} of them after all ({:.0}%{})",
-                z.bytes,
+                "\nSEND_ZC: {} sent from mapped pages; the kernel reported copying {} of them after all ({:.0}%{})",
+                count(z.bytes, "payload byte"),
                 z.kernel_copied_bytes,
                 if z.bytes == 0 { 0.0 } else { 100.0 * z.kernel_copied_bytes as f64 / z.bytes as f64 },
                 if z.kernel_copied_bytes > 0 { "; over loopback it always copies: the receiver is on this host" } else { "" }
@@ -325,6 +325,12 @@ impl Report {
             format!("{rounded:.*}", decimals(rounded) as usize)
         }
     }
+}
+
+/// `n` and `what`, plural where `n` is not 1: "1 request", "2 requests" (as
+/// `peerpath_runtime::report::count`, which this crate does not depend on).
+pub(crate) fn count<N: Copy + PartialEq + From<u8> + std::fmt::Display>(n: N, what: &str) -> String {
+    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
 }
 
 /// This process's CPU time so far (user + system).
@@ -365,7 +371,7 @@ mod tests {
         let stats = Stats::new();
         stats.record(Duration::from_millis(1), 1000, 0, 0, 200);
         let text = stats.report(&crate::Config::new("/".into()), Duration::from_millis(2060), Duration::ZERO).render();
-        assert!(text.contains(": 1 request(s) in 2.06 s, 0.485 requests/s, 0.000485 MB/s of payload"), "{text}");
+        assert!(text.contains(": 1 request in 2.06 s, 0.485 requests/s, 0.000485 MB/s of payload"), "{text}");
         assert_eq!((super::Report::rate(0.0), super::Report::rate(2.5), super::Report::rate(12.4), super::Report::rate(1234.6)), ("0".into(), "2.50".into(), "12".into(), "1235".into()));
         // Rounded first, then given its digits.
         assert_eq!((super::Report::rate(9.996), super::Report::rate(0.0009996), super::Report::rate(0.999)), ("10".into(), "0.00100".into(), "0.999".into()));
