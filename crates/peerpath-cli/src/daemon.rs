@@ -17,7 +17,9 @@
 //! Each side checks the other's user (SO_PEERCRED): the daemon takes jobs of its
 //! own user and root only, a client hands its job only to a daemon of its own
 //! user or root; and the socket lies in a directory no other user can reach, so
-//! none can put a socket of theirs at its name first.
+//! none can put a socket of theirs at its name first. A job runs with the daemon's permissions
+//! and view of the files: a client whose groups, capabilities, mount namespace or root are not
+//! the daemon's is refused.
 //! A client that goes away (killed, Ctrl-C) cancels its job: the job ends as
 //! a failed job does, its outputs not put in place.
 //!
@@ -202,8 +204,12 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         Ok(m) => m,
         Err(why) => return not_here(format!("the daemon does not take this job: {why}")),
     };
-    let conn = match UnixStream::connect(socket) {
+    let conn = match connect(socket) {
         Ok(c) => c,
+        // A socket with no one at it: its daemon ended (killed, its machine restarted) and left it.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return not_here(format!("cannot reach the daemon: no daemon listens on the socket (one that ended left it; `peerpath daemon --socket {}` replaces it)", shell_word(socket.as_os_str().as_bytes())))
+        }
         Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
     };
     // Whoever listens there gets the job's command line, environment (a key too) and standard
@@ -276,6 +282,21 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
             Ok(Reply::Refused { why }) | Err(why) => why_ended(&why),
             Ok(Reply::Queued { .. } | Reply::Descriptors | Reply::Started { .. }) => why_ended("the daemon's answers are out of order"),
         }
+    }
+}
+
+/// Connects to the daemon's socket. A path longer than a socket address holds (sun_path, 108
+/// bytes), which the daemon binds through its directory's descriptor ([`listen`]), is reached the
+/// same way: through `/proc/self/fd/N/NAME`, N the directory's.
+fn connect(socket: &Path) -> std::io::Result<UnixStream> {
+    match UnixStream::connect(socket) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            let (Some(dir), Some(name)) = (socket.parent(), socket.file_name()) else { return Err(e) };
+            use rustix::fs::{Mode, OFlags};
+            let dir = rustix::fs::open(dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+            UnixStream::connect(Path::new(&format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&dir))).join(name))
+        }
+        r => r,
     }
 }
 
@@ -686,6 +707,19 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
         read_by(&conn, &mut body, deadline).map_err(|e| e.unwrap_or_else(late))?;
         proto::decode_request(&body).map_err(refuse)?
     };
+    // The job runs with the daemon's permissions and sees its files: a client whose differ could
+    // reach through it what it cannot itself (a root client without capabilities, a client with
+    // fewer groups), or name other files than its own paths do (another mount namespace, a chroot).
+    let client = access_view(&PathBuf::from(format!("/proc/{}", peer.pid.as_raw_nonzero())));
+    match (client, access_view(Path::new("/proc/self"))) {
+        (Ok(c), Ok(d)) => {
+            if let Some(((what, c), (_, d))) = c.into_iter().zip(d).find(|(c, d)| c != d) {
+                let none = |v: String| if v.is_empty() { "none".to_string() } else { v };
+                return Err(refuse(format!("the client and the daemon differ in their {what} (the client's: {}; the daemon's: {}): here the job would reach other files than its client can", none(c), none(d))));
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(refuse(format!("cannot compare the client's permissions and files with the daemon's (/proc): {e}"))),
+    }
     // The descriptors are asked for once the request is read: a client whose daemon never
     // reads it (stopped) gives it up holding its own standard streams, which would otherwise
     // wait in the daemon's socket (a pipe's reader downstream waiting for its end).
@@ -722,6 +756,24 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     let stdio: [OwnedFd; 3] = fds.try_into().map_err(|_| refuse(format!("{sent} descriptors with the request (its standard input, output and error: 3)")))?;
     conn.set_read_timeout(None).map_err(|e| e.to_string())?;
     Ok(Incoming { conn, request, stdio })
+}
+
+/// What decides which files the process at `proc` (`/proc/PID`) may read and write and what its
+/// paths name: its user and group ids (real, effective, saved, file system), supplementary groups
+/// and effective capabilities, its mount namespace and its root directory, each named and shown.
+fn access_view(proc: &Path) -> std::io::Result<[(&'static str, String); 6]> {
+    use std::os::unix::fs::MetadataExt;
+    let status = std::fs::read_to_string(proc.join("status"))?;
+    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map_or(String::new(), |v| v.split_whitespace().collect::<Vec<_>>().join(" "));
+    let root = std::fs::metadata(proc.join("root"))?;
+    Ok([
+        ("user ids", field("Uid:")),
+        ("group ids", field("Gid:")),
+        ("supplementary groups", field("Groups:")),
+        ("effective capabilities", field("CapEff:")),
+        ("mount namespace", std::fs::read_link(proc.join("ns/mnt"))?.display().to_string()),
+        ("root directory", format!("device {} inode {}", root.dev(), root.ino())),
+    ])
 }
 
 /// Fills `buf` from `conn` by `deadline`: a client that trickles its request in holds its

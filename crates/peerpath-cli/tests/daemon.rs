@@ -834,7 +834,7 @@ fn the_socket_lies_in_a_directory_no_other_user_can_reach() {
 /// A client handed its job (command line, environment with a key, standard streams) to whatever
 /// listened at PEERPATH_DAEMON: a socket another user put there got them. It now hands it only to a
 /// daemon of its own user or root's, and runs the job itself otherwise, saying why (exit 18 with
-/// --no-fallback). Root's jobs are taken by a daemon of another user (root can do all it can).
+/// --no-fallback). Root's connections are taken by a daemon of another user past SO_PEERCRED.
 #[test]
 fn a_client_hands_its_job_only_to_a_daemon_of_its_own_user_or_roots() {
     let test = "a_client_hands_its_job_only_to_a_daemon_of_its_own_user_or_roots";
@@ -1166,4 +1166,90 @@ fn an_argument_with_a_space_reads_as_one_in_the_daemons_log() {
     assert_ne!(out.status.code(), Some(0), "{}", out.describe());
     d.wait_for_log("job 1: exit ", 1);
     assert!(d.log().contains(r"job 1: started: verify 'a b.gz' 'it'\''s;.gz' plain.gz"), "{}", d.log());
+}
+
+/// A job ran with the daemon's permissions and in its view of the files, whatever its client's: a
+/// root client without capabilities read through it a file it could not read itself, one with
+/// another group than the daemon's had that group's files reached by the daemon's groups, and one
+/// in another mount namespace had its relative path name another file. A client whose groups,
+/// capabilities, mount namespace or root directory are not the daemon's is now refused, said, and
+/// runs its job itself (exit 18 with --no-fallback).
+#[test]
+fn a_client_with_other_permissions_or_another_view_of_the_files_than_the_daemons_is_refused() {
+    let test = "a_client_with_other_permissions_or_another_view_of_the_files_than_the_daemons_is_refused";
+    let Some(setpriv) = setpriv_for_nobody(test) else { return };
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::create_dir(d.join("sd")).unwrap();
+    let daemon = Daemon::start(&d.join("sd"));
+    // Nobody's, mode 0600: root reads it only with its capabilities.
+    let secret = d.join("secret.fa");
+    std::fs::write(&secret, sample()).unwrap();
+    std::os::unix::fs::chown(&secret, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let client = |prefix: &[&str], target: &str| {
+        let mut c = Command::new(prefix[0]);
+        c.args(&prefix[1..]).arg(bin()).args(["compress", "-q", "secret.fa", "-o", target, "--no-fallback"]).current_dir(d).env("PEERPATH_DAEMON", &daemon.socket);
+        run(&mut c)
+    };
+    let setpriv = setpriv.to_str().unwrap();
+    for (prefix, what) in [(&[setpriv, "--inh-caps=-all", "--bounding-set=-all"][..], "effective capabilities"), (&[setpriv, "--groups=5"][..], "supplementary groups")] {
+        let o = client(prefix, "stolen.gz");
+        assert_eq!(o.code(), Some(18), "{}", o.describe());
+        assert!(o.stderr.contains(&format!("the daemon refused the job: the client and the daemon differ in their {what} (the client's: ")) && o.stderr.contains("(--no-fallback)"), "{}", o.describe());
+        assert!(!d.join("stolen.gz").exists(), "{}", o.describe());
+    }
+    // In its own mount namespace, secret.fa is another file for the client (here mounted over it).
+    if let Some(unshare) = tool("unshare") {
+        let other = d.join("other.fa");
+        std::fs::write(&other, b">x\nACGT\n").unwrap();
+        let mut c = Command::new(unshare);
+        c.args(["-m", "--propagation", "private", "sh", "-c", "mount --bind other.fa secret.fa && exec \"$0\" compress -q secret.fa -o mine.gz --no-fallback"]).arg(bin()).current_dir(d).env("PEERPATH_DAEMON", &daemon.socket);
+        let o = run(&mut c);
+        if o.stderr.contains("mount:") || o.stderr.contains("unshare:") {
+            eprintln!("SKIPPED {test}, in part: no mount namespace here: {}", o.stderr.trim());
+        } else {
+            assert_eq!(o.code(), Some(18), "{}", o.describe());
+            assert!(o.stderr.contains("differ in their mount namespace"), "{}", o.describe());
+            assert!(!d.join("mine.gz").exists());
+        }
+    }
+    assert!(!daemon.log().contains("started:"), "{}", daemon.log());
+    // The daemon's own user with its permissions is served.
+    let o = client(&["env"], "mine.gz");
+    assert_eq!(o.code(), Some(0), "{}", o.describe());
+}
+
+/// A socket whose path is longer than a socket address holds (sun_path, 108 bytes) was bound by the
+/// daemon (through its directory's descriptor), which said it listened there, while no client could
+/// reach it ("path must be shorter than SUN_LEN"): every job ran in its client. Clients now reach
+/// it the daemon's way, through the directory's descriptor.
+#[test]
+fn a_socket_past_108_bytes_is_reached_by_its_clients() {
+    let dir = scratch();
+    let deep = dir.path().join("d".repeat(120));
+    std::fs::create_dir(&deep).unwrap();
+    let daemon = Daemon::start(&deep);
+    assert!(daemon.socket.as_os_str().len() > 108);
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    let o = run(&mut daemon.client(dir.path(), args!["compress", "in.fa", "--no-fallback"])).ok();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(RUNNER), "{}", o.describe());
+    daemon.wait_for_log(": exit 0 after", 1);
+}
+
+/// A client whose daemon is gone, its socket left (killed with SIGKILL), said only "Connection
+/// refused (os error 111)". It now says no daemon listens there, and how to start one in its place.
+#[test]
+fn a_client_of_a_daemon_that_is_gone_says_no_daemon_listens_and_how_to_start_one() {
+    let dir = scratch();
+    let mut daemon = Daemon::start(dir.path());
+    std::fs::write(dir.path().join("in.fa"), sample()).unwrap();
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    assert!(daemon.socket.exists(), "a killed daemon leaves its socket");
+    let o = run(&mut daemon.client(dir.path(), args!["compress", "in.fa", "--no-fallback"]));
+    assert_eq!(o.code(), Some(18), "{}", o.describe());
+    let hint = format!("cannot reach the daemon: no daemon listens on the socket (one that ended left it; `peerpath daemon --socket {}` replaces it) (--no-fallback)", daemon.socket.display());
+    assert!(o.stderr.contains(&hint), "{}", o.describe());
+    assert!(!dir.path().join("in.fa.gz").exists());
 }
