@@ -42,7 +42,7 @@ use peerpath_func::dedup::{chunks_parallel, cutting_threads, CannotStartThread, 
 use peerpath_func::dedup_store::{decode_chunk, file_mode, recipe_digests, Kept, Stored};
 pub(crate) use peerpath_func::dedup_store::{GZIP_MEMBER, RAW};
 use peerpath_func::{Format, Level, MemberEncoder};
-use peerpath_runtime::report::{name_bytes, quoted_bytes, quoted_exact, Quoted, ShellWord};
+use peerpath_runtime::report::{count, name_bytes, quoted_bytes, quoted_exact, Quoted, ShellWord};
 use peerpath_runtime::JobError;
 use rusqlite::{params, Connection, OptionalExtension};
 use rustix::fs::{flock, FlockOperation};
@@ -349,19 +349,19 @@ impl StoredFile {
         let how = match (&self.device_pass, self.threads) {
             (Some(d), _) => d.text(hash, compress),
             (None, threads) => {
-                let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {l}) on {}", self.compress_threads.unwrap_or(0)));
-                format!("chunking + {hash} on {} thread(s){compressed}, on the host CPU", threads.unwrap_or(0))
+                let compressed = compress.map_or(String::new(), |l| format!(", new chunks compressed (level {l}) on {}", count(self.compress_threads.unwrap_or(0), "thread")));
+                format!("chunking + {hash} on {}{compressed}, on the host CPU", count(threads.unwrap_or(0), "thread"))
             }
         };
         let (name, source) = (quoted_exact(&self.name, self.name_bytes.as_deref()), quoted_exact(&self.source, self.source_bytes.as_deref()));
         let stored = if (&self.name, &self.name_bytes) == (&self.source, &self.source_bytes) { name.into_owned() } else { format!("{name} (from {})", if self.source == "-" { "standard input".into() } else { source }) };
         format!(
-            "{stored}: {} in {} chunk(s), {}{} new ({} chunk(s){}); {how}: {:.2} GB/s ({})",
+            "{stored}: {} in {}, {}{} new ({}{}); {how}: {:.2} GB/s ({})",
             peerpath_metrics::human_bytes(self.bytes),
-            self.chunks,
+            count(self.chunks, "chunk"),
             if self.found_chunks > 0 { format!("{} found from what followed them before (hashed, not cut), ", self.found_chunks) } else { String::new() },
             peerpath_metrics::human_bytes(self.new_chunk_bytes),
-            self.new_chunks,
+            count(self.new_chunks, "chunk"),
             if self.pack_bytes != self.new_chunk_bytes { format!(", {} in the pack", peerpath_metrics::human_bytes(self.pack_bytes)) } else { String::new() },
             self.gb_per_s,
             self.provenance
@@ -438,8 +438,10 @@ impl StatsReport {
         );
         if self.unreferenced_chunks > 0 {
             t += &format!(
-                "chunks no file refers to: {} ({} bytes; left by files removed or replaced with --force: `peerpath dedup gc` takes back their space)\n",
-                self.unreferenced_chunks, self.unreferenced_chunk_bytes
+                "chunks no file refers to: {} ({} bytes; left by files removed or replaced with --force: {} takes back their space)\n",
+                self.unreferenced_chunks,
+                self.unreferenced_chunk_bytes,
+                hint("gc", exact_path(&self.store, self.store_bytes.as_deref()))
             );
         }
         t += &format!("deduplication ratio: {:.3} (logical / bytes of the chunks files refer to)\n", self.dedup_ratio);
@@ -452,7 +454,7 @@ impl StatsReport {
         if self.unreferenced_pack_bytes > 0 && self.store_running {
             t += &format!("pack bytes no chunk refers to yet: {} (the running writer's: a store's are indexed when it commits, a gc's old packs removed after)\n", self.unreferenced_pack_bytes);
         } else if self.unreferenced_pack_bytes > 0 {
-            t += &format!("pack bytes no chunk refers to: {} (left by a store that was killed, which the next store cuts off where it appends, or by a gc that was killed: `peerpath dedup gc` removes them)\n", self.unreferenced_pack_bytes);
+            t += &format!("pack bytes no chunk refers to: {} (left by a store that was killed, which the next store cuts off where it appends, or by a gc that was killed: {} removes them)\n", self.unreferenced_pack_bytes, hint("gc", exact_path(&self.store, self.store_bytes.as_deref())));
         }
         t
     }
@@ -593,14 +595,14 @@ impl Store {
             }
             let f = match OpenOptions::new().create(end == 0).append(true).read(true).open(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && end > 0 => {
-                    return Err(JobError::Damaged { path, detail: format!("the pack is missing, but the index has chunks in it up to byte {end}: the store is damaged (peerpath dedup verify); nothing was written") });
+                    return Err(JobError::Damaged { path, detail: format!("the pack is missing, but the index has chunks in it up to byte {end}: the store is damaged ({}); nothing was written", hint("verify", &self.dir)) });
                 }
                 r => r.map_err(target_io(&path))?,
             };
             // Appends go to the file's end (O_APPEND), which must be where the index says its chunks end.
             let len = f.metadata().map_err(target_io(&path))?.len();
             if len < end as u64 {
-                return Err(JobError::Damaged { path, detail: format!("the pack is {len} bytes, but the index has chunks in it up to byte {end}: the store is damaged (peerpath dedup verify); nothing was written") });
+                return Err(JobError::Damaged { path, detail: format!("the pack is {len} bytes, but the index has chunks in it up to byte {end}: the store is damaged ({}); nothing was written", hint("verify", &self.dir)) });
             }
             if len > end as u64 {
                 f.set_len(end as u64).map_err(target_io(&path))?;
@@ -1017,7 +1019,7 @@ fn store(sources: &[PathBuf], name: Option<&Path>, dir: &Path, sizes: Sizes, has
         Some(_) if sources.len() != 1 => return Err(JobError::Usage(format!("--name names one source, and {} are given: store them one at a time", sources.len()))),
         Some(n) if n.as_os_str().is_empty() => return Err(JobError::Usage("--name: a name is not empty".into())),
         None if sources.iter().any(stdin) => {
-            return Err(JobError::Usage("`-` (standard input) needs --name NAME: the name it is stored under, and restored by (`dedup store - --name NAME`)".into()));
+            return Err(JobError::Usage(format!("`-` (standard input) needs --name NAME: the name it is stored under, and restored by (`peerpath dedup store - --name NAME -s {}`)", ShellWord(dir))));
         }
         _ => {}
     }
@@ -1049,9 +1051,10 @@ fn store(sources: &[PathBuf], name: Option<&Path>, dir: &Path, sizes: Sizes, has
             Ok(m) if m.file_type().is_fifo() => {}
             Ok(m) if m.file_type().is_char_device() => {
                 return Err(JobError::Usage(format!(
-                    "{} is a character device: it may never end (/dev/zero and /dev/urandom never do), so it is not read as a file: give what to store of it as standard input (`head -c SIZE {} | peerpath dedup store - --name NAME`)",
+                    "{} is a character device: it may never end (/dev/zero and /dev/urandom never do), so it is not read as a file: give what to store of it as standard input (`head -c SIZE {} | peerpath dedup store - --name NAME -s {}`)",
                     Quoted(src),
-                    ShellWord(src)
+                    ShellWord(src),
+                    ShellWord(dir)
                 )));
             }
             _ => drop(crate::open_file_source(src)?),
@@ -1700,7 +1703,7 @@ fn restore(dir: &Path, name: &Path, output: &Path, force: bool) -> Result<Restor
     s.db.execute_batch("BEGIN").map_err(db_error(dir))?;
     let sql = format!("SELECT size, chunks, {} FROM files WHERE name = ?1", s.mode_column);
     let row: Option<(i64, Vec<u8>, Option<i64>)> = s.db.query_row(&sql, [name.as_os_str().as_bytes()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional().map_err(db_error(dir))?;
-    let (size, list, stored_mode) = row.ok_or_else(|| JobError::SourceUnreadable { path: name.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {} (peerpath dedup list)", Quoted(dir))) })?;
+    let (size, list, stored_mode) = row.ok_or_else(|| JobError::SourceUnreadable { path: name.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {} ({})", Quoted(dir), hint("list", dir))) })?;
     let digests = recipe_digests(&list).map_err(|e| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: {e}; nothing was written", Quoted(name)) })?;
     let stored_mode = file_mode(stored_mode).map_err(|e| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{}: {e}; nothing was written", Quoted(name)) })?;
     crate::refuse_part_of_source(output, &[], &[dir], &format!("in the store {}", Quoted(dir)))?;
@@ -1891,6 +1894,16 @@ fn integer(r: &rusqlite::Row, i: usize, dir: &Path, record: &dyn Fn() -> String,
     }
 }
 
+/// The command `peerpath dedup CMD -s DIR`, in backquotes, as a hint that runs as printed.
+fn hint(cmd: &str, dir: &Path) -> String {
+    format!("`peerpath dedup {cmd} -s {}`", ShellWord(dir))
+}
+
+/// A report's name as the path it was: `bytes` (its exact bytes) where the name is not UTF-8.
+fn exact_path<'a>(name: &'a str, bytes: Option<&'a [u8]>) -> &'a Path {
+    Path::new(std::ffi::OsStr::from_bytes(bytes.unwrap_or(name.as_bytes())))
+}
+
 /// A file's size (column `i` of its record, which `record` names): an integer no less than 0,
 /// else the record's damage (a negative one was said as 2^64 less it).
 fn file_size(r: &rusqlite::Row, i: usize, dir: &Path, record: &dyn Fn() -> String) -> Result<u64, JobError> {
@@ -2028,13 +2041,21 @@ fn stats(dir: &Path, json: bool) -> Result<(), JobError> {
         .collect();
     match short.is_empty() {
         true => Ok(()),
-        false => Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("packs shorter than the index says: {} (`peerpath dedup verify` names the chunks lost)", short.join("; ")) }),
+        false => Err(JobError::Damaged { path: dir.to_path_buf(), detail: format!("packs shorter than the index says: {} ({} names the chunks lost)", short.join("; "), hint("verify", dir)) }),
     }
 }
 
 fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
     let s = Store::open(dir, false, None)?;
+    // The index's own pages (SQLite's quick check): a damaged page that the queries below do not
+    // happen to read (a later store's or remove's write does) was no damage to verify.
+    let mut q = s.db.prepare("PRAGMA quick_check").map_err(db_error(dir))?;
+    let checked: Vec<String> = q.query_map([], |r| r.get(0)).map_err(db_error(dir))?.collect::<Result<_, _>>().map_err(db_error(dir))?;
+    let found: Vec<&str> = checked.iter().flat_map(|r| r.lines()).filter(|l| *l != "ok" && !l.starts_with("*** ")).collect();
     let mut bad = Vec::new();
+    if let Some(first) = found.first() {
+        bad.push(format!("the index {} is damaged (SQLite's quick_check: {first}; {} in all)", Quoted(&dir.join("index.sqlite")), count(found.len(), "finding")));
+    }
     let (mut packs, mut chunk) = (s.packs(), Vec::new());
     let mut q = s.db.prepare(&format!("SELECT pack, offset, len, {}, digest FROM chunks", s.codec_size)).map_err(db_error(dir))?;
     let rows = q.query_map([], |r| Ok((stored_from_row(r)?, r.get::<_, Vec<u8>>(5)?))).map_err(db_error(dir))?;
@@ -2077,7 +2098,7 @@ fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
     }
     if bad.is_empty() {
         if !quiet {
-            println!("{}: {n} chunk(s) match their fingerprints; every file's chunks are there", Quoted(dir));
+            println!("{}: {} {} their fingerprints; every file's chunks are there", Quoted(dir), count(n, "chunk"), if n == 1 { "matches" } else { "match" });
         }
         Ok(())
     } else {
@@ -2099,7 +2120,7 @@ fn summary(bad: &[String]) -> String {
     if kinds.len() > 10 {
         parts.push(format!("and {} more", kinds.len() - 10));
     }
-    format!("{} problem(s): {}", bad.len(), parts.join("; "))
+    format!("{}: {}", count(bad.len(), "problem"), parts.join("; "))
 }
 
 #[cfg(test)]

@@ -78,15 +78,15 @@ impl DevicePass {
     /// In words: how the chunks were made and moved (`hash`: the store's
     /// fingerprint; `compress`: --compress's level, which the emulated CSP applies).
     pub fn text(&self, hash: &str, compress: Option<u32>) -> String {
-        let (moved, commands, metadata, copies) = (device_job::moved(self.read_by_dma), self.commands, self.result_bytes, self.host_copies.text());
+        let (moved, commands, metadata, copies) = (device_job::moved(self.read_by_dma), peerpath_runtime::report::count(self.commands, "command"), self.result_bytes, self.host_copies.text());
         if self.gpu {
             format!(
-                "chunked and fingerprinted ({hash}) on 1 GPU ({}): read {moved} into its pinned host window and copied to GPU memory by the device, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
+                "chunked and fingerprinted ({hash}) on 1 GPU ({}): read {moved} into its pinned host window and copied to GPU memory by the device, {commands}, {metadata} bytes of boundaries and digests back, new chunks copied back to the window and written from it to the pack (kernel copies); {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)",
                 self.device
             )
         } else {
             format!(
-                "chunked and fingerprinted ({hash}){} on 1 emulated CSP: read {moved} into its memory, {commands} command(s), {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); {copies}",
+                "chunked and fingerprinted ({hash}){} on 1 emulated CSP: read {moved} into its memory, {commands}, {metadata} bytes of boundaries and digests back, new chunks written from its memory to the pack (kernel copies: pack appends are not block-aligned); {copies}",
                 compress.map_or(String::new(), |l| format!(", new chunks compressed (level {l})")),
             )
         }

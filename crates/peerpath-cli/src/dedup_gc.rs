@@ -29,13 +29,13 @@
 //! debug build). Where at least `--min-unused` percent of the index is then free
 //! pages, it is compacted (VACUUM).
 
-use super::{db_error, pack_bytes, pack_path, stored_from_row, target_io, Store, Stored};
+use super::{db_error, exact_path, hint, pack_bytes, pack_path, stored_from_row, target_io, Store, Stored};
 use peerpath_func::dedup_store::recipe_digests;
 use peerpath_runtime::JobError;
 use rusqlite::params;
 use rustix::fs::{flock, FlockOperation};
 use serde::Serialize;
-use peerpath_runtime::report::{name_bytes, quoted_bytes, quoted_exact, Quoted};
+use peerpath_runtime::report::{count, name_bytes, quoted_bytes, quoted_exact, Quoted};
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -116,13 +116,13 @@ pub(super) struct RemoveReport {
 impl RemoveReport {
     pub(super) fn render(&self) -> String {
         format!(
-            "removed {} file(s) ({} bytes) from {store}; chunks no file refers to now: {} ({} bytes): `peerpath dedup gc -s {word}` takes back their space",
-            self.files,
+            "removed {} ({} bytes) from {store}; chunks no file refers to now: {} ({} bytes): {gc} takes back their space",
+            count(self.files, "file"),
             self.logical_bytes,
             self.unreferenced_chunks,
             self.unreferenced_chunk_bytes,
             store = quoted_exact(&self.store, self.store_bytes.as_deref()),
-            word = peerpath_runtime::report::ShellWord(Path::new(std::ffi::OsStr::from_bytes(self.store_bytes.as_deref().unwrap_or(self.store.as_bytes()))))
+            gc = hint("gc", exact_path(&self.store, self.store_bytes.as_deref()))
         )
     }
 }
@@ -155,7 +155,7 @@ pub(super) fn remove(dir: &Path, names: &[PathBuf]) -> Result<RemoveReport, JobE
         let others = if missing.len() > 1 { format!(" (nor {})", missing[1..].iter().map(|n| Quoted(n).to_string()).collect::<Vec<_>>().join(", ")) } else { String::new() };
         return Err(JobError::SourceUnreadable {
             path: first.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {}{others} (peerpath dedup list); nothing was removed", Quoted(dir))),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("not in the store {}{others} ({}); nothing was removed", Quoted(dir), hint("list", dir))),
         });
     }
     tx.commit().map_err(db_error(dir))?;
@@ -208,13 +208,21 @@ impl GcReport {
         let store = quoted_exact(&self.store, self.store_bytes.as_deref());
         let mut t = if self.dry_run {
             format!(
-                "gc --dry-run on {}: would rewrite {} pack(s) (copying {} bytes of live chunks) and remove {}; would drop {} chunk(s) no file refers to ({} bytes); packs would go from {} to {} bytes; nothing was changed\n",
-                store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after
+                "gc --dry-run on {}: would rewrite {} (copying {} bytes of live chunks) and remove {}; would drop {} no file refers to ({} bytes); packs would go from {} to {} bytes; nothing was changed\n",
+                store,
+                count(self.packs_rewritten, "pack"),
+                self.live_bytes_copied,
+                self.packs_removed,
+                count(self.chunks_dropped, "chunk"), self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after
             )
         } else {
             format!(
-                "gc on {}: {} pack(s) rewritten ({} bytes of live chunks copied, each checked against its fingerprint), {} removed; {} chunk(s) no file referred to dropped ({} bytes); packs {} -> {} bytes, {} reclaimed, in {:.2} s\n",
-                store, self.packs_rewritten, self.live_bytes_copied, self.packs_removed, self.chunks_dropped, self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after, self.bytes_reclaimed, self.seconds
+                "gc on {}: {} rewritten ({} bytes of live chunks copied, each checked against its fingerprint), {} removed; {} no file referred to dropped ({} bytes); packs {} -> {} bytes, {} reclaimed, in {:.2} s\n",
+                store,
+                count(self.packs_rewritten, "pack"),
+                self.live_bytes_copied,
+                self.packs_removed,
+                count(self.chunks_dropped, "chunk"), self.chunk_bytes_dropped, self.pack_bytes_before, self.pack_bytes_after, self.bytes_reclaimed, self.seconds
             )
         };
         if self.damaged_chunks_dropped > 0 {
@@ -226,10 +234,10 @@ impl GcReport {
         }
         if self.packs_kept_with_unused > 0 {
             let kept = if self.dry_run { "would keep" } else { "kept" };
-            t += &format!("{kept} {} pack(s) with {} unused bytes: under --min-unused {} % of each (--min-unused 0 rewrites them too)\n", self.packs_kept_with_unused, self.unused_bytes_kept, self.min_unused_percent);
+            t += &format!("{kept} {} with {} unused bytes: under --min-unused {} % of each (--min-unused 0 rewrites them too)\n", count(self.packs_kept_with_unused, "pack"), self.unused_bytes_kept, self.min_unused_percent);
         }
         if self.dry_run {
-            t += "(a dry run reads no chunk: a damaged one, which stops gc before it changes anything, is not found; `peerpath dedup verify` finds it)\n";
+            t += &format!("(a dry run reads no chunk: a damaged one, which stops gc before it changes anything, is not found; {} finds it)\n", hint("verify", exact_path(&self.store, self.store_bytes.as_deref())));
         }
         if self.index_compacted {
             t += &format!("index compacted (VACUUM): {} -> {} bytes\n", self.index_bytes_before, self.index_bytes_after);
@@ -396,7 +404,7 @@ fn compact_index(s: &Store, min_unused: u8, report: &mut GcReport) -> Result<(),
 /// the connection's temporary tables ([`mark_live`]).
 fn collect(s: &Store, min_unused: u8, dry_run: bool) -> Result<GcReport, JobError> {
     let dir = s.dir.as_path();
-    let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{detail}; gc changed nothing (`peerpath dedup verify` names the damage)") };
+    let damaged = |detail: String| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{detail}; gc changed nothing ({} names the damage)", hint("verify", dir)) };
     let referenced = mark_live(s, damaged)?;
     let on_disk = packs_on_disk(dir)?;
     let mut packs: BTreeMap<i64, Pack> = on_disk.iter().map(|(&n, &len)| (n, Pack { len, ..Pack::default() })).collect();
@@ -444,7 +452,7 @@ fn collect(s: &Store, min_unused: u8, dry_run: bool) -> Result<GcReport, JobErro
     }
     let lost = referenced - held;
     if lost > 0 {
-        return Err(damaged(format!("files refer to {lost} chunk(s) the index does not hold")));
+        return Err(damaged(format!("files refer to {} the index does not hold", count(lost, "chunk"))));
     }
     let mut report = GcReport { store: dir.display().to_string(), store_bytes: name_bytes(dir), dry_run, min_unused_percent: min_unused, packs_before: packs.len() as u64, ..GcReport::default() };
     report.pack_bytes_before = packs.values().map(|p| p.len).sum();
@@ -506,7 +514,7 @@ fn collect(s: &Store, min_unused: u8, dry_run: bool) -> Result<GcReport, JobErro
         let (mut reader, mut scratch) = (s.packs(), Vec::new());
         each_live_chunk_moved(s, |digest, at| {
             scratch.clear();
-            let bytes = reader.read_checked_stored(digest, at, &mut scratch).map_err(|e| e.into_job(|d| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{d} (`peerpath dedup verify` names the damage)") }, "gc changed nothing"))?;
+            let bytes = reader.read_checked_stored(digest, at, &mut scratch).map_err(|e| e.into_job(|d| JobError::Damaged { path: dir.to_path_buf(), detail: format!("{d} ({} names the damage)", hint("verify", dir)) }, "gc changed nothing"))?;
             let (pack, offset) = new.append(bytes)?;
             put.execute(params![digest, pack, offset as i64]).map_err(db_error(dir)).map(drop)
         })?;

@@ -303,11 +303,100 @@ fn removes_gc_hint_runs_as_printed() {
     run(pp(args!["dedup", "store", "-q", "a", "-s", &store]).current_dir(d)).ok();
     let o = run(&mut pp(args!["dedup", "remove", "a", "-s", &store])).ok();
     let text = o.stdout_str();
-    let hint = text.split('`').nth(1).unwrap_or_else(|| panic!("no hint: {text}"));
-    assert!(hint.starts_with("peerpath dedup gc -s "), "{text}");
+    let ran = run_hint(&text, "peerpath dedup gc -s ");
+    assert!(ran.status.success() && String::from_utf8_lossy(&ran.stdout).contains("gc"), "{}", String::from_utf8_lossy(&ran.stdout));
+}
+
+/// Runs in bash (peerpath on its PATH) the command in backquotes in `text`, which holds
+/// `starts`; SIZE and NAME, a hint's words for what the reader chooses, read 10 and n.
+fn run_hint(text: &str, starts: &str) -> std::process::Output {
+    let hint = text.split('`').skip(1).step_by(2).find(|h| h.contains("peerpath ")).unwrap_or_else(|| panic!("no hint: {text}"));
+    assert!(hint.contains(starts), "{text}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_peerpath")).parent().unwrap().to_path_buf();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let ran = std::process::Command::new("bash").arg("-c").arg(hint).env("PATH", path).output().unwrap();
-    assert!(ran.status.success(), "{hint}: {}", String::from_utf8_lossy(&ran.stderr));
-    assert!(String::from_utf8_lossy(&ran.stdout).contains("gc"), "{}", String::from_utf8_lossy(&ran.stdout));
+    let ran = std::process::Command::new("bash").arg("-c").arg(hint.replace("SIZE", "10").replace("NAME", "n")).env("PATH", path).output().unwrap();
+    assert_ne!(ran.status.code(), Some(2), "{hint} is not a usage error: {}", String::from_utf8_lossy(&ran.stderr));
+    ran
+}
+
+/// Every hint `dedup` prints names the store (`-s STORE`): `peerpath dedup list`, `verify` and
+/// `gc` were printed bare, a usage error (exit 2) as printed. A name not in the store, a character
+/// device, standard input without --name, chunks no file refers to, a pack cut short: each hint
+/// runs as printed.
+#[test]
+fn every_dedup_hint_names_the_store_and_runs_as_printed() {
+    let dir = scratch();
+    let d = dir.path();
+    let store = d.join("my $HOME store");
+    let dd = |a: &[&str]| pp(args!["dedup"].into_iter().chain(a.iter().map(std::ffi::OsString::from)).chain(args!["-s", &store]).collect::<Vec<_>>());
+    std::fs::write(d.join("a"), random_bytes(300_000, 62)).unwrap();
+    std::fs::write(d.join("b"), random_bytes(300_000, 63)).unwrap();
+    run(dd(&["store", "-q", "a", "b"]).current_dir(d)).ok();
+    let e = run(dd(&["restore", "nosuch", "-o", "x"]).current_dir(d)).fails(3, &["not in the store"]).stderr;
+    assert!(run_hint(&e, "peerpath dedup list -s ").status.success(), "{e}");
+    let e = run(dd(&["remove", "nosuch"]).current_dir(d)).fails(3, &["nothing was removed"]).stderr;
+    assert!(run_hint(&e, "peerpath dedup list -s ").status.success(), "{e}");
+    let e = run(dd(&["store", "/dev/null"]).current_dir(d)).fails(2, &["character device"]).stderr;
+    assert!(run_hint(&e, "| peerpath dedup store - --name NAME -s ").status.success(), "{e}");
+    run(&mut dd(&["remove", "-q", "n"])).ok();
+    let e = run(dd(&["store", "-"]).current_dir(d)).fails(2, &["needs --name"]).stderr;
+    assert!(run_hint(&e, "peerpath dedup store - --name NAME -s ").status.success(), "{e}");
+    run(dd(&["remove", "-q", "b"]).current_dir(d)).ok();
+    let t = run(dd(&["stats"]).current_dir(d)).ok().stdout_str();
+    assert!(run_hint(&t, "peerpath dedup gc -s ").status.success(), "{t}");
+    // The pack gc left, cut short.
+    let pack = std::fs::read_dir(store.join("packs")).unwrap().next().unwrap().unwrap().path();
+    let f = std::fs::OpenOptions::new().write(true).open(pack).unwrap();
+    f.set_len(1000).unwrap();
+    for args in [&["stats"][..], &["store", "b"], &["gc"]] {
+        let e = run(dd(args).current_dir(d)).fails(6, &["peerpath dedup verify"]).stderr;
+        assert_eq!(run_hint(&e, "peerpath dedup verify -s ").status.code(), Some(6), "verify finds the damage: {e}");
+    }
+}
+
+/// `dedup`'s reports count as the job report does (`report::count`): "1 chunk", "2 chunks", never
+/// "chunk(s)", "file(s)", "pack(s)", "thread(s)" or "problem(s)".
+#[test]
+fn dedup_reports_count_one_in_the_singular() {
+    let dir = scratch();
+    let d = dir.path();
+    let st = d.join("st");
+    let dd = |a: &[&str]| pp(args!["dedup"].into_iter().chain(a.iter().map(std::ffi::OsString::from)).chain(args!["-s", &st]).collect::<Vec<_>>());
+    std::fs::write(d.join("one"), random_bytes(1000, 64)).unwrap();
+    std::fs::write(d.join("two"), random_bytes(1000, 65)).unwrap();
+    let mut texts = vec![run(dd(&["store", "one", "-T", "1"]).current_dir(d)).ok().stdout_str()];
+    assert!(texts[0].contains(" in 1 chunk, ") && texts[0].contains("new (1 chunk)") && texts[0].contains(" on 1 thread,"), "{}", texts[0]);
+    texts.push(run(dd(&["store", "two", "-T", "2"]).current_dir(d)).ok().stdout_str());
+    texts.push(run(&mut dd(&["verify"])).ok().stdout_str());
+    assert!(texts[2].contains("2 chunks match"), "{}", texts[2]);
+    texts.push(run(&mut dd(&["remove", "one"])).ok().stdout_str());
+    assert!(texts[3].starts_with("removed 1 file "), "{}", texts[3]);
+    texts.push(run(&mut dd(&["gc", "-n"])).ok().stdout_str());
+    texts.push(run(&mut dd(&["gc"])).ok().stdout_str());
+    assert!(texts[5].contains(": 1 pack rewritten") && texts[5].contains("; 1 chunk no file referred to"), "{}", texts[5]);
+    let pack = std::fs::read_dir(st.join("packs")).unwrap().next().unwrap().unwrap().path();
+    std::fs::OpenOptions::new().write(true).open(pack).unwrap().set_len(10).unwrap();
+    texts.push(run(&mut dd(&["verify"])).fails(6, &[": 1 problem: "]).stderr);
+    for t in texts {
+        assert!(!t.contains("(s)"), "{t}");
+    }
+}
+
+/// `dedup verify` checks the index's own pages (SQLite's quick_check): with a byte of its header
+/// damaged (the reserved bytes of each page), verify said every chunk matched (exit 0) while the
+/// next store or remove failed on the malformed index.
+#[test]
+fn verify_finds_a_damaged_index_page() {
+    let dir = scratch();
+    let d = dir.path();
+    let st = d.join("st");
+    std::fs::write(d.join("a"), random_bytes(300_000, 66)).unwrap();
+    run(pp(args!["dedup", "store", "-q", "a", "-s", &st]).current_dir(d)).ok();
+    run(&mut pp(args!["dedup", "verify", "-q", "-s", &st])).ok();
+    let index = st.join("index.sqlite");
+    let mut bytes = std::fs::read(&index).unwrap();
+    bytes[20] = 0xff;
+    std::fs::write(&index, bytes).unwrap();
+    run(&mut pp(args!["dedup", "verify", "-s", &st])).fails(6, &["index.sqlite is damaged (SQLite's quick_check: "]);
+    run(&mut pp(args!["dedup", "remove", "a", "-s", &st])).fails(6, &["index.sqlite"]);
 }
