@@ -232,8 +232,9 @@ fn make_key(path: &Path) -> Result<(), JobError> {
         // Other commands read "-" as standard output: a key file named "-" would surprise.
         return Err(JobError::Usage("keygen writes a key to a private file (mode 0600), never to standard output: give -o FILE".into()));
     }
-    if std::fs::symlink_metadata(path).is_ok() {
-        return Err(JobError::TargetKept { path: path.to_path_buf(), why: "keygen never replaces a key file (losing a key loses what it encrypted)".into() });
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let why = if m.is_dir() { "it is a directory: name the key file to make in it (keygen -o DIR/NAME)" } else { "keygen never replaces a key file (losing a key loses what it encrypted)" };
+        return Err(JobError::TargetKept { path: path.to_path_buf(), why: why.into() });
     }
     let hex = Key::generate_hex().map_err(JobError::Internal)?;
     let (t, temp) = peerpath_io::create_temporary(path, false).map_err(target_io(path))?;
@@ -287,6 +288,11 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         if bytes.len() as u64 > MOST {
             return Err(JobError::Usage(format!("key file {}: more than {MOST} bytes: a key is 32 raw bytes or 64 hexadecimal digits", Quoted(f))));
         }
+        // 32 bytes that are all text (a 128-bit key in hex, 63 digits and a newline, a
+        // passphrase) would be taken as raw key bytes; random bytes are that one time in 10^13.
+        if bytes.len() == peerpath_func::crypt::KEY_BYTES && bytes.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) {
+            return Err(JobError::Usage(format!("key file {}: 32 bytes of text, not a key: a key is 32 random bytes or 64 hexadecimal digits (peerpath keygen makes one)", Quoted(f))));
+        }
         return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", Quoted(f))));
     }
     let var = k.key_env.as_deref().unwrap_or(KEY_ENV);
@@ -329,9 +335,16 @@ fn default_target(source: &Path, dir: Direction, suffix: &str) -> Result<PathBuf
         }
         Direction::Decrypt => match source.extension() {
             Some(e) if e == suffix && source.file_stem().is_some_and(|s| !s.is_empty()) => peerpath_runtime::job::refuse_target_beside_a_system_file(source, source.with_extension(""), peerpath_runtime::job::Writes::FileOnly),
-            _ => Err(JobError::Usage(format!("{} is not NAME.{suffix}, so the output has no name to take: name it with -o", Quoted(source)))),
+            _ => Err(named_xts(source, suffix).unwrap_or_else(|| JobError::Usage(format!("{} is not NAME.{suffix}, so the output has no name to take: name it with -o", Quoted(source))))),
         },
     }
+}
+
+/// An image named NAME.xts given to decryption without `--mode xts`: not a damaged
+/// peerpath-enc/1 file, nor one with no name for its output, but the wrong mode.
+fn named_xts(source: &Path, suffix: &str) -> Option<JobError> {
+    (suffix == SUFFIX && source.extension().is_some_and(|e| e == XTS_SUFFIX))
+        .then(|| JobError::Usage(format!("{} is named as an AES-256-XTS image and has no peerpath-enc/1 header: decrypt it with --mode xts", Quoted(source))))
 }
 
 fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
@@ -373,7 +386,10 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
         Direction::Decrypt => {
             let mut h = [0u8; HEADER_BYTES];
             let n = src.read_at(&mut h, 0).map_err(|e| JobError::SourceIo { path: a.source.clone(), detail: e.to_string() })?;
-            let c = FileCipher::open(&key, &h[..n]).map_err(damaged)?;
+            let c = FileCipher::open(&key, &h[..n]).map_err(|e| match e {
+                CryptError::NotEncrypted => named_xts(&a.source, SUFFIX).unwrap_or_else(|| damaged(e)),
+                e => damaged(e),
+            })?;
             if let Err(e) = c.check_length(size) {
                 return Err(first_bad_block_before(&c, &src, &e).map_or_else(|| damaged(e), |detail| JobError::Damaged { path: a.source.clone(), detail }));
             }

@@ -148,6 +148,8 @@ fn keys_and_targets_are_handled_with_care() {
     let before = std::fs::read(&key).unwrap();
     run(&mut pp(args!["keygen", "-o", &key])).fails(4, &["never replaces a key file"]);
     run(&mut pp(args!["keygen", "-o", "/dev/null"])).fails(4, &["never replaces a key file"]);
+    // A directory is not a key file to keep: say what to give instead.
+    run(&mut pp(args!["keygen", "-o", d])).fails(4, &["is a directory", "keygen -o DIR/NAME"]);
     let mut c = pp(args!["keygen", "-o", "-"]);
     c.current_dir(d);
     run(&mut c).fails(2, &["never to standard output"]);
@@ -866,4 +868,48 @@ fn a_device_job_killed_with_its_process_group_leaves_files_the_next_one_sweeps()
     let mut want = by_hand.to_vec();
     want.sort();
     assert_eq!(names_in(&tmp), want, "dead jobs' device files in the temporary directory are swept, those started by hand kept");
+}
+
+/// A key file of 32 bytes of text (a 128-bit key in hex, a hex key cut to 63 digits and a
+/// newline, a passphrase) is refused, not taken as raw key bytes; an XTS image decrypted
+/// without `--mode xts` is said to be one (not damage, exit 6); a file cut inside its magic
+/// is truncated (exit 7), not another kind of file.
+#[test]
+fn text_keys_xts_images_and_a_cut_magic_are_told_apart() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let src = d.join("s");
+    std::fs::write(&src, mixed_data(10_000, 3)).unwrap();
+    let hex64 = std::fs::read_to_string(&key).unwrap();
+    for (name, text) in [("hex128", "0123456789abcdef0123456789abcdef".to_string()), ("cut", format!("{}\n", &hex64[..31])), ("phrase", "correct horse battery staple 42\n".to_string())] {
+        assert_eq!(text.len(), 32);
+        let k = d.join(name);
+        std::fs::write(&k, &text).unwrap();
+        let o = run(&mut pp(args!["encrypt", &src, "--key-file", &k, "-o", d.join("x")])).fails(2, &["32 bytes of text, not a key", "64 hexadecimal digits"]);
+        assert!(!o.stderr.contains(text.trim()), "the key file's text is not quoted: {}", o.stderr);
+        assert!(!d.join("x").exists());
+    }
+    // Raw random bytes are still a key.
+    let raw = d.join("raw");
+    let mut bytes = [0u8; 32];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37) ^ 0x80;
+    }
+    std::fs::write(&raw, bytes).unwrap();
+    run(&mut pp(args!["encrypt", &src, "--key-file", &raw, "-o", d.join("raw.ppenc"), "-q"])).ok();
+    // An XTS image given to decryption without --mode xts, with -o and without.
+    run(&mut pp(args!["encrypt", &src, "--key-file", &key, "--mode", "xts", "-q"])).ok();
+    let image = d.join("s.xts");
+    run(&mut pp(args!["decrypt", &image, "--key-file", &key, "-o", d.join("back")])).fails(2, &["s.xts", "--mode xts"]);
+    run(&mut pp(args!["decrypt", &image, "--key-file", &key])).fails(2, &["s.xts", "--mode xts"]);
+    assert!(!d.join("back").exists());
+    // Cut inside the magic: truncated, as a cut anywhere else in the header is.
+    let sealed = std::fs::read(d.join("raw.ppenc")).unwrap();
+    for cut in [1, 4, 7] {
+        let f = d.join(format!("cut{cut}.ppenc"));
+        std::fs::write(&f, &sealed[..cut]).unwrap();
+        run(&mut pp(args!["decrypt", &f, "--key-file", &raw, "-o", d.join("out")])).fails(7, &["truncated", "72-byte header"]);
+    }
+    assert!(!d.join("out").exists());
 }

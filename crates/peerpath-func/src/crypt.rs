@@ -369,7 +369,8 @@ impl FileCipher {
     /// Reads a header: the format, the key check, then the header's tag.
     pub fn open(master: &Key, header: &[u8]) -> Result<FileCipher, CryptError> {
         if header.len() < MAGIC.len() || &header[..8] != MAGIC {
-            return Err(CryptError::NotEncrypted);
+            // The start of the magic and no more: a file cut inside its header.
+            return Err(if !header.is_empty() && MAGIC.starts_with(header) { CryptError::TruncatedHeader(header.len()) } else { CryptError::NotEncrypted });
         }
         if header.len() < HEADER_BYTES {
             return Err(CryptError::TruncatedHeader(header.len()));
@@ -700,6 +701,8 @@ mod tests {
         let l = *FileCipher::open(&k, &sealed).unwrap().layout();
         assert_eq!(open_all(&key(3), &sealed), Err(CryptError::WrongKey));
         assert_eq!(open_all(&k, b"plain text"), Err(CryptError::NotEncrypted));
+        assert_eq!(open_all(&k, b""), Err(CryptError::NotEncrypted));
+        assert_eq!(open_all(&k, &sealed[..5]), Err(CryptError::TruncatedHeader(5)), "cut inside the magic");
         // Any flipped byte: in a block it names the block, in the header it fails the header.
         for at in [0usize, 8, 13, 20, 30, 45, 60, HEADER_BYTES, HEADER_BYTES + 1015, l.sealed_offset(4) as usize + 500, sealed.len() - 1] {
             let mut bad = sealed.clone();
