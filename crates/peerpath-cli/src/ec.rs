@@ -21,7 +21,7 @@ use peerpath_func::ec::RsCode;
 use peerpath_func::ec_manifest::{self, copy_name, placed_name, set_name_ok, shard_name, MANIFEST, MAX_MANIFEST_BYTES, MAX_UNIT_BYTES};
 use crate::{device_job, ec_device};
 use peerpath_io::{OutputDir, ScratchDir, Temporary};
-use peerpath_runtime::report::{name_bytes, quoted_exact, quoted_name, Quoted, ShellWord};
+use peerpath_runtime::report::{count, name_bytes, quoted_exact, quoted_name, Quoted, ShellWord};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::ffi::OsStr;
@@ -356,7 +356,7 @@ impl EcReport {
             return;
         }
         let what = match self.operation {
-            "encode" => format!("{} stripe(s) of {} x {} bytes into {} shard(s)", self.stripes, self.code, self.unit_bytes, self.shards_written.len()),
+            "encode" => format!("{} of {} x {} bytes into {}", count(self.stripes, "stripe"), self.code, self.unit_bytes, count(self.shards_written.len(), "shard")),
             _ => {
                 let mut done = Vec::new();
                 if !self.shards_written.is_empty() {
@@ -643,7 +643,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let mut report = EcReport::new("encode", dir, &manifest, (0..n).map(|i| manifest.shard_label(i)).collect(), started, coding, coded);
     if device.is_none() {
         report.threads = workers;
-        report.engine = format!("host CPU (this process, {} thread(s)): ISA-L", report.threads);
+        report.engine = format!("host CPU (this process, {}): ISA-L", count(report.threads, "thread"));
     }
     if let (Some(path), Some(dev)) = (path, device.as_ref()) {
         let w = e.words();
@@ -1375,7 +1375,7 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     if report.intact {
         if !json && !quiet {
             let copies = if m.copies().is_empty() { String::new() } else { format!(", and {} copies of the manifest", m.copies().len()) };
-            println!("{}: all {} shard(s) intact ({} stripe(s)){copies}", Quoted(dir), m.shards.len(), m.stripes);
+            println!("{}: all {} intact ({}){copies}", Quoted(dir), count(m.shards.len(), "shard"), count(m.stripes, "stripe"));
         }
         return Ok(());
     }
@@ -1398,10 +1398,10 @@ fn verify(dir: &Path, e: &DeviceArgs, threads: usize, (json, quiet): (bool, bool
     let verdict = match (&manifest_damage, lost.is_empty()) {
         (Some(_), _) if rebuilt_disagree => "NOT repairable by ec repair".to_string(),
         (Some(_), _) => "NOT repairable by ec repair: the manifest is damaged".to_string(),
-        (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} exist(s) again (mount the replacement drive there, or make the directory), then `peerpath ec repair {}`", quoted_list(&report.missing_shard_dirs), ShellWord(dir)),
+        (None, true) if !gone.is_empty() => format!("NOT repairable in place until {} {} again (mount the replacement drive there, or make the directory), then `peerpath ec repair {}`", quoted_list(&report.missing_shard_dirs), if report.missing_shard_dirs.len() == 1 { "exists" } else { "exist" }, ShellWord(dir)),
         (None, true) if !in_the_way.is_empty() => format!("NOT repairable in place while a directory lies where {} should be: move it away, then `peerpath ec repair {}`", quoted_list(&in_the_way.iter().map(|&i| m.shard_label(i)).collect::<Vec<_>>()), ShellWord(dir)),
         (None, true) => format!("repairable (`peerpath ec repair {}`)", ShellWord(dir)),
-        (None, false) => format!("NOT repairable: {} lost more than {} shard(s)", stripes_words(&lost), m.parity_shards),
+        (None, false) => format!("NOT repairable: {} lost more than {}", stripes_words(&lost), count(m.parity_shards, "shard")),
     };
     Err(corrupt(dir, format!("{}: {verdict}", found.join("; "))))
 }
@@ -1585,13 +1585,13 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
                 let direct = device_job::moved(shards.iter().flatten().any(device_job::is_direct));
                 let w = e.words();
                 report.engine = format!(
-                    "{} ({}, {}): units read {direct} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, shards written {} from it; {}",
+                    "{} ({}, {}): units read {direct} into {} ({}) and checked there against the manifest's CRC-32s, {} rebuilt there and checked again, shards written {} from it; {}",
                     w.device,
                     dev.name(),
                     w.coder,
                     w.memory,
                     peerpath_metrics::human_bytes(pass.read_bytes),
-                    pass.rebuilt,
+                    count(pass.rebuilt, "unit"),
                     device_job::moved(outs.iter().all(|(_, f, _)| device_job::is_direct(f))),
                     device_job::host_copies(dev.memory().host_copied_bytes() - before, "each stripe's unit indices", pass.read_bytes),
                 );
@@ -1633,7 +1633,7 @@ fn rebuild(dir: &Path, (m, code): (&Manifest, &RsCode), (bad, damaged): (&[Vec<u
     let (coding, coded) = (rebuilders.iter().map(|r| r.coding).sum(), rebuilders.iter().map(|r| r.coded).sum());
     let mut report = EcReport::new("repair", dir, m, names, started, coding, coded);
     report.threads = workers;
-    report.engine = format!("host CPU (this process, {workers} thread(s)): ISA-L");
+    report.engine = format!("host CPU (this process, {}): ISA-L", count(workers, "thread"));
     Ok(report)
 }
 
@@ -1797,7 +1797,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
                 let secs = started.elapsed().as_secs_f64();
                 let w = e.words();
                 println!(
-                    "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s ({}: {}, units read {} into {} ({}) and checked there against the manifest's CRC-32s, {} unit(s) rebuilt there and checked again, the data written from it by kernel copies; {})",
+                    "{} -> {}: {} restored in {secs:.3} s, {:.2} GB/s ({}: {}, units read {} into {} ({}) and checked there against the manifest's CRC-32s, {} rebuilt there and checked again, the data written from it by kernel copies; {})",
                     Quoted(dir),
                     Quoted(output),
                     peerpath_metrics::human_bytes(set.m.source_bytes),
@@ -1807,7 +1807,7 @@ fn decode(dir: &Path, output: &Path, force: bool, e: &DeviceArgs, threads: usize
                     device_job::moved(files.iter().flatten().any(device_job::is_direct)),
                     w.memory,
                     peerpath_metrics::human_bytes(pass.read_bytes),
-                    pass.rebuilt,
+                    count(pass.rebuilt, "unit"),
                     device_job::host_copies(dev.memory().host_copied_bytes() - before, "each stripe's unit indices", pass.read_bytes),
                 );
                 if let Some(stages) = device_job::stages(dev.as_mut()) {

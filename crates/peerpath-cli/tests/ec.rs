@@ -246,7 +246,12 @@ fn encoding_on_several_threads_makes_the_one_threads_set() {
         let r = run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "2", "--unit", "4K", "-o", &many, "-T", threads.to_string(), "--json"])).ok().json();
         let stripes = r["stripes"].as_u64().unwrap();
         assert_eq!(r["threads"].as_u64().unwrap(), stripes.min(threads), "{r}");
-        assert!(r["engine"].as_str().unwrap().contains(&format!("{} thread(s)", stripes.min(threads))), "{r}");
+        // "thread(s)" was printed for any number.
+        let said = match stripes.min(threads) {
+            1 => "1 thread".to_string(),
+            n => format!("{n} threads"),
+        };
+        assert!(r["engine"].as_str().unwrap().contains(&format!("(this process, {said})")), "{r}");
         assert_eq!(shards(&many), shards(&one), "{size} bytes on {threads} threads");
         assert_eq!(std::fs::read(many.join("manifest.json")).unwrap(), std::fs::read(one.join("manifest.json")).unwrap(), "manifest");
         // Repaired on as many threads, verified on two: the original set again.
@@ -368,7 +373,7 @@ fn ec_on_a_gpu_gives_the_cpus_results_or_falls_back_saying_why() {
     assert_eq!(shards(&cpu), shards(&gpu), "the GPU engine's set is the CPU's");
     let on_gpu = v["fallback"].is_null();
     let o = run(&mut pp(args!["ec", "verify", &gpu, "--engine", "gpu"])).ok();
-    assert!(o.stdout_str().contains("all 6 shard(s) intact"), "{}", o.stdout_str());
+    assert!(o.stdout_str().contains("all 6 shards intact"), "{}", o.stdout_str());
     assert_eq!(o.stderr.contains("FALLBACK: GPU 0 unavailable"), !on_gpu, "{}", o.stderr);
     // Shard 2 lost, shard 5 cut short: repaired and restored the CPU's way.
     std::fs::remove_file(gpu.join("shard-002")).unwrap();
@@ -1714,7 +1719,7 @@ fn a_shard_directory_that_is_gone_is_named_not_called_repairable() {
     std::fs::remove_dir_all(&drives[1]).unwrap();
     let gone = drives[1].canonicalize().unwrap_or_else(|_| d.canonicalize().unwrap().join("d1"));
     let gone = gone.display().to_string();
-    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["shard directories gone", &gone, "NOT repairable in place"]);
+    run(&mut pp(args!["ec", "verify", &set])).fails(6, &["shard directories gone", &gone, "NOT repairable in place", "exists again"]);
     let r = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[]).json();
     assert_eq!(r["repairable"].as_bool(), Some(false), "{r}");
     assert_eq!(r["missing_shard_dirs"][0].as_str(), Some(gone.as_str()), "{r}");
@@ -1924,7 +1929,7 @@ fn many_lost_stripes_are_named_by_count_and_runs() {
         std::fs::write(set.join(name), flipped).unwrap();
     }
     let said = "stripes 0, 2, 4, 6, 8, 10, 12, 14, ... (2500 stripes in 2500 runs)";
-    let o = run(&mut pp(args!["ec", "verify", &set])).fails(6, &[&format!("NOT repairable: {said} lost more than 1 shard(s)")]);
+    let o = run(&mut pp(args!["ec", "verify", &set])).fails(6, &[&format!("NOT repairable: {said} lost more than 1 shard\n")]);
     assert!(o.stderr.len() < 400, "a bounded line: {}", o.stderr);
     let v = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &[]).json();
     assert_eq!(v["lost_stripes"].as_array().map(Vec::len), Some(2500), "{}", v["lost_stripes"]);
@@ -1941,7 +1946,7 @@ fn many_lost_stripes_are_named_by_count_and_runs() {
         assert!(o.stderr.len() < 400, "a bounded line: {}", o.stderr);
     }
     assert!(!d.join("back").exists());
-    let v = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &["stripes 0-4999 (5000 stripes) lost more than 1 shard(s)"]).json();
+    let v = run(&mut pp(args!["ec", "verify", &set, "--json"])).fails(6, &["stripes 0-4999 (5000 stripes) lost more than 1 shard\n"]).json();
     assert_eq!(v["lost_stripe_ranges"], serde_json::json!([[0, 4999]]), "{}", v["lost_stripe_ranges"]);
     assert_eq!(v["damaged_shards"][0]["bad_stripe_ranges"], serde_json::json!([[0, 4999]]), "{}", v["damaged_shards"][0]);
 }
@@ -1969,4 +1974,19 @@ fn a_device_refuses_a_set_of_units_below_4k() {
     run(&mut pp(args!["ec", "verify", &set, "-q"])).ok();
     run(&mut pp(args!["ec", "decode", &set, "-o", &back, "-q"])).ok();
     assert_file_eq(&back, &std::fs::read(&src).unwrap(), "decoded on the CPU");
+}
+
+/// Counts are worded as many as they count: "1 stripe", "3 shards", "1 thread" (each read
+/// "stripe(s)", "shard(s)", "thread(s)" whatever the number).
+#[test]
+fn ec_messages_count_one_and_many_in_words() {
+    let dir = scratch();
+    let d = dir.path();
+    let (src, set) = (d.join("src"), d.join("set"));
+    std::fs::write(&src, b"tiny").unwrap();
+    let o = run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "4K", "-o", &set, "-T", "1"])).ok();
+    let text = o.stdout_str();
+    assert!(text.contains(": 1 stripe of RS(2, 1) x 4096 bytes into 3 shards in ") && text.contains("(this process, 1 thread): ISA-L"), "{text}");
+    let o = run(&mut pp(args!["ec", "verify", &set])).ok();
+    assert!(o.stdout_str().ends_with(": all 3 shards intact (1 stripe)\n"), "{}", o.stdout_str());
 }

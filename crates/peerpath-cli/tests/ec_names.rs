@@ -42,9 +42,9 @@ fn ec_messages_name_a_set_on_one_line_with_its_bytes() {
     let (name, quoted) = (OsStr::from_bytes(b"set\n\xfe"), r"'set'$'\n\376'");
     let o = encode(d, Path::new("src"), name, &[]);
     one_line(&o.stdout_str(), &o);
-    assert!(o.stdout_str().starts_with(&format!("{quoted}: 5 stripe(s) of RS(2, 1)")), "{}", o.describe());
+    assert!(o.stdout_str().starts_with(&format!("{quoted}: 5 stripes of RS(2, 1)")), "{}", o.describe());
     let o = run(pp(args!["ec", "verify", name]).current_dir(d)).ok();
-    assert_eq!(o.stdout_str(), format!("{quoted}: all 3 shard(s) intact (5 stripe(s))\n"), "{}", o.describe());
+    assert_eq!(o.stdout_str(), format!("{quoted}: all 3 shards intact (5 stripes)\n"), "{}", o.describe());
     std::fs::remove_file(d.join(name).join("shard-000")).unwrap();
     let o = run(pp(args!["ec", "repair", name]).current_dir(d)).ok();
     one_line(&o.stdout_str(), &o);

@@ -477,9 +477,17 @@ fn a_device_of_a_job_with_hup_and_int_ignored_ignores_them_too() {
     let device = device_of(&mut job, &stderr);
     let bit = signal_bit;
     assert_eq!(signal_mask(device, "SigIgn:") & (bit(libc::SIGHUP) | bit(libc::SIGINT)), bit(libc::SIGHUP) | bit(libc::SIGINT), "the device inherits them ignored");
-    // Once the job drives it.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(job.try_wait().unwrap().is_none(), "the job ended before the signals: make it longer");
+    // Once the job drives it: its workers have computed 20 ms (a block or so at level 9), however
+    // long the job took to get there (a fixed 200 ms could come before the first command).
+    let start = std::time::Instant::now();
+    loop {
+        assert!(job.try_wait().unwrap().is_none(), "the job ended before the signals: make it longer");
+        if worker_ticks(device) >= 2 {
+            break;
+        }
+        assert!(start.elapsed() < HANG_DEADLINE, "the device computed nothing in {HANG_DEADLINE:?}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     for sig in [libc::SIGHUP, libc::SIGINT] {
         // SAFETY: kill(2) takes plain integers: our job's device's pid and a signal number.
         assert_eq!(unsafe { libc::kill(device as i32, sig) }, 0, "the device runs when signalled");
@@ -496,6 +504,20 @@ fn a_device_of_a_job_with_hup_and_int_ignored_ignores_them_too() {
 fn status_field(pid: u32, name: &str) -> Option<String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string())
+}
+
+/// CPU time, in clock ticks (10 ms), of `pid`'s threads but its main one: a device's queue
+/// dispatchers and workers, which run on the commands a job submits.
+fn worker_ticks(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    tasks
+        .filter(|t| t.file_name().to_str() != Some(pid.to_string().as_str()))
+        .map(|t| {
+            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+            // utime and stime: fields 14 and 15, the 12th and 13th after the name's ')'.
+            stat.rsplit_once(')').map_or(0, |(_, rest)| rest.split_whitespace().skip(11).take(2).map(|v| v.parse::<u64>().unwrap_or(0)).sum())
+        })
+        .sum()
 }
 
 fn signal_mask(pid: u32, name: &str) -> u64 {

@@ -43,7 +43,7 @@ fn a_run_a_sweep_and_a_plan() {
 
     let out = peerpath().args(["sim", "plan", "--file"]).arg(&f).args(["--target", "100"]).output().unwrap();
     assert!(out.status.success());
-    assert!(String::from_utf8(out.stdout).unwrap().contains("proposal: 4 csp(s)"));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("proposal: 4 csps, "));
     // --vary and --svg were taken and ignored by plan (no plot written): refused.
     let plot = dir.path().join("plan.svg");
     let out = peerpath().args(["sim", "plan", "--file"]).arg(&f).args(["--target", "100", "--vary", "gen=5..5", "--svg"]).arg(&plot).output().unwrap();
@@ -165,7 +165,9 @@ fn a_plan_needs_a_finite_target_and_a_limit_of_one_or_more() {
         refused(&sim(&["plan", "--file", f, "--target", "30", "--job", job]), "uses no CSP");
     }
     let o = sim(&["plan", "--file", f, "--target", "30", "--job", "read", "--add", "ssd"]);
-    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("proposal: 1 ssd(s)"), "{}", String::from_utf8_lossy(&o.stdout));
+    // One of a thing is said so ("1 ssd(s)", "1 SSD(s) reading").
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("proposal: 1 ssd, ") && text.contains("\n  1 SSD reading\n"), "{text}");
 }
 
 /// A mistyped function became an engine of unlimited throughput (exit 0); it is refused with the

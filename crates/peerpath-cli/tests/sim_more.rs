@@ -37,6 +37,9 @@ fn threads_count_the_cores_of_every_socket_together() {
         let want = per_core * t as f64;
         assert!((num(&v, "throughput_bytes_per_s") - want).abs() / want < 1e-9, "--threads {t}: {v}");
         assert!(v["bottleneck"].as_str().unwrap().contains(&format!("--threads {t}")), "{}", v["bottleneck"]);
+        // One thread is not "1 compute thread(s)".
+        let threads = if t == 1 { "1 compute thread".to_string() } else { format!("{t} compute threads") };
+        assert!(v["job"].as_str().unwrap().contains(&format!("on the host CPU with {threads} (")), "{}", v["job"]);
     }
 }
 
@@ -97,7 +100,7 @@ fn a_sweep_past_what_fits_keeps_the_values_that_do() {
     let one = json(&["--file", &f, "--vary", &format!("csp={first}"), "--json"]);
     assert_eq!(one["points"][0]["throughput_gbit_per_s"], p["throughput_gbit_per_s"], "{why}");
     // Dozens of CSPs on the 18 SSDs: the SSDs are shared, and the plan says so.
-    assert!(p["groups"].as_array().unwrap().last().unwrap().as_str().unwrap().contains("SSD(s) shared by several CSPs"), "{p}");
+    assert!(p["groups"].as_array().unwrap().last().unwrap().as_str().unwrap().contains("SSDs shared by several CSPs"), "{p}");
     // Nothing fits: the error, with the limit.
     let out = sim(&["--file", &f, "--vary", "csp=250,251"]);
     assert_eq!(out.status.code(), Some(2));
@@ -309,7 +312,8 @@ fn a_plan_says_which_ssds_several_csps_share() {
     let said = groups.iter().filter(|g| g.contains(" shared: ")).count();
     assert_eq!(said, shared.len(), "only shared SSDs get a line: {groups:#?}");
     let last = groups.last().unwrap();
-    assert!(last.starts_with(&format!("{} SSD(s) shared by several CSPs", shared.len())) && last.contains("simulated rate includes that sharing"), "{last}");
+    let ssds = if shared.len() == 1 { "1 SSD".to_string() } else { format!("{} SSDs", shared.len()) };
+    assert!(last.starts_with(&format!("{ssds} shared by several CSPs")) && last.contains("simulated rate includes that sharing"), "{last}");
     // Few enough CSPs that each has SSDs of its own: nothing to say.
     let v = json(&["plan", "--file", &f, "--target", "100", "--json"]);
     assert!(!v["groups"].to_string().contains("shared"), "{}", v["groups"]);

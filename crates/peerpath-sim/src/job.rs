@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::machine::{Dir, Machine, ResKey, Resource, Route};
 use crate::pcie::{WireCost, FIRST_FLIT_GEN};
+use crate::report::count;
 use crate::SimError;
 
 /// The compression ratios (input / output) a job may be given. Every function the catalog
@@ -220,7 +221,7 @@ impl Job {
             JobKind::CompressCpu => format!(
                 "{} on the host CPU{} (SSD -> host memory -> cores -> host memory -> SSD)",
                 self.function,
-                self.threads.map(|t| format!(" with {t} compute thread(s)")).unwrap_or_default()
+                self.threads.map(|t| format!(" with {}", count(t, "compute thread"))).unwrap_or_default()
             ),
             JobKind::Read { into: Memory::Host } => "sequential reads from SSDs into host memory".into(),
             JobKind::Read { into: Memory::Cmb(c) } => format!("sequential reads from SSDs into the CMB of {}", c.as_deref().unwrap_or("the first CSP")),
@@ -235,7 +236,7 @@ impl Job {
             JobKind::CompressMemory { on: Compute::Cpu } => format!(
                 "{} on the host CPU{}, a file in memory to memory (tmpfs -> cores -> tmpfs)",
                 self.function,
-                self.threads.map(|t| format!(" with {t} compute thread(s)")).unwrap_or_default()
+                self.threads.map(|t| format!(" with {}", count(t, "compute thread"))).unwrap_or_default()
             ),
             JobKind::CompressMemory { on: Compute::Gpu(g) } => format!(
                 "{} on {}, a file in memory to memory (tmpfs -> pinned host memory -> GPU -> pinned host memory -> tmpfs)",
@@ -527,8 +528,8 @@ impl Job {
                 }
                 if !shared.is_empty() {
                     groups.push(format!(
-                        "{} SSD(s) shared by several CSPs: each one's flash and PCIe link serve all its streams, and the simulated rate includes that sharing",
-                        shared.len()
+                        "{} shared by several CSPs: each one's flash and PCIe link serve all its streams, and the simulated rate includes that sharing",
+                        count(shared.len(), "SSD")
                     ));
                 }
             }
@@ -589,7 +590,7 @@ impl Job {
                     let to = place.map(|c| m.nodes[c].name.clone()).unwrap_or_else(|| "host memory".into());
                     flows.push(b.flow(format!("{} -> {to}", m.nodes[s].name), self.bytes_per_source));
                 }
-                groups.push(format!("{} SSD(s) reading", flows.len()));
+                groups.push(format!("{} reading", count(flows.len(), "SSD")));
             }
             JobKind::Write { from } => {
                 let place = self.memory_of(m, from, &mut ssds, &mut notes)?;
@@ -614,7 +615,7 @@ impl Job {
                     let from = place.map(|c| m.nodes[c].name.clone()).unwrap_or_else(|| "host memory".into());
                     flows.push(b.flow(format!("{from} -> {}", m.nodes[s].name), self.bytes_per_source));
                 }
-                groups.push(format!("{} SSD(s) writing", flows.len()));
+                groups.push(format!("{} writing", count(flows.len(), "SSD")));
             }
             JobKind::Send | JobKind::SendNicmem => {
                 let nicmem = self.kind == JobKind::SendNicmem;
@@ -654,7 +655,7 @@ impl Job {
                         flows.push(b.flow(format!("{} -> host memory -> {}", m.nodes[s].name, m.nodes[n].name), self.bytes_per_source));
                     }
                 }
-                groups.push(format!("{} SSD(s) sending through {} NIC(s)", flows.len(), nics.len()));
+                groups.push(format!("{} sending through {}", count(flows.len(), "SSD"), count(nics.len(), "NIC")));
             }
             // One flow, no storage: below.
             JobKind::CompressMemory { .. } => {}
@@ -798,7 +799,7 @@ impl Job {
                 b.host_memory(socket, "compression reads its input", 1.0);
                 b.host_memory(socket, "compression writes its output", 1.0 / r);
                 b.cores(socket, "compute", 1.0 / (rate * share));
-                Ok(b.flow(format!("memory -> {} core(s) of socket {socket} -> memory", busy), self.bytes_per_source))
+                Ok(b.flow(format!("memory -> {} of socket {socket} -> memory", count(busy, "core")), self.bytes_per_source))
             }
             Compute::Gpu(name) => {
                 let g = match name {

@@ -151,6 +151,12 @@ pub(crate) fn build(
     }
 }
 
+/// `n` and `what`, plural where `n` is not 1: "1 SSD", "4 SSDs". (As `peerpath_runtime::report::count`,
+/// a layer above this crate.)
+pub fn count<N: Copy + PartialEq + From<u8> + std::fmt::Display>(n: N, what: &str) -> String {
+    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
+}
+
 /// Human units: 3.41 GB/s.
 pub fn gbps(bytes_per_s: f64) -> String {
     format!("{:.2} GB/s", bytes_per_s / 1e9)

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::sweep::{kind_of, Sweep};
+use crate::sweep::{figure, kind_of, Sweep};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -82,7 +82,19 @@ pub fn render(sw: &Sweep) -> String {
     let _ = writeln!(s, r##"<polyline fill="none" stroke="#2a9d4b" stroke-width="2" stroke-dasharray="6,3" points="{}"/>"##, poly(&|i| y(pts[i].host_memory_gbit_per_s)));
     let _ = writeln!(s, r##"<polyline fill="none" stroke="#b35900" stroke-width="1.5" points="{}"/>"##, poly(&|i| yc(pts[i].host_cpu_share * 100.0)));
     for (i, p) in pts.iter().enumerate() {
-        let _ = writeln!(s, r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="#1f5fbf"><title>{} = {}: {:.1} Gb/s, {}</title></circle>"##, x(i), y(p.throughput_gbit_per_s), sw.param.name(), p.value, p.throughput_gbit_per_s, esc(&p.bottleneck));
+        // The table's figures (`Sweep::render`), as many digits as it gives them.
+        let _ = writeln!(
+            s,
+            r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="#1f5fbf"><title>{} = {}: {} Gb/s, host CPU {}%, host memory {} Gb/s, {}</title></circle>"##,
+            x(i),
+            y(p.throughput_gbit_per_s),
+            sw.param.name(),
+            p.value,
+            figure(p.throughput_gbit_per_s, 1),
+            figure(p.host_cpu_share * 100.0, 1),
+            figure(p.host_memory_gbit_per_s, 2),
+            esc(&p.bottleneck)
+        );
     }
     // Legend.
     let lx = l + 10.0;
@@ -128,5 +140,40 @@ mod tests {
         assert_eq!(ticks(0.9), ["0", "0.2", "0.4", "0.6", "0.8", "1"]);
         assert_eq!(ticks(180.0), ["0", "40", "80", "120", "160", "200"]);
         assert_eq!(ticks(2300.0), ["0", "500", "1000", "1500", "2000", "2500"]);
+    }
+
+    /// A point's tooltip reads as the table's row: it printed one decimal ("0.0 Gb/s" for a
+    /// slow point; 2.35 Gb/s of host memory, which the table gives, left out).
+    #[test]
+    fn tooltips_carry_the_tables_figures() {
+        use crate::sweep::{Param, Point};
+        let point = |value, gbit: f64, cpu: f64, memory: f64| Point {
+            value,
+            throughput_gbit_per_s: gbit,
+            host_cpu_share: cpu,
+            host_memory_gbit_per_s: memory,
+            bottleneck: "flash reads of ssd0".into(),
+            bottleneck_moved: false,
+            notes: Vec::new(),
+        };
+        let sw = Sweep {
+            label: crate::LABEL,
+            machine: "m".into(),
+            job: "j".into(),
+            param: Param::Ssd,
+            points: vec![point(1, 0.0123, 0.0004, 0.00456), point(2, 12.34, 0.125, 2.345)],
+            skipped: Vec::new(),
+        };
+        // value, Gb/s, host CPU %, host memory Gb/s: as the table prints them.
+        let figures = [["1", "1.230e-2", "4.000e-2", "4.560e-3"], ["2", "12.3", "12.5", "2.35"]];
+        let plot = render(&sw);
+        let titles: Vec<&str> = plot.lines().filter_map(|l| l.split("<title>").nth(1)?.split("</title>").next()).collect();
+        let table = sw.render();
+        for (title, [v, gbit, cpu, memory]) in titles.iter().zip(figures) {
+            assert_eq!(*title, format!("ssd = {v}: {gbit} Gb/s, host CPU {cpu}%, host memory {memory} Gb/s, flash reads of ssd0"));
+            let row = format!("{cpu}%");
+            assert!(table.lines().any(|l| l.split_whitespace().take(4).eq([v, gbit, &row, memory])), "{title}\n{table}");
+        }
+        assert_eq!(titles.len(), 2, "{plot}");
     }
 }

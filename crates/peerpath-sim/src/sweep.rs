@@ -21,7 +21,7 @@ use crate::engine::{simulate, SimOptions};
 use crate::job::Job;
 use crate::machine::Machine;
 use crate::pcie::TlpModel;
-use crate::report::SimReport;
+use crate::report::{count, SimReport};
 use crate::SimError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -352,11 +352,11 @@ impl Sweep {
             let mark = if p.bottleneck_moved { "  <- moves" } else { "" };
             let _ = writeln!(
                 s,
-                "{:>5} {:>12.1} {:>8.1}% {:>12.2}  {}{mark}",
+                "{:>5} {:>12} {:>8}% {:>12}  {}{mark}",
                 p.value,
-                p.throughput_gbit_per_s,
-                p.host_cpu_share * 100.0,
-                p.host_memory_gbit_per_s,
+                figure(p.throughput_gbit_per_s, 1),
+                figure(p.host_cpu_share * 100.0, 1),
+                figure(p.host_memory_gbit_per_s, 2),
                 p.bottleneck
             );
         }
@@ -431,7 +431,7 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
                 throughput_gbit_per_s: r.throughput_gbit_per_s,
                 bottleneck: r.bottleneck,
                 groups: r.plan,
-                why: format!("{n} {}(s) reach {} Gb/s (simulated)", param.name(), gbit(target_gbit_per_s)),
+                why: format!("{} reach {} Gb/s (simulated)", count(n, param.name()), gbit(target_gbit_per_s)),
             });
         }
         // The smallest count that reaches the most.
@@ -461,14 +461,20 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
 /// A throughput in Gb/s as the plan prints it: one decimal, or 3 significant digits below
 /// 0.1 Gb/s (a target of 0.01 was "0.0").
 pub fn gbit(x: f64) -> String {
-    if x >= 0.1 { format!("{x:.1}") } else { format!("{x:.3e}") }
+    figure(x, 1)
+}
+
+/// A figure of a sweep's table and plot: `decimals` decimals, or 3 significant digits where
+/// those decimals would not show it (a non-zero figure is never printed "0.0").
+pub fn figure(x: f64, decimals: usize) -> String {
+    if x == 0.0 || x.abs() >= 10f64.powi(-(decimals as i32)) { format!("{x:.decimals$}") } else { format!("{x:.3e}") }
 }
 
 impl Proposal {
     pub fn render(&self) -> String {
         let mut s = format!("peerpath sim plan ({}): target {} Gb/s\n", self.label, gbit(self.target_gbit_per_s));
         match self.count {
-            Some(n) => s.push_str(&format!("proposal: {n} {}(s), {:.1} Gb/s, bottleneck {}\n", self.param.name(), self.throughput_gbit_per_s, self.bottleneck)),
+            Some(n) => s.push_str(&format!("proposal: {}, {:.1} Gb/s, bottleneck {}\n", count(n, self.param.name()), self.throughput_gbit_per_s, self.bottleneck)),
             None => s.push_str(&format!("not reachable: {}\n", self.why)),
         }
         for g in &self.groups {
