@@ -369,10 +369,25 @@ fn lying_member_sizes_are_refused_without_hanging() {
     // Smaller than its own header and trailer.
     let b = lie(&|b| put_u32(b, 16, 10));
     expect_bad(dir.path(), "member-tiny.gz", &b, 6, &[at0, "less than its own header"], hang);
-    // Too big by far: past the end of the file. Without inflating, this is
-    // indistinguishable from a file cut inside its first member: truncated.
+    // Too big by far: past the end of the file. The file is whole (gzip reads
+    // it): inflating the member shows that it ends sooner, so the field lies
+    // (exit 6, as from a pipe; it was "truncated", exit 7, from a file).
     let b = lie(&|b| put_u32(b, 16, u32::MAX));
-    expect_bad(dir.path(), "member-huge.gz", &b, 7, &[at0, "4294967295 bytes declared"], hang);
+    let huge = format!("declares 4294967295 member bytes, the member has {}", m0.len);
+    expect_bad(dir.path(), "member-huge.gz", &b, 6, &[at0, &huge], hang);
+    run_full(&mut pp(args!["verify", "-"]), Some(b.clone()), hang).fails(6, &[at0, &huge]);
+    // A memory file whose workers read their own members.
+    if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+        let in_memory = shm.path().join("member-huge.gz");
+        std::fs::write(&in_memory, &b).unwrap();
+        let mut cmd = pp(args!["decompress", &in_memory, "-T", "2", "-o", shm.path().join("out")]);
+        cmd.env("PEERPATH_WORKER_READS", "1");
+        run_full(&mut cmd, None, hang).fails(6, &[at0, &huge]);
+        assert_dir_holds(shm.path(), &["member-huge.gz"]);
+    }
+    // The same field in a file cut inside that member: truncated.
+    let b = lie(&|b| put_u32(b, 16, u32::MAX));
+    expect_bad(dir.path(), "member-huge-cut.gz", &b[..m0.len / 2], 7, &[at0, "truncated"], hang);
     // The same lie in a later member.
     let m2 = a.members[2];
     let b = lie(&|b| put_u32(b, m2.offset + 16, (m2.len + 777) as u32));

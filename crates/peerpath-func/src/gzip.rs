@@ -80,7 +80,8 @@ const MAX_DEFLATE_EXPANSION: usize = 1032;
 /// Headers (with FNAME/FCOMMENT/FEXTRA) longer than this are refused.
 pub const MAX_HEADER_BYTES: usize = 1 << 20;
 /// How far past a bad member start [`StreamDecoder`] looks for a later
-/// member (one of peerpath's largest, 256 MiB stored, and its header).
+/// member, and the most bytes a member read whole into memory may declare
+/// (one of peerpath's largest, 256 MiB stored, and its header).
 const MAX_MEMBER_SCAN: u64 = (256 << 20) + (1 << 20);
 
 /// Output layout.
@@ -483,7 +484,8 @@ pub enum MemberError {
     #[error("length mismatch: trailer says {expected} bytes, data gives {actual}")]
     Length { expected: u32, actual: u32 },
     #[error("trailer does not match the data (data has CRC-32 {actual_crc:#010x}, length {actual_length})")]
-    Trailer { actual_crc: u32, actual_length: u32 },
+    /// `actual_length`: all the member's bytes (ISIZE holds them mod 2^32).
+    Trailer { actual_crc: u32, actual_length: u64 },
     #[error("input ends inside the member (at byte {at})")]
     CutShort { at: u64 },
 }
@@ -1010,8 +1012,20 @@ impl<R: Read> StreamDecoder<R> {
             first = false;
             let (index, offset) = (self.members, self.offset);
             let header = self.header().map_err(at)?;
-            let Some(sizes) = header.sizes else {
-                // Decoded here, once everything before it is out.
+            let declared = header.sizes.map(|sizes| sizes.member_bytes());
+            if let Some(n) = declared.filter(|&n| n < header.header_bytes + TRAILER_BYTES) {
+                return Err(at(StreamError::at(index, offset, MemberError::SizeField(format!("declares {n} bytes, less than its own header and trailer")))));
+            }
+            // A member without sizes, or whose declared bytes are not all
+            // there (cut inside it, or its field lies: only inflating it
+            // tells which, as `run` does) or more than a member can hold
+            // (not read into memory first), is decoded here, once
+            // everything before it is out.
+            let whole = match declared {
+                Some(n) => self.holds(n).map_err(|e| at(e.into()))?,
+                None => false,
+            };
+            let Some(n) = declared.filter(|_| whole) else {
                 while order.next < seq {
                     match done.recv() {
                         Ok(d) => order.arrived(d, sink, &mut self.bytes_out),
@@ -1026,15 +1040,6 @@ impl<R: Read> StreamDecoder<R> {
                 order.next = seq;
                 continue;
             };
-            let n = sizes.member_bytes();
-            if n < header.header_bytes + TRAILER_BYTES {
-                return Err(at(StreamError::at(index, offset, MemberError::SizeField(format!("declares {n} bytes, less than its own header and trailer")))));
-            }
-            while self.end - self.start < n {
-                if !self.fill().map_err(|e| at(e.into()))? {
-                    return Err(at(StreamError::at(index, offset, MemberError::Truncated { declared: n, available: self.end - self.start })));
-                }
-            }
             let (mut member, out) = (order.members.pop().unwrap_or_default(), order.outs.pop().unwrap_or_default());
             member.clear();
             member.extend_from_slice(&self.buf[self.start..self.start + n]);
@@ -1046,6 +1051,21 @@ impl<R: Read> StreamDecoder<R> {
             }
             seq += 1;
         }
+    }
+
+    /// Whether the next `n` bytes are buffered, reading them where they are
+    /// not yet: false where the input ends first, or where `n` is more than
+    /// any member of up to [`MAX_MEMBER_UNCOMPRESSED_BYTES`] takes.
+    fn holds(&mut self, n: usize) -> io::Result<bool> {
+        if n as u64 > MAX_MEMBER_SCAN {
+            return Ok(false);
+        }
+        while self.end - self.start < n {
+            if !self.fill()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     fn rest_is_zero(&mut self) -> io::Result<bool> {
@@ -1076,7 +1096,7 @@ impl<R: Read> StreamDecoder<R> {
             let step = match stepped {
                 Ok(step) => step,
                 Err(StepError::Invalid(why)) => return Err(StreamError::at(index, member_offset, MemberError::Deflate(why.into()))),
-                Err(StepError::TrailerMismatch) => return Err(StreamError::at(index, member_offset, self.trailer_mismatch())),
+                Err(StepError::TrailerMismatch) => return Err(StreamError::at(index, member_offset, self.trailer_mismatch(produced))),
             };
             if step.consumed >= 0 {
                 self.consume(step.consumed as usize);
@@ -1130,8 +1150,12 @@ impl<R: Read> StreamDecoder<R> {
         MemberError::CutShort { at: self.offset + (self.end - self.start) as u64 }
     }
 
-    fn trailer_mismatch(&self) -> MemberError {
-        let (actual_crc, actual_length) = self.inflater.crc32_and_length();
+    /// `produced`: the member's bytes that went out before the step that
+    /// failed; the inflater counted that step's too, but mod 2^32 (it said
+    /// "length 12345" of a member of 4 GiB and 12345 bytes).
+    fn trailer_mismatch(&self, produced: u64) -> MemberError {
+        let (actual_crc, counted) = self.inflater.crc32_and_length();
+        let actual_length = produced + u64::from(counted.wrapping_sub(produced as u32));
         MemberError::Trailer { actual_crc, actual_length }
     }
 }

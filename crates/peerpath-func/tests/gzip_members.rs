@@ -443,3 +443,84 @@ proptest! {
         }
     }
 }
+
+/// A member whose 'PP' field declares more bytes than the stream holds: a
+/// whole stream whose field lies (the member ends sooner: corrupt), or one
+/// cut inside that member (truncated). `run_parallel` inflates it to tell
+/// which, as `run` does (it called both cut short), and reads no more than
+/// streaming takes: it read up to the declared 4 GiB into memory first.
+#[test]
+fn a_member_declaring_more_than_the_stream_holds_is_inflated_to_tell_a_lie_from_a_cut() {
+    let a = sample(70_000, 21);
+    let mut m = encode(1, Format::Gzip, &a);
+    m[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+    let lie = format!("declares 4294967295 member bytes, the member has {}", m.len());
+    let whole = ended(&m);
+    for threads in [1, 3] {
+        match parallel_decode(&whole, 4096, threads) {
+            Err(StreamError::Member { member: 0, offset: 0, error: MemberError::SizeField(why) }) => assert!(why.contains(&lie), "{threads} threads: {why}"),
+            other => panic!("{threads} threads: {other:?}"),
+        }
+        match parallel_decode(&m[..m.len() / 2], 4096, threads) {
+            Err(StreamError::Member { member: 0, offset: 0, error: MemberError::CutShort { .. } }) => {}
+            other => panic!("{threads} threads, cut: {other:?}"),
+        }
+    }
+    // Followed by far more than a member holds: found out within the decoder's buffer.
+    struct Counted<R>(R, u64);
+    impl<R: Read> Read for Counted<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.read(buf)?;
+            self.1 += n as u64;
+            Ok(n)
+        }
+    }
+    let mut input = Counted(std::io::Cursor::new(&whole).chain(std::io::repeat(0).take(400 << 20)), 0);
+    let r = StreamDecoder::new(&mut input, 0, 0).run_parallel(3, true, |_| Ok(()));
+    assert!(matches!(r, Err(StreamError::Member { error: MemberError::SizeField(_), .. })), "{r:?}");
+    assert!(input.1 < 16 << 20, "read {} bytes", input.1);
+}
+
+/// A member of more than 4 GiB (zeros: a literal, then matches of 258 at
+/// distance 1 in a fixed-Huffman block) whose trailer does not match: the
+/// error gives the data's whole length, not its length mod 2^32 (it said
+/// "length 12345" of 4 GiB and 12345 bytes).
+#[test]
+fn a_trailer_mismatch_after_4_gib_names_the_whole_length() {
+    struct Bits(Vec<u8>, u64, u32);
+    impl Bits {
+        /// A Huffman code of `len` bits, sent most significant bit first.
+        fn code(&mut self, code: u32, len: u32) {
+            self.1 |= u64::from(code.reverse_bits() >> (32 - len)) << self.2;
+            self.2 += len;
+            while self.2 >= 8 {
+                self.0.push(self.1 as u8);
+                self.1 >>= 8;
+                self.2 -= 8;
+            }
+        }
+    }
+    let matches = (1u64 << 32) / 258 + 1000;
+    let length = 1 + 258 * matches;
+    let mut b = Bits(vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3], 0, 0);
+    b.code(0b110, 3); // BFINAL, then BTYPE 01 (fixed), least significant bit first
+    b.code(0x30, 8); // literal 0
+    for _ in 0..matches {
+        b.code(0b1100_0101, 8); // length 258
+        b.code(0, 5); // distance 1
+    }
+    b.code(0, 7); // end of block
+    let mut m = b.0;
+    if b.2 > 0 {
+        m.push(b.1 as u8); // its last bits, padded to a byte
+    }
+    m.extend_from_slice(&[0; 4]); // not the CRC-32 of the zeros
+    m.extend_from_slice(&(length as u32).to_le_bytes());
+    let mut d = StreamDecoder::new(&m[..], 0, 0);
+    match d.run(true, |_| Ok(())) {
+        Err(StreamError::Member { member: 0, offset: 0, error: e @ MemberError::Trailer { .. } }) => {
+            assert!(e.to_string().contains(&format!("length {length})")), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

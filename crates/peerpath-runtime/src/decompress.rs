@@ -1137,8 +1137,8 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             }
             if member_bytes as u64 > avail {
                 if at_eof {
-                    let e = MemberError::Truncated { declared: member_bytes, available: avail as usize };
-                    return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e));
+                    ctx.submit_batch(st, batch);
+                    return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, PAST_THE_END);
                 }
                 // No free buffer and no read on its way: where members on
                 // their way to the workers hold buffers (each task keeps its
@@ -1254,12 +1254,16 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
             if let Some(e) = st.end_member_check(wants_end, Some(&header), (index, pos), ctx.end_member_required) {
                 return fail_at(ctx, st, batch, index, e);
             }
-            if member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) && member_bytes as u64 <= avail {
+            if member_bytes as u64 > avail {
+                ctx.submit_batch(st, batch);
+                return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, PAST_THE_END);
+            }
+            if member_bytes > READ_BYTES * (WINDOW_BUFFERS - 2) {
                 ctx.submit_batch(st, batch);
                 return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, "a member larger than the read window");
             }
             // This member's trailer (its last 8 bytes) and what follows it, in one read.
-            let whole = member_bytes >= header.header_bytes + 8 && member_bytes as u64 <= avail;
+            let whole = member_bytes >= header.header_bytes + 8;
             let next = if whole { peek(pos + member_bytes as u64 - 8, 8 + HEADER_PEEK_BYTES)? } else { Vec::new() };
             let out_len = match peerpath_func::gzip::declared_output_bytes_from(&header, avail.min(usize::MAX as u64) as usize, |_| u32::from_le_bytes(next[4..8].try_into().expect("4 bytes"))) {
                 Ok(n) => n,
@@ -1394,6 +1398,12 @@ enum AtHeader {
     Stream(&'static str),
     Fail(JobError),
 }
+
+/// Why a member whose declared size runs past the end of the file is read by
+/// the streaming decoder: the file was cut inside it (truncated, exit 7), or
+/// its size field lies and the member ends sooner (corrupt, exit 6, as from a
+/// pipe); only inflating it tells which.
+const PAST_THE_END: &str = "a member that declares more bytes than the file holds";
 
 /// Reads the header of member `index` at `pos` from `head` (the bytes
 /// there, as far as the reader peeks; `more`: the file goes on past them).
