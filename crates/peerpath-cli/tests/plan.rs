@@ -143,14 +143,16 @@ fn the_h100_s_gpu_is_listed_with_bar1_link_and_verdict_and_named_it_takes_the_st
     assert!(stdout.starts_with("1 stream(s): 1 on 1 device(s) (0 leg(s) through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU"), "{stdout}");
     let group = stdout.lines().find(|l| l.starts_with("gpu0 ")).unwrap_or_else(|| panic!("{stdout}"));
     let cells: Vec<&str> = group.split_whitespace().collect();
-    assert_eq!(cells, ["gpu0", "0000:00:06.0", "?", "vda", "vdb", "1", "0", "2"], "{group}");
+    // one NUMA node (node0, CPUs 0-15): every device's numa_node -1 is that node
+    assert_eq!(cells, ["gpu0", "0000:00:06.0", "0", "vda", "vdb", "1", "0", "2"], "{group}");
     let stream = stdout.lines().find(|l| l.starts_with("0 ")).unwrap_or_else(|| panic!("{stdout}"));
-    assert_eq!(stream.matches("staged node ? (nvfs?)").count(), 2, "{stream}");
+    assert_eq!(stream.matches("staged node 0 (nvfs?)").count(), 2, "{stream}");
     assert!(stdout.contains(gpu_line), "{stdout}");
     let out = plan(&["--sysfs", &sys, "--source", "vda", "--target", "vdb", "--devices", "gpu0", "--explain"]);
     let stdout = text(&out.stdout);
     assert!(stdout.contains("vda -> vdb: gpu0"), "{stdout}");
-    assert!(stdout.contains("staged through pinned host memory on an unknown NUMA node (host memory is touched)"), "{stdout}");
+    assert!(stdout.contains("staged through pinned host memory on NUMA node 0 (host memory is touched)"), "{stdout}");
+    assert!(!stdout.contains("unknown NUMA node"), "{stdout}");
     // a GPU that is not there: a topology error
     let out = plan(&["--sysfs", &sys, "--source", "vda", "--target", "vdb", "--devices", "gpu1"]);
     assert_eq!(out.status.code(), Some(13));

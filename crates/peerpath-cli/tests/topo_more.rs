@@ -123,3 +123,18 @@ fn every_sysfs_option_names_itself_when_its_root_is_not_one() {
     run(&mut pp(bench(&sriov_host(), "0000:09:00.0"))).fails(13, &["--memory p2p:0000:09:00.0: no such PCI function under --sysfs "]);
     assert!(!d.join("x.gz").exists(), "nothing kept");
 }
+
+/// `--explain` names each device as it was given and what that is, once: the provider by its
+/// controller was shown as its label alone, and a client by its address twice.
+#[test]
+fn topo_explain_names_each_device_as_given_and_once() {
+    let sys = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/intel-switch-acs/sys");
+    for (provider, client, first) in [
+        ("nvme0", "nvme1n1", "P2P between the memory of nvme0 = csp0 (0000:03:00.0) and nvme1n1 = ssd0 (0000:04:00.0)"),
+        ("csp0", "ssd0", "P2P between the memory of csp0 (0000:03:00.0) and ssd0 (0000:04:00.0)"),
+        ("0000:03:00.0", "0000:04:00.0", "P2P between the memory of csp0 (0000:03:00.0) and ssd0 (0000:04:00.0)"),
+    ] {
+        let out = run(&mut pp(args!["topo", "--sysfs", &sys, "--explain", provider, client])).ok();
+        assert_eq!(out.stdout_str().lines().next(), Some(first));
+    }
+}

@@ -866,11 +866,15 @@ impl Topology {
     }
 
     /// The NUMA node of PCI function `bdf`: its own, or, where firmware gave it none (sysfs
-    /// `numa_node` -1), its host bridge's (that of the functions below it, where they agree).
+    /// `numa_node` -1), its host bridge's (that of the functions below it, where they agree),
+    /// or, on a machine of one NUMA node, that node (all its memory and CPUs are there).
     pub fn numa_node_of(&self, bdf: Bdf) -> Option<u32> {
         self.device(bdf).and_then(|d| d.numa_node).or_else(|| {
             let hb = self.host_bridge_of(bdf);
             self.host_bridges.iter().find(|h| h.name == hb).and_then(|h| h.numa_node)
+        }).or(match self.numa_nodes.as_slice() {
+            [only] => Some(only.id),
+            _ => None,
         })
     }
 

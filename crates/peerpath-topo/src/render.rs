@@ -450,11 +450,16 @@ pub fn explain(topo: &Topology, provider: &str, client: &str) -> Result<String> 
         Some(disk) => format!("{client} (a partition of {disk})"),
         None => client.to_string(),
     };
+    // Each as the user named it, and what that is where the name is not in it (`nvme0 = csp0
+    // (0000:03:00.0)`), but not twice (`ssd0 (0000:04:00.0)` for 0000:04:00.0).
+    let as_named = |given: &str, named: &str, desc: &str| {
+        if desc.split([' ', '(', ')']).any(|w| w == given) { desc.to_string() } else { format!("{named} = {desc}") }
+    };
     let _ = writeln!(
         out,
         "P2P between the memory of {} and {}",
-        name_of(topo, v.provider),
-        if client_desc.starts_with(client) { client_desc.clone() } else { format!("{client_named} = {client_desc}") }
+        as_named(provider, provider, &name_of(topo, v.provider)),
+        as_named(client, &client_named, &client_desc)
     );
     match &v.path {
         P2pPath::NotSupported { reason } => {

@@ -114,13 +114,17 @@ pub struct SysfsRecords {
 // Small readers.
 
 /// An attribute's bytes: a regular file (a FIFO or device planted in a tree
-/// is refused, never waited on), at most [`MAX_FILE_BYTES`] of it.
+/// is refused, never waited on) of at most [`MAX_FILE_BYTES`]; a larger one is a damaged
+/// file, not one to judge by its first 64 KiB (a line cut there, or config space that is not).
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     let f = crate::open_regular(path).map_err(|e| TopoError::io(path, e))?;
     let mut buf = Vec::new();
-    f.take(MAX_FILE_BYTES)
+    f.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut buf)
         .map_err(|e| TopoError::io(path, e))?;
+    if buf.len() as u64 > MAX_FILE_BYTES {
+        return Err(TopoError::parse(path, "at most 64 KiB (no sysfs attribute is larger)", b"a larger file"));
+    }
     Ok(buf)
 }
 
@@ -666,6 +670,9 @@ fn read_cpu_and_numa(root_real: &Path) -> Result<(Cpu, Vec<NumaNode>)> {
     Ok((cpu, nodes))
 }
 
+/// What `kernel/iommu_groups/N/type` holds (`iommu_group_show_type()`); `DMA-FQ` since 5.15.
+const IOMMU_DOMAIN_TYPES: [&str; 6] = ["blocked", "identity", "unmanaged", "DMA", "DMA-FQ", "unknown"];
+
 fn read_iommu(root_real: &Path) -> Result<Iommu> {
     let class = root_real.join("class/iommu");
     let Some(units) = list_dir_opt(&class)? else {
@@ -681,7 +688,11 @@ fn read_iommu(root_real: &Path) -> Result<Iommu> {
     let mut domains = BTreeSet::new();
     let groups = root_real.join("kernel/iommu_groups");
     for g in list_dir_opt(&groups)?.unwrap_or_default() {
-        if let Some(t) = read_opt_text(&groups.join(&g).join("type"))? {
+        let path = groups.join(&g).join("type");
+        if let Some(t) = read_opt_text(&path)? {
+            if !IOMMU_DOMAIN_TYPES.contains(&t.trim()) {
+                return Err(TopoError::parse(path, "an IOMMU domain type (blocked, identity, unmanaged, DMA, DMA-FQ or unknown)", t.as_bytes()));
+            }
             domains.insert(t.trim().to_string());
         }
     }

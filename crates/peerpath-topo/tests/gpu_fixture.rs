@@ -180,10 +180,10 @@ fn naming_gpu0_or_its_address_stages_both_legs_through_host_memory_and_says_so()
     assert_eq!(p.summary, "1 stream(s): 1 on 1 device(s) (0 leg(s) through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU");
     let table = p.render_table();
     let row = table.lines().find(|l| l.starts_with("0 ")).unwrap();
-    assert!(row.contains("gpu0") && row.matches("staged node ? (nvfs?)").count() == 2, "{row}");
+    assert!(row.contains("gpu0") && row.matches("staged node 0 (nvfs?)").count() == 2, "{row}");
     assert!(table.contains("[1 stream(s), 2 leg(s) through pinned host memory]"), "{table}");
     let explain = p.explain();
-    assert!(explain.contains("read vda (0000:00:01.0, virtio block, an unknown NUMA node): staged through pinned host memory on an unknown NUMA node (host memory is touched)"), "{explain}");
+    assert!(explain.contains("read vda (0000:00:01.0, virtio block, NUMA node 0): staged through pinned host memory on NUMA node 0 (host memory is touched)"), "{explain}");
     assert!(explain.contains("memory-path verdict: storage -> GPU memory: staged through pinned host memory"), "{explain}");
     let back: Plan = serde_json::from_str(&p.to_json_string().unwrap()).unwrap();
     assert_eq!(back, p);
@@ -250,4 +250,20 @@ fn an_idle_named_gpu_beside_another_says_the_other_took_the_stream() {
     assert_eq!(p.streams.len(), 1);
     let idle = p.decisions.iter().find(|d| d.choice == "idle" && d.subject.starts_with("gpu")).expect("an idle GPU");
     assert!(idle.why[0].starts_with("other named devices took every stream"), "{:?}", idle.why);
+}
+
+/// The capture's functions have no NUMA node of their own (`numa_node` -1) on a machine of one
+/// node (node0, CPUs 0-15): they are on that node; with a second node they are unknown again.
+#[test]
+fn on_a_machine_of_one_numa_node_a_function_without_one_is_on_it() {
+    let f = fixture();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
+    let gpu = t.devices.iter().find(|d| d.kind == DeviceKind::Gpu).expect("a GPU");
+    assert_eq!(gpu.numa_node, None);
+    assert_eq!(t.numa_node_of(gpu.bdf), Some(0));
+    let node1 = f.sys().join("devices/system/node/node1");
+    std::fs::create_dir_all(&node1).unwrap();
+    std::fs::write(node1.join("cpulist"), "16-31\n").unwrap();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
+    assert_eq!(t.numa_node_of(gpu.bdf), None);
 }

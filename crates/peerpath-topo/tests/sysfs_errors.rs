@@ -382,3 +382,43 @@ fn loops_of_slaves_and_physfn_are_refused_by_path() {
     assert!(e.to_string().contains("itself a virtual function") && e.to_string().contains("a loop"), "{e}");
     err_names(&e, "physfn");
 }
+
+/// A file larger than any sysfs attribute is damaged, whatever its first 64 KiB say: here 1024
+/// resource lines of 64 bytes each, whose first 64 KiB alone read as a device with no BARs,
+/// and one line more.
+#[test]
+fn a_file_larger_than_any_sysfs_attribute_is_named_not_read_in_part() {
+    let (_d, root) = tree();
+    let f = dev(&root, "0000:04:00.0").join("resource");
+    let line = format!("{:<63}\n", "0x0000000000000000 0x0000000000000000 0x0000000000000000");
+    assert_eq!(line.len(), 64);
+    fs::write(&f, line.repeat(1025)).unwrap();
+    let e = Topology::from_sysfs(&root).unwrap_err();
+    assert!(matches!(e, TopoError::Parse { .. }), "{e}");
+    err_names(&e, &f.display().to_string());
+    assert!(e.to_string().contains("at most 64 KiB"), "{e}");
+    // exactly 64 KiB is still read
+    fs::write(&f, line.repeat(1024)).unwrap();
+    Topology::from_sysfs(&root).unwrap();
+}
+
+/// An IOMMU group's `type` is one of the words the kernel writes there; any other is a damaged
+/// file, not a default domain to print and judge by.
+#[test]
+fn an_iommu_group_type_the_kernel_never_writes_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::iommu_multipath().write(dir.path()).unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap();
+    let f = root.join("kernel/iommu_groups/0/type");
+    assert_eq!(Topology::from_sysfs(&root).unwrap().iommu.default_domain.as_deref(), Some(fs::read_to_string(&f).unwrap().trim()));
+    for bad in ["garbage\n", "\n", "DMA DMA-FQ\n"] {
+        fs::write(&f, bad).unwrap();
+        let e = Topology::from_sysfs(&root).unwrap_err();
+        assert!(matches!(e, TopoError::Parse { .. }), "{e}");
+        err_names(&e, &f.display().to_string());
+    }
+    for good in ["identity\n", "DMA-FQ\n", "unknown\n"] {
+        fs::write(&f, good).unwrap();
+        assert_eq!(Topology::from_sysfs(&root).unwrap().iommu.default_domain.as_deref(), Some(good.trim()));
+    }
+}
