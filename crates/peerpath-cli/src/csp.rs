@@ -77,6 +77,10 @@ struct QueryArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Seconds to wait for the device's answers before saying it gave none (its process stopped
+    /// or hung), 1 to 3600.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    timeout: u64,
 }
 
 /// Runs `peerpath csp ...`. Bad names or options exit with 2, a name
@@ -192,6 +196,7 @@ fn memory_size(bytes: u64) -> String {
 fn query(q: QueryArgs, answer: impl FnOnce(&mut EmulatedCsp, bool) -> Result<String, CspError>) -> Result<(), CspError> {
     let mut o = ConnectOptions::new(&q.name);
     o.dir = q.dir.unwrap_or_else(default_dir);
+    o.command_timeout = std::time::Duration::from_secs(q.timeout);
     let mut device = EmulatedCsp::connect(&o)?;
     println!("{}", answer(&mut device, q.json)?);
     Ok(())

@@ -399,13 +399,14 @@ fn a_device_that_takes_connections_but_does_not_answer_is_said_so() {
     assert!(serves.first_line(0).starts_with("peerpath csp ready:"));
     // SAFETY: kill(2) with this test's own child's pid (continued below, then stopped by Drop).
     assert_eq!(unsafe { libc::kill(serves.pid(0) as libc::pid_t, libc::SIGSTOP) }, 0);
-    let out = Command::new(PEERPATH).args(["csp", "stats", "--name", "stopped", "--dir"]).arg(dir.path()).output().unwrap();
+    // --timeout 1: the wait was a fixed 10 s, which this test paid.
+    let out = Command::new(PEERPATH).args(["csp", "stats", "--name", "stopped", "--timeout", "1", "--dir"]).arg(dir.path()).output().unwrap();
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(serves.pid(0) as libc::pid_t, libc::SIGCONT) }, 0);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     // It said "Resource temporarily unavailable (os error 11)".
-    assert!(err.contains("peerpath-csp-stopped.sock: the device gave no answer within 10 s (is its process stopped, or hung?)"), "{err}");
+    assert!(err.contains("peerpath-csp-stopped.sock: the device gave no answer within 1 s (is its process stopped, or hung?)"), "{err}");
     assert!(serves.stop(0).success());
     assert_eq!(names_in(dir.path()), Vec::<String>::new());
 }

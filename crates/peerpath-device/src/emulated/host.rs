@@ -299,7 +299,7 @@ impl EmulatedCsp {
             Ok(p) => p,
             Err(e) => return Err((e, child)),
         };
-        let claimed = claim(&paths, &o.name, o.queue);
+        let claimed = claim(&paths, &o.name, o.queue, o.command_timeout);
         let (socket, index, sq_efd, cq_efd) = match claimed {
             Ok(c) => c,
             Err(e) => return Err((e, child)),
@@ -1000,13 +1000,13 @@ fn wait_ready(child: &mut DeviceProcess, stdout: &mut (impl Read + AsRawFd), nam
 }
 
 /// Connects to the device's socket and claims a queue pair; returns the
-/// socket, the queue pair's index and its SQ and CQ eventfds.
-fn claim(paths: &CspPaths, name: &str, queue: Option<u32>) -> Result<(UnixStream, u32, EventFd, EventFd), CspError> {
+/// socket, the queue pair's index and its SQ and CQ eventfds. A device that does not answer
+/// within `wait` (the options' `command_timeout`) is said to be stopped or hung.
+fn claim(paths: &CspPaths, name: &str, queue: Option<u32>, wait: Duration) -> Result<(UnixStream, u32, EventFd, EventFd), CspError> {
     let connect_err = |source| CspError::Connect { name: name.to_string(), socket: paths.socket.clone(), source };
     let io_err = |source| CspError::Io { operation: "claim a queue pair on", path: paths.socket.clone(), source };
     let mut sock = UnixStream::connect(&paths.socket).map_err(connect_err)?;
-    const CLAIM_WAIT: Duration = Duration::from_secs(10);
-    sock.set_read_timeout(Some(CLAIM_WAIT)).map_err(io_err)?;
+    sock.set_read_timeout(Some(wait)).map_err(io_err)?;
     let mut msg = [0u8; 8];
     msg[0..4].copy_from_slice(&CLAIM_MAGIC.to_le_bytes());
     msg[4..8].copy_from_slice(&queue.unwrap_or(CLAIM_ANY).to_le_bytes());
@@ -1017,7 +1017,7 @@ fn claim(paths: &CspPaths, name: &str, queue: Option<u32>) -> Result<(UnixStream
         // connections but does not answer them.
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io_err(io::Error::new(
             io::ErrorKind::TimedOut,
-            format!("the device gave no answer within {} s (is its process stopped, or hung?)", CLAIM_WAIT.as_secs()),
+            format!("the device gave no answer within {} s (is its process stopped, or hung?)", wait.as_secs_f64()),
         )),
         _ => io_err(e),
     })?;
