@@ -23,6 +23,10 @@
 //! A client that goes away (killed, Ctrl-C) cancels its job: the job ends as
 //! a failed job does, its outputs not put in place.
 //!
+//! The daemon's log (its standard error) says each job's start, with its client (pid, user and
+//! directory: its relative paths are that directory's), and its end; a signal that stops the
+//! daemon (SIGTERM, ^C) is its last line, with the job it cut off ([`stopped_by_signal`]).
+//!
 //! No silent fallback: a daemon that cannot be reached, runs another build of
 //! peerpath, or has another environment than the client's is said on stderr
 //! and the job runs in the client's process, or, with `--no-fallback`, is an
@@ -44,7 +48,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -346,6 +350,8 @@ fn send_descriptors(conn: &UnixStream) -> std::io::Result<()> {
 /// A request taken from a client, with its descriptors.
 struct Incoming {
     conn: UnixStream,
+    /// The client's process and user (SO_PEERCRED), for the log.
+    peer: rustix::net::UCred,
     request: Request,
     /// The client's standard input, output and error.
     stdio: [OwnedFd; 3],
@@ -357,6 +363,23 @@ static RUNNER: Mutex<Option<String>> = Mutex::new(None);
 /// Said in the report of a job the daemon runs (`None` elsewhere).
 pub fn runner() -> Option<String> {
     RUNNER.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The daemon's log (its standard error when it started), for [`stopped_by_signal`].
+static LOG: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+/// The number of the job that runs, 0 while none does: the one a signal cuts off.
+static RUNNING: AtomicU64 = AtomicU64::new(0);
+
+/// Says in the daemon's log that signal `name` stops it, and which job it cuts off: the signal
+/// thread calls it once the temporaries are removed (their registry then stays locked, so no
+/// output of the job is put in place after) and before the process dies of the signal. The
+/// job's client says only that the daemon ended (exit 18).
+pub fn stopped_by_signal(name: &str) {
+    let Some(log) = LOG.get() else { return };
+    match RUNNING.load(Ordering::SeqCst) {
+        0 => say(log, format_args!("peerpath daemon: stopped by {name} (no job running)")),
+        job => say(log, format_args!("peerpath daemon: stopped by {name}: job {job} cut off, its outputs in progress not put in place (its client fails, exit {EXIT_DAEMON})")),
+    }
 }
 
 pub fn main(a: DaemonArgs) -> ExitCode {
@@ -375,6 +398,9 @@ pub fn main(a: DaemonArgs) -> ExitCode {
         }
     };
     crate::JOBS_IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Ok(l) = log.try_clone() {
+        let _ = LOG.set(l);
+    }
     let named = match a.socket.clone().map_or_else(default_socket, Ok) {
         Ok(p) => p,
         Err(why) => {
@@ -755,7 +781,7 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     let sent = if got.flags.contains(rustix::net::ReturnFlags::CTRUNC) { format!("more than {}", fds.len()) } else { fds.len().to_string() };
     let stdio: [OwnedFd; 3] = fds.try_into().map_err(|_| refuse(format!("{sent} descriptors with the request (its standard input, output and error: 3)")))?;
     conn.set_read_timeout(None).map_err(|e| e.to_string())?;
-    Ok(Incoming { conn, request, stdio })
+    Ok(Incoming { conn, peer, request, stdio })
 }
 
 /// What decides which files the process at `proc` (`/proc/PID`) may read and write and what its
@@ -852,7 +878,7 @@ fn say(mut log: impl Write, line: std::fmt::Arguments) {
 /// Runs one client's job in this process, its standard streams and
 /// directory in place of the daemon's while it runs; `queue`'s running job until it ends.
 fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<u8>>, held: &str, log: &std::fs::File, queue: &Queue) {
-    let Incoming { conn, request, stdio } = incoming;
+    let Incoming { conn, peer, request, stdio } = incoming;
     let shown = shown_argv(&request.argv);
     let argv: Vec<OsString> = request.argv.iter().map(|a| OsString::from_vec(a.to_vec())).collect();
     let client_env = request.environment();
@@ -883,6 +909,8 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         Err(e) => return refuse(format!("its command line does not parse here: {}", e.kind())),
     };
     let cwd = PathBuf::from(OsString::from_vec(request.cwd));
+    // Relative paths are the client's directory's: the log says whose job it is and where it runs.
+    let client = format!("client pid {}, uid {}, in {}", peer.pid.as_raw_nonzero(), peer.uid.as_raw(), Quoted(&cwd));
     let daemon_cwd = std::env::current_dir().ok();
     if let Err(e) = std::env::set_current_dir(&cwd) {
         return refuse(format!("cannot enter the client's directory {}: {e}", Quoted(&cwd)));
@@ -913,8 +941,9 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         }
         return;
     }
-    say(log, format_args!("peerpath daemon: job {job}: started: {shown}"));
-    *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("peerpath daemon (pid {}), job {job} since it started; {held}", std::process::id()));
+    say(log, format_args!("peerpath daemon: job {job}: started: {shown} ({client})"));
+    RUNNING.store(job, Ordering::SeqCst);
+    *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("peerpath daemon (pid {}), as job {job} in its log; {held}", std::process::id()));
     peerpath_runtime::cancel::clear();
     let started = Instant::now();
     // The watcher: a client that goes away cancels its job; the job's end
@@ -964,6 +993,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
             },
         }
     });
+    RUNNING.store(0, Ordering::SeqCst);
     *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = None;
     rustix::process::umask(umask);
     let restored = saved.restore();

@@ -1500,13 +1500,14 @@ fn remove_temporaries_on_signals() {
     let _ = std::thread::Builder::new().name("peerpath-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let (kept, replaced) = peerpath_runtime::job::left_at_signal();
-            // Not the job server's: its jobs' outputs are its clients' to speak of.
-            if !JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
-                let name = signal_hook::low_level::signal_name(sig).map_or_else(|| format!("signal {sig}"), str::to_string);
-                if let Some(note) = left_at_signal_note(&name, &kept, &replaced) {
-                    // Not eprintln!: it panics where standard error is closed.
-                    let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{note}\n"));
-                }
+            let name = signal_hook::low_level::signal_name(sig).map_or_else(|| format!("signal {sig}"), str::to_string);
+            // The job server's log says it stops, and the job it cuts off: that job's outputs are
+            // its client's to speak of.
+            if JOBS_IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+                daemon::stopped_by_signal(&name);
+            } else if let Some(note) = left_at_signal_note(&name, &kept, &replaced) {
+                // Not eprintln!: it panics where standard error is closed.
+                let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{note}\n"));
             }
             // Last, once it is said: what is in flight can no longer lay out a file given empty.
             peerpath_io::empty_laid_out_files_before_exit();

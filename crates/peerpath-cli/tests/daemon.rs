@@ -97,6 +97,9 @@ fn jobs_run_in_the_daemon_with_the_clients_directory_streams_umask_and_exit_code
     let out = run(&mut d.client(&work, args!["compress", "in.fa", "-o", "via.gz"])).ok();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(RUNNER), "the report says the daemon ran it:\n{text}");
+    // Its job number is the one its log gives it.
+    assert!(text.contains(&format!("{RUNNER}{}), as job 1 in its log; ", d.child.id())), "{text}");
+    d.wait_for_log("job 1: exit 0", 1);
     run(pp(args!["compress", "-q", "in.fa", "-o", "local.gz"]).current_dir(&work)).ok();
     assert_file_eq(&work.join("via.gz"), &std::fs::read(work.join("local.gz")).unwrap(), "the daemon's output is the CPU's own");
     let report = run(&mut d.client(&work, args!["verify", "--json", "via.gz"])).ok().json();
@@ -234,7 +237,58 @@ fn a_daemon_stopped_by_a_signal_removes_its_socket() {
         let status = d.child.wait().unwrap();
         assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status).map_or(status.code(), |s| Some(128 + s)), Some(128 + signal), "{status:?}");
         assert!(!d.socket.exists(), "signal {signal}: the socket is left: {:?}", names_in(dir.path()));
+        let name = if signal == libc::SIGTERM { "SIGTERM" } else { "SIGINT" };
+        assert_eq!(d.log().lines().last(), Some(format!("peerpath daemon: stopped by {name} (no job running)").as_str()), "{}", d.log());
     }
+}
+
+/// A daemon stopped by a signal in the middle of a job says so in its log, naming the signal and
+/// the job it cut off, whose output is not put in place (its log ended at "job 1: started"); its
+/// socket goes, it dies of the signal, and the job's client fails (exit 18).
+#[test]
+fn a_daemon_stopped_by_a_signal_says_in_its_log_which_job_it_cut_off() {
+    let dir = scratch();
+    let mut d = Daemon::start(dir.path());
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    // A job that runs until its input ends: the signal comes while it runs.
+    let mut client = d.client(&work, args!["compress", "-", "-o", "piped.gz"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start the client");
+    let mut source = client.stdin.take().unwrap();
+    source.write_all(&random_bytes(64 << 10, 5)).unwrap();
+    d.wait_for_log("job 1: started", 1);
+    // SAFETY: a signal to our own test's daemon, which is running.
+    assert_eq!(unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) }, 0);
+    let status = d.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGTERM), "{status:?}");
+    drop(source);
+    let code = wait_deadline(&mut client, DEADLINE, "the client").code();
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut client.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(code, Some(18), "{said}");
+    assert!(!d.socket.exists(), "the socket is left: {:?}", names_in(dir.path()));
+    assert_dir_holds(&work, &[]);
+    let log = d.log();
+    let last = log.lines().last().unwrap_or_default();
+    assert_eq!(last, "peerpath daemon: stopped by SIGTERM: job 1 cut off, its outputs in progress not put in place (its client fails, exit 18)", "{log}");
+}
+
+/// The log says whose each job is and where it runs (its relative paths are that directory's):
+/// the client's pid and user, and its working directory, quoted as names are elsewhere (a newline
+/// in it stays on the line).
+#[test]
+fn the_log_names_each_jobs_client_and_its_directory() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    let work = dir.path().join("a\nb");
+    std::fs::create_dir(&work).unwrap();
+    let mut client = d.client(&work, args!["verify", "x.gz"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the client");
+    let pid = client.id();
+    assert_ne!(wait_deadline(&mut client, DEADLINE, "the client").code(), Some(0), "x.gz does not exist");
+    d.wait_for_log("job 1: exit ", 1);
+    // SAFETY: geteuid(2) only reads this process's effective user id.
+    let uid = unsafe { libc::geteuid() };
+    let said = format!("peerpath daemon: job 1: started: verify x.gz (client pid {pid}, uid {uid}, in '{}/a'$'\\n''b')\n", dir.path().display());
+    assert!(d.log().contains(&said), "{said}{}", d.log());
 }
 
 /// The socket's name is resolved where the daemon started: a relative one was
@@ -988,7 +1042,7 @@ fn names_in_the_daemons_and_its_clients_messages_are_quoted() {
     let out = run(&mut d.client(dir.path(), args!["verify", "a\nb.gz"]));
     assert_ne!(out.status.code(), Some(0), "{}", out.describe());
     d.wait_for_log("job 1: exit ", 1);
-    assert!(d.log().contains("started: verify 'a'$'\\n''b.gz'\n"), "{}", d.log());
+    assert!(d.log().contains("started: verify 'a'$'\\n''b.gz' (client pid "), "{}", d.log());
 }
 
 /// Sends a request (any: the daemon queues a job before it looks at it) and `fd` as the
