@@ -14,7 +14,7 @@
 use crate::ec::{ShardReader, StreamEncoder};
 use peerpath_func::crypt::{BlockReader, FileCipher, InOrder, Key, StreamSealer, HEADER_BYTES, MAGIC, TAG_BYTES};
 use peerpath_func::{encode_member, member_bound_bytes, Format, Level, MemberEncoder, StreamDecoder};
-use peerpath_runtime::report::{name_bytes, Quoted, ShellWord};
+use peerpath_runtime::report::{count, name_bytes, Quoted, ShellWord};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::io::{Read, Write};
@@ -197,16 +197,16 @@ impl ChainReport {
             None => {
                 let coding = stage("erasure code").map_or_else(|| "no rate".into(), HostStage::rate);
                 t += &format!(
-                    "{}: {} -> {} members, {} compressed (level {}){} -> RS({}, {}): {} stripe(s) of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {coding} (measured on this host's CPU: compress, {}erasure code all ran on {} host thread(s))\n",
+                    "{}: {} -> {}, {} compressed (level {}){} -> RS({}, {}): {} of {} x {} bytes in {n} shards, {} in {}; {:.3} s, {:.2} GB/s of source, coding {coding} (measured on this host's CPU: compress, {}erasure code all ran on {})\n",
                     Quoted(&self.source),
                     h(self.source_bytes),
-                    self.members,
+                    count(self.members, "member"),
                     h(self.compressed_bytes),
                     self.level.unwrap_or(0),
-                    self.encryption.as_ref().map_or(String::new(), |e| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {} block(s) of {})", e.blocks, h(e.block_bytes))),
+                    self.encryption.as_ref().map_or(String::new(), |e| format!(" -> encrypted, peerpath-enc/1 (AES-256-GCM, {} of {})", count(e.blocks, "block"), h(e.block_bytes))),
                     self.data_shards,
                     self.parity_shards,
-                    self.stripes,
+                    count(self.stripes, "stripe"),
                     self.data_shards,
                     self.unit_bytes,
                     h(shard_bytes),
@@ -214,13 +214,13 @@ impl ChainReport {
                     self.seconds,
                     self.source_gb_per_s,
                     if self.encrypted { "encrypt, " } else { "" },
-                    self.run.threads,
+                    count(self.run.threads, "host thread"),
                 );
                 let part = |name: &str, f: &dyn Fn(&HostStage) -> String| stage(name).map_or(String::new(), f);
                 t += &format!(
                     "stages on this host's CPU (measured): {}{}{}{}; bytes through this process's memory: {}\n",
                     part("read", &|s| format!("read {:.3} s", s.seconds)),
-                    part("compress", &|s| format!("; compress {:.3} s on {} thread(s) ({} a thread)", s.seconds, s.threads, s.rate())),
+                    part("compress", &|s| format!("; compress {:.3} s summed over {} ({} a thread)", s.seconds, count(s.threads, "thread"), s.rate())),
                     part("seal", &|s| format!("; seal {:.3} s ({})", s.seconds, s.rate())),
                     part("erasure code", &|s| format!("; erasure code {:.3} s ({})", s.seconds, s.rate())),
                     self.run.ledger.iter().map(|m| format!("{} of {}", h(m.bytes), m.what)).collect::<Vec<_>>().join(", "),
@@ -232,24 +232,24 @@ impl ChainReport {
                 let (compressed, how) = if d.gpu {
                     (
                         "compressed by nvCOMP".to_string(),
-                        format!("every stage on 1 GPU, up to {} block(s) in flight, {} commands; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", d.in_flight, d.commands),
+                        format!("every stage on 1 GPU, up to {} in flight, {}; the block read {moved} into its pinned host window and copied to GPU memory by the device, each unit copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", count(d.in_flight, "block"), count(d.commands, "command")),
                     )
                 } else {
                     (
                         format!("compressed (level {})", self.level.unwrap_or(0)),
-                        format!("every stage on 1 emulated CSP, {} worker(s), up to {} block(s) in flight, {} commands; the block read {moved} into its memory, shards written from it by kernel copies; {copies}", d.workers.unwrap_or(0), d.in_flight, d.commands),
+                        format!("every stage on 1 emulated CSP, {}, up to {} in flight, {}; the block read {moved} into its memory, shards written from it by kernel copies; {copies}", count(d.workers.unwrap_or(0), "worker"), count(d.in_flight, "block"), count(d.commands, "command")),
                     )
                 };
                 t += &format!(
-                    "{}: {} -> {} members, {} {compressed}{} -> RS({}, {}): {} stripe(s) in {n} shards, in {}; {:.3} s, {:.2} GB/s of source ({}: {how})\n",
+                    "{}: {} -> {}, {} {compressed}{} -> RS({}, {}): {} in {n} shards, in {}; {:.3} s, {:.2} GB/s of source ({}: {how})\n",
                     Quoted(&self.source),
                     h(self.source_bytes),
-                    self.members,
+                    count(self.members, "member"),
                     h(self.compressed_bytes),
                     if self.encrypted { " -> encrypted on the device (peerpath-enc/1)" } else { "" },
                     self.data_shards,
                     self.parity_shards,
-                    self.stripes,
+                    count(self.stripes, "stripe"),
                     Quoted(&self.target),
                     self.seconds,
                     self.source_gb_per_s,
@@ -368,24 +368,24 @@ impl ReverseChainReport {
             None => {
                 let stage = |name: &str| self.run.host_stages.iter().flatten().find(|s| s.stage == name);
                 t += &format!(
-                    "{} -> {}: {} from the shards{}, inflated to {} on {} host thread(s) (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)\n",
+                    "{} -> {}: {} from the shards{}, inflated to {} on {} (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)\n",
                     Quoted(&self.set),
                     Quoted(&self.output),
                     h(self.stream_bytes),
                     if self.encrypted { ", each block authenticated and decrypted as it arrived" } else { "" },
                     h(self.output_bytes),
-                    self.run.threads,
+                    count(self.run.threads, "host thread"),
                     self.seconds,
                     self.output_gb_per_s,
                 );
                 let secs = |name: &str| stage(name).map_or(0.0, |s| s.seconds);
                 let inflate = stage("inflate");
                 t += &format!(
-                    "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {} thread(s) ({} out a thread); write {:.3} s; bytes through this process's memory: {}\n",
+                    "stages on this host's CPU (measured): stripes read and checked (units rebuilt where lost) {:.3} s{}, on the reader thread; inflate {:.3} s summed over {} ({} out a thread); write {:.3} s; bytes through this process's memory: {}\n",
                     secs("read"),
                     stage("open").map_or(String::new(), |s| format!(", blocks opened {:.3} s", s.seconds)),
                     secs("inflate"),
-                    inflate.map_or(0, |s| s.threads),
+                    count(inflate.map_or(0, |s| s.threads), "thread"),
                     inflate.map_or_else(|| "no rate".into(), HostStage::rate),
                     secs("write"),
                     self.run.ledger.iter().map(|m| if m.what == "output written" { format!("{} written", h(m.bytes)) } else { format!("{} of {}", h(m.bytes), m.what) }).collect::<Vec<_>>().join(", "),
@@ -395,19 +395,19 @@ impl ReverseChainReport {
                 let moved = crate::device_job::moved(d.read_by_dma);
                 let copies = d.host_copies.text();
                 let how = if d.gpu {
-                    format!("every stage on 1 GPU, up to {} member(s) in flight, {} commands; units read {moved} into its pinned host window and copied to GPU memory by the device, checked there against the manifest's CRC-32s, each member's output copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", d.in_flight, d.commands)
+                    format!("every stage on 1 GPU, up to {} in flight, {}; units read {moved} into its pinned host window and copied to GPU memory by the device, checked there against the manifest's CRC-32s, each member's output copied back to the window and written from it by kernel copies; {copies} (storage DMAs into and out of the pinned window; the GPU's copy engines move them to and from its memory)", count(d.in_flight, "member"), count(d.commands, "command"))
                 } else {
-                    format!("every stage on 1 emulated CSP, {} worker(s), up to {} member(s) in flight, {} commands; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; {copies}", d.workers.unwrap_or(0), d.in_flight, d.commands)
+                    format!("every stage on 1 emulated CSP, {}, up to {} in flight, {}; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; {copies}", count(d.workers.unwrap_or(0), "worker"), count(d.in_flight, "member"), count(d.commands, "command"))
                 };
                 let rebuilt = self.units_rebuilt.unwrap_or(0);
                 t += &format!(
-                    "{} -> {}: {} from the shards{}{}, {} member(s) inflated to {}; {:.3} s, {:.2} GB/s out ({}: {how})\n",
+                    "{} -> {}: {} from the shards{}{}, {} inflated to {}; {:.3} s, {:.2} GB/s out ({}: {how})\n",
                     Quoted(&self.set),
                     Quoted(&self.output),
                     h(self.stream_bytes),
-                    if rebuilt > 0 { format!(", {rebuilt} unit(s) rebuilt on the device") } else { String::new() },
+                    if rebuilt > 0 { format!(", {} rebuilt on the device", count(rebuilt, "unit")) } else { String::new() },
                     if self.encrypted { ", each block authenticated and decrypted there" } else { "" },
-                    self.members.unwrap_or(0),
+                    count(self.members.unwrap_or(0), "member"),
                     h(self.output_bytes),
                     self.seconds,
                     self.output_gb_per_s,

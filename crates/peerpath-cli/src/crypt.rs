@@ -12,7 +12,7 @@
 
 use clap::Args;
 use peerpath_func::crypt::{CryptError, FileCipher, Key, Layout, HEADER_BYTES, MAX_BLOCK_BYTES, TAG_BYTES};
-use peerpath_runtime::report::{name_bytes, Quoted};
+use peerpath_runtime::report::{count, name_bytes, Quoted};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::fs::File;
@@ -487,9 +487,9 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     emit(&a, &report, || {
         let verb = if dir == Direction::Encrypt { "encrypted" } else { "decrypted and authenticated" };
         format!(
-            "{verb} {} in {} block(s) of {}",
+            "{verb} {} in {} of {}",
             peerpath_metrics::human_bytes(l.plaintext_bytes),
-            l.blocks(),
+            count(l.blocks(), "block"),
             peerpath_metrics::human_bytes(l.block_bytes as u64)
         )
     });
@@ -594,9 +594,9 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     emit(&a, &report, || {
         let verb = if dir == Direction::Encrypt { "encrypted" } else { "decrypted" };
         format!(
-            "{verb} {} as {} sector(s) of {} with AES-256-XTS (not authenticated)",
+            "{verb} {} as {} of {} with AES-256-XTS (not authenticated)",
             peerpath_metrics::human_bytes(size),
-            report.blocks,
+            count(report.blocks, "sector"),
             peerpath_metrics::human_bytes(sector as u64)
         )
     });
@@ -654,7 +654,7 @@ fn emit(a: &CryptArgs, report: &CryptReport, what: impl FnOnce() -> String) {
     if a.json {
         println!("{}", crate::jsonout::stamped("crypt-report", report));
     } else if !a.quiet {
-        let on = if report.provenance == "measured on this host's CPU" { format!("on {} thread(s)", report.threads) } else { report.engine.clone() };
+        let on = if report.provenance == "measured on this host's CPU" { format!("on {}", count(report.threads, "thread")) } else { report.engine.clone() };
         println!("{} -> {}: {}, {:.3} s, {:.2} GB/s {on} ({})", Quoted(&report.source), Quoted(&report.target), what(), report.seconds, report.plaintext_gb_per_s, report.provenance);
     }
 }

@@ -605,7 +605,7 @@ fn large_blocks_of_a_small_file_ask_the_device_for_the_file_not_the_block() {
     std::fs::write(&src, &data).unwrap();
     let enc = d.join("s.ppenc");
     let o = run(&mut pp(args!["encrypt", &src, "-o", &enc, "--key-file", &key, "--block-size", "1G", "--engine", "emulated", "--no-fallback"])).ok();
-    assert!(o.stdout_str().contains("sealed on 1 emulated CSP") && o.stdout_str().contains("1 block(s) of 1 GiB"), "{}", o.describe());
+    assert!(o.stdout_str().contains("sealed on 1 emulated CSP") && o.stdout_str().contains("1 block of 1 GiB"), "{}", o.describe());
     let back = d.join("back");
     let o = run(&mut pp(args!["decrypt", &enc, "-o", &back, "--key-file", &key, "--engine", "emulated", "--no-fallback"])).ok();
     assert!(o.stdout_str().contains("opened on 1 emulated CSP"), "{}", o.describe());
@@ -912,4 +912,19 @@ fn text_keys_xts_images_and_a_cut_magic_are_told_apart() {
         run(&mut pp(args!["decrypt", &f, "--key-file", &raw, "-o", d.join("out")])).fails(7, &["truncated", "72-byte header"]);
     }
     assert!(!d.join("out").exists());
+}
+
+/// `encrypt` counts as many as it counts: one block, one sector, one thread in the singular
+/// (each read "block(s)", "sector(s)", "thread(s)" whatever the number).
+#[test]
+fn crypt_counts_one_in_words() {
+    let dir = scratch();
+    let d = dir.path();
+    let key = keygen(d, "k");
+    let src = d.join("s");
+    std::fs::write(&src, mixed_data(4096, 3)).unwrap();
+    let o = run(&mut pp(args!["encrypt", &src, "-o", d.join("g"), "--key-file", &key, "-T", "1"])).ok();
+    assert!(o.stdout_str().contains(": encrypted 4 KiB in 1 block of 1 MiB, ") && o.stdout_str().contains(" on 1 thread (") && !o.stdout_str().contains("(s)"), "{}", o.describe());
+    let o = run(&mut pp(args!["encrypt", &src, "-o", d.join("x"), "--key-file", &key, "--mode", "xts", "-T", "1"])).ok();
+    assert!(o.stdout_str().contains(": encrypted 4 KiB as 1 sector of 4 KiB with AES-256-XTS") && o.stdout_str().contains(" on 1 thread (") && !o.stdout_str().contains("(s)"), "{}", o.describe());
 }

@@ -659,7 +659,7 @@ fn the_least_device_memory_runs_a_block_at_a_time_without_waiting_for_a_tick() {
     assert_same_outputs(&cpu, &dev, &["z"], &memory);
     assert!(took < std::time::Duration::from_secs(5), "{memory}: took {took:?} for 65 blocks (a tick's wait a block is 13 s)");
     let note = r["devices"][0]["blocks_in_flight"].as_str().unwrap_or_else(|| panic!("{memory}: no word on blocks in flight: {}", r["devices"][0]));
-    assert!(note.contains("holds 1 block(s) of 1024 KiB in flight at a time"), "{memory}: {note}");
+    assert!(note.contains("holds 1 block of 1024 KiB in flight at a time"), "{memory}: {note}");
     // With room for the usual inputs in flight, nothing to say.
     let roomy = dir.path().join("roomy");
     let r = compress(&sources, &roomy, &emulated(&[])).ok().json();

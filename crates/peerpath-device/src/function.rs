@@ -262,7 +262,7 @@ impl fmt::Display for Function {
                 write!(f, "gzip compress chunk (level {}, {format:?}, {member_bytes}-byte members)", level.get())
             }
             Function::EcEncode { data, parity } => write!(f, "erasure-code encode (RS({data}, {parity}))"),
-            Function::EcReconstruct { data, parity, wanted } => write!(f, "erasure-code reconstruct ({wanted} unit(s) of RS({data}, {parity}))"),
+            Function::EcReconstruct { data, parity, wanted } => write!(f, "erasure-code reconstruct (RS({data}, {parity}), units wanted: {wanted})"),
             Function::AeadSealBlock { index } => write!(f, "AEAD seal block {index}"),
             Function::AeadOpenBlock { index } => write!(f, "AEAD open block {index}"),
             Function::StorageRead { file, offset } => write!(f, "storage read (file {file}, byte {offset})"),
@@ -399,6 +399,14 @@ impl Serialize for FunctionSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The units a reconstruction wants, without "unit(s)" for any number.
+    #[test]
+    fn a_reconstruction_names_its_units_wanted_without_a_plural() {
+        for wanted in [1, 2] {
+            assert_eq!(Function::EcReconstruct { data: 4, parity: 2, wanted }.to_string(), format!("erasure-code reconstruct (RS(4, 2), units wanted: {wanted})"));
+        }
+    }
 
     #[test]
     fn every_function_round_trips_through_opcode_and_param() {

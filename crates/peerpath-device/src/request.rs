@@ -261,7 +261,7 @@ impl fmt::Display for FailureKind {
 /// A failed device, with the requests that were in flight on it (handed
 /// back so the caller can redo them elsewhere).
 #[derive(Clone, Debug, thiserror::Error)]
-#[error("device {device} {kind}: {detail} ({} request(s) handed back)", in_flight.len())]
+#[error("device {device} {kind}: {detail} (requests handed back: {})", in_flight.len())]
 pub struct DeviceError {
     pub device: String,
     pub kind: FailureKind,
@@ -279,6 +279,13 @@ impl DeviceError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A failed device counts the requests it hands back without "request(s)" for any number.
+    #[test]
+    fn a_device_error_counts_its_requests_without_a_plural() {
+        let e = DeviceError { device: "d0".into(), kind: FailureKind::Lost, detail: "gone".into(), in_flight: Vec::new() };
+        assert_eq!(e.to_string(), format!("device d0 {}: gone (requests handed back: 0)", FailureKind::Lost));
+    }
 
     #[test]
     fn ranges_overlap_only_when_they_share_a_byte() {

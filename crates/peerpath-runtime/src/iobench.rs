@@ -27,7 +27,7 @@
 //!            log-linear histogram (< 0.8 % bucket error, fixed size).
 //! ```
 
-use crate::report::Provenance;
+use crate::report::{count, Provenance};
 use peerpath_io::{Completion, EngineKind, IoBuf, IoEngine, IoOp, IoPath, SyncEngine, UringEngine, Waker};
 use peerpath_mem::{align_up, AlignedBuf, MappedRegion, MemoryDomain, RegionAllocator, RegionError, DIRECT_IO_ALIGN_BYTES};
 use serde::Serialize;
@@ -792,7 +792,7 @@ pub fn plan_points(o: &IoBenchOptions, span_bytes: u64) -> (Vec<PointSpec>, Vec<
                 let blocks = span / bs as u64;
                 let in_flight = u32::try_from(blocks).unwrap_or(u32::MAX).min(qd);
                 if in_flight < qd {
-                    notes.push(format!("{} at {} x queue depth {qd}: the {span_bytes}-byte file holds {blocks} such block(s), so the queue depth was capped at {in_flight} (qd {qd}* below: {in_flight} in flight at most, {in_flight} buffer(s) made) and the point's figures come from {blocks} transfer(s)", pattern.describe(), human_size(bs as u64)));
+                    notes.push(format!("{} at {} x queue depth {qd}: the {span_bytes}-byte file holds {}, so the queue depth was capped at {in_flight} (qd {qd}* below: {in_flight} in flight at most, {} made) and the point's figures come from {}", pattern.describe(), human_size(bs as u64), count(blocks, "such block"), count(in_flight, "buffer"), count(blocks, "transfer")));
                 }
                 points.push(PointSpec { pattern, block_size_bytes: bs, queue_depth: qd, queue_depth_in_flight: in_flight, span_bytes: span, max_bytes: span, runtime_ns, seed: o.seed, warm_up: true });
             }

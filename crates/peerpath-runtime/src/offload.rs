@@ -32,7 +32,7 @@
 use crate::buf::JobBuf;
 use crate::devices::JobDevice;
 use crate::error::{JobError, Result};
-use crate::report::{name_bytes, DeviceReport, Fallback, Quoted};
+use crate::report::{count, name_bytes, DeviceReport, Fallback, Quoted};
 use crate::token::Token;
 use crate::writer::{TargetWriter, STAGING_BYTES};
 use peerpath_device::{chunk_bound_bytes, Completion, Device, DeviceRange, Function, Request, Status, StorageIo, Submit, Watcher};
@@ -845,8 +845,8 @@ impl DeviceSide {
 fn memory_bound_note(dev: &DevState, limit: usize, chunk_bytes: usize) -> Option<String> {
     (dev.short_of_memory && dev.peak_inputs < limit).then(|| {
         format!(
-            "device memory holds {} block(s) of {} KiB in flight at a time (read or compressed; its streams take up to {limit}): more memory, more overlap",
-            dev.peak_inputs,
+            "device memory holds {} of {} KiB in flight at a time (read or compressed; its streams take up to {limit}): more memory, more overlap",
+            count(dev.peak_inputs, "block"),
             chunk_bytes >> 10
         )
     })
@@ -876,9 +876,9 @@ fn device_memory(jd: &JobDevice, params: &Params) -> Result<DevState> {
     };
     if compute_has < compute || window.available() < window_needs {
         return Err(JobError::Usage(format!(
-            "device {name} has {} MiB of memory; {} stream(s) of {} KiB blocks need at least {} MiB (give the device more memory, or fewer sources per device)",
+            "device {name} has {} MiB of memory; {} of {} KiB blocks need at least {} MiB (give the device more memory, or fewer sources per device)",
             compute_has.min(window.available()) >> 20,
-            jd.streams.len(),
+            count(jd.streams.len(), "stream"),
             params.chunk_bytes >> 10,
             compute.max(window_needs).div_ceil(1 << 20)
         )));
