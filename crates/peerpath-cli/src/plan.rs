@@ -19,7 +19,7 @@ pub struct PlanArgs {
     /// Read a topology file (TOML) instead of sysfs.
     #[arg(long)]
     file: Option<PathBuf>,
-    /// Devices read from: PCI address, label, controller (nvme3) or block device (nvme3n1, md0).
+    /// Storage read from: PCI address, label, controller (nvme3) or block device (nvme3n1, md0).
     #[arg(long = "source", value_name = "DEV", required = true, num_args = 1.., value_delimiter = ',')]
     sources: Vec<String>,
     /// Devices written to (same names as --source); sources are paired with the nearest target.

@@ -245,3 +245,23 @@ fn a_device_named_twice_is_refused() {
     let out = plan(&["--file", f, "--source", "ssd0", "--target", "ssd1", "--devices", "csp0,cpu"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// Sources and targets are storage the job reads and writes: the H100's GPU (by address or as
+/// `gpu0`) and its NIC were accepted and planned as disks on the CPU path; now refused like a
+/// bridge, in one line naming the device and its class, exit 13 (a device in the wrong role).
+#[test]
+fn a_gpu_or_a_nic_as_source_or_target_is_refused_like_a_bridge() {
+    let (_dir, sys) = h100_sysfs();
+    for (dev, what) in [("0000:00:06.0", "a GPU (0000:00:06.0, class 0x030200), not storage"), ("gpu0", "a GPU (0000:00:06.0, class 0x030200)"), ("0000:00:03.0", "a NIC (0000:00:03.0, class 0x020000), not storage"), ("0000:00:00.0", "a host bridge (0000:00:00.0, class 0x060000)")] {
+        for args in [["--source", dev, "--target", "vdb"], ["--source", "vda", "--target", dev]] {
+            let out = plan(&[&["--sysfs", sys.as_str()][..], &args[..]].concat());
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(13), "{dev}: {stderr}");
+            assert!(out.stdout.is_empty(), "{dev}: no plan printed");
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.starts_with(&format!("peerpath: error: {dev} is {what}")), "{stderr}");
+        }
+    }
+    let out = plan(&["--sysfs", &sys, "--source", "gpu0", "--target", "vdb"]);
+    assert!(text(&out.stderr).contains("to compute on it, name it in --devices (gpu0)"), "{}", text(&out.stderr));
+}

@@ -138,3 +138,29 @@ fn topo_explain_names_each_device_as_given_and_once() {
         assert_eq!(out.stdout_str().lines().next(), Some(first));
     }
 }
+
+/// The H100 host's capture with a `driver` link that loops to itself (was shown as
+/// `[driver]`) or a BAR whose size overflows 64 bits (was 2^64 - 1 bytes): malformed, the file
+/// named, exit 13, for `topo` and `plan` alike.
+#[test]
+fn a_looping_driver_link_or_an_overflowing_bar_is_malformed_and_named() {
+    let dir = scratch();
+    let tgz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../peerpath-topo/fixtures/h100-gpu-host/sysfs.tgz");
+    assert!(std::process::Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(dir.path()).status().unwrap().success());
+    let sys = dir.path().join("sys");
+    let gpu = sys.join("devices/pci0000:00/0000:00:06.0");
+    let topo_and_plan = || [args!["topo", "--sysfs", &sys], args!["plan", "--sysfs", &sys, "--source", "vda", "--target", "vdb"]];
+    std::fs::remove_file(gpu.join("driver")).unwrap();
+    std::os::unix::fs::symlink("driver", gpu.join("driver")).unwrap();
+    for cmd in topo_and_plan() {
+        run(&mut pp(cmd)).fails(13, &[&format!("{}: points to driver, not to a driver", gpu.join("driver").display())]);
+    }
+    std::fs::remove_file(gpu.join("driver")).unwrap();
+    std::os::unix::fs::symlink("../../../bus/pci/drivers/nvidia", gpu.join("driver")).unwrap();
+    let resource = std::fs::read_to_string(gpu.join("resource")).unwrap();
+    let rest: String = resource.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    std::fs::write(gpu.join("resource"), format!("0x0000000000000000 0xffffffffffffffff 0x0000000000040200\n{rest}")).unwrap();
+    for cmd in topo_and_plan() {
+        run(&mut pp(cmd)).fails(13, &[&format!("malformed {}: expected a BAR smaller than 2^64 bytes", gpu.join("resource").display())]);
+    }
+}

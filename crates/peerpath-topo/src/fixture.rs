@@ -119,7 +119,7 @@ impl FakeFunction {
         self
     }
     pub fn bar(mut self, index: u8, start: u64, size: u64) -> Self {
-        self.bars.push(Bar { index, start, size });
+        self.bars.push(Bar { index, start, size, mem32: false });
         self
     }
     /// A virtual function of the physical function `pf`.

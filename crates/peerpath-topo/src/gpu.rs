@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::bdf::Bdf;
-use crate::model::{DeviceKind, IommuStatus, PciDevice, Topology};
+use crate::model::{Bar, DeviceKind, IommuStatus, PciDevice, Topology};
 use crate::verdict::Severity;
 
 /// What one reason is.
@@ -151,10 +151,10 @@ pub struct GpuMemoryPath {
     pub gpu: Bdf,
     /// `gpu0`, `gpu1`, ...: its place among the GPUs in PCI address order (see [`gpu_name`]).
     pub name: String,
-    /// The largest memory BAR: the window the CPU and peers have onto GPU memory.
+    /// The window the CPU and peers have onto GPU memory (see [`aperture`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aperture_bytes: Option<u64>,
-    /// Its ordinal among the memory BARs in use (NVIDIA's "BAR1").
+    /// The number its driver calls it by (NVIDIA's "BAR1").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aperture_bar: Option<usize>,
     /// Storage can DMA into GPU memory without host memory.
@@ -226,15 +226,28 @@ pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
             reasons.push(GpuReason::IommuTranslates { domain: topo.iommu.default_domain.clone() });
         }
     }
-    let aperture = d.largest_bar();
+    let window = aperture(d);
     GpuMemoryPath {
         gpu: d.bdf,
         name: gpu_name(topo, d.bdf).unwrap_or_else(|| d.bdf.to_string()),
-        aperture_bytes: aperture.map(|(_, b)| b.size),
-        aperture_bar: aperture.map(|(i, _)| i),
+        aperture_bytes: window.map(|(_, b)| b.size),
+        aperture_bar: window.map(|(i, _)| i),
         direct,
         reasons: reasons.into_iter().map(text).collect(),
     }
+}
+
+/// A GPU's window onto its memory, with the number its driver gives it: on an NVIDIA GPU BAR1,
+/// found as its driver finds it (register 1 after a 32-bit BAR0, register 2 after a 64-bit BAR0,
+/// which takes registers 0 and 1); on another the largest memory BAR, numbered among the memory
+/// BARs in use. `None` where there is no such BAR.
+pub fn aperture(d: &PciDevice) -> Option<(usize, Bar)> {
+    if d.vendor == NVIDIA {
+        let bar0_is_64_bit = d.bars.iter().any(|b| b.index == 0 && !b.mem32);
+        let register = if bar0_is_64_bit { 2 } else { 1 };
+        return d.bars.iter().find(|b| b.index == register && b.size > 0).map(|b| (1, *b));
+    }
+    d.bars.iter().copied().enumerate().filter(|(_, b)| b.size > 0).max_by_key(|(_, b)| b.size)
 }
 
 /// What the kernel's P2PDMA means for a GPU without a direct path.
@@ -257,16 +270,16 @@ pub fn memory_paths(topo: &Topology) -> Vec<GpuMemoryPath> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Bar, GpuModules, P2pProvider};
+    use crate::model::{GpuModules, P2pProvider};
 
     fn gpu_topology(modules: Option<GpuModules>) -> Topology {
         let mut t = Topology::empty();
         let mut d = PciDevice::new("0000:00:06.0".parse().unwrap(), NVIDIA, 0x2330, 0x030200);
         d.kind = DeviceKind::Gpu;
         d.bars = vec![
-            Bar { index: 0, start: 0x1020_0200_0000, size: 16 << 20 },
-            Bar { index: 2, start: 0x1000_0000_0000, size: 128 << 30 },
-            Bar { index: 4, start: 0x1020_0000_0000, size: 32 << 20 },
+            Bar { index: 0, start: 0x1020_0200_0000, size: 16 << 20, mem32: false },
+            Bar { index: 2, start: 0x1000_0000_0000, size: 128 << 30, mem32: false },
+            Bar { index: 4, start: 0x1020_0000_0000, size: 32 << 20, mem32: false },
         ];
         t.devices.push(d);
         t.gpu_modules = modules;

@@ -556,15 +556,20 @@ impl Link {
     }
 }
 
-/// A memory BAR, from the `resource` file.
+/// A memory BAR, from the `resource` file (I/O BARs are left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Bar {
+    /// The register (resource line) it starts at, 0-5.
     pub index: u8,
     #[serde(with = "crate::hexnum::u64_hex")]
     pub start: u64,
     #[serde(with = "crate::hexnum::u64_hex")]
     pub size: u64,
+    /// A 32-bit BAR (flags without IORESOURCE_MEM_64): one register. A 64-bit one, the
+    /// default (a topology file that does not say), takes this register and the next.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mem32: bool,
 }
 
 /// A P2P memory provider: the `p2pmem/` directory of a PCI function.
@@ -627,12 +632,6 @@ pub struct PciDevice {
 }
 
 impl PciDevice {
-    /// The largest memory BAR, with its ordinal among the memory BARs in use (a 64-bit BAR
-    /// takes two registers, so NVIDIA's "BAR1", the window onto GPU memory, is region 2).
-    pub fn largest_bar(&self) -> Option<(usize, Bar)> {
-        self.bars.iter().copied().enumerate().filter(|(_, b)| b.size > 0).max_by_key(|(_, b)| b.size)
-    }
-
     /// A minimal record; every optional field empty, ACS unknown.
     pub fn new(bdf: Bdf, vendor: u16, device: u16, class: u32) -> PciDevice {
         PciDevice {

@@ -393,8 +393,8 @@ pub struct GpuReport {
     pub model: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
-    /// Its largest memory BAR (NVIDIA's BAR1: the window the CPU and peers have onto its memory)
-    /// and that BAR's ordinal among its memory BARs.
+    /// The window the CPU and peers have onto its memory (NVIDIA's BAR1, found as its driver
+    /// finds it: `gpu::aperture`) and the number its driver calls it by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aperture_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1541,10 +1541,16 @@ fn place(topo: &Topology, name: &str) -> Result<Place> {
     let what = match (&ep.block, ep.pci.first().and_then(|b| topo.device(*b))) {
         (Some(b), _) if ep.partition_of.is_some() => format!("partition of {} ({})", b.name, b.kind.short()),
         (Some(b), _) => b.kind.short().to_string(),
-        // A bridge holds no data: a host bridge or a switch port named by mistake.
-        (None, Some(d)) if d.kind == DeviceKind::Bridge => {
-            let role = if d.role == crate::PortRole::Auto { d.kind.short() } else { d.role.short() };
-            return Err(TopoError::WrongRole(format!("{name} is a {role} ({}), not storage: name an SSD, an NVMe controller or a block device", d.bdf)));
+        // Sources and targets are storage the job reads and writes. A bridge holds no data (a
+        // host bridge or a switch port named by mistake); nor, to the plan, does a GPU (it
+        // computes: `--devices`) or a NIC: each was planned as a disk on the CPU path.
+        (None, Some(d)) if matches!(d.kind, DeviceKind::Bridge | DeviceKind::Gpu | DeviceKind::Nic) => {
+            let role = if d.role == crate::PortRole::Auto || d.kind != DeviceKind::Bridge { d.kind.short() } else { d.role.short() };
+            let gpu = crate::gpu::gpu_name(topo, d.bdf).map(|g| format!("; to compute on it, name it in --devices ({g})")).unwrap_or_default();
+            return Err(TopoError::WrongRole(format!(
+                "{name} is a {role} ({}, class {:#08x}), not storage: name an SSD, an NVMe controller or a block device{gpu}",
+                d.bdf, d.class
+            )));
         }
         (None, Some(d)) => d.kind.short().to_string(),
         (None, None) => "not a PCI device".to_string(),

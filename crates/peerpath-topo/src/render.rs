@@ -90,7 +90,7 @@ fn device_line(topo: &Topology, d: &PciDevice) -> String {
     if let Some(n) = d.numa_node {
         parts.push(format!("node {n}"));
     }
-    if let (DeviceKind::Gpu, Some((i, bar))) = (d.kind, d.largest_bar()) {
+    if let (DeviceKind::Gpu, Some((i, bar))) = (d.kind, crate::gpu::aperture(d)) {
         parts.push(format!("BAR{i} {}", human_bytes(bar.size)));
     }
     if let AcsState::Control { .. } = d.acs {

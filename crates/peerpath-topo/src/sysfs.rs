@@ -236,15 +236,27 @@ fn resolve_inside(path: &Path, root_real: &Path) -> Result<PathBuf> {
     }
 }
 
-/// The last component of a symlink's target (`driver` -> `nvme`), `None` if absent.
-fn link_name(path: &Path) -> Result<Option<String>> {
-    match fs::read_link(path) {
-        Ok(t) => Ok(t.file_name().map(|n| n.to_string_lossy().into_owned())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+/// The driver a `driver` link names (`../../../bus/pci/drivers/nvme` -> `nvme`), `None` if
+/// absent. The kernel's link always ends in `drivers/NAME`; any other target (a link to itself,
+/// `driver -> driver`) is a damaged tree, not a driver called by its last component.
+fn driver_name(path: &Path) -> Result<Option<String>> {
+    let target = match fs::read_link(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
-            Err(TopoError::parse(path, "a symlink", b"(a regular file)"))
+            return Err(TopoError::parse(path, "a symlink", b"(a regular file)"));
         }
-        Err(e) => Err(TopoError::io(path, e)),
+        Err(e) => return Err(TopoError::io(path, e)),
+    };
+    let mut parts = target.components().rev();
+    match (parts.next(), parts.next()) {
+        (Some(std::path::Component::Normal(name)), Some(std::path::Component::Normal(dir))) if dir == "drivers" => {
+            Ok(Some(name.to_string_lossy().into_owned()))
+        }
+        _ => Err(TopoError::BadLink {
+            path: path.to_path_buf(),
+            what: format!("points to {}, not to a driver (the kernel's link ends in drivers/NAME)", target.display()),
+        }),
     }
 }
 
@@ -380,7 +392,7 @@ fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRe
     let label = read_opt_text(&real.join("label"))?
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
-    let driver = link_name(&real.join("driver"))?;
+    let driver = driver_name(&real.join("driver"))?;
     let physfn = match fs::symlink_metadata(real.join("physfn")) {
         Ok(_) => {
             let p = resolve_inside(&real.join("physfn"), root_real)?;
@@ -464,7 +476,14 @@ fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRe
     })
 }
 
+/// Resource flags (include/linux/ioport.h): what a BAR decodes, and a memory BAR's width.
+const IORESOURCE_IO: u64 = 0x100;
+const IORESOURCE_MEM: u64 = 0x200;
+const IORESOURCE_MEM_64: u64 = 0x10_0000;
+
 /// Parses the `resource` file: one `start end flags` line (hex) per resource; BARs are lines 0-5.
+/// The model keeps the memory BARs, each with its width (a 64-bit BAR takes two registers, and
+/// the kernel lists the second as zeros); an I/O BAR is no window onto memory.
 fn parse_resource(path: &Path, text: &str) -> Result<Vec<Bar>> {
     let mut bars = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -474,16 +493,21 @@ fn parse_resource(path: &Path, text: &str) -> Result<Vec<Bar>> {
         }
         let start = parse_hex_prefixed(path, fields[0], u64::MAX, "a hex address")?;
         let end = parse_hex_prefixed(path, fields[1], u64::MAX, "a hex address")?;
-        let _flags = parse_hex_prefixed(path, fields[2], u64::MAX, "hex flags")?;
+        let flags = parse_hex_prefixed(path, fields[2], u64::MAX, "hex flags")?;
         if i < 6 && (start != 0 || end != 0) {
             if end < start {
                 return Err(TopoError::parse(path, "end >= start", line.as_bytes()));
             }
-            bars.push(Bar {
-                index: i as u8,
-                start,
-                size: (end - start).saturating_add(1),
-            });
+            let size = (end - start)
+                .checked_add(1)
+                .ok_or_else(|| TopoError::parse(path, "a BAR smaller than 2^64 bytes (end - start + 1 in 64 bits)", line.as_bytes()))?;
+            if flags & IORESOURCE_IO != 0 {
+                continue;
+            }
+            if flags & IORESOURCE_MEM == 0 {
+                return Err(TopoError::parse(path, "a BAR's flags with I/O (0x100) or memory (0x200) set", line.as_bytes()));
+            }
+            bars.push(Bar { index: i as u8, start, size, mem32: flags & IORESOURCE_MEM_64 == 0 });
         }
     }
     Ok(bars)

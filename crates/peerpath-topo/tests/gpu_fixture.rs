@@ -32,7 +32,7 @@ fn the_h100_is_a_gpu_with_a_128_gib_bar1_on_an_x16_gen5_link() {
     let t = Topology::from_sysfs(f.sys()).unwrap();
     let gpu = t.devices.iter().find(|d| d.kind == DeviceKind::Gpu).expect("a GPU");
     assert_eq!((gpu.vendor, gpu.device, gpu.bdf.to_string().as_str()), (0x10de, 0x2330, "0000:00:06.0"));
-    assert_eq!(gpu.largest_bar().map(|(i, b)| (i, b.size)), Some((1, 128 << 30)));
+    assert_eq!(peerpath_topo::gpu::aperture(gpu).map(|(i, b)| (i, b.index, b.size)), Some((1, 2, 128 << 30)));
     let link = gpu.link.as_ref().expect("link read");
     assert_eq!(link.current_width, Some(16));
     let tree = t.render_tree();
@@ -266,4 +266,57 @@ fn on_a_machine_of_one_numa_node_a_function_without_one_is_on_it() {
     std::fs::write(node1.join("cpulist"), "16-31\n").unwrap();
     let t = Topology::from_sysfs(f.sys()).unwrap();
     assert_eq!(t.numa_node_of(gpu.bdf), None);
+}
+
+/// Sources and targets are storage the job reads and writes: the GPU (it computes, named in
+/// `--devices`) and the NIC are refused as either, naming the device and its class, as a bridge
+/// is (both were planned as disks on the CPU path).
+#[test]
+fn the_gpu_and_the_nic_are_no_storage() {
+    let f = fixture();
+    let t = Topology::from_sysfs(f.sys()).unwrap();
+    for (dev, what) in [("0000:00:06.0", "is a GPU (0000:00:06.0, class 0x030200), not storage"), ("gpu0", "is a GPU (0000:00:06.0, class 0x030200)"), ("0000:00:03.0", "is a NIC (0000:00:03.0, class 0x020000), not storage")] {
+        for req in [PlanRequest::new([dev], ["vdb"]), PlanRequest::new(["vda"], [dev])] {
+            let e = t.plan(&req).unwrap_err();
+            assert!(matches!(&e, TopoError::WrongRole(m) if m.starts_with(dev) && m.contains(what) && !m.contains('\n')), "{dev}: {e}");
+            assert_eq!(e.to_string().contains("name it in --devices (gpu0)"), what.contains("GPU"), "{e}");
+        }
+    }
+}
+
+/// BAR1 is found as NVIDIA's driver finds it, from the `resource` file's flags: register 1
+/// after a 32-bit BAR0, register 2 after a 64-bit one; an I/O BAR is no memory BAR and is not
+/// counted (it made the 128 GiB window "BAR2" below).
+#[test]
+fn bar1_is_found_from_the_resource_flags_as_the_driver_finds_it() {
+    let f = fixture();
+    let resource = f.sys().join("devices/pci0000:00/0000:00:06.0/resource");
+    let original = std::fs::read_to_string(&resource).unwrap();
+    let zero = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
+    let bar1 = |lines: &[&str]| {
+        let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        text.push_str(&original.lines().skip(lines.len()).map(|l| format!("{l}\n")).collect::<String>());
+        std::fs::write(&resource, text).unwrap();
+        let t = Topology::from_sysfs(f.sys()).unwrap();
+        let gpu = t.devices.iter().find(|d| d.kind == DeviceKind::Gpu).unwrap();
+        let line = t.render_tree().lines().find(|l| l.contains("GPU  NVIDIA")).unwrap().to_string();
+        (peerpath_topo::gpu::aperture(gpu).map(|(i, b)| (i, b.index, b.size)), line)
+    };
+    let io = "0x0000000000001000 0x000000000000107f 0x0000000000040101";
+    let mem32_16m = "0x00000000fd000000 0x00000000fdffffff 0x0000000000040200";
+    let mem64_128g = "0x0000100000000000 0x0000101fffffffff 0x000000000014220c";
+    // An I/O BAR ahead, a 32-bit BAR0 register after it: BAR1 is register 1, BAR0 being no
+    // 64-bit memory BAR.
+    let (a, line) = bar1(&[io, mem32_16m, mem64_128g, zero.trim_end()]);
+    assert_eq!(a, Some((1, 1, 16 << 20)), "{line}");
+    assert!(line.contains("BAR1 16 MiB") && !line.contains("BAR2"), "{line}");
+    // An older GPU's layout: a 32-bit BAR0, BAR1 64-bit in registers 1-2, an I/O BAR last.
+    let (a, line) = bar1(&[mem32_16m, mem64_128g, zero.trim_end(), zero.trim_end(), zero.trim_end(), io]);
+    assert_eq!(a, Some((1, 1, 128 << 30)), "{line}");
+    // The H100's 64-bit BAR0 said to be 32-bit: register 1 is empty, so there is no BAR1 (the
+    // 128 GiB BAR in register 2 is not it).
+    let h100_bar0_as_32_bit = original.lines().next().unwrap().replace("0x000000000014220c", "0x0000000000040200");
+    let (a, line) = bar1(&[&h100_bar0_as_32_bit]);
+    assert_eq!(a, None, "{line}");
+    assert!(!line.contains("BAR"), "{line}");
 }

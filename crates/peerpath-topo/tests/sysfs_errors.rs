@@ -422,3 +422,47 @@ fn an_iommu_group_type_the_kernel_never_writes_is_named() {
         assert_eq!(Topology::from_sysfs(&root).unwrap().iommu.default_domain.as_deref(), Some(good.trim()));
     }
 }
+
+/// A `driver` link is the kernel's `.../drivers/NAME`; one that loops to itself (`driver ->
+/// driver`) or points anywhere else is a damaged tree, named, not a driver called `driver`.
+#[test]
+fn a_driver_link_not_into_drivers_is_named() {
+    let (_d, root) = tree();
+    let f = dev(&root, "0000:04:00.0").join("driver");
+    assert_eq!(Topology::from_sysfs(&root).unwrap().device("0000:04:00.0".parse().unwrap()).unwrap().driver.as_deref(), Some("nvme"));
+    for bad in ["driver", "../../nvme", "/", "drivers/.."] {
+        fs::remove_file(&f).unwrap();
+        std::os::unix::fs::symlink(bad, &f).unwrap();
+        let e = Topology::from_sysfs(&root).unwrap_err();
+        assert!(matches!(e, TopoError::BadLink { .. }) && e.to_string().contains("not to a driver"), "{bad}: {e}");
+        err_names(&e, &f.display().to_string());
+    }
+    // Where it points need not exist (a capture may lack bus/pci/drivers): its form says it.
+    fs::remove_file(&f).unwrap();
+    std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", &f).unwrap();
+    assert_eq!(Topology::from_sysfs(&root).unwrap().device("0000:04:00.0".parse().unwrap()).unwrap().driver.as_deref(), Some("vfio-pci"));
+}
+
+/// A BAR whose end is below its start, whose size overflows 64 bits (`0x0 0xffffffffffffffff`
+/// was a BAR of 2^64 - 1 bytes), or whose flags say neither I/O nor memory is named.
+#[test]
+fn a_bar_that_cannot_be_is_named() {
+    let (_d, root) = tree();
+    let f = dev(&root, "0000:04:00.0").join("resource");
+    let zero = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
+    for (bad, why) in [
+        ("0x0000000000000000 0xffffffffffffffff 0x0000000000040200", "smaller than 2^64 bytes"),
+        ("0x0000000000002000 0x0000000000001fff 0x0000000000040200", "end >= start"),
+        ("0x00000000fd000000 0x00000000fdffffff 0x0000000000000000", "I/O (0x100) or memory (0x200)"),
+    ] {
+        fs::write(&f, format!("{bad}\n{}", zero.repeat(12))).unwrap();
+        let e = Topology::from_sysfs(&root).unwrap_err();
+        assert!(matches!(e, TopoError::Parse { .. }) && e.to_string().contains(why), "{bad}: {e}");
+        err_names(&e, &f.display().to_string());
+    }
+    // the largest BAR there can be, and an I/O BAR, which the model leaves out
+    fs::write(&f, format!("0x0000000000000000 0xfffffffffffffffe 0x0000000000140204\n{zero}0x0000000000001000 0x000000000000107f 0x0000000000040101\n{}", zero.repeat(10))).unwrap();
+    let t = Topology::from_sysfs(&root).unwrap();
+    let bars = &t.device("0000:04:00.0".parse().unwrap()).unwrap().bars;
+    assert_eq!(bars.iter().map(|b| (b.index, b.size, b.mem32)).collect::<Vec<_>>(), [(0, u64::MAX, false)]);
+}
