@@ -297,6 +297,27 @@ fn a_bad_archive_among_several_keeps_no_decompressed_target() {
     assert_dir_holds(&out, &["first", "third"]);
 }
 
+/// A source that fails part way is in none of the report's figures: they
+/// say so, not "bytes in 0 B" and "fallbacks none" as if nothing was read
+/// (its error says where it failed).
+#[test]
+fn verify_of_a_file_failing_part_way_does_not_claim_it_read_nothing() {
+    let dir = scratch();
+    let (_, a) = random_archive(dir.path());
+    let m2 = a.members[2];
+    let mut b = a.packed.clone();
+    b[m2.offset + m2.len / 2] ^= 0x20;
+    let p = dir.path().join("bad-at-member-2.gz");
+    std::fs::write(&p, &b).unwrap();
+    let out = run(&mut pp(args!["verify", &p])).fails(6, &[&format!("member 2 at byte {}", m2.offset)]);
+    let report = out.stdout_str();
+    let line = |label: &str| report.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("no {label} line: {report}")).to_string();
+    for label in ["bytes in", "bytes out"] {
+        assert!(line(label).ends_with("0 B (counting the 0 files that passed, not the 1 file that failed)"), "{report}");
+    }
+    assert_eq!(line("fallbacks").trim(), "fallbacks     none (in the files that passed)", "{report}");
+}
+
 #[test]
 fn verify_reports_the_first_bad_member_with_index_and_offset() {
     let dir = scratch();
@@ -385,6 +406,28 @@ fn lying_member_sizes_are_refused_without_hanging() {
         run_full(&mut cmd, None, hang).fails(6, &[at0, &huge]);
         assert_dir_holds(shm.path(), &["member-huge.gz"]);
     }
+    // A byte too big or too small: the trailer read at the declared end is
+    // not the member's, so its ISIZE is not the declared uncompressed size.
+    // The member size lies (it said "declares 262144 uncompressed bytes,
+    // trailer says 520094720" from a file, the real lie only from a pipe).
+    for index in [0, 2] {
+        let m = a.members[index];
+        for declared in [m.len + 1, m.len - 1] {
+            let b = lie(&|b| put_u32(b, m.offset + 16, declared as u32));
+            let at = format!("member {index} at byte {}", m.offset);
+            let why = format!("declares {declared} member bytes, the member has {}", m.len);
+            let name = format!("member-{index}-declares-{declared}.gz");
+            expect_bad(dir.path(), &name, &b, 6, &[&at, &why], hang);
+            run_full(&mut pp(args!["verify", "-"]), Some(b.clone()), hang).fails(6, &[&at, &why]);
+            if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+                let in_memory = shm.path().join(&name);
+                std::fs::write(&in_memory, &b).unwrap();
+                let mut cmd = pp(args!["verify", &in_memory, "-T", "2"]);
+                cmd.env("PEERPATH_WORKER_READS", "1");
+                run_full(&mut cmd, None, hang).fails(6, &[&at, &why]);
+            }
+        }
+    }
     // The same field in a file cut inside that member: truncated.
     let b = lie(&|b| put_u32(b, 16, u32::MAX));
     expect_bad(dir.path(), "member-huge-cut.gz", &b[..m0.len / 2], 7, &[at0, "truncated"], hang);
@@ -417,7 +460,7 @@ fn lying_uncompressed_sizes_are_refused_without_over_allocating() {
     // Size subfield and trailer disagree.
     let mut b = a.packed.clone();
     put_u32(&mut b, 20, 12345);
-    expect_bad(dir.path(), "isize-disagree.gz", &b, 6, &[at0, "declares 12345 uncompressed bytes, trailer says"], hang);
+    expect_bad(dir.path(), "isize-disagree.gz", &b, 6, &[at0, &format!("declares 12345 uncompressed bytes, the data gives {BLOCK}")], hang);
 
     // A decompression bomb by declaration: 64 members of 34 bytes, each
     // claiming 256 MiB. Run under a 1 GiB address-space limit (a normal

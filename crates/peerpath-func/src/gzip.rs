@@ -477,17 +477,34 @@ pub enum MemberError {
     Truncated { declared: usize, available: usize },
     #[error("size field is inconsistent: {0}")]
     SizeField(String),
+    /// The 'PP' field's uncompressed size is not the ISIZE found where its
+    /// member size puts the trailer: either field may lie, or the trailer.
+    /// The streaming decoders inflate such a member to tell which.
+    #[error("size field is inconsistent: declares {uncompressed_bytes} uncompressed bytes, trailer says {trailer_isize}")]
+    SizesDisagree { uncompressed_bytes: u32, trailer_isize: u32 },
     #[error("corrupt deflate data: {0}")]
     Deflate(String),
-    #[error("CRC-32 mismatch: trailer says {expected:#010x}, data gives {actual:#010x}")]
-    Crc { expected: u32, actual: u32 },
-    #[error("length mismatch: trailer says {expected} bytes, data gives {actual}")]
-    Length { expected: u32, actual: u32 },
-    #[error("trailer does not match the data (data has CRC-32 {actual_crc:#010x}, length {actual_length})")]
-    /// `actual_length`: all the member's bytes (ISIZE holds them mod 2^32).
-    Trailer { actual_crc: u32, actual_length: u64 },
+    /// The trailer's CRC-32 or ISIZE does not match the data: what each
+    /// says, the fields that differ named. `length`: all the member's bytes
+    /// (ISIZE holds them mod 2^32).
+    #[error("{}", trailer_mismatch(*trailer_crc, *trailer_isize, *crc, *length))]
+    Trailer { trailer_crc: u32, trailer_isize: u32, crc: u32, length: u64 },
     #[error("input ends inside the member (at byte {at})")]
     CutShort { at: u64 },
+}
+
+/// [`MemberError::Trailer`]'s words: each field that differs, what the
+/// trailer says and what the data has.
+fn trailer_mismatch(trailer_crc: u32, trailer_isize: u32, crc: u32, length: u64) -> String {
+    let mut parts = Vec::new();
+    if trailer_crc != crc {
+        parts.push(format!("CRC-32 mismatch: the trailer says CRC-32 {trailer_crc:#010x}, the data has {crc:#010x}"));
+    }
+    if u64::from(trailer_isize) != length {
+        let wrapped = if length > u64::from(u32::MAX) { format!(" ({} mod 2^32)", length as u32) } else { String::new() };
+        parts.push(format!("length mismatch: the trailer says {trailer_isize} bytes (ISIZE), the data has {length}{wrapped}"));
+    }
+    parts.join("; ")
 }
 
 /// The uncompressed size a member with known sizes will produce (checked
@@ -515,9 +532,7 @@ pub fn declared_output_bytes_from(header: &MemberHeader, available: usize, trail
     let out = match sizes {
         DeclaredSizes::Peerpath { uncompressed_bytes, .. } => {
             if uncompressed_bytes != trailer_isize {
-                return Err(MemberError::SizeField(format!(
-                    "declares {uncompressed_bytes} uncompressed bytes, trailer says {trailer_isize}"
-                )));
+                return Err(MemberError::SizesDisagree { uncompressed_bytes, trailer_isize });
             }
             uncompressed_bytes as usize
         }
@@ -551,7 +566,8 @@ pub fn decode_member(header: &MemberHeader, member: &[u8], out: &mut [u8]) -> Re
     assert!(out.len() >= expected_out, "output buffer below the declared size");
     let deflate = &member[header.header_bytes..member_bytes - TRAILER_BYTES];
     let trailer = &member[member_bytes - TRAILER_BYTES..member_bytes];
-    let crc_expected = u32::from_le_bytes(trailer[..4].try_into().expect("4 bytes"));
+    let trailer_crc = u32::from_le_bytes(trailer[..4].try_into().expect("4 bytes"));
+    let trailer_isize = u32::from_le_bytes(trailer[4..].try_into().expect("4 bytes"));
     match inflate_stateless(deflate, &mut out[..expected_out]) {
         InflateOutcome::Finished { consumed, produced, crc32 } => {
             if consumed != deflate.len() {
@@ -560,11 +576,8 @@ pub fn decode_member(header: &MemberHeader, member: &[u8], out: &mut [u8]) -> Re
                     deflate.len() - consumed
                 )));
             }
-            if crc32 != crc_expected {
-                return Err(MemberError::Crc { expected: crc_expected, actual: crc32 });
-            }
-            if produced != expected_out {
-                return Err(MemberError::Length { expected: expected_out as u32, actual: produced as u32 });
+            if crc32 != trailer_crc || produced != expected_out {
+                return Err(MemberError::Trailer { trailer_crc, trailer_isize, crc: crc32, length: produced as u64 });
             }
             Ok(produced)
         }
@@ -1019,10 +1032,15 @@ impl<R: Read> StreamDecoder<R> {
             // A member without sizes, or whose declared bytes are not all
             // there (cut inside it, or its field lies: only inflating it
             // tells which, as `run` does) or more than a member can hold
-            // (not read into memory first), is decoded here, once
-            // everything before it is out.
+            // (not read into memory first), or whose sizes disagree with
+            // the trailer where its member size puts it (which lies, only
+            // inflating it tells), is decoded here, once everything before
+            // it is out.
             let whole = match declared {
-                Some(n) => self.holds(n).map_err(|e| at(e.into()))?,
+                Some(n) => {
+                    self.holds(n).map_err(|e| at(e.into()))?
+                        && !matches!(declared_output_bytes(&header, &self.buf[self.start..self.start + n]), Err(MemberError::SizesDisagree { .. }))
+                }
                 None => false,
             };
             let Some(n) = declared.filter(|_| whole) else {
@@ -1096,7 +1114,7 @@ impl<R: Read> StreamDecoder<R> {
             let step = match stepped {
                 Ok(step) => step,
                 Err(StepError::Invalid(why)) => return Err(StreamError::at(index, member_offset, MemberError::Deflate(why.into()))),
-                Err(StepError::TrailerMismatch) => return Err(StreamError::at(index, member_offset, self.trailer_mismatch(produced))),
+                Err(StepError::TrailerMismatch { consumed }) => return Err(StreamError::at(index, member_offset, self.trailer_mismatch(produced, consumed))),
             };
             if step.consumed >= 0 {
                 self.consume(step.consumed as usize);
@@ -1152,10 +1170,17 @@ impl<R: Read> StreamDecoder<R> {
 
     /// `produced`: the member's bytes that went out before the step that
     /// failed; the inflater counted that step's too, but mod 2^32 (it said
-    /// "length 12345" of a member of 4 GiB and 12345 bytes).
-    fn trailer_mismatch(&self, produced: u64) -> MemberError {
-        let (actual_crc, counted) = self.inflater.crc32_and_length();
-        let actual_length = produced + u64::from(counted.wrapping_sub(produced as u32));
-        MemberError::Trailer { actual_crc, actual_length }
+    /// "length 12345" of a member of 4 GiB and 12345 bytes). `consumed`:
+    /// that step's, which ends right after the trailer (still buffered:
+    /// [`REWIND_BYTES`] are kept before the read position).
+    fn trailer_mismatch(&self, produced: u64, consumed: isize) -> MemberError {
+        let (crc, counted) = self.inflater.crc32_and_length();
+        let length = produced + u64::from(counted.wrapping_sub(produced as u32));
+        let end = self.start.checked_add_signed(consumed).filter(|&end| end <= self.end);
+        let Some(trailer) = end.and_then(|end| self.buf.get(end.checked_sub(TRAILER_BYTES)?..end)) else {
+            return MemberError::Deflate("decoder read its trailer outside the buffered input".into());
+        };
+        let field = |at: usize| u32::from_le_bytes(trailer[at..at + 4].try_into().expect("4 bytes"));
+        MemberError::Trailer { trailer_crc: field(0), trailer_isize: field(4), crc, length }
     }
 }

@@ -186,8 +186,10 @@ pub struct Step {
 #[derive(Debug, PartialEq, Eq)]
 pub enum StepError {
     Invalid(&'static str),
-    /// The trailer's CRC-32 or length does not match the data.
-    TrailerMismatch,
+    /// The trailer's CRC-32 or length does not match the data. `consumed`
+    /// (as [`Step::consumed`]) ends right after the trailer: its 8 bytes are
+    /// the last of all the input the member consumed.
+    TrailerMismatch { consumed: isize },
 }
 
 impl StreamInflater {
@@ -228,7 +230,7 @@ impl StreamInflater {
         self.st.avail_in = 0;
         self.st.avail_out = 0;
         match rc {
-            ffi::ISAL_INCORRECT_CHECKSUM => Err(StepError::TrailerMismatch),
+            ffi::ISAL_INCORRECT_CHECKSUM => Err(StepError::TrailerMismatch { consumed: step.consumed }),
             x if x < 0 => Err(StepError::Invalid(invalid_reason(x))),
             _ => Ok(step),
         }

@@ -313,7 +313,8 @@ fn lying_size_fields_are_caught_without_overreading() {
     let mut lie = m.clone();
     lie[20..24].copy_from_slice(&1u32.to_le_bytes());
     let hl = MemberHeader::parse(&lie).unwrap();
-    assert!(matches!(declared_output_bytes(&hl, &lie), Err(MemberError::SizeField(_))));
+    let disagree = MemberError::SizesDisagree { uncompressed_bytes: 1, trailer_isize: input.len() as u32 };
+    assert_eq!(declared_output_bytes(&hl, &lie), Err(disagree));
     // Both sizes lie consistently (trailer rewritten too): the data is longer.
     let mut both = m.clone();
     both[20..24].copy_from_slice(&1000u32.to_le_bytes());
@@ -481,6 +482,72 @@ fn a_member_declaring_more_than_the_stream_holds_is_inflated_to_tell_a_lie_from_
     assert!(input.1 < 16 << 20, "read {} bytes", input.1);
 }
 
+/// A member whose 'PP' member size is a byte off: the trailer where it puts
+/// it is not the member's, so its ISIZE disagrees with the uncompressed size.
+/// Both decoders inflate it and name the member size as the lie (workers of
+/// `run_parallel` blamed the uncompressed size, from the wrong trailer).
+#[test]
+fn a_member_size_a_byte_off_is_named_as_the_lie() {
+    let a = sample(70_000, 22);
+    let m = encode(1, Format::Gzip, &a);
+    for declared in [m.len() + 1, m.len() - 1] {
+        let mut b = m.clone();
+        b[16..20].copy_from_slice(&(declared as u32).to_le_bytes());
+        let whole = ended(&[&m[..], &b[..]].concat());
+        let lie = format!("declares {declared} member bytes, the member has {}", m.len());
+        for threads in [1, 3] {
+            match parallel_decode(&whole, 4096, threads) {
+                Err(StreamError::Member { member: 1, error: MemberError::SizeField(why), .. }) => assert_eq!(why, lie, "{threads} threads"),
+                other => panic!("{threads} threads: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A trailer that does not match its data names the field that differs,
+/// what the trailer says and what the data has, in the same words from the
+/// streaming decoder (whatever its reads) and from the whole-member one.
+#[test]
+fn a_trailer_mismatch_says_what_the_trailer_and_the_data_have() {
+    let input = sample(100_000, 9);
+    let m = encode(1, Format::Gzip, &input);
+    let n = m.len();
+    let crc = u32::from_le_bytes(m[n - 8..n - 4].try_into().unwrap());
+    let bad_crc = crc ^ 0x0100_0000;
+    let crc_words = format!("CRC-32 mismatch: the trailer says CRC-32 {bad_crc:#010x}, the data has {crc:#010x}");
+    let mut flipped_crc = m.clone();
+    flipped_crc[n - 5] ^= 0x01;
+    // The trailer's ISIZE one more than the data (the 'PP' field too, so
+    // that the whole-member decoder gets as far as inflating).
+    let mut longer = m.clone();
+    let isize = input.len() as u32 + 1;
+    longer[n - 4..].copy_from_slice(&isize.to_le_bytes());
+    longer[20..24].copy_from_slice(&isize.to_le_bytes());
+    let length_words = format!("length mismatch: the trailer says {isize} bytes (ISIZE), the data has {}", input.len());
+    let mut both = longer.clone();
+    both[n - 5] ^= 0x01;
+    for (what, member, wanted) in [
+        ("CRC", &flipped_crc, crc_words.clone()),
+        ("ISIZE", &longer, length_words.clone()),
+        ("both", &both, format!("{crc_words}; {length_words}")),
+    ] {
+        let h = MemberHeader::parse(member).unwrap();
+        let mut out = vec![0u8; input.len() + 1];
+        match decode_member(&h, member, &mut out) {
+            Err(e @ MemberError::Trailer { .. }) => assert_eq!(e.to_string(), wanted, "{what}, whole"),
+            other => panic!("{what}, whole: {other:?}"),
+        }
+        for step in [1, 7, 4096, 1 << 20] {
+            match stream_decode(&ended(member), step) {
+                Err(StreamError::Member { member: 0, offset: 0, error: e @ MemberError::Trailer { .. } }) => {
+                    assert_eq!(e.to_string(), wanted, "{what}, streaming {step} bytes a read")
+                }
+                other => panic!("{what}, streaming {step} bytes a read: {other:?}"),
+            }
+        }
+    }
+}
+
 /// A member of more than 4 GiB (zeros: a literal, then matches of 258 at
 /// distance 1 in a fixed-Huffman block) whose trailer does not match: the
 /// error gives the data's whole length, not its length mod 2^32 (it said
@@ -519,7 +586,8 @@ fn a_trailer_mismatch_after_4_gib_names_the_whole_length() {
     let mut d = StreamDecoder::new(&m[..], 0, 0);
     match d.run(true, |_| Ok(())) {
         Err(StreamError::Member { member: 0, offset: 0, error: e @ MemberError::Trailer { .. } }) => {
-            assert!(e.to_string().contains(&format!("length {length})")), "{e}");
+            let wanted = format!("length mismatch: the trailer says {} bytes (ISIZE), the data has {length} ({} mod 2^32)", length as u32, length as u32);
+            assert!(e.to_string().contains(&wanted), "{e}");
         }
         other => panic!("{other:?}"),
     }

@@ -1169,6 +1169,10 @@ fn decode_file(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &mut FileState)
             });
             let out_len = match declared_output_bytes(&header, bytes.bytes(&[])) {
                 Ok(n) => n,
+                Err(MemberError::SizesDisagree { .. }) => {
+                    ctx.submit_batch(st, batch);
+                    return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, SIZES_DISAGREE);
+                }
                 Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
             };
             wants_end = header.wants_an_end_member();
@@ -1267,6 +1271,10 @@ fn split_for_reading_workers(ctx: &mut Ctx, src: &peerpath_io::OpenedFile, st: &
             let next = if whole { peek(pos + member_bytes as u64 - 8, 8 + HEADER_PEEK_BYTES)? } else { Vec::new() };
             let out_len = match peerpath_func::gzip::declared_output_bytes_from(&header, avail.min(usize::MAX as u64) as usize, |_| u32::from_le_bytes(next[4..8].try_into().expect("4 bytes"))) {
                 Ok(n) => n,
+                Err(MemberError::SizesDisagree { .. }) => {
+                    ctx.submit_batch(st, batch);
+                    return switch_to_stream(ctx, st, src, (pos, wants_end.then_some(pos)), index, SIZES_DISAGREE);
+                }
                 Err(e) => return fail_at(ctx, st, batch, index, member_error(st.path, index, pos, e)),
             };
             let at = batch.member_bytes;
@@ -1404,6 +1412,12 @@ enum AtHeader {
 /// its size field lies and the member ends sooner (corrupt, exit 6, as from a
 /// pipe); only inflating it tells which.
 const PAST_THE_END: &str = "a member that declares more bytes than the file holds";
+
+/// Why a member whose 'PP' uncompressed size is not the ISIZE where its member
+/// size puts the trailer is read by the streaming decoder: either field may
+/// lie (a member size a byte off reads ISIZE from the wrong bytes), or the
+/// trailer; only inflating it tells which, and the error names that one.
+const SIZES_DISAGREE: &str = "a member whose size field disagrees with its trailer";
 
 /// Reads the header of member `index` at `pos` from `head` (the bytes
 /// there, as far as the reader peeks; `more`: the file goes on past them).

@@ -627,7 +627,7 @@ impl JobReport {
             let _ = writeln!(s, "  placement     {p}");
         }
         if self.fallbacks.is_empty() {
-            let _ = writeln!(s, "  fallbacks     none");
+            let _ = writeln!(s, "  fallbacks     none{}", if self.failed.is_empty() { "" } else { " (in the files that passed)" });
         } else {
             for f in &self.fallbacks {
                 let _ = writeln!(s, "  FALLBACK      {f}");
@@ -709,8 +709,14 @@ impl JobReport {
 
     /// Bytes, ratio, time, throughput and host CPU by role.
     fn render_figures(&self, s: &mut String) {
-        let _ = writeln!(s, "  bytes in      {}", human_bytes_exact(self.bytes_in));
-        let _ = writeln!(s, "  bytes out     {}", human_bytes_exact(self.bytes_out));
+        // `verify`: what the sources that failed held before their failure is in none of the
+        // figures (they count the files that passed), and the error says where each failed.
+        let passed_only = match self.failed.len() {
+            0 => String::new(),
+            n => format!(" (counting the {} that passed, not the {} that failed)", count(self.files.len(), "file"), count(n, "file")),
+        };
+        let _ = writeln!(s, "  bytes in      {}{passed_only}", human_bytes_exact(self.bytes_in));
+        let _ = writeln!(s, "  bytes out     {}{passed_only}", human_bytes_exact(self.bytes_out));
         let _ = writeln!(s, "  ratio         {:.3}", self.ratio);
         let _ = writeln!(s, "  wall time     {:.3} s", self.wall_s);
         let _ = writeln!(s, "  throughput    {:.3} GB/s = {:.2} Gb/s (uncompressed bytes)", self.throughput_gb_per_s, self.throughput_gbit_per_s);
