@@ -3,7 +3,7 @@
 //! by host copies or zero-copy, with a report of what it served.
 
 use clap::{Args, ValueEnum};
-use peerpath_runtime::report::{count, Quoted};
+use peerpath_runtime::report::{count, quoted_name, Quoted};
 use peerpath_runtime::JobError;
 use peerpath_serve::{Config, Mode, Server};
 use std::net::SocketAddr;
@@ -238,21 +238,36 @@ fn stop_on_signals(stop: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Resu
     Ok(())
 }
 
+/// Why bench-kv did not measure: a job's error, or the server's failure, said with its exit
+/// code: the server is not a file, and the file errors' wording ("cannot read source") was wrong.
+enum KvFailure {
+    Job(JobError),
+    Server(u8, String),
+}
+
+impl From<JobError> for KvFailure {
+    fn from(e: JobError) -> Self {
+        KvFailure::Job(e)
+    }
+}
+
 pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
-    crate::exit_code((|| {
+    let measured = (|| -> Result<(), KvFailure> {
         if !(a.seconds.is_finite() && a.seconds > 0.0) || a.connections == 0 || a.connections > 4096 {
-            return Err(JobError::Usage("--seconds must be positive and --connections 1 to 4096".into()));
+            return Err(JobError::Usage("--seconds must be positive and --connections 1 to 4096".into()).into());
         }
         use peerpath_serve::load::LoadError;
-        let server = PathBuf::from(a.server.to_string());
         // SIGINT and SIGTERM end the run early with its report, as they end serve's (main
         // leaves bench-kv out of its signal thread too: they killed it with no word).
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         stop_on_signals(&stop)?;
-        let r = peerpath_serve::load::run(a.server, &a.key, a.connections, a.seconds, &stop).map_err(|e| match e {
-            LoadError::BadKey => JobError::Usage(format!("--key: {e}")),
-            LoadError::Unreachable(why) => JobError::SourceUnreadable { path: server.clone(), source: std::io::Error::other(why) },
-            LoadError::Broken(why) => JobError::SourceIo { path: server.clone(), detail: why },
+        let server = a.server;
+        // Exit codes as for a source that cannot be read (3) and an error reading one (12).
+        let r = peerpath_serve::load::run(server, &a.key, a.connections, a.seconds, &stop).map_err(|e| match e {
+            LoadError::BadKey => KvFailure::Job(JobError::Usage(format!("--key: {e}"))),
+            LoadError::Unreachable(why) => KvFailure::Server(3, format!("cannot reach the server {server}: {why}")),
+            LoadError::NoValue => KvFailure::Server(3, format!("the server {server} has no value for {}", quoted_name(&a.key))),
+            LoadError::Broken(why) => KvFailure::Server(12, format!("the server {server} broke off: {why}")),
         })?;
         // Rates as serve's report prints them: one request in 2 s read "0 requests/s".
         let rate = peerpath_serve::Report::rate;
@@ -270,5 +285,13 @@ pub fn bench_kv(a: BenchKvArgs) -> ExitCode {
             r.p999_us
         );
         Ok(())
-    })())
+    })();
+    match measured {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(KvFailure::Job(e)) => crate::exit_code(Err(e)),
+        Err(KvFailure::Server(code, why)) => {
+            eprintln!("peerpath: error: {why}");
+            ExitCode::from(code)
+        }
+    }
 }

@@ -621,6 +621,77 @@ fn refused_writes_drop_their_data_blocks_and_say_why() {
     }
 }
 
+/// Every write command memcached knows is refused as `set` and `delete` are (incr, decr, touch,
+/// gat, gats and flush_all got ERROR, an unknown command's answer), `noreply` silencing it; a
+/// line with a count of words memcached does not take, and a command it does not know (the meta
+/// commands), get ERROR, as memcached gives them.
+#[test]
+fn every_memcached_write_is_refused_as_set_is() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("a"), b"hello\n").unwrap();
+    let writes = b"incr a 1\r\ndecr a 1\r\ntouch a 10\r\ngat 10 a\r\ngats 10 a noreply\r\nflush_all\r\nflush_all 0\r\nincr a 1 noreply\r\nflush_all noreply\r\ntouch a 0 noreply\r\ndelete a 0 noreply\r\n";
+    let malformed = b"incr\r\ntouch a\r\nflush_all 1 2 3\r\ndelete\r\nmg a v\r\nfrobnicate a\r\n";
+    for (writable, why) in [(false, "SERVER_ERROR read-only: objects are the files under the served directory\r\n"), (true, "SERVER_ERROR only set is taken: objects are the files under the served directory\r\n")] {
+        let s = serve_with(d, "host", 1000, if writable { &["--writable"] } else { &[] });
+        let mut req = writes.to_vec();
+        req.extend_from_slice(malformed);
+        req.extend_from_slice(b"get a\r\nquit\r\n");
+        // Seven answered (gat and gats take no noreply: `noreply` is a key there), four silenced.
+        let want = format!("{}{}VALUE a 0 6\r\nhello\n\r\nEND\r\n", why.repeat(7), "ERROR\r\n".repeat(6));
+        assert_eq!(String::from_utf8_lossy(&exchange(&s.memcached, &req)), want, "writable: {writable}");
+        assert_eq!(std::fs::read(d.join("a")).unwrap(), b"hello\n");
+        drop(s);
+    }
+}
+
+/// memcached's `stats` lists the server's figures as memcached does (`STAT name value` lines,
+/// then END; monitoring tools read them), counted as the server goes: it got ERROR. A group
+/// (`stats slabs`, `stats items`) is answered as memcached answers one it lacks: ERROR.
+#[test]
+fn memcached_stats_lists_the_servers_figures() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+    let s = serve(dir.path(), "zerocopy", 1000);
+    let asked = b"get a.txt nope\r\ngets a.txt\r\nquit\r\n";
+    let got = exchange(&s.memcached, asked);
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    // `stats` alone first: what the server has read when it answers is known.
+    let mut c = BufReader::new(TcpStream::connect(&s.memcached).unwrap());
+    c.get_mut().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.get_mut().write_all(b"stats\r\n").unwrap();
+    let mut text = String::new();
+    while !text.ends_with("END\r\n") {
+        assert!(c.read_line(&mut text).unwrap() > 0, "no END: {text:?}");
+    }
+    c.get_mut().write_all(b"stats slabs\r\nstats items\r\nversion\r\nquit\r\n").unwrap();
+    let mut rest = String::new();
+    c.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "ERROR\r\nERROR\r\nVERSION peerpath-serve\r\n");
+    let listing = text.strip_suffix("END\r\n").unwrap();
+    let mut stats = std::collections::HashMap::new();
+    for line in listing.split_inclusive("\r\n") {
+        let fields: Vec<&str> = line.strip_suffix("\r\n").unwrap_or_else(|| panic!("a line not ended by CRLF: {line:?}")).split(' ').collect();
+        assert!(fields.len() == 3 && fields[0] == "STAT", "not a STAT line: {line:?}");
+        assert!(stats.insert(fields[1], fields[2]).is_none(), "{} twice", fields[1]);
+    }
+    let number = |name: &str| -> u64 { stats.get(name).unwrap_or_else(|| panic!("no {name}: {text}")).parse().unwrap_or_else(|_| panic!("{name} is not a number: {text}")) };
+    assert_eq!(number("pid"), s.pid() as u64);
+    assert!(number("time").abs_diff(before) <= 60, "{text}");
+    number("uptime");
+    assert_eq!(stats["version"], "peerpath-serve");
+    // Two keys looked up by the first connection's get, one by its gets: two hits, one miss.
+    assert_eq!((number("cmd_get"), number("get_hits"), number("get_misses")), (3, 2, 1), "{text}");
+    // This connection is the one open now; two were accepted.
+    assert_eq!((number("curr_connections"), number("total_connections"), number("rejected_connections")), (1, 2, 0), "{text}");
+    // Everything the first connection sent and got, and this one's `stats` line.
+    assert_eq!(number("bytes_read"), (asked.len() + b"stats\r\n".len()) as u64, "{text}");
+    assert_eq!(number("bytes_written"), got.len() as u64, "{text}");
+    assert!(number("threads") >= 1, "{text}");
+    assert_eq!((stats["peerpath_mode"], number("peerpath_read_only"), number("peerpath_requests"), number("peerpath_payload_bytes")), ("zerocopy", 1, 2, 12), "{text}");
+    drop(s);
+}
+
 /// A client that asks for a large object and never reads it: the server
 /// gives up on it after its write timeout (the read timeout's value), serves
 /// others meanwhile, and still stops when asked, in every mode.
@@ -1080,15 +1151,18 @@ fn an_interrupted_bench_kv_prints_its_report() {
 
 /// bench-kv's failures have the exit codes of their kind (all were 15, a device's failure):
 /// a key that cannot be asked is a usage error, a server not there or without the key a
-/// source missing, and `serve --max-requests 0` is refused.
+/// source missing, and `serve --max-requests 0` is refused. They are said as the server's
+/// ("cannot read source 127.0.0.1:1" was a file's wording), the key quoted.
 #[test]
 fn bench_kv_and_serve_refusals_have_their_exit_codes() {
     let dir = scratch();
-    run(&mut pp(args!["bench-kv", "--server", "127.0.0.1:1", "--key", "k", "--seconds", "0.1"])).fails(3, &["connecting to 127.0.0.1:1"]);
+    run(&mut pp(args!["bench-kv", "--server", "127.0.0.1:1", "--key", "k", "--seconds", "0.1"])).fails(3, &["peerpath: error: cannot reach the server 127.0.0.1:1: "]);
     run(&mut pp(args!["bench-kv", "--server", "127.0.0.1:1", "--key", "a b", "--seconds", "0.1"])).fails(2, &["--key"]);
     std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
     let s = serve_with(dir.path(), "host", 1000, &[]);
-    run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "nope", "--seconds", "0.1"])).fails(3, &["no value for nope"]);
+    run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "nope", "--seconds", "0.1"])).fails(3, &[&format!("peerpath: error: the server {} has no value for nope\n", s.memcached)]);
+    // The key is quoted as names are (one that begins as a quoted name does is quoted).
+    run(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "'nope", "--seconds", "0.1"])).fails(3, &[&format!("the server {} has no value for \\''nope'\n", s.memcached)]);
     drop(s);
 }
 
@@ -1214,7 +1288,7 @@ fn bench_kv_gives_up_on_a_server_that_does_not_answer() {
     for (answer, drip, needle) in [(&b""[..], false, "reading the answer: the server sent nothing for 5 s"), (b"VALUE k 0 1000\r\n", true, "the value was not whole 5 s after the run's end")] {
         let (addr, server) = fake_kv_server(answer, Duration::ZERO, drip, false);
         let o = run_full(&mut pp(args!["bench-kv", "--server", &addr, "--key", "k", "-c", "1", "--seconds", "0.5"]), None, Duration::from_secs(90));
-        o.fails(12, &[needle]);
+        o.fails(12, &[&format!("peerpath: error: the server {addr} broke off: "), needle]);
         server.join().unwrap();
     }
 }

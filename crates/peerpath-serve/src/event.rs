@@ -210,8 +210,11 @@ pub(crate) fn run(shared: &Shared, epoll: &std::os::fd::OwnedFd, listeners: [(Op
     let workers = std::thread::scope(|scope| {
         let start_worker = || {
             let spawned = std::thread::Builder::new().name("serve-worker".into()).spawn_scoped(scope, || worker(shared, &queue, &parked));
-            if let Err(e) = spawned {
-                queue.not_started(shared, &e);
+            match spawned {
+                Ok(_) => {
+                    shared.counters.threads.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => queue.not_started(shared, &e),
             }
         };
         let mut events: Vec<epoll::Event> = Vec::with_capacity(256);

@@ -177,6 +177,9 @@ pub(crate) struct Shared {
     pub nic_fallback: std::sync::Mutex<Option<String>>,
     /// SendZc: payload bytes the kernel's notifications said it copied after all.
     pub zc_copied_bytes: std::sync::atomic::AtomicU64,
+    /// When the server started listening, and what memcached's `stats` says ([`memcached`]).
+    pub started: Instant,
+    pub counters: stats::Counters,
 }
 
 impl Shared {
@@ -278,6 +281,8 @@ impl Server {
             nic_gone: AtomicBool::new(false),
             nic_fallback: std::sync::Mutex::new(nic_fallback),
             zc_copied_bytes: Default::default(),
+            started: Instant::now(),
+            counters: Default::default(),
         });
         Ok(Server { shared, http, memcached, epoll })
     }
@@ -447,7 +452,10 @@ impl<'a> Conn<'a> {
         let patience = if shared.config.mode == Mode::DevMem { shared.config.read_timeout } else { out::PATIENCE };
         let _ = stream.set_write_timeout(Some(patience));
         let over = shared.connections.fetch_add(1, Ordering::Relaxed) + 1 > shared.config.max_connections;
-        if !over {
+        shared.counters.total_connections.fetch_add(1, Ordering::Relaxed);
+        if over {
+            shared.counters.rejected_connections.fetch_add(1, Ordering::Relaxed);
+        } else {
             // The peak is of connections served: a refused one is answered and closed, never served.
             let served = shared.served_connections.fetch_add(1, Ordering::Relaxed) + 1;
             shared.peak_connections.fetch_max(served, Ordering::Relaxed);
@@ -498,6 +506,7 @@ impl<'a> Conn<'a> {
             self.head_since = now;
         }
         self.pending.extend_from_slice(bytes);
+        self.shared.counters.bytes_read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         self.quiet_since = now;
     }
 
@@ -819,6 +828,9 @@ fn respond_by(conn: &mut Conn, status: u16, header: &[u8], found: Resolved, offs
         };
         let sent = zc.and_then(|mut z| {
             let r = if conn.send_now(header, libc::MSG_MORE) { send_zc(&mut z, &found.file, offset, len, &conn.stream, zc_more, shared.config.read_timeout) } else { Err(std::io::ErrorKind::BrokenPipe.into()) };
+            if let Ok(n) = r {
+                shared.counters.bytes_written.fetch_add(n, Ordering::Relaxed);
+            }
             conn.zc = Some(z);
             r
         });

@@ -30,9 +30,12 @@ pub enum LoadError {
     /// The key cannot be asked for (a usage error).
     #[error("a memcached key is 1-250 bytes without spaces or control characters")]
     BadKey,
-    /// The server cannot be reached, or has no value for the key.
+    /// The server cannot be reached.
     #[error("{0}")]
-    Unreachable(String),
+    Unreachable(std::io::Error),
+    /// The server has no value for the key (its name quoted where it is said: `peerpath bench-kv`).
+    #[error("the server has no value for the key")]
+    NoValue,
     /// The server stopped answering, or answered something else, mid-run.
     #[error("{0}")]
     Broken(String),
@@ -97,7 +100,7 @@ fn read_answer<R: Read>(r: &mut BufReader<R>, key: &str, give_up: Option<Instant
     }
     let line = String::from_utf8_lossy(&line);
     if line == "END\r\n" {
-        return Err(LoadError::Unreachable(format!("the server has no value for {key}")));
+        return Err(LoadError::NoValue);
     }
     let mut f = line.trim_end().split(' ');
     let (tag, k, _flags, len) = (f.next(), f.next(), f.next(), f.next().and_then(|n| n.parse::<u64>().ok()));
@@ -150,7 +153,7 @@ pub fn run(server: SocketAddr, key: &str, connections: usize, seconds: f64, stop
         let handles: Vec<_> = (0..connections.max(1))
             .map(|_| {
                 s.spawn(move || -> Result<(Vec<u64>, u64), LoadError> {
-                    let stream = TcpStream::connect_timeout(&server, ANSWER_TIMEOUT).map_err(|e| LoadError::Unreachable(format!("connecting to {server}: {e}")))?;
+                    let stream = TcpStream::connect_timeout(&server, ANSWER_TIMEOUT).map_err(LoadError::Unreachable)?;
                     stream.set_nodelay(true).ok();
                     stream.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(|e| LoadError::Broken(e.to_string()))?;
                     stream.set_write_timeout(Some(ANSWER_TIMEOUT)).map_err(|e| LoadError::Broken(e.to_string()))?;

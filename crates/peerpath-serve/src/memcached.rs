@@ -1,5 +1,5 @@
 //! The memcached text protocol: `get`/`gets` of keys that name files under
-//! the root, `version`, `quit`, and, when the server is made writable,
+//! the root, `version`, `stats`, `quit`, and, when the server is made writable,
 //! `set`, which stores an object as a file directly under the root (one
 //! path component; written to a temporary file as it arrives, so memory
 //! stays bounded, and renamed into place whole: a reader sees the old file
@@ -53,11 +53,17 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             let words: Vec<&[u8]> = text.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
             let outcome = match words.first().copied() {
                 Some(b"get") | Some(b"gets") if words.len() > 1 => Some(get(conn, &words[1..], words[0] == b"gets")),
-                Some(b"version") => Some((200, 0, 0, 0, conn.write_all(b"VERSION peerpath-serve\r\n").is_ok())),
+                Some(b"version") => Some((200, 0, 0, 0, conn.write_all(format!("VERSION {VERSION}\r\n").as_bytes()).is_ok())),
+                // `stats GROUP` (slabs, items, ...): none is kept, answered as memcached answers a group it lacks.
+                Some(b"stats") if words.len() == 1 => Some((200, 0, 0, 0, conn.write_all(stats(shared).as_bytes()).is_ok())),
                 Some(b"quit") => return Next::Close,
                 Some(b"set") if shared.config.max_set_bytes.is_some() => set(conn, &words, started),
-                Some(b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" | b"delete") => refuse(conn, &words, started),
-                _ => Some((400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok())),
+                Some(b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas") => refuse(conn, &words, started, 5),
+                Some(w) => match WRITES.iter().find(|(name, ..)| *name == w) {
+                    Some(&(_, least, most)) if (least..=most).contains(&words.len()) => refuse(conn, &words, started, least),
+                    _ => Some((400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok())),
+                },
+                None => Some((400, 0, 0, 0, conn.write_all(b"ERROR\r\n").is_ok())),
             };
             match outcome {
                 Some(o) => (started, o),
@@ -74,6 +80,63 @@ pub(crate) fn serve(conn: &mut Conn) -> Next {
             return next;
         }
     }
+}
+
+/// What `version` and `stats` say this server is.
+const VERSION: &str = "peerpath-serve";
+
+/// memcached's write commands without a data block, with the words each line holds (its name
+/// included) as memcached takes them: another count is ERROR there as here. Refused as the
+/// storage commands are (see [`refuse`]). The meta commands (`mg`, `ms`, `md`, `ma`, ...) are
+/// not spoken: ERROR, as any unknown command.
+const WRITES: [(&[u8], usize, usize); 7] = [
+    (b"delete", 2, 4),
+    (b"incr", 3, 4),
+    (b"decr", 3, 4),
+    (b"touch", 3, 4),
+    // Get and touch: each sets the keys' expiry (and takes no noreply).
+    (b"gat", 3, usize::MAX),
+    (b"gats", 3, usize::MAX),
+    (b"flush_all", 1, 3),
+];
+
+/// memcached's `stats` answer: the figures this server keeps, as `STAT name value` lines and
+/// END; memcached's names where the figure is the same thing (connections and bytes are of both
+/// protocols, HTTP's too), peerpath's own prefixed `peerpath_`.
+fn stats(shared: &crate::Shared) -> String {
+    use std::fmt::Write as _;
+    use std::sync::atomic::Ordering::Relaxed;
+    let c = &shared.counters;
+    let (hits, misses) = (c.get_hits.load(Relaxed), c.get_misses.load(Relaxed));
+    let (requests, aborted, payload) = shared.stats.so_far();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let figures: [(&str, &dyn std::fmt::Display); 19] = [
+        ("pid", &std::process::id()),
+        ("uptime", &shared.started.elapsed().as_secs()),
+        ("time", &now),
+        ("version", &VERSION),
+        ("max_connections", &shared.config.max_connections),
+        ("curr_connections", &shared.served_connections.load(Relaxed)),
+        ("total_connections", &c.total_connections.load(Relaxed)),
+        ("rejected_connections", &c.rejected_connections.load(Relaxed)),
+        ("cmd_get", &(hits + misses)),
+        ("get_hits", &hits),
+        ("get_misses", &misses),
+        ("bytes_read", &c.bytes_read.load(Relaxed)),
+        ("bytes_written", &c.bytes_written.load(Relaxed)),
+        ("threads", &c.threads.load(Relaxed)),
+        ("peerpath_mode", &shared.config.mode.name()),
+        ("peerpath_read_only", &u8::from(shared.config.max_set_bytes.is_none())),
+        ("peerpath_requests", &requests),
+        ("peerpath_requests_aborted", &aborted),
+        ("peerpath_payload_bytes", &payload),
+    ];
+    let mut text = String::new();
+    for (name, value) in figures {
+        let _ = write!(text, "STAT {name} {value}\r\n");
+    }
+    text.push_str("END\r\n");
+    text
 }
 
 /// A number of a command line.
@@ -219,14 +282,17 @@ fn read_block(conn: &mut Conn) -> Result<(Instant, Outcome), Next> {
 /// `<bytes>`) is read and dropped first ([`Block`]): left unread, its bytes
 /// were taken for commands, and pipelined answers fell out of step. One
 /// longer than [`droppable`] is not read: refused, and the connection closed.
-/// `None` when the block is to be read (`conn.block`).
-fn refuse(conn: &mut Conn, words: &[&[u8]], started: Instant) -> Option<Outcome> {
+/// The other write commands ([`WRITES`]) have no block. `least`: the words the command's line
+/// holds without its optional ones. `None` when the block is to be read (`conn.block`).
+fn refuse(conn: &mut Conn, words: &[&[u8]], started: Instant, least: usize) -> Option<Outcome> {
     let why: &'static [u8] = if conn.shared.config.max_set_bytes.is_some() { b"SERVER_ERROR only set is taken: objects are the files under the served directory\r\n" } else { b"SERVER_ERROR read-only: objects are the files under the served directory\r\n" };
-    // `noreply` (the last word) silences refusals too, as in memcached: a pipelining client
-    // would take the refusal for its next command's answer.
-    let noreply = words.len() > 2 && words.last() == Some(&&b"noreply"[..]);
+    // `noreply` (the last word, after those the command needs) silences refusals too, as in
+    // memcached: a pipelining client would take the refusal for its next command's answer.
+    // `gat` and `gats` take none (a key may be called so).
+    let block = !WRITES.iter().any(|(name, ..)| *name == words[0]);
+    let noreply = words.len() > least && words.last() == Some(&&b"noreply"[..]) && !matches!(words[0], b"gat" | b"gats");
     let answer = (!noreply).then_some(why);
-    if words[0] == b"delete" {
+    if !block {
         return Some((405, 0, 0, 0, answer.is_none_or(|a| conn.write_all(a).is_ok())));
     }
     let Some(bytes) = words.get(4).and_then(|w| number(w)) else {
@@ -268,7 +334,11 @@ fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool)
             let keep = waiting.take().is_none_or(|w| send(conn, w, b"\r\n"));
             return (400, payload, copied, from_host, keep && conn.write_all(b"CLIENT_ERROR bad key\r\n").is_ok());
         }
-        let Ok(found) = resolve(&conn.shared.root, k) else { continue };
+        let Ok(found) = resolve(&conn.shared.root, k) else {
+            conn.shared.counters.get_misses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            continue;
+        };
+        conn.shared.counters.get_hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(w) = waiting.take() {
             if !send(conn, w, b"\r\n") {
                 return (200, payload, copied, from_host, false);

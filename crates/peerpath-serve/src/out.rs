@@ -18,6 +18,7 @@ use crate::{Conn, Next};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -199,6 +200,7 @@ impl Conn<'_> {
             // SAFETY: send from a slice we hold, of its length, on our socket.
             let n = unsafe { libc::send(self.stream.as_raw_fd(), bytes.as_ptr() as *const libc::c_void, bytes.len(), flags | libc::MSG_NOSIGNAL) };
             if n >= 0 {
+                self.shared.counters.bytes_written.fetch_add(n as u64, Ordering::Relaxed);
                 bytes = &bytes[n as usize..];
                 self.sent_at = Instant::now();
                 continue;
@@ -289,6 +291,7 @@ impl Conn<'_> {
         };
         if progress > 0 {
             self.sent_at = Instant::now();
+            self.shared.counters.bytes_written.fetch_add(progress as u64, Ordering::Relaxed);
         }
         Ok(progress > 0)
     }

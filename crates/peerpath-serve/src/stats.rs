@@ -1,6 +1,7 @@
 //! Per-request figures and the report.
 
 use crate::Config;
+use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -16,6 +17,24 @@ pub const MEASURED_WITH_EMULATED_NIC: &str = "measured on this host with an emul
 /// A latency taken back: its request was found not delivered after all
 /// ([`Stats::not_delivered`]); no latency recorded is this long.
 const WITHDRAWN: u64 = u64::MAX;
+
+/// Running counts that memcached's `stats` command reads while the server runs (the report
+/// is made at the end, from [`Stats`]).
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Connections accepted (refused ones too), and those refused at the limit.
+    pub total_connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    /// Bytes received from clients, and sent to them by this process (the emulated NIC's own
+    /// sends, in devmem mode, are not seen here).
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+    /// memcached `get`/`gets` keys that named a file, and keys that did not.
+    pub get_hits: AtomicU64,
+    pub get_misses: AtomicU64,
+    /// Worker threads started.
+    pub threads: AtomicU64,
+}
 
 /// Counts requests as they finish.
 pub struct Stats {
@@ -95,6 +114,12 @@ impl Stats {
                 }
             }
         }
+    }
+
+    /// Requests answered so far, those of them aborted, and their payload bytes.
+    pub(crate) fn so_far(&self) -> (u64, u64, u64) {
+        let s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (s.requests, s.aborted, s.payload_bytes)
     }
 
     pub(crate) fn report(&self, config: &Config, wall: Duration, cpu: Duration) -> Report {
