@@ -4,6 +4,7 @@
 //! checks every member on the CPU oracle.
 
 use clap::{Args, Subcommand};
+use peerpath_runtime::report::Quoted;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -35,7 +36,7 @@ struct ProbeArgs {
     #[arg(long, global = true, default_value = "1M", value_parser = crate::parse_size)]
     chunk: usize,
     /// nvCOMP gzip algorithms to run (0 fastest .. 5 best ratio), comma-separated.
-    #[arg(long, global = true, default_value = "0,1,2", value_delimiter = ',')]
+    #[arg(long, global = true, default_value = "0,1,2", value_delimiter = ',', value_parser = clap::value_parser!(i32).range(0..=5))]
     algorithm: Vec<i32>,
     /// Timed runs of each algorithm (the best is reported).
     #[arg(long, global = true, default_value_t = 3)]
@@ -73,22 +74,29 @@ pub fn main(a: GpuArgs) -> ExitCode {
         eprintln!("peerpath: error: --bytes {}: more than half of this machine's memory ({})", p.bytes, peerpath_metrics::human_bytes(total as u64));
         return ExitCode::from(2);
     }
-    let gpu = match peerpath_gpu::Gpu::open(p.device) {
-        Ok(g) => g,
-        Err(why) => return unavailable(&p, "gpu", &why.to_string()),
-    };
-    let nv = match peerpath_gpu::Nvcomp::load(p.nvcomp.as_deref()) {
-        Ok(n) => n,
-        Err(why) => return unavailable(&p, "nvcomp", &why.to_string()),
+    // --mapped-at and the input are checked first: said whatever the GPU.
+    if let Some(dir) = p.mapped_at.as_deref().filter(|d| !d.is_dir()) {
+        eprintln!("peerpath: error: --mapped-at {}: not a directory: name one to map files in (on tmpfs: /dev/shm)", Quoted(dir));
+        return ExitCode::from(2);
+    }
+    if let Some(path) = &p.input {
+        if let Err(e) = read_prefix(path, 1) {
+            return cannot_read(path, &e);
+        }
+    }
+    // nvCOMP is asked even where the GPU cannot open (loading it needs none): a machine
+    // without either says both, and a --nvcomp or $PEERPATH_NVCOMP naming no library is said.
+    let (gpu, nv) = match (peerpath_gpu::Gpu::open(p.device), peerpath_gpu::Nvcomp::load(p.nvcomp.as_deref())) {
+        (Ok(g), Ok(n)) => (g, n),
+        (Err(why), Ok(_)) => return unavailable(&p, "gpu", &with_cufile(&p, why)),
+        (Ok(_), Err(why)) => return unavailable(&p, "nvcomp", &with_cufile(&p, why)),
+        (Err(g), Err(n)) => return unavailable(&p, "gpu", &with_cufile(&p, format!("{g}; and {n}"))),
     };
     // Made once the GPU and nvCOMP are known to be there: a sample of --bytes takes a while.
     let data = match &p.input {
         Some(path) => match read_prefix(path, p.bytes) {
             Ok(d) => d,
-            Err(e) => {
-                eprintln!("peerpath: error: cannot read {}: {e}", path.display());
-                return ExitCode::from(3);
-            }
+            Err(e) => return cannot_read(path, &e),
         },
         None => peerpath_func::sample::protein_like(p.bytes, 1),
     };
@@ -148,6 +156,22 @@ fn unavailable(p: &ProbeArgs, stage: &str, why: &str) -> ExitCode {
         println!("{}", crate::jsonout::stamped("gpu-unavailable", &doc));
     }
     ExitCode::from(UNAVAILABLE)
+}
+
+/// `--input` cannot be read: exit 3.
+fn cannot_read(path: &std::path::Path, e: &std::io::Error) -> ExitCode {
+    eprintln!("peerpath: error: --input {}: cannot read it: {e}", Quoted(path));
+    ExitCode::from(3)
+}
+
+/// `why` the probe cannot run, and where --cufile or $PEERPATH_CUFILE names a library that does
+/// not load, why not (with a GPU the probe's cufile line says it; without, it was never asked).
+fn with_cufile(p: &ProbeArgs, why: String) -> String {
+    let named = p.cufile.as_ref().map(|c| (c.clone(), "--cufile")).or_else(|| std::env::var_os(peerpath_gpu::cufile::ENV).map(|c| (PathBuf::from(c), "$PEERPATH_CUFILE")));
+    match named.map(|(c, how)| (peerpath_gpu::open_library(&c), how)) {
+        Some((Err(e), how)) => format!("{why}; and cuFile not loaded from {how} ({e})"),
+        _ => why,
+    }
 }
 
 fn read_prefix(path: &std::path::Path, bytes: usize) -> std::io::Result<Vec<u8>> {

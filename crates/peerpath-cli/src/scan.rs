@@ -147,14 +147,26 @@ fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
     Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first ({decode} FILE | peerpath scan - ...)", Quoted(path))))
 }
 
-/// A motif the regex crate refuses, said on one line (its parse error is the pattern, a caret
-/// under the fault and the reason, each on a line of its own).
-fn bad_motif(motif: &str, e: &regex::Error) -> JobError {
-    let why = match e {
-        regex::Error::Syntax(t) => t.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(t).to_string(),
-        e => e.to_string(),
+/// A motif the regex crate refuses, said on one line: parsed first with `regex_syntax` (as the
+/// regex crate parses it), whose error has a kind and a position, not a drawing of the pattern.
+fn bad_motif(motif: &str, ignore_case: bool, e: &regex::Error) -> JobError {
+    let quoted = shell_word(motif.as_bytes());
+    let parsed = regex_syntax::ParserBuilder::new().utf8(false).case_insensitive(ignore_case).build().parse(motif);
+    let why = match (parsed, e) {
+        (Err(p), _) => {
+            let (kind, at) = match &p {
+                regex_syntax::Error::Parse(e) => (e.kind().to_string(), e.span().start.offset),
+                regex_syntax::Error::Translate(e) => (e.kind().to_string(), e.span().start.offset),
+                e => (e.to_string(), 0),
+            };
+            format!("not a regular expression: {kind} (at character {})", motif[..at].chars().count() + 1)
+        }
+        (Ok(_), regex::Error::CompiledTooBig(limit)) => format!(
+            "too large to compile (more than the regex engine's {limit} bytes): use fewer or smaller counted repetitions ({{N}}), or ASCII classes ([0-9A-Za-z_] for \\w, or (?-u:\\w)), which compile smaller than Unicode ones"
+        ),
+        (Ok(_), e) => format!("not a regular expression: {}", e.to_string().lines().find(|l| !l.trim().is_empty()).unwrap_or_default()),
     };
-    JobError::Usage(format!("--motif {}: not a regular expression: {why}", shell_word(motif.as_bytes())))
+    JobError::Usage(format!("--motif {quoted}: {why}"))
 }
 
 /// The `-o` target's temporary file, how it exists, and its final name.
@@ -317,12 +329,16 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
         return Err(JobError::Usage("--json prints the report on standard output, where the matching records would go: write them to a file (-o FILE), or count them (--count, --histogram)".into()));
     }
     let motif = match &a.motif {
-        Some(m) => Some(regex::bytes::RegexBuilder::new(m).case_insensitive(a.ignore_case).build().map_err(|e| bad_motif(m, &e))?),
+        Some(m) => Some(regex::bytes::RegexBuilder::new(m).case_insensitive(a.ignore_case).build().map_err(|e| bad_motif(m, a.ignore_case, &e))?),
         None => None,
     };
     if let Some(p) = a.id_prefix.as_deref().filter(|p| p.bytes().any(|b| b.is_ascii_whitespace())) {
         // An id is the header's first word: a prefix with white space in it matched nothing, and said nothing.
         return Err(JobError::Usage(format!("--id-prefix {}: an id is the header's first word, which has no white space: no record can match", shell_word(p.as_bytes()))));
+    }
+    // Standard input is read once: a second `-` found it empty and counted 0 records of it.
+    if a.files.iter().filter(|f| peerpath_runtime::job::is_std_stream(f)).nth(1).is_some() {
+        return Err(JobError::Usage("- (standard input) is named twice: it is read once".into()));
     }
     // A missing or unreadable source (a directory) among several stops the scan before any is
     // read, as seqkit's does: not after the files before it were scanned and printed. A file

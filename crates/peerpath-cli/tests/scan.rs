@@ -772,8 +772,15 @@ fn a_bad_motif_or_an_id_prefix_with_a_space_is_a_one_line_usage_error() {
     let dir = scratch();
     let fa = dir.path().join("a.fa");
     std::fs::write(&fa, b">r1 desc\nACGT\n").unwrap();
-    for (motif, why) in [("(AC", "unclosed group"), ("x{2,1}", "invalid repetition count range")] {
-        let o = run(&mut pp(args!["scan", &fa, "--motif", motif, "-c"])).fails(2, &[&format!("--motif '{motif}': not a regular expression: {why}")]);
+    // Its kind and where it lies (regex_syntax's); one too large to compile says what to do.
+    for (motif, why) in [
+        ("(AC", "not a regular expression: unclosed group (at character 1)"),
+        ("x{2,1}", "not a regular expression: invalid repetition count range, the start must be <= the end (at character 2)"),
+        ("A[z-a]", "not a regular expression: invalid character class range, the start must be <= the end (at character 3)"),
+        ("\\p{NoSuchClass}", "not a regular expression: Unicode property not found (at character 1)"),
+        ("\\w{1000}", "too large to compile (more than the regex engine's 10485760 bytes): use fewer or smaller counted repetitions"),
+    ] {
+        let o = run(&mut pp(args!["scan", &fa, "--motif", motif, "-c"])).fails(2, &[&format!("--motif '{motif}': {why}")]);
         assert_eq!(o.stderr.trim_end().lines().count(), 1, "{}", o.stderr);
     }
     for prefix in ["r1 desc", "r1\t"] {
@@ -810,4 +817,15 @@ fn a_missing_file_or_directory_among_several_stops_the_scan_before_any_is_read()
     let o = run(&mut pp(args!["scan", &fa, &fifo, "--motif", "ACGT", "-c", "-q"])).ok();
     writer.join().unwrap();
     assert_eq!(o.stdout_str(), format!("{}\t1\n{}\t1\n", fa.display(), fifo.display()));
+}
+
+/// Standard input named twice: the second `-` read an empty stream and counted 0 records of
+/// it, silently; it is refused as a source named twice is elsewhere.
+#[test]
+fn standard_input_named_twice_is_refused() {
+    let o = run_full(&mut pp(args!["scan", "-", "-", "--min-length", "1", "-c"]), Some(b">a\nACGT\n".to_vec()), DEADLINE).fails(2, &["named twice", "standard input"]);
+    assert!(o.stdout.is_empty(), "{}", o.describe());
+    // Once is read as before.
+    let o = run_full(&mut pp(args!["scan", "-", "--min-length", "1", "-c", "-q"]), Some(b">a\nACGT\n".to_vec()), DEADLINE).ok();
+    assert_eq!(o.stdout_str().trim(), "1");
 }

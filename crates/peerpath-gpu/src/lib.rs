@@ -55,6 +55,7 @@ pub fn algorithm_for_level(level: u32) -> i32 {
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use serde::Serialize;
 use std::ffi::c_void;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -125,10 +126,7 @@ pub struct GpuInfo {
 impl Gpu {
     /// Opens GPU `ordinal`, or says why it cannot (no driver, no device).
     pub fn open(ordinal: usize) -> Result<Gpu, String> {
-        // SAFETY: only tries to load libcuda (cudarc's loader); no call into it.
-        if !unsafe { sys::is_culib_present() } {
-            return Err("no CUDA driver: libcuda.so.1 is not installed or not on the loader's path".into());
-        }
+        driver_loads()?;
         // Threads waiting for the GPU sleep instead of spinning (the driver's
         // default spins where there are more cores than GPUs: on the lent
         // machine a waiting worker thread burned a core, 1.4 cores per GB/s).
@@ -163,6 +161,86 @@ impl Gpu {
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
         );
         Ok(Gpu { ctx, stream, info: GpuInfo { ordinal, name, memory_bytes, driver_version, compute_capability, pci_address, blocking_sync } })
+    }
+}
+
+/// Whether CUDA's driver library is there and has every function cudarc binds. cudarc's loader
+/// panics on a library of that name that lacks one (another library named libcuda.so.1, a
+/// driver older than CUDA 13): that panic is caught, kept off standard error (a hook installed
+/// once passes every other thread's panics, and this one's outside the check, to the one
+/// before it), and said as the reason.
+fn driver_loads() -> Result<(), String> {
+    thread_local!(static CHECKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CHECKING.get() {
+                previous(info)
+            }
+        }));
+    });
+    CHECKING.set(true);
+    // SAFETY: only loads libcuda and looks its functions up (cudarc's loader); no call into it.
+    let present = std::panic::catch_unwind(|| unsafe { sys::is_culib_present() });
+    CHECKING.set(false);
+    match present {
+        Ok(true) => Ok(()),
+        Ok(false) => Err("no CUDA driver: libcuda.so.1 is not installed or not on the loader's path: install NVIDIA's GPU driver (580 or later, for CUDA 13), or add the directory that holds its libcuda.so.1 to LD_LIBRARY_PATH".into()),
+        Err(panic) => {
+            let why = panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("a function is missing");
+            Err(format!("CUDA's driver library is not usable ({why}): not NVIDIA's driver, or one older than CUDA 13: install NVIDIA's GPU driver 580 or later"))
+        }
+    }
+}
+
+/// Opens the shared library `path` (a bare name is looked for on the loader's path), or says
+/// why not in words of the file itself where the loader's are unclear: a missing file, a
+/// directory, no ELF header (text), a library for another machine (the loader says "No such
+/// file or directory" of one that is there), and an empty name (the loader gives the program
+/// itself).
+pub fn open_library(path: &Path) -> Result<libloading::Library, String> {
+    if path.as_os_str().is_empty() {
+        return Err("an empty name is no library".into());
+    }
+    // SAFETY: loading a shared library runs its initialisers; the libraries named for peerpath
+    // (nvCOMP, cuFile) only set up their own state.
+    let loader = match unsafe { libloading::Library::new(path) } {
+        Ok(lib) => return Ok(lib),
+        Err(e) => e.to_string(),
+    };
+    let shown = path.display();
+    if !std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).contains(&b'/') {
+        return Err(loader);
+    }
+    let mut head = [0u8; 20];
+    let read = std::fs::File::open(path).and_then(|f| std::io::Read::read(&mut std::io::Read::take(f, 20), &mut head));
+    match (std::fs::metadata(path), read) {
+        (Err(e), _) => Err(format!("{shown}: {e}")),
+        (Ok(m), _) if m.is_dir() => Err(format!("{shown}: a directory, not a shared library: name the library file in it")),
+        (_, Err(e)) => Err(format!("{shown}: {e}")),
+        (_, Ok(n)) if n < head.len() || !head.starts_with(b"\x7fELF") => Err(format!("{shown}: not a shared library (no ELF header: text, or other data)")),
+        _ => {
+            let machine = if head[5] == 2 { u16::from_be_bytes([head[18], head[19]]) } else { u16::from_le_bytes([head[18], head[19]]) };
+            let bits = if head[4] == 1 { 32 } else { 64 };
+            let name = match machine {
+                3 => "x86",
+                62 => "x86_64",
+                40 => "arm",
+                183 => "aarch64",
+                21 => "powerpc64",
+                243 if head[4] == 2 => "riscv64",
+                243 => "riscv32",
+                _ => "",
+            };
+            let here = std::env::consts::ARCH;
+            if name != here || bits != usize::BITS {
+                let name = if name.is_empty() { format!("ELF machine {machine}") } else { name.to_string() };
+                Err(format!("{shown}: a {bits}-bit {name} library, not one for this {}-bit {here} machine", usize::BITS))
+            } else {
+                Err(loader)
+            }
+        }
     }
 }
 

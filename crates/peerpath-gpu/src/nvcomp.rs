@@ -156,17 +156,23 @@ impl Nvcomp {
     /// was tried and how to install it.
     pub fn load(explicit: Option<&Path>) -> Result<Nvcomp, String> {
         let from_env = std::env::var_os(ENV).map(PathBuf::from);
-        let mut tried = Vec::new();
-        let candidates: Vec<PathBuf> = match explicit.map(Path::to_path_buf).or(from_env) {
-            Some(p) => vec![p],
-            None => std::iter::once(PathBuf::from(SONAME)).chain(python_candidates()).collect(),
+        // A library named (--nvcomp, or $PEERPATH_NVCOMP) is the only one tried: said as itself.
+        let named = match (explicit, &from_env) {
+            (Some(p), _) => Some((p.to_path_buf(), "--nvcomp")),
+            (None, Some(p)) => Some((p.clone(), "$PEERPATH_NVCOMP")),
+            (None, None) => None,
         };
-        for path in candidates {
-            // SAFETY: loading a shared library runs its initialisers; nvCOMP's
-            // only set up its own state (its CUDA runtime loads libcuda lazily).
-            match unsafe { libloading::Library::new(&path) } {
+        if let Some((path, how)) = named {
+            return match crate::open_library(&path) {
+                Ok(lib) => Self::resolve(lib, path),
+                Err(why) => Err(format!("nvCOMP not loaded from {how} ({why}): name nvCOMP 6's {SONAME} (pip install nvidia-libnvcomp-cu13 puts it in site-packages/nvidia/libnvcomp/lib64), or leave {how} out to look for it")),
+            };
+        }
+        let mut tried = Vec::new();
+        for path in std::iter::once(PathBuf::from(SONAME)).chain(python_candidates()) {
+            match crate::open_library(&path) {
                 Ok(lib) => return Self::resolve(lib, path),
-                Err(e) => tried.push(format!("{}: {e}", path.display())),
+                Err(why) => tried.push(why),
             }
         }
         Err(format!(
@@ -176,7 +182,7 @@ impl Nvcomp {
     }
 
     fn resolve(lib: libloading::Library, path: PathBuf) -> Result<Nvcomp, String> {
-        let missing = |name: &str, e: libloading::Error| format!("{}: no {name} ({e}): not nvCOMP 6?", path.display());
+        let missing = |name: &str, e: libloading::Error| format!("{}: not nvCOMP 6 (no {name}: {e}): name nvCOMP 6's {SONAME} (pip install nvidia-libnvcomp-cu13)", path.display());
         macro_rules! get {
             ($t:ty, $name:literal) => {
                 // SAFETY: the symbol is nvCOMP 6's function of that name, whose
@@ -414,6 +420,6 @@ mod tests {
     #[test]
     fn a_missing_library_is_a_clear_error() {
         let e = Nvcomp::load(Some(Path::new("/no/such/libnvcomp.so.6"))).err().expect("not there");
-        assert!(e.contains("nvCOMP not found") && e.contains("pip install nvidia-libnvcomp-cu13") && e.contains(ENV), "{e}");
+        assert!(e.contains("nvCOMP not loaded from --nvcomp (/no/such/libnvcomp.so.6: No such file") && e.contains("pip install nvidia-libnvcomp-cu13"), "{e}");
     }
 }
