@@ -28,6 +28,8 @@ pub(crate) struct ChainOptions {
     /// Uncompressed bytes per member.
     pub block_size: usize,
     pub threads: usize,
+    /// An emulated device's workers (`--device-workers`): `None` takes them from `threads`.
+    pub device_workers: Option<usize>,
     pub encrypt: Option<(Arc<Key>, u32)>,
     pub data: usize,
     pub parity: usize,
@@ -346,7 +348,7 @@ pub(crate) struct ReverseChainReport {
     stream_bytes: u64,
     encrypted: bool,
     output_bytes: u64,
-    /// Members decoded, and units rebuilt from parity (counted on a device; null on the host CPU, which does not count them).
+    /// Members decoded (counted on a device; null on the host CPU, which does not count them), and units rebuilt from parity.
     members: Option<u64>,
     units_rebuilt: Option<u64>,
     seconds: f64,
@@ -368,10 +370,11 @@ impl ReverseChainReport {
             None => {
                 let stage = |name: &str| self.run.host_stages.iter().flatten().find(|s| s.stage == name);
                 t += &format!(
-                    "{} -> {}: {} from the shards{}, inflated to {} on {} (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)\n",
+                    "{} -> {}: {} from the shards{}{}, inflated to {} on {} (the shards read and blocks opened on one); {:.3} s, {:.2} GB/s out (measured on this host's CPU)\n",
                     Quoted(&self.set),
                     Quoted(&self.output),
                     h(self.stream_bytes),
+                    self.rebuilt("on the host CPU"),
                     if self.encrypted { ", each block authenticated and decrypted as it arrived" } else { "" },
                     h(self.output_bytes),
                     count(self.run.threads, "host thread"),
@@ -399,13 +402,12 @@ impl ReverseChainReport {
                 } else {
                     format!("every stage on 1 emulated CSP, {}, up to {} in flight, {}; units read {moved} into its memory, checked there against the manifest's CRC-32s, the output written from it by kernel copies; {copies}", count(d.workers.unwrap_or(0), "worker"), count(d.in_flight, "member"), count(d.commands, "command"))
                 };
-                let rebuilt = self.units_rebuilt.unwrap_or(0);
                 t += &format!(
                     "{} -> {}: {} from the shards{}{}, {} inflated to {}; {:.3} s, {:.2} GB/s out ({}: {how})\n",
                     Quoted(&self.set),
                     Quoted(&self.output),
                     h(self.stream_bytes),
-                    if rebuilt > 0 { format!(", {} rebuilt on the device", count(rebuilt, "unit")) } else { String::new() },
+                    self.rebuilt("on the device"),
                     if self.encrypted { ", each block authenticated and decrypted there" } else { "" },
                     count(self.members.unwrap_or(0), "member"),
                     h(self.output_bytes),
@@ -422,6 +424,14 @@ impl ReverseChainReport {
             }
         }
         t
+    }
+
+    /// ", N units rebuilt WHERE", where units were rebuilt from parity.
+    fn rebuilt(&self, place: &str) -> String {
+        match self.units_rebuilt {
+            Some(n) if n > 0 => format!(", {} rebuilt {place}", count(n, "unit")),
+            _ => String::new(),
+        }
     }
 }
 
@@ -808,7 +818,8 @@ pub(crate) fn decompress_ec(dir: &Path, output: &Path, key: Option<Arc<Key>>, fo
         eprintln!("peerpath: warning: {}: no end member after the member that ends at byte {at} of its stream: read as --allow-no-end-member asks (a cut at a member's end there goes unnoticed)", Quoted(dir));
     }
     let reading = reading.get();
-    let facts = ReverseFacts { dir, output, stream_bytes: set_bytes, encrypted: cipher.is_some(), output_bytes: produced, members: None, units_rebuilt: None, seconds: started.elapsed().as_secs_f64() };
+    let units_rebuilt = Some(stream.get_ref().shards.units_rebuilt());
+    let facts = ReverseFacts { dir, output, stream_bytes: set_bytes, encrypted: cipher.is_some(), output_bytes: produced, members: None, units_rebuilt, seconds: started.elapsed().as_secs_f64() };
     let mut stages = vec![HostStage::new("read", reading.as_secs_f64(), 1, set_bytes)];
     if cipher.is_some() {
         stages.push(HostStage::new("open", input.saturating_sub(reading).as_secs_f64(), 1, set_bytes));

@@ -101,7 +101,7 @@ struct Layout {
 
 impl Layout {
     fn new(o: &ChainOptions) -> Layout {
-        let slots = slots(o.threads);
+        let slots = chain_slots(o);
         let mut at = 0u64;
         let mut next = |len: u64| {
             let r = DeviceRange::new(at, len);
@@ -170,6 +170,16 @@ fn slots(threads: usize) -> usize {
     device_workers(threads) + 1
 }
 
+/// The compress chain's device workers: `--device-workers` as given, else from -T.
+fn chain_workers(o: &ChainOptions) -> usize {
+    o.device_workers.unwrap_or_else(|| device_workers(o.threads))
+}
+
+/// The compress chain's buffer slots ([`slots`]): one per worker, and one more.
+fn chain_slots(o: &ChainOptions) -> usize {
+    chain_workers(o) + 1
+}
+
 /// What every device needs of the chain's options.
 fn check_options(o: &ChainOptions) -> Result<(), String> {
     if !(o.block_size as u64).is_multiple_of(ALIGN) {
@@ -192,15 +202,15 @@ pub(crate) fn start_gpu(o: &ChainOptions, ordinal: usize, nvcomp: Option<std::pa
         return Err("the GPU compresses gzip members (nvCOMP), not BGZF".into());
     }
     let bytes = Layout::new(o).bytes();
-    let config = peerpath_gpu::GpuDeviceConfig { algorithm, nvcomp, compress: true, coding: true, crypt: o.encrypt.is_some(), ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, slots(o.threads) + 2) };
+    let config = peerpath_gpu::GpuDeviceConfig { algorithm, nvcomp, compress: true, coding: true, crypt: o.encrypt.is_some(), ..peerpath_gpu::GpuDeviceConfig::staged(ordinal, bytes, chain_slots(o) + 2) };
     device_job::open_gpu(device_job::timed(config, timeout))
 }
 
 /// Starts an emulated CSP with room for the chain, or says why it cannot run there.
 pub(crate) fn start(o: &ChainOptions, faults: Option<FaultConfig>, timeout: Option<Duration>) -> Result<Box<dyn Device>, String> {
     check_options(o)?;
-    let depth = (slots(o.threads) + 2) as u32;
-    let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, device_workers(o.threads) as u32, FunctionKind::GzipCompressMember, timeout)?;
+    let depth = (chain_slots(o) + 2) as u32;
+    let dev = device_job::spawn("chain", Layout::new(o).bytes(), depth, chain_workers(o) as u32, FunctionKind::GzipCompressMember, timeout)?;
     for need in [FunctionKind::Copy, FunctionKind::EcEncode, FunctionKind::Crc32, FunctionKind::AeadSealBlock] {
         if !dev.functions().contains(need) {
             return Err(format!("the emulated CSP does not offer {}", need.name()));
@@ -342,7 +352,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     }
     // A kernel file's size (0 in /proc) is not what it holds: the device reads the file by its size.
     crate::refuse_a_sizeless_file(&opened.file, &meta, source, "compress --ec")?;
-    ec::check_unit(o.data, o.parity, o.unit)?;
+    ec::check_unit(o.data, o.parity, o.unit, "--ec-unit")?;
     ec::check_new_set_dir(dir, Some(source))?;
     let n = o.data + o.parity;
     let names = ec::shard_targets(dir, o.placement.as_ref(), n);
@@ -398,8 +408,8 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
         name: c.dev.name().to_string(),
         description: c.dev.description().map(str::to_string),
         gpu: on_gpu,
-        workers: (!on_gpu).then(|| device_workers(o.threads)),
-        in_flight: slots(o.threads),
+        workers: (!on_gpu).then(|| chain_workers(o)),
+        in_flight: chain_slots(o),
         commands: c.commands.count(),
         read_by_dma: device_job::is_direct(&opened.file),
         host_copies,
@@ -1064,7 +1074,7 @@ mod tests {
     use peerpath_func::Level;
 
     fn options(encrypt: Option<(std::sync::Arc<Key>, u32)>) -> ChainOptions {
-        ChainOptions { level: Level::new(1).unwrap(), format: Format::Gzip, block_size: 64 << 10, threads: 2, encrypt, data: 3, parity: 2, unit: 16 << 10, placement: None }
+        ChainOptions { level: Level::new(1).unwrap(), format: Format::Gzip, block_size: 64 << 10, threads: 2, device_workers: None, encrypt, data: 3, parity: 2, unit: 16 << 10, placement: None }
     }
 
     /// A set's files by name (its shards and manifest).

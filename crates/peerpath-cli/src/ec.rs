@@ -401,6 +401,8 @@ fn corrupt(path: &Path, detail: String) -> JobError {
 #[derive(Clone)]
 pub(crate) struct Placement {
     dirs: Vec<PathBuf>,
+    /// The directories as the user gave them (relative ones relative): what errors name.
+    given: Vec<PathBuf>,
     set: String,
 }
 
@@ -440,12 +442,12 @@ impl Placement {
             if let Some(fault) = fault {
                 return Err(JobError::Usage(format!("--shard-dir {}: {fault}", Quoted(d))));
             }
-            for path in [abs.join(placed_name(set, i)), abs.join(copy_name(set))] {
-                match std::fs::symlink_metadata(&path) {
-                    Ok(_) => return Err(JobError::TargetKept { path, why: PLACED_KEPT.into() }),
+            for name in [placed_name(set, i), copy_name(set)] {
+                match std::fs::symlink_metadata(abs.join(&name)) {
+                    Ok(_) => return Err(JobError::TargetKept { path: d.join(name), why: PLACED_KEPT.into() }),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     // A name too long for the file system, say: before any work, not after it.
-                    Err(source) => return Err(JobError::TargetIo { path, source }),
+                    Err(source) => return Err(JobError::TargetIo { path: d.join(name), source }),
                 }
             }
             match devices.iter_mut().find(|(dev, _)| *dev == meta.dev()) {
@@ -458,7 +460,7 @@ impl Placement {
             let verdict = if on.len() > m { format!("more than the {m} the code survives") } else { format!("the code survives {m}") };
             eprintln!("peerpath: warning: shard directories {} are on one file system: losing it loses {} shards ({verdict})", on.join(", "), on.len());
         }
-        Ok(Some(Placement { dirs, set: set.to_string() }))
+        Ok(Some(Placement { dirs, given: given.to_vec(), set: set.to_string() }))
     }
 }
 
@@ -476,7 +478,7 @@ pub(crate) fn shard_targets(dir: &Path, placement: Option<&Placement>, n: usize)
 /// the drive that filled up is the one to say).
 pub(crate) fn shard_paths(dir: &Path, placement: Option<&Placement>, n: usize) -> Vec<PathBuf> {
     match placement {
-        Some(_) => shard_targets(dir, placement, n),
+        Some(p) => p.given.iter().enumerate().map(|(i, d)| d.join(placed_name(&p.set, i))).collect(),
         None => (0..n).map(|i| dir.join(shard_name(i))).collect(),
     }
 }
@@ -526,7 +528,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let started = Instant::now();
     let mut coding = Duration::ZERO;
     let code = RsCode::new(k, m).map_err(JobError::Usage)?;
-    check_unit(k, m, unit)?;
+    check_unit(k, m, unit, "--unit")?;
     check_new_set_dir(dir, Some(source))?;
     let placement = Placement::check(placed, k + m, m, dir)?;
     let _held = hold_set_dirs(dir, placement.as_ref());
@@ -832,7 +834,7 @@ impl StreamEncoder {
     /// or in the directories of `placement`.
     pub(crate) fn new(dir: &Path, k: usize, m: usize, unit: usize, placement: Option<Placement>) -> Result<StreamEncoder, JobError> {
         let code = RsCode::new(k, m).map_err(JobError::Usage)?;
-        check_unit(k, m, unit)?;
+        check_unit(k, m, unit, "--ec-unit")?;
         check_new_set_dir(dir, None)?;
         let _held = hold_set_dirs(dir, placement.as_ref());
         let fewer = "the chain holds two stripes and a stripe's parity: give a smaller --ec-unit or fewer data shards";
@@ -927,15 +929,16 @@ impl StreamEncoder {
 
 /// A new set's code: units of 1 byte to 256 MiB, and stripes this machine could decode
 /// ([`decode_bytes`]: at most half its memory, the share other commands size their buffers
-/// by), so that no set is made that `decode` here could only abort on.
-pub(crate) fn check_unit(k: usize, m: usize, unit: usize) -> Result<(), JobError> {
+/// by), so that no set is made that `decode` here could only abort on. `option`: the option
+/// that gave the unit, as the user typed it (`--unit`, `--ec-unit`).
+pub(crate) fn check_unit(k: usize, m: usize, unit: usize, option: &str) -> Result<(), JobError> {
     if unit == 0 || unit > MAX_UNIT_BYTES {
-        return Err(JobError::Usage("--unit must be 1 byte to 256 MiB".into()));
+        return Err(JobError::Usage(format!("{option} must be 1 byte to 256 MiB")));
     }
     let need = decode_bytes(k, m, unit);
     if let Some(total) = crate::machine_memory_bytes().filter(|&t| need > t as u64 / 2) {
         return Err(JobError::Usage(format!(
-            "a stripe of {k} units of {unit} bytes cannot be decoded on this machine: decoding holds {} per thread (the stripe, and {m} parity and {m} rebuilt units where units are lost), more than half of its memory ({}); give a smaller unit or fewer data shards",
+            "a stripe of {k} units of {unit} bytes cannot be decoded on this machine: decoding holds {} per thread (the stripe, and {m} parity and {m} rebuilt units where units are lost), more than half of its memory ({}); give a smaller {option} or fewer data shards",
             peerpath_metrics::human_bytes(need),
             peerpath_metrics::human_bytes(total as u64)
         )));
@@ -1897,6 +1900,8 @@ struct StripeBufs {
     rebuilt: Vec<Vec<u8>>,
     /// One decoder per (survivors, lost) pattern met so far.
     decoders: std::collections::HashMap<(Vec<usize>, Vec<usize>), peerpath_func::ec::Decoder>,
+    /// Data units rebuilt from parity so far.
+    rebuilt_units: u64,
 }
 
 impl OpenSet {
@@ -1988,6 +1993,7 @@ impl OpenSet {
             }
             out[i * unit..(i + 1) * unit].copy_from_slice(r);
         }
+        b.rebuilt_units += missing.len() as u64;
         self.check_padding(s, out).map(|()| true)
     }
 
@@ -2043,6 +2049,11 @@ impl ShardReader {
     /// The stream's length.
     pub(crate) fn stream_bytes(&self) -> u64 {
         self.set.m.source_bytes
+    }
+
+    /// Data units rebuilt from parity in the stripes read so far.
+    pub(crate) fn units_rebuilt(&self) -> u64 {
+        self.bufs.rebuilt_units
     }
 
     /// Puts the next stripe's data (up to the stream's end) in `out`; false after the last.

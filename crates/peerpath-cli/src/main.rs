@@ -1064,6 +1064,17 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     if a.verify || a.explain {
         return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
     }
+    // Options of the devices a plain compress starts that the chain's one device cannot take:
+    // a usage error, not ignored (--device-workers sets the emulated device's workers).
+    let refused = [
+        (a.devices != 1, "--devices with --ec", "the chain runs on one device: drop it"),
+        (a.device_memory.is_some(), "--device-memory with --ec", "the chain sizes its device's memory to what it holds (its blocks in flight, two stripes and their parity): drop it"),
+        (!matches!(a.device_memory_from, MemoryFrom::Shm(None)), "--device-memory-from with --ec", "the chain's emulated device places its memory itself (in /dev/shm where it fits, else the temporary directory): drop it"),
+        (a.device_workers.is_some() && a.engine == EngineArg::Gpu, "--device-workers with --ec --engine gpu", "it sets an emulated device's workers, and a GPU has none: give --engine emulated, or drop it"),
+    ];
+    if let Some((_, option, why)) = refused.iter().find(|(given, ..)| *given) {
+        return Err(JobError::Usage(format!("{option}: {why}")));
+    }
     // The source named as the target is that (exit 5), with --force too.
     let fresh = ec::check_new_set_dir(dir, Some(source));
     if let Err(e @ JobError::SameFile { .. }) = fresh {
@@ -1086,7 +1097,8 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     };
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size.unwrap_or(DEFAULT_BLOCK_BYTES) };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
-    let opts = chain::ChainOptions { level, format, block_size, threads, encrypt, data, parity, unit, placement };
+    let device_workers = a.device_workers.map(|w| w as usize);
+    let opts = chain::ChainOptions { level, format, block_size, threads, device_workers, encrypt, data, parity, unit, placement };
     let mut fallbacks = Vec::new();
     if a.engine != EngineArg::Cpu {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {

@@ -1791,7 +1791,7 @@ fn stripes_are_held_only_as_far_as_memory_allows() {
     // limit stops an encode that goes ahead before it fills the disk.)
     if (200 + 2 * 55) * (256 << 10) > total_kib / 2 {
         let o = run(&mut limited("-f 1024", args!["ec", "encode", &src, "-k", "200", "-m", "55", "--unit", "256M", "-o", d.join("huge")]));
-        o.fails(2, &["cannot be decoded on this machine", "give a smaller unit or fewer data shards"]);
+        o.fails(2, &["cannot be decoded on this machine", "give a smaller --unit or fewer data shards"]);
         assert!(!d.join("huge").exists());
     }
     let set = d.join("set");

@@ -308,3 +308,112 @@ fn a_shard_that_cannot_be_written_is_named_by_repair() {
     run(&mut pp(args!["ec", "repair", &set, "-q"])).ok();
     run(&mut pp(args!["ec", "verify", &set])).ok();
 }
+
+/// `compress --ec` takes `--device-workers` as its emulated device's workers (they were taken
+/// from -T, the option ignored), and refuses the device options its one device cannot take
+/// (exit 2, naming the option; they were ignored): nothing is made.
+#[test]
+fn compress_ec_honours_device_workers_and_refuses_device_options_it_cannot_take() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(100_000, 11)).unwrap();
+    let set = d.join("set");
+    let chain = |extra: &[&str]| {
+        let mut c = pp(args!["compress", &src, "--ec", "2+1", "--ec-unit", "4K", "-o", &set, "-T", "2"]);
+        c.args(extra);
+        c
+    };
+    let o = run(&mut chain(&["--engine", "emulated", "--device-workers", "1", "--json"])).ok();
+    assert_eq!(o.json()["device"]["workers"], 1, "{}", o.describe());
+    assert_eq!(o.json()["device"]["in_flight"], 2, "{}", o.describe());
+    std::fs::remove_dir_all(&set).unwrap();
+    let shm = format!("shm:{}", d.display());
+    for (extra, option) in [
+        (vec!["--engine", "emulated", "--devices", "2"], "--devices with --ec"),
+        (vec!["--engine", "emulated", "--device-memory", "64M"], "--device-memory with --ec"),
+        (vec!["--engine", "gpu", "--device-memory", "64M"], "--device-memory with --ec"),
+        (vec!["--engine", "emulated", "--device-memory-from", &shm], "--device-memory-from with --ec"),
+        (vec!["--engine", "gpu", "--device-workers", "2"], "--device-workers with --ec --engine gpu"),
+    ] {
+        run(&mut chain(&extra)).fails(2, &[option]);
+        assert_dir_holds(d, &["src"]);
+    }
+}
+
+/// A bad `compress --ec-unit` is named as that option (it was named `--unit`, `ec encode`'s), on
+/// either engine; `ec encode --unit` keeps its own name.
+#[test]
+fn a_bad_ec_unit_names_the_option_given() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::write(&src, random_bytes(10_000, 12)).unwrap();
+    let set = d.join("set");
+    for engine in ["cpu", "emulated"] {
+        run(&mut pp(args!["compress", &src, "--ec", "2+1", "--ec-unit", "0", "-o", &set, "--engine", engine])).fails(2, &["--ec-unit must be 1 byte to 256 MiB"]);
+    }
+    run(&mut pp(args!["ec", "encode", &src, "-k", "2", "-m", "1", "--unit", "0", "-o", &set])).fails(2, &["--unit must be 1 byte to 256 MiB"]);
+    assert_dir_holds(d, &["src"]);
+}
+
+/// `--ec K+M` out of range counts its shards in words that agree with the numbers.
+#[test]
+fn ec_shard_counts_out_of_range_are_worded_for_their_numbers() {
+    for (spec, said) in [("255+1", "255 data shards and 1 parity shard:"), ("1+255", "1 data shard and 255 parity shards:"), ("0+2", "0 data shards and 2 parity shards:")] {
+        let o = run(&mut pp(args!["compress", "x", "--ec", spec, "-o", "y"]));
+        assert_eq!(o.code(), Some(2), "{}", o.describe());
+        assert!(o.stderr.contains(said), "{said:?} not said:\n{}", o.describe());
+    }
+}
+
+/// `decompress --ec` on the host CPU says how many units it rebuilt, as the emulated CSP does
+/// (same JSON field, same words): it said nothing (null).
+#[test]
+fn decompress_ec_on_the_cpu_says_the_units_it_rebuilt() {
+    let dir = scratch();
+    let d = dir.path();
+    let src = d.join("src");
+    let data = random_bytes(100_000, 13);
+    std::fs::write(&src, &data).unwrap();
+    let set = d.join("set");
+    run(&mut pp(args!["compress", "-q", &src, "--ec", "2+1", "--ec-unit", "4K", "-o", &set])).ok();
+    let whole = d.join("whole");
+    let o = run(&mut pp(args!["decompress", "--ec", &set, "-o", &whole, "--json"])).ok();
+    assert_eq!(o.json()["units_rebuilt"], 0, "{}", o.describe());
+    std::fs::remove_file(set.join("shard-001")).unwrap();
+    let rebuilt = |engine: &str| {
+        let back = d.join(format!("back-{engine}"));
+        let o = run(&mut pp(args!["decompress", "--ec", &set, "-o", &back, "--engine", engine, "--json"])).ok();
+        assert_file_eq(&back, &data, "the restored source");
+        let n = o.json()["units_rebuilt"].as_u64().unwrap_or_else(|| panic!("no units_rebuilt: {}", o.describe()));
+        let text = d.join(format!("text-{engine}"));
+        let o = run(&mut pp(args!["decompress", "--ec", &set, "-o", &text, "--engine", engine])).ok();
+        assert!(o.stdout_str().contains(&format!(", {n} units rebuilt on the")), "{n} units rebuilt not said:\n{}", o.describe());
+        n
+    };
+    let on_cpu = rebuilt("cpu");
+    assert!(on_cpu > 0);
+    assert_eq!(on_cpu, rebuilt("emulated"));
+}
+
+/// Errors about a `--shard-dir` name it as given: a relative one stays relative (it was made
+/// absolute), for `compress --ec` and `ec encode` alike.
+#[test]
+fn shard_dir_errors_name_the_directory_as_given() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("src"), random_bytes(10_000, 14)).unwrap();
+    for s in ["s0", "s1", "s2"] {
+        std::fs::create_dir(d.join(s)).unwrap();
+    }
+    std::fs::write(d.join("s2/set.shard-002"), b"kept").unwrap();
+    for a in [args!["compress", "src", "--ec", "2+1", "-o", "set"], args!["ec", "encode", "src", "-k", "2", "-m", "1", "-o", "set"]] {
+        let mut c = pp(a);
+        c.current_dir(d).args(["--shard-dir", "s0", "--shard-dir", "s1", "--shard-dir", "s2"]);
+        let o = run(&mut c).fails(4, &["target s2/set.shard-002 exists"]);
+        assert!(!o.stderr.contains(&d.display().to_string()), "an absolute path named:\n{}", o.describe());
+    }
+    assert_eq!(std::fs::read(d.join("s2/set.shard-002")).unwrap(), b"kept");
+    assert_dir_holds(d, &["s0", "s1", "s2", "src"]);
+}

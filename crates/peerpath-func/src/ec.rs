@@ -36,7 +36,8 @@ impl RsCode {
     /// A code of `k` >= 1 data and `m` >= 1 parity shards, k + m <= 255.
     pub fn new(k: usize, m: usize) -> Result<RsCode, String> {
         if k == 0 || m == 0 || k.checked_add(m).is_none_or(|n| n > MAX_SHARDS) {
-            return Err(format!("{k} data and {m} parity shards: need at least 1 of each and at most {MAX_SHARDS} in all"));
+            let shards = |n: usize, what: &str| format!("{n} {what} shard{}", if n == 1 { "" } else { "s" });
+            return Err(format!("{} and {}: need at least 1 of each and at most {MAX_SHARDS} in all", shards(k, "data"), shards(m, "parity")));
         }
         let n = k + m;
         let mut matrix = vec![0u8; n * k];
