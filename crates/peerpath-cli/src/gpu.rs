@@ -167,10 +167,9 @@ fn cannot_read(path: &std::path::Path, e: &std::io::Error) -> ExitCode {
 /// `why` the probe cannot run, and where --cufile or $PEERPATH_CUFILE names a library that does
 /// not load, why not (with a GPU the probe's cufile line says it; without, it was never asked).
 fn with_cufile(p: &ProbeArgs, why: String) -> String {
-    let named = p.cufile.as_ref().map(|c| (c.clone(), "--cufile")).or_else(|| std::env::var_os(peerpath_gpu::cufile::ENV).map(|c| (PathBuf::from(c), "$PEERPATH_CUFILE")));
-    match named.map(|(c, how)| (peerpath_gpu::open_library(&c), how)) {
-        Some((Err(e), how)) => format!("{why}; and cuFile not loaded from {how} ({e})"),
-        _ => why,
+    match peerpath_gpu::cufile::named_not_loading(p.cufile.as_deref()) {
+        Some(e) => format!("{why}; and {e}"),
+        None => why,
     }
 }
 

@@ -190,14 +190,24 @@ pub fn probe(explicit: Option<&Path>) -> CufileReport {
 fn load(explicit: Option<&Path>) -> Result<(&'static libloading::Library, String), CufileReport> {
     let mut tried = Vec::new();
     for path in candidates(explicit) {
-        // SAFETY: loading a shared library runs its initialisers; cuFile's set up its own state
-        // (it loads libcuda itself when its driver is opened).
-        match unsafe { libloading::Library::new(&path) } {
+        // cuFile's initialisers set up its own state (it loads libcuda itself when its driver is
+        // opened).
+        match crate::open_library(&path) {
             Ok(lib) => return Ok((Box::leak(Box::new(lib)), path.display().to_string())),
-            Err(e) => tried.push(format!("{}: {e}", path.display())),
+            Err(why) => tried.push(why),
         }
     }
     Err(CufileReport::not_found(&tried))
+}
+
+/// Where `explicit` (said as `--cufile`) or `$PEERPATH_CUFILE` names a library that does not
+/// load, why not: said beside the reason a GPU cannot be used, where cuFile was never asked.
+pub fn named_not_loading(explicit: Option<&Path>) -> Option<String> {
+    let (path, how) = match explicit {
+        Some(p) => (p.to_path_buf(), "--cufile"),
+        None => (PathBuf::from(std::env::var_os(ENV)?), "$PEERPATH_CUFILE"),
+    };
+    crate::open_library(&path).err().map(|e| format!("cuFile not loaded from {how} ({e})"))
 }
 
 /// Opens the driver and reads its properties; closes it again when `close`.
@@ -431,6 +441,23 @@ mod tests {
         assert_eq!(std::mem::size_of::<DrvProps>(), 56);
         assert_eq!(std::mem::offset_of!(DrvProps, fflags), 32);
         assert_eq!(std::mem::size_of::<CuFileError>(), 8);
+    }
+
+    /// A cuFile named that is another machine's library is said as one (the loader's words were
+    /// "No such file or directory" of a file that is there), and a directory named as one.
+    #[test]
+    fn a_named_cufile_that_does_not_load_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut other = std::fs::read("/proc/self/exe").unwrap();
+        other[18..20].copy_from_slice(&if std::env::consts::ARCH == "aarch64" { 62u16 } else { 183u16 }.to_le_bytes());
+        let lib = dir.path().join(SONAME);
+        std::fs::write(&lib, other).unwrap();
+        let r = probe(Some(&lib));
+        assert_eq!(r.state, "not_found", "{r:?}");
+        assert!(r.detail.contains("library, not one for this") && !r.detail.contains("No such file"), "{}", r.detail);
+        let why = named_not_loading(Some(dir.path())).expect("a directory is no library");
+        assert!(why.starts_with("cuFile not loaded from --cufile (") && why.contains("a directory, not a shared library"), "{why}");
+        assert_eq!(named_not_loading(Some(Path::new("/bin/true"))).map(|w| w.contains("/bin/true")), Some(true));
     }
 
     /// A stand-in libcufile built from C here (the props struct as cufile.h declares it, filled

@@ -497,9 +497,15 @@ impl GpuDevice {
             return Err("peerpath's kernels run with copy-command staging (Staging::Commands), not with the device's own".into());
         }
         let started = Instant::now();
-        let gpu = crate::Gpu::open(config.ordinal)?;
+        let cufile = match &config.io {
+            GpuIo::Staged => None,
+            GpuIo::Auto(library) | GpuIo::Cufile(library) => Some(library.as_deref()),
+        };
+        let gpu = crate::Gpu::open(config.ordinal);
         let context_s = started.elapsed().as_secs_f64();
-        let nv = if config.compress || config.inflate { Some(Arc::new(Nvcomp::load(config.nvcomp.as_deref())?)) } else { None };
+        let nv = (config.compress || config.inflate).then(|| Nvcomp::load(config.nvcomp.as_deref())).transpose();
+        let (gpu, nv) = crate::gpu_and_nvcomp(gpu, nv, cufile)?;
+        let nv = nv.map(Arc::new);
         if let (Some(nv), true) = (&nv, config.inflate) {
             // Decoding keeps no scratch: nvCOMP's naive gzip decompressor was measured to need none.
             let temp = nv.decompress_temp_bytes(64, 1 << 20, 64 << 20, DecompressOpts::naive())?;
@@ -2619,6 +2625,20 @@ mod tests {
         assert!(written.len() == 4096 + (4 << 20) && written[4096..] == data[..4 << 20], "the file holds GPU memory's bytes");
         dev.unregister_file(w);
         assert!(dev.profile().unwrap().contains("its own storage reads and writes: 4"), "{}", dev.profile().unwrap());
+    }
+
+    /// An nvCOMP and a cuFile named that do not load are said beside the GPU's own reason (on a
+    /// machine without one: "no CUDA driver" alone hid them), each with why.
+    #[test]
+    fn opening_says_every_library_named_that_does_not_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("libnvcomp.so.6");
+        std::fs::write(&text, "not a library\n".repeat(4)).unwrap();
+        let config = GpuDeviceConfig { compress: true, nvcomp: Some(text), io: GpuIo::Cufile(Some(dir.path().to_path_buf())), ..GpuDeviceConfig::staged(0, 64 << 20, 16) };
+        let why = GpuDevice::open(&config).err().expect("no nvCOMP in a text file");
+        for needle in ["nvCOMP not loaded from --nvcomp (", "not a shared library (no ELF header", "; and cuFile not loaded from --cufile (", "a directory, not a shared library"] {
+            assert!(why.contains(needle), "{needle:?} not in {why}");
+        }
     }
 
     #[test]

@@ -92,8 +92,8 @@ impl Inflater {
     /// is its failure (it hangs).
     pub fn open(ordinal: usize, nvcomp: Option<&std::path::Path>, lanes: usize, batch_bytes: usize, timeout: Duration) -> Result<Inflater, String> {
         let started = Instant::now();
-        let gpu = crate::Gpu::open(ordinal)?;
-        let nv = Arc::new(Nvcomp::load(nvcomp)?);
+        let (gpu, nv) = crate::gpu_and_nvcomp(crate::Gpu::open(ordinal), Nvcomp::load(nvcomp).map(Some), None)?;
+        let nv = Arc::new(nv.expect("nvCOMP was asked"));
         gpu.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e}"))?;
         let temp = nv.decompress_temp_bytes(64, 1 << 20, 64 << 20, DecompressOpts::naive())?;
         if temp != 0 {

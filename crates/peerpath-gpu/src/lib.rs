@@ -194,6 +194,18 @@ fn driver_loads() -> Result<(), String> {
     }
 }
 
+/// The GPU opened and nvCOMP loaded where it was asked (`nv`: `Ok(None)` where not), or every
+/// problem found, joined by "; and" as `gpu probe` says them: nvCOMP is loaded even where the
+/// GPU cannot open (loading it needs none), so a wrong `--nvcomp` or `$PEERPATH_NVCOMP` is not
+/// hidden behind "no CUDA driver"; where cuFile is asked (`cufile`: its library as [`GpuIo`]
+/// names it) one named that does not load is said too, as it is never reached.
+pub fn gpu_and_nvcomp(gpu: Result<Gpu, String>, nv: Result<Option<Nvcomp>, String>, cufile: Option<Option<&Path>>) -> Result<(Gpu, Option<Nvcomp>), String> {
+    match (gpu, nv) {
+        (Ok(gpu), Ok(nv)) => Ok((gpu, nv)),
+        (gpu, nv) => Err([gpu.err(), nv.err(), cufile.and_then(cufile::named_not_loading)].into_iter().flatten().collect::<Vec<_>>().join("; and ")),
+    }
+}
+
 /// Opens the shared library `path` (a bare name is looked for on the loader's path), or says
 /// why not in words of the file itself where the loader's are unclear: a missing file, a
 /// directory, no ELF header (text), a library for another machine (the loader says "No such
