@@ -71,3 +71,29 @@ fn compress_on_a_gpu_says_a_named_cufile_that_does_not_load() {
     o.fails(15, &[&libs.path().display().to_string(), "a directory, not a shared library"]);
     assert_dir_holds(d.path(), &["src"]);
 }
+
+/// decompress and verify --engine gpu say a --nvcomp that does not load too, with the GPU's
+/// reason where there is one (they said "no CUDA driver" alone); --no-fallback writes nothing.
+#[test]
+fn decompress_and_verify_on_a_gpu_say_a_named_nvcomp_that_does_not_load() {
+    let d = scratch();
+    std::fs::write(d.path().join("src"), mixed_data(300_000, 7)).unwrap();
+    run(&mut pp(args!["compress", d.path().join("src"), "-o", d.path().join("x.gz")])).ok();
+    let libs = scratch();
+    for (lib, why) in bad_libraries(libs.path()) {
+        let said = format!("nvCOMP not loaded from --nvcomp ({}: ", lib.display());
+        for verb in ["decompress", "verify"] {
+            let mut a = args![verb, "--engine", "gpu", "--nvcomp", &lib, d.path().join("x.gz")];
+            if verb == "decompress" {
+                a.extend(args!["-o", d.path().join("y")]);
+            }
+            let o = run(pp(a.clone()).env_remove("PEERPATH_NVCOMP")).ok();
+            let warned = o.stderr.lines().find(|l| l.starts_with("peerpath: FALLBACK: ")).unwrap_or_else(|| panic!("no FALLBACK on standard error:\n{}", o.describe()));
+            assert!(warned.contains(&said) && warned.contains(why), "{said:?}, {why:?} not in {warned}");
+            let _ = std::fs::remove_file(d.path().join("y"));
+            a.push("--no-fallback".into());
+            run(pp(a).env_remove("PEERPATH_NVCOMP")).fails(15, &[&said, why]);
+            assert_dir_holds(d.path(), &["src", "x.gz"]);
+        }
+    }
+}
