@@ -9,7 +9,7 @@
 
 use clap::Args;
 use peerpath_func::{Format, Level};
-use peerpath_runtime::report::Fallback;
+use peerpath_runtime::report::{count, Fallback};
 use peerpath_runtime::{CommonOptions, CompressOptions, Compute, EmulatedSpec, JobReport};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -289,9 +289,10 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     }
     println!(
         "peerpath bench-offload: seed Table 1 columns, measured on this machine ({cores} cores); emulated devices run on host cores \
-         (not hardware speed). {} source(s), {input} bytes, level {}, 1 MiB blocks, median of {runs} run(s) in rounds (each round runs every row once).",
-        a.sources.len(),
-        level.get()
+         (not hardware speed). {}, {input} bytes, level {}, 1 MiB blocks, median of {} in rounds (each round runs every row once).",
+        count(a.sources.len(), "source"),
+        level.get(),
+        count(runs, "run")
     );
     println!(
         "{:<16} {:>3} {:>4} {:>4} {:>7} {:>8} {:>7} {:>9} {:>11} {:>11} {:>11} {:>11} {:>10} {:>9} {:>12} {:>5}",
@@ -328,9 +329,9 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     match &floor {
         Ok(f) => println!(
             "platform floor: fio's own CPU to read the sources and write as many bytes as the outputs (io_uring, O_DIRECT, fixed buffers, \
-             1 MiB reads at depth 8, 4 MiB writes at depth 4): {:.4} cores per GB/s of input, median of {} run(s); compare with orch steady. \
+             1 MiB reads at depth 8, 4 MiB writes at depth 4): {:.4} cores per GB/s of input, median of {}; compare with orch steady. \
              Command: {}",
-            f.cores_per_gb_per_s, f.runs, f.command
+            f.cores_per_gb_per_s, count(f.runs, "run"), f.command
         ),
         Err(why) => println!("platform floor (fio): {why}"),
     }

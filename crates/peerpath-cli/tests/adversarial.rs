@@ -84,7 +84,7 @@ fn a_signal_at_any_point_leaves_only_the_sources_and_old_targets() {
                 if named {
                     cmd.env("PEERPATH_NAMED_TEMPORARIES", "1");
                 }
-                let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+                let mut child = signals_at_default(&mut cmd).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
                 let status = kill_after(&mut child, std::time::Duration::from_millis(delay), sig);
                 let what = format!("{job} (named temporaries: {named}) killed by signal {sig} after {delay} ms: {status}");
                 let mut names = names_in(dir.path());
@@ -128,7 +128,7 @@ fn a_signal_removes_the_output_directory_the_job_made() {
                 "decompress" => pp(args!["decompress", &gz, "-o", &target, "-q"]),
                 _ => pp(args!["compress", &src, "-o", &target, "-q", "-T", "1"]),
             };
-            let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+            let mut child = signals_at_default(&mut cmd).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
             let status = kill_after(&mut child, std::time::Duration::from_millis(delay + k as u64), sig);
             let what = format!("{job} killed by signal {sig} after {delay} ms: {status}");
             // The job's whole output, or nothing: a signal can land after the job put its
@@ -198,7 +198,7 @@ fn a_signal_while_outputs_are_put_in_place_leaves_none_of_them() {
             cmd.arg("-f");
         }
         cmd.args((0..n).map(|i| srcs.join(format!("f{i}"))));
-        let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut child = signals_at_default(&mut cmd).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
         let start = std::time::Instant::now();
         while names_in(&out).is_empty() && child.try_wait().unwrap().is_none() {
             assert!(start.elapsed() < HANG_DEADLINE, "no output appeared");
@@ -296,7 +296,7 @@ fn a_signal_during_ec_or_the_gzip_front_end_leaves_nothing_half_made() {
                 if named {
                     cmd.env("PEERPATH_NAMED_TEMPORARIES", "1");
                 }
-                let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+                let mut child = signals_at_default(&mut cmd).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
                 let status = kill_after(&mut child, std::time::Duration::from_millis(delay), sig);
                 let what = format!("{job} (named temporaries: {named}) killed by signal {sig} after {delay} ms: {status}");
                 let mut names = names_in(dir.path());
@@ -820,7 +820,7 @@ fn a_signal_after_the_output_is_in_place_ends_the_job_saying_the_output_stays() 
     while after < 3 && runs < 100 {
         let sig = [libc::SIGTERM, libc::SIGINT][runs % 2];
         runs += 1;
-        let mut child = pp(args!["decompress", &gz, "-o", &out, "-q"]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let mut child = signals_at_default(&mut pp(args!["decompress", &gz, "-o", &out, "-q"])).stderr(std::process::Stdio::piped()).spawn().unwrap();
         // The signal as soon as the output has its name: it comes before the job has committed
         // it (nothing kept), after (kept, said), or after the job ended (exit 0).
         let start = std::time::Instant::now();

@@ -142,7 +142,7 @@ fn a_failed_sweep_leaves_no_file_it_made_and_an_empty_sweep_is_refused() {
     // Interrupted while it lays a new file out: the file goes (a part of it was refused by the
     // next sweep, "holds fewer bytes than asked for").
     let mut c = pp(args!["bench-io", "--file", &file, "--size", "2G", "--random", "skip", "--runtime-s", "0.1"]);
-    let mut child = c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = signals_at_default(&mut c).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let t = std::time::Instant::now();
     while std::fs::metadata(&file).map_or(0, |m| m.len()) == 0 && t.elapsed() < HANG_DEADLINE {
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -33,9 +33,10 @@ impl Daemon {
         Daemon::spawn(c, socket, dir.join("daemon.log"))
     }
 
-    /// Starts `c` (a daemon that will listen on `socket`), its standard error to `log`.
+    /// Starts `c` (a daemon that will listen on `socket`), its standard error to `log`; SIGINT
+    /// stops it even when the test run has it ignored.
     fn spawn(mut c: Command, socket: PathBuf, log: PathBuf) -> Daemon {
-        let child = c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&log).expect("the daemon's log")).spawn().expect("start the daemon");
+        let child = signals_at_default(&mut c).stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&log).expect("the daemon's log")).spawn().expect("start the daemon");
         let d = Daemon { child, socket, log };
         d.wait_for_log("listening on", 1);
         d

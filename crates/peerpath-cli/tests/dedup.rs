@@ -1488,21 +1488,6 @@ fn packs_that_cannot_be_opened_for_want_of_descriptors_are_no_damage() {
     assert_file_eq(&d.join("back"), &a, "restored with few descriptors");
 }
 
-/// Has `c`'s child start with SIGINT at its default disposition. A test run with SIGINT ignored
-/// (a script's background job, `cargo test &`; `trap '' INT`) hands that on, and peerpath keeps a
-/// signal ignored at start ignored (gzip's rule): SIGINT would not stop it, and a store reading
-/// a pipe held open would wait for more input for ever.
-fn sigint_at_default(c: &mut std::process::Command) -> &mut std::process::Command {
-    // SAFETY: runs in the forked child before exec; signal(2) is async-signal-safe and only
-    // sets SIGINT's disposition.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(c, || match libc::signal(libc::SIGINT, libc::SIG_DFL) {
-            libc::SIG_ERR => Err(std::io::Error::last_os_error()),
-            _ => Ok(()),
-        })
-    }
-}
-
 /// SIGINT while a store appends: the chunks it wrote but never committed are no file's and no
 /// chunk's (stats count them as pack bytes no chunk refers to, apart from the stored bytes), the
 /// store verifies, and they are taken back by the next store (which cuts the pack back to where
@@ -1518,7 +1503,7 @@ fn a_store_stopped_by_sigint_leaves_a_tail_the_next_store_or_gc_takes_back() {
     let stored = run(&mut dd(&["stats", "--json"])).ok().json()["stored_bytes"].as_u64().unwrap();
     for (round, take_back) in [&["store", "-q", "small", "--name", "again"][..], &["gc", "-q", "--min-unused", "0"]].into_iter().enumerate() {
         // A pipe held open: the store has appended chunks and waits for more when it is stopped.
-        let mut store = sigint_at_default(&mut dd(&["store", "-q", "-", "--name", "big", "-T", "1"])).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().unwrap();
+        let mut store = signals_at_default(&mut dd(&["store", "-q", "-", "--name", "big", "-T", "1"])).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().unwrap();
         let mut pipe = store.stdin.take().unwrap();
         pipe.write_all(&mixed_data(24 << 20, 47 + round as u64)).unwrap();
         let deadline = std::time::Instant::now() + HANG_DEADLINE;

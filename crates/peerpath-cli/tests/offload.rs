@@ -66,6 +66,8 @@ fn check_offloaded_in(r: &Value, devices: usize, what: &str, domain: &str) {
     let l = &r["ledger"];
     assert_eq!(l["host_memory_payload_bytes"], 0, "{what}: payload crossed host memory: {l}");
     assert_eq!(r["devices"].as_array().map(Vec::len), Some(devices), "{what}: devices");
+    let counted = if devices == 1 { "1 emulated CSP device, ".to_string() } else { format!("{devices} emulated CSP devices, ") };
+    assert!(r["engine"].as_str().unwrap().starts_with(&counted), "{what}: {}", r["engine"]);
     let total: u64 = r["files"].as_array().unwrap().iter().map(|f| f["members"].as_u64().unwrap()).sum();
     let on_devices: u64 = r["devices"].as_array().unwrap().iter().map(|d| d["members"].as_u64().unwrap()).sum();
     assert_eq!(on_devices, total, "{what}: every member was made by a device");

@@ -34,7 +34,8 @@ fn serve_env(dir: &std::path::Path, mode: &str, requests: u64, extra: &[&str], e
     // on a loaded machine (between connecting and sending, or in a large
     // body) is not taken for an idle or stalled one.
     let timeout: &[&str] = if extra.contains(&"--read-timeout") { &[] } else { &["--read-timeout", "5"] };
-    let mut child = pp(args!["serve", dir, "--listen", "127.0.0.1:0", "--memcached", "127.0.0.1:0", "--mode", mode, "--max-requests", requests.to_string()])
+    // SIGINT at its default: a test run that ignores it (a background job) stops no server.
+    let mut child = signals_at_default(&mut pp(args!["serve", dir, "--listen", "127.0.0.1:0", "--memcached", "127.0.0.1:0", "--mode", mode, "--max-requests", requests.to_string()]))
         .args(timeout)
         .args(extra)
         .envs(env.iter().copied())
@@ -1131,7 +1132,7 @@ fn an_interrupted_bench_kv_prints_its_report() {
     let dir = scratch();
     std::fs::write(dir.path().join("obj"), b"value").unwrap();
     let s = serve(dir.path(), "host", 1_000_000_000);
-    let child = pp(args!["bench-kv", "--server", &s.memcached, "--key", "obj", "-c", "2", "--seconds", "120"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let child = signals_at_default(&mut pp(args!["bench-kv", "--server", &s.memcached, "--key", "obj", "-c", "2", "--seconds", "120"])).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     // Once it catches SIGINT (its SigCgt mask has bit 1; the old client never did: sent after 30 s).
     let caught = || std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok().and_then(|t| t.lines().find_map(|l| l.strip_prefix("SigCgt:").map(|m| u64::from_str_radix(m.trim(), 16).unwrap_or(0) & 2 != 0))).unwrap_or(false);
     let t = std::time::Instant::now();

@@ -70,7 +70,7 @@ fn a_demo_stopped_after_a_complete_output_removes_the_files_it_made() {
     std::fs::write(work.join("notes.txt"), b"the user's").unwrap();
     std::fs::write(work.join("protein.fasta"), b"an older sample").unwrap();
     let (_r, w) = full_pipe();
-    let mut child = pp(args!["demo", "--workdir", &work, "--json", "-f"]).stdout(w).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = signals_at_default(&mut pp(args!["demo", "--workdir", &work, "--json", "-f"])).stdout(w).stderr(Stdio::piped()).spawn().unwrap();
     wait_for(&work.join("protein.fasta.gz"), &mut child);
     let stderr = stop(child, libc::SIGINT);
     assert_dir_holds(&work, &["notes.txt", "protein.fasta"]);
@@ -92,7 +92,7 @@ fn bench_io_stopped_while_it_lays_out_an_empty_file_empties_it_again() {
     let dir = scratch();
     let file = dir.path().join("given.dat");
     std::fs::File::create(&file).unwrap();
-    let mut child = pp(args!["bench-io", "--file", &file, "--size", "1G", "--random", "skip", "--runtime-s", "0.1"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = signals_at_default(&mut pp(args!["bench-io", "--file", &file, "--size", "1G", "--random", "skip", "--runtime-s", "0.1"])).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let start = Instant::now();
     let io_counted = std::path::Path::new("/proc/self/io").exists();
     // Laid out: its size set, and bytes written (counted by the kernel, or blocks there: a

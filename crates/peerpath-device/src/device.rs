@@ -233,7 +233,7 @@ pub fn run_to_completion<D: Device + ?Sized>(
     let stalled = |device: &D, waiting: usize| DeviceError {
         device: device.name().to_string(),
         kind: crate::FailureKind::Timeout,
-        detail: format!("no completion for {:.0} s with {} command(s) outstanding", timeout.as_secs_f64(), device.in_flight() + waiting),
+        detail: format!("no completion for {:.0} s (commands outstanding: {})", timeout.as_secs_f64(), device.in_flight() + waiting),
         in_flight: Vec::new(),
     };
     let mut step = |device: &mut D, done: &mut Vec<Completion>| -> Result<bool, DeviceError> {
@@ -360,7 +360,7 @@ mod tests {
             let mut dev = Silent::new(false);
             let e = run_to_completion(&mut dev, requests, Duration::from_millis(100)).unwrap_err();
             assert_eq!(e.kind, crate::FailureKind::Timeout);
-            assert!(e.detail.contains(&format!("{n} command(s) outstanding")), "{}", e.detail);
+            assert!(e.detail.ends_with(&format!("(commands outstanding: {n})")), "{}", e.detail);
         }
     }
 }

@@ -144,6 +144,7 @@ fn a_device_that_stops_answering_times_out() {
     let (_, e, took) = until_failure(&mut emu, start, Duration::from_secs(30));
     assert_eq!(e.kind, FailureKind::Timeout, "{e}");
     assert_eq!(e.in_flight.len(), 2);
+    assert!(e.detail.starts_with("no command completed for ") && e.detail.ends_with(" ms (commands in flight: 2)"), "{e}");
     // Below the default timeout (10 s), which the option replaces.
     assert!(took >= Duration::from_millis(500) && took < Duration::from_secs(9), "timed out after {took:?}");
     // SAFETY: as above.

@@ -415,7 +415,7 @@ impl<B: IoBuf> IoEngine<B> for UringEngine<B> {
         let (n, bytes) = self.by_syscalls;
         (n > 0).then(|| {
             format!(
-                "{n} io_uring transfer(s) of {bytes} bytes in all were cancelled by the kernel (ECANCELED: no io-wq worker thread could start for them, at the process's or user's thread limit or a cgroup's pids.max) and done by pread/pwrite on the orchestrating thread instead"
+                "io_uring transfers cancelled by the kernel (ECANCELED: no io-wq worker thread could start for them, at the process's or user's thread limit or a cgroup's pids.max) and done by pread/pwrite on the orchestrating thread instead: {n}, of {bytes} bytes in all"
             )
         })
     }
@@ -584,7 +584,7 @@ mod tests {
         assert_eq!((c.token, c.op), (7, IoOp::Write));
         assert_eq!(c.result.expect("written all the same"), 4096);
         let said = engine.done_by_syscalls().expect("the engine says a transfer went by syscalls");
-        assert!(said.starts_with("1 io_uring transfer(s) of 4096 bytes") && said.contains("ECANCELED"), "{said}");
+        assert!(said.starts_with("io_uring transfers cancelled by the kernel (ECANCELED") && said.ends_with("instead: 1, of 4096 bytes in all"), "{said}");
         let mut back = vec![0u8; 4096];
         // SAFETY: reads at most 4096 bytes into a buffer that long.
         let n = unsafe { libc::read(r.as_raw_fd(), back.as_mut_ptr() as *mut libc::c_void, 4096) };

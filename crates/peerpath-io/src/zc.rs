@@ -287,7 +287,7 @@ impl<B: ZcBuf> Drop for ZcSender<B> {
         // stopped acknowledging; bounded by MAX_UNSETTLED_BYTES a sender.)
         // Said without eprintln!, which panics when stderr is closed (a server's may be).
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "peerpath: {} SEND_ZC buffer(s) still owed a notification when their ring closed: kept, not freed", self.buffers.len());
+        let _ = writeln!(std::io::stderr(), "peerpath: SEND_ZC buffers still owed a notification when their ring closed, kept, not freed: {}", self.buffers.len());
         for (_, (b, _)) in self.buffers.drain() {
             std::mem::forget(b);
         }

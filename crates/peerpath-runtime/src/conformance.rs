@@ -65,7 +65,7 @@ fn devices_with(dir: &Path, faults: Option<FaultConfig>, reach: Reach, whole_chu
         host_window: reach != Reach::Mapped,
         workers: 2,
         chunk_bytes: 1 << 20,
-        what: "CPU device(s), {workers} worker thread(s) each, {library}",
+        what: "CPU device, {workers} each, {library}",
         provenance: crate::report::Provenance::MeasuredEmulated,
         start: Box::new(move |sizes, _params, _fallbacks| {
             let mut devices = Vec::new();
@@ -418,8 +418,9 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
         assert!(report.ledger.host_memory_metadata_bytes >= (format.end_marker().len() * srcs.len()) as u64, "{format:?}: the end markers are metadata");
         let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
         assert_eq!(io.len(), 2, "{format:?}: {io:?}");
-        assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s) into its memory and writes of 2 of 2 target(s) from it") && r.contains("pread and pwrite by the CPU device's workers")), "{format:?}: {io:?}");
+        assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 sources into its memory and writes of 2 of 2 targets from it") && r.contains("pread and pwrite by the CPU device's workers")), "{format:?}: {io:?}");
         assert!(report.render().contains("    storage     its own reads of 2 of 2"), "{}", report.render());
+        assert!(report.engine.starts_with("2 CPU devices, 2 worker threads each, "), "{format:?}: {}", report.engine);
     }
     crashes_hand_over(dir.path(), &srcs, Reach::StagedWithStorageIo, &[3, 30]);
     errors_hand_over(dir.path(), &srcs, Reach::StagedWithStorageIo);
@@ -431,7 +432,7 @@ fn a_device_with_storage_io_takes_sources_and_targets_straight_to_and_from_its_m
     let srcs = sources(shm.path(), &[(3 << 20) + 5]);
     let report = against_oracle(shm.path(), &srcs, &options(Format::Gzip, 1 << 20), devices_with(shm.path(), None, Reach::StagedWithStorageIo, true));
     let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
-    assert!(io.iter().any(|r| r.starts_with("its own reads of 0 of 1 source(s) into its memory and writes of 0 of 1 target(s)") && r.contains("through the host window instead") && r.contains("not read with O_DIRECT") && r.contains("not written with O_DIRECT")), "{io:?}");
+    assert!(io.iter().any(|r| r.starts_with("its own reads of 0 of 1 source into its memory and writes of 0 of 1 target") && r.contains("through the host window instead") && r.contains("not read with O_DIRECT") && r.contains("not written with O_DIRECT")), "{io:?}");
 }
 
 /// The files a device does not read or write itself are named in its note as the reports quote
@@ -478,7 +479,7 @@ fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
         assert!(entries.iter().all(|e| !matches!(e.mover, peerpath_metrics::Mover::Cpu { .. }) || e.purpose == peerpath_metrics::Purpose::Metadata), "{format:?}: no CPU copy of payload by the job: {entries:?}");
         let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
         assert_eq!(io.len(), 2, "{format:?}: {io:?}");
-        assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 source(s) into its memory and writes of 2 of 2 target(s) from it") && r.contains("4 of these file(s) of a memory file system: pread and pwrite") && !r.contains("instead")), "{format:?}: {io:?}");
+        assert!(io.iter().all(|r| r.starts_with("its own reads of 2 of 2 sources into its memory and writes of 2 of 2 targets from it") && r.contains("4 files on a memory file system among them: pread and pwrite") && !r.contains("instead")), "{format:?}: {io:?}");
     }
     crashes_hand_over(shm.path(), &srcs, Reach::StagedWithMemoryFiles, &[3, 11]);
     errors_hand_over(shm.path(), &srcs, Reach::StagedWithMemoryFiles);
@@ -492,5 +493,5 @@ fn a_device_that_takes_memory_files_reads_and_writes_their_pages_itself() {
     let output: u64 = report.files.iter().map(|f| f.bytes_out).sum();
     assert!(to_storage >= output && to_storage < output + 4 * 4096, "every output byte to storage ({to_storage} against {output}): {entries:?}");
     let io = report.devices.iter().filter_map(|d| d.storage_io.as_deref()).collect::<Vec<_>>();
-    assert!(io.iter().all(|r| r.contains("2 of these file(s) of a memory file system")), "{io:?}");
+    assert!(io.iter().all(|r| r.contains("2 files on a memory file system among them")), "{io:?}");
 }

@@ -5,7 +5,7 @@
 
 use crate::error::{JobError, Result};
 use crate::offload::{max_inputs, usual_peak_bytes, Params};
-use crate::report::{DeviceReport, Fallback, Quoted};
+use crate::report::{count, DeviceReport, Fallback, Quoted};
 use peerpath_device::{Device, DeviceStats};
 use peerpath_mem::{align_down, free_bytes};
 use peerpath_metrics::{process_cpu, LedgerSummary};
@@ -174,6 +174,8 @@ pub(crate) struct DeviceSet<'a> {
     pub host_window: bool,
     /// Worker threads in each, and where they run, for the report.
     pub workers: usize,
+    /// The report's words for them ([`describe`]): one device's noun, then after ", " what it
+    /// runs, with `{workers}` (counted worker threads) and `{library}`.
     pub what: &'static str,
     /// What the job's figures are when these devices did the work.
     pub provenance: crate::report::Provenance,
@@ -193,7 +195,7 @@ impl<'a> DeviceSet<'a> {
             host_window: false,
             workers: spec.workers.max(1) as usize,
             chunk_bytes: 1 << 20,
-            what: "emulated CSP device(s), {workers} worker thread(s) each, {library} inside the device process",
+            what: "emulated CSP device, {workers} each, {library} inside the device process",
             provenance: crate::report::Provenance::MeasuredEmulated,
             start: Box::new(move |sizes, params, fallbacks| start_emulated(spec, sizes, params, no_fallback, fallbacks)),
         }
@@ -208,7 +210,7 @@ impl<'a> DeviceSet<'a> {
             host_window: true,
             workers: spec.streams.max(1),
             chunk_bytes: spec.chunk_bytes,
-            what: "GPU device(s), nvCOMP batched gzip (peerpath's members; {library} asked: the device names the nvCOMP algorithm used for it)",
+            what: "GPU device, nvCOMP batched gzip (peerpath's members; {library} asked: the device names the nvCOMP algorithm used for it)",
             provenance: crate::report::Provenance::MeasuredDevice,
             start: Box::new(move |_sizes, _params, fallbacks| {
                 // `--gpu-io auto` asks cuFile only where a direct path can exist at all.
@@ -299,10 +301,12 @@ fn gpu_storage_path(sysfs: &Path, pci: &str, reads_itself: bool) -> String {
     }
 }
 
-/// The report's engine line for `n` devices of a set (`what`, with its
-/// `{workers}` and `{library}` filled in).
+/// The report's engine line for `n` devices of a set (`what`: its noun counted, its
+/// `{workers}` and `{library}` filled in): "1 GPU device, ...", "2 CPU devices, 1 worker thread
+/// each, ...".
 pub(crate) fn describe(what: &str, workers: usize, n: usize, library: &str) -> String {
-    format!("{n} {}", what.replace("{workers}", &workers.to_string()).replace("{library}", library))
+    let (noun, runs) = what.split_once(", ").expect("a device set's words name one device, then what it runs");
+    format!("{}, {}", count(n, noun), runs.replace("{workers}", &count(workers, "worker thread")).replace("{library}", library))
 }
 
 /// A device the job drives, and what its report is measured from.
@@ -682,6 +686,16 @@ fn map_p2p_memory(device_dir: &Path, asked: usize) -> std::result::Result<(Arc<p
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The engine line counts the devices and their worker threads: "1 ... device", not
+    /// "1 ... device(s)".
+    #[test]
+    fn the_engine_line_counts_devices_and_worker_threads() {
+        let spec = EmulatedSpec::new();
+        let set = DeviceSet::emulated(&spec, false);
+        assert_eq!(describe(set.what, 1, 1, "zlib"), "1 emulated CSP device, 1 worker thread each, zlib inside the device process");
+        assert_eq!(describe(set.what, 4, 2, "zlib"), "2 emulated CSP devices, 4 worker threads each, zlib inside the device process");
+    }
 
     /// The names in `dir`, sorted.
     fn names_in(dir: &Path) -> Vec<String> {

@@ -428,14 +428,14 @@ impl DeviceSide {
             }
             if let Some(how) = &dev.storage_io {
                 let n = jd.streams.len();
-                let mut note = format!("its own reads of {} of {n} source(s) into its memory", n - refused.len());
+                let mut note = format!("its own reads of {} of {} into its memory", n - refused.len(), count(n, "source"));
                 if how.writes {
-                    note += &format!(" and writes of {} of {n} target(s) from it", n - refused_writes.len());
+                    note += &format!(" and writes of {} of {} from it", n - refused_writes.len(), count(n, "target"));
                 }
                 note += &format!(": {}", how.what);
                 let in_memory = jd.streams.iter().filter_map(|&i| os[i].as_ref()).flat_map(|o| [&o.source_location, &o.target_location]).filter(|l| matches!(l, Some(Location::Memory { .. }))).count();
                 if let (Some(what), true) = (&how.memory_files, in_memory > 0) {
-                    note += &format!("; {in_memory} of these file(s) of a memory file system: {what}");
+                    note += &format!("; {} on a memory file system among them: {what}", count(in_memory, "file"));
                 }
                 if !refused.is_empty() || !refused_writes.is_empty() {
                     note += &format!("; through the host window instead: {}", refused.iter().chain(&refused_writes).cloned().collect::<Vec<_>>().join("; "));

@@ -150,6 +150,26 @@ where
     c
 }
 
+/// Has `c`'s child start with SIGINT and SIGQUIT at their default dispositions, for a test that
+/// stops it with one of them. A test run with them ignored (a script's background job,
+/// `cargo test &`, `trap '' INT QUIT`) hands that on, and peerpath keeps a signal ignored at
+/// start ignored (gzip's rule): the signal would not stop the child, and one waiting for more
+/// input would wait for ever.
+pub fn signals_at_default(c: &mut Command) -> &mut Command {
+    // SAFETY: runs in the forked child before exec; signal(2) is async-signal-safe and only
+    // sets these signals' dispositions.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(c, || {
+            for sig in [libc::SIGINT, libc::SIGQUIT] {
+                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Builds an argument list from mixed strings and paths.
 #[macro_export]
 macro_rules! args {

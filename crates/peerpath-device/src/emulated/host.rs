@@ -594,9 +594,9 @@ impl EmulatedCsp {
         }
         if self.in_flight > 0 && now.duration_since(self.last_progress) > self.command_timeout {
             let detail = format!(
-                "{} command(s) in flight and none completed for {} ms",
-                self.in_flight,
-                now.duration_since(self.last_progress).as_millis()
+                "no command completed for {} ms (commands in flight: {})",
+                now.duration_since(self.last_progress).as_millis(),
+                self.in_flight
             );
             return Err(self.fail(FailureKind::Timeout, detail));
         }
