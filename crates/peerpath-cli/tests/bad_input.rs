@@ -1000,3 +1000,66 @@ fn a_source_written_in_place_while_read_is_refused() {
         assert!(refused, "{what}: never refused in 10 runs with a writer at work");
     }
 }
+
+/// A file found bad part way says how far it was checked: every member before the bad one
+/// (decoded and checked by the time the job ends, whichever worker finished first), their
+/// compressed bytes (up to the bad member's offset) and their decoded bytes, in the text
+/// report and in --json.
+#[test]
+fn a_file_failing_part_way_says_how_far_it_was_checked() {
+    let dir = scratch();
+    let (data, a) = random_archive(dir.path());
+    let m3 = a.members[3];
+    let mut b = a.packed.clone();
+    b[m3.offset + m3.len / 2] ^= 0x20;
+    let p = dir.path().join("bad-at-member-3.gz");
+    std::fs::write(&p, &b).unwrap();
+    let out_bytes = data[..3 * BLOCK].len();
+    for threads in ["1", "2", "4"] {
+        let out = run(&mut pp(args!["verify", &p, "-T", threads])).fails(6, &[&format!("member 3 at byte {}", m3.offset)]);
+        let report = out.stdout_str();
+        let failed = report.lines().find(|l| l.trim_start().starts_with("FAILED")).unwrap_or_else(|| panic!("no FAILED line: {report}"));
+        let want = ["; the 3 members before it (".to_string(), format!("({} B) in, ", m3.offset), format!("({out_bytes} B) out) checked")];
+        assert!(want.iter().all(|w| failed.contains(w.as_str())), "{failed}");
+        let o = run(&mut pp(args!["verify", &p, "-T", threads, "--json"])).fails(6, &[]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+        let checked = &v["failed"][0]["checked"];
+        assert_eq!((checked["members"].as_u64(), checked["bytes_in"].as_u64(), checked["bytes_out"].as_u64()), (Some(3), Some(m3.offset as u64), Some(out_bytes as u64)), "{v}");
+    }
+}
+
+/// A file that failed after the streaming decoder took over (a size field that lies is
+/// streamed, to tell a lie from a cut) says so: the whole file streamed is listed in the
+/// fallbacks, a switch part way on its FAILED line, with the members checked before the
+/// error (by the parallel part and the streaming decoder, not the bad member's own output);
+/// so too from standard input.
+#[test]
+fn a_failed_file_that_streamed_says_how_and_how_far() {
+    let dir = scratch();
+    let a = protein_archive(dir.path());
+    let failed_line = |report: &str| report.lines().find(|l| l.trim_start().starts_with("FAILED")).unwrap_or_else(|| panic!("no FAILED line: {report}")).to_string();
+    // Member 0 declares more bytes than the file holds: streamed from the start.
+    let mut b = a.packed.clone();
+    put_u32(&mut b, 16, u32::MAX);
+    let p = dir.path().join("member-0-huge.gz");
+    std::fs::write(&p, &b).unwrap();
+    let out = run(&mut pp(args!["verify", &p])).fails(6, &["member 0 at byte 0"]);
+    let report = out.stdout_str();
+    let fallback = report.lines().find(|l| l.trim_start().starts_with("FALLBACK")).unwrap_or_else(|| panic!("no FALLBACK line: {report}"));
+    assert!(fallback.contains("member-0-huge.gz") && fallback.contains("streaming on one thread"), "{report}");
+    assert!(failed_line(&report).contains("; the 0 members before it (0 B in, 0 B out) checked"), "{report}");
+    // Member 2 declares a byte more than it has: parallel for two members, then streamed.
+    let m2 = a.members[2];
+    let mut b = a.packed.clone();
+    put_u32(&mut b, m2.offset + 16, (m2.len + 1) as u32);
+    let p = dir.path().join("member-2-lies.gz");
+    std::fs::write(&p, &b).unwrap();
+    let checked = ["; the 2 members before it (".to_string(), format!("({} B) in, ", m2.offset), format!("({} B) out) checked", 2 * BLOCK)];
+    let line = failed_line(&run(&mut pp(args!["verify", &p])).fails(6, &[&format!("member 2 at byte {}", m2.offset)]).stdout_str());
+    assert!(checked.iter().all(|c| line.contains(c.as_str())) && line.contains("; decoding: parallel for 2 members, then streaming"), "{line}");
+    let o = run_full(&mut pp(args!["verify", "-", "--json"]), Some(b.clone()), DEADLINE).fails(6, &[]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    let c = &v["failed"][0]["checked"];
+    assert_eq!((c["members"].as_u64(), c["bytes_in"].as_u64(), c["bytes_out"].as_u64()), (Some(2), Some(m2.offset as u64), Some(2 * BLOCK as u64)), "{v}");
+    assert!(v["fallbacks"].as_array().is_some_and(|f| f.iter().any(|f| f == "-: streaming: the source is a pipe")), "{v}");
+}

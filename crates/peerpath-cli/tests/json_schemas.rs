@@ -163,6 +163,13 @@ fn every_json_output_matches_its_documented_schema() {
     let cut = run(&mut pp(args!["verify", &gz, d.join("cut.gz"), "--json"]));
     assert_eq!(cut.code(), Some(7), "{}", cut.stderr);
     matches("job-report", &cut.stdout);
+    // A file failing part way: what it checked before (and how it was decoding) as documented.
+    let mut bad = std::fs::read(&gz).unwrap();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x20;
+    let failed = run_full(&mut pp(args!["verify", "-", "--json"]), Some(bad), DEADLINE);
+    assert!(serde_json::from_slice::<Value>(&failed.stdout).unwrap()["failed"][0]["checked"]["members"].is_u64(), "{}", failed.stdout_str());
+    matches("job-report", &failed.stdout);
     matches("job-report", &out(&mut pp(args!["compress", &src, "-o", d.join("e.gz"), "--engine", "emulated", "--device-memory", "64M", "--device-workers", "2", "--json"])));
     let g = run_full(&mut pp(["gzip", "--json"]), Some(sample().to_vec()), DEADLINE);
     assert_eq!(g.code(), Some(0), "{}", g.stderr);

@@ -9,4 +9,4 @@ pub mod units;
 pub use cpu::{process_cpu, thread_cpu_now, CpuAccount, CpuRole, CpuSummary, CpuTime, RoleCpu};
 pub use ledger::{Ledger, LedgerEntry, LedgerSummary, Location, Mover, Purpose};
 pub use pipeline::{InFlight, PipelineClock, PipelineReport, WorkerTimes};
-pub use units::{human_bytes, human_bytes_exact};
+pub use units::{count, human_bytes, human_bytes_exact};

@@ -47,3 +47,9 @@ mod tests {
         assert_eq!(human_bytes_exact(1 << 50), "1024.00 TiB (1125899906842624 B)");
     }
 }
+
+/// `n` and `what`, plural where `n` is not 1, as the text reports count: "1 thread", "2 threads".
+/// Here, at the bottom of the layers, for every crate's messages.
+pub fn count<N: Copy + PartialEq + From<u8> + std::fmt::Display>(n: N, what: &str) -> String {
+    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
+}

@@ -11,7 +11,7 @@ use crate::job::{open_source_checked, open_target, set_engine};
 use crate::error::{JobError, Result};
 use crate::job::{check_sources_are_not_targets, check_target, put_all_in_place, CommonOptions, Writes};
 use crate::token::Token;
-use crate::report::{name_bytes, DecodeMode, Quoted, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
+use crate::report::{name_bytes, Checked, DecodeMode, Quoted, Fallback, FileReport, JobReport, JobSummary, MemoryReport, Operation};
 use crate::gpu_decode::{GpuDecoder, OnGpu};
 use crate::workers::WorkerPool;
 use crate::writer::TargetWriter;
@@ -131,8 +131,9 @@ struct Decoded {
 }
 
 enum BatchFailure {
-    /// A member (at this offset in the source) does not decode.
-    Member(MemberError, u64),
+    /// A member (at this offset in the source) does not decode; the members before it in
+    /// the batch decoded into this many bytes.
+    Member(MemberError, u64, usize),
     /// The mapped target's range could not be allocated (a full file system).
     Target(std::io::Error),
     /// The GPU did not decode (with `--no-fallback`).
@@ -340,19 +341,23 @@ fn run_job_on(
     let mut formats: Vec<&'static str> = Vec::new();
     for (source, target) in items {
         // A job cancelled from outside ends with that, whatever its transfers then said.
-        let (mut f, writer, worker_reads, format) = match run_file(&mut ctx, source, target.as_ref()).map_err(crate::cancel::or_cancelled) {
+        let done = run_file(&mut ctx, source, target.as_ref()).map_err(|f| FileFailure { error: crate::cancel::or_cancelled(f.error), ..*f });
+        let (mut f, writer, worker_reads, format) = match done {
             Ok(done) => done,
             // Nothing of the file still in flight (run_file drained it): the next can start.
-            Err(e) if keep_going && source_failure(&e) && ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 => {
-                failed.push((source.clone(), e));
+            Err(bad) if keep_going && source_failure(&bad.error) && ctx.engine.in_flight() == 0 && ctx.workers.in_flight() == 0 => {
+                if let Some(m) = bad.decode_mode.as_ref().filter(|m| m.is_streaming()) {
+                    fallbacks.push(Fallback::StreamingDecode { source: source.clone(), mode: m.clone() });
+                }
+                failed.push((source.clone(), bad));
                 continue;
             }
-            Err(e) => {
+            Err(FileFailure { error: e, .. }) => {
                 abandon_all(finished);
                 // The sources found bad before the job itself failed are said (their report
                 // will not be printed).
-                failed.iter().for_each(|(_, bad): &(PathBuf, JobError)| {
-                    let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: error: {bad}\n"));
+                failed.iter().for_each(|(_, bad): &(PathBuf, FileFailure)| {
+                    let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: error: {}\n", bad.error));
                 });
                 return Err(e);
             }
@@ -429,13 +434,20 @@ fn run_job_on(
     };
     report.pipeline = Some(pipeline);
     report.failed = failed
-        .iter()
-        .map(|(source, e): &(PathBuf, JobError)| crate::report::FailedFile { source: source.display().to_string(), source_bytes: name_bytes(source), exit_code: e.exit_code(), error: e.to_string() })
+        .iter_mut()
+        .map(|(source, bad): &mut (PathBuf, FileFailure)| crate::report::FailedFile {
+            source: source.display().to_string(),
+            source_bytes: name_bytes(source),
+            exit_code: bad.error.exit_code(),
+            error: bad.error.to_string(),
+            checked: bad.checked.take(),
+            decode_mode: bad.decode_mode.take(),
+        })
         .collect();
     if let Some(g) = gpu.and_then(|g| Arc::try_unwrap(g).ok()) {
         g.give_back();
     }
-    Ok((report, failed.into_iter().map(|(_, e)| e).collect()))
+    Ok((report, failed.into_iter().map(|(_, bad)| bad.error).collect()))
 }
 
 /// Contiguous read buffers covering [start, end) of the file.
@@ -516,6 +528,13 @@ struct FileState<'p> {
     worker_reads: bool,
     /// What its first member says the file is ([`format_of`]).
     format: Option<&'static str>,
+    /// The batch whose member failed first: that member's index, the batch's first, and
+    /// the bytes the members before it in the batch decoded into (checked, not written).
+    failed_batch: Option<(u64, u64, u64)>,
+    /// Of `bytes_out`, what the streaming decoder gave of a member it then found bad.
+    streamed_unchecked: u64,
+    /// How the streaming decoder took over, once it has.
+    streaming: Option<DecodeMode>,
 }
 
 impl FileState<'_> {
@@ -546,6 +565,17 @@ impl FileState<'_> {
         }
         self.missing_end.get_or_insert(pos);
         None
+    }
+
+    /// The members checked in order from the file's start, and their output bytes: those
+    /// written in order, and those of the failed batch before its bad member where every
+    /// batch before it was written.
+    fn checked(&self) -> (u64, u64) {
+        let (members, out) = (self.members, self.bytes_out - self.streamed_unchecked);
+        match self.failed_batch {
+            Some((index, first, before)) if first == self.next_write => (members + index - first, out + before),
+            _ => (members, out),
+        }
     }
 
     fn fail(&mut self, index: u64, e: JobError) {
@@ -589,7 +619,7 @@ impl<R: std::io::Read> std::io::Read for KeepsFirst<R> {
 /// Decodes one file. On success its target (if any) is durable under its
 /// temporary name; the caller puts it in place. Also: whether the workers read
 /// the source themselves (its read path says so already), and its format.
-fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result<(FileReport, Option<TargetWriter>, bool, &'static str)> {
+fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> std::result::Result<(FileReport, Option<TargetWriter>, bool, &'static str), Box<FileFailure>> {
     let cipher = open_cipher(source, ctx.key.as_deref())?;
     // Sealed blocks sit at unaligned offsets: an encrypted source is read through the page cache.
     let src = open_source_checked(source, ctx.common.direct && cipher.is_none())?;
@@ -655,6 +685,9 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
         missing_end: None,
         bgzf_unended: false,
         format: None,
+        failed_batch: None,
+        streamed_unchecked: 0,
+        streaming: None,
     };
     let result = decode_file(ctx, &src, &mut st);
     // Drain: every task and write in flight finishes before we decide.
@@ -687,7 +720,7 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
             if let Some(w) = writer.as_mut() {
                 if let Err(e) = w.finalize() {
                     writer.take().expect("just checked").abandon();
-                    return Err(e);
+                    return Err(e.into());
                 }
             }
             let report = FileReport {
@@ -707,12 +740,41 @@ fn run_file(ctx: &mut Ctx, source: &PathBuf, target: Option<&PathBuf>) -> Result
             };
             Ok((report, writer, st.worker_reads, st.format.unwrap_or_else(|| format_of(None))))
         }
-        Err(e) => {
+        Err(error) => {
             if let Some(w) = st.writer.take() {
                 w.abandon();
             }
-            Err(e)
+            let (members, bytes_out) = st.checked();
+            let bytes_in = checked_in(&error, members, st.cipher.is_some());
+            Err(Box::new(FileFailure { error, checked: Some(Checked { members, bytes_in, bytes_out }), decode_mode: st.streaming }))
         }
+    }
+}
+
+/// The compressed bytes of a failed file's `members` checked members: where the error
+/// names the member right after them, the offset it starts at (members follow each other
+/// from byte 0). Otherwise (an I/O error, a file cut at a member's end) where the last
+/// checked member ended is not kept, so it is left out; and so for an encrypted file, whose
+/// offsets are of its plaintext, not of the file.
+fn checked_in(error: &JobError, members: u64, encrypted: bool) -> Option<u64> {
+    match error {
+        JobError::Corrupt { member, offset, .. } | JobError::Truncated { member, offset, .. } if *member == members && !encrypted => Some(*offset),
+        _ => None,
+    }
+}
+
+/// A file's failure, with what it had checked before it (the report's [`crate::report::FailedFile`]).
+struct FileFailure {
+    error: JobError,
+    /// `None`: it failed before decoding began.
+    checked: Option<Checked>,
+    /// How the streaming decoder took over, where it had.
+    decode_mode: Option<DecodeMode>,
+}
+
+impl From<JobError> for Box<FileFailure> {
+    fn from(error: JobError) -> Self {
+        Box::new(FileFailure { error, checked: None, decode_mode: None })
     }
 }
 
@@ -852,7 +914,12 @@ impl Ctx<'_> {
                 }
                 st.outstanding_out_bytes -= d.declared_out_bytes;
                 let e = match e {
-                    BatchFailure::Member(e, offset) => member_error(st.path, index, offset, e),
+                    BatchFailure::Member(e, offset, before) => {
+                        if st.failed_batch.is_none_or(|(i, ..)| index < i) {
+                            st.failed_batch = Some((index, d.first_index, before as u64));
+                        }
+                        member_error(st.path, index, offset, e)
+                    }
                     BatchFailure::Target(e) => st.writer.as_ref().expect("a mapped target has a writer").io_error(e),
                     BatchFailure::Device(detail) => JobError::Device { detail },
                     BatchFailure::Read => JobError::Internal(format!("{}: a worker's read failed, and its result said it did not", Quoted(st.path))),
@@ -950,7 +1017,8 @@ type BatchMember = (MemberHeader, MemberBytes, u64, usize);
 /// decoded on the CPU, which names a bad member's error), else on the CPU.
 fn decode_batch(gpu: Option<&GpuDecoder>, first_index: u64, members: &[BatchMember], read: &[u8], dst: &mut [u8]) -> std::result::Result<OnGpu, (BatchFailure, u64)> {
     let on_cpu = |k: usize, (header, bytes, offset, _): &BatchMember, out: &mut [u8]| {
-        decode_member(header, bytes.bytes(read), out).map(|_| ()).map_err(|e| (BatchFailure::Member(e, *offset), first_index + k as u64))
+        let before = members[..k].iter().map(|m| m.3).sum();
+        decode_member(header, bytes.bytes(read), out).map(|_| ()).map_err(|e| (BatchFailure::Member(e, *offset, before), first_index + k as u64))
     };
     if let Some(g) = gpu {
         if !g.usable() {
@@ -1492,6 +1560,8 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io:
     let path = st.path.to_path_buf();
     let host = MemoryDomain::host_unplaced();
     let mut reader = KeepsFirst { inner: reader, first: Vec::new() };
+    st.streaming = Some(mode.clone());
+    let out_before = st.bytes_out;
     let mut decoder = StreamDecoder::new(&mut reader, pos, index).after_member_wanting_an_end(unended);
     if !file {
         decoder = decoder.any_zero_padding();
@@ -1523,6 +1593,9 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io:
         }
         Ok(())
     });
+    // Its output of a member it did not finish checking counts in none of the checked figures.
+    st.members = decoder.members;
+    st.streamed_unchecked = st.bytes_out - out_before - decoder.bytes_out;
     if let Some(e) = sink_error {
         return Err(e);
     }
@@ -1532,7 +1605,6 @@ fn stream_from(ctx: &mut Ctx, st: &mut FileState, (reader, file): (impl std::io:
     ctx.ledger.record(Location::memory(&host), Location::memory(&host), Mover::Cpu { role: CpuRole::Orchestration }, Purpose::Function, compressed, inflated);
     let via = if st.via == crate::Via::Pipe { crate::Via::Pipe } else { crate::Via::PageCache };
     crate::record_read(&ctx.ledger, &path, via, &host, compressed);
-    st.members = decoder.members;
     st.streamed_in = compressed;
     st.missing_end = st.missing_end.or(decoder.missing_end_member());
     st.bgzf_unended = decoder.ends_bgzf_without_eof();

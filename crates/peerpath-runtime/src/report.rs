@@ -48,10 +48,7 @@ pub fn quoted_bytes(name: &[u8]) -> Cow<'_, str> {
     Cow::Owned(q.text)
 }
 
-/// `n` and `what`, plural where `n` is not 1, as the text reports count: "1 thread", "2 threads".
-pub fn count<N: Copy + PartialEq + From<u8> + fmt::Display>(n: N, what: &str) -> String {
-    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
-}
+pub use peerpath_metrics::count;
 
 /// A path as the text reports and messages print it: [`quoted_bytes`] of its exact bytes, so a
 /// name with a newline stays on its line and one that is not UTF-8 keeps its bytes (`$'\377'`).
@@ -367,6 +364,34 @@ pub struct FailedFile {
     /// The exit code this failure alone gives (docs/usage.md#exit-codes).
     pub exit_code: i32,
     pub error: String,
+    /// What was checked before the error, in order from the file's start (absent where
+    /// the file failed before decoding began).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked: Option<Checked>,
+    /// How it was being decoded when it failed, where not in parallel throughout (a
+    /// one-thread decode is also listed in the job's fallbacks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_mode: Option<DecodeMode>,
+}
+
+/// The members of a failed file before its error: every one decoded and its CRC-32 and
+/// length checked.
+#[derive(Clone, Debug, Serialize)]
+pub struct Checked {
+    pub members: u64,
+    /// The compressed bytes they take, from the file's start; absent where not known
+    /// exactly (see `decompress::checked_in`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_in: Option<u64>,
+    /// Their uncompressed bytes.
+    pub bytes_out: u64,
+}
+
+impl fmt::Display for Checked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes_in = self.bytes_in.map(|n| format!("{} in, ", human_bytes_exact(n))).unwrap_or_default();
+        write!(f, "the {} before it ({bytes_in}{} out) checked", count(self.members, "member"), human_bytes_exact(self.bytes_out))
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -609,7 +634,9 @@ impl JobReport {
                 Cow::Owned(quoted) if !f.error.contains(&quoted) => Cow::Owned(f.error.replace(&f.source, &quoted)),
                 _ => Cow::Borrowed(&f.error),
             };
-            let _ = writeln!(s, "  FAILED        {error} (exit {})", f.exit_code);
+            let checked = f.checked.as_ref().map(|c| format!("; {c}")).unwrap_or_default();
+            let mode = f.decode_mode.as_ref().map(|m| format!("; decoding: {m}")).unwrap_or_default();
+            let _ = writeln!(s, "  FAILED        {error}{checked}{mode} (exit {})", f.exit_code);
         }
         self.render_figures(&mut s);
         self.render_ledger(&mut s);
