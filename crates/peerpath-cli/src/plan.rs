@@ -107,7 +107,7 @@ mod tests {
             &["--source", "ssd0", "ssd1", "ssd2", "ssd3", "ssd4", "ssd5", "--target", "ssd6,ssd7,ssd8"],
         );
         let out = render(&a, &topology(&a).unwrap()).unwrap();
-        assert!(out.contains("6 stream(s): 6 on 3 device(s)"), "{out}");
+        assert!(out.contains("6 streams: 6 on 3 devices"), "{out}");
         let row = out.lines().find(|l| l.starts_with("csp0 ")).unwrap();
         assert!(row.contains("ssd0, ssd3") && row.contains("ssd6"), "{row}");
         assert!(!out.contains("Placement plan"), "no explanation without --explain");

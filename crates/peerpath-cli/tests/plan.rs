@@ -34,7 +34,7 @@ fn case_study_grouping_from_the_committed_tree() {
     ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("12 stream(s): 12 on 6 device(s) (0 leg(s) through a host bounce buffer), 0 on the host CPU"), "{stdout}");
+    assert!(stdout.contains("12 streams: 12 on 6 devices (0 legs through a host bounce buffer), 0 on the host CPU"), "{stdout}");
     for (csp, srcs, tgt) in [("csp0", "ssd0, ssd3", "ssd6"), ("csp5", "ssd11, ssd14", "ssd17")] {
         let row = stdout.lines().find(|l| l.starts_with(&format!("{csp} "))).unwrap_or_else(|| panic!("{stdout}"));
         assert!(row.contains(srcs) && row.contains(tgt), "{row}");
@@ -140,7 +140,7 @@ fn the_h100_s_gpu_is_listed_with_bar1_link_and_verdict_and_named_it_takes_the_st
     assert!(by_name.status.success(), "{}", text(&by_name.stderr));
     assert_eq!(text(&by_name.stdout), text(&by_address.stdout));
     let stdout = text(&by_name.stdout);
-    assert!(stdout.starts_with("1 stream(s): 1 on 1 device(s) (0 leg(s) through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU"), "{stdout}");
+    assert!(stdout.starts_with("1 stream: 1 on 1 device (0 legs through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU"), "{stdout}");
     let group = stdout.lines().find(|l| l.starts_with("gpu0 ")).unwrap_or_else(|| panic!("{stdout}"));
     let cells: Vec<&str> = group.split_whitespace().collect();
     // one NUMA node (node0, CPUs 0-15): every device's numa_node -1 is that node

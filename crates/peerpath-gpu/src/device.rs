@@ -681,8 +681,8 @@ impl GpuDevice {
         let wake = Arc::new(EventFd::new().map_err(|e| e.to_string())?);
         let sleeping = Arc::new(AtomicBool::new(false));
         let description = format!(
-            "{description}, {} CUDA stream(s), {}, {}, waiting threads {}",
-            config.streams.max(1),
+            "{description}, {}, {}, {}, waiting threads {}",
+            peerpath_metrics::count(config.streams.max(1), "CUDA stream"),
             match config.gather.bytes {
                 0 => "a batch is what is queued".to_string(),
                 b => format!("batches gathered up to {} MiB of input or {:.1} ms", b >> 20, config.gather.wait.as_secs_f64() * 1e3),

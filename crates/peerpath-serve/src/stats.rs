@@ -1,5 +1,6 @@
 //! Per-request figures and the report.
 
+use peerpath_metrics::count;
 use crate::Config;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
@@ -350,12 +351,6 @@ impl Report {
             format!("{rounded:.*}", decimals(rounded) as usize)
         }
     }
-}
-
-/// `n` and `what`, plural where `n` is not 1: "1 request", "2 requests" (as
-/// `peerpath_runtime::report::count`, which this crate does not depend on).
-pub(crate) fn count<N: Copy + PartialEq + From<u8> + std::fmt::Display>(n: N, what: &str) -> String {
-    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
 }
 
 /// This process's CPU time so far (user + system).

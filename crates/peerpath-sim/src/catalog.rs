@@ -472,7 +472,20 @@ impl Catalog {
                 "framing_bytes" | "header_3dw_bytes" | "header_4dw_bytes" | "dllp_bytes" if x > 64.0 => {
                     return refuse("B is more than any PCIe TLP framing, header (4 dwords and 4 prefixes: 32 B) or DLLP (8 B) takes: at most 64".into())
                 }
+                // 1e12 crossings, or a switch crossing of 1e300 ns, gave seed 001's dd read 0.00 GB/s.
+                "read_crossings" | "write_crossings" if x.fract() != 0.0 || x > 64.0 => {
+                    return refuse("is not a whole number of PCIe crossings of one NVMe command (1 to 64)".into())
+                }
+                _ if (field.ends_with("_us") && x > 1e6) || (field.ends_with("_ns") && x > 1e9) => {
+                    return refuse(format!("{} is more than 1 s, no SSD's 4 KiB access or switch crossing (is the unit right?)", f.unit))
+                }
                 _ => {}
+            }
+        }
+        // Banks x bits x MT/s of finite figures can overflow (1e300 x 1e300 printed "inf GB/s").
+        for c in &self.csps {
+            if let Some((bw, how)) = c.cmb_bandwidth().filter(|(bw, _)| !bw.is_finite() || *bw < 1e3) {
+                return Err(SimError::Catalog(format!("csp {}: its CMB memory ({how}) moves {bw} B/s, no device's rate (is a unit right?)", c.name)));
             }
         }
         // Entries are found by name (platforms) or by PCI id and model string (devices), first
@@ -501,6 +514,11 @@ impl Catalog {
                 // One PCI id may serve several models (matched by model string first); an entry
                 // without models that repeats an id is never matched.
                 for id in pci_ids {
+                    // "144d-a824" or "144d:a82" was taken and never matched: the entry silently unused.
+                    let hex4 = |h: &str| h.len() == 4 && h.bytes().all(|b| b.is_ascii_hexdigit());
+                    if !id.split_once(':').is_some_and(|(v, d)| hex4(v) && hex4(d)) {
+                        return Err(SimError::Catalog(format!("{kind} {name}.pci_ids: '{id}' is not a PCI vendor:device id (4 hex digits each, as `lspci -n` prints them: 144d:a824); it would never match")));
+                    }
                     if let Some(first) = ids.insert(id.to_ascii_lowercase(), name).filter(|_| mods.is_empty()) {
                         return Err(SimError::Catalog(format!("{kind} {name}.pci_ids: {id} is already {kind} {first}'s and this entry names no models (the first entry would always win)")));
                     }

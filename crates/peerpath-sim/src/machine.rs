@@ -239,7 +239,9 @@ impl Machine {
             // A link a job crosses whose rate cannot be told (speed "Unknown", width 0) is no limit: said.
             let in_jobs = matches!(kind, NodeKind::Ssd(_) | NodeKind::Csp(_) | NodeKind::Gpu(_) | NodeKind::Nic(_)) || d.role == PortRole::SwitchUpstream;
             if let Some(l) = link.filter(|_| carries_link && in_jobs) {
-                link_plausible(&name, &l)?;
+                // The port above gives the link's other end (sysfs gives it the same link).
+                let port = d.upstream.and_then(|u| topology.device(u)).and_then(|p| p.link.map(|l| (p.bdf, l)));
+                link_plausible(&name, &l, port)?;
             }
             if carries_link && in_jobs && link.and_then(|l| l.bytes_per_s()).is_none() {
                 let what = link.map_or_else(|| "no link status".to_string(), |l| l.describe());
@@ -450,9 +452,11 @@ impl Machine {
 /// Refuses a link a job would cross that describes no trained PCIe link: width 0 or 0 GT/s
 /// (the link is down: every flow through it got "no bandwidth at all", naming nothing), a
 /// width PCIe does not have (x1, x2, x4, x8, x12, x16, x32) or above the port's maximum, and a
-/// rate no generation signals at (2.5 to 128 GT/s: `LinkSpeed::PCIE_RATES_MT`). Unknown figures stay allowed:
-/// the report lists them as unlimited.
-fn link_plausible(name: &str, l: &peerpath_topo::Link) -> Result<(), SimError> {
+/// rate no generation signals at (2.5 to 128 GT/s: `LinkSpeed::PCIE_RATES_MT`), or a link
+/// trained wider or faster than either end can (its own maximum, or the maximum of `port`, the
+/// port above: an x32 CSP under an x4 root port was simulated at x32). Unknown figures stay
+/// allowed: the report lists them as unlimited.
+fn link_plausible(name: &str, l: &Link, port: Option<(Bdf, Link)>) -> Result<(), SimError> {
     let bad = |why: String| Err(SimError::Topology(peerpath_topo::TopoError::Invalid(format!("{name}: PCIe link {}: {why}", l.describe()))));
     if let Some(w) = l.current_width {
         if w == 0 {
@@ -462,9 +466,6 @@ fn link_plausible(name: &str, l: &peerpath_topo::Link) -> Result<(), SimError> {
             let widths: Vec<String> = peerpath_topo::Link::PCIE_WIDTHS.iter().map(|w| format!("x{w}")).collect();
             return bad(format!("x{w} is not a PCIe link width ({})", widths.join(", ")));
         }
-        if let Some(max) = l.max_width.filter(|&m| m >= 1 && w > m) {
-            return bad(format!("trained at x{w}, wider than the port's maximum x{max}"));
-        }
     }
     if let Some(mt) = l.current_speed.mt_per_s {
         if mt == 0 {
@@ -473,6 +474,19 @@ fn link_plausible(name: &str, l: &peerpath_topo::Link) -> Result<(), SimError> {
         if !peerpath_topo::LinkSpeed::PCIE_RATES_MT.contains(&mt) {
             let rates: Vec<String> = peerpath_topo::LinkSpeed::PCIE_RATES_MT.iter().map(|&r| format!("{:.1}", r as f64 / 1000.0)).collect();
             return bad(format!("{} is not a PCIe signalling rate ({} GT/s)", l.current_speed, rates.join(", ")));
+        }
+    }
+    let ends = std::iter::once(("its own maximum".to_string(), l.max_width, l.max_speed)).chain(port.map(|(bdf, p)| (format!("the maximum of its port {bdf}:"), p.max_width, p.max_speed)));
+    for (end, max_width, max_speed) in ends {
+        if let (Some(w), Some(max)) = (l.current_width, max_width.filter(|&m| m >= 1)) {
+            if w > max {
+                return bad(format!("trained at x{w}, wider than {end} x{max}"));
+            }
+        }
+        if let (Some(mt), Some(max)) = (l.current_speed.mt_per_s, max_speed.mt_per_s) {
+            if mt > max {
+                return bad(format!("trained at {}, faster than {end} {max_speed}", l.current_speed));
+            }
         }
     }
     Ok(())

@@ -151,11 +151,7 @@ pub(crate) fn build(
     }
 }
 
-/// `n` and `what`, plural where `n` is not 1: "1 SSD", "4 SSDs". (As `peerpath_runtime::report::count`,
-/// a layer above this crate.)
-pub fn count<N: Copy + PartialEq + From<u8> + std::fmt::Display>(n: N, what: &str) -> String {
-    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
-}
+pub use peerpath_metrics::count;
 
 /// Human units: 3.41 GB/s.
 pub fn gbps(bytes_per_s: f64) -> String {

@@ -9,6 +9,7 @@
 //!
 //! [`plan`] adds CSPs (or SSDs) until a job reaches a target throughput.
 
+use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 
 use serde::Serialize;
@@ -362,6 +363,12 @@ impl Sweep {
         }
         for k in &self.skipped {
             let _ = writeln!(s, "{:>5} skipped: {}", k.value, k.why);
+        }
+        // Each point's notes, once (they were in the JSON only: an engine "unknown (unlimited)"
+        // makes every figure above an upper bound).
+        let mut said = BTreeSet::new();
+        for n in self.points.iter().flat_map(|p| &p.notes).filter(|n| said.insert(n.as_str())) {
+            let _ = writeln!(s, "note: {n}");
         }
         s
     }

@@ -136,8 +136,12 @@ fn a_link_that_carries_nothing_or_no_pcie_rate_is_refused_by_device() {
     for (from, to, says) in [
         ("current_width = 4", "current_width = 0", "width 0: the link is down"),
         ("current_width = 4", "current_width = 3", "x3 is not a PCIe link width"),
-        ("current_width = 4, max_width = 4", "current_width = 8, max_width = 4", "wider than the port's maximum x4"),
+        ("current_width = 4, max_width = 4", "current_width = 8, max_width = 4", "wider than its own maximum x4"),
         ("current_speed = \"16.0 GT/s\"", "current_speed = \"7.0 GT/s\"", "7.0 GT/s is not a PCIe signalling rate"),
+        // Trained beyond what either end can: simulated at the impossible rate.
+        ("current_speed = \"16.0 GT/s\"", "current_speed = \"32.0 GT/s\"", "trained at 32.0 GT/s, faster than its own maximum 16.0 GT/s"),
+        ("current_width = 4, max_width = 4", "current_width = 8, max_width = 8", "trained at x8, wider than the maximum of its port 0000:00:03.1: x4"),
+        ("current_speed = \"16.0 GT/s\", max_speed = \"16.0 GT/s\"", "current_speed = \"32.0 GT/s\", max_speed = \"32.0 GT/s\"", "faster than the maximum of its port 0000:00:03.1: 16.0 GT/s"),
     ] {
         let e = at(from, to);
         assert!(matches!(e, SimError::Topology(_)), "{e}");
@@ -210,4 +214,38 @@ fn clones_take_every_free_bus_of_the_domain_and_say_the_limit_past_it() {
     }
     let e = peerpath_sim::sweep::apply(&topo, &cat, None, &job, Param::Csp, fit as u32 + 1).unwrap_err().to_string();
     assert!(e.contains("no free bus number") && e.contains(&format!("at most {fit} csps fit")), "{e}");
+}
+
+#[test]
+fn catalog_ids_counts_latencies_and_cmb_products_that_cannot_be_are_refused_by_name() {
+    let refused = |from: &str, to: &str, says: &[&str]| {
+        assert!(CATALOG.contains(from), "{from}");
+        let e = Catalog::from_toml_str(&CATALOG.replacen(from, to, 1)).unwrap_err();
+        assert!(matches!(e, SimError::Catalog(_)), "{e}");
+        assert!(says.iter().all(|s| e.to_string().contains(s)), "{e}");
+    };
+    // A malformed PCI id was taken and never matched.
+    refused("pci_ids = [\"144d:a824\"]", "pci_ids = [\"144d-a824\"]", &["ssd samsung-pm1733.pci_ids: '144d-a824' is not a PCI vendor:device id"]);
+    refused("pci_ids = [\"144d:a824\"]", "pci_ids = [\"144d:a82\"]", &["'144d:a82' is not a PCI vendor:device id"]);
+    // 1e12 crossings or a 1e300 ns switch crossing gave seed 001's dd read 0.00 GB/s.
+    refused("read_crossings = { value = 6,", "read_crossings = { value = 1e12,", &["nvme.read_crossings: 1000000000000 is not a whole number of PCIe crossings"]);
+    refused("write_crossings = { value = 7,", "write_crossings = { value = 6.5,", &["nvme.write_crossings: 6.5 is not a whole number"]);
+    refused("crossing_latency_ns = { value = 100,", "crossing_latency_ns = { value = 2e9,", &["crossing_latency_ns: 2000000000 ns is more than 1 s"]);
+    refused("value = 52.6, unit = \"us\"", "value = 2, unit = \"s\"", &["read_4k_latency_us: 2000000 us is more than 1 s"]);
+    // Finite banks, bits and MT/s whose product is not: "peak at inf GB/s".
+    refused("cmb_bank_mt_per_s = { value = 3200", "cmb_bank_mt_per_s = { value = 1e305", &["csp eideticom-noload-ia440i: its CMB memory", "no device's rate"]);
+    refused("cmb_bank_mt_per_s = { value = 3200", "cmb_bank_mt_per_s = { value = 1e-9", &["csp eideticom-noload-ia440i: its CMB memory"]);
+    // The shipped figures stay in bounds; a 1 s latency is the most taken.
+    Catalog::from_toml_str(&CATALOG.replacen("value = 52.6, unit = \"us\"", "value = 1, unit = \"s\"", 1)).unwrap();
+}
+
+#[test]
+fn a_sweep_table_says_the_notes_its_json_carries_once_each() {
+    let sw = sweep(&epyc_topo(), &Catalog::default_catalog(), None, &Job::new(JobKind::CompressP2p), &Vary::parse("gen=3..4").unwrap(), &exact()).unwrap();
+    let text = sw.render();
+    let notes: Vec<&String> = sw.points.iter().flat_map(|p| &p.notes).collect();
+    assert!(notes.iter().any(|n| n.contains("engine throughput unknown (unlimited)")), "{notes:?}");
+    for n in notes {
+        assert_eq!(text.matches(&format!("note: {n}\n")).count(), 1, "{n}\n{text}");
+    }
 }

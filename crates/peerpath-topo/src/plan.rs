@@ -41,6 +41,7 @@
 //! leg is bounced through a buffer on the endpoint's node. Same input, same plan: everything is
 //! ordered by the request and by PCI address, never by hash order.
 
+use peerpath_metrics::count;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::fmt::Write as _;
@@ -714,9 +715,9 @@ impl<'a> Planner<'a> {
             for &(s, t) in &request.pairs {
                 if s >= sources.len() || t >= targets.len() {
                     return Err(TopoError::Invalid(format!(
-                        "pair ({s}, {t}) is out of range: {} source(s), {} target(s)",
-                        sources.len(),
-                        targets.len()
+                        "pair ({s}, {t}) is out of range: {}, {}",
+                        count(sources.len(), "source"),
+                        count(targets.len(), "target")
                     )));
                 }
                 if std::mem::replace(&mut seen[s], true) {
@@ -931,8 +932,10 @@ impl<'a> Planner<'a> {
                     format!("{csp_words}; {memory}: every stream runs on the host CPU")
                 } else {
                     format!(
-                        "{csp_words}; {memory}; the GPU(s) {} would stage every byte through pinned host memory, so they are not placed automatically (name one with --devices): every stream runs on the host CPU",
-                        list(&gpus)
+                        "{csp_words}; {memory}; {} {} would stage every byte through pinned host memory, so {} not placed automatically (name one with --devices): every stream runs on the host CPU",
+                        if gpus.len() == 1 { "the GPU" } else { "the GPUs" },
+                        list(&gpus),
+                        if gpus.len() == 1 { "it is" } else { "they are" }
                     )
                 }
             }
@@ -1133,7 +1136,7 @@ impl<'a> Planner<'a> {
             };
         }
         if other.2 > chosen.2 {
-            return format!("equally near, but already had {} source(s) against {}", other.2, chosen.2);
+            return format!("equally near, but already had {} against {}", count(other.2, "source"), chosen.2);
         }
         format!("equally near and equally loaded; {} is listed first", self.targets[chosen.3].name)
     }
@@ -1195,16 +1198,16 @@ impl<'a> Planner<'a> {
                                 format!("{} is on {}, the node of the source and the target", c.name, node_words(c.node))
                             }
                             0 => format!("{} is on {}; the node of the source or target is unknown", c.name, node_words(c.node)),
-                            _ => format!("{} is on {}; {} leg(s) reach another NUMA node of the same socket", c.name, node_words(c.node), o.mismatch),
+                            _ => format!("{} is on {}; {} {} another NUMA node of the same socket", c.name, node_words(c.node), count(o.mismatch, "leg"), if o.mismatch == 1 { "reaches" } else { "reach" }),
                         });
                         let ties: Vec<&Opt> = opts.iter().filter(|x| x.eligible() && x.primary() == o.primary()).collect();
                         if ties.len() > 1 {
                             let names: Vec<String> = ties.iter().map(|x| self.cands[x.cand].report.name.clone()).collect();
                             let mut b = format!(
-                                "balance: {} are equally near; {} had {} stream(s), its fair share is {}",
+                                "balance: {} are equally near; {} had {}, its fair share is {}",
                                 list(&names),
                                 c.name,
-                                load[o.cand],
+                                count(load[o.cand], "stream"),
                                 cap[o.cand]
                             );
                             if serves_t[o.cand].contains(&tgt.name) {
@@ -1366,7 +1369,7 @@ impl<'a> Planner<'a> {
             );
         }
         if xk.1 && !ck.1 {
-            return format!("equally near, but it already has its fair share ({cap} stream(s))");
+            return format!("equally near, but it already has its fair share ({})", count(cap, "stream"));
         }
         if xk.2 && !ck.2 {
             return format!("equally near, but {cn} already writes {} (a target stays with one device)", tgt.name);
@@ -1375,7 +1378,7 @@ impl<'a> Planner<'a> {
             return format!("equally near, but {cn} already reads {}", src.name);
         }
         if xk.4 > ck.4 {
-            return format!("equally near, but it already has {load} stream(s) against {}", ck.4);
+            return format!("equally near, but it already has {} against {}", count(load, "stream"), ck.4);
         }
         format!("equally near and equally loaded; {cn} is listed first")
     }
@@ -1488,11 +1491,11 @@ impl<'a> Planner<'a> {
         let bounced = device_legs().filter(|l| !l.is_p2p()).count() - staged;
         let staged_words = if staged > 0 { format!(", {staged} staged through pinned host memory") } else { String::new() };
         let summary = format!(
-            "{} stream(s): {} on {} device(s) ({} leg(s) through a host bounce buffer{staged_words}), {} on the host CPU",
-            streams.len(),
+            "{}: {} on {} ({} through a host bounce buffer{staged_words}), {} on the host CPU",
+            count(streams.len(), "stream"),
             streams.len() - cpu_streams,
-            devices_used,
-            bounced,
+            count(devices_used, "device"),
+            count(bounced, "leg"),
             cpu_streams
         );
         Ok(Plan {
@@ -1661,8 +1664,8 @@ impl Plan {
                 let used = match (d.usable, d.streams) {
                     (false, _) => "not used".to_string(),
                     (true, 0) => "usable, idle".to_string(),
-                    (true, n) if legs > 0 => format!("{n} stream(s), {legs} leg(s) through pinned host memory"),
-                    (true, n) => format!("{n} stream(s)"),
+                    (true, n) if legs > 0 => format!("{}, {} through pinned host memory", count(n, "stream"), count(legs, "leg")),
+                    (true, n) => count(n, "stream"),
                 };
                     let _ = writeln!(out, "  data path: {} [{used}]", g.data_path_why);
             }
@@ -1707,7 +1710,7 @@ impl Plan {
         for (kind, title) in sections {
             let ds: Vec<&Decision> = self.decisions.iter().filter(|d| d.kind == kind).collect();
             if kind == DecisionKind::Pairing && !self.request.pairs.is_empty() {
-                let _ = writeln!(out, "\nPairing: given by the request ({} pair(s)).", self.request.pairs.len());
+                let _ = writeln!(out, "\nPairing: given by the request ({}).", count(self.request.pairs.len(), "pair"));
                 continue;
             }
             if ds.is_empty() {

@@ -1,6 +1,7 @@
 //! Renderings of a topology: an annotated tree (like `lspci -t`), a P2P matrix, an explanation
 //! of one pair, JSON, and an SVG picture with the P2P groups coloured. All return `String`.
 
+use peerpath_metrics::count;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -284,8 +285,8 @@ pub fn render_tree_of(topo: &Topology, vfs: Vfs) -> String {
     if let Some(first) = unknown_acs.first() {
         let _ = writeln!(
             out,
-            "ACS: unknown on {} bridge(s): {}",
-            unknown_acs.len(),
+            "ACS: unknown on {}: {}",
+            count(unknown_acs.len(), "bridge"),
             first.acs.describe()
         );
     }

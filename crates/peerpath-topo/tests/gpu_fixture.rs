@@ -177,11 +177,11 @@ fn naming_gpu0_or_its_address_stages_both_legs_through_host_memory_and_says_so()
     }
     assert_eq!(s.host_legs(), 2);
     assert_eq!((p.groups[0].p2p_legs, p.groups[0].host_legs), (0, 2));
-    assert_eq!(p.summary, "1 stream(s): 1 on 1 device(s) (0 leg(s) through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU");
+    assert_eq!(p.summary, "1 stream: 1 on 1 device (0 legs through a host bounce buffer, 2 staged through pinned host memory), 0 on the host CPU");
     let table = p.render_table();
     let row = table.lines().find(|l| l.starts_with("0 ")).unwrap();
     assert!(row.contains("gpu0") && row.matches("staged node 0 (nvfs?)").count() == 2, "{row}");
-    assert!(table.contains("[1 stream(s), 2 leg(s) through pinned host memory]"), "{table}");
+    assert!(table.contains("[1 stream, 2 legs through pinned host memory]"), "{table}");
     let explain = p.explain();
     assert!(explain.contains("read vda (0000:00:01.0, virtio block, NUMA node 0): staged through pinned host memory on NUMA node 0 (host memory is touched)"), "{explain}");
     assert!(explain.contains("memory-path verdict: storage -> GPU memory: staged through pinned host memory"), "{explain}");

@@ -327,7 +327,7 @@ fn idle_devices_and_unused_targets_are_explained() {
     assert!(table.contains("target ssd8: unused"), "{table}");
     // Explicit pairs: the explanation says so.
     let p = t.plan(&PlanRequest::new(["ssd0"], ["ssd6"]).with_pairs(vec![(0, 0)])).unwrap();
-    assert!(p.explain().contains("Pairing: given by the request (1 pair(s))"), "{}", p.explain());
+    assert!(p.explain().contains("Pairing: given by the request (1 pair)"), "{}", p.explain());
 }
 
 /// A bridge holds no data: a host bridge or a switch port named as a source or target is
