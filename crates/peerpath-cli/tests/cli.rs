@@ -868,7 +868,7 @@ fn decompressing_into_a_memory_file_system_decodes_into_the_mapped_target() {
     for (threads, env, mapped, why) in [
         ("2", Some(("PEERPATH_NO_MAPPED_OUTPUT", "1")), false, "PEERPATH_NO_MAPPED_OUTPUT=1"),
         ("2", Some(("PEERPATH_MAPPED_OUTPUT", "0")), false, "PEERPATH_MAPPED_OUTPUT=0"),
-        ("2", None, false, "2 worker(s), which one writing thread keeps up with"),
+        ("2", None, false, "2 workers, which one writing thread keeps up with"),
         ("8", None, true, "mapped pages"),
     ] {
         std::fs::remove_file(&target).unwrap();

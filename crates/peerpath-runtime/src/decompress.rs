@@ -1396,7 +1396,7 @@ fn mapping_wanted(workers: usize, gpu: bool) -> std::result::Result<(), String> 
         return Err("PEERPATH_NO_MAPPED_OUTPUT=1".into());
     }
     if workers < MAPPED_MIN_WORKERS && !gpu {
-        return Err(format!("{workers} worker(s), which one writing thread keeps up with (mapped from {MAPPED_MIN_WORKERS}; docs/tuning.md#mapped-output)"));
+        return Err(format!("{}, which one writing thread keeps up with (mapped from {MAPPED_MIN_WORKERS}; docs/tuning.md#mapped-output)", crate::report::count(workers, "worker")));
     }
     Ok(())
 }
