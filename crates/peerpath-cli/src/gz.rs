@@ -183,6 +183,14 @@ fn parse(args: &[OsString]) -> Result<Options, String> {
     if o.suffix.is_empty() {
         return Err("the suffix must not be empty".into());
     }
+    // peerpath's own options where they would do nothing: an error, not ignored (gzip's own,
+    // a level with -d for one, stay accepted as gzip accepts them).
+    if o.allow_no_end_member && !(o.decompress || o.test || o.list) {
+        return Err("--allow-no-end-member reads files of peerpath's members: give it with -d, -t or -l, or drop it".into());
+    }
+    if o.report && o.list && !o.json {
+        return Err("--report with -l: -l prints gzip's list, not the report; give --json for each file's report instead, or drop --report".into());
+    }
     if o.files.is_empty() {
         o.files.push("-".into());
     }

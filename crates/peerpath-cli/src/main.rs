@@ -512,12 +512,12 @@ struct CompressArgs {
     /// makes in /dev/shm), "shm:DIR" (the same file in DIR: a tmpfs mounted with
     /// huge=within_size gives it 2 MiB pages, which the device computes faster out of), or
     /// "p2p:BDF" (the P2P memory of a PCI function, e.g. an NVMe CMB, from p2pmem/allocate: SSDs
-    /// DMA into it peer to peer; --device-memory is capped at what it has).
-    #[arg(long, default_value = "shm", value_parser = parse_memory_from, help_heading = "Devices")]
-    device_memory_from: MemoryFrom,
-    /// sysfs root for --device-memory-from p2p:BDF.
-    #[arg(long, default_value = "/sys", help_heading = "Devices")]
-    sysfs: PathBuf,
+    /// DMA into it peer to peer; --device-memory is capped at what it has) [default: shm].
+    #[arg(long, value_parser = parse_memory_from, help_heading = "Devices")]
+    device_memory_from: Option<MemoryFrom>,
+    /// sysfs root for --device-memory-from p2p:BDF [default: /sys].
+    #[arg(long, help_heading = "Devices")]
+    sysfs: Option<PathBuf>,
     /// Worker threads of each emulated device, 1 to 1024 [default: all cores].
     #[arg(long, value_parser = parse_workers, help_heading = "Devices")]
     device_workers: Option<u32>,
@@ -556,27 +556,27 @@ struct CompressArgs {
     /// With --gpu-memory-files mapped: bytes of a file mapped and registered at once, as first
     /// used (K, M, G suffixes; 64K to 64G, whole pages): pinning is paid a granule at a time. A
     /// file's first granules are smaller (1 MiB, 1, 2, 4, ... doubling up to this size), so a
-    /// small output holds about its own size pinned, not a whole granule.
-    #[arg(long, default_value = "64M", value_parser = parse_size, help_heading = "Devices")]
-    gpu_map_granule: usize,
+    /// small output holds about its own size pinned, not a whole granule [default: 64M].
+    #[arg(long, value_parser = parse_size, help_heading = "Devices")]
+    gpu_map_granule: Option<usize>,
     /// With --engine gpu: uncompressed bytes per read and per compress command (K, M, G suffixes;
     /// rounded up to whole members of --block-size): a command's members go into one nvCOMP launch
-    /// (16M: 0.99-1.07 s for 1.5 GiB against 1.20-1.27 with 1M, bench/results/2026-11-26-gpu-machine-8).
-    #[arg(long, default_value = "16M", value_parser = parse_size, help_heading = "Devices")]
-    gpu_chunk: usize,
+    /// (16M: 0.99-1.07 s for 1.5 GiB against 1.20-1.27 with 1M, bench/results/2026-11-26-gpu-machine-8) [default: 16M].
+    #[arg(long, value_parser = parse_size, help_heading = "Devices")]
+    gpu_chunk: Option<usize>,
     /// With --engine gpu: pinned host memory the GPU's chunks are staged through (K, M, G suffixes;
     /// 128M: 0.86-1.06 s for 1.5 GiB against 1.10-1.36 with 512M, whose pinning alone took
-    /// 0.08-0.19 s, and 64M gave smaller nvCOMP launches: bench/results/2026-11-27-gpu-machine-2).
-    #[arg(long, default_value = "128M", value_parser = parse_size, help_heading = "Devices")]
-    gpu_window: usize,
+    /// 0.08-0.19 s, and 64M gave smaller nvCOMP launches: bench/results/2026-11-27-gpu-machine-2) [default: 128M].
+    #[arg(long, value_parser = parse_size, help_heading = "Devices")]
+    gpu_window: Option<usize>,
     /// With --engine gpu: input a worker waits to gather into one nvCOMP launch (K, M, G
     /// suffixes; 0: what is queued, the default); it starts sooner when the queue depth is all in
     /// the GPU or --gpu-batch-wait has passed. Waiting measured slower so far (bench/results/2026-11-26-gpu-machine-6).
     #[arg(long, default_value = "0", value_parser = parse_size, help_heading = "Devices")]
     gpu_batch: usize,
-    /// With --engine gpu: the longest a worker waits for its batch to fill, in milliseconds.
-    #[arg(long, default_value_t = 2.0, help_heading = "Devices")]
-    gpu_batch_wait: f64,
+    /// With --gpu-batch: the longest a worker waits for its batch to fill, in milliseconds [default: 2].
+    #[arg(long, help_heading = "Devices")]
+    gpu_batch_wait: Option<f64>,
     /// Check every member of each output (CRC-32 and length) before it is put in place (exit 16 if bad).
     #[arg(long)]
     verify: bool,
@@ -768,9 +768,9 @@ struct DecodeEngineArgs {
     nvcomp: Option<PathBuf>,
     /// With --engine gpu: decompressed bytes per nvCOMP launch (K, M, G suffixes; at least 4M).
     /// Each worker thread drives its own launches on its own CUDA stream; with --engine gpu, -T
-    /// defaults to 4 (measured best with 96M batches: bench/results/2026-11-26-gpu-machine-7).
-    #[arg(long, default_value = "96M", value_parser = parse_size, help_heading = "Devices")]
-    gpu_batch: usize,
+    /// defaults to 4 (measured best with 96M batches: bench/results/2026-11-26-gpu-machine-7) [default: 96M].
+    #[arg(long, value_parser = parse_size, help_heading = "Devices")]
+    gpu_batch: Option<usize>,
     /// Fail (exit 15, nothing kept) instead of letting the host CPU decode what the device could not.
     #[arg(long, help_heading = "Devices")]
     no_fallback: bool,
@@ -814,21 +814,31 @@ const GPU_DECODE_THREADS: usize = 4;
 
 impl DecodeEngineArgs {
     fn spec(&self) -> Option<peerpath_runtime::GpuDecodeSpec> {
-        (self.engine == DecodeEngineArg::Gpu).then(|| peerpath_runtime::GpuDecodeSpec {
-            ordinal: self.gpu,
-            nvcomp: self.nvcomp.clone(),
-            batch_bytes: self.gpu_batch,
-            no_fallback: self.no_fallback,
-            timeout: self.device_timeout.unwrap_or(peerpath_gpu::DEFAULT_COMMAND_TIMEOUT),
-            cpu_threads: None,
+        (self.engine == DecodeEngineArg::Gpu).then(|| {
+            let defaults = peerpath_runtime::GpuDecodeSpec::default();
+            peerpath_runtime::GpuDecodeSpec {
+                ordinal: self.gpu,
+                nvcomp: self.nvcomp.clone(),
+                batch_bytes: self.gpu_batch.unwrap_or(defaults.batch_bytes),
+                no_fallback: self.no_fallback,
+                timeout: self.device_timeout.unwrap_or(defaults.timeout),
+                cpu_threads: None,
+            }
         })
     }
 
-    /// Options that name a device where the host CPU decodes are a usage error, not ignored;
-    /// `devices`: the command's engines that take them.
-    fn check(&self, devices: &str) -> Result<(), JobError> {
+    /// Options that set up a device the engine does not run on are a usage error, not ignored;
+    /// `devices`: the command's engines that take `--device-timeout`; `engines`: the command's
+    /// engines ([`DECODE_ENGINES`]'s first two, or all three with `decompress --ec`); `mode`:
+    /// " --ec" or "".
+    fn check(&self, devices: &str, engines: &[Engine], mode: &str) -> Result<(), JobError> {
         if self.device_timeout.is_some() && self.engine == DecodeEngineArg::Cpu {
             return Err(JobError::Usage(format!("--device-timeout times devices: give it with --engine {devices}")));
+        }
+        let given = [(self.gpu != 0, "--gpu", SetsUp::Gpu), (self.nvcomp.is_some(), "--nvcomp", SetsUp::Gpu), (self.gpu_batch.is_some(), "--gpu-batch", SetsUp::Gpu)];
+        refuse_untaken(&given, &engine_name(self.engine), mode, "decodes", engines)?;
+        if mode == " --ec" && self.engine == DecodeEngineArg::Gpu && self.gpu_batch.is_some() {
+            return Err(JobError::Usage("--gpu-batch with --ec --engine gpu: the chain sizes its GPU's launches to what it holds (its members in flight): drop it".into()));
         }
         Ok(())
     }
@@ -898,6 +908,9 @@ fn parse_threads(s: &str) -> Result<usize, String> {
 fn parse_workers(s: &str) -> Result<u32, String> {
     parse_threads(s).map(|n| n as u32)
 }
+
+/// `--gpu-map-granule` where it is not given.
+const GPU_MAP_GRANULE_BYTES: usize = 64 << 20;
 
 /// The least device memory a job can use: a read of 1 MiB, its output and staging.
 const MIN_DEVICE_MEMORY_BYTES: usize = 4 << 20;
@@ -1065,12 +1078,12 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         return Err(JobError::Usage("--ec does not take --verify or --explain yet (check the result with `peerpath ec verify DIR`)".into()));
     }
     // Options of the devices a plain compress starts that the chain's one device cannot take:
-    // a usage error, not ignored (--device-workers sets the emulated device's workers).
+    // a usage error, not ignored (--device-workers sets the emulated device's workers; those of a
+    // GPU are refused with the others, by refuse_unused_compress_options).
     let refused = [
         (a.devices != 1, "--devices with --ec", "the chain runs on one device: drop it"),
         (a.device_memory.is_some(), "--device-memory with --ec", "the chain sizes its device's memory to what it holds (its blocks in flight, two stripes and their parity): drop it"),
-        (!matches!(a.device_memory_from, MemoryFrom::Shm(None)), "--device-memory-from with --ec", "the chain's emulated device places its memory itself (in /dev/shm where it fits, else the temporary directory): drop it"),
-        (a.device_workers.is_some() && a.engine == EngineArg::Gpu, "--device-workers with --ec --engine gpu", "it sets an emulated device's workers, and a GPU has none: give --engine emulated, or drop it"),
+        (a.device_memory_from.is_some(), "--device-memory-from with --ec", "the chain's emulated device places its memory itself (in /dev/shm where it fits, else the temporary directory): drop it"),
     ];
     if let Some((_, option, why)) = refused.iter().find(|(given, ..)| *given) {
         return Err(JobError::Usage(format!("{option}: {why}")));
@@ -1205,6 +1218,113 @@ fn gpu_algorithm(a: &CompressArgs) -> i32 {
     a.gpu_algorithm.unwrap_or_else(|| peerpath_gpu::algorithm_for_level(a.level))
 }
 
+/// What an option of compress, decompress or verify sets up, and so the engines that take it.
+#[derive(Clone, Copy, PartialEq)]
+enum SetsUp {
+    /// Emulated CSPs (--devices, --device-workers, --device-memory-from).
+    Emulated,
+    /// A GPU (--gpu, --nvcomp, --gpu-*).
+    Gpu,
+    /// Either (--device-memory).
+    Devices,
+}
+
+impl SetsUp {
+    fn what(self) -> &'static str {
+        match self {
+            SetsUp::Emulated => "emulated CSPs",
+            SetsUp::Gpu => "a GPU",
+            SetsUp::Devices => "devices",
+        }
+    }
+}
+
+/// A value of a command's `--engine`: its name, what it runs on, and what it takes.
+struct Engine {
+    name: &'static str,
+    on: &'static str,
+    takes: &'static [SetsUp],
+}
+
+/// compress's engines; `auto` last (it may pick any device, so it takes every device's options;
+/// `--ec` does not run on it).
+const COMPRESS_ENGINES: [Engine; 4] = [
+    Engine { name: "cpu", on: "the host CPU", takes: &[] },
+    Engine { name: "emulated", on: "emulated CSPs", takes: &[SetsUp::Emulated, SetsUp::Devices] },
+    Engine { name: "gpu", on: "a GPU", takes: &[SetsUp::Gpu, SetsUp::Devices] },
+    Engine { name: "auto", on: "what it finds", takes: &[SetsUp::Emulated, SetsUp::Gpu, SetsUp::Devices] },
+];
+
+/// decompress's and verify's engines; `emulated` last (`decompress --ec` only).
+const DECODE_ENGINES: [Engine; 3] = [
+    Engine { name: "cpu", on: "the host CPU", takes: &[] },
+    Engine { name: "gpu", on: "a GPU", takes: &[SetsUp::Gpu, SetsUp::Devices] },
+    Engine { name: "emulated", on: "an emulated CSP", takes: &[SetsUp::Emulated, SetsUp::Devices] },
+];
+
+/// The name `--engine` takes for `v`.
+fn engine_name(v: impl ValueEnum) -> String {
+    v.to_possible_value().expect("no value is skipped").get_name().to_string()
+}
+
+/// The first option of `given` (given, its name, what it sets up) that the engine named
+/// `engine` (one of `engines`, the command's in this `mode`, " --ec" or "") does not take, as a
+/// usage error: it would be ignored. `verb`: what the command does there ("compresses").
+fn refuse_untaken(given: &[(bool, &str, SetsUp)], engine: &str, mode: &str, verb: &str, engines: &[Engine]) -> Result<(), JobError> {
+    let Some(e) = engines.iter().find(|e| e.name == engine) else { return Ok(()) };
+    let Some((_, option, sets_up)) = given.iter().find(|(g, _, s)| *g && !e.takes.contains(s)) else { return Ok(()) };
+    let others: Vec<&str> = engines.iter().filter(|o| o.takes.contains(sets_up)).map(|o| o.name).collect();
+    let others = match others.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => unreachable!("every option is taken by some engine"),
+    };
+    Err(JobError::Usage(format!("{option} with{mode} --engine {engine}: it sets up {}, and --engine {engine} {verb} on {}: give --engine {others}, or drop it", sets_up.what(), e.on)))
+}
+
+/// compress's options that no engine given would use: a usage error naming the option, not
+/// ignored (that of `--device-timeout` and `--inject-faults` are said where they are used).
+fn refuse_unused_compress_options(a: &CompressArgs) -> Result<(), JobError> {
+    if matches!(a.device_memory_from, Some(MemoryFrom::P2p(_))) && a.engine != EngineArg::Emulated {
+        return Err(JobError::Usage("--device-memory-from p2p:BDF is the memory of emulated devices: use it with --engine emulated".into()));
+    }
+    let given = [
+        (a.devices != 1, "--devices", SetsUp::Emulated),
+        (a.device_memory.is_some(), "--device-memory", SetsUp::Devices),
+        (a.device_memory_from.is_some(), "--device-memory-from", SetsUp::Emulated),
+        (a.device_workers.is_some(), "--device-workers", SetsUp::Emulated),
+        (a.gpu != 0, "--gpu", SetsUp::Gpu),
+        (a.nvcomp.is_some(), "--nvcomp", SetsUp::Gpu),
+        (a.gpu_algorithm.is_some(), "--gpu-algorithm", SetsUp::Gpu),
+        (a.gpu_streams != 1, "--gpu-streams", SetsUp::Gpu),
+        (a.gpu_staging != GpuStagingArg::Commands, "--gpu-staging", SetsUp::Gpu),
+        (a.gpu_io != GpuIoArg::Auto, "--gpu-io", SetsUp::Gpu),
+        (a.gpu_memory_files != GpuMemoryFilesArg::Staged, "--gpu-memory-files", SetsUp::Gpu),
+        (a.gpu_map_granule.is_some(), "--gpu-map-granule", SetsUp::Gpu),
+        (a.gpu_chunk.is_some(), "--gpu-chunk", SetsUp::Gpu),
+        (a.gpu_window.is_some(), "--gpu-window", SetsUp::Gpu),
+        (a.gpu_batch != 0, "--gpu-batch", SetsUp::Gpu),
+        (a.gpu_batch_wait.is_some(), "--gpu-batch-wait", SetsUp::Gpu),
+    ];
+    let (mode, engines) = if a.ec.is_some() { (" --ec", &COMPRESS_ENGINES[..3]) } else { ("", &COMPRESS_ENGINES[..]) };
+    refuse_untaken(&given, &engine_name(a.engine), mode, "compresses", engines)?;
+    if a.ec.is_some() && a.engine == EngineArg::Gpu {
+        // The chain's GPU takes --gpu, --nvcomp and --gpu-algorithm; the rest set up the job's GPU.
+        if let Some((_, option, _)) = given[7..].iter().find(|(g, ..)| *g) {
+            return Err(JobError::Usage(format!("{option} with --ec --engine gpu: the chain sets its GPU up itself (staged through its own memory, sized to what it holds): drop it")));
+        }
+    }
+    let refused = [
+        (a.sysfs.is_some() && !matches!(a.device_memory_from, Some(MemoryFrom::P2p(_))), "--sysfs is where --device-memory-from p2p:BDF is looked for: give that, or drop it"),
+        (a.gpu_map_granule.is_some() && a.gpu_memory_files != GpuMemoryFilesArg::Mapped, "--gpu-map-granule sizes what --gpu-memory-files mapped maps: give that, or drop it"),
+        (a.gpu_batch_wait.is_some() && a.gpu_batch == 0, "--gpu-batch-wait is how long a worker waits to gather --gpu-batch, and with none given it waits for nothing: give --gpu-batch SIZE, or drop it"),
+    ];
+    match refused.iter().find(|(given, _)| *given) {
+        Some((_, why)) => Err(JobError::Usage(why.to_string())),
+        None => Ok(()),
+    }
+}
+
 /// Where `compress` runs its function, and why the host CPU where `--engine auto` found no
 /// device (a fallback the report says).
 fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option<String>), JobError> {
@@ -1212,7 +1332,9 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
         // Faults are injected into the emulated devices' queues; nowhere else would they be, silently.
         return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
     }
-    let memory_bytes = device_memory_bytes(a.device_memory, &a.device_memory_from)?;
+    let memory_from = a.device_memory_from.clone().unwrap_or(MemoryFrom::Shm(None));
+    let sysfs = a.sysfs.clone().unwrap_or_else(|| PathBuf::from("/sys"));
+    let memory_bytes = device_memory_bytes(a.device_memory, &memory_from)?;
     let emulated = || {
         let mut spec = peerpath_runtime::EmulatedSpec::new();
         spec.devices = a.devices;
@@ -1224,35 +1346,35 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
         if let Some(t) = a.device_timeout {
             spec.command_timeout = t;
         }
-        match &a.device_memory_from {
-            MemoryFrom::P2p(bdf) => spec.memory_from = peerpath_runtime::DeviceMemoryFrom::P2p { sysfs: a.sysfs.clone(), bdf: bdf.clone() },
+        match &memory_from {
+            MemoryFrom::P2p(bdf) => spec.memory_from = peerpath_runtime::DeviceMemoryFrom::P2p { sysfs: sysfs.clone(), bdf: bdf.clone() },
             MemoryFrom::Shm(dir) => spec.memory_dir = dir.clone(),
         }
         peerpath_runtime::Compute::Emulated(Box::new(spec))
     };
-    if matches!(a.device_memory_from, MemoryFrom::P2p(_)) && a.engine != EngineArg::Emulated {
-        return Err(JobError::Usage("--device-memory-from p2p:BDF is the memory of emulated devices: use it with --engine emulated".into()));
-    }
-    if matches!(a.device_memory_from, MemoryFrom::P2p(_)) {
+    if matches!(memory_from, MemoryFrom::P2p(_)) {
         // A root that is not sysfs is the user's to fix (exit 13, as topo's): its devices did not
         // start, said as a fallback that named no option, and the job ran on the host CPU.
-        p2p_devices_dir(&a.sysfs).map_err(JobError::Topology)?;
+        p2p_devices_dir(&sysfs).map_err(JobError::Topology)?;
     }
     Ok(match a.engine {
         EngineArg::Cpu => (peerpath_runtime::Compute::Cpu, None),
         EngineArg::Emulated => (emulated(), None),
         EngineArg::Gpu => {
-            if !(0.0..=1000.0).contains(&a.gpu_batch_wait) {
-                return Err(JobError::Usage(format!("--gpu-batch-wait {}: give 0 to 1000 milliseconds", a.gpu_batch_wait)));
+            let defaults = peerpath_runtime::GpuSpec::default();
+            let wait = a.gpu_batch_wait.map_or(defaults.gather.wait, |ms| std::time::Duration::from_secs_f64(ms / 1e3));
+            if let Some(ms) = a.gpu_batch_wait.filter(|ms| !(0.0..=1000.0).contains(ms)) {
+                return Err(JobError::Usage(format!("--gpu-batch-wait {ms}: give 0 to 1000 milliseconds")));
             }
-            let map_memory_files = (a.gpu_memory_files == GpuMemoryFilesArg::Mapped).then_some(a.gpu_map_granule as u64);
+            let granule = a.gpu_map_granule.unwrap_or(GPU_MAP_GRANULE_BYTES);
+            let map_memory_files = (a.gpu_memory_files == GpuMemoryFilesArg::Mapped).then_some(granule as u64);
             if map_memory_files.is_some() && a.gpu_staging == GpuStagingArg::Device {
                 return Err(JobError::Usage("--gpu-memory-files mapped: the GPU reads files into GPU memory of its own, which --gpu-staging device does not keep (use --gpu-staging commands)".into()));
             }
-            if !(64 << 10..=64 << 30).contains(&a.gpu_map_granule) || !a.gpu_map_granule.is_multiple_of(4096) {
-                return Err(JobError::Usage(format!("--gpu-map-granule {}: give 64K to 64G, a multiple of 4K", a.gpu_map_granule)));
+            if !(64 << 10..=64 << 30).contains(&granule) || !granule.is_multiple_of(4096) {
+                return Err(JobError::Usage(format!("--gpu-map-granule {granule}: give 64K to 64G, a multiple of 4K")));
             }
-            let gather = peerpath_gpu::Gather { bytes: a.gpu_batch as u64, wait: std::time::Duration::from_secs_f64(a.gpu_batch_wait / 1e3) };
+            let gather = peerpath_gpu::Gather { bytes: a.gpu_batch as u64, wait };
             let mut spec = peerpath_runtime::GpuSpec {
                 ordinal: a.gpu,
                 algorithm: gpu_algorithm(a),
@@ -1264,11 +1386,11 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
                     (GpuIoArg::Auto, GpuStagingArg::Device) => peerpath_gpu::GpuIo::Staged,
                     (io, _) => io.into(),
                 },
-                window_bytes: a.gpu_window,
+                window_bytes: a.gpu_window.unwrap_or(defaults.window_bytes),
                 map_memory_files,
                 gather,
-                chunk_bytes: a.gpu_chunk.max(1),
-                ..Default::default()
+                chunk_bytes: a.gpu_chunk.unwrap_or(defaults.chunk_bytes).max(1),
+                ..defaults
             };
             if let Some(t) = a.device_timeout {
                 spec.command_timeout = t;
@@ -1286,7 +1408,7 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
             let why = if csps == 0 {
                 "no computational storage device in /sys".to_string()
             } else {
-                format!("{csps} computational storage device(s) in /sys, but peerpath has no driver for real CSPs yet")
+                format!("{} in /sys, but peerpath has no driver for real CSPs yet", peerpath_runtime::report::count(csps, "computational storage device"))
             };
             if a.no_fallback {
                 return Err(JobError::Device { detail: format!("--engine auto: {why} (--no-fallback)") });
@@ -1302,21 +1424,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             if a.device_timeout.is_some() && a.engine == EngineArg::Cpu {
                 return Err(crate::device_timeout_without_a_device());
             }
-            // Options of devices where the host CPU compresses: a usage error, not ignored.
-            if a.engine == EngineArg::Cpu {
-                let given = [
-                    (a.devices != 1, "--devices"),
-                    (a.device_memory.is_some(), "--device-memory"),
-                    (a.device_workers.is_some(), "--device-workers"),
-                    (a.gpu_algorithm.is_some(), "--gpu-algorithm"),
-                    (a.nvcomp.is_some(), "--nvcomp"),
-                    (a.gpu_streams != 1, "--gpu-streams"),
-                ];
-                let named: Vec<&str> = given.iter().filter(|(g, _)| *g).map(|(_, n)| *n).collect();
-                if !named.is_empty() {
-                    return Err(JobError::Usage(format!("{} set(s) up devices, and --engine cpu compresses on the host CPU: give --engine emulated, gpu or auto with it", named.join(", "))));
-                }
-            }
+            refuse_unused_compress_options(&a)?;
             if let (FormatArg::Bgzf, Some(b)) = (a.format, a.block_size) {
                 // Ignored, it left members of 65280 bytes where other sizes were asked for.
                 return Err(JobError::Usage(format!("--block-size {b}: BGZF's blocks are always 65280 bytes (its format's limit): drop --block-size, or give --format gzip")));
@@ -1390,7 +1498,10 @@ fn run(cli: Cli) -> Result<(), JobError> {
             }
         }
         Command::Decompress(a) => {
-            a.decode.check("gpu or emulated")?;
+            match a.ec {
+                true => a.decode.check("gpu or emulated", &DECODE_ENGINES, " --ec")?,
+                false => a.decode.check("gpu or emulated", &DECODE_ENGINES[..2], "")?,
+            }
             if a.inject_faults.is_some() && !(a.ec && a.decode.engine == DecodeEngineArg::Emulated) {
                 return Err(JobError::Usage("--inject-faults needs --ec --engine emulated".into()));
             }
@@ -1456,7 +1567,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
             made.keep();
         }
         Command::Verify(a) => {
-            a.decode.check("gpu")?;
+            a.decode.check("gpu", &DECODE_ENGINES[..2], "")?;
             let (progress, bar) = progress_bar(&a.common, false);
             let opts = a.decode.options(common_options(&a.common, false, true, progress), a.common.threads.is_some(), crypt::optional_key(&a.key)?)?;
             let r = peerpath_runtime::verify_each(&a.sources, &opts);

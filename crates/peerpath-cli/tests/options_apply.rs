@@ -1,0 +1,100 @@
+//! No option is silently ignored: one that `compress`, `decompress`, `verify` or `peerpath gzip`
+//! accepts but would not use with the engine or mode given is a usage error naming it, the
+//! engine or mode, and what takes it (each of these ran, the option doing nothing).
+
+mod common;
+
+use common::*;
+
+#[test]
+fn options_the_engine_or_mode_would_not_use_are_refused() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("src"), mixed_data(100_000, 3)).unwrap();
+    run(&mut pp(args!["compress", "-q", d.join("src"), "-o", d.join("src.gz")])).ok();
+    run(&mut pp(args!["compress", "-q", d.join("src"), "--ec", "2+1", "--ec-unit", "4K", "-o", d.join("set")])).ok();
+    let shm = format!("shm:{}", d.display());
+    let out = d.join("out");
+    let compress = |extra: &[&str]| {
+        let mut a = args!["compress", d.join("src"), "-o", &out];
+        a.extend(extra.iter().map(os));
+        a
+    };
+    let ec = |extra: &[&str]| {
+        let mut a = args!["compress", d.join("src"), "--ec", "2+1", "--ec-unit", "4K", "-o", &out];
+        a.extend(extra.iter().map(os));
+        a
+    };
+    let decompress = |extra: &[&str]| {
+        let mut a = args!["decompress", d.join("src.gz"), "-o", &out];
+        a.extend(extra.iter().map(os));
+        a
+    };
+    let decompress_ec = |extra: &[&str]| {
+        let mut a = args!["decompress", "--ec", d.join("set"), "-o", &out];
+        a.extend(extra.iter().map(os));
+        a
+    };
+    let verify = |extra: &[&str]| {
+        let mut a = args!["verify", d.join("src.gz")];
+        a.extend(extra.iter().map(os));
+        a
+    };
+    let cases: Vec<(Vec<std::ffi::OsString>, i32, Vec<&str>)> = vec![
+        // compress: an emulated CSP's options where a GPU or the host CPU compresses.
+        (compress(&["--engine", "gpu", "--device-workers", "2"]), 2, vec!["--device-workers with --engine gpu", "give --engine emulated or auto"]),
+        (compress(&["--engine", "gpu", "--devices", "2"]), 2, vec!["--devices with --engine gpu"]),
+        (compress(&["--device-memory-from", &shm]), 2, vec!["--device-memory-from with --engine cpu", "--engine cpu compresses on the host CPU"]),
+        (compress(&["--engine", "cpu", "--device-memory-from", "shm"]), 2, vec!["--device-memory-from with --engine cpu"]),
+        (compress(&["--engine", "gpu", "--device-memory-from", &shm]), 2, vec!["--device-memory-from with --engine gpu"]),
+        // compress: a GPU's options where emulated CSPs or the host CPU compress.
+        (compress(&["--engine", "emulated", "--gpu-streams", "2"]), 2, vec!["--gpu-streams with --engine emulated", "give --engine gpu or auto"]),
+        (compress(&["--engine", "emulated", "--gpu-algorithm", "1"]), 2, vec!["--gpu-algorithm with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--nvcomp", "/x.so"]), 2, vec!["--nvcomp with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--gpu", "1"]), 2, vec!["--gpu with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--gpu-batch", "1M"]), 2, vec!["--gpu-batch with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--gpu-chunk", "1M"]), 2, vec!["--gpu-chunk with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--gpu-window", "64M"]), 2, vec!["--gpu-window with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--gpu-staging", "device"]), 2, vec!["--gpu-staging with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--gpu-io", "staged"]), 2, vec!["--gpu-io with --engine emulated"]),
+        (compress(&["--engine", "emulated", "--gpu-memory-files", "mapped"]), 2, vec!["--gpu-memory-files with --engine emulated"]),
+        (compress(&["--engine", "cpu", "--gpu-chunk", "1M"]), 2, vec!["--gpu-chunk with --engine cpu", "give --engine gpu or auto"]),
+        (compress(&["--gpu-staging", "device"]), 2, vec!["--gpu-staging with --engine cpu"]),
+        (compress(&["--gpu-io", "cufile"]), 2, vec!["--gpu-io with --engine cpu"]),
+        (compress(&["--gpu", "1"]), 2, vec!["--gpu with --engine cpu"]),
+        (compress(&["--gpu-batch-wait", "3"]), 2, vec!["--gpu-batch-wait with --engine cpu"]),
+        // compress: options of a mode not asked for.
+        (compress(&["--engine", "emulated", "--sysfs", "/sys"]), 2, vec!["--sysfs", "--device-memory-from p2p:BDF"]),
+        (compress(&["--engine", "gpu", "--gpu-map-granule", "1M"]), 2, vec!["--gpu-map-granule", "--gpu-memory-files mapped"]),
+        (compress(&["--engine", "gpu", "--gpu-batch-wait", "3"]), 2, vec!["--gpu-batch-wait", "give --gpu-batch"]),
+        // compress --ec: the chain sets up its one device itself.
+        (ec(&["--engine", "emulated", "--gpu-chunk", "1M"]), 2, vec!["--gpu-chunk with --ec --engine emulated", "give --engine gpu,"]),
+        (ec(&["--engine", "gpu", "--gpu-window", "64M"]), 2, vec!["--gpu-window with --ec --engine gpu"]),
+        (ec(&["--engine", "gpu", "--gpu-streams", "2"]), 2, vec!["--gpu-streams with --ec --engine gpu"]),
+        (ec(&["--engine", "gpu", "--device-memory-from", "shm"]), 2, vec!["--device-memory-from with --ec --engine gpu"]),
+        (ec(&["--engine", "emulated", "--device-memory-from", "shm"]), 2, vec!["--device-memory-from with --ec"]),
+        (ec(&["--gpu", "1"]), 2, vec!["--gpu with --ec --engine cpu"]),
+        // decompress and verify: a GPU's options where the host CPU or an emulated CSP decodes.
+        (decompress(&["--gpu-batch", "8M"]), 2, vec!["--gpu-batch with --engine cpu", "--engine cpu decodes on the host CPU", "give --engine gpu"]),
+        (decompress(&["--nvcomp", "/x.so"]), 2, vec!["--nvcomp with --engine cpu"]),
+        (decompress(&["--gpu", "1"]), 2, vec!["--gpu with --engine cpu"]),
+        (decompress_ec(&["--gpu", "1"]), 2, vec!["--gpu with --ec --engine cpu"]),
+        (decompress_ec(&["--engine", "emulated", "--gpu-batch", "8M"]), 2, vec!["--gpu-batch with --ec --engine emulated"]),
+        (decompress_ec(&["--engine", "gpu", "--gpu-batch", "8M"]), 2, vec!["--gpu-batch with --ec --engine gpu"]),
+        (verify(&["--gpu-batch", "8M"]), 2, vec!["--gpu-batch with --engine cpu"]),
+        (verify(&["--gpu", "1"]), 2, vec!["--gpu with --engine cpu"]),
+        (verify(&["--nvcomp", "/x.so"]), 2, vec!["--nvcomp with --engine cpu"]),
+        // peerpath gzip: peerpath's own options where they do nothing (gzip's usage error is 1).
+        (args!["gzip", "--allow-no-end-member", "-c", d.join("src")], 1, vec!["--allow-no-end-member", "-d, -t or -l"]),
+        (args!["gzip", "-l", "--report", d.join("src.gz")], 1, vec!["--report with -l", "--json"]),
+    ];
+    for (args, code, needles) in cases {
+        let o = run(&mut pp(&args));
+        assert!(o.code() == Some(code) && needles.iter().all(|n| o.stderr.contains(n)), "{args:?}: {}", o.describe());
+        assert!(o.stdout.is_empty(), "{args:?} wrote: {}", o.describe());
+        assert_dir_holds(d, &["set", "src", "src.gz"]);
+    }
+    // `--engine auto` may pick any device: the options of each are taken there.
+    run(&mut pp(compress(&["--engine", "auto", "--gpu-streams", "2", "--device-workers", "1", "-q"]))).ok();
+    assert!(out.is_file());
+}
