@@ -365,12 +365,43 @@ impl Sweep {
             let _ = writeln!(s, "{:>5} skipped: {}", k.value, k.why);
         }
         // Each point's notes, once (they were in the JSON only: an engine "unknown (unlimited)"
-        // makes every figure above an upper bound).
+        // makes every figure above an upper bound); one said of many devices alike, once for all
+        // of them ("csp0..csp19: ...", not twenty lines).
         let mut said = BTreeSet::new();
+        let mut alike: Vec<(&str, Vec<&str>)> = Vec::new();
         for n in self.points.iter().flat_map(|p| &p.notes).filter(|n| said.insert(n.as_str())) {
-            let _ = writeln!(s, "note: {n}");
+            let (who, what) = match n.split_once(": ") {
+                Some((who, what)) if !who.contains(' ') => (who, what),
+                _ => ("", n.as_str()),
+            };
+            match alike.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, whos)) => whos.push(who),
+                None => alike.push((what, vec![who])),
+            }
+        }
+        for (what, whos) in alike {
+            let _ = match devices(&whos) {
+                Some(whos) => writeln!(s, "note: {whos}: {what}"),
+                None => writeln!(s, "note: {what}"),
+            };
         }
         s
+    }
+}
+
+/// Device names as one: "csp0..csp19" where they are one prefix and consecutive numbers,
+/// else each, comma-separated; None for no name.
+fn devices(names: &[&str]) -> Option<String> {
+    let named: Vec<&str> = names.iter().copied().filter(|n| !n.is_empty()).collect();
+    let split = |n: &str| n.find(|c: char| c.is_ascii_digit()).and_then(|i| n[i..].parse::<u64>().ok().map(|k| (n[..i].to_string(), k)));
+    let parts: Option<Vec<(String, u64)>> = named.iter().map(|n| split(n)).collect();
+    match (named.len(), parts) {
+        (0, _) => None,
+        (1, _) => Some(named[0].to_string()),
+        (_, Some(p)) if p.iter().all(|(pre, _)| *pre == p[0].0) && p.windows(2).all(|w| w[1].1 == w[0].1 + 1) => {
+            Some(format!("{}{}..{}{}", p[0].0, p[0].1, p[0].0, p[p.len() - 1].1))
+        }
+        _ => Some(named.join(", ")),
     }
 }
 
@@ -488,5 +519,19 @@ impl Proposal {
             s.push_str(&format!("  {g}\n"));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::devices;
+
+    #[test]
+    fn devices_alike_are_named_as_a_range_only_where_they_are_one() {
+        assert_eq!(devices(&["csp0", "csp1", "csp2"]).as_deref(), Some("csp0..csp2"));
+        assert_eq!(devices(&["csp0", "csp2"]).as_deref(), Some("csp0, csp2"));
+        assert_eq!(devices(&["csp0", "ssd1"]).as_deref(), Some("csp0, ssd1"));
+        assert_eq!(devices(&["gpu0"]).as_deref(), Some("gpu0"));
+        assert_eq!(devices(&[""]), None);
     }
 }
