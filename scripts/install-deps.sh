@@ -3,7 +3,7 @@
 # the C tool chain and headers (gcc only Recommends libc6-dev), the tool chain for
 # ISA-L's bundled source (nasm, autotools), cmake and pkg-config for aws-lc-sys (the
 # AES-GCM library), the reference tools the interoperability tests compare against
-# (gzip, pigz, bgzip, seqkit), and Rust itself (rustup, stable) where cargo is missing
+# (gzip, pigz, bgzip, seqkit; groff, zsh and fish for the man pages and completions), and Rust itself (rustup, stable) where cargo is missing
 # or older than the workspace's rust-version. Does nothing where all of it is there.
 # Sourced by scripts/demo.sh and scripts/test.sh: it exports PATH when it finds or
 # installs Rust in ~/.cargo/bin.
@@ -25,6 +25,11 @@ python3 -c 'import cryptography' >/dev/null 2>&1 || need_apt+=(python3-cryptogra
 # and libmemcached's memccat (memcached's text protocol).
 /usr/bin/python3 -c 'import pymemcache' >/dev/null 2>&1 || need_apt+=(python3-pymemcache)
 command -v memccat >/dev/null 2>&1 || command -v memcat >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
+# What reads the man pages and completion scripts peerpath makes, in the tests: groff, and the
+# shells whose scripts are checked (bash is there; zsh, fish).
+for pkg_bin in groff-base:groff zsh:zsh fish:fish; do
+  command -v "${pkg_bin##*:}" >/dev/null 2>&1 || need_apt+=("${pkg_bin%%:*}")
+done
 if [ ${#need_apt[@]} -gt 0 ]; then
   mapfile -t need_apt < <(printf '%s\n' "${need_apt[@]}" | sort -u)
   echo "peerpath: installing with apt-get: ${need_apt[*]}" >&2

@@ -49,7 +49,7 @@ struct ServeArgs {
     #[arg(long)]
     workers: Option<u32>,
     /// Directory of the device's files [default: /dev/shm].
-    #[arg(long)]
+    #[arg(value_hint = clap::ValueHint::DirPath, long)]
     dir: Option<PathBuf>,
     /// Make this much of the device memory resident before taking connections
     /// (K, M, G suffixes; 0: pages are allocated on first touch, by whoever
@@ -72,7 +72,7 @@ struct QueryArgs {
     #[arg(long)]
     name: String,
     /// Directory of the device's files [default: /dev/shm].
-    #[arg(long)]
+    #[arg(value_hint = clap::ValueHint::DirPath, long)]
     dir: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]

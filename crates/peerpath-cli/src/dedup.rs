@@ -81,7 +81,7 @@ pub struct DedupArgs {
 #[derive(Args)]
 struct StoreDir {
     /// The store (a directory; `store` creates it).
-    #[arg(long = "store", short = 's')]
+    #[arg(value_hint = clap::ValueHint::DirPath, long = "store", short = 's')]
     store: PathBuf,
 }
 

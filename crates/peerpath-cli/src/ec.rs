@@ -68,7 +68,7 @@ enum EcCommand {
         /// Put shard i in the i-th of these directories, one per drive (RAID-style): give
         /// K + M of them; each shard is named after the set (DIR's name).shard-NNN, and DIR
         /// holds the manifest. Repeat the option, in shard order.
-        #[arg(long = "shard-dir", value_name = "SHARD_DIR")]
+        #[arg(value_hint = clap::ValueHint::DirPath, long = "shard-dir", value_name = "SHARD_DIR")]
         shard_dirs: Vec<PathBuf>,
         #[command(flatten)]
         device: DeviceArgs,
@@ -85,6 +85,7 @@ enum EcCommand {
     /// Check every unit of every shard against the manifest's CRC-32s.
     Verify {
         /// The set's directory, or a copy of its manifest (SET.manifest.json beside a placed shard).
+        #[arg(value_hint = clap::ValueHint::DirPath)]
         dir: PathBuf,
         #[command(flatten)]
         device: DeviceArgs,
@@ -101,6 +102,7 @@ enum EcCommand {
     /// Rebuild missing or corrupt shards in place (at most M per stripe).
     Repair {
         /// The set's directory, or a copy of its manifest (SET.manifest.json beside a placed shard).
+        #[arg(value_hint = clap::ValueHint::DirPath)]
         dir: PathBuf,
         #[command(flatten)]
         device: DeviceArgs,
@@ -117,6 +119,7 @@ enum EcCommand {
     /// Restore the source from the shards that survive.
     Decode {
         /// The set's directory, or a copy of its manifest (SET.manifest.json beside a placed shard).
+        #[arg(value_hint = clap::ValueHint::DirPath)]
         dir: PathBuf,
         /// Threads reading, checking (and rebuilding) stripes on the CPU [default: all cores].
         #[arg(short = 'T', long, value_parser = clap::value_parser!(u16).range(1..=1024))]

@@ -49,7 +49,7 @@ struct ProbeArgs {
     cufile: Option<PathBuf>,
     /// Also measure copies between GPU memory and files in DIR (on tmpfs: /dev/shm) mapped and
     /// registered with CUDA, the source read-only: whether a job in memory could skip the host's copies.
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(value_hint = clap::ValueHint::DirPath, long, global = true, value_name = "DIR")]
     mapped_at: Option<PathBuf>,
     /// Which GPU.
     #[arg(long, global = true, default_value_t = 0)]

@@ -98,7 +98,7 @@ enum Command {
         command: Vec<String>,
         /// Write every page instead (peerpath.1, peerpath-compress.1, peerpath-ec-encode.1, ...)
         /// into this directory, each replaced whole (`make install` does).
-        #[arg(long, conflicts_with = "command")]
+        #[arg(value_hint = clap::ValueHint::DirPath, long, conflicts_with = "command")]
         dir: Option<PathBuf>,
     },
     /// Erasure coding of files: encode into K data + M parity shards, verify, repair, decode (Reed-Solomon, ISA-L).
@@ -133,7 +133,7 @@ struct GzipArgs {
 #[derive(Args)]
 struct TopoArgs {
     /// Read this sysfs root (a real /sys or a fixture tree).
-    #[arg(long, default_value = "/sys", conflicts_with = "file")]
+    #[arg(value_hint = clap::ValueHint::DirPath, long, default_value = "/sys", conflicts_with = "file")]
     sysfs: PathBuf,
     /// Read a topology file (TOML) instead of sysfs.
     #[arg(long)]
@@ -516,7 +516,7 @@ struct CompressArgs {
     #[arg(long, value_parser = parse_memory_from, help_heading = "Devices")]
     device_memory_from: Option<MemoryFrom>,
     /// sysfs root for --device-memory-from p2p:BDF [default: /sys].
-    #[arg(long, help_heading = "Devices")]
+    #[arg(value_hint = clap::ValueHint::DirPath, long, help_heading = "Devices")]
     sysfs: Option<PathBuf>,
     /// Worker threads of each emulated device, 1 to 1024 [default: all cores].
     #[arg(long, value_parser = parse_workers, help_heading = "Devices")]
@@ -601,7 +601,7 @@ struct CompressArgs {
     ec_unit: Option<usize>,
     /// With --ec: put shard i in the i-th of these directories, one per drive (K + M of them, in
     /// shard order), as `peerpath ec encode --shard-dir` does.
-    #[arg(long = "shard-dir", value_name = "SHARD_DIR", help_heading = "Erasure coding")]
+    #[arg(value_hint = clap::ValueHint::DirPath, long = "shard-dir", value_name = "SHARD_DIR", help_heading = "Erasure coding")]
     shard_dirs: Vec<PathBuf>,
     /// After the report, why each stream went where it went: with --device-memory-from p2p:BDF,
     /// the topology planner's verdict for every leg between the files' drives and that memory.
@@ -612,7 +612,8 @@ struct CompressArgs {
     /// emulated devices, 30 for a GPU, whose single batches are bigger].
     #[arg(long, value_parser = parse_device_timeout, help_heading = "Devices")]
     device_timeout: Option<std::time::Duration>,
-    /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,corrupt=0.01,latency=0-2ms,crash-after=40,hang-after=9,duplicate-after=5".
+    /// Testing aid: inject seeded device faults, e.g. "seed=7,error=0.01,crash-after=40"; keys: seed,
+    /// error, corrupt (probabilities), latency (0-2ms), crash-after, hang-after, duplicate-after.
     #[arg(long, value_parser = parse_faults, help_heading = "Devices")]
     inject_faults: Option<peerpath_device::FaultConfig>,
     #[command(flatten)]
@@ -879,7 +880,7 @@ struct VerifyArgs {
 #[derive(Args)]
 struct DemoArgs {
     /// Keep the demo's files in this directory (default: a temporary directory, removed afterwards).
-    #[arg(long)]
+    #[arg(value_hint = clap::ValueHint::DirPath, long)]
     workdir: Option<PathBuf>,
     /// Replace the demo's files where the work directory holds them already.
     #[arg(long, short = 'f')]
@@ -1894,7 +1895,12 @@ fn main() -> ExitCode {
     if let Command::Completions { shell } = cli.command {
         // Made in memory first: clap_complete panics on a failed write.
         let mut script = Vec::new();
-        clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "peerpath", &mut script);
+        // Hidden commands (peerpath's own, such as nic-serve) are not offered: clap_complete
+        // would (clap-rs/clap#1335), so the script is made from the visible ones alone.
+        let root = <Cli as clap::CommandFactory>::command();
+        let visible: Vec<clap::Command> = root.get_subcommands().filter(|s| !s.is_hide_set()).cloned().collect();
+        let mut shown = clap::Command::new("peerpath").version(env!("CARGO_PKG_VERSION")).args(root.get_arguments().filter(|a| !a.is_hide_set()).cloned()).subcommands(visible);
+        clap_complete::generate(shell, &mut shown, "peerpath", &mut script);
         return print_whole(&script);
     }
     if let Command::Ec(a) = cli.command {
@@ -1928,7 +1934,7 @@ fn man(path: &[String], dir: Option<&Path>) -> ExitCode {
         let mut page = Vec::new();
         // The source line names peerpath and its version (a subcommand has none of its own).
         clap_mangen::Man::new(cmd.clone()).source(format!("peerpath {}", env!("CARGO_PKG_VERSION"))).render(&mut page).expect("writing to memory does not fail");
-        page
+        roff_fixed(page)
     };
     if let Some(dir) = dir {
         fn every(cmd: &clap::Command, out: &mut Vec<clap::Command>) {
@@ -1954,6 +1960,26 @@ fn man(path: &[String], dir: Option<&Path>) -> ExitCode {
         }
     }
     print_whole(&render(cmd))
+}
+
+/// A rendered page as it should print: hyphenation off (`.nh` after `.TH`: an option name split
+/// at a line's end, `--de-` / `vice-memory-from`, cannot be typed as shown), and the EXTRA
+/// section (a command's own text after its options, such as `peerpath gzip`'s table of gzip's
+/// options) set as written, not refilled into one paragraph (`.nf`).
+fn roff_fixed(page: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8(page).expect("clap_mangen writes UTF-8");
+    let mut out = String::with_capacity(text.len() + 16);
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with(".TH ") {
+            out.push_str(".nh\n");
+        }
+        if line == ".SH EXTRA" {
+            out.push_str(".nf\n");
+        }
+    }
+    out.into_bytes()
 }
 
 /// A command's result as the process's exit: the error on standard error and its code.

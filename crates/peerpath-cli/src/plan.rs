@@ -14,7 +14,7 @@ use peerpath_topo::{DeviceSelection, PlanRequest, TopoError, Topology};
 #[derive(Args, Debug)]
 pub struct PlanArgs {
     /// Read this sysfs root (a real /sys or a fixture tree).
-    #[arg(long, default_value = "/sys", conflicts_with = "file")]
+    #[arg(value_hint = clap::ValueHint::DirPath, long, default_value = "/sys", conflicts_with = "file")]
     sysfs: PathBuf,
     /// Read a topology file (TOML) instead of sysfs.
     #[arg(long)]

@@ -56,7 +56,7 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE_OR_BLOCKDEV")]
     target: Option<PathBuf>,
     /// Read this sysfs root (a real /sys or a fixture tree).
-    #[arg(long, default_value = "/sys")]
+    #[arg(value_hint = clap::ValueHint::DirPath, long, default_value = "/sys")]
     sysfs: PathBuf,
     /// Print JSON.
     #[arg(long)]

@@ -33,6 +33,7 @@ enum ModeArg {
 #[derive(Args)]
 pub struct ServeArgs {
     /// The directory whose files are served (keys and URL paths are names under it).
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: PathBuf,
     /// HTTP address (loopback by default; port 0: any free port, printed); a host name
     /// (`localhost:8080`) is resolved, its first IPv4 address taken if it has one.

@@ -57,7 +57,7 @@ struct RunArgs {
     #[arg(long)]
     file: Option<PathBuf>,
     /// Read this sysfs root instead (a real /sys or a fixture tree).
-    #[arg(long, conflicts_with = "file")]
+    #[arg(value_hint = clap::ValueHint::DirPath, long, conflicts_with = "file")]
     sysfs: Option<PathBuf>,
     /// The job: compress-p2p, compress-cpu, compress-memory (a file in memory on the CPU),
     /// compress-memory-gpu[:GPU], read, write, read-cmb[:CSP], write-cmb[:CSP], send,

@@ -30,11 +30,11 @@ pub struct BenchOffloadArgs {
     #[arg(long, default_value_t = 1)]
     level: u32,
     /// Where the outputs go (must take O_DIRECT) [default: a new directory next to the first source].
-    #[arg(long)]
+    #[arg(value_hint = clap::ValueHint::DirPath, long)]
     workdir: Option<PathBuf>,
     /// Directory for the emulated devices' memory files [default: /dev/shm]
     /// (a tmpfs mounted with huge=within_size gives them 2 MiB pages).
-    #[arg(long)]
+    #[arg(value_hint = clap::ValueHint::DirPath, long)]
     device_memory_dir: Option<PathBuf>,
     /// Print JSON instead of the table.
     #[arg(long)]
