@@ -200,3 +200,55 @@ fn no_thread_for_ec_encode_still_encodes_and_leaves_nothing() {
     run(&mut pp(args!["ec", "decode", dir.path().join("ecd"), "-o", &back, "-q"])).ok();
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(dir.path().join("text.txt")).unwrap());
 }
+
+/// `verify` reads its files one after another and writes none: 200 files are checked under a
+/// hard `ulimit -n 64`, as `gzip -t` checks them (it refused, "200 files at once need about
+/// 1032 open files", as if it held them all open), and a bad one among them is still named.
+#[test]
+fn verify_of_many_files_fits_a_small_descriptor_limit() {
+    let dir = scratch();
+    let names: Vec<String> = (0..200).map(|i| format!("f{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(dir.path().join(n), format!("file {i}\n").repeat(i + 1)).unwrap();
+    }
+    let mut a = vec!["compress", "-q", "-o", "gz/"];
+    a.extend(names.iter().map(String::as_str));
+    run(pp(a).current_dir(dir.path())).ok();
+    let gz: Vec<String> = names.iter().map(|n| format!("gz/{n}.gz")).collect();
+    let mut v = vec!["verify", "-q"];
+    v.extend(gz.iter().map(String::as_str));
+    let out = limited(dir.path(), "-n 64", false, &v);
+    no_panic(&out);
+    out.ok();
+    std::fs::write(dir.path().join("gz/f7.gz"), b"not gzip").unwrap();
+    limited(dir.path(), "-n 64", false, &v).fails(8, &["gz/f7.gz"]);
+}
+
+/// A job asks for the descriptors it holds: two a source for `compress` on the CPU (the source
+/// and its unnamed output), one for `decompress`. 300 files fit a hard `ulimit -n 1024` both
+/// ways (it asked for 7 a source, "300 files at once need about 2132 open files", and refused
+/// them), and what does not fit is still refused before anything is made, saying how many would.
+#[test]
+fn many_files_ask_only_for_the_descriptors_they_hold() {
+    let dir = scratch();
+    let names: Vec<String> = (0..300).map(|i| format!("f{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(dir.path().join(n), format!("file {i}\n").repeat(i + 1)).unwrap();
+    }
+    let mut a = vec!["compress", "-q", "-o", "gz/"];
+    a.extend(names.iter().map(String::as_str));
+    let out = limited(dir.path(), "-n 1024", false, &a);
+    no_panic(&out);
+    out.ok();
+    let gz: Vec<String> = names.iter().map(|n| format!("gz/{n}.gz")).collect();
+    let mut d = vec!["decompress", "-q", "-o", "back/"];
+    d.extend(gz.iter().map(String::as_str));
+    limited(dir.path(), "-n 1024", false, &d).ok();
+    for (i, n) in names.iter().enumerate() {
+        assert_eq!(std::fs::read(dir.path().join("back").join(n)).unwrap(), format!("file {i}\n").repeat(i + 1).as_bytes(), "{n}");
+    }
+    let mut a = vec!["compress", "-q", "-o", "small/"];
+    a.extend(names.iter().map(String::as_str));
+    limited(dir.path(), "-n 256", false, &a).fails(2, &["300 files at once need about 632 open files", "raise `ulimit -n`, or give at most 112 files at a time"]);
+    assert!(!dir.path().join("small").exists(), "nothing made");
+}

@@ -95,3 +95,26 @@ fn scan_keeps_the_exact_bytes_of_names_in_json() {
     let v = run(pp([OsStr::new("scan"), OsStr::new("--motif"), OsStr::new("ACG"), OsStr::new("--json"), OsStr::new("--count"), OsStr::new("good.fa")]).current_dir(d)).ok().json();
     assert_eq!((name_byte_keys(&v), name_byte_keys(&v["files"][0])), (vec![], vec![]), "{v}");
 }
+
+/// Two sources of one base name among many, from different directories, into one `-o DIR/`:
+/// refused before anything is made, naming both sources, not only the target (which
+/// of the many was it?); so for `decompress`, and for one source given twice.
+#[test]
+fn two_sources_of_one_target_are_both_named() {
+    let dir = scratch();
+    let d = dir.path();
+    for sub in ["a", "b", "d"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+        for n in ["x", "y"] {
+            std::fs::write(d.join(sub).join(n), format!("{sub}/{n}\n")).unwrap();
+        }
+    }
+    let out = run(pp(["compress", "-q", "-o", "out/", "a/x", "a/y", "b/y", "d/x"]).current_dir(d)).fails(2, &[]);
+    assert!(out.stderr.contains("a/y and b/y: two sources would both write out/y.gz\n"), "{}", out.stderr);
+    assert!(!d.join("out").exists(), "nothing made:\n{}", out.describe());
+    run(pp(["compress", "-q", "a/x", "d/x"]).current_dir(d)).ok();
+    let out = run(pp(["decompress", "-q", "a/x.gz", "d/x.gz", "-o", "back/"]).current_dir(d)).fails(2, &["a/x.gz and d/x.gz: two sources would both write back/x"]);
+    assert!(!d.join("back").exists(), "nothing made:\n{}", out.describe());
+    run(pp(["verify", "-q", "a/x.gz", "./a/x.gz"]).current_dir(d)).ok();
+    run(pp(["decompress", "-q", "a/x.gz", "./a/x.gz", "-o", "back/"]).current_dir(d)).fails(2, &["a/x.gz and ./a/x.gz: two sources would both write back/x"]);
+}

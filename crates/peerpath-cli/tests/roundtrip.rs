@@ -361,3 +361,31 @@ fn transfers_the_kernel_cancelled_are_done_by_syscalls_and_the_report_says_so() 
     }
     panic!("the job never ran with up to 8 threads");
 }
+
+/// Several sources into an `-o DIR/` that is a symbolic link: through a link to a directory,
+/// the outputs land there and round trip; a link that leads nowhere (to a name not there, or
+/// round in a loop) is said to be one, naming where it leads, and nothing is made (it said
+/// "cannot write out/: File exists (os error 17)", mkdir's word for the link itself).
+#[test]
+fn several_sources_into_a_directory_through_a_symbolic_link() {
+    let dir = scratch();
+    let d = dir.path();
+    for n in ["a", "b", "c"] {
+        std::fs::write(d.join(n), format!("{n}\n").repeat(1000)).unwrap();
+    }
+    std::fs::create_dir(d.join("real")).unwrap();
+    std::os::unix::fs::symlink("real", d.join("out")).unwrap();
+    run(pp(["compress", "-q", "a", "b", "c", "-o", "out/"]).current_dir(d)).ok();
+    run(pp(["decompress", "-q", "real/a.gz", "real/b.gz", "real/c.gz", "-o", "back/"]).current_dir(d)).ok();
+    for n in ["a", "b", "c"] {
+        assert_file_eq(&d.join("back").join(n), format!("{n}\n").repeat(1000).as_bytes(), n);
+    }
+    std::os::unix::fs::symlink("nowhere", d.join("gone")).unwrap();
+    std::os::unix::fs::symlink("loop2", d.join("loop1")).unwrap();
+    std::os::unix::fs::symlink("loop1", d.join("loop2")).unwrap();
+    for (link, to) in [("gone/", "nowhere"), ("gone", "nowhere"), ("loop1/", "loop2")] {
+        let out = run(pp(["compress", "-q", "a", "b", "-o", link]).current_dir(d)).fails(11, &[&format!("cannot write {link}: a symbolic link to {to} that leads to no directory (")]);
+        assert!(!d.join("nowhere").exists() && std::fs::read_link(d.join("gone")).is_ok(), "nothing made:\n{}", out.describe());
+    }
+    run(pp(["decompress", "-q", "real/a.gz", "real/b.gz", "-o", "gone/"]).current_dir(d)).fails(11, &["cannot write gone/: a symbolic link to nowhere"]);
+}

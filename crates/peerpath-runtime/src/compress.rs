@@ -101,7 +101,7 @@ pub(crate) fn compress_on(pairs: &[(PathBuf, PathBuf)], opts: &CompressOptions, 
         return Err(JobError::Usage("--verify reads each output back before it is put in place, and standard output cannot be read back: give --output FILE or DIR (or check the stream with `peerpath verify -` where it goes)".into()));
     }
     check_sources_are_not_targets(pairs)?;
-    crate::job::make_room_for_files(pairs.len(), true)?;
+    crate::job::make_room(pairs.len(), true, devices.is_some())?;
     let mut streams: Vec<Stream> = Vec::new();
     let abandon = |streams: &mut Vec<Stream>| {
         for s in streams.iter_mut() {

@@ -47,18 +47,30 @@ impl Default for CommonOptions {
 }
 
 /// Makes room in this process's open-file limit for a job over `sources`
-/// files (each held open for the whole job, as is each target: an unnamed
-/// temporary is only a descriptor until every output is put in place at
-/// once), raising the soft limit towards the hard one as `serve` does; a
-/// job that cannot fit is a usage error saying how many files it needs,
-/// before anything is opened (not "Too many open files" at the 508th).
+/// files (each target is held open for the whole job: an unnamed temporary
+/// is only a descriptor until every output is put in place at once; so is
+/// each source of `compress`), raising the soft limit towards the hard one
+/// as `serve` does; a job that cannot fit is a usage error saying how many
+/// files it needs, before anything is opened (not "Too many open files" at
+/// the 508th). A job without targets (`verify`) reads its sources one after
+/// another and holds none: it needs room for one whatever their number (it
+/// refused 2000 files under `ulimit -n 64`, which `gzip -t` checks).
 pub fn make_room_for_files(sources: usize, with_targets: bool) -> Result<()> {
-    // A source, its target and the target's reopened descriptor, and a device's socket, memory,
-    // queues and lock (at most one device per source); 32 for the rest (io_uring's rings, the
-    // standard streams, a GPU's driver). Measured: 12 for one source on the CPU, 16 on a
-    // device; 41 for 16 sources on the CPU, 105 on 16 devices. (A flat 256 refused one file
-    // under `ulimit -n 256`.)
-    let need = (sources as u64).saturating_mul(if with_targets { 3 + 4 } else { 1 + 4 }).saturating_add(32);
+    make_room(sources, with_targets, false)
+}
+
+/// [`make_room_for_files`], with room for a device beside each source where `on_devices`.
+pub(crate) fn make_room(sources: usize, with_targets: bool, on_devices: bool) -> Result<()> {
+    let sources = if with_targets { sources } else { sources.min(1) };
+    // A source and its target, and a device's socket, memory, queues and lock (at most one
+    // device per source); 32 for the rest (io_uring's rings, the standard streams, a GPU's
+    // driver, a target's directory or second descriptor opened for a moment). Measured: 12 for
+    // one source on the CPU, 16 on a device; 41 for 16 sources on the CPU, 105 on 16 devices;
+    // 4013 for 2001 sources on the CPU (`compress`), 2013 (`decompress`, which holds its
+    // targets only). (A flat 256 refused one file under `ulimit -n 256`; 7 a source, whatever
+    // the engine, refused 600 files under a hard `ulimit -n 4096`, in which they fit.)
+    let per_source = 2 + if on_devices { 4 } else { 0 };
+    let need = (sources as u64).saturating_mul(per_source).saturating_add(32);
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes the struct it is given.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur >= need {
@@ -71,8 +83,14 @@ pub fn make_room_for_files(sources: usize, with_targets: bool) -> Result<()> {
             return Ok(());
         }
     }
+    // How many would fit under the hard limit: a batch size the user can act on.
+    let (files, fewer) = match limit.rlim_max.saturating_sub(32) / per_source {
+        _ if !with_targets => ("reading a file needs".to_string(), String::new()),
+        0 => (format!("{sources} files at once need"), String::new()),
+        fit => (format!("{sources} files at once need"), format!(", or give at most {fit} files at a time (every output is put in place at once, so all are held open)")),
+    };
     Err(JobError::Usage(format!(
-        "{sources} files at once need about {need} open files; this process may open {} (hard limit {}): raise `ulimit -n`, or give fewer files at a time (every output is put in place at once, so all are held open)",
+        "{files} about {need} open files; this process may open {} (hard limit {}): raise `ulimit -n`{fewer}",
         limit.rlim_cur, limit.rlim_max
     )))
 }
@@ -176,15 +194,16 @@ pub fn place_of(path: &Path) -> (Option<(u64, u64)>, PathBuf) {
 }
 
 /// Refuses two pairs writing the same target, however its name is spelled
-/// ([`place_of`]).
-pub fn check_distinct_targets(targets: &[PathBuf]) -> Result<()> {
-    let mut seen = std::collections::HashSet::new();
-    for t in targets {
+/// ([`place_of`]), naming both sources (`targets[i]` is `sources[i]`'s): among 2000 sources
+/// from many directories, the target's name alone did not say which two.
+pub fn check_distinct_targets(sources: &[PathBuf], targets: &[PathBuf]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for (s, t) in sources.iter().zip(targets) {
         if is_std_stream(t) {
             continue;
         }
-        if !seen.insert(place_of(t)) {
-            return Err(JobError::Usage(format!("two sources would both write {}", Quoted(t))));
+        if let Some(first) = seen.insert(place_of(t), s) {
+            return Err(JobError::Usage(format!("{} and {}: two sources would both write {}", Quoted(first), Quoted(s), Quoted(t))));
         }
     }
     Ok(())
@@ -230,6 +249,11 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
                 let why = if sources.len() == 1 { "a name ending in / is a directory" } else { "several sources need --output DIR" };
                 return Err(JobError::Usage(format!("{} is not a directory: {why}", Quoted(named))));
             }
+            // A link to nothing is no directory to make: mkdir through it said "File exists".
+            if let (Ok(to), Err(e)) = (std::fs::read_link(named), std::fs::metadata(named)) {
+                let why = format!("a symbolic link to {} that leads to no directory ({e}): make the directory it names, or name another", Quoted(&to));
+                return Err(JobError::TargetIo { path: o.to_path_buf(), source: std::io::Error::new(e.kind(), why) });
+            }
             output_dir = OutputDir::make(o).map_err(|e| JobError::TargetIo { path: o.to_path_buf(), source: e })?;
             sources
                 .iter()
@@ -244,7 +268,7 @@ pub fn plan_targets(sources: &[PathBuf], output: Option<&Path>, name: impl Fn(&P
         }
     };
     targets.iter().try_for_each(|t| check_target_name(t))?;
-    check_distinct_targets(&targets)?;
+    check_distinct_targets(sources, &targets)?;
     Ok((targets, output_dir))
 }
 
