@@ -36,6 +36,9 @@ pub(crate) struct ChainOptions {
     pub unit: usize,
     /// Each shard in a directory of its own (`--shard-dir`), if asked.
     pub placement: Option<crate::ec::Placement>,
+    /// A device reads the source with O_DIRECT where its file system takes it (false:
+    /// `--no-direct`); the host CPU's chain always reads it through the page cache.
+    pub direct: bool,
 }
 
 /// What `compress --ec` did, on the host CPU or a device: its text report
@@ -107,6 +110,11 @@ pub(crate) struct ChainRun {
 }
 
 impl ChainRun {
+    /// How the source or shards were read (pread into the host's or device's memory), for `--verbose`.
+    fn read_path(&self) -> peerpath_io::IoPath {
+        peerpath_io::IoPath { engine: peerpath_io::EngineKind::Syscalls, direct: self.device.as_ref().is_some_and(|d| d.read_by_dma), fallback_reason: None }
+    }
+
     /// On this host's CPU, on `threads` threads: its stages measured by this process.
     pub(crate) fn on_host(threads: usize, stages: Vec<HostStage>, ledger: Vec<Moved>) -> ChainRun {
         ChainRun { engine: "cpu", threads, device: None, host_stages: Some(stages), device_stages: None, ledger, fallbacks: Vec::new(), provenance: "measured on this host's CPU" }
@@ -185,7 +193,11 @@ pub(crate) fn print<R: Serialize>(kind: &str, report: &R, text: impl FnOnce(&R) 
 }
 
 impl ChainReport {
-    pub(crate) fn print(&self, json: bool, quiet: bool) {
+    /// With `verbose`, first says on stderr how the source was read, as compress's `--verbose` does.
+    pub(crate) fn print(&self, json: bool, quiet: bool, verbose: bool) {
+        if verbose {
+            eprintln!("peerpath: {}: read via {}", Quoted(&self.source), self.run.read_path());
+        }
         print("chain-report", self, ChainReport::render, json, quiet);
     }
 
@@ -358,7 +370,11 @@ pub(crate) struct ReverseChainReport {
 }
 
 impl ReverseChainReport {
-    pub(crate) fn print(&self, json: bool, quiet: bool) {
+    /// With `verbose`, first says on stderr how the shards were read, as decompress's `--verbose` does.
+    pub(crate) fn print(&self, json: bool, quiet: bool, verbose: bool) {
+        if verbose {
+            eprintln!("peerpath: {}: shards read via {}", Quoted(&self.set), self.run.read_path());
+        }
         print("reverse-chain-report", self, ReverseChainReport::render, json, quiet);
     }
 

@@ -345,7 +345,7 @@ pub(crate) fn compress_ec(dev: &mut dyn Device, source: &Path, dir: &Path, o: &C
     let unreadable = |e| JobError::SourceUnreadable { path: source.to_path_buf(), source: e };
     // Before opening it: a FIFO's open waits for a writer.
     crate::refuse_stream_source(source, "--ec takes a regular file")?;
-    let opened = peerpath_io::open_source(source, true).map_err(unreadable)?;
+    let opened = peerpath_io::open_source(source, o.direct).map_err(unreadable)?;
     let meta = opened.file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
         return Err(JobError::Usage(format!("{}: --ec takes a regular file", Quoted(source))).into());
@@ -949,7 +949,7 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
 
 /// The reverse chain on `dev`: what `chain::decompress_ec` does on the CPU,
 /// with the same output. Each stripe's units are read by the kernel into
-/// the device's memory (O_DIRECT where the unit size allows), checked
+/// the device's memory (O_DIRECT where `direct` and the unit size allow), checked
 /// there (`Crc32`), missing or corrupt data units rebuilt there
 /// (`EcReconstruct`), sealed blocks opened there (`AeadOpenBlock`), members
 /// decoded there (`GzipDecompressMember`) and written to OUTPUT from it.
@@ -958,11 +958,12 @@ fn load_stripe(c: &mut Unchain, m: &Manifest, shards: &[Option<File>], s: u64) -
 /// other such stripe, and nothing is written.
 /// `end_member_required`: a stream of peerpath's members must end with its
 /// end member, as [`peerpath_func::StreamDecoder`] requires by default.
-pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize, end_member_required: bool) -> Result<crate::chain::ReverseChainReport, Stop> {
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decompress_ec(dev: &mut dyn Device, dir: &Path, output: &Path, key: Option<std::sync::Arc<peerpath_func::crypt::Key>>, force: bool, workers: usize, end_member_required: bool, direct: bool) -> Result<crate::chain::ReverseChainReport, Stop> {
     let started = Instant::now();
     let (m, _) = ec::load(dir)?;
     let (k, p, unit, stripes, stream_bytes) = m.shape();
-    let direct = (unit as u64).is_multiple_of(ALIGN);
+    let direct = direct && (unit as u64).is_multiple_of(ALIGN);
     let mut l = DecodeLayout::new(k, p, unit, slots(workers));
     l.window_at = dev.memory().dma_window().map_or(0, |w| w.0);
     if l.window_at > 0 && (l.window_at < l.bytes() as u64 || (dev.memory().len() as u64) < l.window_at + l.bytes() as u64) {
@@ -1074,7 +1075,7 @@ mod tests {
     use peerpath_func::Level;
 
     fn options(encrypt: Option<(std::sync::Arc<Key>, u32)>) -> ChainOptions {
-        ChainOptions { level: Level::new(1).unwrap(), format: Format::Gzip, block_size: 64 << 10, threads: 2, device_workers: None, encrypt, data: 3, parity: 2, unit: 16 << 10, placement: None }
+        ChainOptions { level: Level::new(1).unwrap(), format: Format::Gzip, block_size: 64 << 10, threads: 2, device_workers: None, encrypt, data: 3, parity: 2, unit: 16 << 10, placement: None, direct: true }
     }
 
     /// A set's files by name (its shards and manifest).
@@ -1185,7 +1186,7 @@ mod tests {
                 let mut l = DecodeLayout::new(data_units, parity, unit, slots(workers));
                 let mut dev = cpu_device(staged, l.bytes());
                 let out = d.join(format!("{name}-{staged}"));
-                decompress_ec(&mut dev, &set, &out, k.clone(), false, workers, true).map_err(why).unwrap();
+                decompress_ec(&mut dev, &set, &out, k.clone(), false, workers, true, true).map_err(why).unwrap();
                 assert!(std::fs::read(&out).unwrap() == data, "{name}, staged {staged}: the source, byte for byte");
                 if k.is_some() {
                     // The material is zeroed in the device's own memory and where the host sees it.
@@ -1220,7 +1221,7 @@ mod tests {
             let (data, parity, unit, _, _) = m.shape();
             let l = DecodeLayout::new(data, parity, unit, slots(2));
             let mut dev = crate::device_job::testing::Accuses { inner: cpu_device(false, l.bytes()), kind, nth: 2, seen: 0 };
-            match decompress_ec(&mut dev, &set, &d.join(format!("out-{kind:?}")), k, true, 2, true) {
+            match decompress_ec(&mut dev, &set, &d.join(format!("out-{kind:?}")), k, true, 2, true, true) {
                 Err(Stop::Verdict(why)) => assert!(why.contains("corrupt") || why.contains("not authentic"), "{kind:?}: {why}"),
                 Err(Stop::Device(why)) => panic!("{kind:?}: not a verdict: {why}"),
                 Err(Stop::Job(e)) => panic!("{kind:?}: reported as the job's failure: {e}"),

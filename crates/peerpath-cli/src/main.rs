@@ -483,6 +483,9 @@ struct CompressArgs {
     /// Target file (one source) or directory (one .gz per source) ["-": standard output; default: SOURCE.gz].
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Keep the sources: always so (peerpath never removes a source); taken as gzip's -k is.
+    #[arg(long, short = 'k')]
+    _keep: bool,
     /// Compression level: 0-3 use ISA-L igzip (fastest deflate on x86), 4-12 use libdeflate.
     #[arg(long, short, default_value_t = 1)]
     level: u32,
@@ -731,6 +734,9 @@ struct DecompressArgs {
     /// Target file (one source) or directory ["-": standard output; default: SOURCE without .gz].
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Keep the sources: always so (peerpath never removes a source); taken as gzip's -k is.
+    #[arg(long, short = 'k')]
+    _keep: bool,
     #[command(flatten)]
     target: TargetArgs,
     /// For encrypted sources (SOURCE.gz.ppenc, from `compress --encrypt`): their key.
@@ -1066,6 +1072,19 @@ fn emit(report: &JobReport, common: &CommonArgs, data_on_stdout: bool) {
     }
 }
 
+/// The I/O options of a plain compress or decompress that neither chain (`--ec`) takes: a
+/// usage error, not ignored (`--io sync` is what it does, `--no-direct` it takes, `--verbose` it says).
+fn refuse_unused_chain_options(common: &CommonArgs, target: &TargetArgs) -> Result<(), JobError> {
+    let refused = [
+        (common.queue_depth.is_some(), "--queue-depth with --ec", "the chain keeps a few blocks a worker in flight, sized by its workers (-T): drop it"),
+        (target.no_sync, "--no-sync with --ec", "the chain always syncs what it writes before it is put in place: drop it"),
+    ];
+    match refused.iter().find(|(given, ..)| *given) {
+        Some((_, option, why)) => Err(JobError::Usage(format!("{option}: {why}"))),
+        None => Ok(()),
+    }
+}
+
 /// `compress --ec K+M`: the chain (one regular file, into a new directory, on the host CPU).
 fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<peerpath_func::crypt::Key>, u32)>, (data, parity): (usize, usize)) -> Result<(), JobError> {
     let (source, dir) = match (a.sources.as_slice(), a.output.as_deref()) {
@@ -1089,6 +1108,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     if let Some((_, option, why)) = refused.iter().find(|(given, ..)| *given) {
         return Err(JobError::Usage(format!("{option}: {why}")));
     }
+    refuse_unused_chain_options(&a.common, &a.target)?;
     // The source named as the target is that (exit 5), with --force too.
     let fresh = ec::check_new_set_dir(dir, Some(source));
     if let Err(e @ JobError::SameFile { .. }) = fresh {
@@ -1112,7 +1132,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     let block_size = if format == Format::Bgzf { peerpath_func::BGZF_MAX_INPUT_BYTES } else { a.block_size.unwrap_or(DEFAULT_BLOCK_BYTES) };
     let placement = ec::Placement::check(&a.shard_dirs, data + parity, parity, dir)?;
     let device_workers = a.device_workers.map(|w| w as usize);
-    let opts = chain::ChainOptions { level, format, block_size, threads, device_workers, encrypt, data, parity, unit, placement };
+    let opts = chain::ChainOptions { level, format, block_size, threads, device_workers, encrypt, data, parity, unit, placement, direct: !a.common.no_direct };
     let mut fallbacks = Vec::new();
     if a.engine != EngineArg::Cpu {
         if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
@@ -1128,7 +1148,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
         let (why, then) = match started {
             Ok(mut dev) => match chain_device::compress_ec(dev.as_mut(), source, dir, &opts) {
                 Ok(report) => {
-                    report.print(a.common.json, a.common.quiet);
+                    report.print(a.common.json, a.common.quiet, a.common.verbose);
                     return Ok(());
                 }
                 Err(chain_device::Stop::Job(e)) => return Err(e),
@@ -1147,7 +1167,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     }
     let mut report = chain::compress_ec(source, dir, &opts)?;
     report.run.fallbacks = fallbacks;
-    report.print(a.common.json, a.common.quiet);
+    report.print(a.common.json, a.common.quiet, a.common.verbose);
     Ok(())
 }
 
@@ -1191,14 +1211,15 @@ fn decompressed_name(source: &Path) -> Result<PathBuf, JobError> {
     let name = source.as_os_str().as_bytes();
     // SOURCE.gz.ppenc (compress --encrypt) restores to SOURCE.
     let name = name.strip_suffix(b".ppenc").filter(|n| n.ends_with(b".gz")).unwrap_or(name);
+    // In any case, as gzip -d takes them (X.GZ, Y.Tgz).
     for (suffix, replacement) in [(&b".gz"[..], &b""[..]), (b".bgz", b""), (b".gzip", b""), (b".tgz", b".tar")] {
-        if let Some(stem) = name.strip_suffix(suffix) {
-            if !stem.is_empty() && !stem.ends_with(b"/") {
-                return Ok(PathBuf::from(std::ffi::OsString::from_vec([stem, replacement].concat())));
-            }
+        let Some(at) = name.len().checked_sub(suffix.len()) else { continue };
+        let stem = &name[..at];
+        if name[at..].eq_ignore_ascii_case(suffix) && !stem.is_empty() && !stem.ends_with(b"/") {
+            return Ok(PathBuf::from(std::ffi::OsString::from_vec([stem, replacement].concat())));
         }
     }
-    Err(JobError::Usage(format!("{}: unknown suffix (not .gz, .bgz, .gzip, .tgz or .gz.ppenc), cannot name the output: name the target file with --output FILE", Quoted(source))))
+    Err(JobError::Usage(format!("{}: unknown suffix (not .gz, .bgz, .gzip, .tgz or .gz.ppenc, in any case), so its output has no name: decompress it alone with --output FILE, or rename it", Quoted(source))))
 }
 
 /// `--device-timeout` given where the host CPU does the work: nothing there to time out.
@@ -1507,6 +1528,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 return Err(JobError::Usage("--inject-faults needs --ec --engine emulated".into()));
             }
             if a.ec {
+                refuse_unused_chain_options(&a.common, &a.target)?;
                 let (dir, output) = match (a.sources.as_slice(), a.output.as_deref()) {
                     ([d], Some(o)) if o.as_os_str() != "-" => (d, o),
                     _ => return Err(JobError::Usage("--ec takes one shard directory and --output FILE".into())),
@@ -1529,9 +1551,9 @@ fn run(cli: Cli) -> Result<(), JobError> {
                         _ => chain_device::start_decode(k, m, unit, workers, a.inject_faults.clone(), a.decode.device_timeout),
                     };
                     let (why, then) = match started {
-                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers, !a.decode.allow_no_end_member) {
+                        Ok(mut dev) => match chain_device::decompress_ec(dev.as_mut(), dir, output, key.clone(), a.target.force, workers, !a.decode.allow_no_end_member, !a.common.no_direct) {
                             Ok(report) => {
-                                report.print(a.common.json, a.common.quiet);
+                                report.print(a.common.json, a.common.quiet, a.common.verbose);
                                 return Ok(());
                             }
                             Err(chain_device::Stop::Job(e)) => return Err(e),
@@ -1551,7 +1573,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 }
                 let mut report = chain::decompress_ec(dir, output, key, a.target.force, threads, !a.decode.allow_no_end_member)?;
                 report.run.fallbacks = fallbacks;
-                report.print(a.common.json, a.common.quiet);
+                report.print(a.common.json, a.common.quiet, a.common.verbose);
                 return Ok(());
             }
             let (targets, made) = peerpath_runtime::plan_targets(&a.sources, a.output.as_deref(), decompressed_name)?;

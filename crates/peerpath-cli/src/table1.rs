@@ -20,9 +20,10 @@ pub struct BenchOffloadArgs {
     /// Source files (each gets its own target; devices split them between them).
     #[arg(required = true)]
     sources: Vec<PathBuf>,
-    /// Rows with 1..N emulated devices (at most one device per source), N from 1 to 64.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
-    max_devices: u16,
+    /// Rows with 1..N emulated devices, N from 1 to 64 and at most one device per source (each
+    /// device serves its own sources) [default: 2, or 1 with one source].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    max_devices: Option<u16>,
     /// Runs per row (the table shows medians), 1 to 1000.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=1000))]
     runs: u16,
@@ -163,6 +164,15 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
     if input == 0 {
         return Err(JobError::Usage("the sources hold no bytes: nothing to measure".into()));
     }
+    let max_devices = match a.max_devices.map(usize::from) {
+        // A row asked for that cannot run is said, not left out of the table.
+        Some(n) if n > a.sources.len() => {
+            let most = a.sources.len();
+            return Err(JobError::Usage(format!("--max-devices {n}: each device serves its own sources, so {} give at most {most} (a device with none would measure nothing): give --max-devices {most}, or more sources", count(most, "source"))));
+        }
+        Some(n) => n,
+        None => a.sources.len().min(2),
+    };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let base = match &a.workdir {
         Some(d) => d.clone(),
@@ -177,7 +187,7 @@ fn run(a: BenchOffloadArgs) -> Result<(), peerpath_runtime::JobError> {
         JobError::TargetIo { path: base.clone(), source: why }
     })?;
     let mut configs: Vec<(String, Compute, usize)> = vec![("host CPU".into(), Compute::Cpu, cores)];
-    for d in 1..=usize::from(a.max_devices).min(a.sources.len()) {
+    for d in 1..=max_devices {
         let mut spec = EmulatedSpec::new();
         spec.devices = d;
         // The same number of workers in all as the CPU row has threads.

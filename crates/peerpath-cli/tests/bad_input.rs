@@ -836,7 +836,13 @@ fn errors_name_the_fault_the_user_must_fix() {
     std::fs::write(&noext, gz).unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    run(&mut pp(args!["decompress", &noext, "-o", &out])).fails(2, &["unknown suffix", "name the target file with --output FILE"]);
+    run(&mut pp(args!["decompress", &noext, "-o", &out])).fails(2, &["unknown suffix", "decompress it alone with --output FILE, or rename it"]);
+    // A suffix in another case is one, as gzip -d takes it: up.GZ -> up, t.TGZ -> t.tar.
+    for (name, restored) in [("up.GZ", "up"), ("t.TGZ", "t.tar")] {
+        std::fs::write(out.join(name), std::fs::read(dir.path().join("n.gz")).unwrap()).unwrap();
+        run(&mut pp(args!["decompress", out.join(name)])).ok();
+        assert_eq!(std::fs::read(out.join(restored)).unwrap(), b"x");
+    }
     run(&mut pp(args!["compress", &a, "-o", dir.path().join("b.gz"), "--format", "bgzf", "--block-size", "4M"])).fails(2, &["65280", "drop --block-size"]);
     assert_eq!(std::fs::read(&old).unwrap(), b"not touched");
     assert_dir_holds(dir.path(), &["a", "old.gz", "noext", "out", "n", "n.gz"]);

@@ -41,3 +41,15 @@ fn a_default_scratch_directory_that_cannot_be_made_points_at_workdir() {
     // A source in a directory nothing can be made in.
     run(&mut pp(["bench-offload", "/proc/self/exe", "--runs", "1", "--no-fio"])).fails(11, &["/proc/self", "next to the first source: give --workdir DIR"]);
 }
+
+/// `bench-offload --max-devices N` with fewer than N sources is a usage error saying why (each
+/// device serves its own sources), not a table quietly short of the rows asked for.
+#[test]
+fn bench_offload_refuses_more_devices_than_sources() {
+    let dir = scratch();
+    let src = dir.path().join("src");
+    std::fs::write(&src, mixed_data(10_000, 1)).unwrap();
+    let o = run(&mut pp(args!["bench-offload", &src, &src, "--max-devices", "3", "--runs", "1", "--no-fio", "--json"]));
+    o.fails(2, &["--max-devices 3", "2 sources give at most 2", "give --max-devices 2, or more sources"]);
+    assert_dir_holds(dir.path(), &["src"]);
+}

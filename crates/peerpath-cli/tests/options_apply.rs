@@ -74,6 +74,11 @@ fn options_the_engine_or_mode_would_not_use_are_refused() {
         (ec(&["--engine", "gpu", "--device-memory-from", "shm"]), 2, vec!["--device-memory-from with --ec --engine gpu"]),
         (ec(&["--engine", "emulated", "--device-memory-from", "shm"]), 2, vec!["--device-memory-from with --ec"]),
         (ec(&["--gpu", "1"]), 2, vec!["--gpu with --ec --engine cpu"]),
+        // compress --ec and decompress --ec: I/O options neither chain takes.
+        (ec(&["--queue-depth", "4"]), 2, vec!["--queue-depth with --ec", "-T"]),
+        (ec(&["--engine", "emulated", "--no-sync"]), 2, vec!["--no-sync with --ec", "always syncs"]),
+        (decompress_ec(&["--queue-depth", "4"]), 2, vec!["--queue-depth with --ec"]),
+        (decompress_ec(&["--engine", "emulated", "--no-sync"]), 2, vec!["--no-sync with --ec"]),
         // decompress and verify: a GPU's options where the host CPU or an emulated CSP decodes.
         (decompress(&["--gpu-batch", "8M"]), 2, vec!["--gpu-batch with --engine cpu", "--engine cpu decodes on the host CPU", "give --engine gpu"]),
         (decompress(&["--nvcomp", "/x.so"]), 2, vec!["--nvcomp with --engine cpu"]),
@@ -97,4 +102,22 @@ fn options_the_engine_or_mode_would_not_use_are_refused() {
     // `--engine auto` may pick any device: the options of each are taken there.
     run(&mut pp(compress(&["--engine", "auto", "--gpu-streams", "2", "--device-workers", "1", "-q"]))).ok();
     assert!(out.is_file());
+}
+
+/// The chains take --no-direct (a device then reads through the page cache) and --verbose (how
+/// the source or shards were read, on stderr, as a plain compress says it); both did nothing.
+#[test]
+fn chains_take_no_direct_and_verbose() {
+    let dir = scratch();
+    let d = dir.path();
+    let data = mixed_data(300_000, 5);
+    std::fs::write(d.join("src"), &data).unwrap();
+    for engine in ["cpu", "emulated"] {
+        let (set, out) = (d.join(format!("set-{engine}")), d.join(format!("out-{engine}")));
+        let o = run(&mut pp(args!["compress", "-q", "-v", "--no-direct", "--engine", engine, d.join("src"), "--ec", "2+1", "--ec-unit", "4K", "-o", &set]));
+        assert!(o.code() == Some(0) && o.stderr.contains("src: read via pread/pwrite (buffered)"), "{engine}: {}", o.describe());
+        let o = run(&mut pp(args!["decompress", "-q", "-v", "--no-direct", "--engine", engine, "--ec", &set, "-o", &out]));
+        assert!(o.code() == Some(0) && o.stderr.contains(&format!("set-{engine}: shards read via pread/pwrite (buffered)")), "{engine}: {}", o.describe());
+        assert_eq!(std::fs::read(&out).unwrap(), data);
+    }
 }

@@ -389,3 +389,17 @@ fn several_sources_into_a_directory_through_a_symbolic_link() {
     }
     run(pp(["decompress", "-q", "real/a.gz", "real/b.gz", "-o", "gone/"]).current_dir(d)).fails(11, &["cannot write gone/: a symbolic link to nowhere"]);
 }
+
+/// gzip's -k/--keep is taken (sources are always kept): it was refused with the tip "a similar
+/// argument exists: '--key-env'".
+#[test]
+fn keep_is_taken_as_gzip_takes_it() {
+    let d = scratch();
+    let src = d.path().join("k");
+    std::fs::write(&src, mixed_data(70_000, 3)).unwrap();
+    run(&mut pp(args!["compress", "-k", &src])).ok();
+    std::fs::rename(&src, d.path().join("orig")).unwrap();
+    run(&mut pp(args!["decompress", "--keep", d.path().join("k.gz")])).ok();
+    assert_eq!(std::fs::read(&src).unwrap(), std::fs::read(d.path().join("orig")).unwrap());
+    assert!(d.path().join("k.gz").exists(), "the source is kept");
+}
