@@ -1332,7 +1332,8 @@ fn refuse_unused_compress_options(a: &CompressArgs) -> Result<(), JobError> {
     refuse_untaken(&given, &engine_name(a.engine), mode, "compresses", engines)?;
     if a.ec.is_some() && a.engine == EngineArg::Gpu {
         // The chain's GPU takes --gpu, --nvcomp and --gpu-algorithm; the rest set up the job's GPU.
-        if let Some((_, option, _)) = given[7..].iter().find(|(g, ..)| *g) {
+        const CHAIN_GPU_TAKES: [&str; 3] = ["--gpu", "--nvcomp", "--gpu-algorithm"];
+        if let Some((_, option, _)) = given.iter().find(|(g, name, s)| *g && *s == SetsUp::Gpu && !CHAIN_GPU_TAKES.contains(name)) {
             return Err(JobError::Usage(format!("{option} with --ec --engine gpu: the chain sets its GPU up itself (staged through its own memory, sized to what it holds): drop it")));
         }
     }
@@ -1606,7 +1607,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                 return Err(last);
             }
             if !a.common.quiet && !a.common.json {
-                println!("OK: {} file(s), {} members, all CRC-32 and lengths match", report.files.len(), report.files.iter().map(|f| f.members).sum::<u64>());
+                println!("OK: {}, {}, all CRC-32 and lengths match", peerpath_runtime::report::count(report.files.len(), "file"), peerpath_runtime::report::count(report.files.iter().map(|f| f.members).sum::<u64>(), "member"));
             }
         }
         Command::Demo(a) => demo::run(a.workdir, a.force, a.json, a.threads)?,

@@ -601,7 +601,7 @@ fn compress_and_decompress_on_a_gpu_that_is_not_there_fall_back_with_the_reason_
     let o = run(&mut pp(args!["verify", &out, "--engine", "gpu"]));
     assert_eq!(o.code(), Some(0), "{}", o.stderr);
     let text = o.stdout_str();
-    assert!(text.contains("FALLBACK") && text.contains("OK: 1 file(s)"), "{text}");
+    assert!(text.contains("FALLBACK") && text.contains("OK: 1 file, "), "{text}");
 }
 
 /// Shell completions and the man page come from the command line itself

@@ -429,7 +429,7 @@ impl Io {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut s = format!("; its own storage reads and writes: {} ({} MiB, {:.3} s of I/O time over its {IO_THREADS} I/O threads)", g(&self.reads_done), g(&self.bytes) >> 20, g(&self.busy_ns) as f64 / 1e9);
         if g(&self.pins.granules) > 0 {
-            s += &format!(", {} MiB of memory files pinned for the copy engine in {} granule(s), {:.3} s of it pinning", g(&self.pins.bytes) >> 20, g(&self.pins.granules), g(&self.pins.ns) as f64 / 1e9);
+            s += &format!(", {} MiB of memory files pinned for the copy engine in {}, {:.3} s of it pinning", g(&self.pins.bytes) >> 20, peerpath_metrics::count(g(&self.pins.granules), "granule"), g(&self.pins.ns) as f64 / 1e9);
         }
         if g(&self.errors) > 0 {
             s += &format!(", {} failed (the last: {})", g(&self.errors), self.last_error.lock().unwrap_or_else(|e| e.into_inner()).as_deref().unwrap_or("?"));
@@ -2122,7 +2122,7 @@ mod tests {
             assert_eq!((done[0].status, done[0].output_bytes), (Status::Success, len as u64), "write of {len} at {at}");
         }
         let profile = dev.profile().unwrap_or_default();
-        assert!(profile.contains("granule(s)"), "{profile}");
+        assert!(profile.contains(" granule"), "{profile}");
         dev.unregister_file(s);
         dev.unregister_file(d);
         dst.set_len(size as u64).unwrap(); // as the job's writer does at the end

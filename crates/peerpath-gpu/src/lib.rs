@@ -170,6 +170,13 @@ impl Gpu {
 /// once passes every other thread's panics, and this one's outside the check, to the one
 /// before it), and said as the reason.
 fn driver_loads() -> Result<(), String> {
+    // Checked once: cudarc keeps the library it loaded (or its failure) for the process, and a
+    // second check could find it poisoned, or another panic hook set since.
+    static CHECKED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    CHECKED.get_or_init(check_driver).clone()
+}
+
+fn check_driver() -> Result<(), String> {
     thread_local!(static CHECKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
     static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
     QUIET_HOOK.call_once(|| {

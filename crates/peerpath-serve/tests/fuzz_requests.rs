@@ -34,6 +34,11 @@ impl Drop for Running {
 }
 
 fn start() -> Running {
+    start_with(Some(64 << 10))
+}
+
+/// A server whose `set` takes up to `max_set_bytes` (`None`: read-only).
+fn start_with(max_set_bytes: Option<u64>) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir_all(root.join("sub")).unwrap();
@@ -47,7 +52,7 @@ fn start() -> Running {
     c.memcached = Some("127.0.0.1:0".parse().unwrap());
     c.read_timeout = Duration::from_secs(2);
     c.max_header_bytes = 4096;
-    c.max_set_bytes = Some(64 << 10);
+    c.max_set_bytes = max_set_bytes;
     let server = Server::bind(c).unwrap();
     let (http, memcached, stop) = (server.http_addr().unwrap(), server.memcached_addr().unwrap(), server.stop_flag());
     let thread = std::thread::spawn(move || {
@@ -132,6 +137,109 @@ proptest! {
                 prop_assert!(got.starts_with(b"HTTP/1.1 "), "not HTTP: {:?}", String::from_utf8_lossy(&got[..got.len().min(80)]));
             }
             prop_assert_eq!(outside_root(r.dir.path()), vec![r.dir.path().join("secret")], "something stored outside the root");
+            Ok(())
+        })?;
+    }
+}
+
+/// A memcached command the read-only server refuses or answers, and what it
+/// answers: `None` where nothing comes back (`noreply`).
+#[derive(Debug, Clone)]
+enum Command {
+    /// A storage command (`set`, `add`, ... `cas`) with its data block.
+    Storage { name: &'static str, key: String, data: Vec<u8>, noreply: bool },
+    /// A write without a data block, its line's words after its name.
+    Write { name: &'static str, args: Vec<String>, noreply: bool },
+    Stats,
+    Version,
+    Get,
+}
+
+fn command() -> impl Strategy<Value = Command> {
+    let key = "[a-z0-9_./]{1,12}";
+    prop_oneof![
+        (prop::sample::select(vec!["set", "add", "replace", "append", "prepend", "cas"]), key, proptest::collection::vec(any::<u8>(), 0..400), any::<bool>())
+            .prop_map(|(name, key, data, noreply)| Command::Storage { name, key, data, noreply }),
+        (key, any::<bool>()).prop_map(|(k, noreply)| Command::Write { name: "delete", args: vec![k], noreply }),
+        (prop::sample::select(vec!["incr", "decr", "touch"]), key, any::<u32>(), any::<bool>())
+            .prop_map(|(name, k, n, noreply)| Command::Write { name, args: vec![k, n.to_string()], noreply }),
+        (prop::sample::select(vec!["gat", "gats"]), any::<u32>(), proptest::collection::vec(key, 1..4))
+            .prop_map(|(name, t, keys)| Command::Write { name, args: std::iter::once(t.to_string()).chain(keys).collect(), noreply: false }),
+        (proptest::option::of(any::<u32>()), any::<bool>())
+            .prop_map(|(delay, noreply)| Command::Write { name: "flush_all", args: delay.into_iter().map(|d| d.to_string()).collect(), noreply }),
+        Just(Command::Stats),
+        Just(Command::Version),
+        Just(Command::Get),
+    ]
+}
+
+const READ_ONLY: &[u8] = b"SERVER_ERROR read-only: objects are the files under the served directory\r\n";
+const GET_K: &[u8] = b"VALUE k 0 5\r\nvalue\r\nEND\r\n";
+
+impl Command {
+    fn line(&self) -> Vec<u8> {
+        let noreply = |n: bool| if n { " noreply" } else { "" };
+        match self {
+            Command::Storage { name, key, data, noreply: n } => {
+                let unique = if *name == "cas" { " 7" } else { "" };
+                let mut v = format!("{name} {key} 0 0 {}{unique}{}\r\n", data.len(), noreply(*n)).into_bytes();
+                v.extend_from_slice(data);
+                v.extend_from_slice(b"\r\n");
+                v
+            }
+            Command::Write { name, args, noreply: n } => format!("{name} {}{}\r\n", args.join(" "), noreply(*n)).into_bytes(),
+            Command::Stats => b"stats\r\n".to_vec(),
+            Command::Version => b"version\r\n".to_vec(),
+            Command::Get => b"get k\r\n".to_vec(),
+        }
+    }
+
+    /// Takes this command's answer off the front of `got`; `Err` with what is there instead.
+    fn take_answer<'a>(&self, got: &'a [u8]) -> Result<&'a [u8], String> {
+        let expect = |want: &[u8]| got.strip_prefix(want).ok_or_else(|| format!("wanted {:?}", String::from_utf8_lossy(want)));
+        match self {
+            Command::Storage { noreply: true, .. } | Command::Write { noreply: true, .. } => Ok(got),
+            Command::Storage { .. } | Command::Write { .. } => expect(READ_ONLY),
+            Command::Version => expect(b"VERSION peerpath-serve\r\n"),
+            Command::Get => expect(GET_K),
+            Command::Stats => {
+                let mut rest = got;
+                while let Some(after) = rest.strip_prefix(b"STAT ") {
+                    let end = after.windows(2).position(|w| w == b"\r\n").ok_or("a STAT line without its end")?;
+                    rest = &after[end + 2..];
+                }
+                rest.strip_prefix(b"END\r\n").ok_or_else(|| "wanted STAT lines, then END".to_string())
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Pipelined write commands to a read-only server (`set` included), with
+    /// `stats`, `version` and `get` between them: each answered in turn
+    /// (a storage command's data block read and dropped, whatever its bytes;
+    /// `noreply` silent), nothing stored, and the `get` after them all
+    /// answered exactly.
+    #[test]
+    fn pipelined_writes_to_a_read_only_server_stay_in_step(commands in proptest::collection::vec(command(), 0..12)) {
+        thread_local!(static SERVER: Running = start_with(None));
+        SERVER.with(|r| {
+            let mut sent: Vec<u8> = commands.iter().flat_map(Command::line).collect();
+            sent.extend_from_slice(b"get k\r\n");
+            let got = exchange(r.memcached, &sent);
+            let mut rest = &got[..];
+            for (i, c) in commands.iter().enumerate() {
+                rest = match c.take_answer(rest) {
+                    Ok(rest) => rest,
+                    Err(why) => return Err(TestCaseError::fail(format!("command {i} {c:?}: {why}; got {:?}", String::from_utf8_lossy(rest)))),
+                };
+            }
+            prop_assert_eq!(String::from_utf8_lossy(rest), String::from_utf8_lossy(GET_K));
+            let mut stored: Vec<_> = std::fs::read_dir(r.dir.path().join("root")).unwrap().map(|e| e.unwrap().file_name()).collect();
+            stored.sort();
+            prop_assert_eq!(stored, ["k", "link", "sub"]);
             Ok(())
         })?;
     }

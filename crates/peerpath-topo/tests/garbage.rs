@@ -4,6 +4,7 @@
 use std::fs;
 use std::path::PathBuf;
 
+use peerpath_topo::model::Bar;
 use peerpath_topo::{fixture, pcicfg, sysfs, Cmb, LinkSpeed, Topology};
 use proptest::prelude::*;
 
@@ -115,5 +116,91 @@ proptest! {
     #[test]
     fn garbage_topology_files_never_panic(s in "[\\[\\]a-z_=\" 0-9:.\n{},]{0,200}") {
         let _ = Topology::from_toml_str(&s);
+    }
+}
+
+/// The function whose `resource` and `driver` the properties below replace.
+const FUNCTION: &str = "0000:03:00.0";
+
+/// A `resource` line's numbers: zeros, the edges of 64 bits, a window, anything.
+fn resource_line() -> impl Strategy<Value = (u64, u64, u64)> {
+    let address = || prop_oneof![Just(0u64), Just(u64::MAX), 0xf000_0000u64..0xf100_0000, any::<u64>()];
+    // Flags: memory (32- and 64-bit, prefetchable), I/O, neither, anything.
+    let flags = prop_oneof![Just(0x0004_0200u64), Just(0x0014_220cu64), Just(0x0004_0101u64), Just(0u64), any::<u64>()];
+    (address(), address(), flags)
+}
+
+/// A `driver` link's target and the driver it names: the kernel's
+/// `.../drivers/NAME` (relative or absolute), or one that names none.
+fn driver_target() -> impl Strategy<Value = (String, Option<String>)> {
+    let up = "(\\.\\./){0,4}(bus/pci/)?";
+    let name = "[a-zA-Z0-9_-]{1,12}";
+    prop_oneof![
+        (up, name).prop_map(|(up, n)| (format!("{up}drivers/{n}"), Some(n))),
+        name.prop_map(|n| (format!("/sys/bus/pci/drivers/{n}"), Some(n))),
+        name.prop_map(|n| (n, None)),
+        up.prop_map(|up| (format!("{up}drivers"), None)),
+        (up, name).prop_map(|(up, n)| (format!("{up}drivers/{n}/.."), None)),
+        up.prop_map(|up| (format!("{up}drivers/.."), None)),
+        (up, "[a-z]{1,8}", name).prop_filter("not drivers", |(_, d, _)| d != "drivers").prop_map(|(up, d, n)| (format!("{up}{d}/{n}"), None)),
+        Just(("/".to_string(), None)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A `resource` file of any numbers, as the kernel prints them: the
+    /// memory BARs of lines 0-5 (each its size and width), I/O BARs and
+    /// empty lines left out, lines past 5 ignored; a BAR that ends before it
+    /// starts, spans 2^64 bytes or is neither I/O nor memory is an error
+    /// naming the file. A model read exports and reads back with its BARs.
+    #[test]
+    fn any_resource_numbers_give_the_memory_bars_or_an_error(lines in proptest::collection::vec(resource_line(), 0..10)) {
+        let dir = tempfile::tempdir().unwrap();
+        fixture::intel_switch_acs().write(dir.path()).unwrap();
+        let text: String = lines.iter().map(|(s, e, f)| format!("0x{s:016x} 0x{e:016x} 0x{f:016x}\n")).collect();
+        fs::write(dir.path().join("bus/pci/devices").join(FUNCTION).join("resource"), &text).unwrap();
+        let bad = lines.iter().take(6).any(|&(s, e, f)| (s, e) != (0, 0) && (e < s || (s, e) == (0, u64::MAX) || f & 0x300 == 0));
+        let bars: Vec<Bar> = lines
+            .iter()
+            .take(6)
+            .enumerate()
+            .filter(|&(_, &(s, e, f))| (s, e) != (0, 0) && f & 0x100 == 0)
+            .map(|(i, &(s, e, f))| Bar { index: i as u8, start: s, size: e.wrapping_sub(s).wrapping_add(1), mem32: f & 0x10_0000 == 0 })
+            .collect();
+        match Topology::from_sysfs(dir.path()) {
+            Ok(t) => {
+                prop_assert!(!bad, "{text}");
+                let d = t.device(FUNCTION.parse().unwrap()).unwrap();
+                prop_assert_eq!(&d.bars, &bars, "{}", text);
+                let back = Topology::from_toml_str(&t.to_toml_string().unwrap()).unwrap();
+                prop_assert_eq!(&back.device(FUNCTION.parse().unwrap()).unwrap().bars, &bars);
+            }
+            Err(e) => {
+                prop_assert!(bad, "{text}: {e}");
+                prop_assert!(e.to_string().contains("resource"), "{e}");
+            }
+        }
+    }
+
+    /// A `driver` link to anything: the kernel's `drivers/NAME` names the
+    /// driver, whatever comes before it; any other target is an error that
+    /// names the link and where it points.
+    #[test]
+    fn a_driver_link_names_its_driver_or_is_an_error((target, driver) in driver_target()) {
+        let dir = tempfile::tempdir().unwrap();
+        fixture::intel_switch_acs().write(dir.path()).unwrap();
+        let link = fs::canonicalize(dir.path().join("bus/pci/devices").join(FUNCTION)).unwrap().join("driver");
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        match (Topology::from_sysfs(dir.path()), driver) {
+            (Ok(t), Some(name)) => prop_assert_eq!(t.device(FUNCTION.parse().unwrap()).unwrap().driver.as_deref(), Some(name.as_str())),
+            (Err(e), None) => {
+                let why = e.to_string();
+                prop_assert!(why.contains("driver") && why.contains(&target), "{target}: {why}");
+            }
+            (other, driver) => prop_assert!(false, "{target} (driver {driver:?}): {other:?}"),
+        }
     }
 }
