@@ -11,7 +11,8 @@ use peerpath_device::emulated::{default_dir, serve, ConnectOptions, CspError, Se
 use peerpath_device::{DeviceStats, EmulatedCsp, Identify};
 use peerpath_mem::RegionError;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use peerpath_runtime::report::{shell_word, Quoted, ShellWord};
 use std::process::ExitCode;
 
 #[derive(Args)]
@@ -107,9 +108,16 @@ pub fn main(a: CspArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            match of_job {
-                Some(job) => eprintln!("peerpath: emulated device (started by process {job}): {e}"),
-                None => eprintln!("peerpath: error: {e}"),
+            match (&e, of_job) {
+                (_, Some(job)) => eprintln!("peerpath: emulated device (started by process {job}): {e}"),
+                // The hint names the directory too, so that it runs as printed.
+                (CspError::Connect { name, socket, source }, None) => eprintln!(
+                    "peerpath: error: cannot connect to {}: {source} (is `peerpath csp serve --name {} --dir {}` running?)",
+                    Quoted(socket),
+                    shell_word(name.as_bytes()),
+                    ShellWord(socket.parent().unwrap_or(Path::new(".")))
+                ),
+                (_, None) => eprintln!("peerpath: error: {e}"),
             }
             match e {
                 CspError::BadName { .. } | CspError::BadOption(_) => ExitCode::from(2),
@@ -123,6 +131,9 @@ pub fn main(a: CspArgs) -> ExitCode {
                 // not ours to write in): as a target that cannot be written.
                 CspError::Io { source, .. } | CspError::Region(RegionError::Io { source, .. }) if no_room(&source) => ExitCode::from(11),
                 CspError::Io { operation: "create", source, .. } if not_writable(&source) => ExitCode::from(11),
+                // A device that gives no answer (stopped, hung): it could not do its work, and
+                // identify and stats have no CPU to fall back to (usage.md: 15).
+                CspError::Io { source, .. } if source.kind() == std::io::ErrorKind::TimedOut => ExitCode::from(15),
                 _ => ExitCode::from(1),
             }
         }

@@ -57,7 +57,13 @@ fn the_cli_serves_what_spawn_asks_for_and_answers_identify_and_stats() {
 fn csp_errors_exit_with_their_codes() {
     let out = Command::new(PEERPATH).args(["csp", "identify", "--name", "nobody-here-42"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "no device there: a source missing, not an internal error");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is `peerpath csp serve --name nobody-here-42` running?"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is `peerpath csp serve --name nobody-here-42 --dir "), "{}", String::from_utf8_lossy(&out.stderr));
+    // The hint runs as printed: it names the directory asked, quoted for the shell.
+    let dir = tempfile::Builder::new().prefix("csp dir ").tempdir().unwrap();
+    let out = Command::new(PEERPATH).args(["csp", "stats", "--name", "nobody-here-42", "--dir"]).arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let hint = format!("is `peerpath csp serve --name nobody-here-42 --dir '{}'` running?", dir.path().display());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&hint), "{hint}\n{}", String::from_utf8_lossy(&out.stderr));
     let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "no/slashes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     // What stands where a device's socket goes is removed only if a device left it (a socket).
@@ -404,7 +410,7 @@ fn a_device_that_takes_connections_but_does_not_answer_is_said_so() {
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(serves.pid(0) as libc::pid_t, libc::SIGCONT) }, 0);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(15), "a device that could not do its work, with no CPU to fall back to: {err}");
     // It said "Resource temporarily unavailable (os error 11)".
     assert!(err.contains("peerpath-csp-stopped.sock: the device gave no answer within 1 s (is its process stopped, or hung?)"), "{err}");
     assert!(serves.stop(0).success());
