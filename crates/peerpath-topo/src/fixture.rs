@@ -22,6 +22,7 @@ use crate::cmb::{Cmb, CMBSZ_CQS, CMBSZ_RDS, CMBSZ_SQS, CMBSZ_WDS};
 use crate::error::{Result, TopoError};
 use crate::model::{Bar, P2pProvider};
 use crate::pcicfg::{synth_config, ACS_CR, ACS_RR, ACS_SV, ACS_UF};
+use crate::sysfs::{IORESOURCE_MEM, IORESOURCE_MEM_64};
 
 /// PCIe capability port types for [`FakeFunction::pcie_type`].
 pub const PCIE_ENDPOINT: u8 = 0;
@@ -221,6 +222,12 @@ pub fn symlink(link: &Path, target: &Path) -> Result<()> {
     }
 }
 
+/// `resource` flags as the kernel writes them for a 32-bit memory BAR (IORESOURCE_MEM and
+/// IORESOURCE_SIZEALIGN 0x40000) and for a 64-bit prefetchable one (IORESOURCE_MEM_64 and
+/// IORESOURCE_PREFETCH 0x2000 besides, the BAR register's type bits 0xc below).
+const MEM32_FLAGS: u64 = IORESOURCE_MEM | 0x4_0000;
+const MEM64_PREFETCH_FLAGS: u64 = MEM32_FLAGS | IORESOURCE_MEM_64 | 0x2000 | 0xc;
+
 impl FakeSysfs {
     /// The real directory of each function, nested below its parents.
     pub fn device_paths(&self, root: &Path) -> Result<BTreeMap<Bdf, PathBuf>> {
@@ -288,7 +295,7 @@ impl FakeSysfs {
                         "{:#018x} {:#018x} {:#018x}\n",
                         b.start,
                         b.start + b.size - 1,
-                        0x0014_220cu64
+                        if b.mem32 { MEM32_FLAGS } else { MEM64_PREFETCH_FLAGS }
                     )),
                     None => resource.push_str("0x0000000000000000 0x0000000000000000 0x0000000000000000\n"),
                 }

@@ -241,11 +241,16 @@ pub fn memory_path(topo: &Topology, d: &PciDevice) -> GpuMemoryPath {
 /// found as its driver finds it (register 1 after a 32-bit BAR0, register 2 after a 64-bit BAR0,
 /// which takes registers 0 and 1); on another the largest memory BAR, numbered among the memory
 /// BARs in use. `None` where there is no such BAR.
+///
+/// A memory BAR in register 1 is BAR1 whatever BAR0's flags say: it proves BAR0 32-bit. A
+/// topology file exported before BARs carried `mem32` reads every BAR as 64-bit (an A100's BAR0
+/// too); only where register 1 is empty does BAR0's width decide.
 pub fn aperture(d: &PciDevice) -> Option<(usize, Bar)> {
     if d.vendor == NVIDIA {
+        let memory_bar = |register| d.bars.iter().find(|b| b.index == register && b.size > 0);
         let bar0_is_64_bit = d.bars.iter().any(|b| b.index == 0 && !b.mem32);
-        let register = if bar0_is_64_bit { 2 } else { 1 };
-        return d.bars.iter().find(|b| b.index == register && b.size > 0).map(|b| (1, *b));
+        let bar1 = memory_bar(1).or_else(|| if bar0_is_64_bit { memory_bar(2) } else { None });
+        return bar1.map(|b| (1, *b));
     }
     d.bars.iter().copied().enumerate().filter(|(_, b)| b.size > 0).max_by_key(|(_, b)| b.size)
 }

@@ -567,7 +567,9 @@ pub struct Bar {
     #[serde(with = "crate::hexnum::u64_hex")]
     pub size: u64,
     /// A 32-bit BAR (flags without IORESOURCE_MEM_64): one register. A 64-bit one, the
-    /// default (a topology file that does not say), takes this register and the next.
+    /// default (a topology file that does not say), takes this register and the next. Files
+    /// exported before this field say it of no BAR: `gpu::aperture` trusts the registers'
+    /// layout over it (a BAR in register 1 means BAR0 is 32-bit).
     #[serde(default, skip_serializing_if = "is_false")]
     pub mem32: bool,
 }

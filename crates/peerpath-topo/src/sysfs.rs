@@ -478,8 +478,8 @@ fn read_pci_function(entry: &Path, name: &str, root_real: &Path) -> Result<PciRe
 
 /// Resource flags (include/linux/ioport.h): what a BAR decodes, and a memory BAR's width.
 const IORESOURCE_IO: u64 = 0x100;
-const IORESOURCE_MEM: u64 = 0x200;
-const IORESOURCE_MEM_64: u64 = 0x10_0000;
+pub(crate) const IORESOURCE_MEM: u64 = 0x200;
+pub(crate) const IORESOURCE_MEM_64: u64 = 0x10_0000;
 
 /// Parses the `resource` file: one `start end flags` line (hex) per resource; BARs are lines 0-5.
 /// The model keeps the memory BARs, each with its width (a 64-bit BAR takes two registers, and

@@ -320,3 +320,32 @@ fn bar1_is_found_from_the_resource_flags_as_the_driver_finds_it() {
     assert_eq!(a, None, "{line}");
     assert!(!line.contains("BAR"), "{line}");
 }
+
+/// A topology file exported before BARs carried `mem32` says nothing of any BAR's width, so every
+/// BAR reads as 64-bit. An A100's layout there (a 32-bit BAR0, BAR1 in registers 1-2, BAR3 in
+/// 3-4) still has its BAR1: a memory BAR in register 1 proves BAR0 32-bit (a 64-bit BAR0 takes
+/// registers 0 and 1). It was lost from the tree and from plan's text and JSON.
+#[test]
+fn an_a100_layout_in_a_file_without_mem32_keeps_its_bar1_in_topo_and_plan() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/h100-gpu-host");
+    let mut t = Topology::from_toml_file(dir.join("topology.toml")).unwrap();
+    let gpu = t.devices.iter_mut().find(|d| d.kind == DeviceKind::Gpu).unwrap();
+    assert_eq!(gpu.bars.iter().map(|b| (b.index, b.mem32)).collect::<Vec<_>>(), [(0, false), (2, false), (4, false)]);
+    for b in &mut gpu.bars {
+        b.index = [0, 1, 1, 3, 3][b.index as usize];
+    }
+    let file = t.to_toml_string().unwrap();
+    assert!(!file.contains("mem32"), "{file}");
+    let t = Topology::from_toml_str(&file).unwrap();
+    let gpu = t.devices.iter().find(|d| d.kind == DeviceKind::Gpu).unwrap();
+    assert_eq!(peerpath_topo::gpu::aperture(gpu).map(|(i, b)| (i, b.index, b.size)), Some((1, 1, 128 << 30)));
+    let tree = t.render_tree();
+    assert!(tree.contains("GPU  NVIDIA 10de:2330  [nvidia]  x16 Gen5 32.0 GT/s  BAR1 128 GiB"), "{tree}");
+    let p = plan_on(&t, "gpu0");
+    let g = p.devices[0].gpu.as_ref().expect("the GPU's report");
+    assert_eq!((g.aperture_bar, g.aperture_bytes), (Some(1), Some(128 << 30)));
+    let table = p.render_table();
+    assert!(table.contains("GPU gpu0 (0000:00:06.0): NVIDIA 10de:2330 [nvidia], BAR1 128 GiB, x16"), "{table}");
+    let json: serde_json::Value = serde_json::from_str(&p.to_json_string().unwrap()).unwrap();
+    assert_eq!((&json["devices"][0]["gpu"]["aperture_bar"], &json["devices"][0]["gpu"]["aperture_bytes"]), (&1.into(), &(128u64 << 30).into()), "{json}");
+}

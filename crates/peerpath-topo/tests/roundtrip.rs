@@ -273,3 +273,29 @@ max_speed = ".16 GT/s"
         assert_eq!(peerpath_topo::LinkSpeed { mt_per_s: Some(mt) }.to_string(), text);
     }
 }
+
+/// A topology file's BARs, written into a fixture tree and read back, are the same BARs: a 32-bit
+/// one (`mem32 = true`) keeps its width (the fixture wrote 64-bit flags for every BAR).
+#[test]
+fn bars_from_a_file_written_into_a_fixture_tree_read_back_with_their_width() {
+    let file = r#"
+[[device]]
+bdf = "0000:00:06.0"
+vendor = 0x10de
+device = 0x20b0
+class = 0x030200
+bars = [
+    { index = 0, start = "0xfd000000", size = "0x1000000", mem32 = true },
+    { index = 1, start = "0x100000000000", size = "0x2000000000" },
+    { index = 3, start = "0x102000000000", size = "0x2000000" },
+    { index = 5, start = "0xfe000000", size = "0x1000", mem32 = true },
+]
+"#;
+    let t = Topology::from_toml_str(file).unwrap();
+    let gpu = &t.devices[0];
+    let mut f = fixture::FakeFunction::new("0000:00:06.0", None, gpu.vendor, gpu.device, gpu.class);
+    f.bars = gpu.bars.clone();
+    let (_dir, back) = common::load(&fixture::FakeSysfs { functions: vec![f], ..Default::default() });
+    assert_eq!(back.devices[0].bars, gpu.bars);
+    assert_eq!(back.devices[0].bars.iter().filter(|b| b.mem32).count(), 2);
+}
