@@ -648,49 +648,89 @@ fn every_memcached_write_is_refused_as_set_is() {
 
 /// memcached's `stats` lists the server's figures as memcached does (`STAT name value` lines,
 /// then END; monitoring tools read them), counted as the server goes: it got ERROR. A group
-/// (`stats slabs`, `stats items`) is answered as memcached answers one it lacks: ERROR.
+/// (`stats slabs`, `stats items`) is answered as memcached answers one it lacks: ERROR. A get
+/// counts each key it looks up, as memcached does (`get a nope a` is 3 in `cmd_get`, 2 hits);
+/// `threads` is the worker threads serving.
 #[test]
 fn memcached_stats_lists_the_servers_figures() {
     let dir = scratch();
     std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
-    let s = serve(dir.path(), "zerocopy", 1000);
-    let asked = b"get a.txt nope\r\ngets a.txt\r\nquit\r\n";
+    // One worker: every request is its (the figure counted workers ever started).
+    let s = serve_with(dir.path(), "zerocopy", 1000, &["--workers", "1"]);
+    let asked = b"get a.txt nope a.txt\r\ngets a.txt\r\nquit\r\n";
     let got = exchange(&s.memcached, asked);
     let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     // `stats` alone first: what the server has read when it answers is known.
     let mut c = BufReader::new(TcpStream::connect(&s.memcached).unwrap());
+    let (text, stats) = memcached_stats(&mut c);
+    c.get_mut().write_all(b"stats slabs\r\nstats items\r\nversion\r\nquit\r\n").unwrap();
+    let mut rest = String::new();
+    c.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "ERROR\r\nERROR\r\nVERSION peerpath-serve\r\n");
+    let number = |name: &str| stat(&stats, &text, name);
+    assert_eq!(number("pid"), s.pid() as u64);
+    assert!(number("time").abs_diff(before) <= 60, "{text}");
+    number("uptime");
+    assert_eq!(stats["version"], "peerpath-serve");
+    // Three keys looked up by the first connection's get, one by its gets: three hits, one miss.
+    assert_eq!((number("cmd_get"), number("get_hits"), number("get_misses"), number("peerpath_get_failed")), (4, 3, 1, 0), "{text}");
+    // This connection is the one open now; two were accepted.
+    assert_eq!((number("curr_connections"), number("total_connections"), number("rejected_connections")), (1, 2, 0), "{text}");
+    // Everything the first connection sent and got, and this one's `stats` line.
+    assert_eq!(number("bytes_read"), (asked.len() + b"stats\r\n".len()) as u64, "{text}");
+    assert_eq!(number("bytes_written"), got.len() as u64, "{text}");
+    let workers = std::fs::read_dir(format!("/proc/{}/task", s.pid())).unwrap().filter(|t| std::fs::read_to_string(t.as_ref().unwrap().path().join("comm")).is_ok_and(|n| n.trim() == "serve-worker")).count();
+    assert_eq!((number("threads"), workers), (1, 1), "{text}");
+    assert_eq!((stats["peerpath_mode"].as_str(), number("peerpath_read_only"), number("peerpath_requests"), number("peerpath_payload_bytes")), ("zerocopy", 1, 2, 18), "{text}");
+    drop(s);
+}
+
+/// A key whose file is found but cannot be read or sent is no hit: no VALUE was answered (a
+/// sysfs file says 4096 bytes and has fewer: the read comes up short, the connection is
+/// closed). It was counted a hit once the name resolved.
+#[test]
+fn a_get_whose_file_cannot_be_sent_is_not_a_hit() {
+    // A file that says more bytes than it has (sysfs's attributes say 4096): where there is none,
+    // the test cannot make a send fail after the name resolves, and says so.
+    let sysfs = std::path::Path::new("/sys/kernel");
+    let says_more = std::fs::metadata(sysfs.join("uevent_seqnum")).ok().zip(std::fs::read(sysfs.join("uevent_seqnum")).ok()).is_some_and(|(m, b)| m.len() as usize > b.len());
+    if !says_more {
+        eprintln!("SKIPPED a_get_whose_file_cannot_be_sent_is_not_a_hit: no /sys/kernel/uevent_seqnum that says more bytes than it holds");
+        return;
+    }
+    for mode in ["host", "zerocopy", "send-zc"] {
+        let s = serve(sysfs, mode, 1000);
+        let got = String::from_utf8_lossy(&exchange(&s.memcached, b"get nope uevent_seqnum\r\n")).into_owned();
+        assert!(!got.ends_with("END\r\n"), "{mode}: {got:?}");
+        let mut c = BufReader::new(TcpStream::connect(&s.memcached).unwrap());
+        let (text, stats) = memcached_stats(&mut c);
+        let number = |name: &str| stat(&stats, &text, name);
+        assert_eq!((number("cmd_get"), number("get_hits"), number("get_misses")), (2, 0, 1), "{mode}: {text}");
+        assert_eq!(number("peerpath_get_failed"), 1, "{mode}: {text}");
+        drop(s);
+    }
+}
+
+/// Asks `stats` on `c`: its text and its figures by name.
+fn memcached_stats(c: &mut BufReader<TcpStream>) -> (String, std::collections::HashMap<String, String>) {
     c.get_mut().set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     c.get_mut().write_all(b"stats\r\n").unwrap();
     let mut text = String::new();
     while !text.ends_with("END\r\n") {
         assert!(c.read_line(&mut text).unwrap() > 0, "no END: {text:?}");
     }
-    c.get_mut().write_all(b"stats slabs\r\nstats items\r\nversion\r\nquit\r\n").unwrap();
-    let mut rest = String::new();
-    c.read_to_string(&mut rest).unwrap();
-    assert_eq!(rest, "ERROR\r\nERROR\r\nVERSION peerpath-serve\r\n");
-    let listing = text.strip_suffix("END\r\n").unwrap();
     let mut stats = std::collections::HashMap::new();
-    for line in listing.split_inclusive("\r\n") {
+    for line in text.strip_suffix("END\r\n").unwrap().split_inclusive("\r\n") {
         let fields: Vec<&str> = line.strip_suffix("\r\n").unwrap_or_else(|| panic!("a line not ended by CRLF: {line:?}")).split(' ').collect();
         assert!(fields.len() == 3 && fields[0] == "STAT", "not a STAT line: {line:?}");
-        assert!(stats.insert(fields[1], fields[2]).is_none(), "{} twice", fields[1]);
+        assert!(stats.insert(fields[1].to_string(), fields[2].to_string()).is_none(), "{} twice", fields[1]);
     }
-    let number = |name: &str| -> u64 { stats.get(name).unwrap_or_else(|| panic!("no {name}: {text}")).parse().unwrap_or_else(|_| panic!("{name} is not a number: {text}")) };
-    assert_eq!(number("pid"), s.pid() as u64);
-    assert!(number("time").abs_diff(before) <= 60, "{text}");
-    number("uptime");
-    assert_eq!(stats["version"], "peerpath-serve");
-    // Two keys looked up by the first connection's get, one by its gets: two hits, one miss.
-    assert_eq!((number("cmd_get"), number("get_hits"), number("get_misses")), (3, 2, 1), "{text}");
-    // This connection is the one open now; two were accepted.
-    assert_eq!((number("curr_connections"), number("total_connections"), number("rejected_connections")), (1, 2, 0), "{text}");
-    // Everything the first connection sent and got, and this one's `stats` line.
-    assert_eq!(number("bytes_read"), (asked.len() + b"stats\r\n".len()) as u64, "{text}");
-    assert_eq!(number("bytes_written"), got.len() as u64, "{text}");
-    assert!(number("threads") >= 1, "{text}");
-    assert_eq!((stats["peerpath_mode"], number("peerpath_read_only"), number("peerpath_requests"), number("peerpath_payload_bytes")), ("zerocopy", 1, 2, 12), "{text}");
-    drop(s);
+    (text, stats)
+}
+
+/// A figure of `stats` (`text` its whole answer, for the message).
+fn stat(stats: &std::collections::HashMap<String, String>, text: &str, name: &str) -> u64 {
+    stats.get(name).unwrap_or_else(|| panic!("no {name}: {text}")).parse().unwrap_or_else(|_| panic!("{name} is not a number: {text}"))
 }
 
 /// A client that asks for a large object and never reads it: the server

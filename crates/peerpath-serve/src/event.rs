@@ -210,11 +210,8 @@ pub(crate) fn run(shared: &Shared, epoll: &std::os::fd::OwnedFd, listeners: [(Op
     let workers = std::thread::scope(|scope| {
         let start_worker = || {
             let spawned = std::thread::Builder::new().name("serve-worker".into()).spawn_scoped(scope, || worker(shared, &queue, &parked));
-            match spawned {
-                Ok(_) => {
-                    shared.counters.threads.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => queue.not_started(shared, &e),
+            if let Err(e) = spawned {
+                queue.not_started(shared, &e);
             }
         };
         let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
@@ -317,6 +314,7 @@ fn say(what: &str) {
 /// panic while serving (a bug) closes that connection, said on stderr, and
 /// the worker goes on: one request never takes the server down.
 fn worker<'a>(shared: &'a Shared, queue: &Queue<'a>, parked: &Parked<'a>) {
+    let _serving = Serving::new(&shared.counters.threads);
     // Host mode's buffer, allocated on first use and lent to each connection served.
     let mut host_buf = None;
     while let Some(mut conn) = queue.pop(shared) {
@@ -337,5 +335,22 @@ fn worker<'a>(shared: &'a Shared, queue: &Queue<'a>, parked: &Parked<'a>) {
                 drop(conn);
             }
         }
+    }
+}
+
+/// A worker thread counted in memcached's `threads` figure while it runs: from its start
+/// until it ends, by returning or unwinding (the figure was of those ever started).
+struct Serving<'a>(&'a AtomicU64);
+
+impl<'a> Serving<'a> {
+    fn new(threads: &'a AtomicU64) -> Serving<'a> {
+        threads.fetch_add(1, Ordering::Relaxed);
+        Serving(threads)
+    }
+}
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -107,10 +107,10 @@ fn stats(shared: &crate::Shared) -> String {
     use std::fmt::Write as _;
     use std::sync::atomic::Ordering::Relaxed;
     let c = &shared.counters;
-    let (hits, misses) = (c.get_hits.load(Relaxed), c.get_misses.load(Relaxed));
+    let (hits, misses, failed) = (c.get_hits.load(Relaxed), c.get_misses.load(Relaxed), c.get_failed.load(Relaxed));
     let (requests, aborted, payload) = shared.stats.so_far();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let figures: [(&str, &dyn std::fmt::Display); 19] = [
+    let figures: [(&str, &dyn std::fmt::Display); 20] = [
         ("pid", &std::process::id()),
         ("uptime", &shared.started.elapsed().as_secs()),
         ("time", &now),
@@ -119,7 +119,8 @@ fn stats(shared: &crate::Shared) -> String {
         ("curr_connections", &shared.served_connections.load(Relaxed)),
         ("total_connections", &c.total_connections.load(Relaxed)),
         ("rejected_connections", &c.rejected_connections.load(Relaxed)),
-        ("cmd_get", &(hits + misses)),
+        // One per key looked up, as memcached counts.
+        ("cmd_get", &(hits + misses + failed)),
         ("get_hits", &hits),
         ("get_misses", &misses),
         ("bytes_read", &c.bytes_read.load(Relaxed)),
@@ -127,6 +128,7 @@ fn stats(shared: &crate::Shared) -> String {
         ("threads", &c.threads.load(Relaxed)),
         ("peerpath_mode", &shared.config.mode.name()),
         ("peerpath_read_only", &u8::from(shared.config.max_set_bytes.is_none())),
+        ("peerpath_get_failed", &failed),
         ("peerpath_requests", &requests),
         ("peerpath_requests_aborted", &aborted),
         ("peerpath_payload_bytes", &payload),
@@ -315,9 +317,33 @@ fn valid_key(k: &[u8]) -> bool {
 /// Answers `get`/`gets` for `keys`: a VALUE block per key that names a
 /// file, then END. Each block goes out when the next found key is known,
 /// with END as the last one's trailer (so a NIC sends the whole answer and
-/// this process need not wait for it before writing END).
-/// Returns (status, payload, copied, from host memory, keep).
-fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool) {
+/// this process need not wait for it before writing END). Counts the keys
+/// looked up as memcached does, one each (a bad key ends the command; it and
+/// those after it are not looked up): a hit once its VALUE is answered, a
+/// miss when it names no file, failed when it named one whose VALUE was not
+/// answered (it could not be read or sent: the connection is closed).
+fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> Outcome {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut looked = Looked::default();
+    let outcome = answer_get(conn, keys, cas, &mut looked);
+    let c = &conn.shared.counters;
+    c.get_hits.fetch_add(looked.hits, Relaxed);
+    c.get_misses.fetch_add(looked.misses, Relaxed);
+    c.get_failed.fetch_add(looked.found - looked.hits, Relaxed);
+    outcome
+}
+
+/// The keys a `get` looked up: those that named a file, of them those whose VALUE was
+/// answered, and those that named none.
+#[derive(Default)]
+struct Looked {
+    found: u64,
+    hits: u64,
+    misses: u64,
+}
+
+/// [`get`]'s answer, counting its keys in `looked`.
+fn answer_get(conn: &mut Conn, keys: &[&[u8]], cas: bool, looked: &mut Looked) -> Outcome {
     let (mut payload, mut copied, mut from_host) = (0u64, 0u64, 0u64);
     // The found key whose block is not sent yet, with its header.
     let mut waiting: Option<(crate::Resolved, Vec<u8>)> = None;
@@ -327,6 +353,7 @@ fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool)
         payload += sent.payload;
         copied += sent.copied;
         from_host += sent.from_host;
+        looked.hits += u64::from(!sent.close);
         !sent.close
     };
     for k in keys {
@@ -335,10 +362,10 @@ fn get(conn: &mut Conn, keys: &[&[u8]], cas: bool) -> (u16, u64, u64, u64, bool)
             return (400, payload, copied, from_host, keep && conn.write_all(b"CLIENT_ERROR bad key\r\n").is_ok());
         }
         let Ok(found) = resolve(&conn.shared.root, k) else {
-            conn.shared.counters.get_misses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            looked.misses += 1;
             continue;
         };
-        conn.shared.counters.get_hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        looked.found += 1;
         if let Some(w) = waiting.take() {
             if !send(conn, w, b"\r\n") {
                 return (200, payload, copied, from_host, false);

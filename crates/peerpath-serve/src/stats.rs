@@ -30,10 +30,14 @@ pub(crate) struct Counters {
     /// sends, in devmem mode, are not seen here).
     pub bytes_read: AtomicU64,
     pub bytes_written: AtomicU64,
-    /// memcached `get`/`gets` keys that named a file, and keys that did not.
+    /// memcached `get`/`gets` keys looked up (memcached's `cmd_get` is their sum, one per key, as
+    /// memcached counts): those whose VALUE was answered (sent, or queued behind the answers before
+    /// it), those that named no file, and those that named one whose VALUE was not answered (it
+    /// could not be read or sent: the connection is closed).
     pub get_hits: AtomicU64,
     pub get_misses: AtomicU64,
-    /// Worker threads started.
+    pub get_failed: AtomicU64,
+    /// Worker threads serving now (each counts itself while it runs).
     pub threads: AtomicU64,
 }
 
