@@ -3,7 +3,8 @@
 //! job, its numbers and a what-if sweep, one line each (`--job`; `--ratio`,
 //! `--csps`, `--ssds`, `--queue-depth` and `--threads`, `-` for none;
 //! `--vary`). A catalog or an error, never a panic; every figure of a
-//! catalog read is finite and not negative, and the epyc case study (a
+//! catalog read is finite and not negative, its PCI ids can match, its CMB rates
+//! are finite and at least 1 kB/s, and the epyc case study (a
 //! fixture of peerpath-topo) simulates with it, a result or an error. A job
 //! and a sweep parsed run on that machine with the shipped catalog, a result
 //! or an error.
@@ -30,6 +31,18 @@ fuzz_target!(|data: &[u8]| {
         for (path, f) in cat.figures() {
             if let Some(v) = f.known() {
                 assert!(v.is_finite() && v >= 0.0, "{path}: {v}");
+            }
+        }
+        // What a catalog read promises too: every PCI id can match (vvvv:dddd in hex), and
+        // every CSP's CMB rate, where known, is finite and at least 1 kB/s.
+        let ids = cat.ssds.iter().map(|d| &d.pci_ids).chain(cat.csps.iter().map(|d| &d.pci_ids)).chain(cat.nics.iter().map(|d| &d.pci_ids)).chain(cat.gpus.iter().map(|d| &d.pci_ids)).chain(cat.switches.iter().map(|d| &d.pci_ids));
+        for id in ids.flatten() {
+            let hex4 = |s: &str| s.len() == 4 && s.bytes().all(|b| b.is_ascii_hexdigit());
+            assert!(id.split_once(':').is_some_and(|(v, d)| hex4(v) && hex4(d)), "{id}");
+        }
+        for c in &cat.csps {
+            if let Some((bw, _)) = c.cmb_bandwidth() {
+                assert!(bw.is_finite() && bw >= 1e3, "{}: {bw}", c.name);
             }
         }
         if let Ok(m) = Machine::new(topo.clone(), &cat, None) {

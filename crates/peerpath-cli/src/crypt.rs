@@ -94,9 +94,9 @@ pub struct CryptArgs {
     /// With --engine emulated or gpu: fail (exit 15) instead of working on the CPU when the device cannot start or fails.
     #[arg(long)]
     no_fallback: bool,
-    /// With --engine gpu: which GPU.
-    #[arg(long, default_value_t = 0)]
-    gpu: usize,
+    /// With --engine gpu: which GPU [default: 0].
+    #[arg(long)]
+    gpu: Option<usize>,
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: a device's output is not checked here).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
@@ -354,7 +354,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if a.inject_faults.is_some() && a.engine != CryptEngine::Emulated {
         return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
     }
-    if a.gpu != 0 && a.engine != CryptEngine::Gpu {
+    if a.gpu.is_some() && a.engine != CryptEngine::Gpu {
         return Err(JobError::Usage("--gpu needs --engine gpu".into()));
     }
     if a.device_timeout.is_some() && a.engine == CryptEngine::Cpu {
@@ -401,7 +401,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if a.engine != CryptEngine::Cpu {
         let sealing = dir == Direction::Encrypt;
         let why = match a.engine {
-            CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu, cipher.layout(), sealing, a.device_timeout),
+            CryptEngine::Gpu => crate::crypt_device::start_gpu(a.gpu.unwrap_or(0), cipher.layout(), sealing, a.device_timeout),
             _ => crate::crypt_device::start(cipher.layout(), sealing, a.inject_faults.clone(), a.device_timeout),
         };
         match why {

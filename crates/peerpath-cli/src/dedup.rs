@@ -131,9 +131,9 @@ enum DedupCommand {
         /// With --engine emulated or gpu: fail (exit 15) instead of chunking on the CPU when the device cannot start or fails.
         #[arg(long)]
         no_fallback: bool,
-        /// With --engine gpu: which GPU.
-        #[arg(long, default_value_t = 0)]
-        gpu: usize,
+        /// With --engine gpu: which GPU [default: 0].
+        #[arg(long)]
+        gpu: Option<usize>,
         /// With --engine emulated or gpu: a device with commands in flight and none completing for
         /// this long (seconds) is declared hung and the host CPU chunks (or exit 15 with
         /// --no-fallback) [default: 10 for an emulated CSP, 30 for a GPU].
@@ -239,11 +239,11 @@ pub fn main(a: DedupArgs) -> ExitCode {
         DedupCommand::Store { sources, name, dir, min, avg, max, hash, force, engine, no_fallback, gpu, device_timeout, compress, threads, json, quiet } => {
             let compress = compress.map(|l| Level::new(l).expect("clap checked the range"));
             let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)), usize::from);
-            if gpu != 0 && engine != DedupEngine::Gpu {
+            if gpu.is_some() && engine != DedupEngine::Gpu {
                 Err(JobError::Usage("--gpu needs --engine gpu".into()))
             } else {
                 let say = if json { Say::Json } else if quiet { Say::Nothing } else { Say::Lines };
-                store(&sources, name.as_deref(), &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu, device_timeout), compress, threads, say)
+                store(&sources, name.as_deref(), &dir.store, (min, avg, max), hash.as_deref(), force, (engine, no_fallback, gpu.unwrap_or(0), device_timeout), compress, threads, say)
             }
         }
         DedupCommand::Restore { name, dir, output, force, json, quiet: _ } => {

@@ -152,9 +152,9 @@ struct DeviceArgs {
     /// device cannot start or fails (nothing is kept).
     #[arg(long)]
     no_fallback: bool,
-    /// With --engine gpu: which GPU.
-    #[arg(long, default_value_t = 0)]
-    gpu: usize,
+    /// With --engine gpu: which GPU [default: 0].
+    #[arg(long)]
+    gpu: Option<usize>,
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=40" (verify, repair and decode also take "corrupt=0.01"; encode cannot check the parity it would corrupt).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
@@ -170,7 +170,7 @@ impl DeviceArgs {
         if self.inject_faults.is_some() && self.engine != EcEngine::Emulated {
             return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
         }
-        if self.gpu != 0 && self.engine != EcEngine::Gpu {
+        if self.gpu.is_some() && self.engine != EcEngine::Gpu {
             return Err(JobError::Usage("--gpu needs --engine gpu".into()));
         }
         if self.device_timeout.is_some() && self.engine == EcEngine::Cpu {
@@ -206,7 +206,7 @@ impl DeviceArgs {
         let started = match self.engine {
             EcEngine::Cpu => return Ok(None),
             EcEngine::Emulated => ec_device::start_set(k, p, unit, self.inject_faults.clone(), self.device_timeout),
-            EcEngine::Gpu => ec_device::start_set_gpu(self.gpu, k, p, unit, self.device_timeout),
+            EcEngine::Gpu => ec_device::start_set_gpu(self.gpu.unwrap_or(0), k, p, unit, self.device_timeout),
         };
         match started {
             Ok(d) => Ok(Some(d)),
@@ -546,7 +546,7 @@ fn encode(source: &Path, (k, m, unit): (usize, usize, usize), (dir, placed): (&P
     let started_device = match e.engine {
         EcEngine::Cpu => None,
         EcEngine::Emulated => Some(ec_device::start(k, m, unit, e.inject_faults.clone(), e.device_timeout)),
-        EcEngine::Gpu => Some(ec_device::start_gpu(e.gpu, k, m, unit, e.device_timeout)),
+        EcEngine::Gpu => Some(ec_device::start_gpu(e.gpu.unwrap_or(0), k, m, unit, e.device_timeout)),
     };
     match started_device {
         Some(Ok(d)) => device = Some(d),
@@ -2084,7 +2084,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn on_cpu() -> DeviceArgs {
-        DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, gpu: 0, inject_faults: None, device_timeout: None }
+        DeviceArgs { engine: EcEngine::Cpu, no_fallback: false, gpu: None, inject_faults: None, device_timeout: None }
     }
 
     /// A source that ends before its size at open (it shrank while the set

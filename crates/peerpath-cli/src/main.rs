@@ -503,9 +503,9 @@ struct CompressArgs {
     /// CSPs where the topology has them, else the host CPU).
     #[arg(long, value_enum, default_value_t = EngineArg::Cpu)]
     engine: EngineArg,
-    /// Emulated devices to start, 1 to 1024 (each serves its own group of sources and targets).
-    #[arg(long, default_value_t = 1, value_parser = parse_threads, help_heading = "Devices")]
-    devices: usize,
+    /// Emulated devices to start, 1 to 1024 (each serves its own group of sources and targets) [default: 1].
+    #[arg(long, value_parser = parse_threads, help_heading = "Devices")]
+    devices: Option<usize>,
     /// Memory of each emulated device (K, M, G suffixes), at least 4M; memory from "shm" is at most
     /// this machine's memory [default: 512M, the seed's CMB; half the machine's memory where that is less].
     /// With --engine gpu: the GPU memory the job computes in [default: 4G].
@@ -527,35 +527,35 @@ struct CompressArgs {
     /// Fail (exit 15, nothing kept) instead of letting the host CPU do what a device could not.
     #[arg(long, help_heading = "Devices")]
     no_fallback: bool,
-    /// With --engine gpu: which GPU.
-    #[arg(long, default_value_t = 0, help_heading = "Devices")]
-    gpu: usize,
+    /// With --engine gpu: which GPU [default: 0].
+    #[arg(long, help_heading = "Devices")]
+    gpu: Option<usize>,
     /// With --engine gpu: nvCOMP's library [default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel].
     #[arg(long, help_heading = "Devices")]
     nvcomp: Option<PathBuf>,
     /// With --engine gpu: nvCOMP's gzip algorithm, 0 to 5 [default: from --level: 0 gives 0 (entropy coding only, the fastest), 1-12 give 2 (the smallest output measured, smaller than igzip -1's); docs/gpu-nvcomp.md].
     #[arg(long, value_parser = clap::value_parser!(i32).range(0..=5), help_heading = "Devices")]
     gpu_algorithm: Option<i32>,
-    /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing); more than 1 measured slower so far (bench/results/2026-11-26-gpu-machine-3).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
-    gpu_streams: u32,
-    /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: measured no faster, bench/results/2026-11-26-gpu-machine-5).
-    #[arg(long, value_enum, default_value_t = GpuStagingArg::Commands, help_heading = "Devices")]
-    gpu_staging: GpuStagingArg,
+    /// With --engine gpu: CUDA streams, one host thread each, whose batches overlap (copies, kernels, packing); more than 1 measured slower so far (bench/results/2026-11-26-gpu-machine-3) [default: 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), help_heading = "Devices")]
+    gpu_streams: Option<u32>,
+    /// With --engine gpu: who moves each chunk between the pinned host window and GPU memory: `commands` (copy commands from the host, three round trips a chunk: measured) or `device` (the GPU device itself, one round trip a chunk: measured no faster, bench/results/2026-11-26-gpu-machine-5) [default: commands].
+    #[arg(long, value_enum, help_heading = "Devices")]
+    gpu_staging: Option<GpuStagingArg>,
     /// With --engine gpu: how sources reach GPU memory and outputs leave it: `auto` (the GPU reads
     /// and writes them itself through cuFile, GPUDirect Storage, where cuFile reports a direct path
     /// from NVMe; staged through the pinned window otherwise, and the report says why), `staged`
     /// (always through the window), or `cufile` (through cuFile even in its compatibility mode,
-    /// where it bounces every byte through host memory itself; for testing the path). cuFile: $PEERPATH_CUFILE, the loader's path, or a CUDA installation's lib64.
-    #[arg(long, value_enum, default_value_t = GpuIoArg::Auto, help_heading = "Devices")]
-    gpu_io: GpuIoArg,
+    /// where it bounces every byte through host memory itself; for testing the path). cuFile: $PEERPATH_CUFILE, the loader's path, or a CUDA installation's lib64 [default: auto].
+    #[arg(long, value_enum, help_heading = "Devices")]
+    gpu_io: Option<GpuIoArg>,
     /// With --engine gpu: sources and targets on a memory file system (tmpfs, /dev/shm): `staged`
     /// (the kernel copies them to and from the pinned window: a CPU copy each way), or `mapped`
     /// (mapped and registered with CUDA, up to 64 MiB at a time: the GPU's copy engine reads and writes
     /// their pages, no CPU copy; not yet measured on a GPU: `peerpath gpu probe --mapped-at DIR`
-    /// checks that this machine's driver pins them, docs/gpu-nvcomp.md).
-    #[arg(long, value_enum, default_value_t = GpuMemoryFilesArg::Staged, help_heading = "Devices")]
-    gpu_memory_files: GpuMemoryFilesArg,
+    /// checks that this machine's driver pins them, docs/gpu-nvcomp.md) [default: staged].
+    #[arg(long, value_enum, help_heading = "Devices")]
+    gpu_memory_files: Option<GpuMemoryFilesArg>,
     /// With --gpu-memory-files mapped: bytes of a file mapped and registered at once, as first
     /// used (K, M, G suffixes; 64K to 64G, whole pages): pinning is paid a granule at a time. A
     /// file's first granules are smaller (1 MiB, 1, 2, 4, ... doubling up to this size), so a
@@ -573,10 +573,10 @@ struct CompressArgs {
     #[arg(long, value_parser = parse_size, help_heading = "Devices")]
     gpu_window: Option<usize>,
     /// With --engine gpu: input a worker waits to gather into one nvCOMP launch (K, M, G
-    /// suffixes; 0: what is queued, the default); it starts sooner when the queue depth is all in
-    /// the GPU or --gpu-batch-wait has passed. Waiting measured slower so far (bench/results/2026-11-26-gpu-machine-6).
-    #[arg(long, default_value = "0", value_parser = parse_size, help_heading = "Devices")]
-    gpu_batch: usize,
+    /// suffixes; 0: what is queued); it starts sooner when the queue depth is all in the GPU or
+    /// --gpu-batch-wait has passed. Waiting measured slower so far (bench/results/2026-11-26-gpu-machine-6) [default: 0].
+    #[arg(long, value_parser = parse_size, help_heading = "Devices")]
+    gpu_batch: Option<usize>,
     /// With --gpu-batch: the longest a worker waits for its batch to fill, in milliseconds [default: 2].
     #[arg(long, help_heading = "Devices")]
     gpu_batch_wait: Option<f64>,
@@ -767,9 +767,9 @@ struct DecodeEngineArgs {
     /// an emulated CSP: units checked and rebuilt, blocks opened and members decoded in its memory.
     #[arg(long, value_enum, default_value_t = DecodeEngineArg::Cpu)]
     engine: DecodeEngineArg,
-    /// With --engine gpu: which GPU.
-    #[arg(long, default_value_t = 0, help_heading = "Devices")]
-    gpu: usize,
+    /// With --engine gpu: which GPU [default: 0].
+    #[arg(long, help_heading = "Devices")]
+    gpu: Option<usize>,
     /// With --engine gpu: nvCOMP's library [default: $PEERPATH_NVCOMP, the loader's path, then Python's nvidia-libnvcomp wheel].
     #[arg(long, help_heading = "Devices")]
     nvcomp: Option<PathBuf>,
@@ -824,7 +824,7 @@ impl DecodeEngineArgs {
         (self.engine == DecodeEngineArg::Gpu).then(|| {
             let defaults = peerpath_runtime::GpuDecodeSpec::default();
             peerpath_runtime::GpuDecodeSpec {
-                ordinal: self.gpu,
+                ordinal: self.gpu.unwrap_or(0),
                 nvcomp: self.nvcomp.clone(),
                 batch_bytes: self.gpu_batch.unwrap_or(defaults.batch_bytes),
                 no_fallback: self.no_fallback,
@@ -842,7 +842,7 @@ impl DecodeEngineArgs {
         if self.device_timeout.is_some() && self.engine == DecodeEngineArg::Cpu {
             return Err(JobError::Usage(format!("--device-timeout times devices: give it with --engine {devices}")));
         }
-        let given = [(self.gpu != 0, "--gpu", SetsUp::Gpu), (self.nvcomp.is_some(), "--nvcomp", SetsUp::Gpu), (self.gpu_batch.is_some(), "--gpu-batch", SetsUp::Gpu)];
+        let given = [(self.gpu.is_some(), "--gpu", SetsUp::Gpu), (self.nvcomp.is_some(), "--nvcomp", SetsUp::Gpu), (self.gpu_batch.is_some(), "--gpu-batch", SetsUp::Gpu)];
         refuse_untaken(&given, &engine_name(self.engine), mode, "decodes", engines)?;
         if mode == " --ec" && self.engine == DecodeEngineArg::Gpu && self.gpu_batch.is_some() {
             return Err(JobError::Usage("--gpu-batch with --ec --engine gpu: the chain sizes its GPU's launches to what it holds (its members in flight): drop it".into()));
@@ -1101,7 +1101,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
     // a usage error, not ignored (--device-workers sets the emulated device's workers; those of a
     // GPU are refused with the others, by refuse_unused_compress_options).
     let refused = [
-        (a.devices != 1, "--devices with --ec", "the chain runs on one device: drop it"),
+        (a.devices.is_some(), "--devices with --ec", "the chain runs on one device: drop it"),
         (a.device_memory.is_some(), "--device-memory with --ec", "the chain sizes its device's memory to what it holds (its blocks in flight, two stripes and their parity): drop it"),
         (a.device_memory_from.is_some(), "--device-memory-from with --ec", "the chain's emulated device places its memory itself (in /dev/shm where it fits, else the temporary directory): drop it"),
     ];
@@ -1142,7 +1142,7 @@ fn compress_ec(a: &CompressArgs, level: Level, encrypt: Option<(std::sync::Arc<p
             return Err(JobError::Usage("--inject-faults needs --engine emulated".into()));
         }
         let started = match a.engine {
-            EngineArg::Gpu => chain_device::start_gpu(&opts, a.gpu, a.nvcomp.clone(), gpu_algorithm(a), a.device_timeout),
+            EngineArg::Gpu => chain_device::start_gpu(&opts, a.gpu.unwrap_or(0), a.nvcomp.clone(), gpu_algorithm(a), a.device_timeout),
             _ => chain_device::start(&opts, a.inject_faults.clone(), a.device_timeout),
         };
         let (why, then) = match started {
@@ -1311,21 +1311,21 @@ fn refuse_unused_compress_options(a: &CompressArgs) -> Result<(), JobError> {
         return Err(JobError::Usage("--device-memory-from p2p:BDF is the memory of emulated devices: use it with --engine emulated".into()));
     }
     let given = [
-        (a.devices != 1, "--devices", SetsUp::Emulated),
+        (a.devices.is_some(), "--devices", SetsUp::Emulated),
         (a.device_memory.is_some(), "--device-memory", SetsUp::Devices),
         (a.device_memory_from.is_some(), "--device-memory-from", SetsUp::Emulated),
         (a.device_workers.is_some(), "--device-workers", SetsUp::Emulated),
-        (a.gpu != 0, "--gpu", SetsUp::Gpu),
+        (a.gpu.is_some(), "--gpu", SetsUp::Gpu),
         (a.nvcomp.is_some(), "--nvcomp", SetsUp::Gpu),
         (a.gpu_algorithm.is_some(), "--gpu-algorithm", SetsUp::Gpu),
-        (a.gpu_streams != 1, "--gpu-streams", SetsUp::Gpu),
-        (a.gpu_staging != GpuStagingArg::Commands, "--gpu-staging", SetsUp::Gpu),
-        (a.gpu_io != GpuIoArg::Auto, "--gpu-io", SetsUp::Gpu),
-        (a.gpu_memory_files != GpuMemoryFilesArg::Staged, "--gpu-memory-files", SetsUp::Gpu),
+        (a.gpu_streams.is_some(), "--gpu-streams", SetsUp::Gpu),
+        (a.gpu_staging.is_some(), "--gpu-staging", SetsUp::Gpu),
+        (a.gpu_io.is_some(), "--gpu-io", SetsUp::Gpu),
+        (a.gpu_memory_files.is_some(), "--gpu-memory-files", SetsUp::Gpu),
         (a.gpu_map_granule.is_some(), "--gpu-map-granule", SetsUp::Gpu),
         (a.gpu_chunk.is_some(), "--gpu-chunk", SetsUp::Gpu),
         (a.gpu_window.is_some(), "--gpu-window", SetsUp::Gpu),
-        (a.gpu_batch != 0, "--gpu-batch", SetsUp::Gpu),
+        (a.gpu_batch.is_some(), "--gpu-batch", SetsUp::Gpu),
         (a.gpu_batch_wait.is_some(), "--gpu-batch-wait", SetsUp::Gpu),
     ];
     let (mode, engines) = if a.ec.is_some() { (" --ec", &COMPRESS_ENGINES[..3]) } else { ("", &COMPRESS_ENGINES[..]) };
@@ -1339,8 +1339,8 @@ fn refuse_unused_compress_options(a: &CompressArgs) -> Result<(), JobError> {
     }
     let refused = [
         (a.sysfs.is_some() && !matches!(a.device_memory_from, Some(MemoryFrom::P2p(_))), "--sysfs is where --device-memory-from p2p:BDF is looked for: give that, or drop it"),
-        (a.gpu_map_granule.is_some() && a.gpu_memory_files != GpuMemoryFilesArg::Mapped, "--gpu-map-granule sizes what --gpu-memory-files mapped maps: give that, or drop it"),
-        (a.gpu_batch_wait.is_some() && a.gpu_batch == 0, "--gpu-batch-wait is how long a worker waits to gather --gpu-batch, and with none given it waits for nothing: give --gpu-batch SIZE, or drop it"),
+        (a.gpu_map_granule.is_some() && a.gpu_memory_files != Some(GpuMemoryFilesArg::Mapped), "--gpu-map-granule sizes what --gpu-memory-files mapped maps: give that, or drop it"),
+        (a.gpu_batch_wait.is_some() && a.gpu_batch.unwrap_or(0) == 0, "--gpu-batch-wait is how long a worker waits to gather --gpu-batch, and with none given it waits for nothing: give --gpu-batch SIZE, or drop it"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, why)) => Err(JobError::Usage(why.to_string())),
@@ -1360,7 +1360,7 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
     let memory_bytes = device_memory_bytes(a.device_memory, &memory_from)?;
     let emulated = || {
         let mut spec = peerpath_runtime::EmulatedSpec::new();
-        spec.devices = a.devices;
+        spec.devices = a.devices.unwrap_or(1);
         spec.memory_bytes = memory_bytes;
         if let Some(w) = a.device_workers {
             spec.workers = w;
@@ -1390,21 +1390,22 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
                 return Err(JobError::Usage(format!("--gpu-batch-wait {ms}: give 0 to 1000 milliseconds")));
             }
             let granule = a.gpu_map_granule.unwrap_or(GPU_MAP_GRANULE_BYTES);
-            let map_memory_files = (a.gpu_memory_files == GpuMemoryFilesArg::Mapped).then_some(granule as u64);
-            if map_memory_files.is_some() && a.gpu_staging == GpuStagingArg::Device {
+            let map_memory_files = (a.gpu_memory_files == Some(GpuMemoryFilesArg::Mapped)).then_some(granule as u64);
+            let staging = a.gpu_staging.unwrap_or(GpuStagingArg::Commands);
+            if map_memory_files.is_some() && staging == GpuStagingArg::Device {
                 return Err(JobError::Usage("--gpu-memory-files mapped: the GPU reads files into GPU memory of its own, which --gpu-staging device does not keep (use --gpu-staging commands)".into()));
             }
             if !(64 << 10..=64 << 30).contains(&granule) || !granule.is_multiple_of(4096) {
                 return Err(JobError::Usage(format!("--gpu-map-granule {granule}: give 64K to 64G, a multiple of 4K")));
             }
-            let gather = peerpath_gpu::Gather { bytes: a.gpu_batch as u64, wait };
+            let gather = peerpath_gpu::Gather { bytes: a.gpu_batch.unwrap_or(0) as u64, wait };
             let mut spec = peerpath_runtime::GpuSpec {
-                ordinal: a.gpu,
+                ordinal: a.gpu.unwrap_or(0),
                 algorithm: gpu_algorithm(a),
                 nvcomp: a.nvcomp.clone(),
-                streams: a.gpu_streams as usize,
-                staging: a.gpu_staging.into(),
-                io: match (a.gpu_io, a.gpu_staging) {
+                streams: a.gpu_streams.unwrap_or(1) as usize,
+                staging: staging.into(),
+                io: match (a.gpu_io.unwrap_or(GpuIoArg::Auto), staging) {
                     // The device's own staging has no GPU memory apart from the window to read into.
                     (GpuIoArg::Auto, GpuStagingArg::Device) => peerpath_gpu::GpuIo::Staged,
                     (io, _) => io.into(),
@@ -1548,7 +1549,7 @@ fn run(cli: Cli) -> Result<(), JobError> {
                     // slot is 128 MiB of GPU memory and as much pinned), so at most 8.
                     let workers = if a.decode.engine == DecodeEngineArg::Gpu { threads.min(8) } else { threads };
                     let started = match a.decode.engine {
-                        DecodeEngineArg::Gpu => chain_device::start_decode_gpu(k, m, unit, workers, a.decode.gpu, a.decode.nvcomp.clone(), a.decode.device_timeout),
+                        DecodeEngineArg::Gpu => chain_device::start_decode_gpu(k, m, unit, workers, a.decode.gpu.unwrap_or(0), a.decode.nvcomp.clone(), a.decode.device_timeout),
                         _ => chain_device::start_decode(k, m, unit, workers, a.inject_faults.clone(), a.decode.device_timeout),
                     };
                     let (why, then) = match started {

@@ -93,9 +93,9 @@ pub struct ScanArgs {
     /// With --engine emulated or gpu: fail (exit 15) instead of counting on the CPU when the device cannot start or fails.
     #[arg(long)]
     no_fallback: bool,
-    /// With --engine gpu: which GPU.
-    #[arg(long, default_value_t = 0)]
-    gpu: usize,
+    /// With --engine gpu: which GPU [default: 0].
+    #[arg(long)]
+    gpu: Option<usize>,
     /// Testing aid, with --engine emulated: inject seeded device faults, e.g. "seed=7,crash-after=3,error=0.1" (no corrupt=: the device's counts cannot be checked).
     #[arg(long, value_parser = crate::parse_faults)]
     inject_faults: Option<peerpath_device::FaultConfig>,
@@ -358,7 +358,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
     if a.inject_faults.as_ref().is_some_and(|f| f.corrupt_probability > 0.0) {
         return Err(JobError::Usage("scan cannot check the device's counts: --inject-faults takes no corrupt= with it".into()));
     }
-    if a.gpu != 0 && a.engine != ScanEngine::Gpu {
+    if a.gpu.is_some() && a.engine != ScanEngine::Gpu {
         return Err(JobError::Usage("--gpu needs --engine gpu".into()));
     }
     if a.device_timeout.is_some() && a.engine == ScanEngine::Cpu {
@@ -386,7 +386,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             _ if max_record < scan_device::LONGEST_RECORD => {
                 Err(format!("--max-record {max_record} is below the {} bytes a record may have on the device, which does not check records' lengths", scan_device::LONGEST_RECORD))
             }
-            ScanEngine::Gpu => scan_device::start_gpu(a.gpu, a.motif.as_deref(), a.ignore_case, a.device_timeout),
+            ScanEngine::Gpu => scan_device::start_gpu(a.gpu.unwrap_or(0), a.motif.as_deref(), a.ignore_case, a.device_timeout),
             _ => scan_device::start(a.inject_faults.clone(), a.device_timeout),
         };
         match started {
@@ -395,7 +395,7 @@ fn run(a: ScanArgs) -> Result<(), JobError> {
             Err(why) => fallback(&mut fallbacks, format!("{why}: scanning on the host CPU")),
         }
     }
-    let device_name = if a.engine == ScanEngine::Gpu { format!("GPU {}", a.gpu) } else { "the emulated CSP".to_string() };
+    let device_name = if a.engine == ScanEngine::Gpu { format!("GPU {}", a.gpu.unwrap_or(0)) } else { "the emulated CSP".to_string() };
     let threads = a.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     // Bytes that reached standard output, for an error that ends the job part way.
     let mut written = None;

@@ -63,6 +63,15 @@ fn options_the_engine_or_mode_would_not_use_are_refused() {
         (compress(&["--gpu-io", "cufile"]), 2, vec!["--gpu-io with --engine cpu"]),
         (compress(&["--gpu", "1"]), 2, vec!["--gpu with --engine cpu"]),
         (compress(&["--gpu-batch-wait", "3"]), 2, vec!["--gpu-batch-wait with --engine cpu"]),
+        // compress: each given at its default value, which the engine would ignore as well.
+        (compress(&["--engine", "cpu", "--gpu", "0"]), 2, vec!["--gpu with --engine cpu"]),
+        (compress(&["--gpu-streams", "1"]), 2, vec!["--gpu-streams with --engine cpu"]),
+        (compress(&["--engine", "emulated", "--gpu-io", "auto"]), 2, vec!["--gpu-io with --engine emulated"]),
+        (compress(&["--gpu-batch", "0"]), 2, vec!["--gpu-batch with --engine cpu"]),
+        (compress(&["--gpu-staging", "commands"]), 2, vec!["--gpu-staging with --engine cpu"]),
+        (compress(&["--engine", "emulated", "--gpu-memory-files", "staged"]), 2, vec!["--gpu-memory-files with --engine emulated"]),
+        (compress(&["--engine", "cpu", "--devices", "1"]), 2, vec!["--devices with --engine cpu"]),
+        (compress(&["--engine", "gpu", "--devices", "1"]), 2, vec!["--devices with --engine gpu"]),
         // compress: options of a mode not asked for.
         (compress(&["--engine", "emulated", "--sysfs", "/sys"]), 2, vec!["--sysfs", "--device-memory-from p2p:BDF"]),
         (compress(&["--engine", "gpu", "--gpu-map-granule", "1M"]), 2, vec!["--gpu-map-granule", "--gpu-memory-files mapped"]),
@@ -74,6 +83,9 @@ fn options_the_engine_or_mode_would_not_use_are_refused() {
         (ec(&["--engine", "gpu", "--device-memory-from", "shm"]), 2, vec!["--device-memory-from with --ec --engine gpu"]),
         (ec(&["--engine", "emulated", "--device-memory-from", "shm"]), 2, vec!["--device-memory-from with --ec"]),
         (ec(&["--gpu", "1"]), 2, vec!["--gpu with --ec --engine cpu"]),
+        (ec(&["--gpu", "0"]), 2, vec!["--gpu with --ec --engine cpu"]),
+        (ec(&["--engine", "gpu", "--gpu-streams", "1"]), 2, vec!["--gpu-streams with --ec --engine gpu"]),
+        (ec(&["--engine", "emulated", "--devices", "1"]), 2, vec!["--devices with --ec", "the chain runs on one device"]),
         // compress --ec and decompress --ec: I/O options neither chain takes.
         (ec(&["--queue-depth", "4"]), 2, vec!["--queue-depth with --ec", "-T"]),
         (ec(&["--engine", "emulated", "--no-sync"]), 2, vec!["--no-sync with --ec", "always syncs"]),
@@ -89,6 +101,9 @@ fn options_the_engine_or_mode_would_not_use_are_refused() {
         (verify(&["--gpu-batch", "8M"]), 2, vec!["--gpu-batch with --engine cpu"]),
         (verify(&["--gpu", "1"]), 2, vec!["--gpu with --engine cpu"]),
         (verify(&["--nvcomp", "/x.so"]), 2, vec!["--nvcomp with --engine cpu"]),
+        (decompress(&["--gpu", "0"]), 2, vec!["--gpu with --engine cpu"]),
+        (decompress_ec(&["--engine", "emulated", "--gpu", "0"]), 2, vec!["--gpu with --ec --engine emulated"]),
+        (verify(&["--engine", "cpu", "--gpu", "0"]), 2, vec!["--gpu with --engine cpu"]),
         // peerpath gzip: peerpath's own options where they do nothing (gzip's usage error is 1).
         (args!["gzip", "--allow-no-end-member", "-c", d.join("src")], 1, vec!["--allow-no-end-member", "-d, -t or -l"]),
         (args!["gzip", "-l", "--report", d.join("src.gz")], 1, vec!["--report with -l", "--json"]),
@@ -102,6 +117,45 @@ fn options_the_engine_or_mode_would_not_use_are_refused() {
     // `--engine auto` may pick any device: the options of each are taken there.
     run(&mut pp(compress(&["--engine", "auto", "--gpu-streams", "2", "--device-workers", "1", "-q"]))).ok();
     assert!(out.is_file());
+    // A GPU's options at their default values are taken where a GPU may run (without one here,
+    // the host CPU does the work, said).
+    let gpu_defaults = ["--gpu", "0", "--gpu-streams", "1", "--gpu-io", "auto", "--gpu-batch", "0", "--gpu-staging", "commands", "--gpu-memory-files", "staged", "-q", "-f"];
+    run(&mut pp(compress(&[&["--engine", "auto", "--devices", "1"][..], &gpu_defaults].concat()))).ok();
+    run(&mut pp(compress(&[&["--engine", "gpu"][..], &gpu_defaults].concat()))).ok();
+    run(&mut pp(decompress(&["--engine", "gpu", "--gpu", "0", "-q", "-f"]))).ok();
+    run(&mut pp(verify(&["--engine", "gpu", "--gpu", "0", "-q"]))).ok();
+}
+
+/// `--gpu N` of encrypt, decrypt, ec, dedup store and scan where no GPU runs is a usage error,
+/// `--gpu 0` too: it was taken, and ignored, as the value --gpu has when it is not given.
+#[test]
+fn gpu_at_its_default_is_refused_where_no_gpu_runs() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("src"), b">a\nKLVK\n>b\nKK\n").unwrap();
+    run(&mut pp(args!["keygen", "-o", d.join("key")])).ok();
+    run(&mut pp(args!["encrypt", "-q", d.join("src"), "--key-file", d.join("key"), "-o", d.join("src.ppenc")])).ok();
+    run(&mut pp(args!["ec", "encode", "-q", d.join("src"), "-k", "2", "-m", "1", "-o", d.join("set")])).ok();
+    let key = d.join("key");
+    let out = d.join("out");
+    let cases = [
+        args!["encrypt", d.join("src"), "--key-file", &key, "-o", &out, "--gpu", "0"],
+        args!["encrypt", d.join("src"), "--key-file", &key, "-o", &out, "--engine", "emulated", "--gpu", "0"],
+        args!["decrypt", d.join("src.ppenc"), "--key-file", &key, "-o", &out, "--gpu", "0"],
+        args!["ec", "encode", d.join("src"), "-k", "2", "-m", "1", "-o", &out, "--gpu", "0"],
+        args!["ec", "verify", d.join("set"), "--engine", "emulated", "--gpu", "0"],
+        args!["ec", "decode", d.join("set"), "-o", &out, "--gpu", "0"],
+        args!["dedup", "store", d.join("src"), "-s", &out, "--gpu", "0"],
+        args!["scan", d.join("src"), "--motif", "K", "-c", "--gpu", "0"],
+    ];
+    for a in cases {
+        let o = run(&mut pp(&a));
+        assert!(o.code() == Some(2) && o.stderr.contains("--gpu needs --engine gpu") && o.stdout.is_empty(), "{a:?}: {}", o.describe());
+        assert_dir_holds(d, &["key", "set", "src", "src.ppenc"]);
+    }
+    // With --engine gpu it is taken (the host CPU does the work where there is no GPU, said).
+    run(&mut pp(args!["encrypt", "-q", d.join("src"), "--key-file", &key, "-o", &out, "--engine", "gpu", "--gpu", "0"])).ok();
+    run(&mut pp(args!["scan", d.join("src"), "--motif", "K", "-c", "--engine", "gpu", "--gpu", "0"])).ok();
 }
 
 /// The chains take --no-direct (a device then reads through the page cache) and --verbose (how
