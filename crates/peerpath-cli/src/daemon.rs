@@ -15,8 +15,8 @@
 //! that only the daemon's user may use; the job reads and writes through them
 //! as if it ran in the client, and the client exits with the job's code.
 //! Each side checks the other's user (SO_PEERCRED): the daemon takes jobs of its
-//! own user and root only, a client hands its job only to a daemon of its own
-//! user or root; and the socket lies in a directory no other user can reach, so
+//! own user only, a client hands its job only to a daemon of its own user (a job
+//! runs with exactly its client's permissions); and the socket lies in a directory no other user can reach, so
 //! none can put a socket of theirs at its name first. A job runs with the daemon's permissions
 //! and view of the files: a client whose groups, capabilities, mount namespace or root are not
 //! the daemon's is refused.
@@ -217,10 +217,10 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
     };
     // Whoever listens there gets the job's command line, environment (a key too) and standard
-    // streams: only a daemon of this user's (or root's), never a socket another user put there.
+    // streams: only a daemon of this user's, never a socket another user (root too) put there.
     match rustix::net::sockopt::socket_peercred(&conn) {
-        Ok(peer) if trusted(peer.uid) => {}
-        Ok(peer) => return not_here(format!("the socket is held by user {}, neither this user ({}) nor root: not a daemon of this user's, so the job, its streams and its environment are not handed to it", peer.uid.as_raw(), rustix::process::geteuid().as_raw())),
+        Ok(peer) if peer.uid == rustix::process::geteuid() => {}
+        Ok(peer) => return not_here(format!("the socket is held by user {}, not this user ({}): not a daemon of this user's, so the job, its streams and its environment are not handed to it", peer.uid.as_raw(), rustix::process::geteuid().as_raw())),
         Err(e) => return not_here(format!("cannot tell whose the daemon is (SO_PEERCRED): {e}")),
     }
     // A stopped daemon whose socket buffer is full would hold the request's send for ever.
@@ -313,12 +313,6 @@ fn why_ended(why: &str) -> ! {
     std::process::exit(EXIT_DAEMON as i32);
 }
 
-/// Whether a process of user `uid` at the other end of the socket may be trusted with a job (the
-/// daemon's view of a client, a client's of the daemon): this process's own user, or root.
-fn trusted(uid: rustix::process::Uid) -> bool {
-    uid == rustix::process::geteuid() || uid.is_root()
-}
-
 fn client_request() -> std::io::Result<Request> {
     let argv: Vec<OsString> = std::env::args_os().collect();
     Ok(Request {
@@ -367,10 +361,14 @@ pub fn runner() -> Option<String> {
 
 /// The daemon's log (its standard error when it started), for [`stopped_by_signal`].
 static LOG: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
-/// The number of the job that runs, 0 while none does: the one a signal cuts off.
+/// The number of the job that runs, 0 while none does: the one a signal cuts off; with [`ENDED`]
+/// once the job has ended and until its client is told its exit code.
 static RUNNING: AtomicU64 = AtomicU64::new(0);
+/// In [`RUNNING`]: its job has ended (its outputs in place or gone), its client maybe not yet told.
+const ENDED: u64 = 1 << 63;
 
-/// Says in the daemon's log that signal `name` stops it, and which job it cuts off: the signal
+/// Says in the daemon's log that signal `name` stops it, and which job it cuts off (or that the
+/// job had ended, its client maybe not yet told its exit code): the signal
 /// thread calls it once the temporaries are removed (their registry then stays locked, so no
 /// output of the job is put in place after) and before the process dies of the signal. The
 /// job's client says only that the daemon ended (exit 18).
@@ -378,6 +376,7 @@ pub fn stopped_by_signal(name: &str) {
     let Some(log) = LOG.get() else { return };
     match RUNNING.load(Ordering::SeqCst) {
         0 => say(log, format_args!("peerpath daemon: stopped by {name} (no job running)")),
+        job if job & ENDED != 0 => say(log, format_args!("peerpath daemon: stopped by {name}: job {} had ended, its outputs as it left them; its client, unless already told its exit code, fails (exit {EXIT_DAEMON})", job & !ENDED)),
         job => say(log, format_args!("peerpath daemon: stopped by {name}: job {job} cut off, its outputs in progress not put in place (its client fails, exit {EXIT_DAEMON})")),
     }
 }
@@ -709,15 +708,16 @@ fn listen(socket: &Path) -> Result<UnixListener, String> {
     Ok(listener)
 }
 
-/// Reads a client's request and descriptors; only the daemon's own user, or root, may ask
-/// (a job writes files as the daemon's user).
+/// Reads a client's request and descriptors; only the daemon's own user may ask (a job writes
+/// files as the daemon's user; [`access_view`] then compares all of the client's ids with its).
 fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     let peer = rustix::net::sockopt::socket_peercred(&conn).map_err(|e| format!("SO_PEERCRED: {e}"))?;
-    if !trusted(peer.uid) {
-        let why = format!("user {} is neither the daemon's user ({}) nor root", peer.uid.as_raw(), rustix::process::geteuid().as_raw());
+    if peer.uid != rustix::process::geteuid() {
+        let why = format!("user {} is not the daemon's user ({})", peer.uid.as_raw(), rustix::process::geteuid().as_raw());
         let _ = reply(&conn, &Reply::Refused { why: why.clone() });
         return Err(why);
     }
+    let pidfd = peer_pidfd(&conn).map_err(|e| format!("SO_PEERPIDFD: {e}"))?;
     let deadline = Instant::now() + REQUEST_TIME;
     let late = || format!("no whole request within {} s", REQUEST_TIME.as_secs());
     // A request this daemon does not take (too long, or not one) is refused to the client too,
@@ -737,6 +737,11 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     // reach through it what it cannot itself (a root client without capabilities, a client with
     // fewer groups), or name other files than its own paths do (another mount namespace, a chroot).
     let client = access_view(&PathBuf::from(format!("/proc/{}", peer.pid.as_raw_nonzero())));
+    // Read up to REQUEST_TIME after the connection, /proc/PID is the client's only while it lives:
+    // one that handed its socket to a child and ended may have its pid reused by another process.
+    if pidfd.as_ref().is_some_and(process_ended) {
+        return Err(refuse(format!("the client's process (pid {}) ended before its permissions were checked: its pid may be another process's now", peer.pid.as_raw_nonzero())));
+    }
     match (client, access_view(Path::new("/proc/self"))) {
         (Ok(c), Ok(d)) => {
             if let Some(((what, c), (_, d))) = c.into_iter().zip(d).find(|(c, d)| c != d) {
@@ -800,6 +805,31 @@ fn access_view(proc: &Path) -> std::io::Result<[(&'static str, String); 6]> {
         ("mount namespace", std::fs::read_link(proc.join("ns/mnt"))?.display().to_string()),
         ("root directory", format!("device {} inode {}", root.dev(), root.ino())),
     ])
+}
+
+/// The process at the other end of `conn` when it connected, as a pidfd (SO_PEERPIDFD, Linux 6.5
+/// and later), for [`process_ended`]. `None` where the kernel has none: there a client that ends
+/// after handing its socket to another process leaves a pid that may be reused before
+/// [`access_view`] reads it (within [`REQUEST_TIME`]), and that process's ids are compared.
+fn peer_pidfd(conn: &UnixStream) -> std::io::Result<Option<OwnedFd>> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let mut fd: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (one c_int) into `fd`, which lives across the
+    // call, and its length into `len`; `conn` is an open socket.
+    let r = unsafe { libc::getsockopt(conn.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERPIDFD, (&raw mut fd).cast(), &mut len) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::ENOPROTOOPT) { Ok(None) } else { Err(e) };
+    }
+    // SAFETY: the call succeeded: `fd` is a new descriptor (close-on-exec), this process's alone.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// Whether the process `pidfd` refers to has ended (its pidfd is readable then).
+fn process_ended(pidfd: &OwnedFd) -> bool {
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    matches!(rustix::event::poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })), Ok(n) if n > 0)
 }
 
 /// Fills `buf` from `conn` by `deadline`: a client that trickles its request in holds its
@@ -976,6 +1006,8 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
             });
         }
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::run(cli)));
+        // Its outputs are in place or gone: a signal from now on cuts off no job (said so).
+        RUNNING.store(job | ENDED, Ordering::SeqCst);
         drop(done);
         match r {
             Ok(Err(e)) if client_went_away.load(std::sync::atomic::Ordering::SeqCst) => {
@@ -993,7 +1025,6 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
             },
         }
     });
-    RUNNING.store(0, Ordering::SeqCst);
     *RUNNER.lock().unwrap_or_else(|p| p.into_inner()) = None;
     rustix::process::umask(umask);
     let restored = saved.restore();
@@ -1011,6 +1042,7 @@ fn run_one(incoming: Incoming, job: u64, exe: ExeId, env: &BTreeMap<String, Vec<
         std::process::exit(1);
     }
     end(exited, Some(Reply::Exit { code }));
+    RUNNING.store(0, Ordering::SeqCst);
 }
 
 /// The daemon's standard streams, kept while a job has the client's in their place.

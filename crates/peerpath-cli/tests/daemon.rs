@@ -273,6 +273,47 @@ fn a_daemon_stopped_by_a_signal_says_in_its_log_which_job_it_cut_off() {
     assert_eq!(last, "peerpath daemon: stopped by SIGTERM: job 1 cut off, its outputs in progress not put in place (its client fails, exit 18)", "{log}");
 }
 
+/// A signal that came once a job had ended (its outputs in place or gone), while the daemon still
+/// told its client (here its error, on a standard error no one reads, full), was said as a job
+/// cut off, "its outputs in progress not put in place". It is now said as a job that had ended.
+#[test]
+fn a_signal_after_a_jobs_end_does_not_say_it_cut_the_job_off() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    if std::fs::read_to_string("/proc/self/syscall").is_err() {
+        eprintln!("SKIPPED a_signal_after_a_jobs_end_does_not_say_it_cut_the_job_off: no /proc/PID/syscall to see the daemon wait");
+        return;
+    }
+    let dir = scratch();
+    let mut d = Daemon::start(dir.path());
+    // A pipe that holds no more: the job's error, said once it has ended, waits on it.
+    let (mut reader, mut writer) = std::io::pipe().unwrap();
+    // SAFETY: fcntl(2) on a descriptor this test holds open, setting and clearing O_NONBLOCK.
+    unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    while writer.write(&[b'x'; 4096]).is_ok() {}
+    // SAFETY: as above.
+    unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETFL, 0) };
+    let mut c = d.client(dir.path(), args!["verify", "missing.gz"]);
+    let mut client = c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(writer).spawn().expect("start the client");
+    drop(c);
+    // The daemon's thread that says the error writes to its client's standard error (fd 2), blocked.
+    let writing = [libc::SYS_write, libc::SYS_writev].map(|n| format!("{n} 0x2 "));
+    let start = Instant::now();
+    while !std::fs::read_dir(format!("/proc/{}/task", d.child.id())).unwrap().flatten().any(|t| std::fs::read_to_string(t.path().join("syscall")).is_ok_and(|s| writing.iter().any(|w| s.starts_with(w.as_str())))) {
+        assert!(start.elapsed() < HANG_DEADLINE, "the daemon never wrote to its client's standard error:\n{}", d.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a signal to our own test's daemon, which is running.
+    assert_eq!(unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) }, 0);
+    d.child.wait().unwrap();
+    let mut said = Vec::new();
+    reader.read_to_end(&mut said).unwrap();
+    assert_eq!(wait_deadline(&mut client, DEADLINE, "the client").code(), Some(18));
+    let log = d.log();
+    let last = log.lines().last().unwrap_or_default();
+    assert_eq!(last, "peerpath daemon: stopped by SIGTERM: job 1 had ended, its outputs as it left them; its client, unless already told its exit code, fails (exit 18)", "{log}");
+}
+
 /// The log says whose each job is and where it runs (its relative paths are that directory's):
 /// the client's pid and user, and its working directory, quoted as names are elsewhere (a newline
 /// in it stays on the line).
@@ -888,11 +929,12 @@ fn the_socket_lies_in_a_directory_no_other_user_can_reach() {
 
 /// A client handed its job (command line, environment with a key, standard streams) to whatever
 /// listened at PEERPATH_DAEMON: a socket another user put there got them. It now hands it only to a
-/// daemon of its own user or root's, and runs the job itself otherwise, saying why (exit 18 with
-/// --no-fallback). Root's connections are taken by a daemon of another user past SO_PEERCRED.
+/// daemon of its own user, and runs the job itself otherwise, saying why (exit 18 with
+/// --no-fallback). Root's connections were taken by a daemon of another user past SO_PEERCRED (to
+/// be refused later, their user ids differing): they are now refused there, as any other user's.
 #[test]
-fn a_client_hands_its_job_only_to_a_daemon_of_its_own_user_or_roots() {
-    let test = "a_client_hands_its_job_only_to_a_daemon_of_its_own_user_or_roots";
+fn a_client_hands_its_job_only_to_a_daemon_of_its_own_user() {
+    let test = "a_client_hands_its_job_only_to_a_daemon_of_its_own_user";
     let Some(setpriv) = setpriv_for_nobody(test) else { return };
     let dir = passable_scratch();
     let d = dir.path();
@@ -903,28 +945,32 @@ fn a_client_hands_its_job_only_to_a_daemon_of_its_own_user_or_roots() {
     std::fs::write(d.join("in.fa"), sample()).unwrap();
     let key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
     let o = run(daemon.client(d, args!["compress", "in.fa", "-o", "here.gz"]).env("PEERPATH_KEY", key)).ok();
-    assert!(o.stderr.contains("the socket is held by user 65534, neither this user (0) nor root") && o.stderr.contains("the job runs in this process"), "{}", o.describe());
+    assert!(o.stderr.contains("the socket is held by user 65534, not this user (0)") && o.stderr.contains("the job runs in this process"), "{}", o.describe());
     assert!(!String::from_utf8_lossy(&o.stdout).contains(RUNNER));
     assert!(d.join("here.gz").exists());
     let o = run(daemon.client(d, args!["compress", "in.fa", "-o", "never.gz", "--no-fallback"]).env("PEERPATH_KEY", key));
     assert_eq!(o.code(), Some(18), "{}", o.describe());
     assert!(o.stderr.contains("held by user 65534") && o.stderr.contains("(--no-fallback)"), "{}", o.describe());
     assert!(!d.join("never.gz").exists());
-    // Root, at the daemon's end: taken past SO_PEERCRED to its request (here not one).
+    // Root, at the daemon's end: refused on SO_PEERCRED, before its request is read.
     let mut conn = std::os::unix::net::UnixStream::connect(&daemon.socket).unwrap();
-    conn.write_all(&2u32.to_le_bytes()).unwrap();
-    conn.write_all(b"{}").unwrap();
-    daemon.wait_for_log("a connection refused: not a request", 1);
+    let _ = conn.write_all(&2u32.to_le_bytes());
+    let _ = conn.write_all(b"{}");
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut conn, &mut answer);
+    assert!(answer.contains("user 0 is not the daemon's user (65534)"), "{answer}");
+    daemon.wait_for_log("a connection refused: user 0 is not the daemon's user (65534)", 1);
     let log = daemon.log();
-    assert!(!log.contains("job 1") && !log.contains("neither") && !log.contains(key), "no request reached the daemon before this one:\n{log}");
+    assert!(!log.contains("job 1") && !log.contains("not a request") && !log.contains(key), "no request reached the daemon:\n{log}");
     assert_eq!(std::fs::metadata(&daemon.socket).unwrap().permissions().mode() & 0o777, 0o600);
 }
 
-/// A client of another user is refused by the daemon (SO_PEERCRED), even where it can reach the
-/// socket (here opened to all on purpose: the directory and the socket's mode keep it out first).
+/// A client of another user cannot reach the daemon's socket (its directory and mode keep it out);
+/// where it can (here opened to all on purpose), a client of root's daemon handed it its job, which
+/// the daemon refused: the client now hands no job to root's daemon (SO_PEERCRED), saying why.
 #[test]
-fn a_client_of_another_user_is_refused_by_the_daemon() {
-    let test = "a_client_of_another_user_is_refused_by_the_daemon";
+fn a_client_of_another_user_hands_no_job_to_roots_daemon() {
+    let test = "a_client_of_another_user_hands_no_job_to_roots_daemon";
     let Some(setpriv) = setpriv_for_nobody(test) else { return };
     let dir = scratch();
     let daemon = Daemon::start(dir.path());
@@ -940,8 +986,9 @@ fn a_client_of_another_user_is_refused_by_the_daemon() {
     std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let o = run(&mut client());
     assert_eq!(o.code(), Some(18), "{}", o.describe());
-    assert!(o.stderr.contains("the daemon refused the job: user 65534 is neither the daemon's user (0) nor root"), "{}", o.describe());
-    daemon.wait_for_log("a connection refused: user 65534 is neither the daemon's user (0) nor root", 1);
+    assert!(o.stderr.contains("the socket is held by user 0, not this user (65534): not a daemon of this user's") && o.stderr.contains("(--no-fallback)"), "{}", o.describe());
+    // The daemon, for its part, refused the connection (SO_PEERCRED) and saw no request.
+    daemon.wait_for_log("a connection refused: user 65534 is not the daemon's user (0)", 1);
     assert!(!daemon.log().contains("job 1"), "{}", daemon.log());
 }
 
@@ -1307,4 +1354,84 @@ fn a_client_of_a_daemon_that_is_gone_says_no_daemon_listens_and_how_to_start_one
     let hint = format!("cannot reach the daemon: no daemon listens on the socket (one that ended left it; `peerpath daemon --socket {}` replaces it) (--no-fallback)", daemon.socket.display());
     assert!(o.stderr.contains(&hint), "{}", o.describe());
     assert!(!dir.path().join("in.fa.gz").exists());
+}
+
+/// The daemon compared the client's ids with its own through /proc/PID, PID the connecting
+/// process's, read once the request was in: a client that handed its socket to another process and
+/// ended had its pid's next owner checked in its place. Here (a pid namespace of the test's own, so
+/// that pids are given out in order) a client with other supplementary groups than the daemon's
+/// connects, ends, and a process with the daemon's own ids takes its pid before the request is
+/// sent: the daemon asked for the job's streams. The client's process is now held from the
+/// connection (SO_PEERPIDFD), and one that ended is refused.
+#[test]
+fn a_client_whose_process_ended_is_refused_whoever_has_its_pid_now() {
+    use peerpath_runtime::daemon_proto::{self as proto, ExeId, Request};
+    let test = "a_client_whose_process_ended_is_refused_whoever_has_its_pid_now";
+    if !root() {
+        eprintln!("SKIPPED {test}: only root makes a pid namespace and chooses the next pid (ns_last_pid)");
+        return;
+    }
+    let Some([unshare, python]) = tools_or_skip(test, &["unshare", "python3"]).map(|t| <[PathBuf; 2]>::try_from(t).unwrap()) else { return };
+    let dir = scratch();
+    private(dir.path());
+    let request = Request {
+        exe: ExeId::of_this_process().unwrap(),
+        argv: proto::ByteStrings::new(["peerpath", "verify", "x.gz"]).unwrap(),
+        cwd: b"/".to_vec(),
+        umask: 0o022,
+        env: proto::variables(&Default::default()).unwrap(),
+    };
+    std::fs::write(dir.path().join("request"), proto::encode_request(&request).unwrap()).unwrap();
+    // Python, pid 1 of the namespace: starts the daemon, then the client A, which connects and
+    // hands the socket to its child B; A ends and is reaped; `sleep` is given A's pid; B sends the
+    // request and prints the daemon's answer.
+    let script = r#"
+import os, socket, subprocess, sys, time
+bin, d = sys.argv[1:3]
+sock, log = d + "/d.sock", d + "/daemon.log"
+daemon = subprocess.Popen([bin, "daemon", "--socket", sock], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+def logged(text):
+    while text not in open(log).read():
+        time.sleep(0.02)
+logged("listening on")
+# One connection refused (not a request), so that the daemon's threads are all up.
+s = socket.socket(socket.AF_UNIX); s.connect(sock); s.sendall(b"\x02\x00\x00\x00{}"); s.recv(4096); s.close()
+logged("a connection refused")
+tasks = lambda: len(os.listdir("/proc/%d/task" % daemon.pid))
+base = tasks()
+r, w = os.pipe()
+a = os.fork()
+if a == 0:
+    os.setgroups([5])
+    s = socket.socket(socket.AF_UNIX); s.connect(sock)
+    if os.fork() == 0:
+        os.close(w); os.read(r, 1)
+        s.sendall(open(d + "/request", "rb").read())
+        sys.stdout.write(s.makefile().readline()); sys.stdout.flush()
+        os._exit(0)
+    os._exit(0)
+os.close(r)
+os.waitpid(a, 0)
+# The daemon's thread reading A's request has its id: no pid is taken between these lines.
+while tasks() <= base:
+    time.sleep(0.02)
+open("/proc/sys/kernel/ns_last_pid", "w").write(str(a - 1))
+z = subprocess.Popen(["sleep", "60"])
+print("reused" if z.pid == a else "not reused: %d for %d" % (z.pid, a), flush=True)
+os.write(w, b"x")
+os.wait()
+z.kill(); daemon.kill()
+"#;
+    let mut c = Command::new(unshare);
+    c.args(["--pid", "--fork", "--mount-proc"]).arg(python).args(["-c", script]).arg(bin()).arg(dir.path());
+    let o = run_full(&mut c, None, HANG_DEADLINE);
+    if o.stderr.contains("unshare:") {
+        eprintln!("SKIPPED {test}: no pid namespace here: {}", o.stderr.trim());
+        return;
+    }
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let log = std::fs::read_to_string(dir.path().join("daemon.log")).unwrap_or_default();
+    assert!(out.starts_with("reused\n"), "{}\n{log}", o.describe());
+    assert!(out.contains("\"Refused\"") && out.contains("ended before its permissions were checked: its pid may be another process's now"), "{}\n{log}", o.describe());
+    assert!(log.contains("a connection refused: the client's process (pid "), "{log}");
 }
