@@ -516,7 +516,7 @@ pub fn main(a: DaemonArgs) -> ExitCode {
                             }
                         }
                         Err(why) => {
-                            if let Some(l) = log {
+                            if let Some(l) = log.filter(|_| !why.is_empty()) {
                                 say(l, format_args!("peerpath daemon: a connection refused: {why}"));
                             }
                         }
@@ -727,10 +727,15 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
         why
     };
     let mut prefix = [0u8; 4];
+    // A connection closed with nothing sent is a probe (a second daemon checking whether one
+    // listens here): `Err("")`, which the log leaves out.
     read_by(&conn, &mut prefix, deadline).map_err(|e| e.unwrap_or_else(late))?;
     let request = {
         let mut body = vec![0u8; proto::request_length(prefix).map_err(refuse)?];
-        read_by(&conn, &mut body, deadline).map_err(|e| e.unwrap_or_else(late))?;
+        read_by(&conn, &mut body, deadline).map_err(|e| match e {
+            Some(why) if why.is_empty() => CLOSED_EARLY.to_string(),
+            e => e.unwrap_or_else(late),
+        })?;
         proto::decode_request(&body).map_err(refuse)?
     };
     // The job runs with the daemon's permissions and sees its files: a client whose differ could
@@ -832,9 +837,12 @@ fn process_ended(pidfd: &OwnedFd) -> bool {
     matches!(rustix::event::poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })), Ok(n) if n > 0)
 }
 
+const CLOSED_EARLY: &str = "the client closed before its whole request";
+
 /// Fills `buf` from `conn` by `deadline`: a client that trickles its request in holds its
 /// reading thread no longer than one that sends nothing. `Err(None)`: the deadline passed.
 fn read_by(conn: &UnixStream, mut buf: &mut [u8], deadline: Instant) -> Result<(), Option<String>> {
+    let whole = buf.len();
     while !buf.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -842,7 +850,9 @@ fn read_by(conn: &UnixStream, mut buf: &mut [u8], deadline: Instant) -> Result<(
         }
         conn.set_read_timeout(Some(left)).map_err(|e| Some(e.to_string()))?;
         match (&*conn).read(buf) {
-            Ok(0) => return Err(Some("the client closed before its whole request".into())),
+            // Nothing of it sent: "" (see `take_request`).
+            Ok(0) if buf.len() == whole => return Err(Some(String::new())),
+            Ok(0) => return Err(Some(CLOSED_EARLY.into())),
             Ok(n) => buf = &mut buf[n..],
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
             Err(e) => return Err(Some(format!("the request was cut short: {e}"))),

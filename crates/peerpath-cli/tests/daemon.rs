@@ -1435,3 +1435,23 @@ z.kill(); daemon.kill()
     assert!(out.contains("\"Refused\"") && out.contains("ended before its permissions were checked: its pid may be another process's now"), "{}\n{log}", o.describe());
     assert!(log.contains("a connection refused: the client's process (pid "), "{log}");
 }
+
+/// A second daemon on a socket one listens on checks by connecting and closing: the first's
+/// log said "a connection refused: the client closed before its whole request" of it. A
+/// connection that sends nothing is no refused client; one cut short still is.
+#[test]
+fn a_second_daemons_check_leaves_no_line_in_the_firsts_log() {
+    let dir = scratch();
+    let d = Daemon::start(dir.path());
+    let o = run(&mut pp(args!["daemon", "--socket", &d.socket]));
+    o.fails(2, &["already listens on"]);
+    // One that sends part of a request and closes is said, after the probe would have been.
+    let mut c = std::os::unix::net::UnixStream::connect(&d.socket).unwrap();
+    std::io::Write::write_all(&mut c, &[0x10, 0, 0, 0, 1]).unwrap();
+    drop(c);
+    d.wait_for_log("a connection refused", 1);
+    std::thread::sleep(Duration::from_millis(100));
+    let log = d.log();
+    assert_eq!(log.matches("a connection refused").count(), 1, "{log}");
+    assert!(log.contains("a connection refused: the client closed before its whole request"), "{log}");
+}
