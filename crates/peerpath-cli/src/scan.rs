@@ -14,7 +14,7 @@ use crate::scan_device;
 use peerpath_device::Device;
 use crate::chain_device::Stop;
 use peerpath_func::scan::{BlockCutter, CutBlock, Filter, Found, Malformed, RecordFormat, RecordTooLong, Refused, TooLongWhy};
-use peerpath_runtime::report::{count, name_bytes, shell_word, Quoted};
+use peerpath_runtime::report::{count, name_bytes, shell_word, Quoted, ShellWord};
 use peerpath_runtime::JobError;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -125,10 +125,16 @@ const HEAD_BYTES: usize = 10;
 /// a motif would match nothing, or binary noise, and the scan say so with exit 0.
 fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
     if head.starts_with(peerpath_func::crypt::MAGIC) {
-        return Err(JobError::Usage(format!(
-            "{}: encrypted (peerpath-enc/1): scan reads gzip or plain records; decrypt it first (peerpath decompress FILE.gz.ppenc --key-file KEY -o - | peerpath scan - ..., or peerpath decrypt)",
-            Quoted(path)
-        )));
+        // What decodes it: decompress for compress --encrypt's output (it streams to a pipe),
+        // decrypt for encrypt's (into a file: it writes nothing before every block checks).
+        use std::os::unix::ffi::OsStrExt;
+        let word = if peerpath_runtime::job::is_std_stream(path) { "FILE".to_string() } else { ShellWord(path).to_string() };
+        let how = if path.as_os_str().as_bytes().ends_with(b".gz.ppenc") {
+            format!("`peerpath decompress {word} --key-file KEY -o - | peerpath scan - ...`")
+        } else {
+            format!("`peerpath decrypt {word} --key-file KEY -o PLAIN`, then `peerpath scan PLAIN ...`; or, made by compress --encrypt, `peerpath decompress {word} --key-file KEY -o - | peerpath scan - ...`")
+        };
+        return Err(JobError::Usage(format!("{}: encrypted (peerpath-enc/1): scan reads gzip or plain records; decrypt it first: {how}", Quoted(path))));
     }
     // "BZh", the block size, then a block's magic (or the end-of-stream one for an empty stream).
     let bzip2 = head.len() == HEAD_BYTES

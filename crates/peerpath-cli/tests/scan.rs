@@ -668,6 +668,12 @@ fn encrypted_or_foreign_compressed_input_is_refused_not_read_as_lines() {
         let piped = run_full(&mut pp(args!["scan", "-", "--motif", "ACGT", "-c"]), Some(std::fs::read(f).unwrap()), std::time::Duration::from_secs(60));
         piped.fails(2, &["-", what]);
     }
+    // The hint runs as printed: decompress for compress --encrypt's output, decrypt for
+    // encrypt's (it said `decompress FILE.gz.ppenc` of both, its placeholder for the name).
+    run(&mut pp(args!["scan", &sealed, "--motif", "ACGT", "-c"])).fails(2, &[&format!("`peerpath decompress {} --key-file KEY -o - | peerpath scan - ...`", sealed.display())]);
+    let plain_sealed = d.join("my s.ppenc");
+    run(&mut pp(args!["encrypt", &fa, "--key-file", &key, "-o", &plain_sealed])).ok();
+    run(&mut pp(args!["scan", &plain_sealed, "--motif", "ACGT", "-c"])).fails(2, &[&format!("`peerpath decrypt '{}' --key-file KEY -o PLAIN`, then `peerpath scan PLAIN ...`", plain_sealed.display())]);
     let line = d.join("bz.txt");
     std::fs::write(&line, "BZh9 is a line\nACGT\n").unwrap();
     assert_eq!(run(&mut pp(args!["scan", &line, "--motif", "ACGT", "-c", "-q"])).ok().stdout_str().trim(), "1");
