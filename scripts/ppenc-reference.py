@@ -20,7 +20,7 @@ def hkdf(key, salt, info, n):
 def main(keyfile, path):
     raw = open(keyfile, "rb").read()
     # 32 bytes that are all text are no key (peerpath refuses them too: a short hex key, a passphrase).
-    if len(raw) == 32 and all(32 <= b < 127 or b in b"\t\n\r\x0b\x0c" for b in raw):
+    if len(raw) == 32 and all(32 <= b < 127 or b in b"\t\n\r\x0c" for b in raw):
         sys.exit("a 32-byte key file of text is no key: give 32 raw bytes or 64 hexadecimal digits")
     key = raw if len(raw) == 32 else bytes.fromhex(raw.decode().strip())
     data = open(path, "rb").read()
