@@ -634,7 +634,8 @@ impl JobReport {
                 Cow::Owned(quoted) if !f.error.contains(&quoted) => Cow::Owned(f.error.replace(&f.source, &quoted)),
                 _ => Cow::Borrowed(&f.error),
             };
-            let checked = f.checked.as_ref().map(|c| format!("; {c}")).unwrap_or_default();
+            // Said where members were checked: "the 0 members before it" of a file that failed at its start says nothing.
+            let checked = f.checked.as_ref().filter(|c| c.members > 0).map(|c| format!("; {c}")).unwrap_or_default();
             let mode = f.decode_mode.as_ref().map(|m| format!("; decoding: {m}")).unwrap_or_default();
             let _ = writeln!(s, "  FAILED        {error}{checked}{mode} (exit {})", f.exit_code);
         }
