@@ -31,9 +31,22 @@ pub fn human_bytes_exact(n: u64) -> String {
     }
 }
 
+/// `n` and `what`, plural where `n` is not 1, as the text reports count: "1 thread", "2 threads".
+/// Here, at the bottom of the layers, for every crate's messages.
+pub fn count<N: Copy + PartialEq + From<u8> + std::fmt::Display>(n: N, what: &str) -> String {
+    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_is_counted_in_the_singular() {
+        assert_eq!(count(1u64, "thread"), "1 thread");
+        assert_eq!(count(0usize, "member"), "0 members");
+        assert_eq!(count(2u32, "CUDA stream"), "2 CUDA streams");
+    }
 
     #[test]
     fn sizes_read_as_reports_print_them() {
@@ -46,10 +59,4 @@ mod tests {
         assert_eq!(human_bytes_exact(1_572_864), "1.50 MiB (1572864 B)");
         assert_eq!(human_bytes_exact(1 << 50), "1024.00 TiB (1125899906842624 B)");
     }
-}
-
-/// `n` and `what`, plural where `n` is not 1, as the text reports count: "1 thread", "2 threads".
-/// Here, at the bottom of the layers, for every crate's messages.
-pub fn count<N: Copy + PartialEq + From<u8> + std::fmt::Display>(n: N, what: &str) -> String {
-    format!("{n} {what}{}", if n == N::from(1) { "" } else { "s" })
 }
