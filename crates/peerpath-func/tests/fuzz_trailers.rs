@@ -7,7 +7,6 @@
 use peerpath_func::gzip::declared_output_bytes;
 use peerpath_func::*;
 use proptest::prelude::*;
-use std::io::Read;
 
 fn encode(level: u32, input: &[u8]) -> Vec<u8> {
     let mut enc = MemberEncoder::new(Level::new(level).unwrap());
@@ -17,19 +16,8 @@ fn encode(level: u32, input: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A reader that hands out at most `step` bytes per call.
-struct Dribble<'a> {
-    data: &'a [u8],
-    step: usize,
-}
-impl Read for Dribble<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.step.min(buf.len()).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
+mod common;
+use common::Dribble;
 
 /// `members` with peerpath's end member after them, decoded on `threads`
 /// threads (1: `run`), `step` bytes a read; the bytes out.

@@ -30,19 +30,8 @@ fn ended(members: &[u8]) -> Vec<u8> {
     [members, &PEERPATH_END_MEMBER[..]].concat()
 }
 
-/// A reader that hands out at most `step` bytes per call.
-struct Dribble<'a> {
-    data: &'a [u8],
-    step: usize,
-}
-impl Read for Dribble<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.step.min(buf.len()).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
+mod common;
+use common::Dribble;
 
 fn stream_decode(data: &[u8], step: usize) -> Result<Vec<u8>, StreamError> {
     let mut out = Vec::new();
