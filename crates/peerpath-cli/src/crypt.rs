@@ -261,7 +261,7 @@ pub(crate) fn optional_key(k: &KeyArgs) -> Result<Option<std::sync::Arc<Key>>, J
     if k.key_file.is_none() && k.key_env.is_none() && key_variable(KEY_ENV).is_none() {
         return Ok(None);
     }
-    load_key(k).map(|key| Some(std::sync::Arc::new(key)))
+    load_key(k, KeyUse::Reads).map(|key| Some(std::sync::Arc::new(key)))
 }
 
 /// Environment variable `name`'s value, zeroized when dropped: a job server forks devices
@@ -270,8 +270,15 @@ fn key_variable(name: &str) -> Option<zeroize::Zeroizing<Vec<u8>>> {
     std::env::var_os(name).map(|v| zeroize::Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(v)))
 }
 
+/// What a key is loaded for: data made with it now, or data made with it before.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum KeyUse {
+    Writes,
+    Reads,
+}
+
 /// The key from `--key-file`, `--key-env` or PEERPATH_KEY.
-pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
+pub(crate) fn load_key(k: &KeyArgs, for_: KeyUse) -> Result<Key, JobError> {
     if let Some(f) = &k.key_file {
         // A key is at most a line of 64 digits: read a little more than that, never a
         // whole device or a stream that does not end (--key-file /dev/zero).
@@ -288,10 +295,15 @@ pub(crate) fn load_key(k: &KeyArgs) -> Result<Key, JobError> {
         if bytes.len() as u64 > MOST {
             return Err(JobError::Usage(format!("key file {}: more than {MOST} bytes: a key is 32 raw bytes or 64 hexadecimal digits", Quoted(f))));
         }
-        // 32 bytes that are all text (a 128-bit key in hex, 63 digits and a newline, a
+        // 32 bytes that are all text (a 128-bit key in hex, 31 digits and a newline, a
         // passphrase) would be taken as raw key bytes; random bytes are that one time in 10^13.
+        // Refused for new data; data made with such a key before (peerpath took it as raw
+        // bytes until 2026-12-05) is still read with it, said.
         if bytes.len() == peerpath_func::crypt::KEY_BYTES && bytes.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) {
-            return Err(JobError::Usage(format!("key file {}: 32 bytes of text, not a key: a key is 32 random bytes or 64 hexadecimal digits (peerpath keygen makes one)", Quoted(f))));
+            if for_ == KeyUse::Writes {
+                return Err(JobError::Usage(format!("key file {}: 32 bytes of text, not a key: a key is 32 random bytes or 64 hexadecimal digits (peerpath keygen makes one)", Quoted(f))));
+            }
+            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("peerpath: warning: key file {} is 32 bytes of text: taken as 32 raw key bytes, as peerpath took it before 2026-12-05, to read what was made with it (a new encryption refuses it: make a key with peerpath keygen)\n", Quoted(f)));
         }
         return Key::from_bytes(&bytes).map_err(|e| JobError::Usage(format!("key file {}: {e}", Quoted(f))));
     }
@@ -375,7 +387,7 @@ fn run(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if block_size == 0 || block_size > MAX_BLOCK_BYTES as usize {
         return Err(JobError::Usage(format!("--block-size must be 1 byte to {} MiB", MAX_BLOCK_BYTES >> 20)));
     }
-    let key = load_key(&a.key)?;
+    let key = load_key(&a.key, if dir == Direction::Encrypt { KeyUse::Writes } else { KeyUse::Reads })?;
     let Opened { target, src, meta, size, threads, held: _held } = open(&a, dir, SUFFIX)?;
     let damaged = |e: CryptError| JobError::from_crypt(&a.source, e);
     let (cipher, header) = match dir {
@@ -507,7 +519,7 @@ fn run_xts(a: CryptArgs, dir: Direction) -> Result<(), JobError> {
     if !sector.is_power_of_two() || !(512..=1 << 20).contains(&sector) {
         return Err(JobError::Usage(format!("--sector-size {sector}: a power of two from 512 to 1M")));
     }
-    let key = XtsKey::derive(&load_key(&a.key)?).map_err(|e| JobError::Internal(e.to_string()))?;
+    let key = XtsKey::derive(&load_key(&a.key, if dir == Direction::Encrypt { KeyUse::Writes } else { KeyUse::Reads })?).map_err(|e| JobError::Internal(e.to_string()))?;
     let fallback = (a.engine != CryptEngine::Cpu).then(|| "the devices have no XTS function".to_string());
     if let Some(why) = &fallback {
         if a.no_fallback {

@@ -134,6 +134,9 @@ pub fn main(a: CspArgs) -> ExitCode {
                 // A device that gives no answer (stopped, hung): it could not do its work, and
                 // identify and stats have no CPU to fall back to (usage.md: 15).
                 CspError::Io { source, .. } if source.kind() == std::io::ErrorKind::TimedOut => ExitCode::from(15),
+                // One that took the queue pair, then failed the command (no completion within
+                // --timeout, lost, a malformed completion): the same.
+                CspError::Device(_) => ExitCode::from(15),
                 _ => ExitCode::from(1),
             }
         }
@@ -208,6 +211,7 @@ fn query(q: QueryArgs, answer: impl FnOnce(&mut EmulatedCsp, bool) -> Result<Str
     let mut o = ConnectOptions::new(&q.name);
     o.dir = q.dir.unwrap_or_else(default_dir);
     o.command_timeout = std::time::Duration::from_secs(q.timeout);
+    o.claim_wait = o.command_timeout;
     let mut device = EmulatedCsp::connect(&o)?;
     println!("{}", answer(&mut device, q.json)?);
     Ok(())

@@ -717,6 +717,8 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
         let _ = reply(&conn, &Reply::Refused { why: why.clone() });
         return Err(why);
     }
+    // Err(()): the client's process had ended (and was reaped) when it was asked for: said once
+    // its request is read (a probe that sends nothing is left out of the log).
     let pidfd = peer_pidfd(&conn).map_err(|e| format!("SO_PEERPIDFD: {e}"))?;
     let deadline = Instant::now() + REQUEST_TIME;
     let late = || format!("no whole request within {} s", REQUEST_TIME.as_secs());
@@ -744,7 +746,12 @@ fn take_request(conn: UnixStream) -> Result<Incoming, String> {
     let client = access_view(&PathBuf::from(format!("/proc/{}", peer.pid.as_raw_nonzero())));
     // Read up to REQUEST_TIME after the connection, /proc/PID is the client's only while it lives:
     // one that handed its socket to a child and ended may have its pid reused by another process.
-    if pidfd.as_ref().is_some_and(process_ended) {
+    let ended = match &pidfd {
+        Ok(Some(fd)) => process_ended(fd),
+        Ok(None) => false,
+        Err(()) => true,
+    };
+    if ended {
         return Err(refuse(format!("the client's process (pid {}) ended before its permissions were checked: its pid may be another process's now", peer.pid.as_raw_nonzero())));
     }
     match (client, access_view(Path::new("/proc/self"))) {
@@ -816,7 +823,7 @@ fn access_view(proc: &Path) -> std::io::Result<[(&'static str, String); 6]> {
 /// and later), for [`process_ended`]. `None` where the kernel has none: there a client that ends
 /// after handing its socket to another process leaves a pid that may be reused before
 /// [`access_view`] reads it (within [`REQUEST_TIME`]), and that process's ids are compared.
-fn peer_pidfd(conn: &UnixStream) -> std::io::Result<Option<OwnedFd>> {
+fn peer_pidfd(conn: &UnixStream) -> std::io::Result<Result<Option<OwnedFd>, ()>> {
     use std::os::fd::{AsRawFd, FromRawFd};
     let mut fd: libc::c_int = -1;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
@@ -825,10 +832,16 @@ fn peer_pidfd(conn: &UnixStream) -> std::io::Result<Option<OwnedFd>> {
     let r = unsafe { libc::getsockopt(conn.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERPIDFD, (&raw mut fd).cast(), &mut len) };
     if r != 0 {
         let e = std::io::Error::last_os_error();
-        return if e.raw_os_error() == Some(libc::ENOPROTOOPT) { Ok(None) } else { Err(e) };
+        // EINVAL or ESRCH: the peer's process has ended and been reaped (kernels before 6.16 give
+        // no pidfd of such a process).
+        return match e.raw_os_error() {
+            Some(libc::ENOPROTOOPT) => Ok(Ok(None)),
+            Some(libc::EINVAL | libc::ESRCH) => Ok(Err(())),
+            _ => Err(e),
+        };
     }
     // SAFETY: the call succeeded: `fd` is a new descriptor (close-on-exec), this process's alone.
-    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+    Ok(Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) })))
 }
 
 /// Whether the process `pidfd` refers to has ended (its pidfd is readable then).

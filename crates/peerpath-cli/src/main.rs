@@ -1187,7 +1187,7 @@ fn compress_encryption(a: &CompressArgs) -> Result<Option<(std::sync::Arc<peerpa
     if block == 0 || block > peerpath_func::crypt::MAX_BLOCK_BYTES as usize {
         return Err(JobError::Usage(format!("--encrypt-block-size must be 1 byte to {} MiB", peerpath_func::crypt::MAX_BLOCK_BYTES >> 20)));
     }
-    Ok(Some((std::sync::Arc::new(crypt::load_key(&a.key)?), block as u32)))
+    Ok(Some((std::sync::Arc::new(crypt::load_key(&a.key, crypt::KeyUse::Writes)?), block as u32)))
 }
 
 /// `SOURCE.gz.ppenc`: what `compress --encrypt` names its output.

@@ -890,6 +890,19 @@ fn text_keys_xts_images_and_a_cut_magic_are_told_apart() {
         assert!(!o.stderr.contains(text.trim()), "the key file's text is not quoted: {}", o.stderr);
         assert!(!d.join("x").exists());
     }
+    // What was made with such a key before (taken as its 32 raw bytes, as the same bytes in hex
+    // are) is still read with it, said: decrypt and decompress take it with a warning.
+    let phrase = d.join("phrase");
+    let as_hex = d.join("phrase.hex");
+    std::fs::write(&as_hex, std::fs::read(&phrase).unwrap().iter().map(|b| format!("{b:02x}")).collect::<String>()).unwrap();
+    run(&mut pp(args!["encrypt", &src, "--key-file", &as_hex, "-o", d.join("old.ppenc"), "-q"])).ok();
+    let o = run(&mut pp(args!["decrypt", d.join("old.ppenc"), "--key-file", &phrase, "-o", d.join("old")])).ok();
+    assert!(o.stderr.contains("is 32 bytes of text: taken as 32 raw key bytes"), "{}", o.stderr);
+    assert_eq!(std::fs::read(d.join("old")).unwrap(), std::fs::read(&src).unwrap());
+    run(&mut pp(args!["compress", &src, "--encrypt", "--key-file", &as_hex, "-o", d.join("old.gz.ppenc"), "-q"])).ok();
+    run(&mut pp(args!["decompress", d.join("old.gz.ppenc"), "--key-file", &phrase, "-o", d.join("old2")])).ok();
+    assert_eq!(std::fs::read(d.join("old2")).unwrap(), std::fs::read(&src).unwrap());
+    run(&mut pp(args!["compress", &src, "--encrypt", "--key-file", &phrase, "-o", d.join("new.gz.ppenc")])).fails(2, &["32 bytes of text, not a key"]);
     // Raw random bytes are still a key.
     let raw = d.join("raw");
     let mut bytes = [0u8; 32];

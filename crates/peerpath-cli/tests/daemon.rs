@@ -1372,6 +1372,17 @@ fn a_client_whose_process_ended_is_refused_whoever_has_its_pid_now() {
         return;
     }
     let Some([unshare, python]) = tools_or_skip(test, &["unshare", "python3"]).map(|t| <[PathBuf; 2]>::try_from(t).unwrap()) else { return };
+    // The check stands on SO_PEERPIDFD (Linux 6.5 and later): without it the daemon cannot tell.
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (mut fd, mut len) = (-1 as libc::c_int, std::mem::size_of::<libc::c_int>() as libc::socklen_t);
+    // SAFETY: getsockopt writes one c_int into `fd` and its length into `len`, both live across it.
+    let r = unsafe { libc::getsockopt(std::os::fd::AsRawFd::as_raw_fd(&a), libc::SOL_SOCKET, libc::SO_PEERPIDFD, (&raw mut fd).cast(), &mut len) };
+    if r != 0 {
+        eprintln!("SKIPPED {test}: this kernel has no SO_PEERPIDFD (Linux before 6.5): {}", std::io::Error::last_os_error());
+        return;
+    }
+    // SAFETY: the call succeeded: `fd` is a descriptor of ours, closed here.
+    unsafe { libc::close(fd) };
     let dir = scratch();
     private(dir.path());
     let request = Request {

@@ -140,13 +140,20 @@ pub struct ConnectOptions {
     /// A queue pair by index; `None` takes any free one.
     pub queue: Option<u32>,
     pub command_timeout: Duration,
+    /// How long the device has to answer the claim of a queue pair (a stopped or hung one is
+    /// said so after it): `csp identify`/`stats --timeout`; 10 s otherwise, whatever a job's
+    /// command timeout (a device just started may take longer than a short one to answer).
+    pub claim_wait: Duration,
 }
 
 impl ConnectOptions {
     pub fn new(name: &str) -> ConnectOptions {
-        ConnectOptions { name: name.to_string(), dir: default_dir(), queue: None, command_timeout: Duration::from_secs(10) }
+        ConnectOptions { name: name.to_string(), dir: default_dir(), queue: None, command_timeout: Duration::from_secs(10), claim_wait: CLAIM_WAIT }
     }
 }
+
+/// [`ConnectOptions::claim_wait`]'s default.
+pub const CLAIM_WAIT: Duration = Duration::from_secs(10);
 
 /// What a command id is used for.
 enum Slot {
@@ -269,7 +276,7 @@ impl EmulatedCsp {
         process: DeviceProcess,
         memory: Option<Arc<MappedRegion>>,
     ) -> Result<EmulatedCsp, CspError> {
-        let connect = ConnectOptions { name: name.to_string(), dir: dir.to_path_buf(), queue: None, command_timeout: options.command_timeout };
+        let connect = ConnectOptions { name: name.to_string(), dir: dir.to_path_buf(), queue: None, command_timeout: options.command_timeout, claim_wait: CLAIM_WAIT };
         match EmulatedCsp::connect_with(&connect, Some(process), memory) {
             Ok(d) => Ok(d),
             Err((e, child)) => {
@@ -299,7 +306,7 @@ impl EmulatedCsp {
             Ok(p) => p,
             Err(e) => return Err((e, child)),
         };
-        let claimed = claim(&paths, &o.name, o.queue, o.command_timeout);
+        let claimed = claim(&paths, &o.name, o.queue, o.claim_wait);
         let (socket, index, sq_efd, cq_efd) = match claimed {
             Ok(c) => c,
             Err(e) => return Err((e, child)),
@@ -1001,7 +1008,7 @@ fn wait_ready(child: &mut DeviceProcess, stdout: &mut (impl Read + AsRawFd), nam
 
 /// Connects to the device's socket and claims a queue pair; returns the
 /// socket, the queue pair's index and its SQ and CQ eventfds. A device that does not answer
-/// within `wait` (the options' `command_timeout`) is said to be stopped or hung.
+/// within `wait` (the options' `claim_wait`) is said to be stopped or hung.
 fn claim(paths: &CspPaths, name: &str, queue: Option<u32>, wait: Duration) -> Result<(UnixStream, u32, EventFd, EventFd), CspError> {
     let connect_err = |source| CspError::Connect { name: name.to_string(), socket: paths.socket.clone(), source };
     let io_err = |source| CspError::Io { operation: "claim a queue pair on", path: paths.socket.clone(), source };
