@@ -112,7 +112,7 @@ pub fn main(a: CspArgs) -> ExitCode {
                 (_, Some(job)) => eprintln!("peerpath: emulated device (started by process {job}): {e}"),
                 // The hint names the directory too, so that it runs as printed.
                 (CspError::Connect { name, socket, source }, None) => eprintln!(
-                    "peerpath: error: cannot connect to {}: {source} (is `peerpath csp serve --name {} --dir {}` running?)",
+                    "peerpath: error: cannot connect to {}: {source} (is `peerpath csp serve --name={} --dir {}` running?)",
                     Quoted(socket),
                     shell_word(name.as_bytes()),
                     ShellWord(socket.parent().unwrap_or(Path::new(".")))

@@ -34,7 +34,7 @@
 
 use crate::{Cli, Command};
 use peerpath_runtime::daemon_proto::{self as proto, ExeId, Reply, Request, GO};
-use peerpath_runtime::report::{shell_word, Quoted};
+use peerpath_runtime::report::{shell_word, Quoted, ShellWord};
 use clap::{Args, Parser};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
@@ -212,7 +212,7 @@ pub fn forward(socket: &Path, no_fallback: bool) -> Option<ExitCode> {
         Ok(c) => c,
         // A socket with no one at it: its daemon ended (killed, its machine restarted) and left it.
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            return not_here(format!("cannot reach the daemon: no daemon listens on the socket (one that ended left it; `peerpath daemon --socket {}` replaces it)", shell_word(socket.as_os_str().as_bytes())))
+            return not_here(format!("cannot reach the daemon: no daemon listens on the socket (one that ended left it; `peerpath daemon --socket {}` replaces it)", ShellWord(socket)))
         }
         Err(e) => return not_here(format!("cannot reach the daemon: {e}")),
     };

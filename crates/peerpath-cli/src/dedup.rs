@@ -2098,7 +2098,7 @@ fn verify(dir: &Path, quiet: bool) -> Result<(), JobError> {
     }
     if bad.is_empty() {
         if !quiet {
-            println!("{}: {} {} their fingerprints; every file's chunks are there", Quoted(dir), count(n, "chunk"), if n == 1 { "matches" } else { "match" });
+            println!("{}: {} {}; every file's chunks are there", Quoted(dir), count(n, "chunk"), if n == 1 { "matches its fingerprint" } else { "match their fingerprints" });
         }
         Ok(())
     } else {

@@ -57,12 +57,12 @@ fn the_cli_serves_what_spawn_asks_for_and_answers_identify_and_stats() {
 fn csp_errors_exit_with_their_codes() {
     let out = Command::new(PEERPATH).args(["csp", "identify", "--name", "nobody-here-42"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "no device there: a source missing, not an internal error");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is `peerpath csp serve --name nobody-here-42 --dir "), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is `peerpath csp serve --name=nobody-here-42 --dir "), "{}", String::from_utf8_lossy(&out.stderr));
     // The hint runs as printed: it names the directory asked, quoted for the shell.
     let dir = tempfile::Builder::new().prefix("csp dir ").tempdir().unwrap();
     let out = Command::new(PEERPATH).args(["csp", "stats", "--name", "nobody-here-42", "--dir"]).arg(dir.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
-    let hint = format!("is `peerpath csp serve --name nobody-here-42 --dir '{}'` running?", dir.path().display());
+    let hint = format!("is `peerpath csp serve --name=nobody-here-42 --dir '{}'` running?", dir.path().display());
     assert!(String::from_utf8_lossy(&out.stderr).contains(&hint), "{hint}\n{}", String::from_utf8_lossy(&out.stderr));
     let out = Command::new(PEERPATH).args(["csp", "serve", "--name", "no/slashes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

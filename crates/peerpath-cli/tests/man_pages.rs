@@ -202,6 +202,8 @@ fn zsh_and_fish_scripts_load() {
         let script = tmp.path().join("_peerpath");
         std::fs::write(&script, run(&mut pp(["completions", "zsh"])).ok().stdout).unwrap();
         let mut c = std::process::Command::new(&tools[0]);
+        // Its home the scratch directory: the shells make files there (fish's ~/.config/fish).
+        c.env("HOME", tmp.path()).env("XDG_CONFIG_HOME", tmp.path()).env("XDG_DATA_HOME", tmp.path());
         c.args(["-f", "-c", "autoload -Uz compinit && compinit -u -D && source \"$1\" && print -r -- $_comps[peerpath]", "zsh"]).arg(&script);
         let out = run(&mut c).ok();
         assert_eq!(out.stdout_str().trim(), "_peerpath", "zsh registers the completion:\n{}", out.describe());
@@ -211,6 +213,7 @@ fn zsh_and_fish_scripts_load() {
         let script = tmp.path().join("peerpath.fish");
         std::fs::write(&script, run(&mut pp(["completions", "fish"])).ok().stdout).unwrap();
         let mut c = std::process::Command::new(&tools[0]);
+        c.env("HOME", tmp.path()).env("XDG_CONFIG_HOME", tmp.path()).env("XDG_DATA_HOME", tmp.path());
         c.args(["--no-config", "-c", "source $argv[1]; and complete -C 'peerpath ec '"]).arg(&script);
         let out = run(&mut c).ok();
         assert!(out.stderr.is_empty(), "fish says:\n{}", out.describe());

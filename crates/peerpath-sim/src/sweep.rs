@@ -393,7 +393,8 @@ impl Sweep {
 /// else each, comma-separated; None for no name.
 fn devices(names: &[&str]) -> Option<String> {
     let named: Vec<&str> = names.iter().copied().filter(|n| !n.is_empty()).collect();
-    let split = |n: &str| n.find(|c: char| c.is_ascii_digit()).and_then(|i| n[i..].parse::<u64>().ok().map(|k| (n[..i].to_string(), k)));
+    // A number as written (csp01 is not csp1: a range would name devices that are not there).
+    let split = |n: &str| n.find(|c: char| c.is_ascii_digit()).and_then(|i| n[i..].parse::<u64>().ok().filter(|k| k.to_string() == n[i..]).map(|k| (n[..i].to_string(), k)));
     let parts: Option<Vec<(String, u64)>> = named.iter().map(|n| split(n)).collect();
     match (named.len(), parts) {
         (0, _) => None,
@@ -496,13 +497,13 @@ pub fn plan(topo: &Topology, catalog: &Catalog, platform: Option<&str>, job: &Jo
     })
 }
 
-/// A throughput in Gb/s as the plan prints it: one decimal, or 3 significant digits below
+/// A throughput in Gb/s as the plan prints it: one decimal, or 4 significant digits below
 /// 0.1 Gb/s (a target of 0.01 was "0.0").
 pub fn gbit(x: f64) -> String {
     figure(x, 1)
 }
 
-/// A figure of a sweep's table and plot: `decimals` decimals, or 3 significant digits where
+/// A figure of a sweep's table and plot: `decimals` decimals, or 4 significant digits where
 /// those decimals would not show it (a non-zero figure is never printed "0.0").
 pub fn figure(x: f64, decimals: usize) -> String {
     if x == 0.0 || x.abs() >= 10f64.powi(-(decimals as i32)) { format!("{x:.decimals$}") } else { format!("{x:.3e}") }
@@ -532,6 +533,7 @@ mod tests {
         assert_eq!(devices(&["csp0", "csp2"]).as_deref(), Some("csp0, csp2"));
         assert_eq!(devices(&["csp0", "ssd1"]).as_deref(), Some("csp0, ssd1"));
         assert_eq!(devices(&["gpu0"]).as_deref(), Some("gpu0"));
+        assert_eq!(devices(&["csp01", "csp02"]).as_deref(), Some("csp01, csp02"));
         assert_eq!(devices(&[""]), None);
     }
 }
