@@ -150,7 +150,9 @@ fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
     } else {
         return Ok(());
     };
-    Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first ({decode} FILE | peerpath scan - ...)", Quoted(path))))
+    // The file named as a shell word, so that the hint runs as printed (standard input: FILE).
+    let word = if peerpath_runtime::job::is_std_stream(path) { "FILE".to_string() } else { ShellWord(path).to_string() };
+    Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first (`{decode} {word} | peerpath scan - ...`)", Quoted(path))))
 }
 
 /// A motif the regex crate refuses, said on one line: parsed first with `regex_syntax` (as the

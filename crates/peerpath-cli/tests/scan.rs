@@ -674,6 +674,7 @@ fn encrypted_or_foreign_compressed_input_is_refused_not_read_as_lines() {
     let plain_sealed = d.join("my s.ppenc");
     run(&mut pp(args!["encrypt", &fa, "--key-file", &key, "-o", &plain_sealed])).ok();
     run(&mut pp(args!["scan", &plain_sealed, "--motif", "ACGT", "-c"])).fails(2, &[&format!("`peerpath decrypt '{}' --key-file KEY -o PLAIN`, then `peerpath scan PLAIN ...`", plain_sealed.display())]);
+    run(&mut pp(args!["scan", d.join("s.fa.xz"), "--motif", "ACGT", "-c"])).fails(2, &[&format!("`xz -dc {} | peerpath scan - ...`", d.join("s.fa.xz").display())]);
     let line = d.join("bz.txt");
     std::fs::write(&line, "BZh9 is a line\nACGT\n").unwrap();
     assert_eq!(run(&mut pp(args!["scan", &line, "--motif", "ACGT", "-c", "-q"])).ok().stdout_str().trim(), "1");
