@@ -916,8 +916,6 @@ fn parse_workers(s: &str) -> Result<u32, String> {
     parse_threads(s).map(|n| n as u32)
 }
 
-/// `--gpu-map-granule` where it is not given.
-const GPU_MAP_GRANULE_BYTES: usize = 64 << 20;
 
 /// The least device memory a job can use: a read of 1 MiB, its output and staging.
 const MIN_DEVICE_MEMORY_BYTES: usize = 4 << 20;
@@ -1389,7 +1387,7 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
             if let Some(ms) = a.gpu_batch_wait.filter(|ms| !(0.0..=1000.0).contains(ms)) {
                 return Err(JobError::Usage(format!("--gpu-batch-wait {ms}: give 0 to 1000 milliseconds")));
             }
-            let granule = a.gpu_map_granule.unwrap_or(GPU_MAP_GRANULE_BYTES);
+            let granule = a.gpu_map_granule.unwrap_or(peerpath_gpu::MAP_GRANULE_BYTES as usize);
             let map_memory_files = (a.gpu_memory_files == Some(GpuMemoryFilesArg::Mapped)).then_some(granule as u64);
             let staging = a.gpu_staging.unwrap_or(GpuStagingArg::Commands);
             if map_memory_files.is_some() && staging == GpuStagingArg::Device {
@@ -1400,10 +1398,10 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
             }
             let gather = peerpath_gpu::Gather { bytes: a.gpu_batch.unwrap_or(0) as u64, wait };
             let mut spec = peerpath_runtime::GpuSpec {
-                ordinal: a.gpu.unwrap_or(0),
+                ordinal: a.gpu.unwrap_or(defaults.ordinal),
                 algorithm: gpu_algorithm(a),
                 nvcomp: a.nvcomp.clone(),
-                streams: a.gpu_streams.unwrap_or(1) as usize,
+                streams: a.gpu_streams.map_or(defaults.streams, |s| s as usize),
                 staging: staging.into(),
                 io: match (a.gpu_io.unwrap_or(GpuIoArg::Auto), staging) {
                     // The device's own staging has no GPU memory apart from the window to read into.

@@ -124,11 +124,13 @@ const HEAD_BYTES: usize = 10;
 /// encrypted (peerpath-enc/1) or another compressor's (zstd, xz, bzip2): read as lines,
 /// a motif would match nothing, or binary noise, and the scan say so with exit 0.
 fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
+    // The file as its hints name it: a shell word, so that they run as printed (standard input: FILE).
+    let word = || if peerpath_runtime::job::is_std_stream(path) { "FILE".to_string() } else { ShellWord(path).to_string() };
     if head.starts_with(peerpath_func::crypt::MAGIC) {
         // What decodes it: decompress for compress --encrypt's output (it streams to a pipe),
         // decrypt for encrypt's (into a file: it writes nothing before every block checks).
         use std::os::unix::ffi::OsStrExt;
-        let word = if peerpath_runtime::job::is_std_stream(path) { "FILE".to_string() } else { ShellWord(path).to_string() };
+        let word = word();
         let how = if path.as_os_str().as_bytes().ends_with(b".gz.ppenc") {
             format!("`peerpath decompress {word} --key-file KEY -o - | peerpath scan - ...`")
         } else {
@@ -150,9 +152,7 @@ fn refuse_unreadable(path: &Path, head: &[u8]) -> Result<(), JobError> {
     } else {
         return Ok(());
     };
-    // The file named as a shell word, so that the hint runs as printed (standard input: FILE).
-    let word = if peerpath_runtime::job::is_std_stream(path) { "FILE".to_string() } else { ShellWord(path).to_string() };
-    Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first (`{decode} {word} | peerpath scan - ...`)", Quoted(path))))
+    Err(JobError::Usage(format!("{}: compressed with {what}: scan decodes gzip only; decode it first (`{decode} {} | peerpath scan - ...`)", Quoted(path), word())))
 }
 
 /// A motif the regex crate refuses, said on one line: parsed first with `regex_syntax` (as the

@@ -24,6 +24,8 @@ mod inflate;
 mod kernels;
 mod mapped;
 mod memfile;
+/// Where `--gpu-memory-files mapped` maps and pins a file a granule at a time: the granule's default.
+pub use memfile::GRANULE_BYTES as MAP_GRANULE_BYTES;
 mod nvcomp;
 pub mod scan;
 

@@ -21,7 +21,7 @@ use std::time::Instant;
 /// Bytes of a file mapped and pinned at once, on first use: pinning is
 /// paid a granule at a time by the I/O thread that first needs it (several
 /// threads pin different granules at once), not up front for a whole file.
-pub(crate) const GRANULE_BYTES: u64 = 64 << 20;
+pub const GRANULE_BYTES: u64 = 64 << 20;
 
 /// A file's first granule, where the granule is larger: granules then double
 /// (1, 1, 2, 4, ... MiB) up to the granule's size, so that a small output

@@ -1017,8 +1017,8 @@ type BatchMember = (MemberHeader, MemberBytes, u64, usize);
 /// decoded on the CPU, which names a bad member's error), else on the CPU.
 fn decode_batch(gpu: Option<&GpuDecoder>, first_index: u64, members: &[BatchMember], read: &[u8], dst: &mut [u8]) -> std::result::Result<OnGpu, (BatchFailure, u64)> {
     let on_cpu = |k: usize, (header, bytes, offset, _): &BatchMember, out: &mut [u8]| {
-        let before = members[..k].iter().map(|m| m.3).sum();
-        decode_member(header, bytes.bytes(read), out).map(|_| ()).map_err(|e| (BatchFailure::Member(e, *offset, before), first_index + k as u64))
+        // The bytes of the members before it, summed only for a failure (not per member).
+        decode_member(header, bytes.bytes(read), out).map(|_| ()).map_err(|e| (BatchFailure::Member(e, *offset, members[..k].iter().map(|m| m.3).sum()), first_index + k as u64))
     };
     if let Some(g) = gpu {
         if !g.usable() {
