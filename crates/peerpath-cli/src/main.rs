@@ -1383,10 +1383,11 @@ fn compute_choice(a: &CompressArgs) -> Result<(peerpath_runtime::Compute, Option
         EngineArg::Emulated => (emulated(), None),
         EngineArg::Gpu => {
             let defaults = peerpath_runtime::GpuSpec::default();
-            let wait = a.gpu_batch_wait.map_or(defaults.gather.wait, |ms| std::time::Duration::from_secs_f64(ms / 1e3));
+            // Checked before it is made a Duration: a negative or NaN one panicked there.
             if let Some(ms) = a.gpu_batch_wait.filter(|ms| !(0.0..=1000.0).contains(ms)) {
                 return Err(JobError::Usage(format!("--gpu-batch-wait {ms}: give 0 to 1000 milliseconds")));
             }
+            let wait = a.gpu_batch_wait.map_or(defaults.gather.wait, |ms| std::time::Duration::from_secs_f64(ms / 1e3));
             let granule = a.gpu_map_granule.unwrap_or(peerpath_gpu::MAP_GRANULE_BYTES as usize);
             let map_memory_files = (a.gpu_memory_files == Some(GpuMemoryFilesArg::Mapped)).then_some(granule as u64);
             let staging = a.gpu_staging.unwrap_or(GpuStagingArg::Commands);

@@ -175,3 +175,15 @@ fn chains_take_no_direct_and_verbose() {
         assert_eq!(std::fs::read(&out).unwrap(), data);
     }
 }
+
+/// A --gpu-batch-wait out of range is a usage error, not a panic (a negative or NaN one was made
+/// a Duration before it was checked: exit 101).
+#[test]
+fn a_gpu_batch_wait_out_of_range_is_a_usage_error() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("src"), mixed_data(10_000, 4)).unwrap();
+    for wait in ["-1", "NaN", "1001"] {
+        run(&mut pp(args!["compress", dir.path().join("src"), "-o", dir.path().join("out"), "--engine", "gpu", "--gpu-batch", "1M", &format!("--gpu-batch-wait={wait}")])).fails(2, &["--gpu-batch-wait", "give 0 to 1000 milliseconds"]);
+        assert!(!dir.path().join("out").exists());
+    }
+}
